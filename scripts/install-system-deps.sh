@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the test bed needs (idempotent). Run as root.
+set -euo pipefail
+need=()
+for pair in go:golang-go rsync:rsync etcd:etcd-server docker-registry:docker-registry skopeo:skopeo openssl:openssl unzip:unzip; do
+  bin=${pair%%:*}; pkg=${pair#*:}
+  command -v "$bin" >/dev/null 2>&1 || need+=("$pkg")
+done
+[ -d /usr/share/gocode/src/github.com/modern-go/reflect2 ] || need+=(golang-github-modern-go-reflect2-dev)
+if [ ${#need[@]} -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${need[@]}"
+fi
+echo "system dependencies present"

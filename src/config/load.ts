@@ -1,0 +1,148 @@
+// Loading the agent's configuration file: YAML in, a validated MooringConfig out, or a ConfigError that lists
+// every problem with its field path and the line and column it stands on in the file.
+import { readFile, stat } from 'node:fs/promises';
+import { isMap, isNode, isScalar, isSeq, LineCounter, type Node, parseDocument } from 'yaml';
+import type { z } from 'zod';
+import { StalledError } from '../errors.ts';
+import { checkReferences, configSchema, type MooringConfig } from './schema.ts';
+
+const MAX_CONFIG_BYTES = 1024 * 1024;
+
+export interface ConfigProblem {
+  /** Dotted field path as users write it: `sources.git[0].url`; empty for the whole file. */
+  path: string;
+  line: number;
+  column: number;
+  message: string;
+}
+
+export class ConfigError extends StalledError {
+  readonly file: string;
+  readonly problems: readonly ConfigProblem[];
+
+  constructor(file: string, problems: readonly ConfigProblem[]) {
+    const count = problems.length === 1 ? '1 problem' : `${problems.length} problems`;
+    super(`${file}: ${count}\n${problems.map((p) => `  ${formatProblem(file, p)}`).join('\n')}`);
+    this.file = file;
+    this.problems = problems;
+  }
+}
+
+export function formatProblem(file: string, p: ConfigProblem): string {
+  return `${file}:${p.line}:${p.column}: ${p.path ? `${p.path}: ` : ''}${p.message}`;
+}
+
+export async function loadConfigFile(file: string): Promise<MooringConfig> {
+  let text: string;
+  try {
+    const info = await stat(file);
+    if (info.size > MAX_CONFIG_BYTES) {
+      throw new ConfigError(file, [
+        {
+          path: '',
+          line: 1,
+          column: 1,
+          message: `file is ${info.size} bytes, more than ${MAX_CONFIG_BYTES}`,
+        },
+      ]);
+    }
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if (error instanceof ConfigError) throw error;
+    const code = (error as NodeJS.ErrnoException).code;
+    const reason = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a folder' : String(error);
+    throw new ConfigError(file, [{ path: '', line: 1, column: 1, message: `cannot read: ${reason}` }]);
+  }
+  return parseConfig(text, file);
+}
+
+/** Parses and validates config text; `file` is only used to name the source in messages. */
+export function parseConfig(text: string, file = '<config>'): MooringConfig {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    throw new ConfigError(
+      file,
+      doc.errors.map((e) => {
+        const pos = e.linePos?.[0] ?? { line: 1, col: 1 };
+        return { path: '', line: pos.line, column: pos.col, message: firstLine(e.message) };
+      }),
+    );
+  }
+  const data: unknown = doc.toJS({ maxAliasCount: 100 }) ?? {};
+  const result = configSchema.safeParse(data);
+  const references = checkReferences(data).map((r) => {
+    const pos = lineCounter.linePos(locate(doc.contents, r.path, false)?.range?.[0] ?? 0);
+    return { path: formatPath(r.path), line: pos.line, column: pos.col, message: r.message };
+  });
+  if (result.success && references.length === 0) return result.data;
+  const problems = [
+    ...(result.success
+      ? []
+      : result.error.issues.map((issue) => toProblem(issue, doc.contents, lineCounter))),
+    ...references,
+  ];
+  problems.sort((a, b) => a.line - b.line || a.column - b.column || a.path.localeCompare(b.path));
+  throw new ConfigError(file, problems);
+}
+
+function toProblem(issue: z.core.$ZodIssue, root: unknown, lines: LineCounter): ConfigProblem {
+  let path = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
+  let message = issue.message;
+  if (issue.code === 'unrecognized_keys') {
+    // Point at the unknown key itself, which is what the user has to fix.
+    const key = issue.keys[0];
+    if (key !== undefined) path = [...path, key];
+    message =
+      issue.keys.length === 1
+        ? `unknown field "${key}"`
+        : `unknown fields ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
+  } else if (issue.code === 'invalid_type' && issue.input === undefined) {
+    message = 'required field is missing';
+  }
+  const node = locate(root, path, issue.code === 'unrecognized_keys');
+  const pos = lines.linePos(node?.range?.[0] ?? 0);
+  return { path: formatPath(path), line: pos.line, column: pos.col, message };
+}
+
+/**
+ * The deepest YAML node along `path`: for a missing field, its parent mapping; with `atKey`, the key node of
+ * the last segment (an unknown field is fixed at its key, not its value).
+ */
+function locate(root: unknown, path: readonly (string | number)[], atKey: boolean): Node | undefined {
+  let current: unknown = root;
+  let last: Node | undefined = isNode(root) ? root : undefined;
+  for (const [index, segment] of path.entries()) {
+    if (isMap(current)) {
+      const pair = current.items.find(
+        (item) => isScalar(item.key) && String(item.key.value) === String(segment),
+      );
+      if (!pair) return last;
+      const isLast = index === path.length - 1;
+      if ((atKey && isLast) || !isNode(pair.value) || pair.value.range === undefined) {
+        return isNode(pair.key) ? pair.key : last;
+      }
+      current = pair.value;
+    } else if (isSeq(current) && typeof segment === 'number') {
+      current = current.items[segment];
+      if (!isNode(current)) return last;
+    } else {
+      return last;
+    }
+    last = current as Node;
+  }
+  return last;
+}
+
+export function formatPath(path: readonly (string | number)[]): string {
+  let out = '';
+  for (const segment of path) {
+    if (typeof segment === 'number') out += `[${segment}]`;
+    else out += out ? `.${segment}` : segment;
+  }
+  return out;
+}
+
+function firstLine(message: string): string {
+  return message.split('\n')[0] ?? message;
+}

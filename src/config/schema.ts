@@ -1,0 +1,356 @@
+// The agent's configuration: one zod schema for the whole product, with its defaults.
+// Parsed once at start (see load.ts); every other module receives the typed result.
+import cron from 'node-cron';
+import semver from 'semver';
+import { z } from 'zod';
+import { parseDuration } from './duration.ts';
+
+const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+const name = z
+  .string()
+  .max(63)
+  .regex(NAME, 'must be a DNS label: lowercase letters, digits and "-", starting and ending alphanumeric');
+
+/** A duration string ("30s", "5m", "1h30m") or a number of milliseconds, parsed to milliseconds. */
+export const duration = z.union([z.string(), z.number().int().positive()]).transform((value, ctx) => {
+  if (typeof value === 'number') return value;
+  const text = value;
+  const ms = parseDuration(text);
+  if (ms === undefined || ms <= 0) {
+    ctx.addIssue({ code: 'custom', message: `"${text}" is not a duration (examples: 30s, 5m, 1h30m)` });
+    return z.NEVER;
+  }
+  return ms;
+});
+
+const cronExpression = z.string().refine((expr) => cron.validate(expr), {
+  message: 'is not a valid cron expression (five or six fields, e.g. "*/5 * * * *")',
+});
+
+/** A secret is never written in the config file itself: it is read from an environment variable or a file. */
+export const secretRef = z
+  .strictObject({
+    env: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name')
+      .optional(),
+    file: z.string().min(1).optional(),
+  })
+  .refine((ref) => (ref.env === undefined) !== (ref.file === undefined), {
+    message: 'give exactly one of "env" or "file"',
+  });
+export type SecretRef = z.infer<typeof secretRef>;
+
+const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
+
+const schedule = {
+  interval: duration.optional(),
+  cron: cronExpression.optional(),
+};
+
+/** A source polls on its interval or its cron schedule; with neither, on a default interval. */
+function withDefaultInterval(ms: number) {
+  return <T extends { interval?: number | undefined; cron?: string | undefined }>(source: T): T =>
+    source.interval === undefined && source.cron === undefined ? { ...source, interval: ms } : source;
+}
+
+const gitRef = z
+  .strictObject({
+    branch: z.string().min(1).optional(),
+    tag: z.string().min(1).optional(),
+    semver: z
+      .string()
+      .refine((range) => semver.validRange(range) !== null, { message: 'is not a valid semver range' })
+      .optional(),
+  })
+  .refine((ref) => [ref.branch, ref.tag, ref.semver].filter((v) => v !== undefined).length === 1, {
+    message: 'give exactly one of "branch", "tag" or "semver"',
+  });
+
+export const gitSource = z
+  .strictObject({
+    name,
+    url: httpUrl,
+    ref: gitRef.default({ branch: 'main' }),
+    ...schedule,
+    credentials: z
+      .strictObject({
+        username: secretRef.optional(),
+        password: secretRef.optional(),
+        token: secretRef.optional(),
+      })
+      .refine((c) => !(c.token && c.password), { message: 'give "token" or "username"/"password", not both' })
+      .optional(),
+    timeout: duration.prefault('60s'),
+    /** Limits that keep a hostile or broken repository from exhausting the agent. */
+    maxFileBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(4 * 1024 * 1024),
+  })
+  .transform(withDefaultInterval(60_000));
+export type GitSource = z.infer<typeof gitSource>;
+
+const tagPolicy = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('fixed'), tag: z.string().min(1).default('latest') }),
+  z.strictObject({
+    type: z.literal('semver'),
+    range: z
+      .string()
+      .refine((r) => semver.validRange(r) !== null, { message: 'is not a valid semver range' }),
+    prereleases: z.boolean().default(false),
+  }),
+  z.strictObject({
+    type: z.literal('regex'),
+    pattern: z.string().refine(
+      (p) => {
+        try {
+          new RegExp(p);
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      { message: 'is not a valid regular expression' },
+    ),
+    /** e.g. "$ts": the named or numbered group to sort by; the whole tag when absent. */
+    extract: z.string().optional(),
+    order: z.enum(['alphabetical', 'numerical']).default('alphabetical'),
+  }),
+]);
+
+export const registrySource = z
+  .strictObject({
+    name,
+    /** `host[:port]/path/name`; `nginx` means `docker.io/library/nginx`. */
+    image: z
+      .string()
+      .regex(/^[a-z0-9]([a-z0-9._:/-]*[a-z0-9])?$/, 'must be an image name without tag or digest'),
+    policy: tagPolicy.default({ type: 'fixed', tag: 'latest' }),
+    exclude: z.array(z.string()).default(['\\.sig$', '\\.att$', '\\.sbom$']),
+    ...schedule,
+    credentials: z
+      .strictObject({
+        dockerConfigJson: secretRef.optional(),
+        username: secretRef.optional(),
+        password: secretRef.optional(),
+      })
+      .optional(),
+    caFile: z.string().optional(),
+    /** Plain HTTP: only for registries configured so on purpose. */
+    insecure: z.boolean().default(false),
+    requestsPerSecond: z.number().positive().default(5),
+  })
+  .transform(withDefaultInterval(5 * 60_000));
+export type RegistrySource = z.infer<typeof registrySource>;
+
+export const localSource = z.strictObject({
+  name,
+  path: z.string().min(1),
+  debounce: duration.prefault('500ms'),
+});
+export type LocalSource = z.infer<typeof localSource>;
+
+const commitStatus = z.strictObject({
+  enabled: z.boolean().default(true),
+  provider: z
+    .enum(['auto', 'github', 'gitlab', 'gitea', 'bitbucket-cloud', 'bitbucket-server'])
+    .default('auto'),
+  /** API base URL for self-hosted providers (GitHub Enterprise, GitLab self-managed, …). */
+  apiUrl: httpUrl.optional(),
+  token: secretRef.optional(),
+  /** Unique per cluster and deployment so that statuses of several clusters do not collide. */
+  context: z.string().min(1).default('mooring/{cluster}/{deployment}'),
+  targetUrl: z.string().optional(),
+});
+
+export const deployment = z.strictObject({
+  name,
+  namespace: name,
+  /** The moniker application; the deployment's name when absent. */
+  application: name.optional(),
+  /** A git or local source that holds the manifests. */
+  source: name,
+  paths: z.array(z.string().min(1)).min(1).default(['.']),
+  exclude: z.array(z.string().min(1)).default([]),
+  /** Registry sources whose images are bound into the manifests by digest. */
+  images: z.array(name).default([]),
+  stability: z.strictObject({ timeout: duration.prefault('30m') }).prefault({}),
+  /** Per-kind default for versioning, overridden per object by strategy.spinnaker.io/versioned. */
+  versioned: z.record(z.string(), z.boolean()).default({}),
+  requireDigests: z.boolean().default(false),
+  imageMatch: z.enum(['match-name-and-tag', 'match-name-only']).default('match-name-and-tag'),
+  commitStatus: commitStatus.prefault({}),
+});
+export type Deployment = z.infer<typeof deployment>;
+
+const cluster = z
+  .strictObject({
+    /** Names this cluster in commit-status contexts and the ledger. */
+    name: name.default('default'),
+    inCluster: z.boolean().default(false),
+    kubeconfig: z.string().optional(),
+    context: z.string().optional(),
+    /** The agent's own namespace: where it keeps its release ledger. */
+    namespace: name.default('mooring'),
+  })
+  .refine((c) => !(c.inCluster && (c.kubeconfig || c.context)), {
+    message: 'inCluster cannot be combined with kubeconfig or context',
+  });
+
+const server = z.strictObject({
+  port: z.number().int().min(0).max(65535).default(8080),
+  address: z.string().default('0.0.0.0'),
+  maxBodyBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(1024 * 1024),
+  webhooks: z
+    .strictObject({
+      github: z.strictObject({ secret: secretRef }).optional(),
+      gitlab: z.strictObject({ token: secretRef }).optional(),
+      gitea: z.strictObject({ secret: secretRef }).optional(),
+      generic: z.strictObject({ secret: secretRef }).optional(),
+      registry: z.strictObject({ token: secretRef }).optional(),
+    })
+    .default({}),
+});
+
+const render = z.strictObject({
+  /** Extra places where custom resources hold pod specs or references, as data (see docs). */
+  imagePaths: z
+    .array(z.strictObject({ kind: z.string(), group: z.string().default(''), path: z.string() }))
+    .default([]),
+  referencePaths: z
+    .array(
+      z.strictObject({
+        kind: z.string(),
+        group: z.string().default(''),
+        path: z.string(),
+        target: z.enum(['ConfigMap', 'Secret']),
+      }),
+    )
+    .default([]),
+  maxFileBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(4 * 1024 * 1024),
+  maxDocumentsPerFile: z.number().int().positive().default(1000),
+});
+
+const apply = z.strictObject({
+  concurrency: z.number().int().min(1).max(64).default(8),
+  fieldManager: z.string().min(1).default('mooring'),
+});
+
+const ledger = z.strictObject({ historyLimit: z.number().int().min(1).max(1000).default(50) });
+
+const audit = z.strictObject({
+  file: z.string().optional(),
+  stdout: z.boolean().default(false),
+  url: httpUrl.optional(),
+  token: secretRef.optional(),
+});
+
+export const configSchema = z.strictObject({
+  apiVersion: z.literal('mooring.io/v1alpha1').default('mooring.io/v1alpha1'),
+  kind: z.literal('AgentConfig').default('AgentConfig'),
+  cluster: cluster.prefault({}),
+  sources: z
+    .strictObject({
+      git: z.array(gitSource).default([]),
+      registry: z.array(registrySource).default([]),
+      local: z.array(localSource).default([]),
+    })
+    .prefault({}),
+  deployments: z.array(deployment).default([]),
+  server: server.prefault({}),
+  render: render.prefault({}),
+  apply: apply.prefault({}),
+  ledger: ledger.prefault({}),
+  audit: audit.prefault({}),
+  concurrency: z.number().int().min(1).max(64).default(4),
+});
+
+export type MooringConfig = z.infer<typeof configSchema>;
+export type ConfigInput = z.input<typeof configSchema>;
+
+export interface ReferenceProblem {
+  path: (string | number)[];
+  message: string;
+}
+
+interface Named {
+  name?: unknown;
+  interval?: unknown;
+  cron?: unknown;
+}
+
+function list(value: unknown): Named[] {
+  return Array.isArray(value) ? value.filter((v): v is Named => typeof v === 'object' && v !== null) : [];
+}
+
+/**
+ * Checks what a field-by-field schema cannot: names are unique and references between sections resolve.
+ * It reads the raw document, so that these problems are reported together with every other problem.
+ */
+export function checkReferences(raw: unknown): ReferenceProblem[] {
+  const problems: ReferenceProblem[] = [];
+  const root = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
+  const sources = (typeof root.sources === 'object' && root.sources !== null ? root.sources : {}) as Record<
+    string,
+    unknown
+  >;
+  const seen = new Map<string, string>();
+  const byKind: Record<string, Set<string>> = { git: new Set(), registry: new Set(), local: new Set() };
+  for (const kind of ['git', 'registry', 'local'] as const) {
+    list(sources[kind]).forEach((source, index) => {
+      if (kind !== 'local' && source.interval !== undefined && source.cron !== undefined) {
+        problems.push({ path: ['sources', kind, index], message: 'give "interval" or "cron", not both' });
+      }
+      if (typeof source.name !== 'string') return;
+      const earlier = seen.get(source.name);
+      if (earlier) {
+        problems.push({
+          path: ['sources', kind, index, 'name'],
+          message: `source name "${source.name}" is already used by ${earlier}`,
+        });
+      } else seen.set(source.name, `sources.${kind}[${index}]`);
+      byKind[kind]?.add(source.name);
+    });
+  }
+  const deploymentNames = new Set<string>();
+  list(root.deployments).forEach((d, index) => {
+    const dep = d as Named & { source?: unknown; images?: unknown };
+    if (typeof dep.name === 'string') {
+      if (deploymentNames.has(dep.name)) {
+        problems.push({
+          path: ['deployments', index, 'name'],
+          message: `deployment name "${dep.name}" is used twice`,
+        });
+      }
+      deploymentNames.add(dep.name);
+    }
+    if (typeof dep.source === 'string' && !byKind.git?.has(dep.source) && !byKind.local?.has(dep.source)) {
+      problems.push({
+        path: ['deployments', index, 'source'],
+        message: `no git or local source is named "${dep.source}"`,
+      });
+    }
+    if (Array.isArray(dep.images)) {
+      dep.images.forEach((image: unknown, i: number) => {
+        if (typeof image === 'string' && !byKind.registry?.has(image)) {
+          problems.push({
+            path: ['deployments', index, 'images', i],
+            message: `no registry source is named "${image}"`,
+          });
+        }
+      });
+    }
+  });
+  return problems;
+}

@@ -1,0 +1,73 @@
+// The error taxonomy of mooring. Errors are grouped by what should happen next, not by which library threw:
+// StalledError: the user must act (bad YAML, invalid manifest, forbidden); retrying cannot help.
+// WaitingError: not done yet (not stable, rate limited); retry after `retryAfterMs`.
+// TransientError: the outside world failed (network, 5xx, 409); back off and retry.
+// Each carries what it is about (an object, a source at a revision, or a file position) and its cause.
+
+export interface Subject {
+  /** e.g. `Deployment prod/web`, `https://git.example.com/app.git@3f2a1c9`, `apps/web.yaml:14:3` */
+  readonly describe: string;
+}
+
+export interface MooringErrorOptions {
+  subject?: Subject | undefined;
+  cause?: unknown;
+}
+
+export abstract class MooringError extends Error {
+  abstract readonly kind: 'stalled' | 'waiting' | 'transient';
+  readonly subject: Subject | undefined;
+
+  constructor(message: string, options: MooringErrorOptions = {}) {
+    super(options.subject ? `${options.subject.describe}: ${message}` : message, { cause: options.cause });
+    this.subject = options.subject;
+    this.name = new.target.name;
+  }
+}
+
+export class StalledError extends MooringError {
+  readonly kind = 'stalled' as const;
+}
+
+export class WaitingError extends MooringError {
+  readonly kind = 'waiting' as const;
+  readonly retryAfterMs: number;
+  constructor(message: string, retryAfterMs: number, options: MooringErrorOptions = {}) {
+    super(message, options);
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+export class TransientError extends MooringError {
+  readonly kind = 'transient' as const;
+}
+
+export type Disposition =
+  | { action: 'stop' }
+  | { action: 'retry-after'; delayMs: number }
+  | { action: 'back-off' };
+
+/**
+ * The one place that decides whether a failure is retried. Errors we did not classify ourselves are
+ * treated as transient: an unknown failure deserves a bounded retry, and the finalizer reports it.
+ */
+export function classify(error: unknown): Disposition {
+  if (error instanceof StalledError) return { action: 'stop' };
+  if (error instanceof WaitingError) return { action: 'retry-after', delayMs: error.retryAfterMs };
+  return { action: 'back-off' };
+}
+
+/** A position in a file, as editors print it (1-based line and column). */
+export interface FilePosition {
+  file: string;
+  line: number;
+  column: number;
+}
+
+export function formatPosition(pos: FilePosition): string {
+  return `${pos.file}:${pos.line}:${pos.column}`;
+}
+
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
