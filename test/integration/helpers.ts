@@ -1,0 +1,77 @@
+// Shared helpers of the integration tests: clients for the test bed's servers and a namespace per test file.
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { afterAll, beforeAll, inject } from 'vitest';
+import type { TestbedEnv } from '../testbed/testbed.ts';
+
+export function testbed(): TestbedEnv {
+  return inject('testbed');
+}
+
+export function kubeConfig(env: TestbedEnv = testbed()): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromFile(env.kube.kubeconfig);
+  return kc;
+}
+
+/** A fresh namespace for the calling test file, deleted (without waiting) when the file is done. */
+export function useNamespace(prefix: string): () => string {
+  let name = '';
+  beforeAll(async () => {
+    name = `${prefix}-${randomBytes(3).toString('hex')}`;
+    await kubeConfig()
+      .makeApiClient(CoreV1Api)
+      .createNamespace({ body: { metadata: { name, labels: { 'mooring.io/test': prefix } } } });
+  });
+  afterAll(async () => {
+    if (name) await kubeConfig().makeApiClient(CoreV1Api).deleteNamespace({ name });
+  });
+  return () => name;
+}
+
+export interface RunResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a program (no shell) and resolves with its exit code and output, whatever the code. */
+export function runTool(
+  command: string,
+  args: string[],
+  options: { timeoutMs?: number } = {},
+): Promise<RunResult> {
+  return new Promise((resolveRun) => {
+    execFile(
+      command,
+      args,
+      { timeout: options.timeoutMs ?? 60_000, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolveRun({ code, stdout: String(stdout), stderr: String(stderr) });
+      },
+    );
+  });
+}
+
+/** Polls until `probe` returns a value, failing with the last observation after the deadline. */
+export async function eventually<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs = 60_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown = 'nothing observed';
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline)
+      throw new Error(`${what}: not reached in ${timeoutMs} ms (last: ${String(last)})`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}

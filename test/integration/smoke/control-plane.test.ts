@@ -1,0 +1,183 @@
+// The control plane is real: Deployments get ReplicaSets and Pods from the real controllers, the test-bed
+// kubelet makes them ready (or not, as told), and kubectl agrees with what the API reports.
+import { AppsV1Api, BatchV1Api, CoreV1Api, type V1Deployment } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { BEHAVIOR, LOAD_BALANCER, lbHostname, NODE_NAME } from '../../testbed/kubelet.ts';
+import { eventually, kubeConfig, runTool, testbed, useNamespace } from '../helpers.ts';
+
+function deployment(name: string, replicas: number, annotations: Record<string, string> = {}): V1Deployment {
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name },
+    spec: {
+      replicas,
+      selector: { matchLabels: { app: name } },
+      template: {
+        metadata: { labels: { app: name }, annotations },
+        spec: { containers: [{ name: 'web', image: 'registry.example/web:1.0.0' }] },
+      },
+    },
+  };
+}
+
+describe('control plane and test-bed kubelet', () => {
+  const ns = useNamespace('smoke-kube');
+
+  it('lists the test-bed node through kubectl', async () => {
+    const env = testbed();
+    const out = await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      'get',
+      'nodes',
+      '-o',
+      'name',
+    ]);
+    expect(out.stderr).not.toMatch(/error/i);
+    expect(out.stdout.trim()).toBe(`node/${NODE_NAME}`);
+  });
+
+  it('rolls out a Deployment through the real controllers, and kubectl rollout status agrees', async () => {
+    const kc = kubeConfig();
+    const apps = kc.makeApiClient(AppsV1Api);
+    const core = kc.makeApiClient(CoreV1Api);
+    await apps.createNamespacedDeployment({ namespace: ns(), body: deployment('web', 3) });
+
+    const status = await eventually('deployment web available', async () => {
+      const d = await apps.readNamespacedDeployment({ name: 'web', namespace: ns() });
+      const s = d.status;
+      return s?.readyReplicas === 3 && s.availableReplicas === 3 && s.updatedReplicas === 3 ? s : undefined;
+    });
+    expect(status.observedGeneration).toBe(1);
+
+    const replicaSets = await apps.listNamespacedReplicaSet({ namespace: ns() });
+    expect(replicaSets.items).toHaveLength(1);
+    expect(replicaSets.items[0]?.metadata?.ownerReferences?.[0]?.name).toBe('web');
+    const pods = await core.listNamespacedPod({ namespace: ns(), labelSelector: 'app=web' });
+    expect(pods.items).toHaveLength(3);
+    for (const pod of pods.items) {
+      expect(pod.spec?.nodeName).toBe(NODE_NAME);
+      expect(pod.status?.phase).toBe('Running');
+      expect(pod.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+    }
+
+    const env = testbed();
+    const rollout = await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      '-n',
+      ns(),
+      'rollout',
+      'status',
+      'deployment/web',
+      '--timeout=60s',
+    ]);
+    expect(rollout.code, rollout.stderr).toBe(0);
+    expect(rollout.stdout).toContain('successfully rolled out');
+  });
+
+  it('keeps a Deployment whose pods never become ready unavailable', async () => {
+    const kc = kubeConfig();
+    const apps = kc.makeApiClient(AppsV1Api);
+    const core = kc.makeApiClient(CoreV1Api);
+    await apps.createNamespacedDeployment({
+      namespace: ns(),
+      body: deployment('stuck', 2, { [BEHAVIOR]: 'never-ready' }),
+    });
+    // Wait until the kubelet has reported on both pods, so that "unavailable" is its verdict, not slowness.
+    await eventually('pods of stuck running', async () => {
+      const pods = await core.listNamespacedPod({ namespace: ns(), labelSelector: 'app=stuck' });
+      return pods.items.length === 2 && pods.items.every((p) => p.status?.phase === 'Running')
+        ? true
+        : undefined;
+    });
+    const d = await eventually('stuck observed', async () => {
+      const dep = await apps.readNamespacedDeployment({ name: 'stuck', namespace: ns() });
+      return dep.status?.unavailableReplicas === 2 ? dep : undefined;
+    });
+    expect(d.status?.availableReplicas ?? 0).toBe(0);
+    expect(d.status?.readyReplicas ?? 0).toBe(0);
+
+    const env = testbed();
+    const rollout = await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      '-n',
+      ns(),
+      'rollout',
+      'status',
+      'deployment/stuck',
+      '--timeout=3s',
+    ]);
+    expect(rollout.code).not.toBe(0);
+    expect(rollout.stdout + rollout.stderr).toMatch(/0 of 2 updated replicas are available|timed out/);
+  });
+
+  it('reports crash-looping and failed pods as a real kubelet would', async () => {
+    const core = kubeConfig().makeApiClient(CoreV1Api);
+    for (const behavior of ['crash-loop', 'fail'] as const) {
+      await core.createNamespacedPod({
+        namespace: ns(),
+        body: {
+          metadata: { name: behavior, annotations: { [BEHAVIOR]: behavior } },
+          spec: { restartPolicy: 'Always', containers: [{ name: 'app', image: 'registry.example/app:1' }] },
+        },
+      });
+    }
+    const crash = await eventually('crash-loop pod', async () => {
+      const pod = await core.readNamespacedPod({ name: 'crash-loop', namespace: ns() });
+      return pod.status?.containerStatuses?.[0]?.state?.waiting ? pod : undefined;
+    });
+    expect(crash.status?.containerStatuses?.[0]?.state?.waiting?.reason).toBe('CrashLoopBackOff');
+    expect(crash.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('False');
+    const failed = await eventually('failed pod', async () => {
+      const pod = await core.readNamespacedPod({ name: 'fail', namespace: ns() });
+      return pod.status?.phase === 'Failed' ? pod : undefined;
+    });
+    expect(failed.status?.containerStatuses?.[0]?.state?.terminated?.exitCode).toBe(1);
+  });
+
+  it('completes a Job through the real Job controller', async () => {
+    const batch = kubeConfig().makeApiClient(BatchV1Api);
+    await batch.createNamespacedJob({
+      namespace: ns(),
+      body: {
+        metadata: { name: 'once' },
+        spec: {
+          backoffLimit: 0,
+          template: {
+            spec: { restartPolicy: 'Never', containers: [{ name: 'job', image: 'registry.example/job:1' }] },
+          },
+        },
+      },
+    });
+    const job = await eventually('job once complete', async () => {
+      const j = await batch.readNamespacedJob({ name: 'once', namespace: ns() });
+      return j.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True') ? j : undefined;
+    });
+    expect(job.status?.succeeded).toBe(1);
+  });
+
+  it('binds LoadBalancer Services unless told never to', async () => {
+    const core = kubeConfig().makeApiClient(CoreV1Api);
+    const service = (name: string, annotations: Record<string, string> = {}) => ({
+      metadata: { name, annotations },
+      spec: { type: 'LoadBalancer', selector: { app: 'web' }, ports: [{ port: 80 }] },
+    });
+    await core.createNamespacedService({ namespace: ns(), body: service('public') });
+    await core.createNamespacedService({
+      namespace: ns(),
+      body: service('unbound', { [LOAD_BALANCER]: 'never' }),
+    });
+    const bound = await eventually('public bound', async () => {
+      const s = await core.readNamespacedService({ name: 'public', namespace: ns() });
+      return s.status?.loadBalancer?.ingress?.length ? s : undefined;
+    });
+    expect(bound.status?.loadBalancer?.ingress?.[0]?.hostname).toBe(lbHostname('public', ns()));
+    // The kubelet handles events in order per object; both services exist, so a short wait is a fair check.
+    await new Promise((r) => setTimeout(r, 1500));
+    const unbound = await core.readNamespacedService({ name: 'unbound', namespace: ns() });
+    expect(unbound.status?.loadBalancer?.ingress ?? []).toHaveLength(0);
+  });
+});

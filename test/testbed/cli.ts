@@ -1,0 +1,57 @@
+// `npm run testbed -- up | down | status`: runs the test bed for tests, the demo and manual exploration.
+import { down, envPath, status, up } from './testbed.ts';
+
+const log = (line: string) => process.stderr.write(`testbed: ${line}\n`);
+const command = process.argv[2];
+
+async function main(): Promise<number> {
+  switch (command) {
+    case 'up': {
+      const { env, started } = await up(log);
+      log(started ? 'up' : 'already running');
+      process.stdout.write(
+        [
+          `env:        ${envPath()}`,
+          `kubeconfig: ${env.kube.kubeconfig}   (try: kubectl --kubeconfig ${env.kube.kubeconfig} get nodes)`,
+          `git:        ${env.git.url}  (user ${env.git.username}, password in env.json)`,
+          `registry:   ${env.registry.url}`,
+          `registry with basic auth: ${env.authRegistry.url}  (user ${env.authRegistry.username})`,
+          `helm:       ${env.tools.helm}`,
+          `kubectl:    ${env.tools.kubectl}`,
+          `logs:       ${env.logs}`,
+          '',
+        ].join('\n'),
+      );
+      return 0;
+    }
+    case 'down': {
+      const stopped = await down(log);
+      log(stopped.length > 0 ? `stopped ${stopped.join(', ')}` : 'nothing was running');
+      return 0;
+    }
+    case 'status': {
+      const s = await status();
+      for (const d of s.daemons) {
+        process.stdout.write(
+          `${d.name.padEnd(24)} pid ${String(d.pid).padEnd(8)} ${d.running ? 'running' : 'STOPPED'}\n`,
+        );
+      }
+      if (s.daemons.length === 0) process.stdout.write('not running\n');
+      else if (s.env) process.stdout.write(`env: ${envPath()}\n`);
+      return s.running ? 0 : 3;
+    }
+    default:
+      process.stderr.write('usage: npm run testbed -- up | down | status\n');
+      return 2;
+  }
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`testbed: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 1;
+  },
+);

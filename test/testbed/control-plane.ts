@@ -1,0 +1,211 @@
+// A real Kubernetes control plane on loopback: etcd, kube-apiserver and kube-controller-manager.
+// The binaries come from KUBEBUILDER_ASSETS (the envtest convention) or from the per-machine build of Debian's
+// kubernetes source package (scripts/build-control-plane.sh), cached so that it is built once per machine.
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { request } from 'node:https';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { stringify } from 'yaml';
+import { cacheDir, REPO_ROOT } from './paths.ts';
+import { type DaemonRecord, deathNotice, startDaemon } from './processes.ts';
+import { waitFor } from './wait.ts';
+
+const run = promisify(execFile);
+
+export const KUBE_VERSION = '1.20.2';
+
+export interface ControlPlaneBinaries {
+  etcd: string;
+  kubeApiserver: string;
+  kubeControllerManager: string | undefined;
+}
+
+function which(name: string): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(':')) {
+    if (dir && existsSync(join(dir, name))) return join(dir, name);
+  }
+  return undefined;
+}
+
+/** Finds the binaries, building the control plane first when this machine has no cached build. */
+export async function controlPlaneBinaries(log: (line: string) => void): Promise<ControlPlaneBinaries> {
+  const assets = process.env.KUBEBUILDER_ASSETS;
+  if (assets && existsSync(join(assets, 'kube-apiserver')) && existsSync(join(assets, 'etcd'))) {
+    const kcm = join(assets, 'kube-controller-manager');
+    return {
+      etcd: join(assets, 'etcd'),
+      kubeApiserver: join(assets, 'kube-apiserver'),
+      // envtest's assets have no controller manager; then the one we built is used when present.
+      kubeControllerManager: existsSync(kcm) ? kcm : cachedBuild().kubeControllerManager,
+    };
+  }
+  let built = cachedBuild();
+  if (!built.kubeApiserver) {
+    log(
+      'building kube-apiserver and kube-controller-manager from the Debian source package (once per machine)',
+    );
+    await run('bash', [join(REPO_ROOT, 'scripts', 'build-control-plane.sh')], {
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    built = cachedBuild();
+  }
+  const etcd = which('etcd');
+  if (!etcd)
+    throw new Error('etcd is not installed: run scripts/install-system-deps.sh (Debian package etcd-server)');
+  if (!built.kubeApiserver) throw new Error(`the control-plane build left no binaries in ${buildDir()}`);
+  return { etcd, kubeApiserver: built.kubeApiserver, kubeControllerManager: built.kubeControllerManager };
+}
+
+function buildDir(): string {
+  return join(cacheDir(), `kube-${KUBE_VERSION}`);
+}
+
+function cachedBuild(): { kubeApiserver: string | undefined; kubeControllerManager: string | undefined } {
+  const api = join(buildDir(), 'kube-apiserver');
+  const kcm = join(buildDir(), 'kube-controller-manager');
+  return {
+    kubeApiserver: existsSync(api) ? api : undefined,
+    kubeControllerManager: existsSync(kcm) ? kcm : undefined,
+  };
+}
+
+export interface ControlPlane {
+  daemons: DaemonRecord[];
+  server: string;
+  token: string;
+  kubeconfig: string;
+}
+
+export interface ControlPlaneOptions {
+  dir: string;
+  logDir: string;
+  ports: { etcd: number; etcdPeer: number; apiserver: number };
+  binaries: ControlPlaneBinaries;
+}
+
+export async function startControlPlane(options: ControlPlaneOptions): Promise<ControlPlane> {
+  const { dir, logDir, ports, binaries } = options;
+  const certDir = join(dir, 'certs');
+  await mkdir(certDir, { recursive: true });
+  await mkdir(join(dir, 'etcd'), { recursive: true });
+  const daemons: DaemonRecord[] = [];
+
+  const etcdUrl = `http://127.0.0.1:${ports.etcd}`;
+  const etcd = startDaemon({
+    name: 'etcd',
+    command: binaries.etcd,
+    args: [
+      `--data-dir=${join(dir, 'etcd')}`,
+      `--listen-client-urls=${etcdUrl}`,
+      `--advertise-client-urls=${etcdUrl}`,
+      `--listen-peer-urls=http://127.0.0.1:${ports.etcdPeer}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${ports.etcdPeer}`,
+      `--initial-cluster=default=http://127.0.0.1:${ports.etcdPeer}`,
+      '--unsafe-no-fsync=true',
+    ],
+    logDir,
+    env: { ...process.env, ETCD_UNSUPPORTED_ARCH: process.arch === 'x64' ? '' : process.arch },
+  });
+  daemons.push(etcd);
+
+  const token = (await run('openssl', ['rand', '-hex', '24'])).stdout.trim();
+  await writeFile(join(dir, 'tokens.csv'), `${token},admin,admin,system:masters\n`, { mode: 0o600 });
+  await run('openssl', ['genrsa', '-out', join(dir, 'sa.key'), '2048']);
+  await run('openssl', ['rsa', '-in', join(dir, 'sa.key'), '-pubout', '-out', join(dir, 'sa.pub')]);
+
+  await waitFor('etcd', async () => ((await fetch(`${etcdUrl}/health`)).ok ? true : undefined), {
+    timeoutMs: 30_000,
+    alive: () => deathNotice(etcd),
+  });
+
+  const apiserver = startDaemon({
+    name: 'kube-apiserver',
+    command: binaries.kubeApiserver,
+    args: [
+      `--etcd-servers=${etcdUrl}`,
+      `--secure-port=${ports.apiserver}`,
+      '--bind-address=127.0.0.1',
+      '--advertise-address=127.0.0.1',
+      `--cert-dir=${certDir}`,
+      `--token-auth-file=${join(dir, 'tokens.csv')}`,
+      '--authorization-mode=RBAC',
+      '--service-account-issuer=https://kubernetes.default.svc',
+      `--service-account-key-file=${join(dir, 'sa.pub')}`,
+      `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
+      '--service-cluster-ip-range=10.0.0.0/24',
+      '--disable-admission-plugins=ServiceAccount',
+      '--allow-privileged=true',
+    ],
+    logDir,
+  });
+  daemons.push(apiserver);
+
+  const server = `https://127.0.0.1:${ports.apiserver}`;
+  const kubeconfig = join(dir, 'kubeconfig');
+  await waitFor(
+    'kube-apiserver',
+    async () => {
+      // The serving certificate is generated by the server as it starts; the kubeconfig written below
+      // trusts exactly that certificate.
+      const status = await httpsStatus(`${server}/readyz`, token);
+      return status === 200 ? true : undefined;
+    },
+    { timeoutMs: 90_000, intervalMs: 300, alive: () => deathNotice(apiserver) },
+  );
+  const servingCert = await readFile(join(certDir, 'apiserver.crt'));
+  await writeFile(kubeconfig, kubeconfigYaml(server, token, servingCert), { mode: 0o600 });
+
+  if (binaries.kubeControllerManager) {
+    const kcm = startDaemon({
+      name: 'kube-controller-manager',
+      command: binaries.kubeControllerManager,
+      args: [
+        `--kubeconfig=${kubeconfig}`,
+        '--leader-elect=false',
+        '--controllers=deployment,replicaset,statefulset,daemonset,job,cronjob,garbagecollector,namespace,serviceaccount,serviceaccount-token,endpoint,disruption',
+        `--service-account-private-key-file=${join(dir, 'sa.key')}`,
+        `--root-ca-file=${join(certDir, 'apiserver.crt')}`,
+        '--use-service-account-credentials=false',
+        '--port=0',
+        `--secure-port=0`,
+        '--concurrent-deployment-syncs=10',
+        '--concurrent-replicaset-syncs=10',
+        '--concurrent-namespace-syncs=10',
+      ],
+      logDir,
+    });
+    daemons.push(kcm);
+  }
+  return { daemons, server, token, kubeconfig };
+}
+
+export function kubeconfigYaml(server: string, token: string, caCert: Buffer): string {
+  return stringify({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [
+      { name: 'testbed', cluster: { server, 'certificate-authority-data': caCert.toString('base64') } },
+    ],
+    users: [{ name: 'admin', user: { token } }],
+    contexts: [{ name: 'testbed', context: { cluster: 'testbed', user: 'admin', namespace: 'default' } }],
+    'current-context': 'testbed',
+  });
+}
+
+function httpsStatus(url: string, token: string): Promise<number> {
+  return new Promise((resolveStatus, reject) => {
+    const req = request(
+      url,
+      { headers: { authorization: `Bearer ${token}` }, rejectUnauthorized: false },
+      (res) => {
+        res.resume();
+        resolveStatus(res.statusCode ?? 0);
+      },
+    );
+    req.setTimeout(5000, () => req.destroy(new Error('timed out')));
+    req.on('error', reject);
+    req.end();
+  });
+}

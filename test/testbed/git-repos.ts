@@ -1,0 +1,177 @@
+// Bare repositories for the test bed's Git server, made and changed with the real `git` binary (execFile, no
+// shell). Commits are written with plumbing into the bare repository (a temporary index and work tree, then
+// commit-tree and update-ref), which works the same on an empty repository and needs no git user config.
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+
+export interface CommitOptions {
+  message?: string;
+  /** The branch to commit on, created when absent; `main` by default. */
+  branch?: string;
+  author?: { name: string; email: string };
+  /** A lightweight tag on the new commit; refused when the tag exists. */
+  tag?: string;
+}
+
+const REPO_NAME = /^[a-z0-9][a-z0-9._/-]*$/;
+const ZERO_SHA = '0'.repeat(40);
+const COMMITTER = { name: 'Mooring Testbed', email: 'testbed@mooring.invalid' };
+
+/** Creates `root/<name>.git` with pushes over HTTP enabled and HEAD on `branch` (default main). */
+export async function createBareRepo(
+  root: string,
+  name: string,
+  options: { branch?: string } = {},
+): Promise<string> {
+  if (!REPO_NAME.test(name) || name.includes('..') || name.includes('//') || name.endsWith('/')) {
+    throw new Error(`repository name "${name}" must match ${REPO_NAME} and hold no ".." or empty segment`);
+  }
+  const branch = options.branch ?? 'main';
+  await checkRefName(`refs/heads/${branch}`);
+  const path = join(root, `${name}.git`);
+  await mkdir(dirname(path), { recursive: true });
+  await mkdir(path); // fails when it exists: a test reusing a name is a mistake to hear about
+  await git(['init', '--quiet', '--bare', `--initial-branch=${branch}`, path]);
+  await git(['config', 'http.receivepack', 'true'], { gitDir: path });
+  // isomorphic-git's clone fails with "Could not find HEAD" unless HEAD names the branch that gets commits.
+  await git(['symbolic-ref', 'HEAD', `refs/heads/${branch}`], { gitDir: path });
+  return path;
+}
+
+/**
+ * Commits `files` (path -> content; null deletes) on top of the branch, creating it on the first commit.
+ * Returns the new commit's sha. Committer dates strictly increase along the branch, so that two commits made
+ * within one second still differ and sort in order.
+ */
+export async function commitFiles(
+  repoPath: string,
+  files: Record<string, string | null>,
+  options: CommitOptions = {},
+): Promise<string> {
+  const branch = options.branch ?? 'main';
+  const ref = `refs/heads/${branch}`;
+  await checkRefName(ref);
+  if (options.tag !== undefined) await checkRefName(`refs/tags/${options.tag}`);
+  const paths = Object.keys(files);
+  for (const path of paths) checkFilePath(path);
+
+  const scratch = await mkdtemp(join(tmpdir(), 'mooring-commit-'));
+  try {
+    const workTree = join(scratch, 'work');
+    const env = { GIT_INDEX_FILE: join(scratch, 'index'), GIT_WORK_TREE: workTree };
+    await mkdir(workTree);
+    const parent = await branchTip(repoPath, ref);
+    if (parent) await git(['read-tree', parent.sha], { gitDir: repoPath, env });
+    for (const [path, content] of Object.entries(files)) {
+      if (content === null) continue; // absent from the work tree, so `update-index --remove` drops it
+      const file = join(workTree, path);
+      await mkdir(dirname(file), { recursive: true });
+      await writeFile(file, content, 'utf8');
+    }
+    if (paths.length > 0) {
+      const input = paths.map((path) => `${path}\0`).join('');
+      await git(['update-index', '--add', '--remove', '-z', '--stdin'], { gitDir: repoPath, env, input });
+    }
+    const tree = (await git(['write-tree'], { gitDir: repoPath, env })).trim();
+
+    const time = Math.max(Math.floor(Date.now() / 1000), parent ? parent.time + 1 : 0);
+    const author = options.author ?? COMMITTER;
+    const identity = {
+      GIT_AUTHOR_NAME: author.name,
+      GIT_AUTHOR_EMAIL: author.email,
+      GIT_AUTHOR_DATE: `@${time} +0000`,
+      GIT_COMMITTER_NAME: COMMITTER.name,
+      GIT_COMMITTER_EMAIL: COMMITTER.email,
+      GIT_COMMITTER_DATE: `@${time} +0000`,
+    };
+    const commitArgs = ['commit-tree', tree, ...(parent ? ['-p', parent.sha] : []), '-F', '-'];
+    const message = `${options.message ?? 'testbed commit'}\n`;
+    const sha = (await git(commitArgs, { gitDir: repoPath, env: identity, input: message })).trim();
+    // The old value guards against a concurrent writer, as a non-force push would.
+    await git(['update-ref', '-m', 'testbed commit', ref, sha, parent?.sha ?? ZERO_SHA], {
+      gitDir: repoPath,
+    });
+    if (options.tag !== undefined) {
+      await git(['update-ref', `refs/tags/${options.tag}`, sha, ZERO_SHA], { gitDir: repoPath });
+    }
+    return sha;
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+/** The sha of the branch's tip; throws when the branch does not exist. */
+export async function headOf(repoPath: string, branch = 'main'): Promise<string> {
+  const ref = `refs/heads/${branch}`;
+  await checkRefName(ref);
+  const tip = await branchTip(repoPath, ref);
+  if (!tip) throw new Error(`${repoPath}: no branch ${branch}`);
+  return tip.sha;
+}
+
+/** Moves the branch to `sha` whatever it held, as `git push --force` of an older commit does. */
+export async function forcePush(repoPath: string, sha: string, branch = 'main'): Promise<void> {
+  const ref = `refs/heads/${branch}`;
+  await checkRefName(ref);
+  const commit = (
+    await git(['rev-parse', '--verify', '--end-of-options', `${sha}^{commit}`], { gitDir: repoPath })
+  ).trim();
+  await git(['update-ref', '-m', 'testbed force-push', ref, commit], { gitDir: repoPath });
+}
+
+async function branchTip(repoPath: string, ref: string): Promise<{ sha: string; time: number } | undefined> {
+  // for-each-ref also matches refs below `ref/`, and prints nothing (no error) for a missing ref.
+  const out = await git(['for-each-ref', '--format=%(refname) %(objectname) %(committerdate:unix)', ref], {
+    gitDir: repoPath,
+  });
+  for (const line of out.split('\n')) {
+    const [name, sha, time] = line.split(' ');
+    if (name === ref && sha) return { sha, time: Number(time) };
+  }
+  return undefined;
+}
+
+function checkFilePath(path: string): void {
+  const segments = path.split('/');
+  const bad = segments.some((s) => s === '' || s === '.' || s === '..' || s.toLowerCase() === '.git');
+  if (bad || path.includes('\\') || path.includes('\0')) {
+    throw new Error(`file path "${path}" must be relative, with no empty, ".", ".." or ".git" segment`);
+  }
+}
+
+async function checkRefName(ref: string): Promise<void> {
+  try {
+    await git(['check-ref-format', ref]);
+  } catch {
+    throw new Error(`"${ref}" is not a valid git ref name`);
+  }
+}
+
+interface GitOptions {
+  gitDir?: string;
+  env?: Record<string, string>;
+  input?: string;
+}
+
+function git(args: string[], options: GitOptions = {}): Promise<string> {
+  // Isolated from the caller's git setup: a GIT_DIR inherited from a hook, or a user's global config
+  // (autocrlf, hooks, filters), would change what gets committed.
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('GIT_')) env[key] = value;
+  Object.assign(env, { GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', LC_ALL: 'C' }, options.env);
+  if (options.gitDir) env.GIT_DIR = options.gitDir;
+  return new Promise((resolve, reject) => {
+    const child = execFile('git', args, { env, encoding: 'utf8' }, (error, stdout, stderr) => {
+      if (error) {
+        const detail = stderr.trim() || error.message;
+        reject(new Error(`git ${args[0]} failed: ${detail}`, { cause: error }));
+      } else {
+        resolve(stdout);
+      }
+    });
+    child.stdin?.on('error', () => {}); // git may exit before reading all input; its exit status tells
+    child.stdin?.end(options.input ?? '');
+  });
+}

@@ -1,0 +1,365 @@
+// The test bed's kubelet: there is no scheduler or kubelet on the test bed, so this loop plays both, the way
+// kwok does. It registers one fake Node, binds every Pod to it and reports the Pod Running and Ready, so that the
+// real controllers (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job) complete their rollouts. Tests steer it
+// per Pod with an annotation or label on the pod template:
+//   testbed.mooring.io/behavior: ready (default) | never-ready | crash-loop | fail | succeed
+// Pods owned by a Job succeed by default. LoadBalancer Services and Ingresses get status.loadBalancer, unless
+// annotated `testbed.mooring.io/load-balancer: never`.
+import {
+  CoreV1Api,
+  type KubeConfig,
+  type KubernetesObject,
+  makeInformer,
+  NetworkingV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Container,
+  type V1ContainerStatus,
+  type V1Ingress,
+  type V1Pod,
+  type V1PodStatus,
+  type V1Service,
+} from '@kubernetes/client-node';
+
+export const BEHAVIOR = 'testbed.mooring.io/behavior';
+export const LOAD_BALANCER = 'testbed.mooring.io/load-balancer';
+export const NODE_NAME = 'testbed-node';
+export const BEHAVIORS = ['ready', 'never-ready', 'crash-loop', 'fail', 'succeed'] as const;
+export type Behavior = (typeof BEHAVIORS)[number];
+
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+type Log = (message: string, fields?: Record<string, unknown>) => void;
+
+export function behaviorOf(pod: V1Pod): Behavior {
+  const value = pod.metadata?.annotations?.[BEHAVIOR] ?? pod.metadata?.labels?.[BEHAVIOR];
+  if (value && (BEHAVIORS as readonly string[]).includes(value)) return value as Behavior;
+  const ownedByJob = pod.metadata?.ownerReferences?.some((o) => o.kind === 'Job') ?? false;
+  return ownedByJob ? 'succeed' : 'ready';
+}
+
+/** The status a real kubelet would report for a pod with this behavior. Pure, so tests can read it. */
+export function podStatusFor(pod: V1Pod, behavior: Behavior, podIP: string, now: Date): V1PodStatus {
+  const containers = pod.spec?.containers ?? [];
+  const started = now;
+  const imageOf = (c: V1Container) => c.image ?? '';
+  const base = (c: V1Container): V1ContainerStatus => ({
+    name: c.name,
+    image: imageOf(c),
+    imageID: `testbed://${imageOf(c)}`,
+    containerID: `testbed://${pod.metadata?.uid ?? 'pod'}/${c.name}`,
+    ready: false,
+    restartCount: 0,
+    started: false,
+  });
+  let phase: string;
+  let statuses: V1ContainerStatus[];
+  switch (behavior) {
+    case 'ready':
+    case 'never-ready':
+      phase = 'Running';
+      statuses = containers.map((c) => ({
+        ...base(c),
+        ready: behavior === 'ready',
+        started: true,
+        state: { running: { startedAt: started } },
+      }));
+      break;
+    case 'crash-loop':
+      phase = 'Running';
+      statuses = containers.map((c) => ({
+        ...base(c),
+        restartCount: 3,
+        state: {
+          waiting: {
+            reason: 'CrashLoopBackOff',
+            message: `back-off 40s restarting failed container=${c.name}`,
+          },
+        },
+        lastState: { terminated: { exitCode: 1, reason: 'Error', startedAt: started, finishedAt: started } },
+      }));
+      break;
+    case 'fail':
+    case 'succeed': {
+      const ok = behavior === 'succeed';
+      phase = ok ? 'Succeeded' : 'Failed';
+      statuses = containers.map((c) => ({
+        ...base(c),
+        state: {
+          terminated: {
+            exitCode: ok ? 0 : 1,
+            reason: ok ? 'Completed' : 'Error',
+            startedAt: started,
+            finishedAt: started,
+          },
+        },
+      }));
+      break;
+    }
+  }
+  const ready = behavior === 'ready';
+  const condition = (type: string, status: boolean, reason?: string) => ({
+    type,
+    status: status ? 'True' : 'False',
+    lastTransitionTime: now,
+    ...(reason ? { reason } : {}),
+  });
+  const terminal = phase === 'Succeeded' || phase === 'Failed';
+  return {
+    phase,
+    hostIP: '127.0.0.1',
+    podIP,
+    podIPs: [{ ip: podIP }],
+    startTime: now,
+    qosClass: 'BestEffort',
+    conditions: [
+      condition('PodScheduled', true),
+      condition('Initialized', true),
+      condition(
+        'ContainersReady',
+        ready,
+        ready ? undefined : terminal ? 'PodCompleted' : 'ContainersNotReady',
+      ),
+      condition('Ready', ready, ready ? undefined : terminal ? 'PodCompleted' : 'ContainersNotReady'),
+    ],
+    initContainerStatuses: (pod.spec?.initContainers ?? []).map((c) => ({
+      ...base(c),
+      state: { terminated: { exitCode: 0, reason: 'Completed', startedAt: started, finishedAt: started } },
+    })),
+    containerStatuses: statuses,
+  };
+}
+
+export class TestbedKubelet {
+  private readonly core: CoreV1Api;
+  private readonly networking: NetworkingV1Api;
+  private readonly kc: KubeConfig;
+  private readonly log: Log;
+  /** What we last reported per pod uid, so our own status updates do not loop. */
+  private readonly reported = new Map<string, string>();
+  /** One chain of work per object: events for the same object never race each other. */
+  private readonly chains = new Map<string, Promise<void>>();
+  private readonly stops: (() => void)[] = [];
+  private nextIp = 2;
+  private stopped = false;
+
+  constructor(kc: KubeConfig, log: Log) {
+    this.kc = kc;
+    this.log = log;
+    this.core = kc.makeApiClient(CoreV1Api);
+    this.networking = kc.makeApiClient(NetworkingV1Api);
+  }
+
+  async start(): Promise<void> {
+    await this.registerNode();
+    await this.watch(
+      '/api/v1/pods',
+      () => this.core.listPodForAllNamespaces(),
+      (pod: V1Pod) => this.syncPod(pod),
+    );
+    await this.watch(
+      '/api/v1/services',
+      () => this.core.listServiceForAllNamespaces(),
+      (svc: V1Service) => this.syncService(svc),
+    );
+    await this.watch(
+      '/apis/networking.k8s.io/v1/ingresses',
+      () => this.networking.listIngressForAllNamespaces(),
+      (ing: V1Ingress) => this.syncIngress(ing),
+    );
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const stop of this.stops) stop();
+  }
+
+  private async registerNode(): Promise<void> {
+    const capacity = { cpu: '64', memory: '256Gi', pods: '1000', 'ephemeral-storage': '500Gi' };
+    const now = new Date();
+    const status = {
+      capacity,
+      allocatable: capacity,
+      conditions: [
+        {
+          type: 'Ready',
+          status: 'True',
+          reason: 'KubeletReady',
+          message: 'testbed kubelet is posting ready status',
+          lastHeartbeatTime: now,
+          lastTransitionTime: now,
+        },
+        {
+          type: 'MemoryPressure',
+          status: 'False',
+          reason: 'KubeletHasSufficientMemory',
+          lastHeartbeatTime: now,
+          lastTransitionTime: now,
+        },
+        {
+          type: 'DiskPressure',
+          status: 'False',
+          reason: 'KubeletHasNoDiskPressure',
+          lastHeartbeatTime: now,
+          lastTransitionTime: now,
+        },
+        {
+          type: 'PIDPressure',
+          status: 'False',
+          reason: 'KubeletHasSufficientPID',
+          lastHeartbeatTime: now,
+          lastTransitionTime: now,
+        },
+      ],
+      addresses: [
+        { type: 'InternalIP', address: '127.0.0.1' },
+        { type: 'Hostname', address: NODE_NAME },
+      ],
+      nodeInfo: {
+        architecture: 'amd64',
+        operatingSystem: 'linux',
+        kubeletVersion: 'v1.20.2-testbed',
+        kubeProxyVersion: 'v1.20.2-testbed',
+        containerRuntimeVersion: 'testbed://1',
+        bootID: '',
+        kernelVersion: '',
+        machineID: '',
+        osImage: 'mooring test bed',
+        systemUUID: '',
+      },
+    };
+    const metadata = {
+      name: NODE_NAME,
+      labels: {
+        'kubernetes.io/hostname': NODE_NAME,
+        'kubernetes.io/os': 'linux',
+        'kubernetes.io/arch': 'amd64',
+        'node.kubernetes.io/instance-type': 'testbed',
+      },
+    };
+    try {
+      await this.core.createNode({ body: { apiVersion: 'v1', kind: 'Node', metadata, spec: {}, status } });
+    } catch (error) {
+      if (statusCode(error) !== 409) throw error;
+    }
+    // Creation may drop status on some versions: set it explicitly.
+    await this.core.patchNodeStatus({ name: NODE_NAME, body: { status } }, mergePatch);
+  }
+
+  private async watch<T extends KubernetesObject>(
+    path: string,
+    list: () => Promise<{ items: T[] }>,
+    sync: (obj: T) => Promise<void>,
+  ): Promise<void> {
+    const informer = makeInformer<T>(this.kc, path, list as never);
+    const enqueue = (obj: T) => {
+      const key = obj.metadata?.uid ?? `${obj.metadata?.namespace}/${obj.metadata?.name}`;
+      const previous = this.chains.get(key) ?? Promise.resolve();
+      const next = previous
+        .then(() => sync(obj))
+        .catch((error: unknown) => {
+          const code = statusCode(error);
+          if (code !== 404 && code !== 409) {
+            this.log('sync failed', { path, name: obj.metadata?.name, error: describe(error) });
+          }
+        })
+        .finally(() => {
+          if (this.chains.get(key) === next) this.chains.delete(key);
+        });
+      this.chains.set(key, next);
+    };
+    informer.on('add', enqueue);
+    informer.on('update', enqueue);
+    informer.on('error', (error: unknown) => {
+      if (this.stopped) return;
+      this.log('watch failed, restarting', { path, error: describe(error) });
+      setTimeout(() => {
+        if (!this.stopped) void informer.start().catch(() => undefined);
+      }, 1000);
+    });
+    await informer.start();
+    this.stops.push(() => void informer.stop());
+  }
+
+  private async syncPod(pod: V1Pod): Promise<void> {
+    const name = pod.metadata?.name ?? '';
+    const namespace = pod.metadata?.namespace ?? 'default';
+    const uid = pod.metadata?.uid ?? '';
+    if (pod.metadata?.deletionTimestamp) {
+      // A real kubelet stops the containers and then removes the pod; without it pods stay Terminating forever.
+      this.reported.delete(uid);
+      await this.core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 });
+      return;
+    }
+    if (!pod.spec?.nodeName) {
+      await this.core.createNamespacedPodBinding({
+        name,
+        namespace,
+        body: {
+          apiVersion: 'v1',
+          kind: 'Binding',
+          metadata: { name, namespace },
+          target: { apiVersion: 'v1', kind: 'Node', name: NODE_NAME },
+        },
+      });
+      return; // the binding's update event brings the pod back here
+    }
+    if (pod.spec.nodeName !== NODE_NAME) return;
+    const behavior = behaviorOf(pod);
+    if (this.reported.get(uid) === behavior) return;
+    if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return; // terminal phases are final
+    const ip = pod.status?.podIP ?? `10.244.${Math.floor(this.nextIp / 250)}.${(this.nextIp++ % 250) + 2}`;
+    const status = podStatusFor(pod, behavior, ip, new Date());
+    await this.core.patchNamespacedPodStatus({ name, namespace, body: { status } }, mergePatch);
+    this.reported.set(uid, behavior);
+    this.log('pod status set', { namespace, name, behavior });
+  }
+
+  private async syncService(svc: V1Service): Promise<void> {
+    if (svc.spec?.type !== 'LoadBalancer') return;
+    if (svc.metadata?.annotations?.[LOAD_BALANCER] === 'never') return;
+    if ((svc.status?.loadBalancer?.ingress?.length ?? 0) > 0) return;
+    const name = svc.metadata?.name ?? '';
+    const namespace = svc.metadata?.namespace ?? 'default';
+    await this.core.patchNamespacedServiceStatus(
+      {
+        name,
+        namespace,
+        body: { status: { loadBalancer: { ingress: [{ hostname: lbHostname(name, namespace) }] } } },
+      },
+      mergePatch,
+    );
+    this.log('load balancer bound', { kind: 'Service', namespace, name });
+  }
+
+  private async syncIngress(ing: V1Ingress): Promise<void> {
+    if (ing.metadata?.annotations?.[LOAD_BALANCER] === 'never') return;
+    if ((ing.status?.loadBalancer?.ingress?.length ?? 0) > 0) return;
+    const name = ing.metadata?.name ?? '';
+    const namespace = ing.metadata?.namespace ?? 'default';
+    await this.networking.patchNamespacedIngressStatus(
+      {
+        name,
+        namespace,
+        body: { status: { loadBalancer: { ingress: [{ hostname: lbHostname(name, namespace) }] } } },
+      },
+      mergePatch,
+    );
+    this.log('load balancer bound', { kind: 'Ingress', namespace, name });
+  }
+}
+
+/** A name under the reserved .invalid top-level domain: status data only, never resolvable. */
+export function lbHostname(name: string, namespace: string): string {
+  return `${name}.${namespace}.lb.testbed.invalid`;
+}
+
+function statusCode(error: unknown): number | undefined {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'number' ? code : undefined;
+}
+
+function describe(error: unknown): string {
+  if (error instanceof Error) return error.message.slice(0, 500);
+  return String(error).slice(0, 500);
+}

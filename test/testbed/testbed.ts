@@ -1,0 +1,250 @@
+// The test bed: a real control plane, the test-bed kubelet, a Git server and two registries on loopback.
+// `up` starts them on free ports and writes env.json; `down` stops exactly the processes `up` recorded;
+// `status` says what runs. Vitest's global setup and the demo use the same functions.
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { controlPlaneBinaries, KUBE_VERSION, startControlPlane } from './control-plane.ts';
+import { NODE_NAME } from './kubelet.ts';
+import { REPO_ROOT, stateDir } from './paths.ts';
+import { freePorts } from './ports.ts';
+import { type DaemonRecord, deathNotice, isRunning, startDaemon, stopDaemon } from './processes.ts';
+import { htpasswdLine, registryCommand, registryConfigYaml, waitForRegistry } from './registry.ts';
+import { locateTools } from './tools.ts';
+import { waitFor } from './wait.ts';
+
+export interface TestbedEnv {
+  version: 1;
+  startedAt: string;
+  kube: { kubeconfig: string; server: string; version: string; node: string };
+  git: { url: string; username: string; password: string; root: string };
+  registry: { url: string; host: string };
+  authRegistry: { url: string; host: string; username: string; password: string };
+  tools: { helm: string; kubectl: string };
+  logs: string;
+}
+
+const ENV_FILE = 'env.json';
+const DAEMONS_FILE = 'daemons.json';
+
+export function envPath(): string {
+  return join(stateDir(), ENV_FILE);
+}
+
+export async function readEnv(): Promise<TestbedEnv | undefined> {
+  try {
+    return JSON.parse(await readFile(envPath(), 'utf8')) as TestbedEnv;
+  } catch {
+    return undefined;
+  }
+}
+
+async function readDaemons(): Promise<DaemonRecord[]> {
+  try {
+    return JSON.parse(await readFile(join(stateDir(), DAEMONS_FILE), 'utf8')) as DaemonRecord[];
+  } catch {
+    return [];
+  }
+}
+
+export interface TestbedStatus {
+  running: boolean;
+  daemons: { name: string; pid: number; running: boolean; log: string }[];
+  env: TestbedEnv | undefined;
+}
+
+export async function status(): Promise<TestbedStatus> {
+  const daemons = (await readDaemons()).map((d) => ({
+    name: d.name,
+    pid: d.pid,
+    running: isRunning(d),
+    log: d.log,
+  }));
+  const env = await readEnv();
+  return {
+    running: daemons.length > 0 && daemons.every((d) => d.running) && env !== undefined,
+    daemons,
+    env,
+  };
+}
+
+type Log = (line: string) => void;
+
+/** Starts the test bed, or returns the running one's env. A half-running bed is stopped and started anew. */
+export async function up(log: Log = () => undefined): Promise<{ env: TestbedEnv; started: boolean }> {
+  const current = await status();
+  if (current.running && current.env) return { env: current.env, started: false };
+  if (current.daemons.length > 0) await down(log);
+
+  const dir = stateDir();
+  const run = join(dir, 'run');
+  const logs = join(dir, 'logs');
+  await rm(run, { recursive: true, force: true });
+  await rm(logs, { recursive: true, force: true });
+  await mkdir(run, { recursive: true });
+  await mkdir(logs, { recursive: true });
+
+  const daemons: DaemonRecord[] = [];
+  const record = async (d: DaemonRecord) => {
+    daemons.push(d);
+    // Written after every start, so that `down` finds whatever ran even if `up` fails half-way.
+    await writeFile(join(dir, DAEMONS_FILE), `${JSON.stringify(daemons, null, 2)}\n`);
+  };
+
+  try {
+    const [pEtcd, pPeer, pApi, pGit, pReg, pAuthReg] = (await freePorts(6)) as [
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+    ];
+    const [binaries, tools] = await Promise.all([controlPlaneBinaries(log), locateTools()]);
+
+    // Git server and registries start while the control plane comes up.
+    const git = {
+      url: `http://127.0.0.1:${pGit}`,
+      username: 'mooring',
+      password: secret(),
+      root: join(run, 'git'),
+    };
+    await mkdir(git.root, { recursive: true });
+    const gitd = startDaemon({
+      name: 'git-server',
+      command: process.execPath,
+      args: [join(REPO_ROOT, 'test/testbed/git-server-main.ts'), '--root', git.root, '--port', String(pGit)],
+      logDir: logs,
+      env: {
+        ...process.env,
+        MOORING_TESTBED_GIT_USER: git.username,
+        MOORING_TESTBED_GIT_PASSWORD: git.password,
+      },
+    });
+    await record(gitd);
+
+    const registry = { url: `http://127.0.0.1:${pReg}`, host: `127.0.0.1:${pReg}` };
+    const authRegistry = {
+      url: `http://127.0.0.1:${pAuthReg}`,
+      host: `127.0.0.1:${pAuthReg}`,
+      username: 'mooring',
+      password: secret(),
+    };
+    const registries: DaemonRecord[] = [];
+    for (const [name, port, auth] of [
+      ['registry', pReg, false],
+      ['registry-auth', pAuthReg, true],
+    ] as const) {
+      const base = join(run, name);
+      await mkdir(join(base, 'data'), { recursive: true });
+      let htpasswdFile: string | undefined;
+      if (auth) {
+        htpasswdFile = join(base, 'htpasswd');
+        await writeFile(htpasswdFile, `${htpasswdLine(authRegistry.username, authRegistry.password)}\n`, {
+          mode: 0o600,
+        });
+      }
+      const config = join(base, 'config.yml');
+      await writeFile(config, registryConfigYaml({ dataDir: join(base, 'data'), port, htpasswdFile }));
+      const cmd = registryCommand(config);
+      const d = startDaemon({ name, command: cmd.command, args: cmd.args, logDir: logs });
+      registries.push(d);
+      await record(d);
+    }
+
+    log(`starting the control plane (kubernetes ${KUBE_VERSION})`);
+    const plane = await startControlPlane({
+      dir: join(run, 'kube'),
+      logDir: logs,
+      ports: { etcd: pEtcd, etcdPeer: pPeer, apiserver: pApi },
+      binaries,
+    });
+    for (const d of plane.daemons) await record(d);
+
+    const kubelet = startDaemon({
+      name: 'kubelet',
+      command: process.execPath,
+      args: [join(REPO_ROOT, 'test/testbed/kubelet-main.ts'), '--kubeconfig', plane.kubeconfig],
+      logDir: logs,
+    });
+    await record(kubelet);
+
+    await Promise.all([
+      waitFor('git server', async () => ((await fetch(`${git.url}/healthz`)).ok ? true : undefined), {
+        timeoutMs: 20_000,
+        alive: () => deathNotice(gitd),
+      }),
+      ...registries.map((d, i) =>
+        waitFor(
+          d.name,
+          () => waitForRegistry(i === 0 ? registry.url : authRegistry.url, 20_000).then(() => true),
+          {
+            timeoutMs: 25_000,
+            alive: () => deathNotice(d),
+          },
+        ),
+      ),
+      waitForNode(plane.kubeconfig, kubelet),
+    ]);
+    for (const d of daemons) {
+      const dead = deathNotice(d);
+      if (dead) throw new Error(dead);
+    }
+
+    const env: TestbedEnv = {
+      version: 1,
+      startedAt: new Date().toISOString(),
+      kube: { kubeconfig: plane.kubeconfig, server: plane.server, version: KUBE_VERSION, node: NODE_NAME },
+      git,
+      registry,
+      authRegistry,
+      tools,
+      logs,
+    };
+    await writeFile(envPath(), `${JSON.stringify(env, null, 2)}\n`, { mode: 0o600 });
+    return { env, started: true };
+  } catch (error) {
+    await down(log);
+    throw error;
+  }
+}
+
+async function waitForNode(kubeconfig: string, kubelet: DaemonRecord): Promise<void> {
+  const kc = new KubeConfig();
+  kc.loadFromFile(kubeconfig);
+  const core = kc.makeApiClient(CoreV1Api);
+  await waitFor(
+    'test-bed node',
+    async () => {
+      const node = await core.readNode({ name: NODE_NAME });
+      return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')
+        ? true
+        : undefined;
+    },
+    { timeoutMs: 60_000, intervalMs: 300, alive: () => deathNotice(kubelet) },
+  );
+}
+
+/** Stops every recorded daemon (newest first, so clients go before their servers) and forgets the env. */
+export async function down(log: Log = () => undefined): Promise<string[]> {
+  const daemons = await readDaemons();
+  const stopped: string[] = [];
+  for (const d of [...daemons].reverse()) {
+    if (isRunning(d)) {
+      log(`stopping ${d.name} (pid ${d.pid})`);
+      await stopDaemon(d);
+      stopped.push(d.name);
+    }
+  }
+  const dir = stateDir();
+  await rm(join(dir, DAEMONS_FILE), { force: true });
+  await rm(envPath(), { force: true });
+  if (existsSync(join(dir, 'run'))) await rm(join(dir, 'run'), { recursive: true, force: true });
+  return stopped;
+}
+
+function secret(): string {
+  return randomBytes(12).toString('hex');
+}
