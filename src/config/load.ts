@@ -59,7 +59,7 @@ export async function loadConfigFile(file: string): Promise<MooringConfig> {
 /** Parses and validates config text; `file` is only used to name the source in messages. */
 export function parseConfig(text: string, file = '<config>'): MooringConfig {
   const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  const doc = parseDocument(text, { lineCounter, prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length > 0) {
     throw new ConfigError(
       file,
@@ -143,6 +143,7 @@ export function formatPath(path: readonly (string | number)[]): string {
   return out;
 }
 
+/** The yaml package's message without the position and the code excerpt it appends (we print our own). */
 function firstLine(message: string): string {
-  return message.split('\n')[0] ?? message;
+  return (message.split('\n')[0] ?? message).replace(/ at line \d+, column \d+:?$/, '');
 }

@@ -93,12 +93,14 @@ interface BackendRequest {
 
 function runBackend({ req, res, user, pathInfo, query, maxBodyBytes, options }: BackendRequest): void {
   const method = req.method ?? 'GET';
+  let child: ChildProcessWithoutNullStreams | undefined;
   let failed = false;
   // One failure is reported once; the answer is a short status while nothing was sent, else a cut connection.
   const fail = (message: string, status = 500): void => {
     if (failed) return;
     failed = true;
     options.onBackendError?.({ method, path: pathInfo, message });
+    child?.stdout.unpipe(res);
     if (!res.headersSent) {
       if (status === 413) res.setHeader('Connection', 'close');
       reply(res, status, status === 500 ? 'git http-backend failed' : message);
@@ -107,7 +109,8 @@ function runBackend({ req, res, user, pathInfo, query, maxBodyBytes, options }: 
     }
   };
 
-  let child: ChildProcessWithoutNullStreams;
+  // A write racing a cut connection must not take the whole server down with an unhandled 'error'.
+  res.on('error', () => {});
   try {
     child = spawn('git', ['http-backend'], { env: cgiEnvironment(req, user, pathInfo, query, options.root) });
   } catch (error) {

@@ -1,0 +1,172 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfigFile, parseConfig } from '../../../src/config/load.ts';
+
+const EXAMPLE = join(import.meta.dirname, '..', '..', '..', 'config', 'mooring.example.yaml');
+
+function problemsOf(text: string) {
+  try {
+    parseConfig(text, 'agent.yaml');
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  throw new Error('expected the config to be rejected');
+}
+
+const minimal = `
+sources:
+  git:
+    - name: manifests
+      url: https://git.example.com/app.git
+deployments:
+  - name: web
+    namespace: prod
+    source: manifests
+`;
+
+describe('config loading', () => {
+  it('accepts the commented example', async () => {
+    const config = await loadConfigFile(EXAMPLE);
+    expect(config.deployments.map((d) => d.name)).toEqual(['web']);
+    expect(config.sources.registry[0]?.policy).toEqual({
+      type: 'semver',
+      range: '^2.0.0',
+      prereleases: false,
+    });
+  });
+
+  it('fills in the defaults', () => {
+    const config = parseConfig(minimal);
+    const web = config.deployments[0];
+    expect(web?.stability.timeout).toBe(30 * 60_000);
+    expect(web?.paths).toEqual(['.']);
+    expect(web?.commitStatus).toMatchObject({
+      enabled: true,
+      provider: 'auto',
+      context: 'mooring/{cluster}/{deployment}',
+    });
+    expect(config.sources.git[0]?.ref).toEqual({ branch: 'main' });
+    expect(config.sources.git[0]?.interval).toBe(60_000);
+    expect(config.cluster).toMatchObject({ name: 'default', inCluster: false, namespace: 'mooring' });
+    expect(config.server.port).toBe(8080);
+    expect(config.ledger.historyLimit).toBe(50);
+    expect(config.apply.fieldManager).toBe('mooring');
+  });
+
+  it('accepts an empty file as a config with every default', () => {
+    expect(parseConfig('').deployments).toEqual([]);
+  });
+
+  it('keeps a cron schedule without adding an interval', () => {
+    const config = parseConfig(
+      minimal.replace(
+        'url: https://git.example.com/app.git',
+        'url: https://git.example.com/app.git\n      cron: "*/5 * * * *"',
+      ),
+    );
+    expect(config.sources.git[0]?.cron).toBe('*/5 * * * *');
+    expect(config.sources.git[0]?.interval).toBeUndefined();
+  });
+
+  it('reports three mistakes at once, each with its field path and line', () => {
+    const problems = problemsOf(`cluster:
+  name: prod
+sources:
+  git:
+    - name: manifests
+      url: not a url
+      interval: soon
+deployments:
+  - name: web
+    source: manifests
+`);
+    expect(problems.map((p) => [p.path, p.line])).toEqual([
+      ['sources.git[0].url', 6],
+      ['sources.git[0].interval', 7],
+      ['deployments[0].namespace', 9],
+    ]);
+    expect(problems[1]?.message).toContain('"soon" is not a duration');
+    expect(problems[2]?.message).toBe('required field is missing');
+  });
+
+  it('points at an unknown field by its key', () => {
+    const [problem, ...rest] = problemsOf(`${minimal}    timeuot: 5m\n`);
+    expect(rest).toEqual([]);
+    expect(problem).toMatchObject({ path: 'deployments[0].timeuot', line: 10, column: 5 });
+    expect(problem?.message).toBe('unknown field "timeuot"');
+  });
+
+  it('checks references between sections together with field errors', () => {
+    const problems = problemsOf(`sources:
+  git:
+    - name: app
+      url: https://git.example.com/app.git
+  registry:
+    - name: app
+      image: registry.example.com/app
+deployments:
+  - name: web
+    namespace: prod
+    source: other
+    images: [app, missing]
+  - name: web
+    namespace: Prod
+    source: app
+`);
+    expect(problems.map((p) => `${p.line} ${p.path}: ${p.message}`)).toEqual([
+      '6 sources.registry[0].name: source name "app" is already used by sources.git[0]',
+      '11 deployments[0].source: no git or local source is named "other"',
+      '12 deployments[0].images[1]: no registry source is named "missing"',
+      '13 deployments[1].name: deployment name "web" is used twice',
+      expect.stringMatching(/^14 deployments\[1\]\.namespace: must be a DNS label/),
+    ]);
+  });
+
+  it('rejects secrets given both ways, and interval with cron', () => {
+    const problems = problemsOf(`sources:
+  git:
+    - name: app
+      url: https://git.example.com/app.git
+      interval: 1m
+      cron: "* * * * *"
+      credentials:
+        token: { env: TOKEN, file: /run/token }
+`);
+    expect(problems.map((p) => [p.path, p.message])).toEqual([
+      ['sources.git[0]', 'give "interval" or "cron", not both'],
+      ['sources.git[0].credentials.token', 'give exactly one of "env" or "file"'],
+    ]);
+  });
+
+  it('reports YAML syntax errors with their line', () => {
+    const problems = problemsOf('deployments:\n  - name: web\n   namespace: prod\n');
+    expect(problems[0]).toMatchObject({ line: 3, path: '' });
+    expect(problems[0]?.message).not.toMatch(/at line/);
+  });
+
+  it('names the file when it cannot be read', async () => {
+    await expect(loadConfigFile('/nonexistent/mooring.yaml')).rejects.toThrow(
+      '/nonexistent/mooring.yaml: 1 problem\n  /nonexistent/mooring.yaml:1:1: cannot read: no such file',
+    );
+  });
+
+  it('formats every problem in the error message', async () => {
+    const text = await readFile(EXAMPLE, 'utf8');
+    try {
+      parseConfig(
+        text.replace('timeout: 30m', 'timeout: 30 minutes').replace('port: 8080', 'port: 99999'),
+        'x.yaml',
+      );
+      expect.unreachable();
+    } catch (error) {
+      const lines = String((error as Error).message).split('\n');
+      expect(lines[0]).toBe('x.yaml: 2 problems');
+      expect(lines[1]).toMatch(
+        /^ {2}x\.yaml:\d+:\d+: deployments\[0\]\.stability\.timeout: "30 minutes" is not a duration/,
+      );
+      expect(lines[2]).toMatch(/^ {2}x\.yaml:\d+:\d+: server\.port: /);
+    }
+  });
+});
