@@ -125,14 +125,17 @@ function runBackend({ req, res, user, pathInfo, query, maxBodyBytes, options }: 
       stderrText += chunk.slice(0, MAX_STDERR_CHARS - stderrText.length);
   });
   child.on('error', (error) => fail(`cannot start git http-backend: ${error.message}`));
+  let clientGone = false;
   child.on('close', (code, signal) => {
     // Exit 0 without a header block would otherwise leave the client waiting forever.
-    if (code === 0 && res.headersSent) return;
+    if (clientGone || (code === 0 && res.headersSent)) return;
     const why = signal ? `killed by ${signal}` : `exit ${code}`;
     fail(`git http-backend ${why}${stderrText ? `: ${stderrText.trim()}` : ''}`);
   });
   // A client gone mid-request leaves nobody to read the answer.
   res.on('close', () => {
+    if (res.writableFinished) return;
+    clientGone = true;
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
   });
 

@@ -1,0 +1,74 @@
+// mooring's main job on the embedded test bed, end to end as far as mooring goes today: the test bed comes up
+// (a real control plane, Git server and registry), a sample application is committed to Git and its image
+// pushed to the registry, and mooring validates an agent configuration that points at both.
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { loadConfigFile } from '../src/config/load.ts';
+import { commitFiles, createBareRepo } from '../test/testbed/git-repos.ts';
+import { pushImage } from '../test/testbed/oci-push.ts';
+import { REPO_ROOT, stateDir } from '../test/testbed/paths.ts';
+import { up } from '../test/testbed/testbed.ts';
+
+const say = (line: string) => process.stdout.write(`${line}\n`);
+
+const { env, started } = await up((line) => say(`testbed: ${line}`));
+say(started ? 'test bed started' : 'test bed already running');
+
+const demo = join(stateDir(), 'demo');
+await mkdir(demo, { recursive: true });
+
+const image = await pushImage({ registry: env.registry.url, repository: 'demo/web', tag: '1.0.0' });
+say(`pushed image ${image.reference}`);
+
+const repoName = `demo-${Date.now().toString(36)}`;
+const repo = await createBareRepo(env.git.root, repoName);
+const manifests = (await readFile(join(REPO_ROOT, 'scripts/demo-app/app.yaml'), 'utf8')).replaceAll(
+  'REGISTRY',
+  env.registry.host,
+);
+const commit = await commitFiles(repo, { 'apps/web/app.yaml': manifests }, { message: 'web 1.0.0' });
+say(`committed apps/web/app.yaml as ${commit.slice(0, 12)} to ${env.git.url}/${repoName}.git`);
+
+const passwordFile = join(demo, 'git-password');
+await writeFile(passwordFile, env.git.password, { mode: 0o600 });
+await writeFile(join(demo, 'git-username'), env.git.username, { mode: 0o600 });
+const config = {
+  apiVersion: 'mooring.io/v1alpha1',
+  kind: 'AgentConfig',
+  cluster: { name: 'testbed', kubeconfig: env.kube.kubeconfig, context: 'testbed', namespace: 'mooring' },
+  sources: {
+    git: [
+      {
+        name: 'demo-manifests',
+        url: `${env.git.url}/${repoName}.git`,
+        ref: { branch: 'main' },
+        interval: '10s',
+        credentials: { username: { file: join(demo, 'git-username') }, password: { file: passwordFile } },
+      },
+    ],
+    registry: [
+      {
+        name: 'web-image',
+        image: `${env.registry.host}/demo/web`,
+        policy: { type: 'fixed', tag: '1.0.0' },
+        insecure: true,
+      },
+    ],
+  },
+  deployments: [
+    { name: 'web', namespace: 'demo', source: 'demo-manifests', paths: ['apps/web'], images: ['web-image'] },
+  ],
+};
+const configFile = join(demo, 'mooring.yaml');
+await writeFile(configFile, stringify(config));
+const parsed = await loadConfigFile(configFile);
+say(`agent configuration ${configFile}: valid (${parsed.deployments.length} deployment)`);
+
+say('');
+say('The test bed keeps running:');
+say(`  kubectl --kubeconfig ${env.kube.kubeconfig} get nodes`);
+say(`  git clone ${env.git.url}/${repoName}.git    (user ${env.git.username}, password in ${passwordFile})`);
+say(`  skopeo inspect --tls-verify=false docker://${env.registry.host}/demo/web:1.0.0`);
+say(`  npm run mooring -- config validate ${configFile}`);
+say('Stop it with: npm run testbed -- down');
