@@ -1,6 +1,12 @@
 // The control plane is real: Deployments get ReplicaSets and Pods from the real controllers, the test-bed
 // kubelet makes them ready (or not, as told), and kubectl agrees with what the API reports.
-import { AppsV1Api, BatchV1Api, CoreV1Api, type V1Deployment } from '@kubernetes/client-node';
+import {
+  AppsV1Api,
+  BatchV1Api,
+  CoreV1Api,
+  NetworkingV1Api,
+  type V1Deployment,
+} from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { BEHAVIOR, LOAD_BALANCER, lbHostname, NODE_NAME } from '../../testbed/kubelet.ts';
 import { eventually, kubeConfig, runTool, testbed, useNamespace } from '../helpers.ts';
@@ -179,5 +185,21 @@ describe('control plane and test-bed kubelet', () => {
     await new Promise((r) => setTimeout(r, 1500));
     const unbound = await core.readNamespacedService({ name: 'unbound', namespace: ns() });
     expect(unbound.status?.loadBalancer?.ingress ?? []).toHaveLength(0);
+  });
+
+  it('binds Ingresses to a load balancer', async () => {
+    const networking = kubeConfig().makeApiClient(NetworkingV1Api);
+    await networking.createNamespacedIngress({
+      namespace: ns(),
+      body: {
+        metadata: { name: 'site' },
+        spec: { defaultBackend: { service: { name: 'public', port: { number: 80 } } } },
+      },
+    });
+    const bound = await eventually('ingress site bound', async () => {
+      const ing = await networking.readNamespacedIngress({ name: 'site', namespace: ns() });
+      return ing.status?.loadBalancer?.ingress?.length ? ing : undefined;
+    });
+    expect(bound.status?.loadBalancer?.ingress?.[0]?.hostname).toBe(lbHostname('site', ns()));
   });
 });
