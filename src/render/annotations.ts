@@ -1,0 +1,41 @@
+// The reserved annotations and labels mooring reads and writes: Spinnaker's Kubernetes provider's, so that
+// manifests written for Spinnaker work unchanged, plus mooring's own content hash.
+
+export const MONIKER = {
+  application: 'moniker.spinnaker.io/application',
+  cluster: 'moniker.spinnaker.io/cluster',
+  stack: 'moniker.spinnaker.io/stack',
+  detail: 'moniker.spinnaker.io/detail',
+  sequence: 'moniker.spinnaker.io/sequence',
+} as const;
+
+export const ARTIFACT = {
+  name: 'artifact.spinnaker.io/name',
+  type: 'artifact.spinnaker.io/type',
+  location: 'artifact.spinnaker.io/location',
+  version: 'artifact.spinnaker.io/version',
+} as const;
+
+export const STRATEGY = {
+  versioned: 'strategy.spinnaker.io/versioned',
+  useSourceCapacity: 'strategy.spinnaker.io/use-source-capacity',
+  maxVersionHistory: 'strategy.spinnaker.io/max-version-history',
+  recreate: 'strategy.spinnaker.io/recreate',
+  replace: 'strategy.spinnaker.io/replace',
+  serverSideApply: 'strategy.spinnaker.io/server-side-apply',
+} as const;
+
+export const TRAFFIC_LOAD_BALANCERS = 'traffic.spinnaker.io/load-balancers';
+export const CACHING_IGNORE = 'caching.spinnaker.io/ignore';
+
+/** sha256 of a versioned object's content: how an unchanged object finds the version it already has. */
+export const CONTENT_HASH = 'mooring.io/content-hash';
+
+export const LABEL_NAME = 'app.kubernetes.io/name';
+export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
+export const MANAGED_BY = 'mooring';
+
+/** `kubernetes/configMap`: Spinnaker's artifact type for a kind. */
+export function artifactType(kind: string): string {
+  return `kubernetes/${kind.charAt(0).toLowerCase()}${kind.slice(1)}`;
+}

@@ -1,0 +1,46 @@
+// Deterministic form of manifests: the same input gives the same bytes. Top-level fields come in the order
+// people read them (apiVersion, kind, metadata, then the rest); every mapping below is sorted by key.
+import { createHash } from 'node:crypto';
+import { stringify } from 'yaml';
+import { isObject, type JsonValue, type KubeObject } from './manifest.ts';
+
+const TOP = ['apiVersion', 'kind', 'metadata'];
+const METADATA = ['name', 'namespace'];
+
+function sortedCopy(value: JsonValue, first: readonly string[] = []): JsonValue {
+  if (Array.isArray(value)) return value.map((v) => sortedCopy(v));
+  if (!isObject(value)) return value;
+  const keys = Object.keys(value).sort((a, b) => {
+    const ia = first.indexOf(a);
+    const ib = first.indexOf(b);
+    if (ia !== -1 || ib !== -1) return (ia === -1 ? first.length : ia) - (ib === -1 ? first.length : ib);
+    return a < b ? -1 : a > b ? 1 : 0;
+  });
+  const out: { [key: string]: JsonValue } = {};
+  for (const key of keys) {
+    const v = value[key];
+    if (v === undefined) continue;
+    out[key] = sortedCopy(v, key === 'metadata' && first === TOP ? METADATA : []);
+  }
+  return out;
+}
+
+export function canonical(obj: KubeObject): KubeObject {
+  return sortedCopy(obj as unknown as JsonValue, TOP) as unknown as KubeObject;
+}
+
+/** A deep copy through JSON: manifests are JSON data, and the input must never be changed in place. */
+export function cloneObject<T>(value: T): T {
+  return structuredClone(value);
+}
+
+/** `sha256:<hex>` of the canonical JSON of a value. */
+export function contentHash(value: JsonValue): string {
+  return `sha256:${createHash('sha256')
+    .update(JSON.stringify(sortedCopy(value)))
+    .digest('hex')}`;
+}
+
+export function toYaml(objects: readonly KubeObject[]): string {
+  return objects.map((o) => stringify(canonical(o), { lineWidth: 0 })).join('---\n');
+}

@@ -1,0 +1,31 @@
+// Render errors: always about a place in the input (file:line:column) and, when known, an object.
+import { StalledError } from '../errors.ts';
+import { describeOrigin, type Origin } from './manifest.ts';
+
+/** A manifest the user must fix; rendering it again cannot help. */
+export class RenderError extends StalledError {
+  readonly origin: Origin | undefined;
+  readonly object: string | undefined;
+
+  constructor(message: string, where: { origin?: Origin | undefined; object?: string | undefined } = {}) {
+    const place = [where.origin ? describeOrigin(where.origin) : undefined, where.object]
+      .filter(Boolean)
+      .join(': ');
+    super(message, place ? { subject: { describe: place } } : {});
+    this.origin = where.origin;
+    this.object = where.object;
+  }
+}
+
+/** Several render errors at once, so that a user fixes all of them in one go. */
+export class RenderErrors extends StalledError {
+  readonly errors: readonly RenderError[];
+  constructor(errors: readonly RenderError[]) {
+    super(
+      errors.length === 1
+        ? (errors[0]?.message ?? 'render failed')
+        : `${errors.length} problems:\n${errors.map((e) => `  ${e.message}`).join('\n')}`,
+    );
+    this.errors = errors;
+  }
+}

@@ -1,0 +1,44 @@
+// Monikers and the recommended labels (seed 001 "Reserved annotations" and "Reserved labels"): the application
+// and cluster annotations are written when absent (stack and detail are the user's), and the labels
+// app.kubernetes.io/name and app.kubernetes.io/managed-by go on objects and pod templates, never on selectors.
+import { LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY, MONIKER } from './annotations.ts';
+import { groupOf, isObject, type JsonValue, type KubeObject } from './manifest.ts';
+import { select } from './path.ts';
+import type { KindRule } from './tables.ts';
+
+export interface MonikerOptions {
+  application: string;
+  applyAppLabels: boolean;
+  podTemplates: (group: string, kind: string) => readonly KindRule[];
+}
+
+/** Spinnaker's cluster of an object: `deployment web`, `configMap app-config` (the base name when versioned). */
+export function defaultCluster(kind: string, baseName: string): string {
+  return `${kind.charAt(0).toLowerCase()}${kind.slice(1)} ${baseName}`;
+}
+
+export function applyMoniker(object: KubeObject, baseName: string, options: MonikerOptions): void {
+  const annotations = { ...object.metadata.annotations };
+  annotations[MONIKER.application] ??= options.application;
+  annotations[MONIKER.cluster] ??= defaultCluster(object.kind, baseName);
+  object.metadata.annotations = annotations;
+  if (!options.applyAppLabels) return;
+  const application = annotations[MONIKER.application] ?? options.application;
+  object.metadata.labels = withAppLabels(object.metadata.labels, application);
+  for (const rule of options.podTemplates(groupOf(object.apiVersion), object.kind)) {
+    if (rule.path === '') continue; // a Pod is its own template: done above
+    for (const template of select(object as unknown as JsonValue, rule.path)) {
+      if (!isObject(template.value)) continue;
+      const metadata = isObject(template.value.metadata) ? template.value.metadata : {};
+      const labels = isObject(metadata.labels) ? (metadata.labels as Record<string, string>) : undefined;
+      template.value.metadata = { ...metadata, labels: withAppLabels(labels, application) };
+    }
+  }
+}
+
+function withAppLabels(
+  labels: Record<string, string> | undefined,
+  application: string,
+): Record<string, string> {
+  return { ...labels, [LABEL_NAME]: labels?.[LABEL_NAME] ?? application, [LABEL_MANAGED_BY]: MANAGED_BY };
+}

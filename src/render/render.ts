@@ -1,0 +1,272 @@
+// The render engine: manifests + image artifacts + a snapshot of the relevant cluster state in, hydrated
+// manifests and an apply plan out. Pure: no I/O, no Kubernetes client. Stages run in a fixed order, and the
+// problems of a stage are reported together so that a user fixes them in one go.
+
+import { ARTIFACT } from './annotations.ts';
+import { canonical } from './canonical.ts';
+import { RenderError, RenderErrors } from './errors.ts';
+import { bindImages, type ImageArtifact, type ImageBinding, type ImageMatch } from './images.ts';
+import {
+  describeObject,
+  describeOrigin,
+  groupOf,
+  isClusterScoped,
+  isObject,
+  type KubeObject,
+  type Origin,
+  objectKey,
+  type SourcedObject,
+} from './manifest.ts';
+import { applyMoniker } from './moniker.ts';
+import { DEFAULT_LIMITS, type ManifestFile, type ParseLimits, parseManifestFiles } from './parse.ts';
+import { parseStrategy, type Strategy } from './strategy.ts';
+import {
+  IMAGE_RULES,
+  type KindRule,
+  POD_TEMPLATE_RULES,
+  REFERENCE_RULES,
+  type ReferenceRule,
+} from './tables.ts';
+import { applyTraffic } from './traffic.ts';
+import {
+  type ExistingVersion,
+  isVersioned,
+  refKey,
+  rewriteReferences,
+  Versioner,
+  type VersionInfo,
+} from './versioning.ts';
+
+/** What render knows of the cluster, read beforehand by src/kube (or empty, offline). */
+export interface ClusterSnapshot {
+  versions: readonly ExistingVersion[];
+  /** Live objects render may consult: Services (traffic) and workloads (use-source-capacity). */
+  live: readonly KubeObject[];
+}
+
+export interface RenderOptions {
+  limits: ParseLimits;
+  imageMatch: ImageMatch;
+  requireDigests: boolean;
+  /** Per-kind versioning default, e.g. `{ConfigMap: false}`; the annotation wins. */
+  versioned: Readonly<Record<string, boolean>>;
+  applyAppLabels: boolean;
+  /** Extra image places for custom resources (absolute paths). */
+  imageRules: readonly KindRule[];
+  /** Extra ConfigMap/Secret reference places for custom resources (absolute paths). */
+  referenceRules: readonly ReferenceRule[];
+  /** Extra cluster-scoped kinds as `group/Kind` (from discovery). */
+  clusterScoped: readonly string[];
+}
+
+export const DEFAULT_OPTIONS: RenderOptions = {
+  limits: DEFAULT_LIMITS,
+  imageMatch: 'match-name-and-tag',
+  requireDigests: false,
+  versioned: {},
+  applyAppLabels: true,
+  imageRules: [],
+  referenceRules: [],
+  clusterScoped: [],
+};
+
+export interface RenderInput {
+  files: readonly ManifestFile[];
+  /** The deployment's namespace: namespaced objects without one get it. */
+  namespace: string;
+  application: string;
+  images?: readonly ImageArtifact[];
+  snapshot?: ClusterSnapshot;
+  options?: Partial<RenderOptions>;
+}
+
+export interface PlanEntry {
+  /** `Deployment prod/web`, with the final (versioned) name. */
+  object: string;
+  key: string;
+  origin: Origin;
+  strategy: Strategy;
+  version: VersionInfo | undefined;
+}
+
+export interface RenderResult {
+  /** Hydrated objects in canonical key order, in the order they were defined. */
+  objects: KubeObject[];
+  /** One entry per object, same order. */
+  plan: PlanEntry[];
+  images: ImageBinding;
+  references: { object: string; path: string; from: string; to: string }[];
+}
+
+function indexRules<T extends KindRule>(
+  ...tables: (readonly T[])[]
+): (group: string, kind: string) => readonly T[] {
+  const index = new Map<string, T[]>();
+  for (const rule of tables.flat()) {
+    const key = `${rule.group}/${rule.kind}`;
+    index.set(key, [...(index.get(key) ?? []), rule]);
+  }
+  return (group, kind) => index.get(`${group}/${kind}`) ?? [];
+}
+
+/** Throws the problems found so far, in file order (errors without a place first). */
+function fail(errors: RenderError[]): void {
+  if (errors.length === 0) return;
+  const order = (e: RenderError) => (e.origin ? [e.origin.file, e.origin.line, e.origin.column] : ['', 0, 0]);
+  const sorted = [...errors].sort((a, b) => {
+    const [fa, la, ca] = order(a);
+    const [fb, lb, cb] = order(b);
+    return fa === fb
+      ? la === lb
+        ? Number(ca) - Number(cb)
+        : Number(la) - Number(lb)
+      : String(fa) < String(fb)
+        ? -1
+        : 1;
+  });
+  throw new RenderErrors(sorted);
+}
+
+export function render(input: RenderInput): RenderResult {
+  const options: RenderOptions = { ...DEFAULT_OPTIONS, ...input.options };
+  const snapshot: ClusterSnapshot = input.snapshot ?? { versions: [], live: [] };
+  const imageRules = indexRules(IMAGE_RULES, options.imageRules);
+  const referenceRules = indexRules(REFERENCE_RULES, options.referenceRules);
+  const podTemplates = indexRules(POD_TEMPLATE_RULES);
+  const errors: RenderError[] = [];
+
+  // 1. Parse, place in namespaces, refuse duplicates.
+  const parsed = parseManifestFiles(input.files, options.limits);
+  errors.push(...parsed.errors);
+  fail(errors);
+  const items = parsed.objects;
+  const clusterScoped = new Set(options.clusterScoped);
+  for (const { object } of items) {
+    if (isClusterScoped(object.apiVersion, object.kind, clusterScoped)) delete object.metadata.namespace;
+    else object.metadata.namespace ??= input.namespace;
+  }
+  const seen = new Map<string, Origin>();
+  for (const { object, origin } of items) {
+    const key = objectKey(object);
+    const first = seen.get(key);
+    if (first) {
+      errors.push(
+        new RenderError(`defined twice: first at ${describeOrigin(first)}`, {
+          origin,
+          object: describeObject(object),
+        }),
+      );
+    } else seen.set(key, origin);
+  }
+  fail(errors);
+
+  // 2. Read the strategy annotations into the plan.
+  const strategies = items.map((item) => parseStrategy(item, errors));
+  const versioned = items.map((item) => isVersioned(item, options.versioned, errors));
+  fail(errors);
+
+  // 3. Content: images by digest, traffic labels, monikers. Before versioning, so the content hash covers them.
+  const images = bindImages(
+    items,
+    input.images ?? [],
+    { match: options.imageMatch, requireDigests: options.requireDigests, rules: imageRules },
+    errors,
+  );
+  const renderedServices = new Map<string, KubeObject>();
+  for (const { object } of items) {
+    if (object.kind === 'Service' && groupOf(object.apiVersion) === '') {
+      renderedServices.set(refKey('Service', object.metadata.namespace, object.metadata.name), object);
+    }
+  }
+  const liveByKey = new Map(
+    snapshot.live.map((o) => [refKey(o.kind, o.metadata.namespace, o.metadata.name), o]),
+  );
+  const service = (namespace: string | undefined, name: string) =>
+    renderedServices.get(refKey('Service', namespace, name)) ??
+    liveByKey.get(refKey('Service', namespace, name));
+  for (const item of items) applyTraffic(item, service, podTemplates, errors);
+  for (const { object } of items) {
+    applyMoniker(object, object.metadata.name, {
+      application: input.application,
+      applyAppLabels: options.applyAppLabels,
+      podTemplates,
+    });
+  }
+  fail(errors);
+
+  // 4. Versions. Objects that refer to nothing (ConfigMaps, Secrets) first, then references to them are
+  // rewritten, then the versioned objects that hold references (ReplicaSets, Pods) get versions of content that
+  // already names the right configuration, then references to those (an HPA's target) are rewritten.
+  const versioner = new Versioner(snapshot.versions);
+  const versions: (VersionInfo | undefined)[] = items.map(() => undefined);
+  const inRenderSet = new Set(
+    items.map(({ object }) => refKey(object.kind, object.metadata.namespace, object.metadata.name)),
+  );
+  const holdsReferences = (o: KubeObject) => referenceRules(groupOf(o.apiVersion), o.kind).length > 0;
+  const references: RenderResult['references'] = [];
+  for (const phase of [false, true]) {
+    const names = new Map<string, string>();
+    items.forEach((item, i) => {
+      if (!versioned[i] || holdsReferences(item.object) !== phase) return;
+      const key = refKey(item.object.kind, item.object.metadata.namespace, item.object.metadata.name);
+      const info = versioner.assign(item, errors);
+      versions[i] = info;
+      if (info) names.set(key, item.object.metadata.name);
+    });
+    if (!phase) {
+      // References to versioned objects outside the render set bind to their newest existing version.
+      for (const v of snapshot.versions) {
+        const key = refKey(v.kind, v.namespace, v.name);
+        if (inRenderSet.has(key) || names.has(key)) continue;
+        const newest = versioner.newest(v.kind, v.namespace, v.name);
+        if (newest) names.set(key, newest);
+      }
+    }
+    references.push(...rewriteReferences(items, referenceRules, names));
+  }
+  fail(errors);
+
+  // 5. Capacity from the live object, where asked for.
+  items.forEach((item, i) => {
+    if (strategies[i]?.useSourceCapacity) takeSourceCapacity(item, versions[i], snapshot.live);
+  });
+
+  const plan: PlanEntry[] = items.map((item, i) => {
+    const strategy = strategies[i] as Strategy;
+    const version = versions[i];
+    // Seed 001: recreate of a versioned object only when the same version is redeployed.
+    const recreate = strategy.recreate && (version === undefined || version.reused);
+    return {
+      object: describeObject(item.object),
+      key: objectKey(item.object),
+      origin: item.origin,
+      strategy: { ...strategy, recreate },
+      version,
+    };
+  });
+  return { objects: items.map(({ object }) => canonical(object)), plan, images, references };
+}
+
+function takeSourceCapacity(
+  item: SourcedObject,
+  version: VersionInfo | undefined,
+  live: readonly KubeObject[],
+): void {
+  const { object } = item;
+  const sameKind = live.filter(
+    (o) => o.kind === object.kind && o.metadata.namespace === object.metadata.namespace,
+  );
+  const current =
+    sameKind.find((o) => o.metadata.name === object.metadata.name) ??
+    (version
+      ? sameKind
+          .filter((o) => o.metadata.annotations?.[ARTIFACT.name] === version.base)
+          .sort((a, b) =>
+            String(b.metadata.creationTimestamp).localeCompare(String(a.metadata.creationTimestamp)),
+          )[0]
+      : undefined);
+  const replicas = isObject(current?.spec) ? current.spec.replicas : undefined;
+  if (typeof replicas === 'number' && isObject(object.spec)) object.spec.replicas = replicas;
+}
+
+export type { ExistingVersion, ImageArtifact, ManifestFile, Strategy, VersionInfo };

@@ -1,0 +1,103 @@
+// Strategy annotations (seed 001 "Reserved annotations") parsed and checked into a per-object apply plan.
+// Contradictions are errors: an object is never applied in a way its author did not ask for.
+import { CACHING_IGNORE, STRATEGY } from './annotations.ts';
+import { RenderError } from './errors.ts';
+import { describeObject, fieldOrigin, groupOf, type SourcedObject } from './manifest.ts';
+import { SOURCE_CAPACITY_KINDS } from './tables.ts';
+
+/**
+ * How an object is written. `apply`: server-side apply taking ownership of conflicting fields, as kubectl
+ * apply's last writer wins (the default); `server-side-apply`: server-side apply that fails on conflicts;
+ * `force-conflicts`: server-side apply with force; `replace`: PUT, creating when absent.
+ */
+export type ApplyMethod = 'apply' | 'server-side-apply' | 'force-conflicts' | 'replace';
+
+export interface Strategy {
+  method: ApplyMethod;
+  /** Delete, wait until gone, create. For a versioned object only when the same version is redeployed. */
+  recreate: boolean;
+  useSourceCapacity: boolean;
+  maxVersionHistory: number | undefined;
+  /** caching.spinnaker.io/ignore: applied, but not waited on, tracked or collected. */
+  ignored: boolean;
+}
+
+function flag(item: SourcedObject, annotation: string, errors: RenderError[]): boolean {
+  const value = item.object.metadata.annotations?.[annotation];
+  if (value === undefined || value === 'false') return false;
+  if (value === 'true') return true;
+  errors.push(
+    new RenderError(`${annotation} must be "true" or "false", not "${value}"`, {
+      origin: fieldOrigin(item, ['metadata', 'annotations', annotation]),
+      object: describeObject(item.object),
+    }),
+  );
+  return false;
+}
+
+export function parseStrategy(item: SourcedObject, errors: RenderError[]): Strategy {
+  const { object } = item;
+  const where = (annotation: string) => ({
+    origin: fieldOrigin(item, ['metadata', 'annotations', annotation]),
+    object: describeObject(object),
+  });
+  const annotations = object.metadata.annotations ?? {};
+
+  const ssa = annotations[STRATEGY.serverSideApply];
+  let method: ApplyMethod = 'apply';
+  if (ssa === 'true') method = 'server-side-apply';
+  else if (ssa === 'force-conflicts') method = 'force-conflicts';
+  else if (ssa !== undefined && ssa !== 'false') {
+    errors.push(
+      new RenderError(
+        `${STRATEGY.serverSideApply} must be "true", "false" or "force-conflicts", not "${ssa}"`,
+        where(STRATEGY.serverSideApply),
+      ),
+    );
+  }
+  const replace = flag(item, STRATEGY.replace, errors);
+  const recreate = flag(item, STRATEGY.recreate, errors);
+  if (replace && method !== 'apply') {
+    errors.push(
+      new RenderError(
+        `${STRATEGY.replace} and ${STRATEGY.serverSideApply} cannot be used together`,
+        where(STRATEGY.replace),
+      ),
+    );
+  } else if (replace && recreate) {
+    errors.push(
+      new RenderError(
+        `${STRATEGY.replace} and ${STRATEGY.recreate} cannot be used together`,
+        where(STRATEGY.recreate),
+      ),
+    );
+  } else if (replace) {
+    method = 'replace';
+  }
+
+  const useSourceCapacity = flag(item, STRATEGY.useSourceCapacity, errors);
+  if (useSourceCapacity && !SOURCE_CAPACITY_KINDS.has(`${groupOf(object.apiVersion)}/${object.kind}`)) {
+    errors.push(
+      new RenderError(
+        `${STRATEGY.useSourceCapacity} applies to Deployment, ReplicaSet and StatefulSet only`,
+        where(STRATEGY.useSourceCapacity),
+      ),
+    );
+  }
+
+  let maxVersionHistory: number | undefined;
+  const history = annotations[STRATEGY.maxVersionHistory];
+  if (history !== undefined) {
+    if (/^\d{1,6}$/.test(history)) maxVersionHistory = Number(history);
+    else
+      errors.push(
+        new RenderError(
+          `${STRATEGY.maxVersionHistory} must be a non-negative integer, not "${history}"`,
+          where(STRATEGY.maxVersionHistory),
+        ),
+      );
+  }
+
+  const ignored = flag(item, CACHING_IGNORE, errors);
+  return { method, recreate, useSourceCapacity, maxVersionHistory, ignored };
+}
