@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { errorMessage, StalledError } from '../errors.ts';
 import { VERSION } from '../version.ts';
 import { configCommand } from './commands/config.ts';
+import { renderCommand } from './commands/render.ts';
 import { versionCommand } from './commands/version.ts';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, ExitError } from './exit-codes.ts';
 
@@ -24,6 +25,7 @@ export function buildProgram(io: CliIo = processIo): Command {
     .exitOverride()
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
   configCommand(program, io.stdout);
+  renderCommand(program, io.stdout, io.stderr);
   versionCommand(program, io.stdout);
   for (const command of program.commands) {
     command.exitOverride().configureOutput({ writeOut: io.stdout, writeErr: io.stderr });

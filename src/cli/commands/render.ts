@@ -1,0 +1,123 @@
+// `mooring render PATH…`: prints the hydrated manifests (or, with -o table, the apply plan) that a deploy of
+// these files would apply. Offline it knows nothing of the cluster; otherwise it reads existing versions and
+// live objects through a read-only lookup.
+import { type Command, Option } from 'commander';
+import { StalledError } from '../../errors.ts';
+import { loadKubeConfig } from '../../kube/client.ts';
+import { readSnapshot } from '../../kube/snapshot.ts';
+import { toYaml } from '../../render/canonical.ts';
+import { tryParseImageRef } from '../../render/image-ref.ts';
+import type { ImageArtifact } from '../../render/images.ts';
+import { isClusterScoped } from '../../render/manifest.ts';
+import { parseManifestFiles } from '../../render/parse.ts';
+import { redactSecret } from '../../render/redact.ts';
+import { type ClusterSnapshot, render } from '../../render/render.ts';
+import { readManifestFiles } from '../../sources/local/files.ts';
+import { type ClusterFlags, clusterAccess } from '../cluster-flags.ts';
+import { formatData, formatTable } from '../output.ts';
+
+interface RenderFlags extends ClusterFlags {
+  application?: string;
+  image: string[];
+  offline?: boolean;
+  showSecrets?: boolean;
+  requireDigests?: boolean;
+  output: 'yaml' | 'json' | 'table';
+}
+
+/** `--image registry/app:1.2@sha256:…`: an image artifact as a digest-pinned reference. */
+export function parseImageFlag(value: string): ImageArtifact {
+  const ref = tryParseImageRef(value);
+  if (ref instanceof Error) throw new StalledError(`--image ${ref.message}`);
+  if (!ref.digest) throw new StalledError(`--image "${value}" has no digest: give it as NAME[:TAG]@sha256:…`);
+  const at = value.indexOf('@');
+  const nameAndTag = value.slice(0, at);
+  const name = ref.tag ? nameAndTag.slice(0, nameAndTag.length - ref.tag.length - 1) : nameAndTag;
+  return { name, tag: ref.tag, digest: ref.digest };
+}
+
+export function renderCommand(
+  program: Command,
+  print: (text: string) => void,
+  warn: (text: string) => void,
+): void {
+  program
+    .command('render')
+    .description('print the hydrated manifests a deploy of these files would apply')
+    .argument('<paths...>', 'manifest files or folders (.yaml, .yml, .json)')
+    .option('--kubeconfig <file>', 'path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)')
+    .option('--context <name>', 'the kubeconfig context to use')
+    .option(
+      '-n, --namespace <namespace>',
+      'namespace for objects that name none (default: the context\'s, else "default")',
+    )
+    .option('--application <name>', 'the moniker application (default: the namespace)')
+    .option(
+      '--image <ref@digest>',
+      'an image artifact, e.g. registry/app:1.2@sha256:… (repeatable)',
+      collect,
+      [],
+    )
+    .option('--offline', 'do not read existing versions and live objects from the cluster')
+    .option('--require-digests', 'fail when an image is left without a digest')
+    .option('--show-secrets', 'print Secret values instead of redacting them')
+    .addOption(
+      new Option('-o, --output <format>', 'yaml or json manifests, or the plan as a table')
+        .choices(['yaml', 'json', 'table'])
+        .default('yaml'),
+    )
+    .action(async (paths: string[], flags: RenderFlags) => {
+      const images = flags.image.map(parseImageFlag);
+      const files = await readManifestFiles(paths);
+      let namespace = flags.namespace;
+      let snapshot: ClusterSnapshot = { versions: [], live: [] };
+      if (!flags.offline) {
+        const kc = loadKubeConfig(clusterAccess(flags));
+        namespace ??= kc.getContextObject(kc.getCurrentContext())?.namespace;
+        const ns = namespace ?? 'default';
+        // Render reports parse problems itself; the lookup only needs the objects that parse.
+        const { objects } = parseManifestFiles(files);
+        for (const { object } of objects) {
+          if (!isClusterScoped(object.apiVersion, object.kind)) object.metadata.namespace ??= ns;
+        }
+        snapshot = await readSnapshot(kc, objects);
+      }
+      namespace ??= 'default';
+      const result = render({
+        files,
+        namespace,
+        application: flags.application ?? namespace,
+        images,
+        snapshot,
+        options: flags.requireDigests ? { requireDigests: true } : {},
+      });
+      for (const unused of result.images.unused) {
+        warn(`warning: image artifact ${unused.name}${unused.tag ? `:${unused.tag}` : ''} matched no image`);
+      }
+      if (flags.output === 'table') {
+        return print(
+          formatTable(result.plan, [
+            { header: 'object', value: (p) => p.object },
+            {
+              header: 'version',
+              value: (p) =>
+                p.version
+                  ? `v${String(p.version.version).padStart(3, '0')}${p.version.reused ? ' (existing)' : ''}`
+                  : '-',
+            },
+            {
+              header: 'method',
+              value: (p) => (p.strategy.recreate ? `recreate, ${p.strategy.method}` : p.strategy.method),
+            },
+            { header: 'source', value: (p) => `${p.origin.file}:${p.origin.line}` },
+          ]),
+        );
+      }
+      const shown = flags.showSecrets ? result.objects : result.objects.map(redactSecret);
+      print(flags.output === 'json' ? formatData(shown, 'json') : toYaml(shown).trimEnd());
+    });
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}

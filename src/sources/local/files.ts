@@ -1,0 +1,73 @@
+// Reading manifest files from local paths: files as given, folders walked (sorted, hidden entries skipped) for
+// .yaml, .yml and .json. Bounded by file size and count; a symlink that leads outside its root is refused.
+import { lstat, readdir, readFile, realpath, stat } from 'node:fs/promises';
+import { join, relative, resolve, sep } from 'node:path';
+import { StalledError } from '../../errors.ts';
+import type { ManifestFile } from '../../render/parse.ts';
+
+const MANIFEST = /\.(ya?ml|json)$/i;
+
+export interface ReadLimits {
+  maxFileBytes: number;
+  maxFiles: number;
+}
+
+export const DEFAULT_READ_LIMITS: ReadLimits = { maxFileBytes: 4 * 1024 * 1024, maxFiles: 10_000 };
+
+export async function readManifestFiles(
+  paths: readonly string[],
+  limits = DEFAULT_READ_LIMITS,
+): Promise<ManifestFile[]> {
+  const files: ManifestFile[] = [];
+  for (const path of paths) {
+    let info: Awaited<ReturnType<typeof stat>>;
+    try {
+      info = await stat(path);
+    } catch {
+      throw new StalledError('no such file or folder', { subject: { describe: path } });
+    }
+    if (info.isDirectory()) {
+      const root = await realpath(path);
+      await walk(path, root, files, limits);
+    } else {
+      files.push(await readOne(path, limits));
+    }
+  }
+  return files;
+}
+
+async function walk(dir: string, root: string, files: ManifestFile[], limits: ReadLimits): Promise<void> {
+  const entries = (await readdir(dir)).filter((name) => !name.startsWith('.')).sort();
+  for (const name of entries) {
+    const path = join(dir, name);
+    const link = await lstat(path);
+    if (link.isSymbolicLink()) {
+      const target = await realpath(path).catch(() => undefined);
+      if (!target || (target !== root && !target.startsWith(root + sep))) {
+        throw new StalledError(`symlink leads outside ${relative(process.cwd(), root) || '.'}`, {
+          subject: { describe: path },
+        });
+      }
+    }
+    const info = await stat(path);
+    if (info.isDirectory()) await walk(path, root, files, limits);
+    else if (MANIFEST.test(name)) {
+      if (files.length >= limits.maxFiles) {
+        throw new StalledError(`more than ${limits.maxFiles} manifest files`, {
+          subject: { describe: resolve(dir) },
+        });
+      }
+      files.push(await readOne(path, limits));
+    }
+  }
+}
+
+async function readOne(path: string, limits: ReadLimits): Promise<ManifestFile> {
+  const info = await stat(path);
+  if (info.size > limits.maxFileBytes) {
+    throw new StalledError(`file is ${info.size} bytes, more than the limit of ${limits.maxFileBytes}`, {
+      subject: { describe: path },
+    });
+  }
+  return { path, text: await readFile(path, 'utf8') };
+}

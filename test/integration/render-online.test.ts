@@ -1,0 +1,115 @@
+// `mooring render` against the real API server: existing versions come from the cluster (metadata only), so a
+// changed ConfigMap gets the next version and a change back reuses the old one; live Services feed traffic.
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { runCli } from '../../src/cli/program.ts';
+import { kubeConfig, runTool, testbed, useNamespace } from './helpers.ts';
+
+const app = (value: string) => `apiVersion: v1
+kind: ConfigMap
+metadata: {name: app-config}
+data: {FOO: ${value}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: app-secret}
+stringData: {token: canary-${value}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: my-app
+  annotations: {traffic.spinnaker.io/load-balancers: '["service frontend"]'}
+spec:
+  selector: {matchLabels: {app: my-app}}
+  template:
+    metadata: {labels: {app: my-app}}
+    spec:
+      containers:
+        - name: app
+          image: my-application:1.0.0
+          envFrom: [{configMapRef: {name: app-config}}, {secretRef: {name: app-secret}}]
+`;
+
+async function renderOnline(file: string, namespace: string, ...extra: string[]) {
+  const env = testbed();
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(
+    ['render', file, '--kubeconfig', env.kube.kubeconfig, '-n', namespace, ...extra],
+    {
+      stdout: (t) => (stdout += `${t}\n`),
+      stderr: (t) => (stderr += `${t}\n`),
+    },
+  );
+  return { code, stdout, stderr };
+}
+
+describe('mooring render against the cluster', () => {
+  const ns = useNamespace('render');
+
+  it('versions against what the cluster holds and binds traffic to live Services', async () => {
+    const env = testbed();
+    const core = kubeConfig().makeApiClient(CoreV1Api);
+    await core.createNamespacedService({
+      namespace: ns(),
+      body: {
+        metadata: { name: 'frontend' },
+        spec: { selector: { tier: 'frontend' }, ports: [{ port: 80 }] },
+      },
+    });
+    const dir = await mkdtemp(join(tmpdir(), 'mooring-render-'));
+    const file = join(dir, 'app.yaml');
+    const kubectlApply = async (yaml: string) => {
+      const out = join(dir, 'out.yaml');
+      await writeFile(out, yaml);
+      const r = await runTool(env.tools.kubectl, [
+        '--kubeconfig',
+        env.kube.kubeconfig,
+        '-n',
+        ns(),
+        'apply',
+        '-f',
+        out,
+      ]);
+      expect(r.code, r.stderr).toBe(0);
+    };
+    const names = (yaml: string) =>
+      parseAllDocuments(yaml).map((d) => (d.toJS() as { metadata: { name: string } }).metadata.name);
+
+    await writeFile(file, app('one'));
+    const first = await renderOnline(file, ns(), '--show-secrets');
+    expect(first.code, first.stderr).toBe(0);
+    expect(names(first.stdout)).toEqual(['app-config-v000', 'app-secret-v000', 'my-app']);
+    expect(first.stdout).toContain('tier: frontend');
+    await kubectlApply(first.stdout);
+
+    await writeFile(file, app('two'));
+    const second = await renderOnline(file, ns(), '--show-secrets');
+    expect(names(second.stdout)).toEqual(['app-config-v001', 'app-secret-v001', 'my-app']);
+    await kubectlApply(second.stdout);
+
+    await writeFile(file, app('one'));
+    const back = await renderOnline(file, ns());
+    expect(back.code, back.stderr).toBe(0);
+    expect(names(back.stdout)).toEqual(['app-config-v000', 'app-secret-v000', 'my-app']);
+    expect(back.stdout).toContain('name: app-config-v000');
+    // Without --show-secrets the values are redacted.
+    expect(back.stdout).not.toContain('canary-one');
+    expect(back.stdout).toContain('token: <redacted>');
+  });
+
+  it('fails with exit 2 naming the place when a traffic Service exists nowhere', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'mooring-render-'));
+    const file = join(dir, 'app.yaml');
+    await writeFile(file, app('x').replace('service frontend', 'service missing'));
+    const result = await renderOnline(file, ns());
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`${file}:15:`);
+    expect(result.stderr).toContain(`Service ${ns()}/missing is neither in the manifests nor in the cluster`);
+  });
+});
