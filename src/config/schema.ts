@@ -220,7 +220,7 @@ const server = z.strictObject({
 });
 
 const render = z.strictObject({
-  /** Extra places where custom resources hold pod specs or references, as data (see docs). */
+  /** Extra places where custom resources hold images or references, as data (absolute paths, `[*]` for arrays). */
   imagePaths: z
     .array(z.strictObject({ kind: z.string(), group: z.string().default(''), path: z.string() }))
     .default([]),
@@ -240,6 +240,11 @@ const render = z.strictObject({
     .positive()
     .default(4 * 1024 * 1024),
   maxDocumentsPerFile: z.number().int().positive().default(1000),
+  maxAliasCount: z.number().int().min(0).default(100),
+  /** The labels app.kubernetes.io/name and managed-by (Spinnaker's kubernetes.v2.applyAppLabels). */
+  applyAppLabels: z.boolean().default(true),
+  /** Cluster-scoped custom kinds as `group/Kind`, until discovery tells. */
+  clusterScoped: z.array(z.string().regex(/^[a-z0-9.-]*\/[A-Za-z0-9]+$/, 'must be group/Kind')).default([]),
 });
 
 const apply = z.strictObject({

@@ -170,3 +170,29 @@ deployments:
     }
   });
 });
+
+describe('render options from config', () => {
+  it('maps a deployment and the render section onto the render engine', async () => {
+    const { renderOptionsFor } = await import('../../../src/config/render-options.ts');
+    const config = parseConfig(`${minimal}    versioned: {ConfigMap: false}
+    requireDigests: true
+    imageMatch: match-name-only
+render:
+  applyAppLabels: false
+  clusterScoped: [example.com/Tenant]
+  imagePaths: [{group: example.com, kind: Workflow, path: "spec.steps[*].image"}]
+`);
+    const deployment = config.deployments[0];
+    if (!deployment) throw new Error('no deployment');
+    expect(renderOptionsFor(config, deployment)).toEqual({
+      limits: { maxFileBytes: 4 * 1024 * 1024, maxDocumentsPerFile: 1000, maxAliasCount: 100 },
+      imageMatch: 'match-name-only',
+      requireDigests: true,
+      versioned: { ConfigMap: false },
+      applyAppLabels: false,
+      imageRules: [{ group: 'example.com', kind: 'Workflow', path: 'spec.steps[*].image' }],
+      referenceRules: [],
+      clusterScoped: ['example.com/Tenant'],
+    });
+  });
+});
