@@ -4,6 +4,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
+import { runCli } from '../src/cli/program.ts';
 import { loadConfigFile } from '../src/config/load.ts';
 import { commitFiles, createBareRepo } from '../test/testbed/git-repos.ts';
 import { pushImage } from '../test/testbed/oci-push.ts';
@@ -24,10 +25,13 @@ say(`pushed image ${image.reference}`);
 const repoName = `demo-${Date.now().toString(36)}`;
 const repo = await createBareRepo(env.git.root, repoName);
 const manifests = (await readFile(join(REPO_ROOT, 'scripts/demo-app/app.yaml'), 'utf8')).replaceAll(
-  'REGISTRY',
+  'registry.example.com',
   env.registry.host,
 );
 const commit = await commitFiles(repo, { 'apps/web/app.yaml': manifests }, { message: 'web 1.0.0' });
+// The same file as committed, for `mooring render` below (the Git source that will read it is next to come).
+await mkdir(join(demo, 'apps/web'), { recursive: true });
+await writeFile(join(demo, 'apps/web/app.yaml'), manifests);
 say(`committed apps/web/app.yaml as ${commit.slice(0, 12)} to ${env.git.url}/${repoName}.git`);
 
 const passwordFile = join(demo, 'git-password');
@@ -65,6 +69,22 @@ await writeFile(configFile, stringify(config));
 const parsed = await loadConfigFile(configFile);
 say(`agent configuration ${configFile}: valid (${parsed.deployments.length} deployment)`);
 
+say('');
+say(`mooring render: the application with its image pinned by digest and its ConfigMap versioned`);
+say('');
+const code = await runCli([
+  'render',
+  join(demo, 'apps/web'),
+  '--kubeconfig',
+  env.kube.kubeconfig,
+  '-n',
+  'demo',
+  '--application',
+  'web',
+  '--image',
+  `${env.registry.host}/demo/web:1.0.0@${image.digest}`,
+]);
+if (code !== 0) process.exit(code);
 say('');
 say('The test bed keeps running:');
 say(`  kubectl --kubeconfig ${env.kube.kubeconfig} get nodes`);
