@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { errorMessage, StalledError } from '../errors.ts';
 import { VERSION } from '../version.ts';
 import { configCommand } from './commands/config.ts';
+import { deployCommand } from './commands/deploy.ts';
 import { renderCommand } from './commands/render.ts';
 import { versionCommand } from './commands/version.ts';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, ExitError } from './exit-codes.ts';
@@ -25,6 +26,7 @@ export function buildProgram(io: CliIo = processIo): Command {
     .exitOverride()
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
   configCommand(program, io.stdout);
+  deployCommand(program, io.stdout);
   renderCommand(program, io.stdout, io.stderr);
   versionCommand(program, io.stdout);
   for (const command of program.commands) {
@@ -51,7 +53,7 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo): Pr
       return error.exitCode === 0 ? EXIT_OK : EXIT_USAGE;
     }
     if (error instanceof ExitError) {
-      io.stderr(error.message);
+      if (error.message) io.stderr(error.message);
       return error.exitCode;
     }
     io.stderr(`error: ${errorMessage(error)}`);

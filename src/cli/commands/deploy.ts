@@ -1,0 +1,153 @@
+// `mooring deploy PATH…`: render with the cluster's existing versions and live objects, apply, wait until every
+// object is stable. One line per object; exit 0 when all are stable, 1 when one failed or timed out, 2 for bad input.
+import type { Command } from 'commander';
+import { parseDuration } from '../../config/duration.ts';
+import { StalledError } from '../../errors.ts';
+import { KubeApi } from '../../kube/api.ts';
+import type { ApplyResult } from '../../kube/apply.ts';
+import { loadKubeConfig } from '../../kube/client.ts';
+import { Discovery } from '../../kube/discovery.ts';
+import { groupOf } from '../../render/manifest.ts';
+import { readManifestFiles } from '../../sources/local/files.ts';
+import { deploy } from '../../sync/deploy.ts';
+import { type ClusterFlags, clusterAccess } from '../cluster-flags.ts';
+import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
+import { formatData, type OutputFormat } from '../output.ts';
+import { parseImageFlag } from './render.ts';
+
+interface DeployFlags extends ClusterFlags {
+  application?: string;
+  image: string[];
+  timeout: string;
+  dryRun?: boolean;
+  concurrency: string;
+  output: OutputFormat;
+}
+
+/** `deployment.apps/web`, `configmap/app-config-v001`: how kubectl names objects in its output. */
+export function kubectlName(apiVersion: string, kind: string, name: string): string {
+  const group = groupOf(apiVersion);
+  return `${kind.toLowerCase()}${group ? `.${group}` : ''}/${name}`;
+}
+
+function describeApplied(r: ApplyResult): string {
+  const { object, plan } = r.target;
+  const version = plan.version;
+  const note = version
+    ? version.reused
+      ? ` (existing version v${String(version.version).padStart(3, '0')})`
+      : ` (new version v${String(version.version).padStart(3, '0')})`
+    : '';
+  return `${kubectlName(object.apiVersion, object.kind, object.metadata.name)} ${r.action}${note}`;
+}
+
+export function deployCommand(program: Command, print: (text: string) => void): void {
+  program
+    .command('deploy')
+    .description('render, apply and wait until every object is stable')
+    .argument('<paths...>', 'manifest files or folders (.yaml, .yml, .json)')
+    .option('--kubeconfig <file>', 'path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)')
+    .option('--context <name>', 'the kubeconfig context to use')
+    .option(
+      '-n, --namespace <namespace>',
+      'namespace for objects that name none (default: the context\'s, else "default")',
+    )
+    .option('--application <name>', 'the moniker application (default: the namespace)')
+    .option(
+      '--image <ref@digest>',
+      'an image artifact, e.g. registry/app:1.2@sha256:… (repeatable)',
+      collect,
+      [],
+    )
+    .option('--timeout <duration>', 'how long to wait for stability', '30m')
+    .option('--concurrency <n>', 'objects written at once within a phase', '8')
+    .option(
+      '--dry-run',
+      'validate the whole set with the API server and show what would change; write nothing',
+    )
+    .option('-o, --output <format>', 'table (lines), json or yaml of the report', 'table')
+    .action(async (paths: string[], flags: DeployFlags) => {
+      const timeoutMs = parseDuration(flags.timeout);
+      if (!timeoutMs)
+        throw new ExitError(`error: --timeout "${flags.timeout}" is not a duration (e.g. 5m)`, EXIT_USAGE);
+      const concurrency = Number(flags.concurrency);
+      if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64) {
+        throw new ExitError('error: --concurrency must be an integer from 1 to 64', EXIT_USAGE);
+      }
+      const images = flags.image.map(parseImageFlag);
+      const files = await readManifestFiles(paths);
+      const kc = loadKubeConfig(clusterAccess(flags));
+      const namespace =
+        flags.namespace ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
+      const api = new KubeApi(kc, { maxSockets: concurrency * 2 });
+      const lines = flags.output === 'table';
+      const abort = new AbortController();
+      const onSignal = () => abort.abort();
+      process.once('SIGINT', onSignal);
+      try {
+        const report = await deploy(
+          {
+            api,
+            discovery: new Discovery(api),
+            onEvent: (event) => {
+              if (!lines) return;
+              if (event.type === 'applied') print(describeApplied(event.result));
+              else if (event.state === 'failed') print(`${event.message}`);
+            },
+          },
+          {
+            files,
+            namespace,
+            application: flags.application ?? namespace,
+            images,
+            timeoutMs,
+            dryRun: flags.dryRun ?? false,
+            concurrency,
+            signal: abort.signal,
+          },
+        );
+        if (report.error instanceof StalledError) throw report.error;
+        if (lines) {
+          for (const v of report.wait?.verdicts ?? [])
+            if (v.stability.state === 'stable') print(`${v.name} stable`);
+          for (const k of report.history?.kept ?? []) print(`${k.object} kept: ${k.reason}`);
+          for (const d of report.history?.deleted ?? []) print(`${d} deleted (max-version-history)`);
+          print(report.summary);
+        } else {
+          print(
+            formatData(
+              {
+                outcome: report.outcome,
+                summary: report.summary,
+                objects: report.applied.map((r) => ({
+                  object: kubectlName(
+                    r.target.object.apiVersion,
+                    r.target.object.kind,
+                    r.target.object.metadata.name,
+                  ),
+                  namespace: r.target.object.metadata.namespace,
+                  action: r.action,
+                  version: r.target.plan.version?.version,
+                  stability: report.wait?.verdicts.find((v) =>
+                    v.name.endsWith(`/${r.target.object.metadata.name}`),
+                  )?.stability,
+                })),
+                history: report.history,
+              },
+              flags.output as 'json' | 'yaml',
+            ),
+          );
+        }
+        if (report.outcome !== 'stable' && report.outcome !== 'dry-run') {
+          throw new ExitError(lines ? '' : report.summary, EXIT_FAILED);
+        }
+      } finally {
+        process.off('SIGINT', onSignal);
+        api.close();
+      }
+    });
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}

@@ -1,0 +1,192 @@
+// A small HTTP client for the Kubernetes API: authentication and TLS come from the KubeConfig (so tokens,
+// client certificates and exec plugins work as kubectl's do), connections are kept alive and shared, and
+// failures carry the status code and the API server's Status body for describeKubeError.
+
+import { request as httpRequest } from 'node:http';
+import { Agent, request as httpsRequest, type RequestOptions } from 'node:https';
+import type { KubeConfig } from '@kubernetes/client-node';
+
+/** Lists of metadata only: what a version lookup needs, without ever reading Secret values. */
+export const METADATA_LIST =
+  'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
+
+export class KubeRequestError extends Error {
+  readonly code: number;
+  readonly body: unknown;
+  constructor(method: string, path: string, code: number, body: unknown) {
+    const message =
+      body && typeof body === 'object' && typeof (body as { message?: unknown }).message === 'string'
+        ? (body as { message: string }).message
+        : `HTTP ${code}`;
+    super(`${method} ${path}: ${message}`);
+    this.code = code;
+    this.body = body;
+  }
+}
+
+export interface RequestSpec {
+  query?: Record<string, string | number | boolean | undefined>;
+  body?: unknown;
+  contentType?: string;
+  signal?: AbortSignal;
+  accept?: string;
+  /** Bounded: a response larger than this fails rather than filling memory. */
+  maxBytes?: number;
+}
+
+const MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
+
+export class KubeApi {
+  readonly kc: KubeConfig;
+  private readonly server: URL;
+  private agent: Agent | undefined;
+  private readonly maxSockets: number;
+
+  constructor(kc: KubeConfig, options: { maxSockets?: number } = {}) {
+    this.kc = kc;
+    const server = kc.getCurrentCluster()?.server;
+    if (!server) throw new Error('the kubeconfig has no current cluster');
+    this.server = new URL(server);
+    this.maxSockets = options.maxSockets ?? 16;
+  }
+
+  get serverUrl(): string {
+    return this.server.origin;
+  }
+
+  /** Request options with fresh credentials (tokens may rotate) on one shared keep-alive agent. */
+  private async options(method: string, path: string, spec: RequestSpec): Promise<RequestOptions> {
+    const opts: RequestOptions = { method, headers: {} };
+    await this.kc.applyToHTTPSOptions(opts);
+    if (this.server.protocol === 'https:') {
+      this.agent ??= new Agent({
+        keepAlive: true,
+        maxSockets: this.maxSockets,
+        ca: opts.ca,
+        cert: opts.cert,
+        key: opts.key,
+        pfx: opts.pfx,
+        passphrase: opts.passphrase,
+        rejectUnauthorized: opts.rejectUnauthorized,
+        servername: opts.servername,
+      });
+      opts.agent = this.agent;
+    } else {
+      delete opts.agent;
+    }
+    const url = new URL(path, this.server);
+    for (const [k, v] of Object.entries(spec.query ?? {}))
+      if (v !== undefined) url.searchParams.set(k, String(v));
+    opts.protocol = url.protocol;
+    opts.hostname = url.hostname;
+    opts.port = url.port;
+    opts.path = `${url.pathname}${url.search}`;
+    const headers: Record<string, string> = {
+      ...(opts.headers as Record<string, string>),
+      accept: 'application/json',
+    };
+    if (spec.body !== undefined) headers['content-type'] = spec.contentType ?? 'application/json';
+    opts.headers = headers;
+    if (spec.signal) opts.signal = spec.signal;
+    return opts;
+  }
+
+  async request<T = unknown>(method: string, path: string, spec: RequestSpec = {}): Promise<T> {
+    const opts = await this.options(method, path, spec);
+    const payload = spec.body === undefined ? undefined : JSON.stringify(spec.body);
+    const limit = spec.maxBytes ?? MAX_RESPONSE_BYTES;
+    return new Promise<T>((resolve, reject) => {
+      const send = opts.protocol === 'http:' ? httpRequest : httpsRequest;
+      const req = send(opts, (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > limit) {
+            req.destroy(new Error(`${method} ${path}: response larger than ${limit} bytes`));
+            return;
+          }
+          chunks.push(chunk);
+        });
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let body: unknown = text;
+          try {
+            body = text ? JSON.parse(text) : undefined;
+          } catch {
+            // not JSON: keep the text
+          }
+          const code = res.statusCode ?? 0;
+          if (code >= 200 && code < 300) resolve(body as T);
+          else reject(new KubeRequestError(method, path, code, body));
+        });
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      if (payload !== undefined) req.write(payload);
+      req.end();
+    });
+  }
+
+  /**
+   * Streams a watch: calls `onEvent` for every event until the server closes the stream, the signal aborts, or
+   * onEvent returns false. Resolves when the stream ends (callers re-watch from the last resourceVersion).
+   */
+  async watch(
+    path: string,
+    query: Record<string, string | number | boolean | undefined>,
+    onEvent: (event: { type: string; object: unknown }) => boolean | undefined,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const opts = await this.options('GET', path, { query: { ...query, watch: true }, signal });
+    await new Promise<void>((resolve, reject) => {
+      const send = opts.protocol === 'http:' ? httpRequest : httpsRequest;
+      const req = send(opts, (res) => {
+        if ((res.statusCode ?? 0) >= 300) {
+          let text = '';
+          res.on('data', (c: Buffer) => {
+            if (text.length < 65536) text += c.toString('utf8');
+          });
+          res.on('end', () => {
+            let body: unknown = text;
+            try {
+              body = JSON.parse(text);
+            } catch {}
+            reject(new KubeRequestError('WATCH', path, res.statusCode ?? 0, body));
+          });
+          return;
+        }
+        let buffer = '';
+        res.on('data', (chunk: Buffer) => {
+          buffer += chunk.toString('utf8');
+          let newline = buffer.indexOf('\n');
+          while (newline !== -1) {
+            const line = buffer.slice(0, newline).trim();
+            buffer = buffer.slice(newline + 1);
+            newline = buffer.indexOf('\n');
+            if (!line) continue;
+            let event: { type: string; object: unknown };
+            try {
+              event = JSON.parse(line) as { type: string; object: unknown };
+            } catch {
+              continue;
+            }
+            if (onEvent(event) === false) {
+              req.destroy();
+              resolve();
+              return;
+            }
+          }
+        });
+        res.on('end', () => resolve());
+        res.on('error', (error) => (signal?.aborted ? resolve() : reject(error)));
+      });
+      req.on('error', (error) => (signal?.aborted ? resolve() : reject(error)));
+      req.end();
+    });
+  }
+
+  close(): void {
+    this.agent?.destroy();
+  }
+}

@@ -1,0 +1,72 @@
+// REST mapping: which resource (plural, namespaced) serves an apiVersion and kind. Answers are cached per
+// group-version; an unknown kind refreshes that group-version once (a CRD applied a moment ago), and only then is
+// it an error.
+import { StalledError } from '../errors.ts';
+import type { KubeApi } from './api.ts';
+import { describeKubeError, statusCode } from './errors.ts';
+
+export interface ResourceInfo {
+  apiVersion: string;
+  kind: string;
+  plural: string;
+  namespaced: boolean;
+}
+
+interface ApiResourceList {
+  resources: { name: string; kind: string; namespaced: boolean }[];
+}
+
+export class Discovery {
+  private readonly api: KubeApi;
+  private readonly cache = new Map<string, Promise<Map<string, ResourceInfo>>>();
+
+  constructor(api: KubeApi) {
+    this.api = api;
+  }
+
+  private load(apiVersion: string): Promise<Map<string, ResourceInfo>> {
+    let entry = this.cache.get(apiVersion);
+    if (!entry) {
+      const path = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
+      entry = this.api.request<ApiResourceList>('GET', path).then(
+        (list) => {
+          const kinds = new Map<string, ResourceInfo>();
+          for (const r of list.resources) {
+            if (r.name.includes('/')) continue; // subresources
+            kinds.set(r.kind, { apiVersion, kind: r.kind, plural: r.name, namespaced: r.namespaced });
+          }
+          return kinds;
+        },
+        (error: unknown) => {
+          this.cache.delete(apiVersion);
+          if (statusCode(error) === 404) return new Map<string, ResourceInfo>();
+          throw describeKubeError(error, `discover ${apiVersion}`);
+        },
+      );
+      this.cache.set(apiVersion, entry);
+    }
+    return entry;
+  }
+
+  async resource(apiVersion: string, kind: string): Promise<ResourceInfo> {
+    let info = (await this.load(apiVersion)).get(kind);
+    if (!info) {
+      this.cache.delete(apiVersion);
+      info = (await this.load(apiVersion)).get(kind);
+    }
+    if (!info) throw new StalledError(`the cluster serves no kind ${kind} in ${apiVersion}`);
+    return info;
+  }
+
+  invalidate(apiVersion?: string): void {
+    if (apiVersion) this.cache.delete(apiVersion);
+    else this.cache.clear();
+  }
+}
+
+/** The URL path of a resource collection or of one object. */
+export function resourcePath(info: ResourceInfo, namespace: string | undefined, name?: string): string {
+  const base = info.apiVersion.includes('/') ? `/apis/${info.apiVersion}` : `/api/${info.apiVersion}`;
+  const ns = info.namespaced ? `/namespaces/${encodeURIComponent(namespace ?? 'default')}` : '';
+  return `${base}${ns}/${info.plural}${name ? `/${encodeURIComponent(name)}` : ''}`;
+}

@@ -1,0 +1,119 @@
+// Version history (strategy.spinnaker.io/max-version-history): after a stable deploy, keep the N newest versions
+// of a versioned object (by creationTimestamp, as Spinnaker does) and delete the rest, except versions that a live
+// object still refers to (a workload's pod template, a ReplicaSet kept for rollback, a StatefulSet or DaemonSet
+// ControllerRevision, a Pod): those stay, and are reported, so that an undo rollout always finds its configuration.
+import { ARTIFACT } from '../render/annotations.ts';
+import { groupOf, isObject, type JsonValue, type KubeObject } from '../render/manifest.ts';
+import { select } from '../render/path.ts';
+import type { PlanEntry } from '../render/render.ts';
+import { REFERENCE_RULES } from '../render/tables.ts';
+import { type KubeApi, METADATA_LIST } from './api.ts';
+import type { Discovery } from './discovery.ts';
+import { resourcePath } from './discovery.ts';
+import { describeKubeError, statusCode } from './errors.ts';
+
+export interface HistoryResult {
+  deleted: string[];
+  kept: { object: string; reason: string }[];
+}
+
+interface ObjectList {
+  items: KubeObject[] | null;
+}
+
+const REFERRING: readonly { apiVersion: string; kind: string; asKind: string }[] = [
+  { apiVersion: 'apps/v1', kind: 'Deployment', asKind: 'Deployment' },
+  { apiVersion: 'apps/v1', kind: 'ReplicaSet', asKind: 'ReplicaSet' },
+  { apiVersion: 'apps/v1', kind: 'StatefulSet', asKind: 'StatefulSet' },
+  { apiVersion: 'apps/v1', kind: 'DaemonSet', asKind: 'DaemonSet' },
+  // A ControllerRevision's data is a patch holding spec.template: read it as a StatefulSet's.
+  { apiVersion: 'apps/v1', kind: 'ControllerRevision', asKind: 'StatefulSet' },
+  { apiVersion: 'batch/v1', kind: 'Job', asKind: 'Job' },
+  { apiVersion: 'v1', kind: 'Pod', asKind: 'Pod' },
+];
+
+/** Names of ConfigMaps/Secrets that live objects in `namespace` refer to, with who refers to them. */
+export async function liveReferences(
+  api: KubeApi,
+  discovery: Discovery,
+  namespace: string,
+): Promise<Map<string, string>> {
+  const refs = new Map<string, string>();
+  for (const source of REFERRING) {
+    const info = await discovery.resource(source.apiVersion, source.kind);
+    let list: ObjectList;
+    try {
+      list = await api.request<ObjectList>('GET', resourcePath(info, namespace));
+    } catch (error) {
+      throw describeKubeError(error, `list ${source.kind}s in namespace ${namespace}`);
+    }
+    const group = groupOf(source.apiVersion);
+    const rules = REFERENCE_RULES.filter(
+      (r) => r.kind === source.asKind && r.group === (source.kind === 'ControllerRevision' ? 'apps' : group),
+    );
+    for (const item of list.items ?? []) {
+      const root = (source.kind === 'ControllerRevision' ? item.data : item) as JsonValue;
+      if (!isObject(root)) continue;
+      for (const rule of rules) {
+        if (rule.target === '*') continue;
+        for (const selected of select(root, rule.path)) {
+          if (typeof selected.value === 'string') {
+            refs.set(`${rule.target}/${selected.value}`, `${source.kind} ${namespace}/${item.metadata.name}`);
+          }
+        }
+      }
+    }
+  }
+  return refs;
+}
+
+export async function collectVersionHistory(
+  api: KubeApi,
+  discovery: Discovery,
+  plan: readonly PlanEntry[],
+  objects: readonly KubeObject[],
+): Promise<HistoryResult> {
+  const result: HistoryResult = { deleted: [], kept: [] };
+  const references = new Map<string, Map<string, string>>();
+  for (const [index, entry] of plan.entries()) {
+    const object = objects[index];
+    const limit = entry.strategy.maxVersionHistory;
+    if (!object || !entry.version || limit === undefined || entry.strategy.ignored) continue;
+    const namespace = object.metadata.namespace ?? 'default';
+    const info = await discovery.resource(object.apiVersion, object.kind);
+    const list = await api
+      .request<ObjectList>('GET', resourcePath(info, object.metadata.namespace), { accept: METADATA_LIST })
+      .catch((error: unknown) => {
+        throw describeKubeError(error, `list ${object.kind}s in namespace ${namespace}`);
+      });
+    const versions = (list.items ?? [])
+      .filter((o) => o.metadata.annotations?.[ARTIFACT.name] === entry.version?.base)
+      .sort(
+        (a, b) =>
+          String(b.metadata.creationTimestamp).localeCompare(String(a.metadata.creationTimestamp)) ||
+          b.metadata.name.localeCompare(a.metadata.name),
+      );
+    const surplus = versions.slice(limit);
+    if (surplus.length === 0) continue;
+    let refs = references.get(namespace);
+    if (!refs) {
+      refs = await liveReferences(api, discovery, namespace);
+      references.set(namespace, refs);
+    }
+    for (const old of surplus) {
+      const name = `${old.kind ?? object.kind} ${namespace}/${old.metadata.name}`;
+      const user = refs.get(`${object.kind}/${old.metadata.name}`);
+      if (user) {
+        result.kept.push({ object: name, reason: `still referenced by ${user}` });
+        continue;
+      }
+      try {
+        await api.request('DELETE', resourcePath(info, namespace, old.metadata.name));
+      } catch (error) {
+        if (statusCode(error) !== 404) throw describeKubeError(error, `delete ${name}`);
+      }
+      result.deleted.push(`${object.kind} ${namespace}/${old.metadata.name}`);
+    }
+  }
+  return result;
+}

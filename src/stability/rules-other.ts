@@ -1,0 +1,125 @@
+// Stability of the non-workload kinds: networking, storage, namespaces, API extensions, autoscaling, and the
+// generic rule for everything else (custom resources), which reads the conventional Ready/Stalled conditions.
+import type { KubeObject } from '../render/manifest.ts';
+import {
+  conditionOf,
+  describeCondition,
+  isFalse,
+  isTrue,
+  objectAt,
+  objects,
+  section,
+  text,
+} from './status-fields.ts';
+import { failed, progressing, stable, type Verdict } from './verdict.ts';
+
+/** Kinds with nothing to converge: the API server's acceptance is the whole of their rollout. */
+export function alwaysStable(): Verdict {
+  return stable('nothing to wait for once applied');
+}
+
+/** `203.0.113.7, lb.example.com`, or undefined while no load balancer is bound. */
+function loadBalancerAddresses(object: KubeObject): string | undefined {
+  const ingress = objects(objectAt(section(object, 'status'), 'loadBalancer').ingress);
+  if (ingress.length === 0) return undefined;
+  return ingress.map((entry) => text(entry, 'ip') ?? text(entry, 'hostname') ?? '(no address)').join(', ');
+}
+
+export function serviceStability(object: KubeObject): Verdict {
+  const type = text(section(object, 'spec'), 'type') ?? 'ClusterIP';
+  if (type !== 'LoadBalancer') return stable(`type ${type}, nothing to wait for`);
+  const addresses = loadBalancerAddresses(object);
+  return addresses ? stable(`load balancer at ${addresses}`) : progressing('waiting for a load balancer');
+}
+
+export function ingressStability(object: KubeObject): Verdict {
+  const addresses = loadBalancerAddresses(object);
+  return addresses
+    ? stable(`load balancer at ${addresses}`)
+    : progressing('waiting for the ingress controller to bind a load balancer');
+}
+
+export function persistentVolumeClaimStability(object: KubeObject): Verdict {
+  const status = section(object, 'status');
+  const phase = text(status, 'phase');
+  const volume = text(section(object, 'spec'), 'volumeName');
+  if (phase === 'Bound') return stable(`bound to PersistentVolume ${volume ?? '(unknown)'}`);
+  if (phase === 'Lost') return failed(`lost its PersistentVolume ${volume ?? '(unknown)'}`);
+  // A claim whose StorageClass binds on first consumer stays Pending until a pod using it is scheduled.
+  return progressing(`phase ${phase ?? 'not reported'}, waiting to be bound to a volume`);
+}
+
+export function namespaceStability(object: KubeObject): Verdict {
+  const status = section(object, 'status');
+  const phase = text(status, 'phase');
+  if (phase === 'Active') return stable('active');
+  if (phase === 'Terminating') {
+    const remaining = ['NamespaceContentRemaining', 'NamespaceFinalizersRemaining']
+      .map((type) => conditionOf(status, type))
+      .filter((c) => c !== undefined && isTrue(c))
+      .map((c) => (c ? describeCondition(c) : ''));
+    return progressing(['terminating', ...remaining].join('; '));
+  }
+  return progressing(`phase ${phase ?? 'not reported'}`);
+}
+
+export function customResourceDefinitionStability(object: KubeObject): Verdict {
+  const status = section(object, 'status');
+  // Checked before Established: an update whose names conflict leaves the old Established=True in place, yet
+  // what we applied was refused.
+  const names = conditionOf(status, 'NamesAccepted');
+  if (names && isFalse(names)) return failed(`names not accepted: ${describeCondition(names)}`);
+  const established = conditionOf(status, 'Established');
+  if (isTrue(established)) return stable('established');
+  return progressing(
+    established ? `not established: ${describeCondition(established)}` : 'not yet established',
+  );
+}
+
+/**
+ * An HPA is stable unless it cannot act on its target. AbleToScale=False (FailedGetScale: the target or its
+ * scale subresource is missing; FailedUpdateScale) is a broken reference that waiting will not fix; its
+ * Backoff* reasons (older controllers' forbidden windows) are only a pause. ScalingActive=False is deliberately
+ * not a failure: right after a rollout the metrics pipeline has no samples for the new pods yet
+ * (FailedGetResourceMetric), and a target scaled to 0 disables scaling by design; both are normal and outside
+ * what was applied, so the message reports them without holding the sync.
+ */
+export function horizontalPodAutoscalerStability(object: KubeObject): Verdict {
+  const status = section(object, 'status');
+  const able = conditionOf(status, 'AbleToScale');
+  if (able && isFalse(able)) {
+    const detail = `unable to scale: ${describeCondition(able)}`;
+    return able.reason.startsWith('Backoff') ? progressing(detail) : failed(detail);
+  }
+  const active = conditionOf(status, 'ScalingActive');
+  if (active && isFalse(active))
+    return stable(`able to scale; scaling inactive: ${describeCondition(active)}`);
+  return stable(able ? 'able to scale' : 'no conditions reported yet');
+}
+
+export function apiServiceStability(object: KubeObject): Verdict {
+  const available = conditionOf(section(object, 'status'), 'Available');
+  if (isTrue(available)) return stable('available');
+  return progressing(
+    available ? `not available: ${describeCondition(available)}` : 'availability not reported',
+  );
+}
+
+/**
+ * Any other kind, typically a custom resource. Stalled=True and Reconciling=True follow the kstatus
+ * conventions; Ready is the most common condition otherwise. A Ready=False is progressing, not failed:
+ * controllers report transient errors there too, and a truly stuck one times out with its message.
+ * Without a Ready condition there is nothing to wait for.
+ */
+export function conditionsStability(object: KubeObject): Verdict {
+  const status = section(object, 'status');
+  const stalled = conditionOf(status, 'Stalled');
+  if (stalled && isTrue(stalled)) return failed(`stalled: ${describeCondition(stalled)}`);
+  const reconciling = conditionOf(status, 'Reconciling');
+  if (reconciling && isTrue(reconciling))
+    return progressing(`reconciling: ${describeCondition(reconciling)}`);
+  const ready = conditionOf(status, 'Ready');
+  if (!ready) return stable('no Ready condition to wait for');
+  if (isTrue(ready)) return stable('ready');
+  return progressing(`not ready: ${describeCondition(ready)}`);
+}

@@ -1,0 +1,142 @@
+// Stability of the replicated workloads: Deployment, ReplicaSet/ReplicationController, StatefulSet, DaemonSet.
+// The order of checks follows `kubectl rollout status` (polymorphichelpers/rollout_status.go), extended with
+// the counts seed 001 requires, so the first unmet condition is the one a user would see from kubectl.
+// Generation and deletion are checked before these rules run (rules.ts).
+import type { KubeObject } from '../render/manifest.ts';
+import {
+  conditionOf,
+  describeCondition,
+  integer,
+  isTrue,
+  objectAt,
+  plural,
+  section,
+  text,
+} from './status-fields.ts';
+import { failed, progressing, stable, type Verdict } from './verdict.ts';
+
+/** A failed pod creation (quota, admission) says more than a count stuck at 0; the controller keeps retrying. */
+function withReplicaFailure(status: ReturnType<typeof section>, detail: string): string {
+  const failure = conditionOf(status, 'ReplicaFailure');
+  return failure && isTrue(failure) ? `${detail}; ReplicaFailure ${describeCondition(failure)}` : detail;
+}
+
+export function deploymentStability(object: KubeObject): Verdict {
+  const spec = section(object, 'spec');
+  const status = section(object, 'status');
+  const desired = integer(spec, 'replicas', 1);
+  const replicas = integer(status, 'replicas');
+  const updated = integer(status, 'updatedReplicas');
+  const available = integer(status, 'availableReplicas');
+  const ready = integer(status, 'readyReplicas');
+
+  // A paused rollout will not move until someone resumes it; it has not failed, but waiting on it is futile,
+  // so the message says what to do.
+  if (spec.paused === true) {
+    return progressing(
+      `rollout is paused (spec.paused), ${updated} of ${desired} replicas updated; resume it to continue`,
+    );
+  }
+  const progress = conditionOf(status, 'Progressing');
+  if (progress?.reason === 'ProgressDeadlineExceeded') {
+    return failed(`${describeCondition(progress)} (${available} of ${desired} available)`);
+  }
+  if (updated < desired) {
+    return progressing(withReplicaFailure(status, `${updated} of ${desired} replicas updated`));
+  }
+  if (replicas > updated) {
+    return progressing(`${plural(replicas - updated, 'old replica')} pending termination`);
+  }
+  if (available < updated) {
+    return progressing(withReplicaFailure(status, `${available} of ${updated} updated replicas available`));
+  }
+  if (ready < desired) return progressing(`${ready} of ${desired} replicas ready`);
+  return stable(`${plural(desired, 'replica')} updated, ready and available`);
+}
+
+/** ReplicaSet and ReplicationController share the status model. */
+export function replicaSetStability(object: KubeObject): Verdict {
+  const spec = section(object, 'spec');
+  const status = section(object, 'status');
+  const desired = integer(spec, 'replicas', 1);
+  const labeled = integer(status, 'fullyLabeledReplicas');
+  const available = integer(status, 'availableReplicas');
+  const ready = integer(status, 'readyReplicas');
+  const replicas = integer(status, 'replicas');
+
+  if (labeled < desired) {
+    return progressing(withReplicaFailure(status, `${labeled} of ${desired} replicas fully labeled`));
+  }
+  if (available < desired) {
+    return progressing(withReplicaFailure(status, `${available} of ${desired} replicas available`));
+  }
+  if (ready < desired) return progressing(`${ready} of ${desired} replicas ready`);
+  // Seed 001 stops at the counts above; like kstatus we also wait for a scale-down to finish, since the
+  // controller still has work to do.
+  if (replicas > desired) return progressing(`${plural(replicas - desired, 'replica')} pending termination`);
+  return stable(`${plural(desired, 'replica')} available and ready`);
+}
+
+const ON_DELETE_NOTE =
+  'update strategy OnDelete replaces pods only when they are deleted, so the rollout itself is not checked';
+
+export function statefulSetStability(object: KubeObject): Verdict {
+  const spec = section(object, 'spec');
+  const status = section(object, 'status');
+  const desired = integer(spec, 'replicas', 1);
+  const ready = integer(status, 'readyReplicas');
+  const replicas = integer(status, 'replicas');
+  const updated = integer(status, 'updatedReplicas');
+  const current = integer(status, 'currentReplicas');
+  const strategy = objectAt(spec, 'updateStrategy');
+
+  if (ready < desired) return progressing(`${ready} of ${desired} replicas ready`);
+  if (replicas > desired) return progressing(`${plural(replicas - desired, 'replica')} pending termination`);
+  // kubectl refuses to judge OnDelete rollouts; we call a ready set stable and say what was not checked.
+  if (text(strategy, 'type') === 'OnDelete')
+    return stable(`${ready} of ${desired} replicas ready; ${ON_DELETE_NOTE}`);
+
+  // apps/v1 defaults the partition to 0, which kubectl and kstatus then treat as a partitioned rollout and so
+  // never compare revisions; only a real partition (> 0) gets the partition rule, everything else the
+  // revision rule of seed 001, which is what a partition of 0 means.
+  const partition = integer(objectAt(strategy, 'rollingUpdate'), 'partition');
+  if (partition > 0) {
+    const target = Math.max(desired - partition, 0);
+    if (updated < target) {
+      return progressing(`${updated} of ${target} replicas updated (partition ${partition})`);
+    }
+    return stable(
+      `partitioned rollout complete: ${updated} of ${desired} replicas updated (partition ${partition})`,
+    );
+  }
+  const currentRevision = text(status, 'currentRevision');
+  const updateRevision = text(status, 'updateRevision');
+  if (currentRevision !== updateRevision) {
+    return progressing(`${updated} of ${desired} replicas updated to revision ${updateRevision ?? '(none)'}`);
+  }
+  if (current < desired) {
+    return progressing(`${current} of ${desired} replicas at revision ${currentRevision ?? '(none)'}`);
+  }
+  return stable(`${plural(desired, 'replica')} ready at revision ${currentRevision ?? '(none)'}`);
+}
+
+export function daemonSetStability(object: KubeObject): Verdict {
+  const spec = section(object, 'spec');
+  const status = section(object, 'status');
+  const desired = integer(status, 'desiredNumberScheduled');
+  const scheduled = integer(status, 'currentNumberScheduled');
+  const updated = integer(status, 'updatedNumberScheduled');
+  const available = integer(status, 'numberAvailable');
+  const ready = integer(status, 'numberReady');
+
+  if (text(objectAt(spec, 'updateStrategy'), 'type') === 'OnDelete') {
+    if (ready < desired) return progressing(`${ready} of ${desired} pods ready`);
+    return stable(`${ready} of ${desired} pods ready; ${ON_DELETE_NOTE}`);
+  }
+  if (scheduled < desired) return progressing(`${scheduled} of ${desired} nodes running a pod`);
+  if (updated < desired) return progressing(`${updated} of ${desired} pods updated`);
+  if (available < desired) return progressing(`${available} of ${desired} pods available`);
+  if (ready < desired) return progressing(`${ready} of ${desired} pods ready`);
+  if (desired === 0) return stable('no node needs a pod (0 desired)');
+  return stable(`${plural(desired, 'pod')} updated, ready and available`);
+}

@@ -1,0 +1,124 @@
+// The stability rules: for one live object read from the API server, is the controller done with it
+// (stable), still working (progressing), or stuck until someone acts (failed)? Pure: plain JSON in, a verdict
+// out. Per-kind rules are a table keyed by `group/Kind`, so new kinds are added as data; checks that apply to
+// every kind (deletion, an unobserved generation) run first.
+import { describeObject, groupOf, type KubeObject } from '../render/manifest.ts';
+import {
+  alwaysStable,
+  apiServiceStability,
+  conditionsStability,
+  customResourceDefinitionStability,
+  horizontalPodAutoscalerStability,
+  ingressStability,
+  namespaceStability,
+  persistentVolumeClaimStability,
+  serviceStability,
+} from './rules-other.ts';
+import { cronJobStability, jobStability, podStability } from './rules-pods.ts';
+import {
+  daemonSetStability,
+  deploymentStability,
+  replicaSetStability,
+  statefulSetStability,
+} from './rules-workloads.ts';
+import { integer, section } from './status-fields.ts';
+import { progressing, type Stability, type StabilityRule, type Verdict } from './verdict.ts';
+
+export type { Stability, StabilityRule, StabilityState, Verdict } from './verdict.ts';
+
+/** Workload groups: `extensions` served Deployment, ReplicaSet and DaemonSet before `apps` (never StatefulSet). */
+const WORKLOAD_GROUPS = ['apps', 'extensions'] as const;
+
+/** Kinds with no status to converge: stable as soon as the API server has accepted them. */
+export const ALWAYS_STABLE_KINDS: readonly string[] = [
+  '/ConfigMap',
+  '/Secret',
+  '/ServiceAccount',
+  '/Endpoints',
+  '/LimitRange',
+  '/ResourceQuota',
+  '/PodTemplate',
+  'networking.k8s.io/NetworkPolicy',
+  'extensions/NetworkPolicy',
+  'networking.k8s.io/IngressClass',
+  'discovery.k8s.io/EndpointSlice',
+  'rbac.authorization.k8s.io/Role',
+  'rbac.authorization.k8s.io/RoleBinding',
+  'rbac.authorization.k8s.io/ClusterRole',
+  'rbac.authorization.k8s.io/ClusterRoleBinding',
+  'scheduling.k8s.io/PriorityClass',
+  'storage.k8s.io/StorageClass',
+  'node.k8s.io/RuntimeClass',
+  'admissionregistration.k8s.io/MutatingWebhookConfiguration',
+  'admissionregistration.k8s.io/ValidatingWebhookConfiguration',
+];
+
+/** The per-kind rules, keyed by `group/Kind` (group '' for core). Kinds not listed get `conditionsStability`. */
+export const STABILITY_RULES: ReadonlyMap<string, StabilityRule> = new Map<string, StabilityRule>([
+  ...WORKLOAD_GROUPS.flatMap((group): [string, StabilityRule][] => [
+    [`${group}/Deployment`, deploymentStability],
+    [`${group}/ReplicaSet`, replicaSetStability],
+    [`${group}/DaemonSet`, daemonSetStability],
+  ]),
+  ['apps/StatefulSet', statefulSetStability],
+  ['/ReplicationController', replicaSetStability],
+  ['/Pod', podStability],
+  ['batch/Job', jobStability],
+  ['batch/CronJob', cronJobStability],
+  ['/Service', serviceStability],
+  ['networking.k8s.io/Ingress', ingressStability],
+  ['extensions/Ingress', ingressStability],
+  ['/PersistentVolumeClaim', persistentVolumeClaimStability],
+  ['/Namespace', namespaceStability],
+  ['apiextensions.k8s.io/CustomResourceDefinition', customResourceDefinitionStability],
+  ['autoscaling/HorizontalPodAutoscaler', horizontalPodAutoscalerStability],
+  ['apiregistration.k8s.io/APIService', apiServiceStability],
+  ...ALWAYS_STABLE_KINDS.map((key): [string, StabilityRule] => [key, alwaysStable]),
+]);
+
+/**
+ * Kinds whose controllers always write status.observedGeneration: a missing one means the controller has not
+ * seen the object yet (kubectl waits the same way). Other kinds are checked only when they report it, since
+ * some never do (the HPA controller leaves it unset).
+ */
+export const OBSERVED_GENERATION_KINDS: ReadonlySet<string> = new Set([
+  ...WORKLOAD_GROUPS.flatMap((group) => [`${group}/Deployment`, `${group}/ReplicaSet`, `${group}/DaemonSet`]),
+  'apps/StatefulSet',
+  '/ReplicationController',
+]);
+
+export function ruleKey(object: Pick<KubeObject, 'apiVersion' | 'kind'>): string {
+  return `${groupOf(object.apiVersion)}/${object.kind}`;
+}
+
+function deletion(object: KubeObject, now: Date): Verdict | undefined {
+  const timestamp = object.metadata.deletionTimestamp;
+  if (typeof timestamp !== 'string') return undefined;
+  // For a pod the timestamp is the end of its grace period; an object still present after it waits on
+  // finalizers (or, for a pod, on a kubelet that may be gone). Timestamps, not durations, keep the message
+  // unchanged from one poll to the next.
+  const finalizers = object.metadata.finalizers;
+  const pending = Array.isArray(finalizers) ? finalizers.filter((f) => typeof f === 'string') : [];
+  if (Date.parse(timestamp) > now.getTime())
+    return progressing(`being deleted (graceful until ${timestamp})`);
+  const waiting = pending.length > 0 ? `, waiting for finalizers ${pending.join(', ')}` : '';
+  return progressing(`being deleted (since ${timestamp}${waiting})`);
+}
+
+function unobservedGeneration(object: KubeObject): Verdict | undefined {
+  const generation = object.metadata.generation;
+  if (typeof generation !== 'number') return undefined;
+  const observed = section(object, 'status').observedGeneration;
+  if (typeof observed !== 'number' && !OBSERVED_GENERATION_KINDS.has(ruleKey(object))) return undefined;
+  const seen = integer(section(object, 'status'), 'observedGeneration');
+  if (seen >= generation) return undefined;
+  const was = typeof observed === 'number' ? ` (observed ${observed})` : '';
+  return progressing(`waiting for the controller to observe generation ${generation}${was}`);
+}
+
+/** The verdict for one live object as read from the API server (with status). `now` for age-based rules. */
+export function stabilityOf(object: KubeObject, now: Date = new Date()): Stability {
+  const rule = STABILITY_RULES.get(ruleKey(object)) ?? conditionsStability;
+  const verdict = deletion(object, now) ?? unobservedGeneration(object) ?? rule(object, now);
+  return { state: verdict.state, message: `${describeObject(object)}: ${verdict.detail}` };
+}

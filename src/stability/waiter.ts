@@ -1,0 +1,93 @@
+// Waiting for manifest stability (seed 001, "Accommodating level-based deployments"): every applied object is
+// watched, its verdict re-evaluated on each change, and the wait ends as soon as all are stable, one has failed,
+// the timeout passes or the caller cancels. How an object is watched is passed in (src/kube provides it).
+import type { KubeObject } from '../render/manifest.ts';
+import { type Stability, stabilityOf } from './rules.ts';
+
+export interface Watchable {
+  /** `Deployment prod/web` */
+  name: string;
+  /**
+   * Calls `onObject` with the current object and again on every change, until `signal` aborts. Rejects only for
+   * failures that retrying cannot fix.
+   */
+  watch: (onObject: (object: KubeObject | undefined) => void, signal: AbortSignal) => Promise<void>;
+}
+
+export interface ObjectVerdict {
+  name: string;
+  stability: Stability;
+}
+
+export interface WaitResult {
+  outcome: 'stable' | 'failed' | 'timed-out' | 'cancelled';
+  verdicts: ObjectVerdict[];
+  /** The first failure (or, on a time-out, the first object not yet stable). */
+  culprit: ObjectVerdict | undefined;
+  elapsedMs: number;
+}
+
+export interface WaitOptions {
+  timeoutMs: number;
+  signal?: AbortSignal;
+  onProgress?: (verdict: ObjectVerdict, all: readonly ObjectVerdict[]) => void;
+  now?: () => Date;
+  rule?: (object: KubeObject, now: Date) => Stability;
+}
+
+export function waitForStability(targets: readonly Watchable[], options: WaitOptions): Promise<WaitResult> {
+  const started = Date.now();
+  const now = options.now ?? (() => new Date());
+  const rule = options.rule ?? stabilityOf;
+  const verdicts: ObjectVerdict[] = targets.map((t) => ({
+    name: t.name,
+    stability: { state: 'progressing', message: `${t.name}: not observed yet` },
+  }));
+  const controller = new AbortController();
+  return new Promise<WaitResult>((resolve) => {
+    let settled = false;
+    const finish = (outcome: WaitResult['outcome'], culprit?: ObjectVerdict) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      options.signal?.removeEventListener('abort', onAbort);
+      controller.abort();
+      const first = culprit ?? verdicts.find((v) => v.stability.state !== 'stable');
+      resolve({
+        outcome,
+        verdicts,
+        culprit: outcome === 'stable' ? undefined : first,
+        elapsedMs: Date.now() - started,
+      });
+    };
+    const timer = setTimeout(() => finish('timed-out'), options.timeoutMs);
+    const onAbort = () => finish('cancelled');
+    if (options.signal?.aborted) return finish('cancelled');
+    options.signal?.addEventListener('abort', onAbort);
+    if (targets.length === 0) return finish('stable');
+
+    targets.forEach((target, index) => {
+      const onObject = (object: KubeObject | undefined) => {
+        if (settled) return;
+        const stability: Stability = object
+          ? rule(object, now())
+          : { state: 'progressing', message: `${target.name}: not found (deleted, or not yet visible)` };
+        const verdict = verdicts[index] as ObjectVerdict;
+        const changed =
+          verdict.stability.state !== stability.state || verdict.stability.message !== stability.message;
+        verdict.stability = stability;
+        if (changed) options.onProgress?.(verdict, verdicts);
+        if (stability.state === 'failed') finish('failed', verdict);
+        else if (verdicts.every((v) => v.stability.state === 'stable')) finish('stable');
+      };
+      target.watch(onObject, controller.signal).catch((error: unknown) => {
+        const verdict = verdicts[index] as ObjectVerdict;
+        verdict.stability = {
+          state: 'failed',
+          message: `${target.name}: cannot watch: ${error instanceof Error ? error.message : String(error)}`,
+        };
+        finish('failed', verdict);
+      });
+    });
+  });
+}

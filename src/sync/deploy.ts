@@ -1,0 +1,189 @@
+// One deploy, as an ordered list of stages with one signature, run until the first error, and one finalizer that
+// writes the report (the shape of Flux's reconcilers): read the cluster -> render -> apply -> wait -> history.
+import { classify, errorMessage } from '../errors.ts';
+import type { KubeApi } from '../kube/api.ts';
+import { Applier, type ApplyResult, type ApplyTarget } from '../kube/apply.ts';
+import type { Discovery } from '../kube/discovery.ts';
+import { collectVersionHistory, type HistoryResult } from '../kube/history.ts';
+import { readSnapshot } from '../kube/snapshot.ts';
+import { objectWatcher } from '../kube/watch.ts';
+import type { ImageArtifact } from '../render/images.ts';
+import { describeObject, isClusterScoped } from '../render/manifest.ts';
+import { type ManifestFile, parseManifestFiles } from '../render/parse.ts';
+import { type ClusterSnapshot, type RenderOptions, type RenderResult, render } from '../render/render.ts';
+import { type WaitResult, waitForStability } from '../stability/waiter.ts';
+
+export interface DeployRequest {
+  files: readonly ManifestFile[];
+  namespace: string;
+  application: string;
+  images: readonly ImageArtifact[];
+  timeoutMs: number;
+  dryRun: boolean;
+  renderOptions?: Partial<RenderOptions>;
+  fieldManager?: string;
+  concurrency?: number;
+  signal?: AbortSignal;
+}
+
+export type DeployEvent =
+  | { type: 'applied'; result: ApplyResult }
+  | { type: 'progress'; object: string; state: string; message: string };
+
+export interface DeployReport {
+  outcome: 'stable' | 'failed' | 'timed-out' | 'cancelled' | 'dry-run' | 'error';
+  /** One line for people: `12/12 stable in 42s`, or what failed and why. */
+  summary: string;
+  applied: ApplyResult[];
+  wait: WaitResult | undefined;
+  history: HistoryResult | undefined;
+  error: unknown;
+  elapsedMs: number;
+}
+
+interface Context {
+  request: DeployRequest;
+  snapshot?: ClusterSnapshot;
+  rendered?: RenderResult;
+  applied?: ApplyResult[];
+  wait?: WaitResult;
+  history?: HistoryResult;
+}
+
+type Stage = (ctx: Context) => Promise<void>;
+
+export interface DeployDeps {
+  api: KubeApi;
+  discovery: Discovery;
+  onEvent?: (event: DeployEvent) => void;
+}
+
+export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<DeployReport> {
+  const { api, discovery } = deps;
+  const started = Date.now();
+
+  const readCluster: Stage = async (ctx) => {
+    // The lookup needs the objects' namespaces; render reports any parse problem itself.
+    const { objects } = parseManifestFiles(request.files);
+    const scoped = new Set(request.renderOptions?.clusterScoped ?? []);
+    for (const { object } of objects) {
+      if (!isClusterScoped(object.apiVersion, object.kind, scoped))
+        object.metadata.namespace ??= request.namespace;
+    }
+    ctx.snapshot = await readSnapshot(api.kc, objects);
+  };
+  const renderStage: Stage = async (ctx) => {
+    ctx.rendered = render({
+      files: request.files,
+      namespace: request.namespace,
+      application: request.application,
+      images: request.images,
+      snapshot: ctx.snapshot,
+      options: request.renderOptions,
+    });
+  };
+  const applyStage: Stage = async (ctx) => {
+    const rendered = ctx.rendered as RenderResult;
+    const targets: ApplyTarget[] = rendered.objects.map((object, i) => ({
+      object,
+      plan: rendered.plan[i] as ApplyTarget['plan'],
+    }));
+    const applier = new Applier(api, discovery, {
+      fieldManager: request.fieldManager ?? 'mooring',
+      concurrency: request.concurrency ?? 8,
+      dryRun: request.dryRun,
+      onResult: (result) => deps.onEvent?.({ type: 'applied', result }),
+    });
+    ctx.applied = await applier.apply(targets);
+  };
+  const waitStage: Stage = async (ctx) => {
+    if (request.dryRun) return;
+    const watched = (ctx.applied ?? [])
+      .filter((r) => !r.target.plan.strategy.ignored)
+      .map((r) => ({
+        name: describeObject(r.target.object),
+        watch: objectWatcher(
+          api,
+          r.resource,
+          r.target.object.metadata.namespace,
+          r.target.object.metadata.name,
+        ),
+      }));
+    ctx.wait = await waitForStability(watched, {
+      timeoutMs: request.timeoutMs,
+      signal: request.signal,
+      onProgress: (v) =>
+        deps.onEvent?.({
+          type: 'progress',
+          object: v.name,
+          state: v.stability.state,
+          message: v.stability.message,
+        }),
+    });
+  };
+  const historyStage: Stage = async (ctx) => {
+    if (request.dryRun || ctx.wait?.outcome !== 'stable' || !ctx.rendered) return;
+    ctx.history = await collectVersionHistory(api, discovery, ctx.rendered.plan, ctx.rendered.objects);
+  };
+
+  const ctx: Context = { request };
+  let error: unknown;
+  let report: DeployReport | undefined;
+  try {
+    for (const stage of [readCluster, renderStage, applyStage, waitStage, historyStage]) {
+      await stage(ctx);
+      if (ctx.wait && ctx.wait.outcome !== 'stable') break;
+    }
+  } catch (e) {
+    error = e;
+  } finally {
+    // The one finalizer: whatever happened above, the report says it.
+    report = finalize(ctx, error, Date.now() - started);
+  }
+  return report;
+}
+
+function seconds(ms: number): string {
+  return ms < 10_000 ? `${(ms / 1000).toFixed(1)}s` : `${Math.round(ms / 1000)}s`;
+}
+
+function finalize(ctx: Context, error: unknown, elapsedMs: number): DeployReport {
+  const applied = ctx.applied ?? [];
+  const base = { applied, wait: ctx.wait, history: ctx.history, error, elapsedMs };
+  if (error !== undefined) {
+    const retry = classify(error).action !== 'stop';
+    return {
+      ...base,
+      outcome: 'error',
+      summary: `${retry ? 'failed (transient)' : 'failed'}: ${errorMessage(error)}`,
+    };
+  }
+  if (ctx.request.dryRun) {
+    return {
+      ...base,
+      outcome: 'dry-run',
+      summary: `dry run: ${applied.length} objects valid, nothing applied`,
+    };
+  }
+  const wait = ctx.wait;
+  const watched = wait?.verdicts.length ?? 0;
+  const stable = wait?.verdicts.filter((v) => v.stability.state === 'stable').length ?? 0;
+  switch (wait?.outcome) {
+    case 'stable':
+      return { ...base, outcome: 'stable', summary: `${stable}/${watched} stable in ${seconds(elapsedMs)}` };
+    case 'failed':
+      return {
+        ...base,
+        outcome: 'failed',
+        summary: `failed: ${wait.culprit?.stability.message ?? 'unknown'}`,
+      };
+    case 'timed-out':
+      return {
+        ...base,
+        outcome: 'timed-out',
+        summary: `timed out after ${seconds(elapsedMs)} with ${stable}/${watched} stable: ${wait.culprit?.stability.message ?? ''}`,
+      };
+    default:
+      return { ...base, outcome: 'cancelled', summary: `cancelled with ${stable}/${watched} stable` };
+  }
+}
