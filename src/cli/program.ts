@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { errorMessage, StalledError } from '../errors.ts';
 import { VERSION } from '../version.ts';
 import { configCommand } from './commands/config.ts';
+import { deleteCommand } from './commands/delete.ts';
 import { deployCommand } from './commands/deploy.ts';
 import { renderCommand } from './commands/render.ts';
 import { versionCommand } from './commands/version.ts';
@@ -26,6 +27,7 @@ export function buildProgram(io: CliIo = processIo): Command {
     .exitOverride()
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
   configCommand(program, io.stdout);
+  deleteCommand(program, io.stdout);
   deployCommand(program, io.stdout);
   renderCommand(program, io.stdout, io.stderr);
   versionCommand(program, io.stdout);

@@ -13,7 +13,21 @@ export interface ResourceInfo {
 }
 
 interface ApiResourceList {
-  resources: { name: string; kind: string; namespaced: boolean }[];
+  resources: {
+    name: string;
+    kind: string;
+    namespaced: boolean;
+    singularName?: string;
+    shortNames?: string[];
+  }[];
+}
+
+interface ApiGroupList {
+  groups: {
+    name: string;
+    preferredVersion: { groupVersion: string };
+    versions: { groupVersion: string }[];
+  }[];
 }
 
 export class Discovery {
@@ -56,6 +70,41 @@ export class Discovery {
     }
     if (!info) throw new StalledError(`the cluster serves no kind ${kind} in ${apiVersion}`);
     return info;
+  }
+
+  /**
+   * The resource a user means by `deployment`, `deployments`, `deploy`, `Deployment` or `deployment.apps`, as
+   * kubectl resolves it: core group first, then every group's preferred version, then the other versions.
+   */
+  async find(text: string): Promise<ResourceInfo> {
+    const [name = '', ...groupParts] = text.toLowerCase().split('.');
+    const group = groupParts.join('.');
+    const groups = await this.api.request<ApiGroupList>('GET', '/apis').catch((error: unknown) => {
+      throw describeKubeError(error, 'discover API groups');
+    });
+    const versions = [
+      ...(group === '' ? ['v1'] : []),
+      // Preferred versions first; a kind served only by another version (CronJob in batch/v1beta1) after.
+      ...groups.groups
+        .filter((g) => group === '' || g.name === group)
+        .map((g) => g.preferredVersion.groupVersion),
+      ...groups.groups
+        .filter((g) => group === '' || g.name === group)
+        .flatMap((g) =>
+          g.versions.map((v) => v.groupVersion).filter((v) => v !== g.preferredVersion.groupVersion),
+        ),
+    ];
+    for (const apiVersion of versions) {
+      const path = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
+      const list = await this.api.request<ApiResourceList>('GET', path).catch(() => ({ resources: [] }));
+      for (const r of list.resources) {
+        if (r.name.includes('/')) continue;
+        const names = [r.name, r.kind.toLowerCase(), r.singularName ?? '', ...(r.shortNames ?? [])];
+        if (names.includes(name))
+          return { apiVersion, kind: r.kind, plural: r.name, namespaced: r.namespaced };
+      }
+    }
+    throw new StalledError(`the server does not have a resource type "${text}"`);
   }
 
   invalidate(apiVersion?: string): void {

@@ -1,0 +1,55 @@
+// `mooring delete KIND/NAME`: one object, or every version of a versioned one (or one version with --version).
+import type { Command } from 'commander';
+import { KubeApi } from '../../kube/api.ts';
+import { loadKubeConfig } from '../../kube/client.ts';
+import { deleteObjects } from '../../kube/delete.ts';
+import { Discovery } from '../../kube/discovery.ts';
+import { type ClusterFlags, clusterAccess, withClusterFlags } from '../cluster-flags.ts';
+import { EXIT_USAGE, ExitError } from '../exit-codes.ts';
+import { formatData, type OutputFormat } from '../output.ts';
+import { kubectlName } from './deploy.ts';
+
+export function parseTarget(text: string): { resource: string; name: string } {
+  const slash = text.indexOf('/');
+  if (slash <= 0 || slash === text.length - 1) {
+    throw new ExitError(
+      `error: "${text}" must be KIND/NAME, e.g. deployment/web or configmap/app-config`,
+      EXIT_USAGE,
+    );
+  }
+  return { resource: text.slice(0, slash), name: text.slice(slash + 1) };
+}
+
+export function deleteCommand(program: Command, print: (text: string) => void): void {
+  withClusterFlags(
+    program
+      .command('delete')
+      .description('delete an object, or all versions of a versioned object (one with --version)')
+      .argument('<kind/name>', 'e.g. deployment/web, configmap/app-config')
+      .option('--version <vNNN>', 'only this version of a versioned object, e.g. v001'),
+  ).action(async (target: string, flags: ClusterFlags & { version?: string; output: OutputFormat }) => {
+    const { resource, name } = parseTarget(target);
+    let version: number | undefined;
+    if (flags.version !== undefined) {
+      const match = /^v?(\d+)$/.exec(flags.version);
+      if (!match) throw new ExitError(`error: --version "${flags.version}" must look like v001`, EXIT_USAGE);
+      version = Number(match[1]);
+    }
+    const kc = loadKubeConfig(clusterAccess(flags));
+    const namespace = flags.namespace ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
+    const api = new KubeApi(kc);
+    try {
+      const { info, deleted } = await deleteObjects(api, new Discovery(api), {
+        resource,
+        name,
+        namespace,
+        version,
+      });
+      if (flags.output !== 'table')
+        return print(formatData({ kind: info.kind, namespace, deleted }, flags.output));
+      for (const n of deleted) print(`${kubectlName(info.apiVersion, info.kind, n)} deleted`);
+    } finally {
+      api.close();
+    }
+  });
+}
