@@ -24,6 +24,8 @@ export function buildProgram(io: CliIo = processIo): Command {
     .description('GitOps sync agent for Kubernetes: deploys manifests from Git and images from registries')
     .version(VERSION, '--version', 'print the version')
     .showHelpAfterError('(run with --help for usage)')
+    // Options of mooring itself come before the command, so `delete --version v001` belongs to delete.
+    .enablePositionalOptions()
     .exitOverride()
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
   configCommand(program, io.stdout);

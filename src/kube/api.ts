@@ -85,7 +85,11 @@ export class KubeApi {
       ...(opts.headers as Record<string, string>),
       accept: 'application/json',
     };
-    if (spec.body !== undefined) headers['content-type'] = spec.contentType ?? 'application/json';
+    if (spec.body !== undefined) {
+      headers['content-type'] = spec.contentType ?? 'application/json';
+      // A length, not chunked encoding: the API server answers a chunked DELETE body with 400 on reuse.
+      headers['content-length'] = String(Buffer.byteLength(JSON.stringify(spec.body)));
+    }
     opts.headers = headers;
     if (spec.signal) opts.signal = spec.signal;
     return opts;

@@ -1,49 +1,10 @@
 // `mooring deploy` end to end on the real control plane: seed 004's rollback story, stability verdicts that
 // agree with kubectl, failures found early, all-or-nothing rejection, and version reuse.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
-import { afterAll, describe, expect, it } from 'vitest';
-import { runCli } from '../../src/cli/program.ts';
+import { describe, expect, it } from 'vitest';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
-import { eventually, kubeConfig, runTool, testbed, useNamespace } from './helpers.ts';
-
-const dirs: string[] = [];
-afterAll(async () => {
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
-});
-
-export async function manifestDir(files: Record<string, string>): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'mooring-deploy-'));
-  dirs.push(dir);
-  for (const [name, text] of Object.entries(files)) await writeFile(join(dir, name), text);
-  return dir;
-}
-
-export async function mooring(...argv: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(argv, {
-    stdout: (t) => (stdout += `${t}\n`),
-    stderr: (t) => (stderr += `${t}\n`),
-  });
-  return { code, stdout, stderr };
-}
-
-export function deployTo(namespace: string, dir: string, ...extra: string[]) {
-  return mooring(
-    'deploy',
-    dir,
-    '--kubeconfig',
-    testbed().kube.kubeconfig,
-    '-n',
-    namespace,
-    '--timeout',
-    '2m',
-    ...extra,
-  );
-}
+import { deployTo, eventually, kubeConfig, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
 
 const seed004 = (data: string) => `apiVersion: v1
 kind: ConfigMap

@@ -1,8 +1,12 @@
 // Shared helpers of the integration tests: clients for the test bed's servers and a namespace per test file.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, inject } from 'vitest';
+import { runCli } from '../../src/cli/program.ts';
 import type { TestbedEnv } from '../testbed/testbed.ts';
 
 export function testbed(): TestbedEnv {
@@ -74,4 +78,42 @@ export async function eventually<T>(
       throw new Error(`${what}: not reached in ${timeoutMs} ms (last: ${String(last)})`);
     await new Promise((r) => setTimeout(r, 250));
   }
+}
+
+const tempDirs: string[] = [];
+afterAll(async () => {
+  for (const d of tempDirs.splice(0)) await rm(d, { recursive: true, force: true });
+});
+
+/** A temporary folder holding these manifest files, removed after the test file. */
+export async function manifestDir(files: Record<string, string>): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'mooring-manifests-'));
+  tempDirs.push(dir);
+  for (const [name, text] of Object.entries(files)) await writeFile(join(dir, name), text);
+  return dir;
+}
+
+/** Runs the mooring CLI in-process and captures what it prints. */
+export async function mooring(...argv: string[]): Promise<RunResult> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(argv, {
+    stdout: (t) => (stdout += `${t}\n`),
+    stderr: (t) => (stderr += `${t}\n`),
+  });
+  return { code, stdout, stderr };
+}
+
+export function deployTo(namespace: string, dir: string, ...extra: string[]): Promise<RunResult> {
+  return mooring(
+    'deploy',
+    dir,
+    '--kubeconfig',
+    testbed().kube.kubeconfig,
+    '-n',
+    namespace,
+    '--timeout',
+    '2m',
+    ...extra,
+  );
 }
