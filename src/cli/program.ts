@@ -6,6 +6,8 @@ import { configCommand } from './commands/config.ts';
 import { deleteCommand } from './commands/delete.ts';
 import { deployCommand } from './commands/deploy.ts';
 import { renderCommand } from './commands/render.ts';
+import { rolloutCommand } from './commands/rollout.ts';
+import { scaleCommand } from './commands/scale.ts';
 import { versionCommand } from './commands/version.ts';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, ExitError } from './exit-codes.ts';
 
@@ -32,6 +34,8 @@ export function buildProgram(io: CliIo = processIo): Command {
   deleteCommand(program, io.stdout);
   deployCommand(program, io.stdout);
   renderCommand(program, io.stdout, io.stderr);
+  rolloutCommand(program, io.stdout);
+  scaleCommand(program, io.stdout);
   versionCommand(program, io.stdout);
   for (const command of program.commands) {
     command.exitOverride().configureOutput({ writeOut: io.stdout, writeErr: io.stderr });

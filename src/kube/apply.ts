@@ -1,7 +1,7 @@
 // Applying a rendered set: ordered in phases (namespaces, CRDs, access, configuration, services, workloads, the
 // rest), validated whole by a server-side dry run before the first write (all or nothing), and written with the
 // method each object's plan asks for. Objects whose content would not change are not written.
-import { StalledError } from '../errors.ts';
+import { StalledError, TransientError } from '../errors.ts';
 import { describeObject, describeOrigin, type KubeObject } from '../render/manifest.ts';
 import type { PlanEntry } from '../render/render.ts';
 import type { KubeApi } from './api.ts';
@@ -55,6 +55,9 @@ const PHASES: readonly (readonly string[])[] = [
   ['Service'],
   ['Pod', 'ReplicationController', 'ReplicaSet', 'Deployment', 'StatefulSet', 'DaemonSet', 'Job', 'CronJob'],
 ];
+
+/** From this many objects of one kind in one namespace, their live state is read with one LIST. */
+const LIST_THRESHOLD = 5;
 
 export function phaseOf(kind: string): number {
   const index = PHASES.findIndex((kinds) => kinds.includes(kind));
@@ -202,6 +205,7 @@ export class Applier {
     const dryRuns = new Map<ApplyTarget, KubeObject | undefined>();
     const problems: string[] = [];
 
+    const ready: ApplyTarget[] = [];
     await mapLimit(targets, this.options.concurrency, async (target) => {
       const { object } = target;
       const group = object.apiVersion.includes('/') ? object.apiVersion.split('/')[0] : '';
@@ -222,10 +226,19 @@ export class Applier {
         deferred.add(target);
         return;
       }
+      ready.push(target);
+    });
+    try {
+      for (const [target, live] of await this.readLive(ready, resources)) lives.set(target, live);
+    } catch (error) {
+      throw describeKubeError(error, 'read the live objects');
+    }
+    await mapLimit(ready, this.options.concurrency, async (target) => {
       try {
-        const live = await this.read(info, object);
-        lives.set(target, live);
-        dryRuns.set(target, await this.dryRun(info, target, live));
+        dryRuns.set(
+          target,
+          await this.dryRun(resources.get(target) as ResourceInfo, target, lives.get(target)),
+        );
       } catch (error) {
         problems.push(`${place(target)}: ${explain(error)}`);
       }
@@ -266,6 +279,42 @@ export class Applier {
     return targets
       .map((t) => results.find((r) => r.target === t))
       .filter((r): r is ApplyResult => r !== undefined);
+  }
+
+  /**
+   * The live state of every target: one LIST per kind and namespace where several objects share them (one
+   * request instead of hundreds), a GET otherwise.
+   */
+  private async readLive(
+    targets: readonly ApplyTarget[],
+    resources: ReadonlyMap<ApplyTarget, ResourceInfo>,
+  ): Promise<Map<ApplyTarget, KubeObject | undefined>> {
+    const groups = new Map<string, ApplyTarget[]>();
+    for (const t of targets) {
+      const info = resources.get(t) as ResourceInfo;
+      const key = `${info.apiVersion}|${info.plural}|${info.namespaced ? (t.object.metadata.namespace ?? '') : ''}`;
+      groups.set(key, [...(groups.get(key) ?? []), t]);
+    }
+    const live = new Map<ApplyTarget, KubeObject | undefined>();
+    await mapLimit([...groups.values()], this.options.concurrency, async (members) => {
+      const first = members[0] as ApplyTarget;
+      const info = resources.get(first) as ResourceInfo;
+      if (members.length < LIST_THRESHOLD) {
+        for (const t of members) live.set(t, await this.read(info, t.object));
+        return;
+      }
+      const list = await this.api.request<{ items: KubeObject[] | null }>(
+        'GET',
+        resourcePath(info, first.object.metadata.namespace),
+      );
+      const byName = new Map((list.items ?? []).map((o) => [o.metadata.name, o]));
+      for (const t of members) {
+        const found = byName.get(t.object.metadata.name);
+        // Items of a list carry no apiVersion and kind; the comparison with a dry run needs them.
+        live.set(t, found ? { ...found, apiVersion: t.object.apiVersion, kind: t.object.kind } : undefined);
+      }
+    });
+    return live;
   }
 
   private async namespaceExists(name: string): Promise<boolean> {
@@ -314,7 +363,9 @@ export class Applier {
     } catch (error) {
       const failure = describeKubeError(error, 'apply');
       const message = `${place(target)}: ${explain(error)}`;
-      throw failure instanceof StalledError ? new StalledError(message, { cause: error }) : failure;
+      throw failure instanceof StalledError
+        ? new StalledError(message, { cause: error })
+        : new TransientError(message, { cause: error });
     }
   }
 

@@ -4,7 +4,14 @@ import { StalledError } from '../errors.ts';
 
 export type Operation = 'deploy' | 'delete' | 'scale' | 'undo-rollout' | 'pause-rollout' | 'resume-rollout';
 
-const ALL: readonly Operation[] = ['deploy', 'delete', 'scale', 'undo-rollout', 'pause-rollout', 'resume-rollout'];
+const ALL: readonly Operation[] = [
+  'deploy',
+  'delete',
+  'scale',
+  'undo-rollout',
+  'pause-rollout',
+  'resume-rollout',
+];
 const DEPLOY_DELETE: readonly Operation[] = ['deploy', 'delete'];
 
 /** Kinds of the seed's table; any other kind (custom resources included) can be deployed and deleted. */

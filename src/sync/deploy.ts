@@ -20,6 +20,8 @@ export interface DeployRequest {
   images: readonly ImageArtifact[];
   timeoutMs: number;
   dryRun: boolean;
+  /** false: apply and return, without waiting for stability (nor collecting version history). */
+  wait?: boolean;
   renderOptions?: Partial<RenderOptions>;
   fieldManager?: string;
   concurrency?: number;
@@ -31,7 +33,7 @@ export type DeployEvent =
   | { type: 'progress'; object: string; state: string; message: string };
 
 export interface DeployReport {
-  outcome: 'stable' | 'failed' | 'timed-out' | 'cancelled' | 'dry-run' | 'error';
+  outcome: 'stable' | 'applied' | 'failed' | 'timed-out' | 'cancelled' | 'dry-run' | 'error';
   /** One line for people: `12/12 stable in 42s`, or what failed and why. */
   summary: string;
   applied: ApplyResult[];
@@ -97,7 +99,7 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
     ctx.applied = await applier.apply(targets);
   };
   const waitStage: Stage = async (ctx) => {
-    if (request.dryRun) return;
+    if (request.dryRun || request.wait === false) return;
     const watched = (ctx.applied ?? [])
       .filter((r) => !r.target.plan.strategy.ignored)
       .map((r) => ({
@@ -163,6 +165,14 @@ function finalize(ctx: Context, error: unknown, elapsedMs: number): DeployReport
       ...base,
       outcome: 'dry-run',
       summary: `dry run: ${applied.length} objects valid, nothing applied`,
+    };
+  }
+  if (ctx.request.wait === false) {
+    const changed = applied.filter((r) => r.action !== 'unchanged').length;
+    return {
+      ...base,
+      outcome: 'applied',
+      summary: `${applied.length} objects applied (${changed} changed) in ${seconds(elapsedMs)}, not waited on`,
     };
   }
   const wait = ctx.wait;

@@ -134,7 +134,8 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       '--service-account-issuer=https://kubernetes.default.svc',
       `--service-account-key-file=${join(dir, 'sa.pub')}`,
       `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
-      '--service-cluster-ip-range=10.0.0.0/24',
+      // Room for benchmarks with thousands of Services.
+      '--service-cluster-ip-range=10.0.0.0/16',
       '--disable-admission-plugins=ServiceAccount',
       '--allow-privileged=true',
     ],

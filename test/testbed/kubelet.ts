@@ -244,6 +244,10 @@ export class TestbedKubelet {
     }
     // Creation may drop status on some versions: set it explicitly.
     await this.core.patchNodeStatus({ name: NODE_NAME, body: { status } }, mergePatch);
+    // The apiserver's TaintNodesByCondition admission taints every new node not-ready; the node lifecycle
+    // controller would lift it once the node reports Ready, but the test bed runs none. Without this, DaemonSet
+    // pods (which do not tolerate it) are never created.
+    await this.core.patchNode({ name: NODE_NAME, body: { spec: { taints: null } } }, mergePatch);
   }
 
   private async watch<T extends KubernetesObject>(

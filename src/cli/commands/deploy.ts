@@ -20,6 +20,7 @@ interface DeployFlags extends ClusterFlags {
   image: string[];
   timeout: string;
   dryRun?: boolean;
+  wait: boolean;
   concurrency: string;
   output: OutputFormat;
 }
@@ -61,6 +62,7 @@ export function deployCommand(program: Command, print: (text: string) => void): 
     )
     .option('--timeout <duration>', 'how long to wait for stability', '30m')
     .option('--concurrency <n>', 'objects written at once within a phase', '8')
+    .option('--no-wait', 'apply and return without waiting for stability')
     .option(
       '--dry-run',
       'validate the whole set with the API server and show what would change; write nothing',
@@ -102,6 +104,7 @@ export function deployCommand(program: Command, print: (text: string) => void): 
             images,
             timeoutMs,
             dryRun: flags.dryRun ?? false,
+            wait: flags.wait,
             concurrency,
             signal: abort.signal,
           },
@@ -138,7 +141,7 @@ export function deployCommand(program: Command, print: (text: string) => void): 
             ),
           );
         }
-        if (report.outcome !== 'stable' && report.outcome !== 'dry-run') {
+        if (!['stable', 'applied', 'dry-run'].includes(report.outcome)) {
           throw new ExitError(lines ? '' : report.summary, EXIT_FAILED);
         }
       } finally {

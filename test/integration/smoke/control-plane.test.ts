@@ -187,6 +187,28 @@ describe('control plane and test-bed kubelet', () => {
     expect(unbound.status?.loadBalancer?.ingress ?? []).toHaveLength(0);
   });
 
+  it('runs a DaemonSet pod on the test-bed node, with no toleration needed', async () => {
+    const apps = kubeConfig().makeApiClient(AppsV1Api);
+    await apps.createNamespacedDaemonSet({
+      namespace: ns(),
+      body: {
+        metadata: { name: 'agent' },
+        spec: {
+          selector: { matchLabels: { app: 'agent' } },
+          template: {
+            metadata: { labels: { app: 'agent' } },
+            spec: { containers: [{ name: 'agent', image: 'registry.example/agent:1' }] },
+          },
+        },
+      },
+    });
+    const ds = await eventually('daemonset ready', async () => {
+      const d = await apps.readNamespacedDaemonSet({ name: 'agent', namespace: ns() });
+      return d.status?.numberReady === 1 ? d : undefined;
+    });
+    expect(ds.status?.desiredNumberScheduled).toBe(1);
+  });
+
   it('binds Ingresses to a load balancer', async () => {
     const networking = kubeConfig().makeApiClient(NetworkingV1Api);
     await networking.createNamespacedIngress({
