@@ -1,0 +1,92 @@
+// Objects whose prerequisites arrive in the same set: a Namespace and a CustomResourceDefinition are applied
+// (and the CRD waited on until Established) before what lives in them, in one deploy.
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { afterAll, describe, expect, it } from 'vitest';
+import { deployTo, kubeConfig, manifestDir, runTool, testbed } from './helpers.ts';
+
+describe('apply order', () => {
+  const suffix = Date.now().toString(36);
+  const namespace = `fresh-${suffix}`;
+  const group = `t${suffix}.mooring.test`;
+  afterAll(async () => {
+    const env = testbed();
+    await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      'delete',
+      'namespace',
+      namespace,
+      '--wait=false',
+    ]);
+    await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      'delete',
+      'crd',
+      `widgets.${group}`,
+      '--wait=false',
+    ]);
+  });
+
+  it('creates a namespace, a CRD and its custom resources in one deploy', async () => {
+    const dir = await manifestDir({
+      // Files in the "wrong" order on purpose: mooring orders by kind, not by file.
+      '1-widget.yaml': `apiVersion: ${group}/v1\nkind: Widget\nmetadata: {name: first, namespace: ${namespace}}\nspec: {size: 3}\n`,
+      '2-config.yaml': `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: ${namespace}}\ndata: {k: v}\n`,
+      '3-crd.yaml': `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.${group}}
+spec:
+  group: ${group}
+  scope: Namespaced
+  names: {kind: Widget, plural: widgets, singular: widget}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec: {type: object, properties: {size: {type: integer}}}
+`,
+      '4-namespace.yaml': `apiVersion: v1\nkind: Namespace\nmetadata: {name: ${namespace}}\n`,
+    });
+    const result = await deployTo('default', dir);
+    expect(result.code, result.stdout + result.stderr).toBe(0);
+    const lines = result.stdout.split('\n');
+    const at = (text: string) => lines.findIndex((l) => l.includes(text));
+    expect(at(`namespace/${namespace} created`)).toBeGreaterThan(-1);
+    expect(at(`namespace/${namespace} created`)).toBeLessThan(
+      at('customresourcedefinition.apiextensions.k8s.io'),
+    );
+    expect(at('customresourcedefinition.apiextensions.k8s.io')).toBeLessThan(
+      at('configmap/settings-v000 created'),
+    );
+    expect(at('configmap/settings-v000 created')).toBeLessThan(at(`widget.${group}/first created`));
+    const widget = (await kubeConfig()
+      .makeApiClient(CustomObjectsApi)
+      .getNamespacedCustomObject({ group, version: 'v1', namespace, plural: 'widgets', name: 'first' })) as {
+      spec: { size: number };
+    };
+    expect(widget.spec.size).toBe(3);
+    const cm = await kubeConfig()
+      .makeApiClient(CoreV1Api)
+      .readNamespacedConfigMap({ name: 'settings-v000', namespace });
+    expect(cm.data).toEqual({ k: 'v' });
+  });
+
+  it('rejects a custom resource of a kind the cluster does not serve, before writing anything', async () => {
+    const dir = await manifestDir({
+      'a.yaml': `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: lonely-${suffix}}\ndata: {k: v}\n`,
+      'b.yaml': 'apiVersion: nowhere.mooring.test/v1\nkind: Gadget\nmetadata: {name: g}\n',
+    });
+    const result = await deployTo('default', dir);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('the cluster serves no kind Gadget in nowhere.mooring.test/v1');
+    const list = await kubeConfig()
+      .makeApiClient(CoreV1Api)
+      .listNamespacedConfigMap({ namespace: 'default' });
+    expect(list.items.map((c) => c.metadata?.name)).not.toContain(`lonely-${suffix}-v000`);
+  });
+});

@@ -1,0 +1,95 @@
+import { describe, expect, it } from 'vitest';
+import { phaseOf } from '../../../src/kube/apply.ts';
+import { withApplyDefaults } from '../../../src/kube/normalize.ts';
+import { mapLimit } from '../../../src/kube/pool.ts';
+import type { KubeObject } from '../../../src/render/manifest.ts';
+
+describe('apply order', () => {
+  it('puts namespaces, CRDs, access, configuration, services, workloads and the rest in that order', () => {
+    const kinds = [
+      'Ingress',
+      'Deployment',
+      'Service',
+      'ConfigMap',
+      'ClusterRole',
+      'CustomResourceDefinition',
+      'Namespace',
+    ];
+    expect([...kinds].sort((a, b) => phaseOf(a) - phaseOf(b))).toEqual([
+      'Namespace',
+      'CustomResourceDefinition',
+      'ClusterRole',
+      'ConfigMap',
+      'Service',
+      'Deployment',
+      'Ingress',
+    ]);
+    expect(phaseOf('Secret')).toBeLessThan(phaseOf('Pod'));
+    expect(phaseOf('Widget')).toBeGreaterThan(phaseOf('CronJob'));
+  });
+});
+
+describe('apply defaults', () => {
+  it('sets the protocol of Service ports and container ports, leaving the input alone', () => {
+    const deployment = {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'web' },
+      spec: {
+        template: {
+          spec: {
+            initContainers: [{ name: 'i', ports: [{ containerPort: 1 }] }],
+            containers: [
+              { name: 'c', ports: [{ containerPort: 80 }, { containerPort: 53, protocol: 'UDP' }] },
+            ],
+          },
+        },
+      },
+    } as unknown as KubeObject;
+    const out = withApplyDefaults(deployment) as unknown as {
+      spec: {
+        template: {
+          spec: {
+            containers: { ports: { protocol: string }[] }[];
+            initContainers: { ports: { protocol: string }[] }[];
+          };
+        };
+      };
+    };
+    expect(out.spec.template.spec.containers[0]?.ports.map((p) => p.protocol)).toEqual(['TCP', 'UDP']);
+    expect(out.spec.template.spec.initContainers[0]?.ports[0]?.protocol).toBe('TCP');
+    expect(JSON.stringify(deployment)).not.toContain('TCP');
+    const service = withApplyDefaults({
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 's' },
+      spec: { ports: [{ port: 80 }] },
+    } as unknown as KubeObject) as unknown as { spec: { ports: { protocol: string }[] } };
+    expect(service.spec.ports[0]?.protocol).toBe('TCP');
+  });
+});
+
+describe('bounded concurrency', () => {
+  it('never runs more than the limit at once and keeps the order of results', async () => {
+    let running = 0;
+    let peak = 0;
+    const results = await mapLimit([5, 1, 4, 2, 3, 0], 2, async (n) => {
+      running++;
+      peak = Math.max(peak, running);
+      await new Promise((r) => setTimeout(r, n));
+      running--;
+      return n * 10;
+    });
+    expect(results).toEqual([50, 10, 40, 20, 30, 0]);
+    expect(peak).toBe(2);
+  });
+
+  it('rejects with the first failure', async () => {
+    await expect(
+      mapLimit([1, 2, 3], 2, async (n) => {
+        if (n === 2) throw new Error('two');
+        return n;
+      }),
+    ).rejects.toThrow('two');
+  });
+});

@@ -1,0 +1,91 @@
+// The waiter's logic, driven by scripted object histories (the watch itself is tested on the real API server).
+import { describe, expect, it } from 'vitest';
+import type { KubeObject } from '../../../src/render/manifest.ts';
+import { type Watchable, waitForStability } from '../../../src/stability/waiter.ts';
+
+const cm = (name: string): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name, namespace: 'ns' },
+});
+const pod = (name: string, phase: string, ready = false): KubeObject =>
+  ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: 'ns' },
+    status: { phase, conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }] },
+  }) as unknown as KubeObject;
+
+/** A watchable that reports the given states, one every `stepMs`, and then stays quiet until aborted. */
+function scripted(name: string, states: (KubeObject | undefined)[], stepMs = 5): Watchable {
+  return {
+    name,
+    watch: async (onObject, signal) => {
+      for (const state of states) {
+        if (signal.aborted) return;
+        onObject(state);
+        await new Promise((r) => setTimeout(r, stepMs));
+      }
+      await new Promise<void>((r) => signal.addEventListener('abort', () => r()));
+    },
+  };
+}
+
+describe('waitForStability', () => {
+  it('ends stable once every object is stable, reporting progress on the way', async () => {
+    const progress: string[] = [];
+    const result = await waitForStability(
+      [
+        scripted('ConfigMap ns/a', [cm('a')]),
+        scripted('Pod ns/p', [pod('p', 'Pending'), pod('p', 'Running', true)]),
+      ],
+      { timeoutMs: 5000, onProgress: (v) => progress.push(`${v.name}=${v.stability.state}`) },
+    );
+    expect(result.outcome).toBe('stable');
+    expect(result.culprit).toBeUndefined();
+    expect(progress).toContain('Pod ns/p=stable');
+  });
+
+  it('stops at the first failure, naming it, without waiting for the others', async () => {
+    const result = await waitForStability(
+      [
+        scripted('Pod ns/slow', [pod('slow', 'Pending')]),
+        scripted('Pod ns/bad', [pod('bad', 'Pending'), pod('bad', 'Failed')]),
+      ],
+      { timeoutMs: 60_000 },
+    );
+    expect(result.outcome).toBe('failed');
+    expect(result.culprit?.name).toBe('Pod ns/bad');
+    expect(result.elapsedMs).toBeLessThan(60_000);
+  });
+
+  it('times out with the first object that is not stable', async () => {
+    const result = await waitForStability(
+      [scripted('ConfigMap ns/a', [cm('a')]), scripted('Pod ns/p', [pod('p', 'Pending')])],
+      {
+        timeoutMs: 50,
+      },
+    );
+    expect(result.outcome).toBe('timed-out');
+    expect(result.culprit?.name).toBe('Pod ns/p');
+  });
+
+  it('can be cancelled', async () => {
+    const controller = new AbortController();
+    const waiting = waitForStability([scripted('Pod ns/p', [pod('p', 'Pending')])], {
+      timeoutMs: 60_000,
+      signal: controller.signal,
+    });
+    controller.abort();
+    expect((await waiting).outcome).toBe('cancelled');
+  });
+
+  it('treats an object it cannot watch as failed', async () => {
+    const result = await waitForStability(
+      [{ name: 'Widget ns/w', watch: async () => Promise.reject(new Error('forbidden')) }],
+      { timeoutMs: 5000 },
+    );
+    expect(result.outcome).toBe('failed');
+    expect(result.culprit?.stability.message).toBe('Widget ns/w: cannot watch: forbidden');
+  });
+});
