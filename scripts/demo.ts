@@ -1,8 +1,11 @@
-// mooring's main job on the embedded test bed, end to end as far as mooring goes today: the test bed comes up
-// (a real control plane, Git server and registry), a sample application is committed to Git and its image
-// pushed to the registry, and mooring validates an agent configuration that points at both.
+// mooring's main job on the embedded test bed: the test bed comes up (a real control plane, Git server and
+// registry), a sample application is committed to Git and its image pushed to the registry, mooring validates an
+// agent configuration for both, then deploys the application with its image pinned by digest and its ConfigMap
+// versioned, waits until it is stable, and deploys a configuration change as a new version.
+import { execFile } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { stringify } from 'yaml';
 import { runCli } from '../src/cli/program.ts';
 import { loadConfigFile } from '../src/config/load.ts';
@@ -12,9 +15,12 @@ import { REPO_ROOT, stateDir } from '../test/testbed/paths.ts';
 import { up } from '../test/testbed/testbed.ts';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
+const run = promisify(execFile);
 
 const { env, started } = await up((line) => say(`testbed: ${line}`));
 say(started ? 'test bed started' : 'test bed already running');
+const kubectl = async (args: string[]) =>
+  (await run(env.tools.kubectl, ['--kubeconfig', env.kube.kubeconfig, ...args])).stdout;
 
 const demo = join(stateDir(), 'demo');
 await mkdir(demo, { recursive: true });
@@ -30,8 +36,9 @@ const manifests = (await readFile(join(REPO_ROOT, 'scripts/demo-app/app.yaml'), 
 );
 const commit = await commitFiles(repo, { 'apps/web/app.yaml': manifests }, { message: 'web 1.0.0' });
 // The same file as committed, for `mooring render` below (the Git source that will read it is next to come).
-await mkdir(join(demo, 'apps/web'), { recursive: true });
-await writeFile(join(demo, 'apps/web/app.yaml'), manifests);
+const appDir = join(demo, 'apps/web');
+await mkdir(appDir, { recursive: true });
+await writeFile(join(appDir, 'app.yaml'), manifests);
 say(`committed apps/web/app.yaml as ${commit.slice(0, 12)} to ${env.git.url}/${repoName}.git`);
 
 const passwordFile = join(demo, 'git-password');
@@ -70,11 +77,8 @@ const parsed = await loadConfigFile(configFile);
 say(`agent configuration ${configFile}: valid (${parsed.deployments.length} deployment)`);
 
 say('');
-say(`mooring render: the application with its image pinned by digest and its ConfigMap versioned`);
-say('');
-const code = await runCli([
-  'render',
-  join(demo, 'apps/web'),
+const imageRef = `${env.registry.host}/demo/web:1.0.0@${image.digest}`;
+const cluster = [
   '--kubeconfig',
   env.kube.kubeconfig,
   '-n',
@@ -82,9 +86,39 @@ const code = await runCli([
   '--application',
   'web',
   '--image',
-  `${env.registry.host}/demo/web:1.0.0@${image.digest}`,
+  imageRef,
+];
+const step = async (title: string, argv: string[]) => {
+  say('');
+  say(`$ mooring ${argv[0]} …   # ${title}`);
+  const code = await runCli(argv);
+  if (code !== 0) process.exit(code);
+};
+await kubectl(['create', 'namespace', 'demo']).catch(() => undefined); // already there on a second run
+
+await step('the hydrated manifests, as a table', ['render', appDir, ...cluster, '-o', 'table']);
+await step('deploy: render, dry run, apply, wait until stable', [
+  'deploy',
+  appDir,
+  ...cluster,
+  '--timeout',
+  '2m',
 ]);
-if (code !== 0) process.exit(code);
+
+// A configuration change: a new ConfigMap version, and the Deployment rolls to it.
+await writeFile(
+  join(appDir, 'app.yaml'),
+  manifests.replace('hello from mooring', 'hello again from mooring'),
+);
+await step('deploy a changed ConfigMap: a new version, the old one kept for rollback', [
+  'deploy',
+  appDir,
+  ...cluster,
+  '--timeout',
+  '2m',
+]);
+say('');
+say((await kubectl(['-n', 'demo', 'get', 'configmaps,deployments,pods,services'])).trim());
 say('');
 say('The test bed keeps running:');
 say(`  kubectl --kubeconfig ${env.kube.kubeconfig} get nodes`);
