@@ -6,8 +6,8 @@ import { deleteObjects } from '../../kube/delete.ts';
 import { Discovery } from '../../kube/discovery.ts';
 import { type ClusterFlags, clusterAccess, withClusterFlags } from '../cluster-flags.ts';
 import { EXIT_USAGE, ExitError } from '../exit-codes.ts';
+import { kubectlName } from '../names.ts';
 import { formatData, type OutputFormat } from '../output.ts';
-import { kubectlName } from './deploy.ts';
 
 export function parseTarget(text: string): { resource: string; name: string } {
   const slash = text.indexOf('/');

@@ -7,11 +7,11 @@ import { KubeApi } from '../../kube/api.ts';
 import type { ApplyResult } from '../../kube/apply.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
 import { Discovery } from '../../kube/discovery.ts';
-import { groupOf } from '../../render/manifest.ts';
 import { readManifestFiles } from '../../sources/local/files.ts';
 import { deploy } from '../../sync/deploy.ts';
 import { type ClusterFlags, clusterAccess } from '../cluster-flags.ts';
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
+import { kubectlName } from '../names.ts';
 import { formatData, type OutputFormat } from '../output.ts';
 import { parseImageFlag } from './render.ts';
 
@@ -23,12 +23,6 @@ interface DeployFlags extends ClusterFlags {
   wait: boolean;
   concurrency: string;
   output: OutputFormat;
-}
-
-/** `deployment.apps/web`, `configmap/app-config-v001`: how kubectl names objects in its output. */
-export function kubectlName(apiVersion: string, kind: string, name: string): string {
-  const group = groupOf(apiVersion);
-  return `${kind.toLowerCase()}${group ? `.${group}` : ''}/${name}`;
 }
 
 function describeApplied(r: ApplyResult): string {

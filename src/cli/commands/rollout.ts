@@ -9,37 +9,40 @@ import { errorMessage, StalledError } from '../../errors.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
 import { type Operation, requireOperation } from '../../kube/operations.ts';
 import { pause, resume, undo, type WorkloadRef } from '../../kube/rollout.ts';
+import { groupOf } from '../../render/manifest.ts';
 import { type ClusterFlags, clusterAccess, withClusterFlags } from '../cluster-flags.ts';
 import { EXIT_FAILED, ExitError } from '../exit-codes.ts';
+import { kubectlName } from '../names.ts';
 import { formatData, type OutputFormat } from '../output.ts';
 
 interface KindSpelling {
   kind: string;
-  group: string;
+  apiVersion: string;
   plural: string;
   short: string[];
 }
 
 /** The kinds of the operation table, with the names and short names kubectl accepts for them. */
 const KINDS: readonly KindSpelling[] = [
-  { kind: 'Deployment', group: 'apps', plural: 'deployments', short: ['deploy'] },
-  { kind: 'StatefulSet', group: 'apps', plural: 'statefulsets', short: ['sts'] },
-  { kind: 'DaemonSet', group: 'apps', plural: 'daemonsets', short: ['ds'] },
-  { kind: 'ReplicaSet', group: 'apps', plural: 'replicasets', short: ['rs'] },
-  { kind: 'Pod', group: '', plural: 'pods', short: ['po'] },
-  { kind: 'Service', group: '', plural: 'services', short: ['svc'] },
-  { kind: 'ConfigMap', group: '', plural: 'configmaps', short: ['cm'] },
-  { kind: 'Secret', group: '', plural: 'secrets', short: [] },
-  { kind: 'Ingress', group: 'networking.k8s.io', plural: 'ingresses', short: ['ing'] },
-  { kind: 'NetworkPolicy', group: 'networking.k8s.io', plural: 'networkpolicies', short: ['netpol'] },
+  { kind: 'Deployment', apiVersion: 'apps/v1', plural: 'deployments', short: ['deploy'] },
+  { kind: 'StatefulSet', apiVersion: 'apps/v1', plural: 'statefulsets', short: ['sts'] },
+  { kind: 'DaemonSet', apiVersion: 'apps/v1', plural: 'daemonsets', short: ['ds'] },
+  { kind: 'ReplicaSet', apiVersion: 'apps/v1', plural: 'replicasets', short: ['rs'] },
+  { kind: 'Pod', apiVersion: 'v1', plural: 'pods', short: ['po'] },
+  { kind: 'Service', apiVersion: 'v1', plural: 'services', short: ['svc'] },
+  { kind: 'ConfigMap', apiVersion: 'v1', plural: 'configmaps', short: ['cm'] },
+  { kind: 'Secret', apiVersion: 'v1', plural: 'secrets', short: [] },
+  { kind: 'Ingress', apiVersion: 'networking.k8s.io/v1', plural: 'ingresses', short: ['ing'] },
+  { kind: 'NetworkPolicy', apiVersion: 'networking.k8s.io/v1', plural: 'networkpolicies', short: ['netpol'] },
 ];
 
 const SPELLINGS = new Map<string, KindSpelling>();
 for (const spelling of KINDS) {
+  const group = groupOf(spelling.apiVersion);
   for (const name of [spelling.kind.toLowerCase(), spelling.plural, ...spelling.short]) {
     SPELLINGS.set(name, spelling);
     // kubectl also takes the resource with its group: deployments.apps, deployment.apps
-    if (spelling.group) SPELLINGS.set(`${name}.${spelling.group}`, spelling);
+    if (group) SPELLINGS.set(`${name}.${group}`, spelling);
   }
 }
 
@@ -59,10 +62,10 @@ export function parseWorkloadArg(text: string): { kind: string; name: string } {
   return { kind: spelling.kind, name };
 }
 
-/** kubectl's way of naming an object in its output: `deployment.apps/web`, `pod/web-0`. */
+/** kubectlName of an object of a kind in KINDS, which supplies the group: `deployment.apps/web`, `pod/web-0`. */
 export function resourceName(kind: string, name: string): string {
-  const group = KINDS.find((k) => k.kind === kind)?.group;
-  return `${kind.toLowerCase()}${group ? `.${group}` : ''}/${name}`;
+  // A kind not in KINDS has no known group, so it is named as a core kind is (no group suffix).
+  return kubectlName(KINDS.find((k) => k.kind === kind)?.apiVersion ?? 'v1', kind, name);
 }
 
 /** Checks a command's target before any request, so that usage mistakes exit 2. */
