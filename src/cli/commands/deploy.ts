@@ -88,7 +88,8 @@ export function deployCommand(program: Command, print: (text: string) => void): 
             onEvent: (event) => {
               if (!lines) return;
               if (event.type === 'applied') print(describeApplied(event.result));
-              else if (event.state === 'failed') print(`${event.message}`);
+              // Progress as kubectl rollout status shows it: each change of an object's verdict, once.
+              else if (event.state !== 'stable' && !event.message.endsWith('not observed yet')) print(event.message);
             },
           },
           {

@@ -1,0 +1,178 @@
+// The sync queue: one lane per deployment (syncs of a deployment never overlap), triggers coalesced (many
+// triggers while a sync waits or runs give one sync of the newest revision), a global limit on syncs at once,
+// a new revision cancelling the stability wait of the sync in progress, exponential back-off with jitter after
+// transient failures, and no retry after a failure the user must fix until a new revision arrives.
+
+export type SyncOutcome =
+  | { result: 'done' }
+  /** Transient (network, 5xx, conflict): retry the same revision after a back-off. */
+  | { result: 'retry' }
+  /** The user must act (bad manifest, forbidden): wait for a new revision. */
+  | { result: 'stalled' }
+  | { result: 'cancelled' };
+
+export type SyncRun = (signal: AbortSignal) => Promise<SyncOutcome>;
+
+interface Lane {
+  /** The revision to sync next, and how. */
+  pending: { revision: string; run: SyncRun } | undefined;
+  running: { revision: string; controller: AbortController } | undefined;
+  /** The last revision that ended, and how, so a repeated trigger of it is ignored. */
+  settled: { revision: string; result: SyncOutcome['result'] } | undefined;
+  attempts: number;
+  retryTimer: NodeJS.Timeout | undefined;
+}
+
+export interface QueueOptions {
+  concurrency: number;
+  /** Back-off: base * 2^attempt, capped, with full jitter. */
+  backoffBaseMs?: number;
+  backoffMaxMs?: number;
+  random?: () => number;
+  onEvent?: (event: {
+    deployment: string;
+    revision: string;
+    type: 'start' | 'end' | 'retry-scheduled' | 'coalesced';
+    detail?: string;
+  }) => void;
+}
+
+export class SyncQueue {
+  private readonly lanes = new Map<string, Lane>();
+  private readonly ready: string[] = [];
+  private active = 0;
+  private stopping = false;
+  private readonly idleWaiters: (() => void)[] = [];
+  private readonly options: Required<Omit<QueueOptions, 'onEvent'>> & QueueOptions;
+
+  constructor(options: QueueOptions) {
+    this.options = { backoffBaseMs: 1000, backoffMaxMs: 5 * 60_000, random: Math.random, ...options };
+  }
+
+  private lane(deployment: string): Lane {
+    let lane = this.lanes.get(deployment);
+    if (!lane) {
+      lane = {
+        pending: undefined,
+        running: undefined,
+        settled: undefined,
+        attempts: 0,
+        retryTimer: undefined,
+      };
+      this.lanes.set(deployment, lane);
+    }
+    return lane;
+  }
+
+  /** Asks for `deployment` to be synced to `revision`. Returns false when that revision needs nothing. */
+  trigger(deployment: string, revision: string, run: SyncRun): boolean {
+    if (this.stopping) return false;
+    const lane = this.lane(deployment);
+    if (lane.running?.revision === revision) return false;
+    // A revision that ended (done, or stalled on bad input) is not retried by the same trigger again.
+    if (
+      !lane.running &&
+      !lane.pending &&
+      lane.settled?.revision === revision &&
+      lane.settled.result !== 'cancelled'
+    ) {
+      return false;
+    }
+    if (lane.pending)
+      this.options.onEvent?.({ deployment, revision, type: 'coalesced', detail: lane.pending.revision });
+    lane.pending = { revision, run };
+    lane.attempts = lane.settled?.revision === revision ? lane.attempts : 0;
+    if (lane.retryTimer) {
+      clearTimeout(lane.retryTimer);
+      lane.retryTimer = undefined;
+    }
+    // A newer revision makes the running sync's stability wait pointless: cancel it.
+    if (lane.running && lane.running.revision !== revision) lane.running.controller.abort();
+    if (!lane.running && !this.ready.includes(deployment)) this.ready.push(deployment);
+    this.pump();
+    return true;
+  }
+
+  private pump(): void {
+    while (this.active < this.options.concurrency && this.ready.length > 0) {
+      const deployment = this.ready.shift() as string;
+      const lane = this.lane(deployment);
+      const next = lane.pending;
+      if (!next || lane.running) continue;
+      lane.pending = undefined;
+      const controller = new AbortController();
+      lane.running = { revision: next.revision, controller };
+      this.active++;
+      this.options.onEvent?.({ deployment, revision: next.revision, type: 'start' });
+      void this.execute(deployment, lane, next, controller);
+    }
+    if (this.active === 0 && this.ready.length === 0) for (const w of this.idleWaiters.splice(0)) w();
+  }
+
+  private async execute(
+    deployment: string,
+    lane: Lane,
+    job: { revision: string; run: SyncRun },
+    controller: AbortController,
+  ) {
+    let outcome: SyncOutcome;
+    try {
+      outcome = await job.run(controller.signal);
+    } catch (error) {
+      // A run should classify its own failures; anything thrown is treated as transient.
+      outcome = { result: 'retry' };
+      this.options.onEvent?.({ deployment, revision: job.revision, type: 'end', detail: String(error) });
+    }
+    this.active--;
+    lane.running = undefined;
+    lane.settled = { revision: job.revision, result: outcome.result };
+    this.options.onEvent?.({ deployment, revision: job.revision, type: 'end', detail: outcome.result });
+    if (outcome.result === 'retry' && !lane.pending && !this.stopping) {
+      const delay = this.backoff(lane.attempts++);
+      this.options.onEvent?.({
+        deployment,
+        revision: job.revision,
+        type: 'retry-scheduled',
+        detail: `${delay}ms`,
+      });
+      lane.retryTimer = setTimeout(() => {
+        lane.retryTimer = undefined;
+        if (lane.pending || lane.running || this.stopping) return;
+        lane.pending = job;
+        this.ready.push(deployment);
+        this.pump();
+      }, delay);
+    } else if (outcome.result !== 'retry') {
+      lane.attempts = 0;
+    }
+    if (lane.pending && !this.ready.includes(deployment)) this.ready.push(deployment);
+    this.pump();
+  }
+
+  /** Full jitter: a random delay up to base * 2^attempt, capped (AWS's "exponential backoff and jitter"). */
+  backoff(attempt: number): number {
+    const ceiling = Math.min(this.options.backoffMaxMs, this.options.backoffBaseMs * 2 ** attempt);
+    return Math.max(1, Math.round(this.options.random() * ceiling));
+  }
+
+  /** Resolves when nothing runs and nothing is ready to run (scheduled retries do not count). */
+  idle(): Promise<void> {
+    if (this.active === 0 && this.ready.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /**
+   * Stops taking triggers and cancels scheduled retries and stability waits; resolves when the syncs in progress
+   * have ended (their writes finish: cancelling only ends waits).
+   */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.ready.length = 0;
+    for (const lane of this.lanes.values()) {
+      lane.pending = undefined;
+      if (lane.retryTimer) clearTimeout(lane.retryTimer);
+      lane.running?.controller.abort();
+    }
+    await this.idle();
+  }
+}
