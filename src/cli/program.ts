@@ -7,6 +7,7 @@ import { deleteCommand } from './commands/delete.ts';
 import { deployCommand } from './commands/deploy.ts';
 import { renderCommand } from './commands/render.ts';
 import { rolloutCommand } from './commands/rollout.ts';
+import { runCommand } from './commands/run.ts';
 import { scaleCommand } from './commands/scale.ts';
 import { versionCommand } from './commands/version.ts';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, ExitError } from './exit-codes.ts';
@@ -35,6 +36,7 @@ export function buildProgram(io: CliIo = processIo): Command {
   deployCommand(program, io.stdout);
   renderCommand(program, io.stdout, io.stderr);
   rolloutCommand(program, io.stdout);
+  runCommand(program);
   scaleCommand(program, io.stdout);
   versionCommand(program, io.stdout);
   for (const command of program.commands) {

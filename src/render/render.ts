@@ -72,6 +72,11 @@ export const DEFAULT_OPTIONS: RenderOptions = {
 
 export interface RenderInput {
   files: readonly ManifestFile[];
+  /**
+   * The files already parsed (by parseManifestFiles with the same limits), when the caller needed them first, so
+   * that they are not parsed twice. Render changes these objects in place.
+   */
+  parsed?: ReturnType<typeof parseManifestFiles>;
   /** The deployment's namespace: namespaced objects without one get it. */
   namespace: string;
   application: string;
@@ -136,7 +141,7 @@ export function render(input: RenderInput): RenderResult {
   const errors: RenderError[] = [];
 
   // 1. Parse, place in namespaces, refuse duplicates.
-  const parsed = parseManifestFiles(input.files, options.limits);
+  const parsed = input.parsed ?? parseManifestFiles(input.files, options.limits);
   errors.push(...parsed.errors);
   fail(errors);
   const items = parsed.objects;

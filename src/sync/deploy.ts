@@ -9,7 +9,7 @@ import { readSnapshot } from '../kube/snapshot.ts';
 import { objectWatcher } from '../kube/watch.ts';
 import type { ImageArtifact } from '../render/images.ts';
 import { describeObject, isClusterScoped } from '../render/manifest.ts';
-import { type ManifestFile, parseManifestFiles } from '../render/parse.ts';
+import { DEFAULT_LIMITS, type ManifestFile, parseManifestFiles } from '../render/parse.ts';
 import { type ClusterSnapshot, type RenderOptions, type RenderResult, render } from '../render/render.ts';
 import { type WaitResult, waitForStability } from '../stability/waiter.ts';
 
@@ -46,6 +46,7 @@ export interface DeployReport {
 interface Context {
   request: DeployRequest;
   snapshot?: ClusterSnapshot;
+  parsed?: ReturnType<typeof parseManifestFiles>;
   rendered?: RenderResult;
   applied?: ApplyResult[];
   wait?: WaitResult;
@@ -66,7 +67,8 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
 
   const readCluster: Stage = async (ctx) => {
     // The lookup needs the objects' namespaces; render reports any parse problem itself.
-    const { objects } = parseManifestFiles(request.files);
+    ctx.parsed = parseManifestFiles(request.files, { ...DEFAULT_LIMITS, ...request.renderOptions?.limits });
+    const { objects } = ctx.parsed;
     const scoped = new Set(request.renderOptions?.clusterScoped ?? []);
     for (const { object } of objects) {
       if (!isClusterScoped(object.apiVersion, object.kind, scoped))
@@ -77,6 +79,7 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
   const renderStage: Stage = async (ctx) => {
     ctx.rendered = render({
       files: request.files,
+      parsed: ctx.parsed,
       namespace: request.namespace,
       application: request.application,
       images: request.images,

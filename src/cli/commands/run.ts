@@ -1,0 +1,85 @@
+// `mooring run`: the agent. `--watch DIR` deploys a local folder on every change (development, no config file).
+import type { Command } from 'commander';
+import { parseDuration } from '../../config/duration.ts';
+import { KubeApi } from '../../kube/api.ts';
+import { loadKubeConfig } from '../../kube/client.ts';
+import { Discovery } from '../../kube/discovery.ts';
+import { createLogger } from '../../sync/logger.ts';
+import { runWatchLoop } from '../../sync/watch-loop.ts';
+import { type ClusterFlags, clusterAccess } from '../cluster-flags.ts';
+import { EXIT_USAGE, ExitError } from '../exit-codes.ts';
+import { parseImageFlag } from './render.ts';
+
+interface RunFlags extends ClusterFlags {
+  watch?: string;
+  config?: string;
+  application?: string;
+  image: string[];
+  timeout: string;
+  debounce: string;
+}
+
+/** Resolves on SIGTERM or SIGINT: the agent stops polling and lets the write in progress finish. */
+function stopSignal(): AbortSignal {
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  return controller.signal;
+}
+
+export function runCommand(program: Command): void {
+  program
+    .command('run')
+    .description(
+      'run the agent: keep the cluster in sync with a folder (--watch DIR) or a configuration (--config FILE)',
+    )
+    .option('--watch <dir>', 'deploy this folder now and after every change (development)')
+    .option('--config <file>', 'the agent configuration file')
+    .option('--kubeconfig <file>', 'path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)')
+    .option('--context <name>', 'the kubeconfig context to use')
+    .option('-n, --namespace <namespace>', 'namespace for objects that name none (with --watch)')
+    .option('--application <name>', 'the moniker application (with --watch; default: the namespace)')
+    .option(
+      '--image <ref@digest>',
+      'an image artifact (with --watch; repeatable)',
+      (v: string, p: string[]) => [...p, v],
+      [],
+    )
+    .option('--timeout <duration>', 'how long each deploy waits for stability (with --watch)', '30m')
+    .option('--debounce <duration>', 'quiet time after a change before deploying (with --watch)', '500ms')
+    .action(async (flags: RunFlags) => {
+      if (!flags.watch === !flags.config) {
+        throw new ExitError('error: give --watch DIR or --config FILE', EXIT_USAGE);
+      }
+      const timeoutMs = parseDuration(flags.timeout);
+      const debounceMs = parseDuration(flags.debounce);
+      if (!timeoutMs || !debounceMs)
+        throw new ExitError('error: --timeout and --debounce take durations like 5m', EXIT_USAGE);
+      const log = createLogger();
+      if (flags.watch) {
+        const kc = loadKubeConfig(clusterAccess(flags));
+        const namespace =
+          flags.namespace ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
+        const api = new KubeApi(kc);
+        try {
+          await runWatchLoop(
+            { api, discovery: new Discovery(api), log },
+            {
+              dir: flags.watch,
+              namespace,
+              application: flags.application ?? namespace,
+              images: flags.image.map(parseImageFlag),
+              timeoutMs,
+              debounceMs,
+            },
+            stopSignal(),
+          );
+        } finally {
+          api.close();
+        }
+        return;
+      }
+      throw new ExitError('error: --config is not available yet in this build', EXIT_USAGE);
+    });
+}
