@@ -1,0 +1,70 @@
+// `mooring run --watch DIR` as a developer runs it: the folder is deployed at start and after every change, and
+// SIGTERM ends the agent cleanly.
+import { spawn } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { eventually, kubeConfig, manifestDir, testbed, useNamespace } from './helpers.ts';
+
+const MAIN = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
+
+describe('mooring run --watch', () => {
+  const ns = useNamespace('watch');
+
+  it('deploys the folder, redeploys it on change, and stops on SIGTERM', async () => {
+    const core = kubeConfig().makeApiClient(CoreV1Api);
+    const cm = (value: string) =>
+      `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {value: "${value}"}\n`;
+    const dir = await manifestDir({ 'settings.yaml': cm('one') });
+    const child = spawn(
+      process.execPath,
+      [
+        MAIN,
+        'run',
+        '--watch',
+        dir,
+        '--kubeconfig',
+        testbed().kube.kubeconfig,
+        '-n',
+        ns(),
+        '--debounce',
+        '200ms',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let logs = '';
+    child.stdout.on('data', (c: Buffer) => (logs += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (logs += c.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      const names = async () =>
+        (await core.listNamespacedConfigMap({ namespace: ns() })).items.map((c) => c.metadata?.name);
+      await eventually(
+        'first deploy',
+        async () => ((await names()).includes('settings-v000') ? true : undefined),
+        60_000,
+      );
+      await eventually(
+        'watching',
+        async () => (logs.includes('watching for changes') ? true : undefined),
+        30_000,
+      );
+      await writeFile(join(dir, 'settings.yaml'), cm('two'));
+      await eventually(
+        'redeploy',
+        async () => ((await names()).includes('settings-v001') ? true : undefined),
+        60_000,
+      );
+      const lines = logs
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as { msg: string; outcome?: string });
+      expect(lines.filter((l) => l.outcome === 'stable').length).toBeGreaterThanOrEqual(2);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+    expect(logs).toContain('stopping');
+  });
+});
