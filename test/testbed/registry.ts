@@ -14,6 +14,14 @@ export interface RegistryConfigOptions {
   htpasswdFile?: string;
   /** When set, the registry POSTs its event envelopes (push, pull, delete) to this URL. */
   notificationUrl?: string;
+  /** Sent with each notification as `Authorization: Bearer <token>` (the endpoint's `headers`). */
+  notificationToken?: string;
+  /**
+   * When set, every request needs a bearer token from this issuer (the distribution token flow): the
+   * registry answers 401 with `WWW-Authenticate: Bearer realm=…,service=…,scope=…` and accepts JWTs signed by
+   * a certificate in `rootCertBundle` (a PEM file). Not combined with `htpasswdFile`.
+   */
+  token?: { realm: string; service: string; issuer: string; rootCertBundle: string };
 }
 
 export const REGISTRY_REALM = 'mooring-testbed';
@@ -35,14 +43,30 @@ export function registryConfigYaml(options: RegistryConfigOptions): string {
       secret: 'mooring-testbed-not-a-secret',
     },
   };
+  if (options.htpasswdFile !== undefined && options.token !== undefined) {
+    throw new Error('registry config: give htpasswdFile or token, not both (the registry takes one auth)');
+  }
   if (options.htpasswdFile !== undefined) {
     config.auth = { htpasswd: { realm: REGISTRY_REALM, path: options.htpasswdFile } };
+  }
+  if (options.token !== undefined) {
+    const { realm, service, issuer, rootCertBundle } = options.token;
+    config.auth = { token: { realm, service, issuer, rootcertbundle: rootCertBundle } };
   }
   if (options.notificationUrl !== undefined) {
     config.notifications = {
       endpoints: [
         // Short timeout and backoff so that a test that stops its receiver does not stall the registry.
-        { name: 'mooring-testbed', url: options.notificationUrl, timeout: '1s', threshold: 3, backoff: '1s' },
+        {
+          name: 'mooring-testbed',
+          url: options.notificationUrl,
+          ...(options.notificationToken === undefined
+            ? {}
+            : { headers: { Authorization: [`Bearer ${options.notificationToken}`] } }),
+          timeout: '1s',
+          threshold: 3,
+          backoff: '1s',
+        },
       ],
     };
   }

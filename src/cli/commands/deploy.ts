@@ -89,7 +89,8 @@ export function deployCommand(program: Command, print: (text: string) => void): 
               if (!lines) return;
               if (event.type === 'applied') print(describeApplied(event.result));
               // Progress as kubectl rollout status shows it: each change of an object's verdict, once.
-              else if (event.state !== 'stable' && !event.message.endsWith('not observed yet')) print(event.message);
+              else if (event.state !== 'stable' && !event.message.endsWith('not observed yet'))
+                print(event.message);
             },
           },
           {

@@ -1,0 +1,75 @@
+// Webhooks of git forges: GitHub, GitLab and Gitea/Forgejo. Each one is authenticated before its body is
+// parsed, and a push only yields the repository's URLs: the sync loop polls the sources at those URLs and
+// reads the revision from git itself, never from the payload.
+import { z } from 'zod';
+import { gitTargets } from './source-match.ts';
+import {
+  accepted,
+  badRequest,
+  checkSignature,
+  header,
+  nothingToDo,
+  parsePayload,
+  quote,
+  tokensEqual,
+  unauthorized,
+  type WebhookRequest,
+  type WebhookResult,
+} from './webhook-request.ts';
+
+const url = z.string().max(2048).optional();
+
+// Only the fields read below; everything else in these large payloads is ignored, not validated.
+const githubPush = z.object({
+  repository: z.object({ clone_url: url, html_url: url, ssh_url: url, git_url: url }),
+});
+const gitlabPush = z.object({ project: z.object({ git_http_url: url, web_url: url }) });
+const giteaPush = z.object({ repository: z.object({ clone_url: url, html_url: url }) });
+
+const GITLAB_PUSH_EVENTS = new Set(['Push Hook', 'Tag Push Hook']);
+
+export function handleGithub(request: WebhookRequest, secret: string): WebhookResult {
+  const denied = checkSignature(request, { headers: ['X-Hub-Signature-256'], prefix: 'sha256=', secret });
+  if (denied) return denied;
+  const event = header(request.headers, 'X-GitHub-Event');
+  if (event === undefined) return badRequest('X-GitHub-Event header is missing');
+  if (event === 'ping') return nothingToDo('ping');
+  if (event !== 'push') return nothingToDo(`event ${quote(event)} ignored`);
+  const parsed = parsePayload(request, githubPush);
+  if (!parsed.ok) return parsed.result;
+  const repo = parsed.value.repository;
+  return accepted('push', gitTargets([repo.clone_url, repo.html_url, repo.ssh_url, repo.git_url]));
+}
+
+export function handleGitlab(request: WebhookRequest, token: string): WebhookResult {
+  const given = header(request.headers, 'X-Gitlab-Token');
+  if (given === undefined) return unauthorized('X-Gitlab-Token header is missing');
+  if (!tokensEqual(given, token)) return unauthorized('X-Gitlab-Token does not match');
+  const event = header(request.headers, 'X-Gitlab-Event');
+  if (event === undefined) return badRequest('X-Gitlab-Event header is missing');
+  if (!GITLAB_PUSH_EVENTS.has(event)) return nothingToDo(`event ${quote(event)} ignored`);
+  const parsed = parsePayload(request, gitlabPush);
+  if (!parsed.ok) return parsed.result;
+  const project = parsed.value.project;
+  return accepted(
+    event === 'Push Hook' ? 'push' : 'tag push',
+    gitTargets([project.git_http_url, project.web_url]),
+  );
+}
+
+/** Gitea, and Forgejo (which sends the same headers, and its own X-Forgejo-* copies of them). */
+export function handleGitea(request: WebhookRequest, secret: string): WebhookResult {
+  const denied = checkSignature(request, {
+    headers: ['X-Gitea-Signature', 'X-Forgejo-Signature'],
+    prefix: '',
+    secret,
+  });
+  if (denied) return denied;
+  const event = header(request.headers, 'X-Gitea-Event') ?? header(request.headers, 'X-Forgejo-Event');
+  if (event === undefined) return badRequest('X-Gitea-Event header is missing');
+  if (event !== 'push') return nothingToDo(`event ${quote(event)} ignored`);
+  const parsed = parsePayload(request, giteaPush);
+  if (!parsed.ok) return parsed.result;
+  const repo = parsed.value.repository;
+  return accepted('push', gitTargets([repo.clone_url, repo.html_url]));
+}
