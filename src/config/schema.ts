@@ -279,6 +279,8 @@ export const configSchema = z.strictObject({
   ledger: ledger.prefault({}),
   audit: audit.prefault({}),
   concurrency: z.number().int().min(1).max(64).default(4),
+  /** Re-apply every deployment on an interval, so changes made by hand are put back (off by default). */
+  drift: z.strictObject({ interval: duration.optional() }).prefault({}),
 });
 
 export type MooringConfig = z.infer<typeof configSchema>;

@@ -1,10 +1,12 @@
 // `mooring run`: the agent. `--watch DIR` deploys a local folder on every change (development, no config file).
 import type { Command } from 'commander';
 import { parseDuration } from '../../config/duration.ts';
+import { loadConfigFile } from '../../config/load.ts';
 import { KubeApi } from '../../kube/api.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
 import { Discovery } from '../../kube/discovery.ts';
 import { createLogger } from '../../sync/logger.ts';
+import { runAgent } from '../../sync/run-agent.ts';
 import { runWatchLoop } from '../../sync/watch-loop.ts';
 import { type ClusterFlags, clusterAccess } from '../cluster-flags.ts';
 import { EXIT_USAGE, ExitError } from '../exit-codes.ts';
@@ -80,6 +82,7 @@ export function runCommand(program: Command): void {
         }
         return;
       }
-      throw new ExitError('error: --config is not available yet in this build', EXIT_USAGE);
+      const config = await loadConfigFile(flags.config as string);
+      await runAgent(config, log, { access: clusterAccess(flags) }, stopSignal());
     });
 }

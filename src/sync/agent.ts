@@ -1,0 +1,348 @@
+// The agent: polls every source on its schedule (or at once when a webhook says so), decides which deployments a
+// change concerns, and syncs them through the queue and the deploy pipeline. What each deployment last deployed
+// is kept in the cluster, so a restarted agent with nothing new deploys nothing.
+import cron from 'node-cron';
+import { renderOptionsFor } from '../config/render-options.ts';
+import type { Deployment, GitSource, LocalSource, MooringConfig, RegistrySource } from '../config/schema.ts';
+import { errorMessage } from '../errors.ts';
+import type { KubeApi } from '../kube/api.ts';
+import type { Discovery } from '../kube/discovery.ts';
+import { describeKubeError, statusCode } from '../kube/errors.ts';
+import type { ImageArtifact } from '../render/images.ts';
+import type { ManifestFile } from '../render/parse.ts';
+import { readReleaseState, syncRevision, writeReleaseState } from '../report/release-state.ts';
+import { GitRepository } from '../sources/git/repository.ts';
+import { readManifestFiles } from '../sources/local/files.ts';
+import { filesRevision, watchFolder } from '../sources/local/watch.ts';
+import type { RegistryClient } from '../sources/registry/client.ts';
+import { createRegistryClient } from '../sources/registry/create.ts';
+import { pollRegistry } from '../sources/registry/poll.ts';
+import { deploy } from './deploy.ts';
+import type { Logger } from './logger.ts';
+import { outcomeOf } from './outcome.ts';
+import { SyncQueue } from './queue.ts';
+
+export interface AgentDeps {
+  config: MooringConfig;
+  api: KubeApi;
+  discovery: Discovery;
+  log: Logger;
+  /** Where Git sources keep their object caches. */
+  cacheDir: string;
+}
+
+interface DeploymentState {
+  spec: Deployment;
+  /** The manifests' commit this deployment is at (deployed, or seen to change none of its files). */
+  commit: string | undefined;
+  /** The revision last deployed and stable. */
+  deployed: string | undefined;
+}
+
+interface RegistryState {
+  source: RegistrySource;
+  client: RegistryClient;
+  current: { tag: string; digest: string } | undefined;
+}
+
+/** The agent keeps its records in its own namespace; run from a laptop, it may not exist yet. */
+async function ensureNamespace(api: KubeApi, name: string): Promise<void> {
+  try {
+    await api.request('GET', `/api/v1/namespaces/${encodeURIComponent(name)}`);
+  } catch (error) {
+    if (statusCode(error) !== 404) throw describeKubeError(error, `read Namespace ${name}`);
+    await api
+      .request('POST', '/api/v1/namespaces', {
+        body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name } },
+      })
+      .catch((e: unknown) => {
+        if (statusCode(e) !== 409) throw describeKubeError(e, `create Namespace ${name}`);
+      });
+  }
+}
+
+export class Agent {
+  private readonly deps: AgentDeps;
+  private readonly queue: SyncQueue;
+  private readonly deployments = new Map<string, DeploymentState>();
+  private readonly repos = new Map<string, GitRepository>();
+  private readonly registries = new Map<string, RegistryState>();
+  private readonly polling = new Map<string, { again: boolean }>();
+  private readonly stops: (() => void | Promise<void>)[] = [];
+  private stopped = false;
+
+  constructor(deps: AgentDeps) {
+    this.deps = deps;
+    this.queue = new SyncQueue({
+      concurrency: deps.config.concurrency,
+      onEvent: (e) => {
+        if (e.type === 'retry-scheduled')
+          deps.log.warn({ deployment: e.deployment, in: e.detail }, 'sync will be retried');
+      },
+    });
+  }
+
+  private sources(): (GitSource | RegistrySource | LocalSource)[] {
+    const { git, registry, local } = this.deps.config.sources;
+    return [...git, ...registry, ...local];
+  }
+
+  /** Learns what is deployed, builds the sources, polls each once and schedules the rest. */
+  async start(): Promise<void> {
+    const { config, api, log } = this.deps;
+    await ensureNamespace(api, config.cluster.namespace);
+    for (const spec of config.deployments) {
+      const state = await readReleaseState(api, config.cluster.namespace, spec.name);
+      this.deployments.set(spec.name, { spec, commit: state?.commit, deployed: state?.revision });
+      for (const [source, digest] of Object.entries(state?.images ?? {})) {
+        this.knownDigests.set(source, digest);
+      }
+    }
+    for (const source of config.sources.git) {
+      this.repos.set(source.name, new GitRepository(source, { cacheDir: this.deps.cacheDir }));
+    }
+    for (const source of config.sources.registry) {
+      this.registries.set(source.name, {
+        source,
+        client: await createRegistryClient(source),
+        current: undefined,
+      });
+    }
+    for (const source of config.sources.local) {
+      const watcher = watchFolder(source.path, {
+        debounceMs: source.debounce,
+        onChange: () => void this.poll(source.name),
+      });
+      this.stops.push(() => watcher.close());
+    }
+    log.info({ deployments: config.deployments.length, sources: this.sources().length }, 'agent started');
+    // Registries first, so that the first sync of a deployment already binds its images.
+    await Promise.all(config.sources.registry.map((s) => this.poll(s.name)));
+    await Promise.all([...config.sources.git, ...config.sources.local].map((s) => this.poll(s.name)));
+    for (const source of [...config.sources.git, ...config.sources.registry]) this.schedule(source);
+    const drift = config.drift.interval;
+    if (drift !== undefined) {
+      const timer = setInterval(() => this.correctDrift(), drift);
+      this.stops.push(() => clearInterval(timer));
+    }
+  }
+
+  private readonly knownDigests = new Map<string, string>();
+
+  private schedule(source: GitSource | RegistrySource): void {
+    if (source.cron !== undefined) {
+      const task = cron.schedule(source.cron, () => void this.poll(source.name), {
+        name: `poll-${source.name}`,
+      });
+      this.stops.push(() => void task.stop());
+      return;
+    }
+    const interval = source.interval ?? 60_000;
+    const timer = setInterval(() => void this.poll(source.name), interval);
+    this.stops.push(() => clearInterval(timer));
+  }
+
+  /** Polls a source now (a webhook, the schedule); a poll already under way runs once more when it ends. */
+  async poll(name: string): Promise<void> {
+    if (this.stopped) return;
+    const running = this.polling.get(name);
+    if (running) {
+      running.again = true;
+      return;
+    }
+    const flag = { again: false };
+    this.polling.set(name, flag);
+    try {
+      do {
+        flag.again = false;
+        await this.pollOnce(name);
+      } while (flag.again && !this.stopped);
+    } finally {
+      this.polling.delete(name);
+    }
+  }
+
+  private async pollOnce(name: string): Promise<void> {
+    const log = this.deps.log.child({ source: name });
+    try {
+      const repo = this.repos.get(name);
+      if (repo) return await this.pollGit(repo);
+      const registry = this.registries.get(name);
+      if (registry) return await this.pollRegistry(registry);
+      const local = this.deps.config.sources.local.find((s) => s.name === name);
+      if (local) return this.syncLocal(local);
+    } catch (error) {
+      log.error({ err: errorMessage(error) }, 'poll failed');
+    }
+  }
+
+  private users(source: string): DeploymentState[] {
+    return [...this.deployments.values()].filter(
+      (d) => d.spec.source === source || d.spec.images.includes(source),
+    );
+  }
+
+  private async pollGit(repo: GitRepository): Promise<void> {
+    const users = this.users(repo.source.name).filter((d) => d.spec.source === repo.source.name);
+    const resolved = await repo.resolve();
+    // Nothing moved: no fetch at all.
+    if (users.every((d) => d.commit === resolved.commit)) return;
+    await repo.fetch(resolved);
+    for (const d of users) {
+      if (d.commit === resolved.commit) continue;
+      const { everything, files } = await repo.changedManifests(
+        d.commit,
+        resolved.commit,
+        d.spec.paths,
+        d.spec.exclude,
+      );
+      if (!everything && files.length === 0) {
+        this.deps.log.info(
+          { deployment: d.spec.name, commit: resolved.commit },
+          'commit changes none of its paths',
+        );
+        d.commit = resolved.commit;
+        continue;
+      }
+      this.trigger(d, resolved.commit);
+    }
+  }
+
+  private async pollRegistry(registry: RegistryState): Promise<void> {
+    const name = registry.source.name;
+    const result = await pollRegistry(registry.client, registry.source, {
+      lastDigest: registry.current?.digest ?? this.knownDigests.get(name),
+      lastTag: registry.current?.tag,
+    });
+    const moved = registry.current?.digest !== result.digest;
+    registry.current = { tag: result.tag, digest: result.digest };
+    if (!moved) return;
+    for (const d of this.users(name).filter((u) => u.spec.images.includes(name))) {
+      if (d.commit !== undefined || this.isLocal(d)) this.trigger(d, d.commit);
+    }
+  }
+
+  private isLocal(d: DeploymentState): boolean {
+    return this.deps.config.sources.local.some((s) => s.name === d.spec.source);
+  }
+
+  private syncLocal(source: LocalSource): void {
+    for (const d of this.users(source.name).filter((u) => u.spec.source === source.name))
+      this.trigger(d, undefined);
+  }
+
+  private correctDrift(): void {
+    for (const d of this.deployments.values()) {
+      if (d.deployed) this.trigger(d, d.commit, `drift@${Date.now()}`);
+    }
+  }
+
+  private images(d: DeploymentState): { artifacts: ImageArtifact[]; digests: Record<string, string> } {
+    const artifacts: ImageArtifact[] = [];
+    const digests: Record<string, string> = {};
+    for (const name of d.spec.images) {
+      const r = this.registries.get(name);
+      if (!r?.current) continue;
+      artifacts.push({ name: r.source.image, tag: r.current.tag, digest: r.current.digest });
+      digests[name] = r.current.digest;
+    }
+    return { artifacts, digests };
+  }
+
+  private trigger(d: DeploymentState, commit: string | undefined, reason?: string): void {
+    const { artifacts, digests } = this.images(d);
+    const revision = syncRevision(commit, digests);
+    const key = reason ? `${revision}|${reason}` : revision;
+    if (!reason && revision === d.deployed && !this.isLocal(d)) {
+      d.commit = commit;
+      this.deps.log.info(
+        { deployment: d.spec.name, revision: commit?.slice(0, 12) },
+        'deployment is current',
+      );
+      return;
+    }
+    const log = this.deps.log.child({ deployment: d.spec.name, revision: commit?.slice(0, 12) ?? 'local' });
+    this.queue.trigger(d.spec.name, key, async (signal) => {
+      let files: ManifestFile[];
+      try {
+        files = await this.files(d, commit);
+      } catch (error) {
+        log.error({ err: errorMessage(error) }, 'cannot read the manifests');
+        return outcomeOf({ outcome: 'error', error } as never);
+      }
+      if (this.isLocal(d) && !reason) {
+        const local = `${filesRevision(files)}|${revision}`;
+        if (local === d.deployed) return { result: 'done' };
+      }
+      log.info({ files: files.length, images: artifacts.length }, 'sync started');
+      const report = await deploy(
+        {
+          api: this.deps.api,
+          discovery: this.deps.discovery,
+          onEvent: (e) => {
+            if (e.type === 'applied' && e.result.action !== 'unchanged') {
+              log.info({ object: e.result.target.plan.object, action: e.result.action }, 'applied');
+            }
+          },
+        },
+        {
+          files,
+          namespace: d.spec.namespace,
+          application: d.spec.application ?? d.spec.name,
+          images: artifacts,
+          timeoutMs: d.spec.stability.timeout,
+          dryRun: false,
+          renderOptions: renderOptionsFor(this.deps.config, d.spec),
+          fieldManager: this.deps.config.apply.fieldManager,
+          concurrency: this.deps.config.apply.concurrency,
+          signal,
+        },
+      );
+      const outcome = outcomeOf(report);
+      if (report.outcome === 'stable') {
+        d.commit = commit;
+        d.deployed = this.isLocal(d) ? `${filesRevision(files)}|${revision}` : revision;
+        await writeReleaseState(this.deps.api, this.deps.config.cluster.namespace, {
+          deployment: d.spec.name,
+          revision: d.deployed,
+          commit,
+          images: digests,
+          outcome: report.outcome,
+          time: new Date().toISOString(),
+        }).catch((error: unknown) => log.warn({ err: errorMessage(error) }, 'cannot record the release'));
+      }
+      const level = outcome.result === 'done' || outcome.result === 'cancelled' ? 'info' : 'error';
+      log[level]({ outcome: report.outcome, elapsedMs: report.elapsedMs }, report.summary);
+      return outcome;
+    });
+  }
+
+  private async files(d: DeploymentState, commit: string | undefined): Promise<ManifestFile[]> {
+    const repo = this.repos.get(d.spec.source);
+    if (repo) {
+      if (!commit) throw new Error(`no commit of ${d.spec.source} is known yet`);
+      await repo.fetch(commit);
+      return repo.files(commit, d.spec.paths, d.spec.exclude);
+    }
+    const local = this.deps.config.sources.local.find((s) => s.name === d.spec.source);
+    if (!local) throw new Error(`deployment ${d.spec.name}: no source ${d.spec.source}`);
+    return readManifestFiles(d.spec.paths.map((p) => (p === '.' ? local.path : `${local.path}/${p}`)));
+  }
+
+  /** Sources whose names are given (a webhook) are polled now. */
+  pollNow(names: readonly string[]): void {
+    for (const name of names) void this.poll(name);
+  }
+
+  /** Resolves when no sync runs or waits (for tests and one-shot runs). */
+  idle(): Promise<void> {
+    return this.queue.idle();
+  }
+
+  /** Stops polling, cancels stability waits, lets the write in progress finish. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const stop of this.stops.splice(0)) await stop();
+    await this.queue.stop();
+  }
+}

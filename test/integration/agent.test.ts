@@ -1,0 +1,251 @@
+// The agent end to end on the real Git server, registry and control plane: pushes and new image digests are
+// deployed, webhooks trigger polls at once (and bad signatures are refused), a push outside a deployment's paths
+// deploys nothing, and a restarted agent with nothing new deploys nothing.
+import { createHmac } from 'node:crypto';
+import { Writable } from 'node:stream';
+import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config/load.ts';
+import { createLogger } from '../../src/sync/logger.ts';
+import { runAgent } from '../../src/sync/run-agent.ts';
+import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
+import { pushImage } from '../testbed/oci-push.ts';
+import { eventually, kubeConfig, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
+
+const SECRET = 'webhook-secret-for-tests';
+
+interface RunningAgent {
+  port: number;
+  logs: () => { msg: string; [key: string]: unknown }[];
+  stop: () => Promise<void>;
+}
+
+async function startAgent(configText: string): Promise<RunningAgent> {
+  const lines: string[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      lines.push(...chunk.toString().split('\n').filter(Boolean));
+      done();
+    },
+  });
+  const controller = new AbortController();
+  let port = 0;
+  let stopping: Promise<void> = Promise.resolve();
+  const listening = new Promise<void>((resolve) => {
+    const running = runAgent(
+      parseConfig(configText),
+      createLogger({ destination, level: 'debug' }),
+      {
+        access: {},
+        onListening: (p) => {
+          port = p;
+          resolve();
+        },
+      },
+      controller.signal,
+    );
+    stopping = running;
+  });
+  await listening;
+  await eventually('agent ready', async () =>
+    (await fetch(`http://127.0.0.1:${port}/readyz`)).ok ? true : undefined,
+  );
+  return {
+    port,
+    logs: () => lines.map((l) => JSON.parse(l) as { msg: string }),
+    stop: async () => {
+      controller.abort();
+      await stopping;
+    },
+  };
+}
+
+function githubPush(port: number, url: string, secret = SECRET) {
+  const body = JSON.stringify({ ref: 'refs/heads/main', repository: { clone_url: url, html_url: url } });
+  const signature = `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+  return fetch(`http://127.0.0.1:${port}/hooks/github`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'x-github-event': 'push',
+      'x-hub-signature-256': signature,
+    },
+    body,
+  });
+}
+
+describe('mooring run --config (the agent)', () => {
+  const ns = useNamespace('agent');
+  const agents: RunningAgent[] = [];
+  afterAll(async () => {
+    for (const a of agents) await a.stop();
+  });
+
+  it('deploys pushes and new digests, reacts to webhooks, and redeploys nothing after a restart', async () => {
+    const env = testbed();
+    const suffix = Date.now().toString(36);
+    const repoName = `agent-${suffix}`;
+    const repo = await createBareRepo(env.git.root, repoName);
+    const image = `${env.registry.host}/agent-${suffix}/web`;
+    const app = (greeting: string) => `apiVersion: v1
+kind: ConfigMap
+metadata: {name: web-config}
+data: {GREETING: "${greeting}"}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: web
+          image: ${image}:stable
+          envFrom: [{configMapRef: {name: web-config}}]
+`;
+    await commitFiles(repo, { 'apps/web/app.yaml': app('hello'), 'docs/notes.yaml': 'a: 1\n' });
+    const first = await pushImage({
+      registry: env.registry.url,
+      repository: `agent-${suffix}/web`,
+      tag: 'stable',
+    });
+    const secrets = await manifestDir({ user: env.git.username, password: env.git.password, hook: SECRET });
+    const url = `${env.git.url}/${repoName}.git`;
+    const config = `
+cluster: {kubeconfig: ${env.kube.kubeconfig}, namespace: mooring-${suffix}, name: testbed}
+sources:
+  git:
+    - name: manifests
+      url: ${url}
+      interval: 1h
+      credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}
+  registry:
+    - {name: web-image, image: ${image}, policy: {type: fixed, tag: stable}, insecure: true, interval: 1h}
+deployments:
+  - {name: web, namespace: ${ns()}, source: manifests, paths: [apps/web], images: [web-image], stability: {timeout: 2m}}
+server:
+  port: 0
+  address: 127.0.0.1
+  webhooks:
+    github: {secret: {file: ${secrets}/hook}}
+    registry: {token: {file: ${secrets}/hook}}
+`;
+    const apps = kubeConfig().makeApiClient(AppsV1Api);
+    const core = kubeConfig().makeApiClient(CoreV1Api);
+    const imageOf = async () =>
+      (await apps.readNamespacedDeployment({ name: 'web', namespace: ns() }).catch(() => undefined))?.spec
+        ?.template.spec?.containers[0]?.image;
+    const configRef = async () =>
+      (await apps.readNamespacedDeployment({ name: 'web', namespace: ns() })).spec?.template.spec
+        ?.containers[0]?.envFrom?.[0]?.configMapRef?.name;
+
+    let agent = await startAgent(config);
+    agents.push(agent);
+    // The first poll deploys the commit with the image bound to its digest.
+    await eventually('first deploy', async () =>
+      (await imageOf()) === `${image}:stable@${first.digest}` ? true : undefined,
+    );
+    await eventually('stable', async () =>
+      agent.logs().some((l) => l.outcome === 'stable') ? true : undefined,
+    );
+    const syncs = () => agent.logs().filter((l) => l.msg === 'sync started').length;
+    expect(syncs()).toBe(1);
+
+    // A badly signed webhook is refused and triggers nothing.
+    await commitFiles(repo, { 'apps/web/app.yaml': app('hello again') });
+    expect((await githubPush(agent.port, url, 'wrong-secret')).status).toBe(401);
+    // A signed one makes the agent poll at once (the interval is an hour).
+    expect((await githubPush(agent.port, url)).status).toBe(202);
+    await eventually('config change deployed', async () =>
+      (await configRef()) === 'web-config-v001' ? true : undefined,
+    );
+    const cm = await core.readNamespacedConfigMap({ name: 'web-config-v001', namespace: ns() });
+    expect(cm.data?.GREETING).toBe('hello again');
+    await eventually('second sync ended', async () =>
+      agent.logs().filter((l) => l.outcome === 'stable').length === 2 ? true : undefined,
+    );
+
+    // A push outside the deployment's paths deploys nothing.
+    await commitFiles(repo, { 'docs/notes.yaml': 'a: 2\n' });
+    expect((await githubPush(agent.port, url)).status).toBe(202);
+    await eventually('poll saw the commit', async () =>
+      agent.logs().some((l) => l.msg === 'commit changes none of its paths') ? true : undefined,
+    );
+    expect(syncs()).toBe(2);
+
+    // A new image under the watched tag rolls the Deployment to its digest; the registry's notification says so.
+    const second = await pushImage({
+      registry: env.registry.url,
+      repository: `agent-${suffix}/web`,
+      tag: 'stable',
+      content: 'a new build',
+    });
+    const envelope = {
+      events: [
+        {
+          action: 'push',
+          target: {
+            mediaType: 'application/vnd.docker.distribution.manifest.v2+json',
+            repository: `agent-${suffix}/web`,
+            digest: second.digest,
+            tag: 'stable',
+          },
+          request: { host: env.registry.host },
+        },
+      ],
+    };
+    const notified = await fetch(`http://127.0.0.1:${agent.port}/hooks/registry`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/vnd.docker.distribution.events.v1+json',
+        authorization: `Bearer ${SECRET}`,
+      },
+      body: JSON.stringify(envelope),
+    });
+    expect(notified.status).toBe(202);
+    await eventually('new digest deployed', async () =>
+      (await imageOf()) === `${image}:stable@${second.digest}` ? true : undefined,
+    );
+    await eventually('third sync ended', async () =>
+      agent.logs().filter((l) => l.outcome === 'stable').length === 3 ? true : undefined,
+    );
+
+    // Restarted with nothing new: the first polls find everything current and nothing is deployed.
+    await agent.stop();
+    agents.splice(agents.indexOf(agent), 1);
+    agent = await startAgent(config);
+    agents.push(agent);
+    expect(agent.logs().some((l) => l.msg === 'agent started')).toBe(true);
+    await eventually('the restarted agent found its deployment current', async () =>
+      agent.logs().some((l) => l.msg === 'deployment is current') ? true : undefined,
+    );
+    expect(syncs()).toBe(0);
+    const env2 = testbed();
+    const state = await runTool(env2.tools.kubectl, [
+      '--kubeconfig',
+      env2.kube.kubeconfig,
+      '-n',
+      `mooring-${suffix}`,
+      'get',
+      'configmap',
+      'mooring-state-web',
+      '-o',
+      'jsonpath={.data.release\\.json}',
+    ]);
+    expect(JSON.parse(state.stdout)).toMatchObject({
+      deployment: 'web',
+      images: { 'web-image': second.digest },
+    });
+    await runTool(env2.tools.kubectl, [
+      '--kubeconfig',
+      env2.kube.kubeconfig,
+      'delete',
+      'namespace',
+      `mooring-${suffix}`,
+      '--wait=false',
+    ]);
+  });
+});
