@@ -1,20 +1,22 @@
-// mooring's main job on the embedded test bed: the test bed comes up (a real control plane, Git server and
-// registry), a sample application is committed to Git and its image pushed to the registry, mooring validates an
-// agent configuration for both, then deploys the application with its image pinned by digest and its ConfigMap
-// versioned, waits until it is stable, and deploys a configuration change as a new version.
+// mooring's main job on the embedded test bed, end to end: the test bed comes up (a real control plane, Git server
+// and registry), an example application is committed to a Git repository and its image pushed to the registry,
+// and the mooring agent starts on them. It deploys the application (image pinned by digest, ConfigMap
+// versioned), waits until it is stable, and keeps polling: a push to the repository or a new image is deployed
+// within seconds. The agent keeps running with the test bed; `npm run testbed -- down` stops both.
 import { execFile } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { stringify } from 'yaml';
-import { runCli } from '../src/cli/program.ts';
 import { loadConfigFile } from '../src/config/load.ts';
 import { commitFiles, createBareRepo } from '../test/testbed/git-repos.ts';
 import { pushImage } from '../test/testbed/oci-push.ts';
 import { REPO_ROOT, stateDir } from '../test/testbed/paths.ts';
-import { up } from '../test/testbed/testbed.ts';
+import { freePort } from '../test/testbed/ports.ts';
+import { deathNotice } from '../test/testbed/processes.ts';
+import { startBedDaemon, up } from '../test/testbed/testbed.ts';
 
-const say = (line: string) => process.stdout.write(`${line}\n`);
+const say = (line = '') => process.stdout.write(`${line}\n`);
 const run = promisify(execFile);
 
 const { env, started } = await up((line) => say(`testbed: ${line}`));
@@ -25,25 +27,26 @@ const kubectl = async (args: string[]) =>
 const demo = join(stateDir(), 'demo');
 await mkdir(demo, { recursive: true });
 
-const image = await pushImage({ registry: env.registry.url, repository: 'demo/web', tag: '1.0.0' });
+// The image, under a tag the agent watches: a new push under the same tag is a new digest to deploy.
+const image = await pushImage({ registry: env.registry.url, repository: 'demo/web', tag: 'stable' });
 say(`pushed image ${image.reference}`);
 
-const repoName = `demo-${Date.now().toString(36)}`;
+// The application's repository.
+const repoName = `demo-app-${Date.now().toString(36)}`;
 const repo = await createBareRepo(env.git.root, repoName);
 const manifests = (await readFile(join(REPO_ROOT, 'scripts/demo-app/app.yaml'), 'utf8')).replaceAll(
-  'registry.example.com',
-  env.registry.host,
+  'registry.example.com/demo/web:1.0.0',
+  `${env.registry.host}/demo/web:stable`,
 );
-const commit = await commitFiles(repo, { 'apps/web/app.yaml': manifests }, { message: 'web 1.0.0' });
-// The same file as committed, for `mooring render` below (the Git source that will read it is next to come).
-const appDir = join(demo, 'apps/web');
-await mkdir(appDir, { recursive: true });
-await writeFile(join(appDir, 'app.yaml'), manifests);
-say(`committed apps/web/app.yaml as ${commit.slice(0, 12)} to ${env.git.url}/${repoName}.git`);
+const commit = await commitFiles(repo, { 'apps/web/app.yaml': manifests }, { message: 'web: first version' });
+const repoUrl = `${env.git.url}/${repoName}.git`;
+say(`committed apps/web/app.yaml (${commit.slice(0, 12)}) to ${repoUrl}`);
 
-const passwordFile = join(demo, 'git-password');
-await writeFile(passwordFile, env.git.password, { mode: 0o600 });
+// The agent's configuration: secrets in files, as a mounted Secret would hold them.
 await writeFile(join(demo, 'git-username'), env.git.username, { mode: 0o600 });
+await writeFile(join(demo, 'git-password'), env.git.password, { mode: 0o600 });
+await writeFile(join(demo, 'webhook-secret'), 'demo-webhook-secret', { mode: 0o600 });
+const port = await freePort();
 const config = {
   apiVersion: 'mooring.io/v1alpha1',
   kind: 'AgentConfig',
@@ -52,77 +55,95 @@ const config = {
     git: [
       {
         name: 'demo-manifests',
-        url: `${env.git.url}/${repoName}.git`,
+        url: repoUrl,
         ref: { branch: 'main' },
-        interval: '10s',
-        credentials: { username: { file: join(demo, 'git-username') }, password: { file: passwordFile } },
+        interval: '5s',
+        credentials: {
+          username: { file: join(demo, 'git-username') },
+          password: { file: join(demo, 'git-password') },
+        },
       },
     ],
     registry: [
       {
         name: 'web-image',
         image: `${env.registry.host}/demo/web`,
-        policy: { type: 'fixed', tag: '1.0.0' },
+        policy: { type: 'fixed', tag: 'stable' },
         insecure: true,
+        interval: '5s',
       },
     ],
   },
   deployments: [
-    { name: 'web', namespace: 'demo', source: 'demo-manifests', paths: ['apps/web'], images: ['web-image'] },
+    {
+      name: 'web',
+      namespace: 'demo',
+      source: 'demo-manifests',
+      paths: ['apps/web'],
+      images: ['web-image'],
+      stability: { timeout: '2m' },
+    },
   ],
+  server: {
+    port,
+    address: '127.0.0.1',
+    webhooks: { github: { secret: { file: join(demo, 'webhook-secret') } } },
+  },
 };
 const configFile = join(demo, 'mooring.yaml');
 await writeFile(configFile, stringify(config));
-const parsed = await loadConfigFile(configFile);
-say(`agent configuration ${configFile}: valid (${parsed.deployments.length} deployment)`);
+await loadConfigFile(configFile);
+say(`agent configuration: ${configFile} (valid)`);
 
-say('');
-const imageRef = `${env.registry.host}/demo/web:1.0.0@${image.digest}`;
-const cluster = [
-  '--kubeconfig',
-  env.kube.kubeconfig,
-  '-n',
-  'demo',
-  '--application',
-  'web',
-  '--image',
-  imageRef,
-];
-const step = async (title: string, argv: string[]) => {
-  say('');
-  say(`$ mooring ${argv[0]} …   # ${title}`);
-  const code = await runCli(argv);
-  if (code !== 0) process.exit(code);
-};
-await kubectl(['create', 'namespace', 'demo']).catch(() => undefined); // already there on a second run
+await kubectl(['create', 'namespace', 'demo']).catch(() => undefined); // there already on a second run
+const agent = await startBedDaemon({
+  name: 'mooring-agent',
+  command: process.execPath,
+  args: [join(REPO_ROOT, 'src/cli/main.ts'), 'run', '--config', configFile],
+});
+say(`mooring agent started (pid ${agent.pid}), logging to ${agent.log}`);
 
-await step('the hydrated manifests, as a table', ['render', appDir, ...cluster, '-o', 'table']);
-await step('deploy: render, dry run, apply, wait until stable', [
-  'deploy',
-  appDir,
-  ...cluster,
-  '--timeout',
-  '2m',
-]);
-
-// A configuration change: a new ConfigMap version, and the Deployment rolls to it.
-await writeFile(
-  join(appDir, 'app.yaml'),
-  manifests.replace('hello from mooring', 'hello again from mooring'),
-);
-await step('deploy a changed ConfigMap: a new version, the old one kept for rollback', [
-  'deploy',
-  appDir,
-  ...cluster,
-  '--timeout',
-  '2m',
-]);
-say('');
+// Wait until the agent has deployed the commit and every object is stable.
+const deadline = Date.now() + 180_000;
+for (;;) {
+  const dead = deathNotice(agent);
+  if (dead) throw new Error(dead);
+  const log = await readFile(agent.log, 'utf8').catch(() => '');
+  const lines = log.split('\n').filter((l) => l.startsWith('{'));
+  const done = lines.map((l) => JSON.parse(l) as { msg: string; outcome?: string }).find((l) => l.outcome);
+  if (done?.outcome === 'stable') {
+    say(`agent: ${done.msg}`);
+    break;
+  }
+  if (done) throw new Error(`the agent's first deploy ended ${done.outcome}: ${done.msg} (see ${agent.log})`);
+  if (Date.now() > deadline) throw new Error(`the agent did not deploy within 3 minutes (see ${agent.log})`);
+  await new Promise((r) => setTimeout(r, 500));
+}
+say();
 say((await kubectl(['-n', 'demo', 'get', 'configmaps,deployments,pods,services'])).trim());
-say('');
-say('The test bed keeps running:');
-say(`  kubectl --kubeconfig ${env.kube.kubeconfig} get nodes`);
-say(`  git clone ${env.git.url}/${repoName}.git    (user ${env.git.username}, password in ${passwordFile})`);
-say(`  skopeo inspect --tls-verify=false docker://${env.registry.host}/demo/web:1.0.0`);
-say(`  npm run mooring -- config validate ${configFile}`);
-say('Stop it with: npm run testbed -- down');
+say();
+const image0 = (
+  await kubectl([
+    '-n',
+    'demo',
+    'get',
+    'deployment',
+    'web',
+    '-o',
+    'jsonpath={.spec.template.spec.containers[0].image}',
+  ])
+).trim();
+say(`The Deployment runs ${image0}`);
+say();
+say('The agent keeps running and polls every 5 seconds. Now push a change:');
+say();
+say(`  git clone http://${env.git.username}:${env.git.password}@${repoUrl.slice('http://'.length)} demo-app`);
+say('  cd demo-app && sed -i "s/hello from mooring/hello again/" apps/web/app.yaml');
+say('  git commit -am "web: new greeting" && git push');
+say(`  kubectl --kubeconfig ${env.kube.kubeconfig} -n demo get configmaps   # web-config-v001 appears`);
+say();
+say('Or a new image under the same tag (the Deployment moves to its digest):');
+say('  npm run testbed -- push-image demo/web stable');
+say();
+say(`Follow the agent: tail -f ${agent.log}`);
+say('Stop everything: npm run testbed -- down');

@@ -1,5 +1,6 @@
 // `npm run testbed -- up | down | status`: runs the test bed for tests, the demo and manual exploration.
-import { down, envPath, status, up } from './testbed.ts';
+import { pushImage } from './oci-push.ts';
+import { down, envPath, readEnv, status, up } from './testbed.ts';
 
 const log = (line: string) => process.stderr.write(`testbed: ${line}\n`);
 const command = process.argv[2];
@@ -40,8 +41,27 @@ async function main(): Promise<number> {
       else if (s.env) process.stdout.write(`env: ${envPath()}\n`);
       return s.running ? 0 : 3;
     }
+    case 'push-image': {
+      // A new build under a tag: the content differs on every push, so the tag moves to a new digest.
+      const [repository, tag] = process.argv.slice(3);
+      const env = await readEnv();
+      if (!repository || !tag || !env) {
+        process.stderr.write(
+          'usage: npm run testbed -- push-image REPOSITORY TAG   (with the test bed up)\n',
+        );
+        return 2;
+      }
+      const pushed = await pushImage({
+        registry: env.registry.url,
+        repository,
+        tag,
+        content: `${tag} ${new Date().toISOString()}`,
+      });
+      process.stdout.write(`${pushed.reference}\n`);
+      return 0;
+    }
     default:
-      process.stderr.write('usage: npm run testbed -- up | down | status\n');
+      process.stderr.write('usage: npm run testbed -- up | down | status | push-image REPOSITORY TAG\n');
       return 2;
   }
 }

@@ -10,7 +10,14 @@ import { controlPlaneBinaries, KUBE_VERSION, startControlPlane } from './control
 import { NODE_NAME } from './kubelet.ts';
 import { REPO_ROOT, stateDir } from './paths.ts';
 import { freePorts } from './ports.ts';
-import { type DaemonRecord, deathNotice, isRunning, startDaemon, stopDaemon } from './processes.ts';
+import {
+  type DaemonRecord,
+  deathNotice,
+  isRunning,
+  type StartOptions,
+  startDaemon,
+  stopDaemon,
+} from './processes.ts';
 import { htpasswdLine, registryCommand, registryConfigYaml, waitForRegistry } from './registry.ts';
 import { locateTools } from './tools.ts';
 import { waitFor } from './wait.ts';
@@ -228,6 +235,21 @@ async function waitForNode(kubeconfig: string, kubelet: DaemonRecord): Promise<v
 }
 
 /** Stops every recorded daemon (newest first, so clients go before their servers) and forgets the env. */
+/**
+ * Starts a daemon that belongs to the running test bed (the demo's agent), so that `down` stops it too. A
+ * daemon of the same name that still runs is stopped first.
+ */
+export async function startBedDaemon(options: Omit<StartOptions, 'logDir'>): Promise<DaemonRecord> {
+  const env = await readEnv();
+  if (!env) throw new Error('the test bed is not running');
+  const daemons = await readDaemons();
+  for (const d of daemons.filter((x) => x.name === options.name)) await stopDaemon(d);
+  const record = startDaemon({ ...options, logDir: env.logs });
+  const kept = daemons.filter((x) => x.name !== options.name);
+  await writeFile(join(stateDir(), DAEMONS_FILE), `${JSON.stringify([...kept, record], null, 2)}\n`);
+  return record;
+}
+
 export async function down(log: Log = () => undefined): Promise<string[]> {
   const daemons = await readDaemons();
   const stopped: string[] = [];
