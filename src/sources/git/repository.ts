@@ -1,0 +1,258 @@
+// One Git source's repository: what the server's ref points at (without fetching), shallow fetches into a
+// persistent bare cache (`<cacheDir>/<sha256(url)>`), and reading manifests and changes from its object store.
+//
+// How changes are found with shallow fetches (see changes()): the cache is never pruned, so the commit fetched
+// by an earlier poll is still in it, tree and all, and two commits are compared tree against tree locally. Each
+// fetch offers the previously fetched commit as a `have` and asks for a thin pack (transport.ts), so the server
+// sends only the objects that changed. Whether the old commit is still an ancestor of the new one (it is not
+// after a force-push that dropped it) is decided on the local history; where the shallow boundary hides the
+// answer, the history is deepened (16, then 128 commits, again only changed objects), and what stays unknown
+// counts as "not an ancestor": every file is then treated as changed.
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import git from 'isomorphic-git';
+import type { GitSource } from '../../config/schema.ts';
+import { StalledError, type Subject, TransientError } from '../../errors.ts';
+import type { ManifestFile } from '../../render/parse.ts';
+import { compactPacks } from './compact.ts';
+import { safeUrl } from './errors.ts';
+import { ancestry } from './history.ts';
+import { exclusive } from './lock.ts';
+import { manifestSelection, readManifests, refuseSymlinks, selectChanged } from './manifests.ts';
+import { createPathFilter, type PathFilter } from './paths.ts';
+import { type RefSpec, type ResolvedRef, refPrefix, refSpecOf, selectRef } from './refs.ts';
+import { fetchInto, initCache, listRefs, pointRef, type RemoteOptions } from './remote.ts';
+import { readOnlyStoreFs } from './store-fs.ts';
+import { diffTrees, type FileChange, listFiles, type ObjectStore, type TreeFile } from './tree.ts';
+
+export type { ResolvedRef } from './refs.ts';
+
+export interface GitRepositoryOptions {
+  /** The folder of the caches of all Git sources; each repository gets `<cacheDir>/<sha256(url)>`. */
+  cacheDir: string;
+  /** Largest transfer of one operation (refs or a pack); 1 GiB when absent. */
+  maxTransferBytes?: number;
+  /** Most manifest files read from one commit; 10,000 when absent. */
+  maxFiles?: number;
+  /** Packs in the cache beyond which they are rewritten as one (compact.ts); 32 when absent. */
+  maxPacks?: number;
+  /** Told about every HTTP request (method, URL without credentials): metrics, tests. */
+  onRequest?: (method: string, url: string) => void;
+}
+
+export interface Changes {
+  /** True when the old commit is unknown or no longer an ancestor: treat every file as changed. */
+  everything: boolean;
+  /** With `everything: false`: the files that differ, in either commit. */
+  changes: FileChange[];
+}
+
+// The commit fetched last: offered to the server as a `have`, so the next fetch sends only what changed.
+const LAST_REF = 'refs/mooring/last';
+// How far the history is deepened, in turn, when the shallow boundary hides whether a commit is an ancestor.
+const DEEPEN_STEPS = [16, 128];
+const MAX_WALK = 10_000;
+
+export class GitRepository {
+  readonly source: GitSource;
+  /** The URL without credentials or query: the only form that appears in messages and artifacts. */
+  readonly url: string;
+  readonly gitdir: string;
+  readonly #spec: RefSpec;
+  readonly #remote: RemoteOptions;
+  readonly #maxFiles: number;
+  readonly #maxPacks: number;
+  #lastResolved: ResolvedRef | undefined;
+  #initialized = false;
+
+  constructor(source: GitSource, options: GitRepositoryOptions) {
+    this.source = source;
+    this.url = safeUrl(source.url);
+    this.#spec = refSpecOf(source.ref);
+    this.gitdir = join(options.cacheDir, createHash('sha256').update(source.url).digest('hex'));
+    this.#remote = { maxTransferBytes: options.maxTransferBytes ?? 1024 ** 3, onRequest: options.onRequest };
+    this.#maxFiles = options.maxFiles ?? 10_000;
+    this.#maxPacks = options.maxPacks ?? 32;
+  }
+
+  /** Asks the server where the source's ref points, fetching no objects: one GET of the ref advertisement. */
+  async resolve(): Promise<ResolvedRef> {
+    const refs = await listRefs(this.source, refPrefix(this.#spec), this.#remote);
+    this.#lastResolved = this.#withSubject(() => selectRef(refs, this.#spec));
+    return this.#lastResolved;
+  }
+
+  /**
+   * Makes the commit's tree readable: a shallow fetch (depth 1, one ref, no tags) unless the cache has it. A
+   * commit given alone is fetched through the ref the last resolve() found for it, else by its id, which git's
+   * smart HTTP serves for any commit a ref still reaches.
+   */
+  async fetch(target: ResolvedRef | string): Promise<void> {
+    const commit = typeof target === 'string' ? target : target.commit;
+    const last = this.#lastResolved;
+    const ref = typeof target !== 'string' ? target.ref : last?.commit === commit ? last.ref : undefined;
+    await this.#init();
+    await exclusive(this.gitdir, async () => {
+      if (!(await hasCommit(this.#store(), commit))) {
+        await this.#fetchPack(ref ?? commit, 1);
+        if (!(await hasCommit(this.#store(), commit))) {
+          const subject = this.#subject(commit);
+          if (ref)
+            throw new TransientError(`${ref} moved while it was fetched; the next poll follows it`, {
+              subject,
+            });
+          // The server answers a want that no ref reaches with an error isomorphic-git passes over quietly.
+          throw new StalledError('commit is no longer on the server: no branch or tag reaches it', {
+            subject,
+          });
+        }
+      }
+      await pointRef(this.gitdir, LAST_REF, commit);
+      await compactPacks(this.gitdir, this.#maxPacks);
+    });
+  }
+
+  /** The manifest files under `paths` minus `exclude` at a fetched commit; symlinks and big files refused. */
+  async files(
+    commit: string,
+    paths: readonly string[],
+    exclude: readonly string[] = [],
+  ): Promise<ManifestFile[]> {
+    const filter = this.#filter(paths, exclude);
+    return exclusive(this.gitdir, async () => {
+      const store = this.#store();
+      await this.#requireCommit(store, commit);
+      const selected = await this.#manifests(store, commit, filter);
+      return readManifests(store, selected, this.source.maxFileBytes, this.#subject(commit));
+    });
+  }
+
+  /** The paths of the files that differ between two fetched commits, or everything (see changes()). */
+  async changedFiles(
+    from: string | undefined,
+    to: string,
+  ): Promise<{ paths: string[]; everything: boolean }> {
+    const { everything, changes } = await this.changes(from, to);
+    return { everything, paths: changes.map((c) => c.path) };
+  }
+
+  /**
+   * What differs between `from` (the last deployed commit) and `to` (fetched). Everything counts as changed
+   * when there is no `from`, when the cache does not hold it, or when it is not an ancestor of `to` (a
+   * force-push dropped it, or the shallow history cannot show it within the deepening bound).
+   */
+  async changes(from: string | undefined, to: string): Promise<Changes> {
+    if (from === undefined) return { everything: true, changes: [] };
+    if (from === to) return { everything: false, changes: [] };
+    await this.#init();
+    return exclusive(this.gitdir, async () => {
+      await this.#requireCommit(this.#store(), to);
+      if (!(await hasCommit(this.#store(), from))) return { everything: true, changes: [] };
+      if (!(await this.#isAncestor(from, to))) return { everything: true, changes: [] };
+      return { everything: false, changes: await diffTrees(this.#store(), from, to) };
+    });
+  }
+
+  /**
+   * The manifest files under the paths that changed from `from` to `to` and exist in `to` (all of them when
+   * everything changed). A symlink among them is refused.
+   */
+  async changedManifests(
+    from: string | undefined,
+    to: string,
+    paths: readonly string[],
+    exclude: readonly string[] = [],
+  ): Promise<{ everything: boolean; files: TreeFile[] }> {
+    const filter = this.#filter(paths, exclude);
+    const { everything, changes } = await this.changes(from, to);
+    if (everything) {
+      return {
+        everything,
+        files: await exclusive(this.gitdir, () => this.#manifests(this.#store(), to, filter)),
+      };
+    }
+    const files = selectChanged(changes, manifestSelection(filter));
+    refuseSymlinks(files, this.#subject(to));
+    return { everything, files };
+  }
+
+  /** Author and subject line of a fetched commit, for an artifact's provenance. */
+  async commitInfo(commit: string): Promise<{ author: string; subject: string }> {
+    const { commit: object } = await exclusive(this.gitdir, () =>
+      git.readCommit({ ...this.#store(), oid: commit }),
+    );
+    return { author: object.author.name, subject: object.message.split('\n')[0] ?? '' };
+  }
+
+  async #manifests(store: ObjectStore, commit: string, filter: PathFilter): Promise<TreeFile[]> {
+    const files = await listFiles(store, commit, manifestSelection(filter), this.#maxFiles);
+    refuseSymlinks(files, this.#subject(commit));
+    return files;
+  }
+
+  #filter(paths: readonly string[], exclude: readonly string[]): PathFilter {
+    return this.#withSubject(() => createPathFilter(paths, exclude));
+  }
+
+  async #isAncestor(from: string, to: string): Promise<boolean> {
+    // Deepening re-asks the server for the ref that led to `to`; without it the local answer has to do.
+    const ref = this.#lastResolved?.commit === to ? this.#lastResolved.ref : undefined;
+    for (const depth of [0, ...DEEPEN_STEPS]) {
+      if (depth > 0) {
+        if (!ref) break;
+        await this.#fetchPack(ref, depth);
+      }
+      const verdict = await ancestry(this.#store(), from, to, MAX_WALK);
+      if (verdict !== 'unknown') return verdict === 'ancestor';
+    }
+    return false;
+  }
+
+  #fetchPack(want: string, depth: number): Promise<void> {
+    return fetchInto(this.source, { gitdir: this.gitdir, want, have: LAST_REF, depth }, this.#remote);
+  }
+
+  async #init(): Promise<void> {
+    if (this.#initialized) return;
+    await initCache(this.gitdir);
+    this.#initialized = true;
+  }
+
+  /** A view of the object store for one read: build a new one after anything was fetched. */
+  #store(): ObjectStore {
+    return { fs: readOnlyStoreFs(this.gitdir), gitdir: this.gitdir, cache: {} };
+  }
+
+  async #requireCommit(store: ObjectStore, commit: string): Promise<void> {
+    if (!(await hasCommit(store, commit))) {
+      throw new TransientError('commit is not in the cache: fetch it first', {
+        subject: this.#subject(commit),
+      });
+    }
+  }
+
+  /** Runs a pure step whose StalledError names no repository, adding this one as its subject. */
+  #withSubject<T>(step: () => T): T {
+    try {
+      return step();
+    } catch (error) {
+      if (error instanceof StalledError && !error.subject) {
+        throw new StalledError(error.message, { subject: this.#subject(), cause: error.cause });
+      }
+      throw error;
+    }
+  }
+
+  #subject(commit?: string): Subject {
+    return { describe: commit ? `${this.url}@${commit.slice(0, 7)}` : this.url };
+  }
+}
+
+async function hasCommit(store: ObjectStore, oid: string): Promise<boolean> {
+  try {
+    await git.readCommit({ ...store, oid });
+    return true;
+  } catch {
+    return false;
+  }
+}

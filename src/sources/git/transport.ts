@@ -1,0 +1,103 @@
+// The HTTP client isomorphic-git talks through: Node's fetch (keep-alive connections, so a poll after the first
+// costs no handshake) with a deadline for the whole operation and a bound on the bytes a server may send.
+// isomorphic-git's own clients accept an AbortSignal per request but the library never passes one; this one
+// injects it, so a server that stops answering mid-pack cannot hold a poll forever.
+//
+// It also asks for thin packs. isomorphic-git leaves `thin-pack` out of its fetch requests (canonical git cannot
+// read the packs it would store; only isomorphic-git reads this cache, and it resolves external delta bases).
+// Without it, git's upload-pack answers a shallow fetch (`deepen`) with every object of the new commit even when
+// the client has the previous one: each poll after a one-file change would download the whole tree again.
+import type { GitHttpRequest, GitHttpResponse, HttpClient } from 'isomorphic-git';
+import webHttp from 'isomorphic-git/http/web';
+import { StalledError } from '../../errors.ts';
+import { safeUrl } from './errors.ts';
+
+export interface TransportOptions {
+  signal: AbortSignal;
+  /** Largest number of response bytes over the whole operation. */
+  maxBytes: number;
+  /** Told about each request (method and URL without credentials), e.g. for metrics. */
+  onRequest?: ((method: string, url: string) => void) | undefined;
+}
+
+// The capabilities follow a NUL on the first ref line of the advertisement, well within this many bytes.
+const ADVERTISEMENT_HEAD_BYTES = 64 * 1024;
+
+export function boundedHttp(options: TransportOptions): HttpClient {
+  let received = 0;
+  let thinPackOffered = false;
+  const count = (url: string, chunk: Uint8Array): void => {
+    received += chunk.byteLength;
+    if (received > options.maxBytes) {
+      throw new StalledError(
+        `the server sent more than ${options.maxBytes} bytes (the transfer limit of a Git source)`,
+        { subject: { describe: safeUrl(url) } },
+      );
+    }
+  };
+  return {
+    async request(request: GitHttpRequest): Promise<GitHttpResponse> {
+      options.signal.throwIfAborted();
+      options.onRequest?.(request.method ?? 'GET', safeUrl(request.url));
+      let body = request.body;
+      if (body && thinPackOffered && new URL(request.url).pathname.endsWith('/git-upload-pack')) {
+        body = single(withThinPack(await collect(body)));
+      }
+      const response = await webHttp.request({
+        ...request,
+        ...(body ? { body } : {}),
+        signal: options.signal,
+      });
+      if (!response.body) return response;
+      const advertisement = new URL(request.url).pathname.endsWith('/info/refs');
+      let head = advertisement ? '' : undefined;
+      const onChunk = (chunk: Uint8Array): void => {
+        count(request.url, chunk);
+        if (head === undefined || head.length >= ADVERTISEMENT_HEAD_BYTES) return;
+        head += Buffer.from(chunk).toString('latin1');
+        const nul = head.indexOf('\0');
+        const end = nul === -1 ? -1 : head.indexOf('\n', nul);
+        if (end !== -1) {
+          thinPackOffered = head
+            .slice(nul + 1, end)
+            .split(' ')
+            .includes('thin-pack');
+          head = undefined;
+        }
+      };
+      return { ...response, body: observed(response.body, onChunk) };
+    },
+  };
+}
+
+/** The upload-pack request with `thin-pack` added to the capabilities on its first `want` line. */
+export function withThinPack(request: Uint8Array): Uint8Array {
+  const buffer = Buffer.from(request);
+  const length = Number.parseInt(buffer.subarray(0, 4).toString('latin1'), 16);
+  if (!Number.isInteger(length) || length < 4 || length > buffer.length) return request;
+  const line = buffer.subarray(4, length).toString('latin1');
+  if (!line.startsWith('want ') || line.split(/[ \n]/).includes('thin-pack')) return request;
+  const changed = line.endsWith('\n') ? `${line.slice(0, -1)} thin-pack\n` : `${line} thin-pack`;
+  const header = (changed.length + 4).toString(16).padStart(4, '0');
+  return Buffer.concat([Buffer.from(header + changed, 'latin1'), buffer.subarray(length)]);
+}
+
+async function collect(body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of body) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
+async function* single(chunk: Uint8Array): AsyncIterableIterator<Uint8Array> {
+  yield chunk;
+}
+
+async function* observed(
+  body: AsyncIterableIterator<Uint8Array>,
+  onChunk: (chunk: Uint8Array) => void,
+): AsyncIterableIterator<Uint8Array> {
+  for await (const chunk of body) {
+    onChunk(chunk);
+    yield chunk;
+  }
+}

@@ -1,0 +1,121 @@
+// Reading trees straight from the object store of the cache repository: listing the files of a commit and
+// comparing two commits. Nothing is checked out, so a symlink or a path like `../../etc` in a repository can
+// never touch the agent's file system: entries are names in Git objects, not files on disk.
+import git, { type FsClient, type TreeEntry } from 'isomorphic-git';
+import { StalledError } from '../../errors.ts';
+
+export interface ObjectStore {
+  fs: FsClient;
+  gitdir: string;
+  /** isomorphic-git's cache of pack indexes: one per operation, so a long-lived agent does not hoard packs. */
+  cache: object;
+}
+
+export const SYMLINK_MODE = '120000';
+
+/** A file of a tree: a regular file (100644, 100755) or a symlink (120000). Submodules are not files. */
+export interface TreeFile {
+  path: string;
+  oid: string;
+  mode: string;
+}
+
+export interface FileChange {
+  path: string;
+  /** The file in the older commit; absent when it was added. */
+  before?: TreeFile | undefined;
+  /** The file in the newer commit; absent when it was deleted. */
+  after?: TreeFile | undefined;
+}
+
+export interface TreeSelection {
+  includes(file: TreeFile): boolean;
+  /** False lets the walk skip a folder without reading it. */
+  mayContain(folder: string): boolean;
+}
+
+/** The files of a commit (or tree) that the selection includes, sorted by path; at most `limit` of them. */
+export async function listFiles(
+  store: ObjectStore,
+  oid: string,
+  selection: TreeSelection,
+  limit: number,
+): Promise<TreeFile[]> {
+  const files: TreeFile[] = [];
+  const visit = async (treeOid: string, prefix: string): Promise<void> => {
+    for (const entry of await entries(store, treeOid)) {
+      const path = join(prefix, entry.path);
+      if (entry.type === 'tree') {
+        if (selection.mayContain(path)) await visit(entry.oid, path);
+        continue;
+      }
+      if (entry.type !== 'blob') continue; // a submodule: a commit of another repository, not a file
+      const file = { path, oid: entry.oid, mode: entry.mode };
+      if (!selection.includes(file)) continue;
+      if (files.length >= limit) throw new StalledError(`more than ${limit} files selected by the paths`);
+      files.push(file);
+    }
+  };
+  await visit(oid, '');
+  return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+/**
+ * The files that differ between two commits (or trees): added, deleted, changed content or changed mode.
+ * Subtrees with equal ids are skipped without being read, so the cost follows the size of the change, not of
+ * the repository.
+ */
+export async function diffTrees(store: ObjectStore, fromOid: string, toOid: string): Promise<FileChange[]> {
+  const changes: FileChange[] = [];
+  const visit = async (
+    before: string | undefined,
+    after: string | undefined,
+    prefix: string,
+  ): Promise<void> => {
+    if (before === after) return;
+    const older = before ? byName(await entries(store, before)) : new Map<string, TreeEntry>();
+    const newer = after ? byName(await entries(store, after)) : new Map<string, TreeEntry>();
+    const names = [...new Set([...older.keys(), ...newer.keys()])].sort();
+    for (const name of names) {
+      const a = older.get(name);
+      const b = newer.get(name);
+      const path = join(prefix, name);
+      const aTree = a?.type === 'tree' ? a.oid : undefined;
+      const bTree = b?.type === 'tree' ? b.oid : undefined;
+      if (aTree || bTree) await visit(aTree, bTree, path);
+      const aFile = a?.type === 'blob' ? { path, oid: a.oid, mode: a.mode } : undefined;
+      const bFile = b?.type === 'blob' ? { path, oid: b.oid, mode: b.mode } : undefined;
+      if (aFile?.oid === bFile?.oid && aFile?.mode === bFile?.mode) continue;
+      changes.push({ path, before: aFile, after: bFile });
+    }
+  };
+  await visit(await treeOf(store, fromOid), await treeOf(store, toOid), '');
+  return changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+/** The blob's bytes. */
+export async function readBlob(store: ObjectStore, oid: string): Promise<Uint8Array> {
+  const { blob } = await git.readBlob({ ...store, oid });
+  return blob;
+}
+
+async function treeOf(store: ObjectStore, oid: string): Promise<string> {
+  return (await git.readTree({ ...store, oid })).oid;
+}
+
+async function entries(store: ObjectStore, treeOid: string): Promise<TreeEntry[]> {
+  const { tree } = await git.readTree({ ...store, oid: treeOid });
+  // Git itself refuses such names (fsck), but a crafted object could carry them; they are never made into paths.
+  const bad = tree.find((e) => e.path === '' || e.path === '.' || e.path === '..' || /[/\0]/.test(e.path));
+  if (bad)
+    throw new StalledError(`tree ${treeOid} holds an entry with an invalid name ${JSON.stringify(bad.path)}`);
+  return tree;
+}
+
+function byName(list: TreeEntry[]): Map<string, TreeEntry> {
+  return new Map(list.map((e) => [e.path, e]));
+}
+
+function join(prefix: string, name: string): string {
+  return prefix === '' ? name : `${prefix}/${name}`;
+}

@@ -1,0 +1,132 @@
+import { describe, expect, it } from 'vitest';
+import { StalledError } from '../../../src/errors.ts';
+import { createPathFilter, isManifestPath } from '../../../src/sources/git/paths.ts';
+
+interface Case {
+  name: string;
+  paths: string[];
+  exclude?: string[];
+  included: string[];
+  left: string[];
+}
+
+const cases: Case[] = [
+  {
+    name: '"." selects everything that is not hidden',
+    paths: ['.'],
+    included: ['a.yaml', 'apps/web/deploy.yaml', 'README.md'],
+    left: ['.github/workflows/ci.yml', 'apps/.secret/x.yaml', '.mooring.yaml'],
+  },
+  {
+    name: 'a folder selects what lies under it, not its namesakes',
+    paths: ['apps/web'],
+    included: ['apps/web/deploy.yaml', 'apps/web/sub/svc.yaml'],
+    left: ['apps/web-old/deploy.yaml', 'apps/webdeploy.yaml', 'apps/api/deploy.yaml', 'web/deploy.yaml'],
+  },
+  {
+    name: 'leading "./", a leading "/" and trailing slashes are ignored',
+    paths: ['./apps/web/', '/infra//'],
+    included: ['apps/web/deploy.yaml', 'infra/ns.yaml'],
+    left: ['apps/api/deploy.yaml'],
+  },
+  {
+    name: 'a path may name one file',
+    paths: ['apps/web/deploy.yaml'],
+    included: ['apps/web/deploy.yaml'],
+    left: ['apps/web/deploy.yaml.bak', 'apps/web/svc.yaml'],
+  },
+  {
+    name: 'a hidden folder named explicitly is selected',
+    paths: ['.deploy'],
+    included: ['.deploy/app.yaml'],
+    left: ['.deploy/.cache/app.yaml', 'deploy/app.yaml'],
+  },
+  {
+    name: 'a glob matching folders selects the files below them',
+    paths: ['apps/*/prod'],
+    included: ['apps/web/prod/deploy.yaml', 'apps/api/prod/k/svc.yaml'],
+    left: ['apps/web/staging/deploy.yaml', 'apps/prod/deploy.yaml', 'apps/.x/prod/a.yaml'],
+  },
+  {
+    name: 'a glob matching files',
+    paths: ['apps/**/deploy.yaml'],
+    included: ['apps/deploy.yaml', 'apps/web/deploy.yaml', 'apps/web/prod/deploy.yaml'],
+    left: ['apps/web/svc.yaml', 'deploy.yaml'],
+  },
+  {
+    name: 'braces and character classes',
+    paths: ['{apps,infra}/[ab]*.yaml'],
+    included: ['apps/a.yaml', 'infra/b2.yaml'],
+    left: ['apps/c.yaml', 'other/a.yaml'],
+  },
+  {
+    name: 'an exclude without "/" matches names at any depth, like .gitignore',
+    paths: ['.'],
+    exclude: ['*.test.yaml', 'charts'],
+    included: ['apps/web/deploy.yaml', 'charts.yaml'],
+    left: ['web.test.yaml', 'apps/web/deploy.test.yaml', 'charts/x.yaml', 'apps/charts/y/z.yaml'],
+  },
+  {
+    name: 'an exclude with "/" is anchored at the root',
+    paths: ['.'],
+    exclude: ['apps/legacy', '/infra/*.json', 'apps/*/secrets'],
+    included: ['legacy/apps/legacy/a.yaml', 'apps/legacy2/a.yaml', 'infra/sub/a.json', 'apps/web/a.yaml'],
+    left: ['apps/legacy/a.yaml', 'infra/a.json', 'apps/web/secrets/s.yaml'],
+  },
+  {
+    name: 'several paths add up',
+    paths: ['apps/web', 'infra/*.yaml'],
+    included: ['apps/web/a.yaml', 'infra/ns.yaml'],
+    left: ['apps/api/a.yaml', 'infra/sub/ns.yaml'],
+  },
+];
+
+describe('git path filter', () => {
+  for (const c of cases) {
+    it(c.name, () => {
+      const filter = createPathFilter(c.paths, c.exclude ?? []);
+      for (const path of c.included) expect(filter.includes(path), `${path} should be included`).toBe(true);
+      for (const path of c.left) expect(filter.includes(path), `${path} should be left out`).toBe(false);
+    });
+  }
+
+  it('never prunes a folder that holds an included file', () => {
+    for (const c of cases) {
+      const filter = createPathFilter(c.paths, c.exclude ?? []);
+      for (const path of c.included) {
+        const segments = path.split('/');
+        for (let end = 1; end < segments.length; end++) {
+          const folder = segments.slice(0, end).join('/');
+          expect(filter.mayContain(folder), `${c.name}: ${folder} holds ${path}`).toBe(true);
+        }
+      }
+    }
+  });
+
+  it('prunes folders that cannot hold selected files', () => {
+    const filter = createPathFilter(['apps/web'], ['apps/web/old']);
+    expect(filter.mayContain('apps')).toBe(true);
+    expect(filter.mayContain('apps/web')).toBe(true);
+    expect(filter.mayContain('apps/api')).toBe(false);
+    expect(filter.mayContain('infra')).toBe(false);
+    expect(filter.mayContain('apps/web/old')).toBe(false);
+    expect(filter.mayContain('apps/web/.hidden')).toBe(false);
+    const everything = createPathFilter(['.'], ['charts']);
+    expect(everything.mayContain('.github')).toBe(false);
+    expect(everything.mayContain('deep/charts')).toBe(false);
+    expect(everything.mayContain('deep/down')).toBe(true);
+  });
+
+  it('refuses a path or exclude that leads outside the repository', () => {
+    expect(() => createPathFilter(['../other'])).toThrow(StalledError);
+    expect(() => createPathFilter(['apps/../../etc'])).toThrow(/path "apps\/..\/..\/etc" leads outside/);
+    expect(() => createPathFilter(['.'], ['../x'])).toThrow(/exclude "..\/x" leads outside/);
+    // `..` that stays inside is only a roundabout spelling.
+    expect(createPathFilter(['apps/web/../api']).includes('apps/api/a.yaml')).toBe(true);
+  });
+
+  it('knows manifest files by their extension', () => {
+    expect(['a.yaml', 'b.yml', 'c.json', 'D.YAML', 'dir/e.Yml'].every(isManifestPath)).toBe(true);
+    expect(['a.yaml.bak', 'README.md', 'yaml', 'kustomization', 'a.jsonc'].some(isManifestPath)).toBe(false);
+  });
+});
