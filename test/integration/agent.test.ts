@@ -248,4 +248,57 @@ server:
       '--wait=false',
     ]);
   });
+
+  it('puts back what was changed by hand when drift correction is on', async () => {
+    const env = testbed();
+    const suffix = Date.now().toString(36);
+    const dir = await manifestDir({
+      'app.yaml': `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: drifter}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: drifter}}
+  template:
+    metadata: {labels: {app: drifter}}
+    spec: {containers: [{name: app, image: app:1}]}
+`,
+    });
+    const agent = await startAgent(`
+cluster: {kubeconfig: ${env.kube.kubeconfig}, namespace: mooring-${suffix}}
+sources:
+  local: [{name: folder, path: ${dir}}]
+deployments:
+  - {name: drifter, namespace: ${ns()}, source: folder}
+server: {port: 0, address: 127.0.0.1}
+drift: {interval: 2s}
+`);
+    agents.push(agent);
+    const apps = kubeConfig().makeApiClient(AppsV1Api);
+    const replicas = async () =>
+      (await apps.readNamespacedDeployment({ name: 'drifter', namespace: ns() }).catch(() => undefined))?.spec
+        ?.replicas;
+    await eventually('deployed from the local source', async () =>
+      (await replicas()) === 1 ? true : undefined,
+    );
+    const scaled = await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      '-n',
+      ns(),
+      'scale',
+      'deployment/drifter',
+      '--replicas=3',
+    ]);
+    expect(scaled.code, scaled.stderr).toBe(0);
+    await eventually('drift put back', async () => ((await replicas()) === 1 ? true : undefined), 30_000);
+    await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      'delete',
+      'namespace',
+      `mooring-${suffix}`,
+      '--wait=false',
+    ]);
+  });
 });
