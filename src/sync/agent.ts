@@ -2,25 +2,23 @@
 // change concerns, and syncs them through the queue and the deploy pipeline. What each deployment last deployed
 // is kept in the cluster, so a restarted agent with nothing new deploys nothing.
 import cron from 'node-cron';
-import { renderOptionsFor } from '../config/render-options.ts';
 import type { Deployment, GitSource, LocalSource, MooringConfig, RegistrySource } from '../config/schema.ts';
 import { errorMessage } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import { describeKubeError, statusCode } from '../kube/errors.ts';
-import type { ImageArtifact } from '../render/images.ts';
 import type { ManifestFile } from '../render/parse.ts';
-import { readReleaseState, syncRevision, writeReleaseState } from '../report/release-state.ts';
+import { current, Ledger, type ReleaseImage, syncRevision, type Trigger } from '../report/ledger.ts';
 import { GitRepository } from '../sources/git/repository.ts';
 import { readManifestFiles } from '../sources/local/files.ts';
 import { filesRevision, watchFolder } from '../sources/local/watch.ts';
 import type { RegistryClient } from '../sources/registry/client.ts';
 import { createRegistryClient } from '../sources/registry/create.ts';
 import { pollRegistry } from '../sources/registry/poll.ts';
-import { deploy } from './deploy.ts';
 import type { Logger } from './logger.ts';
 import { outcomeOf } from './outcome.ts';
 import { SyncQueue } from './queue.ts';
+import { type SyncDeps, type SyncReporter, syncDeployment } from './sync-deployment.ts';
 
 export interface AgentDeps {
   config: MooringConfig;
@@ -29,6 +27,7 @@ export interface AgentDeps {
   log: Logger;
   /** Where Git sources keep their object caches. */
   cacheDir: string;
+  reporters?: readonly SyncReporter[];
 }
 
 interface DeploymentState {
@@ -70,9 +69,11 @@ export class Agent {
   private readonly polling = new Map<string, { again: boolean }>();
   private readonly stops: (() => void | Promise<void>)[] = [];
   private stopped = false;
+  private readonly ledger: Ledger;
 
   constructor(deps: AgentDeps) {
     this.deps = deps;
+    this.ledger = new Ledger(deps.api, deps.config.cluster.namespace, deps.config.ledger.historyLimit);
     this.queue = new SyncQueue({
       concurrency: deps.config.concurrency,
       onEvent: (e) => {
@@ -92,11 +93,10 @@ export class Agent {
     const { config, api, log } = this.deps;
     await ensureNamespace(api, config.cluster.namespace);
     for (const spec of config.deployments) {
-      const state = await readReleaseState(api, config.cluster.namespace, spec.name);
-      this.deployments.set(spec.name, { spec, commit: state?.commit, deployed: state?.revision });
-      for (const [source, digest] of Object.entries(state?.images ?? {})) {
-        this.knownDigests.set(source, digest);
-      }
+      const now = current(await this.ledger.read(spec.name));
+      this.deployments.set(spec.name, { spec, commit: now?.commit, deployed: now?.revision });
+      for (const [source, image] of Object.entries(now?.images ?? {}))
+        this.knownDigests.set(source, image.digest);
     }
     for (const source of config.sources.git) {
       this.repos.set(source.name, new GitRepository(source, { cacheDir: this.deps.cacheDir }));
@@ -233,36 +233,49 @@ export class Agent {
 
   private correctDrift(): void {
     for (const d of this.deployments.values()) {
-      if (d.deployed) this.trigger(d, d.commit, `drift@${Date.now()}`);
+      if (d.deployed) this.trigger(d, d.commit, 'drift');
     }
   }
 
-  private images(d: DeploymentState): { artifacts: ImageArtifact[]; digests: Record<string, string> } {
-    const artifacts: ImageArtifact[] = [];
-    const digests: Record<string, string> = {};
+  private images(d: DeploymentState): Record<string, ReleaseImage> {
+    const images: Record<string, ReleaseImage> = {};
     for (const name of d.spec.images) {
       const r = this.registries.get(name);
-      if (!r?.current) continue;
-      artifacts.push({ name: r.source.image, tag: r.current.tag, digest: r.current.digest });
-      digests[name] = r.current.digest;
+      if (r?.current) images[name] = { image: r.source.image, tag: r.current.tag, digest: r.current.digest };
     }
-    return { artifacts, digests };
+    return images;
   }
 
-  private trigger(d: DeploymentState, commit: string | undefined, reason?: string): void {
-    const { artifacts, digests } = this.images(d);
+  private trigger(d: DeploymentState, commit: string | undefined, reason?: 'drift'): void {
+    const images = this.images(d);
+    const digests = Object.fromEntries(Object.entries(images).map(([k, v]) => [k, v.digest]));
     const revision = syncRevision(commit, digests);
-    const key = reason ? `${revision}|${reason}` : revision;
+    const key = reason ? `${revision}|${reason}@${Date.now()}` : revision;
+    const log = this.deps.log.child({ deployment: d.spec.name, revision: commit?.slice(0, 12) ?? 'local' });
     if (!reason && revision === d.deployed && !this.isLocal(d)) {
       d.commit = commit;
-      this.deps.log.info(
-        { deployment: d.spec.name, revision: commit?.slice(0, 12) },
-        'deployment is current',
-      );
+      log.info('deployment is current');
       return;
     }
-    const log = this.deps.log.child({ deployment: d.spec.name, revision: commit?.slice(0, 12) ?? 'local' });
+    const trigger: Trigger =
+      reason ?? (d.deployed === undefined ? 'start' : commit !== d.commit ? 'commit' : 'image');
     this.queue.trigger(d.spec.name, key, async (signal) => {
+      // A rollback fence holds the deployment at its release until a new commit or image arrives.
+      const { fence } = await this.ledger.read(d.spec.name);
+      if (fence) {
+        const moved =
+          (commit !== undefined && commit !== fence.heads.commit) ||
+          Object.entries(digests).some(([source, digest]) => fence.heads.images[source] !== digest);
+        if (!moved) {
+          log.info(
+            { release: fence.release },
+            'held at a rolled-back release; resume or push to deploy again',
+          );
+          return { result: 'done' };
+        }
+        log.info({ release: fence.release }, 'a new commit or image lifts the rollback fence');
+        await this.ledger.setFence(d.spec.name, undefined);
+      }
       let files: ManifestFile[];
       try {
         files = await this.files(d, commit);
@@ -270,51 +283,34 @@ export class Agent {
         log.error({ err: errorMessage(error) }, 'cannot read the manifests');
         return outcomeOf({ outcome: 'error', error } as never);
       }
-      if (this.isLocal(d) && !reason) {
-        const local = `${filesRevision(files)}|${revision}`;
-        if (local === d.deployed) return { result: 'done' };
-      }
-      log.info({ files: files.length, images: artifacts.length }, 'sync started');
-      const report = await deploy(
-        {
-          api: this.deps.api,
-          discovery: this.deps.discovery,
-          onEvent: (e) => {
-            if (e.type === 'applied' && e.result.action !== 'unchanged') {
-              log.info({ object: e.result.target.plan.object, action: e.result.action }, 'applied');
-            }
-          },
-        },
-        {
-          files,
-          namespace: d.spec.namespace,
-          application: d.spec.application ?? d.spec.name,
-          images: artifacts,
-          timeoutMs: d.spec.stability.timeout,
-          dryRun: false,
-          renderOptions: renderOptionsFor(this.deps.config, d.spec),
-          fieldManager: this.deps.config.apply.fieldManager,
-          concurrency: this.deps.config.apply.concurrency,
-          signal,
-        },
-      );
-      const outcome = outcomeOf(report);
+      const local = this.isLocal(d) ? `${filesRevision(files)}|${revision}` : revision;
+      if (this.isLocal(d) && !reason && local === d.deployed) return { result: 'done' };
+      const { report } = await syncDeployment(this.syncDeps(), {
+        config: this.deps.config,
+        deployment: d.spec,
+        commit,
+        files,
+        images,
+        revision: local,
+        trigger,
+        signal,
+      });
       if (report.outcome === 'stable') {
         d.commit = commit;
-        d.deployed = this.isLocal(d) ? `${filesRevision(files)}|${revision}` : revision;
-        await writeReleaseState(this.deps.api, this.deps.config.cluster.namespace, {
-          deployment: d.spec.name,
-          revision: d.deployed,
-          commit,
-          images: digests,
-          outcome: report.outcome,
-          time: new Date().toISOString(),
-        }).catch((error: unknown) => log.warn({ err: errorMessage(error) }, 'cannot record the release'));
+        d.deployed = local;
       }
-      const level = outcome.result === 'done' || outcome.result === 'cancelled' ? 'info' : 'error';
-      log[level]({ outcome: report.outcome, elapsedMs: report.elapsedMs }, report.summary);
-      return outcome;
+      return outcomeOf(report);
     });
+  }
+
+  private syncDeps(): SyncDeps {
+    return {
+      api: this.deps.api,
+      discovery: this.deps.discovery,
+      ledger: this.ledger,
+      log: this.deps.log,
+      reporters: this.deps.reporters ?? [],
+    };
   }
 
   private async files(d: DeploymentState, commit: string | undefined): Promise<ManifestFile[]> {

@@ -231,14 +231,22 @@ server:
       `mooring-${suffix}`,
       'get',
       'configmap',
-      'mooring-state-web',
+      'mooring-ledger-web',
       '-o',
-      'jsonpath={.data.release\\.json}',
+      'jsonpath={.data.releases\\.json}',
     ]);
-    expect(JSON.parse(state.stdout)).toMatchObject({
-      deployment: 'web',
-      images: { 'web-image': second.digest },
-    });
+    const releases = JSON.parse(state.stdout) as {
+      id: number;
+      result: string;
+      trigger: string;
+      images: Record<string, { digest: string }>;
+    }[];
+    expect(releases.map((r) => [r.id, r.trigger, r.result])).toEqual([
+      [3, 'image', 'stable'],
+      [2, 'commit', 'stable'],
+      [1, 'start', 'stable'],
+    ]);
+    expect(releases[0]?.images['web-image']?.digest).toBe(second.digest);
     await runTool(env2.tools.kubectl, [
       '--kubeconfig',
       env2.kube.kubeconfig,

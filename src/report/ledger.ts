@@ -1,0 +1,167 @@
+// The release ledger: for each deployment, its releases (newest first, bounded) and its rollback fence, kept in
+// one ConfigMap `mooring-ledger-<deployment>` in the agent's namespace. It never holds manifests or Secret values:
+// a release records what identifies it (commit, image digests, versioned object names) so that it can be
+// rebuilt exactly, and what happened (result, duration, messages).
+import type { KubeApi } from '../kube/api.ts';
+import { describeKubeError, statusCode } from '../kube/errors.ts';
+
+export type Trigger = 'commit' | 'image' | 'manual' | 'rollback' | 'drift' | 'start';
+
+export interface ReleaseImage {
+  image: string;
+  tag?: string | undefined;
+  digest: string;
+}
+
+export interface Release {
+  id: number;
+  deployment: string;
+  time: string;
+  trigger: Trigger;
+  commit?: string | undefined;
+  /** By registry source name. */
+  images: Record<string, ReleaseImage>;
+  /** The revision that decides whether a deployment is current: commit plus digests. */
+  revision: string;
+  /** Versioned objects of the release: `ConfigMap app-config-v003`. */
+  versions: string[];
+  objects: { object: string; action: string }[];
+  result: 'stable' | 'failed' | 'timed-out' | 'cancelled' | 'error' | 'applied';
+  durationMs: number;
+  messages: string[];
+}
+
+/** Set by a rollback: the agent leaves the deployment alone until its sources move past `heads`. */
+export interface Fence {
+  release: number;
+  since: string;
+  /** The source revisions when the fence was set: the Git commit, and each image digest by source. */
+  heads: { commit?: string | undefined; images: Record<string, string> };
+}
+
+export interface LedgerData {
+  releases: Release[];
+  fence: Fence | undefined;
+}
+
+const MAX_OBJECTS = 300;
+const MAX_MESSAGES = 10;
+const MAX_MESSAGE = 500;
+
+export function ledgerName(deployment: string): string {
+  return `mooring-ledger-${deployment}`;
+}
+
+function path(namespace: string, deployment?: string): string {
+  return `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps${deployment ? `/${ledgerName(deployment)}` : ''}`;
+}
+
+export class Ledger {
+  private readonly api: KubeApi;
+  private readonly namespace: string;
+  private readonly limit: number;
+
+  constructor(api: KubeApi, namespace: string, limit = 50) {
+    this.api = api;
+    this.namespace = namespace;
+    this.limit = limit;
+  }
+
+  async read(deployment: string): Promise<LedgerData> {
+    try {
+      const cm = await this.api.request<{ data?: Record<string, string> }>(
+        'GET',
+        path(this.namespace, deployment),
+      );
+      return {
+        releases: JSON.parse(cm.data?.['releases.json'] ?? '[]') as Release[],
+        fence: cm.data?.['fence.json'] ? (JSON.parse(cm.data['fence.json']) as Fence) : undefined,
+      };
+    } catch (error) {
+      if (statusCode(error) === 404) return { releases: [], fence: undefined };
+      throw describeKubeError(error, `read the ledger of deployment ${deployment}`);
+    }
+  }
+
+  /** Every deployment that has a ledger in the namespace. */
+  async deployments(): Promise<string[]> {
+    const list = await this.api
+      .request<{ items: { metadata: { labels?: Record<string, string> } }[] | null }>(
+        'GET',
+        path(this.namespace),
+        {
+          query: { labelSelector: 'app.kubernetes.io/component=ledger' },
+        },
+      )
+      .catch((error: unknown) => {
+        throw describeKubeError(error, 'list ledgers');
+      });
+    return (list.items ?? [])
+      .map((i) => i.metadata.labels?.['mooring.io/deployment'] ?? '')
+      .filter(Boolean)
+      .sort();
+  }
+
+  private async write(deployment: string, data: LedgerData): Promise<void> {
+    const body = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {
+        name: ledgerName(deployment),
+        namespace: this.namespace,
+        labels: {
+          'app.kubernetes.io/managed-by': 'mooring',
+          'app.kubernetes.io/component': 'ledger',
+          'mooring.io/deployment': deployment,
+        },
+      },
+      data: {
+        'releases.json': JSON.stringify(data.releases.slice(0, this.limit), null, 1),
+        ...(data.fence ? { 'fence.json': JSON.stringify(data.fence, null, 1) } : {}),
+      },
+    };
+    try {
+      // Replace, not merge: a lifted fence must disappear.
+      await this.api
+        .request('PUT', path(this.namespace, deployment), { body })
+        .catch(async (error: unknown) => {
+          if (statusCode(error) !== 404) throw error;
+          await this.api.request('POST', path(this.namespace), { body });
+        });
+    } catch (error) {
+      throw describeKubeError(error, `write the ledger of deployment ${deployment}`);
+    }
+  }
+
+  /** Records a release (bounded fields), newest first; returns it with its id. */
+  async append(release: Omit<Release, 'id'>): Promise<Release> {
+    const data = await this.read(release.deployment);
+    const id = (data.releases[0]?.id ?? 0) + 1;
+    const bounded: Release = {
+      ...release,
+      id,
+      objects: release.objects.slice(0, MAX_OBJECTS),
+      messages: release.messages.slice(0, MAX_MESSAGES).map((m) => m.slice(0, MAX_MESSAGE)),
+    };
+    await this.write(release.deployment, { ...data, releases: [bounded, ...data.releases] });
+    return bounded;
+  }
+
+  async setFence(deployment: string, fence: Fence | undefined): Promise<void> {
+    const data = await this.read(deployment);
+    await this.write(deployment, { ...data, fence });
+  }
+}
+
+/** The newest release that ended stable: what the deployment is at. */
+export function current(data: LedgerData): Release | undefined {
+  return data.releases.find((r) => r.result === 'stable');
+}
+
+/** A deployment's revision: what decides whether anything needs deploying (the commit plus every image digest). */
+export function syncRevision(commit: string | undefined, images: Record<string, string>): string {
+  const digests = Object.entries(images)
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([source, digest]) => `${source}=${digest}`);
+  return [commit ?? 'local', ...digests].join('|');
+}
