@@ -170,7 +170,7 @@ export class Agent {
       const registry = this.registries.get(name);
       if (registry) return await this.pollRegistry(registry);
       const local = this.deps.config.sources.local.find((s) => s.name === name);
-      if (local) return this.syncLocal(local);
+      if (local) return await this.syncLocal(local);
     } catch (error) {
       log.error({ err: errorMessage(error) }, 'poll failed');
     }
@@ -185,26 +185,27 @@ export class Agent {
   private async pollGit(repo: GitRepository): Promise<void> {
     const users = this.users(repo.source.name).filter((d) => d.spec.source === repo.source.name);
     const resolved = await repo.resolve();
-    // Nothing moved: no fetch at all.
-    if (users.every((d) => d.commit === resolved.commit)) return;
-    await repo.fetch(resolved);
+    // Nothing moved: no fetch at all. The ledger is still read, so that a resume after a rollback is seen.
+    if (users.some((d) => d.commit !== resolved.commit)) await repo.fetch(resolved);
     for (const d of users) {
-      if (d.commit === resolved.commit) continue;
-      const { everything, files } = await repo.changedManifests(
-        d.commit,
-        resolved.commit,
-        d.spec.paths,
-        d.spec.exclude,
-      );
-      if (!everything && files.length === 0) {
-        this.deps.log.info(
-          { deployment: d.spec.name, commit: resolved.commit },
-          'commit changes none of its paths',
+      if (d.commit !== resolved.commit) {
+        const { everything, files } = await repo.changedManifests(
+          d.commit,
+          resolved.commit,
+          d.spec.paths,
+          d.spec.exclude,
         );
-        d.commit = resolved.commit;
-        continue;
+        if (!everything && files.length === 0 && d.deployed !== undefined) {
+          this.deps.log.info(
+            { deployment: d.spec.name, commit: resolved.commit },
+            'commit changes none of its paths',
+          );
+          d.commit = resolved.commit;
+          d.deployed = syncRevision(resolved.commit, this.digests(d));
+          continue;
+        }
       }
-      this.trigger(d, resolved.commit);
+      await this.reconcile(d, resolved.commit);
     }
   }
 
@@ -218,7 +219,7 @@ export class Agent {
     registry.current = { tag: result.tag, digest: result.digest };
     if (!moved) return;
     for (const d of this.users(name).filter((u) => u.spec.images.includes(name))) {
-      if (d.commit !== undefined || this.isLocal(d)) this.trigger(d, d.commit);
+      if (d.commit !== undefined || this.isLocal(d)) await this.reconcile(d, d.commit);
     }
   }
 
@@ -226,15 +227,20 @@ export class Agent {
     return this.deps.config.sources.local.some((s) => s.name === d.spec.source);
   }
 
-  private syncLocal(source: LocalSource): void {
-    for (const d of this.users(source.name).filter((u) => u.spec.source === source.name))
-      this.trigger(d, undefined);
+  private async syncLocal(source: LocalSource): Promise<void> {
+    for (const d of this.users(source.name).filter((u) => u.spec.source === source.name)) {
+      await this.reconcile(d, undefined);
+    }
   }
 
   private correctDrift(): void {
     for (const d of this.deployments.values()) {
-      if (d.deployed) this.trigger(d, d.commit, 'drift');
+      if (d.deployed) void this.reconcile(d, d.commit, 'drift');
     }
+  }
+
+  private digests(d: DeploymentState): Record<string, string> {
+    return Object.fromEntries(Object.entries(this.images(d)).map(([k, v]) => [k, v.digest]));
   }
 
   private images(d: DeploymentState): Record<string, ReleaseImage> {
@@ -246,33 +252,42 @@ export class Agent {
     return images;
   }
 
-  private trigger(d: DeploymentState, commit: string | undefined, reason?: 'drift'): void {
+  /**
+   * Decides whether deployment `d` needs a sync to `commit` and the current images, from its ledger: current when
+   * its last stable release has this revision; held while a rollback fence stands and its sources have not moved
+   * past it; otherwise queued.
+   */
+  private async reconcile(d: DeploymentState, commit: string | undefined, reason?: 'drift'): Promise<void> {
     const images = this.images(d);
-    const digests = Object.fromEntries(Object.entries(images).map(([k, v]) => [k, v.digest]));
+    const digests = this.digests(d);
     const revision = syncRevision(commit, digests);
-    const key = reason ? `${revision}|${reason}@${Date.now()}` : revision;
     const log = this.deps.log.child({ deployment: d.spec.name, revision: commit?.slice(0, 12) ?? 'local' });
-    if (!reason && revision === d.deployed && !this.isLocal(d)) {
+    const data = await this.ledger.read(d.spec.name);
+    const now = current(data);
+    const fence = data.fence;
+    if (fence) {
+      const moved =
+        (commit !== undefined && commit !== fence.heads.commit) ||
+        Object.entries(digests).some(([source, digest]) => fence.heads.images[source] !== digest);
+      if (!moved) {
+        d.commit = commit;
+        log.debug({ release: fence.release }, 'held at a rolled-back release until a new commit or image');
+        return;
+      }
+    } else if (!reason && !this.isLocal(d) && now?.revision === revision) {
       d.commit = commit;
-      log.info('deployment is current');
+      d.deployed = revision;
+      log.debug('deployment is current');
       return;
     }
-    const trigger: Trigger =
-      reason ?? (d.deployed === undefined ? 'start' : commit !== d.commit ? 'commit' : 'image');
+    const newImage = Object.entries(digests).some(
+      ([source, digest]) => now?.images[source]?.digest !== digest,
+    );
+    const trigger: Trigger = reason ?? (now === undefined ? 'start' : newImage ? 'image' : 'commit');
+    // The key names the ledger's state too: after a rollback or a resume the same revision is synced again.
+    const key = `${revision}|release ${now?.id ?? 0}|fence ${fence?.release ?? 0}${reason ? `|${reason}@${Date.now()}` : ''}`;
     this.queue.trigger(d.spec.name, key, async (signal) => {
-      // A rollback fence holds the deployment at its release until a new commit or image arrives.
-      const { fence } = await this.ledger.read(d.spec.name);
       if (fence) {
-        const moved =
-          (commit !== undefined && commit !== fence.heads.commit) ||
-          Object.entries(digests).some(([source, digest]) => fence.heads.images[source] !== digest);
-        if (!moved) {
-          log.info(
-            { release: fence.release },
-            'held at a rolled-back release; resume or push to deploy again',
-          );
-          return { result: 'done' };
-        }
         log.info({ release: fence.release }, 'a new commit or image lifts the rollback fence');
         await this.ledger.setFence(d.spec.name, undefined);
       }
@@ -284,7 +299,7 @@ export class Agent {
         return outcomeOf({ outcome: 'error', error } as never);
       }
       const local = this.isLocal(d) ? `${filesRevision(files)}|${revision}` : revision;
-      if (this.isLocal(d) && !reason && local === d.deployed) return { result: 'done' };
+      if (this.isLocal(d) && !reason && local === now?.revision) return { result: 'done' };
       const { report } = await syncDeployment(this.syncDeps(), {
         config: this.deps.config,
         deployment: d.spec,
