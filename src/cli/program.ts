@@ -5,6 +5,7 @@ import { VERSION } from '../version.ts';
 import { configCommand } from './commands/config.ts';
 import { deleteCommand } from './commands/delete.ts';
 import { deployCommand } from './commands/deploy.ts';
+import { releaseCommands } from './commands/releases.ts';
 import { renderCommand } from './commands/render.ts';
 import { rolloutCommand } from './commands/rollout.ts';
 import { runCommand } from './commands/run.ts';
@@ -35,6 +36,7 @@ export function buildProgram(io: CliIo = processIo): Command {
   deleteCommand(program, io.stdout);
   deployCommand(program, io.stdout);
   renderCommand(program, io.stdout, io.stderr);
+  releaseCommands(program, io.stdout);
   rolloutCommand(program, io.stdout);
   runCommand(program);
   scaleCommand(program, io.stdout);

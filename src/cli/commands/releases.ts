@@ -1,0 +1,192 @@
+// The release ledger on the command line: `mooring history`, `mooring status`, `mooring rollback`, `mooring resume`.
+// They read the agent's configuration (--config) for the cluster and the agent's namespace, or take kubectl's
+// flags and --agent-namespace.
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import { loadConfigFile } from '../../config/load.ts';
+import type { MooringConfig } from '../../config/schema.ts';
+import { StalledError } from '../../errors.ts';
+import { KubeApi } from '../../kube/api.ts';
+import { loadKubeConfig } from '../../kube/client.ts';
+import { Discovery } from '../../kube/discovery.ts';
+import { current, Ledger, type Release } from '../../report/ledger.ts';
+import { createLogger } from '../../sync/logger.ts';
+import { rollback } from '../../sync/rollback.ts';
+import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
+import { type Column, formatData, formatTable, type OutputFormat, outputOption } from '../output.ts';
+
+interface LedgerFlags {
+  config?: string;
+  kubeconfig?: string;
+  context?: string;
+  agentNamespace: string;
+  output: OutputFormat;
+}
+
+function withLedgerFlags(command: Command): Command {
+  return command
+    .option('--config <file>', 'the agent configuration (cluster and agent namespace come from it)')
+    .option('--kubeconfig <file>', 'path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)')
+    .option('--context <name>', 'the kubeconfig context to use')
+    .option('--agent-namespace <namespace>', "the agent's namespace, where the ledger lives", 'mooring')
+    .addOption(outputOption());
+}
+
+async function open(
+  flags: LedgerFlags,
+): Promise<{ api: KubeApi; ledger: Ledger; config: MooringConfig | undefined }> {
+  const config = flags.config ? await loadConfigFile(flags.config) : undefined;
+  const kc = loadKubeConfig({
+    kubeconfig: flags.kubeconfig ?? config?.cluster.kubeconfig,
+    context: flags.context ?? config?.cluster.context,
+    inCluster: !flags.kubeconfig && !flags.context ? config?.cluster.inCluster : false,
+  });
+  const api = new KubeApi(kc);
+  const namespace = config?.cluster.namespace ?? flags.agentNamespace;
+  return { api, ledger: new Ledger(api, namespace, config?.ledger.historyLimit), config };
+}
+
+const digestOf = (r: Release) =>
+  Object.values(r.images)
+    .map((i) => `${i.tag ?? ''}@${i.digest.slice(7, 19)}`)
+    .join(' ') || '-';
+
+const RELEASE_COLUMNS: Column<Release>[] = [
+  { header: 'release', value: (r) => String(r.id) },
+  { header: 'time', value: (r) => r.time.replace(/\.\d+Z$/, 'Z') },
+  { header: 'trigger', value: (r) => r.trigger },
+  { header: 'commit', value: (r) => r.commit?.slice(0, 12) ?? '-' },
+  { header: 'images', value: digestOf },
+  { header: 'result', value: (r) => r.result },
+  { header: 'duration', value: (r) => `${(r.durationMs / 1000).toFixed(1)}s` },
+  { header: 'message', value: (r) => r.messages[0] ?? '' },
+];
+
+export function releaseCommands(program: Command, print: (text: string) => void): void {
+  withLedgerFlags(
+    program.command('history').description("a deployment's releases, newest first").argument('<deployment>'),
+  ).action(async (deployment: string, flags: LedgerFlags) => {
+    const { api, ledger } = await open(flags);
+    try {
+      const data = await ledger.read(deployment);
+      if (flags.output !== 'table') return print(formatData(data, flags.output));
+      if (data.releases.length === 0) return print(`deployment ${deployment} has no releases`);
+      print(formatTable(data.releases, RELEASE_COLUMNS));
+      if (data.fence)
+        print(`\nheld at release ${data.fence.release} by a rollback since ${data.fence.since}`);
+    } finally {
+      api.close();
+    }
+  });
+
+  withLedgerFlags(
+    program
+      .command('status')
+      .description('where each deployment is: its current release, the last attempt, a rollback fence')
+      .argument('[deployment]'),
+  ).action(async (deployment: string | undefined, flags: LedgerFlags) => {
+    const { api, ledger, config } = await open(flags);
+    try {
+      const names = deployment
+        ? [deployment]
+        : (config?.deployments.map((d) => d.name) ?? (await ledger.deployments()));
+      const rows = [];
+      for (const name of names) {
+        const data = await ledger.read(name);
+        const now = current(data);
+        const last = data.releases[0];
+        rows.push({
+          deployment: name,
+          current: now
+            ? { release: now.id, commit: now.commit, images: now.images, time: now.time }
+            : undefined,
+          last: last ? { release: last.id, result: last.result, message: last.messages[0] } : undefined,
+          fence: data.fence,
+        });
+      }
+      if (flags.output !== 'table') return print(formatData(rows, flags.output));
+      print(
+        formatTable(rows, [
+          { header: 'deployment', value: (r) => r.deployment },
+          { header: 'current', value: (r) => (r.current ? `release ${r.current.release}` : '-') },
+          { header: 'commit', value: (r) => r.current?.commit?.slice(0, 12) ?? '-' },
+          { header: 'last', value: (r) => (r.last ? `release ${r.last.release}: ${r.last.result}` : '-') },
+          {
+            header: 'fence',
+            value: (r) => (r.fence ? `held at release ${r.fence.release} (rollback)` : '-'),
+          },
+          { header: 'message', value: (r) => r.last?.message ?? '' },
+        ]),
+      );
+    } finally {
+      api.close();
+    }
+  });
+
+  withLedgerFlags(
+    program
+      .command('rollback')
+      .description(
+        're-apply a recorded release exactly and hold the deployment there until a new commit or image',
+      )
+      .argument('<deployment>')
+      .option('--to <release>', 'the release to go back to (default: the previous stable one)'),
+  ).action(async (deployment: string, flags: LedgerFlags & { to?: string }) => {
+    if (!flags.config)
+      throw new ExitError('error: rollback needs --config (the sources to rebuild from)', EXIT_USAGE);
+    const to = flags.to === undefined ? undefined : Number(flags.to);
+    if (to !== undefined && !Number.isInteger(to))
+      throw new ExitError('error: --to takes a release number', EXIT_USAGE);
+    const { api, ledger, config } = await open(flags);
+    if (!config) throw new StalledError('no configuration');
+    try {
+      const { target, report, release } = await rollback(
+        {
+          api,
+          discovery: new Discovery(api),
+          ledger,
+          log: createLogger({ level: 'warn', destination: process.stderr }),
+          cacheDir: process.env.MOORING_CACHE_DIR ?? join(homedir(), '.cache', 'mooring', 'sources'),
+        },
+        config,
+        deployment,
+        to,
+      );
+      const result = {
+        rolledBackTo: target.id,
+        release: release?.id,
+        outcome: report.outcome,
+        summary: report.summary,
+      };
+      if (flags.output !== 'table') print(formatData(result, flags.output));
+      else {
+        print(
+          `deployment ${deployment} rolled back to release ${target.id} (commit ${target.commit?.slice(0, 12)}): ${report.summary}`,
+        );
+        if (report.outcome === 'stable')
+          print(`held there until a new commit or image arrives, or: mooring resume ${deployment}`);
+      }
+      if (report.outcome !== 'stable') throw new ExitError('', EXIT_FAILED);
+    } finally {
+      api.close();
+    }
+  });
+
+  withLedgerFlags(
+    program
+      .command('resume')
+      .description('lift a rollback fence: the agent deploys the newest revision again')
+      .argument('<deployment>'),
+  ).action(async (deployment: string, flags: LedgerFlags) => {
+    const { api, ledger } = await open(flags);
+    try {
+      const data = await ledger.read(deployment);
+      if (!data.fence) throw new StalledError(`deployment ${deployment} is not held by a rollback`);
+      await ledger.setFence(deployment, undefined);
+      print(`deployment ${deployment} resumed: the agent deploys its newest revision at its next poll`);
+    } finally {
+      api.close();
+    }
+  });
+}

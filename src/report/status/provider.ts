@@ -1,0 +1,75 @@
+// Which provider posts the statuses of a repository, and where its API is: from the configuration when it says,
+// otherwise from the repository's host. Only hosts whose API is known for certain are recognised by name;
+// every other host needs `commitStatus.provider`, since guessing would send the token to the wrong kind of API.
+import type { Deployment } from '../../config/schema.ts';
+import { StalledError } from '../../errors.ts';
+import { BITBUCKET_CLOUD_API_URL, bitbucketCloudProvider } from './bitbucket-cloud.ts';
+import { bitbucketServerProvider } from './bitbucket-server.ts';
+import { giteaProvider } from './gitea.ts';
+import { GITHUB_API_URL, githubProvider } from './github.ts';
+import { gitlabProvider } from './gitlab.ts';
+import { describeRepo, parseRepoUrl, type RepoLocation } from './repo-url.ts';
+import type { CommitStatusProvider, HttpOptions, ProviderName } from './types.ts';
+
+export type CommitStatusConfig = Deployment['commitStatus'];
+
+const KNOWN_HOSTS: Readonly<Record<string, ProviderName>> = {
+  'github.com': 'github',
+  'www.github.com': 'github',
+  'gitlab.com': 'gitlab',
+  'bitbucket.org': 'bitbucket-cloud',
+};
+
+/** Throws StalledError when the provider cannot be told or the URLs are unusable: a configuration error. */
+export function providerFor(
+  repoUrl: string,
+  config: Pick<CommitStatusConfig, 'provider' | 'apiUrl'>,
+  http?: HttpOptions,
+): CommitStatusProvider {
+  const location = parseRepoUrl(repoUrl);
+  const name = config.provider === 'auto' ? KNOWN_HOSTS[location.hostname] : config.provider;
+  if (name === undefined) {
+    throw new StalledError(
+      `cannot tell which commit-status API ${location.hostname} has (only github.com, gitlab.com and ` +
+        'bitbucket.org are recognised): set commitStatus.provider to github, gitlab, gitea or bitbucket-server, ' +
+        'and commitStatus.apiUrl if the API is not at its usual place',
+      { subject: { describe: describeRepo(repoUrl) } },
+    );
+  }
+  const apiUrl = config.apiUrl ?? defaultApiUrl(name, location);
+  switch (name) {
+    case 'github':
+      return githubProvider({ apiUrl, http });
+    case 'gitlab':
+      return gitlabProvider({ apiUrl, http });
+    case 'gitea':
+      return giteaProvider({ apiUrl, http });
+    case 'bitbucket-cloud':
+      return bitbucketCloudProvider({ apiUrl, http });
+    case 'bitbucket-server':
+      return bitbucketServerProvider({ apiUrl, http });
+  }
+}
+
+/** Where each API lives on a host when the configuration does not say. */
+export function defaultApiUrl(name: ProviderName, location: RepoLocation): string {
+  switch (name) {
+    case 'github':
+      return location.hostname === 'github.com' || location.hostname === 'www.github.com'
+        ? GITHUB_API_URL
+        : `${location.webOrigin}/api/v3`;
+    case 'gitlab':
+      return `${location.webOrigin}/api/v4`;
+    case 'gitea':
+      return `${location.webOrigin}/api/v1`;
+    case 'bitbucket-cloud':
+      return BITBUCKET_CLOUD_API_URL;
+    case 'bitbucket-server': {
+      // https clone URLs are {base}/scm/PROJECT/repo.git, and base may have a context path.
+      const scm = location.segments.indexOf('scm');
+      const contextPath =
+        scm > 0 ? `/${location.segments.slice(0, scm).map(encodeURIComponent).join('/')}` : '';
+      return `${location.webOrigin}${contextPath}`;
+    }
+  }
+}

@@ -1,0 +1,141 @@
+// Rollback with the agent running: `mooring rollback` restores the previous release's ConfigMap version and image
+// digest, the agent's next polls leave it there (the fence), history and status show it, and `mooring resume`
+// lets the agent deploy the newest revision again.
+
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { AppsV1Api } from '@kubernetes/client-node';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfigFile } from '../../src/config/load.ts';
+import { createLogger } from '../../src/sync/logger.ts';
+import { runAgent } from '../../src/sync/run-agent.ts';
+import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
+import { pushImage } from '../testbed/oci-push.ts';
+import { eventually, kubeConfig, manifestDir, mooring, runTool, testbed, useNamespace } from './helpers.ts';
+
+describe('mooring rollback', () => {
+  const ns = useNamespace('rollback');
+  const stops: (() => Promise<void>)[] = [];
+  afterAll(async () => {
+    for (const stop of stops) await stop();
+  });
+
+  it('restores a release, holds it against the next polls, and resumes', async () => {
+    const env = testbed();
+    const suffix = Date.now().toString(36);
+    const repo = await createBareRepo(env.git.root, `rollback-${suffix}`);
+    const image = `${env.registry.host}/rollback-${suffix}/web`;
+    const app = (greeting: string) =>
+      `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config}\ndata: {GREETING: "${greeting}"}\n---\n` +
+      `apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: web}}\n` +
+      `  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers:\n        - name: web\n          image: ${image}:stable\n` +
+      '          envFrom: [{configMapRef: {name: web-config}}]\n';
+    await commitFiles(repo, { 'app.yaml': app('one') });
+    const first = await pushImage({
+      registry: env.registry.url,
+      repository: `rollback-${suffix}/web`,
+      tag: 'stable',
+    });
+    const dir = await manifestDir({ user: env.git.username, password: env.git.password });
+    const configFile = join(dir, 'mooring.yaml');
+    await writeFile(
+      configFile,
+      `cluster: {kubeconfig: ${env.kube.kubeconfig}, namespace: mooring-${suffix}}
+sources:
+  git:
+    - {name: app, url: "${env.git.url}/rollback-${suffix}.git", interval: 1s, credentials: {username: {file: ${dir}/user}, password: {file: ${dir}/password}}}
+  registry:
+    - {name: web-image, image: ${image}, policy: {type: fixed, tag: stable}, insecure: true, interval: 1s}
+deployments:
+  - {name: web, namespace: ${ns()}, source: app, images: [web-image], stability: {timeout: 2m}}
+server: {port: 0, address: 127.0.0.1}
+`,
+    );
+    const lines: string[] = [];
+    const destination = new Writable({
+      write(chunk: Buffer, _e, done) {
+        lines.push(...chunk.toString().split('\n').filter(Boolean));
+        done();
+      },
+    });
+    const controller = new AbortController();
+    const running = runAgent(
+      await loadConfigFile(configFile),
+      createLogger({ destination, level: 'debug' }),
+      { access: {} },
+      controller.signal,
+    );
+    stops.push(async () => {
+      controller.abort();
+      await running;
+    });
+
+    const apps = kubeConfig().makeApiClient(AppsV1Api);
+    const state = async () => {
+      const d = await apps.readNamespacedDeployment({ name: 'web', namespace: ns() }).catch(() => undefined);
+      const c = d?.spec?.template.spec?.containers[0];
+      return `${c?.envFrom?.[0]?.configMapRef?.name} ${c?.image}`;
+    };
+    const at = (config: string, digest: string) => `${config} ${image}:stable@${digest}`;
+    await eventually('release 1', async () =>
+      (await state()) === at('web-config-v000', first.digest) ? true : undefined,
+    );
+
+    await commitFiles(repo, { 'app.yaml': app('two') });
+    const second = await pushImage({
+      registry: env.registry.url,
+      repository: `rollback-${suffix}/web`,
+      tag: 'stable',
+      content: 'v2',
+    });
+    await eventually('the new release', async () =>
+      (await state()) === at('web-config-v001', second.digest) ? true : undefined,
+    );
+    await eventually('the new release recorded', async () => {
+      const out = await mooring('history', 'web', '--config', configFile, '-o', 'json');
+      const data = JSON.parse(out.stdout) as {
+        releases: { result: string; images: Record<string, { digest: string }> }[];
+      };
+      const newest = data.releases[0];
+      return newest?.result === 'stable' && newest.images['web-image']?.digest === second.digest
+        ? true
+        : undefined;
+    });
+
+    const back = await mooring('rollback', 'web', '--config', configFile);
+    expect(back.code, back.stdout + back.stderr).toBe(0);
+    expect(back.stdout).toMatch(/rolled back to release \d+/);
+    expect(await state()).toBe(at('web-config-v000', first.digest));
+    // Several polls later, the agent has held the rollback instead of redeploying the newest revision.
+    await eventually('held by the fence', async () =>
+      lines.some((l) => l.includes('held at a rolled-back release')) ? true : undefined,
+    );
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(await state()).toBe(at('web-config-v000', first.digest));
+
+    const status = await mooring('status', 'web', '--config', configFile);
+    expect(status.stdout).toMatch(/held at release \d+ \(rollback\)/);
+    const history = await mooring('history', 'web', '--config', configFile, '-o', 'json');
+    const ledger = JSON.parse(history.stdout) as {
+      releases: { trigger: string; result: string }[];
+      fence?: unknown;
+    };
+    expect(ledger.releases[0]).toMatchObject({ trigger: 'rollback', result: 'stable' });
+    expect(ledger.fence).toBeDefined();
+
+    const resumed = await mooring('resume', 'web', '--config', configFile);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    await eventually('the newest revision again', async () =>
+      (await state()) === at('web-config-v001', second.digest) ? true : undefined,
+    );
+    await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      'delete',
+      'namespace',
+      `mooring-${suffix}`,
+      '--wait=false',
+    ]);
+  });
+});
