@@ -7,6 +7,8 @@ import type { MooringConfig } from '../config/schema.ts';
 import { KubeApi } from '../kube/api.ts';
 import { type ClusterAccess, loadKubeConfig } from '../kube/client.ts';
 import { Discovery } from '../kube/discovery.ts';
+import { AuditLog } from '../report/audit.ts';
+import { CommitStatusSync } from '../report/commit-status-sync.ts';
 import { createServer, type WebhookSecrets } from '../server/http.ts';
 import { selectSources } from '../server/source-match.ts';
 import { readSecret } from '../sources/secret.ts';
@@ -53,6 +55,7 @@ export async function runAgent(
     log,
     cacheDir:
       options.cacheDir ?? process.env.MOORING_CACHE_DIR ?? join(homedir(), '.cache', 'mooring', 'sources'),
+    reporters: [new CommitStatusSync(config, log), new AuditLog(config, log)],
   });
   let started = false;
   const server = createServer({

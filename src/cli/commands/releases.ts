@@ -10,6 +10,8 @@ import { StalledError } from '../../errors.ts';
 import { KubeApi } from '../../kube/api.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
 import { Discovery } from '../../kube/discovery.ts';
+import { AuditLog } from '../../report/audit.ts';
+import { CommitStatusSync } from '../../report/commit-status-sync.ts';
 import { current, Ledger, type Release } from '../../report/ledger.ts';
 import { createLogger } from '../../sync/logger.ts';
 import { rollback } from '../../sync/rollback.ts';
@@ -141,12 +143,15 @@ export function releaseCommands(program: Command, print: (text: string) => void)
     const { api, ledger, config } = await open(flags);
     if (!config) throw new StalledError('no configuration');
     try {
+      const log = createLogger({ level: 'warn', destination: process.stderr });
       const { target, report, release } = await rollback(
         {
           api,
           discovery: new Discovery(api),
           ledger,
-          log: createLogger({ level: 'warn', destination: process.stderr }),
+          log,
+          // The rollback is reported like any sync: the commit status says it is held there.
+          reporters: [new CommitStatusSync(config, log), new AuditLog(config, log)],
           cacheDir: process.env.MOORING_CACHE_DIR ?? join(homedir(), '.cache', 'mooring', 'sources'),
         },
         config,
