@@ -1,0 +1,233 @@
+// Reporting end to end: two agents (two "clusters") deploy the same commit and post commit statuses with their
+// own contexts to a GitHub-shaped endpoint whose every request is checked against GitHub's OpenAPI description;
+// a broken Deployment is reported as a failure naming it; the audit log holds the hydrated manifests; and a
+// Secret's canary value appears in no log, audit record, ledger, status request, error or HTTP answer.
+import { readFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config/load.ts';
+import { createLogger } from '../../src/sync/logger.ts';
+import { runAgent } from '../../src/sync/run-agent.ts';
+import { type CapturedRequest, githubStatusValidator } from '../contract/github-openapi.ts';
+import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
+import { BEHAVIOR } from '../testbed/kubelet.ts';
+import { eventually, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
+
+const CANARY = `canary-${Math.random().toString(36).slice(2)}-value`;
+
+interface Status {
+  sha: string;
+  state: string;
+  context: string;
+  description: string;
+}
+
+describe('commit statuses, audit log and secrecy', () => {
+  const nsEast = useNamespace('report-east');
+  const nsWest = useNamespace('report-west');
+  const stops: (() => Promise<void>)[] = [];
+  let github: Server | undefined;
+  afterAll(async () => {
+    for (const stop of stops) await stop();
+    github?.close();
+  });
+
+  it('posts pending then success per cluster, failure naming the object, and never leaks the Secret', async () => {
+    const env = testbed();
+    const suffix = Date.now().toString(36);
+    const repoPath = `team-${suffix}/app`;
+    const repo = await createBareRepo(env.git.root, repoPath);
+    const validate = githubStatusValidator();
+    const captured: CapturedRequest[] = [];
+    github = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        captured.push({
+          method: req.method ?? '',
+          path: req.url ?? '',
+          headers: req.headers,
+          body: JSON.parse(body || '{}'),
+        });
+        res.writeHead(201, { 'content-type': 'application/json' });
+        res.end('{}');
+      });
+    });
+    await new Promise<void>((r) => github?.listen(0, '127.0.0.1', () => r()));
+    const apiUrl = `http://127.0.0.1:${(github.address() as AddressInfo).port}`;
+
+    const app = (deployment: string) => `apiVersion: v1
+kind: Secret
+metadata: {name: credentials}
+stringData: {token: ${CANARY}}
+---
+${deployment}`;
+    const good = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: web
+          image: web:1
+          envFrom: [{secretRef: {name: credentials}}]
+`;
+    const broken = good
+      .replace('replicas: 1', 'replicas: 1\n  progressDeadlineSeconds: 5')
+      .replace(
+        'metadata: {labels: {app: web}}',
+        `metadata: {labels: {app: web}, annotations: {${BEHAVIOR}: never-ready}}`,
+      );
+    const first = await commitFiles(repo, { 'app.yaml': app(good) });
+    const secrets = await manifestDir({
+      user: env.git.username,
+      password: env.git.password,
+      token: 'github-token',
+    });
+
+    const logs: string[] = [];
+    const start = async (cluster: string, namespace: string) => {
+      const audit = join(secrets, `audit-${cluster}.jsonl`);
+      const config = parseConfig(`
+cluster: {name: ${cluster}, kubeconfig: ${env.kube.kubeconfig}, namespace: mooring-${cluster}-${suffix}}
+sources:
+  git:
+    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
+deployments:
+  - name: web
+    namespace: ${namespace}
+    source: app
+    stability: {timeout: 2m}
+    commitStatus: {provider: github, apiUrl: "${apiUrl}", token: {file: ${secrets}/token}}
+server: {port: 0, address: 127.0.0.1}
+audit: {file: ${audit}}
+`);
+      const destination = new Writable({
+        write(chunk: Buffer, _e, done) {
+          logs.push(chunk.toString());
+          done();
+        },
+      });
+      const controller = new AbortController();
+      let port = 0;
+      const running = runAgent(
+        config,
+        createLogger({ destination, level: 'debug' }),
+        { access: {}, onListening: (p) => (port = p) },
+        controller.signal,
+      );
+      stops.push(async () => {
+        controller.abort();
+        await running;
+      });
+      return { audit, port: () => port };
+    };
+    const statuses = () =>
+      captured.map((r) => {
+        const body = r.body as { state: string; context: string; description: string };
+        return { sha: r.path.split('/').pop() ?? '', ...body } as Status;
+      });
+    const states = (sha: string, context: string) =>
+      statuses()
+        .filter((s) => s.sha === sha && s.context === context)
+        .map((s) => s.state);
+
+    const east = await start('east', nsEast());
+    const west = await start('west', nsWest());
+    await eventually('east: pending then success', async () =>
+      states(first, 'mooring/east/web').join() === 'pending,success' ? true : undefined,
+    );
+    await eventually('west: pending then success', async () =>
+      states(first, 'mooring/west/web').join() === 'pending,success' ? true : undefined,
+    );
+    expect(statuses().find((s) => s.state === 'success')?.description).toMatch(/^\d+\/\d+ stable in \d+s$/);
+
+    // A broken Deployment: the failure names it and the rule.
+    const second = await commitFiles(repo, { 'app.yaml': app(broken) });
+    await eventually(
+      'east: failure',
+      async () => (states(second, 'mooring/east/web').includes('failure') ? true : undefined),
+      90_000,
+    );
+    const failure = statuses().find((s) => s.sha === second && s.state === 'failure');
+    expect(failure?.description).toContain(`Deployment ${nsEast()}/web`);
+    expect(failure?.description).toContain('ProgressDeadlineExceeded');
+
+    // Every request matched GitHub's OpenAPI description.
+    expect(captured.length).toBeGreaterThanOrEqual(6);
+    for (const request of captured) expect(validate(request), request.path).toEqual([]);
+
+    // The audit log holds the hydrated manifests, with Secret values redacted.
+    const records = (await readFile(east.audit, 'utf8'))
+      .trim()
+      .split('\n')
+      .map(
+        (l) =>
+          JSON.parse(l) as {
+            commit: string;
+            object: { kind: string; metadata: { name: string }; stringData?: Record<string, string> };
+          },
+      );
+    const secret = records.find((r) => r.object.kind === 'Secret');
+    expect(secret?.object.metadata.name).toBe('credentials-v000');
+    expect(secret?.object.stringData?.token).toBe('<redacted>');
+    const deployment = records.find((r) => r.object.kind === 'Deployment' && r.commit === first);
+    expect(JSON.stringify(deployment?.object)).toContain('credentials-v000');
+
+    // The canary is nowhere: logs, audit log, ledger, status requests, HTTP answers.
+    const ledger = await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      '-n',
+      `mooring-east-${suffix}`,
+      'get',
+      'configmaps',
+      '-o',
+      'yaml',
+    ]);
+    const answers = await Promise.all(
+      ['/healthz', '/readyz', '/metrics'].map(async (p) =>
+        (await fetch(`http://127.0.0.1:${east.port()}${p}`)).text(),
+      ),
+    );
+    const everything = [
+      logs.join(''),
+      await readFile(east.audit, 'utf8'),
+      await readFile(west.audit, 'utf8'),
+      ledger.stdout,
+      JSON.stringify(captured),
+      ...answers,
+    ];
+    for (const text of everything) expect(text).not.toContain(CANARY);
+    // …while the cluster does hold it, so the test would see a leak.
+    const stored = await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      '-n',
+      nsEast(),
+      'get',
+      'secret',
+      'credentials-v000',
+      '-o',
+      'jsonpath={.data.token}',
+    ]);
+    expect(Buffer.from(stored.stdout, 'base64').toString()).toBe(CANARY);
+    for (const cluster of ['east', 'west']) {
+      await runTool(env.tools.kubectl, [
+        '--kubeconfig',
+        env.kube.kubeconfig,
+        'delete',
+        'namespace',
+        `mooring-${cluster}-${suffix}`,
+        '--wait=false',
+      ]);
+    }
+  });
+});
