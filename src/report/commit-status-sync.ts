@@ -11,6 +11,14 @@ import { providerFor } from './status/provider.ts';
 import { CommitStatusReporter } from './status/reporter.ts';
 import type { CommitState } from './status/types.ts';
 
+function hostOf(url: string): string | undefined {
+  try {
+    return new URL(url).host.toLowerCase();
+  } catch {
+    return undefined;
+  }
+}
+
 function seconds(ms: number): string {
   return `${Math.round(ms / 1000)}s`;
 }
@@ -93,10 +101,47 @@ export class CommitStatusSync implements SyncReporter {
   async finished(sync: SyncRequest, report: DeployReport, release: Release | undefined): Promise<void> {
     const reporter = this.reporter(sync.deployment);
     const url = this.repoUrl(sync.deployment);
-    if (!reporter || !url || !sync.commit || report.outcome === 'cancelled') return;
-    await reporter.report(
-      { repoUrl: url, commit: sync.commit },
-      describeOutcome(report, release, sync.trigger),
-    );
+    if (!reporter || !url || report.outcome === 'cancelled') return;
+    const outcome = describeOutcome(report, release, sync.trigger);
+    if (sync.commit) await reporter.report({ repoUrl: url, commit: sync.commit }, outcome);
+    // A rollout of a new image is also reported on the application's commit it was built from (OCI labels).
+    if (sync.trigger !== 'image') return;
+    for (const image of Object.values(sync.images)) {
+      if (!image.source) continue;
+      const app = this.appReporter(sync.deployment, image.source.repository);
+      await app?.report({ repoUrl: image.source.repository, commit: image.source.revision }, outcome);
+    }
+  }
+
+  private appReporter(deployment: Deployment, repository: string): CommitStatusReporter | undefined {
+    if (!deployment.commitStatus.enabled || !deployment.commitStatus.token) return undefined;
+    const key = `${deployment.name} ${repository}`;
+    let reporter = this.reporters.get(key);
+    if (!reporter) {
+      try {
+        // On the manifests' host, the deployment's provider settings apply; elsewhere the host decides.
+        const manifests = this.repoUrl(deployment);
+        const sameHost = manifests !== undefined && hostOf(manifests) === hostOf(repository);
+        reporter = new CommitStatusReporter({
+          provider: providerFor(
+            repository,
+            sameHost ? deployment.commitStatus : { provider: 'auto', apiUrl: undefined },
+          ),
+          config: deployment.commitStatus,
+          cluster: this.config.cluster.name,
+          deployment: deployment.name,
+          namespace: deployment.namespace,
+          logger: this.log,
+        });
+      } catch (error) {
+        this.log.warn(
+          { repository, err: errorMessage(error) },
+          'cannot report on the image source repository',
+        );
+        return undefined;
+      }
+      this.reporters.set(key, reporter);
+    }
+    return reporter;
   }
 }

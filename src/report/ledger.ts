@@ -11,6 +11,8 @@ export interface ReleaseImage {
   image: string;
   tag?: string | undefined;
   digest: string;
+  /** From the image's OCI labels: the application repository and commit it was built from. */
+  source?: { repository: string; revision: string } | undefined;
 }
 
 export interface Release {

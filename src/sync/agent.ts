@@ -41,7 +41,7 @@ interface DeploymentState {
 interface RegistryState {
   source: RegistrySource;
   client: RegistryClient;
-  current: { tag: string; digest: string } | undefined;
+  current: { tag: string; digest: string; source: ReleaseImage['source'] } | undefined;
 }
 
 /** The agent keeps its records in its own namespace; run from a laptop, it may not exist yet. */
@@ -216,7 +216,16 @@ export class Agent {
       lastTag: registry.current?.tag,
     });
     const moved = registry.current?.digest !== result.digest;
-    registry.current = { tag: result.tag, digest: result.digest };
+    const labels = result.artifacts[0]?.provenance;
+    const built = labels?.['org.opencontainers.image.source'];
+    const revision = labels?.['org.opencontainers.image.revision'];
+    registry.current = {
+      tag: result.tag,
+      digest: result.digest,
+      // Labels are read only when the digest moved; an unchanged image keeps what was read before.
+      source:
+        built && revision ? { repository: built, revision } : moved ? undefined : registry.current?.source,
+    };
     if (!moved) return;
     for (const d of this.users(name).filter((u) => u.spec.images.includes(name))) {
       if (d.commit !== undefined || this.isLocal(d)) await this.reconcile(d, d.commit);
@@ -247,7 +256,10 @@ export class Agent {
     const images: Record<string, ReleaseImage> = {};
     for (const name of d.spec.images) {
       const r = this.registries.get(name);
-      if (r?.current) images[name] = { image: r.source.image, tag: r.current.tag, digest: r.current.digest };
+      if (r?.current) {
+        const { tag, digest, source } = r.current;
+        images[name] = { image: r.source.image, tag, digest, ...(source ? { source } : {}) };
+      }
     }
     return images;
   }

@@ -14,6 +14,7 @@ import { runAgent } from '../../src/sync/run-agent.ts';
 import { type CapturedRequest, githubStatusValidator } from '../contract/github-openapi.ts';
 import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
+import { pushImage } from '../testbed/oci-push.ts';
 import { eventually, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
 
 const CANARY = `canary-${Math.random().toString(36).slice(2)}-value`;
@@ -59,6 +60,7 @@ describe('commit statuses, audit log and secrecy', () => {
     await new Promise<void>((r) => github?.listen(0, '127.0.0.1', () => r()));
     const apiUrl = `http://127.0.0.1:${(github.address() as AddressInfo).port}`;
 
+    const image = `${env.registry.host}/report-${suffix}/web`;
     const app = (deployment: string) => `apiVersion: v1
 kind: Secret
 metadata: {name: credentials}
@@ -76,7 +78,7 @@ spec:
     spec:
       containers:
         - name: web
-          image: web:1
+          image: ${image}:stable
           envFrom: [{secretRef: {name: credentials}}]
 `;
     const broken = good
@@ -86,6 +88,7 @@ spec:
         `metadata: {labels: {app: web}, annotations: {${BEHAVIOR}: never-ready}}`,
       );
     const first = await commitFiles(repo, { 'app.yaml': app(good) });
+    await pushImage({ registry: env.registry.url, repository: `report-${suffix}/web`, tag: 'stable' });
     const secrets = await manifestDir({
       user: env.git.username,
       password: env.git.password,
@@ -100,10 +103,13 @@ cluster: {name: ${cluster}, kubeconfig: ${env.kube.kubeconfig}, namespace: moori
 sources:
   git:
     - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
+  registry:
+    - {name: web-image, image: ${image}, policy: {type: fixed, tag: stable}, insecure: true, interval: 1s}
 deployments:
   - name: web
     namespace: ${namespace}
     source: app
+    images: [web-image]
     stability: {timeout: 2m}
     commitStatus: {provider: github, apiUrl: "${apiUrl}", token: {file: ${secrets}/token}}
 server: {port: 0, address: 127.0.0.1}
@@ -149,6 +155,30 @@ audit: {file: ${audit}}
     );
     expect(statuses().find((s) => s.state === 'success')?.description).toMatch(/^\d+\/\d+ stable in \d+s$/);
 
+    // A new image built from another repository of the same host: the rollout is also reported on the commit it
+    // was built from (its OCI labels), not only on the manifests' commit.
+    const built = 'b'.repeat(40);
+    await pushImage({
+      registry: env.registry.url,
+      repository: `report-${suffix}/web`,
+      tag: 'stable',
+      content: 'a new build',
+      labels: {
+        'org.opencontainers.image.source': `${env.git.url}/team-${suffix}/service`,
+        'org.opencontainers.image.revision': built,
+      },
+    });
+    await eventually('success on the image source commit', async () =>
+      captured.some(
+        (r) =>
+          r.path.endsWith(`/repos/team-${suffix}/service/statuses/${built}`) &&
+          (r.body as { state: string; context: string }).state === 'success' &&
+          (r.body as { context: string }).context === 'mooring/east/web',
+      )
+        ? true
+        : undefined,
+    );
+
     // A broken Deployment: the failure names it and the rule.
     const second = await commitFiles(repo, { 'app.yaml': app(broken) });
     await eventually(
@@ -156,7 +186,9 @@ audit: {file: ${audit}}
       async () => (states(second, 'mooring/east/web').includes('failure') ? true : undefined),
       90_000,
     );
-    const failure = statuses().find((s) => s.sha === second && s.state === 'failure');
+    const failure = statuses().find(
+      (s) => s.sha === second && s.state === 'failure' && s.context === 'mooring/east/web',
+    );
     expect(failure?.description).toContain(`Deployment ${nsEast()}/web`);
     expect(failure?.description).toContain('ProgressDeadlineExceeded');
 
