@@ -279,6 +279,15 @@ export const configSchema = z.strictObject({
   ledger: ledger.prefault({}),
   audit: audit.prefault({}),
   concurrency: z.number().int().min(1).max(64).default(4),
+  /** Several replicas: one leads (holds a coordination.k8s.io Lease in the agent's namespace) and syncs. */
+  leaderElection: z
+    .strictObject({
+      enabled: z.boolean().default(false),
+      leaseName: name.default('mooring'),
+      leaseDuration: duration.prefault('15s'),
+      renewInterval: duration.prefault('5s'),
+    })
+    .prefault({}),
   /** Re-apply every deployment on an interval, so changes made by hand are put back (off by default). */
   drift: z.strictObject({ interval: duration.optional() }).prefault({}),
 });

@@ -9,6 +9,7 @@ import type { Discovery } from '../kube/discovery.ts';
 import { describeKubeError, statusCode } from '../kube/errors.ts';
 import type { ManifestFile } from '../render/parse.ts';
 import { current, Ledger, type ReleaseImage, syncRevision, type Trigger } from '../report/ledger.ts';
+import type { AgentMetrics } from '../server/metrics.ts';
 import { GitRepository } from '../sources/git/repository.ts';
 import { readManifestFiles } from '../sources/local/files.ts';
 import { filesRevision, watchFolder } from '../sources/local/watch.ts';
@@ -28,6 +29,7 @@ export interface AgentDeps {
   /** Where Git sources keep their object caches. */
   cacheDir: string;
   reporters?: readonly SyncReporter[];
+  metrics?: AgentMetrics;
 }
 
 interface DeploymentState {
@@ -164,16 +166,34 @@ export class Agent {
 
   private async pollOnce(name: string): Promise<void> {
     const log = this.deps.log.child({ source: name });
+    const kind = this.repos.has(name) ? 'git' : this.registries.has(name) ? 'registry' : 'local';
     try {
       const repo = this.repos.get(name);
-      if (repo) return await this.pollGit(repo);
       const registry = this.registries.get(name);
-      if (registry) return await this.pollRegistry(registry);
       const local = this.deps.config.sources.local.find((s) => s.name === name);
-      if (local) return await this.syncLocal(local);
+      if (repo) await this.pollGit(repo);
+      else if (registry) await this.pollRegistry(registry);
+      else if (local) await this.syncLocal(local);
+      this.deps.metrics?.poll(name, kind, 'unchanged');
     } catch (error) {
+      this.deps.metrics?.poll(name, kind, 'error');
       log.error({ err: errorMessage(error) }, 'poll failed');
     }
+  }
+
+  /** Request counts and rate-limit headroom of each registry, for the metrics. */
+  registryStats(): {
+    registry: string;
+    head: number;
+    get: number;
+    token: number;
+    remaining: number | undefined;
+  }[] {
+    return [...this.registries.values()].map((r) => ({
+      registry: r.source.name,
+      ...r.client.stats,
+      remaining: r.client.rateLimitRemaining,
+    }));
   }
 
   private users(source: string): DeploymentState[] {

@@ -1,15 +1,19 @@
-// `mooring run --config FILE`: the agent and its HTTP server (health, readiness, webhooks) until SIGTERM.
+// `mooring run --config FILE`: the agent and its HTTP server (health, readiness, metrics, webhooks) until SIGTERM.
+// With leader election on, the agent syncs only while it holds the Lease; a standby is ready and waits.
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
-import { homedir } from 'node:os';
+import { homedir, hostname } from 'node:os';
 import { join } from 'node:path';
 import type { MooringConfig } from '../config/schema.ts';
+import { errorMessage } from '../errors.ts';
 import { KubeApi } from '../kube/api.ts';
 import { type ClusterAccess, loadKubeConfig } from '../kube/client.ts';
 import { Discovery } from '../kube/discovery.ts';
+import { LeaderElector } from '../kube/lease.ts';
 import { AuditLog } from '../report/audit.ts';
 import { CommitStatusSync } from '../report/commit-status-sync.ts';
 import { createServer, type WebhookSecrets } from '../server/http.ts';
+import { AgentMetrics } from '../server/metrics.ts';
 import { selectSources } from '../server/source-match.ts';
 import { readSecret } from '../sources/secret.ts';
 import { Agent } from './agent.ts';
@@ -21,6 +25,8 @@ export interface RunAgentOptions {
   cacheDir?: string;
   /** Called with the server's port once it listens (the config may say 0: any free port). */
   onListening?: (port: number) => void;
+  /** This candidate's name in leader election: the pod's name in a cluster. */
+  identity?: string;
 }
 
 async function webhookSecrets(config: MooringConfig): Promise<WebhookSecrets> {
@@ -48,23 +54,57 @@ export async function runAgent(
     context: options.access.context ?? config.cluster.context,
   };
   const api = new KubeApi(loadKubeConfig(access), { maxSockets: config.apply.concurrency * 2 });
-  const agent = new Agent({
-    config,
-    api,
-    discovery: new Discovery(api),
-    log,
-    cacheDir:
-      options.cacheDir ?? process.env.MOORING_CACHE_DIR ?? join(homedir(), '.cache', 'mooring', 'sources'),
-    reporters: [new CommitStatusSync(config, log), new AuditLog(config, log)],
-  });
+  const metrics = new AgentMetrics();
+  const newAgent = () =>
+    new Agent({
+      config,
+      api,
+      discovery: new Discovery(api),
+      log,
+      cacheDir:
+        options.cacheDir ?? process.env.MOORING_CACHE_DIR ?? join(homedir(), '.cache', 'mooring', 'sources'),
+      reporters: [new CommitStatusSync(config, log), new AuditLog(config, log), metrics],
+      metrics,
+    });
+  let agent: Agent | undefined;
   let started = false;
+  let standby = false;
+
+  // Readiness asks the API server at most every 10 s.
+  let reachable = { ok: false, at: 0, detail: 'not checked yet' };
+  const clusterReachable = async () => {
+    if (Date.now() - reachable.at > 10_000) {
+      try {
+        await api.request('GET', '/version');
+        reachable = { ok: true, at: Date.now(), detail: '' };
+      } catch (error) {
+        reachable = { ok: false, at: Date.now(), detail: `cluster unreachable: ${errorMessage(error)}` };
+      }
+    }
+    return reachable;
+  };
   const server = createServer({
     maxBodyBytes: config.server.maxBodyBytes,
     secrets: await webhookSecrets(config),
     // A webhook only says which sources to poll now; what to deploy comes from the poll.
-    onTrigger: (targets) => agent.pollNow(selectSources(targets, config.sources)),
+    onTrigger: (targets) => agent?.pollNow(selectSources(targets, config.sources)),
     health: () => ({ ok: true }),
-    ready: () => ({ ok: started, detail: started ? undefined : 'starting' }),
+    ready: () => {
+      if (!started && !standby) return { ok: false, detail: 'starting' };
+      return reachable.ok
+        ? { ok: true, detail: standby ? 'standby' : 'leader' }
+        : { ok: false, detail: reachable.detail };
+    },
+    metrics: async () => {
+      await clusterReachable();
+      for (const s of agent?.registryStats() ?? []) {
+        for (const method of ['head', 'get', 'token'] as const) {
+          metrics.registryRequests.set({ registry: s.registry, method }, s[method]);
+        }
+        if (s.remaining !== undefined) metrics.rateLimitRemaining.set({ registry: s.registry }, s.remaining);
+      }
+      return metrics.text();
+    },
     sources: () => config.sources,
     log,
   });
@@ -73,16 +113,58 @@ export async function runAgent(
   const port = (server.address() as AddressInfo).port;
   log.info({ port }, 'http server listening');
   options.onListening?.(port);
-  try {
+  const probe = setInterval(() => void clusterReachable(), 10_000);
+  await clusterReachable();
+
+  const lead = async () => {
+    agent = newAgent();
     await agent.start();
     started = true;
+    standby = false;
+    metrics.leader.set(1);
+  };
+  const election = config.leaderElection;
+  let elector: LeaderElector | undefined;
+  try {
+    if (!election.enabled) await lead();
+    else {
+      const identity = options.identity ?? process.env.POD_NAME ?? `${hostname()}-${process.pid}`;
+      elector = new LeaderElector(api, {
+        namespace: config.cluster.namespace,
+        name: election.leaseName,
+        identity,
+        durationMs: election.leaseDuration,
+        renewMs: election.renewInterval,
+      });
+      standby = true;
+      metrics.leader.set(0);
+      log.info({ identity, lease: election.leaseName }, 'standing by for the leader lease');
+      elector.run({
+        onLead: () => {
+          log.info({ identity }, 'leading: syncing');
+          lead().catch((error: unknown) => log.error({ err: errorMessage(error) }, 'cannot start the agent'));
+        },
+        onLose: () => {
+          log.warn({ identity }, 'lost the leader lease: standing by');
+          metrics.leader.set(0);
+          started = false;
+          standby = true;
+          const previous = agent;
+          agent = undefined;
+          void previous?.stop();
+        },
+        onError: (error) => log.warn({ err: errorMessage(error) }, 'leader election request failed'),
+      });
+    }
     await new Promise<void>((resolve) => {
       if (stop.aborted) resolve();
       stop.addEventListener('abort', () => resolve(), { once: true });
     });
     log.info('stopping: polling ends, the write in progress finishes');
   } finally {
-    await agent.stop();
+    clearInterval(probe);
+    await agent?.stop();
+    await elector?.stop();
     server.close();
     api.close();
     log.info('stopped');

@@ -1,0 +1,82 @@
+// The agent's Prometheus metrics (prom-client, its own registry). Labels are names of deployments, sources and
+// registries from the config: bounded, and never a secret.
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Release } from '../report/ledger.ts';
+import type { DeployReport } from '../sync/deploy.ts';
+import type { SyncReporter, SyncRequest } from '../sync/sync-deployment.ts';
+
+export class AgentMetrics implements SyncReporter {
+  readonly registry = new Registry();
+  private readonly syncDuration = new Histogram({
+    name: 'mooring_sync_duration_seconds',
+    help: 'Duration of syncs, from the first request to the last verdict',
+    labelNames: ['deployment', 'result'],
+    buckets: [0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800],
+    registers: [this.registry],
+  });
+  private readonly syncs = new Counter({
+    name: 'mooring_syncs_total',
+    help: 'Syncs by deployment and result',
+    labelNames: ['deployment', 'result', 'trigger'],
+    registers: [this.registry],
+  });
+  private readonly stabilityWait = new Histogram({
+    name: 'mooring_stability_wait_seconds',
+    help: 'Time spent waiting for manifest stability',
+    labelNames: ['deployment'],
+    buckets: [0.5, 1, 5, 15, 30, 60, 120, 300, 900, 1800],
+    registers: [this.registry],
+  });
+  private readonly polls = new Counter({
+    name: 'mooring_source_polls_total',
+    help: 'Polls of sources by result (changed, unchanged, error)',
+    labelNames: ['source', 'kind', 'result'],
+    registers: [this.registry],
+  });
+  readonly registryRequests = new Gauge({
+    name: 'mooring_registry_requests',
+    help: 'Requests made to each registry since start, by method (HEAD, GET, token)',
+    labelNames: ['registry', 'method'],
+    registers: [this.registry],
+  });
+  readonly rateLimitRemaining = new Gauge({
+    name: 'mooring_registry_rate_limit_remaining',
+    help: 'The last RateLimit-Remaining a registry reported',
+    labelNames: ['registry'],
+    registers: [this.registry],
+  });
+  private readonly revision = new Gauge({
+    name: 'mooring_deployed_revision_info',
+    help: 'The release each deployment is at (value 1)',
+    labelNames: ['deployment', 'release', 'commit'],
+    registers: [this.registry],
+  });
+  private readonly revisions = new Map<string, { deployment: string; release: string; commit: string }>();
+  readonly leader = new Gauge({
+    name: 'mooring_leader',
+    help: '1 when this agent holds the leader lease (or runs without leader election)',
+    registers: [this.registry],
+  });
+
+  poll(source: string, kind: 'git' | 'registry' | 'local', result: 'changed' | 'unchanged' | 'error'): void {
+    this.polls.inc({ source, kind, result });
+  }
+
+  finished(sync: SyncRequest, report: DeployReport, release: Release | undefined): void {
+    const deployment = sync.deployment.name;
+    this.syncs.inc({ deployment, result: report.outcome, trigger: sync.trigger });
+    this.syncDuration.observe({ deployment, result: report.outcome }, report.elapsedMs / 1000);
+    if (report.wait) this.stabilityWait.observe({ deployment }, report.wait.elapsedMs / 1000);
+    if (report.outcome === 'stable' && release) {
+      const previous = this.revisions.get(deployment);
+      if (previous) this.revision.remove(previous);
+      const labels = { deployment, release: String(release.id), commit: sync.commit ?? '' };
+      this.revisions.set(deployment, labels);
+      this.revision.set(labels, 1);
+    }
+  }
+
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+}
