@@ -1,0 +1,110 @@
+// Two agent processes with leader election on the real API server: only the holder of the Lease syncs; when it
+// is killed, the standby takes the lease over once it expires and syncs.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { CoordinationV1Api } from '@kubernetes/client-node';
+import { afterAll, describe, expect, it } from 'vitest';
+import { eventually, kubeConfig, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
+
+const MAIN = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
+
+interface Proc {
+  child: ChildProcess;
+  logs: () => { msg: string; [k: string]: unknown }[];
+  exited: Promise<number | null>;
+}
+
+function start(configFile: string, identity: string): Proc {
+  const child = spawn(process.execPath, [MAIN, 'run', '--config', configFile], {
+    env: { ...process.env, POD_NAME: identity },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout?.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr?.on('data', (c: Buffer) => (out += c.toString()));
+  return {
+    child,
+    logs: () =>
+      out
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as { msg: string }),
+    exited: new Promise((resolve) => child.on('exit', (code) => resolve(code))),
+  };
+}
+
+describe('leader election', () => {
+  const ns = useNamespace('leader');
+  const procs: Proc[] = [];
+  afterAll(async () => {
+    for (const p of procs) if (p.child.exitCode === null) p.child.kill('SIGKILL');
+  });
+
+  it('lets one of two agents sync, and the other take over when it dies', async () => {
+    const env = testbed();
+    const suffix = Date.now().toString(36);
+    const agentNs = `mooring-leader-${suffix}`;
+    const dir = await manifestDir({
+      'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {k: v}\n',
+    });
+    const configFile = join(dir, 'mooring.yaml');
+    await writeFile(
+      configFile,
+      `cluster: {kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
+sources:
+  local: [{name: folder, path: ${dir}}]
+deployments:
+  - {name: settings, namespace: ${ns()}, source: folder, paths: [cm.yaml]}
+server: {port: 0, address: 127.0.0.1}
+leaderElection: {enabled: true, leaseName: mooring, leaseDuration: 4s, renewInterval: 1s}
+`,
+    );
+    // The agents' namespace must exist for the Lease before either leads.
+    await runTool(env.tools.kubectl, ['--kubeconfig', env.kube.kubeconfig, 'create', 'namespace', agentNs]);
+    const a = start(configFile, 'agent-a');
+    procs.push(a);
+    await eventually('a leads', async () =>
+      a.logs().some((l) => l.msg === 'leading: syncing') ? true : undefined,
+    );
+    const b = start(configFile, 'agent-b');
+    procs.push(b);
+    await eventually('b stands by', async () =>
+      b.logs().some((l) => l.msg === 'standing by for the leader lease') ? true : undefined,
+    );
+    await eventually('a synced', async () =>
+      a.logs().some((l) => l.outcome === 'stable') ? true : undefined,
+    );
+    // Several renewals later, b still has not led nor synced.
+    await new Promise((r) => setTimeout(r, 3000));
+    expect(b.logs().some((l) => l.msg === 'leading: syncing' || l.msg === 'sync started')).toBe(false);
+    const lease = await kubeConfig()
+      .makeApiClient(CoordinationV1Api)
+      .readNamespacedLease({ name: 'mooring', namespace: agentNs });
+    expect(lease.spec?.holderIdentity).toBe('agent-a');
+
+    // The leader dies without giving the lease up: b takes over once it expires.
+    const killedAt = Date.now();
+    a.child.kill('SIGKILL');
+    await a.exited;
+    await eventually(
+      'b leads',
+      async () => (b.logs().some((l) => l.msg === 'leading: syncing') ? true : undefined),
+      20_000,
+    );
+    expect(Date.now() - killedAt).toBeLessThan(4000 + 2 * 1000 + 3000);
+    await eventually('b found the deployment current', async () =>
+      b.logs().some((l) => l.msg === 'agent started') ? true : undefined,
+    );
+    b.child.kill('SIGTERM');
+    expect(await b.exited).toBe(0);
+    await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      'delete',
+      'namespace',
+      agentNs,
+      '--wait=false',
+    ]);
+  });
+});
