@@ -13,7 +13,9 @@ export interface ClusterAccess {
 export function loadKubeConfig(access: ClusterAccess): KubeConfig {
   const kc = new KubeConfig();
   try {
-    if (access.inCluster) kc.loadFromCluster();
+    // MOORING_IN_CLUSTER_ROOT: where the pod's files are when they are not at / (a ServiceAccount token and CA
+    // mounted elsewhere, as in tests of the Helm chart's RBAC).
+    if (access.inCluster) kc.loadFromCluster(process.env.MOORING_IN_CLUSTER_ROOT);
     else if (access.kubeconfig) kc.loadFromFile(access.kubeconfig);
     else kc.loadFromDefault();
   } catch (error) {

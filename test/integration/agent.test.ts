@@ -213,6 +213,15 @@ server:
       agent.logs().filter((l) => l.outcome === 'stable').length === 3 ? true : undefined,
     );
 
+    // The metrics tell what happened.
+    const metrics = await (await fetch(`http://127.0.0.1:${agent.port}/metrics`)).text();
+    expect(metrics).toMatch(/mooring_syncs_total\{deployment="web",result="stable",trigger="image"\} 1/);
+    expect(metrics).toMatch(/mooring_source_polls_total\{source="manifests",kind="git",result="unchanged"\} \d+/);
+    expect(metrics).toMatch(/mooring_registry_requests\{registry="web-image",method="head"\} \d+/);
+    expect(metrics).toContain('mooring_deployed_revision_info{deployment="web",release="3"');
+    expect(metrics).toContain('mooring_leader 1');
+    expect(metrics).toContain('mooring_stability_wait_seconds_bucket');
+
     // Restarted with nothing new: the first polls find everything current and nothing is deployed.
     await agent.stop();
     agents.splice(agents.indexOf(agent), 1);
