@@ -216,7 +216,9 @@ server:
     // The metrics tell what happened.
     const metrics = await (await fetch(`http://127.0.0.1:${agent.port}/metrics`)).text();
     expect(metrics).toMatch(/mooring_syncs_total\{deployment="web",result="stable",trigger="image"\} 1/);
-    expect(metrics).toMatch(/mooring_source_polls_total\{source="manifests",kind="git",result="unchanged"\} \d+/);
+    expect(metrics).toMatch(
+      /mooring_source_polls_total\{source="manifests",kind="git",result="unchanged"\} \d+/,
+    );
     expect(metrics).toMatch(/mooring_registry_requests\{registry="web-image",method="head"\} \d+/);
     expect(metrics).toContain('mooring_deployed_revision_info{deployment="web",release="3"');
     expect(metrics).toContain('mooring_leader 1');

@@ -1,0 +1,76 @@
+# syntax=docker/dockerfile:1
+# The mooring agent's image. Three stages, all on the same Node 24 base:
+#   deps  - the production dependencies only (npm ci --omit=dev), cached until package-lock.json changes
+#   build - every dependency, then tsc -> dist/
+#   final - node_modules from deps, dist/ from build, package.json from the context; no compiler, no test tools
+# scripts/assemble-runtime.sh builds the same /app tree without a container engine, and
+# test/integration/runtime-tree.test.ts runs it read-only; keep the two in step.
+#
+# The base is named by tag; pin it by digest (node:24-bookworm-slim@sha256:...) in CI so rebuilds are reproducible.
+
+FROM node:24-bookworm-slim AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+# --ignore-scripts: no production dependency has an install script, and it keeps `prepare` (a tsc build)
+# from running here.
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+ && npm cache clean --force
+
+FROM node:24-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+# --ignore-scripts skips the `node` devDependency's preinstall (a second Node 24 downloaded from the internet:
+# the base image already is Node 24) and `prepare`, which would build before src/ is copied in.
+RUN npm ci --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src/ ./src/
+# Straight from node_modules/.bin: `npx tsc -p …` would read -p as its own --package flag.
+RUN ./node_modules/.bin/tsc -p tsconfig.build.json
+
+FROM node:24-bookworm-slim
+# Set at build time: --build-arg VERSION=$(node -p "require('./package.json').version")
+#   --build-arg REVISION=$(git rev-parse HEAD) --build-arg SOURCE_URL=<the repository's https URL>.
+# mooring itself reads image.source + image.revision to report image rollouts on their commit.
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+ARG SOURCE_URL=unknown
+LABEL org.opencontainers.image.title="mooring" \
+      org.opencontainers.image.description="GitOps sync agent for Kubernetes: artifact-driven deploys with digests, versioned config, stability checks and commit statuses" \
+      org.opencontainers.image.source="${SOURCE_URL}" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
+
+ENV NODE_ENV=production \
+    HOME=/tmp \
+    MOORING_CACHE_DIR=/var/cache/mooring/sources
+
+# A fixed numeric user, so runAsNonRoot can check it without /etc/passwd. The root filesystem may be
+# read-only: the agent writes only to its Git cache (the volume below) and, through libraries, to $HOME=/tmp
+# (mount an emptyDir at /tmp when readOnlyRootFilesystem is set).
+RUN groupadd --gid 10001 mooring \
+ && useradd --uid 10001 --gid 10001 --home-dir /tmp --no-create-home --shell /usr/sbin/nologin mooring \
+ && mkdir -p /var/cache/mooring/sources /etc/mooring \
+ && chown -R 10001:10001 /var/cache/mooring
+
+WORKDIR /app
+# Read-only for the agent: owned by root, not by 10001.
+COPY --from=deps /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+# dist/version.js reads ../package.json: it must sit at the app root next to dist/.
+COPY package.json package-lock.json ./
+COPY config/mooring.example.yaml ./config/mooring.example.yaml
+
+# The Git sources' bare caches: keep them across restarts (or mount an emptyDir; they refill on the next poll).
+VOLUME ["/var/cache/mooring"]
+USER 10001:10001
+EXPOSE 8080
+
+# Node runs as PID 1, without tini: `mooring run` installs SIGTERM and SIGINT handlers
+# (src/cli/commands/run.ts), so the kernel's PID-1 rule (signals without a handler are dropped) does not
+# swallow the stop signal; it stops polling, lets the write in progress finish and exits. mooring starts no
+# child processes (isomorphic-git is pure JavaScript), so there are no zombies for an init to reap.
+# One-off commands (render, deploy…) have no SIGTERM handler: stop them with SIGKILL, or run with --init.
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["node", "/app/dist/cli/main.js"]
+CMD ["run", "--config", "/etc/mooring/mooring.yaml"]

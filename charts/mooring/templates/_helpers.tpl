@@ -1,0 +1,123 @@
+{{/*
+The chart's name, truncated to 63 characters (the limit of a DNS label).
+*/}}
+{{- define "mooring.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The full name of the release's objects: the release name, with the chart name unless it already holds it.
+*/}}
+{{- define "mooring.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "mooring.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "mooring.labels" -}}
+helm.sh/chart: {{ include "mooring.chart" . }}
+{{ include "mooring.selectorLabels" . }}
+{{- if .Chart.AppVersion }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- end }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "mooring.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "mooring.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "mooring.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "mooring.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/*
+Cluster-scoped objects are named after the release namespace too, so that releases of the same name in two
+namespaces do not fight over one ClusterRole.
+*/}}
+{{- define "mooring.clusterName" -}}
+{{- printf "%s-%s" (include "mooring.fullname" .) .Release.Namespace | trunc 253 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "mooring.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/*
+The port the agent listens on: config.server.port, 8080 when absent.
+*/}}
+{{- define "mooring.serverPort" -}}
+{{- $server := .Values.config.server | default dict }}
+{{- if hasKey $server "port" }}{{ int $server.port }}{{ else }}8080{{ end }}
+{{- end }}
+
+{{/*
+The agent's configuration as the chart runs it: the values' config, in the cluster, with the release namespace
+as the agent's own namespace (its ledger and its Lease live there) and leader election from the values.
+*/}}
+{{- define "mooring.config" -}}
+{{- $config := deepCopy (.Values.config | default dict) }}
+{{- $cluster := $config.cluster | default dict }}
+{{- $_ := set $cluster "inCluster" true }}
+{{- $_ := set $cluster "namespace" .Release.Namespace }}
+{{- $_ := set $config "cluster" $cluster }}
+{{- $_ := set $config "apiVersion" "mooring.io/v1alpha1" }}
+{{- $_ := set $config "kind" "AgentConfig" }}
+{{- $_ := set $config "leaderElection" (deepCopy .Values.leaderElection) }}
+{{- toYaml $config }}
+{{- end }}
+
+{{/*
+The namespaces the agent deploys to when rbac.scope is namespaces: rbac.namespaces plus the namespace of every
+configured deployment, sorted and without duplicates.
+*/}}
+{{- define "mooring.targetNamespaces" -}}
+{{- $namespaces := list }}
+{{- range .Values.rbac.namespaces }}
+{{- $namespaces = append $namespaces . }}
+{{- end }}
+{{- range (.Values.config.deployments | default list) }}
+{{- if .namespace }}
+{{- $namespaces = append $namespaces .namespace }}
+{{- end }}
+{{- end }}
+{{- $namespaces | uniq | sortAlpha | toJson }}
+{{- end }}
+
+{{/*
+The rules of the deploying role: rbac.clusterRules and rbac.extraRules.
+*/}}
+{{- define "mooring.deployRules" -}}
+{{- $rules := concat (.Values.rbac.clusterRules | default list) (.Values.rbac.extraRules | default list) }}
+{{- if $rules }}
+{{- toYaml $rules }}
+{{- else }}
+[]
+{{- end }}
+{{- end }}
+
+{{/*
+An emptyDir volume source from {medium, sizeLimit} (either may be empty), as inline JSON.
+*/}}
+{{- define "mooring.emptyDir" -}}
+{{- $source := dict }}
+{{- with .medium }}{{ $_ := set $source "medium" . }}{{ end }}
+{{- with .sizeLimit }}{{ $_ := set $source "sizeLimit" . }}{{ end }}
+{{- toJson $source }}
+{{- end }}
