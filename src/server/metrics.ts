@@ -35,8 +35,8 @@ export class AgentMetrics implements SyncReporter {
   });
   readonly registryRequests = new Gauge({
     name: 'mooring_registry_requests',
-    help: 'Requests made to each registry since start, by method (HEAD, GET, token)',
-    labelNames: ['registry', 'method'],
+    help: 'Requests made to each registry since start, by method and HTTP status (token requests: method token)',
+    labelNames: ['registry', 'method', 'status'],
     registers: [this.registry],
   });
   readonly rateLimitRemaining = new Gauge({

@@ -184,14 +184,14 @@ export class Agent {
   /** Request counts and rate-limit headroom of each registry, for the metrics. */
   registryStats(): {
     registry: string;
-    head: number;
-    get: number;
     token: number;
+    byStatus: ReadonlyMap<string, number>;
     remaining: number | undefined;
   }[] {
     return [...this.registries.values()].map((r) => ({
       registry: r.source.name,
-      ...r.client.stats,
+      token: r.client.stats.token,
+      byStatus: r.client.requestsByStatus,
       remaining: r.client.rateLimitRemaining,
     }));
   }

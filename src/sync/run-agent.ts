@@ -98,9 +98,11 @@ export async function runAgent(
     metrics: async () => {
       await clusterReachable();
       for (const s of agent?.registryStats() ?? []) {
-        for (const method of ['head', 'get', 'token'] as const) {
-          metrics.registryRequests.set({ registry: s.registry, method }, s[method]);
+        for (const [key, count] of s.byStatus) {
+          const [method = '', status = ''] = key.split(' ');
+          metrics.registryRequests.set({ registry: s.registry, method, status }, count);
         }
+        metrics.registryRequests.set({ registry: s.registry, method: 'token', status: '' }, s.token);
         if (s.remaining !== undefined) metrics.rateLimitRemaining.set({ registry: s.registry }, s.remaining);
       }
       return metrics.text();

@@ -219,7 +219,9 @@ server:
     expect(metrics).toMatch(
       /mooring_source_polls_total\{source="manifests",kind="git",result="unchanged"\} \d+/,
     );
-    expect(metrics).toMatch(/mooring_registry_requests\{registry="web-image",method="head"\} \d+/);
+    expect(metrics).toMatch(
+      /mooring_registry_requests\{registry="web-image",method="HEAD",status="200"\} \d+/,
+    );
     expect(metrics).toContain('mooring_deployed_revision_info{deployment="web",release="3"');
     expect(metrics).toContain('mooring_leader 1');
     expect(metrics).toContain('mooring_stability_wait_seconds_bucket');

@@ -54,6 +54,7 @@ const MAX_LABELS = 64;
 const MAX_LABEL_VALUE = 1024;
 
 export class RegistryClient {
+  readonly #byStatus = new Map<string, number>();
   /** The registry as images name it (`docker.io`), used in messages. */
   readonly host: string;
   /** Where API requests go (`registry-1.docker.io` for Docker Hub). */
@@ -93,6 +94,11 @@ export class RegistryClient {
   }
 
   /** Requests sent so far, by kind: registry HEADs and GETs, and token service requests. */
+  /** Requests by method and HTTP status (`HEAD 200`, `GET 401`), for the metrics. */
+  get requestsByStatus(): ReadonlyMap<string, number> {
+    return new Map(this.#byStatus);
+  }
+
   get stats(): RegistryStats {
     return { ...this.#stats };
   }
@@ -219,6 +225,8 @@ export class RegistryClient {
     if (accept !== undefined) headers.Accept = accept;
     if (authorization !== undefined) headers.Authorization = authorization;
     const response = await this.#http.send({ method, url, headers, maxBytes: this.#maxBody });
+    const key = `${method} ${response.status}`;
+    this.#byStatus.set(key, (this.#byStatus.get(key) ?? 0) + 1);
     const remaining = parseRateLimitRemaining(header(response.headers, 'ratelimit-remaining'));
     if (remaining !== undefined) this.#rateLimitRemaining = remaining;
     return response;
