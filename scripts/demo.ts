@@ -4,7 +4,7 @@
 // versioned), waits until it is stable, and keeps polling: a push to the repository or a new image is deployed
 // within seconds. The agent keeps running with the test bed; `npm run testbed -- down` stops both.
 import { execFile } from 'node:child_process';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { stringify } from 'yaml';
@@ -96,6 +96,12 @@ await loadConfigFile(configFile);
 say(`agent configuration: ${configFile} (valid)`);
 
 await kubectl(['create', 'namespace', 'demo']).catch(() => undefined); // there already on a second run
+// The agent's log file is appended to across runs: only what this agent writes counts.
+const logFile = join(env.logs, 'mooring-agent.log');
+const offset = await stat(logFile).then(
+  (s) => s.size,
+  () => 0,
+);
 const agent = await startBedDaemon({
   name: 'mooring-agent',
   command: process.execPath,
@@ -108,7 +114,7 @@ const deadline = Date.now() + 180_000;
 for (;;) {
   const dead = deathNotice(agent);
   if (dead) throw new Error(dead);
-  const log = await readFile(agent.log, 'utf8').catch(() => '');
+  const log = (await readFile(agent.log).catch(() => Buffer.alloc(0))).subarray(offset).toString('utf8');
   const lines = log.split('\n').filter((l) => l.startsWith('{'));
   const done = lines.map((l) => JSON.parse(l) as { msg: string; outcome?: string }).find((l) => l.outcome);
   if (done?.outcome === 'stable') {
