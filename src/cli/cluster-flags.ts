@@ -20,3 +20,22 @@ export function withClusterFlags(command: Command): Command {
 export function clusterAccess(flags: ClusterFlags): ClusterAccess {
   return { kubeconfig: flags.kubeconfig, context: flags.context };
 }
+
+/** The arguments and flags of commands that render manifest files: `render`, `deploy`. */
+export function withManifestFlags(command: Command): Command {
+  return command
+    .argument('<paths...>', 'manifest files or folders (.yaml, .yml, .json)')
+    .option('--kubeconfig <file>', 'path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)')
+    .option('--context <name>', 'the kubeconfig context to use')
+    .option(
+      '-n, --namespace <namespace>',
+      'namespace for objects that name none (default: the context\'s, else "default")',
+    )
+    .option('--application <name>', 'the moniker application (default: the namespace)')
+    .option(
+      '--image <ref@digest>',
+      'an image artifact, e.g. registry/app:1.2@sha256:… (repeatable)',
+      (value: string, previous: string[]) => [...previous, value],
+      [],
+    );
+}

@@ -9,7 +9,7 @@ import { loadKubeConfig } from '../../kube/client.ts';
 import { Discovery } from '../../kube/discovery.ts';
 import { readManifestFiles } from '../../sources/local/files.ts';
 import { deploy } from '../../sync/deploy.ts';
-import { type ClusterFlags, clusterAccess } from '../cluster-flags.ts';
+import { type ClusterFlags, clusterAccess, withManifestFlags } from '../cluster-flags.ts';
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
 import { kubectlName } from '../names.ts';
 import { formatData, type OutputFormat } from '../output.ts';
@@ -37,23 +37,9 @@ function describeApplied(r: ApplyResult): string {
 }
 
 export function deployCommand(program: Command, print: (text: string) => void): void {
-  program
-    .command('deploy')
-    .description('render, apply and wait until every object is stable')
-    .argument('<paths...>', 'manifest files or folders (.yaml, .yml, .json)')
-    .option('--kubeconfig <file>', 'path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)')
-    .option('--context <name>', 'the kubeconfig context to use')
-    .option(
-      '-n, --namespace <namespace>',
-      'namespace for objects that name none (default: the context\'s, else "default")',
-    )
-    .option('--application <name>', 'the moniker application (default: the namespace)')
-    .option(
-      '--image <ref@digest>',
-      'an image artifact, e.g. registry/app:1.2@sha256:… (repeatable)',
-      collect,
-      [],
-    )
+  withManifestFlags(
+    program.command('deploy').description('render, apply and wait until every object is stable'),
+  )
     .option('--timeout <duration>', 'how long to wait for stability', '30m')
     .option('--concurrency <n>', 'objects written at once within a phase', '8')
     .option('--no-wait', 'apply and return without waiting for stability')
@@ -145,8 +131,4 @@ export function deployCommand(program: Command, print: (text: string) => void): 
         api.close();
       }
     });
-}
-
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
 }

@@ -13,7 +13,7 @@ import { parseManifestFiles } from '../../render/parse.ts';
 import { redactSecret } from '../../render/redact.ts';
 import { type ClusterSnapshot, render } from '../../render/render.ts';
 import { readManifestFiles } from '../../sources/local/files.ts';
-import { type ClusterFlags, clusterAccess } from '../cluster-flags.ts';
+import { type ClusterFlags, clusterAccess, withManifestFlags } from '../cluster-flags.ts';
 import { formatData, formatTable } from '../output.ts';
 
 interface RenderFlags extends ClusterFlags {
@@ -41,23 +41,9 @@ export function renderCommand(
   print: (text: string) => void,
   warn: (text: string) => void,
 ): void {
-  program
-    .command('render')
-    .description('print the hydrated manifests a deploy of these files would apply')
-    .argument('<paths...>', 'manifest files or folders (.yaml, .yml, .json)')
-    .option('--kubeconfig <file>', 'path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)')
-    .option('--context <name>', 'the kubeconfig context to use')
-    .option(
-      '-n, --namespace <namespace>',
-      'namespace for objects that name none (default: the context\'s, else "default")',
-    )
-    .option('--application <name>', 'the moniker application (default: the namespace)')
-    .option(
-      '--image <ref@digest>',
-      'an image artifact, e.g. registry/app:1.2@sha256:… (repeatable)',
-      collect,
-      [],
-    )
+  withManifestFlags(
+    program.command('render').description('print the hydrated manifests a deploy of these files would apply'),
+  )
     .option('--offline', 'do not read existing versions and live objects from the cluster')
     .option('--require-digests', 'fail when an image is left without a digest')
     .option('--show-secrets', 'print Secret values instead of redacting them')
@@ -116,8 +102,4 @@ export function renderCommand(
       const shown = flags.showSecrets ? result.objects : result.objects.map(redactSecret);
       print(flags.output === 'json' ? formatData(shown, 'json') : toYaml(shown).trimEnd());
     });
-}
-
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
 }
