@@ -1,14 +1,20 @@
-// Applying a rendered set: ordered in phases (namespaces, CRDs, access, configuration, services, workloads, the
-// rest), validated whole by a server-side dry run before the first write (all or nothing), and written with the
-// method each object's plan asks for. Objects whose content would not change are not written.
-import { StalledError, TransientError } from '../errors.ts';
-import { describeObject, describeOrigin, type KubeObject } from '../render/manifest.ts';
+// The Applier and its types: applying a rendered set in phases (apply-order.ts), validated whole by a server-side
+// dry run before the first write (all or nothing), and written with the method each object's plan asks for (apply,
+// replace, recreate). Objects whose content would not change are not written (live-state.ts reads what is there).
+import { StalledError } from '../errors.ts';
+import { describeObject, type KubeObject } from '../render/manifest.ts';
 import type { PlanEntry } from '../render/render.ts';
 import type { KubeApi } from './api.ts';
+import { ApplyRejectedError, explain, place, writeFailure } from './apply-errors.ts';
+import { inPhases } from './apply-order.ts';
 import { type Discovery, type ResourceInfo, resourcePath } from './discovery.ts';
-import { describeKubeError, serverMessage, statusCode } from './errors.ts';
+import { describeKubeError, statusCode } from './errors.ts';
+import { comparable, namespaceExists, readLive, readObject } from './live-state.ts';
 import { withApplyDefaults } from './normalize.ts';
 import { mapLimit } from './pool.ts';
+
+export { ApplyRejectedError } from './apply-errors.ts';
+export { phaseOf } from './apply-order.ts';
 
 export interface ApplyTarget {
   object: KubeObject;
@@ -35,74 +41,6 @@ export interface ApplyOptions {
   waitTimeoutMs?: number;
 }
 
-const PHASES: readonly (readonly string[])[] = [
-  ['Namespace'],
-  ['CustomResourceDefinition'],
-  [
-    'ServiceAccount',
-    'Role',
-    'ClusterRole',
-    'RoleBinding',
-    'ClusterRoleBinding',
-    'PriorityClass',
-    'StorageClass',
-    'LimitRange',
-    'ResourceQuota',
-    'PodSecurityPolicy',
-    'NetworkPolicy',
-  ],
-  ['ConfigMap', 'Secret', 'PersistentVolume', 'PersistentVolumeClaim'],
-  ['Service'],
-  ['Pod', 'ReplicationController', 'ReplicaSet', 'Deployment', 'StatefulSet', 'DaemonSet', 'Job', 'CronJob'],
-];
-
-/** From this many objects of one kind in one namespace, their live state is read with one LIST. */
-const LIST_THRESHOLD = 5;
-
-export function phaseOf(kind: string): number {
-  const index = PHASES.findIndex((kinds) => kinds.includes(kind));
-  return index === -1 ? PHASES.length : index;
-}
-
-/** Rejected before anything was written: every object the server refused, with its place and the server's words. */
-export class ApplyRejectedError extends StalledError {
-  readonly problems: readonly string[];
-  constructor(problems: readonly string[]) {
-    super(
-      `the API server rejected ${problems.length === 1 ? 'an object' : `${problems.length} objects`}; nothing was applied:\n${problems.map((p) => `  ${p}`).join('\n')}`,
-    );
-    this.problems = problems;
-  }
-}
-
-function place(target: ApplyTarget): string {
-  return `${describeOrigin(target.plan.origin)}: ${describeObject(target.object)}`;
-}
-
-/** The server's message, with what to do about the failures people meet most. */
-function explain(error: unknown): string {
-  const message = serverMessage(error);
-  const code = statusCode(error);
-  if (
-    code === 422 &&
-    /field is immutable|may not change|Forbidden: updates to .* are forbidden/i.test(message)
-  ) {
-    return `${message} (an immutable field changed: annotate the object strategy.spinnaker.io/recreate: "true" to delete and create it)`;
-  }
-  if (code === 409 && /conflict/i.test(message)) {
-    return `${message} (other field managers own these fields: set strategy.spinnaker.io/server-side-apply: force-conflicts to take them over)`;
-  }
-  return code ? `${code} ${message}` : message;
-}
-
-/** What is compared to decide "unchanged": the object without bookkeeping the server changes on every write. */
-function comparable(obj: KubeObject | undefined): string {
-  if (!obj) return '';
-  const { metadata, ...rest } = obj;
-  const { managedFields: _m, resourceVersion: _r, ...meta } = metadata as Record<string, unknown>;
-  return JSON.stringify({ ...rest, metadata: meta });
-}
-
 export class Applier {
   private readonly api: KubeApi;
   private readonly discovery: Discovery;
@@ -114,16 +52,8 @@ export class Applier {
     this.options = { waitTimeoutMs: 120_000, ...options };
   }
 
-  private async read(info: ResourceInfo, obj: KubeObject): Promise<KubeObject | undefined> {
-    try {
-      return await this.api.request<KubeObject>(
-        'GET',
-        resourcePath(info, obj.metadata.namespace, obj.metadata.name),
-      );
-    } catch (error) {
-      if (statusCode(error) === 404) return undefined;
-      throw describeKubeError(error, `read ${describeObject(obj)}`);
-    }
+  private read(info: ResourceInfo, obj: KubeObject): Promise<KubeObject | undefined> {
+    return readObject(this.api, info, obj);
   }
 
   private serverSideApply(info: ResourceInfo, target: ApplyTarget, dryRun: boolean): Promise<KubeObject> {
@@ -222,14 +152,15 @@ export class Applier {
       }
       resources.set(target, info);
       const ns = object.metadata.namespace;
-      if (info.namespaced && ns && newNamespaces.has(ns) && !(await this.namespaceExists(ns))) {
+      if (info.namespaced && ns && newNamespaces.has(ns) && !(await namespaceExists(this.api, ns))) {
         deferred.add(target);
         return;
       }
       ready.push(target);
     });
     try {
-      for (const [target, live] of await this.readLive(ready, resources)) lives.set(target, live);
+      for (const [target, live] of await readLive(this.api, ready, resources, this.options.concurrency))
+        lives.set(target, live);
     } catch (error) {
       throw describeKubeError(error, 'read the live objects');
     }
@@ -246,11 +177,7 @@ export class Applier {
     if (problems.length > 0) throw new ApplyRejectedError(problems.sort());
 
     const results: ApplyResult[] = [];
-    const byPhase = new Map<number, ApplyTarget[]>();
-    for (const t of targets)
-      byPhase.set(phaseOf(t.object.kind), [...(byPhase.get(phaseOf(t.object.kind)) ?? []), t]);
-    for (const phase of [...byPhase.keys()].sort((a, b) => a - b)) {
-      const batch = byPhase.get(phase) ?? [];
+    for (const batch of inPhases(targets, (t) => t.object.kind)) {
       const written = await mapLimit(batch, this.options.concurrency, async (target) => {
         let info = resources.get(target);
         let live = lives.get(target);
@@ -279,52 +206,6 @@ export class Applier {
     return targets
       .map((t) => results.find((r) => r.target === t))
       .filter((r): r is ApplyResult => r !== undefined);
-  }
-
-  /**
-   * The live state of every target: one LIST per kind and namespace where several objects share them (one
-   * request instead of hundreds), a GET otherwise.
-   */
-  private async readLive(
-    targets: readonly ApplyTarget[],
-    resources: ReadonlyMap<ApplyTarget, ResourceInfo>,
-  ): Promise<Map<ApplyTarget, KubeObject | undefined>> {
-    const groups = new Map<string, ApplyTarget[]>();
-    for (const t of targets) {
-      const info = resources.get(t) as ResourceInfo;
-      const key = `${info.apiVersion}|${info.plural}|${info.namespaced ? (t.object.metadata.namespace ?? '') : ''}`;
-      groups.set(key, [...(groups.get(key) ?? []), t]);
-    }
-    const live = new Map<ApplyTarget, KubeObject | undefined>();
-    await mapLimit([...groups.values()], this.options.concurrency, async (members) => {
-      const first = members[0] as ApplyTarget;
-      const info = resources.get(first) as ResourceInfo;
-      if (members.length < LIST_THRESHOLD) {
-        for (const t of members) live.set(t, await this.read(info, t.object));
-        return;
-      }
-      const list = await this.api.request<{ items: KubeObject[] | null }>(
-        'GET',
-        resourcePath(info, first.object.metadata.namespace),
-      );
-      const byName = new Map((list.items ?? []).map((o) => [o.metadata.name, o]));
-      for (const t of members) {
-        const found = byName.get(t.object.metadata.name);
-        // Items of a list carry no apiVersion and kind; the comparison with a dry run needs them.
-        live.set(t, found ? { ...found, apiVersion: t.object.apiVersion, kind: t.object.kind } : undefined);
-      }
-    });
-    return live;
-  }
-
-  private async namespaceExists(name: string): Promise<boolean> {
-    try {
-      await this.api.request('GET', `/api/v1/namespaces/${encodeURIComponent(name)}`);
-      return true;
-    } catch (error) {
-      if (statusCode(error) === 404) return false;
-      throw describeKubeError(error, `read Namespace ${name}`);
-    }
   }
 
   private async write(
@@ -361,11 +242,7 @@ export class Applier {
     try {
       return await write();
     } catch (error) {
-      const failure = describeKubeError(error, 'apply');
-      const message = `${place(target)}: ${explain(error)}`;
-      throw failure instanceof StalledError
-        ? new StalledError(message, { cause: error })
-        : new TransientError(message, { cause: error });
+      throw writeFailure(target, error);
     }
   }
 

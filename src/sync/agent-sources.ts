@@ -1,0 +1,152 @@
+// The agent's sources at work: what the agent keeps of each deployment and registry, polling a Git repository, a
+// registry or a local folder for the deployments a change concerns, the images a deployment is to run, and
+// reading its manifests from its source. Whether a concerned deployment needs a sync is decided by the
+// `reconcile` passed in.
+import type { Deployment, LocalSource, MooringConfig, RegistrySource } from '../config/schema.ts';
+import type { ManifestFile } from '../render/parse.ts';
+import { type ReleaseImage, syncRevision } from '../report/ledger.ts';
+import type { GitRepository } from '../sources/git/repository.ts';
+import { readManifestFiles } from '../sources/local/files.ts';
+import type { RegistryClient } from '../sources/registry/client.ts';
+import { pollRegistry } from '../sources/registry/poll.ts';
+import type { Logger } from './logger.ts';
+
+export interface DeploymentState {
+  spec: Deployment;
+  /** The manifests' commit this deployment is at (deployed, or seen to change none of its files). */
+  commit: string | undefined;
+  /** The revision last deployed and stable. */
+  deployed: string | undefined;
+}
+
+export interface RegistryState {
+  source: RegistrySource;
+  client: RegistryClient;
+  current: { tag: string; digest: string; source: ReleaseImage['source'] } | undefined;
+}
+
+/** What the agent knows of its deployments and sources, by name. */
+export interface SourceState {
+  config: MooringConfig;
+  log: Logger;
+  deployments: Map<string, DeploymentState>;
+  repos: Map<string, GitRepository>;
+  registries: Map<string, RegistryState>;
+  /** Image digests of the releases the deployments are at, by registry source, read from the ledger at start. */
+  knownDigests: Map<string, string>;
+}
+
+/** Decides whether deployment `d` needs a sync to `commit` and the current images, and queues it if so. */
+export type Reconcile = (d: DeploymentState, commit: string | undefined) => Promise<void>;
+
+function usersOf(state: SourceState, source: string): DeploymentState[] {
+  return [...state.deployments.values()].filter(
+    (d) => d.spec.source === source || d.spec.images.includes(source),
+  );
+}
+
+export function isLocal(state: SourceState, d: DeploymentState): boolean {
+  return state.config.sources.local.some((s) => s.name === d.spec.source);
+}
+
+/** The images deployment `d` is to run: each of its registries' current image, by source name. */
+export function imagesOf(state: SourceState, d: DeploymentState): Record<string, ReleaseImage> {
+  const images: Record<string, ReleaseImage> = {};
+  for (const name of d.spec.images) {
+    const r = state.registries.get(name);
+    if (r?.current) {
+      const { tag, digest, source } = r.current;
+      images[name] = { image: r.source.image, tag, digest, ...(source ? { source } : {}) };
+    }
+  }
+  return images;
+}
+
+export function digestsOf(state: SourceState, d: DeploymentState): Record<string, string> {
+  return Object.fromEntries(Object.entries(imagesOf(state, d)).map(([k, v]) => [k, v.digest]));
+}
+
+export async function pollGitSource(
+  state: SourceState,
+  repo: GitRepository,
+  reconcile: Reconcile,
+): Promise<void> {
+  const users = usersOf(state, repo.source.name).filter((d) => d.spec.source === repo.source.name);
+  const resolved = await repo.resolve();
+  // Nothing moved: no fetch at all. The ledger is still read, so that a resume after a rollback is seen.
+  if (users.some((d) => d.commit !== resolved.commit)) await repo.fetch(resolved);
+  for (const d of users) {
+    if (d.commit !== resolved.commit) {
+      const { everything, files } = await repo.changedManifests(
+        d.commit,
+        resolved.commit,
+        d.spec.paths,
+        d.spec.exclude,
+      );
+      if (!everything && files.length === 0 && d.deployed !== undefined) {
+        state.log.info(
+          { deployment: d.spec.name, commit: resolved.commit },
+          'commit changes none of its paths',
+        );
+        d.commit = resolved.commit;
+        d.deployed = syncRevision(resolved.commit, digestsOf(state, d));
+        continue;
+      }
+    }
+    await reconcile(d, resolved.commit);
+  }
+}
+
+export async function pollRegistrySource(
+  state: SourceState,
+  registry: RegistryState,
+  reconcile: Reconcile,
+): Promise<void> {
+  const name = registry.source.name;
+  const result = await pollRegistry(registry.client, registry.source, {
+    lastDigest: registry.current?.digest ?? state.knownDigests.get(name),
+    lastTag: registry.current?.tag,
+  });
+  const moved = registry.current?.digest !== result.digest;
+  const labels = result.artifacts[0]?.provenance;
+  const built = labels?.['org.opencontainers.image.source'];
+  const revision = labels?.['org.opencontainers.image.revision'];
+  registry.current = {
+    tag: result.tag,
+    digest: result.digest,
+    // Labels are read only when the digest moved; an unchanged image keeps what was read before.
+    source:
+      built && revision ? { repository: built, revision } : moved ? undefined : registry.current?.source,
+  };
+  if (!moved) return;
+  for (const d of usersOf(state, name).filter((u) => u.spec.images.includes(name))) {
+    if (d.commit !== undefined || isLocal(state, d)) await reconcile(d, d.commit);
+  }
+}
+
+export async function syncLocalSource(
+  state: SourceState,
+  source: LocalSource,
+  reconcile: Reconcile,
+): Promise<void> {
+  for (const d of usersOf(state, source.name).filter((u) => u.spec.source === source.name)) {
+    await reconcile(d, undefined);
+  }
+}
+
+/** The manifests of deployment `d` at `commit` (for a Git source), or as its local folder holds them now. */
+export async function manifestFiles(
+  state: SourceState,
+  d: DeploymentState,
+  commit: string | undefined,
+): Promise<ManifestFile[]> {
+  const repo = state.repos.get(d.spec.source);
+  if (repo) {
+    if (!commit) throw new Error(`no commit of ${d.spec.source} is known yet`);
+    await repo.fetch(commit);
+    return repo.files(commit, d.spec.paths, d.spec.exclude);
+  }
+  const local = state.config.sources.local.find((s) => s.name === d.spec.source);
+  if (!local) throw new Error(`deployment ${d.spec.name}: no source ${d.spec.source}`);
+  return readManifestFiles(d.spec.paths.map((p) => (p === '.' ? local.path : `${local.path}/${p}`)));
+}

@@ -1,0 +1,61 @@
+// The decision whether a deployment needs a sync, taken from its release ledger: current when its last stable
+// release has this revision; held while a rollback fence stands and its sources have not moved past it; otherwise
+// a sync, with its trigger and the queue key that names it. No I/O: the agent reads the ledger and acts on the
+// decision.
+import {
+  current,
+  type Fence,
+  type LedgerData,
+  type Release,
+  syncRevision,
+  type Trigger,
+} from '../report/ledger.ts';
+
+export interface ReconcileInput {
+  ledger: LedgerData;
+  /** The manifests' commit; undefined for a local source. */
+  commit: string | undefined;
+  /** The current image digests, by registry source name. */
+  digests: Record<string, string>;
+  /** Set for a periodic drift correction, which syncs even a current deployment. */
+  reason?: 'drift' | undefined;
+  /** A local source's files are compared when its sync runs, so it is never current by revision alone. */
+  local: boolean;
+  /** The time in ms: it makes the key of each drift correction new. */
+  at: number;
+}
+
+export type Decision =
+  | { action: 'current'; revision: string }
+  | { action: 'held'; revision: string; fence: Fence }
+  | {
+      action: 'sync';
+      revision: string;
+      trigger: Trigger;
+      /** The queue key: a sync with the key of one queued or running is not queued again. */
+      key: string;
+      /** The release the deployment is at, if any. */
+      release: Release | undefined;
+      /** The fence this sync lifts, if any. */
+      fence: Fence | undefined;
+    };
+
+export function reconcile(input: ReconcileInput): Decision {
+  const { commit, digests, reason } = input;
+  const revision = syncRevision(commit, digests);
+  const now = current(input.ledger);
+  const fence = input.ledger.fence;
+  if (fence) {
+    const moved =
+      (commit !== undefined && commit !== fence.heads.commit) ||
+      Object.entries(digests).some(([source, digest]) => fence.heads.images[source] !== digest);
+    if (!moved) return { action: 'held', revision, fence };
+  } else if (!reason && !input.local && now?.revision === revision) {
+    return { action: 'current', revision };
+  }
+  const newImage = Object.entries(digests).some(([source, digest]) => now?.images[source]?.digest !== digest);
+  const trigger: Trigger = reason ?? (now === undefined ? 'start' : newImage ? 'image' : 'commit');
+  // The key names the ledger's state too: after a rollback or a resume the same revision is synced again.
+  const key = `${revision}|release ${now?.id ?? 0}|fence ${fence?.release ?? 0}${reason ? `|${reason}@${input.at}` : ''}`;
+  return { action: 'sync', revision, trigger, key, release: now, fence };
+}
