@@ -2,7 +2,6 @@
 // deployed, webhooks trigger polls at once (and bad signatures are refused), a push outside a deployment's paths
 // deploys nothing, and a restarted agent with nothing new deploys nothing.
 import { createHmac } from 'node:crypto';
-import { Writable } from 'node:stream';
 import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.ts';
@@ -10,7 +9,7 @@ import { createLogger } from '../../src/sync/logger.ts';
 import { runAgent } from '../../src/sync/run-agent.ts';
 import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { pushImage } from '../testbed/oci-push.ts';
-import { eventually, kubeConfig, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
+import { eventually, kubeConfig, lineSink, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
 
 const SECRET = 'webhook-secret-for-tests';
 
@@ -21,13 +20,7 @@ interface RunningAgent {
 }
 
 async function startAgent(configText: string): Promise<RunningAgent> {
-  const lines: string[] = [];
-  const destination = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      lines.push(...chunk.toString().split('\n').filter(Boolean));
-      done();
-    },
-  });
+  const { destination, lines } = lineSink();
   const controller = new AbortController();
   let port = 0;
   let stopping: Promise<void> = Promise.resolve();

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { runCli } from '../../src/cli/program.ts';
@@ -116,4 +117,16 @@ export function deployTo(namespace: string, dir: string, ...extra: string[]): Pr
     '2m',
     ...extra,
   );
+}
+
+/** A stream that keeps every line written to it: a logger's destination in tests. */
+export function lineSink(): { destination: Writable; lines: string[] } {
+  const lines: string[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(...chunk.toString().split('\n').filter(Boolean));
+      done();
+    },
+  });
+  return { destination, lines };
 }

@@ -6,7 +6,6 @@ import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.ts';
 import { createLogger } from '../../src/sync/logger.ts';
@@ -15,7 +14,7 @@ import { type CapturedRequest, githubStatusValidator } from '../contract/github-
 import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
 import { pushImage } from '../testbed/oci-push.ts';
-import { eventually, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
+import { eventually, lineSink, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
 
 const CANARY = `canary-${Math.random().toString(36).slice(2)}-value`;
 
@@ -95,7 +94,7 @@ spec:
       token: 'github-token',
     });
 
-    const logs: string[] = [];
+    const sinks: string[][] = [];
     const start = async (cluster: string, namespace: string) => {
       const audit = join(secrets, `audit-${cluster}.jsonl`);
       const config = parseConfig(`
@@ -115,12 +114,8 @@ deployments:
 server: {port: 0, address: 127.0.0.1}
 audit: {file: ${audit}}
 `);
-      const destination = new Writable({
-        write(chunk: Buffer, _e, done) {
-          logs.push(chunk.toString());
-          done();
-        },
-      });
+      const { destination, lines } = lineSink();
+      sinks.push(lines);
       const controller = new AbortController();
       let port = 0;
       const running = runAgent(
@@ -230,7 +225,7 @@ audit: {file: ${audit}}
       ),
     );
     const everything = [
-      logs.join(''),
+      sinks.flat().join('\n'),
       await readFile(east.audit, 'utf8'),
       await readFile(west.audit, 'utf8'),
       ledger.stdout,

@@ -4,7 +4,6 @@
 
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { AppsV1Api } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfigFile } from '../../src/config/load.ts';
@@ -12,7 +11,16 @@ import { createLogger } from '../../src/sync/logger.ts';
 import { runAgent } from '../../src/sync/run-agent.ts';
 import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { pushImage } from '../testbed/oci-push.ts';
-import { eventually, kubeConfig, manifestDir, mooring, runTool, testbed, useNamespace } from './helpers.ts';
+import {
+  eventually,
+  kubeConfig,
+  lineSink,
+  manifestDir,
+  mooring,
+  runTool,
+  testbed,
+  useNamespace,
+} from './helpers.ts';
 
 describe('mooring rollback', () => {
   const ns = useNamespace('rollback');
@@ -52,13 +60,7 @@ deployments:
 server: {port: 0, address: 127.0.0.1}
 `,
     );
-    const lines: string[] = [];
-    const destination = new Writable({
-      write(chunk: Buffer, _e, done) {
-        lines.push(...chunk.toString().split('\n').filter(Boolean));
-        done();
-      },
-    });
+    const { destination, lines } = lineSink();
     const controller = new AbortController();
     const running = runAgent(
       await loadConfigFile(configFile),
