@@ -5,6 +5,7 @@
 import type { Deployment, LocalSource, MooringConfig, RegistrySource } from '../config/schema.ts';
 import type { ManifestFile } from '../render/parse.ts';
 import { type ReleaseImage, syncRevision } from '../report/ledger.ts';
+import { createPathFilter, isManifestPath } from '../sources/git/paths.ts';
 import type { GitRepository } from '../sources/git/repository.ts';
 import { readManifestFiles } from '../sources/local/files.ts';
 import type { RegistryClient } from '../sources/registry/client.ts';
@@ -83,7 +84,15 @@ export async function pollGitSource(
         d.spec.paths,
         d.spec.exclude,
       );
-      if (!everything && files.length === 0 && d.deployed !== undefined) {
+      // A deleted manifest is a change too (changedManifests lists the files that exist in the new commit).
+      const filter = createPathFilter(d.spec.paths, d.spec.exclude);
+      const deleted =
+        everything || files.length > 0
+          ? []
+          : (await repo.changes(d.commit, resolved.commit)).changes.filter(
+              (c) => c.after === undefined && isManifestPath(c.path) && filter.includes(c.path),
+            );
+      if (!everything && files.length === 0 && deleted.length === 0 && d.deployed !== undefined) {
         state.log.info(
           { deployment: d.spec.name, commit: resolved.commit },
           'commit changes none of its paths',

@@ -169,6 +169,21 @@ server:
     );
     expect(syncs()).toBe(2);
 
+    // Adding a manifest under the paths syncs; deleting it syncs again (a deleted file is a change too).
+    await commitFiles(repo, {
+      'apps/web/extra.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\ndata: {k: v}\n',
+    });
+    expect((await githubPush(agent.port, url)).status).toBe(202);
+    await eventually('added file synced', async () =>
+      agent.logs().filter((l) => l.outcome === 'stable').length === 3 ? true : undefined,
+    );
+    await commitFiles(repo, { 'apps/web/extra.yaml': null });
+    expect((await githubPush(agent.port, url)).status).toBe(202);
+    await eventually('deleted file synced', async () =>
+      agent.logs().filter((l) => l.outcome === 'stable').length === 4 ? true : undefined,
+    );
+    expect(syncs()).toBe(4);
+
     // A new image under the watched tag rolls the Deployment to its digest; the registry's notification says so.
     const second = await pushImage({
       registry: env.registry.url,
@@ -202,8 +217,8 @@ server:
     await eventually('new digest deployed', async () =>
       (await imageOf()) === `${image}:stable@${second.digest}` ? true : undefined,
     );
-    await eventually('third sync ended', async () =>
-      agent.logs().filter((l) => l.outcome === 'stable').length === 3 ? true : undefined,
+    await eventually('image sync ended', async () =>
+      agent.logs().filter((l) => l.outcome === 'stable').length === 5 ? true : undefined,
     );
 
     // The metrics tell what happened.
@@ -215,7 +230,7 @@ server:
     expect(metrics).toMatch(
       /mooring_registry_requests\{registry="web-image",method="HEAD",status="200"\} \d+/,
     );
-    expect(metrics).toContain('mooring_deployed_revision_info{deployment="web",release="3"');
+    expect(metrics).toContain('mooring_deployed_revision_info{deployment="web",release="5"');
     expect(metrics).toContain('mooring_leader 1');
     expect(metrics).toContain('mooring_stability_wait_seconds_bucket');
 
@@ -248,7 +263,9 @@ server:
       images: Record<string, { digest: string }>;
     }[];
     expect(releases.map((r) => [r.id, r.trigger, r.result])).toEqual([
-      [3, 'image', 'stable'],
+      [5, 'image', 'stable'],
+      [4, 'commit', 'stable'],
+      [3, 'commit', 'stable'],
       [2, 'commit', 'stable'],
       [1, 'start', 'stable'],
     ]);
