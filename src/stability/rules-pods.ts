@@ -130,6 +130,12 @@ export function jobStability(object: KubeObject): Verdict {
   if (isTrue(complete)) return stable(`complete (${succeeded} succeeded)`);
   const failure = conditionOf(status, 'Failed');
   if (failure && isTrue(failure)) return failed(`failed: ${describeCondition(failure)}`);
+  // FailureTarget is set, never withdrawn, as soon as the controller decides the Job fails; Failed follows only
+  // once its pods have terminated, which a long grace period can stretch to minutes.
+  const failing = conditionOf(status, 'FailureTarget');
+  if (failing && isTrue(failing)) {
+    return failed(`failing: ${describeCondition(failing)} (waiting for its pods to terminate)`);
+  }
 
   const completions = spec.completions;
   const target = typeof completions === 'number' ? ` of ${completions}` : '';

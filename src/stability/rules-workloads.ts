@@ -1,24 +1,41 @@
 // Stability of the replicated workloads: Deployment, ReplicaSet/ReplicationController, StatefulSet, DaemonSet.
 // The order of checks follows `kubectl rollout status` (polymorphichelpers/rollout_status.go), extended with
 // the counts seed 001 requires, so the first unmet condition is the one a user would see from kubectl.
-// Generation and deletion are checked before these rules run (rules.ts).
+// Apart from a Deployment's terminal ProgressDeadlineExceeded, conditions are read after the counts (as kstatus
+// reads Available): the controllers write both in one status update, so a short count names the shortfall
+// more precisely, and a condition decides alone only when the counts look complete.
+// Generation and deletion are checked before these rules run (rules.ts); docs/stability.md compares these
+// rules with kstatus and clouddriver.
 import type { KubeObject } from '../render/manifest.ts';
 import {
   conditionOf,
   describeCondition,
   integer,
-  isTrue,
+  isFalse,
+  namedCondition,
   objectAt,
   plural,
   section,
   text,
+  trueCondition,
 } from './status-fields.ts';
 import { failed, progressing, stable, type Verdict } from './verdict.ts';
 
-/** A failed pod creation (quota, admission) says more than a count stuck at 0; the controller keeps retrying. */
+/**
+ * A failed pod creation or deletion (quota, admission) says more than a count stuck short; the controller keeps
+ * retrying, and quota can free up, so it is progressing, not failed (kstatus agrees).
+ */
 function withReplicaFailure(status: ReturnType<typeof section>, detail: string): string {
-  const failure = conditionOf(status, 'ReplicaFailure');
-  return failure && isTrue(failure) ? `${detail}; ReplicaFailure ${describeCondition(failure)}` : detail;
+  const failure = trueCondition(status, 'ReplicaFailure');
+  return failure ? `${detail}; ${namedCondition(failure)}` : detail;
+}
+
+/** The conditions that hold a workload whose counts look complete; the controller still has work to do. */
+function conditionHold(status: ReturnType<typeof section>, checkAvailable: boolean): Verdict | undefined {
+  const available = conditionOf(status, 'Available');
+  if (checkAvailable && available && isFalse(available)) return progressing(namedCondition(available));
+  const failure = trueCondition(status, 'ReplicaFailure');
+  return failure ? progressing(namedCondition(failure)) : undefined;
 }
 
 export function deploymentStability(object: KubeObject): Verdict {
@@ -47,10 +64,21 @@ export function deploymentStability(object: KubeObject): Verdict {
   if (replicas > updated) {
     return progressing(`${plural(replicas - updated, 'old replica')} pending termination`);
   }
+  // A scale-down without a template change leaves the surplus in the new ReplicaSet, so `updated` still counts
+  // it; kubectl and clouddriver stop here, kstatus (and our ReplicaSet rule) wait for the pods to go.
+  if (replicas > desired) {
+    return progressing(
+      withReplicaFailure(status, `${plural(replicas - desired, 'replica')} pending termination`),
+    );
+  }
   if (available < updated) {
     return progressing(withReplicaFailure(status, `${available} of ${updated} updated replicas available`));
   }
   if (ready < desired) return progressing(`${ready} of ${desired} replicas ready`);
+  // Only an Available=False holds (as in clouddriver): the controller writes the condition in every status
+  // update, so a missing one means a status some other writer made, where waiting for True would never end.
+  const held = conditionHold(status, true);
+  if (held) return held;
   return stable(`${plural(desired, 'replica')} updated, ready and available`);
 }
 
@@ -72,8 +100,15 @@ export function replicaSetStability(object: KubeObject): Verdict {
   }
   if (ready < desired) return progressing(`${ready} of ${desired} replicas ready`);
   // Seed 001 stops at the counts above; like kstatus we also wait for a scale-down to finish, since the
-  // controller still has work to do.
-  if (replicas > desired) return progressing(`${plural(replicas - desired, 'replica')} pending termination`);
+  // controller still has work to do. A FailedDelete shows up here.
+  if (replicas > desired) {
+    return progressing(
+      withReplicaFailure(status, `${plural(replicas - desired, 'replica')} pending termination`),
+    );
+  }
+  // ReplicaSets and ReplicationControllers have no Available condition; ReplicaFailure is their only one.
+  const held = conditionHold(status, false);
+  if (held) return held;
   return stable(`${plural(desired, 'replica')} available and ready`);
 }
 
@@ -91,6 +126,14 @@ export function statefulSetStability(object: KubeObject): Verdict {
   const strategy = objectAt(spec, 'updateStrategy');
 
   if (ready < desired) return progressing(`${ready} of ${desired} replicas ready`);
+  // With minReadySeconds a ready pod is not yet available, and the controller waits for availability between
+  // pods; kstatus and clouddriver stop at ready. Without it availableReplicas adds nothing (and servers from
+  // before the field existed, or with its feature gate off, report 0 or nothing).
+  const minReady = integer(spec, 'minReadySeconds');
+  const available = integer(status, 'availableReplicas');
+  if (minReady > 0 && available < desired) {
+    return progressing(`${available} of ${desired} replicas available (minReadySeconds ${minReady})`);
+  }
   if (replicas > desired) return progressing(`${plural(replicas - desired, 'replica')} pending termination`);
   // kubectl refuses to judge OnDelete rollouts; we call a ready set stable and say what was not checked.
   if (text(strategy, 'type') === 'OnDelete')
@@ -123,17 +166,24 @@ export function statefulSetStability(object: KubeObject): Verdict {
 export function daemonSetStability(object: KubeObject): Verdict {
   const spec = section(object, 'spec');
   const status = section(object, 'status');
+  // desiredNumberScheduled is the one count the API server always serializes, even as 0; without it no
+  // controller has reported, and reading it as 0 would call a DaemonSet that no node runs yet stable.
+  if (typeof status.desiredNumberScheduled !== 'number') {
+    return progressing('waiting for the controller to report desiredNumberScheduled');
+  }
   const desired = integer(status, 'desiredNumberScheduled');
   const scheduled = integer(status, 'currentNumberScheduled');
   const updated = integer(status, 'updatedNumberScheduled');
   const available = integer(status, 'numberAvailable');
   const ready = integer(status, 'numberReady');
 
+  if (scheduled < desired) return progressing(`${scheduled} of ${desired} nodes running a pod`);
+  // OnDelete skips only the update count: a node without a pod still gets one, at the new template.
   if (text(objectAt(spec, 'updateStrategy'), 'type') === 'OnDelete') {
     if (ready < desired) return progressing(`${ready} of ${desired} pods ready`);
+    if (available < desired) return progressing(`${available} of ${desired} pods available`);
     return stable(`${ready} of ${desired} pods ready; ${ON_DELETE_NOTE}`);
   }
-  if (scheduled < desired) return progressing(`${scheduled} of ${desired} nodes running a pod`);
   if (updated < desired) return progressing(`${updated} of ${desired} pods updated`);
   if (available < desired) return progressing(`${available} of ${desired} pods available`);
   if (ready < desired) return progressing(`${ready} of ${desired} pods ready`);

@@ -107,9 +107,16 @@ function deletion(object: KubeObject, now: Date): Verdict | undefined {
 
 function unobservedGeneration(object: KubeObject): Verdict | undefined {
   const generation = object.metadata.generation;
-  if (typeof generation !== 'number') return undefined;
   const observed = section(object, 'status').observedGeneration;
   if (typeof observed !== 'number' && !OBSERVED_GENERATION_KINDS.has(ruleKey(object))) return undefined;
+  if (typeof generation !== 'number') {
+    // The API server always sets a generation on these kinds; an object without one did not come from it, and
+    // its counts (all 0 when the status is empty) would call a workload scaled to 0 stable before any
+    // controller has looked at it. kstatus checks the same for DaemonSets; clouddriver for all four.
+    return typeof observed === 'number'
+      ? undefined
+      : progressing('waiting for the controller to report a status (no status.observedGeneration)');
+  }
   const seen = integer(section(object, 'status'), 'observedGeneration');
   if (seen >= generation) return undefined;
   const was = typeof observed === 'number' ? ` (observed ${observed})` : '';

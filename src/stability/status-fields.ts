@@ -74,6 +74,21 @@ export function describeCondition(condition: Condition): string {
   return condition.reason || message || `${condition.type} is ${condition.status}`;
 }
 
+/**
+ * `Available False MinimumReplicasUnavailable: Deployment does not have minimum availability`: the condition
+ * named with its status, for rules that hold an object on a condition rather than on a count.
+ */
+export function namedCondition(condition: Condition): string {
+  const head = `${condition.type} ${condition.status}`;
+  return condition.reason || condition.message ? `${head} ${describeCondition(condition)}` : head;
+}
+
+/** The condition of this type when its status is True. */
+export function trueCondition(status: JsonObject, type: string): Condition | undefined {
+  const condition = conditionOf(status, type);
+  return isTrue(condition) ? condition : undefined;
+}
+
 export function plural(count: number, singular: string, pluralForm = `${singular}s`): string {
   return `${count} ${count === 1 ? singular : pluralForm}`;
 }

@@ -241,7 +241,8 @@ const deploymentCases: Case[] = [
       ],
     }),
     state: 'progressing',
-    message: '0 of 3 replicas updated; ReplicaFailure FailedCreate: pods "web-5d8-x2x7k" is forbidden',
+    message:
+      '0 of 3 replicas updated; ReplicaFailure True FailedCreate: pods "web-5d8-x2x7k" is forbidden: exceeded quota: pods',
   },
   {
     name: 'scaled to zero',
