@@ -1,7 +1,7 @@
 // How applying fails, in words a person can act on: the rejection of a whole set by its dry run, and the message
 // of one failed write, which names the object's place in the sources and says what to do about the failures
 // people meet most.
-import { StalledError, TransientError } from '../errors.ts';
+import { StalledError, TransientError, WaitingError } from '../errors.ts';
 import { describeObject, describeOrigin, type KubeObject } from '../render/manifest.ts';
 import type { PlanEntry } from '../render/render.ts';
 import { describeKubeError, serverMessage, statusCode } from './errors.ts';
@@ -43,11 +43,12 @@ export function explain(error: unknown): string {
   return code ? `${code} ${message}` : message;
 }
 
-/** A failed write of `target`: stalled when the user must act, transient (retried) otherwise. */
-export function writeFailure(target: Placed, error: unknown): StalledError | TransientError {
+/** A failed write of `target`: stalled when the user must act, waiting when rate limited, transient otherwise. */
+export function writeFailure(target: Placed, error: unknown): StalledError | WaitingError | TransientError {
   const failure = describeKubeError(error, 'apply');
   const message = `${place(target)}: ${explain(error)}`;
-  return failure instanceof StalledError
-    ? new StalledError(message, { cause: error })
-    : new TransientError(message, { cause: error });
+  if (failure instanceof StalledError) return new StalledError(message, { cause: error });
+  if (failure instanceof WaitingError)
+    return new WaitingError(message, failure.retryAfterMs, { cause: error });
+  return new TransientError(message, { cause: error });
 }

@@ -1,5 +1,6 @@
-// Turning the Kubernetes client's failures into mooring's taxonomy, with the API server's own message.
-import { type MooringError, StalledError, TransientError } from '../errors.ts';
+// Turning failed requests to the API server (KubeRequestError from api.ts, or a network error) into mooring's
+// taxonomy, with the API server's own message.
+import { type MooringError, StalledError, TransientError, WaitingError } from '../errors.ts';
 
 interface ApiFailure {
   code?: unknown;
@@ -7,39 +8,58 @@ interface ApiFailure {
   message?: unknown;
 }
 
+/** A 429 without a usable retry-after: wait this long, as the API server usually suggests (1 s). */
+const DEFAULT_RETRY_AFTER_MS = 1000;
+
+/** The response body as JSON when it is JSON text; a proxy in front of the API server may answer in plain text. */
+function bodyOf(error: unknown): unknown {
+  const body = ((error ?? {}) as ApiFailure).body;
+  if (typeof body !== 'string') return body;
+  try {
+    return JSON.parse(body);
+  } catch {
+    return body;
+  }
+}
+
 /** The API server's explanation of a failed request: the Status message when there is one. */
 export function serverMessage(error: unknown): string {
-  const failure = (error ?? {}) as ApiFailure;
-  let body = failure.body;
-  if (typeof body === 'string') {
-    try {
-      body = JSON.parse(body);
-    } catch {
-      // not JSON: use it as text below
-    }
-  }
+  const body = bodyOf(error);
   if (body && typeof body === 'object' && typeof (body as { message?: unknown }).message === 'string') {
     return (body as { message: string }).message;
   }
   if (typeof body === 'string' && body.trim()) return body.trim().slice(0, 500);
-  return typeof failure.message === 'string'
-    ? (failure.message.split('\n')[0] ?? 'request failed')
-    : String(error);
+  const message = ((error ?? {}) as ApiFailure).message;
+  return typeof message === 'string' ? message : String(error);
 }
 
+/** The HTTP status of a failed request; undefined for a network error (whose `code` is a string). */
 export function statusCode(error: unknown): number | undefined {
   const code = (error as ApiFailure | undefined)?.code;
   return typeof code === 'number' ? code : undefined;
 }
 
 /**
- * What to do about a failed request: forbidden, invalid and not-found requests need the user (stalled); the
- * rest (network, 5xx, 409 conflicts, 429) are retried with back-off.
+ * How long a rate-limited (429) request asks us to wait. The API server puts the same number of seconds in the
+ * Retry-After header and in its Status body's details.retryAfterSeconds; KubeRequestError carries the body.
+ */
+export function retryAfterMs(error: unknown): number {
+  const details = (bodyOf(error) as { details?: { retryAfterSeconds?: unknown } } | undefined)?.details;
+  const seconds = details?.retryAfterSeconds;
+  return typeof seconds === 'number' && Number.isFinite(seconds) && seconds > 0
+    ? seconds * 1000
+    : DEFAULT_RETRY_AFTER_MS;
+}
+
+/**
+ * What to do about a failed request: forbidden, invalid and not-found requests need the user (stalled); a rate
+ * limit (429) waits as long as the server asks; the rest (network, 5xx, 409 conflicts) are retried with back-off.
  */
 export function describeKubeError(error: unknown, action: string): MooringError {
   const code = statusCode(error);
   const message = `${action}: ${code ? `${code} ` : ''}${serverMessage(error)}`;
-  if (code !== undefined && code >= 400 && code < 500 && code !== 409 && code !== 429) {
+  if (code === 429) return new WaitingError(message, retryAfterMs(error), { cause: error });
+  if (code !== undefined && code >= 400 && code < 500 && code !== 409) {
     return new StalledError(message, { cause: error });
   }
   return new TransientError(message, { cause: error });

@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { StalledError, TransientError, WaitingError } from '../../../src/errors.ts';
+import { KubeRequestError } from '../../../src/kube/api.ts';
+import { describeKubeError, serverMessage, statusCode } from '../../../src/kube/errors.ts';
+
+const status = (code: number, message: string, details?: object) =>
+  new KubeRequestError('GET', '/api/v1/namespaces/prod/pods', code, {
+    kind: 'Status',
+    apiVersion: 'v1',
+    status: 'Failure',
+    message,
+    code,
+    ...(details ? { details } : {}),
+  });
+
+describe('describeKubeError', () => {
+  it.each([400, 401, 403, 404, 422])('stalls on %i: the user must act', (code) => {
+    const error = describeKubeError(status(code, 'nope'), 'read Pod prod/web');
+    expect(error).toBeInstanceOf(StalledError);
+    expect(error.message).toBe(`read Pod prod/web: ${code} nope`);
+  });
+
+  it.each([409, 500, 503])('backs off on %i', (code) => {
+    expect(describeKubeError(status(code, 'busy'), 'apply')).toBeInstanceOf(TransientError);
+  });
+
+  it('backs off on a network error, with its message', () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6443'), { code: 'ECONNREFUSED' });
+    const error = describeKubeError(refused, 'list Pods');
+    expect(error).toBeInstanceOf(TransientError);
+    expect(error.message).toBe('list Pods: connect ECONNREFUSED 127.0.0.1:6443');
+    expect(statusCode(refused)).toBeUndefined();
+  });
+
+  it('waits as long as a 429 asks, or a second when it does not say', () => {
+    const limited = describeKubeError(status(429, 'too many requests', { retryAfterSeconds: 3 }), 'list');
+    expect(limited).toBeInstanceOf(WaitingError);
+    expect((limited as WaitingError).retryAfterMs).toBe(3000);
+    const unsaid = describeKubeError(status(429, 'too many requests'), 'list');
+    expect((unsaid as WaitingError).retryAfterMs).toBe(1000);
+  });
+
+  it('takes the message from a body that is text, JSON or not', () => {
+    const json = new KubeRequestError('GET', '/x', 403, JSON.stringify({ message: 'forbidden: no' }));
+    expect(serverMessage(json)).toBe('forbidden: no');
+    const text = new KubeRequestError('GET', '/x', 502, '  Bad Gateway\n');
+    expect(describeKubeError(text, 'read').message).toBe('read: 502 Bad Gateway');
+    const empty = new KubeRequestError('GET', '/x', 500, undefined);
+    expect(describeKubeError(empty, 'read').message).toBe('read: 500 GET /x: HTTP 500');
+  });
+});
