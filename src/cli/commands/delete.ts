@@ -1,7 +1,7 @@
 // `mooring delete KIND/NAME`: one object, or every version of a versioned one (or one version with --version).
 import type { Command } from 'commander';
 import { KubeApi } from '../../kube/api.ts';
-import { loadKubeConfig } from '../../kube/client.ts';
+import { contextNamespace, loadKubeConfig } from '../../kube/client.ts';
 import { deleteObjects } from '../../kube/delete.ts';
 import { Discovery } from '../../kube/discovery.ts';
 import { type ClusterFlags, clusterAccess, withClusterFlags } from '../cluster-flags.ts';
@@ -36,7 +36,7 @@ export function deleteCommand(program: Command, print: (text: string) => void): 
       version = Number(match[1]);
     }
     const kc = loadKubeConfig(clusterAccess(flags));
-    const namespace = flags.namespace ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
+    const namespace = contextNamespace(kc, flags.namespace);
     const api = new KubeApi(kc);
     try {
       const { info, deleted } = await deleteObjects(api, new Discovery(api), {

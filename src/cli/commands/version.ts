@@ -1,6 +1,5 @@
 // `mooring version`: the client's version and, with --server, the API server's (like `kubectl version`).
 import type { Command } from 'commander';
-import { loadKubeConfig, serverVersion } from '../../kube/client.ts';
 import { VERSION } from '../../version.ts';
 import { type ClusterFlags, clusterAccess, withClusterFlags } from '../cluster-flags.ts';
 import { formatData, type OutputFormat } from '../output.ts';
@@ -23,7 +22,17 @@ export function versionCommand(program: Command, print: (text: string) => void):
     } = {
       client: { version: VERSION, node: process.version },
     };
-    if (flags.server) result.server = await serverVersion(loadKubeConfig(clusterAccess(flags)));
+    if (flags.server) {
+      // Loaded only here: the client version alone needs nothing of the cluster client.
+      const { KubeApi } = await import('../../kube/api.ts');
+      const { loadKubeConfig, serverVersion } = await import('../../kube/client.ts');
+      const api = new KubeApi(loadKubeConfig(clusterAccess(flags)));
+      try {
+        result.server = await serverVersion(api);
+      } finally {
+        api.close();
+      }
+    }
     if (flags.output !== 'table') return print(formatData(result, flags.output));
     print(`Client Version: ${VERSION} (node ${process.version})`);
     if (result.server) print(`Server Version: ${result.server.gitVersion} (${result.server.platform})`);
