@@ -15,12 +15,13 @@ import {
   type V1StatefulSetUpdateStrategy,
 } from '@kubernetes/client-node';
 import { Command, CommanderError } from 'commander';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { parseWorkloadArg, resourceName, rolloutCommand } from '../../src/cli/commands/rollout.ts';
 import { scaleCommand } from '../../src/cli/commands/scale.ts';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, ExitError } from '../../src/cli/exit-codes.ts';
 import { errorMessage, StalledError } from '../../src/errors.ts';
+import { KubeApi } from '../../src/kube/api.ts';
 import {
   PAUSED_PARTITION,
   PAUSED_UPDATE_STRATEGY,
@@ -36,6 +37,14 @@ import { eventually, kubeConfig, runTool, testbed, useNamespace } from './helper
 const ns = useNamespace('rollout');
 const strategic = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
 const image = (tag: string) => `registry.example/app:${tag}`;
+
+// The client under test is mooring's own; client-node's typed clients below set up and cross-check.
+let shared: KubeApi | undefined;
+function kubeApi(): KubeApi {
+  shared ??= new KubeApi(kubeConfig());
+  return shared;
+}
+afterAll(() => shared?.close());
 
 function apps(): AppsV1Api {
   return kubeConfig().makeApiClient(AppsV1Api);
@@ -264,7 +273,7 @@ describe('scale', () => {
   it('scales a Deployment, and its ready pods follow', async () => {
     await createDeployment('scaled', 'v1', 1);
     await readyDeployment('scaled', 1);
-    expect(await scale(kubeConfig(), ref('Deployment', 'scaled'), 3)).toEqual({ from: 1, to: 3 });
+    expect(await scale(kubeApi(), ref('Deployment', 'scaled'), 3)).toEqual({ from: 1, to: 3 });
     const d = await readyDeployment('scaled', 3);
     expect(d.spec?.replicas).toBe(3);
     const pods = await core().listNamespacedPod({ namespace: ns(), labelSelector: 'app=scaled' });
@@ -272,7 +281,7 @@ describe('scale', () => {
       pods.items.filter((p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')),
     ).toHaveLength(3);
 
-    expect(await scale(kubeConfig(), ref('Deployment', 'scaled'), 0)).toEqual({ from: 3, to: 0 });
+    expect(await scale(kubeApi(), ref('Deployment', 'scaled'), 0)).toEqual({ from: 3, to: 0 });
     await eventually('scaled down to no pods', async () =>
       (await podImages('scaled')).length === 0 ? true : undefined,
     );
@@ -280,7 +289,7 @@ describe('scale', () => {
 
   it('scales a StatefulSet, whose pods come one by one', async () => {
     await createStatefulSet('counted', 'v1', 1);
-    expect(await scale(kubeConfig(), ref('StatefulSet', 'counted'), 3)).toEqual({ from: 1, to: 3 });
+    expect(await scale(kubeApi(), ref('StatefulSet', 'counted'), 3)).toEqual({ from: 1, to: 3 });
     const sts = await eventually('counted has 3 ready', async () => {
       const s = await apps().readNamespacedStatefulSet({ name: 'counted', namespace: ns() });
       return s.status?.readyReplicas === 3 ? s : undefined;
@@ -296,11 +305,11 @@ describe('scale', () => {
       body: { metadata: { name: 'lonely' }, spec: { containers: [{ name: 'app', image: image('v1') }] } },
     });
     await expectStalled(
-      scale(kubeConfig(), ref('DaemonSet', 'fixed'), 2),
+      scale(kubeApi(), ref('DaemonSet', 'fixed'), 2),
       /^DaemonSet .*\/fixed: scale is not supported for DaemonSet/,
     );
     await expectStalled(
-      scale(kubeConfig(), ref('Pod', 'lonely'), 2),
+      scale(kubeApi(), ref('Pod', 'lonely'), 2),
       /^Pod .*\/lonely: scale is not supported for Pod/,
     );
 
@@ -312,7 +321,10 @@ describe('scale', () => {
       contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
       currentContext: 'x',
     });
-    await expectStalled(scale(nowhere, ref('DaemonSet', 'fixed'), 2), /scale is not supported for DaemonSet/);
+    await expectStalled(
+      scale(new KubeApi(nowhere), ref('DaemonSet', 'fixed'), 2),
+      /scale is not supported for DaemonSet/,
+    );
 
     const dsAfter = await apps().readNamespacedDaemonSet({ name: 'fixed', namespace: ns() });
     expect(dsAfter.metadata?.generation).toBe(ds.metadata?.generation);
@@ -324,11 +336,11 @@ describe('scale', () => {
 
   it('refuses negative replicas and names a missing object', async () => {
     await expectStalled(
-      scale(kubeConfig(), ref('Deployment', 'scaled'), -1),
+      scale(kubeApi(), ref('Deployment', 'scaled'), -1),
       /Deployment .*\/scaled: replicas must be/,
     );
     await expectStalled(
-      scale(kubeConfig(), ref('Deployment', 'ghost'), 1),
+      scale(kubeApi(), ref('Deployment', 'ghost'), 1),
       /Deployment .*\/ghost: cannot read the scale: 404/,
     );
   });
@@ -338,11 +350,8 @@ describe('pause and resume a Deployment', () => {
   it('holds a new template back while paused and rolls it out on resume', async () => {
     await createDeployment('held', 'v1', 2);
     await readyDeployment('held', 2);
-    expect(await pause(kubeConfig(), ref('Deployment', 'held'))).toEqual({ mechanism: 'paused' });
-    await expectStalled(
-      pause(kubeConfig(), ref('Deployment', 'held')),
-      /Deployment .*\/held: already paused/,
-    );
+    expect(await pause(kubeApi(), ref('Deployment', 'held'))).toEqual({ mechanism: 'paused' });
+    await expectStalled(pause(kubeApi(), ref('Deployment', 'held')), /Deployment .*\/held: already paused/);
 
     await setImage('Deployment', 'held', 'v2');
     const paused = await eventually('paused change observed', async () => {
@@ -358,7 +367,7 @@ describe('pause and resume a Deployment', () => {
       expect.stringContaining(image('v1')),
     ]);
 
-    expect(await resume(kubeConfig(), ref('Deployment', 'held'))).toEqual({ mechanism: 'paused' });
+    expect(await resume(kubeApi(), ref('Deployment', 'held'))).toEqual({ mechanism: 'paused' });
     await rolledOut('deployment/held');
     const after = await apps().readNamespacedDeployment({ name: 'held', namespace: ns() });
     expect(after.spec?.paused ?? false).toBe(false);
@@ -369,13 +378,13 @@ describe('pause and resume a Deployment', () => {
       const images = await podImages('held');
       return images.length === 2 && images.every((i) => i.endsWith(image('v2'))) ? true : undefined;
     });
-    await expectStalled(resume(kubeConfig(), ref('Deployment', 'held')), /Deployment .*\/held: not paused/);
+    await expectStalled(resume(kubeApi(), ref('Deployment', 'held')), /Deployment .*\/held: not paused/);
   });
 });
 
 describe('undo a Deployment', () => {
   it('rolls back to the previous revision and to --to-revision, as kubectl rollout history sees it', async () => {
-    const kc = kubeConfig();
+    const kc = kubeApi();
     const web = ref('Deployment', 'hist');
     await createDeployment('hist', 'v1', 1);
     await rolledOut('deployment/hist');
@@ -414,14 +423,14 @@ describe('undo a Deployment', () => {
     await createDeployment('fresh', 'v1', 1);
     await rolledOut('deployment/fresh');
     await expectStalled(
-      undo(kubeConfig(), ref('Deployment', 'fresh')),
+      undo(kubeApi(), ref('Deployment', 'fresh')),
       /^Deployment .*\/fresh: no rollout history$/,
     );
     await setImage('Deployment', 'fresh', 'v2');
     await rolledOut('deployment/fresh');
-    await pause(kubeConfig(), ref('Deployment', 'fresh'));
-    await expectStalled(undo(kubeConfig(), ref('Deployment', 'fresh')), /fresh: paused: resume it first/);
-    await resume(kubeConfig(), ref('Deployment', 'fresh'));
+    await pause(kubeApi(), ref('Deployment', 'fresh'));
+    await expectStalled(undo(kubeApi(), ref('Deployment', 'fresh')), /fresh: paused: resume it first/);
+    await resume(kubeApi(), ref('Deployment', 'fresh'));
   });
 });
 
@@ -433,7 +442,7 @@ describe('undo a StatefulSet and a DaemonSet through ControllerRevisions', () =>
     await rolledOut('statefulset/db');
     expect(await history('statefulset/db')).toEqual([1, 2]);
 
-    expect(await undo(kubeConfig(), ref('StatefulSet', 'db'))).toEqual({ revision: 1, changed: true });
+    expect(await undo(kubeApi(), ref('StatefulSet', 'db'))).toEqual({ revision: 1, changed: true });
     const sts = await apps().readNamespacedStatefulSet({ name: 'db', namespace: ns() });
     expect(sts.spec?.template.spec?.containers[0]?.image).toBe(image('v1'));
     await rolledOut('statefulset/db');
@@ -442,9 +451,9 @@ describe('undo a StatefulSet and a DaemonSet through ControllerRevisions', () =>
       const images = await podImages('db');
       return images.join() === [`db-0=${image('v1')}`, `db-1=${image('v1')}`].join() ? true : undefined;
     });
-    expect(await undo(kubeConfig(), ref('StatefulSet', 'db'), 3)).toEqual({ revision: 3, changed: false });
+    expect(await undo(kubeApi(), ref('StatefulSet', 'db'), 3)).toEqual({ revision: 3, changed: false });
     await expectStalled(
-      undo(kubeConfig(), ref('StatefulSet', 'db'), 7),
+      undo(kubeApi(), ref('StatefulSet', 'db'), 7),
       /revision 7 not found \(known revisions: 2, 3\)/,
     );
   });
@@ -453,14 +462,14 @@ describe('undo a StatefulSet and a DaemonSet through ControllerRevisions', () =>
     await createDaemonSet('agent', 'v1');
     await daemonSetRolledOut('agent');
     await expectStalled(
-      undo(kubeConfig(), ref('DaemonSet', 'agent')),
+      undo(kubeApi(), ref('DaemonSet', 'agent')),
       /^DaemonSet .*\/agent: no rollout history$/,
     );
     await setImage('DaemonSet', 'agent', 'v2');
     await daemonSetRolledOut('agent');
     expect(await history('daemonset/agent')).toEqual([1, 2]);
 
-    expect(await undo(kubeConfig(), ref('DaemonSet', 'agent'), 1)).toEqual({ revision: 1, changed: true });
+    expect(await undo(kubeApi(), ref('DaemonSet', 'agent'), 1)).toEqual({ revision: 1, changed: true });
     const ds = await apps().readNamespacedDaemonSet({ name: 'agent', namespace: ns() });
     expect(ds.spec?.template.spec?.containers[0]?.image).toBe(image('v1'));
     await daemonSetRolledOut('agent');
@@ -474,7 +483,7 @@ describe('undo a StatefulSet and a DaemonSet through ControllerRevisions', () =>
 
 describe('pause and resume a StatefulSet (partition) and a DaemonSet (OnDelete)', () => {
   it('holds a StatefulSet at its partition, also when scaled up, and restores the partition exactly', async () => {
-    const kc = kubeConfig();
+    const kc = kubeApi();
     const db = ref('StatefulSet', 'held-db');
     const created = await createStatefulSet('held-db', 'v1', 2);
     expect(created.spec?.updateStrategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { partition: 0 } });
@@ -516,7 +525,7 @@ describe('pause and resume a StatefulSet (partition) and a DaemonSet (OnDelete)'
   });
 
   it('removes the partition again when there was none, and refuses OnDelete', async () => {
-    const kc = kubeConfig();
+    const kc = kubeApi();
     const created = await createStatefulSet('bare-db', 'v1', 1, { type: 'RollingUpdate' });
     // Kubernetes 1.20 defaults no partition when the type is given without rollingUpdate.
     expect(created.spec?.updateStrategy).toEqual({ type: 'RollingUpdate' });
@@ -541,7 +550,7 @@ describe('pause and resume a StatefulSet (partition) and a DaemonSet (OnDelete)'
   });
 
   it('holds a DaemonSet with OnDelete and restores its update strategy exactly', async () => {
-    const kc = kubeConfig();
+    const kc = kubeApi();
     const agent = ref('DaemonSet', 'held-agent');
     const created = await createDaemonSet('held-agent', 'v1');
     const original = created.spec?.updateStrategy;

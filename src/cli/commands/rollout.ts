@@ -3,10 +3,10 @@
 // an operation the kind does not support, a bad number) exit 2 before the cluster is asked anything; a failure
 // of the operation itself (not found, no history, already paused, an unreachable server) exits 1, as kubectl.
 
-import type { KubeConfig } from '@kubernetes/client-node';
 import { type Command, InvalidArgumentError } from 'commander';
 import { errorMessage, StalledError } from '../../errors.ts';
-import { loadKubeConfig } from '../../kube/client.ts';
+import { KubeApi } from '../../kube/api.ts';
+import { contextNamespace, loadKubeConfig } from '../../kube/client.ts';
 import { type Operation, requireOperation } from '../../kube/operations.ts';
 import { pause, resume, undo, type WorkloadRef } from '../../kube/rollout.ts';
 import { groupOf } from '../../render/manifest.ts';
@@ -82,22 +82,26 @@ export function parseCount(flag: string): (value: string) => number {
   };
 }
 
-/** The kubeconfig and the namespace as kubectl picks it: the flag, else the context's, else "default". */
+/** A client of the kubeconfig's cluster, and the namespace as kubectl picks it (see contextNamespace). */
 export function connect(
   flags: ClusterFlags,
   target: { kind: string; name: string },
-): { kc: KubeConfig; ref: WorkloadRef } {
+): { api: KubeApi; ref: WorkloadRef } {
   const kc = loadKubeConfig(clusterAccess(flags));
-  const namespace = flags.namespace ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
-  return { kc, ref: { ...target, namespace } };
+  return { api: new KubeApi(kc), ref: { ...target, namespace: contextNamespace(kc, flags.namespace) } };
 }
 
-/** Runs the operation; its failures exit 1 (the command ran and failed), whatever their class. */
-export async function perform<T>(operation: () => Promise<T>): Promise<T> {
+/**
+ * Runs the operation and closes the client; its failures exit 1 (the command ran and failed), whatever their
+ * class.
+ */
+export async function perform<T>(api: KubeApi, operation: () => Promise<T>): Promise<T> {
   try {
     return await operation();
   } catch (error) {
     throw new ExitError(`error: ${errorMessage(error)}`, EXIT_FAILED);
+  } finally {
+    api.close();
   }
 }
 
@@ -122,8 +126,8 @@ export function rolloutCommand(program: Command, print: (text: string) => void):
         parseCount('--to-revision'),
       ),
   ).action(async (text: string, flags: RolloutFlags) => {
-    const { kc, ref } = connect(flags, usageTarget(text, 'undo-rollout'));
-    const result = await perform(() => undo(kc, ref, flags.toRevision));
+    const { api, ref } = connect(flags, usageTarget(text, 'undo-rollout'));
+    const result = await perform(api, () => undo(api, ref, flags.toRevision));
     const name = resourceName(ref.kind, ref.name);
     if (flags.output !== 'table')
       return print(formatData({ ...ref, action: 'undo', ...result }, flags.output));
@@ -140,8 +144,8 @@ export function rolloutCommand(program: Command, print: (text: string) => void):
       .description('stop rolling out template changes (StatefulSet: partition; DaemonSet: OnDelete)')
       .argument('<kind/name>', 'e.g. deployment/web, sts/db, ds/agent'),
   ).action(async (text: string, flags: RolloutFlags) => {
-    const { kc, ref } = connect(flags, usageTarget(text, 'pause-rollout'));
-    const result = await perform(() => pause(kc, ref));
+    const { api, ref } = connect(flags, usageTarget(text, 'pause-rollout'));
+    const result = await perform(api, () => pause(api, ref));
     const name = resourceName(ref.kind, ref.name);
     if (flags.output !== 'table')
       return print(formatData({ ...ref, action: 'pause', ...result }, flags.output));
@@ -156,8 +160,8 @@ export function rolloutCommand(program: Command, print: (text: string) => void):
       .description('resume a paused rollout, restoring what pause changed')
       .argument('<kind/name>', 'e.g. deployment/web, sts/db, ds/agent'),
   ).action(async (text: string, flags: RolloutFlags) => {
-    const { kc, ref } = connect(flags, usageTarget(text, 'resume-rollout'));
-    const result = await perform(() => resume(kc, ref));
+    const { api, ref } = connect(flags, usageTarget(text, 'resume-rollout'));
+    const result = await perform(api, () => resume(api, ref));
     const name = resourceName(ref.kind, ref.name);
     if (flags.output !== 'table')
       return print(formatData({ ...ref, action: 'resume', ...result }, flags.output));

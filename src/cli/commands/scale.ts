@@ -19,8 +19,8 @@ export function scaleCommand(program: Command, print: (text: string) => void): v
       .argument('<kind/name>', 'e.g. deployment/web, rs/web-v001, sts/db')
       .requiredOption('--replicas <count>', 'the new number of replicas', parseCount('--replicas')),
   ).action(async (text: string, flags: ScaleFlags) => {
-    const { kc, ref } = connect(flags, usageTarget(text, 'scale'));
-    const result = await perform(() => scale(kc, ref, flags.replicas));
+    const { api, ref } = connect(flags, usageTarget(text, 'scale'));
+    const result = await perform(api, () => scale(api, ref, flags.replicas));
     if (flags.output !== 'table')
       return print(formatData({ ...ref, action: 'scale', ...result }, flags.output));
     print(`${resourceName(ref.kind, ref.name)} scaled`);

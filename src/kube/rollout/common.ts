@@ -4,10 +4,12 @@
 // before anything is sent to the cluster. Read-modify-write operations carry the resourceVersion they read and
 // are retried on a conflict, so a concurrent change is never overwritten with stale state.
 // Design note: docs/rollout-operations.md.
-import { PatchStrategy, setHeaderOptions, type V1ObjectMeta } from '@kubernetes/client-node';
 import { errorMessage, StalledError, type Subject } from '../../errors.ts';
+import type { KubeApi } from '../api.ts';
 import { describeKubeError, statusCode } from '../errors.ts';
 import { type Operation, requireOperation } from '../operations.ts';
+import { workloadPath } from './paths.ts';
+import type { ObjectMeta } from './types.ts';
 
 export interface WorkloadRef {
   kind: string;
@@ -21,19 +23,17 @@ export const PAUSED_PARTITION = 'mooring.io/paused-partition';
 export const PAUSED_UPDATE_STRATEGY = 'mooring.io/paused-update-strategy';
 const CONFLICT_ATTEMPTS = 5;
 
-export const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-export const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
+/** The patch types of the API server, named by their content types. */
+export const MERGE_PATCH = 'application/merge-patch+json';
+export const JSON_PATCH = 'application/json-patch+json';
+export const STRATEGIC_MERGE_PATCH = 'application/strategic-merge-patch+json';
+export type PatchType = typeof MERGE_PATCH | typeof JSON_PATCH | typeof STRATEGIC_MERGE_PATCH;
 
 export function describeRef(ref: WorkloadRef): string {
   return `${ref.kind} ${ref.namespace}/${ref.name}`;
 }
 
-/** A typed client object as the plain JSON the API server sent. */
-export function plain(value: object): Record<string, unknown> {
-  return JSON.parse(JSON.stringify(value)) as Record<string, unknown>;
-}
-
-export function precondition(meta: V1ObjectMeta | undefined): { resourceVersion?: string } {
+export function precondition(meta: ObjectMeta | undefined): { resourceVersion?: string } {
   return meta?.resourceVersion ? { resourceVersion: meta.resourceVersion } : {};
 }
 
@@ -59,6 +59,29 @@ export async function call<T>(ref: WorkloadRef, action: string, request: () => P
   } catch (error) {
     throw describeKubeError(error, `${describeRef(ref)}: ${action}`);
   }
+}
+
+/** Reads the workload (or its scale subresource); a failure is described with `action`. */
+export function readWorkload<T>(
+  api: KubeApi,
+  ref: WorkloadRef,
+  action: string,
+  subresource?: 'scale',
+): Promise<T> {
+  return call(ref, action, () => api.request<T>('GET', workloadPath(ref, subresource)));
+}
+
+/** Patches the workload (or its scale subresource) and returns what the server made of it. */
+export function patchWorkload<T>(
+  api: KubeApi,
+  ref: WorkloadRef,
+  action: string,
+  patch: { type: PatchType; body: unknown },
+  subresource?: 'scale',
+): Promise<T> {
+  return call(ref, action, () =>
+    api.request<T>('PATCH', workloadPath(ref, subresource), { body: patch.body, contentType: patch.type }),
+  );
 }
 
 /** Re-reads and retries a read-modify-write operation whose resourceVersion precondition failed. */

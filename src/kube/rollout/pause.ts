@@ -7,21 +7,22 @@
 //   pods created beyond the partition would start from the new template.
 // - DaemonSet: spec.updateStrategy becomes OnDelete (no pod is replaced until it is deleted); the previous
 //   strategy is kept as JSON in `mooring.io/paused-update-strategy` and restored exactly on resume.
-import { AppsV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
+import type { KubeApi } from '../api.ts';
 import {
-  call,
   check,
-  jsonPatch,
-  mergePatch,
+  JSON_PATCH,
+  MERGE_PATCH,
   PAUSED_PARTITION,
   PAUSED_UPDATE_STRATEGY,
-  plain,
+  patchWorkload,
   precondition,
+  readWorkload,
   retryOnConflict,
   stalled,
   type WorkloadRef,
 } from './common.ts';
+import type { Workload } from './types.ts';
 
 export type PauseResult =
   | { mechanism: 'paused' }
@@ -36,53 +37,50 @@ export type ResumeResult =
 const savedPartition = z.union([z.int().nonnegative(), z.null()]);
 const savedStrategy = z.looseObject({ type: z.string().min(1) });
 
-export async function pause(kc: KubeConfig, ref: WorkloadRef): Promise<PauseResult> {
+export async function pause(api: KubeApi, ref: WorkloadRef): Promise<PauseResult> {
   check(ref, 'pause-rollout');
-  const apps = kc.makeApiClient(AppsV1Api);
   switch (ref.kind) {
     case 'Deployment':
-      return setDeploymentPaused(apps, ref, true);
+      return setDeploymentPaused(api, ref, true);
     case 'StatefulSet':
-      return retryOnConflict(() => pauseStatefulSet(apps, ref));
+      return retryOnConflict(() => pauseStatefulSet(api, ref));
     case 'DaemonSet':
-      return retryOnConflict(() => pauseDaemonSet(apps, ref));
+      return retryOnConflict(() => pauseDaemonSet(api, ref));
     default:
       throw stalled(ref, 'mooring cannot pause this kind');
   }
 }
 
-export async function resume(kc: KubeConfig, ref: WorkloadRef): Promise<ResumeResult> {
+export async function resume(api: KubeApi, ref: WorkloadRef): Promise<ResumeResult> {
   check(ref, 'resume-rollout');
-  const apps = kc.makeApiClient(AppsV1Api);
   switch (ref.kind) {
     case 'Deployment':
-      return setDeploymentPaused(apps, ref, false);
+      return setDeploymentPaused(api, ref, false);
     case 'StatefulSet':
-      return retryOnConflict(() => resumeStatefulSet(apps, ref));
+      return retryOnConflict(() => resumeStatefulSet(api, ref));
     case 'DaemonSet':
-      return retryOnConflict(() => resumeDaemonSet(apps, ref));
+      return retryOnConflict(() => resumeDaemonSet(api, ref));
     default:
       throw stalled(ref, 'mooring cannot resume this kind');
   }
 }
 
 async function setDeploymentPaused(
-  apps: AppsV1Api,
+  api: KubeApi,
   ref: WorkloadRef,
   paused: boolean,
 ): Promise<{ mechanism: 'paused' }> {
-  const { name, namespace } = ref;
-  const live = await call(ref, 'cannot read', () => apps.readNamespacedDeployment({ name, namespace }));
+  const live = await readWorkload<Workload>(api, ref, 'cannot read');
   if ((live.spec?.paused ?? false) === paused) throw stalled(ref, paused ? 'already paused' : 'not paused');
-  await call(ref, paused ? 'cannot pause' : 'cannot resume', () =>
-    apps.patchNamespacedDeployment({ name, namespace, body: { spec: { paused } } }, mergePatch),
-  );
+  await patchWorkload(api, ref, paused ? 'cannot pause' : 'cannot resume', {
+    type: MERGE_PATCH,
+    body: { spec: { paused } },
+  });
   return { mechanism: 'paused' };
 }
 
-async function pauseStatefulSet(apps: AppsV1Api, ref: WorkloadRef): Promise<PauseResult> {
-  const { name, namespace } = ref;
-  const live = await call(ref, 'cannot read', () => apps.readNamespacedStatefulSet({ name, namespace }));
+async function pauseStatefulSet(api: KubeApi, ref: WorkloadRef): Promise<PauseResult> {
+  const live = await readWorkload<Workload>(api, ref, 'cannot read');
   const strategy = live.spec?.updateStrategy;
   if (live.metadata?.annotations?.[PAUSED_PARTITION] !== undefined) {
     throw stalled(ref, `already paused (partition ${strategy?.rollingUpdate?.partition ?? 'none'})`);
@@ -97,87 +95,66 @@ async function pauseStatefulSet(apps: AppsV1Api, ref: WorkloadRef): Promise<Paus
   const previous = strategy?.rollingUpdate?.partition ?? null;
   // A partition at or above the replica count updates no pod; never lower one that is already higher.
   const partition = Math.max(live.spec?.replicas ?? 1, previous ?? 0);
-  await call(ref, 'cannot pause', () =>
-    apps.patchNamespacedStatefulSet(
-      {
-        name,
-        namespace,
-        body: {
-          metadata: {
-            ...precondition(live.metadata),
-            annotations: { [PAUSED_PARTITION]: JSON.stringify(previous) },
-          },
-          spec: { updateStrategy: { rollingUpdate: { partition } } },
-        },
+  await patchWorkload(api, ref, 'cannot pause', {
+    type: MERGE_PATCH,
+    body: {
+      metadata: {
+        ...precondition(live.metadata),
+        annotations: { [PAUSED_PARTITION]: JSON.stringify(previous) },
       },
-      mergePatch,
-    ),
-  );
+      spec: { updateStrategy: { rollingUpdate: { partition } } },
+    },
+  });
   return { mechanism: 'partition', partition, previous };
 }
 
-async function resumeStatefulSet(apps: AppsV1Api, ref: WorkloadRef): Promise<ResumeResult> {
-  const { name, namespace } = ref;
-  const live = await call(ref, 'cannot read', () => apps.readNamespacedStatefulSet({ name, namespace }));
+async function resumeStatefulSet(api: KubeApi, ref: WorkloadRef): Promise<ResumeResult> {
+  const live = await readWorkload<Workload>(api, ref, 'cannot read');
   const saved = live.metadata?.annotations?.[PAUSED_PARTITION];
   if (saved === undefined) throw stalled(ref, 'not paused');
   const previous = parseAnnotation(ref, PAUSED_PARTITION, saved, savedPartition);
-  const rollingUpdate = plain(live.spec?.updateStrategy?.rollingUpdate ?? {});
+  const rollingUpdate = live.spec?.updateStrategy?.rollingUpdate ?? {};
   const othersThanPartition = Object.keys(rollingUpdate).some((key) => key !== 'partition');
   // With no partition before the pause, rollingUpdate goes too unless it holds other settings.
   const restore =
     previous !== null ? { partition: previous } : othersThanPartition ? { partition: null } : null;
-  await call(ref, 'cannot resume', () =>
-    apps.patchNamespacedStatefulSet(
-      {
-        name,
-        namespace,
-        body: {
-          metadata: { ...precondition(live.metadata), annotations: { [PAUSED_PARTITION]: null } },
-          spec: { updateStrategy: { rollingUpdate: restore } },
-        },
-      },
-      mergePatch,
-    ),
-  );
+  await patchWorkload(api, ref, 'cannot resume', {
+    type: MERGE_PATCH,
+    body: {
+      metadata: { ...precondition(live.metadata), annotations: { [PAUSED_PARTITION]: null } },
+      spec: { updateStrategy: { rollingUpdate: restore } },
+    },
+  });
   return { mechanism: 'partition', partition: previous };
 }
 
-async function pauseDaemonSet(apps: AppsV1Api, ref: WorkloadRef): Promise<PauseResult> {
-  const { name, namespace } = ref;
-  const live = await call(ref, 'cannot read', () => apps.readNamespacedDaemonSet({ name, namespace }));
+async function pauseDaemonSet(api: KubeApi, ref: WorkloadRef): Promise<PauseResult> {
+  const live = await readWorkload<Workload>(api, ref, 'cannot read');
   if (live.metadata?.annotations?.[PAUSED_UPDATE_STRATEGY] !== undefined) {
     throw stalled(ref, 'already paused (updateStrategy OnDelete)');
   }
-  const previous = plain(live.spec?.updateStrategy ?? { type: 'RollingUpdate' });
+  const previous: Record<string, unknown> = live.spec?.updateStrategy ?? { type: 'RollingUpdate' };
   if (previous.type === 'OnDelete') {
     throw stalled(
       ref,
       'updateStrategy is OnDelete: pods are replaced only when deleted, there is no rollout to pause',
     );
   }
-  await call(ref, 'cannot pause', () =>
-    apps.patchNamespacedDaemonSet(
-      {
-        name,
-        namespace,
-        body: {
-          metadata: {
-            ...precondition(live.metadata),
-            annotations: { [PAUSED_UPDATE_STRATEGY]: JSON.stringify(previous) },
-          },
-          spec: { updateStrategy: { type: 'OnDelete', rollingUpdate: null } },
-        },
+  await patchWorkload(api, ref, 'cannot pause', {
+    type: MERGE_PATCH,
+    body: {
+      metadata: {
+        ...precondition(live.metadata),
+        annotations: { [PAUSED_UPDATE_STRATEGY]: JSON.stringify(previous) },
       },
-      mergePatch,
-    ),
-  );
+      spec: { updateStrategy: { type: 'OnDelete', rollingUpdate: null } },
+    },
+  });
   return { mechanism: 'on-delete', previous };
 }
 
-async function resumeDaemonSet(apps: AppsV1Api, ref: WorkloadRef): Promise<ResumeResult> {
-  const { name, namespace } = ref;
-  const live = await call(ref, 'cannot read', () => apps.readNamespacedDaemonSet({ name, namespace }));
+async function resumeDaemonSet(api: KubeApi, ref: WorkloadRef): Promise<ResumeResult> {
+  const live = await readWorkload<Workload>(api, ref, 'cannot read');
   const saved = live.metadata?.annotations?.[PAUSED_UPDATE_STRATEGY];
   if (saved === undefined) throw stalled(ref, 'not paused');
   const updateStrategy = parseAnnotation(ref, PAUSED_UPDATE_STRATEGY, saved, savedStrategy);
@@ -188,33 +165,22 @@ async function resumeDaemonSet(apps: AppsV1Api, ref: WorkloadRef): Promise<Resum
     { op: 'replace', path: '/spec/updateStrategy', value: updateStrategy },
     { op: 'remove', path: `/metadata/annotations/${pointerToken(PAUSED_UPDATE_STRATEGY)}` },
   ];
-  await call(ref, 'cannot resume', () => apps.patchNamespacedDaemonSet({ name, namespace, body }, jsonPatch));
+  await patchWorkload(api, ref, 'cannot resume', { type: JSON_PATCH, body });
   return { mechanism: 'on-delete', updateStrategy };
 }
 
 /** Scaling a paused StatefulSet up: pods at or beyond the partition would start from the new template. */
-export async function holdPausedPartition(
-  apps: AppsV1Api,
-  ref: WorkloadRef,
-  replicas: number,
-): Promise<void> {
-  const { name, namespace } = ref;
-  const live = await call(ref, 'cannot read', () => apps.readNamespacedStatefulSet({ name, namespace }));
+export async function holdPausedPartition(api: KubeApi, ref: WorkloadRef, replicas: number): Promise<void> {
+  const live = await readWorkload<Workload>(api, ref, 'cannot read');
   if (live.metadata?.annotations?.[PAUSED_PARTITION] === undefined) return;
   if ((live.spec?.updateStrategy?.rollingUpdate?.partition ?? 0) >= replicas) return;
-  await call(ref, 'cannot raise the partition of the paused StatefulSet', () =>
-    apps.patchNamespacedStatefulSet(
-      {
-        name,
-        namespace,
-        body: {
-          metadata: precondition(live.metadata),
-          spec: { updateStrategy: { rollingUpdate: { partition: replicas } } },
-        },
-      },
-      mergePatch,
-    ),
-  );
+  await patchWorkload(api, ref, 'cannot raise the partition of the paused StatefulSet', {
+    type: MERGE_PATCH,
+    body: {
+      metadata: precondition(live.metadata),
+      spec: { updateStrategy: { rollingUpdate: { partition: replicas } } },
+    },
+  });
 }
 
 function pointerToken(key: string): string {

@@ -1,41 +1,41 @@
 // Scale: sets the replicas of a Deployment, ReplicaSet or StatefulSet through its scale subresource, as
 // `kubectl scale` does. Scaling a paused StatefulSet up raises its partition with it (see pause.ts).
-import { AppsV1Api, type KubeConfig, type V1Scale } from '@kubernetes/client-node';
-import { call, check, mergePatch, retryOnConflict, stalled, type WorkloadRef } from './common.ts';
+import type { KubeApi } from '../api.ts';
+import {
+  check,
+  MERGE_PATCH,
+  patchWorkload,
+  readWorkload,
+  retryOnConflict,
+  stalled,
+  type WorkloadRef,
+} from './common.ts';
 import { holdPausedPartition } from './pause.ts';
+import type { Scale } from './types.ts';
 
 export interface ScaleResult {
   from: number;
   to: number;
 }
 
-export async function scale(kc: KubeConfig, ref: WorkloadRef, replicas: number): Promise<ScaleResult> {
+/** The kinds with a scale subresource that mooring scales. */
+const SCALABLE = new Set(['Deployment', 'ReplicaSet', 'StatefulSet']);
+
+export async function scale(api: KubeApi, ref: WorkloadRef, replicas: number): Promise<ScaleResult> {
   check(ref, 'scale');
   if (!Number.isInteger(replicas) || replicas < 0) {
     throw stalled(ref, `replicas must be a whole number of at least 0, not ${replicas}`);
   }
-  const apps = kc.makeApiClient(AppsV1Api);
-  const { name, namespace } = ref;
-  const body = { spec: { replicas } };
-  const subresources: Record<string, { read: () => Promise<V1Scale>; patch: () => Promise<V1Scale> }> = {
-    Deployment: {
-      read: () => apps.readNamespacedDeploymentScale({ name, namespace }),
-      patch: () => apps.patchNamespacedDeploymentScale({ name, namespace, body }, mergePatch),
-    },
-    ReplicaSet: {
-      read: () => apps.readNamespacedReplicaSetScale({ name, namespace }),
-      patch: () => apps.patchNamespacedReplicaSetScale({ name, namespace, body }, mergePatch),
-    },
-    StatefulSet: {
-      read: () => apps.readNamespacedStatefulSetScale({ name, namespace }),
-      patch: () => apps.patchNamespacedStatefulSetScale({ name, namespace, body }, mergePatch),
-    },
-  };
-  const subresource = subresources[ref.kind];
-  if (!subresource) throw stalled(ref, 'mooring cannot scale this kind');
-  const current = await call(ref, 'cannot read the scale', subresource.read);
+  if (!SCALABLE.has(ref.kind)) throw stalled(ref, 'mooring cannot scale this kind');
+  const current = await readWorkload<Scale>(api, ref, 'cannot read the scale', 'scale');
   const from = current.spec?.replicas ?? 0;
-  if (ref.kind === 'StatefulSet') await retryOnConflict(() => holdPausedPartition(apps, ref, replicas));
-  await call(ref, 'cannot scale', subresource.patch);
+  if (ref.kind === 'StatefulSet') await retryOnConflict(() => holdPausedPartition(api, ref, replicas));
+  await patchWorkload<Scale>(
+    api,
+    ref,
+    'cannot scale',
+    { type: MERGE_PATCH, body: { spec: { replicas } } },
+    'scale',
+  );
   return { from, to: replicas };
 }

@@ -2,28 +2,24 @@
 // annotations) of the ReplicaSet of the chosen revision; a StatefulSet or DaemonSet gets the strategic-merge
 // patch stored in the ControllerRevision of the chosen revision. A paused workload is refused: resume first.
 import { isDeepStrictEqual } from 'node:util';
-import {
-  AppsV1Api,
-  type KubeConfig,
-  PatchStrategy,
-  setHeaderOptions,
-  type V1DaemonSet,
-  type V1LabelSelector,
-  type V1ObjectMeta,
-  type V1StatefulSet,
-} from '@kubernetes/client-node';
+import { errorMessage } from '../../errors.ts';
+import type { KubeApi } from '../api.ts';
 import {
   call,
   check,
-  jsonPatch,
+  JSON_PATCH,
   PAUSED_PARTITION,
   PAUSED_UPDATE_STRATEGY,
-  plain,
+  patchWorkload,
   precondition,
+  readWorkload,
   retryOnConflict,
+  STRATEGIC_MERGE_PATCH,
   stalled,
   type WorkloadRef,
 } from './common.ts';
+import { appsCollectionPath, selectorString } from './paths.ts';
+import type { ControllerRevision, LabelSelector, ObjectList, ObjectMeta, Workload } from './types.ts';
 
 export interface UndoResult {
   /** The revision whose template was restored (it becomes the newest revision under a new number). */
@@ -44,10 +40,8 @@ const ANNOTATIONS_TO_SKIP = [
   'deprecated.deployment.rollback.to',
 ];
 
-const strategicPatch = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
-
 /** Rolls back to `toRevision`, or (when absent or 0, as in kubectl) to the revision before the newest. */
-export async function undo(kc: KubeConfig, ref: WorkloadRef, toRevision?: number): Promise<UndoResult> {
+export async function undo(api: KubeApi, ref: WorkloadRef, toRevision?: number): Promise<UndoResult> {
   check(ref, 'undo-rollout');
   if (toRevision !== undefined && (!Number.isInteger(toRevision) || toRevision < 0)) {
     throw stalled(
@@ -55,40 +49,36 @@ export async function undo(kc: KubeConfig, ref: WorkloadRef, toRevision?: number
       `the revision to roll back to must be a whole number of at least 1, not ${toRevision}`,
     );
   }
-  const apps = kc.makeApiClient(AppsV1Api);
   const wanted = toRevision || undefined;
   switch (ref.kind) {
     case 'Deployment':
-      return retryOnConflict(() => undoDeployment(apps, ref, wanted));
+      return retryOnConflict(() => undoDeployment(api, ref, wanted));
     case 'StatefulSet':
     case 'DaemonSet':
-      return retryOnConflict(() => undoFromControllerRevisions(apps, ref, wanted));
+      return retryOnConflict(() => undoFromControllerRevisions(api, ref, wanted));
     default:
       throw stalled(ref, 'mooring cannot undo a rollout of this kind');
   }
 }
 
-async function undoDeployment(apps: AppsV1Api, ref: WorkloadRef, toRevision?: number): Promise<UndoResult> {
-  const { name, namespace } = ref;
-  const live = await call(ref, 'cannot read', () => apps.readNamespacedDeployment({ name, namespace }));
+async function undoDeployment(api: KubeApi, ref: WorkloadRef, toRevision?: number): Promise<UndoResult> {
+  const live = await readWorkload<Workload>(api, ref, 'cannot read');
   if (live.spec?.paused) {
     // As kubectl: the rolled-back template would not roll out while paused.
     throw stalled(ref, 'paused: resume it first, then undo');
   }
   const uid = live.metadata?.uid;
-  const listed = await call(ref, 'cannot list its ReplicaSets', () =>
-    apps.listNamespacedReplicaSet({ namespace, labelSelector: selectorString(ref, live.spec?.selector) }),
-  );
-  const history = new Map<number, (typeof listed.items)[number]>();
-  for (const rs of listed.items) {
+  const listed = await listOwned<Workload>(api, ref, 'ReplicaSet', live.spec?.selector);
+  const history = new Map<number, Workload>();
+  for (const rs of listed) {
     if (!controlledBy(rs.metadata, uid)) continue;
     const revision = Number(rs.metadata?.annotations?.[REVISION]);
     if (Number.isInteger(revision) && revision > 0) history.set(revision, rs);
   }
   const revision = pickRevision(ref, [...history.keys()], toRevision);
   const replicaSet = history.get(revision);
-  const template = plain(replicaSet?.spec?.template ?? {});
-  const currentTemplate = plain(live.spec?.template ?? {});
+  const template = replicaSet?.spec?.template ?? {};
+  const currentTemplate = live.spec?.template ?? {};
   if (isDeepStrictEqual(withoutHash(template), withoutHash(currentTemplate)))
     return { revision, changed: false };
 
@@ -106,36 +96,24 @@ async function undoDeployment(apps: AppsV1Api, ref: WorkloadRef, toRevision?: nu
     // `add` rather than kubectl's `replace`: it also works on a Deployment without annotations.
     { op: 'add', path: '/metadata/annotations', value: annotations },
   ];
-  await call(ref, `cannot restore revision ${revision}`, () =>
-    apps.patchNamespacedDeployment({ name, namespace, body }, jsonPatch),
-  );
+  await patchWorkload(api, ref, `cannot restore revision ${revision}`, { type: JSON_PATCH, body });
   return { revision, changed: true };
 }
 
 async function undoFromControllerRevisions(
-  apps: AppsV1Api,
+  api: KubeApi,
   ref: WorkloadRef,
   toRevision?: number,
 ): Promise<UndoResult> {
-  const { name, namespace } = ref;
   const isStatefulSet = ref.kind === 'StatefulSet';
-  const live = await call<V1StatefulSet | V1DaemonSet>(ref, 'cannot read', () =>
-    isStatefulSet
-      ? apps.readNamespacedStatefulSet({ name, namespace })
-      : apps.readNamespacedDaemonSet({ name, namespace }),
-  );
+  const live = await readWorkload<Workload>(api, ref, 'cannot read');
   const pausedBy = isStatefulSet ? PAUSED_PARTITION : PAUSED_UPDATE_STRATEGY;
   if (live.metadata?.annotations?.[pausedBy] !== undefined) {
     throw stalled(ref, 'paused: resume it first, then undo');
   }
-  const listed = await call(ref, 'cannot list its ControllerRevisions', () =>
-    apps.listNamespacedControllerRevision({
-      namespace,
-      labelSelector: selectorString(ref, live.spec?.selector),
-    }),
-  );
+  const listed = await listOwned<ControllerRevision>(api, ref, 'ControllerRevision', live.spec?.selector);
   const history = new Map<number, unknown>();
-  for (const cr of listed.items) {
+  for (const cr of listed) {
     if (controlledBy(cr.metadata, live.metadata?.uid)) history.set(cr.revision, cr.data);
   }
   const revision = pickRevision(ref, [...history.keys()], toRevision);
@@ -146,11 +124,10 @@ async function undoFromControllerRevisions(
   // The revision's data is a strategic-merge patch that replaces spec.template (kubectl applies it as is);
   // the resourceVersion makes it conditional, so an unchanged generation means the template already matched.
   const body = { ...(data as Record<string, unknown>), metadata: precondition(live.metadata) };
-  const patched = await call<V1StatefulSet | V1DaemonSet>(ref, `cannot restore revision ${revision}`, () =>
-    isStatefulSet
-      ? apps.patchNamespacedStatefulSet({ name, namespace, body }, strategicPatch)
-      : apps.patchNamespacedDaemonSet({ name, namespace, body }, strategicPatch),
-  );
+  const patched = await patchWorkload<Workload>(api, ref, `cannot restore revision ${revision}`, {
+    type: STRATEGIC_MERGE_PATCH,
+    body,
+  });
   return { revision, changed: patched.metadata?.generation !== live.metadata?.generation };
 }
 
@@ -168,22 +145,26 @@ function pickRevision(ref: WorkloadRef, revisions: number[], toRevision?: number
   return toRevision;
 }
 
-/** A label selector in the syntax of the list API's labelSelector parameter. */
-function selectorString(ref: WorkloadRef, selector: V1LabelSelector | undefined): string {
-  const terms = Object.entries(selector?.matchLabels ?? {}).map(([key, value]) => `${key}=${value}`);
-  for (const { key, operator, values = [] } of selector?.matchExpressions ?? []) {
-    if (operator === 'In') terms.push(`${key} in (${values.join(',')})`);
-    else if (operator === 'NotIn') terms.push(`${key} notin (${values.join(',')})`);
-    else if (operator === 'Exists') terms.push(key);
-    else if (operator === 'DoesNotExist') terms.push(`!${key}`);
-    else throw stalled(ref, `selector operator ${operator} is not one of In, NotIn, Exists, DoesNotExist`);
+/** The objects of `kind` that the workload's selector matches (ownership is checked by the caller). */
+async function listOwned<T>(
+  api: KubeApi,
+  ref: WorkloadRef,
+  kind: string,
+  selector: LabelSelector | undefined,
+): Promise<T[]> {
+  let labelSelector: string;
+  try {
+    labelSelector = selectorString(selector);
+  } catch (error) {
+    throw stalled(ref, errorMessage(error));
   }
-  // An empty selector would list every object of the namespace; ownership is checked anyway, but refuse it.
-  if (terms.length === 0) throw stalled(ref, 'has an empty selector');
-  return terms.join(',');
+  const list = await call(ref, `cannot list its ${kind}s`, () =>
+    api.request<ObjectList<T>>('GET', appsCollectionPath(kind, ref.namespace), { query: { labelSelector } }),
+  );
+  return list?.items ?? [];
 }
 
-function controlledBy(meta: V1ObjectMeta | undefined, uid: string | undefined): boolean {
+function controlledBy(meta: ObjectMeta | undefined, uid: string | undefined): boolean {
   return (
     uid !== undefined && (meta?.ownerReferences ?? []).some((o) => o.uid === uid && o.controller === true)
   );
