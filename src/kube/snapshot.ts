@@ -1,28 +1,42 @@
 // The read-only lookup that render needs: existing versions of versioned objects, the Services that traffic
 // annotations name, and the live workloads whose capacity is kept. Versions are listed as metadata only
 // (PartialObjectMetadataList), so that no Secret data is ever read for this.
-import {
-  AppsV1Api,
-  CoreV1Api,
-  type KubeConfig,
-  type KubernetesObject,
-  KubernetesObjectApi,
-  setHeaderOptions,
-  type V1ObjectMeta,
-} from '@kubernetes/client-node';
+import { MooringError } from '../errors.ts';
 import { ARTIFACT, CONTENT_HASH, STRATEGY, TRAFFIC_LOAD_BALANCERS } from '../render/annotations.ts';
 import type { KubeObject, SourcedObject } from '../render/manifest.ts';
 import type { ClusterSnapshot, ExistingVersion } from '../render/render.ts';
 import { parseVersionedName } from '../render/versioning.ts';
-import { describeKubeError } from './errors.ts';
+import { type KubeApi, METADATA_LIST } from './api.ts';
+import { Discovery, resourcePath } from './discovery.ts';
+import { describeKubeError, statusCode } from './errors.ts';
 
-const METADATA_ONLY = setHeaderOptions(
-  'Accept',
-  'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json',
-);
+/** Discovery's own errors (an unknown kind) are already classified; a failed request is classified here. */
+function described(error: unknown, action: string): MooringError {
+  return error instanceof MooringError ? error : describeKubeError(error, action);
+}
+
+/** The fields of an object's metadata that versions are read from. */
+export interface VersionedMeta {
+  name?: string;
+  namespace?: string;
+  annotations?: Record<string, string>;
+}
+
+interface ObjectList<T> {
+  /** A metadata list of nothing comes back with `items: null`. */
+  items?: T[] | null;
+}
+
+/** The kinds whose versions render reuses, and where their collections are. */
+const VERSIONED_COLLECTIONS: readonly { kind: string; group: string; plural: string }[] = [
+  { kind: 'ConfigMap', group: 'v1', plural: 'configmaps' },
+  { kind: 'Secret', group: 'v1', plural: 'secrets' },
+  { kind: 'Pod', group: 'v1', plural: 'pods' },
+  { kind: 'ReplicaSet', group: 'apps/v1', plural: 'replicasets' },
+];
 
 /** The version an object records in its annotations (or, failing that, in its name). */
-export function versionOf(kind: string, meta: V1ObjectMeta): ExistingVersion | undefined {
+export function versionOf(kind: string, meta: VersionedMeta): ExistingVersion | undefined {
   const base = meta.annotations?.[ARTIFACT.name];
   if (!base || !meta.name || !meta.namespace) return undefined;
   const fromAnnotation = /^v(\d+)$/.exec(meta.annotations?.[ARTIFACT.version] ?? '');
@@ -32,27 +46,25 @@ export function versionOf(kind: string, meta: V1ObjectMeta): ExistingVersion | u
   return { kind, namespace: meta.namespace, name: base, version, hash: meta.annotations?.[CONTENT_HASH] };
 }
 
-async function listVersions(kc: KubeConfig, namespace: string): Promise<ExistingVersion[]> {
-  const core = kc.makeApiClient(CoreV1Api);
-  const apps = kc.makeApiClient(AppsV1Api);
-  const lists: [string, Promise<{ items: { metadata?: V1ObjectMeta }[] | null }>][] = [
-    ['ConfigMap', core.listNamespacedConfigMap({ namespace }, METADATA_ONLY)],
-    ['Secret', core.listNamespacedSecret({ namespace }, METADATA_ONLY)],
-    ['Pod', core.listNamespacedPod({ namespace }, METADATA_ONLY)],
-    ['ReplicaSet', apps.listNamespacedReplicaSet({ namespace }, METADATA_ONLY)],
-  ];
-  const versions: ExistingVersion[] = [];
-  for (const [kind, list] of lists) {
-    const result = await list.catch((error: unknown) => {
-      throw describeKubeError(error, `list ${kind}s in namespace ${namespace}`);
-    });
-    // A metadata list of nothing comes back with `items: null`.
-    for (const item of result.items ?? []) {
-      const v = item.metadata ? versionOf(kind, item.metadata) : undefined;
-      if (v) versions.push(v);
-    }
-  }
-  return versions;
+async function listVersions(api: KubeApi, namespace: string): Promise<ExistingVersion[]> {
+  // All four at once; Promise.all observes every request, so a second failure is never an unhandled rejection.
+  const lists = await Promise.all(
+    VERSIONED_COLLECTIONS.map(async ({ kind, group, plural }) => {
+      const base = group.includes('/') ? `/apis/${group}` : `/api/${group}`;
+      const path = `${base}/namespaces/${encodeURIComponent(namespace)}/${plural}`;
+      try {
+        const list = await api.request<ObjectList<{ metadata?: VersionedMeta }>>('GET', path, {
+          accept: METADATA_LIST,
+        });
+        return { kind, items: list?.items ?? [] };
+      } catch (error) {
+        throw describeKubeError(error, `list ${kind}s in namespace ${namespace}`);
+      }
+    }),
+  );
+  return lists.flatMap(({ kind, items }) =>
+    items.flatMap((item) => (item.metadata ? (versionOf(kind, item.metadata) ?? []) : [])),
+  );
 }
 
 function trafficServices(object: KubeObject): string[] {
@@ -71,44 +83,50 @@ function trafficServices(object: KubeObject): string[] {
 
 /** Reads what render needs to know of the cluster for these objects (already placed in namespaces). */
 export async function readSnapshot(
-  kc: KubeConfig,
+  api: KubeApi,
   objects: readonly SourcedObject[],
 ): Promise<ClusterSnapshot> {
-  const generic = KubernetesObjectApi.makeApiClient(kc);
+  const discovery = new Discovery(api);
   const namespaces = [
     ...new Set(objects.map((o) => o.object.metadata.namespace).filter((n): n is string => !!n)),
   ];
-  const versions = (await Promise.all(namespaces.map((ns) => listVersions(kc, ns)))).flat();
 
-  const live: KubeObject[] = [];
+  /** One live object, or nothing when it does not exist. */
   const read = async (apiVersion: string, kind: string, namespace: string, name: string) => {
     try {
-      const obj = await generic.read({ apiVersion, kind, metadata: { name, namespace } });
-      live.push(obj as unknown as KubeObject);
+      const info = await discovery.resource(apiVersion, kind);
+      return [await api.request<KubeObject>('GET', resourcePath(info, namespace, name))];
     } catch (error) {
-      if ((error as { code?: number }).code !== 404)
-        throw describeKubeError(error, `read ${kind} ${namespace}/${name}`);
+      if (statusCode(error) === 404) return [];
+      throw described(error, `read ${kind} ${namespace}/${name}`);
     }
   };
-  const reads: Promise<void>[] = [];
+  /** Every object of a kind in a namespace; list items carry no kind, so it is set as render matches on it. */
+  const list = async (apiVersion: string, kind: string, namespace: string) => {
+    try {
+      const info = await discovery.resource(apiVersion, kind);
+      const result = await api.request<ObjectList<KubeObject>>('GET', resourcePath(info, namespace));
+      return (result?.items ?? []).map((item) => ({ ...item, apiVersion, kind }));
+    } catch (error) {
+      throw described(error, `list ${kind}s in namespace ${namespace}`);
+    }
+  };
+
+  const reads: Promise<KubeObject[]>[] = [];
   for (const { object } of objects) {
     const ns = object.metadata.namespace;
     if (!ns) continue;
     for (const name of trafficServices(object)) reads.push(read('v1', 'Service', ns, name));
     if (object.metadata.annotations?.[STRATEGY.useSourceCapacity] === 'true') {
-      if (object.kind === 'ReplicaSet') {
-        // A versioned ReplicaSet's live capacity is that of its newest version: list them all.
-        const list = await generic
-          .list<KubernetesObject>(object.apiVersion, object.kind, ns)
-          .catch((error: unknown) => {
-            throw describeKubeError(error, `list ReplicaSets in namespace ${ns}`);
-          });
-        live.push(...(list.items as unknown as KubeObject[]));
-      } else {
-        reads.push(read(object.apiVersion, object.kind, ns, object.metadata.name));
-      }
+      // A versioned ReplicaSet's live capacity is that of its newest version: list them all.
+      if (object.kind === 'ReplicaSet') reads.push(list(object.apiVersion, object.kind, ns));
+      else reads.push(read(object.apiVersion, object.kind, ns, object.metadata.name));
     }
   }
-  await Promise.all(reads);
-  return { versions, live };
+  // Started together and awaited together: whichever fails first is reported, none is left unobserved.
+  const [versions, live] = await Promise.all([
+    Promise.all(namespaces.map((ns) => listVersions(api, ns))),
+    Promise.all(reads),
+  ]);
+  return { versions: versions.flat(), live: live.flat() };
 }

@@ -103,6 +103,60 @@ describe('mooring render against the cluster', () => {
     expect(back.stdout).toContain('token: <redacted>');
   });
 
+  it('keeps the live capacity of a Deployment and of the newest version of a ReplicaSet', async () => {
+    const env = testbed();
+    const dir = await mkdtemp(join(tmpdir(), 'mooring-render-'));
+    const file = join(dir, 'capacity.yaml');
+    const workloads = (tag: string) => `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: cap-web
+  annotations: {strategy.spinnaker.io/use-source-capacity: "true"}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: cap-web}}
+  template:
+    metadata: {labels: {app: cap-web}}
+    spec: {containers: [{name: app, image: "registry.example/web:${tag}"}]}
+---
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata:
+  name: cap-rs
+  annotations: {strategy.spinnaker.io/use-source-capacity: "true"}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: cap-rs}}
+  template:
+    metadata: {labels: {app: cap-rs}}
+    spec: {containers: [{name: app, image: "registry.example/rs:${tag}"}]}
+`;
+    const kubectl = async (...args: string[]) => {
+      const r = await runTool(env.tools.kubectl, ['--kubeconfig', env.kube.kubeconfig, '-n', ns(), ...args]);
+      expect(r.code, r.stderr).toBe(0);
+    };
+    const replicas = (yaml: string) =>
+      parseAllDocuments(yaml).map((d) => {
+        const o = d.toJS() as { metadata: { name: string }; spec: { replicas: number } };
+        return `${o.metadata.name}=${o.spec.replicas}`;
+      });
+
+    await writeFile(file, workloads('1'));
+    const first = await renderOnline(file, ns());
+    expect(first.code, first.stderr).toBe(0);
+    expect(replicas(first.stdout)).toEqual(['cap-web=1', 'cap-rs-v000=1']);
+    await writeFile(join(dir, 'out.yaml'), first.stdout);
+    await kubectl('apply', '-f', join(dir, 'out.yaml'));
+    await kubectl('scale', 'deployment/cap-web', '--replicas=3');
+    await kubectl('scale', 'replicaset/cap-rs-v000', '--replicas=2');
+
+    // A new template: the Deployment keeps its live replicas, the next ReplicaSet version those of the last.
+    await writeFile(file, workloads('2'));
+    const next = await renderOnline(file, ns());
+    expect(next.code, next.stderr).toBe(0);
+    expect(replicas(next.stdout)).toEqual(['cap-web=3', 'cap-rs-v001=2']);
+  });
+
   it('fails with exit 2 naming the place when a traffic Service exists nowhere', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'mooring-render-'));
     const file = join(dir, 'app.yaml');

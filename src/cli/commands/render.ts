@@ -3,6 +3,7 @@
 // live objects through a read-only lookup.
 import { type Command, Option } from 'commander';
 import { StalledError } from '../../errors.ts';
+import { KubeApi } from '../../kube/api.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
 import { readSnapshot } from '../../kube/snapshot.ts';
 import { toYaml } from '../../render/canonical.ts';
@@ -61,12 +62,17 @@ export function renderCommand(
         const kc = loadKubeConfig(clusterAccess(flags));
         namespace ??= kc.getContextObject(kc.getCurrentContext())?.namespace;
         const ns = namespace ?? 'default';
+        const api = new KubeApi(kc);
         // Render reports parse problems itself; the lookup only needs the objects that parse.
         const { objects } = parseManifestFiles(files);
         for (const { object } of objects) {
           if (!isClusterScoped(object.apiVersion, object.kind)) object.metadata.namespace ??= ns;
         }
-        snapshot = await readSnapshot(kc, objects);
+        try {
+          snapshot = await readSnapshot(api, objects);
+        } finally {
+          api.close();
+        }
       }
       namespace ??= 'default';
       const result = render({
