@@ -1,29 +1,27 @@
 // The mooring command line: builds the command tree and maps outcomes to exit codes. Commands stay thin.
-import { Command, CommanderError } from 'commander';
+// Only the command being run is loaded (see command-table.ts); the others are listed for help.
+import { Command, CommanderError, Help } from 'commander';
 import { errorMessage, StalledError } from '../errors.ts';
 import { VERSION } from '../version.ts';
-import { configCommand } from './commands/config.ts';
-import { deleteCommand } from './commands/delete.ts';
-import { deployCommand } from './commands/deploy.ts';
-import { releaseCommands } from './commands/releases.ts';
-import { renderCommand } from './commands/render.ts';
-import { rolloutCommand } from './commands/rollout.ts';
-import { runCommand } from './commands/run.ts';
-import { scaleCommand } from './commands/scale.ts';
-import { versionCommand } from './commands/version.ts';
+import { type CliIo, COMMANDS, type CommandListing, commandNamed } from './command-table.ts';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, ExitError } from './exit-codes.ts';
 
-export interface CliIo {
-  stdout: (text: string) => void;
-  stderr: (text: string) => void;
-}
+export type { CliIo } from './command-table.ts';
 
 const processIo: CliIo = {
   stdout: (text) => process.stdout.write(text.endsWith('\n') ? text : `${text}\n`),
   stderr: (text) => process.stderr.write(text.endsWith('\n') ? text : `${text}\n`),
 };
 
-export function buildProgram(io: CliIo = processIo): Command {
+/**
+ * The program with the full definition of `wanted` ('all': of every command; 'none': of no command) and a
+ * listing of each other command: enough for `mooring --help`, and for commander to refuse an unknown command.
+ */
+export async function buildProgram(
+  io: CliIo = processIo,
+  wanted: CommandListing | 'all' | 'none' = 'all',
+): Promise<Command> {
+  const listed = new Map<Command, string>();
   const program = new Command('mooring')
     .description('GitOps sync agent for Kubernetes: deploys manifests from Git and images from registries')
     .version(VERSION, '--version', 'print the version')
@@ -31,16 +29,20 @@ export function buildProgram(io: CliIo = processIo): Command {
     // Options of mooring itself come before the command, so `delete --version v001` belongs to delete.
     .enablePositionalOptions()
     .exitOverride()
-    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
-  configCommand(program, io.stdout);
-  deleteCommand(program, io.stdout);
-  deployCommand(program, io.stdout);
-  renderCommand(program, io.stdout, io.stderr);
-  releaseCommands(program, io.stdout);
-  rolloutCommand(program, io.stdout);
-  runCommand(program);
-  scaleCommand(program, io.stdout);
-  versionCommand(program, io.stdout);
+    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
+    .configureHelp({
+      // A listed command has no options or arguments of its own: print the term of its full definition.
+      subcommandTerm(this: Help, command: Command): string {
+        return listed.get(command) ?? Help.prototype.subcommandTerm.call(this, command);
+      },
+    });
+  for (const listing of COMMANDS) {
+    // One module may define several commands (history, status, rollback, resume).
+    if (program.commands.some((c) => c.name() === listing.name)) continue;
+    const full = wanted === 'all' || (wanted !== 'none' && wanted.load === listing.load);
+    if (full) (await listing.load())(program, io);
+    else listed.set(program.command(listing.name).description(listing.description), listing.term);
+  }
   for (const command of program.commands) {
     command.exitOverride().configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
     for (const sub of command.commands)
@@ -51,8 +53,8 @@ export function buildProgram(io: CliIo = processIo): Command {
 
 /** Runs the CLI on `argv` (without node and script) and returns the exit code; never throws. */
 export async function runCli(argv: readonly string[], io: CliIo = processIo): Promise<number> {
-  const program = buildProgram(io);
   try {
+    const program = await buildProgram(io, commandNamed(argv) ?? 'none');
     if (argv.length === 0) {
       io.stdout(program.helpInformation());
       return EXIT_OK;
