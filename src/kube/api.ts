@@ -1,6 +1,10 @@
 // A small HTTP client for the Kubernetes API: authentication and TLS come from the KubeConfig (so tokens,
 // client certificates and exec plugins work as kubectl's do), connections are kept alive and shared, and
 // failures carry the status code and the API server's Status body for describeKubeError.
+// Ordinary requests and long-lived watch streams use two separate connection pools: requests share a bounded
+// keep-alive pool, and every stream gets its own connection from an unbounded one, so a request never queues
+// behind a stream that may hold its socket for minutes. Streams are few by design (src/kube/cache.ts opens one
+// per resource type and namespace, never one per object).
 
 import { request as httpRequest } from 'node:http';
 import { Agent, request as httpsRequest, type RequestOptions } from 'node:https';
@@ -40,7 +44,9 @@ export class KubeApi {
   readonly kc: KubeConfig;
   private readonly server: URL;
   private agent: Agent | undefined;
+  private streamAgent: Agent | undefined;
   private readonly maxSockets: number;
+  private openStreams = 0;
 
   constructor(kc: KubeConfig, options: { maxSockets?: number } = {}) {
     this.kc = kc;
@@ -54,23 +60,45 @@ export class KubeApi {
     return this.server.origin;
   }
 
-  /** Request options with fresh credentials (tokens may rotate) on one shared keep-alive agent. */
-  private async options(method: string, path: string, spec: RequestSpec): Promise<RequestOptions> {
+  /** Watch streams open now: grows with resource types times namespaces watched, never with objects. */
+  get streams(): number {
+    return this.openStreams;
+  }
+
+  private tlsAgent(opts: RequestOptions, maxSockets: number): Agent {
+    return new Agent({
+      keepAlive: true,
+      maxSockets,
+      ca: opts.ca,
+      cert: opts.cert,
+      key: opts.key,
+      pfx: opts.pfx,
+      passphrase: opts.passphrase,
+      rejectUnauthorized: opts.rejectUnauthorized,
+      servername: opts.servername,
+    });
+  }
+
+  /**
+   * Request options with fresh credentials (tokens may rotate), on the bounded request pool or, for a stream, on
+   * the stream pool.
+   */
+  private async options(
+    method: string,
+    path: string,
+    spec: RequestSpec,
+    stream = false,
+  ): Promise<RequestOptions> {
     const opts: RequestOptions = { method, headers: {} };
     await this.kc.applyToHTTPSOptions(opts);
     if (this.server.protocol === 'https:') {
-      this.agent ??= new Agent({
-        keepAlive: true,
-        maxSockets: this.maxSockets,
-        ca: opts.ca,
-        cert: opts.cert,
-        key: opts.key,
-        pfx: opts.pfx,
-        passphrase: opts.passphrase,
-        rejectUnauthorized: opts.rejectUnauthorized,
-        servername: opts.servername,
-      });
-      opts.agent = this.agent;
+      if (stream) {
+        this.streamAgent ??= this.tlsAgent(opts, Number.POSITIVE_INFINITY);
+        opts.agent = this.streamAgent;
+      } else {
+        this.agent ??= this.tlsAgent(opts, this.maxSockets);
+        opts.agent = this.agent;
+      }
     } else {
       delete opts.agent;
     }
@@ -142,8 +170,22 @@ export class KubeApi {
     onEvent: (event: { type: string; object: unknown }) => boolean | undefined,
     signal?: AbortSignal,
   ): Promise<void> {
-    const opts = await this.options('GET', path, { query: { ...query, watch: true }, signal });
-    await new Promise<void>((resolve, reject) => {
+    const opts = await this.options('GET', path, { query: { ...query, watch: true }, signal }, true);
+    this.openStreams++;
+    try {
+      await this.stream(opts, path, onEvent, signal);
+    } finally {
+      this.openStreams--;
+    }
+  }
+
+  private stream(
+    opts: RequestOptions,
+    path: string,
+    onEvent: (event: { type: string; object: unknown }) => boolean | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
       const send = opts.protocol === 'http:' ? httpRequest : httpsRequest;
       const req = send(opts, (res) => {
         if ((res.statusCode ?? 0) >= 300) {
@@ -161,8 +203,14 @@ export class KubeApi {
           return;
         }
         let buffer = '';
-        res.on('data', (chunk: Buffer) => {
-          buffer += chunk.toString('utf8');
+        // Decoded as a stream, so a character split across two chunks stays whole.
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          buffer += chunk;
+          if (buffer.length > MAX_RESPONSE_BYTES) {
+            req.destroy(new Error(`WATCH ${path}: an event larger than ${MAX_RESPONSE_BYTES} bytes`));
+            return;
+          }
           let newline = buffer.indexOf('\n');
           while (newline !== -1) {
             const line = buffer.slice(0, newline).trim();
@@ -192,5 +240,6 @@ export class KubeApi {
 
   close(): void {
     this.agent?.destroy();
+    this.streamAgent?.destroy();
   }
 }

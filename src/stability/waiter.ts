@@ -1,6 +1,8 @@
 // Waiting for manifest stability (seed 001, "Accommodating level-based deployments"): every applied object is
-// watched, its verdict re-evaluated on each change, and the wait ends as soon as all are stable, one has failed,
-// the timeout passes or the caller cancels. How an object is watched is passed in (src/kube provides it).
+// watched, its verdict re-evaluated on each change of that object, and the wait ends as soon as all are stable,
+// one has failed, the timeout passes or the caller cancels. How an object is watched is passed in (src/kube's
+// cluster cache provides it, one stream per resource type and namespace). The count of stable objects is kept
+// as verdicts change, so an event costs the same for a wait of five objects as for one of five thousand.
 import type { KubeObject } from '../render/manifest.ts';
 import { type Stability, stabilityOf } from './rules.ts';
 
@@ -8,10 +10,14 @@ export interface Watchable {
   /** `Deployment prod/web` */
   name: string;
   /**
-   * Calls `onObject` with the current object and again on every change, until `signal` aborts. Rejects only for
-   * failures that retrying cannot fix.
+   * Calls `onObject` with the current object and again on every change, until `signal` aborts; `note` says why
+   * the object is not known when that is not simply its absence. Rejects only for failures that retrying cannot
+   * fix.
    */
-  watch: (onObject: (object: KubeObject | undefined) => void, signal: AbortSignal) => Promise<void>;
+  watch: (
+    onObject: (object: KubeObject | undefined, note?: string) => void,
+    signal: AbortSignal,
+  ) => Promise<void>;
 }
 
 export interface ObjectVerdict {
@@ -66,19 +72,25 @@ export function waitForStability(targets: readonly Watchable[], options: WaitOpt
     options.signal?.addEventListener('abort', onAbort);
     if (targets.length === 0) return finish('stable');
 
+    let stableCount = 0;
     targets.forEach((target, index) => {
-      const onObject = (object: KubeObject | undefined) => {
+      const onObject = (object: KubeObject | undefined, note?: string) => {
         if (settled) return;
         const stability: Stability = object
           ? rule(object, now())
-          : { state: 'progressing', message: `${target.name}: not found (deleted, or not yet visible)` };
+          : {
+              state: 'progressing',
+              message: `${target.name}: ${note ?? 'not found (deleted, or not yet visible)'}`,
+            };
         const verdict = verdicts[index] as ObjectVerdict;
         const changed =
           verdict.stability.state !== stability.state || verdict.stability.message !== stability.message;
+        stableCount +=
+          (stability.state === 'stable' ? 1 : 0) - (verdict.stability.state === 'stable' ? 1 : 0);
         verdict.stability = stability;
         if (changed) options.onProgress?.(verdict, verdicts);
         if (stability.state === 'failed') finish('failed', verdict);
-        else if (verdicts.every((v) => v.stability.state === 'stable')) finish('stable');
+        else if (stableCount === verdicts.length) finish('stable');
       };
       target.watch(onObject, controller.signal).catch((error: unknown) => {
         const verdict = verdicts[index] as ObjectVerdict;

@@ -7,6 +7,7 @@ import cron from 'node-cron';
 import type { GitSource, LocalSource, MooringConfig, RegistrySource } from '../config/schema.ts';
 import { errorMessage } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
+import type { ClusterCache } from '../kube/cache.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import { describeKubeError, statusCode } from '../kube/errors.ts';
 import type { ManifestFile } from '../render/parse.ts';
@@ -36,6 +37,8 @@ export interface AgentDeps {
   config: MooringConfig;
   api: KubeApi;
   discovery: Discovery;
+  /** One cluster cache for every sync the agent runs: the stability waits of all deployments share its streams. */
+  cache?: ClusterCache;
   log: Logger;
   /** Where Git sources keep their object caches. */
   cacheDir: string;
@@ -274,6 +277,7 @@ export class Agent {
     return {
       api: this.deps.api,
       discovery: this.deps.discovery,
+      cache: this.deps.cache,
       ledger: this.ledger,
       log: this.deps.log,
       reporters: this.deps.reporters ?? [],

@@ -3,12 +3,12 @@
 import { classify, errorMessage } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import { Applier, type ApplyResult, type ApplyTarget } from '../kube/apply.ts';
+import { ClusterCache } from '../kube/cache.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import { collectVersionHistory, type HistoryResult } from '../kube/history.ts';
 import { readSnapshot } from '../kube/snapshot.ts';
-import { objectWatcher } from '../kube/watch.ts';
 import type { ImageArtifact } from '../render/images.ts';
-import { describeObject, isClusterScoped } from '../render/manifest.ts';
+import { describeObject, isClusterScoped, type KubeObject } from '../render/manifest.ts';
 import { DEFAULT_LIMITS, type ManifestFile, parseManifestFiles } from '../render/parse.ts';
 import { type ClusterSnapshot, type RenderOptions, type RenderResult, render } from '../render/render.ts';
 import { type WaitResult, waitForStability } from '../stability/waiter.ts';
@@ -58,6 +58,11 @@ type Stage = (ctx: Context) => Promise<void>;
 export interface DeployDeps {
   api: KubeApi;
   discovery: Discovery;
+  /**
+   * The cluster cache the stability wait reads (the agent shares one across all its syncs). Without one, the
+   * deploy makes its own and closes it when done.
+   */
+  cache?: ClusterCache;
   onEvent?: (event: DeployEvent) => void;
 }
 
@@ -103,28 +108,39 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
   };
   const waitStage: Stage = async (ctx) => {
     if (request.dryRun || request.wait === false) return;
+    const cache = deps.cache ?? new ClusterCache(api);
+    // Stability is judged on the object as apply left it or later, never on an older cached copy.
     const watched = (ctx.applied ?? [])
       .filter((r) => !r.target.plan.strategy.ignored)
-      .map((r) => ({
-        name: describeObject(r.target.object),
-        watch: objectWatcher(
-          api,
-          r.resource,
-          r.target.object.metadata.namespace,
-          r.target.object.metadata.name,
-        ),
-      }));
-    ctx.wait = await waitForStability(watched, {
-      timeoutMs: request.timeoutMs,
-      signal: request.signal,
-      onProgress: (v) =>
-        deps.onEvent?.({
-          type: 'progress',
-          object: v.name,
-          state: v.stability.state,
-          message: v.stability.message,
-        }),
-    });
+      .map((r) => {
+        const { namespace, name } = r.target.object.metadata;
+        const uid = r.live?.metadata.uid;
+        const generation = r.live?.metadata.generation;
+        const fresh = {
+          uid: typeof uid === 'string' ? uid : undefined,
+          generation: typeof generation === 'number' ? generation : undefined,
+        };
+        return {
+          name: describeObject(r.target.object),
+          watch: (onObject: (o: KubeObject | undefined, note?: string) => void, signal: AbortSignal) =>
+            cache.subscribe(r.resource, namespace, name, onObject, signal, fresh).done,
+        };
+      });
+    try {
+      ctx.wait = await waitForStability(watched, {
+        timeoutMs: request.timeoutMs,
+        signal: request.signal,
+        onProgress: (v) =>
+          deps.onEvent?.({
+            type: 'progress',
+            object: v.name,
+            state: v.stability.state,
+            message: v.stability.message,
+          }),
+      });
+    } finally {
+      if (!deps.cache) cache.close();
+    }
   };
   const historyStage: Stage = async (ctx) => {
     if (request.dryRun || ctx.wait?.outcome !== 'stable' || !ctx.rendered) return;

@@ -5,6 +5,7 @@
 import type { MooringConfig } from '../config/schema.ts';
 import { errorMessage, StalledError } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
+import type { ClusterCache } from '../kube/cache.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import { current, type Ledger, type Release } from '../report/ledger.ts';
 import { GitRepository } from '../sources/git/repository.ts';
@@ -17,6 +18,7 @@ import { type SyncReporter, syncDeployment } from './sync-deployment.ts';
 export interface RollbackDeps {
   api: KubeApi;
   discovery: Discovery;
+  cache?: ClusterCache | undefined;
   ledger: Ledger;
   log: Logger;
   cacheDir: string;
@@ -90,6 +92,7 @@ export async function rollback(
     {
       api: deps.api,
       discovery: deps.discovery,
+      cache: deps.cache,
       ledger: deps.ledger,
       log: deps.log,
       reporters: deps.reporters ?? [],

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { MooringConfig } from '../config/schema.ts';
 import { errorMessage } from '../errors.ts';
 import { KubeApi } from '../kube/api.ts';
+import { ClusterCache } from '../kube/cache.ts';
 import { type ClusterAccess, loadKubeConfig } from '../kube/client.ts';
 import { Discovery } from '../kube/discovery.ts';
 import { LeaderElector } from '../kube/lease.ts';
@@ -54,12 +55,15 @@ export async function runAgent(
     context: options.access.context ?? config.cluster.context,
   };
   const api = new KubeApi(loadKubeConfig(access), { maxSockets: config.apply.concurrency * 2 });
+  // Streams linger a few minutes after a sync, so the next sync of the same deployments finds them open.
+  const cache = new ClusterCache(api, { lingerMs: 5 * 60_000 });
   const metrics = new AgentMetrics();
   const newAgent = () =>
     new Agent({
       config,
       api,
       discovery: new Discovery(api),
+      cache,
       log,
       cacheDir:
         options.cacheDir ?? process.env.MOORING_CACHE_DIR ?? join(homedir(), '.cache', 'mooring', 'sources'),
@@ -168,6 +172,7 @@ export async function runAgent(
     await agent?.stop();
     await elector?.stop();
     server.close();
+    cache.close();
     api.close();
     log.info('stopped');
   }

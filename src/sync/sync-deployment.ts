@@ -6,6 +6,7 @@ import { renderOptionsFor } from '../config/render-options.ts';
 import type { Deployment, MooringConfig } from '../config/schema.ts';
 import { errorMessage } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
+import type { ClusterCache } from '../kube/cache.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import type { ManifestFile } from '../render/parse.ts';
 import type { Ledger, Release, ReleaseImage, Trigger } from '../report/ledger.ts';
@@ -32,6 +33,7 @@ export interface SyncRequest {
 export interface SyncDeps {
   api: KubeApi;
   discovery: Discovery;
+  cache?: ClusterCache | undefined;
   ledger: Ledger;
   log: Logger;
   reporters?: readonly SyncReporter[];
@@ -52,6 +54,7 @@ export async function syncDeployment(
     {
       api: deps.api,
       discovery: deps.discovery,
+      ...(deps.cache ? { cache: deps.cache } : {}),
       onEvent: (e) => {
         if (e.type === 'applied' && e.result.action !== 'unchanged') {
           log.info({ object: e.result.target.plan.object, action: e.result.action }, 'applied');

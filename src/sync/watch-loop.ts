@@ -2,6 +2,7 @@
 // (debounced), through the same queue and deploy pipeline as the agent: a change during a rollout cancels its
 // wait and deploys the newest files; an unchanged folder is not redeployed.
 import type { KubeApi } from '../kube/api.ts';
+import type { ClusterCache } from '../kube/cache.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import type { ImageArtifact } from '../render/images.ts';
 import { readManifestFiles } from '../sources/local/files.ts';
@@ -21,7 +22,7 @@ export interface WatchLoopOptions {
 }
 
 export async function runWatchLoop(
-  deps: { api: KubeApi; discovery: Discovery; log: Logger },
+  deps: { api: KubeApi; discovery: Discovery; cache?: ClusterCache; log: Logger },
   options: WatchLoopOptions,
   stop: AbortSignal,
 ): Promise<void> {
@@ -43,6 +44,7 @@ export async function runWatchLoop(
         {
           api: deps.api,
           discovery: deps.discovery,
+          ...(deps.cache ? { cache: deps.cache } : {}),
           onEvent: (e) => {
             if (e.type === 'applied' && e.result.action !== 'unchanged') {
               sync.info({ object: e.result.target.plan.object, action: e.result.action }, 'applied');

@@ -76,6 +76,8 @@ export interface ControlPlane {
   server: string;
   token: string;
   kubeconfig: string;
+  /** etcd's client URL. */
+  etcd: string;
 }
 
 export interface ControlPlaneOptions {
@@ -179,7 +181,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     });
     daemons.push(kcm);
   }
-  return { daemons, server, token, kubeconfig };
+  return { daemons, server, token, kubeconfig, etcd: etcdUrl };
 }
 
 export function kubeconfigYaml(server: string, token: string, caCert: Buffer): string {

@@ -25,7 +25,14 @@ import { waitFor } from './wait.ts';
 export interface TestbedEnv {
   version: 1;
   startedAt: string;
-  kube: { kubeconfig: string; server: string; version: string; node: string };
+  kube: {
+    kubeconfig: string;
+    server: string;
+    version: string;
+    node: string;
+    /** etcd's client URL, for tests that act on the storage itself (compaction). */
+    etcd: string;
+  };
   git: { url: string; username: string; password: string; root: string };
   registry: { url: string; host: string };
   authRegistry: { url: string; host: string; username: string; password: string };
@@ -203,7 +210,13 @@ export async function up(log: Log = () => undefined): Promise<{ env: TestbedEnv;
     const env: TestbedEnv = {
       version: 1,
       startedAt: new Date().toISOString(),
-      kube: { kubeconfig: plane.kubeconfig, server: plane.server, version: KUBE_VERSION, node: NODE_NAME },
+      kube: {
+        kubeconfig: plane.kubeconfig,
+        server: plane.server,
+        version: KUBE_VERSION,
+        node: NODE_NAME,
+        etcd: plane.etcd,
+      },
       git,
       registry,
       authRegistry,

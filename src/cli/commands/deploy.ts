@@ -7,6 +7,7 @@ import { KubeApi } from '../../kube/api.ts';
 import type { ApplyResult } from '../../kube/apply.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
 import { Discovery } from '../../kube/discovery.ts';
+import { describeObject } from '../../render/manifest.ts';
 import { readManifestFiles } from '../../sources/local/files.ts';
 import { deploy } from '../../sync/deploy.ts';
 import { type ClusterFlags, clusterAccess, withManifestFlags } from '../cluster-flags.ts';
@@ -99,6 +100,9 @@ export function deployCommand(program: Command, print: (text: string) => void): 
           for (const d of report.history?.deleted ?? []) print(`${d} deleted (max-version-history)`);
           print(report.summary);
         } else {
+          // Verdicts are named `Kind namespace/name`, as describeObject names the applied object: a Service and a
+          // Deployment of the same name keep their own.
+          const verdicts = new Map((report.wait?.verdicts ?? []).map((v) => [v.name, v.stability]));
           print(
             formatData(
               {
@@ -110,12 +114,13 @@ export function deployCommand(program: Command, print: (text: string) => void): 
                     r.target.object.kind,
                     r.target.object.metadata.name,
                   ),
+                  apiVersion: r.target.object.apiVersion,
+                  kind: r.target.object.kind,
                   namespace: r.target.object.metadata.namespace,
+                  name: r.target.object.metadata.name,
                   action: r.action,
                   version: r.target.plan.version?.version,
-                  stability: report.wait?.verdicts.find((v) =>
-                    v.name.endsWith(`/${r.target.object.metadata.name}`),
-                  )?.stability,
+                  stability: verdicts.get(describeObject(r.target.object)),
                 })),
                 history: report.history,
               },

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { parseDuration } from '../../config/duration.ts';
 import { loadConfigFile } from '../../config/load.ts';
 import { KubeApi } from '../../kube/api.ts';
+import { ClusterCache } from '../../kube/cache.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
 import { Discovery } from '../../kube/discovery.ts';
 import { createLogger } from '../../sync/logger.ts';
@@ -64,9 +65,11 @@ export function runCommand(program: Command): void {
         const namespace =
           flags.namespace ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
         const api = new KubeApi(kc);
+        // Each save of the folder deploys again: its streams stay open between deploys.
+        const cache = new ClusterCache(api, { lingerMs: 5 * 60_000 });
         try {
           await runWatchLoop(
-            { api, discovery: new Discovery(api), log },
+            { api, discovery: new Discovery(api), cache, log },
             {
               dir: flags.watch,
               namespace,
@@ -78,6 +81,7 @@ export function runCommand(program: Command): void {
             stopSignal(),
           );
         } finally {
+          cache.close();
           api.close();
         }
         return;

@@ -1,0 +1,174 @@
+// The cluster cache: the objects of each resource type and namespace that something is interested in, kept
+// current by ONE list and ONE watch per (resource type, namespace), whatever the number of objects, and shared
+// by every sync that runs at once. This is the design of client-go's informers, Argo CD's cluster cache
+// (gitops-engine) and Flux's caching reader, narrowed to what is in use: a type and namespace is watched only
+// while a subscriber needs it (plus a linger, so consecutive syncs of the agent reuse the stream), and a
+// subscriber hears only of its own object, so each verdict is re-evaluated on events of that object alone.
+// A stability wait of N objects of K kinds in M namespaces costs 2*K*M requests, none per object.
+import type { KubeObject } from '../render/manifest.ts';
+import type { KubeApi } from './api.ts';
+import { type ResourceInfo, resourcePath } from './discovery.ts';
+import { Informer, type InformerOptions } from './informer.ts';
+
+export type { InformerState } from './informer.ts';
+
+export interface CacheOptions extends Partial<InformerOptions> {
+  /**
+   * How long a type and namespace stays watched after its last subscriber left. 0 in the CLI (the process ends
+   * anyway); a minute or more in the agent, where the next sync of the same deployment needs the same streams.
+   */
+  lingerMs?: number;
+}
+
+/** What a subscriber accepts as the current state of its object: no older than what apply wrote. */
+export interface Freshness {
+  uid?: string | undefined;
+  generation?: number | undefined;
+}
+
+export interface Subscription {
+  /** Resolves when `signal` aborts; rejects when the type cannot be watched at all (forbidden, unknown). */
+  done: Promise<void>;
+}
+
+const DEFAULTS: InformerOptions = {
+  pageSize: 500,
+  minBackoffMs: 250,
+  maxBackoffMs: 30_000,
+  watchSeconds: 300,
+};
+
+export class ClusterCache {
+  private readonly api: KubeApi;
+  private readonly options: InformerOptions & { lingerMs: number };
+  private readonly informers = new Map<string, Informer>();
+  private readonly lingering = new Map<string, NodeJS.Timeout>();
+  private closed = false;
+
+  constructor(api: KubeApi, options: CacheOptions = {}) {
+    this.api = api;
+    this.options = { ...DEFAULTS, lingerMs: 0, ...options };
+  }
+
+  /** Type-and-namespace streams open now (for tests, metrics and the benchmark). */
+  get watched(): number {
+    return this.informers.size;
+  }
+
+  /** Requests the cache has sent (list pages and watches) over the lifetime of its open informers. */
+  get requests(): number {
+    let total = 0;
+    for (const informer of this.informers.values()) total += informer.requests;
+    return total;
+  }
+
+  private key(info: ResourceInfo, namespace: string | undefined): string {
+    return `${info.apiVersion}|${info.plural}|${info.namespaced ? (namespace ?? 'default') : ''}`;
+  }
+
+  private acquire(info: ResourceInfo, namespace: string | undefined): Informer {
+    if (this.closed) throw new Error('the cluster cache is closed');
+    const key = this.key(info, namespace);
+    const timer = this.lingering.get(key);
+    if (timer) {
+      clearTimeout(timer);
+      this.lingering.delete(key);
+    }
+    let informer = this.informers.get(key);
+    if (!informer) {
+      const path = resourcePath(info, info.namespaced ? (namespace ?? 'default') : undefined);
+      informer = new Informer(this.api, info, path, this.options);
+      this.informers.set(key, informer);
+      informer.start();
+    }
+    informer.refs++;
+    return informer;
+  }
+
+  private release(informer: Informer): void {
+    informer.refs--;
+    if (informer.refs > 0) return;
+    const key = this.key(informer.info, informer.namespace);
+    const stop = () => {
+      this.lingering.delete(key);
+      if (informer.refs > 0) return;
+      this.informers.delete(key);
+      informer.stop();
+    };
+    if (this.options.lingerMs <= 0 || this.closed) stop();
+    else this.lingering.set(key, setTimeout(stop, this.options.lingerMs).unref());
+  }
+
+  /**
+   * Calls `onObject` with the object as soon as its type and namespace are listed (undefined while it does not
+   * exist, or while the cache holds a copy older than `fresh`), then on every change of that object, until
+   * `signal` aborts.
+   */
+  subscribe(
+    info: ResourceInfo,
+    namespace: string | undefined,
+    name: string,
+    onObject: (object: KubeObject | undefined, note?: string) => void,
+    signal: AbortSignal,
+    fresh: Freshness = {},
+  ): Subscription {
+    const informer = this.acquire(info, namespace);
+    const deliver = (object: KubeObject | undefined, note?: string) => {
+      if (object && !isFresh(object, fresh))
+        onObject(undefined, 'the cache has not seen the applied version yet');
+      else onObject(object, note);
+    };
+    const done = new Promise<void>((resolve, reject) => {
+      const unsubscribe = informer.listen(name, deliver, (error) => {
+        cleanup();
+        reject(error);
+      });
+      const cleanup = () => {
+        signal.removeEventListener('abort', onAbort);
+        unsubscribe();
+        this.release(informer);
+      };
+      const onAbort = () => {
+        cleanup();
+        resolve();
+      };
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+    return { done };
+  }
+
+  /** The current copy of an object, when its type and namespace are watched and listed. */
+  get(info: ResourceInfo, namespace: string | undefined, name: string): KubeObject | undefined {
+    return this.informers.get(this.key(info, namespace))?.get(name);
+  }
+
+  /** Restarts every watch from `resourceVersion` (see Informer.rewatch); full lists done so far. */
+  rewatch(resourceVersion?: string): void {
+    for (const informer of this.informers.values()) informer.rewatch(resourceVersion);
+  }
+
+  /** Full lists sent so far by the open informers (one each at start, one more after each 410 Gone). */
+  get lists(): number {
+    let total = 0;
+    for (const informer of this.informers.values()) total += informer.lists;
+    return total;
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const timer of this.lingering.values()) clearTimeout(timer);
+    this.lingering.clear();
+    for (const informer of this.informers.values()) informer.stop();
+    this.informers.clear();
+  }
+}
+
+function isFresh(object: KubeObject, fresh: Freshness): boolean {
+  if (fresh.uid !== undefined && object.metadata.uid !== undefined && object.metadata.uid !== fresh.uid)
+    return false;
+  const generation = object.metadata.generation;
+  if (fresh.generation !== undefined && typeof generation === 'number' && generation < fresh.generation)
+    return false;
+  return true;
+}

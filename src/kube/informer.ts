@@ -1,0 +1,262 @@
+// One resource type in one namespace, kept current: a paginated LIST, then a WATCH from the list's
+// resourceVersion with bookmarks (so a quiet stream still advances it), re-watched when the server ends the
+// stream, re-listed when that version has been compacted away (410 Gone), backing off with full jitter on any
+// other failure. Listeners are keyed by object name, so an event reaches only the subscribers of its object.
+// Cached copies drop managedFields and kubectl's last-applied annotation: they are most of an object's bytes and
+// no stability rule reads them.
+import { errorMessage, StalledError } from '../errors.ts';
+import type { KubeObject } from '../render/manifest.ts';
+import { type KubeApi, KubeRequestError } from './api.ts';
+import type { ResourceInfo } from './discovery.ts';
+import { describeKubeError, statusCode } from './errors.ts';
+
+export interface InformerOptions {
+  /** Objects per LIST page. */
+  pageSize: number;
+  minBackoffMs: number;
+  maxBackoffMs: number;
+  /** Server-side timeout of one watch request; jittered up to twice this, as client-go does. */
+  watchSeconds: number;
+}
+
+export type InformerState = 'listing' | 'watching' | 'backing-off' | 'failed' | 'stopped';
+
+interface Listener {
+  onObject: (object: KubeObject | undefined, note?: string) => void;
+  onError: (error: Error) => void;
+}
+
+interface ObjectList {
+  metadata: { resourceVersion?: string; continue?: string };
+  items: KubeObject[] | null;
+}
+
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+
+export class Informer {
+  refs = 0;
+  readonly info: ResourceInfo;
+  readonly namespace: string | undefined;
+  state: InformerState = 'listing';
+  /** Requests sent so far (list pages and watches), for tests and the benchmark. */
+  requests = 0;
+  /** Full lists so far: one at start, one more after each 410 Gone. */
+  lists = 0;
+  private readonly api: KubeApi;
+  private readonly path: string;
+  private readonly options: InformerOptions;
+  private readonly controller = new AbortController();
+  private objects = new Map<string, KubeObject>();
+  private readonly listeners = new Map<string, Set<Listener>>();
+  private synced = false;
+  private resourceVersion: string | undefined;
+  private failure: Error | undefined;
+  private stream: AbortController | undefined;
+
+  constructor(api: KubeApi, info: ResourceInfo, path: string, options: InformerOptions) {
+    this.api = api;
+    this.info = info;
+    this.path = path;
+    this.options = options;
+    this.namespace = info.namespaced ? /\/namespaces\/([^/]+)\//.exec(path)?.[1] : undefined;
+    if (this.namespace) this.namespace = decodeURIComponent(this.namespace);
+  }
+
+  private get what(): string {
+    return `${this.info.kind}s${this.namespace ? ` in namespace ${this.namespace}` : ''}`;
+  }
+
+  get(name: string): KubeObject | undefined {
+    return this.objects.get(name);
+  }
+
+  listen(name: string, onObject: Listener['onObject'], onError: Listener['onError']): () => void {
+    const listener: Listener = { onObject, onError };
+    if (this.failure) {
+      const failure = this.failure;
+      queueMicrotask(() => onError(failure));
+      return () => {};
+    }
+    let set = this.listeners.get(name);
+    if (!set) {
+      set = new Set();
+      this.listeners.set(name, set);
+    }
+    set.add(listener);
+    // Asynchronously, so that a subscriber is fully set up before it first hears of its object.
+    if (this.synced) queueMicrotask(() => set.has(listener) && onObject(this.objects.get(name)));
+    return () => {
+      set.delete(listener);
+      if (set.size === 0 && this.listeners.get(name) === set) this.listeners.delete(name);
+    };
+  }
+
+  start(): void {
+    void this.run();
+  }
+
+  stop(): void {
+    this.state = 'stopped';
+    this.controller.abort();
+  }
+
+  /**
+   * Ends the current watch and watches again from `resourceVersion` (or from the last one seen). A version the
+   * server no longer holds makes it answer 410 Gone, and the informer re-lists: how tests prove the re-list.
+   */
+  rewatch(resourceVersion?: string): void {
+    if (resourceVersion !== undefined && this.synced) this.resourceVersion = resourceVersion;
+    this.stream?.abort();
+  }
+
+  private notify(name: string, object: KubeObject | undefined, note?: string): void {
+    for (const listener of this.listeners.get(name) ?? []) listener.onObject(object, note);
+  }
+
+  private async run(): Promise<void> {
+    const { signal } = this.controller;
+    let failures = 0;
+    while (!signal.aborted) {
+      try {
+        if (this.resourceVersion === undefined) {
+          this.state = 'listing';
+          await this.list();
+        }
+        this.state = 'watching';
+        await this.watch();
+        failures = 0;
+      } catch (error) {
+        if (signal.aborted) return;
+        if (statusCode(error) === 410) {
+          // Compacted: start again from a fresh list (after a pause if it keeps happening).
+          this.resourceVersion = undefined;
+          if (failures++ === 0) continue;
+        } else {
+          const permanent = permanentWatchError(error, this.what);
+          if (permanent) return this.fail(permanent);
+          failures++;
+        }
+        this.state = 'backing-off';
+        // Until the first list, subscribers hear why nothing is known yet.
+        if (!this.synced) {
+          const note = `cannot list ${this.what}: ${errorMessage(error)}`;
+          for (const name of this.listeners.keys()) this.notify(name, undefined, note);
+        }
+        const ceiling = Math.min(this.options.maxBackoffMs, this.options.minBackoffMs * 2 ** failures);
+        await sleep(this.options.minBackoffMs + Math.random() * ceiling, signal);
+      }
+    }
+  }
+
+  private fail(error: Error): void {
+    this.state = 'failed';
+    this.failure = error;
+    for (const set of this.listeners.values()) for (const listener of set) listener.onError(error);
+    this.listeners.clear();
+  }
+
+  private trim(object: KubeObject): KubeObject {
+    const metadata = object.metadata as KubeObject['metadata'] & { managedFields?: unknown };
+    delete metadata.managedFields;
+    if (metadata.annotations?.[LAST_APPLIED] !== undefined) delete metadata.annotations[LAST_APPLIED];
+    // Items of a list carry no apiVersion and kind; the rules are chosen by them.
+    object.apiVersion ??= this.info.apiVersion;
+    object.kind ??= this.info.kind;
+    return object;
+  }
+
+  private async list(): Promise<void> {
+    const { signal } = this.controller;
+    const fresh = new Map<string, KubeObject>();
+    let page: ObjectList | undefined;
+    let cursor: string | undefined;
+    do {
+      this.requests++;
+      page = await this.api.request<ObjectList>('GET', this.path, {
+        query: { limit: this.options.pageSize, continue: cursor },
+        signal,
+      });
+      for (const item of page.items ?? []) fresh.set(item.metadata.name, this.trim(item));
+      cursor = page.metadata.continue || undefined;
+    } while (cursor);
+    this.lists++;
+    const previous = this.objects;
+    const first = !this.synced;
+    this.objects = fresh;
+    this.resourceVersion = page.metadata.resourceVersion;
+    this.synced = true;
+    for (const name of [...this.listeners.keys()]) {
+      const now = fresh.get(name);
+      const before = previous.get(name);
+      if (first || now?.metadata.resourceVersion !== before?.metadata.resourceVersion) this.notify(name, now);
+    }
+  }
+
+  private async watch(): Promise<void> {
+    const seconds = Math.round(this.options.watchSeconds * (1 + Math.random()));
+    this.requests++;
+    const stream = new AbortController();
+    this.stream = stream;
+    const onStop = () => stream.abort();
+    this.controller.signal.addEventListener('abort', onStop, { once: true });
+    try {
+      await this.watchStream(seconds, stream.signal);
+    } finally {
+      this.controller.signal.removeEventListener('abort', onStop);
+      this.stream = undefined;
+    }
+  }
+
+  private async watchStream(seconds: number, signal: AbortSignal): Promise<void> {
+    let failure: KubeRequestError | undefined;
+    await this.api.watch(
+      this.path,
+      { resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds: seconds },
+      (event) => {
+        if (event.type === 'ERROR') {
+          const status = event.object as { code?: number; message?: string };
+          failure = new KubeRequestError('WATCH', this.path, status.code ?? 500, status);
+          return false;
+        }
+        const object = event.object as KubeObject;
+        const rv = object.metadata?.resourceVersion;
+        if (typeof rv === 'string') this.resourceVersion = rv;
+        if (event.type === 'BOOKMARK') return true;
+        const name = object.metadata.name;
+        if (event.type === 'DELETED') {
+          this.objects.delete(name);
+          this.notify(name, undefined);
+        } else {
+          const trimmed = this.trim(object);
+          this.objects.set(name, trimmed);
+          this.notify(name, trimmed);
+        }
+        return true;
+      },
+      signal,
+    );
+    if (failure) throw failure;
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+/** A failure that retrying cannot fix: the watch of this type is forbidden, or the type is not served. */
+export function permanentWatchError(error: unknown, what: string): StalledError | undefined {
+  const code = statusCode(error);
+  if (code === 401 || code === 403 || code === 404 || code === 405) {
+    const described = describeKubeError(error, `watch ${what}`);
+    return described instanceof StalledError ? described : new StalledError(described.message);
+  }
+  return undefined;
+}

@@ -1,0 +1,102 @@
+// The cluster cache against the real API server: a watch whose resourceVersion has been compacted away in
+// etcd gets 410 Gone and the informer lists again without losing its subscribers; deletions reach them; a
+// type that cannot be watched fails its subscribers at once instead of retrying forever.
+import { describe, expect, it } from 'vitest';
+import { KubeApi } from '../../src/kube/api.ts';
+import { ClusterCache } from '../../src/kube/cache.ts';
+import { loadKubeConfig } from '../../src/kube/client.ts';
+import { Discovery } from '../../src/kube/discovery.ts';
+import type { KubeObject } from '../../src/render/manifest.ts';
+import { testbed, useNamespace } from './helpers.ts';
+
+/** Compacts etcd's history up to now (through etcd's own HTTP gateway), as the API server does every 5 minutes. */
+async function compactEtcd(): Promise<void> {
+  const etcd = testbed().kube.etcd;
+  const range = await fetch(`${etcd}/v3/kv/range`, { method: 'POST', body: JSON.stringify({ key: 'AA==' }) });
+  const revision = ((await range.json()) as { header: { revision: string } }).header.revision;
+  const compacted = await fetch(`${etcd}/v3/kv/compaction`, {
+    method: 'POST',
+    body: JSON.stringify({ revision: Number(revision), physical: true }),
+  });
+  expect(compacted.ok).toBe(true);
+}
+
+function client() {
+  const api = new KubeApi(loadKubeConfig({ kubeconfig: testbed().kube.kubeconfig }));
+  return { api, discovery: new Discovery(api) };
+}
+
+describe('the cluster cache', () => {
+  const ns = useNamespace('cache');
+
+  it('re-lists after 410 Gone and keeps delivering changes and deletions', async () => {
+    const { api, discovery } = client();
+    const cache = new ClusterCache(api);
+    // Events are not held in the API server's watch cache: their watches go to etcd, whose compaction is real.
+    const info = await discovery.resource('v1', 'Event');
+    const path = `/api/v1/namespaces/${ns()}/events`;
+    const event = (name: string, message: string) => ({
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name, namespace: ns() },
+      involvedObject: { kind: 'ConfigMap', name: 'anything', namespace: ns() },
+      reason: 'Test',
+      message,
+      type: 'Normal',
+    });
+    const controller = new AbortController();
+    try {
+      await api.request('POST', path, { body: event('first', 'one') });
+      const seen: (string | undefined)[] = [];
+      const done = cache.subscribe(
+        info,
+        ns(),
+        'first',
+        (o: KubeObject | undefined) => seen.push(o ? String(o.message) : undefined),
+        controller.signal,
+      ).done;
+      await expect.poll(() => seen.at(-1), { timeout: 20_000 }).toBe('one');
+      expect(cache.lists).toBe(1);
+
+      await compactEtcd();
+      cache.rewatch('1');
+      await expect.poll(() => cache.lists, { timeout: 30_000 }).toBe(2);
+
+      await api.request('PATCH', `${path}/first`, {
+        body: { message: 'two' },
+        contentType: 'application/merge-patch+json',
+      });
+      await expect.poll(() => seen.at(-1), { timeout: 20_000 }).toBe('two');
+      await api.request('DELETE', `${path}/first`);
+      await expect.poll(() => seen.length > 0 && seen.at(-1) === undefined, { timeout: 20_000 }).toBe(true);
+      controller.abort();
+      await done;
+      expect(cache.watched).toBe(0);
+    } finally {
+      controller.abort();
+      cache.close();
+      api.close();
+    }
+  });
+
+  it('fails the subscribers of a type it may not watch, naming it, instead of retrying forever', async () => {
+    const { api, discovery } = client();
+    const info = await discovery.resource('v1', 'ConfigMap');
+    // A token the API server does not know: 401 on the list.
+    const kc = loadKubeConfig({ kubeconfig: testbed().kube.kubeconfig });
+    const user = kc.getCurrentUser();
+    if (user) Object.assign(user, { token: 'not-a-valid-token' });
+    const stranger = new KubeApi(kc);
+    const cache = new ClusterCache(stranger);
+    const controller = new AbortController();
+    try {
+      const done = cache.subscribe(info, ns(), 'anything', () => {}, controller.signal).done;
+      await expect(done).rejects.toThrow(/watch ConfigMaps in namespace .*: 401/);
+    } finally {
+      controller.abort();
+      cache.close();
+      stranger.close();
+      api.close();
+    }
+  });
+});
