@@ -1,0 +1,132 @@
+// The agent at scale on the real Git server and control plane: one commit holding 240 objects across eleven
+// deployments, all of which start syncing at once; every commit status goes from pending to success, the largest
+// deployment (210 objects) included, and every Deployment is available. Statuses go to a GitHub-shaped endpoint
+// whose every request is checked against GitHub's OpenAPI description.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config/load.ts';
+import { createLogger } from '../../src/sync/logger.ts';
+import { runAgent } from '../../src/sync/run-agent.ts';
+import { type CapturedRequest, githubStatusValidator } from '../contract/github-openapi.ts';
+import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
+import { eventually, lineSink, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
+import { apps } from './scale-fixtures.ts';
+
+const SMALL = 10;
+
+describe('the agent at scale', () => {
+  const big = useNamespace('scale-big');
+  const small = Array.from({ length: SMALL }, (_, i) => useNamespace(`scale-d${i}`));
+  const stops: (() => Promise<void>)[] = [];
+  let github: Server | undefined;
+  afterAll(async () => {
+    for (const stop of stops) await stop();
+    github?.close();
+  });
+
+  it('syncs eleven deployments at once, one of 210 objects, each to a successful commit status', async () => {
+    const env = testbed();
+    const suffix = Date.now().toString(36);
+    const repoPath = `scale-${suffix}/apps`;
+    const repo = await createBareRepo(env.git.root, repoPath);
+    const files: Record<string, string> = { 'apps/big/apps.yaml': apps(70, 'big') };
+    for (let i = 0; i < SMALL; i++) files[`apps/d${i}/apps.yaml`] = apps(1, `d${i}`);
+    const commit = await commitFiles(repo, files);
+
+    const validate = githubStatusValidator();
+    const captured: CapturedRequest[] = [];
+    github = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        captured.push({
+          method: req.method ?? '',
+          path: req.url ?? '',
+          headers: req.headers,
+          body: JSON.parse(body || '{}'),
+        });
+        res.writeHead(201, { 'content-type': 'application/json' });
+        res.end('{}');
+      });
+    });
+    await new Promise<void>((r) => github?.listen(0, '127.0.0.1', () => r()));
+    const apiUrl = `http://127.0.0.1:${(github.address() as AddressInfo).port}`;
+    const secrets = await manifestDir({ user: env.git.username, password: env.git.password, token: 't' });
+    const status = `commitStatus: {provider: github, apiUrl: "${apiUrl}", token: {file: ${secrets}/token}}`;
+    const deployments = [
+      `  - {name: big, namespace: ${big()}, source: app, paths: [apps/big], stability: {timeout: 5m}, ${status}}`,
+      ...small.map(
+        (ns, i) =>
+          `  - {name: d${i}, namespace: ${ns()}, source: app, paths: [apps/d${i}], stability: {timeout: 5m}, ${status}}`,
+      ),
+    ];
+    const config = parseConfig(`
+cluster: {name: scale, kubeconfig: ${env.kube.kubeconfig}, namespace: mooring-scale-${suffix}}
+sources:
+  git:
+    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
+deployments:
+${deployments.join('\n')}
+concurrency: ${SMALL + 1}
+server: {port: 0, address: 127.0.0.1}
+`);
+    const { destination, lines } = lineSink();
+    const controller = new AbortController();
+    const running = runAgent(
+      config,
+      createLogger({ destination, level: 'info' }),
+      { access: {} },
+      controller.signal,
+    );
+    stops.push(async () => {
+      controller.abort();
+      await running;
+    });
+
+    const states = (context: string) =>
+      captured
+        .filter((r) => r.path.endsWith(`/statuses/${commit}`))
+        .map((r) => r.body as { state: string; context: string; description: string })
+        .filter((b) => b.context === context);
+    const contexts = ['big', ...small.map((_, i) => `d${i}`)].map((d) => `mooring/scale/${d}`);
+    await eventually(
+      'every deployment: pending then success',
+      async () =>
+        contexts.every(
+          (c) =>
+            states(c)
+              .map((s) => s.state)
+              .join() === 'pending,success',
+        )
+          ? true
+          : undefined,
+      240_000,
+    );
+    expect(states('mooring/scale/big').at(-1)?.description).toMatch(/^210\/210 stable in \d+s$/);
+    for (const c of contexts.slice(1)) expect(states(c).at(-1)?.description).toMatch(/^3\/3 stable in/);
+    // The eleven syncs ran at once: each had started before any had finished.
+    const messages = lines.map(
+      (l) => JSON.parse(l) as { msg: string; deployment?: string; outcome?: string },
+    );
+    const firstEnd = messages.findIndex((m) => m.outcome !== undefined);
+    const started = messages
+      .slice(0, firstEnd === -1 ? undefined : firstEnd)
+      .filter((m) => m.msg === 'sync started');
+    expect(new Set(started.map((m) => m.deployment)).size).toBe(SMALL + 1);
+    for (const request of captured) expect(validate(request), request.path).toEqual([]);
+
+    // kubectl agrees: all 70 Deployments of the big one are available.
+    const listed = await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      '-n',
+      big(),
+      'get',
+      'deployments',
+      '-o',
+      'jsonpath={range .items[*]}{.status.availableReplicas}{"\\n"}{end}',
+    ]);
+    expect(listed.stdout.trim().split('\n')).toEqual(Array(70).fill('1'));
+  });
+});
