@@ -30,7 +30,11 @@ export function phaseOf(kind: string): number {
 /** `items` in batches, one per phase present, earliest phase first; each batch keeps the order of `items`. */
 export function inPhases<T>(items: readonly T[], kindOf: (item: T) => string): T[][] {
   const byPhase = new Map<number, T[]>();
-  for (const item of items)
-    byPhase.set(phaseOf(kindOf(item)), [...(byPhase.get(phaseOf(kindOf(item))) ?? []), item]);
+  for (const item of items) {
+    const phase = phaseOf(kindOf(item));
+    const batch = byPhase.get(phase);
+    if (batch) batch.push(item);
+    else byPhase.set(phase, [item]);
+  }
   return [...byPhase.keys()].sort((a, b) => a - b).map((phase) => byPhase.get(phase) ?? []);
 }

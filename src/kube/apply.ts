@@ -1,6 +1,8 @@
 // The Applier and its types: applying a rendered set in phases (apply-order.ts), validated whole by a server-side
 // dry run before the first write (all or nothing), and written with the method each object's plan asks for (apply,
 // replace, recreate). Objects whose content would not change are not written (live-state.ts reads what is there).
+// Only summaries of live objects and dry-run answers are kept (live-state.ts), so memory grows with the set's
+// manifests, not with what the server sends back.
 import { StalledError } from '../errors.ts';
 import { describeObject, type KubeObject } from '../render/manifest.ts';
 import type { PlanEntry } from '../render/render.ts';
@@ -9,12 +11,13 @@ import { ApplyRejectedError, explain, place, writeFailure } from './apply-errors
 import { inPhases } from './apply-order.ts';
 import { type Discovery, type ResourceInfo, resourcePath } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
-import { comparable, namespaceExists, readLive, readObject } from './live-state.ts';
+import { type LiveSummary, namespaceExists, readLive, readObject, summarize } from './live-state.ts';
 import { withApplyDefaults } from './normalize.ts';
 import { mapLimit } from './pool.ts';
 
 export { ApplyRejectedError } from './apply-errors.ts';
 export { phaseOf } from './apply-order.ts';
+export type { LiveSummary } from './live-state.ts';
 
 export interface ApplyTarget {
   object: KubeObject;
@@ -26,8 +29,9 @@ export type ApplyAction = 'created' | 'configured' | 'unchanged' | 'replaced' | 
 export interface ApplyResult {
   target: ApplyTarget;
   action: ApplyAction;
-  /** The object as the server holds it after the write (or as it was, when unchanged). */
-  live: KubeObject | undefined;
+  /** The object as the server holds it after the write (or as it was, when unchanged): identity, resourceVersion,
+   * generation and a digest of its content. */
+  live: LiveSummary | undefined;
   resource: ResourceInfo;
 }
 
@@ -39,12 +43,18 @@ export interface ApplyOptions {
   onResult?: (result: ApplyResult) => void;
   /** How long a recreate waits for the old object to go, and a CRD to be established. */
   waitTimeoutMs?: number;
+  /**
+   * Internal, for the benchmark that measures what validation costs: false skips the whole-set dry run, and with
+   * it all-or-nothing and the detection of unchanged objects. No command sets it.
+   */
+  validateFirst?: boolean;
 }
 
 export class Applier {
   private readonly api: KubeApi;
   private readonly discovery: Discovery;
-  private readonly options: Required<Omit<ApplyOptions, 'onResult' | 'dryRun'>> & ApplyOptions;
+  private readonly options: Required<Omit<ApplyOptions, 'onResult' | 'dryRun' | 'validateFirst'>> &
+    ApplyOptions;
 
   constructor(api: KubeApi, discovery: Discovery, options: ApplyOptions) {
     this.api = api;
@@ -52,7 +62,7 @@ export class Applier {
     this.options = { waitTimeoutMs: 120_000, ...options };
   }
 
-  private read(info: ResourceInfo, obj: KubeObject): Promise<KubeObject | undefined> {
+  private read(info: ResourceInfo, obj: KubeObject): Promise<LiveSummary | undefined> {
     return readObject(this.api, info, obj);
   }
 
@@ -77,7 +87,7 @@ export class Applier {
   private async replace(
     info: ResourceInfo,
     target: ApplyTarget,
-    live: KubeObject | undefined,
+    live: LiveSummary | undefined,
     dryRun: boolean,
   ) {
     const { object } = target;
@@ -102,17 +112,17 @@ export class Applier {
     );
   }
 
-  /** Dry run of one object: what the server would hold, or the reason it refuses. */
+  /** Dry run of one object: the summary of what the server would hold, or the reason it refuses. */
   private async dryRun(
     info: ResourceInfo,
     target: ApplyTarget,
-    live: KubeObject | undefined,
-  ): Promise<KubeObject | undefined> {
+    live: LiveSummary | undefined,
+  ): Promise<LiveSummary | undefined> {
     const { method, recreate } = target.plan.strategy;
     // An object to be recreated is validated by its creation; its old self may hold immutable fields.
     if (recreate && live) return undefined;
-    if (method === 'replace') return this.replace(info, target, live, true);
-    return this.serverSideApply(info, target, true);
+    if (method === 'replace') return summarize(await this.replace(info, target, live, true));
+    return summarize(await this.serverSideApply(info, target, true));
   }
 
   async apply(targets: readonly ApplyTarget[]): Promise<ApplyResult[]> {
@@ -131,8 +141,8 @@ export class Applier {
     );
     const deferred = new Set<ApplyTarget>();
     const resources = new Map<ApplyTarget, ResourceInfo>();
-    const lives = new Map<ApplyTarget, KubeObject | undefined>();
-    const dryRuns = new Map<ApplyTarget, KubeObject | undefined>();
+    const lives = new Map<ApplyTarget, LiveSummary | undefined>();
+    const dryRuns = new Map<ApplyTarget, LiveSummary | undefined>();
     const problems: string[] = [];
 
     const ready: ApplyTarget[] = [];
@@ -164,7 +174,8 @@ export class Applier {
     } catch (error) {
       throw describeKubeError(error, 'read the live objects');
     }
-    await mapLimit(ready, this.options.concurrency, async (target) => {
+    const validate = this.options.validateFirst !== false;
+    await mapLimit(validate ? ready : [], this.options.concurrency, async (target) => {
       try {
         dryRuns.set(
           target,
@@ -203,19 +214,18 @@ export class Applier {
       }
     }
     // Results in the order of the render set, whatever order the phases wrote them in.
-    return targets
-      .map((t) => results.find((r) => r.target === t))
-      .filter((r): r is ApplyResult => r !== undefined);
+    const byTarget = new Map(results.map((r) => [r.target, r]));
+    return targets.map((t) => byTarget.get(t)).filter((r): r is ApplyResult => r !== undefined);
   }
 
   private async write(
     info: ResourceInfo,
     target: ApplyTarget,
-    live: KubeObject | undefined,
-    preview: KubeObject | undefined,
+    live: LiveSummary | undefined,
+    preview: LiveSummary | undefined,
   ): Promise<ApplyResult> {
     const { strategy } = target.plan;
-    const done = (action: ApplyAction, after: KubeObject | undefined): ApplyResult => ({
+    const done = (action: ApplyAction, after: LiveSummary | undefined): ApplyResult => ({
       target,
       action,
       live: after,
@@ -225,17 +235,24 @@ export class Applier {
     if (strategy.recreate && live) {
       if (this.options.dryRun) return done('recreated', live);
       await this.deleteAndWait(info, target.object);
-      return done('recreated', await this.guard(target, () => this.serverSideApply(info, target, false)));
+      return done(
+        'recreated',
+        summarize(
+          await this.guard(target, () => this.serverSideApply(info, target, false)),
+          undefined,
+          false,
+        ),
+      );
     }
-    if (live && preview && comparable(preview) === comparable(live)) return done('unchanged', live);
+    if (live?.digest && preview?.digest === live.digest) return done('unchanged', live);
     if (this.options.dryRun)
       return done(live ? (strategy.method === 'replace' ? 'replaced' : 'configured') : 'created', preview);
     if (strategy.method === 'replace') {
       const after = await this.guard(target, () => this.replace(info, target, live, false));
-      return done(live ? 'replaced' : 'created', after);
+      return done(live ? 'replaced' : 'created', summarize(after, undefined, false));
     }
     const after = await this.guard(target, () => this.serverSideApply(info, target, false));
-    return done(live ? 'configured' : 'created', after);
+    return done(live ? 'configured' : 'created', summarize(after, undefined, false));
   }
 
   private async guard<T>(target: ApplyTarget, write: () => Promise<T>): Promise<T> {

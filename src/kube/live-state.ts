@@ -1,6 +1,9 @@
 // Reading what the cluster holds before a write: one object by GET, many objects of one kind and namespace by one
-// LIST, whether a namespace exists, and which part of an object is compared to decide "unchanged".
-import { describeObject, type KubeObject } from '../render/manifest.ts';
+// LIST, whether a namespace exists, and which part of an object is compared to decide "unchanged". A deploy keeps
+// a summary of each object (identity, resourceVersion, a digest of its comparable content), never the object
+// itself: a set of thousands would otherwise hold every live object and every dry-run answer until it ends.
+import { contentHash } from '../render/canonical.ts';
+import { describeObject, type JsonValue, type KubeObject } from '../render/manifest.ts';
 import type { KubeApi } from './api.ts';
 import { type ResourceInfo, resourcePath } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
@@ -9,16 +12,55 @@ import { mapLimit } from './pool.ts';
 /** From this many objects of one kind in one namespace, their live state is read with one LIST. */
 const LIST_THRESHOLD = 5;
 
-/** The object as the server holds it, or undefined when there is none. */
+/** What a deploy keeps of an object the server holds: enough to write over it and to compare, not the object. */
+export interface LiveSummary {
+  apiVersion: string;
+  kind: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    generation?: number;
+  };
+  /**
+   * Digest of the comparable content: two summaries with the same digest hold the same object. Only where a
+   * comparison follows (live objects before a write, dry-run answers), not for what a write answers.
+   */
+  digest: string | undefined;
+}
+
+/** The summary of `obj` (apiVersion and kind from `as` when the server left them out, as in list items). */
+export function summarize(
+  obj: KubeObject,
+  as?: { apiVersion: string; kind: string },
+  withDigest = true,
+): LiveSummary {
+  const { name, namespace, uid, resourceVersion, generation } = obj.metadata;
+  const whole = as && !obj.apiVersion ? { ...obj, apiVersion: as.apiVersion, kind: as.kind } : obj;
+  return {
+    apiVersion: whole.apiVersion,
+    kind: whole.kind,
+    metadata: {
+      name,
+      ...(namespace !== undefined ? { namespace } : {}),
+      ...(typeof uid === 'string' ? { uid } : {}),
+      ...(typeof resourceVersion === 'string' ? { resourceVersion } : {}),
+      ...(typeof generation === 'number' ? { generation } : {}),
+    },
+    digest: withDigest ? comparableDigest(whole) : undefined,
+  };
+}
+
+/** The summary of the object as the server holds it, or undefined when there is none. */
 export async function readObject(
   api: KubeApi,
   info: ResourceInfo,
   obj: KubeObject,
-): Promise<KubeObject | undefined> {
+): Promise<LiveSummary | undefined> {
   try {
-    return await api.request<KubeObject>(
-      'GET',
-      resourcePath(info, obj.metadata.namespace, obj.metadata.name),
+    return summarize(
+      await api.request<KubeObject>('GET', resourcePath(info, obj.metadata.namespace, obj.metadata.name)),
     );
   } catch (error) {
     if (statusCode(error) === 404) return undefined;
@@ -35,14 +77,16 @@ export async function readLive<T extends { object: KubeObject }>(
   targets: readonly T[],
   resources: ReadonlyMap<T, ResourceInfo>,
   concurrency: number,
-): Promise<Map<T, KubeObject | undefined>> {
+): Promise<Map<T, LiveSummary | undefined>> {
   const groups = new Map<string, T[]>();
   for (const t of targets) {
     const info = resources.get(t) as ResourceInfo;
     const key = `${info.apiVersion}|${info.plural}|${info.namespaced ? (t.object.metadata.namespace ?? '') : ''}`;
-    groups.set(key, [...(groups.get(key) ?? []), t]);
+    const group = groups.get(key);
+    if (group) group.push(t);
+    else groups.set(key, [t]);
   }
-  const live = new Map<T, KubeObject | undefined>();
+  const live = new Map<T, LiveSummary | undefined>();
   await mapLimit([...groups.values()], concurrency, async (members) => {
     const first = members[0] as T;
     const info = resources.get(first) as ResourceInfo;
@@ -58,7 +102,7 @@ export async function readLive<T extends { object: KubeObject }>(
     for (const t of members) {
       const found = byName.get(t.object.metadata.name);
       // Items of a list carry no apiVersion and kind; the comparison with a dry run needs them.
-      live.set(t, found ? { ...found, apiVersion: t.object.apiVersion, kind: t.object.kind } : undefined);
+      live.set(t, found ? summarize(found, t.object) : undefined);
     }
   });
   return live;
@@ -75,9 +119,13 @@ export async function namespaceExists(api: KubeApi, name: string): Promise<boole
 }
 
 /** What is compared to decide "unchanged": the object without bookkeeping the server changes on every write. */
-export function comparable(obj: KubeObject | undefined): string {
-  if (!obj) return '';
+export function comparable(obj: KubeObject): JsonValue {
   const { metadata, ...rest } = obj;
-  const { managedFields: _m, resourceVersion: _r, ...meta } = metadata as Record<string, unknown>;
-  return JSON.stringify({ ...rest, metadata: meta });
+  const { managedFields: _m, resourceVersion: _r, ...meta } = metadata;
+  return { ...rest, metadata: meta } as JsonValue;
+}
+
+/** Digest of comparable(obj), independent of key order (a dry run's answer and a list item order keys apart). */
+export function comparableDigest(obj: KubeObject): string {
+  return contentHash(comparable(obj));
 }
