@@ -52,6 +52,12 @@ export class AgentMetrics implements SyncReporter {
     registers: [this.registry],
   });
   private readonly revisions = new Map<string, { deployment: string; release: string; commit: string }>();
+  /** Kept by the cluster cache: grows with resource types times namespaces in use, never with objects. */
+  readonly watchStreams = new Gauge({
+    name: 'mooring_cluster_watch_streams',
+    help: 'Watch streams open to the API server (one per resource type and namespace being watched)',
+    registers: [this.registry],
+  });
   readonly leader = new Gauge({
     name: 'mooring_leader',
     help: '1 when this agent holds the leader lease (or runs without leader election)',

@@ -101,6 +101,7 @@ export async function runAgent(
     },
     metrics: async () => {
       await clusterReachable();
+      metrics.watchStreams.set(api.streams);
       for (const s of agent?.registryStats() ?? []) {
         for (const [key, count] of s.byStatus) {
           const [method = '', status = ''] = key.split(' ');

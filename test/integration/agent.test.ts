@@ -233,6 +233,8 @@ server:
     expect(metrics).toContain('mooring_deployed_revision_info{deployment="web",release="5"');
     expect(metrics).toContain('mooring_leader 1');
     expect(metrics).toContain('mooring_stability_wait_seconds_bucket');
+    // The streams of the last syncs linger for the next one: one per kind and namespace, however many objects.
+    expect(metrics).toMatch(/\nmooring_cluster_watch_streams [1-4]\n/);
 
     // Restarted with nothing new: the first polls find everything current and nothing is deployed.
     await agent.stop();
