@@ -88,10 +88,11 @@ export function bindImages(
     const rules = options.rules(groupOf(object.apiVersion), object.kind);
     for (const rule of rules) {
       for (const selected of select(object as unknown as JsonValue, rule.path)) {
-        const where = { origin: fieldOrigin(item, selected.path), object: describeObject(object) };
+        // Only a problem needs the field's position: looking it up re-reads the file (parse.ts).
+        const where = () => ({ origin: fieldOrigin(item, selected.path), object: describeObject(object) });
         const result = bindOne(selected, byRepository, options.match);
         if (result instanceof RenderError) {
-          errors.push(new RenderError(`${selected.path}: ${result.message}`, where));
+          errors.push(new RenderError(`${selected.path}: ${result.message}`, where()));
           continue;
         }
         if (result) {
@@ -110,7 +111,7 @@ export function bindImages(
           errors.push(
             new RenderError(
               `${selected.path}: image "${selected.value}" has no digest and no image artifact matches it (requireDigests is on)`,
-              where,
+              where(),
             ),
           );
         }

@@ -1,7 +1,17 @@
 // Parsing manifest files: multi-document YAML (and JSON, a subset of YAML 1.2), Lists flattened, empty
 // documents skipped. Bounded in file size, documents per file and alias expansion, so that a hostile file
 // (a "billion laughs") is rejected fast. Every object keeps the file:line:column it was defined at.
-import { isMap, isNode, isScalar, isSeq, LineCounter, type Node, parseAllDocuments } from 'yaml';
+import {
+  Composer,
+  isMap,
+  isNode,
+  isScalar,
+  isSeq,
+  LineCounter,
+  type Node,
+  Parser,
+  parseAllDocuments,
+} from 'yaml';
 import { RenderError } from './errors.ts';
 import { isObject, type JsonValue, type KubeObject, type Origin, type SourcedObject } from './manifest.ts';
 
@@ -51,30 +61,32 @@ function parseFile(
     return;
   }
   const lines = new LineCounter();
-  const docs = parseAllDocuments(file.text, { lineCounter: lines, prettyErrors: true, uniqueKeys: true });
-  if (!Array.isArray(docs)) return; // an empty stream
-  if (docs.length > limits.maxDocumentsPerFile) {
-    errors.push(
-      new RenderError(
-        `${docs.length} documents, more than the limit of ${limits.maxDocumentsPerFile} per file`,
-        {
-          origin: start,
-        },
-      ),
-    );
-    return;
-  }
   const at = (offset: number | undefined): Origin => {
     const pos = lines.linePos(offset ?? 0);
     return { file: file.path, line: pos.line, column: pos.col };
   };
-  for (const doc of docs) {
+  // Fields are located in the syntax tree only to report a problem, which is rare. The trees are not kept for
+  // that (a large set would hold all of them for the whole deploy): the file is parsed again the first time a
+  // field of one of its objects is asked for.
+  let again: ReturnType<typeof parseAllDocuments> | undefined;
+  const reparse = (index: number): Node | undefined => {
+    again ??= parseAllDocuments(file.text, { uniqueKeys: true });
+    return Array.isArray(again) ? (again[index]?.contents ?? undefined) : undefined;
+  };
+  // One document at a time: each document's syntax tree is garbage once its object is read, so a file of many
+  // documents never holds all of their trees at once.
+  const composer = new Composer({ uniqueKeys: true });
+  const firstObject = objects.length;
+  const firstError = errors.length;
+  let index = -1;
+  for (const doc of composer.compose(new Parser(lines.addNewLine).parse(file.text))) {
+    index++;
+    // Past the limit, documents are only counted: the file is refused whole, with its number of documents.
+    if (index >= limits.maxDocumentsPerFile) continue;
     if (doc.errors.length > 0) {
-      for (const e of doc.errors) {
-        const pos = e.linePos?.[0];
-        const origin = pos ? { file: file.path, line: pos.line, column: pos.col } : at(e.pos[0]);
-        errors.push(new RenderError(yamlMessage(e.message), { origin }));
-      }
+      // The position from the line counter: what parseAllDocuments' prettyErrors would set as linePos.
+      for (const e of doc.errors)
+        errors.push(new RenderError(yamlMessage(e.message), { origin: at(e.pos[0]) }));
       continue;
     }
     if (doc.contents === null) continue; // an empty document
@@ -87,8 +99,57 @@ function parseFile(
       continue;
     }
     if (value === null || value === undefined) continue;
-    collect(value, origin, doc.contents, at, objects, errors);
+    const self = index;
+    collect(value, origin, doc.contents, at, objects, errors, { root: () => reparse(self), prefix: [] });
   }
+  if (index + 1 > limits.maxDocumentsPerFile) {
+    objects.length = firstObject;
+    errors.length = firstError;
+    errors.push(
+      new RenderError(
+        `${index + 1} documents, more than the limit of ${limits.maxDocumentsPerFile} per file`,
+        {
+          origin: start,
+        },
+      ),
+    );
+  }
+}
+
+/** The node at exactly `path` from `start`, or undefined. */
+function walkExactly(start: unknown, path: readonly (string | number)[]): Node | undefined {
+  let current: unknown = start;
+  for (const segment of path) {
+    if (isMap(current))
+      current = current.items.find((p) => isScalar(p.key) && String(p.key.value) === String(segment))?.value;
+    else if (isSeq(current) && typeof segment === 'number') current = current.items[segment];
+    else return undefined;
+  }
+  return isNode(current) ? current : undefined;
+}
+
+/** How to find an object's node again: its document's root, re-parsed on demand, and the path from there. */
+interface NodeRef {
+  root: () => Node | undefined;
+  prefix: readonly (string | number)[];
+}
+
+/** The node at `path` from `start`, or the nearest enclosing node that exists (undefined: not even `start`). */
+function walk(start: unknown, path: readonly (string | number)[]): Node | undefined {
+  let current: unknown = start;
+  let found: Node | undefined = isNode(start) ? start : undefined;
+  for (const segment of path) {
+    if (isMap(current)) {
+      const pair = current.items.find((p) => isScalar(p.key) && String(p.key.value) === String(segment));
+      if (!pair) break;
+      current = pair.value;
+    } else if (isSeq(current) && typeof segment === 'number') {
+      current = current.items[segment];
+    } else break;
+    if (!isNode(current)) break;
+    found = current;
+  }
+  return found;
 }
 
 function collect(
@@ -98,6 +159,7 @@ function collect(
   at: (offset: number | undefined) => Origin,
   objects: SourcedObject[],
   errors: RenderError[],
+  ref: NodeRef,
 ): void {
   if (!isObject(value)) {
     const what = Array.isArray(value) ? 'a sequence' : `a ${typeof value}`;
@@ -110,7 +172,10 @@ function collect(
     value.items.forEach((item, index) => {
       const itemNode = isSeq(itemNodes) ? itemNodes.items[index] : undefined;
       const itemOrigin = at((itemNode as Node | undefined)?.range?.[0]) ?? origin;
-      collect(item, itemOrigin, itemNode, at, objects, errors);
+      collect(item, itemOrigin, itemNode, at, objects, errors, {
+        root: ref.root,
+        prefix: [...ref.prefix, 'items', index],
+      });
     });
     return;
   }
@@ -120,19 +185,9 @@ function collect(
     return;
   }
   const locate = (path: readonly (string | number)[]): Origin => {
-    let current: unknown = node;
-    let found: Node | undefined = isNode(node) ? node : undefined;
-    for (const segment of path) {
-      if (isMap(current)) {
-        const pair = current.items.find((p) => isScalar(p.key) && String(p.key.value) === String(segment));
-        if (!pair) break;
-        current = pair.value;
-      } else if (isSeq(current) && typeof segment === 'number') {
-        current = current.items[segment];
-      } else break;
-      if (!isNode(current)) break;
-      found = current;
-    }
+    // The object's own node, as `node` was during the first parse; then the field within it.
+    const self = ref.prefix.length === 0 ? ref.root() : walkExactly(ref.root(), ref.prefix);
+    const found = walk(self, path);
     return found?.range ? at(found.range[0]) : origin;
   };
   objects.push({ object: value as unknown as KubeObject, origin, locate });

@@ -43,13 +43,14 @@ export function applyTraffic(
   const { object } = item;
   const value = object.metadata.annotations?.[TRAFFIC_LOAD_BALANCERS];
   if (value === undefined) return;
-  const where = {
+  // Only a problem needs the annotation's position: looking it up re-reads the file (parse.ts).
+  const where = () => ({
     origin: fieldOrigin(item, ['metadata', 'annotations', TRAFFIC_LOAD_BALANCERS]),
     object: describeObject(object),
-  };
+  });
   const names = parseLoadBalancers(value);
   if (typeof names === 'string') {
-    errors.push(new RenderError(`${TRAFFIC_LOAD_BALANCERS} ${names}`, where));
+    errors.push(new RenderError(`${TRAFFIC_LOAD_BALANCERS} ${names}`, where()));
     return;
   }
   const rules = podTemplates(groupOf(object.apiVersion), object.kind);
@@ -57,7 +58,7 @@ export function applyTraffic(
     errors.push(
       new RenderError(
         `${TRAFFIC_LOAD_BALANCERS} applies to workloads with pods, not to ${object.kind}`,
-        where,
+        where(),
       ),
     );
     return;
@@ -68,7 +69,7 @@ export function applyTraffic(
       errors.push(
         new RenderError(
           `${TRAFFIC_LOAD_BALANCERS}: Service ${object.metadata.namespace}/${name} is neither in the manifests nor in the cluster`,
-          where,
+          where(),
         ),
       );
       continue;
@@ -77,7 +78,10 @@ export function applyTraffic(
     const selector = isObject(spec) && isObject(spec.selector) ? spec.selector : undefined;
     if (!selector || Object.keys(selector).length === 0) {
       errors.push(
-        new RenderError(`${TRAFFIC_LOAD_BALANCERS}: Service ${name} has no selector to match pods by`, where),
+        new RenderError(
+          `${TRAFFIC_LOAD_BALANCERS}: Service ${name} has no selector to match pods by`,
+          where(),
+        ),
       );
       continue;
     }
@@ -96,7 +100,7 @@ export function applyTraffic(
             errors.push(
               new RenderError(
                 `${TRAFFIC_LOAD_BALANCERS}: Service ${name} selects ${key}=${String(v)}, but the pod template has ${key}=${existing}`,
-                where,
+                where(),
               ),
             );
             continue;
