@@ -1,162 +1,229 @@
-// Benchmark: 1,000 objects (Deployments, Services, ConfigMaps, Secrets) deployed by mooring against
-// `kubectl apply --server-side -f DIR` of the same hydrated objects, on the same test-bed control plane in the same
-// run, each into a fresh namespace. Prints both times, the ratio (goal: mooring at most half of kubectl's time)
-// and mooring's peak RSS. Run: npm run bench:apply (starts the test bed when none runs).
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+// Benchmark of a deploy, side by side in one run on the test bed's control plane, each contender into a fresh
+// namespace and each starting only once the previous one's pods are settled:
+//  1. the whole job a user waits for: `mooring deploy` (the built CLI, waiting for stability) against
+//     `kubectl apply --server-side -f DIR` + `kubectl wait --for=condition=available deployment --all`, of the same
+//     hydrated objects. Goal: mooring at most 0.5x kubectl's time.
+//  2. the ceiling: a raw loop of parallel server-side-apply PATCHes (concurrency tuned), against mooring's apply
+//     phase (render output to last write, measured in this process on the same Applier the CLI runs), with and
+//     without the whole-set dry run. Goal: mooring's throughput at least 0.8 of the loop's.
+//  3. mooring deploy's peak RSS (VmHWM) for the largest set. Goal: at most 150 MiB.
+// Sizes default to 1,000 and 4,000 objects (a quarter each Deployments, Services, ConfigMaps, Secrets; one replica).
+// Run: npm run bench:apply [-- --sizes 1000,4000 --concurrency 16 --loop-concurrency 8,16,32,64 --parts wait,ceiling]
+// Starts the test bed when none runs (and stops only a bed it started). Needs `npm run build` first.
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AppsV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { toYaml } from '../src/render/canonical.ts';
-import { render } from '../src/render/render.ts';
+import { parseArgs } from 'node:util';
+import { KubeApi } from '../src/kube/api.ts';
+import { Applier, type ApplyTarget } from '../src/kube/apply.ts';
+import { loadKubeConfig } from '../src/kube/client.ts';
+import { Discovery } from '../src/kube/discovery.ts';
+import type { ManifestFile } from '../src/render/parse.ts';
 import { REPO_ROOT } from '../test/testbed/paths.ts';
 import { down, up } from '../test/testbed/testbed.ts';
+import { benchCluster, createNamespace, deleteNamespace, namespacesGone, settle } from './support/cluster.ts';
+import { hydrate, manifests, writeManifests } from './support/objects.ts';
+import { goal, mib, type Run, sec, timed } from './support/process.ts';
+import { ssaLoop } from './support/ssa-loop.ts';
 
-const APPS = 250; // four objects each
+const { values: flags } = parseArgs({
+  options: {
+    sizes: { type: 'string', default: '1000,4000' },
+    concurrency: { type: 'string', default: '16' },
+    'loop-concurrency': { type: 'string', default: '8,16,32,64' },
+    timeout: { type: 'string', default: '30m' },
+    /** wait: the waiting ratio and peak RSS; ceiling: the apply phase against the raw loop. */
+    parts: { type: 'string', default: 'wait,ceiling' },
+    /** The built CLI to run; another build of mooring can be compared this way. */
+    cli: { type: 'string', default: join(REPO_ROOT, 'dist/cli/main.js') },
+  },
+});
+const sizes = flags.sizes.split(',').map(Number);
+if (sizes.some((n) => !Number.isInteger(n) || n <= 0 || n % 4 !== 0))
+  throw new Error('--sizes: positive multiples of 4');
+const concurrency = Number(flags.concurrency);
+const loopCandidates = flags['loop-concurrency'].split(',').map(Number);
+const CLI = flags.cli;
+if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build first`);
 
-function manifests(): string {
-  const docs: string[] = [];
-  for (let i = 0; i < APPS; i++) {
-    docs.push(
-      `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-${i}-config}\ndata: {INDEX: "${i}", LEVEL: info}`,
-    );
-    docs.push(
-      `apiVersion: v1\nkind: Secret\nmetadata: {name: app-${i}-secret}\nstringData: {token: "t-${i}"}`,
-    );
-    docs.push(
-      `apiVersion: v1\nkind: Service\nmetadata: {name: app-${i}}\nspec: {selector: {app: app-${i}}, ports: [{port: 80, protocol: TCP}]}`,
-    );
-    docs.push(`apiVersion: apps/v1
-kind: Deployment
-metadata: {name: app-${i}}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: app-${i}}}
-  template:
-    metadata: {labels: {app: app-${i}}}
-    spec:
-      containers:
-        - name: web
-          image: registry.example.com/app:1.0.0
-          envFrom: [{configMapRef: {name: app-${i}-config}}, {secretRef: {name: app-${i}-secret}}]`);
-  }
-  return docs.join('\n---\n');
-}
+const say = (line = '') => process.stdout.write(`${line}\n`);
+const note = (line: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 
-interface Run {
-  ms: number;
-  code: number;
-  peakRssKiB: number;
-  /** User + system CPU time of the process (sampled, in clock ticks of 10 ms). */
-  cpuMs: number;
-  output: string;
-}
-
-/** Runs a program, sampling its peak RSS (VmHWM) from /proc while it runs. */
-function timed(command: string, args: string[]): Promise<Run> {
-  return new Promise((resolveRun) => {
-    const start = process.hrtime.bigint();
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    let peak = 0;
-    let cpuTicks = 0;
-    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
-    const sample = setInterval(() => {
-      try {
-        const hwm = /VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1];
-        if (hwm) peak = Math.max(peak, Number(hwm));
-        const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-        cpuTicks = Number(fields[11]) + Number(fields[12]);
-      } catch {}
-    }, 10);
-    child.on('close', (code) => {
-      clearInterval(sample);
-      resolveRun({
-        ms: Number(process.hrtime.bigint() - start) / 1e6,
-        code: code ?? 1,
-        peakRssKiB: peak,
-        cpuMs: cpuTicks * 10,
-        output,
-      });
-    });
-  });
-}
-
-/** Waits until every Deployment in `namespace` has its pods available, so the controllers are idle again. */
-async function settled(namespace: string): Promise<void> {
-  const apps = kc.makeApiClient(AppsV1Api);
-  const deadline = Date.now() + 300_000;
-  for (;;) {
-    const list = await apps.listNamespacedDeployment({ namespace });
-    if (list.items.length === APPS && list.items.every((d) => d.status?.availableReplicas === 1)) break;
-    if (Date.now() > deadline) throw new Error(`${namespace}: Deployments not available after 5 minutes`);
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  await new Promise((r) => setTimeout(r, 2000));
-}
-
-const { env, started } = await up((line) => process.stderr.write(`testbed: ${line}\n`));
-const kc = new KubeConfig();
-kc.loadFromFile(env.kube.kubeconfig);
-const core = kc.makeApiClient(CoreV1Api);
+const { env, started } = await up((line) => note(`testbed: ${line}`));
+const c = benchCluster(env.kube.kubeconfig);
 const suffix = Date.now().toString(36);
-const nsMooring = `bench-mooring-${suffix}`;
-const nsKubectl = `bench-kubectl-${suffix}`;
-const dir = await mkdtemp(join(tmpdir(), 'mooring-bench-'));
-try {
-  for (const name of [nsMooring, nsKubectl]) await core.createNamespace({ body: { metadata: { name } } });
-  const text = manifests();
-  await writeFile(join(dir, 'source.yaml'), text);
-  // kubectl gets exactly the objects mooring applies: the same render, for its own namespace.
-  const hydrated = render({
-    files: [{ path: 'source.yaml', text }],
-    namespace: nsKubectl,
-    application: 'bench',
-  });
-  await writeFile(join(dir, 'hydrated.yaml'), toYaml(hydrated.objects));
+const created: string[] = [];
+const work = await mkdtemp(join(tmpdir(), 'mooring-bench-'));
 
-  // Each tool starts on a quiet cluster: the pods of the other's Deployments are up before it begins.
-  const kubectl = await timed(env.tools.kubectl, [
-    '--kubeconfig',
-    env.kube.kubeconfig,
-    'apply',
-    '--server-side',
-    '-f',
-    join(dir, 'hydrated.yaml'),
-  ]);
-  await settled(nsKubectl);
-  const mooring = await timed(process.execPath, [
-    join(REPO_ROOT, 'src/cli/main.ts'),
-    'deploy',
-    join(dir, 'source.yaml'),
-    '--kubeconfig',
-    env.kube.kubeconfig,
-    '-n',
-    nsMooring,
-    '--application',
-    'bench',
-    '--no-wait',
-    '--concurrency',
-    '16',
-  ]);
-  if (kubectl.code !== 0) throw new Error(`kubectl failed:\n${kubectl.output.slice(-2000)}`);
-  if (mooring.code !== 0) throw new Error(`mooring failed:\n${mooring.output.slice(-2000)}`);
-  const count = hydrated.objects.length;
-  process.stdout.write(
-    [
-      `objects:                 ${count} (Deployments, Services, ConfigMaps, Secrets) into an empty namespace each`,
-      `kubectl apply --server-side: ${kubectl.ms.toFixed(0)} ms`,
-      `mooring deploy --no-wait:    ${mooring.ms.toFixed(0)} ms (render, whole-set dry run, apply)`,
-      `ratio mooring/kubectl:       ${(mooring.ms / kubectl.ms).toFixed(2)}  (goal: at most 0.50)`,
-      `CPU time of the client:      mooring ${mooring.cpuMs} ms, kubectl ${kubectl.cpuMs} ms`,
-      `mooring peak RSS:            ${(mooring.peakRssKiB / 1024).toFixed(0)} MiB (kubectl: ${(kubectl.peakRssKiB / 1024).toFixed(0)} MiB)`,
-      '',
-    ].join('\n'),
+async function freshNamespace(role: string, size: number): Promise<string> {
+  const name = `bench-${role}-${size}-${suffix}`;
+  await createNamespace(c, name);
+  created.push(name);
+  return name;
+}
+
+function mustSucceed(what: string, run: Run): Run {
+  if (run.code !== 0) throw new Error(`${what} exited ${run.code}:\n${run.output.slice(-3000)}`);
+  return run;
+}
+
+/** kubectl's whole job: apply, then wait for the Deployments (the set has no other workload kinds). */
+async function kubectlRun(size: number, files: readonly ManifestFile[]) {
+  const ns = await freshNamespace('kubectl', size);
+  const dir = join(work, `kubectl-${size}`);
+  await mkdir(dir);
+  await writeFile(join(dir, 'hydrated.yaml'), hydrate(files, ns).yaml);
+  const base = ['--kubeconfig', env.kube.kubeconfig];
+  const apply = mustSucceed(
+    'kubectl apply',
+    await timed(env.tools.kubectl, [...base, 'apply', '--server-side', '-f', dir]),
   );
+  const wait = mustSucceed(
+    'kubectl wait',
+    await timed(env.tools.kubectl, [
+      ...base,
+      'wait',
+      '--for=condition=available',
+      'deployment',
+      '--all',
+      '-n',
+      ns,
+      `--timeout=${flags.timeout}`,
+    ]),
+  );
+  const settledMs = await settle(c, ns, size / 4);
+  return { ns, apply, wait, totalMs: apply.ms + wait.ms, settledMs };
+}
+
+async function mooringRun(size: number, source: string) {
+  const ns = await freshNamespace('mooring', size);
+  const run = mustSucceed(
+    'mooring deploy',
+    await timed(process.execPath, [
+      CLI,
+      'deploy',
+      source,
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      '-n',
+      ns,
+      '--application',
+      'bench',
+      '--timeout',
+      flags.timeout,
+      '--concurrency',
+      String(concurrency),
+    ]),
+  );
+  const summary = run.output.trim().split('\n').at(-1) ?? '';
+  const settledMs = await settle(c, ns, size / 4);
+  return { ns, run, summary, settledMs };
+}
+
+/** mooring's apply phase: render output in, last write out, on the Applier and client the CLI uses. */
+async function applyPhase(size: number, files: readonly ManifestFile[], validate: boolean) {
+  const ns = await freshNamespace(validate ? 'apply' : 'nodry', size);
+  const rendered = hydrate(files, ns);
+  const targets: ApplyTarget[] = rendered.objects.map((object, i) => ({
+    object,
+    plan: rendered.plan[i] as ApplyTarget['plan'],
+  }));
+  const api = new KubeApi(loadKubeConfig({ kubeconfig: env.kube.kubeconfig }), {
+    maxSockets: concurrency * 2,
+  });
+  const start = process.hrtime.bigint();
+  try {
+    const applier = new Applier(api, new Discovery(api), {
+      fieldManager: 'mooring',
+      concurrency,
+      validateFirst: validate,
+    });
+    const results = await applier.apply(targets);
+    if (results.length !== size)
+      throw new Error(`apply phase: ${results.length} results for ${size} objects`);
+  } finally {
+    api.close();
+  }
+  const ms = Number(process.hrtime.bigint() - start) / 1e6;
+  await settle(c, ns, size / 4);
+  return { ns, ms };
+}
+
+async function loopRun(size: number, files: readonly ManifestFile[], n: number) {
+  const ns = await freshNamespace(`loop${n}`, size);
+  const ms = await ssaLoop(c, hydrate(files, ns).objects, n);
+  await settle(c, ns, size / 4);
+  return { ns, ms };
+}
+
+async function cleanUp(names: string[]): Promise<void> {
+  for (const name of names) await deleteNamespace(c, name);
+  await namespacesGone(c, names);
+}
+
+let bestLoop: number | undefined;
+const parts = new Set(flags.parts.split(','));
+const perSecond = (size: number, ms: number) => `${((size / ms) * 1000).toFixed(0)}/s`;
+try {
+  for (const size of sizes) {
+    const files = manifests(size / 4);
+    const source = await writeManifests(join(work, `source-${size}`), files);
+    const before = created.length;
+    const block = [
+      '',
+      `${size} objects (${size / 4} each Deployments, Services, ConfigMaps, Secrets; 1 replica), fresh namespace each`,
+    ];
+
+    if (parts.has('wait')) {
+      note(`${size}: kubectl apply --server-side + kubectl wait`);
+      const k = await kubectlRun(size, files);
+      note(`${size}: mooring deploy (waiting)`);
+      const m = await mooringRun(size, source);
+      const ratio = m.run.ms / k.totalMs;
+      block.push(
+        `  kubectl apply --server-side ${sec(k.apply.ms)} + kubectl wait ${sec(k.wait.ms)} = ${sec(k.totalMs)}`,
+        `  mooring deploy (waits):      ${sec(m.run.ms)}  [${m.summary}]`,
+        `  settled after the run:       kubectl +${sec(k.settledMs)}, mooring +${sec(m.settledMs)}`,
+        goal('  waiting ratio mooring/kubectl', ratio.toFixed(2), 'at most 0.50', ratio <= 0.5),
+        `  client CPU: mooring ${sec(m.run.cpuMs)}, kubectl ${sec(k.apply.cpuMs + k.wait.cpuMs)}`,
+        goal(
+          '  mooring deploy peak RSS (VmHWM)',
+          mib(m.run.peakRssKiB),
+          'at most 150 MiB',
+          m.run.peakRssKiB > 0 && m.run.peakRssKiB <= 150 * 1024,
+        ),
+      );
+    }
+
+    if (parts.has('ceiling')) {
+      note(`${size}: mooring apply phase, with and without the whole-set dry run`);
+      const phase = await applyPhase(size, files, true);
+      const noDry = await applyPhase(size, files, false);
+      // The loop's concurrency is tuned on the first size and reused for the larger ones.
+      const candidates = bestLoop === undefined ? loopCandidates : [bestLoop];
+      const loops: { n: number; ms: number }[] = [];
+      for (const n of candidates) {
+        note(`${size}: raw server-side-apply loop, concurrency ${n}`);
+        loops.push({ n, ...(await loopRun(size, files, n)) });
+      }
+      const best = loops.reduce((a, b) => (b.ms < a.ms ? b : a));
+      bestLoop ??= best.n;
+      const fraction = best.ms / phase.ms;
+      block.push(
+        `  raw SSA loop: ${loops.map((l) => `c=${l.n} ${sec(l.ms)} (${perSecond(size, l.ms)})`).join(', ')}`,
+        `  mooring apply phase (in process, render output to last write, --concurrency ${concurrency}):`,
+        `    with the whole-set dry run ${sec(phase.ms)} (${perSecond(size, phase.ms)}), without ${sec(noDry.ms)} (${perSecond(size, noDry.ms)}): the dry run costs ${sec(phase.ms - noDry.ms)}`,
+        goal('  apply phase / loop throughput', fraction.toFixed(2), 'at least 0.80', fraction >= 0.8),
+      );
+    }
+    say(block.join('\n'));
+    note(`${size}: deleting this size's namespaces`);
+    await cleanUp(created.slice(before));
+  }
 } finally {
-  for (const name of [nsMooring, nsKubectl]) await core.deleteNamespace({ name }).catch(() => undefined);
-  await rm(dir, { recursive: true, force: true });
+  for (const name of created) await deleteNamespace(c, name).catch(() => undefined);
+  c.agent.destroy();
+  await rm(work, { recursive: true, force: true });
   if (started) await down();
 }
