@@ -109,7 +109,7 @@ function toProblem(issue: z.core.$ZodIssue, root: unknown, lines: LineCounter): 
  * The deepest YAML node along `path`: for a missing field, its parent mapping; with `atKey`, the key node of
  * the last segment (an unknown field is fixed at its key, not its value).
  */
-function locate(root: unknown, path: readonly (string | number)[], atKey: boolean): Node | undefined {
+export function locate(root: unknown, path: readonly (string | number)[], atKey: boolean): Node | undefined {
   let current: unknown = root;
   let last: Node | undefined = isNode(root) ? root : undefined;
   for (const [index, segment] of path.entries()) {

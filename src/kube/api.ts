@@ -1,5 +1,5 @@
-// A small HTTP client for the Kubernetes API: authentication and TLS come from the KubeConfig (so tokens,
-// client certificates and exec plugins work as kubectl's do), connections are kept alive and shared, and
+// A small HTTP client for the Kubernetes API: authentication and TLS come from the ClusterConfig
+// (src/kube/kubeconfig.ts: tokens, client certificates and exec plugins work as kubectl's do), connections are kept alive and shared, and
 // failures carry the status code and the API server's Status body for describeKubeError.
 // Ordinary requests and long-lived watch streams use two separate connection pools: requests share a bounded
 // keep-alive pool, and every stream gets its own connection from an unbounded one, so a request never queues
@@ -8,7 +8,7 @@
 
 import { request as httpRequest } from 'node:http';
 import { Agent, request as httpsRequest, type RequestOptions } from 'node:https';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { ClusterConfig } from './kubeconfig.ts';
 
 /** Lists of metadata only: what a version lookup needs, without ever reading Secret values. */
 export const METADATA_LIST =
@@ -40,19 +40,41 @@ export interface RequestSpec {
 
 const MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
 
+/** The client certificate the agents were built with: an exec plugin may hand out a new one. */
+interface Identity {
+  cert: RequestOptions['cert'];
+  key: RequestOptions['key'];
+}
+
+function sameIdentity(a: Identity, b: Identity): boolean {
+  const same = (x: unknown, y: unknown) =>
+    x === y ||
+    (Buffer.isBuffer(x) && Buffer.isBuffer(y) && x.equals(y)) ||
+    (typeof x === 'string' && x === y);
+  return same(a.cert, b.cert) && same(a.key, b.key);
+}
+
+/** An agent of an identity that is no longer used: its sockets close once their current request is done. */
+function retire(agent: Agent | undefined): void {
+  if (!agent) return;
+  // Read by the agent when a request ends: the socket is then destroyed rather than pooled.
+  (agent as Agent & { keepAlive: boolean }).keepAlive = false;
+  for (const sockets of Object.values(agent.freeSockets))
+    for (const socket of sockets ?? []) socket.destroy();
+}
+
 export class KubeApi {
-  readonly kc: KubeConfig;
+  readonly config: ClusterConfig;
   private readonly server: URL;
   private agent: Agent | undefined;
   private streamAgent: Agent | undefined;
+  private identity: Identity | undefined;
   private readonly maxSockets: number;
   private openStreams = 0;
 
-  constructor(kc: KubeConfig, options: { maxSockets?: number } = {}) {
-    this.kc = kc;
-    const server = kc.getCurrentCluster()?.server;
-    if (!server) throw new Error('the kubeconfig has no current cluster');
-    this.server = new URL(server);
+  constructor(config: ClusterConfig, options: { maxSockets?: number } = {}) {
+    this.config = config;
+    this.server = new URL(config.server);
     this.maxSockets = options.maxSockets ?? 16;
   }
 
@@ -90,8 +112,16 @@ export class KubeApi {
     stream = false,
   ): Promise<RequestOptions> {
     const opts: RequestOptions = { method, headers: {} };
-    await this.kc.applyToHTTPSOptions(opts);
+    await this.config.applyTo(opts);
     if (this.server.protocol === 'https:') {
+      const identity = { cert: opts.cert, key: opts.key };
+      if (this.identity && !sameIdentity(this.identity, identity)) {
+        retire(this.agent);
+        retire(this.streamAgent);
+        this.agent = undefined;
+        this.streamAgent = undefined;
+      }
+      this.identity = identity;
       if (stream) {
         this.streamAgent ??= this.tlsAgent(opts, Number.POSITIVE_INFINITY);
         opts.agent = this.streamAgent;

@@ -1,13 +1,15 @@
 // The cluster cache against the real API server: a watch whose resourceVersion has been compacted away in
 // etcd gets 410 Gone and the informer lists again without losing its subscribers; deletions reach them; a
 // type that cannot be watched fails its subscribers at once instead of retrying forever.
+import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { KubeApi } from '../../src/kube/api.ts';
 import { ClusterCache } from '../../src/kube/cache.ts';
 import { loadKubeConfig } from '../../src/kube/client.ts';
 import { Discovery } from '../../src/kube/discovery.ts';
 import type { KubeObject } from '../../src/render/manifest.ts';
-import { testbed, useNamespace } from './helpers.ts';
+import { testbed, useNamespace, writeKubeconfig } from './helpers.ts';
 
 /** Compacts etcd's history up to now (through etcd's own HTTP gateway), as the API server does every 5 minutes. */
 async function compactEtcd(): Promise<void> {
@@ -83,10 +85,14 @@ describe('the cluster cache', () => {
     const { api, discovery } = client();
     const info = await discovery.resource('v1', 'ConfigMap');
     // A token the API server does not know: 401 on the list.
-    const kc = loadKubeConfig({ kubeconfig: testbed().kube.kubeconfig });
-    const user = kc.getCurrentUser();
-    if (user) Object.assign(user, { token: 'not-a-valid-token' });
-    const stranger = new KubeApi(kc);
+    const { server } = testbed().kube;
+    const known = parse(await readFile(testbed().kube.kubeconfig, 'utf8')) as {
+      clusters: { cluster: Record<string, unknown> }[];
+    };
+    const kubeconfig = await writeKubeconfig(known.clusters[0]?.cluster ?? { server }, {
+      token: 'not-a-valid-token',
+    });
+    const stranger = new KubeApi(loadKubeConfig({ kubeconfig }));
     const cache = new ClusterCache(stranger);
     const controller = new AbortController();
     try {

@@ -7,7 +7,9 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, inject } from 'vitest';
+import { stringify } from 'yaml';
 import { runCli } from '../../src/cli/program.ts';
+import { type ClusterConfig, loadKubeConfig } from '../../src/kube/client.ts';
 import type { TestbedEnv } from '../testbed/testbed.ts';
 
 export function testbed(): TestbedEnv {
@@ -18,6 +20,34 @@ export function kubeConfig(env: TestbedEnv = testbed()): KubeConfig {
   const kc = new KubeConfig();
   kc.loadFromFile(env.kube.kubeconfig);
   return kc;
+}
+
+/** The test bed's cluster as mooring reads it (src/kube/kubeconfig.ts), for mooring's own KubeApi. */
+export function clusterConfig(env: TestbedEnv = testbed()): ClusterConfig {
+  return loadKubeConfig({ kubeconfig: env.kube.kubeconfig });
+}
+
+/** Writes a kubeconfig of one cluster, user and context to a fresh folder; returns the file's path. */
+export async function writeKubeconfig(
+  cluster: Record<string, unknown>,
+  user: Record<string, unknown>,
+  files: Record<string, string | Buffer> = {},
+): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'mooring-kubeconfig-'));
+  for (const [name, content] of Object.entries(files)) await writeFile(join(dir, name), content);
+  const file = join(dir, 'config');
+  await writeFile(
+    file,
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'c', cluster }],
+      users: [{ name: 'u', user }],
+      contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+      'current-context': 'x',
+    }),
+  );
+  return file;
 }
 
 /** A fresh namespace for the calling test file, deleted (without waiting) when the file is done. */

@@ -6,7 +6,6 @@ import { join } from 'node:path';
 import {
   AppsV1Api,
   CoreV1Api,
-  KubeConfig,
   PatchStrategy,
   setHeaderOptions,
   type V1DaemonSet,
@@ -22,6 +21,7 @@ import { scaleCommand } from '../../src/cli/commands/scale.ts';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, ExitError } from '../../src/cli/exit-codes.ts';
 import { errorMessage, StalledError } from '../../src/errors.ts';
 import { KubeApi } from '../../src/kube/api.ts';
+import { loadKubeConfig } from '../../src/kube/client.ts';
 import {
   PAUSED_PARTITION,
   PAUSED_UPDATE_STRATEGY,
@@ -32,7 +32,15 @@ import {
   type WorkloadRef,
 } from '../../src/kube/rollout.ts';
 import { NODE_NAME } from '../testbed/kubelet.ts';
-import { eventually, kubeConfig, runTool, testbed, useNamespace } from './helpers.ts';
+import {
+  clusterConfig,
+  eventually,
+  kubeConfig,
+  runTool,
+  testbed,
+  useNamespace,
+  writeKubeconfig,
+} from './helpers.ts';
 
 const ns = useNamespace('rollout');
 const strategic = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
@@ -41,7 +49,7 @@ const image = (tag: string) => `registry.example/app:${tag}`;
 // The client under test is mooring's own; client-node's typed clients below set up and cross-check.
 let shared: KubeApi | undefined;
 function kubeApi(): KubeApi {
-  shared ??= new KubeApi(kubeConfig());
+  shared ??= new KubeApi(clusterConfig());
   return shared;
 }
 afterAll(() => shared?.close());
@@ -314,12 +322,11 @@ describe('scale', () => {
     );
 
     // Refused before any request: a client pointing nowhere gets the same answer, not a connection error.
-    const nowhere = new KubeConfig();
-    nowhere.loadFromOptions({
-      clusters: [{ name: 'c', server: 'https://127.0.0.1:1', skipTLSVerify: true }],
-      users: [{ name: 'u' }],
-      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-      currentContext: 'x',
+    const nowhere = loadKubeConfig({
+      kubeconfig: await writeKubeconfig(
+        { server: 'https://127.0.0.1:1', 'insecure-skip-tls-verify': true },
+        {},
+      ),
     });
     await expectStalled(
       scale(new KubeApi(nowhere), ref('DaemonSet', 'fixed'), 2),

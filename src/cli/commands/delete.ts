@@ -35,9 +35,9 @@ export function deleteCommand(program: Command, print: (text: string) => void): 
       if (!match) throw new ExitError(`error: --version "${flags.version}" must look like v001`, EXIT_USAGE);
       version = Number(match[1]);
     }
-    const kc = loadKubeConfig(clusterAccess(flags));
-    const namespace = contextNamespace(kc, flags.namespace);
-    const api = new KubeApi(kc);
+    const clusterConfig = loadKubeConfig(clusterAccess(flags));
+    const namespace = contextNamespace(clusterConfig, flags.namespace);
+    const api = new KubeApi(clusterConfig);
     try {
       const { info, deleted } = await deleteObjects(api, new Discovery(api), {
         resource,

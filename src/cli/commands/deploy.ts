@@ -59,10 +59,9 @@ export function deployCommand(program: Command, print: (text: string) => void): 
       }
       const images = flags.image.map(parseImageFlag);
       const files = await readManifestFiles(paths);
-      const kc = loadKubeConfig(clusterAccess(flags));
-      const namespace =
-        flags.namespace ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
-      const api = new KubeApi(kc, { maxSockets: concurrency * 2 });
+      const clusterConfig = loadKubeConfig(clusterAccess(flags));
+      const namespace = flags.namespace ?? clusterConfig.namespace ?? 'default';
+      const api = new KubeApi(clusterConfig, { maxSockets: concurrency * 2 });
       const lines = flags.output === 'table';
       const abort = new AbortController();
       const onSignal = () => abort.abort();

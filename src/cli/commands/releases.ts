@@ -39,12 +39,12 @@ async function open(
   flags: LedgerFlags,
 ): Promise<{ api: KubeApi; ledger: Ledger; config: MooringConfig | undefined }> {
   const config = flags.config ? await loadConfigFile(flags.config) : undefined;
-  const kc = loadKubeConfig({
+  const clusterConfig = loadKubeConfig({
     kubeconfig: flags.kubeconfig ?? config?.cluster.kubeconfig,
     context: flags.context ?? config?.cluster.context,
     inCluster: !flags.kubeconfig && !flags.context ? config?.cluster.inCluster : false,
   });
-  const api = new KubeApi(kc);
+  const api = new KubeApi(clusterConfig);
   const namespace = config?.cluster.namespace ?? flags.agentNamespace;
   return { api, ledger: new Ledger(api, namespace, config?.ledger.historyLimit), config };
 }

@@ -59,10 +59,10 @@ export function renderCommand(
       let namespace = flags.namespace;
       let snapshot: ClusterSnapshot = { versions: [], live: [] };
       if (!flags.offline) {
-        const kc = loadKubeConfig(clusterAccess(flags));
-        namespace ??= kc.getContextObject(kc.getCurrentContext())?.namespace;
+        const clusterConfig = loadKubeConfig(clusterAccess(flags));
+        namespace ??= clusterConfig.namespace;
         const ns = namespace ?? 'default';
-        const api = new KubeApi(kc);
+        const api = new KubeApi(clusterConfig);
         // Render reports parse problems itself; the lookup only needs the objects that parse.
         const { objects } = parseManifestFiles(files);
         for (const { object } of objects) {

@@ -87,8 +87,11 @@ export function connect(
   flags: ClusterFlags,
   target: { kind: string; name: string },
 ): { api: KubeApi; ref: WorkloadRef } {
-  const kc = loadKubeConfig(clusterAccess(flags));
-  return { api: new KubeApi(kc), ref: { ...target, namespace: contextNamespace(kc, flags.namespace) } };
+  const clusterConfig = loadKubeConfig(clusterAccess(flags));
+  return {
+    api: new KubeApi(clusterConfig),
+    ref: { ...target, namespace: contextNamespace(clusterConfig, flags.namespace) },
+  };
 }
 
 /**

@@ -61,10 +61,9 @@ export function runCommand(program: Command): void {
         throw new ExitError('error: --timeout and --debounce take durations like 5m', EXIT_USAGE);
       const log = createLogger();
       if (flags.watch) {
-        const kc = loadKubeConfig(clusterAccess(flags));
-        const namespace =
-          flags.namespace ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
-        const api = new KubeApi(kc);
+        const clusterConfig = loadKubeConfig(clusterAccess(flags));
+        const namespace = flags.namespace ?? clusterConfig.namespace ?? 'default';
+        const api = new KubeApi(clusterConfig);
         // Each save of the folder deploys again: its streams stay open between deploys.
         const cache = new ClusterCache(api, { lingerMs: 5 * 60_000 });
         try {
