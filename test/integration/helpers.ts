@@ -1,9 +1,9 @@
 // Shared helpers of the integration tests: clients for the test bed's servers and a namespace per test file.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Writable } from 'node:stream';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, inject } from 'vitest';
@@ -34,7 +34,11 @@ export async function writeKubeconfig(
   files: Record<string, string | Buffer> = {},
 ): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'mooring-kubeconfig-'));
-  for (const [name, content] of Object.entries(files)) await writeFile(join(dir, name), content);
+  tempDirs.push(dir);
+  for (const [name, content] of Object.entries(files)) {
+    await mkdir(dirname(join(dir, name)), { recursive: true });
+    await writeFile(join(dir, name), content);
+  }
   const file = join(dir, 'config');
   await writeFile(
     file,

@@ -76,6 +76,8 @@ export interface ControlPlane {
   server: string;
   token: string;
   kubeconfig: string;
+  /** A client certificate (user mooring-cert-admin in group system:masters) signed by the --client-ca-file. */
+  clientCertificate: { cert: string; key: string };
   /** etcd's client URL. */
   etcd: string;
 }
@@ -116,6 +118,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   await writeFile(join(dir, 'tokens.csv'), `${token},admin,admin,system:masters\n`, { mode: 0o600 });
   await run('openssl', ['genrsa', '-out', join(dir, 'sa.key'), '2048']);
   await run('openssl', ['rsa', '-in', join(dir, 'sa.key'), '-pubout', '-out', join(dir, 'sa.pub')]);
+  const clientCertificate = await issueClientCertificate(dir);
 
   await waitFor('etcd', async () => ((await fetch(`${etcdUrl}/health`)).ok ? true : undefined), {
     timeoutMs: 30_000,
@@ -132,6 +135,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       '--advertise-address=127.0.0.1',
       `--cert-dir=${certDir}`,
       `--token-auth-file=${join(dir, 'tokens.csv')}`,
+      `--client-ca-file=${join(dir, 'client-ca.crt')}`,
       '--authorization-mode=RBAC',
       '--service-account-issuer=https://kubernetes.default.svc',
       `--service-account-key-file=${join(dir, 'sa.pub')}`,
@@ -181,7 +185,48 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     });
     daemons.push(kcm);
   }
-  return { daemons, server, token, kubeconfig, etcd: etcdUrl };
+  return { daemons, server, token, kubeconfig, clientCertificate, etcd: etcdUrl };
+}
+
+/**
+ * A client CA for the API server's --client-ca-file and one certificate it signed, for a user in
+ * system:masters: clients that authenticate with a certificate are tested against the real server.
+ */
+async function issueClientCertificate(dir: string): Promise<{ cert: string; key: string }> {
+  const ca = { cert: join(dir, 'client-ca.crt'), key: join(dir, 'client-ca.key') };
+  const cert = join(dir, 'admin-client.crt');
+  const key = join(dir, 'admin-client.key');
+  const csr = join(dir, 'admin-client.csr');
+  const days = ['-days', '3650'];
+  await run(
+    'openssl',
+    ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', ca.key, '-out', ca.cert, ...days].concat([
+      '-subj',
+      '/CN=mooring-testbed-client-ca',
+    ]),
+  );
+  await run(
+    'openssl',
+    ['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', csr].concat([
+      '-subj',
+      '/O=system:masters/CN=mooring-cert-admin',
+    ]),
+  );
+  await run('openssl', [
+    'x509',
+    '-req',
+    '-in',
+    csr,
+    '-CA',
+    ca.cert,
+    '-CAkey',
+    ca.key,
+    '-CAcreateserial',
+    '-out',
+    cert,
+    ...days,
+  ]);
+  return { cert, key };
 }
 
 export function kubeconfigYaml(server: string, token: string, caCert: Buffer): string {

@@ -28,6 +28,8 @@ export interface TestbedEnv {
   kube: {
     kubeconfig: string;
     server: string;
+    /** PEM files of a client certificate the API server accepts (system:masters); absent in older test beds. */
+    clientCertificate?: { cert: string; key: string };
     version: string;
     node: string;
     /** etcd's client URL, for tests that act on the storage itself (compaction). */
@@ -213,6 +215,7 @@ export async function up(log: Log = () => undefined): Promise<{ env: TestbedEnv;
       kube: {
         kubeconfig: plane.kubeconfig,
         server: plane.server,
+        clientCertificate: plane.clientCertificate,
         version: KUBE_VERSION,
         node: NODE_NAME,
         etcd: plane.etcd,
