@@ -1,10 +1,11 @@
 // Loading the agent's configuration file: YAML in, a validated MooringConfig out, or a ConfigError that lists
 // every problem with its field path and the line and column it stands on in the file.
 import { readFile, stat } from 'node:fs/promises';
-import { isMap, isNode, isScalar, isSeq, LineCounter, type Node, parseDocument } from 'yaml';
+import { LineCounter, parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { StalledError } from '../errors.ts';
 import { checkReferences, configSchema, type MooringConfig } from './schema.ts';
+import { locate } from './yaml-locate.ts';
 
 const MAX_CONFIG_BYTES = 1024 * 1024;
 
@@ -103,35 +104,6 @@ function toProblem(issue: z.core.$ZodIssue, root: unknown, lines: LineCounter): 
   const node = locate(root, path, issue.code === 'unrecognized_keys');
   const pos = lines.linePos(node?.range?.[0] ?? 0);
   return { path: formatPath(path), line: pos.line, column: pos.col, message };
-}
-
-/**
- * The deepest YAML node along `path`: for a missing field, its parent mapping; with `atKey`, the key node of
- * the last segment (an unknown field is fixed at its key, not its value).
- */
-export function locate(root: unknown, path: readonly (string | number)[], atKey: boolean): Node | undefined {
-  let current: unknown = root;
-  let last: Node | undefined = isNode(root) ? root : undefined;
-  for (const [index, segment] of path.entries()) {
-    if (isMap(current)) {
-      const pair = current.items.find(
-        (item) => isScalar(item.key) && String(item.key.value) === String(segment),
-      );
-      if (!pair) return last;
-      const isLast = index === path.length - 1;
-      if ((atKey && isLast) || !isNode(pair.value) || pair.value.range === undefined) {
-        return isNode(pair.key) ? pair.key : last;
-      }
-      current = pair.value;
-    } else if (isSeq(current) && typeof segment === 'number') {
-      current = current.items[segment];
-      if (!isNode(current)) return last;
-    } else {
-      return last;
-    }
-    last = current as Node;
-  }
-  return last;
 }
 
 export function formatPath(path: readonly (string | number)[]): string {

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
-import { locate } from '../config/load.ts';
+import { locate } from '../config/yaml-locate.ts';
 import { StalledError } from '../errors.ts';
 
 const MAX_FILE_BYTES = 4 * 1024 * 1024;
