@@ -71,6 +71,7 @@ export class KubeApi {
   private identity: Identity | undefined;
   private readonly maxSockets: number;
   private openStreams = 0;
+  private closed = false;
 
   constructor(config: ClusterConfig, options: { maxSockets?: number } = {}) {
     this.config = config;
@@ -113,6 +114,8 @@ export class KubeApi {
   ): Promise<RequestOptions> {
     const opts: RequestOptions = { method, headers: {} };
     await this.config.applyTo(opts);
+    // A closed client opens no connection, or a late request would keep the process alive.
+    if (this.closed) throw new Error(`${method} ${path}: the client is closed`);
     if (this.server.protocol === 'https:') {
       const identity = { cert: opts.cert, key: opts.key };
       if (this.identity && !sameIdentity(this.identity, identity)) {
@@ -269,6 +272,7 @@ export class KubeApi {
   }
 
   close(): void {
+    this.closed = true;
     this.agent?.destroy();
     this.streamAgent?.destroy();
   }

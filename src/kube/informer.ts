@@ -194,6 +194,8 @@ export class Informer {
 
   private async watch(): Promise<void> {
     const seconds = Math.round(this.options.watchSeconds * (1 + Math.random()));
+    // Stopped while the list was in flight: no stream may outlive the informer.
+    if (this.controller.signal.aborted) return;
     this.requests++;
     const stream = new AbortController();
     this.stream = stream;
