@@ -13,6 +13,9 @@ import type { ClusterConfig } from './kubeconfig.ts';
 /** Lists of metadata only: what a version lookup needs, without ever reading Secret values. */
 export const METADATA_LIST =
   'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
+/** Watch events (and single objects) as metadata only. */
+export const METADATA_OBJECT =
+  'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
 
 export class KubeRequestError extends Error {
   readonly code: number;
@@ -144,7 +147,7 @@ export class KubeApi {
     opts.path = `${url.pathname}${url.search}`;
     const headers: Record<string, string> = {
       ...(opts.headers as Record<string, string>),
-      accept: 'application/json',
+      accept: spec.accept ?? 'application/json',
     };
     if (spec.body !== undefined) {
       headers['content-type'] = spec.contentType ?? 'application/json';
@@ -201,12 +204,21 @@ export class KubeApi {
     path: string,
     query: Record<string, string | number | boolean | undefined>,
     onEvent: (event: { type: string; object: unknown }) => boolean | undefined,
-    signal?: AbortSignal,
+    options: {
+      signal?: AbortSignal | undefined;
+      /**
+       * A stream silent for this long is given up (rejects), so a server that stopped answering without closing
+       * the connection is noticed. Set it above the server-side timeout.
+       */
+      idleTimeoutMs?: number | undefined;
+      accept?: string | undefined;
+    } = {},
   ): Promise<void> {
-    const opts = await this.options('GET', path, { query: { ...query, watch: true }, signal }, true);
+    const { signal, idleTimeoutMs, accept } = options;
+    const opts = await this.options('GET', path, { query: { ...query, watch: true }, signal, accept }, true);
     this.openStreams++;
     try {
-      await this.stream(opts, path, onEvent, signal);
+      await this.stream(opts, path, onEvent, signal, idleTimeoutMs);
     } finally {
       this.openStreams--;
     }
@@ -217,6 +229,7 @@ export class KubeApi {
     path: string,
     onEvent: (event: { type: string; object: unknown }) => boolean | undefined,
     signal: AbortSignal | undefined,
+    idleTimeoutMs: number | undefined,
   ): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const send = opts.protocol === 'http:' ? httpRequest : httpsRequest;
@@ -266,6 +279,10 @@ export class KubeApi {
         res.on('end', () => resolve());
         res.on('error', (error) => (signal?.aborted ? resolve() : reject(error)));
       });
+      if (idleTimeoutMs)
+        req.setTimeout(idleTimeoutMs, () =>
+          req.destroy(new Error(`WATCH ${path}: no data for ${Math.round(idleTimeoutMs / 1000)} s`)),
+        );
       req.on('error', (error) => (signal?.aborted ? resolve() : reject(error)));
       req.end();
     });

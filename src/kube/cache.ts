@@ -26,6 +26,15 @@ export interface Freshness {
   generation?: number | undefined;
 }
 
+export interface SubscribeOptions {
+  fresh?: Freshness;
+  /**
+   * The subscriber needs the object's metadata only (its kind has no status to judge): it is listed and watched
+   * as PartialObjectMetadata, so no content (no Secret value) is transferred or held.
+   */
+  metadataOnly?: boolean;
+}
+
 export interface Subscription {
   /** Resolves when `signal` aborts; rejects when the type cannot be watched at all (forbidden, unknown). */
   done: Promise<void>;
@@ -36,6 +45,7 @@ const DEFAULTS: InformerOptions = {
   minBackoffMs: 250,
   maxBackoffMs: 30_000,
   watchSeconds: 300,
+  idleMarginSeconds: 60,
 };
 
 export class ClusterCache {
@@ -62,13 +72,14 @@ export class ClusterCache {
     return total;
   }
 
-  private key(info: ResourceInfo, namespace: string | undefined): string {
-    return `${info.apiVersion}|${info.plural}|${info.namespaced ? (namespace ?? 'default') : ''}`;
+  private key(info: ResourceInfo, namespace: string | undefined, metadataOnly = false): string {
+    const ns = info.namespaced ? (namespace ?? 'default') : '';
+    return `${info.apiVersion}|${info.plural}|${ns}${metadataOnly ? '|metadata' : ''}`;
   }
 
-  private acquire(info: ResourceInfo, namespace: string | undefined): Informer {
+  private acquire(info: ResourceInfo, namespace: string | undefined, metadataOnly: boolean): Informer {
     if (this.closed) throw new Error('the cluster cache is closed');
-    const key = this.key(info, namespace);
+    const key = this.key(info, namespace, metadataOnly);
     const timer = this.lingering.get(key);
     if (timer) {
       clearTimeout(timer);
@@ -77,7 +88,7 @@ export class ClusterCache {
     let informer = this.informers.get(key);
     if (!informer) {
       const path = resourcePath(info, info.namespaced ? (namespace ?? 'default') : undefined);
-      informer = new Informer(this.api, info, path, this.options);
+      informer = new Informer(this.api, info, path, this.options, metadataOnly);
       this.informers.set(key, informer);
       informer.start();
     }
@@ -88,7 +99,7 @@ export class ClusterCache {
   private release(informer: Informer): void {
     informer.refs--;
     if (informer.refs > 0) return;
-    const key = this.key(informer.info, informer.namespace);
+    const key = this.key(informer.info, informer.namespace, informer.metadataOnly);
     const stop = () => {
       this.lingering.delete(key);
       if (informer.refs > 0) return;
@@ -110,9 +121,10 @@ export class ClusterCache {
     name: string,
     onObject: (object: KubeObject | undefined, note?: string) => void,
     signal: AbortSignal,
-    fresh: Freshness = {},
+    options: SubscribeOptions = {},
   ): Subscription {
-    const informer = this.acquire(info, namespace);
+    const fresh = options.fresh ?? {};
+    const informer = this.acquire(info, namespace, options.metadataOnly ?? false);
     const deliver = (object: KubeObject | undefined, note?: string) => {
       if (object && !isFresh(object, fresh))
         onObject(undefined, 'the cache has not seen the applied version yet');
@@ -138,7 +150,7 @@ export class ClusterCache {
     return { done };
   }
 
-  /** The current copy of an object, when its type and namespace are watched and listed. */
+  /** The current copy of an object, when its type and namespace are watched (in full) and listed. */
   get(info: ResourceInfo, namespace: string | undefined, name: string): KubeObject | undefined {
     return this.informers.get(this.key(info, namespace))?.get(name);
   }

@@ -101,7 +101,8 @@ export async function collectVersionHistory(
       references.set(namespace, refs);
     }
     for (const old of surplus) {
-      const name = `${old.kind ?? object.kind} ${namespace}/${old.metadata.name}`;
+      // Items of a metadata-only list are PartialObjectMetadata: the kind is the one listed.
+      const name = `${object.kind} ${namespace}/${old.metadata.name}`;
       const user = refs.get(`${object.kind}/${old.metadata.name}`);
       if (user) {
         result.kept.push({ object: name, reason: `still referenced by ${user}` });

@@ -2,11 +2,13 @@
 // resourceVersion with bookmarks (so a quiet stream still advances it), re-watched when the server ends the
 // stream, re-listed when that version has been compacted away (410 Gone), backing off with full jitter on any
 // other failure. Listeners are keyed by object name, so an event reaches only the subscribers of its object.
-// Cached copies drop managedFields and kubectl's last-applied annotation: they are most of an object's bytes and
-// no stability rule reads them.
+// Cached copies drop what no stability rule reads and most of an object's bytes are: managedFields, kubectl's
+// last-applied annotation, pod templates and ConfigMap/Secret data. Kinds whose verdict needs no status at all
+// (ConfigMaps, Secrets, RBAC, ...) are watched as metadata only: their contents, Secret values above all, never
+// reach mooring for this.
 import { errorMessage, StalledError } from '../errors.ts';
 import type { KubeObject } from '../render/manifest.ts';
-import { type KubeApi, KubeRequestError } from './api.ts';
+import { type KubeApi, KubeRequestError, METADATA_LIST, METADATA_OBJECT } from './api.ts';
 import type { ResourceInfo } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
 
@@ -17,6 +19,8 @@ export interface InformerOptions {
   maxBackoffMs: number;
   /** Server-side timeout of one watch request; jittered up to twice this, as client-go does. */
   watchSeconds: number;
+  /** How long past that timeout a silent stream is given up as hung. */
+  idleMarginSeconds: number;
 }
 
 export type InformerState = 'listing' | 'watching' | 'backing-off' | 'failed' | 'stopped';
@@ -37,6 +41,7 @@ export class Informer {
   refs = 0;
   readonly info: ResourceInfo;
   readonly namespace: string | undefined;
+  readonly metadataOnly: boolean;
   state: InformerState = 'listing';
   /** Requests sent so far (list pages and watches), for tests and the benchmark. */
   requests = 0;
@@ -53,9 +58,16 @@ export class Informer {
   private failure: Error | undefined;
   private stream: AbortController | undefined;
 
-  constructor(api: KubeApi, info: ResourceInfo, path: string, options: InformerOptions) {
+  constructor(
+    api: KubeApi,
+    info: ResourceInfo,
+    path: string,
+    options: InformerOptions,
+    metadataOnly = false,
+  ) {
     this.api = api;
     this.info = info;
+    this.metadataOnly = metadataOnly;
     this.path = path;
     this.options = options;
     this.namespace = info.namespaced ? /\/namespaces\/([^/]+)\//.exec(path)?.[1] : undefined;
@@ -159,9 +171,19 @@ export class Informer {
     const metadata = object.metadata as KubeObject['metadata'] & { managedFields?: unknown };
     delete metadata.managedFields;
     if (metadata.annotations?.[LAST_APPLIED] !== undefined) delete metadata.annotations[LAST_APPLIED];
-    // Items of a list carry no apiVersion and kind; the rules are chosen by them.
-    object.apiVersion ??= this.info.apiVersion;
-    object.kind ??= this.info.kind;
+    const raw = object as Record<string, unknown>;
+    delete raw.data;
+    delete raw.binaryData;
+    delete raw.stringData;
+    const spec = raw.spec as Record<string, unknown> | undefined;
+    if (spec && typeof spec === 'object') {
+      delete spec.template;
+      delete spec.jobTemplate;
+    }
+    // Items of a list carry no apiVersion and kind, metadata-only ones say PartialObjectMetadata: the rules are
+    // chosen by the real ones.
+    object.apiVersion = this.info.apiVersion;
+    object.kind = this.info.kind;
     return object;
   }
 
@@ -175,6 +197,7 @@ export class Informer {
       page = await this.api.request<ObjectList>('GET', this.path, {
         query: { limit: this.options.pageSize, continue: cursor },
         signal,
+        ...(this.metadataOnly ? { accept: METADATA_LIST } : {}),
       });
       for (const item of page.items ?? []) fresh.set(item.metadata.name, this.trim(item));
       cursor = page.metadata.continue || undefined;
@@ -235,7 +258,13 @@ export class Informer {
         }
         return true;
       },
-      signal,
+      {
+        signal,
+        // The server ends the stream at `seconds` (a bookmark comes before); silence well past that means a
+        // server that stopped answering without closing the connection.
+        idleTimeoutMs: (seconds + this.options.idleMarginSeconds) * 1000,
+        accept: this.metadataOnly ? METADATA_OBJECT : undefined,
+      },
     );
     if (failure) throw failure;
   }

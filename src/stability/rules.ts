@@ -123,6 +123,14 @@ function unobservedGeneration(object: KubeObject): Verdict | undefined {
   return progressing(`waiting for the controller to observe generation ${generation}${was}`);
 }
 
+/**
+ * True when a kind's verdict reads nothing but metadata (deletion): such objects can be watched as metadata only,
+ * so their contents (Secret values above all) are never read to judge them.
+ */
+export function judgedByMetadata(object: Pick<KubeObject, 'apiVersion' | 'kind'>): boolean {
+  return STABILITY_RULES.get(ruleKey(object)) === alwaysStable;
+}
+
 /** The verdict for one live object as read from the API server (with status). `now` for age-based rules. */
 export function stabilityOf(object: KubeObject, now: Date = new Date()): Stability {
   const rule = STABILITY_RULES.get(ruleKey(object)) ?? conditionsStability;

@@ -11,6 +11,7 @@ import type { ImageArtifact } from '../render/images.ts';
 import { describeObject, isClusterScoped, type KubeObject } from '../render/manifest.ts';
 import { DEFAULT_LIMITS, type ManifestFile, parseManifestFiles } from '../render/parse.ts';
 import { type ClusterSnapshot, type RenderOptions, type RenderResult, render } from '../render/render.ts';
+import { judgedByMetadata } from '../stability/rules.ts';
 import { type WaitResult, waitForStability } from '../stability/waiter.ts';
 
 export interface DeployRequest {
@@ -120,10 +121,11 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
           uid: typeof uid === 'string' ? uid : undefined,
           generation: typeof generation === 'number' ? generation : undefined,
         };
+        const metadataOnly = judgedByMetadata(r.target.object);
         return {
           name: describeObject(r.target.object),
           watch: (onObject: (o: KubeObject | undefined, note?: string) => void, signal: AbortSignal) =>
-            cache.subscribe(r.resource, namespace, name, onObject, signal, fresh).done,
+            cache.subscribe(r.resource, namespace, name, onObject, signal, { fresh, metadataOnly }).done,
         };
       });
     try {

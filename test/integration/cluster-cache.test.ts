@@ -1,14 +1,18 @@
 // The cluster cache against the real API server: a watch whose resourceVersion has been compacted away in
 // etcd gets 410 Gone and the informer lists again without losing its subscribers; deletions reach them; a
-// type that cannot be watched fails its subscribers at once instead of retrying forever.
+// type that cannot be watched fails its subscribers at once instead of retrying forever; a stream the server
+// stops answering on (frozen with SIGSTOP) is given up and replaced.
 import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { KubeApi } from '../../src/kube/api.ts';
+import { KubeApi, METADATA_LIST } from '../../src/kube/api.ts';
 import { ClusterCache } from '../../src/kube/cache.ts';
 import { loadKubeConfig } from '../../src/kube/client.ts';
 import { Discovery } from '../../src/kube/discovery.ts';
 import type { KubeObject } from '../../src/render/manifest.ts';
+import { stateDir } from '../testbed/paths.ts';
+import type { DaemonRecord } from '../testbed/processes.ts';
 import { testbed, useNamespace, writeKubeconfig } from './helpers.ts';
 
 /** Compacts etcd's history up to now (through etcd's own HTTP gateway), as the API server does every 5 minutes. */
@@ -21,6 +25,19 @@ async function compactEtcd(): Promise<void> {
     body: JSON.stringify({ revision: Number(revision), physical: true }),
   });
   expect(compacted.ok).toBe(true);
+}
+
+/** Freezes the API server (SIGSTOP) for `ms`: its connections stay open and say nothing, as a hung server's do. */
+async function freezeApiServer(ms: number): Promise<void> {
+  const daemons = JSON.parse(await readFile(join(stateDir(), 'daemons.json'), 'utf8')) as DaemonRecord[];
+  const apiserver = daemons.find((d) => d.name === 'kube-apiserver');
+  if (!apiserver) throw new Error('no kube-apiserver in the test bed');
+  process.kill(apiserver.pid, 'SIGSTOP');
+  try {
+    await new Promise((r) => setTimeout(r, ms));
+  } finally {
+    process.kill(apiserver.pid, 'SIGCONT');
+  }
 }
 
 function client() {
@@ -102,6 +119,78 @@ describe('the cluster cache', () => {
       controller.abort();
       cache.close();
       stranger.close();
+      api.close();
+    }
+  });
+
+  it('gives up a stream the API server stopped answering on, and recovers when it answers again', async () => {
+    const { api, discovery } = client();
+    // Short server-side timeouts, so that "silent for too long" is seconds here, not minutes.
+    const cache = new ClusterCache(api, { watchSeconds: 1, idleMarginSeconds: 2, maxBackoffMs: 1000 });
+    const info = await discovery.resource('v1', 'ConfigMap');
+    const path = `/api/v1/namespaces/${ns()}/configmaps`;
+    const controller = new AbortController();
+    try {
+      await api.request('POST', path, { body: { metadata: { name: 'frozen' }, data: { v: '1' } } });
+      const seen: string[] = [];
+      void cache.subscribe(
+        info,
+        ns(),
+        'frozen',
+        (o) => o && seen.push(String((o.data as { v: string }).v)),
+        controller.signal,
+      ).done;
+      await expect.poll(() => seen.at(-1), { timeout: 20_000 }).toBe('1');
+      const watchesBefore = cache.requests;
+      // Frozen for longer than a stream may stay silent (1 to 2 s of server timeout, plus 2 s).
+      await freezeApiServer(6_000);
+      await api.request('PATCH', `${path}/frozen`, {
+        body: { data: { v: '2' } },
+        contentType: 'application/merge-patch+json',
+      });
+      await expect.poll(() => seen.at(-1), { timeout: 30_000 }).toBe('2');
+      // The silent stream was given up and replaced, not waited on forever.
+      expect(cache.requests).toBeGreaterThan(watchesBefore);
+    } finally {
+      controller.abort();
+      cache.close();
+      api.close();
+    }
+  });
+
+  it('reads Secrets as metadata only, in version lookups and in stability watches', async () => {
+    const { api, discovery } = client();
+    const cache = new ClusterCache(api);
+    const info = await discovery.resource('v1', 'Secret');
+    const path = `/api/v1/namespaces/${ns()}/secrets`;
+    const controller = new AbortController();
+    try {
+      await api.request('POST', path, {
+        body: { metadata: { name: 'quiet' }, stringData: { pin: 'do-not-read' } },
+      });
+      // The list the version lookup makes: metadata only, although the same request without it has the data.
+      const full = await api.request<{ items: { data?: unknown }[] }>('GET', path);
+      expect(full.items.some((i) => i.data !== undefined)).toBe(true);
+      const meta = await api.request<{ kind: string; items: { data?: unknown }[] }>('GET', path, {
+        accept: METADATA_LIST,
+      });
+      expect(meta.kind).toBe('PartialObjectMetadataList');
+      expect(meta.items.every((i) => i.data === undefined)).toBe(true);
+
+      // The stability watch of a Secret: its verdict needs no content, and none arrives.
+      const seen: KubeObject[] = [];
+      void cache.subscribe(info, ns(), 'quiet', (o) => o && seen.push(o), controller.signal, {
+        metadataOnly: true,
+      }).done;
+      await expect.poll(() => seen.length, { timeout: 20_000 }).toBeGreaterThan(0);
+      expect(seen[0]?.kind).toBe('Secret');
+      // A Secret read whole has `type: Opaque`; PartialObjectMetadata has no such field.
+      expect((seen[0] as { type?: string }).type).toBeUndefined();
+      expect(JSON.stringify(seen)).not.toContain('"data"');
+      expect(JSON.stringify(seen)).not.toContain(Buffer.from('do-not-read').toString('base64'));
+    } finally {
+      controller.abort();
+      cache.close();
       api.close();
     }
   });
