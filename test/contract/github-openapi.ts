@@ -2,7 +2,9 @@
 // the operation `repos/create-commit-status`, its path template, its request body schema and GitHub's required
 // headers. Returns the problems found (empty when the request is valid).
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
@@ -43,5 +45,37 @@ export function githubStatusValidator(): (request: CapturedRequest, basePath?: s
       problems.push('authorization header');
     if (!request.headers['user-agent']) problems.push('user-agent header');
     return problems;
+  };
+}
+
+/**
+ * A GitHub-shaped status endpoint on loopback: records every request (to be checked with githubStatusValidator)
+ * and answers 201, as GitHub does.
+ */
+export async function statusReceiver(): Promise<{
+  url: string;
+  captured: CapturedRequest[];
+  close: () => void;
+}> {
+  const captured: CapturedRequest[] = [];
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      captured.push({
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        body: JSON.parse(body || '{}'),
+      });
+      res.writeHead(201, { 'content-type': 'application/json' });
+      res.end('{}');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    captured,
+    close: () => server.close(),
   };
 }

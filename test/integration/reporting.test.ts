@@ -3,14 +3,12 @@
 // a broken Deployment is reported as a failure naming it; the audit log holds the hydrated manifests; and a
 // Secret's canary value appears in no log, audit record, ledger, status request, error or HTTP answer.
 import { readFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.ts';
 import { createLogger } from '../../src/sync/logger.ts';
 import { runAgent } from '../../src/sync/run-agent.ts';
-import { type CapturedRequest, githubStatusValidator } from '../contract/github-openapi.ts';
+import { githubStatusValidator, statusReceiver } from '../contract/github-openapi.ts';
 import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
 import { pushImage } from '../testbed/oci-push.ts';
@@ -29,10 +27,10 @@ describe('commit statuses, audit log and secrecy', () => {
   const nsEast = useNamespace('report-east');
   const nsWest = useNamespace('report-west');
   const stops: (() => Promise<void>)[] = [];
-  let github: Server | undefined;
+  let closeReceiver: (() => void) | undefined;
   afterAll(async () => {
     for (const stop of stops) await stop();
-    github?.close();
+    closeReceiver?.();
   });
 
   it('posts pending then success per cluster, failure naming the object, and never leaks the Secret', async () => {
@@ -41,23 +39,9 @@ describe('commit statuses, audit log and secrecy', () => {
     const repoPath = `team-${suffix}/app`;
     const repo = await createBareRepo(env.git.root, repoPath);
     const validate = githubStatusValidator();
-    const captured: CapturedRequest[] = [];
-    github = createServer((req, res) => {
-      let body = '';
-      req.on('data', (c: Buffer) => (body += c.toString()));
-      req.on('end', () => {
-        captured.push({
-          method: req.method ?? '',
-          path: req.url ?? '',
-          headers: req.headers,
-          body: JSON.parse(body || '{}'),
-        });
-        res.writeHead(201, { 'content-type': 'application/json' });
-        res.end('{}');
-      });
-    });
-    await new Promise<void>((r) => github?.listen(0, '127.0.0.1', () => r()));
-    const apiUrl = `http://127.0.0.1:${(github.address() as AddressInfo).port}`;
+    const receiver = await statusReceiver();
+    closeReceiver = receiver.close;
+    const { captured, url: apiUrl } = receiver;
 
     const image = `${env.registry.host}/report-${suffix}/web`;
     const app = (deployment: string) => `apiVersion: v1

@@ -2,13 +2,11 @@
 // deployments, all of which start syncing at once; every commit status goes from pending to success, the largest
 // deployment (210 objects) included, and every Deployment is available. Statuses go to a GitHub-shaped endpoint
 // whose every request is checked against GitHub's OpenAPI description.
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.ts';
 import { createLogger } from '../../src/sync/logger.ts';
 import { runAgent } from '../../src/sync/run-agent.ts';
-import { type CapturedRequest, githubStatusValidator } from '../contract/github-openapi.ts';
+import { githubStatusValidator, statusReceiver } from '../contract/github-openapi.ts';
 import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { eventually, lineSink, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
 import { apps } from './scale-fixtures.ts';
@@ -19,10 +17,10 @@ describe('the agent at scale', () => {
   const big = useNamespace('scale-big');
   const small = Array.from({ length: SMALL }, (_, i) => useNamespace(`scale-d${i}`));
   const stops: (() => Promise<void>)[] = [];
-  let github: Server | undefined;
+  let closeReceiver: (() => void) | undefined;
   afterAll(async () => {
     for (const stop of stops) await stop();
-    github?.close();
+    closeReceiver?.();
   });
 
   it('syncs eleven deployments at once, one of 210 objects, each to a successful commit status', async () => {
@@ -35,23 +33,9 @@ describe('the agent at scale', () => {
     const commit = await commitFiles(repo, files);
 
     const validate = githubStatusValidator();
-    const captured: CapturedRequest[] = [];
-    github = createServer((req, res) => {
-      let body = '';
-      req.on('data', (c: Buffer) => (body += c.toString()));
-      req.on('end', () => {
-        captured.push({
-          method: req.method ?? '',
-          path: req.url ?? '',
-          headers: req.headers,
-          body: JSON.parse(body || '{}'),
-        });
-        res.writeHead(201, { 'content-type': 'application/json' });
-        res.end('{}');
-      });
-    });
-    await new Promise<void>((r) => github?.listen(0, '127.0.0.1', () => r()));
-    const apiUrl = `http://127.0.0.1:${(github.address() as AddressInfo).port}`;
+    const receiver = await statusReceiver();
+    closeReceiver = receiver.close;
+    const { captured, url: apiUrl } = receiver;
     const secrets = await manifestDir({ user: env.git.username, password: env.git.password, token: 't' });
     const status = `commitStatus: {provider: github, apiUrl: "${apiUrl}", token: {file: ${secrets}/token}}`;
     const deployments = [
