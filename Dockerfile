@@ -72,5 +72,6 @@ EXPOSE 8080
 # child processes (isomorphic-git is pure JavaScript), so there are no zombies for an init to reap.
 # One-off commands (render, deploy…) have no SIGTERM handler: stop them with SIGKILL, or run with --init.
 STOPSIGNAL SIGTERM
-ENTRYPOINT ["node", "/app/dist/cli/main.js"]
+# The same V8 young-generation size as the CLI's shebang (see src/cli/main.ts).
+ENTRYPOINT ["node", "--max-semi-space-size=4", "/app/dist/cli/main.js"]
 CMD ["run", "--config", "/etc/mooring/mooring.yaml"]

@@ -24,7 +24,7 @@ import { REPO_ROOT } from '../test/testbed/paths.ts';
 import { down, up } from '../test/testbed/testbed.ts';
 import { benchCluster, createNamespace, deleteNamespace, namespacesGone, settle } from './support/cluster.ts';
 import { hydrate, manifests, writeManifests } from './support/objects.ts';
-import { goal, mib, type Run, sec, timed } from './support/process.ts';
+import { goal, launcherFlags, mib, type Run, sec, timed } from './support/process.ts';
 import { ssaLoop } from './support/ssa-loop.ts';
 
 const { values: flags } = parseArgs({
@@ -101,6 +101,7 @@ async function mooringRun(size: number, source: string) {
   const run = mustSucceed(
     'mooring deploy',
     await timed(process.execPath, [
+      ...launcherFlags(CLI),
       CLI,
       'deploy',
       source,

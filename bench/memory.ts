@@ -18,7 +18,7 @@ import { pushImage } from '../test/testbed/oci-push.ts';
 import { REPO_ROOT } from '../test/testbed/paths.ts';
 import { down, up } from '../test/testbed/testbed.ts';
 import { benchCluster, createNamespace, deleteNamespace } from './support/cluster.ts';
-import { goal, median, mib, timed } from './support/process.ts';
+import { goal, launcherFlags, median, mib, timed } from './support/process.ts';
 
 const { values: flags } = parseArgs({
   options: {
@@ -41,7 +41,7 @@ if (parts.has('startup')) {
   const mooringMs: number[] = [];
   const nodeMs: number[] = [];
   for (let i = 0; i < repeat; i++) {
-    const m = await timed(process.execPath, [CLI, 'version']);
+    const m = await timed(process.execPath, [...launcherFlags(CLI), CLI, 'version']);
     if (m.code !== 0) throw new Error(`mooring version exited ${m.code}: ${m.output}`);
     mooringMs.push(m.ms);
     nodeMs.push((await timed(process.execPath, ['-e', '0'])).ms);
@@ -114,7 +114,7 @@ try {
   await writeFile(configFile, stringify(config));
 
   note('agent: starting, waiting for the three first syncs');
-  const child = spawn(process.execPath, [CLI, 'run', '--config', configFile], {
+  const child = spawn(process.execPath, [...launcherFlags(CLI), CLI, 'run', '--config', configFile], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, MOORING_CACHE_DIR: join(work, 'cache') },
   });

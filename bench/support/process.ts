@@ -67,3 +67,13 @@ export const sec = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 export function goal(label: string, value: string, goalText: string, met: boolean): string {
   return `${label.padEnd(44)} ${value.padEnd(14)} goal ${goalText.padEnd(18)} ${met ? 'met' : 'NOT MET'}`;
 }
+
+/**
+ * The node flags the CLI's launcher gives it (`#!/usr/bin/env -S node FLAGS` in dist/cli/main.js), so that a
+ * benchmark runs mooring as its users' shell does, with the same V8 settings.
+ */
+export function launcherFlags(cli: string): string[] {
+  const first = readFileSync(cli, 'utf8').split('\n', 1)[0] ?? '';
+  const match = /^#!\S*env -S node(.*)$/.exec(first);
+  return match?.[1]?.trim().split(/\s+/).filter(Boolean) ?? [];
+}

@@ -231,7 +231,11 @@ describe('Dockerfile', () => {
   it('runs dist/cli/main.js as user 10001 with a cache volume and production env', () => {
     const last = (op: string) => finalStage.filter((step) => step.op === op).at(-1)?.args;
     expect(last('USER')).toMatch(/^10001(:10001)?$/);
-    expect(JSON.parse(last('ENTRYPOINT') ?? 'null')).toEqual(['node', '/app/dist/cli/main.js']);
+    expect(JSON.parse(last('ENTRYPOINT') ?? 'null')).toEqual([
+      'node',
+      '--max-semi-space-size=4',
+      '/app/dist/cli/main.js',
+    ]);
     expect(JSON.parse(last('CMD') ?? 'null')).toEqual(['run', '--config', '/etc/mooring/mooring.yaml']);
     expect(last('STOPSIGNAL')).toBe('SIGTERM');
     const envs = finalStage
