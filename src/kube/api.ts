@@ -31,6 +31,9 @@ export class KubeRequestError extends Error {
   }
 }
 
+/** A watch stream that stayed silent past its idle limit: the server stopped answering on it. */
+export class StreamIdleError extends Error {}
+
 export interface RequestSpec {
   query?: Record<string, string | number | boolean | undefined>;
   body?: unknown;
@@ -281,7 +284,9 @@ export class KubeApi {
       });
       if (idleTimeoutMs)
         req.setTimeout(idleTimeoutMs, () =>
-          req.destroy(new Error(`WATCH ${path}: no data for ${Math.round(idleTimeoutMs / 1000)} s`)),
+          req.destroy(
+            new StreamIdleError(`WATCH ${path}: no data for ${Math.round(idleTimeoutMs / 1000)} s`),
+          ),
         );
       req.on('error', (error) => (signal?.aborted ? resolve() : reject(error)));
       req.end();

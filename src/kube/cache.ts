@@ -167,6 +167,13 @@ export class ClusterCache {
     return total;
   }
 
+  /** Streams the open informers gave up because the server stopped answering on them. */
+  get silentStreams(): number {
+    let total = 0;
+    for (const informer of this.informers.values()) total += informer.silentStreams;
+    return total;
+  }
+
   close(): void {
     this.closed = true;
     for (const timer of this.lingering.values()) clearTimeout(timer);

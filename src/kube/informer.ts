@@ -8,7 +8,7 @@
 // reach mooring for this.
 import { errorMessage, StalledError } from '../errors.ts';
 import type { KubeObject } from '../render/manifest.ts';
-import { type KubeApi, KubeRequestError, METADATA_LIST, METADATA_OBJECT } from './api.ts';
+import { type KubeApi, KubeRequestError, METADATA_LIST, METADATA_OBJECT, StreamIdleError } from './api.ts';
 import type { ResourceInfo } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
 
@@ -47,6 +47,8 @@ export class Informer {
   requests = 0;
   /** Full lists so far: one at start, one more after each 410 Gone. */
   lists = 0;
+  /** Streams given up because the server stopped answering on them. */
+  silentStreams = 0;
   private readonly api: KubeApi;
   private readonly path: string;
   private readonly options: InformerOptions;
@@ -122,7 +124,14 @@ export class Informer {
   }
 
   private notify(name: string, object: KubeObject | undefined, note?: string): void {
-    for (const listener of this.listeners.get(name) ?? []) listener.onObject(object, note);
+    for (const listener of this.listeners.get(name) ?? []) {
+      try {
+        listener.onObject(object, note);
+      } catch (error) {
+        // One subscriber's fault must not stop the stream every other subscriber of this type depends on.
+        listener.onError(error instanceof Error ? error : new Error(String(error)));
+      }
+    }
   }
 
   private async run(): Promise<void> {
@@ -144,6 +153,7 @@ export class Informer {
           this.resourceVersion = undefined;
           if (failures++ === 0) continue;
         } else {
+          if (error instanceof StreamIdleError) this.silentStreams++;
           const permanent = permanentWatchError(error, this.what);
           if (permanent) return this.fail(permanent);
           failures++;
