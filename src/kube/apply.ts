@@ -6,7 +6,7 @@
 import { StalledError } from '../errors.ts';
 import { describeObject, type KubeObject } from '../render/manifest.ts';
 import type { PlanEntry } from '../render/render.ts';
-import type { KubeApi } from './api.ts';
+import { type KubeApi, METADATA_OBJECT } from './api.ts';
 import { ApplyRejectedError, explain, place, writeFailure } from './apply-errors.ts';
 import { inPhases } from './apply-order.ts';
 import { type Discovery, type ResourceInfo, resourcePath } from './discovery.ts';
@@ -66,7 +66,17 @@ export class Applier {
     return readObject(this.api, info, obj);
   }
 
-  private serverSideApply(info: ResourceInfo, target: ApplyTarget, dryRun: boolean): Promise<KubeObject> {
+  /**
+   * `metadataOnly`: the answer is read for its identity alone (a write, or the dry run of an object that does not
+   * exist yet, which nothing is compared with), so the server sends PartialObjectMetadata: less for it to
+   * serialize and for mooring to parse, per object.
+   */
+  private serverSideApply(
+    info: ResourceInfo,
+    target: ApplyTarget,
+    dryRun: boolean,
+    metadataOnly = false,
+  ): Promise<KubeObject> {
     const { object, plan } = target;
     return this.api.request<KubeObject>(
       'PATCH',
@@ -80,6 +90,7 @@ export class Applier {
         },
         body: withApplyDefaults(object),
         contentType: 'application/apply-patch+yaml',
+        ...(metadataOnly ? { accept: METADATA_OBJECT } : {}),
       },
     );
   }
@@ -89,13 +100,16 @@ export class Applier {
     target: ApplyTarget,
     live: LiveSummary | undefined,
     dryRun: boolean,
+    metadataOnly = false,
   ) {
     const { object } = target;
     const query = { fieldManager: this.options.fieldManager, dryRun: dryRun ? 'All' : undefined };
+    const accept = metadataOnly ? { accept: METADATA_OBJECT } : {};
     if (!live) {
       return this.api.request<KubeObject>('POST', resourcePath(info, object.metadata.namespace), {
         query,
         body: object,
+        ...accept,
       });
     }
     const body = {
@@ -108,6 +122,7 @@ export class Applier {
       {
         query,
         body,
+        ...accept,
       },
     );
   }
@@ -121,6 +136,14 @@ export class Applier {
     const { method, recreate } = target.plan.strategy;
     // An object to be recreated is validated by its creation; its old self may hold immutable fields.
     if (recreate && live) return undefined;
+    // Only an answer compared with a live object needs its content.
+    if (!live) {
+      const answer =
+        method === 'replace'
+          ? await this.replace(info, target, live, true, true)
+          : await this.serverSideApply(info, target, true, true);
+      return summarize(identity(answer, target), undefined, false);
+    }
     if (method === 'replace') return summarize(await this.replace(info, target, live, true));
     return summarize(await this.serverSideApply(info, target, true));
   }
@@ -238,7 +261,7 @@ export class Applier {
       return done(
         'recreated',
         summarize(
-          await this.guard(target, () => this.serverSideApply(info, target, false)),
+          identity(await this.guard(target, () => this.serverSideApply(info, target, false, true)), target),
           undefined,
           false,
         ),
@@ -248,11 +271,11 @@ export class Applier {
     if (this.options.dryRun)
       return done(live ? (strategy.method === 'replace' ? 'replaced' : 'configured') : 'created', preview);
     if (strategy.method === 'replace') {
-      const after = await this.guard(target, () => this.replace(info, target, live, false));
-      return done(live ? 'replaced' : 'created', summarize(after, undefined, false));
+      const after = await this.guard(target, () => this.replace(info, target, live, false, true));
+      return done(live ? 'replaced' : 'created', summarize(identity(after, target), undefined, false));
     }
-    const after = await this.guard(target, () => this.serverSideApply(info, target, false));
-    return done(live ? 'configured' : 'created', summarize(after, undefined, false));
+    const after = await this.guard(target, () => this.serverSideApply(info, target, false, true));
+    return done(live ? 'configured' : 'created', summarize(identity(after, target), undefined, false));
   }
 
   private async guard<T>(target: ApplyTarget, write: () => Promise<T>): Promise<T> {
@@ -298,4 +321,9 @@ export class Applier {
       }
     }
   }
+}
+
+/** An answer read as metadata only says PartialObjectMetadata: it is the target's own kind. */
+function identity(answer: KubeObject, target: ApplyTarget): KubeObject {
+  return { ...answer, apiVersion: target.object.apiVersion, kind: target.object.kind };
 }
