@@ -8,7 +8,7 @@
 //     without the whole-set dry run. Goal: mooring's throughput at least 0.8 of the loop's.
 //  3. mooring deploy's peak RSS (VmHWM) for the largest set. Goal: at most 150 MiB.
 // Sizes default to 1,000 and 4,000 objects (a quarter each Deployments, Services, ConfigMaps, Secrets; one replica).
-// Run: npm run bench:apply [-- --sizes 1000,4000 --concurrency 16 --loop-concurrency 8,16,32,64 --parts wait,ceiling]
+// Run: npm run bench:apply [-- --sizes 1000,4000 --concurrency 32 --loop-concurrency 8,16,32,64 --parts wait,ceiling]
 // Starts the test bed when none runs (and stops only a bed it started). Needs `npm run build` first.
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -30,7 +30,8 @@ import { ssaLoop } from './support/ssa-loop.ts';
 const { values: flags } = parseArgs({
   options: {
     sizes: { type: 'string', default: '1000,4000' },
-    concurrency: { type: 'string', default: '16' },
+    // mooring's --concurrency in both parts: the loop's best candidate, so that both push at the same width.
+    concurrency: { type: 'string', default: '32' },
     'loop-concurrency': { type: 'string', default: '8,16,32,64' },
     timeout: { type: 'string', default: '30m' },
     /** wait: the waiting ratio and peak RSS; ceiling: the apply phase against the raw loop. */
