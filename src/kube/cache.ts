@@ -127,7 +127,7 @@ export class ClusterCache {
     const informer = this.acquire(info, namespace, options.metadataOnly ?? false);
     const deliver = (object: KubeObject | undefined, note?: string) => {
       if (object && !isFresh(object, fresh))
-        onObject(undefined, 'the cache has not seen the applied version yet');
+        onObject(undefined, note ?? 'the cache has not seen the applied version yet');
       else onObject(object, note);
     };
     const done = new Promise<void>((resolve, reject) => {

@@ -159,11 +159,10 @@ export class Informer {
           failures++;
         }
         this.state = 'backing-off';
-        // Until the first list, subscribers hear why nothing is known yet.
-        if (!this.synced) {
-          const note = `cannot list ${this.what}: ${errorMessage(error)}`;
-          for (const name of this.listeners.keys()) this.notify(name, undefined, note);
-        }
+        // Subscribers hear why what they know may be stale (or, before the first list, why nothing is known):
+        // a verdict that times out then says the server was unreachable, not only the last state seen.
+        const note = `${this.synced ? 'cannot watch' : 'cannot list'} ${this.what}: ${errorMessage(error)}`;
+        for (const name of [...this.listeners.keys()]) this.notify(name, this.objects.get(name), note);
         const ceiling = Math.min(this.options.maxBackoffMs, this.options.minBackoffMs * 2 ** failures);
         await sleep(this.options.minBackoffMs + Math.random() * ceiling, signal);
       }

@@ -76,12 +76,15 @@ export function waitForStability(targets: readonly Watchable[], options: WaitOpt
     targets.forEach((target, index) => {
       const onObject = (object: KubeObject | undefined, note?: string) => {
         if (settled) return;
-        const stability: Stability = object
+        let stability: Stability = object
           ? rule(object, now())
           : {
               state: 'progressing',
               message: `${target.name}: ${note ?? 'not found (deleted, or not yet visible)'}`,
             };
+        // A state seen before the watch broke: say so, until the next event replaces it.
+        if (object && note && stability.state !== 'stable')
+          stability = { ...stability, message: `${stability.message} (last seen; since then ${note})` };
         const verdict = verdicts[index] as ObjectVerdict;
         const changed =
           verdict.stability.state !== stability.state || verdict.stability.message !== stability.message;

@@ -11,6 +11,8 @@ import { ClusterCache } from '../../src/kube/cache.ts';
 import { loadKubeConfig } from '../../src/kube/client.ts';
 import { Discovery } from '../../src/kube/discovery.ts';
 import type { KubeObject } from '../../src/render/manifest.ts';
+import { deploy } from '../../src/sync/deploy.ts';
+import { BEHAVIOR } from '../testbed/kubelet.ts';
 import { stateDir } from '../testbed/paths.ts';
 import type { DaemonRecord } from '../testbed/processes.ts';
 import { testbed, useNamespace, writeKubeconfig } from './helpers.ts';
@@ -189,6 +191,56 @@ describe('the cluster cache', () => {
       expect(JSON.stringify(seen)).not.toContain(Buffer.from('do-not-read').toString('base64'));
     } finally {
       controller.abort();
+      cache.close();
+      api.close();
+    }
+  });
+
+  it('times out a wait during which the API server stopped answering with a verdict that says so', async () => {
+    const { api, discovery } = client();
+    const cache = new ClusterCache(api, { watchSeconds: 1, idleMarginSeconds: 2, maxBackoffMs: 1000 });
+    let frozen: Promise<void> | undefined;
+    try {
+      const report = await deploy(
+        {
+          api,
+          discovery,
+          cache,
+          // Once applied and waited on: the server freezes for longer than the wait has left.
+          onEvent: (event) => {
+            if (event.type === 'progress') frozen ??= freezeApiServer(12_000);
+          },
+        },
+        {
+          files: [
+            {
+              path: 'stuck.yaml',
+              text: `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: stuck}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: stuck}}
+  template:
+    metadata: {labels: {app: stuck}, annotations: {${BEHAVIOR}: never-ready}}
+    spec: {containers: [{name: app, image: "app:1"}]}
+`,
+            },
+          ],
+          namespace: ns(),
+          application: 'stuck',
+          images: [],
+          timeoutMs: 9_000,
+          dryRun: false,
+        },
+      );
+      expect(report.outcome).toBe('timed-out');
+      expect(report.summary).toContain(`Deployment ${ns()}/stuck`);
+      expect(report.summary).toMatch(
+        /since then cannot watch Deployments in namespace .*: WATCH .* no data for/,
+      );
+    } finally {
+      await frozen;
       cache.close();
       api.close();
     }

@@ -32,6 +32,23 @@ function scripted(name: string, states: (KubeObject | undefined)[], stepMs = 5):
 }
 
 describe('waitForStability', () => {
+  it('says when the last state seen is stale because the watch broke, and a time-out carries it', async () => {
+    const watch: Watchable = {
+      name: 'Pod ns/p',
+      watch: async (onObject, signal) => {
+        onObject(pod('p', 'Pending'));
+        onObject(pod('p', 'Pending'), 'cannot watch Pods in namespace ns: connect ECONNREFUSED');
+        await new Promise<void>((r) => signal.addEventListener('abort', () => r()));
+      },
+    };
+    const result = await waitForStability([watch], { timeoutMs: 50 });
+    expect(result.outcome).toBe('timed-out');
+    expect(result.culprit?.stability.state).toBe('progressing');
+    expect(result.culprit?.stability.message).toMatch(
+      /^Pod ns\/p: .+ \(last seen; since then cannot watch Pods in namespace ns: connect ECONNREFUSED\)$/,
+    );
+  });
+
   it('ends stable once every object is stable, reporting progress on the way', async () => {
     const progress: string[] = [];
     const result = await waitForStability(
