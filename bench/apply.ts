@@ -7,9 +7,14 @@
 //     phase (render output to last write, measured in this process on the same Applier the CLI runs), with and
 //     without the whole-set dry run. Goal: mooring's throughput at least 0.8 of the loop's.
 //  3. mooring deploy's peak RSS (VmHWM) for the largest set. Goal: at most 150 MiB.
+//  4. then bench/memory.ts: start-up against `node -e 0` (goal: at most 0.3 s more) and the agent idle for ten
+//     minutes with three Git and two registry sources (goal: at most 80 MiB).
 // Sizes default to 1,000 and 4,000 objects (a quarter each Deployments, Services, ConfigMaps, Secrets; one replica).
-// Run: npm run bench:apply [-- --sizes 1000,4000 --concurrency 32 --loop-concurrency 8,16,32,64 --parts wait,ceiling]
+// Run: npm run bench:apply [-- --sizes 1000,4000 --concurrency 32 --loop-concurrency 8,16,32,64
+//   --parts wait,ceiling,memory --idle-minutes 10]
 // Starts the test bed when none runs (and stops only a bed it started). Needs `npm run build` first.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -34,8 +39,12 @@ const { values: flags } = parseArgs({
     concurrency: { type: 'string', default: '32' },
     'loop-concurrency': { type: 'string', default: '8,16,32,64' },
     timeout: { type: 'string', default: '30m' },
-    /** wait: the waiting ratio and peak RSS; ceiling: the apply phase against the raw loop. */
-    parts: { type: 'string', default: 'wait,ceiling' },
+    /**
+     * wait: the waiting ratio and peak RSS; ceiling: the apply phase against the raw loop; memory: then
+     * bench/memory.ts (start-up against node -e 0, and the agent idle for --idle-minutes).
+     */
+    parts: { type: 'string', default: 'wait,ceiling,memory' },
+    'idle-minutes': { type: 'string', default: '10' },
     /** The built CLI to run; another build of mooring can be compared this way. */
     cli: { type: 'string', default: join(REPO_ROOT, 'dist/cli/main.js') },
   },
@@ -224,6 +233,17 @@ try {
     say(block.join('\n'));
     note(`${size}: deleting this size's namespaces`);
     await cleanUp(created.slice(before));
+  }
+  if (parts.has('memory')) {
+    // The memory figures of the same run, on the same bed: start-up, and the agent idle.
+    note('memory: start-up and the idle agent (bench/memory.ts)');
+    const memory = spawn(
+      process.execPath,
+      [join(REPO_ROOT, 'bench/memory.ts'), '--idle-minutes', flags['idle-minutes']],
+      { stdio: 'inherit' },
+    );
+    const [code] = (await once(memory, 'exit')) as [number | null];
+    if (code !== 0) throw new Error(`bench/memory.ts exited ${code}`);
   }
 } finally {
   for (const name of created) await deleteNamespace(c, name).catch(() => undefined);

@@ -85,8 +85,9 @@ function trafficServices(object: KubeObject): string[] {
 export async function readSnapshot(
   api: KubeApi,
   objects: readonly SourcedObject[],
+  /** The caller's discovery, so its cached REST mappings serve the apply that follows. */
+  discovery: Discovery = new Discovery(api),
 ): Promise<ClusterSnapshot> {
-  const discovery = new Discovery(api);
   const namespaces = [
     ...new Set(objects.map((o) => o.object.metadata.namespace).filter((n): n is string => !!n)),
   ];

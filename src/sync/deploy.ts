@@ -80,7 +80,7 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       if (!isClusterScoped(object.apiVersion, object.kind, scoped))
         object.metadata.namespace ??= request.namespace;
     }
-    ctx.snapshot = await readSnapshot(api, objects);
+    ctx.snapshot = await readSnapshot(api, objects, discovery);
   };
   const renderStage: Stage = async (ctx) => {
     ctx.rendered = render({
