@@ -83,6 +83,13 @@ server: {port: 0, address: 127.0.0.1}
     await eventually('release 1', async () =>
       (await state()) === at('web-config-v000', first.digest) ? true : undefined,
     );
+    // The commit and the image below are polled independently, so one or two releases may come between; the
+    // rollback names release 1 instead of relying on which one is "previous".
+    const releaseOne = await eventually('release 1 recorded', async () => {
+      const out = await mooring('history', 'web', '--config', configFile, '-o', 'json');
+      const data = JSON.parse(out.stdout) as { releases: { id: number; result: string }[] };
+      return data.releases.find((r) => r.result === 'stable')?.id;
+    });
 
     await commitFiles(repo, { 'app.yaml': app('two') });
     const second = await pushImage({
@@ -105,7 +112,7 @@ server: {port: 0, address: 127.0.0.1}
         : undefined;
     });
 
-    const back = await mooring('rollback', 'web', '--config', configFile);
+    const back = await mooring('rollback', 'web', '--to', String(releaseOne), '--config', configFile);
     expect(back.code, back.stdout + back.stderr).toBe(0);
     expect(back.stdout).toMatch(/rolled back to release \d+/);
     expect(await state()).toBe(at('web-config-v000', first.digest));

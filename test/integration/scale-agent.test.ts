@@ -89,14 +89,13 @@ server: {port: 0, address: 127.0.0.1}
     );
     expect(states('mooring/scale/big').at(-1)?.description).toMatch(/^210\/210 stable in \d+s$/);
     for (const c of contexts.slice(1)) expect(states(c).at(-1)?.description).toMatch(/^3\/3 stable in/);
-    // The eleven syncs ran at once: each had started before any had finished.
+    // The syncs ran at once: none of the small ones queued behind the big one, each started before it finished.
     const messages = lines.map(
       (l) => JSON.parse(l) as { msg: string; deployment?: string; outcome?: string },
     );
-    const firstEnd = messages.findIndex((m) => m.outcome !== undefined);
-    const started = messages
-      .slice(0, firstEnd === -1 ? undefined : firstEnd)
-      .filter((m) => m.msg === 'sync started');
+    const bigEnd = messages.findIndex((m) => m.deployment === 'big' && m.outcome !== undefined);
+    expect(bigEnd).toBeGreaterThan(0);
+    const started = messages.slice(0, bigEnd).filter((m) => m.msg === 'sync started');
     expect(new Set(started.map((m) => m.deployment)).size).toBe(SMALL + 1);
     for (const request of captured) expect(validate(request), request.path).toEqual([]);
 
