@@ -8,6 +8,8 @@
 
 import { request as httpRequest } from 'node:http';
 import { Agent, request as httpsRequest, type RequestOptions } from 'node:https';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { currentDeadline } from './deadline.ts';
 import type { ClusterConfig } from './kubeconfig.ts';
 
 /** Lists of metadata only: what a version lookup needs, without ever reading Secret values. */
@@ -33,6 +35,62 @@ export class KubeRequestError extends Error {
 
 /** A watch stream that stayed silent past its idle limit: the server stopped answering on it. */
 export class StreamIdleError extends Error {}
+
+/** A request that received nothing within the request timeout: the server is stopped, hung or unreachable. */
+export class RequestTimeoutError extends Error {
+  readonly code = 'ETIMEDOUT';
+}
+
+/**
+ * Retrying stopped before the deadline of the sync (or the default budget) without one answer from the API
+ * server: the message says since when it has been unreachable.
+ */
+export class UnreachableError extends Error {
+  readonly since: number;
+  constructor(method: string, path: string, since: number, cause: unknown) {
+    const detail = cause instanceof Error ? cause.message : String(cause);
+    super(
+      `${method} ${path}: API server unreachable since ${new Date(since).toISOString().slice(11, 19)} UTC (${detail})`,
+      { cause },
+    );
+    this.since = since;
+  }
+}
+
+/** Network failures after which the request may have reached the server. */
+const NOT_SENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+
+function networkCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (typeof code === 'string') return code;
+  const cause = (error as { cause?: unknown } | undefined)?.cause;
+  return cause === undefined || cause === error ? undefined : networkCode(cause);
+}
+
+/**
+ * Whether a failed request is tried again: network failures and the server's 429/5xx answers. A POST creates
+ * something, so it is repeated only when it surely did not arrive (refused connection, 429, 503); a repeated PUT
+ * or PATCH writes the same thing again (a stale resourceVersion gives 409, which callers handle).
+ */
+function retriable(method: string, error: unknown): boolean {
+  const status = error instanceof KubeRequestError ? error.code : undefined;
+  if (status !== undefined) {
+    if (status === 429 || status === 503) return true;
+    return method !== 'POST' && (status === 500 || status === 502 || status === 504);
+  }
+  const code = networkCode(error);
+  if (code === undefined) return false;
+  return method !== 'POST' || NOT_SENT.has(code);
+}
+
+export interface KubeApiOptions {
+  maxSockets?: number;
+  /** A request answered with nothing for this long is abandoned (and retried). */
+  requestTimeoutMs?: number;
+  /** Outside a sync's deadline, how long a request keeps retrying transient failures. */
+  retryForMs?: number;
+  random?: () => number;
+}
 
 export interface RequestSpec {
   query?: Record<string, string | number | boolean | undefined>;
@@ -78,11 +136,29 @@ export class KubeApi {
   private readonly maxSockets: number;
   private openStreams = 0;
   private closed = false;
+  private readonly requestTimeoutMs: number;
+  private readonly retryForMs: number;
+  private readonly random: () => number;
+  /** When the current run of failed requests began; undefined while the server answers. */
+  private failingSince: number | undefined;
+  /**
+   * Whether the server ever answered this client. Until it has, a network failure is not retried: a wrong
+   * address or a cluster that is down fails at once, as kubectl does, instead of after the retry budget.
+   */
+  private answered = false;
 
-  constructor(config: ClusterConfig, options: { maxSockets?: number } = {}) {
+  constructor(config: ClusterConfig, options: KubeApiOptions = {}) {
     this.config = config;
     this.server = new URL(config.server);
     this.maxSockets = options.maxSockets ?? 16;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+    this.retryForMs = options.retryForMs ?? 20_000;
+    this.random = options.random ?? Math.random;
+  }
+
+  /** Since when (epoch ms) requests have been failing without an answer, or undefined when the server answers. */
+  get unreachableSince(): number | undefined {
+    return this.failingSince;
   }
 
   get serverUrl(): string {
@@ -162,7 +238,44 @@ export class KubeApi {
     return opts;
   }
 
+  /**
+   * One request, retried with exponential back-off and full jitter while it fails transiently (network, 429 after
+   * the server's Retry-After, 5xx), until the deadline of the sync it runs for, or the default budget.
+   */
   async request<T = unknown>(method: string, path: string, spec: RequestSpec = {}): Promise<T> {
+    const deadline = currentDeadline();
+    const until = deadline?.until ?? Date.now() + this.retryForMs;
+    const signals = [spec.signal, deadline?.signal].filter((x): x is AbortSignal => x !== undefined);
+    const stop = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const result = await this.send<T>(method, path, spec);
+        this.failingSince = undefined;
+        this.answered = true;
+        return result;
+      } catch (error) {
+        // An answer, even a refusal, means the server is there.
+        if (error instanceof KubeRequestError) this.answered = true;
+        if (error instanceof KubeRequestError && error.code !== 503) this.failingSince = undefined;
+        else this.failingSince ??= Date.now();
+        if (!this.answered && !(error instanceof KubeRequestError)) throw error;
+        if (this.closed || stop?.aborted || !retriable(method, error)) throw error;
+        const delay =
+          error instanceof KubeRequestError && error.code === 429
+            ? retryAfter(error)
+            : Math.max(50, Math.round(this.random() * Math.min(5000, 250 * 2 ** attempt)));
+        if (Date.now() + delay >= until) {
+          if (error instanceof KubeRequestError) throw error;
+          throw new UnreachableError(method, path, this.failingSince ?? Date.now(), error);
+        }
+        await sleep(delay, undefined, stop ? { signal: stop } : {}).catch(() => {
+          throw error;
+        });
+      }
+    }
+  }
+
+  private async send<T>(method: string, path: string, spec: RequestSpec): Promise<T> {
     const opts = await this.options(method, path, spec);
     const payload = spec.body === undefined ? undefined : JSON.stringify(spec.body);
     const limit = spec.maxBytes ?? MAX_RESPONSE_BYTES;
@@ -194,6 +307,13 @@ export class KubeApi {
         res.on('error', reject);
       });
       req.on('error', reject);
+      req.setTimeout(this.requestTimeoutMs, () =>
+        req.destroy(
+          new RequestTimeoutError(
+            `${method} ${path}: no answer within ${Math.round(this.requestTimeoutMs / 1000)} s`,
+          ),
+        ),
+      );
       if (payload !== undefined) req.write(payload);
       req.end();
     });
@@ -298,4 +418,11 @@ export class KubeApi {
     this.agent?.destroy();
     this.streamAgent?.destroy();
   }
+}
+
+/** The server's Retry-After of a 429, from its Status body (the API server sends the same in the header). */
+function retryAfter(error: KubeRequestError): number {
+  const seconds = (error.body as { details?: { retryAfterSeconds?: unknown } } | undefined)?.details
+    ?.retryAfterSeconds;
+  return typeof seconds === 'number' && seconds > 0 ? Math.min(seconds, 60) * 1000 : 1000;
 }

@@ -6,9 +6,11 @@
 // last-applied annotation, pod templates and ConfigMap/Secret data. Kinds whose verdict needs no status at all
 // (ConfigMaps, Secrets, RBAC, ...) are watched as metadata only: their contents, Secret values above all, never
 // reach mooring for this.
+
 import { errorMessage, StalledError } from '../errors.ts';
 import type { KubeObject } from '../render/manifest.ts';
 import { type KubeApi, KubeRequestError, METADATA_LIST, METADATA_OBJECT, StreamIdleError } from './api.ts';
+import { outsideDeadline } from './deadline.ts';
 import type { ResourceInfo } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
 
@@ -106,7 +108,8 @@ export class Informer {
   }
 
   start(): void {
-    void this.run();
+    // Shared by every sync and lingering after them: its requests follow no single sync's deadline.
+    outsideDeadline(() => void this.run());
   }
 
   stop(): void {

@@ -18,6 +18,11 @@ export interface DeploymentState {
   commit: string | undefined;
   /** The revision last deployed and stable. */
   deployed: string | undefined;
+  /**
+   * Set when commits since the ledger's release changed none of this deployment's paths: the ledger's revision
+   * and the newest revision that deploys the same, so that later polls find the deployment current.
+   */
+  sameAs?: { ledger: string; revision: string } | undefined;
 }
 
 export interface RegistryState {
@@ -97,8 +102,12 @@ export async function pollGitSource(
           { deployment: d.spec.name, commit: resolved.commit },
           'commit changes none of its paths',
         );
+        const revision = syncRevision(resolved.commit, digestsOf(state, d));
+        // Chained: several commits in a row that change none of its paths all stand for the ledger's release.
+        const ledger = d.sameAs?.revision === d.deployed ? d.sameAs?.ledger : d.deployed;
+        if (ledger !== undefined) d.sameAs = { ledger, revision };
         d.commit = resolved.commit;
-        d.deployed = syncRevision(resolved.commit, digestsOf(state, d));
+        d.deployed = revision;
         continue;
       }
     }

@@ -62,6 +62,19 @@ async function ensureNamespace(api: KubeApi, name: string): Promise<void> {
   }
 }
 
+/** How a sync that replaces another names itself in the replaced one's final status: its commit, or its image. */
+function supersedingLabel(
+  trigger: string,
+  commit: string | undefined,
+  images: Record<string, { image: string; digest: string }>,
+): string {
+  if (trigger === 'image' || commit === undefined) {
+    const named = Object.values(images).map((i) => `${i.image}@${i.digest.slice(0, 19)}`);
+    if (named.length > 0) return named.join(', ');
+  }
+  return commit ?? 'a newer change of its files';
+}
+
 export class Agent {
   private readonly deps: AgentDeps;
   private readonly queue: SyncQueue;
@@ -119,7 +132,7 @@ export class Agent {
     for (const source of config.sources.local) {
       const watcher = watchFolder(source.path, {
         debounceMs: source.debounce,
-        onChange: () => void this.poll(source.name),
+        onChange: () => this.pollSafely(source.name),
       });
       this.stops.push(() => watcher.close());
     }
@@ -137,15 +150,22 @@ export class Agent {
 
   private schedule(source: GitSource | RegistrySource): void {
     if (source.cron !== undefined) {
-      const task = cron.schedule(source.cron, () => void this.poll(source.name), {
+      const task = cron.schedule(source.cron, () => this.pollSafely(source.name), {
         name: `poll-${source.name}`,
       });
       this.stops.push(() => void task.stop());
       return;
     }
     const interval = source.interval ?? 60_000;
-    const timer = setInterval(() => void this.poll(source.name), interval);
+    const timer = setInterval(() => this.pollSafely(source.name), interval);
     this.stops.push(() => clearInterval(timer));
+  }
+
+  /** A poll started by a timer, a watcher or a webhook: nothing it throws may end the process. */
+  private pollSafely(name: string): void {
+    this.poll(name).catch((error: unknown) =>
+      this.deps.log.error({ source: name, err: errorMessage(error) }, 'poll failed'),
+    );
   }
 
   /** Polls a source now (a webhook, the schedule); a poll already under way runs once more when it ends. */
@@ -204,7 +224,13 @@ export class Agent {
 
   private correctDrift(): void {
     for (const d of this.state.deployments.values()) {
-      if (d.deployed) void this.reconcileDeployment(d, d.commit, 'drift');
+      if (d.deployed)
+        this.reconcileDeployment(d, d.commit, 'drift').catch((error: unknown) =>
+          this.deps.log.error(
+            { deployment: d.spec.name, err: errorMessage(error) },
+            'cannot check the deployment for drift',
+          ),
+        );
     }
   }
 
@@ -225,6 +251,7 @@ export class Agent {
       reason,
       local: isLocal(this.state, d),
       at: Date.now(),
+      sameAs: d.sameAs,
     });
     if (decision.action === 'held') {
       d.commit = commit;
@@ -241,36 +268,42 @@ export class Agent {
       return;
     }
     const { revision, trigger, key, release: now, fence } = decision;
-    this.queue.trigger(d.spec.name, key, async (signal) => {
-      if (fence) {
-        log.info({ release: fence.release }, 'a new commit or image lifts the rollback fence');
-        await this.ledger.setFence(d.spec.name, undefined);
-      }
-      let files: ManifestFile[];
-      try {
-        files = await manifestFiles(this.state, d, commit);
-      } catch (error) {
-        log.error({ err: errorMessage(error) }, 'cannot read the manifests');
-        return outcomeOf({ outcome: 'error', error } as never);
-      }
-      const local = isLocal(this.state, d) ? `${filesRevision(files)}|${revision}` : revision;
-      if (isLocal(this.state, d) && !reason && local === now?.revision) return { result: 'done' };
-      const { report } = await syncDeployment(this.syncDeps(), {
-        config: this.deps.config,
-        deployment: d.spec,
-        commit,
-        files,
-        images,
-        revision: local,
-        trigger,
-        signal,
-      });
-      if (report.outcome === 'stable') {
-        d.commit = commit;
-        d.deployed = local;
-      }
-      return outcomeOf(report);
-    });
+    this.queue.trigger(
+      d.spec.name,
+      key,
+      async (signal) => {
+        if (fence) {
+          log.info({ release: fence.release }, 'a new commit or image lifts the rollback fence');
+          await this.ledger.setFence(d.spec.name, undefined);
+        }
+        let files: ManifestFile[];
+        try {
+          files = await manifestFiles(this.state, d, commit);
+        } catch (error) {
+          log.error({ err: errorMessage(error) }, 'cannot read the manifests');
+          return outcomeOf({ outcome: 'error', error } as never);
+        }
+        const local = isLocal(this.state, d) ? `${filesRevision(files)}|${revision}` : revision;
+        if (isLocal(this.state, d) && !reason && local === now?.revision) return { result: 'done' };
+        const { report } = await syncDeployment(this.syncDeps(), {
+          config: this.deps.config,
+          deployment: d.spec,
+          commit,
+          files,
+          images,
+          revision: local,
+          trigger,
+          signal,
+        });
+        if (report.outcome === 'stable') {
+          d.commit = commit;
+          d.deployed = local;
+          d.sameAs = undefined;
+        }
+        return outcomeOf(report);
+      },
+      supersedingLabel(trigger, commit, images),
+    );
   }
 
   private syncDeps(): SyncDeps {
@@ -286,7 +319,7 @@ export class Agent {
 
   /** Sources whose names are given (a webhook) are polled now. */
   pollNow(names: readonly string[]): void {
-    for (const name of names) void this.poll(name);
+    for (const name of names) this.pollSafely(name);
   }
 
   /** Resolves when no sync runs or waits (for tests and one-shot runs). */

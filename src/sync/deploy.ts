@@ -1,9 +1,10 @@
 // One deploy, as an ordered list of stages with one signature, run until the first error, and one finalizer that
 // writes the report (the shape of Flux's reconcilers): read the cluster -> render -> apply -> wait -> history.
-import { classify, errorMessage } from '../errors.ts';
+import { classify, errorMessage, TransientError } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import { Applier, type ApplyResult, type ApplyTarget } from '../kube/apply.ts';
 import { ClusterCache } from '../kube/cache.ts';
+import { withDeadline } from '../kube/deadline.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import { collectVersionHistory, type HistoryResult } from '../kube/history.ts';
 import { readSnapshot } from '../kube/snapshot.ts';
@@ -153,9 +154,20 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
   let error: unknown;
   let report: DeployReport | undefined;
   try {
-    for (const stage of [readCluster, renderStage, applyStage, waitStage, historyStage]) {
-      await stage(ctx);
-      if (ctx.wait && ctx.wait.outcome !== 'stable') break;
+    // Requests made for this deploy retry transient failures (a restarting API server) until its deadline.
+    await withDeadline({ until: started + request.timeoutMs, signal: request.signal }, async () => {
+      for (const stage of [readCluster, renderStage, applyStage, waitStage, historyStage]) {
+        await stage(ctx);
+        if (ctx.wait && ctx.wait.outcome !== 'stable') break;
+      }
+    });
+    // A wait that ran out while the API server was unreachable says nothing about the commit: the agent's error.
+    const since = api.unreachableSince;
+    if (ctx.wait?.outcome === 'timed-out' && since !== undefined) {
+      const last = ctx.wait.culprit?.stability.message;
+      error = new TransientError(
+        `API server unreachable since ${new Date(since).toISOString().slice(11, 19)} UTC${last ? `; last seen: ${last}` : ''}`,
+      );
     }
   } catch (e) {
     error = e;

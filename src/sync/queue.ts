@@ -2,6 +2,7 @@
 // triggers while a sync waits or runs give one sync of the newest revision), a global limit on syncs at once,
 // a new revision cancelling the stability wait of the sync in progress, exponential back-off with jitter after
 // transient failures, and no retry after a failure the user must fix until a new revision arrives.
+import { Superseded } from './superseded.ts';
 
 export type SyncOutcome =
   | { result: 'done' }
@@ -64,8 +65,11 @@ export class SyncQueue {
     return lane;
   }
 
-  /** Asks for `deployment` to be synced to `revision`. Returns false when that revision needs nothing. */
-  trigger(deployment: string, revision: string, run: SyncRun): boolean {
+  /**
+   * Asks for `deployment` to be synced to `revision`. Returns false when that revision needs nothing. `label`
+   * names the revision to people (a commit): a sync it cancels is told it was superseded by it.
+   */
+  trigger(deployment: string, revision: string, run: SyncRun, label: string = revision): boolean {
     if (this.stopping) return false;
     const lane = this.lane(deployment);
     if (lane.running?.revision === revision) return false;
@@ -87,7 +91,8 @@ export class SyncQueue {
       lane.retryTimer = undefined;
     }
     // A newer revision makes the running sync's stability wait pointless: cancel it.
-    if (lane.running && lane.running.revision !== revision) lane.running.controller.abort();
+    if (lane.running && lane.running.revision !== revision)
+      lane.running.controller.abort(new Superseded(label));
     if (!lane.running && !this.ready.includes(deployment)) this.ready.push(deployment);
     this.pump();
     return true;
@@ -104,7 +109,10 @@ export class SyncQueue {
       lane.running = { revision: next.revision, controller };
       this.active++;
       this.options.onEvent?.({ deployment, revision: next.revision, type: 'start' });
-      void this.execute(deployment, lane, next, controller);
+      this.execute(deployment, lane, next, controller).catch((error: unknown) => {
+        // execute() handles the run's failures itself; this only guards the queue's own bookkeeping.
+        this.options.onEvent?.({ deployment, revision: next.revision, type: 'end', detail: String(error) });
+      });
     }
     if (this.active === 0 && this.ready.length === 0) for (const w of this.idleWaiters.splice(0)) w();
   }

@@ -23,6 +23,11 @@ export interface ReconcileInput {
   local: boolean;
   /** The time in ms: it makes the key of each drift correction new. */
   at: number;
+  /**
+   * A revision known to deploy exactly what the ledger's revision `ledger` deployed: a later commit that changes
+   * none of the deployment's paths. The deployment is current at `revision` as it is at `ledger`.
+   */
+  sameAs?: { ledger: string; revision: string } | undefined;
 }
 
 export type Decision =
@@ -50,8 +55,10 @@ export function reconcile(input: ReconcileInput): Decision {
       (commit !== undefined && commit !== fence.heads.commit) ||
       Object.entries(digests).some(([source, digest]) => fence.heads.images[source] !== digest);
     if (!moved) return { action: 'held', revision, fence };
-  } else if (!reason && !input.local && now?.revision === revision) {
-    return { action: 'current', revision };
+  } else if (!reason && !input.local && now !== undefined) {
+    const same = input.sameAs;
+    if (now.revision === revision || (same?.ledger === now.revision && same.revision === revision))
+      return { action: 'current', revision };
   }
   const newImage = Object.entries(digests).some(([source, digest]) => now?.images[source]?.digest !== digest);
   const trigger: Trigger = reason ?? (now === undefined ? 'start' : newImage ? 'image' : 'commit');

@@ -1,6 +1,7 @@
 // `mooring run --config FILE`: the agent and its HTTP server (health, readiness, metrics, webhooks) until SIGTERM.
 // With leader election on, the agent syncs only while it holds the Lease; a standby is ready and waits.
 import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { AddressInfo } from 'node:net';
 import { homedir, hostname } from 'node:os';
 import { join } from 'node:path';
@@ -54,7 +55,10 @@ export async function runAgent(
     kubeconfig: options.access.kubeconfig ?? config.cluster.kubeconfig,
     context: options.access.context ?? config.cluster.context,
   };
-  const api = new KubeApi(loadKubeConfig(access), { maxSockets: config.apply.concurrency * 2 });
+  const api = new KubeApi(loadKubeConfig(access), {
+    maxSockets: config.apply.concurrency * 2,
+    requestTimeoutMs: config.cluster.requestTimeout,
+  });
   // Streams linger a few minutes after a sync, so the next sync of the same deployments finds them open.
   const cache = new ClusterCache(api, { lingerMs: 5 * 60_000 });
   const metrics = new AgentMetrics();
@@ -123,12 +127,31 @@ export async function runAgent(
   const probe = setInterval(() => void clusterReachable(), 10_000);
   await clusterReachable();
 
+  // An API server that is down or restarting when the agent starts (or takes the lease) delays the start; it is
+  // tried again with back-off until it works or the agent is stopped, never ending the process.
+  let leading = 0;
   const lead = async () => {
-    agent = newAgent();
-    await agent.start();
-    started = true;
-    standby = false;
-    metrics.leader.set(1);
+    const term = ++leading;
+    for (let attempt = 0; !stop.aborted && term === leading; attempt++) {
+      const candidate = newAgent();
+      agent = candidate;
+      try {
+        await candidate.start();
+        started = true;
+        standby = false;
+        metrics.leader.set(1);
+        return;
+      } catch (error) {
+        await candidate.stop().catch(() => undefined);
+        if (agent === candidate) agent = undefined;
+        const delay = Math.min(30_000, 1000 * 2 ** attempt) * (0.5 + Math.random() / 2);
+        log.error(
+          { err: errorMessage(error), retryInMs: Math.round(delay) },
+          'cannot start the agent; trying again',
+        );
+        await sleep(delay, undefined, { signal: stop }).catch(() => undefined);
+      }
+    }
   };
   const election = config.leaderElection;
   let elector: LeaderElector | undefined;
@@ -158,7 +181,10 @@ export async function runAgent(
           standby = true;
           const previous = agent;
           agent = undefined;
-          void previous?.stop();
+          leading++;
+          previous
+            ?.stop()
+            .catch((error: unknown) => log.warn({ err: errorMessage(error) }, 'cannot stop the agent'));
         },
         onError: (error) => log.warn({ err: errorMessage(error) }, 'leader election request failed'),
       });

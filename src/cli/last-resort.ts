@@ -1,0 +1,22 @@
+// The last resort of the process: a promise rejection nobody handled, or an exception nobody caught, is a defect
+// (every failure of a sync is meant to end that sync, not the agent). It is logged on one line and the process
+// exits non-zero, so a supervisor restarts it into a known state instead of running on half-broken.
+// The fault-injection tests fail if this ever fires.
+
+export const LAST_RESORT_EXIT = 70;
+
+export const LAST_RESORT_MARK = 'mooring: internal error';
+
+function describe(error: unknown): string {
+  if (error instanceof Error) return `${error.name}: ${error.message}${error.stack ? `\n${error.stack}` : ''}`;
+  return String(error);
+}
+
+export function installLastResort(write: (line: string) => void = (l) => process.stderr.write(l)): void {
+  const fail = (what: string) => (error: unknown) => {
+    write(`${LAST_RESORT_MARK} (${what}); exiting: ${describe(error)}\n`);
+    process.exit(LAST_RESORT_EXIT);
+  };
+  process.on('unhandledRejection', fail('unhandled rejection'));
+  process.on('uncaughtException', fail('uncaught exception'));
+}
