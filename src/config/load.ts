@@ -1,10 +1,11 @@
 // Loading the agent's configuration file: YAML in, a validated MooringConfig out, or a ConfigError that lists
 // every problem with its field path and the line and column it stands on in the file.
 import { readFile, stat } from 'node:fs/promises';
-import { LineCounter, parseDocument } from 'yaml';
+import { type Document, LineCounter, parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { StalledError } from '../errors.ts';
-import { checkReferences, configSchema, type MooringConfig } from './schema.ts';
+import { checkReferences, configSchema, type MooringConfig, type ReferenceProblem } from './schema.ts';
+import { checkSecrets } from './secret-check.ts';
 import { locate } from './yaml-locate.ts';
 
 const MAX_CONFIG_BYTES = 1024 * 1024;
@@ -33,7 +34,15 @@ export function formatProblem(file: string, p: ConfigProblem): string {
   return `${file}:${p.line}:${p.column}: ${p.path ? `${p.path}: ` : ''}${p.message}`;
 }
 
-export async function loadConfigFile(file: string): Promise<MooringConfig> {
+export interface LoadOptions {
+  /**
+   * Check that every secret the config refers to can be read (default). Off to validate a config on a
+   * machine that does not hold the secrets.
+   */
+  secrets?: boolean;
+}
+
+export async function loadConfigFile(file: string, options: LoadOptions = {}): Promise<MooringConfig> {
   let text: string;
   try {
     const info = await stat(file);
@@ -54,11 +63,25 @@ export async function loadConfigFile(file: string): Promise<MooringConfig> {
     const reason = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a folder' : String(error);
     throw new ConfigError(file, [{ path: '', line: 1, column: 1, message: `cannot read: ${reason}` }]);
   }
-  return parseConfig(text, file);
+  const { config, place } = parse(text, file);
+  if (options.secrets ?? true) {
+    const problems = (await checkSecrets(config))
+      .map(place)
+      .sort((a, b) => a.line - b.line || a.column - b.column);
+    if (problems.length > 0) throw new ConfigError(file, problems);
+  }
+  return config;
 }
 
 /** Parses and validates config text; `file` is only used to name the source in messages. */
 export function parseConfig(text: string, file = '<config>'): MooringConfig {
+  return parse(text, file).config;
+}
+
+function parse(
+  text: string,
+  file: string,
+): { config: MooringConfig; place: (problem: ReferenceProblem) => ConfigProblem } {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length > 0) {
@@ -70,24 +93,30 @@ export function parseConfig(text: string, file = '<config>'): MooringConfig {
       }),
     );
   }
+  const place = placer(doc, lineCounter);
   const data: unknown = doc.toJS({ maxAliasCount: 100 }) ?? {};
   const result = configSchema.safeParse(data);
-  const references = checkReferences(data).map((r) => {
-    const pos = lineCounter.linePos(locate(doc.contents, r.path, false)?.range?.[0] ?? 0);
-    return { path: formatPath(r.path), line: pos.line, column: pos.col, message: r.message };
-  });
-  if (result.success && references.length === 0) return result.data;
+  const references = checkReferences(data).map(place);
+  if (result.success && references.length === 0) return { config: result.data, place };
   const problems = [
     ...(result.success
       ? []
-      : result.error.issues.map((issue) => toProblem(issue, doc.contents, lineCounter))),
+      : result.error.issues.map((issue) => toProblem(issue, data, doc.contents, lineCounter))),
     ...references,
   ];
   problems.sort((a, b) => a.line - b.line || a.column - b.column || a.path.localeCompare(b.path));
   throw new ConfigError(file, problems);
 }
 
-function toProblem(issue: z.core.$ZodIssue, root: unknown, lines: LineCounter): ConfigProblem {
+/** A problem found on the data, placed at the line and column of its field in the document. */
+function placer(doc: Document, lines: LineCounter): (problem: ReferenceProblem) => ConfigProblem {
+  return (r) => {
+    const pos = lines.linePos(locate(doc.contents, r.path, false)?.range?.[0] ?? 0);
+    return { path: formatPath(r.path), line: pos.line, column: pos.col, message: r.message };
+  };
+}
+
+function toProblem(issue: z.core.$ZodIssue, data: unknown, root: unknown, lines: LineCounter): ConfigProblem {
   let path = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
   let message = issue.message;
   if (issue.code === 'unrecognized_keys') {
@@ -98,12 +127,22 @@ function toProblem(issue: z.core.$ZodIssue, root: unknown, lines: LineCounter): 
       issue.keys.length === 1
         ? `unknown field "${key}"`
         : `unknown fields ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
-  } else if (issue.code === 'invalid_type' && issue.input === undefined) {
+  } else if (issue.code === 'invalid_type' && valueAt(data, path) === undefined) {
+    // zod leaves the input out of its issues, so whether the field is missing is read from the data.
     message = 'required field is missing';
   }
   const node = locate(root, path, issue.code === 'unrecognized_keys');
   const pos = lines.linePos(node?.range?.[0] ?? 0);
   return { path: formatPath(path), line: pos.line, column: pos.col, message };
+}
+
+function valueAt(data: unknown, path: readonly (string | number)[]): unknown {
+  let value = data;
+  for (const segment of path) {
+    if (typeof value !== 'object' || value === null) return undefined;
+    value = (value as Record<string | number, unknown>)[segment];
+  }
+  return value;
 }
 
 export function formatPath(path: readonly (string | number)[]): string {

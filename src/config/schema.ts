@@ -3,7 +3,7 @@
 import cron from 'node-cron';
 import semver from 'semver';
 import { z } from 'zod';
-import { parseDuration } from './duration.ts';
+import { formatDuration, parseDuration } from './duration.ts';
 
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
@@ -12,21 +12,58 @@ const name = z
   .max(63)
   .regex(NAME, 'must be a DNS label: lowercase letters, digits and "-", starting and ending alphanumeric');
 
-/** A duration string ("30s", "5m", "1h30m") or a number of milliseconds, parsed to milliseconds. */
-export const duration = z.union([z.string(), z.number().int().positive()]).transform((value, ctx) => {
-  if (typeof value === 'number') return value;
-  const text = value;
-  const ms = parseDuration(text);
-  if (ms === undefined || ms <= 0) {
-    ctx.addIssue({ code: 'custom', message: `"${text}" is not a duration (examples: 30s, 5m, 1h30m)` });
-    return z.NEVER;
+/**
+ * A duration string with its unit ("30s", "5m", "1h30m"), parsed to milliseconds. A bare number is refused:
+ * `timeout: 300` could mean seconds or milliseconds, and guessing wrong is a thousandfold mistake.
+ */
+export const duration = z
+  .string({
+    error: (issue) =>
+      typeof issue.input === 'number'
+        ? bareNumber(String(issue.input))
+        : 'must be a duration such as 30s or 5m',
+  })
+  .transform((text, ctx) => {
+    if (/^\s*\d+(?:\.\d+)?\s*$/.test(text)) {
+      ctx.addIssue({ code: 'custom', message: bareNumber(text.trim()) });
+      return z.NEVER;
+    }
+    const ms = parseDuration(text);
+    if (ms === undefined || ms <= 0) {
+      ctx.addIssue({ code: 'custom', message: `"${text}" is not a duration (examples: 30s, 5m, 1h30m)` });
+      return z.NEVER;
+    }
+    return ms;
+  });
+
+function bareNumber(text: string): string {
+  return `${text} has no unit: durations need one (ms, s, m, h or d), e.g. "${text}s"?`;
+}
+
+/** Shortest interval of anything that repeats on a timer (polls, drift correction, lease renewal). */
+export const MIN_INTERVAL_MS = 1000;
+
+/** A duration that schedules a repeating timer: under a second it would hammer the server it polls. */
+export const interval = duration.superRefine((ms, ctx) => {
+  if (ms < MIN_INTERVAL_MS) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `${formatDuration(ms)} is under 1s: an interval that repeats must be at least 1s`,
+    });
   }
-  return ms;
 });
 
 const cronExpression = z.string().refine((expr) => cron.validate(expr), {
   message: 'is not a valid cron expression (five or six fields, e.g. "*/5 * * * *")',
 });
+
+// Marks every parsed secret reference, so that the secrets a config needs are found by walking it
+// (secret-check.ts) rather than by a list of places that could fall behind the schema.
+const SECRET_REF = Symbol('secretRef');
+
+export function isSecretRef(value: unknown): value is SecretRef {
+  return typeof value === 'object' && value !== null && SECRET_REF in value;
+}
 
 /** A secret is never written in the config file itself: it is read from an environment variable or a file. */
 export const secretRef = z
@@ -39,13 +76,14 @@ export const secretRef = z
   })
   .refine((ref) => (ref.env === undefined) !== (ref.file === undefined), {
     message: 'give exactly one of "env" or "file"',
-  });
+  })
+  .transform((ref) => Object.defineProperty(ref, SECRET_REF, { value: true, enumerable: false }));
 export type SecretRef = z.infer<typeof secretRef>;
 
 const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
 
 const schedule = {
-  interval: duration.optional(),
+  interval: interval.optional(),
   cron: cronExpression.optional(),
 };
 
@@ -285,11 +323,11 @@ export const configSchema = z.strictObject({
       enabled: z.boolean().default(false),
       leaseName: name.default('mooring'),
       leaseDuration: duration.prefault('15s'),
-      renewInterval: duration.prefault('5s'),
+      renewInterval: interval.prefault('5s'),
     })
     .prefault({}),
   /** Re-apply every deployment on an interval, so changes made by hand are put back (off by default). */
-  drift: z.strictObject({ interval: duration.optional() }).prefault({}),
+  drift: z.strictObject({ interval: interval.optional() }).prefault({}),
 });
 
 export type MooringConfig = z.infer<typeof configSchema>;
@@ -341,7 +379,7 @@ export function checkReferences(raw: unknown): ReferenceProblem[] {
   }
   const deploymentNames = new Set<string>();
   list(root.deployments).forEach((d, index) => {
-    const dep = d as Named & { source?: unknown; images?: unknown };
+    const dep = d as Named & { source?: unknown; images?: unknown; paths?: unknown };
     if (typeof dep.name === 'string') {
       if (deploymentNames.has(dep.name)) {
         problems.push({
@@ -357,6 +395,17 @@ export function checkReferences(raw: unknown): ReferenceProblem[] {
         message: `no git or local source is named "${dep.source}"`,
       });
     }
+    if (Array.isArray(dep.paths)) {
+      const who = typeof dep.name === 'string' ? `deployment ${dep.name}` : `deployments[${index}]`;
+      dep.paths.forEach((path: unknown, i: number) => {
+        const why = typeof path === 'string' ? pathProblem(path) : undefined;
+        if (why)
+          problems.push({
+            path: ['deployments', index, 'paths', i],
+            message: `${who}: path "${path}" ${why}`,
+          });
+      });
+    }
     if (Array.isArray(dep.images)) {
       dep.images.forEach((image: unknown, i: number) => {
         if (typeof image === 'string' && !byKind.registry?.has(image)) {
@@ -369,4 +418,21 @@ export function checkReferences(raw: unknown): ReferenceProblem[] {
     }
   });
   return problems;
+}
+
+/**
+ * Why a deployment path cannot be used, or undefined. Paths are relative to the root of the deployment's
+ * source: an absolute one would be read as relative (and select nothing), and `..` must not leave the root.
+ */
+export function pathProblem(path: string): string | undefined {
+  if (/^[\\/]/.test(path) || /^[A-Za-z]:/.test(path)) {
+    return 'is absolute; paths are relative to the root of the source (e.g. "apps/web")';
+  }
+  let depth = 0;
+  for (const segment of path.split(/[\\/]+/)) {
+    if (segment === '..') depth--;
+    else if (segment !== '.' && segment !== '') depth++;
+    if (depth < 0) return 'leads outside the root of the source';
+  }
+  return undefined;
 }

@@ -38,7 +38,8 @@ function withLedgerFlags(command: Command): Command {
 async function open(
   flags: LedgerFlags,
 ): Promise<{ api: KubeApi; ledger: Ledger; config: MooringConfig | undefined }> {
-  const config = flags.config ? await loadConfigFile(flags.config) : undefined;
+  // Only the cluster and the ledger's namespace are read: the agent's secrets need not be here.
+  const config = flags.config ? await loadConfigFile(flags.config, { secrets: false }) : undefined;
   const clusterConfig = loadKubeConfig({
     kubeconfig: flags.kubeconfig ?? config?.cluster.kubeconfig,
     context: flags.context ?? config?.cluster.context,

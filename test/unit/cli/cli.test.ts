@@ -55,10 +55,10 @@ describe('mooring CLI', () => {
   });
 
   it('validates a good config with exit 0 and prints it with defaults on request', async () => {
-    const ok = await cli('config', 'validate', EXAMPLE);
+    const ok = await cli('config', 'validate', EXAMPLE, '--skip-secrets');
     expect(ok).toMatchObject({ code: 0, stderr: '' });
     expect(ok.stdout).toContain('valid (2 sources, 1 deployment)');
-    const yaml = await cli('config', 'validate', EXAMPLE, '-o', 'yaml');
+    const yaml = await cli('config', 'validate', EXAMPLE, '--skip-secrets', '-o', 'yaml');
     expect(parse(yaml.stdout).deployments[0].stability.timeout).toBe(1_800_000);
   });
 
@@ -99,7 +99,7 @@ describe('mooring CLI', () => {
           resolveRun(error ? Number(error.code) : 0),
         );
       });
-    expect(await run(['config', 'validate', EXAMPLE])).toBe(0);
+    expect(await run(['config', 'validate', EXAMPLE, '--skip-secrets'])).toBe(0);
     expect(await run(['config', 'validate', '/nonexistent.yaml'])).toBe(2);
   });
 });

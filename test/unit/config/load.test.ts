@@ -28,7 +28,8 @@ deployments:
 
 describe('config loading', () => {
   it('accepts the commented example', async () => {
-    const config = await loadConfigFile(EXAMPLE);
+    // The example's secret files live where a mounted Secret would put them, not on this machine.
+    const config = await loadConfigFile(EXAMPLE, { secrets: false });
     expect(config.deployments.map((d) => d.name)).toEqual(['web']);
     expect(config.sources.registry[0]?.policy).toEqual({
       type: 'semver',
@@ -194,5 +195,84 @@ render:
       referenceRules: [],
       clusterScoped: ['example.com/Tenant'],
     });
+  });
+});
+
+describe('durations and intervals', () => {
+  it.each([
+    ['sources.git[0].interval', 'interval: 5', 6, '5 has no unit'],
+    ['sources.git[0].timeout', 'timeout: 300', 6, '300 has no unit'],
+    ['sources.git[0].timeout', 'timeout: "300"', 6, '300 has no unit'],
+  ])('refuses a bare number in %s, naming its line and suggesting a unit', (path, line, at, message) => {
+    const text = minimal.replace(
+      'url: https://git.example.com/app.git',
+      `url: https://git.example.com/app.git\n      ${line}`,
+    );
+    const problems = problemsOf(text);
+    expect(problems.map((p) => [p.path, p.line])).toEqual([[path, at]]);
+    expect(problems[0]?.message).toContain(message);
+    expect(problems[0]?.message).toMatch(/"\d+s"\?/);
+  });
+
+  it('names file, line and key in the error text', () => {
+    expect(() => parseConfig(`${minimal}    stability: {timeout: 300}\n`, 'agent.yaml')).toThrow(
+      /agent\.yaml:10:\d+: deployments\[0\]\.stability\.timeout: 300 has no unit.*"300s"\?/,
+    );
+  });
+
+  it.each([
+    [
+      'a git poll',
+      'sources:\n  git:\n    - {name: a, url: "https://g.example/a.git", interval: 500ms}\n',
+      'sources.git[0].interval',
+      3,
+    ],
+    [
+      'a registry poll',
+      'sources:\n  registry:\n    - {name: a, image: r.example/a, interval: 999ms}\n',
+      'sources.registry[0].interval',
+      3,
+    ],
+    ['drift correction', 'drift:\n  interval: 100ms\n', 'drift.interval', 2],
+    ['lease renewal', 'leaderElection:\n  renewInterval: 10ms\n', 'leaderElection.renewInterval', 2],
+  ])('refuses %s more often than once a second', (_what, text, path, line) => {
+    const problems = problemsOf(text);
+    expect(problems.map((p) => [p.path, p.line])).toEqual([[path, line]]);
+    expect(problems[0]?.message).toContain('at least 1s');
+  });
+
+  it('accepts one second, and sub-second durations that do not repeat', () => {
+    const config = parseConfig(`sources:
+  git:
+    - {name: a, url: "https://g.example/a.git", interval: 1s, timeout: 500ms}
+  local:
+    - {name: l, path: ./m, debounce: 200ms}
+drift: {interval: 1s}
+`);
+    expect(config.sources.git[0]).toMatchObject({ interval: 1000, timeout: 500 });
+    expect(config.sources.local[0]?.debounce).toBe(200);
+    expect(config.drift.interval).toBe(1000);
+  });
+});
+
+describe('deployment paths', () => {
+  const withPaths = (paths: string) => `${minimal}    paths: ${paths}\n`;
+
+  it.each([
+    ['/etc', 'is absolute'],
+    ['C:\\\\x', 'is absolute'],
+    ['\\\\server\\\\share', 'is absolute'],
+    ['../x', 'leads outside the root of the source'],
+    ['a/../../x', 'leads outside the root of the source'],
+    ['./a/../..', 'leads outside the root of the source'],
+  ])('refuses %j, naming the deployment and line', (path, why) => {
+    const problems = problemsOf(withPaths(`[apps, "${path}"]`));
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatchObject({ path: 'deployments[0].paths[1]', line: 10 });
+    expect(problems[0]?.message).toContain(`deployment web: path "${path.replaceAll('\\\\', '\\')}" ${why}`);
+  });
+
+  it.each(['.', './apps', 'apps/../base', 'apps/*/prod', 'a/b/../c/..'])('accepts %j', (path) => {
+    expect(parseConfig(withPaths(`["${path}"]`)).deployments[0]?.paths).toEqual([path]);
   });
 });
