@@ -6,7 +6,7 @@
 import { StalledError } from '../errors.ts';
 import { describeObject, type KubeObject } from '../render/manifest.ts';
 import type { PlanEntry } from '../render/render.ts';
-import { type KubeApi, METADATA_OBJECT } from './api.ts';
+import { type KubeApi, METADATA_OBJECT, type RequestSpec } from './api.ts';
 import { ApplyRejectedError, explain, place, writeFailure } from './apply-errors.ts';
 import { inPhases } from './apply-order.ts';
 import { type Discovery, type ResourceInfo, resourcePath } from './discovery.ts';
@@ -14,6 +14,7 @@ import { describeKubeError, statusCode } from './errors.ts';
 import { type LiveSummary, namespaceExists, readLive, readObject, summarize } from './live-state.ts';
 import { withApplyDefaults } from './normalize.ts';
 import { mapLimit } from './pool.ts';
+import { withSecretErrors } from './secret-errors.ts';
 
 export { ApplyRejectedError } from './apply-errors.ts';
 export { phaseOf } from './apply-order.ts';
@@ -67,6 +68,15 @@ export class Applier {
   }
 
   /**
+   * Every request that sends an object's content (apply, replace, create, and their dry runs, the whole-set
+   * validation included) goes through here: a Secret's refusal is reduced to field paths and reasons before any
+   * message is made of it, because the server's words may quote its values.
+   */
+  private send<T>(object: KubeObject, method: string, path: string, spec: RequestSpec): Promise<T> {
+    return withSecretErrors(object, () => this.api.request<T>(method, path, spec));
+  }
+
+  /**
    * `metadataOnly`: the answer is read for its identity alone (a write, or the dry run of an object that does not
    * exist yet, which nothing is compared with), so the server sends PartialObjectMetadata: less for it to
    * serialize and for mooring to parse, per object.
@@ -78,7 +88,8 @@ export class Applier {
     metadataOnly = false,
   ): Promise<KubeObject> {
     const { object, plan } = target;
-    return this.api.request<KubeObject>(
+    return this.send<KubeObject>(
+      object,
       'PATCH',
       resourcePath(info, object.metadata.namespace, object.metadata.name),
       {
@@ -106,7 +117,7 @@ export class Applier {
     const query = { fieldManager: this.options.fieldManager, dryRun: dryRun ? 'All' : undefined };
     const accept = metadataOnly ? { accept: METADATA_OBJECT } : {};
     if (!live) {
-      return this.api.request<KubeObject>('POST', resourcePath(info, object.metadata.namespace), {
+      return this.send<KubeObject>(object, 'POST', resourcePath(info, object.metadata.namespace), {
         query,
         body: object,
         ...accept,
@@ -116,7 +127,8 @@ export class Applier {
       ...object,
       metadata: { ...object.metadata, resourceVersion: live.metadata.resourceVersion },
     };
-    return this.api.request<KubeObject>(
+    return this.send<KubeObject>(
+      object,
       'PUT',
       resourcePath(info, object.metadata.namespace, object.metadata.name),
       {
