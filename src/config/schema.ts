@@ -202,6 +202,8 @@ const commitStatus = z.strictObject({
   /** Unique per cluster and deployment so that statuses of several clusters do not collide. */
   context: z.string().min(1).default('mooring/{cluster}/{deployment}'),
   targetUrl: z.string().optional(),
+  /** How long a final status the API did not take is kept (in the cluster) and retried. */
+  retryFor: duration.prefault('24h'),
 });
 
 export const deployment = z.strictObject({

@@ -1,15 +1,28 @@
 // Commit statuses for syncs: `pending` when a sync of a commit starts, then `success` when every object is
-// stable, `failure` naming the first failing object and rule, or `error` for agent-side problems. One reporter
-// per deployment, so each has its own context (`mooring/<cluster>/<deployment>` by default).
+// stable, `failure` naming the first failing object and rule, `error` for agent-side problems, or `cancelled`
+// when a newer revision replaced the sync (naming it) or the agent stopped. One reporter per deployment, so each
+// has its own context (`mooring/<cluster>/<deployment>` by default). Every status request has a timeout, and a
+// final status the API does not take is kept in the outbox (outbox.ts) and posted later, so a failing status API
+// costs a sync at most one request timeout at each end.
 import type { Deployment, MooringConfig } from '../config/schema.ts';
-import { classify, errorMessage } from '../errors.ts';
+import { classify, errorMessage, type MooringError } from '../errors.ts';
+import type { KubeApi } from '../kube/api.ts';
 import type { DeployReport } from '../sync/deploy.ts';
 import type { Logger } from '../sync/logger.ts';
+import { supersededBy } from '../sync/superseded.ts';
 import type { SyncReporter, SyncRequest } from '../sync/sync-deployment.ts';
 import type { Release } from './ledger.ts';
+import { StatusOutbox } from './outbox.ts';
+import { entryKey, type OutboxEntry } from './outbox-policy.ts';
+import { ConfigMapOutboxStore } from './outbox-store.ts';
 import { providerFor } from './status/provider.ts';
-import { CommitStatusReporter } from './status/reporter.ts';
-import type { CommitState } from './status/types.ts';
+import { CommitStatusReporter, type StatusReport } from './status/reporter.ts';
+import type { CommitState, HttpOptions } from './status/types.ts';
+
+/** Per status request: a hung status API holds a sync no longer than this. */
+export const STATUS_TIMEOUT_MS = 10_000;
+/** Tries of a pending status (a sync waits for them); a final status gets one and then the outbox. */
+const PENDING_ATTEMPTS = 2;
 
 function hostOf(url: string): string | undefined {
   try {
@@ -28,6 +41,8 @@ export function describeOutcome(
   report: DeployReport,
   release: Release | undefined,
   trigger: string,
+  signal?: AbortSignal,
+  commit?: string,
 ): { state: CommitState; description: string } {
   const prefix = trigger === 'rollback' ? `Rollback${release ? ` (release ${release.id})` : ''}: ` : '';
   const watched = report.wait?.verdicts.length ?? report.applied.length;
@@ -49,19 +64,68 @@ export function describeOutcome(
       return classify(report.error).action === 'stop'
         ? { state: 'failure', description: `${prefix}${errorMessage(report.error)}` }
         : { state: 'error', description: `${prefix}${errorMessage(report.error)}` };
+    case 'cancelled':
+      return describeCancelled(supersededBy(signal), commit);
     default:
       return { state: 'error', description: `${prefix}${report.summary}` };
   }
+}
+
+/**
+ * The end of a sync that was cut short: by a newer revision (named: its commit, or a newer image of the same
+ * commit), or by the agent stopping, which syncs the deployment again when it starts.
+ */
+export function describeCancelled(
+  by: string | undefined,
+  commit: string | undefined,
+): { state: CommitState; description: string } {
+  if (by === undefined) {
+    return {
+      state: 'cancelled',
+      description: 'Agent stopped before the deployment was stable; it resumes on restart',
+    };
+  }
+  const head = by.split('|')[0] ?? '';
+  const hex = /^[0-9a-f]{7,64}$/i.test(head);
+  const what = hex && head !== commit ? head.slice(0, 7) : hex ? 'a newer image' : 'a newer revision';
+  return { state: 'cancelled', description: `Superseded by ${what} before it was stable` };
+}
+
+export interface CommitStatusSyncOptions {
+  /** Where final statuses the API did not take are kept; without it (the CLI) they are only logged. */
+  api?: KubeApi | undefined;
+  http?: HttpOptions | undefined;
 }
 
 export class CommitStatusSync implements SyncReporter {
   private readonly reporters = new Map<string, CommitStatusReporter>();
   private readonly config: MooringConfig;
   private readonly log: Logger;
+  private readonly http: HttpOptions;
+  /** Undelivered final statuses; undefined when there is no cluster to keep them in. */
+  readonly outbox: StatusOutbox | undefined;
 
-  constructor(config: MooringConfig, log: Logger) {
+  constructor(config: MooringConfig, log: Logger, options: CommitStatusSyncOptions = {}) {
     this.config = config;
     this.log = log;
+    this.http = { timeoutMs: STATUS_TIMEOUT_MS, ...options.http };
+    if (options.api && config.deployments.some((d) => d.commitStatus.enabled && d.commitStatus.token)) {
+      this.outbox = new StatusOutbox({
+        store: new ConfigMapOutboxStore(options.api, config.cluster.namespace),
+        deliver: (entry) => this.deliver(entry),
+        log,
+      });
+    }
+  }
+
+  /** Delivers what a previous agent kept (the outbox), then keeps retrying in the background. */
+  async start(): Promise<void> {
+    await this.outbox?.start();
+  }
+
+  /** Stops retrying; undelivered statuses stay in the cluster for the next agent. */
+  async close(): Promise<void> {
+    await this.outbox?.close();
   }
 
   private repoUrl(deployment: Deployment): string | undefined {
@@ -75,7 +139,7 @@ export class CommitStatusSync implements SyncReporter {
     let reporter = this.reporters.get(deployment.name);
     if (!reporter) {
       reporter = new CommitStatusReporter({
-        provider: providerFor(url, deployment.commitStatus),
+        provider: providerFor(url, deployment.commitStatus, this.http),
         config: deployment.commitStatus,
         cluster: this.config.cluster.name,
         deployment: deployment.name,
@@ -87,30 +151,116 @@ export class CommitStatusSync implements SyncReporter {
     return reporter;
   }
 
+  // Statuses to the same API back off together: the configured API (on the manifests' host), or the host.
+  private gate(deployment: Deployment, repoUrl: string): string {
+    const manifests = this.repoUrl(deployment);
+    const own = manifests !== undefined && hostOf(manifests) === hostOf(repoUrl);
+    return (own && deployment.commitStatus.apiUrl) || hostOf(repoUrl) || 'unknown';
+  }
+
   async started(sync: SyncRequest): Promise<void> {
     const reporter = this.reporter(sync.deployment);
     const url = this.repoUrl(sync.deployment);
     if (!reporter || !url || !sync.commit) return;
+    const gate = this.gate(sync.deployment, url);
+    // A late "pending" would only be wrong, so it is not kept; while the API backs off, it is not even tried.
+    if (this.outbox && !this.outbox.isOpen(gate)) {
+      this.log.debug(
+        { deployment: sync.deployment.name, gate },
+        'status API backing off: pending not posted',
+      );
+      return;
+    }
     const what = sync.trigger === 'rollback' ? 'Rolling back' : 'Deploying';
-    await reporter.report(
+    const result = await reporter.attempt(
       { repoUrl: url, commit: sync.commit },
       { state: 'pending', description: `${what} ${sync.deployment.name} to ${sync.deployment.namespace}` },
+      this.outbox ? PENDING_ATTEMPTS : undefined,
     );
+    if (result.result === 'failed') this.outbox?.failed(gate, result.error);
+    else
+      await this.outbox?.posted(
+        gate,
+        entryKey({ deployment: sync.deployment.name, commit: sync.commit, context: reporter.context }),
+      );
   }
 
   async finished(sync: SyncRequest, report: DeployReport, release: Release | undefined): Promise<void> {
     const reporter = this.reporter(sync.deployment);
     const url = this.repoUrl(sync.deployment);
-    if (!reporter || !url || report.outcome === 'cancelled') return;
-    const outcome = describeOutcome(report, release, sync.trigger);
-    if (sync.commit) await reporter.report({ repoUrl: url, commit: sync.commit }, outcome);
+    if (!reporter || !url) return;
+    // A sync that never posted "pending" (no commit) has nothing to end; a cancelled one must end its pending.
+    const outcome = describeOutcome(report, release, sync.trigger, sync.signal, sync.commit);
+    if (sync.commit) await this.final(sync.deployment, reporter, url, undefined, sync.commit, outcome);
     // A rollout of a new image is also reported on the application's commit it was built from (OCI labels).
-    if (sync.trigger !== 'image') return;
+    if (sync.trigger !== 'image' || report.outcome === 'cancelled') return;
     for (const image of Object.values(sync.images)) {
       if (!image.source) continue;
       const app = this.appReporter(sync.deployment, image.source.repository);
-      await app?.report({ repoUrl: image.source.repository, commit: image.source.revision }, outcome);
+      if (app) {
+        const { repository, revision } = image.source;
+        await this.final(sync.deployment, app, repository, repository, revision, outcome);
+      }
     }
+  }
+
+  /** Posts a final status, or keeps it in the outbox when the API cannot take it now. */
+  private async final(
+    deployment: Deployment,
+    reporter: CommitStatusReporter,
+    repoUrl: string,
+    repository: string | undefined,
+    commit: string,
+    outcome: StatusReport,
+  ): Promise<void> {
+    const target = { repoUrl, commit };
+    if (!this.outbox) {
+      await reporter.report(target, outcome);
+      return;
+    }
+    const status = reporter.statusFor(outcome);
+    const gate = this.gate(deployment, repoUrl);
+    const now = Date.now();
+    const entry: OutboxEntry = {
+      key: entryKey({ deployment: deployment.name, repository, commit, context: status.context }),
+      deployment: deployment.name,
+      repository,
+      commit,
+      context: status.context,
+      state: status.state,
+      description: status.description,
+      targetUrl: status.targetUrl,
+      gate,
+      at: now,
+      expiresAt: now + deployment.commitStatus.retryFor,
+      attempts: 0,
+    };
+    if (!this.outbox.isOpen(gate)) {
+      await this.outbox.keep(entry);
+      return;
+    }
+    const result = await reporter.attempt(target, outcome, 1);
+    if (result.result !== 'failed') await this.outbox.posted(gate, entry.key);
+    else if (classify(result.error).action !== 'stop')
+      await this.outbox.keep({ ...entry, attempts: 1 }, result.error);
+  }
+
+  /** Posts one kept status; false when its deployment or reporter is gone (nothing to post it with). */
+  private async deliver(entry: OutboxEntry): Promise<boolean> {
+    const deployment = this.config.deployments.find((d) => d.name === entry.deployment);
+    if (!deployment) return false;
+    const reporter = entry.repository
+      ? this.appReporter(deployment, entry.repository)
+      : this.reporter(deployment);
+    const repoUrl = entry.repository ?? this.repoUrl(deployment);
+    if (!reporter || !repoUrl) return false;
+    const result = await reporter.attempt(
+      { repoUrl, commit: entry.commit },
+      { state: entry.state, description: entry.description, targetUrl: entry.targetUrl },
+      1,
+    );
+    if (result.result === 'failed') throw result.error satisfies MooringError;
+    return true;
   }
 
   private appReporter(deployment: Deployment, repository: string): CommitStatusReporter | undefined {
@@ -126,6 +276,7 @@ export class CommitStatusSync implements SyncReporter {
           provider: providerFor(
             repository,
             sameHost ? deployment.commitStatus : { provider: 'auto', apiUrl: undefined },
+            this.http,
           ),
           config: deployment.commitStatus,
           cluster: this.config.cluster.name,

@@ -1,10 +1,10 @@
 // `mooring run --config FILE`: the agent and its HTTP server (health, readiness, metrics, webhooks) until SIGTERM.
 // With leader election on, the agent syncs only while it holds the Lease; a standby is ready and waits.
 import { once } from 'node:events';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { AddressInfo } from 'node:net';
 import { homedir, hostname } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { MooringConfig } from '../config/schema.ts';
 import { errorMessage } from '../errors.ts';
 import { KubeApi } from '../kube/api.ts';
@@ -62,8 +62,13 @@ export async function runAgent(
   // Streams linger a few minutes after a sync, so the next sync of the same deployments finds them open.
   const cache = new ClusterCache(api, { lingerMs: 5 * 60_000 });
   const metrics = new AgentMetrics();
-  const newAgent = () =>
-    new Agent({
+  // Commit statuses, with the outbox of undelivered ones: delivered again when an agent starts leading.
+  let statuses: CommitStatusSync | undefined;
+  const newAgent = () => {
+    void statuses?.close();
+    statuses = new CommitStatusSync(config, log, { api });
+    void statuses.start().catch(() => undefined);
+    return new Agent({
       config,
       api,
       discovery: new Discovery(api),
@@ -71,9 +76,10 @@ export async function runAgent(
       log,
       cacheDir:
         options.cacheDir ?? process.env.MOORING_CACHE_DIR ?? join(homedir(), '.cache', 'mooring', 'sources'),
-      reporters: [new CommitStatusSync(config, log), new AuditLog(config, log), metrics],
+      reporters: [statuses, new AuditLog(config, log), metrics],
       metrics,
     });
+  };
   let agent: Agent | undefined;
   let started = false;
   let standby = false;
@@ -197,6 +203,7 @@ export async function runAgent(
   } finally {
     clearInterval(probe);
     await agent?.stop();
+    await statuses?.close();
     await elector?.stop();
     server.close();
     cache.close();

@@ -10,12 +10,15 @@ export const BITBUCKET_CLOUD_API_URL = 'https://api.bitbucket.org/2.0';
 /** Bitbucket Cloud refuses longer keys. */
 export const BITBUCKET_CLOUD_MAX_KEY = 40;
 
-/** STOPPED means a build was stopped by someone; a deploy that erred has failed. */
-export const BITBUCKET_STATES: Readonly<Record<CommitState, 'INPROGRESS' | 'SUCCESSFUL' | 'FAILED'>> = {
+/** STOPPED means a build was stopped before it ended (what a cancelled sync is); a deploy that erred has failed. */
+export const BITBUCKET_CLOUD_STATES: Readonly<
+  Record<CommitState, 'INPROGRESS' | 'SUCCESSFUL' | 'FAILED' | 'STOPPED'>
+> = {
   pending: 'INPROGRESS',
   success: 'SUCCESSFUL',
   failure: 'FAILED',
   error: 'FAILED',
+  cancelled: 'STOPPED',
 };
 
 export interface BitbucketCloudOptions {
@@ -40,7 +43,7 @@ export function bitbucketCloudProvider(options: BitbucketCloudOptions = {}): Com
           headers: { Authorization: `Bearer ${token}`, Accept: 'application/json' },
           body: {
             key: boundedKey(status.context, BITBUCKET_CLOUD_MAX_KEY),
-            state: BITBUCKET_STATES[status.state],
+            state: BITBUCKET_CLOUD_STATES[status.state],
             name: status.context,
             description: status.description,
             // Required by Bitbucket: without a target URL of our own, the commit's page.

@@ -1,11 +1,23 @@
 // Bitbucket Server and Data Center: the build-status REST resource, POST {base}/rest/build-status/1.0/commits/{id}.
 // It is keyed by commit alone (a build status belongs to the commit in every repository that has it).
 
-import { BITBUCKET_STATES } from './bitbucket-cloud.ts';
 import { apiBase, postJson, requireCommit } from './http.ts';
 import { ownerAndName, parseRepoUrl, statusSubject } from './repo-url.ts';
 import { boundedKey } from './text.ts';
-import type { CommitStatusProvider, HttpOptions } from './types.ts';
+import type { CommitState, CommitStatusProvider, HttpOptions } from './types.ts';
+
+/**
+ * Bitbucket Server's build states are three: it has no STOPPED, so a cancelled sync (which did not succeed)
+ * is FAILED, with a description that says why.
+ */
+export const BITBUCKET_SERVER_STATES: Readonly<Record<CommitState, 'INPROGRESS' | 'SUCCESSFUL' | 'FAILED'>> =
+  {
+    pending: 'INPROGRESS',
+    success: 'SUCCESSFUL',
+    failure: 'FAILED',
+    error: 'FAILED',
+    cancelled: 'FAILED',
+  };
 
 /** Bitbucket Server stores key and name in columns of 255. */
 const MAX_KEY = 255;
@@ -29,7 +41,7 @@ export function bitbucketServerProvider(options: BitbucketServerOptions): Commit
           url: `${base}/rest/build-status/1.0/commits/${commit}`,
           headers: { Authorization: `Bearer ${token}`, Accept: 'application/json' },
           body: {
-            state: BITBUCKET_STATES[status.state],
+            state: BITBUCKET_SERVER_STATES[status.state],
             key: boundedKey(status.context, MAX_KEY),
             name: boundedKey(status.context, MAX_KEY),
             // Required: without a target URL of our own, the commit's page in the repository.

@@ -1,5 +1,6 @@
 // Gitea and Forgejo: "Create a commit status" (repoCreateStatus), POST /repos/{owner}/{repo}/statuses/{sha}
 // with a CreateStatusOption body. Both share this API; Forgejo kept Gitea's v1 paths and fields.
+import { GITHUB_STATES } from './github.ts';
 import { apiBase, postJson, requireCommit } from './http.ts';
 import { ownerAndName, parseRepoUrl, statusSubject } from './repo-url.ts';
 import type { CommitStatusProvider, HttpOptions } from './types.ts';
@@ -26,8 +27,8 @@ export function giteaProvider(options: GiteaOptions): CommitStatusProvider {
           url: `${api}/repos/${encodeURIComponent(owner)}/${encodeURIComponent(repo)}/statuses/${sha}`,
           headers: { Authorization: `token ${token}`, Accept: 'application/json' },
           body: {
-            // Gitea's CommitStatusState has the same four names as ours.
-            state: status.state,
+            // Gitea's CommitStatusState has our four names (and `warning`); no cancelled state: `error`.
+            state: GITHUB_STATES[status.state],
             ...(status.targetUrl ? { target_url: status.targetUrl } : {}),
             description: status.description,
             context: status.context,

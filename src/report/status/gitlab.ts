@@ -7,12 +7,13 @@ import type { CommitState, CommitStatusProvider, HttpOptions } from './types.ts'
 
 export const GITLAB_API_URL = 'https://gitlab.com/api/v4';
 
-/** GitLab has no "error": both of our failures are its "failed". */
+/** GitLab has no "error": both of our failures are its "failed"; a sync that was cut short is "canceled". */
 export const GITLAB_STATES: Readonly<Record<CommitState, string>> = {
   pending: 'pending',
   success: 'success',
   failure: 'failed',
   error: 'failed',
+  cancelled: 'canceled',
 };
 
 export interface GitLabOptions {

@@ -71,17 +71,29 @@ export class CommitStatusReporter {
 
   /** Never throws: a status that cannot be posted is logged, passed to onError, and answered 'failed'. */
   async report(target: StatusTarget, report: StatusReport): Promise<ReportResult> {
+    return (await this.attempt(target, report)).result;
+  }
+
+  /**
+   * As report(), with at most `maxAttempts` tries, and the reason when the status was not posted (its kind says
+   * whether a later try can help), so that a caller can keep the status and post it later.
+   */
+  async attempt(
+    target: StatusTarget,
+    report: StatusReport,
+    maxAttempts = MAX_ATTEMPTS,
+  ): Promise<{ result: 'posted' | 'skipped' } | { result: 'failed'; error: MooringError }> {
     let status: CommitStatus | undefined;
     let token: string | undefined;
     let attempts = 0;
     try {
-      if (!this.#options.config.enabled) return 'skipped';
-      status = this.#status(report);
+      if (!this.#options.config.enabled) return { result: 'skipped' };
+      status = this.statusFor(report);
       const key = [target.repoUrl, target.commit, status.context].join('\n');
       const fingerprint = JSON.stringify([status.state, status.description, status.targetUrl ?? null]);
       if (this.#lastPosted.get(key) === fingerprint) {
         this.#options.logger.debug(this.#fields(target, status), 'commit status unchanged, not posted again');
-        return 'skipped';
+        return { result: 'skipped' };
       }
       token = await this.#token();
       for (;;) {
@@ -91,7 +103,7 @@ export class CommitStatusReporter {
           break;
         } catch (error) {
           const disposition = classify(error);
-          if (disposition.action === 'stop' || attempts >= MAX_ATTEMPTS) throw error;
+          if (disposition.action === 'stop' || attempts >= maxAttempts) throw error;
           const backoff = FIRST_BACKOFF_MS * 2 ** (attempts - 1);
           const delayMs = Math.min(
             MAX_WAIT_MS,
@@ -107,18 +119,18 @@ export class CommitStatusReporter {
       }
       this.#remember(key, fingerprint);
     } catch (error) {
-      this.#fail(target, status, error, token, attempts);
-      return 'failed';
+      return { result: 'failed', error: this.#fail(target, status, error, token, attempts) };
     }
     try {
       this.#options.logger.info({ ...this.#fields(target, status), attempts }, 'commit status posted');
     } catch {
       // Posted is posted, whatever the logger does.
     }
-    return 'posted';
+    return { result: 'posted' };
   }
 
-  #status(report: StatusReport): CommitStatus {
+  /** The status as it is posted: the context added, the description fitted to the provider. */
+  statusFor(report: StatusReport): CommitStatus {
     const { provider, config } = this.#options;
     const targetUrl =
       report.targetUrl ?? (config.targetUrl && renderTemplate(config.targetUrl, this.#values()));
@@ -147,7 +159,7 @@ export class CommitStatusReporter {
     error: unknown,
     token: string | undefined,
     attempts: number,
-  ): void {
+  ): MooringError {
     const safe = safeError(error, token, target);
     try {
       this.#options.logger.warn(
@@ -158,6 +170,7 @@ export class CommitStatusReporter {
     } catch {
       // A failing logger or callback must not turn a lost status into a failed sync.
     }
+    return safe;
   }
 
   #remember(key: string, fingerprint: string): void {

@@ -1,7 +1,10 @@
 // The shape shared by every commit-status provider and the reporter that drives them.
 
-/** What mooring says about a commit; each provider maps it onto its own states. */
-export type CommitState = 'pending' | 'success' | 'failure' | 'error';
+/**
+ * What mooring says about a commit; each provider maps it onto its own states. `cancelled`: the sync ended
+ * before the deployment was stable, because a newer revision replaced it or the agent stopped.
+ */
+export type CommitState = 'pending' | 'success' | 'failure' | 'error' | 'cancelled';
 
 export interface CommitStatus {
   state: CommitState;

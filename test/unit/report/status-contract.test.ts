@@ -28,7 +28,7 @@ import type {
 const SHA = '3f2a1c9d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39';
 const CANARY = 'canary-7Qx9-token-never-shown';
 const TOKEN_ENV = 'MOORING_TEST_COMMIT_STATUS_TOKEN';
-const STATES: CommitState[] = ['pending', 'success', 'failure', 'error'];
+const STATES: CommitState[] = ['pending', 'success', 'failure', 'error', 'cancelled'];
 
 // --- the capturing server ---------------------------------------------------------------------------------
 
@@ -273,7 +273,7 @@ describe('GitHub requests match the published OpenAPI description', () => {
       expect(result).toBe('posted');
       checkAgainst(dotcom, only(), '');
       expect(bodyOf(only())).toMatchObject({
-        state,
+        state: state === 'cancelled' ? 'error' : state,
         context: 'mooring/prod/web',
         description: `deploy ${state}`,
       });
@@ -373,11 +373,11 @@ describe.each(Object.entries(SHAPES))('%s requests match the documented shape', 
 
 describe('state mapping', () => {
   const expected: Record<ProviderName, string[]> = {
-    github: ['pending', 'success', 'failure', 'error'],
-    gitea: ['pending', 'success', 'failure', 'error'],
-    gitlab: ['pending', 'success', 'failed', 'failed'],
-    'bitbucket-cloud': ['INPROGRESS', 'SUCCESSFUL', 'FAILED', 'FAILED'],
-    'bitbucket-server': ['INPROGRESS', 'SUCCESSFUL', 'FAILED', 'FAILED'],
+    github: ['pending', 'success', 'failure', 'error', 'error'],
+    gitea: ['pending', 'success', 'failure', 'error', 'error'],
+    gitlab: ['pending', 'success', 'failed', 'failed', 'canceled'],
+    'bitbucket-cloud': ['INPROGRESS', 'SUCCESSFUL', 'FAILED', 'FAILED', 'STOPPED'],
+    'bitbucket-server': ['INPROGRESS', 'SUCCESSFUL', 'FAILED', 'FAILED', 'FAILED'],
   };
   it.each(CASES)('$provider', async (c) => {
     const { reporter } = harness(c);

@@ -1,0 +1,264 @@
+// The commit-status outbox: final statuses (success, failure, error, cancelled) that the status API did not take
+// (down, 5xx, rate limited, reset, no answer in time) are kept here and in the cluster (outbox-store.ts), so that
+// they survive a restart, and delivered when the API answers again: after a back-off, never before a Retry-After,
+// until delivered or expired (commitStatus.retryFor). Pending statuses are never kept: a late "pending" would
+// only be wrong. The rules are in outbox-policy.ts; this file holds the state, the timer and the writes.
+import { classify, errorMessage, type MooringError } from '../errors.ts';
+import type { Logger } from '../sync/logger.ts';
+import {
+  afterFailure,
+  due,
+  expire,
+  type Gate,
+  isOpen,
+  nextWake,
+  type OutboxEntry,
+  upsert,
+} from './outbox-policy.ts';
+import type { OutboxStore } from './outbox-store.ts';
+
+export interface OutboxTimers {
+  set(fn: () => void, ms: number): unknown;
+  clear(handle: unknown): void;
+}
+
+export interface OutboxDeps {
+  store: OutboxStore;
+  /** Posts one kept status: resolves when posted, false when it has nowhere to go any more; throws otherwise. */
+  deliver: (entry: OutboxEntry) => Promise<boolean>;
+  log: Logger;
+  now?: () => number;
+  random?: () => number;
+  /** Tests pass timers that never fire and call flush() themselves. */
+  timers?: OutboxTimers;
+}
+
+const RELOAD_MS = 10_000;
+
+const realTimers: OutboxTimers = {
+  set: (fn, ms) => setTimeout(fn, ms).unref(),
+  clear: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
+export class StatusOutbox {
+  readonly #deps: OutboxDeps;
+  readonly #now: () => number;
+  readonly #timers: OutboxTimers;
+  #entries: OutboxEntry[] = [];
+  readonly #gates = new Map<string, Gate>();
+  // Until the stored entries are read, nothing is written: a write would replace them with the few in memory.
+  #loaded = false;
+  #closed = false;
+  #timer: unknown;
+  #flushing: Promise<void> | undefined;
+  #flushAgain = false;
+  #writing: Promise<void> | undefined;
+  #dirty = false;
+
+  constructor(deps: OutboxDeps) {
+    this.#deps = deps;
+    this.#now = deps.now ?? Date.now;
+    this.#timers = deps.timers ?? realTimers;
+  }
+
+  /** Reads what a previous agent kept and delivers it. Never throws: a failed read is tried again later. */
+  async start(): Promise<void> {
+    await this.#load();
+    await this.flush();
+  }
+
+  /** The statuses kept now, oldest first. */
+  get entries(): readonly OutboxEntry[] {
+    return this.#entries;
+  }
+
+  /** Whether statuses may be posted to this API now (false while it is backing off). */
+  isOpen(gate: string): boolean {
+    return isOpen(this.#gates.get(gate), this.#now());
+  }
+
+  /** Keeps a final status for later; `error` is why it was not delivered (it closes the API's gate). */
+  async keep(entry: OutboxEntry, error?: MooringError): Promise<void> {
+    if (error) this.failed(entry.gate, error);
+    const kept = { ...entry, lastError: error ? errorMessage(error) : entry.lastError };
+    this.#entries = upsert(this.#entries, kept);
+    this.#deps.log.info(
+      { deployment: entry.deployment, commit: entry.commit, state: entry.state, kept: this.#entries.length },
+      'commit status kept in the outbox, to be posted when the status API answers',
+    );
+    await this.#persist();
+    this.#schedule();
+  }
+
+  /** A request to this API failed (a pending status, or a direct post): back off. */
+  failed(gate: string, error: MooringError): void {
+    const disposition = classify(error);
+    if (disposition.action === 'stop') return;
+    this.#gates.set(gate, afterFailure(this.#gates.get(gate), disposition, this.#now(), this.#deps.random));
+  }
+
+  /** A status reached this API: it answers again, and a kept status of `key` is outdated by the one posted. */
+  async posted(gate: string, key?: string): Promise<void> {
+    const reopened = this.#gates.delete(gate);
+    if (key !== undefined && this.#entries.some((e) => e.key === key)) {
+      this.#entries = this.#entries.filter((e) => e.key !== key);
+      await this.#persist();
+    }
+    if (reopened) this.#schedule(0);
+  }
+
+  /** Delivers every status that is due; one runs at a time, and a call during a run makes it run again. */
+  flush(): Promise<void> {
+    if (this.#flushing) {
+      this.#flushAgain = true;
+      return this.#flushing;
+    }
+    this.#flushing = (async () => {
+      try {
+        do {
+          this.#flushAgain = false;
+          await this.#flushOnce();
+        } while (this.#flushAgain && !this.#closed);
+      } finally {
+        this.#flushing = undefined;
+        this.#schedule();
+      }
+    })();
+    return this.#flushing;
+  }
+
+  /** Stops retrying; what is kept stays in the cluster for the next agent. Waits for the write under way. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer !== undefined) this.#timers.clear(this.#timer);
+    this.#timer = undefined;
+    await this.#flushing;
+    await this.#writing;
+  }
+
+  async #load(): Promise<void> {
+    if (this.#loaded) return;
+    try {
+      const stored = await this.#deps.store.read();
+      let merged = this.#entries;
+      for (const e of stored) merged = upsert(merged, e);
+      this.#entries = merged;
+      this.#loaded = true;
+      if (stored.length > 0)
+        this.#deps.log.info({ kept: stored.length }, 'commit statuses kept by a previous agent');
+    } catch (error) {
+      this.#deps.log.warn({ err: errorMessage(error) }, 'cannot read the commit-status outbox');
+    }
+  }
+
+  async #flushOnce(): Promise<void> {
+    if (!this.#loaded) await this.#load();
+    if (this.#closed) return;
+    const { expired, kept } = expire(this.#entries, this.#now());
+    if (expired.length > 0) {
+      this.#entries = kept;
+      for (const e of expired) {
+        this.#deps.log.warn(
+          {
+            deployment: e.deployment,
+            commit: e.commit,
+            state: e.state,
+            attempts: e.attempts,
+            error: e.lastError,
+          },
+          'commit status dropped: the status API did not take it within commitStatus.retryFor',
+        );
+      }
+      this.#dirty = true;
+    }
+    for (const entry of due(this.#entries, this.#gates, this.#now())) {
+      if (this.#closed) break;
+      // A gate closed by an earlier entry of this round, or the entry replaced meanwhile: not now.
+      if (!this.isOpen(entry.gate) || !this.#entries.includes(entry)) continue;
+      let delivered: boolean;
+      try {
+        delivered = await this.#deps.deliver(entry);
+      } catch (error) {
+        const safe = error as MooringError;
+        if (classify(error).action === 'stop') {
+          this.#deps.log.warn(
+            { deployment: entry.deployment, commit: entry.commit, error: errorMessage(error) },
+            'commit status dropped: the status API refused it',
+          );
+          this.#remove(entry);
+          continue;
+        }
+        this.failed(entry.gate, safe);
+        this.#replace(entry, { ...entry, attempts: entry.attempts + 1, lastError: errorMessage(error) });
+        continue;
+      }
+      if (delivered) {
+        this.#gates.delete(entry.gate);
+        this.#deps.log.info(
+          {
+            deployment: entry.deployment,
+            commit: entry.commit,
+            state: entry.state,
+            attempts: entry.attempts + 1,
+          },
+          'kept commit status delivered',
+        );
+      }
+      this.#remove(entry);
+    }
+    if (this.#dirty) await this.#persist();
+  }
+
+  #remove(entry: OutboxEntry): void {
+    this.#entries = this.#entries.filter((e) => e !== entry);
+    this.#dirty = true;
+  }
+
+  #replace(entry: OutboxEntry, next: OutboxEntry): void {
+    this.#entries = this.#entries.map((e) => (e === entry ? next : e));
+    this.#dirty = true;
+  }
+
+  // Writes are serialized and coalesced: the last state is what gets written.
+  #persist(): Promise<void> {
+    this.#dirty = true;
+    if (!this.#loaded) return Promise.resolve();
+    if (this.#writing) return this.#writing.then(() => (this.#dirty ? this.#persist() : undefined));
+    this.#writing = (async () => {
+      try {
+        while (this.#dirty) {
+          this.#dirty = false;
+          await this.#deps.store.write(this.#entries);
+        }
+      } catch (error) {
+        this.#dirty = true;
+        this.#deps.log.warn({ err: errorMessage(error) }, 'cannot write the commit-status outbox');
+      } finally {
+        this.#writing = undefined;
+      }
+    })();
+    return this.#writing;
+  }
+
+  #schedule(delayMs?: number): void {
+    if (this.#closed) return;
+    if (this.#timer !== undefined) this.#timers.clear(this.#timer);
+    this.#timer = undefined;
+    const now = this.#now();
+    let wait: number | undefined;
+    if (delayMs !== undefined) wait = delayMs;
+    else if (!this.#loaded || this.#dirty) wait = RELOAD_MS;
+    else {
+      const wake = nextWake(this.#entries, this.#gates, now);
+      wait = wake === undefined ? undefined : wake - now;
+    }
+    if (wait === undefined) return;
+    this.#timer = this.#timers.set(
+      () => {
+        this.#timer = undefined;
+        void this.flush();
+      },
+      Math.max(0, wait),
+    );
+  }
+}

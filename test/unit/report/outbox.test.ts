@@ -1,0 +1,254 @@
+// The commit-status outbox with a clock of the test's own: what is kept and replaced, the back-off after
+// failures, Retry-After honoured, expiry after retryFor, bounded size, and what a new outbox reads back.
+// The store here is an array behind the outbox's own store interface (the ConfigMap store is exercised against
+// the real API server by the fault tests); delivery is a function that fails the way the status API would.
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { StalledError, TransientError, WaitingError } from '../../../src/errors.ts';
+import { describeCancelled } from '../../../src/report/commit-status-sync.ts';
+import { StatusOutbox } from '../../../src/report/outbox.ts';
+import {
+  afterFailure,
+  entryKey,
+  FIRST_BACKOFF_MS,
+  MAX_BACKOFF_MS,
+  MAX_ENTRIES,
+  type OutboxEntry,
+  upsert,
+} from '../../../src/report/outbox-policy.ts';
+import type { OutboxStore } from '../../../src/report/outbox-store.ts';
+
+const HOUR = 60 * 60_000;
+
+function entry(commit: string, at: number, extra: Partial<OutboxEntry> = {}): OutboxEntry {
+  const base = { deployment: 'web', commit, context: 'mooring/prod/web' };
+  return {
+    ...base,
+    key: entryKey(base),
+    state: 'success',
+    description: `${commit} stable`,
+    gate: 'api',
+    at,
+    expiresAt: at + 24 * HOUR,
+    attempts: 0,
+    ...extra,
+  };
+}
+
+function harness(initial: OutboxEntry[] = []) {
+  let now = 1_000_000;
+  const stored: { entries: OutboxEntry[]; writes: number } = { entries: initial, writes: 0 };
+  const store: OutboxStore = {
+    read: async () => stored.entries.map((e) => ({ ...e })),
+    write: async (entries) => {
+      stored.entries = entries.map((e) => ({ ...e }));
+      stored.writes += 1;
+    },
+  };
+  const delivered: string[] = [];
+  const attempts: { commit: string; at: number }[] = [];
+  let fail: (() => Error) | undefined;
+  const lines: string[] = [];
+  const log = pino(
+    { level: 'debug' },
+    new Writable({
+      write(chunk: Buffer, _e, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    }),
+  );
+  const outbox = new StatusOutbox({
+    store,
+    log,
+    now: () => now,
+    random: () => 1,
+    timers: { set: () => 0, clear: () => undefined },
+    deliver: async (e) => {
+      attempts.push({ commit: e.commit, at: now });
+      if (fail) throw fail();
+      delivered.push(`${e.commit}:${e.state}`);
+      return true;
+    },
+  });
+  return {
+    outbox,
+    stored,
+    delivered,
+    attempts,
+    lines,
+    advance: (ms: number) => (now += ms),
+    now: () => now,
+    failWith: (f: (() => Error) | undefined) => (fail = f),
+  };
+}
+
+describe('outbox rules', () => {
+  it('a newer status for the same commit and context replaces the older one; an older one does not', () => {
+    const first = entry('aaaaaaa', 1, { state: 'error', description: 'first' });
+    const second = entry('aaaaaaa', 2, { state: 'success', description: 'second' });
+    expect(upsert([first], second).map((e) => e.description)).toEqual(['second']);
+    expect(upsert([second], first).map((e) => e.description)).toEqual(['second']);
+    const other = entry('bbbbbbb', 3);
+    expect(upsert([second], other).map((e) => e.commit)).toEqual(['aaaaaaa', 'bbbbbbb']);
+  });
+
+  it('keeps at most MAX_ENTRIES, dropping the oldest', () => {
+    let entries: OutboxEntry[] = [];
+    for (let i = 0; i < MAX_ENTRIES + 5; i++) entries = upsert(entries, entry(`c${i}`, i));
+    expect(entries).toHaveLength(MAX_ENTRIES);
+    expect(entries[0]?.commit).toBe('c5');
+  });
+
+  it('backs off doubling to a cap, and waits what Retry-After asks', () => {
+    let gate = afterFailure(undefined, { action: 'back-off' }, 0, () => 1);
+    expect(gate.until).toBe(FIRST_BACKOFF_MS);
+    gate = afterFailure(gate, { action: 'back-off' }, 0, () => 1);
+    expect(gate.until).toBe(2 * FIRST_BACKOFF_MS);
+    for (let i = 0; i < 20; i++) gate = afterFailure(gate, { action: 'back-off' }, 0, () => 1);
+    expect(gate.until).toBe(MAX_BACKOFF_MS);
+    // Jitter stays within half of the back-off.
+    expect(afterFailure(undefined, { action: 'back-off' }, 0, () => 0).until).toBe(FIRST_BACKOFF_MS / 2);
+    expect(afterFailure(gate, { action: 'retry-after', delayMs: 30_000 }, 100, () => 1).until).toBe(30_100);
+  });
+});
+
+describe('StatusOutbox', () => {
+  it('retries with back-off until the API answers, then delivers and forgets', async () => {
+    const h = harness();
+    await h.outbox.start();
+    h.failWith(() => new TransientError('GitHub answered HTTP 503'));
+    await h.outbox.keep(entry('aaaaaaa', h.now()), new TransientError('GitHub answered HTTP 503'));
+    expect(h.stored.entries.map((e) => e.commit)).toEqual(['aaaaaaa']);
+    expect(h.outbox.isOpen('api')).toBe(false);
+    // Before the back-off ends, nothing is tried.
+    await h.outbox.flush();
+    expect(h.attempts).toHaveLength(0);
+    h.advance(FIRST_BACKOFF_MS);
+    await h.outbox.flush();
+    expect(h.attempts).toHaveLength(1);
+    expect(h.outbox.entries[0]?.attempts).toBe(1);
+    // The second failure doubles the wait.
+    h.advance(FIRST_BACKOFF_MS);
+    await h.outbox.flush();
+    expect(h.attempts).toHaveLength(1);
+    h.advance(FIRST_BACKOFF_MS);
+    h.failWith(undefined);
+    await h.outbox.flush();
+    expect(h.delivered).toEqual(['aaaaaaa:success']);
+    expect(h.outbox.entries).toEqual([]);
+    expect(h.stored.entries).toEqual([]);
+    expect(h.outbox.isOpen('api')).toBe(true);
+  });
+
+  it('honours Retry-After: nothing is sent to that API before it, every kept status after it', async () => {
+    const h = harness();
+    await h.outbox.start();
+    h.failWith(() => new WaitingError('rate limited', 30_000));
+    await h.outbox.keep(entry('aaaaaaa', h.now()), new WaitingError('rate limited', 30_000));
+    await h.outbox.keep(entry('bbbbbbb', h.now() + 1));
+    for (let t = 0; t < 29; t++) {
+      h.advance(1_000);
+      await h.outbox.flush();
+    }
+    expect(h.attempts).toHaveLength(0);
+    h.failWith(undefined);
+    h.advance(1_000);
+    await h.outbox.flush();
+    expect(h.delivered).toEqual(['aaaaaaa:success', 'bbbbbbb:success']);
+  });
+
+  it('one failure in a round closes the gate for the rest of that API', async () => {
+    const h = harness();
+    await h.outbox.start();
+    await h.outbox.keep(entry('aaaaaaa', 1));
+    await h.outbox.keep(entry('bbbbbbb', 2));
+    await h.outbox.keep(entry('ccccccc', 3, { gate: 'other-api' }));
+    h.failWith(() => new TransientError('reset'));
+    await h.outbox.flush();
+    // One request to the failing API (then it backs off), one to the other.
+    expect(h.attempts.map((a) => a.commit)).toEqual(['aaaaaaa', 'ccccccc']);
+  });
+
+  it('drops a status the API refuses for good, and one past retryFor', async () => {
+    const h = harness();
+    await h.outbox.start();
+    await h.outbox.keep(entry('aaaaaaa', h.now(), { expiresAt: h.now() + HOUR }));
+    h.failWith(() => new StalledError('HTTP 404: the repository or commit does not exist'));
+    await h.outbox.keep(entry('bbbbbbb', h.now() + 1, { gate: 'other' }));
+    h.advance(HOUR);
+    await h.outbox.flush();
+    expect(h.attempts.map((a) => a.commit)).toEqual(['bbbbbbb']);
+    expect(h.outbox.entries).toEqual([]);
+    expect(h.stored.entries).toEqual([]);
+    expect(h.lines.join('')).toContain('did not take it within commitStatus.retryFor');
+    expect(h.lines.join('')).toContain('the status API refused it');
+  });
+
+  it('a status posted directly outdates the kept one of the same key and reopens the API', async () => {
+    const h = harness();
+    await h.outbox.start();
+    const old = entry('aaaaaaa', h.now(), { state: 'error' });
+    await h.outbox.keep(old, new TransientError('HTTP 500'));
+    await h.outbox.posted('api', old.key);
+    expect(h.outbox.entries).toEqual([]);
+    expect(h.outbox.isOpen('api')).toBe(true);
+    await h.outbox.flush();
+    expect(h.attempts).toEqual([]);
+  });
+
+  it('a new outbox reads what the previous one kept, and delivers it on start', async () => {
+    const first = harness();
+    await first.outbox.start();
+    await first.outbox.keep(entry('aaaaaaa', 1, { state: 'cancelled' }), new TransientError('reset'));
+    await first.outbox.close();
+    const second = harness(first.stored.entries);
+    await second.outbox.start();
+    expect(second.delivered).toEqual(['aaaaaaa:cancelled']);
+    expect(second.stored.entries).toEqual([]);
+  });
+
+  it('does not write before it has read what is stored (a failed read keeps the stored entries)', async () => {
+    const h = harness([entry('aaaaaaa', 1)]);
+    const failing = new StatusOutbox({
+      store: {
+        read: async () => {
+          throw new TransientError('API server unreachable');
+        },
+        write: async () => {
+          h.stored.writes += 1;
+        },
+      },
+      log: pino({ level: 'silent' }),
+      timers: { set: () => 0, clear: () => undefined },
+      deliver: async () => true,
+    });
+    await failing.start();
+    await failing.keep(entry('bbbbbbb', 2));
+    expect(h.stored.writes).toBe(0);
+  });
+});
+
+describe('cancelled statuses', () => {
+  const commit = 'a'.repeat(40);
+  it('name the commit that replaced the sync', () => {
+    expect(describeCancelled(`${'b'.repeat(40)}|web=sha256:1`, commit)).toEqual({
+      state: 'cancelled',
+      description: 'Superseded by bbbbbbb before it was stable',
+    });
+    expect(describeCancelled('c'.repeat(40), commit).description).toBe(
+      'Superseded by ccccccc before it was stable',
+    );
+  });
+  it('say a newer image replaced it when the commit is the same', () => {
+    expect(describeCancelled(`${commit}|web=sha256:2`, commit).description).toBe(
+      'Superseded by a newer image before it was stable',
+    );
+  });
+  it('say the agent stopped when nothing replaced it', () => {
+    expect(describeCancelled(undefined, commit).description).toBe(
+      'Agent stopped before the deployment was stable; it resumes on restart',
+    );
+  });
+});
