@@ -121,6 +121,15 @@ export async function pollRegistrySource(
   reconcile: Reconcile,
 ): Promise<void> {
   const name = registry.source.name;
+  // The registry said when to come back (429 Retry-After, RateLimit-Remaining: 0): no request before then.
+  const pause = registry.client.notBefore;
+  if (pause !== undefined) {
+    state.log.info(
+      { source: name, until: new Date(pause.until).toISOString(), reason: pause.reason },
+      'registry poll skipped: rate limited',
+    );
+    return;
+  }
   const result = await pollRegistry(registry.client, registry.source, {
     lastDigest: registry.current?.digest ?? state.knownDigests.get(name),
     lastTag: registry.current?.tag,

@@ -9,8 +9,10 @@ import { Authenticator } from './authenticator.ts';
 import { type HttpResponse, HttpTransport, header, type Method, safeUrl } from './http.ts';
 import {
   type Clock,
+  type Pause,
   parseRateLimitRemaining,
   parseRetryAfter,
+  RegistryPause,
   systemClock,
   TokenBucket,
 } from './rate-limit.ts';
@@ -40,6 +42,8 @@ export interface RegistryClientOptions {
   maxBodyBytes?: number;
   maxTags?: number;
   clock?: Clock;
+  /** What the registry said about when to ask again; one per client unless a test hands one in. */
+  pause?: RegistryPause;
 }
 
 export interface RegistryStats {
@@ -69,6 +73,7 @@ export class RegistryClient {
   readonly #auth: Authenticator;
   readonly #stats: RegistryStats = { head: 0, get: 0, token: 0 };
   #rateLimitRemaining: number | undefined;
+  readonly #pause: RegistryPause;
 
   constructor(options: RegistryClientOptions) {
     this.host = options.host;
@@ -77,6 +82,7 @@ export class RegistryClient {
     this.#base = new URL(`${this.#insecure ? 'http' : 'https'}://${this.apiHost}/v2/`);
     this.#clock = options.clock ?? systemClock;
     this.#bucket = new TokenBucket(options.requestsPerSecond ?? 5, this.#clock);
+    this.#pause = options.pause ?? new RegistryPause(this.#clock);
     this.#maxBody = options.maxBodyBytes ?? 4 * 1024 * 1024;
     this.#maxTags = options.maxTags ?? 10_000;
     this.#http = new HttpTransport({
@@ -106,6 +112,14 @@ export class RegistryClient {
   /** The registry's last `RateLimit-Remaining` (Docker Hub pulls left in its window), if it sends one. */
   get rateLimitRemaining(): number | undefined {
     return this.#rateLimitRemaining;
+  }
+
+  /**
+   * Until when the registry asked not to be asked again (a 429's Retry-After, or RateLimit-Remaining: 0 until
+   * its reset); undefined when it may be asked now. Polls check this before they send anything.
+   */
+  get notBefore(): Pause | undefined {
+    return this.#pause.current;
   }
 
   /**
@@ -209,8 +223,13 @@ export class RegistryClient {
     if (response.status === 403)
       throw new StalledError(`access to ${this.#name(repository)} denied (HTTP 403)`);
     if (response.status === 429) {
-      const ms = parseRetryAfter(header(response.headers, 'retry-after'), this.#clock.now());
-      throw new WaitingError(`rate limited by ${this.host}; retry in ${Math.ceil(ms / 1000)}s`, ms);
+      const now = this.#clock.now();
+      const until = this.#pause.current?.until;
+      const ms = until !== undefined ? until - now : parseRetryAfter(undefined, now);
+      throw new WaitingError(
+        `rate limited by ${this.host} (HTTP 429); polls wait until ${new Date(now + ms).toISOString()}`,
+        ms,
+      );
     }
     if (response.status >= 500 || response.status === 408) {
       throw new TransientError(`${this.host} answered HTTP ${response.status} for ${method} ${safeUrl(url)}`);
@@ -229,6 +248,7 @@ export class RegistryClient {
     this.#byStatus.set(key, (this.#byStatus.get(key) ?? 0) + 1);
     const remaining = parseRateLimitRemaining(header(response.headers, 'ratelimit-remaining'));
     if (remaining !== undefined) this.#rateLimitRemaining = remaining;
+    this.#pause.observe(response.status, (name) => header(response.headers, name));
     return response;
   }
 
