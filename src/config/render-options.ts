@@ -16,5 +16,14 @@ export function renderOptionsFor(config: MooringConfig, deployment: Deployment):
     imageRules: config.render.imagePaths,
     referenceRules: config.render.referencePaths,
     clusterScoped: config.render.clusterScoped,
+    boundary: {
+      namespaces: [deployment.namespace, ...deployment.allowedNamespaces],
+      clusterScoped: deployment.allowClusterScoped,
+      advice: {
+        namespace: () => `list it in allowedNamespaces of deployment ${deployment.name}`,
+        clusterScoped: (object) =>
+          `allow it with allowClusterScoped of deployment ${deployment.name} (true, or kinds such as ${object.kind})`,
+      },
+    },
   };
 }

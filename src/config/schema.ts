@@ -222,6 +222,17 @@ export const deployment = z.strictObject({
   versioned: z.record(z.string(), z.boolean()).default({}),
   requireDigests: z.boolean().default(false),
   imageMatch: z.enum(['match-name-and-tag', 'match-name-only']).default('match-name-and-tag'),
+  /** Namespaces besides its own that the deployment's objects may name; `*` matches any characters. */
+  allowedNamespaces: z
+    .array(z.string().regex(/^[a-z0-9*]([-a-z0-9*]*[a-z0-9*])?$/, 'must be a namespace name, "*" allowed'))
+    .default([]),
+  /** Cluster-scoped objects: none (false), all (true), or those of these kinds (`Kind` or `group/Kind`). */
+  allowClusterScoped: z
+    .union([
+      z.boolean(),
+      z.array(z.string().regex(/^([a-z0-9.-]*\/)?[A-Za-z0-9]+$/, 'must be Kind or group/Kind')),
+    ])
+    .default(false),
   commitStatus: commitStatus.prefault({}),
 });
 export type Deployment = z.infer<typeof deployment>;

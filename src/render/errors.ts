@@ -29,3 +29,21 @@ export class RenderErrors extends StalledError {
     this.errors = errors;
   }
 }
+
+/** Throws the problems found so far, in file order (errors without a place first); nothing when there are none. */
+export function throwIfAny(errors: readonly RenderError[]): void {
+  if (errors.length === 0) return;
+  const order = (e: RenderError) => (e.origin ? [e.origin.file, e.origin.line, e.origin.column] : ['', 0, 0]);
+  const sorted = [...errors].sort((a, b) => {
+    const [fa, la, ca] = order(a);
+    const [fb, lb, cb] = order(b);
+    return fa === fb
+      ? la === lb
+        ? Number(ca) - Number(cb)
+        : Number(la) - Number(lb)
+      : String(fa) < String(fb)
+        ? -1
+        : 1;
+  });
+  throw new RenderErrors(sorted);
+}

@@ -4,7 +4,7 @@
 
 import { ARTIFACT } from './annotations.ts';
 import { canonical } from './canonical.ts';
-import { RenderError, RenderErrors } from './errors.ts';
+import { RenderError, throwIfAny } from './errors.ts';
 import { bindImages, type ImageArtifact, type ImageBinding, type ImageMatch } from './images.ts';
 import {
   describeObject,
@@ -18,6 +18,7 @@ import {
   type SourcedObject,
 } from './manifest.ts';
 import { applyMoniker } from './moniker.ts';
+import { boundaryErrors, type NamespaceBoundary } from './namespace-boundary.ts';
 import { DEFAULT_LIMITS, type ManifestFile, type ParseLimits, parseManifestFiles } from './parse.ts';
 import { parseStrategy, type Strategy } from './strategy.ts';
 import {
@@ -57,6 +58,8 @@ export interface RenderOptions {
   referenceRules: readonly ReferenceRule[];
   /** Extra cluster-scoped kinds as `group/Kind` (from discovery). */
   clusterScoped: readonly string[];
+  /** Where objects may go (namespaces, cluster-scoped kinds); none: anywhere, as for a plain render of files. */
+  boundary?: NamespaceBoundary | undefined;
 }
 
 export const DEFAULT_OPTIONS: RenderOptions = {
@@ -114,24 +117,6 @@ function indexRules<T extends KindRule>(
   return (group, kind) => index.get(`${group}/${kind}`) ?? [];
 }
 
-/** Throws the problems found so far, in file order (errors without a place first). */
-function fail(errors: RenderError[]): void {
-  if (errors.length === 0) return;
-  const order = (e: RenderError) => (e.origin ? [e.origin.file, e.origin.line, e.origin.column] : ['', 0, 0]);
-  const sorted = [...errors].sort((a, b) => {
-    const [fa, la, ca] = order(a);
-    const [fb, lb, cb] = order(b);
-    return fa === fb
-      ? la === lb
-        ? Number(ca) - Number(cb)
-        : Number(la) - Number(lb)
-      : String(fa) < String(fb)
-        ? -1
-        : 1;
-  });
-  throw new RenderErrors(sorted);
-}
-
 export function render(input: RenderInput): RenderResult {
   const options: RenderOptions = { ...DEFAULT_OPTIONS, ...input.options };
   const snapshot: ClusterSnapshot = input.snapshot ?? { versions: [], live: [] };
@@ -140,16 +125,18 @@ export function render(input: RenderInput): RenderResult {
   const podTemplates = indexRules(POD_TEMPLATE_RULES);
   const errors: RenderError[] = [];
 
-  // 1. Parse, place in namespaces, refuse duplicates.
+  // 1. Parse, place in namespaces, keep inside the boundary, refuse duplicates.
   const parsed = input.parsed ?? parseManifestFiles(input.files, options.limits);
   errors.push(...parsed.errors);
-  fail(errors);
+  throwIfAny(errors);
   const items = parsed.objects;
   const clusterScoped = new Set(options.clusterScoped);
   for (const { object } of items) {
     if (isClusterScoped(object.apiVersion, object.kind, clusterScoped)) delete object.metadata.namespace;
     else object.metadata.namespace ??= input.namespace;
   }
+  if (options.boundary) errors.push(...boundaryErrors(items, options.boundary, clusterScoped));
+  throwIfAny(errors);
   const seen = new Map<string, Origin>();
   for (const { object, origin } of items) {
     const key = objectKey(object);
@@ -163,12 +150,12 @@ export function render(input: RenderInput): RenderResult {
       );
     } else seen.set(key, origin);
   }
-  fail(errors);
+  throwIfAny(errors);
 
   // 2. Read the strategy annotations into the plan.
   const strategies = items.map((item) => parseStrategy(item, errors));
   const versioned = items.map((item) => isVersioned(item, options.versioned, errors));
-  fail(errors);
+  throwIfAny(errors);
 
   // 3. Content: images by digest, traffic labels, monikers. Before versioning, so the content hash covers them.
   const images = bindImages(
@@ -197,7 +184,7 @@ export function render(input: RenderInput): RenderResult {
       podTemplates,
     });
   }
-  fail(errors);
+  throwIfAny(errors);
 
   // 4. Versions. Objects that refer to nothing (ConfigMaps, Secrets) first, then references to them are
   // rewritten, then the versioned objects that hold references (ReplicaSets, Pods) get versions of content that
@@ -229,7 +216,7 @@ export function render(input: RenderInput): RenderResult {
     }
     references.push(...rewriteReferences(items, referenceRules, names));
   }
-  fail(errors);
+  throwIfAny(errors);
 
   // 5. Capacity from the live object, where asked for.
   items.forEach((item, i) => {

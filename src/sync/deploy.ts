@@ -10,6 +10,7 @@ import { collectVersionHistory, type HistoryResult } from '../kube/history.ts';
 import { readSnapshot } from '../kube/snapshot.ts';
 import type { ImageArtifact } from '../render/images.ts';
 import { describeObject, isClusterScoped, type KubeObject } from '../render/manifest.ts';
+import { assertWithinBoundary } from '../render/namespace-boundary.ts';
 import { DEFAULT_LIMITS, type ManifestFile, parseManifestFiles } from '../render/parse.ts';
 import { type ClusterSnapshot, type RenderOptions, type RenderResult, render } from '../render/render.ts';
 import { judgedByMetadata } from '../stability/rules.ts';
@@ -81,6 +82,8 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       if (!isClusterScoped(object.apiVersion, object.kind, scoped))
         object.metadata.namespace ??= request.namespace;
     }
+    // Nothing is asked of the cluster about objects outside the deployment's namespaces.
+    assertWithinBoundary(ctx.parsed, request.renderOptions?.boundary, request.renderOptions?.clusterScoped);
     ctx.snapshot = await readSnapshot(api, objects, discovery);
   };
   const renderStage: Stage = async (ctx) => {

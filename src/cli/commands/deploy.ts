@@ -10,7 +10,7 @@ import { Discovery } from '../../kube/discovery.ts';
 import { describeObject } from '../../render/manifest.ts';
 import { readManifestFiles } from '../../sources/local/files.ts';
 import { deploy } from '../../sync/deploy.ts';
-import { type ClusterFlags, clusterAccess, withManifestFlags } from '../cluster-flags.ts';
+import { type ClusterFlags, clusterAccess, manifestBoundary, withManifestFlags } from '../cluster-flags.ts';
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
 import { kubectlName } from '../names.ts';
 import { formatData, type OutputFormat } from '../output.ts';
@@ -19,6 +19,7 @@ import { parseImageFlag } from './render.ts';
 interface DeployFlags extends ClusterFlags {
   application?: string;
   image: string[];
+  allowNamespace: string[];
   timeout: string;
   dryRun?: boolean;
   wait: boolean;
@@ -84,6 +85,7 @@ export function deployCommand(program: Command, print: (text: string) => void): 
             namespace,
             application: flags.application ?? namespace,
             images,
+            renderOptions: { boundary: manifestBoundary(flags, namespace) },
             timeoutMs,
             dryRun: flags.dryRun ?? false,
             wait: flags.wait,

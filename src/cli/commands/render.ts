@@ -10,16 +10,18 @@ import { toYaml } from '../../render/canonical.ts';
 import { tryParseImageRef } from '../../render/image-ref.ts';
 import type { ImageArtifact } from '../../render/images.ts';
 import { isClusterScoped } from '../../render/manifest.ts';
+import { assertWithinBoundary } from '../../render/namespace-boundary.ts';
 import { parseManifestFiles } from '../../render/parse.ts';
 import { redactSecret } from '../../render/redact.ts';
 import { type ClusterSnapshot, render } from '../../render/render.ts';
 import { readManifestFiles } from '../../sources/local/files.ts';
-import { type ClusterFlags, clusterAccess, withManifestFlags } from '../cluster-flags.ts';
+import { type ClusterFlags, clusterAccess, manifestBoundary, withManifestFlags } from '../cluster-flags.ts';
 import { formatData, formatTable } from '../output.ts';
 
 interface RenderFlags extends ClusterFlags {
   application?: string;
   image: string[];
+  allowNamespace: string[];
   offline?: boolean;
   showSecrets?: boolean;
   requireDigests?: boolean;
@@ -68,6 +70,8 @@ export function renderCommand(
         for (const { object } of objects) {
           if (!isClusterScoped(object.apiVersion, object.kind)) object.metadata.namespace ??= ns;
         }
+        // Objects outside -n are refused before the cluster is asked anything about them.
+        assertWithinBoundary({ objects, errors: [] }, manifestBoundary(flags, ns));
         try {
           snapshot = await readSnapshot(api, objects);
         } finally {
@@ -81,7 +85,10 @@ export function renderCommand(
         application: flags.application ?? namespace,
         images,
         snapshot,
-        options: flags.requireDigests ? { requireDigests: true } : {},
+        options: {
+          boundary: manifestBoundary(flags, namespace),
+          ...(flags.requireDigests ? { requireDigests: true } : {}),
+        },
       });
       for (const unused of result.images.unused) {
         warn(`warning: image artifact ${unused.name}${unused.tag ? `:${unused.tag}` : ''} matched no image`);

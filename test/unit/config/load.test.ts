@@ -194,6 +194,8 @@ render:
       imageRules: [{ group: 'example.com', kind: 'Workflow', path: 'spec.steps[*].image' }],
       referenceRules: [],
       clusterScoped: ['example.com/Tenant'],
+      // The deployment's own namespace only, and no cluster-scoped objects, unless the config lists more.
+      boundary: expect.objectContaining({ namespaces: ['prod'], clusterScoped: false }),
     });
   });
 });
