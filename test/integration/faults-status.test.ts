@@ -1,0 +1,190 @@
+// The status API failing while syncs end: the GitHub-shaped receiver behind the fault proxy answers 500, resets
+// connections and hangs; the agent's syncs still end on time, their final statuses wait in the outbox (a
+// ConfigMap in the agent's namespace) and are posted once the API answers, so that every commit whose status
+// went `pending` ends. Then the agent is stopped while the API is down, a new agent started, the API restored:
+// what the first agent kept is delivered by the second. Every request the receiver got is valid against GitHub's
+// OpenAPI description.
+import { afterAll, describe, expect, it } from 'vitest';
+import type { KubeApi } from '../../src/kube/api.ts';
+import { OUTBOX_NAME } from '../../src/report/outbox-store.ts';
+import { githubStatusValidator, statusReceiver } from '../contract/github-openapi.ts';
+import { FaultProxy } from '../testbed/fault-proxy.ts';
+import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
+import {
+  api,
+  newestStable,
+  outboxOf,
+  postedStatuses,
+  type RunningAgent,
+  startAgent,
+  unended,
+} from './faults-support.ts';
+import { eventually, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
+
+const manifests = (n: number) => ({
+  'app.yaml': `apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {round: "${n}"}
+`,
+});
+
+describe('faults of the status API', () => {
+  const ns = useNamespace('faults-status');
+  const cleanups: (() => Promise<void> | void)[] = [];
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c();
+  });
+
+  it('keeps final statuses while the API fails, and delivers them after it recovers, also across a restart', async () => {
+    const env = testbed();
+    const suffix = Date.now().toString(36);
+    const repoPath = `faults-status-${suffix}/app`;
+    const repo = await createBareRepo(env.git.root, repoPath);
+    const receiver = await statusReceiver();
+    const proxy = await FaultProxy.start(receiver.url);
+    cleanups.push(receiver.close, () => proxy.close());
+    const kube: KubeApi = api();
+    cleanups.push(() => kube.close());
+    const agentNs = `mooring-faults-status-${suffix}`;
+    cleanups.push(async () => {
+      await runTool(env.tools.kubectl, [
+        '--kubeconfig',
+        env.kube.kubeconfig,
+        'delete',
+        'namespace',
+        agentNs,
+        '--wait=false',
+      ]);
+    });
+    const secrets = await manifestDir({ user: env.git.username, password: env.git.password, token: 't' });
+    const config = `
+cluster: {name: faults, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
+sources:
+  git:
+    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
+deployments:
+  - name: web
+    namespace: ${ns()}
+    source: app
+    stability: {timeout: 1m}
+    commitStatus: {provider: github, apiUrl: "${proxy.url}", token: {file: ${secrets}/token}}
+server: {port: 0, address: 127.0.0.1}
+`;
+    const statuses = () => postedStatuses(receiver.captured);
+    const ends = (agent: RunningAgent) => agent.logged(/./).filter((r) => r.outcome !== undefined);
+    const syncedTo = async (agent: RunningAgent, commit: string, timeoutMs = 90_000) => {
+      await eventually(
+        `sync of ${commit.slice(0, 7)} ended`,
+        async () =>
+          ends(agent).some((r) => r.revision === commit.slice(0, 12) && r.outcome === 'stable')
+            ? true
+            : undefined,
+        timeoutMs,
+      );
+    };
+
+    // All is well: pending then success.
+    const first = await commitFiles(repo, manifests(1));
+    let agent = startAgent(config);
+    cleanups.push(() => agent.stop());
+    await eventually('first commit: pending then success', async () =>
+      statuses()
+        .filter((s) => s.sha === first)
+        .map((s) => s.state)
+        .join() === 'pending,success'
+        ? true
+        : undefined,
+    );
+
+    // 500s: the sync ends anyway; its final status is kept in the cluster.
+    proxy.set({ kind: 'status', status: 500 }, { match: (r) => r.method === 'POST' });
+    const second = await commitFiles(repo, manifests(2));
+    await syncedTo(agent, second);
+    await eventually('the success of the second commit kept in the outbox', async () => {
+      const kept = await outboxOf(kube, agentNs);
+      return kept.some((e) => e.commit === second && e.state === 'success') ? kept : undefined;
+    });
+    expect(proxy.count('status')).toBeGreaterThanOrEqual(1);
+
+    // Resets before the request reaches the API.
+    proxy.set({ kind: 'reset', when: 'request' }, { match: (r) => r.method === 'POST' });
+    const third = await commitFiles(repo, manifests(3));
+    await syncedTo(agent, third);
+
+    // A hung API: the request times out (10 s), the sync does not wait for it beyond that.
+    proxy.set({ kind: 'hang' }, { match: (r) => r.method === 'POST' });
+    const fourth = await commitFiles(repo, manifests(4));
+    const hungAt = Date.now();
+    await syncedTo(agent, fourth);
+    expect(Date.now() - hungAt).toBeLessThan(60_000);
+    await eventually('the fourth commit kept', async () =>
+      (await outboxOf(kube, agentNs)).some((e) => e.commit === fourth) ? true : undefined,
+    );
+    expect(proxy.count('reset') + proxy.count('hang')).toBeGreaterThanOrEqual(2);
+
+    // The API answers again: every commit that went pending gets its end, the newest ends in success.
+    proxy.pass();
+    await eventually(
+      'every pending status ended after the API recovered',
+      async () => {
+        const posted = statuses();
+        const finals = [first, second, third, fourth].map((c) =>
+          posted.filter((s) => s.sha === c && s.state !== 'pending'),
+        );
+        return unended(posted).length === 0 && finals.every((f) => f.length > 0) ? finals : undefined;
+      },
+      120_000,
+    );
+    expect(statuses().findLast((s) => s.sha === fourth)?.state).toBe('success');
+    expect(await outboxOf(kube, agentNs)).toEqual([]);
+    expect(agent.logged('kept commit status delivered').length).toBeGreaterThanOrEqual(1);
+
+    // Down again; the agent ends a sync, then stops while the API is down.
+    proxy.set({ kind: 'status', status: 503 }, { match: (r) => r.method === 'POST' });
+    const fifth = await commitFiles(repo, manifests(5));
+    await syncedTo(agent, fifth);
+    await eventually('the fifth commit kept', async () =>
+      (await outboxOf(kube, agentNs)).some((e) => e.commit === fifth && e.state === 'success')
+        ? true
+        : undefined,
+    );
+    await agent.stop();
+    expect(statuses().some((s) => s.sha === fifth && s.state === 'success')).toBe(false);
+    const stored = await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      '-n',
+      agentNs,
+      'get',
+      'configmap',
+      OUTBOX_NAME,
+      '-o',
+      'jsonpath={.data.statuses\\.json}',
+    ]);
+    expect(stored.stdout).toContain(fifth);
+
+    // A new agent, the API still down for a while, then restored: the kept status is delivered. Its ledger says
+    // the fifth commit is deployed, so nothing but the outbox can post that success.
+    agent = startAgent(config);
+    await eventually('the new agent polled', async () =>
+      agent.logged('agent started').length > 0 ? true : undefined,
+    );
+    expect((await newestStable(kube, agentNs, 'web'))?.commit).toBe(fifth);
+    proxy.pass();
+    await eventually(
+      'the kept success of the fifth commit delivered by the new agent',
+      async () => (statuses().some((s) => s.sha === fifth && s.state === 'success') ? true : undefined),
+      120_000,
+    );
+    expect(agent.logged('commit statuses kept by a previous agent').length).toBe(1);
+    expect(agent.logged('sync started')).toEqual([]);
+    await eventually('the outbox emptied', async () =>
+      (await outboxOf(kube, agentNs)).length === 0 ? true : undefined,
+    );
+
+    const validate = githubStatusValidator();
+    expect(receiver.captured.length).toBeGreaterThanOrEqual(6);
+    for (const request of receiver.captured) expect(validate(request), request.path).toEqual([]);
+  }, 480_000);
+});

@@ -1,0 +1,131 @@
+// What the Git, registry and status-API fault tests share: an agent run in-process with its log captured, the
+// commit statuses a GitHub-shaped receiver got, and checks of what the agent left in the cluster (ledger,
+// outbox, versioned ConfigMaps).
+import { parseConfig } from '../../src/config/load.ts';
+import { KubeApi } from '../../src/kube/api.ts';
+import { current, Ledger, type LedgerData } from '../../src/report/ledger.ts';
+import type { OutboxEntry } from '../../src/report/outbox-policy.ts';
+import { ConfigMapOutboxStore } from '../../src/report/outbox-store.ts';
+import { createLogger } from '../../src/sync/logger.ts';
+import { runAgent } from '../../src/sync/run-agent.ts';
+import type { CapturedRequest } from '../contract/github-openapi.ts';
+import { clusterConfig, lineSink } from './helpers.ts';
+
+export interface RunningAgent {
+  lines: string[];
+  port: () => number;
+  stop: () => Promise<void>;
+  /** Log records (parsed) whose msg matches. */
+  logged: (msg: string | RegExp) => Record<string, unknown>[];
+}
+
+export function startAgent(configYaml: string): RunningAgent {
+  const config = parseConfig(configYaml);
+  const { destination, lines } = lineSink();
+  const controller = new AbortController();
+  let port = 0;
+  const running = runAgent(
+    config,
+    createLogger({ destination, level: 'debug' }),
+    { access: {}, onListening: (p) => (port = p) },
+    controller.signal,
+  );
+  let stopped: Promise<void> | undefined;
+  return {
+    lines,
+    port: () => port,
+    stop: () => {
+      stopped ??= (async () => {
+        controller.abort();
+        await running;
+      })();
+      return stopped;
+    },
+    logged: (msg) =>
+      lines
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter((r) => (typeof msg === 'string' ? r.msg === msg : msg.test(String(r.msg)))),
+  };
+}
+
+export interface PostedStatus {
+  sha: string;
+  state: string;
+  context: string;
+  description: string;
+}
+
+export function postedStatuses(captured: readonly CapturedRequest[]): PostedStatus[] {
+  return captured.map((r) => {
+    const body = r.body as { state: string; context: string; description: string };
+    return { sha: r.path.split('/').pop() ?? '', ...body };
+  });
+}
+
+/** Commits whose last posted status (per context) is still pending: a status that never ended. */
+export function unended(statuses: readonly PostedStatus[]): string[] {
+  const last = new Map<string, PostedStatus>();
+  for (const s of statuses) last.set(`${s.sha} ${s.context}`, s);
+  return [...last.values()].filter((s) => s.state === 'pending').map((s) => `${s.sha} ${s.context}`);
+}
+
+export function api(): KubeApi {
+  return new KubeApi(clusterConfig());
+}
+
+export async function ledgerOf(kube: KubeApi, namespace: string, deployment: string): Promise<LedgerData> {
+  return new Ledger(kube, namespace).read(deployment);
+}
+
+export async function newestStable(kube: KubeApi, namespace: string, deployment: string) {
+  return current(await ledgerOf(kube, namespace, deployment));
+}
+
+export async function outboxOf(kube: KubeApi, namespace: string): Promise<OutboxEntry[]> {
+  return new ConfigMapOutboxStore(kube, namespace).read();
+}
+
+interface Meta {
+  name: string;
+  annotations?: Record<string, string>;
+}
+
+/**
+ * Versioned ConfigMaps of a namespace that are duplicated (two versions of one name with the same content) or
+ * dangling (no Deployment or ReplicaSet refers to them, and no release of the ledger lists them).
+ */
+export async function versionProblems(
+  kube: KubeApi,
+  namespace: string,
+  ledgers: readonly LedgerData[],
+): Promise<{ duplicated: string[]; dangling: string[]; versions: string[] }> {
+  const ns = encodeURIComponent(namespace);
+  const maps = await kube.request<{ items: { metadata: Meta; data?: Record<string, string> }[] }>(
+    'GET',
+    `/api/v1/namespaces/${ns}/configmaps`,
+  );
+  const workloads = [
+    ...(await kube.request<{ items: unknown[] }>('GET', `/apis/apps/v1/namespaces/${ns}/deployments`)).items,
+    ...(await kube.request<{ items: unknown[] }>('GET', `/apis/apps/v1/namespaces/${ns}/replicasets`)).items,
+  ];
+  const referenced = JSON.stringify(workloads);
+  const released = new Set(ledgers.flatMap((l) => l.releases.flatMap((r) => r.versions)));
+  const versions = maps.items.filter((m) => /-v\d{3,}$/.test(m.metadata.name));
+  const seen = new Map<string, string>();
+  const duplicated: string[] = [];
+  const dangling: string[] = [];
+  for (const m of versions) {
+    const base = m.metadata.name.replace(/-v\d{3,}$/, '');
+    const content = `${base} ${JSON.stringify(m.data ?? {})}`;
+    const twin = seen.get(content);
+    if (twin) duplicated.push(`${twin} = ${m.metadata.name}`);
+    seen.set(content, m.metadata.name);
+    if (!referenced.includes(`"${m.metadata.name}"`) && !released.has(`ConfigMap ${m.metadata.name}`))
+      dangling.push(m.metadata.name);
+  }
+  return { duplicated, dangling, versions: versions.map((m) => m.metadata.name) };
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
