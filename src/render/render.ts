@@ -20,6 +20,7 @@ import {
 import { applyMoniker } from './moniker.ts';
 import { boundaryErrors, type NamespaceBoundary } from './namespace-boundary.ts';
 import { DEFAULT_LIMITS, type ManifestFile, type ParseLimits, parseManifestFiles } from './parse.ts';
+import { checkSecretValues } from './secret-values.ts';
 import { parseStrategy, type Strategy } from './strategy.ts';
 import {
   IMAGE_RULES,
@@ -150,6 +151,7 @@ export function render(input: RenderInput): RenderResult {
       );
     } else seen.set(key, origin);
   }
+  for (const item of items) checkSecretValues(item, errors);
   throwIfAny(errors);
 
   // 2. Read the strategy annotations into the plan.
