@@ -45,6 +45,12 @@ export class AgentMetrics implements SyncReporter {
     labelNames: ['registry'],
     registers: [this.registry],
   });
+  readonly registryPausedUntil = new Gauge({
+    name: 'mooring_registry_paused_until_seconds',
+    help: 'Until when (Unix seconds) a registry asked not to be polled (429 Retry-After, RateLimit-Remaining: 0); 0 when it may be',
+    labelNames: ['registry'],
+    registers: [this.registry],
+  });
   private readonly revision = new Gauge({
     name: 'mooring_deployed_revision_info',
     help: 'The release each deployment is at (value 1)',

@@ -213,12 +213,14 @@ export class Agent {
     token: number;
     byStatus: ReadonlyMap<string, number>;
     remaining: number | undefined;
+    pausedUntil: number | undefined;
   }[] {
     return [...this.state.registries.values()].map((r) => ({
       registry: r.source.name,
       token: r.client.stats.token,
       byStatus: r.client.requestsByStatus,
       remaining: r.client.rateLimitRemaining,
+      pausedUntil: r.client.notBefore?.until,
     }));
   }
 

@@ -119,6 +119,7 @@ export async function runAgent(
         }
         metrics.registryRequests.set({ registry: s.registry, method: 'token', status: '' }, s.token);
         if (s.remaining !== undefined) metrics.rateLimitRemaining.set({ registry: s.registry }, s.remaining);
+        metrics.registryPausedUntil.set({ registry: s.registry }, Math.ceil((s.pausedUntil ?? 0) / 1000));
       }
       return metrics.text();
     },

@@ -2,7 +2,7 @@
 // (paths.ts), the refusal of symlinks, and the size and encoding checks on each file read.
 import { StalledError, type Subject } from '../../errors.ts';
 import type { ManifestFile } from '../../render/parse.ts';
-import { isManifestPath, type PathFilter } from './paths.ts';
+import { isManifestPath, type PathFilter, unmatchedPaths } from './paths.ts';
 import {
   type FileChange,
   type ObjectStore,
@@ -40,6 +40,24 @@ export function refuseSymlinks(files: readonly TreeFile[], subject: Subject): vo
       subject,
     },
   );
+}
+
+/** Refuses a selection in which some path names no manifest file, naming those paths. */
+export function requireEveryPath(
+  paths: readonly string[],
+  exclude: readonly string[],
+  files: readonly TreeFile[],
+  subject: Subject,
+): void {
+  const unmatched = unmatchedPaths(
+    paths,
+    exclude,
+    files.map((f) => f.path),
+  );
+  if (unmatched.length === 0) return;
+  const named = unmatched.map((p) => `"${p}"`).join(', ');
+  const verb = unmatched.length === 1 ? `path ${named} selects` : `paths ${named} select`;
+  throw new StalledError(`${verb} no manifest file (.yaml, .yml or .json) in the repository`, { subject });
 }
 
 /** The files' text; a file over `maxBytes` or not UTF-8 is refused by name. */

@@ -109,3 +109,18 @@ function reaches(p: Pattern, segments: string[]): boolean {
 function hidden(segments: string[]): boolean {
   return segments.some((s) => s.startsWith('.'));
 }
+
+/**
+ * The paths that select none of `files` (repository-relative paths of the manifest files selected): a path that
+ * names nothing is a mistake to report, not an empty deployment to apply.
+ */
+export function unmatchedPaths(
+  paths: readonly string[],
+  exclude: readonly string[],
+  files: readonly string[],
+): string[] {
+  return paths.filter((path) => {
+    const filter = createPathFilter([path], exclude);
+    return !files.some((file) => filter.includes(file));
+  });
+}

@@ -18,7 +18,13 @@ import { compactPacks } from './compact.ts';
 import { safeUrl } from './errors.ts';
 import { ancestry } from './history.ts';
 import { exclusive } from './lock.ts';
-import { manifestSelection, readManifests, refuseSymlinks, selectChanged } from './manifests.ts';
+import {
+  manifestSelection,
+  readManifests,
+  refuseSymlinks,
+  requireEveryPath,
+  selectChanged,
+} from './manifests.ts';
 import { createPathFilter, type PathFilter } from './paths.ts';
 import { type RefSpec, type ResolvedRef, refPrefix, refSpecOf, selectRef } from './refs.ts';
 import { fetchInto, initCache, listRefs, pointRef, type RemoteOptions } from './remote.ts';
@@ -123,6 +129,7 @@ export class GitRepository {
       const store = this.#store();
       await this.#requireCommit(store, commit);
       const selected = await this.#manifests(store, commit, filter);
+      requireEveryPath(paths, exclude, selected, this.#subject(commit));
       return readManifests(store, selected, this.source.maxFileBytes, this.#subject(commit));
     });
   }

@@ -130,3 +130,18 @@ describe('git path filter', () => {
     expect(['a.yaml.bak', 'README.md', 'yaml', 'kustomization', 'a.jsonc'].some(isManifestPath)).toBe(false);
   });
 });
+
+describe('paths that name nothing', () => {
+  const files = ['apps/web/deploy.yaml', 'apps/api/deploy.yaml', 'base/ns.yaml'];
+
+  it('names each path that selects none of the files', async () => {
+    const { unmatchedPaths } = await import('../../../src/sources/git/paths.ts');
+    expect(unmatchedPaths(['apps/web', 'apps/wbe', 'base', 'apps/*/prod'], [], files)).toEqual([
+      'apps/wbe',
+      'apps/*/prod',
+    ]);
+    expect(unmatchedPaths(['.'], [], [])).toEqual(['.']);
+    expect(unmatchedPaths(['apps'], ['deploy.yaml'], files)).toEqual(['apps']);
+    expect(unmatchedPaths(['.', 'apps/*'], [], files)).toEqual([]);
+  });
+});
