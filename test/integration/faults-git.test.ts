@@ -1,0 +1,172 @@
+// The Git server failing under a running agent: the real git http-backend behind the fault proxy answers 500 for
+// a few polls, then resets connections (before the request, and in the middle of the answer), then hangs for
+// longer than the source's timeout, while new commits are pushed. After the fault is lifted the deployment
+// converges to the newest commit; the agent stayed alive (its /healthz answered during the hang, it kept
+// polling); every pending status ended; no versioned ConfigMap is duplicated or dangling; the ledger's newest
+// stable release is the newest commit.
+import { afterAll, describe, expect, it } from 'vitest';
+import { githubStatusValidator, statusReceiver } from '../contract/github-openapi.ts';
+import { FaultProxy } from '../testbed/fault-proxy.ts';
+import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
+import {
+  api,
+  ledgerOf,
+  newestStable,
+  postedStatuses,
+  sleep,
+  startAgent,
+  unended,
+  versionProblems,
+} from './faults-support.ts';
+import { eventually, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
+
+const manifests = (round: number) => ({
+  'app.yaml': `apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {round: "${round}"}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: web
+          image: example/web:1
+          envFrom: [{configMapRef: {name: settings}}]
+`,
+});
+
+describe('faults of the Git server', () => {
+  const ns = useNamespace('faults-git');
+  const cleanups: (() => Promise<void> | void)[] = [];
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c();
+  });
+
+  it('converges to the newest commit after 500s, resets and a hang, and stays alive', async () => {
+    const env = testbed();
+    const suffix = Date.now().toString(36);
+    const repoPath = `faults-git-${suffix}/app`;
+    const repo = await createBareRepo(env.git.root, repoPath);
+    const proxy = await FaultProxy.start(env.git.url);
+    const receiver = await statusReceiver();
+    cleanups.push(receiver.close, () => proxy.close());
+    const kube = api();
+    cleanups.push(() => kube.close());
+    const agentNs = `mooring-faults-git-${suffix}`;
+    cleanups.push(async () => {
+      await runTool(env.tools.kubectl, [
+        '--kubeconfig',
+        env.kube.kubeconfig,
+        'delete',
+        'namespace',
+        agentNs,
+        '--wait=false',
+      ]);
+    });
+    const secrets = await manifestDir({ user: env.git.username, password: env.git.password, token: 't' });
+    const first = await commitFiles(repo, manifests(1));
+    const agent = startAgent(`
+cluster: {name: faults, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
+sources:
+  git:
+    - {name: app, url: "${proxy.url}/${repoPath}.git", interval: 1s, timeout: 5s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
+deployments:
+  - name: web
+    namespace: ${ns()}
+    source: app
+    stability: {timeout: 2m}
+    commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${secrets}/token}}
+server: {port: 0, address: 127.0.0.1}
+`);
+    cleanups.push(() => agent.stop());
+    const statuses = () => postedStatuses(receiver.captured);
+    const pollFailures = () => agent.logged('poll failed');
+    await eventually(
+      'the first commit deployed',
+      async () => (statuses().some((s) => s.sha === first && s.state === 'success') ? true : undefined),
+      90_000,
+    );
+
+    // 500 for a few polls, while a commit is pushed.
+    proxy.set({ kind: 'status', status: 500 });
+    const second = await commitFiles(repo, manifests(2));
+    await eventually('three polls met a 500', async () => (proxy.count('status') >= 3 ? true : undefined));
+    expect(pollFailures().length).toBeGreaterThanOrEqual(1);
+
+    // Resets: before the request reaches the server, then in the middle of the answer.
+    proxy.set({ kind: 'reset', when: 'request' });
+    const third = await commitFiles(repo, manifests(3));
+    await eventually('two polls reset', async () => (proxy.count('reset') >= 2 ? true : undefined));
+    proxy.set({ kind: 'reset', when: 'response' });
+    const resetsBefore = proxy.count('reset');
+    await eventually('two answers cut short', async () =>
+      proxy.count('reset') >= resetsBefore + 2 ? true : undefined,
+    );
+
+    // A hang longer than the source's timeout (5 s): the poll gives up, the agent answers its health check.
+    proxy.set({ kind: 'hang' });
+    const fourth = await commitFiles(repo, manifests(4));
+    const failuresBefore = pollFailures().length;
+    await sleep(12_000);
+    expect(proxy.count('hang')).toBeGreaterThanOrEqual(2);
+    const timedOut = pollFailures().slice(failuresBefore);
+    expect(timedOut.length).toBeGreaterThanOrEqual(1);
+    expect(JSON.stringify(timedOut)).toMatch(/5000 ms|timed out|timeout/i);
+    const health = await fetch(`http://127.0.0.1:${agent.port()}/healthz`);
+    expect(health.status).toBe(200);
+    // Nothing of the later commits was deployed while the server failed.
+    expect(statuses().filter((s) => [second, third, fourth].includes(s.sha))).toEqual([]);
+
+    proxy.pass();
+    await eventually(
+      'the newest commit deployed',
+      async () => (statuses().some((s) => s.sha === fourth && s.state === 'success') ? true : undefined),
+      120_000,
+    );
+    const stable = await newestStable(kube, agentNs, 'web');
+    expect(stable?.commit).toBe(fourth);
+    const configMap = await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      '-n',
+      ns(),
+      'get',
+      'deployment',
+      'web',
+      '-o',
+      'jsonpath={.spec.template.spec.containers[0].envFrom[0].configMapRef.name}',
+    ]);
+    const round = await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      '-n',
+      ns(),
+      'get',
+      'configmap',
+      configMap.stdout.trim(),
+      '-o',
+      'jsonpath={.data.round}',
+    ]);
+    expect(round.stdout).toBe('4');
+
+    // Still alive: it keeps polling (through the proxy) and answers.
+    const polled = proxy.count('pass');
+    await eventually('polls go on', async () => (proxy.count('pass') > polled + 2 ? true : undefined));
+    expect((await fetch(`http://127.0.0.1:${agent.port()}/healthz`)).status).toBe(200);
+
+    expect(unended(statuses())).toEqual([]);
+    const problems = await versionProblems(kube, ns(), [await ledgerOf(kube, agentNs, 'web')]);
+    expect(problems.versions.length).toBeGreaterThanOrEqual(2);
+    expect(problems.duplicated).toEqual([]);
+    expect(problems.dangling).toEqual([]);
+    const validate = githubStatusValidator();
+    for (const request of receiver.captured) expect(validate(request), request.path).toEqual([]);
+  }, 300_000);
+});
