@@ -1,6 +1,6 @@
 // Deterministic form of manifests: the same input gives the same bytes. Top-level fields come in the order
 // people read them (apiVersion, kind, metadata, then the rest); every mapping below is sorted by key.
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { stringify } from 'yaml';
 import { isObject, type JsonValue, type KubeObject } from './manifest.ts';
 
@@ -37,6 +37,16 @@ export function cloneObject<T>(value: T): T {
 /** `sha256:<hex>` of the canonical JSON of a value. */
 export function contentHash(value: JsonValue): string {
   return `sha256:${createHash('sha256')
+    .update(JSON.stringify(sortedCopy(value)))
+    .digest('hex')}`;
+}
+
+/**
+ * `hmac-sha256:<hex>` of the canonical JSON of a value under `key`: equal content gives equal hashes for whoever
+ * holds the key, and nobody without it can confirm a guess of the content from the hash.
+ */
+export function keyedContentHash(value: JsonValue, key: Uint8Array): string {
+  return `hmac-sha256:${createHmac('sha256', key)
     .update(JSON.stringify(sortedCopy(value)))
     .digest('hex')}`;
 }

@@ -61,6 +61,8 @@ export interface RenderOptions {
   clusterScoped: readonly string[];
   /** Where objects may go (namespaces, cluster-scoped kinds); none: anywhere, as for a plain render of files. */
   boundary?: NamespaceBoundary | undefined;
+  /** The installation's key for the content hash of versioned Secrets; without it they carry no hash. */
+  hashKey?: Uint8Array | undefined;
 }
 
 export const DEFAULT_OPTIONS: RenderOptions = {
@@ -191,7 +193,7 @@ export function render(input: RenderInput): RenderResult {
   // 4. Versions. Objects that refer to nothing (ConfigMaps, Secrets) first, then references to them are
   // rewritten, then the versioned objects that hold references (ReplicaSets, Pods) get versions of content that
   // already names the right configuration, then references to those (an HPA's target) are rewritten.
-  const versioner = new Versioner(snapshot.versions);
+  const versioner = new Versioner(snapshot.versions, options.hashKey);
   const versions: (VersionInfo | undefined)[] = items.map(() => undefined);
   const inRenderSet = new Set(
     items.map(({ object }) => refKey(object.kind, object.metadata.namespace, object.metadata.name)),

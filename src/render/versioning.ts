@@ -2,8 +2,11 @@
 // equals an existing version reuses that version; otherwise it gets the highest version plus one. Every
 // reference to it in the render set is rewritten to the versioned name, so that rolling a workload back rolls
 // its configuration back too. References to a versioned object outside the render set bind to its newest version.
+// The content hash of a Secret is keyed (HMAC-SHA256 with the installation's key, passed in by the caller): a plain
+// hash of a Secret would let anyone who reads the annotation confirm a guessed value. Other kinds keep a plain
+// SHA-256: their content is no secret, and people may check it.
 import { ARTIFACT, artifactType, CONTENT_HASH, MONIKER, STRATEGY } from './annotations.ts';
-import { contentHash } from './canonical.ts';
+import { contentHash, keyedContentHash } from './canonical.ts';
 import { RenderError } from './errors.ts';
 import {
   describeObject,
@@ -33,7 +36,8 @@ export interface VersionInfo {
   version: number;
   /** True when the content equals an existing version, which is reused rather than created anew. */
   reused: boolean;
-  hash: string;
+  /** Undefined for a Secret rendered without the hash key: it has no hash, and no version to reuse. */
+  hash: string | undefined;
 }
 
 const MAX_NAME = 253;
@@ -90,10 +94,32 @@ function refKey(kind: string, namespace: string | undefined, name: string): stri
   return `${kind}/${namespace ?? ''}/${name}`;
 }
 
+function isSecret(object: KubeObject): boolean {
+  return object.apiVersion === 'v1' && object.kind === 'Secret';
+}
+
+/** Whether rendering these objects needs the hash key: some Secret among them is versioned. */
+export function needsHashKey(
+  items: readonly SourcedObject[],
+  defaults: Readonly<Record<string, boolean>>,
+): boolean {
+  return items.some((item) => isSecret(item.object) && isVersioned(item, defaults, []));
+}
+
+/** The content hash of a versioned object: keyed for a Secret (undefined without a key), plain for the rest. */
+export function versionHash(object: KubeObject, key: Uint8Array | undefined): string | undefined {
+  const content = versionContent(object);
+  if (!isSecret(object)) return contentHash(content);
+  return key ? keyedContentHash(content, key) : undefined;
+}
+
 export class Versioner {
   private readonly existing = new Map<string, ExistingVersion[]>();
+  private readonly hashKey: Uint8Array | undefined;
 
-  constructor(existing: readonly ExistingVersion[]) {
+  /** `hashKey`: the installation's key for the content hash of Secrets (src/kube/hash-key.ts). */
+  constructor(existing: readonly ExistingVersion[], hashKey?: Uint8Array) {
+    this.hashKey = hashKey;
     for (const e of existing) {
       const key = refKey(e.kind, e.namespace, e.name);
       this.existing.set(key, [...(this.existing.get(key) ?? []), e]);
@@ -104,9 +130,12 @@ export class Versioner {
   assign(item: SourcedObject, errors: RenderError[]): VersionInfo | undefined {
     const { object, origin } = item;
     const base = object.metadata.name;
-    const hash = contentHash(versionContent(object));
+    const hash = versionHash(object, this.hashKey);
     const known = this.existing.get(refKey(object.kind, object.metadata.namespace, base)) ?? [];
-    const same = known.filter((e) => e.hash === hash).sort((a, b) => b.version - a.version)[0];
+    const same =
+      hash === undefined
+        ? undefined
+        : known.filter((e) => e.hash === hash).sort((a, b) => b.version - a.version)[0];
     const version = same ? same.version : known.reduce((max, e) => Math.max(max, e.version + 1), 0);
     const name = `${base}${versionSuffix(version)}`;
     if (name.length > MAX_NAME) {
@@ -126,7 +155,7 @@ export class Versioner {
       [ARTIFACT.location]: object.metadata.namespace ?? '',
       [ARTIFACT.version]: versionSuffix(version).slice(1),
       [MONIKER.sequence]: String(version),
-      [CONTENT_HASH]: hash,
+      ...(hash === undefined ? {} : { [CONTENT_HASH]: hash }),
     };
     return { base, version, reused: same !== undefined, hash };
   }

@@ -18,7 +18,8 @@ interface CaseFile {
   application?: string;
   images?: RenderInput['images'];
   snapshot?: RenderInput['snapshot'];
-  options?: RenderInput['options'];
+  /** `hashKey` is given as text. */
+  options?: Omit<NonNullable<RenderInput['options']>, 'hashKey'> & { hashKey?: string };
 }
 
 function inputFiles(dir: string): { path: string; text: string }[] {
@@ -64,7 +65,10 @@ describe('render golden files', () => {
       application: spec.application ?? 'shop',
       images: spec.images ?? [],
       snapshot: spec.snapshot ?? { versions: [], live: [] },
-      options: spec.options ?? {},
+      options: {
+        ...spec.options,
+        hashKey: spec.options?.hashKey === undefined ? undefined : Buffer.from(spec.options.hashKey),
+      },
     };
     let result: ReturnType<typeof render> | undefined;
     let error: unknown;
