@@ -2,6 +2,7 @@
 // Only the command being run is loaded (see command-table.ts); the others are listed for help.
 import { Command, CommanderError, Help } from 'commander';
 import { errorMessage, StalledError } from '../errors.ts';
+import { isAccessDenied } from '../kube/errors.ts';
 import { VERSION } from '../version.ts';
 import { type CliIo, COMMANDS, type CommandListing, commandNamed } from './command-table.ts';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, ExitError } from './exit-codes.ts';
@@ -70,8 +71,26 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo): Pr
       if (error.message) io.stderr(error.message);
       return error.exitCode;
     }
+    // One line for people (the API server's own message, prefixed with what mooring was doing); the stack and
+    // the causes only for whoever debugs mooring itself.
     io.stderr(`error: ${errorMessage(error)}`);
-    // A stalled error is bad input the user has to fix (config, manifests, kubeconfig): exit 2.
-    return error instanceof StalledError ? EXIT_USAGE : EXIT_FAILED;
+    if (debugging()) io.stderr(debugDetails(error));
+    // A stalled error is bad input the user has to fix (config, manifests, kubeconfig, RBAC): exit 2.
+    return error instanceof StalledError || isAccessDenied(error) ? EXIT_USAGE : EXIT_FAILED;
   }
+}
+
+/** MOORING_DEBUG=1 (or true): errors are followed by their stack and causes. */
+function debugging(): boolean {
+  return /^(1|true|yes)$/i.test(process.env.MOORING_DEBUG ?? '');
+}
+
+function debugDetails(error: unknown): string {
+  const parts: string[] = [];
+  for (let e: unknown = error, depth = 0; e !== undefined && depth < 8; depth++) {
+    parts.push(e instanceof Error ? (e.stack ?? `${e.name}: ${e.message}`) : String(e));
+    e = e instanceof Error ? e.cause : undefined;
+    if (e !== undefined) parts.push('caused by:');
+  }
+  return parts.join('\n');
 }

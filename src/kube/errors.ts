@@ -64,3 +64,16 @@ export function describeKubeError(error: unknown, action: string): MooringError 
   }
   return new TransientError(message, { cause: error });
 }
+
+/**
+ * Whether the API server refused the identity itself (401) or its rights (403), here or anywhere down the cause
+ * chain: the user must change the credentials or the RBAC, so the CLI treats it as bad input (exit 2).
+ */
+export function isAccessDenied(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e !== undefined && e !== null && depth < 8; depth++) {
+    const code = statusCode(e);
+    if (code === 401 || code === 403) return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}

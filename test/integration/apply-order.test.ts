@@ -52,7 +52,8 @@ spec:
 `,
       '4-namespace.yaml': `apiVersion: v1\nkind: Namespace\nmetadata: {name: ${namespace}}\n`,
     });
-    const result = await deployTo('default', dir);
+    // The objects name their own namespace, outside -n default: allowed explicitly, as kubectl would need.
+    const result = await deployTo('default', dir, '--allow-namespace', namespace);
     expect(result.code, result.stdout + result.stderr).toBe(0);
     const lines = result.stdout.split('\n');
     const at = (text: string) => lines.findIndex((l) => l.includes(text));

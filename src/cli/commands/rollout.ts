@@ -1,17 +1,19 @@
 // `mooring rollout undo|pause|resume KIND/NAME`: kubectl's rollout commands on mooring's rollout operations,
 // plus the KIND/NAME parsing and error mapping that `mooring scale` shares. Usage mistakes (an unknown kind,
 // an operation the kind does not support, a bad number) exit 2 before the cluster is asked anything; a failure
-// of the operation itself (not found, no history, already paused, an unreachable server) exits 1, as kubectl.
+// of the operation itself (not found, no history, already paused, an unreachable server) exits 1, as kubectl;
+// a request the API server refuses to this identity (401, 403) exits 2, as mooring's other commands do.
 
 import { type Command, InvalidArgumentError } from 'commander';
 import { errorMessage, StalledError } from '../../errors.ts';
 import { KubeApi } from '../../kube/api.ts';
 import { contextNamespace, loadKubeConfig } from '../../kube/client.ts';
+import { isAccessDenied } from '../../kube/errors.ts';
 import { type Operation, requireOperation } from '../../kube/operations.ts';
 import { pause, resume, undo, type WorkloadRef } from '../../kube/rollout.ts';
 import { groupOf } from '../../render/manifest.ts';
 import { type ClusterFlags, clusterAccess, withClusterFlags } from '../cluster-flags.ts';
-import { EXIT_FAILED, ExitError } from '../exit-codes.ts';
+import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
 import { kubectlName } from '../names.ts';
 import { formatData, type OutputFormat } from '../output.ts';
 
@@ -95,14 +97,14 @@ export function connect(
 }
 
 /**
- * Runs the operation and closes the client; its failures exit 1 (the command ran and failed), whatever their
- * class.
+ * Runs the operation and closes the client; its failures exit 1 (the command ran and failed), except a request
+ * the API server refuses to this identity (401, 403): credentials or RBAC to fix, exit 2 like other bad input.
  */
 export async function perform<T>(api: KubeApi, operation: () => Promise<T>): Promise<T> {
   try {
     return await operation();
   } catch (error) {
-    throw new ExitError(`error: ${errorMessage(error)}`, EXIT_FAILED);
+    throw new ExitError(`error: ${errorMessage(error)}`, isAccessDenied(error) ? EXIT_USAGE : EXIT_FAILED);
   } finally {
     api.close();
   }

@@ -1,0 +1,190 @@
+// The namespace boundary on the real control plane, with admin credentials (so that only mooring's own rule can
+// stop the write): a manifest naming kube-system fails its deployment's render before any request, in the CLI
+// with -n and in the agent, where the other deployments go on syncing.
+import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config/load.ts';
+import { createLogger } from '../../src/sync/logger.ts';
+import { runAgent } from '../../src/sync/run-agent.ts';
+import {
+  eventually,
+  kubeConfig,
+  lineSink,
+  manifestDir,
+  mooring,
+  runTool,
+  testbed,
+  useNamespace,
+  writeKubeconfig,
+} from './helpers.ts';
+
+const suffix = Date.now().toString(36);
+const evilName = `evil-${suffix}`;
+
+const evil = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ${evilName}, namespace: kube-system}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: evil}}
+  template:
+    metadata: {labels: {app: evil}}
+    spec: {containers: [{name: app, image: app:1}]}
+`;
+const settings = 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {k: v}\n';
+
+async function inKubeSystem(): Promise<string[]> {
+  const list = await kubeConfig()
+    .makeApiClient(AppsV1Api)
+    .listNamespacedDeployment({ namespace: 'kube-system' });
+  return list.items.map((d) => d.metadata?.name ?? '');
+}
+
+describe('namespace boundary: mooring render / deploy -n', () => {
+  const ns = useNamespace('boundary-cli');
+  const other = useNamespace('boundary-other');
+
+  it('refuses a manifest naming another namespace than -n, before any request, and writes nothing', async () => {
+    const dir = await manifestDir({ 'settings.yaml': settings, 'x.yaml': evil });
+    const kubeconfig = testbed().kube.kubeconfig;
+    const expected =
+      `x.yaml:3:${`metadata: {name: ${evilName}, namespace: `.length + 1}: Deployment kube-system/${evilName}: ` +
+      `namespace kube-system is outside this deployment's namespaces (${ns()}); add --allow-namespace kube-system to allow it`;
+    for (const command of ['render', 'deploy']) {
+      const result = await mooring(command, dir, '--kubeconfig', kubeconfig, '-n', ns());
+      expect(result.code, result.stderr).toBe(2);
+      expect(result.stderr.trim().split('\n')).toHaveLength(1);
+      expect(result.stderr).toContain(expected);
+      expect(result.stdout).toBe('');
+    }
+    expect(await inKubeSystem()).not.toContain(evilName);
+    const cms = await kubeConfig().makeApiClient(CoreV1Api).listNamespacedConfigMap({ namespace: ns() });
+    expect(cms.items.map((c) => c.metadata?.name)).not.toContain('settings-v000');
+
+    // Before any request: against a server that is not there, the answer is the same.
+    const dead = await writeKubeconfig(
+      { server: 'https://127.0.0.1:1', 'insecure-skip-tls-verify': true },
+      {},
+    );
+    for (const command of ['render', 'deploy']) {
+      const result = await mooring(command, dir, '--kubeconfig', dead, '-n', ns());
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain(expected);
+      expect(result.stderr).not.toContain('ECONNREFUSED');
+    }
+  });
+
+  it('deploys into a namespace listed with --allow-namespace, and objects without one into -n', async () => {
+    const dir = await manifestDir({
+      'settings.yaml': settings,
+      'elsewhere.yaml': `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: elsewhere, namespace: ${other()}}\ndata: {k: v}\n`,
+    });
+    const kubeconfig = testbed().kube.kubeconfig;
+    const refused = await mooring('deploy', dir, '--kubeconfig', kubeconfig, '-n', ns());
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(`add --allow-namespace ${other()} to allow it`);
+    const result = await mooring(
+      'deploy',
+      dir,
+      '--kubeconfig',
+      kubeconfig,
+      '-n',
+      ns(),
+      '--allow-namespace',
+      other(),
+      '--timeout',
+      '1m',
+    );
+    expect(result.code, result.stdout + result.stderr).toBe(0);
+    const core = kubeConfig().makeApiClient(CoreV1Api);
+    expect((await core.readNamespacedConfigMap({ name: 'settings-v000', namespace: ns() })).data).toEqual({
+      k: 'v',
+    });
+    expect((await core.readNamespacedConfigMap({ name: 'elsewhere-v000', namespace: other() })).data).toEqual(
+      {
+        k: 'v',
+      },
+    );
+  });
+});
+
+describe('namespace boundary: the agent', () => {
+  const good = useNamespace('boundary-good');
+  const bad = useNamespace('boundary-bad');
+  const stops: (() => Promise<void>)[] = [];
+  afterAll(async () => {
+    for (const stop of stops) await stop();
+    const env = testbed();
+    await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      'delete',
+      'namespace',
+      `mooring-boundary-${suffix}`,
+      '--wait=false',
+    ]);
+  });
+
+  it('fails only the deployment whose manifest leaves its namespaces, naming the object; the other becomes stable', async () => {
+    const env = testbed();
+    const goodDir = await manifestDir({
+      'settings.yaml': settings,
+      'web.yaml': `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: app, image: app:1}]}
+`,
+    });
+    const badDir = await manifestDir({ 'settings.yaml': settings, 'x.yaml': evil });
+    const { destination, lines } = lineSink();
+    const controller = new AbortController();
+    const running = runAgent(
+      parseConfig(`
+cluster: {kubeconfig: ${env.kube.kubeconfig}, namespace: mooring-boundary-${suffix}}
+sources:
+  local: [{name: good, path: ${goodDir}}, {name: bad, path: ${badDir}}]
+deployments:
+  - {name: good, namespace: ${good()}, source: good, stability: {timeout: 2m}}
+  - {name: bad, namespace: ${bad()}, source: bad, stability: {timeout: 2m}}
+server: {port: 0, address: 127.0.0.1}
+`),
+      createLogger({ destination, level: 'debug' }),
+      { access: {} },
+      controller.signal,
+    );
+    stops.push(async () => {
+      controller.abort();
+      await running;
+    });
+    const logs = () =>
+      lines.map((l) => JSON.parse(l) as { msg: string; deployment?: string; outcome?: string });
+    const outcome = (deployment: string) =>
+      eventually(
+        `an outcome of ${deployment}`,
+        async () => logs().find((l) => l.deployment === deployment && l.outcome !== undefined),
+        120_000,
+      );
+
+    const failed = await outcome('bad');
+    expect(failed.outcome).toBe('error');
+    expect(failed.msg).toContain(
+      `x.yaml:3:${`metadata: {name: ${evilName}, namespace: `.length + 1}: Deployment kube-system/${evilName}: ` +
+        `namespace kube-system is outside this deployment's namespaces (${bad()}); list it in allowedNamespaces of deployment bad`,
+    );
+    const stable = await outcome('good');
+    expect(stable.outcome, stable.msg).toBe('stable');
+    expect(stable.msg).toMatch(/^2\/2 stable/); // the ConfigMap and the Deployment
+
+    // Nothing of the bad deployment was written: not the object outside, not its own ConfigMap.
+    expect(await inKubeSystem()).not.toContain(evilName);
+    const cms = await kubeConfig().makeApiClient(CoreV1Api).listNamespacedConfigMap({ namespace: bad() });
+    expect(cms.items.map((c) => c.metadata?.name)).not.toContain('settings-v000');
+    // The agent itself goes on: its process did not end, and it still answers.
+    expect(logs().some((l) => /internal error/.test(l.msg))).toBe(false);
+  });
+});
