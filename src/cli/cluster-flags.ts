@@ -34,6 +34,11 @@ export function withManifestFlags(command: Command): Command {
     )
     .option('--application <name>', 'the moniker application (default: the namespace)')
     .option(
+      '--agent-namespace <namespace>',
+      "the agent's namespace, where the key of Secrets' content hash is kept",
+      'mooring',
+    )
+    .option(
       '--allow-namespace <namespace>',
       'with -n: a further namespace the manifests may name (repeatable; "*" matches any characters)',
       (value: string, previous: string[]) => [...previous, value],

@@ -6,13 +6,16 @@ import { Applier, type ApplyResult, type ApplyTarget } from '../kube/apply.ts';
 import { ClusterCache } from '../kube/cache.ts';
 import { withDeadline } from '../kube/deadline.ts';
 import type { Discovery } from '../kube/discovery.ts';
+import { ensureHashKey, readHashKey } from '../kube/hash-key.ts';
 import { collectVersionHistory, type HistoryResult } from '../kube/history.ts';
+import { discoverClusterScoped } from '../kube/scope.ts';
 import { readSnapshot } from '../kube/snapshot.ts';
 import type { ImageArtifact } from '../render/images.ts';
 import { describeObject, isClusterScoped, type KubeObject } from '../render/manifest.ts';
 import { assertWithinBoundary } from '../render/namespace-boundary.ts';
 import { DEFAULT_LIMITS, type ManifestFile, parseManifestFiles } from '../render/parse.ts';
 import { type ClusterSnapshot, type RenderOptions, type RenderResult, render } from '../render/render.ts';
+import { needsHashKey } from '../render/versioning.ts';
 import { judgedByMetadata } from '../stability/rules.ts';
 import { type WaitResult, waitForStability } from '../stability/waiter.ts';
 
@@ -26,6 +29,8 @@ export interface DeployRequest {
   /** false: apply and return, without waiting for stability (nor collecting version history). */
   wait?: boolean;
   renderOptions?: Partial<RenderOptions>;
+  /** The agent's namespace, where the content-hash key of versioned Secrets is kept (default `mooring`). */
+  hashKeyNamespace?: string;
   fieldManager?: string;
   concurrency?: number;
   signal?: AbortSignal;
@@ -50,6 +55,7 @@ interface Context {
   request: DeployRequest;
   snapshot?: ClusterSnapshot;
   parsed?: ReturnType<typeof parseManifestFiles>;
+  hashKey?: Buffer;
   rendered?: RenderResult;
   applied?: ApplyResult[];
   wait?: WaitResult;
@@ -84,7 +90,21 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
     }
     // Nothing is asked of the cluster about objects outside the deployment's namespaces.
     assertWithinBoundary(ctx.parsed, request.renderOptions?.boundary, request.renderOptions?.clusterScoped);
+    const boundary = request.renderOptions?.boundary;
+    if (boundary && boundary.clusterScoped !== true) {
+      // Custom kinds that the cluster serves cluster-scoped are held to it too (discovery is shared with apply).
+      const known = request.renderOptions?.clusterScoped ?? [];
+      const served = await discoverClusterScoped(discovery, objects, known);
+      assertWithinBoundary(ctx.parsed, boundary, [...known, ...served]);
+    }
     ctx.snapshot = await readSnapshot(api, objects, discovery);
+    // Versioned Secrets are hashed under the installation's key; a dry run makes none.
+    if (needsHashKey(objects, request.renderOptions?.versioned ?? {})) {
+      const keyNamespace = request.hashKeyNamespace ?? 'mooring';
+      ctx.hashKey = request.dryRun
+        ? await readHashKey(api, keyNamespace)
+        : await ensureHashKey(api, keyNamespace);
+    }
   };
   const renderStage: Stage = async (ctx) => {
     ctx.rendered = render({
@@ -94,7 +114,7 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       application: request.application,
       images: request.images,
       snapshot: ctx.snapshot,
-      options: request.renderOptions,
+      options: { ...request.renderOptions, hashKey: ctx.hashKey },
     });
   };
   const applyStage: Stage = async (ctx) => {

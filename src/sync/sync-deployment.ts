@@ -69,6 +69,7 @@ export async function syncDeployment(
       timeoutMs: deployment.stability.timeout,
       dryRun: false,
       renderOptions: renderOptionsFor(config, deployment),
+      hashKeyNamespace: config.cluster.namespace,
       fieldManager: config.apply.fieldManager,
       concurrency: config.apply.concurrency,
       signal: sync.signal,

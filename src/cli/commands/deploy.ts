@@ -20,6 +20,7 @@ interface DeployFlags extends ClusterFlags {
   application?: string;
   image: string[];
   allowNamespace: string[];
+  agentNamespace: string;
   timeout: string;
   dryRun?: boolean;
   wait: boolean;
@@ -86,6 +87,7 @@ export function deployCommand(program: Command, print: (text: string) => void): 
             application: flags.application ?? namespace,
             images,
             renderOptions: { boundary: manifestBoundary(flags, namespace) },
+            hashKeyNamespace: flags.agentNamespace,
             timeoutMs,
             dryRun: flags.dryRun ?? false,
             wait: flags.wait,

@@ -1,10 +1,12 @@
 // `mooring render PATH…`: prints the hydrated manifests (or, with -o table, the apply plan) that a deploy of
 // these files would apply. Offline it knows nothing of the cluster; otherwise it reads existing versions and
 // live objects through a read-only lookup.
+import { readFile } from 'node:fs/promises';
 import { type Command, Option } from 'commander';
 import { StalledError } from '../../errors.ts';
 import { KubeApi } from '../../kube/api.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
+import { HASH_KEY_SECRET, readHashKey } from '../../kube/hash-key.ts';
 import { readSnapshot } from '../../kube/snapshot.ts';
 import { toYaml } from '../../render/canonical.ts';
 import { tryParseImageRef } from '../../render/image-ref.ts';
@@ -14,6 +16,7 @@ import { assertWithinBoundary } from '../../render/namespace-boundary.ts';
 import { parseManifestFiles } from '../../render/parse.ts';
 import { redactSecret } from '../../render/redact.ts';
 import { type ClusterSnapshot, render } from '../../render/render.ts';
+import { needsHashKey } from '../../render/versioning.ts';
 import { readManifestFiles } from '../../sources/local/files.ts';
 import { type ClusterFlags, clusterAccess, manifestBoundary, withManifestFlags } from '../cluster-flags.ts';
 import { formatData, formatTable } from '../output.ts';
@@ -22,6 +25,8 @@ interface RenderFlags extends ClusterFlags {
   application?: string;
   image: string[];
   allowNamespace: string[];
+  agentNamespace: string;
+  hashKeyFile?: string;
   offline?: boolean;
   showSecrets?: boolean;
   requireDigests?: boolean;
@@ -50,6 +55,10 @@ export function renderCommand(
     .option('--offline', 'do not read existing versions and live objects from the cluster')
     .option('--require-digests', 'fail when an image is left without a digest')
     .option('--show-secrets', 'print Secret values instead of redacting them')
+    .option(
+      '--hash-key-file <file>',
+      "the key of Secrets' content hash (the bytes of the agent's Secret mooring-content-hash-key), for --offline",
+    )
     .addOption(
       new Option('-o, --output <format>', 'yaml or json manifests, or the plan as a table')
         .choices(['yaml', 'json', 'table'])
@@ -60,6 +69,10 @@ export function renderCommand(
       const files = await readManifestFiles(paths);
       let namespace = flags.namespace;
       let snapshot: ClusterSnapshot = { versions: [], live: [] };
+      // Versioned Secrets are hashed under the installation's key: from --hash-key-file, else read (never made) from
+      // the cluster. Without one they are shown without a hash, as new versions, and a warning says so.
+      let hashKey: Uint8Array | undefined = flags.hashKeyFile ? await readFile(flags.hashKeyFile) : undefined;
+      const keyNeeded = needsHashKey(parseManifestFiles(files).objects, {});
       if (!flags.offline) {
         const clusterConfig = loadKubeConfig(clusterAccess(flags));
         namespace ??= clusterConfig.namespace;
@@ -74,6 +87,7 @@ export function renderCommand(
         assertWithinBoundary({ objects, errors: [] }, manifestBoundary(flags, ns));
         try {
           snapshot = await readSnapshot(api, objects);
+          if (keyNeeded && !hashKey) hashKey = await readHashKey(api, flags.agentNamespace);
         } finally {
           api.close();
         }
@@ -86,10 +100,20 @@ export function renderCommand(
         images,
         snapshot,
         options: {
+          hashKey,
           boundary: manifestBoundary(flags, namespace),
           ...(flags.requireDigests ? { requireDigests: true } : {}),
         },
       });
+      if (keyNeeded && !hashKey) {
+        warn(
+          `warning: versioned Secrets are shown without mooring.io/content-hash and as new versions: ${
+            flags.offline
+              ? 'offline, there is no hash key (give --hash-key-file)'
+              : `no Secret ${flags.agentNamespace}/${HASH_KEY_SECRET} yet (the first deploy makes it)`
+          }`,
+        );
+      }
       for (const unused of result.images.unused) {
         warn(`warning: image artifact ${unused.name}${unused.tag ? `:${unused.tag}` : ''} matched no image`);
       }
