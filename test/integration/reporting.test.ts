@@ -1,18 +1,25 @@
 // Reporting end to end: two agents (two "clusters") deploy the same commit and post commit statuses with their
 // own contexts to a GitHub-shaped endpoint whose every request is checked against GitHub's OpenAPI description;
 // a broken Deployment is reported as a failure naming it; the audit log holds the hydrated manifests; and a
-// Secret's canary value appears in no log, audit record, ledger, status request, error or HTTP answer.
+// Secret's canary value appears in no log, audit record, ledger, status request, error, history or HTTP answer:
+// not when the API server refuses a Secret and quotes the value, and not through the content-hash annotation,
+// which cannot confirm the value without the installation's key.
+import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.ts';
+import { CONTENT_HASH } from '../../src/render/annotations.ts';
+import { contentHash, keyedContentHash } from '../../src/render/canonical.ts';
+import type { KubeObject } from '../../src/render/manifest.ts';
+import { versionContent } from '../../src/render/versioning.ts';
 import { createLogger } from '../../src/sync/logger.ts';
 import { runAgent } from '../../src/sync/run-agent.ts';
 import { githubStatusValidator, statusReceiver } from '../contract/github-openapi.ts';
 import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
 import { pushImage } from '../testbed/oci-push.ts';
-import { eventually, lineSink, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
+import { eventually, lineSink, manifestDir, mooring, runTool, testbed, useNamespace } from './helpers.ts';
 
 const CANARY = `canary-${Math.random().toString(36).slice(2)}-value`;
 
@@ -171,6 +178,25 @@ audit: {file: ${audit}}
     expect(failure?.description).toContain(`Deployment ${nsEast()}/web`);
     expect(failure?.description).toContain('ProgressDeadlineExceeded');
 
+    // A Secret the API server refuses, quoting the value (`data` that is no base64; replaced, so the decoding
+    // error echoes the bytes around the fault): the failure names the object and the field, not the value.
+    const echoed = `apiVersion: v1
+kind: Secret
+metadata: {name: echoed, annotations: {strategy.spinnaker.io/replace: "true"}}
+data: {pin: ${CANARY}}
+---
+`;
+    const third = await commitFiles(repo, { 'app.yaml': `${echoed}${app(good)}` });
+    const refused = await eventually('east: the refused Secret reported', async () =>
+      statuses().find((s) => s.sha === third && s.context === 'mooring/east/web' && s.state !== 'pending'),
+    );
+    expect(refused.state).toBe('failure');
+    // The description is cut to GitHub's 140 characters; the ledger and `mooring history` below hold it whole.
+    expect(refused.description).toContain(`Secret ${nsEast()}/echoed-v000`);
+    await eventually('west: the refused Secret reported', async () =>
+      statuses().find((s) => s.sha === third && s.context === 'mooring/west/web' && s.state !== 'pending'),
+    );
+
     // Every request matched GitHub's OpenAPI description.
     expect(captured.length).toBeGreaterThanOrEqual(6);
     for (const request of captured) expect(validate(request), request.path).toEqual([]);
@@ -192,6 +218,41 @@ audit: {file: ${audit}}
     const deployment = records.find((r) => r.object.kind === 'Deployment' && r.commit === first);
     expect(JSON.stringify(deployment?.object)).toContain('credentials-v000');
 
+    // The content hash on the Secret confirms no guess of its value without the installation's key: it is not the
+    // SHA-256 of the content (the canary put back into the audited object), and it is the HMAC under the key kept in
+    // the agent's namespace (so the content was rebuilt right, and the inequality means something).
+    const annotation = await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      '-n',
+      nsEast(),
+      'get',
+      'secret',
+      'credentials-v000',
+      '-o',
+      `jsonpath={.metadata.annotations.${CONTENT_HASH.replaceAll('.', '\\.')}}`,
+    ]);
+    const guessed = structuredClone(secret?.object) as unknown as KubeObject;
+    guessed.stringData = { token: CANARY };
+    const keyText = await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      '-n',
+      `mooring-east-${suffix}`,
+      'get',
+      'secret',
+      'mooring-content-hash-key',
+      '-o',
+      'jsonpath={.data.key}',
+    ]);
+    const key = Buffer.from(keyText.stdout, 'base64');
+    expect(key).toHaveLength(32);
+    expect(annotation.stdout).toMatch(/^hmac-sha256:[0-9a-f]{64}$/);
+    expect(annotation.stdout).not.toBe(contentHash(versionContent(guessed)));
+    expect(annotation.stdout).not.toContain(contentHash(versionContent(guessed)).slice('sha256:'.length));
+    expect(annotation.stdout).not.toBe(keyedContentHash(versionContent(guessed), randomBytes(32)));
+    expect(annotation.stdout).toBe(keyedContentHash(versionContent(guessed), key));
+
     // The canary is nowhere: logs, audit log, ledger, status requests, HTTP answers.
     const ledger = await runTool(env.tools.kubectl, [
       '--kubeconfig',
@@ -203,6 +264,18 @@ audit: {file: ${audit}}
       '-o',
       'yaml',
     ]);
+    const history = await mooring(
+      'history',
+      'web',
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      '--agent-namespace',
+      `mooring-east-${suffix}`,
+      '-o',
+      'json',
+    );
+    expect(history.code, history.stderr).toBe(0);
+    expect(history.stdout).toContain('.data: invalid value (not valid base64)');
     const answers = await Promise.all(
       ['/healthz', '/readyz', '/metrics'].map(async (p) =>
         (await fetch(`http://127.0.0.1:${east.port()}${p}`)).text(),
@@ -214,6 +287,7 @@ audit: {file: ${audit}}
       await readFile(west.audit, 'utf8'),
       ledger.stdout,
       JSON.stringify(captured),
+      history.stdout + history.stderr,
       ...answers,
     ];
     for (const text of everything) expect(text).not.toContain(CANARY);
