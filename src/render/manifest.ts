@@ -116,6 +116,19 @@ export function isClusterScoped(
   return CLUSTER_SCOPED.has(key) || extra.has(key);
 }
 
+/**
+ * The kinds that CustomResourceDefinitions of this set declare cluster-scoped (`scope: Cluster`), as `group/Kind`:
+ * their objects are placed, and held to a deployment's boundary, as cluster-scoped before the CRD even exists.
+ */
+export function clusterScopedByDefinition(objects: readonly KubeObject[]): string[] {
+  return objects.flatMap((o) => {
+    if (o.kind !== 'CustomResourceDefinition' || !isObject(o.spec) || o.spec.scope !== 'Cluster') return [];
+    const names = o.spec.names;
+    const kind = isObject(names) ? names.kind : undefined;
+    return typeof o.spec.group === 'string' && typeof kind === 'string' ? [`${o.spec.group}/${kind}`] : [];
+  });
+}
+
 export function isObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -6,6 +6,7 @@
 // the object, the file and line, and how to widen the boundary.
 import { RenderError, throwIfAny } from './errors.ts';
 import {
+  clusterScopedByDefinition,
   describeObject,
   fieldOrigin,
   groupOf,
@@ -68,7 +69,8 @@ export function boundaryErrors(
       errors.push(
         new RenderError(`cluster-scoped, outside this deployment's namespaces (${own}); ${advice}`, {
           origin: item.origin,
-          object: describeObject(object),
+          // Named without the namespace a manifest (or the placement of an unknown kind) may have given it.
+          object: `${object.kind} ${object.metadata.name}`,
         }),
       );
       continue;
@@ -97,6 +99,10 @@ export function assertWithinBoundary(
   clusterScoped: readonly string[] = [],
 ): void {
   if (!boundary) return;
-  const outside = boundaryErrors(parsed.objects, boundary, new Set(clusterScoped));
+  const scoped = new Set([
+    ...clusterScoped,
+    ...clusterScopedByDefinition(parsed.objects.map(({ object }) => object)),
+  ]);
+  const outside = boundaryErrors(parsed.objects, boundary, scoped);
   if (outside.length > 0) throwIfAny([...parsed.errors, ...outside]);
 }

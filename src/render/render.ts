@@ -7,6 +7,7 @@ import { canonical } from './canonical.ts';
 import { RenderError, throwIfAny } from './errors.ts';
 import { bindImages, type ImageArtifact, type ImageBinding, type ImageMatch } from './images.ts';
 import {
+  clusterScopedByDefinition,
   describeObject,
   describeOrigin,
   groupOf,
@@ -133,7 +134,10 @@ export function render(input: RenderInput): RenderResult {
   errors.push(...parsed.errors);
   throwIfAny(errors);
   const items = parsed.objects;
-  const clusterScoped = new Set(options.clusterScoped);
+  const clusterScoped = new Set([
+    ...options.clusterScoped,
+    ...clusterScopedByDefinition(items.map(({ object }) => object)),
+  ]);
   for (const { object } of items) {
     if (isClusterScoped(object.apiVersion, object.kind, clusterScoped)) delete object.metadata.namespace;
     else object.metadata.namespace ??= input.namespace;

@@ -8,6 +8,7 @@ import { withDeadline } from '../kube/deadline.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import { ensureHashKey, readHashKey } from '../kube/hash-key.ts';
 import { collectVersionHistory, type HistoryResult } from '../kube/history.ts';
+import { discoverClusterScoped } from '../kube/scope.ts';
 import { readSnapshot } from '../kube/snapshot.ts';
 import type { ImageArtifact } from '../render/images.ts';
 import { describeObject, isClusterScoped, type KubeObject } from '../render/manifest.ts';
@@ -89,6 +90,13 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
     }
     // Nothing is asked of the cluster about objects outside the deployment's namespaces.
     assertWithinBoundary(ctx.parsed, request.renderOptions?.boundary, request.renderOptions?.clusterScoped);
+    const boundary = request.renderOptions?.boundary;
+    if (boundary && boundary.clusterScoped !== true) {
+      // Custom kinds that the cluster serves cluster-scoped are held to it too (discovery is shared with apply).
+      const known = request.renderOptions?.clusterScoped ?? [];
+      const served = await discoverClusterScoped(discovery, objects, known);
+      assertWithinBoundary(ctx.parsed, boundary, [...known, ...served]);
+    }
     ctx.snapshot = await readSnapshot(api, objects, discovery);
     // Versioned Secrets are hashed under the installation's key; a dry run makes none.
     if (needsHashKey(objects, request.renderOptions?.versioned ?? {})) {

@@ -4,9 +4,14 @@
 import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.ts';
+import { StalledError } from '../../src/errors.ts';
+import { KubeApi } from '../../src/kube/api.ts';
+import { Discovery } from '../../src/kube/discovery.ts';
+import { deploy } from '../../src/sync/deploy.ts';
 import { createLogger } from '../../src/sync/logger.ts';
 import { runAgent } from '../../src/sync/run-agent.ts';
 import {
+  clusterConfig,
   eventually,
   kubeConfig,
   lineSink,
@@ -186,5 +191,99 @@ server: {port: 0, address: 127.0.0.1}
     expect(cms.items.map((c) => c.metadata?.name)).not.toContain('settings-v000');
     // The agent itself goes on: its process did not end, and it still answers.
     expect(logs().some((l) => /internal error/.test(l.msg))).toBe(false);
+  });
+});
+
+describe('namespace boundary: custom resources the cluster serves cluster-scoped', () => {
+  const ns = useNamespace('boundary-crd');
+  const group = `b${suffix}.mooring.test`;
+  afterAll(async () => {
+    const env = testbed();
+    await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      'delete',
+      'crd',
+      `clusterwidgets.${group}`,
+      '--wait=false',
+    ]);
+  });
+
+  it('refuses one without a namespace, which render alone would take for namespaced, before writing anything', async () => {
+    const env = testbed();
+    const crd = await manifestDir({
+      'crd.yaml': `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: clusterwidgets.${group}}
+spec:
+  group: ${group}
+  scope: Cluster
+  names: {kind: ClusterWidget, plural: clusterwidgets}
+  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]
+`,
+    });
+    const installed = await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      'apply',
+      '-f',
+      `${crd}/crd.yaml`,
+    ]);
+    expect(installed.code, installed.stderr).toBe(0);
+    await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      'wait',
+      '--for=condition=Established',
+      `crd/clusterwidgets.${group}`,
+    ]);
+    const api = new KubeApi(clusterConfig());
+    try {
+      const report = await deploy(
+        { api, discovery: new Discovery(api) },
+        {
+          files: [
+            { path: 'settings.yaml', text: settings },
+            {
+              path: 'widget.yaml',
+              text: `apiVersion: ${group}/v1\nkind: ClusterWidget\nmetadata: {name: everywhere}\n`,
+            },
+          ],
+          namespace: ns(),
+          application: 'crd',
+          images: [],
+          timeoutMs: 60_000,
+          dryRun: false,
+          renderOptions: { boundary: { namespaces: [ns()], clusterScoped: false } },
+        },
+      );
+      expect(report.outcome).toBe('error');
+      expect(report.error).toBeInstanceOf(StalledError);
+      expect(report.summary).toContain(
+        `widget.yaml:1:1: ClusterWidget everywhere: cluster-scoped, outside this deployment's namespaces (${ns()})`,
+      );
+      expect(report.applied).toEqual([]);
+      // Allowed by kind, it is written (cluster-wide).
+      const allowed = await deploy(
+        { api, discovery: new Discovery(api) },
+        {
+          files: [
+            {
+              path: 'widget.yaml',
+              text: `apiVersion: ${group}/v1\nkind: ClusterWidget\nmetadata: {name: everywhere}\n`,
+            },
+          ],
+          namespace: ns(),
+          application: 'crd',
+          images: [],
+          timeoutMs: 60_000,
+          dryRun: false,
+          renderOptions: { boundary: { namespaces: [ns()], clusterScoped: ['ClusterWidget'] } },
+        },
+      );
+      expect(allowed.outcome, allowed.summary).toBe('stable');
+    } finally {
+      api.close();
+    }
   });
 });
