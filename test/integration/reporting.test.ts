@@ -291,6 +291,14 @@ data: {pin: ${CANARY}}
       ...answers,
     ];
     for (const text of everything) expect(text).not.toContain(CANARY);
+    // Syncs after the first wrote the unchanged Secret no more: only its creation was logged, once per agent.
+    const secretWrites = sinks
+      .flat()
+      .filter((l) => l.includes('"msg":"applied"') && l.includes('/credentials-v000"'));
+    expect(secretWrites.map((l) => (JSON.parse(l) as { action: string }).action)).toEqual([
+      'created',
+      'created',
+    ]);
     // …while the cluster does hold it, so the test would see a leak.
     const stored = await runTool(env.tools.kubectl, [
       '--kubeconfig',
