@@ -15,6 +15,7 @@ import {
   deployTo,
   kubeConfig,
   manifestDir,
+  mooring,
   runTool,
   testbed,
   useNamespace,
@@ -140,6 +141,27 @@ describe('Secrets', () => {
       ].map((o) => `${o} unchanged`),
     );
     expect(await resourceVersions(ns())).toEqual(before);
+
+    // `mooring render` reads the same key (it makes none), so its plan shows the Secrets' versions reused; offline
+    // it has no key and says so.
+    const plan = await mooring(
+      'render',
+      dir,
+      '--kubeconfig',
+      testbed().kube.kubeconfig,
+      '-n',
+      ns(),
+      '--agent-namespace',
+      keys,
+      '-o',
+      'table',
+    );
+    expect(plan.code, plan.stderr).toBe(0);
+    const planned = plan.stdout.split('\n').filter((l) => l.startsWith('Secret '));
+    expect(planned).toHaveLength(3);
+    for (const line of planned) expect(line).toContain('v000 (existing)');
+    const offline = await mooring('render', dir, '--offline', '-n', ns());
+    expect(offline.stderr).toContain('offline, there is no hash key (give --hash-key-file)');
 
     // The Secrets' hashes are keyed by the key the first deploy made in the agent's namespace.
     const api = new KubeApi(clusterConfig());
