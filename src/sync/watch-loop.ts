@@ -5,6 +5,7 @@ import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import type { ImageArtifact } from '../render/images.ts';
+import type { NamespaceBoundary } from '../render/namespace-boundary.ts';
 import { readManifestFiles } from '../sources/local/files.ts';
 import { filesRevision, watchFolder } from '../sources/local/watch.ts';
 import { deploy } from './deploy.ts';
@@ -19,6 +20,8 @@ export interface WatchLoopOptions {
   images: readonly ImageArtifact[];
   timeoutMs: number;
   debounceMs: number;
+  /** The namespaces the folder's objects may go to (with an explicit -n), as for `mooring deploy`. */
+  boundary?: NamespaceBoundary | undefined;
 }
 
 export async function runWatchLoop(
@@ -58,6 +61,7 @@ export async function runWatchLoop(
           images: options.images,
           timeoutMs: options.timeoutMs,
           dryRun: false,
+          renderOptions: { boundary: options.boundary },
           signal,
         },
       );

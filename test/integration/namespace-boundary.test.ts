@@ -1,6 +1,8 @@
 // The namespace boundary on the real control plane, with admin credentials (so that only mooring's own rule can
 // stop the write): a manifest naming kube-system fails its deployment's render before any request, in the CLI
 // with -n and in the agent, where the other deployments go on syncing.
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.ts';
@@ -110,6 +112,40 @@ describe('namespace boundary: mooring render / deploy -n', () => {
         k: 'v',
       },
     );
+  });
+});
+
+describe('namespace boundary: mooring run --watch -n', () => {
+  const ns = useNamespace('boundary-watch');
+
+  it('fails each deploy of a folder naming another namespace, and writes nothing', async () => {
+    const dir = await manifestDir({ 'settings.yaml': settings, 'x.yaml': evil });
+    const main = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
+    const child = spawn(
+      process.execPath,
+      [main, 'run', '--watch', dir, '--kubeconfig', testbed().kube.kubeconfig, '-n', ns()],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let logs = '';
+    child.stdout.on('data', (c: Buffer) => (logs += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (logs += c.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      const line = await eventually(
+        'the deploy refused',
+        async () => logs.split('\n').find((l) => l.includes('"outcome":"error"')),
+        60_000,
+      );
+      expect(line).toContain(
+        `Deployment kube-system/${evilName}: namespace kube-system is outside this deployment's namespaces (${ns()})`,
+      );
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+    }
+    expect(await inKubeSystem()).not.toContain(evilName);
+    const cms = await kubeConfig().makeApiClient(CoreV1Api).listNamespacedConfigMap({ namespace: ns() });
+    expect(cms.items.map((c) => c.metadata?.name)).not.toContain('settings-v000');
   });
 });
 

@@ -9,7 +9,7 @@ import { Discovery } from '../../kube/discovery.ts';
 import { createLogger } from '../../sync/logger.ts';
 import { runAgent } from '../../sync/run-agent.ts';
 import { runWatchLoop } from '../../sync/watch-loop.ts';
-import { type ClusterFlags, clusterAccess } from '../cluster-flags.ts';
+import { type ClusterFlags, clusterAccess, manifestBoundary } from '../cluster-flags.ts';
 import { EXIT_USAGE, ExitError } from '../exit-codes.ts';
 import { parseImageFlag } from './render.ts';
 
@@ -76,6 +76,7 @@ export function runCommand(program: Command): void {
               images: flags.image.map(parseImageFlag),
               timeoutMs,
               debounceMs,
+              boundary: manifestBoundary({ namespace: flags.namespace }, namespace),
             },
             stopSignal(),
           );
