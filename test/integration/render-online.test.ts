@@ -1,5 +1,6 @@
 // `mooring render` against the real API server: existing versions come from the cluster (metadata only), so a
 // changed ConfigMap gets the next version and a change back reuses the old one; live Services feed traffic.
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -81,20 +82,24 @@ describe('mooring render against the cluster', () => {
     const names = (yaml: string) =>
       parseAllDocuments(yaml).map((d) => (d.toJS() as { metadata: { name: string } }).metadata.name);
 
+    // Secrets' content hash is keyed: rendering for kubectl apply takes the installation's key, or the Secret's
+    // versions could not be recognised (docs/render.md).
+    const key = join(dir, 'hash-key');
+    await writeFile(key, randomBytes(32));
     await writeFile(file, app('one'));
-    const first = await renderOnline(file, ns(), '--show-secrets');
+    const first = await renderOnline(file, ns(), '--show-secrets', '--hash-key-file', key);
     expect(first.code, first.stderr).toBe(0);
     expect(names(first.stdout)).toEqual(['app-config-v000', 'app-secret-v000', 'my-app']);
     expect(first.stdout).toContain('tier: frontend');
     await kubectlApply(first.stdout);
 
     await writeFile(file, app('two'));
-    const second = await renderOnline(file, ns(), '--show-secrets');
+    const second = await renderOnline(file, ns(), '--show-secrets', '--hash-key-file', key);
     expect(names(second.stdout)).toEqual(['app-config-v001', 'app-secret-v001', 'my-app']);
     await kubectlApply(second.stdout);
 
     await writeFile(file, app('one'));
-    const back = await renderOnline(file, ns());
+    const back = await renderOnline(file, ns(), '--hash-key-file', key);
     expect(back.code, back.stderr).toBe(0);
     expect(names(back.stdout)).toEqual(['app-config-v000', 'app-secret-v000', 'my-app']);
     expect(back.stdout).toContain('name: app-config-v000');
