@@ -15,6 +15,8 @@ import {
 } from '../../../src/render/namespace-boundary.ts';
 import { parseManifestFiles } from '../../../src/render/parse.ts';
 import { render } from '../../../src/render/render.ts';
+import type { DeployReport } from '../../../src/sync/deploy.ts';
+import { outcomeOf } from '../../../src/sync/outcome.ts';
 
 const evil = `apiVersion: apps/v1
 kind: Deployment
@@ -95,6 +97,26 @@ describe('namespace boundary', () => {
       1,
     );
     expect(renderAs(config('    allowClusterScoped: [Namespace]'), binding)).toThrow('cluster-scoped');
+  });
+
+  it('is a stalled failure: the agent waits for a new commit instead of retrying', () => {
+    let error: unknown;
+    try {
+      renderAs(config(), evil)();
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(RenderErrors);
+    const report: DeployReport = {
+      outcome: 'error',
+      summary: `failed: ${(error as Error).message}`,
+      applied: [],
+      wait: undefined,
+      history: undefined,
+      error,
+      elapsedMs: 1,
+    };
+    expect(outcomeOf(report)).toEqual({ result: 'stalled' });
   });
 
   it('lets allowedNamespaces widen the boundary', () => {
