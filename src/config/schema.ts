@@ -246,6 +246,11 @@ const cluster = z
     context: z.string().optional(),
     /** The agent's own namespace: where it keeps its release ledger. */
     namespace: name.default('mooring'),
+    /**
+     * A request to the API server that receives nothing for this long is abandoned and retried (a stopped or
+     * unreachable server); watch streams have their own, longer limit.
+     */
+    requestTimeout: duration.prefault('30s'),
   })
   .refine((c) => !(c.inCluster && (c.kubeconfig || c.context)), {
     message: 'inCluster cannot be combined with kubeconfig or context',
