@@ -8,7 +8,8 @@ export const LAST_RESORT_EXIT = 70;
 export const LAST_RESORT_MARK = 'mooring: internal error';
 
 function describe(error: unknown): string {
-  if (error instanceof Error) return `${error.name}: ${error.message}${error.stack ? `\n${error.stack}` : ''}`;
+  if (error instanceof Error)
+    return `${error.name}: ${error.message}${error.stack ? `\n${error.stack}` : ''}`;
   return String(error);
 }
 

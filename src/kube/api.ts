@@ -76,7 +76,10 @@ function retriable(method: string, error: unknown): boolean {
   const status = error instanceof KubeRequestError ? error.code : undefined;
   if (status !== undefined) {
     if (status === 429 || status === 503) return true;
-    return method !== 'POST' && (status === 500 || status === 502 || status === 504);
+    // A 500 to a write is often the server refusing the object (server-side apply's conversion errors): only
+    // reads repeat it.
+    if (status === 500) return method === 'GET';
+    return method !== 'POST' && (status === 502 || status === 504);
   }
   const code = networkCode(error);
   if (code === undefined) return false;

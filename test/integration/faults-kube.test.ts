@@ -1,0 +1,251 @@
+// The agent under API server faults, on the real control plane: kube-apiserver killed (SIGKILL) and restarted, or
+// stopped (SIGSTOP) for longer than the client's request timeout, during apply and during the stability wait; and
+// the agent itself killed with SIGKILL mid-sync and started again. The agent runs as its own process, as in a pod.
+// After each fault: the process lives (its last-resort handler never fired), the deployment converges to the newest
+// commit, every commit status that went pending has ended, no ConfigMap version is duplicated or dangling, and the
+// ledger's newest release is the newest commit, stable.
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it, onTestFailed } from 'vitest';
+import { statusReceiver } from '../contract/github-openapi.ts';
+import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
+import {
+  type AgentProcess,
+  appsAt,
+  assertAlive,
+  convergedTo,
+  freezeApiServer,
+  killApiServer,
+  restartApiServer,
+  startAgent,
+  statusesByCommit,
+  unended,
+  versionProblems,
+} from './fault-helpers.ts';
+import { eventually, manifestDir, mooring, runTool, testbed, useNamespace } from './helpers.ts';
+
+const APPS = 60;
+const CONTEXT = 'mooring/faults/web';
+const LB = 'lb';
+
+/** A LoadBalancer Service the test bed's kubelet never binds: the stability wait lasts until the test binds it. */
+const unboundLoadBalancer = `apiVersion: v1
+kind: Service
+metadata: {name: ${LB}, annotations: {testbed.mooring.io/load-balancer: never}}
+spec: {type: LoadBalancer, selector: {app: app-000}, ports: [{port: 80, protocol: TCP}]}
+`;
+
+interface Setup {
+  ns: string;
+  configFile: string;
+  repo: string;
+  captured: Awaited<ReturnType<typeof statusReceiver>>['captured'];
+  agent: AgentProcess;
+}
+
+describe('the agent under API server faults', () => {
+  // One namespace per fault: nothing one leaves behind can satisfy the next.
+  const namespaces = Array.from({ length: 5 }, (_, i) => useNamespace(`faults${i}`));
+  const cleanups: (() => Promise<void> | void)[] = [];
+  afterAll(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  });
+
+  /** A repository at revision 1 of the apps, an agent syncing it, and its first release stable. */
+  async function setup(which: number, timeout: string): Promise<Setup> {
+    const ns = namespaces[which] as () => string;
+    const env = testbed();
+    const suffix = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+    const repo = await createBareRepo(env.git.root, `faults-${suffix}/web`);
+    const first = await commitFiles(repo, { 'apps.yaml': appsAt(APPS, 1) });
+    const receiver = await statusReceiver();
+    cleanups.push(receiver.close);
+    const dir = await manifestDir({
+      user: env.git.username,
+      password: env.git.password,
+      token: 'status-token',
+    });
+    const configFile = join(dir, 'mooring.yaml');
+    await writeFile(
+      configFile,
+      `cluster: {name: faults, kubeconfig: ${env.kube.kubeconfig}, namespace: mooring-faults-${suffix}, requestTimeout: 5s}
+sources:
+  git:
+    - {name: app, url: "${env.git.url}/faults-${suffix}/web.git", interval: 1s, credentials: {username: {file: ${dir}/user}, password: {file: ${dir}/password}}}
+deployments:
+  - name: web
+    namespace: ${ns()}
+    source: app
+    stability: {timeout: ${timeout}}
+    commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${dir}/token}}
+server: {port: 0, address: 127.0.0.1}
+`,
+    );
+    const agent = startAgent(configFile);
+    cleanups.push(async () => {
+      if (setupState.agent.alive()) setupState.agent.child.kill('SIGKILL');
+      await runTool(env.tools.kubectl, [
+        '--kubeconfig',
+        env.kube.kubeconfig,
+        'delete',
+        'namespace',
+        `mooring-faults-${suffix}`,
+        '--wait=false',
+      ]).catch(() => undefined);
+    });
+    const setupState: Setup = { ns: ns(), configFile, repo, captured: receiver.captured, agent };
+    onTestFailed(() => {
+      const lines = setupState.agent.output().split('\n');
+      process.stderr.write(`agent output (last lines):\n${lines.slice(-60).join('\n')}\n`);
+      process.stderr.write(
+        `statuses: ${JSON.stringify([...statusesByCommit(receiver.captured, CONTEXT)])}\n`,
+      );
+    });
+    await eventually(
+      'release 1 stable',
+      async () =>
+        statusesByCommit(receiver.captured, CONTEXT).get(first)?.at(-1)?.state === 'success'
+          ? true
+          : undefined,
+      120_000,
+    );
+    return setupState;
+  }
+
+  /** Resolves once the agent has written at least one object of the sync of `commit`. */
+  async function applying(agent: AgentProcess, commit: string): Promise<void> {
+    const revision = commit.slice(0, 12);
+    await eventually(
+      `the sync of ${revision} writing`,
+      async () =>
+        agent.logs().some((l) => l.msg === 'applied' && l.revision === revision) ? true : undefined,
+      60_000,
+    );
+  }
+
+  /**
+   * Resolves once the sync of `commit` has written all it changes (a new version of every ConfigMap, every
+   * Deployment, the load balancer) and so waits on the unbound load balancer.
+   */
+  async function waiting(s: Setup, commit: string): Promise<void> {
+    const revision = commit.slice(0, 12);
+    await eventually(
+      'the apply phase over',
+      async () =>
+        s.agent.logs().filter((l) => l.msg === 'applied' && l.revision === revision).length === APPS * 2 + 1
+          ? true
+          : undefined,
+      60_000,
+    );
+  }
+
+  async function bindLoadBalancer(s: Setup): Promise<void> {
+    const env = testbed();
+    await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      '-n',
+      s.ns,
+      'patch',
+      'service',
+      LB,
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      '{"status":{"loadBalancer":{"ingress":[{"ip":"192.0.2.10"}]}}}',
+    ]);
+  }
+
+  /** The checks every fault ends with. */
+  async function converges(s: Setup, commit: string, rev: number): Promise<void> {
+    await eventually(
+      `converged to ${commit.slice(0, 12)}`,
+      async () => {
+        const last = statusesByCommit(s.captured, CONTEXT).get(commit)?.at(-1);
+        return last?.state === 'success' && (await convergedTo(s.ns, rev, APPS)) ? true : undefined;
+      },
+      180_000,
+    );
+    assertAlive(s.agent);
+    expect(unended(s.captured, CONTEXT)).toEqual([]);
+    expect(await versionProblems(s.ns, 'web', s.configFile)).toEqual([]);
+    const history = await mooring('history', 'web', '--config', s.configFile, '-o', 'json');
+    const newest = (JSON.parse(history.stdout) as { releases: { commit?: string; result: string }[] })
+      .releases[0];
+    expect(newest).toMatchObject({ commit, result: 'stable' });
+  }
+
+  it('lives through kube-apiserver killed mid-apply and restarted, and converges', async () => {
+    const s = await setup(0, '2m');
+    const second = await commitFiles(s.repo, { 'apps.yaml': appsAt(APPS, 2) });
+    await applying(s.agent, second);
+    await killApiServer();
+    await new Promise((r) => setTimeout(r, 3000));
+    assertAlive(s.agent);
+    await restartApiServer();
+    await converges(s, second, 2);
+  }, 300_000);
+
+  it('lives through kube-apiserver stopped mid-apply for longer than its request timeout', async () => {
+    const s = await setup(1, '2m');
+    const second = await commitFiles(s.repo, { 'apps.yaml': appsAt(APPS, 2) });
+    await applying(s.agent, second);
+    await freezeApiServer(12_000);
+    assertAlive(s.agent);
+    await converges(s, second, 2);
+  }, 300_000);
+
+  it('lives through kube-apiserver stopped during the stability wait', async () => {
+    const s = await setup(2, '2m');
+    const second = await commitFiles(s.repo, {
+      'apps.yaml': appsAt(APPS, 2),
+      'lb.yaml': unboundLoadBalancer,
+    });
+    await waiting(s, second);
+    await freezeApiServer(12_000);
+    assertAlive(s.agent);
+    await bindLoadBalancer(s);
+    await converges(s, second, 2);
+  }, 300_000);
+
+  it('reports an unreachable API server, not a failed commit, when it is down past the wait, then converges', async () => {
+    const s = await setup(3, '40s');
+    const second = await commitFiles(s.repo, {
+      'apps.yaml': appsAt(APPS, 2),
+      'lb.yaml': unboundLoadBalancer,
+    });
+    await waiting(s, second);
+    await killApiServer();
+    try {
+      // The wait runs out while the server is down: the commit gets `error` naming the server, not `failure`.
+      await eventually(
+        'the sync ended with the server unreachable',
+        async () =>
+          statusesByCommit(s.captured, CONTEXT)
+            .get(second)
+            ?.find((b) => b.state === 'error'),
+        90_000,
+      ).then((ended) => expect(ended.description).toMatch(/API server unreachable since \d\d:\d\d:\d\d/));
+      expect(
+        statusesByCommit(s.captured, CONTEXT)
+          .get(second)
+          ?.map((b) => b.state),
+      ).not.toContain('failure');
+      assertAlive(s.agent);
+    } finally {
+      await restartApiServer();
+    }
+    await bindLoadBalancer(s);
+    await converges(s, second, 2);
+  }, 300_000);
+
+  it('picks up after the agent is killed mid-sync and started again', async () => {
+    const s = await setup(4, '2m');
+    const second = await commitFiles(s.repo, { 'apps.yaml': appsAt(APPS, 2) });
+    await applying(s.agent, second);
+    s.agent.child.kill('SIGKILL');
+    await s.agent.exited;
+    s.agent = startAgent(s.configFile);
+    await converges(s, second, 2);
+  }, 300_000);
+});
