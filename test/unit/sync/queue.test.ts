@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type SyncOutcome, SyncQueue } from '../../../src/sync/queue.ts';
+import { supersededBy } from '../../../src/sync/superseded.ts';
 
 const tick = (ms = 5) => new Promise((r) => setTimeout(r, ms));
 
@@ -34,6 +35,26 @@ describe('SyncQueue', () => {
     expect(g.started).toEqual(['r1', 'r4']);
     g.release('r4');
     await q.idle();
+  });
+
+  it('tells a sync cancelled by a newer revision which one replaced it', async () => {
+    const q = new SyncQueue({ concurrency: 1 });
+    let seen: AbortSignal | undefined;
+    q.trigger(
+      'web',
+      'r1',
+      (signal) =>
+        new Promise<SyncOutcome>((resolve) => {
+          seen = signal;
+          signal.addEventListener('abort', () => resolve({ result: 'cancelled' }));
+        }),
+      'commit-1',
+    );
+    await tick();
+    expect(supersededBy(seen)).toBeUndefined();
+    q.trigger('web', 'r2', async () => ({ result: 'done' }), 'commit-2');
+    await q.idle();
+    expect(supersededBy(seen)).toBe('commit-2');
   });
 
   it('ignores a trigger of the revision that is running or already done', async () => {

@@ -49,6 +49,19 @@ describe('reconcile', () => {
     expect(reconcile(input(atC1D1))).toEqual({ action: 'current', revision: `${C1}|app=${D1}` });
   });
 
+  it('finds a deployment current at a later commit known to deploy the same as its release', () => {
+    const sameAs = { ledger: `${C1}|app=${D1}`, revision: `${C2}|app=${D1}` };
+    expect(reconcile(input(atC1D1, { commit: C2, sameAs }))).toEqual({
+      action: 'current',
+      revision: `${C2}|app=${D1}`,
+    });
+    // Not once the ledger has moved on, nor for another revision (a new image), nor for a drift correction.
+    const moved: LedgerData = { releases: [release(4, C2, D2), ...atC1D1.releases], fence: undefined };
+    expect(reconcile(input(moved, { commit: C2, sameAs })).action).toBe('sync');
+    expect(reconcile(input(atC1D1, { commit: C2, digests: { app: D2 }, sameAs })).action).toBe('sync');
+    expect(reconcile(input(atC1D1, { commit: C2, sameAs, reason: 'drift' })).action).toBe('sync');
+  });
+
   it('judges by the newest stable release, not a newer failed one', () => {
     const ledger: LedgerData = {
       releases: [release(4, C2, D1, { result: 'failed' }), release(3, C1, D1)],
