@@ -7,6 +7,7 @@ import type { GitSource } from '../../config/schema.ts';
 import { authorizationHeader, gitCredentials } from './credentials.ts';
 import { gitNetworkError } from './errors.ts';
 import type { ServerRef } from './refs.ts';
+import { packOrderedFs } from './store-fs.ts';
 import { boundedHttp } from './transport.ts';
 
 export interface RemoteOptions {
@@ -43,7 +44,8 @@ export async function fetchInto(
 ): Promise<void> {
   await withRemote(source, options, (http, headers) =>
     git.fetch({
-      fs,
+      // Packs seen oldest first: a fetch resolves the new pack's external bases from them (pack-order.ts).
+      fs: packOrderedFs(),
       http,
       gitdir: request.gitdir,
       url: source.url,
