@@ -2,7 +2,8 @@
 // connections and hangs; the agent's syncs still end on time, their final statuses wait in the outbox (a
 // ConfigMap in the agent's namespace) and are posted once the API answers, so that every commit whose status
 // went `pending` ends. Then the agent is stopped while the API is down, a new agent started, the API restored:
-// what the first agent kept is delivered by the second. Every request the receiver got is valid against GitHub's
+// what the first agent kept is delivered by the second; stopped in the middle of a sync, the agent ends that
+// sync's pending status with "Agent stopped before the deployment was stable". Every request the receiver got is valid against GitHub's
 // OpenAPI description.
 import { afterAll, describe, expect, it } from 'vitest';
 import type { KubeApi } from '../../src/kube/api.ts';
@@ -10,6 +11,7 @@ import { OUTBOX_NAME } from '../../src/report/outbox-store.ts';
 import { githubStatusValidator, statusReceiver } from '../contract/github-openapi.ts';
 import { FaultProxy } from '../testbed/fault-proxy.ts';
 import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
+import { BEHAVIOR } from '../testbed/kubelet.ts';
 import {
   api,
   newestStable,
@@ -182,6 +184,31 @@ server: {port: 0, address: 127.0.0.1}
     await eventually('the outbox emptied', async () =>
       (await outboxOf(kube, agentNs)).length === 0 ? true : undefined,
     );
+
+    // Stopped in the middle of a sync (pods that never become ready): the pending status ends, saying so.
+    const sixth = await commitFiles(repo, {
+      ...manifests(6),
+      'web.yaml': `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}, annotations: {${BEHAVIOR}: never-ready}}
+    spec:
+      containers: [{name: web, image: example/web:1}]
+`,
+    });
+    await eventually('the sixth commit pending', async () =>
+      statuses().some((s) => s.sha === sixth && s.state === 'pending') ? true : undefined,
+    );
+    await agent.stop();
+    const stoppedEnd = statuses().findLast((s) => s.sha === sixth);
+    expect(stoppedEnd).toMatchObject({
+      state: 'error',
+      description: 'Agent stopped before the deployment was stable; it resumes on restart',
+    });
 
     const validate = githubStatusValidator();
     expect(receiver.captured.length).toBeGreaterThanOrEqual(6);
