@@ -4,7 +4,11 @@
 //  2. the agent idle: `node dist/cli/main.js run --config FILE` with three Git sources (one deployment each, two
 //     of them binding an image of the two registry sources) on the test bed's Git server and registry. Once the
 //     three first syncs are stable, its RSS is sampled for --idle-minutes (default 10). Goal: at most 80 MiB.
-// Run: npm run bench:memory [-- --idle-minutes 10 --repeat 9 --parts startup,agent]
+//  3. burst and large (support/load-scenarios.ts): the agent after a burst of 30 deployments x 20 commits, and
+//     after its repository grew to 20,000 files: RSS idle before, the peak, RSS once at rest for 45 s, with heap
+//     used / external / arrayBuffers at each point. Goal: at rest within 1.25 times the idle RSS. About 4 min.
+// Run: npm run bench:memory [-- --idle-minutes 10 --repeat 9 --parts startup,agent,burst,large]
+// (the default parts are startup, burst and large: about 5 minutes; the ten idle minutes of `agent` on request)
 // Starts the test bed when none runs (and stops only a bed it started). Needs `npm run build` first.
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -18,14 +22,18 @@ import { pushImage } from '../test/testbed/oci-push.ts';
 import { REPO_ROOT } from '../test/testbed/paths.ts';
 import { down, up } from '../test/testbed/testbed.ts';
 import { benchCluster, createNamespace, deleteNamespace } from './support/cluster.ts';
+import { burstScenario, largeScenario, report, type ScenarioContext } from './support/load-scenarios.ts';
 import { goal, launcherFlags, median, mib, timed } from './support/process.ts';
+
+/** Thrown to skip the rest of the run (the idle agent) and still clean up. */
+class Done extends Error {}
 
 const { values: flags } = parseArgs({
   options: {
     'idle-minutes': { type: 'string', default: '10' },
     repeat: { type: 'string', default: '9' },
-    /** startup, agent: which of the two to measure. */
-    parts: { type: 'string', default: 'startup,agent' },
+    /** startup, agent, burst, large: which to measure. */
+    parts: { type: 'string', default: 'startup,burst,large' },
   },
 });
 const parts = new Set(flags.parts.split(','));
@@ -52,9 +60,8 @@ if (parts.has('startup')) {
   );
   say(goal('start-up over node -e 0', `${extra.toFixed(2)} s`, 'at most 0.30 s', extra <= 0.3));
 }
-if (!parts.has('agent')) process.exit(0);
+if (!parts.has('agent') && !parts.has('burst') && !parts.has('large')) process.exit(0);
 
-// 2. The agent, idle.
 const { env, started } = await up((line) => note(`testbed: ${line}`));
 const c = benchCluster(env.kube.kubeconfig);
 const suffix = Date.now().toString(36);
@@ -62,9 +69,17 @@ const work = await mkdtemp(join(tmpdir(), 'mooring-bench-memory-'));
 const namespaces = [`bench-agent-${suffix}`, ...['a', 'b', 'c'].map((x) => `bench-idle-${x}-${suffix}`)];
 let agent: ReturnType<typeof spawn> | undefined;
 try {
-  for (const ns of namespaces) await createNamespace(c, ns);
   await writeFile(join(work, 'git-username'), env.git.username, { mode: 0o600 });
   await writeFile(join(work, 'git-password'), env.git.password, { mode: 0o600 });
+  // 3. Under load, each in its own agent.
+  const ctx: ScenarioContext = { env, cluster: c, cli: CLI, work, suffix, say, note };
+  if (parts.has('burst')) report(ctx, 'burst of 30 deployments x 20 commits', await burstScenario(ctx));
+  if (parts.has('large'))
+    report(ctx, 'large repository of 20,000 files (100 selected)', await largeScenario(ctx));
+  if (!parts.has('agent')) throw new Done();
+
+  // 2. The agent, idle.
+  for (const ns of namespaces) await createNamespace(c, ns);
   const images = [];
   for (const x of ['a', 'b']) {
     const repository = `bench-${suffix}/web-${x}`;
@@ -152,13 +167,15 @@ try {
     `agent idle ${idleMs / 60_000} min (3 Git, 2 registry sources, 3 deployments): RSS at start ${mib(samples[0] ?? 0)}, at the end ${mib(last)}, highest ${mib(peak)}, VmHWM ${mib(kib('VmHWM'))}`,
   );
   say(goal('agent RSS after the idle period', mib(last), 'at most 80 MiB', last <= 80 * 1024));
+} catch (error) {
+  if (!(error instanceof Done)) throw error;
 } finally {
   if (agent && agent.exitCode === null) {
     const exited = new Promise((r) => agent?.once('exit', r));
     agent.kill('SIGTERM');
     await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
   }
-  for (const ns of namespaces) await deleteNamespace(c, ns).catch(() => undefined);
+  if (parts.has('agent')) for (const ns of namespaces) await deleteNamespace(c, ns).catch(() => undefined);
   c.agent.destroy();
   await rm(work, { recursive: true, force: true });
   if (started) await down();

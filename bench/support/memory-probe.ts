@@ -1,0 +1,35 @@
+// Loaded into the agent under measurement (`node --expose-gc --import bench/support/memory-probe.ts …`), never
+// into mooring itself: answers the benchmark over the IPC channel with process.memoryUsage(), the highest heap,
+// external and array-buffer figures seen since the last reset (sampled every 100 ms), and on request after a full
+// garbage collection, so that what is still referenced can be told apart from what V8 or malloc has not returned.
+import { writeHeapSnapshot } from 'node:v8';
+
+interface Request {
+  probe: 'usage' | 'gc' | 'reset' | 'snapshot';
+  id: number;
+  file?: string;
+}
+
+const peak = { heapUsed: 0, heapTotal: 0, external: 0, arrayBuffers: 0 };
+const reset = () => Object.assign(peak, { heapUsed: 0, heapTotal: 0, external: 0, arrayBuffers: 0 });
+const sample = () => {
+  const m = process.memoryUsage();
+  peak.heapUsed = Math.max(peak.heapUsed, m.heapUsed);
+  peak.heapTotal = Math.max(peak.heapTotal, m.heapTotal);
+  peak.external = Math.max(peak.external, m.external);
+  peak.arrayBuffers = Math.max(peak.arrayBuffers, m.arrayBuffers);
+  return m;
+};
+setInterval(sample, 100).unref();
+
+if (process.send) {
+  process.channel?.unref();
+  process.on('message', (message: Request) => {
+    if (typeof message !== 'object' || message === null || !('probe' in message)) return;
+    if (message.probe === 'reset') reset();
+    if (message.probe === 'gc') (globalThis as { gc?: () => void }).gc?.();
+    const snapshot =
+      message.probe === 'snapshot' && message.file ? writeHeapSnapshot(message.file) : undefined;
+    process.send?.({ id: message.id, usage: sample(), peak: { ...peak }, snapshot });
+  });
+}
