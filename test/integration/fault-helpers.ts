@@ -73,7 +73,12 @@ export interface AgentProcess {
 
 /** `mooring run --config FILE` as its own process, as a user (or a pod) runs it. */
 export function startAgent(configFile: string): AgentProcess {
-  const child = spawn(process.execPath, [MAIN, 'run', '--config', configFile], {
+  return startMooring(['run', '--config', configFile]);
+}
+
+/** A long-running mooring command (`run --config`, `run --watch`) as its own process. */
+export function startMooring(args: string[]): AgentProcess {
+  const child = spawn(process.execPath, [MAIN, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -4,7 +4,7 @@
 // After each fault: the process lives (its last-resort handler never fired), the deployment converges to the newest
 // commit, every commit status that went pending has ended, no ConfigMap version is duplicated or dangling, and the
 // ledger's newest release is the newest commit, stable.
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, onTestFailed } from 'vitest';
 import { statusReceiver } from '../contract/github-openapi.ts';
@@ -18,6 +18,7 @@ import {
   killApiServer,
   restartApiServer,
   startAgent,
+  startMooring,
   statusesByCommit,
   unended,
   versionProblems,
@@ -45,7 +46,7 @@ interface Setup {
 
 describe('the agent under API server faults', () => {
   // One namespace per fault: nothing one leaves behind can satisfy the next.
-  const namespaces = Array.from({ length: 5 }, (_, i) => useNamespace(`faults${i}`));
+  const namespaces = Array.from({ length: 6 }, (_, i) => useNamespace(`faults${i}`));
   const cleanups: (() => Promise<void> | void)[] = [];
   afterAll(async () => {
     for (const c of cleanups.splice(0).reverse()) await c();
@@ -103,10 +104,14 @@ server: {port: 0, address: 127.0.0.1}
     });
     await eventually(
       'release 1 stable',
-      async () =>
-        statusesByCommit(receiver.captured, CONTEXT).get(first)?.at(-1)?.state === 'success'
+      async () => {
+        // A process that died is reported as such, not waited on.
+        if (!agent.alive())
+          return Promise.reject(new Error(`the agent exited: ${agent.output().slice(-500)}`));
+        return statusesByCommit(receiver.captured, CONTEXT).get(first)?.at(-1)?.state === 'success'
           ? true
-          : undefined,
+          : undefined;
+      },
       120_000,
     );
     return setupState;
@@ -247,5 +252,51 @@ server: {port: 0, address: 127.0.0.1}
     await s.agent.exited;
     s.agent = startAgent(s.configFile);
     await converges(s, second, 2);
+  }, 300_000);
+
+  it('keeps mooring run --watch alive through kube-apiserver killed mid-deploy', async () => {
+    const env = testbed();
+    const ns = (namespaces[5] as () => string)();
+    const dir = await manifestDir({});
+    const folder = join(dir, 'app');
+    await mkdir(folder);
+    await writeFile(join(folder, 'apps.yaml'), appsAt(APPS, 1));
+    const watch = startMooring([
+      'run',
+      '--watch',
+      folder,
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      '-n',
+      ns,
+      '--timeout',
+      '2m',
+      '--debounce',
+      '200ms',
+    ]);
+    cleanups.push(() => {
+      if (watch.alive()) watch.child.kill('SIGKILL');
+    });
+    onTestFailed(() => {
+      process.stderr.write(`run --watch output:\n${watch.output().slice(-6000)}\n`);
+    });
+    const stable = () => watch.logs().filter((l) => /^\d+\/\d+ stable in/.test(l.msg)).length;
+    await eventually('the first deploy stable', async () => (stable() === 1 ? true : undefined), 120_000);
+    await writeFile(join(folder, 'apps.yaml'), appsAt(APPS, 2));
+    await eventually(
+      'the second deploy writing',
+      async () => (watch.logs().filter((l) => l.msg === 'applied').length > APPS * 2 ? true : undefined),
+      60_000,
+    );
+    await killApiServer();
+    await new Promise((r) => setTimeout(r, 3000));
+    assertAlive(watch);
+    await restartApiServer();
+    await eventually(
+      'converged after the restart',
+      async () => (stable() >= 2 && (await convergedTo(ns, 2, APPS)) ? true : undefined),
+      180_000,
+    );
+    assertAlive(watch);
   }, 300_000);
 });

@@ -24,6 +24,7 @@ import {
 export const BEHAVIOR = 'testbed.mooring.io/behavior';
 export const LOAD_BALANCER = 'testbed.mooring.io/load-balancer';
 export const NODE_NAME = 'testbed-node';
+const RESYNC_MS = 10_000;
 export const BEHAVIORS = ['ready', 'never-ready', 'crash-loop', 'fail', 'succeed'] as const;
 export type Behavior = (typeof BEHAVIORS)[number];
 
@@ -282,7 +283,23 @@ export class TestbedKubelet {
       }, 1000);
     });
     await informer.start();
-    this.stops.push(() => void informer.stop());
+    // A periodic resync, as a real kubelet's: an event lost while the API server was down or stopped (a pod marked
+    // for deletion, a sync that failed) is acted on at the next one instead of never.
+    const resync = setInterval(() => {
+      if (this.stopped) return;
+      list()
+        .then((result) => {
+          for (const obj of result.items) {
+            const key = obj.metadata?.uid ?? `${obj.metadata?.namespace}/${obj.metadata?.name}`;
+            if (!this.chains.has(key)) enqueue(obj);
+          }
+        })
+        .catch(() => undefined);
+    }, RESYNC_MS);
+    this.stops.push(() => {
+      clearInterval(resync);
+      void informer.stop();
+    });
   }
 
   private async syncPod(pod: V1Pod): Promise<void> {
