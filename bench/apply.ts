@@ -239,7 +239,13 @@ try {
     note('memory: start-up and the idle agent (bench/memory.ts)');
     const memory = spawn(
       process.execPath,
-      [join(REPO_ROOT, 'bench/memory.ts'), '--idle-minutes', flags['idle-minutes']],
+      [
+        join(REPO_ROOT, 'bench/memory.ts'),
+        '--parts',
+        'startup,agent',
+        '--idle-minutes',
+        flags['idle-minutes'],
+      ],
       { stdio: 'inherit' },
     );
     const [code] = (await once(memory, 'exit')) as [number | null];
