@@ -41,9 +41,24 @@ export interface Fence {
   heads: { commit?: string | undefined; images: Record<string, string> };
 }
 
+/**
+ * A sync in progress, written when it starts and cleared when its release is recorded: one still there when an
+ * agent starts means the previous agent died in the middle of it (killed, out of memory), and its end is reported.
+ */
+export interface Attempt {
+  commit?: string | undefined;
+  revision: string;
+  trigger: Trigger;
+  images: Record<string, ReleaseImage>;
+  since: string;
+  /** The versioned objects it is to write, once rendered. */
+  versions?: string[] | undefined;
+}
+
 export interface LedgerData {
   releases: Release[];
   fence: Fence | undefined;
+  attempt?: Attempt | undefined;
 }
 
 const MAX_OBJECTS = 300;
@@ -78,6 +93,7 @@ export class Ledger {
       return {
         releases: JSON.parse(cm.data?.['releases.json'] ?? '[]') as Release[],
         fence: cm.data?.['fence.json'] ? (JSON.parse(cm.data['fence.json']) as Fence) : undefined,
+        attempt: cm.data?.['attempt.json'] ? (JSON.parse(cm.data['attempt.json']) as Attempt) : undefined,
       };
     } catch (error) {
       if (statusCode(error) === 404) return { releases: [], fence: undefined };
@@ -120,6 +136,7 @@ export class Ledger {
       data: {
         'releases.json': JSON.stringify(data.releases.slice(0, this.limit), null, 1),
         ...(data.fence ? { 'fence.json': JSON.stringify(data.fence, null, 1) } : {}),
+        ...(data.attempt ? { 'attempt.json': JSON.stringify(data.attempt, null, 1) } : {}),
       },
     };
     try {
@@ -145,8 +162,20 @@ export class Ledger {
       objects: release.objects.slice(0, MAX_OBJECTS),
       messages: release.messages.slice(0, MAX_MESSAGES).map((m) => m.slice(0, MAX_MESSAGE)),
     };
-    await this.write(release.deployment, { ...data, releases: [bounded, ...data.releases] });
+    // The release ends the attempt that made it.
+    await this.write(release.deployment, {
+      ...data,
+      releases: [bounded, ...data.releases],
+      attempt: undefined,
+    });
     return bounded;
+  }
+
+  /** Notes a sync that starts (or, with undefined, one that ended without a release: cancelled). */
+  async setAttempt(deployment: string, attempt: Attempt | undefined): Promise<void> {
+    const data = await this.read(deployment);
+    if (!attempt && !data.attempt) return;
+    await this.write(deployment, { ...data, attempt });
   }
 
   async setFence(deployment: string, fence: Fence | undefined): Promise<void> {

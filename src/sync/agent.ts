@@ -31,7 +31,7 @@ import type { Logger } from './logger.ts';
 import { outcomeOf } from './outcome.ts';
 import { SyncQueue } from './queue.ts';
 import { reconcile } from './reconcile.ts';
-import { type SyncDeps, type SyncReporter, syncDeployment } from './sync-deployment.ts';
+import { endInterrupted, type SyncDeps, type SyncReporter, syncDeployment } from './sync-deployment.ts';
 
 export interface AgentDeps {
   config: MooringConfig;
@@ -114,7 +114,9 @@ export class Agent {
     const { config, api, log } = this.deps;
     await ensureNamespace(api, config.cluster.namespace);
     for (const spec of config.deployments) {
-      const now = current(await this.ledger.read(spec.name));
+      const data = await this.ledger.read(spec.name);
+      if (data.attempt) await endInterrupted(this.syncDeps(), config, spec, data.attempt);
+      const now = current(data);
       this.state.deployments.set(spec.name, { spec, commit: now?.commit, deployed: now?.revision });
       for (const [source, image] of Object.entries(now?.images ?? {}))
         this.state.knownDigests.set(source, image.digest);

@@ -73,6 +73,11 @@ export interface DeployDeps {
    */
   cache?: ClusterCache;
   onEvent?: (event: DeployEvent) => void;
+  /**
+   * Called after render, before anything is written, with the versioned objects the deploy is to write
+   * (`ConfigMap app-config-v003`): the agent notes them, so that a sync it never finishes leaves none unrecorded.
+   */
+  beforeApply?: (versions: string[]) => Promise<void>;
 }
 
 export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<DeployReport> {
@@ -119,6 +124,12 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
   };
   const applyStage: Stage = async (ctx) => {
     const rendered = ctx.rendered as RenderResult;
+    if (deps.beforeApply && !request.dryRun)
+      await deps.beforeApply(
+        rendered.objects
+          .filter((_, i) => rendered.plan[i]?.version)
+          .map((o) => `${o.kind} ${o.metadata.name}`),
+      );
     const targets: ApplyTarget[] = rendered.objects.map((object, i) => ({
       object,
       plan: rendered.plan[i] as ApplyTarget['plan'],

@@ -4,12 +4,12 @@
 
 import { renderOptionsFor } from '../config/render-options.ts';
 import type { Deployment, MooringConfig } from '../config/schema.ts';
-import { errorMessage } from '../errors.ts';
+import { errorMessage, TransientError } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import type { ManifestFile } from '../render/parse.ts';
-import type { Ledger, Release, ReleaseImage, Trigger } from '../report/ledger.ts';
+import type { Attempt, Ledger, Release, ReleaseImage, Trigger } from '../report/ledger.ts';
 import { type DeployReport, deploy } from './deploy.ts';
 import type { Logger } from './logger.ts';
 
@@ -45,6 +45,16 @@ export async function syncDeployment(
 ): Promise<{ report: DeployReport; release: Release | undefined }> {
   const { deployment, config } = sync;
   const log = deps.log.child({ deployment: deployment.name, revision: sync.commit?.slice(0, 12) ?? 'local' });
+  // Noted before anything is written: an agent that dies mid-sync leaves it, and the next agent reports its end
+  // and records the versions it was writing.
+  const attempt: Attempt = {
+    commit: sync.commit,
+    revision: sync.revision,
+    trigger: sync.trigger,
+    images: sync.images,
+    since: new Date().toISOString(),
+  };
+  await safely(log, 'record the attempt', () => deps.ledger.setAttempt(deployment.name, attempt));
   for (const r of deps.reporters ?? []) await safely(log, 'report the start', () => r.started?.(sync));
   log.info(
     { files: sync.files.length, images: Object.keys(sync.images).length, trigger: sync.trigger },
@@ -55,6 +65,12 @@ export async function syncDeployment(
       api: deps.api,
       discovery: deps.discovery,
       ...(deps.cache ? { cache: deps.cache } : {}),
+      beforeApply: async (versions) => {
+        if (versions.length === 0) return;
+        await safely(log, 'record the attempt', () =>
+          deps.ledger.setAttempt(deployment.name, { ...attempt, versions }),
+        );
+      },
       onEvent: (e) => {
         if (e.type === 'applied' && e.result.action !== 'unchanged') {
           log.info({ object: e.result.target.plan.object, action: e.result.action }, 'applied');
@@ -96,6 +112,8 @@ export async function syncDeployment(
       }),
     );
   }
+  if (report.outcome === 'cancelled')
+    await safely(log, 'clear the attempt', () => deps.ledger.setAttempt(deployment.name, undefined));
   for (const r of deps.reporters ?? [])
     await safely(log, 'report the end', () => r.finished?.(sync, report, release));
   const level = report.outcome === 'stable' || report.outcome === 'cancelled' ? 'info' : 'error';
@@ -110,4 +128,61 @@ async function safely<T>(log: Logger, what: string, fn: () => Promise<T> | T): P
     log.warn({ err: errorMessage(error) }, `cannot ${what}`);
     return undefined;
   }
+}
+
+/**
+ * Ends a sync that a previous agent started and never finished (it was killed or crashed mid-sync): the ledger
+ * records it as an error and every reporter hears its end, so its pending commit status does not stay pending.
+ * The deployment itself is synced again by the next poll.
+ */
+export async function endInterrupted(
+  deps: SyncDeps,
+  config: MooringConfig,
+  deployment: Deployment,
+  attempt: Attempt,
+): Promise<void> {
+  const log = deps.log.child({
+    deployment: deployment.name,
+    revision: attempt.commit?.slice(0, 12) ?? 'local',
+  });
+  const elapsedMs = Math.max(0, Date.now() - Date.parse(attempt.since));
+  const error = new TransientError(
+    `Interrupted: the agent stopped (killed or crashed) during this sync, started ${attempt.since}; it is synced again`,
+  );
+  const report: DeployReport = {
+    outcome: 'error',
+    summary: error.message,
+    applied: [],
+    wait: undefined,
+    history: undefined,
+    error,
+    elapsedMs,
+  };
+  const release = await safely(log, 'record the interrupted sync', () =>
+    deps.ledger.append({
+      deployment: deployment.name,
+      time: attempt.since,
+      trigger: attempt.trigger,
+      commit: attempt.commit,
+      images: attempt.images,
+      revision: attempt.revision,
+      versions: attempt.versions ?? [],
+      objects: [],
+      result: 'error',
+      durationMs: elapsedMs,
+      messages: [error.message],
+    }),
+  );
+  const sync: SyncRequest = {
+    config,
+    deployment,
+    commit: attempt.commit,
+    files: [],
+    images: attempt.images,
+    revision: attempt.revision,
+    trigger: attempt.trigger,
+  };
+  for (const r of deps.reporters ?? [])
+    await safely(log, 'report the end', () => r.finished?.(sync, report, release));
+  log.warn({ since: attempt.since }, 'a sync the previous agent did not finish is recorded as interrupted');
 }

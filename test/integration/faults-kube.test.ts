@@ -250,8 +250,14 @@ server: {port: 0, address: 127.0.0.1}
     await applying(s.agent, second);
     s.agent.child.kill('SIGKILL');
     await s.agent.exited;
+    // A newer commit arrives while no agent runs: the interrupted sync of the second is never run again, and its
+    // pending status still gets its end.
+    const third = await commitFiles(s.repo, { 'apps.yaml': appsAt(APPS, 3) });
     s.agent = startAgent(s.configFile);
-    await converges(s, second, 2);
+    await converges(s, third, 3);
+    const ended = statusesByCommit(s.captured, CONTEXT).get(second)?.at(-1);
+    expect(ended?.state).toBe('error');
+    expect(ended?.description).toMatch(/^Interrupted: the agent stopped/);
   }, 300_000);
 
   it('keeps mooring run --watch alive through kube-apiserver killed mid-deploy', async () => {
