@@ -2,7 +2,7 @@
 // into mooring itself: answers the benchmark over the IPC channel with process.memoryUsage(), the highest heap,
 // external and array-buffer figures seen since the last reset (sampled every 100 ms), and on request after a full
 // garbage collection, so that what is still referenced can be told apart from what V8 or malloc has not returned.
-import { writeHeapSnapshot } from 'node:v8';
+import { getHeapSpaceStatistics, getHeapStatistics, writeHeapSnapshot } from 'node:v8';
 
 interface Request {
   probe: 'usage' | 'gc' | 'reset' | 'snapshot';
@@ -27,9 +27,18 @@ if (process.send) {
   process.on('message', (message: Request) => {
     if (typeof message !== 'object' || message === null || !('probe' in message)) return;
     if (message.probe === 'reset') reset();
-    if (message.probe === 'gc') (globalThis as { gc?: () => void }).gc?.();
+    if (message.probe === 'gc')
+      (globalThis as { gc?: (o?: object) => void }).gc?.(
+        process.env.MOORING_PROBE_GC === 'last-resort'
+          ? { type: 'major', execution: 'sync', flavor: 'last-resort' }
+          : undefined,
+      );
     const snapshot =
       message.probe === 'snapshot' && message.file ? writeHeapSnapshot(message.file) : undefined;
-    process.send?.({ id: message.id, usage: sample(), peak: { ...peak }, snapshot });
+    const v8 = {
+      heap: getHeapStatistics(),
+      spaces: getHeapSpaceStatistics().map((s) => [s.space_name, s.space_size, s.physical_space_size]),
+    };
+    process.send?.({ id: message.id, usage: sample(), peak: { ...peak }, snapshot, v8 });
   });
 }

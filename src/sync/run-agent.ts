@@ -20,6 +20,7 @@ import { selectSources } from '../server/source-match.ts';
 import { readSecret } from '../sources/secret.ts';
 import { Agent } from './agent.ts';
 import type { Logger } from './logger.ts';
+import { memoryRelease } from './memory-release.ts';
 
 export interface RunAgentOptions {
   /** Flags override the config's cluster section, as kubectl's do. */
@@ -62,6 +63,7 @@ export async function runAgent(
   // Streams linger a few minutes after a sync, so the next sync of the same deployments finds them open.
   const cache = new ClusterCache(api, { lingerMs: 5 * 60_000 });
   const metrics = new AgentMetrics();
+  const release = memoryRelease(); // pages V8 keeps after a burst of syncs, given back once it is over
   // Commit statuses, with the outbox of undelivered ones: delivered again when an agent starts leading.
   let statuses: CommitStatusSync | undefined;
   const newAgent = () => {
@@ -76,7 +78,7 @@ export async function runAgent(
       log,
       cacheDir:
         options.cacheDir ?? process.env.MOORING_CACHE_DIR ?? join(homedir(), '.cache', 'mooring', 'sources'),
-      reporters: [statuses, new AuditLog(config, log), metrics],
+      reporters: [statuses, new AuditLog(config, log), metrics, release],
       metrics,
     });
   };
