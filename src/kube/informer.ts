@@ -137,6 +137,9 @@ export class Informer {
     }
   }
 
+  /** Subscribers were told of a failure since the last list. */
+  private noted = false;
+
   private async run(): Promise<void> {
     const { signal } = this.controller;
     let failures = 0;
@@ -166,6 +169,7 @@ export class Informer {
         // a verdict that times out then says the server was unreachable, not only the last state seen.
         const note = `${this.synced ? 'cannot watch' : 'cannot list'} ${this.what}: ${errorMessage(error)}`;
         for (const name of [...this.listeners.keys()]) this.notify(name, this.objects.get(name), note);
+        this.noted = true;
         const ceiling = Math.min(this.options.maxBackoffMs, this.options.minBackoffMs * 2 ** failures);
         await sleep(this.options.minBackoffMs + Math.random() * ceiling, signal);
       }
@@ -216,7 +220,10 @@ export class Informer {
     } while (cursor);
     this.lists++;
     const previous = this.objects;
-    const first = !this.synced;
+    // After a failure subscribers were told their state may be stale: a fresh list tells them it is not, changed
+    // or not.
+    const first = !this.synced || this.noted;
+    this.noted = false;
     this.objects = fresh;
     this.resourceVersion = page.metadata.resourceVersion;
     this.synced = true;

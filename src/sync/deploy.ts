@@ -196,6 +196,9 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       }
     });
     // A wait that ran out while the API server was unreachable says nothing about the commit: the agent's error.
+    // A server that stopped answering without closing its streams is found by asking it once.
+    if (ctx.wait?.outcome === 'timed-out' && api.unreachableSince === undefined)
+      await withDeadline({ until: Date.now() }, () => api.request('GET', '/version')).catch(() => undefined);
     const since = api.unreachableSince;
     if (ctx.wait?.outcome === 'timed-out' && since !== undefined) {
       const last = ctx.wait.culprit?.stability.message;

@@ -231,7 +231,17 @@ describe('helm chart: rendered objects', () => {
     expect(agentConfig(objects).leaderElection.enabled).toBe(false);
     expect(only(objects, 'Deployment').spec.strategy).toEqual({ type: 'Recreate' });
     const role = only(objects, 'Role', 'rel-mooring-state');
-    expect(role.rules.flatMap((r: Manifest) => r.resources)).toEqual(['configmaps']);
+    // The ledger and outbox ConfigMaps, and the content-hash key: created once, then only that Secret is read.
+    expect(role.rules).toEqual([
+      expect.objectContaining({ resources: ['configmaps'] }),
+      { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+      {
+        apiGroups: [''],
+        resources: ['secrets'],
+        resourceNames: ['mooring-content-hash-key'],
+        verbs: ['get'],
+      },
+    ]);
   });
 
   it('cluster scope: one ClusterRole with rbac.clusterRules, bound to the ServiceAccount, and the state Role', async () => {
