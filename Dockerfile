@@ -41,7 +41,10 @@ LABEL org.opencontainers.image.title="mooring" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}"
 
+# Two glibc arenas and a low trim threshold: native memory of a burst goes back to the system (docs/memory.md).
 ENV NODE_ENV=production \
+    MALLOC_ARENA_MAX=2 \
+    MALLOC_TRIM_THRESHOLD_=131072 \
     HOME=/tmp \
     MOORING_CACHE_DIR=/var/cache/mooring/sources
 

@@ -29,7 +29,7 @@ import { REPO_ROOT } from '../test/testbed/paths.ts';
 import { down, up } from '../test/testbed/testbed.ts';
 import { benchCluster, createNamespace, deleteNamespace, namespacesGone, settle } from './support/cluster.ts';
 import { hydrate, manifests, writeManifests } from './support/objects.ts';
-import { goal, launcherFlags, mib, type Run, sec, timed } from './support/process.ts';
+import { goal, launcherEnv, launcherFlags, mib, type Run, sec, timed } from './support/process.ts';
 import { ssaLoop } from './support/ssa-loop.ts';
 
 const { values: flags } = parseArgs({
@@ -55,6 +55,8 @@ if (sizes.some((n) => !Number.isInteger(n) || n <= 0 || n % 4 !== 0))
 const concurrency = Number(flags.concurrency);
 const loopCandidates = flags['loop-concurrency'].split(',').map(Number);
 const CLI = flags.cli;
+// The launcher's environment (glibc's arena settings) for every mooring process this benchmark starts.
+Object.assign(process.env, launcherEnv(CLI));
 if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build first`);
 
 const say = (line = '') => process.stdout.write(`${line}\n`);

@@ -23,7 +23,7 @@ import { REPO_ROOT } from '../test/testbed/paths.ts';
 import { down, up } from '../test/testbed/testbed.ts';
 import { benchCluster, createNamespace, deleteNamespace } from './support/cluster.ts';
 import { burstScenario, largeScenario, report, type ScenarioContext } from './support/load-scenarios.ts';
-import { goal, launcherFlags, median, mib, timed } from './support/process.ts';
+import { goal, launcherEnv, launcherFlags, median, mib, timed } from './support/process.ts';
 
 /** Thrown to skip the rest of the run (the idle agent) and still clean up. */
 class Done extends Error {}
@@ -40,6 +40,8 @@ const parts = new Set(flags.parts.split(','));
 const idleMs = Number(flags['idle-minutes']) * 60_000;
 const repeat = Number(flags.repeat);
 const CLI = join(REPO_ROOT, 'dist/cli/main.js');
+// The launcher's environment (glibc's arena settings) for every mooring process this benchmark starts.
+Object.assign(process.env, launcherEnv(CLI));
 if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build first`);
 const say = (line = '') => process.stdout.write(`${line}\n`);
 const note = (line: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${line}\n`);

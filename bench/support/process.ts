@@ -73,7 +73,22 @@ export function goal(label: string, value: string, goalText: string, met: boolea
  * benchmark runs mooring as its users' shell does, with the same V8 settings.
  */
 export function launcherFlags(cli: string): string[] {
+  return launcher(cli).flags;
+}
+
+/** The environment the launcher sets (`env -S NAME=value ... node`): applied to the benchmark's own children. */
+export function launcherEnv(cli: string): Record<string, string> {
+  return launcher(cli).env;
+}
+
+function launcher(cli: string): { env: Record<string, string>; flags: string[] } {
   const first = readFileSync(cli, 'utf8').split('\n', 1)[0] ?? '';
-  const match = /^#!\S*env -S node(.*)$/.exec(first);
-  return match?.[1]?.trim().split(/\s+/).filter(Boolean) ?? [];
+  const words = /^#!\S*env -S (.*)$/.exec(first)?.[1]?.trim().split(/\s+/) ?? [];
+  const env: Record<string, string> = {};
+  let i = 0;
+  for (; i < words.length && /^[A-Z_][A-Z0-9_]*=/.test(words[i] as string); i++) {
+    const [name = '', ...value] = (words[i] as string).split('=');
+    env[name] = value.join('=');
+  }
+  return words[i] === 'node' ? { env, flags: words.slice(i + 1) } : { env: {}, flags: [] };
 }
