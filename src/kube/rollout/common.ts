@@ -21,7 +21,7 @@ export interface WorkloadRef {
 export const PAUSED_PARTITION = 'mooring.io/paused-partition';
 /** Where pause keeps a DaemonSet's previous update strategy; undo refuses a workload that carries it. */
 export const PAUSED_UPDATE_STRATEGY = 'mooring.io/paused-update-strategy';
-const CONFLICT_ATTEMPTS = 5;
+const CONFLICT_ATTEMPTS = 8;
 
 /** The patch types of the API server, named by their content types. */
 export const MERGE_PATCH = 'application/merge-patch+json';
@@ -92,6 +92,8 @@ export async function retryOnConflict<T>(attempt: () => Promise<T>): Promise<T> 
     } catch (error) {
       const conflict = error instanceof Error && statusCode(error.cause) === 409;
       if (!conflict || tries >= CONFLICT_ATTEMPTS) throw error;
+      // The controller writes the object's status as it rolls: give it a moment, jittered, before reading again.
+      await new Promise((r) => setTimeout(r, Math.round(Math.random() * 100 * tries)));
     }
   }
 }
