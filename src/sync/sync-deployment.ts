@@ -54,8 +54,13 @@ export async function syncDeployment(
     images: sync.images,
     since: new Date().toISOString(),
   };
-  await safely(log, 'record the attempt', () => deps.ledger.setAttempt(deployment.name, attempt));
-  for (const r of deps.reporters ?? []) await safely(log, 'report the start', () => r.started?.(sync));
+  // A drift pass re-applies the release the deployment is at: it posts no pending status and records nothing
+  // unless it finds something to put back (then one release of trigger `drift` names the objects).
+  const drift = sync.trigger === 'drift';
+  if (!drift) {
+    await safely(log, 'record the attempt', () => deps.ledger.setAttempt(deployment.name, attempt));
+    for (const r of deps.reporters ?? []) await safely(log, 'report the start', () => r.started?.(sync));
+  }
   log.info(
     { files: sync.files.length, images: Object.keys(sync.images).length, trigger: sync.trigger },
     'sync started',
@@ -66,7 +71,7 @@ export async function syncDeployment(
       discovery: deps.discovery,
       ...(deps.cache ? { cache: deps.cache } : {}),
       beforeApply: async (versions) => {
-        if (versions.length === 0) return;
+        if (versions.length === 0 || drift) return;
         await safely(log, 'record the attempt', () =>
           deps.ledger.setAttempt(deployment.name, { ...attempt, versions }),
         );
@@ -91,6 +96,10 @@ export async function syncDeployment(
       signal: sync.signal,
     },
   );
+  if (drift && report.outcome === 'stable' && report.applied.every((a) => a.action === 'unchanged')) {
+    log.debug({ elapsedMs: report.elapsedMs }, 'drift pass: nothing to put back');
+    return { report, release: undefined };
+  }
   // The finalizer: the ledger, then the outside world.
   let release: Release | undefined;
   if (report.outcome !== 'cancelled') {

@@ -314,6 +314,29 @@ drift: {interval: 2s}
     await eventually('deployed from the local source', async () =>
       (await replicas()) === 1 ? true : undefined,
     );
+    const releases = async () => {
+      const out = await runTool(env.tools.kubectl, [
+        '--kubeconfig',
+        env.kube.kubeconfig,
+        '-n',
+        `mooring-${suffix}`,
+        'get',
+        'configmap',
+        'mooring-ledger-drifter',
+        '-o',
+        'jsonpath={.data.releases\\.json}',
+      ]);
+      return JSON.parse(out.stdout || '[]') as {
+        trigger: string;
+        objects: { object: string; action: string }[];
+      }[];
+    };
+    await eventually('the first release recorded', async () =>
+      (await releases()).length === 1 ? true : undefined,
+    );
+    // Several drift passes (one every 2 s) that find nothing to put back record nothing.
+    await new Promise((r) => setTimeout(r, 7000));
+    expect((await releases()).map((r) => r.trigger)).toEqual(['start']);
     const scaled = await runTool(env.tools.kubectl, [
       '--kubeconfig',
       env.kube.kubeconfig,
@@ -325,6 +348,18 @@ drift: {interval: 2s}
     ]);
     expect(scaled.code, scaled.stderr).toBe(0);
     await eventually('drift put back', async () => ((await replicas()) === 1 ? true : undefined), 30_000);
+    // One release of trigger drift names what it put back.
+    const recorded = await eventually('the correction recorded', async () => {
+      const now = await releases();
+      return now.length === 2 ? now : undefined;
+    });
+    expect(recorded[0]?.trigger).toBe('drift');
+    expect(recorded[0]?.objects).toContainEqual({
+      object: `Deployment ${ns()}/drifter`,
+      action: 'configured',
+    });
+    await new Promise((r) => setTimeout(r, 5000));
+    expect((await releases()).length).toBe(2);
     await runTool(env.tools.kubectl, [
       '--kubeconfig',
       env.kube.kubeconfig,
