@@ -2,8 +2,8 @@
 // etcd gets 410 Gone and the informer lists again without losing its subscribers; deletions reach them; a
 // type that cannot be watched fails its subscribers at once instead of retrying forever; a stream the server
 // stops answering on (frozen with SIGSTOP) is given up and replaced.
+
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { KubeApi, METADATA_LIST } from '../../src/kube/api.ts';
@@ -13,8 +13,7 @@ import { Discovery } from '../../src/kube/discovery.ts';
 import type { KubeObject } from '../../src/render/manifest.ts';
 import { deploy } from '../../src/sync/deploy.ts';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
-import { stateDir } from '../testbed/paths.ts';
-import type { DaemonRecord } from '../testbed/processes.ts';
+import { freezeApiServer } from './fault-helpers.ts';
 import { testbed, useNamespace, writeKubeconfig } from './helpers.ts';
 
 /** Compacts etcd's history up to now (through etcd's own HTTP gateway), as the API server does every 5 minutes. */
@@ -30,17 +29,6 @@ async function compactEtcd(): Promise<void> {
 }
 
 /** Freezes the API server (SIGSTOP) for `ms`: its connections stay open and say nothing, as a hung server's do. */
-async function freezeApiServer(ms: number): Promise<void> {
-  const daemons = JSON.parse(await readFile(join(stateDir(), 'daemons.json'), 'utf8')) as DaemonRecord[];
-  const apiserver = daemons.find((d) => d.name === 'kube-apiserver');
-  if (!apiserver) throw new Error('no kube-apiserver in the test bed');
-  process.kill(apiserver.pid, 'SIGSTOP');
-  try {
-    await new Promise((r) => setTimeout(r, ms));
-  } finally {
-    process.kill(apiserver.pid, 'SIGCONT');
-  }
-}
 
 function client() {
   const api = new KubeApi(loadKubeConfig({ kubeconfig: testbed().kube.kubeconfig }));

@@ -1,6 +1,6 @@
 // What the fault-injection tests share: the test bed's kube-apiserver killed, restarted or frozen on purpose; the
 // agent as its own process (so that it can be killed too), with its log lines; and the checks every fault test
-// ends with: statuses that went pending have ended, no ConfigMap version is duplicated or dangling.
+// ends with (the checks of what the agent left in the cluster are in faults-support.ts).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -10,7 +10,7 @@ import { stateDir } from '../testbed/paths.ts';
 import type { DaemonRecord } from '../testbed/processes.ts';
 import { isRunning, stopDaemon } from '../testbed/processes.ts';
 import { startBedDaemon } from '../testbed/testbed.ts';
-import { eventually, mooring, runTool, testbed } from './helpers.ts';
+import { eventually, runTool, testbed } from './helpers.ts';
 
 const MAIN = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
 
@@ -128,51 +128,9 @@ export function statusesByCommit(captured: CapturedRequest[], context: string): 
   return byCommit;
 }
 
-/** Commits whose last status is still `pending`: every status that went pending must end. */
-export function unended(captured: CapturedRequest[], context: string): string[] {
-  return [...statusesByCommit(captured, context)]
-    .filter(([, states]) => states.at(-1)?.state === 'pending')
-    .map(([commit, states]) => `${commit.slice(0, 12)}: ${states.map((s) => s.state).join(' -> ')}`);
-}
-
 interface ConfigMapItem {
-  metadata: { name: string; labels?: Record<string, string> };
+  metadata: { name: string };
   data?: Record<string, string>;
-}
-
-/**
- * Versioned ConfigMaps of `namespace` that are duplicated (two versions of one name with the same content) or
- * dangling (referred to by no Deployment and no release of the ledger). Empty when all is well.
- */
-export async function versionProblems(
-  namespace: string,
-  deployment: string,
-  configFile: string,
-): Promise<string[]> {
-  const env = testbed();
-  const kubectl = (...args: string[]) =>
-    runTool(env.tools.kubectl, ['--kubeconfig', env.kube.kubeconfig, '-n', namespace, ...args]);
-  const configMaps = JSON.parse((await kubectl('get', 'configmaps', '-o', 'json')).stdout) as {
-    items: ConfigMapItem[];
-  };
-  const deployments = (await kubectl('get', 'deployments', '-o', 'json')).stdout;
-  const history = await mooring('history', deployment, '--config', configFile, '-o', 'json');
-  const releases = (JSON.parse(history.stdout) as { releases: { versions: string[] }[] }).releases;
-  const recorded = new Set(releases.flatMap((r) => r.versions));
-  const problems: string[] = [];
-  const seen = new Map<string, string>();
-  for (const cm of configMaps.items) {
-    const name = cm.metadata.name;
-    const base = /^(.*)-v\d{3}$/.exec(name)?.[1];
-    if (!base) continue;
-    const content = `${base} ${JSON.stringify(cm.data ?? {})}`;
-    const twin = seen.get(content);
-    if (twin) problems.push(`${name} duplicates ${twin}`);
-    seen.set(content, name);
-    if (!deployments.includes(`"${name}"`) && !recorded.has(`ConfigMap ${name}`))
-      problems.push(`${name} is used by no Deployment and no release`);
-  }
-  return problems;
 }
 
 /** `count` small applications (ConfigMap + Deployment), whose configuration says `rev`. */

@@ -20,10 +20,9 @@ import {
   startAgent,
   startMooring,
   statusesByCommit,
-  unended,
-  versionProblems,
 } from './fault-helpers.ts';
-import { eventually, manifestDir, mooring, runTool, testbed, useNamespace } from './helpers.ts';
+import { api, ledgerOf, postedStatuses, unended, versionProblems } from './faults-support.ts';
+import { eventually, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
 
 const APPS = 60;
 const CONTEXT = 'mooring/faults/web';
@@ -38,6 +37,8 @@ spec: {type: LoadBalancer, selector: {app: app-000}, ports: [{port: 80, protocol
 
 interface Setup {
   ns: string;
+  /** Where the agent keeps its ledger. */
+  agentNamespace: string;
   configFile: string;
   repo: string;
   captured: Awaited<ReturnType<typeof statusReceiver>>['captured'];
@@ -94,7 +95,14 @@ server: {port: 0, address: 127.0.0.1}
         '--wait=false',
       ]).catch(() => undefined);
     });
-    const setupState: Setup = { ns: ns(), configFile, repo, captured: receiver.captured, agent };
+    const setupState: Setup = {
+      ns: ns(),
+      agentNamespace: `mooring-faults-${suffix}`,
+      configFile,
+      repo,
+      captured: receiver.captured,
+      agent,
+    };
     onTestFailed(() => {
       const lines = setupState.agent.output().split('\n');
       process.stderr.write(`agent output (last lines):\n${lines.slice(-60).join('\n')}\n`);
@@ -172,12 +180,17 @@ server: {port: 0, address: 127.0.0.1}
       180_000,
     );
     assertAlive(s.agent);
-    expect(unended(s.captured, CONTEXT)).toEqual([]);
-    expect(await versionProblems(s.ns, 'web', s.configFile)).toEqual([]);
-    const history = await mooring('history', 'web', '--config', s.configFile, '-o', 'json');
-    const newest = (JSON.parse(history.stdout) as { releases: { commit?: string; result: string }[] })
-      .releases[0];
-    expect(newest).toMatchObject({ commit, result: 'stable' });
+    expect(unended(postedStatuses(s.captured))).toEqual([]);
+    const kube = api();
+    try {
+      const ledger = await ledgerOf(kube, s.agentNamespace, 'web');
+      const problems = await versionProblems(kube, s.ns, [ledger]);
+      expect(problems.duplicated).toEqual([]);
+      expect(problems.dangling).toEqual([]);
+      expect(ledger.releases[0]).toMatchObject({ commit, result: 'stable' });
+    } finally {
+      kube.close();
+    }
   }
 
   it('lives through kube-apiserver killed mid-apply and restarted, and converges', async () => {
