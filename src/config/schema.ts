@@ -234,6 +234,12 @@ export const deployment = z.strictObject({
     ])
     .default(false),
   commitStatus: commitStatus.prefault({}),
+  /** Delete what an earlier sync applied and the manifests no longer hold (objects annotated mooring.io/prune: disabled stay). */
+  prune: z.boolean().default(true),
+  /** Manifests that render no objects are an error while the deployment has objects, unless this is set. */
+  allowEmpty: z.boolean().default(false),
+  /** Versions kept of each versioned ConfigMap/Secret without strategy.spinnaker.io/max-version-history. */
+  versionHistory: z.number().int().min(1).max(1000).default(10),
 });
 export type Deployment = z.infer<typeof deployment>;
 
@@ -345,7 +351,13 @@ export const configSchema = z.strictObject({
     })
     .prefault({}),
   /** Re-apply every deployment on an interval, so changes made by hand are put back (off by default). */
-  drift: z.strictObject({ interval: interval.optional() }).prefault({}),
+  drift: z
+    .strictObject({
+      interval: interval.optional(),
+      /** `correct` puts back what was changed by hand; `report` only logs it, counts it and leaves it. */
+      mode: z.enum(['correct', 'report']).default('correct'),
+    })
+    .prefault({}),
 });
 
 export type MooringConfig = z.infer<typeof configSchema>;

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { StalledError } from '../errors.ts';
 import type { KubeApi } from './api.ts';
 import { describeKubeError, statusCode } from './errors.ts';
+import { createNamespace } from './namespace.ts';
 import { reduceSecretError } from './secret-errors.ts';
 
 export const HASH_KEY_SECRET = 'mooring-content-hash-key';
@@ -43,16 +44,6 @@ export async function readHashKey(api: KubeApi, namespace: string): Promise<Buff
     if (statusCode(error) === 404) return undefined;
     if (error instanceof StalledError) throw error;
     throw describeKubeError(reduceSecretError(error), `read ${where(namespace)}`);
-  }
-}
-
-async function createNamespace(api: KubeApi, namespace: string): Promise<void> {
-  try {
-    await api.request('POST', '/api/v1/namespaces', {
-      body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } },
-    });
-  } catch (error) {
-    if (statusCode(error) !== 409) throw describeKubeError(error, `create Namespace ${namespace}`);
   }
 }
 

@@ -1,7 +1,9 @@
 // Version history (strategy.spinnaker.io/max-version-history): after a stable deploy, keep the N newest versions
 // of a versioned object (by creationTimestamp, as Spinnaker does) and delete the rest, except versions that a live
 // object still refers to (a workload's pod template, a ReplicaSet kept for rollback, a StatefulSet or DaemonSet
-// ControllerRevision, a Pod): those stay, and are reported, so that an undo rollout always finds its configuration.
+// ControllerRevision, a Pod) and versions that a release in the ledger names: those stay, and are reported, so that
+// an undo rollout and a rollback always find their configuration. Without the annotation, the deployment's default
+// history applies (10 versions).
 import { ARTIFACT } from '../render/annotations.ts';
 import { groupOf, isObject, type JsonValue, type KubeObject } from '../render/manifest.ts';
 import { select } from '../render/path.ts';
@@ -72,12 +74,18 @@ export async function collectVersionHistory(
   discovery: Discovery,
   plan: readonly PlanEntry[],
   objects: readonly KubeObject[],
+  options: {
+    /** Versions kept of an object that sets no max-version-history; none given: such objects are not collected. */
+    defaultLimit?: number | undefined;
+    /** Versions a recorded release names (`ConfigMap app-config-v003`): kept whatever their age. */
+    keep?: ReadonlySet<string> | undefined;
+  } = {},
 ): Promise<HistoryResult> {
   const result: HistoryResult = { deleted: [], kept: [] };
   const references = new Map<string, Map<string, string>>();
   for (const [index, entry] of plan.entries()) {
     const object = objects[index];
-    const limit = entry.strategy.maxVersionHistory;
+    const limit = entry.strategy.maxVersionHistory ?? options.defaultLimit;
     if (!object || !entry.version || limit === undefined || entry.strategy.ignored) continue;
     const namespace = object.metadata.namespace ?? 'default';
     const info = await discovery.resource(object.apiVersion, object.kind);
@@ -106,6 +114,10 @@ export async function collectVersionHistory(
       const user = refs.get(`${object.kind}/${old.metadata.name}`);
       if (user) {
         result.kept.push({ object: name, reason: `still referenced by ${user}` });
+        continue;
+      }
+      if (options.keep?.has(`${object.kind} ${old.metadata.name}`)) {
+        result.kept.push({ object: name, reason: 'named by a release in the ledger (rollback needs it)' });
         continue;
       }
       try {

@@ -8,6 +8,14 @@ import { withDeadline } from '../kube/deadline.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import { ensureHashKey, readHashKey } from '../kube/hash-key.ts';
 import { collectVersionHistory, type HistoryResult } from '../kube/history.ts';
+import {
+  type InventoryEntry,
+  InventoryStore,
+  inventoryOf,
+  sameInventory,
+  unionOf,
+} from '../kube/inventory.ts';
+import { executePrune, pruneTargets } from '../kube/prune.ts';
 import { discoverClusterScoped } from '../kube/scope.ts';
 import { readSnapshot } from '../kube/snapshot.ts';
 import type { ImageArtifact } from '../render/images.ts';
@@ -18,6 +26,7 @@ import { type ClusterSnapshot, type RenderOptions, type RenderResult, render } f
 import { needsHashKey } from '../render/versioning.ts';
 import { judgedByMetadata } from '../stability/rules.ts';
 import { type WaitResult, waitForStability } from '../stability/waiter.ts';
+import { assertNotEmpty } from './prune.ts';
 
 export interface DeployRequest {
   files: readonly ManifestFile[];
@@ -34,11 +43,29 @@ export interface DeployRequest {
   fieldManager?: string;
   concurrency?: number;
   signal?: AbortSignal;
+  /**
+   * Record what is applied in the owner's inventory (in `namespace`, the agent's) and, with `prune`, delete what
+   * the inventory held and the render no longer has, once the rest is applied and stable.
+   */
+  inventory?: {
+    owner: string;
+    namespace: string;
+    prune: boolean;
+    /** An empty render of an owner that had objects is an error unless this is set. */
+    allowEmpty: boolean;
+    /** How to say it is meant, in the error of an empty render. */
+    emptyAdvice: string;
+  };
+  /** Versions kept of a versioned object that sets no strategy.spinnaker.io/max-version-history. */
+  versionHistory?: number;
+  /** Versioned objects that recorded releases name (`ConfigMap app-config-v003`): never collected. */
+  keepVersions?: ReadonlySet<string>;
 }
 
 export type DeployEvent =
   | { type: 'applied'; result: ApplyResult }
-  | { type: 'progress'; object: string; state: string; message: string };
+  | { type: 'progress'; object: string; state: string; message: string }
+  | { type: 'pruned'; object: string };
 
 export interface DeployReport {
   outcome: 'stable' | 'applied' | 'failed' | 'timed-out' | 'cancelled' | 'dry-run' | 'error';
@@ -47,8 +74,17 @@ export interface DeployReport {
   applied: ApplyResult[];
   wait: WaitResult | undefined;
   history: HistoryResult | undefined;
+  /** What prune deleted (or, in a dry run, would delete) and what it kept and why. */
+  prune: PruneReport | undefined;
   error: unknown;
   elapsedMs: number;
+}
+
+export interface PruneReport {
+  deleted: string[];
+  /** A dry run's: what a deploy would delete. */
+  planned: string[];
+  kept: { object: string; reason: string }[];
 }
 
 interface Context {
@@ -60,6 +96,9 @@ interface Context {
   applied?: ApplyResult[];
   wait?: WaitResult;
   history?: HistoryResult;
+  previous?: InventoryEntry[] | undefined;
+  desired?: InventoryEntry[];
+  prune?: PruneReport;
 }
 
 type Stage = (ctx: Context) => Promise<void>;
@@ -122,6 +161,24 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       options: { ...request.renderOptions, hashKey: ctx.hashKey },
     });
   };
+  // Before anything is written, the inventory holds the new objects too: a sync cut short leaves none unrecorded.
+  const inventoryStage: Stage = async (ctx) => {
+    const inventory = request.inventory;
+    if (!inventory || !ctx.rendered) return;
+    const store = new InventoryStore(api, inventory.namespace);
+    ctx.previous = await store.read(inventory.owner);
+    assertNotEmpty(
+      inventory.owner,
+      ctx.rendered.objects,
+      ctx.previous,
+      inventory.allowEmpty,
+      inventory.emptyAdvice,
+    );
+    ctx.desired = inventoryOf(ctx.rendered.objects);
+    const recorded = unionOf(ctx.desired, ctx.previous ?? []);
+    if (!request.dryRun && !sameInventory(recorded, ctx.previous))
+      await store.write(inventory.owner, recorded);
+  };
   const applyStage: Stage = async (ctx) => {
     const rendered = ctx.rendered as RenderResult;
     if (deps.beforeApply && !request.dryRun)
@@ -179,9 +236,40 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       if (!deps.cache) cache.close();
     }
   };
+  // After the new set is applied and stable: what the inventory held and the render no longer has is deleted.
+  const pruneStage: Stage = async (ctx) => {
+    const inventory = request.inventory;
+    if (!inventory?.prune || !ctx.desired) return;
+    if (!request.dryRun && request.wait !== false && ctx.wait?.outcome !== 'stable') return;
+    const store = new InventoryStore(api, inventory.namespace);
+    const plan = await pruneTargets(api, discovery, {
+      owner: inventory.owner,
+      previous: ctx.previous ?? [],
+      desired: ctx.desired,
+      others: await store.all(),
+    });
+    if (request.dryRun) {
+      ctx.prune = { deleted: [], planned: plan.targets.map((t) => t.object), kept: plan.kept };
+      return;
+    }
+    const result = await executePrune(api, plan);
+    ctx.prune = { deleted: result.deleted, planned: [], kept: plan.kept };
+    for (const d of result.deleted) deps.onEvent?.({ type: 'pruned', object: d });
+    // What could not be deleted stays in the inventory, to be pruned by the next sync.
+    const recorded = unionOf(
+      ctx.desired,
+      result.failed.map((f) => f.target.entry),
+    );
+    await store.write(inventory.owner, recorded);
+    const failed = result.failed[0];
+    if (failed) throw failed.error;
+  };
   const historyStage: Stage = async (ctx) => {
     if (request.dryRun || ctx.wait?.outcome !== 'stable' || !ctx.rendered) return;
-    ctx.history = await collectVersionHistory(api, discovery, ctx.rendered.plan, ctx.rendered.objects);
+    ctx.history = await collectVersionHistory(api, discovery, ctx.rendered.plan, ctx.rendered.objects, {
+      defaultLimit: request.versionHistory,
+      keep: request.keepVersions,
+    });
   };
 
   const ctx: Context = { request };
@@ -190,7 +278,15 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
   try {
     // Requests made for this deploy retry transient failures (a restarting API server) until its deadline.
     await withDeadline({ until: started + request.timeoutMs, signal: request.signal }, async () => {
-      for (const stage of [readCluster, renderStage, applyStage, waitStage, historyStage]) {
+      for (const stage of [
+        readCluster,
+        renderStage,
+        inventoryStage,
+        applyStage,
+        waitStage,
+        pruneStage,
+        historyStage,
+      ]) {
         await stage(ctx);
         if (ctx.wait && ctx.wait.outcome !== 'stable') break;
       }
@@ -221,7 +317,8 @@ function seconds(ms: number): string {
 
 function finalize(ctx: Context, error: unknown, elapsedMs: number): DeployReport {
   const applied = ctx.applied ?? [];
-  const base = { applied, wait: ctx.wait, history: ctx.history, error, elapsedMs };
+  const base = { applied, wait: ctx.wait, history: ctx.history, prune: ctx.prune, error, elapsedMs };
+  const pruned = ctx.prune?.deleted.length ? `, ${ctx.prune.deleted.length} pruned` : '';
   if (error !== undefined) {
     const retry = classify(error).action !== 'stop';
     return {
@@ -234,7 +331,7 @@ function finalize(ctx: Context, error: unknown, elapsedMs: number): DeployReport
     return {
       ...base,
       outcome: 'dry-run',
-      summary: `dry run: ${applied.length} objects valid, nothing applied`,
+      summary: `dry run: ${applied.length} objects valid${ctx.prune?.planned.length ? `, ${ctx.prune.planned.length} to prune` : ''}, nothing applied`,
     };
   }
   if (ctx.request.wait === false) {
@@ -242,7 +339,7 @@ function finalize(ctx: Context, error: unknown, elapsedMs: number): DeployReport
     return {
       ...base,
       outcome: 'applied',
-      summary: `${applied.length} objects applied (${changed} changed) in ${seconds(elapsedMs)}, not waited on`,
+      summary: `${applied.length} objects applied (${changed} changed) in ${seconds(elapsedMs)}${pruned}, not waited on`,
     };
   }
   const wait = ctx.wait;
@@ -250,7 +347,11 @@ function finalize(ctx: Context, error: unknown, elapsedMs: number): DeployReport
   const stable = wait?.verdicts.filter((v) => v.stability.state === 'stable').length ?? 0;
   switch (wait?.outcome) {
     case 'stable':
-      return { ...base, outcome: 'stable', summary: `${stable}/${watched} stable in ${seconds(elapsedMs)}` };
+      return {
+        ...base,
+        outcome: 'stable',
+        summary: `${stable}/${watched} stable in ${seconds(elapsedMs)}${pruned}`,
+      };
     case 'failed':
       return {
         ...base,

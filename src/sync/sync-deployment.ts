@@ -65,6 +65,11 @@ export async function syncDeployment(
     { files: sync.files.length, images: Object.keys(sync.images).length, trigger: sync.trigger },
     'sync started',
   );
+  // Versions that the releases inside the deployment's history name are kept, so that a rollback finds them.
+  const ledger = await safely(log, 'read the ledger', () => deps.ledger.read(deployment.name));
+  const keepVersions = new Set(
+    (ledger?.releases ?? []).slice(0, deployment.versionHistory).flatMap((r) => r.versions),
+  );
   const report = await deploy(
     {
       api: deps.api,
@@ -79,7 +84,7 @@ export async function syncDeployment(
       onEvent: (e) => {
         if (e.type === 'applied' && e.result.action !== 'unchanged') {
           log.info({ object: e.result.target.plan.object, action: e.result.action }, 'applied');
-        }
+        } else if (e.type === 'pruned') log.info({ object: e.object }, 'pruned');
       },
     },
     {
@@ -94,9 +99,23 @@ export async function syncDeployment(
       fieldManager: config.apply.fieldManager,
       concurrency: config.apply.concurrency,
       signal: sync.signal,
+      inventory: {
+        owner: deployment.name,
+        namespace: config.cluster.namespace,
+        prune: deployment.prune,
+        allowEmpty: deployment.allowEmpty,
+        emptyAdvice: `Set allowEmpty: true on deployment ${deployment.name} if it is meant to have none.`,
+      },
+      versionHistory: deployment.versionHistory,
+      keepVersions,
     },
   );
-  if (drift && report.outcome === 'stable' && report.applied.every((a) => a.action === 'unchanged')) {
+  if (
+    drift &&
+    report.outcome === 'stable' &&
+    report.applied.every((a) => a.action === 'unchanged') &&
+    !report.prune?.deleted.length
+  ) {
     log.debug({ elapsedMs: report.elapsedMs }, 'drift pass: nothing to put back');
     return { report, release: undefined };
   }
@@ -114,7 +133,10 @@ export async function syncDeployment(
         versions: report.applied
           .filter((a) => a.target.plan.version)
           .map((a) => `${a.target.object.kind} ${a.target.object.metadata.name}`),
-        objects: report.applied.map((a) => ({ object: a.target.plan.object, action: a.action })),
+        objects: [
+          ...report.applied.map((a) => ({ object: a.target.plan.object, action: a.action })),
+          ...(report.prune?.deleted ?? []).map((object) => ({ object, action: 'pruned' })),
+        ],
         result: report.outcome === 'dry-run' ? 'applied' : report.outcome,
         durationMs: report.elapsedMs,
         messages: [report.summary],
@@ -164,6 +186,7 @@ export async function endInterrupted(
     applied: [],
     wait: undefined,
     history: undefined,
+    prune: undefined,
     error,
     elapsedMs,
   };

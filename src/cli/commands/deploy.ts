@@ -7,6 +7,7 @@ import { KubeApi } from '../../kube/api.ts';
 import type { ApplyResult } from '../../kube/apply.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
 import { Discovery } from '../../kube/discovery.ts';
+import { cliOwner } from '../../kube/inventory.ts';
 import { describeObject } from '../../render/manifest.ts';
 import { readManifestFiles } from '../../sources/local/files.ts';
 import { deploy } from '../../sync/deploy.ts';
@@ -26,6 +27,9 @@ interface DeployFlags extends ClusterFlags {
   wait: boolean;
   concurrency: string;
   output: OutputFormat;
+  prune?: boolean;
+  allowEmpty?: boolean;
+  versionHistory: string;
 }
 
 function describeApplied(r: ApplyResult): string {
@@ -39,6 +43,12 @@ function describeApplied(r: ApplyResult): string {
   return `${kubectlName(object.apiVersion, object.kind, object.metadata.name)} ${r.action}${note}`;
 }
 
+/** `ConfigMap shop/extra` as kubectl names it in its output: `configmap/extra`. */
+function kubectlStyle(object: string): string {
+  const [kind = '', where = ''] = object.split(' ');
+  return `${kind.toLowerCase()}/${where.slice(where.indexOf('/') + 1)}`;
+}
+
 export function deployCommand(program: Command, print: (text: string) => void): void {
   withManifestFlags(
     program.command('deploy').description('render, apply and wait until every object is stable'),
@@ -50,6 +60,19 @@ export function deployCommand(program: Command, print: (text: string) => void): 
       '--dry-run',
       'validate the whole set with the API server and show what would change; write nothing',
     )
+    .option(
+      '--prune',
+      'delete what an earlier deploy of this application (namespace and --application) applied and these files no longer hold',
+    )
+    .option(
+      '--allow-empty',
+      'files that render no objects are not an error (with --prune: delete everything)',
+    )
+    .option(
+      '--version-history <n>',
+      'versions kept of each versioned ConfigMap/Secret without max-version-history',
+      '10',
+    )
     .option('-o, --output <format>', 'table (lines), json or yaml of the report', 'table')
     .action(async (paths: string[], flags: DeployFlags) => {
       const timeoutMs = parseDuration(flags.timeout);
@@ -59,10 +82,15 @@ export function deployCommand(program: Command, print: (text: string) => void): 
       if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64) {
         throw new ExitError('error: --concurrency must be an integer from 1 to 64', EXIT_USAGE);
       }
+      const versionHistory = Number(flags.versionHistory);
+      if (!Number.isInteger(versionHistory) || versionHistory < 1 || versionHistory > 1000) {
+        throw new ExitError('error: --version-history must be an integer from 1 to 1000', EXIT_USAGE);
+      }
       const images = flags.image.map(parseImageFlag);
       const files = await readManifestFiles(paths);
       const clusterConfig = loadKubeConfig(clusterAccess(flags));
       const namespace = flags.namespace ?? clusterConfig.namespace ?? 'default';
+      const application = flags.application ?? namespace;
       const api = new KubeApi(clusterConfig, { maxSockets: concurrency * 2 });
       const lines = flags.output === 'table';
       const abort = new AbortController();
@@ -76,6 +104,7 @@ export function deployCommand(program: Command, print: (text: string) => void): 
             onEvent: (event) => {
               if (!lines) return;
               if (event.type === 'applied') print(describeApplied(event.result));
+              else if (event.type === 'pruned') print(`${kubectlStyle(event.object)} pruned`);
               // Progress as kubectl rollout status shows it: each change of an object's verdict, once.
               else if (event.state !== 'stable' && !event.message.endsWith('not observed yet'))
                 print(event.message);
@@ -84,7 +113,7 @@ export function deployCommand(program: Command, print: (text: string) => void): 
           {
             files,
             namespace,
-            application: flags.application ?? namespace,
+            application,
             images,
             renderOptions: { boundary: manifestBoundary(flags, namespace) },
             hashKeyNamespace: flags.agentNamespace,
@@ -93,6 +122,14 @@ export function deployCommand(program: Command, print: (text: string) => void): 
             wait: flags.wait,
             concurrency,
             signal: abort.signal,
+            inventory: {
+              owner: cliOwner(namespace, application),
+              namespace: flags.agentNamespace,
+              prune: flags.prune ?? false,
+              allowEmpty: flags.allowEmpty ?? false,
+              emptyAdvice: 'Give --allow-empty if it is meant to have none.',
+            },
+            versionHistory,
           },
         );
         if (report.error instanceof StalledError) throw report.error;
@@ -100,7 +137,9 @@ export function deployCommand(program: Command, print: (text: string) => void): 
           for (const v of report.wait?.verdicts ?? [])
             if (v.stability.state === 'stable') print(`${v.name} stable`);
           for (const k of report.history?.kept ?? []) print(`${k.object} kept: ${k.reason}`);
-          for (const d of report.history?.deleted ?? []) print(`${d} deleted (max-version-history)`);
+          for (const d of report.history?.deleted ?? []) print(`${d} deleted (version history)`);
+          for (const k of report.prune?.kept ?? []) print(`${k.object} not pruned: ${k.reason}`);
+          for (const p of report.prune?.planned ?? []) print(`${kubectlStyle(p)} would be pruned`);
           print(report.summary);
         } else {
           // Verdicts are named `Kind namespace/name`, as describeObject names the applied object: a Service and a
@@ -126,6 +165,7 @@ export function deployCommand(program: Command, print: (text: string) => void): 
                   stability: verdicts.get(describeObject(r.target.object)),
                 })),
                 history: report.history,
+                prune: report.prune,
               },
               flags.output as 'json' | 'yaml',
             ),

@@ -112,6 +112,7 @@ describe('namespace boundary', () => {
       summary: `failed: ${(error as Error).message}`,
       applied: [],
       wait: undefined,
+      prune: undefined,
       history: undefined,
       error,
       elapsedMs: 1,

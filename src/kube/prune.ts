@@ -1,0 +1,162 @@
+// Prune: deleting the objects an owner applied before and no longer renders. What is deleted is decided from the
+// inventories (src/kube/inventory.ts) and the live objects: an object another owner's inventory holds stays, as
+// does one annotated `mooring.io/prune: disabled`; every version of a versioned artifact that is gone is deleted.
+// Deletion runs in reverse apply order (workloads before the Services and configuration they use, namespaces
+// last), with foreground propagation for workloads, so that their Pods are gone before their configuration is.
+import { ARTIFACT } from '../render/annotations.ts';
+import type { KubeObject } from '../render/manifest.ts';
+import { type KubeApi, METADATA_LIST, METADATA_OBJECT } from './api.ts';
+import { phaseOf } from './apply-order.ts';
+import type { Discovery, ResourceInfo } from './discovery.ts';
+import { resourcePath } from './discovery.ts';
+import { describeKubeError, statusCode } from './errors.ts';
+import { entryId, entryName, type InventoryEntry } from './inventory.ts';
+
+/** The annotation that keeps an object from ever being pruned (set in the manifest or by hand on the live object). */
+export const PRUNE_ANNOTATION = 'mooring.io/prune';
+
+export interface PruneTarget {
+  /** `Deployment shop/web`. */
+  object: string;
+  entry: InventoryEntry;
+  resource: ResourceInfo;
+}
+
+export interface PrunePlan {
+  /** In the order they are to be deleted. */
+  targets: PruneTarget[];
+  kept: { object: string; reason: string }[];
+}
+
+export interface PruneInput {
+  owner: string;
+  /** The owner's inventory before this sync. */
+  previous: readonly InventoryEntry[];
+  /** What this sync renders. */
+  desired: readonly InventoryEntry[];
+  /** Every other owner's inventory, by owner. */
+  others: ReadonlyMap<string, readonly InventoryEntry[]>;
+}
+
+/** Workloads whose dependents (ReplicaSets, Pods) must be gone before the workload is. */
+const FOREGROUND = new Set([
+  'Deployment',
+  'StatefulSet',
+  'DaemonSet',
+  'ReplicaSet',
+  'ReplicationController',
+  'Job',
+  'CronJob',
+]);
+
+interface ObjectList {
+  items: KubeObject[] | null;
+}
+
+function disabled(object: Pick<KubeObject, 'metadata'>): boolean {
+  return object.metadata.annotations?.[PRUNE_ANNOTATION] === 'disabled';
+}
+
+export async function pruneTargets(
+  api: KubeApi,
+  discovery: Discovery,
+  input: PruneInput,
+): Promise<PrunePlan> {
+  const plan: PrunePlan = { targets: [], kept: [] };
+  const wanted = new Set(input.desired.map(entryId));
+  const heldBy = new Map<string, string>();
+  for (const [owner, entries] of input.others) {
+    if (owner === input.owner) continue;
+    for (const e of entries) if (!heldBy.has(entryId(e))) heldBy.set(entryId(e), owner);
+  }
+  for (const entry of input.previous) {
+    const id = entryId(entry);
+    if (wanted.has(id)) continue;
+    const name = entry.artifact
+      ? `${entry.kind} ${entry.namespace ? `${entry.namespace}/` : ''}${entry.artifact} (every version)`
+      : entryName(entry);
+    const other = heldBy.get(id);
+    if (other) {
+      plan.kept.push({ object: name, reason: `also applied by ${describeOwner(other)}` });
+      continue;
+    }
+    let resource: ResourceInfo;
+    try {
+      resource = await discovery.resource(entry.apiVersion, entry.kind);
+    } catch {
+      // The kind is no longer served (its CRD is gone): so are its objects.
+      continue;
+    }
+    const namespace = resource.namespaced ? entry.namespace : undefined;
+    const live: KubeObject[] = [];
+    if (entry.artifact) {
+      const list = await api
+        .request<ObjectList>('GET', resourcePath(resource, namespace), { accept: METADATA_LIST })
+        .catch((error: unknown) => {
+          throw describeKubeError(error, `list ${entry.kind}s in namespace ${namespace ?? ''}`);
+        });
+      live.push(
+        ...(list.items ?? [])
+          .filter((o) => o.metadata.annotations?.[ARTIFACT.name] === entry.artifact)
+          .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name)),
+      );
+    } else {
+      try {
+        live.push(
+          await api.request<KubeObject>('GET', resourcePath(resource, namespace, entry.name), {
+            accept: METADATA_OBJECT,
+          }),
+        );
+      } catch (error) {
+        if (statusCode(error) === 404) continue; // deleted already
+        throw describeKubeError(error, `read ${entryName(entry)}`);
+      }
+    }
+    for (const object of live) {
+      const one: InventoryEntry = { ...entry, name: object.metadata.name };
+      if (object.metadata.deletionTimestamp) continue; // on its way out
+      if (disabled(object)) {
+        plan.kept.push({ object: entryName(one), reason: `${PRUNE_ANNOTATION}: disabled` });
+        continue;
+      }
+      plan.targets.push({ object: entryName(one), entry: one, resource });
+    }
+  }
+  // Reverse apply order; a stable sort keeps the inventory's order within a phase.
+  plan.targets.sort((a, b) => phaseOf(b.entry.kind) - phaseOf(a.entry.kind));
+  return plan;
+}
+
+export interface PruneResult {
+  deleted: string[];
+  failed: { target: PruneTarget; error: unknown }[];
+}
+
+/** Deletes the plan's targets in its order; an object already gone counts as deleted. */
+export async function executePrune(api: KubeApi, plan: PrunePlan): Promise<PruneResult> {
+  const result: PruneResult = { deleted: [], failed: [] };
+  for (const target of plan.targets) {
+    const { resource, entry } = target;
+    const namespace = resource.namespaced ? entry.namespace : undefined;
+    try {
+      await api.request('DELETE', resourcePath(resource, namespace, entry.name), {
+        body: {
+          apiVersion: 'v1',
+          kind: 'DeleteOptions',
+          propagationPolicy: FOREGROUND.has(entry.kind) ? 'Foreground' : 'Background',
+        },
+      });
+      result.deleted.push(target.object);
+    } catch (error) {
+      if (statusCode(error) === 404) result.deleted.push(target.object);
+      else result.failed.push({ target, error: describeKubeError(error, `prune ${target.object}`) });
+    }
+  }
+  return result;
+}
+
+/** `deployment shop-web` or `mooring deploy of shop/web`, for the reason an object is kept. */
+export function describeOwner(owner: string): string {
+  const cli = /^cli\.([^.]+)\.(.+)$/.exec(owner);
+  return cli ? `mooring deploy of application ${cli[2]} in namespace ${cli[1]}` : `deployment ${owner}`;
+}
