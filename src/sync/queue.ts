@@ -157,6 +157,25 @@ export class SyncQueue {
     this.pump();
   }
 
+  /**
+   * Drops what is queued for `deployment` and cancels its running sync's stability wait (its writes finish), as
+   * for a deployment removed from the configuration. Later triggers of it are taken as usual.
+   */
+  cancel(deployment: string, reason?: unknown): void {
+    const lane = this.lanes.get(deployment);
+    if (!lane) return;
+    lane.pending = undefined;
+    if (lane.retryTimer) clearTimeout(lane.retryTimer);
+    lane.retryTimer = undefined;
+    lane.running?.controller.abort(reason);
+  }
+
+  /** A new limit on syncs at once (a reloaded configuration); running syncs above it finish as usual. */
+  setConcurrency(concurrency: number): void {
+    this.options.concurrency = concurrency;
+    this.pump();
+  }
+
   /** Full jitter: a random delay up to base * 2^attempt, capped (AWS's "exponential backoff and jitter"). */
   backoff(attempt: number): number {
     const ceiling = Math.min(this.options.backoffMaxMs, this.options.backoffBaseMs * 2 ** attempt);

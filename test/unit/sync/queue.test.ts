@@ -119,6 +119,34 @@ describe('SyncQueue', () => {
     expect(q.backoff(20)).toBe(30_000);
   });
 
+  it("cancel ends one deployment's running wait and drops its queued sync, leaving the others", async () => {
+    const g = gate();
+    const q = new SyncQueue({ concurrency: 1 });
+    q.trigger('gone', 'r1', g.run('gone-r1'));
+    q.trigger('kept', 'r1', g.run('kept-r1'));
+    await tick();
+    q.trigger('gone', 'r2', g.run('gone-r2'));
+    q.cancel('gone');
+    await tick();
+    expect(g.started).toEqual(['gone-r1', 'kept-r1']);
+    g.release('kept-r1');
+    await q.idle();
+    expect(g.started).toEqual(['gone-r1', 'kept-r1']);
+  });
+
+  it('a raised concurrency starts waiting syncs at once', async () => {
+    const g = gate();
+    const q = new SyncQueue({ concurrency: 1 });
+    for (const d of ['a', 'b', 'c']) q.trigger(d, 'r1', g.run(d));
+    await tick();
+    expect(g.started).toEqual(['a']);
+    q.setConcurrency(3);
+    await tick();
+    expect(g.started).toEqual(['a', 'b', 'c']);
+    for (const d of ['a', 'b', 'c']) g.release(d);
+    await q.idle();
+  });
+
   it('stop cancels waits, lets the running sync end, and takes no more triggers', async () => {
     const g = gate();
     const q = new SyncQueue({ concurrency: 1 });
