@@ -42,6 +42,11 @@ export interface ApplyOptions {
   /** Validate only: the server-side dry run of the whole set, and the actions it would take. */
   dryRun?: boolean;
   onResult?: (result: ApplyResult) => void;
+  /**
+   * Called with each dry-run answer whole (the object as the server would hold it after the write), for
+   * `mooring diff`; the Applier itself keeps only summaries. Set, the dry run of a new object asks for all of it.
+   */
+  onPreview?: (target: ApplyTarget, preview: KubeObject) => void;
   /** How long a recreate waits for the old object to go, and a CRD to be established. */
   waitTimeoutMs?: number;
   /**
@@ -54,7 +59,7 @@ export interface ApplyOptions {
 export class Applier {
   private readonly api: KubeApi;
   private readonly discovery: Discovery;
-  private readonly options: Required<Omit<ApplyOptions, 'onResult' | 'dryRun' | 'validateFirst'>> &
+  private readonly options: Required<Omit<ApplyOptions, 'onResult' | 'onPreview' | 'dryRun' | 'validateFirst'>> &
     ApplyOptions;
 
   constructor(api: KubeApi, discovery: Discovery, options: ApplyOptions) {
@@ -148,16 +153,22 @@ export class Applier {
     const { method, recreate } = target.plan.strategy;
     // An object to be recreated is validated by its creation; its old self may hold immutable fields.
     if (recreate && live) return undefined;
-    // Only an answer compared with a live object needs its content.
+    // Only an answer compared with a live object (or shown) needs its content.
+    const onPreview = this.options.onPreview;
     if (!live) {
       const answer =
         method === 'replace'
-          ? await this.replace(info, target, live, true, true)
-          : await this.serverSideApply(info, target, true, true);
+          ? await this.replace(info, target, live, true, !onPreview)
+          : await this.serverSideApply(info, target, true, !onPreview);
+      onPreview?.(target, answer);
       return summarize(identity(answer, target), undefined, false);
     }
-    if (method === 'replace') return summarize(await this.replace(info, target, live, true));
-    return summarize(await this.serverSideApply(info, target, true));
+    const answer =
+      method === 'replace'
+        ? await this.replace(info, target, live, true)
+        : await this.serverSideApply(info, target, true);
+    onPreview?.(target, answer);
+    return summarize(answer);
   }
 
   async apply(targets: readonly ApplyTarget[]): Promise<ApplyResult[]> {

@@ -2,7 +2,7 @@
 // writes the report (the shape of Flux's reconcilers): read the cluster -> render -> apply -> wait -> history.
 import { classify, errorMessage, TransientError } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
-import { Applier, type ApplyResult, type ApplyTarget } from '../kube/apply.ts';
+import { Applier, type ApplyOptions, type ApplyResult, type ApplyTarget } from '../kube/apply.ts';
 import { ClusterCache } from '../kube/cache.ts';
 import { withDeadline } from '../kube/deadline.ts';
 import type { Discovery } from '../kube/discovery.ts';
@@ -117,6 +117,8 @@ export interface DeployDeps {
    * (`ConfigMap app-config-v003`): the agent notes them, so that a sync it never finishes leaves none unrecorded.
    */
   beforeApply?: (versions: string[]) => Promise<void>;
+  /** Each dry-run answer whole, as the server would hold the object (`mooring diff` shows them). */
+  onPreview?: ApplyOptions['onPreview'];
 }
 
 export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<DeployReport> {
@@ -196,6 +198,7 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       concurrency: request.concurrency ?? 8,
       dryRun: request.dryRun,
       onResult: (result) => deps.onEvent?.({ type: 'applied', result }),
+      onPreview: deps.onPreview,
     });
     ctx.applied = await applier.apply(targets);
   };
