@@ -59,7 +59,9 @@ export interface ApplyOptions {
 export class Applier {
   private readonly api: KubeApi;
   private readonly discovery: Discovery;
-  private readonly options: Required<Omit<ApplyOptions, 'onResult' | 'onPreview' | 'dryRun' | 'validateFirst'>> &
+  private readonly options: Required<
+    Omit<ApplyOptions, 'onResult' | 'onPreview' | 'dryRun' | 'validateFirst'>
+  > &
     ApplyOptions;
 
   constructor(api: KubeApi, discovery: Discovery, options: ApplyOptions) {
