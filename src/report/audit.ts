@@ -35,7 +35,7 @@ export function auditRecords(
   const images = Object.fromEntries(
     Object.entries(sync.images).map(([k, v]) => [k, `${v.image}:${v.tag ?? ''}@${v.digest}`]),
   );
-  return report.applied.map((applied) => ({
+  const base = {
     time,
     cluster,
     deployment: sync.deployment.name,
@@ -45,9 +45,16 @@ export function auditRecords(
     commit: sync.commit,
     images,
     result: report.outcome,
-    action: applied.action,
-    object: redactSecret(applied.target.object),
-  }));
+  };
+  return [
+    ...report.applied.map((applied) => ({
+      ...base,
+      action: applied.action,
+      object: redactSecret(applied.target.object),
+    })),
+    // A pruned object is named, not shown: its manifest is gone from the source.
+    ...(report.prune?.deleted ?? []).map((object) => ({ ...base, action: 'pruned', object })),
+  ];
 }
 
 export class AuditLog implements SyncReporter {

@@ -51,7 +51,7 @@ export function describeOutcome(
     case 'applied':
       return {
         state: 'success',
-        description: `${prefix}${watched}/${watched} stable in ${seconds(report.elapsedMs)}${trigger === 'rollback' ? '; held until a new commit or image' : ''}`,
+        description: `${prefix}${watched}/${watched} stable in ${seconds(report.elapsedMs)}${report.prune?.deleted.length ? `, ${report.prune.deleted.length} pruned` : ''}${trigger === 'rollback' ? '; held until a new commit or image' : ''}`,
       };
     case 'failed':
     case 'timed-out':

@@ -43,8 +43,7 @@ export function assertNotEmpty(
 ): void {
   if (objects.length > 0 || allowEmpty || !previous || previous.length === 0) return;
   throw new StalledError(
-    `the manifests of ${describeOwner(owner)} render no objects, while its last sync applied ${previous.length}: ` +
-      `nothing is applied or pruned (a wrong path?). ${advice}`,
+    `${describeOwner(owner)} renders no objects, while it has ${previous.length}: nothing applied or pruned. ${advice}`,
   );
 }
 

@@ -65,10 +65,11 @@ export async function syncDeployment(
     { files: sync.files.length, images: Object.keys(sync.images).length, trigger: sync.trigger },
     'sync started',
   );
-  // Versions that the releases inside the deployment's history name are kept, so that a rollback finds them.
+  // Versions that the releases inside the deployment's history name are kept, so that a rollback finds them; the
+  // release this sync makes is the newest of that history.
   const ledger = await safely(log, 'read the ledger', () => deps.ledger.read(deployment.name));
   const keepVersions = new Set(
-    (ledger?.releases ?? []).slice(0, deployment.versionHistory).flatMap((r) => r.versions),
+    (ledger?.releases ?? []).slice(0, deployment.versionHistory - 1).flatMap((r) => r.versions),
   );
   const report = await deploy(
     {
@@ -104,7 +105,7 @@ export async function syncDeployment(
         namespace: config.cluster.namespace,
         prune: deployment.prune,
         allowEmpty: deployment.allowEmpty,
-        emptyAdvice: `Set allowEmpty: true on deployment ${deployment.name} if it is meant to have none.`,
+        emptyAdvice: 'Set allowEmpty: true if that is meant.',
       },
       versionHistory: deployment.versionHistory,
       keepVersions,

@@ -127,7 +127,7 @@ export function deployCommand(program: Command, print: (text: string) => void): 
               namespace: flags.agentNamespace,
               prune: flags.prune ?? false,
               allowEmpty: flags.allowEmpty ?? false,
-              emptyAdvice: 'Give --allow-empty if it is meant to have none.',
+              emptyAdvice: 'Give --allow-empty if that is meant.',
             },
             versionHistory,
           },
