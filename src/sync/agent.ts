@@ -31,6 +31,7 @@ import type { Logger } from './logger.ts';
 import { outcomeOf } from './outcome.ts';
 import { SyncQueue } from './queue.ts';
 import { reconcile } from './reconcile.ts';
+import { planReload, type ReloadPlan } from './reload.ts';
 import { endInterrupted, type SyncDeps, type SyncReporter, syncDeployment } from './sync-deployment.ts';
 
 export interface AgentDeps {
@@ -82,7 +83,12 @@ export class Agent {
   private readonly polling = new Map<string, { again: boolean }>();
   private readonly stops: (() => void | Promise<void>)[] = [];
   private stopped = false;
-  private readonly ledger: Ledger;
+  private ledger: Ledger;
+  /** What stops each source's schedule or folder watch, by source name: a reload stops one source at a time. */
+  private readonly sourceStops = new Map<string, () => void | Promise<void>>();
+  private driftTimer: NodeJS.Timeout | undefined;
+  /** Deployments whose spec a reload changed: their next reconcile syncs them even when current. */
+  private readonly resync = new Set<string>();
 
   constructor(deps: AgentDeps) {
     this.deps = deps;
@@ -121,32 +127,37 @@ export class Agent {
       for (const [source, image] of Object.entries(now?.images ?? {}))
         this.state.knownDigests.set(source, image.digest);
     }
-    for (const source of config.sources.git) {
-      this.state.repos.set(source.name, new GitRepository(source, { cacheDir: this.deps.cacheDir }));
-    }
-    for (const source of config.sources.registry) {
-      this.state.registries.set(source.name, {
-        source,
-        client: await createRegistryClient(source),
-        current: undefined,
-      });
-    }
-    for (const source of config.sources.local) {
-      const watcher = watchFolder(source.path, {
-        debounceMs: source.debounce,
-        onChange: () => this.pollSafely(source.name),
-      });
-      this.stops.push(() => watcher.close());
-    }
+    for (const source of this.sources()) await this.buildSource(source);
     log.info({ deployments: config.deployments.length, sources: this.sources().length }, 'agent started');
     // Registries first, so that the first sync of a deployment already binds its images.
     await Promise.all(config.sources.registry.map((s) => this.poll(s.name)));
     await Promise.all([...config.sources.git, ...config.sources.local].map((s) => this.poll(s.name)));
     for (const source of [...config.sources.git, ...config.sources.registry]) this.schedule(source);
-    const drift = config.drift.interval;
-    if (drift !== undefined) {
-      const timer = setInterval(() => this.correctDrift(), drift);
-      this.stops.push(() => clearInterval(timer));
+    this.scheduleDrift();
+  }
+
+  /** Builds a source's client, or starts watching a local source's folder. */
+  private async buildSource(source: GitSource | RegistrySource | LocalSource): Promise<void> {
+    const { sources } = this.deps.config;
+    if (sources.git.includes(source as GitSource)) {
+      this.state.repos.set(
+        source.name,
+        new GitRepository(source as GitSource, { cacheDir: this.deps.cacheDir }),
+      );
+    } else if (sources.registry.includes(source as RegistrySource)) {
+      const registry = source as RegistrySource;
+      this.state.registries.set(source.name, {
+        source: registry,
+        client: await createRegistryClient(registry),
+        current: undefined,
+      });
+    } else {
+      const local = source as LocalSource;
+      const watcher = watchFolder(local.path, {
+        debounceMs: local.debounce,
+        onChange: () => this.pollSafely(local.name),
+      });
+      this.sourceStops.set(local.name, () => watcher.close());
     }
   }
 
@@ -155,12 +166,19 @@ export class Agent {
       const task = cron.schedule(source.cron, () => this.pollSafely(source.name), {
         name: `poll-${source.name}`,
       });
-      this.stops.push(() => void task.stop());
+      this.sourceStops.set(source.name, () => void task.stop());
       return;
     }
     const interval = source.interval ?? 60_000;
     const timer = setInterval(() => this.pollSafely(source.name), interval);
-    this.stops.push(() => clearInterval(timer));
+    this.sourceStops.set(source.name, () => clearInterval(timer));
+  }
+
+  private scheduleDrift(): void {
+    if (this.driftTimer) clearInterval(this.driftTimer);
+    this.driftTimer = undefined;
+    const drift = this.deps.config.drift.interval;
+    if (drift !== undefined && !this.stopped) this.driftTimer = setInterval(() => this.correctDrift(), drift);
   }
 
   /** A poll started by a timer, a watcher or a webhook: nothing it throws may end the process. */
@@ -248,7 +266,7 @@ export class Agent {
     const digests = digestsOf(this.state, d);
     const log = this.deps.log.child({ deployment: d.spec.name, revision: commit?.slice(0, 12) ?? 'local' });
     const data = await this.ledger.read(d.spec.name);
-    const decision = reconcile({
+    const input = {
       ledger: data,
       commit,
       digests,
@@ -256,7 +274,12 @@ export class Agent {
       local: isLocal(this.state, d),
       at: Date.now(),
       sameAs: d.sameAs,
-    });
+    };
+    let decision = reconcile(input);
+    // A spec changed by a reload is applied even at the same revision, as a drift pass applies it: only what
+    // renders differently is written, and nothing is recorded when nothing is.
+    if (this.resync.delete(d.spec.name) && !reason && (decision.action === 'current' || input.local))
+      decision = reconcile({ ...input, reason: 'drift' });
     if (decision.action === 'held') {
       d.commit = commit;
       log.debug(
@@ -276,6 +299,8 @@ export class Agent {
       d.spec.name,
       key,
       async (signal) => {
+        // Removed by a reload while this sync was being decided.
+        if (this.state.deployments.get(d.spec.name) !== d) return { result: 'cancelled' };
         if (fence) {
           log.info({ release: fence.release }, 'a new commit or image lifts the rollback fence');
           await this.ledger.setFence(d.spec.name, undefined);
@@ -288,7 +313,8 @@ export class Agent {
           return outcomeOf({ outcome: 'error', error } as never);
         }
         const local = isLocal(this.state, d) ? `${filesRevision(files)}|${revision}` : revision;
-        if (isLocal(this.state, d) && !reason && local === now?.revision) return { result: 'done' };
+        if (isLocal(this.state, d) && trigger !== 'drift' && local === now?.revision)
+          return { result: 'done' };
         const { report } = await syncDeployment(this.syncDeps(), {
           config: this.deps.config,
           deployment: d.spec,
@@ -321,6 +347,102 @@ export class Agent {
     };
   }
 
+  /**
+   * Takes over a new configuration without a restart (the caller keeps what only a restart changes; see
+   * reload.ts). Deployments whose spec and source are unchanged are left alone, their syncs running on. Removed
+   * deployments and sources stop (a running sync is cancelled; nothing in the cluster is deleted); added ones are
+   * built and polled at once; changed ones are rebuilt and polled, and a changed spec is synced again.
+   */
+  async reconfigure(next: MooringConfig, reporters?: readonly SyncReporter[]): Promise<ReloadPlan> {
+    const plan = planReload(this.deps.config, next);
+    if (this.stopped) return plan;
+    const previous = this.deps.config;
+    this.deps.config = next;
+    this.state.config = next;
+    if (reporters) this.deps.reporters = reporters;
+    const log = this.deps.log;
+    for (const name of plan.deployments.removed) {
+      this.state.deployments.delete(name);
+      this.resync.delete(name);
+      this.queue.cancel(name);
+    }
+    for (const name of [...plan.sources.removed, ...plan.sources.changed]) {
+      await this.sourceStops.get(name)?.();
+      this.sourceStops.delete(name);
+      this.state.repos.delete(name);
+      this.state.registries.get(name)?.client.close();
+      this.state.registries.delete(name);
+      if (plan.sources.removed.includes(name)) this.state.knownDigests.delete(name);
+    }
+    this.queue.setConcurrency(next.concurrency);
+    if (next.ledger.historyLimit !== previous.ledger.historyLimit)
+      this.ledger = new Ledger(this.deps.api, next.cluster.namespace, next.ledger.historyLimit);
+    if (next.drift.interval !== previous.drift.interval) this.scheduleDrift();
+
+    for (const change of plan.deployments.changed) {
+      const d = this.state.deployments.get(change.name);
+      const spec = next.deployments.find((s) => s.name === change.name);
+      if (!d || !spec) continue;
+      d.spec = spec;
+      // Another repository (or another URL of it) may not hold the commit the deployment was at.
+      if (change.source) {
+        d.commit = undefined;
+        d.sameAs = undefined;
+      }
+      if (change.spec) this.resync.add(change.name);
+    }
+    for (const name of plan.deployments.added) {
+      const spec = next.deployments.find((s) => s.name === name);
+      if (spec) await this.addDeployment(spec);
+    }
+    const rebuilt = [...plan.sources.added, ...plan.sources.changed];
+    for (const source of this.sources().filter((s) => rebuilt.includes(s.name))) {
+      try {
+        await this.buildSource(source);
+      } catch (error) {
+        log.error({ source: source.name, err: errorMessage(error) }, 'cannot build the source');
+      }
+    }
+    // Polled now: the new and rebuilt sources, and the sources of new and changed deployments (registries first,
+    // so that a first sync binds their images). The schedules of unchanged sources run on.
+    const touched = new Set(rebuilt);
+    for (const name of [...plan.deployments.added, ...plan.deployments.changed.map((c) => c.name)]) {
+      const spec = next.deployments.find((s) => s.name === name);
+      for (const source of spec ? [spec.source, ...spec.images] : []) touched.add(source);
+    }
+    const polled = this.sources().filter((s) => touched.has(s.name));
+    const isRegistry = (s: { name: string }) => this.state.registries.has(s.name);
+    await Promise.all(polled.filter(isRegistry).map((s) => this.poll(s.name)));
+    await Promise.all(polled.filter((s) => !isRegistry(s)).map((s) => this.poll(s.name)));
+    for (const source of [...next.sources.git, ...next.sources.registry])
+      if (rebuilt.includes(source.name)) this.schedule(source);
+    // A changed spec whose poll found no new commit for it is synced at the commit it is at.
+    for (const name of [...this.resync]) {
+      const d = this.state.deployments.get(name);
+      if (d && (d.commit !== undefined || isLocal(this.state, d)))
+        await this.reconcileDeployment(d, d.commit).catch((error: unknown) =>
+          log.error({ deployment: name, err: errorMessage(error) }, 'cannot sync the changed deployment'),
+        );
+    }
+    return plan;
+  }
+
+  /** A deployment added by a reload: what it last deployed is read from its ledger, as at start. */
+  private async addDeployment(spec: MooringConfig['deployments'][number]): Promise<void> {
+    try {
+      const data = await this.ledger.read(spec.name);
+      if (data.attempt) await endInterrupted(this.syncDeps(), this.deps.config, spec, data.attempt);
+      const now = current(data);
+      this.state.deployments.set(spec.name, { spec, commit: now?.commit, deployed: now?.revision });
+      for (const [source, image] of Object.entries(now?.images ?? {}))
+        if (!this.state.knownDigests.has(source)) this.state.knownDigests.set(source, image.digest);
+    } catch (error) {
+      // Its first poll reads the ledger again before anything is synced.
+      this.deps.log.error({ deployment: spec.name, err: errorMessage(error) }, 'cannot read the ledger');
+      this.state.deployments.set(spec.name, { spec, commit: undefined, deployed: undefined });
+    }
+  }
+
   /** Sources whose names are given (a webhook) are polled now. */
   pollNow(names: readonly string[]): void {
     for (const name of names) this.pollSafely(name);
@@ -335,6 +457,9 @@ export class Agent {
   async stop(): Promise<void> {
     this.stopped = true;
     for (const stop of this.stops.splice(0)) await stop();
+    for (const stop of this.sourceStops.values()) await stop();
+    this.sourceStops.clear();
+    this.scheduleDrift();
     await this.queue.stop();
   }
 }
