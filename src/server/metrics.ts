@@ -70,6 +70,17 @@ export class AgentMetrics implements SyncReporter {
     registers: [this.registry],
   });
 
+  private readonly configReloads = new Counter({
+    name: 'mooring_config_reloads_total',
+    help: 'Changes of the configuration file: applied, or refused as invalid (the agent keeps the previous one)',
+    labelNames: ['result'],
+    registers: [this.registry],
+  });
+
+  configReload(result: 'applied' | 'invalid'): void {
+    this.configReloads.inc({ result });
+  }
+
   poll(source: string, kind: 'git' | 'registry' | 'local', result: 'changed' | 'unchanged' | 'error'): void {
     this.polls.inc({ source, kind, result });
   }

@@ -5,7 +5,9 @@ import type { AddressInfo } from 'node:net';
 import { homedir, hostname } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { isDeepStrictEqual } from 'node:util';
 import type { MooringConfig } from '../config/schema.ts';
+import { watchConfig } from '../config/watch.ts';
 import { errorMessage } from '../errors.ts';
 import { KubeApi } from '../kube/api.ts';
 import { ClusterCache } from '../kube/cache.ts';
@@ -21,6 +23,8 @@ import { readSecret } from '../sources/secret.ts';
 import { Agent } from './agent.ts';
 import type { Logger } from './logger.ts';
 import { memoryRelease } from './memory-release.ts';
+import { describePlan, effectiveConfig, planReload } from './reload.ts';
+import type { SyncReporter } from './sync-deployment.ts';
 
 export interface RunAgentOptions {
   /** Flags override the config's cluster section, as kubectl's do. */
@@ -30,6 +34,8 @@ export interface RunAgentOptions {
   onListening?: (port: number) => void;
   /** This candidate's name in leader election: the pod's name in a cluster. */
   identity?: string;
+  /** The file the configuration was read from: watched, and a change is applied without a restart. */
+  configFile?: string;
 }
 
 async function webhookSecrets(config: MooringConfig): Promise<WebhookSecrets> {
@@ -46,11 +52,13 @@ async function webhookSecrets(config: MooringConfig): Promise<WebhookSecrets> {
 }
 
 export async function runAgent(
-  config: MooringConfig,
+  initial: MooringConfig,
   log: Logger,
   options: RunAgentOptions,
   stop: AbortSignal,
 ) {
+  // Replaced by a reload of the file; what only a restart changes keeps its first value (reload.ts).
+  let config = initial;
   const access: ClusterAccess = {
     inCluster: options.access.kubeconfig || options.access.context ? false : config.cluster.inCluster,
     kubeconfig: options.access.kubeconfig ?? config.cluster.kubeconfig,
@@ -66,10 +74,13 @@ export async function runAgent(
   const release = memoryRelease(); // pages V8 keeps after a burst of syncs, given back once it is over
   // Commit statuses, with the outbox of undelivered ones: delivered again when an agent starts leading.
   let statuses: CommitStatusSync | undefined;
-  const newAgent = () => {
+  const reporters = (): SyncReporter[] => {
     void statuses?.close();
     statuses = new CommitStatusSync(config, log, { api });
     void statuses.start().catch(() => undefined);
+    return [statuses, new AuditLog(config, log), metrics, release];
+  };
+  const newAgent = () => {
     return new Agent({
       config,
       api,
@@ -78,11 +89,12 @@ export async function runAgent(
       log,
       cacheDir:
         options.cacheDir ?? process.env.MOORING_CACHE_DIR ?? join(homedir(), '.cache', 'mooring', 'sources'),
-      reporters: [statuses, new AuditLog(config, log), metrics, release],
+      reporters: reporters(),
       metrics,
     });
   };
   let agent: Agent | undefined;
+  let starting: Promise<void> | undefined;
   let started = false;
   let standby = false;
 
@@ -99,9 +111,15 @@ export async function runAgent(
     }
     return reachable;
   };
+  let secrets = await webhookSecrets(config);
   const server = createServer({
-    maxBodyBytes: config.server.maxBodyBytes,
-    secrets: await webhookSecrets(config),
+    // Getters, so that a reloaded configuration is seen by the next request.
+    get maxBodyBytes() {
+      return config.server.maxBodyBytes;
+    },
+    get secrets() {
+      return secrets;
+    },
     // A webhook only says which sources to poll now; what to deploy comes from the poll.
     onTrigger: (targets) => agent?.pollNow(selectSources(targets, config.sources)),
     health: () => ({ ok: true }),
@@ -136,6 +154,43 @@ export async function runAgent(
   const probe = setInterval(() => void clusterReachable(), 10_000);
   await clusterReachable();
 
+  // A new configuration in the file: the running agent takes it over (reload.ts says what changes); an agent
+  // that starts later (a new leader, a start retried) is built with it.
+  const reload = async (file: string, loaded: MooringConfig) => {
+    const plan = planReload(config, loaded);
+    const next = effectiveConfig(config, loaded);
+    if (plan.restart.length > 0)
+      log.warn({ file, settings: plan.restart }, `needs a restart: ${plan.restart.join(', ')}`);
+    const reporting = ['deployments', 'audit'] as const;
+    const reportersChanged =
+      reporting.some((k) => !isDeepStrictEqual(config[k], next[k])) ||
+      !isDeepStrictEqual(config.sources.git, next.sources.git);
+    secrets = await webhookSecrets(next);
+    config = next;
+    const running = agent;
+    await starting?.catch(() => undefined);
+    if (running && agent === running)
+      await running.reconfigure(next, reportersChanged ? reporters() : undefined);
+    metrics.configReload('applied');
+    log.info({ file, ...describePlan(plan) }, 'configuration reloaded');
+  };
+  const file = options.configFile;
+  const watcher =
+    file === undefined
+      ? undefined
+      : watchConfig(file, {
+          onConfig: (loaded) => reload(file, loaded),
+          onInvalid: (problems) => {
+            metrics.configReload('invalid');
+            log.error(
+              { file, problems },
+              'configuration not reloaded: the file is invalid; the agent keeps the previous one',
+            );
+          },
+          onError: (error) => log.error({ file, err: errorMessage(error) }, 'configuration reload failed'),
+        });
+  void watcher?.ready.then(() => log.info({ file }, 'watching the configuration file'));
+
   // An API server that is down or restarting when the agent starts (or takes the lease) delays the start; it is
   // tried again with back-off until it works or the agent is stopped, never ending the process.
   let leading = 0;
@@ -145,7 +200,8 @@ export async function runAgent(
       const candidate = newAgent();
       agent = candidate;
       try {
-        await candidate.start();
+        starting = candidate.start();
+        await starting;
         started = true;
         standby = false;
         metrics.leader.set(1);
@@ -205,6 +261,7 @@ export async function runAgent(
     log.info('stopping: polling ends, the write in progress finishes');
   } finally {
     clearInterval(probe);
+    await watcher?.close();
     await agent?.stop();
     await statuses?.close();
     await elector?.stop();

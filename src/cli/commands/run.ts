@@ -86,7 +86,8 @@ export function runCommand(program: Command): void {
         }
         return;
       }
-      const config = await loadConfigFile(flags.config as string);
-      await runAgent(config, log, { access: clusterAccess(flags) }, stopSignal());
+      const file = flags.config as string;
+      const config = await loadConfigFile(file);
+      await runAgent(config, log, { access: clusterAccess(flags), configFile: file }, stopSignal());
     });
 }
