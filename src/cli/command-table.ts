@@ -33,6 +33,10 @@ const deploy = async (): Promise<Register> => {
   const { deployCommand } = await import('./commands/deploy.ts');
   return (program, io) => deployCommand(program, io.stdout);
 };
+const diff = async (): Promise<Register> => {
+  const { diffCommand } = await import('./commands/diff.ts');
+  return (program, io) => diffCommand(program, io.stdout, io.stderr);
+};
 const render = async (): Promise<Register> => {
   const { renderCommand } = await import('./commands/render.ts');
   return (program, io) => renderCommand(program, io.stdout, io.stderr);
@@ -72,6 +76,12 @@ export const COMMANDS: readonly CommandListing[] = [
     term: 'deploy [options] <paths...>',
     description: 'render, apply and wait until every object is stable',
     load: deploy,
+  },
+  {
+    name: 'diff',
+    term: 'diff [options] [paths...]',
+    description: 'show what a deploy would change, field by field, from a server-side dry run',
+    load: diff,
   },
   {
     name: 'render',

@@ -50,7 +50,7 @@ function isSecret(obj: KubeObject | undefined): obj is KubeObject {
   return obj?.kind === 'Secret' && obj.apiVersion === 'v1';
 }
 
-function stringsOf(value: JsonValue | undefined): Record<string, JsonValue> {
+function stringsOf(value: unknown): Record<string, JsonValue> {
   return isObject(value) ? value : {};
 }
 

@@ -1,0 +1,220 @@
+// `mooring diff PATH… | --deployment NAME --config FILE`: the field-level change a deploy would make, from a
+// server-side dry run of the rendered set against the live objects, as unified diffs (Secret values masked), and
+// what prune would delete. Exit codes as kubectl diff's: 0 nothing would change, 1 something would, 2 bad input or
+// any error (the diff could not be made).
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import { loadConfigFile } from '../../config/load.ts';
+import { renderOptionsFor } from '../../config/render-options.ts';
+import { errorMessage, StalledError } from '../../errors.ts';
+import { KubeApi } from '../../kube/api.ts';
+import type { ApplyTarget } from '../../kube/apply.ts';
+import { loadKubeConfig } from '../../kube/client.ts';
+import { diffApplied } from '../../kube/diff.ts';
+import { Discovery } from '../../kube/discovery.ts';
+import { diffSummary } from '../../render/diff-text.ts';
+import type { KubeObject } from '../../render/manifest.ts';
+import { current, Ledger } from '../../report/ledger.ts';
+import { GitRepository } from '../../sources/git/repository.ts';
+import { readManifestFiles } from '../../sources/local/files.ts';
+import type { DeployRequest } from '../../sync/deploy.ts';
+import { deploy } from '../../sync/deploy.ts';
+import { cliOwner, planPrune } from '../../sync/prune.ts';
+import { type ClusterFlags, clusterAccess, manifestBoundary, withManifestFlags } from '../cluster-flags.ts';
+import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
+import { parseImageFlag } from './render.ts';
+
+interface DiffFlags extends ClusterFlags {
+  application?: string;
+  image: string[];
+  allowNamespace: string[];
+  agentNamespace: string;
+  prune?: boolean;
+  deployment?: string;
+  config?: string;
+  concurrency: string;
+}
+
+/** What to diff: the deploy request, the cluster, and whose inventory prune would read (when it would prune). */
+interface DiffInput {
+  api: KubeApi;
+  request: Omit<DeployRequest, 'dryRun' | 'timeoutMs' | 'concurrency'>;
+  prune: { owner: string; inventoryNamespace: string } | undefined;
+  notes: string[];
+}
+
+const TIMEOUT_MS = 5 * 60_000;
+
+async function pathInput(
+  paths: readonly string[],
+  flags: DiffFlags,
+  concurrency: number,
+): Promise<DiffInput> {
+  const images = flags.image.map(parseImageFlag);
+  const files = await readManifestFiles(paths);
+  const clusterConfig = loadKubeConfig(clusterAccess(flags));
+  const namespace = flags.namespace ?? clusterConfig.namespace ?? 'default';
+  const application = flags.application ?? namespace;
+  return {
+    api: new KubeApi(clusterConfig, { maxSockets: concurrency * 2 }),
+    request: {
+      files,
+      namespace,
+      application,
+      images,
+      renderOptions: { boundary: manifestBoundary(flags, namespace) },
+      hashKeyNamespace: flags.agentNamespace,
+    },
+    prune: flags.prune
+      ? { owner: cliOwner(namespace, application), inventoryNamespace: flags.agentNamespace }
+      : undefined,
+    notes: [],
+  };
+}
+
+/** The agent's deployment `name`: its source's manifests now, the images of its current release, its options. */
+async function deploymentInput(
+  name: string,
+  file: string,
+  flags: DiffFlags,
+  concurrency: number,
+): Promise<DiffInput> {
+  // The cluster and the sources are read; secrets of status providers and webhooks need not be here.
+  const config = await loadConfigFile(file, { secrets: false });
+  const spec = config.deployments.find((d) => d.name === name);
+  if (!spec) {
+    const known = config.deployments.map((d) => d.name).join(', ') || 'none';
+    throw new StalledError(`${file}: no deployment ${name} (deployments: ${known})`);
+  }
+  const clusterConfig = loadKubeConfig({
+    kubeconfig: flags.kubeconfig ?? config.cluster.kubeconfig,
+    context: flags.context ?? config.cluster.context,
+    inCluster: !flags.kubeconfig && !flags.context ? config.cluster.inCluster : false,
+  });
+  const api = new KubeApi(clusterConfig, { maxSockets: concurrency * 2 });
+  try {
+    const notes: string[] = [];
+    const git = config.sources.git.find((s) => s.name === spec.source);
+    const local = config.sources.local.find((s) => s.name === spec.source);
+    let files: DeployRequest['files'];
+    if (git) {
+      const cacheDir = process.env.MOORING_CACHE_DIR ?? join(homedir(), '.cache', 'mooring', 'sources');
+      const repo = new GitRepository(git, { cacheDir });
+      const head = await repo.resolve();
+      await repo.fetch(head);
+      files = await repo.files(head.commit, spec.paths, spec.exclude);
+      notes.push(`deployment ${name}: manifests of ${repo.url} at ${head.commit.slice(0, 12)}`);
+    } else if (local) {
+      files = await readManifestFiles(spec.paths.map((p) => (p === '.' ? local.path : `${local.path}/${p}`)));
+    } else
+      throw new StalledError(`${file}: deployment ${name} reads source ${spec.source}, which is not defined`);
+    // The images the agent runs now: those of the deployment's current release.
+    const release = current(await new Ledger(api, config.cluster.namespace).read(name));
+    if (!release && spec.images.length > 0)
+      notes.push(
+        `deployment ${name} has no stable release yet: its images are left as the manifests name them`,
+      );
+    return {
+      api,
+      request: {
+        files,
+        namespace: spec.namespace,
+        application: spec.application ?? spec.name,
+        images: Object.values(release?.images ?? {}).map((i) => ({
+          name: i.image,
+          tag: i.tag,
+          digest: i.digest,
+        })),
+        renderOptions: renderOptionsFor(config, spec),
+        hashKeyNamespace: config.cluster.namespace,
+        fieldManager: config.apply.fieldManager,
+      },
+      prune: spec.prune ? { owner: spec.name, inventoryNamespace: config.cluster.namespace } : undefined,
+      notes,
+    };
+  } catch (error) {
+    api.close();
+    throw error;
+  }
+}
+
+async function runDiff(
+  paths: string[],
+  flags: DiffFlags,
+  print: (text: string) => void,
+  printErr: (text: string) => void,
+): Promise<void> {
+  const concurrency = Number(flags.concurrency);
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64)
+    throw new ExitError('error: --concurrency must be an integer from 1 to 64', EXIT_USAGE);
+  if (flags.deployment !== undefined && paths.length > 0)
+    throw new ExitError('error: give manifest paths or --deployment, not both', EXIT_USAGE);
+  if (flags.deployment === undefined && paths.length === 0)
+    throw new ExitError('error: give manifest paths, or --deployment NAME --config FILE', EXIT_USAGE);
+  if (flags.deployment !== undefined && !flags.config)
+    throw new ExitError('error: --deployment needs --config (the agent configuration)', EXIT_USAGE);
+
+  const input =
+    flags.deployment !== undefined
+      ? await deploymentInput(flags.deployment, flags.config as string, flags, concurrency)
+      : await pathInput(paths, flags, concurrency);
+  const { api } = input;
+  try {
+    for (const note of input.notes) printErr(note);
+    const discovery = new Discovery(api);
+    const previews = new Map<ApplyTarget, KubeObject>();
+    const report = await deploy(
+      { api, discovery, onPreview: (target, preview) => previews.set(target, preview) },
+      { ...input.request, dryRun: true, wait: false, timeoutMs: TIMEOUT_MS, concurrency },
+    );
+    if (report.error !== undefined) throw report.error;
+    const diffs = await diffApplied(api, report.applied, previews, concurrency);
+    for (const d of diffs) {
+      if (d.change === 'recreated')
+        print(`${d.object}: would be deleted and created again (strategy recreate)`);
+      else if (d.text) print(d.text.trimEnd());
+    }
+    const pruned = input.prune
+      ? (
+          await planPrune(
+            { api, discovery },
+            { ...input.prune, objects: report.applied.map((r) => r.target.object) },
+          )
+        ).delete
+      : [];
+    for (const p of pruned) print(`would prune: ${p}`);
+    print(diffSummary(diffs, pruned.length));
+    if (pruned.length > 0 || diffs.some((d) => d.change !== 'unchanged'))
+      throw new ExitError('', EXIT_FAILED);
+  } finally {
+    api.close();
+  }
+}
+
+export function diffCommand(
+  program: Command,
+  print: (text: string) => void,
+  printErr: (text: string) => void,
+): void {
+  const command = withManifestFlags(
+    program
+      .command('diff')
+      .description('show what a deploy would change, field by field, from a server-side dry run'),
+  )
+    .option('--prune', 'also show what a deploy with --prune would delete')
+    .option('--deployment <name>', "the agent's deployment of that name (with --config), instead of paths")
+    .option('--config <file>', 'the agent configuration (with --deployment)')
+    .option('--concurrency <n>', 'objects dry-run at once', '8');
+  // Paths, or --deployment instead.
+  command.registeredArguments[0]?.argOptional();
+  command.action(async (paths: string[], flags: DiffFlags) => {
+    try {
+      await runDiff(paths, flags, print, printErr);
+    } catch (error) {
+      if (error instanceof ExitError) throw error;
+      // As kubectl diff: an exit code above 1 says the diff could not be made, whatever the reason.
+      throw new ExitError(`error: ${errorMessage(error)}`, EXIT_USAGE);
+    }
+  });
+}
