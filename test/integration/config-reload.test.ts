@@ -7,7 +7,9 @@
 import { mkdir, mkdtemp, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
 import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
 import { type AgentProcess, assertAlive, startAgent } from './fault-helpers.ts';
@@ -262,5 +264,33 @@ ${extra}
     await sleep(3000);
     expect(await dataOf(nsB(), 'b-settings')).toBe('3');
     assertAlive(agent);
+  });
+});
+
+describe('the chart', () => {
+  it('mounts the configuration folder without subPath, so that updates of the ConfigMap reach the agent', async () => {
+    const chart = fileURLToPath(new URL('../../charts/mooring', import.meta.url));
+    const out = await runTool(testbed().tools.helm, ['template', 'rel', chart, '-n', 'mooring']);
+    expect(out.code, out.stderr).toBe(0);
+    interface Pod {
+      containers: {
+        name: string;
+        args?: string[];
+        volumeMounts?: { name: string; mountPath: string; subPath?: string }[];
+      }[];
+      volumes: { name: string; configMap?: { name: string } }[];
+    }
+    const deployment = parseAllDocuments(out.stdout)
+      .map((d) => d.toJS() as { kind?: string; spec: { template: { spec: Pod } } } | null)
+      .find((o) => o?.kind === 'Deployment');
+    const pod = deployment?.spec.template.spec as Pod;
+    const volume = pod.volumes.find((v) => v.configMap !== undefined);
+    const container = pod.containers.find((c) => c.name === 'mooring');
+    const mount = container?.volumeMounts?.find((m) => m.name === volume?.name);
+    expect(mount).toBeDefined();
+    expect(mount?.subPath).toBeUndefined();
+    const args = container?.args ?? [];
+    const file = args[args.indexOf('--config') + 1] ?? '';
+    expect(file.startsWith(`${mount?.mountPath}/`)).toBe(true);
   });
 });
