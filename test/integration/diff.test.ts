@@ -169,6 +169,16 @@ data: {k: v}
     expect(pruned.code, pruned.stderr).toBe(1);
     expect(pruned.stdout).toContain(`would prune: ConfigMap ${ns()}/extra`);
     expect(pruned.stdout).toContain('0 objects changed, 0 added, 1 unchanged, 1 to prune');
+
+    // Files that render nothing are refused as deploy refuses them, unless --allow-empty says it is meant.
+    await writeFile(join(dir, 'web.yaml'), '');
+    const empty = await diff(dir, '--application', 'shop', '--prune');
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toMatch(/renders? no objects/);
+    const all = await diff(dir, '--application', 'shop', '--prune', '--allow-empty');
+    expect(all.code, all.stderr).toBe(1);
+    expect(all.stdout).toContain(`would prune: Deployment ${ns()}/shop`);
+    expect(all.stdout).toContain(`would prune: ConfigMap ${ns()}/extra`);
   });
 
   it('exits 2 for bad input, naming the file', async () => {

@@ -18,8 +18,7 @@ import type { KubeObject } from '../../render/manifest.ts';
 import { current, Ledger } from '../../report/ledger.ts';
 import { GitRepository } from '../../sources/git/repository.ts';
 import { readManifestFiles } from '../../sources/local/files.ts';
-import type { DeployRequest } from '../../sync/deploy.ts';
-import { deploy } from '../../sync/deploy.ts';
+import { type DeployRequest, deploy } from '../../sync/deploy.ts';
 import { cliOwner, planPrune } from '../../sync/prune.ts';
 import { type ClusterFlags, clusterAccess, manifestBoundary, withManifestFlags } from '../cluster-flags.ts';
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
@@ -31,6 +30,7 @@ interface DiffFlags extends ClusterFlags {
   allowNamespace: string[];
   agentNamespace: string;
   prune?: boolean;
+  allowEmpty?: boolean;
   deployment?: string;
   config?: string;
   concurrency: string;
@@ -65,6 +65,14 @@ async function pathInput(
       images,
       renderOptions: { boundary: manifestBoundary(flags, namespace) },
       hashKeyNamespace: flags.agentNamespace,
+      // As deploy: an empty render of an application that had objects is refused (nothing is written here).
+      inventory: {
+        owner: cliOwner(namespace, application),
+        namespace: flags.agentNamespace,
+        prune: false,
+        allowEmpty: flags.allowEmpty ?? false,
+        emptyAdvice: 'Give --allow-empty if it is meant to have none.',
+      },
     },
     prune: flags.prune
       ? { owner: cliOwner(namespace, application), inventoryNamespace: flags.agentNamespace }
@@ -129,6 +137,13 @@ async function deploymentInput(
         renderOptions: renderOptionsFor(config, spec),
         hashKeyNamespace: config.cluster.namespace,
         fieldManager: config.apply.fieldManager,
+        inventory: {
+          owner: spec.name,
+          namespace: config.cluster.namespace,
+          prune: false,
+          allowEmpty: spec.allowEmpty,
+          emptyAdvice: `Set allowEmpty: true on deployment ${spec.name} if it is meant to have none.`,
+        },
       },
       prune: spec.prune ? { owner: spec.name, inventoryNamespace: config.cluster.namespace } : undefined,
       notes,
@@ -203,6 +218,7 @@ export function diffCommand(
       .description('show what a deploy would change, field by field, from a server-side dry run'),
   )
     .option('--prune', 'also show what a deploy with --prune would delete')
+    .option('--allow-empty', 'files that render no objects are not an error (as for deploy)')
     .option('--deployment <name>', "the agent's deployment of that name (with --config), instead of paths")
     .option('--config <file>', 'the agent configuration (with --deployment)')
     .option('--concurrency <n>', 'objects dry-run at once', '8');
