@@ -25,6 +25,10 @@ const config = async (): Promise<Register> => {
   const { configCommand } = await import('./commands/config.ts');
   return (program, io) => configCommand(program, io.stdout);
 };
+const control = async (): Promise<Register> => {
+  const { controlCommands } = await import('./commands/control.ts');
+  return (program, io) => controlCommands(program, io.stdout);
+};
 const del = async (): Promise<Register> => {
   const { deleteCommand } = await import('./commands/delete.ts');
   return (program, io) => deleteCommand(program, io.stdout);
@@ -98,7 +102,8 @@ export const COMMANDS: readonly CommandListing[] = [
   {
     name: 'status',
     term: 'status [options] [deployment]',
-    description: 'where each deployment is: its current release, the last attempt, a rollback fence',
+    description:
+      'where each deployment is: its current release, the last attempt, a suspension or rollback fence',
     load: releases,
   },
   {
@@ -111,8 +116,23 @@ export const COMMANDS: readonly CommandListing[] = [
   {
     name: 'resume',
     term: 'resume [options] <deployment>',
-    description: 'lift a rollback fence: the agent deploys the newest revision again',
+    description:
+      'end a suspension and lift a rollback fence, whichever hold the deployment: the agent deploys the newest revision again',
     load: releases,
+  },
+  {
+    name: 'reconcile',
+    term: 'reconcile [options] <deployment>',
+    description:
+      "ask the running agent to poll a deployment's sources and sync it now, and follow the sync to its end",
+    load: control,
+  },
+  {
+    name: 'suspend',
+    term: 'suspend [options] <deployment>',
+    description:
+      'stop syncing a deployment (the agent polls on and notes new commits and images) until mooring resume',
+    load: control,
   },
   {
     name: 'rollout',

@@ -36,6 +36,8 @@ export interface ClusterConfig {
   readonly contextName: string;
   /** e.g. `context "prod" of /home/me/.kube/config`, for messages. */
   readonly describe: string;
+  /** The kubeconfig's user name of the context (who a `mooring suspend` is recorded as done by). */
+  readonly user?: string | undefined;
   /** Sets CA, TLS, client certificate and Authorization on a request, refreshing credentials that rotate. */
   applyTo(opts: RequestOptions): Promise<void>;
 }
@@ -55,10 +57,17 @@ class Config implements ClusterConfig {
   readonly namespace: string | undefined;
   readonly contextName: string;
   readonly describe: string;
+  readonly user: string | undefined;
   private readonly tls: Tls;
   private readonly auth: Auth | undefined;
   constructor(
-    where: { server: string; namespace: string | undefined; contextName: string; describe: string },
+    where: {
+      server: string;
+      namespace: string | undefined;
+      contextName: string;
+      describe: string;
+      user?: string | undefined;
+    },
     tls: Tls,
     auth: Auth | undefined,
   ) {
@@ -66,6 +75,7 @@ class Config implements ClusterConfig {
     this.namespace = where.namespace;
     this.contextName = where.contextName;
     this.describe = where.describe;
+    this.user = where.user;
     this.tls = tls;
     this.auth = auth;
   }
@@ -184,6 +194,7 @@ function fromKubeconfig(
       namespace: context.value.namespace || undefined,
       contextName,
       describe: `context "${contextName}" of ${files}`,
+      user: userName || undefined,
     },
     { ...tls, cert, key },
     auth,

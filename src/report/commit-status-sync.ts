@@ -185,6 +185,30 @@ export class CommitStatusSync implements SyncReporter {
       );
   }
 
+  /**
+   * A commit that is not deployed now (its deployment is suspended): pending with a description that says why and
+   * what deploys it. The sync that follows the resume posts its own pending and end. Not kept in the outbox: a
+   * late pending would only be wrong.
+   */
+  async held(deployment: Deployment, commit: string, description: string): Promise<void> {
+    const reporter = this.reporter(deployment);
+    const url = this.repoUrl(deployment);
+    if (!reporter || !url) return;
+    const gate = this.gate(deployment, url);
+    if (this.outbox && !this.outbox.isOpen(gate)) return;
+    const result = await reporter.attempt(
+      { repoUrl: url, commit },
+      { state: 'pending', description },
+      this.outbox ? PENDING_ATTEMPTS : undefined,
+    );
+    if (result.result === 'failed') this.outbox?.failed(gate, result.error);
+    else
+      await this.outbox?.posted(
+        gate,
+        entryKey({ deployment: deployment.name, commit, context: reporter.context }),
+      );
+  }
+
   async finished(sync: SyncRequest, report: DeployReport, release: Release | undefined): Promise<void> {
     const reporter = this.reporter(sync.deployment);
     const url = this.repoUrl(sync.deployment);

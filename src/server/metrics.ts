@@ -1,6 +1,7 @@
 // The agent's Prometheus metrics (prom-client, its own registry). Labels are names of deployments, sources and
 // registries from the config: bounded, and never a secret.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { DriftFinding } from '../kube/drift.ts';
 import type { Release } from '../report/ledger.ts';
 import type { DeployReport } from '../sync/deploy.ts';
 import type { SyncReporter, SyncRequest } from '../sync/sync-deployment.ts';
@@ -64,6 +65,13 @@ export class AgentMetrics implements SyncReporter {
     help: 'Watch streams open to the API server (one per resource type and namespace being watched)',
     registers: [this.registry],
   });
+  /** Set by the control ConfigMap's watch (src/sync/control.ts). */
+  readonly suspended = new Gauge({
+    name: 'mooring_deployment_suspended',
+    help: '1 while a deployment is suspended (mooring suspend): its changes are noted, not deployed',
+    labelNames: ['deployment'],
+    registers: [this.registry],
+  });
   readonly leader = new Gauge({
     name: 'mooring_leader',
     help: '1 when this agent holds the leader lease (or runs without leader election)',
@@ -81,6 +89,23 @@ export class AgentMetrics implements SyncReporter {
     this.configReloads.inc({ result });
   }
 
+  private readonly driftObjects = new Gauge({
+    name: 'mooring_drift_objects',
+    help: 'Objects of a deployment found changed by hand at its last drift pass (drift mode report: left as they are)',
+    labelNames: ['deployment'],
+    registers: [this.registry],
+  });
+  private readonly driftCorrections = new Counter({
+    name: 'mooring_drift_corrections_total',
+    help: 'Objects put back by drift correction',
+    labelNames: ['deployment'],
+    registers: [this.registry],
+  });
+
+  drifted(sync: SyncRequest, findings: readonly DriftFinding[]): void {
+    this.driftObjects.set({ deployment: sync.deployment.name }, findings.length);
+  }
+
   poll(source: string, kind: 'git' | 'registry' | 'local', result: 'changed' | 'unchanged' | 'error'): void {
     this.polls.inc({ source, kind, result });
   }
@@ -90,6 +115,10 @@ export class AgentMetrics implements SyncReporter {
     this.syncs.inc({ deployment, result: report.outcome, trigger: sync.trigger });
     this.syncDuration.observe({ deployment, result: report.outcome }, report.elapsedMs / 1000);
     if (report.wait) this.stabilityWait.observe({ deployment }, report.wait.elapsedMs / 1000);
+    if (sync.trigger === 'drift' && report.drift?.length) {
+      this.driftCorrections.inc({ deployment }, report.drift.length);
+      this.driftObjects.set({ deployment }, 0);
+    }
     if (report.outcome === 'stable' && release) {
       const previous = this.revisions.get(deployment);
       if (previous) this.revision.remove(previous);

@@ -27,6 +27,7 @@ import {
   type SourceState,
   syncLocalSource,
 } from './agent-sources.ts';
+import { Control } from './control.ts';
 import type { Logger } from './logger.ts';
 import { outcomeOf } from './outcome.ts';
 import { SyncQueue } from './queue.ts';
@@ -89,6 +90,8 @@ export class Agent {
   private driftTimer: NodeJS.Timeout | undefined;
   /** Deployments whose spec a reload changed: their next reconcile syncs them even when current. */
   private readonly resync = new Set<string>();
+  /** `mooring suspend`, `resume` and `reconcile`, through the control ConfigMap. */
+  private readonly control: Control;
 
   constructor(deps: AgentDeps) {
     this.deps = deps;
@@ -101,6 +104,15 @@ export class Agent {
       knownDigests: new Map(),
     };
     this.ledger = new Ledger(deps.api, deps.config.cluster.namespace, deps.config.ledger.historyLimit);
+    this.control = new Control({
+      api: deps.api,
+      cache: deps.cache,
+      namespace: deps.config.cluster.namespace,
+      log: deps.log,
+      metrics: deps.metrics,
+      deployments: () => [...this.state.deployments.keys()],
+      reporters: () => this.deps.reporters ?? [],
+    });
     this.queue = new SyncQueue({
       concurrency: deps.config.concurrency,
       onEvent: (e) => {
@@ -119,6 +131,8 @@ export class Agent {
   async start(): Promise<void> {
     const { config, api, log } = this.deps;
     await ensureNamespace(api, config.cluster.namespace);
+    await this.control.start();
+    this.stops.push(() => this.control.stop());
     for (const spec of config.deployments) {
       const data = await this.ledger.read(spec.name);
       if (data.attempt) await endInterrupted(this.syncDeps(), config, spec, data.attempt);
@@ -134,6 +148,25 @@ export class Agent {
     await Promise.all([...config.sources.git, ...config.sources.local].map((s) => this.poll(s.name)));
     for (const source of [...config.sources.git, ...config.sources.registry]) this.schedule(source);
     this.scheduleDrift();
+    this.control.listen({
+      reconcile: async (name) => {
+        const d = this.state.deployments.get(name);
+        if (d) await this.pollDeployment(d);
+        // Its sources' polls found nothing to sync: it is synced at the revision it is at.
+        if (d && this.control.pending(name)) await this.reconcileDeployment(d, d.commit);
+      },
+      resume: async (name) => {
+        const d = this.state.deployments.get(name);
+        if (d) await this.pollDeployment(d);
+      },
+    });
+  }
+
+  /** Polls the sources of one deployment now (registries first); a local one is reconciled at once. */
+  private async pollDeployment(d: DeploymentState): Promise<void> {
+    for (const image of d.spec.images) await this.poll(image);
+    if (isLocal(this.state, d)) await this.reconcileDeployment(d, undefined);
+    else await this.poll(d.spec.source);
   }
 
   /** Builds a source's client, or starts watching a local source's folder. */
@@ -246,7 +279,7 @@ export class Agent {
 
   private correctDrift(): void {
     for (const d of this.state.deployments.values()) {
-      if (d.deployed)
+      if (d.deployed && !this.control.suspended(d.spec.name))
         this.reconcileDeployment(d, d.commit, 'drift').catch((error: unknown) =>
           this.deps.log.error(
             { deployment: d.spec.name, err: errorMessage(error) },
@@ -266,11 +299,14 @@ export class Agent {
     const digests = digestsOf(this.state, d);
     const log = this.deps.log.child({ deployment: d.spec.name, revision: commit?.slice(0, 12) ?? 'local' });
     const data = await this.ledger.read(d.spec.name);
+    // A `mooring reconcile` that waits is answered by this sync, which then syncs even a current deployment.
+    const request = reason === 'drift' ? undefined : this.control.take(d.spec.name);
     const input = {
       ledger: data,
       commit,
       digests,
-      reason,
+      reason: request ? ('manual' as const) : reason,
+      suspended: this.control.suspended(d.spec.name) !== undefined,
       local: isLocal(this.state, d),
       at: Date.now(),
       sameAs: d.sameAs,
@@ -278,9 +314,20 @@ export class Agent {
     let decision = reconcile(input);
     // A spec changed by a reload is applied even at the same revision, as a drift pass applies it: only what
     // renders differently is written, and nothing is recorded when nothing is.
-    if (this.resync.delete(d.spec.name) && !reason && (decision.action === 'current' || input.local))
+    if (this.resync.delete(d.spec.name) && !input.reason && (decision.action === 'current' || input.local))
       decision = reconcile({ ...input, reason: 'drift' });
+    if (decision.action === 'suspended') {
+      // d.commit stays where it was deployed: after the resume, the poll compares from there.
+      log.debug('suspended: not synced');
+      if (request) await this.control.answer(request, 'suspended', `deployment ${d.spec.name} is suspended`);
+      await this.control.held(d.spec, commit, current(data)?.commit);
+      return;
+    }
     if (decision.action === 'held') {
+      if (request) {
+        const fence = `held at release ${decision.fence.release} by a rollback`;
+        await this.control.answer(request, 'held', `${fence}; mooring resume ${d.spec.name} lifts it`);
+      }
       d.commit = commit;
       log.debug(
         { release: decision.fence.release },
@@ -299,8 +346,11 @@ export class Agent {
       d.spec.name,
       key,
       async (signal) => {
-        // Removed by a reload while this sync was being decided.
-        if (this.state.deployments.get(d.spec.name) !== d) return { result: 'cancelled' };
+        // Removed by a reload while this sync was being decided, or suspended since (a retry, a queued sync).
+        if (this.state.deployments.get(d.spec.name) !== d || this.control.suspended(d.spec.name)) {
+          if (request) await this.control.answer(request, 'cancelled', 'suspended or removed before it ran');
+          return { result: 'cancelled' };
+        }
         if (fence) {
           log.info({ release: fence.release }, 'a new commit or image lifts the rollback fence');
           await this.ledger.setFence(d.spec.name, undefined);
@@ -310,12 +360,14 @@ export class Agent {
           files = await manifestFiles(this.state, d, commit);
         } catch (error) {
           log.error({ err: errorMessage(error) }, 'cannot read the manifests');
+          if (request)
+            await this.control.answer(request, 'error', `cannot read the manifests: ${errorMessage(error)}`);
           return outcomeOf({ outcome: 'error', error } as never);
         }
         const local = isLocal(this.state, d) ? `${filesRevision(files)}|${revision}` : revision;
-        if (isLocal(this.state, d) && trigger !== 'drift' && local === now?.revision)
+        if (isLocal(this.state, d) && trigger !== 'drift' && !request && local === now?.revision)
           return { result: 'done' };
-        const { report } = await syncDeployment(this.syncDeps(), {
+        const { report, release } = await syncDeployment(this.syncDeps(), {
           config: this.deps.config,
           deployment: d.spec,
           commit,
@@ -330,6 +382,7 @@ export class Agent {
           d.deployed = local;
           d.sameAs = undefined;
         }
+        if (request) await this.control.finished(request, report, release);
         return outcomeOf(report);
       },
       supersedingLabel(trigger, commit, images),

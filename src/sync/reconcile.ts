@@ -1,7 +1,7 @@
-// The decision whether a deployment needs a sync, taken from its release ledger: current when its last stable
-// release has this revision; held while a rollback fence stands and its sources have not moved past it; otherwise
-// a sync, with its trigger and the queue key that names it. No I/O: the agent reads the ledger and acts on the
-// decision.
+// The decision whether a deployment needs a sync, taken from its release ledger: suspended while `mooring suspend`
+// holds it; current when its last stable release has this revision; held while a rollback fence stands and its
+// sources have not moved past it; otherwise a sync, with its trigger and the queue key that names it. No I/O: the
+// agent reads the ledger and acts on the decision.
 import {
   current,
   type Fence,
@@ -17,11 +17,13 @@ export interface ReconcileInput {
   commit: string | undefined;
   /** The current image digests, by registry source name. */
   digests: Record<string, string>;
-  /** Set for a periodic drift correction, which syncs even a current deployment. */
-  reason?: 'drift' | undefined;
+  /** Set for a periodic drift correction or a requested sync (`mooring reconcile`): both sync even when current. */
+  reason?: 'drift' | 'manual' | undefined;
+  /** Suspended by `mooring suspend`: nothing is synced, not even a drift correction or a requested sync. */
+  suspended?: boolean | undefined;
   /** A local source's files are compared when its sync runs, so it is never current by revision alone. */
   local: boolean;
-  /** The time in ms: it makes the key of each drift correction new. */
+  /** The time in ms: it makes the key of each drift correction and requested sync new. */
   at: number;
   /**
    * A revision known to deploy exactly what the ledger's revision `ledger` deployed: a later commit that changes
@@ -32,6 +34,7 @@ export interface ReconcileInput {
 
 export type Decision =
   | { action: 'current'; revision: string }
+  | { action: 'suspended'; revision: string }
   | { action: 'held'; revision: string; fence: Fence }
   | {
       action: 'sync';
@@ -50,6 +53,7 @@ export function reconcile(input: ReconcileInput): Decision {
   const revision = syncRevision(commit, digests);
   const now = current(input.ledger);
   const fence = input.ledger.fence;
+  if (input.suspended) return { action: 'suspended', revision };
   if (fence) {
     const moved =
       (commit !== undefined && commit !== fence.heads.commit) ||

@@ -1,5 +1,5 @@
-// The release ledger on the command line: `mooring history`, `mooring status`, `mooring rollback`, `mooring resume`.
-// They read the agent's configuration (--config) for the cluster and the agent's namespace, or take kubectl's
+// The release ledger on the command line: `mooring history`, `mooring status`, `mooring rollback`, `mooring resume`
+// (which also ends a `mooring suspend`: src/cli/commands/control.ts). They read the agent's configuration (--config) for the cluster and the agent's namespace, or take kubectl's
 // flags and --agent-namespace.
 import { homedir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +9,7 @@ import type { MooringConfig } from '../../config/schema.ts';
 import { StalledError } from '../../errors.ts';
 import { KubeApi } from '../../kube/api.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
+import { ControlMap, describeSuspension, SUSPEND_PREFIX } from '../../kube/control-map.ts';
 import { Discovery } from '../../kube/discovery.ts';
 import { AuditLog } from '../../report/audit.ts';
 import { CommitStatusSync } from '../../report/commit-status-sync.ts';
@@ -18,7 +19,7 @@ import { rollback } from '../../sync/rollback.ts';
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
 import { type Column, formatData, formatTable, type OutputFormat, outputOption } from '../output.ts';
 
-interface LedgerFlags {
+export interface LedgerFlags {
   config?: string;
   kubeconfig?: string;
   context?: string;
@@ -26,7 +27,7 @@ interface LedgerFlags {
   output: OutputFormat;
 }
 
-function withLedgerFlags(command: Command): Command {
+export function withLedgerFlags(command: Command): Command {
   return command
     .option('--config <file>', 'the agent configuration (cluster and agent namespace come from it)')
     .option('--kubeconfig <file>', 'path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)')
@@ -35,9 +36,15 @@ function withLedgerFlags(command: Command): Command {
     .addOption(outputOption());
 }
 
-async function open(
-  flags: LedgerFlags,
-): Promise<{ api: KubeApi; ledger: Ledger; config: MooringConfig | undefined }> {
+export async function open(flags: LedgerFlags): Promise<{
+  api: KubeApi;
+  ledger: Ledger;
+  config: MooringConfig | undefined;
+  /** The agent's namespace: where the ledger and the control ConfigMap are. */
+  namespace: string;
+  /** The kubeconfig's user, if it names one. */
+  user: string | undefined;
+}> {
   // Only the cluster and the ledger's namespace are read: the agent's secrets need not be here.
   const config = flags.config ? await loadConfigFile(flags.config, { secrets: false }) : undefined;
   const clusterConfig = loadKubeConfig({
@@ -47,7 +54,13 @@ async function open(
   });
   const api = new KubeApi(clusterConfig);
   const namespace = config?.cluster.namespace ?? flags.agentNamespace;
-  return { api, ledger: new Ledger(api, namespace, config?.ledger.historyLimit), config };
+  return {
+    api,
+    ledger: new Ledger(api, namespace, config?.ledger.historyLimit),
+    config,
+    namespace,
+    user: clusterConfig.user,
+  };
 }
 
 const digestOf = (r: Release) =>
@@ -86,11 +99,14 @@ export function releaseCommands(program: Command, print: (text: string) => void)
   withLedgerFlags(
     program
       .command('status')
-      .description('where each deployment is: its current release, the last attempt, a rollback fence')
+      .description(
+        'where each deployment is: its current release, the last attempt, a suspension or rollback fence',
+      )
       .argument('[deployment]'),
   ).action(async (deployment: string | undefined, flags: LedgerFlags) => {
-    const { api, ledger, config } = await open(flags);
+    const { api, ledger, config, namespace } = await open(flags);
     try {
+      const control = await new ControlMap(api, namespace).read();
       const names = deployment
         ? [deployment]
         : (config?.deployments.map((d) => d.name) ?? (await ledger.deployments()));
@@ -106,6 +122,7 @@ export function releaseCommands(program: Command, print: (text: string) => void)
             : undefined,
           last: last ? { release: last.id, result: last.result, message: last.messages[0] } : undefined,
           fence: data.fence,
+          suspended: control.suspended.get(name),
         });
       }
       if (flags.output !== 'table') return print(formatData(rows, flags.output));
@@ -116,8 +133,14 @@ export function releaseCommands(program: Command, print: (text: string) => void)
           { header: 'commit', value: (r) => r.current?.commit?.slice(0, 12) ?? '-' },
           { header: 'last', value: (r) => (r.last ? `release ${r.last.release}: ${r.last.result}` : '-') },
           {
-            header: 'fence',
-            value: (r) => (r.fence ? `held at release ${r.fence.release} (rollback)` : '-'),
+            header: 'hold',
+            value: (r) =>
+              [
+                r.suspended ? describeSuspension(r.suspended) : '',
+                r.fence ? `held at release ${r.fence.release} (rollback)` : '',
+              ]
+                .filter(Boolean)
+                .join('; ') || '-',
           },
           { header: 'message', value: (r) => r.last?.message ?? '' },
         ]),
@@ -182,15 +205,32 @@ export function releaseCommands(program: Command, print: (text: string) => void)
   withLedgerFlags(
     program
       .command('resume')
-      .description('lift a rollback fence: the agent deploys the newest revision again')
+      .description(
+        'end a suspension and lift a rollback fence, whichever hold the deployment: the agent deploys the newest revision again',
+      )
       .argument('<deployment>'),
   ).action(async (deployment: string, flags: LedgerFlags) => {
-    const { api, ledger } = await open(flags);
+    const { api, ledger, namespace } = await open(flags);
     try {
-      const data = await ledger.read(deployment);
-      if (!data.fence) throw new StalledError(`deployment ${deployment} is not held by a rollback`);
-      await ledger.setFence(deployment, undefined);
-      print(`deployment ${deployment} resumed: the agent deploys its newest revision at its next poll`);
+      const map = new ControlMap(api, namespace);
+      const [data, control] = await Promise.all([ledger.read(deployment), map.read()]);
+      const suspension = control.suspended.get(deployment);
+      if (!data.fence && !suspension)
+        throw new StalledError(`deployment ${deployment} is neither suspended nor held by a rollback`);
+      const done: string[] = [];
+      if (suspension) {
+        await map.annotate({ [`${SUSPEND_PREFIX}${deployment}`]: null });
+        done.push(`suspension ended (${describeSuspension(suspension)})`);
+      }
+      if (data.fence) {
+        await ledger.setFence(deployment, undefined);
+        done.push(`rollback fence at release ${data.fence.release} lifted`);
+      }
+      // The agent watches the control ConfigMap (it acts at once); it reads the fence at its next poll.
+      const when = suspension ? 'now' : 'at its next poll';
+      print(
+        `deployment ${deployment} resumed: ${done.join('; ')}; the agent deploys its newest revision ${when}`,
+      );
     } finally {
       api.close();
     }

@@ -1,0 +1,150 @@
+// `mooring reconcile` and `mooring suspend`: requests to the RUNNING agent, written to the control ConfigMap in
+// its namespace (src/kube/control-map.ts), which the agent watches (src/sync/control.ts). `mooring resume`, which
+// ends a suspension and lifts a rollback fence, is in releases.ts. Whoever may patch that ConfigMap may use them.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Command } from 'commander';
+import { formatDuration, parseDuration } from '../../config/duration.ts';
+import type { MooringConfig } from '../../config/schema.ts';
+import {
+  ControlMap,
+  describeSuspension,
+  RECONCILE_PREFIX,
+  type ReconcileAnswer,
+  requestToken,
+  SUSPEND_PREFIX,
+  type Suspension,
+} from '../../kube/control-map.ts';
+import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
+import { formatData } from '../output.ts';
+import { type LedgerFlags, open, withLedgerFlags } from './releases.ts';
+
+/** How often the CLI reads the agent's answer. */
+const FOLLOW_MS = 1000;
+
+/** With --config, a deployment the configuration does not have is a usage mistake (exit 2). */
+function checkKnown(config: MooringConfig | undefined, deployment: string): void {
+  if (!config || config.deployments.some((d) => d.name === deployment)) return;
+  const known = config.deployments.map((d) => d.name).join(', ') || 'none';
+  throw new ExitError(
+    `error: no deployment ${deployment} in the configuration (deployments: ${known})`,
+    EXIT_USAGE,
+  );
+}
+
+/**
+ * Reads the agent's answer to `token` until the sync ends or `timeoutMs` passes. `progress` hears each new
+ * message of a running sync.
+ */
+async function follow(
+  map: ControlMap,
+  deployment: string,
+  token: string,
+  timeoutMs: number,
+  progress: (answer: ReconcileAnswer) => void,
+): Promise<ReconcileAnswer> {
+  const deadline = Date.now() + timeoutMs;
+  let seen: ReconcileAnswer | undefined;
+  for (;;) {
+    const answer = (await map.read()).answered.get(deployment);
+    if (answer?.token === token) {
+      if (answer.state !== 'running') return answer;
+      if (answer.message !== seen?.message) progress(answer);
+      seen = answer;
+    }
+    if (Date.now() >= deadline) {
+      const waited = formatDuration(timeoutMs);
+      throw new ExitError(
+        seen
+          ? `error: the sync of ${deployment} did not end within ${waited}; it goes on: see mooring status ${deployment}`
+          : `error: no agent answered within ${waited}: is it running and does it watch namespace ${map.namespace}?`,
+        EXIT_FAILED,
+      );
+    }
+    await sleep(Math.min(FOLLOW_MS, Math.max(0, deadline - Date.now())));
+  }
+}
+
+function describeEnd(deployment: string, answer: ReconcileAnswer): string {
+  const release = answer.release === undefined ? '' : ` (release ${answer.release})`;
+  return `deployment ${deployment} ${answer.state}${release}: ${answer.message}`;
+}
+
+export function controlCommands(program: Command, print: (text: string) => void): void {
+  withLedgerFlags(
+    program
+      .command('reconcile')
+      .description(
+        "ask the running agent to poll a deployment's sources and sync it now, and follow the sync to its end",
+      )
+      .argument('<deployment>')
+      .option('--timeout <duration>', 'how long to wait for the agent to answer and the sync to end', '5m'),
+  ).action(async (deployment: string, flags: LedgerFlags & { timeout: string }) => {
+    const timeoutMs = parseDuration(flags.timeout);
+    if (timeoutMs === undefined || timeoutMs <= 0)
+      throw new ExitError(
+        `error: --timeout: "${flags.timeout}" is not a duration such as 30s or 5m`,
+        EXIT_USAGE,
+      );
+    const { api, config, namespace } = await open(flags);
+    try {
+      checkKnown(config, deployment);
+      const map = new ControlMap(api, namespace);
+      const suspension = (await map.read()).suspended.get(deployment);
+      if (suspension) {
+        throw new ExitError(
+          `error: deployment ${deployment} is ${describeSuspension(suspension)}: a suspended deployment is not reconciled (mooring resume ${deployment} first)`,
+          EXIT_FAILED,
+        );
+      }
+      const token = requestToken();
+      await map.annotate({ [`${RECONCILE_PREFIX}${deployment}`]: token });
+      const output = flags.output;
+      if (output === 'table')
+        print(`reconcile of ${deployment} requested; waiting for the agent in namespace ${namespace}`);
+      const answer = await follow(map, deployment, token, timeoutMs, (a) => {
+        if (output === 'table') print(`agent: ${a.message}`);
+      });
+      print(
+        output === 'table' ? describeEnd(deployment, answer) : formatData({ deployment, ...answer }, output),
+      );
+      if (answer.state === 'stable') return;
+      if (answer.state === 'unknown') throw new ExitError(`error: ${answer.message}`, EXIT_USAGE);
+      throw new ExitError('', EXIT_FAILED);
+    } finally {
+      api.close();
+    }
+  });
+
+  withLedgerFlags(
+    program
+      .command('suspend')
+      .description(
+        'stop syncing a deployment (the agent polls on and notes new commits and images) until mooring resume',
+      )
+      .argument('<deployment>')
+      .option('--reason <text>', 'why, shown by mooring status'),
+  ).action(async (deployment: string, flags: LedgerFlags & { reason?: string }) => {
+    const { api, config, namespace, user } = await open(flags);
+    try {
+      checkKnown(config, deployment);
+      const map = new ControlMap(api, namespace);
+      const earlier = (await map.read()).suspended.get(deployment);
+      if (earlier) {
+        print(`deployment ${deployment} is already ${describeSuspension(earlier)}`);
+        return;
+      }
+      const suspension: Suspension = {
+        since: new Date().toISOString(),
+        by: user ?? 'unknown',
+        ...(flags.reason ? { reason: flags.reason.slice(0, 500) } : {}),
+      };
+      await map.annotate({ [`${SUSPEND_PREFIX}${deployment}`]: JSON.stringify(suspension) });
+      if (flags.output !== 'table') return print(formatData({ deployment, ...suspension }, flags.output));
+      print(
+        `deployment ${deployment} ${describeSuspension(suspension)}: the agent notes new commits and images but deploys nothing, and corrects no drift, until: mooring resume ${deployment}`,
+      );
+    } finally {
+      api.close();
+    }
+  });
+}

@@ -1,0 +1,268 @@
+// The agent's side of `mooring suspend`, `resume` and `reconcile` (the CLI's side is src/cli/commands/control.ts):
+// it watches the control ConfigMap (src/kube/control-map.ts) through the shared cluster cache, knows which
+// deployments are suspended, hands each new reconcile request to the agent once, and writes the answers. A
+// suspension lives in the ConfigMap, so it holds across agent restarts. A commit that arrives while its deployment
+// is suspended is reported as held (pending) rather than deployed.
+import type { Deployment } from '../config/schema.ts';
+import { errorMessage } from '../errors.ts';
+import type { KubeApi } from '../kube/api.ts';
+import { ClusterCache } from '../kube/cache.ts';
+import {
+  CONTROL_MAP,
+  ControlMap,
+  type ControlState,
+  describeSuspension,
+  parseControl,
+  RECONCILED_PREFIX,
+  type ReconcileAnswer,
+  type Suspension,
+} from '../kube/control-map.ts';
+import type { ResourceInfo } from '../kube/discovery.ts';
+import type { Release } from '../report/ledger.ts';
+import type { AgentMetrics } from '../server/metrics.ts';
+import type { DeployReport } from './deploy.ts';
+import type { Logger } from './logger.ts';
+import type { SyncReporter } from './sync-deployment.ts';
+
+const CONFIGMAPS: ResourceInfo = {
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  plural: 'configmaps',
+  namespaced: true,
+};
+/** After a watch that cannot work (forbidden), when it is tried again. */
+const REWATCH_MS = 60_000;
+
+/** A reporter that can say a commit is held (the commit-status reporter). */
+export interface HoldReporter {
+  held(deployment: Deployment, commit: string, description: string): Promise<void> | void;
+}
+
+function canHold(r: SyncReporter): r is SyncReporter & HoldReporter {
+  return typeof (r as Partial<HoldReporter>).held === 'function';
+}
+
+export interface ControlDeps {
+  api: KubeApi;
+  /** The agent's cluster cache; without one the control watches through a cache of its own. */
+  cache: ClusterCache | undefined;
+  namespace: string;
+  log: Logger;
+  metrics?: AgentMetrics | undefined;
+  /** The deployments the agent has now (a reload changes them). */
+  deployments: () => readonly string[];
+  reporters: () => readonly SyncReporter[];
+}
+
+export interface ControlHandlers {
+  /** A reconcile request was accepted (answered `running`): poll the deployment's sources and sync it. */
+  reconcile(deployment: string): Promise<void>;
+  /** A suspension ended: deploy the newest revision now. */
+  resume(deployment: string): Promise<void>;
+}
+
+/** A reconcile request taken by the sync that answers it. */
+export interface ReconcileRequest {
+  deployment: string;
+  token: string;
+}
+
+function empty(): ControlState {
+  return { suspended: new Map(), requested: new Map(), answered: new Map() };
+}
+
+export class Control {
+  private readonly deps: ControlDeps;
+  private readonly map: ControlMap;
+  private state: ControlState = empty();
+  /** The last request token handed to the agent, by deployment: each request is handled once. */
+  private readonly handled = new Map<string, string>();
+  /** Accepted requests no sync has taken yet. */
+  private readonly waiting = new Map<string, ReconcileRequest>();
+  /** The commit last reported as held, by deployment, so that each held commit is reported once. */
+  private readonly heldCommits = new Map<string, string>();
+  private handlers: ControlHandlers | undefined;
+  private readonly controller = new AbortController();
+  private ownCache: ClusterCache | undefined;
+  private rewatch: NodeJS.Timeout | undefined;
+
+  constructor(deps: ControlDeps) {
+    this.deps = deps;
+    this.map = new ControlMap(deps.api, deps.namespace);
+  }
+
+  /** Reads the suspensions (before the agent's first poll, so that a restart holds what was held), then watches. */
+  async start(): Promise<void> {
+    this.update(await this.map.read());
+    this.watch();
+  }
+
+  /** From now on, changes reach the agent; requests made while no agent ran are handled now. */
+  listen(handlers: ControlHandlers): void {
+    this.handlers = handlers;
+    this.update(this.state);
+  }
+
+  stop(): void {
+    this.handlers = undefined;
+    this.controller.abort();
+    if (this.rewatch) clearTimeout(this.rewatch);
+    this.ownCache?.close();
+  }
+
+  suspended(deployment: string): Suspension | undefined {
+    return this.state.suspended.get(deployment);
+  }
+
+  private watch(): void {
+    const { log } = this.deps;
+    if (this.controller.signal.aborted) return;
+    if (!this.deps.cache) this.ownCache ??= new ClusterCache(this.deps.api);
+    const cache = this.deps.cache ?? (this.ownCache as ClusterCache);
+    const subscription = cache.subscribe(
+      CONFIGMAPS,
+      this.deps.namespace,
+      CONTROL_MAP,
+      (object, note) => {
+        // A note says the stream is in trouble: what is known stays in force until the server answers again.
+        if (note) log.debug({ note }, 'control ConfigMap: watch interrupted');
+        else this.update(parseControl(object?.metadata.annotations));
+      },
+      this.controller.signal,
+      { metadataOnly: true },
+    );
+    subscription.done.catch((error: unknown) => {
+      log.error(
+        { err: errorMessage(error), retryInMs: REWATCH_MS },
+        'cannot watch the control ConfigMap: suspend and reconcile requests are not seen',
+      );
+      this.rewatch = setTimeout(() => this.watch(), REWATCH_MS);
+      this.rewatch.unref();
+    });
+  }
+
+  private update(next: ControlState): void {
+    const previous = this.state;
+    this.state = next;
+    const { log, metrics } = this.deps;
+    for (const name of this.deps.deployments())
+      metrics?.suspended.set({ deployment: name }, next.suspended.has(name) ? 1 : 0);
+    if (!this.handlers) return;
+    const handlers = this.handlers;
+    for (const [name, suspension] of next.suspended) {
+      if (!previous.suspended.has(name) && previous !== next)
+        log.info(
+          { deployment: name, ...suspension },
+          'deployment suspended: changes are noted, not deployed',
+        );
+    }
+    for (const name of previous.suspended.keys()) {
+      if (next.suspended.has(name)) continue;
+      log.info({ deployment: name }, 'deployment resumed');
+      this.heldCommits.delete(name);
+      handlers
+        .resume(name)
+        .catch((error: unknown) =>
+          log.error({ deployment: name, err: errorMessage(error) }, 'cannot sync the resumed deployment'),
+        );
+    }
+    for (const [name, token] of next.requested) {
+      if (this.handled.get(name) === token) continue;
+      this.handled.set(name, token);
+      // Answered by an earlier agent (this one restarted since).
+      if (next.answered.get(name)?.token === token) continue;
+      void this.accept({ deployment: name, token }, handlers);
+    }
+  }
+
+  private async accept(request: ReconcileRequest, handlers: ControlHandlers): Promise<void> {
+    const { deployment: name } = request;
+    const log = this.deps.log.child({ deployment: name });
+    if (!this.deps.deployments().includes(name)) {
+      log.warn({ token: request.token }, 'reconcile requested of a deployment the agent does not have');
+      return this.answer(request, 'unknown', `no deployment ${name} in the agent's configuration`);
+    }
+    const suspension = this.suspended(name);
+    if (suspension) {
+      return this.answer(
+        request,
+        'suspended',
+        `deployment ${name} is ${describeSuspension(suspension)}; mooring resume ${name} first`,
+      );
+    }
+    log.info({ token: request.token }, 'reconcile requested');
+    this.waiting.set(name, request);
+    await this.answer(request, 'running', `polling the sources of ${name}`);
+    try {
+      await handlers.reconcile(name);
+    } catch (error) {
+      if (this.take(name) === request) await this.answer(request, 'error', errorMessage(error));
+    }
+  }
+
+  /** The reconcile request the next sync of `deployment` answers, if one waits. */
+  take(deployment: string): ReconcileRequest | undefined {
+    const request = this.waiting.get(deployment);
+    this.waiting.delete(deployment);
+    return request;
+  }
+
+  /** Whether a request of `deployment` still waits for a sync to take it. */
+  pending(deployment: string): boolean {
+    return this.waiting.has(deployment);
+  }
+
+  /** Writes the answer to a request; a failure to write is logged (the CLI then waits in vain and says so). */
+  async answer(
+    request: ReconcileRequest,
+    state: ReconcileAnswer['state'],
+    message: string,
+    release?: Release | undefined,
+  ): Promise<void> {
+    const answer: ReconcileAnswer = {
+      token: request.token,
+      state,
+      ...(release ? { release: release.id } : {}),
+      message: message.slice(0, 1000),
+      at: new Date().toISOString(),
+    };
+    try {
+      await this.map.annotate({ [`${RECONCILED_PREFIX}${request.deployment}`]: JSON.stringify(answer) });
+    } catch (error) {
+      this.deps.log.error(
+        { deployment: request.deployment, err: errorMessage(error) },
+        'cannot answer the reconcile request',
+      );
+    }
+  }
+
+  /** Answers a request with the end of the sync that took it. */
+  finished(request: ReconcileRequest, report: DeployReport, release: Release | undefined): Promise<void> {
+    const state = report.outcome === 'applied' || report.outcome === 'dry-run' ? 'stable' : report.outcome;
+    return this.answer(request, state, report.summary, release);
+  }
+
+  /**
+   * A commit of a suspended deployment: reported once as held (pending, with how to deploy it), unless it is the
+   * commit the deployment is at.
+   */
+  async held(
+    deployment: Deployment,
+    commit: string | undefined,
+    deployed: string | undefined,
+  ): Promise<void> {
+    const name = deployment.name;
+    if (commit === undefined || commit === deployed || this.heldCommits.get(name) === commit) return;
+    this.heldCommits.set(name, commit);
+    this.deps.log.info({ deployment: name, commit }, 'commit held: the deployment is suspended');
+    const description = `suspended: not deployed until mooring resume ${name}`;
+    for (const r of this.deps.reporters()) {
+      if (!canHold(r)) continue;
+      try {
+        await r.held(deployment, commit, description);
+      } catch (error) {
+        this.deps.log.warn({ deployment: name, err: errorMessage(error) }, 'cannot report the held commit');
+      }
+    }
+  }
+}
