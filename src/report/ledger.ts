@@ -28,6 +28,8 @@ export interface Release {
   /** Versioned objects of the release: `ConfigMap app-config-v003`. */
   versions: string[];
   objects: { object: string; action: string }[];
+  /** A drift correction's: the fields it put back, by object. */
+  drift?: { object: string; fields: string[] }[] | undefined;
   result: 'stable' | 'failed' | 'timed-out' | 'cancelled' | 'error' | 'applied';
   durationMs: number;
   messages: string[];
@@ -160,6 +162,9 @@ export class Ledger {
       ...release,
       id,
       objects: release.objects.slice(0, MAX_OBJECTS),
+      ...(release.drift
+        ? { drift: release.drift.slice(0, MAX_OBJECTS).map((d) => ({ ...d, fields: d.fields.slice(0, 20) })) }
+        : {}),
       messages: release.messages.slice(0, MAX_MESSAGES).map((m) => m.slice(0, MAX_MESSAGE)),
     };
     // The release ends the attempt that made it.

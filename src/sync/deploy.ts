@@ -6,6 +6,7 @@ import { Applier, type ApplyOptions, type ApplyResult, type ApplyTarget } from '
 import { ClusterCache } from '../kube/cache.ts';
 import { withDeadline } from '../kube/deadline.ts';
 import type { Discovery } from '../kube/discovery.ts';
+import { type DriftFinding, detectDrift } from '../kube/drift.ts';
 import { ensureHashKey, readHashKey } from '../kube/hash-key.ts';
 import { collectVersionHistory, type HistoryResult } from '../kube/history.ts';
 import {
@@ -56,6 +57,11 @@ export interface DeployRequest {
     /** How to say it is meant, in the error of an empty render. */
     emptyAdvice: string;
   };
+  /**
+   * A drift pass: the live objects are compared with the manifests field by field first; with `correct`, fields
+   * added by hand outside the manifest are put back too (that object is replaced rather than applied).
+   */
+  drift?: 'correct' | 'report';
   /** Versions kept of a versioned object that sets no strategy.spinnaker.io/max-version-history. */
   versionHistory?: number;
   /** Versioned objects that recorded releases name (`ConfigMap app-config-v003`): never collected. */
@@ -76,6 +82,8 @@ export interface DeployReport {
   history: HistoryResult | undefined;
   /** What prune deleted (or, in a dry run, would delete) and what it kept and why. */
   prune: PruneReport | undefined;
+  /** A drift pass's findings: the objects and fields changed by hand. */
+  drift?: DriftFinding[] | undefined;
   error: unknown;
   elapsedMs: number;
 }
@@ -99,6 +107,7 @@ interface Context {
   previous?: InventoryEntry[] | undefined;
   desired?: InventoryEntry[];
   prune?: PruneReport;
+  drift?: DriftFinding[];
 }
 
 type Stage = (ctx: Context) => Promise<void>;
@@ -180,6 +189,20 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
     const recorded = unionOf(ctx.desired, ctx.previous ?? []);
     if (!request.dryRun && !sameInventory(recorded, ctx.previous))
       await store.write(inventory.owner, recorded);
+  };
+  const driftStage: Stage = async (ctx) => {
+    const rendered = ctx.rendered;
+    if (!request.drift || !rendered) return;
+    ctx.drift = await detectDrift(api, discovery, rendered.objects, rendered.plan, {
+      fieldManager: request.fieldManager ?? 'mooring',
+      concurrency: request.concurrency ?? 8,
+    });
+    if (request.drift !== 'correct') return;
+    // Fields added by hand survive a server-side apply (another manager owns them): those objects are replaced.
+    const replace = new Set(ctx.drift.filter((f) => f.added.length > 0).map((f) => f.object));
+    rendered.plan = rendered.plan.map((entry) =>
+      replace.has(entry.object) ? { ...entry, strategy: { ...entry.strategy, method: 'replace' } } : entry,
+    );
   };
   const applyStage: Stage = async (ctx) => {
     const rendered = ctx.rendered as RenderResult;
@@ -285,6 +308,7 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
         readCluster,
         renderStage,
         inventoryStage,
+        driftStage,
         applyStage,
         waitStage,
         pruneStage,
@@ -320,7 +344,15 @@ function seconds(ms: number): string {
 
 function finalize(ctx: Context, error: unknown, elapsedMs: number): DeployReport {
   const applied = ctx.applied ?? [];
-  const base = { applied, wait: ctx.wait, history: ctx.history, prune: ctx.prune, error, elapsedMs };
+  const base = {
+    applied,
+    wait: ctx.wait,
+    history: ctx.history,
+    prune: ctx.prune,
+    drift: ctx.drift,
+    error,
+    elapsedMs,
+  };
   const pruned = ctx.prune?.deleted.length ? `, ${ctx.prune.deleted.length} pruned` : '';
   if (error !== undefined) {
     const retry = classify(error).action !== 'stop';

@@ -8,6 +8,7 @@ import { errorMessage, TransientError } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
 import type { Discovery } from '../kube/discovery.ts';
+import { type DriftFinding, describeFinding } from '../kube/drift.ts';
 import type { ManifestFile } from '../render/parse.ts';
 import type { Attempt, Ledger, Release, ReleaseImage, Trigger } from '../report/ledger.ts';
 import { type DeployReport, deploy } from './deploy.ts';
@@ -16,6 +17,8 @@ import type { Logger } from './logger.ts';
 /** What a sync tells the outside world; the agent wires commit statuses and the audit log in here. */
 export interface SyncReporter {
   started?(sync: SyncRequest): Promise<void> | void;
+  /** A drift pass in report mode found objects changed by hand (none: it found nothing). */
+  drifted?(sync: SyncRequest, findings: readonly DriftFinding[]): Promise<void> | void;
   finished?(sync: SyncRequest, report: DeployReport, release: Release | undefined): Promise<void> | void;
 }
 
@@ -109,8 +112,18 @@ export async function syncDeployment(
       },
       versionHistory: deployment.versionHistory,
       keepVersions,
+      ...(drift ? { drift: config.drift.mode, dryRun: config.drift.mode === 'report' } : {}),
     },
   );
+  if (drift && config.drift.mode === 'report') {
+    // Reported, not corrected: a log line per object, the metric; no release and no commit status.
+    for (const f of report.drift ?? [])
+      log.warn({ object: f.object, fields: f.fields, added: f.added }, 'drift found');
+    if (report.outcome === 'error') log.error({ err: errorMessage(report.error) }, 'drift pass failed');
+    for (const r of deps.reporters ?? [])
+      await safely(log, 'report drift', () => r.drifted?.(sync, report.drift ?? []));
+    return { report, release: undefined };
+  }
   if (
     drift &&
     report.outcome === 'stable' &&
@@ -138,9 +151,12 @@ export async function syncDeployment(
           ...report.applied.map((a) => ({ object: a.target.plan.object, action: a.action })),
           ...(report.prune?.deleted ?? []).map((object) => ({ object, action: 'pruned' })),
         ],
+        ...(report.drift?.length
+          ? { drift: report.drift.map((f) => ({ object: f.object, fields: [...f.fields, ...f.added] })) }
+          : {}),
         result: report.outcome === 'dry-run' ? 'applied' : report.outcome,
         durationMs: report.elapsedMs,
-        messages: [report.summary],
+        messages: [report.summary, ...(report.drift ?? []).map((f) => `put back ${describeFinding(f)}`)],
       }),
     );
   }

@@ -162,7 +162,7 @@ ${deployment('web').replace('spec: {containers: [{name: app, image: "app:1"}]}',
         // The Deployment's old ReplicaSets still use v000 and v001: kept for an undo. Nothing uses old `loose`.
         expect(result.stdout).toMatch(/ConfigMap .*\/app-config-v000 kept: still referenced by ReplicaSet/);
         expect(result.stdout).toMatch(/ConfigMap .*\/app-config-v001 kept: still referenced by ReplicaSet/);
-        expect(result.stdout).toContain(`ConfigMap ${ns()}/loose-v001 deleted (max-version-history)`);
+        expect(result.stdout).toContain(`ConfigMap ${ns()}/loose-v001 deleted (version history)`);
       }
     }
     const names = (await core.listNamespacedConfigMap({ namespace: ns() })).items
