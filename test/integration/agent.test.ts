@@ -400,4 +400,82 @@ drift: {interval: 2s}
       '--wait=false',
     ]);
   });
+  it('reports drift without correcting it in drift mode report', async () => {
+    const env = testbed();
+    const suffix = Date.now().toString(36);
+    const dir = await manifestDir({
+      'app.yaml': `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: watched}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: watched}}
+  template:
+    metadata: {labels: {app: watched}}
+    spec: {containers: [{name: app, image: app:1}]}
+`,
+    });
+    const agent = await startAgent(`
+cluster: {kubeconfig: ${env.kube.kubeconfig}, namespace: mooring-r-${suffix}}
+sources:
+  local: [{name: folder, path: ${dir}}]
+deployments:
+  - {name: watched, namespace: ${ns()}, source: folder}
+server: {port: 0, address: 127.0.0.1}
+drift: {interval: 2s, mode: report}
+`);
+    agents.push(agent);
+    const apps = kubeConfig().makeApiClient(AppsV1Api);
+    const replicas = async () =>
+      (await apps.readNamespacedDeployment({ name: 'watched', namespace: ns() }).catch(() => undefined))?.spec
+        ?.replicas;
+    await eventually('deployed', async () => ((await replicas()) === 1 ? true : undefined));
+    const metric = async () => {
+      const text = await (await fetch(`http://127.0.0.1:${agent.port}/metrics`)).text();
+      return /mooring_drift_objects\{deployment="watched"\} (\d+)/.exec(text)?.[1];
+    };
+    await eventually('a quiet drift pass counted', async () => ((await metric()) === '0' ? true : undefined));
+    const scaled = await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      '-n',
+      ns(),
+      'scale',
+      'deployment/watched',
+      '--replicas=2',
+    ]);
+    expect(scaled.code, scaled.stderr).toBe(0);
+    const found = await eventually('the drift reported', async () => {
+      const lines = agent.logs().filter((l) => l.msg === 'drift found') as unknown as {
+        object: string;
+        fields: string[];
+      }[];
+      return lines.length > 0 ? lines : undefined;
+    });
+    expect(found[0]).toMatchObject({ object: `Deployment ${ns()}/watched`, fields: ['spec.replicas'] });
+    expect(await metric()).toBe('1');
+    // Left as it is: several passes later the hand change is still there, and no release was recorded for it.
+    await new Promise((r) => setTimeout(r, 5000));
+    expect(await replicas()).toBe(2);
+    const ledger = await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      '-n',
+      `mooring-r-${suffix}`,
+      'get',
+      'configmap',
+      'mooring-ledger-watched',
+      '-o',
+      'jsonpath={.data.releases\\.json}',
+    ]);
+    expect((JSON.parse(ledger.stdout) as { trigger: string }[]).map((r) => r.trigger)).toEqual(['start']);
+    await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      'delete',
+      'namespace',
+      `mooring-r-${suffix}`,
+      '--wait=false',
+    ]);
+  });
 });
