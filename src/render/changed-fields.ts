@@ -26,8 +26,13 @@ export function changedFields(before: JsonValue, after: JsonValue, limit = 50): 
       const na = named(a);
       const nb = named(b);
       if (na && nb) {
-        for (const name of [...new Set([...na.keys(), ...nb.keys()])])
-          walk(na.get(name), nb.get(name), `${path}[name=${name}]`);
+        for (const name of [...new Set([...na.keys(), ...nb.keys()])]) {
+          const item = `${path}[name=${name}]`;
+          // An item added or removed is named as a whole, not by its fields.
+          if (!na.has(name) || !nb.has(name)) {
+            if (paths.length < limit) paths.push(item);
+          } else walk(na.get(name), nb.get(name), item);
+        }
         return;
       }
       for (let i = 0; i < Math.max(a.length, b.length); i++) walk(a[i], b[i], `${path}[${i}]`);
