@@ -122,6 +122,37 @@ describe('reconcile', () => {
     expect(reconcile(input(ledger, { commit: undefined, digests: {} })).action).toBe('current');
   });
 
+  it('syncs a current deployment on request (mooring reconcile), with a key new at each request', () => {
+    const first = reconcile(input(atC1D1, { reason: 'manual', at: 1_000 }));
+    expect(first).toMatchObject({
+      action: 'sync',
+      trigger: 'manual',
+      key: `${C1}|app=${D1}|release 3|fence 0|manual@1000`,
+    });
+    expect(reconcile(input(atC1D1, { reason: 'manual', at: 2_000 }))).toMatchObject({
+      key: `${C1}|app=${D1}|release 3|fence 0|manual@2000`,
+    });
+  });
+
+  describe('while suspended', () => {
+    it.each([
+      { what: 'a new commit', over: { commit: C2 } },
+      { what: 'a new image', over: { digests: { app: D2 } } },
+      { what: 'a drift correction', over: { reason: 'drift' as const } },
+      { what: 'a requested sync', over: { reason: 'manual' as const } },
+      { what: 'a first sync', over: {}, ledger: { releases: [], fence: undefined } },
+    ])('syncs nothing, not even $what', ({ over, ledger }) => {
+      const decision = reconcile(input(ledger ?? atC1D1, { ...over, suspended: true }));
+      expect(decision.action).toBe('suspended');
+    });
+
+    it('comes before a rollback fence: neither a new commit nor a resume of the fence deploys', () => {
+      const fenced: LedgerData = { releases: atC1D1.releases, fence: fence(3, C1, D1) };
+      expect(reconcile(input(fenced, { commit: C2, suspended: true })).action).toBe('suspended');
+      expect(reconcile(input(fenced, { commit: C2, suspended: false })).action).toBe('sync');
+    });
+  });
+
   describe('with a rollback fence', () => {
     // Rolled back from release 3 (c2) to the content of release 1 (c1), recorded as release 4.
     const fenced: LedgerData = {

@@ -1,0 +1,233 @@
+// `mooring reconcile`, `suspend` and `resume` against a RUNNING agent (`mooring run --config` as its own process),
+// through the control ConfigMap in the agent's namespace: a reconcile puts back a hand-scaled Deployment and names
+// the release it caused; a suspended deployment keeps its old configuration while new commits arrive (for longer
+// than several polls), shows the hold in `mooring status`, the metrics and the commit status, refuses a reconcile,
+// and deploys the newest commit at `mooring resume`; a reconcile of a deployment no agent has exits 2.
+import { writeFile } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { githubStatusValidator, statusReceiver } from '../contract/github-openapi.ts';
+import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
+import { type AgentProcess, assertAlive, startAgent } from './fault-helpers.ts';
+import { api, ledgerOf, postedStatuses, sleep } from './faults-support.ts';
+import { eventually, manifestDir, mooring, runTool, testbed, useNamespace } from './helpers.ts';
+
+const POLL_SECONDS = 2;
+
+const app = (greeting: string) => `apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {GREETING: "${greeting}"}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: example/web:1, envFrom: [{configMapRef: {name: settings}}]}]
+`;
+
+describe('mooring reconcile, suspend and resume with a running agent', () => {
+  const ns = useNamespace('control');
+  const env = testbed();
+  const suffix = Date.now().toString(36);
+  const agentNs = `mooring-control-${suffix}`;
+  const kube = api();
+  let repo = '';
+  let configFile = '';
+  let agent: AgentProcess;
+  let receiver: Awaited<ReturnType<typeof statusReceiver>>;
+  const kubectl = (...args: string[]) =>
+    runTool(env.tools.kubectl, ['--kubeconfig', env.kube.kubeconfig, '-n', ns(), ...args]);
+  /** The greeting the running Deployment's configuration says, and its replicas. */
+  const live = async () => {
+    const out = await kubectl('get', 'deployment', 'web', '-o', 'json');
+    if (out.code !== 0) return undefined;
+    const d = JSON.parse(out.stdout) as {
+      spec: {
+        replicas: number;
+        template: { spec: { containers: { envFrom: { configMapRef: { name: string } }[] }[] } };
+      };
+      status?: { availableReplicas?: number };
+    };
+    const name = d.spec.template.spec.containers[0]?.envFrom[0]?.configMapRef.name ?? '';
+    const cm = await kubectl('get', 'configmap', name, '-o', 'jsonpath={.data.GREETING}');
+    return { greeting: cm.stdout, replicas: d.spec.replicas, available: d.status?.availableReplicas ?? 0 };
+  };
+  const port = () => agent.logs().find((l) => l.msg === 'http server listening')?.port as number;
+  const suspendedGauge = async () => {
+    const text = await (await fetch(`http://127.0.0.1:${port()}/metrics`)).text();
+    return /^mooring_deployment_suspended\{deployment="web"\} (\d+)$/m.exec(text)?.[1];
+  };
+  const flags = () => ['--config', configFile];
+
+  beforeAll(async () => {
+    const repoPath = `control-${suffix}/app`;
+    repo = await createBareRepo(env.git.root, repoPath);
+    await commitFiles(repo, { 'app.yaml': app('one') });
+    receiver = await statusReceiver();
+    const secrets = await manifestDir({
+      user: env.git.username,
+      password: env.git.password,
+      token: 'github-token',
+    });
+    configFile = `${secrets}/mooring.yaml`;
+    await writeFile(
+      configFile,
+      `
+cluster: {name: control, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
+sources:
+  git:
+    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: ${POLL_SECONDS}s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
+deployments:
+  - name: web
+    namespace: ${ns()}
+    source: app
+    stability: {timeout: 2m}
+    commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${secrets}/token}}
+server: {port: 0, address: 127.0.0.1}
+`,
+    );
+    agent = startAgent(configFile);
+    await eventually(
+      'the first release',
+      async () => ((await live())?.available === 1 ? true : undefined),
+      120_000,
+    );
+    await eventually('the agent idle after its first sync', async () =>
+      (await ledgerOf(kube, agentNs, 'web')).releases[0]?.result === 'stable' ? true : undefined,
+    );
+  });
+
+  afterAll(async () => {
+    if (agent?.alive()) {
+      agent.child.kill('SIGTERM');
+      await agent.exited;
+    }
+    receiver?.close();
+    await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      'delete',
+      'namespace',
+      agentNs,
+      '--wait=false',
+    ]);
+    kube.close();
+  });
+
+  it('reconcile puts back a hand-scaled Deployment, prints the outcome and names the release', async () => {
+    const scaled = await kubectl('scale', 'deployment', 'web', '--replicas=3');
+    expect(scaled.code, scaled.stderr).toBe(0);
+    expect((await live())?.replicas).toBe(3);
+    const before = (await ledgerOf(kube, agentNs, 'web')).releases[0]?.id ?? 0;
+
+    const result = await mooring('reconcile', 'web', ...flags(), '--timeout', '2m');
+    expect(result.code, result.stdout + result.stderr).toBe(0);
+    const release = Number(/deployment web stable \(release (\d+)\)/.exec(result.stdout)?.[1]);
+    expect(release).toBeGreaterThan(before);
+    expect((await live())?.replicas).toBe(1);
+    const ledger = await ledgerOf(kube, agentNs, 'web');
+    expect(ledger.releases.find((r) => r.id === release)).toMatchObject({
+      trigger: 'manual',
+      result: 'stable',
+    });
+    assertAlive(agent);
+  });
+
+  it('reconcile of a deployment the agent does not have exits 2 naming it', async () => {
+    // Without --config the CLI cannot know: the agent answers.
+    const result = await mooring(
+      'reconcile',
+      'no-such-app',
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      '--agent-namespace',
+      agentNs,
+      '--timeout',
+      '1m',
+    );
+    expect(result.code, result.stdout + result.stderr).toBe(2);
+    expect(result.stderr).toContain("no deployment no-such-app in the agent's configuration");
+  });
+
+  it('reconcile with no agent watching exits 1 saying so', async () => {
+    const idle = `${agentNs}-none`;
+    await runTool(env.tools.kubectl, ['--kubeconfig', env.kube.kubeconfig, 'create', 'namespace', idle]);
+    const result = await mooring(
+      'reconcile',
+      'web',
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      '--agent-namespace',
+      `${agentNs}-none`,
+      '--timeout',
+      '3s',
+    );
+    expect(result.code, result.stdout + result.stderr).toBe(1);
+    expect(result.stderr).toContain(
+      `no agent answered within 3s: is it running and does it watch namespace ${agentNs}-none?`,
+    );
+    await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      'delete',
+      'namespace',
+      `${agentNs}-none`,
+      '--wait=false',
+    ]);
+  });
+
+  it('suspend holds new commits, shows the hold, refuses a reconcile; resume deploys the newest', async () => {
+    const suspended = await mooring('suspend', 'web', ...flags(), '--reason', 'maintenance');
+    expect(suspended.code, suspended.stdout + suspended.stderr).toBe(0);
+    await eventually('the agent sees the suspension', async () =>
+      agent.logs().some((l) => l.msg.startsWith('deployment suspended')) ? true : undefined,
+    );
+    const held = await commitFiles(repo, { 'app.yaml': app('two') });
+
+    // Several polls later the cluster still runs the old configuration; the commit is reported as held.
+    await eventually('the commit noted as held', async () =>
+      agent.logs().some((l) => l.msg.startsWith('commit held') && l.commit === held) ? true : undefined,
+    );
+    await sleep(3 * POLL_SECONDS * 1000);
+    expect((await live())?.greeting).toBe('one');
+    const statuses = () => postedStatuses(receiver.captured).filter((s) => s.sha === held);
+    expect(statuses().map((s) => [s.state, s.description])).toEqual([
+      ['pending', 'suspended: not deployed until mooring resume web'],
+    ]);
+    const validate = githubStatusValidator();
+    for (const r of receiver.captured) expect(validate(r, '')).toEqual([]);
+
+    const status = await mooring('status', 'web', ...flags());
+    expect(status.stdout).toMatch(/suspended since \d{4}-\d\d-\d\dT\d\d:\d\dZ by admin: maintenance/);
+    expect(await suspendedGauge()).toBe('1');
+
+    const refused = await mooring('reconcile', 'web', ...flags(), '--timeout', '30s');
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/deployment web is suspended since .* by admin: maintenance/);
+
+    const resumed = await mooring('resume', 'web', ...flags());
+    expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0);
+    expect(resumed.stdout).toContain('suspension ended');
+    expect(resumed.stdout).not.toContain('rollback fence');
+    await eventually('the held commit deployed', async () =>
+      (await live())?.greeting === 'two' ? true : undefined,
+    );
+    await eventually('the held commit reported stable', async () =>
+      statuses().at(-1)?.state === 'success' ? true : undefined,
+    );
+    expect(statuses()[0]?.description).toBe('suspended: not deployed until mooring resume web');
+    expect(await suspendedGauge()).toBe('0');
+    const after = await mooring('status', 'web', ...flags());
+    expect(after.stdout).not.toContain('suspended');
+    // Nothing holds it any more: a second resume has nothing to do.
+    const again = await mooring('resume', 'web', ...flags());
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain('deployment web is neither suspended nor held by a rollback');
+    assertAlive(agent);
+  });
+});
