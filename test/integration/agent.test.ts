@@ -404,6 +404,27 @@ drift: {interval: 2s}
     const env = testbed();
     const suffix = Date.now().toString(36);
     const dir = await manifestDir({
+      // Kinds whose live objects hold fields the server or a controller fills in (a Service's cluster IP, a
+      // ServiceAccount's token Secret): a quiet pass must not take those for drift.
+      'others.yaml': `apiVersion: v1
+kind: Service
+metadata: {name: watched}
+spec: {selector: {app: watched}, ports: [{port: 80, targetPort: 8080}]}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: watched}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: watched-config}
+data: {a: "1"}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: watched-secret}
+stringData: {token: not-a-real-one}
+`,
       'app.yaml': `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: watched}
@@ -453,6 +474,9 @@ drift: {interval: 2s, mode: report}
       return lines.length > 0 ? lines : undefined;
     });
     expect(found[0]).toMatchObject({ object: `Deployment ${ns()}/watched`, fields: ['spec.replicas'] });
+    await new Promise((r) => setTimeout(r, 3000));
+    const all = agent.logs().filter((l) => l.msg === 'drift found') as unknown as { object: string }[];
+    expect(new Set(all.map((f) => f.object))).toEqual(new Set([`Deployment ${ns()}/watched`]));
     expect(await metric()).toBe('1');
     // Left as it is: several passes later the hand change is still there, and no release was recorded for it.
     await new Promise((r) => setTimeout(r, 5000));
