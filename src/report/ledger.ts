@@ -5,7 +5,7 @@
 import type { KubeApi } from '../kube/api.ts';
 import { describeKubeError, statusCode } from '../kube/errors.ts';
 
-export type Trigger = 'commit' | 'image' | 'manual' | 'rollback' | 'drift' | 'start';
+export type Trigger = 'commit' | 'image' | 'manual' | 'rollback' | 'drift' | 'config' | 'start';
 
 export interface ReleaseImage {
   image: string;

@@ -315,7 +315,7 @@ export class Agent {
     // A spec changed by a reload is applied even at the same revision, as a drift pass applies it: only what
     // renders differently is written, and nothing is recorded when nothing is.
     if (this.resync.delete(d.spec.name) && !input.reason && (decision.action === 'current' || input.local))
-      decision = reconcile({ ...input, reason: 'drift' });
+      decision = reconcile({ ...input, reason: 'config' });
     if (decision.action === 'suspended') {
       // d.commit stays where it was deployed: after the resume, the poll compares from there.
       log.debug('suspended: not synced');
@@ -365,7 +365,13 @@ export class Agent {
           return outcomeOf({ outcome: 'error', error } as never);
         }
         const local = isLocal(this.state, d) ? `${filesRevision(files)}|${revision}` : revision;
-        if (isLocal(this.state, d) && trigger !== 'drift' && !request && local === now?.revision)
+        if (
+          isLocal(this.state, d) &&
+          trigger !== 'drift' &&
+          trigger !== 'config' &&
+          !request &&
+          local === now?.revision
+        )
           return { result: 'done' };
         const { report, release } = await syncDeployment(this.syncDeps(), {
           config: this.deps.config,

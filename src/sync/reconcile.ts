@@ -18,7 +18,7 @@ export interface ReconcileInput {
   /** The current image digests, by registry source name. */
   digests: Record<string, string>;
   /** Set for a periodic drift correction or a requested sync (`mooring reconcile`): both sync even when current. */
-  reason?: 'drift' | 'manual' | undefined;
+  reason?: 'drift' | 'manual' | 'config' | undefined;
   /** Suspended by `mooring suspend`: nothing is synced, not even a drift correction or a requested sync. */
   suspended?: boolean | undefined;
   /** A local source's files are compared when its sync runs, so it is never current by revision alone. */

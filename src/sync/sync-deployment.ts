@@ -60,7 +60,9 @@ export async function syncDeployment(
   // A drift pass re-applies the release the deployment is at: it posts no pending status and records nothing
   // unless it finds something to put back (then one release of trigger `drift` names the objects).
   const drift = sync.trigger === 'drift';
-  if (!drift) {
+  // A re-sync after a configuration reload is as quiet as a drift pass, but always applies.
+  const quiet = drift || sync.trigger === 'config';
+  if (!quiet) {
     await safely(log, 'record the attempt', () => deps.ledger.setAttempt(deployment.name, attempt));
     for (const r of deps.reporters ?? []) await safely(log, 'report the start', () => r.started?.(sync));
   }
@@ -80,7 +82,7 @@ export async function syncDeployment(
       discovery: deps.discovery,
       ...(deps.cache ? { cache: deps.cache } : {}),
       beforeApply: async (versions) => {
-        if (versions.length === 0 || drift) return;
+        if (versions.length === 0 || quiet) return;
         await safely(log, 'record the attempt', () =>
           deps.ledger.setAttempt(deployment.name, { ...attempt, versions }),
         );
@@ -125,7 +127,7 @@ export async function syncDeployment(
     return { report, release: undefined };
   }
   if (
-    drift &&
+    quiet &&
     report.outcome === 'stable' &&
     report.applied.every((a) => a.action === 'unchanged') &&
     !report.prune?.deleted.length
