@@ -13,3 +13,14 @@ export async function createNamespace(api: KubeApi, name: string): Promise<void>
     if (statusCode(error) !== 409) throw describeKubeError(error, `create Namespace ${name}`);
   }
 }
+
+/** The agent keeps its records in its own namespace; run from a laptop, it may not exist yet. Read first: an agent
+ * allowed only into its own namespace may not create namespaces. */
+export async function ensureNamespace(api: KubeApi, name: string): Promise<void> {
+  try {
+    await api.request('GET', `/api/v1/namespaces/${encodeURIComponent(name)}`);
+  } catch (error) {
+    if (statusCode(error) !== 404) throw describeKubeError(error, `read Namespace ${name}`);
+    await createNamespace(api, name);
+  }
+}

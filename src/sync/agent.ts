@@ -9,7 +9,7 @@ import { errorMessage } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
 import type { Discovery } from '../kube/discovery.ts';
-import { describeKubeError, statusCode } from '../kube/errors.ts';
+import { ensureNamespace } from '../kube/namespace.ts';
 import type { ManifestFile } from '../render/parse.ts';
 import { current, Ledger } from '../report/ledger.ts';
 import type { AgentMetrics } from '../server/metrics.ts';
@@ -46,22 +46,6 @@ export interface AgentDeps {
   cacheDir: string;
   reporters?: readonly SyncReporter[];
   metrics?: AgentMetrics;
-}
-
-/** The agent keeps its records in its own namespace; run from a laptop, it may not exist yet. */
-async function ensureNamespace(api: KubeApi, name: string): Promise<void> {
-  try {
-    await api.request('GET', `/api/v1/namespaces/${encodeURIComponent(name)}`);
-  } catch (error) {
-    if (statusCode(error) !== 404) throw describeKubeError(error, `read Namespace ${name}`);
-    await api
-      .request('POST', '/api/v1/namespaces', {
-        body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name } },
-      })
-      .catch((e: unknown) => {
-        if (statusCode(e) !== 409) throw describeKubeError(e, `create Namespace ${name}`);
-      });
-  }
 }
 
 /** How a sync that replaces another names itself in the replaced one's final status: its commit, or its image. */
