@@ -2,9 +2,13 @@
 // through the control ConfigMap in the agent's namespace: a reconcile puts back a hand-scaled Deployment and names
 // the release it caused; a suspended deployment keeps its old configuration while new commits arrive (for longer
 // than several polls), shows the hold in `mooring status`, the metrics and the commit status, refuses a reconcile,
-// and deploys the newest commit at `mooring resume`; a reconcile of a deployment no agent has exits 2.
-import { writeFile } from 'node:fs/promises';
+// and deploys the newest commit at `mooring resume`, also when the agent restarted in between; a reconcile of a
+// deployment no agent has exits 2; the operator Role of docs/control.md is all a user needs, and one without it
+// is refused.
+import { readFile, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse, parseAllDocuments, stringify } from 'yaml';
 import { githubStatusValidator, statusReceiver } from '../contract/github-openapi.ts';
 import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { type AgentProcess, assertAlive, startAgent } from './fault-helpers.ts';
@@ -229,5 +233,129 @@ server: {port: 0, address: 127.0.0.1}
     expect(again.code).toBe(2);
     expect(again.stderr).toContain('deployment web is neither suspended nor held by a rollback');
     assertAlive(agent);
+  });
+  it('holds a suspended deployment across an agent restart', async () => {
+    expect((await mooring('suspend', 'web', ...flags())).code).toBe(0);
+    agent.child.kill('SIGTERM');
+    await agent.exited;
+    const held = await commitFiles(repo, { 'app.yaml': app('three') });
+    agent = startAgent(configFile);
+    await eventually('the restarted agent holds the new commit', async () =>
+      agent.logs().some((l) => l.msg.startsWith('commit held') && l.commit === held) ? true : undefined,
+    );
+    await sleep(3 * POLL_SECONDS * 1000);
+    expect((await live())?.greeting).toBe('two');
+    expect(await suspendedGauge()).toBe('1');
+    expect((await mooring('resume', 'web', ...flags())).code).toBe(0);
+    await eventually('the held commit deployed', async () =>
+      (await live())?.greeting === 'three' ? true : undefined,
+    );
+    assertAlive(agent);
+  });
+
+  it('is authorised by RBAC on the control ConfigMap: the documented operator Role suffices', async () => {
+    const pki = await manifestDir({});
+    const kubeconfigOf = async (user: string, group: string) => {
+      const key = join(pki, `${user}.key`);
+      const csr = join(pki, `${user}.csr`);
+      const crt = join(pki, `${user}.crt`);
+      const ca = dirname(env.kube.clientCertificate?.cert ?? '');
+      const openssl = (...args: string[]) => runTool('openssl', args);
+      await openssl(
+        'req',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        key,
+        '-out',
+        csr,
+        '-subj',
+        `/O=${group}/CN=${user}`,
+      );
+      const signed = await openssl(
+        'x509',
+        '-req',
+        '-in',
+        csr,
+        '-CA',
+        join(ca, 'client-ca.crt'),
+        '-CAkey',
+        join(ca, 'client-ca.key'),
+        '-set_serial',
+        String(Date.now()),
+        '-days',
+        '1',
+        '-out',
+        crt,
+      );
+      expect(signed.code, signed.stderr).toBe(0);
+      const testbedConfig = parse(await readFile(env.kube.kubeconfig, 'utf8')) as { clusters: unknown[] };
+      const file = join(pki, `${user}.kubeconfig`);
+      await writeFile(
+        file,
+        stringify({
+          apiVersion: 'v1',
+          kind: 'Config',
+          clusters: testbedConfig.clusters.slice(0, 1),
+          users: [
+            {
+              name: user,
+              user: {
+                'client-certificate-data': (await readFile(crt)).toString('base64'),
+                'client-key-data': (await readFile(key)).toString('base64'),
+              },
+            },
+          ],
+          contexts: [
+            { name: 'x', context: { cluster: (testbedConfig.clusters[0] as { name: string }).name, user } },
+          ],
+          'current-context': 'x',
+        }),
+      );
+      return ['--kubeconfig', file, '--agent-namespace', agentNs];
+    };
+    // The Role and RoleBinding exactly as docs/control.md shows them, in the agent's namespace.
+    const doc = await readFile(join(import.meta.dirname, '..', '..', 'docs', 'control.md'), 'utf8');
+    const yaml = /```yaml\n([\s\S]*?)```/.exec(doc)?.[1] ?? '';
+    const objects = parseAllDocuments(yaml).map((d) => d.toJS() as { metadata: { namespace: string } });
+    expect(objects.length).toBe(2);
+    for (const o of objects) o.metadata.namespace = agentNs;
+    const rbac = join(pki, 'rbac.yaml');
+    await writeFile(rbac, objects.map((o) => stringify(o)).join('---\n'));
+    const applied = await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      'apply',
+      '-f',
+      rbac,
+    ]);
+    expect(applied.code, applied.stderr).toBe(0);
+
+    const alice = await kubeconfigOf('alice', 'oncall');
+    const bob = await kubeconfigOf('bob', 'visitors');
+    // RBAC reaches the API server's authorizer through its own watch: a moment after the apply.
+    const suspended = await eventually('alice may suspend', async () => {
+      const r = await mooring('suspend', 'web', ...alice, '--reason', 'drill');
+      return r.code === 0 ? r : undefined;
+    });
+    expect(suspended.stdout).toContain('by alice: drill');
+    const status = await mooring('status', 'web', ...alice);
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toMatch(/suspended since \S+ by alice: drill/);
+    await eventually('the agent sees the suspension', async () =>
+      (await suspendedGauge()) === '1' ? true : undefined,
+    );
+
+    const refused = await mooring('resume', 'web', ...bob);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/forbidden/i);
+    expect((await mooring('reconcile', 'web', ...bob, '--timeout', '10s')).code).toBe(2);
+
+    const resumed = await mooring('resume', 'web', ...alice);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const reconciled = await mooring('reconcile', 'web', ...alice, '--timeout', '2m');
+    expect(reconciled.code, reconciled.stdout + reconciled.stderr).toBe(0);
+    expect(reconciled.stdout).toMatch(/deployment web stable \(release \d+\)/);
   });
 });
