@@ -85,6 +85,8 @@ export class Control {
   private readonly controller = new AbortController();
   private ownCache: ClusterCache | undefined;
   private rewatch: NodeJS.Timeout | undefined;
+  /** Deployments the suspended gauge has a series of: one removed by a reload loses its series. */
+  private readonly gauged = new Set<string>();
 
   constructor(deps: ControlDeps) {
     this.deps = deps;
@@ -145,8 +147,16 @@ export class Control {
     const previous = this.state;
     this.state = next;
     const { log, metrics } = this.deps;
-    for (const name of this.deps.deployments())
+    const names = this.deps.deployments();
+    for (const name of this.gauged) {
+      if (names.includes(name)) continue;
+      metrics?.suspended.remove({ deployment: name });
+      this.gauged.delete(name);
+    }
+    for (const name of names) {
       metrics?.suspended.set({ deployment: name }, next.suspended.has(name) ? 1 : 0);
+      this.gauged.add(name);
+    }
     if (!this.handlers) return;
     const handlers = this.handlers;
     for (const [name, suspension] of next.suspended) {
