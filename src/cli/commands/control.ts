@@ -44,9 +44,16 @@ async function follow(
 ): Promise<ReconcileAnswer> {
   const deadline = Date.now() + timeoutMs;
   let seen: ReconcileAnswer | undefined;
+  let followed = token;
   for (;;) {
-    const answer = (await map.read()).answered.get(deployment);
-    if (answer?.token === token) {
+    const state = await map.read();
+    // A newer request replaced this one before the agent took it (one request per deployment): its sync is the
+    // one that answers.
+    const newer = state.requested.get(deployment);
+    if (newer !== undefined && newer > followed && state.answered.get(deployment)?.token !== followed)
+      followed = newer;
+    const answer = state.answered.get(deployment);
+    if (answer?.token === followed) {
       if (answer.state !== 'running') return answer;
       if (answer.message !== seen?.message) progress(answer);
       seen = answer;
