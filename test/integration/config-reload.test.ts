@@ -177,6 +177,11 @@ ${extra}
     await eventually('b synced again with its new spec', async () =>
       (await dataOf(nsB(), 'b-extra')) === '1' ? true : undefined,
     );
+    // The reload's log line follows its last step (the poll of the changed deployment's source), which may end
+    // after b's objects are written.
+    await eventually('the reload logged', async () =>
+      logged('configuration reloaded').length >= 2 ? true : undefined,
+    );
     expect(logged('configuration reloaded').at(-1)).toMatchObject({ deploymentsChanged: ['b'] });
     const ledger = await ledgerOf(kube, agentNs, 'a');
     expect(ledger.attempt?.commit, 'a still syncing').toBe(commit);
