@@ -7,6 +7,7 @@ import { ClusterCache } from '../kube/cache.ts';
 import { withDeadline } from '../kube/deadline.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import { type DriftFinding, detectDrift } from '../kube/drift.ts';
+import { isAccessDenied } from '../kube/errors.ts';
 import { ensureHashKey, readHashKey } from '../kube/hash-key.ts';
 import { collectVersionHistory, type HistoryResult } from '../kube/history.ts';
 import {
@@ -56,6 +57,11 @@ export interface DeployRequest {
     allowEmpty: boolean;
     /** How to say it is meant, in the error of an empty render. */
     emptyAdvice: string;
+    /**
+     * Without prune, an inventory this identity may not read or write (a CLI user allowed only into the
+     * application's namespace) is skipped with a warning rather than failing the deploy.
+     */
+    bestEffort?: boolean;
   };
   /**
    * A drift pass: the live objects are compared with the manifests field by field first; with `correct`, fields
@@ -71,7 +77,8 @@ export interface DeployRequest {
 export type DeployEvent =
   | { type: 'applied'; result: ApplyResult }
   | { type: 'progress'; object: string; state: string; message: string }
-  | { type: 'pruned'; object: string };
+  | { type: 'pruned'; object: string }
+  | { type: 'warning'; message: string };
 
 export interface DeployReport {
   outcome: 'stable' | 'applied' | 'failed' | 'timed-out' | 'cancelled' | 'dry-run' | 'error';
@@ -177,7 +184,20 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
     const inventory = request.inventory;
     if (!inventory || !ctx.rendered) return;
     const store = new InventoryStore(api, inventory.namespace);
-    ctx.previous = await store.read(inventory.owner);
+    const skippable = inventory.bestEffort === true && !inventory.prune;
+    const skipped = (error: unknown) => {
+      if (!skippable || !isAccessDenied(error)) throw error;
+      deps.onEvent?.({
+        type: 'warning',
+        message: `${errorMessage(error)}; the objects applied are not recorded`,
+      });
+    };
+    try {
+      ctx.previous = await store.read(inventory.owner);
+    } catch (error) {
+      skipped(error);
+      return;
+    }
     assertNotEmpty(
       inventory.owner,
       ctx.rendered.objects,
@@ -188,7 +208,7 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
     ctx.desired = inventoryOf(ctx.rendered.objects);
     const recorded = unionOf(ctx.desired, ctx.previous ?? []);
     if (!request.dryRun && !sameInventory(recorded, ctx.previous))
-      await store.write(inventory.owner, recorded);
+      await store.write(inventory.owner, recorded).catch(skipped);
   };
   const driftStage: Stage = async (ctx) => {
     const rendered = ctx.rendered;

@@ -134,6 +134,12 @@ describe('CLI errors for a request the API server forbids', () => {
   it('deploys in its own namespace (the identity works; RBAC is what refuses the rest)', async () => {
     const result = await mooring('deploy', dir, '--kubeconfig', restricted, '-n', ns(), '--timeout', '1m');
     expect(result.code, result.stdout + result.stderr).toBe(0);
+    // The application's inventory lives in the agent's namespace, which this identity may not read: without
+    // --prune the deploy says so and goes on; with --prune it cannot prune and refuses, naming the rule.
+    expect(result.stdout).toMatch(/^warning: read the inventory of .*403 .*forbidden.*not recorded$/m);
+    const prune = await mooring('deploy', dir, '--kubeconfig', restricted, '-n', ns(), '--prune');
+    expect(prune.code).toBe(2);
+    expect(prune.stderr).toMatch(/read the inventory of .*403 .*cannot get resource "configmaps"/);
   });
 
   it.each([

@@ -105,6 +105,7 @@ export function deployCommand(program: Command, print: (text: string) => void): 
               if (!lines) return;
               if (event.type === 'applied') print(describeApplied(event.result));
               else if (event.type === 'pruned') print(`${kubectlStyle(event.object)} pruned`);
+              else if (event.type === 'warning') print(`warning: ${event.message}`);
               // Progress as kubectl rollout status shows it: each change of an object's verdict, once.
               else if (event.state !== 'stable' && !event.message.endsWith('not observed yet'))
                 print(event.message);
@@ -128,6 +129,7 @@ export function deployCommand(program: Command, print: (text: string) => void): 
               prune: flags.prune ?? false,
               allowEmpty: flags.allowEmpty ?? false,
               emptyAdvice: 'Give --allow-empty if that is meant.',
+              bestEffort: true,
             },
             versionHistory,
           },

@@ -72,6 +72,7 @@ async function pathInput(
         prune: false,
         allowEmpty: flags.allowEmpty ?? false,
         emptyAdvice: 'Give --allow-empty if it is meant to have none.',
+        bestEffort: true,
       },
     },
     prune: flags.prune
