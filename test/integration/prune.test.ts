@@ -5,12 +5,24 @@
 // live workload refers to stay. `mooring deploy --prune` does the same for an application.
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { InventoryStore } from '../../src/kube/inventory.ts';
 import { githubStatusValidator, statusReceiver } from '../contract/github-openapi.ts';
 import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { api, ledgerOf, postedStatuses, startAgent, unended } from './faults-support.ts';
-import { eventually, manifestDir, mooring, runTool, testbed, useNamespace } from './helpers.ts';
+import {
+  eventually,
+  kubeConfig,
+  manifestDir,
+  mooring,
+  runTool,
+  testbed,
+  useNamespace,
+  writeKubeconfig,
+} from './helpers.ts';
+import { apps } from './scale-fixtures.ts';
 
 const deployment = (name: string, configMap: string) => `apiVersion: apps/v1
 kind: Deployment
@@ -333,4 +345,150 @@ spec: {selector: {app: b}, ports: [{port: 80}]}
     expect(empty.stderr).toMatch(/renders no objects.*--allow-empty/);
     expect(await exists('service', 'cli-a')).toBe(true);
   }, 180_000);
+  it('prunes 120 objects of 40 removed applications in one deploy, leaving the 60 kept ones running', async () => {
+    const env = testbed();
+    const dir = await manifestDir({ 'kept.yaml': apps(20, 'kept'), 'gone.yaml': apps(40, 'gone') });
+    const base = [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      '-n',
+      ns(),
+      '--application',
+      'many',
+      '--timeout',
+      '5m',
+    ];
+    const first = await mooring(...['deploy', dir, ...base]);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toMatch(/180\/180 stable/);
+    const pruned = await mooring(...['deploy', join(dir, 'kept.yaml'), ...base, '--prune']);
+    expect(pruned.code, pruned.stderr).toBe(0);
+    const lines = pruned.stdout.split('\n').filter((l) => /^[a-z.]+\/\S+ pruned$/.test(l));
+    expect(lines).toHaveLength(120);
+    // Reverse apply order: every workload before any Service, every Service before any ConfigMap.
+    const firstOf = (kind: string) => lines.findIndex((l) => l.startsWith(`${kind}/`));
+    const lastOf = (kind: string) => lines.map((l) => l.startsWith(`${kind}/`)).lastIndexOf(true);
+    expect(lastOf('deployment')).toBeLessThan(firstOf('service'));
+    expect(lastOf('service')).toBeLessThan(firstOf('configmap'));
+    expect(pruned.stdout).toMatch(/60\/60 stable in .*, 120 pruned/);
+    expect((await names('service')).filter((n) => n.startsWith('gone-'))).toEqual([]);
+    expect((await names('configmap')).filter((n) => n.startsWith('gone-'))).toEqual([]);
+    expect((await names('service')).filter((n) => n.startsWith('kept-'))).toHaveLength(20);
+    // Foreground deletion: the Deployments' ReplicaSets and Pods go with them.
+    await eventually(
+      'the removed workloads gone with their ReplicaSets',
+      async () => ((await names('replicaset')).some((n) => n.startsWith('gone-')) ? undefined : true),
+      120_000,
+    );
+    expect((await names('deployment')).filter((n) => n.startsWith('kept-'))).toHaveLength(20);
+  }, 600_000);
+  it('keeps in the inventory what it could not delete, and prunes it once it may', async () => {
+    const env = testbed();
+    const core = kubeConfig().makeApiClient(CoreV1Api);
+    const rbac = kubeConfig().makeApiClient(RbacAuthorizationV1Api);
+    const agentNs = `${ns()}-records`;
+    await core.createNamespace({ body: { metadata: { name: agentNs } } });
+    cleanups.push(async () => {
+      await core.deleteNamespace({ name: agentNs });
+    });
+    await core.createNamespacedServiceAccount({ namespace: ns(), body: { metadata: { name: 'deployer' } } });
+    // Everything in the application's namespace except deleting Services; ConfigMaps in the records namespace.
+    const rules = (deleteServices: boolean) => [
+      {
+        apiGroups: ['', 'apps'],
+        resources: ['configmaps', 'secrets', 'deployments', 'replicasets', 'pods'],
+        verbs: ['*'],
+      },
+      {
+        apiGroups: [''],
+        resources: ['services'],
+        verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', ...(deleteServices ? ['delete'] : [])],
+      },
+    ];
+    await rbac.createNamespacedRole({
+      namespace: ns(),
+      body: { metadata: { name: 'deployer' }, rules: rules(false) },
+    });
+    await rbac.createNamespacedRole({
+      namespace: agentNs,
+      body: {
+        metadata: { name: 'records' },
+        rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['*'] }],
+      },
+    });
+    for (const [namespace, role] of [
+      [ns(), 'deployer'],
+      [agentNs, 'records'],
+    ] as const) {
+      await rbac.createNamespacedRoleBinding({
+        namespace,
+        body: {
+          metadata: { name: 'deployer' },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role },
+          subjects: [{ kind: 'ServiceAccount', name: 'deployer', namespace: ns() }],
+        },
+      });
+    }
+    const token = await core.createNamespacedServiceAccountToken({
+      name: 'deployer',
+      namespace: ns(),
+      body: { spec: { audiences: [], expirationSeconds: 3600 } },
+    });
+    const admin = parse(await readFile(env.kube.kubeconfig, 'utf8')) as {
+      clusters: { cluster: Record<string, unknown> }[];
+    };
+    const cluster = admin.clusters[0]?.cluster;
+    if (!cluster || !token.status?.token) throw new Error('no cluster or no token');
+    const restricted = await writeKubeconfig(cluster, { token: token.status.token });
+    const dir = await manifestDir({
+      'a.yaml': `apiVersion: v1
+kind: ConfigMap
+metadata: {name: f-a, annotations: {strategy.spinnaker.io/versioned: "false"}}
+data: {a: "1"}
+`,
+      'b.yaml': `apiVersion: v1
+kind: Service
+metadata: {name: f-b}
+spec: {selector: {app: b}, ports: [{port: 80}]}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: f-b, annotations: {strategy.spinnaker.io/versioned: "false"}}
+data: {b: "1"}
+`,
+    });
+    const base = [
+      '--kubeconfig',
+      restricted,
+      '-n',
+      ns(),
+      '--application',
+      'faulty',
+      '--agent-namespace',
+      agentNs,
+    ];
+    const first = await mooring(...['deploy', dir, ...base]);
+    expect(first.code, first.stdout + first.stderr).toBe(0);
+
+    // The Service may not be deleted: the deploy fails naming it and the rule; the ConfigMap of b is pruned.
+    const refused = await mooring(...['deploy', join(dir, 'a.yaml'), ...base, '--prune']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/prune Service .*\/f-b: 403 .*cannot delete resource "services"/);
+    expect(refused.stdout).toContain('configmap/f-b pruned');
+    expect(await exists('service', 'f-b')).toBe(true);
+    expect(await exists('configmap', 'f-b')).toBe(false);
+    const recorded = await new InventoryStore(api(), agentNs).read(`cli.${ns()}.faulty`);
+    expect(recorded?.map((e) => `${e.kind} ${e.name}`).sort()).toEqual(['ConfigMap f-a', 'Service f-b']);
+
+    // Allowed now: the next deploy of the same files deletes what the last one could not.
+    await rbac.replaceNamespacedRole({
+      name: 'deployer',
+      namespace: ns(),
+      body: { metadata: { name: 'deployer' }, rules: rules(true) },
+    });
+    const again = await mooring(...['deploy', join(dir, 'a.yaml'), ...base, '--prune']);
+    expect(again.code, again.stdout + again.stderr).toBe(0);
+    expect(again.stdout).toContain('service/f-b pruned');
+    expect(await exists('service', 'f-b')).toBe(false);
+  }, 120_000);
 });
