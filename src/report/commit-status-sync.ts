@@ -9,7 +9,7 @@ import { classify, errorMessage, type MooringError } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { DeployReport } from '../sync/deploy.ts';
 import type { Logger } from '../sync/logger.ts';
-import { supersededBy } from '../sync/superseded.ts';
+import { supersededBy, withdrawn } from '../sync/superseded.ts';
 import type { SyncReporter, SyncRequest } from '../sync/sync-deployment.ts';
 import type { Release } from './ledger.ts';
 import { StatusOutbox } from './outbox.ts';
@@ -65,6 +65,11 @@ export function describeOutcome(
         ? { state: 'failure', description: `${prefix}${errorMessage(report.error)}` }
         : { state: 'error', description: `${prefix}${errorMessage(report.error)}` };
     case 'cancelled':
+      if (withdrawn(signal))
+        return {
+          state: 'cancelled',
+          description: 'Cancelled: the deployment was removed from the configuration (nothing was deleted)',
+        };
       return describeCancelled(supersededBy(signal), commit);
     default:
       return { state: 'error', description: `${prefix}${report.summary}` };

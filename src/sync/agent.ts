@@ -33,6 +33,7 @@ import { outcomeOf } from './outcome.ts';
 import { SyncQueue } from './queue.ts';
 import { reconcile } from './reconcile.ts';
 import { planReload, type ReloadPlan } from './reload.ts';
+import { Withdrawn } from './superseded.ts';
 import { endInterrupted, type SyncDeps, type SyncReporter, syncDeployment } from './sync-deployment.ts';
 
 export interface AgentDeps {
@@ -407,7 +408,7 @@ export class Agent {
     for (const name of plan.deployments.removed) {
       this.state.deployments.delete(name);
       this.resync.delete(name);
-      this.queue.cancel(name);
+      this.queue.cancel(name, new Withdrawn(name));
     }
     for (const name of [...plan.sources.removed, ...plan.sources.changed]) {
       await this.sourceStops.get(name)?.();

@@ -16,3 +16,16 @@ export function supersededBy(signal: AbortSignal | undefined): string | undefine
   const reason: unknown = signal?.aborted ? signal.reason : undefined;
   return reason instanceof Superseded ? reason.by : undefined;
 }
+
+/** Why a sync was cancelled by a configuration reload: its deployment is no longer in the configuration. */
+export class Withdrawn extends Error {
+  constructor(deployment: string) {
+    super(`deployment ${deployment} was removed from the configuration`);
+    this.name = 'Withdrawn';
+  }
+}
+
+/** Whether the sync's signal was aborted because its deployment left the configuration. */
+export function withdrawn(signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true && signal.reason instanceof Withdrawn;
+}
