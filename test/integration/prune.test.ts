@@ -11,6 +11,7 @@ import { parse } from 'yaml';
 import { InventoryStore } from '../../src/kube/inventory.ts';
 import { githubStatusValidator, statusReceiver } from '../contract/github-openapi.ts';
 import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
+import { BEHAVIOR } from '../testbed/kubelet.ts';
 import { api, ledgerOf, postedStatuses, startAgent, unended } from './faults-support.ts';
 import {
   eventually,
@@ -491,4 +492,48 @@ data: {b: "1"}
     expect(again.stdout).toContain('service/f-b pruned');
     expect(await exists('service', 'f-b')).toBe(false);
   }, 120_000);
+  it('prunes nothing after a deploy that did not become stable, and records the objects it applied', async () => {
+    const env = testbed();
+    const never = (ready: boolean) => `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: slow}
+spec:
+  replicas: 1
+  progressDeadlineSeconds: 600
+  selector: {matchLabels: {app: slow}}
+  template:
+    metadata: {labels: {app: slow}, annotations: {${BEHAVIOR}: ${ready ? 'ready' : 'never-ready'}}}
+    spec: {containers: [{name: c, image: example/web:1}]}
+`;
+    const dir = await manifestDir({
+      'old.yaml': `apiVersion: v1
+kind: Service
+metadata: {name: unstable-old}
+spec: {selector: {app: old}, ports: [{port: 80}]}
+`,
+      'slow.yaml': never(false),
+      'ready.yaml': never(true),
+    });
+    const base = ['--kubeconfig', env.kube.kubeconfig, '-n', ns(), '--application', 'unstable'];
+    const first = await mooring(...['deploy', join(dir, 'old.yaml'), ...base]);
+    expect(first.code, first.stderr).toBe(0);
+    const timedOut = await mooring(
+      ...['deploy', join(dir, 'slow.yaml'), ...base, '--prune', '--timeout', '5s'],
+    );
+    expect(timedOut.code).toBe(1);
+    expect(timedOut.stdout).not.toContain('pruned');
+    expect(await exists('service', 'unstable-old')).toBe(true);
+    // Both are recorded: the Service still to prune, the Deployment applied before the wait gave up.
+    const recorded = await new InventoryStore(api(), 'mooring').read(`cli.${ns()}.unstable`);
+    expect(recorded?.map((e) => `${e.kind} ${e.name}`).sort()).toEqual([
+      'Deployment slow',
+      'Service unstable-old',
+    ]);
+    const stable = await mooring(
+      ...['deploy', join(dir, 'ready.yaml'), ...base, '--prune', '--timeout', '2m'],
+    );
+    expect(stable.code, stable.stdout + stable.stderr).toBe(0);
+    expect(stable.stdout).toContain('service/unstable-old pruned');
+    expect(await exists('deployment', 'slow')).toBe(true);
+  }, 180_000);
 });
