@@ -107,6 +107,33 @@ export class Discovery {
     throw new StalledError(`the server does not have a resource type "${text}"`);
   }
 
+  /**
+   * What `helm template` needs to see the cluster as `helm install` would (`.Capabilities`): the server's version
+   * and every group-version it serves, with each kind (`apps/v1`, `apps/v1/Deployment`), as Argo CD passes them.
+   */
+  async capabilities(): Promise<{
+    kubeVersion: string;
+    apiVersions: { groupVersion: string; kinds: string[] }[];
+  }> {
+    const version = await this.api
+      .request<{ gitVersion?: string }>('GET', '/version')
+      .catch((error: unknown) => {
+        throw describeKubeError(error, 'read the server version');
+      });
+    const groups = await this.api.request<ApiGroupList>('GET', '/apis').catch((error: unknown) => {
+      throw describeKubeError(error, 'discover API groups');
+    });
+    const groupVersions = ['v1', ...groups.groups.flatMap((g) => g.versions.map((v) => v.groupVersion))];
+    const apiVersions: { groupVersion: string; kinds: string[] }[] = [];
+    for (const groupVersion of groupVersions) {
+      const kinds = await this.load(groupVersion);
+      apiVersions.push({ groupVersion, kinds: [...kinds.keys()].sort() });
+    }
+    // `v1.20.2`: helm wants a plain semantic version, without a build suffix some distributions add.
+    const kubeVersion = /^v?\d+\.\d+\.\d+/.exec(version.gitVersion ?? '')?.[0] ?? '';
+    return { kubeVersion, apiVersions };
+  }
+
   invalidate(apiVersion?: string): void {
     if (apiVersion) this.cache.delete(apiVersion);
     else this.cache.clear();

@@ -1,0 +1,169 @@
+// Helm charts as a source format: a chart folder (on disk: a CLI path, or a Git tree checked out for the agent) is
+// rendered with `helm template`, and its output goes through mooring's own render like any manifest file (digests,
+// versioned ConfigMaps and Secrets, monikers). Arguments are those Argo CD passes: the release name, the
+// namespace, the cluster's version and API versions (so `.Capabilities` in templates sees the real cluster), the
+// values files in order and inline values last. Helm runs without network or plugins: its home, cache and
+// config are a throwaway folder, and chart dependencies must already be in the chart's `charts/` folder unless
+// the configuration names their repository as allowed.
+import { execFile } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse, stringify } from 'yaml';
+import { StalledError } from '../../errors.ts';
+import type { ManifestFile } from '../../render/parse.ts';
+
+export interface ChartRequest {
+  /** The chart folder (holding Chart.yaml). */
+  chart: string;
+  /** How the chart is named in messages (its path in the repository). */
+  label: string;
+  releaseName: string;
+  namespace: string;
+  /** Values files, relative to the chart or absolute, applied in order. */
+  valuesFiles: readonly string[];
+  /** Inline values, applied after the files. */
+  values?: Record<string, unknown> | undefined;
+  /** `v1.20.2`: the cluster's version, as `.Capabilities.KubeVersion`. */
+  kubeVersion?: string | undefined;
+  /** `apps/v1`, `apps/v1/Deployment`…: the cluster's API versions, as `.Capabilities.APIVersions`. */
+  apiVersions?: readonly string[] | undefined;
+  /** Repositories (URL prefixes) a dependency may come from when it is not in `charts/`. */
+  allowedRepositories?: readonly string[] | undefined;
+  /** The helm binary (`helm` on PATH by default; `MOORING_HELM` overrides). */
+  helm?: string | undefined;
+  timeoutMs?: number | undefined;
+  maxOutputBytes?: number | undefined;
+}
+
+interface ChartYaml {
+  name?: string;
+  dependencies?: { name?: string; repository?: string; alias?: string }[];
+}
+
+/** Whether a folder holds a chart. */
+export async function isChart(dir: string): Promise<boolean> {
+  return readFile(join(dir, 'Chart.yaml'), 'utf8').then(
+    () => true,
+    () => false,
+  );
+}
+
+/** Refuses dependencies that are neither vendored in `charts/` nor from an allowed repository. */
+async function checkDependencies(request: ChartRequest): Promise<void> {
+  const chartYaml = join(request.chart, 'Chart.yaml');
+  let chart: ChartYaml;
+  try {
+    chart = (parse(await readFile(chartYaml, 'utf8')) ?? {}) as ChartYaml;
+  } catch (error) {
+    throw new StalledError(`${request.label}/Chart.yaml: ${(error as Error).message}`);
+  }
+  const vendored = await readdir(join(request.chart, 'charts')).catch(() => [] as string[]);
+  for (const dep of chart.dependencies ?? []) {
+    const name = dep.name ?? '';
+    if (vendored.some((entry) => entry === name || (entry.startsWith(`${name}-`) && entry.endsWith('.tgz'))))
+      continue;
+    const repository = dep.repository ?? '';
+    if (repository.startsWith('file://')) continue;
+    const allowed = (request.allowedRepositories ?? []).some((prefix) => repository.startsWith(prefix));
+    throw new StalledError(
+      allowed
+        ? `${request.label}/Chart.yaml: dependency ${name} is not in charts/; run helm dependency build and commit charts/`
+        : `${request.label}/Chart.yaml: dependency ${name} comes from ${repository || 'no repository'}, which is not in charts/ and not an allowed repository`,
+    );
+  }
+}
+
+function run(
+  helm: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  timeoutMs: number,
+  maxBuffer: number,
+): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      helm,
+      args,
+      { env, timeout: timeoutMs, maxBuffer, encoding: 'utf8' },
+      (error, stdout, stderr) => {
+        if (error) reject(Object.assign(error, { stderr }));
+        else resolve(stdout);
+      },
+    );
+  });
+}
+
+/** The chart rendered by `helm template`, as one manifest file named after the chart. */
+export async function renderChart(request: ChartRequest): Promise<ManifestFile> {
+  await checkDependencies(request);
+  const home = await mkdtemp(join(tmpdir(), 'mooring-helm-'));
+  try {
+    const args = [
+      'template',
+      request.releaseName,
+      request.chart,
+      '--namespace',
+      request.namespace,
+      '--include-crds',
+      '--skip-tests',
+    ];
+    if (request.kubeVersion) args.push('--kube-version', request.kubeVersion);
+    for (const api of request.apiVersions ?? []) args.push('--api-versions', api);
+    for (const file of request.valuesFiles) args.push('--values', file);
+    if (request.values && Object.keys(request.values).length > 0) {
+      const inline = join(home, 'inline-values.yaml');
+      await writeFile(inline, stringify(request.values));
+      args.push('--values', inline);
+    }
+    // No network, no plugins, nothing from the machine's own helm configuration.
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH ?? '',
+      HOME: home,
+      HELM_CACHE_HOME: join(home, 'cache'),
+      HELM_CONFIG_HOME: join(home, 'config'),
+      HELM_DATA_HOME: join(home, 'data'),
+      HELM_PLUGINS: join(home, 'plugins'),
+      HELM_NO_PLUGINS: '1',
+    };
+    const helm = request.helm ?? process.env.MOORING_HELM ?? 'helm';
+    let text: string;
+    try {
+      text = await run(
+        helm,
+        args,
+        env,
+        request.timeoutMs ?? 60_000,
+        request.maxOutputBytes ?? 32 * 1024 * 1024,
+      );
+    } catch (error) {
+      const e = error as NodeJS.ErrnoException & { stderr?: string; killed?: boolean };
+      if (e.code === 'ENOENT')
+        throw new StalledError(
+          `${request.label}: helm is not installed (${helm}); set MOORING_HELM to its path`,
+        );
+      const why = e.killed
+        ? 'helm template took too long'
+        : (e.stderr ?? e.message).trim().split('\n').slice(0, 5).join('; ');
+      // helm names template files relative to the chart: keep the chart's own path in front of them.
+      throw new StalledError(`${request.label}: helm template failed: ${why.slice(0, 2000)}`, {
+        cause: error,
+      });
+    }
+    return { path: `${request.label} (helm template ${request.releaseName})`, text };
+  } finally {
+    await rm(home, { recursive: true, force: true });
+  }
+}
+
+/** The cluster's capabilities as helm's flags want them, from discovery answers. */
+export function apiVersionsOf(
+  groups: readonly { groupVersion: string; kinds: readonly string[] }[],
+): string[] {
+  const versions: string[] = [];
+  for (const g of groups) {
+    versions.push(g.groupVersion);
+    for (const kind of g.kinds) versions.push(`${g.groupVersion}/${kind}`);
+  }
+  return versions.sort();
+}
