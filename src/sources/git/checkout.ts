@@ -1,0 +1,83 @@
+// Materializing a fetched commit's whole tree into a folder on disk, for the tools that need real files
+// (`kubectl kustomize`, `helm template`): everything else reads straight from the object store (tree.ts).
+//
+//   checkoutTree(repo, commit, into, limits?) writes every regular file of `commit` under `into` (created if
+//   missing; the caller owns it and removes it after use). The commit must have been fetched (repo.fetch()).
+//
+// The tree is bounded like a source's reads: at most `maxFiles` files (10,000), none over `maxFileBytes` (the
+// source's maxFileBytes), `maxTotalBytes` in all (256 MiB); past a bound the checkout is refused, naming it.
+// Entry names were checked when the tree was read (tree.ts), so no path leaves `into`. Symlinks are not written
+// (a link could lead out of the tree, and mooring never follows them elsewhere either); submodules are not files.
+// Executable files keep their mode (100755), so a chart's or kustomization's scripts look as in a clone.
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import git from 'isomorphic-git';
+import { StalledError, TransientError } from '../../errors.ts';
+import { exclusive } from './lock.ts';
+import type { GitRepository } from './repository.ts';
+import { readOnlyStoreFs } from './store-fs.ts';
+import { listFiles, type ObjectStore, readBlob, SYMLINK_MODE, type TreeFile } from './tree.ts';
+
+export interface CheckoutLimits {
+  /** Most files written; 10,000 when absent. */
+  maxFiles?: number | undefined;
+  /** Largest file; the source's maxFileBytes when absent. */
+  maxFileBytes?: number | undefined;
+  /** Largest sum of file sizes; 256 MiB when absent. */
+  maxTotalBytes?: number | undefined;
+}
+
+const everyFile = {
+  includes: (f: TreeFile) => f.mode !== SYMLINK_MODE,
+  mayContain: () => true,
+};
+
+/** Writes the regular files of a fetched commit's tree under `into`. */
+export async function checkoutTree(
+  repo: GitRepository,
+  commit: string,
+  into: string,
+  limits: CheckoutLimits = {},
+): Promise<void> {
+  const subject = { describe: `${repo.url}@${commit.slice(0, 7)}` };
+  const maxFiles = limits.maxFiles ?? 10_000;
+  const maxFileBytes = limits.maxFileBytes ?? repo.source.maxFileBytes;
+  const maxTotalBytes = limits.maxTotalBytes ?? 256 * 1024 * 1024;
+  await exclusive(repo.gitdir, async () => {
+    const store: ObjectStore = { fs: readOnlyStoreFs(repo.gitdir), gitdir: repo.gitdir, cache: {} };
+    try {
+      await git.readCommit({ ...store, oid: commit });
+    } catch (error) {
+      throw new TransientError('commit is not in the cache: fetch it first', { subject, cause: error });
+    }
+    let files: TreeFile[];
+    try {
+      files = await listFiles(store, commit, everyFile, maxFiles);
+    } catch (error) {
+      if (error instanceof StalledError && !error.subject)
+        throw new StalledError(`checkout: ${error.message}`, { subject, cause: error.cause });
+      throw error;
+    }
+    await mkdir(into, { recursive: true });
+    const made = new Set<string>();
+    let total = 0;
+    for (const file of files) {
+      const bytes = await readBlob(store, file.oid);
+      if (bytes.length > maxFileBytes)
+        throw new StalledError(
+          `checkout: ${file.path} is ${bytes.length} bytes, more than maxFileBytes (${maxFileBytes})`,
+          { subject },
+        );
+      total += bytes.length;
+      if (total > maxTotalBytes)
+        throw new StalledError(`checkout: the tree holds more than ${maxTotalBytes} bytes`, { subject });
+      const target = join(into, ...file.path.split('/'));
+      const folder = dirname(target);
+      if (!made.has(folder)) {
+        await mkdir(folder, { recursive: true });
+        made.add(folder);
+      }
+      await writeFile(target, bytes, { mode: file.mode === '100755' ? 0o755 : 0o644 });
+    }
+  });
+}

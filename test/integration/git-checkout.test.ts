@@ -1,0 +1,134 @@
+// checkoutTree against the test bed's real Git server: a commit fetched shallowly into the cache is written out as
+// files, executable bits kept, symlinks left out, and the bounds refuse a tree that is too big.
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { gitSource } from '../../src/config/schema.ts';
+import { StalledError, TransientError } from '../../src/errors.ts';
+import { checkoutTree } from '../../src/sources/git/checkout.ts';
+import { GitRepository } from '../../src/sources/git/repository.ts';
+import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
+import { testbed } from './helpers.ts';
+
+const run = promisify(execFile);
+const cleanup: string[] = [];
+let counter = 0;
+
+afterAll(async () => {
+  for (const dir of cleanup) await rm(dir, { recursive: true, force: true });
+});
+
+async function temp(prefix: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  cleanup.push(dir);
+  return dir;
+}
+
+async function repoWith(files: Record<string, string>): Promise<{ repo: GitRepository; commit: string }> {
+  const env = testbed();
+  const name = `checkout-${Date.now().toString(36)}-${counter++}`;
+  const bare = await createBareRepo(env.git.root, name);
+  const commit = await commitFiles(bare, files);
+  return { repo: repository(name), commit };
+}
+
+function repository(name: string, maxFileBytes?: number): GitRepository {
+  const env = testbed();
+  process.env.MOORING_TEST_CHECKOUT_USER = env.git.username;
+  process.env.MOORING_TEST_CHECKOUT_PASSWORD = env.git.password;
+  const source = gitSource.parse({
+    name: 'app',
+    url: `${env.git.url}/${name}.git`,
+    credentials: {
+      username: { env: 'MOORING_TEST_CHECKOUT_USER' },
+      password: { env: 'MOORING_TEST_CHECKOUT_PASSWORD' },
+    },
+    ...(maxFileBytes ? { maxFileBytes } : {}),
+  });
+  return new GitRepository(source, { cacheDir: join(tmpdir(), `mooring-checkout-cache-${name}`) });
+}
+
+describe('checkoutTree', () => {
+  it('writes every file of the fetched commit, nested folders included', async () => {
+    const { repo, commit } = await repoWith({
+      'base/kustomization.yaml': 'resources: [deploy.yaml]\n',
+      'base/deploy.yaml': 'kind: Deployment\n',
+      'overlays/prod/kustomization.yaml': 'resources: [../../base]\n',
+      'README.md': '# app\n',
+    });
+    cleanup.push(repo.gitdir);
+    await repo.fetch(commit);
+    const into = join(await temp('mooring-checkout-'), 'tree');
+    await checkoutTree(repo, commit, into);
+    expect(await readFile(join(into, 'base/deploy.yaml'), 'utf8')).toBe('kind: Deployment\n');
+    expect(await readFile(join(into, 'overlays/prod/kustomization.yaml'), 'utf8')).toBe(
+      'resources: [../../base]\n',
+    );
+    expect(await readFile(join(into, 'README.md'), 'utf8')).toBe('# app\n');
+  });
+
+  it('keeps the executable bit and leaves symlinks out', async () => {
+    // A repository with a script and a symlink, made with a plain clone and push.
+    const env = testbed();
+    const name = `checkout-modes-${Date.now().toString(36)}-${counter++}`;
+    const bare = await createBareRepo(env.git.root, name);
+    const work = await temp('mooring-checkout-work-');
+    await mkdir(join(work, 'bin'));
+    await writeFile(join(work, 'bin/run.sh'), '#!/bin/sh\necho hi\n', { mode: 0o755 });
+    await writeFile(join(work, 'plain.yaml'), 'a: 1\n');
+    await symlink('/etc/passwd', join(work, 'passwd.yaml'));
+    const gitEnv = {
+      ...process.env,
+      GIT_AUTHOR_NAME: 't',
+      GIT_AUTHOR_EMAIL: 't@mooring.invalid',
+      GIT_COMMITTER_NAME: 't',
+      GIT_COMMITTER_EMAIL: 't@mooring.invalid',
+    };
+    await run('git', ['init', '--quiet', '--initial-branch=main', work], { env: gitEnv });
+    await run('git', ['-C', work, 'add', '.'], { env: gitEnv });
+    await run('git', ['-C', work, 'commit', '--quiet', '-m', 'modes'], { env: gitEnv });
+    await run('git', ['-C', work, 'push', '--quiet', bare, 'main'], { env: gitEnv });
+    const commit = (await run('git', ['-C', work, 'rev-parse', 'HEAD'])).stdout.trim();
+
+    const repo = repository(name);
+    cleanup.push(repo.gitdir);
+    await repo.fetch(commit);
+    const into = await temp('mooring-checkout-');
+    await checkoutTree(repo, commit, into);
+    expect((await stat(join(into, 'bin/run.sh'))).mode & 0o111).not.toBe(0);
+    expect((await stat(join(into, 'plain.yaml'))).mode & 0o111).toBe(0);
+    await expect(stat(join(into, 'passwd.yaml'))).rejects.toThrow(/ENOENT/);
+  });
+
+  it('refuses a tree past its bounds, naming the bound', async () => {
+    const { repo, commit } = await repoWith({
+      'a.yaml': 'x'.repeat(2000),
+      'b.yaml': 'y: 1\n',
+      'c/d.yaml': 'z: 1\n',
+    });
+    cleanup.push(repo.gitdir);
+    await repo.fetch(commit);
+    const into = await temp('mooring-checkout-');
+    await expect(checkoutTree(repo, commit, into, { maxFiles: 2 })).rejects.toThrow(
+      /checkout: more than 2 files/,
+    );
+    const big = checkoutTree(repo, commit, into, { maxFileBytes: 1000 });
+    await expect(big).rejects.toBeInstanceOf(StalledError);
+    await expect(big).rejects.toThrow(/a\.yaml is 2000 bytes, more than maxFileBytes \(1000\)/);
+    await expect(checkoutTree(repo, commit, into, { maxTotalBytes: 2001 })).rejects.toThrow(
+      /more than 2001 bytes/,
+    );
+  });
+
+  it('asks for a fetch when the commit is not in the cache', async () => {
+    const { repo, commit } = await repoWith({ 'a.yaml': 'a: 1\n' });
+    cleanup.push(repo.gitdir);
+    const into = await temp('mooring-checkout-');
+    const missing = checkoutTree(repo, commit, into);
+    await expect(missing).rejects.toBeInstanceOf(TransientError);
+    await expect(missing).rejects.toThrow(/fetch it first/);
+  });
+});
