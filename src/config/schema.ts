@@ -234,6 +234,22 @@ export const deployment = z.strictObject({
     ])
     .default(false),
   commitStatus: commitStatus.prefault({}),
+  /**
+   * A Helm chart in the source, rendered with `helm template` before mooring's own render (docs/helm.md); its
+   * paths are relative to the source's root. `paths` then only says which commits concern the deployment.
+   */
+  helm: z
+    .strictObject({
+      chart: z.string().min(1),
+      /** The release name; the deployment's name when absent. */
+      releaseName: name.optional(),
+      valuesFiles: z.array(z.string().min(1)).default([]),
+      /** Inline values, applied after the files. */
+      values: z.record(z.string(), z.unknown()).default({}),
+      /** URL prefixes a chart dependency may come from when it is not in the chart's charts/ folder. */
+      allowedRepositories: z.array(z.string().min(1)).default([]),
+    })
+    .optional(),
   /** Delete what an earlier sync applied and the manifests no longer hold (objects annotated mooring.io/prune: disabled stay). */
   prune: z.boolean().default(true),
   /** Manifests that render no objects are an error while the deployment has objects, unless this is set. */
@@ -435,6 +451,26 @@ export function checkReferences(raw: unknown): ReferenceProblem[] {
             message: `${who}: path "${path}" ${why}`,
           });
       });
+    }
+    const helm = (dep as { helm?: { chart?: unknown; valuesFiles?: unknown } }).helm;
+    if (helm && typeof helm === 'object') {
+      const who = typeof dep.name === 'string' ? `deployment ${dep.name}` : `deployments[${index}]`;
+      const chartWhy = typeof helm.chart === 'string' ? pathProblem(helm.chart) : undefined;
+      if (chartWhy)
+        problems.push({
+          path: ['deployments', index, 'helm', 'chart'],
+          message: `${who}: chart "${helm.chart}" ${chartWhy}`,
+        });
+      if (Array.isArray(helm.valuesFiles)) {
+        helm.valuesFiles.forEach((file: unknown, i: number) => {
+          const why = typeof file === 'string' ? pathProblem(file) : undefined;
+          if (why)
+            problems.push({
+              path: ['deployments', index, 'helm', 'valuesFiles', i],
+              message: `${who}: values file "${file}" ${why}`,
+            });
+        });
+      }
     }
     if (Array.isArray(dep.images)) {
       dep.images.forEach((image: unknown, i: number) => {

@@ -10,6 +10,7 @@ import type { GitRepository } from '../sources/git/repository.ts';
 import { readManifestFiles } from '../sources/local/files.ts';
 import type { RegistryClient } from '../sources/registry/client.ts';
 import { pollRegistry } from '../sources/registry/poll.ts';
+import { type ClusterCapabilities, chartFromFolder, chartFromGit } from './chart-files.ts';
 import type { Logger } from './logger.ts';
 
 export interface DeploymentState {
@@ -40,6 +41,8 @@ export interface SourceState {
   registries: Map<string, RegistryState>;
   /** Image digests of the releases the deployments are at, by registry source, read from the ledger at start. */
   knownDigests: Map<string, string>;
+  /** The cluster's version and API versions, for `helm template` (asked once, when a chart is first rendered). */
+  capabilities?: (() => Promise<ClusterCapabilities>) | undefined;
 }
 
 /** Decides whether deployment `d` needs a sync to `commit` and the current images, and queues it if so. */
@@ -82,7 +85,25 @@ export async function pollGitSource(
   // Nothing moved: no fetch at all. The ledger is still read, so that a resume after a rollback is seen.
   if (users.some((d) => d.commit !== resolved.commit)) await repo.fetch(resolved);
   for (const d of users) {
-    if (d.commit !== resolved.commit) {
+    const chart = d.spec.helm;
+    if (chart && d.commit !== resolved.commit && d.deployed !== undefined) {
+      // A chart is any file under its folder (templates, helpers, vendored charts) plus its values files.
+      const { everything, changes } = await repo.changes(d.commit, resolved.commit);
+      const folder = `${chart.chart.replace(/\/+$/, '')}/`;
+      const concerned = (path: string) => path.startsWith(folder) || chart.valuesFiles.includes(path);
+      if (!everything && !changes.some((c) => concerned(c.path))) {
+        state.log.info(
+          { deployment: d.spec.name, commit: resolved.commit },
+          'commit changes none of its paths',
+        );
+        const revision = syncRevision(resolved.commit, digestsOf(state, d));
+        const ledger = d.sameAs?.revision === d.deployed ? d.sameAs?.ledger : d.deployed;
+        if (ledger !== undefined) d.sameAs = { ledger, revision };
+        d.commit = resolved.commit;
+        d.deployed = revision;
+        continue;
+      }
+    } else if (!chart && d.commit !== resolved.commit) {
       const { everything, files } = await repo.changedManifests(
         d.commit,
         resolved.commit,
@@ -171,9 +192,11 @@ export async function manifestFiles(
   if (repo) {
     if (!commit) throw new Error(`no commit of ${d.spec.source} is known yet`);
     await repo.fetch(commit);
+    if (d.spec.helm) return chartFromGit(repo, commit, d.spec, await state.capabilities?.());
     return repo.files(commit, d.spec.paths, d.spec.exclude);
   }
   const local = state.config.sources.local.find((s) => s.name === d.spec.source);
   if (!local) throw new Error(`deployment ${d.spec.name}: no source ${d.spec.source}`);
+  if (d.spec.helm) return chartFromFolder(local.path, d.spec, await state.capabilities?.());
   return readManifestFiles(d.spec.paths.map((p) => (p === '.' ? local.path : `${local.path}/${p}`)));
 }

@@ -27,6 +27,7 @@ import {
   type SourceState,
   syncLocalSource,
 } from './agent-sources.ts';
+import type { ClusterCapabilities } from './chart-files.ts';
 import { Control } from './control.ts';
 import type { Logger } from './logger.ts';
 import { outcomeOf } from './outcome.ts';
@@ -70,6 +71,7 @@ export class Agent {
   private readonly stops: (() => void | Promise<void>)[] = [];
   private stopped = false;
   private ledger: Ledger;
+  private capabilities: Promise<ClusterCapabilities> | undefined;
   /** What stops each source's schedule or folder watch, by source name: a reload stops one source at a time. */
   private readonly sourceStops = new Map<string, () => void | Promise<void>>();
   private driftTimer: NodeJS.Timeout | undefined;
@@ -87,6 +89,14 @@ export class Agent {
       repos: new Map(),
       registries: new Map(),
       knownDigests: new Map(),
+      // Asked once, when a chart is first rendered; a failure is asked again next time.
+      capabilities: () => {
+        this.capabilities ??= deps.discovery.capabilities().catch((error: unknown) => {
+          this.capabilities = undefined;
+          throw error;
+        });
+        return this.capabilities;
+      },
     };
     this.ledger = new Ledger(deps.api, deps.config.cluster.namespace, deps.config.ledger.historyLimit);
     this.control = new Control({

@@ -8,7 +8,11 @@ import { parseAllDocuments } from 'yaml';
 import { KubeApi } from '../../src/kube/api.ts';
 import { Discovery } from '../../src/kube/discovery.ts';
 import { apiVersionsOf, isChart, renderChart } from '../../src/sources/build/helm.ts';
-import { clusterConfig, manifestDir, testbed } from './helpers.ts';
+import { statusReceiver } from '../contract/github-openapi.ts';
+import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
+import { pushImage } from '../testbed/oci-push.ts';
+import { api, postedStatuses, startAgent } from './faults-support.ts';
+import { clusterConfig, eventually, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
 
 async function chart(files: Record<string, string>): Promise<string> {
   const dir = await manifestDir({});
@@ -50,6 +54,7 @@ spec: {containers: [{name: t, image: busybox}]}
 };
 
 describe('helm charts', () => {
+  const ns = useNamespace('helm');
   it('renders with the release, namespace, the cluster capabilities, values files and inline values', async () => {
     const env = testbed();
     const dir = await chart({ ...CHART, 'prod.yaml': 'replicas: 3\ncolor: green\n' });
@@ -122,4 +127,136 @@ describe('helm charts', () => {
       }),
     ).rejects.toThrow(/^charts\/web: helm template failed: .*bad\.yaml/);
   });
+  it('the agent deploys a chart from Git: digests bound, configuration versioned, a commit status', async () => {
+    const env = testbed();
+    const suffix = Date.now().toString(36);
+    const repoPath = `helm-${suffix}/app`;
+    const repo = await createBareRepo(env.git.root, repoPath);
+    const image = `${new URL(env.registry.url).host}/helm-${suffix}/web`;
+    const pushed = await pushImage({
+      registry: env.registry.url,
+      repository: `helm-${suffix}/web`,
+      tag: 'stable',
+    });
+    const receiver = await statusReceiver();
+    const kube = api();
+    const agentNs = `mooring-helm-${suffix}`;
+    const secrets = await manifestDir({ user: env.git.username, password: env.git.password, token: 't' });
+    const chartFiles = (color: string) => ({
+      'charts/web/Chart.yaml': 'apiVersion: v2\nname: web\nversion: 1.0.0\n',
+      'charts/web/values.yaml': `image: ${image}:stable\ncolor: blue\n`,
+      'charts/web/templates/_helpers.tpl': '{{- define "web.name" -}}{{ .Release.Name }}-web{{- end -}}\n',
+      'charts/web/templates/all.yaml': `apiVersion: v1
+kind: ConfigMap
+metadata: {name: {{ include "web.name" . }}-config}
+data: {color: {{ .Values.color | quote }}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: {{ include "web.name" . }}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: web
+          image: {{ .Values.image }}
+          envFrom: [{configMapRef: {name: {{ include "web.name" . }}-config}}]
+`,
+      'env/prod.yaml': `color: ${color}\n`,
+    });
+    const first = await commitFiles(repo, chartFiles('green'));
+    // The agent finds helm as the product does: MOORING_HELM, else helm on PATH.
+    process.env.MOORING_HELM = env.tools.helm;
+    const agent = startAgent(`
+cluster: {name: helm, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
+sources:
+  git:
+    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
+  registry:
+    - {name: web-image, image: ${image}, policy: {type: fixed, tag: stable}, insecure: true, interval: 1h}
+deployments:
+  - name: shop
+    namespace: ${ns()}
+    source: app
+    images: [web-image]
+    helm: {chart: charts/web, valuesFiles: [env/prod.yaml], values: {extra: 1}}
+    stability: {timeout: 2m}
+    commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${secrets}/token}}
+server: {port: 0, address: 127.0.0.1}
+`);
+    try {
+      const ended = (sha: string) =>
+        postedStatuses(receiver.captured).find((s) => s.sha === sha && s.state !== 'pending');
+      await eventually('the chart deployed', async () => ended(first), 90_000).catch((error: unknown) => {
+        throw new Error(
+          `${String(error)}\n${agent.lines.filter((l) => l.includes('"level":50')).join('\n')}`,
+        );
+      });
+      expect(ended(first)?.state).toBe('success');
+      const deployment = JSON.parse(
+        (
+          await runTool(env.tools.kubectl, [
+            '--kubeconfig',
+            env.kube.kubeconfig,
+            '-n',
+            ns(),
+            'get',
+            'deployment',
+            'shop-web',
+            '-o',
+            'json',
+          ])
+        ).stdout,
+      ) as {
+        spec: {
+          template: {
+            spec: { containers: { image: string; envFrom: { configMapRef: { name: string } }[] }[] };
+          };
+        };
+      };
+      const container = deployment.spec.template.spec.containers[0];
+      expect(container?.image).toBe(`${image}:stable@${pushed.digest}`);
+      expect(container?.envFrom[0]?.configMapRef.name).toBe('shop-web-config-v000');
+      // A values file of the chart changed: a new version of its configuration.
+      const second = await commitFiles(repo, { 'env/prod.yaml': 'color: red\n' });
+      await eventually('the values change deployed', async () => ended(second), 90_000);
+      expect(ended(second)?.state).toBe('success');
+      const config = JSON.parse(
+        (
+          await runTool(env.tools.kubectl, [
+            '--kubeconfig',
+            env.kube.kubeconfig,
+            '-n',
+            ns(),
+            'get',
+            'configmap',
+            'shop-web-config-v001',
+            '-o',
+            'json',
+          ])
+        ).stdout,
+      ) as { data: Record<string, string> };
+      expect(config.data).toEqual({ color: 'red' });
+      const third = await commitFiles(repo, { 'README.md': 'not the chart\n' });
+      await eventually('the unrelated commit seen', async () =>
+        agent.logged('commit changes none of its paths').length > 0 ? true : undefined,
+      );
+      expect(ended(third)).toBeUndefined();
+    } finally {
+      await agent.stop();
+      await receiver.close();
+      kube.close();
+      await runTool(env.tools.kubectl, [
+        '--kubeconfig',
+        env.kube.kubeconfig,
+        'delete',
+        'namespace',
+        agentNs,
+        '--wait=false',
+      ]);
+    }
+  }, 180_000);
 });

@@ -1,0 +1,62 @@
+// The manifests of a deployment that names a Helm chart (`helm:` in its config): the chart folder of its source
+// (a Git commit checked out into a temporary folder, or the local folder as it is) rendered by `helm template`
+// with the deployment's values and the cluster's capabilities; the result goes through mooring's render.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Deployment } from '../config/schema.ts';
+import { StalledError } from '../errors.ts';
+import type { ManifestFile } from '../render/parse.ts';
+import { apiVersionsOf, isChart, renderChart } from '../sources/build/helm.ts';
+import { checkoutTree } from '../sources/git/checkout.ts';
+import type { GitRepository } from '../sources/git/repository.ts';
+
+export interface ClusterCapabilities {
+  kubeVersion: string;
+  apiVersions: { groupVersion: string; kinds: string[] }[];
+}
+
+type Chart = NonNullable<Deployment['helm']>;
+
+async function render(root: string, spec: Deployment, chart: Chart, caps: ClusterCapabilities | undefined) {
+  const dir = join(root, chart.chart);
+  if (!(await isChart(dir)))
+    throw new StalledError(`deployment ${spec.name}: ${chart.chart} holds no Chart.yaml`);
+  return renderChart({
+    chart: dir,
+    label: chart.chart,
+    releaseName: chart.releaseName ?? spec.name,
+    namespace: spec.namespace,
+    valuesFiles: chart.valuesFiles.map((f) => join(root, f)),
+    values: chart.values,
+    kubeVersion: caps?.kubeVersion,
+    apiVersions: caps ? apiVersionsOf(caps.apiVersions) : undefined,
+    allowedRepositories: chart.allowedRepositories,
+  });
+}
+
+/** The chart of deployment `spec` at a fetched `commit` of `repo`. */
+export async function chartFromGit(
+  repo: GitRepository,
+  commit: string,
+  spec: Deployment,
+  caps: ClusterCapabilities | undefined,
+): Promise<ManifestFile[]> {
+  const chart = spec.helm as Chart;
+  const dir = await mkdtemp(join(tmpdir(), 'mooring-chart-'));
+  try {
+    await checkoutTree(repo, commit, dir);
+    return [await render(dir, spec, chart, caps)];
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** The chart of deployment `spec` in a local folder. */
+export async function chartFromFolder(
+  folder: string,
+  spec: Deployment,
+  caps: ClusterCapabilities | undefined,
+): Promise<ManifestFile[]> {
+  return [await render(folder, spec, spec.helm as Chart, caps)];
+}
