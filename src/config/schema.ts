@@ -374,6 +374,8 @@ export const configSchema = z.strictObject({
       mode: z.enum(['correct', 'report']).default('correct'),
     })
     .prefault({}),
+  /** SOPS files are decrypted with the age identities of this key file (a mounted Secret; docs/sops.md). */
+  decryption: z.strictObject({ ageKeyFile: z.string().min(1).optional() }).prefault({}),
 });
 
 export type MooringConfig = z.infer<typeof configSchema>;

@@ -10,6 +10,8 @@ import type { GitRepository } from '../sources/git/repository.ts';
 import { readManifestFiles } from '../sources/local/files.ts';
 import type { RegistryClient } from '../sources/registry/client.ts';
 import { pollRegistry } from '../sources/registry/poll.ts';
+import { loadAgeIdentities } from '../sources/sops/age-keys.ts';
+import { decryptFiles } from '../sources/sops/decrypt.ts';
 import { type ClusterCapabilities, chartFromFolder, chartFromGit } from './chart-files.ts';
 import type { Logger } from './logger.ts';
 
@@ -182,8 +184,20 @@ export async function syncLocalSource(
   }
 }
 
-/** The manifests of deployment `d` at `commit` (for a Git source), or as its local folder holds them now. */
+/**
+ * The manifests of deployment `d` at `commit` (for a Git source), or as its local folder holds them now, with SOPS
+ * files decrypted (the key file is read only when a file is encrypted).
+ */
 export async function manifestFiles(
+  state: SourceState,
+  d: DeploymentState,
+  commit: string | undefined,
+): Promise<ManifestFile[]> {
+  const files = await sourceFiles(state, d, commit);
+  return decryptFiles(files, () => loadAgeIdentities(state.config.decryption.ageKeyFile));
+}
+
+async function sourceFiles(
   state: SourceState,
   d: DeploymentState,
   commit: string | undefined,

@@ -10,6 +10,8 @@ import { Discovery } from '../../kube/discovery.ts';
 import { cliOwner } from '../../kube/inventory.ts';
 import { describeObject } from '../../render/manifest.ts';
 import { readManifestFiles } from '../../sources/local/files.ts';
+import { loadAgeIdentities } from '../../sources/sops/age-keys.ts';
+import { decryptFiles } from '../../sources/sops/decrypt.ts';
 import { deploy } from '../../sync/deploy.ts';
 import { type ClusterFlags, clusterAccess, manifestBoundary, withManifestFlags } from '../cluster-flags.ts';
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
@@ -30,6 +32,7 @@ interface DeployFlags extends ClusterFlags {
   prune?: boolean;
   allowEmpty?: boolean;
   versionHistory: string;
+  ageKeyFile?: string;
 }
 
 function describeApplied(r: ApplyResult): string {
@@ -53,6 +56,7 @@ export function deployCommand(program: Command, print: (text: string) => void): 
   withManifestFlags(
     program.command('deploy').description('render, apply and wait until every object is stable'),
   )
+    .option('--age-key-file <file>', 'age identities for SOPS-encrypted files (default: $SOPS_AGE_KEY_FILE)')
     .option('--timeout <duration>', 'how long to wait for stability', '30m')
     .option('--concurrency <n>', 'objects written at once within a phase', '8')
     .option('--no-wait', 'apply and return without waiting for stability')
@@ -87,7 +91,9 @@ export function deployCommand(program: Command, print: (text: string) => void): 
         throw new ExitError('error: --version-history must be an integer from 1 to 1000', EXIT_USAGE);
       }
       const images = flags.image.map(parseImageFlag);
-      const files = await readManifestFiles(paths);
+      // SOPS files are decrypted as read; the key file is read only when a file is encrypted.
+      const keys = () => loadAgeIdentities(flags.ageKeyFile);
+      const files = await decryptFiles(await readManifestFiles(paths), keys);
       const clusterConfig = loadKubeConfig(clusterAccess(flags));
       const namespace = flags.namespace ?? clusterConfig.namespace ?? 'default';
       const application = flags.application ?? namespace;

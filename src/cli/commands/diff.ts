@@ -18,6 +18,8 @@ import type { KubeObject } from '../../render/manifest.ts';
 import { current, Ledger } from '../../report/ledger.ts';
 import { GitRepository } from '../../sources/git/repository.ts';
 import { readManifestFiles } from '../../sources/local/files.ts';
+import { loadAgeIdentities } from '../../sources/sops/age-keys.ts';
+import { decryptFiles } from '../../sources/sops/decrypt.ts';
 import { type DeployRequest, deploy } from '../../sync/deploy.ts';
 import { cliOwner, planPrune } from '../../sync/prune.ts';
 import { type ClusterFlags, clusterAccess, manifestBoundary, withManifestFlags } from '../cluster-flags.ts';
@@ -34,6 +36,7 @@ interface DiffFlags extends ClusterFlags {
   deployment?: string;
   config?: string;
   concurrency: string;
+  ageKeyFile?: string;
 }
 
 /** What to diff: the deploy request, the cluster, and whose inventory prune would read (when it would prune). */
@@ -52,7 +55,9 @@ async function pathInput(
   concurrency: number,
 ): Promise<DiffInput> {
   const images = flags.image.map(parseImageFlag);
-  const files = await readManifestFiles(paths);
+  // SOPS files are decrypted as read; the key file is read only when a file is encrypted.
+  const keys = () => loadAgeIdentities(flags.ageKeyFile);
+  const files = await decryptFiles(await readManifestFiles(paths), keys);
   const clusterConfig = loadKubeConfig(clusterAccess(flags));
   const namespace = flags.namespace ?? clusterConfig.namespace ?? 'default';
   const application = flags.application ?? namespace;
@@ -118,6 +123,8 @@ async function deploymentInput(
       files = await readManifestFiles(spec.paths.map((p) => (p === '.' ? local.path : `${local.path}/${p}`)));
     } else
       throw new StalledError(`${file}: deployment ${name} reads source ${spec.source}, which is not defined`);
+    const keyFile = flags.ageKeyFile ?? config.decryption.ageKeyFile;
+    files = await decryptFiles(files, () => loadAgeIdentities(keyFile));
     // The images the agent runs now: those of the deployment's current release.
     const release = current(await new Ledger(api, config.cluster.namespace).read(name));
     if (!release && spec.images.length > 0)
@@ -218,6 +225,7 @@ export function diffCommand(
       .command('diff')
       .description('show what a deploy would change, field by field, from a server-side dry run'),
   )
+    .option('--age-key-file <file>', 'age identities for SOPS-encrypted files (default: $SOPS_AGE_KEY_FILE)')
     .option('--prune', 'also show what a deploy with --prune would delete')
     .option('--allow-empty', 'files that render no objects are not an error (as for deploy)')
     .option('--deployment <name>', "the agent's deployment of that name (with --config), instead of paths")

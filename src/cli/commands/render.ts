@@ -18,6 +18,8 @@ import { redactSecret } from '../../render/redact.ts';
 import { type ClusterSnapshot, render } from '../../render/render.ts';
 import { needsHashKey } from '../../render/versioning.ts';
 import { readManifestFiles } from '../../sources/local/files.ts';
+import { loadAgeIdentities } from '../../sources/sops/age-keys.ts';
+import { decryptFiles } from '../../sources/sops/decrypt.ts';
 import { type ClusterFlags, clusterAccess, manifestBoundary, withManifestFlags } from '../cluster-flags.ts';
 import { formatData, formatTable } from '../output.ts';
 
@@ -27,6 +29,7 @@ interface RenderFlags extends ClusterFlags {
   allowNamespace: string[];
   agentNamespace: string;
   hashKeyFile?: string;
+  ageKeyFile?: string;
   offline?: boolean;
   showSecrets?: boolean;
   requireDigests?: boolean;
@@ -52,6 +55,7 @@ export function renderCommand(
   withManifestFlags(
     program.command('render').description('print the hydrated manifests a deploy of these files would apply'),
   )
+    .option('--age-key-file <file>', 'age identities for SOPS-encrypted files (default: $SOPS_AGE_KEY_FILE)')
     .option('--offline', 'do not read existing versions and live objects from the cluster')
     .option('--require-digests', 'fail when an image is left without a digest')
     .option('--show-secrets', 'print Secret values instead of redacting them')
@@ -66,7 +70,9 @@ export function renderCommand(
     )
     .action(async (paths: string[], flags: RenderFlags) => {
       const images = flags.image.map(parseImageFlag);
-      const files = await readManifestFiles(paths);
+      // SOPS files are decrypted as read; the key file is read only when a file is encrypted.
+      const keys = () => loadAgeIdentities(flags.ageKeyFile);
+      const files = await decryptFiles(await readManifestFiles(paths), keys);
       let namespace = flags.namespace;
       let snapshot: ClusterSnapshot = { versions: [], live: [] };
       // Versioned Secrets are hashed under the installation's key: from --hash-key-file, else read (never made) from
