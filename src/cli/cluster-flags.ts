@@ -25,7 +25,7 @@ export function clusterAccess(flags: ClusterFlags): ClusterAccess {
 /** The arguments and flags of commands that render manifest files: `render`, `deploy`. */
 export function withManifestFlags(command: Command): Command {
   return command
-    .argument('<paths...>', 'manifest files or folders (.yaml, .yml, .json)')
+    .argument('<paths...>', 'manifest files or folders (.yaml, .yml, .json), or - for standard input')
     .option('--kubeconfig <file>', 'path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)')
     .option('--context <name>', 'the kubeconfig context to use')
     .option(

@@ -47,6 +47,11 @@ export function parseImageFlag(value: string): ImageArtifact {
   return { name, tag: ref.tag, digest: ref.digest };
 }
 
+/** Objects as kubectl prints several in JSON: one `v1 List`, which `kubectl apply -f -` reads back. */
+export function asList(items: readonly unknown[]): { apiVersion: 'v1'; kind: 'List'; items: unknown[] } {
+  return { apiVersion: 'v1', kind: 'List', items: [...items] };
+}
+
 export function renderCommand(
   program: Command,
   print: (text: string) => void,
@@ -143,6 +148,6 @@ export function renderCommand(
         );
       }
       const shown = flags.showSecrets ? result.objects : result.objects.map(redactSecret);
-      print(flags.output === 'json' ? formatData(shown, 'json') : toYaml(shown).trimEnd());
+      print(flags.output === 'json' ? formatData(asList(shown), 'json') : toYaml(shown).trimEnd());
     });
 }

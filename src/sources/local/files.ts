@@ -1,5 +1,6 @@
 // Reading manifest files from local paths: files as given, folders walked (sorted, hidden entries skipped) for
-// .yaml, .yml and .json. Bounded by file size and count; a symlink that leads outside its root is refused.
+// .yaml, .yml and .json, and `-` for standard input (as kubectl's `-f -`), named `<stdin>` in messages. Bounded
+// by file size and count; a symlink that leads outside its root is refused.
 import { lstat, readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
 import { StalledError } from '../../errors.ts';
@@ -14,12 +15,29 @@ export interface ReadLimits {
 
 export const DEFAULT_READ_LIMITS: ReadLimits = { maxFileBytes: 4 * 1024 * 1024, maxFiles: 10_000 };
 
+/** The path that stands for standard input, and the name its manifests carry in messages. */
+export const STDIN_PATH = '-';
+export const STDIN_NAME = '<stdin>';
+
+export interface ReadSources {
+  /** What `-` reads: the process's standard input unless given. */
+  stdin?: AsyncIterable<Uint8Array | string>;
+}
+
 export async function readManifestFiles(
   paths: readonly string[],
   limits = DEFAULT_READ_LIMITS,
+  sources: ReadSources = {},
 ): Promise<ManifestFile[]> {
+  if (paths.filter((p) => p === STDIN_PATH).length > 1) {
+    throw new StalledError(`"${STDIN_PATH}" (standard input) may be given only once`);
+  }
   const files: ManifestFile[] = [];
   for (const path of paths) {
+    if (path === STDIN_PATH) {
+      files.push(await readStdin(sources.stdin ?? process.stdin, limits));
+      continue;
+    }
     let info: Awaited<ReturnType<typeof stat>>;
     try {
       info = await stat(path);
@@ -70,4 +88,24 @@ async function readOne(path: string, limits: ReadLimits): Promise<ManifestFile> 
     });
   }
   return { path, text: await readFile(path, 'utf8') };
+}
+
+/** Standard input as one manifest file, read until its end but never past the file size limit. */
+async function readStdin(
+  input: AsyncIterable<Uint8Array | string>,
+  limits: ReadLimits,
+): Promise<ManifestFile> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of input) {
+    const bytes = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : Buffer.from(chunk);
+    size += bytes.length;
+    if (size > limits.maxFileBytes) {
+      throw new StalledError(`input is more than the limit of ${limits.maxFileBytes} bytes`, {
+        subject: { describe: STDIN_NAME },
+      });
+    }
+    chunks.push(bytes);
+  }
+  return { path: STDIN_NAME, text: Buffer.concat(chunks).toString('utf8') };
 }
