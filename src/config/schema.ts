@@ -323,6 +323,10 @@ const render = z.strictObject({
   applyAppLabels: z.boolean().default(true),
   /** Cluster-scoped custom kinds as `group/Kind`, until discovery tells. */
   clusterScoped: z.array(z.string().regex(/^[a-z0-9.-]*\/[A-Za-z0-9]+$/, 'must be group/Kind')).default([]),
+  /** The kubectl whose kustomize builds kustomizations; MOORING_KUBECTL, else `kubectl` on PATH, when absent. */
+  kubectl: z.string().min(1).optional(),
+  /** Kustomizations (docs/kustomize.md): remote bases (URLs in resources/bases) are refused unless allowed. */
+  kustomize: z.strictObject({ allowRemoteBases: z.boolean().default(false) }).prefault({}),
 });
 
 const apply = z.strictObject({

@@ -5,6 +5,8 @@
 import type { Deployment, LocalSource, MooringConfig, RegistrySource } from '../config/schema.ts';
 import type { ManifestFile } from '../render/parse.ts';
 import { type ReleaseImage, syncRevision } from '../report/ledger.ts';
+import { kustomizeOptions } from '../sources/build/kustomize.ts';
+import { kustomizationsAt, kustomizeGit, kustomizeLocal } from '../sources/build/kustomize-sources.ts';
 import { createPathFilter, isManifestPath } from '../sources/git/paths.ts';
 import type { GitRepository } from '../sources/git/repository.ts';
 import { readManifestFiles } from '../sources/local/files.ts';
@@ -120,7 +122,14 @@ export async function pollGitSource(
           : (await repo.changes(d.commit, resolved.commit)).changes.filter(
               (c) => c.after === undefined && isManifestPath(c.path) && filter.includes(c.path),
             );
-      if (!everything && files.length === 0 && deleted.length === 0 && d.deployed !== undefined) {
+      if (
+        !everything &&
+        files.length === 0 &&
+        deleted.length === 0 &&
+        d.deployed !== undefined &&
+        // A kustomization's bases and generator files may lie outside its paths: any commit may concern it.
+        (await kustomizationsAt(repo, resolved.commit, d.spec.paths, d.spec.exclude)).length === 0
+      ) {
         state.log.info(
           { deployment: d.spec.name, commit: resolved.commit },
           'commit changes none of its paths',
@@ -207,10 +216,12 @@ async function sourceFiles(
     if (!commit) throw new Error(`no commit of ${d.spec.source} is known yet`);
     await repo.fetch(commit);
     if (d.spec.helm) return chartFromGit(repo, commit, d.spec, await state.capabilities?.());
-    return repo.files(commit, d.spec.paths, d.spec.exclude);
+    const files = await repo.files(commit, d.spec.paths, d.spec.exclude);
+    return kustomizeGit(repo, commit, d.spec.paths, d.spec.exclude, files, kustomizeOptions(state.config));
   }
   const local = state.config.sources.local.find((s) => s.name === d.spec.source);
   if (!local) throw new Error(`deployment ${d.spec.name}: no source ${d.spec.source}`);
   if (d.spec.helm) return chartFromFolder(local.path, d.spec, await state.capabilities?.());
-  return readManifestFiles(d.spec.paths.map((p) => (p === '.' ? local.path : `${local.path}/${p}`)));
+  const paths = d.spec.paths.map((p) => (p === '.' ? local.path : `${local.path}/${p}`));
+  return kustomizeLocal(paths, await readManifestFiles(paths), kustomizeOptions(state.config));
 }

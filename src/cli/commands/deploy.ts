@@ -9,6 +9,7 @@ import { loadKubeConfig } from '../../kube/client.ts';
 import { Discovery } from '../../kube/discovery.ts';
 import { cliOwner } from '../../kube/inventory.ts';
 import { describeObject } from '../../render/manifest.ts';
+import { kustomizeLocal } from '../../sources/build/kustomize-sources.ts';
 import { readManifestFiles } from '../../sources/local/files.ts';
 import { loadAgeIdentities } from '../../sources/sops/age-keys.ts';
 import { decryptFiles } from '../../sources/sops/decrypt.ts';
@@ -93,7 +94,7 @@ export function deployCommand(program: Command, print: (text: string) => void): 
       const images = flags.image.map(parseImageFlag);
       // SOPS files are decrypted as read; the key file is read only when a file is encrypted.
       const keys = () => loadAgeIdentities(flags.ageKeyFile);
-      const files = await decryptFiles(await readManifestFiles(paths), keys);
+      const files = await decryptFiles(await kustomizeLocal(paths, await readManifestFiles(paths)), keys);
       const clusterConfig = loadKubeConfig(clusterAccess(flags));
       const namespace = flags.namespace ?? clusterConfig.namespace ?? 'default';
       const application = flags.application ?? namespace;

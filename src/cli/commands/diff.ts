@@ -16,6 +16,7 @@ import { Discovery } from '../../kube/discovery.ts';
 import { diffSummary } from '../../render/diff-text.ts';
 import type { KubeObject } from '../../render/manifest.ts';
 import { current, Ledger } from '../../report/ledger.ts';
+import { kustomizeLocal } from '../../sources/build/kustomize-sources.ts';
 import { GitRepository } from '../../sources/git/repository.ts';
 import { readManifestFiles } from '../../sources/local/files.ts';
 import { loadAgeIdentities } from '../../sources/sops/age-keys.ts';
@@ -57,7 +58,7 @@ async function pathInput(
   const images = flags.image.map(parseImageFlag);
   // SOPS files are decrypted as read; the key file is read only when a file is encrypted.
   const keys = () => loadAgeIdentities(flags.ageKeyFile);
-  const files = await decryptFiles(await readManifestFiles(paths), keys);
+  const files = await decryptFiles(await kustomizeLocal(paths, await readManifestFiles(paths)), keys);
   const clusterConfig = loadKubeConfig(clusterAccess(flags));
   const namespace = flags.namespace ?? clusterConfig.namespace ?? 'default';
   const application = flags.application ?? namespace;

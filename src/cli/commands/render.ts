@@ -17,6 +17,7 @@ import { parseManifestFiles } from '../../render/parse.ts';
 import { redactSecret } from '../../render/redact.ts';
 import { type ClusterSnapshot, render } from '../../render/render.ts';
 import { needsHashKey } from '../../render/versioning.ts';
+import { kustomizeLocal } from '../../sources/build/kustomize-sources.ts';
 import { readManifestFiles } from '../../sources/local/files.ts';
 import { loadAgeIdentities } from '../../sources/sops/age-keys.ts';
 import { decryptFiles } from '../../sources/sops/decrypt.ts';
@@ -77,7 +78,7 @@ export function renderCommand(
       const images = flags.image.map(parseImageFlag);
       // SOPS files are decrypted as read; the key file is read only when a file is encrypted.
       const keys = () => loadAgeIdentities(flags.ageKeyFile);
-      const files = await decryptFiles(await readManifestFiles(paths), keys);
+      const files = await decryptFiles(await kustomizeLocal(paths, await readManifestFiles(paths)), keys);
       let namespace = flags.namespace;
       let snapshot: ClusterSnapshot = { versions: [], live: [] };
       // Versioned Secrets are hashed under the installation's key: from --hash-key-file, else read (never made) from

@@ -32,6 +32,31 @@ const everyFile = {
   mayContain: () => true,
 };
 
+/**
+ * The paths of the regular files of a fetched commit that `include` selects (folders `mayContain` refuses are not
+ * read), sorted; at most `limit`. For finding a few files (kustomizations) without reading or writing any.
+ */
+export async function findTreeFiles(
+  repo: GitRepository,
+  commit: string,
+  selection: { include(path: string): boolean; mayContain(folder: string): boolean },
+  limit = 10_000,
+): Promise<string[]> {
+  return exclusive(repo.gitdir, async () => {
+    const store: ObjectStore = { fs: readOnlyStoreFs(repo.gitdir), gitdir: repo.gitdir, cache: {} };
+    const files = await listFiles(
+      store,
+      commit,
+      {
+        includes: (f) => f.mode !== SYMLINK_MODE && selection.include(f.path),
+        mayContain: (folder) => selection.mayContain(folder),
+      },
+      limit,
+    );
+    return files.map((f) => f.path);
+  });
+}
+
 /** Writes the regular files of a fetched commit's tree under `into`. */
 export async function checkoutTree(
   repo: GitRepository,

@@ -1,0 +1,213 @@
+// Kustomize trees with the project's real kubectl (its built-in kustomize) against the test bed: the CLI deploys an
+// overlay (a base with a Deployment and a ConfigMap, a patch of replicas, a configMapGenerator) and mooring's
+// versioning applies to the built objects; a remote base is refused naming the kustomization and the URL; a
+// kustomize error names the kustomization; the agent deploys the overlay from the test bed's Git server, digests
+// bound, with commit statuses, and a change to the base (outside the deployment's paths) is deployed too.
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { statusReceiver } from '../contract/github-openapi.ts';
+import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
+import { pushImage } from '../testbed/oci-push.ts';
+import { api, postedStatuses, startAgent } from './faults-support.ts';
+import { deployTo, eventually, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
+
+async function tree(files: Record<string, string>): Promise<string> {
+  const dir = await manifestDir({});
+  for (const [path, text] of Object.entries(files)) {
+    await mkdir(join(dir, path, '..'), { recursive: true });
+    await writeFile(join(dir, path), text);
+  }
+  return dir;
+}
+
+const deploymentYaml = (image: string) => `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: web
+          image: ${image}
+          envFrom:
+            - configMapRef: {name: web-base}
+            - configMapRef: {name: web-settings}
+`;
+
+const overlay = (image: string, greeting = 'hello'): Record<string, string> => ({
+  'base/kustomization.yaml': 'resources: [deployment.yaml, configmap.yaml]\n',
+  'base/deployment.yaml': deploymentYaml(image),
+  'base/configmap.yaml': `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-base}\ndata: {greeting: ${greeting}}\n`,
+  'overlays/prod/kustomization.yaml': `resources: [../../base]
+patches:
+  - path: replicas.yaml
+configMapGenerator:
+  - name: web-settings
+    literals: [MODE=prod]
+`,
+  'overlays/prod/replicas.yaml':
+    'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 3}\n',
+});
+
+interface Live {
+  spec: {
+    replicas: number;
+    template: { spec: { containers: { image: string; envFrom: { configMapRef: { name: string } }[] }[] } };
+  };
+  data?: Record<string, string>;
+}
+
+async function get(namespace: string, kind: string, name: string): Promise<Live | undefined> {
+  const env = testbed();
+  const out = await runTool(env.tools.kubectl, [
+    '--kubeconfig',
+    env.kube.kubeconfig,
+    '-n',
+    namespace,
+    'get',
+    kind,
+    name,
+    '-o',
+    'json',
+    '--ignore-not-found',
+  ]);
+  return out.stdout.trim() ? (JSON.parse(out.stdout) as Live) : undefined;
+}
+
+beforeAll(() => {
+  // The CLI and the agent find kubectl as the product does: MOORING_KUBECTL, else kubectl on PATH.
+  process.env.MOORING_KUBECTL = testbed().tools.kubectl;
+});
+
+describe('kustomize', () => {
+  const ns = useNamespace('kustomize');
+
+  it('the CLI deploys an overlay: patched, generated ConfigMap kept by its kustomize name and versioned', async () => {
+    const dir = await tree(overlay('nginx:1.25'));
+    const result = await deployTo(ns(), join(dir, 'overlays/prod'));
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const web = await get(ns(), 'deployment', 'web');
+    expect(web?.spec.replicas).toBe(3);
+    const refs = web?.spec.template.spec.containers[0]?.envFrom.map((e) => e.configMapRef.name);
+    expect(refs?.[0]).toBe('web-base-v000');
+    // kustomize's hash suffix is left as it is; mooring's version comes after it.
+    expect(refs?.[1]).toMatch(/^web-settings-[a-z0-9]{10}-v000$/);
+    expect((await get(ns(), 'configmap', refs?.[1] ?? ''))?.data).toEqual({ MODE: 'prod' });
+    expect((await get(ns(), 'configmap', 'web-base-v000'))?.data).toEqual({ greeting: 'hello' });
+  });
+});
+
+describe('kustomize refusals', () => {
+  const ns = useNamespace('kustomize-refused');
+
+  it('refuses a remote base, naming the kustomization and the URL, and applies nothing', async () => {
+    const dir = await tree({
+      ...overlay('nginx:1.25'),
+      'overlays/remote/kustomization.yaml':
+        'resources:\n  - ../../base\n  - https://deploy:secret@git.example.invalid/org/repo//deploy?ref=v1\n',
+    });
+    const result = await deployTo(ns(), join(dir, 'overlays/remote'));
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain(
+      `${join(dir, 'overlays/remote/kustomization.yaml')}: remote base https://git.example.invalid/org/repo//deploy is not allowed`,
+    );
+    expect(result.stderr).not.toContain('secret');
+    expect(await get(ns(), 'deployment', 'web')).toBeUndefined();
+  });
+
+  it("kustomize's own errors name the kustomization file", async () => {
+    const dir = await tree({
+      ...overlay('nginx:1.25'),
+      'overlays/broken/kustomization.yaml': 'resources: [../../base]\npatches:\n  - path: missing.yaml\n',
+    });
+    const result = await deployTo(ns(), join(dir, 'overlays/broken'));
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(
+      /overlays\/broken\/kustomization\.yaml: kustomize build failed: .*missing\.yaml/,
+    );
+    expect(await get(ns(), 'deployment', 'web')).toBeUndefined();
+  });
+});
+
+describe('kustomize in the agent', () => {
+  const ns = useNamespace('kustomize-agent');
+
+  it('the agent deploys the overlay from Git with digests and commit statuses, and follows its base', async () => {
+    const env = testbed();
+    const suffix = Date.now().toString(36);
+    const repoPath = `kustomize-${suffix}/app`;
+    const repo = await createBareRepo(env.git.root, repoPath);
+    const image = `${new URL(env.registry.url).host}/kustomize-${suffix}/web`;
+    const pushed = await pushImage({
+      registry: env.registry.url,
+      repository: `kustomize-${suffix}/web`,
+      tag: 'stable',
+    });
+    const receiver = await statusReceiver();
+    const kube = api();
+    const agentNs = `mooring-kustomize-${suffix}`;
+    const secrets = await manifestDir({ user: env.git.username, password: env.git.password, token: 't' });
+    const first = await commitFiles(repo, { ...overlay(`${image}:stable`), 'README.md': 'app\n' });
+    const agent = startAgent(`
+cluster: {name: kustomize, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
+sources:
+  git:
+    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
+  registry:
+    - {name: web-image, image: ${image}, policy: {type: fixed, tag: stable}, insecure: true, interval: 1h}
+render: {kubectl: ${env.tools.kubectl}}
+deployments:
+  - name: shop
+    namespace: ${ns()}
+    source: app
+    paths: [overlays/prod]
+    images: [web-image]
+    stability: {timeout: 2m}
+    commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${secrets}/token}}
+server: {port: 0, address: 127.0.0.1}
+`);
+    try {
+      const ended = (sha: string) =>
+        postedStatuses(receiver.captured).find((s) => s.sha === sha && s.state !== 'pending');
+      await eventually('the overlay deployed', async () => ended(first), 90_000).catch((error: unknown) => {
+        throw new Error(
+          `${String(error)}\n${agent.lines.filter((l) => l.includes('"level":50')).join('\n')}`,
+        );
+      });
+      expect(ended(first)?.state).toBe('success');
+      const web = await get(ns(), 'deployment', 'web');
+      expect(web?.spec.replicas).toBe(3);
+      const container = web?.spec.template.spec.containers[0];
+      expect(container?.image).toBe(`${image}:stable@${pushed.digest}`);
+      expect(container?.envFrom[0]?.configMapRef.name).toBe('web-base-v000');
+      expect(container?.envFrom[1]?.configMapRef.name).toMatch(/^web-settings-[a-z0-9]{10}-v000$/);
+      // The base lies outside the deployment's paths; a change to it is still deployed.
+      const second = await commitFiles(repo, {
+        'base/configmap.yaml':
+          'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-base}\ndata: {greeting: bonjour}\n',
+      });
+      await eventually('the base change deployed', async () => ended(second), 90_000);
+      expect(ended(second)?.state).toBe('success');
+      expect((await get(ns(), 'configmap', 'web-base-v001'))?.data).toEqual({ greeting: 'bonjour' });
+      const after = await get(ns(), 'deployment', 'web');
+      expect(after?.spec.template.spec.containers[0]?.envFrom[0]?.configMapRef.name).toBe('web-base-v001');
+    } finally {
+      await agent.stop();
+      await receiver.close();
+      kube.close();
+      await runTool(env.tools.kubectl, [
+        '--kubeconfig',
+        env.kube.kubeconfig,
+        'delete',
+        'namespace',
+        agentNs,
+        '--wait=false',
+      ]);
+    }
+  });
+});
