@@ -3,7 +3,8 @@
 // a broken Deployment is reported as a failure naming it; the audit log holds the hydrated manifests; and a
 // Secret's canary value appears in no log, audit record, ledger, status request, error, history or HTTP answer:
 // not when the API server refuses a Secret and quotes the value, and not through the content-hash annotation,
-// which cannot confirm the value without the installation's key.
+// which cannot confirm the value without the installation's key. A SOPS/age-encrypted Secret beside it, decrypted by
+// the agents (decryption.ageKeyFile), keeps its plaintext out of every output just the same.
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -19,9 +20,11 @@ import { githubStatusValidator, statusReceiver } from '../contract/github-openap
 import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
 import { pushImage } from '../testbed/oci-push.ts';
+import { encryptSops, newAgeKey } from '../unit/sources/sops-fixture.ts';
 import { eventually, lineSink, manifestDir, mooring, runTool, testbed, useNamespace } from './helpers.ts';
 
 const CANARY = `canary-${Math.random().toString(36).slice(2)}-value`;
+const SOPS_CANARY = `sops-canary-${Math.random().toString(36).slice(2)}-value`;
 
 interface Status {
   sha: string;
@@ -77,12 +80,25 @@ spec:
         'metadata: {labels: {app: web}}',
         `metadata: {labels: {app: web}, annotations: {${BEHAVIOR}: never-ready}}`,
       );
-    const first = await commitFiles(repo, { 'app.yaml': app(good) });
+    const age = await newAgeKey();
+    const sealed = await encryptSops(
+      [
+        {
+          apiVersion: 'v1',
+          kind: 'Secret',
+          metadata: { name: 'sealed' },
+          stringData: { token: SOPS_CANARY },
+        },
+      ],
+      { recipients: [age.recipient] },
+    );
+    const first = await commitFiles(repo, { 'app.yaml': app(good), 'sealed.yaml': sealed });
     await pushImage({ registry: env.registry.url, repository: `report-${suffix}/web`, tag: 'stable' });
     const secrets = await manifestDir({
       user: env.git.username,
       password: env.git.password,
       token: 'github-token',
+      'age-keys.txt': `${age.secret}\n`,
     });
 
     const sinks: string[][] = [];
@@ -104,6 +120,7 @@ deployments:
     commitStatus: {provider: github, apiUrl: "${apiUrl}", token: {file: ${secrets}/token}}
 server: {port: 0, address: 127.0.0.1}
 audit: {file: ${audit}}
+decryption: {ageKeyFile: ${secrets}/age-keys.txt}
 `);
       const { destination, lines } = lineSink();
       sinks.push(lines);
@@ -297,6 +314,7 @@ data: {pin: ${CANARY}}
       ...answers,
     ];
     for (const text of everything) expect(text).not.toContain(CANARY);
+    for (const text of everything) expect(text).not.toContain(SOPS_CANARY);
     // Syncs after the first wrote the unchanged Secret no more: only its creation was logged, once per agent.
     const secretWrites = sinks
       .flat()
@@ -318,6 +336,18 @@ data: {pin: ${CANARY}}
       'jsonpath={.data.token}',
     ]);
     expect(Buffer.from(stored.stdout, 'base64').toString()).toBe(CANARY);
+    const sealedStored = await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      '-n',
+      nsEast(),
+      'get',
+      'secret',
+      'sealed-v000',
+      '-o',
+      'jsonpath={.data.token}',
+    ]);
+    expect(Buffer.from(sealedStored.stdout, 'base64').toString()).toBe(SOPS_CANARY);
     for (const cluster of ['east', 'west']) {
       await runTool(env.tools.kubectl, [
         '--kubeconfig',
