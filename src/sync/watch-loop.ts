@@ -6,6 +6,7 @@ import type { ClusterCache } from '../kube/cache.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import type { ImageArtifact } from '../render/images.ts';
 import type { NamespaceBoundary } from '../render/namespace-boundary.ts';
+import { kustomizeLocal } from '../sources/build/kustomize-sources.ts';
 import { readManifestFiles } from '../sources/local/files.ts';
 import { filesRevision, watchFolder } from '../sources/local/watch.ts';
 import { deploy } from './deploy.ts';
@@ -34,7 +35,7 @@ export async function runWatchLoop(
   const trigger = async () => {
     let files: Awaited<ReturnType<typeof readManifestFiles>>;
     try {
-      files = await readManifestFiles([options.dir]);
+      files = await kustomizeLocal([options.dir], await readManifestFiles([options.dir]));
     } catch (error) {
       log.error({ err: (error as Error).message, dir: options.dir }, 'cannot read the folder');
       return;

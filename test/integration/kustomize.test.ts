@@ -3,14 +3,18 @@
 // versioning applies to the built objects; a remote base is refused naming the kustomization and the URL; a
 // kustomize error names the kustomization; the agent deploys the overlay from the test bed's Git server, digests
 // bound, with commit statuses, and a change to the base (outside the deployment's paths) is deployed too.
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { gitSource } from '../../src/config/schema.ts';
+import { kustomizeGit } from '../../src/sources/build/kustomize-sources.ts';
+import { GitRepository } from '../../src/sources/git/repository.ts';
 import { statusReceiver } from '../contract/github-openapi.ts';
 import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { pushImage } from '../testbed/oci-push.ts';
 import { api, postedStatuses, startAgent } from './faults-support.ts';
-import { deployTo, eventually, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
+import { deployTo, eventually, manifestDir, mooring, runTool, testbed, useNamespace } from './helpers.ts';
 
 async function tree(files: Record<string, string>): Promise<string> {
   const dir = await manifestDir({});
@@ -131,6 +135,70 @@ describe('kustomize refusals', () => {
       /overlays\/broken\/kustomization\.yaml: kustomize build failed: .*missing\.yaml/,
     );
     expect(await get(ns(), 'deployment', 'web')).toBeUndefined();
+  });
+});
+
+describe('which folders are built', () => {
+  it('builds each overlay once, a base only through its overlays, and reads plain files beside them', async () => {
+    const dir = await tree({
+      ...overlay('nginx:1.25'),
+      // Named Kustomization, without an extension: kustomize's third file name.
+      'overlays/staging/Kustomization': 'resources: [../../base]\nnamePrefix: staging-\n',
+      'plain/extra.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\ndata: {a: b}\n',
+    });
+    const result = await mooring('render', '--offline', '-n', 'demo', '-o', 'json', dir);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const list = JSON.parse(result.stdout) as { items: { kind: string; metadata: { name: string } }[] };
+    const names = list.items.map((o) => `${o.kind} ${o.metadata.name}`).sort();
+    expect(names.filter((n) => !n.startsWith('ConfigMap web-settings-'))).toEqual([
+      'ConfigMap extra-v000',
+      'ConfigMap staging-web-base-v000',
+      'ConfigMap web-base-v000',
+      'Deployment staging-web',
+      'Deployment web',
+    ]);
+    expect(names.filter((n) => n.startsWith('ConfigMap web-settings-'))).toHaveLength(1);
+  });
+
+  it('refuses, in a Git checkout, a base that leads outside the repository', async () => {
+    const env = testbed();
+    const suffix = `${Date.now().toString(36)}-${process.pid}`;
+    // A kustomization beside the checkout's temporary folder: reachable as ../.. from the repository's app/.
+    const outside = join(tmpdir(), `mooring-outside-${suffix}`);
+    await mkdir(outside);
+    await writeFile(join(outside, 'kustomization.yaml'), 'resources: [cm.yaml]\n');
+    await writeFile(
+      join(outside, 'cm.yaml'),
+      'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stolen}\ndata: {a: b}\n',
+    );
+    try {
+      const repoPath = `kustomize-escape-${suffix}`;
+      const bare = await createBareRepo(env.git.root, repoPath);
+      const commit = await commitFiles(bare, {
+        'app/kustomization.yaml': `resources: [../../mooring-outside-${suffix}]\n`,
+      });
+      process.env.MOORING_TEST_KUSTOMIZE_USER = env.git.username;
+      process.env.MOORING_TEST_KUSTOMIZE_PASSWORD = env.git.password;
+      const repo = new GitRepository(
+        gitSource.parse({
+          name: 'app',
+          url: `${env.git.url}/${repoPath}.git`,
+          credentials: {
+            username: { env: 'MOORING_TEST_KUSTOMIZE_USER' },
+            password: { env: 'MOORING_TEST_KUSTOMIZE_PASSWORD' },
+          },
+        }),
+        { cacheDir: await manifestDir({}) },
+      );
+      await repo.fetch(commit);
+      const files = await repo.files(commit, ['app']);
+      await expect(kustomizeGit(repo, commit, ['app'], [], files)).rejects.toThrow(
+        `app/kustomization.yaml: resource ../../mooring-outside-${suffix} leads outside the repository`,
+      );
+    } finally {
+      await rm(outside, { recursive: true, force: true });
+    }
   });
 });
 

@@ -2,67 +2,54 @@
 // source) are built where they lie; a Git commit's are built from a checkout of the commit's whole tree into a
 // temporary folder (checkout.ts; a base may lie outside the deployment's paths), removed after the build. No
 // checkout happens unless a kustomization is among the deployment's files.
-import { mkdtemp, rm, stat } from 'node:fs/promises';
+import type { Dirent } from 'node:fs';
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
+import { StalledError } from '../../errors.ts';
 import type { ManifestFile } from '../../render/parse.ts';
 import { checkoutTree, findTreeFiles } from '../git/checkout.ts';
 import { createPathFilter } from '../git/paths.ts';
 import type { GitRepository } from '../git/repository.ts';
-import {
-  buildKustomizations,
-  isKustomizationFile,
-  KUSTOMIZATION_NAMES,
-  type KustomizeOptions,
-} from './kustomize.ts';
+import { buildKustomizations, isKustomizationFile, type KustomizeOptions } from './kustomize.ts';
 
-async function isDirectory(path: string): Promise<boolean> {
-  return stat(path).then(
-    (s) => s.isDirectory(),
-    () => false,
-  );
-}
+const MAX_ENTRIES = 100_000;
 
-async function exists(path: string): Promise<boolean> {
-  return stat(path).then(
-    (s) => s.isFile(),
-    () => false,
-  );
+/** The kustomization files under a folder (hidden entries skipped, symlinks not followed), as paths under it. */
+async function findKustomizations(dir: string, found: string[], budget: { entries: number }): Promise<void> {
+  let entries: Dirent[];
+  try {
+    entries = await readdir(dir, { withFileTypes: true });
+  } catch {
+    return;
+  }
+  for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+    if (entry.name.startsWith('.')) continue;
+    if (--budget.entries < 0)
+      throw new StalledError(`more than ${MAX_ENTRIES} entries`, { subject: { describe: dir } });
+    const path = posix.join(dir, entry.name);
+    if (entry.isDirectory()) await findKustomizations(path, found, budget);
+    else if (entry.isFile() && isKustomizationFile(path)) found.push(path);
+  }
 }
 
 /**
- * Local paths (as given to readManifestFiles, and the files it read from them) with their kustomizations built.
- * A folder given, or one under it holding a manifest, is built when it holds a kustomization; a file given by
- * itself is read as it is unless it is the kustomization.
+ * Local paths (as given to readManifestFiles, and the files it read from them) with their kustomizations built:
+ * those under a folder given, or a kustomization file given by itself. Another file given by itself is read as
+ * it is.
  */
 export async function kustomizeLocal(
   paths: readonly string[],
   files: readonly ManifestFile[],
   options: KustomizeOptions = {},
 ): Promise<ManifestFile[]> {
-  const folders = new Set<string>();
-  const given: string[] = [];
-  for (const path of paths) {
-    const normal = posix.normalize(path).replace(/(.)\/$/, '$1');
-    if (await isDirectory(path)) {
-      folders.add(normal);
-      given.push(normal);
-    }
-  }
-  for (const file of files) {
-    if (isKustomizationFile(file.path)) folders.add(posix.dirname(file.path));
-    else if (given.some((g) => g === '.' || file.path.startsWith(`${g}/`)))
-      folders.add(posix.dirname(file.path));
-  }
   const kustomizations: string[] = [];
-  for (const folder of folders) {
-    for (const name of KUSTOMIZATION_NAMES) {
-      const label = posix.join(folder, name);
-      if (await exists(label)) {
-        kustomizations.push(label);
-        break;
-      }
-    }
+  const budget = { entries: MAX_ENTRIES };
+  for (const path of paths) {
+    const info = await stat(path).catch(() => undefined);
+    const normal = posix.normalize(path);
+    if (info?.isDirectory()) await findKustomizations(normal, kustomizations, budget);
+    else if (info?.isFile() && isKustomizationFile(normal)) kustomizations.push(normal);
   }
   return buildKustomizations(files, kustomizations, { root: '', insideRoot: false }, options);
 }
