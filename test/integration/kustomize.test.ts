@@ -8,8 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { gitSource } from '../../src/config/schema.ts';
-import { kustomizeGit } from '../../src/sources/build/kustomize-sources.ts';
+import { kustomizeGit, kustomizeLocal } from '../../src/sources/build/kustomize-sources.ts';
 import { GitRepository } from '../../src/sources/git/repository.ts';
+import { readManifestFiles } from '../../src/sources/local/files.ts';
 import { statusReceiver } from '../contract/github-openapi.ts';
 import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { pushImage } from '../testbed/oci-push.ts';
@@ -122,6 +123,24 @@ describe('kustomize refusals', () => {
     );
     expect(result.stderr).not.toContain('secret');
     expect(await get(ns(), 'deployment', 'web')).toBeUndefined();
+  });
+
+  it('with allowRemoteBases, kustomize fetches the base itself; its error keeps no credentials', async () => {
+    const dir = await tree({
+      ...overlay('nginx:1.25'),
+      'overlays/remote/kustomization.yaml':
+        'resources:\n  - ../../base\n  - https://deploy:secret@git.example.invalid/org/repo//deploy?ref=v1\n',
+    });
+    const overlayDir = join(dir, 'overlays/remote');
+    const build = kustomizeLocal([overlayDir], await readManifestFiles([overlayDir]), {
+      allowRemoteBases: true,
+    });
+    await expect(build).rejects.toThrow(
+      `${join(overlayDir, 'kustomization.yaml')}: kustomize build failed: `,
+    );
+    await expect(build).rejects.toThrow(/git\.example\.invalid/);
+    const message = await build.catch((error: unknown) => String(error));
+    expect(message).not.toContain('secret');
   });
 
   it("kustomize's own errors name the kustomization file", async () => {

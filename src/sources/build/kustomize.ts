@@ -183,6 +183,8 @@ async function build(
     let why = e.killed ? 'kubectl kustomize took too long' : (e.stderr || e.message).trim();
     // A checkout's temporary folder means nothing to the reader: name files as in the repository.
     if (tree.root !== '') why = why.split(`${tree.root}/`).join('').split(tree.root).join('.');
+    // kustomize and git repeat remote bases' URLs with their credentials: never pass those on.
+    why = why.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/\s@'"]*@/gi, '$1');
     why = why.split('\n').slice(0, 5).join('; ').slice(0, 2000);
     throw new StalledError(`${k.label}: kustomize build failed: ${why}`, { cause: error });
   }
