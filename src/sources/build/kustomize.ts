@@ -5,8 +5,8 @@
 //
 // Which folders are built: every kustomization folder among the files that no other kustomization of them names
 // in resources/bases/components (so a base next to its overlays is built once, through the overlays), and that
-// does not lie under another kustomization folder. Files under any kustomization folder are never also read as
-// plain manifests.
+// does not lie under the folder of another one built. Files under any kustomization folder are never also read
+// as plain manifests.
 //
 // What a kustomization may reach: before kubectl runs, each built kustomization and the local bases it names
 // (recursively) are read: a remote base (a URL, `git@…`, `host.tld/…` that is not a local path) is refused
@@ -206,8 +206,9 @@ export async function buildKustomizations(
   const named = new Set(
     all.flatMap((k) => k.entries.map((e) => posix.normalize(posix.join(k.folder, e)).replace(/\/$/, ''))),
   );
-  const roots = all.filter(
-    (k) => !named.has(k.folder) && !folders.some((other) => other !== k.folder && isUnder(k.folder, other)),
+  const unnamed = all.filter((k) => !named.has(k.folder));
+  const roots = unnamed.filter(
+    (k) => !unnamed.some((other) => other.folder !== k.folder && isUnder(k.folder, other.folder)),
   );
   if (roots.length === 0)
     throw new StalledError(`${all[0]?.label}: every kustomization is a base of another one (a cycle)`);
