@@ -5,7 +5,7 @@
 // a deployment needs a sync in reconcile.ts.
 import cron from 'node-cron';
 import type { GitSource, LocalSource, MooringConfig, RegistrySource } from '../config/schema.ts';
-import { errorMessage } from '../errors.ts';
+import { classify, errorMessage } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
 import type { Discovery } from '../kube/discovery.ts';
@@ -350,14 +350,24 @@ export class Agent {
           log.info({ release: fence.release }, 'a new commit or image lifts the rollback fence');
           await this.ledger.setFence(d.spec.name, undefined);
         }
-        let files: ManifestFile[];
+        let files: ManifestFile[] = [];
+        let filesError: unknown;
         try {
           files = await manifestFiles(this.state, d, commit);
         } catch (error) {
           log.error({ err: errorMessage(error) }, 'cannot read the manifests');
-          if (request)
-            await this.control.answer(request, 'error', `cannot read the manifests: ${errorMessage(error)}`);
-          return outcomeOf({ outcome: 'error', error } as never);
+          // Manifests the user must fix (a chart that does not render, a file that cannot be decrypted) fail
+          // the commit like a bad manifest does, with its status; a source that failed for now is retried.
+          if (classify(error).action !== 'stop' || trigger === 'drift' || trigger === 'config') {
+            if (request)
+              await this.control.answer(
+                request,
+                'error',
+                `cannot read the manifests: ${errorMessage(error)}`,
+              );
+            return outcomeOf({ outcome: 'error', error } as never);
+          }
+          filesError = error;
         }
         const local = isLocal(this.state, d) ? `${filesRevision(files)}|${revision}` : revision;
         if (
@@ -377,6 +387,7 @@ export class Agent {
           revision: local,
           trigger,
           signal,
+          filesError,
         });
         if (report.outcome === 'stable') {
           d.commit = commit;

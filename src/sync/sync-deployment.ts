@@ -31,6 +31,8 @@ export interface SyncRequest {
   revision: string;
   trigger: Trigger;
   signal?: AbortSignal;
+  /** The manifests could not be read or built (a chart that fails, a file that cannot be decrypted). */
+  filesError?: unknown;
 }
 
 export interface SyncDeps {
@@ -76,47 +78,50 @@ export async function syncDeployment(
   const keepVersions = new Set(
     (ledger?.releases ?? []).slice(0, deployment.versionHistory - 1).flatMap((r) => r.versions),
   );
-  const report = await deploy(
-    {
-      api: deps.api,
-      discovery: deps.discovery,
-      ...(deps.cache ? { cache: deps.cache } : {}),
-      beforeApply: async (versions) => {
-        if (versions.length === 0 || quiet) return;
-        await safely(log, 'record the attempt', () =>
-          deps.ledger.setAttempt(deployment.name, { ...attempt, versions }),
+  const report =
+    sync.filesError !== undefined
+      ? failedBeforeDeploy(sync.filesError)
+      : await deploy(
+          {
+            api: deps.api,
+            discovery: deps.discovery,
+            ...(deps.cache ? { cache: deps.cache } : {}),
+            beforeApply: async (versions) => {
+              if (versions.length === 0 || quiet) return;
+              await safely(log, 'record the attempt', () =>
+                deps.ledger.setAttempt(deployment.name, { ...attempt, versions }),
+              );
+            },
+            onEvent: (e) => {
+              if (e.type === 'applied' && e.result.action !== 'unchanged') {
+                log.info({ object: e.result.target.plan.object, action: e.result.action }, 'applied');
+              } else if (e.type === 'pruned') log.info({ object: e.object }, 'pruned');
+            },
+          },
+          {
+            files: sync.files,
+            namespace: deployment.namespace,
+            application: deployment.application ?? deployment.name,
+            images: Object.values(sync.images).map((i) => ({ name: i.image, tag: i.tag, digest: i.digest })),
+            timeoutMs: deployment.stability.timeout,
+            dryRun: false,
+            renderOptions: renderOptionsFor(config, deployment),
+            hashKeyNamespace: config.cluster.namespace,
+            fieldManager: config.apply.fieldManager,
+            concurrency: config.apply.concurrency,
+            signal: sync.signal,
+            inventory: {
+              owner: deployment.name,
+              namespace: config.cluster.namespace,
+              prune: deployment.prune,
+              allowEmpty: deployment.allowEmpty,
+              emptyAdvice: 'Set allowEmpty: true if that is meant.',
+            },
+            versionHistory: deployment.versionHistory,
+            keepVersions,
+            ...(drift ? { drift: config.drift.mode, dryRun: config.drift.mode === 'report' } : {}),
+          },
         );
-      },
-      onEvent: (e) => {
-        if (e.type === 'applied' && e.result.action !== 'unchanged') {
-          log.info({ object: e.result.target.plan.object, action: e.result.action }, 'applied');
-        } else if (e.type === 'pruned') log.info({ object: e.object }, 'pruned');
-      },
-    },
-    {
-      files: sync.files,
-      namespace: deployment.namespace,
-      application: deployment.application ?? deployment.name,
-      images: Object.values(sync.images).map((i) => ({ name: i.image, tag: i.tag, digest: i.digest })),
-      timeoutMs: deployment.stability.timeout,
-      dryRun: false,
-      renderOptions: renderOptionsFor(config, deployment),
-      hashKeyNamespace: config.cluster.namespace,
-      fieldManager: config.apply.fieldManager,
-      concurrency: config.apply.concurrency,
-      signal: sync.signal,
-      inventory: {
-        owner: deployment.name,
-        namespace: config.cluster.namespace,
-        prune: deployment.prune,
-        allowEmpty: deployment.allowEmpty,
-        emptyAdvice: 'Set allowEmpty: true if that is meant.',
-      },
-      versionHistory: deployment.versionHistory,
-      keepVersions,
-      ...(drift ? { drift: config.drift.mode, dryRun: config.drift.mode === 'report' } : {}),
-    },
-  );
   if (drift && config.drift.mode === 'report') {
     // Reported, not corrected: a log line per object, the metric; no release and no commit status.
     for (const f of report.drift ?? [])
@@ -169,6 +174,20 @@ export async function syncDeployment(
   const level = report.outcome === 'stable' || report.outcome === 'cancelled' ? 'info' : 'error';
   log[level]({ outcome: report.outcome, elapsedMs: report.elapsedMs, release: release?.id }, report.summary);
   return { report, release };
+}
+
+/** The report of a sync whose manifests could not be read: nothing was asked of the cluster. */
+function failedBeforeDeploy(error: unknown): DeployReport {
+  return {
+    outcome: 'error',
+    summary: `failed: ${errorMessage(error)}`,
+    applied: [],
+    wait: undefined,
+    history: undefined,
+    prune: undefined,
+    error,
+    elapsedMs: 0,
+  };
 }
 
 async function safely<T>(log: Logger, what: string, fn: () => Promise<T> | T): Promise<T | undefined> {

@@ -245,6 +245,13 @@ server: {port: 0, address: 127.0.0.1}
         agent.logged('commit changes none of its paths').length > 0 ? true : undefined,
       );
       expect(ended(third)).toBeUndefined();
+      // A chart that no longer renders fails its commit, naming the chart; nothing is applied.
+      const broken = await commitFiles(repo, {
+        'charts/web/templates/bad.yaml': '{{ .Values.nope.deeper }}\n',
+      });
+      await eventually('the broken chart reported', async () => ended(broken), 90_000);
+      expect(ended(broken)?.state).toBe('failure');
+      expect(ended(broken)?.description).toMatch(/^charts\/web: helm template failed/);
     } finally {
       await agent.stop();
       await receiver.close();
