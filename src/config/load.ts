@@ -4,6 +4,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { type Document, LineCounter, parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { StalledError } from '../errors.ts';
+import { gitCaProblems } from '../sources/git/ca.ts';
 import { checkReferences, configSchema, type MooringConfig, type ReferenceProblem } from './schema.ts';
 import { checkSecrets } from './secret-check.ts';
 import { locate } from './yaml-locate.ts';
@@ -36,8 +37,8 @@ export function formatProblem(file: string, p: ConfigProblem): string {
 
 export interface LoadOptions {
   /**
-   * Check that every secret the config refers to can be read (default). Off to validate a config on a
-   * machine that does not hold the secrets.
+   * Check that every secret and CA file (caFile) the config refers to can be read (default). Off to validate a
+   * config on a machine that does not hold the secrets.
    */
   secrets?: boolean;
 }
@@ -65,7 +66,7 @@ export async function loadConfigFile(file: string, options: LoadOptions = {}): P
   }
   const { config, place } = parse(text, file);
   if (options.secrets ?? true) {
-    const problems = (await checkSecrets(config))
+    const problems = [...(await checkSecrets(config)), ...gitCaProblems(config)]
       .map(place)
       .sort((a, b) => a.line - b.line || a.column - b.column);
     if (problems.length > 0) throw new ConfigError(file, problems);

@@ -120,6 +120,8 @@ export const gitSource = z
       })
       .refine((c) => !(c.token && c.password), { message: 'give "token" or "username"/"password", not both' })
       .optional(),
+    /** A PEM bundle trusted besides the public roots, for a server on a private CA; read at load and start. */
+    caFile: z.string().min(1).optional(),
     timeout: duration.prefault('60s'),
     /** Limits that keep a hostile or broken repository from exhausting the agent. */
     maxFileBytes: z

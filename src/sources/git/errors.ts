@@ -19,6 +19,18 @@ export function safeUrl(url: string): string {
   }
 }
 
+// Node's codes for a certificate that does not verify: retrying cannot help, a caFile (or a renewed certificate) can.
+const TLS_CODES = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
 interface GitLibraryError {
   code?: unknown;
   data?: { statusCode?: unknown };
@@ -70,5 +82,11 @@ export function gitNetworkError(
   const cause = error instanceof Error && error.cause instanceof Error ? error.cause : undefined;
   const detail =
     (cause as NodeJS.ErrnoException | undefined)?.code ?? (error instanceof Error ? error.name : 'error');
+  if (TLS_CODES.has(detail)) {
+    return new StalledError(
+      `cannot verify the server's TLS certificate (${detail}); give its CA in caFile`,
+      options,
+    );
+  }
   return new TransientError(`cannot reach the server (${detail})`, options);
 }

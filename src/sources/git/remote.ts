@@ -13,6 +13,8 @@ import { boundedHttp } from './transport.ts';
 export interface RemoteOptions {
   maxTransferBytes: number;
   onRequest?: ((method: string, url: string) => void) | undefined;
+  /** The source's private CA (caFile), read when the repository was opened. */
+  ca?: string | undefined;
 }
 
 // isomorphic-git records a fetched branch under refs/remotes/ and refuses to fetch without a refspec for it.
@@ -78,7 +80,12 @@ async function withRemote<T>(
 ): Promise<T> {
   const credentials = await gitCredentials(source);
   const signal = AbortSignal.timeout(source.timeout);
-  const http = boundedHttp({ signal, maxBytes: options.maxTransferBytes, onRequest: options.onRequest });
+  const http = boundedHttp({
+    signal,
+    maxBytes: options.maxTransferBytes,
+    onRequest: options.onRequest,
+    ca: options.ca,
+  });
   // Sent up front: isomorphic-git would otherwise send credentials only after a 401, a wasted round trip.
   const headers: Record<string, string> = credentials
     ? { Authorization: authorizationHeader(credentials) }

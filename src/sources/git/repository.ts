@@ -14,6 +14,7 @@ import git from 'isomorphic-git';
 import type { GitSource } from '../../config/schema.ts';
 import { StalledError, type Subject, TransientError } from '../../errors.ts';
 import type { ManifestFile } from '../../render/parse.ts';
+import { readGitCa } from './ca.ts';
 import { compactPacks } from './compact.ts';
 import { safeUrl } from './errors.ts';
 import { ancestry } from './history.ts';
@@ -76,7 +77,11 @@ export class GitRepository {
     this.url = safeUrl(source.url);
     this.#spec = refSpecOf(source.ref);
     this.gitdir = join(options.cacheDir, createHash('sha256').update(source.url).digest('hex'));
-    this.#remote = { maxTransferBytes: options.maxTransferBytes ?? 1024 ** 3, onRequest: options.onRequest };
+    this.#remote = {
+      maxTransferBytes: options.maxTransferBytes ?? 1024 ** 3,
+      onRequest: options.onRequest,
+      ca: readGitCa(source),
+    };
     this.#maxFiles = options.maxFiles ?? 10_000;
     this.#maxPacks = options.maxPacks ?? 32;
   }

@@ -7,8 +7,14 @@
 // read the packs it would store; only isomorphic-git reads this cache, and it resolves external delta bases).
 // Without it, git's upload-pack answers a shallow fetch (`deepen`) with every object of the new commit even when
 // the client has the previous one: each poll after a one-file change would download the whole tree again.
+//
+// A server on a private CA (`caFile`) is reached through undici's fetch with an Agent that trusts that CA
+// besides the public roots: Node's global fetch takes no `ca`, and a dispatcher of another undici version than
+// the one built into Node is not safe to hand it. One Agent per CA, kept, so connections stay alive across polls.
+import { rootCertificates } from 'node:tls';
 import type { GitHttpRequest, GitHttpResponse, HttpClient } from 'isomorphic-git';
 import webHttp from 'isomorphic-git/http/web';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { StalledError } from '../../errors.ts';
 import { safeUrl } from './errors.ts';
 
@@ -18,6 +24,8 @@ export interface TransportOptions {
   maxBytes: number;
   /** Told about each request (method and URL without credentials), e.g. for metrics. */
   onRequest?: ((method: string, url: string) => void) | undefined;
+  /** PEM certificates trusted besides the public roots (the source's `caFile`, as read at start). */
+  ca?: string | undefined;
 }
 
 // The capabilities follow a NUL on the first ref line of the advertisement, well within this many bytes.
@@ -26,6 +34,7 @@ const ADVERTISEMENT_HEAD_BYTES = 64 * 1024;
 export function boundedHttp(options: TransportOptions): HttpClient {
   let received = 0;
   let thinPackOffered = false;
+  const send = options.ca === undefined ? webHttp.request : requestTrusting(options.ca);
   const count = (url: string, chunk: Uint8Array): void => {
     received += chunk.byteLength;
     if (received > options.maxBytes) {
@@ -43,7 +52,7 @@ export function boundedHttp(options: TransportOptions): HttpClient {
       if (body && thinPackOffered && new URL(request.url).pathname.endsWith('/git-upload-pack')) {
         body = single(withThinPack(await collect(body)));
       }
-      const response = await webHttp.request({
+      const response = await send({
         ...request,
         ...(body ? { body } : {}),
         signal: options.signal,
@@ -100,4 +109,38 @@ async function* observed(
     onChunk(chunk);
     yield chunk;
   }
+}
+
+const agents = new Map<string, Agent>();
+
+/** isomorphic-git's request over undici's fetch, trusting `ca` and the public roots. */
+function requestTrusting(ca: string): (request: GitHttpRequest) => Promise<GitHttpResponse> {
+  let dispatcher = agents.get(ca);
+  if (!dispatcher) {
+    dispatcher = new Agent({ connect: { ca: [...rootCertificates, ca] } });
+    agents.set(ca, dispatcher);
+  }
+  const agent = dispatcher;
+  return async (request) => {
+    const method = request.method ?? 'GET';
+    const response = await undiciFetch(request.url, {
+      method,
+      headers: request.headers ?? {},
+      ...(request.body ? { body: await collect(request.body) } : {}),
+      ...(request.signal ? { signal: request.signal } : {}),
+      dispatcher: agent,
+    });
+    const headers: Record<string, string> = {};
+    response.headers.forEach((value, key) => {
+      headers[key] = value;
+    });
+    return {
+      url: response.url,
+      method,
+      statusCode: response.status,
+      statusMessage: response.statusText,
+      headers,
+      ...(response.body ? { body: response.body[Symbol.asyncIterator]() } : {}),
+    };
+  };
 }

@@ -1,0 +1,156 @@
+// A Git server on a private CA: the test bed's Git server behind a TLS proxy of this test, whose certificate is
+// signed by a CA made here with openssl. With the CA in caFile the source resolves, fetches and reads manifests;
+// without it the certificate is refused as something the user must fix, naming caFile.
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { gitSource } from '../../src/config/schema.ts';
+import { StalledError } from '../../src/errors.ts';
+import { GitRepository } from '../../src/sources/git/repository.ts';
+import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
+import { testbed } from './helpers.ts';
+
+const run = promisify(execFile);
+
+/** A CA and a certificate for 127.0.0.1 signed by it, as PEM files in `dir`. */
+async function makeCertificates(dir: string): Promise<{ ca: string; key: string; cert: string }> {
+  const at = (name: string) => join(dir, name);
+  await run('openssl', [
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=mooring test CA',
+    '-keyout',
+    at('ca.key'),
+    '-out',
+    at('ca.pem'),
+  ]);
+  await run('openssl', [
+    'req',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-subj',
+    '/CN=127.0.0.1',
+    '-keyout',
+    at('server.key'),
+    '-out',
+    at('server.csr'),
+  ]);
+  await writeFile(at('san.ext'), 'subjectAltName=IP:127.0.0.1\n');
+  await run('openssl', [
+    'x509',
+    '-req',
+    '-in',
+    at('server.csr'),
+    '-CA',
+    at('ca.pem'),
+    '-CAkey',
+    at('ca.key'),
+    '-CAcreateserial',
+    '-days',
+    '2',
+    '-extfile',
+    at('san.ext'),
+    '-out',
+    at('server.pem'),
+  ]);
+  return { ca: at('ca.pem'), key: at('server.key'), cert: at('server.pem') };
+}
+
+describe('a Git source on a private CA (caFile)', () => {
+  let dir = '';
+  let proxy: https.Server | undefined;
+  let url = '';
+  let caFile = '';
+  let commit = '';
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'mooring-git-ca-'));
+    const pems = await makeCertificates(dir);
+    caFile = pems.ca;
+    const upstream = new URL(testbed().git.url);
+    const server = https.createServer({ key: await readFile(pems.key), cert: await readFile(pems.cert) });
+    server.on('request', (req, res) => {
+      const forward = http.request(
+        {
+          host: upstream.hostname,
+          port: upstream.port,
+          method: req.method,
+          path: req.url,
+          headers: req.headers,
+        },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
+      forward.on('error', () => res.destroy());
+      req.pipe(forward);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    proxy = server;
+    const name = `git-ca-${Date.now().toString(36)}`;
+    const bare = await createBareRepo(testbed().git.root, name);
+    commit = await commitFiles(bare, {
+      'app/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: over-tls}\ndata: {a: b}\n',
+    });
+    url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/${name}.git`;
+    process.env.MOORING_TEST_CA_USER = testbed().git.username;
+    process.env.MOORING_TEST_CA_PASSWORD = testbed().git.password;
+  });
+
+  afterAll(async () => {
+    proxy?.closeAllConnections();
+    await new Promise((resolve) => proxy?.close(resolve));
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  function repository(extra: { caFile?: string }): GitRepository {
+    const source = gitSource.parse({
+      name: 'app',
+      url,
+      credentials: {
+        username: { env: 'MOORING_TEST_CA_USER' },
+        password: { env: 'MOORING_TEST_CA_PASSWORD' },
+      },
+      ...extra,
+    });
+    return new GitRepository(source, { cacheDir: join(dir, `cache-${extra.caFile ? 'ca' : 'none'}`) });
+  }
+
+  it('resolves, fetches and reads manifests over TLS with the CA in caFile', async () => {
+    const repo = repository({ caFile });
+    const resolved = await repo.resolve();
+    expect(resolved.commit).toBe(commit);
+    await repo.fetch(resolved);
+    const files = await repo.files(commit, ['app'], []);
+    expect(files.map((f) => [f.path, f.text])).toEqual([
+      ['app/cm.yaml', 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: over-tls}\ndata: {a: b}\n'],
+    ]);
+  });
+
+  it('refuses the certificate without caFile, as a problem for the user naming caFile', async () => {
+    const failure = await repository({})
+      .resolve()
+      .then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+    expect(failure).toBeInstanceOf(StalledError);
+    expect(String((failure as Error).message)).toMatch(
+      /: cannot verify the server's TLS certificate \((SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)\); give its CA in caFile$/,
+    );
+  });
+});
