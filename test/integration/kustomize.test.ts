@@ -283,6 +283,25 @@ server: {port: 0, address: 127.0.0.1}
       expect((await get(ns(), 'configmap', 'web-base-v001'))?.data).toEqual({ greeting: 'bonjour' });
       const after = await get(ns(), 'deployment', 'web');
       expect(after?.spec.template.spec.containers[0]?.envFrom[0]?.configMapRef.name).toBe('web-base-v001');
+      // An overlay that gains a remote base fails its commit, naming the kustomization; nothing changes.
+      const remote = await commitFiles(repo, {
+        'overlays/prod/kustomization.yaml': `resources: [../../base, https://git.example.invalid/org/repo//deploy]
+patches:
+  - path: replicas.yaml
+configMapGenerator:
+  - name: web-settings
+    literals: [MODE=staging]
+`,
+      });
+      await eventually('the remote base reported', async () => ended(remote), 90_000);
+      expect(ended(remote)?.state).toBe('failure');
+      expect(ended(remote)?.description).toMatch(
+        /^overlays\/prod\/kustomization\.yaml: remote base https:\/\/git\.example\.invalid\/org\/repo\/\/deploy is not allowed/,
+      );
+      const unchanged = await get(ns(), 'deployment', 'web');
+      expect(unchanged?.spec.template.spec.containers[0]?.envFrom[1]?.configMapRef.name).toBe(
+        container?.envFrom[1]?.configMapRef.name,
+      );
     } finally {
       await agent.stop();
       await receiver.close();
