@@ -114,7 +114,8 @@ export const gitSource = z
     ...schedule,
     credentials: z
       .strictObject({
-        username: secretRef.optional(),
+        /** Not a secret: written as it is (`x-access-token`, a deploy token's name) or read from a reference. */
+        username: z.union([z.string().min(1), secretRef]).optional(),
         password: secretRef.optional(),
         token: secretRef.optional(),
       })

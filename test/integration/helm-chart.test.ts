@@ -183,7 +183,7 @@ describe('helm chart: rendered objects', () => {
     const mountOf = (file: string) => secretMounts.find((m: Manifest) => file.startsWith(`${m.mountPath}/`));
     const files = [
       config.sources.git[0]?.credentials?.password?.file,
-      config.sources.git[0]?.credentials?.username?.file,
+      ((u) => (typeof u === 'object' ? u.file : undefined))(config.sources.git[0]?.credentials?.username),
       config.sources.registry[0]?.credentials?.dockerConfigJson?.file,
       config.deployments[0]?.commitStatus.token?.file,
     ];

@@ -25,7 +25,12 @@ export async function gitCredentials(
 ): Promise<BasicCredentials | undefined> {
   const refs = source.credentials;
   if (!refs) return undefined;
-  const username = refs.username ? await readSecret(refs.username) : undefined;
+  const username =
+    typeof refs.username === 'string'
+      ? refs.username
+      : refs.username
+        ? await readSecret(refs.username)
+        : undefined;
   if (refs.token) return { username: username || TOKEN_USERNAME, password: await readSecret(refs.token) };
   const password = refs.password ? await readSecret(refs.password) : undefined;
   if (username === undefined && password === undefined) return undefined;

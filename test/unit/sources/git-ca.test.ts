@@ -1,13 +1,14 @@
 // caFile of a Git source: read when the configuration loads (a file that cannot be read is a config problem at
 // the key's line) and when the repository is opened, where its PEM text becomes the transport's `ca`.
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfigFile } from '../../../src/config/load.ts';
+import { ConfigError, loadConfigFile, parseConfig } from '../../../src/config/load.ts';
 import { gitSource } from '../../../src/config/schema.ts';
 import { StalledError } from '../../../src/errors.ts';
 import { readGitCa } from '../../../src/sources/git/ca.ts';
+import { gitCredentials } from '../../../src/sources/git/credentials.ts';
 import { GitRepository } from '../../../src/sources/git/repository.ts';
 
 const PEM = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
@@ -65,5 +66,29 @@ describe('caFile of a Git source', () => {
         subject: { describe: 'Git source app' },
       }),
     );
+  });
+});
+
+describe('the README recipe for Git over HTTPS', () => {
+  it('is a valid configuration, usernames written as they are', async () => {
+    const readme = await readFile(join(import.meta.dirname, '..', '..', '..', 'README.md'), 'utf8');
+    const recipe = /\*\*Git over HTTPS with a deploy token\.\*\*[\s\S]*?```yaml\n([\s\S]*?)```/.exec(
+      readme,
+    )?.[1];
+    expect(recipe).toBeDefined();
+    const config = parseConfig(recipe ?? '');
+    expect(config.sources.git.map((g) => g.credentials?.username)).toEqual([
+      'x-access-token',
+      'mooring-deploy',
+      'mooring',
+    ]);
+    process.env.MOORING_TEST_GITLAB_DEPLOY_TOKEN = 'gldt-secret';
+    const gitlab = config.sources.git[1];
+    expect(
+      gitlab &&
+        (await gitCredentials({
+          credentials: { ...gitlab.credentials, password: { env: 'MOORING_TEST_GITLAB_DEPLOY_TOKEN' } },
+        })),
+    ).toEqual({ username: 'mooring-deploy', password: 'gldt-secret' });
   });
 });
