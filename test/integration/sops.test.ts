@@ -5,9 +5,10 @@
 // cannot decrypt, naming the file and applying nothing of that commit. The encrypted files are made by the
 // spec-following helper of the unit tests (the sops binary cannot be installed here).
 import { afterAll, describe, expect, it } from 'vitest';
+import { statusReceiver } from '../contract/github-openapi.ts';
 import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { encryptSops, newAgeKey } from '../unit/sources/sops-fixture.ts';
-import { api, ledgerOf, startAgent } from './faults-support.ts';
+import { api, ledgerOf, postedStatuses, startAgent } from './faults-support.ts';
 import { deployTo, eventually, manifestDir, mooring, runTool, testbed, useNamespace } from './helpers.ts';
 
 const PLAIN = `sops-plain-${Math.random().toString(36).slice(2)}`;
@@ -102,22 +103,27 @@ describe('SOPS-encrypted manifests', () => {
     const repoPath = `sops-${suffix}/app`;
     const repo = await createBareRepo(env.git.root, repoPath);
     const key = await newAgeKey();
-    await commitFiles(repo, {
+    const first = await commitFiles(repo, {
       'app.yaml': configMap,
       'secrets/db.yaml': await encryptSops([secret('agent-db', PLAIN)], { recipients: [key.recipient] }),
     });
     const files = await manifestDir({
       user: env.git.username,
       password: env.git.password,
+      token: 't',
       'keys.txt': `${key.secret}\n`,
     });
+    const receiver = await statusReceiver();
+    stops.push(async () => receiver.close());
+    const ended = (sha: string) =>
+      postedStatuses(receiver.captured).find((s) => s.sha === sha && s.state !== 'pending');
     const agent = startAgent(`
 cluster: {name: sops, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs()}}
 sources:
   git:
     - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${files}/user}, password: {file: ${files}/password}}}
 deployments:
-  - {name: app, namespace: ${ns()}, source: app, stability: {timeout: 2m}}
+  - {name: app, namespace: ${ns()}, source: app, stability: {timeout: 2m}, commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${files}/token}}}
 decryption: {ageKeyFile: ${files}/keys.txt}
 server: {port: 0, address: 127.0.0.1}
 `);
@@ -133,9 +139,11 @@ server: {port: 0, address: 127.0.0.1}
         120_000,
       );
       expect(await secretValue(ns(), 'agent-db')).toBe(PLAIN);
+      await eventually('the first commit reported', async () => ended(first));
+      expect(ended(first)?.state).toBe('success');
       // A commit whose encrypted file is for another recipient: refused naming the file, nothing of it applied.
       const other = await newAgeKey();
-      await commitFiles(repo, {
+      const second = await commitFiles(repo, {
         'app.yaml': configMap.replace('mode: sops', 'mode: changed'),
         'secrets/db.yaml': await encryptSops([secret('agent-db', 'next')], { recipients: [other.recipient] }),
       });
@@ -145,6 +153,13 @@ server: {port: 0, address: 127.0.0.1}
       expect(String(refused.err)).toBe(
         `secrets/db.yaml: cannot decrypt (sops): no age identity for recipient ${other.recipient}`,
       );
+      // The commit fails, its status naming the file.
+      await eventually('the undecryptable commit reported', async () => ended(second));
+      expect(ended(second)?.state).toBe('failure');
+      expect(ended(second)?.description).toMatch(
+        /^secrets\/db\.yaml: cannot decrypt \(sops\): no age identity/,
+      );
+      for (const request of receiver.captured) expect(JSON.stringify(request.body)).not.toContain(PLAIN);
       const mode = await kubectl('-n', ns(), 'get', 'configmap', 'settings', '-o', 'jsonpath={.data.mode}');
       expect(mode.stdout).toBe('sops');
       expect(await secretValue(ns(), 'agent-db')).toBe(PLAIN);
