@@ -38,7 +38,21 @@ const manifests = (await readFile(join(REPO_ROOT, 'scripts/demo-app/app.yaml'), 
   'registry.example.com/demo/web:1.0.0',
   `${env.registry.host}/demo/web:stable`,
 );
-const commit = await commitFiles(repo, { 'apps/web/app.yaml': manifests }, { message: 'web: first version' });
+// The same application as a Kustomize base, and a staging overlay built on it (a second deployment).
+const overlay = await readFile(
+  join(REPO_ROOT, 'scripts/demo-app-overlays/staging/kustomization.yaml'),
+  'utf8',
+);
+const commit = await commitFiles(
+  repo,
+  {
+    'apps/web/app.yaml': manifests,
+    'apps/web/kustomization.yaml':
+      'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [app.yaml]\n',
+    'overlays/staging/kustomization.yaml': overlay,
+  },
+  { message: 'web: first version, with a staging overlay' },
+);
 const repoUrl = `${env.git.url}/${repoName}.git`;
 say(`committed apps/web/app.yaml (${commit.slice(0, 12)}) to ${repoUrl}`);
 
@@ -83,7 +97,17 @@ const config = {
       images: ['web-image'],
       stability: { timeout: '2m' },
     },
+    {
+      name: 'web-staging',
+      namespace: 'demo-staging',
+      source: 'demo-manifests',
+      paths: ['overlays/staging'],
+      images: ['web-image'],
+      stability: { timeout: '2m' },
+    },
   ],
+  // Kustomize trees are built with this kubectl (the test bed's).
+  render: { kubectl: env.tools.kubectl },
   server: {
     port,
     address: '127.0.0.1',
@@ -95,7 +119,8 @@ await writeFile(configFile, stringify(config));
 await loadConfigFile(configFile);
 say(`agent configuration: ${configFile} (valid)`);
 
-await kubectl(['create', 'namespace', 'demo']).catch(() => undefined); // there already on a second run
+for (const namespace of ['demo', 'demo-staging'])
+  await kubectl(['create', 'namespace', namespace]).catch(() => undefined); // there already on a second run
 // The agent's log file is appended to across runs: only what this agent writes counts.
 const logFile = join(env.logs, 'mooring-agent.log');
 const offset = await stat(logFile).then(
@@ -116,17 +141,26 @@ for (;;) {
   if (dead) throw new Error(dead);
   const log = (await readFile(agent.log).catch(() => Buffer.alloc(0))).subarray(offset).toString('utf8');
   const lines = log.split('\n').filter((l) => l.startsWith('{'));
-  const done = lines.map((l) => JSON.parse(l) as { msg: string; outcome?: string }).find((l) => l.outcome);
-  if (done?.outcome === 'stable') {
-    say(`agent: ${done.msg}`);
+  const ends = lines
+    .map((l) => JSON.parse(l) as { msg: string; outcome?: string; deployment?: string })
+    .filter((l) => l.outcome);
+  const failed = ends.find((l) => l.outcome !== 'stable');
+  if (failed)
+    throw new Error(
+      `the agent's first deploy of ${failed.deployment} ended ${failed.outcome}: ${failed.msg} (see ${agent.log})`,
+    );
+  if (new Set(ends.map((l) => l.deployment)).size === 2) {
+    for (const end of ends) say(`agent: ${end.deployment}: ${end.msg}`);
     break;
   }
-  if (done) throw new Error(`the agent's first deploy ended ${done.outcome}: ${done.msg} (see ${agent.log})`);
   if (Date.now() > deadline) throw new Error(`the agent did not deploy within 3 minutes (see ${agent.log})`);
   await new Promise((r) => setTimeout(r, 500));
 }
 say();
 say((await kubectl(['-n', 'demo', 'get', 'configmaps,deployments,pods,services'])).trim());
+say();
+say('The staging overlay (overlays/staging, built with kustomize):');
+say((await kubectl(['-n', 'demo-staging', 'get', 'configmaps,deployments,services'])).trim());
 say();
 const image0 = (
   await kubectl([
