@@ -12,7 +12,15 @@ import { statusReceiver } from '../contract/github-openapi.ts';
 import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { pushImage } from '../testbed/oci-push.ts';
 import { api, postedStatuses, startAgent } from './faults-support.ts';
-import { clusterConfig, eventually, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
+import {
+  clusterConfig,
+  eventually,
+  manifestDir,
+  mooring,
+  runTool,
+  testbed,
+  useNamespace,
+} from './helpers.ts';
 
 async function chart(files: Record<string, string>): Promise<string> {
   const dir = await manifestDir({});
@@ -170,7 +178,7 @@ spec:
     const first = await commitFiles(repo, chartFiles('green'));
     // The agent finds helm as the product does: MOORING_HELM, else helm on PATH.
     process.env.MOORING_HELM = env.tools.helm;
-    const agent = startAgent(`
+    const configText = `
 cluster: {name: helm, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
 sources:
   git:
@@ -186,7 +194,9 @@ deployments:
     stability: {timeout: 2m}
     commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${secrets}/token}}
 server: {port: 0, address: 127.0.0.1}
-`);
+`;
+    await writeFile(join(secrets, 'mooring.yaml'), configText);
+    const agent = startAgent(configText);
     try {
       const ended = (sha: string) =>
         postedStatuses(receiver.captured).find((s) => s.sha === sha && s.state !== 'pending');
@@ -220,6 +230,10 @@ server: {port: 0, address: 127.0.0.1}
       const container = deployment.spec.template.spec.containers[0];
       expect(container?.image).toBe(`${image}:stable@${pushed.digest}`);
       expect(container?.envFrom[0]?.configMapRef.name).toBe('shop-web-config-v000');
+      // mooring diff reads the deployment as the agent does (the chart rendered): nothing to change.
+      const diff = await mooring('diff', '--deployment', 'shop', '--config', join(secrets, 'mooring.yaml'));
+      expect(diff.code, diff.stdout + diff.stderr).toBe(0);
+      expect(diff.stdout).toMatch(/0 objects changed, 0 added, 2 unchanged/);
       // A values file of the chart changed: a new version of its configuration.
       const second = await commitFiles(repo, { 'env/prod.yaml': 'color: red\n' });
       await eventually('the values change deployed', async () => ended(second), 90_000);

@@ -21,7 +21,9 @@ import { GitRepository } from '../../sources/git/repository.ts';
 import { readManifestFiles } from '../../sources/local/files.ts';
 import { loadAgeIdentities } from '../../sources/sops/age-keys.ts';
 import { decryptFiles } from '../../sources/sops/decrypt.ts';
+import { manifestFiles, type SourceState } from '../../sync/agent-sources.ts';
 import { type DeployRequest, deploy } from '../../sync/deploy.ts';
+import { createLogger } from '../../sync/logger.ts';
 import { cliOwner, planPrune } from '../../sync/prune.ts';
 import { type ClusterFlags, clusterAccess, manifestBoundary, withManifestFlags } from '../cluster-flags.ts';
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
@@ -112,20 +114,31 @@ async function deploymentInput(
     const notes: string[] = [];
     const git = config.sources.git.find((s) => s.name === spec.source);
     const local = config.sources.local.find((s) => s.name === spec.source);
-    let files: DeployRequest['files'];
+    if (!git && !local)
+      throw new StalledError(`${file}: deployment ${name} reads source ${spec.source}, which is not defined`);
+    // The manifests exactly as the agent reads them: a chart rendered, kustomizations built, SOPS files decrypted.
+    const state: SourceState = {
+      config: { ...config, decryption: { ageKeyFile: flags.ageKeyFile ?? config.decryption.ageKeyFile } },
+      log: createLogger({ level: 'silent' }),
+      deployments: new Map(),
+      repos: new Map(),
+      registries: new Map(),
+      knownDigests: new Map(),
+      capabilities: () => new Discovery(api).capabilities(),
+    };
+    let commit: string | undefined;
     if (git) {
       const cacheDir = process.env.MOORING_CACHE_DIR ?? join(homedir(), '.cache', 'mooring', 'sources');
       const repo = new GitRepository(git, { cacheDir });
-      const head = await repo.resolve();
-      await repo.fetch(head);
-      files = await repo.files(head.commit, spec.paths, spec.exclude);
-      notes.push(`deployment ${name}: manifests of ${repo.url} at ${head.commit.slice(0, 12)}`);
-    } else if (local) {
-      files = await readManifestFiles(spec.paths.map((p) => (p === '.' ? local.path : `${local.path}/${p}`)));
-    } else
-      throw new StalledError(`${file}: deployment ${name} reads source ${spec.source}, which is not defined`);
-    const keyFile = flags.ageKeyFile ?? config.decryption.ageKeyFile;
-    files = await decryptFiles(files, () => loadAgeIdentities(keyFile));
+      commit = (await repo.resolve()).commit;
+      state.repos.set(git.name, repo);
+      notes.push(`deployment ${name}: manifests of ${repo.url} at ${commit.slice(0, 12)}`);
+    }
+    const files: DeployRequest['files'] = await manifestFiles(
+      state,
+      { spec, commit, deployed: undefined },
+      commit,
+    );
     // The images the agent runs now: those of the deployment's current release.
     const release = current(await new Ledger(api, config.cluster.namespace).read(name));
     if (!release && spec.images.length > 0)
