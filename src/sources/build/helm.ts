@@ -5,13 +5,13 @@
 // values files in order and inline values last. Helm runs without network or plugins: its home, cache and
 // config are a throwaway folder, and chart dependencies must already be in the chart's `charts/` folder unless
 // the configuration names their repository as allowed.
-import { execFile } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { StalledError } from '../../errors.ts';
 import type { ManifestFile } from '../../render/parse.ts';
+import { runTool } from './tool.ts';
 
 export interface ChartRequest {
   /** The chart folder (holding Chart.yaml). */
@@ -74,26 +74,6 @@ async function checkDependencies(request: ChartRequest): Promise<void> {
   }
 }
 
-function run(
-  helm: string,
-  args: readonly string[],
-  env: NodeJS.ProcessEnv,
-  timeoutMs: number,
-  maxBuffer: number,
-): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      helm,
-      args,
-      { env, timeout: timeoutMs, maxBuffer, encoding: 'utf8' },
-      (error, stdout, stderr) => {
-        if (error) reject(Object.assign(error, { stderr }));
-        else resolve(stdout);
-      },
-    );
-  });
-}
-
 /** The chart rendered by `helm template`, as one manifest file named after the chart. */
 export async function renderChart(request: ChartRequest): Promise<ManifestFile> {
   await checkDependencies(request);
@@ -127,29 +107,16 @@ export async function renderChart(request: ChartRequest): Promise<ManifestFile> 
       HELM_NO_PLUGINS: '1',
     };
     const helm = request.helm ?? process.env.MOORING_HELM ?? 'helm';
-    let text: string;
-    try {
-      text = await run(
-        helm,
-        args,
-        env,
-        request.timeoutMs ?? 60_000,
-        request.maxOutputBytes ?? 32 * 1024 * 1024,
-      );
-    } catch (error) {
-      const e = error as NodeJS.ErrnoException & { stderr?: string; killed?: boolean };
-      if (e.code === 'ENOENT')
-        throw new StalledError(
-          `${request.label}: helm is not installed (${helm}); set MOORING_HELM to its path`,
-        );
-      const why = e.killed
-        ? 'helm template took too long'
-        : (e.stderr ?? e.message).trim().split('\n').slice(0, 5).join('; ');
-      // helm names template files relative to the chart: keep the chart's own path in front of them.
-      throw new StalledError(`${request.label}: helm template failed: ${why.slice(0, 2000)}`, {
-        cause: error,
-      });
-    }
+    const text = await runTool({
+      binary: helm,
+      configuredBy: 'MOORING_HELM',
+      args,
+      env,
+      label: request.label,
+      step: 'helm template',
+      timeoutMs: request.timeoutMs,
+      maxOutputBytes: request.maxOutputBytes,
+    });
     return { path: `${request.label} (helm template ${request.releaseName})`, text };
   } finally {
     await rm(home, { recursive: true, force: true });

@@ -13,12 +13,12 @@
 // unless `render.kustomize.allowRemoteBases` is set, naming the kustomization file and the URL, and with
 // `insideRoot` a local base outside the tree (a Git checkout) is refused too. kubectl runs with
 // `--load-restrictor LoadRestrictionsRootOnly`, so patches and generator files stay under their kustomization.
-import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { posix } from 'node:path';
 import { parse } from 'yaml';
 import { StalledError } from '../../errors.ts';
 import type { ManifestFile } from '../../render/parse.ts';
+import { runTool } from './tool.ts';
 
 export const KUSTOMIZATION_NAMES = ['kustomization.yaml', 'kustomization.yml', 'Kustomization'] as const;
 
@@ -144,20 +144,6 @@ async function checkBases(tree: KustomizeTree, k: Kustomization, options: Kustom
   }
 }
 
-function run(
-  kubectl: string,
-  args: readonly string[],
-  timeoutMs: number,
-  maxBuffer: number,
-): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(kubectl, args, { timeout: timeoutMs, maxBuffer, encoding: 'utf8' }, (error, stdout, stderr) => {
-      if (error) reject(Object.assign(error, { stderr }));
-      else resolve(stdout);
-    });
-  });
-}
-
 /** `kubectl kustomize` of one kustomization, as one manifest file named after it. */
 async function build(
   tree: KustomizeTree,
@@ -166,28 +152,23 @@ async function build(
 ): Promise<ManifestFile> {
   const kubectl = options.kubectl ?? process.env.MOORING_KUBECTL ?? 'kubectl';
   const args = ['kustomize', onDisk(tree, k.folder), '--load-restrictor', 'LoadRestrictionsRootOnly'];
-  try {
-    const text = await run(
-      kubectl,
-      args,
-      options.timeoutMs ?? 60_000,
-      options.maxOutputBytes ?? 32 * 1024 * 1024,
-    );
-    return { path: `${k.label} (built)`, text };
-  } catch (error) {
-    const e = error as NodeJS.ErrnoException & { stderr?: string; killed?: boolean };
-    if (e.code === 'ENOENT')
-      throw new StalledError(
-        `${k.label}: kubectl is not installed (${kubectl}); set render.kubectl or MOORING_KUBECTL to its path`,
-      );
-    let why = e.killed ? 'kubectl kustomize took too long' : (e.stderr || e.message).trim();
-    // A checkout's temporary folder means nothing to the reader: name files as in the repository.
-    if (tree.root !== '') why = why.split(`${tree.root}/`).join('').split(tree.root).join('.');
-    // kustomize and git repeat remote bases' URLs with their credentials: never pass those on.
-    why = why.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/\s@'"]*@/gi, '$1');
-    why = why.split('\n').slice(0, 5).join('; ').slice(0, 2000);
-    throw new StalledError(`${k.label}: kustomize build failed: ${why}`, { cause: error });
-  }
+  const text = await runTool({
+    binary: kubectl,
+    configuredBy: 'render.kubectl or MOORING_KUBECTL',
+    args,
+    label: k.label,
+    step: 'kustomize build',
+    timeoutMs: options.timeoutMs,
+    maxOutputBytes: options.maxOutputBytes,
+    clean: (why) => {
+      // A checkout's temporary folder means nothing to the reader: name files as in the repository.
+      let text = tree.root !== '' ? why.split(`${tree.root}/`).join('').split(tree.root).join('.') : why;
+      // kustomize and git repeat remote bases' URLs with their credentials: never pass those on.
+      text = text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/\s@'"]*@/gi, '$1');
+      return text;
+    },
+  });
+  return { path: `${k.label} (built)`, text };
 }
 
 /**
