@@ -12,7 +12,7 @@ import type { GitRepository } from '../sources/git/repository.ts';
 import { readManifestFiles } from '../sources/local/files.ts';
 import type { RegistryClient } from '../sources/registry/client.ts';
 import { pollRegistry } from '../sources/registry/poll.ts';
-import { loadAgeIdentities } from '../sources/sops/age-keys.ts';
+import { type AgeIdentity, loadAgeIdentities } from '../sources/sops/age-keys.ts';
 import { decryptFiles } from '../sources/sops/decrypt.ts';
 import { type ClusterCapabilities, chartFromFolder, chartFromGit } from './chart-files.ts';
 import type { Logger } from './logger.ts';
@@ -203,7 +203,12 @@ export async function manifestFiles(
   commit: string | undefined,
 ): Promise<ManifestFile[]> {
   const files = await sourceFiles(state, d, commit);
-  return decryptFiles(files, () => loadAgeIdentities(state.config.decryption.ageKeyFile));
+  return decryptFiles(files, keys(state));
+}
+
+/** The age identities of the configuration, read when a file turns out to be encrypted. */
+function keys(state: SourceState): () => Promise<AgeIdentity[]> {
+  return () => loadAgeIdentities(state.config.decryption.ageKeyFile);
 }
 
 async function sourceFiles(
@@ -215,13 +220,13 @@ async function sourceFiles(
   if (repo) {
     if (!commit) throw new Error(`no commit of ${d.spec.source} is known yet`);
     await repo.fetch(commit);
-    if (d.spec.helm) return chartFromGit(repo, commit, d.spec, await state.capabilities?.());
+    if (d.spec.helm) return chartFromGit(repo, commit, d.spec, await state.capabilities?.(), keys(state));
     const files = await repo.files(commit, d.spec.paths, d.spec.exclude);
     return kustomizeGit(repo, commit, d.spec.paths, d.spec.exclude, files, kustomizeOptions(state.config));
   }
   const local = state.config.sources.local.find((s) => s.name === d.spec.source);
   if (!local) throw new Error(`deployment ${d.spec.name}: no source ${d.spec.source}`);
-  if (d.spec.helm) return chartFromFolder(local.path, d.spec, await state.capabilities?.());
+  if (d.spec.helm) return chartFromFolder(local.path, d.spec, await state.capabilities?.(), keys(state));
   const paths = d.spec.paths.map((p) => (p === '.' ? local.path : `${local.path}/${p}`));
   return kustomizeLocal(paths, await readManifestFiles(paths), kustomizeOptions(state.config));
 }

@@ -10,6 +10,7 @@ import type { ManifestFile } from '../render/parse.ts';
 import { apiVersionsOf, isChart, renderChart } from '../sources/build/helm.ts';
 import { checkoutTree } from '../sources/git/checkout.ts';
 import type { GitRepository } from '../sources/git/repository.ts';
+import type { IdentitySource } from '../sources/sops/decrypt.ts';
 
 export interface ClusterCapabilities {
   kubeVersion: string;
@@ -18,7 +19,13 @@ export interface ClusterCapabilities {
 
 type Chart = NonNullable<Deployment['helm']>;
 
-async function render(root: string, spec: Deployment, chart: Chart, caps: ClusterCapabilities | undefined) {
+async function render(
+  root: string,
+  spec: Deployment,
+  chart: Chart,
+  caps: ClusterCapabilities | undefined,
+  identities: IdentitySource | undefined,
+) {
   const dir = join(root, chart.chart);
   if (!(await isChart(dir)))
     throw new StalledError(`deployment ${spec.name}: ${chart.chart} holds no Chart.yaml`);
@@ -32,6 +39,8 @@ async function render(root: string, spec: Deployment, chart: Chart, caps: Cluste
     kubeVersion: caps?.kubeVersion,
     apiVersions: caps ? apiVersionsOf(caps.apiVersions) : undefined,
     allowedRepositories: chart.allowedRepositories,
+    identities,
+    treeRoot: root,
   });
 }
 
@@ -41,12 +50,13 @@ export async function chartFromGit(
   commit: string,
   spec: Deployment,
   caps: ClusterCapabilities | undefined,
+  identities?: IdentitySource,
 ): Promise<ManifestFile[]> {
   const chart = spec.helm as Chart;
   const dir = await mkdtemp(join(tmpdir(), 'mooring-chart-'));
   try {
     await checkoutTree(repo, commit, dir);
-    return [await render(dir, spec, chart, caps)];
+    return [await render(dir, spec, chart, caps, identities)];
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -57,6 +67,7 @@ export async function chartFromFolder(
   folder: string,
   spec: Deployment,
   caps: ClusterCapabilities | undefined,
+  identities?: IdentitySource,
 ): Promise<ManifestFile[]> {
-  return [await render(folder, spec, spec.helm as Chart, caps)];
+  return [await render(folder, spec, spec.helm as Chart, caps, identities)];
 }

@@ -6,8 +6,8 @@ import type { ClusterCache } from '../kube/cache.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import type { ImageArtifact } from '../render/images.ts';
 import type { NamespaceBoundary } from '../render/namespace-boundary.ts';
-import { kustomizeLocal } from '../sources/build/kustomize-sources.ts';
-import { readManifestFiles } from '../sources/local/files.ts';
+import type { ManifestFile } from '../render/parse.ts';
+import { localManifests } from '../sources/local/manifests.ts';
 import { filesRevision, watchFolder } from '../sources/local/watch.ts';
 import { deploy } from './deploy.ts';
 import type { Logger } from './logger.ts';
@@ -33,9 +33,11 @@ export async function runWatchLoop(
   const { log } = deps;
   const queue = new SyncQueue({ concurrency: 1 });
   const trigger = async () => {
-    let files: Awaited<ReturnType<typeof readManifestFiles>>;
+    let files: ManifestFile[];
     try {
-      files = await kustomizeLocal([options.dir], await readManifestFiles([options.dir]));
+      // As `mooring deploy DIR` reads it: kustomizations built, a chart rendered, SOPS files decrypted (keys from
+      // SOPS_AGE_KEY_FILE / SOPS_AGE_KEY).
+      files = await localManifests([options.dir], { chart: { namespace: options.namespace } });
     } catch (error) {
       log.error({ err: (error as Error).message, dir: options.dir }, 'cannot read the folder');
       return;

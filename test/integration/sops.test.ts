@@ -4,6 +4,9 @@
 // Git server with `decryption.ageKeyFile`, its log holds no plaintext, and it refuses a commit whose file it
 // cannot decrypt, naming the file and applying nothing of that commit. The encrypted files are made by the
 // spec-following helper of the unit tests (the sops binary cannot be installed here).
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { statusReceiver } from '../contract/github-openapi.ts';
 import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
@@ -31,6 +34,9 @@ describe('SOPS-encrypted manifests', () => {
   const ns = useNamespace('sops');
   const agentNs = useNamespace('sops-agent');
   const env = testbed();
+  // The CLI and the agent find the build tools as the product does: MOORING_KUBECTL / MOORING_HELM, else PATH.
+  process.env.MOORING_KUBECTL = env.tools.kubectl;
+  process.env.MOORING_HELM = env.tools.helm;
   const kubectl = (...args: string[]) =>
     runTool(env.tools.kubectl, ['--kubeconfig', env.kube.kubeconfig, ...args]);
   const secretValue = async (namespace: string, name: string) => {
@@ -98,6 +104,82 @@ describe('SOPS-encrypted manifests', () => {
     expect(await secretValue(ns(), 'other')).toBeUndefined();
   });
 
+  it('decrypts SOPS files that kustomize and helm read, in a private copy, leaving the files encrypted', async () => {
+    // A temporary folder of this test's own, to see that every decrypted copy is removed.
+    const temp = await manifestDir({});
+    const savedTmp = process.env.TMPDIR;
+    process.env.TMPDIR = temp;
+    stops.push(async () => {
+      if (savedTmp === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = savedTmp;
+    });
+    const key = await newAgeKey();
+    const keys = await manifestDir({ 'keys.txt': `${key.secret}\n` });
+    const encrypted = await encryptSops([secret('kdb', PLAIN)], {
+      recipients: [key.recipient],
+      encryptedRegex: '^(data|stringData)$',
+    });
+    // The overlay changes what the MAC covers (a name prefix, labels): decrypting the build's output would fail.
+    const dir = await manifestDir({});
+    const write = async (path: string, text: string) => {
+      await mkdir(join(dir, path, '..'), { recursive: true });
+      await writeFile(join(dir, path), text);
+    };
+    await write('base/kustomization.yaml', 'resources: [secret.yaml]\n');
+    await write('base/secret.yaml', encrypted);
+    await write(
+      'overlay/kustomization.yaml',
+      'resources: [../base]\nnamePrefix: k-\ncommonLabels: {tier: db}\n',
+    );
+    const kustomized = await deployTo(ns(), join(dir, 'overlay'), '--age-key-file', `${keys}/keys.txt`);
+    expect(kustomized.code, kustomized.stderr + kustomized.stdout).toBe(0);
+    expect(await secretValue(ns(), 'k-kdb')).toBe(PLAIN);
+    expect(await readFile(join(dir, 'base/secret.yaml'), 'utf8')).toBe(encrypted);
+    // A chart folder given as a path, its secrets in a SOPS values file (as helm-secrets users keep them).
+    const chart = await manifestDir({});
+    const put = async (path: string, text: string) => {
+      await mkdir(join(chart, path, '..'), { recursive: true });
+      await writeFile(join(chart, path), text);
+    };
+    await put('Chart.yaml', 'apiVersion: v2\nname: vault-app\nversion: 0.1.0\n');
+    await put('values.yaml', 'password: none\n');
+    await put(
+      'templates/secret.yaml',
+      `apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ .Release.Name }}-creds
+  annotations: {strategy.spinnaker.io/versioned: "false"}
+stringData:
+  password: {{ .Values.password | quote }}
+`,
+    );
+    const values = await encryptSops([{ password: PLAIN }], { recipients: [key.recipient] });
+    await put('secrets.yaml', values);
+    const charted = await deployTo(
+      ns(),
+      chart,
+      '--values',
+      join(chart, 'secrets.yaml'),
+      '--age-key-file',
+      `${keys}/keys.txt`,
+    );
+    expect(charted.code, charted.stderr + charted.stdout).toBe(0);
+    expect(charted.stdout).toContain('secret/vault-app-creds');
+    expect(await secretValue(ns(), 'vault-app-creds')).toBe(PLAIN);
+    expect(await readFile(join(chart, 'secrets.yaml'), 'utf8')).toBe(values);
+    // Chart flags without a chart are refused.
+    const stray = await deployTo(ns(), join(dir, 'overlay'), '--values', join(chart, 'secrets.yaml'));
+    expect(stray.code).toBe(2);
+    expect(stray.stderr).toContain('--values and --release-name apply to a Helm chart folder');
+    for (const text of [kustomized.stdout, kustomized.stderr, charted.stdout, charted.stderr])
+      expect(text).not.toContain(PLAIN);
+    expect(tmpdir()).toBe(temp);
+    expect((await readdir(temp)).filter((n) => n.startsWith('mooring-sops-'))).toEqual([]);
+    if (savedTmp === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = savedTmp;
+  });
+
   it('the agent deploys an encrypted Secret from Git with decryption.ageKeyFile', async () => {
     const suffix = Date.now().toString(36);
     const repoPath = `sops-${suffix}/app`;
@@ -106,6 +188,13 @@ describe('SOPS-encrypted manifests', () => {
     const first = await commitFiles(repo, {
       'app.yaml': configMap,
       'secrets/db.yaml': await encryptSops([secret('agent-db', PLAIN)], { recipients: [key.recipient] }),
+      // A kustomization whose base holds an encrypted Secret: decrypted in the checkout's copy before the build.
+      'kustom/base/kustomization.yaml': 'resources: [secret.yaml]\n',
+      'kustom/base/secret.yaml': await encryptSops([secret('base-db', PLAIN)], {
+        recipients: [key.recipient],
+        encryptedRegex: '^(data|stringData)$',
+      }),
+      'kustom/overlay/kustomization.yaml': 'resources: [../base]\nnamePrefix: k-\ncommonLabels: {tier: db}\n',
     });
     const files = await manifestDir({
       user: env.git.username,
@@ -139,6 +228,7 @@ server: {port: 0, address: 127.0.0.1}
         120_000,
       );
       expect(await secretValue(ns(), 'agent-db')).toBe(PLAIN);
+      expect(await secretValue(ns(), 'k-base-db')).toBe(PLAIN);
       await eventually('the first commit reported', async () => ended(first));
       expect(ended(first)?.state).toBe('success');
       // A commit whose encrypted file is for another recipient: refused naming the file, nothing of it applied.

@@ -1,5 +1,5 @@
 // Manifests piped into the CLI: `kubectl kustomize DIR | mooring deploy -` deploys what the pipe carries (with
-// mooring's versioning applied), and `mooring render -o json | kubectl apply --dry-run=server -f -` is accepted by
+// mooring's versioning applied), `mooring diff -` compares the pipe with the cluster, and `mooring render -o json | kubectl apply --dry-run=server -f -` is accepted by
 // the API server, both run as processes connected by a pipe as a shell would.
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
@@ -67,6 +67,17 @@ describe('manifests on standard input', () => {
       .readNamespacedDeployment({ name: 'web', namespace: ns() });
     expect(web.spec?.template.spec?.containers[0]?.envFrom?.[0]?.configMapRef?.name).toBe('settings-v000');
     expect(web.metadata?.labels?.team).toBe('piped');
+
+    // `mooring diff -`: the same pipe shows no change (exit 0); a changed greeting shows the change (exit 1).
+    const diff = (input: string) =>
+      run(process.execPath, [MAIN, 'diff', '-', '--kubeconfig', kubeconfig, '-n', ns()], input);
+    const same = await diff(built.stdout);
+    expect(same.code, same.stderr + same.stdout).toBe(0);
+    const changed = await diff(built.stdout.replace('greeting: hello', 'greeting: piped-change'));
+    expect(changed.code, changed.stderr).toBe(1);
+    // Versioned configuration: a new version is added and the Deployment's reference moves to it.
+    expect(changed.stdout).toContain('+                name: settings-v001');
+    expect(changed.stdout).toContain('1 object changed, 1 added');
   });
 
   it('names <stdin> and the line of a bad manifest piped in, and applies nothing', async () => {

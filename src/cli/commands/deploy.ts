@@ -9,13 +9,10 @@ import { loadKubeConfig } from '../../kube/client.ts';
 import { Discovery } from '../../kube/discovery.ts';
 import { cliOwner } from '../../kube/inventory.ts';
 import { describeObject } from '../../render/manifest.ts';
-import { kustomizeLocal } from '../../sources/build/kustomize-sources.ts';
-import { readManifestFiles } from '../../sources/local/files.ts';
-import { loadAgeIdentities } from '../../sources/sops/age-keys.ts';
-import { decryptFiles } from '../../sources/sops/decrypt.ts';
 import { deploy } from '../../sync/deploy.ts';
 import { type ClusterFlags, clusterAccess, manifestBoundary, withManifestFlags } from '../cluster-flags.ts';
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
+import { readLocalInput, withChartFlags } from '../local-input.ts';
 import { kubectlName } from '../names.ts';
 import { formatData, type OutputFormat } from '../output.ts';
 import { parseImageFlag } from './render.ts';
@@ -34,6 +31,8 @@ interface DeployFlags extends ClusterFlags {
   allowEmpty?: boolean;
   versionHistory: string;
   ageKeyFile?: string;
+  values?: string[];
+  releaseName?: string;
 }
 
 function describeApplied(r: ApplyResult): string {
@@ -54,8 +53,10 @@ function kubectlStyle(object: string): string {
 }
 
 export function deployCommand(program: Command, print: (text: string) => void): void {
-  withManifestFlags(
-    program.command('deploy').description('render, apply and wait until every object is stable'),
+  withChartFlags(
+    withManifestFlags(
+      program.command('deploy').description('render, apply and wait until every object is stable'),
+    ),
   )
     .option('--age-key-file <file>', 'age identities for SOPS-encrypted files (default: $SOPS_AGE_KEY_FILE)')
     .option('--timeout <duration>', 'how long to wait for stability', '30m')
@@ -92,12 +93,11 @@ export function deployCommand(program: Command, print: (text: string) => void): 
         throw new ExitError('error: --version-history must be an integer from 1 to 1000', EXIT_USAGE);
       }
       const images = flags.image.map(parseImageFlag);
-      // SOPS files are decrypted as read; the key file is read only when a file is encrypted.
-      const keys = () => loadAgeIdentities(flags.ageKeyFile);
-      const files = await decryptFiles(await kustomizeLocal(paths, await readManifestFiles(paths)), keys);
       const clusterConfig = loadKubeConfig(clusterAccess(flags));
       const namespace = flags.namespace ?? clusterConfig.namespace ?? 'default';
       const application = flags.application ?? namespace;
+      // SOPS files are decrypted as read (the key file is read only when a file is encrypted); a chart is rendered.
+      const files = await readLocalInput(paths, flags, namespace);
       const api = new KubeApi(clusterConfig, { maxSockets: concurrency * 2 });
       const lines = flags.output === 'table';
       const abort = new AbortController();

@@ -16,17 +16,14 @@ import { Discovery } from '../../kube/discovery.ts';
 import { diffSummary } from '../../render/diff-text.ts';
 import type { KubeObject } from '../../render/manifest.ts';
 import { current, Ledger } from '../../report/ledger.ts';
-import { kustomizeLocal } from '../../sources/build/kustomize-sources.ts';
 import { GitRepository } from '../../sources/git/repository.ts';
-import { readManifestFiles } from '../../sources/local/files.ts';
-import { loadAgeIdentities } from '../../sources/sops/age-keys.ts';
-import { decryptFiles } from '../../sources/sops/decrypt.ts';
 import { manifestFiles, type SourceState } from '../../sync/agent-sources.ts';
 import { type DeployRequest, deploy } from '../../sync/deploy.ts';
 import { createLogger } from '../../sync/logger.ts';
 import { cliOwner, planPrune } from '../../sync/prune.ts';
 import { type ClusterFlags, clusterAccess, manifestBoundary, withManifestFlags } from '../cluster-flags.ts';
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
+import { readLocalInput, withChartFlags } from '../local-input.ts';
 import { parseImageFlag } from './render.ts';
 
 interface DiffFlags extends ClusterFlags {
@@ -40,6 +37,8 @@ interface DiffFlags extends ClusterFlags {
   config?: string;
   concurrency: string;
   ageKeyFile?: string;
+  values?: string[];
+  releaseName?: string;
 }
 
 /** What to diff: the deploy request, the cluster, and whose inventory prune would read (when it would prune). */
@@ -58,12 +57,11 @@ async function pathInput(
   concurrency: number,
 ): Promise<DiffInput> {
   const images = flags.image.map(parseImageFlag);
-  // SOPS files are decrypted as read; the key file is read only when a file is encrypted.
-  const keys = () => loadAgeIdentities(flags.ageKeyFile);
-  const files = await decryptFiles(await kustomizeLocal(paths, await readManifestFiles(paths)), keys);
   const clusterConfig = loadKubeConfig(clusterAccess(flags));
   const namespace = flags.namespace ?? clusterConfig.namespace ?? 'default';
   const application = flags.application ?? namespace;
+  // SOPS files are decrypted as read (the key file is read only when a file is encrypted); a chart is rendered.
+  const files = await readLocalInput(paths, flags, namespace);
   return {
     api: new KubeApi(clusterConfig, { maxSockets: concurrency * 2 }),
     request: {
@@ -234,10 +232,12 @@ export function diffCommand(
   print: (text: string) => void,
   printErr: (text: string) => void,
 ): void {
-  const command = withManifestFlags(
-    program
-      .command('diff')
-      .description('show what a deploy would change, field by field, from a server-side dry run'),
+  const command = withChartFlags(
+    withManifestFlags(
+      program
+        .command('diff')
+        .description('show what a deploy would change, field by field, from a server-side dry run'),
+    ),
   )
     .option('--age-key-file <file>', 'age identities for SOPS-encrypted files (default: $SOPS_AGE_KEY_FILE)')
     .option('--prune', 'also show what a deploy with --prune would delete')

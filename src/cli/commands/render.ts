@@ -17,11 +17,8 @@ import { parseManifestFiles } from '../../render/parse.ts';
 import { redactSecret } from '../../render/redact.ts';
 import { type ClusterSnapshot, render } from '../../render/render.ts';
 import { needsHashKey } from '../../render/versioning.ts';
-import { kustomizeLocal } from '../../sources/build/kustomize-sources.ts';
-import { readManifestFiles } from '../../sources/local/files.ts';
-import { loadAgeIdentities } from '../../sources/sops/age-keys.ts';
-import { decryptFiles } from '../../sources/sops/decrypt.ts';
 import { type ClusterFlags, clusterAccess, manifestBoundary, withManifestFlags } from '../cluster-flags.ts';
+import { readLocalInput, withChartFlags } from '../local-input.ts';
 import { formatData, formatTable } from '../output.ts';
 
 interface RenderFlags extends ClusterFlags {
@@ -31,6 +28,8 @@ interface RenderFlags extends ClusterFlags {
   agentNamespace: string;
   hashKeyFile?: string;
   ageKeyFile?: string;
+  values?: string[];
+  releaseName?: string;
   offline?: boolean;
   showSecrets?: boolean;
   requireDigests?: boolean;
@@ -58,8 +57,12 @@ export function renderCommand(
   print: (text: string) => void,
   warn: (text: string) => void,
 ): void {
-  withManifestFlags(
-    program.command('render').description('print the hydrated manifests a deploy of these files would apply'),
+  withChartFlags(
+    withManifestFlags(
+      program
+        .command('render')
+        .description('print the hydrated manifests a deploy of these files would apply'),
+    ),
   )
     .option('--age-key-file <file>', 'age identities for SOPS-encrypted files (default: $SOPS_AGE_KEY_FILE)')
     .option('--offline', 'do not read existing versions and live objects from the cluster')
@@ -76,10 +79,16 @@ export function renderCommand(
     )
     .action(async (paths: string[], flags: RenderFlags) => {
       const images = flags.image.map(parseImageFlag);
-      // SOPS files are decrypted as read; the key file is read only when a file is encrypted.
-      const keys = () => loadAgeIdentities(flags.ageKeyFile);
-      const files = await decryptFiles(await kustomizeLocal(paths, await readManifestFiles(paths)), keys);
       let namespace = flags.namespace;
+      // SOPS files are decrypted as read (the key file is read only when a file is encrypted); a chart is rendered
+      // in the namespace the objects go to.
+      const files = await readLocalInput(
+        paths,
+        flags,
+        namespace ??
+          (flags.offline ? undefined : loadKubeConfig(clusterAccess(flags)).namespace) ??
+          'default',
+      );
       let snapshot: ClusterSnapshot = { versions: [], live: [] };
       // Versioned Secrets are hashed under the installation's key: from --hash-key-file, else read (never made) from
       // the cluster. Without one they are shown without a hash, as new versions, and a warning says so.

@@ -7,10 +7,12 @@
 // the configuration names their repository as allowed.
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { StalledError } from '../../errors.ts';
 import type { ManifestFile } from '../../render/parse.ts';
+import type { IdentitySource } from '../sops/decrypt.ts';
+import { type Staged, sopsFilesUnder, stageDecrypted } from '../sops/tree.ts';
 import { runTool } from './tool.ts';
 
 export interface ChartRequest {
@@ -34,6 +36,13 @@ export interface ChartRequest {
   helm?: string | undefined;
   timeoutMs?: number | undefined;
   maxOutputBytes?: number | undefined;
+  /**
+   * The age identities for SOPS files in the chart folder or among the values files (as helm-secrets users keep
+   * `secrets.yaml`): with them such files are decrypted in a private copy that helm renders (sops/tree.ts).
+   */
+  identities?: IdentitySource | undefined;
+  /** The folder the labels of the chart and values files are relative to ('' for paths as given). */
+  treeRoot?: string | undefined;
 }
 
 interface ChartYaml {
@@ -74,15 +83,28 @@ async function checkDependencies(request: ChartRequest): Promise<void> {
   }
 }
 
+/** The chart's files decrypted into a private copy, when the chart folder or a values file holds a SOPS file. */
+async function stageChart(request: ChartRequest): Promise<Staged | undefined> {
+  if (!request.identities) return undefined;
+  const root = request.treeRoot ?? '';
+  const label = (path: string) => (root === '' ? path : relative(root, path).split(sep).join('/'));
+  const places = [request.chart, ...request.valuesFiles].map((disk) => ({ disk, label: label(disk) }));
+  const encrypted = await sopsFilesUnder(places);
+  if (encrypted.length === 0) return undefined;
+  return stageDecrypted(places, encrypted, request.identities, root);
+}
+
 /** The chart rendered by `helm template`, as one manifest file named after the chart. */
 export async function renderChart(request: ChartRequest): Promise<ManifestFile> {
   await checkDependencies(request);
+  const staged = await stageChart(request);
+  const onDisk = (path: string) => (staged ? staged.at(path) : path);
   const home = await mkdtemp(join(tmpdir(), 'mooring-helm-'));
   try {
     const args = [
       'template',
       request.releaseName,
-      request.chart,
+      onDisk(request.chart),
       '--namespace',
       request.namespace,
       '--include-crds',
@@ -90,7 +112,7 @@ export async function renderChart(request: ChartRequest): Promise<ManifestFile> 
     ];
     if (request.kubeVersion) args.push('--kube-version', request.kubeVersion);
     for (const api of request.apiVersions ?? []) args.push('--api-versions', api);
-    for (const file of request.valuesFiles) args.push('--values', file);
+    for (const file of request.valuesFiles) args.push('--values', onDisk(file));
     if (request.values && Object.keys(request.values).length > 0) {
       const inline = join(home, 'inline-values.yaml');
       await writeFile(inline, stringify(request.values));
@@ -116,10 +138,12 @@ export async function renderChart(request: ChartRequest): Promise<ManifestFile> 
       step: 'helm template',
       timeoutMs: request.timeoutMs,
       maxOutputBytes: request.maxOutputBytes,
+      ...(staged ? { clean: (why: string) => staged.clean(why) } : {}),
     });
     return { path: `${request.label} (helm template ${request.releaseName})`, text };
   } finally {
     await rm(home, { recursive: true, force: true });
+    await staged?.remove();
   }
 }
 

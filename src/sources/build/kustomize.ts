@@ -18,6 +18,9 @@ import { posix } from 'node:path';
 import { parse } from 'yaml';
 import { StalledError } from '../../errors.ts';
 import type { ManifestFile } from '../../render/parse.ts';
+import { loadAgeIdentities } from '../sops/age-keys.ts';
+import type { IdentitySource } from '../sops/decrypt.ts';
+import { type Place, type Staged, sopsFilesUnder, stageDecrypted } from '../sops/tree.ts';
 import { runTool } from './tool.ts';
 
 export const KUSTOMIZATION_NAMES = ['kustomization.yaml', 'kustomization.yml', 'Kustomization'] as const;
@@ -29,6 +32,11 @@ export interface KustomizeOptions {
   allowRemoteBases?: boolean | undefined;
   timeoutMs?: number | undefined;
   maxOutputBytes?: number | undefined;
+  /**
+   * The age identities for SOPS files under the folders a build reads: with them, such files are decrypted in a
+   * private copy that kustomize builds (sops/tree.ts); without them, kustomize reads the files as they are.
+   */
+  identities?: IdentitySource | undefined;
 }
 
 /** Where the tree lies on disk: file labels are joined to `root` ('' when labels are paths on disk already). */
@@ -38,11 +46,17 @@ export interface KustomizeTree {
   insideRoot: boolean;
 }
 
-/** The options of the configuration's render section. */
+/** The options of the configuration's render and decryption sections. */
 export function kustomizeOptions(config: {
   render: { kubectl?: string | undefined; kustomize: { allowRemoteBases: boolean } };
+  decryption?: { ageKeyFile?: string | undefined } | undefined;
 }): KustomizeOptions {
-  return { kubectl: config.render.kubectl, allowRemoteBases: config.render.kustomize.allowRemoteBases };
+  return {
+    kubectl: config.render.kubectl,
+    allowRemoteBases: config.render.kustomize.allowRemoteBases,
+    // Read at each build (a rotated key Secret is used at once), and only when a file is encrypted.
+    identities: () => loadAgeIdentities(config.decryption?.ageKeyFile),
+  };
 }
 
 const MAX_KUSTOMIZATIONS = 1000;
@@ -116,8 +130,15 @@ async function isLocal(tree: KustomizeTree, label: string): Promise<boolean> {
   );
 }
 
-/** Refuses remote bases (unless allowed) and bases outside the tree, in `k` and the local bases it names. */
-async function checkBases(tree: KustomizeTree, k: Kustomization, options: KustomizeOptions): Promise<void> {
+/**
+ * Refuses remote bases (unless allowed) and bases outside the tree, in `k` and the local bases it names; the
+ * folders of `k` and of those bases (what the build reads: LoadRestrictionsRootOnly keeps each one's files under it).
+ */
+async function checkBases(
+  tree: KustomizeTree,
+  k: Kustomization,
+  options: KustomizeOptions,
+): Promise<string[]> {
   const seen = new Set<string>([k.label]);
   const queue = [k];
   while (queue.length > 0) {
@@ -142,6 +163,7 @@ async function checkBases(tree: KustomizeTree, k: Kustomization, options: Kustom
         );
     }
   }
+  return [...seen].map((label) => posix.dirname(label));
 }
 
 /** `kubectl kustomize` of one kustomization, as one manifest file named after it. */
@@ -149,9 +171,11 @@ async function build(
   tree: KustomizeTree,
   k: Kustomization,
   options: KustomizeOptions,
+  staged?: Staged,
 ): Promise<ManifestFile> {
   const kubectl = options.kubectl ?? process.env.MOORING_KUBECTL ?? 'kubectl';
-  const args = ['kustomize', onDisk(tree, k.folder), '--load-restrictor', 'LoadRestrictionsRootOnly'];
+  const folder = staged ? staged.at(onDisk(tree, k.folder)) : onDisk(tree, k.folder);
+  const args = ['kustomize', folder, '--load-restrictor', 'LoadRestrictionsRootOnly'];
   const text = await runTool({
     binary: kubectl,
     configuredBy: 'render.kubectl or MOORING_KUBECTL',
@@ -161,8 +185,9 @@ async function build(
     timeoutMs: options.timeoutMs,
     maxOutputBytes: options.maxOutputBytes,
     clean: (why) => {
-      // A checkout's temporary folder means nothing to the reader: name files as in the repository.
-      let text = tree.root !== '' ? why.split(`${tree.root}/`).join('').split(tree.root).join('.') : why;
+      // A checkout's or a decrypted copy's temporary folder means nothing to the reader: name files as the user does.
+      let text = staged ? staged.clean(why) : why;
+      if (tree.root !== '') text = text.split(`${tree.root}/`).join('').split(tree.root).join('.');
       // kustomize and git repeat remote bases' URLs with their credentials: never pass those on.
       text = text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/\s@'"]*@/gi, '$1');
       return text;
@@ -196,8 +221,27 @@ export async function buildKustomizations(
   const plain = files.filter((f) => !folders.some((folder) => isUnder(f.path, folder)));
   const built: ManifestFile[] = [];
   for (const k of roots) {
-    await checkBases(tree, k, options);
-    built.push(await build(tree, k, options));
+    const read = await checkBases(tree, k, options);
+    built.push(await buildDecrypted(tree, k, read, options));
   }
   return [...plain, ...built];
+}
+
+/** The build of `k`, from a decrypted copy of the folders it reads when SOPS files lie among them. */
+async function buildDecrypted(
+  tree: KustomizeTree,
+  k: Kustomization,
+  folders: readonly string[],
+  options: KustomizeOptions,
+): Promise<ManifestFile> {
+  if (!options.identities) return build(tree, k, options);
+  const places: Place[] = folders.map((folder) => ({ disk: onDisk(tree, folder), label: folder }));
+  const encrypted = await sopsFilesUnder(places);
+  if (encrypted.length === 0) return build(tree, k, options);
+  const staged = await stageDecrypted(places, encrypted, options.identities, tree.root);
+  try {
+    return await build(tree, k, options, staged);
+  } finally {
+    await staged.remove();
+  }
 }

@@ -41,6 +41,16 @@ const MAC_ONLY_ENCRYPTED_INIT = Buffer.from(
 // A cheap look before parsing: a top-level `sops` key in YAML or JSON.
 const MAY_BE_SOPS = /^["']?sops["']?[ \t]*:|"sops"\s*:/m;
 
+/** Whether a file's text is SOPS-encrypted: a top-level `sops:` block (a broken one counts, to fail naming it). */
+export function isSopsText(text: string): boolean {
+  if (!MAY_BE_SOPS.test(text)) return false;
+  try {
+    return sopsDocuments({ path: '', text }) !== undefined;
+  } catch {
+    return true;
+  }
+}
+
 /** The files with every SOPS file decrypted; the others as they were, in the same order. */
 export async function decryptFiles(
   files: readonly ManifestFile[],
