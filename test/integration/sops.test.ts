@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { statusReceiver } from '../contract/github-openapi.ts';
 import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
+import { pushImage } from '../testbed/oci-push.ts';
 import { encryptSops, newAgeKey } from '../unit/sources/sops-fixture.ts';
 import { api, ledgerOf, postedStatuses, startAgent } from './faults-support.ts';
 import { deployTo, eventually, manifestDir, mooring, runTool, testbed, useNamespace } from './helpers.ts';
@@ -185,15 +186,44 @@ stringData:
     const repoPath = `sops-${suffix}/app`;
     const repo = await createBareRepo(env.git.root, repoPath);
     const key = await newAgeKey();
+    const image = `${new URL(env.registry.url).host}/sops-${suffix}/vault`;
+    const pushed = await pushImage({
+      registry: env.registry.url,
+      repository: `sops-${suffix}/vault`,
+      tag: 'stable',
+    });
     const first = await commitFiles(repo, {
       'app.yaml': configMap,
       'secrets/db.yaml': await encryptSops([secret('agent-db', PLAIN)], { recipients: [key.recipient] }),
       // A kustomization whose base holds an encrypted Secret: decrypted in the checkout's copy before the build.
-      'kustom/base/kustomization.yaml': 'resources: [secret.yaml]\n',
-      'kustom/base/secret.yaml': await encryptSops([secret('base-db', PLAIN)], {
-        recipients: [key.recipient],
-        encryptedRegex: '^(data|stringData)$',
-      }),
+      // Its Secret is versioned and its Deployment's image bound to the registry's digest, after the build.
+      'kustom/base/kustomization.yaml': 'resources: [secret.yaml, vault.yaml]\n',
+      'kustom/base/secret.yaml': await encryptSops(
+        [
+          {
+            apiVersion: 'v1',
+            kind: 'Secret',
+            metadata: { name: 'base-db' },
+            type: 'Opaque',
+            stringData: { password: PLAIN },
+          },
+        ],
+        { recipients: [key.recipient], encryptedRegex: '^(data|stringData)$' },
+      ),
+      'kustom/base/vault.yaml': `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: vault}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: vault}}
+  template:
+    metadata: {labels: {app: vault}}
+    spec:
+      containers:
+        - name: vault
+          image: ${image}:stable
+          envFrom: [{secretRef: {name: base-db}}]
+`,
       'kustom/overlay/kustomization.yaml': 'resources: [../base]\nnamePrefix: k-\ncommonLabels: {tier: db}\n',
     });
     const files = await manifestDir({
@@ -211,8 +241,10 @@ cluster: {name: sops, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs()
 sources:
   git:
     - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${files}/user}, password: {file: ${files}/password}}}
+  registry:
+    - {name: vault-image, image: ${image}, policy: {type: fixed, tag: stable}, insecure: true, interval: 1h}
 deployments:
-  - {name: app, namespace: ${ns()}, source: app, stability: {timeout: 2m}, commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${files}/token}}}
+  - {name: app, namespace: ${ns()}, source: app, images: [vault-image], stability: {timeout: 2m}, commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${files}/token}}}
 decryption: {ageKeyFile: ${files}/keys.txt}
 server: {port: 0, address: 127.0.0.1}
 `);
@@ -228,7 +260,13 @@ server: {port: 0, address: 127.0.0.1}
         120_000,
       );
       expect(await secretValue(ns(), 'agent-db')).toBe(PLAIN);
-      expect(await secretValue(ns(), 'k-base-db')).toBe(PLAIN);
+      expect(await secretValue(ns(), 'k-base-db-v000')).toBe(PLAIN);
+      const vault = JSON.parse(
+        (await kubectl('-n', ns(), 'get', 'deployment', 'k-vault', '-o', 'json')).stdout,
+      );
+      const container = vault.spec.template.spec.containers[0];
+      expect(container.image).toBe(`${image}:stable@${pushed.digest}`);
+      expect(container.envFrom[0].secretRef.name).toBe('k-base-db-v000');
       await eventually('the first commit reported', async () => ended(first));
       expect(ended(first)?.state).toBe('success');
       // A commit whose encrypted file is for another recipient: refused naming the file, nothing of it applied.
