@@ -298,6 +298,26 @@ const server = z.strictObject({
       registry: z.strictObject({ token: secretRef }).optional(),
     })
     .default({}),
+  /**
+   * The read-only status page at /status (docs/status-page.md): off by default; its data needs the bearer token
+   * `token` unless `anonymous` (only behind an authenticating proxy).
+   */
+  statusPage: z
+    .strictObject({
+      enabled: z.boolean().default(false),
+      token: secretRef.optional(),
+      anonymous: z.boolean().default(false),
+      /** Releases listed per deployment. */
+      releases: z.number().int().min(1).max(50).default(10),
+    })
+    .refine((p) => !p.enabled || p.anonymous || p.token !== undefined, {
+      message:
+        'an enabled status page needs "token" (a bearer token from a Secret), or "anonymous: true" behind an authenticating proxy',
+    })
+    .refine((p) => !(p.anonymous && p.token !== undefined), {
+      message: 'give "token" or "anonymous: true", not both',
+    })
+    .prefault({}),
 });
 
 const render = z.strictObject({

@@ -41,6 +41,8 @@ export interface ServerOptions {
   /** The configured sources the generic hook can name; a function so that a reloaded config is seen. */
   sources?: () => ConfiguredSources;
   log: ServerLogger;
+  /** More read-only pages (the status page): answers a request and returns true, or returns false. */
+  pages?: ((req: IncomingMessage, res: ServerResponse, path: string) => boolean) | undefined;
   /** Whole-request limit, headers and body included: a slow client cannot hold a connection forever. */
   requestTimeoutMs?: number;
 }
@@ -90,6 +92,7 @@ async function route(options: ServerOptions, req: IncomingMessage, res: ServerRe
     }
     return probe(options, path === '/healthz' ? 'health' : 'ready', res);
   }
+  if (options.pages?.(req, res, path)) return;
   sendJson(res, 404, { error: 'not found' });
 }
 

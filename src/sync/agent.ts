@@ -418,6 +418,11 @@ export class Agent {
    * deployments and sources stop (a running sync is cancelled; nothing in the cluster is deleted); added ones are
    * built and polled at once; changed ones are rebuilt and polled, and a changed spec is synced again.
    */
+  /** The suspension of a deployment (`mooring suspend`), if it is suspended. */
+  suspended(deployment: string): { since?: string | undefined } | undefined {
+    return this.control.suspended(deployment);
+  }
+
   async reconfigure(next: MooringConfig, reporters?: readonly SyncReporter[]): Promise<ReloadPlan> {
     const plan = planReload(this.deps.config, next);
     if (this.stopped) return plan;

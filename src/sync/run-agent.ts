@@ -16,9 +16,12 @@ import { Discovery } from '../kube/discovery.ts';
 import { LeaderElector } from '../kube/lease.ts';
 import { AuditLog } from '../report/audit.ts';
 import { CommitStatusSync } from '../report/commit-status-sync.ts';
+import { Ledger } from '../report/ledger.ts';
 import { createServer, type WebhookSecrets } from '../server/http.ts';
 import { AgentMetrics } from '../server/metrics.ts';
 import { selectSources } from '../server/source-match.ts';
+import { StatusBoard } from '../server/status/board.ts';
+import { statusPage } from '../server/status/routes.ts';
 import { readSecret } from '../sources/secret.ts';
 import { Agent } from './agent.ts';
 import type { Logger } from './logger.ts';
@@ -51,6 +54,12 @@ async function webhookSecrets(config: MooringConfig): Promise<WebhookSecrets> {
   };
 }
 
+/** The status page's bearer token; undefined when the page is anonymous (or off). */
+async function pageToken(config: MooringConfig): Promise<string | undefined> {
+  const page = config.server.statusPage;
+  return page.enabled && page.token ? readSecret(page.token) : undefined;
+}
+
 export async function runAgent(
   initial: MooringConfig,
   log: Logger,
@@ -72,13 +81,21 @@ export async function runAgent(
   const cache = new ClusterCache(api, { lingerMs: 5 * 60_000 });
   const metrics = new AgentMetrics();
   const release = memoryRelease(); // pages V8 keeps after a burst of syncs, given back once it is over
+  // The status page's views, kept as syncs run (and read from the ledgers while a page is open).
+  const board = new StatusBoard({
+    config: () => config,
+    ledger: new Ledger(api, config.cluster.namespace, config.ledger.historyLimit),
+    suspended: (name) => agent?.suspended(name),
+    log,
+    releases: config.server.statusPage.releases,
+  });
   // Commit statuses, with the outbox of undelivered ones: delivered again when an agent starts leading.
   let statuses: CommitStatusSync | undefined;
   const reporters = (): SyncReporter[] => {
     void statuses?.close();
     statuses = new CommitStatusSync(config, log, { api });
     void statuses.start().catch(() => undefined);
-    return [statuses, new AuditLog(config, log), metrics, release];
+    return [statuses, new AuditLog(config, log), metrics, release, board];
   };
   const newAgent = () => {
     return new Agent({
@@ -112,6 +129,12 @@ export async function runAgent(
     return reachable;
   };
   let secrets = await webhookSecrets(config);
+  let statusToken = await pageToken(config);
+  const page = statusPage({
+    board,
+    token: () => statusToken,
+    cluster: () => config.cluster.name,
+  });
   const server = createServer({
     // Getters, so that a reloaded configuration is seen by the next request.
     get maxBodyBytes() {
@@ -144,6 +167,8 @@ export async function runAgent(
       return metrics.text();
     },
     sources: () => config.sources,
+    // The status page, while enabled (a reload may turn it on or off).
+    pages: (req, res, path) => config.server.statusPage.enabled && page(req, res, path),
     log,
   });
   server.listen(config.server.port, config.server.address);
@@ -151,6 +176,8 @@ export async function runAgent(
   const port = (server.address() as AddressInfo).port;
   log.info({ port }, 'http server listening');
   options.onListening?.(port);
+  // The page shows where each deployment is from the ledgers before this agent syncs anything.
+  if (config.server.statusPage.enabled) void board.refreshAll().catch(() => undefined);
   const probe = setInterval(() => void clusterReachable(), 10_000);
   await clusterReachable();
 
@@ -166,6 +193,7 @@ export async function runAgent(
       reporting.some((k) => !isDeepStrictEqual(config[k], next[k])) ||
       !isDeepStrictEqual(config.sources.git, next.sources.git);
     secrets = await webhookSecrets(next);
+    statusToken = await pageToken(next);
     config = next;
     const running = agent;
     await starting?.catch(() => undefined);

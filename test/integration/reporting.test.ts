@@ -1,7 +1,8 @@
 // Reporting end to end: two agents (two "clusters") deploy the same commit and post commit statuses with their
 // own contexts to a GitHub-shaped endpoint whose every request is checked against GitHub's OpenAPI description;
 // a broken Deployment is reported as a failure naming it; the audit log holds the hydrated manifests; and a
-// Secret's canary value appears in no log, audit record, ledger, status request, error, history or HTTP answer:
+// Secret's canary value appears in no log, audit record, ledger, status request, error, history or HTTP answer
+// (the status page's data included):
 // not when the API server refuses a Secret and quotes the value, and not through the content-hash annotation,
 // which cannot confirm the value without the installation's key. A SOPS/age-encrypted Secret beside it, decrypted by
 // the agents (decryption.ageKeyFile), keeps its plaintext out of every output just the same.
@@ -118,7 +119,7 @@ deployments:
     images: [web-image]
     stability: {timeout: 2m}
     commitStatus: {provider: github, apiUrl: "${apiUrl}", token: {file: ${secrets}/token}}
-server: {port: 0, address: 127.0.0.1}
+server: {port: 0, address: 127.0.0.1, statusPage: {enabled: true, anonymous: true}}
 audit: {file: ${audit}}
 decryption: {ageKeyFile: ${secrets}/age-keys.txt}
 `);
@@ -300,7 +301,7 @@ data: {pin: ${CANARY}}
     expect(history.code, history.stderr).toBe(0);
     expect(history.stdout).toContain('.data: invalid value (not valid base64)');
     const answers = await Promise.all(
-      ['/healthz', '/readyz', '/metrics'].map(async (p) =>
+      ['/healthz', '/readyz', '/metrics', '/status/api/deployments'].map(async (p) =>
         (await fetch(`http://127.0.0.1:${east.port()}${p}`)).text(),
       ),
     );

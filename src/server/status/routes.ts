@@ -1,0 +1,139 @@
+// The status page's routes on the agent's HTTP port (read-only; off unless `server.statusPage.enabled`):
+//   GET /status            the page (HTML shell: no data in it)
+//   GET /status/app.css, /status/app.js
+//   GET /status/api/deployments   every deployment's view (board.ts), as {cluster, items}
+//   GET /status/api/events        server-sent events: one `deployment` event per change, a comment every 15 s
+// The API needs `Authorization: Bearer <token>` (the token from a Secret, compared in constant time) unless the
+// page is configured anonymous (for an authenticating proxy in front). The shell and its files hold no data and
+// are served to anyone, so that the page can ask for the token. Streams are bounded in number.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { PAGE_CSS, PAGE_HTML, PAGE_JS } from './assets.ts';
+import type { StatusBoard } from './board.ts';
+
+export interface StatusPageOptions {
+  board: StatusBoard;
+  /** The bearer token the API asks for; undefined: anonymous (an authenticating proxy is in front). */
+  token: () => string | undefined;
+  cluster: () => string;
+  maxStreams?: number | undefined;
+  heartbeatMs?: number | undefined;
+  /** While a page is open, the ledgers are read this often (a rollback made elsewhere shows). */
+  refreshMs?: number | undefined;
+}
+
+const SECURITY: OutgoingHttpHeaders = {
+  'Cache-Control': 'no-store',
+  'X-Content-Type-Options': 'nosniff',
+  'X-Frame-Options': 'DENY',
+  'Referrer-Policy': 'no-referrer',
+  'Content-Security-Policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+};
+
+function send(res: ServerResponse, status: number, type: string, body: string): void {
+  res.writeHead(status, { ...SECURITY, 'Content-Type': type });
+  res.end(body);
+}
+
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text).digest();
+}
+
+function authorized(req: IncomingMessage, token: string | undefined): boolean {
+  if (token === undefined) return true;
+  const header = req.headers.authorization ?? '';
+  const match = /^Bearer\s+(.+)$/i.exec(header);
+  if (!match?.[1]) return false;
+  return timingSafeEqual(digest(match[1].trim()), digest(token));
+}
+
+/** The status page's request handler: true when it answered. */
+export function statusPage(
+  options: StatusPageOptions,
+): (req: IncomingMessage, res: ServerResponse, path: string) => boolean {
+  const maxStreams = options.maxStreams ?? 50;
+  const heartbeatMs = options.heartbeatMs ?? 15_000;
+  const refreshMs = options.refreshMs ?? 15_000;
+  let streams = 0;
+  let refresher: NodeJS.Timeout | undefined;
+  const watching = (delta: number) => {
+    streams += delta;
+    if (streams > 0 && !refresher) {
+      refresher = setInterval(() => void options.board.refreshAll().catch(() => undefined), refreshMs);
+      refresher.unref();
+    } else if (streams === 0 && refresher) {
+      clearInterval(refresher);
+      refresher = undefined;
+    }
+  };
+
+  return (req, res, path) => {
+    if (path !== '/status' && !path.startsWith('/status/')) return false;
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { ...SECURITY, Allow: 'GET, HEAD', 'Content-Type': 'application/json' });
+      res.end(JSON.stringify({ error: 'method not allowed' }));
+      return true;
+    }
+    switch (path) {
+      case '/status':
+      case '/status/':
+        send(res, 200, 'text/html; charset=utf-8', PAGE_HTML);
+        return true;
+      case '/status/app.css':
+        send(res, 200, 'text/css; charset=utf-8', PAGE_CSS);
+        return true;
+      case '/status/app.js':
+        send(res, 200, 'text/javascript; charset=utf-8', PAGE_JS);
+        return true;
+    }
+    if (path !== '/status/api/deployments' && path !== '/status/api/events') {
+      send(res, 404, 'application/json', JSON.stringify({ error: 'not found' }));
+      return true;
+    }
+    if (!authorized(req, options.token())) {
+      res.writeHead(401, {
+        ...SECURITY,
+        'Content-Type': 'application/json',
+        'WWW-Authenticate': 'Bearer realm="mooring status"',
+      });
+      res.end(JSON.stringify({ error: 'a bearer token is needed' }));
+      return true;
+    }
+    if (path === '/status/api/deployments') {
+      send(
+        res,
+        200,
+        'application/json',
+        JSON.stringify({ cluster: options.cluster(), items: options.board.list() }),
+      );
+      return true;
+    }
+    if (streams >= maxStreams) {
+      res.writeHead(503, { ...SECURITY, 'Content-Type': 'application/json', 'Retry-After': '30' });
+      res.end(JSON.stringify({ error: `more than ${maxStreams} open status streams` }));
+      return true;
+    }
+    res.writeHead(200, {
+      ...SECURITY,
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      Connection: 'keep-alive',
+      'X-Accel-Buffering': 'no',
+    });
+    res.write(`retry: 5000\n\n`);
+    const unsubscribe = options.board.subscribe((view) => {
+      res.write(`event: deployment\ndata: ${JSON.stringify(view)}\n\n`);
+    });
+    const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), heartbeatMs);
+    heartbeat.unref();
+    watching(1);
+    void options.board.refreshAll().catch(() => undefined);
+    const close = () => {
+      clearInterval(heartbeat);
+      unsubscribe();
+      watching(-1);
+    };
+    res.once('close', close);
+    return true;
+  };
+}

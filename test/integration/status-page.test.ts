@@ -1,0 +1,194 @@
+// The status page in a real browser (Debian's Chromium, driven by playwright-core) against an agent on the test bed:
+// the page asks for its token, then shows the deployment; a push turns its row to syncing (a Deployment that is not
+// ready yet) and, after the next push, to synced, with the revision linked to the commit on the forge, the image
+// with its digest, the objects with their verdicts and the releases; its colours meet WCAG AA; no Secret value
+// reaches the page or its data; a screenshot is written to docs/status-page.png.
+import { join } from 'node:path';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
+import { BEHAVIOR } from '../testbed/kubelet.ts';
+import { pushImage } from '../testbed/oci-push.ts';
+import { startAgent } from './faults-support.ts';
+import { manifestDir, testbed, useNamespace } from './helpers.ts';
+
+const CHROMIUM = process.env.MOORING_CHROMIUM ?? '/usr/bin/chromium';
+const CANARY = `page-canary-${Math.random().toString(36).slice(2)}`;
+const TOKEN = `page-token-${Math.random().toString(36).slice(2)}`;
+const SCREENSHOT = join(import.meta.dirname, '..', '..', 'docs', 'status-page.png');
+
+const manifests = (image: string, behavior: 'ready' | 'never-ready', greeting: string) => `apiVersion: v1
+kind: Secret
+metadata: {name: api-key}
+stringData: {key: ${CANARY}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: web-config}
+data: {greeting: ${greeting}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata:
+      labels: {app: web}
+      annotations: {${BEHAVIOR}: ${behavior}}
+    spec:
+      containers:
+        - name: web
+          image: ${image}:stable
+          envFrom: [{configMapRef: {name: web-config}}, {secretRef: {name: api-key}}]
+`;
+
+// Run in the page: the computed colours of the body text, each state badge and a message, with their backgrounds.
+const MEASURE_COLOURS = `(() => {
+  const pairs = [];
+  pairs.push({ what: 'body', fg: getComputedStyle(document.body).color, bg: getComputedStyle(document.documentElement).backgroundColor });
+  for (const state of ['synced', 'syncing', 'failed', 'held', 'suspended', 'drifted', 'unknown']) {
+    const probe = document.createElement('span');
+    probe.className = 'state state-' + state;
+    document.body.append(probe);
+    const s = getComputedStyle(probe);
+    pairs.push({ what: state, fg: s.color, bg: s.backgroundColor });
+    probe.remove();
+  }
+  const message = document.querySelector('.message');
+  if (message) pairs.push({ what: 'message', fg: getComputedStyle(message).color, bg: 'rgb(255, 255, 255)' });
+  return pairs;
+})()`;
+
+/** The contrast ratio of two CSS colours (rgb()/rgba()), as WCAG 2 defines it. */
+function contrast(a: string, b: string): number {
+  const luminance = (css: string) => {
+    const [r = 0, g = 0, bl = 0] = (css.match(/[\d.]+/g) ?? []).map(Number);
+    const lin = (c: number) => {
+      const s = c / 255;
+      return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+    };
+    return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(bl);
+  };
+  const [hi, lo] = [luminance(a), luminance(b)].sort((x, y) => y - x) as [number, number];
+  return (hi + 0.05) / (lo + 0.05);
+}
+
+describe('the status page in a browser', () => {
+  const ns = useNamespace('status-page');
+  const agentNs = useNamespace('status-page-agent');
+  let browser: Browser;
+  const stops: (() => Promise<void>)[] = [];
+  beforeAll(async () => {
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+    });
+  });
+  afterAll(async () => {
+    for (const stop of stops) await stop();
+    await browser?.close();
+  });
+
+  const state = (page: Page) => page.locator('tr[data-deployment="web"] .state');
+
+  it('shows the deployment live: token, syncing, synced, revision link, objects, releases; no Secret value', async () => {
+    const env = testbed();
+    const suffix = Date.now().toString(36);
+    const repoPath = `status-${suffix}/app`;
+    const repo = await createBareRepo(env.git.root, repoPath);
+    const image = `${new URL(env.registry.url).host}/status-${suffix}/web`;
+    const pushed = await pushImage({
+      registry: env.registry.url,
+      repository: `status-${suffix}/web`,
+      tag: 'stable',
+    });
+    const first = await commitFiles(repo, { 'app.yaml': manifests(image, 'ready', 'hello') });
+    const files = await manifestDir({ user: env.git.username, password: env.git.password, token: TOKEN });
+    const agent = startAgent(`
+cluster: {name: staging-east, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs()}}
+sources:
+  git:
+    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${files}/user}, password: {file: ${files}/password}}}
+  registry:
+    - {name: web-image, image: ${image}, policy: {type: fixed, tag: stable}, insecure: true, interval: 1h}
+deployments:
+  - {name: web, namespace: ${ns()}, source: app, images: [web-image], stability: {timeout: 5m}}
+server: {port: 0, address: 127.0.0.1, statusPage: {enabled: true, token: {file: ${files}/token}}}
+`);
+    stops.push(agent.stop);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 720 } });
+    const answers: string[] = [];
+    page.on('response', async (response) => {
+      if (response.url().includes('/status/api/deployments'))
+        answers.push(await response.text().catch(() => ''));
+    });
+    const deadline = Date.now() + 30_000;
+    while (agent.port() === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    const base = `http://127.0.0.1:${agent.port()}`;
+
+    // Without the token the data is refused; the page asks for it.
+    expect((await fetch(`${base}/status/api/deployments`)).status).toBe(401);
+    await page.goto(`${base}/status`);
+    await page.locator('#login').waitFor({ state: 'visible' });
+    await page.fill('#token', 'wrong');
+    await page.click('#login button');
+    await expect.poll(() => page.textContent('#login-error')).toBe('The token was refused.');
+    await page.fill('#token', TOKEN);
+    await page.click('#login button');
+
+    // The first commit deploys: the row ends synced, linked to the commit, with the image's digest.
+    await expect.poll(() => state(page).textContent(), { timeout: 90_000 }).toBe('synced');
+    const row = page.locator('tr[data-deployment="web"]');
+    expect(await row.locator('a').first().textContent()).toBe(first.slice(0, 7));
+    expect(await row.locator('a').first().getAttribute('href')).toBe(
+      `${env.git.url}/${repoPath}/commit/${first}`,
+    );
+    expect(await row.locator('code').first().getAttribute('title')).toBe(`${image}@${pushed.digest}`);
+    await expect.poll(() => page.textContent('#live')).toBe('live');
+
+    // A push whose pods do not become ready: the row turns to syncing, and stays while the agent waits.
+    const second = await commitFiles(repo, { 'app.yaml': manifests(image, 'never-ready', 'bonjour') });
+    await expect.poll(() => state(page).textContent(), { timeout: 60_000 }).toBe('syncing');
+    expect(await row.locator('.message').textContent()).toContain(second.slice(0, 7));
+    // The next push (ready again) supersedes it: the row turns to synced at that commit, without a reload.
+    const third = await commitFiles(repo, { 'app.yaml': manifests(image, 'ready', 'hola') });
+    await expect
+      .poll(
+        async () => `${await state(page).textContent()} ${await row.locator('a').first().textContent()}`,
+        {
+          timeout: 90_000,
+        },
+      )
+      .toBe(`synced ${third.slice(0, 7)}`);
+
+    // The objects of the last sync with their verdicts, and the releases.
+    await page.click('tr.details summary');
+    const objects = page.locator('tr.details table').first();
+    await expect.poll(() => objects.textContent()).toContain(`Deployment ${ns()}/web`);
+    expect(await objects.textContent()).toContain('stable');
+    expect(await objects.textContent()).toMatch(/ConfigMap .*web-config-v00\d/);
+    const releases = page.locator('tr.details table').nth(1);
+    expect(await releases.textContent()).toContain(third.slice(0, 7));
+    expect(await releases.textContent()).toContain('commit');
+
+    // WCAG AA: every state badge and the body text against their backgrounds, as the browser computes them.
+    const colours = (await page.evaluate(MEASURE_COLOURS)) as { what: string; fg: string; bg: string }[];
+    for (const c of colours) expect(contrast(c.fg, c.bg), c.what).toBeGreaterThanOrEqual(4.5);
+
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+
+    // No Secret value anywhere: the rendered page, the data it was sent, the event stream's views.
+    const html = await page.content();
+    expect(html).not.toContain(CANARY);
+    expect(answers.length).toBeGreaterThan(0);
+    for (const text of answers) expect(text).not.toContain(CANARY);
+    const api = await (
+      await fetch(`${base}/status/api/deployments`, { headers: { Authorization: `Bearer ${TOKEN}` } })
+    ).text();
+    expect(api).toContain('"name":"web"');
+    expect(api).not.toContain(CANARY);
+    await page.close();
+  });
+});
