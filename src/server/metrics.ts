@@ -72,6 +72,19 @@ export class AgentMetrics implements SyncReporter {
     labelNames: ['deployment'],
     registers: [this.registry],
   });
+  private readonly heldSince = new Gauge({
+    name: 'mooring_deployment_held_since_seconds',
+    help: 'Since when (Unix seconds) a rollback holds a deployment at its release (new commits and images are not deployed); absent when not held',
+    labelNames: ['deployment'],
+    registers: [this.registry],
+  });
+
+  /** A rollback holds the deployment since `since` (ISO time), or no longer does (undefined). */
+  held(deployment: string, since: string | undefined): void {
+    if (since === undefined) this.heldSince.remove({ deployment });
+    else this.heldSince.set({ deployment }, Math.floor(Date.parse(since) / 1000));
+  }
+
   readonly leader = new Gauge({
     name: 'mooring_leader',
     help: '1 when this agent holds the leader lease (or runs without leader election)',

@@ -311,6 +311,8 @@ export class Agent {
     // renders differently is written, and nothing is recorded when nothing is.
     if (this.resync.delete(d.spec.name) && !input.reason && (decision.action === 'current' || input.local))
       decision = reconcile({ ...input, reason: 'config' });
+    // A rollback's hold, for the alert on deployments held too long (charts/mooring: prometheusRule).
+    this.deps.metrics?.held(d.spec.name, decision.action === 'held' ? decision.fence.since : undefined);
     if (decision.action === 'suspended') {
       // d.commit stays where it was deployed: after the resume, the poll compares from there.
       log.debug('suspended: not synced');

@@ -62,12 +62,17 @@ server: {port: 0, address: 127.0.0.1}
     );
     const { destination, lines } = lineSink();
     const controller = new AbortController();
+    let port = 0;
     const running = runAgent(
       await loadConfigFile(configFile),
       createLogger({ destination, level: 'debug' }),
-      { access: {} },
+      { access: {}, onListening: (p) => (port = p) },
       controller.signal,
     );
+    const heldGauge = async () =>
+      /^mooring_deployment_held_since_seconds\{deployment="web"\} (\d+)$/m.exec(
+        await (await fetch(`http://127.0.0.1:${port}/metrics`)).text(),
+      )?.[1];
     stops.push(async () => {
       controller.abort();
       await running;
@@ -122,6 +127,9 @@ server: {port: 0, address: 127.0.0.1}
     );
     await new Promise((r) => setTimeout(r, 2500));
     expect(await state()).toBe(at('web-config-v000', first.digest));
+    // The hold is a metric (the chart's alert on deployments held too long reads it): since the rollback.
+    const since = Number(await heldGauge());
+    expect(Math.abs(since - Date.now() / 1000)).toBeLessThan(120);
 
     const status = await mooring('status', 'web', '--config', configFile);
     expect(status.stdout).toMatch(/held at release \d+ \(rollback\)/);
@@ -138,6 +146,7 @@ server: {port: 0, address: 127.0.0.1}
     await eventually('the newest revision again', async () =>
       (await state()) === at('web-config-v001', second.digest) ? true : undefined,
     );
+    expect(await heldGauge()).toBeUndefined();
     await runTool(env.tools.kubectl, [
       '--kubeconfig',
       env.kube.kubeconfig,
