@@ -128,13 +128,48 @@ function toProblem(issue: z.core.$ZodIssue, data: unknown, root: unknown, lines:
       issue.keys.length === 1
         ? `unknown field "${key}"`
         : `unknown fields ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
-  } else if (issue.code === 'invalid_type' && valueAt(data, path) === undefined) {
-    // zod leaves the input out of its issues, so whether the field is missing is read from the data.
-    message = 'required field is missing';
+  } else if (issue.code === 'invalid_type') {
+    // zod leaves the input out of its issues, so what was found is read from the data.
+    const found = valueAt(data, path);
+    if (found === undefined) message = 'required field is missing';
+    // A schema's own message (a duration without a unit…) says more than the type does.
+    else if (message.startsWith('Invalid input')) message = wrongType(issue.expected, found);
   }
   const node = locate(root, path, issue.code === 'unrecognized_keys');
   const pos = lines.linePos(node?.range?.[0] ?? 0);
   return { path: formatPath(path), line: pos.line, column: pos.col, message };
+}
+
+const EXPECTED: Record<string, string> = {
+  number: 'a number',
+  int: 'a whole number',
+  string: 'a string',
+  boolean: 'true or false',
+  array: 'a list',
+  object: 'a mapping',
+  record: 'a mapping',
+  map: 'a mapping',
+};
+
+/** `expected a number, got "four"`; a list given as one item says how to write it. */
+export function wrongType(expected: string, found: unknown): string {
+  const want = EXPECTED[expected] ?? expected;
+  let got: string;
+  if (typeof found === 'string') got = JSON.stringify(found.length > 60 ? `${found.slice(0, 57)}...` : found);
+  else if (Array.isArray(found)) got = 'a list';
+  else if (found === null) got = 'null (nothing)';
+  else if (typeof found === 'object') got = 'a mapping';
+  else got = String(found);
+  const hint =
+    expected === 'array' && (typeof found === 'string' || typeof found === 'number')
+      ? ` (a list of one: [${String(found)}])`
+      : expected === 'number' &&
+          typeof found === 'string' &&
+          found.trim() !== '' &&
+          !Number.isNaN(Number(found))
+        ? ` (write it without quotes: ${found.trim()})`
+        : '';
+  return `expected ${want}, got ${got}${hint}`;
 }
 
 function valueAt(data: unknown, path: readonly (string | number)[]): unknown {

@@ -92,6 +92,22 @@ deployments:
     expect(problems[2]?.message).toBe('required field is missing');
   });
 
+  it('says what was expected and what was found for a value of the wrong type', () => {
+    const problems = problemsOf(`apply: {concurrency: "four"}
+server: {port: "8080"}
+sources:
+  git: [{name: app, url: "https://forge.test/a.git"}]
+deployments:
+  - {name: web, namespace: web, source: app, paths: apps/web, prune: 1}
+`);
+    expect(problems.map((p) => [p.path, p.line, p.column, p.message])).toEqual([
+      ['apply.concurrency', 1, 22, 'expected a number, got "four"'],
+      ['server.port', 2, 16, 'expected a number, got "8080" (write it without quotes: 8080)'],
+      ['deployments[0].paths', 6, 53, 'expected a list, got "apps/web" (a list of one: [apps/web])'],
+      ['deployments[0].prune', 6, 70, 'expected true or false, got 1'],
+    ]);
+  });
+
   it('points at an unknown field by its key', () => {
     const [problem, ...rest] = problemsOf(`${minimal}    timeuot: 5m\n`);
     expect(rest).toEqual([]);
