@@ -168,7 +168,19 @@ export const registrySource = z
     /** `host[:port]/path/name`; `nginx` means `docker.io/library/nginx`. */
     image: z
       .string()
-      .regex(/^[a-z0-9]([a-z0-9._:/-]*[a-z0-9])?$/, 'must be an image name without tag or digest'),
+      .regex(/^[a-z0-9]([a-z0-9._:/-]*[a-z0-9])?$/, 'must be an image name without tag or digest')
+      .superRefine((image, ctx) => {
+        // A tag in the name would be dropped by the poll (it follows `policy`): say where the tag goes instead.
+        const last = image.slice(image.lastIndexOf('/') + 1);
+        const colon = last.indexOf(':');
+        if (colon < 0) return;
+        const repository = image.slice(0, image.length - last.length + colon);
+        const tag = last.slice(colon + 1);
+        ctx.addIssue({
+          code: 'custom',
+          message: `has a tag (":${tag}"): give the name only (image: ${repository}) and the tag as policy: {type: fixed, tag: "${tag}"}`,
+        });
+      }),
     policy: tagPolicy.default({ type: 'fixed', tag: 'latest' }),
     exclude: z.array(z.string()).default(['\\.sig$', '\\.att$', '\\.sbom$']),
     ...schedule,

@@ -108,6 +108,21 @@ deployments:
     ]);
   });
 
+  it('refuses a registry image with a tag, saying where the tag goes', () => {
+    const problems = problemsOf(`sources:
+  registry:
+    - {name: app, image: "ghcr.io/org/app:1.0"}
+    - {name: local, image: "localhost:5000/org/app"}
+`);
+    expect(problems.map((p) => [p.path, p.line, p.message])).toEqual([
+      [
+        'sources.registry[0].image',
+        3,
+        'has a tag (":1.0"): give the name only (image: ghcr.io/org/app) and the tag as policy: {type: fixed, tag: "1.0"}',
+      ],
+    ]);
+  });
+
   it('points at an unknown field by its key', () => {
     const [problem, ...rest] = problemsOf(`${minimal}    timeuot: 5m\n`);
     expect(rest).toEqual([]);
