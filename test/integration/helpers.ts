@@ -79,13 +79,18 @@ export interface RunResult {
 export function runTool(
   command: string,
   args: string[],
-  options: { timeoutMs?: number } = {},
+  options: { timeoutMs?: number; cwd?: string; env?: NodeJS.ProcessEnv } = {},
 ): Promise<RunResult> {
   return new Promise((resolveRun) => {
     execFile(
       command,
       args,
-      { timeout: options.timeoutMs ?? 60_000, maxBuffer: 16 * 1024 * 1024 },
+      {
+        timeout: options.timeoutMs ?? 60_000,
+        maxBuffer: 16 * 1024 * 1024,
+        ...(options.cwd ? { cwd: options.cwd } : {}),
+        ...(options.env ? { env: options.env } : {}),
+      },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
         resolveRun({ code, stdout: String(stdout), stderr: String(stderr) });
