@@ -4,8 +4,18 @@
 // mooring's objects are short-lived per request, so scavenges stay cheap. Two glibc arenas and a low trim
 // threshold let the native memory of a burst (connections, zlib streams) go back to the system once it is over
 // (docs/memory.md).
-import { installLastResort } from './last-resort.ts';
-import { runCli } from './program.ts';
+//
+// This file imports nothing before it has checked the Node version: the dependencies (undici, chokidar) fail
+// deep inside on an older Node, so an unsupported one is named here, with the version needed, and exit code 1.
+import { unsupportedNode } from './node-version.ts';
+
+const problem = unsupportedNode(process.versions.node);
+if (problem) {
+  process.stderr.write(`error: ${problem}\n`);
+  process.exit(1);
+}
+const { installLastResort } = await import('./last-resort.ts');
+const { runCli } = await import('./program.ts');
 
 installLastResort();
 
