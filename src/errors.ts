@@ -29,6 +29,9 @@ export class StalledError extends MooringError {
   readonly kind = 'stalled' as const;
 }
 
+/** What was asked for does not exist (an object, a deployment's ledger): the CLI exits 1, as kubectl does. */
+export class NotFoundError extends StalledError {}
+
 export class WaitingError extends MooringError {
   readonly kind = 'waiting' as const;
   readonly retryAfterMs: number;

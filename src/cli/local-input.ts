@@ -2,13 +2,15 @@
 // of a chart folder (`--values`, `--release-name`) and of SOPS (`--age-key-file`).
 import type { Command } from 'commander';
 import { StalledError } from '../errors.ts';
-import type { ManifestFile } from '../render/parse.ts';
+import { type ManifestFile, parseManifestFiles } from '../render/parse.ts';
 import { localManifests } from '../sources/local/manifests.ts';
 
 export interface LocalInputFlags {
   ageKeyFile?: string | undefined;
   values?: string[] | undefined;
   releaseName?: string | undefined;
+  /** deploy --allow-empty: no objects is what is meant (everything the inventory holds is pruned). */
+  allowEmpty?: boolean | undefined;
 }
 
 /** Adds the flags of a Helm chart folder given as a path. */
@@ -28,8 +30,10 @@ export async function readLocalInput(
   paths: readonly string[],
   flags: LocalInputFlags,
   namespace: string,
+  /** The command has --allow-empty (deploy, diff): the error says so. */
+  options: { allowEmptyFlag?: boolean } = {},
 ): Promise<ManifestFile[]> {
-  return localManifests(paths, {
+  const files = await localManifests(paths, {
     ageKeyFile: flags.ageKeyFile,
     chart: { namespace, releaseName: flags.releaseName, valuesFiles: flags.values },
     onCharts: (charts) => {
@@ -39,4 +43,13 @@ export async function readLocalInput(
         );
     },
   });
+  // As kubectl's "no objects passed to apply": an empty folder or a file of comments is a mistake, not a no-op.
+  const parsed = parseManifestFiles(files);
+  if (!flags.allowEmpty && parsed.objects.length === 0 && parsed.errors.length === 0)
+    throw new StalledError(
+      `${paths.join(', ')} renders no objects${files.length === 0 ? ' (no .yaml, .yml or .json file)' : ''}${
+        options.allowEmptyFlag ? '; give --allow-empty if that is meant' : ''
+      }`,
+    );
+  return files;
 }

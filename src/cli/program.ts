@@ -2,8 +2,9 @@
 // Only the command being run is loaded (see command-table.ts); the others are listed for help.
 import { Command, CommanderError, Help } from 'commander';
 import { errorMessage, StalledError } from '../errors.ts';
-import { isAccessDenied } from '../kube/errors.ts';
+import { isAccessDenied, isNotFound } from '../kube/errors.ts';
 import { VERSION } from '../version.ts';
+import { normalizeArgv } from './argv.ts';
 import { type CliIo, COMMANDS, type CommandListing, commandNamed } from './command-table.ts';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, ExitError } from './exit-codes.ts';
 
@@ -53,7 +54,8 @@ export async function buildProgram(
 }
 
 /** Runs the CLI on `argv` (without node and script) and returns the exit code; never throws. */
-export async function runCli(argv: readonly string[], io: CliIo = processIo): Promise<number> {
+export async function runCli(given: readonly string[], io: CliIo = processIo): Promise<number> {
+  const argv = normalizeArgv(given);
   try {
     const program = await buildProgram(io, commandNamed(argv) ?? 'none');
     if (argv.length === 0) {
@@ -75,6 +77,8 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo): Pr
     // the causes only for whoever debugs mooring itself.
     io.stderr(`error: ${errorMessage(error)}`);
     if (debugging()) io.stderr(debugDetails(error));
+    // Not found is a failure of the command, as kubectl's exit 1 (not a usage error).
+    if (isNotFound(error)) return EXIT_FAILED;
     // A stalled error is bad input the user has to fix (config, manifests, kubeconfig, RBAC): exit 2.
     return error instanceof StalledError || isAccessDenied(error) ? EXIT_USAGE : EXIT_FAILED;
   }

@@ -224,7 +224,7 @@ const commitStatus = z.strictObject({
 export const deployment = z.strictObject({
   name,
   namespace: name,
-  /** The moniker application; the deployment's name when absent. */
+  /** The moniker application; the deployment's namespace when absent, as for the CLI (docs/cli.md). */
   application: name.optional(),
   /** A git or local source that holds the manifests. */
   source: name,

@@ -1,7 +1,7 @@
 // Deleting an object, or every version of a versioned one (seed 001: "Delete: can this resource be deleted?").
 // `NAME` names either the object itself or, for a versioned object, its artifact: all its versions go, or the one
 // asked for with a version.
-import { StalledError } from '../errors.ts';
+import { NotFoundError } from '../errors.ts';
 import { ARTIFACT } from '../render/annotations.ts';
 import type { KubeObject } from '../render/manifest.ts';
 import { versionSuffix } from '../render/versioning.ts';
@@ -48,7 +48,7 @@ export async function deleteObjects(
     }
   }
   if (names.length === 0) {
-    throw new StalledError(
+    throw new NotFoundError(
       `${info.kind} ${ns ? `${ns}/` : ''}${request.name} not found (neither an object nor a versioned artifact)`,
     );
   }
@@ -61,7 +61,7 @@ export async function deleteObjects(
       deleted.push(name);
     } catch (error) {
       if (statusCode(error) === 404) {
-        throw new StalledError(`${info.kind} ${ns ? `${ns}/` : ''}${name} not found`);
+        throw new NotFoundError(`${info.kind} ${ns ? `${ns}/` : ''}${name} not found`);
       }
       throw describeKubeError(error, `delete ${info.kind} ${name}`);
     }

@@ -1,6 +1,6 @@
 // Turning failed requests to the API server (KubeRequestError from api.ts, or a network error) into mooring's
 // taxonomy, with the API server's own message.
-import { type MooringError, StalledError, TransientError, WaitingError } from '../errors.ts';
+import { type MooringError, NotFoundError, StalledError, TransientError, WaitingError } from '../errors.ts';
 
 interface ApiFailure {
   code?: unknown;
@@ -63,6 +63,15 @@ export function describeKubeError(error: unknown, action: string): MooringError 
     return new StalledError(message, { cause: error });
   }
   return new TransientError(message, { cause: error });
+}
+
+/** Whether the object or resource asked for does not exist: a NotFoundError, or a 404 down the cause chain. */
+export function isNotFound(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e !== undefined && e !== null && depth < 8; depth++) {
+    if (e instanceof NotFoundError || statusCode(e) === 404) return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
 }
 
 /**

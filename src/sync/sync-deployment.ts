@@ -101,7 +101,8 @@ export async function syncDeployment(
           {
             files: sync.files,
             namespace: deployment.namespace,
-            application: deployment.application ?? deployment.name,
+            // One rule with the CLI (src/cli/names.ts): the application given, else the namespace.
+            application: deployment.application ?? deployment.namespace,
             images: Object.values(sync.images).map((i) => ({ name: i.image, tag: i.tag, digest: i.digest })),
             timeoutMs: deployment.stability.timeout,
             dryRun: false,

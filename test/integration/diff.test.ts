@@ -174,7 +174,7 @@ data: {k: v}
     await writeFile(join(dir, 'web.yaml'), '');
     const empty = await diff(dir, '--application', 'shop', '--prune');
     expect(empty.code).toBe(2);
-    expect(empty.stderr).toMatch(/renders? no objects/);
+    expect(empty.stderr).toMatch(/no objects/);
     const all = await diff(dir, '--application', 'shop', '--prune', '--allow-empty');
     expect(all.code, all.stderr).toBe(1);
     expect(all.stdout).toContain(`would prune: Deployment ${ns()}/shop`);

@@ -92,8 +92,8 @@ server: {port: 0, address: 127.0.0.1}
     // rollback names release 1 instead of relying on which one is "previous".
     const releaseOne = await eventually('release 1 recorded', async () => {
       const out = await mooring('history', 'web', '--config', configFile, '-o', 'json');
-      const data = JSON.parse(out.stdout) as { releases: { id: number; result: string }[] };
-      return data.releases.find((r) => r.result === 'stable')?.id;
+      const data = JSON.parse(out.stdout) as { items: { id: number; result: string }[] };
+      return data.items.find((r) => r.result === 'stable')?.id;
     });
 
     await commitFiles(repo, { 'app.yaml': app('two') });
@@ -109,9 +109,9 @@ server: {port: 0, address: 127.0.0.1}
     await eventually('the new release recorded', async () => {
       const out = await mooring('history', 'web', '--config', configFile, '-o', 'json');
       const data = JSON.parse(out.stdout) as {
-        releases: { result: string; images: Record<string, { digest: string }> }[];
+        items: { result: string; images: Record<string, { digest: string }> }[];
       };
-      const newest = data.releases[0];
+      const newest = data.items[0];
       return newest?.result === 'stable' && newest.images['web-image']?.digest === second.digest
         ? true
         : undefined;
@@ -135,10 +135,10 @@ server: {port: 0, address: 127.0.0.1}
     expect(status.stdout).toMatch(/held at release \d+ \(rollback\)/);
     const history = await mooring('history', 'web', '--config', configFile, '-o', 'json');
     const ledger = JSON.parse(history.stdout) as {
-      releases: { trigger: string; result: string }[];
+      items: { trigger: string; result: string }[];
       fence?: unknown;
     };
-    expect(ledger.releases[0]).toMatchObject({ trigger: 'rollback', result: 'stable' });
+    expect(ledger.items[0]).toMatchObject({ trigger: 'rollback', result: 'stable' });
     expect(ledger.fence).toBeDefined();
 
     const resumed = await mooring('resume', 'web', '--config', configFile);

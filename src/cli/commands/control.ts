@@ -3,7 +3,7 @@
 // ends a suspension and lifts a rollback fence, is in releases.ts. Whoever may patch that ConfigMap may use them.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
-import { formatDuration, parseDuration } from '../../config/duration.ts';
+import { formatDuration } from '../../config/duration.ts';
 import type { MooringConfig } from '../../config/schema.ts';
 import {
   ControlMap,
@@ -16,6 +16,7 @@ import {
 } from '../../kube/control-map.ts';
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
 import { formatData } from '../output.ts';
+import { waitTimeout } from '../timeout.ts';
 import { type LedgerFlags, open, withLedgerFlags } from './releases.ts';
 
 /** How often the CLI reads the agent's answer. */
@@ -86,8 +87,8 @@ export function controlCommands(program: Command, print: (text: string) => void)
       .argument('<deployment>')
       .option('--timeout <duration>', 'how long to wait for the agent to answer and the sync to end', '5m'),
   ).action(async (deployment: string, flags: LedgerFlags & { timeout: string }) => {
-    const timeoutMs = parseDuration(flags.timeout);
-    if (timeoutMs === undefined || timeoutMs <= 0)
+    const timeoutMs = waitTimeout(flags.timeout);
+    if (timeoutMs === undefined)
       throw new ExitError(
         `error: --timeout: "${flags.timeout}" is not a duration such as 30s or 5m`,
         EXIT_USAGE,

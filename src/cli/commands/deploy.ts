@@ -1,7 +1,6 @@
 // `mooring deploy PATH…`: render with the cluster's existing versions and live objects, apply, wait until every
 // object is stable. One line per object; exit 0 when all are stable, 1 when one failed or timed out, 2 for bad input.
 import type { Command } from 'commander';
-import { parseDuration } from '../../config/duration.ts';
 import { StalledError } from '../../errors.ts';
 import { KubeApi } from '../../kube/api.ts';
 import type { ApplyResult } from '../../kube/apply.ts';
@@ -13,8 +12,9 @@ import { deploy } from '../../sync/deploy.ts';
 import { type ClusterFlags, clusterAccess, manifestBoundary, withManifestFlags } from '../cluster-flags.ts';
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
 import { readLocalInput, withChartFlags } from '../local-input.ts';
-import { kubectlName } from '../names.ts';
+import { checkedNames, kubectlName } from '../names.ts';
 import { formatData, type OutputFormat } from '../output.ts';
+import { waitTimeout } from '../timeout.ts';
 import { parseImageFlag } from './render.ts';
 
 interface DeployFlags extends ClusterFlags {
@@ -81,9 +81,12 @@ export function deployCommand(program: Command, print: (text: string) => void): 
     )
     .option('-o, --output <format>', 'table (lines), json or yaml of the report', 'table')
     .action(async (paths: string[], flags: DeployFlags) => {
-      const timeoutMs = parseDuration(flags.timeout);
-      if (!timeoutMs)
-        throw new ExitError(`error: --timeout "${flags.timeout}" is not a duration (e.g. 5m)`, EXIT_USAGE);
+      const timeoutMs = waitTimeout(flags.timeout);
+      if (timeoutMs === undefined)
+        throw new ExitError(
+          `error: --timeout "${flags.timeout}" is not a duration (e.g. 5m; 0s waits without a limit)`,
+          EXIT_USAGE,
+        );
       const concurrency = Number(flags.concurrency);
       if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64) {
         throw new ExitError('error: --concurrency must be an integer from 1 to 64', EXIT_USAGE);
@@ -93,11 +96,15 @@ export function deployCommand(program: Command, print: (text: string) => void): 
         throw new ExitError('error: --version-history must be an integer from 1 to 1000', EXIT_USAGE);
       }
       const images = flags.image.map(parseImageFlag);
+      // Names given on the command line are checked before anything is read or asked.
+      if (flags.namespace !== undefined) checkedNames(flags.namespace, flags.application);
       const clusterConfig = loadKubeConfig(clusterAccess(flags));
-      const namespace = flags.namespace ?? clusterConfig.namespace ?? 'default';
-      const application = flags.application ?? namespace;
+      const { namespace, application } = checkedNames(
+        flags.namespace ?? clusterConfig.namespace ?? 'default',
+        flags.application,
+      );
       // SOPS files are decrypted as read (the key file is read only when a file is encrypted); a chart is rendered.
-      const files = await readLocalInput(paths, flags, namespace);
+      const files = await readLocalInput(paths, flags, namespace, { allowEmptyFlag: true });
       const api = new KubeApi(clusterConfig, { maxSockets: concurrency * 2 });
       const lines = flags.output === 'table';
       const abort = new AbortController();

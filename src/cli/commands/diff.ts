@@ -24,6 +24,7 @@ import { cliOwner, planPrune } from '../../sync/prune.ts';
 import { type ClusterFlags, clusterAccess, manifestBoundary, withManifestFlags } from '../cluster-flags.ts';
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
 import { readLocalInput, withChartFlags } from '../local-input.ts';
+import { checkedNames } from '../names.ts';
 import { parseImageFlag } from './render.ts';
 
 interface DiffFlags extends ClusterFlags {
@@ -57,11 +58,15 @@ async function pathInput(
   concurrency: number,
 ): Promise<DiffInput> {
   const images = flags.image.map(parseImageFlag);
+  // Names given on the command line are checked before anything is read or asked.
+  if (flags.namespace !== undefined) checkedNames(flags.namespace, flags.application);
   const clusterConfig = loadKubeConfig(clusterAccess(flags));
-  const namespace = flags.namespace ?? clusterConfig.namespace ?? 'default';
-  const application = flags.application ?? namespace;
+  const { namespace, application } = checkedNames(
+    flags.namespace ?? clusterConfig.namespace ?? 'default',
+    flags.application,
+  );
   // SOPS files are decrypted as read (the key file is read only when a file is encrypted); a chart is rendered.
-  const files = await readLocalInput(paths, flags, namespace);
+  const files = await readLocalInput(paths, flags, namespace, { allowEmptyFlag: true });
   return {
     api: new KubeApi(clusterConfig, { maxSockets: concurrency * 2 }),
     request: {
@@ -148,7 +153,7 @@ async function deploymentInput(
       request: {
         files,
         namespace: spec.namespace,
-        application: spec.application ?? spec.name,
+        application: spec.application ?? spec.namespace,
         images: Object.values(release?.images ?? {}).map((i) => ({
           name: i.image,
           tag: i.tag,

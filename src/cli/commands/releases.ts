@@ -6,14 +6,14 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { loadConfigFile } from '../../config/load.ts';
 import type { MooringConfig } from '../../config/schema.ts';
-import { StalledError } from '../../errors.ts';
+import { NotFoundError, StalledError } from '../../errors.ts';
 import { KubeApi } from '../../kube/api.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
 import { ControlMap, describeSuspension, SUSPEND_PREFIX } from '../../kube/control-map.ts';
 import { Discovery } from '../../kube/discovery.ts';
 import { AuditLog } from '../../report/audit.ts';
 import { CommitStatusSync } from '../../report/commit-status-sync.ts';
-import { current, Ledger, type Release } from '../../report/ledger.ts';
+import { current, Ledger, ledgerName, type Release } from '../../report/ledger.ts';
 import { createLogger } from '../../sync/logger.ts';
 import { rollback } from '../../sync/rollback.ts';
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
@@ -27,9 +27,12 @@ export interface LedgerFlags {
   output: OutputFormat;
 }
 
-export function withLedgerFlags(command: Command): Command {
-  return command
-    .option('--config <file>', 'the agent configuration (cluster and agent namespace come from it)')
+export function withLedgerFlags(command: Command, options: { configRequired?: boolean } = {}): Command {
+  const config = '--config <file>';
+  const about = options.configRequired
+    ? 'the agent configuration (required: the sources to rebuild from, the cluster, the agent namespace)'
+    : 'the agent configuration (cluster and agent namespace come from it)';
+  return (options.configRequired ? command.requiredOption(config, about) : command.option(config, about))
     .option('--kubeconfig <file>', 'path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)')
     .option('--context <name>', 'the kubeconfig context to use')
     .option('--agent-namespace <namespace>', "the agent's namespace, where the ledger lives", 'mooring')
@@ -83,10 +86,20 @@ export function releaseCommands(program: Command, print: (text: string) => void)
   withLedgerFlags(
     program.command('history').description("a deployment's releases, newest first").argument('<deployment>'),
   ).action(async (deployment: string, flags: LedgerFlags) => {
-    const { api, ledger } = await open(flags);
+    const { api, ledger, config } = await open(flags);
     try {
       const data = await ledger.read(deployment);
-      if (flags.output !== 'table') return print(formatData(data, flags.output));
+      // A name that is neither configured nor has a ledger is a typo, not a deployment without releases.
+      if (
+        data.releases.length === 0 &&
+        !data.fence &&
+        !config?.deployments.some((d) => d.name === deployment) &&
+        !(await ledger.deployments()).includes(deployment)
+      )
+        throw new NotFoundError(`deployment ${deployment} not found (no ledger ${ledgerName(deployment)})`);
+      // Lists are objects with `items`, as kubectl prints them.
+      if (flags.output !== 'table')
+        return print(formatData({ deployment, items: data.releases, fence: data.fence }, flags.output));
       if (data.releases.length === 0) return print(`deployment ${deployment} has no releases`);
       print(formatTable(data.releases, RELEASE_COLUMNS));
       if (data.fence)
@@ -125,7 +138,7 @@ export function releaseCommands(program: Command, print: (text: string) => void)
           suspended: control.suspended.get(name),
         });
       }
-      if (flags.output !== 'table') return print(formatData(rows, flags.output));
+      if (flags.output !== 'table') return print(formatData({ items: rows }, flags.output));
       print(
         formatTable(rows, [
           { header: 'deployment', value: (r) => r.deployment },
@@ -158,6 +171,7 @@ export function releaseCommands(program: Command, print: (text: string) => void)
       )
       .argument('<deployment>')
       .option('--to <release>', 'the release to go back to (default: the previous stable one)'),
+    { configRequired: true },
   ).action(async (deployment: string, flags: LedgerFlags & { to?: string }) => {
     if (!flags.config)
       throw new ExitError('error: rollback needs --config (the sources to rebuild from)', EXIT_USAGE);

@@ -19,6 +19,7 @@ import { type ClusterSnapshot, render } from '../../render/render.ts';
 import { needsHashKey } from '../../render/versioning.ts';
 import { type ClusterFlags, clusterAccess, manifestBoundary, withManifestFlags } from '../cluster-flags.ts';
 import { readLocalInput, withChartFlags } from '../local-input.ts';
+import { checkedNames } from '../names.ts';
 import { formatData, formatTable } from '../output.ts';
 
 interface RenderFlags extends ClusterFlags {
@@ -80,15 +81,15 @@ export function renderCommand(
     .action(async (paths: string[], flags: RenderFlags) => {
       const images = flags.image.map(parseImageFlag);
       let namespace = flags.namespace;
-      // SOPS files are decrypted as read (the key file is read only when a file is encrypted); a chart is rendered
-      // in the namespace the objects go to.
-      const files = await readLocalInput(
-        paths,
-        flags,
+      // Checked before any request; a chart is rendered in the namespace the objects go to.
+      const names = checkedNames(
         namespace ??
           (flags.offline ? undefined : loadKubeConfig(clusterAccess(flags)).namespace) ??
           'default',
+        flags.application,
       );
+      // SOPS files are decrypted as read (the key file is read only when a file is encrypted).
+      const files = await readLocalInput(paths, flags, names.namespace);
       let snapshot: ClusterSnapshot = { versions: [], live: [] };
       // Versioned Secrets are hashed under the installation's key: from --hash-key-file, else read (never made) from
       // the cluster. Without one they are shown without a hash, as new versions, and a warning says so.
@@ -117,7 +118,7 @@ export function renderCommand(
       const result = render({
         files,
         namespace,
-        application: flags.application ?? namespace,
+        application: names.application,
         images,
         snapshot,
         options: {

@@ -11,6 +11,8 @@ import { runAgent } from '../../sync/run-agent.ts';
 import { runWatchLoop } from '../../sync/watch-loop.ts';
 import { type ClusterFlags, clusterAccess, manifestBoundary } from '../cluster-flags.ts';
 import { EXIT_USAGE, ExitError } from '../exit-codes.ts';
+import { checkedNames } from '../names.ts';
+import { waitTimeout } from '../timeout.ts';
 import { parseImageFlag } from './render.ts';
 
 interface RunFlags extends ClusterFlags {
@@ -52,13 +54,17 @@ export function runCommand(program: Command): void {
     .option('--timeout <duration>', 'how long each deploy waits for stability (with --watch)', '30m')
     .option('--debounce <duration>', 'quiet time after a change before deploying (with --watch)', '500ms')
     .action(async (flags: RunFlags) => {
-      if (!flags.watch === !flags.config) {
+      if (flags.watch && flags.config)
+        throw new ExitError('error: give --watch DIR or --config FILE, not both', EXIT_USAGE);
+      if (!flags.watch && !flags.config)
         throw new ExitError('error: give --watch DIR or --config FILE', EXIT_USAGE);
-      }
-      const timeoutMs = parseDuration(flags.timeout);
+      const timeoutMs = waitTimeout(flags.timeout);
       const debounceMs = parseDuration(flags.debounce);
-      if (!timeoutMs || !debounceMs)
-        throw new ExitError('error: --timeout and --debounce take durations like 5m', EXIT_USAGE);
+      if (timeoutMs === undefined || debounceMs === undefined)
+        throw new ExitError(
+          'error: --timeout and --debounce take durations like 5m (--timeout 0s: no limit)',
+          EXIT_USAGE,
+        );
       const log = createLogger();
       if (flags.watch) {
         const clusterConfig = loadKubeConfig(clusterAccess(flags));
@@ -72,7 +78,7 @@ export function runCommand(program: Command): void {
             {
               dir: flags.watch,
               namespace,
-              application: flags.application ?? namespace,
+              application: checkedNames(namespace, flags.application).application,
               images: flags.image.map(parseImageFlag),
               timeoutMs,
               debounceMs,
