@@ -34,7 +34,8 @@ export type WebhookSecrets = Partial<Record<WebhookProvider, string | undefined>
 export interface ServerOptions {
   maxBodyBytes: number;
   secrets: WebhookSecrets;
-  onTrigger: (targets: PollTarget[], provider: WebhookProvider) => void;
+  /** Queues the polls; false: this replica does not take webhooks now (a standby), answered 503. */
+  onTrigger: (targets: PollTarget[], provider: WebhookProvider) => boolean | undefined;
   health: () => Check;
   ready: () => Check;
   metrics?: () => string | Promise<string>;
@@ -141,7 +142,10 @@ async function webhook(
   const count = result.status === 202 ? result.targets.length : 0;
   if (result.status === 202) {
     try {
-      options.onTrigger(result.targets, provider);
+      if (options.onTrigger(result.targets, provider) === false) {
+        status = 503;
+        reason = 'standby: this replica does not hold the leader lease; retry';
+      }
     } catch (error) {
       options.log.warn({ provider, err: errorMessage(error) }, 'webhook trigger failed');
       status = 500;
@@ -156,6 +160,8 @@ async function webhook(
     res.end();
   } else if (status === 202) {
     sendJson(res, 202, { reason, sources: count });
+  } else if (status === 503) {
+    sendJson(res, 503, { error: reason }, { 'Retry-After': '5' });
   } else {
     sendJson(res, status, { error: reason });
   }

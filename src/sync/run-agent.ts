@@ -13,6 +13,7 @@ import { KubeApi } from '../kube/api.ts';
 import { ClusterCache } from '../kube/cache.ts';
 import { type ClusterAccess, loadKubeConfig } from '../kube/client.ts';
 import { Discovery } from '../kube/discovery.ts';
+import { LeaderLabel } from '../kube/leader-label.ts';
 import { LeaderElector } from '../kube/lease.ts';
 import { AuditLog } from '../report/audit.ts';
 import { CommitStatusSync } from '../report/commit-status-sync.ts';
@@ -144,7 +145,13 @@ export async function runAgent(
       return secrets;
     },
     // A webhook only says which sources to poll now; what to deploy comes from the poll.
-    onTrigger: (targets) => agent?.pollNow(selectSources(targets, config.sources)),
+    // Only the leader takes webhooks (the chart's webhook Service selects it); a standby answers 503 to one that
+    // still arrives, so that the sender retries and reaches the leader.
+    onTrigger: (targets) => {
+      if (standby || !agent) return false;
+      agent.pollNow(selectSources(targets, config.sources));
+      return true;
+    },
     health: () => ({ ok: true }),
     ready: () => {
       if (!started && !standby) return { ok: false, detail: 'starting' };
@@ -221,6 +228,13 @@ export async function runAgent(
 
   // An API server that is down or restarting when the agent starts (or takes the lease) delays the start; it is
   // tried again with back-off until it works or the agent is stopped, never ending the process.
+  const election = config.leaderElection;
+  // The leader's Pod carries mooring.io/leader=true (the chart's webhook Service selects it).
+  const leaderLabel = new LeaderLabel(
+    api,
+    { namespace: config.cluster.namespace, name: options.identity ?? process.env.POD_NAME },
+    log,
+  );
   let leading = 0;
   const lead = async () => {
     const term = ++leading;
@@ -233,6 +247,7 @@ export async function runAgent(
         started = true;
         standby = false;
         metrics.leader.set(1);
+        if (election.enabled) void leaderLabel.mark(true);
         return;
       } catch (error) {
         await candidate.stop().catch(() => undefined);
@@ -246,7 +261,6 @@ export async function runAgent(
       }
     }
   };
-  const election = config.leaderElection;
   let elector: LeaderElector | undefined;
   try {
     if (!election.enabled) await lead();
@@ -270,6 +284,7 @@ export async function runAgent(
         onLose: () => {
           log.warn({ identity }, 'lost the leader lease: standing by');
           metrics.leader.set(0);
+          void leaderLabel.mark(false);
           started = false;
           standby = true;
           const previous = agent;
@@ -292,6 +307,8 @@ export async function runAgent(
     await watcher?.close();
     await agent?.stop();
     await statuses?.close();
+    // Webhooks stop coming here before the lease is given up.
+    if (election.enabled) await leaderLabel.mark(false);
     await elector?.stop();
     server.close();
     cache.close();

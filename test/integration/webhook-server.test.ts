@@ -75,7 +75,10 @@ beforeAll(async () => {
   server = createServer({
     maxBodyBytes: MAX_BODY,
     secrets: { github: GITHUB_SECRET, registry: REGISTRY_TOKEN },
-    onTrigger: (targets, provider) => triggers.push({ targets, provider }),
+    onTrigger: (targets, provider) => {
+      triggers.push({ targets, provider });
+      return true;
+    },
     health: () => ({ ok: true }),
     ready: () => readiness,
     metrics: () => '# TYPE mooring_syncs_total counter\nmooring_syncs_total 3\n',
