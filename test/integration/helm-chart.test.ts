@@ -48,7 +48,7 @@ function ofKind(objects: Manifest[], kind: string): Manifest[] {
 }
 
 function agentConfig(objects: Manifest[]) {
-  const text = only(objects, 'ConfigMap').data['mooring.yaml'];
+  const text = only(objects, 'ConfigMap', 'rel-mooring').data['mooring.yaml'];
   expect(typeof text).toBe('string');
   return parseConfig(text, 'mooring.yaml');
 }
@@ -140,7 +140,7 @@ describe('helm chart: rendered objects', () => {
     expect(deployment.spec.replicas).toBe(1);
     expect(deployment.spec.strategy).toBeUndefined();
 
-    const service = only(objects, 'Service');
+    const service = only(objects, 'Service', 'rel-mooring');
     expect(service.spec.ports).toEqual([{ name: 'http', port: 8080, targetPort: 'http', protocol: 'TCP' }]);
     expect(service.spec.selector).toEqual(deployment.spec.selector.matchLabels);
     expect(ofKind(objects, 'Ingress')).toEqual([]);
@@ -173,7 +173,10 @@ describe('helm chart: rendered objects', () => {
     // The container listens where the agent's config says; the Service targets it by name.
     expect(config.server.port).toBe(9090);
     expect(container.ports[0]).toMatchObject({ name: 'http', containerPort: 9090 });
-    expect(only(objects, 'Service').spec.ports[0]).toMatchObject({ port: 8080, targetPort: 'http' });
+    expect(only(objects, 'Service', 'rel-mooring').spec.ports[0]).toMatchObject({
+      port: 8080,
+      targetPort: 'http',
+    });
     expect(deployment.spec.template.metadata.annotations['example.com/team']).toBe('platform');
     expect(deployment.spec.template.metadata.labels['example.com/tier']).toBe('delivery');
 
@@ -320,7 +323,14 @@ describe('helm chart: rendered objects', () => {
   });
 
   it('exposes only the webhooks through the Ingress and /metrics through the ServiceMonitor', async () => {
-    const objects = await render('-f', CI_VALUES);
+    // The ServiceMonitor is rendered where the cluster serves its CRD.
+    const objects = await render(
+      '-f',
+      CI_VALUES,
+      '--api-versions',
+      'monitoring.coreos.com/v1/ServiceMonitor',
+    );
+    expect(ofKind(await render('-f', CI_VALUES), 'ServiceMonitor')).toEqual([]);
     const ingress = only(objects, 'Ingress');
     expect(ingress.apiVersion).toBe('networking.k8s.io/v1');
     expect(ingress.spec.ingressClassName).toBe('nginx');
@@ -333,7 +343,8 @@ describe('helm chart: rendered objects', () => {
             {
               path: '/hooks/',
               pathType: 'Prefix',
-              backend: { service: { name: 'rel-mooring', port: { number: 8080 } } },
+              // The webhook Service: the leader's Pod only.
+              backend: { service: { name: 'rel-mooring-webhooks', port: { number: 8080 } } },
             },
           ],
         },
@@ -342,8 +353,95 @@ describe('helm chart: rendered objects', () => {
     const monitor = only(objects, 'ServiceMonitor');
     expect(monitor.apiVersion).toBe('monitoring.coreos.com/v1');
     expect(monitor.metadata.labels.release).toBe('kube-prometheus-stack');
-    expect(monitor.spec.selector.matchLabels).toEqual(only(objects, 'Service').spec.selector);
+    expect(monitor.spec.selector.matchLabels).toEqual(only(objects, 'Service', 'rel-mooring').spec.selector);
     expect(monitor.spec.endpoints).toEqual([{ port: 'http', path: '/metrics', interval: '15s' }]);
+  });
+
+  it('renders and lints the values people add: PDB, NetworkPolicy, spread, digest, labels, probes, status page', async () => {
+    const set = [
+      'podDisruptionBudget.enabled=true',
+      'networkPolicy.enabled=true',
+      'networkPolicy.ingressFrom[0].namespaceSelector.matchLabels.team=edge',
+      'topologySpreadConstraints[0].maxSkew=1',
+      'topologySpreadConstraints[0].topologyKey=kubernetes.io/hostname',
+      'topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway',
+      `image.digest=sha256:${'a'.repeat(64)}`,
+      'service.annotations.example\\.com/lb=internal',
+      'commonLabels.team=platform',
+      'revisionHistoryLimit=5',
+      'startupProbe.httpGet.path=/healthz',
+      'startupProbe.httpGet.port=http',
+      'startupProbe.failureThreshold=60',
+      'statusPage.enabled=true',
+      'statusPage.tokenSecret.name=status-token',
+      'statusPage.ingress.enabled=true',
+      'statusPage.ingress.host=status.example.com',
+      'grafanaDashboard.enabled=true',
+      'prometheusRule.enabled=true',
+      'prometheusRule.ignoreCapabilities=true',
+    ].flatMap((v) => ['--set', v]);
+    const lint = await helm('lint', '--strict', CHART, ...set);
+    expect(lint.code, lint.stdout + lint.stderr).toBe(0);
+    const objects = await render(...set);
+    expect(only(objects, 'PodDisruptionBudget').spec).toMatchObject({ minAvailable: 1 });
+    expect(only(objects, 'NetworkPolicy').spec.ingress[0].from).toEqual([
+      { namespaceSelector: { matchLabels: { team: 'edge' } } },
+    ]);
+    const deployment = only(objects, 'Deployment');
+    const pod = deployment.spec.template.spec;
+    expect(deployment.spec.revisionHistoryLimit).toBe(5);
+    expect(pod.topologySpreadConstraints[0]).toMatchObject({
+      maxSkew: 1,
+      topologyKey: 'kubernetes.io/hostname',
+    });
+    expect(pod.containers[0].image).toBe(`ghcr.io/mooring/mooring@sha256:${'a'.repeat(64)}`);
+    expect(pod.containers[0].startupProbe).toMatchObject({
+      failureThreshold: 60,
+      httpGet: { path: '/healthz' },
+    });
+    for (const o of objects) expect(o.metadata.labels?.team, `${o.kind}/${o.metadata.name}`).toBe('platform');
+    expect(only(objects, 'Service', 'rel-mooring').metadata.annotations).toEqual({
+      'example.com/lb': 'internal',
+    });
+    // The webhook Service selects the leader's Pod only.
+    expect(only(objects, 'Service', 'rel-mooring-webhooks').spec.selector).toEqual({
+      'app.kubernetes.io/name': 'mooring',
+      'app.kubernetes.io/instance': 'rel',
+      'mooring.io/leader': 'true',
+    });
+    // The status page: enabled in the agent's configuration with its token mounted, its own Service and Ingress.
+    const config = agentConfig(objects);
+    expect(config.server.statusPage).toMatchObject({
+      enabled: true,
+      token: { file: '/var/run/secrets/mooring/status-page/token' },
+    });
+    expect(pod.volumes).toContainEqual({
+      name: 'status-page-token',
+      secret: { secretName: 'status-token', defaultMode: 288, items: [{ key: 'token', path: 'token' }] },
+    });
+    expect(only(objects, 'Ingress', 'rel-mooring-status').spec.rules[0].http.paths[0]).toMatchObject({
+      path: '/status',
+      backend: { service: { name: 'rel-mooring-status' } },
+    });
+    expect(only(objects, 'ConfigMap', 'rel-mooring-dashboard').metadata.labels.grafana_dashboard).toBe('1');
+    expect(only(objects, 'PrometheusRule').spec.groups[0].rules).toHaveLength(5);
+    // helm test: a Pod that asks /readyz through the Service.
+    const test = only(objects, 'Pod');
+    expect(test.metadata.annotations['helm.sh/hook']).toBe('test');
+    expect(test.spec.containers[0].command.join(' ')).toContain('http://rel-mooring:8080/readyz');
+    // The leader labels its Pod: the state Role lets it patch pods of its namespace.
+    const state = only(objects, 'Role', 'rel-mooring-state');
+    expect(state.rules).toContainEqual({ apiGroups: [''], resources: ['pods'], verbs: ['get', 'patch'] });
+  });
+
+  it.each([
+    { set: ['config.concurrency=four'], field: '/config/concurrency' },
+    { set: ['config.nonsense=1'], field: "additional properties 'nonsense'" },
+    { set: ['statusPage.enabled=true'], field: 'statusPage.tokenSecret.name' },
+  ])('refuses $set', async ({ set, field }) => {
+    const out = await helm('template', 'rel', CHART, ...set.flatMap((s) => ['--set', s]));
+    expect(out.code).not.toBe(0);
+    expect(out.stderr).toContain(field);
   });
 
   it('creates no ServiceAccount or RBAC when told not to', async () => {
@@ -355,7 +453,14 @@ describe('helm chart: rendered objects', () => {
       '--set',
       'serviceAccount.name=agent',
     );
-    expect(objects.map((o) => o.kind).sort()).toEqual(['ConfigMap', 'Deployment', 'Service']);
+    // The Pod is `helm test`'s (templates/tests/readyz.yaml).
+    expect(objects.map((o) => o.kind).sort()).toEqual([
+      'ConfigMap',
+      'Deployment',
+      'Pod',
+      'Service',
+      'Service',
+    ]);
     expect(only(objects, 'Deployment').spec.template.spec.serviceAccountName).toBe('agent');
   });
 });

@@ -2,8 +2,10 @@
 // here, while helm would ignore it): the defaults and the CI values pass it, and it refuses what helm lint must.
 import { readFileSync } from 'node:fs';
 import { Ajv } from 'ajv';
+import addFormatsModule from 'ajv-formats';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { VALUES_SCHEMA, valuesSchema } from '../../scripts/chart-schema.ts';
 
 const chart = new URL('../../charts/mooring/', import.meta.url);
 const schema = JSON.parse(readFileSync(new URL('values.schema.json', chart), 'utf8'));
@@ -20,7 +22,9 @@ function coalesce(base: unknown, over: unknown): unknown {
   return out;
 }
 
-const validate = new Ajv({ strict: true, allErrors: true }).compile(schema);
+// ajv-formats is CommonJS: its default export is the plugin.
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+const validate = addFormats(new Ajv({ strict: true, allErrors: true, allowUnionTypes: true })).compile(schema);
 
 function problems(values: unknown): string[] {
   return validate(values) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath} ${e.message}`);
@@ -30,6 +34,18 @@ describe('charts/mooring/values.schema.json', () => {
   it('is a strict draft-07 schema that the default values satisfy', () => {
     expect(schema.$schema).toBe('http://json-schema.org/draft-07/schema#');
     expect(problems(defaults)).toEqual([]);
+  });
+
+  it("holds the config schema generated from the agent's zod schema (node scripts/chart-schema.ts)", () => {
+    const text = readFileSync(VALUES_SCHEMA, 'utf8');
+    expect(
+      text === valuesSchema(JSON.parse(text)),
+      'values.schema.json is out of date: run node scripts/chart-schema.ts',
+    ).toBe(true);
+    // Generated, not hand-written: the agent's own fields are there.
+    expect(Object.keys(schema.properties.config.properties)).toEqual(
+      expect.arrayContaining(['apply', 'render', 'decryption', 'ledger']),
+    );
   });
 
   it.each(['ci/default-values.yaml', 'ci/namespaced-values.yaml'])('accepts %s over the defaults', (file) => {
@@ -50,6 +66,20 @@ describe('charts/mooring/values.schema.json', () => {
       '/leaderElection',
     ],
     ['a Secret mounted nowhere', { existingSecrets: [{ name: 'git-credentials' }] }, '/existingSecrets/0'],
+    ['a concurrency that is no number', { config: { concurrency: 'four' } }, '/config/concurrency'],
+    ['an unknown config key', { config: { concurency: 4 } }, '/config'],
+    [
+      'a Git URL that is not http(s)',
+      { config: { sources: { git: [{ name: 'a', url: 'ssh://x.test/a.git' }] } } },
+      '/config/sources/git/0/url',
+    ],
+    [
+      'a deployment without a namespace',
+      { config: { deployments: [{ name: 'web', source: 'a' }] } },
+      '/config/deployments/0',
+    ],
+    ['an image digest that is no digest', { image: { digest: 'latest' } }, '/image/digest'],
+    ['an unknown status page value', { statusPage: { enabled: true, password: 'x' } }, '/statusPage'],
   ])('refuses %s', (_what, values, path) => {
     const found = problems(coalesce(defaults, values));
     expect(

@@ -32,6 +32,9 @@ helm.sh/chart: {{ include "mooring.chart" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 {{- end }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
 {{- end }}
 
 {{- define "mooring.selectorLabels" -}}
@@ -55,8 +58,16 @@ namespaces do not fight over one ClusterRole.
 {{- printf "%s-%s" (include "mooring.fullname" .) .Release.Namespace | trunc 253 | trimSuffix "-" }}
 {{- end }}
 
+{{/*
+The image: repository@digest when image.digest is set (immutable), else repository:tag (the chart's appVersion by
+default).
+*/}}
 {{- define "mooring.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
 {{- end }}
 
 {{/*
@@ -80,6 +91,17 @@ as the agent's own namespace (its ledger and its Lease live there) and leader el
 {{- $_ := set $config "apiVersion" "mooring.io/v1alpha1" }}
 {{- $_ := set $config "kind" "AgentConfig" }}
 {{- $_ := set $config "leaderElection" (deepCopy .Values.leaderElection) }}
+{{- if .Values.statusPage.enabled }}
+{{- $server := $config.server | default dict }}
+{{- $page := dict "enabled" true }}
+{{- if .Values.statusPage.anonymous }}
+{{- $_ := set $page "anonymous" true }}
+{{- else }}
+{{- $_ := set $page "token" (dict "file" "/var/run/secrets/mooring/status-page/token") }}
+{{- end }}
+{{- $_ := set $server "statusPage" $page }}
+{{- $_ := set $config "server" $server }}
+{{- end }}
 {{- toYaml $config }}
 {{- end }}
 
