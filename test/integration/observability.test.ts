@@ -68,12 +68,15 @@ describe('dashboard and alerts', () => {
     const objects = parseAllDocuments(out.stdout)
       .map((d) => d.toJS() as Manifest | null)
       .filter((o): o is Manifest => o !== null);
-    const dashboardMap = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name.endsWith('-dashboard'));
+    const dashboardMap = objects.find(
+      (o) => o.kind === 'ConfigMap' && o.metadata.name.endsWith('-dashboard'),
+    );
     expect(dashboardMap?.metadata.labels.grafana_dashboard).toBe('1');
     const dashboard = JSON.parse(dashboardMap?.data['mooring.json']);
     expect(dashboard.uid).toBe('mooring-overview');
     const queries: string[] = dashboard.panels.flatMap((p: Manifest) => {
-      expect(p.datasource.uid, p.title).toBe('${datasource}');
+      // Grafana's variable syntax, not a template string.
+      expect(p.datasource.uid, p.title).toBe(`$${'{'}datasource}`);
       expect(p.targets.length, p.title).toBeGreaterThan(0);
       return p.targets.map((t: Manifest) => t.expr as string);
     });
@@ -125,7 +128,9 @@ server: {port: 0, address: 127.0.0.1}
       await eventually(
         'a stable sync',
         async () =>
-          (await ledgerOf(kube, agentNs(), 'web')).releases.some((r) => r.result === 'stable') ? true : undefined,
+          (await ledgerOf(kube, agentNs(), 'web')).releases.some((r) => r.result === 'stable')
+            ? true
+            : undefined,
         90_000,
       );
     } finally {

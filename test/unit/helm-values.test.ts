@@ -24,7 +24,9 @@ function coalesce(base: unknown, over: unknown): unknown {
 
 // ajv-formats is CommonJS: its default export is the plugin.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
-const validate = addFormats(new Ajv({ strict: true, allErrors: true, allowUnionTypes: true })).compile(schema);
+const validate = addFormats(new Ajv({ strict: true, allErrors: true, allowUnionTypes: true })).compile(
+  schema,
+);
 
 function problems(values: unknown): string[] {
   return validate(values) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath} ${e.message}`);
