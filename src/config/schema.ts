@@ -221,6 +221,29 @@ const commitStatus = z.strictObject({
   retryFor: duration.prefault('24h'),
 });
 
+/** What a notification is sent for (docs/notifications.md). */
+export const NOTIFY_OUTCOMES = ['failed', 'stable', 'pruned', 'held'] as const;
+
+const notificationReceiver = z
+  .strictObject({
+    name,
+    /** slack: an incoming webhook; teams: a workflow webhook (Adaptive Card); webhook: JSON signed with HMAC-SHA256. */
+    type: z.enum(['slack', 'teams', 'webhook']),
+    /** The receiver's URL: a secret (a Slack webhook URL grants posting), read from a file or a variable. */
+    url: secretRef,
+    /** webhook: the HMAC-SHA256 key of X-Mooring-Signature. */
+    secret: secretRef.optional(),
+    /** At most this many messages a minute to this receiver; more wait their turn (or are dropped past `queue`). */
+    perMinute: z.number().int().min(1).max(600).default(20),
+    /** Messages waiting for this receiver; past it the oldest is dropped (logged and counted). */
+    queue: z.number().int().min(1).max(10_000).default(100),
+    /** How long an undelivered message is retried (5xx, 429, network) before it is given up. */
+    retryFor: duration.prefault('10m'),
+  })
+  .refine((r) => r.type !== 'webhook' || r.secret !== undefined, {
+    message: 'a webhook receiver needs "secret" (the HMAC-SHA256 key of X-Mooring-Signature)',
+  });
+
 export const deployment = z.strictObject({
   name,
   namespace: name,
@@ -249,6 +272,15 @@ export const deployment = z.strictObject({
     ])
     .default(false),
   commitStatus: commitStatus.prefault({}),
+  /** Notifications of this deployment's outcomes: which receiver, for which outcomes. */
+  notify: z
+    .array(
+      z.strictObject({
+        receiver: name,
+        on: z.array(z.enum(NOTIFY_OUTCOMES)).min(1).default(['failed', 'held']),
+      }),
+    )
+    .default([]),
   /**
    * A Helm chart in the source, rendered with `helm template` before mooring's own render (docs/helm.md); its
    * paths are relative to the source's root. `paths` then only says which commits concern the deployment.
@@ -413,6 +445,8 @@ export const configSchema = z.strictObject({
       mode: z.enum(['correct', 'report']).default('correct'),
     })
     .prefault({}),
+  /** Where notifications go (Slack, Teams, a signed JSON webhook); deployments choose them (`notify`). */
+  notifications: z.strictObject({ receivers: z.array(notificationReceiver).default([]) }).prefault({}),
   /** SOPS files are decrypted with the age identities of this key file (a mounted Secret; docs/sops.md). */
   decryption: z.strictObject({ ageKeyFile: z.string().min(1).optional() }).prefault({}),
 });
@@ -464,8 +498,31 @@ export function checkReferences(raw: unknown): ReferenceProblem[] {
       byKind[kind]?.add(source.name);
     });
   }
+  const notifications = (
+    typeof root.notifications === 'object' && root.notifications !== null ? root.notifications : {}
+  ) as Record<string, unknown>;
+  const receivers = new Set<string>();
+  list(notifications.receivers).forEach((r, index) => {
+    if (typeof r.name !== 'string') return;
+    if (receivers.has(r.name))
+      problems.push({
+        path: ['notifications', 'receivers', index, 'name'],
+        message: `receiver name "${r.name}" is used twice`,
+      });
+    receivers.add(r.name);
+  });
   const deploymentNames = new Set<string>();
   list(root.deployments).forEach((d, index) => {
+    const notify = (d as { notify?: unknown }).notify;
+    if (Array.isArray(notify))
+      notify.forEach((n: unknown, i: number) => {
+        const receiver = (n as { receiver?: unknown } | null)?.receiver;
+        if (typeof receiver === 'string' && !receivers.has(receiver))
+          problems.push({
+            path: ['deployments', index, 'notify', i, 'receiver'],
+            message: `no notification receiver is named "${receiver}"`,
+          });
+      });
     const dep = d as Named & { source?: unknown; images?: unknown; paths?: unknown };
     if (typeof dep.name === 'string') {
       if (deploymentNames.has(dep.name)) {

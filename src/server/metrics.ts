@@ -72,6 +72,23 @@ export class AgentMetrics implements SyncReporter {
     labelNames: ['deployment'],
     registers: [this.registry],
   });
+  readonly eventsDropped = new Counter({
+    name: 'mooring_events_dropped_total',
+    help: 'Kubernetes Events not written: over the per-object limit (25, then one per 5 minutes) or a full queue',
+    registers: [this.registry],
+  });
+
+  private readonly notifications = new Counter({
+    name: 'mooring_notifications_total',
+    help: 'Notifications by receiver and result: sent, failed (refused, or given up after retries), dropped (queue full)',
+    labelNames: ['receiver', 'result'],
+    registers: [this.registry],
+  });
+
+  notification(receiver: string, result: 'sent' | 'failed' | 'dropped'): void {
+    this.notifications.inc({ receiver, result });
+  }
+
   private readonly heldSince = new Gauge({
     name: 'mooring_deployment_held_since_seconds',
     help: 'Since when (Unix seconds) a rollback holds a deployment at its release (new commits and images are not deployed); absent when not held',

@@ -13,11 +13,14 @@ import { KubeApi } from '../kube/api.ts';
 import { ClusterCache } from '../kube/cache.ts';
 import { type ClusterAccess, loadKubeConfig } from '../kube/client.ts';
 import { Discovery } from '../kube/discovery.ts';
+import { EventRecorder } from '../kube/events.ts';
 import { LeaderLabel } from '../kube/leader-label.ts';
 import { LeaderElector } from '../kube/lease.ts';
 import { AuditLog } from '../report/audit.ts';
 import { CommitStatusSync } from '../report/commit-status-sync.ts';
+import { SyncEvents } from '../report/events.ts';
 import { Ledger } from '../report/ledger.ts';
+import { Notifier } from '../report/notify/notifier.ts';
 import { createServer, type WebhookSecrets } from '../server/http.ts';
 import { AgentMetrics } from '../server/metrics.ts';
 import { selectSources } from '../server/source-match.ts';
@@ -92,11 +95,28 @@ export async function runAgent(
   });
   // Commit statuses, with the outbox of undelivered ones: delivered again when an agent starts leading.
   let statuses: CommitStatusSync | undefined;
+  // Kubernetes Events on the ledger ConfigMaps and the workloads, bounded per object (src/kube/events.ts).
+  const events = new EventRecorder(api, { log, dropped: () => metrics.eventsDropped.inc() });
+  // Notifications: queued per receiver, never awaited by a sync (src/report/notify/).
+  let notifier: Notifier | undefined;
   const reporters = (): SyncReporter[] => {
     void statuses?.close();
     statuses = new CommitStatusSync(config, log, { api });
     void statuses.start().catch(() => undefined);
-    return [statuses, new AuditLog(config, log), metrics, release, board];
+    void notifier?.close();
+    notifier = new Notifier(config, {
+      log,
+      counted: (receiver, result) => metrics.notification(receiver, result),
+    });
+    return [
+      statuses,
+      notifier,
+      new SyncEvents(events, api, config),
+      new AuditLog(config, log),
+      metrics,
+      release,
+      board,
+    ];
   };
   const newAgent = () => {
     return new Agent({
@@ -195,7 +215,7 @@ export async function runAgent(
     const next = effectiveConfig(config, loaded);
     if (plan.restart.length > 0)
       log.warn({ file, settings: plan.restart }, `needs a restart: ${plan.restart.join(', ')}`);
-    const reporting = ['deployments', 'audit'] as const;
+    const reporting = ['deployments', 'audit', 'notifications'] as const;
     const reportersChanged =
       reporting.some((k) => !isDeepStrictEqual(config[k], next[k])) ||
       !isDeepStrictEqual(config.sources.git, next.sources.git);
@@ -307,6 +327,8 @@ export async function runAgent(
     await watcher?.close();
     await agent?.stop();
     await statuses?.close();
+    await notifier?.close();
+    await events.close();
     // Webhooks stop coming here before the lease is given up.
     if (election.enabled) await leaderLabel.mark(false);
     await elector?.stop();

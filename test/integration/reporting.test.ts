@@ -305,7 +305,19 @@ data: {pin: ${CANARY}}
         (await fetch(`http://127.0.0.1:${east.port()}${p}`)).text(),
       ),
     );
+    // The Events the agents wrote (on the workloads and the ledgers).
+    const events = await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      'get',
+      'events',
+      '--all-namespaces',
+      '-o',
+      'yaml',
+    ]);
+    expect(events.stdout).toContain('reportingComponent: mooring');
     const everything = [
+      events.stdout,
       sinks.flat().join('\n'),
       await readFile(east.audit, 'utf8'),
       await readFile(west.audit, 'utf8'),

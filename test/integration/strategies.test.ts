@@ -217,7 +217,8 @@ ${deployment('web').replace('spec: {containers: [{name: app, image: "app:1"}]}',
       '-n',
       ns(),
     );
-    expect(missing.code).toBe(2);
+    // Not found: 1, as kubectl (docs/cli.md).
+    expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('not found');
     const unknown = await mooring('delete', 'gadget/x', '--kubeconfig', env.kube.kubeconfig, '-n', ns());
     expect(unknown.code).toBe(2);

@@ -126,7 +126,9 @@ configured deployment, sorted and without duplicates.
 The rules of the deploying role: rbac.clusterRules and rbac.extraRules.
 */}}
 {{- define "mooring.deployRules" -}}
-{{- $rules := concat (.Values.rbac.clusterRules | default list) (.Values.rbac.extraRules | default list) }}
+{{- /* Events on the objects it deploys (docs/events.md), whatever clusterRules narrow. */ -}}
+{{- $events := list (dict "apiGroups" (list "") "resources" (list "events") "verbs" (list "create" "patch")) }}
+{{- $rules := concat (.Values.rbac.clusterRules | default list) (.Values.rbac.extraRules | default list) $events }}
 {{- if $rules }}
 {{- toYaml $rules }}
 {{- else }}

@@ -10,6 +10,7 @@ import type { Deployment, MooringConfig } from '../../config/schema.ts';
 import { errorMessage } from '../../errors.ts';
 import type { DriftFinding } from '../../kube/drift.ts';
 import { describeObject } from '../../render/manifest.ts';
+import { commitUrl } from '../../report/commit-url.ts';
 import type { Ledger, LedgerData, Release } from '../../report/ledger.ts';
 import { safeUrl } from '../../sources/git/errors.ts';
 import type { DeployReport } from '../../sync/deploy.ts';
@@ -62,33 +63,6 @@ export interface BoardOptions {
 }
 
 const MAX_OBJECTS = 300;
-
-/** The page that shows a commit on the forge, from the Git source's URL and the commit-status provider. */
-export function commitUrl(
-  sourceUrl: string,
-  provider: string | undefined,
-  commit: string,
-): string | undefined {
-  let url: URL;
-  try {
-    url = new URL(safeUrl(sourceUrl));
-  } catch {
-    return undefined;
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') return undefined;
-  url.username = '';
-  url.password = '';
-  url.search = '';
-  url.hash = '';
-  const base = url
-    .toString()
-    .replace(/\/+$/, '')
-    .replace(/\.git$/, '');
-  // `auto` (the default provider) guesses from the host, as the commit-status reporter does.
-  const kind = provider === undefined || provider === 'auto' ? url.hostname : provider;
-  const path = kind.includes('gitlab') ? '/-/commit/' : kind.includes('bitbucket') ? '/commits/' : '/commit/';
-  return `${base}${path}${encodeURIComponent(commit)}`;
-}
 
 export class StatusBoard implements SyncReporter {
   private readonly views = new Map<string, DeploymentView>();
