@@ -17,6 +17,9 @@ const packageVersion: string = JSON.parse(
   readFileSync(new URL('../../package.json', import.meta.url), 'utf8'),
 ).version;
 
+/** The rule the chart adds wherever the agent deploys, and in its own namespace: Events (docs/events.md). */
+const EVENTS_RULE = { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] };
+
 // biome-ignore lint/suspicious/noExplicitAny: rendered manifests are read field by field, as kubectl does
 type Manifest = Record<string, any>;
 
@@ -244,6 +247,8 @@ describe('helm chart: rendered objects', () => {
         resourceNames: ['mooring-content-hash-key'],
         verbs: ['get'],
       },
+      // Events on the ledger ConfigMaps (docs/events.md).
+      EVENTS_RULE,
     ]);
   });
 
@@ -257,6 +262,7 @@ describe('helm chart: rendered objects', () => {
     expect(clusterRole.rules).toEqual([
       { apiGroups: ['*'], resources: ['*'], verbs: ['*'] },
       { nonResourceURLs: ['/metrics'], verbs: ['get'] },
+      EVENTS_RULE,
     ]);
     const binding = only(objects, 'ClusterRoleBinding', clusterRole.metadata.name);
     expect(binding.roleRef).toEqual({
@@ -291,6 +297,7 @@ describe('helm chart: rendered objects', () => {
           resources: ['jobs'],
           verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
         },
+        EVENTS_RULE,
       ]);
       const binding = only(
         objects.filter((o) => o.metadata.namespace === role.metadata.namespace),
@@ -530,7 +537,7 @@ describe('helm chart: install on the test bed', () => {
     await get('role', 'agent-mooring-state', ns);
     await get('rolebinding', 'agent-mooring-state', ns);
     const clusterRole = await get('clusterrole', `agent-mooring-${ns}`);
-    expect(clusterRole.rules).toEqual([{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }]);
+    expect(clusterRole.rules).toEqual([{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }, EVENTS_RULE]);
     await get('clusterrolebinding', `agent-mooring-${ns}`);
     // The configuration as the API server stored it is one the agent accepts.
     const configMap = await get('configmap', 'agent-mooring', ns);
@@ -558,7 +565,7 @@ describe('helm chart: install on the test bed', () => {
       'leaderElection.leaseName=scoped',
     );
     const role = await get('role', 'scoped-mooring', target());
-    expect(role.rules).toEqual([{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }]);
+    expect(role.rules).toEqual([{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }, EVENTS_RULE]);
     await get('rolebinding', 'scoped-mooring', target());
     await get('role', 'scoped-mooring-state', ns);
     await get('deployment', 'scoped-mooring', ns);
