@@ -11,10 +11,11 @@
 // A server on a private CA (`caFile`) is reached through undici's fetch with an Agent that trusts that CA
 // besides the public roots: Node's global fetch takes no `ca`, and a dispatcher of another undici version than
 // the one built into Node is not safe to hand it. One Agent per CA, kept, so connections stay alive across polls.
+// undici is loaded only when a source has a `caFile`: its hundred modules cost an agent without one about 15 MiB.
 import { rootCertificates } from 'node:tls';
 import type { GitHttpRequest, GitHttpResponse, HttpClient } from 'isomorphic-git';
 import webHttp from 'isomorphic-git/http/web';
-import { Agent, fetch as undiciFetch } from 'undici';
+import type { Agent } from 'undici';
 import { StalledError } from '../../errors.ts';
 import { safeUrl } from './errors.ts';
 
@@ -111,18 +112,22 @@ async function* observed(
   }
 }
 
-const agents = new Map<string, Agent>();
+const agents = new Map<string, Promise<Agent>>();
 
 /** isomorphic-git's request over undici's fetch, trusting `ca` and the public roots. */
 function requestTrusting(ca: string): (request: GitHttpRequest) => Promise<GitHttpResponse> {
   let dispatcher = agents.get(ca);
   if (!dispatcher) {
-    dispatcher = new Agent({ connect: { ca: [...rootCertificates, ca] } });
+    dispatcher = import('undici').then(
+      ({ Agent }) => new Agent({ connect: { ca: [...rootCertificates, ca] } }),
+    );
     agents.set(ca, dispatcher);
   }
-  const agent = dispatcher;
+  const pending = dispatcher;
   return async (request) => {
     const method = request.method ?? 'GET';
+    const agent = await pending;
+    const { fetch: undiciFetch } = await import('undici');
     const response = await undiciFetch(request.url, {
       method,
       headers: request.headers ?? {},

@@ -2,7 +2,6 @@
 // lines, `#` comments), named by --age-key-file, the agent's `decryption.ageKeyFile`, or, as sops reads them, the
 // environment's SOPS_AGE_KEY_FILE (a file) and SOPS_AGE_KEY (the keys themselves).
 import { readFile } from 'node:fs/promises';
-import { identityToRecipient } from 'age-encryption';
 import { StalledError } from '../../errors.ts';
 
 const IDENTITY = /^AGE-SECRET-KEY-(PQ-)?1[02-9ac-hj-np-z]+$/i;
@@ -18,6 +17,8 @@ export interface AgeIdentity {
 export async function parseAgeKeys(text: string, from: string): Promise<AgeIdentity[]> {
   const identities: AgeIdentity[] = [];
   const lines = text.split(/\r?\n/);
+  // age-encryption (and its post-quantum curves) is loaded only when there is a key to read.
+  let toRecipient: ((identity: string) => Promise<string>) | undefined;
   for (const [index, raw] of lines.entries()) {
     const line = raw.trim();
     if (line === '' || line.startsWith('#')) continue;
@@ -25,7 +26,8 @@ export async function parseAgeKeys(text: string, from: string): Promise<AgeIdent
     if (!IDENTITY.test(line))
       throw new StalledError('is not an age identity (AGE-SECRET-KEY-1…)', { subject: where });
     try {
-      identities.push({ secret: line, recipient: await identityToRecipient(line) });
+      toRecipient ??= (await import('age-encryption')).identityToRecipient;
+      identities.push({ secret: line, recipient: await toRecipient(line) });
     } catch {
       throw new StalledError('is not a valid age identity', { subject: where });
     }

@@ -3,7 +3,6 @@
 // pass through untouched. A file that cannot be decrypted is a StalledError naming it: no part of it is used.
 // Error messages name files, paths of keys and recipients, never a value.
 import { createHash } from 'node:crypto';
-import { armor, Decrypter } from 'age-encryption';
 import {
   type Document,
   isAlias,
@@ -140,6 +139,8 @@ async function dataKey(entries: AgeKeyEntry[], identities: readonly AgeIdentity[
     const hint = identities.length === 0 ? ' (no age key given: --age-key-file, SOPS_AGE_KEY_FILE)' : '';
     throw new Error(`no age identity for recipient ${recipients}${hint}`);
   }
+  // age-encryption (and its post-quantum curves) is loaded on the first SOPS file, not by every agent.
+  const { armor, Decrypter } = await import('age-encryption');
   const decrypter = new Decrypter();
   for (const identity of identities) decrypter.addIdentity(identity.secret);
   let last = '';
