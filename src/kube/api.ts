@@ -95,8 +95,17 @@ export interface KubeApiOptions {
   random?: () => number;
 }
 
+/** A body already serialized as JSON: sent as it is, so an object sent twice (dry run, then write) is serialized once. */
+export class JsonText {
+  readonly text: string;
+  constructor(text: string) {
+    this.text = text;
+  }
+}
+
 export interface RequestSpec {
   query?: Record<string, string | number | boolean | undefined>;
+  /** Serialized with JSON.stringify, once per attempt; a JsonText as it is. */
   body?: unknown;
   contentType?: string;
   signal?: AbortSignal;
@@ -195,6 +204,7 @@ export class KubeApi {
     method: string,
     path: string,
     spec: RequestSpec,
+    payload: string | undefined,
     stream = false,
   ): Promise<RequestOptions> {
     const opts: RequestOptions = { method, headers: {} };
@@ -231,10 +241,10 @@ export class KubeApi {
       ...(opts.headers as Record<string, string>),
       accept: spec.accept ?? 'application/json',
     };
-    if (spec.body !== undefined) {
+    if (payload !== undefined) {
       headers['content-type'] = spec.contentType ?? 'application/json';
       // A length, not chunked encoding: the API server answers a chunked DELETE body with 400 on reuse.
-      headers['content-length'] = String(Buffer.byteLength(JSON.stringify(spec.body)));
+      headers['content-length'] = String(Buffer.byteLength(payload));
     }
     opts.headers = headers;
     if (spec.signal) opts.signal = spec.signal;
@@ -279,8 +289,13 @@ export class KubeApi {
   }
 
   private async send<T>(method: string, path: string, spec: RequestSpec): Promise<T> {
-    const opts = await this.options(method, path, spec);
-    const payload = spec.body === undefined ? undefined : JSON.stringify(spec.body);
+    const payload =
+      spec.body === undefined
+        ? undefined
+        : spec.body instanceof JsonText
+          ? spec.body.text
+          : JSON.stringify(spec.body);
+    const opts = await this.options(method, path, spec, payload);
     const limit = spec.maxBytes ?? MAX_RESPONSE_BYTES;
     return new Promise<T>((resolve, reject) => {
       const send = opts.protocol === 'http:' ? httpRequest : httpsRequest;
@@ -341,7 +356,13 @@ export class KubeApi {
     } = {},
   ): Promise<void> {
     const { signal, idleTimeoutMs, accept } = options;
-    const opts = await this.options('GET', path, { query: { ...query, watch: true }, signal, accept }, true);
+    const opts = await this.options(
+      'GET',
+      path,
+      { query: { ...query, watch: true }, signal, accept },
+      undefined,
+      true,
+    );
     this.openStreams++;
     try {
       await this.stream(opts, path, onEvent, signal, idleTimeoutMs);

@@ -6,7 +6,7 @@
 import { StalledError } from '../errors.ts';
 import { describeObject, type KubeObject } from '../render/manifest.ts';
 import type { PlanEntry } from '../render/render.ts';
-import { type KubeApi, METADATA_OBJECT, type RequestSpec } from './api.ts';
+import { JsonText, type KubeApi, METADATA_OBJECT, type RequestSpec } from './api.ts';
 import { ApplyRejectedError, explain, place, writeFailure } from './apply-errors.ts';
 import { inPhases } from './apply-order.ts';
 import { type Discovery, type ResourceInfo, resourcePath } from './discovery.ts';
@@ -83,6 +83,18 @@ export class Applier {
     return withSecretErrors(object, () => this.api.request<T>(method, path, spec));
   }
 
+  private readonly bodies = new WeakMap<ApplyTarget, JsonText>();
+
+  /** The apply patch of a target, serialized once for its dry run and its write. */
+  private applyBody(target: ApplyTarget): JsonText {
+    let body = this.bodies.get(target);
+    if (!body) {
+      body = new JsonText(JSON.stringify(withApplyDefaults(target.object)));
+      this.bodies.set(target, body);
+    }
+    return body;
+  }
+
   /**
    * `metadataOnly`: the answer is read for its identity alone (a write, or the dry run of an object that does not
    * exist yet, which nothing is compared with), so the server sends PartialObjectMetadata: less for it to
@@ -106,7 +118,7 @@ export class Applier {
           force: plan.strategy.method !== 'server-side-apply',
           dryRun: dryRun ? 'All' : undefined,
         },
-        body: withApplyDefaults(object),
+        body: this.applyBody(target),
         contentType: 'application/apply-patch+yaml',
         ...(metadataOnly ? { accept: METADATA_OBJECT } : {}),
       },
