@@ -11,7 +11,7 @@ import type { PlanEntry } from '../render/render.ts';
 import { REFERENCE_RULES } from '../render/tables.ts';
 import { type KubeApi, METADATA_LIST } from './api.ts';
 import type { Discovery } from './discovery.ts';
-import { resourcePath } from './discovery.ts';
+import { type ResourceInfo, resourcePath } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
 
 export interface HistoryResult {
@@ -83,24 +83,51 @@ export async function collectVersionHistory(
 ): Promise<HistoryResult> {
   const result: HistoryResult = { deleted: [], kept: [] };
   const references = new Map<string, Map<string, string>>();
+  // One metadata-only list per resource and namespace, grouped by artifact: a list per versioned object made a
+  // deploy of 1,000 ConfigMaps and Secrets read the namespace's 1,000 names a thousand times (quadratic in time
+  // and in memory).
+  const lists = new Map<string, Promise<Map<string, KubeObject[]>>>();
+  const versionsOf = (
+    info: ResourceInfo,
+    namespace: string,
+    kind: string,
+  ): Promise<Map<string, KubeObject[]>> => {
+    const path = resourcePath(info, namespace);
+    let byArtifact = lists.get(path);
+    if (!byArtifact) {
+      byArtifact = api
+        .request<ObjectList>('GET', path, { accept: METADATA_LIST })
+        .catch((error: unknown) => {
+          throw describeKubeError(error, `list ${kind}s in namespace ${namespace}`);
+        })
+        .then((list) => {
+          const grouped = new Map<string, KubeObject[]>();
+          for (const item of list.items ?? []) {
+            const artifact = item.metadata.annotations?.[ARTIFACT.name];
+            if (artifact === undefined) continue;
+            const group = grouped.get(artifact);
+            if (group) group.push(item);
+            else grouped.set(artifact, [item]);
+          }
+          return grouped;
+        });
+      lists.set(path, byArtifact);
+    }
+    return byArtifact;
+  };
   for (const [index, entry] of plan.entries()) {
     const object = objects[index];
     const limit = entry.strategy.maxVersionHistory ?? options.defaultLimit;
     if (!object || !entry.version || limit === undefined || entry.strategy.ignored) continue;
     const namespace = object.metadata.namespace ?? 'default';
     const info = await discovery.resource(object.apiVersion, object.kind);
-    const list = await api
-      .request<ObjectList>('GET', resourcePath(info, object.metadata.namespace), { accept: METADATA_LIST })
-      .catch((error: unknown) => {
-        throw describeKubeError(error, `list ${object.kind}s in namespace ${namespace}`);
-      });
-    const versions = (list.items ?? [])
-      .filter((o) => o.metadata.annotations?.[ARTIFACT.name] === entry.version?.base)
-      .sort(
-        (a, b) =>
-          String(b.metadata.creationTimestamp).localeCompare(String(a.metadata.creationTimestamp)) ||
-          b.metadata.name.localeCompare(a.metadata.name),
-      );
+    const versions = [
+      ...((await versionsOf(info, namespace, object.kind)).get(entry.version.base) ?? []),
+    ].sort(
+      (a, b) =>
+        String(b.metadata.creationTimestamp).localeCompare(String(a.metadata.creationTimestamp)) ||
+        b.metadata.name.localeCompare(a.metadata.name),
+    );
     const surplus = versions.slice(limit);
     if (surplus.length === 0) continue;
     let refs = references.get(namespace);
