@@ -55,7 +55,7 @@ abstract class Metric<Series> {
     return this.labelNames.map((name) => String(labels[name] ?? '')).join('\u0000');
   }
 
-  /** The metric's lines, ending with a newline; HELP and TYPE even without a series, as prom-client writes. */
+  /** The metric's lines, ending with a newline; HELP and TYPE even without a series. */
   write(): string {
     let text = `# HELP ${this.name} ${escapeHelp(this.help)}\n# TYPE ${this.name} ${this.type}\n`;
     for (const { labels, value } of this.series.values()) text += this.lines(labels, value);
