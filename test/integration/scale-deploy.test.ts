@@ -59,8 +59,9 @@ describe('deploys at scale', () => {
     expect(first.code, first.stdout.slice(-2000) + first.stderr).toBe(0);
     expect(first.stdout).toMatch(/300\/300 stable in/);
     // The API server's own count: the live state, the versions render reuses and version history each list
-    // the namespace's ConfigMaps once, not once per ConfigMap (which made a deploy quadratic in time and memory).
-    expect((await configMapLists()) - listsBefore).toBeLessThanOrEqual(6);
+    // the namespace's ConfigMaps once, not once per ConfigMap (which made a deploy quadratic in time and memory:
+    // 100 lists here). The bound leaves room for other clients of the test bed relisting meanwhile.
+    expect((await configMapLists()) - listsBefore).toBeLessThanOrEqual(20);
 
     // kubectl agrees: every Deployment is available.
     const env = testbed();
