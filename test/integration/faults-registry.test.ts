@@ -135,7 +135,10 @@ server: {port: 0, address: 127.0.0.1}
       const stable = await newestStable(kube, agentNs, 'web');
       return stable?.images['web-image']?.digest === two.digest ? stable : undefined;
     });
-    expect(unended(postedStatuses(receiver.captured))).toEqual([]);
+    // The release is recorded before the sync's final status is sent: wait for that status, not only the ledger.
+    await eventually('every pending status ended', async () =>
+      unended(postedStatuses(receiver.captured)).length === 0 ? true : undefined,
+    );
     expect(postedStatuses(receiver.captured).some((s) => s.sha === commit)).toBe(true);
   }, 300_000);
 });
