@@ -1,6 +1,5 @@
-// The agent's Prometheus metrics (src/server/prometheus.ts, its own registry). Labels are names of deployments, sources and
+// The agent's Prometheus metrics (written by ./prometheus.ts, its own registry). Labels are names of deployments, sources and
 // registries from the config: bounded, and never a secret.
-
 import type { DriftFinding } from '../kube/drift.ts';
 import type { Release } from '../report/ledger.ts';
 import type { DeployReport } from '../sync/deploy.ts';
@@ -9,106 +8,93 @@ import { Counter, Gauge, Histogram, Registry } from './prometheus.ts';
 
 export class AgentMetrics implements SyncReporter {
   readonly registry = new Registry();
-  private readonly syncDuration = this.registry.register(
-    new Histogram({
-      name: 'mooring_sync_duration_seconds',
-      help: 'Duration of syncs, from the first request to the last verdict',
-      labelNames: ['deployment', 'result'],
-      buckets: [0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800],
-    }),
-  );
-  private readonly syncs = this.registry.register(
-    new Counter({
-      name: 'mooring_syncs_total',
-      help: 'Syncs by deployment and result',
-      labelNames: ['deployment', 'result', 'trigger'],
-    }),
-  );
-  private readonly stabilityWait = this.registry.register(
-    new Histogram({
-      name: 'mooring_stability_wait_seconds',
-      help: 'Time spent waiting for manifest stability',
-      labelNames: ['deployment'],
-      buckets: [0.5, 1, 5, 15, 30, 60, 120, 300, 900, 1800],
-    }),
-  );
-  private readonly polls = this.registry.register(
-    new Counter({
-      name: 'mooring_source_polls_total',
-      help: 'Polls of sources by result (changed, unchanged, error)',
-      labelNames: ['source', 'kind', 'result'],
-    }),
-  );
-  readonly registryRequests = this.registry.register(
-    new Gauge({
-      name: 'mooring_registry_requests',
-      help: 'Requests made to each registry since start, by method and HTTP status (token requests: method token)',
-      labelNames: ['registry', 'method', 'status'],
-    }),
-  );
-  readonly rateLimitRemaining = this.registry.register(
-    new Gauge({
-      name: 'mooring_registry_rate_limit_remaining',
-      help: 'The last RateLimit-Remaining a registry reported',
-      labelNames: ['registry'],
-    }),
-  );
-  readonly registryPausedUntil = this.registry.register(
-    new Gauge({
-      name: 'mooring_registry_paused_until_seconds',
-      help: 'Until when (Unix seconds) a registry asked not to be polled (429 Retry-After, RateLimit-Remaining: 0); 0 when it may be',
-      labelNames: ['registry'],
-    }),
-  );
-  private readonly revision = this.registry.register(
-    new Gauge({
-      name: 'mooring_deployed_revision_info',
-      help: 'The release each deployment is at (value 1)',
-      labelNames: ['deployment', 'release', 'commit'],
-    }),
-  );
+  private readonly syncDuration = new Histogram({
+    name: 'mooring_sync_duration_seconds',
+    help: 'Duration of syncs, from the first request to the last verdict',
+    labelNames: ['deployment', 'result'],
+    buckets: [0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800],
+    registers: [this.registry],
+  });
+  private readonly syncs = new Counter({
+    name: 'mooring_syncs_total',
+    help: 'Syncs by deployment and result',
+    labelNames: ['deployment', 'result', 'trigger'],
+    registers: [this.registry],
+  });
+  private readonly stabilityWait = new Histogram({
+    name: 'mooring_stability_wait_seconds',
+    help: 'Time spent waiting for manifest stability',
+    labelNames: ['deployment'],
+    buckets: [0.5, 1, 5, 15, 30, 60, 120, 300, 900, 1800],
+    registers: [this.registry],
+  });
+  private readonly polls = new Counter({
+    name: 'mooring_source_polls_total',
+    help: 'Polls of sources by result (changed, unchanged, error)',
+    labelNames: ['source', 'kind', 'result'],
+    registers: [this.registry],
+  });
+  readonly registryRequests = new Gauge({
+    name: 'mooring_registry_requests',
+    help: 'Requests made to each registry since start, by method and HTTP status (token requests: method token)',
+    labelNames: ['registry', 'method', 'status'],
+    registers: [this.registry],
+  });
+  readonly rateLimitRemaining = new Gauge({
+    name: 'mooring_registry_rate_limit_remaining',
+    help: 'The last RateLimit-Remaining a registry reported',
+    labelNames: ['registry'],
+    registers: [this.registry],
+  });
+  readonly registryPausedUntil = new Gauge({
+    name: 'mooring_registry_paused_until_seconds',
+    help: 'Until when (Unix seconds) a registry asked not to be polled (429 Retry-After, RateLimit-Remaining: 0); 0 when it may be',
+    labelNames: ['registry'],
+    registers: [this.registry],
+  });
+  private readonly revision = new Gauge({
+    name: 'mooring_deployed_revision_info',
+    help: 'The release each deployment is at (value 1)',
+    labelNames: ['deployment', 'release', 'commit'],
+    registers: [this.registry],
+  });
   private readonly revisions = new Map<string, { deployment: string; release: string; commit: string }>();
   /** Kept by the cluster cache: grows with resource types times namespaces in use, never with objects. */
-  readonly watchStreams = this.registry.register(
-    new Gauge({
-      name: 'mooring_cluster_watch_streams',
-      help: 'Watch streams open to the API server (one per resource type and namespace being watched)',
-    }),
-  );
+  readonly watchStreams = new Gauge({
+    name: 'mooring_cluster_watch_streams',
+    help: 'Watch streams open to the API server (one per resource type and namespace being watched)',
+    registers: [this.registry],
+  });
   /** Set by the control ConfigMap's watch (src/sync/control.ts). */
-  readonly suspended = this.registry.register(
-    new Gauge({
-      name: 'mooring_deployment_suspended',
-      help: '1 while a deployment is suspended (mooring suspend): its changes are noted, not deployed',
-      labelNames: ['deployment'],
-    }),
-  );
-  readonly eventsDropped = this.registry.register(
-    new Counter({
-      name: 'mooring_events_dropped_total',
-      help: 'Kubernetes Events not written: over the per-object limit (25, then one per 5 minutes) or a full queue',
-    }),
-  );
+  readonly suspended = new Gauge({
+    name: 'mooring_deployment_suspended',
+    help: '1 while a deployment is suspended (mooring suspend): its changes are noted, not deployed',
+    labelNames: ['deployment'],
+    registers: [this.registry],
+  });
+  readonly eventsDropped = new Counter({
+    name: 'mooring_events_dropped_total',
+    help: 'Kubernetes Events not written: over the per-object limit (25, then one per 5 minutes) or a full queue',
+    registers: [this.registry],
+  });
 
-  private readonly notifications = this.registry.register(
-    new Counter({
-      name: 'mooring_notifications_total',
-      help: 'Notifications by receiver and result: sent, failed (refused, or given up after retries), dropped (queue full)',
-      labelNames: ['receiver', 'result'],
-    }),
-  );
+  private readonly notifications = new Counter({
+    name: 'mooring_notifications_total',
+    help: 'Notifications by receiver and result: sent, failed (refused, or given up after retries), dropped (queue full)',
+    labelNames: ['receiver', 'result'],
+    registers: [this.registry],
+  });
 
   notification(receiver: string, result: 'sent' | 'failed' | 'dropped'): void {
     this.notifications.inc({ receiver, result });
   }
 
-  private readonly heldSince = this.registry.register(
-    new Gauge({
-      name: 'mooring_deployment_held_since_seconds',
-      help: 'Since when (Unix seconds) a rollback holds a deployment at its release (new commits and images are not deployed); absent when not held',
-      labelNames: ['deployment'],
-    }),
-  );
+  private readonly heldSince = new Gauge({
+    name: 'mooring_deployment_held_since_seconds',
+    help: 'Since when (Unix seconds) a rollback holds a deployment at its release (new commits and images are not deployed); absent when not held',
+    labelNames: ['deployment'],
+    registers: [this.registry],
+  });
 
   /** A rollback holds the deployment since `since` (ISO time), or no longer does (undefined). */
   held(deployment: string, since: string | undefined): void {
@@ -116,39 +102,35 @@ export class AgentMetrics implements SyncReporter {
     else this.heldSince.set({ deployment }, Math.floor(Date.parse(since) / 1000));
   }
 
-  readonly leader = this.registry.register(
-    new Gauge({
-      name: 'mooring_leader',
-      help: '1 when this agent holds the leader lease (or runs without leader election)',
-    }),
-  );
+  readonly leader = new Gauge({
+    name: 'mooring_leader',
+    help: '1 when this agent holds the leader lease (or runs without leader election)',
+    registers: [this.registry],
+  });
 
-  private readonly configReloads = this.registry.register(
-    new Counter({
-      name: 'mooring_config_reloads_total',
-      help: 'Changes of the configuration file: applied, or refused as invalid (the agent keeps the previous one)',
-      labelNames: ['result'],
-    }),
-  );
+  private readonly configReloads = new Counter({
+    name: 'mooring_config_reloads_total',
+    help: 'Changes of the configuration file: applied, or refused as invalid (the agent keeps the previous one)',
+    labelNames: ['result'],
+    registers: [this.registry],
+  });
 
   configReload(result: 'applied' | 'invalid'): void {
     this.configReloads.inc({ result });
   }
 
-  private readonly driftObjects = this.registry.register(
-    new Gauge({
-      name: 'mooring_drift_objects',
-      help: 'Objects of a deployment found changed by hand at its last drift pass (drift mode report: left as they are)',
-      labelNames: ['deployment'],
-    }),
-  );
-  private readonly driftCorrections = this.registry.register(
-    new Counter({
-      name: 'mooring_drift_corrections_total',
-      help: 'Objects put back by drift correction',
-      labelNames: ['deployment'],
-    }),
-  );
+  private readonly driftObjects = new Gauge({
+    name: 'mooring_drift_objects',
+    help: 'Objects of a deployment found changed by hand at its last drift pass (drift mode report: left as they are)',
+    labelNames: ['deployment'],
+    registers: [this.registry],
+  });
+  private readonly driftCorrections = new Counter({
+    name: 'mooring_drift_corrections_total',
+    help: 'Objects put back by drift correction',
+    labelNames: ['deployment'],
+    registers: [this.registry],
+  });
 
   drifted(sync: SyncRequest, findings: readonly DriftFinding[]): void {
     this.driftObjects.set({ deployment: sync.deployment.name }, findings.length);
@@ -176,7 +158,7 @@ export class AgentMetrics implements SyncReporter {
     }
   }
 
-  text(): Promise<string> {
-    return Promise.resolve(this.registry.text());
+  text(): string {
+    return this.registry.text();
   }
 }

@@ -9,6 +9,8 @@ interface MetricOptions {
   name: string;
   help: string;
   labelNames?: readonly string[];
+  /** The registries that export it. */
+  registers?: readonly Registry[];
 }
 
 const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
@@ -29,6 +31,7 @@ abstract class Metric<Series> {
     this.name = options.name;
     this.help = options.help;
     this.labelNames = options.labelNames ?? [];
+    for (const registry of options.registers ?? []) registry.register(this);
   }
 
   /** Forgets the series with these labels (it is no longer exported). */

@@ -99,6 +99,12 @@ export function runTool(
   });
 }
 
+/** The test bed's kubectl with its kubeconfig: `kubectl('-n', ns, 'get', 'pods')`. */
+export function kubectl(...args: string[]): Promise<RunResult> {
+  const env = testbed();
+  return runTool(env.tools.kubectl, ['--kubeconfig', env.kube.kubeconfig, ...args]);
+}
+
 /** Polls until `probe` returns a value, failing with the last observation after the deadline. */
 export async function eventually<T>(
   what: string,

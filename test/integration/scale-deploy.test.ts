@@ -8,19 +8,12 @@ import { ClusterCache } from '../../src/kube/cache.ts';
 import { loadKubeConfig } from '../../src/kube/client.ts';
 import { Discovery } from '../../src/kube/discovery.ts';
 import { deploy } from '../../src/sync/deploy.ts';
-import { deployTo, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
+import { deployTo, kubectl, manifestDir, testbed, useNamespace } from './helpers.ts';
 import { apps } from './scale-fixtures.ts';
 
 /** LISTs of ConfigMaps the API server has answered since it started (apiserver_request_total). */
 async function configMapLists(): Promise<number> {
-  const env = testbed();
-  const raw = await runTool(env.tools.kubectl, [
-    '--kubeconfig',
-    env.kube.kubeconfig,
-    'get',
-    '--raw',
-    '/metrics',
-  ]);
+  const raw = await kubectl('get', '--raw', '/metrics');
   expect(raw.code, raw.stderr).toBe(0);
   let total = 0;
   for (const line of raw.stdout.split('\n')) {
@@ -64,17 +57,14 @@ describe('deploys at scale', () => {
     expect((await configMapLists()) - listsBefore).toBeLessThanOrEqual(20);
 
     // kubectl agrees: every Deployment is available.
-    const env = testbed();
-    const listed = await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
+    const listed = await kubectl(
       '-n',
       ns(),
       'get',
       'deployments',
       '-o',
       'jsonpath={range .items[*]}{.status.availableReplicas}{"\\n"}{end}',
-    ]);
+    );
     expect(listed.code, listed.stderr).toBe(0);
     expect(listed.stdout.trim().split('\n')).toEqual(Array(100).fill('1'));
 

@@ -22,14 +22,19 @@ describe('Prometheus text format', () => {
     const ours = new Registry();
     const theirs = new prom.Registry();
     const help = 'Syncs by "deployment" \\ result\nsecond line';
-    const c1 = ours.register(new Counter({ name: 'x_total', help, labelNames: ['deployment', 'result'] }));
+    const c1 = new Counter({
+      name: 'x_total',
+      help,
+      labelNames: ['deployment', 'result'],
+      registers: [ours],
+    });
     const c2 = new prom.Counter({
       name: 'x_total',
       help,
       labelNames: ['deployment', 'result'],
       registers: [theirs],
     });
-    const g1 = ours.register(new Gauge({ name: 'x_gauge', help: 'g', labelNames: ['registry'] }));
+    const g1 = new Gauge({ name: 'x_gauge', help: 'g', labelNames: ['registry'], registers: [ours] });
     const g2 = new prom.Gauge({ name: 'x_gauge', help: 'g', labelNames: ['registry'], registers: [theirs] });
     const u1 = ours.register(new Gauge({ name: 'x_plain', help: 'p' }));
     const u2 = new prom.Gauge({ name: 'x_plain', help: 'p', registers: [theirs] });
