@@ -9,6 +9,7 @@
 import { request as httpRequest } from 'node:http';
 import { Agent, request as httpsRequest, type RequestOptions } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { StalledError } from '../errors.ts';
 import { currentDeadline } from './deadline.ts';
 import type { ClusterConfig } from './kubeconfig.ts';
 
@@ -230,7 +231,7 @@ export class KubeApi {
     } else {
       delete opts.agent;
     }
-    const url = new URL(path, this.server);
+    const url = resolvedUrl(method, path, this.server);
     for (const [k, v] of Object.entries(spec.query ?? {}))
       if (v !== undefined) url.searchParams.set(k, String(v));
     opts.protocol = url.protocol;
@@ -256,6 +257,7 @@ export class KubeApi {
    * the server's Retry-After, 5xx), until the deadline of the sync it runs for, or the default budget.
    */
   async request<T = unknown>(method: string, path: string, spec: RequestSpec = {}): Promise<T> {
+    resolvedUrl(method, path, this.server);
     const deadline = currentDeadline();
     const until = deadline?.until ?? Date.now() + this.retryForMs;
     const signals = [spec.signal, deadline?.signal].filter((x): x is AbortSignal => x !== undefined);
@@ -445,6 +447,21 @@ export class KubeApi {
 }
 
 /** The server's Retry-After of a 429, from its Status body (the API server sends the same in the header). */
+/**
+ * The request's URL, refused unless its path is exactly the path built. Defence in depth: a name that slipped past
+ * validation (`..`, `%2e%2e`, a backslash) must not move a request to another object (`.../services/..` is the
+ * Namespace): the server gets the path that was built, or nothing is sent.
+ */
+export function resolvedUrl(method: string, path: string, server: URL): URL {
+  const url = new URL(path, server);
+  const built = path.split('?')[0] ?? path;
+  if (url.pathname !== built)
+    throw new StalledError(
+      `${method} ${path}: refused, the path resolves to ${url.pathname} (a name that is not a valid path segment)`,
+    );
+  return url;
+}
+
 function retryAfter(error: KubeRequestError): number {
   const seconds = (error.body as { details?: { retryAfterSeconds?: unknown } } | undefined)?.details
     ?.retryAfterSeconds;

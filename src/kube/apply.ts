@@ -11,7 +11,14 @@ import { ApplyRejectedError, explain, place, writeFailure } from './apply-errors
 import { inPhases } from './apply-order.ts';
 import { type Discovery, type ResourceInfo, resourcePath } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
-import { type LiveSummary, namespaceExists, readLive, readObject, summarize } from './live-state.ts';
+import {
+  type LiveSummary,
+  namespaceExists,
+  readLive,
+  readObject,
+  requireIdentity,
+  summarize,
+} from './live-state.ts';
 import { withApplyDefaults } from './normalize.ts';
 import { mapLimit } from './pool.ts';
 import { withSecretErrors } from './secret-errors.ts';
@@ -47,6 +54,11 @@ export interface ApplyOptions {
    * `mooring diff`; the Applier itself keeps only summaries. Set, the dry run of a new object asks for all of it.
    */
   onPreview?: (target: ApplyTarget, preview: KubeObject) => void;
+  /**
+   * Called once the whole set passed its dry run, before the first write (not in a dry run): the inventory is
+   * written there, so a set refused whole records nothing, and a sync cut short leaves no write unrecorded.
+   */
+  beforeWrite?: () => Promise<void>;
   /** How long a recreate waits for the old object to go, and a CRD to be established. */
   waitTimeoutMs?: number;
   /**
@@ -60,7 +72,7 @@ export class Applier {
   private readonly api: KubeApi;
   private readonly discovery: Discovery;
   private readonly options: Required<
-    Omit<ApplyOptions, 'onResult' | 'onPreview' | 'dryRun' | 'validateFirst'>
+    Omit<ApplyOptions, 'onResult' | 'onPreview' | 'dryRun' | 'validateFirst' | 'beforeWrite'>
   > &
     ApplyOptions;
 
@@ -246,6 +258,7 @@ export class Applier {
       }
     });
     if (problems.length > 0) throw new ApplyRejectedError(problems.sort());
+    if (!this.options.dryRun) await this.options.beforeWrite?.();
 
     const results: ApplyResult[] = [];
     for (const batch of inPhases(targets, (t) => t.object.kind)) {
@@ -294,7 +307,7 @@ export class Applier {
     // Seed 001: recreate redeploys what exists (for a versioned object, only the same version).
     if (strategy.recreate && live) {
       if (this.options.dryRun) return done('recreated', live);
-      await this.deleteAndWait(info, target.object);
+      await this.deleteAndWait(info, target.object, live);
       return done(
         'recreated',
         summarize(
@@ -323,10 +336,13 @@ export class Applier {
     }
   }
 
-  private async deleteAndWait(info: ResourceInfo, object: KubeObject): Promise<void> {
+  private async deleteAndWait(info: ResourceInfo, object: KubeObject, live: LiveSummary): Promise<void> {
     const path = resourcePath(info, object.metadata.namespace, object.metadata.name);
+    // Only the object read before (its uid): never one that took its place, nor another a path led to.
+    requireIdentity(live, { ...object, kind: info.kind }, info.namespaced);
+    const preconditions = live.metadata.uid ? { preconditions: { uid: live.metadata.uid } } : {};
     try {
-      await this.api.request('DELETE', path, { body: { propagationPolicy: 'Background' } });
+      await this.api.request('DELETE', path, { body: { propagationPolicy: 'Background', ...preconditions } });
     } catch (error) {
       if (statusCode(error) !== 404) throw describeKubeError(error, `delete ${describeObject(object)}`);
     }

@@ -2,6 +2,7 @@
 // LIST, whether a namespace exists, and which part of an object is compared to decide "unchanged". A deploy keeps
 // a summary of each object (identity, resourceVersion, a digest of its comparable content), never the object
 // itself: a set of thousands would otherwise hold every live object and every dry-run answer until it ends.
+import { StalledError } from '../errors.ts';
 import { contentHash } from '../render/canonical.ts';
 import { describeObject, type JsonValue, type KubeObject } from '../render/manifest.ts';
 import type { KubeApi } from './api.ts';
@@ -58,14 +59,39 @@ export async function readObject(
   info: ResourceInfo,
   obj: KubeObject,
 ): Promise<LiveSummary | undefined> {
+  let live: KubeObject;
   try {
-    return summarize(
-      await api.request<KubeObject>('GET', resourcePath(info, obj.metadata.namespace, obj.metadata.name)),
+    live = await api.request<KubeObject>(
+      'GET',
+      resourcePath(info, obj.metadata.namespace, obj.metadata.name),
     );
   } catch (error) {
     if (statusCode(error) === 404) return undefined;
     throw describeKubeError(error, `read ${describeObject(obj)}`);
   }
+  requireIdentity(live, { ...obj, kind: info.kind, apiVersion: info.apiVersion }, info.namespaced);
+  return summarize(live);
+}
+
+/**
+ * Refuses an answer that is not the object asked for (another kind, name or namespace): what is written over or
+ * deleted next must be the object that was meant, whatever a name made of the request's path. Answers read as
+ * metadata only name their kind PartialObjectMetadata; their name and namespace are still compared.
+ */
+export function requireIdentity(
+  live: Pick<KubeObject, 'apiVersion' | 'kind' | 'metadata'>,
+  wanted: Pick<KubeObject, 'apiVersion' | 'kind' | 'metadata'>,
+  namespaced: boolean,
+): void {
+  const metadataOnly = live.kind === 'PartialObjectMetadata';
+  const sameKind = metadataOnly || live.kind === undefined || live.kind === wanted.kind;
+  const sameName = live.metadata?.name === wanted.metadata.name;
+  const sameNamespace = !namespaced || (live.metadata?.namespace ?? '') === (wanted.metadata.namespace ?? '');
+  if (sameKind && sameName && sameNamespace) return;
+  const got = `${live.kind ?? '?'} ${live.metadata?.namespace ? `${live.metadata.namespace}/` : ''}${live.metadata?.name ?? '?'}`;
+  throw new StalledError(
+    `${describeObject(wanted as KubeObject)}: the API server answered with ${got}; refusing to act on another object`,
+  );
 }
 
 /**

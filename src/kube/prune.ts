@@ -3,14 +3,17 @@
 // does one annotated `mooring.io/prune: disabled`; every version of a versioned artifact that is gone is deleted.
 // Deletion runs in reverse apply order (workloads before the Services and configuration they use, namespaces
 // last), with foreground propagation for workloads, so that their Pods are gone before their configuration is.
+import { errorMessage } from '../errors.ts';
 import { ARTIFACT } from '../render/annotations.ts';
 import type { KubeObject } from '../render/manifest.ts';
+import { isSafeSegment } from '../render/names.ts';
 import { type KubeApi, METADATA_LIST, METADATA_OBJECT } from './api.ts';
 import { phaseOf } from './apply-order.ts';
 import type { Discovery, ResourceInfo } from './discovery.ts';
 import { resourcePath } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
 import { entryId, entryName, type InventoryEntry } from './inventory.ts';
+import { requireIdentity } from './live-state.ts';
 
 /** The annotation that keeps an object from ever being pruned (set in the manifest or by hand on the live object). */
 export const PRUNE_ANNOTATION = 'mooring.io/prune';
@@ -20,6 +23,8 @@ export interface PruneTarget {
   object: string;
   entry: InventoryEntry;
   resource: ResourceInfo;
+  /** The uid of the live object read: the delete is conditional on it (never another object in its place). */
+  uid?: string | undefined;
 }
 
 export interface PrunePlan {
@@ -36,6 +41,20 @@ export interface PruneInput {
   desired: readonly InventoryEntry[];
   /** Every other owner's inventory, by owner. */
   others: ReadonlyMap<string, readonly InventoryEntry[]>;
+  /**
+   * mooring's field manager (`apply.fieldManager`): an object whose managed fields do not name it was never
+   * applied by mooring, whatever an inventory says, and is kept.
+   */
+  fieldManager?: string | undefined;
+}
+
+/** Whether the live object's managed fields name the manager (objects without managed fields are not judged). */
+function appliedBy(object: Pick<KubeObject, 'metadata'>, manager: string): boolean {
+  const managed = object.metadata.managedFields;
+  if (!Array.isArray(managed) || managed.length === 0) return true;
+  return managed.some(
+    (m) => typeof m === 'object' && m !== null && (m as { manager?: unknown }).manager === manager,
+  );
 }
 
 /** Workloads whose dependents (ReplicaSets, Pods) must be gone before the workload is. */
@@ -80,6 +99,11 @@ export async function pruneTargets(
       plan.kept.push({ object: name, reason: `also applied by ${describeOwner(other)}` });
       continue;
     }
+    // An inventory written before names were validated may hold one that is no object's path: never deleted.
+    if (!isSafeSegment(entry.name) || (entry.namespace && !isSafeSegment(entry.namespace))) {
+      plan.kept.push({ object: name, reason: 'its name is not a valid path segment' });
+      continue;
+    }
     let resource: ResourceInfo;
     try {
       resource = await discovery.resource(entry.apiVersion, entry.kind);
@@ -114,12 +138,40 @@ export async function pruneTargets(
     }
     for (const object of live) {
       const one: InventoryEntry = { ...entry, name: object.metadata.name };
+      // What is deleted is what the inventory names, in its namespace: an answer for anything else is kept.
+      try {
+        requireIdentity(
+          object,
+          {
+            apiVersion: entry.apiVersion,
+            kind: entry.kind,
+            metadata: { name: one.name, ...(namespace ? { namespace } : {}) },
+          },
+          resource.namespaced,
+        );
+      } catch (error) {
+        plan.kept.push({ object: entryName(one), reason: errorMessage(error) });
+        continue;
+      }
       if (object.metadata.deletionTimestamp) continue; // on its way out
+      const manager = input.fieldManager ?? 'mooring';
+      if (!appliedBy(object, manager)) {
+        plan.kept.push({
+          object: entryName(one),
+          reason: `not applied by mooring (no field manager ${manager})`,
+        });
+        continue;
+      }
       if (disabled(object)) {
         plan.kept.push({ object: entryName(one), reason: `${PRUNE_ANNOTATION}: disabled` });
         continue;
       }
-      plan.targets.push({ object: entryName(one), entry: one, resource });
+      plan.targets.push({
+        object: entryName(one),
+        entry: one,
+        resource,
+        uid: typeof object.metadata.uid === 'string' ? object.metadata.uid : undefined,
+      });
     }
   }
   // Reverse apply order; a stable sort keeps the inventory's order within a phase.
@@ -144,6 +196,7 @@ export async function executePrune(api: KubeApi, plan: PrunePlan): Promise<Prune
           apiVersion: 'v1',
           kind: 'DeleteOptions',
           propagationPolicy: FOREGROUND.has(entry.kind) ? 'Foreground' : 'Background',
+          ...(target.uid ? { preconditions: { uid: target.uid } } : {}),
         },
       });
       result.deleted.push(target.object);

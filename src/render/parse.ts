@@ -14,10 +14,16 @@ import {
 } from 'yaml';
 import { RenderError } from './errors.ts';
 import { isObject, type JsonValue, type KubeObject, type Origin, type SourcedObject } from './manifest.ts';
+import { nameProblem, namespaceProblem } from './names.ts';
 
 export interface ManifestFile {
   path: string;
   text: string;
+  /**
+   * The values decrypted into `text` (SOPS), to be redacted from whatever shows text built from it (render/redact.ts).
+   * Never shown, logged or stored.
+   */
+  secrets?: readonly string[] | undefined;
 }
 
 export interface ParseLimits {
@@ -206,6 +212,19 @@ function shapeProblem(value: { [key: string]: JsonValue }): string | undefined {
   }
   if (isObject(metadata) && metadata.generateName !== undefined) {
     return 'metadata.generateName is not supported: a GitOps object needs a stable name';
+  }
+  // Names become request paths: refused here, before any request, with the file and line (names.ts).
+  const named = nameProblem(
+    value.apiVersion as string,
+    value.kind as string,
+    (metadata as { name: string }).name,
+  );
+  if (named) return `${value.kind} ${named}`;
+  const namespace = (metadata as { [key: string]: JsonValue }).namespace;
+  if (namespace !== undefined && namespace !== null && namespace !== '') {
+    if (typeof namespace !== 'string') return `${value.kind} metadata.namespace must be a string`;
+    const problem = namespaceProblem(namespace);
+    if (problem) return `${value.kind} ${problem}`;
   }
   for (const field of ['labels', 'annotations'] as const) {
     const map = (metadata as { [key: string]: JsonValue })[field];

@@ -113,6 +113,10 @@ interface Context {
   history?: HistoryResult;
   previous?: InventoryEntry[] | undefined;
   desired?: InventoryEntry[];
+  /** What this sync wrote to the inventory, once it wrote it. */
+  recorded?: InventoryEntry[];
+  /** Records `entries` (with the previous inventory) as the owner's inventory. */
+  recordInventory?: (entries: InventoryEntry[]) => Promise<void>;
   prune?: PruneReport;
   drift?: DriftFinding[];
 }
@@ -179,7 +183,9 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       options: { ...request.renderOptions, hashKey: ctx.hashKey },
     });
   };
-  // Before anything is written, the inventory holds the new objects too: a sync cut short leaves none unrecorded.
+  // The owner's inventory is read here; the new objects are recorded once the whole set passed its dry run and
+  // before the first write (recordInventory): a set refused whole records nothing, a sync cut short leaves no
+  // write unrecorded, and what a failed apply never wrote is taken out again.
   const inventoryStage: Stage = async (ctx) => {
     const inventory = request.inventory;
     if (!inventory || !ctx.rendered) return;
@@ -206,9 +212,13 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       inventory.emptyAdvice,
     );
     ctx.desired = inventoryOf(ctx.rendered.objects);
-    const recorded = unionOf(ctx.desired, ctx.previous ?? []);
-    if (!request.dryRun && !sameInventory(recorded, ctx.previous))
-      await store.write(inventory.owner, recorded).catch(skipped);
+    ctx.recordInventory = async (entries) => {
+      const recorded = unionOf(entries, ctx.previous ?? []);
+      if (request.dryRun || sameInventory(recorded, ctx.recorded ?? ctx.previous)) return;
+      await store.write(inventory.owner, recorded).then(() => {
+        ctx.recorded = recorded;
+      }, skipped);
+    };
   };
   const driftStage: Stage = async (ctx) => {
     const rendered = ctx.rendered;
@@ -236,14 +246,27 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       object,
       plan: rendered.plan[i] as ApplyTarget['plan'],
     }));
+    const written: KubeObject[] = [];
     const applier = new Applier(api, discovery, {
       fieldManager: request.fieldManager ?? 'mooring',
       concurrency: request.concurrency ?? 8,
       dryRun: request.dryRun,
-      onResult: (result) => deps.onEvent?.({ type: 'applied', result }),
+      onResult: (result) => {
+        written.push(result.target.object);
+        deps.onEvent?.({ type: 'applied', result });
+      },
       onPreview: deps.onPreview,
+      beforeWrite: async () => ctx.recordInventory?.(ctx.desired ?? []),
     });
-    ctx.applied = await applier.apply(targets);
+    try {
+      ctx.applied = await applier.apply(targets);
+    } catch (error) {
+      // The inventory names only what was applied: what this apply did not write comes out of it again. (A write
+      // whose answer was lost is left out too; prune deletes only objects that carry mooring's field manager.)
+      if (ctx.recorded && written.length < targets.length)
+        await ctx.recordInventory?.(inventoryOf(written)).catch(() => undefined);
+      throw error;
+    }
   };
   const waitStage: Stage = async (ctx) => {
     if (request.dryRun || request.wait === false) return;
@@ -293,6 +316,7 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       previous: ctx.previous ?? [],
       desired: ctx.desired,
       others: await store.all(),
+      fieldManager: request.fieldManager,
     });
     if (request.dryRun) {
       ctx.prune = { deleted: [], planned: plan.targets.map((t) => t.object), kept: plan.kept };

@@ -17,7 +17,12 @@ export interface PruneDeps {
 /** What a sync of `objects` by `owner` would prune, and what it would keep and why. */
 export async function planPrune(
   deps: PruneDeps,
-  input: { owner: string; inventoryNamespace: string; objects: readonly KubeObject[] },
+  input: {
+    owner: string;
+    inventoryNamespace: string;
+    objects: readonly KubeObject[];
+    fieldManager?: string | undefined;
+  },
 ): Promise<{ delete: string[]; kept: { object: string; reason: string }[] }> {
   const store = new InventoryStore(deps.api, input.inventoryNamespace);
   const previous = (await store.read(input.owner)) ?? [];
@@ -26,6 +31,7 @@ export async function planPrune(
     previous,
     desired: inventoryOf(input.objects),
     others: await store.all(),
+    fieldManager: input.fieldManager,
   });
   return { delete: plan.targets.map((t) => t.object), kept: plan.kept };
 }

@@ -219,7 +219,11 @@ async function runDiff(
       ? (
           await planPrune(
             { api, discovery },
-            { ...input.prune, objects: report.applied.map((r) => r.target.object) },
+            {
+              ...input.prune,
+              objects: report.applied.map((r) => r.target.object),
+              fieldManager: input.request.fieldManager,
+            },
           )
         ).delete
       : [];
