@@ -1,24 +1,140 @@
-// The one place Secret values are hidden before a manifest is shown, logged or audited.
+// The one place secret data is hidden before anything is shown, logged, reported or audited: Secret values in
+// manifests, and the values decrypted from SOPS files wherever they turn up (a tool's error, a render error that
+// quotes a value, a Secret's data key or type, a ConfigMap a chart filled from a decrypted values file).
 import { isObject, type JsonValue, type KubeObject } from './manifest.ts';
 
 export const REDACTED = '<redacted>';
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 
-/** A copy with every value of a Secret's data and stringData replaced (keys kept, so the shape stays visible). */
-export function redactSecret(object: KubeObject): KubeObject {
-  if (object.kind !== 'Secret' || object.apiVersion !== 'v1') return object;
-  const copy = structuredClone(object);
+/**
+ * Decrypted values shorter than this are not looked for in text. A one- to three-character value (`1`, `on`,
+ * `eu`) occurs by chance in most messages, and hiding every occurrence would make them unreadable, while telling
+ * which of a few thousand possibilities it is was never hard. Booleans are never secrets to hide; see also the
+ * identity paths in sources/sops/walk.ts.
+ */
+export const MIN_REDACTED_LENGTH = 4;
+
+// Secret types Kubernetes defines: public names, shown even when a decrypted value happens to equal one.
+const BUILT_IN_TYPES = new Set([
+  'Opaque',
+  'kubernetes.io/service-account-token',
+  'kubernetes.io/dockercfg',
+  'kubernetes.io/dockerconfigjson',
+  'kubernetes.io/basic-auth',
+  'kubernetes.io/ssh-auth',
+  'kubernetes.io/tls',
+  'bootstrap.kubernetes.io/token',
+]);
+
+/**
+ * The decrypted values to hide, from all of them: those of at least MIN_REDACTED_LENGTH characters (trimmed), a
+ * value's trimmed form too, and each line of a multi-line value (a tool may quote one line of a key or
+ * certificate). Distinct, longest first.
+ */
+export function redactableValues(values: Iterable<string>): string[] {
+  const out = new Set<string>();
+  const add = (value: string) => {
+    if (value.trim().length >= MIN_REDACTED_LENGTH) out.add(value);
+  };
+  for (const value of values) {
+    add(value);
+    add(value.trim());
+    if (value.includes('\n')) for (const line of value.split(/\r?\n/)) add(line.trim());
+  }
+  return [...out].sort((a, b) => b.length - a.length || (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/** The forms in which tools print a value: as it is, JSON-escaped (Go's %q too, mostly), and base64. */
+function printedForms(value: string): string[] {
+  const bytes = Buffer.from(value, 'utf8');
+  const base64 = bytes.toString('base64');
+  const forms = [
+    value,
+    JSON.stringify(value).slice(1, -1),
+    base64,
+    base64.replace(/=+$/, ''),
+    bytes.toString('base64url'),
+  ];
+  return [...new Set(forms)].filter((f) => f.length >= MIN_REDACTED_LENGTH);
+}
+
+/**
+ * A function that replaces every occurrence of the values (see redactableValues), in any of the forms tools print,
+ * with `<redacted>`. Occurrences are found in the original text and their union hidden, so a value that overlaps
+ * another, or that is part of the word `<redacted>`, cannot leave a piece of either visible.
+ */
+export function valueRedactor(values: readonly string[]): (text: string) => string {
+  const forms = [...new Set(values.flatMap(printedForms))].sort((a, b) => b.length - a.length);
+  if (forms.length === 0) return (text) => text;
+  return (text) => {
+    if (text.length < MIN_REDACTED_LENGTH) return text;
+    let hidden: Uint8Array | undefined;
+    for (const form of forms) {
+      if (form.length > text.length) continue;
+      for (let at = text.indexOf(form); at !== -1; at = text.indexOf(form, at + 1)) {
+        hidden ??= new Uint8Array(text.length);
+        hidden.fill(1, at, at + form.length);
+      }
+    }
+    if (!hidden) return text;
+    let out = '';
+    let from = 0;
+    for (let i = 0; i < text.length; i++) {
+      if (hidden[i] === 1 && (i === 0 || hidden[i - 1] !== 1)) {
+        out += `${text.slice(from, i)}${REDACTED}`;
+      } else if (hidden[i] !== 1 && i > 0 && hidden[i - 1] === 1) {
+        from = i;
+      }
+    }
+    return hidden[text.length - 1] === 1 ? out : out + text.slice(from);
+  };
+}
+
+/** `text` with every decrypted value in it replaced by `<redacted>` (see valueRedactor). */
+export function redactValues(text: string, values: readonly string[]): string {
+  return valueRedactor(values)(text);
+}
+
+/**
+ * A copy with every value of a Secret's data and stringData replaced (keys kept, so the shape stays visible), and,
+ * given the values decrypted from SOPS files, each of those hidden wherever else it appears in the object: in a
+ * data key or a Secret's type, in another object's fields (a chart may copy a decrypted value anywhere).
+ */
+export function redactSecret(object: KubeObject, decrypted: readonly string[] = []): KubeObject {
+  const isSecret = object.kind === 'Secret' && object.apiVersion === 'v1';
+  if (!isSecret && decrypted.length === 0) return object;
+  // Decrypted values first, over the original text, so that no `<redacted>` is redacted again.
+  const copy = (
+    decrypted.length > 0 ? redactDeep(object, valueRedactor(decrypted)) : structuredClone(object)
+  ) as KubeObject;
+  if (!isSecret) return copy;
   for (const field of ['data', 'stringData']) {
     const values = copy[field];
-    if (isObject(values)) {
+    if (isObject(values))
       copy[field] = Object.fromEntries(Object.keys(values).map((k) => [k, REDACTED])) as {
         [key: string]: JsonValue;
       };
-    }
   }
-  // kubectl's client-side apply keeps the whole Secret, values included, in this annotation.
+  if (typeof object.type === 'string' && BUILT_IN_TYPES.has(object.type)) copy.type = object.type;
+  // kubectl's client-side apply keeps the whole object, Secret values included, in this annotation.
   if (copy.metadata.annotations?.[LAST_APPLIED] !== undefined) {
     copy.metadata.annotations = { ...copy.metadata.annotations, [LAST_APPLIED]: REDACTED };
   }
   return copy;
+}
+
+/** A copy of a JSON value with `redact` applied to every string, keys included (keys made equal kept apart). */
+function redactDeep(value: unknown, redact: (text: string) => string): unknown {
+  if (typeof value === 'string') return redact(value);
+  if (Array.isArray(value)) return value.map((v) => redactDeep(v, redact));
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) {
+      let name = redact(k);
+      for (let n = 2; Object.hasOwn(out, name); n++) name = `${redact(k)} (${n})`;
+      out[name] = redactDeep(v, redact);
+    }
+    return out;
+  }
+  return value;
 }

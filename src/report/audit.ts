@@ -1,11 +1,13 @@
 // The audit log (seed 003, "Emit your deployed manifests to an audit log"): every hydrated object a sync applied,
 // as JSON lines to a file or stdout and optionally POSTed to an HTTP endpoint, with the trigger, commit, image
-// digests, deployment and result. Secret values are redacted here, in the one place that redacts them.
+// digests, deployment and result. Secret values, and values decrypted from SOPS files, are redacted here through
+// render/redact.ts, the one place that redacts them.
 import { appendFile } from 'node:fs/promises';
 import type { MooringConfig } from '../config/schema.ts';
 import { errorMessage } from '../errors.ts';
 import { redactSecret } from '../render/redact.ts';
 import { readSecret } from '../sources/secret.ts';
+import { decryptedValues } from '../sources/sops/decrypt.ts';
 import type { DeployReport } from '../sync/deploy.ts';
 import type { Logger } from '../sync/logger.ts';
 import type { SyncReporter, SyncRequest } from '../sync/sync-deployment.ts';
@@ -46,11 +48,14 @@ export function auditRecords(
     images,
     result: report.outcome,
   };
+  // Values decrypted from the sync's SOPS files are hidden wherever they appear: a Secret's data keys or type, or
+  // any field a chart or kustomization copied one into.
+  const decrypted = decryptedValues(sync.files);
   return [
     ...report.applied.map((applied) => ({
       ...base,
       action: applied.action,
-      object: redactSecret(applied.target.object),
+      object: redactSecret(applied.target.object, decrypted),
     })),
     // A pruned object is named, not shown: its manifest is gone from the source.
     ...(report.prune?.deleted ?? []).map((object) => ({ ...base, action: 'pruned', object })),

@@ -1,5 +1,6 @@
 // One sync of one deployment, as the agent and `mooring rollback` run it: the deploy pipeline, then ONE finalizer
 // that records the release in the ledger, writes the audit log and posts the commit status, whatever happened.
+// The report it hands on has the values decrypted from the sync's SOPS files redacted (redact-report.ts).
 // Reporting never fails the sync: a reporter that cannot report logs why.
 
 import { renderOptionsFor } from '../config/render-options.ts';
@@ -10,9 +11,12 @@ import type { ClusterCache } from '../kube/cache.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import { type DriftFinding, describeFinding } from '../kube/drift.ts';
 import type { ManifestFile } from '../render/parse.ts';
+import { valueRedactor } from '../render/redact.ts';
 import type { Attempt, Ledger, Release, ReleaseImage, Trigger } from '../report/ledger.ts';
+import { decryptedValues } from '../sources/sops/decrypt.ts';
 import { type DeployReport, deploy } from './deploy.ts';
 import type { Logger } from './logger.ts';
+import { redactReport } from './redact-report.ts';
 
 /** What a sync tells the outside world; the agent wires commit statuses and the audit log in here. */
 export interface SyncReporter {
@@ -78,7 +82,7 @@ export async function syncDeployment(
   const keepVersions = new Set(
     (ledger?.releases ?? []).slice(0, deployment.versionHistory - 1).flatMap((r) => r.versions),
   );
-  const report =
+  const deployed =
     sync.filesError !== undefined
       ? failedBeforeDeploy(sync.filesError)
       : await deploy(
@@ -123,6 +127,8 @@ export async function syncDeployment(
             ...(drift ? { drift: config.drift.mode, dryRun: config.drift.mode === 'report' } : {}),
           },
         );
+  // Whatever the report's messages quote, no value decrypted from the sync's SOPS files leaves the sync.
+  const report = redactReport(deployed, valueRedactor(decryptedValues(sync.files)));
   if (drift && config.drift.mode === 'report') {
     // Reported, not corrected: a log line per object, the metric; no release and no commit status.
     for (const f of report.drift ?? [])

@@ -17,6 +17,7 @@ import { parseManifestFiles } from '../../render/parse.ts';
 import { redactSecret } from '../../render/redact.ts';
 import { type ClusterSnapshot, render } from '../../render/render.ts';
 import { needsHashKey } from '../../render/versioning.ts';
+import { decryptedValues } from '../../sources/sops/decrypt.ts';
 import { type ClusterFlags, clusterAccess, manifestBoundary, withManifestFlags } from '../cluster-flags.ts';
 import { readLocalInput, withChartFlags } from '../local-input.ts';
 import { checkedNames } from '../names.ts';
@@ -158,7 +159,10 @@ export function renderCommand(
           ]),
         );
       }
-      const shown = flags.showSecrets ? result.objects : result.objects.map(redactSecret);
+      const decrypted = decryptedValues(files);
+      const shown = flags.showSecrets
+        ? result.objects
+        : result.objects.map((o) => redactSecret(o, decrypted));
       print(flags.output === 'json' ? formatData(asList(shown), 'json') : toYaml(shown).trimEnd());
     });
 }

@@ -1,32 +1,25 @@
 // Decrypting SOPS files (age recipients) in-process, before render: a manifest file with a top-level `sops:`
 // block has its values decrypted, its MAC verified as sops verifies it, and its `sops:` blocks removed. Other files
 // pass through untouched. A file that cannot be decrypted is a StalledError naming it: no part of it is used.
-// Error messages name files, paths of keys and recipients, never a value.
-import { createHash } from 'node:crypto';
-import {
-  type Document,
-  isAlias,
-  isMap,
-  isScalar,
-  isSeq,
-  type Node,
-  parseAllDocuments,
-  type Scalar,
-  type YAMLMap,
-} from 'yaml';
+// Error messages name files, paths of keys and recipients, never a value. A commit chooses the file, its rules and
+// its data key (the recipients are public), so the MAC is checked before the tree is trusted and the walk over it
+// is bounded (walk.ts).
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { type Document, isMap, isScalar, parseAllDocuments } from 'yaml';
 import { errorMessage, StalledError } from '../../errors.ts';
 import type { ManifestFile } from '../../render/parse.ts';
+import { redactableValues } from '../../render/redact.ts';
 import type { AgeIdentity } from './age-keys.ts';
-import { decryptValue, typedValue } from './cipher.ts';
+import { decryptValue } from './cipher.ts';
 import {
   type AgeKeyEntry,
   ageEntries,
-  type EncryptionRule,
   encryptionRule,
   lastModifiedText,
   type SopsMetadata,
   sopsMetadata,
 } from './metadata.ts';
+import { TreeWalk, WALK_LIMITS, type WalkLimits, type WalkStats } from './walk.ts';
 
 /** The identities, or how to get them: read only when a file turns out to be encrypted. */
 export type IdentitySource = readonly AgeIdentity[] | (() => Promise<readonly AgeIdentity[]>);
@@ -50,12 +43,26 @@ export function isSopsText(text: string): boolean {
   }
 }
 
-/** The files with every SOPS file decrypted; the others as they were, in the same order. */
+export interface DecryptOptions {
+  /** Bounds of the walk over each file's tree (tests lower them). */
+  limits?: Partial<WalkLimits> | undefined;
+  /** Filled with what the walks cost, all files together. */
+  stats?: WalkStats | undefined;
+}
+
+/**
+ * The files with every SOPS file decrypted; the others as they were, in the same order. A decrypted file carries
+ * `secrets`, the values decrypted from it worth redacting (render/redact.ts), for whatever later shows text built
+ * from it: an error that quotes a value, the audit log, `mooring render`.
+ */
 export async function decryptFiles(
   files: readonly ManifestFile[],
   identities: IdentitySource,
+  options: DecryptOptions = {},
 ): Promise<ManifestFile[]> {
   let loaded: readonly AgeIdentity[] | undefined;
+  const limits = { ...WALK_LIMITS, ...options.limits };
+  const stats = options.stats ?? { steps: 0, values: 0 };
   const out: ManifestFile[] = [];
   for (const file of files) {
     const found = MAY_BE_SOPS.test(file.text) ? sopsDocuments(file) : undefined;
@@ -65,12 +72,18 @@ export async function decryptFiles(
     }
     loaded ??= typeof identities === 'function' ? await identities() : identities;
     try {
-      out.push({ path: file.path, text: await decryptDocuments(found.docs, found.meta, loaded) });
+      const { text, decrypted } = await decryptDocuments(found.docs, found.meta, loaded, limits, stats);
+      out.push({ path: file.path, text, secrets: redactableValues(decrypted) });
     } catch (error) {
       throw cannotDecrypt(file, errorMessage(error), error);
     }
   }
   return out;
+}
+
+/** The values decrypted from the files (see decryptFiles), for redaction. */
+export function decryptedValues(files: readonly ManifestFile[]): string[] {
+  return redactableValues(files.flatMap((f) => f.secrets ?? []));
 }
 
 function cannotDecrypt(file: ManifestFile, why: string, cause?: unknown): StalledError {
@@ -98,34 +111,50 @@ function sopsDocuments(file: ManifestFile): { docs: Document[]; meta: SopsMetada
   return { docs, meta: parsed.data };
 }
 
+/**
+ * The documents' text decrypted, and the values decrypted from them. The MAC is decrypted first (it needs only the
+ * data key and `lastmodified`), then the tree is walked, bounded, and nothing of it is used unless the MAC computed
+ * over it matches.
+ */
 async function decryptDocuments(
   docs: Document[],
   meta: SopsMetadata,
   identities: readonly AgeIdentity[],
-): Promise<string> {
+  limits: WalkLimits,
+  stats: WalkStats,
+): Promise<{ text: string; decrypted: string[] }> {
   const rule = encryptionRule(meta);
   const aad = lastModifiedText(meta.lastmodified);
   const key = await dataKey(ageEntries(meta), identities);
+  if (meta.mac === '') throw new Error('the file has no MAC (sops.mac is empty)');
+  let mac: string;
+  try {
+    mac = decryptValue(meta.mac, key, aad).plaintext.toString('utf8');
+  } catch (error) {
+    throw new Error(`sops.mac ${errorMessage(error)}`);
+  }
+  if (!/^[0-9A-F]{128}$/.test(mac)) throw new Error('sops.mac does not hold a SHA-512 digest');
   const macOnlyEncrypted = meta.mac_only_encrypted === true;
   const hash = createHash('sha512');
   if (macOnlyEncrypted) hash.update(MAC_ONLY_ENCRYPTED_INIT);
-  const walker: Walker = { key, rule, hash, macOnlyEncrypted };
+  const walk = new TreeWalk({ key, rule, hash, macOnlyEncrypted, limits, stats });
   for (const doc of docs) {
     const root = doc.contents;
     if (root === null || (isScalar(root) && root.value === null)) continue;
     if (!isMap(root)) throw new Error('a document is not a mapping');
     root.delete('sops');
-    walkMap(walker, doc, root, []);
+    await walk.document(doc, root);
   }
-  const mac = decryptValue(meta.mac, key, aad).plaintext.toString('utf8');
-  if (mac !== hash.digest('hex').toUpperCase())
+  const computed = Buffer.from(hash.digest('hex').toUpperCase());
+  if (!timingSafeEqual(Buffer.from(mac), computed))
     throw new Error('MAC mismatch: the file was changed after it was encrypted');
-  return docs
+  const text = docs
     .map((d, i) => {
       const text = d.toString();
       return i === 0 || text.startsWith('---') ? text : `---\n${text}`;
     })
     .join('');
+  return { text, decrypted: walk.decrypted };
 }
 
 /** The data key, unwrapped by the first identity that holds one of the file's age recipients. */
@@ -154,64 +183,4 @@ async function dataKey(entries: AgeKeyEntry[], identities: readonly AgeIdentity[
     }
   }
   throw new Error(last);
-}
-
-interface Walker {
-  key: Uint8Array;
-  rule: EncryptionRule;
-  hash: ReturnType<typeof createHash>;
-  macOnlyEncrypted: boolean;
-}
-
-// As sops walks its tree: keys in order, list items under their list's path (no index), null values skipped.
-function walkMap(w: Walker, doc: Document, map: YAMLMap, path: string[]): void {
-  for (const pair of map.items) {
-    const k = isScalar(pair.key) ? pair.key.value : pair.key;
-    if (typeof k !== 'string' && typeof k !== 'number' && typeof k !== 'boolean')
-      throw new Error(`a key under ${describePath(path)} is not a scalar`);
-    pair.value = walkValue(w, doc, pair.value as Node | null, [...path, String(k)]);
-  }
-}
-
-function walkValue(w: Walker, doc: Document, node: Node | null, path: string[]): Node | null {
-  if (node === null || node === undefined) return node;
-  if (isAlias(node)) throw new Error(`${describePath(path)}: YAML aliases are not supported in a SOPS file`);
-  if (isMap(node)) {
-    walkMap(w, doc, node, path);
-    return node;
-  }
-  if (isSeq(node)) {
-    node.items = node.items.map((item) => walkValue(w, doc, item as Node | null, path));
-    return node;
-  }
-  if (!isScalar(node) || node.value === null || node.value === undefined) return node;
-  const encrypted = w.rule(path);
-  if (!encrypted) {
-    if (!w.macOnlyEncrypted) w.hash.update(goText(node.value));
-    return node;
-  }
-  if (typeof node.value !== 'string')
-    throw new Error(`${describePath(path)}: an encrypted value is not a string`);
-  try {
-    const value = decryptValue(node.value, w.key, `${path.join(':')}:`);
-    w.hash.update(value.plaintext);
-    return doc.createNode(typedValue(value)) as Scalar;
-  } catch (error) {
-    throw new Error(`${describePath(path)}: the value ${errorMessage(error)}`);
-  }
-}
-
-function describePath(path: readonly string[]): string {
-  return path.length === 0 ? 'the document' : path.join('.');
-}
-
-/** A value as sops's ToBytes writes an unencrypted one into the MAC (Go's formatting). */
-function goText(value: unknown): string {
-  if (typeof value === 'boolean') return value ? 'True' : 'False';
-  if (typeof value === 'number') {
-    const text = String(value);
-    if (!/e/i.test(text)) return text;
-    return value.toLocaleString('en-US', { useGrouping: false, maximumFractionDigits: 100 });
-  }
-  return String(value);
 }

@@ -2,21 +2,35 @@
 // values are encrypted (one of unencrypted_suffix, encrypted_suffix, unencrypted_regex, encrypted_regex; by
 // default the suffix `_unencrypted`).
 import { z } from 'zod';
+import { goRegExp, MAX_PATTERN_LENGTH } from './go-regexp.ts';
 
-const ageKey = z.object({ recipient: z.string().min(1), enc: z.string().min(1) });
+// Bounds on what a commit can put in the block: each age entry for one of our recipients costs a decryption.
+const MAX_AGE_ENTRIES = 64;
+const ageKey = z.object({
+  recipient: z.string().min(1).max(1024),
+  enc: z
+    .string()
+    .min(1)
+    .max(64 * 1024),
+});
+const pattern = z.string().max(MAX_PATTERN_LENGTH).nullish();
+const suffix = z.string().max(1024).nullish();
 
 export const sopsMetadata = z.object({
-  age: z.array(ageKey).nullish(),
-  key_groups: z.array(z.object({ age: z.array(ageKey).nullish() })).nullish(),
+  age: z.array(ageKey).max(MAX_AGE_ENTRIES).nullish(),
+  key_groups: z
+    .array(z.object({ age: z.array(ageKey).max(MAX_AGE_ENTRIES).nullish() }))
+    .max(MAX_AGE_ENTRIES)
+    .nullish(),
   shamir_threshold: z.number().int().nullish(),
-  lastmodified: z.string().min(1),
-  mac: z.string(),
-  unencrypted_suffix: z.string().nullish(),
-  encrypted_suffix: z.string().nullish(),
-  unencrypted_regex: z.string().nullish(),
-  encrypted_regex: z.string().nullish(),
-  unencrypted_comment_regex: z.string().nullish(),
-  encrypted_comment_regex: z.string().nullish(),
+  lastmodified: z.string().min(1).max(64),
+  mac: z.string().max(1024),
+  unencrypted_suffix: suffix,
+  encrypted_suffix: suffix,
+  unencrypted_regex: pattern,
+  encrypted_regex: pattern,
+  unencrypted_comment_regex: pattern,
+  encrypted_comment_regex: pattern,
   mac_only_encrypted: z.boolean().nullish(),
 });
 
@@ -31,8 +45,17 @@ export function ageEntries(meta: SopsMetadata): AgeKeyEntry[] {
   return [...(meta.age ?? []), ...(groups[0]?.age ?? [])];
 }
 
-/** Whether the value at `path` (its keys, outermost first) is encrypted. */
-export type EncryptionRule = (path: readonly string[]) => boolean;
+/**
+ * Which values are encrypted, decided one key at a time as the tree is walked (each key is matched once, not once
+ * per value beneath it): a value is encrypted when some key on its path matches and `matchEncrypts`, or when
+ * none does and not `matchEncrypts`.
+ */
+export interface EncryptionRule {
+  matches(key: string): boolean;
+  matchEncrypts: boolean;
+  /** The most work matching one character of a key costs (the regex's size; 1 for a suffix). */
+  cost: number;
+}
 
 export function encryptionRule(meta: SopsMetadata): EncryptionRule {
   if (meta.unencrypted_comment_regex || meta.encrypted_comment_regex)
@@ -46,30 +69,18 @@ export function encryptionRule(meta: SopsMetadata): EncryptionRule {
   if (rules.length > 1) throw new Error('more than one encryption rule (suffix or regex) in the sops block');
   if (meta.encrypted_suffix) {
     const suffix = meta.encrypted_suffix;
-    return (path) => path.some((k) => k.endsWith(suffix));
+    return { matches: (k) => k.endsWith(suffix), matchEncrypts: true, cost: 1 };
   }
   if (meta.unencrypted_regex) {
-    const re = goRegExp(meta.unencrypted_regex);
-    return (path) => !path.some((k) => re.test(k));
+    const re = goRegExp('unencrypted_regex', meta.unencrypted_regex);
+    return { matches: (k) => re.test(k), matchEncrypts: false, cost: re.size };
   }
   if (meta.encrypted_regex) {
-    const re = goRegExp(meta.encrypted_regex);
-    return (path) => path.some((k) => re.test(k));
+    const re = goRegExp('encrypted_regex', meta.encrypted_regex);
+    return { matches: (k) => re.test(k), matchEncrypts: true, cost: re.size };
   }
   const suffix = meta.unencrypted_suffix || '_unencrypted';
-  return (path) => !path.some((k) => k.endsWith(suffix));
-}
-
-/** A Go (RE2) expression as a JavaScript one; a leading `(?i)`-style flag group becomes flags. */
-function goRegExp(source: string): RegExp {
-  const flags = /^\(\?([imsU]+)\)/.exec(source);
-  const body = flags ? source.slice(flags[0].length) : source;
-  const js = [...(flags?.[1] ?? '')].filter((f) => f === 'i' || f === 'm' || f === 's').join('');
-  try {
-    return new RegExp(body, js);
-  } catch {
-    throw new Error(`the regular expression "${source}" of the sops block is not supported`);
-  }
+  return { matches: (k) => k.endsWith(suffix), matchEncrypts: false, cost: 1 };
 }
 
 /** The additional data of the MAC: `lastmodified` as Go's time.RFC3339 formats it (no fraction, `Z` for UTC). */

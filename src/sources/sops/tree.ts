@@ -9,6 +9,7 @@ import { copyFile, lstat, mkdir, mkdtemp, readdir, readFile, rm, writeFile } fro
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { StalledError } from '../../errors.ts';
+import { redactableValues } from '../../render/redact.ts';
 import { decryptFiles, type IdentitySource, isSopsText } from './decrypt.ts';
 
 const MANIFEST = /\.(ya?ml|json)$/i;
@@ -79,6 +80,11 @@ export interface Staged {
   at(disk: string): string;
   /** Turns the copy's paths in a tool's message back into the user's. */
   clean(text: string): string;
+  /**
+   * The values decrypted into the copy (render/redact.ts's redactableValues: strings and numbers of 4 characters
+   * or more, the lines of multi-line ones), for the runner to redact from what the tool prints.
+   */
+  readonly secrets: readonly string[];
   remove(): Promise<void>;
 }
 
@@ -100,7 +106,9 @@ export async function stageDecrypted(
     .join('/');
   const copy = await mkdtemp(join(tmpdir(), 'mooring-sops-'));
   const at = (disk: string) => join(copy, relative(root, resolve(disk)));
+  const secrets: string[] = [];
   const staged: Staged = {
+    secrets,
     at,
     clean: (text) =>
       text
@@ -133,7 +141,12 @@ export async function stageDecrypted(
       );
       await mkdir(dirname(at(file.disk)), { recursive: true, mode: 0o700 });
       await writeFile(at(file.disk), plain?.text ?? '', { mode: 0o600 });
+      for (const value of plain?.secrets ?? []) secrets.push(value);
     }
+    // Distinct and longest first across the files (a long list is not spread into one call).
+    const all = redactableValues(secrets);
+    secrets.length = 0;
+    for (const value of all) secrets.push(value);
     return staged;
   } catch (error) {
     await staged.remove();

@@ -1,0 +1,49 @@
+// A sync's report with the values decrypted from its SOPS files hidden from every message in it, before the
+// finalizer hands it to the ledger, the reporters (commit status, notifications, events, the audit log, the status
+// page) and the log. Values should never get there (the build tools' runner redacts what they print, decryption
+// errors name no value), but a render error or a cluster's answer may quote any field of an object, and a field
+// may hold a decrypted value: this is the one place that catches what those paths let through.
+import type { ObjectVerdict } from '../stability/waiter.ts';
+import type { DeployReport } from './deploy.ts';
+
+/** The report with `redact` applied to its summary, its error's message and the objects' stability messages. */
+export function redactReport(report: DeployReport, redact: (text: string) => string): DeployReport {
+  const verdict = (v: ObjectVerdict): ObjectVerdict => {
+    const message = redact(v.stability.message);
+    return message === v.stability.message ? v : { ...v, stability: { ...v.stability, message } };
+  };
+  const wait = report.wait && {
+    ...report.wait,
+    verdicts: report.wait.verdicts.map(verdict),
+    culprit: report.wait.culprit && verdict(report.wait.culprit),
+  };
+  return { ...report, summary: redact(report.summary), wait, error: redactError(report.error, redact) };
+}
+
+/**
+ * The error with its message redacted, of the same class and fields (so that it is classified as before), without
+ * its cause and stack, which may quote what the message did. Unchanged when there was nothing to hide.
+ */
+function redactError(error: unknown, redact: (text: string) => string): unknown {
+  if (typeof error === 'string') return redact(error);
+  if (!(error instanceof Error)) return error;
+  const message = redact(error.message);
+  const causes = causeMessages(error);
+  if (message === error.message && causes.every((m) => redact(m) === m)) return error;
+  const copy = Object.assign(Object.create(Object.getPrototypeOf(error) as object) as Error, error);
+  Object.defineProperty(copy, 'message', { value: message, writable: true, configurable: true });
+  Object.defineProperty(copy, 'stack', {
+    value: `${copy.name}: ${message}`,
+    writable: true,
+    configurable: true,
+  });
+  return copy;
+}
+
+function causeMessages(error: Error): string[] {
+  const out: string[] = [];
+  let cause: unknown = error.cause;
+  for (let depth = 0; cause instanceof Error && depth < 10; depth++, cause = cause.cause)
+    out.push(cause.message);
+  return out;
+}
