@@ -3,10 +3,12 @@
 // reading its manifests from its source. Whether a concerned deployment needs a sync is decided by the
 // `reconcile` passed in.
 import type { Deployment, LocalSource, MooringConfig, RegistrySource } from '../config/schema.ts';
+import { errorMessage } from '../errors.ts';
 import type { ManifestFile } from '../render/parse.ts';
 import { type ReleaseImage, syncRevision } from '../report/ledger.ts';
 import { kustomizeOptions } from '../sources/build/kustomize.ts';
 import { kustomizationsAt, kustomizeGit, kustomizeLocal } from '../sources/build/kustomize-sources.ts';
+import { toolLimits } from '../sources/build/tool.ts';
 import { createPathFilter, isManifestPath } from '../sources/git/paths.ts';
 import type { GitRepository } from '../sources/git/repository.ts';
 import { readManifestFiles } from '../sources/local/files.ts';
@@ -89,62 +91,62 @@ export async function pollGitSource(
   // Nothing moved: no fetch at all. The ledger is still read, so that a resume after a rollback is seen.
   if (users.some((d) => d.commit !== resolved.commit)) await repo.fetch(resolved);
   for (const d of users) {
-    const chart = d.spec.helm;
-    if (chart && d.commit !== resolved.commit && d.deployed !== undefined) {
-      // A chart is any file under its folder (templates, helpers, vendored charts) plus its values files.
-      const { everything, changes } = await repo.changes(d.commit, resolved.commit);
-      const folder = `${chart.chart.replace(/\/+$/, '')}/`;
-      const concerned = (path: string) => path.startsWith(folder) || chart.valuesFiles.includes(path);
-      if (!everything && !changes.some((c) => concerned(c.path))) {
-        state.log.info(
-          { deployment: d.spec.name, commit: resolved.commit },
-          'commit changes none of its paths',
-        );
-        const revision = syncRevision(resolved.commit, digestsOf(state, d));
-        const ledger = d.sameAs?.revision === d.deployed ? d.sameAs?.ledger : d.deployed;
-        if (ledger !== undefined) d.sameAs = { ledger, revision };
-        d.commit = resolved.commit;
-        d.deployed = revision;
-        continue;
-      }
-    } else if (!chart && d.commit !== resolved.commit) {
-      const { everything, files } = await repo.changedManifests(
-        d.commit,
-        resolved.commit,
-        d.spec.paths,
-        d.spec.exclude,
+    let unchanged = false;
+    try {
+      unchanged = await changesNoneOf(repo, d, resolved.commit);
+    } catch (error) {
+      // A file this deployment may not read (a symlink, too many files) fails its own sync, which reads its files
+      // again and reports the problem in its commit status; the source's other deployments go on.
+      state.log.warn(
+        { deployment: d.spec.name, commit: resolved.commit, err: errorMessage(error) },
+        'cannot tell whether the commit changes its paths',
       );
-      // A deleted manifest is a change too (changedManifests lists the files that exist in the new commit).
-      const filter = createPathFilter(d.spec.paths, d.spec.exclude);
-      const deleted =
-        everything || files.length > 0
-          ? []
-          : (await repo.changes(d.commit, resolved.commit)).changes.filter(
-              (c) => c.after === undefined && isManifestPath(c.path) && filter.includes(c.path),
-            );
-      if (
-        !everything &&
-        files.length === 0 &&
-        deleted.length === 0 &&
-        d.deployed !== undefined &&
-        // A kustomization's bases and generator files may lie outside its paths: any commit may concern it.
-        (await kustomizationsAt(repo, resolved.commit, d.spec.paths, d.spec.exclude)).length === 0
-      ) {
-        state.log.info(
-          { deployment: d.spec.name, commit: resolved.commit },
-          'commit changes none of its paths',
-        );
-        const revision = syncRevision(resolved.commit, digestsOf(state, d));
-        // Chained: several commits in a row that change none of its paths all stand for the ledger's release.
-        const ledger = d.sameAs?.revision === d.deployed ? d.sameAs?.ledger : d.deployed;
-        if (ledger !== undefined) d.sameAs = { ledger, revision };
-        d.commit = resolved.commit;
-        d.deployed = revision;
-        continue;
-      }
     }
-    await reconcile(d, resolved.commit);
+    if (unchanged) {
+      state.log.info(
+        { deployment: d.spec.name, commit: resolved.commit },
+        'commit changes none of its paths',
+      );
+      const revision = syncRevision(resolved.commit, digestsOf(state, d));
+      // Chained: several commits in a row that change none of its paths all stand for the ledger's release.
+      const ledger = d.sameAs?.revision === d.deployed ? d.sameAs?.ledger : d.deployed;
+      if (ledger !== undefined) d.sameAs = { ledger, revision };
+      d.commit = resolved.commit;
+      d.deployed = revision;
+      continue;
+    }
+    try {
+      await reconcile(d, resolved.commit);
+    } catch (error) {
+      state.log.error(
+        { deployment: d.spec.name, commit: resolved.commit, err: errorMessage(error) },
+        'could not queue its sync',
+      );
+    }
   }
+}
+
+/** Whether the commit changes none of a deployed deployment's files (then no sync is needed). */
+async function changesNoneOf(repo: GitRepository, d: DeploymentState, commit: string): Promise<boolean> {
+  if (d.commit === commit || d.deployed === undefined) return false;
+  const chart = d.spec.helm;
+  if (chart) {
+    // A chart is any file under its folder (templates, helpers, vendored charts) plus its values files.
+    const { everything, changes } = await repo.changes(d.commit, commit);
+    const folder = `${chart.chart.replace(/\/+$/, '')}/`;
+    const concerned = (path: string) => path.startsWith(folder) || chart.valuesFiles.includes(path);
+    return !everything && !changes.some((c) => concerned(c.path));
+  }
+  const { everything, files } = await repo.changedManifests(d.commit, commit, d.spec.paths, d.spec.exclude);
+  if (everything || files.length > 0) return false;
+  // A deleted manifest is a change too (changedManifests lists the files that exist in the new commit).
+  const filter = createPathFilter(d.spec.paths, d.spec.exclude);
+  const deleted = (await repo.changes(d.commit, commit)).changes.filter(
+    (c) => c.after === undefined && isManifestPath(c.path) && filter.includes(c.path),
+  );
+  if (deleted.length > 0) return false;
+  // A kustomization's bases and generator files may lie outside its paths: any commit may concern it.
+  return (await kustomizationsAt(repo, commit, d.spec.paths, d.spec.exclude)).length === 0;
 }
 
 export async function pollRegistrySource(
@@ -220,13 +222,28 @@ async function sourceFiles(
   if (repo) {
     if (!commit) throw new Error(`no commit of ${d.spec.source} is known yet`);
     await repo.fetch(commit);
-    if (d.spec.helm) return chartFromGit(repo, commit, d.spec, await state.capabilities?.(), keys(state));
+    if (d.spec.helm)
+      return chartFromGit(
+        repo,
+        commit,
+        d.spec,
+        await state.capabilities?.(),
+        keys(state),
+        toolLimits(state.config.render),
+      );
     const files = await repo.files(commit, d.spec.paths, d.spec.exclude);
     return kustomizeGit(repo, commit, d.spec.paths, d.spec.exclude, files, kustomizeOptions(state.config));
   }
   const local = state.config.sources.local.find((s) => s.name === d.spec.source);
   if (!local) throw new Error(`deployment ${d.spec.name}: no source ${d.spec.source}`);
-  if (d.spec.helm) return chartFromFolder(local.path, d.spec, await state.capabilities?.(), keys(state));
+  if (d.spec.helm)
+    return chartFromFolder(
+      local.path,
+      d.spec,
+      await state.capabilities?.(),
+      keys(state),
+      toolLimits(state.config.render),
+    );
   const paths = d.spec.paths.map((p) => (p === '.' ? local.path : `${local.path}/${p}`));
   return kustomizeLocal(paths, await readManifestFiles(paths), kustomizeOptions(state.config));
 }

@@ -2,10 +2,14 @@
 // no name that passes can make a request reach another object (the property tests).
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../../../src/config/load.ts';
+import { renderOptionsFor } from '../../../src/config/render-options.ts';
 import { resolvedUrl } from '../../../src/kube/api.ts';
 import { type ResourceInfo, resourcePath } from '../../../src/kube/discovery.ts';
+import { RenderErrors } from '../../../src/render/errors.ts';
 import { nameProblem, namespaceProblem } from '../../../src/render/names.ts';
 import { parseManifestFiles } from '../../../src/render/parse.ts';
+import { render } from '../../../src/render/render.ts';
 
 const SERVER = new URL('https://127.0.0.1:6443');
 
@@ -143,6 +147,78 @@ describe('a request reaches the object it names', () => {
         if (info.namespaced) expect(decodeURIComponent(segments.at(-3) ?? '')).toBe(ns);
       }),
       { numRuns: 3000 },
+    );
+  });
+});
+
+describe('property: a render set reaches only its deployment', () => {
+  const cfg = parseConfig(`
+sources: {local: [{name: folder, path: /manifests}]}
+deployments:
+  - {name: shop, namespace: b4, source: folder}
+`);
+  const deployment = cfg.deployments[0];
+  const kinds = [
+    { apiVersion: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true },
+    { apiVersion: 'v1', kind: 'Service', plural: 'services', namespaced: true },
+    { apiVersion: 'apps/v1', kind: 'Deployment', plural: 'deployments', namespaced: true },
+    { apiVersion: 'v1', kind: 'Namespace', plural: 'namespaces', namespaced: false },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      plural: 'clusterrolebindings',
+      namespaced: false,
+    },
+  ] satisfies ResourceInfo[];
+  const name = fc.oneof(
+    fc.constantFrom('web', '..', '.', 'a/b', '%2e%2e', 'kube-system', 'Web', 'a.b', 'x..y'),
+    fc.string({ unit: fc.constantFrom('.', '/', '%', 'a', '-', '\\'), minLength: 1, maxLength: 6 }),
+  );
+  const namespace = fc.option(fc.constantFrom('b4', 'kube-system', '..', 'a/b', '', 'B4'), {
+    nil: undefined,
+  });
+  const manifest = fc.record({ info: fc.constantFrom(...kinds), name, namespace });
+
+  it('every object that renders is in b4 (or refused), and its path stays there', () => {
+    fc.assert(
+      fc.property(fc.array(manifest, { minLength: 1, maxLength: 6 }), (objects) => {
+        const text = objects
+          .map(
+            (o) =>
+              `apiVersion: ${o.info.apiVersion}\nkind: ${o.info.kind}\nmetadata: {name: ${JSON.stringify(o.name)}${
+                o.namespace === undefined ? '' : `, namespace: ${JSON.stringify(o.namespace)}`
+              }}\n`,
+          )
+          .join('---\n');
+        let rendered: ReturnType<typeof render>;
+        try {
+          rendered = render({
+            files: [{ path: 'apps/x.yaml', text }],
+            namespace: 'b4',
+            application: 'shop',
+            options: renderOptionsFor(cfg, deployment as NonNullable<typeof deployment>),
+          });
+        } catch (error) {
+          expect(error).toBeInstanceOf(RenderErrors);
+          return; // the set is refused whole: no request at all
+        }
+        for (const object of rendered.objects) {
+          const info = kinds.find((k) => k.kind === object.kind) as ResourceInfo;
+          expect(info.namespaced).toBe(true);
+          expect(object.metadata.namespace).toBe('b4');
+          const url = resolvedUrl(
+            'PATCH',
+            resourcePath(info, object.metadata.namespace, object.metadata.name),
+            SERVER,
+          );
+          expect(
+            url.pathname.startsWith(
+              `/api${info.apiVersion.includes('/') ? 's' : ''}/${info.apiVersion}/namespaces/b4/${info.plural}/`,
+            ),
+          ).toBe(true);
+        }
+      }),
+      { numRuns: 500 },
     );
   });
 });
