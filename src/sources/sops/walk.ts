@@ -84,11 +84,12 @@ export class TreeWalk {
   }
 
   #count(path: readonly string[]): void {
-    if (++this.#stats.values > this.#limits.maxValues)
+    if (this.#stats.values >= this.#limits.maxValues)
       throw new Error(
         `${describePath(path)}: more than ${this.#limits.maxValues} keys and values in the file`,
       );
     this.#spend(1, path);
+    this.#stats.values++;
   }
 
   async #breathe(): Promise<void> {

@@ -5,18 +5,25 @@
 // encrypted under `lastmodified`. The `sops:` block is appended to every document.
 import { createCipheriv, createHash, randomBytes } from 'node:crypto';
 import { armor, Encrypter, generateX25519Identity, identityToRecipient } from 'age-encryption';
+import { RE2JS } from 're2js';
 import { stringify } from 'yaml';
 
 export interface SopsOptions {
   recipients: string[];
+  /** Go (RE2) expressions, matched with RE2 as sops does (re2js). */
   encryptedRegex?: string;
+  unencryptedRegex?: string;
   unencryptedSuffix?: string;
   lastmodified?: string;
   /** Make the MAC over something else (to test that a wrong MAC is refused). */
   tamperMac?: boolean;
+  /** Encrypt the MAC under other additional data than `lastmodified` (it then does not decrypt). */
+  tamperMacCipher?: boolean;
+  /** Fields written into the sops block as they are (after the others). */
+  extraSops?: Record<string, Json>;
 }
 
-type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
+export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 
 export async function newAgeKey(): Promise<{ secret: string; recipient: string }> {
   const secret = await generateX25519Identity();
@@ -43,10 +50,14 @@ export function encryptValue(plain: Buffer, type: string, key: Buffer, aad: stri
 export async function encryptSops(docs: Record<string, Json>[], options: SopsOptions): Promise<string> {
   const key = randomBytes(32);
   const hash = createHash('sha512');
+  const encryptedRe = options.encryptedRegex ? RE2JS.compile(options.encryptedRegex) : undefined;
+  const unencryptedRe = options.unencryptedRegex ? RE2JS.compile(options.unencryptedRegex) : undefined;
   const encrypts = (path: string[]) =>
-    options.encryptedRegex
-      ? path.some((k) => new RegExp(options.encryptedRegex as string).test(k))
-      : !path.some((k) => k.endsWith(options.unencryptedSuffix ?? '_unencrypted'));
+    encryptedRe
+      ? path.some((k) => encryptedRe.test(k))
+      : unencryptedRe
+        ? !path.some((k) => unencryptedRe.test(k))
+        : !path.some((k) => k.endsWith(options.unencryptedSuffix ?? '_unencrypted'));
   const walk = (value: Json, path: string[]): Json => {
     if (value === null) return null;
     if (Array.isArray(value)) return value.map((v) => walk(v, path));
@@ -74,11 +85,13 @@ export async function encryptSops(docs: Record<string, Json>[], options: SopsOpt
       Buffer.from(hash.digest('hex').toUpperCase()),
       'str',
       key,
-      lastmodified.replace(/\.\d+/, ''),
+      options.tamperMacCipher ? 'another time' : lastmodified.replace(/\.\d+/, ''),
     ),
     ...(options.encryptedRegex ? { encrypted_regex: options.encryptedRegex } : {}),
+    ...(options.unencryptedRegex ? { unencrypted_regex: options.unencryptedRegex } : {}),
     ...(options.unencryptedSuffix ? { unencrypted_suffix: options.unencryptedSuffix } : {}),
     version: '3.9.4',
+    ...options.extraSops,
   };
   return encrypted.map((d) => stringify({ ...d, sops })).join('---\n');
 }
