@@ -1,0 +1,235 @@
+// SOPS files written by whoever can push, on the test bed. A file made with only the public age recipient whose
+// encrypted_regex is `^(a+)+$` and whose key is forty `a`s and a `!` (a backtracking engine would block the event
+// loop for hours): the agent, as its own process, answers /healthz all along and fails the commit with a clear
+// status, then does the same for a rule RE2 refuses. A chart whose templates do `fail`, `required` and `tpl`
+// over a SOPS-encrypted values file: the decrypted password appears in no commit status, ledger, Event, status page
+// answer or log line.
+import { writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { statusReceiver } from '../contract/github-openapi.ts';
+import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
+import { encryptSops, newAgeKey } from '../unit/sources/sops-fixture.ts';
+import { assertAlive, startAgent as startAgentProcess } from './fault-helpers.ts';
+import { postedStatuses, startAgent } from './faults-support.ts';
+import { eventually, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
+
+const PASSWORD = `sops-pw-${Math.random().toString(36).slice(2)}-canary`;
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const port = (server.address() as { port: number }).port;
+  await new Promise<void>((r) => server.close(() => r()));
+  return port;
+}
+
+describe('SOPS files from an untrusted commit', () => {
+  const ns = useNamespace('sops-evil');
+  const agentNs = useNamespace('sops-evil-agent');
+  const chartNs = useNamespace('sops-chart');
+  const chartAgentNs = useNamespace('sops-chart-agent');
+  const env = testbed();
+  process.env.MOORING_KUBECTL = env.tools.kubectl;
+  process.env.MOORING_HELM = env.tools.helm;
+  const kubectl = (...args: string[]) =>
+    runTool(env.tools.kubectl, ['--kubeconfig', env.kube.kubeconfig, ...args]);
+  const stops: (() => Promise<void> | void)[] = [];
+  afterAll(async () => {
+    for (const stop of stops.reverse()) await stop();
+  });
+
+  it('a pathological rule does not freeze the agent: /healthz answers and the commit fails clearly', async () => {
+    const suffix = Date.now().toString(36);
+    const repoPath = `sops-evil-${suffix}/app`;
+    const repo = await createBareRepo(env.git.root, repoPath);
+    const ours = await newAgeKey();
+    // The author knows only the public recipient: the file is theirs from its data key to its MAC.
+    const evil = await encryptSops(
+      [
+        {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: 'evil' },
+          [`${'a'.repeat(40)}!`]: 'x',
+          aaaa: 'y',
+        },
+      ],
+      { recipients: [ours.recipient], encryptedRegex: '^(a+)+$', tamperMac: true },
+    );
+    const receiver = await statusReceiver();
+    stops.push(receiver.close);
+    const files = await manifestDir({
+      user: env.git.username,
+      password: env.git.password,
+      token: 't',
+      'keys.txt': `${ours.secret}\n`,
+    });
+    const port = await freePort();
+    const config = join(files, 'mooring.yaml');
+    await writeFile(
+      config,
+      `
+cluster: {name: evil, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs()}}
+sources:
+  git:
+    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${files}/user}, password: {file: ${files}/password}}}
+deployments:
+  - {name: app, namespace: ${ns()}, source: app, stability: {timeout: 1m}, commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${files}/token}}}
+decryption: {ageKeyFile: ${files}/keys.txt}
+server: {port: ${port}, address: 127.0.0.1}
+`,
+    );
+    const agent = startAgentProcess(config);
+    stops.push(async () => {
+      agent.child.kill('SIGTERM');
+      await agent.exited;
+    });
+    // /healthz polled from the first moment to the last: every answer counted, a missing one remembered.
+    const health = { answered: 0, failed: [] as string[] };
+    let polling = true;
+    const poller = (async () => {
+      while (polling) {
+        try {
+          const res = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(2000) });
+          if (res.status === 200) health.answered++;
+          else health.failed.push(`HTTP ${res.status}`);
+        } catch (error) {
+          // Before the server listens, a refused connection is expected; a timeout never is.
+          if (health.answered > 0 || (error as Error).name === 'TimeoutError')
+            health.failed.push(String(error));
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
+    const ended = (sha: string) =>
+      postedStatuses(receiver.captured).find((s) => s.sha === sha && s.state !== 'pending');
+    try {
+      await eventually(
+        'the agent answers /healthz',
+        async () => (health.answered > 0 ? true : undefined),
+        60_000,
+      );
+      const first = await commitFiles(repo, { 'evil.yaml': evil });
+      const status = await eventually('the pathological commit reported', async () => ended(first), 60_000);
+      expect(status.state).toBe('failure');
+      expect(status.description).toBe(
+        'evil.yaml: cannot decrypt (sops): MAC mismatch: the file was changed after it was encrypted',
+      );
+      // A rule RE2 refuses (a lookahead): named with its file and field.
+      const refused = evil.replace('encrypted_regex: ^(a+)+$', 'encrypted_regex: "^(?=a)a+$"');
+      expect(refused).not.toBe(evil);
+      const second = await commitFiles(repo, { 'evil.yaml': refused });
+      const status2 = await eventually('the refused rule reported', async () => ended(second), 60_000);
+      expect(status2.state).toBe('failure');
+      expect(status2.description).toMatch(
+        /^evil\.yaml: cannot decrypt \(sops\): sops\.encrypted_regex: "\^\(\?=a\)a\+\$" is not an RE2 \(Go\) expression/,
+      );
+      const answeredBefore = health.answered;
+      await eventually('/healthz still answers', async () =>
+        health.answered > answeredBefore + 3 ? true : undefined,
+      );
+      assertAlive(agent);
+    } finally {
+      polling = false;
+      await poller;
+    }
+    expect(health.failed).toEqual([]);
+    expect(health.answered).toBeGreaterThan(5);
+    const got = await kubectl('-n', ns(), 'get', 'configmap', 'evil');
+    expect(got.code, 'nothing of the file is applied').not.toBe(0);
+  });
+
+  it('a chart that prints SOPS-decrypted values in its errors: the password is in no output', async () => {
+    const suffix = Date.now().toString(36);
+    const repoPath = `sops-chart-${suffix}/app`;
+    const repo = await createBareRepo(env.git.root, repoPath);
+    const key = await newAgeKey();
+    const values = await encryptSops(
+      [{ password: PASSWORD, greeting: '{{ fail (printf "tpl says %s" .Values.password) }}' }],
+      { recipients: [key.recipient] },
+    );
+    const chart = (template: string) => ({
+      'charts/app/Chart.yaml': 'apiVersion: v2\nname: app\nversion: 0.1.0\n',
+      'charts/app/values.yaml': 'password: none\n',
+      'charts/app/secrets.yaml': values,
+      'charts/app/templates/secret.yaml': `apiVersion: v1
+kind: Secret
+metadata: {name: creds, annotations: {strategy.spinnaker.io/versioned: "false"}}
+stringData:
+  password: ${template}
+`,
+    });
+    const receiver = await statusReceiver();
+    stops.push(receiver.close);
+    const files = await manifestDir({
+      user: env.git.username,
+      password: env.git.password,
+      token: 't',
+      'keys.txt': `${key.secret}\n`,
+    });
+    const agent = startAgent(`
+cluster: {name: chart, kubeconfig: ${env.kube.kubeconfig}, namespace: ${chartAgentNs()}}
+sources:
+  git:
+    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${files}/user}, password: {file: ${files}/password}}}
+deployments:
+  - name: app
+    namespace: ${chartNs()}
+    source: app
+    helm: {chart: charts/app, valuesFiles: [charts/app/secrets.yaml]}
+    stability: {timeout: 1m}
+    commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${files}/token}}
+decryption: {ageKeyFile: ${files}/keys.txt}
+server: {port: 0, address: 127.0.0.1, statusPage: {enabled: true, anonymous: true}}
+`);
+    stops.push(agent.stop);
+    const ended = (sha: string) =>
+      postedStatuses(receiver.captured).find((s) => s.sha === sha && s.state !== 'pending');
+    const templates = [
+      ['fail', '{{ fail .Values.password }}'],
+      ['required', '{{ required (printf "no value, the password is %s" .Values.password) .Values.nothing }}'],
+      ['tpl', '{{ tpl .Values.greeting . }}'],
+    ];
+    const descriptions: string[] = [];
+    for (const [name, template] of templates) {
+      const sha = await commitFiles(repo, chart(template as string));
+      const status = await eventually(`the ${name} commit reported`, async () => ended(sha), 90_000);
+      expect(status.state, name).toBe('failure');
+      expect(status.description, name).toMatch(/^charts\/app: helm template failed: /);
+      expect(status.description, name).toContain('<redacted>');
+      descriptions.push(status.description);
+    }
+    // The chart rendered with the password where it belongs: deployed, the value in the cluster only.
+    const good = await commitFiles(repo, chart('{{ .Values.password | quote }}'));
+    expect((await eventually('the good chart reported', async () => ended(good), 90_000)).state).toBe(
+      'success',
+    );
+    const stored = await kubectl(
+      '-n',
+      chartNs(),
+      'get',
+      'secret',
+      'creds',
+      '-o',
+      'jsonpath={.data.password}',
+    );
+    expect(Buffer.from(stored.stdout, 'base64').toString()).toBe(PASSWORD);
+
+    const ledger = await kubectl('-n', chartAgentNs(), 'get', 'configmaps', '-o', 'yaml');
+    expect(ledger.stdout).toContain('helm template failed');
+    const events = await kubectl('get', 'events', '--all-namespaces', '-o', 'yaml');
+    const page = await (await fetch(`http://127.0.0.1:${agent.port()}/status/api/deployments`)).text();
+    const everything = [
+      JSON.stringify(receiver.captured),
+      ledger.stdout,
+      events.stdout,
+      page,
+      agent.lines.join('\n'),
+      ...descriptions,
+    ];
+    const forms = [PASSWORD, Buffer.from(PASSWORD).toString('base64'), PASSWORD.slice(0, 20)];
+    for (const text of everything) for (const form of forms) expect(text).not.toContain(form);
+  });
+});
