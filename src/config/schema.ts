@@ -394,6 +394,20 @@ const render = z.strictObject({
   kubectl: z.string().min(1).optional(),
   /** Kustomizations (docs/kustomize.md): remote bases (URLs in resources/bases) are refused unless allowed. */
   kustomize: z.strictObject({ allowRemoteBases: z.boolean().default(false) }).prefault({}),
+  /** Each run of kubectl kustomize or helm template is stopped after this long. */
+  toolTimeout: duration.prefault('60s'),
+  /** Each run of kubectl kustomize or helm template is stopped when it prints more than this. */
+  toolMaxOutputBytes: z
+    .number()
+    .int()
+    .min(1024 * 1024)
+    .default(32 * 1024 * 1024),
+  /** The memory (RLIMIT_DATA) each run may allocate; a tool past it fails its build. 0: no limit. */
+  toolMemoryBytes: z
+    .number()
+    .int()
+    .refine((n) => n === 0 || n >= 64 * 1024 * 1024, 'must be 0 (no limit) or at least 67108864 (64 MiB)')
+    .default(1024 * 1024 * 1024),
 });
 
 const apply = z.strictObject({

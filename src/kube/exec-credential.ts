@@ -2,11 +2,14 @@
 // command (relative to the kubeconfig's folder when it names a path), its args, its env over the process
 // environment, KUBERNETES_EXEC_INFO describing the request (and the cluster, with provideClusterInfo).
 // The credential is cached until its expirationTimestamp (less a margin) and the plugin runs again after that;
-// concurrent requests share one run. Output and run time are bounded. The plugin's stderr goes into errors;
-// what it prints on stdout (the credential) never does.
-import { spawn } from 'node:child_process';
+// concurrent requests share one run. It runs through the one runner (child-process.ts): run time, output and
+// memory are bounded. Its environment is the process's with the plugin's env over it, as client-go gives it: the
+// plugin is the kubeconfig owner's choice and reads its own settings from there (AWS_PROFILE, cloud SDK paths),
+// unlike the tools that build a commit's manifests. The plugin's stderr goes into errors; what it prints on
+// stdout (the credential) never does.
 import { isAbsolute, join, sep } from 'node:path';
 import { z } from 'zod';
+import { runProcess } from '../child-process.ts';
 import { StalledError } from '../errors.ts';
 import type { ExecConfig } from './kubeconfig-file.ts';
 
@@ -93,14 +96,18 @@ export class ExecPlugin {
     const childEnv: NodeJS.ProcessEnv = { ...env };
     for (const { name, value } of exec.env ?? []) childEnv[name] = value;
     childEnv.KUBERNETES_EXEC_INFO = JSON.stringify(info);
-    const { code, stdout, stderr, error } = await runBounded(command, exec.args ?? [], childEnv);
-    if (error) {
-      const reason = (error as NodeJS.ErrnoException).code;
-      if (reason === 'ENOENT') {
-        this.fail(`command not found${exec.installHint ? `\n${exec.installHint.trim()}` : ''}`, error);
-      }
-      this.fail(error.message, error);
-    }
+    const result = await runProcess(command, exec.args ?? [], {
+      env: childEnv,
+      timeoutMs: RUN_TIMEOUT_MS,
+      maxStdoutBytes: MAX_STDOUT_BYTES,
+    });
+    const { code, stdout } = result;
+    const stderr = result.stderr.slice(0, MAX_STDERR_SHOWN);
+    if (result.ended === 'not-found')
+      this.fail(`command not found${exec.installHint ? `\n${exec.installHint.trim()}` : ''}`, result.error);
+    if (result.ended === 'timeout') this.fail(`did not finish within ${RUN_TIMEOUT_MS / 1000} s`);
+    if (result.ended === 'output') this.fail(`printed more than ${MAX_STDOUT_BYTES} bytes on stdout`);
+    if (result.ended === 'error') this.fail(result.error?.message ?? 'could not be run', result.error);
     const said = stderr.trim() ? `: ${stderr.trim().slice(0, MAX_STDERR_SHOWN)}` : '';
     if (code !== 0) this.fail(`exited with ${code === null ? 'a signal' : `code ${code}`}${said}`);
     let json: unknown;
@@ -139,44 +146,4 @@ export class ExecPlugin {
     this.cached = { credential, until };
     return credential;
   }
-}
-
-interface RunResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  error: Error | undefined;
-}
-
-function runBounded(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<RunResult> {
-  return new Promise((resolveRun) => {
-    const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    const out: Buffer[] = [];
-    let outBytes = 0;
-    let stderr = '';
-    let error: Error | undefined;
-    const timer = setTimeout(() => {
-      error = new Error(`did not finish within ${RUN_TIMEOUT_MS / 1000} s`);
-      child.kill('SIGKILL');
-    }, RUN_TIMEOUT_MS);
-    child.stdout.on('data', (chunk: Buffer) => {
-      outBytes += chunk.length;
-      if (outBytes > MAX_STDOUT_BYTES) {
-        error ??= new Error(`printed more than ${MAX_STDOUT_BYTES} bytes on stdout`);
-        child.kill('SIGKILL');
-        return;
-      }
-      out.push(chunk);
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      if (stderr.length < MAX_STDERR_SHOWN) stderr += chunk.toString('utf8');
-    });
-    child.on('error', (e) => {
-      error ??= e;
-    });
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolveRun({ code, stdout: Buffer.concat(out).toString('utf8'), stderr, error });
-    });
-  });
 }

@@ -8,6 +8,7 @@ import type { Deployment } from '../config/schema.ts';
 import { StalledError } from '../errors.ts';
 import type { ManifestFile } from '../render/parse.ts';
 import { apiVersionsOf, isChart, renderChart } from '../sources/build/helm.ts';
+import type { ToolLimits } from '../sources/build/tool.ts';
 import { checkoutTree } from '../sources/git/checkout.ts';
 import type { GitRepository } from '../sources/git/repository.ts';
 import type { IdentitySource } from '../sources/sops/decrypt.ts';
@@ -25,6 +26,7 @@ async function render(
   chart: Chart,
   caps: ClusterCapabilities | undefined,
   identities: IdentitySource | undefined,
+  limits: ToolLimits | undefined,
 ) {
   const dir = join(root, chart.chart);
   if (!(await isChart(dir)))
@@ -41,6 +43,7 @@ async function render(
     allowedRepositories: chart.allowedRepositories,
     identities,
     treeRoot: root,
+    limits,
   });
 }
 
@@ -51,12 +54,13 @@ export async function chartFromGit(
   spec: Deployment,
   caps: ClusterCapabilities | undefined,
   identities?: IdentitySource,
+  limits?: ToolLimits,
 ): Promise<ManifestFile[]> {
   const chart = spec.helm as Chart;
   const dir = await mkdtemp(join(tmpdir(), 'mooring-chart-'));
   try {
     await checkoutTree(repo, commit, dir);
-    return [await render(dir, spec, chart, caps, identities)];
+    return [await render(dir, spec, chart, caps, identities, limits)];
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -68,6 +72,7 @@ export async function chartFromFolder(
   spec: Deployment,
   caps: ClusterCapabilities | undefined,
   identities?: IdentitySource,
+  limits?: ToolLimits,
 ): Promise<ManifestFile[]> {
-  return [await render(folder, spec, spec.helm as Chart, caps, identities)];
+  return [await render(folder, spec, spec.helm as Chart, caps, identities, limits)];
 }

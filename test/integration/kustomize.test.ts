@@ -119,7 +119,7 @@ describe('kustomize refusals', () => {
     const result = await deployTo(ns(), join(dir, 'overlays/remote'));
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain(
-      `${join(dir, 'overlays/remote/kustomization.yaml')}: remote base https://git.example.invalid/org/repo//deploy is not allowed`,
+      `${join(dir, 'overlays/remote/kustomization.yaml')}: resources[1] remote base "https://git.example.invalid/org/repo//deploy" is not allowed`,
     );
     expect(result.stderr).not.toContain('secret');
     expect(await get(ns(), 'deployment', 'web')).toBeUndefined();
@@ -213,7 +213,7 @@ describe('which folders are built', () => {
       await repo.fetch(commit);
       const files = await repo.files(commit, ['app']);
       await expect(kustomizeGit(repo, commit, ['app'], [], files)).rejects.toThrow(
-        `app/kustomization.yaml: resource ../../mooring-outside-${suffix} leads outside the repository`,
+        `app/kustomization.yaml: resources[0] "../../mooring-outside-${suffix}" leads outside the repository`,
       );
     } finally {
       await rm(outside, { recursive: true, force: true });
@@ -296,7 +296,7 @@ configMapGenerator:
       await eventually('the remote base reported', async () => ended(remote), 90_000);
       expect(ended(remote)?.state).toBe('failure');
       expect(ended(remote)?.description).toMatch(
-        /^overlays\/prod\/kustomization\.yaml: remote base https:\/\/git\.example\.invalid\/org\/repo\/\/deploy is not allowed/,
+        /^overlays\/prod\/kustomization\.yaml: resources\[1\] remote base "https:\/\/git\.example\.invalid\/org\/repo\/\/deploy" is not allowed/,
       );
       const unchanged = await get(ns(), 'deployment', 'web');
       expect(unchanged?.spec.template.spec.containers[0]?.envFrom[1]?.configMapRef.name).toBe(

@@ -2,9 +2,10 @@
 // rendered with `helm template`, and its output goes through mooring's own render like any manifest file (digests,
 // versioned ConfigMaps and Secrets, monikers). Arguments are those Argo CD passes: the release name, the
 // namespace, the cluster's version and API versions (so `.Capabilities` in templates sees the real cluster), the
-// values files in order and inline values last. Helm runs without network or plugins: its home, cache and
-// config are a throwaway folder, and chart dependencies must already be in the chart's `charts/` folder unless
-// the configuration names their repository as allowed.
+// values files in order and inline values last. Helm runs through the one runner (tool.ts: a minimal environment,
+// bounded time, output and memory) without network or plugins: its home, cache and config are a throwaway
+// folder, and chart dependencies must already be in the chart's `charts/` folder unless the configuration names
+// their repository as allowed.
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
@@ -13,7 +14,7 @@ import { StalledError } from '../../errors.ts';
 import type { ManifestFile } from '../../render/parse.ts';
 import type { IdentitySource } from '../sops/decrypt.ts';
 import { type Staged, sopsFilesUnder, stageDecrypted } from '../sops/tree.ts';
-import { runTool } from './tool.ts';
+import { runTool, type ToolLimits } from './tool.ts';
 
 export interface ChartRequest {
   /** The chart folder (holding Chart.yaml). */
@@ -34,8 +35,8 @@ export interface ChartRequest {
   allowedRepositories?: readonly string[] | undefined;
   /** The helm binary (`helm` on PATH by default; `MOORING_HELM` overrides). */
   helm?: string | undefined;
-  timeoutMs?: number | undefined;
-  maxOutputBytes?: number | undefined;
+  /** The bounds of the helm run (render.toolTimeout, toolMaxOutputBytes, toolMemoryBytes). */
+  limits?: ToolLimits | undefined;
   /**
    * The age identities for SOPS files in the chart folder or among the values files (as helm-secrets users keep
    * `secrets.yaml`): with them such files are decrypted in a private copy that helm renders (sops/tree.ts).
@@ -118,10 +119,8 @@ export async function renderChart(request: ChartRequest): Promise<ManifestFile> 
       await writeFile(inline, stringify(request.values));
       args.push('--values', inline);
     }
-    // No network, no plugins, nothing from the machine's own helm configuration.
-    const env: NodeJS.ProcessEnv = {
-      PATH: process.env.PATH ?? '',
-      HOME: home,
+    // No network, no plugins, nothing from the machine's own helm configuration (tool.ts adds PATH and HOME).
+    const env = {
       HELM_CACHE_HOME: join(home, 'cache'),
       HELM_CONFIG_HOME: join(home, 'config'),
       HELM_DATA_HOME: join(home, 'data'),
@@ -134,10 +133,11 @@ export async function renderChart(request: ChartRequest): Promise<ManifestFile> 
       configuredBy: 'MOORING_HELM',
       args,
       env,
+      home,
       label: request.label,
       step: 'helm template',
-      timeoutMs: request.timeoutMs,
-      maxOutputBytes: request.maxOutputBytes,
+      ...request.limits,
+      secrets: staged?.secrets,
       ...(staged ? { clean: (why: string) => staged.clean(why) } : {}),
     });
     return { path: `${request.label} (helm template ${request.releaseName})`, text };

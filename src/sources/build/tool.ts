@@ -1,11 +1,31 @@
-// Running the external tools that build a source's manifests (`kubectl kustomize`, `helm template`): one place
-// that bounds their time and output and turns their failures into errors the user can act on, naming what was
-// being built. Their own messages are cut to a few lines; `clean` removes what must not be passed on (paths of
-// temporary folders, credentials in URLs).
-import { execFile } from 'node:child_process';
+// Running the external tools that build a source's manifests (`kubectl kustomize`, `helm template`) through the
+// one runner (child-process.ts), and turning their failures into errors the user can act on, naming what was
+// being built. A tool gets a minimal environment (PATH, a throwaway HOME, LANG, TZ and what the caller adds):
+// nothing of the agent's own (Git passwords, tokens, SOPS keys) ever reaches what a commit's author controls.
+// Their own messages have decrypted values redacted, then are cut to a few lines; `clean` removes what must not
+// be passed on (paths of temporary folders, credentials in URLs).
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  DEFAULT_MAX_OUTPUT_BYTES,
+  DEFAULT_MEMORY_BYTES,
+  DEFAULT_TIMEOUT_MS,
+  runProcess,
+} from '../../child-process.ts';
+import { formatDuration } from '../../config/duration.ts';
 import { StalledError } from '../../errors.ts';
+import { redactValues } from '../../render/redact.ts';
 
-export interface ToolRun {
+/** The bounds of one tool run (the configuration's render.toolTimeout, toolMaxOutputBytes, toolMemoryBytes). */
+export interface ToolLimits {
+  timeoutMs?: number | undefined;
+  maxOutputBytes?: number | undefined;
+  /** RLIMIT_DATA of the tool; 0 for none. */
+  memoryBytes?: number | undefined;
+}
+
+export interface ToolRun extends ToolLimits {
   /** The binary, and how to say where it is configured when it is missing. */
   binary: string;
   configuredBy: string;
@@ -14,46 +34,91 @@ export interface ToolRun {
   label: string;
   /** `helm template`, `kustomize build`: the step, in messages. */
   step: string;
-  env?: NodeJS.ProcessEnv | undefined;
-  timeoutMs?: number | undefined;
-  maxOutputBytes?: number | undefined;
+  /** Variables added to the minimal environment. */
+  env?: Readonly<Record<string, string>> | undefined;
+  /** HOME; a throwaway folder, removed after the run, when absent. */
+  home?: string | undefined;
   clean?: ((text: string) => string) | undefined;
+  /** Decrypted values the tool may have read: never passed on in a message. */
+  secrets?: readonly string[] | undefined;
 }
 
-/** The tool's standard output; a StalledError (bad chart, bad kustomization, no tool) otherwise. */
-export function runTool(run: ToolRun): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      run.binary,
-      run.args,
-      {
-        ...(run.env ? { env: run.env } : {}),
-        timeout: run.timeoutMs ?? 60_000,
-        maxBuffer: run.maxOutputBytes ?? 32 * 1024 * 1024,
-        encoding: 'utf8',
-      },
-      (error, stdout, stderr) => {
-        if (!error) {
-          resolve(stdout);
-          return;
-        }
-        const e = error as NodeJS.ErrnoException & { killed?: boolean };
-        if (e.code === 'ENOENT') {
-          reject(
-            new StalledError(
-              `${run.label}: ${run.binary} is not installed; set ${run.configuredBy} to its path`,
-              {
-                cause: error,
-              },
-            ),
-          );
-          return;
-        }
-        let why = e.killed ? `${run.step} took too long` : (stderr || e.message).trim();
-        if (run.clean) why = run.clean(why);
-        why = why.split('\n').slice(0, 5).join('; ').slice(0, 2000);
-        reject(new StalledError(`${run.label}: ${run.step} failed: ${why}`, { cause: error }));
-      },
-    );
-  });
+/** The bounds of the configuration's render section. */
+export function toolLimits(render: {
+  toolTimeout?: number | undefined;
+  toolMaxOutputBytes?: number | undefined;
+  toolMemoryBytes?: number | undefined;
+}): ToolLimits {
+  return {
+    timeoutMs: render.toolTimeout,
+    maxOutputBytes: render.toolMaxOutputBytes,
+    memoryBytes: render.toolMemoryBytes,
+  };
+}
+
+/** The whole environment of a tool: PATH to find it and what it starts, and nothing else of the agent's. */
+export function toolEnv(home: string, extra: Readonly<Record<string, string>> = {}): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+    HOME: home,
+    LANG: 'C.UTF-8',
+    TZ: 'UTC',
+    ...extra,
+  };
+}
+
+function bytes(n: number): string {
+  if (n % (1024 * 1024 * 1024) === 0) return `${n / (1024 * 1024 * 1024)} GiB`;
+  if (n % (1024 * 1024) === 0) return `${n / (1024 * 1024)} MiB`;
+  return `${n} bytes`;
+}
+
+// What Go's runtime, glibc and Node print when an allocation fails under the limit.
+const OUT_OF_MEMORY = /out of memory|cannot allocate memory|std::bad_alloc|allocation failed/i;
+
+/** The tool's standard output; a StalledError (bad chart, bad kustomization, no tool, a limit) otherwise. */
+export async function runTool(run: ToolRun): Promise<string> {
+  const home = run.home ?? (await mkdtemp(join(tmpdir(), 'mooring-tool-')));
+  const memoryBytes = run.memoryBytes ?? DEFAULT_MEMORY_BYTES;
+  const timeoutMs = run.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const maxOutputBytes = run.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+  try {
+    const result = await runProcess(run.binary, run.args, {
+      env: toolEnv(home, run.env),
+      timeoutMs,
+      maxStdoutBytes: maxOutputBytes,
+      memoryBytes,
+    });
+    if (result.ended === 'exited' && result.code === 0) return result.stdout;
+    // Redacted as a whole: a decrypted value may sit in the tool's message, a path or the label.
+    const fail = (why: string) =>
+      new StalledError(
+        redactValues(`${run.label}: ${why}`, run.secrets ?? []),
+        result.error ? { cause: result.error } : {},
+      );
+    if (result.ended === 'not-found')
+      throw fail(`${run.binary} is not installed; set ${run.configuredBy} to its path`);
+    if (result.ended === 'timeout')
+      throw fail(
+        `${run.step} failed: ${run.step} took too long (more than ${formatDuration(timeoutMs)}; render.toolTimeout)`,
+      );
+    if (result.ended === 'output')
+      throw fail(
+        `${run.step} failed: its output is larger than ${bytes(maxOutputBytes)} (render.toolMaxOutputBytes)`,
+      );
+    if (memoryBytes > 0 && OUT_OF_MEMORY.test(result.stderr))
+      throw fail(`${run.step} ran out of its memory limit (${bytes(memoryBytes)}; render.toolMemoryBytes)`);
+    let why = (
+      result.stderr ||
+      result.error?.message ||
+      `exited with ${result.code ?? result.signal}`
+    ).trim();
+    // Before the cut, so that a value split over lines is still found whole.
+    why = redactValues(why, run.secrets ?? []);
+    if (run.clean) why = run.clean(why);
+    why = why.split('\n').slice(0, 5).join('; ').slice(0, 2000);
+    throw fail(`${run.step} failed: ${why}`);
+  } finally {
+    if (!run.home) await rm(home, { recursive: true, force: true });
+  }
 }

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { StalledError } from '../../../src/errors.ts';
 import { runTool } from '../../../src/sources/build/tool.ts';
@@ -34,5 +35,79 @@ describe('runTool', () => {
     await expect(runTool({ ...base, binary: 'sh', args: ['-c', 'sleep 5'], timeoutMs: 100 })).rejects.toThrow(
       'charts/web: helm template failed: helm template took too long',
     );
+  });
+});
+
+describe('runTool: what a tool gets', () => {
+  it('gives the tool a minimal environment: nothing of the agent own, HOME a throwaway folder', async () => {
+    process.env.MOORING_CANARY_SECRET = 'canary-value';
+    try {
+      const out = await runTool({ ...base, binary: 'env', args: [] });
+      const vars = Object.fromEntries(
+        out
+          .trim()
+          .split('\n')
+          .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
+      );
+      // PWD is the shell's, which sets the memory limit in front of the tool.
+      expect(Object.keys(vars).sort()).toEqual(['HOME', 'LANG', 'PATH', 'PWD', 'TZ']);
+      expect(out).not.toContain('canary-value');
+      expect(vars.HOME).toMatch(/mooring-tool-/);
+      expect(existsSync(vars.HOME ?? '/nonexistent')).toBe(false);
+    } finally {
+      delete process.env.MOORING_CANARY_SECRET;
+    }
+  });
+
+  it('adds only the variables the caller gives', async () => {
+    const out = await runTool({ ...base, binary: 'env', args: [], env: { HELM_NO_PLUGINS: '1' } });
+    expect(out).toContain('HELM_NO_PLUGINS=1\n');
+  });
+
+  it('stops a tool past its memory limit and says so', async () => {
+    // awk doubling a string allocates until the limit (RLIMIT_DATA) refuses it.
+    const program = 'BEGIN { s = "x"; for (i = 0; i < 40; i++) s = s s; print length(s) }';
+    await expect(
+      runTool({ ...base, binary: 'awk', args: [program], memoryBytes: 64 * 1024 * 1024 }),
+    ).rejects.toThrow(
+      'charts/web: helm template ran out of its memory limit (64 MiB; render.toolMemoryBytes)',
+    );
+  });
+
+  it('a tool within its memory limit runs as usual', async () => {
+    const program = 'BEGIN { s = "x"; for (i = 0; i < 10; i++) s = s s; print length(s) }';
+    expect(await runTool({ ...base, binary: 'awk', args: [program], memoryBytes: 64 * 1024 * 1024 })).toBe(
+      '1024\n',
+    );
+  });
+
+  it('stops a tool that prints more than its output limit', async () => {
+    await expect(
+      runTool({ ...base, binary: 'sh', args: ['-c', 'yes kind: ConfigMap'], maxOutputBytes: 1024 * 1024 }),
+    ).rejects.toThrow('charts/web: helm template failed: its output is larger than 1 MiB');
+  });
+
+  it('redacts decrypted values from the tool message, before it is cut to five lines', async () => {
+    const secret = 'hunter2-very-secret';
+    const failing = runTool({
+      ...base,
+      binary: 'sh',
+      args: ['-c', `printf "bad value ${secret}\\nline two\\n" >&2; exit 1`],
+      secrets: [secret],
+    });
+    await expect(failing).rejects.toThrow('charts/web: helm template failed: bad value <redacted>; line two');
+    const message = await failing.catch((error: unknown) => String(error));
+    expect(message).not.toContain('hunter2');
+  });
+
+  it('redacts decrypted values in the message of a missing tool too', async () => {
+    const message = await runTool({
+      ...base,
+      label: 'charts/hunter2-very-secret',
+      binary: '/nonexistent/helm',
+      args: [],
+      secrets: ['hunter2-very-secret'],
+    }).catch((error: unknown) => String(error));
+    expect(message).toContain('charts/<redacted>: /nonexistent/helm is not installed');
   });
 });

@@ -1,0 +1,300 @@
+// What a pushed kustomization or chart may make the tools do, on the test bed: a local HTTP listener stands for
+// an internal service (metadata endpoint, admin API). kubectl's kustomize by itself fetches generator files,
+// env files and patches named by URL; through mooring, the CLI (deploy, render) and the agent (a pushed commit)
+// refuse them naming the field and the kustomization file, the listener receives no request and nothing is
+// applied. A generators folder outside the checkout is refused. A chart whose template allocates without end
+// fails with helm's memory limit named, within its time limit, and the agent goes on to deploy the next commit.
+
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { gitSource } from '../../src/config/schema.ts';
+import { kustomizeGit } from '../../src/sources/build/kustomize-sources.ts';
+import { GitRepository } from '../../src/sources/git/repository.ts';
+import { statusReceiver } from '../contract/github-openapi.ts';
+import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
+import { postedStatuses, startAgent } from './faults-support.ts';
+import { deployTo, eventually, manifestDir, mooring, runTool, testbed, useNamespace } from './helpers.ts';
+
+let listener: Server;
+let base = '';
+const requests: string[] = [];
+
+beforeAll(async () => {
+  process.env.MOORING_KUBECTL = testbed().tools.kubectl;
+  process.env.MOORING_HELM = testbed().tools.helm;
+  listener = createServer((req, res) => {
+    requests.push(`${req.method} ${req.url}`);
+    res.end('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {stolen: "yes"}\n');
+  });
+  await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+  base = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  await new Promise((resolve) => listener.close(resolve));
+});
+
+beforeEach(() => {
+  requests.length = 0;
+});
+
+async function tree(files: Record<string, string>): Promise<string> {
+  const dir = await manifestDir({});
+  for (const [path, text] of Object.entries(files)) {
+    await mkdir(join(dir, path, '..'), { recursive: true });
+    await writeFile(join(dir, path), text);
+  }
+  return dir;
+}
+
+const cm = 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {a: b}\n';
+
+/** Each way of making kustomize fetch a URL, with the field the refusal names. */
+const cases = (url: string): [string, string, string][] => [
+  [
+    'configMapGenerator files',
+    `configMapGenerator:\n  - {name: leak, files: [ok.txt, "${url}/files"]}\n`,
+    `configMapGenerator[0].files[1] "${url}/files"`,
+  ],
+  [
+    'configMapGenerator key=files',
+    `configMapGenerator:\n  - {name: leak, files: ["key=${url}/keyed"]}\n`,
+    `configMapGenerator[0].files[0] "key=${url}/keyed"`,
+  ],
+  [
+    'configMapGenerator envs',
+    `configMapGenerator:\n  - {name: leak, envs: ["${url}/envs"]}\n`,
+    `configMapGenerator[0].envs[0] "${url}/envs"`,
+  ],
+  [
+    'secretGenerator files',
+    `secretGenerator:\n  - {name: leak, files: ["${url}/secret"]}\n`,
+    `secretGenerator[0].files[0] "${url}/secret"`,
+  ],
+  ['patches path', `patches:\n  - path: ${url}/patch\n`, `patches[0].path "${url}/patch"`],
+];
+
+async function configMapsIn(namespace: string): Promise<string[]> {
+  const env = testbed();
+  const out = await runTool(env.tools.kubectl, [
+    '--kubeconfig',
+    env.kube.kubeconfig,
+    '-n',
+    namespace,
+    'get',
+    'configmaps',
+    '-o',
+    'name',
+  ]);
+  return out.stdout.split('\n').filter((l) => l !== '' && l !== 'configmap/kube-root-ca.crt');
+}
+
+describe('kustomize reads only the repository', () => {
+  const ns = useNamespace('kustomize-reach');
+
+  it('kubectl kustomize by itself fetches a generator file named by URL (what the checks prevent)', async () => {
+    const dir = await tree({
+      'app/kustomization.yaml': `configMapGenerator:\n  - {name: leak, files: ["${base}/direct"]}\n`,
+    });
+    const out = await runTool(testbed().tools.kubectl, ['kustomize', join(dir, 'app')]);
+    expect(requests).toContain('GET /direct');
+    expect(out.stdout).toContain('stolen');
+  });
+
+  it.each(cases('URL'))(
+    'the CLI refuses %s naming a local URL: nothing fetched, nothing applied',
+    async (_name, fields) => {
+      const text = fields.replaceAll('URL', base);
+      const dir = await tree({
+        'app/kustomization.yaml': `resources: [cm.yaml]\n${text}`,
+        'app/cm.yaml': cm,
+        'app/ok.txt': 'x',
+      });
+      const label = join(dir, 'app/kustomization.yaml');
+      const expected = cases(base).find(([n]) => n === _name)?.[2] ?? '';
+      const deployed = await deployTo(ns(), join(dir, 'app'));
+      expect(deployed.code).not.toBe(0);
+      expect(deployed.stderr).toContain(
+        `${label}: ${expected} is a URL: only files in the repository may be read`,
+      );
+      const rendered = await mooring('render', join(dir, 'app'), '--offline', '-n', ns());
+      expect(rendered.code).not.toBe(0);
+      expect(rendered.stdout).toBe('');
+      expect(rendered.stderr).toContain(`${label}: ${expected} is a URL`);
+      expect(requests).toEqual([]);
+      expect(await configMapsIn(ns())).toEqual([]);
+    },
+  );
+
+  it('refuses a URL in a base the overlay reaches, naming the base', async () => {
+    const dir = await tree({
+      'base/kustomization.yaml': `resources: [cm.yaml]\npatches:\n  - path: ${base}/base-patch\n`,
+      'base/cm.yaml': cm,
+      'overlays/prod/kustomization.yaml': 'resources: [../../base]\n',
+    });
+    const rendered = await mooring('render', join(dir, 'overlays/prod'), '--offline', '-n', 'default');
+    expect(rendered.code).not.toBe(0);
+    expect(rendered.stderr).toContain(
+      `${join(dir, 'base/kustomization.yaml')}: patches[0].path "${base}/base-patch" is a URL`,
+    );
+    expect(requests).toEqual([]);
+  });
+
+  it('refuses, in a Git checkout, generators naming a folder outside it', async () => {
+    const env = testbed();
+    const suffix = `${Date.now().toString(36)}-${process.pid}`;
+    const outside = await mkdtemp(join(tmpdir(), 'mooring-generators-'));
+    await writeFile(join(outside, 'kustomization.yaml'), 'resources: [gen.yaml]\n');
+    await writeFile(
+      join(outside, 'gen.yaml'),
+      'apiVersion: builtin\nkind: ConfigMapGenerator\nmetadata: {name: stolen}\nliterals: [a=b]\n',
+    );
+    try {
+      const repoPath = `kustomize-generators-${suffix}`;
+      const bare = await createBareRepo(env.git.root, repoPath);
+      const commit = await commitFiles(bare, {
+        'app/kustomization.yaml': `generators: [../../${outside.split('/').pop()}]\n`,
+      });
+      process.env.MOORING_TEST_REACH_USER = env.git.username;
+      process.env.MOORING_TEST_REACH_PASSWORD = env.git.password;
+      const repo = new GitRepository(
+        gitSource.parse({
+          name: 'app',
+          url: `${env.git.url}/${repoPath}.git`,
+          credentials: {
+            username: { env: 'MOORING_TEST_REACH_USER' },
+            password: { env: 'MOORING_TEST_REACH_PASSWORD' },
+          },
+        }),
+        { cacheDir: await manifestDir({}) },
+      );
+      await repo.fetch(commit);
+      await expect(
+        kustomizeGit(repo, commit, ['app'], [], await repo.files(commit, ['app'])),
+      ).rejects.toThrow(
+        `app/kustomization.yaml: generators[0] "../../${outside.split('/').pop()}" leads outside the repository`,
+      );
+    } finally {
+      await rm(outside, { recursive: true, force: true });
+    }
+  });
+});
+
+const BIG_TEMPLATE = `apiVersion: v1
+kind: ConfigMap
+metadata: {name: big}
+data:
+{{- range until 100000000 }}
+  k{{ . }}: "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+{{- end }}
+`;
+
+describe('helm memory', () => {
+  it('the CLI stops a chart that allocates without end at the default memory limit, naming it', async () => {
+    const dir = await tree({
+      'Chart.yaml': 'apiVersion: v2\nname: big\nversion: 0.1.0\n',
+      'templates/cm.yaml': BIG_TEMPLATE,
+    });
+    const started = Date.now();
+    const rendered = await mooring('render', dir, '--offline', '-n', 'default');
+    expect(rendered.code).not.toBe(0);
+    expect(rendered.stderr).toContain(
+      `${dir}: helm template ran out of its memory limit (1 GiB; render.toolMemoryBytes)`,
+    );
+    // Stopped by the memory limit, long before the 60 s time limit.
+    expect(Date.now() - started).toBeLessThan(45_000);
+  });
+});
+
+describe('the agent and what a pushed commit may make the tools do', () => {
+  const ns = useNamespace('kustomize-reach-agent');
+
+  it('refuses a commit whose kustomization names a local URL, then a chart that allocates without end; stays alive and deploys the next commit', async () => {
+    const env = testbed();
+    const suffix = Date.now().toString(36);
+    const repoPath = `kustomize-reach-${suffix}/app`;
+    const repo = await createBareRepo(env.git.root, repoPath);
+    const receiver = await statusReceiver();
+    const agentNs = `mooring-reach-${suffix}`;
+    const secrets = await manifestDir({ user: env.git.username, password: env.git.password, token: 't' });
+    const first = await commitFiles(repo, {
+      'app/kustomization.yaml': `resources: [cm.yaml]\nconfigMapGenerator:\n  - {name: leak, envs: ["${base}/agent-envs"]}\n`,
+      'app/cm.yaml': cm,
+      'chart/Chart.yaml': 'apiVersion: v2\nname: big\nversion: 0.1.0\n',
+      'chart/templates/cm.yaml': BIG_TEMPLATE,
+    });
+    const agent = startAgent(`
+cluster: {name: reach, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
+sources:
+  git:
+    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
+render: {kubectl: ${env.tools.kubectl}, toolTimeout: 60s, toolMemoryBytes: 268435456}
+deployments:
+  - name: kustomized
+    namespace: ${ns()}
+    source: app
+    paths: [app]
+    commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${secrets}/token}}
+  - name: charted
+    namespace: ${ns()}
+    source: app
+    paths: [chart]
+    helm: {chart: chart}
+    commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${secrets}/token}}
+server: {port: 0, address: 127.0.0.1}
+`);
+    try {
+      const ended = (sha: string, context: RegExp) =>
+        postedStatuses(receiver.captured).find(
+          (s) => s.sha === sha && s.state !== 'pending' && context.test(s.context),
+        );
+      const started = Date.now();
+      await eventually(
+        'both deployments reported',
+        async () => (ended(first, /kustomized/) && ended(first, /charted/) ? true : undefined),
+        120_000,
+      );
+      expect(ended(first, /kustomized/)?.state).toBe('failure');
+      expect(ended(first, /kustomized/)?.description).toMatch(
+        /^app\/kustomization\.yaml: configMapGenerator\[0\]\.envs\[0\] "http:\/\/127\.0\.0\.1:\d+\/agent-envs"/,
+      );
+      expect(ended(first, /charted/)?.state).toBe('failure');
+      expect(ended(first, /charted/)?.description).toContain(
+        'chart: helm template ran out of its memory limit (256 MiB; render.toolMemoryBytes)',
+      );
+      // Well within the time limit: the limit stopped helm, not the clock.
+      expect(Date.now() - started).toBeLessThan(60_000);
+      expect(requests).toEqual([]);
+      expect(await configMapsIn(ns())).toEqual([]);
+      const health = await fetch(`http://127.0.0.1:${agent.port()}/healthz`);
+      expect(health.ok).toBe(true);
+      const fixed = await commitFiles(repo, {
+        'app/kustomization.yaml': 'resources: [cm.yaml]\n',
+        'chart/templates/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big}\ndata: {a: b}\n',
+      });
+      await eventually(
+        'the fixed commit deployed',
+        async () => (ended(fixed, /kustomized/) && ended(fixed, /charted/) ? true : undefined),
+        120_000,
+      );
+      expect(ended(fixed, /kustomized/)?.state).toBe('success');
+      expect(ended(fixed, /charted/)?.state).toBe('success');
+      expect(requests).toEqual([]);
+    } finally {
+      await agent.stop();
+      await receiver.close();
+      await runTool(env.tools.kubectl, [
+        '--kubeconfig',
+        env.kube.kubeconfig,
+        'delete',
+        'namespace',
+        agentNs,
+        '--wait=false',
+      ]);
+    }
+  });
+});
