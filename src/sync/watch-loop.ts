@@ -7,12 +7,15 @@ import type { Discovery } from '../kube/discovery.ts';
 import type { ImageArtifact } from '../render/images.ts';
 import type { NamespaceBoundary } from '../render/namespace-boundary.ts';
 import type { ManifestFile } from '../render/parse.ts';
+import { valueRedactor } from '../render/redact.ts';
 import { localManifests } from '../sources/local/manifests.ts';
 import { filesRevision, watchFolder } from '../sources/local/watch.ts';
+import { decryptedValues } from '../sources/sops/decrypt.ts';
 import { deploy } from './deploy.ts';
 import type { Logger } from './logger.ts';
 import { outcomeOf } from './outcome.ts';
 import { SyncQueue } from './queue.ts';
+import { redactReport } from './redact-report.ts';
 
 export interface WatchLoopOptions {
   dir: string;
@@ -44,9 +47,11 @@ export async function runWatchLoop(
     }
     const revision = filesRevision(files);
     const sync = log.child({ deployment: options.dir, revision: revision.slice(7, 19) });
+    // As the agent's finalizer: no value decrypted from the folder's SOPS files in what is logged.
+    const redact = valueRedactor(decryptedValues(files));
     queue.trigger('local', revision, async (signal) => {
       sync.info({ files: files.length }, 'sync started');
-      const report = await deploy(
+      const deployed = await deploy(
         {
           api: deps.api,
           discovery: deps.discovery,
@@ -54,7 +59,8 @@ export async function runWatchLoop(
           onEvent: (e) => {
             if (e.type === 'applied' && e.result.action !== 'unchanged') {
               sync.info({ object: e.result.target.plan.object, action: e.result.action }, 'applied');
-            } else if (e.type === 'progress') sync.info({ object: e.object, state: e.state }, e.message);
+            } else if (e.type === 'progress')
+              sync.info({ object: e.object, state: e.state }, redact(e.message));
           },
         },
         {
@@ -68,6 +74,7 @@ export async function runWatchLoop(
           signal,
         },
       );
+      const report = redactReport(deployed, redact);
       const outcome = outcomeOf(report);
       const level = outcome.result === 'done' || outcome.result === 'cancelled' ? 'info' : 'error';
       sync[level]({ outcome: report.outcome, elapsedMs: report.elapsedMs }, report.summary);
