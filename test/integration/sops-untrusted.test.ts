@@ -3,7 +3,7 @@
 // loop for hours): the agent, as its own process, answers /healthz all along and fails the commit with a clear
 // status, then does the same for a rule RE2 refuses. A chart whose templates do `fail`, `required` and `tpl`
 // over a SOPS-encrypted values file: the decrypted password appears in no commit status, ledger, Event, status page
-// answer or log line.
+// answer or log line. `mooring render` hides decrypted values used as a Secret's type or copied into a ConfigMap.
 import { writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -13,7 +13,7 @@ import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { encryptSops, newAgeKey } from '../unit/sources/sops-fixture.ts';
 import { assertAlive, startAgent as startAgentProcess } from './fault-helpers.ts';
 import { postedStatuses, startAgent } from './faults-support.ts';
-import { eventually, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
+import { eventually, manifestDir, mooring, runTool, testbed, useNamespace } from './helpers.ts';
 
 const PASSWORD = `sops-pw-${Math.random().toString(36).slice(2)}-canary`;
 
@@ -139,6 +139,41 @@ server: {port: ${port}, address: 127.0.0.1}
     expect(health.answered).toBeGreaterThan(5);
     const got = await kubectl('-n', ns(), 'get', 'configmap', 'evil');
     expect(got.code, 'nothing of the file is applied').not.toBe(0);
+  });
+
+  it('mooring render hides decrypted values used as a Secret type or copied into another object', async () => {
+    const key = await newAgeKey();
+    const keys = await manifestDir({ 'keys.txt': `${key.secret}\n` });
+    const dir = await manifestDir({
+      'secret.yaml': await encryptSops(
+        [
+          {
+            apiVersion: 'v1',
+            kind: 'Secret',
+            metadata: { name: 'typed' },
+            type: `example.com/${PASSWORD}`,
+            stringData: { password: PASSWORD },
+          },
+          {
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            metadata: { name: 'dsn' },
+            data: { url: `pg://app:${PASSWORD}@db` },
+          },
+        ],
+        { recipients: [key.recipient] },
+      ),
+    });
+    const args = ['render', dir, '--offline', '-n', chartNs(), '--age-key-file', `${keys}/keys.txt`];
+    const shown = await mooring(...args);
+    expect(shown.code, shown.stderr).toBe(0);
+    // Both values were decrypted whole (the password alone is among them too).
+    expect(shown.stdout).toContain('type: <redacted>');
+    expect(shown.stdout).toContain('url: <redacted>');
+    expect(shown.stdout + shown.stderr).not.toContain(PASSWORD);
+    // --show-secrets shows them: the redaction above is what hid them.
+    const all = await mooring(...args, '--show-secrets');
+    expect(all.stdout).toContain(`example.com/${PASSWORD}`);
   });
 
   it('a chart that prints SOPS-decrypted values in its errors: the password is in no output', async () => {
