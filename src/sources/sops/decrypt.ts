@@ -46,7 +46,7 @@ export function isSopsText(text: string): boolean {
 export interface DecryptOptions {
   /** Bounds of the walk over each file's tree (tests lower them). */
   limits?: Partial<WalkLimits> | undefined;
-  /** Filled with what the walks cost, all files together. */
+  /** Filled with what the walks cost, all files together (the limits apply to each file on its own). */
   stats?: WalkStats | undefined;
 }
 
@@ -62,7 +62,6 @@ export async function decryptFiles(
 ): Promise<ManifestFile[]> {
   let loaded: readonly AgeIdentity[] | undefined;
   const limits = { ...WALK_LIMITS, ...options.limits };
-  const stats = options.stats ?? { steps: 0, values: 0 };
   const out: ManifestFile[] = [];
   for (const file of files) {
     const found = MAY_BE_SOPS.test(file.text) ? sopsDocuments(file) : undefined;
@@ -72,7 +71,19 @@ export async function decryptFiles(
     }
     loaded ??= typeof identities === 'function' ? await identities() : identities;
     try {
-      const { text, decrypted } = await decryptDocuments(found.docs, found.meta, loaded, limits, stats);
+      const stats: WalkStats = { steps: 0, values: 0 };
+      const { text, decrypted } = await decryptDocuments(
+        found.docs,
+        found.meta,
+        loaded,
+        limits,
+        stats,
+      ).finally(() => {
+        if (options.stats) {
+          options.stats.steps += stats.steps;
+          options.stats.values += stats.values;
+        }
+      });
       out.push({ path: file.path, text, secrets: redactableValues(decrypted) });
     } catch (error) {
       throw cannotDecrypt(file, errorMessage(error), error);
