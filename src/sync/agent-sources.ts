@@ -245,5 +245,5 @@ async function sourceFiles(
       toolLimits(state.config.render),
     );
   const paths = d.spec.paths.map((p) => (p === '.' ? local.path : `${local.path}/${p}`));
-  return kustomizeLocal(paths, await readManifestFiles(paths), kustomizeOptions(state.config));
+  return kustomizeLocal(paths, await readManifestFiles(paths), kustomizeOptions(state.config), local.path);
 }

@@ -2,9 +2,9 @@
 // the kustomization built and of every local kustomization it reaches (bases, components, folders of generators,
 // transformers and validators), recursively, and the plugin configurations in files those fields name.
 //
-// The boundary is the repository: for a Git commit the checkout's root; for local paths (the CLI, a local
-// source) the Git work tree holding the kustomization (the nearest folder above it with `.git`), and when there
-// is none, no boundary beyond kustomize's own (files under their kustomization's folder). Refused, naming the
+// The boundary is the repository: for a Git commit the checkout's root; for a local source its folder; for the
+// CLI's paths the Git work tree holding the kustomization (the nearest folder above it with `.git`), and when
+// there is none, no boundary beyond kustomize's own (files under their kustomization's folder). Refused, naming the
 // kustomization file and the field: a URL (resources, bases and components only with
 // render.kustomize.allowRemoteBases, never `file:`), an absolute path, a path that leaves the boundary, and a
 // path whose real location (symlinks resolved) leaves it. Checkouts never write symlinks; local trees may hold
@@ -30,6 +30,8 @@ export interface KustomizeTree {
   root: string;
   /** `root` is the repository (a Git checkout): nothing may leave it. Otherwise the enclosing work tree. */
   insideRoot: boolean;
+  /** For local paths: the folder nothing may leave (a local source's folder) instead of the work tree. */
+  boundary?: string | undefined;
 }
 
 export interface Kustomization {
@@ -122,6 +124,11 @@ export function judgeEntry(entry: FieldEntry, folder: string, options: JudgeOpti
       why: `${entry.field} "${url}" is a URL: only files in the repository may be read`,
     };
   };
+  if (entry.kind === 'unreadable')
+    return {
+      result: 'refused',
+      why: `${entry.field} cannot be read as plugin configurations: ${entry.value}`,
+    };
   if (entry.written !== undefined && classifyPath(entry.written).type === 'url') return asUrl();
   const kind = classifyPath(entry.value).type;
   if (kind === 'empty') return { result: 'skip' };
@@ -175,7 +182,11 @@ export async function checkReach(
   start: Kustomization,
   options: { allowRemoteBases?: boolean | undefined },
 ): Promise<string[]> {
-  const boundary = tree.insideRoot ? resolve(tree.root) : await workTreeOf(onDisk(tree, start.folder));
+  const boundary = tree.insideRoot
+    ? resolve(tree.root)
+    : tree.boundary !== undefined
+      ? resolve(tree.boundary)
+      : await workTreeOf(onDisk(tree, start.folder));
   const boundaryReal = boundary === undefined ? undefined : await realpath(boundary);
   const seen = new Map<string, boolean>([[start.label, false]]);
   const queue: Walking[] = [{ k: start, plugins: false }];
@@ -221,6 +232,8 @@ export async function checkReach(
       const text = await readFile(onDisk(tree, file), 'utf8');
       const parsed = parseAllDocuments(text);
       const all = Array.isArray(parsed) ? parsed : [parsed];
+      const invalid = all.find((d) => d.errors.length > 0)?.errors[0];
+      if (invalid) throw invalid;
       if (all.length > MAX_PLUGIN_DOCUMENTS)
         throw new StalledError(`${file}: more than ${MAX_PLUGIN_DOCUMENTS} documents`);
       docs = all.map((d) => d.toJS({ maxAliasCount: 100 }) as unknown);

@@ -9,9 +9,11 @@
 // - `plugin`: generators, transformers, validators given as paths: a file of plugin configurations or a folder
 //   holding a kustomization of them, whose own fields are checked in turn.
 // - `chart-repo`: a helmCharts repository kustomize would pull a chart from (with --enable-helm).
+// - `unreadable`: inline plugin configurations that are not YAML (`value` says why): refused, as unchecked.
 import { posix } from 'node:path';
+import { parseAllDocuments } from 'yaml';
 
-export type EntryKind = 'base' | 'file' | 'plugin' | 'chart-repo';
+export type EntryKind = 'base' | 'file' | 'plugin' | 'chart-repo' | 'unreadable';
 
 export interface FieldEntry {
   /** `patches[0].path`. */
@@ -90,6 +92,25 @@ export function pluginConfigEntries(config: unknown, prefix: string): FieldEntry
   return out;
 }
 
+/**
+ * The fields of plugin configurations written inline as YAML text (kustomize reads a multi-line entry of
+ * generators/transformers/validators as configurations, not as a path).
+ */
+function inlineConfigEntries(text: string, prefix: string): FieldEntry[] {
+  let docs: unknown[];
+  try {
+    const parsed = parseAllDocuments(text);
+    const all = Array.isArray(parsed) ? parsed : [parsed];
+    const invalid = all.find((d) => d.errors.length > 0)?.errors[0];
+    if (invalid) throw invalid;
+    docs = all.map((d) => d.toJS({ maxAliasCount: 100 }) as unknown);
+  } catch (error) {
+    // What cannot be read here cannot be checked: refused rather than left to kustomize's own parser.
+    return [{ field: prefix, value: (error as Error).message.split('\n')[0] ?? '', kind: 'unreadable' }];
+  }
+  return docs.flatMap((doc, i) => pluginConfigEntries(doc, docs.length > 1 ? `${prefix}[${i}]` : prefix));
+}
+
 /** Every entry of a kustomization that names something to read, in the order of the fields. */
 export function kustomizationEntries(doc: unknown): FieldEntry[] {
   const out: FieldEntry[] = [];
@@ -99,7 +120,10 @@ export function kustomizationEntries(doc: unknown): FieldEntry[] {
     list(doc[key]).forEach((g, i) => {
       if (isDoc(g)) generatorFiles(out, g, `${key}[${i}].`);
     });
-  if (isDoc(doc.helmGlobals)) strings(out, doc.helmGlobals, 'chartHome', 'file', 'helmGlobals.');
+  if (isDoc(doc.helmGlobals)) {
+    strings(out, doc.helmGlobals, 'chartHome', 'file', 'helmGlobals.');
+    strings(out, doc.helmGlobals, 'configHome', 'file', 'helmGlobals.');
+  }
   for (const key of ['helmCharts', 'helmChartInflationGenerator'])
     list(doc[key]).forEach((c, i) => {
       if (isDoc(c)) helmChart(out, c, `${key}[${i}].`);
@@ -114,9 +138,9 @@ export function kustomizationEntries(doc: unknown): FieldEntry[] {
   });
   for (const key of ['generators', 'transformers', 'validators'])
     list(doc[key]).forEach((entry, i) => {
-      if (typeof entry === 'string') {
-        if (!isInlinePatch(entry)) out.push({ field: `${key}[${i}]`, value: entry, kind: 'plugin' });
-      } else out.push(...pluginConfigEntries(entry, `${key}[${i}]`));
+      if (typeof entry !== 'string') out.push(...pluginConfigEntries(entry, `${key}[${i}]`));
+      else if (!isInlinePatch(entry)) out.push({ field: `${key}[${i}]`, value: entry, kind: 'plugin' });
+      else out.push(...inlineConfigEntries(entry, `${key}[${i}]`));
     });
   if (isDoc(doc.openapi)) strings(out, doc.openapi, 'path', 'file', 'openapi.');
   strings(out, doc, 'crds', 'file');

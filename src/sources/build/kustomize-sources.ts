@@ -42,6 +42,8 @@ export async function kustomizeLocal(
   paths: readonly string[],
   files: readonly ManifestFile[],
   options: KustomizeOptions = {},
+  /** The folder nothing may leave (a local source's); the work tree holding each kustomization by default. */
+  boundary?: string,
 ): Promise<ManifestFile[]> {
   const kustomizations: string[] = [];
   const budget = { entries: MAX_ENTRIES };
@@ -51,7 +53,7 @@ export async function kustomizeLocal(
     if (info?.isDirectory()) await findKustomizations(normal, kustomizations, budget);
     else if (info?.isFile() && isKustomizationFile(normal)) kustomizations.push(normal);
   }
-  return buildKustomizations(files, kustomizations, { root: '', insideRoot: false }, options);
+  return buildKustomizations(files, kustomizations, { root: '', insideRoot: false, boundary }, options);
 }
 
 /** A Git commit's files of a deployment (`paths` minus `exclude`) with their kustomizations built. */

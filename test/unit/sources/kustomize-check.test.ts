@@ -112,6 +112,19 @@ describe('checkReach in a Git checkout', () => {
       'transformers[0].path "http://127.0.0.1:9/t" is a URL',
     ],
     ['components: [/srv/component]', 'components[0] "/srv/component" is an absolute path'],
+    [
+      'helmGlobals: {configHome: /root/.config/helm}',
+      'helmGlobals.configHome "/root/.config/helm" is an absolute path',
+    ],
+    [
+      'transformers:\n  - |\n    apiVersion: builtin\n    kind: PatchTransformer\n    metadata: {name: p}\n    path: http://127.0.0.1:9/inline',
+      'transformers[0].path "http://127.0.0.1:9/inline" is a URL',
+    ],
+    [
+      'generators:\n  - |\n    kind: ConfigMapGenerator\n    files: [a]\n    ---\n    kind: SecretGenerator\n    envs: [/etc/x]',
+      'generators[0][1].envs[0] "/etc/x" is an absolute path',
+    ],
+    ['validators:\n  - "a: [\\n b"', 'validators[0] cannot be read as plugin configurations'],
   ])('refuses %s', async (field, why) => {
     const root = await tree({
       'app/kustomization.yaml': `resources: [cm.yaml]\n${field}\n`,
@@ -147,6 +160,14 @@ envs: ["http://127.0.0.1:9/env"]
     );
   });
 
+  it('refuses a file named in generators that cannot be read, as it cannot be checked', async () => {
+    const root = await tree({
+      'app/kustomization.yaml': 'generators: [gen.yaml]\n',
+      'app/gen.yaml': 'a: [\n b',
+    });
+    await expect(checkGit(root, 'app/kustomization.yaml')).rejects.toThrow(/^app\/gen\.yaml: /);
+  });
+
   it('checks the resources of a kustomization named in transformers as plugin configurations', async () => {
     const root = await tree({
       'app/kustomization.yaml': 'resources: [cm.yaml]\ntransformers: [../transformers]\n',
@@ -174,6 +195,19 @@ envs: ["http://127.0.0.1:9/env"]
 });
 
 describe('checkReach on local paths', () => {
+  it("keeps a local source's kustomizations inside the source's folder", async () => {
+    const dir = await tree({
+      'base/kustomization.yaml': 'resources: [cm.yaml]\n',
+      'base/cm.yaml': cm,
+      'source/app/kustomization.yaml': 'resources: [../../base]\n',
+    });
+    const t: KustomizeTree = { root: '', insideRoot: false, boundary: join(dir, 'source') };
+    const label = join(dir, 'source/app/kustomization.yaml');
+    await expect(checkReach(t, await readKustomization(t, label), {})).rejects.toThrow(
+      `${label}: resources[0] "../../base" leads outside the repository`,
+    );
+  });
+
   it('allows a base beside the path given when there is no enclosing work tree, as before', async () => {
     const dir = await tree({
       'base/kustomization.yaml': 'resources: [cm.yaml]\n',
