@@ -3,7 +3,9 @@
 // reads SOPS files, it never writes them.
 import { createDecipheriv } from 'node:crypto';
 
-const ENCRYPTED = /^ENC\[AES256_GCM,data:(.+),iv:(.+),tag:(.+),type:(.+)\]$/s;
+// Each field stops at the delimiter after it (base64 has no `,`; a type no `]`), so matching is linear: with `.+`
+// fields a crafted value (`data:,iv:,tag:,type:` repeated, no closing `]`) backtracks for minutes.
+const ENCRYPTED = /^ENC\[AES256_GCM,data:([^,]*),iv:([^,]+),tag:([^,]+),type:([^\]]+)\]$/;
 
 /** The Go types SOPS records for a value; the plaintext is their text form. */
 export type SopsValueType = 'str' | 'int' | 'int64' | 'float' | 'bool' | 'bytes' | 'comment';

@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { parseAgeKeys } from '../../../src/sources/sops/age-keys.ts';
+import { decryptValue, isEncryptedValue } from '../../../src/sources/sops/cipher.ts';
 import { decryptFiles } from '../../../src/sources/sops/decrypt.ts';
 import { goRegExp, MAX_PATTERN_SIZE } from '../../../src/sources/sops/go-regexp.ts';
 import type { WalkStats } from '../../../src/sources/sops/walk.ts';
@@ -149,6 +150,17 @@ describe('the MAC first', () => {
     expect(String(error)).toContain('t.yaml: cannot decrypt (sops): MAC mismatch');
     expect(String(error)).not.toContain('canary-mac-first');
     expect(stats.values).toBe(2);
+  });
+});
+
+describe('ENC[…] values from the commit', () => {
+  it('a crafted value is refused in linear time (it backtracked with .+ fields)', () => {
+    // 150 repetitions took a second with the old expression, and each doubling sixteen times longer.
+    const crafted = `ENC[AES256_GCM,data:${',iv:,tag:,type:'.repeat(200_000)}x`;
+    expect(isEncryptedValue(crafted)).toBe(false);
+    expect(() => decryptValue(crafted, new Uint8Array(32), 'a:')).toThrow(
+      'is not an ENC[AES256_GCM,…] value',
+    );
   });
 });
 
