@@ -61,32 +61,43 @@ function printedForms(value: string): string[] {
 /**
  * A function that replaces every occurrence of the values (see redactableValues), in any of the forms tools print,
  * with `<redacted>`. Occurrences are found in the original text and their union hidden, so a value that overlaps
- * another, or that is part of the word `<redacted>`, cannot leave a piece of either visible.
+ * another, or that is part of the word `<redacted>`, cannot leave a piece of either visible. The forms are indexed
+ * by their first characters, so a message is scanned once whatever the number of values (a values file may hold
+ * thousands, and the finalizer redacts every message of a sync).
  */
 export function valueRedactor(values: readonly string[]): (text: string) => string {
-  const forms = [...new Set(values.flatMap(printedForms))].sort((a, b) => b.length - a.length);
-  if (forms.length === 0) return (text) => text;
+  const byPrefix = new Map<string, string[]>();
+  for (const form of [...new Set(values.flatMap(printedForms))].sort((a, b) => b.length - a.length)) {
+    const prefix = form.slice(0, MIN_REDACTED_LENGTH);
+    const list = byPrefix.get(prefix);
+    if (list) list.push(form);
+    else byPrefix.set(prefix, [form]);
+  }
+  if (byPrefix.size === 0) return (text) => text;
   return (text) => {
-    if (text.length < MIN_REDACTED_LENGTH) return text;
     let hidden: Uint8Array | undefined;
-    for (const form of forms) {
-      if (form.length > text.length) continue;
-      for (let at = text.indexOf(form); at !== -1; at = text.indexOf(form, at + 1)) {
-        hidden ??= new Uint8Array(text.length);
-        hidden.fill(1, at, at + form.length);
-      }
+    for (let at = 0; at + MIN_REDACTED_LENGTH <= text.length; at++) {
+      const forms = byPrefix.get(text.slice(at, at + MIN_REDACTED_LENGTH));
+      if (!forms) continue;
+      // Longest first: the first form found here covers every shorter one starting here.
+      const form = forms.find((f) => text.startsWith(f, at));
+      if (form === undefined) continue;
+      hidden ??= new Uint8Array(text.length);
+      hidden.fill(1, at, at + form.length);
     }
     if (!hidden) return text;
     let out = '';
-    let from = 0;
-    for (let i = 0; i < text.length; i++) {
-      if (hidden[i] === 1 && (i === 0 || hidden[i - 1] !== 1)) {
-        out += `${text.slice(from, i)}${REDACTED}`;
-      } else if (hidden[i] !== 1 && i > 0 && hidden[i - 1] === 1) {
-        from = i;
+    for (let i = 0; i < text.length; ) {
+      if (hidden[i] === 1) {
+        out += REDACTED;
+        while (i < text.length && hidden[i] === 1) i++;
+      } else {
+        const from = i;
+        while (i < text.length && hidden[i] !== 1) i++;
+        out += text.slice(from, i);
       }
     }
-    return hidden[text.length - 1] === 1 ? out : out + text.slice(from);
+    return out;
   };
 }
 
