@@ -47,6 +47,8 @@ describe('SOPS files under the folders a build reads', () => {
     const copy = staged.at(join(dir, 'base/secret.yaml'));
     expect(copy).not.toContain(dir);
     expect(await readFile(copy, 'utf8')).toContain('password: s3cret');
+    // The values decrypted into the copy, for the runner to redact from what the tool prints.
+    expect(staged.secrets).toEqual(['s3cret']);
     expect((await stat(copy)).mode & 0o777).toBe(0o600);
     expect(await readFile(staged.at(join(dir, 'overlay/kustomization.yaml')), 'utf8')).toBe(
       'resources: [../base]\n',
