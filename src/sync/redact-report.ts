@@ -21,16 +21,18 @@ export function redactReport(report: DeployReport, redact: (text: string) => str
 }
 
 /**
- * The error with its message redacted, of the same class and fields (so that it is classified as before), without
- * its cause and stack, which may quote what the message did. Unchanged when there was nothing to hide.
+ * The error with its message redacted, of the same class and fields (so that it is classified as before), its
+ * string fields and nested errors (a RenderErrors' list) redacted too, without its cause and stack, which may quote
+ * what the message did. Unchanged when there was nothing to hide.
  */
-function redactError(error: unknown, redact: (text: string) => string): unknown {
+export function redactError(error: unknown, redact: (text: string) => string): unknown {
   if (typeof error === 'string') return redact(error);
   if (!(error instanceof Error)) return error;
   const message = redact(error.message);
   const causes = causeMessages(error);
   if (message === error.message && causes.every((m) => redact(m) === m)) return error;
-  const copy = Object.assign(Object.create(Object.getPrototypeOf(error) as object) as Error, error);
+  const copy = Object.create(Object.getPrototypeOf(error) as object) as Error & Record<string, unknown>;
+  for (const [field, value] of Object.entries(error)) copy[field] = redactField(value, redact);
   Object.defineProperty(copy, 'message', { value: message, writable: true, configurable: true });
   Object.defineProperty(copy, 'stack', {
     value: `${copy.name}: ${message}`,
@@ -38,6 +40,15 @@ function redactError(error: unknown, redact: (text: string) => string): unknown 
     configurable: true,
   });
   return copy;
+}
+
+function redactField(value: unknown, redact: (text: string) => string): unknown {
+  if (typeof value === 'string') return redact(value);
+  if (value instanceof Error) return redactError(value, redact);
+  if (Array.isArray(value)) return value.map((v) => redactField(v, redact));
+  if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype)
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactField(v, redact)]));
+  return value;
 }
 
 function causeMessages(error: Error): string[] {

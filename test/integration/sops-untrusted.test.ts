@@ -3,7 +3,9 @@
 // loop for hours): the agent, as its own process, answers /healthz all along and fails the commit with a clear
 // status, then does the same for a rule RE2 refuses. A chart whose templates do `fail`, `required` and `tpl`
 // over a SOPS-encrypted values file: the decrypted password appears in no commit status, ledger, Event, status page
-// answer or log line. `mooring render` hides decrypted values used as a Secret's type or copied into a ConfigMap.
+// answer or log line. A plain SOPS file whose decrypted value render refuses and quotes: hidden from the agent's
+// status and ledger, and from mooring deploy and render. `mooring render` hides decrypted values used as a
+// Secret's type or copied into a ConfigMap.
 import { writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -16,6 +18,16 @@ import { postedStatuses, startAgent } from './faults-support.ts';
 import { eventually, manifestDir, mooring, runTool, testbed, useNamespace } from './helpers.ts';
 
 const PASSWORD = `sops-pw-${Math.random().toString(36).slice(2)}-canary`;
+
+const QUOTED = `quoted-${Math.random().toString(36).slice(2)}-canary`;
+
+/** A ConfigMap whose (encrypted) strategy annotation is no boolean: render refuses it, quoting the value. */
+const quotedConfigMap = () => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name: 'quoted', annotations: { 'strategy.spinnaker.io/versioned': QUOTED } },
+  data: { a: 'b' },
+});
 
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -126,6 +138,16 @@ server: {port: ${port}, address: 127.0.0.1}
       expect(status2.description).toMatch(
         /^evil\.yaml: cannot decrypt \(sops\): sops\.encrypted_regex: "\^\(\?=a\)a\+\$" is not an RE2 \(Go\) expression/,
       );
+      // A file that decrypts, whose decrypted annotation render refuses and quotes: the finalizer hides it.
+      const quoted = await commitFiles(repo, {
+        'evil.yaml': await encryptSops([quotedConfigMap()], { recipients: [ours.recipient] }),
+      });
+      const status3 = await eventually('the quoted value reported', async () => ended(quoted), 60_000);
+      expect(status3.state).toBe('failure');
+      expect(status3.description).toContain('must be "true" or "false", not "<redacted>"');
+      const ledger = await kubectl('-n', agentNs(), 'get', 'configmaps', '-o', 'yaml');
+      for (const text of [JSON.stringify(receiver.captured), ledger.stdout, agent.output()])
+        expect(text).not.toContain(QUOTED);
       const answeredBefore = health.answered;
       await eventually('/healthz still answers', async () =>
         health.answered > answeredBefore + 3 ? true : undefined,
@@ -139,6 +161,29 @@ server: {port: ${port}, address: 127.0.0.1}
     expect(health.answered).toBeGreaterThan(5);
     const got = await kubectl('-n', ns(), 'get', 'configmap', 'evil');
     expect(got.code, 'nothing of the file is applied').not.toBe(0);
+  });
+
+  it('mooring deploy and render print no decrypted value that render quotes in an error', async () => {
+    const key = await newAgeKey();
+    const keys = await manifestDir({ 'keys.txt': `${key.secret}\n` });
+    const dir = await manifestDir({
+      'quoted.yaml': await encryptSops([quotedConfigMap()], { recipients: [key.recipient] }),
+    });
+    for (const command of ['render', 'deploy']) {
+      const out = await mooring(
+        command,
+        dir,
+        '-n',
+        chartNs(),
+        '--kubeconfig',
+        env.kube.kubeconfig,
+        '--age-key-file',
+        `${keys}/keys.txt`,
+      );
+      expect(out.code, command).toBe(2);
+      expect(out.stderr, command).toContain('not "<redacted>"');
+      expect(out.stdout + out.stderr, command).not.toContain(QUOTED);
+    }
   });
 
   it('mooring render hides decrypted values used as a Secret type or copied into another object', async () => {

@@ -8,7 +8,10 @@ import { loadKubeConfig } from '../../kube/client.ts';
 import { Discovery } from '../../kube/discovery.ts';
 import { cliOwner } from '../../kube/inventory.ts';
 import { describeObject } from '../../render/manifest.ts';
+import { valueRedactor } from '../../render/redact.ts';
+import { decryptedValues } from '../../sources/sops/decrypt.ts';
 import { deploy } from '../../sync/deploy.ts';
+import { redactReport } from '../../sync/redact-report.ts';
 import { type ClusterFlags, clusterAccess, manifestBoundary, withManifestFlags } from '../cluster-flags.ts';
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
 import { readLocalInput, withChartFlags } from '../local-input.ts';
@@ -105,13 +108,15 @@ export function deployCommand(program: Command, print: (text: string) => void): 
       );
       // SOPS files are decrypted as read (the key file is read only when a file is encrypted); a chart is rendered.
       const files = await readLocalInput(paths, flags, namespace, { allowEmptyFlag: true });
+      // What is printed (progress, the report, an error) never shows a value decrypted from a SOPS file.
+      const redact = valueRedactor(decryptedValues(files));
       const api = new KubeApi(clusterConfig, { maxSockets: concurrency * 2 });
       const lines = flags.output === 'table';
       const abort = new AbortController();
       const onSignal = () => abort.abort();
       process.once('SIGINT', onSignal);
       try {
-        const report = await deploy(
+        const deployed = await deploy(
           {
             api,
             discovery: new Discovery(api),
@@ -119,10 +124,10 @@ export function deployCommand(program: Command, print: (text: string) => void): 
               if (!lines) return;
               if (event.type === 'applied') print(describeApplied(event.result));
               else if (event.type === 'pruned') print(`${kubectlStyle(event.object)} pruned`);
-              else if (event.type === 'warning') print(`warning: ${event.message}`);
+              else if (event.type === 'warning') print(`warning: ${redact(event.message)}`);
               // Progress as kubectl rollout status shows it: each change of an object's verdict, once.
               else if (event.state !== 'stable' && !event.message.endsWith('not observed yet'))
-                print(event.message);
+                print(redact(event.message));
             },
           },
           {
@@ -148,6 +153,7 @@ export function deployCommand(program: Command, print: (text: string) => void): 
             versionHistory,
           },
         );
+        const report = redactReport(deployed, redact);
         if (report.error instanceof StalledError) throw report.error;
         if (lines) {
           for (const v of report.wait?.verdicts ?? [])

@@ -14,10 +14,11 @@ import type { ImageArtifact } from '../../render/images.ts';
 import { isClusterScoped } from '../../render/manifest.ts';
 import { assertWithinBoundary } from '../../render/namespace-boundary.ts';
 import { parseManifestFiles } from '../../render/parse.ts';
-import { redactSecret } from '../../render/redact.ts';
+import { redactSecret, valueRedactor } from '../../render/redact.ts';
 import { type ClusterSnapshot, render } from '../../render/render.ts';
 import { needsHashKey } from '../../render/versioning.ts';
 import { decryptedValues } from '../../sources/sops/decrypt.ts';
+import { redactError } from '../../sync/redact-report.ts';
 import { type ClusterFlags, clusterAccess, manifestBoundary, withManifestFlags } from '../cluster-flags.ts';
 import { readLocalInput, withChartFlags } from '../local-input.ts';
 import { checkedNames } from '../names.ts';
@@ -116,18 +117,25 @@ export function renderCommand(
         }
       }
       namespace ??= 'default';
-      const result = render({
-        files,
-        namespace,
-        application: names.application,
-        images,
-        snapshot,
-        options: {
-          hashKey,
-          boundary: manifestBoundary(flags, namespace),
-          ...(flags.requireDigests ? { requireDigests: true } : {}),
-        },
-      });
+      // Shown without --show-secrets: no value decrypted from a SOPS file, in the objects or in an error.
+      const decrypted = decryptedValues(files);
+      let result: ReturnType<typeof render>;
+      try {
+        result = render({
+          files,
+          namespace,
+          application: names.application,
+          images,
+          snapshot,
+          options: {
+            hashKey,
+            boundary: manifestBoundary(flags, namespace),
+            ...(flags.requireDigests ? { requireDigests: true } : {}),
+          },
+        });
+      } catch (error) {
+        throw flags.showSecrets ? error : redactError(error, valueRedactor(decrypted));
+      }
       if (keyNeeded && !hashKey) {
         warn(
           `warning: versioned Secrets are shown without mooring.io/content-hash and as new versions: ${
@@ -159,7 +167,6 @@ export function renderCommand(
           ]),
         );
       }
-      const decrypted = decryptedValues(files);
       const shown = flags.showSecrets
         ? result.objects
         : result.objects.map((o) => redactSecret(o, decrypted));

@@ -1,6 +1,7 @@
 // Decrypted values hidden from text (a tool's error, a report) and from objects (mooring render, the audit log).
 import { describe, expect, it } from 'vitest';
 import { classify, StalledError, TransientError, WaitingError } from '../../../src/errors.ts';
+import { RenderError, RenderErrors } from '../../../src/render/errors.ts';
 import type { KubeObject } from '../../../src/render/manifest.ts';
 import {
   REDACTED,
@@ -10,7 +11,7 @@ import {
   valueRedactor,
 } from '../../../src/render/redact.ts';
 import type { DeployReport } from '../../../src/sync/deploy.ts';
-import { redactReport } from '../../../src/sync/redact-report.ts';
+import { redactError, redactReport } from '../../../src/sync/redact-report.ts';
 
 const PASSWORD = 'canary-Pa55word';
 
@@ -137,6 +138,22 @@ describe('redactReport (the finalizer)', () => {
     expect(classify(out.error)).toEqual(classify(error));
     const e = out.error as Error;
     expect(`${e.message} ${e.stack} ${String(e.cause)}`).not.toContain(PASSWORD);
+  });
+
+  it("hides values in a RenderErrors' list and its errors' fields", () => {
+    const one = new RenderError(`label value ${JSON.stringify(PASSWORD)} is invalid`, {
+      origin: { file: 'a.yaml', line: 3, column: 1 },
+      object: `ConfigMap shop/${PASSWORD}`,
+    });
+    const all = new RenderErrors([one, new RenderError('other problem')]);
+    const out = redactError(all, valueRedactor([PASSWORD])) as RenderErrors;
+    expect(out).toBeInstanceOf(RenderErrors);
+    expect(out.errors).toHaveLength(2);
+    expect(out.errors[0]).toBeInstanceOf(RenderError);
+    expect(out.errors[0]?.object).toBe(`ConfigMap shop/${REDACTED}`);
+    expect(out.errors[0]?.origin).toEqual({ file: 'a.yaml', line: 3, column: 1 });
+    expect(JSON.stringify({ ...out, m: out.message, s: out.stack })).not.toContain(PASSWORD);
+    expect(out.message).toContain(REDACTED);
   });
 
   it('returns an error with nothing to hide as it was', () => {
