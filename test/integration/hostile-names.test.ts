@@ -95,16 +95,20 @@ describe('hostile names and files in a commit', () => {
     expect(await namespacePhase(ns())).toBe('Active');
 
     // The agent from Git.
-    const repo = await createBareRepo(env.git.root, `hostile-names-${suffix}`);
+    const repo = await createBareRepo(env.git.root, `hostile-${suffix}/names`);
     const receiver = await statusReceiver();
     cleanups.push(receiver.close);
-    const secrets = await manifestDir({ user: env.git.username, password: env.git.password, token: 't' });
+    const secrets = await manifestDir({
+      user: env.git.username,
+      password: env.git.password,
+      token: 'status-token',
+    });
     const commit = await commitFiles(repo, { 'apps/web/app.yaml': hostile });
     const agent = startAgent(`
 cluster: {name: hostile, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
 sources:
   git:
-    - {name: app, url: "${env.git.url}/hostile-names-${suffix}.git", interval: 1s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
+    - {name: app, url: "${env.git.url}/hostile-${suffix}/names.git", interval: 1s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
 deployments:
   - name: web
     namespace: ${ns()}
@@ -146,17 +150,23 @@ server: {port: 0, address: 127.0.0.1}
     expect(inventory.every((e) => e.name !== '..')).toBe(true);
   });
 
-  it('a symlink or too many files in one deployment fail that deployment only, with a status naming them', async () => {
+  it('a symlink or too many files in one deployment fail that deployment only, with a status naming them', {
+    timeout: 300_000,
+  }, async () => {
     const env = testbed();
     const suffix = Date.now().toString(36);
     const agentNs = `mooring-hostile-files-${suffix}`;
     cleanups.push(async () => {
       await kubectl('delete', 'namespace', agentNs, '--wait=false');
     });
-    const repo = await createBareRepo(env.git.root, `hostile-files-${suffix}`);
+    const repo = await createBareRepo(env.git.root, `hostile-${suffix}/files`);
     const receiver = await statusReceiver();
     cleanups.push(receiver.close);
-    const secrets = await manifestDir({ user: env.git.username, password: env.git.password, token: 't' });
+    const secrets = await manifestDir({
+      user: env.git.username,
+      password: env.git.password,
+      token: 'status-token',
+    });
     const names = Array.from({ length: 10 }, (_, i) => `d${i}`);
     const round = (n: number) =>
       Object.fromEntries(names.map((d) => [`apps/${d}/app.yaml`, configMap(`${d}-config`, n)]));
@@ -165,7 +175,7 @@ server: {port: 0, address: 127.0.0.1}
 cluster: {name: hostile, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
 sources:
   git:
-    - {name: app, url: "${env.git.url}/hostile-files-${suffix}.git", interval: 1s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
+    - {name: app, url: "${env.git.url}/hostile-${suffix}/files.git", interval: 1s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
 deployments:
 ${names.map((d) => `  - {name: ${d}, namespace: ${ns()}, source: app, paths: [apps/${d}], application: ${d}, commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${secrets}/token}, context: "mooring/${d}"}}`).join('\n')}
 server: {port: 0, address: 127.0.0.1}
@@ -207,11 +217,16 @@ server: {port: 0, address: 127.0.0.1}
     );
     expect(statuses.get('mooring/d7')?.state).toBe('failure');
     expect(statuses.get('mooring/d7')?.description).toMatch(/more than 10000 files/);
-    // The good deployments' objects are at round 2; the failed ones kept round 1.
-    const round2 = await kubectl('-n', ns(), 'get', 'configmap', 'd0-config', '-o', 'jsonpath={.data.round}');
-    expect(round2.stdout).toBe('2');
-    const kept = await kubectl('-n', ns(), 'get', 'configmap', 'd3-config', '-o', 'jsonpath={.data.round}');
-    expect(kept.stdout).toBe('1');
+    // The good deployments' objects are at round 2 (a new version); the failed ones have no round 2.
+    const listed = await kubectl('-n', ns(), 'get', 'configmaps', '-o', 'json');
+    const items = (
+      JSON.parse(listed.stdout) as { items: { metadata: { name: string }; data?: { round?: string } }[] }
+    ).items;
+    const rounds = (d: string) =>
+      items.filter((i) => i.metadata.name.startsWith(`${d}-config-v`)).map((i) => i.data?.round);
+    expect(rounds('d0')).toContain('2');
+    expect(rounds('d3')).toEqual(['1']);
+    expect(rounds('d7')).toEqual(['1']);
     expect(agent.logged('poll failed')).toEqual([]);
   });
 });
