@@ -1,4 +1,5 @@
 // Decrypted values hidden from text (a tool's error, a report) and from objects (mooring render, the audit log).
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { classify, StalledError, TransientError, WaitingError } from '../../../src/errors.ts';
 import { RenderError, RenderErrors } from '../../../src/render/errors.ts';
@@ -53,6 +54,45 @@ describe('redactValues', () => {
     expect(redactValues('nothing to hide', [PASSWORD])).toBe('nothing to hide');
     expect(redactValues('on eu 1', redactableValues(['on', 'eu', '1']))).toBe('on eu 1');
     expect(valueRedactor([])('anything')).toBe('anything');
+  });
+});
+
+describe('redactValues, over generated values and text', () => {
+  it('leaves no value, in any form a tool prints, in the text', () => {
+    const value = fc.oneof(
+      fc.string({ minLength: 1, maxLength: 24 }),
+      fc.string({ unit: 'grapheme', minLength: 1, maxLength: 12 }),
+      fc
+        .array(fc.string({ minLength: 2, maxLength: 10 }), { minLength: 2, maxLength: 3 })
+        .map((l) => l.join('\n')),
+    );
+    const encode = fc.constantFrom(
+      (v: string) => v,
+      (v: string) => JSON.stringify(v),
+      (v: string) => Buffer.from(v).toString('base64'),
+      (v: string) => Buffer.from(v).toString('base64url'),
+      (v: string) => v.split('\n')[0] ?? v,
+    );
+    fc.assert(
+      fc.property(
+        fc.array(value, { minLength: 1, maxLength: 5 }),
+        fc.array(fc.tuple(fc.string({ maxLength: 20 }), fc.nat(), encode), { maxLength: 6 }),
+        (values, pieces) => {
+          const secrets = redactableValues(values);
+          const text = pieces
+            .map(([noise, i, enc]) => `${noise}${enc(values[i % values.length] ?? '')}`)
+            .join('');
+          const out = redactValues(text, secrets);
+          // What is left between the markers (a value may end where a marker begins: only a piece of it shows).
+          for (const segment of out.split(REDACTED))
+            for (const secret of secrets) {
+              expect(segment).not.toContain(secret.trim());
+              expect(segment).not.toContain(Buffer.from(secret).toString('base64'));
+            }
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });
 
