@@ -1,0 +1,170 @@
+// The size (and type) of an object in the cache, read from headers without inflating the object: for a packed
+// object, its pack index gives the entry's offset and the entry header its size (for a delta, the first bytes of
+// the delta give the size of the object it makes, and the chain of bases its type); for a loose object, the first
+// bytes of the file. Readers check this size against their limit before they inflate anything (tree.ts).
+//
+// The reads are a few bytes each, from files the page cache holds, so they are synchronous: a read through the
+// thread pool costs far more than the read itself, and a poll checks thousands of objects.
+import { closeSync, openSync, readSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import zlib from 'node:zlib';
+import { isDelta } from './pack-file.ts';
+import {
+  type EntryHeader,
+  MAX_ENTRY_HEADER,
+  type ObjectTypeName,
+  readDeltaSizes,
+  readEntryHeader,
+  readLooseHeader,
+  TYPE_NAMES,
+} from './pack-header.ts';
+import { PackIdx } from './pack-idx.ts';
+
+export interface ObjectInfo {
+  type: ObjectTypeName;
+  size: number;
+}
+
+interface Store {
+  gitdir: string;
+  cache: object;
+}
+
+interface LoadedIdx {
+  pack: string;
+  idx: PackIdx;
+}
+
+// One listing and parse of the pack indexes per store view (its `cache`, isomorphic-git's per-operation cache).
+const indexes = new WeakMap<object, Promise<LoadedIdx[]>>();
+const MAX_CHAIN = 10_000;
+
+/** The object's size, or undefined when the cache does not hold it. */
+export async function objectSize(store: Store, oid: string): Promise<number | undefined> {
+  const found = await locate(store, oid);
+  if (!found) return undefined;
+  if ('loose' in found) return found.loose.size;
+  return withFile(found.pack, (fd) => {
+    const header = entryHeader(fd, found.pack, found.offset);
+    return isDelta(header.type) ? deltaResultSize(fd, found.offset + header.length) : header.size;
+  });
+}
+
+/** The object's type and size, or undefined when the cache does not hold it. */
+export async function objectInfo(store: Store, oid: string): Promise<ObjectInfo | undefined> {
+  const found = await locate(store, oid);
+  if (!found) return undefined;
+  if ('loose' in found) return found.loose;
+  let baseOid: string | undefined;
+  const info = withFile(found.pack, (fd): ObjectInfo | undefined => {
+    let size: number | undefined;
+    let at = found.offset;
+    for (let step = 0; step < MAX_CHAIN; step++) {
+      const header = entryHeader(fd, found.pack, at);
+      if (!isDelta(header.type))
+        return { type: TYPE_NAMES[header.type] as ObjectTypeName, size: size ?? header.size };
+      // The size is that of the outermost delta's result; the type that of the object at the end of the chain.
+      size ??= deltaResultSize(fd, at + header.length);
+      if (header.baseOffset === undefined) {
+        baseOid = header.baseOid;
+        return { type: 'blob', size };
+      }
+      at = header.baseOffset;
+    }
+    throw new Error(`${found.pack}: a delta chain longer than ${MAX_CHAIN}`);
+  });
+  if (!info || baseOid === undefined) return info;
+  const base = await objectInfo(store, baseOid);
+  if (!base) throw new Error(`${found.pack}: the base ${baseOid} of a delta is missing`);
+  return { type: base.type, size: info.size };
+}
+
+type Location = { pack: string; offset: number } | { loose: ObjectInfo };
+
+async function locate(store: Store, oid: string): Promise<Location | undefined> {
+  if (!/^[0-9a-f]{40}$/.test(oid)) return undefined;
+  for (const { pack, idx } of await packIndexes(store)) {
+    const offset = idx.find(oid);
+    if (offset !== undefined) return { pack, offset };
+  }
+  const loose = looseInfo(store.gitdir, oid);
+  return loose && { loose };
+}
+
+async function packIndexes(store: Store): Promise<LoadedIdx[]> {
+  let loaded = indexes.get(store.cache);
+  if (!loaded) {
+    const folder = join(store.gitdir, 'objects/pack');
+    loaded = readdir(folder)
+      .catch(() => [] as string[])
+      .then((names) =>
+        Promise.all(
+          names
+            .filter((n) => n.startsWith('pack-') && n.endsWith('.idx'))
+            .sort()
+            .map(async (n) => ({
+              pack: join(folder, `${n.slice(0, -'.idx'.length)}.pack`),
+              idx: new PackIdx(await readFile(join(folder, n))),
+            })),
+        ),
+      );
+    indexes.set(store.cache, loaded);
+  }
+  return loaded;
+}
+
+function withFile<T>(path: string, use: (fd: number) => T): T {
+  const fd = openSync(path, 'r');
+  try {
+    return use(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function readAt(fd: number, position: number, length: number): Buffer {
+  const buffer = Buffer.allocUnsafe(length);
+  const read = readSync(fd, buffer, 0, length, position);
+  return buffer.subarray(0, read);
+}
+
+function entryHeader(fd: number, path: string, offset: number): EntryHeader {
+  const header = readEntryHeader(readAt(fd, offset, MAX_ENTRY_HEADER), 0, offset);
+  if (!header) throw new Error(`${path}: truncated entry at ${offset}`);
+  return header;
+}
+
+/** The first bytes of a zlib stream, inflated: enough for a header, whatever the stream holds. */
+function inflatedStart(fd: number, position: number, enough: (start: Buffer) => boolean): Buffer {
+  // A compressed block's own header can take a few hundred bytes before the first output.
+  for (const length of [1024, 64 * 1024]) {
+    const input = readAt(fd, position, length);
+    const start = zlib.inflateSync(input, { finishFlush: zlib.constants.Z_SYNC_FLUSH });
+    if (enough(start) || input.length < length) return start;
+  }
+  throw new Error(`no header in the first 64 KiB at ${position}`);
+}
+
+function deltaResultSize(fd: number, dataPosition: number): number {
+  const sizes = readDeltaSizes(inflatedStart(fd, dataPosition, (s) => readDeltaSizes(s) !== undefined));
+  if (!sizes) throw new Error(`delta at ${dataPosition}: no size header`);
+  return sizes.resultSize;
+}
+
+function looseInfo(gitdir: string, oid: string): ObjectInfo | undefined {
+  let fd: number;
+  try {
+    fd = openSync(join(gitdir, 'objects', oid.slice(0, 2), oid.slice(2)), 'r');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  try {
+    const header = readLooseHeader(inflatedStart(fd, 0, (s) => s.includes(0)));
+    if (!header) throw new Error(`loose object ${oid}: no header`);
+    return { type: header.type, size: header.size };
+  } finally {
+    closeSync(fd);
+  }
+}
