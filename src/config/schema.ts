@@ -130,6 +130,16 @@ export const gitSource = z
       .int()
       .positive()
       .default(4 * 1024 * 1024),
+    /** The largest Git object held in memory (read from its header first): larger ones are never inflated whole. */
+    maxObjectBytes: z
+      .number()
+      .int()
+      .min(1024 * 1024)
+      .default(64 * 1024 * 1024),
+  })
+  .refine((s) => s.maxFileBytes <= s.maxObjectBytes, {
+    message: 'maxFileBytes must not be larger than maxObjectBytes',
+    path: ['maxFileBytes'],
   })
   .transform(withDefaultInterval(60_000));
 export type GitSource = z.infer<typeof gitSource>;

@@ -1,7 +1,8 @@
 // Bare repositories for the test bed's Git server, made and changed with the real `git` binary (execFile, no
 // shell). Commits are written with plumbing into the bare repository (a temporary index and work tree, then
 // commit-tree and update-ref), which works the same on an empty repository and needs no git user config.
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -100,6 +101,83 @@ export async function commitFiles(
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
+}
+
+/** A file written from a repeated line, without ever being held in memory: `bytes` long, `head` first. */
+export interface GeneratedFile {
+  bytes: number;
+  /** The text the file starts with (counted in `bytes`). */
+  head?: string;
+  /** Repeated (and cut) to fill the file; a NUL byte when absent. */
+  fill?: string;
+}
+
+/**
+ * Commits generated files (path -> size and content pattern) on top of the branch with `git fast-import`, which
+ * streams large blobs straight into a pack: a commit holding a 1 GiB file costs a few MB of disk and little memory.
+ */
+export async function commitGenerated(
+  repoPath: string,
+  files: Record<string, GeneratedFile>,
+  options: Pick<CommitOptions, 'message' | 'branch'> = {},
+): Promise<string> {
+  const branch = options.branch ?? 'main';
+  const ref = `refs/heads/${branch}`;
+  await checkRefName(ref);
+  for (const path of Object.keys(files)) checkFilePath(path);
+  const parent = await branchTip(repoPath, ref);
+  const time = Math.max(Math.floor(Date.now() / 1000), parent ? parent.time + 1 : 0);
+  const message = `${options.message ?? 'testbed commit'}\n`;
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('GIT_')) env[key] = value;
+  Object.assign(env, {
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_GLOBAL: '/dev/null',
+    LC_ALL: 'C',
+    GIT_DIR: repoPath,
+  });
+  // The fastest compression: a GiB of a repeated byte deflates about as small, several times sooner.
+  const args = ['-c', 'core.compression=1', 'fast-import', '--quiet', '--big-file-threshold=16m'];
+  const child = spawn('git', args, {
+    env,
+    stdio: ['pipe', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+  const write = async (data: string | Buffer): Promise<void> => {
+    if (!child.stdin.write(data)) await once(child.stdin, 'drain');
+  };
+  const header = [
+    `commit ${ref}`,
+    `committer ${COMMITTER.name} <${COMMITTER.email}> ${time} +0000`,
+    `data ${Buffer.byteLength(message)}`,
+    message,
+  ].join('\n');
+  await write(parent ? `${header}from ${parent.sha}\n` : header);
+  for (const [path, file] of Object.entries(files)) {
+    await write(`M 100644 inline ${path}\ndata ${file.bytes}\n`);
+    const head = Buffer.from(file.head ?? '');
+    const unit = Buffer.from(file.fill ?? '\0');
+    const block = Buffer.alloc(
+      Math.max(unit.length, Math.floor((1024 * 1024) / unit.length) * unit.length),
+      unit,
+    );
+    let left = file.bytes;
+    const first = head.subarray(0, left);
+    await write(first);
+    left -= first.length;
+    while (left > 0) {
+      const piece = block.subarray(0, Math.min(left, block.length));
+      await write(piece);
+      left -= piece.length;
+    }
+    await write('\n');
+  }
+  child.stdin.end();
+  const code = await exited;
+  if (code !== 0) throw new Error(`git fast-import failed: ${stderr.trim()}`);
+  return headOf(repoPath, branch);
 }
 
 /** The sha of the branch's tip; throws when the branch does not exist. */

@@ -6,17 +6,25 @@
 //
 // The tree is bounded like a source's reads: at most `maxFiles` files (10,000), none over `maxFileBytes` (the
 // source's maxFileBytes), `maxTotalBytes` in all (256 MiB); past a bound the checkout is refused, naming it.
+// Sizes are read from the objects' headers and checked for every file before any file is inflated or written.
 // Entry names were checked when the tree was read (tree.ts), so no path leaves `into`. Symlinks are not written
 // (a link could lead out of the tree, and mooring never follows them elsewhere either); submodules are not files.
 // Executable files keep their mode (100755), so a chart's or kustomization's scripts look as in a clone.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import git from 'isomorphic-git';
 import { StalledError, TransientError } from '../../errors.ts';
 import { exclusive } from './lock.ts';
 import type { GitRepository } from './repository.ts';
 import { readOnlyStoreFs } from './store-fs.ts';
-import { listFiles, type ObjectStore, readBlob, SYMLINK_MODE, type TreeFile } from './tree.ts';
+import {
+  blobSize,
+  listFiles,
+  type ObjectStore,
+  readBlob,
+  readCommit,
+  SYMLINK_MODE,
+  type TreeFile,
+} from './tree.ts';
 
 export interface CheckoutLimits {
   /** Most files written; 10,000 when absent. */
@@ -43,7 +51,7 @@ export async function findTreeFiles(
   limit = 10_000,
 ): Promise<string[]> {
   return exclusive(repo.gitdir, async () => {
-    const store: ObjectStore = { fs: readOnlyStoreFs(repo.gitdir), gitdir: repo.gitdir, cache: {} };
+    const store = storeOf(repo);
     const files = await listFiles(
       store,
       commit,
@@ -69,33 +77,30 @@ export async function checkoutTree(
   const maxFileBytes = limits.maxFileBytes ?? repo.source.maxFileBytes;
   const maxTotalBytes = limits.maxTotalBytes ?? 256 * 1024 * 1024;
   await exclusive(repo.gitdir, async () => {
-    const store: ObjectStore = { fs: readOnlyStoreFs(repo.gitdir), gitdir: repo.gitdir, cache: {} };
+    const store = storeOf(repo);
     try {
-      await git.readCommit({ ...store, oid: commit });
+      await readCommit(store, commit);
     } catch (error) {
+      if (error instanceof StalledError) throw new StalledError(`checkout: ${error.message}`, { subject });
       throw new TransientError('commit is not in the cache: fetch it first', { subject, cause: error });
     }
     let files: TreeFile[];
+    const made = new Set<string>();
     try {
       files = await listFiles(store, commit, everyFile, maxFiles);
+      let total = 0;
+      for (const file of files) {
+        total += await blobSize(store, file, maxFileBytes);
+        if (total > maxTotalBytes) throw new StalledError(`the tree holds more than ${maxTotalBytes} bytes`);
+      }
     } catch (error) {
       if (error instanceof StalledError && !error.subject)
         throw new StalledError(`checkout: ${error.message}`, { subject, cause: error.cause });
       throw error;
     }
     await mkdir(into, { recursive: true });
-    const made = new Set<string>();
-    let total = 0;
     for (const file of files) {
-      const bytes = await readBlob(store, file.oid);
-      if (bytes.length > maxFileBytes)
-        throw new StalledError(
-          `checkout: ${file.path} is ${bytes.length} bytes, more than maxFileBytes (${maxFileBytes})`,
-          { subject },
-        );
-      total += bytes.length;
-      if (total > maxTotalBytes)
-        throw new StalledError(`checkout: the tree holds more than ${maxTotalBytes} bytes`, { subject });
+      const bytes = await readBlob(store, file, maxFileBytes);
       const target = join(into, ...file.path.split('/'));
       const folder = dirname(target);
       if (!made.has(folder)) {
@@ -105,4 +110,13 @@ export async function checkoutTree(
       await writeFile(target, bytes, { mode: file.mode === '100755' ? 0o755 : 0o644 });
     }
   });
+}
+
+function storeOf(repo: GitRepository): ObjectStore {
+  return {
+    fs: readOnlyStoreFs(repo.gitdir),
+    gitdir: repo.gitdir,
+    cache: {},
+    maxObjectBytes: repo.source.maxObjectBytes,
+  };
 }

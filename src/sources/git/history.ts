@@ -1,8 +1,8 @@
 // Ancestry in a shallow object store. The cache holds only what shallow fetches brought, so a walk from a
 // commit down its parents can reach a commit whose parents were never fetched: then the answer is "unknown",
 // not "no", and the caller may deepen the history and ask again.
-import git from 'isomorphic-git';
-import type { ObjectStore } from './tree.ts';
+import { StalledError } from '../../errors.ts';
+import { type ObjectStore, readCommit } from './tree.ts';
 
 export type Ancestry = 'ancestor' | 'not-ancestor' | 'unknown';
 
@@ -41,8 +41,9 @@ export async function ancestry(
 
 async function parentsOf(store: ObjectStore, oid: string): Promise<string[] | undefined> {
   try {
-    return (await git.readCommit({ ...store, oid })).commit.parent;
-  } catch {
+    return (await readCommit(store, oid)).commit.parent;
+  } catch (error) {
+    if (error instanceof StalledError) throw error;
     return undefined;
   }
 }

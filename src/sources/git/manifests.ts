@@ -60,7 +60,10 @@ export function requireEveryPath(
   throw new StalledError(`${verb} no manifest file (.yaml, .yml or .json) in the repository`, { subject });
 }
 
-/** The files' text; a file over `maxBytes` or not UTF-8 is refused by name. */
+/**
+ * The files' text; a file over `maxBytes` (its size read from the object's header, before it is inflated) or not
+ * UTF-8 is refused by name.
+ */
 export async function readManifests(
   store: ObjectStore,
   files: readonly TreeFile[],
@@ -70,11 +73,12 @@ export async function readManifests(
   const decoder = new TextDecoder('utf-8', { fatal: true });
   const read: ManifestFile[] = [];
   for (const file of files) {
-    const bytes = await readBlob(store, file.oid);
-    if (bytes.length > maxBytes) {
-      throw new StalledError(`${file.path} is ${bytes.length} bytes, more than maxFileBytes (${maxBytes})`, {
-        subject,
-      });
+    let bytes: Uint8Array;
+    try {
+      bytes = await readBlob(store, file, maxBytes);
+    } catch (error) {
+      if (error instanceof StalledError && !error.subject) throw new StalledError(error.message, { subject });
+      throw error;
     }
     try {
       read.push({ path: file.path, text: decoder.decode(bytes) });

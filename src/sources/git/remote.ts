@@ -1,17 +1,27 @@
 // Talking to a Git server: the ref advertisement (one GET) and shallow fetches into the cache repository. Each
 // call runs under the source's timeout and transfer bound, sends the credentials up front, and turns failures
-// into the error taxonomy with the URL stripped of credentials.
+// into the error taxonomy with the URL stripped of credentials. A fetch's pack goes to disk as it arrives and is
+// indexed here in bounded memory (pack-receive.ts, pack-index.ts), not by isomorphic-git.
 import * as fs from 'node:fs';
+import { join } from 'node:path';
 import git, { type HttpClient } from 'isomorphic-git';
 import type { GitSource } from '../../config/schema.ts';
+import { TransientError } from '../../errors.ts';
 import { authorizationHeader, gitCredentials } from './credentials.ts';
-import { gitNetworkError } from './errors.ts';
+import { gitNetworkError, safeUrl } from './errors.ts';
+import { objectInfo } from './object-size.ts';
+import { OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE } from './pack-header.ts';
+import { encodeIndex } from './pack-idx.ts';
+import { indexPack } from './pack-index.ts';
+import { installPack, PackReceiver } from './pack-receive.ts';
 import type { ServerRef } from './refs.ts';
-import { packOrderedFs } from './store-fs.ts';
+import { packOrderedFs, readOnlyStoreFs } from './store-fs.ts';
 import { boundedHttp } from './transport.ts';
 
 export interface RemoteOptions {
   maxTransferBytes: number;
+  /** Takes a fetch's upload-pack response on its way to isomorphic-git (transport.ts). */
+  uploadPack?: ((body: AsyncIterableIterator<Uint8Array>) => AsyncIterableIterator<Uint8Array>) | undefined;
   onRequest?: ((method: string, url: string) => void) | undefined;
   /** The source's private CA (caFile), read when the repository was opened. */
   ca?: string | undefined;
@@ -44,7 +54,53 @@ export async function fetchInto(
   request: FetchRequest,
   options: RemoteOptions,
 ): Promise<void> {
-  await withRemote(source, options, (http, headers) =>
+  const folder = join(request.gitdir, 'objects/pack');
+  await fs.promises.mkdir(folder, { recursive: true });
+  const receiver = new PackReceiver(folder);
+  try {
+    await fetchNegotiated(source, request, { ...options, uploadPack: (body) => receiver.filter(body) });
+    const pack = await receiver.finish();
+    if (pack) await indexReceived(source, request.gitdir, folder, pack.path, pack.sha, pack.trailer);
+  } finally {
+    await receiver.discard();
+  }
+}
+
+/** Indexes a received pack (thin-pack bases read from the cache, each checked by size first) and installs it. */
+async function indexReceived(
+  source: GitSource,
+  gitdir: string,
+  folder: string,
+  path: string,
+  sha: string,
+  trailer: string,
+): Promise<void> {
+  const subject = { describe: safeUrl(source.url) };
+  if (sha !== trailer)
+    throw new TransientError('the fetched pack is corrupt (its checksum does not match)', { subject });
+  const store = { fs: readOnlyStoreFs(gitdir), gitdir, cache: {} };
+  const external = async (oid: string) => {
+    const info = await objectInfo(store, oid);
+    if (!info || info.size > source.maxObjectBytes) return undefined;
+    const { object } = await git.readObject({ ...store, oid, format: 'content' });
+    return { type: TYPE_CODES[info.type], data: object as Uint8Array };
+  };
+  let indexed: Awaited<ReturnType<typeof indexPack>>;
+  try {
+    indexed = await indexPack(path, { maxObjectBytes: source.maxObjectBytes, external });
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new TransientError(`the fetched pack cannot be indexed (${reason})`, { subject, cause: error });
+  }
+  // A pack of no objects (or of none within the limit) brings nothing to read, and isomorphic-git would hang on one.
+  if (indexed.entries.length === 0) return;
+  await installPack(folder, path, encodeIndex(indexed.entries, indexed.packSha), sha);
+}
+
+const TYPE_CODES = { commit: OBJ_COMMIT, tree: OBJ_TREE, blob: OBJ_BLOB, tag: OBJ_TAG } as const;
+
+function fetchNegotiated(source: GitSource, request: FetchRequest, options: RemoteOptions): Promise<unknown> {
+  return withRemote(source, options, (http, headers) =>
     git.fetch({
       // Packs seen oldest first: a fetch resolves the new pack's external bases from them (pack-order.ts).
       fs: packOrderedFs(),
@@ -85,6 +141,7 @@ async function withRemote<T>(
     maxBytes: options.maxTransferBytes,
     onRequest: options.onRequest,
     ca: options.ca,
+    uploadPack: options.uploadPack,
   });
   // Sent up front: isomorphic-git would otherwise send credentials only after a 401, a wasted round trip.
   const headers: Record<string, string> = credentials

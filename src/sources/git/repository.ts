@@ -10,7 +10,6 @@
 // counts as "not an ancestor": every file is then treated as changed.
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import git from 'isomorphic-git';
 import type { GitSource } from '../../config/schema.ts';
 import { StalledError, type Subject, TransientError } from '../../errors.ts';
 import type { ManifestFile } from '../../render/parse.ts';
@@ -30,7 +29,14 @@ import { createPathFilter, type PathFilter } from './paths.ts';
 import { type RefSpec, type ResolvedRef, refPrefix, refSpecOf, selectRef } from './refs.ts';
 import { fetchInto, initCache, listRefs, pointRef, type RemoteOptions } from './remote.ts';
 import { readOnlyStoreFs } from './store-fs.ts';
-import { diffTrees, type FileChange, listFiles, type ObjectStore, type TreeFile } from './tree.ts';
+import {
+  diffTrees,
+  type FileChange,
+  listFiles,
+  type ObjectStore,
+  readCommit,
+  type TreeFile,
+} from './tree.ts';
 
 export type { ResolvedRef } from './refs.ts';
 
@@ -119,7 +125,7 @@ export class GitRepository {
         }
       }
       await pointRef(this.gitdir, LAST_REF, commit);
-      await compactPacks(this.gitdir, this.#maxPacks);
+      await compactPacks(this.gitdir, this.#maxPacks, this.source.maxObjectBytes);
     });
   }
 
@@ -190,9 +196,7 @@ export class GitRepository {
 
   /** Author and subject line of a fetched commit, for an artifact's provenance. */
   async commitInfo(commit: string): Promise<{ author: string; subject: string }> {
-    const { commit: object } = await exclusive(this.gitdir, () =>
-      git.readCommit({ ...this.#store(), oid: commit }),
-    );
+    const { commit: object } = await exclusive(this.gitdir, () => readCommit(this.#store(), commit));
     return { author: object.author.name, subject: object.message.split('\n')[0] ?? '' };
   }
 
@@ -232,7 +236,12 @@ export class GitRepository {
 
   /** A view of the object store for one read: build a new one after anything was fetched. */
   #store(): ObjectStore {
-    return { fs: readOnlyStoreFs(this.gitdir), gitdir: this.gitdir, cache: {} };
+    return {
+      fs: readOnlyStoreFs(this.gitdir),
+      gitdir: this.gitdir,
+      cache: {},
+      maxObjectBytes: this.source.maxObjectBytes,
+    };
   }
 
   async #requireCommit(store: ObjectStore, commit: string): Promise<void> {
@@ -262,9 +271,10 @@ export class GitRepository {
 
 async function hasCommit(store: ObjectStore, oid: string): Promise<boolean> {
   try {
-    await git.readCommit({ ...store, oid });
+    await readCommit(store, oid);
     return true;
-  } catch {
+  } catch (error) {
+    if (error instanceof StalledError) throw error;
     return false;
   }
 }

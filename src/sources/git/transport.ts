@@ -12,6 +12,9 @@
 // besides the public roots: Node's global fetch takes no `ca`, and a dispatcher of another undici version than
 // the one built into Node is not safe to hand it. One Agent per CA, kept, so connections stay alive across polls.
 // undici is loaded only when a source has a `caFile`: its hundred modules cost an agent without one about 15 MiB.
+//
+// A fetch's upload-pack response can be handed to `uploadPack` on its way: the pack is then taken off to disk
+// (pack-receive.ts) before isomorphic-git, which would hold all of it in memory, reads the rest.
 import { rootCertificates } from 'node:tls';
 import type { GitHttpRequest, GitHttpResponse, HttpClient } from 'isomorphic-git';
 import webHttp from 'isomorphic-git/http/web';
@@ -27,6 +30,8 @@ export interface TransportOptions {
   onRequest?: ((method: string, url: string) => void) | undefined;
   /** PEM certificates trusted besides the public roots (the source's `caFile`, as read at start). */
   ca?: string | undefined;
+  /** Takes the body of each upload-pack response (a fetch's pack) before isomorphic-git reads it. */
+  uploadPack?: ((body: AsyncIterableIterator<Uint8Array>) => AsyncIterableIterator<Uint8Array>) | undefined;
 }
 
 // The capabilities follow a NUL on the first ref line of the advertisement, well within this many bytes.
@@ -75,7 +80,9 @@ export function boundedHttp(options: TransportOptions): HttpClient {
           head = undefined;
         }
       };
-      return { ...response, body: observed(response.body, onChunk) };
+      const received = observed(response.body, onChunk);
+      const pack = options.uploadPack && new URL(request.url).pathname.endsWith('/git-upload-pack');
+      return { ...response, body: pack && options.uploadPack ? options.uploadPack(received) : received };
     },
   };
 }

@@ -1,15 +1,23 @@
 // Reading trees straight from the object store of the cache repository: listing the files of a commit and
 // comparing two commits. Nothing is checked out, so a symlink or a path like `../../etc` in a repository can
 // never touch the agent's file system: entries are names in Git objects, not files on disk.
-import git, { type FsClient, type TreeEntry } from 'isomorphic-git';
+//
+// Every object is read only after its size was read from its header (object-size.ts): a blob over the reader's
+// limit, or a tree over maxObjectBytes, is refused by name without being inflated.
+import git, { type FsClient, type ReadCommitResult, type TreeEntry } from 'isomorphic-git';
 import { StalledError } from '../../errors.ts';
+import { objectSize } from './object-size.ts';
 
 export interface ObjectStore {
   fs: FsClient;
   gitdir: string;
   /** isomorphic-git's cache of pack indexes: one per operation, so a long-lived agent does not hoard packs. */
   cache: object;
+  /** The largest object read (the source's maxObjectBytes); 64 MiB when absent. */
+  maxObjectBytes?: number | undefined;
 }
+
+export const DEFAULT_MAX_OBJECT_BYTES = 64 * 1024 * 1024;
 
 export const SYMLINK_MODE = '120000';
 
@@ -56,7 +64,7 @@ export async function listFiles(
       files.push(file);
     }
   };
-  await visit(oid, '');
+  await visit(await treeOf(store, oid), '');
   return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
@@ -93,17 +101,68 @@ export async function diffTrees(store: ObjectStore, fromOid: string, toOid: stri
   return changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
-/** The blob's bytes. */
-export async function readBlob(store: ObjectStore, oid: string): Promise<Uint8Array> {
-  const { blob } = await git.readBlob({ ...store, oid });
+/**
+ * The size of a file's blob, read from its header: a blob over `maxFileBytes` (or over the store's maxObjectBytes,
+ * when that is smaller) is refused naming the file, its size and the limit.
+ */
+export async function blobSize(
+  store: ObjectStore,
+  file: Pick<TreeFile, 'path' | 'oid'>,
+  maxFileBytes: number,
+): Promise<number> {
+  const maxObjectBytes = store.maxObjectBytes ?? DEFAULT_MAX_OBJECT_BYTES;
+  const [limit, setting] =
+    maxFileBytes <= maxObjectBytes ? [maxFileBytes, 'maxFileBytes'] : [maxObjectBytes, 'maxObjectBytes'];
+  const size = await objectSize(store, file.oid);
+  if (size === undefined) {
+    throw new StalledError(
+      `${file.path} (${file.oid}) is not in the cache; a delta whose base or result is over maxObjectBytes (${maxObjectBytes}) is not kept`,
+    );
+  }
+  if (size > limit) throw new StalledError(`${file.path} is ${size} bytes, more than ${setting} (${limit})`);
+  return size;
+}
+
+/** A file's bytes, refused by size (see blobSize) before anything is inflated. */
+export async function readBlob(
+  store: ObjectStore,
+  file: Pick<TreeFile, 'path' | 'oid'>,
+  maxFileBytes: number,
+): Promise<Uint8Array> {
+  await blobSize(store, file, maxFileBytes);
+  const { blob } = await git.readBlob({ ...store, oid: file.oid });
   return blob;
 }
 
+/** isomorphic-git's readCommit, the commit's size checked first (a pushed commit's message can be of any size). */
+export async function readCommit(store: ObjectStore, oid: string): Promise<ReadCommitResult> {
+  await requireWithin(store, oid);
+  return git.readCommit({ ...store, oid });
+}
+
+/** The tree of a commit (or the tree itself), each object's size checked before it is read. */
 async function treeOf(store: ObjectStore, oid: string): Promise<string> {
-  return (await git.readTree({ ...store, oid })).oid;
+  let commit: ReadCommitResult;
+  try {
+    commit = await readCommit(store, oid);
+  } catch (error) {
+    if (error instanceof StalledError) throw error;
+    return oid; // not a commit: a tree (or an error that reading it reports)
+  }
+  return commit.commit.tree;
+}
+
+/** Refuses an object over the store's maxObjectBytes, by the size in its header. */
+async function requireWithin(store: ObjectStore, oid: string): Promise<void> {
+  const limit = store.maxObjectBytes ?? DEFAULT_MAX_OBJECT_BYTES;
+  const size = await objectSize(store, oid);
+  if (size !== undefined && size > limit) {
+    throw new StalledError(`object ${oid} is ${size} bytes, more than maxObjectBytes (${limit})`);
+  }
 }
 
 async function entries(store: ObjectStore, treeOid: string): Promise<TreeEntry[]> {
+  await requireWithin(store, treeOid);
   const { tree } = await git.readTree({ ...store, oid: treeOid });
   // Git itself refuses such names (fsck), but a crafted object could carry them; they are never made into paths.
   const bad = tree.find((e) => e.path === '' || e.path === '.' || e.path === '..' || /[/\0]/.test(e.path));

@@ -1,0 +1,196 @@
+// Git objects are bounded before they are inflated, against the test bed's real Git server and an agent run as its
+// own process (so that its peak RSS can be read from /proc/PID/status): a commit holding a 1 GiB blob of zeros
+// outside the deployment's path (a few MB compressed) syncs, with the agent's peak RSS far below the blob and its
+// /healthz answering throughout; a 200 MB manifest inside the path is refused by its size, naming the file and
+// the limit, without being inflated, and the failure reaches the commit status.
+import { readFileSync } from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { statusReceiver } from '../contract/github-openapi.ts';
+import { commitFiles, commitGenerated, createBareRepo } from '../testbed/git-repos.ts';
+import { type AgentProcess, startAgent } from './fault-helpers.ts';
+import { postedStatuses } from './faults-support.ts';
+import { eventually, kubectl, manifestDir, testbed, useNamespace } from './helpers.ts';
+
+const MiB = 1024 * 1024;
+const PEAK_RSS_BOUND = 300 * MiB;
+const HEALTH_GAP_BOUND_MS = 2_000;
+
+const configMap = (name: string) => `apiVersion: v1
+kind: ConfigMap
+metadata: {name: ${name}}
+data: {greeting: hello}
+`;
+
+/** The peak resident set of a running process (VmHWM), in bytes. */
+function peakRss(pid: number): number {
+  const match = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (!match) throw new Error(`no VmHWM for ${pid}`);
+  return Number(match[1]) * 1024;
+}
+
+/** Polls the agent's /healthz every 200 ms and keeps the longest time between two answers. */
+function watchHealth(agent: AgentProcess): { stop: () => { longestGapMs: number; answers: number } } {
+  let port = 0;
+  let last = 0;
+  let longestGapMs = 0;
+  let answers = 0;
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      port ||= Number(agent.logs().find((l) => l.msg === 'http server listening')?.port ?? 0);
+      if (port) {
+        const ok = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(10_000) })
+          .then((r) => r.status === 200)
+          .catch(() => false);
+        const now = Date.now();
+        if (ok) {
+          if (last) longestGapMs = Math.max(longestGapMs, now - last);
+          last = now;
+          answers += 1;
+        }
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  })();
+  return {
+    stop: () => {
+      running = false;
+      void loop;
+      return { longestGapMs: Math.max(longestGapMs, last ? Date.now() - last : 0), answers };
+    },
+  };
+}
+
+describe('Git objects bounded before they are inflated', () => {
+  const web = useNamespace('git-large');
+  const huge = useNamespace('git-huge');
+  const cleanups: (() => Promise<void> | void)[] = [];
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c();
+  });
+
+  async function agentFor(
+    name: string,
+    repoPath: string,
+    deployment: { namespace: string; paths: string },
+  ): Promise<{ agent: AgentProcess; statuses: () => ReturnType<typeof postedStatuses> }> {
+    const env = testbed();
+    const receiver = await statusReceiver();
+    cleanups.push(receiver.close);
+    const secrets = await manifestDir({ user: env.git.username, password: env.git.password, token: 't' });
+    const suffix = Date.now().toString(36);
+    const agentNs = `mooring-${name}-${suffix}`;
+    cleanups.push(async () => {
+      await kubectl('delete', 'namespace', agentNs, '--wait=false');
+    });
+    const dir = await manifestDir({
+      'mooring.yaml': `
+cluster: {name: ${name}, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
+sources:
+  git:
+    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 2s, timeout: 2m, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
+deployments:
+  - name: web
+    namespace: ${deployment.namespace}
+    source: app
+    paths: [${deployment.paths}]
+    stability: {timeout: 2m}
+    commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${secrets}/token}}
+server: {port: 0, address: 127.0.0.1}
+`,
+    });
+    const agent = startAgent(`${dir}/mooring.yaml`);
+    cleanups.push(async () => {
+      if (agent.alive()) agent.child.kill('SIGTERM');
+      await agent.exited;
+    });
+    return { agent, statuses: () => postedStatuses(receiver.captured) };
+  }
+
+  it('syncs a commit holding a 1 GiB blob outside the paths, in bounded memory, answering /healthz', async () => {
+    const env = testbed();
+    const repoPath = `git-large-${Date.now().toString(36)}/app`;
+    const repo = await createBareRepo(env.git.root, repoPath);
+    await commitFiles(repo, { 'apps/web/settings.yaml': configMap('settings') });
+    const commit = await commitGenerated(
+      repo,
+      { 'data/zeros.bin': { bytes: 1024 * MiB } },
+      { message: '1 GiB' },
+    );
+
+    const { agent, statuses } = await agentFor('git-large', repoPath, {
+      namespace: web(),
+      paths: 'apps/web',
+    });
+    const health = watchHealth(agent);
+    const outcome = await eventually(
+      'the commit with the 1 GiB blob synced',
+      async () => {
+        if (!agent.alive()) throw new Error(`the agent exited:\n${agent.output().slice(-3000)}`);
+        return statuses().find((s) => s.sha === commit && s.state !== 'pending');
+      },
+      180_000,
+    );
+    const rss = peakRss(agent.child.pid as number);
+    const { longestGapMs, answers } = health.stop();
+    expect(outcome.state, outcome.description).toBe('success');
+    const greeting = await kubectl(
+      '-n',
+      web(),
+      'get',
+      'configmap',
+      '-o',
+      'jsonpath={.items[*].data.greeting}',
+    );
+    expect(greeting.stdout).toBe('hello');
+    process.stdout.write(
+      `1 GiB blob: agent peak RSS ${(rss / MiB).toFixed(0)} MiB; longest /healthz gap ${longestGapMs} ms over ${answers} answers\n`,
+    );
+    expect(rss).toBeLessThan(PEAK_RSS_BOUND);
+    expect(answers).toBeGreaterThan(5);
+    expect(longestGapMs).toBeLessThan(HEALTH_GAP_BOUND_MS);
+  }, 300_000);
+
+  it('refuses a 200 MB manifest inside the paths by its size, naming it and the limit, without inflating it', async () => {
+    const env = testbed();
+    const repoPath = `git-huge-${Date.now().toString(36)}/app`;
+    const repo = await createBareRepo(env.git.root, repoPath);
+    await commitFiles(repo, { 'apps/web/settings.yaml': configMap('settings') });
+    const size = 200 * 1000 * 1000;
+    const commit = await commitGenerated(
+      repo,
+      { 'apps/web/huge.yaml': { bytes: size, head: configMap('huge'), fill: '# padding\n' } },
+      { message: '200 MB manifest' },
+    );
+
+    const { agent, statuses } = await agentFor('git-huge', repoPath, {
+      namespace: huge(),
+      paths: 'apps/web',
+    });
+    const outcome = await eventually(
+      'the commit with the 200 MB manifest failed',
+      async () => {
+        if (!agent.alive()) throw new Error(`the agent exited:\n${agent.output().slice(-3000)}`);
+        return statuses().find((s) => s.sha === commit && s.state !== 'pending');
+      },
+      180_000,
+    );
+    const rss = peakRss(agent.child.pid as number);
+    expect(outcome.state).toBe('failure');
+    const refusal = `apps/web/huge.yaml is ${size} bytes, more than maxFileBytes (${4 * MiB})`;
+    expect(agent.output()).toContain(refusal);
+    expect(outcome.description).toMatch(/huge\.yaml/);
+    process.stdout.write(`200 MB manifest: agent peak RSS ${(rss / MiB).toFixed(0)} MiB\n`);
+    expect(rss).toBeLessThan(PEAK_RSS_BOUND);
+    // Nothing of the commit was applied.
+    const names = await kubectl(
+      '-n',
+      huge(),
+      'get',
+      'configmaps',
+      '-o',
+      'jsonpath={.items[*].metadata.name}',
+    );
+    expect(names.stdout).not.toMatch(/huge|settings/);
+  }, 300_000);
+});
