@@ -17,10 +17,10 @@ import { exclusive } from './lock.ts';
 import type { GitRepository } from './repository.ts';
 import { readOnlyStoreFs } from './store-fs.ts';
 import {
-  blobSize,
+  blobSizes,
   listFiles,
   type ObjectStore,
-  readBlob,
+  readBlobs,
   readCommit,
   SYMLINK_MODE,
   type TreeFile,
@@ -89,8 +89,8 @@ export async function checkoutTree(
     try {
       files = await listFiles(store, commit, everyFile, maxFiles);
       let total = 0;
-      for (const file of files) {
-        total += await blobSize(store, file, maxFileBytes);
+      for (const size of await blobSizes(store, files, maxFileBytes)) {
+        total += size;
         if (total > maxTotalBytes) throw new StalledError(`the tree holds more than ${maxTotalBytes} bytes`);
       }
     } catch (error) {
@@ -99,8 +99,7 @@ export async function checkoutTree(
       throw error;
     }
     await mkdir(into, { recursive: true });
-    for (const file of files) {
-      const bytes = await readBlob(store, file, maxFileBytes);
+    for await (const { file, bytes } of readBlobs(store, files, maxFileBytes)) {
       const target = join(into, ...file.path.split('/'));
       const folder = dirname(target);
       if (!made.has(folder)) {

@@ -6,7 +6,7 @@ import { isManifestPath, type PathFilter, unmatchedPaths } from './paths.ts';
 import {
   type FileChange,
   type ObjectStore,
-  readBlob,
+  readBlobs,
   SYMLINK_MODE,
   type TreeFile,
   type TreeSelection,
@@ -72,19 +72,17 @@ export async function readManifests(
 ): Promise<ManifestFile[]> {
   const decoder = new TextDecoder('utf-8', { fatal: true });
   const read: ManifestFile[] = [];
-  for (const file of files) {
-    let bytes: Uint8Array;
-    try {
-      bytes = await readBlob(store, file, maxBytes);
-    } catch (error) {
-      if (error instanceof StalledError && !error.subject) throw new StalledError(error.message, { subject });
-      throw error;
+  try {
+    for await (const { file, bytes } of readBlobs(store, files, maxBytes)) {
+      try {
+        read.push({ path: file.path, text: decoder.decode(bytes) });
+      } catch (error) {
+        throw new StalledError(`${file.path} is not UTF-8 text`, { subject, cause: error });
+      }
     }
-    try {
-      read.push({ path: file.path, text: decoder.decode(bytes) });
-    } catch (error) {
-      throw new StalledError(`${file.path} is not UTF-8 text`, { subject, cause: error });
-    }
+  } catch (error) {
+    if (error instanceof StalledError && !error.subject) throw new StalledError(error.message, { subject });
+    throw error;
   }
   return read;
 }

@@ -42,13 +42,30 @@ const MAX_CHAIN = 10_000;
 
 /** The object's size, or undefined when the cache does not hold it. */
 export async function objectSize(store: Store, oid: string): Promise<number | undefined> {
-  const found = await locate(store, oid);
-  if (!found) return undefined;
-  if ('loose' in found) return found.loose.size;
-  return withFile(found.pack, (fd) => {
-    const header = entryHeader(fd, found.pack, found.offset);
-    return isDelta(header.type) ? deltaResultSize(fd, found.offset + header.length) : header.size;
+  return (await objectSizes(store, [oid]))[0];
+}
+
+/** The sizes of objects (undefined for one the cache does not hold), each pack opened once for all of them. */
+export async function objectSizes(store: Store, oids: readonly string[]): Promise<(number | undefined)[]> {
+  const found = await Promise.all(oids.map((oid) => locate(store, oid)));
+  const sizes: (number | undefined)[] = found.map((f) => (f && 'loose' in f ? f.loose.size : undefined));
+  const byPack = new Map<string, number[]>();
+  found.forEach((f, i) => {
+    if (!f || 'loose' in f) return;
+    const list = byPack.get(f.pack) ?? [];
+    list.push(i);
+    byPack.set(f.pack, list);
   });
+  for (const [pack, indexes] of byPack) {
+    withFile(pack, (fd) => {
+      for (const i of indexes) {
+        const { offset } = found[i] as { offset: number };
+        const header = entryHeader(fd, pack, offset);
+        sizes[i] = isDelta(header.type) ? deltaResultSize(fd, offset + header.length) : header.size;
+      }
+    });
+  }
+  return sizes;
 }
 
 /** The object's type and size, or undefined when the cache does not hold it. */

@@ -6,7 +6,7 @@
 // limit, or a tree over maxObjectBytes, is refused by name without being inflated.
 import git, { type FsClient, type ReadCommitResult, type TreeEntry } from 'isomorphic-git';
 import { StalledError } from '../../errors.ts';
-import { objectSize } from './object-size.ts';
+import { objectSize, objectSizes } from './object-size.ts';
 
 export interface ObjectStore {
   fs: FsClient;
@@ -102,36 +102,52 @@ export async function diffTrees(store: ObjectStore, fromOid: string, toOid: stri
 }
 
 /**
- * The size of a file's blob, read from its header: a blob over `maxFileBytes` (or over the store's maxObjectBytes,
- * when that is smaller) is refused naming the file, its size and the limit.
+ * The sizes of files' blobs, read from their headers: a blob over `maxFileBytes` (or over the store's
+ * maxObjectBytes, when that is smaller) is refused naming the file, its size and the limit.
  */
-export async function blobSize(
+export async function blobSizes(
   store: ObjectStore,
-  file: Pick<TreeFile, 'path' | 'oid'>,
+  files: readonly Pick<TreeFile, 'path' | 'oid'>[],
   maxFileBytes: number,
-): Promise<number> {
+): Promise<number[]> {
   const maxObjectBytes = store.maxObjectBytes ?? DEFAULT_MAX_OBJECT_BYTES;
   const [limit, setting] =
     maxFileBytes <= maxObjectBytes ? [maxFileBytes, 'maxFileBytes'] : [maxObjectBytes, 'maxObjectBytes'];
-  const size = await objectSize(store, file.oid);
-  if (size === undefined) {
-    throw new StalledError(
-      `${file.path} (${file.oid}) is not in the cache; a delta whose base or result is over maxObjectBytes (${maxObjectBytes}) is not kept`,
-    );
-  }
-  if (size > limit) throw new StalledError(`${file.path} is ${size} bytes, more than ${setting} (${limit})`);
-  return size;
+  const sizes = await objectSizes(
+    store,
+    files.map((f) => f.oid),
+  );
+  return files.map((file, i) => {
+    const size = sizes[i];
+    if (size === undefined) {
+      throw new StalledError(
+        `${file.path} (${file.oid}) is not in the cache; a delta whose base or result is over maxObjectBytes (${maxObjectBytes}) is not kept`,
+      );
+    }
+    if (size > limit)
+      throw new StalledError(`${file.path} is ${size} bytes, more than ${setting} (${limit})`);
+    return size;
+  });
 }
 
-/** A file's bytes, refused by size (see blobSize) before anything is inflated. */
+/** A file's bytes, refused by size (see blobSizes) before anything is inflated. */
 export async function readBlob(
   store: ObjectStore,
   file: Pick<TreeFile, 'path' | 'oid'>,
   maxFileBytes: number,
 ): Promise<Uint8Array> {
-  await blobSize(store, file, maxFileBytes);
-  const { blob } = await git.readBlob({ ...store, oid: file.oid });
-  return blob;
+  await blobSizes(store, [file], maxFileBytes);
+  return (await git.readBlob({ ...store, oid: file.oid })).blob;
+}
+
+/** The files' bytes, one at a time, once every file's size was checked (see blobSizes): none is read if any is refused. */
+export async function* readBlobs<F extends Pick<TreeFile, 'path' | 'oid'>>(
+  store: ObjectStore,
+  files: readonly F[],
+  maxFileBytes: number,
+): AsyncGenerator<{ file: F; bytes: Uint8Array }> {
+  await blobSizes(store, files, maxFileBytes);
+  for (const file of files) yield { file, bytes: (await git.readBlob({ ...store, oid: file.oid })).blob };
 }
 
 /** isomorphic-git's readCommit, the commit's size checked first (a pushed commit's message can be of any size). */
@@ -155,15 +171,30 @@ async function treeOf(store: ObjectStore, oid: string): Promise<string> {
 /** Refuses an object over the store's maxObjectBytes, by the size in its header. */
 async function requireWithin(store: ObjectStore, oid: string): Promise<void> {
   const limit = store.maxObjectBytes ?? DEFAULT_MAX_OBJECT_BYTES;
-  const size = await objectSize(store, oid);
+  const known = treeSizes.get(store.cache);
+  const size = known?.has(oid) ? known.get(oid) : await objectSize(store, oid);
   if (size !== undefined && size > limit) {
     throw new StalledError(`object ${oid} is ${size} bytes, more than maxObjectBytes (${limit})`);
   }
 }
 
+// The sizes of the subtrees of the trees read, looked up together (one open of each pack per tree rather than
+// per subtree), per store view; a subtree's size is checked only if the walk enters it.
+const treeSizes = new WeakMap<object, Map<string, number | undefined>>();
+
 async function entries(store: ObjectStore, treeOid: string): Promise<TreeEntry[]> {
   await requireWithin(store, treeOid);
   const { tree } = await git.readTree({ ...store, oid: treeOid });
+  const subtrees = tree.filter((e) => e.type === 'tree').map((e) => e.oid);
+  if (subtrees.length > 0) {
+    let known = treeSizes.get(store.cache);
+    if (!known) {
+      known = new Map();
+      treeSizes.set(store.cache, known);
+    }
+    const sizes = await objectSizes(store, subtrees);
+    subtrees.forEach((oid, i) => known.set(oid, sizes[i]));
+  }
   // Git itself refuses such names (fsck), but a crafted object could carry them; they are never made into paths.
   const bad = tree.find((e) => e.path === '' || e.path === '.' || e.path === '..' || /[/\0]/.test(e.path));
   if (bad)
