@@ -193,7 +193,7 @@ async function entries(store: ObjectStore, treeOid: string): Promise<TreeEntry[]
       treeSizes.set(store.cache, known);
     }
     const sizes = await objectSizes(store, subtrees);
-    subtrees.forEach((oid, i) => known.set(oid, sizes[i]));
+    for (const [i, oid] of subtrees.entries()) known.set(oid, sizes[i]);
   }
   // Git itself refuses such names (fsck), but a crafted object could carry them; they are never made into paths.
   const bad = tree.find((e) => e.path === '' || e.path === '.' || e.path === '..' || /[/\0]/.test(e.path));
