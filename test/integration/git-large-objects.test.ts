@@ -1,10 +1,14 @@
 // Git objects are bounded before they are inflated, against the test bed's real Git server and an agent run as its
 // own process (so that its peak RSS can be read from /proc/PID/status): a commit holding a 1 GiB blob of zeros
 // outside the deployment's path (a few MB compressed) syncs, with the agent's peak RSS far below the blob and its
-// /healthz answering throughout; a 200 MB manifest inside the path is refused by its size, naming the file and
+// /healthz answering throughout; so does one holding 200 MB of random bytes (a pack as large as the blob: no
+// object read loads a whole pack); a 200 MB manifest inside the path is refused by its size, naming the file and
 // the limit, without being inflated, and the failure reaches the commit status.
 import { readFileSync } from 'node:fs';
-import { afterAll, describe, expect, it } from 'vitest';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { statusReceiver } from '../contract/github-openapi.ts';
 import { commitFiles, commitGenerated, createBareRepo } from '../testbed/git-repos.ts';
 import { type AgentProcess, startAgent } from './fault-helpers.ts';
@@ -62,11 +66,20 @@ function watchHealth(agent: AgentProcess): { stop: () => { longestGapMs: number;
 }
 
 describe('Git objects bounded before they are inflated', () => {
-  const web = useNamespace('git-large');
+  const zeros = useNamespace('git-zeros');
+  const random = useNamespace('git-random');
   const huge = useNamespace('git-huge');
   const cleanups: (() => Promise<void> | void)[] = [];
+  // The agents' Git caches (MOORING_CACHE_DIR, inherited by the agent processes) go with this file.
+  let cacheDir = '';
+  beforeAll(async () => {
+    cacheDir = await mkdtemp(join(tmpdir(), 'mooring-git-large-'));
+    process.env.MOORING_CACHE_DIR = cacheDir;
+  });
   afterAll(async () => {
     for (const c of cleanups.reverse()) await c();
+    delete process.env.MOORING_CACHE_DIR;
+    await rm(cacheDir, { recursive: true, force: true });
   });
 
   async function agentFor(
@@ -107,54 +120,60 @@ server: {port: 0, address: 127.0.0.1}
     return { agent, statuses: () => postedStatuses(receiver.captured) };
   }
 
-  it('syncs a commit holding a 1 GiB blob outside the paths, in bounded memory, answering /healthz', async () => {
-    const env = testbed();
-    const repoPath = `git-large-${Date.now().toString(36)}/app`;
-    const repo = await createBareRepo(env.git.root, repoPath);
-    await commitFiles(repo, { 'apps/web/settings.yaml': configMap('settings') });
-    const commit = await commitGenerated(
-      repo,
-      { 'data/zeros.bin': { bytes: 1024 * MiB } },
-      { message: '1 GiB' },
-    );
+  it.each([
+    ['a 1 GiB blob of zeros', { bytes: 1024 * MiB }, zeros],
+    ['200 MB of random bytes', { bytes: 200 * 1000 * 1000, random: true }, random],
+  ])(
+    'syncs a commit holding %s outside the paths, in bounded memory, answering /healthz',
+    async (what, file, ns) => {
+      const env = testbed();
+      const repoPath = `git-large-${Date.now().toString(36)}/app`;
+      const repo = await createBareRepo(env.git.root, repoPath);
+      cleanups.push(() => rm(repo, { recursive: true, force: true }));
+      await commitFiles(repo, { 'apps/web/settings.yaml': configMap('settings') });
+      const commit = await commitGenerated(repo, { 'data/large.bin': file }, { message: what });
 
-    const { agent, statuses } = await agentFor('git-large', repoPath, {
-      namespace: web(),
-      paths: 'apps/web',
-    });
-    const health = watchHealth(agent);
-    const outcome = await eventually(
-      'the commit with the 1 GiB blob synced',
-      async () => {
-        if (!agent.alive()) throw new Error(`the agent exited:\n${agent.output().slice(-3000)}`);
-        return statuses().find((s) => s.sha === commit && s.state !== 'pending');
-      },
-      180_000,
-    );
-    const rss = peakRss(agent.child.pid as number);
-    const { longestGapMs, answers } = health.stop();
-    expect(outcome.state, outcome.description).toBe('success');
-    const greeting = await kubectl(
-      '-n',
-      web(),
-      'get',
-      'configmap',
-      '-o',
-      'jsonpath={.items[*].data.greeting}',
-    );
-    expect(greeting.stdout).toBe('hello');
-    process.stdout.write(
-      `1 GiB blob: agent peak RSS ${(rss / MiB).toFixed(0)} MiB; longest /healthz gap ${longestGapMs} ms over ${answers} answers\n`,
-    );
-    expect(rss).toBeLessThan(PEAK_RSS_BOUND);
-    expect(answers).toBeGreaterThan(5);
-    expect(longestGapMs).toBeLessThan(HEALTH_GAP_BOUND_MS);
-  }, 300_000);
+      const { agent, statuses } = await agentFor('git-large', repoPath, {
+        namespace: ns(),
+        paths: 'apps/web',
+      });
+      const health = watchHealth(agent);
+      const outcome = await eventually(
+        `the commit with ${what} synced`,
+        async () => {
+          if (!agent.alive()) throw new Error(`the agent exited:\n${agent.output().slice(-3000)}`);
+          return statuses().find((s) => s.sha === commit && s.state !== 'pending');
+        },
+        180_000,
+      );
+      const rss = peakRss(agent.child.pid as number);
+      const { longestGapMs, answers } = health.stop();
+      agent.child.kill('SIGTERM');
+      expect(outcome.state, outcome.description).toBe('success');
+      const greeting = await kubectl(
+        '-n',
+        ns(),
+        'get',
+        'configmap',
+        '-o',
+        'jsonpath={.items[*].data.greeting}',
+      );
+      expect(greeting.stdout).toBe('hello');
+      process.stdout.write(
+        `${what}: agent peak RSS ${(rss / MiB).toFixed(0)} MiB; longest /healthz gap ${longestGapMs} ms over ${answers} answers\n`,
+      );
+      expect(rss).toBeLessThan(PEAK_RSS_BOUND);
+      expect(answers).toBeGreaterThan(5);
+      expect(longestGapMs).toBeLessThan(HEALTH_GAP_BOUND_MS);
+    },
+    300_000,
+  );
 
   it('refuses a 200 MB manifest inside the paths by its size, naming it and the limit, without inflating it', async () => {
     const env = testbed();
     const repoPath = `git-huge-${Date.now().toString(36)}/app`;
     const repo = await createBareRepo(env.git.root, repoPath);
+    cleanups.push(() => rm(repo, { recursive: true, force: true }));
     await commitFiles(repo, { 'apps/web/settings.yaml': configMap('settings') });
     const size = 200 * 1000 * 1000;
     const commit = await commitGenerated(

@@ -2,6 +2,7 @@
 // shell). Commits are written with plumbing into the bare repository (a temporary index and work tree, then
 // commit-tree and update-ref), which works the same on an empty repository and needs no git user config.
 import { execFile, spawn } from 'node:child_process';
+import { randomFillSync } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -110,6 +111,8 @@ export interface GeneratedFile {
   head?: string;
   /** Repeated (and cut) to fill the file; a NUL byte when absent. */
   fill?: string;
+  /** Random bytes instead of `fill`: a file that does not compress, so its pack is as large as it is. */
+  random?: boolean;
 }
 
 /**
@@ -169,7 +172,7 @@ export async function commitGenerated(
     left -= first.length;
     while (left > 0) {
       const piece = block.subarray(0, Math.min(left, block.length));
-      await write(piece);
+      await write(file.random ? randomFillSync(Buffer.allocUnsafe(piece.length)) : piece);
       left -= piece.length;
     }
     await write('\n');

@@ -15,7 +15,6 @@ import { dirname, join } from 'node:path';
 import { StalledError, TransientError } from '../../errors.ts';
 import { exclusive } from './lock.ts';
 import type { GitRepository } from './repository.ts';
-import { readOnlyStoreFs } from './store-fs.ts';
 import {
   blobSizes,
   listFiles,
@@ -113,7 +112,6 @@ export async function checkoutTree(
 
 function storeOf(repo: GitRepository): ObjectStore {
   return {
-    fs: readOnlyStoreFs(repo.gitdir),
     gitdir: repo.gitdir,
     cache: {},
     maxObjectBytes: repo.source.maxObjectBytes,

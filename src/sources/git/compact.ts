@@ -13,13 +13,12 @@ import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import zlib from 'node:zlib';
-import git from 'isomorphic-git';
-import { objectInfo, objectSize } from './object-size.ts';
+import { readObject } from './object-read.ts';
+import { objectSize } from './object-size.ts';
 import { isDelta, PackReader } from './pack-file.ts';
 import { encodeEntryHeader, MAX_ENTRY_HEADER, readEntryHeader } from './pack-header.ts';
 import { encodeIndex, type IndexEntry, MAX_PACK_OFFSET, PackIdx } from './pack-idx.ts';
 import { installPack } from './pack-receive.ts';
-import { readOnlyStoreFs } from './store-fs.ts';
 import { DEFAULT_MAX_OBJECT_BYTES } from './tree.ts';
 
 export { objectIds } from './pack-idx.ts';
@@ -83,7 +82,7 @@ export async function compactPacks(
         whole.set(oid, { pack, offset, end: start + consumed });
       }
     }
-    const store = { fs: readOnlyStoreFs(gitdir), gitdir, cache: {} };
+    const store = { gitdir, cache: {} };
     const resolvable: string[] = [];
     for (const oid of deltas) {
       if (whole.has(oid)) continue;
@@ -93,10 +92,8 @@ export async function compactPacks(
     // Whole entries in the order of their packs (reads go forward), then the resolved ones.
     const oids = [...whole.keys(), ...resolvable.sort()];
     const sha = await writePack(tmp, oids, whole, async (oid) => {
-      const info = await objectInfo(store, oid);
-      if (!info || info.size > maxObjectBytes) throw new Error(`object ${oid} changed during compaction`);
-      const { object } = await git.readObject({ ...store, oid, format: 'content' });
-      return { type: TYPE_CODES[info.type], data: object as Uint8Array };
+      const { type, data } = await readObject(store, oid, maxObjectBytes);
+      return { type: TYPE_CODES[type], data };
     });
     await installPack(folder, tmp, sha.idx, sha.hex);
     const kept = `pack-${sha.hex}.idx`;

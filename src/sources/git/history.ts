@@ -41,7 +41,7 @@ export async function ancestry(
 
 async function parentsOf(store: ObjectStore, oid: string): Promise<string[] | undefined> {
   try {
-    return (await readCommit(store, oid)).commit.parent;
+    return (await readCommit(store, oid)).parent;
   } catch (error) {
     if (error instanceof StalledError) throw error;
     return undefined;

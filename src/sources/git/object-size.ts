@@ -1,12 +1,12 @@
-// The size (and type) of an object in the cache, read from headers without inflating the object: for a packed
+// Where an object lies in the cache, and its size, read from headers without inflating the object: for a packed
 // object, its pack index gives the entry's offset and the entry header its size (for a delta, the first bytes of
-// the delta give the size of the object it makes, and the chain of bases its type); for a loose object, the first
-// bytes of the file. Readers check this size against their limit before they inflate anything (tree.ts).
+// the delta give the size of the object it makes); for a loose object, the first bytes of the file. Readers check
+// this size against their limit before they inflate anything (tree.ts, object-read.ts).
 //
 // The reads are a few bytes each, from files the page cache holds, so they are synchronous: a read through the
 // thread pool costs far more than the read itself, and a poll checks thousands of objects.
 import { closeSync, openSync, readSync } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import zlib from 'node:zlib';
 import { isDelta } from './pack-file.ts';
@@ -17,7 +17,6 @@ import {
   readDeltaSizes,
   readEntryHeader,
   readLooseHeader,
-  TYPE_NAMES,
 } from './pack-header.ts';
 import { PackIdx } from './pack-idx.ts';
 
@@ -38,7 +37,6 @@ interface LoadedIdx {
 
 // One listing and parse of the pack indexes per store view (its `cache`, isomorphic-git's per-operation cache).
 const indexes = new WeakMap<object, Promise<LoadedIdx[]>>();
-const MAX_CHAIN = 10_000;
 
 /** The object's size, or undefined when the cache does not hold it. */
 export async function objectSize(store: Store, oid: string): Promise<number | undefined> {
@@ -68,38 +66,10 @@ export async function objectSizes(store: Store, oids: readonly string[]): Promis
   return sizes;
 }
 
-/** The object's type and size, or undefined when the cache does not hold it. */
-export async function objectInfo(store: Store, oid: string): Promise<ObjectInfo | undefined> {
-  const found = await locate(store, oid);
-  if (!found) return undefined;
-  if ('loose' in found) return found.loose;
-  let baseOid: string | undefined;
-  const info = withFile(found.pack, (fd): ObjectInfo | undefined => {
-    let size: number | undefined;
-    let at = found.offset;
-    for (let step = 0; step < MAX_CHAIN; step++) {
-      const header = entryHeader(fd, found.pack, at);
-      if (!isDelta(header.type))
-        return { type: TYPE_NAMES[header.type] as ObjectTypeName, size: size ?? header.size };
-      // The size is that of the outermost delta's result; the type that of the object at the end of the chain.
-      size ??= deltaResultSize(fd, at + header.length);
-      if (header.baseOffset === undefined) {
-        baseOid = header.baseOid;
-        return { type: 'blob', size };
-      }
-      at = header.baseOffset;
-    }
-    throw new Error(`${found.pack}: a delta chain longer than ${MAX_CHAIN}`);
-  });
-  if (!info || baseOid === undefined) return info;
-  const base = await objectInfo(store, baseOid);
-  if (!base) throw new Error(`${found.pack}: the base ${baseOid} of a delta is missing`);
-  return { type: base.type, size: info.size };
-}
+export type Location = { pack: string; offset: number } | { loose: ObjectInfo };
 
-type Location = { pack: string; offset: number } | { loose: ObjectInfo };
-
-async function locate(store: Store, oid: string): Promise<Location | undefined> {
+/** Where the cache holds an object: a pack and offset, or a loose object (with its type and size). */
+export async function locate(store: Store, oid: string): Promise<Location | undefined> {
   if (!/^[0-9a-f]{40}$/.test(oid)) return undefined;
   for (const { pack, idx } of await packIndexes(store)) {
     const offset = idx.find(oid);
@@ -113,19 +83,23 @@ async function packIndexes(store: Store): Promise<LoadedIdx[]> {
   let loaded = indexes.get(store.cache);
   if (!loaded) {
     const folder = join(store.gitdir, 'objects/pack');
+    // Oldest first, as pack-order.ts explains: a thin pack's ref-deltas then always lead to older packs, and a
+    // chain of bases ends (two packs holding an object and its base as deltas of each other would loop).
     loaded = readdir(folder)
       .catch(() => [] as string[])
-      .then((names) =>
-        Promise.all(
+      .then(async (names) => {
+        const loaded = await Promise.all(
           names
             .filter((n) => n.startsWith('pack-') && n.endsWith('.idx'))
-            .sort()
             .map(async (n) => ({
+              name: n,
               pack: join(folder, `${n.slice(0, -'.idx'.length)}.pack`),
+              at: (await stat(join(folder, n))).mtimeMs,
               idx: new PackIdx(await readFile(join(folder, n))),
             })),
-        ),
-      );
+        );
+        return loaded.sort((a, b) => a.at - b.at || (a.name < b.name ? -1 : 1));
+      });
     indexes.set(store.cache, loaded);
   }
   return loaded;

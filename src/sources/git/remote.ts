@@ -9,13 +9,14 @@ import type { GitSource } from '../../config/schema.ts';
 import { TransientError } from '../../errors.ts';
 import { authorizationHeader, gitCredentials } from './credentials.ts';
 import { gitNetworkError, safeUrl } from './errors.ts';
-import { objectInfo } from './object-size.ts';
+import { readObject } from './object-read.ts';
+import { objectSize } from './object-size.ts';
 import { OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE } from './pack-header.ts';
 import { encodeIndex } from './pack-idx.ts';
 import { indexPack } from './pack-index.ts';
 import { installPack, PackReceiver } from './pack-receive.ts';
 import type { ServerRef } from './refs.ts';
-import { packOrderedFs, readOnlyStoreFs } from './store-fs.ts';
+import { packOrderedFs } from './store-fs.ts';
 import { boundedHttp } from './transport.ts';
 
 export interface RemoteOptions {
@@ -78,12 +79,12 @@ async function indexReceived(
   const subject = { describe: safeUrl(source.url) };
   if (sha !== trailer)
     throw new TransientError('the fetched pack is corrupt (its checksum does not match)', { subject });
-  const store = { fs: readOnlyStoreFs(gitdir), gitdir, cache: {} };
+  const store = { gitdir, cache: {} };
   const external = async (oid: string) => {
-    const info = await objectInfo(store, oid);
-    if (!info || info.size > source.maxObjectBytes) return undefined;
-    const { object } = await git.readObject({ ...store, oid, format: 'content' });
-    return { type: TYPE_CODES[info.type], data: object as Uint8Array };
+    const size = await objectSize(store, oid);
+    if (size === undefined || size > source.maxObjectBytes) return undefined;
+    const { type, data } = await readObject(store, oid, source.maxObjectBytes);
+    return { type: TYPE_CODES[type], data };
   };
   let indexed: Awaited<ReturnType<typeof indexPack>>;
   try {

@@ -28,7 +28,6 @@ import {
 import { createPathFilter, type PathFilter } from './paths.ts';
 import { type RefSpec, type ResolvedRef, refPrefix, refSpecOf, selectRef } from './refs.ts';
 import { fetchInto, initCache, listRefs, pointRef, type RemoteOptions } from './remote.ts';
-import { readOnlyStoreFs } from './store-fs.ts';
 import {
   diffTrees,
   type FileChange,
@@ -196,7 +195,7 @@ export class GitRepository {
 
   /** Author and subject line of a fetched commit, for an artifact's provenance. */
   async commitInfo(commit: string): Promise<{ author: string; subject: string }> {
-    const { commit: object } = await exclusive(this.gitdir, () => readCommit(this.#store(), commit));
+    const object = await exclusive(this.gitdir, () => readCommit(this.#store(), commit));
     return { author: object.author.name, subject: object.message.split('\n')[0] ?? '' };
   }
 
@@ -237,7 +236,6 @@ export class GitRepository {
   /** A view of the object store for one read: build a new one after anything was fetched. */
   #store(): ObjectStore {
     return {
-      fs: readOnlyStoreFs(this.gitdir),
       gitdir: this.gitdir,
       cache: {},
       maxObjectBytes: this.source.maxObjectBytes,

@@ -2,16 +2,22 @@
 // comparing two commits. Nothing is checked out, so a symlink or a path like `../../etc` in a repository can
 // never touch the agent's file system: entries are names in Git objects, not files on disk.
 //
-// Every object is read only after its size was read from its header (object-size.ts): a blob over the reader's
-// limit, or a tree over maxObjectBytes, is refused by name without being inflated.
-import git, { type FsClient, type ReadCommitResult, type TreeEntry } from 'isomorphic-git';
+// Objects are read from their packs by offset (object-read.ts), each after its size was read from its header: a
+// blob over the reader's limit, or a tree or commit over maxObjectBytes, is refused by name without being inflated.
 import { StalledError } from '../../errors.ts';
-import { objectSize, objectSizes } from './object-size.ts';
+import {
+  type Commit,
+  type GitObject,
+  parseCommit,
+  parseTree,
+  readObject,
+  type TreeEntry,
+} from './object-read.ts';
+import { objectSizes } from './object-size.ts';
 
 export interface ObjectStore {
-  fs: FsClient;
   gitdir: string;
-  /** isomorphic-git's cache of pack indexes: one per operation, so a long-lived agent does not hoard packs. */
+  /** Per operation: the parsed pack indexes and recent delta bases, so a long-lived agent does not hoard them. */
   cache: object;
   /** The largest object read (the source's maxObjectBytes); 64 MiB when absent. */
   maxObjectBytes?: number | undefined;
@@ -137,7 +143,7 @@ export async function readBlob(
   maxFileBytes: number,
 ): Promise<Uint8Array> {
   await blobSizes(store, [file], maxFileBytes);
-  return (await git.readBlob({ ...store, oid: file.oid })).blob;
+  return (await readTyped(store, file.oid, 'blob')).data;
 }
 
 /** The files' bytes, one at a time, once every file's size was checked (see blobSizes): none is read if any is refused. */
@@ -147,59 +153,58 @@ export async function* readBlobs<F extends Pick<TreeFile, 'path' | 'oid'>>(
   maxFileBytes: number,
 ): AsyncGenerator<{ file: F; bytes: Uint8Array }> {
   await blobSizes(store, files, maxFileBytes);
-  for (const file of files) yield { file, bytes: (await git.readBlob({ ...store, oid: file.oid })).blob };
+  for (const file of files) yield { file, bytes: (await readTyped(store, file.oid, 'blob')).data };
 }
 
-/** isomorphic-git's readCommit, the commit's size checked first (a pushed commit's message can be of any size). */
-export async function readCommit(store: ObjectStore, oid: string): Promise<ReadCommitResult> {
-  await requireWithin(store, oid);
-  return git.readCommit({ ...store, oid });
+/** A commit's tree, parents, author and message; its size checked first (a pushed commit can be of any size). */
+export async function readCommit(store: ObjectStore, oid: string): Promise<Commit> {
+  return parseCommit(oid, (await readTyped(store, oid, 'commit')).data);
 }
 
-/** The tree of a commit (or the tree itself), each object's size checked before it is read. */
+/** The object, refused by size before it is inflated; an Error (not a StalledError) when it is not of `type`. */
+async function readTyped(store: ObjectStore, oid: string, type: GitObject['type']): Promise<GitObject> {
+  const object = await readObject(store, oid, store.maxObjectBytes ?? DEFAULT_MAX_OBJECT_BYTES);
+  if (object.type !== type) {
+    throw Object.assign(new Error(`object ${oid} is a ${object.type}, not a ${type}`), {
+      code: 'ObjectTypeError',
+    });
+  }
+  return object;
+}
+
+/** The tree of a commit (or of an annotated tag, or the tree itself). */
 async function treeOf(store: ObjectStore, oid: string): Promise<string> {
-  let commit: ReadCommitResult;
-  try {
-    commit = await readCommit(store, oid);
-  } catch (error) {
-    if (error instanceof StalledError) throw error;
-    return oid; // not a commit: a tree (or an error that reading it reports)
+  let at = oid;
+  for (let depth = 0; depth < 10; depth++) {
+    const object = await readObject(store, at, store.maxObjectBytes ?? DEFAULT_MAX_OBJECT_BYTES);
+    if (object.type === 'tree') return at;
+    if (object.type === 'commit') return parseCommit(at, object.data).tree;
+    const target = /^object ([0-9a-f]{40})$/m.exec(object.data.toString('latin1'));
+    if (object.type !== 'tag' || !target?.[1]) break;
+    at = target[1];
   }
-  return commit.commit.tree;
+  throw Object.assign(new Error(`${oid} does not lead to a tree`), { code: 'ObjectTypeError' });
 }
-
-/** Refuses an object over the store's maxObjectBytes, by the size in its header. */
-async function requireWithin(store: ObjectStore, oid: string): Promise<void> {
-  const limit = store.maxObjectBytes ?? DEFAULT_MAX_OBJECT_BYTES;
-  const known = treeSizes.get(store.cache);
-  const size = known?.has(oid) ? known.get(oid) : await objectSize(store, oid);
-  if (size !== undefined && size > limit) {
-    throw new StalledError(`object ${oid} is ${size} bytes, more than maxObjectBytes (${limit})`);
-  }
-}
-
-// The sizes of the subtrees of the trees read, looked up together (one open of each pack per tree rather than
-// per subtree), per store view; a subtree's size is checked only if the walk enters it.
-const treeSizes = new WeakMap<object, Map<string, number | undefined>>();
 
 async function entries(store: ObjectStore, treeOid: string): Promise<TreeEntry[]> {
-  await requireWithin(store, treeOid);
-  const { tree } = await git.readTree({ ...store, oid: treeOid });
-  const subtrees = tree.filter((e) => e.type === 'tree').map((e) => e.oid);
-  if (subtrees.length > 0) {
-    let known = treeSizes.get(store.cache);
-    if (!known) {
-      known = new Map();
-      treeSizes.set(store.cache, known);
-    }
-    const sizes = await objectSizes(store, subtrees);
-    for (const [i, oid] of subtrees.entries()) known.set(oid, sizes[i]);
-  }
+  const tree = parseTree(treeOid, (await readTyped(store, treeOid, 'tree')).data);
   // Git itself refuses such names (fsck), but a crafted object could carry them; they are never made into paths.
-  const bad = tree.find((e) => e.path === '' || e.path === '.' || e.path === '..' || /[/\0]/.test(e.path));
+  const bad = tree.find(
+    (e) => e.path === '' || e.path === '.' || e.path === '..' || /[/\\\0]/.test(e.path) || isDotGit(e.path),
+  );
   if (bad)
     throw new StalledError(`tree ${treeOid} holds an entry with an invalid name ${JSON.stringify(bad.path)}`);
   return tree;
+}
+
+/** `.git` in any of the spellings file systems fold to it (case, trailing dots and spaces, 8.3 names). */
+function isDotGit(name: string): boolean {
+  const folded =
+    name
+      .split(':')[0]
+      ?.toLowerCase()
+      .replace(/[. ]+$/, '') ?? '';
+  return folded === '.git' || /^\.?git~[1-9]$/.test(folded);
 }
 
 function byName(list: TreeEntry[]): Map<string, TreeEntry> {

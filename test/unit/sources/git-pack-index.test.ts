@@ -8,11 +8,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compactPacks } from '../../../src/sources/git/compact.ts';
-import { objectInfo } from '../../../src/sources/git/object-size.ts';
+import { parseCommit, parseTree, readObject } from '../../../src/sources/git/object-read.ts';
+import { objectSize } from '../../../src/sources/git/object-size.ts';
 import { encodeIndex, PackIdx } from '../../../src/sources/git/pack-idx.ts';
 import { indexPack } from '../../../src/sources/git/pack-index.ts';
 import { installPack } from '../../../src/sources/git/pack-receive.ts';
-import { readOnlyStoreFs } from '../../../src/sources/git/store-fs.ts';
 import { readBlob } from '../../../src/sources/git/tree.ts';
 
 const MiB = 1024 * 1024;
@@ -174,8 +174,8 @@ describe('indexPack', () => {
         const indexed = await indexPack(copy, {
           maxObjectBytes: MiB,
           external: async (oid) => {
-            const info = await objectInfo({ gitdir, cache: {} }, oid);
-            return info && catFile(oid);
+            const size = await objectSize({ gitdir, cache: {} }, oid);
+            return size === undefined ? undefined : catFile(oid);
           },
         });
         await installPack(
@@ -187,16 +187,36 @@ describe('indexPack', () => {
       }
       const size = (path: string, rev = commits[2]) => Number(git(['cat-file', '-s', `${rev}:${path}`]));
       const oid = (path: string, rev = commits[2]) => git(['rev-parse', `${rev}:${path}`]).trim();
-      expect(await objectInfo(store, oid('data/zeros.bin'))).toEqual({ type: 'blob', size: 3 * MiB });
-      expect(await objectInfo(store, oid('apps/app-1.yaml'))).toEqual({
-        type: 'blob',
-        size: size('apps/app-1.yaml'),
+      expect(await objectSize(store, oid('data/zeros.bin'))).toBe(3 * MiB);
+      expect(await objectSize(store, oid('apps/app-1.yaml'))).toBe(size('apps/app-1.yaml'));
+      expect(await objectSize(store, '0'.repeat(40))).toBeUndefined();
+      // Objects read by offset from the packs, deltas (a thin pack's among them) resolved, as git has them.
+      const limit = { gitdir, cache: {} };
+      for (const path of ['apps/app-1.yaml', 'apps/app-4.yaml', 'data/big.txt']) {
+        const object = await readObject(limit, oid(path), 64 * MiB);
+        expect(object.type).toBe('blob');
+        expect(object.data.toString()).toBe(git(['cat-file', 'blob', oid(path)]));
+      }
+      const commit = await readObject(limit, commits[2] as string, MiB);
+      expect(parseCommit(commits[2] as string, commit.data)).toMatchObject({
+        tree: git(['rev-parse', `${commits[2]}^{tree}`]).trim(),
+        parent: [commits[1]],
+        author: { name: 't' },
+        message: 'three\n',
       });
-      expect(await objectInfo(store, commits[2] as string)).toMatchObject({ type: 'commit' });
-      expect(await objectInfo(store, '0'.repeat(40))).toBeUndefined();
+      const tree = await readObject(limit, oid('apps'), MiB);
+      expect(parseTree(oid('apps'), tree.data).map((e) => `${e.mode} ${e.type} ${e.oid}\t${e.path}`)).toEqual(
+        git(['ls-tree', oid('apps')])
+          .trim()
+          .split('\n'),
+      );
+      await expect(readObject(limit, oid('data/zeros.bin'), MiB)).rejects.toThrow(
+        `needs ${3 * MiB} bytes, more than maxObjectBytes (${MiB})`,
+      );
+      await expect(readObject(limit, oid('data/big.txt'), MiB)).rejects.toThrow(/more than maxObjectBytes/);
 
       // Readers refuse by these sizes, naming the file, its size and the limit.
-      const objects = { fs: readOnlyStoreFs(gitdir), gitdir, cache: {}, maxObjectBytes: MiB };
+      const objects = { gitdir, cache: {}, maxObjectBytes: MiB };
       const zeros = { path: 'data/zeros.bin', oid: oid('data/zeros.bin') };
       await expect(readBlob(objects, zeros, 4 * MiB)).rejects.toThrow(
         `data/zeros.bin is ${3 * MiB} bytes, more than maxObjectBytes (${MiB})`,
@@ -213,11 +233,11 @@ describe('indexPack', () => {
       const left = (await readdir(folder)).filter((n) => n.endsWith('.idx'));
       expect(left).toHaveLength(1);
       const after = { gitdir, cache: {} };
-      expect(await objectInfo(after, oid('data/zeros.bin'))).toEqual({ type: 'blob', size: 3 * MiB });
-      expect(await objectInfo(after, oid('apps/app-1.yaml'))).toEqual({
-        type: 'blob',
-        size: size('apps/app-1.yaml'),
-      });
+      expect(await objectSize(after, oid('data/zeros.bin'))).toBe(3 * MiB);
+      expect(await objectSize(after, oid('apps/app-1.yaml'))).toBe(size('apps/app-1.yaml'));
+      expect((await readObject(after, oid('apps/app-1.yaml'), MiB)).data.toString()).toBe(
+        git(['cat-file', 'blob', oid('apps/app-1.yaml')]),
+      );
       // git reads the compacted pack and finds every object of it whole and intact.
       const compacted = join(folder, left[0] as string);
       const verified = execFileSync('git', ['verify-pack', '-v', compacted]).toString();
