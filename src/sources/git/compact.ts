@@ -16,14 +16,11 @@ import zlib from 'node:zlib';
 import { readObject } from './object-read.ts';
 import { objectSize } from './object-size.ts';
 import { isDelta, PackReader } from './pack-file.ts';
-import { encodeEntryHeader, MAX_ENTRY_HEADER, readEntryHeader } from './pack-header.ts';
+import { encodeEntryHeader, MAX_ENTRY_HEADER, readEntryHeader, TYPE_CODES } from './pack-header.ts';
 import { encodeIndex, type IndexEntry, MAX_PACK_OFFSET, PackIdx } from './pack-idx.ts';
 import { installPack } from './pack-receive.ts';
 import { DEFAULT_MAX_OBJECT_BYTES } from './tree.ts';
 
-export { objectIds } from './pack-idx.ts';
-
-const TYPE_CODES = { commit: 1, tree: 2, blob: 3, tag: 4 } as const;
 const COPY_CHUNK = 1024 * 1024;
 
 interface Source {

@@ -4,7 +4,7 @@
 import { open } from 'node:fs/promises';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import zlib from 'node:zlib';
-import { OBJ_COMMIT, OBJ_OFS_DELTA, OBJ_REF_DELTA, readDeltaSizes } from './pack-header.ts';
+import { OBJ_OFS_DELTA, OBJ_REF_DELTA, readDeltaSizes } from './pack-header.ts';
 
 const READAHEAD = 128 * 1024;
 const CHUNK = 64 * 1024;
@@ -169,9 +169,4 @@ export class PackReader {
 /** Whether a pack entry type is a delta. */
 export function isDelta(type: number): boolean {
   return type === OBJ_OFS_DELTA || type === OBJ_REF_DELTA;
-}
-
-/** Whether a pack entry type is a whole object (commit, tree, blob, tag). */
-export function isWhole(type: number): boolean {
-  return type >= OBJ_COMMIT && type <= 4;
 }

@@ -25,6 +25,13 @@ export const TYPE_NAMES: Readonly<Record<number, 'commit' | 'tree' | 'blob' | 't
 
 export type ObjectTypeName = 'commit' | 'tree' | 'blob' | 'tag';
 
+export const TYPE_CODES: Readonly<Record<ObjectTypeName, number>> = {
+  commit: OBJ_COMMIT,
+  tree: OBJ_TREE,
+  blob: OBJ_BLOB,
+  tag: OBJ_TAG,
+};
+
 export interface EntryHeader {
   /** 1-4 for whole objects, 6 (ofs-delta) or 7 (ref-delta). */
   type: number;

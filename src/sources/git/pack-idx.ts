@@ -99,8 +99,3 @@ export class PackIdx {
     return Array.from({ length: this.count }, (_, i) => this.oidAt(i));
   }
 }
-
-/** The object ids listed in a version-2 pack index. */
-export function objectIds(idx: Buffer): string[] {
-  return new PackIdx(idx).oids();
-}

@@ -11,7 +11,7 @@ import { authorizationHeader, gitCredentials } from './credentials.ts';
 import { gitNetworkError, safeUrl } from './errors.ts';
 import { readObject } from './object-read.ts';
 import { objectSize } from './object-size.ts';
-import { OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE } from './pack-header.ts';
+import { TYPE_CODES } from './pack-header.ts';
 import { encodeIndex } from './pack-idx.ts';
 import { indexPack } from './pack-index.ts';
 import { installPack, PackReceiver } from './pack-receive.ts';
@@ -97,8 +97,6 @@ async function indexReceived(
   if (indexed.entries.length === 0) return;
   await installPack(folder, path, encodeIndex(indexed.entries, indexed.packSha), sha);
 }
-
-const TYPE_CODES = { commit: OBJ_COMMIT, tree: OBJ_TREE, blob: OBJ_BLOB, tag: OBJ_TAG } as const;
 
 function fetchNegotiated(source: GitSource, request: FetchRequest, options: RemoteOptions): Promise<unknown> {
   return withRemote(source, options, (http, headers) =>
