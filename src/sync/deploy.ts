@@ -111,6 +111,8 @@ interface Context {
   applied?: ApplyResult[];
   wait?: WaitResult;
   history?: HistoryResult;
+  /** Kinds (`group/Kind`) that are cluster-scoped: the configuration's and those discovery serves so. */
+  clusterScoped?: string[];
   previous?: InventoryEntry[] | undefined;
   desired?: InventoryEntry[];
   /** What this sync wrote to the inventory, once it wrote it. */
@@ -149,20 +151,29 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
     // The lookup needs the objects' namespaces; render reports any parse problem itself.
     ctx.parsed = parseManifestFiles(request.files, { ...DEFAULT_LIMITS, ...request.renderOptions?.limits });
     const { objects } = ctx.parsed;
-    const scoped = new Set(request.renderOptions?.clusterScoped ?? []);
+    const known = request.renderOptions?.clusterScoped ?? [];
+    const scoped = new Set(known);
+    const placed = new Set<KubeObject>();
     for (const { object } of objects) {
-      if (!isClusterScoped(object.apiVersion, object.kind, scoped))
-        object.metadata.namespace ??= request.namespace;
+      if (isClusterScoped(object.apiVersion, object.kind, scoped) || object.metadata.namespace) continue;
+      object.metadata.namespace = request.namespace;
+      placed.add(object);
     }
     // Nothing is asked of the cluster about objects outside the deployment's namespaces.
-    assertWithinBoundary(ctx.parsed, request.renderOptions?.boundary, request.renderOptions?.clusterScoped);
-    const boundary = request.renderOptions?.boundary;
-    if (boundary && boundary.clusterScoped !== true) {
-      // Custom kinds that the cluster serves cluster-scoped are held to it too (discovery is shared with apply).
-      const known = request.renderOptions?.clusterScoped ?? [];
-      const served = await discoverClusterScoped(discovery, objects, known);
-      assertWithinBoundary(ctx.parsed, boundary, [...known, ...served]);
+    assertWithinBoundary(ctx.parsed, request.renderOptions?.boundary, known);
+    // Custom kinds the cluster serves cluster-scoped (discovery is shared with apply) have no namespace: not in
+    // render, not in the inventory, so that two owners of one such object see the same entry (prune keeps it).
+    const served = await discoverClusterScoped(discovery, objects, known);
+    ctx.clusterScoped = [...known, ...served];
+    if (served.length > 0) {
+      const servedSet = new Set(served);
+      for (const { object } of objects)
+        if (placed.has(object) && isClusterScoped(object.apiVersion, object.kind, servedSet))
+          delete object.metadata.namespace;
     }
+    const boundary = request.renderOptions?.boundary;
+    if (boundary && boundary.clusterScoped !== true)
+      assertWithinBoundary(ctx.parsed, boundary, ctx.clusterScoped);
     ctx.snapshot = await readSnapshot(api, objects, discovery);
     // Versioned Secrets are hashed under the installation's key; a dry run makes none.
     if (needsHashKey(objects, request.renderOptions?.versioned ?? {})) {
@@ -180,7 +191,11 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       application: request.application,
       images: request.images,
       snapshot: ctx.snapshot,
-      options: { ...request.renderOptions, hashKey: ctx.hashKey },
+      options: {
+        ...request.renderOptions,
+        ...(ctx.clusterScoped ? { clusterScoped: ctx.clusterScoped } : {}),
+        hashKey: ctx.hashKey,
+      },
     });
   };
   // The owner's inventory is read here; the new objects are recorded once the whole set passed its dry run and

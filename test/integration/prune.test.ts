@@ -16,6 +16,7 @@ import { api, ledgerOf, postedStatuses, startAgent, unended } from './faults-sup
 import {
   eventually,
   kubeConfig,
+  kubectl,
   manifestDir,
   mooring,
   runTool,
@@ -535,5 +536,94 @@ spec: {selector: {app: old}, ports: [{port: 80}]}
     expect(stable.code, stable.stdout + stable.stderr).toBe(0);
     expect(stable.stdout).toContain('service/unstable-old pruned');
     expect(await exists('deployment', 'slow')).toBe(true);
+  }, 180_000);
+});
+
+describe('a cluster-scoped custom resource shared by two applications', () => {
+  const ns = useNamespace('prune-shared-cr');
+  const group = `gw${Date.now().toString(36)}.mooring.test`;
+  afterAll(async () => {
+    await kubectl('delete', 'crd', `gatewayclasses.${group}`, '--wait=false');
+  });
+
+  it('has no namespace in render and inventory, and is kept while the other application applies it', async () => {
+    const crd = await manifestDir({
+      'crd.yaml': `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gatewayclasses.${group}}
+spec:
+  group: ${group}
+  scope: Cluster
+  names: {plural: gatewayclasses, singular: gatewayclass, kind: GatewayClass}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`,
+    });
+    expect((await kubectl('apply', '-f', join(crd, 'crd.yaml'))).code).toBe(0);
+    expect(
+      (
+        await kubectl(
+          'wait',
+          '--for',
+          'condition=established',
+          `crd/gatewayclasses.${group}`,
+          '--timeout=60s',
+        )
+      ).code,
+    ).toBe(0);
+    const shared = `apiVersion: ${group}/v1
+kind: GatewayClass
+metadata: {name: shared-gc}
+spec: {controllerName: example.com/gateway}
+`;
+    const own = (app: string) => `apiVersion: v1
+kind: ConfigMap
+metadata: {name: ${app}-settings}
+data: {a: "1"}
+`;
+    const dir = await manifestDir({
+      'gc.yaml': shared,
+      'one.yaml': own('one'),
+      'two.yaml': own('two'),
+    });
+    const env = testbed();
+    const as = (app: string) => [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      '-n',
+      ns(),
+      '--application',
+      app,
+      '--timeout',
+      '1m',
+    ];
+    for (const app of ['one', 'two']) {
+      const done = await mooring(
+        'deploy',
+        join(dir, 'gc.yaml'),
+        join(dir, `${app}.yaml`),
+        ...as(app),
+        '--prune',
+      );
+      expect(done.code, done.stderr).toBe(0);
+    }
+    const kube = api();
+    try {
+      const store = new InventoryStore(kube, 'mooring');
+      const inventories = await store.all();
+      const entries = [...inventories.values()].flat().filter((e) => e.kind === 'GatewayClass');
+      expect(entries.length).toBeGreaterThanOrEqual(2);
+      for (const e of entries) expect(e.namespace ?? '').toBe('');
+    } finally {
+      kube.close();
+    }
+    // Application one stops applying it: it is kept, since application two still does.
+    const without = await mooring('deploy', join(dir, 'one.yaml'), ...as('one'), '--prune');
+    expect(without.code, without.stderr).toBe(0);
+    expect(without.stdout).not.toMatch(/gatewayclass.*pruned/);
+    expect((await kubectl('get', `gatewayclasses.${group}`, 'shared-gc')).code).toBe(0);
   }, 180_000);
 });
