@@ -74,3 +74,18 @@ export function formatPosition(pos: FilePosition): string {
 export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
+
+/** How many problems a message lists; the rest are counted (the error keeps them all). */
+export const PROBLEMS_SHOWN = 20;
+
+/** Problems as indented lines, at most PROBLEMS_SHOWN of them, then how many more there are. */
+export function problemLines(problems: readonly string[], shown = PROBLEMS_SHOWN): string {
+  const lines = problems.slice(0, shown).map((p) => `  ${p}`);
+  if (problems.length > shown) lines.push(`  … and ${problems.length - shown} more`);
+  return lines.join('\n');
+}
+
+/** Orders `file.yaml:430` before `file.yaml:1002`: numbers within text compared as numbers. */
+export const naturalOrder: (a: string, b: string) => number = new Intl.Collator('en', {
+  numeric: true,
+}).compare;

@@ -1,7 +1,7 @@
 // How applying fails, in words a person can act on: the rejection of a whole set by its dry run, and the message
 // of one failed write, which names the object's place in the sources and says what to do about the failures
 // people meet most.
-import { StalledError, TransientError, WaitingError } from '../errors.ts';
+import { problemLines, StalledError, TransientError, WaitingError } from '../errors.ts';
 import { describeObject, describeOrigin, type KubeObject } from '../render/manifest.ts';
 import type { PlanEntry } from '../render/render.ts';
 import { describeKubeError, serverMessage, statusCode } from './errors.ts';
@@ -17,7 +17,7 @@ export class ApplyRejectedError extends StalledError {
   readonly problems: readonly string[];
   constructor(problems: readonly string[]) {
     super(
-      `the API server rejected ${problems.length === 1 ? 'an object' : `${problems.length} objects`}; nothing was applied:\n${problems.map((p) => `  ${p}`).join('\n')}`,
+      `the API server rejected ${problems.length === 1 ? 'an object' : `${problems.length} objects`}; nothing was applied:\n${problemLines(problems)}`,
     );
     this.problems = problems;
   }

@@ -3,7 +3,7 @@
 // replace, recreate). Objects whose content would not change are not written (live-state.ts reads what is there).
 // Only summaries of live objects and dry-run answers are kept (live-state.ts), so memory grows with the set's
 // manifests, not with what the server sends back.
-import { StalledError } from '../errors.ts';
+import { naturalOrder, StalledError } from '../errors.ts';
 import { describeObject, type KubeObject } from '../render/manifest.ts';
 import type { PlanEntry } from '../render/render.ts';
 import { JsonText, type KubeApi, METADATA_OBJECT, type RequestSpec } from './api.ts';
@@ -257,7 +257,7 @@ export class Applier {
         problems.push(`${place(target)}: ${explain(error)}`);
       }
     });
-    if (problems.length > 0) throw new ApplyRejectedError(problems.sort());
+    if (problems.length > 0) throw new ApplyRejectedError(problems.sort(naturalOrder));
     if (!this.options.dryRun) await this.options.beforeWrite?.();
 
     const results: ApplyResult[] = [];

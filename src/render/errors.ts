@@ -1,5 +1,5 @@
 // Render errors: always about a place in the input (file:line:column) and, when known, an object.
-import { StalledError } from '../errors.ts';
+import { problemLines, StalledError } from '../errors.ts';
 import { describeOrigin, type Origin } from './manifest.ts';
 
 /** A manifest the user must fix; rendering it again cannot help. */
@@ -24,7 +24,7 @@ export class RenderErrors extends StalledError {
     super(
       errors.length === 1
         ? (errors[0]?.message ?? 'render failed')
-        : `${errors.length} problems:\n${errors.map((e) => `  ${e.message}`).join('\n')}`,
+        : `${errors.length} problems:\n${problemLines(errors.map((e) => e.message))}`,
     );
     this.errors = errors;
   }

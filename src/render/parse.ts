@@ -200,6 +200,10 @@ function collect(
 }
 
 function shapeProblem(value: { [key: string]: JsonValue }): string | undefined {
+  // Hooks and one-off Jobs are often written with generateName: say so, rather than that a name is missing.
+  if (isObject(value.metadata) && value.metadata.generateName !== undefined) {
+    return `${typeof value.kind === 'string' ? `${value.kind} ` : ''}metadata.generateName is not supported: a GitOps object needs a stable name (metadata.name)`;
+  }
   const missing: string[] = [];
   if (typeof value.apiVersion !== 'string' || value.apiVersion === '') missing.push('apiVersion');
   if (typeof value.kind !== 'string' || value.kind === '') missing.push('kind');
@@ -209,9 +213,6 @@ function shapeProblem(value: { [key: string]: JsonValue }): string | undefined {
   if (missing.length > 0) {
     const kind = typeof value.kind === 'string' ? `${value.kind} ` : '';
     return `${kind}object is missing ${missing.join(', ')}`;
-  }
-  if (isObject(metadata) && metadata.generateName !== undefined) {
-    return 'metadata.generateName is not supported: a GitOps object needs a stable name';
   }
   // Names become request paths: refused here, before any request, with the file and line (names.ts).
   const named = nameProblem(

@@ -1,0 +1,41 @@
+// Problem lists a person can act on: at most 20 shown with a count of the rest, in natural order, and the clearer
+// message for generateName.
+import { describe, expect, it } from 'vitest';
+import { naturalOrder, problemLines } from '../../../src/errors.ts';
+import { ApplyRejectedError } from '../../../src/kube/apply-errors.ts';
+import { RenderError, RenderErrors } from '../../../src/render/errors.ts';
+import { parseManifestFiles } from '../../../src/render/parse.ts';
+
+describe('problem lists', () => {
+  it('shows 20 problems and counts the rest, keeping them all on the error', () => {
+    const errors = Array.from({ length: 25 }, (_, i) => new RenderError(`problem ${i}`));
+    const error = new RenderErrors(errors);
+    expect(error.errors).toHaveLength(25);
+    const lines = error.message.split('\n');
+    expect(lines[0]).toBe('25 problems:');
+    expect(lines).toHaveLength(22);
+    expect(lines[20]).toBe('  problem 19');
+    expect(lines[21]).toBe('  … and 5 more');
+    expect(new ApplyRejectedError(errors.map((e) => e.message)).message.split('\n')).toHaveLength(22);
+    expect(problemLines(['a', 'b'])).toBe('  a\n  b');
+  });
+
+  it('orders positions as numbers', () => {
+    const places = ['app.yaml:1059:1', 'app.yaml:430:1', 'app.yaml:1002:1', 'app.yaml:9:3', 'b.yaml:2:1'];
+    expect([...places].sort(naturalOrder)).toEqual([
+      'app.yaml:9:3',
+      'app.yaml:430:1',
+      'app.yaml:1002:1',
+      'app.yaml:1059:1',
+      'b.yaml:2:1',
+    ]);
+  });
+
+  it('says generateName is not supported rather than that a name is missing', () => {
+    const text = 'apiVersion: batch/v1\nkind: Job\nmetadata: {generateName: migrate-}\nspec: {}\n';
+    const { errors } = parseManifestFiles([{ path: 'hooks/job.yaml', text }]);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]?.message).toContain('hooks/job.yaml:1:1: Job metadata.generateName is not supported');
+    expect(errors[0]?.message).not.toContain('missing');
+  });
+});
