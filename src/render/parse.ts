@@ -46,8 +46,39 @@ export function parseManifestFiles(
 ): { objects: SourcedObject[]; errors: RenderError[] } {
   const objects: SourcedObject[] = [];
   const errors: RenderError[] = [];
-  for (const file of files) parseFile(file, limits, objects, errors);
+  const charts = chartFolders(files);
+  for (const folder of charts) {
+    const at = folder === '' ? 'Chart.yaml' : `${folder}/Chart.yaml`;
+    errors.push(
+      new RenderError(
+        `this folder holds a Helm chart, which is not read as plain manifests: deploy it as a chart (a deployment's helm: {chart: ${folder || '.'}}; mooring render/deploy of the folder renders it)`,
+        { origin: { file: at, line: 1, column: 1 } },
+      ),
+    );
+  }
+  for (const file of files) {
+    // A chart's own files would each be one more problem (templates are not YAML): one line says it all.
+    if (charts.some((folder) => inChart(file.path, folder))) continue;
+    parseFile(file, limits, objects, errors);
+  }
   return { objects, errors };
+}
+
+/** The folders among the files that hold a chart: a `Chart.yaml` beside a `templates/` folder of files. */
+function chartFolders(files: readonly ManifestFile[]): string[] {
+  const folders: string[] = [];
+  for (const file of files) {
+    const m = /^(?:(.*)\/)?Chart\.yaml$/.exec(file.path);
+    if (!m) continue;
+    const folder = m[1] ?? '';
+    const templates = folder === '' ? 'templates/' : `${folder}/templates/`;
+    if (files.some((f) => f.path.startsWith(templates))) folders.push(folder);
+  }
+  return folders;
+}
+
+function inChart(path: string, folder: string): boolean {
+  return folder === '' || path.startsWith(`${folder}/`);
 }
 
 function parseFile(

@@ -39,3 +39,22 @@ describe('problem lists', () => {
     expect(errors[0]?.message).not.toContain('missing');
   });
 });
+
+describe('a chart read as plain files', () => {
+  it('is one problem naming the chart, not one per template', () => {
+    const files = [
+      { path: 'web/Chart.yaml', text: 'apiVersion: v2\nname: web\nversion: 1.0.0\n' },
+      { path: 'web/values.yaml', text: 'replicas: 1\n' },
+      ...Array.from({ length: 30 }, (_, i) => ({
+        path: `web/templates/t${i}.yaml`,
+        text: 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n',
+      })),
+      { path: 'other/app.yaml', text: 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\n' },
+    ];
+    const { objects, errors } = parseManifestFiles(files);
+    expect(errors.map((e) => e.message)).toEqual([
+      expect.stringMatching(/^web\/Chart\.yaml:1:1: this folder holds a Helm chart.*helm: \{chart: web\}/),
+    ]);
+    expect(objects.map((o) => o.object.metadata.name)).toEqual(['other']);
+  });
+});
