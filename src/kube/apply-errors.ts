@@ -35,7 +35,13 @@ export function explain(error: unknown): string {
     code === 422 &&
     /field is immutable|may not change|Forbidden: updates to .* are forbidden/i.test(message)
   ) {
-    return `${message} (an immutable field changed: annotate the object strategy.spinnaker.io/recreate: "true" to delete and create it)`;
+    // The server quotes the whole new value (a Job's changed pod template is kilobytes of Go struct): the field
+    // and the rule are what a person acts on.
+    const short = message.replace(
+      /(\S+): Invalid value: [\s\S]*?: field is immutable/g,
+      '$1: field is immutable',
+    );
+    return `${short} (an immutable field changed: annotate the object strategy.spinnaker.io/recreate: "true" to delete and create it)`;
   }
   if (code === 409 && /conflict/i.test(message)) {
     return `${message} (other field managers own these fields: set strategy.spinnaker.io/server-side-apply: force-conflicts to take them over)`;

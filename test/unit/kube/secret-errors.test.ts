@@ -197,3 +197,18 @@ describe('withSecretErrors', () => {
     expect(thrown).toBe(typed);
   });
 });
+
+describe('an immutable field', () => {
+  it('is named with its rule and the hint, without the value the server quotes', () => {
+    const dump = `core.PodTemplateSpec{ObjectMeta:v1.ObjectMeta{Name:"", Labels:map[string]string{"job-name":"migrate"}}, Spec:core.PodSpec{${'Volumes:[]core.Volume(nil), '.repeat(100)}}}`;
+    const error = new KubeRequestError('PATCH', '/apis/batch/v1/namespaces/b4/jobs/migrate', 422, {
+      kind: 'Status',
+      message: `Job.batch "migrate" is invalid: spec.template: Invalid value: ${dump}: field is immutable`,
+      code: 422,
+    });
+    const text = explain(error);
+    expect(text).toBe(
+      'Job.batch "migrate" is invalid: spec.template: field is immutable (an immutable field changed: annotate the object strategy.spinnaker.io/recreate: "true" to delete and create it)',
+    );
+  });
+});
