@@ -116,7 +116,13 @@ export async function runTool(run: ToolRun): Promise<string> {
     // Before the cut, so that a value split over lines is still found whole.
     why = redactValues(why, run.secrets ?? []);
     if (run.clean) why = run.clean(why);
-    why = why.split('\n').slice(0, 5).join('; ').slice(0, 2000);
+    // Advice for the tool's own command line means nothing to a mooring user.
+    why = why
+      .split('\n')
+      .filter((line) => !/^\s*Use --debug flag to render out invalid YAML\s*$/.test(line))
+      .slice(0, 5)
+      .join('; ')
+      .slice(0, 2000);
     throw fail(`${run.step} failed: ${why}`);
   } finally {
     if (!run.home) await rm(home, { recursive: true, force: true });

@@ -25,6 +25,20 @@ describe('runTool', () => {
     );
   });
 
+  it("leaves out helm's advice about its own --debug flag", async () => {
+    const failing = runTool({
+      ...base,
+      binary: 'sh',
+      args: [
+        '-c',
+        'printf "Error: YAML parse error on web/templates/cm.yaml: bad\\nUse --debug flag to render out invalid YAML\\n" >&2; exit 1',
+      ],
+    });
+    await expect(failing).rejects.toThrow(
+      /^charts\/web: helm template failed: Error: YAML parse error on web\/templates\/cm\.yaml: bad$/,
+    );
+  });
+
   it('says a missing tool is not installed and where it is configured', async () => {
     await expect(runTool({ ...base, binary: '/nonexistent/helm', args: [] })).rejects.toThrow(
       'charts/web: /nonexistent/helm is not installed; set MOORING_TOOL to its path',
