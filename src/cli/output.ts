@@ -14,11 +14,24 @@ export interface Column<T> {
   value: (row: T) => string;
 }
 
+/** The longest a cell is printed; `-o json` or `-o yaml` gives the whole value. */
+export const MAX_CELL = 160;
+
+/** A cell on one line (a multi-line message's lines joined by "; "), cut at MAX_CELL characters. */
+function oneLine(text: string): string {
+  const line = text
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .join('; ');
+  return line.length > MAX_CELL ? `${line.slice(0, MAX_CELL - 1)}…` : line;
+}
+
 /** Left-aligned columns separated by three spaces, upper-case headers, like `kubectl get`. */
 export function formatTable<T>(rows: readonly T[], columns: readonly Column<T>[]): string {
   const cells = [
     columns.map((c) => c.header.toUpperCase()),
-    ...rows.map((r) => columns.map((c) => c.value(r))),
+    ...rows.map((r) => columns.map((c) => oneLine(c.value(r)))),
   ];
   const widths = columns.map((_, i) => Math.max(...cells.map((line) => (line[i] ?? '').length)));
   return cells
