@@ -6,17 +6,12 @@ import type { Deployment, LocalSource, MooringConfig, RegistrySource } from '../
 import { errorMessage } from '../errors.ts';
 import type { ManifestFile } from '../render/parse.ts';
 import { type ReleaseImage, syncRevision } from '../report/ledger.ts';
-import { kustomizeOptions } from '../sources/build/kustomize.ts';
-import { kustomizationsAt, kustomizeGit, kustomizeLocal } from '../sources/build/kustomize-sources.ts';
-import { toolLimits } from '../sources/build/tool.ts';
+import { kustomizationsAt } from '../sources/build/kustomize-sources.ts';
+import { type ClusterCapabilities, deploymentManifests } from '../sources/deployment-manifests.ts';
 import { createPathFilter, isManifestPath } from '../sources/git/paths.ts';
 import type { GitRepository } from '../sources/git/repository.ts';
-import { readManifestFiles } from '../sources/local/files.ts';
 import type { RegistryClient } from '../sources/registry/client.ts';
 import { pollRegistry } from '../sources/registry/poll.ts';
-import { type AgeIdentity, loadAgeIdentities } from '../sources/sops/age-keys.ts';
-import { decryptFiles } from '../sources/sops/decrypt.ts';
-import { type ClusterCapabilities, chartFromFolder, chartFromGit } from './chart-files.ts';
 import type { Logger } from './logger.ts';
 
 export interface DeploymentState {
@@ -196,54 +191,15 @@ export async function syncLocalSource(
 }
 
 /**
- * The manifests of deployment `d` at `commit` (for a Git source), or as its local folder holds them now, with SOPS
- * files decrypted (the key file is read only when a file is encrypted).
+ * The manifests of deployment `d` at `commit` (for a Git source), or as its local folder holds them now, read by
+ * the one reader of a deployment's manifests (src/sources/deployment-manifests.ts).
  */
-export async function manifestFiles(
-  state: SourceState,
-  d: DeploymentState,
-  commit: string | undefined,
-): Promise<ManifestFile[]> {
-  const files = await sourceFiles(state, d, commit);
-  return decryptFiles(files, keys(state));
-}
-
-/** The age identities of the configuration, read when a file turns out to be encrypted. */
-function keys(state: SourceState): () => Promise<AgeIdentity[]> {
-  return () => loadAgeIdentities(state.config.decryption.ageKeyFile);
-}
-
-async function sourceFiles(
+export function manifestFiles(
   state: SourceState,
   d: DeploymentState,
   commit: string | undefined,
 ): Promise<ManifestFile[]> {
   const repo = state.repos.get(d.spec.source);
-  if (repo) {
-    if (!commit) throw new Error(`no commit of ${d.spec.source} is known yet`);
-    await repo.fetch(commit);
-    if (d.spec.helm)
-      return chartFromGit(
-        repo,
-        commit,
-        d.spec,
-        await state.capabilities?.(),
-        keys(state),
-        toolLimits(state.config.render),
-      );
-    const files = await repo.files(commit, d.spec.paths, d.spec.exclude);
-    return kustomizeGit(repo, commit, d.spec.paths, d.spec.exclude, files, kustomizeOptions(state.config));
-  }
-  const local = state.config.sources.local.find((s) => s.name === d.spec.source);
-  if (!local) throw new Error(`deployment ${d.spec.name}: no source ${d.spec.source}`);
-  if (d.spec.helm)
-    return chartFromFolder(
-      local.path,
-      d.spec,
-      await state.capabilities?.(),
-      keys(state),
-      toolLimits(state.config.render),
-    );
-  const paths = d.spec.paths.map((p) => (p === '.' ? local.path : `${local.path}/${p}`));
-  return kustomizeLocal(paths, await readManifestFiles(paths), kustomizeOptions(state.config), local.path);
+  if (repo && !commit) throw new Error(`no commit of ${d.spec.source} is known yet`);
+  return deploymentManifests(state, d.spec, repo && commit ? { git: repo, commit } : {});
 }

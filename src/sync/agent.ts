@@ -13,6 +13,7 @@ import { ensureNamespace } from '../kube/namespace.ts';
 import type { ManifestFile } from '../render/parse.ts';
 import { current, Ledger } from '../report/ledger.ts';
 import type { AgentMetrics } from '../server/metrics.ts';
+import type { ClusterCapabilities } from '../sources/deployment-manifests.ts';
 import { GitRepository } from '../sources/git/repository.ts';
 import { filesRevision, watchFolder } from '../sources/local/watch.ts';
 import { createRegistryClient } from '../sources/registry/create.ts';
@@ -27,13 +28,13 @@ import {
   type SourceState,
   syncLocalSource,
 } from './agent-sources.ts';
-import type { ClusterCapabilities } from './chart-files.ts';
 import { Control } from './control.ts';
 import type { Logger } from './logger.ts';
 import { outcomeOf } from './outcome.ts';
 import { SyncQueue } from './queue.ts';
 import { reconcile } from './reconcile.ts';
 import { planReload, type ReloadPlan } from './reload.ts';
+import { cappedRetry, retryIntervalOf } from './retry.ts';
 import { Withdrawn } from './superseded.ts';
 import { endInterrupted, type SyncDeps, type SyncReporter, syncDeployment } from './sync-deployment.ts';
 
@@ -367,7 +368,7 @@ export class Agent {
                 'error',
                 `cannot read the manifests: ${errorMessage(error)}`,
               );
-            return outcomeOf({ outcome: 'error', error } as never);
+            return cappedRetry(outcomeOf({ outcome: 'error', error } as never), this.retryInterval(d));
           }
           filesError = error;
         }
@@ -397,10 +398,15 @@ export class Agent {
           d.sameAs = undefined;
         }
         if (request) await this.control.finished(request, report, release);
-        return outcomeOf(report);
+        return cappedRetry(outcomeOf(report), this.retryInterval(d));
       },
       supersedingLabel(trigger, commit, images),
     );
+  }
+
+  /** The longest wait before a failed sync of `d` that may pass is retried (retry.ts). */
+  private retryInterval(d: DeploymentState): number {
+    return retryIntervalOf(this.deps.config, d.spec);
   }
 
   private syncDeps(): SyncDeps {

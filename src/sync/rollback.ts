@@ -1,4 +1,5 @@
-// `mooring rollback`: re-applies exactly a recorded release (its commit's manifests, its image digests; the
+// `mooring rollback`: re-applies exactly a recorded release (its commit's manifests as its sync built them, read
+// by the one reader of a deployment's manifests; its image digests; the
 // versioned ConfigMaps and Secrets come back under the same names because their content is the same), waits for
 // stability, and sets a rollback fence so that the agent leaves the deployment alone until a new commit or image
 // arrives, or `mooring resume`.
@@ -8,6 +9,7 @@ import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import { current, type Ledger, type Release } from '../report/ledger.ts';
+import { deploymentManifests } from '../sources/deployment-manifests.ts';
 import { GitRepository } from '../sources/git/repository.ts';
 import { createRegistryClient } from '../sources/registry/create.ts';
 import { pollRegistry } from '../sources/registry/poll.ts';
@@ -69,8 +71,12 @@ export async function rollback(
   if (!target.commit) throw new StalledError(`release ${target.id} of deployment ${name} records no commit`);
 
   const repo = new GitRepository(source, { cacheDir: deps.cacheDir });
-  await repo.fetch(target.commit);
-  const files = await repo.files(target.commit, spec.paths, spec.exclude);
+  // Exactly as the sync built it: the chart rendered, kustomizations built, SOPS files decrypted.
+  const files = await deploymentManifests(
+    { config, capabilities: () => deps.discovery.capabilities() },
+    spec,
+    { git: repo, commit: target.commit },
+  );
 
   // Where the sources are now: only a commit or image past these lifts the fence.
   const heads = { commit: (await repo.resolve()).commit, images: {} as Record<string, string> };

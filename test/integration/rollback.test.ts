@@ -157,3 +157,141 @@ server: {port: 0, address: 127.0.0.1}
     ]);
   });
 });
+
+describe('mooring rollback of Kustomize and Helm deployments', () => {
+  const kzNs = useNamespace('rollback-kz');
+  const chartNs = useNamespace('rollback-chart');
+  const stops: (() => Promise<void>)[] = [];
+  afterAll(async () => {
+    for (const stop of stops) await stop();
+  });
+
+  it('rebuilds the recorded commit as its sync did: the kustomization built, the chart rendered with its values', async () => {
+    const env = testbed();
+    process.env.MOORING_HELM = env.tools.helm;
+    process.env.MOORING_KUBECTL = env.tools.kubectl;
+    const suffix = Date.now().toString(36);
+    const repo = await createBareRepo(env.git.root, `rollback-formats-${suffix}`);
+    const round = (n: number) => ({
+      'kz/base/kustomization.yaml': 'resources: [settings.yaml]\n',
+      'kz/base/settings.yaml': `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: base-settings}\ndata: {ROUND: "${n}"}\n`,
+      'kz/overlay/kustomization.yaml': `resources: [../base]\nnamePrefix: shop-\nconfigMapGenerator:\n  - name: generated\n    literals: [ROUND=${n}]\ngeneratorOptions: {disableNameSuffixHash: true}\n`,
+      'chart/Chart.yaml': 'apiVersion: v2\nname: web\nversion: 1.0.0\n',
+      'chart/values.yaml': `round: ${n}\n`,
+      'chart/templates/settings.yaml':
+        'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ .Release.Name }}-settings}\ndata: {ROUND: "{{ .Values.round }}"}\n',
+    });
+    await commitFiles(repo, round(1));
+    const dir = await manifestDir({ user: env.git.username, password: env.git.password });
+    const configFile = join(dir, 'mooring.yaml');
+    await writeFile(
+      configFile,
+      `cluster: {kubeconfig: ${env.kube.kubeconfig}, namespace: mooring-formats-${suffix}}
+sources:
+  git:
+    - {name: app, url: "${env.git.url}/rollback-formats-${suffix}.git", interval: 1s, credentials: {username: {file: ${dir}/user}, password: {file: ${dir}/password}}}
+deployments:
+  - {name: kz, namespace: ${kzNs()}, source: app, paths: [kz/overlay], stability: {timeout: 1m}}
+  - {name: chart, namespace: ${chartNs()}, source: app, paths: [chart], helm: {chart: chart, valuesFiles: [chart/values.yaml]}, stability: {timeout: 1m}}
+server: {port: 0, address: 127.0.0.1}
+`,
+    );
+    const controller = new AbortController();
+    const running = runAgent(
+      await loadConfigFile(configFile),
+      createLogger({ destination: lineSink().destination, level: 'debug' }),
+      { access: {} },
+      controller.signal,
+    );
+    stops.push(async () => {
+      controller.abort();
+      await running;
+      await runTool(env.tools.kubectl, [
+        '--kubeconfig',
+        env.kube.kubeconfig,
+        'delete',
+        'namespace',
+        `mooring-formats-${suffix}`,
+        '--wait=false',
+      ]);
+    });
+    // The rounds of the versioned ConfigMaps in a namespace, by artifact name.
+    const rounds = async (namespace: string) => {
+      const out = await runTool(env.tools.kubectl, [
+        '--kubeconfig',
+        env.kube.kubeconfig,
+        '-n',
+        namespace,
+        'get',
+        'configmaps',
+        '-o',
+        'json',
+      ]);
+      const items = (
+        JSON.parse(out.stdout) as { items: { metadata: { name: string }; data?: { ROUND?: string } }[] }
+      ).items;
+      return items
+        .filter((i) => /-v\d{3}$/.test(i.metadata.name))
+        .map((i) => `${i.metadata.name}=${i.data?.ROUND}`)
+        .sort();
+    };
+    const stableReleases = async (deployment: string) => {
+      const out = await mooring('history', deployment, '--config', configFile, '-o', 'json');
+      if (out.code !== 0) return [];
+      const data = JSON.parse(out.stdout) as { items: { id: number; result: string }[] };
+      return data.items.filter((r) => r.result === 'stable').map((r) => r.id);
+    };
+    const first = await eventually(
+      'both deployments at round 1',
+      async () => {
+        const [kz, chart] = [await stableReleases('kz'), await stableReleases('chart')];
+        return kz.length === 1 && chart.length === 1 ? { kz: kz[0], chart: chart[0] } : undefined;
+      },
+      90_000,
+    );
+    expect(await rounds(kzNs())).toEqual(['shop-base-settings-v000=1', 'shop-generated-v000=1']);
+    expect(await rounds(chartNs())).toEqual(['chart-settings-v000=1']);
+
+    await commitFiles(repo, round(2));
+    await eventually(
+      'both deployments at round 2',
+      async () =>
+        (await stableReleases('kz')).length === 2 && (await stableReleases('chart')).length === 2
+          ? true
+          : undefined,
+      90_000,
+    );
+
+    for (const [deployment, namespace, expected] of [
+      ['kz', kzNs(), 'shop-generated-v000=1'],
+      ['chart', chartNs(), 'chart-settings-v000=1'],
+    ] as const) {
+      const back = await mooring(
+        'rollback',
+        deployment,
+        '--to',
+        String(first[deployment]),
+        '--config',
+        configFile,
+      );
+      expect(back.code, back.stdout + back.stderr).toBe(0);
+      expect(back.stdout).toMatch(/rolled back to release \d+/);
+      expect(back.stdout.length).toBeLessThan(5000);
+      // The workloads' configuration is the round-1 version again (versions are reused, not made anew).
+      expect(await rounds(namespace)).toContain(expected);
+      const history = await mooring('history', deployment, '--config', configFile, '-o', 'json');
+      const items = (JSON.parse(history.stdout) as { items: { trigger: string; result: string }[] }).items;
+      expect(items[0]).toMatchObject({ trigger: 'rollback', result: 'stable' });
+    }
+    // No Kustomization object was ever sent to the cluster.
+    const sent = await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      '-n',
+      kzNs(),
+      'get',
+      'all',
+    ]);
+    expect(sent.stdout).not.toMatch(/Kustomization/i);
+  }, 240_000);
+});

@@ -16,10 +16,9 @@ import { Discovery } from '../../kube/discovery.ts';
 import { diffSummary } from '../../render/diff-text.ts';
 import type { KubeObject } from '../../render/manifest.ts';
 import { current, Ledger } from '../../report/ledger.ts';
+import { deploymentManifests } from '../../sources/deployment-manifests.ts';
 import { GitRepository } from '../../sources/git/repository.ts';
-import { manifestFiles, type SourceState } from '../../sync/agent-sources.ts';
 import { type DeployRequest, deploy } from '../../sync/deploy.ts';
-import { createLogger } from '../../sync/logger.ts';
 import { cliOwner, planPrune } from '../../sync/prune.ts';
 import { type ClusterFlags, clusterAccess, manifestBoundary, withManifestFlags } from '../cluster-flags.ts';
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
@@ -120,27 +119,22 @@ async function deploymentInput(
     if (!git && !local)
       throw new StalledError(`${file}: deployment ${name} reads source ${spec.source}, which is not defined`);
     // The manifests exactly as the agent reads them: a chart rendered, kustomizations built, SOPS files decrypted.
-    const state: SourceState = {
+    const ctx = {
       config: { ...config, decryption: { ageKeyFile: flags.ageKeyFile ?? config.decryption.ageKeyFile } },
-      log: createLogger({ level: 'silent' }),
-      deployments: new Map(),
-      repos: new Map(),
-      registries: new Map(),
-      knownDigests: new Map(),
       capabilities: () => new Discovery(api).capabilities(),
     };
     let commit: string | undefined;
+    let repo: GitRepository | undefined;
     if (git) {
       const cacheDir = process.env.MOORING_CACHE_DIR ?? join(homedir(), '.cache', 'mooring', 'sources');
-      const repo = new GitRepository(git, { cacheDir });
+      repo = new GitRepository(git, { cacheDir });
       commit = (await repo.resolve()).commit;
-      state.repos.set(git.name, repo);
       notes.push(`deployment ${name}: manifests of ${repo.url} at ${commit.slice(0, 12)}`);
     }
-    const files: DeployRequest['files'] = await manifestFiles(
-      state,
-      { spec, commit, deployed: undefined },
-      commit,
+    const files: DeployRequest['files'] = await deploymentManifests(
+      ctx,
+      spec,
+      repo && commit ? { git: repo, commit } : {},
     );
     // The images the agent runs now: those of the deployment's current release.
     const release = current(await new Ledger(api, config.cluster.namespace).read(name));

@@ -4,14 +4,14 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Deployment } from '../config/schema.ts';
-import { StalledError } from '../errors.ts';
-import type { ManifestFile } from '../render/parse.ts';
-import { apiVersionsOf, isChart, renderChart } from '../sources/build/helm.ts';
-import type { ToolLimits } from '../sources/build/tool.ts';
-import { checkoutTree } from '../sources/git/checkout.ts';
-import type { GitRepository } from '../sources/git/repository.ts';
-import type { IdentitySource } from '../sources/sops/decrypt.ts';
+import type { Deployment } from '../../config/schema.ts';
+import { StalledError } from '../../errors.ts';
+import type { ManifestFile } from '../../render/parse.ts';
+import { checkoutTree } from '../git/checkout.ts';
+import type { GitRepository } from '../git/repository.ts';
+import type { IdentitySource } from '../sops/decrypt.ts';
+import { apiVersionsOf, isChart, renderChart } from './helm.ts';
+import type { ToolLimits } from './tool.ts';
 
 export interface ClusterCapabilities {
   kubeVersion: string;
