@@ -313,6 +313,16 @@ export const deployment = z.strictObject({
   allowEmpty: z.boolean().default(false),
   /** Versions kept of each versioned ConfigMap/Secret without strategy.spinnaker.io/max-version-history. */
   versionHistory: z.number().int().min(1).max(1000).default(10),
+  /**
+   * Create the deployment's namespace (with mooring's labels) when it does not exist, before the first write. It
+   * is never pruned. Without it, a missing namespace fails the sync, which is retried.
+   */
+  createNamespace: z.boolean().default(false),
+  /**
+   * The longest wait between retries of a sync that failed for a reason that may pass (an unreachable API server,
+   * a namespace not created yet); back-off with full jitter up to it. Default: the poll interval of its source.
+   */
+  retryInterval: interval.optional(),
 });
 export type Deployment = z.infer<typeof deployment>;
 

@@ -59,6 +59,11 @@ export interface ApplyOptions {
    * written there, so a set refused whole records nothing, and a sync cut short leaves no write unrecorded.
    */
   beforeWrite?: () => Promise<void>;
+  /**
+   * A dry run's: namespaces a deploy would create first. Their objects cannot be read or validated yet and are
+   * reported as created.
+   */
+  absentNamespaces?: ReadonlySet<string> | undefined;
   /** How long a recreate waits for the old object to go, and a CRD to be established. */
   waitTimeoutMs?: number;
   /**
@@ -72,7 +77,10 @@ export class Applier {
   private readonly api: KubeApi;
   private readonly discovery: Discovery;
   private readonly options: Required<
-    Omit<ApplyOptions, 'onResult' | 'onPreview' | 'dryRun' | 'validateFirst' | 'beforeWrite'>
+    Omit<
+      ApplyOptions,
+      'onResult' | 'onPreview' | 'dryRun' | 'validateFirst' | 'beforeWrite' | 'absentNamespaces'
+    >
   > &
     ApplyOptions;
 
@@ -212,6 +220,7 @@ export class Applier {
         }),
     );
     const deferred = new Set<ApplyTarget>();
+    const absent = new Set<ApplyTarget>();
     const resources = new Map<ApplyTarget, ResourceInfo>();
     const lives = new Map<ApplyTarget, LiveSummary | undefined>();
     const dryRuns = new Map<ApplyTarget, LiveSummary | undefined>();
@@ -234,6 +243,10 @@ export class Applier {
       }
       resources.set(target, info);
       const ns = object.metadata.namespace;
+      if (info.namespaced && ns && this.options.dryRun && this.options.absentNamespaces?.has(ns)) {
+        absent.add(target);
+        return;
+      }
       if (info.namespaced && ns && newNamespaces.has(ns) && !(await namespaceExists(this.api, ns))) {
         deferred.add(target);
         return;
@@ -276,6 +289,11 @@ export class Applier {
           }
         }
         if (!info) throw new Error(`no resource for ${place(target)}`);
+        if (absent.has(target)) {
+          const result: ApplyResult = { target, action: 'created', live: undefined, resource: info };
+          this.options.onResult?.(result);
+          return result;
+        }
         const result = await this.write(info, target, live, preview);
         this.options.onResult?.(result);
         return result;

@@ -107,6 +107,11 @@ export class CommitStatusSync implements SyncReporter {
   private readonly config: MooringConfig;
   private readonly log: Logger;
   private readonly http: HttpOptions;
+  /**
+   * The commit each deployment's last sync failed at for a reason that may pass: the agent retries it, and a
+   * retry posts no new "pending" (only an end that differs from the last, as the reporter posts nothing twice).
+   */
+  private readonly retrying = new Map<string, string>();
   /** Undelivered final statuses; undefined when there is no cluster to keep them in. */
   readonly outbox: StatusOutbox | undefined;
 
@@ -167,6 +172,10 @@ export class CommitStatusSync implements SyncReporter {
     const reporter = this.reporter(sync.deployment);
     const url = this.repoUrl(sync.deployment);
     if (!reporter || !url || !sync.commit) return;
+    if (this.retrying.get(sync.deployment.name) === sync.commit) {
+      this.log.debug({ deployment: sync.deployment.name }, 'a retry of the same commit: pending not posted');
+      return;
+    }
     const gate = this.gate(sync.deployment, url);
     // A late "pending" would only be wrong, so it is not kept; while the API backs off, it is not even tried.
     if (this.outbox && !this.outbox.isOpen(gate)) {
@@ -218,6 +227,10 @@ export class CommitStatusSync implements SyncReporter {
     const reporter = this.reporter(sync.deployment);
     const url = this.repoUrl(sync.deployment);
     if (!reporter || !url) return;
+    const retried = report.outcome === 'error' && classify(report.error).action !== 'stop';
+    if (retried && sync.commit && sync.trigger !== 'drift' && sync.trigger !== 'config')
+      this.retrying.set(sync.deployment.name, sync.commit);
+    else this.retrying.delete(sync.deployment.name);
     // A sync that never posted "pending" (no commit) has nothing to end; a cancelled one must end its pending.
     const outcome = describeOutcome(report, release, sync.trigger, sync.signal, sync.commit);
     if (sync.commit) await this.final(sync.deployment, reporter, url, undefined, sync.commit, outcome);

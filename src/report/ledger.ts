@@ -154,23 +154,29 @@ export class Ledger {
     }
   }
 
-  /** Records a release (bounded fields), newest first; returns it with its id. */
+  /**
+   * Records a release (bounded fields), newest first; returns it with its id. A retry that failed exactly as the
+   * newest release did (same revision, same error, nothing else written) takes that release's place and id, so
+   * that a sync retried for hours (a namespace that does not exist yet) does not push the history out.
+   */
   async append(release: Omit<Release, 'id'>): Promise<Release> {
     const data = await this.read(release.deployment);
-    const id = (data.releases[0]?.id ?? 0) + 1;
+    const newest = data.releases[0];
     const bounded: Release = {
       ...release,
-      id,
+      id: (newest?.id ?? 0) + 1,
       objects: release.objects.slice(0, MAX_OBJECTS),
       ...(release.drift
         ? { drift: release.drift.slice(0, MAX_OBJECTS).map((d) => ({ ...d, fields: d.fields.slice(0, 20) })) }
         : {}),
       messages: release.messages.slice(0, MAX_MESSAGES).map((m) => m.slice(0, MAX_MESSAGE)),
     };
+    const repeated = newest !== undefined && sameFailure(newest, bounded);
+    if (repeated) bounded.id = newest.id;
     // The release ends the attempt that made it.
     await this.write(release.deployment, {
       ...data,
-      releases: [bounded, ...data.releases],
+      releases: [bounded, ...data.releases.slice(repeated ? 1 : 0)],
       attempt: undefined,
     });
     return bounded;
@@ -187,6 +193,12 @@ export class Ledger {
     const data = await this.read(deployment);
     await this.write(deployment, { ...data, fence });
   }
+}
+
+function sameFailure(a: Omit<Release, 'id'>, b: Omit<Release, 'id'>): boolean {
+  const what = (r: Omit<Release, 'id'>) =>
+    JSON.stringify([r.revision, r.trigger, r.commit, r.versions, r.objects, r.messages]);
+  return a.result === 'error' && b.result === 'error' && what(a) === what(b);
 }
 
 /** The newest release that ended stable: what the deployment is at. */

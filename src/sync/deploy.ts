@@ -1,6 +1,6 @@
 // One deploy, as an ordered list of stages with one signature, run until the first error, and one finalizer that
 // writes the report (the shape of Flux's reconcilers): read the cluster -> render -> apply -> wait -> history.
-import { classify, errorMessage, TransientError } from '../errors.ts';
+import { classify, errorMessage, TransientError, WaitingError } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import { Applier, type ApplyOptions, type ApplyResult, type ApplyTarget } from '../kube/apply.ts';
 import { ClusterCache } from '../kube/cache.ts';
@@ -17,6 +17,7 @@ import {
   sameInventory,
   unionOf,
 } from '../kube/inventory.ts';
+import { createNamespace, namespaceExists } from '../kube/namespace.ts';
 import { executePrune, pruneTargets } from '../kube/prune.ts';
 import { discoverClusterScoped } from '../kube/scope.ts';
 import { readSnapshot } from '../kube/snapshot.ts';
@@ -72,12 +73,20 @@ export interface DeployRequest {
   versionHistory?: number;
   /** Versioned objects that recorded releases name (`ConfigMap app-config-v003`): never collected. */
   keepVersions?: ReadonlySet<string>;
+  /** Create `namespace` (with mooring's labels) when it does not exist, before the first write; never pruned. */
+  createNamespace?: boolean;
+  /** How to say what creates a missing `namespace`, in the error that names it. */
+  namespaceAdvice?: string;
 }
+
+/** How long a sync that found its namespace missing waits before it looks again (the agent caps it). */
+export const MISSING_NAMESPACE_RETRY_MS = 30_000;
 
 export type DeployEvent =
   | { type: 'applied'; result: ApplyResult }
   | { type: 'progress'; object: string; state: string; message: string }
   | { type: 'pruned'; object: string }
+  | { type: 'namespace-created'; namespace: string }
   | { type: 'warning'; message: string };
 
 export interface DeployReport {
@@ -121,6 +130,8 @@ interface Context {
   recordInventory?: (entries: InventoryEntry[]) => Promise<void>;
   prune?: PruneReport;
   drift?: DriftFinding[];
+  /** A dry run's: namespaces a deploy would create, whose objects the server cannot validate yet. */
+  absentNamespaces?: ReadonlySet<string>;
 }
 
 type Stage = (ctx: Context) => Promise<void>;
@@ -182,6 +193,45 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
         ? await readHashKey(api, keyNamespace)
         : await ensureHashKey(api, keyNamespace);
     }
+  };
+  // The namespaces the objects go into exist, or are created here (createNamespace; not in a dry run), before the
+  // whole-set dry run: a missing one is one line, not a 404 per object. One the set itself holds is created by the
+  // apply, in its phase.
+  const namespaceStage: Stage = async (ctx) => {
+    const objects = ctx.rendered?.objects ?? [];
+    const created = new Set(objects.filter((o) => o.kind === 'Namespace').map((o) => o.metadata.name));
+    const used = [...new Set(objects.map((o) => o.metadata.namespace))].filter(
+      (ns): ns is string => ns !== undefined && !created.has(ns),
+    );
+    const missing: string[] = [];
+    for (const ns of used.sort()) {
+      // An identity allowed only into its namespaces may not read them: the apply itself tells then.
+      const exists = await namespaceExists(api, ns).catch((error: unknown) => {
+        if (isAccessDenied(error)) return true;
+        throw error;
+      });
+      if (!exists) missing.push(ns);
+    }
+    const own = missing.includes(request.namespace) && request.createNamespace === true;
+    const others = missing.filter((ns) => !own || ns !== request.namespace);
+    if (others.length > 0) {
+      const advice = (ns: string) => (ns === request.namespace && request.namespaceAdvice) || 'create it';
+      throw new WaitingError(
+        others.map((ns) => `namespace "${ns}" does not exist: ${advice(ns)}`).join('; '),
+        MISSING_NAMESPACE_RETRY_MS,
+      );
+    }
+    if (!own) return;
+    if (request.dryRun) {
+      ctx.absentNamespaces = new Set([request.namespace]);
+      deps.onEvent?.({
+        type: 'warning',
+        message: `namespace "${request.namespace}" does not exist: a deploy would create it (its objects are not validated by the server)`,
+      });
+      return;
+    }
+    await createNamespace(api, request.namespace);
+    deps.onEvent?.({ type: 'namespace-created', namespace: request.namespace });
   };
   const renderStage: Stage = async (ctx) => {
     ctx.rendered = render({
@@ -271,6 +321,7 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
         deps.onEvent?.({ type: 'applied', result });
       },
       onPreview: deps.onPreview,
+      absentNamespaces: ctx.absentNamespaces,
       beforeWrite: async () => ctx.recordInventory?.(ctx.desired ?? []),
     });
     try {
@@ -366,6 +417,7 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       for (const stage of [
         readCluster,
         renderStage,
+        namespaceStage,
         inventoryStage,
         driftStage,
         applyStage,

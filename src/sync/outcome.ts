@@ -17,7 +17,13 @@ export function outcomeOf(report: DeployReport): SyncOutcome {
       // The manifests are wrong for this cluster, or the cluster cannot run them: a retry of the same revision
       // would fail the same way. A new revision (or a restart) tries again.
       return { result: 'stalled' };
-    case 'error':
-      return classify(report.error).action === 'stop' ? { result: 'stalled' } : { result: 'retry' };
+    case 'error': {
+      // A failure that said when to look again (a namespace not there yet) is retried then; others back off.
+      const disposition = classify(report.error);
+      if (disposition.action === 'stop') return { result: 'stalled' };
+      return disposition.action === 'retry-after'
+        ? { result: 'retry', delayMs: disposition.delayMs }
+        : { result: 'retry' };
+    }
   }
 }

@@ -1,13 +1,17 @@
 // The sync queue: one lane per deployment (syncs of a deployment never overlap), triggers coalesced (many
 // triggers while a sync waits or runs give one sync of the newest revision), a global limit on syncs at once,
 // a new revision cancelling the stability wait of the sync in progress, exponential back-off with jitter after
-// transient failures, and no retry after a failure the user must fix until a new revision arrives.
+// failures that may pass (capped per deployment: its retryInterval), and no retry after a failure the user must
+// fix until a new revision arrives.
 import { Superseded } from './superseded.ts';
 
 export type SyncOutcome =
   | { result: 'done' }
-  /** Transient (network, 5xx, conflict): retry the same revision after a back-off. */
-  | { result: 'retry' }
+  /**
+   * May pass (network, 5xx, conflict, a namespace not there yet): retry the same revision after a back-off, or
+   * after `delayMs` when the failure said when; never later than `maxDelayMs` (the deployment's retryInterval).
+   */
+  | { result: 'retry'; delayMs?: number | undefined; maxDelayMs?: number | undefined }
   /** The user must act (bad manifest, forbidden): wait for a new revision. */
   | { result: 'stalled' }
   | { result: 'cancelled' };
@@ -136,7 +140,7 @@ export class SyncQueue {
     lane.settled = { revision: job.revision, result: outcome.result };
     this.options.onEvent?.({ deployment, revision: job.revision, type: 'end', detail: outcome.result });
     if (outcome.result === 'retry' && !lane.pending && !this.stopping) {
-      const delay = this.backoff(lane.attempts++);
+      const delay = this.retryDelay(lane.attempts++, outcome);
       this.options.onEvent?.({
         deployment,
         revision: job.revision,
@@ -177,9 +181,22 @@ export class SyncQueue {
   }
 
   /** Full jitter: a random delay up to base * 2^attempt, capped (AWS's "exponential backoff and jitter"). */
-  backoff(attempt: number): number {
-    const ceiling = Math.min(this.options.backoffMaxMs, this.options.backoffBaseMs * 2 ** attempt);
+  backoff(attempt: number, maxMs = this.options.backoffMaxMs): number {
+    const ceiling = Math.min(maxMs, this.options.backoffBaseMs * 2 ** attempt);
     return Math.max(1, Math.round(this.options.random() * ceiling));
+  }
+
+  /**
+   * When retry number `attempt` (from 0) of a failed sync runs: after the delay the failure asked for (a
+   * WaitingError's), else after the back-off; never later than the outcome's cap (else the queue's).
+   */
+  retryDelay(
+    attempt: number,
+    outcome: { delayMs?: number | undefined; maxDelayMs?: number | undefined } = {},
+  ): number {
+    const cap = outcome.maxDelayMs ?? this.options.backoffMaxMs;
+    if (outcome.delayMs !== undefined) return Math.max(1, Math.min(cap, Math.round(outcome.delayMs)));
+    return this.backoff(attempt, cap);
   }
 
   /** Resolves when nothing runs and nothing is ready to run (scheduled retries do not count). */

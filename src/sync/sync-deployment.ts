@@ -124,6 +124,8 @@ export async function syncDeployment(
             },
             versionHistory: deployment.versionHistory,
             keepVersions,
+            createNamespace: deployment.createNamespace,
+            namespaceAdvice: `create it, or set createNamespace: true on deployment ${deployment.name} (--create-namespace for mooring deploy)`,
             ...(drift ? { drift: config.drift.mode, dryRun: config.drift.mode === 'report' } : {}),
           },
         );

@@ -36,6 +36,7 @@ interface DeployFlags extends ClusterFlags {
   ageKeyFile?: string;
   values?: string[];
   releaseName?: string;
+  createNamespace?: boolean;
 }
 
 function describeApplied(r: ApplyResult): string {
@@ -82,6 +83,10 @@ export function deployCommand(program: Command, print: (text: string) => void): 
       'versions kept of each versioned ConfigMap/Secret without max-version-history',
       '10',
     )
+    .option(
+      '--create-namespace',
+      'create the namespace (labelled app.kubernetes.io/managed-by: mooring) when it does not exist; it is never pruned',
+    )
     .option('-o, --output <format>', 'table (lines), json or yaml of the report', 'table')
     .action(async (paths: string[], flags: DeployFlags) => {
       const timeoutMs = waitTimeout(flags.timeout);
@@ -125,6 +130,7 @@ export function deployCommand(program: Command, print: (text: string) => void): 
               if (event.type === 'applied') print(describeApplied(event.result));
               else if (event.type === 'pruned') print(`${kubectlStyle(event.object)} pruned`);
               else if (event.type === 'warning') print(`warning: ${redact(event.message)}`);
+              else if (event.type === 'namespace-created') print(`namespace/${event.namespace} created`);
               // Progress as kubectl rollout status shows it: each change of an object's verdict, once.
               else if (event.state !== 'stable' && !event.message.endsWith('not observed yet'))
                 print(redact(event.message));
@@ -151,6 +157,8 @@ export function deployCommand(program: Command, print: (text: string) => void): 
               bestEffort: true,
             },
             versionHistory,
+            createNamespace: flags.createNamespace ?? false,
+            namespaceAdvice: 'create it, or give --create-namespace',
           },
         );
         const report = redactReport(deployed, redact);
