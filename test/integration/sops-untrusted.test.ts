@@ -2,11 +2,12 @@
 // encrypted_regex is `^(a+)+$` and whose key is forty `a`s and a `!` (a backtracking engine would block the event
 // loop for hours): the agent, as its own process, answers /healthz all along and fails the commit with a clear
 // status, then does the same for a rule RE2 refuses. A chart whose templates do `fail`, `required` and `tpl`
-// over a SOPS-encrypted values file: the decrypted password appears in no commit status, ledger, Event, status page
-// answer or log line. A plain SOPS file whose decrypted value render refuses and quotes: hidden from the agent's
+// over a SOPS-encrypted values file, that puts it where render refuses and quotes it, or copies it into a
+// ConfigMap: the decrypted password appears in no commit status, ledger, Event, status page answer, audit record
+// or log line. A plain SOPS file whose decrypted value render refuses and quotes: hidden from the agent's
 // status and ledger, and from mooring deploy and render. `mooring render` hides decrypted values used as a
 // Secret's type or copied into a ConfigMap.
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -262,6 +263,7 @@ deployments:
     stability: {timeout: 1m}
     commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${files}/token}}
 decryption: {ageKeyFile: ${files}/keys.txt}
+audit: {file: ${files}/audit.jsonl}
 server: {port: 0, address: 127.0.0.1, statusPage: {enabled: true, anonymous: true}}
 `);
     stops.push(agent.stop);
@@ -281,8 +283,28 @@ server: {port: 0, address: 127.0.0.1, statusPage: {enabled: true, anonymous: tru
       expect(status.description, name).toContain('<redacted>');
       descriptions.push(status.description);
     }
-    // The chart rendered with the password where it belongs: deployed, the value in the cluster only.
-    const good = await commitFiles(repo, chart('{{ .Values.password | quote }}'));
+    // The chart renders, but puts the password where mooring's render refuses it and quotes it (a name): the
+    // finalizer hides it, knowing the values the chart's build decrypted.
+    const named = await commitFiles(repo, {
+      ...chart('x'),
+      'charts/app/templates/named.yaml':
+        'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: "{{ .Values.password }}_x"}\n',
+    });
+    const refused = await eventually('the badly named object reported', async () => ended(named), 90_000);
+    expect(refused.state).toBe('failure');
+    expect(refused.description).toContain('<redacted>');
+    descriptions.push(refused.description);
+    // The chart rendered with the password where it belongs: deployed, the value in the cluster only; a copy of it
+    // in a ConfigMap is hidden from the audit log.
+    const good = await commitFiles(repo, {
+      ...chart('{{ .Values.password | quote }}'),
+      'charts/app/templates/named.yaml': null,
+      'charts/app/templates/copy.yaml': `apiVersion: v1
+kind: ConfigMap
+metadata: {name: copy, annotations: {strategy.spinnaker.io/versioned: "false"}}
+data: {dsn: "pg://app:{{ .Values.password }}@db"}
+`,
+    });
     expect((await eventually('the good chart reported', async () => ended(good), 90_000)).state).toBe(
       'success',
     );
@@ -297,6 +319,8 @@ server: {port: 0, address: 127.0.0.1, statusPage: {enabled: true, anonymous: tru
     );
     expect(Buffer.from(stored.stdout, 'base64').toString()).toBe(PASSWORD);
 
+    const audited = await readFile(join(files, 'audit.jsonl'), 'utf8');
+    expect(audited).toContain('"dsn":"pg://app:<redacted>@db"');
     const ledger = await kubectl('-n', chartAgentNs(), 'get', 'configmaps', '-o', 'yaml');
     expect(ledger.stdout).toContain('helm template failed');
     const events = await kubectl('get', 'events', '--all-namespaces', '-o', 'yaml');
@@ -307,6 +331,7 @@ server: {port: 0, address: 127.0.0.1, statusPage: {enabled: true, anonymous: tru
       events.stdout,
       page,
       agent.lines.join('\n'),
+      audited,
       ...descriptions,
     ];
     const forms = [PASSWORD, Buffer.from(PASSWORD).toString('base64'), PASSWORD.slice(0, 20)];

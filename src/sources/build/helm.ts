@@ -140,7 +140,13 @@ export async function renderChart(request: ChartRequest): Promise<ManifestFile> 
       secrets: staged?.secrets,
       ...(staged ? { clean: (why: string) => staged.clean(why) } : {}),
     });
-    return { path: `${request.label} (helm template ${request.releaseName})`, text };
+    // The values decrypted into the chart's copy go with its output: whatever later quotes the rendered objects (a
+    // render error, the audit log) redacts them.
+    return {
+      path: `${request.label} (helm template ${request.releaseName})`,
+      text,
+      ...(staged ? { secrets: staged.secrets } : {}),
+    };
   } finally {
     await rm(home, { recursive: true, force: true });
     await staged?.remove();

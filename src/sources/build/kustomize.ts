@@ -101,7 +101,8 @@ async function build(
       return text;
     },
   });
-  return { path: `${k.label} (built)`, text };
+  // The values decrypted into the copy go with the build: whatever later quotes its objects redacts them.
+  return { path: `${k.label} (built)`, text, ...(staged ? { secrets: staged.secrets } : {}) };
 }
 
 /**
