@@ -614,8 +614,8 @@ data: {a: "1"}
     try {
       const store = new InventoryStore(kube, 'mooring');
       const inventories = await store.all();
-      const entries = [...inventories.values()].flat().filter((e) => e.kind === 'GatewayClass');
-      expect(entries.length).toBeGreaterThanOrEqual(2);
+      const entries = [...inventories.values()].flat().filter((e) => e.apiVersion === `${group}/v1`);
+      expect(entries).toHaveLength(2);
       for (const e of entries) expect(e.namespace ?? '').toBe('');
     } finally {
       kube.close();
