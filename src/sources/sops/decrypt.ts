@@ -11,6 +11,7 @@ import type { ManifestFile } from '../../render/parse.ts';
 import { redactableValues } from '../../render/redact.ts';
 import type { AgeIdentity } from './age-keys.ts';
 import { decryptValue } from './cipher.ts';
+import { loadGoRegExp } from './go-regexp.ts';
 import {
   type AgeKeyEntry,
   ageEntries,
@@ -134,6 +135,7 @@ async function decryptDocuments(
   limits: WalkLimits,
   stats: WalkStats,
 ): Promise<{ text: string; decrypted: string[] }> {
+  if (meta.encrypted_regex || meta.unencrypted_regex) await loadGoRegExp();
   const rule = encryptionRule(meta);
   const aad = lastModifiedText(meta.lastmodified);
   const key = await dataKey(ageEntries(meta), identities);

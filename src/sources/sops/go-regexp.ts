@@ -3,7 +3,15 @@
 // in the key's length whatever the pattern, with Go's syntax and semantics (inline flags such as `(?i)`, `(?s)`,
 // `(?U)` understood natively; no backreferences or lookaround, which RE2 refuses). A JavaScript RegExp would
 // backtrack: `^(a+)+$` against forty `a`s and a `!` blocks the event loop for hours.
-import { RE2JS } from 're2js';
+import type { RE2JS } from 're2js';
+
+// Loaded with the first SOPS file that has a rule (as age-encryption is): most agents never need it.
+let engine: typeof RE2JS | undefined;
+
+/** Loads the RE2 engine; goRegExp needs it loaded. */
+export async function loadGoRegExp(): Promise<void> {
+  engine ??= (await import('re2js')).RE2JS;
+}
 
 /** Longer than any rule sops users write; a pattern is part of the commit, so it is bounded like the rest. */
 export const MAX_PATTERN_LENGTH = 1024;
@@ -22,9 +30,10 @@ export function goRegExp(field: string, source: string): GoRegExp {
   const shown = JSON.stringify(source.length > 80 ? `${source.slice(0, 80)}…` : source);
   if (source.length > MAX_PATTERN_LENGTH)
     throw new Error(`sops.${field}: the expression is longer than ${MAX_PATTERN_LENGTH} characters`);
+  if (!engine) throw new Error('the RE2 engine is not loaded (loadGoRegExp)');
   let re: RE2JS;
   try {
-    re = RE2JS.compile(source);
+    re = engine.compile(source);
   } catch (error) {
     const why = error instanceof Error ? error.message.replace(/^error parsing regexp: /, '') : 'invalid';
     throw new Error(`sops.${field}: ${shown} is not an RE2 (Go) expression: ${why}`);

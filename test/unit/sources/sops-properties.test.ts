@@ -2,14 +2,17 @@
 // over generated files: the walk's work is bounded by the file's length (counted in steps, never timed), stops
 // within its budget, and no error message ever holds a decrypted value.
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { errorMessage } from '../../../src/errors.ts';
 import { type AgeIdentity, parseAgeKeys } from '../../../src/sources/sops/age-keys.ts';
 import { decryptFiles } from '../../../src/sources/sops/decrypt.ts';
-import { goRegExp } from '../../../src/sources/sops/go-regexp.ts';
+import { goRegExp, loadGoRegExp } from '../../../src/sources/sops/go-regexp.ts';
 import type { WalkStats } from '../../../src/sources/sops/walk.ts';
 import { encryptSops, type Json, newAgeKey } from './sops-fixture.ts';
+
+// The engine loads with the first SOPS file that has a rule; these tests call the rules directly.
+beforeAll(loadGoRegExp);
 
 const key = await newAgeKey();
 const identities: AgeIdentity[] = await parseAgeKeys(`${key.secret}\n`, 'keys.txt');
