@@ -21,6 +21,11 @@ export interface DeploymentState {
   /** The revision last deployed and stable. */
   deployed: string | undefined;
   /**
+   * While no release is stable: the commit of the newest sync that failed (or that commits since changed none of
+   * the deployment's files), so that a commit that touches none of its files gets no sync and no status.
+   */
+  attempted?: string | undefined;
+  /**
    * Set when commits since the ledger's release changed none of this deployment's paths: the ledger's revision
    * and the newest revision that deploys the same, so that later polls find the deployment current.
    */
@@ -86,6 +91,9 @@ export async function pollGitSource(
   // Nothing moved: no fetch at all. The ledger is still read, so that a resume after a rollback is seen.
   if (users.some((d) => d.commit !== resolved.commit)) await repo.fetch(resolved);
   for (const d of users) {
+    // Never stable, and this commit's outcome is known (its sync failed, or it changed none of the files since
+    // the commit that failed): nothing to do until a commit concerns it (retries of a failure are the queue's).
+    if (d.deployed === undefined && d.attempted === resolved.commit) continue;
     let unchanged = false;
     try {
       unchanged = await changesNoneOf(repo, d, resolved.commit);
@@ -96,6 +104,15 @@ export async function pollGitSource(
         { deployment: d.spec.name, commit: resolved.commit, err: errorMessage(error) },
         'cannot tell whether the commit changes its paths',
       );
+    }
+    if (unchanged && d.deployed === undefined) {
+      // Never stable yet: its failure stands on the commit that caused it; this one does not concern it.
+      state.log.info(
+        { deployment: d.spec.name, commit: resolved.commit },
+        'commit changes none of its paths',
+      );
+      d.attempted = resolved.commit;
+      continue;
     }
     if (unchanged) {
       state.log.info(
@@ -121,22 +138,26 @@ export async function pollGitSource(
   }
 }
 
-/** Whether the commit changes none of a deployed deployment's files (then no sync is needed). */
+/**
+ * Whether the commit changes none of the deployment's files since the commit deployed, or, while nothing is
+ * deployed, since the commit whose sync failed (then no sync is needed, and no status is posted).
+ */
 async function changesNoneOf(repo: GitRepository, d: DeploymentState, commit: string): Promise<boolean> {
-  if (d.commit === commit || d.deployed === undefined) return false;
+  const from = d.deployed !== undefined ? d.commit : d.attempted;
+  if (from === undefined || from === commit) return false;
   const chart = d.spec.helm;
   if (chart) {
     // A chart is any file under its folder (templates, helpers, vendored charts) plus its values files.
-    const { everything, changes } = await repo.changes(d.commit, commit);
+    const { everything, changes } = await repo.changes(from, commit);
     const folder = `${chart.chart.replace(/\/+$/, '')}/`;
     const concerned = (path: string) => path.startsWith(folder) || chart.valuesFiles.includes(path);
     return !everything && !changes.some((c) => concerned(c.path));
   }
-  const { everything, files } = await repo.changedManifests(d.commit, commit, d.spec.paths, d.spec.exclude);
+  const { everything, files } = await repo.changedManifests(from, commit, d.spec.paths, d.spec.exclude);
   if (everything || files.length > 0) return false;
   // A deleted manifest is a change too (changedManifests lists the files that exist in the new commit).
   const filter = createPathFilter(d.spec.paths, d.spec.exclude);
-  const deleted = (await repo.changes(d.commit, commit)).changes.filter(
+  const deleted = (await repo.changes(from, commit)).changes.filter(
     (c) => c.after === undefined && isManifestPath(c.path) && filter.includes(c.path),
   );
   if (deleted.length > 0) return false;

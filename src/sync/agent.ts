@@ -149,7 +149,7 @@ export class Agent {
         const d = this.state.deployments.get(name);
         if (d) await this.pollDeployment(d);
         // Its sources' polls found nothing to sync: it is synced at the revision it is at.
-        if (d && this.control.pending(name)) await this.reconcileDeployment(d, d.commit);
+        if (d && this.control.pending(name)) await this.reconcileDeployment(d, d.commit ?? d.attempted);
       },
       resume: async (name) => {
         const d = this.state.deployments.get(name);
@@ -396,7 +396,8 @@ export class Agent {
           d.commit = commit;
           d.deployed = local;
           d.sameAs = undefined;
-        }
+          d.attempted = undefined;
+        } else if (d.deployed === undefined && commit) d.attempted = commit;
         if (request) await this.control.finished(request, report, release);
         return cappedRetry(outcomeOf(report), this.retryInterval(d));
       },
@@ -462,6 +463,8 @@ export class Agent {
       const spec = next.deployments.find((s) => s.name === change.name);
       if (!d || !spec) continue;
       d.spec = spec;
+      // Judged anew: a changed spec may read other files, or fix what failed.
+      d.attempted = undefined;
       // Another repository (or another URL of it) may not hold the commit the deployment was at.
       if (change.source) {
         d.commit = undefined;

@@ -4,8 +4,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.ts';
 import { createLogger } from '../../src/sync/logger.ts';
 import { runAgent } from '../../src/sync/run-agent.ts';
+import { statusReceiver } from '../contract/github-openapi.ts';
 import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
-import { eventually, lineSink, manifestDir, testbed, useNamespace } from './helpers.ts';
+import { postedStatuses, startAgent } from './faults-support.ts';
+import { eventually, kubectl, lineSink, manifestDir, testbed, useNamespace } from './helpers.ts';
 
 const DEPLOYMENTS = 12;
 
@@ -80,4 +82,75 @@ server: {port: 0, address: 127.0.0.1}
     expect(starts('d0')).toBe(2);
     expect(logs().some((l) => l.msg === 'poll failed')).toBe(false);
   });
+});
+
+describe('statuses only on commits that concern the deployment', () => {
+  const badNs = useNamespace('paths-bad');
+  const goodNs = useNamespace('paths-good');
+  const stops: (() => Promise<void> | void)[] = [];
+  afterAll(async () => {
+    for (const stop of stops.reverse()) await stop();
+  });
+
+  it('a deployment that never succeeded gets no status on a commit that touches none of its files', async () => {
+    const env = testbed();
+    const suffix = Date.now().toString(36);
+    const repo = await createBareRepo(env.git.root, `paths-status-${suffix}/app`);
+    const receiver = await statusReceiver();
+    stops.push(receiver.close);
+    const secrets = await manifestDir({
+      user: env.git.username,
+      password: env.git.password,
+      token: 'status-token',
+    });
+    const first = await commitFiles(repo, {
+      'apps/bad/app.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n',
+      'apps/good/app.yaml': app('good', 1),
+    });
+    const status = `{provider: github, apiUrl: "${receiver.url}", token: {file: ${secrets}/token}}`;
+    const agent = startAgent(`
+cluster: {name: paths, kubeconfig: ${env.kube.kubeconfig}, namespace: mooring-paths-status-${suffix}}
+sources:
+  git:
+    - {name: app, url: "${env.git.url}/paths-status-${suffix}/app.git", interval: 1s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
+deployments:
+  - {name: bad, namespace: ${badNs()}, source: app, paths: [apps/bad], commitStatus: ${status}}
+  - {name: good, namespace: ${goodNs()}, source: app, paths: [apps/good], commitStatus: ${status}}
+server: {port: 0, address: 127.0.0.1}
+`);
+    stops.push(() => agent.stop());
+    stops.push(async () => {
+      await kubectl('delete', 'namespace', `mooring-paths-status-${suffix}`, '--wait=false');
+    });
+    const ended = (sha: string, deployment: string) =>
+      postedStatuses(receiver.captured).find(
+        (s) => s.sha === sha && s.context.endsWith(`/${deployment}`) && s.state !== 'pending',
+      );
+    await eventually(
+      'both ended the first commit',
+      async () => (ended(first, 'bad') && ended(first, 'good') ? true : undefined),
+      90_000,
+    );
+    expect(ended(first, 'bad')?.state).toBe('failure');
+
+    const second = await commitFiles(repo, { 'apps/good/app.yaml': app('good', 2) });
+    await eventually(
+      'good synced the second commit',
+      async () => (ended(second, 'good')?.state === 'success' ? true : undefined),
+      90_000,
+    );
+    // Several polls later, bad has posted nothing on a commit that does not concern it.
+    await new Promise((r) => setTimeout(r, 4000));
+    expect(
+      postedStatuses(receiver.captured).filter((s) => s.sha === second && s.context.endsWith('/bad')),
+    ).toEqual([]);
+
+    // A commit that touches bad's files is synced (and fixes it).
+    const third = await commitFiles(repo, { 'apps/bad/app.yaml': app('bad', 1) });
+    await eventually(
+      'bad synced the fix',
+      async () => (ended(third, 'bad')?.state === 'success' ? true : undefined),
+      90_000,
+    );
+  }, 240_000);
 });
