@@ -127,9 +127,12 @@ server: {port: 0, address: 127.0.0.1}
     );
     expect(failure.state).toBe('failure');
     expect(failure.description).toMatch(/\.\.|not a valid Service name|app\.yaml/);
-    const logged = agent.lines.join('\n');
+    // The finalizer posts the status, then logs the outcome.
+    const logged = await eventually('the failure logged', async () => {
+      const text = agent.lines.join('\n');
+      return text.includes('is not a valid Service name') ? text : undefined;
+    });
     expect(logged).toContain('apps/web/app.yaml:6');
-    expect(logged).toContain('is not a valid Service name');
 
     // A later good commit syncs, and still nothing outside its objects was touched.
     const good = await commitFiles(repo, { 'apps/web/app.yaml': configMap('settings', 2) });

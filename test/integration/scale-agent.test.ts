@@ -90,10 +90,16 @@ server: {port: 0, address: 127.0.0.1}
     expect(states('mooring/scale/big').at(-1)?.description).toMatch(/^210\/210 stable in \d+s$/);
     for (const c of contexts.slice(1)) expect(states(c).at(-1)?.description).toMatch(/^3\/3 stable in/);
     // The syncs ran at once: none of the small ones queued behind the big one, each started before it finished.
-    const messages = lines.map(
-      (l) => JSON.parse(l) as { msg: string; deployment?: string; outcome?: string },
+    // The finalizer posts the statuses, then logs the outcome: wait for the big one's line.
+    const parsed = () =>
+      lines.map((l) => JSON.parse(l) as { msg: string; deployment?: string; outcome?: string });
+    const ended = (m: { deployment?: string; outcome?: string }) =>
+      m.deployment === 'big' && m.outcome !== undefined;
+    await eventually('the big sync logged its outcome', async () =>
+      parsed().some(ended) ? true : undefined,
     );
-    const bigEnd = messages.findIndex((m) => m.deployment === 'big' && m.outcome !== undefined);
+    const messages = parsed();
+    const bigEnd = messages.findIndex(ended);
     expect(bigEnd).toBeGreaterThan(0);
     const started = messages.slice(0, bigEnd).filter((m) => m.msg === 'sync started');
     expect(new Set(started.map((m) => m.deployment)).size).toBe(SMALL + 1);
