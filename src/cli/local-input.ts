@@ -1,9 +1,21 @@
-// How the CLI reads the manifests of its paths (render, deploy, diff): sources/local/manifests.ts with the flags
-// of a chart folder (`--values`, `--release-name`) and of SOPS (`--age-key-file`).
+// How the CLI reads the manifests of its paths (render, deploy, diff, run --watch): the one reader of
+// sources/deployment-manifests.ts (`pathManifests`), with the flags of a chart folder (`--values`,
+// `--release-name`, `--allowed-repository`), of SOPS (`--age-key-file`), of folders (`-R`), and of the render
+// settings that errors name (`--allow-remote-bases`, `--cluster-scoped`, `--app-labels`), each the CLI's form of an
+// agent setting (docs/cli.md).
 import type { Command } from 'commander';
+import { Option } from 'commander';
+import { configSchema, type MooringConfig } from '../config/schema.ts';
 import { StalledError } from '../errors.ts';
 import { type ManifestFile, parseManifestFiles } from '../render/parse.ts';
-import { localManifests } from '../sources/local/manifests.ts';
+import type { RenderOptions } from '../render/render.ts';
+import {
+  type ClusterCapabilities,
+  hasSubfolders,
+  type ManifestContext,
+  pathManifests,
+} from '../sources/deployment-manifests.ts';
+import { STDIN_PATH } from '../sources/local/files.ts';
 
 export interface LocalInputFlags {
   ageKeyFile?: string | undefined;
@@ -11,33 +23,108 @@ export interface LocalInputFlags {
   releaseName?: string | undefined;
   /** deploy --allow-empty: no objects is what is meant (everything the inventory holds is pruned). */
   allowEmpty?: boolean | undefined;
+  recursive?: boolean | undefined;
+  allowRemoteBases?: boolean | undefined;
+  allowedRepository?: string[] | undefined;
+  clusterScoped?: string[] | undefined;
+  appLabels?: 'auto' | 'true' | 'false' | undefined;
 }
 
-/** Adds the flags of a Helm chart folder given as a path. */
-export function withChartFlags<C extends Command>(command: C): C {
+const repeat = (value: string, previous: string[] = []) => [...previous, value];
+
+/** Adds the flags of reading local paths: folders, chart folders, SOPS, and the render settings. */
+export function withReadFlags<C extends Command>(command: C): C {
   command
+    .option('-R, --recursive', 'read folders with their subfolders (as kubectl apply -R)')
+    .option('--age-key-file <file>', 'age identities for SOPS-encrypted files (default: $SOPS_AGE_KEY_FILE)')
     .option(
       '--values <file>',
       'a values file for a Helm chart folder among the paths (repeatable, applied in order)',
-      (value: string, previous: string[] = []) => [...previous, value],
+      repeat,
     )
-    .option('--release-name <name>', "a Helm chart folder's release name (default: the chart's name)");
+    .option('--release-name <name>', "a Helm chart folder's release name (default: the chart's name)")
+    .option(
+      '--allowed-repository <url>',
+      "a URL prefix a chart dependency missing from the chart's charts/ may come from (repeatable)",
+      repeat,
+    )
+    .option(
+      '--allow-remote-bases',
+      'let kustomizations name remote bases (URLs in resources, bases, components)',
+    )
+    .option(
+      '--cluster-scoped <group/Kind>',
+      'a custom kind that is cluster-scoped, when the cluster cannot tell (offline; repeatable)',
+      repeat,
+    )
+    .addOption(
+      new Option(
+        '--app-labels <when>',
+        'the labels app.kubernetes.io/name and managed-by: on objects and on pod templates (true), on objects and on the pod templates of workloads mooring did not adopt from another tool (auto), or nowhere (false)',
+      )
+        .choices(['auto', 'true', 'false'])
+        .default('auto'),
+    );
   return command;
 }
 
-/** The manifests of the paths, a chart folder among them rendered in `namespace` (see localManifests). */
+/** The agent's settings as the flags set them (the configuration's defaults otherwise). */
+export function cliConfig(flags: LocalInputFlags): Pick<MooringConfig, 'render' | 'decryption' | 'sources'> {
+  for (const kind of flags.clusterScoped ?? []) {
+    if (!/^[a-z0-9.-]*\/[A-Za-z0-9]+$/.test(kind))
+      throw new StalledError(
+        `--cluster-scoped "${kind}" must be group/Kind (e.g. gateway.networking.k8s.io/GatewayClass)`,
+      );
+  }
+  const defaults = configSchema.parse({});
+  return {
+    render: {
+      ...defaults.render,
+      clusterScoped: flags.clusterScoped ?? [],
+      kustomize: { allowRemoteBases: flags.allowRemoteBases ?? false },
+      applyAppLabels: flags.appLabels !== 'false',
+      podTemplateLabels: flags.appLabels === 'true' ? true : 'auto',
+    },
+    decryption: { ageKeyFile: flags.ageKeyFile },
+    sources: defaults.sources,
+  };
+}
+
+/** The render options the flags set (as the agent's renderOptionsFor, for the CLI). */
+export function cliRenderOptions(flags: LocalInputFlags): Partial<RenderOptions> {
+  const { render } = cliConfig(flags);
+  return {
+    clusterScoped: render.clusterScoped,
+    applyAppLabels: render.applyAppLabels,
+    podTemplateLabels: render.podTemplateLabels,
+  };
+}
+
+/** The manifests of the paths, a chart folder among them rendered in `namespace`. */
 export async function readLocalInput(
   paths: readonly string[],
   flags: LocalInputFlags,
   namespace: string,
-  /** The command has --allow-empty (deploy, diff): the error says so. */
-  options: { allowEmptyFlag?: boolean } = {},
+  options: {
+    /** The command has --allow-empty (deploy, diff): the error says so. */
+    allowEmptyFlag?: boolean;
+    /** The cluster's version and API versions, for a chart folder (not asked offline). */
+    capabilities?: () => Promise<ClusterCapabilities>;
+  } = {},
 ): Promise<ManifestFile[]> {
-  const files = await localManifests(paths, {
-    ageKeyFile: flags.ageKeyFile,
-    chart: { namespace, releaseName: flags.releaseName, valuesFiles: flags.values },
+  const ctx: ManifestContext = { config: cliConfig(flags), capabilities: options.capabilities };
+  const files = await pathManifests(ctx, {
+    paths,
+    recursive: flags.recursive ?? false,
+    chart: {
+      namespace,
+      releaseName: flags.releaseName,
+      valuesFiles: flags.values,
+      allowedRepositories: flags.allowedRepository,
+    },
     onCharts: (charts) => {
-      if (charts.length === 0 && ((flags.values?.length ?? 0) > 0 || flags.releaseName !== undefined))
+      const chartFlags = (flags.values?.length ?? 0) > 0 || flags.releaseName !== undefined;
+      if (charts.length === 0 && chartFlags)
         throw new StalledError(
           '--values and --release-name apply to a Helm chart folder, and no path is one',
         );
@@ -45,11 +132,17 @@ export async function readLocalInput(
   });
   // As kubectl's "no objects passed to apply": an empty folder or a file of comments is a mistake, not a no-op.
   const parsed = parseManifestFiles(files);
-  if (!flags.allowEmpty && parsed.objects.length === 0 && parsed.errors.length === 0)
+  if (!flags.allowEmpty && parsed.objects.length === 0 && parsed.errors.length === 0) {
+    const nested = flags.recursive
+      ? []
+      : (
+          await Promise.all(paths.map(async (p) => (p !== STDIN_PATH && (await hasSubfolders(p)) ? p : [])))
+        ).flat();
     throw new StalledError(
       `${paths.join(', ')} renders no objects${files.length === 0 ? ' (no .yaml, .yml or .json file)' : ''}${
-        options.allowEmptyFlag ? '; give --allow-empty if that is meant' : ''
-      }`,
+        nested.length > 0 ? `; ${nested.join(', ')} has subfolders: give -R to read them` : ''
+      }${options.allowEmptyFlag ? '; give --allow-empty if that is meant' : ''}`,
     );
+  }
   return files;
 }

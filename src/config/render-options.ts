@@ -13,6 +13,7 @@ export function renderOptionsFor(config: MooringConfig, deployment: Deployment):
     requireDigests: deployment.requireDigests,
     versioned: deployment.versioned,
     applyAppLabels: config.render.applyAppLabels,
+    podTemplateLabels: config.render.podTemplateLabels,
     imageRules: config.render.imagePaths,
     referenceRules: config.render.referencePaths,
     clusterScoped: config.render.clusterScoped,

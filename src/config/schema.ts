@@ -408,6 +408,11 @@ const render = z.strictObject({
   maxAliasCount: z.number().int().min(0).default(100),
   /** The labels app.kubernetes.io/name and managed-by (Spinnaker's kubernetes.v2.applyAppLabels). */
   applyAppLabels: z.boolean().default(true),
+  /**
+   * With applyAppLabels, whether pod templates get the labels too: true (always), false (never), or `auto`: not on
+   * a workload first adopted from another tool, whose pods would all restart (docs/adoption.md).
+   */
+  podTemplateLabels: z.union([z.literal('auto'), z.boolean()]).default('auto'),
   /** Cluster-scoped custom kinds as `group/Kind`, until discovery tells. */
   clusterScoped: z.array(z.string().regex(/^[a-z0-9.-]*\/[A-Za-z0-9]+$/, 'must be group/Kind')).default([]),
   /** The kubectl whose kustomize builds kustomizations; MOORING_KUBECTL, else `kubectl` on PATH, when absent. */

@@ -40,3 +40,58 @@ export async function discoverClusterScoped(
   );
   return [...new Set(found.flat())].sort();
 }
+
+/** The API groups built into Kubernetes: the scope of each of their kinds is in render's table. */
+const BUILT_IN_GROUPS = new Set([
+  '',
+  'apps',
+  'batch',
+  'autoscaling',
+  'policy',
+  'extensions',
+  ...[
+    'admissionregistration',
+    'apiextensions',
+    'apiregistration',
+    'authentication',
+    'authorization',
+    'certificates',
+    'coordination',
+    'discovery',
+    'events',
+    'networking',
+    'node',
+    'rbac.authorization',
+    'resource',
+    'scheduling',
+    'storage',
+    'storagemigration',
+  ].map((g) => `${g}.k8s.io`),
+  'flowcontrol.apiserver.k8s.io',
+]);
+
+/**
+ * The kinds of these objects, as `group/Kind`, whose scope is guessed without a cluster: custom kinds that no CRD
+ * of the set declares and `known` does not list. They are taken as namespaced, as most custom kinds are.
+ */
+export function guessedScopes(objects: readonly SourcedObject[], known: readonly string[] = []): string[] {
+  const declared = new Set([
+    ...known,
+    ...clusterScopedByDefinition(objects.map(({ object }) => object)),
+    ...objects.flatMap(({ object: o }) => {
+      const spec =
+        o.kind === 'CustomResourceDefinition' ? (o.spec as Record<string, unknown> | undefined) : undefined;
+      const names = spec?.names as { kind?: unknown } | undefined;
+      return typeof spec?.group === 'string' && typeof names?.kind === 'string'
+        ? [`${spec.group}/${names.kind}`]
+        : [];
+    }),
+  ]);
+  const guessed = new Set<string>();
+  for (const { object } of objects) {
+    const group = groupOf(object.apiVersion);
+    const key = `${group}/${object.kind}`;
+    if (!BUILT_IN_GROUPS.has(group) && !declared.has(key)) guessed.add(key);
+  }
+  return [...guessed].sort();
+}

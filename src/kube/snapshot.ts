@@ -1,10 +1,26 @@
 // The read-only lookup that render needs: existing versions of versioned objects, the Services that traffic
 // annotations name, and the live workloads whose capacity is kept. Versions are listed as metadata only
 // (PartialObjectMetadataList), so that no Secret data is ever read for this.
-import { MooringError } from '../errors.ts';
-import { ARTIFACT, CONTENT_HASH, STRATEGY, TRAFFIC_LOAD_BALANCERS } from '../render/annotations.ts';
-import type { KubeObject, SourcedObject } from '../render/manifest.ts';
+import { MooringError, StalledError } from '../errors.ts';
+import {
+  ARTIFACT,
+  CONTENT_HASH,
+  LABEL_MANAGED_BY,
+  MANAGED_BY,
+  STRATEGY,
+  TRAFFIC_LOAD_BALANCERS,
+} from '../render/annotations.ts';
+import {
+  groupOf,
+  isObject,
+  type JsonValue,
+  type KubeObject,
+  type SourcedObject,
+} from '../render/manifest.ts';
+import { workloadKey } from '../render/moniker.ts';
+import { select } from '../render/path.ts';
 import type { ClusterSnapshot, ExistingVersion } from '../render/render.ts';
+import { POD_TEMPLATE_RULES } from '../render/tables.ts';
 import { parseVersionedName } from '../render/versioning.ts';
 import { type KubeApi, METADATA_LIST } from './api.ts';
 import { Discovery, resourcePath } from './discovery.ts';
@@ -81,12 +97,40 @@ function trafficServices(object: KubeObject): string[] {
   }
 }
 
+/** Where a kind holds pod templates (a Pod is its own: its labels change without a restart). */
+function templatePaths(apiVersion: string, kind: string): string[] {
+  const group = groupOf(apiVersion);
+  return POD_TEMPLATE_RULES.filter((r) => r.kind === kind && r.group === group && r.path !== '').map(
+    (r) => r.path,
+  );
+}
+
+/** Whether a live workload's pod templates all carry mooring's managed-by label. */
+function templatesLabelled(live: KubeObject, paths: readonly string[]): boolean {
+  return paths.every((path) =>
+    select(live as unknown as JsonValue, path).every(({ value }) => {
+      const metadata = isObject(value) && isObject(value.metadata) ? value.metadata : undefined;
+      const labels = metadata && isObject(metadata.labels) ? metadata.labels : undefined;
+      return labels?.[LABEL_MANAGED_BY] === MANAGED_BY;
+    }),
+  );
+}
+
+export interface SnapshotOptions {
+  /**
+   * Find the workloads whose live pod templates lack mooring's labels (render.podTemplateLabels `auto`): one list
+   * per kind and namespace of the workloads among the objects.
+   */
+  adopted?: boolean | undefined;
+}
+
 /** Reads what render needs to know of the cluster for these objects (already placed in namespaces). */
 export async function readSnapshot(
   api: KubeApi,
   objects: readonly SourcedObject[],
   /** The caller's discovery, so its cached REST mappings serve the apply that follows. */
   discovery: Discovery = new Discovery(api),
+  options: SnapshotOptions = {},
 ): Promise<ClusterSnapshot> {
   const namespaces = [
     ...new Set(objects.map((o) => o.object.metadata.namespace).filter((n): n is string => !!n)),
@@ -124,10 +168,48 @@ export async function readSnapshot(
       else reads.push(read(object.apiVersion, object.kind, ns, object.metadata.name));
     }
   }
+  // The workloads among the objects, by kind and namespace: each collection is listed once.
+  const workloads = new Map<
+    string,
+    { apiVersion: string; kind: string; namespace: string; names: Set<string> }
+  >();
+  if (options.adopted) {
+    for (const { object } of objects) {
+      const ns = object.metadata.namespace;
+      if (!ns || templatePaths(object.apiVersion, object.kind).length === 0) continue;
+      const key = `${object.apiVersion}/${object.kind}/${ns}`;
+      const entry = workloads.get(key) ?? {
+        apiVersion: object.apiVersion,
+        kind: object.kind,
+        namespace: ns,
+        names: new Set(),
+      };
+      entry.names.add(object.metadata.name);
+      workloads.set(key, entry);
+    }
+  }
+  const adopted = Promise.all(
+    [...workloads.values()].map(async ({ apiVersion, kind, namespace, names }) => {
+      const paths = templatePaths(apiVersion, kind);
+      // A kind not served yet (its CRD comes with this set) has no live objects to adopt.
+      const served = await discovery.resource(apiVersion, kind).then(
+        () => true,
+        (error: unknown) => {
+          if (error instanceof StalledError) return false;
+          throw error;
+        },
+      );
+      const live = served ? await list(apiVersion, kind, namespace) : [];
+      return live
+        .filter((o) => names.has(o.metadata.name) && !templatesLabelled(o, paths))
+        .map((o) => workloadKey(kind, namespace, o.metadata.name));
+    }),
+  );
   // Started together and awaited together: whichever fails first is reported, none is left unobserved.
-  const [versions, live] = await Promise.all([
+  const [versions, live, unlabelled] = await Promise.all([
     Promise.all(namespaces.map((ns) => listVersions(api, ns))),
     Promise.all(reads),
+    adopted,
   ]);
-  return { versions: versions.flat(), live: live.flat() };
+  return { versions: versions.flat(), live: live.flat(), adopted: unlabelled.flat() };
 }

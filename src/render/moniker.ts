@@ -1,6 +1,8 @@
 // Monikers and the recommended labels (seed 001 "Reserved annotations" and "Reserved labels"): the application
 // and cluster annotations are written when absent (stack and detail are the user's), and the labels
 // app.kubernetes.io/name and app.kubernetes.io/managed-by go on objects and pod templates, never on selectors.
+// A workload that another tool applied keeps its pod template as it is when mooring adopts it (docs/adoption.md),
+// unless render.podTemplateLabels is true: new labels there would roll every pod.
 import { LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY, MONIKER } from './annotations.ts';
 import { groupOf, isObject, type JsonValue, type KubeObject } from './manifest.ts';
 import { select } from './path.ts';
@@ -10,6 +12,16 @@ export interface MonikerOptions {
   application: string;
   applyAppLabels: boolean;
   podTemplates: (group: string, kind: string) => readonly KindRule[];
+  /**
+   * Whether the labels go on the object's pod templates too. Not on those of a workload adopted from another tool
+   * (render.podTemplateLabels `auto`): a changed pod template restarts every pod.
+   */
+  templates: boolean;
+}
+
+/** How a live workload is named in the snapshot's `adopted` list. */
+export function workloadKey(kind: string, namespace: string | undefined, name: string): string {
+  return `${kind}/${namespace ?? ''}/${name}`;
 }
 
 /** Spinnaker's cluster of an object: `deployment web`, `configMap app-config` (the base name when versioned). */
@@ -25,6 +37,7 @@ export function applyMoniker(object: KubeObject, baseName: string, options: Moni
   if (!options.applyAppLabels) return;
   const application = annotations[MONIKER.application] ?? options.application;
   object.metadata.labels = withAppLabels(object.metadata.labels, application);
+  if (!options.templates) return;
   for (const rule of options.podTemplates(groupOf(object.apiVersion), object.kind)) {
     if (rule.path === '') continue; // a Pod is its own template: done above
     for (const template of select(object as unknown as JsonValue, rule.path)) {

@@ -18,7 +18,7 @@ import {
   objectKey,
   type SourcedObject,
 } from './manifest.ts';
-import { applyMoniker } from './moniker.ts';
+import { applyMoniker, workloadKey } from './moniker.ts';
 import { boundaryErrors, type NamespaceBoundary } from './namespace-boundary.ts';
 import { DEFAULT_LIMITS, type ManifestFile, type ParseLimits, parseManifestFiles } from './parse.ts';
 import { checkSecretValues } from './secret-values.ts';
@@ -45,6 +45,11 @@ export interface ClusterSnapshot {
   versions: readonly ExistingVersion[];
   /** Live objects render may consult: Services (traffic) and workloads (use-source-capacity). */
   live: readonly KubeObject[];
+  /**
+   * Live workloads whose pod templates lack mooring's labels (applied by another tool, or by mooring without
+   * them), as `workloadKey`: with podTemplateLabels `auto` their pod templates are left as they are.
+   */
+  adopted?: readonly string[] | undefined;
 }
 
 export interface RenderOptions {
@@ -54,6 +59,11 @@ export interface RenderOptions {
   /** Per-kind versioning default, e.g. `{ConfigMap: false}`; the annotation wins. */
   versioned: Readonly<Record<string, boolean>>;
   applyAppLabels: boolean;
+  /**
+   * With applyAppLabels, whether pod templates get the labels too: always (true), never (false), or except on the
+   * workloads the snapshot lists as adopted ('auto').
+   */
+  podTemplateLabels: boolean | 'auto';
   /** Extra image places for custom resources (absolute paths). */
   imageRules: readonly KindRule[];
   /** Extra ConfigMap/Secret reference places for custom resources (absolute paths). */
@@ -72,6 +82,7 @@ export const DEFAULT_OPTIONS: RenderOptions = {
   requireDigests: false,
   versioned: {},
   applyAppLabels: true,
+  podTemplateLabels: 'auto',
   imageRules: [],
   referenceRules: [],
   clusterScoped: [],
@@ -185,11 +196,16 @@ export function render(input: RenderInput): RenderResult {
     renderedServices.get(refKey('Service', namespace, name)) ??
     liveByKey.get(refKey('Service', namespace, name));
   for (const item of items) applyTraffic(item, service, podTemplates, errors);
+  const adopted = new Set(snapshot.adopted ?? []);
   for (const { object } of items) {
     applyMoniker(object, object.metadata.name, {
       application: input.application,
       applyAppLabels: options.applyAppLabels,
       podTemplates,
+      templates:
+        options.podTemplateLabels === 'auto'
+          ? !adopted.has(workloadKey(object.kind, object.metadata.namespace, object.metadata.name))
+          : options.podTemplateLabels,
     });
   }
   throwIfAny(errors);

@@ -1,16 +1,21 @@
 // A deployment's manifests at a revision: the one reader every path uses (the agent's sync, `mooring rollback`,
-// `mooring diff --deployment`), so that each gets exactly what the sync built: a Helm chart rendered with the
-// deployment's values and the cluster's capabilities, kustomizations built (what they may read checked), plain
-// files read with their limits, SOPS files decrypted. A rollback of a Kustomize or Helm deployment therefore
-// rebuilds the recorded commit as its sync did, not the raw files of the commit.
+// `mooring diff --deployment`, `mooring run --watch`, and the CLI's `render`, `deploy` and `diff` of paths), so
+// that each gets exactly what the sync builds: a Helm chart rendered with the deployment's values and the
+// cluster's capabilities, kustomizations built (what they may read checked), plain files read with their limits,
+// SOPS files decrypted. A rollback of a Kustomize or Helm deployment therefore rebuilds the recorded commit as its
+// sync did, not the raw files of the commit.
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parse } from 'yaml';
 import type { Deployment, MooringConfig } from '../config/schema.ts';
 import type { ManifestFile } from '../render/parse.ts';
 import { type ClusterCapabilities, chartFromFolder, chartFromGit } from './build/chart-files.ts';
-import { kustomizeOptions } from './build/kustomize.ts';
+import { apiVersionsOf, isChart, renderChart } from './build/helm.ts';
+import { KUSTOMIZATION_NAMES, kustomizeOptions } from './build/kustomize.ts';
 import { kustomizeGit, kustomizeLocal } from './build/kustomize-sources.ts';
 import { toolLimits } from './build/tool.ts';
 import type { GitRepository } from './git/repository.ts';
-import { readManifestFiles } from './local/files.ts';
+import { readManifestFiles, STDIN_PATH } from './local/files.ts';
 import { type AgeIdentity, loadAgeIdentities } from './sops/age-keys.ts';
 import { decryptFiles } from './sops/decrypt.ts';
 
@@ -34,7 +39,7 @@ export async function deploymentManifests(
   spec: Deployment,
   at: SourceAt,
 ): Promise<ManifestFile[]> {
-  const keys = (): Promise<AgeIdentity[]> => loadAgeIdentities(ctx.config.decryption.ageKeyFile);
+  const keys = identities(ctx);
   const limits = toolLimits(ctx.config.render);
   const files = await sourceFiles();
   return decryptFiles(files, keys);
@@ -52,5 +57,104 @@ export async function deploymentManifests(
     if (spec.helm) return chartFromFolder(local.path, spec, await ctx.capabilities?.(), keys, limits);
     const paths = spec.paths.map((p) => (p === '.' ? local.path : `${local.path}/${p}`));
     return kustomizeLocal(paths, await readManifestFiles(paths), kustomizeOptions(ctx.config), local.path);
+  }
+}
+
+/** Paths given on the command line (and the folder `run --watch` watches), read as `kubectl apply -f` reads them. */
+export interface LocalPaths {
+  /** Files, folders, and `-` for standard input. */
+  paths: readonly string[];
+  /**
+   * Whether folders are walked into their subfolders (`-R`, as kubectl). Without it a folder gives the manifest
+   * files directly in it; a folder holding a kustomization or a chart is built whole either way.
+   */
+  recursive: boolean;
+  /** For a chart folder among the paths (a folder holding Chart.yaml, rendered with `helm template`). */
+  chart: {
+    namespace: string;
+    /** The release name; the chart's own name when absent. */
+    releaseName?: string | undefined;
+    valuesFiles?: readonly string[] | undefined;
+    allowedRepositories?: readonly string[] | undefined;
+  };
+  /** Told which paths are chart folders, before anything is rendered (to refuse chart flags without one). */
+  onCharts?: ((charts: readonly string[]) => void) | undefined;
+}
+
+/**
+ * The manifests of local paths, through the same builders, limits and decryption as a deployment's: each chart
+ * folder rendered (with the cluster's capabilities when known), kustomizations built, plain files read.
+ */
+export async function pathManifests(ctx: ManifestContext, local: LocalPaths): Promise<ManifestFile[]> {
+  const keys = identities(ctx);
+  const limits = toolLimits(ctx.config.render);
+  const charts: string[] = [];
+  const rest: string[] = [];
+  for (const path of local.paths) {
+    const folder = path !== STDIN_PATH && (await stat(path).catch(() => undefined))?.isDirectory();
+    if (folder && (await isChart(path))) charts.push(path);
+    else if (folder && !local.recursive) rest.push(...(await folderLevel(path)));
+    else rest.push(path);
+  }
+  local.onCharts?.(charts);
+  const files: ManifestFile[] = [];
+  if (rest.length > 0) {
+    files.push(...(await kustomizeLocal(rest, await readManifestFiles(rest), kustomizeOptions(ctx.config))));
+  }
+  const caps = charts.length > 0 ? await ctx.capabilities?.() : undefined;
+  for (const chart of charts) {
+    files.push(
+      await renderChart({
+        chart,
+        label: chart,
+        releaseName: local.chart.releaseName ?? (await chartName(chart)) ?? 'release',
+        namespace: local.chart.namespace,
+        valuesFiles: local.chart.valuesFiles ?? [],
+        allowedRepositories: local.chart.allowedRepositories,
+        kubeVersion: caps?.kubeVersion,
+        apiVersions: caps ? apiVersionsOf(caps.apiVersions) : undefined,
+        identities: keys,
+        limits,
+      }),
+    );
+  }
+  return decryptFiles(files, keys);
+}
+
+function identities(ctx: ManifestContext): () => Promise<AgeIdentity[]> {
+  return () => loadAgeIdentities(ctx.config.decryption.ageKeyFile);
+}
+
+const MANIFEST = /\.(ya?ml|json)$/i;
+
+/**
+ * A folder read without -R: itself when it holds a kustomization (built whole), else the manifest files directly
+ * in it (sorted, hidden ones skipped), as `kubectl apply -f DIR`.
+ */
+async function folderLevel(folder: string): Promise<string[]> {
+  const names = (await readdir(folder)).filter((name) => !name.startsWith('.')).sort();
+  if (names.some((name) => (KUSTOMIZATION_NAMES as readonly string[]).includes(name))) return [folder];
+  const files: string[] = [];
+  for (const name of names) {
+    if (!MANIFEST.test(name)) continue;
+    const path = join(folder, name);
+    if ((await stat(path).catch(() => undefined))?.isFile()) files.push(path);
+  }
+  return files;
+}
+
+/** Whether a folder has subfolders that -R would read (for the hint when a folder alone gives nothing). */
+export async function hasSubfolders(folder: string): Promise<boolean> {
+  const entries = await readdir(folder, { withFileTypes: true }).catch(() => []);
+  return entries.some((e) => e.isDirectory() && !e.name.startsWith('.'));
+}
+
+/** The chart's name from its Chart.yaml, for a release named after it. */
+async function chartName(folder: string): Promise<string | undefined> {
+  try {
+    const doc = parse(await readFile(join(folder, 'Chart.yaml'), 'utf8')) as { name?: unknown } | null;
+    return typeof doc?.name === 'string' ? doc.name : undefined;
+  } catch {
+    return undefined;
   }
 }

@@ -25,7 +25,13 @@ import type { ImageArtifact } from '../render/images.ts';
 import { describeObject, isClusterScoped, type KubeObject } from '../render/manifest.ts';
 import { assertWithinBoundary } from '../render/namespace-boundary.ts';
 import { DEFAULT_LIMITS, type ManifestFile, parseManifestFiles } from '../render/parse.ts';
-import { type ClusterSnapshot, type RenderOptions, type RenderResult, render } from '../render/render.ts';
+import {
+  type ClusterSnapshot,
+  DEFAULT_OPTIONS,
+  type RenderOptions,
+  type RenderResult,
+  render,
+} from '../render/render.ts';
 import { needsHashKey } from '../render/versioning.ts';
 import { judgedByMetadata } from '../stability/rules.ts';
 import { type WaitResult, waitForStability } from '../stability/waiter.ts';
@@ -185,7 +191,11 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
     const boundary = request.renderOptions?.boundary;
     if (boundary && boundary.clusterScoped !== true)
       assertWithinBoundary(ctx.parsed, boundary, ctx.clusterScoped);
-    ctx.snapshot = await readSnapshot(api, objects, discovery);
+    // Pod templates of workloads adopted from another tool are left as they are (podTemplateLabels auto).
+    const labels = { ...DEFAULT_OPTIONS, ...request.renderOptions };
+    ctx.snapshot = await readSnapshot(api, objects, discovery, {
+      adopted: labels.applyAppLabels && labels.podTemplateLabels === 'auto',
+    });
     // Versioned Secrets are hashed under the installation's key; a dry run makes none.
     if (needsHashKey(objects, request.renderOptions?.versioned ?? {})) {
       const keyNamespace = request.hashKeyNamespace ?? 'mooring';

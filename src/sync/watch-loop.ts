@@ -1,14 +1,19 @@
 // `mooring run --watch DIR`: the development loop. The folder is deployed at start and again after every change
-// (debounced), through the same queue and deploy pipeline as the agent: a change during a rollout cancels its
-// wait and deploys the newest files; an unchanged folder is not redeployed.
+// (debounced), through the same reader, queue and deploy pipeline as the agent: a change during a rollout cancels
+// its wait and deploys the newest files; an unchanged folder is not redeployed. With prune (the default, as the
+// agent's), what an earlier deploy of the loop applied and the folder no longer holds is deleted, through the
+// CLI's inventory of the namespace and application (as `mooring deploy --prune`).
 import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
 import type { Discovery } from '../kube/discovery.ts';
+import { cliOwner } from '../kube/inventory.ts';
 import type { ImageArtifact } from '../render/images.ts';
 import type { NamespaceBoundary } from '../render/namespace-boundary.ts';
 import type { ManifestFile } from '../render/parse.ts';
 import { valueRedactor } from '../render/redact.ts';
-import { localManifests } from '../sources/local/manifests.ts';
+import type { RenderOptions } from '../render/render.ts';
+import type { LocalPaths, ManifestContext } from '../sources/deployment-manifests.ts';
+import { pathManifests } from '../sources/deployment-manifests.ts';
 import { filesRevision, watchFolder } from '../sources/local/watch.ts';
 import { decryptedValues } from '../sources/sops/decrypt.ts';
 import { deploy } from './deploy.ts';
@@ -26,6 +31,14 @@ export interface WatchLoopOptions {
   debounceMs: number;
   /** The namespaces the folder's objects may go to (with an explicit -n), as for `mooring deploy`. */
   boundary?: NamespaceBoundary | undefined;
+  /** How the folder is read (the CLI's flags: -R, chart values, SOPS key, render settings). */
+  read: { ctx: ManifestContext; recursive: boolean; chart?: Omit<LocalPaths['chart'], 'namespace'> };
+  renderOptions?: Partial<RenderOptions> | undefined;
+  /** Delete what an earlier deploy of the loop applied and the folder no longer holds. */
+  prune: boolean;
+  /** Where the CLI's inventories are kept (--agent-namespace). */
+  inventoryNamespace: string;
+  createNamespace?: boolean | undefined;
 }
 
 export async function runWatchLoop(
@@ -40,7 +53,11 @@ export async function runWatchLoop(
     try {
       // As `mooring deploy DIR` reads it: kustomizations built, a chart rendered, SOPS files decrypted (keys from
       // SOPS_AGE_KEY_FILE / SOPS_AGE_KEY).
-      files = await localManifests([options.dir], { chart: { namespace: options.namespace } });
+      files = await pathManifests(options.read.ctx, {
+        paths: [options.dir],
+        recursive: options.read.recursive,
+        chart: { ...options.read.chart, namespace: options.namespace },
+      });
     } catch (error) {
       log.error({ err: (error as Error).message, dir: options.dir }, 'cannot read the folder');
       return;
@@ -59,7 +76,9 @@ export async function runWatchLoop(
           onEvent: (e) => {
             if (e.type === 'applied' && e.result.action !== 'unchanged') {
               sync.info({ object: e.result.target.plan.object, action: e.result.action }, 'applied');
-            } else if (e.type === 'progress')
+            } else if (e.type === 'pruned') sync.info({ object: e.object }, 'pruned');
+            else if (e.type === 'warning') sync.warn(redact(e.message));
+            else if (e.type === 'progress')
               sync.info({ object: e.object, state: e.state }, redact(e.message));
           },
         },
@@ -70,8 +89,20 @@ export async function runWatchLoop(
           images: options.images,
           timeoutMs: options.timeoutMs,
           dryRun: false,
-          renderOptions: { boundary: options.boundary },
+          renderOptions: { ...options.renderOptions, boundary: options.boundary },
+          hashKeyNamespace: options.inventoryNamespace,
           signal,
+          // The CLI's inventory of the namespace and application, as `mooring deploy` keeps it.
+          inventory: {
+            owner: cliOwner(options.namespace, options.application),
+            namespace: options.inventoryNamespace,
+            prune: options.prune,
+            allowEmpty: false,
+            emptyAdvice: 'The folder must hold at least one object.',
+            bestEffort: true,
+          },
+          createNamespace: options.createNamespace ?? false,
+          namespaceAdvice: 'create it, or give --create-namespace',
         },
       );
       const report = redactReport(deployed, redact);

@@ -14,13 +14,13 @@ import { deploy } from '../../sync/deploy.ts';
 import { redactReport } from '../../sync/redact-report.ts';
 import { type ClusterFlags, clusterAccess, manifestBoundary, withManifestFlags } from '../cluster-flags.ts';
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
-import { readLocalInput, withChartFlags } from '../local-input.ts';
+import { cliRenderOptions, type LocalInputFlags, readLocalInput, withReadFlags } from '../local-input.ts';
 import { checkedNames, kubectlName } from '../names.ts';
 import { formatData, type OutputFormat } from '../output.ts';
 import { waitTimeout } from '../timeout.ts';
 import { parseImageFlag } from './render.ts';
 
-interface DeployFlags extends ClusterFlags {
+interface DeployFlags extends ClusterFlags, LocalInputFlags {
   application?: string;
   image: string[];
   allowNamespace: string[];
@@ -33,9 +33,6 @@ interface DeployFlags extends ClusterFlags {
   prune?: boolean;
   allowEmpty?: boolean;
   versionHistory: string;
-  ageKeyFile?: string;
-  values?: string[];
-  releaseName?: string;
   createNamespace?: boolean;
 }
 
@@ -57,12 +54,11 @@ function kubectlStyle(object: string): string {
 }
 
 export function deployCommand(program: Command, print: (text: string) => void): void {
-  withChartFlags(
+  withReadFlags(
     withManifestFlags(
       program.command('deploy').description('render, apply and wait until every object is stable'),
     ),
   )
-    .option('--age-key-file <file>', 'age identities for SOPS-encrypted files (default: $SOPS_AGE_KEY_FILE)')
     .option('--timeout <duration>', 'how long to wait for stability', '30m')
     .option('--concurrency <n>', 'objects written at once within a phase', '8')
     .option('--no-wait', 'apply and return without waiting for stability')
@@ -112,10 +108,20 @@ export function deployCommand(program: Command, print: (text: string) => void): 
         flags.application,
       );
       // SOPS files are decrypted as read (the key file is read only when a file is encrypted); a chart is rendered.
-      const files = await readLocalInput(paths, flags, namespace, { allowEmptyFlag: true });
+      const api = new KubeApi(clusterConfig, { maxSockets: concurrency * 2 });
+      const discovery = new Discovery(api);
+      let files: Awaited<ReturnType<typeof readLocalInput>>;
+      try {
+        files = await readLocalInput(paths, flags, namespace, {
+          allowEmptyFlag: true,
+          capabilities: () => discovery.capabilities(),
+        });
+      } catch (error) {
+        api.close();
+        throw error;
+      }
       // What is printed (progress, the report, an error) never shows a value decrypted from a SOPS file.
       const redact = valueRedactor(decryptedValues(files));
-      const api = new KubeApi(clusterConfig, { maxSockets: concurrency * 2 });
       const lines = flags.output === 'table';
       const abort = new AbortController();
       const onSignal = () => abort.abort();
@@ -124,7 +130,7 @@ export function deployCommand(program: Command, print: (text: string) => void): 
         const deployed = await deploy(
           {
             api,
-            discovery: new Discovery(api),
+            discovery,
             onEvent: (event) => {
               if (!lines) return;
               if (event.type === 'applied') print(describeApplied(event.result));
@@ -141,7 +147,7 @@ export function deployCommand(program: Command, print: (text: string) => void): 
             namespace,
             application,
             images,
-            renderOptions: { boundary: manifestBoundary(flags, namespace) },
+            renderOptions: { ...cliRenderOptions(flags), boundary: manifestBoundary(flags, namespace) },
             hashKeyNamespace: flags.agentNamespace,
             timeoutMs,
             dryRun: flags.dryRun ?? false,

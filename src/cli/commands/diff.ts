@@ -22,11 +22,11 @@ import { type DeployRequest, deploy } from '../../sync/deploy.ts';
 import { cliOwner, planPrune } from '../../sync/prune.ts';
 import { type ClusterFlags, clusterAccess, manifestBoundary, withManifestFlags } from '../cluster-flags.ts';
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
-import { readLocalInput, withChartFlags } from '../local-input.ts';
+import { cliRenderOptions, type LocalInputFlags, readLocalInput, withReadFlags } from '../local-input.ts';
 import { checkedNames } from '../names.ts';
 import { parseImageFlag } from './render.ts';
 
-interface DiffFlags extends ClusterFlags {
+interface DiffFlags extends ClusterFlags, LocalInputFlags {
   application?: string;
   image: string[];
   allowNamespace: string[];
@@ -36,9 +36,6 @@ interface DiffFlags extends ClusterFlags {
   deployment?: string;
   config?: string;
   concurrency: string;
-  ageKeyFile?: string;
-  values?: string[];
-  releaseName?: string;
 }
 
 /** What to diff: the deploy request, the cluster, and whose inventory prune would read (when it would prune). */
@@ -65,15 +62,26 @@ async function pathInput(
     flags.application,
   );
   // SOPS files are decrypted as read (the key file is read only when a file is encrypted); a chart is rendered.
-  const files = await readLocalInput(paths, flags, namespace, { allowEmptyFlag: true });
+  const api = new KubeApi(clusterConfig, { maxSockets: concurrency * 2 });
+  let files: Awaited<ReturnType<typeof readLocalInput>>;
+  try {
+    const discovery = new Discovery(api);
+    files = await readLocalInput(paths, flags, namespace, {
+      allowEmptyFlag: true,
+      capabilities: () => discovery.capabilities(),
+    });
+  } catch (error) {
+    api.close();
+    throw error;
+  }
   return {
-    api: new KubeApi(clusterConfig, { maxSockets: concurrency * 2 }),
+    api,
     request: {
       files,
       namespace,
       application,
       images,
-      renderOptions: { boundary: manifestBoundary(flags, namespace) },
+      renderOptions: { ...cliRenderOptions(flags), boundary: manifestBoundary(flags, namespace) },
       hashKeyNamespace: flags.agentNamespace,
       // As deploy: an empty render of an application that had objects is refused (nothing is written here).
       inventory: {
@@ -235,14 +243,13 @@ export function diffCommand(
   print: (text: string) => void,
   printErr: (text: string) => void,
 ): void {
-  const command = withChartFlags(
+  const command = withReadFlags(
     withManifestFlags(
       program
         .command('diff')
         .description('show what a deploy would change, field by field, from a server-side dry run'),
     ),
   )
-    .option('--age-key-file <file>', 'age identities for SOPS-encrypted files (default: $SOPS_AGE_KEY_FILE)')
     .option('--prune', 'also show what a deploy with --prune would delete')
     .option('--allow-empty', 'files that render no objects are not an error (as for deploy)')
     .option('--deployment <name>', "the agent's deployment of that name (with --config), instead of paths")

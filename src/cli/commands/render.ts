@@ -6,7 +6,9 @@ import { type Command, Option } from 'commander';
 import { StalledError } from '../../errors.ts';
 import { KubeApi } from '../../kube/api.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
+import { Discovery } from '../../kube/discovery.ts';
 import { HASH_KEY_SECRET, readHashKey } from '../../kube/hash-key.ts';
+import { discoverClusterScoped, guessedScopes } from '../../kube/scope.ts';
 import { readSnapshot } from '../../kube/snapshot.ts';
 import { toYaml } from '../../render/canonical.ts';
 import { tryParseImageRef } from '../../render/image-ref.ts';
@@ -20,19 +22,16 @@ import { needsHashKey } from '../../render/versioning.ts';
 import { decryptedValues } from '../../sources/sops/decrypt.ts';
 import { redactError } from '../../sync/redact-report.ts';
 import { type ClusterFlags, clusterAccess, manifestBoundary, withManifestFlags } from '../cluster-flags.ts';
-import { readLocalInput, withChartFlags } from '../local-input.ts';
+import { cliRenderOptions, type LocalInputFlags, readLocalInput, withReadFlags } from '../local-input.ts';
 import { checkedNames } from '../names.ts';
 import { formatData, formatTable } from '../output.ts';
 
-interface RenderFlags extends ClusterFlags {
+interface RenderFlags extends ClusterFlags, LocalInputFlags {
   application?: string;
   image: string[];
   allowNamespace: string[];
   agentNamespace: string;
   hashKeyFile?: string;
-  ageKeyFile?: string;
-  values?: string[];
-  releaseName?: string;
   offline?: boolean;
   showSecrets?: boolean;
   requireDigests?: boolean;
@@ -60,14 +59,13 @@ export function renderCommand(
   print: (text: string) => void,
   warn: (text: string) => void,
 ): void {
-  withChartFlags(
+  withReadFlags(
     withManifestFlags(
       program
         .command('render')
         .description('print the hydrated manifests a deploy of these files would apply'),
     ),
   )
-    .option('--age-key-file <file>', 'age identities for SOPS-encrypted files (default: $SOPS_AGE_KEY_FILE)')
     .option('--offline', 'do not read existing versions and live objects from the cluster')
     .option('--require-digests', 'fail when an image is left without a digest')
     .option('--show-secrets', 'print Secret values instead of redacting them')
@@ -90,31 +88,50 @@ export function renderCommand(
           'default',
         flags.application,
       );
-      // SOPS files are decrypted as read (the key file is read only when a file is encrypted).
-      const files = await readLocalInput(paths, flags, names.namespace);
+      const settings = cliRenderOptions(flags);
+      const known = [...(settings.clusterScoped ?? [])];
+      const clusterConfig = flags.offline ? undefined : loadKubeConfig(clusterAccess(flags));
+      const api = clusterConfig ? new KubeApi(clusterConfig) : undefined;
+      const discovery = api ? new Discovery(api) : undefined;
       let snapshot: ClusterSnapshot = { versions: [], live: [] };
-      // Versioned Secrets are hashed under the installation's key: from --hash-key-file, else read (never made) from
-      // the cluster. Without one they are shown without a hash, as new versions, and a warning says so.
+      let files: Awaited<ReturnType<typeof readLocalInput>>;
       let hashKey: Uint8Array | undefined = flags.hashKeyFile ? await readFile(flags.hashKeyFile) : undefined;
-      const keyNeeded = needsHashKey(parseManifestFiles(files).objects, {});
-      if (!flags.offline) {
-        const clusterConfig = loadKubeConfig(clusterAccess(flags));
-        namespace ??= clusterConfig.namespace;
-        const ns = namespace ?? 'default';
-        const api = new KubeApi(clusterConfig);
-        // Render reports parse problems itself; the lookup only needs the objects that parse.
-        const { objects } = parseManifestFiles(files);
-        for (const { object } of objects) {
-          if (!isClusterScoped(object.apiVersion, object.kind)) object.metadata.namespace ??= ns;
-        }
-        // Objects outside -n are refused before the cluster is asked anything about them.
-        assertWithinBoundary({ objects, errors: [] }, manifestBoundary(flags, ns));
-        try {
-          snapshot = await readSnapshot(api, objects);
+      let keyNeeded: boolean;
+      try {
+        // SOPS files are decrypted as read (the key file is read only when a file is encrypted); a chart folder is
+        // rendered with the cluster's capabilities when there is a cluster.
+        files = await readLocalInput(paths, flags, names.namespace, {
+          ...(discovery ? { capabilities: () => discovery.capabilities() } : {}),
+        });
+        // Versioned Secrets are hashed under the installation's key: from --hash-key-file, else read (never made)
+        // from the cluster. Without one they are shown without a hash, as new versions, and a warning says so.
+        keyNeeded = needsHashKey(parseManifestFiles(files).objects, {});
+        if (api && discovery && clusterConfig) {
+          namespace ??= clusterConfig.namespace;
+          const ns = namespace ?? 'default';
+          // Render reports parse problems itself; the lookup only needs the objects that parse.
+          const { objects } = parseManifestFiles(files);
+          // The scope of each kind from the cluster's discovery, as deploy places objects.
+          known.push(...(await discoverClusterScoped(discovery, objects, known)));
+          const scoped = new Set(known);
+          for (const { object } of objects) {
+            if (!isClusterScoped(object.apiVersion, object.kind, scoped)) object.metadata.namespace ??= ns;
+          }
+          // Objects outside -n are refused before the cluster is asked anything about them.
+          assertWithinBoundary({ objects, errors: [] }, manifestBoundary(flags, ns));
+          snapshot = await readSnapshot(api, objects, discovery, {
+            adopted: settings.applyAppLabels !== false && settings.podTemplateLabels === 'auto',
+          });
           if (keyNeeded && !hashKey) hashKey = await readHashKey(api, flags.agentNamespace);
-        } finally {
-          api.close();
+        } else {
+          const guessed = guessedScopes(parseManifestFiles(files).objects, known);
+          if (guessed.length > 0)
+            warn(
+              `warning: offline, the scope of ${guessed.join(', ')} is guessed: namespaced; give --cluster-scoped ${guessed[0]} for a cluster-scoped kind`,
+            );
         }
+      } finally {
+        api?.close();
       }
       namespace ??= 'default';
       // Shown without --show-secrets: no value decrypted from a SOPS file, in the objects or in an error.
@@ -128,6 +145,8 @@ export function renderCommand(
           images,
           snapshot,
           options: {
+            ...settings,
+            clusterScoped: known,
             hashKey,
             boundary: manifestBoundary(flags, namespace),
             ...(flags.requireDigests ? { requireDigests: true } : {}),

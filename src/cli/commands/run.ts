@@ -11,17 +11,21 @@ import { runAgent } from '../../sync/run-agent.ts';
 import { runWatchLoop } from '../../sync/watch-loop.ts';
 import { type ClusterFlags, clusterAccess, manifestBoundary } from '../cluster-flags.ts';
 import { EXIT_USAGE, ExitError } from '../exit-codes.ts';
+import { cliConfig, cliRenderOptions, type LocalInputFlags, withReadFlags } from '../local-input.ts';
 import { checkedNames } from '../names.ts';
 import { waitTimeout } from '../timeout.ts';
 import { parseImageFlag } from './render.ts';
 
-interface RunFlags extends ClusterFlags {
+interface RunFlags extends ClusterFlags, LocalInputFlags {
   watch?: string;
   config?: string;
   application?: string;
   image: string[];
   timeout: string;
   debounce: string;
+  prune: boolean;
+  agentNamespace: string;
+  createNamespace?: boolean;
 }
 
 /** Resolves on SIGTERM or SIGINT: the agent stops polling and lets the write in progress finish. */
@@ -34,7 +38,7 @@ function stopSignal(): AbortSignal {
 }
 
 export function runCommand(program: Command): void {
-  program
+  const command = program
     .command('run')
     .description(
       'run the agent: keep the cluster in sync with a folder (--watch DIR) or a configuration (--config FILE)',
@@ -53,47 +57,71 @@ export function runCommand(program: Command): void {
     )
     .option('--timeout <duration>', 'how long each deploy waits for stability (with --watch)', '30m')
     .option('--debounce <duration>', 'quiet time after a change before deploying (with --watch)', '500ms')
-    .action(async (flags: RunFlags) => {
-      if (flags.watch && flags.config)
-        throw new ExitError('error: give --watch DIR or --config FILE, not both', EXIT_USAGE);
-      if (!flags.watch && !flags.config)
-        throw new ExitError('error: give --watch DIR or --config FILE', EXIT_USAGE);
-      const timeoutMs = waitTimeout(flags.timeout);
-      const debounceMs = parseDuration(flags.debounce);
-      if (timeoutMs === undefined || debounceMs === undefined)
-        throw new ExitError(
-          'error: --timeout and --debounce take durations like 5m (--timeout 0s: no limit)',
-          EXIT_USAGE,
-        );
-      const log = createLogger();
-      if (flags.watch) {
-        const clusterConfig = loadKubeConfig(clusterAccess(flags));
-        const namespace = flags.namespace ?? clusterConfig.namespace ?? 'default';
-        const api = new KubeApi(clusterConfig);
-        // Each save of the folder deploys again: its streams stay open between deploys.
-        const cache = new ClusterCache(api, { lingerMs: 5 * 60_000 });
-        try {
-          await runWatchLoop(
-            { api, discovery: new Discovery(api), cache, log },
-            {
-              dir: flags.watch,
-              namespace,
-              application: checkedNames(namespace, flags.application).application,
-              images: flags.image.map(parseImageFlag),
-              timeoutMs,
-              debounceMs,
-              boundary: manifestBoundary({ namespace: flags.namespace }, namespace),
+    .option(
+      '--no-prune',
+      'with --watch: keep what an earlier deploy applied and the folder no longer holds (default: delete it)',
+    )
+    .option(
+      '--agent-namespace <namespace>',
+      "with --watch: the agent's namespace, where the inventory and the key of Secrets' content hash are kept",
+      'mooring',
+    )
+    .option('--create-namespace', 'with --watch: create the namespace when it does not exist');
+  withReadFlags(command).action(async (flags: RunFlags) => {
+    if (flags.watch && flags.config)
+      throw new ExitError('error: give --watch DIR or --config FILE, not both', EXIT_USAGE);
+    if (!flags.watch && !flags.config)
+      throw new ExitError('error: give --watch DIR or --config FILE', EXIT_USAGE);
+    const timeoutMs = waitTimeout(flags.timeout);
+    const debounceMs = parseDuration(flags.debounce);
+    if (timeoutMs === undefined || debounceMs === undefined)
+      throw new ExitError(
+        'error: --timeout and --debounce take durations like 5m (--timeout 0s: no limit)',
+        EXIT_USAGE,
+      );
+    const log = createLogger();
+    if (flags.watch) {
+      const clusterConfig = loadKubeConfig(clusterAccess(flags));
+      const namespace = flags.namespace ?? clusterConfig.namespace ?? 'default';
+      const api = new KubeApi(clusterConfig);
+      // Each save of the folder deploys again: its streams stay open between deploys.
+      const cache = new ClusterCache(api, { lingerMs: 5 * 60_000 });
+      const discovery = new Discovery(api);
+      try {
+        await runWatchLoop(
+          { api, discovery, cache, log },
+          {
+            dir: flags.watch,
+            namespace,
+            application: checkedNames(namespace, flags.application).application,
+            images: flags.image.map(parseImageFlag),
+            timeoutMs,
+            debounceMs,
+            boundary: manifestBoundary({ namespace: flags.namespace }, namespace),
+            read: {
+              ctx: { config: cliConfig(flags), capabilities: () => discovery.capabilities() },
+              recursive: flags.recursive ?? false,
+              chart: {
+                releaseName: flags.releaseName,
+                valuesFiles: flags.values,
+                allowedRepositories: flags.allowedRepository,
+              },
             },
-            stopSignal(),
-          );
-        } finally {
-          cache.close();
-          api.close();
-        }
-        return;
+            renderOptions: cliRenderOptions(flags),
+            prune: flags.prune,
+            inventoryNamespace: flags.agentNamespace,
+            createNamespace: flags.createNamespace,
+          },
+          stopSignal(),
+        );
+      } finally {
+        cache.close();
+        api.close();
       }
-      const file = flags.config as string;
-      const config = await loadConfigFile(file);
-      await runAgent(config, log, { access: clusterAccess(flags), configFile: file }, stopSignal());
-    });
+      return;
+    }
+    const file = flags.config as string;
+    const config = await loadConfigFile(file);
+    await runAgent(config, log, { access: clusterAccess(flags), configFile: file }, stopSignal());
+  });
 }

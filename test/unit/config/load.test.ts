@@ -222,6 +222,7 @@ render:
       requireDigests: true,
       versioned: { ConfigMap: false },
       applyAppLabels: false,
+      podTemplateLabels: 'auto',
       imageRules: [{ group: 'example.com', kind: 'Workflow', path: 'spec.steps[*].image' }],
       referenceRules: [],
       clusterScoped: ['example.com/Tenant'],
