@@ -1,0 +1,126 @@
+// How the CLI reads paths, as kubectl does: a folder without its subfolders unless -R, a clear hint when only
+// subfolders hold manifests, and the render settings that errors name as flags (--cluster-scoped): offline, a
+// kind's scope is guessed and render says so.
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { manifestDir, mooring, testbed } from './helpers.ts';
+
+/** A folder of files at relative paths, subfolders made as needed. */
+async function tree(files: Record<string, string>): Promise<string> {
+  const root = await mkdtemp(join(tmpdir(), 'mooring-reading-'));
+  for (const [path, text] of Object.entries(files)) {
+    await mkdir(dirname(join(root, path)), { recursive: true });
+    await writeFile(join(root, path), text);
+  }
+  return root;
+}
+
+const cm = (name: string) => `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ${name}}\ndata: {a: b}\n`;
+
+describe('reading folders', () => {
+  it('reads a folder without its subfolders, as kubectl apply -f DIR; -R reads them', async () => {
+    // As many repositories ship an all-in-one copy of the same objects in a subfolder.
+    const dir = await tree({
+      'web.yaml': cm('web'),
+      'api.yaml': cm('api'),
+      'all-in-one/everything.yaml': `${cm('web')}---\n${cm('api')}`,
+    });
+    const flat = await mooring('render', dir, '--offline', '-n', 'shop');
+    expect(flat.code, flat.stderr).toBe(0);
+    expect(flat.stdout.match(/^kind: ConfigMap$/gm)).toHaveLength(2);
+
+    const deep = await mooring('render', dir, '--offline', '-n', 'shop', '-R');
+    expect(deep.code).toBe(2);
+    expect(deep.stderr).toContain('defined twice');
+    expect(deep.stderr).toContain('all-in-one/everything.yaml');
+  });
+
+  it('says to give -R when only subfolders hold manifests', async () => {
+    const dir = await tree({ 'apps/web.yaml': cm('web') });
+    const result = await mooring('render', dir, '--offline');
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('renders no objects');
+    expect(result.stderr).toContain('has subfolders: give -R to read them');
+    const recursive = await mooring('render', dir, '--offline', '--recursive');
+    expect(recursive.code, recursive.stderr).toBe(0);
+    expect(recursive.stdout).toContain('name: web');
+  });
+
+  it('builds a kustomization folder whole without -R', async () => {
+    const dir = await tree({
+      'kustomization.yaml': 'resources: [base/web.yaml]\nnamePrefix: prod-\n',
+      'base/web.yaml': cm('web'),
+    });
+    const result = await mooring('render', dir, '--offline');
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain('name: prod-web');
+  });
+});
+
+describe('the scope of custom kinds', () => {
+  const gatewayClass = `apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: shared-gc}
+spec: {controllerName: example.net/gateway}
+`;
+
+  it('offline, says which scopes it guessed; --cluster-scoped settles one', async () => {
+    const dir = await manifestDir({ 'gc.yaml': gatewayClass });
+    const guessed = await mooring('render', dir, '--offline', '-n', 'shop');
+    expect(guessed.code, guessed.stderr).toBe(0);
+    expect(guessed.stderr).toContain(
+      'warning: offline, the scope of gateway.networking.k8s.io/GatewayClass is guessed: namespaced',
+    );
+    expect(guessed.stdout).toContain('namespace: shop');
+
+    const told = await mooring(
+      'render',
+      dir,
+      '--offline',
+      '-n',
+      'shop',
+      '--cluster-scoped',
+      'gateway.networking.k8s.io/GatewayClass',
+    );
+    expect(told.code, told.stderr).toBe(0);
+    expect(told.stderr).not.toContain('guessed');
+    expect(told.stdout).not.toContain('namespace:');
+
+    const bad = await mooring('render', dir, '--offline', '--cluster-scoped', 'GatewayClass');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--cluster-scoped "GatewayClass" must be group/Kind');
+  });
+
+  it('online, takes the scope from the cluster', async () => {
+    // The test bed serves a cluster-scoped custom kind once its CRD is applied.
+    const crd = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: clusterwidgets.reading.example.com}
+spec:
+  group: reading.example.com
+  scope: Cluster
+  names: {kind: ClusterWidget, plural: clusterwidgets, singular: clusterwidget}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`;
+    const env = testbed();
+    const install = await mooring(
+      'deploy',
+      await manifestDir({ 'crd.yaml': crd }),
+      '--kubeconfig',
+      env.kube.kubeconfig,
+    );
+    expect(install.code, install.stdout + install.stderr).toBe(0);
+    const widget = 'apiVersion: reading.example.com/v1\nkind: ClusterWidget\nmetadata: {name: w}\n';
+    const dir = await manifestDir({ 'w.yaml': widget });
+    const online = await mooring('render', dir, '--kubeconfig', env.kube.kubeconfig, '-n', 'shop');
+    expect(online.code, online.stderr).toBe(0);
+    expect(online.stdout).not.toContain('namespace:');
+    expect(online.stderr).not.toContain('guessed');
+  });
+});
