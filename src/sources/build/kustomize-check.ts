@@ -104,7 +104,7 @@ export function judgeEntry(entry: FieldEntry, folder: string, options: JudgeOpti
         ? { result: 'remote' }
         : {
             result: 'refused',
-            why: `${entry.field} "${url}": kustomize would pull a chart from it (render.kustomize.allowRemoteBases is false)`,
+            why: `${entry.field} "${url}": kustomize would pull a chart from it (render.kustomize.allowRemoteBases is false; --allow-remote-bases for the CLI)`,
           };
     if (entry.kind === 'base') {
       if (/^\s*file:/i.test(shown))
@@ -116,7 +116,7 @@ export function judgeEntry(entry: FieldEntry, folder: string, options: JudgeOpti
         ? { result: 'remote' }
         : {
             result: 'refused',
-            why: `${entry.field} remote base "${url}" is not allowed (render.kustomize.allowRemoteBases is false)`,
+            why: `${entry.field} remote base "${url}" is not allowed (render.kustomize.allowRemoteBases is false; --allow-remote-bases for the CLI)`,
           };
     }
     return {

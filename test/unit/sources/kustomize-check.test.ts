@@ -188,7 +188,7 @@ envs: ["http://127.0.0.1:9/env"]
     });
     const message = await checkGit(root, 'app/kustomization.yaml').catch((e: unknown) => String(e));
     expect(message).toContain(
-      'app/kustomization.yaml: resources[0] remote base "https://git.example.invalid/org/repo//deploy" is not allowed (render.kustomize.allowRemoteBases is false)',
+      'app/kustomization.yaml: resources[0] remote base "https://git.example.invalid/org/repo//deploy" is not allowed (render.kustomize.allowRemoteBases is false; --allow-remote-bases for the CLI)',
     );
     expect(message).not.toContain('secret');
   });

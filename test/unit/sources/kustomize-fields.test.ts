@@ -337,7 +337,7 @@ describe('judgeEntry (property-based)', () => {
     } as const;
     expect(judgeEntry(repo, '.', bounded)).toEqual({
       result: 'refused',
-      why: 'helmCharts[0].repo "https://charts.example": kustomize would pull a chart from it (render.kustomize.allowRemoteBases is false)',
+      why: 'helmCharts[0].repo "https://charts.example": kustomize would pull a chart from it (render.kustomize.allowRemoteBases is false; --allow-remote-bases for the CLI)',
     });
     expect(judgeEntry(repo, '.', { ...bounded, allowRemoteBases: true }).result).toBe('remote');
   });
