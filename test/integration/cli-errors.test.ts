@@ -85,7 +85,7 @@ describe('CLI errors against a server that is not there', () => {
   it('prints the stack and causes only with MOORING_DEBUG=1', async () => {
     const result = await cliProcess(['render', dir, '--kubeconfig', dead], { MOORING_DEBUG: '1' });
     expect(result.code).toBe(1);
-    expect(nonEmptyLines(result.stderr)[0]).toMatch(/^error: list .*ECONNREFUSED/);
+    expect(nonEmptyLines(result.stderr)[0]).toMatch(/^error: (list|discover) .*ECONNREFUSED/);
     expect(result.stderr).toMatch(STACK_FRAME);
     expect(result.stderr).toContain('caused by:');
   });

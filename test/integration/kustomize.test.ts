@@ -11,11 +11,20 @@ import { gitSource } from '../../src/config/schema.ts';
 import { kustomizeGit, kustomizeLocal } from '../../src/sources/build/kustomize-sources.ts';
 import { GitRepository } from '../../src/sources/git/repository.ts';
 import { readManifestFiles } from '../../src/sources/local/files.ts';
-import { statusReceiver } from '../contract/github-openapi.ts';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { pushImage } from '../testbed/oci-push.ts';
-import { api, postedStatuses, startAgent } from './faults-support.ts';
-import { deployTo, eventually, manifestDir, mooring, runTool, testbed, useNamespace } from './helpers.ts';
+import { api } from './faults-support.ts';
+import {
+  bareRepo,
+  deployTo,
+  eventually,
+  manifestDir,
+  mooring,
+  runTool,
+  startAgent,
+  startStatusReceiver,
+  testbed,
+  useNamespace,
+} from './helpers.ts';
 
 async function tree(files: Record<string, string>): Promise<string> {
   const dir = await manifestDir({});
@@ -165,7 +174,7 @@ describe('which folders are built', () => {
       'overlays/staging/Kustomization': 'resources: [../../base]\nnamePrefix: staging-\n',
       'plain/extra.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\ndata: {a: b}\n',
     });
-    const result = await mooring('render', '--offline', '-n', 'demo', '-o', 'json', dir);
+    const result = await mooring('render', '--offline', '-R', '-n', 'demo', '-o', 'json', dir);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     const list = JSON.parse(result.stdout) as { items: { kind: string; metadata: { name: string } }[] };
@@ -193,8 +202,8 @@ describe('which folders are built', () => {
     );
     try {
       const repoPath = `kustomize-escape-${suffix}`;
-      const bare = await createBareRepo(env.git.root, repoPath);
-      const commit = await commitFiles(bare, {
+      const bare = await bareRepo(repoPath);
+      const commit = await bare.commit({
         'app/kustomization.yaml': `resources: [../../mooring-outside-${suffix}]\n`,
       });
       process.env.MOORING_TEST_KUSTOMIZE_USER = env.git.username;
@@ -228,18 +237,18 @@ describe('kustomize in the agent', () => {
     const env = testbed();
     const suffix = Date.now().toString(36);
     const repoPath = `kustomize-${suffix}/app`;
-    const repo = await createBareRepo(env.git.root, repoPath);
+    const repo = await bareRepo(repoPath);
     const image = `${new URL(env.registry.url).host}/kustomize-${suffix}/web`;
     const pushed = await pushImage({
       registry: env.registry.url,
       repository: `kustomize-${suffix}/web`,
       tag: 'stable',
     });
-    const receiver = await statusReceiver();
+    const receiver = await startStatusReceiver();
     const kube = api();
     const agentNs = `mooring-kustomize-${suffix}`;
     const secrets = await manifestDir({ user: env.git.username, password: env.git.password, token: 't' });
-    const first = await commitFiles(repo, { ...overlay(`${image}:stable`), 'README.md': 'app\n' });
+    const first = await repo.commit({ ...overlay(`${image}:stable`), 'README.md': 'app\n' });
     const agent = startAgent(`
 cluster: {name: kustomize, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
 sources:
@@ -259,8 +268,7 @@ deployments:
 server: {port: 0, address: 127.0.0.1}
 `);
     try {
-      const ended = (sha: string) =>
-        postedStatuses(receiver.captured).find((s) => s.sha === sha && s.state !== 'pending');
+      const ended = (sha: string) => receiver.statuses().find((s) => s.sha === sha && s.state !== 'pending');
       await eventually('the overlay deployed', async () => ended(first), 90_000).catch((error: unknown) => {
         throw new Error(
           `${String(error)}\n${agent.lines.filter((l) => l.includes('"level":50')).join('\n')}`,
@@ -274,7 +282,7 @@ server: {port: 0, address: 127.0.0.1}
       expect(container?.envFrom[0]?.configMapRef.name).toBe('web-base-v000');
       expect(container?.envFrom[1]?.configMapRef.name).toMatch(/^web-settings-[a-z0-9]{10}-v000$/);
       // The base lies outside the deployment's paths; a change to it is still deployed.
-      const second = await commitFiles(repo, {
+      const second = await repo.commit({
         'base/configmap.yaml':
           'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-base}\ndata: {greeting: bonjour}\n',
       });
@@ -284,7 +292,7 @@ server: {port: 0, address: 127.0.0.1}
       const after = await get(ns(), 'deployment', 'web');
       expect(after?.spec.template.spec.containers[0]?.envFrom[0]?.configMapRef.name).toBe('web-base-v001');
       // An overlay that gains a remote base fails its commit, naming the kustomization; nothing changes.
-      const remote = await commitFiles(repo, {
+      const remote = await repo.commit({
         'overlays/prod/kustomization.yaml': `resources: [../../base, https://git.example.invalid/org/repo//deploy]
 patches:
   - path: replicas.yaml

@@ -13,7 +13,7 @@ import { readSnapshot } from '../../kube/snapshot.ts';
 import { toYaml } from '../../render/canonical.ts';
 import { tryParseImageRef } from '../../render/image-ref.ts';
 import type { ImageArtifact } from '../../render/images.ts';
-import { isClusterScoped } from '../../render/manifest.ts';
+import { isClusterScoped, type KubeObject } from '../../render/manifest.ts';
 import { assertWithinBoundary } from '../../render/namespace-boundary.ts';
 import { parseManifestFiles } from '../../render/parse.ts';
 import { redactSecret, valueRedactor } from '../../render/redact.ts';
@@ -111,14 +111,21 @@ export function renderCommand(
           const ns = namespace ?? 'default';
           // Render reports parse problems itself; the lookup only needs the objects that parse.
           const { objects } = parseManifestFiles(files);
-          // The scope of each kind from the cluster's discovery, as deploy places objects.
-          known.push(...(await discoverClusterScoped(discovery, objects, known)));
+          const placed = new Set<KubeObject>();
           const scoped = new Set(known);
           for (const { object } of objects) {
-            if (!isClusterScoped(object.apiVersion, object.kind, scoped)) object.metadata.namespace ??= ns;
+            if (isClusterScoped(object.apiVersion, object.kind, scoped) || object.metadata.namespace)
+              continue;
+            object.metadata.namespace = ns;
+            placed.add(object);
           }
           // Objects outside -n are refused before the cluster is asked anything about them.
           assertWithinBoundary({ objects, errors: [] }, manifestBoundary(flags, ns));
+          // The scope of each custom kind from the cluster's discovery, as deploy places objects.
+          const served = new Set(await discoverClusterScoped(discovery, objects, known));
+          known.push(...served);
+          for (const object of placed)
+            if (isClusterScoped(object.apiVersion, object.kind, served)) delete object.metadata.namespace;
           snapshot = await readSnapshot(api, objects, discovery, {
             adopted: settings.applyAppLabels !== false && settings.podTemplateLabels === 'auto',
           });
