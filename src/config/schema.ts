@@ -263,6 +263,11 @@ export const deployment = z.strictObject({
   source: name,
   paths: z.array(z.string().min(1)).min(1).default(['.']),
   exclude: z.array(z.string().min(1)).default([]),
+  /**
+   * Whether a folder among `paths` is read with its subfolders (the default, and how deployments have always been
+   * read), or only the files directly in it, as `kubectl apply -f DIR` and the CLI without -R read one.
+   */
+  recursive: z.boolean().default(true),
   /** Registry sources whose images are bound into the manifests by digest. */
   images: z.array(name).default([]),
   stability: z.strictObject({ timeout: duration.prefault('30m') }).prefault({}),

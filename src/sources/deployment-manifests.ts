@@ -49,13 +49,16 @@ export async function deploymentManifests(
       const { git: repo, commit } = at;
       await repo.fetch(commit);
       if (spec.helm) return chartFromGit(repo, commit, spec, await ctx.capabilities?.(), keys, limits);
-      const files = await repo.files(commit, spec.paths, spec.exclude);
-      return kustomizeGit(repo, commit, spec.paths, spec.exclude, files, kustomizeOptions(ctx.config));
+      const recursive = spec.recursive;
+      const files = await repo.files(commit, spec.paths, spec.exclude, { recursive });
+      const options = kustomizeOptions(ctx.config);
+      return kustomizeGit(repo, commit, spec.paths, spec.exclude, files, options, recursive);
     }
     const local = ctx.config.sources.local.find((s) => s.name === spec.source);
     if (!local) throw new Error(`deployment ${spec.name}: no source ${spec.source}`);
     if (spec.helm) return chartFromFolder(local.path, spec, await ctx.capabilities?.(), keys, limits);
-    const paths = spec.paths.map((p) => (p === '.' ? local.path : `${local.path}/${p}`));
+    const given = spec.paths.map((p) => (p === '.' ? local.path : `${local.path}/${p}`));
+    const paths = spec.recursive ? given : await flatten(given);
     return kustomizeLocal(paths, await readManifestFiles(paths), kustomizeOptions(ctx.config), local.path);
   }
 }
@@ -141,6 +144,16 @@ async function folderLevel(folder: string): Promise<string[]> {
     if ((await stat(path).catch(() => undefined))?.isFile()) files.push(path);
   }
   return files;
+}
+
+/** Paths with each folder read without its subfolders (folderLevel). */
+async function flatten(paths: readonly string[]): Promise<string[]> {
+  const out: string[] = [];
+  for (const path of paths) {
+    const folder = (await stat(path).catch(() => undefined))?.isDirectory();
+    out.push(...(folder ? await folderLevel(path) : [path]));
+  }
+  return out;
 }
 
 /** Whether a folder has subfolders that -R would read (for the hint when a folder alone gives nothing). */

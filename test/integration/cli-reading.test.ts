@@ -5,6 +5,10 @@ import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { configSchema, deployment, gitSource } from '../../src/config/schema.ts';
+import { deploymentManifests } from '../../src/sources/deployment-manifests.ts';
+import { GitRepository } from '../../src/sources/git/repository.ts';
+import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { manifestDir, mooring, testbed } from './helpers.ts';
 
 /** A folder of files at relative paths, subfolders made as needed. */
@@ -56,6 +60,40 @@ describe('reading folders', () => {
     const result = await mooring('render', dir, '--offline');
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toContain('name: prod-web');
+  });
+});
+
+describe("a deployment's recursive setting", () => {
+  it('reads subfolders by default, and only the folder itself with recursive: false', async () => {
+    const env = testbed();
+    const name = `reading-${Date.now().toString(36)}`;
+    const bare = await createBareRepo(env.git.root, name);
+    const commit = await commitFiles(bare, {
+      'apps/web/web.yaml': cm('web'),
+      'apps/web/all-in-one/everything.yaml': cm('everything'),
+      'apps/api/kustomization.yaml': 'resources: [base/api.yaml]\nnamePrefix: prod-\n',
+      'apps/api/base/api.yaml': cm('api'),
+    });
+    const authority = `${encodeURIComponent(env.git.username)}:${encodeURIComponent(env.git.password)}@`;
+    const url = `${env.git.url.replace('http://', `http://${authority}`)}/${name}.git`;
+    const repo = new GitRepository(gitSource.parse({ name: 'app', url }), {
+      cacheDir: await mkdtemp(join(tmpdir(), 'mooring-reading-cache-')),
+    });
+    const ctx = { config: configSchema.parse({}) };
+    const names = async (recursive?: boolean) => {
+      const spec = deployment.parse({
+        name: 'web',
+        namespace: 'shop',
+        source: 'app',
+        paths: ['apps/web', 'apps/api'],
+        ...(recursive === undefined ? {} : { recursive }),
+      });
+      const files = await deploymentManifests(ctx, spec, { git: repo, commit });
+      return files.flatMap((f) => [...f.text.matchAll(/name: ([a-z-]+)/g)].map((m) => m[1])).sort();
+    };
+    expect(await names()).toEqual(['everything', 'prod-api', 'web']);
+    // A kustomization directly in a path is built whole either way.
+    expect(await names(false)).toEqual(['prod-api', 'web']);
   });
 });
 

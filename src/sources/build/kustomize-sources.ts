@@ -64,8 +64,10 @@ export async function kustomizeGit(
   exclude: readonly string[],
   files: readonly ManifestFile[],
   options: KustomizeOptions = {},
+  /** Whether kustomizations in subfolders of `paths` are built (a deployment's `recursive`). */
+  recursive = true,
 ): Promise<ManifestFile[]> {
-  const kustomizations = await kustomizationsAt(repo, commit, paths, exclude);
+  const kustomizations = await kustomizationsAt(repo, commit, paths, exclude, recursive);
   if (kustomizations.length === 0) return [...files];
   const dir = await mkdtemp(join(tmpdir(), 'mooring-kustomize-'));
   try {
@@ -82,8 +84,9 @@ export function kustomizationsAt(
   commit: string,
   paths: readonly string[],
   exclude: readonly string[],
+  recursive = true,
 ): Promise<string[]> {
-  const filter = createPathFilter(paths, exclude);
+  const filter = createPathFilter(paths, exclude, { recursive });
   return findTreeFiles(repo, commit, {
     include: (path) => isKustomizationFile(path) && filter.includes(path),
     mayContain: (folder) => filter.mayContain(folder),

@@ -7,6 +7,8 @@
 //   source skips them: `.github/workflows/*.yml` are not manifests. Naming one explicitly selects it.
 // - An exclude without `/` matches a file or folder name at any depth, as in .gitignore (`*.test.yaml`,
 //   `charts`); with a `/` (or a leading `/`) it is anchored at the root. A matching folder excludes its files.
+// - Not recursive (a deployment's `recursive: false`): a folder selects only the files directly in it, as
+//   `kubectl apply -f DIR`; a glob selects the files it matches and those directly in the folders it matches.
 import { posix } from 'node:path';
 import { StalledError } from '../../errors.ts';
 
@@ -31,7 +33,12 @@ interface Pattern {
   literal: string[];
 }
 
-export function createPathFilter(paths: readonly string[], exclude: readonly string[] = []): PathFilter {
+export function createPathFilter(
+  paths: readonly string[],
+  exclude: readonly string[] = [],
+  options: { recursive?: boolean } = {},
+): PathFilter {
+  const recursive = options.recursive ?? true;
   const selected = paths.map((p) => pattern(p, 'path'));
   const excluded = exclude.map((p) => pattern(p, 'exclude'));
   const anchoredExcludes = excluded.filter((p) => p.text.includes('/'));
@@ -50,7 +57,7 @@ export function createPathFilter(paths: readonly string[], exclude: readonly str
   return {
     includes(path) {
       const segments = path.split('/');
-      return selected.some((p) => selects(p, segments)) && !isExcluded(segments);
+      return selected.some((p) => selects(p, segments, recursive)) && !isExcluded(segments);
     },
     mayContain(folder) {
       if (folder === '') return true;
@@ -83,13 +90,15 @@ function matches(candidate: string, p: Pattern): boolean {
 }
 
 /** The file (as segments) is the path, under it, or under a folder the glob matches, with nothing hidden below. */
-function selects(p: Pattern, segments: string[]): boolean {
+function selects(p: Pattern, segments: string[], recursive: boolean): boolean {
   if (!p.glob) {
     const depth = p.literal.length;
     if (!p.literal.every((s, i) => segments[i] === s) || segments.length < depth) return false;
+    if (!recursive && segments.length > depth + 1) return false;
     return !hidden(segments.slice(depth));
   }
-  for (let end = segments.length; end >= 1; end--) {
+  const last = recursive ? 1 : Math.max(1, segments.length - 1);
+  for (let end = segments.length; end >= last; end--) {
     if (posix.matchesGlob(segments.slice(0, end).join('/'), p.text) && !hidden(segments.slice(end)))
       return true;
   }

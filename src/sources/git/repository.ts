@@ -128,13 +128,17 @@ export class GitRepository {
     });
   }
 
-  /** The manifest files under `paths` minus `exclude` at a fetched commit; symlinks and big files refused. */
+  /**
+   * The manifest files under `paths` minus `exclude` at a fetched commit (only those directly in a folder of
+   * `paths` unless recursive); symlinks and big files refused.
+   */
   async files(
     commit: string,
     paths: readonly string[],
     exclude: readonly string[] = [],
+    options: { recursive?: boolean } = {},
   ): Promise<ManifestFile[]> {
-    const filter = this.#filter(paths, exclude);
+    const filter = this.#filter(paths, exclude, options.recursive);
     return exclusive(this.gitdir, async () => {
       const store = this.#store();
       await this.#requireCommit(store, commit);
@@ -205,8 +209,8 @@ export class GitRepository {
     return files;
   }
 
-  #filter(paths: readonly string[], exclude: readonly string[]): PathFilter {
-    return this.#withSubject(() => createPathFilter(paths, exclude));
+  #filter(paths: readonly string[], exclude: readonly string[], recursive = true): PathFilter {
+    return this.#withSubject(() => createPathFilter(paths, exclude, { recursive }));
   }
 
   async #isAncestor(from: string, to: string): Promise<boolean> {

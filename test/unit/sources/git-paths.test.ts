@@ -145,3 +145,24 @@ describe('paths that name nothing', () => {
     expect(unmatchedPaths(['.', 'apps/*'], [], files)).toEqual([]);
   });
 });
+
+describe('a deployment read without subfolders (recursive: false)', () => {
+  const flat = (paths: string[]) => createPathFilter(paths, [], { recursive: false });
+
+  it('selects only the files directly in a folder, as kubectl apply -f DIR', () => {
+    expect(flat(['apps/web']).includes('apps/web/deploy.yaml')).toBe(true);
+    expect(flat(['apps/web']).includes('apps/web/all-in-one/everything.yaml')).toBe(false);
+    expect(flat(['.']).includes('service.yaml')).toBe(true);
+    expect(flat(['.']).includes('apps/web/deploy.yaml')).toBe(false);
+    // A file named by itself is read.
+    expect(flat(['apps/web/deploy.yaml']).includes('apps/web/deploy.yaml')).toBe(true);
+    // Recursive by default.
+    expect(createPathFilter(['apps/web']).includes('apps/web/all-in-one/everything.yaml')).toBe(true);
+  });
+
+  it('reads a glob as the files it matches and the files directly in the folders it matches', () => {
+    expect(flat(['apps/*']).includes('apps/web/deploy.yaml')).toBe(true);
+    expect(flat(['apps/*']).includes('apps/web/extra/deploy.yaml')).toBe(false);
+    expect(flat(['apps/**/deploy.yaml']).includes('apps/web/extra/deploy.yaml')).toBe(true);
+  });
+});
