@@ -205,7 +205,15 @@ export class Applier {
     return summarize(answer);
   }
 
-  async apply(targets: readonly ApplyTarget[]): Promise<ApplyResult[]> {
+  /**
+   * Applies the set: the whole set's server-side dry run first (all or nothing), then its writes wave by wave
+   * (strategy.wave, lowest first), each wave in kind phases. After each wave but the last, `afterWave` is told
+   * what it wrote (the deploy waits for it to be stable there): false stops before the next wave.
+   */
+  async apply(
+    targets: readonly ApplyTarget[],
+    options: { afterWave?: (wave: number, results: ApplyResult[]) => Promise<boolean> } = {},
+  ): Promise<ApplyResult[]> {
     // Objects whose namespace or CRD arrives in this same set cannot be dry-run before it exists: they are
     // validated when their phase comes.
     const newNamespaces = new Set(
@@ -274,6 +282,33 @@ export class Applier {
     if (!this.options.dryRun) await this.options.beforeWrite?.();
 
     const results: ApplyResult[] = [];
+    const waves = [...new Set(targets.map((t) => t.plan.strategy.wave ?? 0))].sort((a, b) => a - b);
+    for (const [index, wave] of waves.entries()) {
+      const inWave =
+        waves.length === 1 ? targets : targets.filter((t) => (t.plan.strategy.wave ?? 0) === wave);
+      const waveResults = await this.writeWave(inWave, { resources, lives, dryRuns, deferred, absent });
+      results.push(...waveResults);
+      const last = index === waves.length - 1;
+      if (!last && options.afterWave && !(await options.afterWave(wave, waveResults))) break;
+    }
+    // Results in the order of the render set, whatever order the phases wrote them in.
+    const byTarget = new Map(results.map((r) => [r.target, r]));
+    return targets.map((t) => byTarget.get(t)).filter((r): r is ApplyResult => r !== undefined);
+  }
+
+  /** One wave's writes, in kind phases (apply-order.ts); a CRD's phase waits until the CRD is established. */
+  private async writeWave(
+    targets: readonly ApplyTarget[],
+    known: {
+      resources: Map<ApplyTarget, ResourceInfo>;
+      lives: Map<ApplyTarget, LiveSummary | undefined>;
+      dryRuns: Map<ApplyTarget, LiveSummary | undefined>;
+      deferred: ReadonlySet<ApplyTarget>;
+      absent: ReadonlySet<ApplyTarget>;
+    },
+  ): Promise<ApplyResult[]> {
+    const { resources, lives, dryRuns, deferred, absent } = known;
+    const results: ApplyResult[] = [];
     for (const batch of inPhases(targets, (t) => t.object.kind)) {
       const written = await mapLimit(batch, this.options.concurrency, async (target) => {
         let info = resources.get(target);
@@ -304,9 +339,7 @@ export class Applier {
         this.discovery.invalidate();
       }
     }
-    // Results in the order of the render set, whatever order the phases wrote them in.
-    const byTarget = new Map(results.map((r) => [r.target, r]));
-    return targets.map((t) => byTarget.get(t)).filter((r): r is ApplyResult => r !== undefined);
+    return results;
   }
 
   private async write(

@@ -25,6 +25,9 @@ export const STRATEGY = {
   serverSideApply: 'strategy.spinnaker.io/server-side-apply',
 } as const;
 
+/** The wave an object is applied in (lowest first, each stable before the next): Argo CD's and mooring's names. */
+export const SYNC_WAVE = ['argocd.argoproj.io/sync-wave', 'mooring.io/sync-wave'] as const;
+
 export const TRAFFIC_LOAD_BALANCERS = 'traffic.spinnaker.io/load-balancers';
 export const CACHING_IGNORE = 'caching.spinnaker.io/ignore';
 

@@ -1,6 +1,6 @@
 // Strategy annotations (seed 001 "Reserved annotations") parsed and checked into a per-object apply plan.
 // Contradictions are errors: an object is never applied in a way its author did not ask for.
-import { CACHING_IGNORE, STRATEGY } from './annotations.ts';
+import { CACHING_IGNORE, STRATEGY, SYNC_WAVE } from './annotations.ts';
 import { RenderError } from './errors.ts';
 import { describeObject, fieldOrigin, groupOf, type SourcedObject } from './manifest.ts';
 import { SOURCE_CAPACITY_KINDS } from './tables.ts';
@@ -20,6 +20,11 @@ export interface Strategy {
   maxVersionHistory: number | undefined;
   /** caching.spinnaker.io/ignore: applied, but not waited on, tracked or collected. */
   ignored: boolean;
+  /**
+   * The sync wave (argocd.argoproj.io/sync-wave or mooring.io/sync-wave; 0 when absent): waves are applied lowest
+   * first, each stable before the next, after the whole set passed its dry run.
+   */
+  wave: number;
 }
 
 function flag(item: SourcedObject, annotation: string, errors: RenderError[]): boolean {
@@ -99,5 +104,29 @@ export function parseStrategy(item: SourcedObject, errors: RenderError[]): Strat
   }
 
   const ignored = flag(item, CACHING_IGNORE, errors);
-  return { method, recreate, useSourceCapacity, maxVersionHistory, ignored };
+  return { method, recreate, useSourceCapacity, maxVersionHistory, ignored, wave: parseWave(item, errors) };
+}
+
+/** The object's sync wave: an integer, the same under both names when both are given. */
+function parseWave(item: SourcedObject, errors: RenderError[]): number {
+  const annotations = item.object.metadata.annotations ?? {};
+  const given = SYNC_WAVE.filter((name) => annotations[name] !== undefined);
+  let wave: number | undefined;
+  for (const name of given) {
+    const value = (annotations[name] ?? '').trim();
+    const where = {
+      origin: fieldOrigin(item, ['metadata', 'annotations', name]),
+      object: describeObject(item.object),
+    };
+    if (!/^[-+]?\d{1,9}$/.test(value)) {
+      errors.push(new RenderError(`${name} must be an integer, not "${value}"`, where));
+      return 0;
+    }
+    if (wave !== undefined && wave !== Number(value)) {
+      errors.push(new RenderError(`${SYNC_WAVE[0]} and ${SYNC_WAVE[1]} differ (${wave}, ${value})`, where));
+      return 0;
+    }
+    wave = Number(value);
+  }
+  return wave ?? 0;
 }

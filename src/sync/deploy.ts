@@ -138,6 +138,8 @@ interface Context {
   drift?: DriftFinding[];
   /** A dry run's: namespaces a deploy would create, whose objects the server cannot validate yet. */
   absentNamespaces?: ReadonlySet<string>;
+  /** The sync wave whose objects did not become stable, and how many waves were left unapplied after it. */
+  stoppedAtWave?: { wave: number; left: number };
 }
 
 type Stage = (ctx: Context) => Promise<void>;
@@ -334,8 +336,23 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       absentNamespaces: ctx.absentNamespaces,
       beforeWrite: async () => ctx.recordInventory?.(ctx.desired ?? []),
     });
+    // Sync waves: each wave but the last is stable before the next is written; a wave that fails or times out
+    // stops the deploy there, and its verdicts are the deploy's.
+    const waves = new Set(targets.map((t) => t.plan.strategy.wave ?? 0));
+    const afterWave =
+      waves.size > 1 && !request.dryRun && request.wait !== false
+        ? async (wave: number, results: ApplyResult[]) => {
+            const result = await waitFor(results);
+            if (result.outcome === 'stable') return true;
+            ctx.wait = result;
+            ctx.stoppedAtWave = { wave, left: [...waves].filter((w) => w > wave).length };
+            return false;
+          }
+        : undefined;
     try {
-      ctx.applied = await applier.apply(targets);
+      ctx.applied = await applier.apply(targets, { afterWave });
+      // Waves after one that did not become stable were never written: they leave the inventory again.
+      if (ctx.stoppedAtWave && ctx.recorded) await ctx.recordInventory?.(inventoryOf(written));
     } catch (error) {
       // The inventory names only what was applied: what this apply did not write comes out of it again. (A write
       // whose answer was lost is left out too; prune deletes only objects that carry mooring's field manager.)
@@ -344,11 +361,11 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       throw error;
     }
   };
-  const waitStage: Stage = async (ctx) => {
-    if (request.dryRun || request.wait === false) return;
+  /** Waits until the objects of these results are stable (or one fails, or the deploy's deadline passes). */
+  const waitFor = async (results: readonly ApplyResult[]): Promise<WaitResult> => {
     const cache = deps.cache ?? new ClusterCache(api);
     // Stability is judged on the object as apply left it or later, never on an older cached copy.
-    const watched = (ctx.applied ?? [])
+    const watched = results
       .filter((r) => !r.target.plan.strategy.ignored)
       .map((r) => {
         const { namespace, name } = r.target.object.metadata;
@@ -366,8 +383,9 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
         };
       });
     try {
-      ctx.wait = await waitForStability(watched, {
-        timeoutMs: request.timeoutMs,
+      return await waitForStability(watched, {
+        // What is left of the deploy's time (a wave waited on before spent some of it).
+        timeoutMs: request.timeoutMs > 0 ? Math.max(1, started + request.timeoutMs - Date.now()) : 0,
         signal: request.signal,
         onProgress: (v) =>
           deps.onEvent?.({
@@ -380,6 +398,10 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
     } finally {
       if (!deps.cache) cache.close();
     }
+  };
+  const waitStage: Stage = async (ctx) => {
+    if (request.dryRun || request.wait === false || ctx.wait) return;
+    ctx.wait = await waitFor(ctx.applied ?? []);
   };
   // After the new set is applied and stable: what the inventory held and the render no longer has is deleted.
   const pruneStage: Stage = async (ctx) => {
@@ -463,6 +485,13 @@ function seconds(ms: number): string {
   return ms < 10_000 ? `${(ms / 1000).toFixed(1)}s` : `${Math.round(ms / 1000)}s`;
 }
 
+/** `(sync wave 1; 2 later waves not applied)`, when a wave stopped the deploy. */
+function waveNote(ctx: Context): string {
+  const stopped = ctx.stoppedAtWave;
+  if (!stopped) return '';
+  return ` (sync wave ${stopped.wave}; ${stopped.left} later wave${stopped.left === 1 ? '' : 's'} not applied)`;
+}
+
 function finalize(ctx: Context, error: unknown, elapsedMs: number): DeployReport {
   const applied = ctx.applied ?? [];
   const base = {
@@ -512,13 +541,13 @@ function finalize(ctx: Context, error: unknown, elapsedMs: number): DeployReport
       return {
         ...base,
         outcome: 'failed',
-        summary: `failed: ${wait.culprit?.stability.message ?? 'unknown'}`,
+        summary: `failed: ${wait.culprit?.stability.message ?? 'unknown'}${waveNote(ctx)}`,
       };
     case 'timed-out':
       return {
         ...base,
         outcome: 'timed-out',
-        summary: `timed out after ${seconds(elapsedMs)} with ${stable}/${watched} stable: ${wait.culprit?.stability.message ?? ''}`,
+        summary: `timed out after ${seconds(elapsedMs)} with ${stable}/${watched} stable: ${wait.culprit?.stability.message ?? ''}${waveNote(ctx)}`,
       };
     default:
       return { ...base, outcome: 'cancelled', summary: `cancelled with ${stable}/${watched} stable` };

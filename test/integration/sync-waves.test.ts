@@ -1,0 +1,119 @@
+// Sync waves inside one deploy, as Argo CD users write them: waves applied lowest first, each stable before the
+// next is written; a wave that fails stops the deploy there (later waves unwritten, not in the inventory); the
+// whole-set dry run still refuses a bad object in a later wave before anything is written.
+import { AppsV1Api, BatchV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { BEHAVIOR } from '../testbed/kubelet.ts';
+import { deployTo, kubeConfig, manifestDir, useNamespace } from './helpers.ts';
+
+const wave = (n: number) => `{argocd.argoproj.io/sync-wave: "${n}"}`;
+
+/** A three-wave app: a migration Job (wave -1), the app (wave 0), a smoke-test ConfigMap (wave 1). */
+function app(migration: 'succeed' | 'fail', extra = ''): string {
+  return `apiVersion: batch/v1
+kind: Job
+metadata: {name: migrate, annotations: ${wave(-1)}}
+spec:
+  backoffLimit: 0
+  template:
+    metadata: {annotations: {${BEHAVIOR}: ${migration}}}
+    spec: {restartPolicy: Never, containers: [{name: m, image: migrate:1}]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, annotations: ${wave(0)}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: web:1}]}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: smoke, annotations: {mooring.io/sync-wave: "1", strategy.spinnaker.io/versioned: "false"}}
+data: {after: web}
+${extra}`;
+}
+
+/** A namespace of its own for each case (their objects share names), and readers of the app's objects. */
+function waveCase() {
+  const ns = useNamespace('waves');
+  const core = () => kubeConfig().makeApiClient(CoreV1Api);
+  const apps = () => kubeConfig().makeApiClient(AppsV1Api);
+  const created = async () => {
+    const job = await kubeConfig()
+      .makeApiClient(BatchV1Api)
+      .readNamespacedJob({ name: 'migrate', namespace: ns() });
+    const web = await apps().readNamespacedDeployment({ name: 'web', namespace: ns() });
+    const smoke = await core().readNamespacedConfigMap({ name: 'smoke', namespace: ns() });
+    return { job, web, smoke };
+  };
+  return { ns, core, apps, created };
+}
+
+describe('sync waves: in order', () => {
+  const { ns, created } = waveCase();
+
+  it('applies waves lowest first, each stable before the next', async () => {
+    const result = await deployTo(ns(), await manifestDir({ 'app.yaml': app('succeed') }));
+    expect(result.code, result.stdout + result.stderr).toBe(0);
+    const lines = result.stdout.split('\n');
+    const at = (text: string) => lines.findIndex((l) => l.startsWith(text));
+    // The job completed before the Deployment was written; the Deployment was stable before the ConfigMap.
+    expect(at('job.batch/migrate created')).toBeLessThan(at('deployment.apps/web created'));
+    expect(at('deployment.apps/web created')).toBeLessThan(at('configmap/smoke created'));
+    const { job, web, smoke } = await created();
+    expect(job.status?.succeeded).toBe(1);
+    const time = (o: { metadata?: { creationTimestamp?: Date } }) =>
+      o.metadata?.creationTimestamp?.getTime() ?? 0;
+    expect(
+      time(job.status?.completionTime ? { metadata: { creationTimestamp: job.status.completionTime } } : job),
+    ).toBeLessThanOrEqual(time(web));
+    expect(web.status?.readyReplicas).toBe(1);
+    expect(time(web)).toBeLessThanOrEqual(time(smoke));
+  });
+});
+
+describe('sync waves: a wave that fails', () => {
+  const { ns, core, apps } = waveCase();
+
+  it('stops at a wave that fails: later waves are not written, and the report names the wave', async () => {
+    const result = await deployTo(ns(), await manifestDir({ 'app.yaml': app('fail') }), '--timeout', '60s');
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/failed: .*migrate.*\(sync wave -1; 2 later waves not applied\)/);
+    await expect(apps().readNamespacedDeployment({ name: 'web', namespace: ns() })).rejects.toMatchObject({
+      code: 404,
+    });
+    await expect(core().readNamespacedConfigMap({ name: 'smoke', namespace: ns() })).rejects.toMatchObject({
+      code: 404,
+    });
+  });
+});
+
+describe('sync waves: all or nothing', () => {
+  const { ns } = waveCase();
+
+  it('refuses a bad object in a later wave before anything is written', async () => {
+    const bad = `---\napiVersion: v1\nkind: Service\nmetadata: {name: broken, annotations: ${wave(2)}}\nspec: {ports: [{port: 99999}]}\n`;
+    const result = await deployTo(ns(), await manifestDir({ 'app.yaml': app('succeed', bad) }));
+    expect(result.code).not.toBe(0);
+    expect(result.stdout + result.stderr).toContain('broken');
+    await expect(
+      kubeConfig().makeApiClient(BatchV1Api).readNamespacedJob({ name: 'migrate', namespace: ns() }),
+    ).rejects.toMatchObject({ code: 404 });
+  });
+});
+
+describe('sync waves: an invalid wave', () => {
+  const { ns } = waveCase();
+
+  it('refuses a wave that is not an integer, naming the file and line', async () => {
+    const text = app('succeed').replace('mooring.io/sync-wave: "1"', 'mooring.io/sync-wave: "one"');
+    const result = await deployTo(ns(), await manifestDir({ 'app.yaml': text }));
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(
+      /app\.yaml:\d+:\d+: ConfigMap .*smoke.*mooring\.io\/sync-wave must be an integer, not "one"/,
+    );
+  });
+});
