@@ -1,6 +1,7 @@
 // Parsing manifest files: multi-document YAML (and JSON, a subset of YAML 1.2), Lists flattened, empty
 // documents skipped. Bounded in file size, documents per file and alias expansion, so that a hostile file
-// (a "billion laughs") is rejected fast. Every object keeps the file:line:column it was defined at.
+// (a "billion laughs") is rejected fast. Every object keeps the file:line:column it was defined at: for text a
+// tool built (kustomize, helm template), the place the user wrote it, as the build says (`writtenAt`).
 import {
   Composer,
   isMap,
@@ -24,6 +25,24 @@ export interface ManifestFile {
    * Never shown, logged or stored.
    */
   secrets?: readonly string[] | undefined;
+  /**
+   * What the tool that built `text` printed as warnings (kustomize's deprecations, helm's notices), each naming
+   * what was built: for the CLI to print and the agent to log. Never part of the manifests.
+   */
+  warnings?: readonly string[] | undefined;
+  /**
+   * For text a tool built: where the object at `at` in `text` (or, without an object, the line of `at`) was
+   * written, so that problems name the user's file rather than the tool's output; undefined when not known.
+   */
+  writtenAt?: ((at: Origin, object?: unknown) => WrittenAt | undefined) | undefined;
+}
+
+/** Where an object of built text was written (sources/build/origins.ts). */
+export interface WrittenAt {
+  /** The object's place: in a file of the user's (`base/web.yaml:3:1`), or a template's rendered document. */
+  origin: Origin;
+  /** A field's place, given where it is in the built text. */
+  locate(path: readonly (string | number)[], built: Origin): Origin;
 }
 
 export interface ParseLimits {
@@ -97,6 +116,8 @@ function parseFile(
     );
     return;
   }
+  const written = (origin: Origin, object?: unknown): WrittenAt | undefined =>
+    file.writtenAt?.(origin, object);
   const lines = new LineCounter();
   const at = (offset: number | undefined): Origin => {
     const pos = lines.linePos(offset ?? 0);
@@ -122,8 +143,10 @@ function parseFile(
     if (index >= limits.maxDocumentsPerFile) continue;
     if (doc.errors.length > 0) {
       // The position from the line counter: what parseAllDocuments' prettyErrors would set as linePos.
-      for (const e of doc.errors)
-        errors.push(new RenderError(yamlMessage(e.message), { origin: at(e.pos[0]) }));
+      for (const e of doc.errors) {
+        const built = at(e.pos[0]);
+        errors.push(new RenderError(yamlMessage(e.message), { origin: written(built)?.origin ?? built }));
+      }
       continue;
     }
     if (doc.contents === null) continue; // an empty document
@@ -132,12 +155,18 @@ function parseFile(
     try {
       value = doc.toJS({ maxAliasCount: limits.maxAliasCount });
     } catch (error) {
-      errors.push(new RenderError(yamlMessage((error as Error).message), { origin }));
+      errors.push(
+        new RenderError(yamlMessage((error as Error).message), { origin: written(origin)?.origin ?? origin }),
+      );
       continue;
     }
     if (value === null || value === undefined) continue;
     const self = index;
-    collect(value, origin, doc.contents, at, objects, errors, { root: () => reparse(self), prefix: [] });
+    collect(value, origin, doc.contents, at, objects, errors, {
+      root: () => reparse(self),
+      prefix: [],
+      written,
+    });
   }
   if (index + 1 > limits.maxDocumentsPerFile) {
     objects.length = firstObject;
@@ -169,6 +198,8 @@ function walkExactly(start: unknown, path: readonly (string | number)[]): Node |
 interface NodeRef {
   root: () => Node | undefined;
   prefix: readonly (string | number)[];
+  /** For built text: where an object was written (ManifestFile.writtenAt). */
+  written: (origin: Origin, object?: unknown) => WrittenAt | undefined;
 }
 
 /** The node at `path` from `start`, or the nearest enclosing node that exists (undefined: not even `start`). */
@@ -200,7 +231,11 @@ function collect(
 ): void {
   if (!isObject(value)) {
     const what = Array.isArray(value) ? 'a sequence' : `a ${typeof value}`;
-    errors.push(new RenderError(`a manifest must be a mapping, found ${what}`, { origin }));
+    errors.push(
+      new RenderError(`a manifest must be a mapping, found ${what}`, {
+        origin: ref.written(origin)?.origin ?? origin,
+      }),
+    );
     return;
   }
   const kind = value.kind;
@@ -212,22 +247,40 @@ function collect(
       collect(item, itemOrigin, itemNode, at, objects, errors, {
         root: ref.root,
         prefix: [...ref.prefix, 'items', index],
+        written: ref.written,
       });
     });
     return;
   }
+  const written = ref.written(origin, value);
   const problem = shapeProblem(value);
   if (problem) {
-    errors.push(new RenderError(problem, { origin }));
+    // Built text renames objects (kustomize's namePrefix) and holds many: the object as built says which one.
+    errors.push(
+      new RenderError(problem, written ? { origin: written.origin, object: builtObject(value) } : { origin }),
+    );
     return;
   }
-  const locate = (path: readonly (string | number)[]): Origin => {
+  const locateBuilt = (path: readonly (string | number)[]): Origin => {
     // The object's own node, as `node` was during the first parse; then the field within it.
     const self = ref.prefix.length === 0 ? ref.root() : walkExactly(ref.root(), ref.prefix);
     const found = walk(self, path);
     return found?.range ? at(found.range[0]) : origin;
   };
-  objects.push({ object: value as unknown as KubeObject, origin, locate });
+  const locate = written
+    ? (path: readonly (string | number)[]) => written.locate(path, locateBuilt(path))
+    : locateBuilt;
+  objects.push({ object: value as unknown as KubeObject, origin: written?.origin ?? origin, locate });
+}
+
+/** `Deployment prod/web`, from what an object that may be malformed holds. */
+function builtObject(value: { [key: string]: JsonValue }): string | undefined {
+  const metadata = isObject(value.metadata) ? value.metadata : {};
+  const name = typeof metadata.name === 'string' ? metadata.name : undefined;
+  if (typeof value.kind !== 'string' || name === undefined) return undefined;
+  const namespace =
+    typeof metadata.namespace === 'string' && metadata.namespace !== '' ? `${metadata.namespace}/` : '';
+  return `${value.kind} ${namespace}${name}`;
 }
 
 function shapeProblem(value: { [key: string]: JsonValue }): string | undefined {

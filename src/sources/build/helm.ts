@@ -5,7 +5,9 @@
 // values files in order and inline values last. Helm runs through the one runner (tool.ts: a minimal environment,
 // bounded time, output and memory) without network or plugins: its home, cache and config are a throwaway
 // folder, and chart dependencies must already be in the chart's `charts/` folder unless the configuration names
-// their repository as allowed.
+// their repository as allowed. Each rendered object is placed in its template (origins.ts: errors name
+// `charts/web/templates/deployment.yaml (rendered):12:3`), and what helm prints on standard error when it
+// succeeds (a symlink followed, a value that cannot be merged) goes with the output as its warnings.
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
@@ -14,7 +16,8 @@ import { StalledError } from '../../errors.ts';
 import type { ManifestFile } from '../../render/parse.ts';
 import type { IdentitySource } from '../sops/decrypt.ts';
 import { type Staged, sopsFilesUnder, stageDecrypted } from '../sops/tree.ts';
-import { runTool, type ToolLimits } from './tool.ts';
+import { helmWrittenAt } from './origins.ts';
+import { runToolWithWarnings, type ToolLimits } from './tool.ts';
 
 export interface ChartRequest {
   /** The chart folder (holding Chart.yaml). */
@@ -79,7 +82,7 @@ async function checkDependencies(request: ChartRequest): Promise<void> {
     throw new StalledError(
       allowed
         ? `${request.label}/Chart.yaml: dependency ${name} is not in charts/; run helm dependency build and commit charts/`
-        : `${request.label}/Chart.yaml: dependency ${name} comes from ${repository || 'no repository'}, which is not in charts/ and not an allowed repository`,
+        : `${request.label}/Chart.yaml: dependency ${name} comes from ${repository || 'no repository'}, which is not in charts/ and not an allowed repository; run helm dependency build and commit charts/`,
     );
   }
 }
@@ -128,7 +131,7 @@ export async function renderChart(request: ChartRequest): Promise<ManifestFile> 
       HELM_NO_PLUGINS: '1',
     };
     const helm = request.helm ?? process.env.MOORING_HELM ?? 'helm';
-    const text = await runTool({
+    const { stdout: text, warnings } = await runToolWithWarnings({
       binary: helm,
       configuredBy: 'MOORING_HELM',
       args,
@@ -138,14 +141,28 @@ export async function renderChart(request: ChartRequest): Promise<ManifestFile> 
       step: 'helm template',
       ...request.limits,
       secrets: staged?.secrets,
-      ...(staged ? { clean: (why: string) => staged.clean(why) } : {}),
+      clean: (why: string) => {
+        // Temporary folders (a checkout, a decrypted copy, helm's home) mean nothing to the reader.
+        let text = staged ? staged.clean(why) : why;
+        text = text
+          .split(`${request.chart}/`)
+          .join(`${request.label}/`)
+          .split(request.chart)
+          .join(request.label);
+        const root = request.treeRoot ?? '';
+        if (root !== '') text = text.split(`${root}/`).join('');
+        return text.split(`${home}/`).join('').split(home).join('.');
+      },
     });
     // The values decrypted into the chart's copy go with its output: whatever later quotes the rendered objects (a
     // render error, the audit log) redacts them.
+    const writtenAt = helmWrittenAt(text, request.label);
     return {
       path: `${request.label} (helm template ${request.releaseName})`,
       text,
       ...(staged ? { secrets: staged.secrets } : {}),
+      ...(warnings.length > 0 ? { warnings } : {}),
+      ...(writtenAt ? { writtenAt } : {}),
     };
   } finally {
     await rm(home, { recursive: true, force: true });

@@ -14,7 +14,16 @@
 // kustomization file and the field. kubectl runs with `--load-restrictor LoadRestrictionsRootOnly`, so patches
 // and generator files stay under their kustomization, and through the one runner (tool.ts): a minimal
 // environment, bounded time, output and memory.
-import { posix } from 'node:path';
+//
+// Where each built object was written (origins.ts): beside the build, a second one of the same folder through a
+// throwaway kustomization that names it as its one resource and asks for `buildMetadata: [originAnnotations]`, so
+// the user's files are never written and the manifests are those of the plain build, byte for byte; the annotations
+// of the second build only say which file each object came from. When it fails, errors name the built text.
+// What kustomize prints on standard error when it succeeds (deprecations) goes with the build as its warnings.
+import { mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, posix, relative, resolve, sep } from 'node:path';
+import { stringify } from 'yaml';
 import { StalledError } from '../../errors.ts';
 import type { ManifestFile } from '../../render/parse.ts';
 import { loadAgeIdentities } from '../sops/age-keys.ts';
@@ -28,7 +37,8 @@ import {
   onDisk,
   readKustomization,
 } from './kustomize-check.ts';
-import { runTool, type ToolLimits, toolLimits } from './tool.ts';
+import { type KustomizeOrigin, kustomizeWrittenAt, placesOf, readOrigins } from './origins.ts';
+import { runTool, runToolWithWarnings, type ToolLimits, type ToolRun, toolLimits } from './tool.ts';
 
 export { KUSTOMIZATION_NAMES, type KustomizeTree };
 
@@ -74,20 +84,22 @@ function isUnder(path: string, folder: string): boolean {
   return folder === '.' || path.startsWith(`${folder}/`);
 }
 
-/** `kubectl kustomize` of one kustomization, as one manifest file named after it. */
+/**
+ * `kubectl kustomize` of one kustomization, as one manifest file named after it, with its warnings and where its
+ * objects were written. `read` are the folders the build may read (checkReach).
+ */
 async function build(
   tree: KustomizeTree,
   k: Kustomization,
   options: KustomizeOptions,
+  read: readonly string[],
   staged?: Staged,
 ): Promise<ManifestFile> {
-  const kubectl = options.kubectl ?? process.env.MOORING_KUBECTL ?? 'kubectl';
   const folder = staged ? staged.at(onDisk(tree, k.folder)) : onDisk(tree, k.folder);
-  const args = ['kustomize', folder, '--load-restrictor', 'LoadRestrictionsRootOnly'];
-  const text = await runTool({
-    binary: kubectl,
+  const run = (target: string): ToolRun => ({
+    binary: options.kubectl ?? process.env.MOORING_KUBECTL ?? 'kubectl',
     configuredBy: 'render.kubectl or MOORING_KUBECTL',
-    args,
+    args: ['kustomize', target, '--load-restrictor', 'LoadRestrictionsRootOnly'],
     label: k.label,
     step: 'kustomize build',
     ...options.limits,
@@ -101,8 +113,61 @@ async function build(
       return text;
     },
   });
+  // Side by side: the second build only costs time when the machine has none to spare.
+  const [plain, origins] = await Promise.allSettled([
+    runToolWithWarnings(run(folder)),
+    originsOf(folder, run),
+  ]);
+  if (plain.status === 'rejected') throw plain.reason;
+  const places =
+    origins.status === 'fulfilled'
+      ? await placesOf(origins.value, {
+          folder: k.folder,
+          onDisk: (label) => onDisk(tree, label),
+          readable: read,
+        })
+      : undefined;
+  const { stdout: text, warnings } = plain.value;
   // The values decrypted into the copy go with the build: whatever later quotes its objects redacts them.
-  return { path: `${k.label} (built)`, text, ...(staged ? { secrets: staged.secrets } : {}) };
+  return {
+    path: `${k.label} (built)`,
+    text,
+    ...(staged ? { secrets: staged.secrets } : {}),
+    ...(warnings.length > 0 ? { warnings } : {}),
+    ...(places && places.size > 0 ? { writtenAt: kustomizeWrittenAt(places) } : {}),
+  };
+}
+
+/**
+ * The origins of the objects a build of `folder` makes (origins.ts), by object identity, their paths relative to
+ * `folder`: from a build of a throwaway kustomization naming `folder` as its resource, with origin annotations.
+ */
+async function originsOf(
+  folder: string,
+  run: (target: string) => ToolRun,
+): Promise<Map<string, KustomizeOrigin>> {
+  const wrapper = await realpath(await mkdtemp(join(tmpdir(), 'mooring-origins-')));
+  try {
+    const target = await realpath(folder);
+    // kustomize takes no absolute path as a resource.
+    const resource = relative(wrapper, target).split(sep).join('/');
+    await writeFile(
+      join(wrapper, 'kustomization.yaml'),
+      stringify({ resources: [resource], buildMetadata: ['originAnnotations'] }),
+    );
+    const origins = readOrigins(await runTool(run(wrapper)));
+    // Paths from the throwaway kustomization's folder, made relative to the folder built.
+    const rebase = (path: string | undefined) =>
+      path === undefined ? undefined : relative(target, resolve(wrapper, path)).split(sep).join('/');
+    for (const origin of origins.values()) {
+      if (origin.repo) continue; // a path within the remote base
+      origin.path = rebase(origin.path);
+      origin.configuredIn = rebase(origin.configuredIn);
+    }
+    return origins;
+  } finally {
+    await rm(wrapper, { recursive: true, force: true });
+  }
 }
 
 /**
@@ -143,13 +208,13 @@ async function buildDecrypted(
   folders: readonly string[],
   options: KustomizeOptions,
 ): Promise<ManifestFile> {
-  if (!options.identities) return build(tree, k, options);
+  if (!options.identities) return build(tree, k, options, folders);
   const places: Place[] = folders.map((folder) => ({ disk: onDisk(tree, folder), label: folder }));
   const encrypted = await sopsFilesUnder(places);
-  if (encrypted.length === 0) return build(tree, k, options);
+  if (encrypted.length === 0) return build(tree, k, options, folders);
   const staged = await stageDecrypted(places, encrypted, options.identities, tree.root);
   try {
-    return await build(tree, k, options, staged);
+    return await build(tree, k, options, folders, staged);
   } finally {
     await staged.remove();
   }

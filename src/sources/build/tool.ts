@@ -3,7 +3,8 @@
 // being built. A tool gets a minimal environment (PATH, a throwaway HOME, LANG, TZ and what the caller adds):
 // nothing of the agent's own (Git passwords, tokens, SOPS keys) ever reaches what a commit's author controls.
 // Their own messages have decrypted values redacted, then are cut to a few lines; `clean` removes what must not
-// be passed on (paths of temporary folders, credentials in URLs).
+// be passed on (paths of temporary folders, credentials in URLs). What a tool prints on standard error when it
+// succeeds (kustomize's deprecations, helm's notices) is passed on as warnings, cleaned the same way.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -76,8 +77,69 @@ function bytes(n: number): string {
 // What Go's runtime, glibc and Node print when an allocation fails under the limit.
 const OUT_OF_MEMORY = /out of memory|cannot allocate memory|std::bad_alloc|allocation failed/i;
 
+/** What a successful run printed: its output, and its warnings as lines naming what was built. */
+export interface ToolOutput {
+  stdout: string;
+  warnings: string[];
+}
+
+const MAX_WARNINGS = 20;
+const MAX_WARNING_CHARS = 500;
+
+// Advice for the tool's own command line means nothing to a mooring user.
+const NOISE = [/^\s*Use --debug flag to render out invalid YAML\s*$/];
+
+/** The tool's own lines, with decrypted values redacted and what `clean` removes removed, noise left out. */
+function toolLines(text: string, run: Pick<ToolRun, 'clean' | 'secrets'>): string[] {
+  // Before the cut, so that a value split over lines is still found whole.
+  let lines = redactValues(text, run.secrets ?? []);
+  if (run.clean) lines = run.clean(lines);
+  return lines.split('\n').filter((line) => !NOISE.some((noise) => noise.test(line)));
+}
+
+/**
+ * One line of a tool's standard error as a warning's text: without kustomize's `# Warning: `, helm 3's
+ * `coalesce.go:286: warning: ` or helm 4's `level=WARN msg="…"` around it (fields kept after a colon).
+ */
+function warningText(raw: string): string {
+  let line = raw.trim();
+  const slog = /^time=\S+ /.test(line) ? line.replace(/^time=\S+ /, '') : line;
+  const structured = /^level=\w+ msg="((?:[^"\\]|\\.)*)"(.*)$/.exec(slog);
+  if (structured) {
+    const fields = (structured[2] ?? '').trim();
+    line = `${(structured[1] ?? '').replace(/\\(.)/g, '$1')}${fields ? `: ${fields}` : ''}`;
+  }
+  return line
+    .replace(/^#\s*/, '')
+    .replace(/^[\w-]+\.go:\d+:\s*/, '')
+    .replace(/^warn(?:ing)?:\s*/i, '')
+    .trim();
+}
+
+/**
+ * The standard error of a successful run as warnings: `overlays/prod/kustomization.yaml: 'commonLabels' is
+ * deprecated…`. Each distinct line once (kustomize repeats a deprecation for each time it reads the file), the
+ * tool's own `Warning:` prefix dropped (callers say `warning: `), at most MAX_WARNINGS.
+ */
+export function toolWarnings(stderr: string, run: Pick<ToolRun, 'label' | 'clean' | 'secrets'>): string[] {
+  const seen = new Set<string>();
+  for (const raw of toolLines(stderr, run)) {
+    const line = warningText(raw);
+    if (line !== '') seen.add(line.slice(0, MAX_WARNING_CHARS));
+  }
+  const all = [...seen];
+  if (all.length > MAX_WARNINGS)
+    all.splice(MAX_WARNINGS, all.length, `… and ${all.length - MAX_WARNINGS} more`);
+  return all.map((line) => redactValues(`${run.label}: ${line}`, run.secrets ?? []));
+}
+
 /** The tool's standard output; a StalledError (bad chart, bad kustomization, no tool, a limit) otherwise. */
 export async function runTool(run: ToolRun): Promise<string> {
+  return (await runToolWithWarnings(run)).stdout;
+}
+
+/** As runTool, with the warnings the tool printed on success (toolWarnings). */
+export async function runToolWithWarnings(run: ToolRun): Promise<ToolOutput> {
   const home = run.home ?? (await mkdtemp(join(tmpdir(), 'mooring-tool-')));
   const memoryBytes = run.memoryBytes ?? DEFAULT_MEMORY_BYTES;
   const timeoutMs = run.timeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -89,7 +151,8 @@ export async function runTool(run: ToolRun): Promise<string> {
       maxStdoutBytes: maxOutputBytes,
       memoryBytes,
     });
-    if (result.ended === 'exited' && result.code === 0) return result.stdout;
+    if (result.ended === 'exited' && result.code === 0)
+      return { stdout: result.stdout, warnings: toolWarnings(result.stderr, run) };
     // Redacted as a whole: a decrypted value may sit in the tool's message, a path or the label.
     const fail = (why: string) =>
       new StalledError(
@@ -108,18 +171,10 @@ export async function runTool(run: ToolRun): Promise<string> {
       );
     if (memoryBytes > 0 && OUT_OF_MEMORY.test(result.stderr))
       throw fail(`${run.step} ran out of its memory limit (${bytes(memoryBytes)}; render.toolMemoryBytes)`);
-    let why = (
-      result.stderr ||
-      result.error?.message ||
-      `exited with ${result.code ?? result.signal}`
-    ).trim();
-    // Before the cut, so that a value split over lines is still found whole.
-    why = redactValues(why, run.secrets ?? []);
-    if (run.clean) why = run.clean(why);
-    // Advice for the tool's own command line means nothing to a mooring user.
-    why = why
-      .split('\n')
-      .filter((line) => !/^\s*Use --debug flag to render out invalid YAML\s*$/.test(line))
+    const why = toolLines(
+      (result.stderr || result.error?.message || `exited with ${result.code ?? result.signal}`).trim(),
+      run,
+    )
       .slice(0, 5)
       .join('; ')
       .slice(0, 2000);

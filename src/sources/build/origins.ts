@@ -1,0 +1,376 @@
+// Where the objects of a build were written, so that a problem with one names the file the user wrote rather than
+// a line of output they never see (ManifestFile.writtenAt, read by render/parse.ts).
+//
+// helm template: each document follows `# Source: <chart>/templates/<file>.yaml`; an object is named in that
+// template, `charts/web/templates/deployment.yaml (rendered):12:3`, the line counted in the template's rendered
+// document (the template itself holds `{{ }}` where the output has values).
+//
+// kustomize: a second build asks kustomize for `config.kubernetes.io/origin` annotations (kustomize.ts); they are
+// read here into a table from object identity to origin, and never reach the manifests (the manifests are those of
+// the plain build, byte for byte). An object from a resource file is found in that file by kind and name (the
+// only one of its kind in the file, or the one whose name is the object's, or the longest one the built name
+// holds: kustomize adds prefixes, suffixes and hashes), and its fields in its document there; a generated object
+// is named at its entry of configMapGenerator or secretGenerator in the kustomization that generated it. When the
+// object is not found, its file is named at line 1 (and the object, by parse.ts).
+//
+// The annotations come from a commit's files and could be forged: a source file is only read under the folders the
+// build was allowed to read (kustomize-check.ts), as a regular file, bounded in size.
+import { lstat, readFile } from 'node:fs/promises';
+import { posix } from 'node:path';
+import {
+  Composer,
+  isMap,
+  isNode,
+  isScalar,
+  isSeq,
+  type Node,
+  Parser,
+  parseAllDocuments,
+  parse as parseYaml,
+} from 'yaml';
+import type { Origin } from '../../render/manifest.ts';
+import type { WrittenAt } from '../../render/parse.ts';
+import { safeUrl } from './kustomize-check.ts';
+
+type Path = readonly (string | number)[];
+type WrittenAtFn = (at: Origin, object?: unknown) => WrittenAt | undefined;
+
+const MAX_SOURCE_BYTES = 4 * 1024 * 1024;
+const MAX_ANNOTATION_CHARS = 4096;
+export const ORIGIN_ANNOTATION = 'config.kubernetes.io/origin';
+
+// ---- helm template -------------------------------------------------------------------------------------------
+
+/**
+ * The places of `helm template` output: a document after `# Source: web/templates/x.yaml` is named
+ * `<label>/templates/x.yaml (rendered)` (the chart's name replaced by its folder), lines counted from the line
+ * after the comment.
+ */
+export function helmWrittenAt(text: string, label: string): WrittenAtFn | undefined {
+  const starts: { line: number; file: string }[] = [];
+  const lines = text.split('\n');
+  for (const [i, line] of lines.entries()) {
+    const m = /^# Source: ([^\n]{1,500})$/.exec(line);
+    if (!m || (i > 0 && lines[i - 1] !== '---')) continue;
+    const inChart = (m[1] ?? '')
+      .trim()
+      .replace(/[\p{Cc}]/gu, '')
+      .split('/')
+      .slice(1)
+      .join('/');
+    starts.push({ line: i + 1, file: `${posix.join(label, inChart)} (rendered)` });
+  }
+  if (starts.length === 0) return undefined;
+  const place = (built: Origin): Origin | undefined => {
+    let found: { line: number; file: string } | undefined;
+    for (const start of starts) {
+      if (start.line >= built.line) break;
+      found = start;
+    }
+    return found && { file: found.file, line: built.line - found.line, column: built.column };
+  };
+  return (at) => {
+    const origin = place(at);
+    if (!origin) return undefined;
+    return { origin, locate: (_path, built) => place(built) ?? origin };
+  };
+}
+
+// ---- kustomize: the origin annotations -------------------------------------------------------------------------
+
+/** What kustomize's origin annotation says of an object (paths relative to the kustomization built). */
+export interface KustomizeOrigin {
+  /** The resource file. */
+  path?: string | undefined;
+  /** A remote base's repository and ref, when the file is in one. */
+  repo?: string | undefined;
+  ref?: string | undefined;
+  /** The kustomization whose generator made the object, and the generator's kind. */
+  configuredIn?: string | undefined;
+  generator?: string | undefined;
+}
+
+interface Identity {
+  apiVersion?: unknown;
+  kind?: unknown;
+  metadata?: { name?: unknown; namespace?: unknown } | unknown;
+}
+
+/** The identity kustomize keeps unique in a build: apiVersion, kind, namespace, name. */
+export function identityKey(object: unknown): string | undefined {
+  if (typeof object !== 'object' || object === null) return undefined;
+  const o = object as Identity;
+  const metadata = (typeof o.metadata === 'object' && o.metadata !== null ? o.metadata : {}) as {
+    name?: unknown;
+    namespace?: unknown;
+  };
+  if (typeof o.kind !== 'string' || typeof metadata.name !== 'string') return undefined;
+  const namespace = typeof metadata.namespace === 'string' ? metadata.namespace : '';
+  return JSON.stringify([String(o.apiVersion ?? ''), o.kind, namespace, metadata.name]);
+}
+
+const nonEmpty = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+
+/** The origin annotation's value, read. */
+export function readOriginAnnotation(value: unknown): KustomizeOrigin | undefined {
+  if (typeof value !== 'string' || value.length > MAX_ANNOTATION_CHARS) return undefined;
+  let doc: unknown;
+  try {
+    doc = parseYaml(value, { maxAliasCount: 0 });
+  } catch {
+    return undefined;
+  }
+  if (typeof doc !== 'object' || doc === null) return undefined;
+  const d = doc as Record<string, unknown>;
+  const by = (typeof d.configuredBy === 'object' && d.configuredBy !== null ? d.configuredBy : {}) as Record<
+    string,
+    unknown
+  >;
+  const origin: KustomizeOrigin = {
+    path: nonEmpty(d.path),
+    repo: nonEmpty(d.repo),
+    ref: nonEmpty(d.ref),
+    configuredIn: nonEmpty(d.configuredIn),
+    generator: nonEmpty(by.kind),
+  };
+  return origin.path || origin.configuredIn ? origin : undefined;
+}
+
+/** The origins of a build made with `buildMetadata: [originAnnotations]`, by identityKey of each object. */
+export function readOrigins(annotated: string): Map<string, KustomizeOrigin> {
+  const origins = new Map<string, KustomizeOrigin>();
+  // One document at a time: the trees of a large build are never all held at once.
+  for (const doc of new Composer().compose(new Parser().parse(annotated))) {
+    if (doc.errors.length > 0 || !isMap(doc.contents)) continue;
+    let object: unknown;
+    try {
+      object = doc.toJS({ maxAliasCount: 100 });
+    } catch {
+      continue;
+    }
+    const key = identityKey(object);
+    const annotations = (object as { metadata?: { annotations?: Record<string, unknown> } }).metadata
+      ?.annotations;
+    const origin = readOriginAnnotation(annotations?.[ORIGIN_ANNOTATION]);
+    if (key && origin) origins.set(key, origin);
+  }
+  return origins;
+}
+
+// ---- kustomize: the objects in their files -----------------------------------------------------------------------
+
+/** An object's document in a source file: where it starts, and how to reach its node again. */
+interface Found {
+  offset: number;
+  doc: number;
+  prefix: Path;
+}
+
+/** Where an object lies in a file: a file label, and (when read) the file's text. */
+export interface SourcePlace {
+  file: string;
+  text?: string | undefined;
+  /** Made by this generator kind of the kustomization `file` (else `file` is a resource file). */
+  generator?: string | undefined;
+}
+
+/** The one candidate that is reliably the object, by the rules at the top of this file. */
+function pick<T extends { name: string }>(candidates: readonly T[], name: string): T | undefined {
+  if (candidates.length === 1) return candidates[0];
+  const exact = candidates.filter((c) => c.name === name);
+  if (exact.length > 0) return exact.length === 1 ? exact[0] : undefined;
+  const held = candidates.filter((c) => c.name !== '' && name.includes(c.name));
+  const longest = Math.max(0, ...held.map((c) => c.name.length));
+  const best = held.filter((c) => c.name.length === longest);
+  return best.length === 1 ? best[0] : undefined;
+}
+
+const scalar = (node: unknown, key: string): string =>
+  isMap(node) && isScalar(node.get(key, true))
+    ? String((node.get(key, true) as { value: unknown }).value)
+    : '';
+
+/** A document (or a List's item) of a file, or a generator's entry in a kustomization. */
+interface Candidate extends Found {
+  kind: string;
+  name: string;
+}
+
+/** The objects of a resource file, and the generator entries (kind `ConfigMapGenerator`…) if it is a kustomization. */
+export function candidatesIn(source: string): Candidate[] {
+  const docs = parseAllDocuments(source);
+  if (!Array.isArray(docs)) return [];
+  const candidates: Candidate[] = [];
+  // A generator's entry is named by its `name`, an object by its `metadata.name`.
+  const add = (node: unknown, doc: number, prefix: Path, generator?: string) => {
+    if (!isMap(node)) return;
+    const kind = generator ?? scalar(node, 'kind');
+    const name = generator ? scalar(node, 'name') : scalar(node.get('metadata', true), 'name');
+    candidates.push({ offset: node.range?.[0] ?? 0, doc, prefix, kind, name });
+  };
+  for (const [index, doc] of docs.entries()) {
+    const root = doc.contents;
+    if (!isMap(root)) continue;
+    const items = root.get('items', true);
+    if (scalar(root, 'kind').endsWith('List') && isSeq(items))
+      for (const [i, item] of items.items.entries()) add(item, index, ['items', i]);
+    else add(root, index, []);
+    for (const [generator, field] of Object.entries(GENERATOR_FIELDS)) {
+      const entries = root.get(field, true);
+      if (index === 0 && isSeq(entries))
+        for (const [i, entry] of entries.items.entries()) add(entry, index, [field, i], generator);
+    }
+  }
+  return candidates;
+}
+
+/** Where, among a file's candidates, the object of `kind` named (as built) `name` lies. */
+export function findObject(candidates: readonly Candidate[], kind: string, name: string): Found | undefined {
+  return pick(
+    candidates.filter((c) => c.kind === kind),
+    name,
+  );
+}
+
+const GENERATOR_FIELDS: Record<string, string> = {
+  ConfigMapGenerator: 'configMapGenerator',
+  SecretGenerator: 'secretGenerator',
+};
+
+/** The node at `path` from `start`, or the nearest enclosing node that exists. */
+function walk(start: unknown, path: Path): Node | undefined {
+  let current: unknown = start;
+  let found: Node | undefined = isNode(start) ? start : undefined;
+  for (const segment of path) {
+    if (isMap(current)) {
+      const pair = current.items.find((p) => isScalar(p.key) && String(p.key.value) === String(segment));
+      if (!pair) break;
+      current = pair.value;
+    } else if (isSeq(current) && typeof segment === 'number') current = current.items[segment];
+    else break;
+    if (!isNode(current)) break;
+    found = current;
+  }
+  return found;
+}
+
+/**
+ * The places of a kustomize build's objects: `places` by identityKey. Source files are parsed when an object of
+ * theirs is first placed (the place of each object is needed: it is its origin), once each; their trees are
+ * parsed again only to locate a field of an object that has a problem.
+ */
+export function kustomizeWrittenAt(places: ReadonlyMap<string, SourcePlace>): WrittenAtFn {
+  const found = new Map<string, Found | undefined>();
+  const candidates = new Map<string, Candidate[]>();
+  const lineStarts = new Map<string, number[]>();
+  const position = (place: SourcePlace, offset: number): Origin => {
+    const source = place.text ?? '';
+    let starts = lineStarts.get(place.file);
+    if (!starts) {
+      starts = [0];
+      for (let i = source.indexOf('\n'); i !== -1; i = source.indexOf('\n', i + 1)) starts.push(i + 1);
+      lineStarts.set(place.file, starts);
+    }
+    // The last line starting at or before `offset`.
+    let low = 0;
+    let high = starts.length - 1;
+    while (low < high) {
+      const mid = Math.ceil((low + high) / 2);
+      if ((starts[mid] ?? 0) <= offset) low = mid;
+      else high = mid - 1;
+    }
+    return { file: place.file, line: low + 1, column: offset - (starts[low] ?? 0) + 1 };
+  };
+  return (_at, object) => {
+    const key = identityKey(object);
+    const place = key === undefined ? undefined : places.get(key);
+    if (!place || key === undefined) return undefined;
+    const o = object as { kind: string; metadata: { name: string } };
+    if (!found.has(key)) {
+      let inFile = candidates.get(place.file);
+      if (!inFile) {
+        try {
+          inFile = place.text === undefined ? [] : candidatesIn(place.text);
+        } catch {
+          inFile = [];
+        }
+        candidates.set(place.file, inFile);
+      }
+      found.set(key, findObject(inFile, place.generator ?? o.kind, o.metadata.name));
+    }
+    const where = found.get(key);
+    if (!where || place.text === undefined)
+      return {
+        origin: { file: place.file, line: 1, column: 1 },
+        locate: () => ({ file: place.file, line: 1, column: 1 }),
+      };
+    const origin = position(place, where.offset);
+    const source = place.text;
+    return {
+      origin,
+      locate: (path) => {
+        // A generated object's fields are not in the kustomization: its entry is the place.
+        if (place.generator) return origin;
+        const docs = parseAllDocuments(source);
+        const root = Array.isArray(docs) ? docs[where.doc]?.contents : undefined;
+        const node = walk(walk(root, where.prefix), path);
+        return node?.range ? position(place, node.range[0]) : origin;
+      },
+    };
+  };
+}
+
+// ---- kustomize: from origins to files ------------------------------------------------------------------------
+
+/** How a build's origins are named and read: the built kustomization's folder, and where files may be read. */
+export interface OriginTree {
+  /** The built kustomization's folder, as labels name it (`overlays/prod`). */
+  folder: string;
+  /** A label's file on disk. */
+  onDisk: (label: string) => string;
+  /** The folders (labels) the build was allowed to read: only files under them are read. */
+  readable: readonly string[];
+}
+
+function under(label: string, folder: string): boolean {
+  return folder === '.' ? !label.startsWith('../') && label !== '..' : label.startsWith(`${folder}/`);
+}
+
+async function readSource(tree: OriginTree, label: string): Promise<string | undefined> {
+  if (posix.isAbsolute(label) !== posix.isAbsolute(tree.folder)) return undefined;
+  if (!tree.readable.some((folder) => under(label, folder))) return undefined;
+  const disk = tree.onDisk(label);
+  const info = await lstat(disk).catch(() => undefined);
+  if (!info?.isFile() || info.size > MAX_SOURCE_BYTES) return undefined;
+  return readFile(disk, 'utf8').catch(() => undefined);
+}
+
+/** Each origin as the user names its file (relative to the built folder's label), with the file's text. */
+export async function placesOf(
+  origins: ReadonlyMap<string, KustomizeOrigin>,
+  tree: OriginTree,
+): Promise<Map<string, SourcePlace>> {
+  const texts = new Map<string, Promise<string | undefined>>();
+  const read = (label: string) => {
+    let pending = texts.get(label);
+    if (!pending) {
+      pending = readSource(tree, label);
+      texts.set(label, pending);
+    }
+    return pending;
+  };
+  const places = new Map<string, SourcePlace>();
+  for (const [key, origin] of origins) {
+    if (origin.repo) {
+      const ref = origin.ref ? `?ref=${origin.ref}` : '';
+      places.set(key, { file: `${safeUrl(origin.repo)}//${origin.path ?? origin.configuredIn ?? ''}${ref}` });
+      continue;
+    }
+    const relative = origin.path ?? origin.configuredIn ?? '';
+    if (posix.isAbsolute(relative)) continue;
+    const file = posix.normalize(posix.join(tree.folder, relative));
+    const generator = origin.path ? undefined : origin.generator;
+    places.set(key, { file, text: await read(file), ...(generator ? { generator } : {}) });
+  }
+  return places;
+}
