@@ -1,6 +1,7 @@
 // Commit statuses for syncs: `pending` when a sync of a commit starts, then `success` when every object is
 // stable, `failure` naming the first failing object and rule, `error` for agent-side problems, or `cancelled`
-// when a newer revision replaced the sync (naming it) or the agent stopped. One reporter per deployment, so each
+// when something newer replaced the sync (naming what: a commit, an image, a configuration change, a reconcile
+// request) or the agent stopped. One reporter per deployment, so each
 // has its own context (`mooring/<cluster>/<deployment>` by default). Every status request has a timeout, and a
 // final status the API does not take is kept in the outbox (outbox.ts) and posted later, so a failing status API
 // costs a sync at most one request timeout at each end.
@@ -9,7 +10,7 @@ import { classify, errorMessage, type MooringError } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { DeployReport } from '../sync/deploy.ts';
 import type { Logger } from '../sync/logger.ts';
-import { supersededBy, withdrawn } from '../sync/superseded.ts';
+import { describeReason, type SupersededReason, supersededBy, withdrawn } from '../sync/superseded.ts';
 import type { SyncReporter, SyncRequest } from '../sync/sync-deployment.ts';
 import type { Release } from './ledger.ts';
 import { StatusOutbox } from './outbox.ts';
@@ -42,7 +43,6 @@ export function describeOutcome(
   release: Release | undefined,
   trigger: string,
   signal?: AbortSignal,
-  commit?: string,
 ): { state: CommitState; description: string } {
   const prefix = trigger === 'rollback' ? `Rollback${release ? ` (release ${release.id})` : ''}: ` : '';
   const watched = report.wait?.verdicts.length ?? report.applied.length;
@@ -70,30 +70,28 @@ export function describeOutcome(
           state: 'cancelled',
           description: 'Cancelled: the deployment was removed from the configuration (nothing was deleted)',
         };
-      return describeCancelled(supersededBy(signal), commit);
+      return describeCancelled(supersededBy(signal));
     default:
       return { state: 'error', description: `${prefix}${report.summary}` };
   }
 }
 
 /**
- * The end of a sync that was cut short: by a newer revision (named: its commit, or a newer image of the same
- * commit), or by the agent stopping, which syncs the deployment again when it starts.
+ * The end of a sync that was cut short: by what really replaced it (a newer commit, a newer image, a changed
+ * configuration, a reconcile request; superseded.ts), or by the agent stopping, which syncs the deployment again
+ * when it starts.
  */
-export function describeCancelled(
-  by: string | undefined,
-  commit: string | undefined,
-): { state: CommitState; description: string } {
+export function describeCancelled(by: SupersededReason | undefined): {
+  state: CommitState;
+  description: string;
+} {
   if (by === undefined) {
     return {
       state: 'cancelled',
       description: 'Agent stopped before the deployment was stable; it resumes on restart',
     };
   }
-  const head = by.split('|')[0] ?? '';
-  const hex = /^[0-9a-f]{7,64}$/i.test(head);
-  const what = hex && head !== commit ? head.slice(0, 7) : hex ? 'a newer image' : 'a newer revision';
-  return { state: 'cancelled', description: `Superseded by ${what} before it was stable` };
+  return { state: 'cancelled', description: `Superseded by ${describeReason(by)} before it was stable` };
 }
 
 export interface CommitStatusSyncOptions {
@@ -232,7 +230,7 @@ export class CommitStatusSync implements SyncReporter {
       this.retrying.set(sync.deployment.name, sync.commit);
     else this.retrying.delete(sync.deployment.name);
     // A sync that never posted "pending" (no commit) has nothing to end; a cancelled one must end its pending.
-    const outcome = describeOutcome(report, release, sync.trigger, sync.signal, sync.commit);
+    const outcome = describeOutcome(report, release, sync.trigger, sync.signal);
     if (sync.commit) await this.final(sync.deployment, reporter, url, undefined, sync.commit, outcome);
     // A rollout of a new image is also reported on the application's commit it was built from (OCI labels).
     if (sync.trigger !== 'image' || report.outcome === 'cancelled') return;

@@ -30,6 +30,11 @@ export interface DeploymentState {
    * and the newest revision that deploys the same, so that later polls find the deployment current.
    */
   sameAs?: { ledger: string; revision: string } | undefined;
+  /**
+   * The generation of its spec: a reload that changes the spec makes a new one, so that a sync of the new spec
+   * supersedes one of the old, while requests of the same spec and revision join one sync.
+   */
+  generation?: number | undefined;
 }
 
 export interface RegistryState {

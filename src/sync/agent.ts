@@ -28,10 +28,10 @@ import {
   type SourceState,
   syncLocalSource,
 } from './agent-sources.ts';
-import { Control } from './control.ts';
+import { Control, type ReconcileRequest } from './control.ts';
 import type { Logger } from './logger.ts';
 import { outcomeOf } from './outcome.ts';
-import { SyncQueue } from './queue.ts';
+import { type SyncJob, SyncQueue } from './queue.ts';
 import { reconcile } from './reconcile.ts';
 import { planReload, type ReloadPlan } from './reload.ts';
 import { cappedRetry, retryIntervalOf } from './retry.ts';
@@ -51,24 +51,19 @@ export interface AgentDeps {
   metrics?: AgentMetrics;
 }
 
-/** How a sync that replaces another names itself in the replaced one's final status: its commit, or its image. */
-function supersedingLabel(
-  trigger: string,
-  commit: string | undefined,
-  images: Record<string, { image: string; digest: string }>,
-): string {
-  if (trigger === 'image' || commit === undefined) {
-    const named = Object.values(images).map((i) => `${i.image}@${i.digest.slice(0, 19)}`);
-    if (named.length > 0) return named.join(', ');
-  }
-  return commit ?? 'a newer change of its files';
+/** A sync of a deployment as the agent queues it: the reconcile requests it answers ride along. */
+interface AgentSync extends SyncJob<AgentSync> {
+  /** `mooring reconcile` requests this sync answers when it ends: its own and those joined to it. */
+  requests: ReconcileRequest[];
+  /** False once the sync has answered its requests: a request that comes later runs a sync of its own. */
+  open: boolean;
 }
 
 export class Agent {
   private readonly deps: AgentDeps;
-  private readonly queue: SyncQueue;
+  private readonly queue: SyncQueue<AgentSync>;
   private readonly state: SourceState;
-  private readonly polling = new Map<string, { again: boolean }>();
+  private readonly polling = new Map<string, { again: boolean; done: Promise<void> }>();
   private readonly stops: (() => void | Promise<void>)[] = [];
   private stopped = false;
   private ledger: Ledger;
@@ -109,11 +104,13 @@ export class Agent {
       deployments: () => [...this.state.deployments.keys()],
       reporters: () => this.deps.reporters ?? [],
     });
-    this.queue = new SyncQueue({
+    this.queue = new SyncQueue<AgentSync>({
       concurrency: deps.config.concurrency,
       onEvent: (e) => {
         if (e.type === 'retry-scheduled')
           deps.log.warn({ deployment: e.deployment, in: e.detail }, 'sync will be retried');
+        else if (e.type === 'coalesced')
+          deps.log.debug({ deployment: e.deployment, detail: e.detail }, 'sync coalesced');
       },
     });
   }
@@ -217,24 +214,30 @@ export class Agent {
     );
   }
 
-  /** Polls a source now (a webhook, the schedule); a poll already under way runs once more when it ends. */
-  async poll(name: string): Promise<void> {
-    if (this.stopped) return;
+  /**
+   * Polls a source now (a webhook, the schedule); a poll already under way runs once more when it ends, and the
+   * caller waits for that round too (a reconcile request then knows whether a poll took it).
+   */
+  poll(name: string): Promise<void> {
+    if (this.stopped) return Promise.resolve();
     const running = this.polling.get(name);
     if (running) {
       running.again = true;
-      return;
+      return running.done;
     }
-    const flag = { again: false };
+    const flag: { again: boolean; done: Promise<void> } = { again: false, done: Promise.resolve() };
     this.polling.set(name, flag);
-    try {
-      do {
-        flag.again = false;
-        await this.pollOnce(name);
-      } while (flag.again && !this.stopped);
-    } finally {
-      this.polling.delete(name);
-    }
+    flag.done = (async () => {
+      try {
+        do {
+          flag.again = false;
+          await this.pollOnce(name);
+        } while (flag.again && !this.stopped);
+      } finally {
+        this.polling.delete(name);
+      }
+    })();
+    return flag.done;
   }
 
   private async pollOnce(name: string): Promise<void> {
@@ -304,8 +307,8 @@ export class Agent {
       reason: request ? ('manual' as const) : reason,
       suspended: this.control.suspended(d.spec.name) !== undefined,
       local: isLocal(this.state, d),
-      at: Date.now(),
       sameAs: d.sameAs,
+      spec: d.generation ?? 0,
     };
     let decision = reconcile(input);
     // A spec changed by a reload is applied even at the same revision, as a drift pass applies it: only what
@@ -340,13 +343,29 @@ export class Agent {
       return;
     }
     const { revision, trigger, key, release: now, fence } = decision;
-    this.queue.trigger(
-      d.spec.name,
-      key,
-      async (signal) => {
+    /** Answers every request this sync took (its own and those joined to it), once. */
+    const answerAll = async (answer: (r: ReconcileRequest) => Promise<void>) => {
+      job.open = false;
+      for (let r = job.requests.shift(); r; r = job.requests.shift()) await answer(r);
+    };
+    const job: AgentSync = {
+      revision: key,
+      target: { commit, images, spec: d.generation ?? 0, trigger },
+      // Asked for (a reconcile request, a drift correction, a changed spec): synced even at a revision that ended.
+      force: trigger === 'manual' || trigger === 'drift' || trigger === 'config',
+      requests: request ? [request] : [],
+      open: true,
+      join: (other) => {
+        if (!job.open && other.requests.length > 0) return false;
+        job.requests.push(...other.requests.splice(0));
+        return true;
+      },
+      run: async (signal) => {
+        // A retry runs the same job again: it answers the requests that joined it since.
+        job.open = true;
         // Removed by a reload while this sync was being decided, or suspended since (a retry, a queued sync).
         if (this.state.deployments.get(d.spec.name) !== d || this.control.suspended(d.spec.name)) {
-          if (request) await this.control.answer(request, 'cancelled', 'suspended or removed before it ran');
+          await answerAll((r) => this.control.answer(r, 'cancelled', 'suspended or removed before it ran'));
           return { result: 'cancelled' };
         }
         if (fence) {
@@ -362,12 +381,8 @@ export class Agent {
           // Manifests the user must fix (a chart that does not render, a file that cannot be decrypted) fail
           // the commit like a bad manifest does, with its status; a source that failed for now is retried.
           if (classify(error).action !== 'stop' || trigger === 'drift' || trigger === 'config') {
-            if (request)
-              await this.control.answer(
-                request,
-                'error',
-                `cannot read the manifests: ${errorMessage(error)}`,
-              );
+            const message = `cannot read the manifests: ${errorMessage(error)}`;
+            await answerAll((r) => this.control.answer(r, 'error', message));
             return cappedRetry(outcomeOf({ outcome: 'error', error } as never), this.retryInterval(d));
           }
           filesError = error;
@@ -377,7 +392,7 @@ export class Agent {
           isLocal(this.state, d) &&
           trigger !== 'drift' &&
           trigger !== 'config' &&
-          !request &&
+          job.requests.length === 0 &&
           local === now?.revision
         )
           return { result: 'done' };
@@ -398,11 +413,14 @@ export class Agent {
           d.sameAs = undefined;
           d.attempted = undefined;
         } else if (d.deployed === undefined && commit) d.attempted = commit;
-        if (request) await this.control.finished(request, report, release);
+        await answerAll((r) => this.control.finished(r, report, release));
         return cappedRetry(outcomeOf(report), this.retryInterval(d));
       },
-      supersedingLabel(trigger, commit, images),
-    );
+    };
+    const queued = this.queue.request(d.spec.name, job);
+    // A request joined to the sync of the same revision is answered by that sync when it ends.
+    if (queued === 'stopped' && request)
+      await this.control.answer(request, 'cancelled', 'the agent is stopping');
   }
 
   /** The longest wait before a failed sync of `d` that may pass is retried (retry.ts). */
@@ -463,6 +481,7 @@ export class Agent {
       const spec = next.deployments.find((s) => s.name === change.name);
       if (!d || !spec) continue;
       d.spec = spec;
+      d.generation = (d.generation ?? 0) + 1;
       // Judged anew: a changed spec may read other files, or fix what failed.
       d.attempted = undefined;
       // Another repository (or another URL of it) may not hold the commit the deployment was at.

@@ -1,9 +1,10 @@
-// The sync queue: one lane per deployment (syncs of a deployment never overlap), triggers coalesced (many
-// triggers while a sync waits or runs give one sync of the newest revision), a global limit on syncs at once,
-// a new revision cancelling the stability wait of the sync in progress, exponential back-off with jitter after
+// The sync queue: one lane per deployment (syncs of a deployment never overlap), requests coalesced (many
+// requests while a sync waits or runs give one sync of the newest revision: a request of the revision that runs or
+// waits joins that sync, whatever asked for it), a global limit on syncs at once, a newer revision cancelling the
+// stability wait of the sync in progress (told what superseded it), exponential back-off with jitter after
 // failures that may pass (capped per deployment: its retryInterval), and no retry after a failure the user must
 // fix until a new revision arrives.
-import { Superseded } from './superseded.ts';
+import { Superseded, type SyncTarget, supersedingReason } from './superseded.ts';
 
 export type SyncOutcome =
   | { result: 'done' }
@@ -18,11 +19,35 @@ export type SyncOutcome =
 
 export type SyncRun = (signal: AbortSignal) => Promise<SyncOutcome>;
 
-interface Lane {
-  /** The revision to sync next, and how. */
-  pending: { revision: string; run: SyncRun } | undefined;
-  running: { revision: string; controller: AbortController } | undefined;
-  /** The last revision that ended, and how, so a repeated trigger of it is ignored. */
+/** A sync asked of the queue. */
+export interface SyncJob<J = unknown> {
+  /**
+   * What is synced, as the queue compares it: a request of the revision that runs or waits joins that sync; a
+   * different one replaces what waits and cancels what runs. It names the deployment's whole input (commit,
+   * images, spec, ledger state), never why it was asked for.
+   */
+  revision: string;
+  run: SyncRun;
+  /** What the sync deploys and why: a sync this one cancels is told what superseded it. */
+  target?: SyncTarget | undefined;
+  /** Sync even when this revision already ended (a reconcile request, a drift correction, a changed spec). */
+  force?: boolean | undefined;
+  /**
+   * A later request of the same revision (or one this job replaces while both wait) is joined to this job: it
+   * takes over what the other was to answer. False when it cannot any more (its sync is ending): the later
+   * request then runs after it, without cancelling it.
+   */
+  join?: ((other: J) => boolean) | undefined;
+}
+
+/** What became of a request: queued (and `superseding` a running sync), joined to one, already done, or refused. */
+export type RequestResult = 'queued' | 'superseding' | 'joined' | 'settled' | 'stopped';
+
+interface Lane<J extends SyncJob<J>> {
+  /** The sync to run next. */
+  pending: J | undefined;
+  running: { job: J; controller: AbortController } | undefined;
+  /** The last revision that ended, and how, so a repeated request of it is ignored. */
   settled: { revision: string; result: SyncOutcome['result'] } | undefined;
   attempts: number;
   retryTimer: NodeJS.Timeout | undefined;
@@ -42,8 +67,8 @@ export interface QueueOptions {
   }) => void;
 }
 
-export class SyncQueue {
-  private readonly lanes = new Map<string, Lane>();
+export class SyncQueue<J extends SyncJob<J> = SyncJob> {
+  private readonly lanes = new Map<string, Lane<J>>();
   private readonly ready: string[] = [];
   private active = 0;
   private stopping = false;
@@ -54,7 +79,7 @@ export class SyncQueue {
     this.options = { backoffBaseMs: 1000, backoffMaxMs: 5 * 60_000, random: Math.random, ...options };
   }
 
-  private lane(deployment: string): Lane {
+  private lane(deployment: string): Lane<J> {
     let lane = this.lanes.get(deployment);
     if (!lane) {
       lane = {
@@ -70,36 +95,69 @@ export class SyncQueue {
   }
 
   /**
-   * Asks for `deployment` to be synced to `revision`. Returns false when that revision needs nothing. `label`
-   * names the revision to people (a commit): a sync it cancels is told it was superseded by it.
+   * Asks for `deployment` to be synced as `job` says. A request of the revision that runs or waits joins that
+   * sync (no second sync, no cancel); one of another revision replaces what waits and cancels the running sync's
+   * stability wait, telling it what superseded it; one of the revision that last ended is ignored unless forced.
    */
-  trigger(deployment: string, revision: string, run: SyncRun, label: string = revision): boolean {
-    if (this.stopping) return false;
+  request(deployment: string, job: J): RequestResult {
+    if (this.stopping) return 'stopped';
     const lane = this.lane(deployment);
-    if (lane.running?.revision === revision) return false;
-    // A revision that ended (done, or stalled on bad input) is not retried by the same trigger again.
+    const { pending, running } = lane;
+    const event = (detail: string) =>
+      this.options.onEvent?.({ deployment, revision: job.revision, type: 'coalesced', detail });
+    if (pending?.revision === job.revision && (pending.join?.(job) ?? true)) {
+      event(`joined the queued sync of ${pending.revision}`);
+      return 'joined';
+    }
+    // A running sync that a newer request cancelled cannot be joined: this one runs after it.
+    const live = running && !running.controller.signal.aborted ? running.job : undefined;
+    if (live?.revision === job.revision && !pending) {
+      if (live.join?.(job) ?? true) {
+        event(`joined the running sync of ${live.revision}`);
+        return 'joined';
+      }
+      lane.pending = job;
+      return 'queued';
+    }
+    // A revision that ended (done, or stalled on bad input) is not synced again unless asked to be.
     if (
-      !lane.running &&
-      !lane.pending &&
-      lane.settled?.revision === revision &&
+      !running &&
+      !pending &&
+      !job.force &&
+      lane.settled?.revision === job.revision &&
       lane.settled.result !== 'cancelled'
     ) {
-      return false;
+      return 'settled';
     }
-    if (lane.pending)
-      this.options.onEvent?.({ deployment, revision, type: 'coalesced', detail: lane.pending.revision });
-    lane.pending = { revision, run };
-    lane.attempts = lane.settled?.revision === revision ? lane.attempts : 0;
+    if (pending) {
+      // The newer request answers for the one it replaces (a reconcile request that waited with it).
+      job.join?.(pending);
+      event(`replaced the queued sync of ${pending.revision}`);
+    }
+    lane.pending = job;
+    lane.attempts = lane.settled?.revision === job.revision ? lane.attempts : 0;
     if (lane.retryTimer) {
       clearTimeout(lane.retryTimer);
       lane.retryTimer = undefined;
     }
-    // A newer revision makes the running sync's stability wait pointless: cancel it.
-    if (lane.running && lane.running.revision !== revision)
-      lane.running.controller.abort(new Superseded(label));
-    if (!lane.running && !this.ready.includes(deployment)) this.ready.push(deployment);
+    // A newer revision makes the running sync's stability wait pointless: cancel it, saying what replaced it.
+    let superseding = false;
+    if (live && live.revision !== job.revision) {
+      running?.controller.abort(new Superseded(supersedingReason(live.target, job.target)));
+      superseding = true;
+    }
+    if (!running && !this.ready.includes(deployment)) this.ready.push(deployment);
     this.pump();
-    return true;
+    return superseding ? 'superseding' : 'queued';
+  }
+
+  /**
+   * Asks for `deployment` to be synced to `revision` by `run`, for a caller that knows only revisions (the watch
+   * loop). Returns false when that revision needs nothing (it runs, waits, or ended).
+   */
+  trigger(deployment: string, revision: string, run: SyncRun): boolean {
+    const result = this.request(deployment, { revision, run } as J);
+    return result === 'queued' || result === 'superseding';
   }
 
   private pump(): void {
@@ -110,7 +168,7 @@ export class SyncQueue {
       if (!next || lane.running) continue;
       lane.pending = undefined;
       const controller = new AbortController();
-      lane.running = { revision: next.revision, controller };
+      lane.running = { job: next, controller };
       this.active++;
       this.options.onEvent?.({ deployment, revision: next.revision, type: 'start' });
       this.execute(deployment, lane, next, controller).catch((error: unknown) => {
@@ -121,12 +179,7 @@ export class SyncQueue {
     if (this.active === 0 && this.ready.length === 0) for (const w of this.idleWaiters.splice(0)) w();
   }
 
-  private async execute(
-    deployment: string,
-    lane: Lane,
-    job: { revision: string; run: SyncRun },
-    controller: AbortController,
-  ) {
+  private async execute(deployment: string, lane: Lane<J>, job: J, controller: AbortController) {
     let outcome: SyncOutcome;
     try {
       outcome = await job.run(controller.signal);

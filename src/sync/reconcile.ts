@@ -1,7 +1,8 @@
 // The decision whether a deployment needs a sync, taken from its release ledger: suspended while `mooring suspend`
 // holds it; current when its last stable release has this revision; held while a rollback fence stands and its
-// sources have not moved past it; otherwise a sync, with its trigger and the queue key that names it. No I/O: the
-// agent reads the ledger and acts on the decision.
+// sources have not moved past it; otherwise a sync, with its trigger and the queue key that names what it
+// deploys (never why it was asked for: requests of the same revision join one sync). No I/O: the agent reads the
+// ledger and acts on the decision.
 import {
   current,
   type Fence,
@@ -17,14 +18,17 @@ export interface ReconcileInput {
   commit: string | undefined;
   /** The current image digests, by registry source name. */
   digests: Record<string, string>;
-  /** Set for a periodic drift correction or a requested sync (`mooring reconcile`): both sync even when current. */
+  /**
+   * Set for a periodic drift correction, a requested sync (`mooring reconcile`) or a changed spec: each syncs even
+   * when current, yet joins a sync of the same revision that runs or waits rather than starting another.
+   */
   reason?: 'drift' | 'manual' | 'config' | undefined;
   /** Suspended by `mooring suspend`: nothing is synced, not even a drift correction or a requested sync. */
   suspended?: boolean | undefined;
   /** A local source's files are compared when its sync runs, so it is never current by revision alone. */
   local: boolean;
-  /** The time in ms: it makes the key of each drift correction and requested sync new. */
-  at: number;
+  /** The generation of the deployment's spec (a reload that changes it makes a new one). */
+  spec?: number | undefined;
   /**
    * A revision known to deploy exactly what the ledger's revision `ledger` deployed: a later commit that changes
    * none of the deployment's paths. The deployment is current at `revision` as it is at `ledger`.
@@ -40,7 +44,11 @@ export type Decision =
       action: 'sync';
       revision: string;
       trigger: Trigger;
-      /** The queue key: a sync with the key of one queued or running is not queued again. */
+      /**
+       * The queue key: everything the sync deploys (commit, images, spec, the ledger's release and fence) and
+       * nothing of why it was asked for, so that a start-up pass, a poll, a webhook and a reconcile request of
+       * the same revision give one sync.
+       */
       key: string;
       /** The release the deployment is at, if any. */
       release: Release | undefined;
@@ -67,6 +75,6 @@ export function reconcile(input: ReconcileInput): Decision {
   const newImage = Object.entries(digests).some(([source, digest]) => now?.images[source]?.digest !== digest);
   const trigger: Trigger = reason ?? (now === undefined ? 'start' : newImage ? 'image' : 'commit');
   // The key names the ledger's state too: after a rollback or a resume the same revision is synced again.
-  const key = `${revision}|release ${now?.id ?? 0}|fence ${fence?.release ?? 0}${reason ? `|${reason}@${input.at}` : ''}`;
+  const key = `${revision}|release ${now?.id ?? 0}|fence ${fence?.release ?? 0}|spec ${input.spec ?? 0}`;
   return { action: 'sync', revision, trigger, key, release: now, fence };
 }

@@ -36,25 +36,33 @@ describe('describeOutcome', () => {
   });
 
   it('tells a sync superseded by a commit from one whose deployment left the configuration', () => {
-    const commit = 'a'.repeat(40);
-    expect(
-      describeOutcome(
-        report('cancelled'),
-        undefined,
-        'commit',
-        aborted(new Superseded('b'.repeat(40))),
-        commit,
-      ),
-    ).toEqual({ state: 'cancelled', description: 'Superseded by bbbbbbb before it was stable' });
-    expect(
-      describeOutcome(report('cancelled'), undefined, 'commit', aborted(new Withdrawn('web')), commit),
-    ).toEqual({
+    const by = { by: 'commit', commit: 'b'.repeat(40) } as const;
+    expect(describeOutcome(report('cancelled'), undefined, 'commit', aborted(new Superseded(by)))).toEqual({
+      state: 'cancelled',
+      description: 'Superseded by commit bbbbbbb before it was stable',
+    });
+    expect(describeOutcome(report('cancelled'), undefined, 'commit', aborted(new Withdrawn('web')))).toEqual({
       state: 'cancelled',
       description: 'Cancelled: the deployment was removed from the configuration (nothing was deleted)',
     });
     expect(
-      describeOutcome(report('cancelled'), undefined, 'commit', aborted(new Error('stop')), commit)
-        .description,
+      describeOutcome(report('cancelled'), undefined, 'commit', aborted(new Error('stop'))).description,
     ).toMatch(/^Agent stopped/);
+  });
+
+  it.each([
+    [{ by: 'commit', commit: 'c'.repeat(40) }, 'Superseded by commit ccccccc before it was stable'],
+    [
+      { by: 'image', images: ['registry.test/web@sha256:0123456789ab'] },
+      'Superseded by a newer image registry.test/web@sha256:0123456789ab before it was stable',
+    ],
+    [{ by: 'config' }, 'Superseded by a configuration change before it was stable'],
+    [{ by: 'reconcile' }, 'Superseded by a reconcile request before it was stable'],
+    [{ by: 'drift' }, 'Superseded by a drift correction before it was stable'],
+  ] as const)('names what superseded a sync: %j', (by, description) => {
+    expect(describeOutcome(report('cancelled'), undefined, 'start', aborted(new Superseded(by)))).toEqual({
+      state: 'cancelled',
+      description,
+    });
   });
 });

@@ -231,23 +231,19 @@ describe('StatusOutbox', () => {
 });
 
 describe('cancelled statuses', () => {
-  const commit = 'a'.repeat(40);
   it('name the commit that replaced the sync', () => {
-    expect(describeCancelled(`${'b'.repeat(40)}|web=sha256:1`, commit)).toEqual({
+    expect(describeCancelled({ by: 'commit', commit: 'b'.repeat(40) })).toEqual({
       state: 'cancelled',
-      description: 'Superseded by bbbbbbb before it was stable',
+      description: 'Superseded by commit bbbbbbb before it was stable',
     });
-    expect(describeCancelled('c'.repeat(40), commit).description).toBe(
-      'Superseded by ccccccc before it was stable',
-    );
   });
-  it('say a newer image replaced it when the commit is the same', () => {
-    expect(describeCancelled(`${commit}|web=sha256:2`, commit).description).toBe(
-      'Superseded by a newer image before it was stable',
+  it('name the image when a newer image of the same commit replaced it', () => {
+    expect(describeCancelled({ by: 'image', images: ['example/web@sha256:0123456789ab'] }).description).toBe(
+      'Superseded by a newer image example/web@sha256:0123456789ab before it was stable',
     );
   });
   it('say the agent stopped when nothing replaced it', () => {
-    expect(describeCancelled(undefined, commit).description).toBe(
+    expect(describeCancelled(undefined).description).toBe(
       'Agent stopped before the deployment was stable; it resumes on restart',
     );
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { type SyncOutcome, SyncQueue } from '../../../src/sync/queue.ts';
-import { supersededBy } from '../../../src/sync/superseded.ts';
+import { type SyncJob, type SyncOutcome, SyncQueue } from '../../../src/sync/queue.ts';
+import { type SyncTarget, supersededBy } from '../../../src/sync/superseded.ts';
 
 const tick = (ms = 5) => new Promise((r) => setTimeout(r, ms));
 
@@ -37,24 +37,29 @@ describe('SyncQueue', () => {
     await q.idle();
   });
 
-  it('tells a sync cancelled by a newer revision which one replaced it', async () => {
+  it('tells a sync cancelled by a newer revision what replaced it', async () => {
     const q = new SyncQueue({ concurrency: 1 });
     let seen: AbortSignal | undefined;
-    q.trigger(
-      'web',
-      'r1',
-      (signal) =>
+    const target = (commit: string): SyncTarget => ({ commit, images: {}, spec: 0, trigger: 'commit' });
+    q.request('web', {
+      revision: 'r1',
+      target: target('a'.repeat(40)),
+      run: (signal) =>
         new Promise<SyncOutcome>((resolve) => {
           seen = signal;
           signal.addEventListener('abort', () => resolve({ result: 'cancelled' }));
         }),
-      'commit-1',
-    );
+    });
     await tick();
     expect(supersededBy(seen)).toBeUndefined();
-    q.trigger('web', 'r2', async () => ({ result: 'done' }), 'commit-2');
+    const result = q.request('web', {
+      revision: 'r2',
+      target: target('b'.repeat(40)),
+      run: async () => ({ result: 'done' }),
+    });
+    expect(result).toBe('superseding');
     await q.idle();
-    expect(supersededBy(seen)).toBe('commit-2');
+    expect(supersededBy(seen)).toEqual({ by: 'commit', commit: 'b'.repeat(40) });
   });
 
   it('ignores a trigger of the revision that is running or already done', async () => {
@@ -155,5 +160,177 @@ describe('SyncQueue', () => {
     await q.stop();
     expect(q.trigger('web', 'r2', g.run('r2'))).toBe(false);
     expect(g.started).toEqual(['r1']);
+  });
+});
+
+/** A job that answers the requests joined to it, as the agent's do; `open` false once it has answered. */
+interface Job extends SyncJob<Job> {
+  name: string;
+  answers: string[];
+  open: boolean;
+}
+
+describe('SyncQueue coalescing requests of one revision', () => {
+  const target = (trigger: string, over: Partial<SyncTarget> = {}): SyncTarget => ({
+    commit: 'c'.repeat(40),
+    images: {},
+    spec: 0,
+    trigger,
+    ...over,
+  });
+  function job(name: string, revision: string, run: Job['run'], over: Partial<Job> = {}): Job {
+    const j: Job = {
+      name,
+      revision,
+      run,
+      answers: [name],
+      open: true,
+      join: (other) => {
+        if (!j.open) return false;
+        j.answers.push(...other.answers.splice(0));
+        return true;
+      },
+      ...over,
+    };
+    return j;
+  }
+
+  it('joins a request of the revision that runs to that sync: no second sync, nothing cancelled', async () => {
+    const g = gate();
+    const q = new SyncQueue<Job>({ concurrency: 1 });
+    let signal: AbortSignal | undefined;
+    const started = job('start', 'r1', (s) => {
+      signal = s;
+      return g.run('start')(s);
+    });
+    expect(q.request('web', { ...started, target: target('start') })).toBe('queued');
+    await tick();
+    // The reconcile request, then a poll and a webhook of the same revision, while the start-up sync waits.
+    const manual = job('manual', 'r1', g.run('manual'), { force: true, target: target('manual') });
+    expect(q.request('web', manual)).toBe('joined');
+    expect(q.request('web', job('poll', 'r1', g.run('poll'), { target: target('commit') }))).toBe('joined');
+    expect(q.request('web', job('webhook', 'r1', g.run('webhook'), { target: target('commit') }))).toBe(
+      'joined',
+    );
+    await tick();
+    expect(signal?.aborted).toBe(false);
+    expect(g.started).toEqual(['start']);
+    g.release('start');
+    await q.idle();
+    expect(g.started).toEqual(['start']);
+    // The running sync answers for the request that joined it.
+    expect(started.answers).toEqual(['start', 'manual', 'poll', 'webhook']);
+  });
+
+  it('joins a request of the revision that waits to the queued sync', async () => {
+    const g = gate();
+    const q = new SyncQueue<Job>({ concurrency: 1 });
+    q.request('other', job('other', 'r1', g.run('other')));
+    const queued = job('start', 'r1', g.run('start'));
+    expect(q.request('web', queued)).toBe('queued');
+    expect(q.request('web', job('manual', 'r1', g.run('manual'), { force: true }))).toBe('joined');
+    g.release('other');
+    await tick();
+    g.release('start');
+    await q.idle();
+    expect(g.started).toEqual(['other', 'start']);
+    expect(queued.answers).toEqual(['start', 'manual']);
+  });
+
+  it('lets a newer revision supersede the running sync, naming the commit, and hands it the queued requests', async () => {
+    const g = gate();
+    const q = new SyncQueue<Job>({ concurrency: 1 });
+    let signal: AbortSignal | undefined;
+    q.request(
+      'web',
+      job(
+        'c1',
+        'r1',
+        (s) => {
+          signal = s;
+          return g.run('c1')(s);
+        },
+        { target: target('start', { commit: '1'.repeat(40) }) },
+      ),
+    );
+    await tick();
+    const second = job('c2', 'r2', g.run('c2'), { target: target('commit', { commit: '2'.repeat(40) }) });
+    expect(q.request('web', second)).toBe('superseding');
+    expect(q.request('web', job('manual', 'r2', g.run('manual'), { force: true }))).toBe('joined');
+    const third = job('c3', 'r3', g.run('c3'), { target: target('commit', { commit: '3'.repeat(40) }) });
+    expect(q.request('web', third)).toBe('queued');
+    await tick();
+    expect(supersededBy(signal)).toEqual({ by: 'commit', commit: '2'.repeat(40) });
+    expect(g.started).toEqual(['c1', 'c3']);
+    // c3 replaced c2 before it ran: it answers what c2 was to answer.
+    expect(third.answers).toEqual(['c3', 'c2', 'manual']);
+    g.release('c3');
+    await q.idle();
+  });
+
+  it('reruns an ended revision only when forced (a reconcile request, a drift correction)', async () => {
+    const g = gate();
+    const q = new SyncQueue<Job>({ concurrency: 1 });
+    q.request('web', job('first', 'r1', g.run('first')));
+    await tick();
+    g.release('first');
+    await q.idle();
+    expect(q.request('web', job('poll', 'r1', g.run('poll')))).toBe('settled');
+    expect(q.request('web', job('manual', 'r1', g.run('manual'), { force: true }))).toBe('queued');
+    await tick();
+    g.release('manual');
+    await q.idle();
+    expect(g.started).toEqual(['first', 'manual']);
+  });
+
+  it('runs a request after a sync of its revision that has already answered, without cancelling it', async () => {
+    const g = gate();
+    const q = new SyncQueue<Job>({ concurrency: 1 });
+    let signal: AbortSignal | undefined;
+    const ending = job('ending', 'r1', (s) => {
+      signal = s;
+      return g.run('ending')(s);
+    });
+    q.request('web', ending);
+    await tick();
+    ending.open = false;
+    expect(q.request('web', job('manual', 'r1', g.run('manual'), { force: true }))).toBe('queued');
+    expect(signal?.aborted).toBe(false);
+    g.release('ending');
+    await tick();
+    expect(g.started).toEqual(['ending', 'manual']);
+    g.release('manual');
+    await q.idle();
+  });
+
+  it('says a reconcile request or a changed spec superseded a sync when neither commit nor image moved', async () => {
+    const q = new SyncQueue<Job>({ concurrency: 1 });
+    const signals: AbortSignal[] = [];
+    const waiting = (s: AbortSignal) =>
+      new Promise<SyncOutcome>((resolve) => {
+        signals.push(s);
+        s.addEventListener('abort', () => resolve({ result: 'cancelled' }));
+      });
+    const image = { web: { image: 'example/web', digest: `sha256:${'1'.repeat(64)}` } };
+    q.request('web', job('start', 'r1|release 0', waiting, { target: target('start', { images: image }) }));
+    await tick();
+    // Another ledger state (a release recorded meanwhile), the same commit and image: no "newer image".
+    q.request(
+      'web',
+      job('manual', 'r1|release 1', waiting, { force: true, target: target('manual', { images: image }) }),
+    );
+    await tick();
+    expect(supersededBy(signals[0])).toEqual({ by: 'reconcile' });
+    q.request(
+      'web',
+      job('config', 'r1|release 1|spec 1', waiting, { target: target('config', { images: image, spec: 1 }) }),
+    );
+    await tick();
+    expect(supersededBy(signals[1])).toEqual({ by: 'config' });
+    const newer = { web: { image: 'example/web', digest: `sha256:${'2'.repeat(64)}` } };
+    q.request('web', job('image', 'r2', waiting, { target: target('image', { images: newer, spec: 1 }) }));
+    await tick();
+    expect(supersededBy(signals[2])).toEqual({ by: 'image', images: ['example/web@sha256:222222222222'] });
+    await q.stop();
   });
 });

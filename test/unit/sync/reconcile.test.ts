@@ -39,7 +39,7 @@ function fence(release: number, commit: string | undefined, digest: string | und
 }
 
 function input(ledger: LedgerData, over: Partial<ReconcileInput> = {}): ReconcileInput {
-  return { ledger, commit: C1, digests: { app: D1 }, local: false, at: 1_000, ...over };
+  return { ledger, commit: C1, digests: { app: D1 }, local: false, ...over };
 }
 
 const atC1D1: LedgerData = { releases: [release(3, C1, D1)], fence: undefined };
@@ -77,7 +77,7 @@ describe('reconcile', () => {
       action: 'sync',
       revision: `${C1}|app=${D1}`,
       trigger: 'start',
-      key: `${C1}|app=${D1}|release 0|fence 0`,
+      key: `${C1}|app=${D1}|release 0|fence 0|spec 0`,
       release: undefined,
       fence: undefined,
     });
@@ -93,44 +93,52 @@ describe('reconcile', () => {
       action: 'sync',
       trigger,
       revision: `${commit}|app=${digest}`,
-      key: `${commit}|app=${digest}|release 3|fence 0`,
+      key: `${commit}|app=${digest}|release 3|fence 0|spec 0`,
     });
     if (decision.action === 'sync') expect(decision.release?.id).toBe(3);
   });
 
-  it('corrects drift of a current deployment, with a key new at each correction', () => {
-    const first = reconcile(input(atC1D1, { reason: 'drift', at: 1_000 }));
-    const second = reconcile(input(atC1D1, { reason: 'drift', at: 2_000 }));
-    expect(first).toMatchObject({
+  it('corrects drift of a current deployment, with the key of its revision', () => {
+    expect(reconcile(input(atC1D1, { reason: 'drift' }))).toMatchObject({
       action: 'sync',
       trigger: 'drift',
-      key: `${C1}|app=${D1}|release 3|fence 0|drift@1000`,
+      key: `${C1}|app=${D1}|release 3|fence 0|spec 0`,
     });
-    expect(second).toMatchObject({ action: 'sync', key: `${C1}|app=${D1}|release 3|fence 0|drift@2000` });
   });
 
-  it('gives a sync that is no drift correction the same key at any time', () => {
-    const a = reconcile(input(atC1D1, { commit: C2, at: 1_000 }));
-    const b = reconcile(input(atC1D1, { commit: C2, at: 2_000 }));
-    expect(a).toEqual(b);
+  it('keys a sync by what it deploys, never by why it was asked for', () => {
+    // A start-up pass, a poll and a reconcile request of one revision name one sync: the queue joins them.
+    const empty: LedgerData = { releases: [], fence: undefined };
+    const keys = [undefined, 'manual', 'drift', 'config'].map((reason) => {
+      const decision = reconcile(input(empty, { reason: reason as ReconcileInput['reason'] }));
+      return decision.action === 'sync' ? decision.key : decision.action;
+    });
+    expect(new Set(keys)).toEqual(new Set([`${C1}|app=${D1}|release 0|fence 0|spec 0`]));
+  });
+
+  it('gives a changed spec a key of its own', () => {
+    expect(reconcile(input(atC1D1, { reason: 'config', spec: 2 }))).toMatchObject({
+      trigger: 'config',
+      key: `${C1}|app=${D1}|release 3|fence 0|spec 2`,
+    });
   });
 
   it('never finds a local source current by revision: its files are compared when the sync runs', () => {
     const ledger: LedgerData = { releases: [release(2, undefined, undefined)], fence: undefined };
     const decision = reconcile(input(ledger, { commit: undefined, digests: {}, local: true }));
-    expect(decision).toMatchObject({ action: 'sync', trigger: 'commit', key: 'local|release 2|fence 0' });
+    expect(decision).toMatchObject({
+      action: 'sync',
+      trigger: 'commit',
+      key: 'local|release 2|fence 0|spec 0',
+    });
     expect(reconcile(input(ledger, { commit: undefined, digests: {} })).action).toBe('current');
   });
 
-  it('syncs a current deployment on request (mooring reconcile), with a key new at each request', () => {
-    const first = reconcile(input(atC1D1, { reason: 'manual', at: 1_000 }));
-    expect(first).toMatchObject({
+  it('syncs a current deployment on request (mooring reconcile)', () => {
+    expect(reconcile(input(atC1D1, { reason: 'manual' }))).toMatchObject({
       action: 'sync',
       trigger: 'manual',
-      key: `${C1}|app=${D1}|release 3|fence 0|manual@1000`,
-    });
-    expect(reconcile(input(atC1D1, { reason: 'manual', at: 2_000 }))).toMatchObject({
-      key: `${C1}|app=${D1}|release 3|fence 0|manual@2000`,
+      key: `${C1}|app=${D1}|release 3|fence 0|spec 0`,
     });
   });
 
@@ -187,7 +195,7 @@ describe('reconcile', () => {
       expect(decision).toMatchObject({
         action: 'sync',
         trigger,
-        key: `${commit}|app=${digest}|release 4|fence 4`,
+        key: `${commit}|app=${digest}|release 4|fence 4|spec 0`,
         fence: fenced.fence,
       });
     });
