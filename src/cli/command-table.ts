@@ -35,7 +35,7 @@ const del = async (): Promise<Register> => {
 };
 const deploy = async (): Promise<Register> => {
   const { deployCommand } = await import('./commands/deploy.ts');
-  return (program, io) => deployCommand(program, io.stdout);
+  return (program, io) => deployCommand(program, io.stdout, io.stderr);
 };
 const diff = async (): Promise<Register> => {
   const { diffCommand } = await import('./commands/diff.ts');

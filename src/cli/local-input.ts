@@ -110,6 +110,8 @@ export async function readLocalInput(
     allowEmptyFlag?: boolean;
     /** The cluster's version and API versions, for a chart folder (not asked offline). */
     capabilities?: () => Promise<ClusterCapabilities>;
+    /** Where kustomize's and helm's warnings are printed (`warning: …`), before anything is rendered. */
+    warn?: (text: string) => void;
   } = {},
 ): Promise<ManifestFile[]> {
   const ctx: ManifestContext = { config: cliConfig(flags), capabilities: options.capabilities };
@@ -130,6 +132,7 @@ export async function readLocalInput(
         );
     },
   });
+  for (const warning of files.flatMap((f) => f.warnings ?? [])) options.warn?.(`warning: ${warning}`);
   // As kubectl's "no objects passed to apply": an empty folder or a file of comments is a mistake, not a no-op.
   const parsed = parseManifestFiles(files);
   if (!flags.allowEmpty && parsed.objects.length === 0 && parsed.errors.length === 0) {

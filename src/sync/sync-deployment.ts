@@ -82,6 +82,10 @@ export async function syncDeployment(
   const keepVersions = new Set(
     (ledger?.releases ?? []).slice(0, deployment.versionHistory - 1).flatMap((r) => r.versions),
   );
+  // kustomize's and helm's warnings about the build (each names its kustomization or chart), once per sync.
+  if (!quiet)
+    for (const warning of (sync.files ?? []).flatMap((f) => f.warnings ?? []))
+      log.warn({ warning }, 'build warning');
   const deployed =
     sync.filesError !== undefined
       ? failedBeforeDeploy(sync.filesError)

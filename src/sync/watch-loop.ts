@@ -62,6 +62,8 @@ export async function runWatchLoop(
       log.error({ err: (error as Error).message, dir: options.dir }, 'cannot read the folder');
       return;
     }
+    for (const warning of files.flatMap((f) => f.warnings ?? []))
+      log.warn({ warning, dir: options.dir }, 'build warning');
     const revision = filesRevision(files);
     const sync = log.child({ deployment: options.dir, revision: revision.slice(7, 19) });
     // As the agent's finalizer: no value decrypted from the folder's SOPS files in what is logged.

@@ -53,7 +53,11 @@ function kubectlStyle(object: string): string {
   return `${kind.toLowerCase()}/${where.slice(where.indexOf('/') + 1)}`;
 }
 
-export function deployCommand(program: Command, print: (text: string) => void): void {
+export function deployCommand(
+  program: Command,
+  print: (text: string) => void,
+  warn: (text: string) => void = print,
+): void {
   withReadFlags(
     withManifestFlags(
       program.command('deploy').description('render, apply and wait until every object is stable'),
@@ -113,6 +117,7 @@ export function deployCommand(program: Command, print: (text: string) => void): 
       let files: Awaited<ReturnType<typeof readLocalInput>>;
       try {
         files = await readLocalInput(paths, flags, namespace, {
+          warn,
           allowEmptyFlag: true,
           capabilities: () => discovery.capabilities(),
         });

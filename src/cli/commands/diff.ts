@@ -96,7 +96,7 @@ async function pathInput(
     prune: flags.prune
       ? { owner: cliOwner(namespace, application), inventoryNamespace: flags.agentNamespace }
       : undefined,
-    notes: [],
+    notes: files.flatMap((f) => f.warnings ?? []).map((w) => `warning: ${w}`),
   };
 }
 
@@ -144,6 +144,7 @@ async function deploymentInput(
       spec,
       repo && commit ? { git: repo, commit } : {},
     );
+    for (const warning of files.flatMap((f) => f.warnings ?? [])) notes.push(`warning: ${warning}`);
     // The images the agent runs now: those of the deployment's current release.
     const release = current(await new Ledger(api, config.cluster.namespace).read(name));
     if (!release && spec.images.length > 0)

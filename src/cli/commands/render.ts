@@ -101,6 +101,7 @@ export function renderCommand(
         // SOPS files are decrypted as read (the key file is read only when a file is encrypted); a chart folder is
         // rendered with the cluster's capabilities when there is a cluster.
         files = await readLocalInput(paths, flags, names.namespace, {
+          warn,
           ...(discovery ? { capabilities: () => discovery.capabilities() } : {}),
         });
         // Versioned Secrets are hashed under the installation's key: from --hash-key-file, else read (never made)
