@@ -31,9 +31,15 @@ function withReplicaFailure(status: ReturnType<typeof section>, detail: string):
 }
 
 /** The conditions that hold a workload whose counts look complete; the controller still has work to do. */
-function conditionHold(status: ReturnType<typeof section>, checkAvailable: boolean): Verdict | undefined {
-  const available = conditionOf(status, 'Available');
-  if (checkAvailable && available && isFalse(available)) return progressing(namedCondition(available));
+function conditionHold(status: ReturnType<typeof section>, deployment: boolean): Verdict | undefined {
+  if (deployment) {
+    const available = conditionOf(status, 'Available');
+    if (available && isFalse(available)) return progressing(namedCondition(available));
+    // The controller writes Progressing=False only with ProgressDeadlineExceeded (failed above); any other
+    // reason comes from another writer, and kstatus holds it (its depNotProgressing case): not done, not failed.
+    const progress = conditionOf(status, 'Progressing');
+    if (progress && isFalse(progress)) return progressing(namedCondition(progress));
+  }
   const failure = trueCondition(status, 'ReplicaFailure');
   return failure ? progressing(namedCondition(failure)) : undefined;
 }
@@ -47,16 +53,20 @@ export function deploymentStability(object: KubeObject): Verdict {
   const available = integer(status, 'availableReplicas');
   const ready = integer(status, 'readyReplicas');
 
+  // The controller's own verdict of failure, read by its reason as kstatus reads it (the status is False, but
+  // the reason is what the controller keys on). Before the pause: pausing a rollout that has timed out keeps
+  // the condition (checkPausedConditions does not overwrite it), and the rollout has failed all the same.
+  const progress = conditionOf(status, 'Progressing');
+  if (progress?.reason === 'ProgressDeadlineExceeded') {
+    const paused = spec.paused === true ? '; the rollout is paused' : '';
+    return failed(`${describeCondition(progress)} (${available} of ${desired} available${paused})`);
+  }
   // A paused rollout will not move until someone resumes it; it has not failed, but waiting on it is futile,
   // so the message says what to do.
   if (spec.paused === true) {
     return progressing(
       `rollout is paused (spec.paused), ${updated} of ${desired} replicas updated; resume it to continue`,
     );
-  }
-  const progress = conditionOf(status, 'Progressing');
-  if (progress?.reason === 'ProgressDeadlineExceeded') {
-    return failed(`${describeCondition(progress)} (${available} of ${desired} available)`);
   }
   if (updated < desired) {
     return progressing(withReplicaFailure(status, `${updated} of ${desired} replicas updated`));
@@ -75,8 +85,9 @@ export function deploymentStability(object: KubeObject): Verdict {
     return progressing(withReplicaFailure(status, `${available} of ${updated} updated replicas available`));
   }
   if (ready < desired) return progressing(`${ready} of ${desired} replicas ready`);
-  // Only an Available=False holds (as in clouddriver): the controller writes the condition in every status
-  // update, so a missing one means a status some other writer made, where waiting for True would never end.
+  // Only an Available=False or a Progressing=False holds (clouddriver reads the first, kstatus both): the
+  // controller writes the conditions in every status update, so a missing one means a status some other writer
+  // made, where waiting for True would never end.
   const held = conditionHold(status, true);
   if (held) return held;
   return stable(`${plural(desired, 'replica')} updated, ready and available`);
