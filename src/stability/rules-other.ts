@@ -2,6 +2,7 @@
 // generic rule for everything else (custom resources), which reads the conventional Ready/Stalled conditions.
 import type { KubeObject } from '../render/manifest.ts';
 import {
+  type Condition,
   conditionOf,
   describeCondition,
   isFalse,
@@ -106,10 +107,14 @@ export function apiServiceStability(object: KubeObject): Verdict {
 }
 
 /**
- * Any other kind, typically a custom resource. Stalled=True and Reconciling=True follow the kstatus
- * conventions; Ready is the most common condition otherwise. A Ready=False is progressing, not failed:
- * controllers report transient errors there too, and a truly stuck one times out with its message.
- * Without a Ready condition there is nothing to wait for.
+ * Any other kind, typically a custom resource, read as kstatus reads one (checkGenericProperties, then
+ * checkReadyCondition; the generation is compared before this rule runs, in rules.ts). Stalled=True is failed and
+ * Reconciling=True progressing, the kstatus conventions. Then Ready decides: True is stable, False or Unknown
+ * progressing (controllers report transient errors there too, and a truly stuck one times out with its message);
+ * a status kstatus does not know ('', a typo) is passed over as kstatus passes it. Without Ready, an Available
+ * condition decides the same way (mooring's addition: kstatus reads it only on Deployments, yet operators such
+ * as OpenShift's and aggregated APIs report availability there). Without either there is nothing to wait for:
+ * no status at all is current, as in kstatus.
  */
 export function conditionsStability(object: KubeObject): Verdict {
   const status = section(object, 'status');
@@ -118,8 +123,17 @@ export function conditionsStability(object: KubeObject): Verdict {
   const reconciling = conditionOf(status, 'Reconciling');
   if (reconciling && isTrue(reconciling))
     return progressing(`reconciling: ${describeCondition(reconciling)}`);
-  const ready = conditionOf(status, 'Ready');
-  if (!ready) return stable('no Ready condition to wait for');
-  if (isTrue(ready)) return stable('ready');
-  return progressing(`not ready: ${describeCondition(ready)}`);
+  const ready = decided(conditionOf(status, 'Ready'));
+  if (ready) return isTrue(ready) ? stable('ready') : progressing(`not ready: ${describeCondition(ready)}`);
+  const available = decided(conditionOf(status, 'Available'));
+  if (available)
+    return isTrue(available)
+      ? stable('available (no Ready condition)')
+      : progressing(`not available: ${describeCondition(available)}`);
+  return stable('no Ready or Available condition to wait for');
+}
+
+/** The condition when its status is one kstatus acts on (True, False, Unknown). */
+function decided(condition: Condition | undefined): Condition | undefined {
+  return condition && ['True', 'False', 'Unknown'].includes(condition.status) ? condition : undefined;
 }

@@ -412,7 +412,7 @@ const otherCases: Case[] = [
     name: 'a custom resource without generation or status is not held by the workload check',
     object: live('example.com/v1', 'Widget', 'w', {}, undefined, null),
     state: 'stable',
-    message: 'Widget prod/w: no Ready condition to wait for',
+    message: 'Widget prod/w: no Ready or Available condition to wait for',
   },
 ];
 

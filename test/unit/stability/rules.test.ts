@@ -1387,7 +1387,7 @@ const genericCases: Case[] = [
     name: 'no status at all, no observedGeneration reported: nothing to wait for',
     object: custom(undefined),
     state: 'stable',
-    message: 'no Ready condition',
+    message: 'no Ready or Available condition',
   },
 ];
 
