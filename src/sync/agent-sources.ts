@@ -35,6 +35,11 @@ export interface DeploymentState {
    * supersedes one of the old, while requests of the same spec and revision join one sync.
    */
   generation?: number | undefined;
+  /**
+   * How many times its local folder was seen to change (a local source has no commit to tell revisions apart): a
+   * sync of a later change supersedes one of an earlier, and a change after a failed sync is synced.
+   */
+  changes?: number | undefined;
 }
 
 export interface RegistryState {
@@ -212,6 +217,7 @@ export async function syncLocalSource(
   reconcile: Reconcile,
 ): Promise<void> {
   for (const d of usersOf(state, source.name).filter((u) => u.spec.source === source.name)) {
+    d.changes = (d.changes ?? 0) + 1;
     await reconcile(d, undefined);
   }
 }

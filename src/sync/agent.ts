@@ -309,6 +309,7 @@ export class Agent {
       local: isLocal(this.state, d),
       sameAs: d.sameAs,
       spec: d.generation ?? 0,
+      change: isLocal(this.state, d) ? (d.changes ?? 0) : undefined,
     };
     let decision = reconcile(input);
     // A spec changed by a reload is applied even at the same revision, as a drift pass applies it: only what
@@ -350,7 +351,7 @@ export class Agent {
     };
     const job: AgentSync = {
       revision: key,
-      target: { commit, images, spec: d.generation ?? 0, trigger },
+      target: { commit, images, spec: d.generation ?? 0, trigger, change: input.change },
       // Asked for (a reconcile request, a drift correction, a changed spec): synced even at a revision that ended.
       force: trigger === 'manual' || trigger === 'drift' || trigger === 'config',
       requests: request ? [request] : [],

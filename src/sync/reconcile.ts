@@ -29,6 +29,8 @@ export interface ReconcileInput {
   local: boolean;
   /** The generation of the deployment's spec (a reload that changes it makes a new one). */
   spec?: number | undefined;
+  /** A local source's folder change this sync is for (it has no commit to name its revision). */
+  change?: number | undefined;
   /**
    * A revision known to deploy exactly what the ledger's revision `ledger` deployed: a later commit that changes
    * none of the deployment's paths. The deployment is current at `revision` as it is at `ledger`.
@@ -75,6 +77,6 @@ export function reconcile(input: ReconcileInput): Decision {
   const newImage = Object.entries(digests).some(([source, digest]) => now?.images[source]?.digest !== digest);
   const trigger: Trigger = reason ?? (now === undefined ? 'start' : newImage ? 'image' : 'commit');
   // The key names the ledger's state too: after a rollback or a resume the same revision is synced again.
-  const key = `${revision}|release ${now?.id ?? 0}|fence ${fence?.release ?? 0}|spec ${input.spec ?? 0}`;
+  const key = `${revision}|release ${now?.id ?? 0}|fence ${fence?.release ?? 0}|spec ${input.spec ?? 0}${input.change !== undefined ? `|change ${input.change}` : ''}`;
   return { action: 'sync', revision, trigger, key, release: now, fence };
 }

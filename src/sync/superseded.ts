@@ -14,6 +14,8 @@ export interface SyncTarget {
   spec: number;
   /** Why the sync was asked for (the ledger's trigger: commit, image, manual, config, drift, start). */
   trigger: string;
+  /** For a local source: the change of its folder the sync is for. */
+  change?: number | undefined;
 }
 
 /** What replaced a cancelled sync. */
@@ -22,6 +24,8 @@ export type SupersededReason =
   | { by: 'commit'; commit: string }
   /** The same commit with a newer image: the images that changed, `image@sha256:0123456789ab`. */
   | { by: 'image'; images: readonly string[] }
+  /** A newer change of a local source's files. */
+  | { by: 'files' }
   /** A changed spec of the deployment (a reloaded configuration). */
   | { by: 'config' }
   /** `mooring reconcile` of the deployment, at the same commit and images. */
@@ -38,7 +42,7 @@ function imageName(image: { image: string; digest: string }): string {
 
 /**
  * What a sync of `next` replaces a running sync of `replaced` with: a newer commit first, else the images that
- * changed, else a changed spec, else the request that asked for it.
+ * changed, else a newer change of a local folder, else a changed spec, else the request that asked for it.
  */
 export function supersedingReason(
   replaced: SyncTarget | undefined,
@@ -51,6 +55,7 @@ export function supersedingReason(
     .filter(([source, image]) => replaced.images[source]?.digest !== image.digest)
     .map(([, image]) => imageName(image));
   if (images.length > 0) return { by: 'image', images };
+  if (next.change !== undefined && next.change !== replaced.change) return { by: 'files' };
   if (next.spec !== replaced.spec || next.trigger === 'config') return { by: 'config' };
   if (next.trigger === 'manual') return { by: 'reconcile' };
   if (next.trigger === 'drift') return { by: 'drift' };
@@ -64,6 +69,8 @@ export function describeReason(reason: SupersededReason): string {
       return `commit ${reason.commit.slice(0, 7)}`;
     case 'image':
       return `a newer image ${reason.images.join(', ')}`;
+    case 'files':
+      return 'a newer change of its files';
     case 'config':
       return 'a configuration change';
     case 'reconcile':

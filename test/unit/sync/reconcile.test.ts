@@ -134,6 +134,16 @@ describe('reconcile', () => {
     expect(reconcile(input(ledger, { commit: undefined, digests: {} })).action).toBe('current');
   });
 
+  it("keys a local source's sync by the change of its folder, which has no commit", () => {
+    const ledger: LedgerData = { releases: [release(2, undefined, undefined)], fence: undefined };
+    const at = (change: number, reason?: ReconcileInput['reason']) =>
+      reconcile(input(ledger, { commit: undefined, digests: {}, local: true, change, reason }));
+    expect(at(4)).toMatchObject({ key: 'local|release 2|fence 0|spec 0|change 4' });
+    // A reconcile request between two changes joins the sync of the change it finds.
+    expect(at(4, 'manual')).toMatchObject({ key: 'local|release 2|fence 0|spec 0|change 4' });
+    expect(at(5)).toMatchObject({ key: 'local|release 2|fence 0|spec 0|change 5' });
+  });
+
   it('syncs a current deployment on request (mooring reconcile)', () => {
     expect(reconcile(input(atC1D1, { reason: 'manual' }))).toMatchObject({
       action: 'sync',

@@ -56,8 +56,10 @@ describe('supersedingReason', () => {
     expect(describeReason(supersedingReason(replaced, next))).toBe(text);
   });
 
-  it('has no commit to name for a local source, and nothing to compare without targets', () => {
-    const local = target({ commit: undefined, images: {} });
+  it('names a newer change of a local folder, which has no commit, and nothing without targets', () => {
+    const local = target({ commit: undefined, images: {}, change: 3 });
+    expect(supersedingReason(local, { ...local, change: 4 })).toEqual({ by: 'files' });
+    expect(describeReason({ by: 'files' })).toBe('a newer change of its files');
     expect(supersedingReason(local, { ...local, trigger: 'manual' })).toEqual({ by: 'reconcile' });
     expect(supersedingReason(undefined, local)).toEqual({ by: 'revision' });
   });
