@@ -210,7 +210,10 @@ export class Control {
     }
   }
 
-  /** The reconcile request the next sync of `deployment` answers, if one waits. */
+  /**
+   * The reconcile request waiting for a sync of `deployment`, if one waits: taken by the sync asked for next, or by
+   * the sync of the same revision that one joins (src/sync/queue.ts).
+   */
   take(deployment: string): ReconcileRequest | undefined {
     const request = this.waiting.get(deployment);
     this.waiting.delete(deployment);
