@@ -4,54 +4,20 @@
 import { createHmac } from 'node:crypto';
 import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/load.ts';
-import { createLogger } from '../../src/sync/logger.ts';
-import { runAgent } from '../../src/sync/run-agent.ts';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { pushImage } from '../testbed/oci-push.ts';
-import { eventually, kubeConfig, lineSink, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
+import {
+  type Agent,
+  bareRepo,
+  eventually,
+  kubeConfig,
+  manifestDir,
+  runTool,
+  startAgent,
+  testbed,
+  useNamespace,
+} from './helpers.ts';
 
 const SECRET = 'webhook-secret-for-tests';
-
-interface RunningAgent {
-  port: number;
-  logs: () => { msg: string; [key: string]: unknown }[];
-  stop: () => Promise<void>;
-}
-
-async function startAgent(configText: string): Promise<RunningAgent> {
-  const { destination, lines } = lineSink();
-  const controller = new AbortController();
-  let port = 0;
-  let stopping: Promise<void> = Promise.resolve();
-  const listening = new Promise<void>((resolve) => {
-    const running = runAgent(
-      parseConfig(configText),
-      createLogger({ destination, level: 'debug' }),
-      {
-        access: {},
-        onListening: (p) => {
-          port = p;
-          resolve();
-        },
-      },
-      controller.signal,
-    );
-    stopping = running;
-  });
-  await listening;
-  await eventually('agent ready', async () =>
-    (await fetch(`http://127.0.0.1:${port}/readyz`)).ok ? true : undefined,
-  );
-  return {
-    port,
-    logs: () => lines.map((l) => JSON.parse(l) as { msg: string }),
-    stop: async () => {
-      controller.abort();
-      await stopping;
-    },
-  };
-}
 
 function githubPush(port: number, url: string, secret = SECRET) {
   const body = JSON.stringify({ ref: 'refs/heads/main', repository: { clone_url: url, html_url: url } });
@@ -69,7 +35,7 @@ function githubPush(port: number, url: string, secret = SECRET) {
 
 describe('mooring run --config (the agent)', () => {
   const ns = useNamespace('agent');
-  const agents: RunningAgent[] = [];
+  const agents: Agent[] = [];
   afterAll(async () => {
     for (const a of agents) await a.stop();
   });
@@ -78,7 +44,7 @@ describe('mooring run --config (the agent)', () => {
     const env = testbed();
     const suffix = Date.now().toString(36);
     const repoName = `agent-${suffix}`;
-    const repo = await createBareRepo(env.git.root, repoName);
+    const repo = await bareRepo(repoName);
     const image = `${env.registry.host}/agent-${suffix}/web`;
     const app = (greeting: string) => `apiVersion: v1
 kind: ConfigMap
@@ -99,7 +65,7 @@ spec:
           image: ${image}:stable
           envFrom: [{configMapRef: {name: web-config}}]
 `;
-    await commitFiles(repo, { 'apps/web/app.yaml': app('hello'), 'docs/notes.yaml': 'a: 1\n' });
+    await repo.commit({ 'apps/web/app.yaml': app('hello'), 'docs/notes.yaml': 'a: 1\n' });
     const first = await pushImage({
       registry: env.registry.url,
       repository: `agent-${suffix}/web`,
@@ -135,7 +101,8 @@ server:
       (await apps.readNamespacedDeployment({ name: 'web', namespace: ns() })).spec?.template.spec
         ?.containers[0]?.envFrom?.[0]?.configMapRef?.name;
 
-    let agent = await startAgent(config);
+    let agent = startAgent(config);
+    await agent.ready();
     agents.push(agent);
     // The first poll deploys the commit with the image bound to its digest.
     await eventually('first deploy', async () =>
@@ -148,10 +115,10 @@ server:
     expect(syncs()).toBe(1);
 
     // A badly signed webhook is refused and triggers nothing.
-    await commitFiles(repo, { 'apps/web/app.yaml': app('hello again') });
-    expect((await githubPush(agent.port, url, 'wrong-secret')).status).toBe(401);
+    await repo.commit({ 'apps/web/app.yaml': app('hello again') });
+    expect((await githubPush(agent.port(), url, 'wrong-secret')).status).toBe(401);
     // A signed one makes the agent poll at once (the interval is an hour).
-    expect((await githubPush(agent.port, url)).status).toBe(202);
+    expect((await githubPush(agent.port(), url)).status).toBe(202);
     await eventually('config change deployed', async () =>
       (await configRef()) === 'web-config-v001' ? true : undefined,
     );
@@ -162,23 +129,23 @@ server:
     );
 
     // A push outside the deployment's paths deploys nothing.
-    await commitFiles(repo, { 'docs/notes.yaml': 'a: 2\n' });
-    expect((await githubPush(agent.port, url)).status).toBe(202);
+    await repo.commit({ 'docs/notes.yaml': 'a: 2\n' });
+    expect((await githubPush(agent.port(), url)).status).toBe(202);
     await eventually('poll saw the commit', async () =>
       agent.logs().some((l) => l.msg === 'commit changes none of its paths') ? true : undefined,
     );
     expect(syncs()).toBe(2);
 
     // Adding a manifest under the paths syncs; deleting it syncs again (a deleted file is a change too).
-    await commitFiles(repo, {
+    await repo.commit({
       'apps/web/extra.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\ndata: {k: v}\n',
     });
-    expect((await githubPush(agent.port, url)).status).toBe(202);
+    expect((await githubPush(agent.port(), url)).status).toBe(202);
     await eventually('added file synced', async () =>
       agent.logs().filter((l) => l.outcome === 'stable').length === 3 ? true : undefined,
     );
-    await commitFiles(repo, { 'apps/web/extra.yaml': null });
-    expect((await githubPush(agent.port, url)).status).toBe(202);
+    await repo.commit({ 'apps/web/extra.yaml': null });
+    expect((await githubPush(agent.port(), url)).status).toBe(202);
     await eventually('deleted file synced', async () =>
       agent.logs().filter((l) => l.outcome === 'stable').length === 4 ? true : undefined,
     );
@@ -205,7 +172,7 @@ server:
         },
       ],
     };
-    const notified = await fetch(`http://127.0.0.1:${agent.port}/hooks/registry`, {
+    const notified = await fetch(`http://127.0.0.1:${agent.port()}/hooks/registry`, {
       method: 'POST',
       headers: {
         'content-type': 'application/vnd.docker.distribution.events.v1+json',
@@ -222,7 +189,7 @@ server:
     );
 
     // The metrics tell what happened.
-    const metrics = await (await fetch(`http://127.0.0.1:${agent.port}/metrics`)).text();
+    const metrics = await (await fetch(`http://127.0.0.1:${agent.port()}/metrics`)).text();
     expect(metrics).toMatch(/mooring_syncs_total\{deployment="web",result="stable",trigger="image"\} 1/);
     expect(metrics).toMatch(
       /mooring_source_polls_total\{source="manifests",kind="git",result="unchanged"\} \d+/,
@@ -239,7 +206,8 @@ server:
     // Restarted with nothing new: the first polls find everything current and nothing is deployed.
     await agent.stop();
     agents.splice(agents.indexOf(agent), 1);
-    agent = await startAgent(config);
+    agent = startAgent(config);
+    await agent.ready();
     agents.push(agent);
     expect(agent.logs().some((l) => l.msg === 'agent started')).toBe(true);
     await eventually('the restarted agent found its deployment current', async () =>
@@ -297,7 +265,7 @@ spec:
     spec: {containers: [{name: app, image: app:1}]}
 `,
     });
-    const agent = await startAgent(`
+    const agent = startAgent(`
 cluster: {kubeconfig: ${env.kube.kubeconfig}, namespace: mooring-${suffix}}
 sources:
   local: [{name: folder, path: ${dir}}]
@@ -306,6 +274,7 @@ deployments:
 server: {port: 0, address: 127.0.0.1}
 drift: {interval: 2s}
 `);
+    await agent.ready();
     agents.push(agent);
     const apps = kubeConfig().makeApiClient(AppsV1Api);
     const replicas = async () =>
@@ -436,7 +405,7 @@ spec:
     spec: {containers: [{name: app, image: app:1}]}
 `,
     });
-    const agent = await startAgent(`
+    const agent = startAgent(`
 cluster: {kubeconfig: ${env.kube.kubeconfig}, namespace: mooring-r-${suffix}}
 sources:
   local: [{name: folder, path: ${dir}}]
@@ -445,6 +414,7 @@ deployments:
 server: {port: 0, address: 127.0.0.1}
 drift: {interval: 2s, mode: report}
 `);
+    await agent.ready();
     agents.push(agent);
     const apps = kubeConfig().makeApiClient(AppsV1Api);
     const replicas = async () =>
@@ -452,7 +422,7 @@ drift: {interval: 2s, mode: report}
         ?.replicas;
     await eventually('deployed', async () => ((await replicas()) === 1 ? true : undefined));
     const metric = async () => {
-      const text = await (await fetch(`http://127.0.0.1:${agent.port}/metrics`)).text();
+      const text = await (await fetch(`http://127.0.0.1:${agent.port()}/metrics`)).text();
       return /mooring_drift_objects\{deployment="watched"\} (\d+)/.exec(text)?.[1];
     };
     await eventually('a quiet drift pass counted', async () => ((await metric()) === '0' ? true : undefined));

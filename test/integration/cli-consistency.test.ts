@@ -4,9 +4,18 @@
 // that objects deployed from the command line and then taken over by an agent deployment are left as they are (no
 // new version, no changed label).
 import { afterAll, describe, expect, it } from 'vitest';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
-import { api, ledgerOf, startAgent } from './faults-support.ts';
-import { deployTo, eventually, manifestDir, mooring, runTool, testbed, useNamespace } from './helpers.ts';
+import { api, ledgerOf } from './faults-support.ts';
+import {
+  bareRepo,
+  deployTo,
+  eventually,
+  manifestDir,
+  mooring,
+  runTool,
+  startAgent,
+  testbed,
+  useNamespace,
+} from './helpers.ts';
 
 const settings = 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {greeting: hello}\n';
 const web = `apiVersion: apps/v1
@@ -141,8 +150,8 @@ describe('the command line, consistently', () => {
     // The same manifests, now from Git, through an agent deployment named differently from the namespace.
     const suffix = Date.now().toString(36);
     const repoPath = `cli-handoff-${suffix}/app`;
-    const repo = await createBareRepo(env.git.root, repoPath);
-    await commitFiles(repo, { 'settings.yaml': settings, 'web.yaml': web });
+    const repo = await bareRepo(repoPath);
+    await repo.commit({ 'settings.yaml': settings, 'web.yaml': web });
     const files = await manifestDir({ user: env.git.username, password: env.git.password });
     const agent = startAgent(`
 cluster: {name: handoff, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs()}}

@@ -12,9 +12,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
-import { type AgentProcess, assertAlive, startAgent } from './fault-helpers.ts';
+import { assertAlive } from './fault-helpers.ts';
 import { api, ledgerOf, sleep } from './faults-support.ts';
-import { eventually, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
+import {
+  type AgentProcess,
+  eventually,
+  manifestDir,
+  runTool,
+  startAgent,
+  testbed,
+  useNamespace,
+} from './helpers.ts';
 
 const UNVERSIONED = `annotations: {strategy.spinnaker.io/versioned: "false"}`;
 
@@ -109,7 +117,7 @@ ${extra}
     mount = await configMount();
     await mount.publish(config([deploymentA()]));
     await symlink('..data/config.yaml', mount.file);
-    agent = startAgent(mount.file);
+    agent = startAgent({ file: mount.file }, { process: true });
     await eventually(
       'deployment a deployed',
       async () =>

@@ -9,8 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gitSource } from '../../src/config/schema.ts';
 import { StalledError } from '../../src/errors.ts';
 import { GitRepository } from '../../src/sources/git/repository.ts';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
-import { mooring, testbed } from './helpers.ts';
+import { bareRepo, mooring, testbed } from './helpers.ts';
 
 let dir: string;
 const UNSET = 'MOORING_TEST_CONFIG_RULES_UNSET';
@@ -65,8 +64,8 @@ describe('a deployment path that names nothing', () => {
   it('fails the read of the manifests, naming the path, where it used to yield no file at all', async () => {
     const env = testbed();
     const name = `config-rules-${randomBytes(3).toString('hex')}`;
-    const bare = await createBareRepo(env.git.root, name);
-    await commitFiles(bare, {
+    const bare = await bareRepo(name);
+    await bare.commit({
       'apps/web/deploy.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n',
     });
     process.env.MOORING_TEST_RULES_USER = env.git.username;

@@ -9,11 +9,22 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments, stringify } from 'yaml';
-import { githubStatusValidator, statusReceiver } from '../contract/github-openapi.ts';
+import { githubStatusValidator } from '../contract/github-openapi.ts';
 import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
-import { type AgentProcess, assertAlive, startAgent } from './fault-helpers.ts';
-import { api, ledgerOf, postedStatuses, sleep } from './faults-support.ts';
-import { eventually, manifestDir, mooring, runTool, testbed, useNamespace } from './helpers.ts';
+import { assertAlive } from './fault-helpers.ts';
+import { api, ledgerOf, sleep } from './faults-support.ts';
+import {
+  type AgentProcess,
+  eventually,
+  manifestDir,
+  mooring,
+  runTool,
+  type StatusReceiver,
+  startAgent,
+  startStatusReceiver,
+  testbed,
+  useNamespace,
+} from './helpers.ts';
 
 const POLL_SECONDS = 2;
 
@@ -43,7 +54,7 @@ describe('mooring reconcile, suspend and resume with a running agent', () => {
   let repo = '';
   let configFile = '';
   let agent: AgentProcess;
-  let receiver: Awaited<ReturnType<typeof statusReceiver>>;
+  let receiver: StatusReceiver;
   const kubectl = (...args: string[]) =>
     runTool(env.tools.kubectl, ['--kubeconfig', env.kube.kubeconfig, '-n', ns(), ...args]);
   /** The greeting the running Deployment's configuration says, and its replicas. */
@@ -72,7 +83,7 @@ describe('mooring reconcile, suspend and resume with a running agent', () => {
     const repoPath = `control-${suffix}/app`;
     repo = await createBareRepo(env.git.root, repoPath);
     await commitFiles(repo, { 'app.yaml': app('one') });
-    receiver = await statusReceiver();
+    receiver = await startStatusReceiver();
     const secrets = await manifestDir({
       user: env.git.username,
       password: env.git.password,
@@ -95,7 +106,7 @@ deployments:
 server: {port: 0, address: 127.0.0.1}
 `,
     );
-    agent = startAgent(configFile);
+    agent = startAgent({ file: configFile }, { process: true });
     await eventually(
       'the first release',
       async () => ((await live())?.available === 1 ? true : undefined),
@@ -199,7 +210,7 @@ server: {port: 0, address: 127.0.0.1}
     );
     await sleep(3 * POLL_SECONDS * 1000);
     expect((await live())?.greeting).toBe('one');
-    const statuses = () => postedStatuses(receiver.captured).filter((s) => s.sha === held);
+    const statuses = () => receiver.statuses().filter((s) => s.sha === held);
     expect(statuses().map((s) => [s.state, s.description])).toEqual([
       ['pending', 'suspended: not deployed until mooring resume web'],
     ]);
@@ -239,7 +250,7 @@ server: {port: 0, address: 127.0.0.1}
     agent.child.kill('SIGTERM');
     await agent.exited;
     const held = await commitFiles(repo, { 'app.yaml': app('three') });
-    agent = startAgent(configFile);
+    agent = startAgent({ file: configFile }, { process: true });
     await eventually('the restarted agent holds the new commit', async () =>
       agent.logs().some((l) => l.msg.startsWith('commit held') && l.commit === held) ? true : undefined,
     );

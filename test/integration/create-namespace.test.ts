@@ -3,10 +3,18 @@
 // the namespace is created with mooring's labels before the first write.
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { statusReceiver } from '../contract/github-openapi.ts';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
-import { api, ledgerOf, postedStatuses, startAgent, unended } from './faults-support.ts';
-import { deployTo, eventually, kubectl, manifestDir, testbed } from './helpers.ts';
+import { api, ledgerOf } from './faults-support.ts';
+import {
+  bareRepo,
+  deployTo,
+  eventually,
+  kubectl,
+  manifestDir,
+  startAgent,
+  startStatusReceiver,
+  testbed,
+  unended,
+} from './helpers.ts';
 
 const APP = `apiVersion: v1
 kind: ConfigMap
@@ -81,10 +89,9 @@ describe('the agent and a namespace that does not exist', () => {
   async function agentFor(ns: string, extra: string) {
     const env = testbed();
     const suffix = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
-    const repo = await createBareRepo(env.git.root, `nons-${suffix}/web`);
-    const commit = await commitFiles(repo, { 'app.yaml': APP });
-    const receiver = await statusReceiver();
-    cleanups.push(receiver.close);
+    const repo = await bareRepo(`nons-${suffix}/web`);
+    const commit = await repo.commit({ 'app.yaml': APP });
+    const receiver = await startStatusReceiver();
     const dir = await manifestDir({ user: env.git.username, password: env.git.password, token: 't' });
     created.push(`mooring-nons-${suffix}`);
     const agent = startAgent(`
@@ -102,7 +109,7 @@ ${extra}
 server: {port: 0, address: 127.0.0.1}
 `);
     cleanups.push(agent.stop);
-    const statuses = () => postedStatuses(receiver.captured).filter((s) => s.sha === commit);
+    const statuses = () => receiver.statuses().filter((s) => s.sha === commit);
     const releases = async () => (await ledgerOf(api(), `mooring-nons-${suffix}`, 'web')).releases;
     return { agent, commit, statuses, releases };
   }

@@ -5,21 +5,18 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AppsV1Api } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfigFile } from '../../src/config/load.ts';
 import { KubeApi } from '../../src/kube/api.ts';
 import { current, Ledger } from '../../src/report/ledger.ts';
-import { createLogger } from '../../src/sync/logger.ts';
-import { runAgent } from '../../src/sync/run-agent.ts';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { pushImage } from '../testbed/oci-push.ts';
 import {
+  bareRepo,
   clusterConfig,
   deployTo,
   eventually,
   kubeConfig,
-  lineSink,
   manifestDir,
   mooring,
+  startAgent,
   testbed,
   useNamespace,
 } from './helpers.ts';
@@ -211,7 +208,7 @@ describe('mooring diff --deployment', () => {
   it("diffs the agent's deployment: its Git source's head and its current release's images", async () => {
     const env = testbed();
     const suffix = Date.now().toString(36);
-    const repo = await createBareRepo(env.git.root, `diff-${suffix}`);
+    const repo = await bareRepo(`diff-${suffix}`);
     const image = `${env.registry.host}/diff-${suffix}/web`;
     const app = (replicas: number) =>
       `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config}\ndata: {GREETING: hello}\n---\n` +
@@ -219,7 +216,7 @@ describe('mooring diff --deployment', () => {
         'nginx:1.25',
         `${image}:stable`,
       );
-    await commitFiles(repo, { 'apps/web/app.yaml': app(1) });
+    await repo.commit({ 'apps/web/app.yaml': app(1) });
     const pushed = await pushImage({
       registry: env.registry.url,
       repository: `diff-${suffix}/web`,
@@ -243,17 +240,8 @@ server: {port: 0, address: 127.0.0.1}
     );
 
     // The agent deploys the first commit with the image's digest, records the release, and is stopped.
-    const controller = new AbortController();
-    const running = runAgent(
-      await loadConfigFile(configFile),
-      createLogger({ destination: lineSink().destination, level: 'warn' }),
-      { access: {} },
-      controller.signal,
-    );
-    const stop = async () => {
-      controller.abort();
-      await running;
-    };
+    const agent = startAgent({ file: configFile }, { level: 'warn' });
+    const stop = () => agent.stop();
     stops.push(stop);
     const api = new KubeApi(clusterConfig());
     try {
@@ -274,7 +262,7 @@ server: {port: 0, address: 127.0.0.1}
     expect(changes(same.stdout)).toEqual([]);
     expect(same.stdout).toContain('0 objects changed, 0 added, 2 unchanged');
 
-    const head = await commitFiles(repo, { 'apps/web/app.yaml': app(2) });
+    const head = await repo.commit({ 'apps/web/app.yaml': app(2) });
     const changed = await diff();
     expect(changed.code, changed.stderr).toBe(1);
     expect(changed.stderr).toContain(head.slice(0, 12));

@@ -6,15 +6,15 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { KubeApi } from '../../src/kube/api.ts';
 import { EventRecorder } from '../../src/kube/events.ts';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
-import { startAgent } from './faults-support.ts';
 import {
+  bareRepo,
   clusterConfig,
   eventually,
   kubeConfig,
   manifestDir,
   runTool,
+  startAgent,
   testbed,
   useNamespace,
 } from './helpers.ts';
@@ -45,8 +45,8 @@ describe('Kubernetes Events', () => {
     const env = testbed();
     const suffix = Date.now().toString(36);
     const repoPath = `events-${suffix}/app`;
-    const repo = await createBareRepo(env.git.root, repoPath);
-    const first = await commitFiles(repo, { 'web.yaml': deployment('ready') });
+    const repo = await bareRepo(repoPath);
+    const first = await repo.commit({ 'web.yaml': deployment('ready') });
     const files = await manifestDir({ user: env.git.username, password: env.git.password });
     const agent = startAgent(`
 cluster: {name: events, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs()}}
@@ -102,7 +102,7 @@ server: {port: 0, address: 127.0.0.1}
     expect(ledgerEvents).toContain(`web: 1/1 stable`);
 
     // A sync that fails: a Warning on the Deployment and on the ledger.
-    await commitFiles(repo, { 'web.yaml': deployment('never-ready') });
+    await repo.commit({ 'web.yaml': deployment('never-ready') });
     const failed = await eventually(
       'a SyncFailed event',
       async () => {

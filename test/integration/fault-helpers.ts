@@ -1,18 +1,18 @@
-// What the fault-injection tests share: the test bed's kube-apiserver killed, restarted or frozen on purpose; the
-// agent as its own process (so that it can be killed too), with its log lines; and the checks every fault test
-// ends with (the checks of what the agent left in the cluster are in faults-support.ts).
-import { type ChildProcess, spawn } from 'node:child_process';
+// What the fault-injection tests share: the test bed's kube-apiserver killed, restarted or frozen on purpose, and
+// the checks every fault test ends with (the checks of what the agent left in the cluster are in
+// faults-support.ts). The agent as its own process comes from the harness (harness.ts).
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { LAST_RESORT_MARK } from '../../src/cli/last-resort.ts';
-import type { CapturedRequest } from '../contract/github-openapi.ts';
 import { stateDir } from '../testbed/paths.ts';
 import type { DaemonRecord } from '../testbed/processes.ts';
 import { isRunning, stopDaemon } from '../testbed/processes.ts';
 import { startBedDaemon } from '../testbed/testbed.ts';
+import { type AgentProcess, startAgent as startHarnessAgent } from './harness.ts';
 import { eventually, runTool, testbed } from './helpers.ts';
 
-const MAIN = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
+// The agent as a process and the status parser live in the harness; re-exported for the files that import them here.
+export { type AgentProcess, startMooring, statusesByCommit } from './harness.ts';
 
 async function apiServer(): Promise<DaemonRecord> {
   const daemons = JSON.parse(await readFile(join(stateDir(), 'daemons.json'), 'utf8')) as DaemonRecord[];
@@ -62,45 +62,9 @@ export async function freezeApiServer(ms: number): Promise<void> {
   }
 }
 
-export interface AgentProcess {
-  child: ChildProcess;
-  /** Every line it printed, stdout and stderr. */
-  output: () => string;
-  logs: () => { msg: string; [key: string]: unknown }[];
-  exited: Promise<number | null>;
-  alive: () => boolean;
-}
-
-/** `mooring run --config FILE` as its own process, as a user (or a pod) runs it. */
+/** `mooring run --config FILE` as its own process: the harness's `startAgent({file}, {process: true})`. */
 export function startAgent(configFile: string): AgentProcess {
-  return startMooring(['run', '--config', configFile]);
-}
-
-/** A long-running mooring command (`run --config`, `run --watch`) as its own process. */
-export function startMooring(args: string[]): AgentProcess {
-  const child = spawn(process.execPath, [MAIN, ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout?.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr?.on('data', (c: Buffer) => (out += c.toString()));
-  return {
-    child,
-    output: () => out,
-    logs: () =>
-      out
-        .split('\n')
-        .filter((l) => l.startsWith('{'))
-        .flatMap((l) => {
-          try {
-            return [JSON.parse(l) as { msg: string }];
-          } catch {
-            return [];
-          }
-        }),
-    exited: new Promise((resolve) => child.on('exit', (code) => resolve(code))),
-    alive: () => child.exitCode === null && child.signalCode === null,
-  };
+  return startHarnessAgent({ file: configFile }, { process: true });
 }
 
 /** The process still runs and its last-resort handler never fired. */
@@ -108,24 +72,6 @@ export function assertAlive(agent: AgentProcess): void {
   if (!agent.alive()) throw new Error(`the agent exited:\n${agent.output().slice(-4000)}`);
   if (agent.output().includes(LAST_RESORT_MARK))
     throw new Error(`the agent's last-resort handler fired:\n${agent.output().slice(-4000)}`);
-}
-
-interface StatusBody {
-  state: string;
-  context: string;
-  description: string;
-}
-
-/** Commit statuses captured for `context`, by commit, in the order they were posted. */
-export function statusesByCommit(captured: CapturedRequest[], context: string): Map<string, StatusBody[]> {
-  const byCommit = new Map<string, StatusBody[]>();
-  for (const r of captured) {
-    const match = /\/statuses\/([0-9a-f]{40})$/.exec(r.path);
-    const body = r.body as StatusBody;
-    if (!match?.[1] || body.context !== context) continue;
-    byCommit.set(match[1], [...(byCommit.get(match[1]) ?? []), body]);
-  }
-  return byCommit;
 }
 
 interface ConfigMapItem {

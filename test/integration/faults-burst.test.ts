@@ -5,20 +5,20 @@
 // when the newest commits left its files alone, one no older than the last that changed them), and no versioned
 // ConfigMap is duplicated or dangling.
 import { afterAll, describe, expect, it } from 'vitest';
-import { githubStatusValidator, statusReceiver } from '../contract/github-openapi.ts';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
+import { githubStatusValidator } from '../contract/github-openapi.ts';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
+import { api, ledgerOf, newestStable, sleep, versionProblems } from './faults-support.ts';
 import {
-  api,
-  ledgerOf,
-  newestStable,
-  postedStatuses,
-  sleep,
+  bareRepo,
+  eventually,
+  manifestDir,
+  runTool,
   startAgent,
+  startStatusReceiver,
+  testbed,
   unended,
-  versionProblems,
-} from './faults-support.ts';
-import { eventually, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
+  useNamespace,
+} from './helpers.ts';
 
 const DEPLOYMENTS = 10;
 const COMMITS = 20;
@@ -51,9 +51,8 @@ describe('a burst of commits', () => {
     const env = testbed();
     const suffix = Date.now().toString(36);
     const repoPath = `faults-burst-${suffix}/apps`;
-    const repo = await createBareRepo(env.git.root, repoPath);
-    const receiver = await statusReceiver();
-    cleanups.push(receiver.close);
+    const repo = await bareRepo(repoPath);
+    const receiver = await startStatusReceiver();
     const kube = api();
     cleanups.push(() => kube.close());
     const agentNs = `mooring-faults-burst-${suffix}`;
@@ -79,7 +78,7 @@ describe('a burst of commits', () => {
 
     const files: Record<string, string> = {};
     for (let d = 0; d < DEPLOYMENTS; d++) files[`apps/d${d}/app.yaml`] = app(0, true);
-    const initial = await commitFiles(repo, files);
+    const initial = await repo.commit(files);
     const secrets = await manifestDir({ user: env.git.username, password: env.git.password, token: 't' });
     const status = `commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${secrets}/token}}`;
     const agent = startAgent(`
@@ -98,7 +97,7 @@ concurrency: ${DEPLOYMENTS}
 server: {port: 0, address: 127.0.0.1}
 `);
     cleanups.push(() => agent.stop());
-    const statuses = () => postedStatuses(receiver.captured);
+    const statuses = () => receiver.statuses();
     await eventually(
       'the initial commit deployed everywhere',
       async () =>
@@ -112,7 +111,7 @@ server: {port: 0, address: 127.0.0.1}
     for (let i = 0; i < COMMITS; i++) {
       const changed: Record<string, string> = {};
       for (const d of plan[i] ?? []) changed[`apps/d${d}/app.yaml`] = app(i + 1, lastChange.get(d) === i);
-      commits.push(await commitFiles(repo, changed));
+      commits.push(await repo.commit(changed));
       await sleep(250);
     }
 

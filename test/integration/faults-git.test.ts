@@ -5,20 +5,20 @@
 // polling); every pending status ended; no versioned ConfigMap is duplicated or dangling; the ledger's newest
 // stable release is the newest commit.
 import { afterAll, describe, expect, it } from 'vitest';
-import { githubStatusValidator, statusReceiver } from '../contract/github-openapi.ts';
+import { githubStatusValidator } from '../contract/github-openapi.ts';
 import { FaultProxy } from '../testbed/fault-proxy.ts';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
+import { api, ledgerOf, newestStable, sleep, versionProblems } from './faults-support.ts';
 import {
-  api,
-  ledgerOf,
-  newestStable,
-  postedStatuses,
-  sleep,
+  bareRepo,
+  eventually,
+  manifestDir,
+  runTool,
   startAgent,
+  startStatusReceiver,
+  testbed,
   unended,
-  versionProblems,
-} from './faults-support.ts';
-import { eventually, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
+  useNamespace,
+} from './helpers.ts';
 
 const manifests = (round: number) => ({
   'app.yaml': `apiVersion: v1
@@ -53,9 +53,9 @@ describe('faults of the Git server', () => {
     const env = testbed();
     const suffix = Date.now().toString(36);
     const repoPath = `faults-git-${suffix}/app`;
-    const repo = await createBareRepo(env.git.root, repoPath);
+    const repo = await bareRepo(repoPath);
     const proxy = await FaultProxy.start(env.git.url);
-    const receiver = await statusReceiver();
+    const receiver = await startStatusReceiver();
     cleanups.push(receiver.close, () => proxy.close());
     const kube = api();
     cleanups.push(() => kube.close());
@@ -71,7 +71,7 @@ describe('faults of the Git server', () => {
       ]);
     });
     const secrets = await manifestDir({ user: env.git.username, password: env.git.password, token: 't' });
-    const first = await commitFiles(repo, manifests(1));
+    const first = await repo.commit(manifests(1));
     const agent = startAgent(`
 cluster: {name: faults, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
 sources:
@@ -86,7 +86,7 @@ deployments:
 server: {port: 0, address: 127.0.0.1}
 `);
     cleanups.push(() => agent.stop());
-    const statuses = () => postedStatuses(receiver.captured);
+    const statuses = () => receiver.statuses();
     const pollFailures = () => agent.logged('poll failed');
     await eventually(
       'the first commit deployed',
@@ -96,13 +96,13 @@ server: {port: 0, address: 127.0.0.1}
 
     // 500 for a few polls, while a commit is pushed.
     proxy.set({ kind: 'status', status: 500 });
-    const second = await commitFiles(repo, manifests(2));
+    const second = await repo.commit(manifests(2));
     await eventually('three polls met a 500', async () => (proxy.count('status') >= 3 ? true : undefined));
     expect(pollFailures().length).toBeGreaterThanOrEqual(1);
 
     // Resets: before the request reaches the server, then in the middle of the answer.
     proxy.set({ kind: 'reset', when: 'request' });
-    const third = await commitFiles(repo, manifests(3));
+    const third = await repo.commit(manifests(3));
     await eventually('two polls reset', async () => (proxy.count('reset') >= 2 ? true : undefined));
     proxy.set({ kind: 'reset', when: 'response' });
     const resetsBefore = proxy.count('reset');
@@ -112,7 +112,7 @@ server: {port: 0, address: 127.0.0.1}
 
     // A hang longer than the source's timeout (5 s): the poll gives up, the agent answers its health check.
     proxy.set({ kind: 'hang' });
-    const fourth = await commitFiles(repo, manifests(4));
+    const fourth = await repo.commit(manifests(4));
     const failuresBefore = pollFailures().length;
     await sleep(12_000);
     expect(proxy.count('hang')).toBeGreaterThanOrEqual(2);

@@ -7,22 +7,32 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, onTestFailed } from 'vitest';
-import { statusReceiver } from '../contract/github-openapi.ts';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
+import { commitFiles } from '../testbed/git-repos.ts';
 import {
-  type AgentProcess,
   appsAt,
   assertAlive,
   convergedTo,
   freezeApiServer,
   killApiServer,
   restartApiServer,
+} from './fault-helpers.ts';
+import { api, ledgerOf, versionProblems } from './faults-support.ts';
+import {
+  type AgentProcess,
+  bareRepo,
+  eventually,
+  manifestDir,
+  postedStatuses,
+  runTool,
+  type StatusReceiver,
   startAgent,
   startMooring,
+  startStatusReceiver,
   statusesByCommit,
-} from './fault-helpers.ts';
-import { api, ledgerOf, postedStatuses, unended, versionProblems } from './faults-support.ts';
-import { eventually, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
+  testbed,
+  unended,
+  useNamespace,
+} from './helpers.ts';
 
 const APPS = 60;
 const CONTEXT = 'mooring/faults/web';
@@ -41,7 +51,7 @@ interface Setup {
   agentNamespace: string;
   configFile: string;
   repo: string;
-  captured: Awaited<ReturnType<typeof statusReceiver>>['captured'];
+  captured: StatusReceiver['captured'];
   agent: AgentProcess;
 }
 
@@ -58,10 +68,9 @@ describe('the agent under API server faults', () => {
     const ns = namespaces[which] as () => string;
     const env = testbed();
     const suffix = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
-    const repo = await createBareRepo(env.git.root, `faults-${suffix}/web`);
-    const first = await commitFiles(repo, { 'apps.yaml': appsAt(APPS, 1) });
-    const receiver = await statusReceiver();
-    cleanups.push(receiver.close);
+    const repo = await bareRepo(`faults-${suffix}/web`);
+    const first = await repo.commit({ 'apps.yaml': appsAt(APPS, 1) });
+    const receiver = await startStatusReceiver();
     const dir = await manifestDir({
       user: env.git.username,
       password: env.git.password,
@@ -83,7 +92,7 @@ deployments:
 server: {port: 0, address: 127.0.0.1}
 `,
     );
-    const agent = startAgent(configFile);
+    const agent = startAgent({ file: configFile }, { process: true });
     cleanups.push(async () => {
       if (setupState.agent.alive()) setupState.agent.child.kill('SIGKILL');
       await runTool(env.tools.kubectl, [
@@ -99,7 +108,7 @@ server: {port: 0, address: 127.0.0.1}
       ns: ns(),
       agentNamespace: `mooring-faults-${suffix}`,
       configFile,
-      repo,
+      repo: repo.path,
       captured: receiver.captured,
       agent,
     };
@@ -268,7 +277,7 @@ server: {port: 0, address: 127.0.0.1}
     // A newer commit arrives while no agent runs: the interrupted sync of the second is never run again, and its
     // pending status still gets its end.
     const third = await commitFiles(s.repo, { 'apps.yaml': appsAt(APPS, 3) });
-    s.agent = startAgent(s.configFile);
+    s.agent = startAgent({ file: s.configFile }, { process: true });
     await converges(s, third, 3);
     const ended = statusesByCommit(s.captured, CONTEXT).get(second)?.at(-1);
     expect(ended?.state).toBe('error');

@@ -3,12 +3,20 @@
 // resets connections and hangs past the registry client's timeout, while a new image is pushed for the tag the
 // deployment follows; after recovery the new digest is deployed, and every pending status ended.
 import { afterAll, describe, expect, it } from 'vitest';
-import { statusReceiver } from '../contract/github-openapi.ts';
 import { FaultProxy } from '../testbed/fault-proxy.ts';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { pushImage } from '../testbed/oci-push.ts';
-import { api, newestStable, postedStatuses, sleep, startAgent, unended } from './faults-support.ts';
-import { eventually, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
+import { api, newestStable, sleep } from './faults-support.ts';
+import {
+  bareRepo,
+  eventually,
+  manifestDir,
+  runTool,
+  startAgent,
+  startStatusReceiver,
+  testbed,
+  unended,
+  useNamespace,
+} from './helpers.ts';
 
 describe('faults of the registry', () => {
   const ns = useNamespace('faults-registry');
@@ -22,9 +30,9 @@ describe('faults of the registry', () => {
     const suffix = Date.now().toString(36);
     const repoPath = `faults-registry-${suffix}/app`;
     const repository = `faults-registry-${suffix}/web`;
-    const repo = await createBareRepo(env.git.root, repoPath);
+    const repo = await bareRepo(repoPath);
     const proxy = await FaultProxy.start(env.registry.url);
-    const receiver = await statusReceiver();
+    const receiver = await startStatusReceiver();
     cleanups.push(receiver.close, () => proxy.close());
     const kube = api();
     cleanups.push(() => kube.close());
@@ -41,7 +49,7 @@ describe('faults of the registry', () => {
     });
     const image = `${proxy.host}/${repository}`;
     const one = await pushImage({ registry: env.registry.url, repository, tag: 'stable', content: 'one' });
-    const commit = await commitFiles(repo, {
+    const commit = await repo.commit({
       'app.yaml': `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}
@@ -137,8 +145,8 @@ server: {port: 0, address: 127.0.0.1}
     });
     // The release is recorded before the sync's final status is sent: wait for that status, not only the ledger.
     await eventually('every pending status ended', async () =>
-      unended(postedStatuses(receiver.captured)).length === 0 ? true : undefined,
+      unended(receiver.statuses()).length === 0 ? true : undefined,
     );
-    expect(postedStatuses(receiver.captured).some((s) => s.sha === commit)).toBe(true);
+    expect(receiver.statuses().some((s) => s.sha === commit)).toBe(true);
   }, 300_000);
 });

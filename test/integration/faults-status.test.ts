@@ -8,20 +8,22 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { KubeApi } from '../../src/kube/api.ts';
 import { OUTBOX_NAME } from '../../src/report/outbox-store.ts';
-import { githubStatusValidator, statusReceiver } from '../contract/github-openapi.ts';
+import { githubStatusValidator } from '../contract/github-openapi.ts';
 import { FaultProxy } from '../testbed/fault-proxy.ts';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
+import { api, newestStable, outboxOf } from './faults-support.ts';
 import {
-  api,
-  newestStable,
-  outboxOf,
-  postedStatuses,
-  type RunningAgent,
+  bareRepo,
+  eventually,
+  manifestDir,
+  type Agent as RunningAgent,
+  runTool,
   startAgent,
+  startStatusReceiver,
+  testbed,
   unended,
-} from './faults-support.ts';
-import { eventually, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
+  useNamespace,
+} from './helpers.ts';
 
 const manifests = (n: number) => ({
   'app.yaml': `apiVersion: v1
@@ -42,8 +44,8 @@ describe('faults of the status API', () => {
     const env = testbed();
     const suffix = Date.now().toString(36);
     const repoPath = `faults-status-${suffix}/app`;
-    const repo = await createBareRepo(env.git.root, repoPath);
-    const receiver = await statusReceiver();
+    const repo = await bareRepo(repoPath);
+    const receiver = await startStatusReceiver();
     const proxy = await FaultProxy.start(receiver.url);
     cleanups.push(receiver.close, () => proxy.close());
     const kube: KubeApi = api();
@@ -73,7 +75,7 @@ deployments:
     commitStatus: {provider: github, apiUrl: "${proxy.url}", token: {file: ${secrets}/token}}
 server: {port: 0, address: 127.0.0.1}
 `;
-    const statuses = () => postedStatuses(receiver.captured);
+    const statuses = () => receiver.statuses();
     const ends = (agent: RunningAgent) => agent.logged(/./).filter((r) => r.outcome !== undefined);
     const syncedTo = async (agent: RunningAgent, commit: string, timeoutMs = 90_000) => {
       await eventually(
@@ -87,7 +89,7 @@ server: {port: 0, address: 127.0.0.1}
     };
 
     // All is well: pending then success.
-    const first = await commitFiles(repo, manifests(1));
+    const first = await repo.commit(manifests(1));
     let agent = startAgent(config);
     cleanups.push(() => agent.stop());
     await eventually('first commit: pending then success', async () =>
@@ -101,7 +103,7 @@ server: {port: 0, address: 127.0.0.1}
 
     // 500s: the sync ends anyway; its final status is kept in the cluster.
     proxy.set({ kind: 'status', status: 500 }, { match: (r) => r.method === 'POST' });
-    const second = await commitFiles(repo, manifests(2));
+    const second = await repo.commit(manifests(2));
     await syncedTo(agent, second);
     await eventually('the success of the second commit kept in the outbox', async () => {
       const kept = await outboxOf(kube, agentNs);
@@ -111,12 +113,12 @@ server: {port: 0, address: 127.0.0.1}
 
     // Resets before the request reaches the API.
     proxy.set({ kind: 'reset', when: 'request' }, { match: (r) => r.method === 'POST' });
-    const third = await commitFiles(repo, manifests(3));
+    const third = await repo.commit(manifests(3));
     await syncedTo(agent, third);
 
     // A hung API: the request times out (10 s), the sync does not wait for it beyond that.
     proxy.set({ kind: 'hang' }, { match: (r) => r.method === 'POST' });
-    const fourth = await commitFiles(repo, manifests(4));
+    const fourth = await repo.commit(manifests(4));
     const hungAt = Date.now();
     await syncedTo(agent, fourth);
     expect(Date.now() - hungAt).toBeLessThan(60_000);
@@ -149,7 +151,7 @@ server: {port: 0, address: 127.0.0.1}
 
     // Down again; the agent ends a sync, then stops while the API is down.
     proxy.set({ kind: 'status', status: 503 }, { match: (r) => r.method === 'POST' });
-    const fifth = await commitFiles(repo, manifests(5));
+    const fifth = await repo.commit(manifests(5));
     await syncedTo(agent, fifth);
     await eventually('the fifth commit kept', async () =>
       (await outboxOf(kube, agentNs)).some((e) => e.commit === fifth && e.state === 'success')
@@ -191,7 +193,7 @@ server: {port: 0, address: 127.0.0.1}
     );
 
     // Stopped in the middle of a sync (pods that never become ready): the pending status ends, saying so.
-    const sixth = await commitFiles(repo, {
+    const sixth = await repo.commit({
       ...manifests(6),
       'web.yaml': `apiVersion: apps/v1
 kind: Deployment

@@ -1,73 +1,15 @@
-// What the Git, registry and status-API fault tests share: an agent run in-process with its log captured, the
-// commit statuses a GitHub-shaped receiver got, and checks of what the agent left in the cluster (ledger,
-// outbox, versioned ConfigMaps).
-import { parseConfig } from '../../src/config/load.ts';
+// What the Git, registry and status-API fault tests share: checks of what the agent left in the cluster (ledger,
+// outbox, versioned ConfigMaps). The agent and the commit statuses come from the harness (harness.ts).
 import { KubeApi } from '../../src/kube/api.ts';
 import { current, Ledger, type LedgerData } from '../../src/report/ledger.ts';
 import type { OutboxEntry } from '../../src/report/outbox-policy.ts';
 import { ConfigMapOutboxStore } from '../../src/report/outbox-store.ts';
-import { createLogger } from '../../src/sync/logger.ts';
-import { runAgent } from '../../src/sync/run-agent.ts';
-import type { CapturedRequest } from '../contract/github-openapi.ts';
-import { clusterConfig, lineSink } from './helpers.ts';
+import type { Agent } from './harness.ts';
+import { clusterConfig } from './helpers.ts';
 
-export interface RunningAgent {
-  lines: string[];
-  port: () => number;
-  stop: () => Promise<void>;
-  /** Log records (parsed) whose msg matches. */
-  logged: (msg: string | RegExp) => Record<string, unknown>[];
-}
-
-export function startAgent(configYaml: string): RunningAgent {
-  const config = parseConfig(configYaml);
-  const { destination, lines } = lineSink();
-  const controller = new AbortController();
-  let port = 0;
-  const running = runAgent(
-    config,
-    createLogger({ destination, level: 'debug' }),
-    { access: {}, onListening: (p) => (port = p) },
-    controller.signal,
-  );
-  let stopped: Promise<void> | undefined;
-  return {
-    lines,
-    port: () => port,
-    stop: () => {
-      stopped ??= (async () => {
-        controller.abort();
-        await running;
-      })();
-      return stopped;
-    },
-    logged: (msg) =>
-      lines
-        .map((l) => JSON.parse(l) as Record<string, unknown>)
-        .filter((r) => (typeof msg === 'string' ? r.msg === msg : msg.test(String(r.msg)))),
-  };
-}
-
-export interface PostedStatus {
-  sha: string;
-  state: string;
-  context: string;
-  description: string;
-}
-
-export function postedStatuses(captured: readonly CapturedRequest[]): PostedStatus[] {
-  return captured.map((r) => {
-    const body = r.body as { state: string; context: string; description: string };
-    return { sha: r.path.split('/').pop() ?? '', ...body };
-  });
-}
-
-/** Commits whose last posted status (per context) is still pending: a status that never ended. */
-export function unended(statuses: readonly PostedStatus[]): string[] {
-  const last = new Map<string, PostedStatus>();
-  for (const s of statuses) last.set(`${s.sha} ${s.context}`, s);
-  return [...last.values()].filter((s) => s.state === 'pending').map((s) => `${s.sha} ${s.context}`);
-}
+// The agent and the status parser live in the harness; re-exported for the files that import them from here.
+export { type PostedStatus, postedStatuses, startAgent, unended } from './harness.ts';
+export type RunningAgent = Agent;
 
 export function api(): KubeApi {
   return new KubeApi(clusterConfig());

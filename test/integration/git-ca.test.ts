@@ -13,8 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gitSource } from '../../src/config/schema.ts';
 import { StalledError } from '../../src/errors.ts';
 import { GitRepository } from '../../src/sources/git/repository.ts';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
-import { testbed } from './helpers.ts';
+import { bareRepo, testbed } from './helpers.ts';
 
 const run = promisify(execFile);
 
@@ -102,8 +101,8 @@ describe('a Git source on a private CA (caFile)', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     proxy = server;
     const name = `git-ca-${Date.now().toString(36)}`;
-    const bare = await createBareRepo(testbed().git.root, name);
-    commit = await commitFiles(bare, {
+    const bare = await bareRepo(name);
+    commit = await bare.commit({
       'app/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: over-tls}\ndata: {a: b}\n',
     });
     url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/${name}.git`;

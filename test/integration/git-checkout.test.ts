@@ -10,8 +10,7 @@ import { gitSource } from '../../src/config/schema.ts';
 import { StalledError, TransientError } from '../../src/errors.ts';
 import { checkoutTree } from '../../src/sources/git/checkout.ts';
 import { GitRepository } from '../../src/sources/git/repository.ts';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
-import { testbed } from './helpers.ts';
+import { bareRepo, testbed } from './helpers.ts';
 
 const run = promisify(execFile);
 const cleanup: string[] = [];
@@ -28,10 +27,9 @@ async function temp(prefix: string): Promise<string> {
 }
 
 async function repoWith(files: Record<string, string>): Promise<{ repo: GitRepository; commit: string }> {
-  const env = testbed();
   const name = `checkout-${Date.now().toString(36)}-${counter++}`;
-  const bare = await createBareRepo(env.git.root, name);
-  const commit = await commitFiles(bare, files);
+  const bare = await bareRepo(name);
+  const commit = await bare.commit(files);
   return { repo: repository(name), commit };
 }
 
@@ -72,9 +70,8 @@ describe('checkoutTree', () => {
 
   it('keeps the executable bit and leaves symlinks out', async () => {
     // A repository with a script and a symlink, made with a plain clone and push.
-    const env = testbed();
     const name = `checkout-modes-${Date.now().toString(36)}-${counter++}`;
-    const bare = await createBareRepo(env.git.root, name);
+    const bare = await bareRepo(name);
     const work = await temp('mooring-checkout-work-');
     await mkdir(join(work, 'bin'));
     await writeFile(join(work, 'bin/run.sh'), '#!/bin/sh\necho hi\n', { mode: 0o755 });
@@ -90,7 +87,7 @@ describe('checkoutTree', () => {
     await run('git', ['init', '--quiet', '--initial-branch=main', work], { env: gitEnv });
     await run('git', ['-C', work, 'add', '.'], { env: gitEnv });
     await run('git', ['-C', work, 'commit', '--quiet', '-m', 'modes'], { env: gitEnv });
-    await run('git', ['-C', work, 'push', '--quiet', bare, 'main'], { env: gitEnv });
+    await run('git', ['-C', work, 'push', '--quiet', bare.path, 'main'], { env: gitEnv });
     const commit = (await run('git', ['-C', work, 'rev-parse', 'HEAD'])).stdout.trim();
 
     const repo = repository(name);

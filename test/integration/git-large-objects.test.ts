@@ -9,11 +9,19 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { statusReceiver } from '../contract/github-openapi.ts';
-import { commitFiles, commitGenerated, createBareRepo } from '../testbed/git-repos.ts';
-import { type AgentProcess, startAgent } from './fault-helpers.ts';
-import { postedStatuses } from './faults-support.ts';
-import { eventually, kubectl, manifestDir, testbed, useNamespace } from './helpers.ts';
+import { commitGenerated } from '../testbed/git-repos.ts';
+import {
+  type AgentProcess,
+  bareRepo,
+  eventually,
+  kubectl,
+  manifestDir,
+  type postedStatuses,
+  startAgent,
+  startStatusReceiver,
+  testbed,
+  useNamespace,
+} from './helpers.ts';
 
 const MiB = 1024 * 1024;
 const PEAK_RSS_BOUND = 300 * MiB;
@@ -88,8 +96,7 @@ describe('Git objects bounded before they are inflated', () => {
     deployment: { namespace: string; paths: string },
   ): Promise<{ agent: AgentProcess; statuses: () => ReturnType<typeof postedStatuses> }> {
     const env = testbed();
-    const receiver = await statusReceiver();
-    cleanups.push(receiver.close);
+    const receiver = await startStatusReceiver();
     const secrets = await manifestDir({ user: env.git.username, password: env.git.password, token: 't' });
     const suffix = Date.now().toString(36);
     const agentNs = `mooring-${name}-${suffix}`;
@@ -112,12 +119,12 @@ deployments:
 server: {port: 0, address: 127.0.0.1}
 `,
     });
-    const agent = startAgent(`${dir}/mooring.yaml`);
+    const agent = startAgent({ file: `${dir}/mooring.yaml` }, { process: true });
     cleanups.push(async () => {
       if (agent.alive()) agent.child.kill('SIGTERM');
       await agent.exited;
     });
-    return { agent, statuses: () => postedStatuses(receiver.captured) };
+    return { agent, statuses: () => receiver.statuses() };
   }
 
   it.each([
@@ -126,12 +133,11 @@ server: {port: 0, address: 127.0.0.1}
   ])(
     'syncs a commit holding %s outside the paths, in bounded memory, answering /healthz',
     async (what, file, ns) => {
-      const env = testbed();
       const repoPath = `git-large-${Date.now().toString(36)}/app`;
-      const repo = await createBareRepo(env.git.root, repoPath);
-      cleanups.push(() => rm(repo, { recursive: true, force: true }));
-      await commitFiles(repo, { 'apps/web/settings.yaml': configMap('settings') });
-      const commit = await commitGenerated(repo, { 'data/large.bin': file }, { message: what });
+      const repo = await bareRepo(repoPath);
+      cleanups.push(() => rm(repo.path, { recursive: true, force: true }));
+      await repo.commit({ 'apps/web/settings.yaml': configMap('settings') });
+      const commit = await commitGenerated(repo.path, { 'data/large.bin': file }, { message: what });
 
       const { agent, statuses } = await agentFor('git-large', repoPath, {
         namespace: ns(),
@@ -170,14 +176,13 @@ server: {port: 0, address: 127.0.0.1}
   );
 
   it('refuses a 200 MB manifest inside the paths by its size, naming it and the limit, without inflating it', async () => {
-    const env = testbed();
     const repoPath = `git-huge-${Date.now().toString(36)}/app`;
-    const repo = await createBareRepo(env.git.root, repoPath);
-    cleanups.push(() => rm(repo, { recursive: true, force: true }));
-    await commitFiles(repo, { 'apps/web/settings.yaml': configMap('settings') });
+    const repo = await bareRepo(repoPath);
+    cleanups.push(() => rm(repo.path, { recursive: true, force: true }));
+    await repo.commit({ 'apps/web/settings.yaml': configMap('settings') });
     const size = 200 * 1000 * 1000;
     const commit = await commitGenerated(
-      repo,
+      repo.path,
       { 'apps/web/huge.yaml': { bytes: size, head: configMap('huge'), fill: '# padding\n' } },
       { message: '200 MB manifest' },
     );

@@ -8,16 +8,17 @@ import { parseAllDocuments } from 'yaml';
 import { KubeApi } from '../../src/kube/api.ts';
 import { Discovery } from '../../src/kube/discovery.ts';
 import { apiVersionsOf, isChart, renderChart } from '../../src/sources/build/helm.ts';
-import { statusReceiver } from '../contract/github-openapi.ts';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { pushImage } from '../testbed/oci-push.ts';
-import { api, postedStatuses, startAgent } from './faults-support.ts';
+import { api } from './faults-support.ts';
 import {
+  bareRepo,
   clusterConfig,
   eventually,
   manifestDir,
   mooring,
   runTool,
+  startAgent,
+  startStatusReceiver,
   testbed,
   useNamespace,
 } from './helpers.ts';
@@ -139,14 +140,14 @@ describe('helm charts', () => {
     const env = testbed();
     const suffix = Date.now().toString(36);
     const repoPath = `helm-${suffix}/app`;
-    const repo = await createBareRepo(env.git.root, repoPath);
+    const repo = await bareRepo(repoPath);
     const image = `${new URL(env.registry.url).host}/helm-${suffix}/web`;
     const pushed = await pushImage({
       registry: env.registry.url,
       repository: `helm-${suffix}/web`,
       tag: 'stable',
     });
-    const receiver = await statusReceiver();
+    const receiver = await startStatusReceiver();
     const kube = api();
     const agentNs = `mooring-helm-${suffix}`;
     const secrets = await manifestDir({ user: env.git.username, password: env.git.password, token: 't' });
@@ -175,7 +176,7 @@ spec:
 `,
       'env/prod.yaml': `color: ${color}\n`,
     });
-    const first = await commitFiles(repo, chartFiles('green'));
+    const first = await repo.commit(chartFiles('green'));
     // The agent finds helm as the product does: MOORING_HELM, else helm on PATH.
     process.env.MOORING_HELM = env.tools.helm;
     const configText = `
@@ -198,8 +199,7 @@ server: {port: 0, address: 127.0.0.1}
     await writeFile(join(secrets, 'mooring.yaml'), configText);
     const agent = startAgent(configText);
     try {
-      const ended = (sha: string) =>
-        postedStatuses(receiver.captured).find((s) => s.sha === sha && s.state !== 'pending');
+      const ended = (sha: string) => receiver.statuses().find((s) => s.sha === sha && s.state !== 'pending');
       await eventually('the chart deployed', async () => ended(first), 90_000).catch((error: unknown) => {
         throw new Error(
           `${String(error)}\n${agent.lines.filter((l) => l.includes('"level":50')).join('\n')}`,
@@ -235,7 +235,7 @@ server: {port: 0, address: 127.0.0.1}
       expect(diff.code, diff.stdout + diff.stderr).toBe(0);
       expect(diff.stdout).toMatch(/0 objects changed, 0 added, 2 unchanged/);
       // A values file of the chart changed: a new version of its configuration.
-      const second = await commitFiles(repo, { 'env/prod.yaml': 'color: red\n' });
+      const second = await repo.commit({ 'env/prod.yaml': 'color: red\n' });
       await eventually('the values change deployed', async () => ended(second), 90_000);
       expect(ended(second)?.state).toBe('success');
       const config = JSON.parse(
@@ -254,13 +254,13 @@ server: {port: 0, address: 127.0.0.1}
         ).stdout,
       ) as { data: Record<string, string> };
       expect(config.data).toEqual({ color: 'red' });
-      const third = await commitFiles(repo, { 'README.md': 'not the chart\n' });
+      const third = await repo.commit({ 'README.md': 'not the chart\n' });
       await eventually('the unrelated commit seen', async () =>
         agent.logged('commit changes none of its paths').length > 0 ? true : undefined,
       );
       expect(ended(third)).toBeUndefined();
       // A chart that no longer renders fails its commit, naming the chart; nothing is applied.
-      const broken = await commitFiles(repo, {
+      const broken = await repo.commit({
         'charts/web/templates/bad.yaml': '{{ .Values.nope.deeper }}\n',
       });
       await eventually('the broken chart reported', async () => ended(broken), 90_000);

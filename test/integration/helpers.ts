@@ -1,26 +1,16 @@
-// Shared helpers of the integration tests: clients for the test bed's servers and a namespace per test file.
+// Shared helpers of the integration tests: clients for the test bed's servers and the CLI. The set-up of a test
+// (namespace, repository, status receiver, agent, configuration) is the harness (harness.ts), re-exported here so
+// that a test imports everything from this file.
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { Writable } from 'node:stream';
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { afterAll, beforeAll, inject } from 'vitest';
 import { stringify } from 'yaml';
 import { runCli } from '../../src/cli/program.ts';
 import { type ClusterConfig, loadKubeConfig } from '../../src/kube/client.ts';
 import type { TestbedEnv } from '../testbed/testbed.ts';
+import { tempDir, testbed } from './harness.ts';
 
-export function testbed(): TestbedEnv {
-  return inject('testbed');
-}
-
-export function kubeConfig(env: TestbedEnv = testbed()): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromFile(env.kube.kubeconfig);
-  return kc;
-}
+export * from './harness.ts';
 
 /** The test bed's cluster as mooring reads it (src/kube/kubeconfig.ts), for mooring's own KubeApi. */
 export function clusterConfig(env: TestbedEnv = testbed()): ClusterConfig {
@@ -33,8 +23,7 @@ export async function writeKubeconfig(
   user: Record<string, unknown>,
   files: Record<string, string | Buffer> = {},
 ): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'mooring-kubeconfig-'));
-  tempDirs.push(dir);
+  const dir = await tempDir('mooring-kubeconfig-');
   for (const [name, content] of Object.entries(files)) {
     await mkdir(dirname(join(dir, name)), { recursive: true });
     await writeFile(join(dir, name), content);
@@ -52,21 +41,6 @@ export async function writeKubeconfig(
     }),
   );
   return file;
-}
-
-/** A fresh namespace for the calling test file, deleted (without waiting) when the file is done. */
-export function useNamespace(prefix: string): () => string {
-  let name = '';
-  beforeAll(async () => {
-    name = `${prefix}-${randomBytes(3).toString('hex')}`;
-    await kubeConfig()
-      .makeApiClient(CoreV1Api)
-      .createNamespace({ body: { metadata: { name, labels: { 'mooring.io/test': prefix } } } });
-  });
-  afterAll(async () => {
-    if (name) await kubeConfig().makeApiClient(CoreV1Api).deleteNamespace({ name });
-  });
-  return () => name;
 }
 
 export interface RunResult {
@@ -105,40 +79,6 @@ export function kubectl(...args: string[]): Promise<RunResult> {
   return runTool(env.tools.kubectl, ['--kubeconfig', env.kube.kubeconfig, ...args]);
 }
 
-/** Polls until `probe` returns a value, failing with the last observation after the deadline. */
-export async function eventually<T>(
-  what: string,
-  probe: () => Promise<T | undefined>,
-  timeoutMs = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown = 'nothing observed';
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`${what}: not reached in ${timeoutMs} ms (last: ${String(last)})`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
-const tempDirs: string[] = [];
-afterAll(async () => {
-  for (const d of tempDirs.splice(0)) await rm(d, { recursive: true, force: true });
-});
-
-/** A temporary folder holding these manifest files, removed after the test file. */
-export async function manifestDir(files: Record<string, string>): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'mooring-manifests-'));
-  tempDirs.push(dir);
-  for (const [name, text] of Object.entries(files)) await writeFile(join(dir, name), text);
-  return dir;
-}
-
 /** Runs the mooring CLI in-process and captures what it prints. */
 export async function mooring(...argv: string[]): Promise<RunResult> {
   let stdout = '';
@@ -162,16 +102,4 @@ export function deployTo(namespace: string, dir: string, ...extra: string[]): Pr
     '2m',
     ...extra,
   );
-}
-
-/** A stream that keeps every line written to it: a logger's destination in tests. */
-export function lineSink(): { destination: Writable; lines: string[] } {
-  const lines: string[] = [];
-  const destination = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      lines.push(...chunk.toString().split('\n').filter(Boolean));
-      done();
-    },
-  });
-  return { destination, lines };
 }

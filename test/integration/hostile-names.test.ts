@@ -11,10 +11,18 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { InventoryStore } from '../../src/kube/inventory.ts';
-import { statusReceiver } from '../contract/github-openapi.ts';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
-import { api, postedStatuses, startAgent } from './faults-support.ts';
-import { deployTo, eventually, kubectl, manifestDir, testbed, useNamespace } from './helpers.ts';
+import { api } from './faults-support.ts';
+import {
+  bareRepo,
+  deployTo,
+  eventually,
+  kubectl,
+  manifestDir,
+  startAgent,
+  startStatusReceiver,
+  testbed,
+  useNamespace,
+} from './helpers.ts';
 
 const run = promisify(execFile);
 
@@ -95,15 +103,14 @@ describe('hostile names and files in a commit', () => {
     expect(await namespacePhase(ns())).toBe('Active');
 
     // The agent from Git.
-    const repo = await createBareRepo(env.git.root, `hostile-${suffix}/names`);
-    const receiver = await statusReceiver();
-    cleanups.push(receiver.close);
+    const repo = await bareRepo(`hostile-${suffix}/names`);
+    const receiver = await startStatusReceiver();
     const secrets = await manifestDir({
       user: env.git.username,
       password: env.git.password,
       token: 'status-token',
     });
-    const commit = await commitFiles(repo, { 'apps/web/app.yaml': hostile });
+    const commit = await repo.commit({ 'apps/web/app.yaml': hostile });
     const agent = startAgent(`
 cluster: {name: hostile, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
 sources:
@@ -122,7 +129,7 @@ server: {port: 0, address: 127.0.0.1}
     cleanups.push(() => agent.stop());
     const failure = await eventually(
       'the commit failed',
-      async () => postedStatuses(receiver.captured).find((s) => s.sha === commit && s.state !== 'pending'),
+      async () => receiver.statuses().find((s) => s.sha === commit && s.state !== 'pending'),
       90_000,
     );
     expect(failure.state).toBe('failure');
@@ -135,13 +142,11 @@ server: {port: 0, address: 127.0.0.1}
     expect(logged).toContain('apps/web/app.yaml:6');
 
     // A later good commit syncs, and still nothing outside its objects was touched.
-    const good = await commitFiles(repo, { 'apps/web/app.yaml': configMap('settings', 2) });
+    const good = await repo.commit({ 'apps/web/app.yaml': configMap('settings', 2) });
     await eventually(
       'the good commit synced',
       async () =>
-        postedStatuses(receiver.captured).some((s) => s.sha === good && s.state === 'success')
-          ? true
-          : undefined,
+        receiver.statuses().some((s) => s.sha === good && s.state === 'success') ? true : undefined,
       90_000,
     );
     expect(await namespacePhase(ns())).toBe('Active');
@@ -162,9 +167,8 @@ server: {port: 0, address: 127.0.0.1}
     cleanups.push(async () => {
       await kubectl('delete', 'namespace', agentNs, '--wait=false');
     });
-    const repo = await createBareRepo(env.git.root, `hostile-${suffix}/files`);
-    const receiver = await statusReceiver();
-    cleanups.push(receiver.close);
+    const repo = await bareRepo(`hostile-${suffix}/files`);
+    const receiver = await startStatusReceiver();
     const secrets = await manifestDir({
       user: env.git.username,
       password: env.git.password,
@@ -173,7 +177,7 @@ server: {port: 0, address: 127.0.0.1}
     const names = Array.from({ length: 10 }, (_, i) => `d${i}`);
     const round = (n: number) =>
       Object.fromEntries(names.map((d) => [`apps/${d}/app.yaml`, configMap(`${d}-config`, n)]));
-    const first = await commitFiles(repo, round(1));
+    const first = await repo.commit(round(1));
     const agent = startAgent(`
 cluster: {name: hostile, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
 sources:
@@ -186,8 +190,7 @@ server: {port: 0, address: 127.0.0.1}
     cleanups.push(() => agent.stop());
     const ended = (sha: string) => {
       const last = new Map<string, { state: string; description: string }>();
-      for (const s of postedStatuses(receiver.captured))
-        if (s.sha === sha && s.state !== 'pending') last.set(s.context, s);
+      for (const s of receiver.statuses()) if (s.sha === sha && s.state !== 'pending') last.set(s.context, s);
       return last;
     };
     await eventually(
@@ -200,9 +203,9 @@ server: {port: 0, address: 127.0.0.1}
     // files than a deployment may select.
     const many: Record<string, string> = {};
     for (let i = 0; i <= 10_000; i++) many[`apps/d7/many/f${i}.yaml`] = configMap(`f${i}`, 1);
-    await commitFiles(repo, many);
+    await repo.commit(many);
     const second = await commitWithSymlink(
-      repo,
+      repo.path,
       { path: 'apps/d3/passwd.yaml', target: '../../../../etc/passwd' },
       round(2),
     );

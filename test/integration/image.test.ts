@@ -8,9 +8,17 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
-import { api, ledgerOf, startAgent } from './faults-support.ts';
-import { eventually, manifestDir, mooring, runTool, testbed, useNamespace } from './helpers.ts';
+import { api, ledgerOf } from './faults-support.ts';
+import {
+  bareRepo,
+  eventually,
+  manifestDir,
+  mooring,
+  runTool,
+  startAgent,
+  testbed,
+  useNamespace,
+} from './helpers.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const VERSION: string = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version;
@@ -128,8 +136,8 @@ describe('the container image', () => {
 
     // An agent with a registry source on the pushed repository deploys it by digest.
     const repoPath = `image-${suffix}/deploy`;
-    const repo = await createBareRepo(env.git.root, repoPath);
-    await commitFiles(repo, {
+    const repo = await bareRepo(repoPath);
+    await repo.commit({
       'agent.yaml': `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: mooring}

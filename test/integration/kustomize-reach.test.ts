@@ -14,10 +14,18 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { gitSource } from '../../src/config/schema.ts';
 import { kustomizeGit } from '../../src/sources/build/kustomize-sources.ts';
 import { GitRepository } from '../../src/sources/git/repository.ts';
-import { statusReceiver } from '../contract/github-openapi.ts';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
-import { postedStatuses, startAgent } from './faults-support.ts';
-import { deployTo, eventually, manifestDir, mooring, runTool, testbed, useNamespace } from './helpers.ts';
+import {
+  bareRepo,
+  deployTo,
+  eventually,
+  manifestDir,
+  mooring,
+  runTool,
+  startAgent,
+  startStatusReceiver,
+  testbed,
+  useNamespace,
+} from './helpers.ts';
 
 let listener: Server;
 let base = '';
@@ -155,8 +163,8 @@ describe('kustomize reads only the repository', () => {
     );
     try {
       const repoPath = `kustomize-generators-${suffix}`;
-      const bare = await createBareRepo(env.git.root, repoPath);
-      const commit = await commitFiles(bare, {
+      const bare = await bareRepo(repoPath);
+      const commit = await bare.commit({
         'app/kustomization.yaml': `generators: [../../${outside.split('/').pop()}]\n`,
       });
       process.env.MOORING_TEST_REACH_USER = env.git.username;
@@ -217,11 +225,11 @@ describe('the agent and what a pushed commit may make the tools do', () => {
     const env = testbed();
     const suffix = Date.now().toString(36);
     const repoPath = `kustomize-reach-${suffix}/app`;
-    const repo = await createBareRepo(env.git.root, repoPath);
-    const receiver = await statusReceiver();
+    const repo = await bareRepo(repoPath);
+    const receiver = await startStatusReceiver();
     const agentNs = `mooring-reach-${suffix}`;
     const secrets = await manifestDir({ user: env.git.username, password: env.git.password, token: 't' });
-    const first = await commitFiles(repo, {
+    const first = await repo.commit({
       'app/kustomization.yaml': `resources: [cm.yaml]\nconfigMapGenerator:\n  - {name: leak, envs: ["${base}/agent-envs"]}\n`,
       'app/cm.yaml': cm,
       'chart/Chart.yaml': 'apiVersion: v2\nname: big\nversion: 0.1.0\n',
@@ -249,9 +257,7 @@ server: {port: 0, address: 127.0.0.1}
 `);
     try {
       const ended = (sha: string, context: RegExp) =>
-        postedStatuses(receiver.captured).find(
-          (s) => s.sha === sha && s.state !== 'pending' && context.test(s.context),
-        );
+        receiver.statuses().find((s) => s.sha === sha && s.state !== 'pending' && context.test(s.context));
       const started = Date.now();
       await eventually(
         'both deployments reported',
@@ -272,7 +278,7 @@ server: {port: 0, address: 127.0.0.1}
       expect(await configMapsIn(ns())).toEqual([]);
       const health = await fetch(`http://127.0.0.1:${agent.port()}/healthz`);
       expect(health.ok).toBe(true);
-      const fixed = await commitFiles(repo, {
+      const fixed = await repo.commit({
         'app/kustomization.yaml': 'resources: [cm.yaml]\n',
         'chart/templates/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big}\ndata: {a: b}\n',
       });

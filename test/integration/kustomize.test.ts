@@ -14,6 +14,7 @@ import { readManifestFiles } from '../../src/sources/local/files.ts';
 import { pushImage } from '../testbed/oci-push.ts';
 import { api } from './faults-support.ts';
 import {
+  agentConfig,
   bareRepo,
   deployTo,
   eventually,
@@ -247,26 +248,31 @@ describe('kustomize in the agent', () => {
     const receiver = await startStatusReceiver();
     const kube = api();
     const agentNs = `mooring-kustomize-${suffix}`;
-    const secrets = await manifestDir({ user: env.git.username, password: env.git.password, token: 't' });
     const first = await repo.commit({ ...overlay(`${image}:stable`), 'README.md': 'app\n' });
-    const agent = startAgent(`
-cluster: {name: kustomize, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
-  registry:
-    - {name: web-image, image: ${image}, policy: {type: fixed, tag: stable}, insecure: true, interval: 1h}
-render: {kubectl: ${env.tools.kubectl}}
-deployments:
-  - name: shop
-    namespace: ${ns()}
-    source: app
-    paths: [overlays/prod]
-    images: [web-image]
-    stability: {timeout: 2m}
-    commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${secrets}/token}}
-server: {port: 0, address: 127.0.0.1}
-`);
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { name: 'kustomize', namespace: agentNs },
+        git: [{ name: 'app', repo }],
+        deployments: [
+          { name: 'shop', namespace: ns(), source: 'app', paths: ['overlays/prod'], images: ['web-image'] },
+        ],
+        statuses: receiver,
+        extra: {
+          sources: {
+            registry: [
+              {
+                name: 'web-image',
+                image,
+                policy: { type: 'fixed', tag: 'stable' },
+                insecure: true,
+                interval: '1h',
+              },
+            ],
+          },
+          render: { kubectl: env.tools.kubectl },
+        },
+      }),
+    );
     try {
       const ended = (sha: string) => receiver.statuses().find((s) => s.sha === sha && s.state !== 'pending');
       await eventually('the overlay deployed', async () => ended(first), 90_000).catch((error: unknown) => {

@@ -7,11 +7,16 @@
 import { createHmac } from 'node:crypto';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/load.ts';
-import { createLogger } from '../../src/sync/logger.ts';
-import { runAgent } from '../../src/sync/run-agent.ts';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
-import { eventually, kubeConfig, lineSink, manifestDir, testbed, useNamespace } from './helpers.ts';
+import {
+  type Agent,
+  bareRepo,
+  eventually,
+  kubeConfig,
+  manifestDir,
+  startAgent,
+  testbed,
+  useNamespace,
+} from './helpers.ts';
 
 const SECRET = 'leader-webhook-secret';
 
@@ -28,8 +33,8 @@ describe('webhooks with two replicas', () => {
     const core = kubeConfig().makeApiClient(CoreV1Api);
     const suffix = Date.now().toString(36);
     const repoPath = `leader-hooks-${suffix}/app`;
-    const repo = await createBareRepo(env.git.root, repoPath);
-    await commitFiles(repo, {
+    const repo = await bareRepo(repoPath);
+    await repo.commit({
       'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {k: v}\n',
     });
     const files = await manifestDir({ user: env.git.username, password: env.git.password, hook: SECRET });
@@ -58,10 +63,11 @@ describe('webhooks with two replicas', () => {
       },
     });
 
-    const ports = new Map<string, number>();
+    const agents = new Map<string, Agent>();
     const logs = new Map<string, string[]>();
     const start = (identity: string) => {
-      const config = parseConfig(`
+      const agent = startAgent(
+        `
 cluster: {kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs()}}
 sources:
   git:
@@ -70,20 +76,12 @@ deployments:
   - {name: settings, namespace: ${ns()}, source: app}
 server: {port: 0, address: 127.0.0.1, webhooks: {generic: {secret: {file: ${files}/hook}}}}
 leaderElection: {enabled: true, leaseName: mooring, leaseDuration: 4s, renewInterval: 1s}
-`);
-      const { destination, lines } = lineSink();
-      logs.set(identity, lines);
-      const controller = new AbortController();
-      const running = runAgent(
-        config,
-        createLogger({ destination, level: 'debug' }),
-        { access: {}, identity, onListening: (p) => ports.set(identity, p) },
-        controller.signal,
+`,
+        { identity },
       );
-      stops.set(identity, async () => {
-        controller.abort();
-        await running;
-      });
+      logs.set(identity, agent.lines);
+      agents.set(identity, agent);
+      stops.set(identity, () => agent.stop());
     };
     start('agent-a');
     await eventually('agent-a leads', async () =>
@@ -91,7 +89,8 @@ leaderElection: {enabled: true, leaseName: mooring, leaseDuration: 4s, renewInte
     );
     start('agent-b');
     await eventually('agent-b stands by', async () =>
-      logs.get('agent-b')?.some((l) => l.includes('standing by for the leader lease')) && ports.has('agent-b')
+      logs.get('agent-b')?.some((l) => l.includes('standing by for the leader lease')) &&
+      agents.get('agent-b')?.port()
         ? true
         : undefined,
     );
@@ -110,7 +109,7 @@ leaderElection: {enabled: true, leaseName: mooring, leaseDuration: 4s, renewInte
     const hook = async (identity: string) => {
       const body = JSON.stringify({ sources: ['app'] });
       const signature = `sha256=${createHmac('sha256', SECRET).update(body).digest('hex')}`;
-      return fetch(`http://127.0.0.1:${ports.get(identity)}/hooks/generic`, {
+      return fetch(`http://127.0.0.1:${agents.get(identity)?.port()}/hooks/generic`, {
         method: 'POST',
         headers: { 'Content-Type': 'application/json', 'X-Mooring-Signature': signature },
         body,

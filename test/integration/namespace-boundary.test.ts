@@ -5,21 +5,18 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/load.ts';
 import { StalledError } from '../../src/errors.ts';
 import { KubeApi } from '../../src/kube/api.ts';
 import { Discovery } from '../../src/kube/discovery.ts';
 import { deploy } from '../../src/sync/deploy.ts';
-import { createLogger } from '../../src/sync/logger.ts';
-import { runAgent } from '../../src/sync/run-agent.ts';
 import {
   clusterConfig,
   eventually,
   kubeConfig,
-  lineSink,
   manifestDir,
   mooring,
   runTool,
+  startAgent,
   testbed,
   useNamespace,
   writeKubeconfig,
@@ -182,10 +179,7 @@ spec:
 `,
     });
     const badDir = await manifestDir({ 'settings.yaml': settings, 'x.yaml': evil });
-    const { destination, lines } = lineSink();
-    const controller = new AbortController();
-    const running = runAgent(
-      parseConfig(`
+    const agent = startAgent(`
 cluster: {kubeconfig: ${env.kube.kubeconfig}, namespace: mooring-boundary-${suffix}}
 sources:
   local: [{name: good, path: ${goodDir}}, {name: bad, path: ${badDir}}]
@@ -193,17 +187,9 @@ deployments:
   - {name: good, namespace: ${good()}, source: good, stability: {timeout: 2m}}
   - {name: bad, namespace: ${bad()}, source: bad, stability: {timeout: 2m}}
 server: {port: 0, address: 127.0.0.1}
-`),
-      createLogger({ destination, level: 'debug' }),
-      { access: {} },
-      controller.signal,
-    );
-    stops.push(async () => {
-      controller.abort();
-      await running;
-    });
-    const logs = () =>
-      lines.map((l) => JSON.parse(l) as { msg: string; deployment?: string; outcome?: string });
+`);
+    stops.push(() => agent.stop());
+    const logs = () => agent.logs() as { msg: string; deployment?: string; outcome?: string }[];
     const outcome = (deployment: string) =>
       eventually(
         `an outcome of ${deployment}`,

@@ -9,10 +9,9 @@ import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { slackSchema, teamsSchema, webhookSchema } from '../contract/notification-payloads.ts';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
-import { api, ledgerOf, startAgent } from './faults-support.ts';
-import { eventually, manifestDir, testbed, useNamespace } from './helpers.ts';
+import { api, ledgerOf } from './faults-support.ts';
+import { bareRepo, eventually, manifestDir, startAgent, testbed, useNamespace } from './helpers.ts';
 
 const CANARY = `notify-canary-${Math.random().toString(36).slice(2)}`;
 const KEY = 'hmac-key-for-tests';
@@ -70,8 +69,8 @@ describe('notifications', () => {
 
     const suffix = Date.now().toString(36);
     const repoPath = `notify-${suffix}/app`;
-    const repo = await createBareRepo(env.git.root, repoPath);
-    const failing = await commitFiles(repo, { 'app.yaml': manifests('never-ready') });
+    const repo = await bareRepo(repoPath);
+    const failing = await repo.commit({ 'app.yaml': manifests('never-ready') });
     const files = await manifestDir({
       user: env.git.username,
       password: env.git.password,
@@ -140,7 +139,7 @@ server: {port: 0, address: 127.0.0.1}
 
       // A stable sync: only the receiver that asked for `stable`.
       const before = { slack: at('/slack').length, teams: at('/teams').length };
-      const fixed = await commitFiles(repo, { 'app.yaml': manifests('ready') });
+      const fixed = await repo.commit({ 'app.yaml': manifests('ready') });
       await eventually(
         'the stable sync notified',
         async () => at('/hook').find((c) => JSON.parse(c.body).outcome === 'stable'),

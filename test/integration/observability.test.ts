@@ -5,10 +5,9 @@
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { pushImage } from '../testbed/oci-push.ts';
-import { api, ledgerOf, startAgent } from './faults-support.ts';
-import { eventually, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
+import { api, ledgerOf } from './faults-support.ts';
+import { bareRepo, eventually, manifestDir, runTool, startAgent, testbed, useNamespace } from './helpers.ts';
 
 const CHART = fileURLToPath(new URL('../../charts/mooring', import.meta.url));
 
@@ -95,10 +94,10 @@ describe('dashboard and alerts', () => {
     // An agent that has synced a deployment from Git with a registry image, scraped.
     const suffix = Date.now().toString(36);
     const repoPath = `observability-${suffix}/app`;
-    const repo = await createBareRepo(env.git.root, repoPath);
+    const repo = await bareRepo(repoPath);
     const image = `${new URL(env.registry.url).host}/observability-${suffix}/web`;
     await pushImage({ registry: env.registry.url, repository: `observability-${suffix}/web`, tag: 'stable' });
-    await commitFiles(repo, {
+    await repo.commit({
       'web.yaml': `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}

@@ -1,13 +1,16 @@
 // Path filtering holds on every later poll: with many deployments reading one repository, a commit that touches
 // only one deployment's folder syncs that one, and the next polls (many of them) sync none of the others.
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/load.ts';
-import { createLogger } from '../../src/sync/logger.ts';
-import { runAgent } from '../../src/sync/run-agent.ts';
-import { statusReceiver } from '../contract/github-openapi.ts';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
-import { postedStatuses, startAgent } from './faults-support.ts';
-import { eventually, kubectl, lineSink, manifestDir, testbed, useNamespace } from './helpers.ts';
+import {
+  bareRepo,
+  eventually,
+  kubectl,
+  manifestDir,
+  startAgent,
+  startStatusReceiver,
+  testbed,
+  useNamespace,
+} from './helpers.ts';
 
 const DEPLOYMENTS = 12;
 
@@ -27,15 +30,15 @@ describe('path filtering', () => {
   it('syncs only the deployment whose folder a commit touched, on this poll and every later one', async () => {
     const env = testbed();
     const suffix = Date.now().toString(36);
-    const repo = await createBareRepo(env.git.root, `paths-${suffix}`);
+    const repo = await bareRepo(`paths-${suffix}`);
     const files: Record<string, string> = {};
     for (let i = 0; i < DEPLOYMENTS; i++) files[`apps/d${i}/app.yaml`] = app(`d${i}`, 1);
-    await commitFiles(repo, files);
+    await repo.commit(files);
     const secrets = await manifestDir({ user: env.git.username, password: env.git.password });
     const deployments = namespaces.map(
       (ns, i) => `  - {name: d${i}, namespace: ${ns()}, source: app, paths: [apps/d${i}]}`,
     );
-    const config = parseConfig(`
+    const agent = startAgent(`
 cluster: {name: paths, kubeconfig: ${env.kube.kubeconfig}, namespace: mooring-paths-${suffix}}
 sources:
   git:
@@ -44,20 +47,9 @@ deployments:
 ${deployments.join('\n')}
 server: {port: 0, address: 127.0.0.1}
 `);
-    const { destination, lines } = lineSink();
-    const controller = new AbortController();
-    const running = runAgent(
-      config,
-      createLogger({ destination, level: 'debug' }),
-      { access: {} },
-      controller.signal,
-    );
-    stops.push(async () => {
-      controller.abort();
-      await running;
-    });
-    const logs = () =>
-      lines.map((l) => JSON.parse(l) as { msg: string; deployment?: string; source?: string });
+    const lines = agent.lines;
+    stops.push(() => agent.stop());
+    const logs = () => agent.logs() as { msg: string; deployment?: string; source?: string }[];
     const starts = (deployment: string) =>
       logs().filter((l) => l.msg === 'sync started' && l.deployment === deployment).length;
     await eventually(
@@ -69,7 +61,7 @@ server: {port: 0, address: 127.0.0.1}
       120_000,
     );
 
-    await commitFiles(repo, { 'apps/d0/app.yaml': app('d0', 2) });
+    await repo.commit({ 'apps/d0/app.yaml': app('d0', 2) });
     await eventually('d0 synced again', async () => (starts('d0') === 2 ? true : undefined), 60_000);
     const polls = () => lines.filter((l) => l.includes('"msg":"commit changes none of its paths"')).length;
     await eventually('the others found unchanged', async () =>
@@ -95,15 +87,14 @@ describe('statuses only on commits that concern the deployment', () => {
   it('a deployment that never succeeded gets no status on a commit that touches none of its files', async () => {
     const env = testbed();
     const suffix = Date.now().toString(36);
-    const repo = await createBareRepo(env.git.root, `paths-status-${suffix}/app`);
-    const receiver = await statusReceiver();
-    stops.push(receiver.close);
+    const repo = await bareRepo(`paths-status-${suffix}/app`);
+    const receiver = await startStatusReceiver();
     const secrets = await manifestDir({
       user: env.git.username,
       password: env.git.password,
       token: 'status-token',
     });
-    const first = await commitFiles(repo, {
+    const first = await repo.commit({
       'apps/bad/app.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n',
       'apps/good/app.yaml': app('good', 1),
     });
@@ -123,9 +114,9 @@ server: {port: 0, address: 127.0.0.1}
       await kubectl('delete', 'namespace', `mooring-paths-status-${suffix}`, '--wait=false');
     });
     const ended = (sha: string, deployment: string) =>
-      postedStatuses(receiver.captured).find(
-        (s) => s.sha === sha && s.context.endsWith(`/${deployment}`) && s.state !== 'pending',
-      );
+      receiver
+        .statuses()
+        .find((s) => s.sha === sha && s.context.endsWith(`/${deployment}`) && s.state !== 'pending');
     await eventually(
       'both ended the first commit',
       async () => (ended(first, 'bad') && ended(first, 'good') ? true : undefined),
@@ -133,7 +124,7 @@ server: {port: 0, address: 127.0.0.1}
     );
     expect(ended(first, 'bad')?.state).toBe('failure');
 
-    const second = await commitFiles(repo, { 'apps/good/app.yaml': app('good', 2) });
+    const second = await repo.commit({ 'apps/good/app.yaml': app('good', 2) });
     await eventually(
       'good synced the second commit',
       async () => (ended(second, 'good')?.state === 'success' ? true : undefined),
@@ -141,12 +132,10 @@ server: {port: 0, address: 127.0.0.1}
     );
     // Several polls later, bad has posted nothing on a commit that does not concern it.
     await new Promise((r) => setTimeout(r, 4000));
-    expect(
-      postedStatuses(receiver.captured).filter((s) => s.sha === second && s.context.endsWith('/bad')),
-    ).toEqual([]);
+    expect(receiver.statuses().filter((s) => s.sha === second && s.context.endsWith('/bad'))).toEqual([]);
 
     // A commit that touches bad's files is synced (and fixes it).
-    const third = await commitFiles(repo, { 'apps/bad/app.yaml': app('bad', 1) });
+    const third = await repo.commit({ 'apps/bad/app.yaml': app('bad', 1) });
     await eventually(
       'bad synced the fix',
       async () => (ended(third, 'bad')?.state === 'success' ? true : undefined),

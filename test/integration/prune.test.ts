@@ -9,18 +9,23 @@ import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { InventoryStore } from '../../src/kube/inventory.ts';
-import { githubStatusValidator, statusReceiver } from '../contract/github-openapi.ts';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
+import { githubStatusValidator } from '../contract/github-openapi.ts';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
-import { api, ledgerOf, postedStatuses, startAgent, unended } from './faults-support.ts';
+import { api, ledgerOf } from './faults-support.ts';
 import {
+  agentConfig,
+  bareRepo,
   eventually,
   kubeConfig,
   kubectl,
   manifestDir,
   mooring,
   runTool,
+  startAgent,
+  startStatusReceiver,
+  tempDir,
   testbed,
+  unended,
   useNamespace,
   writeKubeconfig,
 } from './helpers.ts';
@@ -133,9 +138,8 @@ describe('prune', () => {
     const env = testbed();
     const suffix = Date.now().toString(36);
     const repoPath = `prune-${suffix}/app`;
-    const repo = await createBareRepo(env.git.root, repoPath);
-    const receiver = await statusReceiver();
-    cleanups.push(receiver.close);
+    const repo = await bareRepo(repoPath);
+    const receiver = await startStatusReceiver();
     const kube = api();
     cleanups.push(() => kube.close());
     const agentNs = `mooring-prune-${suffix}`;
@@ -149,22 +153,22 @@ describe('prune', () => {
         '--wait=false',
       ]);
     });
-    const secrets = await manifestDir({ user: env.git.username, password: env.git.password, token: 't' });
-    const first = await commitFiles(repo, APP);
-    const status = `commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${secrets}/token}}`;
-    const agent = startAgent(`
-cluster: {name: prune, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
-deployments:
-  - {name: shop, namespace: ${ns()}, source: app, paths: [app], stability: {timeout: 2m}, ${status}}
-  - {name: other, namespace: ${ns()}, source: app, paths: [other], stability: {timeout: 2m}, ${status}}
-audit: {file: ${secrets}/audit.jsonl}
-server: {port: 0, address: 127.0.0.1}
-`);
+    const secrets = await tempDir();
+    const first = await repo.commit(APP);
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { name: 'prune', namespace: agentNs },
+        git: [{ name: 'app', repo }],
+        deployments: [
+          { name: 'shop', namespace: ns(), source: 'app', paths: ['app'] },
+          { name: 'other', namespace: ns(), source: 'app', paths: ['other'] },
+        ],
+        statuses: receiver,
+        extra: { audit: { file: `${secrets}/audit.jsonl` } },
+      }),
+    );
     cleanups.push(() => agent.stop());
-    const statuses = () => postedStatuses(receiver.captured);
+    const statuses = () => receiver.statuses();
     const ended = (sha: string, context: string) =>
       statuses().find((s) => s.sha === sha && s.context.endsWith(context) && s.state !== 'pending');
     await eventually(
@@ -188,7 +192,7 @@ server: {port: 0, address: 127.0.0.1}
     ]);
 
     // extra.yaml, keep.yaml and shop's copy of shared.yaml are removed from the repository.
-    const second = await commitFiles(repo, {
+    const second = await repo.commit({
       'app/extra.yaml': null,
       'app/keep.yaml': null,
       'app/shared.yaml': null,
@@ -222,7 +226,7 @@ server: {port: 0, address: 127.0.0.1}
     ).toEqual([`ConfigMap ${ns()}/extra-v000`, `Service ${ns()}/extra-svc`]);
 
     // The path now holds only a file without objects: nothing is applied or pruned, and the commit fails.
-    const third = await commitFiles(repo, { 'app/web.yaml': '# nothing here yet\n' });
+    const third = await repo.commit({ 'app/web.yaml': '# nothing here yet\n' });
     await eventually('the empty render reported', async () => ended(third, '/shop'), 90_000);
     expect(ended(third, '/shop')?.state).toBe('failure');
     expect(ended(third, '/shop')?.description).toMatch(/renders no objects.*allowEmpty: true/);
@@ -237,7 +241,7 @@ server: {port: 0, address: 127.0.0.1}
     const env = testbed();
     const suffix = Date.now().toString(36);
     const repoPath = `prune-history-${suffix}/app`;
-    const repo = await createBareRepo(env.git.root, repoPath);
+    const repo = await bareRepo(repoPath);
     const kube = api();
     cleanups.push(() => kube.close());
     const agentNs = `mooring-prune-h-${suffix}`;
@@ -271,7 +275,7 @@ spec:
       containers: [{name: c, image: example/web:1, envFrom: [{configMapRef: {name: limits-v000}}]}]
 `,
     });
-    let last = await commitFiles(repo, files(0));
+    let last = await repo.commit(files(0));
     const agent = startAgent(`
 cluster: {name: history, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
 sources:
@@ -288,7 +292,7 @@ server: {port: 0, address: 127.0.0.1}
       );
     await eventually('round 0 deployed', () => deployed(last), 90_000);
     for (let round = 1; round <= 5; round++) {
-      last = await commitFiles(repo, files(round));
+      last = await repo.commit(files(round));
       await eventually(`round ${round} deployed`, () => deployed(last), 90_000);
     }
     const versions = (await names('configmap')).filter((n) => n.startsWith('limits-'));

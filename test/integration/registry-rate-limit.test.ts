@@ -2,12 +2,9 @@
 // gave: the real distribution registry behind the test bed's fault proxy, polled by the agent every second.
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/load.ts';
-import { createLogger } from '../../src/sync/logger.ts';
-import { runAgent } from '../../src/sync/run-agent.ts';
 import { FaultProxy, type RequestInfo } from '../testbed/fault-proxy.ts';
 import { pushImage } from '../testbed/oci-push.ts';
-import { eventually, lineSink, testbed } from './helpers.ts';
+import { eventually, startAgent, testbed } from './helpers.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterAll(async () => {
@@ -19,35 +16,6 @@ interface LogLine {
   source?: string;
   until?: string;
   reason?: string;
-}
-
-async function startAgent(configText: string) {
-  const { destination, lines } = lineSink();
-  const controller = new AbortController();
-  let port = 0;
-  let running: Promise<void> = Promise.resolve();
-  await new Promise<void>((resolve) => {
-    running = runAgent(
-      parseConfig(configText),
-      createLogger({ destination, level: 'debug' }),
-      {
-        access: {},
-        onListening: (p) => {
-          port = p;
-          resolve();
-        },
-      },
-      controller.signal,
-    );
-  });
-  cleanups.push(async () => {
-    controller.abort();
-    await running;
-  });
-  return {
-    logs: () => lines.map((l) => JSON.parse(l) as LogLine),
-    metrics: async () => (await fetch(`http://127.0.0.1:${port}/metrics`)).text(),
-  };
 }
 
 describe('registry rate limits', () => {
@@ -62,20 +30,23 @@ describe('registry rate limits', () => {
     // The first request for the image's manifest is refused; the registry asks for 5 seconds.
     proxy.set({ kind: 'rate-limit', retryAfterSeconds: 5 }, { match: ofRepository, times: 1 });
 
-    const agent = await startAgent(`
+    const agent = startAgent(`
 cluster: {kubeconfig: ${env.kube.kubeconfig}, namespace: mooring-ratelimit-${run}}
 sources:
   registry:
     - {name: web-image, image: ${proxy.host}/${repository}, policy: {type: fixed, tag: stable}, insecure: true, interval: 1s}
 server: {port: 0, address: 127.0.0.1}
 `);
+    await agent.listening();
+    const metrics = async () => (await fetch(`http://127.0.0.1:${agent.port()}/metrics`)).text();
+    const logs = () => agent.logs() as LogLine[];
     await eventually('the 429', async () => (proxy.count('rate-limit') === 1 ? true : undefined));
     const limited = proxy.requests.find((r) => r.fault === 'rate-limit');
     if (!limited) throw new Error('no request met the rate limit');
 
     // While paused, each scheduled poll is one log line saying until when, and the metric says the same.
     const skipped = await eventually('two skipped polls', async () => {
-      const lines = agent.logs().filter((l) => l.msg === 'registry poll skipped: rate limited');
+      const lines = logs().filter((l) => l.msg === 'registry poll skipped: rate limited');
       return lines.length >= 2 ? lines : undefined;
     });
     const until = Date.parse(skipped[0]?.until ?? '');
@@ -83,7 +54,7 @@ server: {port: 0, address: 127.0.0.1}
     expect(until - limited.at).toBeLessThan(7_000);
     expect(skipped[0]).toMatchObject({ source: 'web-image', reason: 'HTTP 429, Retry-After: 5' });
     const paused = /mooring_registry_paused_until_seconds\{registry="web-image"\} (\d+)/.exec(
-      await agent.metrics(),
+      await metrics(),
     );
     expect(Math.abs(Number(paused?.[1]) * 1000 - until)).toBeLessThanOrEqual(1000);
 
@@ -94,8 +65,6 @@ server: {port: 0, address: 127.0.0.1}
     const firstAfter = proxy.requests.find((r) => r.fault === 'pass' && ofRepository(r));
     expect((firstAfter?.at ?? 0) - limited.at).toBeGreaterThanOrEqual(4_900);
     expect(proxy.count(undefined, (r) => ofRepository(r) && r.at < until)).toBe(1);
-    expect(await agent.metrics()).toMatch(
-      /mooring_registry_paused_until_seconds\{registry="web-image"\} 0\b/,
-    );
+    expect(await metrics()).toMatch(/mooring_registry_paused_until_seconds\{registry="web-image"\} 0\b/);
   });
 });

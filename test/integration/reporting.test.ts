@@ -10,48 +10,44 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/load.ts';
 import { CONTENT_HASH } from '../../src/render/annotations.ts';
 import { contentHash, keyedContentHash } from '../../src/render/canonical.ts';
 import type { KubeObject } from '../../src/render/manifest.ts';
 import { versionContent } from '../../src/render/versioning.ts';
-import { createLogger } from '../../src/sync/logger.ts';
-import { runAgent } from '../../src/sync/run-agent.ts';
-import { githubStatusValidator, statusReceiver } from '../contract/github-openapi.ts';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
+import { githubStatusValidator } from '../contract/github-openapi.ts';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
 import { pushImage } from '../testbed/oci-push.ts';
 import { encryptSops, newAgeKey } from '../unit/sources/sops-fixture.ts';
-import { eventually, lineSink, manifestDir, mooring, runTool, testbed, useNamespace } from './helpers.ts';
+import {
+  bareRepo,
+  eventually,
+  manifestDir,
+  mooring,
+  runTool,
+  startAgent,
+  startStatusReceiver,
+  testbed,
+  useNamespace,
+} from './helpers.ts';
 
 const CANARY = `canary-${Math.random().toString(36).slice(2)}-value`;
 const SOPS_CANARY = `sops-canary-${Math.random().toString(36).slice(2)}-value`;
-
-interface Status {
-  sha: string;
-  state: string;
-  context: string;
-  description: string;
-}
 
 describe('commit statuses, audit log and secrecy', () => {
   const nsEast = useNamespace('report-east');
   const nsWest = useNamespace('report-west');
   const stops: (() => Promise<void>)[] = [];
-  let closeReceiver: (() => void) | undefined;
   afterAll(async () => {
     for (const stop of stops) await stop();
-    closeReceiver?.();
   });
 
   it('posts pending then success per cluster, failure naming the object, and never leaks the Secret', async () => {
     const env = testbed();
     const suffix = Date.now().toString(36);
     const repoPath = `team-${suffix}/app`;
-    const repo = await createBareRepo(env.git.root, repoPath);
+    const repo = await bareRepo(repoPath);
     const validate = githubStatusValidator();
-    const receiver = await statusReceiver();
-    closeReceiver = receiver.close;
+    const receiver = await startStatusReceiver();
     const { captured, url: apiUrl } = receiver;
 
     const image = `${env.registry.host}/report-${suffix}/web`;
@@ -93,7 +89,7 @@ spec:
       ],
       { recipients: [age.recipient] },
     );
-    const first = await commitFiles(repo, { 'app.yaml': app(good), 'sealed.yaml': sealed });
+    const first = await repo.commit({ 'app.yaml': app(good), 'sealed.yaml': sealed });
     await pushImage({ registry: env.registry.url, repository: `report-${suffix}/web`, tag: 'stable' });
     const secrets = await manifestDir({
       user: env.git.username,
@@ -105,7 +101,7 @@ spec:
     const sinks: string[][] = [];
     const start = async (cluster: string, namespace: string) => {
       const audit = join(secrets, `audit-${cluster}.jsonl`);
-      const config = parseConfig(`
+      const agent = startAgent(`
 cluster: {name: ${cluster}, kubeconfig: ${env.kube.kubeconfig}, namespace: mooring-${cluster}-${suffix}}
 sources:
   git:
@@ -123,27 +119,11 @@ server: {port: 0, address: 127.0.0.1, statusPage: {enabled: true, anonymous: tru
 audit: {file: ${audit}}
 decryption: {ageKeyFile: ${secrets}/age-keys.txt}
 `);
-      const { destination, lines } = lineSink();
-      sinks.push(lines);
-      const controller = new AbortController();
-      let port = 0;
-      const running = runAgent(
-        config,
-        createLogger({ destination, level: 'debug' }),
-        { access: {}, onListening: (p) => (port = p) },
-        controller.signal,
-      );
-      stops.push(async () => {
-        controller.abort();
-        await running;
-      });
-      return { audit, port: () => port };
+      sinks.push(agent.lines);
+      stops.push(() => agent.stop());
+      return { audit, port: agent.port };
     };
-    const statuses = () =>
-      captured.map((r) => {
-        const body = r.body as { state: string; context: string; description: string };
-        return { sha: r.path.split('/').pop() ?? '', ...body } as Status;
-      });
+    const statuses = receiver.statuses;
     const states = (sha: string, context: string) =>
       statuses()
         .filter((s) => s.sha === sha && s.context === context)
@@ -179,18 +159,19 @@ decryption: {ageKeyFile: ${secrets}/age-keys.txt}
       },
     });
     await eventually('success on the image source commit', async () =>
-      captured.some(
-        (r) =>
-          r.path.endsWith(`/repos/team-${suffix}/service/statuses/${built}`) &&
-          (r.body as { state: string; context: string }).state === 'success' &&
-          (r.body as { context: string }).context === 'mooring/east/web',
+      statuses().some(
+        (s) =>
+          s.repository === `team-${suffix}/service` &&
+          s.sha === built &&
+          s.state === 'success' &&
+          s.context === 'mooring/east/web',
       )
         ? true
         : undefined,
     );
 
     // A broken Deployment: the failure names it and the rule.
-    const second = await commitFiles(repo, { 'app.yaml': app(broken) });
+    const second = await repo.commit({ 'app.yaml': app(broken) });
     await eventually(
       'east: failure',
       async () => (states(second, 'mooring/east/web').includes('failure') ? true : undefined),
@@ -210,7 +191,7 @@ metadata: {name: echoed, annotations: {strategy.spinnaker.io/replace: "true"}}
 data: {pin: ${CANARY}}
 ---
 `;
-    const third = await commitFiles(repo, { 'app.yaml': `${echoed}${app(good)}` });
+    const third = await repo.commit({ 'app.yaml': `${echoed}${app(good)}` });
     const refused = await eventually('east: the refused Secret reported', async () =>
       statuses().find((s) => s.sha === third && s.context === 'mooring/east/web' && s.state !== 'pending'),
     );

@@ -6,18 +6,15 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AppsV1Api } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfigFile } from '../../src/config/load.ts';
-import { createLogger } from '../../src/sync/logger.ts';
-import { runAgent } from '../../src/sync/run-agent.ts';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { pushImage } from '../testbed/oci-push.ts';
 import {
+  bareRepo,
   eventually,
   kubeConfig,
-  lineSink,
   manifestDir,
   mooring,
   runTool,
+  startAgent,
   testbed,
   useNamespace,
 } from './helpers.ts';
@@ -32,14 +29,14 @@ describe('mooring rollback', () => {
   it('restores a release, holds it against the next polls, and resumes', async () => {
     const env = testbed();
     const suffix = Date.now().toString(36);
-    const repo = await createBareRepo(env.git.root, `rollback-${suffix}`);
+    const repo = await bareRepo(`rollback-${suffix}`);
     const image = `${env.registry.host}/rollback-${suffix}/web`;
     const app = (greeting: string) =>
       `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config}\ndata: {GREETING: "${greeting}"}\n---\n` +
       `apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: web}}\n` +
       `  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers:\n        - name: web\n          image: ${image}:stable\n` +
       '          envFrom: [{configMapRef: {name: web-config}}]\n';
-    await commitFiles(repo, { 'app.yaml': app('one') });
+    await repo.commit({ 'app.yaml': app('one') });
     const first = await pushImage({
       registry: env.registry.url,
       repository: `rollback-${suffix}/web`,
@@ -60,23 +57,13 @@ deployments:
 server: {port: 0, address: 127.0.0.1}
 `,
     );
-    const { destination, lines } = lineSink();
-    const controller = new AbortController();
-    let port = 0;
-    const running = runAgent(
-      await loadConfigFile(configFile),
-      createLogger({ destination, level: 'debug' }),
-      { access: {}, onListening: (p) => (port = p) },
-      controller.signal,
-    );
+    const agent = startAgent({ file: configFile });
+    const lines = agent.lines;
     const heldGauge = async () =>
       /^mooring_deployment_held_since_seconds\{deployment="web"\} (\d+)$/m.exec(
-        await (await fetch(`http://127.0.0.1:${port}/metrics`)).text(),
+        await (await fetch(`http://127.0.0.1:${agent.port()}/metrics`)).text(),
       )?.[1];
-    stops.push(async () => {
-      controller.abort();
-      await running;
-    });
+    stops.push(() => agent.stop());
 
     const apps = kubeConfig().makeApiClient(AppsV1Api);
     const state = async () => {
@@ -96,7 +83,7 @@ server: {port: 0, address: 127.0.0.1}
       return data.items.find((r) => r.result === 'stable')?.id;
     });
 
-    await commitFiles(repo, { 'app.yaml': app('two') });
+    await repo.commit({ 'app.yaml': app('two') });
     const second = await pushImage({
       registry: env.registry.url,
       repository: `rollback-${suffix}/web`,
@@ -171,7 +158,7 @@ describe('mooring rollback of Kustomize and Helm deployments', () => {
     process.env.MOORING_HELM = env.tools.helm;
     process.env.MOORING_KUBECTL = env.tools.kubectl;
     const suffix = Date.now().toString(36);
-    const repo = await createBareRepo(env.git.root, `rollback-formats-${suffix}`);
+    const repo = await bareRepo(`rollback-formats-${suffix}`);
     const round = (n: number) => ({
       'kz/base/kustomization.yaml': 'resources: [settings.yaml]\n',
       'kz/base/settings.yaml': `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: base-settings}\ndata: {ROUND: "${n}"}\n`,
@@ -181,7 +168,7 @@ describe('mooring rollback of Kustomize and Helm deployments', () => {
       'chart/templates/settings.yaml':
         'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ .Release.Name }}-settings}\ndata: {ROUND: "{{ .Values.round }}"}\n',
     });
-    await commitFiles(repo, round(1));
+    await repo.commit(round(1));
     const dir = await manifestDir({ user: env.git.username, password: env.git.password });
     const configFile = join(dir, 'mooring.yaml');
     await writeFile(
@@ -196,16 +183,9 @@ deployments:
 server: {port: 0, address: 127.0.0.1}
 `,
     );
-    const controller = new AbortController();
-    const running = runAgent(
-      await loadConfigFile(configFile),
-      createLogger({ destination: lineSink().destination, level: 'debug' }),
-      { access: {} },
-      controller.signal,
-    );
+    const agent = startAgent({ file: configFile });
     stops.push(async () => {
-      controller.abort();
-      await running;
+      await agent.stop();
       await runTool(env.tools.kubectl, [
         '--kubeconfig',
         env.kube.kubeconfig,
@@ -252,7 +232,7 @@ server: {port: 0, address: 127.0.0.1}
     expect(await rounds(kzNs())).toEqual(['shop-base-settings-v000=1', 'shop-generated-v000=1']);
     expect(await rounds(chartNs())).toEqual(['chart-settings-v000=1']);
 
-    await commitFiles(repo, round(2));
+    await repo.commit(round(2));
     await eventually(
       'both deployments at round 2',
       async () =>

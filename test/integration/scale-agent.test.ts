@@ -3,12 +3,17 @@
 // deployment (210 objects) included, and every Deployment is available. Statuses go to a GitHub-shaped endpoint
 // whose every request is checked against GitHub's OpenAPI description.
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/load.ts';
-import { createLogger } from '../../src/sync/logger.ts';
-import { runAgent } from '../../src/sync/run-agent.ts';
-import { githubStatusValidator, statusReceiver } from '../contract/github-openapi.ts';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
-import { eventually, lineSink, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
+import { githubStatusValidator } from '../contract/github-openapi.ts';
+import {
+  agentConfig,
+  bareRepo,
+  eventually,
+  runTool,
+  startAgent,
+  startStatusReceiver,
+  testbed,
+  useNamespace,
+} from './helpers.ts';
 import { apps } from './scale-fixtures.ts';
 
 const SMALL = 10;
@@ -17,62 +22,42 @@ describe('the agent at scale', () => {
   const big = useNamespace('scale-big');
   const small = Array.from({ length: SMALL }, (_, i) => useNamespace(`scale-d${i}`));
   const stops: (() => Promise<void>)[] = [];
-  let closeReceiver: (() => void) | undefined;
   afterAll(async () => {
     for (const stop of stops) await stop();
-    closeReceiver?.();
   });
 
   it('syncs eleven deployments at once, one of 210 objects, each to a successful commit status', async () => {
     const env = testbed();
     const suffix = Date.now().toString(36);
-    const repoPath = `scale-${suffix}/apps`;
-    const repo = await createBareRepo(env.git.root, repoPath);
+    const repo = await bareRepo(`scale-${suffix}/apps`);
     const files: Record<string, string> = { 'apps/big/apps.yaml': apps(70, 'big') };
     for (let i = 0; i < SMALL; i++) files[`apps/d${i}/apps.yaml`] = apps(1, `d${i}`);
-    const commit = await commitFiles(repo, files);
+    const commit = await repo.commit(files);
 
     const validate = githubStatusValidator();
-    const receiver = await statusReceiver();
-    closeReceiver = receiver.close;
-    const { captured, url: apiUrl } = receiver;
-    const secrets = await manifestDir({ user: env.git.username, password: env.git.password, token: 't' });
-    const status = `commitStatus: {provider: github, apiUrl: "${apiUrl}", token: {file: ${secrets}/token}}`;
-    const deployments = [
-      `  - {name: big, namespace: ${big()}, source: app, paths: [apps/big], stability: {timeout: 5m}, ${status}}`,
-      ...small.map(
-        (ns, i) =>
-          `  - {name: d${i}, namespace: ${ns()}, source: app, paths: [apps/d${i}], stability: {timeout: 5m}, ${status}}`,
-      ),
-    ];
-    const config = parseConfig(`
-cluster: {name: scale, kubeconfig: ${env.kube.kubeconfig}, namespace: mooring-scale-${suffix}}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
-deployments:
-${deployments.join('\n')}
-concurrency: ${SMALL + 1}
-server: {port: 0, address: 127.0.0.1}
-`);
-    const { destination, lines } = lineSink();
-    const controller = new AbortController();
-    const running = runAgent(
-      config,
-      createLogger({ destination, level: 'info' }),
-      { access: {} },
-      controller.signal,
-    );
-    stops.push(async () => {
-      controller.abort();
-      await running;
+    const receiver = await startStatusReceiver();
+    const deployment = (name: string, namespace: string, path: string) => ({
+      name,
+      namespace,
+      source: 'app',
+      paths: [path],
+      stability: { timeout: '5m' },
     });
+    const config = await agentConfig({
+      cluster: { name: 'scale', namespace: `mooring-scale-${suffix}` },
+      git: [{ name: 'app', repo }],
+      deployments: [
+        deployment('big', big(), 'apps/big'),
+        ...small.map((ns, i) => deployment(`d${i}`, ns(), `apps/d${i}`)),
+      ],
+      statuses: receiver,
+      extra: { concurrency: SMALL + 1 },
+    });
+    const agent = startAgent(config, { level: 'info' });
+    stops.push(() => agent.stop());
 
     const states = (context: string) =>
-      captured
-        .filter((r) => r.path.endsWith(`/statuses/${commit}`))
-        .map((r) => r.body as { state: string; context: string; description: string })
-        .filter((b) => b.context === context);
+      receiver.statuses().filter((s) => s.sha === commit && s.context === context);
     const contexts = ['big', ...small.map((_, i) => `d${i}`)].map((d) => `mooring/scale/${d}`);
     await eventually(
       'every deployment: pending then success',
@@ -91,8 +76,7 @@ server: {port: 0, address: 127.0.0.1}
     for (const c of contexts.slice(1)) expect(states(c).at(-1)?.description).toMatch(/^3\/3 stable in/);
     // The syncs ran at once: none of the small ones queued behind the big one, each started before it finished.
     // The finalizer posts the statuses, then logs the outcome: wait for the big one's line.
-    const parsed = () =>
-      lines.map((l) => JSON.parse(l) as { msg: string; deployment?: string; outcome?: string });
+    const parsed = () => agent.logs() as { msg: string; deployment?: string; outcome?: string }[];
     const ended = (m: { deployment?: string; outcome?: string }) =>
       m.deployment === 'big' && m.outcome !== undefined;
     await eventually('the big sync logged its outcome', async () =>
@@ -103,7 +87,7 @@ server: {port: 0, address: 127.0.0.1}
     expect(bigEnd).toBeGreaterThan(0);
     const started = messages.slice(0, bigEnd).filter((m) => m.msg === 'sync started');
     expect(new Set(started.map((m) => m.deployment)).size).toBe(SMALL + 1);
-    for (const request of captured) expect(validate(request), request.path).toEqual([]);
+    for (const request of receiver.captured) expect(validate(request), request.path).toEqual([]);
 
     // kubectl agrees: all 70 Deployments of the big one are available.
     const listed = await runTool(env.tools.kubectl, [

@@ -11,12 +11,19 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { statusReceiver } from '../contract/github-openapi.ts';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { encryptSops, newAgeKey } from '../unit/sources/sops-fixture.ts';
-import { assertAlive, startAgent as startAgentProcess } from './fault-helpers.ts';
-import { postedStatuses, startAgent } from './faults-support.ts';
-import { eventually, manifestDir, mooring, runTool, testbed, useNamespace } from './helpers.ts';
+import { assertAlive } from './fault-helpers.ts';
+import {
+  bareRepo,
+  eventually,
+  manifestDir,
+  mooring,
+  runTool,
+  startAgent,
+  startStatusReceiver,
+  testbed,
+  useNamespace,
+} from './helpers.ts';
 
 const PASSWORD = `sops-pw-${Math.random().toString(36).slice(2)}-canary`;
 
@@ -56,7 +63,7 @@ describe('SOPS files from an untrusted commit', () => {
   it('a pathological rule does not freeze the agent: /healthz answers and the commit fails clearly', async () => {
     const suffix = Date.now().toString(36);
     const repoPath = `sops-evil-${suffix}/app`;
-    const repo = await createBareRepo(env.git.root, repoPath);
+    const repo = await bareRepo(repoPath);
     const ours = await newAgeKey();
     // The author knows only the public recipient: the file is theirs from its data key to its MAC.
     const evil = await encryptSops(
@@ -71,8 +78,7 @@ describe('SOPS files from an untrusted commit', () => {
       ],
       { recipients: [ours.recipient], encryptedRegex: '^(a+)+$', tamperMac: true },
     );
-    const receiver = await statusReceiver();
-    stops.push(receiver.close);
+    const receiver = await startStatusReceiver();
     const files = await manifestDir({
       user: env.git.username,
       password: env.git.password,
@@ -94,7 +100,7 @@ decryption: {ageKeyFile: ${files}/keys.txt}
 server: {port: ${port}, address: 127.0.0.1}
 `,
     );
-    const agent = startAgentProcess(config);
+    const agent = startAgent({ file: config }, { process: true });
     stops.push(async () => {
       agent.child.kill('SIGTERM');
       await agent.exited;
@@ -116,15 +122,14 @@ server: {port: ${port}, address: 127.0.0.1}
         await new Promise((r) => setTimeout(r, 100));
       }
     })();
-    const ended = (sha: string) =>
-      postedStatuses(receiver.captured).find((s) => s.sha === sha && s.state !== 'pending');
+    const ended = (sha: string) => receiver.statuses().find((s) => s.sha === sha && s.state !== 'pending');
     try {
       await eventually(
         'the agent answers /healthz',
         async () => (health.answered > 0 ? true : undefined),
         60_000,
       );
-      const first = await commitFiles(repo, { 'evil.yaml': evil });
+      const first = await repo.commit({ 'evil.yaml': evil });
       const status = await eventually('the pathological commit reported', async () => ended(first), 60_000);
       expect(status.state).toBe('failure');
       expect(status.description).toBe(
@@ -133,14 +138,14 @@ server: {port: ${port}, address: 127.0.0.1}
       // A rule RE2 refuses (a lookahead): named with its file and field.
       const refused = evil.replace('encrypted_regex: ^(a+)+$', 'encrypted_regex: "^(?=a)a+$"');
       expect(refused).not.toBe(evil);
-      const second = await commitFiles(repo, { 'evil.yaml': refused });
+      const second = await repo.commit({ 'evil.yaml': refused });
       const status2 = await eventually('the refused rule reported', async () => ended(second), 60_000);
       expect(status2.state).toBe('failure');
       expect(status2.description).toMatch(
         /^evil\.yaml: cannot decrypt \(sops\): sops\.encrypted_regex: "\^\(\?=a\)a\+\$" is not an RE2 \(Go\) expression/,
       );
       // A file that decrypts, whose decrypted annotation render refuses and quotes: the finalizer hides it.
-      const quoted = await commitFiles(repo, {
+      const quoted = await repo.commit({
         'evil.yaml': await encryptSops([quotedConfigMap()], { recipients: [ours.recipient] }),
       });
       const status3 = await eventually('the quoted value reported', async () => ended(quoted), 60_000);
@@ -225,7 +230,7 @@ server: {port: ${port}, address: 127.0.0.1}
   it('a chart that prints SOPS-decrypted values in its errors: the password is in no output', async () => {
     const suffix = Date.now().toString(36);
     const repoPath = `sops-chart-${suffix}/app`;
-    const repo = await createBareRepo(env.git.root, repoPath);
+    const repo = await bareRepo(repoPath);
     const key = await newAgeKey();
     const values = await encryptSops(
       [{ password: PASSWORD, greeting: '{{ fail (printf "tpl says %s" .Values.password) }}' }],
@@ -242,8 +247,7 @@ stringData:
   password: ${template}
 `,
     });
-    const receiver = await statusReceiver();
-    stops.push(receiver.close);
+    const receiver = await startStatusReceiver();
     const files = await manifestDir({
       user: env.git.username,
       password: env.git.password,
@@ -267,8 +271,7 @@ audit: {file: ${files}/audit.jsonl}
 server: {port: 0, address: 127.0.0.1, statusPage: {enabled: true, anonymous: true}}
 `);
     stops.push(agent.stop);
-    const ended = (sha: string) =>
-      postedStatuses(receiver.captured).find((s) => s.sha === sha && s.state !== 'pending');
+    const ended = (sha: string) => receiver.statuses().find((s) => s.sha === sha && s.state !== 'pending');
     const templates = [
       ['fail', '{{ fail .Values.password }}'],
       ['required', '{{ required (printf "no value, the password is %s" .Values.password) .Values.nothing }}'],
@@ -276,7 +279,7 @@ server: {port: 0, address: 127.0.0.1, statusPage: {enabled: true, anonymous: tru
     ];
     const descriptions: string[] = [];
     for (const [name, template] of templates) {
-      const sha = await commitFiles(repo, chart(template as string));
+      const sha = await repo.commit(chart(template as string));
       const status = await eventually(`the ${name} commit reported`, async () => ended(sha), 90_000);
       expect(status.state, name).toBe('failure');
       expect(status.description, name).toMatch(/^charts\/app: helm template failed: /);
@@ -285,7 +288,7 @@ server: {port: 0, address: 127.0.0.1, statusPage: {enabled: true, anonymous: tru
     }
     // The chart renders, but puts the password where mooring's render refuses it and quotes it (a name): the
     // finalizer hides it, knowing the values the chart's build decrypted.
-    const named = await commitFiles(repo, {
+    const named = await repo.commit({
       ...chart('x'),
       'charts/app/templates/named.yaml':
         'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: "{{ .Values.password }}_x"}\n',
@@ -296,7 +299,7 @@ server: {port: 0, address: 127.0.0.1, statusPage: {enabled: true, anonymous: tru
     descriptions.push(refused.description);
     // The chart rendered with the password where it belongs: deployed, the value in the cluster only; a copy of it
     // in a ConfigMap is hidden from the audit log.
-    const good = await commitFiles(repo, {
+    const good = await repo.commit({
       ...chart('{{ .Values.password | quote }}'),
       'charts/app/templates/named.yaml': null,
       'charts/app/templates/copy.yaml': `apiVersion: v1

@@ -8,12 +8,21 @@ import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { statusReceiver } from '../contract/github-openapi.ts';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { pushImage } from '../testbed/oci-push.ts';
 import { encryptSops, newAgeKey } from '../unit/sources/sops-fixture.ts';
-import { api, ledgerOf, postedStatuses, startAgent } from './faults-support.ts';
-import { deployTo, eventually, manifestDir, mooring, runTool, testbed, useNamespace } from './helpers.ts';
+import { api, ledgerOf } from './faults-support.ts';
+import {
+  bareRepo,
+  deployTo,
+  eventually,
+  manifestDir,
+  mooring,
+  runTool,
+  startAgent,
+  startStatusReceiver,
+  testbed,
+  useNamespace,
+} from './helpers.ts';
 
 const PLAIN = `sops-plain-${Math.random().toString(36).slice(2)}`;
 
@@ -184,7 +193,7 @@ stringData:
   it('the agent deploys an encrypted Secret from Git with decryption.ageKeyFile', async () => {
     const suffix = Date.now().toString(36);
     const repoPath = `sops-${suffix}/app`;
-    const repo = await createBareRepo(env.git.root, repoPath);
+    const repo = await bareRepo(repoPath);
     const key = await newAgeKey();
     const image = `${new URL(env.registry.url).host}/sops-${suffix}/vault`;
     const pushed = await pushImage({
@@ -192,7 +201,7 @@ stringData:
       repository: `sops-${suffix}/vault`,
       tag: 'stable',
     });
-    const first = await commitFiles(repo, {
+    const first = await repo.commit({
       'app.yaml': configMap,
       'secrets/db.yaml': await encryptSops([secret('agent-db', PLAIN)], { recipients: [key.recipient] }),
       // A kustomization whose base holds an encrypted Secret: decrypted in the checkout's copy before the build.
@@ -232,10 +241,9 @@ spec:
       token: 't',
       'keys.txt': `${key.secret}\n`,
     });
-    const receiver = await statusReceiver();
+    const receiver = await startStatusReceiver();
     stops.push(async () => receiver.close());
-    const ended = (sha: string) =>
-      postedStatuses(receiver.captured).find((s) => s.sha === sha && s.state !== 'pending');
+    const ended = (sha: string) => receiver.statuses().find((s) => s.sha === sha && s.state !== 'pending');
     const agent = startAgent(`
 cluster: {name: sops, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs()}}
 sources:
@@ -271,7 +279,7 @@ server: {port: 0, address: 127.0.0.1}
       expect(ended(first)?.state).toBe('success');
       // A commit whose encrypted file is for another recipient: refused naming the file, nothing of it applied.
       const other = await newAgeKey();
-      const second = await commitFiles(repo, {
+      const second = await repo.commit({
         'app.yaml': configMap.replace('mode: sops', 'mode: changed'),
         'secrets/db.yaml': await encryptSops([secret('agent-db', 'next')], { recipients: [other.recipient] }),
       });

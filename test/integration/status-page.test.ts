@@ -6,11 +6,9 @@
 import { join } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
 import { pushImage } from '../testbed/oci-push.ts';
-import { startAgent } from './faults-support.ts';
-import { manifestDir, testbed, useNamespace } from './helpers.ts';
+import { bareRepo, manifestDir, startAgent, testbed, useNamespace } from './helpers.ts';
 
 const CHROMIUM = process.env.MOORING_CHROMIUM ?? '/usr/bin/chromium';
 const CANARY = `page-canary-${Math.random().toString(36).slice(2)}`;
@@ -97,14 +95,14 @@ describe('the status page in a browser', () => {
     const env = testbed();
     const suffix = Date.now().toString(36);
     const repoPath = `status-${suffix}/app`;
-    const repo = await createBareRepo(env.git.root, repoPath);
+    const repo = await bareRepo(repoPath);
     const image = `${new URL(env.registry.url).host}/status-${suffix}/web`;
     const pushed = await pushImage({
       registry: env.registry.url,
       repository: `status-${suffix}/web`,
       tag: 'stable',
     });
-    const first = await commitFiles(repo, { 'app.yaml': manifests(image, 'ready', 'hello') });
+    const first = await repo.commit({ 'app.yaml': manifests(image, 'ready', 'hello') });
     const files = await manifestDir({ user: env.git.username, password: env.git.password, token: TOKEN });
     const agent = startAgent(`
 cluster: {name: staging-east, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs()}}
@@ -149,11 +147,11 @@ server: {port: 0, address: 127.0.0.1, statusPage: {enabled: true, token: {file: 
     await expect.poll(() => page.textContent('#live')).toBe('live');
 
     // A push whose pods do not become ready: the row turns to syncing, and stays while the agent waits.
-    const second = await commitFiles(repo, { 'app.yaml': manifests(image, 'never-ready', 'bonjour') });
+    const second = await repo.commit({ 'app.yaml': manifests(image, 'never-ready', 'bonjour') });
     await expect.poll(() => state(page).textContent(), { timeout: 60_000 }).toBe('syncing');
     expect(await row.locator('.message').textContent()).toContain(second.slice(0, 7));
     // The next push (ready again) supersedes it: the row turns to synced at that commit, without a reload.
-    const third = await commitFiles(repo, { 'app.yaml': manifests(image, 'ready', 'hola') });
+    const third = await repo.commit({ 'app.yaml': manifests(image, 'ready', 'hola') });
     await expect
       .poll(
         async () => `${await state(page).textContent()} ${await row.locator('a').first().textContent()}`,

@@ -1,0 +1,443 @@
+// The one set-up of the integration tests (re-exported by helpers.ts): the test bed, a namespace per test file,
+// temporary folders, polling, a bare repository on the Git server, a GitHub-shaped commit-status receiver and the
+// one parser of what it got, the agent in-process or as its own process (one `startAgent`), and a builder of the
+// agent's configuration for Git sources, deployments and commit statuses. What is started here is stopped after
+// the test file (after the test's own hooks), then its temporary folders are removed.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { afterAll, beforeAll, inject } from 'vitest';
+import { stringify } from 'yaml';
+import { parseConfig } from '../../src/config/load.ts';
+import { createLogger } from '../../src/sync/logger.ts';
+import { runAgent } from '../../src/sync/run-agent.ts';
+import { type CapturedRequest, statusReceiver } from '../contract/github-openapi.ts';
+import { type CommitOptions, commitFiles, createBareRepo } from '../testbed/git-repos.ts';
+import type { TestbedEnv } from '../testbed/testbed.ts';
+
+const cleanups: (() => unknown)[] = [];
+const tempDirs: string[] = [];
+afterAll(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  for (const d of tempDirs.splice(0)) await rm(d, { recursive: true, force: true });
+});
+
+// ---- The test bed, a namespace, folders and polling -----------------------------------------------------------
+
+export function testbed(): TestbedEnv {
+  return inject('testbed');
+}
+
+export function kubeConfig(env: TestbedEnv = testbed()): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromFile(env.kube.kubeconfig);
+  return kc;
+}
+
+/** A fresh namespace for the calling test file, deleted (without waiting) when the file is done. */
+export function useNamespace(prefix: string): () => string {
+  let name = '';
+  beforeAll(async () => {
+    name = `${prefix}-${randomBytes(3).toString('hex')}`;
+    await kubeConfig()
+      .makeApiClient(CoreV1Api)
+      .createNamespace({ body: { metadata: { name, labels: { 'mooring.io/test': prefix } } } });
+  });
+  afterAll(async () => {
+    if (name) await kubeConfig().makeApiClient(CoreV1Api).deleteNamespace({ name });
+  });
+  return () => name;
+}
+
+/** Polls until `probe` returns a value, failing with the last observation after the deadline. */
+export async function eventually<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs = 60_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown = 'nothing observed';
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline)
+      throw new Error(`${what}: not reached in ${timeoutMs} ms (last: ${String(last)})`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** A fresh temporary folder, removed after the test file. */
+export async function tempDir(prefix = 'mooring-test-'): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  tempDirs.push(dir);
+  return dir;
+}
+
+/** A temporary folder holding these manifest files, removed after the test file. */
+export async function manifestDir(files: Record<string, string>): Promise<string> {
+  const dir = await tempDir('mooring-manifests-');
+  for (const [name, text] of Object.entries(files)) await writeFile(join(dir, name), text);
+  return dir;
+}
+
+/** A stream that keeps every line written to it: a logger's destination in tests. */
+export function lineSink(): { destination: Writable; lines: string[] } {
+  const lines: string[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(...chunk.toString().split('\n').filter(Boolean));
+      done();
+    },
+  });
+  return { destination, lines };
+}
+
+// ---- Git ------------------------------------------------------------------------------------------------------
+
+export interface TestRepo {
+  /** The bare repository's folder on disk. */
+  path: string;
+  /** Its name under the Git server's root, without `.git`. */
+  name: string;
+  /** Its clone URL on the test bed's Git server. */
+  url: string;
+  /** Commits files (null deletes) on top of the branch; returns the commit's sha. */
+  commit: (files: Record<string, string | null>, options?: CommitOptions) => Promise<string>;
+}
+
+/** A new bare repository `name` (e.g. `prune-<suffix>/app`) on the test bed's Git server. */
+export async function bareRepo(name: string, options: { branch?: string } = {}): Promise<TestRepo> {
+  const env = testbed();
+  const path = await createBareRepo(env.git.root, name, options);
+  return {
+    path,
+    name,
+    url: `${env.git.url}/${name}.git`,
+    commit: (files, commitOptions) => commitFiles(path, files, commitOptions),
+  };
+}
+
+let secretDir: Promise<string> | undefined;
+
+/**
+ * A folder holding the test bed's Git credentials (`user`, `password`) and a status-API token (`token`), made once
+ * per test file: what the configurations built here refer to.
+ */
+export function secretFiles(): Promise<string> {
+  const env = testbed();
+  secretDir ??= manifestDir({ user: env.git.username, password: env.git.password, token: 'github-token' });
+  return secretDir;
+}
+
+// ---- Commit statuses ------------------------------------------------------------------------------------------
+
+export interface PostedStatus {
+  /** The repository the status was posted to, `owner/name`. */
+  repository: string;
+  sha: string;
+  state: string;
+  context: string;
+  description: string;
+  target_url?: string;
+}
+
+/** The one reading of the commit statuses a GitHub-shaped receiver got, in the order they were posted. */
+export function postedStatuses(captured: readonly CapturedRequest[]): PostedStatus[] {
+  return captured.flatMap((r) => {
+    const match = /\/repos\/([^/]+\/[^/]+)\/statuses\/([^/]+)$/.exec(r.path);
+    if (!match?.[1] || !match[2]) return [];
+    const body = r.body as Omit<PostedStatus, 'sha' | 'repository'>;
+    return [{ ...body, repository: match[1], sha: match[2] }];
+  });
+}
+
+/** Commit statuses for `context`, by commit, in the order they were posted. */
+export function statusesByCommit(
+  captured: readonly CapturedRequest[],
+  context: string,
+): Map<string, PostedStatus[]> {
+  const byCommit = new Map<string, PostedStatus[]>();
+  for (const s of postedStatuses(captured)) {
+    if (s.context !== context) continue;
+    byCommit.set(s.sha, [...(byCommit.get(s.sha) ?? []), s]);
+  }
+  return byCommit;
+}
+
+/** Commits whose last posted status (per context) is still pending: a status that never ended. */
+export function unended(statuses: readonly PostedStatus[]): string[] {
+  const last = new Map<string, PostedStatus>();
+  for (const s of statuses) last.set(`${s.sha} ${s.context}`, s);
+  return [...last.values()].filter((s) => s.state === 'pending').map((s) => `${s.sha} ${s.context}`);
+}
+
+export interface StatusReceiver {
+  url: string;
+  /** Every request received, to be checked against GitHub's OpenAPI description. */
+  captured: CapturedRequest[];
+  /** The statuses received, parsed. */
+  statuses: () => PostedStatus[];
+  /** The first status of `sha` that is not pending, for a context ending with `context` when given. */
+  ended: (sha: string, context?: string) => PostedStatus | undefined;
+  /** The states posted for `sha` (and a context ending with `context`), in order: `['pending', 'success']`. */
+  states: (sha: string, context?: string) => string[];
+  close: () => void;
+}
+
+/** A GitHub-shaped commit-status endpoint on loopback (test/contract/github-openapi.ts), closed after the file. */
+export async function startStatusReceiver(): Promise<StatusReceiver> {
+  const receiver = await statusReceiver();
+  cleanups.push(receiver.close);
+  const statuses = () => postedStatuses(receiver.captured);
+  const of = (sha: string, context?: string) =>
+    statuses().filter((s) => s.sha === sha && (context === undefined || s.context.endsWith(context)));
+  return {
+    ...receiver,
+    statuses,
+    ended: (sha, context) => of(sha, context).find((s) => s.state !== 'pending'),
+    states: (sha, context) => of(sha, context).map((s) => s.state),
+  };
+}
+
+// ---- The agent ------------------------------------------------------------------------------------------------
+
+export interface LogRecord {
+  msg: string;
+  [key: string]: unknown;
+}
+
+export interface Agent {
+  /** Every line it logged, as it arrives. */
+  lines: string[];
+  /** Everything it printed. */
+  output: () => string;
+  /** Its JSON log records, parsed (other lines skipped). */
+  logs: () => LogRecord[];
+  /** Log records whose msg is `msg` (or matches it). */
+  logged: (msg: string | RegExp) => LogRecord[];
+  /** Its HTTP server's port; 0 until it listens. */
+  port: () => number;
+  /** Waits until its HTTP server listens; resolves with the port. */
+  listening: () => Promise<number>;
+  /** Waits until it listens and answers /readyz; resolves with the port. */
+  ready: () => Promise<number>;
+  /** Stops it (SIGTERM for a process) and waits until it has ended; once. */
+  stop: () => Promise<void>;
+}
+
+export interface AgentProcess extends Agent {
+  child: ChildProcess;
+  exited: Promise<number | null>;
+  alive: () => boolean;
+}
+
+/** The agent's configuration: YAML text, or a file (which a process is given, and watches for changes). */
+export type AgentConfigInput = string | { file: string };
+
+export interface StartOptions {
+  /** `mooring run --config FILE` as its own process (so that it can be killed), instead of runAgent in-process. */
+  process?: boolean;
+  /** The log level in-process; debug by default. */
+  level?: string;
+  /** This candidate's name in leader election (in-process). */
+  identity?: string;
+}
+
+function parseRecords(lines: readonly string[]): LogRecord[] {
+  return lines.flatMap((l) => {
+    if (!l.startsWith('{')) return [];
+    try {
+      return [JSON.parse(l) as LogRecord];
+    } catch {
+      return [];
+    }
+  });
+}
+
+function agentHandle(
+  lines: string[],
+  output: () => string,
+  port: () => number,
+  stop: () => Promise<void>,
+): Agent {
+  let stopped: Promise<void> | undefined;
+  return {
+    lines,
+    output,
+    port,
+    logs: () => parseRecords(lines),
+    logged: (msg) =>
+      parseRecords(lines).filter((r) => (typeof msg === 'string' ? r.msg === msg : msg.test(String(r.msg)))),
+    listening: () => eventually('the agent listening', async () => port() || undefined),
+    ready: () =>
+      eventually('the agent ready', async () => {
+        const p = port();
+        return p && (await fetch(`http://127.0.0.1:${p}/readyz`)).ok ? p : undefined;
+      }),
+    stop: () => {
+      stopped ??= stop();
+      return stopped;
+    },
+  };
+}
+
+function configFile(config: AgentConfigInput): string {
+  if (typeof config !== 'string') return config.file;
+  const dir = mkdtempSync(join(tmpdir(), 'mooring-agent-'));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'mooring.yaml');
+  writeFileSync(file, config);
+  return file;
+}
+
+/**
+ * The agent on a configuration: `runAgent` in this process with its log captured, or with `{process: true}`
+ * `mooring run --config FILE` as its own process. Stopped after the test file if the test did not stop it.
+ */
+export function startAgent(config: AgentConfigInput, options: StartOptions & { process: true }): AgentProcess;
+export function startAgent(config: AgentConfigInput, options?: StartOptions): Agent;
+export function startAgent(config: AgentConfigInput, options: StartOptions = {}): Agent | AgentProcess {
+  if (options.process) return startMooring(['run', '--config', configFile(config)]);
+  const text = typeof config === 'string' ? config : readFileSync(config.file, 'utf8');
+  const file = typeof config === 'string' ? undefined : config.file;
+  const parsed = parseConfig(text, file);
+  const { destination, lines } = lineSink();
+  const controller = new AbortController();
+  let port = 0;
+  const running = runAgent(
+    parsed,
+    createLogger({ destination, level: options.level ?? 'debug' }),
+    {
+      access: {},
+      onListening: (p) => (port = p),
+      ...(options.identity ? { identity: options.identity } : {}),
+    },
+    controller.signal,
+  );
+  const agent = agentHandle(
+    lines,
+    () => lines.join('\n'),
+    () => port,
+    async () => {
+      controller.abort();
+      await running;
+    },
+  );
+  cleanups.push(() => agent.stop());
+  return agent;
+}
+
+const MAIN = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
+
+/** A long-running mooring command (`run --config`, `run --watch`) as its own process, killed after the file. */
+export function startMooring(args: string[]): AgentProcess {
+  const child = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const lines: string[] = [];
+  const partial = { stdout: '', stderr: '' };
+  const take = (stream: 'stdout' | 'stderr') => (c: Buffer) => {
+    const text = c.toString();
+    out += text;
+    const parts = (partial[stream] + text).split('\n');
+    partial[stream] = parts.pop() ?? '';
+    lines.push(...parts.filter(Boolean));
+  };
+  child.stdout?.on('data', take('stdout'));
+  child.stderr?.on('data', take('stderr'));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const alive = () => child.exitCode === null && child.signalCode === null;
+  const port = () => {
+    const listening = parseRecords(lines).find((r) => r.msg === 'http server listening');
+    return typeof listening?.port === 'number' ? listening.port : 0;
+  };
+  const agent = agentHandle(
+    lines,
+    () => out,
+    port,
+    async () => {
+      if (alive()) child.kill('SIGTERM');
+      await exited;
+    },
+  );
+  cleanups.push(() => {
+    if (alive()) child.kill('SIGKILL');
+  });
+  return { ...agent, child, exited, alive };
+}
+
+// ---- Configuration --------------------------------------------------------------------------------------------
+
+export interface GitSourceSpec {
+  name: string;
+  repo: TestRepo;
+  /** 1s by default. */
+  interval?: string;
+  [field: string]: unknown;
+}
+
+export interface DeploymentSpec {
+  name: string;
+  namespace: string;
+  source: string;
+  [field: string]: unknown;
+}
+
+export interface AgentConfigSpec {
+  /** The agent's own namespace (ledger, inventory, outbox); the cluster's name when given. */
+  cluster: { namespace: string; name?: string; [field: string]: unknown };
+  git?: GitSourceSpec[];
+  /** Each gets `stability: {timeout: 2m}` unless it says otherwise. */
+  deployments?: DeploymentSpec[];
+  /** Every deployment reports its commits to this receiver, as the GitHub provider. */
+  statuses?: Pick<StatusReceiver, 'url'>;
+  /** Other top-level sections (registry sources, audit, notifications, …), merged over what is built here. */
+  extra?: Record<string, unknown>;
+}
+
+/**
+ * The agent's YAML for the test bed: its kubeconfig, Git sources with the test bed's credentials, deployments,
+ * commit statuses to a receiver, and a server on a free loopback port.
+ */
+export async function agentConfig(spec: AgentConfigSpec): Promise<string> {
+  const env = testbed();
+  const secrets = await secretFiles();
+  const credentials = { username: { file: `${secrets}/user` }, password: { file: `${secrets}/password` } };
+  const commitStatus = spec.statuses
+    ? { provider: 'github', apiUrl: spec.statuses.url, token: { file: `${secrets}/token` } }
+    : undefined;
+  const { registry, ...otherSources } = (spec.extra?.sources ?? {}) as Record<string, unknown>;
+  const config = {
+    cluster: { kubeconfig: env.kube.kubeconfig, ...spec.cluster },
+    sources: {
+      ...(spec.git?.length
+        ? {
+            git: spec.git.map(({ repo, interval, ...rest }) => ({
+              url: repo.url,
+              interval: interval ?? '1s',
+              credentials,
+              ...rest,
+            })),
+          }
+        : {}),
+      ...(registry ? { registry } : {}),
+      ...otherSources,
+    },
+    deployments: (spec.deployments ?? []).map((d) => ({
+      stability: { timeout: '2m' },
+      ...(commitStatus ? { commitStatus } : {}),
+      ...d,
+    })),
+    server: { port: 0, address: '127.0.0.1' },
+    ...Object.fromEntries(Object.entries(spec.extra ?? {}).filter(([key]) => key !== 'sources')),
+  };
+  return stringify(config);
+}
