@@ -387,6 +387,18 @@ export class Applier {
     }
   }
 
+  /**
+   * Deletes the object as it is now (its uid a precondition) and waits until it is gone: a hook's delete policy.
+   * False when there was nothing to delete.
+   */
+  async remove(object: KubeObject): Promise<boolean> {
+    const info = await this.discovery.resource(object.apiVersion, object.kind);
+    const live = await this.read(info, object);
+    if (!live) return false;
+    await this.deleteAndWait(info, object, live);
+    return true;
+  }
+
   private async deleteAndWait(info: ResourceInfo, object: KubeObject, live: LiveSummary): Promise<void> {
     const path = resourcePath(info, object.metadata.namespace, object.metadata.name);
     // Only the object read before (its uid): never one that took its place, nor another a path led to.

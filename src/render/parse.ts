@@ -2,6 +2,7 @@
 // documents skipped. Bounded in file size, documents per file and alias expansion, so that a hostile file
 // (a "billion laughs") is rejected fast. Every object keeps the file:line:column it was defined at: for text a
 // tool built (kustomize, helm template), the place the user wrote it, as the build says (`writtenAt`).
+import { randomBytes } from 'node:crypto';
 import {
   Composer,
   isMap,
@@ -14,6 +15,7 @@ import {
   parseAllDocuments,
 } from 'yaml';
 import { RenderError } from './errors.ts';
+import { isHookObject } from './hooks.ts';
 import { isObject, type JsonValue, type KubeObject, type Origin, type SourcedObject } from './manifest.ts';
 import { nameProblem, namespaceProblem } from './names.ts';
 
@@ -283,10 +285,26 @@ function builtObject(value: { [key: string]: JsonValue }): string | undefined {
   return `${value.kind} ${namespace}${name}`;
 }
 
+/** The characters the API server draws a generated name's suffix from (no vowels, no look-alikes). */
+const SUFFIX_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
+
 function shapeProblem(value: { [key: string]: JsonValue }): string | undefined {
-  // Hooks and one-off Jobs are often written with generateName: say so, rather than that a name is missing.
-  if (isObject(value.metadata) && value.metadata.generateName !== undefined) {
-    return `${typeof value.kind === 'string' ? `${value.kind} ` : ''}metadata.generateName is not supported: a GitOps object needs a stable name (metadata.name)`;
+  // A hook may be written with generateName (a fresh name per sync, as the API server would give it); any other
+  // object needs a stable name. Said so, rather than that a name is missing.
+  const metadata0 = isObject(value.metadata) ? value.metadata : undefined;
+  if (metadata0 && metadata0.generateName !== undefined && metadata0.name === undefined) {
+    const annotations = isObject(metadata0.annotations) ? metadata0.annotations : undefined;
+    if (
+      isHookObject(annotations) &&
+      typeof metadata0.generateName === 'string' &&
+      metadata0.generateName !== ''
+    ) {
+      const suffix = Array.from(randomBytes(5), (b) => SUFFIX_ALPHABET[b % SUFFIX_ALPHABET.length]).join('');
+      metadata0.name = `${metadata0.generateName}${suffix}`;
+      delete metadata0.generateName;
+    } else {
+      return `${typeof value.kind === 'string' ? `${value.kind} ` : ''}metadata.generateName is only for hooks (helm.sh/hook, argocd.argoproj.io/hook): any other object needs a stable name (metadata.name)`;
+    }
   }
   const missing: string[] = [];
   if (typeof value.apiVersion !== 'string' || value.apiVersion === '') missing.push('apiVersion');

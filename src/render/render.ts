@@ -5,6 +5,7 @@
 import { ARTIFACT } from './annotations.ts';
 import { canonical } from './canonical.ts';
 import { RenderError, throwIfAny } from './errors.ts';
+import { hookRole, isHookObject } from './hooks.ts';
 import { bindImages, type ImageArtifact, type ImageBinding, type ImageMatch } from './images.ts';
 import {
   clusterScopedByDefinition,
@@ -171,9 +172,15 @@ export function render(input: RenderInput): RenderResult {
   for (const item of items) checkSecretValues(item, errors);
   throwIfAny(errors);
 
-  // 2. Read the strategy annotations into the plan.
+  // 2. Read the strategy annotations into the plan; hook annotations are checked here too (src/sync/hooks.ts runs
+  // the hooks).
   const strategies = items.map((item) => parseStrategy(item, errors));
-  const versioned = items.map((item) => isVersioned(item, options.versioned, errors));
+  for (const item of items)
+    if (isHookObject(item.object.metadata.annotations)) hookRole(item, 'upgrade', errors);
+  // Hooks run once per sync under their own names: never versioned.
+  const versioned = items.map(
+    (item) => isVersioned(item, options.versioned, errors) && !isHookObject(item.object.metadata.annotations),
+  );
   throwIfAny(errors);
 
   // 3. Content: images by digest, traffic labels, monikers. Before versioning, so the content hash covers them.

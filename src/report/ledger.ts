@@ -30,6 +30,10 @@ export interface Release {
   objects: { object: string; action: string }[];
   /** A drift correction's: the fields it put back, by object. */
   drift?: { object: string; fields: string[] }[] | undefined;
+  /** How the sync's hooks ran (docs/hooks.md): never in the inventory, never pruned, recorded here. */
+  hooks?:
+    | { object: string; hook: string; outcome: 'succeeded' | 'failed'; message: string; deleted: boolean }[]
+    | undefined;
   result: 'stable' | 'failed' | 'timed-out' | 'cancelled' | 'error' | 'applied';
   durationMs: number;
   messages: string[];
@@ -168,6 +172,13 @@ export class Ledger {
       objects: release.objects.slice(0, MAX_OBJECTS),
       ...(release.drift
         ? { drift: release.drift.slice(0, MAX_OBJECTS).map((d) => ({ ...d, fields: d.fields.slice(0, 20) })) }
+        : {}),
+      ...(release.hooks
+        ? {
+            hooks: release.hooks
+              .slice(0, MAX_OBJECTS)
+              .map((h) => ({ ...h, message: h.message.slice(0, MAX_MESSAGE) })),
+          }
         : {}),
       messages: release.messages.slice(0, MAX_MESSAGES).map((m) => m.slice(0, MAX_MESSAGE)),
     };

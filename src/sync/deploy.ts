@@ -21,6 +21,7 @@ import { createNamespace, namespaceExists } from '../kube/namespace.ts';
 import { executePrune, pruneTargets } from '../kube/prune.ts';
 import { discoverClusterScoped } from '../kube/scope.ts';
 import { readSnapshot } from '../kube/snapshot.ts';
+import { type HookEvent, type HookPhase, hookRole, isHookObject } from '../render/hooks.ts';
 import type { ImageArtifact } from '../render/images.ts';
 import { describeObject, isClusterScoped, type KubeObject } from '../render/manifest.ts';
 import { assertWithinBoundary } from '../render/namespace-boundary.ts';
@@ -34,7 +35,9 @@ import {
 } from '../render/render.ts';
 import { needsHashKey } from '../render/versioning.ts';
 import { judgedByMetadata } from '../stability/rules.ts';
+import type { Stability } from '../stability/verdict.ts';
 import { type WaitResult, waitForStability } from '../stability/waiter.ts';
+import { type HookRun, type HookTarget, runHooks } from './hooks.ts';
 import { assertNotEmpty } from './prune.ts';
 
 export interface DeployRequest {
@@ -83,7 +86,17 @@ export interface DeployRequest {
   createNamespace?: boolean;
   /** How to say what creates a missing `namespace`, in the error that names it. */
   namespaceAdvice?: string;
+  /**
+   * What this sync is for Helm's hook events; by default an install when the owner's inventory is empty (its first
+   * sync), else an upgrade. `mooring rollback` says rollback.
+   */
+  hookEvent?: HookEvent;
+  /** false: hooks are neither run nor applied (a drift pass corrects the release, it is no new release). */
+  hooks?: boolean;
 }
+
+/** How long SyncFail hooks may run, after a sync that failed (its own time may be spent). */
+const FAIL_HOOK_TIMEOUT_MS = 5 * 60_000;
 
 /** How long a sync that found its namespace missing waits before it looks again (the agent caps it). */
 export const MISSING_NAMESPACE_RETRY_MS = 30_000;
@@ -93,7 +106,8 @@ export type DeployEvent =
   | { type: 'progress'; object: string; state: string; message: string }
   | { type: 'pruned'; object: string }
   | { type: 'namespace-created'; namespace: string }
-  | { type: 'warning'; message: string };
+  | { type: 'warning'; message: string }
+  | { type: 'hook'; run: HookRun };
 
 export interface DeployReport {
   outcome: 'stable' | 'applied' | 'failed' | 'timed-out' | 'cancelled' | 'dry-run' | 'error';
@@ -106,6 +120,8 @@ export interface DeployReport {
   prune: PruneReport | undefined;
   /** A drift pass's findings: the objects and fields changed by hand. */
   drift?: DriftFinding[] | undefined;
+  /** How each hook ran, in order. */
+  hooks?: HookRun[] | undefined;
   error: unknown;
   elapsedMs: number;
 }
@@ -140,6 +156,9 @@ interface Context {
   absentNamespaces?: ReadonlySet<string>;
   /** The sync wave whose objects did not become stable, and how many waves were left unapplied after it. */
   stoppedAtWave?: { wave: number; left: number };
+  /** The set's hooks by phase, taken out of the release objects (src/render/hooks.ts). */
+  hooks?: Record<HookPhase, HookTarget[]>;
+  hookRuns: HookRun[];
 }
 
 type Stage = (ctx: Context) => Promise<void>;
@@ -263,9 +282,43 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
   // The owner's inventory is read here; the new objects are recorded once the whole set passed its dry run and
   // before the first write (recordInventory): a set refused whole records nothing, a sync cut short leaves no
   // write unrecorded, and what a failed apply never wrote is taken out again.
+  // Hooks leave the release objects here: they are not in the inventory, the whole-set dry run or the wait; they
+  // run in their phases. Which Helm hooks run depends on the event: the first sync of an owner installs.
+  const splitHooks = (ctx: Context, event: HookEvent) => {
+    const rendered = ctx.rendered as RenderResult;
+    const parsed = ctx.parsed?.objects ?? [];
+    const keep: number[] = [];
+    const hooks: Record<HookPhase, HookTarget[]> = { pre: [], sync: [], post: [], fail: [] };
+    rendered.objects.forEach((object, i) => {
+      const item = parsed[i];
+      if (!item || !isHookObject(object.metadata.annotations)) {
+        keep.push(i);
+        return;
+      }
+      if (request.hooks === false) return;
+      const role = hookRole(item, event, []);
+      if (role.role === 'release') keep.push(i);
+      else if (role.role === 'hook')
+        hooks[role.hook.phase].push({
+          target: { object, plan: rendered.plan[i] as ApplyTarget['plan'] },
+          hook: role.hook,
+        });
+    });
+    if (keep.length === rendered.objects.length) return;
+    ctx.rendered = {
+      ...rendered,
+      objects: keep.map((i) => rendered.objects[i] as KubeObject),
+      plan: keep.map((i) => rendered.plan[i] as RenderResult['plan'][number]),
+    };
+    ctx.hooks = hooks;
+  };
   const inventoryStage: Stage = async (ctx) => {
     const inventory = request.inventory;
-    if (!inventory || !ctx.rendered) return;
+    if (!ctx.rendered) return;
+    if (!inventory) {
+      splitHooks(ctx, request.hookEvent ?? 'install');
+      return;
+    }
     const store = new InventoryStore(api, inventory.namespace);
     const skippable = inventory.bestEffort === true && !inventory.prune;
     const skipped = (error: unknown) => {
@@ -279,8 +332,10 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       ctx.previous = await store.read(inventory.owner);
     } catch (error) {
       skipped(error);
+      splitHooks(ctx, request.hookEvent ?? 'upgrade');
       return;
     }
+    splitHooks(ctx, request.hookEvent ?? (ctx.previous?.length ? 'upgrade' : 'install'));
     assertNotEmpty(
       inventory.owner,
       ctx.rendered.objects,
@@ -311,6 +366,27 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       replace.has(entry.object) ? { ...entry, strategy: { ...entry.strategy, method: 'replace' } } : entry,
     );
   };
+  /** Runs the hooks of a phase (src/sync/hooks.ts) with the deploy's own apply, wait and delete. */
+  const runPhase = async (ctx: Context, phase: HookPhase) => {
+    const hooks = ctx.hooks?.[phase] ?? [];
+    if (hooks.length === 0 || request.dryRun) return;
+    const applier = new Applier(api, discovery, {
+      fieldManager: request.fieldManager ?? 'mooring',
+      concurrency: request.concurrency ?? 8,
+    });
+    await runHooks(
+      {
+        apply: (targets) => applier.apply(targets),
+        wait: waitFor,
+        remove: (object) => applier.remove(object),
+      },
+      hooks,
+      (run) => {
+        ctx.hookRuns.push(run);
+        deps.onEvent?.({ type: 'hook', run });
+      },
+    );
+  };
   const applyStage: Stage = async (ctx) => {
     const rendered = ctx.rendered as RenderResult;
     if (deps.beforeApply && !request.dryRun)
@@ -334,7 +410,12 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       },
       onPreview: deps.onPreview,
       absentNamespaces: ctx.absentNamespaces,
-      beforeWrite: async () => ctx.recordInventory?.(ctx.desired ?? []),
+      // The inventory is written first; then the pre hooks run: one that fails stops the sync before any release
+      // object is written.
+      beforeWrite: async () => {
+        await ctx.recordInventory?.(ctx.desired ?? []);
+        await runPhase(ctx, 'pre');
+      },
     });
     // Sync waves: each wave but the last is stable before the next is written; a wave that fails or times out
     // stops the deploy there, and its verdicts are the deploy's.
@@ -353,6 +434,8 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       ctx.applied = await applier.apply(targets, { afterWave });
       // Waves after one that did not become stable were never written: they leave the inventory again.
       if (ctx.stoppedAtWave && ctx.recorded) await ctx.recordInventory?.(inventoryOf(written));
+      // Argo CD's Sync hooks run with the release objects, once they are written.
+      if (!ctx.stoppedAtWave && !request.dryRun) await runPhase(ctx, 'sync');
     } catch (error) {
       // The inventory names only what was applied: what this apply did not write comes out of it again. (A write
       // whose answer was lost is left out too; prune deletes only objects that carry mooring's field manager.)
@@ -362,7 +445,10 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
     }
   };
   /** Waits until the objects of these results are stable (or one fails, or the deploy's deadline passes). */
-  const waitFor = async (results: readonly ApplyResult[]): Promise<WaitResult> => {
+  const waitFor = async (
+    results: readonly ApplyResult[],
+    rule?: (object: KubeObject, now: Date) => Stability,
+  ): Promise<WaitResult> => {
     const cache = deps.cache ?? new ClusterCache(api);
     // Stability is judged on the object as apply left it or later, never on an older cached copy.
     const watched = results
@@ -387,6 +473,7 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
         // What is left of the deploy's time (a wave waited on before spent some of it).
         timeoutMs: request.timeoutMs > 0 ? Math.max(1, started + request.timeoutMs - Date.now()) : 0,
         signal: request.signal,
+        ...(rule ? { rule } : {}),
         onProgress: (v) =>
           deps.onEvent?.({
             type: 'progress',
@@ -402,6 +489,11 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
   const waitStage: Stage = async (ctx) => {
     if (request.dryRun || request.wait === false || ctx.wait) return;
     ctx.wait = await waitFor(ctx.applied ?? []);
+  };
+  // Once the release objects are stable: post-install/post-upgrade/post-rollback and PostSync hooks.
+  const postHookStage: Stage = async (ctx) => {
+    if (request.dryRun || request.wait === false || ctx.wait?.outcome !== 'stable') return;
+    await runPhase(ctx, 'post');
   };
   // After the new set is applied and stable: what the inventory held and the render no longer has is deleted.
   const pruneStage: Stage = async (ctx) => {
@@ -440,7 +532,7 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
     });
   };
 
-  const ctx: Context = { request };
+  const ctx: Context = { request, hookRuns: [] };
   let error: unknown;
   let report: DeployReport | undefined;
   try {
@@ -454,6 +546,7 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
         driftStage,
         applyStage,
         waitStage,
+        postHookStage,
         pruneStage,
         historyStage,
       ]) {
@@ -474,6 +567,17 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
     }
   } catch (e) {
     error = e;
+  }
+  try {
+    // A sync that failed runs its SyncFail hooks (with time of their own: the deploy's may be spent); how they
+    // ran is recorded, and the sync's failure stands whatever they do.
+    const failed =
+      error !== undefined ||
+      (ctx.wait !== undefined && ctx.wait.outcome !== 'stable' && ctx.wait.outcome !== 'cancelled');
+    if (failed && ctx.hooks?.fail.length && !request.signal?.aborted)
+      await withDeadline({ until: Date.now() + FAIL_HOOK_TIMEOUT_MS }, () => runPhase(ctx, 'fail')).catch(
+        () => undefined,
+      );
   } finally {
     // The one finalizer: whatever happened above, the report says it.
     report = finalize(ctx, error, Date.now() - started);
@@ -500,6 +604,7 @@ function finalize(ctx: Context, error: unknown, elapsedMs: number): DeployReport
     history: ctx.history,
     prune: ctx.prune,
     drift: ctx.drift,
+    ...(ctx.hookRuns.length > 0 ? { hooks: ctx.hookRuns } : {}),
     error,
     elapsedMs,
   };

@@ -104,6 +104,11 @@ export async function syncDeployment(
               if (e.type === 'applied' && e.result.action !== 'unchanged') {
                 log.info({ object: e.result.target.plan.object, action: e.result.action }, 'applied');
               } else if (e.type === 'pruned') log.info({ object: e.object }, 'pruned');
+              else if (e.type === 'hook')
+                log[e.run.outcome === 'failed' ? 'error' : 'info'](
+                  { object: e.run.object, hook: e.run.hook, outcome: e.run.outcome, deleted: e.run.deleted },
+                  `hook ${e.run.outcome}: ${e.run.message}`,
+                );
             },
           },
           {
@@ -131,6 +136,9 @@ export async function syncDeployment(
             createNamespace: deployment.createNamespace,
             namespaceAdvice: `create it, or set createNamespace: true on deployment ${deployment.name} (--create-namespace for mooring deploy)`,
             ...(drift ? { drift: config.drift.mode, dryRun: config.drift.mode === 'report' } : {}),
+            // A drift pass puts the release back; it is no new release, and runs no hooks.
+            ...(drift ? { hooks: false } : {}),
+            ...(sync.trigger === 'rollback' ? { hookEvent: 'rollback' as const } : {}),
           },
         );
   // Whatever the report's messages quote, no value decrypted from the sync's SOPS files leaves the sync.
@@ -174,6 +182,7 @@ export async function syncDeployment(
         ...(report.drift?.length
           ? { drift: report.drift.map((f) => ({ object: f.object, fields: [...f.fields, ...f.added] })) }
           : {}),
+        ...(report.hooks?.length ? { hooks: report.hooks } : {}),
         result: report.outcome === 'dry-run' ? 'applied' : report.outcome,
         durationMs: report.elapsedMs,
         messages: [report.summary, ...(report.drift ?? []).map((f) => `put back ${describeFinding(f)}`)],

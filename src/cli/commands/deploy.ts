@@ -11,6 +11,7 @@ import { describeObject } from '../../render/manifest.ts';
 import { valueRedactor } from '../../render/redact.ts';
 import { decryptedValues } from '../../sources/sops/decrypt.ts';
 import { deploy } from '../../sync/deploy.ts';
+import { HookFailedError } from '../../sync/hooks.ts';
 import { redactReport } from '../../sync/redact-report.ts';
 import { type ClusterFlags, clusterAccess, manifestBoundary, withManifestFlags } from '../cluster-flags.ts';
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
@@ -142,6 +143,15 @@ export function deployCommand(
               else if (event.type === 'pruned') print(`${kubectlStyle(event.object)} pruned`);
               else if (event.type === 'warning') print(`warning: ${redact(event.message)}`);
               else if (event.type === 'namespace-created') print(`namespace/${event.namespace} created`);
+              else if (event.type === 'hook') {
+                const { run } = event;
+                const gone = run.deleted ? ', deleted' : '';
+                const [kind = '', where = ''] = run.object.split(' ');
+                const name = kubectlName(run.apiVersion, kind, where.slice(where.indexOf('/') + 1));
+                print(
+                  `${name} (${run.hook} hook) ${run.outcome}${gone}${run.outcome === 'failed' ? `: ${redact(run.message)}` : ''}`,
+                );
+              }
               // Progress as kubectl rollout status shows it: each change of an object's verdict, once.
               else if (event.state !== 'stable' && !event.message.endsWith('not observed yet'))
                 print(redact(event.message));
@@ -173,7 +183,9 @@ export function deployCommand(
           },
         );
         const report = redactReport(deployed, redact);
-        if (report.error instanceof StalledError) throw report.error;
+        // Bad input is exit code 2; a hook that failed is a failed deploy (exit code 1), reported as one.
+        if (report.error instanceof StalledError && !(report.error instanceof HookFailedError))
+          throw report.error;
         if (lines) {
           for (const v of report.wait?.verdicts ?? [])
             if (v.stability.state === 'stable') print(`${v.name} stable`);

@@ -31,12 +31,26 @@ describe('problem lists', () => {
     ]);
   });
 
-  it('says generateName is not supported rather than that a name is missing', () => {
+  it('says generateName is only for hooks rather than that a name is missing', () => {
     const text = 'apiVersion: batch/v1\nkind: Job\nmetadata: {generateName: migrate-}\nspec: {}\n';
-    const { errors } = parseManifestFiles([{ path: 'hooks/job.yaml', text }]);
+    const { errors } = parseManifestFiles([{ path: 'jobs/job.yaml', text }]);
     expect(errors).toHaveLength(1);
-    expect(errors[0]?.message).toContain('hooks/job.yaml:1:1: Job metadata.generateName is not supported');
+    expect(errors[0]?.message).toContain('jobs/job.yaml:1:1: Job metadata.generateName is only for hooks');
     expect(errors[0]?.message).not.toContain('missing');
+  });
+
+  it('gives a hook written with generateName a fresh name, as the API server would', () => {
+    const hook = (annotation: string) =>
+      `apiVersion: batch/v1\nkind: Job\nmetadata: {generateName: migrate-, annotations: {${annotation}}}\nspec: {}\n`;
+    for (const annotation of ['helm.sh/hook: pre-upgrade', 'argocd.argoproj.io/hook: PreSync']) {
+      const first = parseManifestFiles([{ path: 'hooks/job.yaml', text: hook(annotation) }]);
+      const second = parseManifestFiles([{ path: 'hooks/job.yaml', text: hook(annotation) }]);
+      expect(first.errors).toEqual([]);
+      const name = first.objects[0]?.object.metadata.name ?? '';
+      expect(name).toMatch(/^migrate-[bcdfghjklmnpqrstvwxz2456789]{5}$/);
+      expect(second.objects[0]?.object.metadata.name).not.toBe(name);
+      expect(first.objects[0]?.object.metadata).not.toHaveProperty('generateName');
+    }
   });
 });
 

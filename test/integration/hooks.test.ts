@@ -1,0 +1,210 @@
+// Hooks as Helm and Argo CD users write them, on the test bed (its kubelet makes a pod succeed or fail by
+// annotation): Helm's pre-upgrade migration runs before the Deployment changes and goes per its delete policy, a
+// failing one stops the deploy with nothing written; Argo CD's PreSync, PostSync and SyncFail run around a
+// three-wave app; a hook written with generateName gets a fresh name each sync.
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { AppsV1Api, BatchV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { BEHAVIOR } from '../testbed/kubelet.ts';
+import { deployTo, kubeConfig, testbed, useNamespace } from './helpers.ts';
+
+async function tree(files: Record<string, string>): Promise<string> {
+  const root = await mkdtemp(join(tmpdir(), 'mooring-hooks-'));
+  for (const [path, text] of Object.entries(files)) {
+    await mkdir(dirname(join(root, path)), { recursive: true });
+    await writeFile(join(root, path), text);
+  }
+  return root;
+}
+
+const job = (name: string, annotations: string, behavior = '{{ .Values.migration }}') => `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: ${name}
+  annotations: {${annotations}}
+spec:
+  backoffLimit: 0
+  template:
+    metadata: {annotations: {${BEHAVIOR}: "${behavior}"}}
+    spec: {restartPolicy: Never, containers: [{name: m, image: "migrate:{{ .Values.version }}"}]}
+`;
+
+/** A chart with a pre-upgrade migration (deleted once it succeeded) and a post-install notice. */
+function chart(): Record<string, string> {
+  return {
+    'Chart.yaml': 'apiVersion: v2\nname: shop\nversion: 1.0.0\n',
+    'values.yaml': 'version: "1"\nmigration: succeed\n',
+    'templates/migrate.yaml': job(
+      'migrate',
+      '"helm.sh/hook": pre-upgrade, "helm.sh/hook-weight": "-5", "helm.sh/hook-delete-policy": hook-succeeded',
+    ),
+    'templates/welcome.yaml': job('welcome', '"helm.sh/hook": post-install', 'succeed'),
+    'templates/web.yaml': `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: "web:{{ .Values.version }}"}]}
+`,
+  };
+}
+
+describe('Helm hooks', () => {
+  const ns = useNamespace('helm-hooks');
+  beforeAll(() => {
+    process.env.MOORING_HELM = testbed().tools.helm;
+  });
+  const batch = () => kubeConfig().makeApiClient(BatchV1Api);
+  const image = async () =>
+    (await kubeConfig().makeApiClient(AppsV1Api).readNamespacedDeployment({ name: 'web', namespace: ns() }))
+      .spec?.template.spec?.containers[0]?.image;
+  const jobs = async () =>
+    (await batch().listNamespacedJob({ namespace: ns() })).items.map((j) => j.metadata?.name);
+
+  it('install runs post-install only; upgrade runs pre-upgrade first and deletes it; a failing hook writes nothing', async () => {
+    const dir = await tree(chart());
+    const install = await deployTo(ns(), dir);
+    expect(install.code, install.stdout + install.stderr).toBe(0);
+    expect(install.stdout).toContain('job.batch/welcome (post-install hook) succeeded');
+    expect(install.stdout).not.toContain('migrate');
+    expect(await jobs()).toEqual(['welcome']);
+    expect(await image()).toBe('web:1');
+
+    // The upgrade: the migration runs and completes before the Deployment is written, then is deleted.
+    await writeFile(join(dir, 'values.yaml'), 'version: "2"\nmigration: succeed\n');
+    const upgrade = await deployTo(ns(), dir);
+    expect(upgrade.code, upgrade.stdout + upgrade.stderr).toBe(0);
+    const lines = upgrade.stdout.split('\n');
+    const hookLine = lines.findIndex((l) =>
+      l.startsWith('job.batch/migrate (pre-upgrade hook) succeeded, deleted'),
+    );
+    const webLine = lines.findIndex((l) => l.startsWith('deployment.apps/web configured'));
+    expect(hookLine, upgrade.stdout).toBeGreaterThanOrEqual(0);
+    expect(hookLine).toBeLessThan(webLine);
+    expect(upgrade.stdout).not.toContain('welcome');
+    expect(await jobs()).toEqual(['welcome']);
+    expect(await image()).toBe('web:2');
+
+    // A migration that fails stops the upgrade before any release object is written, and says which hook.
+    await writeFile(join(dir, 'values.yaml'), 'version: "3"\nmigration: fail\n');
+    const failed = await deployTo(ns(), dir, '--timeout', '60s');
+    expect(failed.code).toBe(1);
+    expect(failed.stdout).toMatch(/job\.batch\/migrate \(pre-upgrade hook\) failed/);
+    expect(failed.stdout).toMatch(/failed: pre-upgrade hook Job .*\/migrate failed/);
+    expect(failed.stdout).not.toContain('deployment.apps/web configured');
+    expect(await image()).toBe('web:2');
+    // hook-succeeded only: the failed Job stays for its logs.
+    expect(await jobs()).toContain('migrate');
+  });
+});
+
+const argoApp = (presync: 'succeed' | 'fail', web: 'ready' | 'never-ready' = 'ready') => `apiVersion: v1
+kind: Pod
+metadata:
+  generateName: presync-
+  annotations: {argocd.argoproj.io/hook: PreSync, argocd.argoproj.io/hook-delete-policy: HookSucceeded, ${BEHAVIOR}: succeed}
+spec:
+  restartPolicy: Never
+  containers: [{name: check, image: "check:1"}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: gate
+  annotations: {argocd.argoproj.io/hook: PreSync}
+spec:
+  backoffLimit: 0
+  template:
+    metadata: {annotations: {${BEHAVIOR}: ${presync}}}
+    spec: {restartPolicy: Never, containers: [{name: g, image: "gate:1"}]}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, annotations: {argocd.argoproj.io/sync-wave: "-1", strategy.spinnaker.io/versioned: "false"}}
+data: {a: b}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  progressDeadlineSeconds: 600
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}, annotations: {${BEHAVIOR}: ${web}}}
+    spec: {containers: [{name: web, image: "web:1"}]}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: after, annotations: {argocd.argoproj.io/sync-wave: "1", strategy.spinnaker.io/versioned: "false"}}
+data: {a: b}
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: smoke
+  annotations: {argocd.argoproj.io/hook: PostSync}
+spec:
+  template:
+    metadata: {annotations: {${BEHAVIOR}: succeed}}
+    spec: {restartPolicy: Never, containers: [{name: s, image: "smoke:1"}]}
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: page-someone
+  annotations: {argocd.argoproj.io/hook: SyncFail}
+spec:
+  template:
+    metadata: {annotations: {${BEHAVIOR}: succeed}}
+    spec: {restartPolicy: Never, containers: [{name: p, image: "pager:1"}]}
+`;
+
+describe('Argo CD hooks and waves', () => {
+  const ns = useNamespace('argo-hooks');
+  const jobs = async () =>
+    (await kubeConfig().makeApiClient(BatchV1Api).listNamespacedJob({ namespace: ns() })).items
+      .map((j) => j.metadata?.name)
+      .sort();
+  const pods = async () =>
+    (await kubeConfig().makeApiClient(CoreV1Api).listNamespacedPod({ namespace: ns() })).items.map(
+      (p) => p.metadata?.name ?? '',
+    );
+
+  it('runs PreSync, the waves, then PostSync; never SyncFail when all goes well', async () => {
+    const result = await deployTo(ns(), await tree({ 'app.yaml': argoApp('succeed') }));
+    expect(result.code, result.stdout + result.stderr).toBe(0);
+    const lines = result.stdout.split('\n');
+    const at = (prefix: string) => lines.findIndex((l) => l.startsWith(prefix));
+    expect(at('job.batch/gate (PreSync hook) succeeded')).toBeLessThan(at('configmap/settings created'));
+    expect(result.stdout).toMatch(/^pod\/presync-[a-z0-9]{5} \(PreSync hook\) succeeded, deleted$/m);
+    expect(at('configmap/settings created')).toBeLessThan(at('deployment.apps/web created'));
+    expect(at('deployment.apps/web created')).toBeLessThan(at('configmap/after created'));
+    expect(at('configmap/after created')).toBeLessThan(at('job.batch/smoke (PostSync hook) succeeded'));
+    expect(result.stdout).not.toContain('page-someone');
+    expect(await jobs()).toEqual(['gate', 'smoke']);
+    // Deleted once it succeeded: no presync pod is left.
+    expect((await pods()).filter((p) => p.startsWith('presync-'))).toEqual([]);
+
+    // Again: the named hooks are replaced (BeforeHookCreation), the generateName one gets a fresh name.
+    const again = await deployTo(ns(), await tree({ 'app.yaml': argoApp('succeed') }));
+    expect(again.code, again.stdout + again.stderr).toBe(0);
+    const fresh = /pod\/(presync-[a-z0-9]{5})/.exec(again.stdout)?.[1];
+    const first = /pod\/(presync-[a-z0-9]{5})/.exec(result.stdout)?.[1];
+    expect(fresh).toBeDefined();
+    expect(fresh).not.toBe(first);
+  });
+
+  it('runs SyncFail when the sync fails, and no PostSync', async () => {
+    const result = await deployTo(ns(), await tree({ 'app.yaml': argoApp('fail') }), '--timeout', '60s');
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/failed: PreSync hook Job .*\/gate failed/);
+    expect(result.stdout).toContain('job.batch/page-someone (SyncFail hook) succeeded');
+    expect(result.stdout).not.toContain('(PostSync hook)');
+  });
+});
