@@ -3,6 +3,9 @@
 // out. Per-kind rules are a table keyed by `group/Kind`, so new kinds are added as data; checks that apply to
 // every kind (deletion, an unobserved generation) run first.
 import { describeObject, groupOf, type KubeObject } from '../render/manifest.ts';
+import { ALWAYS_STABLE_KINDS } from './always-stable.ts';
+import { type HealthRules, healthRuleStability } from './health.ts';
+import { argoRolloutStability, certificateStability, fluxStability } from './rules-ecosystem.ts';
 import {
   alwaysStable,
   apiServiceStability,
@@ -24,34 +27,11 @@ import {
 import { integer, section } from './status-fields.ts';
 import { progressing, type Stability, type StabilityRule, type Verdict } from './verdict.ts';
 
+export { ALWAYS_STABLE_KINDS } from './always-stable.ts';
 export type { Stability, StabilityRule, StabilityState, Verdict } from './verdict.ts';
 
 /** Workload groups: `extensions` served Deployment, ReplicaSet and DaemonSet before `apps` (never StatefulSet). */
 const WORKLOAD_GROUPS = ['apps', 'extensions'] as const;
-
-/** Kinds with no status to converge: stable as soon as the API server has accepted them. */
-export const ALWAYS_STABLE_KINDS: readonly string[] = [
-  '/ConfigMap',
-  '/Secret',
-  '/ServiceAccount',
-  '/Endpoints',
-  '/LimitRange',
-  '/ResourceQuota',
-  '/PodTemplate',
-  'networking.k8s.io/NetworkPolicy',
-  'extensions/NetworkPolicy',
-  'networking.k8s.io/IngressClass',
-  'discovery.k8s.io/EndpointSlice',
-  'rbac.authorization.k8s.io/Role',
-  'rbac.authorization.k8s.io/RoleBinding',
-  'rbac.authorization.k8s.io/ClusterRole',
-  'rbac.authorization.k8s.io/ClusterRoleBinding',
-  'scheduling.k8s.io/PriorityClass',
-  'storage.k8s.io/StorageClass',
-  'node.k8s.io/RuntimeClass',
-  'admissionregistration.k8s.io/MutatingWebhookConfiguration',
-  'admissionregistration.k8s.io/ValidatingWebhookConfiguration',
-];
 
 /** The per-kind rules, keyed by `group/Kind` (group '' for core). Kinds not listed get `conditionsStability`. */
 export const STABILITY_RULES: ReadonlyMap<string, StabilityRule> = new Map<string, StabilityRule>([
@@ -74,6 +54,11 @@ export const STABILITY_RULES: ReadonlyMap<string, StabilityRule> = new Map<strin
   ['autoscaling/HorizontalPodAutoscaler', horizontalPodAutoscalerStability],
   ['apiregistration.k8s.io/APIService', apiServiceStability],
   ...ALWAYS_STABLE_KINDS.map((key): [string, StabilityRule] => [key, alwaysStable]),
+  // Custom resources of widely deployed projects (rules-ecosystem.ts).
+  ['cert-manager.io/Certificate', certificateStability],
+  ['helm.toolkit.fluxcd.io/HelmRelease', fluxStability],
+  ['kustomize.toolkit.fluxcd.io/Kustomization', fluxStability],
+  ['argoproj.io/Rollout', argoRolloutStability],
 ]);
 
 /**
@@ -131,9 +116,16 @@ export function judgedByMetadata(object: Pick<KubeObject, 'apiVersion' | 'kind'>
   return STABILITY_RULES.get(ruleKey(object)) === alwaysStable;
 }
 
-/** The verdict for one live object as read from the API server (with status). `now` for age-based rules. */
-export function stabilityOf(object: KubeObject, now: Date = new Date()): Stability {
-  const rule = STABILITY_RULES.get(ruleKey(object)) ?? conditionsStability;
+/**
+ * The verdict for one live object as read from the API server (with status). `now` for age-based rules; `health`
+ * the programmable rules in force, which take the place of the built-in rule of their kinds.
+ */
+export function stabilityOf(object: KubeObject, now: Date = new Date(), health?: HealthRules): Stability {
+  const key = ruleKey(object);
+  const programmed = health?.get(key);
+  const rule: StabilityRule = programmed
+    ? (o) => healthRuleStability(programmed, o)
+    : (STABILITY_RULES.get(key) ?? conditionsStability);
   const verdict = deletion(object, now) ?? unobservedGeneration(object) ?? rule(object, now);
   return { state: verdict.state, message: `${describeObject(object)}: ${verdict.detail}` };
 }

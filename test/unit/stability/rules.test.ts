@@ -9,6 +9,7 @@ import {
   stabilityOf,
 } from '../../../src/stability/rules.ts';
 import { namespaceStability } from '../../../src/stability/rules-other.ts';
+import { ecosystemCases } from './ecosystem-cases.ts';
 
 // Status objects below are shaped as the API server returns them: zero counts omitted (omitempty), conditions
 // with the reasons and messages the controllers write.
@@ -1315,8 +1316,9 @@ const hpaCases: Case[] = [
 
 // --- Other kinds (custom resources) -------------------------------------------------------------------------
 
+// A kind of no known project: cert-manager's Certificate, once the example here, has a rule of its own.
 function custom(status: JsonObject | undefined, generation = 2): KubeObject {
-  return live('cert-manager.io/v1', 'Certificate', 'web-tls', 'prod', {
+  return live('example.com/v1', 'Widget', 'web-tls', 'prod', {
     metadata: { generation },
     spec: {
       secretName: 'web-tls',
@@ -1405,6 +1407,7 @@ const tables: [string, Case[]][] = [
   ['CustomResourceDefinition and APIService', apiCases],
   ['HorizontalPodAutoscaler', hpaCases],
   ['other kinds', genericCases],
+  ['custom resources of known projects', ecosystemCases],
 ];
 
 describe.each(tables)('stabilityOf: %s', (_, cases) => {
