@@ -140,7 +140,7 @@ server: {port: 0, address: 127.0.0.1}
     expect(superseded.length).toBeGreaterThan(0);
     for (const s of superseded) {
       expect(s.state).toBe('error');
-      const by = /^Superseded by ([0-9a-f]{7}) before it was stable$/.exec(s.description)?.[1];
+      const by = /^Superseded by commit ([0-9a-f]{7}) before it was stable$/.exec(s.description)?.[1];
       const index = commits.findIndex((c) => by !== undefined && c.startsWith(by));
       expect(index, s.description).toBeGreaterThanOrEqual(0);
       expect(index).toBeGreaterThan(commits.indexOf(s.sha));
