@@ -7,8 +7,22 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { AppsV1Api, BatchV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { KubeApi } from '../../src/kube/api.ts';
+import { Ledger } from '../../src/report/ledger.ts';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
-import { deployTo, kubeConfig, testbed, useNamespace } from './helpers.ts';
+import {
+  agentConfig,
+  bareRepo,
+  clusterConfig,
+  deployTo,
+  eventually,
+  kubeConfig,
+  mooring,
+  startAgent,
+  startStatusReceiver,
+  testbed,
+  useNamespace,
+} from './helpers.ts';
 
 async function tree(files: Record<string, string>): Promise<string> {
   const root = await mkdtemp(join(tmpdir(), 'mooring-hooks-'));
@@ -206,5 +220,75 @@ describe('Argo CD hooks and waves', () => {
     expect(result.stdout).toMatch(/failed: PreSync hook Job .*\/gate failed/);
     expect(result.stdout).toContain('job.batch/page-someone (SyncFail hook) succeeded');
     expect(result.stdout).not.toContain('(PostSync hook)');
+  });
+});
+
+describe('hooks in the agent', () => {
+  const ns = useNamespace('agent-hooks');
+  const agentNs = useNamespace('agent-hooks-mooring');
+
+  it('reports the hook that failed in the commit status and the release, and runs pre-rollback hooks on rollback', async () => {
+    process.env.MOORING_HELM = testbed().tools.helm;
+    const repo = await bareRepo(`hooks-${Date.now().toString(36)}/shop`);
+    const files = Object.fromEntries(Object.entries(chart()).map(([path, text]) => [`chart/${path}`, text]));
+    files['chart/templates/undo.yaml'] = job('undo', '"helm.sh/hook": pre-rollback', 'succeed');
+    const first = await repo.commit(files);
+    const statuses = await startStatusReceiver();
+    const configFile = join(await tree({}), 'mooring.yaml');
+    await writeFile(
+      configFile,
+      await agentConfig({
+        cluster: { namespace: agentNs() },
+        git: [{ name: 'app', repo }],
+        deployments: [{ name: 'shop', namespace: ns(), source: 'app', helm: { chart: 'chart' } }],
+        statuses,
+      }),
+    );
+    const agent = startAgent({ file: configFile }, { level: 'info' });
+    const api = new KubeApi(clusterConfig());
+    try {
+      expect(await eventually('install', async () => statuses.ended(first))).toMatchObject({
+        state: 'success',
+      });
+      const upgraded = await repo.commit({ 'chart/values.yaml': 'version: "2"\nmigration: succeed\n' });
+      expect(await eventually('upgrade', async () => statuses.ended(upgraded), 90_000)).toMatchObject({
+        state: 'success',
+      });
+      const failing = await repo.commit({ 'chart/values.yaml': 'version: "3"\nmigration: fail\n' });
+      const ended = await eventually('failed upgrade', async () => statuses.ended(failing), 90_000);
+      expect(ended.state).toBe('failure');
+      expect(ended.description).toMatch(/pre-upgrade hook Job .*\/migrate failed/);
+      const releases = (await new Ledger(api, agentNs()).read('shop')).releases;
+      expect(releases[0]?.hooks).toEqual([
+        expect.objectContaining({ object: `Job ${ns()}/migrate`, hook: 'pre-upgrade', outcome: 'failed' }),
+      ]);
+      expect(releases.at(-1)?.hooks).toEqual([
+        expect.objectContaining({
+          object: `Job ${ns()}/welcome`,
+          hook: 'post-install',
+          outcome: 'succeeded',
+        }),
+      ]);
+      const image = async () =>
+        (
+          await kubeConfig()
+            .makeApiClient(AppsV1Api)
+            .readNamespacedDeployment({ name: 'web', namespace: ns() })
+        ).spec?.template.spec?.containers[0]?.image;
+      expect(await image()).toBe('web:2');
+
+      // A rollback to the first release runs its pre-rollback hook, and nothing of install or upgrade.
+      const back = await mooring('rollback', 'shop', '--config', configFile);
+      expect(back.code, back.stdout + back.stderr).toBe(0);
+      const rolled = (await new Ledger(api, agentNs()).read('shop')).releases[0];
+      expect(rolled).toMatchObject({ trigger: 'rollback', result: 'stable' });
+      expect(await image()).toBe('web:1');
+      expect(rolled?.hooks?.map((h) => `${h.hook} ${h.object} ${h.outcome}`)).toEqual([
+        `pre-rollback Job ${ns()}/undo succeeded`,
+      ]);
+    } finally {
+      api.close();
+      await agent.stop();
+    }
   });
 });
