@@ -3,6 +3,7 @@
 import cron from 'node-cron';
 import semver from 'semver';
 import { z } from 'zod';
+import { healthProblems } from '../stability/health.ts';
 import { formatDuration, parseDuration } from './duration.ts';
 
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -454,6 +455,27 @@ const audit = z.strictObject({
   token: secretRef.optional(),
 });
 
+/**
+ * A health rule in CEL for one kind, in the shape of Flux's healthCheckExprs (docs/stability.md, "Health you can
+ * program"). Expressions are compiled here, so a bad one is a configuration error naming the rule.
+ */
+export const healthRule = z.strictObject({
+  apiVersion: z.string().min(1),
+  kind: z.string().regex(/^[A-Za-z][A-Za-z0-9]*$/, 'must be a Kind (e.g. Certificate)'),
+  current: z.string().min(1),
+  inProgress: z.string().min(1).optional(),
+  failed: z.string().min(1).optional(),
+});
+
+export const healthRules = z.array(healthRule).superRefine((rules, ctx) => {
+  for (const problem of healthProblems(rules))
+    ctx.addIssue({
+      code: 'custom',
+      path: [problem.index, ...(problem.field ? [problem.field] : [])],
+      message: problem.message,
+    });
+});
+
 export const configSchema = z.strictObject({
   apiVersion: z.literal('mooring.io/v1alpha1').default('mooring.io/v1alpha1'),
   kind: z.literal('AgentConfig').default('AgentConfig'),
@@ -493,6 +515,8 @@ export const configSchema = z.strictObject({
   notifications: z.strictObject({ receivers: z.array(notificationReceiver).default([]) }).prefault({}),
   /** SOPS files are decrypted with the age identities of this key file (a mounted Secret; docs/sops.md). */
   decryption: z.strictObject({ ageKeyFile: z.string().min(1).optional() }).prefault({}),
+  /** Health rules in CEL per kind, which take the place of the built-in rule of their kind (healthRule). */
+  health: healthRules.default([]),
 });
 
 export type MooringConfig = z.infer<typeof configSchema>;

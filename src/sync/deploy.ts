@@ -34,7 +34,8 @@ import {
   render,
 } from '../render/render.ts';
 import { needsHashKey } from '../render/versioning.ts';
-import { judgedByMetadata } from '../stability/rules.ts';
+import { type HealthRules, healthRulesFor } from '../stability/health.ts';
+import { judgedByMetadata, stabilityOf } from '../stability/rules.ts';
 import type { Stability } from '../stability/verdict.ts';
 import { type WaitResult, waitForStability } from '../stability/waiter.ts';
 import { type HookRun, type HookTarget, runHooks } from './hooks.ts';
@@ -93,6 +94,11 @@ export interface DeployRequest {
   hookEvent?: HookEvent;
   /** false: hooks are neither run nor applied (a drift pass corrects the release, it is no new release). */
   hooks?: boolean;
+  /**
+   * Health rules in CEL (the agent's `health`, the CLI's --health-file), compiled by compileHealthRules; rules of
+   * the CustomResourceDefinitions in the set (mooring.io/health-* annotations) join them for other kinds.
+   */
+  health?: HealthRules;
 }
 
 /** How long SyncFail hooks may run, after a sync that failed (its own time may be spent). */
@@ -264,6 +270,8 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
     await createNamespace(api, request.namespace);
     deps.onEvent?.({ type: 'namespace-created', namespace: request.namespace });
   };
+  // The rules stability judges by: compiled before anything is written, so an invalid CRD annotation stops here.
+  let health: HealthRules | undefined;
   const renderStage: Stage = async (ctx) => {
     ctx.rendered = render({
       files: request.files,
@@ -278,6 +286,7 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
         hashKey: ctx.hashKey,
       },
     });
+    health = healthRulesFor(request.health, ctx.rendered.objects);
   };
   // The owner's inventory is read here; the new objects are recorded once the whole set passed its dry run and
   // before the first write (recordInventory): a set refused whole records nothing, a sync cut short leaves no
@@ -473,7 +482,11 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
         // What is left of the deploy's time (a wave waited on before spent some of it).
         timeoutMs: request.timeoutMs > 0 ? Math.max(1, started + request.timeoutMs - Date.now()) : 0,
         signal: request.signal,
-        ...(rule ? { rule } : {}),
+        ...(rule
+          ? { rule }
+          : health
+            ? { rule: (o: KubeObject, now: Date) => stabilityOf(o, now, health) }
+            : {}),
         onProgress: (v) =>
           deps.onEvent?.({
             type: 'progress',

@@ -14,6 +14,7 @@ import type { ManifestFile } from '../render/parse.ts';
 import { valueRedactor } from '../render/redact.ts';
 import type { Attempt, Ledger, Release, ReleaseImage, Trigger } from '../report/ledger.ts';
 import { decryptedValues } from '../sources/sops/decrypt.ts';
+import { compileHealthRules } from '../stability/health.ts';
 import { type DeployReport, deploy } from './deploy.ts';
 import type { Logger } from './logger.ts';
 import { redactReport } from './redact-report.ts';
@@ -120,6 +121,7 @@ export async function syncDeployment(
             timeoutMs: deployment.stability.timeout,
             dryRun: false,
             renderOptions: renderOptionsFor(config, deployment),
+            health: compileHealthRules(config.health, 'config health'),
             hashKeyNamespace: config.cluster.namespace,
             fieldManager: config.apply.fieldManager,
             concurrency: config.apply.concurrency,

@@ -1,6 +1,9 @@
 // `mooring deploy PATH…`: render with the cluster's existing versions and live objects, apply, wait until every
 // object is stable. One line per object; exit 0 when all are stable, 1 when one failed or timed out, 2 for bad input.
+import { readFileSync, statSync } from 'node:fs';
 import type { Command } from 'commander';
+import { parse as parseYaml } from 'yaml';
+import { healthRules } from '../../config/schema.ts';
 import { StalledError } from '../../errors.ts';
 import { KubeApi } from '../../kube/api.ts';
 import type { ApplyResult } from '../../kube/apply.ts';
@@ -10,6 +13,7 @@ import { cliOwner } from '../../kube/inventory.ts';
 import { describeObject } from '../../render/manifest.ts';
 import { valueRedactor } from '../../render/redact.ts';
 import { decryptedValues } from '../../sources/sops/decrypt.ts';
+import { compileHealthRules, type HealthRules } from '../../stability/health.ts';
 import { deploy } from '../../sync/deploy.ts';
 import { HookFailedError } from '../../sync/hooks.ts';
 import { redactReport } from '../../sync/redact-report.ts';
@@ -35,6 +39,48 @@ interface DeployFlags extends ClusterFlags, LocalInputFlags {
   allowEmpty?: boolean;
   versionHistory: string;
   createNamespace?: boolean;
+  healthFile?: string;
+}
+
+/** A health-rule file is a short list; anything larger is not one. */
+const HEALTH_FILE_MAX_BYTES = 1024 * 1024;
+
+/**
+ * --health-file: a YAML list of health rules as the agent configuration's `health` holds them (or a document with
+ * a `health` list, such as the agent configuration itself), checked and compiled before the cluster is asked
+ * anything.
+ */
+function readHealthFile(file: string): HealthRules {
+  const fail = (why: string) => new ExitError(`error: --health-file ${file}: ${why}`, EXIT_USAGE);
+  let text: string;
+  try {
+    if (statSync(file).size > HEALTH_FILE_MAX_BYTES) throw fail(`larger than ${HEALTH_FILE_MAX_BYTES} bytes`);
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    if (error instanceof ExitError) throw error;
+    throw fail(error instanceof Error ? error.message : String(error));
+  }
+  let data: unknown;
+  try {
+    data = parseYaml(text, { maxAliasCount: 100 });
+  } catch (error) {
+    throw fail(error instanceof Error ? error.message : String(error));
+  }
+  const list =
+    data !== null && typeof data === 'object' && !Array.isArray(data) && 'health' in data
+      ? data.health
+      : data;
+  const parsed = healthRules.safeParse(list ?? []);
+  if (!parsed.success)
+    throw fail(
+      parsed.error.issues
+        .map(
+          (i) =>
+            `${i.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('')}: ${i.message}`,
+        )
+        .join('; '),
+    );
+  return compileHealthRules(parsed.data, file);
 }
 
 function describeApplied(r: ApplyResult): string {
@@ -88,6 +134,10 @@ export function deployCommand(
       '--create-namespace',
       'create the namespace (labelled app.kubernetes.io/managed-by: mooring) when it does not exist; it is never pruned',
     )
+    .option(
+      '--health-file <file>',
+      "health rules in CEL per kind, a YAML list as the agent configuration's health holds it (docs/stability.md)",
+    )
     .option('-o, --output <format>', 'table (lines), json or yaml of the report', 'table')
     .action(async (paths: string[], flags: DeployFlags) => {
       const timeoutMs = waitTimeout(flags.timeout);
@@ -105,6 +155,7 @@ export function deployCommand(
         throw new ExitError('error: --version-history must be an integer from 1 to 1000', EXIT_USAGE);
       }
       const images = flags.image.map(parseImageFlag);
+      const health = flags.healthFile === undefined ? undefined : readHealthFile(flags.healthFile);
       // Names given on the command line are checked before anything is read or asked.
       if (flags.namespace !== undefined) checkedNames(flags.namespace, flags.application);
       const clusterConfig = loadKubeConfig(clusterAccess(flags));
@@ -180,6 +231,7 @@ export function deployCommand(
             versionHistory,
             createNamespace: flags.createNamespace ?? false,
             namespaceAdvice: 'create it, or give --create-namespace',
+            ...(health ? { health } : {}),
           },
         );
         const report = redactReport(deployed, redact);
