@@ -6,8 +6,8 @@
 // Bounds (the library has no cost limit of its own): the expression's length; the object's size and depth as it
 // is converted; and the iterations of all macros (all, exists, exists_one, filter, map) of one evaluation,
 // counted by a call woven into each comprehension's loop condition, with a wall-clock deadline checked on each
-// iteration past the first hundred (as cel-go's interrupt check, which Flux sets, checks its context). Outside macros, the work of an
-// expression is bounded by its length.
+// iteration past the first hundred (as cel-go's interrupt check, which Flux sets, checks its context). Outside
+// macros, the work of an expression is bounded by its length.
 import { createRequire } from 'node:module';
 import type * as CelModule from '@bufbuild/cel';
 import type * as CelExt from '@bufbuild/cel/ext';
