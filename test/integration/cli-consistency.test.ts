@@ -6,6 +6,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { api, ledgerOf } from './faults-support.ts';
 import {
+  agentConfig,
   bareRepo,
   deployTo,
   eventually,
@@ -152,16 +153,13 @@ describe('the command line, consistently', () => {
     const repoPath = `cli-handoff-${suffix}/app`;
     const repo = await bareRepo(repoPath);
     await repo.commit({ 'settings.yaml': settings, 'web.yaml': web });
-    const files = await manifestDir({ user: env.git.username, password: env.git.password });
-    const agent = startAgent(`
-cluster: {name: handoff, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs()}}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${files}/user}, password: {file: ${files}/password}}}
-deployments:
-  - {name: storefront, namespace: ${handoffNs()}, source: app, prune: false, stability: {timeout: 2m}}
-server: {port: 0, address: 127.0.0.1}
-`);
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { name: 'handoff', namespace: agentNs() },
+        git: [{ name: 'app', repo }],
+        deployments: [{ name: 'storefront', namespace: handoffNs(), source: 'app', prune: false }],
+      }),
+    );
     stops.push(agent.stop);
     const kube = api();
     try {

@@ -344,6 +344,19 @@ describe('the corpus of applications', () => {
       'configmap shop-settings-v000',
       'secret payment-credentials-v000',
     ]);
+    // Kustomize's generated names keep their hash, each overlay its own, and gain mooring's version.
+    const generated = (d: string) =>
+      Object.keys(before.get(d)?.workloads.frontend?.refs ?? {}).find((r) =>
+        r.includes('guestbook-settings-'),
+      );
+    expect(generated('guestbook-staging')).toMatch(/^configmap guestbook-settings-[a-z0-9]{10}-v000$/);
+    expect(generated('guestbook-production')).toMatch(/^configmap guestbook-settings-[a-z0-9]{10}-v000$/);
+    expect(generated('guestbook-staging')).not.toBe(generated('guestbook-production'));
+    // One ConfigMap from two .env files.
+    expect(before.get('config-envs')?.workloads['ledger-api']?.refs['configmap api-env-v000']).toMatchObject({
+      DATABASE_POOL: '10',
+      FEATURE_EXPORT_CSV: 'true',
+    });
 
     // 2. A changed ConfigMap in each application: a new version, referred to by its workload.
     const changes = Object.assign({}, ...apps.map((a) => a.change(files))) as Record<string, string>;

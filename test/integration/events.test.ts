@@ -8,11 +8,11 @@ import { KubeApi } from '../../src/kube/api.ts';
 import { EventRecorder } from '../../src/kube/events.ts';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
 import {
+  agentConfig,
   bareRepo,
   clusterConfig,
   eventually,
   kubeConfig,
-  manifestDir,
   runTool,
   startAgent,
   testbed,
@@ -42,21 +42,17 @@ describe('Kubernetes Events', () => {
     runTool(testbed().tools.kubectl, ['--kubeconfig', testbed().kube.kubeconfig, ...args]);
 
   it('tells a sync on the Deployment and the ledger ConfigMap: Synced, then SyncFailed', async () => {
-    const env = testbed();
     const suffix = Date.now().toString(36);
     const repoPath = `events-${suffix}/app`;
     const repo = await bareRepo(repoPath);
     const first = await repo.commit({ 'web.yaml': deployment('ready') });
-    const files = await manifestDir({ user: env.git.username, password: env.git.password });
-    const agent = startAgent(`
-cluster: {name: events, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs()}}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${files}/user}, password: {file: ${files}/password}}}
-deployments:
-  - {name: web, namespace: ${ns()}, source: app, stability: {timeout: 3s}}
-server: {port: 0, address: 127.0.0.1}
-`);
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { name: 'events', namespace: agentNs() },
+        git: [{ name: 'app', repo }],
+        deployments: [{ name: 'web', namespace: ns(), source: 'app', stability: { timeout: '3s' } }],
+      }),
+    );
     stops.push(agent.stop);
 
     const synced = await eventually(

@@ -9,9 +9,9 @@ import { githubStatusValidator } from '../contract/github-openapi.ts';
 import { FaultProxy } from '../testbed/fault-proxy.ts';
 import { api, ledgerOf, newestStable, sleep, versionProblems } from './faults-support.ts';
 import {
+  agentConfig,
   bareRepo,
   eventually,
-  manifestDir,
   runTool,
   startAgent,
   startStatusReceiver,
@@ -70,21 +70,15 @@ describe('faults of the Git server', () => {
         '--wait=false',
       ]);
     });
-    const secrets = await manifestDir({ user: env.git.username, password: env.git.password, token: 't' });
     const first = await repo.commit(manifests(1));
-    const agent = startAgent(`
-cluster: {name: faults, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
-sources:
-  git:
-    - {name: app, url: "${proxy.url}/${repoPath}.git", interval: 1s, timeout: 5s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
-deployments:
-  - name: web
-    namespace: ${ns()}
-    source: app
-    stability: {timeout: 2m}
-    commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${secrets}/token}}
-server: {port: 0, address: 127.0.0.1}
-`);
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { name: 'faults', namespace: agentNs },
+        git: [{ name: 'app', repo, url: `${proxy.url}/${repoPath}.git`, timeout: '5s' }],
+        deployments: [{ name: 'web', namespace: ns(), source: 'app' }],
+        statuses: receiver,
+      }),
+    );
     cleanups.push(() => agent.stop());
     const statuses = () => receiver.statuses();
     const pollFailures = () => agent.logged('poll failed');

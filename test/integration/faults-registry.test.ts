@@ -7,9 +7,9 @@ import { FaultProxy } from '../testbed/fault-proxy.ts';
 import { pushImage } from '../testbed/oci-push.ts';
 import { api, newestStable, sleep } from './faults-support.ts';
 import {
+  agentConfig,
   bareRepo,
   eventually,
-  manifestDir,
   runTool,
   startAgent,
   startStatusReceiver,
@@ -62,23 +62,27 @@ spec:
       containers: [{name: web, image: "${image}:stable"}]
 `,
     });
-    const secrets = await manifestDir({ user: env.git.username, password: env.git.password, token: 't' });
-    const agent = startAgent(`
-cluster: {name: faults, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
-  registry:
-    - {name: web-image, image: ${image}, policy: {type: fixed, tag: stable}, insecure: true, interval: 1s}
-deployments:
-  - name: web
-    namespace: ${ns()}
-    source: app
-    images: [web-image]
-    stability: {timeout: 2m}
-    commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${secrets}/token}}
-server: {port: 0, address: 127.0.0.1}
-`);
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { name: 'faults', namespace: agentNs },
+        git: [{ name: 'app', repo }],
+        deployments: [{ name: 'web', namespace: ns(), source: 'app', images: ['web-image'] }],
+        statuses: receiver,
+        extra: {
+          sources: {
+            registry: [
+              {
+                name: 'web-image',
+                image,
+                policy: { type: 'fixed', tag: 'stable' },
+                insecure: true,
+                interval: '1s',
+              },
+            ],
+          },
+        },
+      }),
+    );
     cleanups.push(() => agent.stop());
     const deployedImage = async () =>
       (

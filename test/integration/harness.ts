@@ -397,9 +397,15 @@ export interface AgentConfigSpec {
   git?: GitSourceSpec[];
   /** Each gets `stability: {timeout: 2m}` unless it says otherwise. */
   deployments?: DeploymentSpec[];
-  /** Every deployment reports its commits to this receiver, as the GitHub provider. */
+  /**
+   * Every deployment reports its commits to this receiver, as the GitHub provider; a deployment's own
+   * `commitStatus` fields (a context) are merged over that.
+   */
   statuses?: Pick<StatusReceiver, 'url'>;
-  /** Other top-level sections (registry sources, audit, notifications, …), merged over what is built here. */
+  /**
+   * Other top-level sections (audit, notifications, …); `sources` (registry, local) and `server` are merged with
+   * what is built here.
+   */
   extra?: Record<string, unknown>;
 }
 
@@ -431,13 +437,15 @@ export async function agentConfig(spec: AgentConfigSpec): Promise<string> {
       ...(registry ? { registry } : {}),
       ...otherSources,
     },
-    deployments: (spec.deployments ?? []).map((d) => ({
+    deployments: (spec.deployments ?? []).map(({ commitStatus: own, ...d }) => ({
       stability: { timeout: '2m' },
-      ...(commitStatus ? { commitStatus } : {}),
+      ...(commitStatus || own ? { commitStatus: { ...commitStatus, ...(own as object | undefined) } } : {}),
       ...d,
     })),
-    server: { port: 0, address: '127.0.0.1' },
-    ...Object.fromEntries(Object.entries(spec.extra ?? {}).filter(([key]) => key !== 'sources')),
+    server: { port: 0, address: '127.0.0.1', ...(spec.extra?.server as object | undefined) },
+    ...Object.fromEntries(
+      Object.entries(spec.extra ?? {}).filter(([key]) => key !== 'sources' && key !== 'server'),
+    ),
   };
   return stringify(config);
 }

@@ -13,6 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { InventoryStore } from '../../src/kube/inventory.ts';
 import { api } from './faults-support.ts';
 import {
+  agentConfig,
   bareRepo,
   deployTo,
   eventually,
@@ -20,7 +21,6 @@ import {
   manifestDir,
   startAgent,
   startStatusReceiver,
-  testbed,
   useNamespace,
 } from './helpers.ts';
 
@@ -85,7 +85,6 @@ describe('hostile names and files in a commit', () => {
   });
 
   it('a Service named .. is refused with its file and line: the namespace survives, nothing is applied or recorded', async () => {
-    const env = testbed();
     const suffix = Date.now().toString(36);
     const agentNs = `mooring-hostile-${suffix}`;
     cleanups.push(async () => {
@@ -105,27 +104,24 @@ describe('hostile names and files in a commit', () => {
     // The agent from Git.
     const repo = await bareRepo(`hostile-${suffix}/names`);
     const receiver = await startStatusReceiver();
-    const secrets = await manifestDir({
-      user: env.git.username,
-      password: env.git.password,
-      token: 'status-token',
-    });
     const commit = await repo.commit({ 'apps/web/app.yaml': hostile });
-    const agent = startAgent(`
-cluster: {name: hostile, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/hostile-${suffix}/names.git", interval: 1s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
-deployments:
-  - name: web
-    namespace: ${ns()}
-    source: app
-    paths: [apps/web]
-    prune: true
-    stability: {timeout: 1m}
-    commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${secrets}/token}}
-server: {port: 0, address: 127.0.0.1}
-`);
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { name: 'hostile', namespace: agentNs },
+        git: [{ name: 'app', repo }],
+        deployments: [
+          {
+            name: 'web',
+            namespace: ns(),
+            source: 'app',
+            paths: ['apps/web'],
+            prune: true,
+            stability: { timeout: '1m' },
+          },
+        ],
+        statuses: receiver,
+      }),
+    );
     cleanups.push(() => agent.stop());
     const failure = await eventually(
       'the commit failed',
@@ -161,7 +157,6 @@ server: {port: 0, address: 127.0.0.1}
   it('a symlink or too many files in one deployment fail that deployment only, with a status naming them', {
     timeout: 300_000,
   }, async () => {
-    const env = testbed();
     const suffix = Date.now().toString(36);
     const agentNs = `mooring-hostile-files-${suffix}`;
     cleanups.push(async () => {
@@ -169,24 +164,26 @@ server: {port: 0, address: 127.0.0.1}
     });
     const repo = await bareRepo(`hostile-${suffix}/files`);
     const receiver = await startStatusReceiver();
-    const secrets = await manifestDir({
-      user: env.git.username,
-      password: env.git.password,
-      token: 'status-token',
-    });
     const names = Array.from({ length: 10 }, (_, i) => `d${i}`);
     const round = (n: number) =>
       Object.fromEntries(names.map((d) => [`apps/${d}/app.yaml`, configMap(`${d}-config`, n)]));
     const first = await repo.commit(round(1));
-    const agent = startAgent(`
-cluster: {name: hostile, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/hostile-${suffix}/files.git", interval: 1s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
-deployments:
-${names.map((d) => `  - {name: ${d}, namespace: ${ns()}, source: app, paths: [apps/${d}], application: ${d}, commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${secrets}/token}, context: "mooring/${d}"}}`).join('\n')}
-server: {port: 0, address: 127.0.0.1}
-`);
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { name: 'hostile', namespace: agentNs },
+        git: [{ name: 'app', repo }],
+        deployments: names.map((d) => ({
+          name: d,
+          namespace: ns(),
+          source: 'app',
+          paths: [`apps/${d}`],
+          application: d,
+          stability: { timeout: '30m' },
+          commitStatus: { context: `mooring/${d}` },
+        })),
+        statuses: receiver,
+      }),
+    );
     cleanups.push(() => agent.stop());
     const ended = (sha: string) => {
       const last = new Map<string, { state: string; description: string }>();

@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { slackSchema, teamsSchema, webhookSchema } from '../contract/notification-payloads.ts';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
 import { api, ledgerOf } from './faults-support.ts';
-import { bareRepo, eventually, manifestDir, startAgent, testbed, useNamespace } from './helpers.ts';
+import { agentConfig, bareRepo, eventually, manifestDir, startAgent, useNamespace } from './helpers.ts';
 
 const CANARY = `notify-canary-${Math.random().toString(36).slice(2)}`;
 const KEY = 'hmac-key-for-tests';
@@ -49,7 +49,6 @@ describe('notifications', () => {
   });
 
   it('a failed sync reaches Slack, Teams and a signed webhook; a stable one only who asked for it', async () => {
-    const env = testbed();
     const captured: Captured[] = [];
     let teamsCalls = 0;
     const server = createServer((req, res) => {
@@ -72,34 +71,44 @@ describe('notifications', () => {
     const repo = await bareRepo(repoPath);
     const failing = await repo.commit({ 'app.yaml': manifests('never-ready') });
     const files = await manifestDir({
-      user: env.git.username,
-      password: env.git.password,
       slack: `${base}/slack`,
       teams: `${base}/teams`,
       hook: `${base}/hook`,
       key: KEY,
     });
-    const agent = startAgent(`
-cluster: {name: notify-east, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs()}}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${files}/user}, password: {file: ${files}/password}}}
-notifications:
-  receivers:
-    - {name: chat, type: slack, url: {file: ${files}/slack}}
-    - {name: ops, type: teams, url: {file: ${files}/teams}}
-    - {name: ci, type: webhook, url: {file: ${files}/hook}, secret: {file: ${files}/key}}
-deployments:
-  - name: web
-    namespace: ${ns()}
-    source: app
-    stability: {timeout: 3s}
-    notify:
-      - {receiver: chat, on: [failed]}
-      - {receiver: ops, on: [failed]}
-      - {receiver: ci, on: [failed, stable]}
-server: {port: 0, address: 127.0.0.1}
-`);
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { name: 'notify-east', namespace: agentNs() },
+        git: [{ name: 'app', repo }],
+        deployments: [
+          {
+            name: 'web',
+            namespace: ns(),
+            source: 'app',
+            stability: { timeout: '3s' },
+            notify: [
+              { receiver: 'chat', on: ['failed'] },
+              { receiver: 'ops', on: ['failed'] },
+              { receiver: 'ci', on: ['failed', 'stable'] },
+            ],
+          },
+        ],
+        extra: {
+          notifications: {
+            receivers: [
+              { name: 'chat', type: 'slack', url: { file: `${files}/slack` } },
+              { name: 'ops', type: 'teams', url: { file: `${files}/teams` } },
+              {
+                name: 'ci',
+                type: 'webhook',
+                url: { file: `${files}/hook` },
+                secret: { file: `${files}/key` },
+              },
+            ],
+          },
+        },
+      }),
+    );
     stops.push(agent.stop);
 
     const at = (path: string) => captured.filter((c) => c.path === path);

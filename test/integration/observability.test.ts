@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { pushImage } from '../testbed/oci-push.ts';
 import { api, ledgerOf } from './faults-support.ts';
-import { bareRepo, eventually, manifestDir, runTool, startAgent, testbed, useNamespace } from './helpers.ts';
+import { agentConfig, bareRepo, eventually, runTool, startAgent, testbed, useNamespace } from './helpers.ts';
 
 const CHART = fileURLToPath(new URL('../../charts/mooring', import.meta.url));
 
@@ -109,18 +109,26 @@ spec:
     spec: {containers: [{name: web, image: ${image}:stable}]}
 `,
     });
-    const files = await manifestDir({ user: env.git.username, password: env.git.password });
-    const agent = startAgent(`
-cluster: {name: observability, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs()}}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${files}/user}, password: {file: ${files}/password}}}
-  registry:
-    - {name: web-image, image: ${image}, policy: {type: fixed, tag: stable}, insecure: true, interval: 1h}
-deployments:
-  - {name: web, namespace: ${ns()}, source: app, images: [web-image], stability: {timeout: 2m}}
-server: {port: 0, address: 127.0.0.1}
-`);
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { name: 'observability', namespace: agentNs() },
+        git: [{ name: 'app', repo }],
+        deployments: [{ name: 'web', namespace: ns(), source: 'app', images: ['web-image'] }],
+        extra: {
+          sources: {
+            registry: [
+              {
+                name: 'web-image',
+                image,
+                policy: { type: 'fixed', tag: 'stable' },
+                insecure: true,
+                interval: '1h',
+              },
+            ],
+          },
+        },
+      }),
+    );
     stops.push(agent.stop);
     const kube = api();
     try {

@@ -12,6 +12,7 @@ import { pushImage } from '../testbed/oci-push.ts';
 import { encryptSops, newAgeKey } from '../unit/sources/sops-fixture.ts';
 import { api, ledgerOf } from './faults-support.ts';
 import {
+  agentConfig,
   bareRepo,
   deployTo,
   eventually,
@@ -244,18 +245,28 @@ spec:
     const receiver = await startStatusReceiver();
     stops.push(async () => receiver.close());
     const ended = (sha: string) => receiver.statuses().find((s) => s.sha === sha && s.state !== 'pending');
-    const agent = startAgent(`
-cluster: {name: sops, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs()}}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${files}/user}, password: {file: ${files}/password}}}
-  registry:
-    - {name: vault-image, image: ${image}, policy: {type: fixed, tag: stable}, insecure: true, interval: 1h}
-deployments:
-  - {name: app, namespace: ${ns()}, source: app, images: [vault-image], stability: {timeout: 2m}, commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${files}/token}}}
-decryption: {ageKeyFile: ${files}/keys.txt}
-server: {port: 0, address: 127.0.0.1}
-`);
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { name: 'sops', namespace: agentNs() },
+        git: [{ name: 'app', repo }],
+        deployments: [{ name: 'app', namespace: ns(), source: 'app', images: ['vault-image'] }],
+        statuses: receiver,
+        extra: {
+          sources: {
+            registry: [
+              {
+                name: 'vault-image',
+                image,
+                policy: { type: 'fixed', tag: 'stable' },
+                insecure: true,
+                interval: '1h',
+              },
+            ],
+          },
+          decryption: { ageKeyFile: `${files}/keys.txt` },
+        },
+      }),
+    );
     stops.push(agent.stop);
     const kube = api();
     try {

@@ -8,7 +8,7 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
 import { pushImage } from '../testbed/oci-push.ts';
-import { bareRepo, manifestDir, startAgent, testbed, useNamespace } from './helpers.ts';
+import { agentConfig, bareRepo, manifestDir, startAgent, testbed, useNamespace } from './helpers.ts';
 
 const CHROMIUM = process.env.MOORING_CHROMIUM ?? '/usr/bin/chromium';
 const CANARY = `page-canary-${Math.random().toString(36).slice(2)}`;
@@ -103,18 +103,36 @@ describe('the status page in a browser', () => {
       tag: 'stable',
     });
     const first = await repo.commit({ 'app.yaml': manifests(image, 'ready', 'hello') });
-    const files = await manifestDir({ user: env.git.username, password: env.git.password, token: TOKEN });
-    const agent = startAgent(`
-cluster: {name: staging-east, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs()}}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${files}/user}, password: {file: ${files}/password}}}
-  registry:
-    - {name: web-image, image: ${image}, policy: {type: fixed, tag: stable}, insecure: true, interval: 1h}
-deployments:
-  - {name: web, namespace: ${ns()}, source: app, images: [web-image], stability: {timeout: 5m}}
-server: {port: 0, address: 127.0.0.1, statusPage: {enabled: true, token: {file: ${files}/token}}}
-`);
+    const files = await manifestDir({ token: TOKEN });
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { name: 'staging-east', namespace: agentNs() },
+        git: [{ name: 'app', repo }],
+        deployments: [
+          {
+            name: 'web',
+            namespace: ns(),
+            source: 'app',
+            images: ['web-image'],
+            stability: { timeout: '5m' },
+          },
+        ],
+        extra: {
+          sources: {
+            registry: [
+              {
+                name: 'web-image',
+                image,
+                policy: { type: 'fixed', tag: 'stable' },
+                insecure: true,
+                interval: '1h',
+              },
+            ],
+          },
+          server: { statusPage: { enabled: true, token: { file: `${files}/token` } } },
+        },
+      }),
+    );
     stops.push(agent.stop);
     const page = await browser.newPage({ viewport: { width: 1280, height: 720 } });
     const answers: string[] = [];
