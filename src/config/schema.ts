@@ -329,6 +329,11 @@ export const deployment = z.strictObject({
    * a namespace not created yet); back-off with full jitter up to it. Default: the poll interval of its source.
    */
   retryInterval: interval.optional(),
+  /**
+   * Deployments that must be stable first (docs/agent.md): a revision is synced only once each one's current
+   * release is stable, and after its sync of the same commit when a commit changes both.
+   */
+  dependsOn: z.array(name).default([]),
 });
 export type Deployment = z.infer<typeof deployment>;
 
@@ -649,6 +654,61 @@ export function checkReferences(raw: unknown): ReferenceProblem[] {
       });
     }
   });
+  problems.push(...dependencyProblems(list(root.deployments)));
+  return problems;
+}
+
+/** dependsOn names deployments of this configuration, not itself, and no chain leads back to where it began. */
+function dependencyProblems(deployments: readonly Named[]): ReferenceProblem[] {
+  const problems: ReferenceProblem[] = [];
+  const edges = new Map<string, string[]>();
+  deployments.forEach((d) => {
+    const dependsOn: unknown = (d as { dependsOn?: unknown }).dependsOn;
+    if (typeof d.name === 'string')
+      edges.set(
+        d.name,
+        Array.isArray(dependsOn) ? dependsOn.filter((n): n is string => typeof n === 'string') : [],
+      );
+  });
+  deployments.forEach((d, index) => {
+    if (typeof d.name !== 'string') return;
+    (edges.get(d.name) ?? []).forEach((other, i) => {
+      if (!edges.has(other))
+        problems.push({
+          path: ['deployments', index, 'dependsOn', i],
+          message: `deployment ${d.name} depends on "${other}", which is no deployment of this configuration`,
+        });
+      else if (other === d.name)
+        problems.push({
+          path: ['deployments', index, 'dependsOn', i],
+          message: `deployment ${d.name} depends on itself`,
+        });
+    });
+  });
+  // Each cycle is named once, from the first deployment on it in the file: `a -> b -> c -> a`.
+  const state = new Map<string, 'visiting' | 'done'>();
+  const reported = new Set<string>();
+  const visit = (name: string, chain: string[]): void => {
+    if (state.get(name) === 'done') return;
+    if (state.get(name) === 'visiting') {
+      const cycle = [...chain.slice(chain.indexOf(name)), name];
+      const key = [...new Set(cycle)].sort().join(',');
+      if (cycle.length > 2 && !reported.has(key)) {
+        reported.add(key);
+        const index = deployments.findIndex((d) => d.name === cycle[0]);
+        problems.push({
+          path: ['deployments', index, 'dependsOn'],
+          message: `dependsOn cycle: ${cycle.join(' -> ')}`,
+        });
+      }
+      return;
+    }
+    state.set(name, 'visiting');
+    for (const next of edges.get(name) ?? [])
+      if (edges.has(next) && next !== name) visit(next, [...chain, name]);
+    state.set(name, 'done');
+  };
+  for (const name of edges.keys()) visit(name, []);
   return problems;
 }
 

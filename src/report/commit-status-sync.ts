@@ -197,6 +197,11 @@ export class CommitStatusSync implements SyncReporter {
       );
   }
 
+  /** The sync of a commit waits for the deployments it depends on: pending, saying for what. */
+  async waiting(sync: SyncRequest, description: string): Promise<void> {
+    if (sync.commit) await this.held(sync.deployment, sync.commit, description);
+  }
+
   /**
    * A commit that is not deployed now (its deployment is suspended): pending with a description that says why and
    * what deploys it. The sync that follows the resume posts its own pending and end. Not kept in the outbox: a

@@ -61,10 +61,19 @@ export interface Attempt {
   versions?: string[] | undefined;
 }
 
+/** A sync that waits for the deployments it depends on (dependsOn): what `mooring status` shows. */
+export interface Waiting {
+  /** `waiting for crds`, or `held: dependency crds failed …`. */
+  message: string;
+  commit?: string | undefined;
+  since: string;
+}
+
 export interface LedgerData {
   releases: Release[];
   fence: Fence | undefined;
   attempt?: Attempt | undefined;
+  waiting?: Waiting | undefined;
 }
 
 const MAX_OBJECTS = 300;
@@ -100,6 +109,7 @@ export class Ledger {
         releases: JSON.parse(cm.data?.['releases.json'] ?? '[]') as Release[],
         fence: cm.data?.['fence.json'] ? (JSON.parse(cm.data['fence.json']) as Fence) : undefined,
         attempt: cm.data?.['attempt.json'] ? (JSON.parse(cm.data['attempt.json']) as Attempt) : undefined,
+        waiting: cm.data?.['waiting.json'] ? (JSON.parse(cm.data['waiting.json']) as Waiting) : undefined,
       };
     } catch (error) {
       if (statusCode(error) === 404) return { releases: [], fence: undefined };
@@ -143,6 +153,7 @@ export class Ledger {
         'releases.json': JSON.stringify(data.releases.slice(0, this.limit), null, 1),
         ...(data.fence ? { 'fence.json': JSON.stringify(data.fence, null, 1) } : {}),
         ...(data.attempt ? { 'attempt.json': JSON.stringify(data.attempt, null, 1) } : {}),
+        ...(data.waiting ? { 'waiting.json': JSON.stringify(data.waiting, null, 1) } : {}),
       },
     };
     try {
@@ -198,6 +209,13 @@ export class Ledger {
     const data = await this.read(deployment);
     if (!attempt && !data.attempt) return;
     await this.write(deployment, { ...data, attempt });
+  }
+
+  /** Records (or clears) what the deployment's next sync waits for. */
+  async setWaiting(deployment: string, waiting: Waiting | undefined): Promise<void> {
+    const data = await this.read(deployment);
+    if (!waiting && !data.waiting) return;
+    await this.write(deployment, { ...data, waiting });
   }
 
   async setFence(deployment: string, fence: Fence | undefined): Promise<void> {

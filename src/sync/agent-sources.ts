@@ -40,6 +40,8 @@ export interface DeploymentState {
    * sync of a later change supersedes one of an earlier, and a change after a failed sync is synced.
    */
   changes?: number | undefined;
+  /** What its next sync waits for (dependsOn), once said: said again only when it changes. */
+  waiting?: string | undefined;
 }
 
 export interface RegistryState {

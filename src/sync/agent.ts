@@ -36,7 +36,13 @@ import { reconcile } from './reconcile.ts';
 import { planReload, type ReloadPlan } from './reload.ts';
 import { cappedRetry, retryIntervalOf } from './retry.ts';
 import { Withdrawn } from './superseded.ts';
-import { endInterrupted, type SyncDeps, type SyncReporter, syncDeployment } from './sync-deployment.ts';
+import {
+  endInterrupted,
+  type SyncDeps,
+  type SyncReporter,
+  safely,
+  syncDeployment,
+} from './sync-deployment.ts';
 
 export interface AgentDeps {
   config: MooringConfig;
@@ -57,6 +63,10 @@ interface AgentSync extends SyncJob<AgentSync> {
   requests: ReconcileRequest[];
   /** False once the sync has answered its requests: a request that comes later runs a sync of its own. */
   open: boolean;
+}
+
+function capitalized(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
 export class Agent {
@@ -349,8 +359,39 @@ export class Agent {
       job.open = false;
       for (let r = job.requests.shift(); r; r = job.requests.shift()) await answer(r);
     };
+    /** The commit whose pending status says it waits for a dependency (ended if the job is dropped). */
+    let waitedOn: string | undefined;
     const job: AgentSync = {
       revision: key,
+      // Replaced (by a newer revision) or dropped (removed, the agent stopping) while it waited: its status ends.
+      dropped: async (reason) => {
+        if (waitedOn === undefined) return;
+        const ended = waitedOn;
+        waitedOn = undefined;
+        const signal = AbortSignal.abort(reason);
+        const request = {
+          config: this.deps.config,
+          deployment: d.spec,
+          commit: ended,
+          files: [],
+          images,
+          revision,
+          trigger,
+          signal,
+        };
+        const report = {
+          outcome: 'cancelled' as const,
+          summary: 'cancelled while waiting for its dependencies',
+          applied: [],
+          wait: undefined,
+          history: undefined,
+          prune: undefined,
+          error: undefined,
+          elapsedMs: 0,
+        };
+        for (const r of this.deps.reporters ?? [])
+          await safely(log, 'report the end of the wait', () => r.finished?.(request, report, undefined));
+      },
       target: { commit, images, spec: d.generation ?? 0, trigger, change: input.change },
       // Asked for (a reconcile request, a drift correction, a changed spec): synced even at a revision that ended.
       force: trigger === 'manual' || trigger === 'drift' || trigger === 'config',
@@ -388,6 +429,45 @@ export class Agent {
           }
           filesError = error;
         }
+        // dependsOn: the deployments this one needs are stable first (a drift pass only restores what runs).
+        if (trigger !== 'drift' && d.spec.dependsOn.length > 0) {
+          const hold = await this.dependencyHold(d);
+          if (hold) {
+            await answerAll((r) => this.control.answer(r, 'held', hold.message));
+            if (d.waiting !== hold.message) {
+              d.waiting = hold.message;
+              log.info({ dependsOn: d.spec.dependsOn }, hold.message);
+              await safely(log, 'record the wait', () =>
+                this.ledger.setWaiting(d.spec.name, {
+                  message: hold.message,
+                  commit,
+                  since: new Date().toISOString(),
+                }),
+              );
+              waitedOn = commit;
+              const request = {
+                config: this.deps.config,
+                deployment: d.spec,
+                commit,
+                files: [],
+                images,
+                revision,
+                trigger,
+              };
+              for (const r of this.deps.reporters ?? [])
+                await safely(log, 'report the wait', () =>
+                  r.waiting?.(request, `${capitalized(hold.message)}`),
+                );
+            }
+            // Looked at again soon: when the dependency's sync ends, or (failed) when a new commit fixes it.
+            return { result: 'retry', delayMs: hold.failed ? 10_000 : 2_000, maxDelayMs: 10_000 };
+          }
+          if (d.waiting !== undefined) {
+            d.waiting = undefined;
+            await safely(log, 'clear the wait', () => this.ledger.setWaiting(d.spec.name, undefined));
+          }
+        }
+        waitedOn = undefined;
         const local = isLocal(this.state, d) ? `${filesRevision(files)}|${revision}` : revision;
         if (
           isLocal(this.state, d) &&
@@ -422,6 +502,30 @@ export class Agent {
     // A request joined to the sync of the same revision is answered by that sync when it ends.
     if (queued === 'stopped' && request)
       await this.control.answer(request, 'cancelled', 'the agent is stopping');
+  }
+
+  /**
+   * What the deployments `d` depends on hold it for, if anything: one that syncs, waits to sync, or whose source
+   * is being polled (a commit that changes both syncs the dependency first); one with no release yet; or one whose
+   * last sync failed (which holds `d` until a sync of it is stable).
+   */
+  private async dependencyHold(
+    d: DeploymentState,
+  ): Promise<{ message: string; failed: boolean } | undefined> {
+    for (const name of d.spec.dependsOn) {
+      const other = this.state.deployments.get(name);
+      if (!other) continue;
+      if (this.queue.busy(name) || this.polling.has(other.spec.source))
+        return { message: `waiting for ${name}`, failed: false };
+      const last = (await this.ledger.read(name)).releases[0];
+      if (!last) return { message: `waiting for ${name}: it has no release yet`, failed: false };
+      if (last.result !== 'stable')
+        return {
+          message: `held: dependency ${name} ${last.result} (release ${last.id})${last.messages[0] ? `: ${last.messages[0]}` : ''}`,
+          failed: true,
+        };
+    }
+    return undefined;
   }
 
   /** The longest wait before a failed sync of `d` that may pass is retried (retry.ts). */

@@ -38,6 +38,11 @@ export interface SyncJob<J = unknown> {
    * request then runs after it, without cancelling it.
    */
   join?: ((other: J) => boolean) | undefined;
+  /**
+   * The job will not run again: replaced while it waited (to run, or to be retried) by a request of another
+   * revision, or dropped by cancel(). What it told the world so far (a status that it waits) gets its end here.
+   */
+  dropped?: ((reason: unknown) => void | Promise<void>) | undefined;
 }
 
 /** What became of a request: queued (and `superseding` a running sync), joined to one, already done, or refused. */
@@ -51,6 +56,8 @@ interface Lane<J extends SyncJob<J>> {
   settled: { revision: string; result: SyncOutcome['result'] } | undefined;
   attempts: number;
   retryTimer: NodeJS.Timeout | undefined;
+  /** The job the retry timer will run again. */
+  retrying: J | undefined;
 }
 
 export interface QueueOptions {
@@ -88,6 +95,7 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
         settled: undefined,
         attempts: 0,
         retryTimer: undefined,
+        retrying: undefined,
       };
       this.lanes.set(deployment, lane);
     }
@@ -133,12 +141,17 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
       // The newer request answers for the one it replaces (a reconcile request that waited with it).
       job.join?.(pending);
       event(`replaced the queued sync of ${pending.revision}`);
+      pending.dropped?.(new Superseded(supersedingReason(pending.target, job.target)));
     }
     lane.pending = job;
     lane.attempts = lane.settled?.revision === job.revision ? lane.attempts : 0;
     if (lane.retryTimer) {
       clearTimeout(lane.retryTimer);
       lane.retryTimer = undefined;
+      const retrying = lane.retrying;
+      lane.retrying = undefined;
+      if (retrying && retrying !== job)
+        retrying.dropped?.(new Superseded(supersedingReason(retrying.target, job.target)));
     }
     // A newer revision makes the running sync's stability wait pointless: cancel it, saying what replaced it.
     let superseding = false;
@@ -200,8 +213,10 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
         type: 'retry-scheduled',
         detail: `${delay}ms`,
       });
+      lane.retrying = job;
       lane.retryTimer = setTimeout(() => {
         lane.retryTimer = undefined;
+        lane.retrying = undefined;
         if (lane.pending || lane.running || this.stopping) return;
         lane.pending = job;
         this.ready.push(deployment);
@@ -221,10 +236,22 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
   cancel(deployment: string, reason?: unknown): void {
     const lane = this.lanes.get(deployment);
     if (!lane) return;
+    const dropped = [lane.pending, lane.retrying].filter((j): j is J => j !== undefined);
     lane.pending = undefined;
     if (lane.retryTimer) clearTimeout(lane.retryTimer);
     lane.retryTimer = undefined;
+    lane.retrying = undefined;
     lane.running?.controller.abort(reason);
+    for (const job of dropped) job.dropped?.(reason);
+  }
+
+  /** Whether `deployment` has a sync running, queued, or waiting to be retried. */
+  busy(deployment: string): boolean {
+    const lane = this.lanes.get(deployment);
+    return (
+      lane !== undefined &&
+      (lane.pending !== undefined || lane.running !== undefined || lane.retryTimer !== undefined)
+    );
   }
 
   /** A new limit on syncs at once (a reloaded configuration); running syncs above it finish as usual. */
@@ -265,11 +292,14 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
   async stop(): Promise<void> {
     this.stopping = true;
     this.ready.length = 0;
+    const dropped: (void | Promise<void>)[] = [];
     for (const lane of this.lanes.values()) {
+      for (const job of [lane.pending, lane.retrying]) if (job) dropped.push(job.dropped?.(undefined));
       lane.pending = undefined;
+      lane.retrying = undefined;
       if (lane.retryTimer) clearTimeout(lane.retryTimer);
       lane.running?.controller.abort();
     }
-    await this.idle();
+    await Promise.all([this.idle(), ...dropped]);
   }
 }

@@ -22,6 +22,8 @@ import { redactReport } from './redact-report.ts';
 /** What a sync tells the outside world; the agent wires commit statuses and the audit log in here. */
 export interface SyncReporter {
   started?(sync: SyncRequest): Promise<void> | void;
+  /** The sync waits before it starts (for the deployments it depends on): `description` says for what. */
+  waiting?(sync: SyncRequest, description: string): Promise<void> | void;
   /** A drift pass in report mode found objects changed by hand (none: it found nothing). */
   drifted?(sync: SyncRequest, findings: readonly DriftFinding[]): Promise<void> | void;
   finished?(sync: SyncRequest, report: DeployReport, release: Release | undefined): Promise<void> | void;
@@ -214,7 +216,8 @@ function failedBeforeDeploy(error: unknown): DeployReport {
   };
 }
 
-async function safely<T>(log: Logger, what: string, fn: () => Promise<T> | T): Promise<T | undefined> {
+/** Runs a step whose failure is logged, never thrown: reporting must not end a sync. */
+export async function safely<T>(log: Logger, what: string, fn: () => Promise<T> | T): Promise<T | undefined> {
   try {
     return await fn();
   } catch (error) {

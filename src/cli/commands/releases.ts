@@ -136,6 +136,7 @@ export function releaseCommands(program: Command, print: (text: string) => void)
           last: last ? { release: last.id, result: last.result, message: last.messages[0] } : undefined,
           fence: data.fence,
           suspended: control.suspended.get(name),
+          waiting: data.waiting,
         });
       }
       if (flags.output !== 'table') return print(formatData({ items: rows }, flags.output));
@@ -151,6 +152,7 @@ export function releaseCommands(program: Command, print: (text: string) => void)
               [
                 r.suspended ? describeSuspension(r.suspended) : '',
                 r.fence ? `held at release ${r.fence.release} (rollback)` : '',
+                r.waiting ? r.waiting.message : '',
               ]
                 .filter(Boolean)
                 .join('; ') || '-',

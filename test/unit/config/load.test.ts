@@ -310,3 +310,39 @@ describe('deployment paths', () => {
     expect(parseConfig(withPaths(`["${path}"]`)).deployments[0]?.paths).toEqual([path]);
   });
 });
+
+describe('dependsOn', () => {
+  const config = (deployments: string) =>
+    `sources:\n  local: [{name: app, path: /tmp}]\ndeployments:\n${deployments}`;
+
+  it('refuses unknown names, itself, and cycles, naming the chain', () => {
+    const text = config(
+      [
+        '  - {name: a, namespace: x, source: app, dependsOn: [b]}',
+        '  - {name: b, namespace: x, source: app, dependsOn: [c]}',
+        '  - {name: c, namespace: x, source: app, dependsOn: [a, nope, c]}',
+        '',
+      ].join('\n'),
+    );
+    let error: unknown;
+    try {
+      parseConfig(text, 'mooring.yaml');
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const message = (error as Error).message;
+    expect(message).toContain('dependsOn cycle: a -> b -> c -> a');
+    expect(message).toContain('deployment c depends on "nope", which is no deployment of this configuration');
+    expect(message).toContain('deployment c depends on itself');
+  });
+
+  it('takes a chain without a cycle, and defaults to none', () => {
+    const parsed = parseConfig(
+      config(
+        '  - {name: crds, namespace: x, source: app}\n  - {name: ingress, namespace: x, source: app, dependsOn: [crds]}\n  - {name: web, namespace: x, source: app, dependsOn: [crds, ingress]}\n',
+      ),
+    );
+    expect(parsed.deployments.map((d) => d.dependsOn)).toEqual([[], ['crds'], ['crds', 'ingress']]);
+  });
+});

@@ -1,0 +1,123 @@
+// dependsOn between deployments, in the agent on the test bed: a deployment waits while the deployment it needs
+// syncs, is held (and says so, in its commit status and `mooring status`) while that one's last sync failed, and
+// syncs after it once a commit fixes it; the status of the commit it never deployed gets its end.
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { KubeApi } from '../../src/kube/api.ts';
+import { Ledger } from '../../src/report/ledger.ts';
+import { BEHAVIOR } from '../testbed/kubelet.ts';
+import {
+  agentConfig,
+  bareRepo,
+  clusterConfig,
+  eventually,
+  kubeConfig,
+  manifestDir,
+  mooring,
+  startAgent,
+  startStatusReceiver,
+  useNamespace,
+} from './helpers.ts';
+
+const infra = (behavior: 'ready' | 'never-ready') => `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ingress}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: ingress}}
+  template:
+    metadata: {labels: {app: ingress}, annotations: {${BEHAVIOR}: ${behavior}}}
+    spec: {containers: [{name: c, image: "ingress:1"}]}
+`;
+const app = (value: string) =>
+  `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, annotations: {strategy.spinnaker.io/versioned: "false"}}\ndata: {v: "${value}"}\n`;
+
+describe('dependsOn', () => {
+  const ns = useNamespace('depends');
+  const agentNs = useNamespace('depends-mooring');
+
+  it('holds a deployment while its dependency fails, then syncs it after the dependency', async () => {
+    const repo = await bareRepo(`depends-${Date.now().toString(36)}/fleet`);
+    const broken = await repo.commit({
+      'infra/ingress.yaml': infra('never-ready'),
+      'app/app.yaml': app('1'),
+    });
+    const statuses = await startStatusReceiver();
+    const configFile = join(await manifestDir({}), 'mooring.yaml');
+    await writeFile(
+      configFile,
+      await agentConfig({
+        cluster: { namespace: agentNs() },
+        git: [{ name: 'fleet', repo }],
+        deployments: [
+          { name: 'infra', namespace: ns(), source: 'fleet', paths: ['infra'], stability: { timeout: '8s' } },
+          { name: 'app', namespace: ns(), source: 'fleet', paths: ['app'], dependsOn: ['infra'] },
+        ],
+        statuses,
+      }),
+    );
+    const agent = startAgent({ file: configFile }, { level: 'info' });
+    const api = new KubeApi(clusterConfig());
+    const core = kubeConfig().makeApiClient(CoreV1Api);
+    const appExists = async () =>
+      (await core.listNamespacedConfigMap({ namespace: ns() })).items.some((c) => c.metadata?.name === 'app');
+    try {
+      // The dependency fails: the app says it waits, then that it is held, and is not deployed.
+      expect(
+        (await eventually('infra fails', async () => statuses.ended(broken, 'infra'), 60_000)).state,
+      ).toBe('failure');
+      const held = await eventually('app held', async () =>
+        statuses
+          .statuses()
+          .find(
+            (s) =>
+              s.sha === broken &&
+              s.context.endsWith('app') &&
+              s.description.startsWith('Held: dependency infra'),
+          ),
+      );
+      expect(held.state).toBe('pending');
+      expect(held.description).toMatch(/^Held: dependency infra timed-out \(release 1\)/);
+      expect(
+        statuses
+          .statuses()
+          .some(
+            (s) => s.sha === broken && s.context.endsWith('app') && s.description === 'Waiting for infra',
+          ),
+      ).toBe(true);
+      expect(await appExists()).toBe(false);
+      const status = await mooring('status', 'app', '--config', configFile);
+      expect(status.stdout).toContain('held: dependency infra timed-out');
+
+      // A commit fixes the dependency and changes the app: the dependency syncs first, then the app.
+      const fixed = await repo.commit({ 'infra/ingress.yaml': infra('ready'), 'app/app.yaml': app('2') });
+      expect(
+        (await eventually('infra stable', async () => statuses.ended(fixed, 'infra'), 60_000)).state,
+      ).toBe('success');
+      expect((await eventually('app stable', async () => statuses.ended(fixed, 'app'), 60_000)).state).toBe(
+        'success',
+      );
+      const ledger = new Ledger(api, agentNs());
+      const infraRelease = (await ledger.read('infra')).releases[0];
+      const appRelease = (await ledger.read('app')).releases[0];
+      const ended = (r: { time: string; durationMs: number } | undefined) =>
+        Date.parse(r?.time ?? '') + (r?.durationMs ?? 0);
+      expect(Date.parse(appRelease?.time ?? '')).toBeGreaterThanOrEqual(ended(infraRelease) - 1000);
+      expect(appRelease).toMatchObject({ commit: fixed, result: 'stable' });
+      expect((await ledger.read('app')).waiting).toBeUndefined();
+      // The commit the app never deployed gets its end.
+      const end = await eventually('broken commit ended', async () => statuses.ended(broken, 'app'));
+      expect(end.description).toMatch(/^Superseded by commit [0-9a-f]{7}/);
+      expect(
+        statuses
+          .statuses()
+          .filter((s) => s.sha === broken && s.context.endsWith('app') && s.state === 'success'),
+      ).toEqual([]);
+    } finally {
+      api.close();
+      await agent.stop();
+    }
+  });
+});
