@@ -9,6 +9,7 @@ import { KubeApi } from '../../src/kube/api.ts';
 import { current, Ledger } from '../../src/report/ledger.ts';
 import { pushImage } from '../testbed/oci-push.ts';
 import {
+  agentConfig,
   bareRepo,
   clusterConfig,
   deployTo,
@@ -17,6 +18,7 @@ import {
   manifestDir,
   mooring,
   startAgent,
+  tempDir,
   testbed,
   useNamespace,
 } from './helpers.ts';
@@ -222,21 +224,30 @@ describe('mooring diff --deployment', () => {
       repository: `diff-${suffix}/web`,
       tag: 'stable',
     });
-    const dir = await manifestDir({ user: env.git.username, password: env.git.password });
-    const configFile = join(dir, 'mooring.yaml');
+    const configFile = join(await tempDir(), 'mooring.yaml');
     const agentNamespace = `mooring-${suffix}`;
     await writeFile(
       configFile,
-      `cluster: {kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNamespace}}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/diff-${suffix}.git", interval: 1h, credentials: {username: {file: ${dir}/user}, password: {file: ${dir}/password}}}
-  registry:
-    - {name: web-image, image: ${image}, policy: {type: fixed, tag: stable}, insecure: true, interval: 1h}
-deployments:
-  - {name: web, namespace: ${ns()}, source: app, paths: [apps/web], images: [web-image], stability: {timeout: 2m}}
-server: {port: 0, address: 127.0.0.1}
-`,
+      await agentConfig({
+        cluster: { namespace: agentNamespace },
+        git: [{ name: 'app', repo, interval: '1h' }],
+        deployments: [
+          { name: 'web', namespace: ns(), source: 'app', paths: ['apps/web'], images: ['web-image'] },
+        ],
+        extra: {
+          sources: {
+            registry: [
+              {
+                name: 'web-image',
+                image,
+                policy: { type: 'fixed', tag: 'stable' },
+                insecure: true,
+                interval: '1h',
+              },
+            ],
+          },
+        },
+      }),
     );
 
     // The agent deploys the first commit with the image's digest, records the release, and is stopped.

@@ -13,9 +13,9 @@ import { FaultProxy } from '../testbed/fault-proxy.ts';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
 import { api, newestStable, outboxOf } from './faults-support.ts';
 import {
+  agentConfig,
   bareRepo,
   eventually,
-  manifestDir,
   type Agent as RunningAgent,
   runTool,
   startAgent,
@@ -61,20 +61,12 @@ describe('faults of the status API', () => {
         '--wait=false',
       ]);
     });
-    const secrets = await manifestDir({ user: env.git.username, password: env.git.password, token: 't' });
-    const config = `
-cluster: {name: faults, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
-deployments:
-  - name: web
-    namespace: ${ns()}
-    source: app
-    stability: {timeout: 1m}
-    commitStatus: {provider: github, apiUrl: "${proxy.url}", token: {file: ${secrets}/token}}
-server: {port: 0, address: 127.0.0.1}
-`;
+    const config = await agentConfig({
+      cluster: { name: 'faults', namespace: agentNs },
+      git: [{ name: 'app', repo }],
+      deployments: [{ name: 'web', namespace: ns(), source: 'app', stability: { timeout: '1m' } }],
+      statuses: proxy,
+    });
     const statuses = () => receiver.statuses();
     const ends = (agent: RunningAgent) => agent.logged(/./).filter((r) => r.outcome !== undefined);
     const syncedTo = async (agent: RunningAgent, commit: string, timeoutMs = 90_000) => {

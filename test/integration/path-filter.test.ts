@@ -2,13 +2,12 @@
 // only one deployment's folder syncs that one, and the next polls (many of them) sync none of the others.
 import { afterAll, describe, expect, it } from 'vitest';
 import {
+  agentConfig,
   bareRepo,
   eventually,
   kubectl,
-  manifestDir,
   startAgent,
   startStatusReceiver,
-  testbed,
   useNamespace,
 } from './helpers.ts';
 
@@ -28,25 +27,24 @@ describe('path filtering', () => {
   });
 
   it('syncs only the deployment whose folder a commit touched, on this poll and every later one', async () => {
-    const env = testbed();
     const suffix = Date.now().toString(36);
     const repo = await bareRepo(`paths-${suffix}`);
     const files: Record<string, string> = {};
     for (let i = 0; i < DEPLOYMENTS; i++) files[`apps/d${i}/app.yaml`] = app(`d${i}`, 1);
     await repo.commit(files);
-    const secrets = await manifestDir({ user: env.git.username, password: env.git.password });
-    const deployments = namespaces.map(
-      (ns, i) => `  - {name: d${i}, namespace: ${ns()}, source: app, paths: [apps/d${i}]}`,
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { name: 'paths', namespace: `mooring-paths-${suffix}` },
+        git: [{ name: 'app', repo }],
+        deployments: namespaces.map((ns, i) => ({
+          name: `d${i}`,
+          namespace: ns(),
+          source: 'app',
+          paths: [`apps/d${i}`],
+          stability: { timeout: '30m' },
+        })),
+      }),
     );
-    const agent = startAgent(`
-cluster: {name: paths, kubeconfig: ${env.kube.kubeconfig}, namespace: mooring-paths-${suffix}}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/paths-${suffix}.git", interval: 1s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
-deployments:
-${deployments.join('\n')}
-server: {port: 0, address: 127.0.0.1}
-`);
     const lines = agent.lines;
     stops.push(() => agent.stop());
     const logs = () => agent.logs() as { msg: string; deployment?: string; source?: string }[];
@@ -85,30 +83,36 @@ describe('statuses only on commits that concern the deployment', () => {
   });
 
   it('a deployment that never succeeded gets no status on a commit that touches none of its files', async () => {
-    const env = testbed();
     const suffix = Date.now().toString(36);
     const repo = await bareRepo(`paths-status-${suffix}/app`);
     const receiver = await startStatusReceiver();
-    const secrets = await manifestDir({
-      user: env.git.username,
-      password: env.git.password,
-      token: 'status-token',
-    });
     const first = await repo.commit({
       'apps/bad/app.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n',
       'apps/good/app.yaml': app('good', 1),
     });
-    const status = `{provider: github, apiUrl: "${receiver.url}", token: {file: ${secrets}/token}}`;
-    const agent = startAgent(`
-cluster: {name: paths, kubeconfig: ${env.kube.kubeconfig}, namespace: mooring-paths-status-${suffix}}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/paths-status-${suffix}/app.git", interval: 1s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
-deployments:
-  - {name: bad, namespace: ${badNs()}, source: app, paths: [apps/bad], commitStatus: ${status}}
-  - {name: good, namespace: ${goodNs()}, source: app, paths: [apps/good], commitStatus: ${status}}
-server: {port: 0, address: 127.0.0.1}
-`);
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { name: 'paths', namespace: `mooring-paths-status-${suffix}` },
+        git: [{ name: 'app', repo }],
+        deployments: [
+          {
+            name: 'bad',
+            namespace: badNs(),
+            source: 'app',
+            paths: ['apps/bad'],
+            stability: { timeout: '30m' },
+          },
+          {
+            name: 'good',
+            namespace: goodNs(),
+            source: 'app',
+            paths: ['apps/good'],
+            stability: { timeout: '30m' },
+          },
+        ],
+        statuses: receiver,
+      }),
+    );
     stops.push(() => agent.stop());
     stops.push(async () => {
       await kubectl('delete', 'namespace', `mooring-paths-status-${suffix}`, '--wait=false');

@@ -8,13 +8,14 @@ import { AppsV1Api } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { pushImage } from '../testbed/oci-push.ts';
 import {
+  agentConfig,
   bareRepo,
   eventually,
   kubeConfig,
-  manifestDir,
   mooring,
   runTool,
   startAgent,
+  tempDir,
   testbed,
   useNamespace,
 } from './helpers.ts';
@@ -42,20 +43,27 @@ describe('mooring rollback', () => {
       repository: `rollback-${suffix}/web`,
       tag: 'stable',
     });
-    const dir = await manifestDir({ user: env.git.username, password: env.git.password });
-    const configFile = join(dir, 'mooring.yaml');
+    const configFile = join(await tempDir(), 'mooring.yaml');
     await writeFile(
       configFile,
-      `cluster: {kubeconfig: ${env.kube.kubeconfig}, namespace: mooring-${suffix}}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/rollback-${suffix}.git", interval: 1s, credentials: {username: {file: ${dir}/user}, password: {file: ${dir}/password}}}
-  registry:
-    - {name: web-image, image: ${image}, policy: {type: fixed, tag: stable}, insecure: true, interval: 1s}
-deployments:
-  - {name: web, namespace: ${ns()}, source: app, images: [web-image], stability: {timeout: 2m}}
-server: {port: 0, address: 127.0.0.1}
-`,
+      await agentConfig({
+        cluster: { namespace: `mooring-${suffix}` },
+        git: [{ name: 'app', repo }],
+        deployments: [{ name: 'web', namespace: ns(), source: 'app', images: ['web-image'] }],
+        extra: {
+          sources: {
+            registry: [
+              {
+                name: 'web-image',
+                image,
+                policy: { type: 'fixed', tag: 'stable' },
+                insecure: true,
+                interval: '1s',
+              },
+            ],
+          },
+        },
+      }),
     );
     const agent = startAgent({ file: configFile });
     const lines = agent.lines;
@@ -169,19 +177,30 @@ describe('mooring rollback of Kustomize and Helm deployments', () => {
         'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ .Release.Name }}-settings}\ndata: {ROUND: "{{ .Values.round }}"}\n',
     });
     await repo.commit(round(1));
-    const dir = await manifestDir({ user: env.git.username, password: env.git.password });
-    const configFile = join(dir, 'mooring.yaml');
+    const configFile = join(await tempDir(), 'mooring.yaml');
     await writeFile(
       configFile,
-      `cluster: {kubeconfig: ${env.kube.kubeconfig}, namespace: mooring-formats-${suffix}}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/rollback-formats-${suffix}.git", interval: 1s, credentials: {username: {file: ${dir}/user}, password: {file: ${dir}/password}}}
-deployments:
-  - {name: kz, namespace: ${kzNs()}, source: app, paths: [kz/overlay], stability: {timeout: 1m}}
-  - {name: chart, namespace: ${chartNs()}, source: app, paths: [chart], helm: {chart: chart, valuesFiles: [chart/values.yaml]}, stability: {timeout: 1m}}
-server: {port: 0, address: 127.0.0.1}
-`,
+      await agentConfig({
+        cluster: { namespace: `mooring-formats-${suffix}` },
+        git: [{ name: 'app', repo }],
+        deployments: [
+          {
+            name: 'kz',
+            namespace: kzNs(),
+            source: 'app',
+            paths: ['kz/overlay'],
+            stability: { timeout: '1m' },
+          },
+          {
+            name: 'chart',
+            namespace: chartNs(),
+            source: 'app',
+            paths: ['chart'],
+            helm: { chart: 'chart', valuesFiles: ['chart/values.yaml'] },
+            stability: { timeout: '1m' },
+          },
+        ],
+      }),
     );
     const agent = startAgent({ file: configFile });
     stops.push(async () => {
