@@ -10,16 +10,17 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
 import { assertAlive } from './fault-helpers.ts';
 import { api, ledgerOf, sleep } from './faults-support.ts';
 import {
   type AgentProcess,
+  bareRepo,
   eventually,
   manifestDir,
   runTool,
   startAgent,
+  type TestRepo,
   testbed,
   useNamespace,
 } from './helpers.ts';
@@ -70,7 +71,7 @@ describe('configuration reload', () => {
   const suffix = Date.now().toString(36);
   const agentNs = `mooring-reload-${suffix}`;
   const kube = api();
-  let repo = '';
+  let repo: TestRepo;
   let mount: Awaited<ReturnType<typeof configMount>>;
   let agent: AgentProcess;
   let config: (deployments: string[], extra?: string) => string;
@@ -97,8 +98,8 @@ describe('configuration reload', () => {
 
   beforeAll(async () => {
     const repoPath = `config-reload-${suffix}/apps`;
-    repo = await createBareRepo(env.git.root, repoPath);
-    await commitFiles(repo, {
+    repo = await bareRepo(repoPath);
+    await repo.commit({
       'a/app.yaml': appA(1, 'ready'),
       'b/app.yaml': configMap('b-settings', 1),
       'b2/app.yaml': configMap('b-extra', 1),
@@ -165,7 +166,7 @@ ${extra}
   });
 
   it('lets a sync of an unchanged deployment that waits for stability end stable across a reload', async () => {
-    const commit = await commitFiles(repo, { 'a/app.yaml': appA(2, 'never-ready') });
+    const commit = await repo.commit({ 'a/app.yaml': appA(2, 'never-ready') });
     // The sync of a has applied and waits: its pods never become ready.
     await eventually(
       'a waiting for stability at the new commit',
@@ -234,7 +235,7 @@ ${extra}
     assertAlive(agent);
 
     // The old configuration still runs: a new commit to a is deployed.
-    const third = await commitFiles(repo, {
+    const third = await repo.commit({
       'a/app.yaml': appA(3, 'ready'),
       'b/app.yaml': configMap('b-settings', 3),
     });
@@ -265,7 +266,7 @@ ${extra}
     expect(await reloads()).toEqual({ applied: counts.applied + 1, invalid: counts.invalid + 1 });
     expect(await dataOf(nsB(), 'b-settings')).toBe('3');
     // b's source is no longer polled for it: a commit to b is not deployed.
-    const fourth = await commitFiles(repo, {
+    const fourth = await repo.commit({
       'b/app.yaml': configMap('b-settings', 4),
       'a/app.yaml': appA(4, 'ready'),
     });

@@ -10,11 +10,12 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import { githubStatusValidator } from '../contract/github-openapi.ts';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { assertAlive } from './fault-helpers.ts';
 import { api, ledgerOf, sleep } from './faults-support.ts';
 import {
   type AgentProcess,
+  agentConfig,
+  bareRepo,
   eventually,
   manifestDir,
   mooring,
@@ -22,6 +23,8 @@ import {
   type StatusReceiver,
   startAgent,
   startStatusReceiver,
+  type TestRepo,
+  tempDir,
   testbed,
   useNamespace,
 } from './helpers.ts';
@@ -51,7 +54,7 @@ describe('mooring reconcile, suspend and resume with a running agent', () => {
   const suffix = Date.now().toString(36);
   const agentNs = `mooring-control-${suffix}`;
   const kube = api();
-  let repo = '';
+  let repo: TestRepo;
   let configFile = '';
   let agent: AgentProcess;
   let receiver: StatusReceiver;
@@ -81,30 +84,18 @@ describe('mooring reconcile, suspend and resume with a running agent', () => {
 
   beforeAll(async () => {
     const repoPath = `control-${suffix}/app`;
-    repo = await createBareRepo(env.git.root, repoPath);
-    await commitFiles(repo, { 'app.yaml': app('one') });
+    repo = await bareRepo(repoPath);
+    await repo.commit({ 'app.yaml': app('one') });
     receiver = await startStatusReceiver();
-    const secrets = await manifestDir({
-      user: env.git.username,
-      password: env.git.password,
-      token: 'github-token',
-    });
-    configFile = `${secrets}/mooring.yaml`;
+    configFile = join(await tempDir(), 'mooring.yaml');
     await writeFile(
       configFile,
-      `
-cluster: {name: control, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: ${POLL_SECONDS}s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
-deployments:
-  - name: web
-    namespace: ${ns()}
-    source: app
-    stability: {timeout: 2m}
-    commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${secrets}/token}}
-server: {port: 0, address: 127.0.0.1}
-`,
+      await agentConfig({
+        cluster: { name: 'control', namespace: agentNs },
+        git: [{ name: 'app', repo, interval: `${POLL_SECONDS}s` }],
+        deployments: [{ name: 'web', namespace: ns(), source: 'app' }],
+        statuses: receiver,
+      }),
     );
     agent = startAgent({ file: configFile }, { process: true });
     await eventually(
@@ -202,7 +193,7 @@ server: {port: 0, address: 127.0.0.1}
     await eventually('the agent sees the suspension', async () =>
       agent.logs().some((l) => l.msg.startsWith('deployment suspended')) ? true : undefined,
     );
-    const held = await commitFiles(repo, { 'app.yaml': app('two') });
+    const held = await repo.commit({ 'app.yaml': app('two') });
 
     // Several polls later the cluster still runs the old configuration; the commit is reported as held.
     await eventually('the commit noted as held', async () =>
@@ -249,7 +240,7 @@ server: {port: 0, address: 127.0.0.1}
     expect((await mooring('suspend', 'web', ...flags())).code).toBe(0);
     agent.child.kill('SIGTERM');
     await agent.exited;
-    const held = await commitFiles(repo, { 'app.yaml': app('three') });
+    const held = await repo.commit({ 'app.yaml': app('three') });
     agent = startAgent({ file: configFile }, { process: true });
     await eventually('the restarted agent holds the new commit', async () =>
       agent.logs().some((l) => l.msg.startsWith('commit held') && l.commit === held) ? true : undefined,

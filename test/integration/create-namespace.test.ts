@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { api, ledgerOf } from './faults-support.ts';
 import {
+  agentConfig,
   bareRepo,
   deployTo,
   eventually,
@@ -12,7 +13,6 @@ import {
   manifestDir,
   startAgent,
   startStatusReceiver,
-  testbed,
   unended,
 } from './helpers.ts';
 
@@ -86,28 +86,20 @@ describe('mooring deploy into a namespace that does not exist', () => {
 });
 
 describe('the agent and a namespace that does not exist', () => {
-  async function agentFor(ns: string, extra: string) {
-    const env = testbed();
+  async function agentFor(ns: string, extra: Record<string, unknown>) {
     const suffix = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
     const repo = await bareRepo(`nons-${suffix}/web`);
     const commit = await repo.commit({ 'app.yaml': APP });
     const receiver = await startStatusReceiver();
-    const dir = await manifestDir({ user: env.git.username, password: env.git.password, token: 't' });
     created.push(`mooring-nons-${suffix}`);
-    const agent = startAgent(`
-cluster: {name: nons, kubeconfig: ${env.kube.kubeconfig}, namespace: mooring-nons-${suffix}}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/nons-${suffix}/web.git", interval: 1h, credentials: {username: {file: ${dir}/user}, password: {file: ${dir}/password}}}
-deployments:
-  - name: web
-    namespace: ${ns}
-    source: app
-    stability: {timeout: 2m}
-    commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${dir}/token}}
-${extra}
-server: {port: 0, address: 127.0.0.1}
-`);
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { name: 'nons', namespace: `mooring-nons-${suffix}` },
+        git: [{ name: 'app', repo, interval: '1h' }],
+        deployments: [{ name: 'web', namespace: ns, source: 'app', ...extra }],
+        statuses: receiver,
+      }),
+    );
     cleanups.push(agent.stop);
     const statuses = () => receiver.statuses().filter((s) => s.sha === commit);
     const releases = async () => (await ledgerOf(api(), `mooring-nons-${suffix}`, 'web')).releases;
@@ -117,7 +109,7 @@ server: {port: 0, address: 127.0.0.1}
   it('says so once, then syncs the same commit when the namespace appears, without a new commit', async () => {
     const ns = freshName('nons-agent');
     // The source polls once an hour: only the retry can sync the commit again.
-    const { agent, statuses, releases } = await agentFor(ns, '    retryInterval: 2s');
+    const { agent, statuses, releases } = await agentFor(ns, { retryInterval: '2s' });
     const first = await eventually('a status that names the missing namespace', async () =>
       statuses().find((s) => s.state !== 'pending'),
     );
@@ -154,7 +146,7 @@ server: {port: 0, address: 127.0.0.1}
 
   it('creates the namespace with createNamespace: true and syncs into it', async () => {
     const ns = freshName('nons-create');
-    const { statuses } = await agentFor(ns, '    createNamespace: true');
+    const { statuses } = await agentFor(ns, { createNamespace: true });
     const end = await eventually(
       'the commit ends',
       async () => statuses().find((s) => s.state !== 'pending'),

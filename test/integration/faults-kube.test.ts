@@ -7,7 +7,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, onTestFailed } from 'vitest';
-import { commitFiles } from '../testbed/git-repos.ts';
 import {
   appsAt,
   assertAlive,
@@ -19,6 +18,7 @@ import {
 import { api, ledgerOf, versionProblems } from './faults-support.ts';
 import {
   type AgentProcess,
+  agentConfig,
   bareRepo,
   eventually,
   manifestDir,
@@ -29,6 +29,8 @@ import {
   startMooring,
   startStatusReceiver,
   statusesByCommit,
+  type TestRepo,
+  tempDir,
   testbed,
   unended,
   useNamespace,
@@ -50,7 +52,7 @@ interface Setup {
   /** Where the agent keeps its ledger. */
   agentNamespace: string;
   configFile: string;
-  repo: string;
+  repo: TestRepo;
   captured: StatusReceiver['captured'];
   agent: AgentProcess;
 }
@@ -71,26 +73,15 @@ describe('the agent under API server faults', () => {
     const repo = await bareRepo(`faults-${suffix}/web`);
     const first = await repo.commit({ 'apps.yaml': appsAt(APPS, 1) });
     const receiver = await startStatusReceiver();
-    const dir = await manifestDir({
-      user: env.git.username,
-      password: env.git.password,
-      token: 'status-token',
-    });
-    const configFile = join(dir, 'mooring.yaml');
+    const configFile = join(await tempDir(), 'mooring.yaml');
     await writeFile(
       configFile,
-      `cluster: {name: faults, kubeconfig: ${env.kube.kubeconfig}, namespace: mooring-faults-${suffix}, requestTimeout: 5s}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/faults-${suffix}/web.git", interval: 1s, credentials: {username: {file: ${dir}/user}, password: {file: ${dir}/password}}}
-deployments:
-  - name: web
-    namespace: ${ns()}
-    source: app
-    stability: {timeout: ${timeout}}
-    commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${dir}/token}}
-server: {port: 0, address: 127.0.0.1}
-`,
+      await agentConfig({
+        cluster: { name: 'faults', namespace: `mooring-faults-${suffix}`, requestTimeout: '5s' },
+        git: [{ name: 'app', repo }],
+        deployments: [{ name: 'web', namespace: ns(), source: 'app', stability: { timeout } }],
+        statuses: receiver,
+      }),
     );
     const agent = startAgent({ file: configFile }, { process: true });
     cleanups.push(async () => {
@@ -108,7 +99,7 @@ server: {port: 0, address: 127.0.0.1}
       ns: ns(),
       agentNamespace: `mooring-faults-${suffix}`,
       configFile,
-      repo: repo.path,
+      repo,
       captured: receiver.captured,
       agent,
     };
@@ -204,7 +195,7 @@ server: {port: 0, address: 127.0.0.1}
 
   it('lives through kube-apiserver killed mid-apply and restarted, and converges', async () => {
     const s = await setup(0, '2m');
-    const second = await commitFiles(s.repo, { 'apps.yaml': appsAt(APPS, 2) });
+    const second = await s.repo.commit({ 'apps.yaml': appsAt(APPS, 2) });
     await applying(s.agent, second);
     await killApiServer();
     await new Promise((r) => setTimeout(r, 3000));
@@ -215,7 +206,7 @@ server: {port: 0, address: 127.0.0.1}
 
   it('lives through kube-apiserver stopped mid-apply for longer than its request timeout', async () => {
     const s = await setup(1, '2m');
-    const second = await commitFiles(s.repo, { 'apps.yaml': appsAt(APPS, 2) });
+    const second = await s.repo.commit({ 'apps.yaml': appsAt(APPS, 2) });
     await applying(s.agent, second);
     await freezeApiServer(12_000);
     assertAlive(s.agent);
@@ -224,7 +215,7 @@ server: {port: 0, address: 127.0.0.1}
 
   it('lives through kube-apiserver stopped during the stability wait', async () => {
     const s = await setup(2, '2m');
-    const second = await commitFiles(s.repo, {
+    const second = await s.repo.commit({
       'apps.yaml': appsAt(APPS, 2),
       'lb.yaml': unboundLoadBalancer,
     });
@@ -237,7 +228,7 @@ server: {port: 0, address: 127.0.0.1}
 
   it('reports an unreachable API server, not a failed commit, when it stops answering past the wait, then converges', async () => {
     const s = await setup(3, '25s');
-    const second = await commitFiles(s.repo, {
+    const second = await s.repo.commit({
       'apps.yaml': appsAt(APPS, 2),
       'lb.yaml': unboundLoadBalancer,
     });
@@ -270,13 +261,13 @@ server: {port: 0, address: 127.0.0.1}
 
   it('picks up after the agent is killed mid-sync and started again', async () => {
     const s = await setup(4, '2m');
-    const second = await commitFiles(s.repo, { 'apps.yaml': appsAt(APPS, 2) });
+    const second = await s.repo.commit({ 'apps.yaml': appsAt(APPS, 2) });
     await applying(s.agent, second);
     s.agent.child.kill('SIGKILL');
     await s.agent.exited;
     // A newer commit arrives while no agent runs: the interrupted sync of the second is never run again, and its
     // pending status still gets its end.
-    const third = await commitFiles(s.repo, { 'apps.yaml': appsAt(APPS, 3) });
+    const third = await s.repo.commit({ 'apps.yaml': appsAt(APPS, 3) });
     s.agent = startAgent({ file: s.configFile }, { process: true });
     await converges(s, third, 3);
     const ended = statusesByCommit(s.captured, CONTEXT).get(second)?.at(-1);

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commitGenerated } from '../testbed/git-repos.ts';
 import {
   type AgentProcess,
+  agentConfig,
   bareRepo,
   eventually,
   kubectl,
@@ -19,7 +20,7 @@ import {
   type postedStatuses,
   startAgent,
   startStatusReceiver,
-  testbed,
+  type TestRepo,
   useNamespace,
 } from './helpers.ts';
 
@@ -92,32 +93,24 @@ describe('Git objects bounded before they are inflated', () => {
 
   async function agentFor(
     name: string,
-    repoPath: string,
+    repo: TestRepo,
     deployment: { namespace: string; paths: string },
   ): Promise<{ agent: AgentProcess; statuses: () => ReturnType<typeof postedStatuses> }> {
-    const env = testbed();
     const receiver = await startStatusReceiver();
-    const secrets = await manifestDir({ user: env.git.username, password: env.git.password, token: 't' });
     const suffix = Date.now().toString(36);
     const agentNs = `mooring-${name}-${suffix}`;
     cleanups.push(async () => {
       await kubectl('delete', 'namespace', agentNs, '--wait=false');
     });
     const dir = await manifestDir({
-      'mooring.yaml': `
-cluster: {name: ${name}, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 2s, timeout: 2m, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
-deployments:
-  - name: web
-    namespace: ${deployment.namespace}
-    source: app
-    paths: [${deployment.paths}]
-    stability: {timeout: 2m}
-    commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${secrets}/token}}
-server: {port: 0, address: 127.0.0.1}
-`,
+      'mooring.yaml': await agentConfig({
+        cluster: { name, namespace: agentNs },
+        git: [{ name: 'app', repo, interval: '2s', timeout: '2m' }],
+        deployments: [
+          { name: 'web', namespace: deployment.namespace, source: 'app', paths: [deployment.paths] },
+        ],
+        statuses: receiver,
+      }),
     });
     const agent = startAgent({ file: `${dir}/mooring.yaml` }, { process: true });
     cleanups.push(async () => {
@@ -139,7 +132,7 @@ server: {port: 0, address: 127.0.0.1}
       await repo.commit({ 'apps/web/settings.yaml': configMap('settings') });
       const commit = await commitGenerated(repo.path, { 'data/large.bin': file }, { message: what });
 
-      const { agent, statuses } = await agentFor('git-large', repoPath, {
+      const { agent, statuses } = await agentFor('git-large', repo, {
         namespace: ns(),
         paths: 'apps/web',
       });
@@ -187,7 +180,7 @@ server: {port: 0, address: 127.0.0.1}
       { message: '200 MB manifest' },
     );
 
-    const { agent, statuses } = await agentFor('git-huge', repoPath, {
+    const { agent, statuses } = await agentFor('git-huge', repo, {
       namespace: huge(),
       paths: 'apps/web',
     });

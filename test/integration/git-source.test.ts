@@ -14,9 +14,9 @@ import { MooringError, StalledError, TransientError } from '../../src/errors.ts'
 import { gitCredentials } from '../../src/sources/git/credentials.ts';
 import { pollGit } from '../../src/sources/git/poll.ts';
 import { GitRepository } from '../../src/sources/git/repository.ts';
-import { commitFiles, createBareRepo, forcePush, headOf } from '../testbed/git-repos.ts';
+import { commitFiles, forcePush, headOf } from '../testbed/git-repos.ts';
 import { createGitHttpServer } from '../testbed/git-server.ts';
-import { testbed } from './helpers.ts';
+import { bareRepo, testbed } from './helpers.ts';
 
 const USER_ENV = 'MOORING_TEST_GIT_USERNAME';
 const PASSWORD_ENV = 'MOORING_TEST_GIT_PASSWORD';
@@ -51,9 +51,10 @@ afterAll(async () => {
   for (const dir of cleanup) await rm(dir, { recursive: true, force: true });
 });
 
-async function bareRepo(prefix: string): Promise<{ bare: string; name: string }> {
+/** A bare repository of a unique name, served by this file's own Git server too (the same root). */
+async function uniqueRepo(prefix: string): Promise<{ bare: string; name: string }> {
   const name = `${prefix}-${Date.now().toString(36)}-${counter++}`;
-  return { bare: await createBareRepo(testbed().git.root, name), name };
+  return { bare: (await bareRepo(name)).path, name };
 }
 
 async function tempCache(): Promise<string> {
@@ -104,7 +105,7 @@ async function caught(promise: Promise<unknown>): Promise<MooringError> {
 
 describe('resolving refs without fetching', () => {
   it('finds the head of the branch, not of a branch sharing its prefix', async () => {
-    const { bare, name } = await bareRepo('refs-branch');
+    const { bare, name } = await uniqueRepo('refs-branch');
     const head = await commitFiles(bare, { 'a.yaml': 'a: 1\n' });
     await commitFiles(bare, { 'a.yaml': 'a: 2\n' }, { branch: 'main-old' });
     const repo = await repository(name);
@@ -117,7 +118,7 @@ describe('resolving refs without fetching', () => {
   });
 
   it('finds a tag, peeling an annotated one to its commit', async () => {
-    const { bare, name } = await bareRepo('refs-tag');
+    const { bare, name } = await uniqueRepo('refs-tag');
     const first = await commitFiles(bare, { 'a.yaml': 'a: 1\n' }, { tag: 'light' });
     await commitFiles(bare, { 'a.yaml': 'a: 2\n' });
     await git(bare, ['tag', '-a', 'annotated', '-m', 'release', first]);
@@ -136,7 +137,7 @@ describe('resolving refs without fetching', () => {
   });
 
   it('finds the newest tag in a semver range: v prefixes, pre-releases and other tags', async () => {
-    const { bare, name } = await bareRepo('refs-semver');
+    const { bare, name } = await uniqueRepo('refs-semver');
     const tags = ['v1.0.0', '1.2.0', 'v1.3.0-rc.1', 'v2.0.0-beta.1', 'latest', 'release-7', '1.4'];
     const commits = new Map<string, string>();
     for (const tag of tags) commits.set(tag, await commitFiles(bare, { 'v.yaml': `tag: ${tag}\n` }, { tag }));
@@ -166,7 +167,7 @@ describe('polling', () => {
   const paths = { paths: ['apps'], exclude: ['*.test.yaml'] };
 
   it('makes no fetch when the branch has not moved', async () => {
-    const { bare, name } = await bareRepo('poll-same');
+    const { bare, name } = await uniqueRepo('poll-same');
     const head = await commitFiles(bare, {
       'apps/web/deploy.yaml': 'kind: Deployment\n',
       'README.md': 'hi\n',
@@ -185,7 +186,7 @@ describe('polling', () => {
   });
 
   it('returns the changed manifest files under the paths, also over several commits', async () => {
-    const { bare, name } = await bareRepo('poll-change');
+    const { bare, name } = await uniqueRepo('poll-change');
     const base = await commitFiles(bare, {
       'apps/web/deploy.yaml': 'replicas: 1\n',
       'apps/web/keep.yaml': 'kind: ConfigMap\n',
@@ -242,7 +243,7 @@ describe('polling', () => {
   });
 
   it('uses credentials written in the URL and never shows them', async () => {
-    const { bare, name } = await bareRepo('poll-url-auth');
+    const { bare, name } = await uniqueRepo('poll-url-auth');
     const head = await commitFiles(bare, { 'apps/a.yaml': 'a: 1\n' });
     const env = testbed();
     const authority = `${encodeURIComponent(env.git.username)}:${encodeURIComponent(env.git.password)}@`;
@@ -256,7 +257,7 @@ describe('polling', () => {
   });
 
   it('gives no artifacts for a commit that touches only other paths', async () => {
-    const { bare, name } = await bareRepo('poll-other');
+    const { bare, name } = await uniqueRepo('poll-other');
     const base = await commitFiles(bare, { 'apps/a.yaml': 'a: 1\n', 'docs/x.yaml': 'x: 1\n' });
     const repo = await repository(name);
     await pollGit(repo, {}, paths);
@@ -271,7 +272,7 @@ describe('polling', () => {
   });
 
   it('treats everything as changed after a force-push that dropped the deployed commit', async () => {
-    const { bare, name } = await bareRepo('poll-force');
+    const { bare, name } = await uniqueRepo('poll-force');
     const base = await commitFiles(bare, { 'apps/a.yaml': 'a: 1\n', 'apps/b.yaml': 'b: 1\n' });
     const deployed = await commitFiles(bare, { 'apps/a.yaml': 'a: 2\n' });
     const repo = await repository(name);
@@ -291,7 +292,7 @@ describe('polling', () => {
 
 describe('fetching', () => {
   it('brings only the changed objects once the previous commit is in the cache', async () => {
-    const { bare, name } = await bareRepo('fetch-thin');
+    const { bare, name } = await uniqueRepo('fetch-thin');
     const files: Record<string, string> = {};
     for (let i = 0; i < 200; i++) files[`apps/app-${i}/config.yaml`] = `index: ${i}\n`;
     const base = await commitFiles(bare, files);
@@ -313,7 +314,7 @@ describe('fetching', () => {
   });
 
   it('rewrites its packs as one past the bound, keeping every fetched commit readable', async () => {
-    const { bare, name } = await bareRepo('fetch-compact');
+    const { bare, name } = await uniqueRepo('fetch-compact');
     const first = await commitFiles(bare, { 'apps/a.yaml': 'a: 0\n', 'apps/b.yaml': 'b: 0\n' });
     const repo = await repository(name, {}, { maxPacks: 3 });
     let last = (await pollGit(repo, {}, everywhere())).commit;
@@ -334,7 +335,7 @@ describe('fetching', () => {
   });
 
   it('fetches a commit by its id while a ref reaches it, and says so when none does', async () => {
-    const { bare, name } = await bareRepo('fetch-id');
+    const { bare, name } = await uniqueRepo('fetch-id');
     const old = await commitFiles(bare, { 'a.yaml': 'a: 1\n' });
     await commitFiles(bare, { 'a.yaml': 'a: 2\n' });
     const repo = await repository(name);
@@ -351,7 +352,7 @@ describe('fetching', () => {
 
 describe('refusals', () => {
   it('reports wrong credentials as authentication, without the password', async () => {
-    const { bare, name } = await bareRepo('auth');
+    const { bare, name } = await uniqueRepo('auth');
     await commitFiles(bare, { 'a.yaml': 'a: 1\n' });
     const repo = await repository(name, {
       credentials: { username: { env: USER_ENV }, password: { env: WRONG_ENV } },
@@ -379,7 +380,7 @@ describe('refusals', () => {
   });
 
   it('sends a token as the password, under the username given or x-access-token', async () => {
-    const { bare, name } = await bareRepo('token');
+    const { bare, name } = await uniqueRepo('token');
     const head = await commitFiles(bare, { 'a.yaml': 'a: 1\n' });
     const token = { token: { env: PASSWORD_ENV } };
     expect(await gitCredentials({ credentials: token })).toEqual({
@@ -429,7 +430,7 @@ describe('refusals', () => {
   });
 
   it('refuses a symlink in the repository, naming it', async () => {
-    const { bare, name } = await bareRepo('symlink');
+    const { bare, name } = await uniqueRepo('symlink');
     const base = await commitFiles(bare, { 'apps/deploy.yaml': 'kind: Deployment\n', 'docs/a.md': 'a\n' });
     const repo = await repository(name);
     await pollGit(repo, {}, everywhere());
@@ -457,7 +458,7 @@ describe('refusals', () => {
   });
 
   it('refuses a file larger than maxFileBytes, naming it', async () => {
-    const { bare, name } = await bareRepo('big');
+    const { bare, name } = await uniqueRepo('big');
     const head = await commitFiles(bare, {
       'apps/small.yaml': 'a: 1\n',
       'apps/big.yaml': `a: ${'x'.repeat(200)}\n`,

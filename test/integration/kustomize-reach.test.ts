@@ -15,6 +15,7 @@ import { gitSource } from '../../src/config/schema.ts';
 import { kustomizeGit } from '../../src/sources/build/kustomize-sources.ts';
 import { GitRepository } from '../../src/sources/git/repository.ts';
 import {
+  agentConfig,
   bareRepo,
   deployTo,
   eventually,
@@ -228,33 +229,37 @@ describe('the agent and what a pushed commit may make the tools do', () => {
     const repo = await bareRepo(repoPath);
     const receiver = await startStatusReceiver();
     const agentNs = `mooring-reach-${suffix}`;
-    const secrets = await manifestDir({ user: env.git.username, password: env.git.password, token: 't' });
     const first = await repo.commit({
       'app/kustomization.yaml': `resources: [cm.yaml]\nconfigMapGenerator:\n  - {name: leak, envs: ["${base}/agent-envs"]}\n`,
       'app/cm.yaml': cm,
       'chart/Chart.yaml': 'apiVersion: v2\nname: big\nversion: 0.1.0\n',
       'chart/templates/cm.yaml': BIG_TEMPLATE,
     });
-    const agent = startAgent(`
-cluster: {name: reach, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
-render: {kubectl: ${env.tools.kubectl}, toolTimeout: 60s, toolMemoryBytes: 268435456}
-deployments:
-  - name: kustomized
-    namespace: ${ns()}
-    source: app
-    paths: [app]
-    commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${secrets}/token}}
-  - name: charted
-    namespace: ${ns()}
-    source: app
-    paths: [chart]
-    helm: {chart: chart}
-    commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${secrets}/token}}
-server: {port: 0, address: 127.0.0.1}
-`);
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { name: 'reach', namespace: agentNs },
+        git: [{ name: 'app', repo }],
+        deployments: [
+          {
+            name: 'kustomized',
+            namespace: ns(),
+            source: 'app',
+            paths: ['app'],
+            stability: { timeout: '30m' },
+          },
+          {
+            name: 'charted',
+            namespace: ns(),
+            source: 'app',
+            paths: ['chart'],
+            helm: { chart: 'chart' },
+            stability: { timeout: '30m' },
+          },
+        ],
+        statuses: receiver,
+        extra: { render: { kubectl: env.tools.kubectl, toolTimeout: '60s', toolMemoryBytes: 268435456 } },
+      }),
+    );
     try {
       const ended = (sha: string, context: RegExp) =>
         receiver.statuses().find((s) => s.sha === sha && s.state !== 'pending' && context.test(s.context));

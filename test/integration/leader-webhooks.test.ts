@@ -9,12 +9,12 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   type Agent,
+  agentConfig,
   bareRepo,
   eventually,
   kubeConfig,
   manifestDir,
   startAgent,
-  testbed,
   useNamespace,
 } from './helpers.ts';
 
@@ -29,7 +29,6 @@ describe('webhooks with two replicas', () => {
   });
 
   it('reach only the leader: its Pod is labelled, the Service selects it, a standby answers 503', async () => {
-    const env = testbed();
     const core = kubeConfig().makeApiClient(CoreV1Api);
     const suffix = Date.now().toString(36);
     const repoPath = `leader-hooks-${suffix}/app`;
@@ -37,7 +36,7 @@ describe('webhooks with two replicas', () => {
     await repo.commit({
       'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {k: v}\n',
     });
-    const files = await manifestDir({ user: env.git.username, password: env.git.password, hook: SECRET });
+    const files = await manifestDir({ hook: SECRET });
 
     // The two replicas' Pods and the webhook Service, as the chart makes them.
     const selector = { app: `mooring-${suffix}` };
@@ -63,22 +62,19 @@ describe('webhooks with two replicas', () => {
       },
     });
 
+    const config = await agentConfig({
+      cluster: { namespace: agentNs() },
+      git: [{ name: 'app', repo, interval: '1h' }],
+      deployments: [{ name: 'settings', namespace: ns(), source: 'app', stability: { timeout: '30m' } }],
+      extra: {
+        server: { webhooks: { generic: { secret: { file: `${files}/hook` } } } },
+        leaderElection: { enabled: true, leaseName: 'mooring', leaseDuration: '4s', renewInterval: '1s' },
+      },
+    });
     const agents = new Map<string, Agent>();
     const logs = new Map<string, string[]>();
     const start = (identity: string) => {
-      const agent = startAgent(
-        `
-cluster: {kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs()}}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1h, credentials: {username: {file: ${files}/user}, password: {file: ${files}/password}}}
-deployments:
-  - {name: settings, namespace: ${ns()}, source: app}
-server: {port: 0, address: 127.0.0.1, webhooks: {generic: {secret: {file: ${files}/hook}}}}
-leaderElection: {enabled: true, leaseName: mooring, leaseDuration: 4s, renewInterval: 1s}
-`,
-        { identity },
-      );
+      const agent = startAgent(config, { identity });
       logs.set(identity, agent.lines);
       agents.set(identity, agent);
       stops.set(identity, () => agent.stop());

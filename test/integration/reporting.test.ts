@@ -19,6 +19,7 @@ import { BEHAVIOR } from '../testbed/kubelet.ts';
 import { pushImage } from '../testbed/oci-push.ts';
 import { encryptSops, newAgeKey } from '../unit/sources/sops-fixture.ts';
 import {
+  agentConfig,
   bareRepo,
   eventually,
   manifestDir,
@@ -48,7 +49,7 @@ describe('commit statuses, audit log and secrecy', () => {
     const repo = await bareRepo(repoPath);
     const validate = githubStatusValidator();
     const receiver = await startStatusReceiver();
-    const { captured, url: apiUrl } = receiver;
+    const { captured } = receiver;
 
     const image = `${env.registry.host}/report-${suffix}/web`;
     const app = (deployment: string) => `apiVersion: v1
@@ -92,33 +93,36 @@ spec:
     const first = await repo.commit({ 'app.yaml': app(good), 'sealed.yaml': sealed });
     await pushImage({ registry: env.registry.url, repository: `report-${suffix}/web`, tag: 'stable' });
     const secrets = await manifestDir({
-      user: env.git.username,
-      password: env.git.password,
-      token: 'github-token',
       'age-keys.txt': `${age.secret}\n`,
     });
 
     const sinks: string[][] = [];
     const start = async (cluster: string, namespace: string) => {
       const audit = join(secrets, `audit-${cluster}.jsonl`);
-      const agent = startAgent(`
-cluster: {name: ${cluster}, kubeconfig: ${env.kube.kubeconfig}, namespace: mooring-${cluster}-${suffix}}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
-  registry:
-    - {name: web-image, image: ${image}, policy: {type: fixed, tag: stable}, insecure: true, interval: 1s}
-deployments:
-  - name: web
-    namespace: ${namespace}
-    source: app
-    images: [web-image]
-    stability: {timeout: 2m}
-    commitStatus: {provider: github, apiUrl: "${apiUrl}", token: {file: ${secrets}/token}}
-server: {port: 0, address: 127.0.0.1, statusPage: {enabled: true, anonymous: true}}
-audit: {file: ${audit}}
-decryption: {ageKeyFile: ${secrets}/age-keys.txt}
-`);
+      const agent = startAgent(
+        await agentConfig({
+          cluster: { name: cluster, namespace: `mooring-${cluster}-${suffix}` },
+          git: [{ name: 'app', repo }],
+          deployments: [{ name: 'web', namespace, source: 'app', images: ['web-image'] }],
+          statuses: receiver,
+          extra: {
+            sources: {
+              registry: [
+                {
+                  name: 'web-image',
+                  image,
+                  policy: { type: 'fixed', tag: 'stable' },
+                  insecure: true,
+                  interval: '1s',
+                },
+              ],
+            },
+            server: { statusPage: { enabled: true, anonymous: true } },
+            audit: { file: audit },
+            decryption: { ageKeyFile: `${secrets}/age-keys.txt` },
+          },
+        }),
+      );
       sinks.push(agent.lines);
       stops.push(() => agent.stop());
       return { audit, port: agent.port };
