@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { pushImage } from '../testbed/oci-push.ts';
 import {
   type Agent,
+  agentConfig,
   bareRepo,
   eventually,
   kubeConfig,
@@ -71,27 +72,34 @@ spec:
       repository: `agent-${suffix}/web`,
       tag: 'stable',
     });
-    const secrets = await manifestDir({ user: env.git.username, password: env.git.password, hook: SECRET });
-    const url = `${env.git.url}/${repoName}.git`;
-    const config = `
-cluster: {kubeconfig: ${env.kube.kubeconfig}, namespace: mooring-${suffix}, name: testbed}
-sources:
-  git:
-    - name: manifests
-      url: ${url}
-      interval: 1h
-      credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}
-  registry:
-    - {name: web-image, image: ${image}, policy: {type: fixed, tag: stable}, insecure: true, interval: 1h}
-deployments:
-  - {name: web, namespace: ${ns()}, source: manifests, paths: [apps/web], images: [web-image], stability: {timeout: 2m}}
-server:
-  port: 0
-  address: 127.0.0.1
-  webhooks:
-    github: {secret: {file: ${secrets}/hook}}
-    registry: {token: {file: ${secrets}/hook}}
-`;
+    const secrets = await manifestDir({ hook: SECRET });
+    const url = repo.url;
+    const config = await agentConfig({
+      cluster: { name: 'testbed', namespace: `mooring-${suffix}` },
+      git: [{ name: 'manifests', repo, interval: '1h' }],
+      deployments: [
+        { name: 'web', namespace: ns(), source: 'manifests', paths: ['apps/web'], images: ['web-image'] },
+      ],
+      extra: {
+        sources: {
+          registry: [
+            {
+              name: 'web-image',
+              image,
+              policy: { type: 'fixed', tag: 'stable' },
+              insecure: true,
+              interval: '1h',
+            },
+          ],
+        },
+        server: {
+          webhooks: {
+            github: { secret: { file: `${secrets}/hook` } },
+            registry: { token: { file: `${secrets}/hook` } },
+          },
+        },
+      },
+    });
     const apps = kubeConfig().makeApiClient(AppsV1Api);
     const core = kubeConfig().makeApiClient(CoreV1Api);
     const imageOf = async () =>
@@ -265,15 +273,13 @@ spec:
     spec: {containers: [{name: app, image: app:1}]}
 `,
     });
-    const agent = startAgent(`
-cluster: {kubeconfig: ${env.kube.kubeconfig}, namespace: mooring-${suffix}}
-sources:
-  local: [{name: folder, path: ${dir}}]
-deployments:
-  - {name: drifter, namespace: ${ns()}, source: folder}
-server: {port: 0, address: 127.0.0.1}
-drift: {interval: 2s}
-`);
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { namespace: `mooring-${suffix}` },
+        deployments: [{ name: 'drifter', namespace: ns(), source: 'folder', stability: { timeout: '30m' } }],
+        extra: { sources: { local: [{ name: 'folder', path: dir }] }, drift: { interval: '2s' } },
+      }),
+    );
     await agent.ready();
     agents.push(agent);
     const apps = kubeConfig().makeApiClient(AppsV1Api);
@@ -405,15 +411,16 @@ spec:
     spec: {containers: [{name: app, image: app:1}]}
 `,
     });
-    const agent = startAgent(`
-cluster: {kubeconfig: ${env.kube.kubeconfig}, namespace: mooring-r-${suffix}}
-sources:
-  local: [{name: folder, path: ${dir}}]
-deployments:
-  - {name: watched, namespace: ${ns()}, source: folder}
-server: {port: 0, address: 127.0.0.1}
-drift: {interval: 2s, mode: report}
-`);
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { namespace: `mooring-r-${suffix}` },
+        deployments: [{ name: 'watched', namespace: ns(), source: 'folder', stability: { timeout: '30m' } }],
+        extra: {
+          sources: { local: [{ name: 'folder', path: dir }] },
+          drift: { interval: '2s', mode: 'report' },
+        },
+      }),
+    );
     await agent.ready();
     agents.push(agent);
     const apps = kubeConfig().makeApiClient(AppsV1Api);

@@ -10,6 +10,7 @@ import { KubeApi } from '../../src/kube/api.ts';
 import { Discovery } from '../../src/kube/discovery.ts';
 import { deploy } from '../../src/sync/deploy.ts';
 import {
+  agentConfig,
   clusterConfig,
   eventually,
   kubeConfig,
@@ -164,7 +165,6 @@ describe('namespace boundary: the agent', () => {
   });
 
   it('fails only the deployment whose manifest leaves its namespaces, naming the object; the other becomes stable', async () => {
-    const env = testbed();
     const goodDir = await manifestDir({
       'settings.yaml': settings,
       'web.yaml': `apiVersion: apps/v1
@@ -179,15 +179,23 @@ spec:
 `,
     });
     const badDir = await manifestDir({ 'settings.yaml': settings, 'x.yaml': evil });
-    const agent = startAgent(`
-cluster: {kubeconfig: ${env.kube.kubeconfig}, namespace: mooring-boundary-${suffix}}
-sources:
-  local: [{name: good, path: ${goodDir}}, {name: bad, path: ${badDir}}]
-deployments:
-  - {name: good, namespace: ${good()}, source: good, stability: {timeout: 2m}}
-  - {name: bad, namespace: ${bad()}, source: bad, stability: {timeout: 2m}}
-server: {port: 0, address: 127.0.0.1}
-`);
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { namespace: `mooring-boundary-${suffix}` },
+        deployments: [
+          { name: 'good', namespace: good(), source: 'good' },
+          { name: 'bad', namespace: bad(), source: 'bad' },
+        ],
+        extra: {
+          sources: {
+            local: [
+              { name: 'good', path: goodDir },
+              { name: 'bad', path: badDir },
+            ],
+          },
+        },
+      }),
+    );
     stops.push(() => agent.stop());
     const logs = () => agent.logs() as { msg: string; deployment?: string; outcome?: string }[];
     const outcome = (deployment: string) =>

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FaultProxy, type RequestInfo } from '../testbed/fault-proxy.ts';
 import { pushImage } from '../testbed/oci-push.ts';
-import { eventually, startAgent, testbed } from './helpers.ts';
+import { agentConfig, eventually, startAgent, testbed } from './helpers.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterAll(async () => {
@@ -30,13 +30,24 @@ describe('registry rate limits', () => {
     // The first request for the image's manifest is refused; the registry asks for 5 seconds.
     proxy.set({ kind: 'rate-limit', retryAfterSeconds: 5 }, { match: ofRepository, times: 1 });
 
-    const agent = startAgent(`
-cluster: {kubeconfig: ${env.kube.kubeconfig}, namespace: mooring-ratelimit-${run}}
-sources:
-  registry:
-    - {name: web-image, image: ${proxy.host}/${repository}, policy: {type: fixed, tag: stable}, insecure: true, interval: 1s}
-server: {port: 0, address: 127.0.0.1}
-`);
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { namespace: `mooring-ratelimit-${run}` },
+        extra: {
+          sources: {
+            registry: [
+              {
+                name: 'web-image',
+                image: `${proxy.host}/${repository}`,
+                policy: { type: 'fixed', tag: 'stable' },
+                insecure: true,
+                interval: '1s',
+              },
+            ],
+          },
+        },
+      }),
+    );
     await agent.listening();
     const metrics = async () => (await fetch(`http://127.0.0.1:${agent.port()}/metrics`)).text();
     const logs = () => agent.logs() as LogLine[];

@@ -14,6 +14,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { encryptSops, newAgeKey } from '../unit/sources/sops-fixture.ts';
 import { assertAlive } from './fault-helpers.ts';
 import {
+  agentConfig,
   bareRepo,
   eventually,
   manifestDir,
@@ -80,25 +81,19 @@ describe('SOPS files from an untrusted commit', () => {
     );
     const receiver = await startStatusReceiver();
     const files = await manifestDir({
-      user: env.git.username,
-      password: env.git.password,
-      token: 't',
       'keys.txt': `${ours.secret}\n`,
     });
     const port = await freePort();
     const config = join(files, 'mooring.yaml');
     await writeFile(
       config,
-      `
-cluster: {name: evil, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs()}}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${files}/user}, password: {file: ${files}/password}}}
-deployments:
-  - {name: app, namespace: ${ns()}, source: app, stability: {timeout: 1m}, commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${files}/token}}}
-decryption: {ageKeyFile: ${files}/keys.txt}
-server: {port: ${port}, address: 127.0.0.1}
-`,
+      await agentConfig({
+        cluster: { name: 'evil', namespace: agentNs() },
+        git: [{ name: 'app', repo }],
+        deployments: [{ name: 'app', namespace: ns(), source: 'app', stability: { timeout: '1m' } }],
+        statuses: receiver,
+        extra: { decryption: { ageKeyFile: `${files}/keys.txt` }, server: { port } },
+      }),
     );
     const agent = startAgent({ file: config }, { process: true });
     stops.push(async () => {
@@ -249,27 +244,29 @@ stringData:
     });
     const receiver = await startStatusReceiver();
     const files = await manifestDir({
-      user: env.git.username,
-      password: env.git.password,
-      token: 't',
       'keys.txt': `${key.secret}\n`,
     });
-    const agent = startAgent(`
-cluster: {name: chart, kubeconfig: ${env.kube.kubeconfig}, namespace: ${chartAgentNs()}}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${files}/user}, password: {file: ${files}/password}}}
-deployments:
-  - name: app
-    namespace: ${chartNs()}
-    source: app
-    helm: {chart: charts/app, valuesFiles: [charts/app/secrets.yaml]}
-    stability: {timeout: 1m}
-    commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${files}/token}}
-decryption: {ageKeyFile: ${files}/keys.txt}
-audit: {file: ${files}/audit.jsonl}
-server: {port: 0, address: 127.0.0.1, statusPage: {enabled: true, anonymous: true}}
-`);
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { name: 'chart', namespace: chartAgentNs() },
+        git: [{ name: 'app', repo }],
+        deployments: [
+          {
+            name: 'app',
+            namespace: chartNs(),
+            source: 'app',
+            helm: { chart: 'charts/app', valuesFiles: ['charts/app/secrets.yaml'] },
+            stability: { timeout: '1m' },
+          },
+        ],
+        statuses: receiver,
+        extra: {
+          decryption: { ageKeyFile: `${files}/keys.txt` },
+          audit: { file: `${files}/audit.jsonl` },
+          server: { statusPage: { enabled: true, anonymous: true } },
+        },
+      }),
+    );
     stops.push(agent.stop);
     const ended = (sha: string) => receiver.statuses().find((s) => s.sha === sha && s.state !== 'pending');
     const templates = [
