@@ -9,9 +9,9 @@ import { githubStatusValidator } from '../contract/github-openapi.ts';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
 import { api, ledgerOf, newestStable, sleep, versionProblems } from './faults-support.ts';
 import {
+  agentConfig,
   bareRepo,
   eventually,
-  manifestDir,
   runTool,
   startAgent,
   startStatusReceiver,
@@ -79,23 +79,21 @@ describe('a burst of commits', () => {
     const files: Record<string, string> = {};
     for (let d = 0; d < DEPLOYMENTS; d++) files[`apps/d${d}/app.yaml`] = app(0, true);
     const initial = await repo.commit(files);
-    const secrets = await manifestDir({ user: env.git.username, password: env.git.password, token: 't' });
-    const status = `commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${secrets}/token}}`;
-    const agent = startAgent(`
-cluster: {name: burst, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
-deployments:
-${namespaces
-  .map(
-    (ns, d) =>
-      `  - {name: d${d}, namespace: ${ns()}, source: app, paths: [apps/d${d}], stability: {timeout: 3m}, ${status}}`,
-  )
-  .join('\n')}
-concurrency: ${DEPLOYMENTS}
-server: {port: 0, address: 127.0.0.1}
-`);
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { name: 'burst', namespace: agentNs },
+        git: [{ name: 'app', repo }],
+        deployments: namespaces.map((ns, d) => ({
+          name: `d${d}`,
+          namespace: ns(),
+          source: 'app',
+          paths: [`apps/d${d}`],
+          stability: { timeout: '3m' },
+        })),
+        statuses: receiver,
+        extra: { concurrency: DEPLOYMENTS },
+      }),
+    );
     cleanups.push(() => agent.stop());
     const statuses = () => receiver.statuses();
     await eventually(

@@ -11,6 +11,7 @@ import { apiVersionsOf, isChart, renderChart } from '../../src/sources/build/hel
 import { pushImage } from '../testbed/oci-push.ts';
 import { api } from './faults-support.ts';
 import {
+  agentConfig,
   bareRepo,
   clusterConfig,
   eventually,
@@ -19,6 +20,7 @@ import {
   runTool,
   startAgent,
   startStatusReceiver,
+  tempDir,
   testbed,
   useNamespace,
 } from './helpers.ts';
@@ -150,7 +152,7 @@ describe('helm charts', () => {
     const receiver = await startStatusReceiver();
     const kube = api();
     const agentNs = `mooring-helm-${suffix}`;
-    const secrets = await manifestDir({ user: env.git.username, password: env.git.password, token: 't' });
+    const secrets = await tempDir();
     const chartFiles = (color: string) => ({
       'charts/web/Chart.yaml': 'apiVersion: v2\nname: web\nversion: 1.0.0\n',
       'charts/web/values.yaml': `image: ${image}:stable\ncolor: blue\n`,
@@ -179,23 +181,33 @@ spec:
     const first = await repo.commit(chartFiles('green'));
     // The agent finds helm as the product does: MOORING_HELM, else helm on PATH.
     process.env.MOORING_HELM = env.tools.helm;
-    const configText = `
-cluster: {name: helm, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
-  registry:
-    - {name: web-image, image: ${image}, policy: {type: fixed, tag: stable}, insecure: true, interval: 1h}
-deployments:
-  - name: shop
-    namespace: ${ns()}
-    source: app
-    images: [web-image]
-    helm: {chart: charts/web, valuesFiles: [env/prod.yaml], values: {extra: 1}}
-    stability: {timeout: 2m}
-    commitStatus: {provider: github, apiUrl: "${receiver.url}", token: {file: ${secrets}/token}}
-server: {port: 0, address: 127.0.0.1}
-`;
+    const configText = await agentConfig({
+      cluster: { name: 'helm', namespace: agentNs },
+      git: [{ name: 'app', repo }],
+      deployments: [
+        {
+          name: 'shop',
+          namespace: ns(),
+          source: 'app',
+          images: ['web-image'],
+          helm: { chart: 'charts/web', valuesFiles: ['env/prod.yaml'], values: { extra: 1 } },
+        },
+      ],
+      statuses: receiver,
+      extra: {
+        sources: {
+          registry: [
+            {
+              name: 'web-image',
+              image,
+              policy: { type: 'fixed', tag: 'stable' },
+              insecure: true,
+              interval: '1h',
+            },
+          ],
+        },
+      },
+    });
     await writeFile(join(secrets, 'mooring.yaml'), configText);
     const agent = startAgent(configText);
     try {

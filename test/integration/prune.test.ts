@@ -255,7 +255,6 @@ describe('prune', () => {
         '--wait=false',
       ]);
     });
-    const secrets = await manifestDir({ user: env.git.username, password: env.git.password });
     // `legacy` names the first version literally (no replicas: it runs no Pods): it must keep v000 alive.
     const files = (round: number) => ({
       'app.yaml': `apiVersion: v1
@@ -276,15 +275,13 @@ spec:
 `,
     });
     let last = await repo.commit(files(0));
-    const agent = startAgent(`
-cluster: {name: history, kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
-sources:
-  git:
-    - {name: app, url: "${env.git.url}/${repoPath}.git", interval: 1s, credentials: {username: {file: ${secrets}/user}, password: {file: ${secrets}/password}}}
-deployments:
-  - {name: limits, namespace: ${ns()}, source: app, versionHistory: 2, stability: {timeout: 2m}}
-server: {port: 0, address: 127.0.0.1}
-`);
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { name: 'history', namespace: agentNs },
+        git: [{ name: 'app', repo }],
+        deployments: [{ name: 'limits', namespace: ns(), source: 'app', versionHistory: 2 }],
+      }),
+    );
     cleanups.push(() => agent.stop());
     const deployed = async (sha: string) =>
       (await ledgerOf(kube, agentNs, 'limits')).releases.find(
