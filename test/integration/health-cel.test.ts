@@ -46,7 +46,7 @@ ${lines.length > 0 ? `  annotations:\n${lines.join('\n')}\n` : ''}spec:
 function startDeploy(namespace: string, dir: string, ...extra: string[]) {
   const out: string[] = [];
   const done = runCli(
-    ['deploy', dir, '--kubeconfig', testbed().kube.kubeconfig, '-n', namespace, '--timeout', '2m', ...extra],
+    ['deploy', dir, '--kubeconfig', testbed().kube.kubeconfig, '-n', namespace, '--timeout', '4m', ...extra],
     { stdout: (t) => out.push(t), stderr: (t) => out.push(t) },
   ).then((code): RunResult => ({ code, stdout: out.join('\n'), stderr: '' }));
   return { out, done };
@@ -57,18 +57,29 @@ function printed(out: readonly string[], text: string): Promise<string> {
   return eventually(`a line with "${text}"`, async () => out.find((l) => l.includes(text)));
 }
 
+/**
+ * Writes the status subresource as a controller would. Retried: while CRDs come and go on the shared API server
+ * (other tests), it may answer 404 for a new kind's status endpoint for a while.
+ */
 async function patchStatus(namespace: string, resource: string, status: object): Promise<void> {
-  const result = await kubectl(
-    '-n',
-    namespace,
-    'patch',
-    resource,
-    '--subresource=status',
-    '--type=merge',
-    '-p',
-    JSON.stringify({ status }),
+  await eventually(
+    `status of ${resource} written`,
+    async () => {
+      const result = await kubectl(
+        '-n',
+        namespace,
+        'patch',
+        resource,
+        '--subresource=status',
+        '--type=merge',
+        '-p',
+        JSON.stringify({ status }),
+      );
+      if (result.code !== 0) throw new Error(result.stderr);
+      return true;
+    },
+    100_000,
   );
-  expect(result.code, result.stderr).toBe(0);
 }
 
 describe('health rules in CEL', () => {
@@ -119,7 +130,7 @@ describe('health rules in CEL', () => {
     const result = await run.done;
     expect(result.code, result.stdout).toBe(0);
     expect(result.stdout).toContain(`Gadget ${namespace()}/first stable`);
-  });
+  }, 300_000);
 
   it('fails the deploy, naming the rule, when the failed expression holds (rule from the CRD annotations)', async () => {
     const dir = await manifestDir({
@@ -138,7 +149,7 @@ describe('health rules in CEL', () => {
     expect(result.stdout).toContain(
       `Gizmo ${namespace()}/second: failed by health rule ${rule}: "has(status.phase) && status.phase == 'Broken'"; phase Broken`,
     );
-  });
+  }, 300_000);
 
   it('refuses a rule that does not compile before writing anything', async () => {
     const dir = await manifestDir({
