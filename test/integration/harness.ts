@@ -420,7 +420,6 @@ export async function agentConfig(spec: AgentConfigSpec): Promise<string> {
   const commitStatus = spec.statuses
     ? { provider: 'github', apiUrl: spec.statuses.url, token: { file: `${secrets}/token` } }
     : undefined;
-  const { registry, ...otherSources } = (spec.extra?.sources ?? {}) as Record<string, unknown>;
   const config = {
     cluster: { kubeconfig: env.kube.kubeconfig, ...spec.cluster },
     sources: {
@@ -434,8 +433,7 @@ export async function agentConfig(spec: AgentConfigSpec): Promise<string> {
             })),
           }
         : {}),
-      ...(registry ? { registry } : {}),
-      ...otherSources,
+      ...(spec.extra?.sources as object | undefined),
     },
     deployments: (spec.deployments ?? []).map(({ commitStatus: own, ...d }) => ({
       stability: { timeout: '2m' },
