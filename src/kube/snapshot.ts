@@ -7,18 +7,12 @@ import {
   CONTENT_HASH,
   LABEL_MANAGED_BY,
   MANAGED_BY,
+  POD_TEMPLATE_LABELS,
   STRATEGY,
   TRAFFIC_LOAD_BALANCERS,
 } from '../render/annotations.ts';
-import {
-  groupOf,
-  isObject,
-  type JsonValue,
-  type KubeObject,
-  type SourcedObject,
-} from '../render/manifest.ts';
+import { groupOf, type KubeObject, type SourcedObject } from '../render/manifest.ts';
 import { workloadKey } from '../render/moniker.ts';
-import { select } from '../render/path.ts';
 import type { ClusterSnapshot, ExistingVersion } from '../render/render.ts';
 import { POD_TEMPLATE_RULES } from '../render/tables.ts';
 import { parseVersionedName } from '../render/versioning.ts';
@@ -97,29 +91,26 @@ function trafficServices(object: KubeObject): string[] {
   }
 }
 
-/** Where a kind holds pod templates (a Pod is its own: its labels change without a restart). */
-function templatePaths(apiVersion: string, kind: string): string[] {
+/** Whether a kind holds pod templates (a Pod is its own: its labels change without a restart). */
+function hasPodTemplate(apiVersion: string, kind: string): boolean {
   const group = groupOf(apiVersion);
-  return POD_TEMPLATE_RULES.filter((r) => r.kind === kind && r.group === group && r.path !== '').map(
-    (r) => r.path,
-  );
+  return POD_TEMPLATE_RULES.some((r) => r.kind === kind && r.group === group && r.path !== '');
 }
 
-/** Whether a live workload's pod templates all carry mooring's managed-by label. */
-function templatesLabelled(live: KubeObject, paths: readonly string[]): boolean {
-  return paths.every((path) =>
-    select(live as unknown as JsonValue, path).every(({ value }) => {
-      const metadata = isObject(value) && isObject(value.metadata) ? value.metadata : undefined;
-      const labels = metadata && isObject(metadata.labels) ? metadata.labels : undefined;
-      return labels?.[LABEL_MANAGED_BY] === MANAGED_BY;
-    }),
+/**
+ * Whether a live workload's pod templates are left without mooring's labels: applied by another tool (its own
+ * labels do not say mooring manages it), or adopted by mooring earlier, which said so in an annotation.
+ */
+function keepsTemplates(meta: VersionedMeta & { labels?: Record<string, string> }): boolean {
+  return (
+    meta.labels?.[LABEL_MANAGED_BY] !== MANAGED_BY || meta.annotations?.[POD_TEMPLATE_LABELS] === 'false'
   );
 }
 
 export interface SnapshotOptions {
   /**
-   * Find the workloads whose live pod templates lack mooring's labels (render.podTemplateLabels `auto`): one list
-   * per kind and namespace of the workloads among the objects.
+   * Find the workloads whose live pod templates are left without mooring's labels (render.podTemplateLabels
+   * `auto`): one metadata-only list per kind and namespace of the workloads among the objects.
    */
   adopted?: boolean | undefined;
 }
@@ -176,7 +167,7 @@ export async function readSnapshot(
   if (options.adopted) {
     for (const { object } of objects) {
       const ns = object.metadata.namespace;
-      if (!ns || templatePaths(object.apiVersion, object.kind).length === 0) continue;
+      if (!ns || !hasPodTemplate(object.apiVersion, object.kind)) continue;
       const key = `${object.apiVersion}/${object.kind}/${ns}`;
       const entry = workloads.get(key) ?? {
         apiVersion: object.apiVersion,
@@ -190,19 +181,24 @@ export async function readSnapshot(
   }
   const adopted = Promise.all(
     [...workloads.values()].map(async ({ apiVersion, kind, namespace, names }) => {
-      const paths = templatePaths(apiVersion, kind);
       // A kind not served yet (its CRD comes with this set) has no live objects to adopt.
-      const served = await discovery.resource(apiVersion, kind).then(
-        () => true,
-        (error: unknown) => {
-          if (error instanceof StalledError) return false;
-          throw error;
-        },
+      const info = await discovery.resource(apiVersion, kind).catch((error: unknown) => {
+        if (error instanceof StalledError) return undefined;
+        throw error;
+      });
+      if (!info) return [];
+      let list: ObjectList<{ metadata?: VersionedMeta & { labels?: Record<string, string> } }> | undefined;
+      try {
+        // Metadata only: whether mooring manages each workload, not its whole spec.
+        list = await api.request('GET', resourcePath(info, namespace), { accept: METADATA_LIST });
+      } catch (error) {
+        throw described(error, `list ${kind}s in namespace ${namespace}`);
+      }
+      return (list?.items ?? []).flatMap(({ metadata }) =>
+        metadata?.name && names.has(metadata.name) && keepsTemplates(metadata)
+          ? [workloadKey(kind, namespace, metadata.name)]
+          : [],
       );
-      const live = served ? await list(apiVersion, kind, namespace) : [];
-      return live
-        .filter((o) => names.has(o.metadata.name) && !templatesLabelled(o, paths))
-        .map((o) => workloadKey(kind, namespace, o.metadata.name));
     }),
   );
   // Started together and awaited together: whichever fails first is reported, none is left unobserved.

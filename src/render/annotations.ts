@@ -25,6 +25,12 @@ export const STRATEGY = {
   serverSideApply: 'strategy.spinnaker.io/server-side-apply',
 } as const;
 
+/**
+ * On a workload mooring adopted from another tool: `"false"`, its pod templates are left without mooring's labels
+ * (render.podTemplateLabels auto), on this deploy and every later one.
+ */
+export const POD_TEMPLATE_LABELS = 'mooring.io/pod-template-labels';
+
 /** The wave an object is applied in (lowest first, each stable before the next): Argo CD's and mooring's names. */
 export const SYNC_WAVE = ['argocd.argoproj.io/sync-wave', 'mooring.io/sync-wave'] as const;
 

@@ -3,7 +3,7 @@
 // app.kubernetes.io/name and app.kubernetes.io/managed-by go on objects and pod templates, never on selectors.
 // A workload that another tool applied keeps its pod template as it is when mooring adopts it (docs/adoption.md),
 // unless render.podTemplateLabels is true: new labels there would roll every pod.
-import { LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY, MONIKER } from './annotations.ts';
+import { LABEL_MANAGED_BY, LABEL_NAME, MANAGED_BY, MONIKER, POD_TEMPLATE_LABELS } from './annotations.ts';
 import { groupOf, isObject, type JsonValue, type KubeObject } from './manifest.ts';
 import { select } from './path.ts';
 import type { KindRule } from './tables.ts';
@@ -37,7 +37,12 @@ export function applyMoniker(object: KubeObject, baseName: string, options: Moni
   if (!options.applyAppLabels) return;
   const application = annotations[MONIKER.application] ?? options.application;
   object.metadata.labels = withAppLabels(object.metadata.labels, application);
-  if (!options.templates) return;
+  if (!options.templates) {
+    // Said on the object, so that later deploys (which see mooring's labels on it) keep its templates as they are.
+    if (options.podTemplates(groupOf(object.apiVersion), object.kind).some((r) => r.path !== ''))
+      object.metadata.annotations = { ...object.metadata.annotations, [POD_TEMPLATE_LABELS]: 'false' };
+    return;
+  }
   for (const rule of options.podTemplates(groupOf(object.apiVersion), object.kind)) {
     if (rule.path === '') continue; // a Pod is its own template: done above
     for (const template of select(object as unknown as JsonValue, rule.path)) {

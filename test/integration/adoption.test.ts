@@ -57,6 +57,8 @@ describe('adopting workloads applied by another tool', () => {
     // The objects carry mooring's labels; their pod templates are as kubectl applied them.
     const shop = await apps().readNamespacedDeployment({ name: 'shop', namespace: ns() });
     expect(shop.metadata?.labels?.['app.kubernetes.io/managed-by']).toBe('mooring');
+    // Said on the object, so that the next deploy, which sees mooring's labels on it, keeps its template too.
+    expect(shop.metadata?.annotations?.['mooring.io/pod-template-labels']).toBe('false');
     expect(await templateLabels('shop')).toEqual({ app: 'shop' });
     expect((await replicaSets('shop')).map((rs) => rs.metadata?.name)).toEqual(before);
     const db = await apps().readNamespacedStatefulSet({ name: 'shop-db', namespace: ns() });
@@ -69,6 +71,8 @@ describe('adopting workloads applied by another tool', () => {
     expect(labelled.code, labelled.stdout + labelled.stderr).toBe(0);
     expect(await templateLabels('shop')).toMatchObject({ 'app.kubernetes.io/managed-by': 'mooring' });
     expect((await replicaSets('shop')).length).toBe(2);
+    const labelledShop = await apps().readNamespacedDeployment({ name: 'shop', namespace: ns() });
+    expect(labelledShop.metadata?.annotations?.['mooring.io/pod-template-labels']).toBeUndefined();
     // From then on they keep them: a later deploy without the flag restarts nothing.
     const again = await deployTo(ns(), dir);
     expect(again.code, again.stdout + again.stderr).toBe(0);
