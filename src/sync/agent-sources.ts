@@ -42,6 +42,8 @@ export interface DeploymentState {
   changes?: number | undefined;
   /** What its next sync waits for (dependsOn), once said: said again only when it changes. */
   waiting?: string | undefined;
+  /** The commit its running sync deploys, while one runs. */
+  syncing?: string | undefined;
 }
 
 export interface RegistryState {
@@ -108,6 +110,20 @@ export async function pollGitSource(
     if (d.deployed === undefined && d.attempted === resolved.commit) continue;
     let unchanged = false;
     try {
+      // A sync in progress deploys the same files when this commit changes none of them: it goes on (its wait is
+      // not restarted by every commit to the repository), and this commit does not concern the deployment.
+      const syncing = d.syncing;
+      if (
+        syncing !== undefined &&
+        syncing !== resolved.commit &&
+        (await changesNoneOf(repo, d, resolved.commit, syncing))
+      ) {
+        state.log.debug(
+          { deployment: d.spec.name, commit: resolved.commit, syncing },
+          'commit changes none of its paths since the sync in progress',
+        );
+        continue;
+      }
       unchanged = await changesNoneOf(repo, d, resolved.commit);
     } catch (error) {
       // A file this deployment may not read (a symlink, too many files) fails its own sync, which reads its files
@@ -151,11 +167,17 @@ export async function pollGitSource(
 }
 
 /**
- * Whether the commit changes none of the deployment's files since the commit deployed, or, while nothing is
- * deployed, since the commit whose sync failed (then no sync is needed, and no status is posted).
+ * Whether the commit changes none of the deployment's files since `since` (a sync in progress), else since the
+ * commit deployed, or, while nothing is deployed, since the commit whose sync failed (then no sync is needed, and
+ * no status is posted).
  */
-async function changesNoneOf(repo: GitRepository, d: DeploymentState, commit: string): Promise<boolean> {
-  const from = d.deployed !== undefined ? d.commit : d.attempted;
+async function changesNoneOf(
+  repo: GitRepository,
+  d: DeploymentState,
+  commit: string,
+  since?: string,
+): Promise<boolean> {
+  const from = since ?? (d.deployed !== undefined ? d.commit : d.attempted);
   if (from === undefined || from === commit) return false;
   const chart = d.spec.helm;
   if (chart) {

@@ -402,100 +402,107 @@ export class Agent {
         job.requests.push(...other.requests.splice(0));
         return true;
       },
-      run: async (signal) => {
-        // A retry runs the same job again: it answers the requests that joined it since.
-        job.open = true;
-        // Removed by a reload while this sync was being decided, or suspended since (a retry, a queued sync).
-        if (this.state.deployments.get(d.spec.name) !== d || this.control.suspended(d.spec.name)) {
-          await answerAll((r) => this.control.answer(r, 'cancelled', 'suspended or removed before it ran'));
-          return { result: 'cancelled' };
-        }
-        if (fence) {
-          log.info({ release: fence.release }, 'a new commit or image lifts the rollback fence');
-          await this.ledger.setFence(d.spec.name, undefined);
-        }
-        let files: ManifestFile[] = [];
-        let filesError: unknown;
+      run: async (signal, releaseSlot) => {
+        // While it runs, a commit that changes none of its files since this one does not replace it (the poll).
+        d.syncing = commit;
         try {
-          files = await manifestFiles(this.state, d, commit);
-        } catch (error) {
-          log.error({ err: errorMessage(error) }, 'cannot read the manifests');
-          // Manifests the user must fix (a chart that does not render, a file that cannot be decrypted) fail
-          // the commit like a bad manifest does, with its status; a source that failed for now is retried.
-          if (classify(error).action !== 'stop' || trigger === 'drift' || trigger === 'config') {
-            const message = `cannot read the manifests: ${errorMessage(error)}`;
-            await answerAll((r) => this.control.answer(r, 'error', message));
-            return cappedRetry(outcomeOf({ outcome: 'error', error } as never), this.retryInterval(d));
+          // A retry runs the same job again: it answers the requests that joined it since.
+          job.open = true;
+          // Removed by a reload while this sync was being decided, or suspended since (a retry, a queued sync).
+          if (this.state.deployments.get(d.spec.name) !== d || this.control.suspended(d.spec.name)) {
+            await answerAll((r) => this.control.answer(r, 'cancelled', 'suspended or removed before it ran'));
+            return { result: 'cancelled' };
           }
-          filesError = error;
-        }
-        // dependsOn: the deployments this one needs are stable first (a drift pass only restores what runs).
-        if (trigger !== 'drift' && d.spec.dependsOn.length > 0) {
-          const hold = await this.dependencyHold(d);
-          if (hold) {
-            await answerAll((r) => this.control.answer(r, 'held', hold.message));
-            if (d.waiting !== hold.message) {
-              d.waiting = hold.message;
-              log.info({ dependsOn: d.spec.dependsOn }, hold.message);
-              await safely(log, 'record the wait', () =>
-                this.ledger.setWaiting(d.spec.name, {
-                  message: hold.message,
-                  commit,
-                  since: new Date().toISOString(),
-                }),
-              );
-              waitedOn = commit;
-              const request = {
-                config: this.deps.config,
-                deployment: d.spec,
-                commit,
-                files: [],
-                images,
-                revision,
-                trigger,
-              };
-              for (const r of this.deps.reporters ?? [])
-                await safely(log, 'report the wait', () =>
-                  r.waiting?.(request, `${capitalized(hold.message)}`),
-                );
+          if (fence) {
+            log.info({ release: fence.release }, 'a new commit or image lifts the rollback fence');
+            await this.ledger.setFence(d.spec.name, undefined);
+          }
+          let files: ManifestFile[] = [];
+          let filesError: unknown;
+          try {
+            files = await manifestFiles(this.state, d, commit);
+          } catch (error) {
+            log.error({ err: errorMessage(error) }, 'cannot read the manifests');
+            // Manifests the user must fix (a chart that does not render, a file that cannot be decrypted) fail
+            // the commit like a bad manifest does, with its status; a source that failed for now is retried.
+            if (classify(error).action !== 'stop' || trigger === 'drift' || trigger === 'config') {
+              const message = `cannot read the manifests: ${errorMessage(error)}`;
+              await answerAll((r) => this.control.answer(r, 'error', message));
+              return cappedRetry(outcomeOf({ outcome: 'error', error } as never), this.retryInterval(d));
             }
-            // Looked at again soon: when the dependency's sync ends, or (failed) when a new commit fixes it.
-            return { result: 'retry', delayMs: hold.failed ? 10_000 : 2_000, maxDelayMs: 10_000 };
+            filesError = error;
           }
-          if (d.waiting !== undefined) {
-            d.waiting = undefined;
-            await safely(log, 'clear the wait', () => this.ledger.setWaiting(d.spec.name, undefined));
+          // dependsOn: the deployments this one needs are stable first (a drift pass only restores what runs).
+          if (trigger !== 'drift' && d.spec.dependsOn.length > 0) {
+            const hold = await this.dependencyHold(d);
+            if (hold) {
+              await answerAll((r) => this.control.answer(r, 'held', hold.message));
+              if (d.waiting !== hold.message) {
+                d.waiting = hold.message;
+                log.info({ dependsOn: d.spec.dependsOn }, hold.message);
+                await safely(log, 'record the wait', () =>
+                  this.ledger.setWaiting(d.spec.name, {
+                    message: hold.message,
+                    commit,
+                    since: new Date().toISOString(),
+                  }),
+                );
+                waitedOn = commit;
+                const request = {
+                  config: this.deps.config,
+                  deployment: d.spec,
+                  commit,
+                  files: [],
+                  images,
+                  revision,
+                  trigger,
+                };
+                for (const r of this.deps.reporters ?? [])
+                  await safely(log, 'report the wait', () =>
+                    r.waiting?.(request, `${capitalized(hold.message)}`),
+                  );
+              }
+              // Looked at again soon: when the dependency's sync ends, or (failed) when a new commit fixes it.
+              return { result: 'retry', delayMs: hold.failed ? 10_000 : 2_000, maxDelayMs: 10_000 };
+            }
+            if (d.waiting !== undefined) {
+              d.waiting = undefined;
+              await safely(log, 'clear the wait', () => this.ledger.setWaiting(d.spec.name, undefined));
+            }
           }
+          waitedOn = undefined;
+          const local = isLocal(this.state, d) ? `${filesRevision(files)}|${revision}` : revision;
+          if (
+            isLocal(this.state, d) &&
+            trigger !== 'drift' &&
+            trigger !== 'config' &&
+            job.requests.length === 0 &&
+            local === now?.revision
+          )
+            return { result: 'done' };
+          const { report, release } = await syncDeployment(this.syncDeps(), {
+            config: this.deps.config,
+            deployment: d.spec,
+            commit,
+            files,
+            images,
+            revision: local,
+            trigger,
+            signal,
+            filesError,
+            release: releaseSlot,
+          });
+          if (report.outcome === 'stable') {
+            d.commit = commit;
+            d.deployed = local;
+            d.sameAs = undefined;
+            d.attempted = undefined;
+          } else if (d.deployed === undefined && commit) d.attempted = commit;
+          await answerAll((r) => this.control.finished(r, report, release));
+          return cappedRetry(outcomeOf(report), this.retryInterval(d));
+        } finally {
+          if (d.syncing === commit) d.syncing = undefined;
         }
-        waitedOn = undefined;
-        const local = isLocal(this.state, d) ? `${filesRevision(files)}|${revision}` : revision;
-        if (
-          isLocal(this.state, d) &&
-          trigger !== 'drift' &&
-          trigger !== 'config' &&
-          job.requests.length === 0 &&
-          local === now?.revision
-        )
-          return { result: 'done' };
-        const { report, release } = await syncDeployment(this.syncDeps(), {
-          config: this.deps.config,
-          deployment: d.spec,
-          commit,
-          files,
-          images,
-          revision: local,
-          trigger,
-          signal,
-          filesError,
-        });
-        if (report.outcome === 'stable') {
-          d.commit = commit;
-          d.deployed = local;
-          d.sameAs = undefined;
-          d.attempted = undefined;
-        } else if (d.deployed === undefined && commit) d.attempted = commit;
-        await answerAll((r) => this.control.finished(r, report, release));
-        return cappedRetry(outcomeOf(report), this.retryInterval(d));
       },
     };
     const queued = this.queue.request(d.spec.name, job);

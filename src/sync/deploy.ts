@@ -185,6 +185,11 @@ export interface DeployDeps {
   beforeApply?: (versions: string[]) => Promise<void>;
   /** Each dry-run answer whole, as the server would hold the object (`mooring diff` shows them). */
   onPreview?: ApplyOptions['onPreview'];
+  /**
+   * Called once the set is written and the deploy only waits for stability (the agent gives its worker slot back:
+   * the watch cache does the waiting).
+   */
+  beforeWait?: () => void;
 }
 
 export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<DeployReport> {
@@ -356,7 +361,8 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
     ctx.recordInventory = async (entries) => {
       const recorded = unionOf(entries, ctx.previous ?? []);
       if (request.dryRun || sameInventory(recorded, ctx.recorded ?? ctx.previous)) return;
-      await store.write(inventory.owner, recorded).then(() => {
+      // What another writer of this owner recorded since this sync read it stays (state-store.ts).
+      await store.record(inventory.owner, recorded, ctx.recorded ?? ctx.previous ?? []).then(() => {
         ctx.recorded = recorded;
       }, skipped);
     };
@@ -501,6 +507,7 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
   };
   const waitStage: Stage = async (ctx) => {
     if (request.dryRun || request.wait === false || ctx.wait) return;
+    deps.beforeWait?.();
     ctx.wait = await waitFor(ctx.applied ?? []);
   };
   // Once the release objects are stable: post-install/post-upgrade/post-rollback and PostSync hooks.
@@ -533,7 +540,7 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       ctx.desired,
       result.failed.map((f) => f.target.entry),
     );
-    await store.write(inventory.owner, recorded);
+    await store.record(inventory.owner, recorded, ctx.recorded ?? ctx.previous ?? []);
     const failed = result.failed[0];
     if (failed) throw failed.error;
   };

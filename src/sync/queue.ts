@@ -17,7 +17,11 @@ export type SyncOutcome =
   | { result: 'stalled' }
   | { result: 'cancelled' };
 
-export type SyncRun = (signal: AbortSignal) => Promise<SyncOutcome>;
+/**
+ * One sync. `release` gives its worker slot back while it only waits (for stability: the watch cache does that
+ * work), so that concurrency bounds render, dry runs, applies and prunes, never waits.
+ */
+export type SyncRun = (signal: AbortSignal, release: () => void) => Promise<SyncOutcome>;
 
 /** A sync asked of the queue. */
 export interface SyncJob<J = unknown> {
@@ -77,7 +81,10 @@ export interface QueueOptions {
 export class SyncQueue<J extends SyncJob<J> = SyncJob> {
   private readonly lanes = new Map<string, Lane<J>>();
   private readonly ready: string[] = [];
+  /** Syncs holding a worker slot (not those that gave it back to wait). */
   private active = 0;
+  /** Syncs running, waiting or not. */
+  private inFlight = 0;
   private stopping = false;
   private readonly idleWaiters: (() => void)[] = [];
   private readonly options: Required<Omit<QueueOptions, 'onEvent'>> & QueueOptions;
@@ -183,25 +190,35 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
       const controller = new AbortController();
       lane.running = { job: next, controller };
       this.active++;
+      this.inFlight++;
       this.options.onEvent?.({ deployment, revision: next.revision, type: 'start' });
       this.execute(deployment, lane, next, controller).catch((error: unknown) => {
         // execute() handles the run's failures itself; this only guards the queue's own bookkeeping.
         this.options.onEvent?.({ deployment, revision: next.revision, type: 'end', detail: String(error) });
       });
     }
-    if (this.active === 0 && this.ready.length === 0) for (const w of this.idleWaiters.splice(0)) w();
+    if (this.inFlight === 0 && this.ready.length === 0) for (const w of this.idleWaiters.splice(0)) w();
   }
 
   private async execute(deployment: string, lane: Lane<J>, job: J, controller: AbortController) {
     let outcome: SyncOutcome;
+    let released = false;
+    // The slot goes back once: the sync runs on (lane.running holds the deployment), and the next one may start.
+    const release = () => {
+      if (released) return;
+      released = true;
+      this.active--;
+      this.pump();
+    };
     try {
-      outcome = await job.run(controller.signal);
+      outcome = await job.run(controller.signal, release);
     } catch (error) {
       // A run should classify its own failures; anything thrown is treated as transient.
       outcome = { result: 'retry' };
       this.options.onEvent?.({ deployment, revision: job.revision, type: 'end', detail: String(error) });
     }
-    this.active--;
+    if (!released) this.active--;
+    this.inFlight--;
     lane.running = undefined;
     lane.settled = { revision: job.revision, result: outcome.result };
     this.options.onEvent?.({ deployment, revision: job.revision, type: 'end', detail: outcome.result });
@@ -281,7 +298,7 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
 
   /** Resolves when nothing runs and nothing is ready to run (scheduled retries do not count). */
   idle(): Promise<void> {
-    if (this.active === 0 && this.ready.length === 0) return Promise.resolve();
+    if (this.inFlight === 0 && this.ready.length === 0) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 

@@ -40,6 +40,8 @@ export interface SyncRequest {
   signal?: AbortSignal;
   /** The manifests could not be read or built (a chart that fails, a file that cannot be decrypted). */
   filesError?: unknown;
+  /** Gives the sync's worker slot back once it only waits for stability (the queue's release). */
+  release?: () => void;
 }
 
 export interface SyncDeps {
@@ -97,6 +99,7 @@ export async function syncDeployment(
             api: deps.api,
             discovery: deps.discovery,
             ...(deps.cache ? { cache: deps.cache } : {}),
+            ...(sync.release ? { beforeWait: sync.release } : {}),
             beforeApply: async (versions) => {
               if (versions.length === 0 || quiet) return;
               await safely(log, 'record the attempt', () =>

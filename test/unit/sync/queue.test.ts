@@ -334,3 +334,64 @@ describe('SyncQueue coalescing requests of one revision', () => {
     await q.stop();
   });
 });
+
+describe('waits hold no slot', () => {
+  it('starts the next sync while one only waits, and is idle only when both ended', async () => {
+    const q = new SyncQueue({ concurrency: 1 });
+    const order: string[] = [];
+    let endWait: () => void = () => undefined;
+    const waited = new Promise<void>((resolve) => {
+      endWait = resolve;
+    });
+    q.trigger('fleet-wide', 'r1', async (_signal, release) => {
+      order.push('fleet-wide applied');
+      release();
+      release(); // twice is once
+      await waited;
+      order.push('fleet-wide stable');
+      return { result: 'done' };
+    });
+    let started: () => void = () => undefined;
+    const oneApp = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    q.trigger('one-app', 'r1', async () => {
+      order.push('one-app synced');
+      started();
+      return { result: 'done' };
+    });
+    await oneApp;
+    let idle = false;
+    const idled = q.idle().then(() => {
+      idle = true;
+    });
+    await new Promise((r) => setTimeout(r, 10));
+    expect(idle).toBe(false);
+    endWait();
+    await idled;
+    expect(order).toEqual(['fleet-wide applied', 'one-app synced', 'fleet-wide stable']);
+  });
+
+  it('still bounds the work: with one slot, a sync that does not release it holds the next', async () => {
+    const q = new SyncQueue({ concurrency: 1 });
+    const order: string[] = [];
+    let finish: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
+    q.trigger('a', 'r1', async () => {
+      await held;
+      order.push('a');
+      return { result: 'done' };
+    });
+    q.trigger('b', 'r1', async () => {
+      order.push('b');
+      return { result: 'done' };
+    });
+    await new Promise((r) => setTimeout(r, 10));
+    expect(order).toEqual([]);
+    finish();
+    await q.idle();
+    expect(order).toEqual(['a', 'b']);
+  });
+});
