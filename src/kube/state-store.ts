@@ -1,0 +1,231 @@
+// The one store of mooring's state in ConfigMaps of the agent's namespace (release ledgers, the commit-status
+// outbox, inventories, the control map). Every write is a change function of the current content, written with
+// the resourceVersion it was read at: a writer that lost a race (409 Conflict, or 409 AlreadyExists when both
+// created the ConfigMap) reads again and applies its change again, so two writers (the CLI and the agent, or two
+// agents around a change of leader) never silently overwrite each other. Labels, other annotations and owner
+// references that are there are kept.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fullJitter } from '../backoff.ts';
+import { MooringError } from '../errors.ts';
+import type { KubeApi } from './api.ts';
+import { describeKubeError, statusCode } from './errors.ts';
+import { createNamespace } from './namespace.ts';
+
+/** What a state ConfigMap holds: its data and its annotations. */
+export interface StateMap {
+  data: Record<string, string>;
+  annotations: Record<string, string>;
+}
+
+/** A state ConfigMap as listed: its name and labels too. */
+export interface StateEntry extends StateMap {
+  name: string;
+  labels: Record<string, string>;
+}
+
+/**
+ * The next content given the current one (undefined when the ConfigMap does not exist), or undefined to write
+ * nothing. It may run more than once (once per conflict), so it must depend only on its argument.
+ */
+export type StateChange = (current: StateMap | undefined) => StateMap | undefined;
+
+export interface StateUpdateOptions {
+  /** What the write does, for error messages: `write the ledger of deployment web`. */
+  action: string;
+  /** Labels the ConfigMap carries (added to those it has). */
+  labels: Record<string, string>;
+  /** Create the namespace when it does not exist yet (a `mooring deploy` before any agent ran). */
+  createNamespace?: boolean | undefined;
+  /**
+   * How an existing ConfigMap is written: `update` (PUT) by default; `patch` sends a JSON merge patch of the keys
+   * that change, with the same resourceVersion precondition, for writers whose RBAC grants only patch.
+   */
+  verb?: 'update' | 'patch' | undefined;
+}
+
+export interface StateStoreOptions {
+  /** Writes tried at most this many times in a row of conflicts. */
+  attempts?: number | undefined;
+  random?: (() => number) | undefined;
+}
+
+interface ConfigMap {
+  apiVersion?: string;
+  kind?: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    [key: string]: unknown;
+  };
+  data?: Record<string, string>;
+  [key: string]: unknown;
+}
+
+const ATTEMPTS = 10;
+const BASE_DELAY_MS = 20;
+const MAX_DELAY_MS = 1_000;
+
+export class StateStore {
+  readonly namespace: string;
+  private readonly api: KubeApi;
+  private readonly attempts: number;
+  private readonly random: () => number;
+
+  constructor(api: KubeApi, namespace: string, options: StateStoreOptions = {}) {
+    this.api = api;
+    this.namespace = namespace;
+    this.attempts = options.attempts ?? ATTEMPTS;
+    this.random = options.random ?? Math.random;
+  }
+
+  private path(name?: string): string {
+    return `/api/v1/namespaces/${encodeURIComponent(this.namespace)}/configmaps${name ? `/${encodeURIComponent(name)}` : ''}`;
+  }
+
+  private async get(name: string): Promise<ConfigMap | undefined> {
+    try {
+      return await this.api.request<ConfigMap>('GET', this.path(name));
+    } catch (error) {
+      if (statusCode(error) === 404) return undefined;
+      throw error;
+    }
+  }
+
+  /** The ConfigMap's content; undefined when it does not exist. */
+  async read(name: string, action: string): Promise<StateMap | undefined> {
+    try {
+      const cm = await this.get(name);
+      return cm && contentOf(cm);
+    } catch (error) {
+      throw describeKubeError(error, action);
+    }
+  }
+
+  /** Every state ConfigMap of the namespace that matches the label selector. */
+  async list(labelSelector: string, action: string): Promise<StateEntry[]> {
+    const list = await this.api
+      .request<{ items: ConfigMap[] | null }>('GET', this.path(), { query: { labelSelector } })
+      .catch((error: unknown) => {
+        throw describeKubeError(error, action);
+      });
+    return (list.items ?? []).map((cm) => ({
+      ...contentOf(cm),
+      name: cm.metadata.name,
+      labels: { ...cm.metadata.labels },
+    }));
+  }
+
+  /**
+   * Reads the ConfigMap, applies `change` and writes the result with the resourceVersion read (or creates it);
+   * on a conflict, again from a new read, up to the bound. Returns what is stored after the write (the current
+   * content when the change wrote nothing).
+   */
+  async update(
+    name: string,
+    change: StateChange,
+    options: StateUpdateOptions,
+  ): Promise<StateMap | undefined> {
+    let tried: StateMap | undefined;
+    for (let attempt = 0; ; attempt++) {
+      let lost: unknown;
+      try {
+        const current = await this.get(name);
+        // A write whose answer was lost, then repeated by the client, is refused as stale although it landed:
+        // what is stored is exactly what was written, and the change is not applied twice.
+        if (current && tried && sameContent(contentOf(current), tried)) return tried;
+        const next = change(current && contentOf(current));
+        if (next === undefined) return current && contentOf(current);
+        lost = current ? await this.replace(current, next, options) : await this.create(name, next, options);
+        if (lost === undefined) return { data: { ...next.data }, annotations: { ...next.annotations } };
+        tried = next;
+      } catch (error) {
+        if (error instanceof MooringError) throw error;
+        throw describeKubeError(error, options.action);
+      }
+      if (attempt + 1 >= this.attempts)
+        throw describeKubeError(lost, `${options.action} (${this.attempts} conflicting writes in a row)`);
+      await sleep(fullJitter(attempt, { baseMs: BASE_DELAY_MS, maxMs: MAX_DELAY_MS, random: this.random }));
+    }
+  }
+
+  /** Writes `next` over the object as read, with its resourceVersion; the refusal when it changed meanwhile. */
+  private async replace(current: ConfigMap, next: StateMap, options: StateUpdateOptions): Promise<unknown> {
+    const path = this.path(current.metadata.name);
+    const body: ConfigMap = {
+      ...current,
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {
+        ...current.metadata,
+        labels: { ...current.metadata.labels, ...options.labels },
+        annotations: next.annotations,
+      },
+      data: next.data,
+    };
+    try {
+      if (options.verb === 'patch') {
+        const patch = {
+          metadata: {
+            resourceVersion: current.metadata.resourceVersion,
+            labels: options.labels,
+            annotations: mergePatch(current.metadata.annotations, next.annotations),
+          },
+          data: mergePatch(current.data, next.data),
+        };
+        await this.api.request('PATCH', path, { body: patch, contentType: 'application/merge-patch+json' });
+      } else {
+        await this.api.request('PUT', path, { body });
+      }
+      return undefined;
+    } catch (error) {
+      // 409: changed since it was read; 404: deleted since.
+      if (statusCode(error) === 409 || statusCode(error) === 404) return error;
+      throw error;
+    }
+  }
+
+  /** Creates the ConfigMap; the refusal when another writer created it first. */
+  private async create(name: string, next: StateMap, options: StateUpdateOptions): Promise<unknown> {
+    const body: ConfigMap = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name, namespace: this.namespace, labels: options.labels, annotations: next.annotations },
+      data: next.data,
+    };
+    for (let first = true; ; first = false) {
+      try {
+        await this.api.request('POST', this.path(), { body });
+        return undefined;
+      } catch (error) {
+        if (statusCode(error) === 409) return error;
+        // A 404 to a create is the namespace missing.
+        if (statusCode(error) !== 404 || !options.createNamespace || !first) throw error;
+      }
+      await createNamespace(this.api, this.namespace);
+    }
+  }
+}
+
+function contentOf(cm: ConfigMap): StateMap {
+  return { data: { ...cm.data }, annotations: { ...cm.metadata.annotations } };
+}
+
+/** The JSON merge patch from `from` to `to`: changed keys with their value, removed keys with null. */
+function mergePatch(
+  from: Record<string, string> | undefined,
+  to: Record<string, string>,
+): Record<string, string | null> {
+  const patch: Record<string, string | null> = {};
+  for (const key of Object.keys(from ?? {})) if (!(key in to)) patch[key] = null;
+  for (const [key, value] of Object.entries(to)) if (from?.[key] !== value) patch[key] = value;
+  return patch;
+}
+
+function sameContent(a: StateMap, b: StateMap): boolean {
+  const text = (m: StateMap) =>
+    JSON.stringify([Object.entries(m.data).sort(), Object.entries(m.annotations).sort()]);
+  return text(a) === text(b);
+}
