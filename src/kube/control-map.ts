@@ -1,14 +1,15 @@
 // The control ConfigMap `mooring-control` in the agent's namespace: how `mooring suspend`, `resume` and
 // `reconcile` reach a running agent without a port or a secret of their own. Who may patch this ConfigMap may
 // hold and trigger syncs (RBAC decides). Each deployment has its own annotation keys, and every write is a JSON
-// merge patch of just those keys, so two CLIs (or a CLI and the agent) never overwrite each other's:
+// merge patch of just those keys with the resourceVersion read (state-store.ts), so two CLIs (or a CLI and the
+// agent) never overwrite each other's:
 //   suspend.mooring.io/<deployment>     JSON {since, by, reason?}: the deployment is held while this is set
 //   reconcile.mooring.io/<deployment>   a request token (ISO time + random), as Flux's reconcile.fluxcd.io/requestedAt
 //   reconciled.mooring.io/<deployment>  the agent's answer: JSON {token, state, release?, message, at}
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { KubeApi } from './api.ts';
-import { describeKubeError, statusCode } from './errors.ts';
+import { StateStore } from './state-store.ts';
 
 export const CONTROL_MAP = 'mooring-control';
 export const SUSPEND_PREFIX = 'suspend.mooring.io/';
@@ -92,68 +93,43 @@ export function describeSuspension(s: Suspension): string {
   return `suspended${since ? ` since ${since}` : ''} by ${s.by}${s.reason ? `: ${s.reason}` : ''}`;
 }
 
-function mapPath(namespace: string, name?: string): string {
-  return `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps${name ? `/${name}` : ''}`;
-}
-
 export class ControlMap {
-  private readonly api: KubeApi;
   readonly namespace: string;
+  private readonly store: StateStore;
 
   constructor(api: KubeApi, namespace: string) {
-    this.api = api;
     this.namespace = namespace;
+    this.store = new StateStore(api, namespace);
   }
 
   async read(): Promise<ControlState> {
-    try {
-      const cm = await this.api.request<{ metadata: { annotations?: Record<string, string> } }>(
-        'GET',
-        mapPath(this.namespace, CONTROL_MAP),
-      );
-      return parseControl(cm.metadata.annotations);
-    } catch (error) {
-      if (statusCode(error) === 404) return parseControl(undefined);
-      throw describeKubeError(error, `read ConfigMap ${this.namespace}/${CONTROL_MAP}`);
-    }
+    const cm = await this.store.read(CONTROL_MAP, `read ConfigMap ${this.namespace}/${CONTROL_MAP}`);
+    return parseControl(cm?.annotations);
   }
 
   /**
-   * Sets (a string) or removes (null) annotations with a JSON merge patch of just these keys, creating the
+   * Sets (a string) or removes (null) annotations, keeping every other key as it is stored now, creating the
    * ConfigMap when it does not exist yet.
    */
   async annotate(annotations: Record<string, string | null>): Promise<void> {
-    const what = `write ConfigMap ${this.namespace}/${CONTROL_MAP}`;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.api.request('PATCH', mapPath(this.namespace, CONTROL_MAP), {
-          body: { metadata: { annotations } },
-          contentType: 'application/merge-patch+json',
-        });
-        return;
-      } catch (error) {
-        if (statusCode(error) !== 404 || attempt > 0) throw describeKubeError(error, what);
-      }
-      const set = Object.fromEntries(Object.entries(annotations).filter(([, v]) => v !== null));
-      if (Object.keys(set).length === 0) return;
-      try {
-        await this.api.request('POST', mapPath(this.namespace), {
-          body: {
-            apiVersion: 'v1',
-            kind: 'ConfigMap',
-            metadata: {
-              name: CONTROL_MAP,
-              namespace: this.namespace,
-              labels: { 'app.kubernetes.io/managed-by': 'mooring', 'app.kubernetes.io/component': 'control' },
-              annotations: set,
-            },
-          },
-        });
-        return;
-      } catch (error) {
-        // Another writer created it in between: patch it.
-        if (statusCode(error) !== 409) throw describeKubeError(error, what);
-      }
-    }
+    await this.store.update(
+      CONTROL_MAP,
+      (current) => {
+        const next = { ...current?.annotations };
+        for (const [key, value] of Object.entries(annotations)) {
+          if (value === null) delete next[key];
+          else next[key] = value;
+        }
+        // Nothing to set on a map that is not there: nothing to create.
+        if (!current && Object.keys(next).length === 0) return undefined;
+        return { data: current?.data ?? {}, annotations: next };
+      },
+      {
+        action: `write ConfigMap ${this.namespace}/${CONTROL_MAP}`,
+        labels: { 'app.kubernetes.io/managed-by': 'mooring', 'app.kubernetes.io/component': 'control' },
+        // Operators may be granted only `patch` on this ConfigMap (docs/control.md).
+        verb: 'patch',
+      },
+    );
   }
 }

@@ -4,13 +4,13 @@
 // is recorded by its artifact (`app-config`), so that prune finds every version of an artifact that is gone.
 // It is separate from the release ledger because releases are capped in size and read often; an inventory is
 // one compact line per object, bounded so that the ConfigMap stays far below the API server's 1 MiB object limit.
+// Writes go through the state store (state-store.ts): two writers of one owner never drop each other's entries.
 import { createHash } from 'node:crypto';
 import { StalledError } from '../errors.ts';
 import { ARTIFACT } from '../render/annotations.ts';
 import { groupOf, type KubeObject } from '../render/manifest.ts';
 import type { KubeApi } from './api.ts';
-import { describeKubeError, statusCode } from './errors.ts';
-import { createNamespace } from './namespace.ts';
+import { StateStore } from './state-store.ts';
 
 export interface InventoryEntry {
   apiVersion: string;
@@ -109,74 +109,77 @@ const LABELS = {
 const OWNER = 'mooring.io/owner';
 
 export class InventoryStore {
-  private readonly api: KubeApi;
   readonly namespace: string;
+  private readonly store: StateStore;
 
   constructor(api: KubeApi, namespace: string) {
-    this.api = api;
     this.namespace = namespace;
-  }
-
-  private path(name?: string): string {
-    return `/api/v1/namespaces/${encodeURIComponent(this.namespace)}/configmaps${name ? `/${name}` : ''}`;
+    this.store = new StateStore(api, namespace);
   }
 
   /** The owner's inventory; undefined when none was ever recorded (a first sync: nothing to prune). */
   async read(owner: string): Promise<InventoryEntry[] | undefined> {
-    try {
-      const cm = await this.api.request<{ data?: Record<string, string> }>(
-        'GET',
-        this.path(inventoryName(owner)),
-      );
-      return parse(cm.data?.inventory ?? '');
-    } catch (error) {
-      if (statusCode(error) === 404) return undefined;
-      throw describeKubeError(error, `read the inventory of ${owner}`);
-    }
+    const cm = await this.store.read(inventoryName(owner), `read the inventory of ${owner}`);
+    return cm && parse(cm.data.inventory ?? '');
   }
 
   /** Every owner's inventory in the namespace. */
   async all(): Promise<Map<string, InventoryEntry[]>> {
-    const list = await this.api
-      .request<{
-        items: { metadata: { annotations?: Record<string, string> }; data?: Record<string, string> }[] | null;
-      }>('GET', this.path(), { query: { labelSelector: 'app.kubernetes.io/component=inventory' } })
-      .catch((error: unknown) => {
-        throw describeKubeError(error, 'list inventories');
-      });
     const owners = new Map<string, InventoryEntry[]>();
-    for (const item of list.items ?? []) {
-      const owner = item.metadata.annotations?.[OWNER];
-      if (owner) owners.set(owner, parse(item.data?.inventory ?? ''));
+    for (const item of await this.store.list('app.kubernetes.io/component=inventory', 'list inventories')) {
+      const owner = item.annotations[OWNER];
+      if (owner) owners.set(owner, parse(item.data.inventory ?? ''));
     }
     return owners;
   }
 
+  /** Replaces the owner's inventory with `entries`. */
   async write(owner: string, entries: readonly InventoryEntry[]): Promise<void> {
-    if (entries.length > MAX_INVENTORY) {
-      throw new StalledError(
-        `${owner} has ${entries.length} objects, more than an inventory holds (${MAX_INVENTORY}): split it`,
-      );
-    }
-    const name = inventoryName(owner);
-    const body = {
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      metadata: { name, namespace: this.namespace, labels: LABELS, annotations: { [OWNER]: owner } },
-      data: { inventory: serialize(entries) },
-    };
-    try {
-      await this.api.request('PUT', this.path(name), { body }).catch(async (error: unknown) => {
-        if (statusCode(error) !== 404) throw error;
-        await this.api.request('POST', this.path(), { body }).catch(async (e: unknown) => {
-          // No namespace yet (a `mooring deploy` before any agent ran): make it, then the inventory.
-          if (statusCode(e) !== 404) throw e;
-          await createNamespace(this.api, this.namespace);
-          await this.api.request('POST', this.path(), { body });
-        });
-      });
-    } catch (error) {
-      throw describeKubeError(error, `write the inventory of ${owner}`);
-    }
+    await this.update(owner, () => entries);
+  }
+
+  /**
+   * Records `entries` as the owner's inventory, keeping what another writer recorded since this one last knew the
+   * inventory as `known` (what it read, or last recorded): entries stored now that `known` does not hold. A
+   * single writer gets exactly `entries`; two writers of one owner lose none of each other's objects.
+   */
+  async record(
+    owner: string,
+    entries: readonly InventoryEntry[],
+    known: readonly InventoryEntry[],
+  ): Promise<InventoryEntry[]> {
+    const ids = new Set(known.map(entryId));
+    return this.update(owner, (current) =>
+      unionOf(
+        entries,
+        (current ?? []).filter((e) => !ids.has(entryId(e))),
+      ),
+    );
+  }
+
+  /** Writes the change of what is stored now (undefined: none yet); returns what was written. */
+  async update(
+    owner: string,
+    change: (current: InventoryEntry[] | undefined) => readonly InventoryEntry[],
+  ): Promise<InventoryEntry[]> {
+    let written: InventoryEntry[] = [];
+    await this.store.update(
+      inventoryName(owner),
+      (current) => {
+        const next = change(current && parse(current.data.inventory ?? ''));
+        if (next.length > MAX_INVENTORY) {
+          throw new StalledError(
+            `${owner} has ${next.length} objects, more than an inventory holds (${MAX_INVENTORY}): split it`,
+          );
+        }
+        written = [...next];
+        return {
+          data: { ...current?.data, inventory: serialize(next) },
+          annotations: { ...current?.annotations, [OWNER]: owner },
+        };
+      },
+      { action: `write the inventory of ${owner}`, labels: LABELS, createNamespace: true },
+    );
+    return written;
   }
 }

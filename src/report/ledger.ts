@@ -1,9 +1,11 @@
 // The release ledger: for each deployment, its releases (newest first, bounded) and its rollback fence, kept in
 // one ConfigMap `mooring-ledger-<deployment>` in the agent's namespace. It never holds manifests or Secret values:
 // a release records what identifies it (commit, image digests, versioned object names) so that it can be
-// rebuilt exactly, and what happened (result, duration, messages).
+// rebuilt exactly, and what happened (result, duration, messages). Every change is written through the state
+// store (src/kube/state-store.ts), so a rollback's fence and a sync's release written at once both stay.
 import type { KubeApi } from '../kube/api.ts';
-import { describeKubeError, statusCode } from '../kube/errors.ts';
+import { describeKubeError } from '../kube/errors.ts';
+import { StateStore } from '../kube/state-store.ts';
 
 export type Trigger = 'commit' | 'image' | 'manual' | 'rollback' | 'drift' | 'config' | 'start';
 
@@ -84,89 +86,77 @@ export function ledgerName(deployment: string): string {
   return `mooring-ledger-${deployment}`;
 }
 
-function path(namespace: string, deployment?: string): string {
-  return `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps${deployment ? `/${ledgerName(deployment)}` : ''}`;
+const LABELS = {
+  'app.kubernetes.io/managed-by': 'mooring',
+  'app.kubernetes.io/component': 'ledger',
+};
+
+function parseLedger(data: Record<string, string> | undefined): LedgerData {
+  return {
+    releases: JSON.parse(data?.['releases.json'] ?? '[]') as Release[],
+    fence: data?.['fence.json'] ? (JSON.parse(data['fence.json']) as Fence) : undefined,
+    attempt: data?.['attempt.json'] ? (JSON.parse(data['attempt.json']) as Attempt) : undefined,
+    waiting: data?.['waiting.json'] ? (JSON.parse(data['waiting.json']) as Waiting) : undefined,
+  };
+}
+
+/** The ledger's keys; keys of its own are replaced, not merged: a lifted fence must disappear. */
+function ledgerData(data: LedgerData, limit: number): Record<string, string> {
+  return {
+    'releases.json': JSON.stringify(data.releases.slice(0, limit), null, 1),
+    ...(data.fence ? { 'fence.json': JSON.stringify(data.fence, null, 1) } : {}),
+    ...(data.attempt ? { 'attempt.json': JSON.stringify(data.attempt, null, 1) } : {}),
+    ...(data.waiting ? { 'waiting.json': JSON.stringify(data.waiting, null, 1) } : {}),
+  };
 }
 
 export class Ledger {
-  private readonly api: KubeApi;
-  private readonly namespace: string;
+  private readonly store: StateStore;
   private readonly limit: number;
 
   constructor(api: KubeApi, namespace: string, limit = 50) {
-    this.api = api;
-    this.namespace = namespace;
+    this.store = new StateStore(api, namespace);
     this.limit = limit;
   }
 
   async read(deployment: string): Promise<LedgerData> {
+    const cm = await this.store.read(ledgerName(deployment), `read the ledger of deployment ${deployment}`);
+    if (!cm) return { releases: [], fence: undefined };
     try {
-      const cm = await this.api.request<{ data?: Record<string, string> }>(
-        'GET',
-        path(this.namespace, deployment),
-      );
-      return {
-        releases: JSON.parse(cm.data?.['releases.json'] ?? '[]') as Release[],
-        fence: cm.data?.['fence.json'] ? (JSON.parse(cm.data['fence.json']) as Fence) : undefined,
-        attempt: cm.data?.['attempt.json'] ? (JSON.parse(cm.data['attempt.json']) as Attempt) : undefined,
-        waiting: cm.data?.['waiting.json'] ? (JSON.parse(cm.data['waiting.json']) as Waiting) : undefined,
-      };
+      return parseLedger(cm.data);
     } catch (error) {
-      if (statusCode(error) === 404) return { releases: [], fence: undefined };
       throw describeKubeError(error, `read the ledger of deployment ${deployment}`);
     }
   }
 
   /** Every deployment that has a ledger in the namespace. */
   async deployments(): Promise<string[]> {
-    const list = await this.api
-      .request<{ items: { metadata: { labels?: Record<string, string> } }[] | null }>(
-        'GET',
-        path(this.namespace),
-        {
-          query: { labelSelector: 'app.kubernetes.io/component=ledger' },
-        },
-      )
-      .catch((error: unknown) => {
-        throw describeKubeError(error, 'list ledgers');
-      });
-    return (list.items ?? [])
-      .map((i) => i.metadata.labels?.['mooring.io/deployment'] ?? '')
+    const list = await this.store.list('app.kubernetes.io/component=ledger', 'list ledgers');
+    return list
+      .map((i) => i.labels['mooring.io/deployment'] ?? '')
       .filter(Boolean)
       .sort();
   }
 
-  private async write(deployment: string, data: LedgerData): Promise<void> {
-    const body = {
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      metadata: {
-        name: ledgerName(deployment),
-        namespace: this.namespace,
-        labels: {
-          'app.kubernetes.io/managed-by': 'mooring',
-          'app.kubernetes.io/component': 'ledger',
-          'mooring.io/deployment': deployment,
-        },
+  /**
+   * Changes the ledger: `change` gets what is stored now (again after a concurrent write) and returns the new
+   * ledger, or undefined to leave it as it is.
+   */
+  private async update(
+    deployment: string,
+    change: (data: LedgerData) => LedgerData | undefined,
+  ): Promise<void> {
+    await this.store.update(
+      ledgerName(deployment),
+      (current) => {
+        const next = change(parseLedger(current?.data));
+        return next && { data: ledgerData(next, this.limit), annotations: current?.annotations ?? {} };
       },
-      data: {
-        'releases.json': JSON.stringify(data.releases.slice(0, this.limit), null, 1),
-        ...(data.fence ? { 'fence.json': JSON.stringify(data.fence, null, 1) } : {}),
-        ...(data.attempt ? { 'attempt.json': JSON.stringify(data.attempt, null, 1) } : {}),
-        ...(data.waiting ? { 'waiting.json': JSON.stringify(data.waiting, null, 1) } : {}),
+      {
+        action: `write the ledger of deployment ${deployment}`,
+        labels: { ...LABELS, 'mooring.io/deployment': deployment },
       },
-    };
-    try {
-      // Replace, not merge: a lifted fence must disappear.
-      await this.api
-        .request('PUT', path(this.namespace, deployment), { body })
-        .catch(async (error: unknown) => {
-          if (statusCode(error) !== 404) throw error;
-          await this.api.request('POST', path(this.namespace), { body });
-        });
-    } catch (error) {
-      throw describeKubeError(error, `write the ledger of deployment ${deployment}`);
-    }
+    );
   }
 
   /**
@@ -175,11 +165,8 @@ export class Ledger {
    * that a sync retried for hours (a namespace that does not exist yet) does not push the history out.
    */
   async append(release: Omit<Release, 'id'>): Promise<Release> {
-    const data = await this.read(release.deployment);
-    const newest = data.releases[0];
-    const bounded: Release = {
+    const fields: Omit<Release, 'id'> = {
       ...release,
-      id: (newest?.id ?? 0) + 1,
       objects: release.objects.slice(0, MAX_OBJECTS),
       ...(release.drift
         ? { drift: release.drift.slice(0, MAX_OBJECTS).map((d) => ({ ...d, fields: d.fields.slice(0, 20) })) }
@@ -193,34 +180,35 @@ export class Ledger {
         : {}),
       messages: release.messages.slice(0, MAX_MESSAGES).map((m) => m.slice(0, MAX_MESSAGE)),
     };
-    const repeated = newest !== undefined && sameFailure(newest, bounded);
-    if (repeated) bounded.id = newest.id;
-    // The release ends the attempt that made it.
-    await this.write(release.deployment, {
-      ...data,
-      releases: [bounded, ...data.releases.slice(repeated ? 1 : 0)],
-      attempt: undefined,
+    let recorded: Release | undefined;
+    await this.update(release.deployment, (data) => {
+      // The id follows the newest release stored when the write succeeds, not when it was first tried.
+      const newest = data.releases[0];
+      const repeated = newest !== undefined && sameFailure(newest, fields);
+      const bounded: Release = { ...fields, id: repeated ? newest.id : (newest?.id ?? 0) + 1 };
+      recorded = bounded;
+      // The release ends the attempt that made it.
+      return {
+        ...data,
+        releases: [bounded, ...data.releases.slice(repeated ? 1 : 0)],
+        attempt: undefined,
+      };
     });
-    return bounded;
+    return recorded as Release;
   }
 
   /** Notes a sync that starts (or, with undefined, one that ended without a release: cancelled). */
   async setAttempt(deployment: string, attempt: Attempt | undefined): Promise<void> {
-    const data = await this.read(deployment);
-    if (!attempt && !data.attempt) return;
-    await this.write(deployment, { ...data, attempt });
+    await this.update(deployment, (data) => (!attempt && !data.attempt ? undefined : { ...data, attempt }));
   }
 
   /** Records (or clears) what the deployment's next sync waits for. */
   async setWaiting(deployment: string, waiting: Waiting | undefined): Promise<void> {
-    const data = await this.read(deployment);
-    if (!waiting && !data.waiting) return;
-    await this.write(deployment, { ...data, waiting });
+    await this.update(deployment, (data) => (!waiting && !data.waiting ? undefined : { ...data, waiting }));
   }
 
   async setFence(deployment: string, fence: Fence | undefined): Promise<void> {
-    const data = await this.read(deployment);
-    await this.write(deployment, { ...data, fence });
+    await this.update(deployment, (data) => ({ ...data, fence }));
   }
 }
 

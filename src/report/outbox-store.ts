@@ -1,9 +1,10 @@
 // Where the commit-status outbox lives between restarts: one ConfigMap `mooring-status-outbox` in the agent's
 // namespace (next to the release ledgers), holding the undelivered final statuses as JSON. Bounded by the outbox
-// (MAX_ENTRIES, descriptions cut to the provider's limit), far below a ConfigMap's 1 MiB.
+// (MAX_ENTRIES, descriptions cut to the provider's limit), far below a ConfigMap's 1 MiB. Written through the state
+// store (src/kube/state-store.ts) as a change of what is stored, so two agents' writes both stay.
 import { z } from 'zod';
 import type { KubeApi } from '../kube/api.ts';
-import { describeKubeError, statusCode } from '../kube/errors.ts';
+import { StateStore } from '../kube/state-store.ts';
 import type { OutboxEntry } from './outbox-policy.ts';
 
 export const OUTBOX_NAME = 'mooring-status-outbox';
@@ -11,7 +12,11 @@ const KEY = 'statuses.json';
 
 export interface OutboxStore {
   read(): Promise<OutboxEntry[]>;
-  write(entries: readonly OutboxEntry[]): Promise<void>;
+  /**
+   * Writes `change` of what is stored now; it may run more than once (again after another agent's write), so it
+   * depends only on its argument.
+   */
+  update(change: (stored: OutboxEntry[]) => OutboxEntry[]): Promise<void>;
 }
 
 // What was written by an older or newer agent is checked, not trusted: an entry that does not parse is dropped.
@@ -31,59 +36,46 @@ const entrySchema = z.object({
   lastError: z.string().optional(),
 });
 
+function parseEntries(text: string): OutboxEntry[] {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return [];
+  }
+  if (!Array.isArray(raw)) return [];
+  return raw.flatMap((item) => {
+    const parsed = entrySchema.safeParse(item);
+    return parsed.success ? [parsed.data] : [];
+  });
+}
+
 export class ConfigMapOutboxStore implements OutboxStore {
-  private readonly api: KubeApi;
-  private readonly namespace: string;
+  private readonly store: StateStore;
 
   constructor(api: KubeApi, namespace: string) {
-    this.api = api;
-    this.namespace = namespace;
-  }
-
-  private path(named: boolean): string {
-    return `/api/v1/namespaces/${encodeURIComponent(this.namespace)}/configmaps${named ? `/${OUTBOX_NAME}` : ''}`;
+    this.store = new StateStore(api, namespace);
   }
 
   async read(): Promise<OutboxEntry[]> {
-    let text: string;
-    try {
-      const cm = await this.api.request<{ data?: Record<string, string> }>('GET', this.path(true));
-      text = cm.data?.[KEY] ?? '[]';
-    } catch (error) {
-      if (statusCode(error) === 404) return [];
-      throw describeKubeError(error, 'read the commit-status outbox');
-    }
-    let raw: unknown;
-    try {
-      raw = JSON.parse(text);
-    } catch {
-      return [];
-    }
-    if (!Array.isArray(raw)) return [];
-    return raw.flatMap((item) => {
-      const parsed = entrySchema.safeParse(item);
-      return parsed.success ? [parsed.data] : [];
-    });
+    const cm = await this.store.read(OUTBOX_NAME, 'read the commit-status outbox');
+    return parseEntries(cm?.data[KEY] ?? '[]');
   }
 
-  async write(entries: readonly OutboxEntry[]): Promise<void> {
-    const body = {
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      metadata: {
-        name: OUTBOX_NAME,
-        namespace: this.namespace,
+  async update(change: (stored: OutboxEntry[]) => OutboxEntry[]): Promise<void> {
+    await this.store.update(
+      OUTBOX_NAME,
+      (current) => ({
+        data: {
+          ...current?.data,
+          [KEY]: JSON.stringify(change(parseEntries(current?.data[KEY] ?? '[]')), null, 1),
+        },
+        annotations: current?.annotations ?? {},
+      }),
+      {
+        action: 'write the commit-status outbox',
         labels: { 'app.kubernetes.io/managed-by': 'mooring', 'app.kubernetes.io/component': 'status-outbox' },
       },
-      data: { [KEY]: JSON.stringify(entries, null, 1) },
-    };
-    try {
-      await this.api.request('PUT', this.path(true), { body }).catch(async (error: unknown) => {
-        if (statusCode(error) !== 404) throw error;
-        await this.api.request('POST', this.path(false), { body });
-      });
-    } catch (error) {
-      throw describeKubeError(error, 'write the commit-status outbox');
-    }
+    );
   }
 }

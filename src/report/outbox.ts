@@ -40,6 +40,22 @@ const realTimers: OutboxTimers = {
   clear: (handle) => clearTimeout(handle as NodeJS.Timeout),
 };
 
+/** A status kept (or replaced), or one delivered, dropped or expired. */
+type Change = { put: OutboxEntry } | { drop: OutboxEntry };
+
+/** The stored statuses with this agent's changes: a drop removes that entry or an older one of its key. */
+export function applyChanges(stored: readonly OutboxEntry[], changes: readonly Change[]): OutboxEntry[] {
+  let entries = [...stored];
+  for (const change of changes) {
+    if ('put' in change) entries = upsert(entries, change.put);
+    else {
+      const { key, at } = change.drop;
+      entries = entries.filter((e) => e.key !== key || e.at > at);
+    }
+  }
+  return entries;
+}
+
 export class StatusOutbox {
   readonly #deps: OutboxDeps;
   readonly #now: () => number;
@@ -54,6 +70,9 @@ export class StatusOutbox {
   #flushAgain = false;
   #writing: Promise<void> | undefined;
   #dirty = false;
+  // What changed since the last write, in order: written as a change of what is stored, not as this agent's list,
+  // so that statuses another agent kept or delivered meanwhile stay as it left them.
+  #changes: Change[] = [];
 
   constructor(deps: OutboxDeps) {
     this.#deps = deps;
@@ -82,6 +101,7 @@ export class StatusOutbox {
     if (error) this.failed(entry.gate, error);
     const kept = { ...entry, lastError: error ? errorMessage(error) : entry.lastError };
     this.#entries = upsert(this.#entries, kept);
+    this.#changes.push({ put: kept });
     this.#deps.log.info(
       { deployment: entry.deployment, commit: entry.commit, state: entry.state, kept: this.#entries.length },
       'commit status kept in the outbox, to be posted when the status API answers',
@@ -101,6 +121,7 @@ export class StatusOutbox {
   async posted(gate: string, key?: string): Promise<void> {
     const reopened = this.#gates.delete(gate);
     if (key !== undefined && this.#entries.some((e) => e.key === key)) {
+      for (const e of this.#entries) if (e.key === key) this.#changes.push({ drop: e });
       this.#entries = this.#entries.filter((e) => e.key !== key);
       await this.#persist();
     }
@@ -158,6 +179,7 @@ export class StatusOutbox {
     if (expired.length > 0) {
       this.#entries = kept;
       for (const e of expired) {
+        this.#changes.push({ drop: e });
         this.#deps.log.warn(
           {
             deployment: e.deployment,
@@ -211,11 +233,13 @@ export class StatusOutbox {
 
   #remove(entry: OutboxEntry): void {
     this.#entries = this.#entries.filter((e) => e !== entry);
+    this.#changes.push({ drop: entry });
     this.#dirty = true;
   }
 
   #replace(entry: OutboxEntry, next: OutboxEntry): void {
     this.#entries = this.#entries.map((e) => (e === entry ? next : e));
+    this.#changes.push({ put: next });
     this.#dirty = true;
   }
 
@@ -228,7 +252,13 @@ export class StatusOutbox {
       try {
         while (this.#dirty) {
           this.#dirty = false;
-          await this.#deps.store.write(this.#entries);
+          const changes = this.#changes.splice(0);
+          try {
+            await this.#deps.store.update((stored) => applyChanges(stored, changes));
+          } catch (error) {
+            this.#changes.unshift(...changes);
+            throw error;
+          }
         }
       } catch (error) {
         this.#dirty = true;

@@ -41,8 +41,8 @@ function harness(initial: OutboxEntry[] = []) {
   const stored: { entries: OutboxEntry[]; writes: number } = { entries: initial, writes: 0 };
   const store: OutboxStore = {
     read: async () => stored.entries.map((e) => ({ ...e })),
-    write: async (entries) => {
-      stored.entries = entries.map((e) => ({ ...e }));
+    update: async (change) => {
+      stored.entries = change(stored.entries.map((e) => ({ ...e }))).map((e) => ({ ...e }));
       stored.writes += 1;
     },
   };
@@ -216,7 +216,7 @@ describe('StatusOutbox', () => {
         read: async () => {
           throw new TransientError('API server unreachable');
         },
-        write: async () => {
+        update: async () => {
           h.stored.writes += 1;
         },
       },

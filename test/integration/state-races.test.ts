@@ -1,0 +1,350 @@
+// Writers racing on mooring's state ConfigMaps, against the real API server: each writer has its own client and
+// its own store, as the CLI and the agent (or two agents around a change of leader) do. A rollback's fence and a
+// sync's releases written at once, two writers of one inventory, two outboxes and two control-map writers: every
+// change of every writer is in the ConfigMap at the end. The store's retry loop itself is driven into real
+// conflicts (a write between its read and its write) and to its bound.
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { TransientError } from '../../src/errors.ts';
+import { KubeApi, type RequestSpec } from '../../src/kube/api.ts';
+import { ControlMap, RECONCILE_PREFIX, SUSPEND_PREFIX } from '../../src/kube/control-map.ts';
+import { statusCode } from '../../src/kube/errors.ts';
+import { type InventoryEntry, InventoryStore, inventoryName, unionOf } from '../../src/kube/inventory.ts';
+import { StateStore } from '../../src/kube/state-store.ts';
+import { type Fence, Ledger, ledgerName, type Release } from '../../src/report/ledger.ts';
+import { StatusOutbox } from '../../src/report/outbox.ts';
+import { entryKey, type OutboxEntry } from '../../src/report/outbox-policy.ts';
+import { ConfigMapOutboxStore, OUTBOX_NAME } from '../../src/report/outbox-store.ts';
+import { clusterConfig, useNamespace } from './helpers.ts';
+
+/**
+ * The real client, counting the conflicts (409) the API server answered, so a test knows a race took place; and
+ * able to let another writer in just before its next write is sent (`beforeWrite`, once per call).
+ */
+class CountingApi extends KubeApi {
+  conflicts = 0;
+  beforeWrite: (() => Promise<void>) | undefined;
+  override async request<T = unknown>(method: string, path: string, spec?: RequestSpec): Promise<T> {
+    if (method !== 'GET' && this.beforeWrite) {
+      const hook = this.beforeWrite;
+      this.beforeWrite = undefined;
+      await hook();
+    }
+    try {
+      return await super.request<T>(method, path, spec);
+    } catch (error) {
+      if (statusCode(error) === 409) this.conflicts++;
+      throw error;
+    }
+  }
+}
+
+function clients(): [CountingApi, CountingApi] {
+  return [new CountingApi(clusterConfig()), new CountingApi(clusterConfig())];
+}
+
+async function configMap(api: KubeApi, namespace: string, name: string) {
+  return api.request<{
+    metadata: { labels?: Record<string, string>; annotations?: Record<string, string> };
+    data?: Record<string, string>;
+  }>('GET', `/api/v1/namespaces/${namespace}/configmaps/${name}`);
+}
+
+function release(deployment: string, n: number): Omit<Release, 'id'> {
+  return {
+    deployment,
+    time: new Date().toISOString(),
+    trigger: 'commit',
+    commit: `c${n}`,
+    images: {},
+    revision: `rev-${n}`,
+    versions: [],
+    objects: [],
+    result: 'stable',
+    durationMs: n,
+    messages: [],
+  };
+}
+
+describe('state ConfigMaps with concurrent writers', () => {
+  const ns = useNamespace('state-races');
+
+  it('a rollback fence racing 20 ledger appends from another client loses no release and no fence', async () => {
+    const [a, b] = clients();
+    const agent = new Ledger(a, ns());
+    const cli = new Ledger(b, ns());
+    const fence: Fence = { release: 3, since: new Date().toISOString(), heads: { commit: 'c3', images: {} } };
+    const writes: Promise<unknown>[] = [];
+    for (let n = 1; n <= 20; n++) {
+      writes.push((n % 2 ? agent : cli).append(release('web', n)));
+      if (n === 7) writes.push(cli.setFence('web', fence));
+      if (n === 13) writes.push(agent.setWaiting('web', { message: 'waiting for crds', since: 'now' }));
+    }
+    const results = await Promise.all(writes);
+    const appended = results.filter((r): r is Release => typeof r === 'object' && r !== null);
+
+    const stored = await new Ledger(new KubeApi(clusterConfig()), ns()).read('web');
+    expect(stored.releases.map((r) => r.revision).sort()).toEqual(
+      Array.from({ length: 20 }, (_, i) => `rev-${i + 1}`).sort(),
+    );
+    // Ids are dense and newest first: each append numbered from what was stored when it was written.
+    expect(stored.releases.map((r) => r.id)).toEqual(Array.from({ length: 20 }, (_, i) => 20 - i));
+    // What each append returned is what was stored.
+    for (const r of appended) expect(stored.releases.find((s) => s.revision === r.revision)?.id).toBe(r.id);
+    expect(stored.fence).toEqual(fence);
+    expect(stored.waiting).toEqual({ message: 'waiting for crds', since: 'now' });
+    // The writers did collide: the API server refused stale writes, which were made again.
+    expect(a.conflicts + b.conflicts).toBeGreaterThan(0);
+
+    const cm = await configMap(a, ns(), ledgerName('web'));
+    expect(cm.metadata.labels).toMatchObject({
+      'app.kubernetes.io/component': 'ledger',
+      'mooring.io/deployment': 'web',
+    });
+    // Lifting the fence removes it (the ledger's keys are replaced, not merged).
+    await cli.setFence('web', undefined);
+    expect((await agent.read('web')).fence).toBeUndefined();
+    expect((await agent.read('web')).releases).toHaveLength(20);
+  });
+
+  it('two writers of one inventory, 15 rounds each at once, lose no entry', async () => {
+    const [a, b] = clients();
+    const entry = (writer: string, n: number): InventoryEntry => ({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      namespace: 'shop',
+      name: `${writer}-${n}`,
+    });
+    // As a sync does: read the inventory, then record what it applied with what it read.
+    const writer = async (store: InventoryStore, name: string) => {
+      for (let n = 0; n < 15; n++) {
+        const previous = (await store.read('web')) ?? [];
+        await store.record('web', unionOf([entry(name, n)], previous), previous);
+      }
+    };
+    await Promise.all([writer(new InventoryStore(a, ns()), 'a'), writer(new InventoryStore(b, ns()), 'b')]);
+
+    const stored = (await new InventoryStore(new KubeApi(clusterConfig()), ns()).read('web')) ?? [];
+    const names = stored.map((e) => e.name).sort();
+    const expected = ['a', 'b'].flatMap((w) => Array.from({ length: 15 }, (_, n) => `${w}-${n}`)).sort();
+    expect(names).toEqual(expected);
+    expect(a.conflicts + b.conflicts).toBeGreaterThan(0);
+    const cm = await configMap(a, ns(), inventoryName('web'));
+    expect(cm.metadata.labels?.['app.kubernetes.io/component']).toBe('inventory');
+    expect(cm.metadata.annotations?.['mooring.io/owner']).toBe('web');
+  });
+
+  it('a single writer of an inventory gets exactly what it records: entries it dropped leave', async () => {
+    const store = new InventoryStore(new KubeApi(clusterConfig()), ns());
+    const e = (name: string): InventoryEntry => ({
+      apiVersion: 'v1',
+      kind: 'Service',
+      namespace: 'shop',
+      name,
+    });
+    await store.write('single', [e('one'), e('two')]);
+    // Prune recorded what stays, knowing what it read: `two` is gone, not kept as another writer's.
+    await store.record('single', [e('one')], [e('one'), e('two')]);
+    expect((await store.read('single'))?.map((x) => x.name)).toEqual(['one']);
+    // An entry another writer added since (`three`, not in what this writer knew) stays.
+    await store.write('single', [e('one'), e('three')]);
+    await store.record('single', [e('four')], [e('one')]);
+    expect((await store.read('single'))?.map((x) => x.name).sort()).toEqual(['four', 'three']);
+  });
+
+  it('two outboxes keeping and delivering at once keep both agents’ statuses', async () => {
+    const [a, b] = clients();
+    const quiet = pino({ level: 'silent' });
+    const timers = { set: () => 0, clear: () => undefined };
+    const delivered: string[] = [];
+    const outbox = (api: KubeApi) =>
+      new StatusOutbox({
+        store: new ConfigMapOutboxStore(api, ns()),
+        log: quiet,
+        timers,
+        deliver: async (e) => {
+          delivered.push(e.commit);
+          return true;
+        },
+      });
+    const status = (commit: string, at: number): OutboxEntry => {
+      const base = { deployment: 'web', commit, context: 'mooring/web' };
+      return {
+        ...base,
+        key: entryKey(base),
+        state: 'success',
+        description: `${commit} stable`,
+        gate: 'api',
+        at,
+        expiresAt: Date.now() + 3_600_000,
+        attempts: 0,
+      };
+    };
+    const first = outbox(a);
+    const second = outbox(b);
+    // Loaded (nothing stored yet), with the API's gate closed so that nothing is delivered while they keep.
+    await Promise.all([first.start(), second.start()]);
+    const failure = new TransientError('status API unreachable');
+    first.failed('api', failure);
+    second.failed('api', failure);
+    await Promise.all([
+      ...Array.from({ length: 6 }, (_, i) => first.keep(status(`a${i}`, i))),
+      ...Array.from({ length: 6 }, (_, i) => second.keep(status(`b${i}`, 100 + i))),
+    ]);
+    const store = new ConfigMapOutboxStore(new KubeApi(clusterConfig()), ns());
+    expect((await store.read()).map((e) => e.commit).sort()).toEqual(
+      ['a0', 'a1', 'a2', 'a3', 'a4', 'a5', 'b0', 'b1', 'b2', 'b3', 'b4', 'b5'].sort(),
+    );
+    expect(a.conflicts + b.conflicts).toBeGreaterThan(0);
+
+    // The first agent's API answers again: it delivers what it kept and drops just that from the ConfigMap, while
+    // the second keeps one more.
+    await first.posted('api');
+    await Promise.all([first.flush(), second.keep(status('b6', 106))]);
+    expect(delivered.sort()).toEqual(['a0', 'a1', 'a2', 'a3', 'a4', 'a5']);
+    expect((await store.read()).map((e) => e.commit).sort()).toEqual([
+      'b0',
+      'b1',
+      'b2',
+      'b3',
+      'b4',
+      'b5',
+      'b6',
+    ]);
+    await Promise.all([first.close(), second.close()]);
+    const cm = await configMap(a, ns(), OUTBOX_NAME);
+    expect(cm.metadata.labels?.['app.kubernetes.io/component']).toBe('status-outbox');
+  });
+
+  it('two control-map writers annotating at once keep every key', async () => {
+    const [a, b] = clients();
+    const cliA = new ControlMap(a, ns());
+    const cliB = new ControlMap(b, ns());
+    await Promise.all([
+      ...Array.from({ length: 8 }, (_, i) =>
+        cliA.annotate({ [`${SUSPEND_PREFIX}app-${i}`]: JSON.stringify({ since: 'now', by: 'alice' }) }),
+      ),
+      ...Array.from({ length: 8 }, (_, i) =>
+        cliB.annotate({ [`${RECONCILE_PREFIX}app-${i}`]: `token-${i}` }),
+      ),
+    ]);
+    const state = await new ControlMap(new KubeApi(clusterConfig()), ns()).read();
+    expect([...state.suspended.keys()].sort()).toEqual(Array.from({ length: 8 }, (_, i) => `app-${i}`));
+    expect(Object.fromEntries(state.requested)).toEqual(
+      Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`app-${i}`, `token-${i}`])),
+    );
+    expect(a.conflicts + b.conflicts).toBeGreaterThan(0);
+    // Removing keys at once with setting others: only the removed ones go.
+    await Promise.all([
+      cliA.annotate({ [`${SUSPEND_PREFIX}app-0`]: null, [`${SUSPEND_PREFIX}app-1`]: null }),
+      cliB.annotate({ [`${RECONCILE_PREFIX}app-9`]: 'token-9' }),
+    ]);
+    const after = await cliA.read();
+    expect([...after.suspended.keys()].sort()).toEqual(Array.from({ length: 6 }, (_, i) => `app-${i + 2}`));
+    expect(after.requested.get('app-9')).toBe('token-9');
+  });
+});
+
+describe('StateStore retry on conflict', () => {
+  const ns = useNamespace('state-store');
+  const labels = { 'app.kubernetes.io/managed-by': 'mooring', 'app.kubernetes.io/component': 'test' };
+  const increment = (seen: string[]) => (current: { data: Record<string, string> } | undefined) => {
+    seen.push(current?.data.n ?? 'absent');
+    return { data: { ...current?.data, n: String(Number(current?.data.n ?? 0) + 1) }, annotations: {} };
+  };
+
+  it('re-reads and re-applies its change after another write came between its read and its write', async () => {
+    const [a, b] = clients();
+    const store = new StateStore(a, ns());
+    const other = new StateStore(b, ns());
+    const seen: string[] = [];
+    expect((await store.update('counter', increment(seen), { action: 'count', labels }))?.data).toEqual({
+      n: '1',
+    });
+    expect(seen).toEqual(['absent']);
+
+    seen.length = 0;
+    a.beforeWrite = async () => {
+      await other.update('counter', (c) => ({ data: { ...c?.data, other: 'yes' }, annotations: {} }), {
+        action: 'interfere',
+        labels,
+      });
+    };
+    const written = await store.update('counter', increment(seen), { action: 'count', labels });
+    // Applied to what it read first, refused (409), applied again to what the other writer left.
+    expect(seen).toEqual(['1', '1']);
+    expect(a.conflicts).toBe(1);
+    expect(written?.data).toEqual({ n: '2', other: 'yes' });
+    const cm = await configMap(b, ns(), 'counter');
+    expect(cm.data).toEqual({ n: '2', other: 'yes' });
+    expect(cm.metadata.labels).toMatchObject(labels);
+  });
+
+  it('a create that lost to another creator (409 AlreadyExists) is made again over what that one wrote', async () => {
+    const [a, b] = clients();
+    const store = new StateStore(a, ns());
+    const other = new StateStore(b, ns());
+    a.beforeWrite = async () => {
+      await other.update('created-twice', () => ({ data: { other: 'yes' }, annotations: {} }), {
+        action: 'interfere',
+        labels,
+      });
+    };
+    const seen: string[] = [];
+    const written = await store.update('created-twice', increment(seen), { action: 'create', labels });
+    expect(seen).toEqual(['absent', 'absent']);
+    expect(a.conflicts).toBe(1);
+    expect(written?.data).toEqual({ n: '1', other: 'yes' });
+    expect((await configMap(a, ns(), 'created-twice')).data).toEqual({ n: '1', other: 'yes' });
+  });
+
+  it('a change that returns nothing writes nothing', async () => {
+    const [a] = clients();
+    const store = new StateStore(a, ns());
+    await store.update('unchanged', () => ({ data: { n: '7' }, annotations: {} }), {
+      action: 'seed',
+      labels,
+    });
+    const before = await configMap(a, ns(), 'unchanged');
+    const result = await store.update('unchanged', () => undefined, { action: 'none', labels });
+    expect(result?.data).toEqual({ n: '7' });
+    expect((await configMap(a, ns(), 'unchanged')).metadata).toEqual(before.metadata);
+    expect(await store.update('never-created', () => undefined, { action: 'none', labels })).toBeUndefined();
+    expect(await store.read('never-created', 'read')).toBeUndefined();
+  });
+
+  it('gives up after its bound of conflicting writes with a transient error that names the write', async () => {
+    const [a, b] = clients();
+    const store = new StateStore(a, ns(), { attempts: 3 });
+    const other = new StateStore(b, ns());
+    await store.update('contended', () => ({ data: { n: '0' }, annotations: {} }), {
+      action: 'seed',
+      labels,
+    });
+    let calls = 0;
+    const failure = await store
+      .update(
+        'contended',
+        (current) => {
+          calls++;
+          // Every attempt is overtaken by another writer before it is sent.
+          a.beforeWrite = async () => {
+            await other.update('contended', (c) => ({ data: { n: `${c?.data.n}+` }, annotations: {} }), {
+              action: 'interfere',
+              labels,
+            });
+          };
+          return { data: { n: 'mine' }, annotations: current?.annotations ?? {} };
+        },
+        { action: 'write ConfigMap contended', labels },
+      )
+      .catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(TransientError);
+    expect((failure as Error).message).toMatch(
+      /^write ConfigMap contended \(3 conflicting writes in a row\): 409 /,
+    );
+    expect(calls).toBe(3);
+    expect(a.conflicts).toBe(3);
+    expect((await configMap(a, ns(), 'contended')).data).toEqual({ n: '0+++' });
+  });
+});
