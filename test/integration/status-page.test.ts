@@ -3,9 +3,20 @@
 // ready yet) and, after the next push, to synced, with the revision linked to the commit on the forge, the image
 // with its digest, the objects with their verdicts and the releases; its colours meet WCAG AA; no Secret value
 // reaches the page or its data; a screenshot is written to docs/status-page.png.
+// Then the page at fleet scale: a board of 1,000 deployments (synthetic states fed to an in-process StatusBoard, the
+// page served by the same routes) shows the counts by state, failing and syncing first, filters by name, namespace
+// and state, pages of 50, and follows a burst of 2,000 changes live; its first render time and memory are printed.
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config/load.ts';
+import { StatusBoard } from '../../src/server/status/board.ts';
+import { statusPage } from '../../src/server/status/routes.ts';
+import type { DeployReport } from '../../src/sync/deploy.ts';
+import type { SyncRequest } from '../../src/sync/sync-deployment.ts';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
 import { pushImage } from '../testbed/oci-push.ts';
 import { agentConfig, bareRepo, manifestDir, startAgent, testbed, useNamespace } from './helpers.ts';
@@ -205,6 +216,199 @@ describe('the status page in a browser', () => {
     ).text();
     expect(api).toContain('"name":"web"');
     expect(api).not.toContain(CANARY);
+    await page.close();
+  });
+});
+
+const FLEET = 1000;
+const FLEET_NAMESPACES = 20;
+const fleetName = (i: number) => `app-${String(i).padStart(4, '0')}`;
+// Spread over the fleet, so that failing-first has to move them up from every page.
+const FAILING = [17, 233, 404, 512, 768, 901, 999];
+const SYNCING = [5, 350, 640, 877];
+
+/** A board of FLEET deployments over FLEET_NAMESPACES namespaces: FAILING failed, SYNCING syncing, the rest synced. */
+async function fleetBoard(): Promise<{ board: StatusBoard; deployments: SyncRequest['deployment'][] }> {
+  const lines = Array.from(
+    { length: FLEET },
+    (_, i) => `  - {name: ${fleetName(i)}, namespace: fleet-${i % FLEET_NAMESPACES}, source: fleet}`,
+  );
+  const config = parseConfig(`
+cluster: {name: fleet}
+sources:
+  git: [{name: fleet, url: "https://forge.example.test/team/fleet.git", ref: {branch: main}}]
+deployments:
+${lines.join('\n')}
+`);
+  const board = new StatusBoard({ config: () => config });
+  for (const [i, deployment] of config.deployments.entries()) {
+    const sync = fleetSync(deployment, 'a'.repeat(40));
+    board.started(sync);
+    if (SYNCING.includes(i)) continue;
+    await board.finished(sync, fleetReport(deployment, FAILING.includes(i) ? 'failed' : 'stable'), undefined);
+  }
+  return { board, deployments: config.deployments };
+}
+
+function fleetSync(deployment: SyncRequest['deployment'], commit: string): SyncRequest {
+  return {
+    config: {} as SyncRequest['config'],
+    deployment,
+    commit,
+    files: [],
+    images: {},
+    revision: commit,
+    trigger: 'commit',
+  };
+}
+
+function fleetReport(d: SyncRequest['deployment'], outcome: 'stable' | 'failed'): DeployReport {
+  const object = `Deployment ${d.namespace}/${d.name}`;
+  return {
+    outcome,
+    summary:
+      outcome === 'stable'
+        ? '4/4 stable in 2s'
+        : `${object}: 0 of 1 replicas available after 5m (ProgressDeadlineExceeded)`,
+    applied: [
+      {
+        target: {
+          object: {
+            apiVersion: 'apps/v1',
+            kind: 'Deployment',
+            metadata: { name: d.name, namespace: d.namespace },
+          },
+        },
+        action: 'configured',
+      },
+    ],
+    wait: {
+      outcome,
+      verdicts: [
+        {
+          name: object,
+          stability:
+            outcome === 'stable'
+              ? { state: 'stable', message: '' }
+              : { state: 'failed', message: 'ProgressDeadlineExceeded' },
+        },
+      ],
+      culprit: undefined,
+    },
+  } as unknown as DeployReport;
+}
+
+describe('the status page with 1,000 deployments', () => {
+  let browser: Browser;
+  const closers: (() => void)[] = [];
+  beforeAll(async () => {
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+    });
+  });
+  afterAll(async () => {
+    for (const close of closers) close();
+    await browser?.close();
+  });
+
+  it('counts by state, failing first, filters, pages and follows a burst of changes', async () => {
+    const { board, deployments } = await fleetBoard();
+    const pageRoutes = statusPage({ board, token: () => undefined, cluster: () => 'fleet' });
+    const server = createServer((req, res) => {
+      if (!pageRoutes(req, res, new URL(req.url ?? '/', 'http://x').pathname)) res.writeHead(404).end();
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    closers.push(() => {
+      server.closeAllConnections();
+      server.close();
+    });
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send('Performance.enable');
+
+    const start = Date.now();
+    await page.goto(`${base}/status`);
+    const info = page.locator('#page-info');
+    await expect.poll(() => info.textContent()).toBe('1–50 of 1,000, page 1 of 20');
+    const firstRenderMs = Date.now() - start;
+    const metrics = async () => {
+      await cdp.send('HeapProfiler.collectGarbage');
+      const { metrics: m } = (await cdp.send('Performance.getMetrics')) as {
+        metrics: { name: string; value: number }[];
+      };
+      const of = (name: string) => m.find((x) => x.name === name)?.value ?? 0;
+      return { heap: of('JSHeapUsedSize') / 2 ** 20, nodes: of('Nodes') };
+    };
+    const first = await metrics();
+
+    // The counts at the top, by state.
+    const count = (label: string) => page.locator(`[data-count="${label}"] .count`).textContent();
+    expect(await count('all')).toBe('1,000');
+    expect(await count('failed')).toBe(String(FAILING.length));
+    expect(await count('syncing')).toBe(String(SYNCING.length));
+    expect(await count('synced')).toBe(String(FLEET - FAILING.length - SYNCING.length));
+
+    // Failing first, then syncing, then the rest in the configuration's order; one page of 50 drawn.
+    const rows = page.locator('#deployments > tbody > tr[data-deployment]');
+    const shown = async () =>
+      rows.evaluateAll((trs) =>
+        trs.map((tr) => `${tr.getAttribute('data-deployment')} ${tr.getAttribute('data-state')}`),
+      );
+    const page1 = await shown();
+    expect(page1).toHaveLength(50);
+    expect(page1.slice(0, FAILING.length + SYNCING.length)).toEqual([
+      ...FAILING.map((i) => `${fleetName(i)} failed`),
+      ...SYNCING.map((i) => `${fleetName(i)} syncing`),
+    ]);
+    expect(page1[FAILING.length + SYNCING.length]).toBe(`${fleetName(0)} synced`);
+
+    // Paging: the next page follows on, the last one holds the rest.
+    await page.click('#page-next');
+    await expect.poll(() => info.textContent()).toBe('51–100 of 1,000, page 2 of 20');
+    const page2 = await shown();
+    expect(page2).toHaveLength(50);
+    expect(page2.some((r) => page1.includes(r))).toBe(false);
+    for (let n = 2; n < 20; n++) await page.click('#page-next');
+    await expect.poll(() => info.textContent()).toBe('951–1,000 of 1,000, page 20 of 20');
+    expect(await page.locator('#page-next').isDisabled()).toBe(true);
+    expect((await shown()).at(-1)).toBe(`${fleetName(998)} synced`);
+
+    // Filters: by name, by namespace, by state (from its count), together; each goes back to the first page.
+    await page.fill('#filter-name', 'APP-004');
+    await expect.poll(() => info.textContent()).toBe('1–10 of 10 (of 1,000), page 1 of 1');
+    expect(await shown()).toEqual(Array.from({ length: 10 }, (_, k) => `${fleetName(40 + k)} synced`));
+    await page.fill('#filter-name', '');
+    await page.selectOption('#filter-namespace', 'fleet-4');
+    await expect.poll(() => info.textContent()).toBe('1–50 of 50 (of 1,000), page 1 of 1');
+    expect((await shown())[0]).toBe(`${fleetName(404)} failed`);
+    expect((await shown()).every((r) => Number(r.slice(4, 8)) % FLEET_NAMESPACES === 4)).toBe(true);
+    await page.selectOption('#filter-namespace', '');
+    await page.click('[data-count="failed"]');
+    await expect.poll(() => info.textContent()).toBe(`1–7 of 7 (of 1,000), page 1 of 1`);
+    expect(await page.inputValue('#filter-state')).toBe('failed');
+    expect(await shown()).toEqual(FAILING.map((i) => `${fleetName(i)} failed`));
+    await page.click('[data-count="all"]');
+    await expect.poll(() => info.textContent()).toBe('1–50 of 1,000, page 1 of 20');
+
+    // Live: every deployment starts a sync, then every one ends stable; the page follows without a reload.
+    const burst = Date.now();
+    for (const d of deployments) board.started(fleetSync(d, 'b'.repeat(40)));
+    await expect.poll(() => count('syncing'), { timeout: 30_000 }).toBe('1,000');
+    for (const d of deployments)
+      await board.finished(fleetSync(d, 'b'.repeat(40)), fleetReport(d, 'stable'), undefined);
+    await expect.poll(() => count('synced'), { timeout: 30_000 }).toBe('1,000');
+    expect(await count('failed')).toBe('0');
+    const burstMs = Date.now() - burst;
+    expect((await shown())[0]).toBe(`${fleetName(0)} synced`);
+    const after = await metrics();
+    process.stdout.write(
+      `status page, ${FLEET} deployments: first render ${firstRenderMs} ms; JS heap ${first.heap.toFixed(1)} MiB, ` +
+        `${first.nodes} DOM nodes; after 2,000 live changes (shown in ${burstMs} ms) JS heap ${after.heap.toFixed(1)} MiB, ` +
+        `${after.nodes} DOM nodes\n`,
+    );
     await page.close();
   });
 });

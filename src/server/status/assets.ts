@@ -1,8 +1,11 @@
 // The status page's three files, served as they are (no build step): the HTML shell, its stylesheet and its
-// script. The script draws every deployment from /status/api/deployments and keeps the rows live from the event
-// stream /status/api/events (server-sent events, read with fetch so that a bearer token can be sent). Every value
-// is written with textContent, never as HTML. Colours meet WCAG AA (4.5:1 for text) on their backgrounds; the
-// browser test measures them.
+// script. The script reads every deployment from /status/api/deployments once and keeps them live from the event
+// stream /status/api/events (server-sent events, read with fetch so that a bearer token can be sent). At fleet
+// scale it draws only what is asked for: counts by state at the top, failing and syncing deployments first, a
+// filter by name, namespace and state, and one page of rows at a time; events change the model at once and the
+// page is drawn at most every DRAW_MS, with the rows whose view did not change kept as they are. Every value is
+// written with textContent, never as HTML. Colours meet WCAG AA (4.5:1 for text) on their backgrounds; the browser
+// test measures them.
 
 export const PAGE_HTML = `<!doctype html>
 <html lang="en">
@@ -26,6 +29,21 @@ export const PAGE_HTML = `<!doctype html>
     <button type="submit">Show status</button>
     <p id="login-error" role="alert"></p>
   </form>
+  <section id="overview" aria-label="Deployments by state" hidden>
+    <ul id="counts"></ul>
+  </section>
+  <form id="filters" role="search" hidden>
+    <label for="filter-name">Name</label>
+    <input id="filter-name" type="search" autocomplete="off" placeholder="part of a name">
+    <label for="filter-namespace">Namespace</label>
+    <select id="filter-namespace"><option value="">all</option></select>
+    <label for="filter-state">State</label>
+    <select id="filter-state">
+      <option value="">all</option>
+      <option>failed</option><option>syncing</option><option>held</option><option>drifted</option>
+      <option>suspended</option><option>unknown</option><option>synced</option>
+    </select>
+  </form>
   <table id="deployments" aria-describedby="summary">
     <caption id="summary">Deployments</caption>
     <thead>
@@ -40,6 +58,11 @@ export const PAGE_HTML = `<!doctype html>
     </thead>
     <tbody></tbody>
   </table>
+  <nav id="pager" aria-label="Pages of deployments" hidden>
+    <button type="button" id="page-prev">Previous</button>
+    <span id="page-info" aria-live="polite"></span>
+    <button type="button" id="page-next">Next</button>
+  </nav>
   <noscript><p>This page needs JavaScript to show the deployments (no framework, one small script).</p></noscript>
 </main>
 </body>
@@ -92,15 +115,36 @@ details h3 { font-size: 0.95rem; margin: 0.75rem 0 0.25rem; }
 .verdict-stable { color: var(--synced); font-weight: 600; }
 .verdict-failed { color: var(--failed); font-weight: 600; }
 .verdict-progressing { color: var(--syncing); font-weight: 600; }
+#counts { display: flex; flex-wrap: wrap; gap: 0.5rem; list-style: none; margin: 0 0 0.75rem; padding: 0; }
+#counts button { display: flex; align-items: center; gap: 0.4rem; font: inherit; color: var(--text); background: var(--bg); border: 1px solid var(--line); border-radius: 0.4rem; padding: 0.25rem 0.6rem; cursor: pointer; }
+#counts button[aria-pressed="true"] { border-color: var(--text); box-shadow: inset 0 0 0 1px var(--text); }
+#counts .count { font-weight: 600; font-variant-numeric: tabular-nums; }
+#counts .state { min-width: 0; }
+#filters { display: flex; flex-wrap: wrap; gap: 0.5rem; align-items: center; margin-bottom: 0.5rem; }
+#filters label { color: var(--muted); font-size: 0.9rem; }
+#filters input, #filters select { font: inherit; padding: 0.2rem 0.4rem; border: 1px solid var(--muted); border-radius: 0.3rem; }
+#pager { display: flex; gap: 0.75rem; align-items: center; margin-top: 0.75rem; }
+#pager button { font: inherit; padding: 0.2rem 0.7rem; }
+#page-info { color: var(--muted); font-variant-numeric: tabular-nums; }
 #login { display: flex; gap: 0.5rem; align-items: center; margin-bottom: 1rem; }
-#login[hidden] { display: none; }
+#login[hidden], #overview[hidden], #filters[hidden], #pager[hidden] { display: none; }
 #login-error { color: var(--failed); margin: 0; }
 @media (prefers-reduced-motion: no-preference) { .state { transition: background-color 0.2s; } }
 `;
 
 export const PAGE_JS = `// mooring status page: plain DOM, no framework.
 const STATES = ['synced', 'syncing', 'failed', 'held', 'suspended', 'drifted', 'unknown'];
+// Failing first, then what is moving, what waits on someone, and last what is fine.
+const ORDER = ['failed', 'syncing', 'held', 'drifted', 'suspended', 'unknown', 'synced'];
+const PAGE_SIZE = 50;
+const DRAW_MS = 200;
+const views = new Map();
+const position = new Map();
 const rows = new Map();
+const openDetails = new Set();
+const filter = { name: '', namespace: '', state: '' };
+let page = 0;
+let drawTimer;
 let token = sessionStorage.getItem('mooring-status-token') || '';
 let backoff = 1000;
 
@@ -119,6 +163,8 @@ const short = (s, n) => (s && s.length > n ? s.slice(0, n) : s || '');
 const when = (iso) => (iso ? new Date(iso).toLocaleString() : '');
 const seconds = (ms) => (ms >= 60000 ? Math.round(ms / 60000) + 'm' : ms >= 10000 ? Math.round(ms / 1000) + 's' : (ms / 1000).toFixed(1) + 's');
 const link = (text, href) => (href ? el('a', { href, rel: 'noreferrer', text }) : el('span', { text }));
+const stateOf = (view) => (STATES.includes(view.state) ? view.state : 'unknown');
+const number = (n) => n.toLocaleString('en');
 
 function headers() {
   return token ? { Authorization: 'Bearer ' + token } : {};
@@ -145,17 +191,11 @@ function table(caption, heads, items) {
   return t;
 }
 
-function draw(view) {
-  let entry = rows.get(view.name);
-  const tbody = document.querySelector('#deployments tbody');
-  if (!entry) {
-    entry = { main: el('tr', { 'data-deployment': view.name }), details: el('tr', { class: 'details' }) };
-    rows.set(view.name, entry);
-    tbody.append(entry.main, entry.details);
-  }
-  const open = entry.details.querySelector('details')?.open ?? false;
-  const main = entry.main;
-  main.replaceChildren();
+/** The two rows of one deployment, made again only when its view changed since they were made. */
+function rowsOf(view) {
+  const cached = rows.get(view.name);
+  if (cached && cached.view === view) return cached;
+  const main = el('tr', { 'data-deployment': view.name, 'data-state': stateOf(view) });
   main.append(
     el('td', {}, el('strong', { text: view.name }), el('span', { class: 'ns', text: view.namespace })),
     el('td', {}, stateBadge(view.state), el('span', { class: 'message', text: view.message })),
@@ -164,7 +204,11 @@ function draw(view) {
     el('td', {}, el('span', { text: view.source.location }), el('span', { class: 'ns', text: view.source.ref || view.source.kind })),
     el('td', { text: when(view.updated) }),
   );
-  const details = el('details', open ? { open: '' } : {}, el('summary', { text: 'Objects and releases of ' + view.name }));
+  const details = el('details', openDetails.has(view.name) ? { open: '' } : {}, el('summary', { text: 'Objects and releases of ' + view.name }));
+  details.addEventListener('toggle', () => {
+    if (details.open) openDetails.add(view.name);
+    else openDetails.delete(view.name);
+  });
   details.append(
     table(
       'Objects of the last sync',
@@ -177,7 +221,93 @@ function draw(view) {
       view.releases.map((r) => [String(r.id), when(r.time), r.trigger, r.result, seconds(r.durationMs), r.commit ? link(short(r.commit, 7), r.commitUrl) : '']),
     ),
   );
-  entry.details.replaceChildren(el('td', { colspan: '6' }, details));
+  const entry = { view, main, details: el('tr', { class: 'details' }, el('td', { colspan: '6' }, details)) };
+  rows.set(view.name, entry);
+  return entry;
+}
+
+function keep(view) {
+  if (!position.has(view.name)) position.set(view.name, position.size);
+  views.set(view.name, view);
+}
+
+function matches(view) {
+  if (filter.state && stateOf(view) !== filter.state) return false;
+  if (filter.namespace && view.namespace !== filter.namespace) return false;
+  const name = filter.name.trim().toLowerCase();
+  return !name || view.name.toLowerCase().includes(name);
+}
+
+function drawCounts(all) {
+  const counts = new Map(ORDER.map((s) => [s, 0]));
+  for (const v of all) counts.set(stateOf(v), counts.get(stateOf(v)) + 1);
+  const items = [['', 'all', all.length], ...ORDER.filter((s) => counts.get(s) > 0 || s === 'failed').map((s) => [s, s, counts.get(s)])];
+  document.getElementById('counts').replaceChildren(
+    ...items.map(([state, label, n]) => {
+      const button = el(
+        'button',
+        { type: 'button', 'data-count': label, 'aria-pressed': String(filter.state === state) },
+        state ? stateBadge(state) : el('span', { text: 'all' }),
+        el('span', { class: 'count', text: number(n) }),
+      );
+      button.addEventListener('click', () => setFilter({ state }));
+      return el('li', {}, button);
+    }),
+  );
+}
+
+function drawNamespaces(all) {
+  const select = document.getElementById('filter-namespace');
+  const names = [...new Set(all.map((v) => v.namespace))].sort();
+  const have = [...select.options].slice(1).map((o) => o.value);
+  if (have.join('\\n') === names.join('\\n')) return;
+  select.replaceChildren(el('option', { value: '', text: 'all' }), ...names.map((n) => el('option', { value: n, text: n })));
+  select.value = names.includes(filter.namespace) ? filter.namespace : '';
+}
+
+function draw() {
+  clearTimeout(drawTimer);
+  drawTimer = undefined;
+  const all = [...views.values()];
+  drawCounts(all);
+  drawNamespaces(all);
+  const shown = all
+    .filter(matches)
+    .sort((a, b) => ORDER.indexOf(stateOf(a)) - ORDER.indexOf(stateOf(b)) || position.get(a.name) - position.get(b.name));
+  const pages = Math.max(1, Math.ceil(shown.length / PAGE_SIZE));
+  page = Math.min(page, pages - 1);
+  const first = page * PAGE_SIZE;
+  const slice = shown.slice(first, first + PAGE_SIZE);
+  const body = document.querySelector('#deployments tbody');
+  body.replaceChildren(...slice.flatMap((v) => {
+    const entry = rowsOf(v);
+    return [entry.main, entry.details];
+  }));
+  // Only the page's rows are kept: memory follows the page, not the fleet.
+  const onPage = new Set(slice.map((v) => v.name));
+  for (const name of rows.keys()) if (!onPage.has(name)) rows.delete(name);
+  const range = shown.length === 0 ? 'none' : number(first + 1) + '–' + number(first + slice.length);
+  document.getElementById('page-info').textContent =
+    range + ' of ' + number(shown.length) + (shown.length === all.length ? '' : ' (of ' + number(all.length) + ')') + ', page ' + (page + 1) + ' of ' + pages;
+  document.getElementById('summary').textContent = 'Deployments: ' + number(shown.length) + (shown.length === all.length ? '' : ' of ' + number(all.length)) + ', failing and syncing first';
+  document.getElementById('page-prev').disabled = page === 0;
+  document.getElementById('page-next').disabled = page >= pages - 1;
+}
+
+/** Events change the model at once; the page is drawn at most every DRAW_MS, however many arrive. */
+function drawSoon() {
+  if (drawTimer === undefined) drawTimer = setTimeout(draw, DRAW_MS);
+}
+
+function setFilter(change) {
+  Object.assign(filter, change);
+  // The controls follow the filter (a count clicked sets the state), left alone where they already agree.
+  for (const [id, value] of [['filter-state', filter.state], ['filter-namespace', filter.namespace]]) {
+    const control = document.getElementById(id);
+    if (control.value !== value) control.value = value;
+  }
+  page = 0;
+  draw();
 }
 
 function setLive(text) {
@@ -200,8 +330,13 @@ async function load() {
   if (!res.ok) throw new Error('status ' + res.status);
   const body = await res.json();
   document.getElementById('login').hidden = true;
+  for (const id of ['overview', 'filters', 'pager']) document.getElementById(id).hidden = false;
   document.getElementById('cluster').textContent = 'cluster ' + body.cluster;
-  for (const view of body.items) draw(view);
+  // The list is the configuration: a deployment no longer in it goes.
+  const names = new Set(body.items.map((v) => v.name));
+  for (const name of [...views.keys()]) if (!names.has(name)) views.delete(name);
+  for (const view of body.items) keep(view);
+  draw();
   return true;
 }
 
@@ -221,7 +356,10 @@ async function stream() {
       const event = buffer.slice(0, end);
       buffer = buffer.slice(end + 2);
       const data = event.split('\\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\\n');
-      if (data) draw(JSON.parse(data));
+      if (data) {
+        keep(JSON.parse(data));
+        drawSoon();
+      }
     }
   }
 }
@@ -244,6 +382,18 @@ document.getElementById('login').addEventListener('submit', (event) => {
   token = document.getElementById('token').value;
   sessionStorage.setItem('mooring-status-token', token);
   run();
+});
+document.getElementById('filters').addEventListener('submit', (event) => event.preventDefault());
+document.getElementById('filter-name').addEventListener('input', (event) => setFilter({ name: event.target.value }));
+document.getElementById('filter-namespace').addEventListener('change', (event) => setFilter({ namespace: event.target.value }));
+document.getElementById('filter-state').addEventListener('change', (event) => setFilter({ state: event.target.value }));
+document.getElementById('page-prev').addEventListener('click', () => {
+  page = Math.max(0, page - 1);
+  draw();
+});
+document.getElementById('page-next').addEventListener('click', () => {
+  page += 1;
+  draw();
 });
 run();
 `;

@@ -2,14 +2,16 @@
 //   GET /status            the page (HTML shell: no data in it)
 //   GET /status/app.css, /status/app.js
 //   GET /status/api/deployments   every deployment's view (board.ts), as {cluster, items}
-//   GET /status/api/events        server-sent events: one `deployment` event per change, a comment every 15 s
+//   GET /status/api/events        server-sent events: one `deployment` event per changed deployment, a comment every
+//                                 15 s. Changes are gathered for batchMs and written together, the latest view of
+//                                 each deployment once: a fleet's rollout is not thousands of writes per stream.
 // The API needs `Authorization: Bearer <token>` (the token from a Secret, compared in constant time) unless the
 // page is configured anonymous (for an authenticating proxy in front). The shell and its files hold no data and
 // are served to anyone, so that the page can ask for the token. Streams are bounded in number.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { PAGE_CSS, PAGE_HTML, PAGE_JS } from './assets.ts';
-import type { StatusBoard } from './board.ts';
+import type { DeploymentView, StatusBoard } from './board.ts';
 
 export interface StatusPageOptions {
   board: StatusBoard;
@@ -20,6 +22,8 @@ export interface StatusPageOptions {
   heartbeatMs?: number | undefined;
   /** While a page is open, the ledgers are read this often (a rollback made elsewhere shows). */
   refreshMs?: number | undefined;
+  /** How long a stream gathers changes before it writes them (the latest view of each deployment once). */
+  batchMs?: number | undefined;
 }
 
 const SECURITY: OutgoingHttpHeaders = {
@@ -55,6 +59,7 @@ export function statusPage(
   const maxStreams = options.maxStreams ?? 50;
   const heartbeatMs = options.heartbeatMs ?? 15_000;
   const refreshMs = options.refreshMs ?? 15_000;
+  const batchMs = options.batchMs ?? 250;
   let streams = 0;
   let refresher: NodeJS.Timeout | undefined;
   const watching = (delta: number) => {
@@ -121,8 +126,19 @@ export function statusPage(
       'X-Accel-Buffering': 'no',
     });
     res.write(`retry: 5000\n\n`);
+    // Views are serialised when written, not when heard: a deployment that changed twice is sent once, as it is now.
+    const pending = new Map<string, DeploymentView>();
+    let flush: NodeJS.Timeout | undefined;
+    const write = () => {
+      flush = undefined;
+      let text = '';
+      for (const view of pending.values()) text += `event: deployment\ndata: ${JSON.stringify(view)}\n\n`;
+      pending.clear();
+      if (text) res.write(text);
+    };
     const unsubscribe = options.board.subscribe((view) => {
-      res.write(`event: deployment\ndata: ${JSON.stringify(view)}\n\n`);
+      pending.set(view.name, view);
+      flush ??= setTimeout(write, batchMs);
     });
     const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), heartbeatMs);
     heartbeat.unref();
@@ -130,6 +146,7 @@ export function statusPage(
     void options.board.refreshAll().catch(() => undefined);
     const close = () => {
       clearInterval(heartbeat);
+      clearTimeout(flush);
       unsubscribe();
       watching(-1);
     };
