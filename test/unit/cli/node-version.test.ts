@@ -54,5 +54,7 @@ describe('the Node version check', () => {
         `error: mooring needs Node.js ${MINIMUM_NODE} or newer (Node.js 24 LTS recommended); this is Node.js ${version.trim()} (${OLD_NODE})\n`,
       );
     },
+    // The whole build runs first: seconds on an idle machine, more beside the test bed.
+    120_000,
   );
 });
