@@ -129,6 +129,22 @@ export class Ledger {
     }
   }
 
+  /** Every ledger in the namespace, by deployment, in one request (the status page's periodic refresh). */
+  async readAll(): Promise<Map<string, LedgerData>> {
+    const list = await this.store.list('app.kubernetes.io/component=ledger', 'list ledgers');
+    const all = new Map<string, LedgerData>();
+    for (const item of list) {
+      const name = item.labels['mooring.io/deployment'];
+      if (!name) continue;
+      try {
+        all.set(name, parseLedger(item.data));
+      } catch {
+        // A ledger that cannot be parsed is read (and its problem reported) on its own.
+      }
+    }
+    return all;
+  }
+
   /** Every deployment that has a ledger in the namespace. */
   async deployments(): Promise<string[]> {
     const list = await this.store.list('app.kubernetes.io/component=ledger', 'list ledgers');

@@ -259,14 +259,14 @@ export class StatusBoard implements SyncReporter {
     };
   }
 
-  /** Reads a deployment's ledger: its releases, and a rollback's hold. */
-  async refresh(name: string): Promise<void> {
+  /** Reads a deployment's ledger (unless given, read with the others): its releases, and a rollback's hold. */
+  async refresh(name: string, given?: LedgerData): Promise<void> {
     const ledger = this.options.ledger;
     const d = this.spec(name);
     if (!ledger || !d) return;
     let data: LedgerData;
     try {
-      data = await ledger.read(name);
+      data = given ?? (await ledger.read(name));
     } catch (error) {
       this.options.log?.warn(
         { deployment: name, err: errorMessage(error) },
@@ -312,6 +312,9 @@ export class StatusBoard implements SyncReporter {
 
   /** Reads every configured deployment's ledger (at start, and now and then while someone watches). */
   async refreshAll(): Promise<void> {
-    for (const d of this.options.config().deployments) await this.refresh(d.name);
+    // One list of every ledger rather than one read per deployment: a fleet's page costs one request a refresh.
+    const all = await this.options.ledger?.readAll().catch(() => undefined);
+    for (const d of this.options.config().deployments)
+      await this.refresh(d.name, all ? (all.get(d.name) ?? { releases: [], fence: undefined }) : undefined);
   }
 }

@@ -65,6 +65,8 @@ const LAST_REF = 'refs/mooring/last';
 const DEEPEN_STEPS = [16, 128];
 const MAX_WALK = 10_000;
 
+/** Diffs of commit pairs kept by a repository (each pair is asked by every deployment of the source). */
+const MAX_DIFFS = 32;
 export class GitRepository {
   readonly source: GitSource;
   /** The URL without credentials or query: the only form that appears in messages and artifacts. */
@@ -75,6 +77,8 @@ export class GitRepository {
   readonly #maxFiles: number;
   readonly #maxPacks: number;
   #lastResolved: ResolvedRef | undefined;
+  /** Diffs of commit pairs, newest last (a few polls' worth). */
+  readonly #diffs = new Map<string, Changes>();
   #initialized = false;
 
   constructor(source: GitSource, options: GitRepositoryOptions) {
@@ -165,13 +169,23 @@ export class GitRepository {
   async changes(from: string | undefined, to: string): Promise<Changes> {
     if (from === undefined) return { everything: true, changes: [] };
     if (from === to) return { everything: false, changes: [] };
+    // Commits never change: the diff of two is asked once per poll, not once per deployment of the source.
+    const key = `${from}..${to}`;
+    const known = this.#diffs.get(key);
+    if (known) return known;
     await this.#init();
-    return exclusive(this.gitdir, async () => {
+    const result = await exclusive(this.gitdir, async (): Promise<Changes> => {
       await this.#requireCommit(this.#store(), to);
       if (!(await hasCommit(this.#store(), from))) return { everything: true, changes: [] };
       if (!(await this.#isAncestor(from, to))) return { everything: true, changes: [] };
       return { everything: false, changes: await diffTrees(this.#store(), from, to) };
     });
+    // "Everything" may change once a deeper fetch finds `from`: only a real diff is kept.
+    if (!result.everything) {
+      this.#diffs.set(key, result);
+      if (this.#diffs.size > MAX_DIFFS) this.#diffs.delete(this.#diffs.keys().next().value as string);
+    }
+    return result;
   }
 
   /**
