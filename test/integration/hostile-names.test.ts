@@ -60,7 +60,10 @@ async function commitWithSymlink(
   const work = await mkdtemp(join(tmpdir(), 'mooring-symlink-'));
   try {
     const git = (...args: string[]) =>
-      run('git', ['-c', 'user.name=t', '-c', 'user.email=t@t.invalid', ...args], { cwd: work });
+      // No background gc: with thousands of loose objects git would start one, still writing as the folder goes.
+      run('git', ['-c', 'user.name=t', '-c', 'user.email=t@t.invalid', '-c', 'gc.auto=0', ...args], {
+        cwd: work,
+      });
     await git('clone', '--quiet', repo, '.');
     for (const [path, text] of Object.entries(files)) {
       await run('mkdir', ['-p', join(work, path, '..')]);
@@ -73,7 +76,7 @@ async function commitWithSymlink(
     await git('push', '--quiet', 'origin', 'HEAD:main');
     return (await git('rev-parse', 'HEAD')).stdout.trim();
   } finally {
-    await rm(work, { recursive: true, force: true });
+    await rm(work, { recursive: true, force: true, maxRetries: 5 });
   }
 }
 
