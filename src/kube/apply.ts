@@ -391,10 +391,26 @@ export class Applier {
    * Deletes the object as it is now (its uid a precondition) and waits until it is gone: a hook's delete policy.
    * False when there was nothing to delete.
    */
-  async remove(object: KubeObject): Promise<boolean> {
+  async remove(
+    object: KubeObject,
+    /** Why the live object may not be deleted, if so (it is not what the caller created): refused with that. */
+    refuse?: (live: KubeObject) => string | undefined,
+  ): Promise<boolean> {
     const info = await this.discovery.resource(object.apiVersion, object.kind);
     const live = await this.read(info, object);
     if (!live) return false;
+    if (refuse) {
+      const path = resourcePath(info, object.metadata.namespace, object.metadata.name);
+      const whole = await this.api
+        .request<KubeObject>('GET', path, { accept: METADATA_OBJECT })
+        .catch((error: unknown) => {
+          if (statusCode(error) === 404) return undefined;
+          throw describeKubeError(error, `read ${describeObject(object)}`);
+        });
+      if (!whole) return false;
+      const why = refuse(whole);
+      if (why) throw new StalledError(`${describeObject(object)}: ${why}`);
+    }
     await this.deleteAndWait(info, object, live);
     return true;
   }

@@ -393,7 +393,7 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       {
         apply: (targets) => applier.apply(targets),
         wait: waitFor,
-        remove: (object) => applier.remove(object),
+        remove: (object, refuse) => applier.remove(object, refuse),
       },
       hooks,
       (run) => {

@@ -4,7 +4,7 @@
 // and why. Applying, waiting and deleting are the deploy's own (one Applier, one cluster cache), passed in.
 import { StalledError } from '../errors.ts';
 import type { ApplyResult, ApplyTarget } from '../kube/apply.ts';
-import { type Hook, hookOrder } from '../render/hooks.ts';
+import { type Hook, hookOrder, isHookObject } from '../render/hooks.ts';
 import { describeObject, type KubeObject } from '../render/manifest.ts';
 import { stabilityOf } from '../stability/rules.ts';
 import type { Stability } from '../stability/verdict.ts';
@@ -31,11 +31,21 @@ export interface HookRun {
 export interface HookActions {
   apply(targets: ApplyTarget[]): Promise<ApplyResult[]>;
   wait(results: ApplyResult[], rule: (object: KubeObject, now: Date) => Stability): Promise<WaitResult>;
-  remove(object: KubeObject): Promise<boolean>;
+  remove(object: KubeObject, refuse?: (live: KubeObject) => string | undefined): Promise<boolean>;
 }
 
 /** A hook failed: the sync stops (before any release object is written, for a pre hook). */
 export class HookFailedError extends StalledError {}
+
+/**
+ * Only an earlier run of a hook is deleted before the hook is created again: an object of that name that is no
+ * hook (another tool's, or a release object) is left alone, and the hook fails naming it.
+ */
+function notAHook(live: KubeObject): string | undefined {
+  return isHookObject(live.metadata.annotations)
+    ? undefined
+    : 'exists and is no hook (no helm.sh/hook or argocd.argoproj.io/hook annotation): not deleted to make room for the hook';
+}
 
 /** A hook is done when it has run: a Pod that is running and ready is still running, not done. */
 export function hookStability(object: KubeObject, now: Date): Stability {
@@ -55,7 +65,7 @@ export async function runHooks(
 ): Promise<void> {
   for (const group of hookOrder(hooks.map((h) => ({ ...h, object: h.target.object })))) {
     for (const { target, hook } of group)
-      if (hook.deletePolicies.has('before-hook-creation')) await actions.remove(target.object);
+      if (hook.deletePolicies.has('before-hook-creation')) await actions.remove(target.object, notAHook);
     const results = await actions.apply(group.map((h) => h.target));
     const wait = await actions.wait(results, hookStability);
     const verdicts = new Map(wait.verdicts.map((v) => [v.name, v.stability]));

@@ -292,3 +292,35 @@ describe('hooks in the agent', () => {
     }
   });
 });
+
+describe('a hook named like an object that is no hook', () => {
+  const ns = useNamespace('hook-collide');
+
+  it('is refused, and the object another tool made is not deleted', async () => {
+    const core = kubeConfig().makeApiClient(CoreV1Api);
+    await core.createNamespacedConfigMap({
+      namespace: ns(),
+      body: { metadata: { name: 'precious' }, data: { keep: 'me' } },
+    });
+    const hook = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: precious
+  annotations: {argocd.argoproj.io/hook: PreSync}
+data: {from: hook}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: app, annotations: {strategy.spinnaker.io/versioned: "false"}}
+data: {a: b}
+`;
+    const result = await deployTo(ns(), await tree({ 'app.yaml': hook }));
+    expect(result.code).not.toBe(0);
+    expect(result.stdout + result.stderr).toContain('exists and is no hook');
+    const kept = await core.readNamespacedConfigMap({ name: 'precious', namespace: ns() });
+    expect(kept.data).toEqual({ keep: 'me' });
+    await expect(core.readNamespacedConfigMap({ name: 'app', namespace: ns() })).rejects.toMatchObject({
+      code: 404,
+    });
+  });
+});
