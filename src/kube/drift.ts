@@ -29,6 +29,8 @@ export interface DriftFinding {
 export interface DriftOptions {
   fieldManager: string;
   concurrency: number;
+  /** Called with each object checked that holds no drift, as it was read. */
+  onClean?: (index: number, live: KubeObject) => void;
 }
 
 /** The Pod count of a workload whose manifest does not set it belongs to an autoscaler, not to drift. */
@@ -91,6 +93,7 @@ export async function detectDrift(
         )
       : [];
     if (fields.length > 0 || added.length > 0) findings[i] = { object: name, fields, added };
+    else options.onClean?.(i, live);
   });
   return findings.filter((f): f is DriftFinding => f !== undefined);
 }

@@ -9,6 +9,7 @@ import { classify, errorMessage } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
 import type { Discovery } from '../kube/discovery.ts';
+import { beginDriftPass, keepDriftMarks } from '../kube/drift-pass.ts';
 import { ensureNamespace } from '../kube/namespace.ts';
 import type { ManifestFile } from '../render/parse.ts';
 import { current, Ledger } from '../report/ledger.ts';
@@ -214,6 +215,7 @@ export class Agent {
     if (this.driftTimer) clearInterval(this.driftTimer);
     this.driftTimer = undefined;
     const drift = this.deps.config.drift.interval;
+    if (drift !== undefined) keepDriftMarks(this.deps.cache);
     if (drift !== undefined && !this.stopped) this.driftTimer = setInterval(() => this.correctDrift(), drift);
   }
 
@@ -287,15 +289,22 @@ export class Agent {
   }
 
   private correctDrift(): void {
-    for (const d of this.state.deployments.values()) {
-      if (d.deployed && !this.control.suspended(d.spec.name))
-        this.reconcileDeployment(d, d.commit, 'drift').catch((error: unknown) =>
-          this.deps.log.error(
-            { deployment: d.spec.name, err: errorMessage(error) },
-            'cannot check the deployment for drift',
-          ),
-        );
-    }
+    const due = [...this.state.deployments.values()].filter(
+      (d) => d.deployed && !this.control.suspended(d.spec.name),
+    );
+    // One line sums the pass up (src/kube/drift-pass.ts): objects, what moved, requests, time.
+    beginDriftPass(
+      this.deps.cache,
+      due.map((d) => d.spec.name),
+      this.deps.log,
+    );
+    for (const d of due)
+      this.reconcileDeployment(d, d.commit, 'drift').catch((error: unknown) =>
+        this.deps.log.error(
+          { deployment: d.spec.name, err: errorMessage(error) },
+          'cannot check the deployment for drift',
+        ),
+      );
   }
 
   /** Queues a sync of deployment `d` to `commit` and the current images, unless `reconcile` finds none is due. */

@@ -6,7 +6,8 @@ import { Applier, type ApplyOptions, type ApplyResult, type ApplyTarget } from '
 import { ClusterCache } from '../kube/cache.ts';
 import { withDeadline } from '../kube/deadline.ts';
 import type { Discovery } from '../kube/discovery.ts';
-import { type DriftFinding, detectDrift } from '../kube/drift.ts';
+import type { DriftFinding } from '../kube/drift.ts';
+import { DriftRun, noteApplied } from '../kube/drift-check.ts';
 import { isAccessDenied } from '../kube/errors.ts';
 import { ensureHashKey, readHashKey } from '../kube/hash-key.ts';
 import { collectVersionHistory, type HistoryResult } from '../kube/history.ts';
@@ -193,8 +194,11 @@ export interface DeployDeps {
 }
 
 export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<DeployReport> {
-  const { api, discovery } = deps;
   const started = Date.now();
+  // A drift pass reads the watch cache first and counts its requests (src/kube/drift-check.ts).
+  const driftRun = request.drift ? new DriftRun(deps) : undefined;
+  const { discovery } = deps;
+  const api = driftRun?.api ?? deps.api;
 
   const readCluster: Stage = async (ctx) => {
     // The lookup needs the objects' namespaces; render reports any parse problem itself.
@@ -367,19 +371,20 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       }, skipped);
     };
   };
+  // Only what drifted is applied again; a pass that finds nothing ends here, stable, having written nothing.
   const driftStage: Stage = async (ctx) => {
-    const rendered = ctx.rendered;
-    if (!request.drift || !rendered) return;
-    ctx.drift = await detectDrift(api, discovery, rendered.objects, rendered.plan, {
+    if (!request.drift || !driftRun || !ctx.rendered) return;
+    const found = await driftRun.check(ctx.rendered, {
+      owner: request.inventory?.owner,
+      mode: request.drift,
       fieldManager: request.fieldManager ?? 'mooring',
       concurrency: request.concurrency ?? 8,
+      metadataOnly: judgedByMetadata,
     });
-    if (request.drift !== 'correct') return;
-    // Fields added by hand survive a server-side apply (another manager owns them): those objects are replaced.
-    const replace = new Set(ctx.drift.filter((f) => f.added.length > 0).map((f) => f.object));
-    rendered.plan = rendered.plan.map((entry) =>
-      replace.has(entry.object) ? { ...entry, strategy: { ...entry.strategy, method: 'replace' } } : entry,
-    );
+    ctx.drift = found.findings;
+    ctx.rendered = found.rendered;
+    if (found.findings.length === 0)
+      ctx.wait = { outcome: 'stable', verdicts: [], culprit: undefined, elapsedMs: 0 };
   };
   /** Runs the hooks of a phase (src/sync/hooks.ts) with the deploy's own apply, wait and delete. */
   const runPhase = async (ctx: Context, phase: HookPhase) => {
@@ -421,6 +426,7 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       dryRun: request.dryRun,
       onResult: (result) => {
         written.push(result.target.object);
+        if (!request.dryRun) noteApplied(deps.cache, request.inventory?.owner, result);
         deps.onEvent?.({ type: 'applied', result });
       },
       onPreview: deps.onPreview,
@@ -571,7 +577,7 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
         historyStage,
       ]) {
         await stage(ctx);
-        if (ctx.wait && ctx.wait.outcome !== 'stable') break;
+        if (ctx.wait && (ctx.wait.outcome !== 'stable' || stage === driftStage)) break;
       }
     });
     // A wait that ran out while the API server was unreachable says nothing about the commit: the agent's error.
@@ -601,6 +607,7 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
   } finally {
     // The one finalizer: whatever happened above, the report says it.
     report = finalize(ctx, error, Date.now() - started);
+    driftRun?.end(request.inventory?.owner);
   }
   return report;
 }

@@ -1,0 +1,143 @@
+// A drift pass as a whole: the requests each deployment's check sends (counted by kind: reads, dry runs, writes)
+// and one summary line when every deployment of the pass has been checked, so that the cost of a pass over a
+// fleet is a figure in the log (bench:fleet prints it). The marks (drift-marks.ts) and the passes live beside the
+// agent's watch cache: one of each per agent process.
+import type { KubeApi, RequestSpec } from './api.ts';
+import type { ClusterCache } from './cache.ts';
+import { DriftMarks } from './drift-marks.ts';
+
+export interface RequestTally {
+  /** GETs and lists. */
+  reads: number;
+  /** Server-side dry runs (`dryRun=All`): they write nothing but cost the server an admission and a diff. */
+  dryRuns: number;
+  /** Everything else: applies, replaces, deletes, state ConfigMaps. */
+  writes: number;
+}
+
+export const noRequests = (): RequestTally => ({ reads: 0, dryRuns: 0, writes: 0 });
+
+export function countRequest(tally: RequestTally, method: string, spec: RequestSpec | undefined): void {
+  if (spec?.query?.dryRun !== undefined) tally.dryRuns++;
+  else if (method === 'GET') tally.reads++;
+  else tally.writes++;
+}
+
+/** `api`, with every request it sends counted into `tally` (streams are not: the watch cache holds those). */
+export function tallied(api: KubeApi, tally: RequestTally): KubeApi {
+  return new Proxy(api, {
+    get(target, property) {
+      if (property === 'request')
+        return (method: string, path: string, spec?: RequestSpec) => {
+          countRequest(tally, method, spec);
+          return target.request(method, path, spec);
+        };
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+/** One deployment's part of a drift pass. */
+export interface DriftCheck {
+  objects: number;
+  /** Objects whose cached copy showed a change since mooring's write: these got the dry runs. */
+  moved: number;
+  /** Objects found changed by hand. */
+  drifted: number;
+  requests: RequestTally;
+  elapsedMs: number;
+}
+
+interface PassLog {
+  info(fields: object, message: string): void;
+}
+
+interface Pass {
+  started: number;
+  log: PassLog;
+  deployments: number;
+  waiting: Set<string>;
+  totals: Omit<DriftCheck, 'elapsedMs'>;
+}
+
+export class DriftPasses {
+  private current: Pass | undefined;
+
+  /** A pass over `deployments` starts (a pass still open is summed up now, with what it did not check). */
+  begin(deployments: readonly string[], log: PassLog, now = Date.now()): void {
+    if (this.current) this.end(this.current, now);
+    this.current = {
+      started: now,
+      log,
+      deployments: deployments.length,
+      waiting: new Set(deployments),
+      totals: { objects: 0, moved: 0, drifted: 0, requests: noRequests() },
+    };
+    if (deployments.length === 0) this.end(this.current, now);
+  }
+
+  /** A deployment's check ended; the last one of the pass logs its summary. */
+  checked(deployment: string, check: DriftCheck, now = Date.now()): void {
+    const pass = this.current;
+    if (!pass?.waiting.delete(deployment)) return;
+    const t = pass.totals;
+    t.objects += check.objects;
+    t.moved += check.moved;
+    t.drifted += check.drifted;
+    t.requests.reads += check.requests.reads;
+    t.requests.dryRuns += check.requests.dryRuns;
+    t.requests.writes += check.requests.writes;
+    if (pass.waiting.size === 0) this.end(pass, now);
+  }
+
+  private end(pass: Pass, now: number): void {
+    if (this.current === pass) this.current = undefined;
+    const { requests, ...counts } = pass.totals;
+    pass.log.info(
+      {
+        deployments: pass.deployments,
+        unchecked: pass.waiting.size,
+        ...counts,
+        requests: requests.reads + requests.dryRuns + requests.writes,
+        ...requests,
+        elapsedMs: now - pass.started,
+      },
+      'drift pass ended',
+    );
+  }
+}
+
+export interface DriftState {
+  marks: DriftMarks;
+  passes: DriftPasses;
+}
+
+const byCache = new WeakMap<ClusterCache, DriftState>();
+
+/** The drift marks and passes kept beside a watch cache (the marks are only ever compared with its copies). */
+export function driftState(cache: ClusterCache): DriftState {
+  let state = byCache.get(cache);
+  if (!state) {
+    state = { marks: new DriftMarks(), passes: new DriftPasses() };
+    byCache.set(cache, state);
+  }
+  return state;
+}
+
+/** The agent runs drift passes: what its syncs write is marked from now on (without passes, marks only cost memory). */
+export function keepDriftMarks(cache: ClusterCache | undefined): void {
+  if (cache) driftState(cache).marks.enabled = true;
+}
+
+/** The agent starts a drift pass over these deployments. */
+export function beginDriftPass(
+  cache: ClusterCache | undefined,
+  deployments: readonly string[],
+  log: PassLog,
+): void {
+  if (!cache) return;
+  const state = driftState(cache);
+  state.marks.enabled = true;
+  state.passes.begin(deployments, log);
+}

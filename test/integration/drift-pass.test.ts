@@ -1,0 +1,181 @@
+// A drift pass reads the watch cache first (src/kube/drift-check.ts): on the real control plane, a pass where
+// nothing moved sends no dry run and no write (counted by a client of the test's own around mooring's KubeApi),
+// a Deployment scaled by hand with kubectl (no managedFields for /scale on 1.20) is found and scaled back, with
+// dry runs for that one object only; and the agent logs one summary line per pass with the same counts.
+import { AppsV1Api } from '@kubernetes/client-node';
+import { afterAll, describe, expect, it } from 'vitest';
+import { KubeApi, type RequestSpec } from '../../src/kube/api.ts';
+import { ClusterCache } from '../../src/kube/cache.ts';
+import { Discovery } from '../../src/kube/discovery.ts';
+import { keepDriftMarks } from '../../src/kube/drift-pass.ts';
+import { type DeployRequest, deploy } from '../../src/sync/deploy.ts';
+import {
+  agentConfig,
+  clusterConfig,
+  eventually,
+  kubeConfig,
+  manifestDir,
+  runTool,
+  startAgent,
+  testbed,
+  useNamespace,
+} from './helpers.ts';
+
+const app = (name: string) => `apiVersion: v1
+kind: ConfigMap
+metadata: {name: ${name}-config}
+data: {LEVEL: info}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: ${name}}
+spec: {selector: {app: ${name}}, ports: [{port: 80}]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ${name}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: ${name}}}
+  template:
+    metadata: {labels: {app: ${name}}}
+    spec:
+      containers:
+        - name: web
+          image: app:1
+          envFrom: [{configMapRef: {name: ${name}-config}}]
+`;
+
+interface Sent {
+  method: string;
+  path: string;
+  dryRun: boolean;
+}
+
+/** mooring's KubeApi with every request it is asked to send recorded (the test's own count, not mooring's). */
+function recording(api: KubeApi, sent: Sent[]): KubeApi {
+  return new Proxy(api, {
+    get(target, property) {
+      if (property === 'request')
+        return (method: string, path: string, spec?: RequestSpec) => {
+          sent.push({ method, path, dryRun: spec?.query?.dryRun !== undefined });
+          return target.request(method, path, spec);
+        };
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+function kubectl(...args: string[]) {
+  const env = testbed();
+  return runTool(env.tools.kubectl, ['--kubeconfig', env.kube.kubeconfig, ...args]);
+}
+
+describe('a drift pass from the watch cache', () => {
+  const ns = useNamespace('drift-pass');
+  const agentNs = useNamespace('drift-pass-agent');
+  const closers: (() => void | Promise<void>)[] = [];
+  afterAll(async () => {
+    for (const close of closers) await close();
+  });
+
+  it('sends no dry run and no write when nothing moved, and scales back a Deployment scaled by hand', async () => {
+    const api = new KubeApi(clusterConfig());
+    const cache = new ClusterCache(api, { lingerMs: 5 * 60_000 });
+    closers.push(
+      () => cache.close(),
+      () => api.close(),
+    );
+    const discovery = new Discovery(api);
+    keepDriftMarks(cache);
+    const request = (drift?: 'correct'): DeployRequest => ({
+      files: [{ path: 'app.yaml', text: app('web') }],
+      namespace: ns(),
+      application: 'web',
+      images: [],
+      timeoutMs: 120_000,
+      dryRun: false,
+      fieldManager: 'mooring',
+      concurrency: 4,
+      inventory: { owner: 'web', namespace: agentNs(), prune: true, allowEmpty: false, emptyAdvice: '' },
+      ...(drift ? { drift, hooks: false } : {}),
+    });
+    const first = await deploy({ api, discovery, cache }, request());
+    expect(first.outcome, first.summary).toBe('stable');
+
+    const sent: Sent[] = [];
+    const pass = () => deploy({ api: recording(api, sent), discovery, cache }, request('correct'));
+    const quiet = await pass();
+    expect(quiet.outcome, quiet.summary).toBe('stable');
+    expect(quiet.drift).toEqual([]);
+    expect(quiet.applied).toEqual([]);
+    console.log(`a quiet drift pass of 3 objects sent ${sent.length} requests:`, sent);
+    expect(sent.filter((s) => s.dryRun)).toEqual([]);
+    expect(sent.filter((s) => s.method !== 'GET')).toEqual([]);
+    // Nothing is read per object: the reads are the deploy's own (namespace, snapshot, inventory).
+    expect(
+      sent.filter((s) => /\/(configmaps|services|deployments)\/web(-config-v000)?$/.test(s.path)),
+    ).toEqual([]);
+
+    const scaled = await kubectl('-n', ns(), 'scale', 'deployment/web', '--replicas=3');
+    expect(scaled.code, scaled.stderr).toBe(0);
+    sent.length = 0;
+    // The watch cache hears of the change within moments; a pass before that finds nothing yet.
+    const corrected = await eventually('the scale found', async () => {
+      const report = await pass();
+      return report.drift?.length ? report : undefined;
+    });
+    expect(corrected.outcome, corrected.summary).toBe('stable');
+    expect(corrected.drift).toEqual([
+      { object: `Deployment ${ns()}/web`, fields: ['spec.replicas'], added: [] },
+    ]);
+    expect(corrected.applied.map((a) => [a.target.plan.object, a.action])).toEqual([
+      [`Deployment ${ns()}/web`, 'configured'],
+    ]);
+    // Dry runs went to the Deployment alone: drift's apply and replace, and the Applier's own.
+    const dryRuns = sent.filter((s) => s.dryRun);
+    expect(dryRuns.length).toBeGreaterThan(0);
+    expect(dryRuns.every((s) => s.path.endsWith(`/namespaces/${ns()}/deployments/web`))).toBe(true);
+    const apps = kubeConfig().makeApiClient(AppsV1Api);
+    expect((await apps.readNamespacedDeployment({ name: 'web', namespace: ns() })).spec?.replicas).toBe(1);
+
+    // Put back by mooring's own write: the next pass is quiet again.
+    sent.length = 0;
+    const after = await pass();
+    expect(after.drift).toEqual([]);
+    expect(sent.filter((s) => s.dryRun || s.method !== 'GET')).toEqual([]);
+  });
+
+  it('the agent logs one line per pass: no dry run and no write while nothing moves', async () => {
+    const suffix = Date.now().toString(36);
+    const dir = await manifestDir({ 'app.yaml': app('logged') });
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { namespace: `mooring-dp-${suffix}` },
+        deployments: [{ name: 'logged', namespace: ns(), source: 'folder', stability: { timeout: '2m' } }],
+        extra: { sources: { local: [{ name: 'folder', path: dir }] }, drift: { interval: '2s' } },
+      }),
+      { level: 'info' },
+    );
+    closers.push(async () => {
+      await agent.stop();
+      await kubectl('delete', 'namespace', `mooring-dp-${suffix}`, '--wait=false');
+    });
+    await agent.ready();
+    const passes = await eventually(
+      'two drift passes after the first release',
+      async () => {
+        const lines = agent
+          .logged('drift pass ended')
+          .filter((l) => l.deployments === 1 && l.unchecked === 0);
+        return lines.length >= 2 ? lines : undefined;
+      },
+      60_000,
+    );
+    const quiet = passes.at(-1);
+    console.log('the agent logged a quiet drift pass:', quiet);
+    expect(quiet).toMatchObject({ objects: 3, moved: 0, drifted: 0, dryRuns: 0, writes: 0 });
+    expect(quiet?.elapsedMs).toEqual(expect.any(Number));
+  });
+});
