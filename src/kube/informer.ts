@@ -7,6 +7,7 @@
 // (ConfigMaps, Secrets, RBAC, ...) are watched as metadata only: their contents, Secret values above all, never
 // reach mooring for this.
 
+import { fullJitter } from '../backoff.ts';
 import { errorMessage, StalledError } from '../errors.ts';
 import type { KubeObject } from '../render/manifest.ts';
 import { type KubeApi, KubeRequestError, METADATA_LIST, METADATA_OBJECT, StreamIdleError } from './api.ts';
@@ -17,6 +18,7 @@ import { describeKubeError, statusCode } from './errors.ts';
 export interface InformerOptions {
   /** Objects per LIST page. */
   pageSize: number;
+  /** Back-off (full jitter): the base, which is also the shortest pause, and the cap. */
   minBackoffMs: number;
   maxBackoffMs: number;
   /** Server-side timeout of one watch request; jittered up to twice this, as client-go does. */
@@ -170,8 +172,11 @@ export class Informer {
         const note = `${this.synced ? 'cannot watch' : 'cannot list'} ${this.what}: ${errorMessage(error)}`;
         for (const name of [...this.listeners.keys()]) this.notify(name, this.objects.get(name), note);
         this.noted = true;
-        const ceiling = Math.min(this.options.maxBackoffMs, this.options.minBackoffMs * 2 ** failures);
-        await sleep(this.options.minBackoffMs + Math.random() * ceiling, signal);
+        const { minBackoffMs, maxBackoffMs } = this.options;
+        await sleep(
+          fullJitter(failures, { baseMs: minBackoffMs, maxMs: maxBackoffMs, minMs: minBackoffMs }),
+          signal,
+        );
       }
     }
   }

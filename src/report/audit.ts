@@ -3,8 +3,10 @@
 // digests, deployment and result. Secret values, and values decrypted from SOPS files, are redacted here through
 // render/redact.ts, the one place that redacts them.
 import { appendFile } from 'node:fs/promises';
+import { fullJitter } from '../backoff.ts';
 import type { MooringConfig } from '../config/schema.ts';
-import { errorMessage } from '../errors.ts';
+import { classify, errorMessage, MooringError, TransientError } from '../errors.ts';
+import { httpFailure, safeEndpoint, sendBounded } from '../http/request.ts';
 import { redactSecret } from '../render/redact.ts';
 import { readSecret } from '../sources/secret.ts';
 import { decryptedValues } from '../sources/sops/decrypt.ts';
@@ -62,19 +64,35 @@ export function auditRecords(
   ];
 }
 
+// The audit endpoint: three tries, each bounded, with a short back-off (a sync's finalizer waits for it).
+const AUDIT_ATTEMPTS = 3;
+const AUDIT_TIMEOUT_MS = 10_000;
+const AUDIT_BACKOFF_MS = 500;
+const AUDIT_MAX_WAIT_MS = 5_000;
+
+export interface AuditLogOptions {
+  fetch?: typeof fetch | undefined;
+  sleep?: ((ms: number) => Promise<void>) | undefined;
+}
+
 export class AuditLog implements SyncReporter {
   private readonly config: MooringConfig;
   private readonly log: Logger;
   private readonly stdout: (line: string) => void;
+  private readonly fetch: typeof fetch | undefined;
+  private readonly sleep: (ms: number) => Promise<void>;
 
   constructor(
     config: MooringConfig,
     log: Logger,
     stdout: (line: string) => void = (l) => process.stdout.write(l),
+    options: AuditLogOptions = {},
   ) {
     this.config = config;
     this.log = log;
     this.stdout = stdout;
+    this.fetch = options.fetch;
+    this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
   }
 
   get enabled(): boolean {
@@ -96,28 +114,35 @@ export class AuditLog implements SyncReporter {
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (this.config.audit.token)
       headers.authorization = `Bearer ${await readSecret(this.config.audit.token)}`;
-    for (let attempt = 0; attempt < 3; attempt++) {
+    // The target URL without credentials or query: it may carry a key.
+    const target = safeEndpoint(url);
+    const body = JSON.stringify({ records });
+    for (let attempt = 0; ; attempt++) {
+      let failure: MooringError | undefined;
       try {
-        const res = await fetch(url, {
+        const response = await sendBounded({
           method: 'POST',
+          url,
           headers,
-          body: JSON.stringify({ records }),
-          signal: AbortSignal.timeout(10_000),
+          body,
+          timeoutMs: AUDIT_TIMEOUT_MS,
+          what: `POST ${target}`,
+          fetch: this.fetch,
         });
-        if (res.ok) return;
-        if (res.status < 500 && res.status !== 429) throw new Error(`HTTP ${res.status}`);
+        failure = httpFailure(response, `POST ${target}: HTTP ${response.status}`, { now: Date.now() });
       } catch (error) {
-        if (attempt === 2) {
-          // The target URL without credentials or query: it may carry a key.
-          const safe = new URL(url);
-          this.log.warn(
-            { target: `${safe.origin}${safe.pathname}`, err: errorMessage(error) },
-            'audit endpoint failed',
-          );
-          return;
-        }
+        failure = error instanceof MooringError ? error : new TransientError(errorMessage(error));
       }
-      await new Promise((r) => setTimeout(r, 500 * 2 ** attempt));
+      if (failure === undefined) return;
+      const disposition = classify(failure);
+      if (disposition.action === 'stop' || attempt + 1 >= AUDIT_ATTEMPTS) {
+        this.log.warn({ target, err: failure.message }, 'audit endpoint failed');
+        return;
+      }
+      const backoff = fullJitter(attempt, { baseMs: AUDIT_BACKOFF_MS, maxMs: AUDIT_MAX_WAIT_MS });
+      const delay =
+        disposition.action === 'retry-after' ? Math.min(AUDIT_MAX_WAIT_MS, disposition.delayMs) : backoff;
+      await this.sleep(delay);
     }
   }
 }

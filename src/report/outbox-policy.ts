@@ -1,8 +1,10 @@
 // The rules of the commit-status outbox, without I/O: which final statuses are kept (a newer one for the same
 // commit and context replaces an older one; bounded in number), when they expire, and when a status API may be
-// asked again after it failed (back-off doubling per failure, at least what Retry-After asked for). Time is passed
+// asked again after it failed (full-jitter back-off per failure in a row, at least what Retry-After asked for). Time is passed
 // in, so the rules are tested with a clock of the test's own.
+import { fullJitter } from '../backoff.ts';
 import type { Disposition } from '../errors.ts';
+import { MAX_SERVER_DELAY_MS } from '../http/retry-after.ts';
 import type { CommitState } from './status/types.ts';
 
 /** A final status that could not be delivered yet. Nothing in it is secret: no URL with credentials, no token. */
@@ -37,7 +39,9 @@ export const MAX_ENTRIES = 400;
 export const FIRST_BACKOFF_MS = 2_000;
 export const MAX_BACKOFF_MS = 60_000;
 /** A Retry-After longer than this is taken as this: the outbox asks again and is told again. */
-export const MAX_RETRY_AFTER_MS = 60 * 60_000;
+export const MAX_RETRY_AFTER_MS = MAX_SERVER_DELAY_MS;
+/** The shortest a gate stays closed after a failure, whatever the back-off's draw or the server said. */
+export const MIN_WAIT_MS = 1_000;
 
 export function entryKey(e: Pick<OutboxEntry, 'deployment' | 'repository' | 'commit' | 'context'>): string {
   return [e.deployment, e.repository ?? '', e.commit, e.context].join('\n');
@@ -77,8 +81,8 @@ export function isOpen(gate: Gate | undefined, now: number): boolean {
 }
 
 /**
- * The gate after a failed delivery: closed for what the server asked (Retry-After) or, without that, for a
- * back-off that doubles with each failure in a row (with jitter, so that agents do not come back together).
+ * The gate after a failed delivery: closed for what the server asked (Retry-After) or, without that, for the
+ * full-jitter back-off (src/backoff.ts) of the failures in a row, so that agents do not come back together.
  */
 export function afterFailure(
   gate: Gate | undefined,
@@ -88,11 +92,16 @@ export function afterFailure(
 ): Gate {
   const failures = (gate?.failures ?? 0) + 1;
   if (disposition.action === 'retry-after') {
-    const wait = Math.min(MAX_RETRY_AFTER_MS, Math.max(1_000, disposition.delayMs));
+    const wait = Math.min(MAX_RETRY_AFTER_MS, Math.max(MIN_WAIT_MS, disposition.delayMs));
     return { until: now + wait, failures };
   }
-  const backoff = Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** (failures - 1));
-  return { until: now + Math.round(backoff / 2 + (random() * backoff) / 2), failures };
+  const backoff = fullJitter(failures - 1, {
+    baseMs: FIRST_BACKOFF_MS,
+    maxMs: MAX_BACKOFF_MS,
+    minMs: MIN_WAIT_MS,
+    random,
+  });
+  return { until: now + backoff, failures };
 }
 
 /** The entries to deliver now, oldest first: not expired, behind an open gate. */

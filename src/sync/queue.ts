@@ -4,6 +4,7 @@
 // stability wait of the sync in progress (told what superseded it), exponential back-off with jitter after
 // failures that may pass (capped per deployment: its retryInterval), and no retry after a failure the user must
 // fix until a new revision arrives.
+import { fullJitter } from '../backoff.ts';
 import { Superseded, type SyncTarget, supersedingReason } from './superseded.ts';
 
 export type SyncOutcome =
@@ -279,8 +280,12 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
 
   /** Full jitter: a random delay up to base * 2^attempt, capped (AWS's "exponential backoff and jitter"). */
   backoff(attempt: number, maxMs = this.options.backoffMaxMs): number {
-    const ceiling = Math.min(maxMs, this.options.backoffBaseMs * 2 ** attempt);
-    return Math.max(1, Math.round(this.options.random() * ceiling));
+    return fullJitter(attempt, {
+      baseMs: this.options.backoffBaseMs,
+      maxMs,
+      minMs: 1,
+      random: this.options.random,
+    });
   }
 
   /**

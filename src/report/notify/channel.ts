@@ -6,7 +6,10 @@
 //
 // The receiver's URL is a secret (a Slack webhook URL grants posting): it is read when a message is sent, and never
 // logged: messages name the receiver.
+import { fullJitter } from '../../backoff.ts';
 import { errorMessage } from '../../errors.ts';
+import { httpVerdict, sendBounded } from '../../http/request.ts';
+import { fetchHeaders } from '../../http/retry-after.ts';
 
 export interface Delivery {
   url: string;
@@ -29,9 +32,15 @@ export interface ChannelOptions {
   };
   /** Told of each message's end. */
   counted?: ((receiver: string, result: DeliveryResult) => void) | undefined;
-  /** The first retry's delay (doubled each time, at most a minute); 1 s by default. */
+  /** The back-off's base: retry n waits a random share of base * 2^n, at most a minute; 1 s by default. */
   backoffMs?: number | undefined;
+  /** The back-off's random draw (full jitter); Math.random by default. */
+  random?: (() => number) | undefined;
 }
+
+const MAX_BACKOFF_MS = 60_000;
+// An answer is read for nothing but its status: a little of it is enough to keep the connection reusable.
+const MAX_ANSWER_BYTES = 16 * 1024;
 
 interface Message {
   what: string;
@@ -109,39 +118,48 @@ export class Channel {
   private async deliver(message: Message, signal: AbortSignal): Promise<DeliveryResult> {
     const { name, log } = this.options;
     const deadline = Date.now() + this.options.retryForMs;
-    let delay = this.options.backoffMs ?? 1000;
+    const timeoutMs = this.options.timeoutMs ?? 10_000;
     for (let attempt = 1; ; attempt++) {
       let retryAfterMs: number | undefined;
       let why: string;
       try {
         const delivery = await message.build();
-        const res = await fetch(delivery.url, {
+        const res = await sendBounded({
           method: 'POST',
+          url: delivery.url,
           headers: delivery.headers,
           body: delivery.body,
           redirect: 'error',
-          signal: AbortSignal.any([signal, AbortSignal.timeout(this.options.timeoutMs ?? 10_000)]),
+          signal,
+          timeoutMs,
+          maxBodyBytes: MAX_ANSWER_BYTES,
+          // The URL is a secret: the receiver's name stands for it.
+          what: `POST to ${name}`,
         });
-        await res.arrayBuffer().catch(() => undefined);
         if (res.ok) {
           log.info({ receiver: name, message: message.what, attempt }, 'notification sent');
           return 'sent';
         }
         why = `HTTP ${res.status}`;
-        if (res.status !== 429 && res.status !== 408 && res.status < 500) {
+        const verdict = httpVerdict(res.status, fetchHeaders(res.headers), { now: Date.now() });
+        if (verdict.kind === 'stalled') {
           log.warn(
             { receiver: name, message: message.what, status: res.status },
             'notification refused by the receiver',
           );
           return 'failed';
         }
-        const after = Number(res.headers.get('retry-after'));
-        if (Number.isFinite(after) && after > 0) retryAfterMs = after * 1000;
+        if (verdict.kind === 'waiting') retryAfterMs = verdict.delayMs;
       } catch (error) {
         if (signal.aborted) return 'failed';
         why = errorMessage(error).replace(/https?:\/\/\S+/g, '<url>');
       }
-      const next = retryAfterMs ?? delay;
+      const delay = fullJitter(attempt - 1, {
+        baseMs: this.options.backoffMs ?? 1000,
+        maxMs: MAX_BACKOFF_MS,
+        random: this.options.random,
+      });
+      const next = retryAfterMs !== undefined && retryAfterMs > 0 ? retryAfterMs : delay;
       if (Date.now() + next > deadline) {
         log.warn(
           { receiver: name, message: message.what, attempts: attempt, err: why },
@@ -155,7 +173,6 @@ export class Channel {
       );
       await sleep(next, signal);
       if (signal.aborted) return 'failed';
-      delay = Math.min(delay * 2, 60_000);
     }
   }
 }

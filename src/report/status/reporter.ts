@@ -2,6 +2,7 @@
 // from the sync's finalizer: it never throws, retries what a retry can fix within a bounded time, does not post
 // what the commit already says, and keeps the token out of everything it logs or reports.
 import type { Logger } from 'pino';
+import { fullJitter } from '../../backoff.ts';
 import type { SecretRef } from '../../config/schema.ts';
 import {
   classify,
@@ -43,6 +44,8 @@ export interface CommitStatusReporterOptions {
   onError?: ((error: MooringError) => void) | undefined;
   sleep?: ((ms: number) => Promise<void>) | undefined;
   readToken?: ((ref: SecretRef) => Promise<string>) | undefined;
+  /** The back-off's random draw (full jitter); Math.random by default. */
+  random?: (() => number) | undefined;
 }
 
 export const MAX_ATTEMPTS = 4;
@@ -104,7 +107,11 @@ export class CommitStatusReporter {
         } catch (error) {
           const disposition = classify(error);
           if (disposition.action === 'stop' || attempts >= maxAttempts) throw error;
-          const backoff = FIRST_BACKOFF_MS * 2 ** (attempts - 1);
+          const backoff = fullJitter(attempts - 1, {
+            baseMs: FIRST_BACKOFF_MS,
+            maxMs: MAX_WAIT_MS,
+            random: this.#options.random,
+          });
           const delayMs = Math.min(
             MAX_WAIT_MS,
             disposition.action === 'retry-after' ? disposition.delayMs : backoff,

@@ -3,6 +3,7 @@
 // scope. Once a registry has shown it wants tokens, a new scope gets its token before the request rather
 // than after a 401, as Docker's client does after its /v2/ ping.
 import { StalledError, TransientError, WaitingError } from '../../errors.ts';
+import { parseRetryAfter } from '../../http/retry-after.ts';
 import {
   type BasicCredentials,
   basicAuthorization,
@@ -13,7 +14,7 @@ import {
   tokenResponseSchema,
 } from './auth.ts';
 import { type HttpResponse, type HttpTransport, header, safeUrl } from './http.ts';
-import { type Clock, parseRetryAfter } from './rate-limit.ts';
+import { type Clock, DEFAULT_RETRY_AFTER_MS } from './rate-limit.ts';
 import { parseJson } from './schemas.ts';
 
 type BearerChallenge = Extract<Challenge, { scheme: 'bearer' }>;
@@ -106,7 +107,8 @@ export class Authenticator {
       throw this.failed(`${where} refused ${credentials ? 'the credentials' : 'anonymous access'}`);
     }
     if (response.status === 429) {
-      const ms = parseRetryAfter(header(response.headers, 'retry-after'), clock.now());
+      const ms =
+        parseRetryAfter(header(response.headers, 'retry-after'), clock.now()) ?? DEFAULT_RETRY_AFTER_MS;
       throw new WaitingError(`rate limited by ${where}; retry in ${Math.ceil(ms / 1000)}s`, ms);
     }
     if (response.status >= 500) throw new TransientError(`${where} answered HTTP ${response.status}`);

@@ -4,18 +4,13 @@
 import { createHash } from 'node:crypto';
 import type { z } from 'zod';
 import { StalledError, TransientError, WaitingError } from '../../errors.ts';
+import { httpVerdict } from '../../http/request.ts';
+import { parseRateLimitRemaining } from '../../http/retry-after.ts';
+import { TokenBucket } from '../../http/token-bucket.ts';
 import type { BasicCredentials } from './auth.ts';
 import { Authenticator } from './authenticator.ts';
 import { type HttpResponse, HttpTransport, header, type Method, safeUrl } from './http.ts';
-import {
-  type Clock,
-  type Pause,
-  parseRateLimitRemaining,
-  parseRetryAfter,
-  RegistryPause,
-  systemClock,
-  TokenBucket,
-} from './rate-limit.ts';
+import { type Clock, DEFAULT_RETRY_AFTER_MS, type Pause, RegistryPause, systemClock } from './rate-limit.ts';
 import {
   DIGEST,
   errorBodySchema,
@@ -81,7 +76,9 @@ export class RegistryClient {
     this.#insecure = options.insecure ?? false;
     this.#base = new URL(`${this.#insecure ? 'http' : 'https'}://${this.apiHost}/v2/`);
     this.#clock = options.clock ?? systemClock;
-    this.#bucket = new TokenBucket(options.requestsPerSecond ?? 5, this.#clock);
+    // A second's worth of requests at once, then the rate.
+    const rate = options.requestsPerSecond ?? 5;
+    this.#bucket = new TokenBucket({ ratePerSecond: rate, burst: Math.max(1, rate), clock: this.#clock });
     this.#pause = options.pause ?? new RegistryPause(this.#clock);
     this.#maxBody = options.maxBodyBytes ?? 4 * 1024 * 1024;
     this.#maxTags = options.maxTags ?? 10_000;
@@ -222,17 +219,21 @@ export class RegistryClient {
     }
     if (response.status === 403)
       throw new StalledError(`access to ${this.#name(repository)} denied (HTTP 403)`);
+    const now = this.#clock.now();
     if (response.status === 429) {
-      const now = this.#clock.now();
+      // The pause holds what the registry said (src/sources/registry/rate-limit.ts); polls wait for it.
       const until = this.#pause.current?.until;
-      const ms = until !== undefined ? until - now : parseRetryAfter(undefined, now);
+      const ms = until !== undefined ? until - now : DEFAULT_RETRY_AFTER_MS;
       throw new WaitingError(
         `rate limited by ${this.host} (HTTP 429); polls wait until ${new Date(now + ms).toISOString()}`,
         ms,
       );
     }
     if (response.status >= 500 || response.status === 408) {
-      throw new TransientError(`${this.host} answered HTTP ${response.status} for ${method} ${safeUrl(url)}`);
+      const message = `${this.host} answered HTTP ${response.status} for ${method} ${safeUrl(url)}`;
+      const verdict = httpVerdict(response.status, (name) => header(response.headers, name), { now });
+      if (verdict.kind === 'waiting') throw new WaitingError(message, verdict.delayMs);
+      throw new TransientError(message);
     }
     return response;
   }

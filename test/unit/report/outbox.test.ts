@@ -14,6 +14,7 @@ import {
   FIRST_BACKOFF_MS,
   MAX_BACKOFF_MS,
   MAX_ENTRIES,
+  MIN_WAIT_MS,
   type OutboxEntry,
   upsert,
 } from '../../../src/report/outbox-policy.ts';
@@ -108,8 +109,11 @@ describe('outbox rules', () => {
     expect(gate.until).toBe(2 * FIRST_BACKOFF_MS);
     for (let i = 0; i < 20; i++) gate = afterFailure(gate, { action: 'back-off' }, 0, () => 1);
     expect(gate.until).toBe(MAX_BACKOFF_MS);
-    // Jitter stays within half of the back-off.
-    expect(afterFailure(undefined, { action: 'back-off' }, 0, () => 0).until).toBe(FIRST_BACKOFF_MS / 2);
+    // Full jitter: a random share of the doubling delay, never below the floor.
+    let third = afterFailure(undefined, { action: 'back-off' }, 0, () => 1);
+    third = afterFailure(third, { action: 'back-off' }, 0, () => 1);
+    expect(afterFailure(third, { action: 'back-off' }, 0, () => 0.25).until).toBe(FIRST_BACKOFF_MS);
+    expect(afterFailure(undefined, { action: 'back-off' }, 0, () => 0).until).toBe(MIN_WAIT_MS);
     expect(afterFailure(gate, { action: 'retry-after', delayMs: 30_000 }, 100, () => 1).until).toBe(30_100);
   });
 });

@@ -145,6 +145,8 @@ function harness(
     config?: Partial<CommitStatusReporterOptions['config']>;
     http?: HttpOptions;
     provider?: CommitStatusProvider;
+    /** The back-off's draw: 1 (the ceiling of full jitter) unless a test says otherwise. */
+    random?: () => number;
   } = {},
 ): Harness {
   const logs: string[] = [];
@@ -175,6 +177,7 @@ function harness(
     sleep: async (ms) => {
       sleeps.push(ms);
     },
+    random: options.random ?? (() => 1),
   });
   return { reporter, logs, errors, sleeps };
 }
@@ -480,6 +483,13 @@ describe('the reporter', () => {
     expect(await h.reporter.report(target, { state: 'success', description: 'ok' })).toBe('posted');
     expect(h.sleeps).toEqual([12_000, 30_000]);
     expect(captured).toHaveLength(3);
+  });
+
+  it('backs off with full jitter: a random share of the doubling delay', async () => {
+    for (let i = 0; i < 3; i++) replies.push({ status: 503 });
+    const h = harness(c, { random: () => 0.25 });
+    expect(await h.reporter.report(target, { state: 'success', description: 'ok' })).toBe('posted');
+    expect(h.sleeps).toEqual([250, 500, 1000]);
   });
 
   it('gives up after 4 answers of 500, without throwing, and reports a transient error', async () => {

@@ -1,0 +1,158 @@
+// The one outbound HTTP exchange (commit statuses, notifications, the audit webhook): one request, bounded in time
+// and in the answer read, and its failure put in errors.ts's taxonomy. A network failure or timeout is a
+// TransientError; an answer is returned as it is, and httpFailure() says what a refusal means: a rate limit or an
+// unavailable server with a delay it asked for is a WaitingError, 408/429/5xx otherwise TransientError, any other
+// refusal StalledError (a retry cannot help). Retrying is the caller's: it knows its budget.
+// The registry client sends through node:https (a private CA needs `ca`, which fetch takes only through undici) but
+// reads its answers with the same httpVerdict().
+import { type MooringError, StalledError, type Subject, TransientError, WaitingError } from '../errors.ts';
+import { fetchHeaders, type HeaderReader, MAX_SERVER_DELAY_MS, serverDelayMs } from './retry-after.ts';
+
+/** An answer's body is read up to this by default: enough for any error message or small JSON document. */
+export const DEFAULT_MAX_BODY_BYTES = 64 * 1024;
+
+export interface OutboundRequest {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  url: string;
+  headers?: Record<string, string> | undefined;
+  body?: string | undefined;
+  timeoutMs: number;
+  /** Read this much of the answer at most; the rest is discarded (`truncated`). */
+  maxBodyBytes?: number | undefined;
+  /** fetch's redirect mode; `manual` where a redirect would carry a token elsewhere. */
+  redirect?: 'follow' | 'manual' | 'error' | undefined;
+  signal?: AbortSignal | undefined;
+  /** How the request is named in errors (`POST https://api.github.com/repos/o/r/statuses`): no secret in it. */
+  what: string;
+  subject?: Subject | undefined;
+  fetch?: typeof fetch | undefined;
+}
+
+export interface OutboundResponse {
+  status: number;
+  ok: boolean;
+  headers: Headers;
+  /** The answer's first maxBodyBytes, as text. */
+  body: string;
+  truncated: boolean;
+}
+
+/** Sends one request. Throws TransientError when no answer came (network, timeout); an answer is returned. */
+export async function sendBounded(request: OutboundRequest): Promise<OutboundResponse> {
+  const timeout = AbortSignal.timeout(request.timeoutMs);
+  const signal = request.signal ? AbortSignal.any([request.signal, timeout]) : timeout;
+  let response: Response;
+  try {
+    response = await (request.fetch ?? fetch)(request.url, {
+      method: request.method,
+      ...(request.headers ? { headers: request.headers } : {}),
+      ...(request.body !== undefined ? { body: request.body } : {}),
+      ...(request.redirect ? { redirect: request.redirect } : {}),
+      signal,
+    });
+  } catch (error) {
+    if (request.signal?.aborted) throw error;
+    throw networkError(error, request.what, request.timeoutMs, request.subject, timeout.aborted);
+  }
+  const { text, truncated } = await readBounded(response, request.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
+  return { status: response.status, ok: response.ok, headers: response.headers, body: text, truncated };
+}
+
+export type HttpVerdict =
+  | { kind: 'ok' }
+  | { kind: 'waiting'; delayMs: number }
+  | { kind: 'transient' }
+  | { kind: 'stalled' };
+
+/**
+ * What an answer's status means for a retry. 429 and 503 wait as long as the server asked (Retry-After, or a
+ * rate limit's reset); `rateLimited` marks other answers that are rate limits by the API's own rules (GitHub's 403).
+ */
+export function httpVerdict(
+  status: number,
+  header: HeaderReader,
+  options: { now: number; rateLimited?: boolean | undefined; capMs?: number | undefined },
+): HttpVerdict {
+  if (status >= 200 && status < 300) return { kind: 'ok' };
+  const rateLimited = status === 429 || options.rateLimited === true;
+  if (rateLimited || status === 503 || status === 408 || status >= 500) {
+    const delayMs = serverDelayMs(header, options.now, {
+      rateLimited,
+      capMs: options.capMs ?? MAX_SERVER_DELAY_MS,
+    });
+    return delayMs === undefined ? { kind: 'transient' } : { kind: 'waiting', delayMs };
+  }
+  return { kind: 'stalled' };
+}
+
+/** A refusal as a mooring error with `message`; undefined for a 2xx answer. */
+export function httpFailure(
+  response: Pick<OutboundResponse, 'status' | 'headers'>,
+  message: string,
+  options: { now: number; rateLimited?: boolean | undefined; subject?: Subject | undefined },
+): MooringError | undefined {
+  const verdict = httpVerdict(response.status, fetchHeaders(response.headers), options);
+  const subject = { subject: options.subject };
+  switch (verdict.kind) {
+    case 'ok':
+      return undefined;
+    case 'waiting':
+      return new WaitingError(message, verdict.delayMs, subject);
+    case 'transient':
+      return new TransientError(message, subject);
+    case 'stalled':
+      return new StalledError(message, subject);
+  }
+}
+
+/** Origin and path only: a URL written with credentials or a query (a key, a signature) must not show them. */
+export function safeEndpoint(url: string, base?: string): string {
+  try {
+    const parsed = new URL(url, base);
+    return `${parsed.origin}${parsed.pathname}`;
+  } catch {
+    return '<invalid url>';
+  }
+}
+
+async function readBounded(response: Response, limit: number): Promise<{ text: string; truncated: boolean }> {
+  const body = response.body;
+  if (!body) return { text: '', truncated: false };
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  let truncated = false;
+  try {
+    while (size < limit) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      size += value.byteLength;
+    }
+    if (size >= limit) {
+      truncated = true;
+      await reader.cancel();
+    }
+  } catch {
+    // A body cut short still leaves the status code, which is what matters.
+    await reader.cancel().catch(() => undefined);
+  }
+  return { text: Buffer.concat(chunks).subarray(0, limit).toString('utf8'), truncated };
+}
+
+function networkError(
+  error: unknown,
+  what: string,
+  timeoutMs: number,
+  subject: Subject | undefined,
+  timedOut: boolean,
+): TransientError {
+  if (timedOut || (error instanceof Error && error.name === 'TimeoutError')) {
+    return new TransientError(`${what}: no answer in ${timeoutMs} ms`, { subject });
+  }
+  const cause = error instanceof Error ? (error.cause as { code?: unknown } | undefined) : undefined;
+  const code =
+    typeof cause?.code === 'string' ? cause.code : error instanceof Error ? error.message : 'failed';
+  // fetch's messages may quote the URL, which may carry a secret (a Slack webhook's path): no cause kept either.
+  return new TransientError(`${what}: ${code.replace(/https?:\/\/\S+/g, '<url>')}`, { subject });
+}
