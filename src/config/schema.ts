@@ -351,6 +351,12 @@ const cluster = z
      * unreachable server); watch streams have their own, longer limit.
      */
     requestTimeout: duration.prefault('30s'),
+    /**
+     * The agent's request budget to the API server, shared by all syncs (watch streams are not counted), as
+     * client-go's --kube-api-qps and --kube-api-burst: requests a second, and at once after a quiet time.
+     */
+    qps: z.number().positive().max(10_000).default(50),
+    burst: z.number().int().min(1).max(10_000).default(100),
   })
   .refine((c) => !(c.inCluster && (c.kubeconfig || c.context)), {
     message: 'inCluster cannot be combined with kubeconfig or context',

@@ -5,12 +5,19 @@
 // keep-alive pool, and every stream gets its own connection from an unbounded one, so a request never queues
 // behind a stream that may hold its socket for minutes. Streams are few by design (src/kube/cache.ts opens one
 // per resource type and namespace, never one per object).
+// Every request (not the streams, as in client-go) takes a token from one request budget per client, QPS and burst
+// like client-go's --kube-api-qps and --kube-api-burst (cluster.qps, cluster.burst), and is counted by verb and
+// status code for the metrics.
 
-import { request as httpRequest } from 'node:http';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { Agent, request as httpsRequest, type RequestOptions } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fullJitter } from '../backoff.ts';
 import { StalledError } from '../errors.ts';
+import { RequestCounter, type RequestStats } from '../http/request-counter.ts';
+import { type Clock, TokenBucket } from '../http/token-bucket.ts';
 import { currentDeadline } from './deadline.ts';
+import { retryAfterMs } from './errors.ts';
 import type { ClusterConfig } from './kubeconfig.ts';
 
 /** Lists of metadata only: what a version lookup needs, without ever reading Secret values. */
@@ -23,7 +30,9 @@ export const METADATA_OBJECT =
 export class KubeRequestError extends Error {
   readonly code: number;
   readonly body: unknown;
-  constructor(method: string, path: string, code: number, body: unknown) {
+  /** The answer's Retry-After header, when it had one. */
+  readonly retryAfter: string | undefined;
+  constructor(method: string, path: string, code: number, body: unknown, retryAfter?: string) {
     const message =
       body && typeof body === 'object' && typeof (body as { message?: unknown }).message === 'string'
         ? (body as { message: string }).message
@@ -31,6 +40,7 @@ export class KubeRequestError extends Error {
     super(`${method} ${path}: ${message}`);
     this.code = code;
     this.body = body;
+    this.retryAfter = retryAfter;
   }
 }
 
@@ -94,7 +104,21 @@ export interface KubeApiOptions {
   /** Outside a sync's deadline, how long a request keeps retrying transient failures. */
   retryForMs?: number;
   random?: () => number;
+  /** The request budget: requests a second (cluster.qps, 50 by default) … */
+  qps?: number | undefined;
+  /** … and at once after a quiet time (cluster.burst, 100 by default). */
+  burst?: number | undefined;
+  /** The budget's clock; the system's by default. */
+  clock?: Clock | undefined;
 }
+
+export const DEFAULT_QPS = 50;
+export const DEFAULT_BURST = 100;
+// Retries back off with full jitter from this base to this cap; a 429 waits what the server asked, at most a minute.
+const RETRY_BASE_MS = 250;
+const RETRY_MAX_MS = 5000;
+const RETRY_MIN_MS = 50;
+const MAX_RETRY_AFTER_MS = 60_000;
 
 /** A body already serialized as JSON: sent as it is, so an object sent twice (dry run, then write) is serialized once. */
 export class JsonText {
@@ -152,6 +176,8 @@ export class KubeApi {
   private readonly requestTimeoutMs: number;
   private readonly retryForMs: number;
   private readonly random: () => number;
+  private readonly budget: TokenBucket;
+  private readonly counter = new RequestCounter();
   /** When the current run of failed requests began; undefined while the server answers. */
   private failingSince: number | undefined;
   /**
@@ -167,6 +193,19 @@ export class KubeApi {
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
     this.retryForMs = options.retryForMs ?? 20_000;
     this.random = options.random ?? Math.random;
+    this.budget = new TokenBucket({
+      ratePerSecond: options.qps ?? DEFAULT_QPS,
+      burst: options.burst ?? DEFAULT_BURST,
+      clock: options.clock,
+    });
+  }
+
+  /**
+   * Requests sent so far by verb and status code (`error` when no answer came; watch streams as `watch`), and the
+   * time requests waited for the budget or a 429's Retry-After.
+   */
+  get requestStats(): RequestStats {
+    return this.counter.stats;
   }
 
   /** Since when (epoch ms) requests have been failing without an answer, or undefined when the server answers. */
@@ -264,6 +303,7 @@ export class KubeApi {
     const stop = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
     for (let attempt = 0; ; attempt++) {
       try {
+        await this.takeBudget(method, path, spec.signal);
         const result = await this.send<T>(method, path, spec);
         this.failingSince = undefined;
         this.answered = true;
@@ -275,10 +315,15 @@ export class KubeApi {
         else this.failingSince ??= Date.now();
         if (!this.answered && !(error instanceof KubeRequestError)) throw error;
         if (this.closed || stop?.aborted || !retriable(method, error)) throw error;
-        const delay =
-          error instanceof KubeRequestError && error.code === 429
-            ? retryAfter(error)
-            : Math.max(50, Math.round(this.random() * Math.min(5000, 250 * 2 ** attempt)));
+        const limited = error instanceof KubeRequestError && error.code === 429;
+        const delay = limited
+          ? Math.min(MAX_RETRY_AFTER_MS, retryAfterMs(error))
+          : fullJitter(attempt, {
+              baseMs: RETRY_BASE_MS,
+              maxMs: RETRY_MAX_MS,
+              minMs: RETRY_MIN_MS,
+              random: this.random,
+            });
         if (Date.now() + delay >= until) {
           if (error instanceof KubeRequestError) throw error;
           throw new UnreachableError(method, path, this.failingSince ?? Date.now(), error);
@@ -286,8 +331,26 @@ export class KubeApi {
         await sleep(delay, undefined, stop ? { signal: stop } : {}).catch(() => {
           throw error;
         });
+        if (limited) this.counter.throttled(delay);
       }
     }
+  }
+
+  /** Waits for the request budget; the wait ends early only when the request itself is aborted. */
+  private async takeBudget(method: string, path: string, signal: AbortSignal | undefined): Promise<void> {
+    let waited: number;
+    try {
+      waited = await this.budget.take(signal);
+    } catch (cause) {
+      throw Object.assign(
+        new Error(`${method} ${path}: aborted while waiting for the request budget`, { cause }),
+        {
+          name: 'AbortError',
+          code: 'ABORT_ERR',
+        },
+      );
+    }
+    if (waited > 0) this.counter.throttled(waited);
   }
 
   private async send<T>(method: string, path: string, spec: RequestSpec): Promise<T> {
@@ -299,6 +362,7 @@ export class KubeApi {
           : JSON.stringify(spec.body);
     const opts = await this.options(method, path, spec, payload);
     const limit = spec.maxBytes ?? MAX_RESPONSE_BYTES;
+    const verb = kubeVerb(method, path);
     return new Promise<T>((resolve, reject) => {
       const send = opts.protocol === 'http:' ? httpRequest : httpsRequest;
       const req = send(opts, (res) => {
@@ -322,11 +386,19 @@ export class KubeApi {
           }
           const code = res.statusCode ?? 0;
           if (code >= 200 && code < 300) resolve(body as T);
-          else reject(new KubeRequestError(method, path, code, body));
+          else reject(new KubeRequestError(method, path, code, body, retryAfterHeader(res.headers)));
         });
         res.on('error', reject);
       });
-      req.on('error', reject);
+      let answered = false;
+      req.on('response', (res) => {
+        answered = true;
+        this.counter.count(verb, res.statusCode ?? 0);
+      });
+      req.on('error', (error) => {
+        if (!answered) this.counter.count(verb, 'error');
+        reject(error);
+      });
       req.setTimeout(this.requestTimeoutMs, () =>
         req.destroy(
           new RequestTimeoutError(
@@ -383,6 +455,7 @@ export class KubeApi {
     return new Promise<void>((resolve, reject) => {
       const send = opts.protocol === 'http:' ? httpRequest : httpsRequest;
       const req = send(opts, (res) => {
+        this.counter.count('watch', res.statusCode ?? 0);
         if ((res.statusCode ?? 0) >= 300) {
           let text = '';
           res.on('data', (c: Buffer) => {
@@ -393,7 +466,9 @@ export class KubeApi {
             try {
               body = JSON.parse(text);
             } catch {}
-            reject(new KubeRequestError('WATCH', path, res.statusCode ?? 0, body));
+            reject(
+              new KubeRequestError('WATCH', path, res.statusCode ?? 0, body, retryAfterHeader(res.headers)),
+            );
           });
           return;
         }
@@ -446,7 +521,6 @@ export class KubeApi {
   }
 }
 
-/** The server's Retry-After of a 429, from its Status body (the API server sends the same in the header). */
 /**
  * The request's URL, refused unless its path is exactly the path built. Defence in depth: a name that slipped past
  * validation (`..`, `%2e%2e`, a backslash) must not move a request to another object (`.../services/..` is the
@@ -462,8 +536,29 @@ export function resolvedUrl(method: string, path: string, server: URL): URL {
   return url;
 }
 
-function retryAfter(error: KubeRequestError): number {
-  const seconds = (error.body as { details?: { retryAfterSeconds?: unknown } } | undefined)?.details
-    ?.retryAfterSeconds;
-  return typeof seconds === 'number' && seconds > 0 ? Math.min(seconds, 60) * 1000 : 1000;
+/** One header value (Node joins repeated ones, but the type allows an array). */
+function retryAfterHeader(headers: IncomingHttpHeaders): string | undefined {
+  const value = headers['retry-after'];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * The verb of a request as the API server names it (RBAC, audit, apiserver_request_total): get and list, create,
+ * update, patch, delete and deletecollection, told apart by whether the path names one object or a collection.
+ * Paths outside the resource API (discovery, /version) are named by their method.
+ */
+export function kubeVerb(method: string, path: string): string {
+  const m = method.toUpperCase();
+  if (m === 'POST') return 'create';
+  if (m === 'PUT') return 'update';
+  if (m === 'PATCH') return 'patch';
+  const parts = (path.split('?')[0] ?? '').split('/').filter((p) => p !== '');
+  let rest = parts[0] === 'api' ? parts.slice(2) : parts[0] === 'apis' ? parts.slice(3) : undefined;
+  if (rest === undefined || rest.length === 0) return m.toLowerCase();
+  // namespaces/NS/resource…: the namespace is a scope; namespaces and namespaces/NS alone are the resource.
+  if (rest[0] === 'namespaces' && rest.length >= 3) rest = rest.slice(2);
+  const collection = rest.length === 1;
+  if (m === 'GET') return collection ? 'list' : 'get';
+  if (m === 'DELETE') return collection ? 'deletecollection' : 'delete';
+  return m.toLowerCase();
 }

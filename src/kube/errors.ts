@@ -1,6 +1,7 @@
 // Turning failed requests to the API server (KubeRequestError from api.ts, or a network error) into mooring's
 // taxonomy, with the API server's own message.
 import { type MooringError, NotFoundError, StalledError, TransientError, WaitingError } from '../errors.ts';
+import { MAX_SERVER_DELAY_MS, parseRetryAfter } from '../http/retry-after.ts';
 
 interface ApiFailure {
   code?: unknown;
@@ -41,13 +42,17 @@ export function statusCode(error: unknown): number | undefined {
 
 /**
  * How long a rate-limited (429) request asks us to wait. The API server puts the same number of seconds in the
- * Retry-After header and in its Status body's details.retryAfterSeconds; KubeRequestError carries the body.
+ * Retry-After header and in its Status body's details.retryAfterSeconds; KubeRequestError carries both, and the
+ * header is read by the one Retry-After parser (src/http/retry-after.ts).
  */
 export function retryAfterMs(error: unknown): number {
+  const header = (error as { retryAfter?: unknown } | undefined)?.retryAfter;
+  const fromHeader = typeof header === 'string' ? parseRetryAfter(header, Date.now()) : undefined;
+  if (fromHeader !== undefined && fromHeader > 0) return fromHeader;
   const details = (bodyOf(error) as { details?: { retryAfterSeconds?: unknown } } | undefined)?.details;
   const seconds = details?.retryAfterSeconds;
   return typeof seconds === 'number' && Number.isFinite(seconds) && seconds > 0
-    ? seconds * 1000
+    ? Math.min(seconds * 1000, MAX_SERVER_DELAY_MS)
     : DEFAULT_RETRY_AFTER_MS;
 }
 

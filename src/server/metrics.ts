@@ -1,5 +1,6 @@
 // The agent's Prometheus metrics (written by ./prometheus.ts, its own registry). Labels are names of deployments, sources and
 // registries from the config: bounded, and never a secret.
+import type { RequestStats } from '../http/request-counter.ts';
 import type { DriftFinding } from '../kube/drift.ts';
 import type { Release } from '../report/ledger.ts';
 import type { DeployReport } from '../sync/deploy.ts';
@@ -65,6 +66,33 @@ export class AgentMetrics implements SyncReporter {
     help: 'Watch streams open to the API server (one per resource type and namespace being watched)',
     registers: [this.registry],
   });
+  private readonly kubeRequestsTotal = new Counter({
+    name: 'mooring_kube_requests_total',
+    help: 'Requests to the Kubernetes API server by verb and HTTP status code (error: no answer; watch: streams opened)',
+    labelNames: ['verb', 'code'],
+    registers: [this.registry],
+  });
+  private readonly kubeThrottled = new Counter({
+    name: 'mooring_kube_throttled_seconds_total',
+    help: "Time requests to the Kubernetes API waited for the agent's request budget (cluster.qps, cluster.burst) or a 429's Retry-After",
+    registers: [this.registry],
+  });
+  private readonly kubeSeen = new Map<string, number>();
+  private kubeThrottledSeen = 0;
+
+  /** Brings the Kubernetes API counters up to a client's counts since its start (KubeApi.requestStats). */
+  kubeRequests(stats: RequestStats): void {
+    for (const { verb, code, count } of stats.requests) {
+      const key = `${verb} ${code}`;
+      const delta = count - (this.kubeSeen.get(key) ?? 0);
+      if (delta > 0) this.kubeRequestsTotal.inc({ verb, code }, delta);
+      this.kubeSeen.set(key, Math.max(count, this.kubeSeen.get(key) ?? 0));
+    }
+    const throttled = stats.throttledSeconds - this.kubeThrottledSeen;
+    if (throttled > 0) this.kubeThrottled.inc({}, throttled);
+    this.kubeThrottledSeen = Math.max(this.kubeThrottledSeen, stats.throttledSeconds);
+  }
+
   /** Set by the control ConfigMap's watch (src/sync/control.ts). */
   readonly suspended = new Gauge({
     name: 'mooring_deployment_suspended',

@@ -40,6 +40,17 @@ describe('describeKubeError', () => {
     expect((unsaid as WaitingError).retryAfterMs).toBe(1000);
   });
 
+  it("reads a 429's Retry-After header through the one parser, and bounds the body's seconds", () => {
+    const header = new KubeRequestError('GET', '/x', 429, { message: 'slow' }, '4');
+    expect((describeKubeError(header, 'list') as WaitingError).retryAfterMs).toBe(4000);
+    const garbage = new KubeRequestError('GET', '/x', 429, { details: { retryAfterSeconds: 2 } }, 'soon');
+    expect((describeKubeError(garbage, 'list') as WaitingError).retryAfterMs).toBe(2000);
+    const huge = describeKubeError(status(429, 'slow', { retryAfterSeconds: 1e12 }), 'list');
+    expect((huge as WaitingError).retryAfterMs).toBe(60 * 60_000);
+    const negative = describeKubeError(status(429, 'slow', { retryAfterSeconds: -5 }), 'list');
+    expect((negative as WaitingError).retryAfterMs).toBe(1000);
+  });
+
   it('takes the message from a body that is text, JSON or not', () => {
     const json = new KubeRequestError('GET', '/x', 403, JSON.stringify({ message: 'forbidden: no' }));
     expect(serverMessage(json)).toBe('forbidden: no');
