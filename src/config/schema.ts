@@ -512,6 +512,18 @@ export const configSchema = z.strictObject({
       leaseName: name.default('mooring'),
       leaseDuration: duration.prefault('15s'),
       renewInterval: interval.prefault('5s'),
+      /**
+       * `standby`: one replica syncs, the others wait on the Lease. `shared`: every replica syncs a share of the
+       * deployments (consistent hashing with bounded loads over the live replicas; docs/replicas.md).
+       */
+      mode: z.enum(['standby', 'shared']).default('standby'),
+      /** `shared`: how far above an even share one replica's deployments may go (1.25: 25 % more). */
+      loadFactor: z.number().min(1).max(4).default(1.25),
+      /**
+       * `shared`: where the other replicas reach this one's webhooks (a webhook any replica takes is passed on to
+       * the others). Default: `http://$POD_IP:<server.port>`, or the loopback address outside a cluster.
+       */
+      address: httpUrl.optional(),
     })
     .prefault({}),
   /** Re-apply every deployment on an interval, so changes made by hand are put back (off by default). */

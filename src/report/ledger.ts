@@ -71,11 +71,21 @@ export interface Waiting {
   since: string;
 }
 
+/**
+ * Which replica syncs the deployment now, when replicas share the work (docs/replicas.md): at most one at any moment.
+ * Taken before a sync starts and given back when it ends; a holder whose membership Lease expired holds nothing.
+ */
+export interface Holder {
+  identity: string;
+  since: string;
+}
+
 export interface LedgerData {
   releases: Release[];
   fence: Fence | undefined;
   attempt?: Attempt | undefined;
   waiting?: Waiting | undefined;
+  holder?: Holder | undefined;
 }
 
 const MAX_OBJECTS = 300;
@@ -97,6 +107,7 @@ function parseLedger(data: Record<string, string> | undefined): LedgerData {
     fence: data?.['fence.json'] ? (JSON.parse(data['fence.json']) as Fence) : undefined,
     attempt: data?.['attempt.json'] ? (JSON.parse(data['attempt.json']) as Attempt) : undefined,
     waiting: data?.['waiting.json'] ? (JSON.parse(data['waiting.json']) as Waiting) : undefined,
+    holder: data?.['holder.json'] ? (JSON.parse(data['holder.json']) as Holder) : undefined,
   };
 }
 
@@ -107,6 +118,7 @@ function ledgerData(data: LedgerData, limit: number): Record<string, string> {
     ...(data.fence ? { 'fence.json': JSON.stringify(data.fence, null, 1) } : {}),
     ...(data.attempt ? { 'attempt.json': JSON.stringify(data.attempt, null, 1) } : {}),
     ...(data.waiting ? { 'waiting.json': JSON.stringify(data.waiting, null, 1) } : {}),
+    ...(data.holder ? { 'holder.json': JSON.stringify(data.holder) } : {}),
   };
 }
 
@@ -221,6 +233,37 @@ export class Ledger {
   /** Records (or clears) what the deployment's next sync waits for. */
   async setWaiting(deployment: string, waiting: Waiting | undefined): Promise<void> {
     await this.update(deployment, (data) => (!waiting && !data.waiting ? undefined : { ...data, waiting }));
+  }
+
+  /**
+   * Takes the deployment for `identity` (replicas sharing the work): it is free, held by `identity` already, or
+   * held by a replica that is no live member any more (`live`). Written with the resourceVersion read, so two
+   * replicas never both take it. Returns the ledger as taken, or the holder that keeps it.
+   */
+  async claim(
+    deployment: string,
+    identity: string,
+    live: (identity: string) => boolean,
+  ): Promise<{ taken: true; data: LedgerData } | { taken: false; holder: Holder }> {
+    let outcome: { taken: true; data: LedgerData } | { taken: false; holder: Holder } | undefined;
+    await this.update(deployment, (data) => {
+      const holder = data.holder;
+      if (holder && holder.identity !== identity && live(holder.identity)) {
+        outcome = { taken: false, holder };
+        return undefined;
+      }
+      const next = { ...data, holder: { identity, since: new Date().toISOString() } };
+      outcome = { taken: true, data: next };
+      return next;
+    });
+    return outcome as NonNullable<typeof outcome>;
+  }
+
+  /** Gives the deployment back (when `identity` still holds it). */
+  async unclaim(deployment: string, identity: string): Promise<void> {
+    await this.update(deployment, (data) =>
+      data.holder?.identity === identity ? { ...data, holder: undefined } : undefined,
+    );
   }
 
   async setFence(deployment: string, fence: Fence | undefined): Promise<void> {

@@ -28,6 +28,12 @@ export interface ServerLogger {
   warn(fields: Record<string, unknown>, message: string): void;
 }
 
+/** A webhook as it arrived: its headers and body, which another replica can verify again when passed on. */
+export interface WebhookDelivery {
+  headers: IncomingMessage['headers'];
+  body: Buffer;
+}
+
 /** Resolved secrets (not secretRefs). A provider without one, or with an empty one, is not enabled: 404. */
 export type WebhookSecrets = Partial<Record<WebhookProvider, string | undefined>>;
 
@@ -35,7 +41,11 @@ export interface ServerOptions {
   maxBodyBytes: number;
   secrets: WebhookSecrets;
   /** Queues the polls; false: this replica does not take webhooks now (a standby), answered 503. */
-  onTrigger: (targets: PollTarget[], provider: WebhookProvider) => boolean | undefined;
+  onTrigger: (
+    targets: PollTarget[],
+    provider: WebhookProvider,
+    request: WebhookDelivery,
+  ) => boolean | undefined;
   health: () => Check;
   ready: () => Check;
   metrics?: () => string | Promise<string>;
@@ -142,7 +152,7 @@ async function webhook(
   const count = result.status === 202 ? result.targets.length : 0;
   if (result.status === 202) {
     try {
-      if (options.onTrigger(result.targets, provider) === false) {
+      if (options.onTrigger(result.targets, provider, { headers: req.headers, body: read }) === false) {
         status = 503;
         reason = 'standby: this replica does not hold the leader lease; retry';
       }

@@ -136,6 +136,19 @@ export class AgentMetrics implements SyncReporter {
     registers: [this.registry],
   });
 
+  /** Replicas sharing the work (docs/replicas.md): the live replicas, and the deployments this one syncs. */
+  readonly shardMembers = new Gauge({
+    name: 'mooring_replicas',
+    help: 'Live replicas sharing the deployments, as this replica sees them (0 outside leaderElection.mode shared)',
+    registers: [this.registry],
+  });
+
+  readonly shardDeployments = new Gauge({
+    name: 'mooring_replica_deployments',
+    help: 'Deployments this replica syncs (replicas sharing the work)',
+    registers: [this.registry],
+  });
+
   private readonly configReloads = new Counter({
     name: 'mooring_config_reloads_total',
     help: 'Changes of the configuration file: applied, or refused as invalid (the agent keeps the previous one)',

@@ -12,7 +12,7 @@ import type { Discovery } from '../kube/discovery.ts';
 import { beginDriftPass, keepDriftMarks } from '../kube/drift-pass.ts';
 import { ensureNamespace } from '../kube/namespace.ts';
 import type { ManifestFile } from '../render/parse.ts';
-import { current, Ledger } from '../report/ledger.ts';
+import { current, Ledger, type LedgerData } from '../report/ledger.ts';
 import type { AgentMetrics } from '../server/metrics.ts';
 import type { ClusterCapabilities } from '../sources/deployment-manifests.ts';
 import { GitRepository } from '../sources/git/repository.ts';
@@ -56,6 +56,18 @@ export interface AgentDeps {
   cacheDir: string;
   reporters?: readonly SyncReporter[];
   metrics?: AgentMetrics;
+  /**
+   * Replicas sharing the work (docs/replicas.md): this replica's identity, and whether another is a live member. A
+   * sync first takes its deployment in the ledger (`Ledger.claim`), so that at most one replica syncs it at once.
+   */
+  shard?:
+    | {
+        identity: string;
+        live: (identity: string) => boolean;
+        /** A deployment of the configuration that another replica syncs now. */
+        elsewhere: (deployment: string) => boolean;
+      }
+    | undefined;
 }
 
 /** A sync of a deployment as the agent queues it: the reconcile requests it answers ride along. */
@@ -113,6 +125,7 @@ export class Agent {
       log: deps.log,
       metrics: deps.metrics,
       deployments: () => [...this.state.deployments.keys()],
+      elsewhere: deps.shard?.elsewhere,
       reporters: () => this.deps.reporters ?? [],
     });
     this.queue = new SyncQueue<AgentSync>({
@@ -139,7 +152,8 @@ export class Agent {
     this.stops.push(() => this.control.stop());
     for (const spec of config.deployments) {
       const data = await this.ledger.read(spec.name);
-      if (data.attempt) await endInterrupted(this.syncDeps(), config, spec, data.attempt);
+      if (data.attempt && !this.heldElsewhere(data))
+        await endInterrupted(this.syncDeps(), config, spec, data.attempt);
       const now = current(data);
       this.state.deployments.set(spec.name, { spec, commit: now?.commit, deployed: now?.revision });
       for (const [source, image] of Object.entries(now?.images ?? {}))
@@ -171,6 +185,36 @@ export class Agent {
     for (const image of d.spec.images) await this.poll(image);
     if (isLocal(this.state, d)) await this.reconcileDeployment(d, undefined);
     else await this.poll(d.spec.source);
+  }
+
+  /** A sync of the deployment runs on another live replica: its attempt is no interrupted one. */
+  private heldElsewhere(data: LedgerData): boolean {
+    const shard = this.deps.shard;
+    const holder = data.holder?.identity;
+    return shard !== undefined && holder !== undefined && holder !== shard.identity && shard.live(holder);
+  }
+
+  /**
+   * Takes the deployment for this replica (replicas sharing the work). Refused while another live replica syncs
+   * it: the sync is tried again soon. Taken, it says whether the release this sync would make is already there
+   * (another replica synced this revision), so that each revision is synced once.
+   */
+  private async take(
+    d: DeploymentState,
+    revision: string,
+    force: boolean,
+  ): Promise<'taken' | 'done' | { holder: string }> {
+    const shard = this.deps.shard;
+    if (!shard) return 'taken';
+    const claim = await this.ledger.claim(d.spec.name, shard.identity, shard.live);
+    if (!claim.taken) return { holder: claim.holder.identity };
+    const newest = claim.data.releases[0];
+    if (!force && newest?.result === 'stable' && newest.revision === revision) {
+      await this.ledger.unclaim(d.spec.name, shard.identity);
+      d.deployed = revision;
+      return 'done';
+    }
+    return 'taken';
   }
 
   /** Builds a source's client, or starts watching a local source's folder. */
@@ -414,6 +458,7 @@ export class Agent {
       run: async (signal, releaseSlot) => {
         // While it runs, a commit that changes none of its files since this one does not replace it (the poll).
         d.syncing = commit;
+        let claimed = false;
         try {
           // A retry runs the same job again: it answers the requests that joined it since.
           job.open = true;
@@ -422,6 +467,20 @@ export class Agent {
             await answerAll((r) => this.control.answer(r, 'cancelled', 'suspended or removed before it ran'));
             return { result: 'cancelled' };
           }
+          const taken = await this.take(d, revision, job.force === true).catch((error: unknown) => error);
+          if (taken === 'done') {
+            await answerAll((r) =>
+              this.control.answer(r, 'stable', 'synced at this revision by another replica'),
+            );
+            return { result: 'done' };
+          }
+          if (taken !== 'taken') {
+            const holder = (taken as { holder?: string }).holder;
+            const why = holder ? `replica ${holder} syncs it` : `cannot take it: ${errorMessage(taken)}`;
+            log.info({ holder }, `not synced now: ${why}; tried again`);
+            return { result: 'retry', delayMs: 2_000, maxDelayMs: 5_000 };
+          }
+          claimed = true;
           if (fence) {
             log.info({ release: fence.release }, 'a new commit or image lifts the rollback fence');
             await this.ledger.setFence(d.spec.name, undefined);
@@ -511,6 +570,11 @@ export class Agent {
           return cappedRetry(outcomeOf(report), this.retryInterval(d));
         } finally {
           if (d.syncing === commit) d.syncing = undefined;
+          const shard = this.deps.shard;
+          if (claimed && shard)
+            await safely(log, 'give the deployment back', () =>
+              this.ledger.unclaim(d.spec.name, shard.identity),
+            );
         }
       },
     };
@@ -571,7 +635,15 @@ export class Agent {
     return this.control.suspended(deployment);
   }
 
-  async reconfigure(next: MooringConfig, reporters?: readonly SyncReporter[]): Promise<ReloadPlan> {
+  /**
+   * `handover`: the deployments removed went to another replica (replicas sharing the work): a sync of theirs
+   * that runs ends as it would (the other replica waits for it), only what waits is dropped.
+   */
+  async reconfigure(
+    next: MooringConfig,
+    reporters?: readonly SyncReporter[],
+    options: { handover?: boolean } = {},
+  ): Promise<ReloadPlan> {
     const plan = planReload(this.deps.config, next);
     if (this.stopped) return plan;
     const previous = this.deps.config;
@@ -582,7 +654,7 @@ export class Agent {
     for (const name of plan.deployments.removed) {
       this.state.deployments.delete(name);
       this.resync.delete(name);
-      this.queue.cancel(name, new Withdrawn(name));
+      this.queue.cancel(name, new Withdrawn(name), { keepRunning: options.handover === true });
     }
     for (const name of [...plan.sources.removed, ...plan.sources.changed]) {
       await this.sourceStops.get(name)?.();
@@ -645,6 +717,7 @@ export class Agent {
           log.error({ deployment: name, err: errorMessage(error) }, 'cannot sync the changed deployment'),
         );
     }
+    this.control.refresh();
     return plan;
   }
 
@@ -652,7 +725,8 @@ export class Agent {
   private async addDeployment(spec: MooringConfig['deployments'][number]): Promise<void> {
     try {
       const data = await this.ledger.read(spec.name);
-      if (data.attempt) await endInterrupted(this.syncDeps(), this.deps.config, spec, data.attempt);
+      if (data.attempt && !this.heldElsewhere(data))
+        await endInterrupted(this.syncDeps(), this.deps.config, spec, data.attempt);
       const now = current(data);
       this.state.deployments.set(spec.name, { spec, commit: now?.commit, deployed: now?.revision });
       for (const [source, image] of Object.entries(now?.images ?? {}))
@@ -662,6 +736,11 @@ export class Agent {
       this.deps.log.error({ deployment: spec.name, err: errorMessage(error) }, 'cannot read the ledger');
       this.state.deployments.set(spec.name, { spec, commit: undefined, deployed: undefined });
     }
+  }
+
+  /** The deployments this agent syncs (all of the configuration's, or a replica's share). */
+  deploymentNames(): string[] {
+    return [...this.state.deployments.keys()];
   }
 
   /** Sources whose names are given (a webhook) are polled now. */

@@ -51,6 +51,8 @@ export interface ControlDeps {
   metrics?: AgentMetrics | undefined;
   /** The deployments the agent has now (a reload changes them). */
   deployments: () => readonly string[];
+  /** A deployment another replica syncs (replicas sharing the work): its requests are that replica's to answer. */
+  elsewhere?: ((deployment: string) => boolean) | undefined;
   reporters: () => readonly SyncReporter[];
 }
 
@@ -103,6 +105,11 @@ export class Control {
   listen(handlers: ControlHandlers): void {
     this.handlers = handlers;
     this.update(this.state);
+  }
+
+  /** The deployments changed (a reload, or replicas sharing the work moved some here): requests they have are taken. */
+  refresh(): void {
+    if (this.handlers) this.update(this.state);
   }
 
   stop(): void {
@@ -178,6 +185,7 @@ export class Control {
     }
     for (const [name, token] of next.requested) {
       if (this.handled.get(name) === token) continue;
+      if (this.deps.elsewhere?.(name)) continue;
       this.handled.set(name, token);
       // Answered by an earlier agent (this one restarted since).
       if (next.answered.get(name)?.token === token) continue;

@@ -251,7 +251,7 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
    * Drops what is queued for `deployment` and cancels its running sync's stability wait (its writes finish), as
    * for a deployment removed from the configuration. Later triggers of it are taken as usual.
    */
-  cancel(deployment: string, reason?: unknown): void {
+  cancel(deployment: string, reason?: unknown, options: { keepRunning?: boolean } = {}): void {
     const lane = this.lanes.get(deployment);
     if (!lane) return;
     const dropped = [lane.pending, lane.retrying].filter((j): j is J => j !== undefined);
@@ -259,7 +259,7 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
     if (lane.retryTimer) clearTimeout(lane.retryTimer);
     lane.retryTimer = undefined;
     lane.retrying = undefined;
-    lane.running?.controller.abort(reason);
+    if (!options.keepRunning) lane.running?.controller.abort(reason);
     for (const job of dropped) job.dropped?.(reason);
   }
 

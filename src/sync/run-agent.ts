@@ -26,6 +26,8 @@ import { AgentMetrics } from '../server/metrics.ts';
 import { selectSources } from '../server/source-match.ts';
 import { StatusBoard } from '../server/status/board.ts';
 import { statusPage } from '../server/status/routes.ts';
+import { forwardWebhook, wasForwarded } from '../shard/forward.ts';
+import { Shard } from '../shard/shard.ts';
 import { readSecret } from '../sources/secret.ts';
 import { Agent } from './agent.ts';
 import type { Logger } from './logger.ts';
@@ -92,6 +94,7 @@ export async function runAgent(
     suspended: (name) => agent?.suspended(name),
     log,
     releases: config.server.statusPage.releases,
+    owner: (name) => shard?.ownerOf(name),
   });
   // Commit statuses, with the outbox of undelivered ones: delivered again when an agent starts leading.
   let statuses: CommitStatusSync | undefined;
@@ -120,7 +123,16 @@ export async function runAgent(
   };
   const newAgent = () => {
     return new Agent({
-      config,
+      // Replicas sharing the work: this one syncs its share of the deployments.
+      config: shard ? shard.share(config) : config,
+      shard: shard && {
+        identity: shard.identity,
+        live: (id) => shard?.live(id) ?? false,
+        elsewhere: (name) => {
+          const owner = shard?.ownerOf(name);
+          return owner !== undefined && owner !== shard?.identity;
+        },
+      },
       api,
       discovery: new Discovery(api),
       cache,
@@ -132,6 +144,7 @@ export async function runAgent(
     });
   };
   let agent: Agent | undefined;
+  let shard: Shard | undefined;
   let starting: Promise<void> | undefined;
   let started = false;
   let standby = false;
@@ -167,7 +180,14 @@ export async function runAgent(
     // A webhook only says which sources to poll now; what to deploy comes from the poll.
     // Only the leader takes webhooks (the chart's webhook Service selects it); a standby answers 503 to one that
     // still arrives, so that the sender retries and reaches the leader.
-    onTrigger: (targets) => {
+    onTrigger: (targets, provider, delivery) => {
+      if (shard) {
+        // Every replica polls what a webhook names and syncs its own share; the one that took it tells the others.
+        if (!wasForwarded(delivery.headers))
+          void forwardWebhook(shard.peers(), provider, delivery, shard.identity, log);
+        agent?.pollNow(selectSources(targets, config.sources));
+        return true;
+      }
       if (standby || !agent) return false;
       agent.pollNow(selectSources(targets, config.sources));
       return true;
@@ -176,7 +196,7 @@ export async function runAgent(
     ready: () => {
       if (!started && !standby) return { ok: false, detail: 'starting' };
       return reachable.ok
-        ? { ok: true, detail: standby ? 'standby' : 'leader' }
+        ? { ok: true, detail: shard ? 'replica' : standby ? 'standby' : 'leader' }
         : { ok: false, detail: reachable.detail };
     },
     metrics: async () => {
@@ -203,6 +223,21 @@ export async function runAgent(
   const port = (server.address() as AddressInfo).port;
   log.info({ port }, 'http server listening');
   options.onListening?.(port);
+  // Replicas sharing the work: this replica's membership, and the share of the deployments it syncs.
+  const identity = options.identity ?? process.env.POD_NAME ?? `${hostname()}-${process.pid}`;
+  if (config.leaderElection.mode === 'shared') {
+    const podIp = process.env.POD_IP;
+    const host = podIp ? (podIp.includes(':') ? `[${podIp}]` : podIp) : '127.0.0.1';
+    shard = new Shard(api, {
+      namespace: config.cluster.namespace,
+      prefix: config.leaderElection.leaseName,
+      identity,
+      address: config.leaderElection.address ?? `http://${host}:${port}`,
+      durationMs: config.leaderElection.leaseDuration,
+      renewMs: config.leaderElection.renewInterval,
+      loadFactor: config.leaderElection.loadFactor,
+    });
+  }
   // The page shows where each deployment is from the ledgers before this agent syncs anything.
   if (config.server.statusPage.enabled) void board.refreshAll().catch(() => undefined);
   const probe = setInterval(() => void clusterReachable(), 10_000);
@@ -225,7 +260,11 @@ export async function runAgent(
     const running = agent;
     await starting?.catch(() => undefined);
     if (running && agent === running)
-      await running.reconfigure(next, reportersChanged ? reporters() : undefined);
+      await running.reconfigure(
+        shard ? shard.share(next) : next,
+        reportersChanged ? reporters() : undefined,
+        { handover: shard !== undefined },
+      );
     metrics.configReload('applied');
     log.info({ file, ...describePlan(plan) }, 'configuration reloaded');
   };
@@ -267,7 +306,7 @@ export async function runAgent(
         started = true;
         standby = false;
         metrics.leader.set(1);
-        if (election.enabled) void leaderLabel.mark(true);
+        if (election.enabled && !shard) void leaderLabel.mark(true);
         return;
       } catch (error) {
         await candidate.stop().catch(() => undefined);
@@ -283,9 +322,38 @@ export async function runAgent(
   };
   let elector: LeaderElector | undefined;
   try {
-    if (!election.enabled) await lead();
+    if (shard) {
+      const replicas = shard;
+      // Members change: the share is computed again; deployments that moved here are synced, those that moved
+      // away end the sync they run and are left to their new replica (its sync waits for the fence in the ledger).
+      let balancing = Promise.resolve();
+      replicas.run({
+        onChange: (members) => {
+          balancing = balancing
+            .then(async () => {
+              metrics.shardMembers.set(members.length);
+              if (!agent) {
+                log.info({ identity: replicas.identity, members }, 'joined the replicas: syncing a share');
+                await lead();
+              } else {
+                await starting?.catch(() => undefined);
+                const before = agent.deploymentNames().length;
+                await agent.reconfigure(replicas.share(config), undefined, { handover: true });
+                log.info(
+                  { members, deployments: agent.deploymentNames().length, before },
+                  'replicas changed: share computed again',
+                );
+              }
+              metrics.shardDeployments.set(agent?.deploymentNames().length ?? 0);
+            })
+            .catch((error: unknown) =>
+              log.error({ err: errorMessage(error) }, 'cannot take the share of the deployments'),
+            );
+        },
+        onError: (error) => log.warn({ err: errorMessage(error) }, 'membership Lease request failed'),
+      });
+    } else if (!election.enabled) await lead();
     else {
-      const identity = options.identity ?? process.env.POD_NAME ?? `${hostname()}-${process.pid}`;
       elector = new LeaderElector(api, {
         namespace: config.cluster.namespace,
         name: election.leaseName,
@@ -326,6 +394,8 @@ export async function runAgent(
     clearInterval(probe);
     await watcher?.close();
     await agent?.stop();
+    // The others take this replica's deployments at once.
+    await shard?.stop();
     await statuses?.close();
     await notifier?.close();
     await events.close();

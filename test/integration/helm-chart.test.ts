@@ -83,7 +83,10 @@ describe('helm chart: lint and values schema', () => {
     { set: ['config.cluster.kubeconfig=/etc/kubeconfig'], field: '/config/cluster' },
     { set: ['config.leaderElection.enabled=false'], field: '/config/leaderElection' },
     { set: ['config.server.port=0'], field: '/config/server/port' },
-    { set: ['replicaCount=2', 'leaderElection.enabled=false'], field: '/leaderElection/enabled' },
+    {
+      set: ['replicaCount=2', 'leaderElection.enabled=false', 'leaderElection.mode=standby'],
+      field: '/leaderElection',
+    },
     { set: ['leaderElection.leaseDuration=soon'], field: '/leaderElection/leaseDuration' },
     { set: ['existingSecrets[0].name=git-credentials'], field: '/existingSecrets/0' },
     { set: ['replicas=3'], field: 'replicas' },

@@ -33,6 +33,14 @@ function problems(values: unknown): string[] {
 }
 
 describe('charts/mooring/values.schema.json', () => {
+  it('takes several replicas that share the work, with or without the leader Lease', () => {
+    expect(problems(coalesce(defaults, { replicaCount: 3, leaderElection: { enabled: false } }))).toEqual([]);
+    expect(problems(coalesce(defaults, { replicaCount: 3, leaderElection: { mode: 'shared' } }))).toEqual([]);
+    expect(problems(coalesce(defaults, { replicaCount: 2, leaderElection: { mode: 'standby' } }))).toEqual(
+      [],
+    );
+  });
+
   it('is a strict draft-07 schema that the default values satisfy', () => {
     expect(schema.$schema).toBe('http://json-schema.org/draft-07/schema#');
     expect(problems(defaults)).toEqual([]);
@@ -63,8 +71,8 @@ describe('charts/mooring/values.schema.json', () => {
     ['a port out of range', { service: { port: 65536 } }, '/service/port'],
     ['a config that is no object', { config: 'everything' }, '/config'],
     [
-      'two replicas without a leader',
-      { replicaCount: 2, leaderElection: { enabled: false } },
+      'two standby replicas without a leader',
+      { replicaCount: 2, leaderElection: { enabled: false, mode: 'standby' } },
       '/leaderElection',
     ],
     ['a Secret mounted nowhere', { existingSecrets: [{ name: 'git-credentials' }] }, '/existingSecrets/0'],

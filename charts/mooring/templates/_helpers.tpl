@@ -79,6 +79,20 @@ The port the agent listens on: config.server.port, 8080 when absent.
 {{- end }}
 
 {{/*
+How replicas work together: `shared` (each syncs a share of the deployments) by default with more than one replica,
+`standby` (one syncs, the others wait on the Lease) with one, or as leaderElection.mode says.
+*/}}
+{{- define "mooring.replicaMode" -}}
+{{- if .Values.leaderElection.mode -}}
+{{- .Values.leaderElection.mode -}}
+{{- else if gt (int .Values.replicaCount) 1 -}}
+shared
+{{- else -}}
+standby
+{{- end -}}
+{{- end }}
+
+{{/*
 The agent's configuration as the chart runs it: the values' config, in the cluster, with the release namespace
 as the agent's own namespace (its ledger and its Lease live there) and leader election from the values.
 */}}
@@ -90,7 +104,9 @@ as the agent's own namespace (its ledger and its Lease live there) and leader el
 {{- $_ := set $config "cluster" $cluster }}
 {{- $_ := set $config "apiVersion" "mooring.io/v1alpha1" }}
 {{- $_ := set $config "kind" "AgentConfig" }}
-{{- $_ := set $config "leaderElection" (deepCopy .Values.leaderElection) }}
+{{- $election := deepCopy .Values.leaderElection }}
+{{- $_ := set $election "mode" (include "mooring.replicaMode" .) }}
+{{- $_ := set $config "leaderElection" $election }}
 {{- if .Values.statusPage.enabled }}
 {{- $server := $config.server | default dict }}
 {{- $page := dict "enabled" true }}

@@ -11,6 +11,7 @@ import { KubeApi } from '../../kube/api.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
 import { ControlMap, describeSuspension, SUSPEND_PREFIX } from '../../kube/control-map.ts';
 import { Discovery } from '../../kube/discovery.ts';
+import { listMembers } from '../../kube/membership.ts';
 import { AuditLog } from '../../report/audit.ts';
 import { CommitStatusSync } from '../../report/commit-status-sync.ts';
 import { current, Ledger, ledgerName, type Release } from '../../report/ledger.ts';
@@ -120,6 +121,12 @@ export function releaseCommands(program: Command, print: (text: string) => void)
     const { api, ledger, config, namespace } = await open(flags);
     try {
       const control = await new ControlMap(api, namespace).read();
+      // Replicas sharing the work: which one syncs each deployment, as their membership Leases say.
+      const owners = new Map<string, string>();
+      const members = await listMembers(api, namespace, config?.leaderElection.leaseName ?? 'mooring').catch(
+        () => [],
+      );
+      for (const m of members) for (const name of m.deployments) owners.set(name, m.identity);
       const names = deployment
         ? [deployment]
         : (config?.deployments.map((d) => d.name) ?? (await ledger.deployments()));
@@ -137,6 +144,8 @@ export function releaseCommands(program: Command, print: (text: string) => void)
           fence: data.fence,
           suspended: control.suspended.get(name),
           waiting: data.waiting,
+          ...(members.length > 0 ? { replica: owners.get(name) ?? null } : {}),
+          ...(data.holder ? { syncingOn: data.holder.identity } : {}),
         });
       }
       if (flags.output !== 'table') return print(formatData({ items: rows }, flags.output));
@@ -157,6 +166,9 @@ export function releaseCommands(program: Command, print: (text: string) => void)
                 .filter(Boolean)
                 .join('; ') || '-',
           },
+          ...(members.length > 0
+            ? [{ header: 'replica', value: (r: { replica?: string | null }) => r.replica ?? '-' }]
+            : []),
           { header: 'message', value: (r) => r.last?.message ?? '' },
         ]),
       );

@@ -49,6 +49,8 @@ export interface DeploymentView {
   releases: ReleaseView[];
   syncingSince?: string | undefined;
   updated: string;
+  /** The replica that syncs it, when replicas share the work. */
+  owner?: string | undefined;
 }
 
 export interface BoardOptions {
@@ -59,6 +61,8 @@ export interface BoardOptions {
   log?: { warn(fields: Record<string, unknown>, message: string): void } | undefined;
   /** How many releases a view lists. */
   releases?: number | undefined;
+  /** The replica that syncs a deployment, when replicas share the work. */
+  owner?: ((deployment: string) => string | undefined) | undefined;
   now?: () => Date;
 }
 
@@ -139,7 +143,9 @@ export class StatusBoard implements SyncReporter {
     });
   }
 
-  private withSuspension(v: DeploymentView): DeploymentView {
+  private withSuspension(shown: DeploymentView): DeploymentView {
+    const owner = this.options.owner?.(shown.name);
+    const v = owner === undefined ? shown : { ...shown, owner };
     const suspension = this.options.suspended?.(v.name);
     if (suspension && v.state !== 'syncing')
       return {

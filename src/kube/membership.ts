@@ -1,0 +1,234 @@
+// Replicas' membership: each replica holds a coordination.k8s.io Lease of its own (`<prefix>-<hash of identity>`,
+// labelled `mooring.io/member: <prefix>`), renewed every `renewMs`. The live members are the Leases renewed within
+// `durationMs`, read with one list per round. A member's Lease also says where it takes forwarded webhooks and
+// which deployments it syncs (for `mooring status`). A replica that cannot renew within the duration counts itself
+// out (it syncs nothing until it can renew again); one that stops deletes its Lease, so the others take over at once.
+import { createHash } from 'node:crypto';
+import type { KubeApi } from './api.ts';
+import { describeKubeError, statusCode } from './errors.ts';
+import { ensureNamespace } from './namespace.ts';
+
+export const MEMBER_LABEL = 'mooring.io/member';
+export const ADDRESS_ANNOTATION = 'mooring.io/address';
+export const OWNS_ANNOTATION = 'mooring.io/deployments';
+
+export interface Member {
+  identity: string;
+  /** Where it takes forwarded webhooks: `http://10.0.0.7:8080`. */
+  address: string | undefined;
+  /** The deployments it said it syncs, at its last renewal. */
+  deployments: string[];
+  renewed: number;
+}
+
+export interface MembershipOptions {
+  namespace: string;
+  /** The Lease name prefix, shared by the replicas of one agent: its leader Lease's name. */
+  prefix: string;
+  identity: string;
+  address?: string | undefined;
+  durationMs: number;
+  renewMs: number;
+  now?: () => number;
+}
+
+interface Lease {
+  apiVersion: 'coordination.k8s.io/v1';
+  kind: 'Lease';
+  metadata: {
+    name: string;
+    namespace: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+  spec: { holderIdentity?: string; leaseDurationSeconds?: number; renewTime?: string; acquireTime?: string };
+}
+
+function microTime(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+}
+
+/** The Lease of one member: a name any identity maps to (pod names are valid, `host-1234` too, others hashed). */
+export function memberLeaseName(prefix: string, identity: string): string {
+  const hash = createHash('sha256').update(identity).digest('hex').slice(0, 10);
+  return `${prefix}-member-${hash}`;
+}
+
+function leasesPath(namespace: string, name?: string): string {
+  const base = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`;
+  return name ? `${base}/${encodeURIComponent(name)}` : base;
+}
+
+/** The live members of `prefix` as the Leases say, read with one list. */
+export async function listMembers(
+  api: KubeApi,
+  namespace: string,
+  prefix: string,
+  now = Date.now(),
+): Promise<Member[]> {
+  const selector = encodeURIComponent(`${MEMBER_LABEL}=${prefix}`);
+  let list: { items?: Lease[] };
+  try {
+    list = await api.request<{ items?: Lease[] }>(
+      'GET',
+      `${leasesPath(namespace)}?labelSelector=${selector}`,
+    );
+  } catch (error) {
+    throw describeKubeError(error, `list the member Leases of ${namespace}/${prefix}`);
+  }
+  const members: Member[] = [];
+  for (const lease of list.items ?? []) {
+    const identity = lease.spec.holderIdentity;
+    const renewed = Date.parse(lease.spec.renewTime ?? '');
+    const duration = (lease.spec.leaseDurationSeconds ?? 0) * 1000;
+    if (!identity || !Number.isFinite(renewed) || renewed + duration <= now) continue;
+    const owns = lease.metadata.annotations?.[OWNS_ANNOTATION];
+    members.push({
+      identity,
+      address: lease.metadata.annotations?.[ADDRESS_ANNOTATION],
+      deployments: owns ? owns.split(',') : [],
+      renewed,
+    });
+  }
+  return members.sort((a, b) => (a.identity < b.identity ? -1 : a.identity > b.identity ? 1 : 0));
+}
+
+export class Membership {
+  private readonly api: KubeApi;
+  private readonly options: MembershipOptions;
+  private readonly name: string;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private lastRenew = 0;
+  private members: Member[] = [];
+  private owns = '';
+  private written = '';
+  private joined = false;
+
+  constructor(api: KubeApi, options: MembershipOptions) {
+    this.api = api;
+    this.options = options;
+    this.name = memberLeaseName(options.prefix, options.identity);
+  }
+
+  private now(): number {
+    return (this.options.now ?? Date.now)();
+  }
+
+  /** The live members as last read (this replica among them while it renews in time). */
+  get live(): readonly Member[] {
+    return this.members;
+  }
+
+  /** Whether `identity` is a live member now. */
+  isLive(identity: string): boolean {
+    return this.members.some((m) => m.identity === identity);
+  }
+
+  /** The deployments this replica syncs, written into its Lease at the next renewal. */
+  announce(deployments: readonly string[]): void {
+    this.owns = [...deployments].sort().join(',');
+  }
+
+  /** One round: renew (or create) this replica's Lease, then list the members. */
+  async round(): Promise<Member[]> {
+    const now = this.now();
+    const path = leasesPath(this.options.namespace, this.name);
+    // Run from a laptop, the agent's namespace may not exist yet (as Agent.start makes it).
+    if (!this.joined) await ensureNamespace(this.api, this.options.namespace);
+    let lease: Lease | undefined;
+    try {
+      lease = await this.api.request<Lease>('GET', path);
+    } catch (error) {
+      if (statusCode(error) !== 404) throw describeKubeError(error, `read Lease ${this.name}`);
+    }
+    const body: Lease = {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: {
+        name: this.name,
+        namespace: this.options.namespace,
+        resourceVersion: lease?.metadata.resourceVersion,
+        labels: { ...lease?.metadata.labels, [MEMBER_LABEL]: this.options.prefix },
+        annotations: {
+          ...lease?.metadata.annotations,
+          ...(this.options.address ? { [ADDRESS_ANNOTATION]: this.options.address } : {}),
+          [OWNS_ANNOTATION]: this.owns,
+        },
+      },
+      spec: {
+        holderIdentity: this.options.identity,
+        leaseDurationSeconds: Math.ceil(this.options.durationMs / 1000),
+        acquireTime:
+          lease?.spec.holderIdentity === this.options.identity ? lease.spec.acquireTime : microTime(now),
+        renewTime: microTime(now),
+      },
+    };
+    try {
+      if (lease) await this.api.request('PUT', path, { body });
+      else await this.api.request('POST', leasesPath(this.options.namespace), { body });
+    } catch (error) {
+      // A write that raced another round of our own (or a delete) is tried again next round.
+      if (statusCode(error) !== 409) throw describeKubeError(error, `write Lease ${this.name}`);
+    }
+    this.written = this.owns;
+    this.lastRenew = now;
+    this.joined = true;
+    this.members = await listMembers(this.api, this.options.namespace, this.options.prefix, this.now());
+    // A list that raced our own first write still counts us: we have just renewed.
+    if (!this.members.some((m) => m.identity === this.options.identity))
+      this.members = [
+        ...this.members,
+        { identity: this.options.identity, address: this.options.address, deployments: [], renewed: now },
+      ].sort((a, b) => (a.identity < b.identity ? -1 : 1));
+    return this.members;
+  }
+
+  /**
+   * Renews until stopped; `onChange` gets the live members' identities whenever they change (and first when this
+   * replica has joined). A replica that could not renew within the lease duration gets an empty list: it counts
+   * itself out until a renewal works again.
+   */
+  run(handlers: { onChange: (members: string[]) => void; onError?: (error: unknown) => void }): void {
+    let last = '';
+    const tell = (members: readonly Member[]) => {
+      const ids = members.map((m) => m.identity);
+      const key = ids.join('\n');
+      if (key !== last) {
+        last = key;
+        handlers.onChange(ids);
+      }
+    };
+    const round = async () => {
+      if (this.stopped) return;
+      try {
+        tell(await this.round());
+      } catch (error) {
+        handlers.onError?.(error);
+        if (this.joined && this.now() - this.lastRenew > this.options.durationMs) {
+          this.members = [];
+          tell([]);
+        }
+      }
+      if (!this.stopped) this.timer = setTimeout(round, this.options.renewMs);
+    };
+    void round();
+  }
+
+  /** Whether the deployments announced since the last renewal are written. */
+  get announced(): boolean {
+    return this.written === this.owns;
+  }
+
+  /** Stops renewing and deletes this replica's Lease, so that the others take its deployments at once. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    try {
+      await this.api.request('DELETE', leasesPath(this.options.namespace, this.name));
+    } catch {
+      // Best effort: the Lease expires anyway.
+    }
+  }
+}

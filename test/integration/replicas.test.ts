@@ -1,0 +1,224 @@
+// Replicas sharing the work (leaderElection.mode: shared), as processes on the real API server: three replicas and
+// 60 deployments of one repository. Each revision of each deployment is synced once (one pending and one success
+// status per commit and deployment, one release in its ledger); a replica killed with SIGKILL loses its deployments
+// to the others once its Lease expires; a replica that joins takes few of them; a webhook sent to any one replica
+// reaches them all.
+import { createHmac } from 'node:crypto';
+import { hostname } from 'node:os';
+import { describe, expect, it } from 'vitest';
+import {
+  type AgentProcess,
+  agentConfig,
+  bareRepo,
+  eventually,
+  kubectl,
+  manifestDir,
+  startAgent,
+  startStatusReceiver,
+  useNamespace,
+} from './helpers.ts';
+
+const APPS = 60;
+const SECRET = 'replicas-hook-secret';
+const LEASE_SECONDS = 6;
+
+const names = Array.from({ length: APPS }, (_, i) => `app-${String(i).padStart(2, '0')}`);
+
+function app(name: string, round: number): string {
+  return `apiVersion: v1
+kind: ConfigMap
+metadata: {name: ${name}-config}
+data: {ROUND: "${round}"}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ${name}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: ${name}}}
+  template:
+    metadata: {labels: {app: ${name}}, annotations: {round: "${round}"}}
+    spec:
+      containers: [{name: web, image: "example/${name}:1", envFrom: [{configMapRef: {name: ${name}-config}}]}]
+`;
+}
+
+const round = (n: number) => Object.fromEntries(names.map((name) => [`apps/${name}/app.yaml`, app(name, n)]));
+
+interface MemberLease {
+  metadata: { annotations?: Record<string, string> };
+  spec: { holderIdentity?: string; renewTime?: string; leaseDurationSeconds?: number };
+}
+
+/** A replica's identity: its host name and process id, when no POD_NAME names it. */
+const identity = (replica: AgentProcess) => `${hostname()}-${replica.child.pid}`;
+
+describe('replicas sharing the work', () => {
+  const ns = useNamespace('replicas');
+  const agentNs = useNamespace('replicas-mooring');
+
+  it('syncs each revision once over three replicas, survives a SIGKILL, and moves few deployments to a fourth', async () => {
+    const repo = await bareRepo(`replicas-${Date.now().toString(36)}/fleet`);
+    const first = await repo.commit(round(1));
+    const statuses = await startStatusReceiver();
+    const files = await manifestDir({ hook: SECRET });
+    const config = await agentConfig({
+      cluster: { namespace: agentNs() },
+      // Polled only at start and when a replica takes deployments: later commits arrive by webhook.
+      git: [{ name: 'fleet', repo, interval: '1h' }],
+      deployments: names.map((name) => ({
+        name,
+        namespace: ns(),
+        source: 'fleet',
+        paths: [`apps/${name}`],
+        stability: { timeout: '3m' },
+      })),
+      statuses,
+      extra: {
+        concurrency: 10,
+        server: { webhooks: { generic: { secret: { file: `${files}/hook` } } } },
+        leaderElection: {
+          mode: 'shared',
+          leaseName: 'mooring',
+          leaseDuration: `${LEASE_SECONDS}s`,
+          renewInterval: '1s',
+        },
+      },
+    });
+    const replicas: AgentProcess[] = [];
+    const join = async () => {
+      const replica = startAgent(config, { process: true });
+      replicas.push(replica);
+      await replica.listening().catch((error: unknown) => {
+        throw new Error(`${String(error)}\n${replica.output().slice(-4000)}`);
+      });
+      return replica;
+    };
+    /** Which replica syncs each deployment, as the member Leases say (identity by deployment). */
+    const owners = async () => {
+      const out = await kubectl(
+        'get',
+        'leases',
+        '-n',
+        agentNs(),
+        '-l',
+        'mooring.io/member=mooring',
+        '-o',
+        'json',
+      );
+      const owner = new Map<string, string>();
+      for (const lease of (JSON.parse(out.stdout) as { items: MemberLease[] }).items) {
+        // A killed replica's Lease stays until it expires; what it announced is no longer true.
+        const renewed = Date.parse(lease.spec.renewTime ?? '');
+        if (!(renewed + (lease.spec.leaseDurationSeconds ?? 0) * 1000 > Date.now())) continue;
+        const list = lease.metadata.annotations?.['mooring.io/deployments'] ?? '';
+        for (const name of list.split(',').filter(Boolean)) owner.set(name, lease.spec.holderIdentity ?? '');
+      }
+      return owner;
+    };
+    /** Every deployment owned by one of `count` replicas, as each announced it. */
+    const balanced = (count: number) =>
+      eventually(
+        `${APPS} deployments over ${count} replicas`,
+        async () => {
+          const owner = await owners();
+          const members = new Set(owner.values());
+          return owner.size === APPS && members.size === count ? owner : undefined;
+        },
+        60_000,
+      );
+    /** Every deployment's statuses on `sha`: exactly one pending, then one success. */
+    const syncedOnce = async (sha: string) => {
+      for (const name of names)
+        await eventually(`${name} at ${sha.slice(0, 7)}`, async () => statuses.ended(sha, name), 240_000);
+      for (const name of names) expect(statuses.states(sha, name), name).toEqual(['pending', 'success']);
+    };
+    const hook = async (replica: AgentProcess) => {
+      const body = JSON.stringify({ sources: ['fleet'] });
+      const signature = `sha256=${createHmac('sha256', SECRET).update(body).digest('hex')}`;
+      const res = await fetch(`http://127.0.0.1:${replica.port()}/hooks/generic`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Mooring-Signature': signature },
+        body,
+      });
+      expect(res.status).toBe(202);
+    };
+    /** Releases recorded per deployment at `sha`. */
+    const releasesAt = async (sha: string) => {
+      const out = await kubectl(
+        'get',
+        'configmaps',
+        '-n',
+        agentNs(),
+        '-l',
+        'app.kubernetes.io/component=ledger',
+        '-o',
+        'json',
+      );
+      const count = new Map<string, number>();
+      for (const cm of (
+        JSON.parse(out.stdout) as {
+          items: { metadata: { labels: Record<string, string> }; data?: Record<string, string> }[];
+        }
+      ).items) {
+        const releases = JSON.parse(cm.data?.['releases.json'] ?? '[]') as { commit?: string }[];
+        count.set(
+          cm.metadata.labels['mooring.io/deployment'] ?? '',
+          releases.filter((r) => r.commit === sha).length,
+        );
+      }
+      return count;
+    };
+    const syncedBy = (replica: AgentProcess, sha: string) =>
+      replica
+        .logs()
+        .filter((r) => typeof r.outcome === 'string' && String(r.revision ?? '') === sha.slice(0, 12)).length;
+
+    try {
+      // Three replicas: the first one alone takes all, the next ones take their shares as they join.
+      for (let i = 0; i < 3; i++) await join();
+      const three = await balanced(3);
+      await syncedOnce(first);
+      for (const [name, count] of await releasesAt(first)) expect(count, name).toBe(1);
+      expect(replicas.reduce((n, r) => n + syncedBy(r, first), 0)).toBe(APPS);
+
+      // One replica killed; a commit announced to a survivor: the survivors sync their own at once (the webhook
+      // is passed on) and the killed one's once its Lease has expired.
+      const [victim, a, b] = replicas as [AgentProcess, AgentProcess, AgentProcess];
+      const orphaned = names.filter((n) => three.get(n) === identity(victim));
+      expect(orphaned.length).toBeGreaterThan(0);
+      victim.child.kill('SIGKILL');
+      await victim.exited;
+      const second = await repo.commit(round(2));
+      await hook(a);
+      await syncedOnce(second);
+      const two = await balanced(2);
+      for (const [name, count] of await releasesAt(second)) expect(count, name).toBe(1);
+      expect(syncedBy(a, second) + syncedBy(b, second)).toBe(APPS);
+      expect(syncedBy(a, second)).toBeGreaterThan(0);
+      expect(syncedBy(b, second)).toBeGreaterThan(0);
+
+      // A fourth process joins the two: it takes about a third, the others keep the rest.
+      const fourth = await join();
+      const after = await balanced(3);
+      let moved = 0;
+      for (const [name, id] of after) if (two.get(name) !== id) moved++;
+      const taken = names.filter((n) => after.get(n) === identity(fourth)).length;
+      console.log(
+        `replicas: a third replica joining moved ${moved} of ${APPS} deployments (it took ${taken})`,
+      );
+      expect(taken).toBeGreaterThan(0);
+      // Consistent hashing with bounded loads: about a third moves (to the newcomer, a few more within the bound).
+      expect(moved).toBeLessThanOrEqual(Math.ceil((APPS / 3) * 1.25));
+      const third = await repo.commit(round(3));
+      await hook(fourth);
+      await syncedOnce(third);
+      for (const [name, count] of await releasesAt(third)) expect(count, name).toBe(1);
+      expect(syncedBy(fourth, third)).toBe(taken);
+      expect(syncedBy(a, third) + syncedBy(b, third) + syncedBy(fourth, third)).toBe(APPS);
+      for (const r of [a, b, fourth]) expect(r.alive()).toBe(true);
+    } finally {
+      for (const r of replicas) await r.stop();
+    }
+  }, 600_000);
+});
