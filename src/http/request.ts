@@ -14,8 +14,9 @@ export const DEFAULT_MAX_BODY_BYTES = 64 * 1024;
 export interface OutboundRequest {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   url: string;
-  headers?: Record<string, string> | undefined;
-  body?: string | undefined;
+  headers?: Record<string, string> | Headers | undefined;
+  /** Text, or bytes sent as they are (a webhook passed on, whose signature covers its exact bytes). */
+  body?: string | Uint8Array | undefined;
   timeoutMs: number;
   /** Read this much of the answer at most; the rest is discarded (`truncated`). */
   maxBodyBytes?: number | undefined;

@@ -4,6 +4,7 @@
 // again (the header below).
 import type { IncomingHttpHeaders } from 'node:http';
 import { errorMessage } from '../errors.ts';
+import { sendBounded } from '../http/request.ts';
 import type { Member } from '../kube/membership.ts';
 
 export const FORWARDED_HEADER = 'x-mooring-forwarded-by';
@@ -52,14 +53,16 @@ export async function forwardWebhook(
       if (!peer.address) return;
       const url = `${peer.address.replace(/\/+$/, '')}/hooks/${encodeURIComponent(provider)}`;
       try {
-        const res = await fetch(url, {
+        const res = await sendBounded({
           method: 'POST',
+          url,
           headers,
           body: new Uint8Array(delivery.body),
-          signal: AbortSignal.timeout(TIMEOUT_MS),
+          timeoutMs: TIMEOUT_MS,
+          maxBodyBytes: 4096,
           redirect: 'error',
+          what: `POST ${url}`,
         });
-        await res.body?.cancel();
         if (res.status >= 300)
           log.warn({ replica: peer.identity, status: res.status }, 'webhook passed on: refused');
         else log.debug({ replica: peer.identity, status: res.status }, 'webhook passed on');

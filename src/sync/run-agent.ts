@@ -6,6 +6,7 @@ import { homedir, hostname } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
+import { fullJitter } from '../backoff.ts';
 import type { MooringConfig } from '../config/schema.ts';
 import { watchConfig } from '../config/watch.ts';
 import { errorMessage } from '../errors.ts';
@@ -82,6 +83,8 @@ export async function runAgent(
   const api = new KubeApi(loadKubeConfig(access), {
     maxSockets: config.apply.concurrency * 2,
     requestTimeoutMs: config.cluster.requestTimeout,
+    qps: config.cluster.qps,
+    burst: config.cluster.burst,
   });
   // Streams linger a few minutes after a sync, so the next sync of the same deployments finds them open.
   const cache = new ClusterCache(api, { lingerMs: 5 * 60_000 });
@@ -202,6 +205,7 @@ export async function runAgent(
     metrics: async () => {
       await clusterReachable();
       metrics.watchStreams.set(api.streams);
+      metrics.kubeRequests(api.requestStats);
       for (const s of agent?.registryStats() ?? []) {
         for (const [key, count] of s.byStatus) {
           const [method = '', status = ''] = key.split(' ');
@@ -311,7 +315,7 @@ export async function runAgent(
       } catch (error) {
         await candidate.stop().catch(() => undefined);
         if (agent === candidate) agent = undefined;
-        const delay = Math.min(30_000, 1000 * 2 ** attempt) * (0.5 + Math.random() / 2);
+        const delay = fullJitter(attempt, { baseMs: 1000, maxMs: 30_000 });
         log.error(
           { err: errorMessage(error), retryInMs: Math.round(delay) },
           'cannot start the agent; trying again',

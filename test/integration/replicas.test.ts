@@ -94,7 +94,10 @@ describe('replicas sharing the work', () => {
       });
       return replica;
     };
-    /** Which replica syncs each deployment, as the member Leases say (identity by deployment). */
+    /**
+     * Which replica syncs each deployment, as the live member Leases say (identity by deployment), and how many
+     * deployments they announced in all: while replicas take their new shares, two may both name one deployment.
+     */
     const owners = async () => {
       const out = await kubectl(
         'get',
@@ -107,26 +110,35 @@ describe('replicas sharing the work', () => {
         'json',
       );
       const owner = new Map<string, string>();
+      let announced = 0;
       for (const lease of (JSON.parse(out.stdout) as { items: MemberLease[] }).items) {
         // A killed replica's Lease stays until it expires; what it announced is no longer true.
         const renewed = Date.parse(lease.spec.renewTime ?? '');
         if (!(renewed + (lease.spec.leaseDurationSeconds ?? 0) * 1000 > Date.now())) continue;
-        const list = lease.metadata.annotations?.['mooring.io/deployments'] ?? '';
-        for (const name of list.split(',').filter(Boolean)) owner.set(name, lease.spec.holderIdentity ?? '');
+        const list = (lease.metadata.annotations?.['mooring.io/deployments'] ?? '')
+          .split(',')
+          .filter(Boolean);
+        announced += list.length;
+        for (const name of list) owner.set(name, lease.spec.holderIdentity ?? '');
       }
-      return owner;
+      return { owner, announced };
     };
-    /** Every deployment owned by one of `count` replicas, as each announced it. */
-    const balanced = (count: number) =>
-      eventually(
+    /** Every deployment announced by exactly one of `count` replicas, the same in two reads in a row. */
+    const balanced = (count: number) => {
+      let previous = '';
+      return eventually(
         `${APPS} deployments over ${count} replicas`,
         async () => {
-          const owner = await owners();
-          const members = new Set(owner.values());
-          return owner.size === APPS && members.size === count ? owner : undefined;
+          const { owner, announced } = await owners();
+          const settled = owner.size === APPS && announced === APPS && new Set(owner.values()).size === count;
+          const key = JSON.stringify([...owner.entries()].sort());
+          const same = settled && key === previous;
+          previous = settled ? key : '';
+          return same ? owner : undefined;
         },
         60_000,
       );
+    };
     /** Every deployment's statuses on `sha`: exactly one pending, then one success. */
     const syncedOnce = async (sha: string) => {
       for (const name of names)

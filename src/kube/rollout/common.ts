@@ -4,6 +4,7 @@
 // before anything is sent to the cluster. Read-modify-write operations carry the resourceVersion they read and
 // are retried on a conflict, so a concurrent change is never overwritten with stale state.
 // Design note: docs/rollout-operations.md.
+import { fullJitter } from '../../backoff.ts';
 import { errorMessage, StalledError, type Subject } from '../../errors.ts';
 import type { KubeApi } from '../api.ts';
 import { describeKubeError, statusCode } from '../errors.ts';
@@ -93,7 +94,7 @@ export async function retryOnConflict<T>(attempt: () => Promise<T>): Promise<T> 
       const conflict = error instanceof Error && statusCode(error.cause) === 409;
       if (!conflict || tries >= CONFLICT_ATTEMPTS) throw error;
       // The controller writes the object's status as it rolls: give it a moment, jittered, before reading again.
-      await new Promise((r) => setTimeout(r, Math.round(Math.random() * 100 * tries)));
+      await new Promise((r) => setTimeout(r, fullJitter(tries, { baseMs: 50, maxMs: 400 })));
     }
   }
 }
