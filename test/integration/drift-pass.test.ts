@@ -20,31 +20,7 @@ import {
   testbed,
   useNamespace,
 } from './helpers.ts';
-
-const app = (name: string) => `apiVersion: v1
-kind: ConfigMap
-metadata: {name: ${name}-config}
-data: {LEVEL: info}
----
-apiVersion: v1
-kind: Service
-metadata: {name: ${name}}
-spec: {selector: {app: ${name}}, ports: [{port: 80}]}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: ${name}}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: ${name}}}
-  template:
-    metadata: {labels: {app: ${name}}}
-    spec:
-      containers:
-        - name: web
-          image: app:1
-          envFrom: [{configMapRef: {name: ${name}-config}}]
-`;
+import { apps } from './scale-fixtures.ts';
 
 interface Sent {
   method: string;
@@ -90,7 +66,7 @@ describe('a drift pass from the watch cache', () => {
     const discovery = new Discovery(api);
     keepDriftMarks(cache);
     const request = (drift?: 'correct'): DeployRequest => ({
-      files: [{ path: 'app.yaml', text: app('web') }],
+      files: [{ path: 'app.yaml', text: apps(1, 'web') }],
       namespace: ns(),
       application: 'web',
       images: [],
@@ -115,10 +91,10 @@ describe('a drift pass from the watch cache', () => {
     expect(sent.filter((s) => s.method !== 'GET')).toEqual([]);
     // Nothing is read per object: the reads are the deploy's own (namespace, snapshot, inventory).
     expect(
-      sent.filter((s) => /\/(configmaps|services|deployments)\/web(-config-v000)?$/.test(s.path)),
+      sent.filter((s) => /\/(configmaps|services|deployments)\/web-000(-config-v000)?$/.test(s.path)),
     ).toEqual([]);
 
-    const scaled = await kubectl('-n', ns(), 'scale', 'deployment/web', '--replicas=3');
+    const scaled = await kubectl('-n', ns(), 'scale', 'deployment/web-000', '--replicas=3');
     expect(scaled.code, scaled.stderr).toBe(0);
     sent.length = 0;
     // The watch cache hears of the change within moments; a pass before that finds nothing yet.
@@ -128,17 +104,19 @@ describe('a drift pass from the watch cache', () => {
     });
     expect(corrected.outcome, corrected.summary).toBe('stable');
     expect(corrected.drift).toEqual([
-      { object: `Deployment ${ns()}/web`, fields: ['spec.replicas'], added: [] },
+      { object: `Deployment ${ns()}/web-000`, fields: ['spec.replicas'], added: [] },
     ]);
     expect(corrected.applied.map((a) => [a.target.plan.object, a.action])).toEqual([
-      [`Deployment ${ns()}/web`, 'configured'],
+      [`Deployment ${ns()}/web-000`, 'configured'],
     ]);
     // Dry runs went to the Deployment alone: drift's apply and replace, and the Applier's own.
     const dryRuns = sent.filter((s) => s.dryRun);
     expect(dryRuns.length).toBeGreaterThan(0);
-    expect(dryRuns.every((s) => s.path.endsWith(`/namespaces/${ns()}/deployments/web`))).toBe(true);
-    const apps = kubeConfig().makeApiClient(AppsV1Api);
-    expect((await apps.readNamespacedDeployment({ name: 'web', namespace: ns() })).spec?.replicas).toBe(1);
+    expect(dryRuns.every((s) => s.path.endsWith(`/namespaces/${ns()}/deployments/web-000`))).toBe(true);
+    const appsApi = kubeConfig().makeApiClient(AppsV1Api);
+    expect(
+      (await appsApi.readNamespacedDeployment({ name: 'web-000', namespace: ns() })).spec?.replicas,
+    ).toBe(1);
 
     // Put back by mooring's own write: the next pass is quiet again.
     sent.length = 0;
@@ -149,7 +127,7 @@ describe('a drift pass from the watch cache', () => {
 
   it('the agent logs one line per pass: no dry run and no write while nothing moves', async () => {
     const suffix = Date.now().toString(36);
-    const dir = await manifestDir({ 'app.yaml': app('logged') });
+    const dir = await manifestDir({ 'app.yaml': apps(1, 'logged') });
     const agent = startAgent(
       await agentConfig({
         cluster: { namespace: `mooring-dp-${suffix}` },
