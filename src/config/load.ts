@@ -4,7 +4,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { type Document, LineCounter, parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { StalledError } from '../errors.ts';
-import { gitCaProblems } from '../sources/git/ca.ts';
+import { gitCaProblems } from './ca-file.ts';
 import { checkReferences, configSchema, type MooringConfig, type ReferenceProblem } from './schema.ts';
 import { checkSecrets } from './secret-check.ts';
 import { locate } from './yaml-locate.ts';

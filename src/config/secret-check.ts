@@ -2,8 +2,8 @@
 // environment variable is found before the agent runs, not at the first sync that needs it. Messages name the
 // field, the file or the variable, never a value.
 import { errorMessage } from '../errors.ts';
-import { readSecret } from '../sources/secret.ts';
 import { isSecretRef, type ReferenceProblem, type SecretRef } from './schema.ts';
+import { readSecret } from './secret.ts';
 
 export interface FoundSecret {
   path: (string | number)[];

@@ -5,14 +5,12 @@
 import { appendFile } from 'node:fs/promises';
 import { fullJitter } from '../backoff.ts';
 import type { MooringConfig } from '../config/schema.ts';
+import { readSecret } from '../config/secret.ts';
+import type { DeployReport, Logger, SyncReporter, SyncRequest } from '../contract.ts';
 import { classify, errorMessage, MooringError, TransientError } from '../errors.ts';
 import { httpFailure, safeEndpoint, sendBounded } from '../http/request.ts';
 import { redactSecret } from '../render/redact.ts';
-import { readSecret } from '../sources/secret.ts';
 import { decryptedValues } from '../sources/sops/decrypt.ts';
-import type { DeployReport } from '../sync/deploy.ts';
-import type { Logger } from '../sync/logger.ts';
-import type { SyncReporter, SyncRequest } from '../sync/sync-deployment.ts';
 import type { Release } from './ledger.ts';
 
 export interface AuditRecord {

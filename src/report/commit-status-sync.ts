@@ -6,12 +6,18 @@
 // final status the API does not take is kept in the outbox (outbox.ts) and posted later, so a failing status API
 // costs a sync at most one request timeout at each end.
 import type { Deployment, MooringConfig } from '../config/schema.ts';
+import {
+  type DeployReport,
+  describeReason,
+  type Logger,
+  type SupersededReason,
+  type SyncReporter,
+  type SyncRequest,
+  supersededBy,
+  withdrawn,
+} from '../contract.ts';
 import { classify, errorMessage, type MooringError } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
-import type { DeployReport } from '../sync/deploy.ts';
-import type { Logger } from '../sync/logger.ts';
-import { describeReason, type SupersededReason, supersededBy, withdrawn } from '../sync/superseded.ts';
-import type { SyncReporter, SyncRequest } from '../sync/sync-deployment.ts';
 import type { Release } from './ledger.ts';
 import { StatusOutbox } from './outbox.ts';
 import { entryKey, type OutboxEntry } from './outbox-policy.ts';
@@ -78,7 +84,7 @@ export function describeOutcome(
 
 /**
  * The end of a sync that was cut short: by what really replaced it (a newer commit, a newer image, a changed
- * configuration, a reconcile request; superseded.ts), or by the agent stopping, which syncs the deployment again
+ * configuration, a reconcile request; src/contract.ts), or by the agent stopping, which syncs the deployment again
  * when it starts.
  */
 export function describeCancelled(by: SupersededReason | undefined): {

@@ -3,8 +3,9 @@
 // they survive a restart, and delivered when the API answers again: after a back-off, never before a Retry-After,
 // until delivered or expired (commitStatus.retryFor). Pending statuses are never kept: a late "pending" would
 // only be wrong. The rules are in outbox-policy.ts; this file holds the state, the timer and the writes.
+
+import type { Logger } from '../contract.ts';
 import { classify, errorMessage, type MooringError } from '../errors.ts';
-import type { Logger } from '../sync/logger.ts';
 import {
   afterFailure,
   due,

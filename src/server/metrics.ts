@@ -1,10 +1,10 @@
 // The agent's Prometheus metrics (written by ./prometheus.ts, its own registry). Labels are names of deployments, sources and
 // registries from the config: bounded, and never a secret.
+
+import type { DeployReport, SyncReporter, SyncRequest } from '../contract.ts';
 import type { RequestStats } from '../http/request-counter.ts';
 import type { DriftFinding } from '../kube/drift.ts';
 import type { Release } from '../report/ledger.ts';
-import type { DeployReport } from '../sync/deploy.ts';
-import type { SyncReporter, SyncRequest } from '../sync/sync-deployment.ts';
 import { Counter, Gauge, Histogram, Registry } from './prometheus.ts';
 
 export class AgentMetrics implements SyncReporter {

@@ -3,6 +3,7 @@
 // reading its manifests from its source. Whether a concerned deployment needs a sync is decided by the
 // `reconcile` passed in.
 import type { Deployment, LocalSource, MooringConfig, RegistrySource } from '../config/schema.ts';
+import type { Logger } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
 import type { ManifestFile } from '../render/parse.ts';
 import { type ReleaseImage, syncRevision } from '../report/ledger.ts';
@@ -12,7 +13,6 @@ import { createPathFilter, isManifestPath } from '../sources/git/paths.ts';
 import type { GitRepository } from '../sources/git/repository.ts';
 import type { RegistryClient } from '../sources/registry/client.ts';
 import { pollRegistry } from '../sources/registry/poll.ts';
-import type { Logger } from './logger.ts';
 
 export interface DeploymentState {
   spec: Deployment;

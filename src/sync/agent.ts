@@ -5,6 +5,7 @@
 // a deployment needs a sync in reconcile.ts.
 import cron from 'node-cron';
 import type { GitSource, LocalSource, MooringConfig, RegistrySource } from '../config/schema.ts';
+import { type Logger, type SyncMetrics, type SyncReporter, Withdrawn } from '../contract.ts';
 import { classify, errorMessage } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
@@ -13,7 +14,6 @@ import { beginDriftPass, keepDriftMarks } from '../kube/drift-pass.ts';
 import { ensureNamespace } from '../kube/namespace.ts';
 import type { ManifestFile } from '../render/parse.ts';
 import { current, Ledger, type LedgerData } from '../report/ledger.ts';
-import type { AgentMetrics } from '../server/metrics.ts';
 import type { ClusterCapabilities } from '../sources/deployment-manifests.ts';
 import { GitRepository } from '../sources/git/repository.ts';
 import { filesRevision, watchFolder } from '../sources/local/watch.ts';
@@ -30,20 +30,12 @@ import {
   syncLocalSource,
 } from './agent-sources.ts';
 import { Control, type ReconcileRequest } from './control.ts';
-import type { Logger } from './logger.ts';
 import { outcomeOf } from './outcome.ts';
 import { type SyncJob, SyncQueue } from './queue.ts';
 import { reconcile } from './reconcile.ts';
 import { planReload, type ReloadPlan } from './reload.ts';
 import { cappedRetry, retryIntervalOf } from './retry.ts';
-import { Withdrawn } from './superseded.ts';
-import {
-  endInterrupted,
-  type SyncDeps,
-  type SyncReporter,
-  safely,
-  syncDeployment,
-} from './sync-deployment.ts';
+import { endInterrupted, type SyncDeps, safely, syncDeployment } from './sync-deployment.ts';
 
 export interface AgentDeps {
   config: MooringConfig;
@@ -55,7 +47,7 @@ export interface AgentDeps {
   /** Where Git sources keep their object caches. */
   cacheDir: string;
   reporters?: readonly SyncReporter[];
-  metrics?: AgentMetrics;
+  metrics?: SyncMetrics;
   /**
    * Replicas sharing the work (docs/replicas.md): this replica's identity, and whether another is a live member. A
    * sync first takes its deployment in the ledger (`Ledger.claim`), so that at most one replica syncs it at once.

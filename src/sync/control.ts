@@ -4,6 +4,7 @@
 // suspension lives in the ConfigMap, so it holds across agent restarts. A commit that arrives while its deployment
 // is suspended is reported as held (pending) rather than deployed.
 import type { Deployment } from '../config/schema.ts';
+import type { DeployReport, Logger, SyncMetrics, SyncReporter } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import { ClusterCache } from '../kube/cache.ts';
@@ -19,10 +20,6 @@ import {
 } from '../kube/control-map.ts';
 import type { ResourceInfo } from '../kube/discovery.ts';
 import type { Release } from '../report/ledger.ts';
-import type { AgentMetrics } from '../server/metrics.ts';
-import type { DeployReport } from './deploy.ts';
-import type { Logger } from './logger.ts';
-import type { SyncReporter } from './sync-deployment.ts';
 
 const CONFIGMAPS: ResourceInfo = {
   apiVersion: 'v1',
@@ -48,7 +45,7 @@ export interface ControlDeps {
   cache: ClusterCache | undefined;
   namespace: string;
   log: Logger;
-  metrics?: AgentMetrics | undefined;
+  metrics?: SyncMetrics | undefined;
   /** The deployments the agent has now (a reload changes them). */
   deployments: () => readonly string[];
   /** A deployment another replica syncs (replicas sharing the work): its requests are that replica's to answer. */

@@ -1,5 +1,7 @@
 // One deploy, as an ordered list of stages with one signature, run until the first error, and one finalizer that
 // writes the report (the shape of Flux's reconcilers): read the cluster -> render -> apply -> wait -> history.
+
+import type { DeployReport, HookRun, PruneReport } from '../contract.ts';
 import { classify, errorMessage, TransientError, WaitingError } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import { Applier, type ApplyOptions, type ApplyResult, type ApplyTarget } from '../kube/apply.ts';
@@ -39,7 +41,7 @@ import { type HealthRules, healthRulesFor } from '../stability/health.ts';
 import { judgedByMetadata, stabilityOf } from '../stability/rules.ts';
 import type { Stability } from '../stability/verdict.ts';
 import { type WaitResult, waitForStability } from '../stability/waiter.ts';
-import { type HookRun, type HookTarget, runHooks } from './hooks.ts';
+import { type HookTarget, runHooks } from './hooks.ts';
 import { assertNotEmpty } from './prune.ts';
 
 export interface DeployRequest {
@@ -115,30 +117,6 @@ export type DeployEvent =
   | { type: 'namespace-created'; namespace: string }
   | { type: 'warning'; message: string }
   | { type: 'hook'; run: HookRun };
-
-export interface DeployReport {
-  outcome: 'stable' | 'applied' | 'failed' | 'timed-out' | 'cancelled' | 'dry-run' | 'error';
-  /** One line for people: `12/12 stable in 42s`, or what failed and why. */
-  summary: string;
-  applied: ApplyResult[];
-  wait: WaitResult | undefined;
-  history: HistoryResult | undefined;
-  /** What prune deleted (or, in a dry run, would delete) and what it kept and why. */
-  prune: PruneReport | undefined;
-  /** A drift pass's findings: the objects and fields changed by hand. */
-  drift?: DriftFinding[] | undefined;
-  /** How each hook ran, in order. */
-  hooks?: HookRun[] | undefined;
-  error: unknown;
-  elapsedMs: number;
-}
-
-export interface PruneReport {
-  deleted: string[];
-  /** A dry run's: what a deploy would delete. */
-  planned: string[];
-  kept: { object: string; reason: string }[];
-}
 
 interface Context {
   request: DeployRequest;

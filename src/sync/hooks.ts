@@ -2,6 +2,8 @@
 // weight group applied together, waited on (a Job until it completes, a Pod until it succeeds, any other kind
 // until stable), and deleted per its policy. The first group that fails stops the phase: its error names the hook
 // and why. Applying, waiting and deleting are the deploy's own (one Applier, one cluster cache), passed in.
+
+import type { HookRun } from '../contract.ts';
 import { StalledError } from '../errors.ts';
 import type { ApplyResult, ApplyTarget } from '../kube/apply.ts';
 import { type Hook, hookOrder, isHookObject } from '../render/hooks.ts';
@@ -13,19 +15,6 @@ import type { WaitResult } from '../stability/waiter.ts';
 export interface HookTarget {
   target: ApplyTarget;
   hook: Hook;
-}
-
-/** How one hook ran, as the release records it. */
-export interface HookRun {
-  /** `Job shop/migrate` */
-  object: string;
-  apiVersion: string;
-  /** `pre-upgrade`, `PreSync`. */
-  hook: string;
-  outcome: 'succeeded' | 'failed';
-  message: string;
-  /** Deleted after it ran (hook-succeeded, hook-failed). */
-  deleted: boolean;
 }
 
 export interface HookActions {

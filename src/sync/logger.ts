@@ -1,8 +1,6 @@
 // The agent's logger: pino, JSON lines, with secrets never passed in (redaction of known secret paths as a net).
 import { type Logger, pino } from 'pino';
 
-export type { Logger };
-
 export function createLogger(options: { level?: string; destination?: NodeJS.WritableStream } = {}): Logger {
   return pino(
     {

@@ -7,7 +7,7 @@
 // cancels it: no collection ever runs in the middle of a burst.
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import type { SyncReporter } from './sync-deployment.ts';
+import type { SyncReporter } from '../contract.ts';
 
 export interface MemoryRelease extends SyncReporter {
   stop(): void;

@@ -1,7 +1,8 @@
 // How a deploy's report becomes a sync outcome for the queue: retry what may pass later, wait for a new
 // revision when the user must act (bad input, a rollout that failed or timed out), cancelled when superseded.
+
+import type { DeployReport } from '../contract.ts';
 import { classify } from '../errors.ts';
-import type { DeployReport } from './deploy.ts';
 import type { SyncOutcome } from './queue.ts';
 
 export function outcomeOf(report: DeployReport): SyncOutcome {

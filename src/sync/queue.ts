@@ -5,7 +5,7 @@
 // failures that may pass (capped per deployment: its retryInterval), and no retry after a failure the user must
 // fix until a new revision arrives.
 import { fullJitter } from '../backoff.ts';
-import { Superseded, type SyncTarget, supersedingReason } from './superseded.ts';
+import { Superseded, type SyncTarget, supersedingReason } from '../contract.ts';
 
 export type SyncOutcome =
   | { result: 'done' }

@@ -3,8 +3,9 @@
 // page) and the log. Values should never get there (the build tools' runner redacts what they print, decryption
 // errors name no value), but a render error or a cluster's answer may quote any field of an object, and a field
 // may hold a decrypted value: this is the one place that catches what those paths let through.
+
+import type { DeployReport } from '../contract.ts';
 import type { ObjectVerdict } from '../stability/waiter.ts';
-import type { DeployReport } from './deploy.ts';
 
 /** The report with `redact` applied to its summary, its error's message and the objects' stability messages. */
 export function redactReport(report: DeployReport, redact: (text: string) => string): DeployReport {

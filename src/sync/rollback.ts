@@ -4,6 +4,7 @@
 // stability, and sets a rollback fence so that the agent leaves the deployment alone until a new commit or image
 // arrives, or `mooring resume`.
 import type { MooringConfig } from '../config/schema.ts';
+import type { DeployReport, Logger, SyncReporter } from '../contract.ts';
 import { errorMessage, StalledError } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
@@ -13,9 +14,7 @@ import { deploymentManifests } from '../sources/deployment-manifests.ts';
 import { GitRepository } from '../sources/git/repository.ts';
 import { createRegistryClient } from '../sources/registry/create.ts';
 import { pollRegistry } from '../sources/registry/poll.ts';
-import type { DeployReport } from './deploy.ts';
-import type { Logger } from './logger.ts';
-import { type SyncReporter, syncDeployment } from './sync-deployment.ts';
+import { syncDeployment } from './sync-deployment.ts';
 
 export interface RollbackDeps {
   api: KubeApi;

@@ -5,44 +5,18 @@
 
 import { renderOptionsFor } from '../config/render-options.ts';
 import type { Deployment, MooringConfig } from '../config/schema.ts';
+import type { DeployReport, Logger, SyncReporter, SyncRequest } from '../contract.ts';
 import { errorMessage, TransientError } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
 import type { Discovery } from '../kube/discovery.ts';
-import { type DriftFinding, describeFinding } from '../kube/drift.ts';
-import type { ManifestFile } from '../render/parse.ts';
+import { describeFinding } from '../kube/drift.ts';
 import { valueRedactor } from '../render/redact.ts';
-import type { Attempt, Ledger, Release, ReleaseImage, Trigger } from '../report/ledger.ts';
+import type { Attempt, Ledger, Release } from '../report/ledger.ts';
 import { decryptedValues } from '../sources/sops/decrypt.ts';
 import { compileHealthRules } from '../stability/health.ts';
-import { type DeployReport, deploy } from './deploy.ts';
-import type { Logger } from './logger.ts';
+import { deploy } from './deploy.ts';
 import { redactReport } from './redact-report.ts';
-
-/** What a sync tells the outside world; the agent wires commit statuses and the audit log in here. */
-export interface SyncReporter {
-  started?(sync: SyncRequest): Promise<void> | void;
-  /** The sync waits before it starts (for the deployments it depends on): `description` says for what. */
-  waiting?(sync: SyncRequest, description: string): Promise<void> | void;
-  /** A drift pass in report mode found objects changed by hand (none: it found nothing). */
-  drifted?(sync: SyncRequest, findings: readonly DriftFinding[]): Promise<void> | void;
-  finished?(sync: SyncRequest, report: DeployReport, release: Release | undefined): Promise<void> | void;
-}
-
-export interface SyncRequest {
-  config: MooringConfig;
-  deployment: Deployment;
-  commit: string | undefined;
-  files: readonly ManifestFile[];
-  images: Record<string, ReleaseImage>;
-  revision: string;
-  trigger: Trigger;
-  signal?: AbortSignal;
-  /** The manifests could not be read or built (a chart that fails, a file that cannot be decrypted). */
-  filesError?: unknown;
-  /** Gives the sync's worker slot back once it only waits for stability (the queue's release). */
-  release?: () => void;
-}
 
 export interface SyncDeps {
   api: KubeApi;

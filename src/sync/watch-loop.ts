@@ -3,6 +3,8 @@
 // its wait and deploys the newest files; an unchanged folder is not redeployed. With prune (the default, as the
 // agent's), what an earlier deploy of the loop applied and the folder no longer holds is deleted, through the
 // CLI's inventory of the namespace and application (as `mooring deploy --prune`).
+
+import type { Logger } from '../contract.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
 import type { Discovery } from '../kube/discovery.ts';
@@ -17,7 +19,6 @@ import { pathManifests } from '../sources/deployment-manifests.ts';
 import { filesRevision, watchFolder } from '../sources/local/watch.ts';
 import { decryptedValues } from '../sources/sops/decrypt.ts';
 import { deploy } from './deploy.ts';
-import type { Logger } from './logger.ts';
 import { outcomeOf } from './outcome.ts';
 import { SyncQueue } from './queue.ts';
 import { redactReport } from './redact-report.ts';

@@ -1,5 +1,6 @@
 // `mooring run`: the agent. `--watch DIR` deploys a local folder on every change (development, no config file).
 import type { Command } from 'commander';
+import { runAgent } from '../../agent/run-agent.ts';
 import { parseDuration } from '../../config/duration.ts';
 import { loadConfigFile } from '../../config/load.ts';
 import { KubeApi } from '../../kube/api.ts';
@@ -7,7 +8,6 @@ import { ClusterCache } from '../../kube/cache.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
 import { Discovery } from '../../kube/discovery.ts';
 import { createLogger } from '../../sync/logger.ts';
-import { runAgent } from '../../sync/run-agent.ts';
 import { runWatchLoop } from '../../sync/watch-loop.ts';
 import { type ClusterFlags, clusterAccess, manifestBoundary } from '../cluster-flags.ts';
 import { EXIT_USAGE, ExitError } from '../exit-codes.ts';

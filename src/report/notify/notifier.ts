@@ -8,9 +8,8 @@
 // (a drift pass with nothing to put back) and cancelled syncs send nothing.
 import { createHmac, randomUUID } from 'node:crypto';
 import type { Deployment, MooringConfig } from '../../config/schema.ts';
-import { readSecret } from '../../sources/secret.ts';
-import type { DeployReport } from '../../sync/deploy.ts';
-import type { SyncReporter, SyncRequest } from '../../sync/sync-deployment.ts';
+import { readSecret } from '../../config/secret.ts';
+import type { DeployReport, SyncReporter, SyncRequest } from '../../contract.ts';
 import { VERSION } from '../../version.ts';
 import { commitUrl } from '../commit-url.ts';
 import type { Release } from '../ledger.ts';

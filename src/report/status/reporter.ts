@@ -4,6 +4,7 @@
 import type { Logger } from 'pino';
 import { fullJitter } from '../../backoff.ts';
 import type { SecretRef } from '../../config/schema.ts';
+import { readSecret } from '../../config/secret.ts';
 import {
   classify,
   errorMessage,
@@ -12,7 +13,6 @@ import {
   TransientError,
   WaitingError,
 } from '../../errors.ts';
-import { readSecret } from '../../sources/secret.ts';
 import { describeRepo, statusSubject } from './repo-url.ts';
 import { renderTemplate, truncate } from './text.ts';
 import type { CommitState, CommitStatus, CommitStatusProvider, StatusTarget } from './types.ts';

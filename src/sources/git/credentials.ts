@@ -10,7 +10,7 @@
 // refuses it.
 import type { AuthCallback, GitAuth } from 'isomorphic-git';
 import type { GitSource } from '../../config/schema.ts';
-import { readSecret } from '../secret.ts';
+import { readSecret } from '../../config/secret.ts';
 
 export const TOKEN_USERNAME = 'x-access-token';
 

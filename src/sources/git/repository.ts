@@ -10,10 +10,10 @@
 // counts as "not an ancestor": every file is then treated as changed.
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
+import { readGitCa } from '../../config/ca-file.ts';
 import type { GitSource } from '../../config/schema.ts';
 import { StalledError, type Subject, TransientError } from '../../errors.ts';
 import type { ManifestFile } from '../../render/parse.ts';
-import { readGitCa } from './ca.ts';
 import { compactPacks } from './compact.ts';
 import { safeUrl } from './errors.ts';
 import { ancestry } from './history.ts';

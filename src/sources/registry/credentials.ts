@@ -3,8 +3,8 @@
 // Errors name the secret reference and the registry, never a value from the secret.
 import { z } from 'zod';
 import type { RegistrySource, SecretRef } from '../../config/schema.ts';
+import { readSecret } from '../../config/secret.ts';
 import { StalledError } from '../../errors.ts';
-import { readSecret } from '../secret.ts';
 import type { BasicCredentials } from './auth.ts';
 
 const dockerAuthEntry = z.object({

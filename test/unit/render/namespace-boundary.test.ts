@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { manifestBoundary } from '../../../src/cli/cluster-flags.ts';
 import { ConfigError, parseConfig } from '../../../src/config/load.ts';
 import { renderOptionsFor } from '../../../src/config/render-options.ts';
+import type { DeployReport } from '../../../src/contract.ts';
 import { StalledError } from '../../../src/errors.ts';
 import { RenderErrors } from '../../../src/render/errors.ts';
 import {
@@ -15,7 +16,6 @@ import {
 } from '../../../src/render/namespace-boundary.ts';
 import { parseManifestFiles } from '../../../src/render/parse.ts';
 import { render } from '../../../src/render/render.ts';
-import type { DeployReport } from '../../../src/sync/deploy.ts';
 import { outcomeOf } from '../../../src/sync/outcome.ts';
 
 const evil = `apiVersion: apps/v1

@@ -1,6 +1,7 @@
 // Decrypted values hidden from text (a tool's error, a report) and from objects (mooring render, the audit log).
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import type { DeployReport } from '../../../src/contract.ts';
 import { classify, StalledError, TransientError, WaitingError } from '../../../src/errors.ts';
 import { RenderError, RenderErrors } from '../../../src/render/errors.ts';
 import type { KubeObject } from '../../../src/render/manifest.ts';
@@ -11,7 +12,6 @@ import {
   redactValues,
   valueRedactor,
 } from '../../../src/render/redact.ts';
-import type { DeployReport } from '../../../src/sync/deploy.ts';
 import { redactError, redactReport } from '../../../src/sync/redact-report.ts';
 
 const PASSWORD = 'canary-Pa55word';

@@ -2,11 +2,10 @@
 // its data keys or type, or copied into another object.
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/config/load.ts';
+import type { DeployReport, SyncRequest } from '../../../src/contract.ts';
 import type { ApplyResult } from '../../../src/kube/apply.ts';
 import type { KubeObject } from '../../../src/render/manifest.ts';
 import { auditRecords } from '../../../src/report/audit.ts';
-import type { DeployReport } from '../../../src/sync/deploy.ts';
-import type { SyncRequest } from '../../../src/sync/sync-deployment.ts';
 
 const PASSWORD = 'audit-canary-Pa55';
 

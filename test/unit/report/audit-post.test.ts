@@ -5,9 +5,8 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/config/load.ts';
+import type { DeployReport, SyncRequest } from '../../../src/contract.ts';
 import { AuditLog } from '../../../src/report/audit.ts';
-import type { DeployReport } from '../../../src/sync/deploy.ts';
-import type { SyncRequest } from '../../../src/sync/sync-deployment.ts';
 
 let server: Server;
 let base: string;

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { type DeployReport, Superseded, Withdrawn } from '../../../src/contract.ts';
 import { describeOutcome } from '../../../src/report/commit-status-sync.ts';
-import type { DeployReport } from '../../../src/sync/deploy.ts';
-import { Superseded, Withdrawn } from '../../../src/sync/superseded.ts';
 
 function report(outcome: DeployReport['outcome'], extra: Partial<DeployReport> = {}): DeployReport {
   return {

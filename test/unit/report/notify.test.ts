@@ -11,11 +11,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/config/load.ts';
+import type { DeployReport, SyncRequest } from '../../../src/contract.ts';
 import { Channel, type DeliveryResult } from '../../../src/report/notify/channel.ts';
 import { Notifier } from '../../../src/report/notify/notifier.ts';
 import { type NotifyEvent, slackBody, teamsBody, webhookBody } from '../../../src/report/notify/payloads.ts';
-import type { DeployReport } from '../../../src/sync/deploy.ts';
-import type { SyncRequest } from '../../../src/sync/sync-deployment.ts';
 import { slackSchema, teamsSchema, webhookSchema } from '../../contract/notification-payloads.ts';
 
 const event: NotifyEvent = {

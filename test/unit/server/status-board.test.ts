@@ -8,12 +8,11 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../../src/config/load.ts';
 import type { MooringConfig } from '../../../src/config/schema.ts';
+import type { DeployReport, SyncRequest } from '../../../src/contract.ts';
 import { commitUrl } from '../../../src/report/commit-url.ts';
 import type { Release } from '../../../src/report/ledger.ts';
 import { type DeploymentView, StatusBoard } from '../../../src/server/status/board.ts';
 import { statusPage } from '../../../src/server/status/routes.ts';
-import type { DeployReport } from '../../../src/sync/deploy.ts';
-import type { SyncRequest } from '../../../src/sync/sync-deployment.ts';
 
 const config: MooringConfig = parseConfig(`
 cluster: {name: east}

@@ -4,10 +4,10 @@ import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { readGitCa } from '../../../src/config/ca-file.ts';
 import { ConfigError, loadConfigFile, parseConfig } from '../../../src/config/load.ts';
 import { gitSource } from '../../../src/config/schema.ts';
 import { StalledError } from '../../../src/errors.ts';
-import { readGitCa } from '../../../src/sources/git/ca.ts';
 import { gitCredentials } from '../../../src/sources/git/credentials.ts';
 import { GitRepository } from '../../../src/sources/git/repository.ts';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { type SyncTarget, supersededBy } from '../../../src/contract.ts';
 import { type SyncJob, type SyncOutcome, SyncQueue } from '../../../src/sync/queue.ts';
-import { type SyncTarget, supersededBy } from '../../../src/sync/superseded.ts';
 
 const tick = (ms = 5) => new Promise((r) => setTimeout(r, ms));
 

@@ -3,9 +3,9 @@
 // user must fix (stalled) waits for something to change.
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/config/load.ts';
+import type { DeployReport } from '../../../src/contract.ts';
 import { NotFoundError, StalledError, TransientError, WaitingError } from '../../../src/errors.ts';
 import { ApplyRejectedError } from '../../../src/kube/apply.ts';
-import type { DeployReport } from '../../../src/sync/deploy.ts';
 import { outcomeOf } from '../../../src/sync/outcome.ts';
 import { SyncQueue } from '../../../src/sync/queue.ts';
 import { cappedRetry, DEFAULT_RETRY_INTERVAL_MS, retryIntervalOf } from '../../../src/sync/retry.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { describeReason, type SyncTarget, supersedingReason } from '../../../src/sync/superseded.ts';
+import { describeReason, type SyncTarget, supersedingReason } from '../../../src/contract.ts';
 
 const C1 = '1'.repeat(40);
 const C2 = '2'.repeat(40);

@@ -1,8 +1,8 @@
 // The private CA of a Git server (`caFile` of a Git source): a PEM bundle read once, when the configuration is
 // loaded and when the source's repository is opened, and then trusted for that source's connections.
 import { readFileSync } from 'node:fs';
-import type { GitSource } from '../../config/schema.ts';
-import { StalledError } from '../../errors.ts';
+import { StalledError } from '../errors.ts';
+import type { GitSource } from './schema.ts';
 
 const MAX_CA_BYTES = 1024 * 1024;
 

@@ -1,8 +1,90 @@
-// Why a sync was cancelled, in one place: a newer revision of the same deployment replaced it (a commit, an image,
-// a changed spec, a reconcile request), or the deployment left the configuration. The queue aborts the running
-// sync's signal with a Superseded reason that says what really replaced it, computed from what each sync deploys;
-// reporters read it to give the cancelled sync's pending status its end (report/ imports this module, never the
-// queue).
+// The types that cross layers, in one module that report/, server/ and sync/ all import, so that no folder imports
+// upward: what a sync is (SyncRequest), what it tells the outside world (SyncReporter) and how it ended
+// (DeployReport), why a sync was cancelled (SupersededReason: a newer revision of the same deployment, or the
+// deployment left the configuration), the logger, and the metrics the orchestrator feeds. Types and pure
+// functions only: no I/O, nothing that reaches a server.
+import type { Logger } from 'pino';
+import type { Deployment, MooringConfig } from './config/schema.ts';
+import type { ApplyResult } from './kube/apply.ts';
+import type { DriftFinding } from './kube/drift.ts';
+import type { HistoryResult } from './kube/history.ts';
+import type { ManifestFile } from './render/parse.ts';
+import type { Release, ReleaseImage, Trigger } from './report/ledger.ts';
+import type { WaitResult } from './stability/waiter.ts';
+
+export type { Logger };
+
+/** What a sync tells the outside world; the agent wires commit statuses and the audit log in here. */
+export interface SyncReporter {
+  started?(sync: SyncRequest): Promise<void> | void;
+  /** The sync waits before it starts (for the deployments it depends on): `description` says for what. */
+  waiting?(sync: SyncRequest, description: string): Promise<void> | void;
+  /** A drift pass in report mode found objects changed by hand (none: it found nothing). */
+  drifted?(sync: SyncRequest, findings: readonly DriftFinding[]): Promise<void> | void;
+  finished?(sync: SyncRequest, report: DeployReport, release: Release | undefined): Promise<void> | void;
+}
+
+export interface SyncRequest {
+  config: MooringConfig;
+  deployment: Deployment;
+  commit: string | undefined;
+  files: readonly ManifestFile[];
+  images: Record<string, ReleaseImage>;
+  revision: string;
+  trigger: Trigger;
+  signal?: AbortSignal;
+  /** The manifests could not be read or built (a chart that fails, a file that cannot be decrypted). */
+  filesError?: unknown;
+  /** Gives the sync's worker slot back once it only waits for stability (the queue's release). */
+  release?: () => void;
+}
+
+export interface DeployReport {
+  outcome: 'stable' | 'applied' | 'failed' | 'timed-out' | 'cancelled' | 'dry-run' | 'error';
+  /** One line for people: `12/12 stable in 42s`, or what failed and why. */
+  summary: string;
+  applied: ApplyResult[];
+  wait: WaitResult | undefined;
+  history: HistoryResult | undefined;
+  /** What prune deleted (or, in a dry run, would delete) and what it kept and why. */
+  prune: PruneReport | undefined;
+  /** A drift pass's findings: the objects and fields changed by hand. */
+  drift?: DriftFinding[] | undefined;
+  /** How each hook ran, in order. */
+  hooks?: HookRun[] | undefined;
+  error: unknown;
+  elapsedMs: number;
+}
+
+export interface PruneReport {
+  deleted: string[];
+  /** A dry run's: what a deploy would delete. */
+  planned: string[];
+  kept: { object: string; reason: string }[];
+}
+
+/** How one hook ran, as the release records it. */
+export interface HookRun {
+  /** `Job shop/migrate` */
+  object: string;
+  apiVersion: string;
+  /** `pre-upgrade`, `PreSync`. */
+  hook: string;
+  outcome: 'succeeded' | 'failed';
+  message: string;
+  /** Deleted after it ran (hook-succeeded, hook-failed). */
+  deleted: boolean;
+}
+
+/** The metrics the orchestrator feeds (server/metrics.ts's AgentMetrics has them). */
+export interface SyncMetrics {
+  poll(source: string, kind: 'git' | 'registry' | 'local', result: 'changed' | 'unchanged' | 'error'): void;
+  held(deployment: string, since: string | undefined): void;
+  readonly suspended: {
+    set(labels: { deployment: string }, value: number): void;
+    remove(labels: { deployment: string }): void;
+  };
+}
 
 /** What a sync deploys and why, as far as telling what superseded it goes. */
 export interface SyncTarget {

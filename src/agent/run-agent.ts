@@ -8,7 +8,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
 import { fullJitter } from '../backoff.ts';
 import type { MooringConfig } from '../config/schema.ts';
+import { readSecret } from '../config/secret.ts';
 import { watchConfig } from '../config/watch.ts';
+import type { Logger, SyncReporter } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
 import { KubeApi } from '../kube/api.ts';
 import { ClusterCache } from '../kube/cache.ts';
@@ -29,12 +31,9 @@ import { StatusBoard } from '../server/status/board.ts';
 import { statusPage } from '../server/status/routes.ts';
 import { forwardWebhook, wasForwarded } from '../shard/forward.ts';
 import { Shard } from '../shard/shard.ts';
-import { readSecret } from '../sources/secret.ts';
-import { Agent } from './agent.ts';
-import type { Logger } from './logger.ts';
-import { memoryRelease } from './memory-release.ts';
-import { describePlan, effectiveConfig, planReload } from './reload.ts';
-import type { SyncReporter } from './sync-deployment.ts';
+import { Agent } from '../sync/agent.ts';
+import { memoryRelease } from '../sync/memory-release.ts';
+import { describePlan, effectiveConfig, planReload } from '../sync/reload.ts';
 
 export interface RunAgentOptions {
   /** Flags override the config's cluster section, as kubectl's do. */
