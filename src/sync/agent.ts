@@ -438,6 +438,8 @@ export class Agent {
           await safely(log, 'report the end of the wait', () => r.finished?.(request, report, undefined));
       },
       target: { commit, images, spec: d.generation ?? 0, trigger, change: input.change },
+      // Fair queueing: the syncs one poll (or one drift pass) asks for take turns with those of another.
+      group: `${trigger}:${commit ?? ''}`,
       // Asked for (a reconcile request, a drift correction, a changed spec): synced even at a revision that ended.
       force: trigger === 'manual' || trigger === 'drift' || trigger === 'config',
       requests: request ? [request] : [],

@@ -1,6 +1,6 @@
 // The sync queue: one lane per deployment (syncs of a deployment never overlap), requests coalesced (many
 // requests while a sync waits or runs give one sync of the newest revision: a request of the revision that runs or
-// waits joins that sync, whatever asked for it), a global limit on syncs at once, a newer revision cancelling the
+// waits joins that sync, whatever asked for it), a global limit on syncs at once (taken in turn by the groups of syncs that one poll or drift pass asked for: fair queueing), a newer revision cancelling the
 // stability wait of the sync in progress (told what superseded it), exponential back-off with jitter after
 // failures that may pass (capped per deployment: its retryInterval), and no retry after a failure the user must
 // fix until a new revision arrives.
@@ -37,6 +37,12 @@ export interface SyncJob<J = unknown> {
   target?: SyncTarget | undefined;
   /** Sync even when this revision already ended (a reconcile request, a drift correction, a changed spec). */
   force?: boolean | undefined;
+  /**
+   * What asked for it, as fair queueing sees it (the commit a poll found, a drift pass): ready syncs are started
+   * one group after the other in turn, so that a change of one deployment never waits behind a commit that
+   * queued a thousand.
+   */
+  group?: string | undefined;
   /**
    * A later request of the same revision (or one this job replaces while both wait) is joined to this job: it
    * takes over what the other was to answer. False when it cannot any more (its sync is ending): the later
@@ -82,6 +88,9 @@ export interface QueueOptions {
 export class SyncQueue<J extends SyncJob<J> = SyncJob> {
   private readonly lanes = new Map<string, Lane<J>>();
   private readonly ready: string[] = [];
+  /** Fair queueing: the groups in the order they take turns, and whose turn is next. */
+  private groups: string[] = [];
+  private lastGroup: string | undefined;
   /** Syncs holding a worker slot (not those that gave it back to wait). */
   private active = 0;
   /** Syncs running, waiting or not. */
@@ -183,7 +192,7 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
 
   private pump(): void {
     while (this.active < this.options.concurrency && this.ready.length > 0) {
-      const deployment = this.ready.shift() as string;
+      const deployment = this.nextReady();
       const lane = this.lane(deployment);
       const next = lane.pending;
       if (!next || lane.running) continue;
@@ -199,6 +208,32 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
       });
     }
     if (this.inFlight === 0 && this.ready.length === 0) for (const w of this.idleWaiters.splice(0)) w();
+  }
+
+  /**
+   * The ready deployment to start next: deficit-free round robin over groups (each group with a ready sync starts
+   * one in its turn, in the order its syncs were asked for), so no group waits behind another's backlog and none
+   * starves. Jobs without a group form one group.
+   */
+  private nextReady(): string {
+    const groupOf = (deployment: string) => this.lanes.get(deployment)?.pending?.group ?? '';
+    const present = new Set(this.ready.map(groupOf));
+    // New groups join the rotation at its end; groups with nothing ready leave it, except the one served last
+    // (the rotation goes on after it).
+    for (const g of present) if (!this.groups.includes(g)) this.groups.push(g);
+    this.groups = this.groups.filter((g) => present.has(g) || g === this.lastGroup);
+    const at = this.lastGroup === undefined ? -1 : this.groups.indexOf(this.lastGroup);
+    let group = '';
+    for (let k = 1; k <= this.groups.length; k++) {
+      const candidate = this.groups[(at + k) % this.groups.length] as string;
+      if (present.has(candidate)) {
+        group = candidate;
+        break;
+      }
+    }
+    this.lastGroup = group;
+    const index = this.ready.findIndex((d) => groupOf(d) === group);
+    return this.ready.splice(Math.max(0, index), 1)[0] as string;
   }
 
   private async execute(deployment: string, lane: Lane<J>, job: J, controller: AbortController) {

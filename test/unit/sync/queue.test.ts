@@ -87,6 +87,42 @@ describe('SyncQueue', () => {
     await q.idle();
   });
 
+  it('starts a one-deployment change next, not behind a commit that queued a hundred (fair queueing)', async () => {
+    const g = gate();
+    const q = new SyncQueue({ concurrency: 1 });
+    const fleet = Array.from({ length: 100 }, (_, i) => `app-${i}`);
+    for (const d of fleet) q.request(d, { revision: 'c1', group: 'commit:c1', run: g.run(d) });
+    await tick();
+    expect(g.started).toEqual(['app-0']);
+    // A later commit changes one deployment that already synced c1... and one still queued for it.
+    g.release('app-0');
+    await tick();
+    q.request('app-0', { revision: 'c2', group: 'commit:c2', run: g.run('app-0 at c2') });
+    q.request('solo', { revision: 'c2', group: 'commit:c2', run: g.run('solo at c2') });
+    g.release('app-1');
+    await tick();
+    // Turns alternate between the two commits' syncs, each group in the order it asked.
+    expect(g.started).toEqual(['app-0', 'app-1', 'app-0 at c2']);
+    g.release('app-0 at c2');
+    await tick();
+    g.release('app-2');
+    await tick();
+    expect(g.started).toEqual(['app-0', 'app-1', 'app-0 at c2', 'app-2', 'solo at c2']);
+    // Without groups, the same requests wait their turn at the end: what the groups change.
+    const plain = gate();
+    const p = new SyncQueue({ concurrency: 1 });
+    for (const d of fleet) p.request(d, { revision: 'c1', run: plain.run(d) });
+    p.request('solo', { revision: 'c2', run: plain.run('solo') });
+    for (let i = 0; i < 3; i++) {
+      await tick();
+      plain.release(`app-${i}`);
+    }
+    await tick();
+    expect(plain.started).not.toContain('solo');
+    await q.stop();
+    await p.stop();
+  });
+
   it('retries transient failures with growing, jittered delays, and stops retrying when done', async () => {
     let calls = 0;
     const delays: string[] = [];
