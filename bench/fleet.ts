@@ -8,7 +8,11 @@
 //  2. fleet rollout: one commit changing all N applications, from the push until every one is stable again;
 //  3. one-app latency: one commit changing one application, from the push until it is stable; once left to the
 //     10 s poll and once with the generic webhook sent right after the push (median of --samples each);
-//  4. the agent's RSS once idle (settled, 30 s after the last sync) and its peak (VmHWM) over the whole run.
+//  4. the agent's RSS once idle (settled, 30 s after the last sync) and its peak (VmHWM) over the whole run;
+//  5. drift passes: the agent is started again with `drift.interval` set; its first pass checks every object (its
+//     marks of what it wrote are kept in memory, so a new process has none), the next reads the watch cache first
+//     and sends dry runs only for objects that moved (none here). Each pass's time and Kubernetes requests are
+//     read from the agent's summary line of the pass ("drift pass ended", src/kube/drift-pass.ts).
 // Printed beside Flux's published figures and this machine's hardware; goals (at 1,000 on 2 cores) are printed
 // with met / NOT MET, never asserted. Each size's namespaces are deleted, and gone, before the next starts.
 // Run: npm run bench:fleet [-- --sizes 100,500,1000 --samples 3 --concurrency 20 --cli dist/cli/main.js]
@@ -34,6 +38,12 @@ const { values: flags } = parseArgs({
     samples: { type: 'string', default: '3' },
     /** Deployments synced at once: Flux's benchmark runs kustomize-controller with --concurrency 20. */
     concurrency: { type: 'string', default: '20' },
+    /**
+     * Seconds between drift passes in step 5. By default half a second per deployment, at least 20: the first pass
+     * checks every object (about 20 requests per deployment, at the default budget of 50 requests a second) and
+     * must end before the next begins.
+     */
+    'drift-interval': { type: 'string' },
     /** The built CLI to run; another build of mooring can be measured this way. */
     cli: { type: 'string', default: join(REPO_ROOT, 'dist/cli/main.js') },
   },
@@ -60,6 +70,21 @@ interface Figures {
   webhookMs: number[];
   idleKiB: number;
   peakKiB: number;
+  drift: { intervalS: number; passes: DriftPassLine[] } | undefined;
+}
+
+/** The agent's summary of one drift pass (src/kube/drift-pass.ts). */
+interface DriftPassLine {
+  deployments: number;
+  unchecked: number;
+  objects: number;
+  moved: number;
+  drifted: number;
+  requests: number;
+  reads: number;
+  dryRuns: number;
+  writes: number;
+  elapsedMs: number;
 }
 
 const { env, started } = await up((line) => note(`testbed: ${line}`));
@@ -144,13 +169,57 @@ async function fleet(size: number): Promise<Figures> {
       `${size}: one app: poll ${pollMs.map(sec).join(', ')}; webhook ${webhookMs.map(sec).join(', ')}; ` +
         `RSS idle ${mib(idleKiB)}, peak ${mib(peakKiB)}`,
     );
-    return { size, firstSyncMs, rolloutMs, pollMs, webhookMs, idleKiB, peakKiB };
+    await agent.stop();
+
+    // Drift passes, by an agent started again on the same fleet (nothing new to deploy) with drift.interval set.
+    const intervalS = Number(flags['drift-interval'] ?? Math.max(20, Math.ceil(size / 2)));
+    const driftFile = join(work, `fleet-${size}-drift.yaml`);
+    const driftConfig = {
+      ...config(size, repoName, namespaces, home, port),
+      drift: { interval: `${intervalS}s` },
+    };
+    await writeFile(driftFile, stringify(driftConfig));
+    note(`${size}: agent started again with drift.interval ${intervalS}s`);
+    agent = new AgentProcess(CLI, driftFile, join(work, `cache-${size}`));
+    const passes = driftPasses(agent);
+    await agent.until(
+      `${size}: two drift passes`,
+      () => passes.length >= 2,
+      3 * intervalS * 1000 + 20 * 60_000,
+    );
+    for (const p of passes) note(`${size}: drift pass: ${describePass(p)}`);
+    const drift = { intervalS, passes: passes.slice(0, 2) };
+    return { size, firstSyncMs, rolloutMs, pollMs, webhookMs, idleKiB, peakKiB, drift };
   } finally {
     await agent?.stop();
     for (const ns of all) await patiently(() => deleteNamespace(c, ns)).catch(() => undefined);
     note(`${size}: waiting for the namespaces to go`);
     await patiently(() => namespacesGone(c, all)).catch((error: unknown) => note(String(error)));
   }
+}
+
+/** The drift passes the agent sums up in its log, as they end (its own 'data' listener beside AgentProcess's). */
+function driftPasses(agent: AgentProcess): DriftPassLine[] {
+  const passes: DriftPassLine[] = [];
+  let partial = '';
+  agent.child.stdout?.on('data', (chunk: Buffer) => {
+    const lines = (partial + chunk.toString()).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) {
+      if (!line.includes('"drift pass ended"')) continue;
+      try {
+        passes.push(JSON.parse(line) as DriftPassLine);
+      } catch {}
+    }
+  });
+  return passes;
+}
+
+function describePass(p: DriftPassLine): string {
+  return (
+    `${sec(p.elapsedMs)}, ${p.requests} requests (${p.reads} reads, ${p.dryRuns} dry runs, ${p.writes} writes) ` +
+    `for ${p.deployments - p.unchecked} deployments, ${p.objects} objects, ${p.moved} moved, ${p.drifted} drifted`
+  );
 }
 
 /** Waits until the controllers and the kubelet are idle: every Deployment rolled out, as many pods Ready. */
@@ -247,6 +316,22 @@ function print(figures: readonly Figures[]): void {
     ];
     say(row.map((x) => x.padStart(18)).join(''));
   }
+  say();
+  say('drift passes (an agent started again with drift.interval set; nothing changed by hand):');
+  for (const f of figures) {
+    const [cold, quiet] = f.drift?.passes ?? [];
+    say(`  ${f.size} deployments, drift.interval ${f.drift?.intervalS ?? '?'} s:`);
+    say(
+      `    first pass after the start (no marks yet: every object checked): ${cold ? describePass(cold) : '-'}`,
+    );
+    say(
+      `    next pass (watch cache first):                                  ${quiet ? describePass(quiet) : '-'}`,
+    );
+  }
+  say(
+    "  (the watch cache's own lists and watches, one pair per kind and namespace, are not in these counts; nor are " +
+      'the two ledger reads per deployment of the agent around each deploy)',
+  );
   say();
   say(
     'API requests per deployment per sync: not reported; the agent counts no Kubernetes API requests in its ' +
