@@ -71,6 +71,8 @@ interface Figures {
   idleKiB: number;
   peakKiB: number;
   drift: { intervalS: number; passes: DriftPassLine[] } | undefined;
+  /** The agent's Kubernetes requests per deployment: its first syncs (with its start), and one rollout's syncs. */
+  requestsPerSync: { first: number; rollout: number };
 }
 
 /** The agent's summary of one drift pass (src/kube/drift-pass.ts). */
@@ -134,14 +136,20 @@ async function fleet(size: number): Promise<Figures> {
     await agent.until(`${size}: first syncs`, () => names.every((d) => seen.has(d, first)), 60 * 60_000);
     const firstSyncMs = Date.now() - start;
     note(`${size}: every first sync stable after ${sec(firstSyncMs)}`);
+    const afterFirst = await kubeRequests(port);
     await settled(namespaces, size);
     await sleep(SETTLE_MS);
     const idleKiB = agent.rss().now;
 
+    const beforeRollout = await kubeRequests(port);
     const pushed = Date.now();
     const head = await commitFiles(repo, fleetFiles(size, 1), { message: 'every app' });
     await agent.until(`${size}: fleet rollout`, () => names.every((d) => seen.has(d, head)), 60 * 60_000);
     const rolloutMs = Date.now() - pushed;
+    const requestsPerSync = {
+      first: afterFirst / size,
+      rollout: ((await kubeRequests(port)) - beforeRollout) / size,
+    };
     note(`${size}: fleet rollout stable after ${sec(rolloutMs)}`);
     await settled(namespaces, size);
 
@@ -189,12 +197,28 @@ async function fleet(size: number): Promise<Figures> {
     );
     for (const p of passes) note(`${size}: drift pass: ${describePass(p)}`);
     const drift = { intervalS, passes: passes.slice(0, 2) };
-    return { size, firstSyncMs, rolloutMs, pollMs, webhookMs, idleKiB, peakKiB, drift };
+    return { size, firstSyncMs, rolloutMs, pollMs, webhookMs, idleKiB, peakKiB, drift, requestsPerSync };
   } finally {
     await agent?.stop();
     for (const ns of all) await patiently(() => deleteNamespace(c, ns)).catch(() => undefined);
     note(`${size}: waiting for the namespaces to go`);
     await patiently(() => namespacesGone(c, all)).catch((error: unknown) => note(String(error)));
+  }
+}
+
+/**
+ * The Kubernetes requests the agent has sent so far: the sum of its mooring_kube_requests_total, watch streams left
+ * out (NaN when its metrics cannot be read).
+ */
+async function kubeRequests(port: number): Promise<number> {
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    let total = 0;
+    for (const m of text.matchAll(/^mooring_kube_requests_total\{([^}]*)\} (\S+)$/gm))
+      if (!m[1]?.includes('verb="watch"')) total += Number(m[2]);
+    return total;
+  } catch {
+    return Number.NaN;
   }
 }
 
@@ -334,9 +358,13 @@ function print(figures: readonly Figures[]): void {
   );
   say();
   say(
-    'API requests per deployment per sync: not reported; the agent counts no Kubernetes API requests in its ' +
-      'metrics (src/server/metrics.ts has registry request counters only)',
+    "Kubernetes API requests per deployment per sync (the agent's mooring_kube_requests_total, watch streams left out):",
   );
+  for (const f of figures)
+    say(
+      `  ${f.size} deployments: first sync ${f.requestsPerSync.first.toFixed(1)} (the agent's start included), ` +
+        `fleet rollout ${f.requestsPerSync.rollout.toFixed(1)}`,
+    );
   say();
   const at = figures.find((f) => f.size === 1000);
   if (!at) {
