@@ -15,7 +15,7 @@
 //     read from the agent's summary line of the pass ("drift pass ended", src/kube/drift-pass.ts).
 // Printed beside Flux's published figures and this machine's hardware; goals (at 1,000 on 2 cores) are printed
 // with met / NOT MET, never asserted. Each size's namespaces are deleted, and gone, before the next starts.
-// Run: npm run bench:fleet [-- --sizes 100,500,1000 --samples 3 --concurrency 20 --cli dist/cli/main.js]
+// Run: npm run bench:fleet [-- --sizes 100,500,1000 --samples 3 --concurrency 20 --qps 1000 --cli dist/cli/main.js]
 // Starts the test bed when none runs (and stops only a bed it started). Needs `npm run build` first.
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -39,6 +39,11 @@ const { values: flags } = parseArgs({
     /** Deployments synced at once: Flux's benchmark runs kustomize-controller with --concurrency 20. */
     concurrency: { type: 'string', default: '20' },
     /**
+     * The agent's request budget (cluster.qps; burst twice it). Empty: the agent's default (200). A fleet of 1,000
+     * deployments raises it as a Flux installation of that size raises --kube-api-qps.
+     */
+    qps: { type: 'string', default: '' },
+    /**
      * Seconds between drift passes in step 5. By default half a second per deployment, at least 20: the first pass
      * checks every object (about 20 requests per deployment, at the default budget of 50 requests a second) and
      * must end before the next begins.
@@ -53,6 +58,7 @@ if (sizes.some((n) => !Number.isInteger(n) || n < 20))
   throw new Error('--sizes: whole numbers of at least 20');
 const samples = Number(flags.samples);
 const concurrency = Number(flags.concurrency);
+const qps = flags.qps ? Number(flags.qps) : undefined;
 const NAMESPACES = 20;
 const POLL = '10s';
 const SETTLE_MS = 30_000;
@@ -276,7 +282,12 @@ function config(size: number, repo: string, namespaces: readonly string[], home:
   return {
     apiVersion: 'mooring.io/v1alpha1',
     kind: 'AgentConfig',
-    cluster: { name: 'testbed', kubeconfig: env.kube.kubeconfig, namespace: home },
+    cluster: {
+      name: 'testbed',
+      kubeconfig: env.kube.kubeconfig,
+      namespace: home,
+      ...(qps ? { qps, burst: qps * 2 } : {}),
+    },
     sources: {
       git: [
         {
@@ -311,7 +322,7 @@ function print(figures: readonly Figures[]): void {
   say();
   say(
     `machine: ${cores.length} cores (${cores[0]?.model.trim() ?? 'unknown'}), ${mib(totalmem() / 1024)} memory; ` +
-      `agent --concurrency ${concurrency}, Git poll every ${POLL}, ${NAMESPACES} namespaces, 4 objects per deployment`,
+      `agent --concurrency ${concurrency}, request budget ${qps ? `${qps}/s, burst ${qps * 2}` : 'the default (200/s, burst 400)'}, Git poll every ${POLL}, ${NAMESPACES} namespaces, 4 objects per deployment`,
   );
   say(
     'Flux (fluxcd/flux-benchmark, published): first sync of 1,000 in 4 m 16 s on a 16-core runner, ' +

@@ -353,10 +353,11 @@ const cluster = z
     requestTimeout: duration.prefault('30s'),
     /**
      * The agent's request budget to the API server, shared by all syncs (watch streams are not counted), as
-     * client-go's --kube-api-qps and --kube-api-burst: requests a second, and at once after a quiet time.
+     * client-go's --kube-api-qps and --kube-api-burst: requests a second, and at once after a quiet time. A sync
+     * of a small application costs about 35 requests (docs/fleet.md): 200 a second syncs about 6 a second.
      */
-    qps: z.number().positive().max(10_000).default(50),
-    burst: z.number().int().min(1).max(10_000).default(100),
+    qps: z.number().positive().max(10_000).default(200),
+    burst: z.number().int().min(1).max(10_000).default(400),
   })
   .refine((c) => !(c.inCluster && (c.kubeconfig || c.context)), {
     message: 'inCluster cannot be combined with kubeconfig or context',

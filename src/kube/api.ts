@@ -104,16 +104,16 @@ export interface KubeApiOptions {
   /** Outside a sync's deadline, how long a request keeps retrying transient failures. */
   retryForMs?: number;
   random?: () => number;
-  /** The request budget: requests a second (cluster.qps, 50 by default) … */
+  /** The request budget: requests a second (cluster.qps, 200 by default) … */
   qps?: number | undefined;
-  /** … and at once after a quiet time (cluster.burst, 100 by default). */
+  /** … and at once after a quiet time (cluster.burst, 400 by default). */
   burst?: number | undefined;
   /** The budget's clock; the system's by default. */
   clock?: Clock | undefined;
 }
 
-export const DEFAULT_QPS = 50;
-export const DEFAULT_BURST = 100;
+export const DEFAULT_QPS = 200;
+export const DEFAULT_BURST = 400;
 // Retries back off with full jitter from this base to this cap; a 429 waits what the server asked, at most a minute.
 const RETRY_BASE_MS = 250;
 const RETRY_MAX_MS = 5000;

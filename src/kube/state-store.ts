@@ -65,6 +65,8 @@ interface ConfigMap {
 }
 
 const ATTEMPTS = 10;
+/** ConfigMaps whose last write is remembered, so that the next write needs no read first. */
+const KNOWN = 32;
 const BASE_DELAY_MS = 20;
 const MAX_DELAY_MS = 1_000;
 
@@ -73,6 +75,12 @@ export class StateStore {
   private readonly api: KubeApi;
   private readonly attempts: number;
   private readonly random: () => number;
+  /**
+   * The ConfigMaps this store wrote last (a bounded, most-recent set), as the server answered the write: the
+   * next change of one starts from that copy and writes with its resourceVersion, with no read first. A copy gone
+   * stale (another writer) is refused with 409, and the change is applied again to a fresh read.
+   */
+  private readonly known = new Map<string, ConfigMap>();
 
   constructor(api: KubeApi, namespace: string, options: StateStoreOptions = {}) {
     this.api = api;
@@ -132,11 +140,15 @@ export class StateStore {
     for (let attempt = 0; ; attempt++) {
       let lost: unknown;
       try {
-        const current = await this.get(name);
+        const remembered = attempt === 0 ? this.known.get(name) : undefined;
+        this.known.delete(name);
+        const current = remembered ?? (await this.get(name));
         // A write whose answer was lost, then repeated by the client, is refused as stale although it landed:
         // what is stored is exactly what was written, and the change is not applied twice.
         if (current && tried && sameContent(contentOf(current), tried)) return tried;
         const next = change(current && contentOf(current));
+        // Nothing to write is a verdict on what is stored now: a remembered copy is read afresh first.
+        if (next === undefined && remembered) continue;
         if (next === undefined) return current && contentOf(current);
         lost = current ? await this.replace(current, next, options) : await this.create(name, next, options);
         if (lost === undefined) return { data: { ...next.data }, annotations: { ...next.annotations } };
@@ -175,9 +187,14 @@ export class StateStore {
           },
           data: mergePatch(current.data, next.data),
         };
-        await this.api.request('PATCH', path, { body: patch, contentType: 'application/merge-patch+json' });
+        this.remember(
+          await this.api.request<ConfigMap>('PATCH', path, {
+            body: patch,
+            contentType: 'application/merge-patch+json',
+          }),
+        );
       } else {
-        await this.api.request('PUT', path, { body });
+        this.remember(await this.api.request<ConfigMap>('PUT', path, { body }));
       }
       return undefined;
     } catch (error) {
@@ -185,6 +202,15 @@ export class StateStore {
       if (statusCode(error) === 409 || statusCode(error) === 404) return error;
       throw error;
     }
+  }
+
+  /** Keeps the server's answer to a write as the starting point of the next change of that ConfigMap. */
+  private remember(written: ConfigMap | undefined): void {
+    const name = written?.metadata?.name;
+    if (!written || !name || !written.metadata.resourceVersion) return;
+    this.known.delete(name);
+    this.known.set(name, written);
+    if (this.known.size > KNOWN) this.known.delete(this.known.keys().next().value as string);
   }
 
   /** Creates the ConfigMap; the refusal when another writer created it first. */
@@ -197,7 +223,7 @@ export class StateStore {
     };
     for (let first = true; ; first = false) {
       try {
-        await this.api.request('POST', this.path(), { body });
+        this.remember(await this.api.request<ConfigMap>('POST', this.path(), { body }));
         return undefined;
       } catch (error) {
         if (statusCode(error) === 409) return error;

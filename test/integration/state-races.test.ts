@@ -23,8 +23,10 @@ import { clusterConfig, useNamespace } from './helpers.ts';
  */
 class CountingApi extends KubeApi {
   conflicts = 0;
+  gets = 0;
   beforeWrite: (() => Promise<void>) | undefined;
   override async request<T = unknown>(method: string, path: string, spec?: RequestSpec): Promise<T> {
+    if (method === 'GET') this.gets++;
     if (method !== 'GET' && this.beforeWrite) {
       const hook = this.beforeWrite;
       this.beforeWrite = undefined;
@@ -278,6 +280,36 @@ describe('StateStore retry on conflict', () => {
     const cm = await configMap(b, ns(), 'counter');
     expect(cm.data).toEqual({ n: '2', other: 'yes' });
     expect(cm.metadata.labels).toMatchObject(labels);
+  });
+
+  it('writes a ConfigMap it wrote last without reading it first, and a copy another writer made stale is refused', async () => {
+    const [a, b] = clients();
+    const store = new StateStore(a, ns());
+    const other = new StateStore(b, ns());
+    const seen: string[] = [];
+    await store.update('remembered', increment(seen), { action: 'count', labels });
+    const gets = a.gets;
+    await store.update('remembered', increment(seen), { action: 'count', labels });
+    await store.update('remembered', increment(seen), { action: 'count', labels });
+    // Two writes, no read: each started from what the server answered to the write before.
+    expect(a.gets).toBe(gets);
+    expect(seen).toEqual(['absent', '1', '2']);
+    // Another writer comes between: the remembered copy is stale, its write refused, the change made again.
+    await other.update('remembered', (c) => ({ data: { ...c?.data, other: 'yes' }, annotations: {} }), {
+      action: 'interfere',
+      labels,
+    });
+    const written = await store.update('remembered', increment(seen), { action: 'count', labels });
+    expect(a.conflicts).toBe(1);
+    expect(seen).toEqual(['absent', '1', '2', '3', '3']);
+    expect(written?.data).toEqual({ n: '4', other: 'yes' });
+    // A change that writes nothing is not judged on a remembered copy: it reads what is stored.
+    await other.update('remembered', (c) => ({ data: { ...c?.data, n: '9' }, annotations: {} }), {
+      action: 'interfere',
+      labels,
+    });
+    const unchanged = await store.update('remembered', () => undefined, { action: 'none', labels });
+    expect(unchanged?.data).toEqual({ n: '9', other: 'yes' });
   });
 
   it('a create that lost to another creator (409 AlreadyExists) is made again over what that one wrote', async () => {
