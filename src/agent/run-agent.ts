@@ -97,6 +97,7 @@ export async function runAgent(
     log,
     releases: config.server.statusPage.releases,
     owner: (name) => shard?.ownerOf(name),
+    keepViews: () => config.server.statusPage.enabled,
   });
   // Commit statuses, with the outbox of undelivered ones: delivered again when an agent starts leading.
   let statuses: CommitStatusSync | undefined;
@@ -205,6 +206,7 @@ export async function runAgent(
       await clusterReachable();
       metrics.watchStreams.set(api.streams);
       metrics.kubeRequests(api.requestStats);
+      metrics.processMemory();
       for (const s of agent?.registryStats() ?? []) {
         for (const [key, count] of s.byStatus) {
           const [method = '', status = ''] = key.split(' ');

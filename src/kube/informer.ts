@@ -200,6 +200,20 @@ export class Informer {
     if (spec && typeof spec === 'object') {
       delete spec.template;
       delete spec.jobTemplate;
+      // A Pod's rule reads only its restart policies (the pod's, and its init containers' for sidecars); its
+      // containers, volumes and scheduling are most of its bytes, kept for every Pod of every watched namespace.
+      if (this.info.kind === 'Pod' && this.info.apiVersion === 'v1') {
+        const init = Array.isArray(spec.initContainers)
+          ? (spec.initContainers as Record<string, unknown>[])
+          : [];
+        raw.spec = {
+          ...(spec.restartPolicy !== undefined ? { restartPolicy: spec.restartPolicy } : {}),
+          ...(spec.nodeName !== undefined ? { nodeName: spec.nodeName } : {}),
+          ...(init.length > 0
+            ? { initContainers: init.map((c) => ({ name: c.name, restartPolicy: c.restartPolicy })) }
+            : {}),
+        };
+      }
     }
     // Items of a list carry no apiVersion and kind, metadata-only ones say PartialObjectMetadata: the rules are
     // chosen by the real ones.

@@ -93,6 +93,23 @@ export class AgentMetrics implements SyncReporter {
     this.kubeThrottledSeen = Math.max(this.kubeThrottledSeen, stats.throttledSeconds);
   }
 
+  /** The process's memory, as Prometheus' client libraries name it: what the memory goals are measured by. */
+  private readonly memory = new Gauge({
+    name: 'mooring_process_memory_bytes',
+    help: 'Memory of the agent process by kind: rss (resident), heap_used and heap_total (V8), external (buffers)',
+    labelNames: ['kind'],
+    registers: [this.registry],
+  });
+
+  /** Reads the process's memory now (each scrape). */
+  processMemory(usage: NodeJS.MemoryUsage = process.memoryUsage()): void {
+    this.memory.set({ kind: 'rss' }, usage.rss);
+    this.memory.set({ kind: 'heap_used' }, usage.heapUsed);
+    this.memory.set({ kind: 'heap_total' }, usage.heapTotal);
+    this.memory.set({ kind: 'external' }, usage.external);
+    this.memory.set({ kind: 'array_buffers' }, usage.arrayBuffers);
+  }
+
   /** Set by the control ConfigMap's watch (src/sync/control.ts). */
   readonly suspended = new Gauge({
     name: 'mooring_deployment_suspended',

@@ -208,6 +208,10 @@ spec:
     expect(metrics).toContain('mooring_deployed_revision_info{deployment="web",release="5"');
     expect(metrics).toContain('mooring_leader 1');
     expect(metrics).toContain('mooring_stability_wait_seconds_bucket');
+    // The process's memory and the API requests it sent, as the fleet goals are measured.
+    const rss = Number(/\nmooring_process_memory_bytes\{kind="rss"\} (\d+)/.exec(metrics)?.[1]);
+    expect(rss).toBeGreaterThan(20 * 1024 * 1024);
+    expect(metrics).toMatch(/\nmooring_kube_requests_total\{verb="patch",code="200"\} [1-9]\d*\n/);
     // The streams of the last syncs linger for the next one: one per kind and namespace, however many objects.
     expect(metrics).toMatch(/\nmooring_cluster_watch_streams [1-4]\n/);
 

@@ -83,7 +83,13 @@ describe('the container image', () => {
         }),
       );
     expect(await inside('id', '-u')).toEqual({ code: 0, out: '10001\n' });
-    const version = await inside('node', '--max-semi-space-size=4', '/app/dist/cli/main.js', 'version');
+    const version = await inside(
+      'node',
+      '--max-semi-space-size=4',
+      '--optimize-for-size',
+      '/app/dist/cli/main.js',
+      'version',
+    );
     expect(version.code, version.out).toBe(0);
     expect(version.out).toContain(`${VERSION} (node v24.`);
     const validate = await inside(

@@ -62,6 +62,11 @@ export interface BoardOptions {
   releases?: number | undefined;
   /** The replica that syncs a deployment, when replicas share the work. */
   owner?: ((deployment: string) => string | undefined) | undefined;
+  /**
+   * Whether views are kept as syncs run (the status page is on). Off, the board holds nothing per deployment; a
+   * page turned on later reads the ledgers.
+   */
+  keepViews?: (() => boolean) | undefined;
   now?: () => Date;
 }
 
@@ -183,7 +188,16 @@ export class StatusBoard implements SyncReporter {
     if (v) this.changed(v);
   }
 
+  /** False while no page is served: what syncs report is not kept (the ledgers have it). */
+  private keeping(): boolean {
+    if (this.options.keepViews?.() !== false) return true;
+    this.views.clear();
+    this.shown.clear();
+    return false;
+  }
+
   started(sync: SyncRequest): void {
+    if (!this.keeping()) return;
     const v = this.view(sync.deployment.name);
     if (!v) return;
     v.state = 'syncing';
@@ -193,6 +207,7 @@ export class StatusBoard implements SyncReporter {
   }
 
   drifted(sync: SyncRequest, findings: readonly DriftFinding[]): void {
+    if (!this.keeping()) return;
     const v = this.view(sync.deployment.name);
     if (!v || findings.length === 0) return;
     v.state = 'drifted';
@@ -204,6 +219,7 @@ export class StatusBoard implements SyncReporter {
   }
 
   async finished(sync: SyncRequest, report: DeployReport, release: Release | undefined): Promise<void> {
+    if (!this.keeping()) return;
     const d = sync.deployment;
     const v = this.view(d.name);
     if (!v) return;
