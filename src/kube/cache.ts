@@ -155,6 +155,20 @@ export class ClusterCache {
     return this.informers.get(this.key(info, namespace))?.get(name);
   }
 
+  /**
+   * The resourceVersion of an object as a watch of its type and namespace (in full or metadata only) holds it
+   * now; undefined when none is watched and listed, or the object is not there.
+   */
+  resourceVersion(info: ResourceInfo, namespace: string | undefined, name: string): string | undefined {
+    for (const metadataOnly of [true, false]) {
+      const informer = this.informers.get(this.key(info, namespace, metadataOnly));
+      if (!informer?.listed) continue;
+      const version = informer.get(name)?.metadata.resourceVersion;
+      if (typeof version === 'string') return version;
+    }
+    return undefined;
+  }
+
   /** Restarts every watch from `resourceVersion` (see Informer.rewatch); full lists done so far. */
   rewatch(resourceVersion?: string): void {
     for (const informer of this.informers.values()) informer.rewatch(resourceVersion);

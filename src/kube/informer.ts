@@ -84,6 +84,11 @@ export class Informer {
     return `${this.info.kind}s${this.namespace ? ` in namespace ${this.namespace}` : ''}`;
   }
 
+  /** Listed, and not in trouble since (no failure noted after the last list): what it holds is current. */
+  get listed(): boolean {
+    return this.synced && !this.noted;
+  }
+
   get(name: string): KubeObject | undefined {
     return this.objects.get(name);
   }

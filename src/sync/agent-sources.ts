@@ -44,6 +44,11 @@ export interface DeploymentState {
   waiting?: string | undefined;
   /** The commit its running sync deploys, while one runs. */
   syncing?: string | undefined;
+  /**
+   * Found current at this input (commit, images, spec) with its ledger at this resourceVersion: a poll that finds
+   * both unchanged has nothing to decide, and reads no ledger (a fleet's polls would read every ledger each time).
+   */
+  quiet?: { input: string; ledger: string } | undefined;
 }
 
 export interface RegistryState {

@@ -13,7 +13,7 @@ import type { Discovery } from '../kube/discovery.ts';
 import { beginDriftPass, keepDriftMarks } from '../kube/drift-pass.ts';
 import { ensureNamespace } from '../kube/namespace.ts';
 import type { ManifestFile } from '../render/parse.ts';
-import { current, Ledger, type LedgerData } from '../report/ledger.ts';
+import { current, Ledger, type LedgerData, ledgerName } from '../report/ledger.ts';
 import type { ClusterCapabilities } from '../sources/deployment-manifests.ts';
 import { GitRepository } from '../sources/git/repository.ts';
 import { filesRevision, watchFolder } from '../sources/local/watch.ts';
@@ -29,7 +29,7 @@ import {
   type SourceState,
   syncLocalSource,
 } from './agent-sources.ts';
-import { Control, type ReconcileRequest } from './control.ts';
+import { CONFIGMAPS, Control, type ReconcileRequest } from './control.ts';
 import { outcomeOf } from './outcome.ts';
 import { type SyncJob, SyncQueue } from './queue.ts';
 import { reconcile } from './reconcile.ts';
@@ -351,6 +351,29 @@ export class Agent {
   ): Promise<void> {
     const images = imagesOf(this.state, d);
     const digests = digestsOf(this.state, d);
+    // Found current at this very input before, and its ledger not written since (the watch of the agent's
+    // ConfigMaps says): nothing to decide, no ledger to read. A request, a reload, a drift pass decide anew.
+    const quietInput = `${commit}|${JSON.stringify(digests)}|${d.generation ?? 0}`;
+    const ledgerVersion = this.deps.cache?.resourceVersion(
+      CONFIGMAPS,
+      this.deps.config.cluster.namespace,
+      ledgerName(d.spec.name),
+    );
+    const quiet = d.quiet;
+    d.quiet = undefined;
+    if (
+      reason === undefined &&
+      commit !== undefined &&
+      !isLocal(this.state, d) &&
+      !this.control.pending(d.spec.name) &&
+      !this.resync.has(d.spec.name) &&
+      ledgerVersion !== undefined &&
+      quiet?.input === quietInput &&
+      quiet.ledger === ledgerVersion
+    ) {
+      d.quiet = quiet;
+      return;
+    }
     const log = this.deps.log.child({ deployment: d.spec.name, revision: commit?.slice(0, 12) ?? 'local' });
     const data = await this.ledger.read(d.spec.name);
     // A `mooring reconcile` that waits is answered by this sync, which then syncs even a current deployment.
@@ -395,6 +418,8 @@ export class Agent {
     if (decision.action === 'current') {
       d.commit = commit;
       d.deployed = decision.revision;
+      if (ledgerVersion !== undefined && reason === undefined && !request)
+        d.quiet = { input: quietInput, ledger: ledgerVersion };
       log.debug('deployment is current');
       return;
     }

@@ -21,7 +21,7 @@ import {
 import type { ResourceInfo } from '../kube/discovery.ts';
 import type { Release } from '../report/ledger.ts';
 
-const CONFIGMAPS: ResourceInfo = {
+export const CONFIGMAPS: ResourceInfo = {
   apiVersion: 'v1',
   kind: 'ConfigMap',
   plural: 'configmaps',

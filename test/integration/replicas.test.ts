@@ -6,6 +6,7 @@
 import { createHmac } from 'node:crypto';
 import { hostname } from 'node:os';
 import { describe, expect, it } from 'vitest';
+import { appFolder, appName, fleetFiles } from '../../bench/support/fleet-apps.ts';
 import {
   type AgentProcess,
   agentConfig,
@@ -22,28 +23,9 @@ const APPS = 60;
 const SECRET = 'replicas-hook-secret';
 const LEASE_SECONDS = 6;
 
-const names = Array.from({ length: APPS }, (_, i) => `app-${String(i).padStart(2, '0')}`);
-
-function app(name: string, round: number): string {
-  return `apiVersion: v1
-kind: ConfigMap
-metadata: {name: ${name}-config}
-data: {ROUND: "${round}"}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: ${name}}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: ${name}}}
-  template:
-    metadata: {labels: {app: ${name}}, annotations: {round: "${round}"}}
-    spec:
-      containers: [{name: web, image: "example/${name}:1", envFrom: [{configMapRef: {name: ${name}-config}}]}]
-`;
-}
-
-const round = (n: number) => Object.fromEntries(names.map((name) => [`apps/${name}/app.yaml`, app(name, n)]));
+const names = Array.from({ length: APPS }, (_, i) => appName(i));
+/** Every application at `n`, bench:fleet's shape (a ConfigMap, a ServiceAccount, a Service and a Deployment). */
+const round = (n: number) => fleetFiles(APPS, n);
 
 interface MemberLease {
   metadata: { annotations?: Record<string, string> };
@@ -66,11 +48,11 @@ describe('replicas sharing the work', () => {
       cluster: { namespace: agentNs() },
       // Polled only at start and when a replica takes deployments: later commits arrive by webhook.
       git: [{ name: 'fleet', repo, interval: '1h' }],
-      deployments: names.map((name) => ({
+      deployments: names.map((name, i) => ({
         name,
         namespace: ns(),
         source: 'fleet',
-        paths: [`apps/${name}`],
+        paths: [appFolder(i)],
         stability: { timeout: '3m' },
       })),
       statuses,
