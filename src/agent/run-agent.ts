@@ -405,7 +405,7 @@ export async function runAgent(
     await notifier?.close();
     await events.close();
     // Webhooks stop coming here before the lease is given up.
-    if (election.enabled) await leaderLabel.mark(false);
+    if (election.enabled && !shard) await leaderLabel.mark(false);
     await elector?.stop();
     server.close();
     cache.close();

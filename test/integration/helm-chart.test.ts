@@ -285,6 +285,13 @@ describe('helm chart: rendered objects', () => {
     });
     expect(only(objects, 'RoleBinding', 'rel-mooring-state').roleRef.name).toBe('rel-mooring-state');
     expect(ofKind(objects, 'Role')).toHaveLength(1);
+    // Replicas sharing the work list the membership Leases and delete their own when they stop.
+    const shared = only(await render('--set', 'replicaCount=3'), 'Role', 'rel-mooring-state');
+    expect(shared.rules).toContainEqual({
+      apiGroups: ['coordination.k8s.io'],
+      resources: ['leases'],
+      verbs: ['get', 'list', 'create', 'update', 'delete'],
+    });
   });
 
   it('namespaces scope: a Role and RoleBinding per target namespace, nothing cluster-wide but reading them', async () => {
