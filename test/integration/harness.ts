@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { afterAll, beforeAll, inject } from 'vitest';
+import { afterAll, beforeAll, inject, onTestFailed } from 'vitest';
 import { stringify } from 'yaml';
 import { runAgent } from '../../src/agent/run-agent.ts';
 import { parseConfig } from '../../src/config/load.ts';
@@ -263,12 +263,37 @@ function parseRecords(lines: readonly string[]): LogRecord[] {
   });
 }
 
+/**
+ * When the test that started an agent fails, its warnings and errors and its last lines go to stderr: a failure
+ * seen once in CI is then explained by its own output.
+ */
+function printOnFailure(name: string, lines: readonly string[]): void {
+  try {
+    onTestFailed(() => {
+      const notable = parseRecords(lines).filter((r) => typeof r.level === 'number' && r.level >= 40);
+      const tail = lines.slice(-40);
+      process.stderr.write(
+        `--- ${name}: ${lines.length} lines; warnings and errors (${notable.length}, last 40):\n` +
+          `${notable
+            .slice(-40)
+            .map((r) => JSON.stringify(r))
+            .join('\n')}\n--- ${name}: last 40 lines:\n${tail.join('\n')}\n---\n`,
+      );
+    });
+  } catch {
+    // started outside a test (beforeAll): nothing to attach to
+  }
+}
+
+let agentCount = 0;
+
 function agentHandle(
   lines: string[],
   output: () => string,
   port: () => number,
   stop: () => Promise<void>,
 ): Agent {
+  printOnFailure(`agent ${++agentCount}`, lines);
   let stopped: Promise<void> | undefined;
   return {
     lines,
@@ -322,6 +347,11 @@ export function startAgent(config: AgentConfigInput, options: StartOptions = {})
       ...(options.identity ? { identity: options.identity } : {}),
     },
     controller.signal,
+  );
+  // An agent that ends before it is stopped says so in its own lines (printed if the test fails).
+  running.then(
+    () => controller.signal.aborted || lines.push('(runAgent returned before it was stopped)'),
+    (err: unknown) => lines.push(`(runAgent failed: ${err instanceof Error ? err.stack : String(err)})`),
   );
   const agent = agentHandle(
     lines,
