@@ -187,7 +187,14 @@ export async function runAgent(
       if (shard) {
         // Every replica polls what a webhook names and syncs its own share; the one that took it tells the others.
         if (!wasForwarded(delivery.headers))
-          void forwardWebhook(shard.peers(), provider, delivery, shard.identity, log);
+          void forwardWebhook(
+            shard.peers(),
+            provider,
+            delivery,
+            shard.identity,
+            secrets[provider as keyof typeof secrets] ?? '',
+            log,
+          );
         agent?.pollNow(selectSources(targets, config.sources));
         return true;
       }

@@ -9,6 +9,7 @@ import {
   type ServerResponse,
 } from 'node:http';
 import { errorMessage } from '../errors.ts';
+import { acceptForwarded, wasForwarded } from './forwarded.ts';
 import {
   type ConfiguredSources,
   handleWebhook,
@@ -142,9 +143,21 @@ async function webhook(
     return;
   }
   const sources = options.sources?.() ?? { git: [], registry: [] };
+  // Passed on by another replica: its own signature is checked, and the provider's token put back from this
+  // replica's secret, so that the provider's handler checks the delivery as it came (src/server/forwarded.ts).
+  let headers = req.headers;
+  if (wasForwarded(req.headers)) {
+    const forwarded = acceptForwarded(provider, req.headers, read, secret);
+    if (!forwarded.ok) {
+      options.log.warn({ provider, status: 401, sources: 0, reason: forwarded.reason }, 'webhook');
+      sendJson(res, 401, { error: forwarded.reason });
+      return;
+    }
+    headers = forwarded.headers;
+  }
   const result = handleWebhook(
     provider,
-    { headers: req.headers, body: read },
+    { headers, body: read },
     { secret, sources, maxBodyBytes: options.maxBodyBytes },
   );
   let status: number = result.status;
@@ -152,7 +165,7 @@ async function webhook(
   const count = result.status === 202 ? result.targets.length : 0;
   if (result.status === 202) {
     try {
-      if (options.onTrigger(result.targets, provider, { headers: req.headers, body: read }) === false) {
+      if (options.onTrigger(result.targets, provider, { headers, body: read }) === false) {
         status = 503;
         reason = 'standby: this replica does not hold the leader lease; retry';
       }

@@ -1,13 +1,15 @@
 // A webhook taken by one replica is passed on to the others (replicas sharing the work): each polls the sources it
-// names and syncs its own deployments. The webhook is sent on as it came (headers and body), so each replica checks
-// its signature itself: passing it on grants nothing a sender could not do. A webhook passed on is not passed on
-// again (the header below).
+// names and syncs its own deployments. The body and the provider's headers are sent on as they came, except those
+// that carry the provider's secret as it is (a GitLab token, a bearer token); the delivery is signed under that
+// secret instead (src/server/forwarded.ts), and each replica checks it. A webhook passed on is not passed on again.
 import type { IncomingHttpHeaders } from 'node:http';
 import { errorMessage } from '../errors.ts';
 import { sendBounded } from '../http/request.ts';
 import type { Member } from '../kube/membership.ts';
+import { forwardSignature, passesOn } from '../server/forwarded.ts';
 
-export const FORWARDED_HEADER = 'x-mooring-forwarded-by';
+export { wasForwarded } from '../server/forwarded.ts';
+
 const TIMEOUT_MS = 5_000;
 /** Not sent on: they describe the connection it came on, not the webhook. */
 const HOP_BY_HOP = new Set([
@@ -29,25 +31,24 @@ export interface ForwardLogger {
   warn(fields: Record<string, unknown>, message: string): void;
 }
 
-/** Whether this webhook was passed on by another replica already. */
-export function wasForwarded(headers: IncomingHttpHeaders): boolean {
-  return headers[FORWARDED_HEADER] !== undefined;
-}
-
 /** Sends the webhook to every peer that said where it takes webhooks; never throws, never waits long. */
 export async function forwardWebhook(
   peers: readonly Member[],
   provider: string,
   delivery: { headers: IncomingHttpHeaders; body: Buffer },
   from: string,
+  /** The provider's secret, which signs what is passed on. */
+  secret: string,
   log: ForwardLogger,
 ): Promise<void> {
   const headers = new Headers();
   for (const [key, value] of Object.entries(delivery.headers)) {
-    if (value === undefined || HOP_BY_HOP.has(key.toLowerCase())) continue;
+    if (value === undefined || HOP_BY_HOP.has(key.toLowerCase()) || !passesOn(key)) continue;
+    if (key.toLowerCase().startsWith('x-mooring-forwarded')) continue;
     for (const v of Array.isArray(value) ? value : [value]) headers.append(key, v);
   }
-  headers.set(FORWARDED_HEADER, from);
+  for (const [key, value] of Object.entries(forwardSignature(provider, from, delivery.body, secret)))
+    headers.set(key, value);
   await Promise.all(
     peers.map(async (peer) => {
       if (!peer.address) return;
