@@ -100,6 +100,11 @@ export function digestsOf(state: SourceState, d: DeploymentState): Record<string
   return Object.fromEntries(Object.entries(imagesOf(state, d)).map(([k, v]) => [k, v.digest]));
 }
 
+/** What a deployment is found current at (DeploymentState.quiet): its commit, its images' digests, its spec. */
+export function quietInput(state: SourceState, d: DeploymentState, commit: string | undefined): string {
+  return `${commit}|${JSON.stringify(digestsOf(state, d))}|${d.generation ?? 0}`;
+}
+
 export async function pollGitSource(
   state: SourceState,
   repo: GitRepository,
@@ -156,6 +161,10 @@ export async function pollGitSource(
       // Chained: several commits in a row that change none of its paths all stand for the ledger's release.
       const ledger = d.sameAs?.revision === d.deployed ? d.sameAs?.ledger : d.deployed;
       if (ledger !== undefined) d.sameAs = { ledger, revision };
+      // Found current before this commit, which changes none of its files: current at this one too, with the same
+      // ledger. Without this, the next poll of a fleet would read every ledger after any one app's commit.
+      if (d.quiet && d.quiet.input === quietInput(state, d, d.commit))
+        d.quiet = { ...d.quiet, input: quietInput(state, d, resolved.commit) };
       d.commit = resolved.commit;
       d.deployed = revision;
       continue;

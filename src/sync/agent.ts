@@ -26,6 +26,7 @@ import {
   manifestFiles,
   pollGitSource,
   pollRegistrySource,
+  quietInput,
   type SourceState,
   syncLocalSource,
 } from './agent-sources.ts';
@@ -353,7 +354,7 @@ export class Agent {
     const digests = digestsOf(this.state, d);
     // Found current at this very input before, and its ledger not written since (the watch of the agent's
     // ConfigMaps says): nothing to decide, no ledger to read. A request, a reload, a drift pass decide anew.
-    const quietInput = `${commit}|${JSON.stringify(digests)}|${d.generation ?? 0}`;
+    const quietAt = quietInput(this.state, d, commit);
     const ledgerVersion = this.deps.cache?.resourceVersion(
       CONFIGMAPS,
       this.deps.config.cluster.namespace,
@@ -368,7 +369,7 @@ export class Agent {
       !this.control.pending(d.spec.name) &&
       !this.resync.has(d.spec.name) &&
       ledgerVersion !== undefined &&
-      quiet?.input === quietInput &&
+      quiet?.input === quietAt &&
       quiet.ledger === ledgerVersion
     ) {
       d.quiet = quiet;
@@ -419,7 +420,7 @@ export class Agent {
       d.commit = commit;
       d.deployed = decision.revision;
       if (ledgerVersion !== undefined && reason === undefined && !request)
-        d.quiet = { input: quietInput, ledger: ledgerVersion };
+        d.quiet = { input: quietAt, ledger: ledgerVersion };
       log.debug('deployment is current');
       return;
     }

@@ -9,7 +9,7 @@
 import { CoreV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { appName, fleetFiles } from '../../bench/support/fleet-apps.ts';
+import { appFiles, appName, fleetFiles } from '../../bench/support/fleet-apps.ts';
 import { githubStatusValidator } from '../contract/github-openapi.ts';
 import {
   agentConfig,
@@ -173,6 +173,19 @@ describe('the agent with a fleet of 300 deployments', () => {
       console.log(`fleet-scale: ${idleGets} GET requests in 6 s of polls every 2 s with ${APPS} deployments`);
       expect(idleGets).toBeLessThan(APPS);
       expect(receiver.statuses().length).toBe(before);
+
+      // A commit to one app: one sync, and the polls after it still read no ledger of the others (they were found
+      // current before a commit that changes none of their files; before: every ledger read on the next poll).
+      const one = await repo.commit(appFiles(7, 2), { message: 'one app' });
+      await eventually('the one app synced', async () =>
+        receiver.ended(one, `/${appName(7)}`)?.state === 'success' ? true : undefined,
+      );
+      const afterOne = await gets();
+      await new Promise((r) => setTimeout(r, 6000));
+      const oneGets = (await gets()) - afterOne;
+      console.log(`fleet-scale: ${oneGets} GET requests in 6 s of polls after a commit to one app`);
+      expect(oneGets).toBeLessThan(APPS / 3);
+      expect(receiver.statuses().filter((s) => s.sha === one)).toHaveLength(2);
       expect(agent.logged(/unhandled|uncaught/i)).toEqual([]);
     } finally {
       await agent.stop();
