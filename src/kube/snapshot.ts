@@ -14,7 +14,7 @@ import {
 import { groupOf, type KubeObject, type SourcedObject } from '../render/manifest.ts';
 import { workloadKey } from '../render/moniker.ts';
 import type { ClusterSnapshot, ExistingVersion } from '../render/render.ts';
-import { POD_TEMPLATE_RULES } from '../render/tables.ts';
+import { POD_TEMPLATE_RULES, REFERENCE_RULES, type ReferenceRule } from '../render/tables.ts';
 import { parseVersionedName } from '../render/versioning.ts';
 import { type KubeApi, METADATA_LIST } from './api.ts';
 import { Discovery, resourcePath } from './discovery.ts';
@@ -56,10 +56,40 @@ export function versionOf(kind: string, meta: VersionedMeta): ExistingVersion | 
   return { kind, namespace: meta.namespace, name: base, version, hash: meta.annotations?.[CONTENT_HASH] };
 }
 
-async function listVersions(api: KubeApi, namespace: string): Promise<ExistingVersion[]> {
-  // All four at once; Promise.all observes every request, so a second failure is never an unhandled rejection.
+/**
+ * The versioned collections a set needs listed in one namespace: the kinds it holds there, and the kinds its
+ * objects there refer to (a pod template to ConfigMaps and Secrets, an HPA to anything), by the built-in reference
+ * rules and the configuration's. A fleet of Deployments and ConfigMaps lists no Pods and no ReplicaSets, the
+ * namespace's largest collections, on every sync.
+ */
+export function versionedKindsNeeded(
+  objects: readonly KubeObject[],
+  extraRules: readonly ReferenceRule[] = [],
+): Set<string> {
+  const needed = new Set<string>();
+  const rules = [...REFERENCE_RULES, ...extraRules];
+  const all = VERSIONED_COLLECTIONS.map((c) => c.kind);
+  for (const object of objects) {
+    if (all.includes(object.kind)) needed.add(object.kind);
+    const group = groupOf(object.apiVersion);
+    for (const rule of rules) {
+      if (rule.kind !== object.kind || rule.group !== group) continue;
+      if (rule.target === '*') for (const kind of all) needed.add(kind);
+      else needed.add(rule.target);
+    }
+    if (needed.size === all.length) break;
+  }
+  return needed;
+}
+
+async function listVersions(
+  api: KubeApi,
+  namespace: string,
+  kinds: ReadonlySet<string>,
+): Promise<ExistingVersion[]> {
+  // All at once; Promise.all observes every request, so a second failure is never an unhandled rejection.
   const lists = await Promise.all(
-    VERSIONED_COLLECTIONS.map(async ({ kind, group, plural }) => {
+    VERSIONED_COLLECTIONS.filter(({ kind }) => kinds.has(kind)).map(async ({ kind, group, plural }) => {
       const base = group.includes('/') ? `/apis/${group}` : `/api/${group}`;
       const path = `${base}/namespaces/${encodeURIComponent(namespace)}/${plural}`;
       try {
@@ -113,6 +143,8 @@ export interface SnapshotOptions {
    * `auto`): one metadata-only list per kind and namespace of the workloads among the objects.
    */
   adopted?: boolean | undefined;
+  /** The configuration's reference rules (render.referencePaths), beside the built-in ones. */
+  referenceRules?: readonly ReferenceRule[] | undefined;
 }
 
 /** Reads what render needs to know of the cluster for these objects (already placed in namespaces). */
@@ -203,7 +235,18 @@ export async function readSnapshot(
   );
   // Started together and awaited together: whichever fails first is reported, none is left unobserved.
   const [versions, live, unlabelled] = await Promise.all([
-    Promise.all(namespaces.map((ns) => listVersions(api, ns))),
+    Promise.all(
+      namespaces.map((ns) =>
+        listVersions(
+          api,
+          ns,
+          versionedKindsNeeded(
+            objects.flatMap(({ object }) => (object.metadata.namespace === ns ? [object] : [])),
+            options.referenceRules,
+          ),
+        ),
+      ),
+    ),
     Promise.all(reads),
     adopted,
   ]);

@@ -209,6 +209,7 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
     const labels = { ...DEFAULT_OPTIONS, ...request.renderOptions };
     ctx.snapshot = await readSnapshot(api, objects, discovery, {
       adopted: labels.applyAppLabels && labels.podTemplateLabels === 'auto',
+      referenceRules: request.renderOptions?.referenceRules,
     });
     // Versioned Secrets are hashed under the installation's key; a dry run makes none.
     if (needsHashKey(objects, request.renderOptions?.versioned ?? {})) {

@@ -129,6 +129,7 @@ export function renderCommand(
             if (isClusterScoped(object.apiVersion, object.kind, served)) delete object.metadata.namespace;
           snapshot = await readSnapshot(api, objects, discovery, {
             adopted: settings.applyAppLabels !== false && settings.podTemplateLabels === 'auto',
+            referenceRules: settings.referenceRules,
           });
           if (keyNeeded && !hashKey) hashKey = await readHashKey(api, flags.agentNamespace);
         } else {
