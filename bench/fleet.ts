@@ -49,6 +49,13 @@ const { values: flags } = parseArgs({
      * must end before the next begins.
      */
     'drift-interval': { type: 'string' },
+    /**
+     * A folder for V8 CPU profiles of the agent (`--cpu-prof`): one per agent process, written when it stops. Read
+     * them with `node scripts/cpu-profile.ts FILE`.
+     */
+    'cpu-prof': { type: 'string' },
+    /** Leave out step 5 (the drift passes). */
+    'no-drift': { type: 'boolean', default: false },
     /** The built CLI to run; another build of mooring can be measured this way. */
     cli: { type: 'string', default: join(REPO_ROOT, 'dist/cli/main.js') },
   },
@@ -63,6 +70,7 @@ const NAMESPACES = 20;
 const POLL = '10s';
 const SETTLE_MS = 30_000;
 const CLI = flags.cli;
+const nodeArgs = flags['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${flags['cpu-prof']}`] : [];
 Object.assign(process.env, launcherEnv(CLI));
 if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build first`);
 const say = (line = '') => process.stdout.write(`${line}\n`);
@@ -136,13 +144,16 @@ async function fleet(size: number): Promise<Figures> {
     await writeFile(configFile, stringify(config(size, repoName, namespaces, home, port)));
 
     note(`${size}: agent starting`);
-    agent = new AgentProcess(CLI, configFile, join(work, `cache-${size}`));
+    agent = new AgentProcess(CLI, configFile, join(work, `cache-${size}`), nodeArgs);
     const seen = new StableIndex(agent);
     const start = Date.now();
     await agent.until(`${size}: first syncs`, () => names.every((d) => seen.has(d, first)), 60 * 60_000);
     const firstSyncMs = Date.now() - start;
     note(`${size}: every first sync stable after ${sec(firstSyncMs)}`);
     const afterFirst = await kubeRequests(port);
+    note(
+      `${size}: requests per deployment in the first syncs: ${perVerb(await kubeRequestsByVerb(port), size)}`,
+    );
     await settled(namespaces, size);
     await sleep(SETTLE_MS);
     const idleKiB = agent.rss().now;
@@ -184,6 +195,18 @@ async function fleet(size: number): Promise<Figures> {
         `RSS idle ${mib(idleKiB)}, peak ${mib(peakKiB)}`,
     );
     await agent.stop();
+    if (flags['no-drift'])
+      return {
+        size,
+        firstSyncMs,
+        rolloutMs,
+        pollMs,
+        webhookMs,
+        idleKiB,
+        peakKiB,
+        drift: undefined,
+        requestsPerSync,
+      };
 
     // Drift passes, by an agent started again on the same fleet (nothing new to deploy) with drift.interval set.
     const intervalS = Number(flags['drift-interval'] ?? Math.max(20, Math.ceil(size / 2)));
@@ -194,7 +217,7 @@ async function fleet(size: number): Promise<Figures> {
     };
     await writeFile(driftFile, stringify(driftConfig));
     note(`${size}: agent started again with drift.interval ${intervalS}s`);
-    agent = new AgentProcess(CLI, driftFile, join(work, `cache-${size}`));
+    agent = new AgentProcess(CLI, driftFile, join(work, `cache-${size}`), nodeArgs);
     const passes = driftPasses(agent);
     await agent.until(
       `${size}: two drift passes`,
@@ -217,15 +240,31 @@ async function fleet(size: number): Promise<Figures> {
  * out (NaN when its metrics cannot be read).
  */
 async function kubeRequests(port: number): Promise<number> {
+  const byVerb = await kubeRequestsByVerb(port);
+  return byVerb ? [...byVerb.values()].reduce((a, b) => a + b, 0) : Number.NaN;
+}
+
+/** The agent's Kubernetes requests so far by verb (watch streams left out), from its /metrics. */
+async function kubeRequestsByVerb(port: number): Promise<Map<string, number> | undefined> {
   try {
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    let total = 0;
-    for (const m of text.matchAll(/^mooring_kube_requests_total\{([^}]*)\} (\S+)$/gm))
-      if (!m[1]?.includes('verb="watch"')) total += Number(m[2]);
-    return total;
+    const byVerb = new Map<string, number>();
+    for (const m of text.matchAll(/^mooring_kube_requests_total\{([^}]*)\} (\S+)$/gm)) {
+      const verb = /verb="([^"]*)"/.exec(m[1] ?? '')?.[1] ?? '?';
+      if (verb !== 'watch') byVerb.set(verb, (byVerb.get(verb) ?? 0) + Number(m[2]));
+    }
+    return byVerb;
   } catch {
-    return Number.NaN;
+    return undefined;
   }
+}
+
+/** Requests per deployment by verb, for the log: `get 9.1, list 2.0, …`. */
+function perVerb(byVerb: Map<string, number> | undefined, size: number): string {
+  return [...(byVerb ?? [])]
+    .sort((a, b) => b[1] - a[1])
+    .map(([verb, n]) => `${verb} ${(n / size).toFixed(1)}`)
+    .join(', ');
 }
 
 /** The drift passes the agent sums up in its log, as they end (its own 'data' listener beside AgentProcess's). */

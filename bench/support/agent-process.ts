@@ -117,7 +117,8 @@ export class AgentProcess {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return;
     const exited = new Promise((r) => this.child.once('exit', r));
     this.child.kill('SIGTERM');
-    await Promise.race([exited, sleep(10_000)]);
+    // Long enough for a CPU profile (--cpu-prof) to be written on the way out.
+    await Promise.race([exited, sleep(30_000)]);
     if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
   }
 
