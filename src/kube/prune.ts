@@ -39,8 +39,12 @@ export interface PruneInput {
   previous: readonly InventoryEntry[];
   /** What this sync renders. */
   desired: readonly InventoryEntry[];
-  /** Every other owner's inventory, by owner. */
-  others: ReadonlyMap<string, readonly InventoryEntry[]>;
+  /**
+   * Every other owner's inventory, by owner: read only when the owner's inventory holds something the render no
+   * longer has. A sync that prunes nothing (most of them) reads no other inventory, so a fleet's syncs do not each
+   * read all of the fleet's inventories.
+   */
+  others: () => Promise<ReadonlyMap<string, readonly InventoryEntry[]>>;
   /**
    * mooring's field manager (`apply.fieldManager`): an object whose managed fields do not name it was never
    * applied by mooring, whatever an inventory says, and is kept.
@@ -83,8 +87,9 @@ export async function pruneTargets(
 ): Promise<PrunePlan> {
   const plan: PrunePlan = { targets: [], kept: [] };
   const wanted = new Set(input.desired.map(entryId));
+  if (input.previous.every((entry) => wanted.has(entryId(entry)))) return plan;
   const heldBy = new Map<string, string>();
-  for (const [owner, entries] of input.others) {
+  for (const [owner, entries] of await input.others()) {
     if (owner === input.owner) continue;
     for (const e of entries) if (!heldBy.has(entryId(e))) heldBy.set(entryId(e), owner);
   }

@@ -65,10 +65,71 @@ interface ConfigMap {
 }
 
 const ATTEMPTS = 10;
-/** ConfigMaps whose last write is remembered, so that the next write needs no read first. */
-const KNOWN = 32;
+/**
+ * The bytes of state ConfigMaps remembered per API client, most recently used first: every store of a process
+ * (the agent's ledger, inventories, outbox, control map, however many instances) shares them. 8 MiB holds the
+ * ledgers and inventories of a fleet of a thousand deployments with short histories.
+ */
+export const KNOWN_BYTES = 8 * 1024 * 1024;
 const BASE_DELAY_MS = 20;
 const MAX_DELAY_MS = 1_000;
+
+/**
+ * The copies of state ConfigMaps a process knows (as the server answered a read or a write), shared by every store
+ * on one API client, bounded in bytes, least recently used dropped first; and, per namespace, the resourceVersion a
+ * watch of that namespace's ConfigMaps holds now, when the process watches it.
+ */
+class KnownCopies {
+  private readonly copies = new Map<string, { cm: ConfigMap; bytes: number }>();
+  private bytes = 0;
+  readonly watched = new Map<string, (name: string) => string | undefined>();
+  private readonly limit: number;
+
+  constructor(limit: number) {
+    this.limit = limit;
+  }
+
+  get(key: string): ConfigMap | undefined {
+    const entry = this.copies.get(key);
+    if (!entry) return undefined;
+    this.copies.delete(key);
+    this.copies.set(key, entry);
+    return entry.cm;
+  }
+
+  set(key: string, cm: ConfigMap): void {
+    this.delete(key);
+    let bytes = 256;
+    for (const [k, v] of Object.entries(cm.data ?? {})) bytes += k.length + v.length;
+    for (const [k, v] of Object.entries(cm.metadata.annotations ?? {})) bytes += k.length + v.length;
+    if (bytes > this.limit / 4) return;
+    this.copies.set(key, { cm, bytes });
+    this.bytes += bytes;
+    for (const [oldest, entry] of this.copies) {
+      if (this.bytes <= this.limit) break;
+      this.copies.delete(oldest);
+      this.bytes -= entry.bytes;
+    }
+  }
+
+  delete(key: string): void {
+    const entry = this.copies.get(key);
+    if (!entry) return;
+    this.copies.delete(key);
+    this.bytes -= entry.bytes;
+  }
+}
+
+const knownByClient = new WeakMap<KubeApi, KnownCopies>();
+
+function knownFor(api: KubeApi): KnownCopies {
+  let known = knownByClient.get(api);
+  if (!known) {
+    known = new KnownCopies(KNOWN_BYTES);
+    knownByClient.set(api, known);
+  }
+  return known;
+}
 
 export class StateStore {
   readonly namespace: string;
@@ -76,17 +137,40 @@ export class StateStore {
   private readonly attempts: number;
   private readonly random: () => number;
   /**
-   * The ConfigMaps this store wrote last (a bounded, most-recent set), as the server answered the write: the
-   * next change of one starts from that copy and writes with its resourceVersion, with no read first. A copy gone
-   * stale (another writer) is refused with 409, and the change is applied again to a fresh read.
+   * The ConfigMaps known to this process (KnownCopies), as the server answered their last read or write: the next
+   * change of one starts from that copy and writes with its resourceVersion, with no read first. A copy gone stale
+   * (another writer) is refused with 409, and the change is applied again to a fresh read. A read is answered from
+   * the copy only while a watch of the namespace holds the same resourceVersion (watchVersions).
    */
-  private readonly known = new Map<string, ConfigMap>();
+  private readonly shared: KnownCopies;
 
   constructor(api: KubeApi, namespace: string, options: StateStoreOptions = {}) {
     this.api = api;
     this.namespace = namespace;
     this.attempts = options.attempts ?? ATTEMPTS;
     this.random = options.random ?? Math.random;
+    this.shared = knownFor(api);
+  }
+
+  /**
+   * Tells every store of this API client and namespace where the current resourceVersion of each ConfigMap is
+   * (the agent's watch of its namespace): a read whose remembered copy is at that version sends no request. The
+   * copy is then as fresh as the watch (milliseconds behind a write by another process); every write still carries
+   * its resourceVersion, so a decision taken on a copy a moment old never overwrites what it did not see.
+   */
+  static watchVersions(api: KubeApi, namespace: string, version: (name: string) => string | undefined): void {
+    knownFor(api).watched.set(namespace, version);
+  }
+
+  private keyOf(name: string): string {
+    return `${this.namespace}/${name}`;
+  }
+
+  /** The remembered copy, when the namespace's watch says it is the current version. */
+  private confirmed(name: string): ConfigMap | undefined {
+    const copy = this.shared.get(this.keyOf(name));
+    const version = this.shared.watched.get(this.namespace)?.(name);
+    return copy && version !== undefined && copy.metadata.resourceVersion === version ? copy : undefined;
   }
 
   private path(name?: string): string {
@@ -95,8 +179,11 @@ export class StateStore {
 
   private async get(name: string): Promise<ConfigMap | undefined> {
     try {
-      return await this.api.request<ConfigMap>('GET', this.path(name));
+      const cm = await this.api.request<ConfigMap>('GET', this.path(name));
+      this.remember(cm);
+      return cm;
     } catch (error) {
+      if (statusCode(error) === 404) this.shared.delete(this.keyOf(name));
       if (statusCode(error) === 404) return undefined;
       throw error;
     }
@@ -105,7 +192,7 @@ export class StateStore {
   /** The ConfigMap's content; undefined when it does not exist. */
   async read(name: string, action: string): Promise<StateMap | undefined> {
     try {
-      const cm = await this.get(name);
+      const cm = this.confirmed(name) ?? (await this.get(name));
       return cm && contentOf(cm);
     } catch (error) {
       throw describeKubeError(error, action);
@@ -140,15 +227,17 @@ export class StateStore {
     for (let attempt = 0; ; attempt++) {
       let lost: unknown;
       try {
-        const remembered = attempt === 0 ? this.known.get(name) : undefined;
-        this.known.delete(name);
+        const remembered = attempt === 0 ? this.shared.get(this.keyOf(name)) : undefined;
+        const confirmed = remembered !== undefined && this.confirmed(name) === remembered;
+        this.shared.delete(this.keyOf(name));
         const current = remembered ?? (await this.get(name));
         // A write whose answer was lost, then repeated by the client, is refused as stale although it landed:
         // what is stored is exactly what was written, and the change is not applied twice.
         if (current && tried && sameContent(contentOf(current), tried)) return tried;
         const next = change(current && contentOf(current));
         // Nothing to write is a verdict on what is stored now: a remembered copy is read afresh first.
-        if (next === undefined && remembered) continue;
+        if (next === undefined && remembered && !confirmed) continue;
+        if (next === undefined && remembered) this.remember(remembered);
         if (next === undefined) return current && contentOf(current);
         lost = current ? await this.replace(current, next, options) : await this.create(name, next, options);
         if (lost === undefined) return { data: { ...next.data }, annotations: { ...next.annotations } };
@@ -204,13 +293,11 @@ export class StateStore {
     }
   }
 
-  /** Keeps the server's answer to a write as the starting point of the next change of that ConfigMap. */
+  /** Keeps the server's answer to a read or a write as the starting point of the next change of that ConfigMap. */
   private remember(written: ConfigMap | undefined): void {
     const name = written?.metadata?.name;
     if (!written || !name || !written.metadata.resourceVersion) return;
-    this.known.delete(name);
-    this.known.set(name, written);
-    if (this.known.size > KNOWN) this.known.delete(this.known.keys().next().value as string);
+    this.shared.set(this.keyOf(name), written);
   }
 
   /** Creates the ConfigMap; the refusal when another writer created it first. */

@@ -12,6 +12,7 @@ import type { ClusterCache } from '../kube/cache.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import { beginDriftPass, keepDriftMarks } from '../kube/drift-pass.ts';
 import { ensureNamespace } from '../kube/namespace.ts';
+import { StateStore } from '../kube/state-store.ts';
 import type { ManifestFile } from '../render/parse.ts';
 import { current, Ledger, type LedgerData, ledgerName } from '../report/ledger.ts';
 import type { ClusterCapabilities } from '../sources/deployment-manifests.ts';
@@ -142,6 +143,12 @@ export class Agent {
     const { config, api, log } = this.deps;
     await ensureNamespace(api, config.cluster.namespace);
     await this.control.start();
+    // The control map's watch holds every ConfigMap of the agent's namespace (metadata only): a ledger or inventory
+    // read whose remembered copy is at the watched version sends no request (src/kube/state-store.ts).
+    const cache = this.deps.cache;
+    const namespace = config.cluster.namespace;
+    if (cache)
+      StateStore.watchVersions(api, namespace, (name) => cache.resourceVersion(CONFIGMAPS, namespace, name));
     this.stops.push(() => this.control.stop());
     for (const spec of config.deployments) {
       const data = await this.ledger.read(spec.name);

@@ -510,7 +510,7 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       owner: inventory.owner,
       previous: ctx.previous ?? [],
       desired: ctx.desired,
-      others: await store.all(),
+      others: () => store.all(),
       fieldManager: request.fieldManager,
     });
     if (request.dryRun) {

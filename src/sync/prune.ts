@@ -30,7 +30,7 @@ export async function planPrune(
     owner: input.owner,
     previous,
     desired: inventoryOf(input.objects),
-    others: await store.all(),
+    others: () => store.all(),
     fieldManager: input.fieldManager,
   });
   return { delete: plan.targets.map((t) => t.object), kept: plan.kept };

@@ -7,6 +7,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { TransientError } from '../../src/errors.ts';
 import { KubeApi, type RequestSpec } from '../../src/kube/api.ts';
+import { ClusterCache } from '../../src/kube/cache.ts';
 import { ControlMap, RECONCILE_PREFIX, SUSPEND_PREFIX } from '../../src/kube/control-map.ts';
 import { statusCode } from '../../src/kube/errors.ts';
 import { type InventoryEntry, InventoryStore, inventoryName, unionOf } from '../../src/kube/inventory.ts';
@@ -39,6 +40,22 @@ class CountingApi extends KubeApi {
       throw error;
     }
   }
+}
+
+const CONFIGMAP_INFO = {
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  plural: 'configmaps',
+  namespaced: true,
+} as const;
+
+/** Reads until the store answers `n` (the watch catches up within a moment). */
+async function eventuallyRead(store: StateStore, n: string): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    if ((await store.read('watched', 'read'))?.data.n === n) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`never read n=${n}`);
 }
 
 function clients(): [CountingApi, CountingApi] {
@@ -310,6 +327,53 @@ describe('StateStore retry on conflict', () => {
     });
     const unchanged = await store.update('remembered', () => undefined, { action: 'none', labels });
     expect(unchanged?.data).toEqual({ n: '9', other: 'yes' });
+  });
+
+  it('answers a read from its copy only while a watch holds that version; another writer’s change is read', async () => {
+    const [a, b] = clients();
+    const namespace = ns();
+    const cache = new ClusterCache(a);
+    const controller = new AbortController();
+    try {
+      // As the agent does: a metadata watch of the namespace's ConfigMaps says which version is current.
+      void cache.subscribe(CONFIGMAP_INFO, namespace, 'any', () => undefined, controller.signal, {
+        metadataOnly: true,
+      }).done;
+      StateStore.watchVersions(a, namespace, (name) =>
+        cache.resourceVersion(CONFIGMAP_INFO, namespace, name),
+      );
+      const store = new StateStore(a, namespace);
+      const other = new StateStore(b, namespace);
+      await store.update('watched', () => ({ data: { n: '1' }, annotations: {} }), {
+        action: 'seed',
+        labels,
+      });
+      // Once the watch has seen the write, reads of any store on this client send no request.
+      const watched = async (n: string) => {
+        for (let i = 0; i < 100; i++) {
+          const gets = a.gets;
+          const read = await new StateStore(a, namespace).read('watched', 'read');
+          if (a.gets === gets && read?.data.n === n) return;
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        throw new Error(`reads of n=${n} still sent requests`);
+      };
+      await watched('1');
+      for (let i = 0; i < 5; i++) expect((await store.read('watched', 'read'))?.data).toEqual({ n: '1' });
+      // Another client writes: as soon as the watch holds the new version, the old copy is never answered.
+      await other.update('watched', () => ({ data: { n: '2' }, annotations: {} }), {
+        action: 'other',
+        labels,
+      });
+      await eventuallyRead(store, '2');
+      const gets = a.gets;
+      expect((await store.read('watched', 'read'))?.data).toEqual({ n: '2' });
+      await watched('2');
+      expect(a.gets - gets).toBeLessThanOrEqual(1);
+    } finally {
+      controller.abort();
+      cache.close();
+    }
   });
 
   it('a create that lost to another creator (409 AlreadyExists) is made again over what that one wrote', async () => {
