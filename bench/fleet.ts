@@ -54,6 +54,8 @@ const { values: flags } = parseArgs({
      * them with `node scripts/cpu-profile.ts FILE`.
      */
     'cpu-prof': { type: 'string' },
+    /** A file that receives the agent's whole log (appended), to read the timeline of a sync afterwards. */
+    'agent-log': { type: 'string' },
     /** Leave out step 5 (the drift passes). */
     'no-drift': { type: 'boolean', default: false },
     /** The built CLI to run; another build of mooring can be measured this way. */
@@ -144,7 +146,7 @@ async function fleet(size: number): Promise<Figures> {
     await writeFile(configFile, stringify(config(size, repoName, namespaces, home, port)));
 
     note(`${size}: agent starting`);
-    agent = new AgentProcess(CLI, configFile, join(work, `cache-${size}`), nodeArgs);
+    agent = new AgentProcess(CLI, configFile, join(work, `cache-${size}`), nodeArgs, flags['agent-log']);
     const seen = new StableIndex(agent);
     const start = Date.now();
     await agent.until(`${size}: first syncs`, () => names.every((d) => seen.has(d, first)), 60 * 60_000);
@@ -217,7 +219,7 @@ async function fleet(size: number): Promise<Figures> {
     };
     await writeFile(driftFile, stringify(driftConfig));
     note(`${size}: agent started again with drift.interval ${intervalS}s`);
-    agent = new AgentProcess(CLI, driftFile, join(work, `cache-${size}`), nodeArgs);
+    agent = new AgentProcess(CLI, driftFile, join(work, `cache-${size}`), nodeArgs, flags['agent-log']);
     const passes = driftPasses(agent);
     await agent.until(
       `${size}: two drift passes`,

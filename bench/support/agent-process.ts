@@ -1,7 +1,7 @@
 // The agent as a child process under measurement: `mooring run` with its launcher's V8 flags plus the memory
 // probe (memory-probe.ts), its JSON log read line by line for finished syncs, and its RSS read from /proc.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { createWriteStream, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../../test/testbed/paths.ts';
 import { launcherFlags } from './process.ts';
@@ -36,7 +36,14 @@ export class AgentProcess {
   #next = 0;
   #waiting = new Map<number, (answer: ProbeAnswer) => void>();
 
-  constructor(cli: string, configFile: string, cacheDir: string, nodeArgs: readonly string[] = []) {
+  constructor(
+    cli: string,
+    configFile: string,
+    cacheDir: string,
+    nodeArgs: readonly string[] = [],
+    /** A file that receives everything the agent logs (appended), to read its timeline afterwards. */
+    logFile?: string,
+  ) {
     const probe = join(REPO_ROOT, 'bench/support/memory-probe.ts');
     const args = [
       ...launcherFlags(cli),
@@ -54,6 +61,7 @@ export class AgentProcess {
       env: { ...process.env, MOORING_CACHE_DIR: cacheDir },
     });
     this.child.stdout?.on('data', (chunk: Buffer) => this.#read(chunk.toString()));
+    if (logFile) this.child.stdout?.pipe(createWriteStream(logFile, { flags: 'a' }));
     this.child.stderr?.on('data', (chunk: Buffer) => this.#keep(chunk.toString()));
     this.child.on('message', (m: { id: number } & ProbeAnswer) => {
       this.#waiting.get(m.id)?.(m);

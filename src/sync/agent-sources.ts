@@ -7,6 +7,7 @@ import type { Logger } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
 import type { ManifestFile } from '../render/parse.ts';
 import { type ReleaseImage, syncRevision } from '../report/ledger.ts';
+import { isKustomizationFile } from '../sources/build/kustomize.ts';
 import { kustomizationsAt } from '../sources/build/kustomize-sources.ts';
 import { type ClusterCapabilities, deploymentManifests } from '../sources/deployment-manifests.ts';
 import { createPathFilter, isManifestPath } from '../sources/git/paths.ts';
@@ -49,6 +50,8 @@ export interface DeploymentState {
    * both unchanged has nothing to decide, and reads no ledger (a fleet's polls would read every ledger each time).
    */
   quiet?: { input: string; ledger: string } | undefined;
+  /** Whether a kustomization lies among its paths at a commit (a poll's question, answered once per commit). */
+  kustomized?: { commit: string; found: boolean } | undefined;
 }
 
 export interface RegistryState {
@@ -210,7 +213,32 @@ async function changesNoneOf(
   );
   if (deleted.length > 0) return false;
   // A kustomization's bases and generator files may lie outside its paths: any commit may concern it.
-  return (await kustomizationsAt(repo, commit, d.spec.paths, d.spec.exclude)).length === 0;
+  return !(await hasKustomization(repo, d, from, commit));
+}
+
+/**
+ * Whether a kustomization lies among the deployment's paths at `commit`. Known at `from` and no kustomization file
+ * changed since, it is what it was: no walk of the tree, which for a fleet of a thousand deployments was a thousand
+ * walks on every commit to the repository (seconds before a webhook's commit was even looked at).
+ */
+async function hasKustomization(
+  repo: GitRepository,
+  d: DeploymentState,
+  from: string,
+  commit: string,
+): Promise<boolean> {
+  const known = d.kustomized;
+  if (known?.commit === commit) return known.found;
+  if (known?.commit === from) {
+    const { everything, changes } = await repo.changes(from, commit);
+    if (!everything && !changes.some((c) => isKustomizationFile(c.path))) {
+      d.kustomized = { commit, found: known.found };
+      return known.found;
+    }
+  }
+  const found = (await kustomizationsAt(repo, commit, d.spec.paths, d.spec.exclude)).length > 0;
+  d.kustomized = { commit, found };
+  return found;
 }
 
 export async function pollRegistrySource(

@@ -702,6 +702,8 @@ export class Agent {
       if (!d || !spec) continue;
       d.spec = spec;
       d.generation = (d.generation ?? 0) + 1;
+      // Its paths may have changed: whether a kustomization lies among them is asked again.
+      d.kustomized = undefined;
       // Judged anew: a changed spec may read other files, or fix what failed.
       d.attempted = undefined;
       // Another repository (or another URL of it) may not hold the commit the deployment was at.
