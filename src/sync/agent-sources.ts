@@ -10,6 +10,7 @@ import { type ReleaseImage, syncRevision } from '../report/ledger.ts';
 import { isKustomizationFile } from '../sources/build/kustomize.ts';
 import { kustomizationsAt } from '../sources/build/kustomize-sources.ts';
 import { type ClusterCapabilities, deploymentManifests } from '../sources/deployment-manifests.ts';
+import { findTreeFiles } from '../sources/git/checkout.ts';
 import { createPathFilter, isManifestPath } from '../sources/git/paths.ts';
 import type { GitRepository } from '../sources/git/repository.ts';
 import type { RegistryClient } from '../sources/registry/client.ts';
@@ -236,9 +237,33 @@ async function hasKustomization(
       return known.found;
     }
   }
-  const found = (await kustomizationsAt(repo, commit, d.spec.paths, d.spec.exclude)).length > 0;
+  const all = await allKustomizations(repo, commit);
+  const filter = createPathFilter(d.spec.paths, d.spec.exclude);
+  const found = all
+    ? all.some((path) => filter.includes(path))
+    : (await kustomizationsAt(repo, commit, d.spec.paths, d.spec.exclude)).length > 0;
   d.kustomized = { commit, found };
   return found;
+}
+
+/** The kustomization files of a commit's whole tree, found by one walk per repository and commit. */
+const kustomizationsByRepo = new WeakMap<
+  GitRepository,
+  { commit: string; paths: Promise<string[] | undefined> }
+>();
+
+/**
+ * Every kustomization file of the commit, walked once and shared by the deployments of a fleet that a poll asks
+ * about; undefined when the tree holds too many to list (each deployment then walks its own paths).
+ */
+function allKustomizations(repo: GitRepository, commit: string): Promise<string[] | undefined> {
+  const known = kustomizationsByRepo.get(repo);
+  if (known?.commit === commit) return known.paths;
+  const paths = findTreeFiles(repo, commit, { include: isKustomizationFile, mayContain: () => true }).catch(
+    () => undefined,
+  );
+  kustomizationsByRepo.set(repo, { commit, paths });
+  return paths;
 }
 
 export async function pollRegistrySource(
