@@ -175,7 +175,8 @@ export class InventoryStore {
         written = [...next];
         const text = serialize(next);
         // The same entries for the same owner: nothing to write (most syncs change no object's identity).
-        if (current && current.data.inventory === text && current.annotations[OWNER] === owner) return undefined;
+        if (current && current.data.inventory === text && current.annotations[OWNER] === owner)
+          return undefined;
         return {
           data: { ...current?.data, inventory: text },
           annotations: { ...current?.annotations, [OWNER]: owner },
