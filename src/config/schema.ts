@@ -210,6 +210,121 @@ export const registrySource = z
   .transform(withDefaultInterval(5 * 60_000));
 export type RegistrySource = z.infer<typeof registrySource>;
 
+/** How a chart source or an OCI artifact source reaches its server and what it may download (the hostile-content bounds). */
+const registryCredentials = z
+  .strictObject({
+    dockerConfigJson: secretRef.optional(),
+    username: secretRef.optional(),
+    password: secretRef.optional(),
+  })
+  .optional();
+
+/** The limits of one download and of the archive it holds: what a hostile publisher could make huge. */
+const downloadLimits = {
+  /** The largest download (the compressed chart or artifact layer). */
+  maxBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(32 * 1024 * 1024),
+  /** The most files and folders in the archive. */
+  maxFiles: z.number().int().positive().default(5000),
+  /** The largest file in the archive. */
+  maxFileBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(4 * 1024 * 1024),
+  /** All files of the archive together, uncompressed. */
+  maxExtractedBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(128 * 1024 * 1024),
+};
+
+/** Which chart version a chart source deploys: as a registry source's tag policy, over chart versions. */
+const chartPolicy = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('fixed'), version: z.string().min(1) }),
+  z.strictObject({
+    type: z.literal('semver'),
+    range: z
+      .string()
+      .refine((r) => semver.validRange(r) !== null, { message: 'is not a valid semver range' }),
+    prereleases: z.boolean().default(false),
+  }),
+  /** The highest semantic version the repository holds. */
+  z.strictObject({ type: z.literal('latest'), prereleases: z.boolean().default(false) }),
+]);
+
+/**
+ * A Helm chart in a chart repository (`https://…`, its index.yaml) or an OCI registry (`oci://host/path`), whose
+ * version the policy picks (docs/helm.md). A new version it picks is an artifact, as a new image digest is.
+ */
+export const chartSource = z
+  .strictObject({
+    name,
+    url: z
+      .string()
+      .regex(
+        /^(oci|https?):\/\/[^\s/?#@]+(\/[^\s?#@]*)?$/,
+        'must be oci://host/path or an http(s) URL without credentials',
+      ),
+    /** The chart's name in the repository (`podinfo`): oci://host/path/podinfo, or its entry in index.yaml. */
+    chart: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'must be a chart name'),
+    policy: chartPolicy.default({ type: 'latest', prereleases: false }),
+    ...schedule,
+    credentials: registryCredentials,
+    caFile: z.string().optional(),
+    /** Plain HTTP (an http:// chart repository, an OCI registry without TLS): only for servers configured so on purpose. */
+    insecure: z.boolean().default(false),
+    requestsPerSecond: z.number().positive().default(5),
+    /** The largest index.yaml read (a chart repository's index lists every version of every chart). */
+    maxIndexBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(32 * 1024 * 1024),
+    ...downloadLimits,
+  })
+  .refine((s) => s.insecure || !s.url.startsWith('http://'), {
+    message: 'is plain http: use https, or set insecure: true for a server configured so on purpose',
+    path: ['url'],
+  })
+  .transform(withDefaultInterval(5 * 60_000));
+export type ChartSource = z.infer<typeof chartSource>;
+
+/**
+ * Manifests shipped as an OCI artifact (`flux push artifact`, ORAS): a tar.gz layer of manifests, polled by tag
+ * policy or pinned to a digest; each new digest is a revision (docs/oci.md).
+ */
+export const ociSource = z
+  .strictObject({
+    name,
+    /** `oci://host[:port]/path`. */
+    url: z
+      .string()
+      .regex(
+        /^oci:\/\/[a-z0-9]([a-z0-9.:-]*[a-z0-9])?(\/[a-z0-9]([a-z0-9._/-]*[a-z0-9])?)+$/,
+        'must be oci://host/path (lower case, no tag or digest)',
+      ),
+    policy: tagPolicy.default({ type: 'fixed', tag: 'latest' }),
+    /** A digest to deploy instead of following the policy. */
+    digest: z
+      .string()
+      .regex(/^sha256:[a-f0-9]{64}$/, 'must be sha256:<64 hex digits>')
+      .optional(),
+    exclude: z.array(z.string()).default(['\\.sig$', '\\.att$', '\\.sbom$']),
+    ...schedule,
+    credentials: registryCredentials,
+    caFile: z.string().optional(),
+    insecure: z.boolean().default(false),
+    requestsPerSecond: z.number().positive().default(5),
+    ...downloadLimits,
+  })
+  .transform(withDefaultInterval(5 * 60_000));
+export type OciSource = z.infer<typeof ociSource>;
+
 export const localSource = z.strictObject({
   name,
   path: z.string().min(1),
@@ -303,7 +418,10 @@ export const deployment = z.strictObject({
    */
   helm: z
     .strictObject({
-      chart: z.string().min(1),
+      /** A chart folder in the deployment's source. */
+      chart: z.string().min(1).optional(),
+      /** Or a chart source (`sources.charts`): a chart from a chart repository or an OCI registry. */
+      chartSource: name.optional(),
       /** The release name; the deployment's name when absent. */
       releaseName: name.optional(),
       valuesFiles: z.array(z.string().min(1)).default([]),
@@ -311,6 +429,9 @@ export const deployment = z.strictObject({
       values: z.record(z.string(), z.unknown()).default({}),
       /** URL prefixes a chart dependency may come from when it is not in the chart's charts/ folder. */
       allowedRepositories: z.array(z.string().min(1)).default([]),
+    })
+    .refine((h) => (h.chart === undefined) !== (h.chartSource === undefined), {
+      message: 'give "chart" (a folder of the source) or "chartSource" (a chart source), not both',
     })
     .optional(),
   /** Delete what an earlier sync applied and the manifests no longer hold (objects annotated mooring.io/prune: disabled stay). */
@@ -497,6 +618,10 @@ export const configSchema = z.strictObject({
       git: z.array(gitSource).default([]),
       registry: z.array(registrySource).default([]),
       local: z.array(localSource).default([]),
+      /** Helm charts from chart repositories and OCI registries (docs/helm.md). */
+      charts: z.array(chartSource).default([]),
+      /** Manifests as OCI artifacts (docs/oci.md). */
+      oci: z.array(ociSource).default([]),
     })
     .prefault({}),
   deployments: z.array(deployment).default([]),
@@ -573,8 +698,14 @@ export function checkReferences(raw: unknown): ReferenceProblem[] {
     unknown
   >;
   const seen = new Map<string, string>();
-  const byKind: Record<string, Set<string>> = { git: new Set(), registry: new Set(), local: new Set() };
-  for (const kind of ['git', 'registry', 'local'] as const) {
+  const byKind: Record<string, Set<string>> = {
+    git: new Set(),
+    registry: new Set(),
+    local: new Set(),
+    charts: new Set(),
+    oci: new Set(),
+  };
+  for (const kind of ['git', 'registry', 'local', 'charts', 'oci'] as const) {
     list(sources[kind]).forEach((source, index) => {
       if (kind !== 'local' && source.interval !== undefined && source.cron !== undefined) {
         problems.push({ path: ['sources', kind, index], message: 'give "interval" or "cron", not both' });
@@ -625,10 +756,15 @@ export function checkReferences(raw: unknown): ReferenceProblem[] {
       }
       deploymentNames.add(dep.name);
     }
-    if (typeof dep.source === 'string' && !byKind.git?.has(dep.source) && !byKind.local?.has(dep.source)) {
+    if (
+      typeof dep.source === 'string' &&
+      !byKind.git?.has(dep.source) &&
+      !byKind.local?.has(dep.source) &&
+      !byKind.oci?.has(dep.source)
+    ) {
       problems.push({
         path: ['deployments', index, 'source'],
-        message: `no git or local source is named "${dep.source}"`,
+        message: `no git, local or oci source is named "${dep.source}"`,
       });
     }
     if (Array.isArray(dep.paths)) {
@@ -642,9 +778,14 @@ export function checkReferences(raw: unknown): ReferenceProblem[] {
           });
       });
     }
-    const helm = (dep as { helm?: { chart?: unknown; valuesFiles?: unknown } }).helm;
+    const helm = (dep as { helm?: { chart?: unknown; chartSource?: unknown; valuesFiles?: unknown } }).helm;
     if (helm && typeof helm === 'object') {
       const who = typeof dep.name === 'string' ? `deployment ${dep.name}` : `deployments[${index}]`;
+      if (typeof helm.chartSource === 'string' && !byKind.charts?.has(helm.chartSource))
+        problems.push({
+          path: ['deployments', index, 'helm', 'chartSource'],
+          message: `${who}: no chart source is named "${helm.chartSource}"`,
+        });
       const chartWhy = typeof helm.chart === 'string' ? pathProblem(helm.chart) : undefined;
       if (chartWhy)
         problems.push({

@@ -100,6 +100,14 @@ export function describeCancelled(by: SupersededReason | undefined): {
   return { state: 'cancelled', description: `Superseded by ${describeReason(by)} before it was stable` };
 }
 
+/** ` (chart podinfo 1.2.3)`: the chart versions a sync deploys, for its statuses; empty without one. */
+export function artifactNote(sync: Pick<SyncRequest, 'images'>): string {
+  const charts = Object.values(sync.images)
+    .filter((i) => i.kind === 'chart')
+    .map((i) => `chart ${i.image.slice(i.image.lastIndexOf('/') + 1)} ${i.tag ?? i.digest.slice(0, 19)}`);
+  return charts.length > 0 ? ` (${charts.join(', ')})` : '';
+}
+
 export interface CommitStatusSyncOptions {
   /** Where final statuses the API did not take are kept; without it (the CLI) they are only logged. */
   api?: KubeApi | undefined;
@@ -172,11 +180,31 @@ export class CommitStatusSync implements SyncReporter {
     return (own && deployment.commitStatus.apiUrl) || hostOf(repoUrl) || 'unknown';
   }
 
-  async started(sync: SyncRequest): Promise<void> {
+  /**
+   * Where a sync's own status goes: the commit of its manifests' Git source, or, for manifests shipped as an OCI
+   * artifact, the Git commit the artifact's annotations name (`org.opencontainers.image.source` and `.revision`).
+   */
+  private primary(
+    sync: SyncRequest,
+  ): { reporter: CommitStatusReporter; url: string; commit: string; repository?: string } | undefined {
+    const artifact = sync.images[sync.deployment.source];
+    if (artifact?.kind === 'manifests') {
+      const built = artifact.source;
+      const reporter = built && this.appReporter(sync.deployment, built.repository, true);
+      if (!built || !reporter) return undefined;
+      return { reporter, url: built.repository, commit: built.revision, repository: built.repository };
+    }
     const reporter = this.reporter(sync.deployment);
     const url = this.repoUrl(sync.deployment);
-    if (!reporter || !url || !sync.commit) return;
-    if (this.retrying.get(sync.deployment.name) === sync.commit) {
+    if (!reporter || !url || !sync.commit) return undefined;
+    return { reporter, url, commit: sync.commit };
+  }
+
+  async started(sync: SyncRequest): Promise<void> {
+    const target = this.primary(sync);
+    if (!target) return;
+    const { reporter, url } = target;
+    if (this.retrying.get(sync.deployment.name) === target.commit) {
       this.log.debug({ deployment: sync.deployment.name }, 'a retry of the same commit: pending not posted');
       return;
     }
@@ -191,15 +219,23 @@ export class CommitStatusSync implements SyncReporter {
     }
     const what = sync.trigger === 'rollback' ? 'Rolling back' : 'Deploying';
     const result = await reporter.attempt(
-      { repoUrl: url, commit: sync.commit },
-      { state: 'pending', description: `${what} ${sync.deployment.name} to ${sync.deployment.namespace}` },
+      { repoUrl: url, commit: target.commit },
+      {
+        state: 'pending',
+        description: `${what} ${sync.deployment.name} to ${sync.deployment.namespace}${artifactNote(sync)}`,
+      },
       this.outbox ? PENDING_ATTEMPTS : undefined,
     );
     if (result.result === 'failed') this.outbox?.failed(gate, result.error);
     else
       await this.outbox?.posted(
         gate,
-        entryKey({ deployment: sync.deployment.name, commit: sync.commit, context: reporter.context }),
+        entryKey({
+          deployment: sync.deployment.name,
+          repository: target.repository,
+          commit: target.commit,
+          context: reporter.context,
+        }),
       );
   }
 
@@ -233,20 +269,23 @@ export class CommitStatusSync implements SyncReporter {
   }
 
   async finished(sync: SyncRequest, report: DeployReport, release: Release | undefined): Promise<void> {
-    const reporter = this.reporter(sync.deployment);
-    const url = this.repoUrl(sync.deployment);
-    if (!reporter || !url) return;
+    const target = this.primary(sync);
+    if (!target) return;
     const retried = report.outcome === 'error' && classify(report.error).action !== 'stop';
-    if (retried && sync.commit && sync.trigger !== 'drift' && sync.trigger !== 'config')
-      this.retrying.set(sync.deployment.name, sync.commit);
+    if (retried && sync.trigger !== 'drift' && sync.trigger !== 'config')
+      this.retrying.set(sync.deployment.name, target.commit);
     else this.retrying.delete(sync.deployment.name);
     // A sync that never posted "pending" (no commit) has nothing to end; a cancelled one must end its pending.
-    const outcome = describeOutcome(report, release, sync.trigger, sync.signal);
-    if (sync.commit) await this.final(sync.deployment, reporter, url, undefined, sync.commit, outcome);
+    const described = describeOutcome(report, release, sync.trigger, sync.signal);
+    const outcome =
+      described.state === 'success'
+        ? { ...described, description: `${described.description}${artifactNote(sync)}` }
+        : described;
+    await this.final(sync.deployment, target.reporter, target.url, target.repository, target.commit, outcome);
     // A rollout of a new image is also reported on the application's commit it was built from (OCI labels).
     if (sync.trigger !== 'image' || report.outcome === 'cancelled') return;
     for (const image of Object.values(sync.images)) {
-      if (!image.source) continue;
+      if (!image.source || image.kind === 'manifests') continue;
       const app = this.appReporter(sync.deployment, image.source.repository);
       if (app) {
         const { repository, revision } = image.source;
@@ -301,7 +340,7 @@ export class CommitStatusSync implements SyncReporter {
     const deployment = this.config.deployments.find((d) => d.name === entry.deployment);
     if (!deployment) return false;
     const reporter = entry.repository
-      ? this.appReporter(deployment, entry.repository)
+      ? this.appReporter(deployment, entry.repository, this.ociSourced(deployment))
       : this.reporter(deployment);
     const repoUrl = entry.repository ?? this.repoUrl(deployment);
     if (!reporter || !repoUrl) return false;
@@ -314,15 +353,29 @@ export class CommitStatusSync implements SyncReporter {
     return true;
   }
 
-  private appReporter(deployment: Deployment, repository: string): CommitStatusReporter | undefined {
+  /** Whether the deployment's manifests are an OCI artifact, whose source repository is its own status target. */
+  private ociSourced(deployment: Deployment): boolean {
+    return this.config.sources.oci.some((s) => s.name === deployment.source);
+  }
+
+  /**
+   * The reporter for another repository than the manifests' (an image's or an OCI artifact's source). `own`: the
+   * deployment's provider settings apply there (the repository an OCI artifact was built from is where its
+   * deployment reports, as the manifests' repository is for a Git source).
+   */
+  private appReporter(
+    deployment: Deployment,
+    repository: string,
+    own = false,
+  ): CommitStatusReporter | undefined {
     if (!deployment.commitStatus.enabled || !deployment.commitStatus.token) return undefined;
-    const key = `${deployment.name} ${repository}`;
+    const key = `${deployment.name} ${repository}${own ? ' own' : ''}`;
     let reporter = this.reporters.get(key);
     if (!reporter) {
       try {
         // On the manifests' host, the deployment's provider settings apply; elsewhere the host decides.
         const manifests = this.repoUrl(deployment);
-        const sameHost = manifests !== undefined && hostOf(manifests) === hostOf(repository);
+        const sameHost = own || (manifests !== undefined && hostOf(manifests) === hostOf(repository));
         reporter = new CommitStatusReporter({
           provider: providerFor(
             repository,

@@ -15,6 +15,11 @@ export interface ReleaseImage {
   digest: string;
   /** From the image's OCI labels: the application repository and commit it was built from. */
   source?: { repository: string; revision: string } | undefined;
+  /**
+   * A Helm chart of a chart source (tag: its version) or manifests of an OCI artifact source, rather than a
+   * container image: never bound into manifests as an image.
+   */
+  kind?: 'chart' | 'manifests' | undefined;
 }
 
 export interface Release {

@@ -7,6 +7,19 @@ import type { PollTarget } from './webhook-request.ts';
 export interface ConfiguredSources {
   git: readonly { name: string; url: string }[];
   registry: readonly { name: string; image: string }[];
+  /** Chart sources: those on an OCI registry (`oci://host/path` + chart) match a registry's push. */
+  charts?: readonly { name: string; url: string; chart: string }[] | undefined;
+  /** OCI artifact sources (`oci://host/path`). */
+  oci?: readonly { name: string; url: string }[] | undefined;
+}
+
+/** The registry repository (`host/path`) of each chart source on a registry and each OCI artifact source. */
+export function ociRepositories(sources: ConfiguredSources): { name: string; image: string }[] {
+  const charts = (sources.charts ?? [])
+    .filter((c) => c.url.startsWith('oci://'))
+    .map((c) => ({ name: c.name, image: `${c.url.slice('oci://'.length).replace(/\/+$/, '')}/${c.chart}` }));
+  const oci = (sources.oci ?? []).map((o) => ({ name: o.name, image: o.url.slice('oci://'.length) }));
+  return [...charts, ...oci];
 }
 
 const MAX_URL_LENGTH = 2048;
@@ -72,7 +85,7 @@ export function selectSources(targets: readonly PollTarget[], sources: Configure
     const url = normaliseRepoUrl(source.url);
     if (url !== undefined && urls.has(url)) names.push(source.name);
   }
-  for (const source of sources.registry) {
+  for (const source of [...sources.registry, ...ociRepositories(sources)]) {
     const image = normaliseImage(source.image);
     if (image !== undefined && images.has(image)) names.push(source.name);
   }

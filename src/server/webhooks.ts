@@ -3,7 +3,7 @@
 // decided by polling those sources, so a forged or replayed hook can at worst cause an extra poll.
 // Pure apart from hashing: the HTTP plumbing is in http.ts.
 import { z } from 'zod';
-import { type ConfiguredSources, targetOf } from './source-match.ts';
+import { type ConfiguredSources, ociRepositories, targetOf } from './source-match.ts';
 import {
   accepted,
   badRequest,
@@ -82,7 +82,7 @@ export function handleGeneric(
   const wanted = parsed.value.sources ?? [];
   const all = [
     ...sources.git.map((s) => ({ name: s.name, target: targetOf({ kind: 'git', url: s.url }) })),
-    ...sources.registry.map((s) => ({
+    ...[...sources.registry, ...ociRepositories(sources)].map((s) => ({
       name: s.name,
       target: targetOf({ kind: 'registry', image: s.image }),
     })),
@@ -92,7 +92,7 @@ export function handleGeneric(
   if (unknown.length > 0) {
     const listed = unknown.slice(0, MAX_LISTED).map(quote).join(', ');
     const more = unknown.length > MAX_LISTED ? ` and ${unknown.length - MAX_LISTED} more` : '';
-    return badRequest(`no git or registry source is named ${listed}${more}`);
+    return badRequest(`no git, registry, chart or oci source is named ${listed}${more}`);
   }
   const chosen =
     wanted.length === 0 ? all.map((entry) => entry.target) : wanted.map((name) => byName.get(name));

@@ -1,7 +1,7 @@
 // Artifacts: what sources turn the outside world into. A changed manifest file in Git and a new image digest in a
 // registry are both artifacts; the sync loop decides from them which deployments to sync.
 
-export type ArtifactType = 'git/file' | 'docker/image' | 'local/file';
+export type ArtifactType = 'git/file' | 'docker/image' | 'local/file' | 'helm/chart' | 'oci/manifests';
 
 export interface Artifact {
   type: ArtifactType;

@@ -3,13 +3,28 @@
 // that each gets exactly what the sync builds: a Helm chart rendered with the deployment's values and the
 // cluster's capabilities, kustomizations built (what they may read checked), plain files read with their limits,
 // SOPS files decrypted. A rollback of a Kustomize or Helm deployment therefore rebuilds the recorded commit as its
-// sync did, not the raw files of the commit.
+// sync did, not the raw files of the commit. A chart from a chart source and manifests from an OCI artifact are
+// fetched at the version and digest the sync deploys (or the release recorded) through the one download path
+// (artifact-fetch.ts), bounded and checked like Git content.
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import type { Deployment, MooringConfig } from '../config/schema.ts';
+import { StalledError, TransientError } from '../errors.ts';
 import type { ManifestFile } from '../render/parse.ts';
-import { type ClusterCapabilities, chartFromFolder, chartFromGit } from './build/chart-files.ts';
+import {
+  type ArtifactAt,
+  type ExtractedArtifact,
+  extractArtifact,
+  type FetchContext,
+} from './artifact-fetch.ts';
+import { isOciSourced } from './artifact-poller.ts';
+import {
+  type ClusterCapabilities,
+  chartFromFolder,
+  chartFromGit,
+  packagedChart,
+} from './build/chart-files.ts';
 import { apiVersionsOf, isChart, renderChart } from './build/helm.ts';
 import { KUSTOMIZATION_NAMES, kustomizeOptions } from './build/kustomize.ts';
 import { kustomizeGit, kustomizeLocal } from './build/kustomize-sources.ts';
@@ -25,10 +40,19 @@ export type { ClusterCapabilities } from './build/chart-files.ts';
 export interface ManifestContext {
   config: Pick<MooringConfig, 'render' | 'decryption' | 'sources'>;
   capabilities?: (() => Promise<ClusterCapabilities>) | undefined;
+  /** Where fetched charts and artifacts are kept (artifact-fetch.ts). */
+  cacheDir?: string | undefined;
+  /** The agent's pollers, whose clients fetching shares. */
+  poller?: FetchContext['poller'];
 }
 
-/** Where the deployment's source is: a Git repository at a commit, or (no `git`) its local folder now. */
-export type SourceAt = { git: GitRepository; commit: string } | { git?: undefined };
+/**
+ * Where the deployment's source is: a Git repository at a commit, or (no `git`) its local folder now or its OCI
+ * artifact; and the chart version or artifact digest of each artifact source it follows (by source name).
+ */
+export type SourceAt = ({ git: GitRepository; commit: string } | { git?: undefined }) & {
+  artifacts?: Readonly<Record<string, ArtifactAt>> | undefined;
+};
 
 /**
  * The manifests of deployment `spec` at the source's revision, as the sync builds them, with SOPS files
@@ -45,10 +69,37 @@ export async function deploymentManifests(
   return decryptFiles(files, keys);
 
   async function sourceFiles(): Promise<ManifestFile[]> {
+    const chart = spec.helm?.chartSource !== undefined ? await fetchChart(spec.helm.chartSource) : undefined;
+    try {
+      return await read(chart);
+    } finally {
+      await chart?.remove();
+    }
+  }
+
+  /** The package of the deployment's chart source at the version its sync deploys. */
+  async function fetchChart(name: string): Promise<ExtractedArtifact> {
+    const version = at.artifacts?.[name];
+    if (!version)
+      throw new TransientError(`deployment ${spec.name}: no version of chart source ${name} is known yet`);
+    const fetched = await extractArtifact(ctx, name, version);
+    try {
+      const source = ctx.config.sources.charts.find((c) => c.name === name);
+      return { ...fetched, dir: await packagedChart(fetched.dir, source?.chart ?? '') };
+    } catch (error) {
+      await fetched.remove();
+      throw error instanceof StalledError && error.constructor === StalledError
+        ? new StalledError(`${fetched.label}: ${error.message}`)
+        : error;
+    }
+  }
+
+  async function read(chart: ExtractedArtifact | undefined): Promise<ManifestFile[]> {
+    if (isOciSourced(ctx.config, spec)) return ociFiles(chart);
     if (at.git) {
       const { git: repo, commit } = at;
       await repo.fetch(commit);
-      if (spec.helm) return chartFromGit(repo, commit, spec, await ctx.capabilities?.(), keys, limits);
+      if (spec.helm) return chartFromGit(repo, commit, spec, await ctx.capabilities?.(), keys, limits, chart);
       const recursive = spec.recursive;
       const files = await repo.files(commit, spec.paths, spec.exclude, { recursive });
       const options = kustomizeOptions(ctx.config);
@@ -56,10 +107,42 @@ export async function deploymentManifests(
     }
     const local = ctx.config.sources.local.find((s) => s.name === spec.source);
     if (!local) throw new Error(`deployment ${spec.name}: no source ${spec.source}`);
-    if (spec.helm) return chartFromFolder(local.path, spec, await ctx.capabilities?.(), keys, limits);
-    const given = spec.paths.map((p) => (p === '.' ? local.path : `${local.path}/${p}`));
+    if (spec.helm) return chartFromFolder(local.path, spec, await ctx.capabilities?.(), keys, limits, chart);
+    return folderFiles(local.path);
+  }
+
+  /** The paths of a folder as a deployment reads them: kustomizations built, manifest files read. */
+  async function folderFiles(root: string): Promise<ManifestFile[]> {
+    const given = spec.paths.map((p) => (p === '.' ? root : `${root}/${p}`));
     const paths = spec.recursive ? given : await flatten(given);
-    return kustomizeLocal(paths, await readManifestFiles(paths), kustomizeOptions(ctx.config), local.path);
+    return kustomizeLocal(paths, await readManifestFiles(paths), kustomizeOptions(ctx.config), root);
+  }
+
+  /**
+   * The manifests of the OCI artifact the sync deploys, extracted into a temporary folder and read as a folder is
+   * (its chart rendered, or its paths read); files are named by their path in the artifact.
+   */
+  async function ociFiles(chart: ExtractedArtifact | undefined): Promise<ManifestFile[]> {
+    const digest = at.artifacts?.[spec.source];
+    if (!digest)
+      throw new TransientError(
+        `deployment ${spec.name}: no digest of oci source ${spec.source} is known yet`,
+      );
+    const artifact = await extractArtifact(ctx, spec.source, digest);
+    const inside = (text: string) => text.split(`${artifact.dir}/`).join('').split(artifact.dir).join('.');
+    try {
+      const files = spec.helm
+        ? await chartFromFolder(artifact.dir, spec, await ctx.capabilities?.(), keys, limits, chart)
+        : await folderFiles(artifact.dir);
+      return files.map((f) => ({ ...f, path: inside(f.path) }));
+    } catch (error) {
+      // A plain refusal names the artifact and its paths, not the temporary folder (typed ones keep their type).
+      if (error instanceof StalledError && error.constructor === StalledError)
+        throw new StalledError(`${artifact.label}: ${inside(error.message)}`);
+      throw error;
+    } finally {
+      await artifact.remove();
+    }
   }
 }
 

@@ -2,19 +2,24 @@
 // registry or a local folder for the deployments a change concerns, the images a deployment is to run, and
 // reading its manifests from its source. Whether a concerned deployment needs a sync is decided by the
 // `reconcile` passed in.
-import type { Deployment, LocalSource, MooringConfig, RegistrySource } from '../config/schema.ts';
+import type { Deployment, LocalSource, MooringConfig } from '../config/schema.ts';
 import type { Logger } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
 import type { ManifestFile } from '../render/parse.ts';
 import { type ReleaseImage, syncRevision } from '../report/ledger.ts';
+import {
+  type ArtifactKind,
+  type ArtifactPoller,
+  followedArtifacts,
+  isOciSourced,
+  type PollClient,
+} from '../sources/artifact-poller.ts';
 import { isKustomizationFile } from '../sources/build/kustomize.ts';
 import { kustomizationsAt } from '../sources/build/kustomize-sources.ts';
 import { type ClusterCapabilities, deploymentManifests } from '../sources/deployment-manifests.ts';
 import { findTreeFiles } from '../sources/git/checkout.ts';
 import { createPathFilter, isManifestPath } from '../sources/git/paths.ts';
 import type { GitRepository } from '../sources/git/repository.ts';
-import type { RegistryClient } from '../sources/registry/client.ts';
-import { pollRegistry } from '../sources/registry/poll.ts';
 
 export interface DeploymentState {
   spec: Deployment;
@@ -55,9 +60,12 @@ export interface DeploymentState {
   kustomized?: { commit: string; found: boolean } | undefined;
 }
 
+/** An artifact source (image, chart or OCI artifact) and where its policy stands now. */
 export interface RegistryState {
-  source: RegistrySource;
-  client: RegistryClient;
+  source: { name: string };
+  kind: ArtifactKind;
+  poller: ArtifactPoller;
+  client: PollClient;
   current: { tag: string; digest: string; source: ReleaseImage['source'] } | undefined;
 }
 
@@ -72,6 +80,8 @@ export interface SourceState {
   knownDigests: Map<string, string>;
   /** The cluster's version and API versions, for `helm template` (asked once, when a chart is first rendered). */
   capabilities?: (() => Promise<ClusterCapabilities>) | undefined;
+  /** Where fetched charts and artifacts are kept. */
+  cacheDir?: string | undefined;
 }
 
 /** Decides whether deployment `d` needs a sync to `commit` and the current images, and queues it if so. */
@@ -79,7 +89,7 @@ export type Reconcile = (d: DeploymentState, commit: string | undefined) => Prom
 
 function usersOf(state: SourceState, source: string): DeploymentState[] {
   return [...state.deployments.values()].filter(
-    (d) => d.spec.source === source || d.spec.images.includes(source),
+    (d) => d.spec.source === source || followedArtifacts(state.config, d.spec).includes(source),
   );
 }
 
@@ -87,14 +97,28 @@ export function isLocal(state: SourceState, d: DeploymentState): boolean {
   return state.config.sources.local.some((s) => s.name === d.spec.source);
 }
 
-/** The images deployment `d` is to run: each of its registries' current image, by source name. */
+/** A deployment whose manifests are an OCI artifact: no commit, its revision is the artifact's digest. */
+export function isOci(state: SourceState, d: DeploymentState): boolean {
+  return isOciSourced(state.config, d.spec);
+}
+
+/**
+ * The artifacts deployment `d` is to run: each followed source's current image, chart version or artifact digest,
+ * by source name (followedArtifacts).
+ */
 export function imagesOf(state: SourceState, d: DeploymentState): Record<string, ReleaseImage> {
   const images: Record<string, ReleaseImage> = {};
-  for (const name of d.spec.images) {
+  for (const name of followedArtifacts(state.config, d.spec)) {
     const r = state.registries.get(name);
     if (r?.current) {
       const { tag, digest, source } = r.current;
-      images[name] = { image: r.source.image, tag, digest, ...(source ? { source } : {}) };
+      images[name] = {
+        image: r.poller.reference,
+        tag,
+        digest,
+        ...(source ? { source } : {}),
+        ...(r.kind !== 'image' ? { kind: r.kind } : {}),
+      };
     }
   }
   return images;
@@ -199,10 +223,12 @@ async function changesNoneOf(
   if (from === undefined || from === commit) return false;
   const chart = d.spec.helm;
   if (chart) {
-    // A chart is any file under its folder (templates, helpers, vendored charts) plus its values files.
+    // A chart is any file under its folder (templates, helpers, vendored charts) plus its values files; a chart of
+    // a chart source is only its values files here (a new version is the chart source's artifact).
     const { everything, changes } = await repo.changes(from, commit);
-    const folder = `${chart.chart.replace(/\/+$/, '')}/`;
-    const concerned = (path: string) => path.startsWith(folder) || chart.valuesFiles.includes(path);
+    const folder = chart.chart === undefined ? undefined : `${chart.chart.replace(/\/+$/, '')}/`;
+    const concerned = (path: string) =>
+      (folder !== undefined && path.startsWith(folder)) || chart.valuesFiles.includes(path);
     return !everything && !changes.some((c) => concerned(c.path));
   }
   const { everything, files } = await repo.changedManifests(from, commit, d.spec.paths, d.spec.exclude);
@@ -281,7 +307,7 @@ export async function pollRegistrySource(
     );
     return;
   }
-  const result = await pollRegistry(registry.client, registry.source, {
+  const result = await registry.poller.poll({
     lastDigest: registry.current?.digest ?? state.knownDigests.get(name),
     lastTag: registry.current?.tag,
   });
@@ -297,8 +323,10 @@ export async function pollRegistrySource(
       built && revision ? { repository: built, revision } : moved ? undefined : registry.current?.source,
   };
   if (!moved) return;
-  for (const d of usersOf(state, name).filter((u) => u.spec.images.includes(name))) {
-    if (d.commit !== undefined || isLocal(state, d)) await reconcile(d, d.commit);
+  for (const d of usersOf(state, name).filter((u) =>
+    followedArtifacts(state.config, u.spec).includes(name),
+  )) {
+    if (d.commit !== undefined || isLocal(state, d) || isOci(state, d)) await reconcile(d, d.commit);
   }
 }
 
@@ -321,8 +349,15 @@ export function manifestFiles(
   state: SourceState,
   d: DeploymentState,
   commit: string | undefined,
+  artifacts: Record<string, ReleaseImage>,
 ): Promise<ManifestFile[]> {
   const repo = state.repos.get(d.spec.source);
   if (repo && !commit) throw new Error(`no commit of ${d.spec.source} is known yet`);
-  return deploymentManifests(state, d.spec, repo && commit ? { git: repo, commit } : {});
+  const ctx = {
+    config: state.config,
+    capabilities: state.capabilities,
+    cacheDir: state.cacheDir,
+    poller: (name: string) => state.registries.get(name)?.poller,
+  };
+  return deploymentManifests(ctx, d.spec, repo && commit ? { git: repo, commit, artifacts } : { artifacts });
 }

@@ -4,7 +4,7 @@
 // queue and the sync of a deployment; polling each kind of source is in agent-sources.ts, and the decision whether
 // a deployment needs a sync in reconcile.ts.
 import cron from 'node-cron';
-import type { GitSource, LocalSource, MooringConfig, RegistrySource } from '../config/schema.ts';
+import type { GitSource, LocalSource, MooringConfig } from '../config/schema.ts';
 import { type Logger, type SyncMetrics, type SyncReporter, Withdrawn } from '../contract.ts';
 import { classify, errorMessage } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
@@ -15,15 +15,17 @@ import { ensureNamespace } from '../kube/namespace.ts';
 import { StateStore } from '../kube/state-store.ts';
 import type { ManifestFile } from '../render/parse.ts';
 import { current, Ledger, type LedgerData, ledgerName } from '../report/ledger.ts';
+import { artifactSource, artifactSources, followedArtifacts } from '../sources/artifact-poller.ts';
+import { createArtifactPoller } from '../sources/create-poller.ts';
 import type { ClusterCapabilities } from '../sources/deployment-manifests.ts';
 import { GitRepository } from '../sources/git/repository.ts';
 import { filesRevision, watchFolder } from '../sources/local/watch.ts';
-import { createRegistryClient } from '../sources/registry/create.ts';
 import {
   type DeploymentState,
   digestsOf,
   imagesOf,
   isLocal,
+  isOci,
   manifestFiles,
   pollGitSource,
   pollRegistrySource,
@@ -38,6 +40,8 @@ import { reconcile } from './reconcile.ts';
 import { planReload, type ReloadPlan } from './reload.ts';
 import { cappedRetry, retryIntervalOf } from './retry.ts';
 import { endInterrupted, type SyncDeps, safely, syncDeployment } from './sync-deployment.ts';
+
+type AnySource = MooringConfig['sources'][keyof MooringConfig['sources']][number];
 
 export interface AgentDeps {
   config: MooringConfig;
@@ -102,6 +106,7 @@ export class Agent {
       repos: new Map(),
       registries: new Map(),
       knownDigests: new Map(),
+      cacheDir: deps.cacheDir,
       // Asked once, when a chart is first rendered; a failure is asked again next time.
       capabilities: () => {
         this.capabilities ??= deps.discovery.capabilities().catch((error: unknown) => {
@@ -133,9 +138,14 @@ export class Agent {
     });
   }
 
-  private sources(): (GitSource | RegistrySource | LocalSource)[] {
-    const { git, registry, local } = this.deps.config.sources;
-    return [...git, ...registry, ...local];
+  private sources(): AnySource[] {
+    const { git, registry, local, charts, oci } = this.deps.config.sources;
+    return [...git, ...registry, ...charts, ...oci, ...local];
+  }
+
+  /** The sources that poll artifacts (images, charts, OCI artifacts): polled before Git, so a first sync has them. */
+  private artifactNames(config: MooringConfig = this.deps.config): string[] {
+    return artifactSources(config).map((a) => a.source.name);
   }
 
   /** Learns what is deployed, builds the sources, polls each once and schedules the rest. */
@@ -162,9 +172,9 @@ export class Agent {
     for (const source of this.sources()) await this.buildSource(source);
     log.info({ deployments: config.deployments.length, sources: this.sources().length }, 'agent started');
     // Registries first, so that the first sync of a deployment already binds its images.
-    await Promise.all(config.sources.registry.map((s) => this.poll(s.name)));
+    await Promise.all(this.artifactNames().map((name) => this.poll(name)));
     await Promise.all([...config.sources.git, ...config.sources.local].map((s) => this.poll(s.name)));
-    for (const source of [...config.sources.git, ...config.sources.registry]) this.schedule(source);
+    for (const source of this.sources()) if (!this.isLocalSource(source)) this.schedule(source);
     this.scheduleDrift();
     this.control.listen({
       reconcile: async (name) => {
@@ -182,8 +192,9 @@ export class Agent {
 
   /** Polls the sources of one deployment now (registries first); a local one is reconciled at once. */
   private async pollDeployment(d: DeploymentState): Promise<void> {
-    for (const image of d.spec.images) await this.poll(image);
-    if (isLocal(this.state, d)) await this.reconcileDeployment(d, undefined);
+    const artifacts = followedArtifacts(this.deps.config, d.spec);
+    for (const name of artifacts) await this.poll(name);
+    if (isLocal(this.state, d) || isOci(this.state, d)) await this.reconcileDeployment(d, undefined);
     else await this.poll(d.spec.source);
   }
 
@@ -218,18 +229,21 @@ export class Agent {
   }
 
   /** Builds a source's client, or starts watching a local source's folder. */
-  private async buildSource(source: GitSource | RegistrySource | LocalSource): Promise<void> {
+  private async buildSource(source: AnySource): Promise<void> {
     const { sources } = this.deps.config;
+    const artifact = artifactSource(this.deps.config, source.name);
     if (sources.git.includes(source as GitSource)) {
       this.state.repos.set(
         source.name,
         new GitRepository(source as GitSource, { cacheDir: this.deps.cacheDir }),
       );
-    } else if (sources.registry.includes(source as RegistrySource)) {
-      const registry = source as RegistrySource;
+    } else if (artifact) {
+      const poller = await createArtifactPoller(artifact);
       this.state.registries.set(source.name, {
-        source: registry,
-        client: await createRegistryClient(registry),
+        source: artifact.source,
+        kind: artifact.kind,
+        poller,
+        client: poller.client,
         current: undefined,
       });
     } else {
@@ -242,7 +256,13 @@ export class Agent {
     }
   }
 
-  private schedule(source: GitSource | RegistrySource): void {
+  private isLocalSource(source: AnySource): boolean {
+    return this.deps.config.sources.local.includes(source as LocalSource);
+  }
+
+  private schedule(any: AnySource): void {
+    if (this.isLocalSource(any)) return;
+    const source = any as GitSource;
     if (source.cron !== undefined) {
       const task = cron.schedule(source.cron, () => this.pollSafely(source.name), {
         name: `poll-${source.name}`,
@@ -382,7 +402,12 @@ export class Agent {
       d.quiet = quiet;
       return;
     }
-    const log = this.deps.log.child({ deployment: d.spec.name, revision: commit?.slice(0, 12) ?? 'local' });
+    // An OCI artifact's deployment has no commit: its revision is the artifact's digest.
+    const artifact = isOci(this.state, d) ? images[d.spec.source]?.digest.slice(7, 19) : undefined;
+    const log = this.deps.log.child({
+      deployment: d.spec.name,
+      revision: commit?.slice(0, 12) ?? artifact ?? 'local',
+    });
     const data = await this.ledger.read(d.spec.name);
     // A `mooring reconcile` that waits is answered by this sync, which then syncs even a current deployment.
     const request = reason === 'drift' ? undefined : this.control.take(d.spec.name);
@@ -515,7 +540,7 @@ export class Agent {
           let files: ManifestFile[] = [];
           let filesError: unknown;
           try {
-            files = await manifestFiles(this.state, d, commit);
+            files = await manifestFiles(this.state, d, commit, images);
           } catch (error) {
             log.error({ err: errorMessage(error) }, 'cannot read the manifests');
             // Manifests the user must fix (a chart that does not render, a file that cannot be decrypted) fail
@@ -730,18 +755,18 @@ export class Agent {
     const touched = new Set(rebuilt);
     for (const name of [...plan.deployments.added, ...plan.deployments.changed.map((c) => c.name)]) {
       const spec = next.deployments.find((s) => s.name === name);
-      for (const source of spec ? [spec.source, ...spec.images] : []) touched.add(source);
+      for (const source of spec ? [spec.source, ...followedArtifacts(next, spec)] : []) touched.add(source);
     }
     const polled = this.sources().filter((s) => touched.has(s.name));
     const isRegistry = (s: { name: string }) => this.state.registries.has(s.name);
     await Promise.all(polled.filter(isRegistry).map((s) => this.poll(s.name)));
     await Promise.all(polled.filter((s) => !isRegistry(s)).map((s) => this.poll(s.name)));
-    for (const source of [...next.sources.git, ...next.sources.registry])
-      if (rebuilt.includes(source.name)) this.schedule(source);
+    for (const source of this.sources())
+      if (rebuilt.includes(source.name) && !this.isLocalSource(source)) this.schedule(source);
     // A changed spec whose poll found no new commit for it is synced at the commit it is at.
     for (const name of [...this.resync]) {
       const d = this.state.deployments.get(name);
-      if (d && (d.commit !== undefined || isLocal(this.state, d)))
+      if (d && (d.commit !== undefined || isLocal(this.state, d) || isOci(this.state, d)))
         await this.reconcileDeployment(d, d.commit).catch((error: unknown) =>
           log.error({ deployment: name, err: errorMessage(error) }, 'cannot sync the changed deployment'),
         );

@@ -2,7 +2,8 @@
 // by the one reader of a deployment's manifests; its image digests; the
 // versioned ConfigMaps and Secrets come back under the same names because their content is the same), waits for
 // stability, and sets a rollback fence so that the agent leaves the deployment alone until a new commit or image
-// arrives, or `mooring resume`.
+// arrives, or `mooring resume`. A chart source's version and an OCI artifact's digest are restored as recorded,
+// like image digests.
 import type { MooringConfig } from '../config/schema.ts';
 import type { DeployReport, Logger, SyncReporter } from '../contract.ts';
 import { errorMessage, StalledError } from '../errors.ts';
@@ -10,10 +11,10 @@ import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import { current, type Ledger, type Release } from '../report/ledger.ts';
+import { artifactSource, followedArtifacts, isOciSourced } from '../sources/artifact-poller.ts';
+import { createArtifactPoller } from '../sources/create-poller.ts';
 import { deploymentManifests } from '../sources/deployment-manifests.ts';
 import { GitRepository } from '../sources/git/repository.ts';
-import { createRegistryClient } from '../sources/registry/create.ts';
-import { pollRegistry } from '../sources/registry/poll.ts';
 import { syncDeployment } from './sync-deployment.ts';
 
 export interface RollbackDeps {
@@ -63,33 +64,50 @@ export async function rollback(
   const spec = config.deployments.find((d) => d.name === name);
   if (!spec) throw new StalledError(`no deployment ${name} in the configuration`);
   const source = config.sources.git.find((s) => s.name === spec.source);
-  if (!source)
+  const oci = isOciSourced(config, spec);
+  if (!source && !oci)
     throw new StalledError(`deployment ${name} reads a local folder, which keeps no history to roll back to`);
   const data = await deps.ledger.read(name);
   const target = rollbackTarget(data.releases, to, name);
-  if (!target.commit) throw new StalledError(`release ${target.id} of deployment ${name} records no commit`);
+  if (source && !target.commit)
+    throw new StalledError(`release ${target.id} of deployment ${name} records no commit`);
+  for (const artifact of followedArtifacts(config, spec))
+    if (artifactSource(config, artifact)?.kind !== 'image' && !target.images[artifact])
+      throw new StalledError(`release ${target.id} of deployment ${name} records no version of ${artifact}`);
 
-  const repo = new GitRepository(source, { cacheDir: deps.cacheDir });
-  // Exactly as the sync built it: the chart rendered, kustomizations built, SOPS files decrypted.
+  const repo = source ? new GitRepository(source, { cacheDir: deps.cacheDir }) : undefined;
+  // Exactly as the sync built it: the chart rendered (a chart source's package at the recorded version and
+  // digest), kustomizations built, SOPS files decrypted.
+  const ctx = { config, capabilities: () => deps.discovery.capabilities(), cacheDir: deps.cacheDir };
+  const artifacts = target.images;
   const files = await deploymentManifests(
-    { config, capabilities: () => deps.discovery.capabilities() },
+    ctx,
     spec,
-    { git: repo, commit: target.commit },
+    repo && target.commit ? { git: repo, commit: target.commit, artifacts } : { artifacts },
   );
 
-  // Where the sources are now: only a commit or image past these lifts the fence.
-  const heads = { commit: (await repo.resolve()).commit, images: {} as Record<string, string> };
-  for (const imageSource of config.sources.registry.filter((r) => spec.images.includes(r.name))) {
+  // Where the sources are now: only a commit or artifact past these lifts the fence.
+  const heads = {
+    commit: repo ? (await repo.resolve()).commit : undefined,
+    images: {} as Record<string, string>,
+  };
+  for (const artifact of followedArtifacts(config, spec)) {
+    const found = artifactSource(config, artifact);
+    if (!found) continue;
     try {
-      const polled = await pollRegistry(await createRegistryClient(imageSource), imageSource, {});
-      heads.images[imageSource.name] = polled.digest;
+      const poller = await createArtifactPoller(found);
+      try {
+        heads.images[artifact] = (await poller.poll({})).digest;
+      } finally {
+        poller.client.close();
+      }
     } catch (error) {
-      const known = current(data)?.images[imageSource.name]?.digest;
+      const known = current(data)?.images[artifact]?.digest;
       deps.log.warn(
-        { source: imageSource.name, err: errorMessage(error) },
-        'cannot read the image head; using the current release',
+        { source: artifact, err: errorMessage(error) },
+        'cannot read the artifact head; using the current release',
       );
-      if (known) heads.images[imageSource.name] = known;
+      if (known) heads.images[artifact] = known;
     }
   }
 

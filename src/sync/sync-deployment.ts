@@ -96,7 +96,10 @@ export async function syncDeployment(
             namespace: deployment.namespace,
             // One rule with the CLI (src/cli/names.ts): the application given, else the namespace.
             application: deployment.application ?? deployment.namespace,
-            images: Object.values(sync.images).map((i) => ({ name: i.image, tag: i.tag, digest: i.digest })),
+            // Charts and manifest artifacts are followed like images but never bound into manifests as one.
+            images: Object.values(sync.images)
+              .filter((i) => i.kind === undefined)
+              .map((i) => ({ name: i.image, tag: i.tag, digest: i.digest })),
             timeoutMs: deployment.stability.timeout,
             dryRun: false,
             renderOptions: renderOptionsFor(config, deployment),

@@ -1,72 +1,18 @@
 // A Git server on a private CA: the test bed's Git server behind a TLS proxy of this test, whose certificate is
 // signed by a CA made here with openssl. With the CA in caFile the source resolves, fetches and reads manifests;
 // without it the certificate is refused as something the user must fix, naming caFile.
-import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gitSource } from '../../src/config/schema.ts';
 import { StalledError } from '../../src/errors.ts';
 import { GitRepository } from '../../src/sources/git/repository.ts';
+import { makeCertificates } from '../testbed/tls.ts';
 import { bareRepo, testbed } from './helpers.ts';
-
-const run = promisify(execFile);
-
-/** A CA and a certificate for 127.0.0.1 signed by it, as PEM files in `dir`. */
-async function makeCertificates(dir: string): Promise<{ ca: string; key: string; cert: string }> {
-  const at = (name: string) => join(dir, name);
-  await run('openssl', [
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-days',
-    '2',
-    '-subj',
-    '/CN=mooring test CA',
-    '-keyout',
-    at('ca.key'),
-    '-out',
-    at('ca.pem'),
-  ]);
-  await run('openssl', [
-    'req',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-subj',
-    '/CN=127.0.0.1',
-    '-keyout',
-    at('server.key'),
-    '-out',
-    at('server.csr'),
-  ]);
-  await writeFile(at('san.ext'), 'subjectAltName=IP:127.0.0.1\n');
-  await run('openssl', [
-    'x509',
-    '-req',
-    '-in',
-    at('server.csr'),
-    '-CA',
-    at('ca.pem'),
-    '-CAkey',
-    at('ca.key'),
-    '-CAcreateserial',
-    '-days',
-    '2',
-    '-extfile',
-    at('san.ext'),
-    '-out',
-    at('server.pem'),
-  ]);
-  return { ca: at('ca.pem'), key: at('server.key'), cert: at('server.pem') };
-}
 
 describe('a Git source on a private CA (caFile)', () => {
   let dir = '';

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { loadConfigFile } from '../../config/load.ts';
 import { renderOptionsFor } from '../../config/render-options.ts';
+import type { Deployment, MooringConfig } from '../../config/schema.ts';
 import { errorMessage, StalledError } from '../../errors.ts';
 import { KubeApi } from '../../kube/api.ts';
 import type { ApplyTarget } from '../../kube/apply.ts';
@@ -16,6 +17,9 @@ import { Discovery } from '../../kube/discovery.ts';
 import { diffSummary } from '../../render/diff-text.ts';
 import type { KubeObject } from '../../render/manifest.ts';
 import { current, Ledger } from '../../report/ledger.ts';
+import type { ArtifactAt } from '../../sources/artifact-fetch.ts';
+import { artifactSource, followedArtifacts, isOciSourced } from '../../sources/artifact-poller.ts';
+import { createArtifactPoller } from '../../sources/create-poller.ts';
 import { deploymentManifests } from '../../sources/deployment-manifests.ts';
 import { GitRepository } from '../../sources/git/repository.ts';
 import { type DeployRequest, deploy } from '../../sync/deploy.ts';
@@ -100,6 +104,41 @@ async function pathInput(
   };
 }
 
+/**
+ * The chart version and OCI artifact digest a sync of `spec` would deploy now, each polled by its source's policy;
+ * one that cannot be polled is taken from the current release, with a note saying so.
+ */
+async function artifactsNow(
+  config: MooringConfig,
+  spec: Deployment,
+  recorded: Record<string, ArtifactAt>,
+  notes: string[],
+): Promise<Record<string, ArtifactAt>> {
+  const out: Record<string, ArtifactAt> = {};
+  for (const name of followedArtifacts(config, spec)) {
+    const found = artifactSource(config, name);
+    if (!found || found.kind === 'image') continue;
+    const poller = await createArtifactPoller(found);
+    try {
+      const polled = await poller.poll({});
+      out[name] = { tag: polled.tag, digest: polled.digest };
+      notes.push(
+        `deployment ${spec.name}: ${poller.reference} ${polled.tag} (${polled.digest.slice(0, 19)})`,
+      );
+    } catch (error) {
+      const known = recorded[name];
+      if (!known) throw error;
+      out[name] = known;
+      notes.push(
+        `warning: ${errorMessage(error)}; using ${known.tag ?? known.digest} of the current release`,
+      );
+    } finally {
+      poller.client.close();
+    }
+  }
+  return out;
+}
+
 /** The agent's deployment `name`: its source's manifests now, the images of its current release, its options. */
 async function deploymentInput(
   name: string,
@@ -124,7 +163,7 @@ async function deploymentInput(
     const notes: string[] = [];
     const git = config.sources.git.find((s) => s.name === spec.source);
     const local = config.sources.local.find((s) => s.name === spec.source);
-    if (!git && !local)
+    if (!git && !local && !isOciSourced(config, spec))
       throw new StalledError(`${file}: deployment ${name} reads source ${spec.source}, which is not defined`);
     // The manifests exactly as the agent reads them: a chart rendered, kustomizations built, SOPS files decrypted.
     const ctx = {
@@ -139,14 +178,16 @@ async function deploymentInput(
       commit = (await repo.resolve()).commit;
       notes.push(`deployment ${name}: manifests of ${repo.url} at ${commit.slice(0, 12)}`);
     }
+    // The images the agent runs now: those of the deployment's current release.
+    const release = current(await new Ledger(api, config.cluster.namespace).read(name));
+    // Its chart and manifest artifacts as a sync would deploy them now: the version each policy picks.
+    const artifacts = await artifactsNow(config, spec, release?.images ?? {}, notes);
     const files: DeployRequest['files'] = await deploymentManifests(
       ctx,
       spec,
-      repo && commit ? { git: repo, commit } : {},
+      repo && commit ? { git: repo, commit, artifacts } : { artifacts },
     );
     for (const warning of files.flatMap((f) => f.warnings ?? [])) notes.push(`warning: ${warning}`);
-    // The images the agent runs now: those of the deployment's current release.
-    const release = current(await new Ledger(api, config.cluster.namespace).read(name));
     if (!release && spec.images.length > 0)
       notes.push(
         `deployment ${name} has no stable release yet: its images are left as the manifests name them`,
@@ -157,11 +198,13 @@ async function deploymentInput(
         files,
         namespace: spec.namespace,
         application: spec.application ?? spec.namespace,
-        images: Object.values(release?.images ?? {}).map((i) => ({
-          name: i.image,
-          tag: i.tag,
-          digest: i.digest,
-        })),
+        images: Object.values(release?.images ?? {})
+          .filter((i) => i.kind === undefined)
+          .map((i) => ({
+            name: i.image,
+            tag: i.tag,
+            digest: i.digest,
+          })),
         renderOptions: renderOptionsFor(config, spec),
         hashKeyNamespace: config.cluster.namespace,
         fieldManager: config.apply.fieldManager,

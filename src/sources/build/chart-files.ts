@@ -1,7 +1,9 @@
 // The manifests of a deployment that names a Helm chart (`helm:` in its config): the chart folder of its source
 // (a Git commit checked out into a temporary folder, or the local folder as it is) rendered by `helm template`
-// with the deployment's values and the cluster's capabilities; the result goes through mooring's render.
-import { mkdtemp, rm } from 'node:fs/promises';
+// with the deployment's values and the cluster's capabilities; the result goes through mooring's render. A chart
+// from a chart source (a package fetched and extracted: `fetched`) is rendered the same way, with the values files
+// of the deployment's source.
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Deployment } from '../../config/schema.ts';
@@ -27,13 +29,14 @@ async function render(
   caps: ClusterCapabilities | undefined,
   identities: IdentitySource | undefined,
   limits: ToolLimits | undefined,
+  fetched?: { dir: string; label: string },
 ) {
-  const dir = join(root, chart.chart);
-  if (!(await isChart(dir)))
-    throw new StalledError(`deployment ${spec.name}: ${chart.chart} holds no Chart.yaml`);
+  const dir = fetched ? fetched.dir : join(root, chart.chart ?? '.');
+  const label = fetched ? fetched.label : (chart.chart ?? '.');
+  if (!(await isChart(dir))) throw new StalledError(`deployment ${spec.name}: ${label} holds no Chart.yaml`);
   return renderChart({
     chart: dir,
-    label: chart.chart,
+    label,
     releaseName: chart.releaseName ?? spec.name,
     namespace: spec.namespace,
     valuesFiles: chart.valuesFiles.map((f) => join(root, f)),
@@ -47,6 +50,22 @@ async function render(
   });
 }
 
+/**
+ * The chart folder of a package extracted into `dir`: helm packages a chart as `<name>/Chart.yaml`, so the one
+ * folder that holds a Chart.yaml (the chart's name first).
+ */
+export async function packagedChart(dir: string, name: string): Promise<string> {
+  if (await isChart(join(dir, name))) return join(dir, name);
+  const entries = await readdir(dir, { withFileTypes: true });
+  const charts: string[] = [];
+  for (const e of entries) if (e.isDirectory() && (await isChart(join(dir, e.name)))) charts.push(e.name);
+  if (charts.length !== 1 || charts[0] === undefined)
+    throw new StalledError(
+      `the package holds ${charts.length === 0 ? 'no chart' : 'several charts'} (a folder with Chart.yaml)`,
+    );
+  return join(dir, charts[0]);
+}
+
 /** The chart of deployment `spec` at a fetched `commit` of `repo`. */
 export async function chartFromGit(
   repo: GitRepository,
@@ -55,12 +74,13 @@ export async function chartFromGit(
   caps: ClusterCapabilities | undefined,
   identities?: IdentitySource,
   limits?: ToolLimits,
+  fetched?: { dir: string; label: string },
 ): Promise<ManifestFile[]> {
   const chart = spec.helm as Chart;
   const dir = await mkdtemp(join(tmpdir(), 'mooring-chart-'));
   try {
     await checkoutTree(repo, commit, dir);
-    return [await render(dir, spec, chart, caps, identities, limits)];
+    return [await render(dir, spec, chart, caps, identities, limits, fetched)];
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -73,6 +93,7 @@ export async function chartFromFolder(
   caps: ClusterCapabilities | undefined,
   identities?: IdentitySource,
   limits?: ToolLimits,
+  fetched?: { dir: string; label: string },
 ): Promise<ManifestFile[]> {
-  return [await render(folder, spec, spec.helm as Chart, caps, identities, limits)];
+  return [await render(folder, spec, spec.helm as Chart, caps, identities, limits, fetched)];
 }

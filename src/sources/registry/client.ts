@@ -12,6 +12,7 @@ import { Authenticator } from './authenticator.ts';
 import { type HttpResponse, HttpTransport, header, type Method, safeUrl } from './http.ts';
 import { type Clock, DEFAULT_RETRY_AFTER_MS, type Pause, RegistryPause, systemClock } from './rate-limit.ts';
 import {
+  artifactManifestSchema,
   DIGEST,
   errorBodySchema,
   imageConfigSchema,
@@ -39,6 +40,21 @@ export interface RegistryClientOptions {
   clock?: Clock;
   /** What the registry said about when to ask again; one per client unless a test hands one in. */
   pause?: RegistryPause;
+}
+
+/** What an artifact's manifest says of it (artifactManifestSchema), its annotations bounded. */
+export interface ArtifactManifest {
+  digest: string;
+  mediaType: string | undefined;
+  artifactType: string | undefined;
+  configMediaType: string | undefined;
+  layers: {
+    mediaType: string;
+    digest: string;
+    size: number;
+    annotations?: Record<string, string> | undefined;
+  }[];
+  annotations: Record<string, string>;
 }
 
 export interface RegistryStats {
@@ -183,6 +199,49 @@ export class RegistryClient {
     return Object.fromEntries(labels.map(([k, v]) => [k, v.slice(0, MAX_LABEL_VALUE)]));
   }
 
+  /**
+   * The manifest of `repository` at a tag or digest, its digest (computed from the bytes, and checked against a
+   * digest asked for), media type and annotations: what an artifact (a chart, a manifests artifact) is made of.
+   */
+  async artifactManifest(repository: string, reference: string): Promise<ArtifactManifest> {
+    const byDigest = DIGEST.test(reference);
+    const url = this.#url(repository, `manifests/${byDigest ? reference : encodeURIComponent(reference)}`);
+    const response = await this.#request('GET', repository, url, MANIFEST_ACCEPT);
+    if (response.status === 404)
+      throw byDigest
+        ? new StalledError(`manifest ${reference} not found in ${this.#name(repository)}`)
+        : await this.#notFound(repository, `tag ${reference}`);
+    this.#expectOk(response, repository);
+    if (byDigest) this.#verify(response.body, reference, repository);
+    const parsed = this.#parse(parseJson(response.body), artifactManifestSchema, repository, 'manifest');
+    return {
+      digest: byDigest ? reference : sha256(response.body),
+      mediaType: parsed.mediaType,
+      artifactType: parsed.artifactType,
+      configMediaType: parsed.config.mediaType,
+      layers: parsed.layers,
+      annotations: Object.fromEntries(
+        Object.entries(parsed.annotations ?? {})
+          .slice(0, MAX_LABELS)
+          .map(([k, v]) => [k, v.slice(0, MAX_LABEL_VALUE)]),
+      ),
+    };
+  }
+
+  /**
+   * The blob `digest` of `repository`, read into memory up to `maxBytes` (a larger one is refused before or while
+   * it is read) and checked against its digest.
+   */
+  async blob(repository: string, digest: string, maxBytes: number): Promise<Buffer> {
+    const url = this.#url(repository, `blobs/${digest}`);
+    const response = await this.#request('GET', repository, url, undefined, maxBytes);
+    if (response.status === 404)
+      throw new StalledError(`blob ${digest} not found in ${this.#name(repository)}`);
+    this.#expectOk(response, repository);
+    this.#verify(response.body, digest, repository);
+    return response.body;
+  }
+
   close(): void {
     this.#http.close();
   }
@@ -208,13 +267,19 @@ export class RegistryClient {
   }
 
   /** One registry request, answering an auth challenge once. Maps 401, 403, 429 and 5xx to errors. */
-  async #request(method: Method, repository: string, url: URL, accept?: string): Promise<HttpResponse> {
+  async #request(
+    method: Method,
+    repository: string,
+    url: URL,
+    accept?: string,
+    maxBytes?: number,
+  ): Promise<HttpResponse> {
     const scope = `repository:${repository}:pull`;
     let authorization = await this.#auth.authorization(scope);
-    let response = await this.#send(method, url, accept, authorization);
+    let response = await this.#send(method, url, accept, authorization, maxBytes);
     if (response.status === 401) {
       authorization = await this.#auth.answer(response, scope, authorization);
-      response = await this.#send(method, url, accept, authorization);
+      response = await this.#send(method, url, accept, authorization, maxBytes);
       if (response.status === 401) throw this.#auth.rejected(scope, repository);
     }
     if (response.status === 403)
@@ -238,13 +303,19 @@ export class RegistryClient {
     return response;
   }
 
-  async #send(method: Method, url: URL, accept: string | undefined, authorization: string | undefined) {
+  async #send(
+    method: Method,
+    url: URL,
+    accept: string | undefined,
+    authorization: string | undefined,
+    maxBytes = this.#maxBody,
+  ) {
     await this.#bucket.take();
     this.#stats[method === 'HEAD' ? 'head' : 'get']++;
     const headers: Record<string, string> = {};
     if (accept !== undefined) headers.Accept = accept;
     if (authorization !== undefined) headers.Authorization = authorization;
-    const response = await this.#http.send({ method, url, headers, maxBytes: this.#maxBody });
+    const response = await this.#http.send({ method, url, headers, maxBytes });
     const key = `${method} ${response.status}`;
     this.#byStatus.set(key, (this.#byStatus.get(key) ?? 0) + 1);
     const remaining = parseRateLimitRemaining(header(response.headers, 'ratelimit-remaining'));
@@ -311,7 +382,10 @@ export class RegistryClient {
 
   #verify(body: Buffer, digest: string, repository: string): void {
     if (sha256(body) !== digest) {
-      throw new StalledError(`${this.#name(repository)}: content of ${digest} does not match its digest`);
+      // The digest's start first: the message may end in a 140-character commit status.
+      throw new StalledError(
+        `content of ${digest.slice(0, 19)} does not match its digest (${this.#name(repository)}@${digest})`,
+      );
     }
   }
 

@@ -45,6 +45,24 @@ export const imageManifestSchema = z.object({
   config: descriptor,
 });
 
+/** An OCI manifest of an artifact (a Helm chart, a `flux push artifact` or ORAS push): its layers and annotations. */
+export const artifactManifestSchema = z.object({
+  mediaType: z.string().max(200).optional(),
+  artifactType: z.string().max(200).optional(),
+  config: z.object({ mediaType: z.string().max(200).optional(), digest }),
+  layers: z
+    .array(
+      z.object({
+        mediaType: z.string().max(200),
+        digest,
+        size: z.number().int().nonnegative(),
+        annotations: z.record(z.string(), z.string()).optional(),
+      }),
+    )
+    .max(100),
+  annotations: z.record(z.string(), z.string()).optional(),
+});
+
 export const imageConfigSchema = z.object({
   config: z.object({ Labels: z.record(z.string(), z.string()).nullish() }).nullish(),
 });

@@ -149,7 +149,7 @@ deployments:
 `);
     expect(problems.map((p) => `${p.line} ${p.path}: ${p.message}`)).toEqual([
       '6 sources.registry[0].name: source name "app" is already used by sources.git[0]',
-      '11 deployments[0].source: no git or local source is named "other"',
+      '11 deployments[0].source: no git, local or oci source is named "other"',
       '12 deployments[0].images[1]: no registry source is named "missing"',
       '13 deployments[1].name: deployment name "web" is used twice',
       expect.stringMatching(/^14 deployments\[1\]\.namespace: must be a DNS label/),

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/config/load.ts';
 import { TransientError } from '../../../src/errors.ts';
 import { RegistryClient } from '../../../src/sources/registry/client.ts';
+import { pollRegistry, type RegistryPollState } from '../../../src/sources/registry/poll.ts';
 import { type Clock, RegistryPause } from '../../../src/sources/registry/rate-limit.ts';
 import { pollRegistrySource, type RegistryState, type SourceState } from '../../../src/sync/agent-sources.ts';
 import { createLogger } from '../../../src/sync/logger.ts';
@@ -38,7 +39,14 @@ function setup() {
   const pause = new RegistryPause(clock);
   // Port 9 (discard) is closed on loopback: any request the poll sends is refused.
   const client = new RegistryClient({ host: '127.0.0.1:9', insecure: true, clock, pause, timeoutMs: 2000 });
-  const registry: RegistryState = { source, client, current: undefined };
+  const poller = {
+    kind: 'image' as const,
+    name: source.name,
+    reference: source.image,
+    client,
+    poll: (last: RegistryPollState) => pollRegistry(client, source, last),
+  };
+  const registry: RegistryState = { source, kind: 'image', poller, client, current: undefined };
   const state: SourceState = {
     config,
     log: createLogger({ destination, level: 'debug' }),

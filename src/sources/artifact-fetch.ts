@@ -1,0 +1,73 @@
+// The content of a chart or manifests artifact at a recorded tag and digest, as a fresh folder: from the cache when
+// it holds those bytes, else fetched by the source's poller (checked against the digest on the way in), then
+// extracted under the source's bounds (file count, file size, total size; no links, no path outside the folder).
+// The one download path: the sync, a rollback and the CLI read a deployment's chart or artifact through it.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { MooringConfig } from '../config/schema.ts';
+import { StalledError } from '../errors.ts';
+import { extractTarGz } from './archive/tar-gz.ts';
+import { ArtifactCache } from './artifact-cache.ts';
+import { type ArtifactPoller, artifactSource } from './artifact-poller.ts';
+import { createArtifactPoller } from './create-poller.ts';
+
+/** A chart version or an artifact as a release records it. */
+export interface ArtifactAt {
+  tag?: string | undefined;
+  digest: string;
+}
+
+export interface FetchContext {
+  config: Pick<MooringConfig, 'sources'>;
+  /** Where downloads are kept between reads (the agent's cache folder); a temporary folder's otherwise. */
+  cacheDir?: string | undefined;
+  /** The agent's poller of a source, whose client (rate limit, tokens, connections) the download shares. */
+  poller?: ((name: string) => ArtifactPoller | undefined) | undefined;
+}
+
+export interface ExtractedArtifact {
+  /** The folder the archive was extracted into. */
+  dir: string;
+  /** How messages name it: `chart podinfo 1.2.3`, `oci://host/app@sha256:0123456789ab`. */
+  label: string;
+  remove(): Promise<void>;
+}
+
+/** Artifact source `name` at `at`, extracted into a fresh folder that the caller removes. */
+export async function extractArtifact(
+  ctx: FetchContext,
+  name: string,
+  at: ArtifactAt,
+): Promise<ExtractedArtifact> {
+  const found = artifactSource(ctx.config, name);
+  if (!found || found.kind === 'image') throw new StalledError(`no chart or oci source is named ${name}`);
+  const label =
+    found.kind === 'chart'
+      ? `chart ${found.source.chart} ${at.tag ?? at.digest.slice(0, 19)}`
+      : `${found.source.url}@${at.digest.slice(0, 19)}`;
+  const cache = new ArtifactCache(ctx.cacheDir);
+  let data = await cache.get(at.digest);
+  if (!data) {
+    const shared = ctx.poller?.(name);
+    const poller = shared ?? (await createArtifactPoller(found));
+    try {
+      if (!poller.fetch) throw new StalledError(`source ${name} has nothing to fetch`);
+      data = await poller.fetch(at.tag, at.digest);
+    } finally {
+      if (!shared) poller.client.close();
+    }
+    await cache.put(at.digest, data);
+  }
+  const parent = await mkdtemp(join(tmpdir(), 'mooring-artifact-'));
+  const dir = join(parent, 'content');
+  const remove = () => rm(parent, { recursive: true, force: true });
+  try {
+    const { maxFiles, maxFileBytes, maxExtractedBytes } = found.source;
+    await extractTarGz(data, dir, { maxEntries: maxFiles, maxFileBytes, maxBytes: maxExtractedBytes }, label);
+  } catch (error) {
+    await remove();
+    throw error;
+  }
+  return { dir, label, remove };
+}
