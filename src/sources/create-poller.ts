@@ -1,7 +1,6 @@
-// The poller of an artifact source of any kind (artifact-poller.ts), built from its configuration.
+// The poller of an artifact source of any kind (artifact-poller.ts), built from its configuration. Chart and OCI
+// artifact pollers are loaded only when a configuration has such a source: an agent without one does not carry them.
 import type { ArtifactPoller, ArtifactSourceConfig } from './artifact-poller.ts';
-import { createChartPoller } from './charts/chart-source.ts';
-import { createOciPoller } from './oci/oci-source.ts';
 import { createRegistryClient } from './registry/create.ts';
 import { pollRegistry } from './registry/poll.ts';
 
@@ -18,8 +17,8 @@ export async function createArtifactPoller(found: ArtifactSourceConfig): Promise
       };
     }
     case 'chart':
-      return createChartPoller(found.source);
+      return (await import('./charts/chart-source.ts')).createChartPoller(found.source);
     case 'manifests':
-      return createOciPoller(found.source);
+      return (await import('./oci/oci-source.ts')).createOciPoller(found.source);
   }
 }

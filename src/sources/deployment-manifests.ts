@@ -12,12 +12,7 @@ import { parse } from 'yaml';
 import type { Deployment, MooringConfig } from '../config/schema.ts';
 import { StalledError, TransientError } from '../errors.ts';
 import type { ManifestFile } from '../render/parse.ts';
-import {
-  type ArtifactAt,
-  type ExtractedArtifact,
-  extractArtifact,
-  type FetchContext,
-} from './artifact-fetch.ts';
+import type { ArtifactAt, ExtractedArtifact, FetchContext } from './artifact-fetch.ts';
 import { isOciSourced } from './artifact-poller.ts';
 import {
   type ClusterCapabilities,
@@ -82,7 +77,7 @@ export async function deploymentManifests(
     const version = at.artifacts?.[name];
     if (!version)
       throw new TransientError(`deployment ${spec.name}: no version of chart source ${name} is known yet`);
-    const fetched = await extractArtifact(ctx, name, version);
+    const fetched = await (await fetchModule()).extractArtifact(ctx, name, version);
     try {
       const source = ctx.config.sources.charts.find((c) => c.name === name);
       return { ...fetched, dir: await packagedChart(fetched.dir, source?.chart ?? '') };
@@ -128,7 +123,7 @@ export async function deploymentManifests(
       throw new TransientError(
         `deployment ${spec.name}: no digest of oci source ${spec.source} is known yet`,
       );
-    const artifact = await extractArtifact(ctx, spec.source, digest);
+    const artifact = await (await fetchModule()).extractArtifact(ctx, spec.source, digest);
     const inside = (text: string) => text.split(`${artifact.dir}/`).join('').split(artifact.dir).join('.');
     try {
       const files = spec.helm
@@ -205,6 +200,11 @@ export async function pathManifests(ctx: ManifestContext, local: LocalPaths): Pr
     );
   }
   return decryptFiles(files, keys);
+}
+
+/** The download path, loaded when a deployment first needs a chart or an artifact (not carried otherwise). */
+function fetchModule(): Promise<typeof import('./artifact-fetch.ts')> {
+  return import('./artifact-fetch.ts');
 }
 
 function identities(ctx: ManifestContext): () => Promise<AgeIdentity[]> {

@@ -229,7 +229,7 @@ ${extra}
     expect(problems.join('\n')).toContain(`${mount.file}:`);
     expect(problems.join('\n')).toMatch(/drift\.interval: 30 has no unit/);
     expect(problems.join('\n')).toMatch(
-      /deployments\[2\]\.source: no git or local source is named "nowhere"/,
+      /deployments\[2\]\.source: no git, local or oci source is named "nowhere"/,
     );
     expect(await reloads()).toEqual({ applied: counts.applied, invalid: counts.invalid + 1 });
     assertAlive(agent);

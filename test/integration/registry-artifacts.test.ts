@@ -5,7 +5,7 @@
 // version outside the policy is not; a rollback restores the recorded chart version; a corrupted or oversized
 // download is refused with a status that names it, and nothing of it is applied.
 import { randomBytes } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
@@ -267,6 +267,23 @@ describe('charts from an HTTPS chart repository', () => {
       );
       expect(refused.description).toMatch(/chart web 1\.2\.0.*digest/);
       expect((await running(ns()))?.data.chart).toBe('1.1.0');
+
+      // An index that sends the download elsewhere (to fetch what its author chose, with the repository's
+      // credentials): refused, named; nothing is fetched from there.
+      await packaged('1.3.0', folder);
+      await indexRepo(env.tools.helm, folder, server.url);
+      const index = await readFile(join(folder, 'index.yaml'), 'utf8');
+      await writeFile(
+        join(folder, 'index.yaml'),
+        index.replace(`${server.url}/web-1.3.0.tgz`, 'https://127.0.0.2:9/web-1.3.0.tgz'),
+      );
+      const elsewhere = await eventually(
+        'the package elsewhere refused',
+        async () => ended(values).find((s) => s.state === 'failure' && /1\.3\.0/.test(s.description)),
+        90_000,
+      );
+      expect(elsewhere.description).toMatch(/outside the chart repository/);
+      expect((await running(ns()))?.data.chart).toBe('1.1.0');
     } finally {
       await agent.stop();
       await server.close();
@@ -301,13 +318,17 @@ spec:
       containers: [{name: web, image: example/web:1, envFrom: [{configMapRef: {name: web-config}}]}]
 `,
     });
-    const push = async (tag: string, color: string, extra: { layer?: Buffer; corrupt?: 'digest' } = {}) => {
+    const push = async (
+      tag: string,
+      color: string,
+      extra: { layer?: Buffer; corrupt?: 'digest'; files?: Record<string, string> } = {},
+    ) => {
       const commit = await repo.commit({ 'apps/web.yaml': color });
       const pushed = await pushArtifact({
         registry: env.registry.url,
         repository,
         tag,
-        ...(extra.layer ? { layer: extra.layer } : { files: manifests(color) }),
+        ...(extra.layer ? { layer: extra.layer } : { files: extra.files ?? manifests(color) }),
         ...(extra.corrupt ? { corrupt: extra.corrupt } : {}),
         annotations: {
           'org.opencontainers.image.source': repo.url,
@@ -361,6 +382,19 @@ spec:
       );
       await eventually('its status', async () => ended(second.commit), 30_000);
       expect(ended(second.commit)?.state).toBe('success');
+
+      // A manifest that does not parse: the status names its path inside the artifact, not a temporary folder.
+      const broken = await push('1.1.5', 'broken', {
+        files: { 'apps/web.yaml': 'kind: ConfigMap\nmetadata: [\n' },
+      });
+      const parse = await eventually(
+        'the broken artifact reported',
+        async () => ended(broken.commit),
+        60_000,
+      );
+      expect(parse.state).toBe('failure');
+      expect(parse.description).toMatch(/apps\/web\.yaml/);
+      expect(parse.description).not.toMatch(/\/tmp\//);
 
       // A layer larger than maxBytes: refused before it is read, the status names the limit.
       const big = await push('1.2.0', 'big', { layer: gzipSync(randomBytes(200 * 1024)) });

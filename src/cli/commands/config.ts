@@ -15,8 +15,7 @@ export function configCommand(program: Command, print: (text: string) => void): 
     .action(async (file: string, flags: { output: OutputFormat; skipSecrets?: boolean }) => {
       const parsed = await loadConfigFile(file, { secrets: !flags.skipSecrets });
       if (flags.output !== 'table') return print(formatData(parsed, flags.output));
-      const sources =
-        parsed.sources.git.length + parsed.sources.registry.length + parsed.sources.local.length;
+      const sources = Object.values(parsed.sources).reduce((n, list) => n + list.length, 0);
       const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
       print(
         `${file}: valid (${plural(sources, 'source')}, ${plural(parsed.deployments.length, 'deployment')})`,
