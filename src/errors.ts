@@ -89,3 +89,16 @@ export function problemLines(problems: readonly string[], shown = PROBLEMS_SHOWN
 export const naturalOrder: (a: string, b: string) => number = new Intl.Collator('en', {
   numeric: true,
 }).compare;
+
+/**
+ * The same kind of error, now saying what it is about (`chart source web: …`): what a source's poll or download
+ * threw, before the commit status shows it. An error that already names its subject is left as it is, unless
+ * `always` (a dependency named inside its chart's message). Anything but a MooringError is returned unchanged.
+ */
+export function withSubject(error: unknown, describe: string, always = false): unknown {
+  if (!(error instanceof MooringError) || (error.subject !== undefined && !always)) return error;
+  const options = { subject: { describe }, cause: error };
+  if (error instanceof WaitingError) return new WaitingError(error.message, error.retryAfterMs, options);
+  if (error instanceof TransientError) return new TransientError(error.message, options);
+  return new StalledError(error.message, options);
+}

@@ -37,6 +37,8 @@ export interface ManifestFile {
    * written, so that problems name the user's file rather than the tool's output; undefined when not known.
    */
   writtenAt?: ((at: Origin, object?: unknown) => WrittenAt | undefined) | undefined;
+  /** For a chart's output: the dependencies fetched for it from allowed repositories, which its release records. */
+  dependencies?: readonly { name: string; version: string; repository: string; digest: string }[] | undefined;
 }
 
 /** Where an object of built text was written (sources/build/origins.ts). */

@@ -22,6 +22,16 @@ export interface ReleaseImage {
   kind?: 'chart' | 'manifests' | undefined;
 }
 
+/** A chart dependency fetched from an allowed repository at render (src/sources/charts/dependencies.ts). */
+export interface ChartDependency {
+  name: string;
+  version: string;
+  /** `https://charts.example.com/stable` or `oci://host/path`, as Chart.yaml gives it. */
+  repository: string;
+  /** The package's sha256 as its index gives it, or the OCI manifest's digest. */
+  digest: string;
+}
+
 export interface Release {
   id: number;
   deployment: string;
@@ -34,6 +44,8 @@ export interface Release {
   revision: string;
   /** Versioned objects of the release: `ConfigMap app-config-v003`. */
   versions: string[];
+  /** Chart dependencies fetched for it: a later fetch of a version must match, and a rollback restores them. */
+  dependencies?: ChartDependency[] | undefined;
   objects: { object: string; action: string }[];
   /** A drift correction's: the fields it put back, by object. */
   drift?: { object: string; fields: string[] }[] | undefined;
@@ -283,6 +295,11 @@ function sameFailure(a: Omit<Release, 'id'>, b: Omit<Release, 'id'>): boolean {
 }
 
 /** The newest release that ended stable: what the deployment is at. */
+/** Every chart dependency the releases recorded, newest first: a version fetched again is checked against them. */
+export function recordedDependencies(releases: readonly Release[]): ChartDependency[] {
+  return releases.flatMap((r) => r.dependencies ?? []);
+}
+
 export function current(data: LedgerData): Release | undefined {
   return data.releases.find((r) => r.result === 'stable');
 }

@@ -9,7 +9,7 @@ import type { MooringConfig } from '../config/schema.ts';
 import { StalledError } from '../errors.ts';
 import { extractTarGz } from './archive/tar-gz.ts';
 import { ArtifactCache } from './artifact-cache.ts';
-import { type ArtifactPoller, artifactSource } from './artifact-poller.ts';
+import { type ArtifactPoller, type ArtifactSourceConfig, artifactSource } from './artifact-poller.ts';
 import { createArtifactPoller } from './create-poller.ts';
 
 /** A chart version or an artifact as a release records it. */
@@ -42,22 +42,51 @@ export async function extractArtifact(
 ): Promise<ExtractedArtifact> {
   const found = artifactSource(ctx.config, name);
   if (!found || found.kind === 'image') throw new StalledError(`no chart or oci source is named ${name}`);
-  const label =
-    found.kind === 'chart'
-      ? `chart ${found.source.chart} ${at.tag ?? at.digest.slice(0, 19)}`
-      : `${found.source.url}@${at.digest.slice(0, 19)}`;
+  return extractSource(ctx, found, at);
+}
+
+/**
+ * Downloads in flight, by digest: deployments that follow one chart or artifact ask for the same bytes at once
+ * when a new version appears; one download serves them all.
+ */
+const inFlight = new Map<string, Promise<Buffer>>();
+
+/**
+ * A chart or artifact source (configured, or made for a chart dependency) at `at`, extracted into a fresh folder
+ * that the caller removes: the cache's copy when it holds the digest, else one download checked against it.
+ */
+export async function extractSource(
+  ctx: FetchContext,
+  found: Exclude<ArtifactSourceConfig, { kind: 'image' }>,
+  at: ArtifactAt,
+  label = found.kind === 'chart'
+    ? `chart ${found.source.chart} ${at.tag ?? at.digest.slice(0, 19)}`
+    : `${found.source.url}@${at.digest.slice(0, 19)}`,
+): Promise<ExtractedArtifact> {
   const cache = new ArtifactCache(ctx.cacheDir);
   let data = await cache.get(at.digest);
   if (!data) {
-    const shared = ctx.poller?.(name);
-    const poller = shared ?? (await createArtifactPoller(found));
-    try {
-      if (!poller.fetch) throw new StalledError(`source ${name} has nothing to fetch`);
-      data = await poller.fetch(at.tag, at.digest);
-    } finally {
-      if (!shared) poller.client.close();
+    let download = inFlight.get(at.digest);
+    if (!download) {
+      download = (async () => {
+        const shared = ctx.poller?.(found.source.name);
+        const poller = shared ?? (await createArtifactPoller(found));
+        try {
+          if (!poller.fetch) throw new StalledError(`source ${found.source.name} has nothing to fetch`);
+          const bytes = await poller.fetch(at.tag, at.digest);
+          await cache.put(at.digest, bytes);
+          return bytes;
+        } finally {
+          if (!shared) poller.client.close();
+        }
+      })();
+      inFlight.set(at.digest, download);
+      download.then(
+        () => inFlight.delete(at.digest),
+        () => inFlight.delete(at.digest),
+      );
     }
-    await cache.put(at.digest, data);
+    data = await download;
   }
   const parent = await mkdtemp(join(tmpdir(), 'mooring-artifact-'));
   const dir = join(parent, 'content');

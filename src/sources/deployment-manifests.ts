@@ -15,15 +15,17 @@ import type { ManifestFile } from '../render/parse.ts';
 import type { ArtifactAt, ExtractedArtifact, FetchContext } from './artifact-fetch.ts';
 import { isOciSourced } from './artifact-poller.ts';
 import {
+  type ChartReading,
   type ClusterCapabilities,
   chartFromFolder,
   chartFromGit,
   packagedChart,
 } from './build/chart-files.ts';
-import { apiVersionsOf, isChart, renderChart } from './build/helm.ts';
+import { apiVersionsOf, type ChartRequest, isChart, renderChart } from './build/helm.ts';
 import { KUSTOMIZATION_NAMES, kustomizeOptions } from './build/kustomize.ts';
 import { kustomizeGit, kustomizeLocal } from './build/kustomize-sources.ts';
 import { toolLimits } from './build/tool.ts';
+import type { ChartDependency } from './charts/dependencies.ts';
 import type { GitRepository } from './git/repository.ts';
 import { readManifestFiles, STDIN_PATH } from './local/files.ts';
 import { type AgeIdentity, loadAgeIdentities } from './sops/age-keys.ts';
@@ -47,6 +49,12 @@ export interface ManifestContext {
  */
 export type SourceAt = ({ git: GitRepository; commit: string } | { git?: undefined }) & {
   artifacts?: Readonly<Record<string, ArtifactAt>> | undefined;
+  /**
+   * Chart dependencies the deployment's releases recorded (the ledger): a version fetched again must have the
+   * recorded digest; with `restoreDependencies` (a rollback) the first recorded version of each is the one fetched.
+   */
+  dependencies?: readonly ChartDependency[] | undefined;
+  restoreDependencies?: boolean | undefined;
 };
 
 /**
@@ -60,6 +68,11 @@ export async function deploymentManifests(
 ): Promise<ManifestFile[]> {
   const keys = identities(ctx);
   const limits = toolLimits(ctx.config.render);
+  const reading = (chart: ExtractedArtifact | undefined, privateFolder = false): ChartReading => ({
+    fetched: chart,
+    privateFolder,
+    fetchDependencies: dependencyFetcher(ctx, at.dependencies, at.restoreDependencies),
+  });
   const files = await sourceFiles();
   return decryptFiles(files, keys);
 
@@ -94,7 +107,8 @@ export async function deploymentManifests(
     if (at.git) {
       const { git: repo, commit } = at;
       await repo.fetch(commit);
-      if (spec.helm) return chartFromGit(repo, commit, spec, await ctx.capabilities?.(), keys, limits, chart);
+      if (spec.helm)
+        return chartFromGit(repo, commit, spec, await ctx.capabilities?.(), keys, limits, reading(chart));
       const recursive = spec.recursive;
       const files = await repo.files(commit, spec.paths, spec.exclude, { recursive });
       const options = kustomizeOptions(ctx.config);
@@ -102,7 +116,8 @@ export async function deploymentManifests(
     }
     const local = ctx.config.sources.local.find((s) => s.name === spec.source);
     if (!local) throw new Error(`deployment ${spec.name}: no source ${spec.source}`);
-    if (spec.helm) return chartFromFolder(local.path, spec, await ctx.capabilities?.(), keys, limits, chart);
+    if (spec.helm)
+      return chartFromFolder(local.path, spec, await ctx.capabilities?.(), keys, limits, reading(chart));
     return folderFiles(local.path);
   }
 
@@ -127,7 +142,14 @@ export async function deploymentManifests(
     const inside = (text: string) => text.split(`${artifact.dir}/`).join('').split(artifact.dir).join('.');
     try {
       const files = spec.helm
-        ? await chartFromFolder(artifact.dir, spec, await ctx.capabilities?.(), keys, limits, chart)
+        ? await chartFromFolder(
+            artifact.dir,
+            spec,
+            await ctx.capabilities?.(),
+            keys,
+            limits,
+            reading(chart, true),
+          )
         : await folderFiles(artifact.dir);
       return files.map((f) => ({ ...f, path: inside(f.path) }));
     } catch (error) {
@@ -192,6 +214,7 @@ export async function pathManifests(ctx: ManifestContext, local: LocalPaths): Pr
         namespace: local.chart.namespace,
         valuesFiles: local.chart.valuesFiles ?? [],
         allowedRepositories: local.chart.allowedRepositories,
+        fetchDependencies: dependencyFetcher(ctx, undefined, false),
         kubeVersion: caps?.kubeVersion,
         apiVersions: caps ? apiVersionsOf(caps.apiVersions) : undefined,
         identities: keys,
@@ -200,6 +223,18 @@ export async function pathManifests(ctx: ManifestContext, local: LocalPaths): Pr
     );
   }
   return decryptFiles(files, keys);
+}
+
+/** Fetches a chart's dependencies from its allowed repositories through the download path (charts/dependencies.ts). */
+function dependencyFetcher(
+  ctx: ManifestContext,
+  pinned: readonly ChartDependency[] | undefined,
+  restore: boolean | undefined,
+): ChartRequest['fetchDependencies'] {
+  return async (chartDir, label, missing) => {
+    const { fetchDependencies } = await import('./charts/dependencies.ts');
+    return fetchDependencies(chartDir, label, missing, { fetch: ctx, pinned, restore });
+  };
 }
 
 /** The download path, loaded when a deployment first needs a chart or an artifact (not carried otherwise). */

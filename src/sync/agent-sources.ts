@@ -6,7 +6,7 @@ import type { Deployment, LocalSource, MooringConfig } from '../config/schema.ts
 import type { Logger } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
 import type { ManifestFile } from '../render/parse.ts';
-import { type ReleaseImage, syncRevision } from '../report/ledger.ts';
+import { type ChartDependency, type ReleaseImage, syncRevision } from '../report/ledger.ts';
 import {
   type ArtifactKind,
   type ArtifactPoller,
@@ -350,6 +350,7 @@ export function manifestFiles(
   d: DeploymentState,
   commit: string | undefined,
   artifacts: Record<string, ReleaseImage>,
+  dependencies?: readonly ChartDependency[],
 ): Promise<ManifestFile[]> {
   const repo = state.repos.get(d.spec.source);
   if (repo && !commit) throw new Error(`no commit of ${d.spec.source} is known yet`);
@@ -359,5 +360,6 @@ export function manifestFiles(
     cacheDir: state.cacheDir,
     poller: (name: string) => state.registries.get(name)?.poller,
   };
-  return deploymentManifests(ctx, d.spec, repo && commit ? { git: repo, commit, artifacts } : { artifacts });
+  const at = { artifacts, dependencies };
+  return deploymentManifests(ctx, d.spec, repo && commit ? { git: repo, commit, ...at } : at);
 }

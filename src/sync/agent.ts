@@ -14,7 +14,7 @@ import { beginDriftPass, keepDriftMarks } from '../kube/drift-pass.ts';
 import { ensureNamespace } from '../kube/namespace.ts';
 import { StateStore } from '../kube/state-store.ts';
 import type { ManifestFile } from '../render/parse.ts';
-import { current, Ledger, type LedgerData, ledgerName } from '../report/ledger.ts';
+import { current, Ledger, type LedgerData, ledgerName, recordedDependencies } from '../report/ledger.ts';
 import { artifactSource, artifactSources, followedArtifacts } from '../sources/artifact-poller.ts';
 import { createArtifactPoller } from '../sources/create-poller.ts';
 import type { ClusterCapabilities } from '../sources/deployment-manifests.ts';
@@ -540,7 +540,11 @@ export class Agent {
           let files: ManifestFile[] = [];
           let filesError: unknown;
           try {
-            files = await manifestFiles(this.state, d, commit, images);
+            // A chart's dependencies fetched again must be what the releases recorded (charts/dependencies.ts).
+            const pinned = d.spec.helm
+              ? recordedDependencies((await this.ledger.read(d.spec.name)).releases)
+              : undefined;
+            files = await manifestFiles(this.state, d, commit, images, pinned);
           } catch (error) {
             log.error({ err: errorMessage(error) }, 'cannot read the manifests');
             // Manifests the user must fix (a chart that does not render, a file that cannot be decrypted) fail

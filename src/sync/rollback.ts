@@ -10,7 +10,7 @@ import { errorMessage, StalledError } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
 import type { Discovery } from '../kube/discovery.ts';
-import { current, type Ledger, type Release } from '../report/ledger.ts';
+import { current, type Ledger, type Release, recordedDependencies } from '../report/ledger.ts';
 import { artifactSource, followedArtifacts, isOciSourced } from '../sources/artifact-poller.ts';
 import { createArtifactPoller } from '../sources/create-poller.ts';
 import { deploymentManifests } from '../sources/deployment-manifests.ts';
@@ -79,11 +79,16 @@ export async function rollback(
   // Exactly as the sync built it: the chart rendered (a chart source's package at the recorded version and
   // digest), kustomizations built, SOPS files decrypted.
   const ctx = { config, capabilities: () => deps.discovery.capabilities(), cacheDir: deps.cacheDir };
-  const artifacts = target.images;
+  // The chart dependencies the release recorded are fetched again at their versions and digests.
+  const at = {
+    artifacts: target.images,
+    dependencies: [...(target.dependencies ?? []), ...recordedDependencies(data.releases)],
+    restoreDependencies: true,
+  };
   const files = await deploymentManifests(
     ctx,
     spec,
-    repo && target.commit ? { git: repo, commit: target.commit, artifacts } : { artifacts },
+    repo && target.commit ? { git: repo, commit: target.commit, ...at } : at,
   );
 
   // Where the sources are now: only a commit or artifact past these lifts the fence.

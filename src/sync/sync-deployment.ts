@@ -156,6 +156,7 @@ export async function syncDeployment(
         commit: sync.commit,
         images: sync.images,
         revision: sync.revision,
+        ...dependenciesOf(sync.files),
         versions: report.applied
           .filter((a) => a.target.plan.version)
           .map((a) => `${a.target.object.kind} ${a.target.object.metadata.name}`),
@@ -262,4 +263,10 @@ export async function endInterrupted(
   for (const r of deps.reporters ?? [])
     await safely(log, 'report the end', () => r.finished?.(sync, report, release));
   log.warn({ since: attempt.since }, 'a sync the previous agent did not finish is recorded as interrupted');
+}
+
+/** The chart dependencies fetched for the sync's files (charts/dependencies.ts), for its release. */
+function dependenciesOf(files: SyncRequest['files']): Pick<Release, 'dependencies'> {
+  const dependencies = (files ?? []).flatMap((f) => f.dependencies ?? []).map((d) => ({ ...d }));
+  return dependencies.length > 0 ? { dependencies } : {};
 }

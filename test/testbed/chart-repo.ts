@@ -137,6 +137,8 @@ export interface ChartRepo {
   ca: string;
   /** Every request received, in order, including refused ones. */
   requests: ChartRepoRequest[];
+  /** Makes every following request fail so (undefined: serve again). */
+  fail(fault: ChartRepoFault): void;
   close(): Promise<void>;
 }
 
@@ -147,6 +149,12 @@ export interface ChartRepoOptions {
   /** Reuse certificates (from makeCertificates) instead of making a new CA for this server. */
   certificates?: Certificates;
 }
+
+/**
+ * A failure the repository shows for now, set and cleared while it runs: answer with this status (a 429 or 503
+ * says `Retry-After: 1`), or `hang` (read the request, never answer).
+ */
+export type ChartRepoFault = { status: number } | 'hang' | undefined;
 
 /**
  * Serves `folder` read-only over HTTPS on 127.0.0.1: GET and HEAD of regular files inside it (405 for other
@@ -164,12 +172,20 @@ export async function startChartRepo(folder: string, options: ChartRepoOptions =
       : { user: digest(options.username ?? ''), password: digest(options.password ?? '') };
 
   const server = https.createServer({ key: await readFile(pems.key), cert: await readFile(pems.cert) });
+  let fault: ChartRepoFault;
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     requests.push({
       method: req.method ?? '',
       path: req.url ?? '',
       withCredentials: req.headers.authorization !== undefined,
     });
+    if (fault === 'hang') return;
+    if (fault !== undefined) {
+      const retry = fault.status === 429 || fault.status === 503 ? { 'retry-after': '1' } : {};
+      res.writeHead(fault.status, { 'content-type': 'text/plain', ...retry });
+      res.end(`chart repo: failing with ${fault.status}`);
+      return;
+    }
     serve(root, auth, req, res).catch((error: unknown) => {
       if (!res.headersSent) reply(res, 500, `chart repo: ${String(error)}`);
       else res.destroy();
@@ -184,6 +200,9 @@ export async function startChartRepo(folder: string, options: ChartRepoOptions =
     url: `https://127.0.0.1:${port}`,
     ca: pems.ca,
     requests,
+    fail(next) {
+      fault = next;
+    },
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolveClose) => server.close(() => resolveClose()));

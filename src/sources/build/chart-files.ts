@@ -3,7 +3,7 @@
 // with the deployment's values and the cluster's capabilities; the result goes through mooring's render. A chart
 // from a chart source (a package fetched and extracted: `fetched`) is rendered the same way, with the values files
 // of the deployment's source.
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Deployment } from '../../config/schema.ts';
@@ -12,7 +12,10 @@ import type { ManifestFile } from '../../render/parse.ts';
 import { checkoutTree } from '../git/checkout.ts';
 import type { GitRepository } from '../git/repository.ts';
 import type { IdentitySource } from '../sops/decrypt.ts';
-import { apiVersionsOf, isChart, renderChart } from './helm.ts';
+import { apiVersionsOf, type ChartRequest, isChart, renderChart } from './helm.ts';
+
+export { packagedChart } from './helm.ts';
+
 import type { ToolLimits } from './tool.ts';
 
 export interface ClusterCapabilities {
@@ -22,6 +25,16 @@ export interface ClusterCapabilities {
 
 type Chart = NonNullable<Deployment['helm']>;
 
+/** How a chart is read beyond its folder: a package fetched in its place, and how dependencies are fetched. */
+export interface ChartReading {
+  /** The chart is this extracted package (a chart source's), not a folder of the source. */
+  fetched?: { dir: string; label: string } | undefined;
+  /** Fetches dependencies from allowed repositories (helm.ts); without it they are refused. */
+  fetchDependencies?: ChartRequest['fetchDependencies'];
+  /** Whether the folder read is a private copy (a checkout, an extracted artifact) rather than the user's. */
+  privateFolder?: boolean | undefined;
+}
+
 async function render(
   root: string,
   spec: Deployment,
@@ -29,8 +42,9 @@ async function render(
   caps: ClusterCapabilities | undefined,
   identities: IdentitySource | undefined,
   limits: ToolLimits | undefined,
-  fetched?: { dir: string; label: string },
+  reading: ChartReading = {},
 ) {
+  const { fetched } = reading;
   const dir = fetched ? fetched.dir : join(root, chart.chart ?? '.');
   const label = fetched ? fetched.label : (chart.chart ?? '.');
   if (!(await isChart(dir))) throw new StalledError(`deployment ${spec.name}: ${label} holds no Chart.yaml`);
@@ -47,23 +61,10 @@ async function render(
     identities,
     treeRoot: root,
     limits,
+    fetchDependencies: reading.fetchDependencies,
+    // A fetched package is extracted into a folder of its own.
+    privateFolder: fetched !== undefined || reading.privateFolder,
   });
-}
-
-/**
- * The chart folder of a package extracted into `dir`: helm packages a chart as `<name>/Chart.yaml`, so the one
- * folder that holds a Chart.yaml (the chart's name first).
- */
-export async function packagedChart(dir: string, name: string): Promise<string> {
-  if (await isChart(join(dir, name))) return join(dir, name);
-  const entries = await readdir(dir, { withFileTypes: true });
-  const charts: string[] = [];
-  for (const e of entries) if (e.isDirectory() && (await isChart(join(dir, e.name)))) charts.push(e.name);
-  if (charts.length !== 1 || charts[0] === undefined)
-    throw new StalledError(
-      `the package holds ${charts.length === 0 ? 'no chart' : 'several charts'} (a folder with Chart.yaml)`,
-    );
-  return join(dir, charts[0]);
 }
 
 /** The chart of deployment `spec` at a fetched `commit` of `repo`. */
@@ -74,13 +75,14 @@ export async function chartFromGit(
   caps: ClusterCapabilities | undefined,
   identities?: IdentitySource,
   limits?: ToolLimits,
-  fetched?: { dir: string; label: string },
+  reading: ChartReading = {},
 ): Promise<ManifestFile[]> {
   const chart = spec.helm as Chart;
   const dir = await mkdtemp(join(tmpdir(), 'mooring-chart-'));
   try {
     await checkoutTree(repo, commit, dir);
-    return [await render(dir, spec, chart, caps, identities, limits, fetched)];
+    // The checkout is the sync's own: fetched dependencies are written into it.
+    return [await render(dir, spec, chart, caps, identities, limits, { ...reading, privateFolder: true })];
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -93,7 +95,7 @@ export async function chartFromFolder(
   caps: ClusterCapabilities | undefined,
   identities?: IdentitySource,
   limits?: ToolLimits,
-  fetched?: { dir: string; label: string },
+  reading: ChartReading = {},
 ): Promise<ManifestFile[]> {
-  return [await render(folder, spec, spec.helm as Chart, caps, identities, limits, fetched)];
+  return [await render(folder, spec, spec.helm as Chart, caps, identities, limits, reading)];
 }

@@ -8,12 +8,13 @@
 // their repository as allowed. Each rendered object is placed in its template (origins.ts: errors name
 // `charts/web/templates/deployment.yaml (rendered):12:3`), and what helm prints on standard error when it
 // succeeds (a symlink followed, a value that cannot be merged) goes with the output as its warnings.
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, relative, sep } from 'node:path';
+import { basename, join, relative, sep } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { StalledError } from '../../errors.ts';
 import type { ManifestFile } from '../../render/parse.ts';
+import type { ChartDependency, MissingDependency } from '../charts/dependencies.ts';
 import type { IdentitySource } from '../sops/decrypt.ts';
 import { type Staged, sopsFilesUnder, stageDecrypted } from '../sops/tree.ts';
 import { helmWrittenAt } from './origins.ts';
@@ -47,11 +48,23 @@ export interface ChartRequest {
   identities?: IdentitySource | undefined;
   /** The folder the labels of the chart and values files are relative to ('' for paths as given). */
   treeRoot?: string | undefined;
+  /**
+   * Fetches dependencies that are missing from `charts/` and come from an allowed repository into the chart
+   * folder it is given (charts/dependencies.ts), returning what it fetched. Without it such a dependency is refused.
+   */
+  fetchDependencies?:
+    | ((chartDir: string, label: string, missing: readonly MissingDependency[]) => Promise<ChartDependency[]>)
+    | undefined;
+  /**
+   * Whether the chart folder is a private copy (a checkout, an extracted package) that dependencies may be
+   * written into; otherwise (a folder of the user's) the chart is copied first.
+   */
+  privateFolder?: boolean | undefined;
 }
 
 interface ChartYaml {
   name?: string;
-  dependencies?: { name?: string; repository?: string; alias?: string }[];
+  dependencies?: { name?: string; version?: string; repository?: string; alias?: string }[];
 }
 
 /** Whether a folder holds a chart. */
@@ -62,29 +75,67 @@ export async function isChart(dir: string): Promise<boolean> {
   );
 }
 
-/** Refuses dependencies that are neither vendored in `charts/` nor from an allowed repository. */
-async function checkDependencies(request: ChartRequest): Promise<void> {
+/**
+ * The dependencies that are neither vendored in `charts/` nor `file://` paths: those from an allowed repository
+ * are returned (to be fetched, when the request can), any other is refused.
+ */
+async function missingDependencies(request: ChartRequest): Promise<MissingDependency[]> {
   const chartYaml = join(request.chart, 'Chart.yaml');
   let chart: ChartYaml;
   try {
-    chart = (parse(await readFile(chartYaml, 'utf8')) ?? {}) as ChartYaml;
+    chart = (parse(await readFile(chartYaml, 'utf8'), { maxAliasCount: 100 }) ?? {}) as ChartYaml;
   } catch (error) {
     throw new StalledError(`${request.label}/Chart.yaml: ${(error as Error).message}`);
   }
   const vendored = await readdir(join(request.chart, 'charts')).catch(() => [] as string[]);
-  for (const dep of chart.dependencies ?? []) {
-    const name = dep.name ?? '';
+  const missing: MissingDependency[] = [];
+  const declared = Array.isArray(chart.dependencies) ? chart.dependencies : [];
+  for (const dep of declared) {
+    const name = typeof dep?.name === 'string' ? dep.name : '';
     if (vendored.some((entry) => entry === name || (entry.startsWith(`${name}-`) && entry.endsWith('.tgz'))))
       continue;
-    const repository = dep.repository ?? '';
+    const repository = typeof dep?.repository === 'string' ? dep.repository : '';
     if (repository.startsWith('file://')) continue;
-    const allowed = (request.allowedRepositories ?? []).some((prefix) => repository.startsWith(prefix));
+    const allowed = isAllowedRepository(repository, request.allowedRepositories ?? []);
+    if (allowed && request.fetchDependencies) {
+      missing.push({ name, version: typeof dep.version === 'string' ? dep.version : '*', repository });
+      continue;
+    }
     throw new StalledError(
       allowed
         ? `${request.label}/Chart.yaml: dependency ${name} is not in charts/; run helm dependency build and commit charts/`
         : `${request.label}/Chart.yaml: dependency ${name} comes from ${repository || 'no repository'}, which is not in charts/ and not an allowed repository; run helm dependency build and commit charts/`,
     );
   }
+  return missing;
+}
+
+/**
+ * Whether `repository` lies under one of the allowed prefixes: the same URL, or a path below it (a prefix
+ * `https://charts.example.com` does not allow `https://charts.example.com.evil.io`).
+ */
+export function isAllowedRepository(repository: string, allowed: readonly string[]): boolean {
+  const trimmed = repository.replace(/\/+$/, '');
+  return allowed.some((prefix) => {
+    const p = prefix.replace(/\/+$/, '');
+    return p !== '' && (trimmed === p || trimmed.startsWith(`${p}/`));
+  });
+}
+
+/**
+ * The chart folder of a package extracted into `dir`: helm packages a chart as `<name>/Chart.yaml`, so the one
+ * folder that holds a Chart.yaml (the chart's name first).
+ */
+export async function packagedChart(dir: string, name: string): Promise<string> {
+  if (await isChart(join(dir, name))) return join(dir, name);
+  const entries = await readdir(dir, { withFileTypes: true });
+  const charts: string[] = [];
+  for (const e of entries) if (e.isDirectory() && (await isChart(join(dir, e.name)))) charts.push(e.name);
+  if (charts.length !== 1 || charts[0] === undefined)
+    throw new StalledError(
+      `the package holds ${charts.length === 0 ? 'no chart' : 'several charts'} (a folder with Chart.yaml)`,
+    );
+  return join(dir, charts[0]);
 }
 
 /** The chart's files decrypted into a private copy, when the chart folder or a values file holds a SOPS file. */
@@ -92,7 +143,10 @@ async function stageChart(request: ChartRequest): Promise<Staged | undefined> {
   if (!request.identities) return undefined;
   const root = request.treeRoot ?? '';
   const label = (path: string) => (root === '' ? path : relative(root, path).split(sep).join('/'));
-  const places = [request.chart, ...request.valuesFiles].map((disk) => ({ disk, label: label(disk) }));
+  const places = [
+    { disk: request.chart, label: request.label },
+    ...request.valuesFiles.map((disk) => ({ disk, label: label(disk) })),
+  ];
   const encrypted = await sopsFilesUnder(places);
   if (encrypted.length === 0) return undefined;
   return stageDecrypted(places, encrypted, request.identities, root);
@@ -100,7 +154,26 @@ async function stageChart(request: ChartRequest): Promise<Staged | undefined> {
 
 /** The chart rendered by `helm template`, as one manifest file named after the chart. */
 export async function renderChart(request: ChartRequest): Promise<ManifestFile> {
-  await checkDependencies(request);
+  const missing = await missingDependencies(request);
+  if (missing.length === 0 || request.privateFolder) return render(request, missing);
+  // Dependencies are written into the chart's charts/ folder: a folder of the user's is copied first.
+  const copy = await mkdtemp(join(tmpdir(), 'mooring-chart-copy-'));
+  try {
+    const chart = join(copy, basename(request.chart) || 'chart');
+    await cp(request.chart, chart, { recursive: true, verbatimSymlinks: true });
+    const file = await render({ ...request, chart, privateFolder: true }, missing);
+    // Messages name the user's folder, never the copy.
+    return file;
+  } finally {
+    await rm(copy, { recursive: true, force: true });
+  }
+}
+
+async function render(request: ChartRequest, missing: readonly MissingDependency[]): Promise<ManifestFile> {
+  const dependencies =
+    missing.length > 0 && request.fetchDependencies
+      ? await request.fetchDependencies(request.chart, request.label, missing)
+      : [];
   const staged = await stageChart(request);
   const onDisk = (path: string) => (staged ? staged.at(path) : path);
   const home = await mkdtemp(join(tmpdir(), 'mooring-helm-'));
@@ -163,6 +236,7 @@ export async function renderChart(request: ChartRequest): Promise<ManifestFile> 
       ...(staged ? { secrets: staged.secrets } : {}),
       ...(warnings.length > 0 ? { warnings } : {}),
       ...(writtenAt ? { writtenAt } : {}),
+      ...(dependencies.length > 0 ? { dependencies } : {}),
     };
   } finally {
     await rm(home, { recursive: true, force: true });

@@ -4,7 +4,7 @@
 // digest the poll found or a release recorded, and checked against it on the way in: an OCI chart's manifest by
 // its digest, its one chart layer by the layer's digest and declared size, an index's package by its sha256.
 import type { ChartSource } from '../../config/schema.ts';
-import { MooringError, StalledError, TransientError, WaitingError } from '../../errors.ts';
+import { StalledError, withSubject } from '../../errors.ts';
 import type { ArtifactPoller } from '../artifact-poller.ts';
 import { readCaFile, registryClientFor } from '../registry/create.ts';
 import { resolveCredentials } from '../registry/credentials.ts';
@@ -136,15 +136,11 @@ function result(
   };
 }
 
-/** The same kind of error, now saying which chart source it is about (the commit status shows this message). */
+/** Errors of the poll or download say which chart source they are about (the commit status shows them). */
 async function named<T>(source: ChartSource, run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (error) {
-    if (!(error instanceof MooringError) || error.subject !== undefined) throw error;
-    const options = { subject: { describe: `chart source ${source.name}` }, cause: error };
-    if (error instanceof WaitingError) throw new WaitingError(error.message, error.retryAfterMs, options);
-    if (error instanceof TransientError) throw new TransientError(error.message, options);
-    throw new StalledError(error.message, options);
+    throw withSubject(error, `chart source ${source.name}`);
   }
 }

@@ -5,7 +5,7 @@
 // it was built from, and the commit status goes there. The layer is fetched for a digest the poll found or a
 // release recorded, and checked on the way in: the manifest by its digest, the layer by its digest and size.
 import type { OciSource } from '../../config/schema.ts';
-import { MooringError, StalledError, TransientError, WaitingError } from '../../errors.ts';
+import { StalledError, withSubject } from '../../errors.ts';
 import type { ArtifactPoller } from '../artifact-poller.ts';
 import { registryClientFor } from '../registry/create.ts';
 import { selectTag } from '../registry/policy.ts';
@@ -116,10 +116,6 @@ async function named<T>(source: OciSource, run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (error) {
-    if (!(error instanceof MooringError) || error.subject !== undefined) throw error;
-    const options = { subject: { describe: `oci source ${source.name}` }, cause: error };
-    if (error instanceof WaitingError) throw new WaitingError(error.message, error.retryAfterMs, options);
-    if (error instanceof TransientError) throw new TransientError(error.message, options);
-    throw new StalledError(error.message, options);
+    throw withSubject(error, `oci source ${source.name}`);
   }
 }

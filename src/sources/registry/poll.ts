@@ -2,7 +2,7 @@
 // costs one HEAD; only semver and regex policies list tags. Labels (provenance) are read only when the
 // digest or tag moved, so a steady-state poll of a fixed tag is a single HEAD request.
 import type { RegistrySource } from '../../config/schema.ts';
-import { MooringError, StalledError, TransientError, WaitingError } from '../../errors.ts';
+import { StalledError, withSubject } from '../../errors.ts';
 import { parseImageRef, repositoryOf } from '../../render/image-ref.ts';
 import type { Artifact, PollResult } from '../artifact.ts';
 import type { RegistryClient } from './client.ts';
@@ -31,7 +31,7 @@ export async function pollRegistry(
   try {
     return await poll(client, source, state);
   } catch (error) {
-    throw withSource(error, source);
+    throw withSubject(error, `registry source ${source.name}`);
   }
 }
 
@@ -66,13 +66,4 @@ async function poll(
     if (Object.keys(provenance).length > 0) artifact.provenance = provenance;
   }
   return { source: source.name, changed, revision: digest, artifacts: [artifact], tag, digest };
-}
-
-/** The same kind of error, now saying which source it is about (the commit status shows this message). */
-function withSource(error: unknown, source: RegistrySource): unknown {
-  if (!(error instanceof MooringError) || error.subject !== undefined) return error;
-  const options = { subject: { describe: `registry source ${source.name}` }, cause: error };
-  if (error instanceof WaitingError) return new WaitingError(error.message, error.retryAfterMs, options);
-  if (error instanceof TransientError) return new TransientError(error.message, options);
-  return new StalledError(error.message, options);
 }
