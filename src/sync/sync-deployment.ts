@@ -32,7 +32,12 @@ export async function syncDeployment(
   sync: SyncRequest,
 ): Promise<{ report: DeployReport; release: Release | undefined }> {
   const { deployment, config } = sync;
-  const log = deps.log.child({ deployment: deployment.name, revision: sync.commit?.slice(0, 12) ?? 'local' });
+  // An OCI-sourced deployment has no commit of its own: its artifact's digest names the revision.
+  const artifact = sync.images[deployment.source];
+  const revision =
+    sync.commit?.slice(0, 12) ??
+    (artifact?.kind === 'manifests' ? `${artifact.tag ?? ''}@${artifact.digest.slice(0, 19)}` : 'local');
+  const log = deps.log.child({ deployment: deployment.name, revision });
   // Noted before anything is written: an agent that dies mid-sync leaves it, and the next agent reports its end
   // and records the versions it was writing.
   const attempt: Attempt = {

@@ -192,7 +192,7 @@ describe('charts from an OCI registry', () => {
 
 describe('charts from an HTTPS chart repository', () => {
   const ns = useNamespace('chart-https');
-  it('deploys the latest version over TLS with credentials, upgrades, and refuses a package that does not match its digest', async () => {
+  it('deploys the latest version over TLS with credentials, upgrades, rides out a failing repository, and refuses a package that does not match its digest', async () => {
     const env = testbed();
     const suffix = Date.now().toString(36);
     const repo = await bareRepo(`chart-https-${suffix}/values`);
@@ -256,6 +256,31 @@ describe('charts from an HTTPS chart repository', () => {
         90_000,
       );
 
+      // The repository fails while 1.1.1 is published (500, then 429 with Retry-After): nothing is deployed or
+      // failed meanwhile, the agent lives on, and 1.1.1 is deployed once the repository answers again.
+      const failedBefore = ended(values).filter((s) => s.state !== 'success').length;
+      server.fail({ status: 500 });
+      await packaged('1.1.1', folder);
+      await indexRepo(env.tools.helm, folder, server.url);
+      const polledBefore = server.requests.length;
+      await new Promise((r) => setTimeout(r, 3000));
+      server.fail({ status: 429 });
+      await new Promise((r) => setTimeout(r, 3000));
+      expect(server.requests.length).toBeGreaterThan(polledBefore);
+      expect((await running(ns()))?.data.chart).toBe('1.1.0');
+      server.fail(undefined);
+      await eventually(
+        '1.1.1 deployed after the failures',
+        async () => ((await running(ns()))?.data.chart === '1.1.1' ? true : undefined),
+        90_000,
+      );
+      await eventually('its status', async () =>
+        ended(values).some((s) => s.state === 'success' && /chart web 1\.1\.1/.test(s.description))
+          ? true
+          : undefined,
+      );
+      expect(ended(values).filter((s) => s.state !== 'success').length).toBe(failedBefore);
+
       // 1.2.0 is indexed, then its package is replaced: the download does not match the index's digest.
       const tgz = await packaged('1.2.0', folder);
       await indexRepo(env.tools.helm, folder, server.url);
@@ -266,7 +291,7 @@ describe('charts from an HTTPS chart repository', () => {
         90_000,
       );
       expect(refused.description).toMatch(/chart web 1\.2\.0.*digest/);
-      expect((await running(ns()))?.data.chart).toBe('1.1.0');
+      expect((await running(ns()))?.data.chart).toBe('1.1.1');
 
       // An index that sends the download elsewhere (to fetch what its author chose, with the repository's
       // credentials): refused, named; nothing is fetched from there.
@@ -283,7 +308,7 @@ describe('charts from an HTTPS chart repository', () => {
         90_000,
       );
       expect(elsewhere.description).toMatch(/outside the chart repository/);
-      expect((await running(ns()))?.data.chart).toBe('1.1.0');
+      expect((await running(ns()))?.data.chart).toBe('1.1.1');
     } finally {
       await agent.stop();
       await server.close();

@@ -67,10 +67,14 @@ export async function open(flags: LedgerFlags): Promise<{
   };
 }
 
+/** Images as `tag@digest`; a chart version or manifests artifact says which (`chart:1.2.0@…`), dependencies too. */
 const digestOf = (r: Release) =>
-  Object.values(r.images)
-    .map((i) => `${i.tag ?? ''}@${i.digest.slice(7, 19)}`)
-    .join(' ') || '-';
+  [
+    ...Object.values(r.images).map(
+      (i) => `${i.kind ? `${i.kind}:` : ''}${i.tag ?? ''}@${i.digest.slice(7, 19)}`,
+    ),
+    ...(r.dependencies ?? []).map((d) => `dependency:${d.name}:${d.version}@${d.digest.slice(7, 19)}`),
+  ].join(' ') || '-';
 
 const RELEASE_COLUMNS: Column<Release>[] = [
   { header: 'release', value: (r) => String(r.id) },
