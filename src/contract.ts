@@ -9,6 +9,7 @@ import type { ApplyResult } from './kube/apply.ts';
 import type { DriftFinding } from './kube/drift.ts';
 import type { HistoryResult } from './kube/history.ts';
 import type { ManifestFile } from './render/parse.ts';
+import type { PreviewDiff } from './render/preview-diff.ts';
 import type { Release, ReleaseImage, Trigger } from './report/ledger.ts';
 import type { WaitResult } from './stability/waiter.ts';
 
@@ -190,4 +191,18 @@ export class Withdrawn extends Error {
 /** Whether the sync's signal was aborted because its deployment left the configuration. */
 export function withdrawn(signal: AbortSignal | undefined): boolean {
   return signal?.aborted === true && signal.reason instanceof Withdrawn;
+}
+
+/** A deployment's preview between two commits (src/sync/preview.ts), as comments and `mooring diff --base` show it. */
+export interface DeploymentPreview {
+  deployment: string;
+  base: string;
+  head: string;
+  /** Whether prune is on: objects removed from the manifests would be deleted. */
+  prune: boolean;
+  diff?: PreviewDiff | undefined;
+  /** The head does not render: the preview fails with this (file and line when known). */
+  error?: string | undefined;
+  /** Warnings of the build (kustomize, helm), and that the base did not render (the head is then all new). */
+  notes: string[];
 }

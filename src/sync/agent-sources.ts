@@ -209,6 +209,21 @@ export async function pollGitSource(
 }
 
 /**
+ * Whether moving from `base` to `head` changes any file deployment `spec` reads (its paths, chart folder, values
+ * files; any commit may concern a kustomization): which deployments a pull request concerns.
+ */
+export async function concerns(
+  repo: GitRepository,
+  spec: Deployment,
+  base: string,
+  head: string,
+): Promise<boolean> {
+  if (base === head) return false;
+  const d: DeploymentState = { spec, commit: undefined, deployed: undefined };
+  return !(await changesNoneOf(repo, d, head, base));
+}
+
+/**
  * Whether the commit changes none of the deployment's files since `since` (a sync in progress), else since the
  * commit deployed, or, while nothing is deployed, since the commit whose sync failed (then no sync is needed, and
  * no status is posted).

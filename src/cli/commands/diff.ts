@@ -28,6 +28,7 @@ import { type ClusterFlags, clusterAccess, manifestBoundary, withManifestFlags }
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
 import { cliRenderOptions, type LocalInputFlags, readLocalInput, withReadFlags } from '../local-input.ts';
 import { checkedNames } from '../names.ts';
+import { runRevisionDiff } from './diff-revisions.ts';
 import { parseImageFlag } from './render.ts';
 
 interface DiffFlags extends ClusterFlags, LocalInputFlags {
@@ -40,6 +41,10 @@ interface DiffFlags extends ClusterFlags, LocalInputFlags {
   deployment?: string;
   config?: string;
   concurrency: string;
+  base?: string;
+  head?: string;
+  output?: string;
+  checkout?: string;
 }
 
 /** What to diff: the deploy request, the cluster, and whose inventory prune would read (when it would prune). */
@@ -231,6 +236,14 @@ async function runDiff(
   print: (text: string) => void,
   printErr: (text: string) => void,
 ): Promise<void> {
+  // Two revisions of the checkout, rendered without a cluster (diff-revisions.ts).
+  if (flags.base !== undefined || flags.head !== undefined)
+    return runRevisionDiff(paths, { ...flags, recursive: flags.recursive }, print, printErr);
+  if (flags.output !== undefined)
+    throw new ExitError(
+      'error: -o is for --base/--head; a diff against the cluster prints unified diffs',
+      EXIT_USAGE,
+    );
   const concurrency = Number(flags.concurrency);
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64)
     throw new ExitError('error: --concurrency must be an integer from 1 to 64', EXIT_USAGE);
@@ -298,7 +311,14 @@ export function diffCommand(
     .option('--allow-empty', 'files that render no objects are not an error (as for deploy)')
     .option('--deployment <name>', "the agent's deployment of that name (with --config), instead of paths")
     .option('--config <file>', 'the agent configuration (with --deployment)')
-    .option('--concurrency <n>', 'objects dry-run at once', '8');
+    .option('--concurrency <n>', 'objects dry-run at once', '8')
+    .option(
+      '--base <revision>',
+      'compare two revisions of the Git checkout, without a cluster: the base (a branch, tag or commit)',
+    )
+    .option('--head <revision>', "with --base: the head (a pull request's commit, HEAD)")
+    .option('--checkout <dir>', 'with --base/--head: the Git checkout to read (default: the current folder)')
+    .option('-o, --output <format>', 'with --base/--head: text, markdown (the pull-request comment) or json');
   // Paths, or --deployment instead.
   command.registeredArguments[0]?.argOptional();
   command.action(async (paths: string[], flags: DiffFlags) => {

@@ -50,6 +50,11 @@ export interface GitRepositoryOptions {
   maxPacks?: number;
   /** Told about every HTTP request (method, URL without credentials): metrics, tests. */
   onRequest?: (method: string, url: string) => void;
+  /**
+   * The `.git` folder of a checkout to read instead of a cache (`mooring diff --base --head` in CI): nothing is
+   * fetched or written there; a commit it does not hold is an error saying to fetch it.
+   */
+  localGitdir?: string | undefined;
 }
 
 export interface Changes {
@@ -76,6 +81,7 @@ export class GitRepository {
   readonly #remote: RemoteOptions;
   readonly #maxFiles: number;
   readonly #maxPacks: number;
+  readonly #local: boolean;
   #lastResolved: ResolvedRef | undefined;
   /** Diffs of commit pairs, newest last (a few polls' worth). */
   readonly #diffs = new Map<string, Changes>();
@@ -85,7 +91,9 @@ export class GitRepository {
     this.source = source;
     this.url = safeUrl(source.url);
     this.#spec = refSpecOf(source.ref);
-    this.gitdir = join(options.cacheDir, createHash('sha256').update(source.url).digest('hex'));
+    this.gitdir =
+      options.localGitdir ?? join(options.cacheDir, createHash('sha256').update(source.url).digest('hex'));
+    this.#local = options.localGitdir !== undefined;
     this.#remote = {
       maxTransferBytes: options.maxTransferBytes ?? 1024 ** 3,
       onRequest: options.onRequest,
@@ -111,6 +119,12 @@ export class GitRepository {
     const commit = typeof target === 'string' ? target : target.commit;
     const last = this.#lastResolved;
     const ref = typeof target !== 'string' ? target.ref : last?.commit === commit ? last.ref : undefined;
+    if (this.#local) {
+      if (await hasCommit(this.#store(), commit)) return;
+      throw new StalledError(
+        `commit ${commit.slice(0, 12)} is not in the local repository ${this.gitdir}: fetch it first (git fetch)`,
+      );
+    }
     await this.#init();
     await exclusive(this.gitdir, async () => {
       if (!(await hasCommit(this.#store(), commit))) {
@@ -242,11 +256,12 @@ export class GitRepository {
   }
 
   #fetchPack(want: string, depth: number): Promise<void> {
+    if (this.#local) return Promise.resolve();
     return fetchInto(this.source, { gitdir: this.gitdir, want, have: LAST_REF, depth }, this.#remote);
   }
 
   async #init(): Promise<void> {
-    if (this.#initialized) return;
+    if (this.#initialized || this.#local) return;
     await initCache(this.gitdir);
     this.#initialized = true;
   }

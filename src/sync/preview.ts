@@ -1,0 +1,128 @@
+// A deployment's preview between two commits: its manifests read at the base and at the head through the one reader
+// (deployment-manifests.ts: chart rendered, kustomizations built, SOPS decrypted, hostile-commit bounds), both
+// rendered as a sync renders them (the deployment's render options, the images a sync would bind), the head with the
+// base's versions known, and compared (render/preview-diff.ts). Nothing is written to any cluster. Values decrypted
+// from SOPS files are redacted from every text of the preview, and Secret values are masked key by key.
+import { randomBytes } from 'node:crypto';
+import { renderOptionsFor } from '../config/render-options.ts';
+import type { Deployment, MooringConfig } from '../config/schema.ts';
+import type { DeploymentPreview } from '../contract.ts';
+import { errorMessage } from '../errors.ts';
+import { previewDiff } from '../render/preview-diff.ts';
+import { valueRedactor } from '../render/redact.ts';
+import { type ClusterSnapshot, type ImageArtifact, type RenderResult, render } from '../render/render.ts';
+import type { ChartDependency } from '../report/ledger.ts';
+import type { ArtifactAt } from '../sources/artifact-fetch.ts';
+import { type ClusterCapabilities, deploymentManifests } from '../sources/deployment-manifests.ts';
+import type { GitRepository } from '../sources/git/repository.ts';
+import { decryptedValues } from '../sources/sops/decrypt.ts';
+
+export interface PreviewRequest {
+  config: MooringConfig;
+  spec: Deployment;
+  /** The deployment's Git source: the agent's cache, or the checkout a CI job runs in. */
+  repo: GitRepository;
+  base: string;
+  head: string;
+  /** Images bound as a sync would bind them (the current release's); none offline. */
+  images?: readonly ImageArtifact[] | undefined;
+  /** Chart versions and artifact digests a sync would use (the current release's, or polled). */
+  artifacts?: Readonly<Record<string, ArtifactAt>> | undefined;
+  /** Chart dependencies the releases recorded (a version fetched again must match). */
+  dependencies?: readonly ChartDependency[] | undefined;
+  capabilities?: (() => Promise<ClusterCapabilities>) | undefined;
+  cacheDir?: string | undefined;
+  /** The versions the cluster holds, when a cluster is known (the base then renders as it is deployed). */
+  snapshot?: ClusterSnapshot | undefined;
+}
+
+/** The preview of deployment `spec` from `base` to `head`. */
+export async function previewDeployment(request: PreviewRequest): Promise<DeploymentPreview> {
+  const { spec } = request;
+  const preview: DeploymentPreview = {
+    deployment: spec.name,
+    base: request.base,
+    head: request.head,
+    prune: spec.prune,
+    notes: [],
+  };
+  // One key for both renders: versioned Secrets compare by content; it never leaves the preview.
+  const options = { ...renderOptionsFor(request.config, spec), hashKey: randomBytes(32) };
+  const secrets: string[] = [];
+  const at = async (commit: string, snapshot = request.snapshot): Promise<RenderResult> => {
+    const files = await deploymentManifests(
+      {
+        config: request.config,
+        capabilities: request.capabilities,
+        cacheDir: request.cacheDir,
+      },
+      spec,
+      { git: request.repo, commit, artifacts: request.artifacts, dependencies: request.dependencies },
+    );
+    secrets.push(...decryptedValues(files));
+    for (const w of files.flatMap((f) => f.warnings ?? [])) preview.notes.push(`warning: ${w}`);
+    return render({
+      files,
+      namespace: spec.namespace,
+      application: spec.application ?? spec.namespace,
+      images: request.images,
+      snapshot,
+      options,
+    });
+  };
+  const empty: RenderResult = { objects: [], plan: [], images: { bound: [], unused: [] }, references: [] };
+  let base = empty;
+  try {
+    base = await at(request.base);
+  } catch (error) {
+    preview.notes.push(
+      `the base ${request.base.slice(0, 12)} does not render (${errorMessage(error)}): every object is shown as new`,
+    );
+  }
+  try {
+    // The head renders with the base's versions known: unchanged content keeps its version, changed gets the next.
+    const versions = base.plan.flatMap((p, i) => {
+      const o = base.objects[i];
+      return p.version && o
+        ? [
+            {
+              kind: o.kind,
+              namespace: o.metadata.namespace ?? '',
+              name: p.version.base,
+              version: p.version.version,
+              hash: p.version.hash,
+            },
+          ]
+        : [];
+    });
+    const snapshot: ClusterSnapshot = {
+      versions: [...(request.snapshot?.versions ?? []), ...versions],
+      live: request.snapshot?.live ?? [],
+      adopted: request.snapshot?.adopted,
+    };
+    preview.diff = previewDiff(base, await at(request.head, snapshot));
+  } catch (error) {
+    preview.error = errorMessage(error);
+  }
+  return redactPreview(preview, valueRedactor(secrets));
+}
+
+/** Every text of the preview with decrypted values redacted. */
+function redactPreview(preview: DeploymentPreview, redact: (text: string) => string): DeploymentPreview {
+  const objects = <T extends { text: string }>(list: T[]) =>
+    list.map((o) => ({ ...o, text: redact(o.text) }));
+  return {
+    ...preview,
+    error: preview.error === undefined ? undefined : redact(preview.error),
+    notes: preview.notes.map(redact),
+    diff: preview.diff && {
+      ...preview.diff,
+      added: objects(preview.diff.added),
+      changed: objects(preview.diff.changed),
+      removed: objects(preview.diff.removed),
+      versions: objects(preview.diff.versions),
+    },
+  };
+}
+
+export type { DeploymentPreview } from '../contract.ts';

@@ -1,0 +1,177 @@
+// `mooring diff --base --head` on a real Git checkout (made with the git command): two revisions rendered without a
+// cluster, as the agent's pull-request preview renders them, printed as Markdown, JSON or text.
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../../../src/cli/program.ts';
+import { PREVIEW_MARKER } from '../../../src/report/preview-text.ts';
+
+const run = promisify(execFile);
+
+async function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(argv, {
+    stdout: (t) => (stdout += `${t}\n`),
+    stderr: (t) => (stderr += `${t}\n`),
+  });
+  return { code, stdout, stderr };
+}
+
+/** A checkout with one commit per entry of `commits` (files written, null deleted); returns its folder and shas. */
+async function checkout(commits: Record<string, string | null>[]): Promise<{ dir: string; shas: string[] }> {
+  const dir = await mkdtemp(join(tmpdir(), 'mooring-diff-checkout-'));
+  const git = (...args: string[]) =>
+    run(
+      'git',
+      ['-c', 'user.name=t', '-c', 'user.email=t@example.com', '-c', 'commit.gpgsign=false', ...args],
+      {
+        cwd: dir,
+      },
+    );
+  await git('init', '-q', '-b', 'main');
+  const shas: string[] = [];
+  for (const files of commits) {
+    for (const [path, text] of Object.entries(files)) {
+      if (text === null) await git('rm', '-q', path);
+      else {
+        await mkdir(dirname(join(dir, path)), { recursive: true });
+        await writeFile(join(dir, path), text);
+      }
+    }
+    await git('add', '-A');
+    await git('commit', '-q', '-m', `commit ${shas.length}`);
+    shas.push((await git('rev-parse', 'HEAD')).stdout.trim());
+  }
+  return { dir, shas };
+}
+
+const web = (color: string, password: string) => `apiVersion: v1
+kind: ConfigMap
+metadata: {name: web-config}
+data: {color: ${color}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: web-secret}
+stringData: {password: ${password}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: web
+          image: example/web:1
+          envFrom: [{configMapRef: {name: web-config}}, {secretRef: {name: web-secret}}]
+`;
+
+const CONFIG = `sources:
+  git:
+    - {name: app, url: https://git.example.invalid/shop/app.git}
+deployments:
+  - {name: web, namespace: shop, source: app, paths: [apps/web]}
+  - {name: api, namespace: shop, source: app, paths: [apps/api]}
+  - {name: docs, namespace: shop, source: app, paths: [apps/docs]}
+`;
+
+describe('mooring diff --base --head', () => {
+  it('previews the deployments a change concerns, as Markdown, with the ConfigMap version moving and no Secret value', async () => {
+    const { dir, shas } = await checkout([
+      {
+        'mooring.yaml': CONFIG,
+        'apps/web/web.yaml': web('blue', 'hunter2-one'),
+        'apps/api/api.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: api}\ndata: {a: "1"}\n',
+        'apps/docs/docs.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: docs}\n',
+      },
+      {
+        'apps/web/web.yaml': web('green', 'hunter2-two'),
+        // A broken manifest in api: its preview fails, naming the file and line.
+        'apps/api/api.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: api}\ndata: {a: [\n',
+      },
+    ]);
+    const [base, head] = shas as [string, string];
+    const md = await cli(
+      'diff',
+      '--checkout',
+      dir,
+      '--base',
+      base,
+      '--head',
+      'HEAD',
+      '--config',
+      join(dir, 'mooring.yaml'),
+      '-o',
+      'markdown',
+    );
+    // api does not render: exit 2, and the preview is printed all the same.
+    expect(md.code, md.stderr).toBe(2);
+    expect(md.stdout.startsWith(PREVIEW_MARKER)).toBe(true);
+    expect(md.stdout).toContain('web: 1 changed, 2 new versions');
+    expect(md.stdout).toMatch(
+      /New version ` ConfigMap shop\/web-config `: ` web-config-v000 ` → ` web-config-v001 `; moves ` Deployment shop\/web `/,
+    );
+    expect(md.stdout).toContain('-  color: blue');
+    expect(md.stdout).toContain('+  color: green');
+    expect(md.stdout).toContain('api: does not render');
+    expect(md.stdout).toMatch(/apps\/api\/api\.yaml:\d+/);
+    // docs changed no file: not previewed.
+    expect(md.stdout).not.toContain('docs:');
+    for (const secret of ['hunter2-one', 'hunter2-two', Buffer.from('hunter2-two').toString('base64')])
+      expect(md.stdout).not.toContain(secret);
+
+    const json = await cli(
+      'diff',
+      '--checkout',
+      dir,
+      '--base',
+      base,
+      '--head',
+      head,
+      '--config',
+      join(dir, 'mooring.yaml'),
+      '--deployment',
+      'web',
+      '-o',
+      'json',
+    );
+    expect(json.code, json.stderr).toBe(1);
+    const parsed = JSON.parse(json.stdout) as {
+      previews: { deployment: string; diff: { versions: { to: string }[] } }[];
+    };
+    expect(parsed.previews.map((p) => p.deployment)).toEqual(['web']);
+    expect(parsed.previews[0]?.diff.versions.map((v) => v.to).sort()).toEqual([
+      'web-config-v001',
+      'web-secret-v001',
+    ]);
+  });
+
+  it('reads paths of the checkout, says when nothing changes, and names a revision it does not have', async () => {
+    const { dir, shas } = await checkout([
+      { 'k8s/a.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n' },
+      { 'README.md': 'docs\n' },
+    ]);
+    const same = await cli(
+      'diff',
+      join(dir, 'k8s'),
+      '--base',
+      shas[0] as string,
+      '--head',
+      'main',
+      '-n',
+      'shop',
+    );
+    expect(same.code, same.stderr).toBe(0);
+    expect(same.stdout).toContain('paths: no change');
+    const missing = await cli('diff', join(dir, 'k8s'), '--base', 'no-such-branch', '--head', 'main');
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('revision no-such-branch is not in the checkout');
+  });
+});
