@@ -99,7 +99,10 @@ describe('a preview between two renders', () => {
     const all = JSON.stringify(diff);
     for (const value of ['s3cret-one', 's3cret-two', 'admin', Buffer.from('admin').toString('base64')])
       expect(all).not.toContain(value);
-    const gone = previewDiff(base, rendered('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\n', base));
+    const gone = previewDiff(
+      base,
+      rendered('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\n', base),
+    );
     const removed = gone.removed.find((r) => r.object === 'Secret shop/app-secret');
     expect(removed?.text).toContain('(removed)');
     expect(JSON.stringify(gone)).not.toContain(Buffer.from('s3cret-one').toString('base64'));
@@ -108,7 +111,14 @@ describe('a preview between two renders', () => {
   it('finds nothing when nothing changes', () => {
     const base = rendered(app('blue', 'x1234'));
     const diff = previewDiff(base, rendered(app('blue', 'x1234'), base));
-    expect(diff).toMatchObject({ added: [], changed: [], removed: [], versions: [], images: [], unchanged: 3 });
+    expect(diff).toMatchObject({
+      added: [],
+      changed: [],
+      removed: [],
+      versions: [],
+      images: [],
+      unchanged: 3,
+    });
   });
 });
 
@@ -141,12 +151,18 @@ describe('the comment', () => {
       object: 'x',
       text: '+```\n+</details>',
     };
-    expect(previewMarkdown([withFence], { base: 'a', head: 'b' })).toContain('````diff\n+```\n+</details>\n````');
+    expect(previewMarkdown([withFence], { base: 'a', head: 'b' })).toContain(
+      '````diff\n+```\n+</details>\n````',
+    );
   });
 
   it('fits the forge: diffs left out past the limit, titles and the way to the full text kept', () => {
     const previews = Array.from({ length: 30 }, (_, i) => preview(`app-${i}`, 400));
-    const md = previewMarkdown(previews, { base: 'a', head: 'b', fullText: 'mooring diff --base a --head b' }, 65_536);
+    const md = previewMarkdown(
+      previews,
+      { base: 'a', head: 'b', fullText: 'mooring diff --base a --head b' },
+      65_536,
+    );
     expect(md.length).toBeLessThanOrEqual(65_536);
     expect(md).toContain('Diffs left out to fit the comment');
     expect(md).toContain('mooring diff --base a --head b');
