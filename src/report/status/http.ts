@@ -1,7 +1,8 @@
-// The one HTTP exchange every provider makes: POST a JSON body through the bounded request helper
-// (src/http/request.ts), then turn the answer into the error taxonomy. Rate limits become WaitingError with the delay
-// the server asked for, 5xx and network failures TransientError, every other refusal StalledError with the server's
-// own message (bounded) and a hint at what to check.
+// The one HTTP exchange every forge client makes (commit statuses, pull-request comments): a JSON request through the
+// bounded request helper (src/http/request.ts), its answer parsed, and a refusal turned into the error taxonomy. Rate
+// limits become WaitingError with the delay the server asked for, 5xx and network failures TransientError, every other
+// refusal StalledError with the server's own message (bounded) and a hint at what to check. Redirects are never
+// followed: the token would go along to wherever they point.
 import { StalledError, type Subject } from '../../errors.ts';
 import { httpFailure, safeEndpoint, sendBounded } from '../../http/request.ts';
 import type { HttpOptions, ProviderName } from './types.ts';
@@ -13,6 +14,116 @@ const MAX_SERVER_MESSAGE = 300;
 
 export const USER_AGENT = 'mooring';
 
+/** What a refusal means for a kind of request, by status: appended to the message after a colon. */
+export type FailureHints = Readonly<Partial<Record<number, string>>>;
+
+/** The hints of a commit-status request. */
+export const STATUS_HINTS: FailureHints = {
+  401: 'check the token',
+  403: 'the token lacks the permission to write commit statuses',
+  404: 'the repository or commit does not exist, or the token cannot see it',
+};
+
+export interface JsonRequest {
+  provider: ProviderName;
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH';
+  url: string;
+  headers: Record<string, string>;
+  /** Sent as JSON; none for GET. */
+  body?: unknown;
+  subject: Subject;
+  /** Read and parse the answer of a success (at most maxBodyBytes of it); otherwise only its status counts. */
+  expectBody?: boolean | undefined;
+  /** The most of a successful answer read; a longer one is refused, never parsed in part. */
+  maxBodyBytes?: number | undefined;
+  hints?: FailureHints | undefined;
+  /** A refusal that means "already so" for this API (GitLab will not move a status to the state it is in). */
+  alreadyDone?: ((status: number, message: string) => boolean) | undefined;
+  /** Refusals the caller handles itself (a missing optional resource): returned, not thrown. Never a rate limit. */
+  allow?: ((status: number) => boolean) | undefined;
+}
+
+export interface JsonAnswer {
+  status: number;
+  /** False only for a refusal `allow` let through. */
+  ok: boolean;
+  headers: Headers;
+  /** The parsed answer when `expectBody` and the answer was a success with a body; otherwise undefined. */
+  body: unknown;
+}
+
+/** One JSON request; every refusal but those `allow` lets through is thrown as the error taxonomy. */
+export async function requestJson(request: JsonRequest, options: HttpOptions = {}): Promise<JsonAnswer> {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const where = `${request.method} ${safeEndpoint(request.url)}`;
+  const limit = request.expectBody ? (request.maxBodyBytes ?? MAX_ERROR_BODY_BYTES) : MAX_ERROR_BODY_BYTES;
+  const headers: Record<string, string> = { 'User-Agent': USER_AGENT, ...request.headers };
+  if (request.body !== undefined) headers['Content-Type'] = 'application/json';
+  const response = await sendBounded({
+    method: request.method,
+    url: request.url,
+    headers,
+    ...(request.body !== undefined ? { body: JSON.stringify(request.body) } : {}),
+    timeoutMs,
+    maxBodyBytes: limit,
+    // Not followed: fetch would carry PRIVATE-TOKEN along to wherever a redirect points.
+    redirect: 'manual',
+    what: where,
+    subject: request.subject,
+    fetch: options.fetch,
+  });
+  if (response.ok) {
+    if (!request.expectBody)
+      return { status: response.status, ok: true, headers: response.headers, body: undefined };
+    if (response.truncated) {
+      throw new StalledError(`${where}: the answer is longer than ${limit} bytes, more than mooring reads`, {
+        subject: request.subject,
+      });
+    }
+    return {
+      status: response.status,
+      ok: true,
+      headers: response.headers,
+      body: parseAnswer(response.body, where, request),
+    };
+  }
+  if (response.status >= 300 && response.status < 400) {
+    const location = response.headers.get('location');
+    throw new StalledError(
+      `${where} was redirected${location ? ` to ${safeEndpoint(location, request.url)}` : ''}: ` +
+        'the repository moved or apiUrl is wrong; update the configuration',
+      { subject: request.subject },
+    );
+  }
+  const message = serverMessage(response.body);
+  if (request.alreadyDone?.(response.status, message)) {
+    return { status: response.status, ok: true, headers: response.headers, body: undefined };
+  }
+  // GitHub signals its limits with 403 as well as 429 (primary: remaining 0; secondary: Retry-After).
+  const rateLimited =
+    response.status === 429 ||
+    (response.status === 403 &&
+      (response.headers.get('x-ratelimit-remaining') === '0' ||
+        response.headers.get('retry-after') !== null));
+  if (!rateLimited && request.allow?.(response.status)) {
+    return { status: response.status, ok: false, headers: response.headers, body: undefined };
+  }
+  const what = `${label(request.provider)} answered HTTP ${response.status}${message ? ` (${message})` : ''} to ${where}`;
+  const hint = (request.hints ?? STATUS_HINTS)[response.status];
+  const failure = httpFailure(
+    response,
+    rateLimited ? `${what}: rate limited` : `${what}${hint ? `: ${hint}` : ''}`,
+    {
+      now: (options.now ?? Date.now)(),
+      rateLimited,
+      subject: request.subject,
+    },
+  );
+  if (failure) throw failure;
+  // httpFailure has no verdict for 1xx, which fetch never hands over; kept total all the same.
+  throw new StalledError(what, { subject: request.subject });
+}
+
 export interface JsonPost {
   provider: ProviderName;
   url: string;
@@ -23,67 +134,28 @@ export interface JsonPost {
   alreadyDone?: ((status: number, message: string) => boolean) | undefined;
 }
 
+/** POSTs a JSON body whose answer is not needed (a commit status). */
 export async function postJson(request: JsonPost, options: HttpOptions = {}): Promise<void> {
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const where = `POST ${safeEndpoint(request.url)}`;
-  const response = await sendBounded({
-    method: 'POST',
-    url: request.url,
-    headers: { 'Content-Type': 'application/json', 'User-Agent': USER_AGENT, ...request.headers },
-    body: JSON.stringify(request.body),
-    timeoutMs,
-    maxBodyBytes: MAX_ERROR_BODY_BYTES,
-    // Not followed: fetch would carry PRIVATE-TOKEN along to wherever a redirect points.
-    redirect: 'manual',
-    what: where,
-    subject: request.subject,
-    fetch: options.fetch,
-  });
-  if (response.ok) return;
-  if (response.status >= 300 && response.status < 400) {
-    const location = response.headers.get('location');
-    throw new StalledError(
-      `${where} was redirected${location ? ` to ${safeEndpoint(location, request.url)}` : ''}: ` +
-        'the repository moved or apiUrl is wrong; update the configuration',
-      { subject: request.subject },
-    );
-  }
-  const message = serverMessage(response.body);
-  if (request.alreadyDone?.(response.status, message)) return;
-  const what = `${label(request.provider)} answered HTTP ${response.status}${message ? ` (${message})` : ''} to ${where}`;
-  // GitHub signals its limits with 403 as well as 429 (primary: remaining 0; secondary: Retry-After).
-  const rateLimited =
-    response.status === 429 ||
-    (response.status === 403 &&
-      (response.headers.get('x-ratelimit-remaining') === '0' ||
-        response.headers.get('retry-after') !== null));
-  const failure = httpFailure(
-    response,
-    rateLimited ? `${what}: rate limited` : `${what}${hint(response.status)}`,
-    {
-      now: (options.now ?? Date.now)(),
-      rateLimited,
-      subject: request.subject,
-    },
-  );
-  if (failure) throw failure;
+  await requestJson({ ...request, method: 'POST', hints: STATUS_HINTS }, options);
 }
 
-/** An API base from configuration: http(s), no credentials (fetch refuses them), no query, no trailing slash. */
-export function apiBase(url: string): string {
+/**
+ * An API base from configuration: http(s), no credentials (fetch refuses them), no query, no trailing slash.
+ * `setting` names the configuration block in messages.
+ */
+export function apiBase(url: string, setting = 'commitStatus'): string {
+  const key = `${setting}.`;
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
-    throw new StalledError('commitStatus.apiUrl is not a URL');
+    throw new StalledError(`${key}apiUrl is not a URL`);
   }
   if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
-    throw new StalledError(`commitStatus.apiUrl ${safeEndpoint(url)} must be an http(s) URL`);
+    throw new StalledError(`${key}apiUrl ${safeEndpoint(url)} must be an http(s) URL`);
   }
   if (parsed.username || parsed.password) {
-    throw new StalledError(
-      `commitStatus.apiUrl ${safeEndpoint(url)} must not hold credentials: use commitStatus.token`,
-    );
+    throw new StalledError(`${key}apiUrl ${safeEndpoint(url)} must not hold credentials: use ${key}token`);
   }
   return `${parsed.origin}${parsed.pathname.replace(/\/+$/, '')}`;
 }
@@ -112,14 +184,22 @@ function serverMessage(text: string): string {
   return flat.length > MAX_SERVER_MESSAGE ? `${flat.slice(0, MAX_SERVER_MESSAGE)}…` : flat;
 }
 
-function hint(status: number): string {
-  if (status === 401) return ': check the token';
-  if (status === 403) return ': the token lacks the permission to write commit statuses';
-  if (status === 404) return ': the repository or commit does not exist, or the token cannot see it';
-  return '';
+/** The parsed answer of a success; an empty answer (204) is undefined. A page that is not JSON is not the API. */
+function parseAnswer(text: string, where: string, request: JsonRequest): unknown {
+  if (text.trim() === '') return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new StalledError(
+      `${where}: the answer is not JSON; is apiUrl the address of the ${label(request.provider)} API?`,
+      {
+        subject: request.subject,
+      },
+    );
+  }
 }
 
-function label(provider: ProviderName): string {
+export function label(provider: ProviderName): string {
   const labels: Record<ProviderName, string> = {
     github: 'GitHub',
     gitlab: 'GitLab',

@@ -1,6 +1,7 @@
-// Which provider posts the statuses of a repository, and where its API is: from the configuration when it says,
-// otherwise from the repository's host. Only hosts whose API is known for certain are recognised by name;
-// every other host needs `commitStatus.provider`, since guessing would send the token to the wrong kind of API.
+// Which provider posts the statuses of a repository (and which forge any other client of it talks to), and where its
+// API is: from the configuration when it says, otherwise from the repository's host. Only hosts whose API is known for
+// certain are recognised by name; every other host needs `commitStatus.provider`, since guessing would send the token
+// to the wrong kind of API.
 import type { Deployment } from '../../config/schema.ts';
 import { StalledError } from '../../errors.ts';
 import { BITBUCKET_CLOUD_API_URL, bitbucketCloudProvider } from './bitbucket-cloud.ts';
@@ -26,17 +27,10 @@ export function providerFor(
   config: Pick<CommitStatusConfig, 'provider' | 'apiUrl'>,
   http?: HttpOptions,
 ): CommitStatusProvider {
-  const location = parseRepoUrl(repoUrl);
-  const name = config.provider === 'auto' ? KNOWN_HOSTS[location.hostname] : config.provider;
-  if (name === undefined) {
-    throw new StalledError(
-      `cannot tell which commit-status API ${location.hostname} has (only github.com, gitlab.com and ` +
-        'bitbucket.org are recognised): set commitStatus.provider to github, gitlab, gitea or bitbucket-server, ' +
-        'and commitStatus.apiUrl if the API is not at its usual place',
-      { subject: { describe: describeRepo(repoUrl) } },
-    );
-  }
-  const apiUrl = config.apiUrl ?? defaultApiUrl(name, location);
+  const { name, apiUrl } = forgeApiFor(repoUrl, config, {
+    api: 'commit-status API',
+    setting: 'commitStatus',
+  });
   switch (name) {
     case 'github':
       return githubProvider({ apiUrl, http });
@@ -49,6 +43,36 @@ export function providerFor(
     case 'bitbucket-server':
       return bitbucketServerProvider({ apiUrl, http });
   }
+}
+
+export interface ForgeApi {
+  name: ProviderName;
+  /** As configured, or where the API usually is on the repository's host (defaultApiUrl). */
+  apiUrl: string;
+}
+
+/**
+ * Which kind of forge serves a repository and where its API is, for every client of a forge (commit statuses,
+ * pull-request comments). `purpose` names the API and the configuration block (`commitStatus`, `preview`) in the
+ * message about a host that is not known.
+ */
+export function forgeApiFor(
+  repoUrl: string,
+  config: { provider: 'auto' | ProviderName; apiUrl?: string | undefined },
+  purpose: { api: string; setting: string },
+): ForgeApi {
+  const location = parseRepoUrl(repoUrl);
+  const name = config.provider === 'auto' ? KNOWN_HOSTS[location.hostname] : config.provider;
+  if (name === undefined) {
+    const key = `${purpose.setting}.`;
+    throw new StalledError(
+      `cannot tell which ${purpose.api} ${location.hostname} has (only github.com, gitlab.com and ` +
+        `bitbucket.org are recognised): set ${key}provider to github, gitlab, gitea or bitbucket-server, ` +
+        `and ${key}apiUrl if the API is not at its usual place`,
+      { subject: { describe: describeRepo(repoUrl) } },
+    );
+  }
+  return { name, apiUrl: config.apiUrl ?? defaultApiUrl(name, location) };
 }
 
 /** Where each API lives on a host when the configuration does not say. */

@@ -1,0 +1,192 @@
+// Bitbucket Cloud: a pull request's comments. Operations (developer.atlassian.com/cloud/bitbucket/rest/
+// api-group-pullrequests; paging: developer.atlassian.com/cloud/bitbucket/rest/intro/#pagination):
+//   GET  /2.0/repositories/{workspace}/{repo_slug}/pullrequests/{pull_request_id}/comments?pagelen=50
+//        ({values, next}: `next` is the next page's address, absent on the last)
+//   POST /2.0/repositories/{workspace}/{repo_slug}/pullrequests/{pull_request_id}/comments {content: {raw}}
+//   PUT  /2.0/repositories/{workspace}/{repo_slug}/pullrequests/{pull_request_id}/comments/{comment_id} {content: {raw}}
+//   GET  /2.0/repositories/{workspace}/{repo_slug}/pullrequests/{pull_request_id}
+//   GET  /2.0/user (whose token; an access token of a repository or workspace may not say: then any comment)
+// Inline comments, replies and deleted comments are not the preview's and are skipped.
+import { z } from 'zod';
+import { StalledError } from '../../errors.ts';
+import { BITBUCKET_CLOUD_API_URL } from '../status/bitbucket-cloud.ts';
+import { apiBase } from '../status/http.ts';
+import { ownerAndName, parseRepoUrl } from '../status/repo-url.ts';
+import type { HttpOptions } from '../status/types.ts';
+import {
+  COMMENT_HINTS,
+  type CommentApi,
+  call,
+  callList,
+  callUnless,
+  checkBody,
+  type Exchange,
+  PULL_REQUEST_HINTS,
+  pullNumber,
+  pullSubject,
+  readTarget,
+  sameApi,
+  upsertComment,
+  viewerCache,
+} from './forge.ts';
+import type { PostedComment, PreviewCommentProvider, PullRequestInfo, PullRequestTarget } from './types.ts';
+
+/** Bitbucket Cloud documents no limit; 32,768 characters is well within what it takes and shows. */
+export const BITBUCKET_CLOUD_MAX_COMMENT = 32_768;
+// "Individual APIs may enforce different values" than the documented maximum of 100; the pull-request resources
+// are known to stop at 50.
+const PAGE_LENGTH = 50;
+
+const account = z.object({
+  uuid: z.string().optional(),
+  account_id: z.string().optional(),
+  nickname: z.string().optional(),
+  display_name: z.string().optional(),
+});
+const comment = z.object({
+  id: z.number().int().positive(),
+  content: z.object({ raw: z.string().nullish() }).nullish(),
+  user: account.nullish(),
+  deleted: z.boolean().optional(),
+  inline: z.unknown().optional(),
+  parent: z.unknown().optional(),
+  links: z.object({ html: z.object({ href: z.string() }).optional() }).optional(),
+});
+const page = z.object({ values: z.array(z.unknown()), next: z.string().optional() });
+const repository = z.object({ uuid: z.string() });
+const pull = z.object({
+  id: z.number().int(),
+  state: z.enum(['OPEN', 'MERGED', 'DECLINED', 'SUPERSEDED']),
+  author: account.nullish(),
+  source: z.object({
+    branch: z.object({ name: z.string() }),
+    commit: z.object({ hash: z.string() }).nullable(),
+    repository: repository.nullable(),
+  }),
+  destination: z.object({ branch: z.object({ name: z.string() }), repository }),
+});
+
+export interface BitbucketCloudCommentOptions {
+  apiUrl?: string | undefined;
+  http?: HttpOptions | undefined;
+}
+
+export function bitbucketCloudComments(options: BitbucketCloudCommentOptions = {}): PreviewCommentProvider {
+  const api = apiBase(options.apiUrl ?? BITBUCKET_CLOUD_API_URL, 'preview');
+  const viewers = viewerCache();
+
+  function open(target: PullRequestTarget, token: string) {
+    const [workspace, slug] = ownerAndName(parseRepoUrl(target.repoUrl), true, 'workspace/repository');
+    const number = pullNumber(target);
+    const x: Exchange = {
+      provider: 'bitbucket-cloud',
+      headers: { Authorization: `Bearer ${token}`, Accept: 'application/json' },
+      subject: pullSubject(`${workspace}/${slug}`, number),
+      http: options.http,
+    };
+    const repo = `${api}/repositories/${encodeURIComponent(workspace)}/${encodeURIComponent(slug)}`;
+    return { x, pr: `${repo}/pullrequests/${number}` };
+  }
+
+  return {
+    name: 'bitbucket-cloud',
+    maxBody: BITBUCKET_CLOUD_MAX_COMMENT,
+    async upsert(target, body, marker, token) {
+      const { x, pr } = readTarget(target, () => open(target, token));
+      checkBody(body, marker, BITBUCKET_CLOUD_MAX_COMMENT, x.subject);
+      const posted = (value: z.infer<typeof comment>, created: boolean): PostedComment => ({
+        id: String(value.id),
+        created,
+        url: value.links?.html?.href,
+      });
+      const commentApi: CommentApi = {
+        first: `${pr}/comments?pagelen=${PAGE_LENGTH}`,
+        async page(url) {
+          const answer = await callList(
+            x,
+            { url, hints: COMMENT_HINTS, what: 'comments' },
+            (body) => (body as { values?: unknown }).values,
+            comment,
+          );
+          const next = page.safeParse(answer.body).data?.next;
+          return {
+            comments: answer.items
+              .filter((c) => c.deleted !== true && !c.inline && !c.parent)
+              .map((c) => ({
+                id: String(c.id),
+                body: c.content?.raw ?? '',
+                author: c.user?.uuid,
+                url: c.links?.html?.href,
+              })),
+            next: next === undefined ? undefined : sameApi(next, api, x),
+          };
+        },
+        viewer: () =>
+          viewers(token, async () => {
+            const me = await callUnless(
+              x,
+              { method: 'GET', url: `${api}/user`, hints: COMMENT_HINTS, what: 'a user' },
+              account,
+              (status) => status === 403 || status === 404,
+            );
+            return me?.uuid;
+          }),
+        ours: (c, viewer) => viewer === undefined || c.author === viewer,
+        async create(text) {
+          const value = await call(
+            x,
+            {
+              method: 'POST',
+              url: `${pr}/comments`,
+              body: { content: { raw: text } },
+              hints: COMMENT_HINTS,
+              what: 'a comment',
+            },
+            comment,
+          );
+          return posted(value, true);
+        },
+        async update(found, text) {
+          const value = await call(
+            x,
+            {
+              method: 'PUT',
+              url: `${pr}/comments/${found.id}`,
+              body: { content: { raw: text } },
+              hints: COMMENT_HINTS,
+              what: 'a comment',
+            },
+            comment,
+          );
+          return posted(value, false);
+        },
+      };
+      return upsertComment(commentApi, body, marker, x.subject);
+    },
+
+    async pullRequest(target, token) {
+      const { x, pr } = readTarget(target, () => open(target, token));
+      const value = await call(
+        x,
+        { method: 'GET', url: pr, hints: PULL_REQUEST_HINTS, what: 'a pull request' },
+        pull,
+      );
+      if (value.source.commit === null) {
+        throw new StalledError('Bitbucket gives the pull request no head commit', { subject: x.subject });
+      }
+      return {
+        number: value.id,
+        state: value.state === 'OPEN' ? 'open' : value.state === 'MERGED' ? 'merged' : 'closed',
+        headSha: value.source.commit.hash,
+        baseRef: value.destination.branch.name,
+        // A deleted fork leaves no source repository: no more trusted than a fork.
+        fromFork:
+          value.source.repository === null ||
+          value.source.repository.uuid !== value.destination.repository.uuid,
+        author: value.author?.nickname ?? value.author?.account_id ?? value.author?.display_name ?? '',
+        // Bitbucket has no labels.
+        labels: [],
+      } satisfies PullRequestInfo;
+    },
+  };
+}

@@ -1,0 +1,166 @@
+// Gitea and Forgejo: a PR's comments are its issue's comments. Operations (the swagger of Gitea's API, served at
+// /api/swagger and kept in Gitea's templates/swagger/v1_json.tmpl; docs.gitea.com/api):
+//   issueGetComments   GET   /repos/{owner}/{repo}/issues/{index}/comments  (not paged: every comment in one answer,
+//                            X-Total-Count; a Link rel="next", should a server page it, is followed)
+//   issueCreateComment POST  /repos/{owner}/{repo}/issues/{index}/comments {body}   (CreateIssueCommentOption)
+//   issueEditComment   PATCH /repos/{owner}/{repo}/issues/comments/{id} {body}      (EditIssueCommentOption)
+//   repoGetPullRequest GET   /repos/{owner}/{repo}/pulls/{index}
+//   userGetCurrent     GET   /user
+import { z } from 'zod';
+import { apiBase } from '../status/http.ts';
+import { ownerAndName, parseRepoUrl } from '../status/repo-url.ts';
+import type { HttpOptions } from '../status/types.ts';
+import {
+  COMMENT_HINTS,
+  type CommentApi,
+  call,
+  callList,
+  callUnless,
+  checkBody,
+  type Exchange,
+  nextLink,
+  PULL_REQUEST_HINTS,
+  pullNumber,
+  pullSubject,
+  readTarget,
+  sameApi,
+  upsertComment,
+  viewerCache,
+} from './forge.ts';
+import type { PostedComment, PreviewCommentProvider, PullRequestInfo, PullRequestTarget } from './types.ts';
+
+/**
+ * Gitea documents no limit on a comment (its column is LONGTEXT); 65,535 characters, MySQL's TEXT, is what older
+ * installations stored and what renders without trouble.
+ */
+export const GITEA_MAX_COMMENT = 65_535;
+
+const user = z.object({ id: z.number().int(), login: z.string() });
+const comment = z.object({
+  id: z.number().int().positive(),
+  body: z.string().nullish(),
+  user: user.nullable(),
+  html_url: z.string().optional(),
+});
+const branch = z.object({ ref: z.string(), sha: z.string(), repo_id: z.number().int() });
+const pull = z.object({
+  number: z.number().int(),
+  state: z.enum(['open', 'closed']),
+  merged: z.boolean().nullish(),
+  head: branch,
+  base: branch.partial({ sha: true }),
+  user: user.nullable(),
+  labels: z.array(z.object({ name: z.string() })).nullable(),
+});
+
+export interface GiteaCommentOptions {
+  /** https://HOST/api/v1, or with the sub-path Gitea is served under. */
+  apiUrl: string;
+  http?: HttpOptions | undefined;
+}
+
+export function giteaComments(options: GiteaCommentOptions): PreviewCommentProvider {
+  const api = apiBase(options.apiUrl, 'preview');
+  const viewers = viewerCache();
+
+  function open(target: PullRequestTarget, token: string) {
+    // Gitea has no nested groups: the last two segments are owner and repo, whatever sub-path comes before.
+    const [owner, name] = ownerAndName(parseRepoUrl(target.repoUrl), false, 'owner/repo');
+    const number = pullNumber(target);
+    const x: Exchange = {
+      provider: 'gitea',
+      headers: { Authorization: `token ${token}`, Accept: 'application/json' },
+      subject: pullSubject(`${owner}/${name}`, number),
+      http: options.http,
+    };
+    return { x, number, repo: `${api}/repos/${encodeURIComponent(owner)}/${encodeURIComponent(name)}` };
+  }
+
+  return {
+    name: 'gitea',
+    maxBody: GITEA_MAX_COMMENT,
+    async upsert(target, body, marker, token) {
+      const { x, number, repo } = readTarget(target, () => open(target, token));
+      checkBody(body, marker, GITEA_MAX_COMMENT, x.subject);
+      const comments = `${repo}/issues/${number}/comments`;
+      const posted = (value: z.infer<typeof comment>, created: boolean): PostedComment => ({
+        id: String(value.id),
+        created,
+        url: value.html_url,
+      });
+      const commentApi: CommentApi = {
+        first: comments,
+        async page(url) {
+          const answer = await callList(
+            x,
+            { url, hints: COMMENT_HINTS, what: 'comments' },
+            (list) => list,
+            comment,
+          );
+          const next = nextLink(answer.headers.get('link'));
+          return {
+            comments: answer.items.map((c) => ({
+              id: String(c.id),
+              body: c.body ?? '',
+              author: c.user ? String(c.user.id) : undefined,
+              url: c.html_url,
+            })),
+            next: next === undefined ? undefined : sameApi(next, api, x),
+          };
+        },
+        viewer: () =>
+          viewers(token, async () => {
+            const me = await callUnless(
+              x,
+              { method: 'GET', url: `${api}/user`, hints: COMMENT_HINTS, what: 'a user' },
+              user,
+              (status) => status === 403 || status === 404,
+            );
+            return me === undefined ? undefined : String(me.id);
+          }),
+        ours: (c, viewer) => viewer === undefined || c.author === viewer,
+        async create(text) {
+          const value = await call(
+            x,
+            { method: 'POST', url: comments, body: { body: text }, hints: COMMENT_HINTS, what: 'a comment' },
+            comment,
+          );
+          return posted(value, true);
+        },
+        async update(found, text) {
+          const value = await call(
+            x,
+            {
+              method: 'PATCH',
+              url: `${repo}/issues/comments/${found.id}`,
+              body: { body: text },
+              hints: COMMENT_HINTS,
+              what: 'a comment',
+            },
+            comment,
+          );
+          return posted(value, false);
+        },
+      };
+      return upsertComment(commentApi, body, marker, x.subject);
+    },
+
+    async pullRequest(target, token) {
+      const { x, number, repo } = readTarget(target, () => open(target, token));
+      const pr = await call(
+        x,
+        { method: 'GET', url: `${repo}/pulls/${number}`, hints: PULL_REQUEST_HINTS, what: 'a pull request' },
+        pull,
+      );
+      return {
+        number: pr.number,
+        state: pr.merged === true ? 'merged' : pr.state,
+        headSha: pr.head.sha,
+        baseRef: pr.base.ref,
+        fromFork: pr.head.repo_id !== pr.base.repo_id,
+        author: pr.user?.login ?? '',
+        labels: (pr.labels ?? []).map((l) => l.name),
+      } satisfies PullRequestInfo;
+    },
+  };
+}

@@ -1,0 +1,205 @@
+// GitLab (gitlab.com and self-managed): a merge request's comments are its notes. Operations (docs.gitlab.com/api/notes,
+// "Merge requests"; docs.gitlab.com/api/merge_requests, "Get single MR"; docs.gitlab.com/api/rest, "Pagination"):
+//   GET  /projects/:id/merge_requests/:merge_request_iid/notes?sort=asc&order_by=created_at&per_page=100&page=N
+//        (X-Next-Page: the next page, empty on the last)
+//   POST /projects/:id/merge_requests/:merge_request_iid/notes {body}
+//   PUT  /projects/:id/merge_requests/:merge_request_iid/notes/:note_id {body}
+//   GET  /projects/:id/merge_requests/:merge_request_iid
+//   GET  /user (whose token: also a project or group access token's bot user)
+// :id is the URL-encoded full path of the project, subgroups included. System notes ("added 1 commit") are skipped.
+import { z } from 'zod';
+import { StalledError } from '../../errors.ts';
+import { apiBase } from '../status/http.ts';
+import { parseRepoUrl } from '../status/repo-url.ts';
+import type { HttpOptions } from '../status/types.ts';
+import {
+  COMMENT_HINTS,
+  type CommentApi,
+  call,
+  callList,
+  callUnless,
+  checkBody,
+  type Exchange,
+  PULL_REQUEST_HINTS,
+  pullNumber,
+  pullSubject,
+  readTarget,
+  upsertComment,
+  viewerCache,
+} from './forge.ts';
+import type { PostedComment, PreviewCommentProvider, PullRequestInfo, PullRequestTarget } from './types.ts';
+
+/** GitLab's limit on a note's body. */
+export const GITLAB_MAX_NOTE = 1_000_000;
+const PER_PAGE = 100;
+
+const note = z.object({
+  id: z.number().int().positive(),
+  body: z.string().nullish(),
+  system: z.boolean().optional(),
+  author: z.object({ id: z.number().int() }).nullish(),
+});
+const mergeRequest = z.object({
+  iid: z.number().int(),
+  state: z.enum(['opened', 'closed', 'locked', 'merged']),
+  sha: z.string().nullable(),
+  target_branch: z.string(),
+  source_project_id: z.number().int(),
+  target_project_id: z.number().int(),
+  author: z.object({ username: z.string() }).nullable(),
+  labels: z.array(z.string()),
+  web_url: z.string().optional(),
+});
+
+export interface GitLabCommentOptions {
+  /** https://gitlab.com/api/v4, or https://HOST[/relative-root]/api/v4. */
+  apiUrl: string;
+  http?: HttpOptions | undefined;
+}
+
+export function gitlabComments(options: GitLabCommentOptions): PreviewCommentProvider {
+  const api = apiBase(options.apiUrl, 'preview');
+  const viewers = viewerCache();
+  // A GitLab under a relative URL root (https://host/gitlab/api/v4) serves its projects under that root too.
+  const root = new URL(api).pathname
+    .replace(/\/api\/v4$/, '')
+    .split('/')
+    .filter(Boolean);
+
+  function open(target: PullRequestTarget, token: string) {
+    const location = parseRepoUrl(target.repoUrl);
+    const underRoot = root.length > 0 && root.every((segment, i) => location.segments[i] === segment);
+    const path = underRoot ? location.segments.slice(root.length) : location.segments;
+    if (path.length < 2) {
+      throw new StalledError(
+        `repository ${location.hostname}/${path.join('/')} does not have the form group/project`,
+      );
+    }
+    const number = pullNumber(target);
+    const x: Exchange = {
+      provider: 'gitlab',
+      headers: { 'PRIVATE-TOKEN': token, Accept: 'application/json' },
+      subject: pullSubject(path.join('/'), number),
+      http: options.http,
+    };
+    return {
+      x,
+      number,
+      mr: `${api}/projects/${encodeURIComponent(path.join('/'))}/merge_requests/${number}`,
+      page: `${location.webOrigin}/${location.segments.map(encodeURIComponent).join('/')}/-/merge_requests/${number}`,
+    };
+  }
+
+  return {
+    name: 'gitlab',
+    maxBody: GITLAB_MAX_NOTE,
+    async upsert(target, body, marker, token) {
+      const { x, mr, page: mrPage } = readTarget(target, () => open(target, token));
+      checkBody(body, marker, GITLAB_MAX_NOTE, x.subject);
+      // GitLab's notes carry no address of their own: the MR's page with the note's anchor.
+      const posted = (value: z.infer<typeof note>, created: boolean): PostedComment => ({
+        id: String(value.id),
+        created,
+        url: `${mrPage}#note_${value.id}`,
+      });
+      const commentApi: CommentApi = {
+        first: '1',
+        async page(cursor) {
+          const page = Number(cursor);
+          const answer = await callList(
+            x,
+            {
+              url: `${mr}/notes?sort=asc&order_by=created_at&per_page=${PER_PAGE}&page=${page}`,
+              hints: COMMENT_HINTS,
+              what: 'notes',
+            },
+            (list) => list,
+            note,
+          );
+          return {
+            comments: answer.items
+              .filter((n) => n.system !== true)
+              .map((n) => ({
+                id: String(n.id),
+                body: n.body ?? '',
+                author: n.author ? String(n.author.id) : undefined,
+              })),
+            next: nextPage(answer.headers.get('x-next-page'), page, answer.items.length),
+          };
+        },
+        viewer: () =>
+          viewers(token, async () => {
+            const me = await callUnless(
+              x,
+              { method: 'GET', url: `${api}/user`, hints: COMMENT_HINTS, what: 'a user' },
+              z.object({ id: z.number().int() }),
+              (status) => status === 403 || status === 404,
+            );
+            return me === undefined ? undefined : String(me.id);
+          }),
+        ours: (c, viewer) => viewer === undefined || c.author === viewer,
+        async create(text) {
+          const value = await call(
+            x,
+            {
+              method: 'POST',
+              url: `${mr}/notes`,
+              body: { body: text },
+              hints: COMMENT_HINTS,
+              what: 'a note',
+            },
+            note,
+          );
+          return posted(value, true);
+        },
+        async update(found, text) {
+          const value = await call(
+            x,
+            {
+              method: 'PUT',
+              url: `${mr}/notes/${found.id}`,
+              body: { body: text },
+              hints: COMMENT_HINTS,
+              what: 'a note',
+            },
+            note,
+          );
+          return posted(value, false);
+        },
+      };
+      return upsertComment(commentApi, body, marker, x.subject);
+    },
+
+    async pullRequest(target, token) {
+      const { x, mr } = readTarget(target, () => open(target, token));
+      const value = await call(
+        x,
+        { method: 'GET', url: mr, hints: PULL_REQUEST_HINTS, what: 'a merge request' },
+        mergeRequest,
+      );
+      if (value.sha === null) {
+        throw new StalledError('GitLab gives the merge request no head commit yet', { subject: x.subject });
+      }
+      return {
+        number: value.iid,
+        // `locked` is the moment of a merge, before it is done.
+        state: value.state === 'opened' || value.state === 'locked' ? 'open' : value.state,
+        headSha: value.sha,
+        baseRef: value.target_branch,
+        fromFork: value.source_project_id !== value.target_project_id,
+        author: value.author?.username ?? '',
+        labels: value.labels,
+      } satisfies PullRequestInfo;
+    },
+  };
+}
+
+/**
+ * GitLab's X-Next-Page: the next page's number, empty on the last page. A proxy that drops the header leaves only
+ * the count: a full page may have a successor.
+ */
+function nextPage(header: string | null, page: number, count: number): string | undefined {
+  if (header === null) return count >= PER_PAGE ? String(page + 1) : undefined;
+  const next = header.trim();
+  return /^\d{1,9}$/.test(next) && Number(next) > page ? next : undefined;
+}
