@@ -26,7 +26,7 @@ import { Ledger } from '../report/ledger.ts';
 import { Notifier } from '../report/notify/notifier.ts';
 import { createServer, type WebhookSecrets } from '../server/http.ts';
 import { AgentMetrics } from '../server/metrics.ts';
-import { selectSources } from '../server/source-match.ts';
+import { selectPulls, selectSources } from '../server/source-match.ts';
 import { StatusBoard } from '../server/status/board.ts';
 import { statusPage } from '../server/status/routes.ts';
 import { forwardWebhook, wasForwarded } from '../shard/forward.ts';
@@ -196,10 +196,12 @@ export async function runAgent(
             log,
           );
         agent?.pollNow(selectSources(targets, config.sources));
+        agent?.previewNow(selectPulls(targets, config.sources));
         return true;
       }
       if (standby || !agent) return false;
       agent.pollNow(selectSources(targets, config.sources));
+      agent.previewNow(selectPulls(targets, config.sources));
       return true;
     },
     health: () => ({ ok: true }),

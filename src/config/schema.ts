@@ -107,6 +107,29 @@ const gitRef = z
     message: 'give exactly one of "branch", "tag" or "semver"',
   });
 
+/**
+ * Previews of pull requests to a Git source's branch (docs/previews.md): each deployment the pull request concerns is
+ * rendered at the base and the head as a sync would render it, and one comment per pull request (updated in place)
+ * and a commit status per deployment say what would change. Nothing is written to any cluster.
+ */
+const preview = z.strictObject({
+  enabled: z.boolean().default(false),
+  /** Also find pull requests by polling the forge's refs (refs/pull/N/head, refs/merge-requests/N/head). */
+  pollRefs: z.boolean().default(true),
+  /** Pull requests from forks are untrusted content: previewed only with this, or by an allowed author or label. */
+  forks: z.boolean().default(false),
+  allowAuthors: z.array(z.string().min(1).max(255)).default([]),
+  allowLabels: z.array(z.string().min(1).max(255)).default([]),
+  /** The forge's API; the provider, apiUrl and token of the source's first deployment's commitStatus when absent. */
+  provider: z.enum(['auto', 'github', 'gitlab', 'gitea', 'bitbucket-cloud', 'bitbucket-server']).optional(),
+  apiUrl: httpUrl.optional(),
+  token: secretRef.optional(),
+  /** The commit status of each deployment's preview on the head commit. */
+  context: z.string().min(1).default('mooring/preview/{deployment}'),
+  /** Open pull requests previewed at most (the highest numbers). */
+  maxPullRequests: z.number().int().min(1).max(10_000).default(200),
+});
+
 export const gitSource = z
   .strictObject({
     name,
@@ -137,6 +160,8 @@ export const gitSource = z
       .int()
       .min(1024 * 1024)
       .default(64 * 1024 * 1024),
+    /** Pull-request previews (docs/previews.md): never a write to a cluster. */
+    preview: preview.prefault({}),
   })
   .refine((s) => s.maxFileBytes <= s.maxObjectBytes, {
     message: 'maxFileBytes must not be larger than maxObjectBytes',

@@ -92,6 +92,20 @@ export function selectSources(targets: readonly PollTarget[], sources: Configure
   return names;
 }
 
+/** The pull requests the targets name, by the Git sources of their repositories. */
+export function selectPulls(
+  targets: readonly PollTarget[],
+  sources: ConfiguredSources,
+): { source: string; number: number }[] {
+  const pulls: { source: string; number: number }[] = [];
+  for (const t of targets) {
+    if (t.kind !== 'pull') continue;
+    for (const source of sources.git)
+      if (normaliseRepoUrl(source.url) === t.url) pulls.push({ source: source.name, number: t.number });
+  }
+  return pulls;
+}
+
 /** Targets for these repository URLs: normalised, without duplicates, unparseable ones dropped. */
 export function gitTargets(urls: readonly (string | undefined)[]): PollTarget[] {
   const seen = new Set<string>();

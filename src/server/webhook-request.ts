@@ -9,7 +9,11 @@ import type { z } from 'zod';
  * the configured ones that match (see source-match.ts). `url` is normalised with normaliseRepoUrl and `image`
  * is `domain/path` as repositoryOf gives it.
  */
-export type PollTarget = { kind: 'git'; url: string } | { kind: 'registry'; image: string };
+export type PollTarget =
+  | { kind: 'git'; url: string }
+  | { kind: 'registry'; image: string }
+  /** A pull or merge request of a repository: previewed by the sources that preview it (sync/previews.ts). */
+  | { kind: 'pull'; url: string; number: number };
 
 export type WebhookResult =
   | { status: 202; reason: string; targets: PollTarget[] }

@@ -9,6 +9,7 @@ import {
   checkSignature,
   header,
   nothingToDo,
+  type PollTarget,
   parsePayload,
   quote,
   tokensEqual,
@@ -28,12 +29,55 @@ const giteaPush = z.object({ repository: z.object({ clone_url: url, html_url: ur
 
 const GITLAB_PUSH_EVENTS = new Set(['Push Hook', 'Tag Push Hook']);
 
+// A pull request's number and repository only: what it is (head, fork, author) is asked of the forge's API.
+const number = z.number().int().min(1).max(9_999_999_999);
+const githubPull = z.object({
+  action: z.string().max(64).optional(),
+  number,
+  repository: z.object({ clone_url: url, html_url: url, ssh_url: url }),
+});
+const gitlabMerge = z.object({
+  object_attributes: z.object({ iid: number, action: z.string().max(64).optional() }),
+  project: z.object({ git_http_url: url, web_url: url }),
+});
+const giteaPull = z.object({
+  action: z.string().max(64).optional(),
+  number,
+  repository: z.object({ clone_url: url, html_url: url }),
+});
+
+/** Pull-request actions that change what a preview shows. */
+const PULL_ACTIONS = new Set([
+  'opened',
+  'reopened',
+  'synchronize',
+  'synchronized',
+  'edited',
+  'labeled',
+  'ready_for_review',
+]);
+
+function pullTargets(urls: readonly (string | undefined)[], n: number): PollTarget[] {
+  return gitTargets(urls).map((t) => ({ kind: 'pull', url: (t as { url: string }).url, number: n }));
+}
+
 export function handleGithub(request: WebhookRequest, secret: string): WebhookResult {
   const denied = checkSignature(request, { headers: ['X-Hub-Signature-256'], prefix: 'sha256=', secret });
   if (denied) return denied;
   const event = header(request.headers, 'X-GitHub-Event');
   if (event === undefined) return badRequest('X-GitHub-Event header is missing');
   if (event === 'ping') return nothingToDo('ping');
+  if (event === 'pull_request') {
+    const pull = parsePayload(request, githubPull);
+    if (!pull.ok) return pull.result;
+    const act = pull.value.action;
+    if (act !== undefined && !PULL_ACTIONS.has(act)) return nothingToDo(`pull_request ${quote(act)} ignored`);
+    const repo = pull.value.repository;
+    return accepted(
+      'pull request',
+      pullTargets([repo.clone_url, repo.html_url, repo.ssh_url], pull.value.number),
+    );
+  }
   if (event !== 'push') return nothingToDo(`event ${quote(event)} ignored`);
   const parsed = parsePayload(request, githubPush);
   if (!parsed.ok) return parsed.result;
@@ -47,6 +91,18 @@ export function handleGitlab(request: WebhookRequest, token: string): WebhookRes
   if (!tokensEqual(given, token)) return unauthorized('X-Gitlab-Token does not match');
   const event = header(request.headers, 'X-Gitlab-Event');
   if (event === undefined) return badRequest('X-Gitlab-Event header is missing');
+  if (event === 'Merge Request Hook') {
+    const merge = parsePayload(request, gitlabMerge);
+    if (!merge.ok) return merge.result;
+    const act = merge.value.object_attributes.action;
+    if (act !== undefined && !['open', 'reopen', 'update'].includes(act))
+      return nothingToDo(`merge request ${quote(act)} ignored`);
+    const project = merge.value.project;
+    return accepted(
+      'merge request',
+      pullTargets([project.git_http_url, project.web_url], merge.value.object_attributes.iid),
+    );
+  }
   if (!GITLAB_PUSH_EVENTS.has(event)) return nothingToDo(`event ${quote(event)} ignored`);
   const parsed = parsePayload(request, gitlabPush);
   if (!parsed.ok) return parsed.result;
@@ -67,6 +123,15 @@ export function handleGitea(request: WebhookRequest, secret: string): WebhookRes
   if (denied) return denied;
   const event = header(request.headers, 'X-Gitea-Event') ?? header(request.headers, 'X-Forgejo-Event');
   if (event === undefined) return badRequest('X-Gitea-Event header is missing');
+  if (event === 'pull_request' || event === 'pull_request_sync' || event === 'pull_request_label') {
+    const pull = parsePayload(request, giteaPull);
+    if (!pull.ok) return pull.result;
+    const act = pull.value.action;
+    if (act !== undefined && !PULL_ACTIONS.has(act) && act !== 'label_updated')
+      return nothingToDo(`pull_request ${quote(act)} ignored`);
+    const repo = pull.value.repository;
+    return accepted('pull request', pullTargets([repo.clone_url, repo.html_url], pull.value.number));
+  }
   if (event !== 'push') return nothingToDo(`event ${quote(event)} ignored`);
   const parsed = parsePayload(request, giteaPush);
   if (!parsed.ok) return parsed.result;

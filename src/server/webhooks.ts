@@ -99,7 +99,10 @@ export function handleGeneric(
   const targets = new Map<string, PollTarget>();
   for (const target of chosen) {
     if (target !== undefined)
-      targets.set(target.kind === 'git' ? `git ${target.url}` : `registry ${target.image}`, target);
+      targets.set(
+        target.kind === 'registry' ? `registry ${target.image}` : `${target.kind} ${target.url}`,
+        target,
+      );
   }
   return accepted(wanted.length === 0 ? 'all sources' : 'named sources', [...targets.values()]);
 }

@@ -35,6 +35,7 @@ import {
 } from './agent-sources.ts';
 import { CONFIGMAPS, Control, type ReconcileRequest } from './control.ts';
 import { outcomeOf } from './outcome.ts';
+import { PreviewRunner } from './previews.ts';
 import { type SyncJob, SyncQueue } from './queue.ts';
 import { reconcile } from './reconcile.ts';
 import { planReload, type ReloadPlan } from './reload.ts';
@@ -84,6 +85,8 @@ export class Agent {
   private readonly deps: AgentDeps;
   private readonly queue: SyncQueue<AgentSync>;
   private readonly state: SourceState;
+  /** Pull-request previews (sync/previews.ts): renders only, never a write to the cluster. */
+  private readonly previews: PreviewRunner;
   private readonly polling = new Map<string, { again: boolean; done: Promise<void> }>();
   private readonly stops: (() => void | Promise<void>)[] = [];
   private stopped = false;
@@ -117,6 +120,14 @@ export class Agent {
       },
     };
     this.ledger = new Ledger(deps.api, deps.config.cluster.namespace, deps.config.ledger.historyLimit);
+    this.previews = new PreviewRunner({
+      config: () => this.deps.config,
+      repo: (name) => this.state.repos.get(name),
+      ledger: this.ledger,
+      log: deps.log,
+      cacheDir: deps.cacheDir,
+      capabilities: this.state.capabilities,
+    });
     this.control = new Control({
       api: deps.api,
       cache: deps.cache,
@@ -325,8 +336,14 @@ export class Agent {
       const repo = repos.get(name);
       const registry = registries.get(name);
       const local = this.deps.config.sources.local.find((s) => s.name === name);
-      if (repo) await pollGitSource(this.state, repo, decide);
-      else if (registry) await pollRegistrySource(this.state, registry, decide);
+      if (repo) {
+        await pollGitSource(this.state, repo, decide);
+        // Pull requests to preview, found by their refs (webhooks name them sooner); never holds up the poll.
+        if (this.previews.enabled(name))
+          void this.previews
+            .pollRefs(name)
+            .catch((error: unknown) => log.warn({ err: errorMessage(error) }, 'cannot list pull requests'));
+      } else if (registry) await pollRegistrySource(this.state, registry, decide);
       else if (local) await syncLocalSource(this.state, local, decide);
       this.deps.metrics?.poll(name, kind, 'unchanged');
     } catch (error) {
@@ -806,6 +823,12 @@ export class Agent {
     for (const name of names) this.pollSafely(name);
   }
 
+  /** Previews the pull requests webhooks named (Git source and number), for the sources that preview them. */
+  previewNow(pulls: readonly { source: string; number: number }[]): void {
+    for (const pull of pulls)
+      if (this.previews.enabled(pull.source)) void this.previews.request(pull.source, pull.number);
+  }
+
   /** Resolves when no sync runs or waits (for tests and one-shot runs). */
   idle(): Promise<void> {
     return this.queue.idle();
@@ -814,6 +837,7 @@ export class Agent {
   /** Stops polling, cancels stability waits, lets the write in progress finish. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.previews.stop();
     for (const stop of this.stops.splice(0)) await stop();
     for (const stop of this.sourceStops.values()) await stop();
     this.sourceStops.clear();

@@ -15,6 +15,8 @@ export interface CommitOptions {
   author?: { name: string; email: string };
   /** A lightweight tag on the new commit; refused when the tag exists. */
   tag?: string;
+  /** A branch that does not exist yet starts from this commit (a pull request's branch off main). */
+  from?: string;
 }
 
 const REPO_NAME = /^[a-z0-9][a-z0-9._/-]*$/;
@@ -64,7 +66,9 @@ export async function commitFiles(
     const workTree = join(scratch, 'work');
     const env = { GIT_INDEX_FILE: join(scratch, 'index'), GIT_WORK_TREE: workTree };
     await mkdir(workTree);
-    const parent = await branchTip(repoPath, ref);
+    const parent =
+      (await branchTip(repoPath, ref)) ??
+      (options.from ? await commitTip(repoPath, options.from) : undefined);
     if (parent) await git(['read-tree', parent.sha], { gitDir: repoPath, env });
     for (const [path, content] of Object.entries(files)) {
       if (content === null) continue; // absent from the work tree, so `update-index --remove` drops it
@@ -102,6 +106,22 @@ export async function commitFiles(
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
+}
+
+/** The commit `sha` with its committer time, as branchTip gives a branch's. */
+async function commitTip(repoPath: string, sha: string): Promise<{ sha: string; time: number }> {
+  const time = Number((await git(['show', '-s', '--format=%ct', sha], { gitDir: repoPath })).trim());
+  return { sha, time };
+}
+
+/**
+ * Points `ref` at `sha` (created or moved): how a forge keeps a pull request's head (`refs/pull/N/head`,
+ * `refs/merge-requests/N/head`) in the repository it is proposed to.
+ */
+export async function setRef(repoPath: string, ref: string, sha: string): Promise<void> {
+  await checkRefName(ref);
+  if (!/^[0-9a-f]{40}$/.test(sha)) throw new Error(`setRef: ${sha} is not a commit id`);
+  await git(['update-ref', ref, sha], { gitDir: repoPath });
 }
 
 /** A file written from a repeated line, without ever being held in memory: `bytes` long, `head` first. */

@@ -111,6 +111,21 @@ export class GitRepository {
   }
 
   /**
+   * The heads of the server's pull and merge requests (`refs/pull/N/head` as GitHub, Gitea and Bitbucket keep them,
+   * `refs/merge-requests/N/head` as GitLab does), by number: the highest `limit` numbers.
+   */
+  async pullRequestHeads(limit: number): Promise<Map<number, string>> {
+    const refs = await listRefs(this.source, 'refs/', this.#remote);
+    const heads = new Map<number, string>();
+    for (const r of refs) {
+      const match = /^refs\/(?:pull|merge-requests)\/([1-9][0-9]{0,9})\/head$/.exec(r.ref);
+      if (match?.[1] && /^[0-9a-f]{40}$/.test(r.oid)) heads.set(Number(match[1]), r.oid);
+    }
+    const kept = [...heads.keys()].sort((a, b) => b - a).slice(0, limit);
+    return new Map(kept.map((n) => [n, heads.get(n) as string]));
+  }
+
+  /**
    * Makes the commit's tree readable: a shallow fetch (depth 1, one ref, no tags) unless the cache has it. A
    * commit given alone is fetched through the ref the last resolve() found for it, else by its id, which git's
    * smart HTTP serves for any commit a ref still reaches.

@@ -71,6 +71,28 @@ const generic = (body: Buffer, signature = `sha256=${hmac(body)}`) => ({ 'x-moor
 const json = (value: unknown) => Buffer.from(JSON.stringify(value));
 const FORM_PUSH = Buffer.from(`payload=${encodeURIComponent(GITHUB_PUSH.toString('utf8'))}`);
 
+const GITHUB_PULL = json({
+  action: 'synchronize',
+  number: 12,
+  pull_request: { head: { sha: 'a'.repeat(40) } },
+  repository: {
+    clone_url: 'https://github.com/mooring-demo/web-app.git',
+    html_url: 'https://github.com/mooring-demo/web-app',
+  },
+});
+const GITHUB_PULL_CLOSED = json({ ...JSON.parse(GITHUB_PULL.toString()), action: 'closed' });
+const GITLAB_MERGE = json({
+  object_kind: 'merge_request',
+  object_attributes: { iid: 4, action: 'update' },
+  project: { git_http_url: 'https://gitlab.example.com/platform/deploy-config.git' },
+});
+const GITEA_PULL = json({
+  action: 'opened',
+  number: 3,
+  repository: { clone_url: 'https://github.com/mooring-demo/web-app.git' },
+});
+const pull = (url: string, number: number): PollTarget => ({ kind: 'pull', url, number });
+
 const cases: Case[] = [
   // GitHub
   {
@@ -91,6 +113,37 @@ const cases: Case[] = [
     body: FORM_PUSH,
     status: 202,
     targets: GITHUB_TARGETS,
+  },
+  {
+    name: 'github pull request pushed to',
+    provider: 'github',
+    headers: github('pull_request', GITHUB_PULL),
+    body: GITHUB_PULL,
+    status: 202,
+    targets: [pull('https://github.com/mooring-demo/web-app', 12)],
+  },
+  {
+    name: 'github pull request closed',
+    provider: 'github',
+    headers: github('pull_request', GITHUB_PULL_CLOSED),
+    body: GITHUB_PULL_CLOSED,
+    status: 204,
+  },
+  {
+    name: 'gitlab merge request updated',
+    provider: 'gitlab',
+    headers: { 'x-gitlab-token': SECRET, 'x-gitlab-event': 'Merge Request Hook' },
+    body: GITLAB_MERGE,
+    status: 202,
+    targets: [pull('https://gitlab.example.com/platform/deploy-config', 4)],
+  },
+  {
+    name: 'gitea pull request opened',
+    provider: 'gitea',
+    headers: gitea('pull_request', GITEA_PULL),
+    body: GITEA_PULL,
+    status: 202,
+    targets: [pull('https://github.com/mooring-demo/web-app', 3)],
   },
   {
     name: 'github ping',
@@ -198,10 +251,10 @@ const cases: Case[] = [
     targets: [git('http://gitlab.internal:8929/platform/release-manifests')],
   },
   {
-    name: 'gitlab merge request hook',
+    name: 'gitlab merge request closed',
     provider: 'gitlab',
     headers: { 'x-gitlab-event': 'Merge Request Hook', 'x-gitlab-token': SECRET },
-    body: GITLAB_PUSH,
+    body: json({ ...JSON.parse(GITLAB_MERGE.toString()), object_attributes: { iid: 4, action: 'close' } }),
     status: 204,
   },
   {

@@ -1,0 +1,246 @@
+// Pull-request previews on the test bed: the agent follows a repository on the test bed's Git server, pull requests
+// are pushed to it as refs/pull/N/head (as GitHub keeps them), and a forge receiver stands in for GitHub's API (pull
+// requests, comments, statuses; every request checked against GitHub's published OpenAPI). The agent posts one
+// comment per pull request and updates it on a new push, a status per deployment on the head, shows a ConfigMap's
+// new version as its content change and the Deployment moving to it, never a Secret value; a pull request from a
+// fork is not previewed; a broken kustomization fails its preview naming the file; the cluster is never written to.
+// `mooring diff --base --head -o markdown` on a clone prints the same sections.
+import { execFile } from 'node:child_process';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { startForgeReceiver } from '../testbed/forge-receiver.ts';
+import { commitFiles, setRef } from '../testbed/git-repos.ts';
+import { api } from './faults-support.ts';
+import {
+  agentConfig,
+  bareRepo,
+  eventually,
+  mooring,
+  startAgent,
+  tempDir,
+  testbed,
+  useNamespace,
+} from './helpers.ts';
+
+const run = promisify(execFile);
+
+const web = (color: string, password: string) => `apiVersion: v1
+kind: ConfigMap
+metadata: {name: web-config}
+data: {color: ${color}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: web-secret}
+stringData: {password: ${password}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: web
+          image: example/web:1
+          envFrom: [{configMapRef: {name: web-config}}, {secretRef: {name: web-secret}}]
+`;
+
+const apiFiles = {
+  'apps/api/kustomization.yaml': 'resources: [api.yaml]\n',
+  'apps/api/api.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: api}\ndata: {a: "1"}\n',
+};
+
+/** The per-deployment sections of a preview comment (from its first <details>), without the header. */
+function sections(markdown: string): string {
+  const at = markdown.indexOf('<details');
+  return at < 0 ? '' : markdown.slice(at).trim();
+}
+
+describe('pull-request previews', () => {
+  const ns = useNamespace('previews');
+  it('comments once per pull request and updates it, posts statuses, skips forks, fails a broken kustomization, writes nothing', async () => {
+    const env = testbed();
+    const suffix = Date.now().toString(36);
+    const forge = await startForgeReceiver('github');
+    const repo = await bareRepo(`previews-${suffix}/app`);
+    const main = await repo.commit({ 'apps/web/web.yaml': web('blue', 'pw-main-1'), ...apiFiles });
+    const configFile = join(await tempDir(), 'mooring.yaml');
+    await writeFile(
+      configFile,
+      await agentConfig({
+        cluster: { name: 'previews', namespace: `mooring-previews-${suffix}` },
+        git: [{ name: 'app', repo, preview: { enabled: true } }],
+        deployments: [
+          { name: 'web', namespace: ns(), source: 'app', paths: ['apps/web'] },
+          { name: 'api', namespace: ns(), source: 'app', paths: ['apps/api'] },
+        ],
+        statuses: forge,
+      }),
+    );
+    process.env.MOORING_KUBECTL = env.tools.kubectl;
+    const agent = startAgent({ file: configFile });
+    try {
+      const mainStatus = (sha: string, context: string) =>
+        forge.statuses().filter((s) => s.commit === sha && s.context === context && s.state !== 'pending');
+      await eventually('main deployed', async () => mainStatus(main, 'mooring/previews/web')[0], 90_000);
+      const kube = api();
+      const configMaps = async () =>
+        (
+          await kube.request<{ items: { metadata: { name: string } }[] }>(
+            'GET',
+            `/api/v1/namespaces/${ns()}/configmaps`,
+          )
+        ).items
+          .map((c) => c.metadata.name)
+          .filter((n) => n.startsWith('web-config'))
+          .sort();
+      expect(await configMaps()).toEqual(['web-config-v000']);
+      const releasesBefore = (await mooring('history', 'web', '--config', configFile, '-o', 'json')).stdout;
+
+      // Pull request 7: a new color and a new password for web.
+      const head1 = await commitFiles(
+        repo.path,
+        { 'apps/web/web.yaml': web('green', 'pw-pr-2') },
+        { branch: 'pr-7', from: main },
+      );
+      forge.setPullRequest(7, {
+        headSha: head1,
+        baseRef: 'main',
+        state: 'open',
+        fromFork: false,
+        author: 'alice',
+        labels: [],
+      });
+      await setRef(repo.path, 'refs/pull/7/head', head1);
+      const previewStatus = (sha: string, deployment: string) =>
+        forge
+          .statuses()
+          .filter(
+            (s) => s.commit === sha && s.context === `mooring/preview/${deployment}` && s.state !== 'pending',
+          );
+      await eventually(
+        'the preview of #7',
+        async () => (forge.comments(7).length > 0 ? true : undefined),
+        60_000,
+      );
+      const first = forge.comments(7);
+      expect(first).toHaveLength(1);
+      const body = first[0] as string;
+      expect(body).toContain('<!-- mooring-preview -->');
+      expect(body).toMatch(
+        /New version ` ConfigMap [a-z0-9-]+\/web-config `: ` web-config-v000 ` → ` web-config-v001 `; moves ` Deployment [a-z0-9-]+\/web `/,
+      );
+      expect(body).toContain('-  color: blue');
+      expect(body).toContain('+  color: green');
+      for (const secret of ['pw-main-1', 'pw-pr-2', Buffer.from('pw-pr-2').toString('base64')])
+        expect(body).not.toContain(secret);
+      // api's files did not change: it is not previewed.
+      expect(body).not.toContain('<b>api:');
+      expect(await eventually('its status', async () => previewStatus(head1, 'web')[0])).toMatchObject({
+        state: 'success',
+      });
+      expect(previewStatus(head1, 'api')).toEqual([]);
+
+      // A new push to #7: the same comment is updated, a status on the new head.
+      const head2 = await commitFiles(
+        repo.path,
+        { 'apps/web/web.yaml': web('purple', 'pw-pr-3') },
+        { branch: 'pr-7' },
+      );
+      forge.setPullRequest(7, { headSha: head2 });
+      await setRef(repo.path, 'refs/pull/7/head', head2);
+      await eventually(
+        'the comment updated',
+        async () => (forge.comments(7)[0]?.includes('+  color: purple') ? true : undefined),
+        60_000,
+      );
+      expect(forge.comments(7)).toHaveLength(1);
+      expect(await eventually('its status', async () => previewStatus(head2, 'web')[0])).toMatchObject({
+        state: 'success',
+      });
+
+      // Pull request 8 comes from a fork: not previewed, no comment, no status.
+      const fork = await commitFiles(
+        repo.path,
+        { 'apps/web/web.yaml': web('red', 'pw-fork') },
+        { branch: 'pr-8', from: main },
+      );
+      forge.setPullRequest(8, {
+        headSha: fork,
+        baseRef: 'main',
+        state: 'open',
+        fromFork: true,
+        author: 'mallory',
+        labels: [],
+      });
+      await setRef(repo.path, 'refs/pull/8/head', fork);
+
+      // Pull request 9 breaks api's kustomization: its preview fails, naming the file.
+      const broken = await commitFiles(
+        repo.path,
+        { 'apps/api/kustomization.yaml': 'resources: [api.yaml, missing.yaml]\n' },
+        { branch: 'pr-9', from: main },
+      );
+      forge.setPullRequest(9, {
+        headSha: broken,
+        baseRef: 'main',
+        state: 'open',
+        fromFork: false,
+        author: 'bob',
+        labels: [],
+      });
+      await setRef(repo.path, 'refs/pull/9/head', broken);
+      const failed = await eventually(
+        'the failing preview of #9',
+        async () => previewStatus(broken, 'api')[0],
+        60_000,
+      );
+      expect(failed.state).toBe('failure');
+      expect(failed.description).toMatch(/apps\/api\/kustomization\.yaml|missing\.yaml/);
+      expect(forge.comments(9)[0]).toContain('api: does not render');
+      await new Promise((r) => setTimeout(r, 2000));
+      expect(forge.comments(8)).toEqual([]);
+      expect(forge.statuses().filter((s) => s.commit === fork)).toEqual([]);
+
+      // Nothing was written to the cluster: the ConfigMap versions and the releases are those of main.
+      expect(await configMaps()).toEqual(['web-config-v000']);
+      expect((await mooring('history', 'web', '--config', configFile, '-o', 'json')).stdout).toBe(
+        releasesBefore,
+      );
+      kube.close();
+      expect(forge.problems()).toEqual([]);
+
+      // In CI: the same preview from a clone, without the agent or a cluster.
+      const clone = await mkdtemp(join(tmpdir(), 'mooring-preview-clone-'));
+      await run('git', ['clone', '-q', repo.path, clone]);
+      await run('git', ['fetch', '-q', 'origin', 'refs/pull/7/head:refs/remotes/origin/pr-7'], {
+        cwd: clone,
+      });
+      const printed = await mooring(
+        'diff',
+        '--checkout',
+        clone,
+        '--base',
+        'origin/main',
+        '--head',
+        'origin/pr-7',
+        '--config',
+        configFile,
+        '-o',
+        'markdown',
+      );
+      expect(printed.code, printed.stderr).toBe(1);
+      expect(sections(printed.stdout)).toBe(sections(forge.comments(7)[0] as string));
+    } finally {
+      await agent.stop();
+      await forge.close();
+    }
+  });
+});
