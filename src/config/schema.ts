@@ -126,6 +126,11 @@ const preview = z.strictObject({
   token: secretRef.optional(),
   /** The commit status of each deployment's preview on the head commit. */
   context: z.string().min(1).default('mooring/preview/{deployment}'),
+  /**
+   * Compare the head with the cluster (a server-side dry run: drift and admission show) rather than with the base.
+   * Still nothing is written.
+   */
+  live: z.boolean().default(false),
   /** Open pull requests previewed at most (the highest numbers). */
   maxPullRequests: z.number().int().min(1).max(10_000).default(200),
 });

@@ -5,6 +5,7 @@
 // the change of its content, not as an added and a removed object, with the workloads whose references move to it.
 // Secret values are masked key by key before any text is made (diff-text.ts). Pure: renders in, a preview out.
 import { structuredPatch } from 'diff';
+import { CONTENT_HASH } from './annotations.ts';
 import { comparableForDiff, diffYaml, MASK, maskSecrets } from './diff-text.ts';
 import { isObject, type KubeObject } from './manifest.ts';
 import type { RenderResult } from './render.ts';
@@ -70,6 +71,20 @@ function entries(result: RenderResult): Map<string, Entry> {
   return out;
 }
 
+/**
+ * What a preview compares of an object: as `mooring diff` compares it, without the content hash (an HMAC under a
+ * key made for the preview: it differs between previews and says nothing a reader can use).
+ */
+function comparable(object: KubeObject): KubeObject {
+  const copy = comparableForDiff(object);
+  const annotations = copy.metadata.annotations;
+  if (annotations?.[CONTENT_HASH] !== undefined) {
+    const { [CONTENT_HASH]: _hash, ...rest } = annotations;
+    copy.metadata = { ...copy.metadata, annotations: rest };
+  }
+  return copy;
+}
+
 /** The unified diff of two objects' YAML (either may be absent), Secret values masked; empty when equal. */
 export function objectDiff(
   label: string,
@@ -78,8 +93,8 @@ export function objectDiff(
 ): string {
   const masked =
     after !== undefined
-      ? maskSecrets(before ? comparableForDiff(before) : undefined, comparableForDiff(after))
-      : { live: before ? removedSecret(comparableForDiff(before)) : undefined, desired: undefined };
+      ? maskSecrets(before ? comparable(before) : undefined, comparable(after))
+      : { live: before ? removedSecret(comparable(before)) : undefined, desired: undefined };
   const a = diffYaml(masked.live);
   const b = diffYaml(masked.desired);
   if (a === b) return '';

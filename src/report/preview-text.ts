@@ -118,7 +118,15 @@ export function previewMarkdown(
   const cutNote = `\n\n_Diffs left out to fit the comment.${header.fullText ? ` The full text: ${code(header.fullText)}` : ''}_\n`;
   const budget = maxChars - top.length - cutNote.length - 64;
   // First every deployment with its section titles only (each must be seen), then diffs in order while they fit.
-  const skeletons = previews.map((p) => {
+  // Deployments rendered without a change (a kustomization is rendered for any change): one line for all.
+  const quiet = previews.filter(
+    (p) => p.error === undefined && p.diff && !hasChanges(p.diff) && p.notes.length === 0,
+  );
+  const shown = previews.filter((p) => !quiet.includes(p));
+  const quietLine = quiet.length
+    ? `\nRendered without changes: ${quiet.map((p) => code(p.deployment)).join(', ')}.\n`
+    : '';
+  const skeletons = shown.map((p) => {
     const { head, parts } = sections(p);
     const open = p.error !== undefined ? ' open' : '';
     return {
@@ -133,7 +141,7 @@ export function previewMarkdown(
   });
   const size = (k: (typeof skeletons)[number]) =>
     k.start.length + k.end.length + k.parts.reduce((n, part) => n + part.short.length, 0);
-  let spare = budget - skeletons.reduce((n, k) => n + size(k), 0);
+  let spare = budget - quietLine.length - skeletons.reduce((n, k) => n + size(k), 0);
   const out: string[] = [];
   let cut = false;
   if (spare < 0) {
@@ -156,7 +164,7 @@ export function previewMarkdown(
       out.push(text + k.end);
     }
   }
-  return `${top}${out.join('')}${cut ? cutNote : ''}`;
+  return `${top}${out.join('')}${quietLine}${cut ? cutNote : ''}`;
 }
 
 function hasChanges(d: PreviewDiff): boolean {

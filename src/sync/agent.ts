@@ -127,6 +127,8 @@ export class Agent {
       log: deps.log,
       cacheDir: deps.cacheDir,
       capabilities: this.state.capabilities,
+      api: deps.api,
+      discovery: deps.discovery,
     });
     this.control = new Control({
       api: deps.api,

@@ -8,7 +8,10 @@ import { renderOptionsFor } from '../config/render-options.ts';
 import type { Deployment, MooringConfig } from '../config/schema.ts';
 import type { DeploymentPreview } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
-import { previewDiff } from '../render/preview-diff.ts';
+import type { KubeApi } from '../kube/api.ts';
+import type { Discovery } from '../kube/discovery.ts';
+import type { ManifestFile } from '../render/parse.ts';
+import { type PreviewDiff, previewDiff } from '../render/preview-diff.ts';
 import { valueRedactor } from '../render/redact.ts';
 import { type ClusterSnapshot, type ImageArtifact, type RenderResult, render } from '../render/render.ts';
 import type { ChartDependency } from '../report/ledger.ts';
@@ -16,6 +19,7 @@ import type { ArtifactAt } from '../sources/artifact-fetch.ts';
 import { type ClusterCapabilities, deploymentManifests } from '../sources/deployment-manifests.ts';
 import type { GitRepository } from '../sources/git/repository.ts';
 import { decryptedValues } from '../sources/sops/decrypt.ts';
+import { liveDiff } from './live-diff.ts';
 
 export interface PreviewRequest {
   config: MooringConfig;
@@ -34,6 +38,20 @@ export interface PreviewRequest {
   cacheDir?: string | undefined;
   /** The versions the cluster holds, when a cluster is known (the base then renders as it is deployed). */
   snapshot?: ClusterSnapshot | undefined;
+  /**
+   * Against the cluster instead of the base (preview.live): the head applied with a server-side dry run and each
+   * answer compared with the live object (sync/live-diff.ts), so drift and admission show. Nothing is written.
+   */
+  live?:
+    | {
+        api: KubeApi;
+        discovery: Discovery;
+        /** The agent's namespace: the hash key of Secrets and the inventory prune reads. */
+        namespace: string;
+        fieldManager: string;
+        concurrency: number;
+      }
+    | undefined;
 }
 
 /** The preview of deployment `spec` from `base` to `head`. */
@@ -49,7 +67,7 @@ export async function previewDeployment(request: PreviewRequest): Promise<Deploy
   // One key for both renders: versioned Secrets compare by content; it never leaves the preview.
   const options = { ...renderOptionsFor(request.config, spec), hashKey: randomBytes(32) };
   const secrets: string[] = [];
-  const at = async (commit: string, snapshot = request.snapshot): Promise<RenderResult> => {
+  const read = async (commit: string): Promise<ManifestFile[]> => {
     const files = await deploymentManifests(
       {
         config: request.config,
@@ -61,6 +79,10 @@ export async function previewDeployment(request: PreviewRequest): Promise<Deploy
     );
     secrets.push(...decryptedValues(files));
     for (const w of files.flatMap((f) => f.warnings ?? [])) preview.notes.push(`warning: ${w}`);
+    return files;
+  };
+  const at = async (commit: string, snapshot = request.snapshot): Promise<RenderResult> => {
+    const files = await read(commit);
     return render({
       files,
       namespace: spec.namespace,
@@ -70,6 +92,15 @@ export async function previewDeployment(request: PreviewRequest): Promise<Deploy
       options,
     });
   };
+  if (request.live) {
+    try {
+      preview.diff = await againstCluster(request, await read(request.head));
+      preview.notes.push('compared with the cluster (server-side dry run)');
+    } catch (error) {
+      preview.error = errorMessage(error);
+    }
+    return redactPreview(preview, valueRedactor(secrets));
+  }
   const empty: RenderResult = { objects: [], plan: [], images: { bound: [], unused: [] }, references: [] };
   let base = empty;
   try {
@@ -105,6 +136,43 @@ export async function previewDeployment(request: PreviewRequest): Promise<Deploy
     preview.error = errorMessage(error);
   }
   return redactPreview(preview, valueRedactor(secrets));
+}
+
+/** The head's objects against the live ones, by a server-side dry run; what prune would delete. */
+async function againstCluster(request: PreviewRequest, files: ManifestFile[]): Promise<PreviewDiff> {
+  const { spec, config } = request;
+  const live = request.live as NonNullable<PreviewRequest['live']>;
+  const { diffs, pruned } = await liveDiff(
+    { api: live.api, discovery: live.discovery },
+    {
+      files,
+      namespace: spec.namespace,
+      application: spec.application ?? spec.namespace,
+      images: (request.images ?? []).map((i) => ({ name: i.name, tag: i.tag, digest: i.digest })),
+      renderOptions: renderOptionsFor(config, spec),
+      hashKeyNamespace: live.namespace,
+      fieldManager: live.fieldManager,
+      inventory: {
+        owner: spec.name,
+        namespace: live.namespace,
+        prune: false,
+        allowEmpty: spec.allowEmpty,
+        emptyAdvice: `Set allowEmpty: true on deployment ${spec.name} if it is meant to have none.`,
+      },
+    },
+    spec.prune ? { owner: spec.name, inventoryNamespace: live.namespace } : undefined,
+    live.concurrency,
+  );
+  const pick = (changes: readonly string[]) =>
+    diffs.filter((d) => changes.includes(d.change)).map((d) => ({ object: d.object, text: d.text }));
+  return {
+    added: pick(['added']),
+    changed: pick(['changed', 'recreated']),
+    removed: pruned.map((object) => ({ object, text: '' })),
+    versions: [],
+    images: [],
+    unchanged: diffs.filter((d) => d.change === 'unchanged').length,
+  };
 }
 
 /** Every text of the preview with decrypted values redacted. */

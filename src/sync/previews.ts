@@ -13,6 +13,8 @@ import type { GitSource, MooringConfig } from '../config/schema.ts';
 import { readSecret } from '../config/secret.ts';
 import type { DeploymentPreview, Logger } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
+import type { KubeApi } from '../kube/api.ts';
+import type { Discovery } from '../kube/discovery.ts';
 import type { ImageArtifact } from '../render/render.ts';
 import { current, type Ledger, recordedDependencies } from '../report/ledger.ts';
 import { commentProviderFor, type PreviewCommentProvider } from '../report/preview/comments.ts';
@@ -31,6 +33,9 @@ export interface PreviewRunnerDeps {
   ledger: Ledger;
   log: Logger;
   cacheDir: string;
+  /** For live previews (preview.live): the cluster, read and dry-run only. */
+  api?: KubeApi | undefined;
+  discovery?: Discovery | undefined;
   /** The cluster's version and API versions, for charts (asked once, as for syncs). */
   capabilities?: (() => Promise<ClusterCapabilities>) | undefined;
   http?: HttpOptions | undefined;
@@ -215,6 +220,16 @@ export class PreviewRunner {
         dependencies: data ? recordedDependencies(data.releases) : undefined,
         cacheDir: this.#deps.cacheDir,
         capabilities: this.#deps.capabilities,
+        live:
+          git.preview.live && this.#deps.api && this.#deps.discovery
+            ? {
+                api: this.#deps.api,
+                discovery: this.#deps.discovery,
+                namespace: config.cluster.namespace,
+                fieldManager: config.apply.fieldManager,
+                concurrency: config.apply.concurrency,
+              }
+            : undefined,
       });
       previews.push(preview);
       const status = previewStatus(preview);

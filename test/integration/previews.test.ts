@@ -141,12 +141,16 @@ describe('pull-request previews', () => {
       expect(body).toContain('+  color: green');
       for (const secret of ['pw-main-1', 'pw-pr-2', Buffer.from('pw-pr-2').toString('base64')])
         expect(body).not.toContain(secret);
-      // api's files did not change: it is not previewed.
+      // api's files did not change; a kustomization may read any file, so it is rendered, and says so in one line.
       expect(body).not.toContain('<b>api:');
+      expect(body).toContain('Rendered without changes: ` api `.');
       expect(await eventually('its status', async () => previewStatus(head1, 'web')[0])).toMatchObject({
         state: 'success',
       });
-      expect(previewStatus(head1, 'api')).toEqual([]);
+      expect(await eventually('api status', async () => previewStatus(head1, 'api')[0])).toMatchObject({
+        state: 'success',
+        description: 'no change',
+      });
 
       // A new push to #7: the same comment is updated, a status on the new head.
       const head2 = await commitFiles(
@@ -239,6 +243,73 @@ describe('pull-request previews', () => {
       expect(printed.code, printed.stderr).toBe(1);
       expect(sections(printed.stdout)).toBe(sections(forge.comments(7)[0] as string));
     } finally {
+      await agent.stop();
+      await forge.close();
+    }
+  });
+
+  const live = useNamespace('previews-live');
+  it('with preview.live compares the head with the cluster by a dry run: a change made by hand shows, nothing is written', async () => {
+    const suffix = Date.now().toString(36);
+    const forge = await startForgeReceiver('github');
+    const repo = await bareRepo(`previews-live-${suffix}/app`);
+    const main = await repo.commit({ 'apps/web/web.yaml': web('blue', 'pw-live-1') });
+    const configFile = join(await tempDir(), 'mooring.yaml');
+    await writeFile(
+      configFile,
+      await agentConfig({
+        cluster: { name: 'live', namespace: `mooring-previews-live-${suffix}` },
+        git: [{ name: 'app', repo, preview: { enabled: true, live: true } }],
+        deployments: [{ name: 'web', namespace: live(), source: 'app', paths: ['apps/web'] }],
+        statuses: forge,
+      }),
+    );
+    const agent = startAgent({ file: configFile });
+    const kube = api();
+    try {
+      await eventually(
+        'main deployed',
+        async () => forge.statuses().find((s) => s.commit === main && s.state === 'success'),
+        90_000,
+      );
+      // Scaled by hand: the manifests say 1.
+      const path = `/apis/apps/v1/namespaces/${live()}/deployments/web`;
+      await kube.request('PATCH', path, {
+        body: { spec: { replicas: 2 } },
+        contentType: 'application/merge-patch+json',
+      });
+      const head = await commitFiles(
+        repo.path,
+        { 'apps/web/web.yaml': web('green', 'pw-live-2') },
+        { branch: 'pr-3', from: main },
+      );
+      forge.setPullRequest(3, {
+        headSha: head,
+        baseRef: 'main',
+        state: 'open',
+        fromFork: false,
+        author: 'alice',
+        labels: [],
+      });
+      await setRef(repo.path, 'refs/pull/3/head', head);
+      const body = await eventually('the live preview', async () => forge.comments(3)[0], 60_000);
+      expect(body).toContain('compared with the cluster (server-side dry run)');
+      expect(body).toMatch(/^-\s+replicas: 2$/m);
+      expect(body).toMatch(/^\+\s+replicas: 1$/m);
+      expect(body).toMatch(/Added ` ConfigMap [a-z0-9-]+\/web-config-v001 `/);
+      expect(body).not.toContain('pw-live-2');
+      // The dry run wrote nothing: still scaled by hand, no new ConfigMap version.
+      expect((await kube.request<{ spec: { replicas: number } }>('GET', path)).spec.replicas).toBe(2);
+      const names = (
+        await kube.request<{ items: { metadata: { name: string } }[] }>(
+          'GET',
+          `/api/v1/namespaces/${live()}/configmaps`,
+        )
+      ).items.map((c) => c.metadata.name);
+      expect(names.filter((n) => n.startsWith('web-config'))).toEqual(['web-config-v000']);
+      expect(forge.problems()).toEqual([]);
+    } finally {
+      kube.close();
       await agent.stop();
       await forge.close();
     }

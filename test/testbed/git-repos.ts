@@ -66,9 +66,8 @@ export async function commitFiles(
     const workTree = join(scratch, 'work');
     const env = { GIT_INDEX_FILE: join(scratch, 'index'), GIT_WORK_TREE: workTree };
     await mkdir(workTree);
-    const parent =
-      (await branchTip(repoPath, ref)) ??
-      (options.from ? await commitTip(repoPath, options.from) : undefined);
+    const tip = await branchTip(repoPath, ref);
+    const parent = tip ?? (options.from ? await commitTip(repoPath, options.from) : undefined);
     if (parent) await git(['read-tree', parent.sha], { gitDir: repoPath, env });
     for (const [path, content] of Object.entries(files)) {
       if (content === null) continue; // absent from the work tree, so `update-index --remove` drops it
@@ -96,7 +95,7 @@ export async function commitFiles(
     const message = `${options.message ?? 'testbed commit'}\n`;
     const sha = (await git(commitArgs, { gitDir: repoPath, env: identity, input: message })).trim();
     // The old value guards against a concurrent writer, as a non-force push would.
-    await git(['update-ref', '-m', 'testbed commit', ref, sha, parent?.sha ?? ZERO_SHA], {
+    await git(['update-ref', '-m', 'testbed commit', ref, sha, tip?.sha ?? ZERO_SHA], {
       gitDir: repoPath,
     });
     if (options.tag !== undefined) {

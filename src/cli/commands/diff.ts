@@ -10,20 +10,18 @@ import { renderOptionsFor } from '../../config/render-options.ts';
 import type { Deployment, MooringConfig } from '../../config/schema.ts';
 import { errorMessage, StalledError } from '../../errors.ts';
 import { KubeApi } from '../../kube/api.ts';
-import type { ApplyTarget } from '../../kube/apply.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
-import { diffApplied } from '../../kube/diff.ts';
 import { Discovery } from '../../kube/discovery.ts';
 import { diffSummary } from '../../render/diff-text.ts';
-import type { KubeObject } from '../../render/manifest.ts';
 import { current, Ledger } from '../../report/ledger.ts';
 import type { ArtifactAt } from '../../sources/artifact-fetch.ts';
 import { artifactSource, followedArtifacts, isOciSourced } from '../../sources/artifact-poller.ts';
 import { createArtifactPoller } from '../../sources/create-poller.ts';
 import { deploymentManifests } from '../../sources/deployment-manifests.ts';
 import { GitRepository } from '../../sources/git/repository.ts';
-import { type DeployRequest, deploy } from '../../sync/deploy.ts';
-import { cliOwner, planPrune } from '../../sync/prune.ts';
+import type { DeployRequest } from '../../sync/deploy.ts';
+import { liveDiff } from '../../sync/live-diff.ts';
+import { cliOwner } from '../../sync/prune.ts';
 import { type ClusterFlags, clusterAccess, manifestBoundary, withManifestFlags } from '../cluster-flags.ts';
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
 import { cliRenderOptions, type LocalInputFlags, readLocalInput, withReadFlags } from '../local-input.ts';
@@ -54,8 +52,6 @@ interface DiffInput {
   prune: { owner: string; inventoryNamespace: string } | undefined;
   notes: string[];
 }
-
-const TIMEOUT_MS = 5 * 60_000;
 
 async function pathInput(
   paths: readonly string[],
@@ -261,31 +257,17 @@ async function runDiff(
   const { api } = input;
   try {
     for (const note of input.notes) printErr(note);
-    const discovery = new Discovery(api);
-    const previews = new Map<ApplyTarget, KubeObject>();
-    const report = await deploy(
-      { api, discovery, onPreview: (target, preview) => previews.set(target, preview) },
-      { ...input.request, dryRun: true, wait: false, timeoutMs: TIMEOUT_MS, concurrency },
+    const { diffs, pruned } = await liveDiff(
+      { api, discovery: new Discovery(api) },
+      input.request,
+      input.prune,
+      concurrency,
     );
-    if (report.error !== undefined) throw report.error;
-    const diffs = await diffApplied(api, report.applied, previews, concurrency);
     for (const d of diffs) {
       if (d.change === 'recreated')
         print(`${d.object}: would be deleted and created again (strategy recreate)`);
       else if (d.text) print(d.text.trimEnd());
     }
-    const pruned = input.prune
-      ? (
-          await planPrune(
-            { api, discovery },
-            {
-              ...input.prune,
-              objects: report.applied.map((r) => r.target.object),
-              fieldManager: input.request.fieldManager,
-            },
-          )
-        ).delete
-      : [];
     for (const p of pruned) print(`would prune: ${p}`);
     print(diffSummary(diffs, pruned.length));
     if (pruned.length > 0 || diffs.some((d) => d.change !== 'unchanged'))
