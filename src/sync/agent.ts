@@ -35,7 +35,7 @@ import {
 } from './agent-sources.ts';
 import { CONFIGMAPS, Control, type ReconcileRequest } from './control.ts';
 import { outcomeOf } from './outcome.ts';
-import { PreviewRunner } from './previews.ts';
+import type { PreviewRunner } from './previews.ts';
 import { type SyncJob, SyncQueue } from './queue.ts';
 import { reconcile } from './reconcile.ts';
 import { planReload, type ReloadPlan } from './reload.ts';
@@ -85,8 +85,11 @@ export class Agent {
   private readonly deps: AgentDeps;
   private readonly queue: SyncQueue<AgentSync>;
   private readonly state: SourceState;
-  /** Pull-request previews (sync/previews.ts): renders only, never a write to the cluster. */
-  private readonly previews: PreviewRunner;
+  /**
+   * Pull-request previews (sync/previews.ts): renders only, never a write to the cluster. Loaded when a source
+   * first has one to make, so that an agent without previews does not carry their modules.
+   */
+  private previewRunner: Promise<PreviewRunner> | undefined;
   private readonly polling = new Map<string, { again: boolean; done: Promise<void> }>();
   private readonly stops: (() => void | Promise<void>)[] = [];
   private stopped = false;
@@ -120,16 +123,6 @@ export class Agent {
       },
     };
     this.ledger = new Ledger(deps.api, deps.config.cluster.namespace, deps.config.ledger.historyLimit);
-    this.previews = new PreviewRunner({
-      config: () => this.deps.config,
-      repo: (name) => this.state.repos.get(name),
-      ledger: this.ledger,
-      log: deps.log,
-      cacheDir: deps.cacheDir,
-      capabilities: this.state.capabilities,
-      api: deps.api,
-      discovery: deps.discovery,
-    });
     this.control = new Control({
       api: deps.api,
       cache: deps.cache,
@@ -341,9 +334,9 @@ export class Agent {
       if (repo) {
         await pollGitSource(this.state, repo, decide);
         // Pull requests to preview, found by their refs (webhooks name them sooner); never holds up the poll.
-        if (this.previews.enabled(name))
-          void this.previews
-            .pollRefs(name)
+        if (this.previewsOn(name))
+          void this.previews()
+            .then((p) => p.pollRefs(name))
             .catch((error: unknown) => log.warn({ err: errorMessage(error) }, 'cannot list pull requests'));
       } else if (registry) await pollRegistrySource(this.state, registry, decide);
       else if (local) await syncLocalSource(this.state, local, decide);
@@ -825,10 +818,31 @@ export class Agent {
     for (const name of names) this.pollSafely(name);
   }
 
+  private previewsOn(source: string): boolean {
+    return this.deps.config.sources.git.some((g) => g.name === source && g.preview.enabled);
+  }
+
+  private previews(): Promise<PreviewRunner> {
+    this.previewRunner ??= import('./previews.ts').then(
+      ({ PreviewRunner }) =>
+        new PreviewRunner({
+          config: () => this.deps.config,
+          repo: (name) => this.state.repos.get(name),
+          ledger: this.ledger,
+          log: this.deps.log,
+          cacheDir: this.deps.cacheDir,
+          capabilities: this.state.capabilities,
+          api: this.deps.api,
+          discovery: this.deps.discovery,
+        }),
+    );
+    return this.previewRunner;
+  }
+
   /** Previews the pull requests webhooks named (Git source and number), for the sources that preview them. */
   previewNow(pulls: readonly { source: string; number: number }[]): void {
     for (const pull of pulls)
-      if (this.previews.enabled(pull.source)) void this.previews.request(pull.source, pull.number);
+      if (this.previewsOn(pull.source)) void this.previews().then((p) => p.request(pull.source, pull.number));
   }
 
   /** Resolves when no sync runs or waits (for tests and one-shot runs). */
@@ -839,7 +853,7 @@ export class Agent {
   /** Stops polling, cancels stability waits, lets the write in progress finish. */
   async stop(): Promise<void> {
     this.stopped = true;
-    this.previews.stop();
+    void this.previewRunner?.then((p) => p.stop());
     for (const stop of this.stops.splice(0)) await stop();
     for (const stop of this.sourceStops.values()) await stop();
     this.sourceStops.clear();

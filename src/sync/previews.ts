@@ -23,7 +23,7 @@ import { providerFor } from '../report/status/provider.ts';
 import { describeRepo } from '../report/status/repo-url.ts';
 import type { CommitStatusProvider, HttpOptions } from '../report/status/types.ts';
 import type { ClusterCapabilities } from '../sources/deployment-manifests.ts';
-import type { GitRepository } from '../sources/git/repository.ts';
+import { type GitRepository, pullRequestRefs } from '../sources/git/repository.ts';
 import { concerns } from './agent-sources.ts';
 import { previewDeployment } from './preview.ts';
 
@@ -59,6 +59,8 @@ export class PreviewRunner {
   readonly #previewed = new Map<string, string>();
   /** Pull requests whose preview posted a comment (told of later pushes that concern nothing). */
   readonly #commented = new Set<string>();
+  /** The ref each polled pull request's head was found under, to fetch it by. */
+  readonly #refs = new Map<string, string>();
   #chain: Promise<unknown> = Promise.resolve();
   #stopped = false;
 
@@ -94,8 +96,16 @@ export class PreviewRunner {
     const repo = this.#deps.repo(source);
     if (!git?.preview.enabled || !git.preview.pollRefs || !repo) return;
     const heads = await repo.pullRequestHeads(git.preview.maxPullRequests);
+    // Pull requests gone from the server (merged or closed, their refs deleted) are forgotten.
+    for (const key of [...this.#previewed.keys()])
+      if (key.startsWith(`${source}#`) && !heads.has(Number(key.slice(source.length + 1)))) {
+        this.#previewed.delete(key);
+        this.#commented.delete(key);
+        this.#refs.delete(key);
+      }
     for (const [number, head] of heads) {
-      if (this.#previewed.get(`${source}#${number}`) === head) continue;
+      if (this.#previewed.get(`${source}#${number}`) === head.commit) continue;
+      this.#refs.set(`${source}#${number}`, head.ref);
       await this.request(source, number);
     }
   }
@@ -166,15 +176,17 @@ export class PreviewRunner {
 
     const base = await repo.resolve();
     await repo.fetch(base);
-    await repo
-      .fetch({ ref: `refs/pull/${number}/head`, commit: pr.headSha })
-      .catch(async (error: unknown) => {
-        // GitLab keeps merge requests under refs/merge-requests/; a commit id is wanted as a last resort.
-        await repo
-          .fetch({ ref: `refs/merge-requests/${number}/head`, commit: pr.headSha })
-          .catch(() => repo.fetch(pr.headSha))
-          .catch(() => Promise.reject(error));
-      });
+    // By the ref the poll found it under, else each place a forge keeps it, else by its id.
+    const known = this.#refs.get(key);
+    let missing: unknown = new Error('not fetched');
+    for (const ref of known ? [known] : pullRequestRefs(number)) {
+      missing = await repo.fetch({ ref, commit: pr.headSha }).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      if (missing === undefined) break;
+    }
+    if (missing !== undefined) await repo.fetch(pr.headSha);
     const head = pr.headSha;
     const specs = [];
     for (const spec of config.deployments.filter((d) => d.source === source))

@@ -249,7 +249,7 @@ describe('pull-request previews', () => {
   });
 
   const live = useNamespace('previews-live');
-  it('with preview.live compares the head with the cluster by a dry run: a change made by hand shows, nothing is written', async () => {
+  it('with preview.live compares the head with the cluster by a dry run: a change made by hand shows, nothing is written; a failing forge API is tried again', async () => {
     const suffix = Date.now().toString(36);
     const forge = await startForgeReceiver('github');
     const repo = await bareRepo(`previews-live-${suffix}/app`);
@@ -283,6 +283,9 @@ describe('pull-request previews', () => {
         { 'apps/web/web.yaml': web('green', 'pw-live-2') },
         { branch: 'pr-3', from: main },
       );
+      // The forge's API fails (500) when the pull request appears: nothing is posted, the agent lives on, and the
+      // preview is made once the API answers again (the next poll of the refs).
+      forge.fail({ status: 500 });
       forge.setPullRequest(3, {
         headSha: head,
         baseRef: 'main',
@@ -292,6 +295,10 @@ describe('pull-request previews', () => {
         labels: [],
       });
       await setRef(repo.path, 'refs/pull/3/head', head);
+      await new Promise((r) => setTimeout(r, 3000));
+      expect(forge.comments(3)).toEqual([]);
+      expect(forge.requests.some((r) => r.path.includes('/pulls/3'))).toBe(true);
+      forge.fail(undefined);
       const body = await eventually('the live preview', async () => forge.comments(3)[0], 60_000);
       expect(body).toContain('compared with the cluster (server-side dry run)');
       expect(body).toMatch(/^-\s+replicas: 2$/m);

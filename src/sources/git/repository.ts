@@ -64,6 +64,15 @@ export interface Changes {
   changes: FileChange[];
 }
 
+/** The refs forges keep pull-request heads under, the number captured. */
+const PULL_REQUEST_REF =
+  /^refs\/(?:pull\/([1-9][0-9]{0,9})\/head|merge-requests\/([1-9][0-9]{0,9})\/head|pull-requests\/([1-9][0-9]{0,9})\/from)$/;
+
+/** Where a forge may keep pull request `n`'s head, in the order they are tried. */
+export function pullRequestRefs(n: number): string[] {
+  return [`refs/pull/${n}/head`, `refs/merge-requests/${n}/head`, `refs/pull-requests/${n}/from`];
+}
+
 // The commit fetched last: offered to the server as a `have`, so the next fetch sends only what changed.
 const LAST_REF = 'refs/mooring/last';
 // How far the history is deepened, in turn, when the shallow boundary hides whether a commit is an ancestor.
@@ -111,18 +120,20 @@ export class GitRepository {
   }
 
   /**
-   * The heads of the server's pull and merge requests (`refs/pull/N/head` as GitHub, Gitea and Bitbucket keep them,
-   * `refs/merge-requests/N/head` as GitLab does), by number: the highest `limit` numbers.
+   * The heads of the server's pull and merge requests, by number, with the ref that holds each: `refs/pull/N/head`
+   * (GitHub, Gitea, Forgejo), `refs/merge-requests/N/head` (GitLab), `refs/pull-requests/N/from` (Bitbucket Data
+   * Center). The highest `limit` numbers.
    */
-  async pullRequestHeads(limit: number): Promise<Map<number, string>> {
+  async pullRequestHeads(limit: number): Promise<Map<number, ResolvedRef>> {
     const refs = await listRefs(this.source, 'refs/', this.#remote);
-    const heads = new Map<number, string>();
+    const heads = new Map<number, ResolvedRef>();
     for (const r of refs) {
-      const match = /^refs\/(?:pull|merge-requests)\/([1-9][0-9]{0,9})\/head$/.exec(r.ref);
-      if (match?.[1] && /^[0-9a-f]{40}$/.test(r.oid)) heads.set(Number(match[1]), r.oid);
+      const match = PULL_REQUEST_REF.exec(r.ref);
+      const n = match?.[1] ?? match?.[2] ?? match?.[3];
+      if (n && /^[0-9a-f]{40}$/.test(r.oid)) heads.set(Number(n), { ref: r.ref, commit: r.oid });
     }
     const kept = [...heads.keys()].sort((a, b) => b - a).slice(0, limit);
-    return new Map(kept.map((n) => [n, heads.get(n) as string]));
+    return new Map(kept.map((n) => [n, heads.get(n) as ResolvedRef]));
   }
 
   /**

@@ -174,4 +174,57 @@ describe('mooring diff --base --head', () => {
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('revision no-such-branch is not in the checkout');
   });
+
+  it('previews 60 deployments of 8 objects changed by one commit in a comment that fits GitHub', async () => {
+    const apps = Array.from({ length: 60 }, (_, i) => `app-${String(i).padStart(2, '0')}`);
+    const objects = (app: string, color: string) =>
+      Array.from(
+        { length: 8 },
+        (_, j) =>
+          `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ${app}-${j}, annotations: {strategy.spinnaker.io/versioned: "false"}}\ndata:\n${Array.from({ length: 12 }, (_, k) => `  key${k}: ${color}-${k}`).join('\n')}\n`,
+      ).join('---\n');
+    const config = `sources:\n  git:\n    - {name: app, url: https://git.example.invalid/fleet.git}\ndeployments:\n${apps
+      .map((a) => `  - {name: ${a}, namespace: ${a}, source: app, paths: [apps/${a}]}`)
+      .join('\n')}\n`;
+    const { dir, shas } = await checkout([
+      {
+        'mooring.yaml': config,
+        ...Object.fromEntries(apps.map((a) => [`apps/${a}/all.yaml`, objects(a, 'blue')])),
+      },
+      Object.fromEntries(apps.map((a) => [`apps/${a}/all.yaml`, objects(a, 'green')])),
+    ]);
+    const md = await cli(
+      'diff',
+      '--checkout',
+      dir,
+      '--base',
+      shas[0] as string,
+      '--head',
+      shas[1] as string,
+      '--config',
+      join(dir, 'mooring.yaml'),
+      '-o',
+      'markdown',
+    );
+    expect(md.code, md.stderr).toBe(1);
+    expect(md.stdout.length).toBeLessThanOrEqual(65_536);
+    for (const a of apps) expect(md.stdout).toContain(`<b>${a}: 8 changed</b>`);
+    expect(md.stdout).toContain('Diffs left out to fit the comment');
+    const json = await cli(
+      'diff',
+      '--checkout',
+      dir,
+      '--base',
+      shas[0] as string,
+      '--head',
+      shas[1] as string,
+      '--config',
+      join(dir, 'mooring.yaml'),
+      '-o',
+      'json',
+    );
+    const parsed = JSON.parse(json.stdout) as { previews: { diff: { changed: unknown[] } }[] };
+    expect(parsed.previews).toHaveLength(60);
+    expect(parsed.previews.reduce((n, p) => n + p.diff.changed.length, 0)).toBe(480);
+  }, 120_000);
 });
