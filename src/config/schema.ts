@@ -127,6 +127,11 @@ const preview = z.strictObject({
   /** The commit status of each deployment's preview on the head commit. */
   context: z.string().min(1).default('mooring/preview/{deployment}'),
   /**
+   * Decrypt SOPS files for previews of trusted pull requests (never from forks). Off: they are left out, since a
+   * template can show a decrypted value encoded in a way no redaction recognises.
+   */
+  decrypt: z.boolean().default(false),
+  /**
    * Compare the head with the cluster (a server-side dry run: drift and admission show) rather than with the base.
    * Still nothing is written.
    */

@@ -74,7 +74,9 @@ function sections(p: DeploymentPreview): { head: string; parts: { title: string;
   const d = p.diff as PreviewDiff;
   const parts: { title: string; body: string }[] = [];
   if (d.images.length) {
-    const rows = d.images.map((i) => `| ${code(i.object)} | ${code(i.from)} | ${code(i.to)} |`);
+    // In a table a `|` ends the cell even inside code: escaped, as GitHub's tables take it.
+    const cell = (text: string) => code(text).replaceAll('|', '\\|');
+    const rows = d.images.map((i) => `| ${cell(i.object)} | ${cell(i.from)} | ${cell(i.to)} |`);
     parts.push({ title: 'Images', body: ['| object | from | to |', '|---|---|---|', ...rows].join('\n') });
   }
   for (const v of d.versions) {

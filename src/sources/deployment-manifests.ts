@@ -29,7 +29,7 @@ import type { ChartDependency } from './charts/dependencies.ts';
 import type { GitRepository } from './git/repository.ts';
 import { readManifestFiles, STDIN_PATH } from './local/files.ts';
 import { type AgeIdentity, loadAgeIdentities } from './sops/age-keys.ts';
-import { decryptFiles } from './sops/decrypt.ts';
+import { decryptFiles, omitEncrypted } from './sops/decrypt.ts';
 
 export type { ClusterCapabilities } from './build/chart-files.ts';
 
@@ -41,7 +41,14 @@ export interface ManifestContext {
   cacheDir?: string | undefined;
   /** The agent's pollers, whose clients fetching shares. */
   poller?: FetchContext['poller'];
+  /**
+   * `omit`: SOPS-encrypted files are not decrypted (a preview of a pull request): plain ones are left out with a
+   * warning, and a chart or kustomization that needs one fails saying so. Decrypted by default.
+   */
+  sops?: 'decrypt' | 'omit' | undefined;
 }
+
+const NOT_DECRYPTED = 'previews do not decrypt SOPS files unless preview.decrypt allows it';
 
 /**
  * Where the deployment's source is: a Git repository at a commit, or (no `git`) its local folder now or its OCI
@@ -74,7 +81,7 @@ export async function deploymentManifests(
     fetchDependencies: dependencyFetcher(ctx, at.dependencies, at.restoreDependencies),
   });
   const files = await sourceFiles();
-  return decryptFiles(files, keys);
+  return ctx.sops === 'omit' ? omitEncrypted(files, NOT_DECRYPTED) : decryptFiles(files, keys);
 
   async function sourceFiles(): Promise<ManifestFile[]> {
     const chart = spec.helm?.chartSource !== undefined ? await fetchChart(spec.helm.chartSource) : undefined;
@@ -243,6 +250,8 @@ function fetchModule(): Promise<typeof import('./artifact-fetch.ts')> {
 }
 
 function identities(ctx: ManifestContext): () => Promise<AgeIdentity[]> {
+  if (ctx.sops === 'omit')
+    return () => Promise.reject(new StalledError(`a SOPS-encrypted file is needed here: ${NOT_DECRYPTED}`));
   return () => loadAgeIdentities(ctx.config.decryption.ageKeyFile);
 }
 

@@ -818,8 +818,14 @@ export class Agent {
     for (const name of names) this.pollSafely(name);
   }
 
+  /**
+   * Whether this agent previews the source's pull requests: previews are on for it and, with replicas sharing the
+   * work, this replica syncs the source's first deployment (one replica comments, not each).
+   */
   private previewsOn(source: string): boolean {
-    return this.deps.config.sources.git.some((g) => g.name === source && g.preview.enabled);
+    if (!this.deps.config.sources.git.some((g) => g.name === source && g.preview.enabled)) return false;
+    const first = this.deps.config.deployments.find((d) => d.source === source);
+    return !this.deps.shard || (first !== undefined && !this.deps.shard.elsewhere(first.name));
   }
 
   private previews(): Promise<PreviewRunner> {
@@ -827,7 +833,6 @@ export class Agent {
       ({ PreviewRunner }) =>
         new PreviewRunner({
           config: () => this.deps.config,
-          repo: (name) => this.state.repos.get(name),
           ledger: this.ledger,
           log: this.deps.log,
           cacheDir: this.deps.cacheDir,

@@ -7,9 +7,10 @@ import { randomBytes } from 'node:crypto';
 import { renderOptionsFor } from '../config/render-options.ts';
 import type { Deployment, MooringConfig } from '../config/schema.ts';
 import type { DeploymentPreview } from '../contract.ts';
-import { errorMessage } from '../errors.ts';
+import { classify, errorMessage, TransientError } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { Discovery } from '../kube/discovery.ts';
+import { InventoryStore } from '../kube/inventory.ts';
 import type { ManifestFile } from '../render/parse.ts';
 import { type PreviewDiff, previewDiff } from '../render/preview-diff.ts';
 import { valueRedactor } from '../render/redact.ts';
@@ -36,6 +37,11 @@ export interface PreviewRequest {
   dependencies?: readonly ChartDependency[] | undefined;
   capabilities?: (() => Promise<ClusterCapabilities>) | undefined;
   cacheDir?: string | undefined;
+  /**
+   * Whether SOPS files are decrypted (trusted pull requests, with preview.decrypt): otherwise they are left out, since
+   * a template can show a decrypted value in a form no redaction recognises.
+   */
+  decrypt?: boolean | undefined;
   /** The versions the cluster holds, when a cluster is known (the base then renders as it is deployed). */
   snapshot?: ClusterSnapshot | undefined;
   /**
@@ -73,6 +79,7 @@ export async function previewDeployment(request: PreviewRequest): Promise<Deploy
         config: request.config,
         capabilities: request.capabilities,
         cacheDir: request.cacheDir,
+        sops: request.decrypt ? 'decrypt' : 'omit',
       },
       spec,
       { git: request.repo, commit, artifacts: request.artifacts, dependencies: request.dependencies },
@@ -97,7 +104,7 @@ export async function previewDeployment(request: PreviewRequest): Promise<Deploy
       preview.diff = await againstCluster(request, await read(request.head));
       preview.notes.push('compared with the cluster (server-side dry run)');
     } catch (error) {
-      preview.error = errorMessage(error);
+      preview.error = failure(error, secrets);
     }
     return redactPreview(preview, valueRedactor(secrets));
   }
@@ -106,6 +113,7 @@ export async function previewDeployment(request: PreviewRequest): Promise<Deploy
   try {
     base = await at(request.base);
   } catch (error) {
+    failure(error, secrets);
     preview.notes.push(
       `the base ${request.base.slice(0, 12)} does not render (${errorMessage(error)}): every object is shown as new`,
     );
@@ -133,9 +141,22 @@ export async function previewDeployment(request: PreviewRequest): Promise<Deploy
     };
     preview.diff = previewDiff(base, await at(request.head, snapshot));
   } catch (error) {
-    preview.error = errorMessage(error);
+    preview.error = failure(error, secrets);
   }
   return redactPreview(preview, valueRedactor(secrets));
+}
+
+/**
+ * A render's failure as the preview shows it, when it is the commit's (bad YAML, a chart that does not render): a
+ * failure that may pass (a chart repository or the API server unreachable) is thrown, so that the preview is made
+ * again later rather than blamed on the commit. Redacted either way.
+ */
+function failure(error: unknown, secrets: readonly string[]): string {
+  if (classify(error).action !== 'stop') {
+    const redact = valueRedactor(secrets);
+    throw new TransientError(redact(errorMessage(error)));
+  }
+  return errorMessage(error);
 }
 
 /** The head's objects against the live ones, by a server-side dry run; what prune would delete. */
@@ -163,8 +184,20 @@ async function againstCluster(request: PreviewRequest, files: ManifestFile[]): P
     spec.prune ? { owner: spec.name, inventoryNamespace: live.namespace } : undefined,
     live.concurrency,
   );
+  // Only what this deployment applied is shown as it lives in the cluster: a pull request may name any object in
+  // its namespaces, and the diff of one it does not own would show another's content.
+  const inventory = (await new InventoryStore(live.api, live.namespace).read(spec.name)) ?? [];
+  const owned = new Set(inventory.map((e) => `${e.kind} ${e.namespace ? `${e.namespace}/` : ''}${e.name}`));
   const pick = (changes: readonly string[]) =>
-    diffs.filter((d) => changes.includes(d.change)).map((d) => ({ object: d.object, text: d.text }));
+    diffs
+      .filter((d) => changes.includes(d.change))
+      .map((d) => ({
+        object: d.object,
+        text:
+          d.change === 'added' || owned.has(d.object)
+            ? d.text
+            : `(exists in the cluster and was not applied by deployment ${spec.name}: its content is not shown)\n`,
+      }));
   return {
     added: pick(['added']),
     changed: pick(['changed', 'recreated']),

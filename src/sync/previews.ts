@@ -9,6 +9,9 @@
 // Trust: a pull request from a fork is untrusted content (the hostile-commit bounds apply to every preview); it is
 // previewed only when the source allows forks, or its author or one of its labels is allowed. Previews run one at a
 // time, after the syncs they share the machine with; a head already previewed is not previewed again.
+
+import { readdir, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { GitSource, MooringConfig } from '../config/schema.ts';
 import { readSecret } from '../config/secret.ts';
 import type { DeploymentPreview, Logger } from '../contract.ts';
@@ -23,13 +26,12 @@ import { providerFor } from '../report/status/provider.ts';
 import { describeRepo } from '../report/status/repo-url.ts';
 import type { CommitStatusProvider, HttpOptions } from '../report/status/types.ts';
 import type { ClusterCapabilities } from '../sources/deployment-manifests.ts';
-import { type GitRepository, pullRequestRefs } from '../sources/git/repository.ts';
+import { GitRepository, pullRequestRefs, type ResolvedRef } from '../sources/git/repository.ts';
 import { concerns } from './agent-sources.ts';
 import { previewDeployment } from './preview.ts';
 
 export interface PreviewRunnerDeps {
   config: () => MooringConfig;
-  repo: (source: string) => GitRepository | undefined;
   ledger: Ledger;
   log: Logger;
   cacheDir: string;
@@ -55,12 +57,19 @@ export type PreviewOutcome =
 
 export class PreviewRunner {
   readonly #deps: PreviewRunnerDeps;
-  /** The head last previewed, by `source#number`. */
-  readonly #previewed = new Map<string, string>();
+  /**
+   * The head each pull request was last decided at, whatever the decision (previewed, closed, another branch, an
+   * untrusted fork): a poll asks nothing of the forge for a head it has seen. A webhook asks again (a label).
+   */
+  readonly #seen = new Map<string, string>();
   /** Pull requests whose preview posted a comment (told of later pushes that concern nothing). */
   readonly #commented = new Set<string>();
-  /** The ref each polled pull request's head was found under, to fetch it by. */
-  readonly #refs = new Map<string, string>();
+  /** Pull requests queued or being previewed: one request each, whatever asks. */
+  readonly #queued = new Map<string, Promise<PreviewOutcome>>();
+  /** Sources whose refs are being listed: one listing at a time each. */
+  readonly #polling = new Set<string>();
+  /** Each source's repository for previews: its own cache (pull requests' objects never enter the sync's). */
+  readonly #repos = new Map<string, GitRepository>();
   #chain: Promise<unknown> = Promise.resolve();
   #stopped = false;
 
@@ -77,41 +86,73 @@ export class PreviewRunner {
     return this.#source(source)?.preview.enabled === true;
   }
 
-  /** Previews pull request `number` of `source` (a webhook named it), after those already queued. */
+  /** Previews pull request `number` of `source`, after those already queued; a request already queued is joined. */
   request(source: string, number: number): Promise<PreviewOutcome> {
+    const key = `${source}#${number}`;
+    const queued = this.#queued.get(key);
+    if (queued) return queued;
     const run = this.#chain.then(() => this.#preview(source, number));
     this.#chain = run.catch(() => undefined);
-    return run.catch((error: unknown) => {
-      this.#deps.log.warn(
-        { source, pullRequest: number, err: errorMessage(error) },
-        'preview failed; tried again',
-      );
-      return { result: 'skipped', why: errorMessage(error) } as const;
-    });
+    const answered = run
+      .catch((error: unknown) => {
+        // Not recorded as seen: the next poll or webhook tries again.
+        this.#deps.log.warn(
+          { source, pullRequest: number, err: errorMessage(error) },
+          'preview failed; tried again at the next poll',
+        );
+        return { result: 'skipped', why: errorMessage(error) } as const;
+      })
+      .finally(() => this.#queued.delete(key));
+    this.#queued.set(key, answered);
+    return answered;
   }
 
-  /** The fallback to webhooks: the pull-request refs of the source's server, each head not yet previewed. */
+  /** The fallback to webhooks: the pull-request refs of the source's server, each head not yet decided. */
   async pollRefs(source: string): Promise<void> {
     const git = this.#source(source);
-    const repo = this.#deps.repo(source);
-    if (!git?.preview.enabled || !git.preview.pollRefs || !repo) return;
-    const heads = await repo.pullRequestHeads(git.preview.maxPullRequests);
-    // Pull requests gone from the server (merged or closed, their refs deleted) are forgotten.
-    for (const key of [...this.#previewed.keys()])
-      if (key.startsWith(`${source}#`) && !heads.has(Number(key.slice(source.length + 1)))) {
-        this.#previewed.delete(key);
-        this.#commented.delete(key);
-        this.#refs.delete(key);
-      }
-    for (const [number, head] of heads) {
-      if (this.#previewed.get(`${source}#${number}`) === head.commit) continue;
-      this.#refs.set(`${source}#${number}`, head.ref);
-      await this.request(source, number);
+    if (!git?.preview.enabled || !git.preview.pollRefs || this.#polling.has(source)) return;
+    this.#polling.add(source);
+    try {
+      const pulls = await this.#repo(git).pullRequests(git.preview.maxPullRequests);
+      // Pull requests gone from the server (their refs deleted) are forgotten.
+      for (const key of [...this.#seen.keys()])
+        if (key.startsWith(`${source}#`) && !pulls.has(Number(key.slice(source.length + 1)))) {
+          this.#seen.delete(key);
+          this.#commented.delete(key);
+        }
+      const asked: Promise<PreviewOutcome>[] = [];
+      for (const [number, refs] of pulls)
+        if (this.#seen.get(`${source}#${number}`) !== refs.head.commit)
+          asked.push(this.request(source, number));
+      await Promise.all(asked);
+    } finally {
+      this.#polling.delete(source);
     }
   }
 
   #source(name: string): GitSource | undefined {
     return this.#deps.config().sources.git.find((g) => g.name === name);
+  }
+
+  /**
+   * The source's repository for previews: a cache of its own (a pull request's objects never fill the sync's
+   * cache), compared tree to tree (a pull request's commit need not descend from the branch's tip), emptied once it
+   * holds more than PREVIEW_CACHE_BYTES.
+   */
+  #repo(git: GitSource): GitRepository {
+    let repo = this.#repos.get(git.name);
+    if (!repo || repo.source !== git) {
+      repo = new GitRepository(git, { cacheDir: join(this.#deps.cacheDir, 'previews'), compareTrees: true });
+      this.#repos.set(git.name, repo);
+    }
+    return repo;
+  }
+
+  async #trim(git: GitSource): Promise<void> {
+    const repo = this.#repos.get(git.name);
+    if (!repo || (await folderBytes(repo.gitdir)) <= PREVIEW_CACHE_BYTES) return;
+    this.#repos.delete(git.name);
+    await rm(repo.gitdir, { recursive: true, force: true });
   }
 
   /** The forge's comment and status APIs and token: the preview's own, or the source's first deployment's. */
@@ -136,12 +177,21 @@ export class PreviewRunner {
 
   async #preview(source: string, number: number): Promise<PreviewOutcome> {
     if (this.#stopped) return { result: 'skipped', why: 'stopping' };
-    const config = this.#deps.config();
     const git = this.#source(source);
-    const repo = this.#deps.repo(source);
+    if (!git?.preview.enabled) return { result: 'skipped', why: 'previews are off for this source' };
+    try {
+      return await this.#previewOf(git, number);
+    } finally {
+      await this.#trim(git).catch(() => undefined);
+    }
+  }
+
+  async #previewOf(git: GitSource, number: number): Promise<PreviewOutcome> {
+    const config = this.#deps.config();
+    const source = git.name;
+    const repo = this.#repo(git);
     const key = `${source}#${number}`;
     const log = this.#deps.log.child({ source, pullRequest: number });
-    if (!git?.preview.enabled || !repo) return { result: 'skipped', why: 'previews are off for this source' };
     const forge = await this.#forge(git);
     if (!forge) {
       log.warn(
@@ -152,13 +202,14 @@ export class PreviewRunner {
     }
     const target = { repoUrl: git.url, number };
     const pr = await forge.comments.pullRequest(target, forge.token);
-    if (pr.state !== 'open') return { result: 'skipped', why: `the pull request is ${pr.state}` };
+    const decided = (why: string): PreviewOutcome => {
+      this.#seen.set(key, pr.headSha);
+      return { result: 'skipped', why };
+    };
+    if (pr.state !== 'open') return decided(`the pull request is ${pr.state}`);
     const branch = 'branch' in git.ref ? git.ref.branch : undefined;
     if (pr.baseRef !== branch)
-      return {
-        result: 'skipped',
-        why: `it targets ${pr.baseRef}, not the source's branch ${branch ?? '(tags)'}`,
-      };
+      return decided(`it targets ${pr.baseRef}, not the source's branch ${branch ?? '(tags)'}`);
     const trusted =
       !pr.fromFork ||
       forge.settings.forks ||
@@ -169,30 +220,35 @@ export class PreviewRunner {
         { author: pr.author },
         'pull request from a fork: not previewed (preview.forks, allowAuthors, allowLabels)',
       );
-      this.#previewed.set(key, pr.headSha);
-      return { result: 'skipped', why: 'from a fork' };
+      return decided('from a fork');
     }
-    if (this.#previewed.get(key) === pr.headSha) return { result: 'skipped', why: 'this head is previewed' };
 
-    const base = await repo.resolve();
-    await repo.fetch(base);
-    // By the ref the poll found it under, else each place a forge keeps it, else by its id.
-    const known = this.#refs.get(key);
-    let missing: unknown = new Error('not fetched');
-    for (const ref of known ? [known] : pullRequestRefs(number)) {
-      missing = await repo.fetch({ ref, commit: pr.headSha }).then(
-        () => undefined,
-        (error: unknown) => error,
+    // The pull request's refs as the server holds them now: its head, and its trial merge where the forge keeps one.
+    const refs = (await repo.pullRequests(Number.MAX_SAFE_INTEGER)).get(number);
+    const tip = await repo.resolve();
+    await repo.fetch(tip);
+    await this.#fetchHead(repo, number, pr.headSha, refs?.head);
+    // What merging would deploy: the trial merge of this head into the branch, compared with its first parent;
+    // without one, the head compared with the branch's tip (a branch behind shows the tip's newer changes undone).
+    let base = tip.commit;
+    let head = pr.headSha;
+    if (refs?.merge) {
+      const merged = await repo.fetch(refs.merge).then(
+        () => repo.parents(refs.merge?.commit as string),
+        () => [] as string[],
       );
-      if (missing === undefined) break;
+      if (merged.length === 2 && merged[1] === pr.headSha && merged[0]) {
+        await repo.fetch(merged[0]);
+        base = merged[0];
+        head = refs.merge.commit;
+      }
     }
-    if (missing !== undefined) await repo.fetch(pr.headSha);
-    const head = pr.headSha;
     const specs = [];
     for (const spec of config.deployments.filter((d) => d.source === source))
-      if (await concerns(repo, spec, base.commit, head)) specs.push(spec);
-    log.info({ head, deployments: specs.map((s) => s.name) }, 'previewing');
+      if (await concerns(repo, spec, base, head)) specs.push(spec);
+    log.info({ base, head, deployments: specs.map((s) => s.name) }, 'previewing');
 
+    // Statuses go on the pull request's own commit, whatever was rendered.
     const context = (deployment: string) => forge.settings.context.replaceAll('{deployment}', deployment);
     const post = async (
       deployment: string,
@@ -203,7 +259,7 @@ export class PreviewRunner {
       const text = description.length > max ? `${description.slice(0, max - 1)}…` : description;
       await forge.statuses
         .post(
-          { repoUrl: git.url, commit: head },
+          { repoUrl: git.url, commit: pr.headSha },
           { state, description: text, context: context(deployment) },
           forge.token,
         )
@@ -214,10 +270,11 @@ export class PreviewRunner {
     for (const spec of specs) await post(spec.name, 'pending', 'rendering the preview');
     const previews: DeploymentPreview[] = [];
     for (const spec of specs) {
+      // Stopping: the next agent previews this head again (nothing recorded it), and ends these statuses.
       if (this.#stopped) return { result: 'skipped', why: 'stopping' };
       // Bound as a sync would bind them: the current release's images, chart versions and dependencies.
-      const data = await this.#deps.ledger.read(spec.name).catch(() => undefined);
-      const release = data ? current(data) : undefined;
+      const data = await this.#deps.ledger.read(spec.name);
+      const release = current(data);
       const images: ImageArtifact[] = Object.values(release?.images ?? {})
         .filter((i) => i.kind === undefined)
         .map((i) => ({ name: i.image, tag: i.tag, digest: i.digest }));
@@ -225,13 +282,14 @@ export class PreviewRunner {
         config,
         spec,
         repo,
-        base: base.commit,
+        base,
         head,
         images,
         artifacts: release?.images,
-        dependencies: data ? recordedDependencies(data.releases) : undefined,
+        dependencies: recordedDependencies(data.releases),
         cacheDir: this.#deps.cacheDir,
         capabilities: this.#deps.capabilities,
+        decrypt: forge.settings.decrypt && !pr.fromFork,
         live:
           git.preview.live && this.#deps.api && this.#deps.discovery
             ? {
@@ -253,18 +311,42 @@ export class PreviewRunner {
           ? previewMarkdown(
               previews,
               {
-                base: base.commit,
+                base,
                 head,
                 pullRequest: `${describeRepo(git.url)}#${number}`,
-                fullText: `mooring diff --base ${base.commit.slice(0, 12)} --head ${head.slice(0, 12)} --config FILE`,
+                fullText: `mooring diff --base ${base.slice(0, 12)} --head ${head.slice(0, 12)} --config FILE`,
               },
               forge.comments.maxBody,
             )
-          : `${PREVIEW_MARKER}\n### mooring preview\n\nNo deployment reads a file this pull request changes (at ${head.slice(0, 12)}).\n`;
+          : `${PREVIEW_MARKER}\n### mooring preview\n\nNo deployment reads a file this pull request changes (at ${pr.headSha.slice(0, 12)}).\n`;
       await forge.comments.upsert(target, body, PREVIEW_MARKER, forge.token);
       this.#commented.add(key);
     }
-    this.#previewed.set(key, head);
-    return { result: 'previewed', head, deployments: specs.map((s) => s.name) };
+    this.#seen.set(key, pr.headSha);
+    return { result: 'previewed', head: pr.headSha, deployments: specs.map((s) => s.name) };
   }
+
+  /** The head, by the ref the server lists it under, else each place a forge keeps it, else by its id. */
+  async #fetchHead(repo: GitRepository, number: number, sha: string, listed: ResolvedRef | undefined) {
+    const refs = listed?.commit === sha ? [listed.ref] : pullRequestRefs(number);
+    for (const ref of refs) {
+      const failed = await repo.fetch({ ref, commit: sha }).then(
+        () => false,
+        () => true,
+      );
+      if (!failed) return;
+    }
+    await repo.fetch(sha);
+  }
+}
+
+/** Past this, a source's preview cache is emptied after a preview (a fork pushing large blobs cannot fill a disk). */
+const PREVIEW_CACHE_BYTES = 512 * 1024 * 1024;
+
+async function folderBytes(dir: string): Promise<number> {
+  let total = 0;
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
+  for (const e of entries)
+    if (e.isFile()) total += (await stat(join(e.parentPath, e.name)).catch(() => undefined))?.size ?? 0;
+  return total;
 }

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { startForgeReceiver } from '../testbed/forge-receiver.ts';
-import { commitFiles, setRef } from '../testbed/git-repos.ts';
+import { commitFiles, setMergeRef, setRef } from '../testbed/git-repos.ts';
 import { api } from './faults-support.ts';
 import {
   agentConfig,
@@ -102,14 +102,20 @@ describe('pull-request previews', () => {
           .filter((n) => n.startsWith('web-config'))
           .sort();
       expect(await configMaps()).toEqual(['web-config-v000']);
-      const releasesBefore = (await mooring('history', 'web', '--config', configFile, '-o', 'json')).stdout;
 
-      // Pull request 7: a new color and a new password for web.
+      // Pull request 7 branches from main: a new color and a new password for web. Then main moves on (a new
+      // image), and the forge keeps a trial merge of the pull request into it.
       const head1 = await commitFiles(
         repo.path,
         { 'apps/web/web.yaml': web('green', 'pw-pr-2') },
         { branch: 'pr-7', from: main },
       );
+      const main2 = await repo.commit({
+        'apps/web/web.yaml': web('blue', 'pw-main-1').replace('example/web:1', 'example/web:2'),
+      });
+      await eventually('main moved on', async () => mainStatus(main2, 'mooring/previews/web')[0], 90_000);
+      await setMergeRef(repo.path, 'refs/pull/7/merge', main2, head1);
+      const releasesBefore = (await mooring('history', 'web', '--config', configFile, '-o', 'json')).stdout;
       forge.setPullRequest(7, {
         headSha: head1,
         baseRef: 'main',
@@ -139,6 +145,9 @@ describe('pull-request previews', () => {
       );
       expect(body).toContain('-  color: blue');
       expect(body).toContain('+  color: green');
+      // Rendered as the merge into main would deploy: main's newer image is not shown as undone.
+      expect(body).not.toContain('example/web:1');
+      expect(body).not.toContain('| object | from | to |');
       for (const secret of ['pw-main-1', 'pw-pr-2', Buffer.from('pw-pr-2').toString('base64')])
         expect(body).not.toContain(secret);
       // api's files did not change; a kustomization may read any file, so it is rendered, and says so in one line.
@@ -159,6 +168,7 @@ describe('pull-request previews', () => {
         { branch: 'pr-7' },
       );
       forge.setPullRequest(7, { headSha: head2 });
+      await setMergeRef(repo.path, 'refs/pull/7/merge', main2, head2);
       await setRef(repo.path, 'refs/pull/7/head', head2);
       await eventually(
         'the comment updated',
@@ -224,7 +234,7 @@ describe('pull-request previews', () => {
       // In CI: the same preview from a clone, without the agent or a cluster.
       const clone = await mkdtemp(join(tmpdir(), 'mooring-preview-clone-'));
       await run('git', ['clone', '-q', repo.path, clone]);
-      await run('git', ['fetch', '-q', 'origin', 'refs/pull/7/head:refs/remotes/origin/pr-7'], {
+      await run('git', ['fetch', '-q', 'origin', 'refs/pull/7/merge:refs/remotes/origin/pr-7'], {
         cwd: clone,
       });
       const printed = await mooring(

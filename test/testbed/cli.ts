@@ -8,7 +8,13 @@ const command = process.argv[2];
 async function main(): Promise<number> {
   switch (command) {
     case 'up': {
-      const { env, started } = await up(log);
+      const at = process.argv.indexOf('--clusters');
+      const clusters = at > 0 ? Number(process.argv[at + 1]) : 1;
+      if (!Number.isInteger(clusters) || clusters < 1 || clusters > 4) {
+        process.stderr.write('usage: npm run testbed -- up [--clusters N]   (N from 1 to 4)\n');
+        return 2;
+      }
+      const { env, started } = await up(log, { clusters });
       log(started ? 'up' : 'already running');
       process.stdout.write(
         [
@@ -20,6 +26,7 @@ async function main(): Promise<number> {
           `helm:       ${env.tools.helm}`,
           `kubectl:    ${env.tools.kubectl}`,
           `logs:       ${env.logs}`,
+          ...(env.clusters ?? []).map((c) => `${c.name}:  ${c.kubeconfig}`),
           '',
         ].join('\n'),
       );
@@ -61,7 +68,9 @@ async function main(): Promise<number> {
       return 0;
     }
     default:
-      process.stderr.write('usage: npm run testbed -- up | down | status | push-image REPOSITORY TAG\n');
+      process.stderr.write(
+        'usage: npm run testbed -- up [--clusters N] | down | status | push-image REPOSITORY TAG\n',
+      );
       return 2;
   }
 }

@@ -87,10 +87,13 @@ export interface ControlPlaneOptions {
   logDir: string;
   ports: { etcd: number; etcdPeer: number; apiserver: number };
   binaries: ControlPlaneBinaries;
+  /** Put before each daemon's name (`cluster-2-etcd`), for a second control plane beside the first. */
+  prefix?: string;
 }
 
 export async function startControlPlane(options: ControlPlaneOptions): Promise<ControlPlane> {
   const { dir, logDir, ports, binaries } = options;
+  const prefix = options.prefix ?? '';
   const certDir = join(dir, 'certs');
   await mkdir(certDir, { recursive: true });
   await mkdir(join(dir, 'etcd'), { recursive: true });
@@ -98,7 +101,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
 
   const etcdUrl = `http://127.0.0.1:${ports.etcd}`;
   const etcd = startDaemon({
-    name: 'etcd',
+    name: `${prefix}etcd`,
     command: binaries.etcd,
     args: [
       `--data-dir=${join(dir, 'etcd')}`,
@@ -126,7 +129,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   });
 
   const apiserver = startDaemon({
-    name: 'kube-apiserver',
+    name: `${prefix}kube-apiserver`,
     command: binaries.kubeApiserver,
     args: [
       `--etcd-servers=${etcdUrl}`,
@@ -166,7 +169,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
 
   if (binaries.kubeControllerManager) {
     const kcm = startDaemon({
-      name: 'kube-controller-manager',
+      name: `${prefix}kube-controller-manager`,
       command: binaries.kubeControllerManager,
       args: [
         `--kubeconfig=${kubeconfig}`,

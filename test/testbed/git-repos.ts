@@ -123,6 +123,39 @@ export async function setRef(repoPath: string, ref: string, sha: string): Promis
   await git(['update-ref', ref, sha], { gitDir: repoPath });
 }
 
+/**
+ * Points `ref` at a merge of `head` into `base` (tree by `git merge-tree`, parents base then head), as a forge keeps
+ * a pull request's trial merge (`refs/pull/N/merge`); returns the merge commit. A conflict is an error.
+ */
+export async function setMergeRef(
+  repoPath: string,
+  ref: string,
+  base: string,
+  head: string,
+): Promise<string> {
+  await checkRefName(ref);
+  const tree = (await git(['merge-tree', '--write-tree', base, head], { gitDir: repoPath }))
+    .split('\n')[0]
+    ?.trim();
+  if (!tree || !/^[0-9a-f]{40}$/.test(tree))
+    throw new Error(`setMergeRef: ${base} and ${head} do not merge cleanly`);
+  const identity = {
+    GIT_AUTHOR_NAME: COMMITTER.name,
+    GIT_AUTHOR_EMAIL: COMMITTER.email,
+    GIT_COMMITTER_NAME: COMMITTER.name,
+    GIT_COMMITTER_EMAIL: COMMITTER.email,
+  };
+  const sha = (
+    await git(['commit-tree', tree, '-p', base, '-p', head, '-F', '-'], {
+      gitDir: repoPath,
+      env: identity,
+      input: `Merge ${head} into ${base}\n`,
+    })
+  ).trim();
+  await git(['update-ref', ref, sha], { gitDir: repoPath });
+  return sha;
+}
+
 /** A file written from a repeated line, without ever being held in memory: `bytes` long, `head` first. */
 export interface GeneratedFile {
   bytes: number;

@@ -40,6 +40,24 @@ export interface TestbedEnv {
   authRegistry: { url: string; host: string; username: string; password: string };
   tools: { helm: string; kubectl: string };
   logs: string;
+  /**
+   * Control planes beyond the first (`up --clusters N`): same binaries, their own etcd, API server, controller
+   * manager and kubelet on other ports, each named `cluster-2`, `cluster-3`…
+   */
+  clusters?: ExtraCluster[] | undefined;
+}
+
+export interface ExtraCluster {
+  name: string;
+  kubeconfig: string;
+  server: string;
+  clientCertificate: { cert: string; key: string };
+  etcd: string;
+}
+
+export interface UpOptions {
+  /** How many control planes in all (1 by default): more are added to a running test bed that has fewer. */
+  clusters?: number | undefined;
 }
 
 const ENV_FILE = 'env.json';
@@ -88,11 +106,71 @@ export async function status(): Promise<TestbedStatus> {
 
 type Log = (line: string) => void;
 
-/** Starts the test bed, or returns the running one's env. A half-running bed is stopped and started anew. */
-export async function up(log: Log = () => undefined): Promise<{ env: TestbedEnv; started: boolean }> {
+/**
+ * Starts the test bed, or returns the running one's env (with control planes added up to `options.clusters`). A
+ * half-running bed is stopped and started anew.
+ */
+export async function up(
+  log: Log = () => undefined,
+  options: UpOptions = {},
+): Promise<{ env: TestbedEnv; started: boolean }> {
+  const wanted = Math.max(1, options.clusters ?? 1);
+  if (!Number.isInteger(wanted) || wanted > 4) throw new Error('--clusters takes 1 to 4');
   const current = await status();
-  if (current.running && current.env) return { env: current.env, started: false };
-  if (current.daemons.length > 0) await down(log);
+  if (current.running && current.env) {
+    const have = 1 + (current.env.clusters?.length ?? 0);
+    if (have >= wanted) return { env: current.env, started: false };
+    return { env: await addClusters(current.env, wanted, log), started: true };
+  }
+  const first = await upFirst(log);
+  return wanted > 1 ? { env: await addClusters(first.env, wanted, log), started: true } : first;
+}
+
+/** Control planes `cluster-2` … `cluster-<wanted>` beside the running test bed's first one. */
+async function addClusters(env: TestbedEnv, wanted: number, log: Log): Promise<TestbedEnv> {
+  const binaries = await controlPlaneBinaries(log);
+  const run = join(stateDir(), 'run');
+  const clusters = [...(env.clusters ?? [])];
+  for (let n = clusters.length + 2; n <= wanted; n++) {
+    const name = `cluster-${n}`;
+    const [pEtcd, pPeer, pApi] = (await freePorts(3)) as [number, number, number];
+    log(`starting control plane ${name}`);
+    const daemons = await readDaemons();
+    const save = (d: DaemonRecord) =>
+      writeFile(join(stateDir(), DAEMONS_FILE), `${JSON.stringify([...daemons, d], null, 2)}\n`).then(() => {
+        daemons.push(d);
+      });
+    const plane = await startControlPlane({
+      dir: join(run, `kube-${n}`),
+      logDir: env.logs,
+      ports: { etcd: pEtcd, etcdPeer: pPeer, apiserver: pApi },
+      binaries,
+      prefix: `${name}-`,
+    });
+    for (const d of plane.daemons) await save(d);
+    const kubelet = startDaemon({
+      name: `${name}-kubelet`,
+      command: process.execPath,
+      args: [join(REPO_ROOT, 'test/testbed/kubelet-main.ts'), '--kubeconfig', plane.kubeconfig],
+      logDir: env.logs,
+    });
+    await save(kubelet);
+    await waitForNode(plane.kubeconfig, kubelet);
+    clusters.push({
+      name,
+      kubeconfig: plane.kubeconfig,
+      server: plane.server,
+      clientCertificate: plane.clientCertificate,
+      etcd: plane.etcd,
+    });
+    const next = { ...env, clusters };
+    await writeFile(envPath(), `${JSON.stringify(next, null, 2)}\n`, { mode: 0o600 });
+  }
+  return { ...env, clusters };
+}
+
+async function upFirst(log: Log): Promise<{ env: TestbedEnv; started: boolean }> {
+  if ((await readDaemons()).length > 0) await down(log);
 
   const dir = stateDir();
   const run = join(dir, 'run');

@@ -6,9 +6,9 @@
 // changes, 2 a deployment that does not render (its preview is still printed) or bad input.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, relative, resolve, sep } from 'node:path';
+import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { loadConfigFile } from '../../config/load.ts';
+import { loadConfigFile, parseConfig } from '../../config/load.ts';
 import {
   configSchema,
   type Deployment,
@@ -37,6 +37,41 @@ export interface RevisionDiffFlags {
   ageKeyFile?: string;
   /** The Git checkout to read (the current folder by default). */
   checkout?: string;
+  /** Decrypt SOPS files (otherwise left out: a pull request's templates could show their values). */
+  decrypt?: boolean;
+  /** Read a configuration inside the checkout as the head has it, rather than as the base does. */
+  configFromHead?: boolean;
+}
+
+/** A checkout as a Git source (for reading it with GitRepository's bounded reader); named by its folder. */
+function checkoutSource(dir: string) {
+  return {
+    ...gitSource.parse({ name: 'checkout', url: 'https://checkout.invalid/' }),
+    url: pathToFileURL(dir).href,
+  };
+}
+
+/**
+ * The configuration: a file outside the checkout as it is; one inside it as the base revision has it, since the
+ * head is the change under review (a pull request must not choose how it is previewed), unless told otherwise.
+ */
+async function configAtBase(
+  file: string,
+  checkout: { dir: string; gitdir: string },
+  base: string,
+  cacheDir: string,
+  fromHead: boolean,
+): Promise<MooringConfig> {
+  const rel = relative(checkout.dir, resolve(file)).split(sep).join('/');
+  if (fromHead || rel.startsWith('..') || isAbsolute(rel)) return loadConfigFile(file, { secrets: false });
+  const repo = new GitRepository(checkoutSource(checkout.dir), { cacheDir, localGitdir: checkout.gitdir });
+  const found = await repo.files(base, [rel], [], { recursive: false }).catch(() => []);
+  const text = found.find((f) => f.path === rel)?.text;
+  if (text === undefined)
+    throw new StalledError(
+      `${file} is not in the base ${base.slice(0, 12)}: the configuration is read as the base has it (give --config-from-head to read it as it is now)`,
+    );
+  return parseConfig(text, `${file} (at ${base.slice(0, 12)})`);
 }
 
 export const REVISION_OUTPUTS = ['text', 'markdown', 'json'] as const;
@@ -79,7 +114,7 @@ export async function runRevisionDiff(
     let specs: Deployment[];
     let repoFor: (spec: Deployment) => GitRepository;
     if (flags.config !== undefined) {
-      config = await loadConfigFile(flags.config, { secrets: false });
+      config = await configAtBase(flags.config, checkout, base, cacheDir, flags.configFromHead === true);
       if (flags.ageKeyFile)
         config = { ...config, decryption: { ...config.decryption, ageKeyFile: flags.ageKeyFile } };
       specs = config.deployments.filter((d) => config.sources.git.some((g) => g.name === d.source));
@@ -116,10 +151,7 @@ export async function runRevisionDiff(
         if (rel.startsWith('..')) throw new StalledError(`${p} is outside the checkout ${checkout.dir}`);
         return rel === '' ? '.' : rel;
       });
-      const source = {
-        ...gitSource.parse({ name: 'checkout', url: 'https://checkout.invalid/' }),
-        url: pathToFileURL(checkout.dir).href,
-      };
+      const source = checkoutSource(checkout.dir);
       config = configSchema.parse({});
       config = { ...config, sources: { ...config.sources, git: [source] } };
       if (flags.ageKeyFile)
@@ -149,7 +181,17 @@ export async function runRevisionDiff(
         !(await concerns(repo, spec, base, head))
       )
         continue;
-      previews.push(await previewDeployment({ config, spec, repo, base, head, cacheDir }));
+      previews.push(
+        await previewDeployment({
+          config,
+          spec,
+          repo,
+          base,
+          head,
+          cacheDir,
+          decrypt: flags.decrypt === true,
+        }),
+      );
     }
     if (previews.length === 0)
       printErr(

@@ -43,6 +43,8 @@ interface DiffFlags extends ClusterFlags, LocalInputFlags {
   head?: string;
   output?: string;
   checkout?: string;
+  decrypt?: boolean;
+  configFromHead?: boolean;
 }
 
 /** What to diff: the deploy request, the cluster, and whose inventory prune would read (when it would prune). */
@@ -299,6 +301,11 @@ export function diffCommand(
       'compare two revisions of the Git checkout, without a cluster: the base (a branch, tag or commit)',
     )
     .option('--head <revision>', "with --base: the head (a pull request's commit, HEAD)")
+    .option(
+      '--config-from-head',
+      'with --base/--head: read a --config inside the checkout as it is now, not at --base',
+    )
+    .option('--decrypt', 'with --base/--head: decrypt SOPS files (left out otherwise)')
     .option('--checkout <dir>', 'with --base/--head: the Git checkout to read (default: the current folder)')
     .option('-o, --output <format>', 'with --base/--head: text, markdown (the pull-request comment) or json');
   // Paths, or --deployment instead.

@@ -43,20 +43,19 @@ export async function openCheckout(start: string): Promise<LocalCheckout> {
 async function resolveRevision(gitdir: string, revision: string): Promise<string> {
   if (revision.trim() === '' || revision.startsWith('-'))
     throw new StalledError(`"${revision}" is not a revision`);
+  // As git rev-parse: a ref of that name first (a branch called `feed` is not the commit feed…), then a commit id.
   let oid: string | undefined;
-  if (/^[0-9a-f]{4,40}$/i.test(revision)) {
-    oid = await git.expandOid({ fs, gitdir, oid: revision.toLowerCase() }).catch(() => undefined);
+  try {
+    const ref = await git.expandRef({ fs, gitdir, ref: revision });
+    oid = await git.resolveRef({ fs, gitdir, ref });
+  } catch {
+    if (/^[0-9a-f]{4,40}$/i.test(revision))
+      oid = await git.expandOid({ fs, gitdir, oid: revision.toLowerCase() }).catch(() => undefined);
   }
-  if (oid === undefined) {
-    try {
-      const ref = await git.expandRef({ fs, gitdir, ref: revision });
-      oid = await git.resolveRef({ fs, gitdir, ref });
-    } catch {
-      throw new StalledError(
-        `revision ${revision} is not in the checkout at ${gitdir}: no branch, tag or commit of that name (fetch it first)`,
-      );
-    }
-  }
+  if (oid === undefined)
+    throw new StalledError(
+      `revision ${revision} is not in the checkout at ${gitdir}: no branch, tag or commit of that name (fetch it first)`,
+    );
   // An annotated tag names a tag object: the commit is what it points to.
   for (let hops = 0; hops < 8; hops++) {
     const current: string = oid;
@@ -66,5 +65,11 @@ async function resolveRevision(gitdir: string, revision: string): Promise<string
     if (object?.type !== 'tag') break;
     oid = (object.object as { object: string }).object;
   }
+  const kind = await git
+    .readObject({ fs, gitdir, oid, format: 'parsed' })
+    .then((o) => o.type)
+    .catch(() => undefined);
+  if (kind !== 'commit')
+    throw new StalledError(`revision ${revision} names a ${kind ?? 'missing object'}, not a commit`);
   return oid;
 }

@@ -55,6 +55,12 @@ export interface GitRepositoryOptions {
    * fetched or written there; a commit it does not hold is an error saying to fetch it.
    */
   localGitdir?: string | undefined;
+  /**
+   * Changes are the difference of the two trees, whatever their history (previews compare a branch's tip with a
+   * pull request's commit, which need not descend from it); otherwise a commit that is no ancestor changes
+   * everything.
+   */
+  compareTrees?: boolean | undefined;
 }
 
 export interface Changes {
@@ -66,7 +72,7 @@ export interface Changes {
 
 /** The refs forges keep pull-request heads under, the number captured. */
 const PULL_REQUEST_REF =
-  /^refs\/(?:pull\/([1-9][0-9]{0,9})\/head|merge-requests\/([1-9][0-9]{0,9})\/head|pull-requests\/([1-9][0-9]{0,9})\/from)$/;
+  /^refs\/(?:pull\/([1-9][0-9]{0,9})\/head|merge-requests\/([1-9][0-9]{0,9})\/head|pull-requests\/([1-9][0-9]{0,9})\/from|pull\/([1-9][0-9]{0,9})\/merge|merge-requests\/([1-9][0-9]{0,9})\/merge|pull-requests\/([1-9][0-9]{0,9})\/merge)$/;
 
 /** Where a forge may keep pull request `n`'s head, in the order they are tried. */
 export function pullRequestRefs(n: number): string[] {
@@ -91,6 +97,7 @@ export class GitRepository {
   readonly #maxFiles: number;
   readonly #maxPacks: number;
   readonly #local: boolean;
+  readonly #compareTrees: boolean;
   #lastResolved: ResolvedRef | undefined;
   /** Diffs of commit pairs, newest last (a few polls' worth). */
   readonly #diffs = new Map<string, Changes>();
@@ -103,6 +110,7 @@ export class GitRepository {
     this.gitdir =
       options.localGitdir ?? join(options.cacheDir, createHash('sha256').update(source.url).digest('hex'));
     this.#local = options.localGitdir !== undefined;
+    this.#compareTrees = options.compareTrees === true;
     this.#remote = {
       maxTransferBytes: options.maxTransferBytes ?? 1024 ** 3,
       onRequest: options.onRequest,
@@ -120,20 +128,28 @@ export class GitRepository {
   }
 
   /**
-   * The heads of the server's pull and merge requests, by number, with the ref that holds each: `refs/pull/N/head`
-   * (GitHub, Gitea, Forgejo), `refs/merge-requests/N/head` (GitLab), `refs/pull-requests/N/from` (Bitbucket Data
-   * Center). The highest `limit` numbers.
+   * The server's pull and merge requests, by number: the ref holding each one's head (`refs/pull/N/head` as GitHub,
+   * Gitea and Forgejo keep it, `refs/merge-requests/N/head` as GitLab does, `refs/pull-requests/N/from` as
+   * Bitbucket Data Center does) and, where the forge keeps one, its trial merge into the target branch. The highest
+   * `limit` numbers.
    */
-  async pullRequestHeads(limit: number): Promise<Map<number, ResolvedRef>> {
+  async pullRequests(limit: number): Promise<Map<number, { head: ResolvedRef; merge?: ResolvedRef }>> {
     const refs = await listRefs(this.source, 'refs/', this.#remote);
-    const heads = new Map<number, ResolvedRef>();
+    const found = new Map<number, { head?: ResolvedRef; merge?: ResolvedRef }>();
     for (const r of refs) {
+      if (!/^[0-9a-f]{40}$/.test(r.oid)) continue;
       const match = PULL_REQUEST_REF.exec(r.ref);
-      const n = match?.[1] ?? match?.[2] ?? match?.[3];
-      if (n && /^[0-9a-f]{40}$/.test(r.oid)) heads.set(Number(n), { ref: r.ref, commit: r.oid });
+      const n = match?.[1] ?? match?.[2] ?? match?.[3] ?? match?.[4] ?? match?.[5] ?? match?.[6];
+      if (!match || !n) continue;
+      const entry = found.get(Number(n)) ?? {};
+      const isMerge = match[4] !== undefined || match[5] !== undefined || match[6] !== undefined;
+      entry[isMerge ? 'merge' : 'head'] = { ref: r.ref, commit: r.oid };
+      found.set(Number(n), entry);
     }
-    const kept = [...heads.keys()].sort((a, b) => b - a).slice(0, limit);
-    return new Map(kept.map((n) => [n, heads.get(n) as ResolvedRef]));
+    const heads = [...found.entries()].filter(
+      (e): e is [number, { head: ResolvedRef; merge?: ResolvedRef }] => e[1].head !== undefined,
+    );
+    return new Map(heads.sort((a, b) => b[0] - a[0]).slice(0, limit));
   }
 
   /**
@@ -217,7 +233,8 @@ export class GitRepository {
     const result = await exclusive(this.gitdir, async (): Promise<Changes> => {
       await this.#requireCommit(this.#store(), to);
       if (!(await hasCommit(this.#store(), from))) return { everything: true, changes: [] };
-      if (!(await this.#isAncestor(from, to))) return { everything: true, changes: [] };
+      if (!this.#compareTrees && !(await this.#isAncestor(from, to)))
+        return { everything: true, changes: [] };
       return { everything: false, changes: await diffTrees(this.#store(), from, to) };
     });
     // "Everything" may change once a deeper fetch finds `from`: only a real diff is kept.
@@ -249,6 +266,11 @@ export class GitRepository {
     const files = selectChanged(changes, manifestSelection(filter));
     refuseSymlinks(files, this.#subject(to));
     return { everything, files };
+  }
+
+  /** The parents of a fetched commit (a pull request's merge commit names the base and the head). */
+  async parents(commit: string): Promise<string[]> {
+    return (await exclusive(this.gitdir, () => readCommit(this.#store(), commit))).parent;
   }
 
   /** Author and subject line of a fetched commit, for an artifact's provenance. */

@@ -56,6 +56,20 @@ export interface DecryptOptions {
  * `secrets`, the values decrypted from it worth redacting (render/redact.ts), for whatever later shows text built
  * from it: an error that quotes a value, the audit log, `mooring render`.
  */
+/**
+ * The files without their SOPS-encrypted ones, each left out named in a warning (a preview of a pull request does
+ * not decrypt: whatever a template makes of a decrypted value would be shown, however it is encoded).
+ */
+export function omitEncrypted(files: readonly ManifestFile[], why: string): ManifestFile[] {
+  const out: ManifestFile[] = [];
+  for (const file of files) {
+    if (MAY_BE_SOPS.test(file.text) && sopsDocuments(file))
+      out.push({ path: file.path, text: '', warnings: [`${file.path}: SOPS-encrypted, left out (${why})`] });
+    else out.push(file);
+  }
+  return out;
+}
+
 export async function decryptFiles(
   files: readonly ManifestFile[],
   identities: IdentitySource,

@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../../src/cli/program.ts';
 import { PREVIEW_MARKER } from '../../../src/report/preview-text.ts';
+import { encryptSops, newAgeKey } from '../sources/sops-fixture.ts';
 
 const run = promisify(execFile);
 
@@ -227,4 +228,44 @@ describe('mooring diff --base --head', () => {
     expect(parsed.previews).toHaveLength(60);
     expect(parsed.previews.reduce((n, p) => n + p.diff.changed.length, 0)).toBe(480);
   }, 120_000);
+
+  it('leaves SOPS files out unless --decrypt, and then shows no decrypted value', async () => {
+    const key = await newAgeKey();
+    const keyFile = join(await mkdtemp(join(tmpdir(), 'mooring-diff-key-')), 'keys.txt');
+    await writeFile(keyFile, `${key.secret}\n`);
+    const secret = (value: string) =>
+      encryptSops(
+        [{ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'db' }, stringData: { password: value } }],
+        { recipients: [key.recipient], encryptedRegex: '^(data|stringData)$' },
+      );
+    const { dir, shas } = await checkout([
+      {
+        'k8s/db.yaml': await secret('sops-old-value'),
+        'k8s/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n',
+      },
+      { 'k8s/db.yaml': await secret('sops-new-value') },
+    ]);
+    const args = [
+      'diff',
+      join(dir, 'k8s'),
+      '--base',
+      shas[0] as string,
+      '--head',
+      shas[1] as string,
+      '-n',
+      'shop',
+    ];
+    const omitted = await cli(...args, '-o', 'markdown');
+    expect(omitted.code, omitted.stderr).toBe(0);
+    expect(omitted.stdout).toContain('SOPS-encrypted, left out');
+    const decrypted = await cli(...args, '--decrypt', '--age-key-file', keyFile, '-o', 'markdown');
+    expect(decrypted.code, decrypted.stderr).toBe(1);
+    expect(decrypted.stdout).toContain('password: (changed)');
+    for (const value of [
+      'sops-old-value',
+      'sops-new-value',
+      Buffer.from('sops-new-value').toString('base64'),
+    ])
+      expect(decrypted.stdout).not.toContain(value);
+  });
 });

@@ -156,6 +156,16 @@ describe('the comment', () => {
     );
   });
 
+  it('escapes a table cell that holds a bar', () => {
+    const p = preview('shop', 1);
+    (p.diff as { images: { object: string; from: string; to: string }[] }).images = [
+      { object: 'Thing shop/x (c)', from: 'a', to: 'evil | @org/team <img src=x> |' },
+    ];
+    const md = previewMarkdown([p], { base: 'a', head: 'b' });
+    const row = md.split('\n').find((l) => l.startsWith('| ` Thing'));
+    expect(row).toBe('| ` Thing shop/x (c) ` | ` a ` | ` evil \\| @org/team <img src=x> \\| ` |');
+  });
+
   it('fits the forge: diffs left out past the limit, titles and the way to the full text kept', () => {
     const previews = Array.from({ length: 30 }, (_, i) => preview(`app-${i}`, 400));
     const md = previewMarkdown(
