@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import type { GitSource, MooringConfig } from '../config/schema.ts';
 import { readSecret } from '../config/secret.ts';
 import type { DeploymentPreview, Logger } from '../contract.ts';
-import { errorMessage } from '../errors.ts';
+import { classify, errorMessage, TransientError } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import type { ImageArtifact } from '../render/render.ts';
@@ -250,6 +250,8 @@ export class PreviewRunner {
 
     // Statuses go on the pull request's own commit, whatever was rendered.
     const context = (deployment: string) => forge.settings.context.replaceAll('{deployment}', deployment);
+    // A final status the forge did not take is posted again by the next attempt: the head is then not recorded.
+    const undelivered: unknown[] = [];
     const post = async (
       deployment: string,
       state: 'pending' | 'success' | 'failure',
@@ -263,9 +265,10 @@ export class PreviewRunner {
           { state, description: text, context: context(deployment) },
           forge.token,
         )
-        .catch((error: unknown) =>
-          log.warn({ deployment, err: errorMessage(error) }, 'cannot post the preview status'),
-        );
+        .catch((error: unknown) => {
+          log.warn({ deployment, err: errorMessage(error) }, 'cannot post the preview status');
+          if (state !== 'pending' && classify(error).action !== 'stop') undelivered.push(error);
+        });
     };
     for (const spec of specs) await post(spec.name, 'pending', 'rendering the preview');
     const previews: DeploymentPreview[] = [];
@@ -322,6 +325,10 @@ export class PreviewRunner {
       await forge.comments.upsert(target, body, PREVIEW_MARKER, forge.token);
       this.#commented.add(key);
     }
+    if (undelivered.length > 0)
+      throw new TransientError(
+        `${undelivered.length} preview statuses were not delivered (${errorMessage(undelivered[0])})`,
+      );
     this.#seen.set(key, pr.headSha);
     return { result: 'previewed', head: pr.headSha, deployments: specs.map((s) => s.name) };
   }
