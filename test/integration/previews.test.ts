@@ -11,9 +11,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { gitSource } from '../../src/config/schema.ts';
+import { GitRepository } from '../../src/sources/git/repository.ts';
 import { startForgeReceiver } from '../testbed/forge-receiver.ts';
 import { commitFiles, setMergeRef, setRef } from '../testbed/git-repos.ts';
 import { api } from './faults-support.ts';
+import { secretFiles } from './harness.ts';
 import {
   agentConfig,
   bareRepo,
@@ -330,5 +333,36 @@ describe('pull-request previews', () => {
       await agent.stop();
       await forge.close();
     }
+  });
+
+  it('finds pull requests where each forge keeps them, with their trial merges', async () => {
+    const env = testbed();
+    const repo = await bareRepo(`previews-refs-${Date.now().toString(36)}/app`);
+    const main = await repo.commit({ 'a.yaml': 'a: 1\n' });
+    const head = await commitFiles(repo.path, { 'a.yaml': 'a: 2\n' }, { branch: 'topic', from: main });
+    await setRef(repo.path, 'refs/pull/3/head', head);
+    const merge = await setMergeRef(repo.path, 'refs/pull/3/merge', main, head);
+    await setRef(repo.path, 'refs/merge-requests/4/head', head);
+    await setRef(repo.path, 'refs/pull-requests/5/from', head);
+    await setRef(repo.path, 'refs/pull/6/merge', merge); // a merge without its head is no pull request
+    await setRef(repo.path, 'refs/pull/x/head', head); // not a number
+    const source = gitSource.parse({
+      name: 'app',
+      url: repo.url,
+      credentials: {
+        username: env.git.username,
+        password: { file: join(await secretFiles(), 'password') },
+      },
+    });
+    const git = new GitRepository(source, { cacheDir: await tempDir() });
+    const pulls = await git.pullRequests(10);
+    expect([...pulls.keys()]).toEqual([5, 4, 3]);
+    expect(pulls.get(3)).toEqual({
+      head: { ref: 'refs/pull/3/head', commit: head },
+      merge: { ref: 'refs/pull/3/merge', commit: merge },
+    });
+    expect(pulls.get(4)?.head.ref).toBe('refs/merge-requests/4/head');
+    expect(pulls.get(5)?.head.ref).toBe('refs/pull-requests/5/from');
+    expect([...(await git.pullRequests(1)).keys()]).toEqual([5]);
   });
 });

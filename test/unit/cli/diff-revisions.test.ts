@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../../src/cli/program.ts';
 import { PREVIEW_MARKER } from '../../../src/report/preview-text.ts';
+import { openCheckout } from '../../../src/sources/git/local-checkout.ts';
 import { encryptSops, newAgeKey } from '../sources/sops-fixture.ts';
 
 const run = promisify(execFile);
@@ -267,5 +268,24 @@ describe('mooring diff --base --head', () => {
       Buffer.from('sops-new-value').toString('base64'),
     ])
       expect(decrypted.stdout).not.toContain(value);
+  });
+
+  it('resolves revisions as git rev-parse does: a ref before an id, an annotated tag to its commit, a tree refused', async () => {
+    const { dir, shas } = await checkout([{ 'a.yaml': 'a: 1\n' }, { 'a.yaml': 'a: 2\n' }]);
+    const [first, second] = shas as [string, string];
+    const git = (...args: string[]) =>
+      run('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd: dir });
+    // A branch named like the start of the other commit's id: the branch wins, as in git.
+    const prefix = second.slice(0, 6);
+    await git('branch', prefix, first);
+    await git('tag', '-a', 'v1', '-m', 'release', first);
+    const co = await openCheckout(join(dir));
+    expect(await co.resolve(prefix)).toBe(first);
+    expect(await co.resolve(second.slice(0, 10))).toBe(second);
+    expect(await co.resolve('v1')).toBe(first);
+    expect(await co.resolve('HEAD')).toBe(second);
+    const tree = (await git('rev-parse', 'HEAD^{tree}')).stdout.trim();
+    await expect(co.resolve(tree)).rejects.toThrow(/names a tree, not a commit/);
+    await expect(co.resolve('--upload-pack=x')).rejects.toThrow(/is not a revision/);
   });
 });
