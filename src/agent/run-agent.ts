@@ -55,6 +55,7 @@ async function webhookSecrets(config: MooringConfig): Promise<WebhookSecrets> {
     github: await read(hooks.github?.secret),
     gitlab: await read(hooks.gitlab?.token),
     gitea: await read(hooks.gitea?.secret),
+    bitbucket: await read(hooks.bitbucket?.secret),
     generic: await read(hooks.generic?.secret),
     registry: await read(hooks.registry?.token),
   };

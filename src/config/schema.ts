@@ -532,6 +532,8 @@ const server = z.strictObject({
       github: z.strictObject({ secret: secretRef }).optional(),
       gitlab: z.strictObject({ token: secretRef }).optional(),
       gitea: z.strictObject({ secret: secretRef }).optional(),
+      /** Bitbucket Cloud and Data Center: the webhook's secret (X-Hub-Signature). */
+      bitbucket: z.strictObject({ secret: secretRef }).optional(),
       generic: z.strictObject({ secret: secretRef }).optional(),
       registry: z.strictObject({ token: secretRef }).optional(),
     })

@@ -138,3 +138,79 @@ export function handleGitea(request: WebhookRequest, secret: string): WebhookRes
   const repo = parsed.value.repository;
   return accepted('push', gitTargets([repo.clone_url, repo.html_url]));
 }
+
+// Bitbucket Cloud (`X-Event-Key: repo:push`, `pullrequest:created|updated`) and Bitbucket Data Center
+// (`repo:refs_changed`, `pr:opened|pr:from_ref_updated|pr:modified`), both signing the body with the webhook's secret
+// as `X-Hub-Signature: sha256=<hex HMAC-SHA256>`.
+const bitbucketLinks = z.object({
+  html: z.object({ href: url }).optional(),
+  clone: z
+    .array(z.object({ href: url, name: z.string().max(32).optional() }))
+    .max(16)
+    .optional(),
+  self: z
+    .array(z.object({ href: url }))
+    .max(16)
+    .optional(),
+});
+const bitbucketRepo = z.object({
+  full_name: z.string().max(512).optional(),
+  links: bitbucketLinks.optional(),
+});
+const bitbucketCloud = z.object({
+  repository: bitbucketRepo,
+  pullrequest: z.object({ id: number }).optional(),
+});
+const bitbucketServer = z.object({
+  repository: bitbucketRepo.optional(),
+  pullRequest: z.object({ id: number, toRef: z.object({ repository: bitbucketRepo }) }).optional(),
+});
+
+const BITBUCKET_PUSH = new Set(['repo:push', 'repo:refs_changed']);
+const BITBUCKET_PULL = new Set([
+  'pullrequest:created',
+  'pullrequest:updated',
+  'pr:opened',
+  'pr:from_ref_updated',
+  'pr:modified',
+]);
+
+/** A Bitbucket repository's URLs: Cloud's page, Data Center's clone and browse links. */
+function bitbucketUrls(repo: z.infer<typeof bitbucketRepo> | undefined): (string | undefined)[] {
+  const links = repo?.links;
+  const urls = [links?.html?.href, ...(links?.clone ?? []).map((c) => c.href)];
+  // Data Center's browse link is HOST/projects/KEY/repos/SLUG/browse; its clone URL is HOST/scm/KEY/SLUG.git.
+  for (const self of links?.self ?? []) {
+    const m = /^(https?:\/\/[^?#]+?)\/projects\/([^/]+)\/repos\/([^/]+)\/browse\/?$/.exec(self.href ?? '');
+    if (m) urls.push(`${m[1]}/scm/${m[2]}/${m[3]}.git`);
+  }
+  return urls;
+}
+
+export function handleBitbucket(request: WebhookRequest, secret: string): WebhookResult {
+  const denied = checkSignature(request, { headers: ['X-Hub-Signature'], prefix: 'sha256=', secret });
+  if (denied) return denied;
+  const event = header(request.headers, 'X-Event-Key');
+  if (event === undefined) return badRequest('X-Event-Key header is missing');
+  if (event === 'diagnostics:ping') return nothingToDo('ping');
+  if (BITBUCKET_PUSH.has(event)) {
+    const parsed = parsePayload(request, z.object({ repository: bitbucketRepo }));
+    if (!parsed.ok) return parsed.result;
+    return accepted('push', gitTargets(bitbucketUrls(parsed.value.repository)));
+  }
+  if (BITBUCKET_PULL.has(event)) {
+    if (event.startsWith('pr:')) {
+      const parsed = parsePayload(request, bitbucketServer);
+      if (!parsed.ok) return parsed.result;
+      const pull = parsed.value.pullRequest;
+      if (!pull) return badRequest('payload pullRequest is missing');
+      return accepted('pull request', pullTargets(bitbucketUrls(pull.toRef.repository), pull.id));
+    }
+    const parsed = parsePayload(request, bitbucketCloud);
+    if (!parsed.ok) return parsed.result;
+    const pull = parsed.value.pullrequest;
+    if (!pull) return badRequest('payload pullrequest is missing');
+    return accepted('pull request', pullTargets(bitbucketUrls(parsed.value.repository), pull.id));
+  }
+  return nothingToDo(`event ${quote(event)} ignored`);
+}

@@ -14,14 +14,14 @@ import {
   type WebhookRequest,
   type WebhookResult,
 } from './webhook-request.ts';
-import { handleGitea, handleGithub, handleGitlab } from './webhooks-git.ts';
+import { handleBitbucket, handleGitea, handleGithub, handleGitlab } from './webhooks-git.ts';
 import { handleRegistry } from './webhooks-registry.ts';
 
 export type { ConfiguredSources } from './source-match.ts';
 export { normaliseImage, normaliseRepoUrl, selectSources } from './source-match.ts';
 export type { PollTarget, WebhookRequest, WebhookResult } from './webhook-request.ts';
 
-export const WEBHOOK_PROVIDERS = ['github', 'gitlab', 'gitea', 'generic', 'registry'] as const;
+export const WEBHOOK_PROVIDERS = ['github', 'gitlab', 'gitea', 'bitbucket', 'generic', 'registry'] as const;
 export type WebhookProvider = (typeof WEBHOOK_PROVIDERS)[number];
 
 export function isWebhookProvider(name: string): name is WebhookProvider {
@@ -29,7 +29,7 @@ export function isWebhookProvider(name: string): name is WebhookProvider {
 }
 
 export interface WebhookContext {
-  /** The provider's secret (github, gitea, generic) or token (gitlab, registry), resolved from its secretRef. */
+  /** The provider's secret (github, gitea, bitbucket, generic) or token (gitlab, registry), resolved from its secretRef. */
   secret: string;
   /** What the generic hook's names refer to. */
   sources?: ConfiguredSources;
@@ -54,6 +54,8 @@ export function handleWebhook(
       return handleGitlab(request, context.secret);
     case 'gitea':
       return handleGitea(request, context.secret);
+    case 'bitbucket':
+      return handleBitbucket(request, context.secret);
     case 'generic':
       return handleGeneric(request, context.secret, context.sources ?? { git: [], registry: [] });
     case 'registry':

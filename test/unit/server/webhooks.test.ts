@@ -93,6 +93,35 @@ const GITEA_PULL = json({
 });
 const pull = (url: string, number: number): PollTarget => ({ kind: 'pull', url, number });
 
+const BITBUCKET_CLOUD_PULL = json({
+  pullrequest: { id: 9 },
+  repository: { full_name: 'ws/app', links: { html: { href: 'https://bitbucket.org/ws/app' } } },
+});
+const BITBUCKET_DC_PULL = json({
+  pullRequest: {
+    id: 5,
+    toRef: {
+      repository: {
+        links: {
+          clone: [
+            { href: 'https://bitbucket.example.com/scm/plat/app.git', name: 'http' },
+            { href: 'ssh://git@bitbucket.example.com:7999/plat/app.git', name: 'ssh' },
+          ],
+          self: [{ href: 'https://bitbucket.example.com/projects/PLAT/repos/app/browse' }],
+        },
+      },
+    },
+  },
+});
+const BITBUCKET_DC_PUSH = json({
+  repository: { links: { self: [{ href: 'https://bitbucket.example.com/projects/PLAT/repos/app/browse' }] } },
+});
+const bitbucket = (event: string, body: Buffer, signature = `sha256=${hmac(body)}`) => ({
+  'x-event-key': event,
+  'x-hub-signature': signature,
+  'content-type': 'application/json',
+});
+
 const cases: Case[] = [
   // GitHub
   {
@@ -144,6 +173,47 @@ const cases: Case[] = [
     body: GITEA_PULL,
     status: 202,
     targets: [pull('https://github.com/mooring-demo/web-app', 3)],
+  },
+  {
+    name: 'bitbucket cloud pull request updated',
+    provider: 'bitbucket',
+    headers: bitbucket('pullrequest:updated', BITBUCKET_CLOUD_PULL),
+    body: BITBUCKET_CLOUD_PULL,
+    status: 202,
+    targets: [pull('https://bitbucket.org/ws/app', 9)],
+  },
+  {
+    name: 'bitbucket data center pull request opened',
+    provider: 'bitbucket',
+    headers: bitbucket('pr:opened', BITBUCKET_DC_PULL),
+    body: BITBUCKET_DC_PULL,
+    status: 202,
+    targets: [
+      pull('https://bitbucket.example.com/scm/plat/app', 5),
+      pull('ssh://bitbucket.example.com:7999/plat/app', 5),
+    ],
+  },
+  {
+    name: 'bitbucket data center push',
+    provider: 'bitbucket',
+    headers: bitbucket('repo:refs_changed', BITBUCKET_DC_PUSH),
+    body: BITBUCKET_DC_PUSH,
+    status: 202,
+    targets: [git('https://bitbucket.example.com/scm/plat/app')],
+  },
+  {
+    name: 'bitbucket signed with another secret',
+    provider: 'bitbucket',
+    headers: bitbucket('repo:push', BITBUCKET_DC_PUSH, `sha256=${hmac(BITBUCKET_DC_PUSH, OTHER)}`),
+    body: BITBUCKET_DC_PUSH,
+    status: 401,
+  },
+  {
+    name: 'bitbucket comment event',
+    provider: 'bitbucket',
+    headers: bitbucket('pullrequest:comment_created', BITBUCKET_CLOUD_PULL),
+    body: BITBUCKET_CLOUD_PULL,
+    status: 204,
   },
   {
     name: 'github ping',
