@@ -221,7 +221,9 @@ describe('pull-request previews', () => {
       );
       expect(failed.state).toBe('failure');
       expect(failed.description).toMatch(/apps\/api\/kustomization\.yaml|missing\.yaml/);
-      expect(forge.comments(9)[0]).toContain('api: does not render');
+      // The comment follows the statuses (posted once every deployment is rendered).
+      const broke = await eventually('the comment of #9', async () => forge.comments(9)[0], 30_000);
+      expect(broke).toContain('api: does not render');
       await new Promise((r) => setTimeout(r, 2000));
       expect(forge.comments(8)).toEqual([]);
       expect(forge.statuses().filter((s) => s.commit === fork)).toEqual([]);
