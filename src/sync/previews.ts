@@ -66,6 +66,8 @@ export class PreviewRunner {
   readonly #commented = new Set<string>();
   /** Pull requests queued or being previewed: one request each, whatever asks. */
   readonly #queued = new Map<string, Promise<PreviewOutcome>>();
+  /** Sources found without a forge token (warned once). */
+  readonly #tokenless = new Set<string>();
   /** Sources whose refs are being listed: one listing at a time each. */
   readonly #polling = new Set<string>();
   /** Each source's repository for previews: its own cache (pull requests' objects never enter the sync's). */
@@ -113,6 +115,17 @@ export class PreviewRunner {
     if (!git?.preview.enabled || !git.preview.pollRefs || this.#polling.has(source)) return;
     this.#polling.add(source);
     try {
+      // Without a token for the forge nothing can be previewed: said once, not once per pull request and poll.
+      if (!(await this.#forge(git))) {
+        if (!this.#tokenless.has(source))
+          this.#deps.log.warn(
+            { source },
+            'no token for the forge (preview.token or a deployment commitStatus.token): pull requests are not previewed',
+          );
+        this.#tokenless.add(source);
+        return;
+      }
+      this.#tokenless.delete(source);
       const pulls = await this.#repo(git).pullRequests(git.preview.maxPullRequests);
       // Pull requests gone from the server (their refs deleted) are forgotten.
       for (const key of [...this.#seen.keys()])
