@@ -38,6 +38,8 @@ export interface SyncRequest {
   filesError?: unknown;
   /** Gives the sync's worker slot back once it only waits for stability (the queue's release). */
   release?: () => void;
+  /** A promotion (docs/clusters.md): the release of the upstream deployment this sync deploys. */
+  promotedFrom?: { deployment: string; cluster: string; release: number; revision: string } | undefined;
 }
 
 export interface DeployReport {

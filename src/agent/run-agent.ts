@@ -9,6 +9,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { fullJitter } from '../backoff.ts';
 import type { MooringConfig } from '../config/schema.ts';
 import { readSecret } from '../config/secret.ts';
+import { clusterConfig } from '../config/targets.ts';
 import { watchConfig } from '../config/watch.ts';
 import type { Logger, SyncReporter } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
@@ -32,8 +33,10 @@ import { statusPage } from '../server/status/routes.ts';
 import { forwardWebhook, wasForwarded } from '../shard/forward.ts';
 import { Shard } from '../shard/shard.ts';
 import { Agent } from '../sync/agent.ts';
+import { Fleet } from '../sync/fleet.ts';
 import { memoryRelease } from '../sync/memory-release.ts';
 import { describePlan, effectiveConfig, planReload } from '../sync/reload.ts';
+import { ClusterUnit } from './cluster-units.ts';
 
 export interface RunAgentOptions {
   /** Flags override the config's cluster section, as kubectl's do. */
@@ -88,7 +91,12 @@ export async function runAgent(
   });
   // Streams linger a few minutes after a sync, so the next sync of the same deployments finds them open.
   const cache = new ClusterCache(api, { lingerMs: 5 * 60_000 });
-  const metrics = new AgentMetrics();
+  const metrics = new AgentMetrics(config.cluster.name);
+  const home = config.cluster.name;
+  // Rollouts across clusters and promotions are decided with the ledgers of every cluster (sync/fleet.ts).
+  const fleet = new Fleet(() => config);
+  const cacheDir =
+    options.cacheDir ?? process.env.MOORING_CACHE_DIR ?? join(homedir(), '.cache', 'mooring', 'sources');
   const release = memoryRelease(); // pages V8 keeps after a burst of syncs, given back once it is over
   // The status page's views, kept as syncs run (and read from the ledgers while a page is open).
   const board = new StatusBoard({
@@ -125,10 +133,12 @@ export async function runAgent(
       board,
     ];
   };
+  /** The configuration of the agent of the agent's own cluster: the deployments that target it. */
+  const own = (c: MooringConfig) => clusterConfig(c, home);
   const newAgent = () => {
     return new Agent({
       // Replicas sharing the work: this one syncs its share of the deployments.
-      config: shard ? shard.share(config) : config,
+      config: shard ? shard.share(own(config)) : own(config),
       shard: shard && {
         identity: shard.identity,
         live: (id) => shard?.live(id) ?? false,
@@ -141,11 +151,35 @@ export async function runAgent(
       discovery: new Discovery(api),
       cache,
       log,
-      cacheDir:
-        options.cacheDir ?? process.env.MOORING_CACHE_DIR ?? join(homedir(), '.cache', 'mooring', 'sources'),
+      cacheDir,
       reporters: reporters(),
-      metrics,
+      metrics: metrics.forCluster(home),
+      fleet,
     });
+  };
+  // The other clusters (docs/clusters.md): each with its own client and agent, started and retried on its own
+  // while this agent leads, so that one that cannot be reached holds up none of the others.
+  const units = new Map<string, ClusterUnit>();
+  const startUnits = () => {
+    for (const spec of config.clusters) {
+      if (units.has(spec.name)) continue;
+      const unit = new ClusterUnit(spec, config, {
+        home: api,
+        homeNamespace: config.cluster.namespace,
+        log,
+        metrics,
+        fleet,
+        cacheDir,
+        shared: () => [release],
+      });
+      units.set(spec.name, unit);
+      unit.start();
+    }
+  };
+  const stopUnits = async () => {
+    const stopping = [...units.values()];
+    units.clear();
+    await Promise.all(stopping.map((u) => u.stop()));
   };
   let agent: Agent | undefined;
   let shard: Shard | undefined;
@@ -160,8 +194,10 @@ export async function runAgent(
       try {
         await api.request('GET', '/version');
         reachable = { ok: true, at: Date.now(), detail: '' };
+        metrics.clusterReachable.set({ cluster: home }, 1);
       } catch (error) {
         reachable = { ok: false, at: Date.now(), detail: `cluster unreachable: ${errorMessage(error)}` };
+        metrics.clusterReachable.set({ cluster: home }, 0);
       }
     }
     return reachable;
@@ -202,6 +238,7 @@ export async function runAgent(
       }
       if (standby || !agent) return false;
       agent.pollNow(selectSources(targets, config.sources));
+      for (const unit of units.values()) unit.pollNow(selectSources(targets, config.sources));
       agent.previewNow(selectPulls(targets, config.sources));
       return true;
     },
@@ -276,10 +313,19 @@ export async function runAgent(
     await starting?.catch(() => undefined);
     if (running && agent === running)
       await running.reconfigure(
-        shard ? shard.share(next) : next,
+        shard ? shard.share(own(next)) : own(next),
         reportersChanged ? reporters() : undefined,
         { handover: shard !== undefined },
       );
+    for (const unit of units.values())
+      await unit
+        .reconfigure(
+          next,
+          next.clusters.find((c) => c.name === unit.name),
+        )
+        .catch((error: unknown) =>
+          log.error({ cluster: unit.name, err: errorMessage(error) }, 'cannot reload the cluster'),
+        );
     metrics.configReload('applied');
     log.info({ file, ...describePlan(plan) }, 'configuration reloaded');
   };
@@ -312,6 +358,7 @@ export async function runAgent(
   let leading = 0;
   const lead = async () => {
     const term = ++leading;
+    startUnits();
     for (let attempt = 0; !stop.aborted && term === leading; attempt++) {
       const candidate = newAgent();
       agent = candidate;
@@ -353,7 +400,7 @@ export async function runAgent(
               } else {
                 await starting?.catch(() => undefined);
                 const before = agent.deploymentNames().length;
-                await agent.reconfigure(replicas.share(config), undefined, { handover: true });
+                await agent.reconfigure(replicas.share(own(config)), undefined, { handover: true });
                 log.info(
                   { members, deployments: agent.deploymentNames().length, before },
                   'replicas changed: share computed again',
@@ -393,6 +440,7 @@ export async function runAgent(
           const previous = agent;
           agent = undefined;
           leading++;
+          void stopUnits();
           previous
             ?.stop()
             .catch((error: unknown) => log.warn({ err: errorMessage(error) }, 'cannot stop the agent'));
@@ -408,6 +456,7 @@ export async function runAgent(
   } finally {
     clearInterval(probe);
     await watcher?.close();
+    await stopUnits();
     await agent?.stop();
     // The others take this replica's deployments at once.
     await shard?.stop();

@@ -7,6 +7,7 @@ import { StalledError } from '../errors.ts';
 import { gitCaProblems } from './ca-file.ts';
 import { checkReferences, configSchema, type MooringConfig, type ReferenceProblem } from './schema.ts';
 import { checkSecrets } from './secret-check.ts';
+import { targetProblems } from './targets.ts';
 import { locate } from './yaml-locate.ts';
 
 const MAX_CONFIG_BYTES = 1024 * 1024;
@@ -97,7 +98,9 @@ function parse(
   const place = placer(doc, lineCounter);
   const data: unknown = doc.toJS({ maxAliasCount: 100 }) ?? {};
   const result = configSchema.safeParse(data);
-  const references = checkReferences(data).map(place);
+  const references = [...checkReferences(data), ...(result.success ? targetProblems(result.data) : [])].map(
+    place,
+  );
   if (result.success && references.length === 0) return { config: result.data, place };
   const problems = [
     ...(result.success

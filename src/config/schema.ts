@@ -405,6 +405,77 @@ const notificationReceiver = z
     message: 'a webhook receiver needs "secret" (the HMAC-SHA256 key of X-Mooring-Signature)',
   });
 
+/** Labels of a cluster, as a deployment's cluster selector matches them (Kubernetes label syntax). */
+const clusterLabels = z.record(
+  z
+    .string()
+    .max(253)
+    .regex(/^([a-z0-9.-]+\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, 'must be a label key (e.g. tier)'),
+  z
+    .string()
+    .max(63)
+    .regex(/^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/, 'must be a label value'),
+);
+
+/**
+ * Which clusters (docs/clusters.md): one name, a list of names, or `{names, selector}` where a selector matches
+ * the clusters whose labels have every key with its value (an empty selector: every cluster).
+ */
+export const clusterSelection = z.union([
+  name,
+  z.array(name).min(1),
+  z
+    .strictObject({ names: z.array(name).min(1).optional(), selector: clusterLabels.optional() })
+    .refine((s) => s.names !== undefined || s.selector !== undefined, {
+      message: 'give "names", "selector" or both',
+    }),
+]);
+export type ClusterSelection = z.infer<typeof clusterSelection>;
+
+/** How the API server of a cluster is reached and what the agent may ask of it. */
+const clusterLimits = {
+  /**
+   * A request to the API server that receives nothing for this long is abandoned and retried (a stopped or
+   * unreachable server); watch streams have their own, longer limit.
+   */
+  requestTimeout: duration.prefault('30s'),
+  /**
+   * The agent's request budget to the API server, shared by all syncs (watch streams are not counted), as
+   * client-go's --kube-api-qps and --kube-api-burst: requests a second, and at once after a quiet time. A sync
+   * of a small application costs about 35 requests (docs/fleet.md): 200 a second syncs about 6 a second.
+   */
+  qps: z.number().positive().max(10_000).default(200),
+  burst: z.number().int().min(1).max(10_000).default(400),
+};
+
+/**
+ * Another cluster the agent deploys to (docs/clusters.md): its kubeconfig from a file or a Secret of the agent's
+ * own cluster, with a context, and labels that deployments select it by. Its ledgers, inventories, outbox and
+ * control ConfigMap live in its own `namespace`.
+ */
+const targetCluster = z
+  .strictObject({
+    name,
+    inCluster: z.boolean().default(false),
+    kubeconfig: z.string().min(1).optional(),
+    /** A kubeconfig kept in a Secret of the agent's own cluster (namespace: the agent's). */
+    kubeconfigSecret: z
+      .strictObject({ name, key: z.string().min(1).max(253).default('value'), namespace: name.optional() })
+      .optional(),
+    context: z.string().min(1).optional(),
+    labels: clusterLabels.default({}),
+    namespace: name.default('mooring'),
+    ...clusterLimits,
+  })
+  .refine(
+    (c) =>
+      [c.inCluster, c.kubeconfig !== undefined, c.kubeconfigSecret !== undefined].filter(Boolean).length ===
+      1,
+    { message: 'give one of "inCluster: true", "kubeconfig" or "kubeconfigSecret"' },
+  )
+  .refine((c) => !(c.inCluster && c.context), { message: 'inCluster cannot be combined with context' });
+export type TargetCluster = z.infer<typeof targetCluster>;
+
 export const deployment = z.strictObject({
   name,
   namespace: name,
@@ -490,6 +561,37 @@ export const deployment = z.strictObject({
    * release is stable, and after its sync of the same commit when a commit changes both.
    */
   dependsOn: z.array(name).default([]),
+  /**
+   * The clusters it is deployed to (docs/clusters.md), each as a unit of its own (render, apply, wait, ledger,
+   * commit status). Default: the agent's own cluster (`cluster`).
+   */
+  clusters: clusterSelection.optional(),
+  /**
+   * Steps across its clusters: a step starts a revision only once every cluster of the step before is stable at
+   * it; a failure stops the steps after. `maxParallel`: how many clusters of the step sync at once.
+   */
+  rollout: z
+    .array(
+      z.strictObject({
+        clusters: clusterSelection,
+        maxParallel: z.number().int().min(1).max(1000).optional(),
+      }),
+    )
+    .min(1)
+    .max(20)
+    .optional(),
+  /**
+   * Promotion (docs/clusters.md): deploys only the revision (commit and images) that deployment `from` has had
+   * stable in each of its clusters for `after`, never a newer one; `approval: manual` also waits for
+   * `mooring promote`.
+   */
+  promote: z
+    .strictObject({
+      from: name,
+      after: duration.optional(),
+      approval: z.enum(['auto', 'manual']).default('auto'),
+    })
+    .optional(),
 });
 export type Deployment = z.infer<typeof deployment>;
 
@@ -502,18 +604,9 @@ const cluster = z
     context: z.string().optional(),
     /** The agent's own namespace: where it keeps its release ledger. */
     namespace: name.default('mooring'),
-    /**
-     * A request to the API server that receives nothing for this long is abandoned and retried (a stopped or
-     * unreachable server); watch streams have their own, longer limit.
-     */
-    requestTimeout: duration.prefault('30s'),
-    /**
-     * The agent's request budget to the API server, shared by all syncs (watch streams are not counted), as
-     * client-go's --kube-api-qps and --kube-api-burst: requests a second, and at once after a quiet time. A sync
-     * of a small application costs about 35 requests (docs/fleet.md): 200 a second syncs about 6 a second.
-     */
-    qps: z.number().positive().max(10_000).default(200),
-    burst: z.number().int().min(1).max(10_000).default(400),
+    /** What deployments select this cluster by, beside its name (docs/clusters.md). */
+    labels: clusterLabels.default({}),
+    ...clusterLimits,
   })
   .refine((c) => !(c.inCluster && (c.kubeconfig || c.context)), {
     message: 'inCluster cannot be combined with kubeconfig or context',
@@ -650,6 +743,8 @@ export const configSchema = z.strictObject({
   apiVersion: z.literal('mooring.io/v1alpha1').default('mooring.io/v1alpha1'),
   kind: z.literal('AgentConfig').default('AgentConfig'),
   cluster: cluster.prefault({}),
+  /** More clusters to deploy to, beside the agent's own (`cluster`): deployments choose them (docs/clusters.md). */
+  clusters: z.array(targetCluster).max(500).default([]),
   sources: z
     .strictObject({
       git: z.array(gitSource).default([]),

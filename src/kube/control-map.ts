@@ -6,6 +6,7 @@
 //   suspend.mooring.io/<deployment>     JSON {since, by, reason?}: the deployment is held while this is set
 //   reconcile.mooring.io/<deployment>   a request token (ISO time + random), as Flux's reconcile.fluxcd.io/requestedAt
 //   reconciled.mooring.io/<deployment>  the agent's answer: JSON {token, state, release?, message, at}
+//   promote.mooring.io/<deployment>     an approval of a promotion (`mooring promote`): JSON {revision, by, at}
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { KubeApi } from './api.ts';
@@ -15,6 +16,7 @@ export const CONTROL_MAP = 'mooring-control';
 export const SUSPEND_PREFIX = 'suspend.mooring.io/';
 export const RECONCILE_PREFIX = 'reconcile.mooring.io/';
 export const RECONCILED_PREFIX = 'reconciled.mooring.io/';
+export const PROMOTE_PREFIX = 'promote.mooring.io/';
 /** Bounds what one annotation may hold: a reason is a sentence, a message a summary. */
 const MAX_TEXT = 500;
 
@@ -24,6 +26,14 @@ const suspensionSchema = z.object({
   reason: z.string().max(MAX_TEXT).optional(),
 });
 export type Suspension = z.infer<typeof suspensionSchema>;
+
+const approvalSchema = z.object({
+  revision: z.string().min(1).max(128),
+  by: z.string().max(256),
+  at: z.string().max(64).optional(),
+});
+/** `mooring promote`: the revision (a commit or its prefix) approved for the deployment's promotion. */
+export type PromotionApproval = z.infer<typeof approvalSchema>;
 
 /** `running` while the sync goes on; the others are ends. */
 export const ANSWER_STATES = [
@@ -52,6 +62,8 @@ export interface ControlState {
   /** Reconcile request tokens, by deployment. */
   requested: Map<string, string>;
   answered: Map<string, ReconcileAnswer>;
+  /** Promotions approved (`mooring promote`), by deployment. */
+  approved: Map<string, PromotionApproval>;
 }
 
 function parseJson(text: string): unknown {
@@ -64,7 +76,12 @@ function parseJson(text: string): unknown {
 
 /** Reads the annotations of the control ConfigMap (absent: no annotations). */
 export function parseControl(annotations: Record<string, string> | undefined): ControlState {
-  const state: ControlState = { suspended: new Map(), requested: new Map(), answered: new Map() };
+  const state: ControlState = {
+    suspended: new Map(),
+    requested: new Map(),
+    answered: new Map(),
+    approved: new Map(),
+  };
   for (const [key, value] of Object.entries(annotations ?? {})) {
     if (key.startsWith(SUSPEND_PREFIX)) {
       const parsed = suspensionSchema.safeParse(parseJson(value));
@@ -74,6 +91,9 @@ export function parseControl(annotations: Record<string, string> | undefined): C
       );
     } else if (key.startsWith(RECONCILE_PREFIX)) {
       state.requested.set(key.slice(RECONCILE_PREFIX.length), value.slice(0, 128));
+    } else if (key.startsWith(PROMOTE_PREFIX)) {
+      const parsed = approvalSchema.safeParse(parseJson(value));
+      if (parsed.success) state.approved.set(key.slice(PROMOTE_PREFIX.length), parsed.data);
     } else if (key.startsWith(RECONCILED_PREFIX)) {
       const parsed = answerSchema.safeParse(parseJson(value));
       if (parsed.success) state.answered.set(key.slice(RECONCILED_PREFIX.length), parsed.data);

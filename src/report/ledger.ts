@@ -56,6 +56,8 @@ export interface Release {
   result: 'stable' | 'failed' | 'timed-out' | 'cancelled' | 'error' | 'applied';
   durationMs: number;
   messages: string[];
+  /** A promotion's: the upstream deployment's release it deploys (docs/clusters.md). */
+  promotedFrom?: { deployment: string; cluster: string; release: number; revision: string } | undefined;
 }
 
 /** Set by a rollback: the agent leaves the deployment alone until its sources move past `heads`. */

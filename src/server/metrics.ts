@@ -1,31 +1,38 @@
 // The agent's Prometheus metrics (written by ./prometheus.ts, its own registry). Labels are names of deployments, sources and
 // registries from the config: bounded, and never a secret.
 
-import type { DeployReport, SyncReporter, SyncRequest } from '../contract.ts';
+import type { DeployReport, SyncMetrics, SyncReporter, SyncRequest } from '../contract.ts';
 import type { RequestStats } from '../http/request-counter.ts';
 import type { DriftFinding } from '../kube/drift.ts';
 import type { Release } from '../report/ledger.ts';
 import { Counter, Gauge, Histogram, Registry } from './prometheus.ts';
 
-export class AgentMetrics implements SyncReporter {
+export class AgentMetrics implements SyncReporter, SyncMetrics {
   readonly registry = new Registry();
+  /** The agent's own cluster, which series outside a sync are labelled with (held, suspended). */
+  private readonly cluster: string;
+
+  constructor(cluster = 'default') {
+    this.cluster = cluster;
+  }
+
   private readonly syncDuration = new Histogram({
     name: 'mooring_sync_duration_seconds',
     help: 'Duration of syncs, from the first request to the last verdict',
-    labelNames: ['deployment', 'result'],
+    labelNames: ['deployment', 'result', 'cluster'],
     buckets: [0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800],
     registers: [this.registry],
   });
   private readonly syncs = new Counter({
     name: 'mooring_syncs_total',
     help: 'Syncs by deployment and result',
-    labelNames: ['deployment', 'result', 'trigger'],
+    labelNames: ['deployment', 'result', 'trigger', 'cluster'],
     registers: [this.registry],
   });
   private readonly stabilityWait = new Histogram({
     name: 'mooring_stability_wait_seconds',
     help: 'Time spent waiting for manifest stability',
-    labelNames: ['deployment'],
+    labelNames: ['deployment', 'cluster'],
     buckets: [0.5, 1, 5, 15, 30, 60, 120, 300, 900, 1800],
     registers: [this.registry],
   });
@@ -56,10 +63,13 @@ export class AgentMetrics implements SyncReporter {
   private readonly revision = new Gauge({
     name: 'mooring_deployed_revision_info',
     help: 'The release each deployment is at (value 1)',
-    labelNames: ['deployment', 'release', 'commit'],
+    labelNames: ['deployment', 'release', 'commit', 'cluster'],
     registers: [this.registry],
   });
-  private readonly revisions = new Map<string, { deployment: string; release: string; commit: string }>();
+  private readonly revisions = new Map<
+    string,
+    { deployment: string; release: string; commit: string; cluster: string }
+  >();
   /** Kept by the cluster cache: grows with resource types times namespaces in use, never with objects. */
   readonly watchStreams = new Gauge({
     name: 'mooring_cluster_watch_streams',
@@ -114,7 +124,7 @@ export class AgentMetrics implements SyncReporter {
   readonly suspended = new Gauge({
     name: 'mooring_deployment_suspended',
     help: '1 while a deployment is suspended (mooring suspend): its changes are noted, not deployed',
-    labelNames: ['deployment'],
+    labelNames: ['deployment', 'cluster'],
     registers: [this.registry],
   });
   readonly eventsDropped = new Counter({
@@ -137,15 +147,38 @@ export class AgentMetrics implements SyncReporter {
   private readonly heldSince = new Gauge({
     name: 'mooring_deployment_held_since_seconds',
     help: 'Since when (Unix seconds) a rollback holds a deployment at its release (new commits and images are not deployed); absent when not held',
-    labelNames: ['deployment'],
+    labelNames: ['deployment', 'cluster'],
     registers: [this.registry],
   });
 
   /** A rollback holds the deployment since `since` (ISO time), or no longer does (undefined). */
-  held(deployment: string, since: string | undefined): void {
-    if (since === undefined) this.heldSince.remove({ deployment });
-    else this.heldSince.set({ deployment }, Math.floor(Date.parse(since) / 1000));
+  held(deployment: string, since: string | undefined, cluster = this.cluster): void {
+    if (since === undefined) this.heldSince.remove({ deployment, cluster });
+    else this.heldSince.set({ deployment, cluster }, Math.floor(Date.parse(since) / 1000));
   }
+
+  /**
+   * What the agent of one cluster counts (docs/clusters.md): its deployments' series carry its `cluster` label.
+   * Syncs are counted by the cluster their request names.
+   */
+  forCluster(cluster: string): SyncMetrics {
+    return {
+      poll: (source, kind, result) => this.poll(source, kind, result),
+      held: (deployment, since) => this.held(deployment, since, cluster),
+      suspended: {
+        set: (labels, value) => this.suspended.set({ ...labels, cluster }, value),
+        remove: (labels) => this.suspended.remove({ ...labels, cluster }),
+      },
+    };
+  }
+
+  /** Whether each cluster's API server answers (1) or not (0), and since when it does not. */
+  readonly clusterReachable = new Gauge({
+    name: 'mooring_cluster_reachable',
+    help: "1 while the cluster's API server answers the agent, 0 while it does not",
+    labelNames: ['cluster'],
+    registers: [this.registry],
+  });
 
   readonly leader = new Gauge({
     name: 'mooring_leader',
@@ -180,18 +213,21 @@ export class AgentMetrics implements SyncReporter {
   private readonly driftObjects = new Gauge({
     name: 'mooring_drift_objects',
     help: 'Objects of a deployment found changed by hand at its last drift pass (drift mode report: left as they are)',
-    labelNames: ['deployment'],
+    labelNames: ['deployment', 'cluster'],
     registers: [this.registry],
   });
   private readonly driftCorrections = new Counter({
     name: 'mooring_drift_corrections_total',
     help: 'Objects put back by drift correction',
-    labelNames: ['deployment'],
+    labelNames: ['deployment', 'cluster'],
     registers: [this.registry],
   });
 
   drifted(sync: SyncRequest, findings: readonly DriftFinding[]): void {
-    this.driftObjects.set({ deployment: sync.deployment.name }, findings.length);
+    this.driftObjects.set(
+      { deployment: sync.deployment.name, cluster: sync.config.cluster.name },
+      findings.length,
+    );
   }
 
   poll(source: string, kind: 'git' | 'registry' | 'local', result: 'changed' | 'unchanged' | 'error'): void {
@@ -200,18 +236,20 @@ export class AgentMetrics implements SyncReporter {
 
   finished(sync: SyncRequest, report: DeployReport, release: Release | undefined): void {
     const deployment = sync.deployment.name;
-    this.syncs.inc({ deployment, result: report.outcome, trigger: sync.trigger });
-    this.syncDuration.observe({ deployment, result: report.outcome }, report.elapsedMs / 1000);
-    if (report.wait) this.stabilityWait.observe({ deployment }, report.wait.elapsedMs / 1000);
+    const cluster = sync.config.cluster.name;
+    this.syncs.inc({ deployment, result: report.outcome, trigger: sync.trigger, cluster });
+    this.syncDuration.observe({ deployment, result: report.outcome, cluster }, report.elapsedMs / 1000);
+    if (report.wait) this.stabilityWait.observe({ deployment, cluster }, report.wait.elapsedMs / 1000);
     if (sync.trigger === 'drift' && report.drift?.length) {
-      this.driftCorrections.inc({ deployment }, report.drift.length);
-      this.driftObjects.set({ deployment }, 0);
+      this.driftCorrections.inc({ deployment, cluster }, report.drift.length);
+      this.driftObjects.set({ deployment, cluster }, 0);
     }
     if (report.outcome === 'stable' && release) {
-      const previous = this.revisions.get(deployment);
+      const key = `${cluster}/${deployment}`;
+      const previous = this.revisions.get(key);
       if (previous) this.revision.remove(previous);
-      const labels = { deployment, release: String(release.id), commit: sync.commit ?? '' };
-      this.revisions.set(deployment, labels);
+      const labels = { deployment, release: String(release.id), commit: sync.commit ?? '', cluster };
+      this.revisions.set(key, labels);
       this.revision.set(labels, 1);
     }
   }

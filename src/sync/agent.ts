@@ -34,6 +34,7 @@ import {
   syncLocalSource,
 } from './agent-sources.ts';
 import { CONFIGMAPS, Control, type ReconcileRequest } from './control.ts';
+import type { Fleet, FleetMember, PromotedFrom, Promotion } from './fleet.ts';
 import { outcomeOf } from './outcome.ts';
 import type { PreviewRunner } from './previews.ts';
 import { type SyncJob, SyncQueue } from './queue.ts';
@@ -67,7 +68,15 @@ export interface AgentDeps {
         elsewhere: (deployment: string) => boolean;
       }
     | undefined;
+  /**
+   * The agents of several clusters in one process (docs/clusters.md): rollout steps and promotions are decided
+   * with the ledgers of every cluster.
+   */
+  fleet?: Fleet | undefined;
 }
+
+/** How often a promoted deployment looks at its upstream again (stable long enough, approved). */
+const PROMOTION_CHECK_MS = 5_000;
 
 /** A sync of a deployment as the agent queues it: the reconcile requests it answers ride along. */
 interface AgentSync extends SyncJob<AgentSync> {
@@ -102,6 +111,11 @@ export class Agent {
   private readonly resync = new Set<string>();
   /** `mooring suspend`, `resume` and `reconcile`, through the control ConfigMap. */
   private readonly control: Control;
+  /** What the fleet reads of this agent's cluster (rollouts, promotions). */
+  private readonly member: FleetMember = {
+    releases: async (name) => (await this.ledger.read(name)).releases,
+  };
+  private promotionTimer: NodeJS.Timeout | undefined;
 
   constructor(deps: AgentDeps) {
     this.deps = deps;
@@ -193,7 +207,64 @@ export class Agent {
         const d = this.state.deployments.get(name);
         if (d) await this.pollDeployment(d);
       },
+      promote: async (name) => {
+        const d = this.state.deployments.get(name);
+        if (d?.spec.promote) await this.reconcileDeployment(d, d.commit);
+      },
     });
+    const fleet = this.deps.fleet;
+    if (fleet) {
+      fleet.join(config.cluster.name, this.member);
+      this.stops.push(() => fleet.leave(this.deps.config.cluster.name, this.member));
+      // Promoted deployments follow their upstream's ledger, not a poll of their own source.
+      this.promotionTimer = setInterval(() => this.checkPromotions(), PROMOTION_CHECK_MS);
+      this.promotionTimer.unref();
+      this.stops.push(() => clearInterval(this.promotionTimer));
+      this.checkPromotions();
+    }
+  }
+
+  /** Looks again at the upstream of each promoted deployment that does not sync now. */
+  private checkPromotions(): void {
+    for (const d of this.state.deployments.values()) {
+      if (!d.spec.promote || this.queue.busy(d.spec.name) || this.control.suspended(d.spec.name)) continue;
+      this.reconcileDeployment(d, d.commit).catch((error: unknown) =>
+        this.deps.log.error(
+          { deployment: d.spec.name, err: errorMessage(error) },
+          'cannot look at the promotion',
+        ),
+      );
+    }
+  }
+
+  /**
+   * A promoted deployment waits (for its upstream to be stable long enough, or for an approval): said once per
+   * reason, in the ledger (where `mooring promote` finds what to approve) and as a pending status on the commit.
+   */
+  private async promotionWait(d: DeploymentState, wait: Extract<Promotion, { state: 'waiting' }>) {
+    if (d.waiting === wait.message) return;
+    d.waiting = wait.message;
+    const log = this.deps.log.child({ deployment: d.spec.name, revision: wait.commit?.slice(0, 12) });
+    log.info({ from: d.spec.promote?.from }, wait.message);
+    await safely(log, 'record the wait', () =>
+      this.ledger.setWaiting(d.spec.name, {
+        message: wait.message,
+        commit: wait.commit,
+        since: new Date().toISOString(),
+      }),
+    );
+    if (wait.commit === undefined || wait.commit === d.commit) return;
+    const request = {
+      config: this.deps.config,
+      deployment: d.spec,
+      commit: wait.commit,
+      files: [],
+      images: {},
+      revision: wait.commit,
+      trigger: 'commit' as const,
+    };
+    for (const r of this.deps.reporters ?? [])
+      await safely(log, 'report the wait', () => r.waiting?.(request, capitalized(wait.message)));
   }
 
   /** Polls the sources of one deployment now (registries first); a local one is reconciled at once. */
@@ -389,8 +460,31 @@ export class Agent {
     commit: string | undefined,
     reason?: 'drift',
   ): Promise<void> {
-    const images = imagesOf(this.state, d);
-    const digests = digestsOf(this.state, d);
+    // A promoted deployment deploys what its upstream has had stable long enough (fleet.ts), never its own tip.
+    let promotedFrom: PromotedFrom | undefined;
+    let promotedImages: Promotion | undefined;
+    if (d.spec.promote && this.deps.fleet) {
+      const promotion = await this.deps.fleet.promotion(d.spec, this.control.approval(d.spec.name));
+      if (promotion.state === 'waiting') {
+        const at = (await this.ledger.read(d.spec.name)).releases[0];
+        // Already at what it would wait for: nothing to say.
+        if (promotion.commit === undefined || at?.commit !== promotion.commit || at.result !== 'stable')
+          await this.promotionWait(d, promotion);
+        return;
+      }
+      promotedFrom = promotion.from;
+      promotedImages = promotion;
+      commit = promotion.commit;
+      if (d.waiting !== undefined) {
+        d.waiting = undefined;
+        await safely(this.deps.log, 'clear the wait', () => this.ledger.setWaiting(d.spec.name, undefined));
+      }
+    }
+    const images = promotedImages?.state === 'ready' ? promotedImages.images : imagesOf(this.state, d);
+    const digests =
+      promotedImages?.state === 'ready'
+        ? Object.fromEntries(Object.entries(images).map(([k, v]) => [k, v.digest]))
+        : digestsOf(this.state, d);
     // Found current at this very input before, and its ledger not written since (the watch of the agent's
     // ConfigMaps says): nothing to decide, no ledger to read. A request, a reload, a drift pass decide anew.
     const quietAt = quietInput(this.state, d, commit);
@@ -404,6 +498,7 @@ export class Agent {
     if (
       reason === undefined &&
       commit !== undefined &&
+      promotedFrom === undefined &&
       !isLocal(this.state, d) &&
       !this.control.pending(d.spec.name) &&
       !this.resync.has(d.spec.name) &&
@@ -523,6 +618,55 @@ export class Agent {
         // While it runs, a commit that changes none of its files since this one does not replace it (the poll).
         d.syncing = commit;
         let claimed = false;
+        /** Gives back the place this sync holds in its rollout step. */
+        let leave: (() => void) | undefined;
+        /**
+         * Held by a dependency or the rollout: said once per reason (ledger and pending status), looked at again
+         * soon. A rollout step stopped by a failure before it ends the commit's status as failed.
+         */
+        const holdFor = async (hold: { message: string; failed: boolean }, rollout: boolean) => {
+          await answerAll((r) => this.control.answer(r, 'held', hold.message));
+          if (d.waiting !== hold.message) {
+            d.waiting = hold.message;
+            log.info({ dependsOn: d.spec.dependsOn, rollout }, hold.message);
+            await safely(log, 'record the wait', () =>
+              this.ledger.setWaiting(d.spec.name, {
+                message: hold.message,
+                commit,
+                since: new Date().toISOString(),
+              }),
+            );
+            waitedOn = commit;
+            const request = {
+              config: this.deps.config,
+              deployment: d.spec,
+              commit,
+              files: [],
+              images,
+              revision,
+              trigger,
+            };
+            const stopped = {
+              outcome: 'failed' as const,
+              summary: capitalized(hold.message),
+              applied: [],
+              wait: undefined,
+              history: undefined,
+              prune: undefined,
+              error: undefined,
+              elapsedMs: 0,
+            };
+            for (const r of this.deps.reporters ?? [])
+              await safely(log, 'report the wait', () =>
+                rollout && hold.failed
+                  ? r.finished?.(request, stopped, undefined)
+                  : r.waiting?.(request, capitalized(hold.message)),
+              );
+            if (rollout && hold.failed) waitedOn = undefined;
+          }
+          // Looked at again soon: when the dependency's sync ends, or (failed) when a new commit fixes it.
+          return { result: 'retry' as const, delayMs: hold.failed ? 10_000 : 2_000, maxDelayMs: 10_000 };
+        };
         try {
           // A retry runs the same job again: it answers the requests that joined it since.
           job.open = true;
@@ -568,43 +712,20 @@ export class Agent {
             }
             filesError = error;
           }
-          // dependsOn: the deployments this one needs are stable first (a drift pass only restores what runs).
+          // A rollout step starts once the step before is stable at this revision (fleet.ts); dependsOn: the
+          // deployments this one needs are stable first. A drift pass only restores what runs.
+          if (trigger !== 'drift' && d.spec.rollout && this.deps.fleet) {
+            const entered = await this.deps.fleet.enter(this.deps.config.cluster.name, d.spec, revision);
+            if ('hold' in entered) return await holdFor(entered.hold, true);
+            leave = entered.release;
+          }
           if (trigger !== 'drift' && d.spec.dependsOn.length > 0) {
             const hold = await this.dependencyHold(d);
-            if (hold) {
-              await answerAll((r) => this.control.answer(r, 'held', hold.message));
-              if (d.waiting !== hold.message) {
-                d.waiting = hold.message;
-                log.info({ dependsOn: d.spec.dependsOn }, hold.message);
-                await safely(log, 'record the wait', () =>
-                  this.ledger.setWaiting(d.spec.name, {
-                    message: hold.message,
-                    commit,
-                    since: new Date().toISOString(),
-                  }),
-                );
-                waitedOn = commit;
-                const request = {
-                  config: this.deps.config,
-                  deployment: d.spec,
-                  commit,
-                  files: [],
-                  images,
-                  revision,
-                  trigger,
-                };
-                for (const r of this.deps.reporters ?? [])
-                  await safely(log, 'report the wait', () =>
-                    r.waiting?.(request, `${capitalized(hold.message)}`),
-                  );
-              }
-              // Looked at again soon: when the dependency's sync ends, or (failed) when a new commit fixes it.
-              return { result: 'retry', delayMs: hold.failed ? 10_000 : 2_000, maxDelayMs: 10_000 };
-            }
-            if (d.waiting !== undefined) {
-              d.waiting = undefined;
-              await safely(log, 'clear the wait', () => this.ledger.setWaiting(d.spec.name, undefined));
-            }
+            if (hold) return await holdFor(hold, false);
+          }
+          if (d.waiting !== undefined) {
+            d.waiting = undefined;
+            await safely(log, 'clear the wait', () => this.ledger.setWaiting(d.spec.name, undefined));
           }
           waitedOn = undefined;
           const local = isLocal(this.state, d) ? `${filesRevision(files)}|${revision}` : revision;
@@ -627,6 +748,7 @@ export class Agent {
             signal,
             filesError,
             release: releaseSlot,
+            promotedFrom,
           });
           if (report.outcome === 'stable') {
             d.commit = commit;
@@ -637,6 +759,7 @@ export class Agent {
           await answerAll((r) => this.control.finished(r, report, release));
           return cappedRetry(outcomeOf(report), this.retryInterval(d));
         } finally {
+          leave?.();
           if (d.syncing === commit) d.syncing = undefined;
           const shard = this.deps.shard;
           if (claimed && shard)

@@ -13,6 +13,7 @@ import {
   ControlMap,
   type ControlState,
   describeSuspension,
+  type PromotionApproval,
   parseControl,
   RECONCILED_PREFIX,
   type ReconcileAnswer,
@@ -58,6 +59,8 @@ export interface ControlHandlers {
   reconcile(deployment: string): Promise<void>;
   /** A suspension ended: deploy the newest revision now. */
   resume(deployment: string): Promise<void>;
+  /** A promotion was approved (`mooring promote`): deploy it now. */
+  promote?(deployment: string): Promise<void>;
 }
 
 /** A reconcile request taken by the sync that answers it. */
@@ -67,7 +70,7 @@ export interface ReconcileRequest {
 }
 
 function empty(): ControlState {
-  return { suspended: new Map(), requested: new Map(), answered: new Map() };
+  return { suspended: new Map(), requested: new Map(), answered: new Map(), approved: new Map() };
 }
 
 export class Control {
@@ -118,6 +121,11 @@ export class Control {
 
   suspended(deployment: string): Suspension | undefined {
     return this.state.suspended.get(deployment);
+  }
+
+  /** The promotion approved for the deployment (`mooring promote`), if any. */
+  approval(deployment: string): PromotionApproval | undefined {
+    return this.state.approved.get(deployment);
   }
 
   private watch(): void {
@@ -178,6 +186,17 @@ export class Control {
         .resume(name)
         .catch((error: unknown) =>
           log.error({ deployment: name, err: errorMessage(error) }, 'cannot sync the resumed deployment'),
+        );
+    }
+    for (const [name, approval] of next.approved) {
+      if (previous.approved.get(name)?.revision === approval.revision || this.deps.elsewhere?.(name))
+        continue;
+      if (!this.deps.deployments().includes(name)) continue;
+      log.info({ deployment: name, ...approval }, 'promotion approved');
+      handlers
+        .promote?.(name)
+        .catch((error: unknown) =>
+          log.error({ deployment: name, err: errorMessage(error) }, 'cannot promote the deployment'),
         );
     }
     for (const [name, token] of next.requested) {

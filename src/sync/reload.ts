@@ -31,7 +31,7 @@ export interface ReloadPlan {
 }
 
 /** Sections (or `section.field`s) that only a restart applies: the cluster connection, the listener, the lease. */
-const RESTART_ONLY = ['cluster', 'leaderElection', 'server.port', 'server.address'] as const;
+const RESTART_ONLY = ['cluster', 'clusters', 'leaderElection', 'server.port', 'server.address'] as const;
 
 type AnySource = MooringConfig['sources'][keyof MooringConfig['sources']][number];
 
@@ -117,6 +117,7 @@ export function effectiveConfig(running: MooringConfig, next: MooringConfig): Mo
   return {
     ...next,
     cluster: running.cluster,
+    clusters: running.clusters,
     leaderElection: running.leaderElection,
     server: { ...next.server, port: running.server.port, address: running.server.address },
   };

@@ -162,6 +162,7 @@ export async function syncDeployment(
         images: sync.images,
         revision: sync.revision,
         ...dependenciesOf(sync.files),
+        ...(sync.promotedFrom ? { promotedFrom: { ...sync.promotedFrom } } : {}),
         versions: report.applied
           .filter((a) => a.target.plan.version)
           .map((a) => `${a.target.object.kind} ${a.target.object.metadata.name}`),

@@ -1,0 +1,303 @@
+// The clusters an agent deploys to beside its own (docs/clusters.md): each has its own client, request budget,
+// watch cache, discovery, Events, commit statuses (with their outbox in that cluster) and agent, built from the
+// configuration of that cluster (config/targets.ts). Each starts, fails and retries on its own: a cluster that
+// cannot be reached holds up no other, and says since when it cannot.
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fullJitter } from '../backoff.ts';
+import type { MooringConfig, TargetCluster } from '../config/schema.ts';
+import { clusterConfig } from '../config/targets.ts';
+import type { DeployReport, Logger, SyncReporter, SyncRequest } from '../contract.ts';
+import { errorMessage, TransientError } from '../errors.ts';
+import { KubeApi, RequestTimeoutError, UnreachableError } from '../kube/api.ts';
+import { ClusterCache } from '../kube/cache.ts';
+import { type ClusterAccess, loadKubeConfig } from '../kube/client.ts';
+import { Discovery } from '../kube/discovery.ts';
+import { EventRecorder } from '../kube/events.ts';
+import { AuditLog } from '../report/audit.ts';
+import { CommitStatusSync } from '../report/commit-status-sync.ts';
+import { SyncEvents } from '../report/events.ts';
+import type { Release } from '../report/ledger.ts';
+import { Notifier } from '../report/notify/notifier.ts';
+import type { AgentMetrics } from '../server/metrics.ts';
+import { Agent } from '../sync/agent.ts';
+import type { Fleet } from '../sync/fleet.ts';
+
+/** The largest kubeconfig a Secret may hold. */
+const MAX_KUBECONFIG_BYTES = 1024 * 1024;
+const PROBE_MS = 10_000;
+
+export interface ClusterUnitDeps {
+  /** The agent's own cluster: where kubeconfig Secrets are read. */
+  home: KubeApi;
+  homeNamespace: string;
+  log: Logger;
+  metrics: AgentMetrics;
+  fleet: Fleet;
+  cacheDir: string;
+  /** Reporters every cluster shares (memory release, the status board). */
+  shared: () => SyncReporter[];
+}
+
+/** What the status page and `mooring status` say of a cluster. */
+export interface ClusterHealth {
+  name: string;
+  reachable: boolean;
+  /** Since when it has not answered (ISO time). */
+  since?: string | undefined;
+  detail?: string | undefined;
+}
+
+/** When the error says the API server did not answer: since when (an unreachable error's), or now. */
+function unansweredSince(error: unknown): number | undefined {
+  for (let e = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (e instanceof UnreachableError) return e.since;
+    if (e instanceof RequestTimeoutError) return Date.now();
+  }
+  return undefined;
+}
+
+/** A sync that failed while its cluster did not answer says so: `cluster eu-2 unreachable since …`. */
+function unreachableReport(report: DeployReport, cluster: string, since: string | undefined): DeployReport {
+  if (report.outcome !== 'error' || since === undefined) return report;
+  const error = new TransientError(
+    `cluster ${cluster} unreachable since ${since}: ${errorMessage(report.error)}`,
+    { cause: report.error },
+  );
+  return { ...report, error, summary: errorMessage(error) };
+}
+
+/** One cluster other than the agent's own, with its agent. */
+export class ClusterUnit {
+  readonly name: string;
+  private readonly deps: ClusterUnitDeps;
+  private spec: TargetCluster;
+  private config: MooringConfig;
+  private api: KubeApi | undefined;
+  private cache: ClusterCache | undefined;
+  private events: EventRecorder | undefined;
+  private statuses: CommitStatusSync | undefined;
+  private notifier: Notifier | undefined;
+  agent: Agent | undefined;
+  private readonly stopping = new AbortController();
+  private probe: NodeJS.Timeout | undefined;
+  private unreachableSince: string | undefined;
+  private detail: string | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(spec: TargetCluster, config: MooringConfig, deps: ClusterUnitDeps) {
+    this.name = spec.name;
+    this.spec = spec;
+    this.config = clusterConfig(config, spec.name);
+    this.deps = deps;
+  }
+
+  health(): ClusterHealth {
+    return {
+      name: this.name,
+      reachable: this.unreachableSince === undefined && this.agent !== undefined,
+      since: this.unreachableSince,
+      detail: this.detail,
+    };
+  }
+
+  private unreachable(error: unknown, since = Date.now()): void {
+    this.unreachableSince ??= new Date(since).toISOString();
+    this.detail = errorMessage(error);
+    this.deps.metrics.clusterReachable.set({ cluster: this.name }, 0);
+  }
+
+  private reached(): void {
+    if (this.unreachableSince !== undefined)
+      this.deps.log.info({ cluster: this.name, since: this.unreachableSince }, 'cluster reachable again');
+    this.unreachableSince = undefined;
+    this.detail = undefined;
+    this.deps.metrics.clusterReachable.set({ cluster: this.name }, 1);
+  }
+
+  /** Where its kubeconfig is: a file, the service account, or a Secret of the agent's own cluster (written 0600). */
+  private async access(): Promise<ClusterAccess> {
+    const { spec } = this;
+    if (spec.inCluster) return { inCluster: true };
+    if (spec.kubeconfig) return { kubeconfig: spec.kubeconfig, context: spec.context };
+    const ref = spec.kubeconfigSecret;
+    if (!ref) throw new Error(`cluster ${spec.name}: no kubeconfig`);
+    const namespace = ref.namespace ?? this.deps.homeNamespace;
+    const secret = await this.deps.home.request<{ data?: Record<string, string> }>(
+      'GET',
+      `/api/v1/namespaces/${namespace}/secrets/${ref.name}`,
+    );
+    const encoded = secret?.data?.[ref.key];
+    if (!encoded)
+      throw new Error(`cluster ${spec.name}: Secret ${namespace}/${ref.name} has no key "${ref.key}"`);
+    const text = Buffer.from(encoded, 'base64');
+    if (text.length > MAX_KUBECONFIG_BYTES)
+      throw new Error(
+        `cluster ${spec.name}: the kubeconfig in Secret ${namespace}/${ref.name} is over 1 MiB`,
+      );
+    const dir = join(this.deps.cacheDir, 'clusters');
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    const file = join(dir, `${spec.name}.kubeconfig`);
+    await writeFile(file, text, { mode: 0o600 });
+    await chmod(file, 0o600);
+    return { kubeconfig: file, context: spec.context };
+  }
+
+  private reporters(api: KubeApi): SyncReporter[] {
+    const { log, metrics } = this.deps;
+    void this.statuses?.close();
+    void this.notifier?.close();
+    const statuses = new CommitStatusSync(this.config, log, { api });
+    this.statuses = statuses;
+    void statuses.start().catch(() => undefined);
+    this.notifier = new Notifier(this.config, {
+      log,
+      counted: (receiver, result) => metrics.notification(receiver, result),
+    });
+    // A failure while the cluster does not answer is reported as that (commit status, notification, board).
+    const unit = this;
+    const naming = (r: SyncReporter): SyncReporter =>
+      new Proxy(r, {
+        get(target, key, receiver) {
+          if (key !== 'finished') return Reflect.get(target, key, receiver);
+          return (sync: SyncRequest, report: DeployReport, release: Release | undefined) => {
+            const since = report.outcome === 'error' ? unansweredSince(report.error) : undefined;
+            if (since !== undefined && unit.unreachableSince === undefined)
+              unit.unreachable(report.error, since);
+            return target.finished?.(
+              sync,
+              unreachableReport(report, unit.name, unit.unreachableSince),
+              release,
+            );
+          };
+        },
+      });
+    return [
+      naming(statuses),
+      naming(this.notifier),
+      new SyncEvents(this.events as EventRecorder, api, this.config),
+      new AuditLog(this.config, log),
+      metrics,
+      ...this.deps.shared().map(naming),
+    ];
+  }
+
+  /** Connects and starts its agent, trying again with back-off while the cluster cannot be reached. */
+  start(): void {
+    this.running ??= this.run();
+  }
+
+  private async run(): Promise<void> {
+    const { log, metrics } = this.deps;
+    const signal = this.stopping.signal;
+    for (let attempt = 0; !signal.aborted; attempt++) {
+      let agent: Agent | undefined;
+      try {
+        const access = await this.access();
+        const { config } = this;
+        const api = new KubeApi(loadKubeConfig(access), {
+          maxSockets: config.apply.concurrency * 2,
+          requestTimeoutMs: config.cluster.requestTimeout,
+          qps: config.cluster.qps,
+          burst: config.cluster.burst,
+        });
+        this.api = api;
+        this.cache = new ClusterCache(api, { lingerMs: 5 * 60_000 });
+        this.events = new EventRecorder(api, { log, dropped: () => metrics.eventsDropped.inc() });
+        agent = new Agent({
+          config,
+          api,
+          discovery: new Discovery(api),
+          cache: this.cache,
+          log: log.child({ cluster: this.name }),
+          cacheDir: join(this.deps.cacheDir, 'clusters', this.name),
+          reporters: this.reporters(api),
+          metrics: metrics.forCluster(this.name),
+          fleet: this.deps.fleet,
+        });
+        this.agent = agent;
+        await agent.start();
+        if (signal.aborted) break;
+        this.reached();
+        log.info({ cluster: this.name, deployments: config.deployments.length }, 'cluster agent started');
+        this.probe = setInterval(() => void this.check(), PROBE_MS);
+        this.probe.unref();
+        return;
+      } catch (error) {
+        this.unreachable(error);
+        await agent?.stop().catch(() => undefined);
+        if (this.agent === agent) this.agent = undefined;
+        await this.close();
+        const delay = fullJitter(attempt, { baseMs: 1000, maxMs: 30_000 });
+        log.error(
+          {
+            cluster: this.name,
+            err: errorMessage(error),
+            since: this.unreachableSince,
+            retryInMs: Math.round(delay),
+          },
+          `cluster ${this.name} unreachable since ${this.unreachableSince}; trying again`,
+        );
+        await sleep(delay, undefined, { signal }).catch(() => undefined);
+      }
+    }
+  }
+
+  /** Asks the API server whether it answers (the agent's own syncs go on either way). */
+  private async check(): Promise<void> {
+    try {
+      await this.api?.request('GET', '/version');
+      this.reached();
+    } catch (error) {
+      if (this.unreachableSince === undefined)
+        this.deps.log.warn(
+          { cluster: this.name, err: errorMessage(error) },
+          `cluster ${this.name} unreachable`,
+        );
+      this.unreachable(error);
+    }
+  }
+
+  /** A new configuration: its agent takes over its part (a changed connection needs a restart). */
+  async reconfigure(config: MooringConfig, spec: TargetCluster | undefined): Promise<void> {
+    if (spec) this.spec = spec;
+    this.config = clusterConfig(config, this.name);
+    const api = this.api;
+    if (this.agent && api) await this.agent.reconfigure(this.config, this.reporters(api));
+  }
+
+  pollNow(names: readonly string[]): void {
+    const own = new Set(
+      [
+        ...this.config.sources.git,
+        ...this.config.sources.registry,
+        ...this.config.sources.charts,
+        ...this.config.sources.oci,
+      ].map((s) => s.name),
+    );
+    this.agent?.pollNow(names.filter((n) => own.has(n)));
+  }
+
+  private async close(): Promise<void> {
+    await this.statuses?.close();
+    await this.notifier?.close();
+    await this.events?.close();
+    this.statuses = undefined;
+    this.notifier = undefined;
+    this.events = undefined;
+    this.cache?.close();
+    this.api?.close();
+    this.cache = undefined;
+    this.api = undefined;
+  }
+
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    if (this.probe) clearInterval(this.probe);
+    await this.agent?.stop().catch(() => undefined);
+    this.agent = undefined;
+    await this.close();
+    await this.running?.catch(() => undefined);
+  }
+}
