@@ -121,6 +121,13 @@ export const COMMANDS: readonly CommandListing[] = [
     load: releases,
   },
   {
+    name: 'promote',
+    term: 'promote [options] <deployment>',
+    description:
+      'approve the promotion of a deployment (promote.approval: manual): the revision its upstream has had stable long enough',
+    load: control,
+  },
+  {
     name: 'reconcile',
     term: 'reconcile [options] <deployment>',
     description:

@@ -89,15 +89,16 @@ export class Fleet {
     const steps = spec.rollout;
     if (!steps) return { release: () => undefined };
     const step = rolloutStep(config, spec, cluster);
-    if (step > 0) {
-      for (const other of stepClusters(config, spec, step - 1)) {
+    // Every step before, in order: the first one not stable at this revision holds this one (a failure stops it).
+    for (let before = 0; before < step; before++) {
+      for (const other of stepClusters(config, spec, before)) {
         let releases: readonly Release[];
         try {
           releases = await this.releasesIn(other, spec.name);
         } catch (error) {
           return {
             hold: {
-              message: `waiting for rollout step ${step} (${other}): ${errorMessage(error)}`,
+              message: `waiting for rollout step ${before + 1} (${other}): ${errorMessage(error)}`,
               failed: false,
             },
           };
@@ -106,14 +107,14 @@ export class Fleet {
         if (at === undefined || at.result === 'applied' || at.result === 'cancelled')
           return {
             hold: {
-              message: `waiting for rollout step ${step}: ${other} is not stable at this revision yet`,
+              message: `waiting for rollout step ${before + 1}: ${other} is not stable at this revision yet`,
               failed: false,
             },
           };
         if (at.result !== 'stable')
           return {
             hold: {
-              message: `rollout stopped: step ${step} ${at.result} in cluster ${other} (release ${at.id})${at.messages[0] ? `: ${at.messages[0]}` : ''}`,
+              message: `rollout stopped: step ${before + 1} ${at.result} in cluster ${other} (release ${at.id})${at.messages[0] ? `: ${at.messages[0]}` : ''}`,
               failed: true,
             },
           };

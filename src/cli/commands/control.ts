@@ -1,5 +1,6 @@
 // `mooring reconcile` and `mooring suspend`: requests to the RUNNING agent, written to the control ConfigMap in
-// its namespace (src/kube/control-map.ts), which the agent watches (src/sync/control.ts). `mooring resume`, which
+// its namespace (src/kube/control-map.ts), which the agent watches (src/sync/control.ts); `mooring promote` approves
+// a promotion the same way (docs/clusters.md). `mooring resume`, which
 // ends a suspension and lifts a rollback fence, is in releases.ts. Whoever may patch that ConfigMap may use them.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
@@ -8,6 +9,8 @@ import type { MooringConfig } from '../../config/schema.ts';
 import {
   ControlMap,
   describeSuspension,
+  PROMOTE_PREFIX,
+  type PromotionApproval,
   RECONCILE_PREFIX,
   type ReconcileAnswer,
   requestToken,
@@ -93,7 +96,7 @@ export function controlCommands(program: Command, print: (text: string) => void)
         `error: --timeout: "${flags.timeout}" is not a duration such as 30s or 5m`,
         EXIT_USAGE,
       );
-    const { api, config, namespace } = await open(flags);
+    const { api, config, namespace } = await open(flags, deployment);
     try {
       checkKnown(config, deployment);
       const map = new ControlMap(api, namespace);
@@ -132,7 +135,7 @@ export function controlCommands(program: Command, print: (text: string) => void)
       .argument('<deployment>')
       .option('--reason <text>', 'why, shown by mooring status'),
   ).action(async (deployment: string, flags: LedgerFlags & { reason?: string }) => {
-    const { api, config, namespace, user } = await open(flags);
+    const { api, config, namespace, user } = await open(flags, deployment);
     try {
       checkKnown(config, deployment);
       const map = new ControlMap(api, namespace);
@@ -150,6 +153,53 @@ export function controlCommands(program: Command, print: (text: string) => void)
       if (flags.output !== 'table') return print(formatData({ deployment, ...suspension }, flags.output));
       print(
         `deployment ${deployment} ${describeSuspension(suspension)}: the agent notes new commits and images but deploys nothing, and corrects no drift, until: mooring resume ${deployment}`,
+      );
+    } finally {
+      api.close();
+    }
+  });
+
+  withLedgerFlags(
+    program
+      .command('promote')
+      .description(
+        'approve the promotion of a deployment (promote.approval: manual): the revision its upstream has had stable long enough',
+      )
+      .argument('<deployment>')
+      .option(
+        '--revision <commit>',
+        'the commit (or its prefix) to approve (default: the one the deployment waits for)',
+      ),
+  ).action(async (deployment: string, flags: LedgerFlags & { revision?: string }) => {
+    if (flags.revision !== undefined && !/^[0-9a-f]{4,64}$/.test(flags.revision))
+      throw new ExitError(
+        `error: --revision: "${flags.revision}" is not a commit (4 to 64 hex digits)`,
+        EXIT_USAGE,
+      );
+    const { api, config, ledger, namespace, user } = await open(flags, deployment);
+    try {
+      checkKnown(config, deployment);
+      const spec = config?.deployments.find((d) => d.name === deployment);
+      if (config && !spec?.promote)
+        throw new ExitError(
+          `error: deployment ${deployment} is promoted from no other deployment (it has no promote in the configuration)`,
+          EXIT_USAGE,
+        );
+      const waiting = (await ledger.read(deployment)).waiting;
+      const revision =
+        flags.revision ?? (waiting?.message.startsWith('waiting for approval') ? waiting.commit : undefined);
+      if (revision === undefined)
+        throw new ExitError(
+          `error: deployment ${deployment} waits for no approval now${waiting ? ` (${waiting.message})` : ''}: give --revision to approve a commit ahead`,
+          EXIT_FAILED,
+        );
+      const approval: PromotionApproval = { revision, by: user ?? 'unknown', at: new Date().toISOString() };
+      await new ControlMap(api, namespace).annotate({
+        [`${PROMOTE_PREFIX}${deployment}`]: JSON.stringify(approval),
+      });
+      if (flags.output !== 'table') return print(formatData({ deployment, ...approval }, flags.output));
+      print(
+        `promotion of ${deployment} to ${revision.slice(0, 12)} approved by ${approval.by}: the agent deploys it once its upstream is stable there (mooring status ${deployment})`,
       );
     } finally {
       api.close();

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { loadConfigFile } from '../../config/load.ts';
 import type { MooringConfig } from '../../config/schema.ts';
+import { clusterConfig, targetsOf } from '../../config/targets.ts';
 import { NotFoundError, StalledError } from '../../errors.ts';
 import { KubeApi } from '../../kube/api.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
@@ -26,6 +27,8 @@ export interface LedgerFlags {
   context?: string;
   agentNamespace: string;
   output: OutputFormat;
+  /** With --config: which of its clusters (docs/clusters.md). */
+  cluster?: string;
 }
 
 export function withLedgerFlags(command: Command, options: { configRequired?: boolean } = {}): Command {
@@ -37,10 +40,55 @@ export function withLedgerFlags(command: Command, options: { configRequired?: bo
     .option('--kubeconfig <file>', 'path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)')
     .option('--context <name>', 'the kubeconfig context to use')
     .option('--agent-namespace <namespace>', "the agent's namespace, where the ledger lives", 'mooring')
+    .option(
+      '--cluster <name>',
+      "with --config: which of its clusters (default: the deployment's, else the agent's own)",
+    )
     .addOption(outputOption());
 }
 
-export async function open(flags: LedgerFlags): Promise<{
+/**
+ * The cluster of the configuration a command works on (docs/clusters.md): --cluster, else the deployment's one
+ * cluster, else the agent's own. The configuration is that cluster's: its kubeconfig, the namespace of its
+ * ledgers, the deployments that target it.
+ */
+function chosenCluster(
+  config: MooringConfig,
+  flags: LedgerFlags,
+  deployment: string | undefined,
+): MooringConfig {
+  let name = flags.cluster;
+  const spec = deployment ? config.deployments.find((d) => d.name === deployment) : undefined;
+  if (name === undefined && spec) {
+    const targets = targetsOf(config, spec);
+    if (targets.length > 1)
+      throw new ExitError(
+        `error: deployment ${deployment} is deployed to clusters ${targets.join(', ')}: say which with --cluster`,
+        EXIT_USAGE,
+      );
+    name = targets[0];
+  }
+  if (name === undefined || name === config.cluster.name) return clusterConfig(config, config.cluster.name);
+  const other = config.clusters.find((c) => c.name === name);
+  if (!other) {
+    const known = [config.cluster.name, ...config.clusters.map((c) => c.name)].join(', ');
+    throw new ExitError(
+      `error: --cluster: no cluster ${name} in the configuration (clusters: ${known})`,
+      EXIT_USAGE,
+    );
+  }
+  if (other.kubeconfigSecret && !flags.kubeconfig && !flags.context)
+    throw new ExitError(
+      `error: cluster ${name} keeps its kubeconfig in Secret ${other.kubeconfigSecret.name}: pass --kubeconfig or --context for it`,
+      EXIT_USAGE,
+    );
+  return clusterConfig(config, name);
+}
+
+export async function open(
+  flags: LedgerFlags,
+  deployment?: string,
+): Promise<{
   api: KubeApi;
   ledger: Ledger;
   config: MooringConfig | undefined;
@@ -50,20 +98,21 @@ export async function open(flags: LedgerFlags): Promise<{
   user: string | undefined;
 }> {
   // Only the cluster and the ledger's namespace are read: the agent's secrets need not be here.
-  const config = flags.config ? await loadConfigFile(flags.config, { secrets: false }) : undefined;
-  const clusterConfig = loadKubeConfig({
+  const loaded = flags.config ? await loadConfigFile(flags.config, { secrets: false }) : undefined;
+  const config = loaded ? chosenCluster(loaded, flags, deployment) : undefined;
+  const access = loadKubeConfig({
     kubeconfig: flags.kubeconfig ?? config?.cluster.kubeconfig,
     context: flags.context ?? config?.cluster.context,
     inCluster: !flags.kubeconfig && !flags.context ? config?.cluster.inCluster : false,
   });
-  const api = new KubeApi(clusterConfig);
+  const api = new KubeApi(access);
   const namespace = config?.cluster.namespace ?? flags.agentNamespace;
   return {
     api,
     ledger: new Ledger(api, namespace, config?.ledger.historyLimit),
     config,
     namespace,
-    user: clusterConfig.user,
+    user: access.user,
   };
 }
 
@@ -91,7 +140,7 @@ export function releaseCommands(program: Command, print: (text: string) => void)
   withLedgerFlags(
     program.command('history').description("a deployment's releases, newest first").argument('<deployment>'),
   ).action(async (deployment: string, flags: LedgerFlags) => {
-    const { api, ledger, config } = await open(flags);
+    const { api, ledger, config } = await open(flags, deployment);
     try {
       const data = await ledger.read(deployment);
       // A name that is neither configured nor has a ledger is a typo, not a deployment without releases.
@@ -122,7 +171,7 @@ export function releaseCommands(program: Command, print: (text: string) => void)
       )
       .argument('[deployment]'),
   ).action(async (deployment: string | undefined, flags: LedgerFlags) => {
-    const { api, ledger, config, namespace } = await open(flags);
+    const { api, ledger, config, namespace } = await open(flags, deployment);
     try {
       const control = await new ControlMap(api, namespace).read();
       // Replicas sharing the work: which one syncs each deployment, as their membership Leases say.
@@ -196,7 +245,7 @@ export function releaseCommands(program: Command, print: (text: string) => void)
     const to = flags.to === undefined ? undefined : Number(flags.to);
     if (to !== undefined && !Number.isInteger(to))
       throw new ExitError('error: --to takes a release number', EXIT_USAGE);
-    const { api, ledger, config } = await open(flags);
+    const { api, ledger, config } = await open(flags, deployment);
     if (!config) throw new StalledError('no configuration');
     try {
       const log = createLogger({ level: 'warn', destination: process.stderr });
@@ -242,7 +291,7 @@ export function releaseCommands(program: Command, print: (text: string) => void)
       )
       .argument('<deployment>'),
   ).action(async (deployment: string, flags: LedgerFlags) => {
-    const { api, ledger, namespace } = await open(flags);
+    const { api, ledger, namespace } = await open(flags, deployment);
     try {
       const map = new ControlMap(api, namespace);
       const [data, control] = await Promise.all([ledger.read(deployment), map.read()]);

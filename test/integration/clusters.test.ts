@@ -1,0 +1,401 @@
+// Many clusters from one agent (docs/clusters.md), on three real control planes of the test bed: each target is
+// synced as its own unit with its own commit-status context and ledger in its own cluster; one cluster's API
+// server stopped (SIGSTOP) holds up nothing else and converges when it returns; a rollout in steps stops at a
+// failure in its first step and says so; a promotion waits for `after` and for `mooring promote`.
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { KubeApi } from '../../src/kube/api.ts';
+import { loadKubeConfig } from '../../src/kube/client.ts';
+import { Ledger } from '../../src/report/ledger.ts';
+import { BEHAVIOR } from '../testbed/kubelet.ts';
+import { stateDir } from '../testbed/paths.ts';
+import type { DaemonRecord } from '../testbed/processes.ts';
+import { type ExtraCluster, up } from '../testbed/testbed.ts';
+import {
+  agentConfig,
+  bareRepo,
+  eventually,
+  manifestDir,
+  mooring,
+  runTool,
+  startAgent,
+  startStatusReceiver,
+  testbed,
+  useNamespace,
+} from './helpers.ts';
+
+const web = (value: string, behavior: 'ready' | 'never-ready' = 'ready') => `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}, annotations: {${BEHAVIOR}: ${behavior}}}
+    spec: {containers: [{name: c, image: "web:${value}"}]}
+`;
+
+let two: ExtraCluster;
+let three: ExtraCluster;
+
+/** A client of one of the test bed's clusters, closed by the caller. */
+function client(kubeconfig: string): KubeApi {
+  return new KubeApi(loadKubeConfig({ kubeconfig }));
+}
+
+async function imageIn(kubeconfig: string, namespace: string): Promise<string | undefined> {
+  const out = await runTool(testbed().tools.kubectl, [
+    '--kubeconfig',
+    kubeconfig,
+    '-n',
+    namespace,
+    'get',
+    'deployment',
+    'web',
+    '-o',
+    'jsonpath={.spec.template.spec.containers[0].image}',
+  ]);
+  return out.code === 0 ? out.stdout.trim() : undefined;
+}
+
+async function apiServerOf(cluster: string): Promise<DaemonRecord> {
+  const daemons = JSON.parse(await readFile(join(stateDir(), 'daemons.json'), 'utf8')) as DaemonRecord[];
+  const record = daemons.find((d) => d.name === `${cluster}-kube-apiserver`);
+  if (!record) throw new Error(`no kube-apiserver of ${cluster} in the test bed`);
+  return record;
+}
+
+/** A namespace of its own for one test, in each of the three clusters. */
+async function everywhere(name: string): Promise<string> {
+  for (const kubeconfig of [testbed().kube.kubeconfig, two.kubeconfig, three.kubeconfig])
+    await runTool(testbed().tools.kubectl, ['--kubeconfig', kubeconfig, 'create', 'namespace', name]);
+  return name;
+}
+
+/** The three clusters of these tests: the test bed's own (`one`), and two more. */
+function clusters(agentNs: string, more: Record<string, unknown> = {}) {
+  return [
+    { name: 'two', kubeconfig: two.kubeconfig, namespace: agentNs, labels: { tier: 'main' }, ...more },
+    { name: 'three', kubeconfig: three.kubeconfig, namespace: agentNs, labels: { tier: 'main' }, ...more },
+  ];
+}
+
+describe('many clusters from one agent', () => {
+  const ns = useNamespace('clusters');
+  const agentNs = useNamespace('clusters-mooring');
+
+  beforeAll(async () => {
+    const { env } = await up((line) => process.stderr.write(`testbed: ${line}\n`), { clusters: 3 });
+    [two, three] = env.clusters as [ExtraCluster, ExtraCluster];
+    // The agent's namespace exists in every cluster (the test bed's own gets it from useNamespace).
+    for (const c of [two, three])
+      await runTool(testbed().tools.kubectl, [
+        '--kubeconfig',
+        c.kubeconfig,
+        'create',
+        'namespace',
+        agentNs(),
+      ]);
+  }, 300_000);
+
+  it('deploys to each cluster as its own unit, and one stopped API server holds up no other', async () => {
+    const space = await everywhere(`${ns()}-units`);
+    const repo = await bareRepo(`clusters-${Date.now().toString(36)}/fleet`);
+    const first = await repo.commit({ 'web/web.yaml': web('1') });
+    const statuses = await startStatusReceiver();
+    const configFile = join(await manifestDir({}), 'mooring.yaml');
+    await writeFile(
+      configFile,
+      await agentConfig({
+        cluster: { name: 'one', namespace: agentNs(), labels: { tier: 'canary' } },
+        git: [{ name: 'fleet', repo }],
+        deployments: [
+          {
+            name: 'web',
+            namespace: space,
+            source: 'fleet',
+            paths: ['web'],
+            clusters: ['one', 'two'],
+            retryInterval: '2s',
+          },
+        ],
+        statuses,
+        extra: { clusters: clusters(agentNs(), { requestTimeout: '3s' }).slice(0, 1) },
+      }),
+    );
+    const agent = startAgent({ file: configFile }, { process: true });
+    const apiTwo = client(two.kubeconfig);
+    const apiOne = client(testbed().kube.kubeconfig);
+    try {
+      // Each cluster has its own status context, its own objects and its own ledger.
+      for (const cluster of ['one', 'two'])
+        expect(
+          (await eventually(`web in ${cluster}`, async () => statuses.ended(first, `${cluster}/web`), 90_000))
+            .state,
+        ).toBe('success');
+      expect(statuses.statuses().map((s) => s.context)).toEqual(
+        expect.arrayContaining(['mooring/one/web', 'mooring/two/web']),
+      );
+      expect(await imageIn(testbed().kube.kubeconfig, space)).toBe('web:1');
+      expect(await imageIn(two.kubeconfig, space)).toBe('web:1');
+      expect((await new Ledger(apiTwo, agentNs()).read('web')).releases[0]).toMatchObject({
+        commit: first,
+        result: 'stable',
+      });
+      expect((await new Ledger(apiOne, agentNs()).read('web')).releases[0]).toMatchObject({ commit: first });
+      // `mooring status` reads either cluster's ledger through the configuration.
+      const status = await mooring('status', 'web', '--config', configFile, '--cluster', 'two');
+      expect(status.code).toBe(0);
+      expect(status.stdout).toContain(first.slice(0, 12));
+      const ambiguous = await mooring('status', 'web', '--config', configFile);
+      expect(ambiguous.stderr).toContain('is deployed to clusters one, two: say which with --cluster');
+
+      // Cluster two's API server stops answering; a commit arrives: cluster one deploys it and reports.
+      const server = await apiServerOf('cluster-2');
+      process.kill(server.pid, 'SIGSTOP');
+      let second = '';
+      try {
+        second = await repo.commit({ 'web/web.yaml': web('2') });
+        expect(
+          (
+            await eventually(
+              'web in one while two is stopped',
+              async () => statuses.ended(second, 'one/web'),
+              60_000,
+            )
+          ).state,
+        ).toBe('success');
+        expect(await imageIn(testbed().kube.kubeconfig, space)).toBe('web:2');
+        // The agent says which cluster cannot be reached, in its metrics.
+        const port = await agent.ready();
+        await eventually(
+          'cluster two unreachable in the metrics',
+          async () => {
+            const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+            return text.includes('mooring_cluster_reachable{cluster="two"} 0') ? true : undefined;
+          },
+          60_000,
+        );
+        expect(statuses.ended(second, 'two/web')?.state).not.toBe('success');
+        expect(agent.alive()).toBe(true);
+      } finally {
+        process.kill(server.pid, 'SIGCONT');
+      }
+      // It returns: the commit is deployed there too, and its status ends.
+      expect(
+        (
+          await eventually(
+            'web in two after it returns',
+            async () => {
+              const states = statuses.states(second, 'two/web');
+              return states.at(-1) === 'success' ? states : undefined;
+            },
+            180_000,
+          )
+        ).at(-1),
+      ).toBe('success');
+      expect(await imageIn(two.kubeconfig, space)).toBe('web:2');
+      const errors = statuses
+        .statuses()
+        .filter((s) => s.sha === second && s.context.endsWith('two/web') && s.state === 'error');
+      for (const e of errors) expect(e.description).toMatch(/cluster two unreachable since/);
+      expect(agent.alive()).toBe(true);
+    } finally {
+      apiOne.close();
+      apiTwo.close();
+      await agent.stop();
+    }
+  }, 600_000);
+
+  it('rolls out in steps: a failure in step one stops the steps after, and their statuses say so', async () => {
+    const space = await everywhere(`${ns()}-steps`);
+    const repo = await bareRepo(`rollout-${Date.now().toString(36)}/fleet`);
+    const good = await repo.commit({ 'web/web.yaml': web('1') });
+    const statuses = await startStatusReceiver();
+    const configFile = join(await manifestDir({}), 'mooring.yaml');
+    await writeFile(
+      configFile,
+      await agentConfig({
+        cluster: { name: 'one', namespace: agentNs(), labels: { tier: 'canary' } },
+        git: [{ name: 'fleet', repo }],
+        deployments: [
+          {
+            name: 'steps',
+            namespace: space,
+            source: 'fleet',
+            paths: ['web'],
+            clusters: { selector: {} },
+            rollout: [
+              { clusters: 'one' },
+              { clusters: ['two'] },
+              { clusters: { selector: { tier: 'main' } } },
+            ],
+            stability: { timeout: '8s' },
+          },
+        ],
+        statuses,
+        extra: { clusters: clusters(agentNs()) },
+      }),
+    );
+    const agent = startAgent({ file: configFile }, { level: 'info' });
+    const apis = [client(testbed().kube.kubeconfig), client(two.kubeconfig), client(three.kubeconfig)];
+    try {
+      for (const cluster of ['one', 'two', 'three'])
+        expect(
+          (
+            await eventually(
+              `steps in ${cluster}`,
+              async () => statuses.ended(good, `${cluster}/steps`),
+              120_000,
+            )
+          ).state,
+        ).toBe('success');
+      // Each step began after the step before was stable.
+      const releases = await Promise.all(
+        apis.map(async (a) => (await new Ledger(a, agentNs()).read('steps')).releases[0]),
+      );
+      const end = (r: (typeof releases)[number]) => Date.parse(r?.time ?? '') + (r?.durationMs ?? 0);
+      expect(Date.parse(releases[1]?.time ?? '')).toBeGreaterThanOrEqual(end(releases[0]) - 1000);
+      expect(Date.parse(releases[2]?.time ?? '')).toBeGreaterThanOrEqual(end(releases[1]) - 1000);
+
+      // A commit that never becomes ready fails in step one: steps two and three never deploy it.
+      const bad = await repo.commit({ 'web/web.yaml': web('2', 'never-ready') });
+      expect(
+        (await eventually('step one fails', async () => statuses.ended(bad, 'one/steps'), 90_000)).state,
+      ).toBe('failure');
+      for (const cluster of ['two', 'three']) {
+        const stopped = await eventually(
+          `${cluster} stopped`,
+          async () => statuses.ended(bad, `${cluster}/steps`),
+          60_000,
+        );
+        expect(stopped.state).toBe('failure');
+        expect(stopped.description).toMatch(/^Rollout stopped: step 1 (failed|timed-out) in cluster one/);
+      }
+      const stopped = await eventually('three says step 1', async () => statuses.ended(bad, 'three/steps'));
+      expect(stopped.description).toMatch(/step 1/);
+      expect(await imageIn(two.kubeconfig, space)).toBe('web:1');
+      expect(await imageIn(three.kubeconfig, space)).toBe('web:1');
+      expect((await new Ledger(apis[2] as KubeApi, agentNs()).read('steps')).releases[0]?.commit).toBe(good);
+    } finally {
+      for (const a of apis) a.close();
+      await agent.stop();
+    }
+  }, 600_000);
+
+  it('promotes what staging has had stable for `after`, and waits for mooring promote when approval is manual', async () => {
+    const repo = await bareRepo(`promote-${Date.now().toString(36)}/fleet`);
+    const first = await repo.commit({ 'web/web.yaml': web('1') });
+    const statuses = await startStatusReceiver();
+    const configFile = join(await manifestDir({}), 'mooring.yaml');
+    const space = await everywhere(`${ns()}-staging`);
+    const prodNs = await everywhere(`${ns()}-prod`);
+    await writeFile(
+      configFile,
+      await agentConfig({
+        cluster: { name: 'one', namespace: agentNs() },
+        git: [{ name: 'fleet', repo }],
+        deployments: [
+          { name: 'staging', namespace: space, source: 'fleet', paths: ['web'] },
+          {
+            name: 'prod',
+            namespace: prodNs,
+            source: 'fleet',
+            paths: ['web'],
+            clusters: 'two',
+            promote: { from: 'staging', after: '15s' },
+          },
+          {
+            name: 'gated',
+            namespace: prodNs,
+            source: 'fleet',
+            paths: ['web'],
+            clusters: 'three',
+            promote: { from: 'staging', approval: 'manual' },
+          },
+        ],
+        statuses,
+        extra: { clusters: clusters(agentNs()) },
+      }),
+    );
+    const agent = startAgent({ file: configFile }, { level: 'info' });
+    const apiTwo = client(two.kubeconfig);
+    const apiThree = client(three.kubeconfig);
+    try {
+      const staged = await eventually(
+        'staging stable',
+        async () => statuses.ended(first, 'one/staging'),
+        90_000,
+      );
+      expect(staged.state).toBe('success');
+      const stagedAt = Date.now();
+      // prod says what it waits for, on the commit, and deploys it only once staging has been stable for 15s.
+      const waiting = await eventually('prod waits', async () =>
+        statuses
+          .statuses()
+          .find((s) => s.sha === first && s.context.endsWith('two/prod') && s.state === 'pending'),
+      );
+      expect(waiting.description).toMatch(/^Waiting until staging has been stable for 15s/);
+      expect(
+        (await eventually('prod promoted', async () => statuses.ended(first, 'two/prod'), 90_000)).state,
+      ).toBe('success');
+      const promoted = (await new Ledger(apiTwo, agentNs()).read('prod')).releases[0];
+      expect(Date.parse(promoted?.time ?? '')).toBeGreaterThanOrEqual(stagedAt + 10_000);
+      expect(promoted).toMatchObject({
+        commit: first,
+        result: 'stable',
+        promotedFrom: { deployment: 'staging', cluster: 'one' },
+      });
+
+      // gated waits for an approval, and says how to give it.
+      const asks = await eventually('gated asks', async () =>
+        statuses
+          .statuses()
+          .find(
+            (s) => s.sha === first && s.context.endsWith('three/gated') && /approval/.test(s.description),
+          ),
+      );
+      expect(asks.description).toBe(
+        `Waiting for approval: mooring promote gated --revision ${first.slice(0, 12)}`,
+      );
+      expect(await imageIn(three.kubeconfig, prodNs)).toBeUndefined();
+      // A newer commit reaches staging; prod stays where it is until that one has been stable 15s.
+      const second = await repo.commit({ 'web/web.yaml': web('2') });
+      expect(
+        (await eventually('staging 2', async () => statuses.ended(second, 'one/staging'), 90_000)).state,
+      ).toBe('success');
+      expect(await imageIn(two.kubeconfig, prodNs)).toBe('web:1');
+      // The approval without --revision takes what gated waits for: now the second commit.
+      await eventually('gated asks for the second', async () =>
+        statuses
+          .statuses()
+          .find(
+            (s) => s.sha === second && s.context.endsWith('three/gated') && /approval/.test(s.description),
+          ),
+      );
+      const approved = await mooring('promote', 'gated', '--config', configFile);
+      expect(approved.code, approved.stderr).toBe(0);
+      expect(approved.stdout).toContain(`promotion of gated to ${second.slice(0, 12)} approved`);
+      expect(
+        (await eventually('gated promoted', async () => statuses.ended(second, 'three/gated'), 90_000)).state,
+      ).toBe('success');
+      expect(await imageIn(three.kubeconfig, prodNs)).toBe('web:2');
+      expect((await new Ledger(apiThree, agentNs()).read('gated')).releases[0]).toMatchObject({
+        commit: second,
+        promotedFrom: { deployment: 'staging' },
+      });
+      expect((await eventually('prod 2', async () => statuses.ended(second, 'two/prod'), 90_000)).state).toBe(
+        'success',
+      );
+      // promote of a deployment that follows no other is a usage error.
+      const wrong = await mooring('promote', 'staging', '--config', configFile);
+      expect(wrong.code).toBe(2);
+      expect(wrong.stderr).toContain('is promoted from no other deployment');
+    } finally {
+      apiTwo.close();
+      apiThree.close();
+      await agent.stop();
+    }
+  }, 600_000);
+});
