@@ -121,13 +121,6 @@ export const COMMANDS: readonly CommandListing[] = [
     load: releases,
   },
   {
-    name: 'promote',
-    term: 'promote [options] <deployment>',
-    description:
-      'approve the promotion of a deployment (promote.approval: manual): the revision its upstream has had stable long enough',
-    load: control,
-  },
-  {
     name: 'reconcile',
     term: 'reconcile [options] <deployment>',
     description:
@@ -139,6 +132,13 @@ export const COMMANDS: readonly CommandListing[] = [
     term: 'suspend [options] <deployment>',
     description:
       'stop syncing a deployment (the agent polls on and notes new commits and images) until mooring resume',
+    load: control,
+  },
+  {
+    name: 'promote',
+    term: 'promote [options] <deployment>',
+    description:
+      'approve the promotion of a deployment (promote.approval: manual): the revision its upstream has had stable long enough',
     load: control,
   },
   {
