@@ -186,7 +186,7 @@ export class Fleet {
     }
     if (!current) return { state: 'waiting', message: `waiting for ${upstream.name}: it has no cluster` };
     const after = promote.after ?? 0;
-    if (this.now() - stableSince < after)
+    if (after > 0 && this.now() - stableSince < after)
       return {
         state: 'waiting',
         message: `waiting until ${upstream.name} has been stable for ${formatAfter(after)} (stable since ${new Date(stableSince).toISOString()})`,
