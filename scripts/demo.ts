@@ -2,7 +2,9 @@
 // and registry), an example application is committed to a Git repository and its image pushed to the registry,
 // and the mooring agent starts on them. It deploys the application (image pinned by digest, ConfigMap
 // versioned), waits until it is stable, and keeps polling: a push to the repository or a new image is deployed
-// within seconds. The agent keeps running with the test bed; `npm run testbed -- down` stops both.
+// within seconds. A second control plane plays production: the same application is promoted there once staging
+// has had it stable for 20 seconds (docs/clusters.md). The agent keeps running with the test bed;
+// `npm run testbed -- down` stops both.
 import { execFile } from 'node:child_process';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -19,10 +21,12 @@ import { startBedDaemon, up } from '../test/testbed/testbed.ts';
 const say = (line = '') => process.stdout.write(`${line}\n`);
 const run = promisify(execFile);
 
-const { env, started } = await up((line) => say(`testbed: ${line}`));
+const { env, started } = await up((line) => say(`testbed: ${line}`), { clusters: 2 });
 say(started ? 'test bed started' : 'test bed already running');
-const kubectl = async (args: string[]) =>
-  (await run(env.tools.kubectl, ['--kubeconfig', env.kube.kubeconfig, ...args])).stdout;
+const production = env.clusters?.[0];
+if (!production) throw new Error('the test bed has no second control plane');
+const kubectl = async (args: string[], kubeconfig = env.kube.kubeconfig) =>
+  (await run(env.tools.kubectl, ['--kubeconfig', kubeconfig, ...args])).stdout;
 
 const demo = join(stateDir(), 'demo');
 await mkdir(demo, { recursive: true });
@@ -64,7 +68,16 @@ const port = await freePort();
 const config = {
   apiVersion: 'mooring.io/v1alpha1',
   kind: 'AgentConfig',
-  cluster: { name: 'testbed', kubeconfig: env.kube.kubeconfig, context: 'testbed', namespace: 'mooring' },
+  // The test bed's first control plane is staging; its second is production.
+  cluster: { name: 'staging', kubeconfig: env.kube.kubeconfig, context: 'testbed', namespace: 'mooring' },
+  clusters: [
+    {
+      name: 'production',
+      kubeconfig: production.kubeconfig,
+      namespace: 'mooring',
+      labels: { env: 'production' },
+    },
+  ],
   sources: {
     git: [
       {
@@ -105,6 +118,17 @@ const config = {
       images: ['web-image'],
       stability: { timeout: '2m' },
     },
+    {
+      // Production runs exactly the commit and image digest that web has had stable on staging for 20s.
+      name: 'web-production',
+      namespace: 'demo',
+      source: 'demo-manifests',
+      paths: ['apps/web'],
+      images: ['web-image'],
+      clusters: { selector: { env: 'production' } },
+      promote: { from: 'web', after: '20s' },
+      stability: { timeout: '2m' },
+    },
   ],
   // Kustomize trees are built with this kubectl (the test bed's).
   render: { kubectl: env.tools.kubectl },
@@ -121,6 +145,7 @@ say(`agent configuration: ${configFile} (valid)`);
 
 for (const namespace of ['demo', 'demo-staging'])
   await kubectl(['create', 'namespace', namespace]).catch(() => undefined); // there already on a second run
+await kubectl(['create', 'namespace', 'demo'], production.kubeconfig).catch(() => undefined);
 // The agent's log file is appended to across runs: only what this agent writes counts.
 const logFile = join(env.logs, 'mooring-agent.log');
 const offset = await stat(logFile).then(
@@ -135,7 +160,7 @@ const agent = await startBedDaemon({
 say(`mooring agent started (pid ${agent.pid}), logging to ${agent.log}`);
 
 // Wait until the agent has deployed the commit and every object is stable.
-const deadline = Date.now() + 180_000;
+const deadline = Date.now() + 240_000;
 for (;;) {
   const dead = deathNotice(agent);
   if (dead) throw new Error(dead);
@@ -149,11 +174,11 @@ for (;;) {
     throw new Error(
       `the agent's first deploy of ${failed.deployment} ended ${failed.outcome}: ${failed.msg} (see ${agent.log})`,
     );
-  if (new Set(ends.map((l) => l.deployment)).size === 2) {
+  if (new Set(ends.map((l) => l.deployment)).size === 3) {
     for (const end of ends) say(`agent: ${end.deployment}: ${end.msg}`);
     break;
   }
-  if (Date.now() > deadline) throw new Error(`the agent did not deploy within 3 minutes (see ${agent.log})`);
+  if (Date.now() > deadline) throw new Error(`the agent did not deploy within 4 minutes (see ${agent.log})`);
   await new Promise((r) => setTimeout(r, 500));
 }
 say();
@@ -175,6 +200,24 @@ const image0 = (
 ).trim();
 say(`The Deployment runs ${image0}`);
 say();
+say('Production (the second control plane), promoted from web on staging once it had been stable for 20s:');
+say((await kubectl(['-n', 'demo', 'get', 'configmaps,deployments'], production.kubeconfig)).trim());
+const history = await run(process.execPath, [
+  join(REPO_ROOT, 'src/cli/main.ts'),
+  'history',
+  'web-production',
+  '--config',
+  configFile,
+  '-o',
+  'json',
+]);
+const promoted = (
+  JSON.parse(history.stdout) as { items: { promotedFrom?: { deployment: string; release: number } }[] }
+).items[0];
+say(
+  `ledger of web-production: promoted from ${promoted?.promotedFrom?.deployment} release ${promoted?.promotedFrom?.release}`,
+);
+say();
 say('The agent keeps running and polls every 5 seconds. Now push a change:');
 say();
 say(`  git clone http://${env.git.username}:${env.git.password}@${repoUrl.slice('http://'.length)} demo-app`);
@@ -184,6 +227,9 @@ say(`  kubectl --kubeconfig ${env.kube.kubeconfig} -n demo get configmaps   # we
 say();
 say('Or a new image under the same tag (the Deployment moves to its digest):');
 say('  npm run testbed -- push-image demo/web stable');
+say();
+say('Production follows 20 seconds after staging is stable; with `approval: manual` it waits for:');
+say(`  node src/cli/main.ts promote web-production --config ${configFile}`);
 say();
 say(`Follow the agent: tail -f ${agent.log}`);
 say('Stop everything: npm run testbed -- down');

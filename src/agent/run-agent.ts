@@ -91,7 +91,7 @@ export async function runAgent(
   });
   // Streams linger a few minutes after a sync, so the next sync of the same deployments finds them open.
   const cache = new ClusterCache(api, { lingerMs: 5 * 60_000 });
-  const metrics = new AgentMetrics(config.cluster.name);
+  const metrics = new AgentMetrics(config.clusters.length > 0 ? config.cluster.name : undefined);
   const home = config.cluster.name;
   // Rollouts across clusters and promotions are decided with the ledgers of every cluster (sync/fleet.ts).
   const fleet = new Fleet(() => config);
@@ -153,7 +153,7 @@ export async function runAgent(
       log,
       cacheDir,
       reporters: reporters(),
-      metrics: metrics.forCluster(home),
+      metrics: metrics.forCluster(config.clusters.length > 0 ? home : undefined),
       fleet,
     });
   };
@@ -194,10 +194,10 @@ export async function runAgent(
       try {
         await api.request('GET', '/version');
         reachable = { ok: true, at: Date.now(), detail: '' };
-        metrics.clusterReachable.set({ cluster: home }, 1);
+        if (config.clusters.length > 0) metrics.clusterReachable.set({ cluster: home }, 1);
       } catch (error) {
         reachable = { ok: false, at: Date.now(), detail: `cluster unreachable: ${errorMessage(error)}` };
-        metrics.clusterReachable.set({ cluster: home }, 0);
+        if (config.clusters.length > 0) metrics.clusterReachable.set({ cluster: home }, 0);
       }
     }
     return reachable;

@@ -7,12 +7,20 @@ import type { DriftFinding } from '../kube/drift.ts';
 import type { Release } from '../report/ledger.ts';
 import { Counter, Gauge, Histogram, Registry } from './prometheus.ts';
 
+/** The `cluster` label of a sync's series: only when the agent deploys to several clusters (docs/clusters.md). */
+function clusterLabel(sync: SyncRequest): string | undefined {
+  return sync.config.clusters.length > 0 ? sync.config.cluster.name : undefined;
+}
+
 export class AgentMetrics implements SyncReporter, SyncMetrics {
   readonly registry = new Registry();
-  /** The agent's own cluster, which series outside a sync are labelled with (held, suspended). */
-  private readonly cluster: string;
+  /**
+   * The agent's own cluster, which series outside a sync are labelled with (held, suspended). Undefined for an
+   * agent of one cluster: its series carry no `cluster` label, as before there were several.
+   */
+  private readonly cluster: string | undefined;
 
-  constructor(cluster = 'default') {
+  constructor(cluster?: string) {
     this.cluster = cluster;
   }
 
@@ -68,7 +76,7 @@ export class AgentMetrics implements SyncReporter, SyncMetrics {
   });
   private readonly revisions = new Map<
     string,
-    { deployment: string; release: string; commit: string; cluster: string }
+    { deployment: string; release: string; commit: string; cluster: string | undefined }
   >();
   /** Kept by the cluster cache: grows with resource types times namespaces in use, never with objects. */
   readonly watchStreams = new Gauge({
@@ -152,7 +160,7 @@ export class AgentMetrics implements SyncReporter, SyncMetrics {
   });
 
   /** A rollback holds the deployment since `since` (ISO time), or no longer does (undefined). */
-  held(deployment: string, since: string | undefined, cluster = this.cluster): void {
+  held(deployment: string, since: string | undefined, cluster: string | undefined = this.cluster): void {
     if (since === undefined) this.heldSince.remove({ deployment, cluster });
     else this.heldSince.set({ deployment, cluster }, Math.floor(Date.parse(since) / 1000));
   }
@@ -161,7 +169,7 @@ export class AgentMetrics implements SyncReporter, SyncMetrics {
    * What the agent of one cluster counts (docs/clusters.md): its deployments' series carry its `cluster` label.
    * Syncs are counted by the cluster their request names.
    */
-  forCluster(cluster: string): SyncMetrics {
+  forCluster(cluster: string | undefined): SyncMetrics {
     return {
       poll: (source, kind, result) => this.poll(source, kind, result),
       held: (deployment, since) => this.held(deployment, since, cluster),
@@ -224,10 +232,7 @@ export class AgentMetrics implements SyncReporter, SyncMetrics {
   });
 
   drifted(sync: SyncRequest, findings: readonly DriftFinding[]): void {
-    this.driftObjects.set(
-      { deployment: sync.deployment.name, cluster: sync.config.cluster.name },
-      findings.length,
-    );
+    this.driftObjects.set({ deployment: sync.deployment.name, cluster: clusterLabel(sync) }, findings.length);
   }
 
   poll(source: string, kind: 'git' | 'registry' | 'local', result: 'changed' | 'unchanged' | 'error'): void {
@@ -236,7 +241,7 @@ export class AgentMetrics implements SyncReporter, SyncMetrics {
 
   finished(sync: SyncRequest, report: DeployReport, release: Release | undefined): void {
     const deployment = sync.deployment.name;
-    const cluster = sync.config.cluster.name;
+    const cluster = clusterLabel(sync);
     this.syncs.inc({ deployment, result: report.outcome, trigger: sync.trigger, cluster });
     this.syncDuration.observe({ deployment, result: report.outcome, cluster }, report.elapsedMs / 1000);
     if (report.wait) this.stabilityWait.observe({ deployment, cluster }, report.wait.elapsedMs / 1000);

@@ -3,7 +3,7 @@
 // (cluster support, a push gateway, OpenTelemetry's API) cost an idle agent about 10 MiB of its memory for
 // three metric types. Series are kept in a Map keyed by their label values, so a series is as cheap as an entry.
 
-type Labels = Readonly<Record<string, string | number>>;
+type Labels = Readonly<Record<string, string | number | undefined>>;
 
 interface MetricOptions {
   name: string;
@@ -44,7 +44,10 @@ abstract class Metric<Series> {
     let found = this.series.get(key);
     if (!found) {
       const ordered: Record<string, string | number> = {};
-      for (const name of this.labelNames) if (labels[name] !== undefined) ordered[name] = labels[name];
+      for (const name of this.labelNames) {
+        const value = labels[name];
+        if (value !== undefined) ordered[name] = value;
+      }
       found = { labels: ordered, value: initial() };
       this.series.set(key, found);
     }

@@ -7,10 +7,10 @@ import type { Command } from 'commander';
 import { loadConfigFile } from '../../config/load.ts';
 import type { MooringConfig } from '../../config/schema.ts';
 import { clusterConfig, targetsOf } from '../../config/targets.ts';
-import { NotFoundError, StalledError } from '../../errors.ts';
+import { errorMessage, NotFoundError, StalledError } from '../../errors.ts';
 import { KubeApi } from '../../kube/api.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
-import { ControlMap, describeSuspension, SUSPEND_PREFIX } from '../../kube/control-map.ts';
+import { ControlMap, describeSuspension, SUSPEND_PREFIX, type Suspension } from '../../kube/control-map.ts';
 import { Discovery } from '../../kube/discovery.ts';
 import { listMembers } from '../../kube/membership.ts';
 import { AuditLog } from '../../report/audit.ts';
@@ -136,6 +136,67 @@ const RELEASE_COLUMNS: Column<Release>[] = [
   { header: 'message', value: (r) => r.messages[0] ?? '' },
 ];
 
+/** How long `mooring status` waits for each cluster of a configuration of several. */
+const STATUS_CLUSTER_MS = 15_000;
+
+function answerWithin<T>(ms: number, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer in ${ms / 1000}s`)), ms);
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
+
+interface StatusRow {
+  cluster?: string;
+  deployment: string;
+  current:
+    | { release: number; commit?: string | undefined; images: Release['images']; time: string }
+    | undefined;
+  last: { release: number; result: string; message?: string | undefined } | undefined;
+  fence?: unknown;
+  suspended?: Suspension | undefined;
+  waiting?: { message: string } | undefined;
+  replica?: string | null;
+  syncingOn?: string;
+  error?: string;
+}
+
+/** The rows of `mooring status` of one cluster: each deployment's current release, last attempt and holds. */
+async function statusRows(
+  opened: Awaited<ReturnType<typeof open>>,
+  deployment: string | undefined,
+): Promise<StatusRow[]> {
+  const { api, ledger, config, namespace } = opened;
+  const control = await new ControlMap(api, namespace).read();
+  // Replicas sharing the work: which one syncs each deployment, as their membership Leases say.
+  const owners = new Map<string, string>();
+  const members = await listMembers(api, namespace, config?.leaderElection.leaseName ?? 'mooring').catch(
+    () => [],
+  );
+  for (const m of members) for (const name of m.deployments) owners.set(name, m.identity);
+  const names = deployment
+    ? [deployment]
+    : (config?.deployments.map((d) => d.name) ?? (await ledger.deployments()));
+  const rows = [];
+  for (const name of names) {
+    const data = await ledger.read(name);
+    const now = current(data);
+    const last = data.releases[0];
+    rows.push({
+      deployment: name,
+      current: now ? { release: now.id, commit: now.commit, images: now.images, time: now.time } : undefined,
+      last: last ? { release: last.id, result: last.result, message: last.messages[0] } : undefined,
+      fence: data.fence,
+      suspended: control.suspended.get(name),
+      waiting: data.waiting,
+      ...(members.length > 0 ? { replica: owners.get(name) ?? null } : {}),
+      ...(data.holder ? { syncingOn: data.holder.identity } : {}),
+    });
+  }
+  return rows;
+}
+
 export function releaseCommands(program: Command, print: (text: string) => void): void {
   withLedgerFlags(
     program.command('history').description("a deployment's releases, newest first").argument('<deployment>'),
@@ -155,7 +216,18 @@ export function releaseCommands(program: Command, print: (text: string) => void)
       if (flags.output !== 'table')
         return print(formatData({ deployment, items: data.releases, fence: data.fence }, flags.output));
       if (data.releases.length === 0) return print(`deployment ${deployment} has no releases`);
-      print(formatTable(data.releases, RELEASE_COLUMNS));
+      // A promoted deployment's releases say which release of which deployment they took (docs/clusters.md).
+      const promoted: Column<Release> = {
+        header: 'promoted from',
+        value: (r) =>
+          r.promotedFrom
+            ? `${r.promotedFrom.deployment} release ${r.promotedFrom.release} (${r.promotedFrom.cluster})`
+            : '-',
+      };
+      const columns = data.releases.some((r) => r.promotedFrom)
+        ? [...RELEASE_COLUMNS.slice(0, -1), promoted, ...RELEASE_COLUMNS.slice(-1)]
+        : RELEASE_COLUMNS;
+      print(formatTable(data.releases, columns));
       if (data.fence)
         print(`\nheld at release ${data.fence.release} by a rollback since ${data.fence.since}`);
     } finally {
@@ -171,63 +243,67 @@ export function releaseCommands(program: Command, print: (text: string) => void)
       )
       .argument('[deployment]'),
   ).action(async (deployment: string | undefined, flags: LedgerFlags) => {
-    const { api, ledger, config, namespace } = await open(flags, deployment);
-    try {
-      const control = await new ControlMap(api, namespace).read();
-      // Replicas sharing the work: which one syncs each deployment, as their membership Leases say.
-      const owners = new Map<string, string>();
-      const members = await listMembers(api, namespace, config?.leaderElection.leaseName ?? 'mooring').catch(
-        () => [],
-      );
-      for (const m of members) for (const name of m.deployments) owners.set(name, m.identity);
-      const names = deployment
-        ? [deployment]
-        : (config?.deployments.map((d) => d.name) ?? (await ledger.deployments()));
-      const rows = [];
-      for (const name of names) {
-        const data = await ledger.read(name);
-        const now = current(data);
-        const last = data.releases[0];
+    const loaded = flags.config ? await loadConfigFile(flags.config, { secrets: false }) : undefined;
+    const spec = loaded?.deployments.find((d) => d.name === deployment);
+    // A configuration of several clusters: each cluster's ledgers (the deployment's clusters, with one named), and a
+    // cluster that does not answer is a row that says so.
+    const every =
+      loaded !== undefined &&
+      loaded.clusters.length > 0 &&
+      flags.cluster === undefined &&
+      flags.kubeconfig === undefined &&
+      flags.context === undefined;
+    const clusters = every
+      ? spec
+        ? targetsOf(loaded, spec)
+        : [loaded.cluster.name, ...loaded.clusters.map((c) => c.name)]
+      : [undefined];
+    const rows: StatusRow[] = [];
+    for (const cluster of clusters) {
+      const scoped = cluster === undefined ? flags : { ...flags, cluster };
+      const opened = cluster === undefined ? await open(scoped, deployment) : await open(scoped);
+      try {
+        const found = await answerWithin(STATUS_CLUSTER_MS, statusRows(opened, deployment));
+        rows.push(...found.map((r) => (cluster === undefined ? r : { cluster, ...r })));
+      } catch (error) {
+        if (cluster === undefined) throw error;
         rows.push({
-          deployment: name,
-          current: now
-            ? { release: now.id, commit: now.commit, images: now.images, time: now.time }
-            : undefined,
-          last: last ? { release: last.id, result: last.result, message: last.messages[0] } : undefined,
-          fence: data.fence,
-          suspended: control.suspended.get(name),
-          waiting: data.waiting,
-          ...(members.length > 0 ? { replica: owners.get(name) ?? null } : {}),
-          ...(data.holder ? { syncingOn: data.holder.identity } : {}),
+          cluster,
+          deployment: deployment ?? '*',
+          current: undefined,
+          last: undefined,
+          error: `cluster ${cluster} unreachable: ${errorMessage(error)}`,
         });
+      } finally {
+        opened.api.close();
       }
-      if (flags.output !== 'table') return print(formatData({ items: rows }, flags.output));
-      print(
-        formatTable(rows, [
-          { header: 'deployment', value: (r) => r.deployment },
-          { header: 'current', value: (r) => (r.current ? `release ${r.current.release}` : '-') },
-          { header: 'commit', value: (r) => r.current?.commit?.slice(0, 12) ?? '-' },
-          { header: 'last', value: (r) => (r.last ? `release ${r.last.release}: ${r.last.result}` : '-') },
-          {
-            header: 'hold',
-            value: (r) =>
-              [
-                r.suspended ? describeSuspension(r.suspended) : '',
-                r.fence ? `held at release ${r.fence.release} (rollback)` : '',
-                r.waiting ? r.waiting.message : '',
-              ]
-                .filter(Boolean)
-                .join('; ') || '-',
-          },
-          ...(members.length > 0
-            ? [{ header: 'replica', value: (r: { replica?: string | null }) => r.replica ?? '-' }]
-            : []),
-          { header: 'message', value: (r) => r.last?.message ?? '' },
-        ]),
-      );
-    } finally {
-      api.close();
     }
+    if (flags.output !== 'table') return print(formatData({ items: rows }, flags.output));
+    const replicas = rows.some((r) => r.replica !== undefined);
+    print(
+      formatTable(rows, [
+        ...(every ? [{ header: 'cluster', value: (r: StatusRow) => r.cluster ?? '-' }] : []),
+        { header: 'deployment', value: (r) => r.deployment },
+        { header: 'current', value: (r) => (r.current ? `release ${r.current.release}` : '-') },
+        { header: 'commit', value: (r) => r.current?.commit?.slice(0, 12) ?? '-' },
+        { header: 'last', value: (r) => (r.last ? `release ${r.last.release}: ${r.last.result}` : '-') },
+        {
+          header: 'hold',
+          value: (r) =>
+            [
+              r.suspended ? describeSuspension(r.suspended) : '',
+              r.fence ? `held at release ${(r.fence as { release: number }).release} (rollback)` : '',
+              r.waiting ? r.waiting.message : '',
+            ]
+              .filter(Boolean)
+              .join('; ') || '-',
+        },
+        ...(replicas
+          ? [{ header: 'replica', value: (r: { replica?: string | null }) => r.replica ?? '-' }]
+          : []),
+        { header: 'message', value: (r) => r.error ?? r.last?.message ?? '' },
+      ]),
+    );
   });
 
   withLedgerFlags(
