@@ -18,9 +18,10 @@ import { EventRecorder } from '../kube/events.ts';
 import { AuditLog } from '../report/audit.ts';
 import { CommitStatusSync } from '../report/commit-status-sync.ts';
 import { SyncEvents } from '../report/events.ts';
-import type { Release } from '../report/ledger.ts';
+import { Ledger, type Release } from '../report/ledger.ts';
 import { Notifier } from '../report/notify/notifier.ts';
 import type { AgentMetrics } from '../server/metrics.ts';
+import type { StatusBoard } from '../server/status/board.ts';
 import { Agent } from '../sync/agent.ts';
 import type { Fleet } from '../sync/fleet.ts';
 
@@ -36,8 +37,15 @@ export interface ClusterUnitDeps {
   metrics: AgentMetrics;
   fleet: Fleet;
   cacheDir: string;
-  /** Reporters every cluster shares (memory release, the status board). */
+  /** Reporters every cluster shares (memory release). */
   shared: () => SyncReporter[];
+  /** The status page's board of a cluster's deployments, read from its ledgers. */
+  board: (options: {
+    config: () => MooringConfig;
+    ledger: Ledger;
+    suspended: (name: string) => { since?: string | undefined } | undefined;
+    cluster: string;
+  }) => StatusBoard;
 }
 
 /** What the status page and `mooring status` say of a cluster. */
@@ -80,6 +88,8 @@ export class ClusterUnit {
   private statuses: CommitStatusSync | undefined;
   private notifier: Notifier | undefined;
   agent: Agent | undefined;
+  /** Its deployments on the status page, once it has been reached. */
+  board: StatusBoard | undefined;
   private readonly stopping = new AbortController();
   private probe: NodeJS.Timeout | undefined;
   private unreachableSince: string | undefined;
@@ -179,6 +189,7 @@ export class ClusterUnit {
       new SyncEvents(this.events as EventRecorder, api, this.config),
       new AuditLog(this.config, log),
       metrics,
+      ...(this.board ? [naming(this.board)] : []),
       ...this.deps.shared().map(naming),
     ];
   }
@@ -205,6 +216,12 @@ export class ClusterUnit {
         this.api = api;
         this.cache = new ClusterCache(api, { lingerMs: 5 * 60_000 });
         this.events = new EventRecorder(api, { log, dropped: () => metrics.eventsDropped.inc() });
+        this.board = this.deps.board({
+          config: () => this.config,
+          ledger: new Ledger(api, config.cluster.namespace, config.ledger.historyLimit),
+          suspended: (name) => this.agent?.suspended(name),
+          cluster: this.name,
+        });
         agent = new Agent({
           config,
           api,

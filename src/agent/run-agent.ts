@@ -107,6 +107,7 @@ export async function runAgent(
     releases: config.server.statusPage.releases,
     owner: (name) => shard?.ownerOf(name),
     keepViews: () => config.server.statusPage.enabled,
+    cluster: config.clusters.length > 0 ? config.cluster.name : undefined,
   });
   // Commit statuses, with the outbox of undelivered ones: delivered again when an agent starts leading.
   let statuses: CommitStatusSync | undefined;
@@ -171,6 +172,13 @@ export async function runAgent(
         fleet,
         cacheDir,
         shared: () => [release],
+        board: (o) =>
+          new StatusBoard({
+            ...o,
+            log,
+            releases: config.server.statusPage.releases,
+            keepViews: () => config.server.statusPage.enabled,
+          }),
       });
       units.set(spec.name, unit);
       unit.start();
@@ -208,6 +216,18 @@ export async function runAgent(
     board,
     token: () => statusToken,
     cluster: () => config.cluster.name,
+    more: () => [...units.values()].flatMap((u) => (u.board ? [u.board] : [])),
+    clusters:
+      config.clusters.length > 0
+        ? () => [
+            {
+              name: config.cluster.name,
+              reachable: reachable.ok,
+              ...(reachable.ok ? {} : { detail: reachable.detail }),
+            },
+            ...[...units.values()].map((u) => u.health()),
+          ]
+        : undefined,
   });
   const server = createServer({
     // Getters, so that a reloaded configuration is seen by the next request.

@@ -118,10 +118,15 @@ describe('many clusters from one agent', () => {
             paths: ['web'],
             clusters: ['one', 'two'],
             retryInterval: '2s',
+            // A sync's requests are retried until its deadline: a stopped server fails it after this.
+            stability: { timeout: '20s' },
           },
         ],
         statuses,
-        extra: { clusters: clusters(agentNs(), { requestTimeout: '3s' }).slice(0, 1) },
+        extra: {
+          clusters: clusters(agentNs(), { requestTimeout: '3s' }).slice(0, 1),
+          server: { statusPage: { enabled: true, anonymous: true } },
+        },
       }),
     );
     const agent = startAgent({ file: configFile }, { process: true });
@@ -148,8 +153,29 @@ describe('many clusters from one agent', () => {
       const status = await mooring('status', 'web', '--config', configFile, '--cluster', 'two');
       expect(status.code).toBe(0);
       expect(status.stdout).toContain(first.slice(0, 12));
-      const ambiguous = await mooring('status', 'web', '--config', configFile);
+      const ambiguous = await mooring('history', 'web', '--config', configFile);
       expect(ambiguous.stderr).toContain('is deployed to clusters one, two: say which with --cluster');
+      // Without --cluster, status shows the deployment in each of its clusters.
+      const both = await mooring('status', 'web', '--config', configFile, '-o', 'json');
+      expect(both.code, both.stderr).toBe(0);
+      expect(
+        (JSON.parse(both.stdout) as { items: { cluster: string; current?: { commit: string } }[] }).items.map(
+          (r) => [r.cluster, r.current?.commit],
+        ),
+      ).toEqual([
+        ['one', first],
+        ['two', first],
+      ]);
+      // The status page lists each target.
+      const page = async () =>
+        (await (await fetch(`http://127.0.0.1:${await agent.ready()}/status/api/deployments`)).json()) as {
+          items: { name: string; cluster?: string; state: string }[];
+          clusters: { name: string; reachable: boolean; since?: string }[];
+        };
+      await eventually('both targets on the page', async () => {
+        const names = (await page()).items.map((v) => v.name).sort();
+        return names.join() === 'one/web,two/web' ? names : undefined;
+      });
 
       // Cluster two's API server stops answering; a commit arrives: cluster one deploys it and reports.
       const server = await apiServerOf('cluster-2');
@@ -177,7 +203,18 @@ describe('many clusters from one agent', () => {
           },
           60_000,
         );
-        expect(statuses.ended(second, 'two/web')?.state).not.toBe('success');
+        // Its target's sync ends in an error that says since when the cluster does not answer; it is retried.
+        const error = await eventually(
+          'an error for two',
+          async () =>
+            statuses
+              .statuses()
+              .find((s) => s.sha === second && s.context.endsWith('two/web') && s.state === 'error'),
+          90_000,
+        );
+        expect(error.description).toMatch(/^cluster two unreachable since \d{4}-\d\d-\d\dT/);
+        expect((await page()).clusters.find((c) => c.name === 'two')).toMatchObject({ reachable: false });
+        expect(statuses.states(second, 'two/web')).not.toContain('success');
         expect(agent.alive()).toBe(true);
       } finally {
         process.kill(server.pid, 'SIGCONT');

@@ -331,7 +331,9 @@ async function load() {
   const body = await res.json();
   document.getElementById('login').hidden = true;
   for (const id of ['overview', 'filters', 'pager']) document.getElementById(id).hidden = false;
-  document.getElementById('cluster').textContent = 'cluster ' + body.cluster;
+  // Several clusters: each named, and those that do not answer said so (docs/clusters.md).
+  const down = (body.clusters || []).filter((c) => !c.reachable).map((c) => c.name + ' unreachable' + (c.since ? ' since ' + c.since : ''));
+  document.getElementById('cluster').textContent = (body.clusters ? 'clusters ' + body.clusters.map((c) => c.name).join(', ') : 'cluster ' + body.cluster) + (down.length ? ' · ' + down.join(' · ') : '');
   // The list is the configuration: a deployment no longer in it goes.
   const names = new Set(body.items.map((v) => v.name));
   for (const name of [...views.keys()]) if (!names.has(name)) views.delete(name);

@@ -50,6 +50,8 @@ export interface DeploymentView {
   updated: string;
   /** The replica that syncs it, when replicas share the work. */
   owner?: string | undefined;
+  /** The cluster, when the agent deploys to several (docs/clusters.md); its name then reads `cluster/name`. */
+  cluster?: string | undefined;
 }
 
 export interface BoardOptions {
@@ -68,6 +70,8 @@ export interface BoardOptions {
    */
   keepViews?: (() => boolean) | undefined;
   now?: () => Date;
+  /** The cluster of its deployments, when the agent deploys to several: each view names it. */
+  cluster?: string | undefined;
 }
 
 const MAX_OBJECTS = 300;
@@ -143,8 +147,15 @@ export class StatusBoard implements SyncReporter {
     return names.flatMap((n) => {
       const v = this.view(n);
       if (!v) return [];
-      return [this.withSuspension(v)];
+      return [this.present(v)];
     });
+  }
+
+  /** A view as the page shows it: with its suspension, owner and (of several clusters) cluster. */
+  private present(v: DeploymentView): DeploymentView {
+    const shown = this.withSuspension(v);
+    const cluster = this.options.cluster;
+    return cluster === undefined ? shown : { ...shown, name: `${cluster}/${shown.name}`, cluster };
   }
 
   private withSuspension(shown: DeploymentView): DeploymentView {
@@ -171,7 +182,7 @@ export class StatusBoard implements SyncReporter {
 
   private changed(v: DeploymentView): void {
     v.updated = this.now();
-    const shown = this.withSuspension(v);
+    const shown = this.present(v);
     this.shown.set(v.name, shown.state);
     for (const listener of this.listeners) {
       try {

@@ -15,6 +15,16 @@ import type { DeploymentView, StatusBoard } from './board.ts';
 
 export interface StatusPageOptions {
   board: StatusBoard;
+  /** The boards of the other clusters the agent deploys to (docs/clusters.md), and whether each answers. */
+  more?: (() => readonly StatusBoard[]) | undefined;
+  clusters?:
+    | (() => readonly {
+        name: string;
+        reachable: boolean;
+        since?: string | undefined;
+        detail?: string | undefined;
+      }[])
+    | undefined;
   /** The bearer token the API asks for; undefined: anonymous (an authenticating proxy is in front). */
   token: () => string | undefined;
   cluster: () => string;
@@ -60,12 +70,14 @@ export function statusPage(
   const heartbeatMs = options.heartbeatMs ?? 15_000;
   const refreshMs = options.refreshMs ?? 15_000;
   const batchMs = options.batchMs ?? 250;
+  const boards = () => [options.board, ...(options.more?.() ?? [])];
+  const refreshAll = () => Promise.all(boards().map((b) => b.refreshAll()));
   let streams = 0;
   let refresher: NodeJS.Timeout | undefined;
   const watching = (delta: number) => {
     streams += delta;
     if (streams > 0 && !refresher) {
-      refresher = setInterval(() => void options.board.refreshAll().catch(() => undefined), refreshMs);
+      refresher = setInterval(() => void refreshAll().catch(() => undefined), refreshMs);
       refresher.unref();
     } else if (streams === 0 && refresher) {
       clearInterval(refresher);
@@ -110,7 +122,11 @@ export function statusPage(
         res,
         200,
         'application/json',
-        JSON.stringify({ cluster: options.cluster(), items: options.board.list() }),
+        JSON.stringify({
+          cluster: options.cluster(),
+          items: boards().flatMap((b) => b.list()),
+          ...(options.clusters ? { clusters: options.clusters() } : {}),
+        }),
       );
       return true;
     }
@@ -136,18 +152,20 @@ export function statusPage(
       pending.clear();
       if (text) res.write(text);
     };
-    const unsubscribe = options.board.subscribe((view) => {
-      pending.set(view.name, view);
-      flush ??= setTimeout(write, batchMs);
-    });
+    const unsubscribes = boards().map((board) =>
+      board.subscribe((view) => {
+        pending.set(view.name, view);
+        flush ??= setTimeout(write, batchMs);
+      }),
+    );
     const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), heartbeatMs);
     heartbeat.unref();
     watching(1);
-    void options.board.refreshAll().catch(() => undefined);
+    void refreshAll().catch(() => undefined);
     const close = () => {
       clearInterval(heartbeat);
       clearTimeout(flush);
-      unsubscribe();
+      for (const unsubscribe of unsubscribes) unsubscribe();
       watching(-1);
     };
     res.once('close', close);
