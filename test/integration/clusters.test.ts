@@ -328,6 +328,19 @@ describe('many clusters from one agent', () => {
     const configFile = join(await manifestDir({}), 'mooring.yaml');
     const space = await everywhere(`${ns()}-staging`);
     const prodNs = await everywhere(`${ns()}-prod`);
+    // Cluster three's kubeconfig is read from a Secret of the agent's own cluster.
+    const secret = await runTool(testbed().tools.kubectl, [
+      '--kubeconfig',
+      testbed().kube.kubeconfig,
+      '-n',
+      agentNs(),
+      'create',
+      'secret',
+      'generic',
+      'three-kubeconfig',
+      `--from-file=config=${three.kubeconfig}`,
+    ]);
+    expect(secret.code, secret.stderr).toBe(0);
     await writeFile(
       configFile,
       await agentConfig({
@@ -353,7 +366,16 @@ describe('many clusters from one agent', () => {
           },
         ],
         statuses,
-        extra: { clusters: clusters(agentNs()) },
+        extra: {
+          clusters: [
+            ...clusters(agentNs()).slice(0, 1),
+            {
+              name: 'three',
+              kubeconfigSecret: { name: 'three-kubeconfig', key: 'config' },
+              namespace: agentNs(),
+            },
+          ],
+        },
       }),
     );
     const agent = startAgent({ file: configFile }, { level: 'info' });
@@ -411,7 +433,18 @@ describe('many clusters from one agent', () => {
             (s) => s.sha === second && s.context.endsWith('three/gated') && /approval/.test(s.description),
           ),
       );
-      const approved = await mooring('promote', 'gated', '--config', configFile);
+      // The CLI reaches a cluster whose kubeconfig is in a Secret with kubectl's flags.
+      const secretOnly = await mooring('promote', 'gated', '--config', configFile);
+      expect(secretOnly.code).toBe(2);
+      expect(secretOnly.stderr).toContain('keeps its kubeconfig in Secret three-kubeconfig');
+      const approved = await mooring(
+        'promote',
+        'gated',
+        '--config',
+        configFile,
+        '--kubeconfig',
+        three.kubeconfig,
+      );
       expect(approved.code, approved.stderr).toBe(0);
       expect(approved.stdout).toContain(`promotion of gated to ${second.slice(0, 12)} approved`);
       expect(

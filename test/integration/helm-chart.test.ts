@@ -294,6 +294,23 @@ describe('helm chart: rendered objects', () => {
     });
   });
 
+  it('other clusters: the agent reads only the kubeconfig Secrets its configuration names', async () => {
+    const objects = await render(
+      '--set-json',
+      'config.clusters=[{"name":"eu-1","kubeconfigSecret":{"name":"eu-1-kubeconfig"},"labels":{"tier":"main"}},{"name":"eu-2","kubeconfigSecret":{"name":"eu-2-kubeconfig","key":"config"}}]',
+    );
+    expect(only(objects, 'Role', 'rel-mooring-state').rules).toContainEqual({
+      apiGroups: [''],
+      resources: ['secrets'],
+      resourceNames: ['eu-1-kubeconfig', 'eu-2-kubeconfig'],
+      verbs: ['get'],
+    });
+    expect(agentConfig(objects).clusters.map((c) => c.name)).toEqual(['eu-1', 'eu-2']);
+    // Without other clusters, no Secret beyond the content hash key is readable.
+    const rules = only(await render(), 'Role', 'rel-mooring-state').rules as { resourceNames?: string[] }[];
+    expect(rules.flatMap((r) => r.resourceNames ?? [])).toEqual(['mooring-content-hash-key']);
+  });
+
   it('namespaces scope: a Role and RoleBinding per target namespace, nothing cluster-wide but reading them', async () => {
     const objects = await render('-f', CI_VALUES);
     // rbac.namespaces (shop-staging) plus the namespaces of the configured deployments (shop-prod).
