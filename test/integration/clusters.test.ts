@@ -458,6 +458,17 @@ describe('many clusters from one agent', () => {
       expect((await eventually('prod 2', async () => statuses.ended(second, 'two/prod'), 90_000)).state).toBe(
         'success',
       );
+      // A rollback of the promoted deployment holds it as any rollback does: until its upstream moves on.
+      const rolled = await mooring('rollback', 'prod', '--config', configFile);
+      expect(rolled.code, rolled.stderr).toBe(0);
+      expect(await imageIn(two.kubeconfig, prodNs)).toBe('web:1');
+      await new Promise((r) => setTimeout(r, 12_000));
+      expect(await imageIn(two.kubeconfig, prodNs)).toBe('web:1');
+      const third = await repo.commit({ 'web/web.yaml': web('3') });
+      expect((await eventually('prod 3', async () => statuses.ended(third, 'two/prod'), 120_000)).state).toBe(
+        'success',
+      );
+      expect(await imageIn(two.kubeconfig, prodNs)).toBe('web:3');
       // promote of a deployment that follows no other is a usage error.
       const wrong = await mooring('promote', 'staging', '--config', configFile);
       expect(wrong.code).toBe(2);
@@ -465,6 +476,86 @@ describe('many clusters from one agent', () => {
     } finally {
       apiTwo.close();
       apiThree.close();
+      await agent.stop();
+    }
+  }, 600_000);
+
+  it('rolls dozens of deployments out across two clusters, each step after the one before', async () => {
+    const space = await everywhere(`${ns()}-fleet`);
+    const count = 24;
+    const files = (rev: number) =>
+      Object.fromEntries(
+        Array.from({ length: count }, (_, i) => [
+          `apps/app-${i}/config.yaml`,
+          `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-${i}}\ndata: {rev: "${rev}", payload: "${'x'.repeat(200)}"}\n`,
+        ]),
+      );
+    const repo = await bareRepo(`fleet-${Date.now().toString(36)}/fleet`);
+    const first = await repo.commit(files(1));
+    const statuses = await startStatusReceiver();
+    const configFile = join(await manifestDir({}), 'mooring.yaml');
+    await writeFile(
+      configFile,
+      await agentConfig({
+        cluster: { name: 'one', namespace: agentNs() },
+        git: [{ name: 'fleet', repo }],
+        deployments: Array.from({ length: count }, (_, i) => ({
+          name: `app-${i}`,
+          namespace: space,
+          source: 'fleet',
+          paths: [`apps/app-${i}`],
+          clusters: ['one', 'two'],
+          rollout: [{ clusters: 'one' }, { clusters: 'two' }],
+        })),
+        statuses,
+        extra: { clusters: clusters(agentNs()).slice(0, 1) },
+      }),
+    );
+    const agent = startAgent({ file: configFile }, { level: 'info' });
+    const apis = [client(testbed().kube.kubeconfig), client(two.kubeconfig)];
+    try {
+      {
+        const commit = first;
+        for (let i = 0; i < count; i++)
+          for (const cluster of ['one', 'two'])
+            expect(
+              (
+                await eventually(
+                  `app-${i} in ${cluster}`,
+                  async () => statuses.ended(commit, `${cluster}/app-${i}`),
+                  180_000,
+                )
+              ).state,
+            ).toBe('success');
+      }
+      const second = await repo.commit(files(2));
+      for (let i = 0; i < count; i++)
+        for (const cluster of ['one', 'two'])
+          expect(
+            (
+              await eventually(
+                `app-${i} 2 in ${cluster}`,
+                async () => statuses.ended(second, `${cluster}/app-${i}`),
+                180_000,
+              )
+            ).state,
+          ).toBe('success');
+      // Every status that began ended, and in each deployment cluster two began after cluster one was stable.
+      for (const commit of [first, second])
+        for (let i = 0; i < count; i++)
+          for (const cluster of ['one', 'two'])
+            expect(statuses.states(commit, `${cluster}/app-${i}`).at(-1)).toBe('success');
+      const [one, other] = apis as [KubeApi, KubeApi];
+      for (let i = 0; i < count; i++) {
+        const a = (await new Ledger(one, agentNs()).read(`app-${i}`)).releases[0];
+        const b = (await new Ledger(other, agentNs()).read(`app-${i}`)).releases[0];
+        expect([a?.commit, b?.commit]).toEqual([second, second]);
+        expect(Date.parse(b?.time ?? '')).toBeGreaterThanOrEqual(
+          Date.parse(a?.time ?? '') + (a?.durationMs ?? 0) - 1000,
+        );
+      }
+    } finally {
+      for (const a of apis) a.close();
       await agent.stop();
     }
   }, 600_000);
