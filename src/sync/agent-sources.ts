@@ -49,6 +49,8 @@ export interface DeploymentState {
   changes?: number | undefined;
   /** What its next sync waits for (dependsOn), once said: said again only when it changes. */
   waiting?: string | undefined;
+  /** A promoted deployment: the commit whose pending status says it waits for its upstream (ended when passed over). */
+  promotionPending?: string | undefined;
   /** The commit its running sync deploys, while one runs. */
   syncing?: string | undefined;
   /**

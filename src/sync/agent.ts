@@ -5,7 +5,7 @@
 // a deployment needs a sync in reconcile.ts.
 import cron from 'node-cron';
 import type { GitSource, LocalSource, MooringConfig } from '../config/schema.ts';
-import { type Logger, type SyncMetrics, type SyncReporter, Withdrawn } from '../contract.ts';
+import { type Logger, Superseded, type SyncMetrics, type SyncReporter, Withdrawn } from '../contract.ts';
 import { classify, errorMessage } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
@@ -242,6 +242,7 @@ export class Agent {
    * reason, in the ledger (where `mooring promote` finds what to approve) and as a pending status on the commit.
    */
   private async promotionWait(d: DeploymentState, wait: Extract<Promotion, { state: 'waiting' }>) {
+    if (wait.commit !== undefined) await this.passOver(d, wait.commit);
     if (d.waiting === wait.message) return;
     d.waiting = wait.message;
     const log = this.deps.log.child({ deployment: d.spec.name, revision: wait.commit?.slice(0, 12) });
@@ -263,8 +264,41 @@ export class Agent {
       revision: wait.commit,
       trigger: 'commit' as const,
     };
+    d.promotionPending = wait.commit;
     for (const r of this.deps.reporters ?? [])
       await safely(log, 'report the wait', () => r.waiting?.(request, capitalized(wait.message)));
+  }
+
+  /**
+   * The upstream moved to `next` before the commit a promoted deployment waited on was promoted: that commit's
+   * pending status ends, superseded, so that every status gets its end.
+   */
+  private async passOver(d: DeploymentState, next: string): Promise<void> {
+    const pending = d.promotionPending;
+    if (pending === undefined || pending === next) return;
+    d.promotionPending = undefined;
+    const request = {
+      config: this.deps.config,
+      deployment: d.spec,
+      commit: pending,
+      files: [],
+      images: {},
+      revision: pending,
+      trigger: 'commit' as const,
+      signal: AbortSignal.abort(new Superseded({ by: 'commit', commit: next })),
+    };
+    const report = {
+      outcome: 'cancelled' as const,
+      summary: 'passed over by a newer revision of its upstream before it was promoted',
+      applied: [],
+      wait: undefined,
+      history: undefined,
+      prune: undefined,
+      error: undefined,
+      elapsedMs: 0,
+    };
+    for (const r of this.deps.reporters ?? [])
+      await safely(this.deps.log, 'end the wait', () => r.finished?.(request, report, undefined));
   }
 
   /** Polls the sources of one deployment now (registries first); a local one is reconciled at once. */
@@ -475,6 +509,9 @@ export class Agent {
       promotedFrom = promotion.from;
       promotedImages = promotion;
       commit = promotion.commit;
+      // Its pending status is ended by the sync of that commit; one of an older commit ends now.
+      if (commit !== undefined) await this.passOver(d, commit);
+      if (d.promotionPending === commit) d.promotionPending = undefined;
       if (d.waiting !== undefined) {
         d.waiting = undefined;
         await safely(this.deps.log, 'clear the wait', () => this.ledger.setWaiting(d.spec.name, undefined));

@@ -22,6 +22,7 @@ import {
   startAgent,
   startStatusReceiver,
   testbed,
+  unended,
   useNamespace,
 } from './helpers.ts';
 
@@ -469,6 +470,9 @@ describe('many clusters from one agent', () => {
         'success',
       );
       expect(await imageIn(two.kubeconfig, prodNs)).toBe('web:3');
+      // Every status that began ended, but the third commit's, which gated waits to be approved.
+      expect(unended(statuses.statuses())).toEqual([`${third} mooring/three/gated`]);
+      expect(statuses.ended(first, 'three/gated')?.description).toMatch(/^Superseded by commit /);
       // promote of a deployment that follows no other is a usage error.
       const wrong = await mooring('promote', 'staging', '--config', configFile);
       expect(wrong.code).toBe(2);
