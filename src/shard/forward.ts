@@ -3,6 +3,8 @@
 // that carry the provider's secret as it is (a GitLab token, a bearer token); the delivery is signed under that
 // secret instead (src/server/forwarded.ts), and each replica checks it. A webhook passed on is not passed on again.
 import type { IncomingHttpHeaders } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fullJitter } from '../backoff.ts';
 import { errorMessage } from '../errors.ts';
 import { sendBounded } from '../http/request.ts';
 import type { Member } from '../kube/membership.ts';
@@ -11,6 +13,11 @@ import { forwardSignature, passesOn } from '../server/forwarded.ts';
 export { wasForwarded } from '../server/forwarded.ts';
 
 const TIMEOUT_MS = 5_000;
+/**
+ * A peer that did not take the webhook (no answer, a refusal it may get over) is sent it again: a webhook lost
+ * here is a commit that peer deploys only at its next poll.
+ */
+const ATTEMPTS = 4;
 /** Not sent on: they describe the connection it came on, not the webhook. */
 const HOP_BY_HOP = new Set([
   'host',
@@ -53,22 +60,38 @@ export async function forwardWebhook(
     peers.map(async (peer) => {
       if (!peer.address) return;
       const url = `${peer.address.replace(/\/+$/, '')}/hooks/${encodeURIComponent(provider)}`;
-      try {
-        const res = await sendBounded({
-          method: 'POST',
-          url,
-          headers,
-          body: new Uint8Array(delivery.body),
-          timeoutMs: TIMEOUT_MS,
-          maxBodyBytes: 4096,
-          redirect: 'error',
-          what: `POST ${url}`,
-        });
-        if (res.status >= 300)
-          log.warn({ replica: peer.identity, status: res.status }, 'webhook passed on: refused');
-        else log.debug({ replica: peer.identity, status: res.status }, 'webhook passed on');
-      } catch (error) {
-        log.warn({ replica: peer.identity, err: errorMessage(error) }, 'cannot pass the webhook on');
+      for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+        if (attempt > 0) await sleep(fullJitter(attempt - 1, { baseMs: 500, maxMs: 4_000, minMs: 250 }));
+        const last = attempt === ATTEMPTS - 1;
+        try {
+          const res = await sendBounded({
+            method: 'POST',
+            url,
+            headers,
+            body: new Uint8Array(delivery.body),
+            timeoutMs: TIMEOUT_MS,
+            maxBodyBytes: 4096,
+            redirect: 'error',
+            what: `POST ${url}`,
+          });
+          // 503: a replica starting, or standing by for a moment; 429 and 5xx may pass too. 4xx will not.
+          if (res.status >= 500 || res.status === 429) {
+            if (last) log.warn({ replica: peer.identity, status: res.status }, 'webhook passed on: refused');
+            continue;
+          }
+          if (res.status >= 300)
+            log.warn({ replica: peer.identity, status: res.status }, 'webhook passed on: refused');
+          else log.debug({ replica: peer.identity, status: res.status, attempt }, 'webhook passed on');
+          return;
+        } catch (error) {
+          if (last)
+            log.warn({ replica: peer.identity, err: errorMessage(error) }, 'cannot pass the webhook on');
+          else
+            log.debug(
+              { replica: peer.identity, err: errorMessage(error), attempt },
+              'webhook not passed on yet',
+            );
+        }
       }
     }),
   );

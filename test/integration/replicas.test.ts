@@ -123,8 +123,27 @@ describe('replicas sharing the work', () => {
     };
     /** Every deployment's statuses on `sha`: exactly one pending, then one success. */
     const syncedOnce = async (sha: string) => {
-      for (const name of names)
-        await eventually(`${name} at ${sha.slice(0, 7)}`, async () => statuses.ended(sha, name), 240_000);
+      try {
+        for (const name of names)
+          await eventually(`${name} at ${sha.slice(0, 7)}`, async () => statuses.ended(sha, name), 240_000);
+      } catch (error) {
+        // What the replicas said of the deployments that never got there, and who announced them.
+        const missing = names.filter((n) => !statuses.ended(sha, n));
+        const { owner } = await owners();
+        const told = replicas.map(
+          (r) =>
+            `--- ${identity(r)} (alive ${r.alive()}):\n${r.lines
+              .filter(
+                (l) =>
+                  missing.slice(0, 3).some((n) => l.includes(`"${n}"`)) || /shar|replica|webhook/.test(l),
+              )
+              .slice(-60)
+              .join('\n')}`,
+        );
+        throw new Error(
+          `${String(error)}\nmissing at ${sha.slice(0, 7)}: ${missing.map((n) => `${n} (${owner.get(n) ?? 'no owner'})`).join(', ')}\n${told.join('\n')}`,
+        );
+      }
       for (const name of names) expect(statuses.states(sha, name), name).toEqual(['pending', 'success']);
     };
     const hook = async (replica: AgentProcess) => {

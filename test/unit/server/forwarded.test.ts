@@ -116,6 +116,42 @@ describe('a webhook passed on to other replicas', () => {
     expect(received[0]?.headers['x-gitlab-event']).toBe('Push Hook');
   });
 
+  it('is sent again to a replica that cannot take it yet (503), until it does', async () => {
+    let refusals = 2;
+    const taken: WebhookProvider[] = [];
+    const starting = createServer({
+      maxBodyBytes: 64 * 1024,
+      secrets: { gitlab: GITLAB_TOKEN },
+      // Not ready to sync yet: the server answers 503, as a replica that is still starting does.
+      onTrigger: (_targets, provider) => {
+        if (refusals-- > 0) return false;
+        taken.push(provider);
+        return true;
+      },
+      health: () => ({ ok: true }),
+      ready: () => ({ ok: true }),
+      metrics: () => '',
+      log: pino({ level: 'silent' }),
+    });
+    const url = await listen(starting);
+    const warnings: string[] = [];
+    try {
+      await forwardWebhook(
+        [{ identity: 'replica-c', address: url, deployments: [], renewed: 0 }],
+        'gitlab',
+        gitlabDelivery,
+        'replica-a',
+        GITLAB_TOKEN,
+        { debug: () => undefined, warn: (_f, message) => warnings.push(message) },
+      );
+      expect(taken).toEqual(['gitlab']);
+      expect(warnings).toEqual([]);
+    } finally {
+      starting.closeAllConnections();
+      starting.close();
+    }
+  });
+
   it('is refused when it claims to be passed on without a valid signature, or is too old, or was altered', async () => {
     const before = triggers.length;
     const post = (headers: Record<string, string>, body: Buffer = GITLAB_PUSH) =>
