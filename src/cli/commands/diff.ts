@@ -23,6 +23,7 @@ import type { DeployRequest } from '../../sync/deploy.ts';
 import { liveDiff } from '../../sync/live-diff.ts';
 import { cliOwner } from '../../sync/prune.ts';
 import { type ClusterFlags, clusterAccess, manifestBoundary, withManifestFlags } from '../cluster-flags.ts';
+import { chosenCluster } from '../config-cluster.ts';
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
 import { cliRenderOptions, type LocalInputFlags, readLocalInput, withReadFlags } from '../local-input.ts';
 import { checkedNames } from '../names.ts';
@@ -38,6 +39,7 @@ interface DiffFlags extends ClusterFlags, LocalInputFlags {
   allowEmpty?: boolean;
   deployment?: string;
   config?: string;
+  cluster?: string;
   concurrency: string;
   base?: string;
   head?: string;
@@ -150,7 +152,11 @@ async function deploymentInput(
   concurrency: number,
 ): Promise<DiffInput> {
   // The cluster and the sources are read; secrets of status providers and webhooks need not be here.
-  const config = await loadConfigFile(file, { secrets: false });
+  const loaded = await loadConfigFile(file, { secrets: false });
+  // Of several clusters, the deployment's (or --cluster's): its kubeconfig, ledger and inventory (docs/clusters.md).
+  const config = loaded.deployments.some((d) => d.name === name)
+    ? chosenCluster(loaded, flags, name)
+    : loaded;
   const spec = config.deployments.find((d) => d.name === name);
   if (!spec) {
     const known = config.deployments.map((d) => d.name).join(', ') || 'none';
@@ -295,6 +301,7 @@ export function diffCommand(
     .option('--allow-empty', 'files that render no objects are not an error (as for deploy)')
     .option('--deployment <name>', "the agent's deployment of that name (with --config), instead of paths")
     .option('--config <file>', 'the agent configuration (with --deployment)')
+    .option('--cluster <name>', "with --deployment: which of the configuration's clusters (docs/clusters.md)")
     .option('--concurrency <n>', 'objects dry-run at once', '8')
     .option(
       '--base <revision>',

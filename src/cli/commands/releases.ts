@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { loadConfigFile } from '../../config/load.ts';
 import type { MooringConfig } from '../../config/schema.ts';
-import { clusterConfig, targetsOf } from '../../config/targets.ts';
+import { targetsOf } from '../../config/targets.ts';
 import { errorMessage, NotFoundError, StalledError } from '../../errors.ts';
 import { KubeApi } from '../../kube/api.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
@@ -18,6 +18,7 @@ import { CommitStatusSync } from '../../report/commit-status-sync.ts';
 import { current, Ledger, ledgerName, type Release } from '../../report/ledger.ts';
 import { createLogger } from '../../sync/logger.ts';
 import { rollback } from '../../sync/rollback.ts';
+import { chosenCluster } from '../config-cluster.ts';
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
 import { type Column, formatData, formatTable, type OutputFormat, outputOption } from '../output.ts';
 
@@ -45,44 +46,6 @@ export function withLedgerFlags(command: Command, options: { configRequired?: bo
       "with --config: which of its clusters (default: the deployment's, else the agent's own)",
     )
     .addOption(outputOption());
-}
-
-/**
- * The cluster of the configuration a command works on (docs/clusters.md): --cluster, else the deployment's one
- * cluster, else the agent's own. The configuration is that cluster's: its kubeconfig, the namespace of its
- * ledgers, the deployments that target it.
- */
-function chosenCluster(
-  config: MooringConfig,
-  flags: LedgerFlags,
-  deployment: string | undefined,
-): MooringConfig {
-  let name = flags.cluster;
-  const spec = deployment ? config.deployments.find((d) => d.name === deployment) : undefined;
-  if (name === undefined && spec) {
-    const targets = targetsOf(config, spec);
-    if (targets.length > 1)
-      throw new ExitError(
-        `error: deployment ${deployment} is deployed to clusters ${targets.join(', ')}: say which with --cluster`,
-        EXIT_USAGE,
-      );
-    name = targets[0];
-  }
-  if (name === undefined || name === config.cluster.name) return clusterConfig(config, config.cluster.name);
-  const other = config.clusters.find((c) => c.name === name);
-  if (!other) {
-    const known = [config.cluster.name, ...config.clusters.map((c) => c.name)].join(', ');
-    throw new ExitError(
-      `error: --cluster: no cluster ${name} in the configuration (clusters: ${known})`,
-      EXIT_USAGE,
-    );
-  }
-  if (other.kubeconfigSecret && !flags.kubeconfig && !flags.context)
-    throw new ExitError(
-      `error: cluster ${name} keeps its kubeconfig in Secret ${other.kubeconfigSecret.name}: pass --kubeconfig or --context for it`,
-      EXIT_USAGE,
-    );
-  return clusterConfig(config, name);
 }
 
 export async function open(
