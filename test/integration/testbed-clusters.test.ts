@@ -11,7 +11,8 @@ describe('the test bed with two clusters', () => {
     const second = env.clusters?.[0];
     expect(second?.name).toBe('cluster-2');
     expect(second?.server).not.toBe(testbed().kube.server);
-    expect((await readEnv())?.clusters?.map((c) => c.name)).toEqual(['cluster-2']);
+    // Other test files may have asked for more planes of the same bed; the second is there either way.
+    expect((await readEnv())?.clusters?.map((c) => c.name)).toContain('cluster-2');
     const kubectl = testbed().tools.kubectl;
     const on = (kubeconfig: string, ...args: string[]) =>
       runTool(kubectl, ['--kubeconfig', kubeconfig, ...args]);
