@@ -36,7 +36,7 @@ import { Agent } from '../sync/agent.ts';
 import { Fleet } from '../sync/fleet.ts';
 import { memoryRelease } from '../sync/memory-release.ts';
 import { describePlan, effectiveConfig, planReload } from '../sync/reload.ts';
-import { ClusterUnit } from './cluster-units.ts';
+import type { ClusterUnit } from './cluster-units.ts';
 
 export interface RunAgentOptions {
   /** Flags override the config's cluster section, as kubectl's do. */
@@ -161,9 +161,12 @@ export async function runAgent(
   // The other clusters (docs/clusters.md): each with its own client and agent, started and retried on its own
   // while this agent leads, so that one that cannot be reached holds up none of the others.
   const units = new Map<string, ClusterUnit>();
-  const startUnits = () => {
+  const startUnits = async () => {
+    if (config.clusters.length === 0) return;
+    // Loaded only by an agent of several clusters: one cluster's agent carries none of it.
+    const { ClusterUnit } = await import('./cluster-units.ts');
     for (const spec of config.clusters) {
-      if (units.has(spec.name)) continue;
+      if (units.has(spec.name) || stop.aborted) continue;
       const unit = new ClusterUnit(spec, config, {
         home: api,
         homeNamespace: config.cluster.namespace,
@@ -378,7 +381,9 @@ export async function runAgent(
   let leading = 0;
   const lead = async () => {
     const term = ++leading;
-    startUnits();
+    void startUnits().catch((error: unknown) =>
+      log.error({ err: errorMessage(error) }, 'cannot start the other clusters'),
+    );
     for (let attempt = 0; !stop.aborted && term === leading; attempt++) {
       const candidate = newAgent();
       agent = candidate;
