@@ -434,6 +434,15 @@ describe('many clusters from one agent', () => {
             (s) => s.sha === second && s.context.endsWith('three/gated') && /approval/.test(s.description),
           ),
       );
+      // `mooring status` of the whole configuration: a row per target, and one for the cluster it cannot reach
+      // without kubectl's flags (its kubeconfig is in a Secret).
+      const all = await mooring('status', '--config', configFile, '-o', 'json');
+      expect(all.code, all.stderr).toBe(0);
+      const rows = (
+        JSON.parse(all.stdout) as { items: { cluster: string; deployment: string; error?: string }[] }
+      ).items;
+      expect(rows.map((r) => `${r.cluster}/${r.deployment}`)).toEqual(['one/staging', 'two/prod', 'three/*']);
+      expect(rows[2]?.error).toContain('keeps its kubeconfig in Secret three-kubeconfig');
       // The CLI reaches a cluster whose kubeconfig is in a Secret with kubectl's flags.
       const secretOnly = await mooring('promote', 'gated', '--config', configFile);
       expect(secretOnly.code).toBe(2);

@@ -224,21 +224,32 @@ export function releaseCommands(program: Command, print: (text: string) => void)
     const rows: StatusRow[] = [];
     for (const cluster of clusters) {
       const scoped = cluster === undefined ? flags : { ...flags, cluster };
-      const opened = cluster === undefined ? await open(scoped, deployment) : await open(scoped);
+      if (cluster === undefined) {
+        const opened = await open(scoped, deployment);
+        try {
+          rows.push(...(await statusRows(opened, deployment)));
+        } finally {
+          opened.api.close();
+        }
+        continue;
+      }
+      let opened: Awaited<ReturnType<typeof open>> | undefined;
       try {
+        // A cluster whose kubeconfig is in a Secret, or that does not answer, is a row that says so.
+        opened = await open(scoped);
         const found = await answerWithin(STATUS_CLUSTER_MS, statusRows(opened, deployment));
-        rows.push(...found.map((r) => (cluster === undefined ? r : { cluster, ...r })));
+        rows.push(...found.map((r) => ({ cluster, ...r })));
       } catch (error) {
-        if (cluster === undefined) throw error;
+        const why = errorMessage(error).replace(/^error: /, '');
         rows.push({
           cluster,
           deployment: deployment ?? '*',
           current: undefined,
           last: undefined,
-          error: `cluster ${cluster} unreachable: ${errorMessage(error)}`,
+          error: opened ? `cluster ${cluster} unreachable: ${why}` : why,
         });
       } finally {
-        opened.api.close();
+        opened?.api.close();
       }
     }
     if (flags.output !== 'table') return print(formatData({ items: rows }, flags.output));
