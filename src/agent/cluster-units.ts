@@ -103,6 +103,12 @@ export class ClusterUnit {
     this.deps = deps;
   }
 
+  /** Its client's request counts and open streams, for the metrics (undefined while not connected). */
+  kubeStats(): { client: object; stats: KubeApi['requestStats']; streams: number } | undefined {
+    const api = this.api;
+    return api && { client: api, stats: api.requestStats, streams: api.streams };
+  }
+
   health(): ClusterHealth {
     return {
       name: this.name,

@@ -274,8 +274,12 @@ export async function runAgent(
     },
     metrics: async () => {
       await clusterReachable();
-      metrics.watchStreams.set(api.streams);
+      metrics.watchStreams.set({ cluster: config.clusters.length > 0 ? home : undefined }, api.streams);
       metrics.kubeRequests(api.requestStats);
+      for (const unit of units.values()) {
+        const kube = unit.kubeStats();
+        if (kube) metrics.clusterKubeRequests(unit.name, kube.client, kube.stats, kube.streams);
+      }
       metrics.processMemory();
       for (const s of agent?.registryStats() ?? []) {
         for (const [key, count] of s.byStatus) {

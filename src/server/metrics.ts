@@ -82,12 +82,13 @@ export class AgentMetrics implements SyncReporter, SyncMetrics {
   readonly watchStreams = new Gauge({
     name: 'mooring_cluster_watch_streams',
     help: 'Watch streams open to the API server (one per resource type and namespace being watched)',
+    labelNames: ['cluster'],
     registers: [this.registry],
   });
   private readonly kubeRequestsTotal = new Counter({
     name: 'mooring_kube_requests_total',
     help: 'Requests to the Kubernetes API server by verb and HTTP status code (error: no answer; watch: streams opened)',
-    labelNames: ['verb', 'code'],
+    labelNames: ['verb', 'code', 'cluster'],
     registers: [this.registry],
   });
   private readonly kubeThrottled = new Counter({
@@ -97,18 +98,39 @@ export class AgentMetrics implements SyncReporter, SyncMetrics {
   });
   private readonly kubeSeen = new Map<string, number>();
   private kubeThrottledSeen = 0;
+  /** The other clusters' clients (docs/clusters.md): what each had counted when last read, by cluster. */
+  private readonly otherClients = new Map<string, { client: object; seen: Map<string, number> }>();
 
   /** Brings the Kubernetes API counters up to a client's counts since its start (KubeApi.requestStats). */
-  kubeRequests(stats: RequestStats): void {
+  kubeRequests(stats: RequestStats, cluster: string | undefined = this.cluster): void {
     for (const { verb, code, count } of stats.requests) {
       const key = `${verb} ${code}`;
       const delta = count - (this.kubeSeen.get(key) ?? 0);
-      if (delta > 0) this.kubeRequestsTotal.inc({ verb, code }, delta);
+      if (delta > 0) this.kubeRequestsTotal.inc({ verb, code, cluster }, delta);
       this.kubeSeen.set(key, Math.max(count, this.kubeSeen.get(key) ?? 0));
     }
     const throttled = stats.throttledSeconds - this.kubeThrottledSeen;
     if (throttled > 0) this.kubeThrottled.inc({}, throttled);
     this.kubeThrottledSeen = Math.max(this.kubeThrottledSeen, stats.throttledSeconds);
+  }
+
+  /**
+   * The same for the client of another cluster, under its `cluster` label; a new client of the cluster (it was
+   * connected again) counts from zero.
+   */
+  clusterKubeRequests(cluster: string, client: object, stats: RequestStats, streams: number): void {
+    let known = this.otherClients.get(cluster);
+    if (known?.client !== client) {
+      known = { client, seen: new Map() };
+      this.otherClients.set(cluster, known);
+    }
+    for (const { verb, code, count } of stats.requests) {
+      const key = `${verb} ${code}`;
+      const delta = count - (known.seen.get(key) ?? 0);
+      if (delta > 0) this.kubeRequestsTotal.inc({ verb, code, cluster }, delta);
+      known.seen.set(key, Math.max(count, known.seen.get(key) ?? 0));
+    }
+    this.watchStreams.set({ cluster }, streams);
   }
 
   /** The process's memory, as Prometheus' client libraries name it: what the memory goals are measured by. */

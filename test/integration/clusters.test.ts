@@ -204,6 +204,16 @@ describe('many clusters from one agent', () => {
           },
           60_000,
         );
+        // Each cluster's client is counted under its name.
+        const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+        for (const cluster of ['one', 'two'])
+          expect(metrics).toMatch(
+            new RegExp(
+              `^mooring_kube_requests_total\\{verb="[a-z]+",code="\\d+",cluster="${cluster}"\\} [1-9]`,
+              'm',
+            ),
+          );
+        expect(metrics).toMatch(/^mooring_cluster_watch_streams\{cluster="two"\} \d+$/m);
         // Its target's sync ends in an error that says since when the cluster does not answer; it is retried.
         const error = await eventually(
           'an error for two',
