@@ -5,7 +5,14 @@
 // a deployment needs a sync in reconcile.ts.
 import cron from 'node-cron';
 import type { GitSource, LocalSource, MooringConfig } from '../config/schema.ts';
-import { type Logger, Superseded, type SyncMetrics, type SyncReporter, Withdrawn } from '../contract.ts';
+import {
+  type DeployReport,
+  type Logger,
+  Superseded,
+  type SyncMetrics,
+  type SyncReporter,
+  Withdrawn,
+} from '../contract.ts';
 import { classify, errorMessage } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
@@ -84,6 +91,20 @@ interface AgentSync extends SyncJob<AgentSync> {
   requests: ReconcileRequest[];
   /** False once the sync has answered its requests: a request that comes later runs a sync of its own. */
   open: boolean;
+}
+
+/** The end of a sync that applied nothing: cancelled while it waited, or stopped by what it waited for. */
+function nothingApplied(outcome: 'cancelled' | 'failed', summary: string): DeployReport {
+  return {
+    outcome,
+    summary,
+    applied: [],
+    wait: undefined,
+    history: undefined,
+    prune: undefined,
+    error: undefined,
+    elapsedMs: 0,
+  };
 }
 
 function capitalized(text: string): string {
@@ -287,16 +308,10 @@ export class Agent {
       trigger: 'commit' as const,
       signal: AbortSignal.abort(new Superseded({ by: 'commit', commit: next })),
     };
-    const report = {
-      outcome: 'cancelled' as const,
-      summary: 'passed over by a newer revision of its upstream before it was promoted',
-      applied: [],
-      wait: undefined,
-      history: undefined,
-      prune: undefined,
-      error: undefined,
-      elapsedMs: 0,
-    };
+    const report = nothingApplied(
+      'cancelled',
+      'passed over by a newer revision of its upstream before it was promoted',
+    );
     for (const r of this.deps.reporters ?? [])
       await safely(this.deps.log, 'end the wait', () => r.finished?.(request, report, undefined));
   }
@@ -626,16 +641,7 @@ export class Agent {
           trigger,
           signal,
         };
-        const report = {
-          outcome: 'cancelled' as const,
-          summary: 'cancelled while waiting for its dependencies',
-          applied: [],
-          wait: undefined,
-          history: undefined,
-          prune: undefined,
-          error: undefined,
-          elapsedMs: 0,
-        };
+        const report = nothingApplied('cancelled', 'cancelled while waiting for its dependencies');
         for (const r of this.deps.reporters ?? [])
           await safely(log, 'report the end of the wait', () => r.finished?.(request, report, undefined));
       },
@@ -683,16 +689,7 @@ export class Agent {
               revision,
               trigger,
             };
-            const stopped = {
-              outcome: 'failed' as const,
-              summary: capitalized(hold.message),
-              applied: [],
-              wait: undefined,
-              history: undefined,
-              prune: undefined,
-              error: undefined,
-              elapsedMs: 0,
-            };
+            const stopped = nothingApplied('failed', capitalized(hold.message));
             for (const r of this.deps.reporters ?? [])
               await safely(log, 'report the wait', () =>
                 rollout && hold.failed
