@@ -24,37 +24,51 @@ const SHAPE = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/([^/]*)(.*)$/s;
 const HOST = /^(?:\[[0-9A-Fa-f:.]+\]|[^\s:[\]@/\\?#%]+)$/u;
 const ENCODED_SEPARATOR = /%(?:2f|2e|5c)/i;
 
-/** Why `url` is refused, naming what is wrong; undefined when it parses. */
+/** The parsed URL, or why it is refused, naming what is wrong. */
 export function parseRepositoryUrl(url: string): RepositoryUrl | string {
+  const parsed = parse(url);
+  return 'reason' in parsed ? parsed.reason : parsed;
+}
+
+/** A refusal; `climbs`: a dot segment, an encoded separator or a backslash, a way out of a path prefix. */
+interface Refused {
+  reason: string;
+  climbs: boolean;
+}
+
+function parse(url: string): RepositoryUrl | Refused {
+  const invalid = (reason: string): Refused => ({ reason, climbs: false });
+  const climbing = (reason: string): Refused => ({ reason, climbs: true });
   const shown = JSON.stringify(url.length > 200 ? `${url.slice(0, 200)}…` : url);
-  if (/[\s\p{Cc}]/u.test(url)) return `${shown} holds a space or control character`;
-  if (url.includes('\\')) return `${shown} holds a backslash (a path separator to some servers)`;
+  if (/[\s\p{Cc}]/u.test(url)) return invalid(`${shown} holds a space or control character`);
+  if (url.includes('\\')) return climbing(`${shown} holds a backslash (a path separator to some servers)`);
   const shape = SHAPE.exec(url);
-  if (!shape) return `${shown} is not a URL of the form scheme://host/path`;
+  if (!shape) return invalid(`${shown} is not a URL of the form scheme://host/path`);
   const scheme = (shape[1] ?? '').toLowerCase();
   if (scheme !== 'https' && scheme !== 'http' && scheme !== 'oci')
-    return `${shown} has scheme ${scheme}; only https, http and oci are compared`;
+    return invalid(`${shown} has scheme ${scheme}; only https, http and oci are compared`);
   const authority = shape[2] ?? '';
   const rest = shape[3] ?? '';
-  if (authority.includes('@')) return `${shown} holds credentials; a repository URL must not`;
-  if (/[?#]/.test(rest) || /[?#]/.test(authority)) return `${shown} has a query or fragment`;
+  if (authority.includes('@')) return invalid(`${shown} holds credentials; a repository URL must not`);
+  if (/[?#]/.test(rest) || /[?#]/.test(authority)) return invalid(`${shown} has a query or fragment`);
   const port = /^(.*?)(?::(\d*))?$/.exec(authority);
   const hostname = (port?.[1] ?? '').toLowerCase();
-  if (hostname === '' || !HOST.test(hostname)) return `${shown} has no valid host`;
+  if (hostname === '' || !HOST.test(hostname)) return invalid(`${shown} has no valid host`);
   const portText = port?.[2];
   const number = portText === undefined || portText === '' ? DEFAULT_PORTS[scheme] : Number(portText);
-  if (!Number.isInteger(number) || number < 1 || number > 65_535) return `${shown} has an invalid port`;
+  if (!Number.isInteger(number) || number < 1 || number > 65_535)
+    return invalid(`${shown} has an invalid port`);
   if (ENCODED_SEPARATOR.test(rest))
-    return `${shown} holds an encoded separator or dot (%2F, %2E or %5C); write the path plainly`;
-  if (/%(?![0-9A-Fa-f]{2})/.test(rest)) return `${shown} holds a malformed percent-escape`;
+    return climbing(`${shown} holds an encoded separator or dot (%2F, %2E or %5C); write the path plainly`);
+  if (/%(?![0-9A-Fa-f]{2})/.test(rest)) return invalid(`${shown} holds a malformed percent-escape`);
   const raw = rest.split('/').slice(1);
   // A trailing slash names the same repository; an empty segment inside the path does not.
   while (raw.length > 0 && raw.at(-1) === '') raw.pop();
   const segments: string[] = [];
   for (const segment of raw) {
     if (segment === '.' || segment === '..')
-      return `${shown} holds a "${segment}" path segment; write the path without it`;
-    if (segment === '') return `${shown} holds an empty path segment (//)`;
+      return climbing(`${shown} holds a "${segment}" path segment; write the path without it`);
+    if (segment === '') return invalid(`${shown} holds an empty path segment (//)`);
     segments.push(segment.replace(/%[0-9a-f]{2}/gi, (hex) => hex.toUpperCase()));
   }
   return { scheme, host: hostname, port: number, segments };
@@ -102,12 +116,16 @@ export function sameRepositoryUrl(a: string, b: string): boolean {
 }
 
 /**
- * Whether `url` lies under one of the `allowed` prefixes. Throws a StalledError naming `what` when `url` itself is
- * refused (a `..` segment, an encoded separator); an allowed entry that does not parse allows nothing (the
- * configuration schema refuses such entries at load).
+ * Whether `url` lies under one of the `allowed` prefixes. Throws a StalledError naming `what` when `url` climbs (a
+ * `..` segment, an encoded separator, a backslash); any other URL that does not parse (an `@alias`) is not
+ * allowed. An allowed entry that does not parse allows nothing (the configuration schema refuses such entries).
  */
 export function isAllowedRepositoryUrl(url: string, allowed: readonly string[], what: string): boolean {
-  const target = repositoryUrl(url, what);
+  const target = parse(url);
+  if ('reason' in target) {
+    if (target.climbs) throw new StalledError(`${what}: ${target.reason}`);
+    return false;
+  }
   return allowed.some((entry) => {
     const prefix = parseRepositoryUrl(entry);
     return typeof prefix !== 'string' && isUnder(target, prefix);

@@ -182,3 +182,16 @@ describe('repository URL normalisation, as properties', () => {
     );
   });
 });
+
+describe('a repository that does not parse', () => {
+  it('is not allowed, and only a climbing one is an error of its own', () => {
+    const allowed = ['https://127.0.0.1:4443'];
+    expect(isAllowedRepositoryUrl('https://127.0.0.1:44430', allowed, 'x')).toBe(false);
+    expect(isAllowedRepositoryUrl('@bitnami', allowed, 'x')).toBe(false);
+    expect(isAllowedRepositoryUrl('https://127.0.0.1:4443@evil.example/x', allowed, 'x')).toBe(false);
+    expect(() => isAllowedRepositoryUrl('https://127.0.0.1:4443/a/../..', allowed, 'x')).toThrow(
+      /"\.\." path/,
+    );
+    expect(() => isAllowedRepositoryUrl('https://127.0.0.1:4443/a\\..', allowed, 'x')).toThrow(/backslash/);
+  });
+});
