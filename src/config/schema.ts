@@ -3,6 +3,7 @@
 import cron from 'node-cron';
 import semver from 'semver';
 import { z } from 'zod';
+import { parseRepositoryUrl } from '../http/repository-url.ts';
 import { healthProblems } from '../stability/health.ts';
 import { formatDuration, parseDuration } from './duration.ts';
 
@@ -296,6 +297,15 @@ const chartPolicy = z.discriminatedUnion('type', [
  * A Helm chart in a chart repository (`https://…`, its index.yaml) or an OCI registry (`oci://host/path`), whose
  * version the policy picks (docs/helm.md). A new version it picks is an artifact, as a new image digest is.
  */
+/** A repository URL that parses (no `..` or encoded separator): compared with others, never as a string. */
+const repositoryUrlText = z
+  .string()
+  .min(1)
+  .superRefine((url, ctx) => {
+    const parsed = parseRepositoryUrl(url);
+    if (typeof parsed === 'string') ctx.addIssue({ code: 'custom', message: parsed });
+  });
+
 export const chartSource = z
   .strictObject({
     name,
@@ -304,7 +314,8 @@ export const chartSource = z
       .regex(
         /^(oci|https?):\/\/[^\s/?#@]+(\/[^\s?#@]*)?$/,
         'must be oci://host/path or an http(s) URL without credentials',
-      ),
+      )
+      .pipe(repositoryUrlText),
     /** The chart's name in the repository (`podinfo`): oci://host/path/podinfo, or its entry in index.yaml. */
     chart: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'must be a chart name'),
     policy: chartPolicy.default({ type: 'latest', prereleases: false }),
@@ -533,8 +544,11 @@ export const deployment = z.strictObject({
       valuesFiles: z.array(z.string().min(1)).default([]),
       /** Inline values, applied after the files. */
       values: z.record(z.string(), z.unknown()).default({}),
-      /** URL prefixes a chart dependency may come from when it is not in the chart's charts/ folder. */
-      allowedRepositories: z.array(z.string().min(1)).default([]),
+      /**
+       * URL prefixes a chart dependency may come from when it is not in the chart's charts/ folder, compared
+       * parsed: same scheme, host and port, and the prefix's path segments (src/http/repository-url.ts).
+       */
+      allowedRepositories: z.array(repositoryUrlText).default([]),
     })
     .refine((h) => (h.chart === undefined) !== (h.chartSource === undefined), {
       message: 'give "chart" (a folder of the source) or "chartSource" (a chart source), not both',

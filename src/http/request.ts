@@ -20,8 +20,13 @@ export interface OutboundRequest {
   timeoutMs: number;
   /** Read this much of the answer at most; the rest is discarded (`truncated`). */
   maxBodyBytes?: number | undefined;
-  /** fetch's redirect mode; `manual` where a redirect would carry a token elsewhere. */
-  redirect?: 'follow' | 'manual' | 'error' | undefined;
+  /**
+   * `same-origin` (the default): redirects are followed within the request's origin (scheme, host, port) only;
+   * one that leaves it is refused with a StalledError naming both, as fetch would carry along any header but
+   * Authorization (GitLab's PRIVATE-TOKEN, a webhook's signature) and the answer would be another host's.
+   * `manual`: the redirect is returned as the answer; `error`: any redirect is a network error.
+   */
+  redirect?: 'same-origin' | 'manual' | 'error' | undefined;
   signal?: AbortSignal | undefined;
   /** How the request is named in errors (`POST https://api.github.com/repos/o/r/statuses`): no secret in it. */
   what: string;
@@ -42,21 +47,66 @@ export interface OutboundResponse {
 export async function sendBounded(request: OutboundRequest): Promise<OutboundResponse> {
   const timeout = AbortSignal.timeout(request.timeoutMs);
   const signal = request.signal ? AbortSignal.any([request.signal, timeout]) : timeout;
-  let response: Response;
-  try {
-    response = await (request.fetch ?? fetch)(request.url, {
-      method: request.method,
-      ...(request.headers ? { headers: request.headers } : {}),
-      ...(request.body !== undefined ? { body: request.body } : {}),
-      ...(request.redirect ? { redirect: request.redirect } : {}),
-      signal,
-    });
-  } catch (error) {
-    if (request.signal?.aborted) throw error;
-    throw networkError(error, request.what, request.timeoutMs, request.subject, timeout.aborted);
+  const mode = request.redirect ?? 'same-origin';
+  let url = request.url;
+  let method = request.method;
+  let body = request.body;
+  for (let hop = 0; ; hop++) {
+    let response: Response;
+    try {
+      response = await (request.fetch ?? fetch)(url, {
+        method,
+        ...(request.headers ? { headers: request.headers } : {}),
+        ...(body !== undefined ? { body } : {}),
+        redirect: mode === 'same-origin' ? 'manual' : mode,
+        signal,
+      });
+    } catch (error) {
+      if (request.signal?.aborted) throw error;
+      throw networkError(error, request.what, request.timeoutMs, request.subject, timeout.aborted);
+    }
+    const location = response.headers.get('location');
+    if (mode === 'same-origin' && REDIRECTS.has(response.status) && location !== null) {
+      await response.body?.cancel().catch(() => undefined);
+      const next = sameOriginRedirect(url, location, request);
+      if (hop >= MAX_REDIRECTS)
+        throw new StalledError(`${request.what}: more than ${MAX_REDIRECTS} redirects`, {
+          subject: request.subject,
+        });
+      // As fetch does: 303, and 301/302 after a POST, go on as a GET without the body.
+      if (
+        response.status === 303 ||
+        ((response.status === 301 || response.status === 302) && method === 'POST')
+      ) {
+        method = 'GET';
+        body = undefined;
+      }
+      url = next;
+      continue;
+    }
+    const { text, truncated } = await readBounded(response, request.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
+    return { status: response.status, ok: response.ok, headers: response.headers, body: text, truncated };
   }
-  const { text, truncated } = await readBounded(response, request.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
-  return { status: response.status, ok: response.ok, headers: response.headers, body: text, truncated };
+}
+
+const MAX_REDIRECTS = 5;
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
+/** Where a redirect leads, when it stays in the request's origin; a StalledError naming both otherwise. */
+function sameOriginRedirect(from: string, location: string, request: OutboundRequest): string {
+  const origin = new URL(from).origin;
+  let next: URL;
+  try {
+    next = new URL(location, from);
+  } catch {
+    throw new StalledError(`${request.what}: redirected to an invalid URL`, { subject: request.subject });
+  }
+  if (next.origin !== origin)
+    throw new StalledError(
+      `${request.what}: redirected to ${safeEndpoint(next.href)}, outside its origin ${origin}; redirects are followed only within the origin`,
+      { subject: request.subject },
+    );
+  return next.href;
 }
 
 export type HttpVerdict =

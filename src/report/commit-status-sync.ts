@@ -22,7 +22,15 @@ import type { Release } from './ledger.ts';
 import { StatusOutbox } from './outbox.ts';
 import { entryKey, type OutboxEntry } from './outbox-policy.ts';
 import { ConfigMapOutboxStore } from './outbox-store.ts';
+import {
+  describeUnconfigured,
+  type GitOrigins,
+  gitOrigins,
+  settingsFor,
+  UnconfiguredForgeHost,
+} from './status/forge-hosts.ts';
 import { providerFor } from './status/provider.ts';
+import { describeRepo } from './status/repo-url.ts';
 import { CommitStatusReporter, type StatusReport } from './status/reporter.ts';
 import type { CommitState, HttpOptions } from './status/types.ts';
 
@@ -30,6 +38,8 @@ import type { CommitState, HttpOptions } from './status/types.ts';
 export const STATUS_TIMEOUT_MS = 10_000;
 /** Tries of a pending status (a sync waits for them); a final status gets one and then the outbox. */
 const PENDING_ATTEMPTS = 2;
+/** Refused repositories remembered (so that each is logged once). */
+const MAX_REFUSED = 1000;
 
 function hostOf(url: string): string | undefined {
   try {
@@ -126,11 +136,16 @@ export class CommitStatusSync implements SyncReporter {
   private readonly retrying = new Map<string, string>();
   /** Undelivered final statuses; undefined when there is no cluster to keep them in. */
   readonly outbox: StatusOutbox | undefined;
+  /** Where forge tokens may go besides apiUrl: the configured Git sources' hosts (forge-hosts.ts). */
+  private readonly origins: GitOrigins;
+  /** Repositories no reporter can be made for, with why: said once in the log, not at every sync. */
+  private readonly refused = new Map<string, string>();
 
   constructor(config: MooringConfig, log: Logger, options: CommitStatusSyncOptions = {}) {
     this.config = config;
     this.log = log;
     this.http = { timeoutMs: STATUS_TIMEOUT_MS, ...options.http };
+    this.origins = gitOrigins(config);
     if (options.api && config.deployments.some((d) => d.commitStatus.enabled && d.commitStatus.token)) {
       this.outbox = new StatusOutbox({
         store: new ConfigMapOutboxStore(options.api, config.cluster.namespace),
@@ -161,7 +176,7 @@ export class CommitStatusSync implements SyncReporter {
     let reporter = this.reporters.get(deployment.name);
     if (!reporter) {
       reporter = new CommitStatusReporter({
-        provider: providerFor(url, deployment.commitStatus, this.http),
+        provider: providerFor(url, deployment.commitStatus, this.origins, this.http),
         config: deployment.commitStatus,
         cluster: this.config.cluster.name,
         deployment: deployment.name,
@@ -370,16 +385,15 @@ export class CommitStatusSync implements SyncReporter {
   ): CommitStatusReporter | undefined {
     if (!deployment.commitStatus.enabled || !deployment.commitStatus.token) return undefined;
     const key = `${deployment.name} ${repository}${own ? ' own' : ''}`;
+    if (this.refused.has(key)) return undefined;
     let reporter = this.reporters.get(key);
     if (!reporter) {
       try {
-        // On the manifests' host, the deployment's provider settings apply; elsewhere the host decides.
-        const manifests = this.repoUrl(deployment);
-        const sameHost = own || (manifests !== undefined && hostOf(manifests) === hostOf(repository));
         reporter = new CommitStatusReporter({
           provider: providerFor(
             repository,
-            sameHost ? deployment.commitStatus : { provider: 'auto', apiUrl: undefined },
+            settingsFor(this.config, deployment, repository, own),
+            this.origins,
             this.http,
           ),
           config: deployment.commitStatus,
@@ -389,9 +403,19 @@ export class CommitStatusSync implements SyncReporter {
           logger: this.log,
         });
       } catch (error) {
+        // Not retried at every sync: the same annotation gives the same answer until the configuration changes.
+        const why =
+          error instanceof UnconfiguredForgeHost
+            ? describeUnconfigured(error)
+            : `cannot report on the source repository: ${errorMessage(error)}`;
+        // Bounded: each pushed artifact may name another repository.
+        if (this.refused.size >= MAX_REFUSED) this.refused.delete(this.refused.keys().next().value ?? '');
+        this.refused.set(key, why);
         this.log.warn(
-          { repository, err: errorMessage(error) },
-          'cannot report on the image source repository',
+          { deployment: deployment.name, repository: describeRepo(repository), err: why },
+          error instanceof UnconfiguredForgeHost
+            ? 'commit status not posted: the source annotation names an unconfigured host'
+            : 'cannot report on the source repository',
         );
         return undefined;
       }

@@ -22,6 +22,7 @@ import type { ImageArtifact } from '../render/render.ts';
 import { current, type Ledger, recordedDependencies } from '../report/ledger.ts';
 import { commentProviderFor, type PreviewCommentProvider } from '../report/preview/comments.ts';
 import { PREVIEW_MARKER, previewMarkdown, previewStatus } from '../report/preview-text.ts';
+import { gitOrigins } from '../report/status/forge-hosts.ts';
 import { providerFor } from '../report/status/provider.ts';
 import { describeRepo } from '../report/status/repo-url.ts';
 import type { CommitStatusProvider, HttpOptions } from '../report/status/types.ts';
@@ -181,8 +182,8 @@ export class PreviewRunner {
       apiUrl: git.preview.apiUrl ?? fallback?.apiUrl,
     };
     return {
-      comments: commentProviderFor(git.url, api, this.#deps.http),
-      statuses: providerFor(git.url, api, this.#deps.http),
+      comments: commentProviderFor(git.url, api, gitOrigins(config), this.#deps.http),
+      statuses: providerFor(git.url, api, gitOrigins(config), this.#deps.http),
       token: await readSecret(token),
       settings: git.preview,
     };

@@ -365,6 +365,8 @@ spec:
     const first = await push('1.0.0', 'green');
     const configText = await agentConfig({
       cluster: { name: 'oci', namespace: `mooring-oci-${suffix}` },
+      // The application's repository is a Git source of the agent: the host a status may go to (docs/security.md).
+      git: [{ name: 'app', repo }],
       deployments: [{ name: 'web', namespace: ns(), source: 'app-manifests', paths: ['apps'] }],
       statuses: receiver,
       extra: {

@@ -148,6 +148,8 @@ export interface ChartRepoOptions {
   password?: string;
   /** Reuse certificates (from makeCertificates) instead of making a new CA for this server. */
   certificates?: Certificates;
+  /** Paths answered with `302 Location: <value>` instead of the file (a package moved to another server). */
+  redirects?: Record<string, string>;
 }
 
 /**
@@ -180,6 +182,12 @@ export async function startChartRepo(folder: string, options: ChartRepoOptions =
       withCredentials: req.headers.authorization !== undefined,
     });
     if (fault === 'hang') return;
+    const moved = options.redirects?.[new URL(req.url ?? '/', 'https://127.0.0.1').pathname];
+    if (moved !== undefined && fault === undefined) {
+      res.writeHead(302, { location: moved, 'content-type': 'text/plain' });
+      res.end('moved');
+      return;
+    }
     if (fault !== undefined) {
       const retry = fault.status === 429 || fault.status === 503 ? { 'retry-after': '1' } : {};
       res.writeHead(fault.status, { 'content-type': 'text/plain', ...retry });

@@ -2,6 +2,7 @@
 // bitbucket-cloud.ts, bitbucket-server.ts beside this file), chosen as commit statuses choose theirs: the configured
 // provider, or the repository's host when it is one whose API is known for certain, with the API where that kind of
 // forge usually has it unless apiUrl says otherwise (status/provider.ts).
+import type { GitOrigins } from '../status/forge-hosts.ts';
 import { forgeApiFor } from '../status/provider.ts';
 import type { HttpOptions, ProviderName } from '../status/types.ts';
 import { bitbucketCloudComments } from './bitbucket-cloud.ts';
@@ -17,9 +18,15 @@ export type { PostedComment, PreviewCommentProvider, PullRequestInfo, PullReques
 export function commentProviderFor(
   repoUrl: string,
   config: { provider: 'auto' | ProviderName; apiUrl?: string | undefined },
+  origins: GitOrigins,
   http?: HttpOptions,
 ): PreviewCommentProvider {
-  const { name, apiUrl } = forgeApiFor(repoUrl, config, { api: 'pull-request API', setting: 'preview' });
+  const { name, apiUrl } = forgeApiFor(
+    repoUrl,
+    config,
+    { api: 'pull-request API', setting: 'preview' },
+    origins,
+  );
   switch (name) {
     case 'github':
       return githubComments({ apiUrl, http });

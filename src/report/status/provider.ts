@@ -6,6 +6,7 @@ import type { Deployment } from '../../config/schema.ts';
 import { StalledError } from '../../errors.ts';
 import { BITBUCKET_CLOUD_API_URL, bitbucketCloudProvider } from './bitbucket-cloud.ts';
 import { bitbucketServerProvider } from './bitbucket-server.ts';
+import { type GitOrigins, unconfiguredForgeHost } from './forge-hosts.ts';
 import { giteaProvider } from './gitea.ts';
 import { GITHUB_API_URL, githubProvider } from './github.ts';
 import { gitlabProvider } from './gitlab.ts';
@@ -25,12 +26,18 @@ const KNOWN_HOSTS: Readonly<Record<string, ProviderName>> = {
 export function providerFor(
   repoUrl: string,
   config: Pick<CommitStatusConfig, 'provider' | 'apiUrl'>,
+  origins: GitOrigins,
   http?: HttpOptions,
 ): CommitStatusProvider {
-  const { name, apiUrl } = forgeApiFor(repoUrl, config, {
-    api: 'commit-status API',
-    setting: 'commitStatus',
-  });
+  const { name, apiUrl } = forgeApiFor(
+    repoUrl,
+    config,
+    {
+      api: 'commit-status API',
+      setting: 'commitStatus',
+    },
+    origins,
+  );
   switch (name) {
     case 'github':
       return githubProvider({ apiUrl, http });
@@ -54,14 +61,19 @@ export interface ForgeApi {
 /**
  * Which kind of forge serves a repository and where its API is, for every client of a forge (commit statuses,
  * pull-request comments). `purpose` names the API and the configuration block (`commitStatus`, `preview`) in the
- * message about a host that is not known.
+ * message about a host that is not known. `origins`: the configured Git sources' (forge-hosts.ts); a repository
+ * on any other host than theirs and apiUrl's is refused with UnconfiguredForgeHost, as the API (and the token
+ * sent to it) would otherwise be chosen by whoever wrote the URL.
  */
 export function forgeApiFor(
   repoUrl: string,
   config: { provider: 'auto' | ProviderName; apiUrl?: string | undefined },
   purpose: { api: string; setting: string },
+  origins: GitOrigins,
 ): ForgeApi {
   const location = parseRepoUrl(repoUrl);
+  const unconfigured = unconfiguredForgeHost(repoUrl, config.apiUrl, origins);
+  if (unconfigured) throw unconfigured;
   const name = config.provider === 'auto' ? KNOWN_HOSTS[location.hostname] : config.provider;
   if (name === undefined) {
     const key = `${purpose.setting}.`;

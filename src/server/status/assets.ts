@@ -198,7 +198,7 @@ function rowsOf(view) {
   const main = el('tr', { 'data-deployment': view.name, 'data-state': stateOf(view) });
   main.append(
     el('td', {}, el('strong', { text: view.name }), el('span', { class: 'ns', text: view.namespace + (view.owner ? ' · replica ' + view.owner : '') })),
-    el('td', {}, stateBadge(view.state), el('span', { class: 'message', text: view.message })),
+    el('td', {}, stateBadge(view.state), el('span', { class: 'message', text: view.message }), ...(view.reporting || []).map((r) => el('span', { class: 'message', text: r }))),
     el('td', {}, view.revision ? link(short(view.revision.commit, 7), view.revision.url) : el('span', { text: '—' })),
     el('td', {}, ...view.images.map((i) => el('code', { title: i.image + '@' + i.digest, text: i.image + (i.tag ? ':' + i.tag : '') + '@' + short(i.digest, 19) }))),
     el('td', {}, el('span', { text: view.source.location }), el('span', { class: 'ns', text: view.source.ref || view.source.kind })),

@@ -13,6 +13,7 @@ import type { DriftFinding } from '../../kube/drift.ts';
 import { describeObject } from '../../render/manifest.ts';
 import { commitUrl } from '../../report/commit-url.ts';
 import type { Ledger, LedgerData, Release } from '../../report/ledger.ts';
+import { unpostedStatuses } from '../../report/status/forge-hosts.ts';
 import { safeUrl } from '../../sources/git/errors.ts';
 
 export type DeploymentState = 'unknown' | 'synced' | 'syncing' | 'failed' | 'held' | 'suspended' | 'drifted';
@@ -52,6 +53,8 @@ export interface DeploymentView {
   owner?: string | undefined;
   /** The cluster, when the agent deploys to several (docs/clusters.md); its name then reads `cluster/name`. */
   cluster?: string | undefined;
+  /** Why commit statuses of the last sync were not posted (a source annotation naming an unconfigured host). */
+  reporting?: string[] | undefined;
 }
 
 export interface BoardOptions {
@@ -252,6 +255,8 @@ export class StatusBoard implements SyncReporter {
         commit: sync.commit,
         url: git ? commitUrl(git, this.provider(d), sync.commit) : undefined,
       };
+    const unposted = unpostedStatuses(this.options.config(), d, sync.images);
+    v.reporting = unposted.length > 0 ? unposted : undefined;
     v.images = Object.entries(sync.images).map(([source, i]) => ({
       source,
       image: i.image,

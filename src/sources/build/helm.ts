@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { basename, join, relative, sep } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { StalledError } from '../../errors.ts';
+import { isAllowedRepositoryUrl } from '../../http/repository-url.ts';
 import type { ManifestFile } from '../../render/parse.ts';
 import type { ChartDependency, MissingDependency } from '../charts/dependencies.ts';
 import type { IdentitySource } from '../sops/decrypt.ts';
@@ -96,7 +97,11 @@ async function missingDependencies(request: ChartRequest): Promise<MissingDepend
       continue;
     const repository = typeof dep?.repository === 'string' ? dep.repository : '';
     if (repository.startsWith('file://')) continue;
-    const allowed = isAllowedRepository(repository, request.allowedRepositories ?? []);
+    const allowed = isAllowedRepository(
+      repository,
+      request.allowedRepositories ?? [],
+      `${request.label}/Chart.yaml: dependency ${name} is refused: its repository`,
+    );
     if (allowed && request.fetchDependencies) {
       missing.push({ name, version: typeof dep.version === 'string' ? dep.version : '*', repository });
       continue;
@@ -111,15 +116,14 @@ async function missingDependencies(request: ChartRequest): Promise<MissingDepend
 }
 
 /**
- * Whether `repository` lies under one of the allowed prefixes: the same URL, or a path below it (a prefix
- * `https://charts.example.com` does not allow `https://charts.example.com.evil.io`).
+ * Whether `repository` lies under one of the allowed prefixes, compared parsed (src/http/repository-url.ts): the
+ * same origin and the prefix's path segments (`https://charts.example.com` does not allow
+ * `https://charts.example.com.evil.io`, nor `oci://reg/myorg/charts` `oci://reg/myorg/charts/../../evilorg`). A
+ * repository with a `..` segment or an encoded separator is refused with a StalledError that starts with `what`.
  */
-export function isAllowedRepository(repository: string, allowed: readonly string[]): boolean {
-  const trimmed = repository.replace(/\/+$/, '');
-  return allowed.some((prefix) => {
-    const p = prefix.replace(/\/+$/, '');
-    return p !== '' && (trimmed === p || trimmed.startsWith(`${p}/`));
-  });
+export function isAllowedRepository(repository: string, allowed: readonly string[], what: string): boolean {
+  if (repository === '' || allowed.length === 0) return false;
+  return isAllowedRepositoryUrl(repository, allowed, what);
 }
 
 /**

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { type ChartSource, chartSource } from '../../config/schema.ts';
 import { MooringError, StalledError, withSubject } from '../../errors.ts';
+import { normaliseRepositoryUrl, repositoryUrl, sameRepositoryUrl } from '../../http/repository-url.ts';
 import type { ChartDependency } from '../../report/ledger.ts';
 import type { FetchContext } from '../artifact-fetch.ts';
 import { packagedChart } from '../build/helm.ts';
@@ -62,6 +63,8 @@ export async function fetchDependencies(
     const what = `${where}: dependency ${dep.name}`;
     if (!DEPENDENCY_NAME.test(dep.name) || dep.name.includes('..'))
       throw new StalledError(`${where}: dependency name ${JSON.stringify(dep.name)} is not a chart name`);
+    // Checked where it was allowed too; what is fetched must be the URL that was compared.
+    repositoryUrl(dep.repository, `${what} is refused: its repository`);
     const recorded = options.pinned?.filter(
       (p) => p.name === dep.name && sameRepository(p.repository, dep.repository),
     );
@@ -182,11 +185,12 @@ async function lockedVersions(chartDir: string, label: string): Promise<Map<stri
 }
 
 function key(name: string, repository: string): string {
-  return `${name}\n${repository.replace(/\/+$/, '')}`;
+  return `${name}\n${normaliseRepositoryUrl(repository)}`;
 }
 
+/** Chart.lock, the release and a configured chart source name a repository each in their own way: compared parsed. */
 function sameRepository(a: string, b: string): boolean {
-  return a.replace(/\/+$/, '') === b.replace(/\/+$/, '');
+  return sameRepositoryUrl(a, b);
 }
 
 async function exists(path: string): Promise<boolean> {

@@ -54,15 +54,11 @@ export function boundedHttp(options: TransportOptions): HttpClient {
     async request(request: GitHttpRequest): Promise<GitHttpResponse> {
       options.signal.throwIfAborted();
       options.onRequest?.(request.method ?? 'GET', safeUrl(request.url));
-      let body = request.body;
-      if (body && thinPackOffered && new URL(request.url).pathname.endsWith('/git-upload-pack')) {
-        body = single(withThinPack(await collect(body)));
+      let bytes = request.body ? await collect(request.body) : undefined;
+      if (bytes && thinPackOffered && new URL(request.url).pathname.endsWith('/git-upload-pack')) {
+        bytes = withThinPack(bytes);
       }
-      const response = await send({
-        ...request,
-        ...(body ? { body } : {}),
-        signal: options.signal,
-      });
+      const response = await sendInOrigin(send, { ...request, signal: options.signal }, bytes);
       if (!response.body) return response;
       const advertisement = new URL(request.url).pathname.endsWith('/info/refs');
       let head = advertisement ? '' : undefined;
@@ -85,6 +81,41 @@ export function boundedHttp(options: TransportOptions): HttpClient {
       return { ...response, body: pack && options.uploadPack ? options.uploadPack(received) : received };
     },
   };
+}
+
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+const MAX_REDIRECTS = 5;
+
+/**
+ * The request, following redirects only within its origin: the Git credentials go in every request, and what
+ * answers is taken as the repository's refs. fetch drops Authorization on a redirect to another origin, but the
+ * refs would still be the other host's choice; such a redirect is refused, naming both ends.
+ */
+async function sendInOrigin(
+  send: (request: GitHttpRequest) => Promise<GitHttpResponse>,
+  request: GitHttpRequest,
+  body: Uint8Array | undefined,
+): Promise<GitHttpResponse> {
+  let url = request.url;
+  for (let hop = 0; ; hop++) {
+    const response = await send({
+      ...request,
+      url,
+      ...(body ? { body: single(body) } : {}),
+      fetchOptions: { redirect: 'manual' },
+    });
+    const location = response.headers?.location;
+    if (!REDIRECTS.has(response.statusCode) || location === undefined) return response;
+    const next = new URL(location, url);
+    const origin = new URL(url).origin;
+    if (next.origin !== origin)
+      throw new StalledError(
+        `${request.method ?? 'GET'} ${safeUrl(url)} was redirected to ${safeUrl(next.href)}, outside its origin ${origin}; redirects are followed only within the origin`,
+      );
+    if (hop >= MAX_REDIRECTS)
+      throw new StalledError(`${safeUrl(request.url)}: more than ${MAX_REDIRECTS} redirects`);
+    url = next.href;
+  }
 }
 
 /** The upload-pack request with `thin-pack` added to the capabilities on its first `want` line. */
@@ -138,6 +169,7 @@ function requestTrusting(ca: string): (request: GitHttpRequest) => Promise<GitHt
     const response = await undiciFetch(request.url, {
       method,
       headers: request.headers ?? {},
+      ...(request.fetchOptions?.redirect ? { redirect: request.fetchOptions.redirect } : {}),
       ...(request.body ? { body: await collect(request.body) } : {}),
       ...(request.signal ? { signal: request.signal } : {}),
       dispatcher: agent,

@@ -22,6 +22,8 @@ type BearerChallenge = Extract<Challenge, { scheme: 'bearer' }>;
 export interface AuthenticatorOptions {
   /** The registry as images name it, for messages. */
   host: string;
+  /** The registry API's origin (`https://registry-1.docker.io`): a plain-http token realm must be on its host. */
+  origin: string;
   credentials: BasicCredentials | undefined;
   http: HttpTransport;
   clock: Clock;
@@ -90,6 +92,15 @@ export class Authenticator {
     } catch {
       throw new StalledError(`${this.#options.host}: the token realm in its challenge is not a URL`);
     }
+    // The realm is the registry's choice (Docker Hub's is auth.docker.io), as Docker and containerd follow it;
+    // but never in clear text to another host, and never with credentials in it (docs/security.md).
+    const registry = new URL(this.#options.origin);
+    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && url.hostname === registry.hostname))
+      throw this.failed(
+        `its token realm ${safeUrl(url)} is plain http on another host than the registry; credentials are not sent there`,
+      );
+    if (url.username !== '' || url.password !== '')
+      throw this.failed(`its token realm ${safeUrl(url)} holds credentials`);
     if (challenge.service !== undefined) url.searchParams.set('service', challenge.service);
     for (const scope of scopes) url.searchParams.append('scope', scope);
     const headers: Record<string, string> = {};

@@ -102,9 +102,12 @@ export class RegistryClient {
       ca: options.ca,
       allowHttp: this.#insecure,
       timeoutMs: options.timeoutMs ?? 30_000,
+      // Blobs are served from object storage the registry redirects to; digests are checked (docs/security.md).
+      redirects: 'anywhere-without-credentials',
     });
     this.#auth = new Authenticator({
       host: this.host,
+      origin: this.#base.origin,
       credentials: options.credentials,
       http: this.#http,
       clock: this.#clock,
@@ -278,6 +281,11 @@ export class RegistryClient {
     let authorization = await this.#auth.authorization(scope);
     let response = await this.#send(method, url, accept, authorization, maxBytes);
     if (response.status === 401) {
+      // A challenge from where a redirect led (blob storage) would choose who gets the registry's credentials.
+      if (response.url.origin !== this.#base.origin)
+        throw new StalledError(
+          `${this.#name(repository)}: ${safeUrl(response.url)}, where the registry redirected, asks for credentials; the registry's are sent only to the registry`,
+        );
       authorization = await this.#auth.answer(response, scope, authorization);
       response = await this.#send(method, url, accept, authorization, maxBytes);
       if (response.status === 401) throw this.#auth.rejected(scope, repository);

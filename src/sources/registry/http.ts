@@ -1,5 +1,5 @@
-// The registry client's HTTP layer on node:http/node:https: one request, redirects followed, the body read into
-// memory up to a limit. Built on node:https rather than fetch because a private CA (caFile) needs `ca`, which
+// The registry client's HTTP layer on node:http/node:https: one request, redirects followed within the origin (or,
+// for a registry's blobs, elsewhere without credentials), the body read into memory up to a limit. Built on node:https rather than fetch because a private CA (caFile) needs `ca`, which
 // the global fetch only takes through undici, not a dependency of ours. Failures come back as mooring errors:
 // a refused connection is transient, a certificate we cannot verify is for the user to fix.
 import http from 'node:http';
@@ -30,6 +30,14 @@ export interface HttpTransportOptions {
   /** Allow plain http, for registries configured `insecure` on purpose. */
   allowHttp: boolean;
   timeoutMs: number;
+  /**
+   * Where a redirect may lead. `same-origin` (the default): nowhere else than the request's own scheme, host and
+   * port, as every request of a chart repository carries its credentials and what comes back is trusted as the
+   * repository's. `anywhere-without-credentials`: a registry's blobs live in object storage (S3, GCS) the
+   * registry redirects to with a signed URL; the registry's credentials are dropped on the way, and the content
+   * is checked against its digest.
+   */
+  redirects?: 'same-origin' | 'anywhere-without-credentials' | undefined;
 }
 
 const MAX_REDIRECTS = 5;
@@ -64,7 +72,10 @@ export class HttpTransport {
     });
   }
 
-  /** Sends the request, following redirects; Authorization is dropped when a redirect leaves the origin. */
+  /**
+   * Sends the request, following redirects within its origin; one that leaves it is refused, or followed without
+   * Authorization when the transport is made for `anywhere-without-credentials`.
+   */
   async send(request: HttpRequest): Promise<HttpResponse> {
     let url = request.url;
     let headers = request.headers;
@@ -77,8 +88,14 @@ export class HttpTransport {
         throw new StalledError(`${safeUrl(request.url)}: more than ${MAX_REDIRECTS} redirects`);
       }
       const next = new URL(location, url);
-      // Blob storage (S3, GCS) gets a signed URL; our registry credentials are not for it.
-      if (next.origin !== url.origin) headers = withoutAuthorization(headers);
+      if (next.origin !== url.origin) {
+        if (this.#options.redirects !== 'anywhere-without-credentials')
+          throw new StalledError(
+            `${request.method} ${safeUrl(url)} was redirected to ${safeUrl(next)}, outside its origin ${url.origin}; redirects are followed only within the origin`,
+          );
+        // Blob storage (S3, GCS) gets a signed URL; our registry credentials are not for it.
+        headers = withoutAuthorization(headers);
+      }
       url = next;
     }
   }

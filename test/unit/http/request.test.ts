@@ -150,3 +150,46 @@ describe('httpVerdict and httpFailure', () => {
     expect(httpFailure({ status: 200, headers: new Headers() }, 'fine', { now })).toBeUndefined();
   });
 });
+
+describe('sendBounded and redirects', () => {
+  it('follows a redirect within the origin, keeping the request, and refuses one that leaves it, naming both', async () => {
+    const other = createServer((req, res) => {
+      received.push({ method: req.method ?? '', body: '', headers: req.headers });
+      res.end('the other host answers');
+    });
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    const elsewhere = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
+    try {
+      handler = (req, res) => {
+        if (req.url === '/moved') res.writeHead(307, { location: '/here' }).end();
+        else if (req.url === '/away') res.writeHead(302, { location: `${elsewhere}/there?sig=secret` }).end();
+        else res.writeHead(200).end(`at ${req.url}`);
+      };
+      const request = {
+        method: 'POST' as const,
+        headers: { 'private-token': 'glpat-secret' },
+        body: 'x',
+        timeoutMs: 5000,
+        what,
+      };
+      const before = received.length;
+      const moved = await sendBounded({ ...request, url: `${base}/moved` });
+      expect(moved).toMatchObject({ status: 200, body: 'at /here' });
+      expect(received.slice(before).map((r) => [r.method, r.body, r.headers['private-token']])).toEqual([
+        ['POST', 'x', 'glpat-secret'],
+        ['POST', 'x', 'glpat-secret'],
+      ]);
+      const count = received.length;
+      const error = await sendBounded({ ...request, url: `${base}/away` }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(StalledError);
+      expect((error as Error).message).toBe(
+        `POST receiver: redirected to ${elsewhere}/there, outside its origin ${base}; redirects are followed only within the origin`,
+      );
+      // The other host got nothing: not the token, not the body.
+      expect(received.length).toBe(count + 1);
+    } finally {
+      other.closeAllConnections();
+      await new Promise<void>((resolve) => other.close(() => resolve()));
+    }
+  });
+});

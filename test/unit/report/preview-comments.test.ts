@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type MooringError, StalledError, TransientError, WaitingError } from '../../../src/errors.ts';
 import { commentProviderFor, type PreviewCommentProvider } from '../../../src/report/preview/comments.ts';
+import { gitOrigins } from '../../../src/report/status/forge-hosts.ts';
 import { providerFor } from '../../../src/report/status/provider.ts';
 import type { ProviderName } from '../../../src/report/status/types.ts';
 import {
@@ -13,6 +14,9 @@ import {
   type ForgeReceiverOptions,
   startForgeReceiver,
 } from '../../testbed/forge-receiver.ts';
+
+/** The origin of `url` as a configured Git source's: where a forge client for it may be built. */
+const own = (url: string) => gitOrigins({ sources: { git: [{ url }] } });
 
 const MARKER = '<!-- mooring-preview -->';
 const TOKEN = 'token-7Qx9-never-shown';
@@ -65,6 +69,7 @@ async function start(c: Case, options: ForgeReceiverOptions = {}) {
   const provider = commentProviderFor(
     c.repoUrl,
     { provider: c.flavour, apiUrl: receiver.url },
+    own(c.repoUrl),
     { timeoutMs: 2000 },
   );
   return { forge: receiver, provider };
@@ -226,7 +231,7 @@ describe.each(CASES)('$flavour', (c) => {
 
   it('posts commit statuses the receiver records, in the shape the forge documents', async () => {
     receiver = await startForgeReceiver(c.flavour, { user: ME });
-    const provider = providerFor(c.repoUrl, { provider: c.flavour, apiUrl: receiver.url });
+    const provider = providerFor(c.repoUrl, { provider: c.flavour, apiUrl: receiver.url }, own(c.repoUrl));
     const commit = '3f2a1c9d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39';
 
     await provider.post(
@@ -308,6 +313,7 @@ describe('what a comment may be', () => {
     const provider = commentProviderFor(
       c.repoUrl,
       { provider: 'github', apiUrl: receiver.url },
+      own(c.repoUrl),
       { timeoutMs: 200 },
     );
 
@@ -340,7 +346,12 @@ describe('answers that are not the API', () => {
     }) as typeof globalThis.fetch;
     return {
       seen,
-      provider: commentProviderFor('git@bitbucket.org:acme/web.git', { provider: 'auto' }, { fetch }),
+      provider: commentProviderFor(
+        'git@bitbucket.org:acme/web.git',
+        { provider: 'auto' },
+        own('git@bitbucket.org:acme/web.git'),
+        { fetch },
+      ),
     };
   }
   const json = (body: unknown, status = 200) =>
@@ -421,7 +432,10 @@ describe('commentProviderFor', () => {
     }) as typeof globalThis.fetch;
 
     const error = await failure(
-      commentProviderFor(repoUrl, { provider }, { fetch }).pullRequest({ repoUrl, number: 5 }, TOKEN),
+      commentProviderFor(repoUrl, { provider }, own(repoUrl), { fetch }).pullRequest(
+        { repoUrl, number: 5 },
+        TOKEN,
+      ),
     );
 
     expect(error).toBeInstanceOf(StalledError);
@@ -429,8 +443,12 @@ describe('commentProviderFor', () => {
   });
 
   it('will not guess the API of an unknown host', () => {
-    expect(() => commentProviderFor('https://git.example.com/acme/web.git', { provider: 'auto' })).toThrow(
-      /cannot tell which pull-request API git\.example\.com has.*set preview.provider to github/,
-    );
+    expect(() =>
+      commentProviderFor(
+        'https://git.example.com/acme/web.git',
+        { provider: 'auto' },
+        own('https://git.example.com/acme/web.git'),
+      ),
+    ).toThrow(/cannot tell which pull-request API git\.example\.com has.*set preview.provider to github/);
   });
 });

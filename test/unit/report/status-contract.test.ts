@@ -13,6 +13,7 @@ import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { type MooringError, StalledError, TransientError } from '../../../src/errors.ts';
+import { gitOrigins } from '../../../src/report/status/forge-hosts.ts';
 import { providerFor } from '../../../src/report/status/provider.ts';
 import {
   CommitStatusReporter,
@@ -24,6 +25,9 @@ import type {
   HttpOptions,
   ProviderName,
 } from '../../../src/report/status/types.ts';
+
+/** The origin of `url` as a configured Git source's: where a forge client for it may be built. */
+const own = (url: string) => gitOrigins({ sources: { git: [{ url }] } });
 
 const SHA = '3f2a1c9d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39';
 const CANARY = 'canary-7Qx9-token-never-shown';
@@ -160,7 +164,12 @@ function harness(
   });
   const provider =
     options.provider ??
-    providerFor(c.repoUrl, { provider: c.provider, apiUrl: `${base}${c.apiPath}` }, options.http);
+    providerFor(
+      c.repoUrl,
+      { provider: c.provider, apiUrl: `${base}${c.apiPath}` },
+      own(c.repoUrl),
+      options.http,
+    );
   const reporter = new CommitStatusReporter({
     provider,
     config: {
@@ -563,7 +572,11 @@ describe('the reporter', () => {
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const port = (closed.address() as AddressInfo).port;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
-    const provider = providerFor(c.repoUrl, { provider: 'github', apiUrl: `http://127.0.0.1:${port}` });
+    const provider = providerFor(
+      c.repoUrl,
+      { provider: 'github', apiUrl: `http://127.0.0.1:${port}` },
+      own(c.repoUrl),
+    );
     const h = harness(c, { provider });
     expect(await h.reporter.report(target, { state: 'success', description: 'ok' })).toBe('failed');
     expect(h.sleeps).toHaveLength(3);
@@ -652,7 +665,7 @@ describe('providerFor', () => {
   ] as const)('%s (%s) posts to %s', async (repoUrl, provider, expected) => {
     const seen: string[] = [];
     const { reporter } = harness(caseFor('github'), {
-      provider: providerFor(repoUrl, { provider }, rerouted(seen)),
+      provider: providerFor(repoUrl, { provider }, own(repoUrl), rerouted(seen)),
     });
     expect(await reporter.report({ repoUrl, commit: SHA }, { state: 'success', description: 'ok' })).toBe(
       'posted',
@@ -665,6 +678,7 @@ describe('providerFor', () => {
     const provider = providerFor(
       'https://example.com/gitlab/acme/sub/web.git',
       { provider: 'gitlab', apiUrl: 'https://example.com/gitlab/api/v4' },
+      own('https://example.com/gitlab/acme/sub/web.git'),
       rerouted(seen),
     );
     await provider.post(
@@ -690,19 +704,35 @@ describe('providerFor', () => {
   });
 
   it('asks for the provider when the host is not one it knows', () => {
-    expect(() => providerFor('https://git.example.com/acme/web.git', { provider: 'auto' })).toThrow(
-      StalledError,
-    );
-    expect(() => providerFor('https://git.example.com/acme/web.git', { provider: 'auto' })).toThrow(
-      /git\.example\.com.*set commitStatus\.provider/,
-    );
+    expect(() =>
+      providerFor(
+        'https://git.example.com/acme/web.git',
+        { provider: 'auto' },
+        own('https://git.example.com/acme/web.git'),
+      ),
+    ).toThrow(StalledError);
+    expect(() =>
+      providerFor(
+        'https://git.example.com/acme/web.git',
+        { provider: 'auto' },
+        own('https://git.example.com/acme/web.git'),
+      ),
+    ).toThrow(/git\.example\.com.*set commitStatus\.provider/);
   });
 
   it('refuses an apiUrl with credentials and a repository path of the wrong shape, naming no secret', async () => {
     expect(() =>
-      providerFor('https://github.com/a/b', { provider: 'github', apiUrl: 'https://u:secret@h/api' }),
+      providerFor(
+        'https://github.com/a/b',
+        { provider: 'github', apiUrl: 'https://u:secret@h/api' },
+        own('https://github.com/a/b'),
+      ),
     ).toThrow(/must not hold credentials/);
-    const provider = providerFor('https://github.com/a/b', { provider: 'auto' });
+    const provider = providerFor(
+      'https://github.com/a/b',
+      { provider: 'auto' },
+      own('https://github.com/a/b'),
+    );
     await expect(
       provider.post(
         { repoUrl: 'https://u:secret@github.com/a/b/c', commit: SHA },
