@@ -458,9 +458,23 @@ const targetCluster = z
     name,
     inCluster: z.boolean().default(false),
     kubeconfig: z.string().min(1).optional(),
-    /** A kubeconfig kept in a Secret of the agent's own cluster (namespace: the agent's). */
+    /**
+     * A kubeconfig kept in a Secret of the agent's own cluster (namespace: the agent's). It is data: inline
+     * certificates, keys and tokens only (src/kube/kubeconfig-secret.ts; docs/security.md).
+     */
     kubeconfigSecret: z
-      .strictObject({ name, key: z.string().min(1).max(253).default('value'), namespace: name.optional() })
+      .strictObject({
+        name,
+        key: z.string().min(1).max(253).default('value'),
+        namespace: name.optional(),
+        /**
+         * Runs the kubeconfig's `exec` credential plugin: whoever may write the Secret runs code in the agent
+         * (as Flux's --insecure-kubeconfig-exec).
+         */
+        allowExec: z.boolean().default(false),
+        /** Takes `insecure-skip-tls-verify` and an `http:` server (as Flux's --insecure-kubeconfig-tls). */
+        allowInsecureTLS: z.boolean().default(false),
+      })
       .optional(),
     context: z.string().min(1).optional(),
     labels: clusterLabels.default({}),
