@@ -4,8 +4,21 @@
 // changing. Status says so, naming the member the assignment gives it to (src/shard/assign.ts) when the
 // configuration is at hand, and since when that member has held its Lease.
 import type { MooringConfig } from '../config/schema.ts';
+import type { KubeApi } from '../kube/api.ts';
+import { runningPods } from '../kube/member-pods.ts';
 import type { Member } from '../kube/membership.ts';
 import { assign } from '../shard/assign.ts';
+
+/**
+ * The members as replicas in Pods count them, as near as the CLI can tell without a Pod of its own: when some are
+ * held by running Pods, those held by none are left out (a Lease written by hand). Pods it may not list: all.
+ */
+export async function heldByPods(api: KubeApi, namespace: string, members: Member[]): Promise<Member[]> {
+  if (members.length === 0) return members;
+  const pods = await runningPods(api, namespace).catch(() => undefined);
+  if (!pods || !members.some((m) => pods.has(m.identity))) return members;
+  return members.filter((m) => pods.has(m.identity));
+}
 
 /** The member each deployment is named by (the first, by identity, if two name it while owners change). */
 export function reportedOwners(members: readonly Member[]): Map<string, string> {

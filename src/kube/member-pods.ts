@@ -38,6 +38,33 @@ export function workloadSelector(labels: Readonly<Record<string, string>>): stri
 
 const podsPath = (namespace: string) => `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`;
 
+/**
+ * The names of the running Pods of `namespace` (with a selector: of that workload). `mooring status`, which has
+ * no Pod of its own to take a workload from, counts a member held by no running Pod out when others are.
+ */
+export async function runningPods(
+  api: KubeApi,
+  namespace: string,
+  selector?: string,
+): Promise<Map<string, string>> {
+  let list: { items?: Pod[] };
+  try {
+    list = await api.request<{ items?: Pod[] }>(
+      'GET',
+      `${podsPath(namespace)}${selector ? `?labelSelector=${encodeURIComponent(selector)}` : ''}`,
+    );
+  } catch (error) {
+    throw describeKubeError(error, `list the Pods of ${namespace}${selector ? ` (${selector})` : ''}`);
+  }
+  const pods = new Map<string, string>();
+  for (const pod of list.items ?? []) {
+    const ip = pod.status?.podIP;
+    // A Pod being deleted still counts: its replica deletes its own Lease when it stops.
+    if (pod.status?.phase === 'Running' && ip) pods.set(pod.metadata.name, ip.includes(':') ? `[${ip}]` : ip);
+  }
+  return pods;
+}
+
 export class MemberPods {
   private readonly api: KubeApi;
   private readonly namespace: string;
@@ -66,22 +93,9 @@ export class MemberPods {
       }
       this.selector = workloadSelector(own.metadata.labels ?? {});
     }
-    let list: { items?: Pod[] };
-    try {
-      list = await this.api.request<{ items?: Pod[] }>(
-        'GET',
-        `${podsPath(this.namespace)}?labelSelector=${encodeURIComponent(this.selector)}`,
-      );
-    } catch (error) {
-      throw describeKubeError(error, `list the Pods of the agent's workload in ${this.namespace}`);
-    }
     const pods = new Map<string, string>();
-    for (const pod of list.items ?? []) {
-      const ip = pod.status?.podIP;
-      // A Pod being deleted still counts: its replica deletes its own Lease when it stops.
-      if (pod.status?.phase !== 'Running' || !ip) continue;
-      pods.set(pod.metadata.name, `http://${ip.includes(':') ? `[${ip}]` : ip}:${this.port}`);
-    }
+    for (const [name, ip] of await runningPods(this.api, this.namespace, this.selector))
+      pods.set(name, `http://${ip}:${this.port}`);
     return pods;
   }
 }

@@ -21,7 +21,7 @@ import { rollback } from '../../sync/rollback.ts';
 import { chosenCluster } from '../config-cluster.ts';
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
 import { type Column, formatData, formatTable, type OutputFormat, outputOption } from '../output.ts';
-import { reportedOwners, unreported } from '../replica-owners.ts';
+import { heldByPods, reportedOwners, unreported } from '../replica-owners.ts';
 
 export interface LedgerFlags {
   config?: string;
@@ -136,9 +136,13 @@ async function statusRows(
   const { api, ledger, config, namespace } = opened;
   const control = await new ControlMap(api, namespace).read();
   // Replicas sharing the work: which one syncs each deployment, as the verified member Leases say.
-  const members = await listMembers(api, namespace, config?.leaderElection.leaseName ?? 'mooring', {
-    durationMs: config?.leaderElection.leaseDuration,
-  }).catch(() => []);
+  const members = await heldByPods(
+    api,
+    namespace,
+    await listMembers(api, namespace, config?.leaderElection.leaseName ?? 'mooring', {
+      durationMs: config?.leaderElection.leaseDuration,
+    }).catch(() => []),
+  );
   const owners = reportedOwners(members);
   const names = deployment
     ? [deployment]
