@@ -3,6 +3,7 @@
 import cron from 'node-cron';
 import semver from 'semver';
 import { z } from 'zod';
+import { plainOrigin } from '../kube/member-verify.ts';
 import { healthProblems } from '../stability/health.ts';
 import { formatDuration, parseDuration } from './duration.ts';
 
@@ -793,9 +794,14 @@ export const configSchema = z.strictObject({
       loadFactor: z.number().min(1).max(4).default(1.25),
       /**
        * `shared`: where the other replicas reach this one's webhooks (a webhook any replica takes is passed on to
-       * the others). Default: `http://$POD_IP:<server.port>`, or the loopback address outside a cluster.
+       * the others). Default: `http://$POD_IP:<server.port>`, or the loopback address outside a cluster. An
+       * origin only: the others take it from this replica's Lease only when it is one (src/kube/member-verify.ts).
        */
-      address: httpUrl.optional(),
+      address: httpUrl
+        .refine((a) => plainOrigin(a) !== undefined, {
+          message: 'must be an origin, http(s)://host:port, with no path, query or credentials',
+        })
+        .optional(),
     })
     .prefault({}),
   /** Re-apply every deployment on an interval, so changes made by hand are put back (off by default). */
