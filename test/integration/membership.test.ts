@@ -30,8 +30,9 @@ async function lease(
   holder: string,
   options: { renewedIn?: number; seconds?: number; address?: string; deployments?: string[] } = {},
 ): Promise<void> {
+  // JSON: kubectl reads YAML 1.1, where a holder named `y` is a boolean.
   const dir = await manifestDir({
-    'lease.yaml': stringify({
+    'lease.yaml': JSON.stringify({
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
       metadata: {
@@ -57,7 +58,7 @@ async function lease(
 
 async function pod(namespace: string, name: string, labels: Record<string, string>, behavior = 'ready') {
   const dir = await manifestDir({
-    'pod.yaml': stringify({
+    'pod.yaml': JSON.stringify({
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { name, namespace, labels, annotations: { [BEHAVIOR]: behavior } },
