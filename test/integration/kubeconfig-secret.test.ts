@@ -141,6 +141,10 @@ describe('kubeconfig Secrets are data', () => {
       await eventually('every cluster tried', async () =>
         refused.every((c) => said(c).length > 0) ? true : undefined,
       );
+      // Nothing ran, nothing was reached, the Git password went nowhere.
+      expect(existsSync(execMarker), 'the exec plugin ran').toBe(false);
+      expect(existsSync(gcpMarker), 'the gcp cmd-path ran').toBe(false);
+      expect(trap.connections(), 'connections to the server the Secrets name').toBe(0);
       const where = (name: string) => `Secret ${agentNs()}/${name} key config:`;
       expect(said('exec')[0]).toContain(`${where('exec')}`);
       expect(said('exec')[0]).toMatch(
@@ -157,10 +161,6 @@ describe('kubeconfig Secrets are data', () => {
       expect(agent.logged(/^cluster exec: cannot use its kubeconfig; trying again$/).length).toBeGreaterThan(
         0,
       );
-      // Nothing ran, nothing was reached, the Git password went nowhere.
-      expect(existsSync(execMarker)).toBe(false);
-      expect(existsSync(gcpMarker)).toBe(false);
-      expect(trap.connections()).toBe(0);
       for (const c of refused) expect(said(c).join('\n')).not.toContain(testbed().git.password);
       // The agent lives and answers.
       expect(agent.alive()).toBe(true);
