@@ -2,7 +2,6 @@
 // watch cache, discovery, Events, commit statuses (with their outbox in that cluster) and agent, built from the
 // configuration of that cluster (config/targets.ts). Each starts, fails and retries on its own: a cluster that
 // cannot be reached holds up no other, and says since when it cannot.
-import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fullJitter } from '../backoff.ts';
@@ -12,9 +11,10 @@ import type { DeployReport, Logger, SyncReporter, SyncRequest } from '../contrac
 import { errorMessage, TransientError } from '../errors.ts';
 import { KubeApi, RequestTimeoutError, UnreachableError } from '../kube/api.ts';
 import { ClusterCache } from '../kube/cache.ts';
-import { type ClusterAccess, loadKubeConfig } from '../kube/client.ts';
+import { type ClusterConfig, loadKubeConfig } from '../kube/client.ts';
 import { Discovery } from '../kube/discovery.ts';
 import { EventRecorder } from '../kube/events.ts';
+import { kubeconfigFromSecret } from '../kube/kubeconfig-secret.ts';
 import { AuditLog } from '../report/audit.ts';
 import { CommitStatusSync } from '../report/commit-status-sync.ts';
 import { SyncEvents } from '../report/events.ts';
@@ -25,8 +25,6 @@ import type { StatusBoard } from '../server/status/board.ts';
 import { Agent } from '../sync/agent.ts';
 import type { Fleet } from '../sync/fleet.ts';
 
-/** The largest kubeconfig a Secret may hold. */
-const MAX_KUBECONFIG_BYTES = 1024 * 1024;
 const PROBE_MS = 10_000;
 
 export interface ClusterUnitDeps {
@@ -132,32 +130,29 @@ export class ClusterUnit {
     this.deps.metrics.clusterReachable.set({ cluster: this.name }, 1);
   }
 
-  /** Where its kubeconfig is: a file, the service account, or a Secret of the agent's own cluster (written 0600). */
-  private async access(): Promise<ClusterAccess> {
+  /**
+   * How it is reached: a kubeconfig file, the service account, or a kubeconfig in a Secret of the agent's own
+   * cluster, read as data (src/kube/kubeconfig-secret.ts) and never written to disk.
+   */
+  private async access(): Promise<ClusterConfig> {
     const { spec } = this;
-    if (spec.inCluster) return { inCluster: true };
-    if (spec.kubeconfig) return { kubeconfig: spec.kubeconfig, context: spec.context };
+    if (spec.inCluster) return loadKubeConfig({ inCluster: true });
+    if (spec.kubeconfig) return loadKubeConfig({ kubeconfig: spec.kubeconfig, context: spec.context });
     const ref = spec.kubeconfigSecret;
     if (!ref) throw new Error(`cluster ${spec.name}: no kubeconfig`);
-    const namespace = ref.namespace ?? this.deps.homeNamespace;
-    const secret = await this.deps.home.request<{ data?: Record<string, string> }>(
-      'GET',
-      `/api/v1/namespaces/${namespace}/secrets/${ref.name}`,
+    return kubeconfigFromSecret(
+      this.deps.home,
+      {
+        cluster: spec.name,
+        namespace: ref.namespace ?? this.deps.homeNamespace,
+        name: ref.name,
+        key: ref.key,
+        context: spec.context,
+        allowExec: ref.allowExec,
+        allowInsecureTLS: ref.allowInsecureTLS,
+      },
+      { execHome: join(this.deps.cacheDir, 'clusters', `${spec.name}.exec-home`) },
     );
-    const encoded = secret?.data?.[ref.key];
-    if (!encoded)
-      throw new Error(`cluster ${spec.name}: Secret ${namespace}/${ref.name} has no key "${ref.key}"`);
-    const text = Buffer.from(encoded, 'base64');
-    if (text.length > MAX_KUBECONFIG_BYTES)
-      throw new Error(
-        `cluster ${spec.name}: the kubeconfig in Secret ${namespace}/${ref.name} is over 1 MiB`,
-      );
-    const dir = join(this.deps.cacheDir, 'clusters');
-    await mkdir(dir, { recursive: true, mode: 0o700 });
-    const file = join(dir, `${spec.name}.kubeconfig`);
-    await writeFile(file, text, { mode: 0o600 });
-    await chmod(file, 0o600);
-    return { kubeconfig: file, context: spec.context };
   }
 
   private reporters(api: KubeApi): SyncReporter[] {
@@ -210,10 +205,12 @@ export class ClusterUnit {
     const signal = this.stopping.signal;
     for (let attempt = 0; !signal.aborted; attempt++) {
       let agent: Agent | undefined;
+      let loaded = false;
       try {
         const access = await this.access();
+        loaded = true;
         const { config } = this;
-        const api = new KubeApi(loadKubeConfig(access), {
+        const api = new KubeApi(access, {
           maxSockets: config.apply.concurrency * 2,
           requestTimeoutMs: config.cluster.requestTimeout,
           qps: config.cluster.qps,
@@ -260,7 +257,10 @@ export class ClusterUnit {
             since: this.unreachableSince,
             retryInMs: Math.round(delay),
           },
-          `cluster ${this.name} unreachable since ${this.unreachableSince}; trying again`,
+          // A kubeconfig refused (kubeconfig-secret.ts) is said as that: the Secret must change, not the network.
+          loaded
+            ? `cluster ${this.name} unreachable since ${this.unreachableSince}; trying again`
+            : `cluster ${this.name}: cannot use its kubeconfig; trying again`,
         );
         await sleep(delay, undefined, { signal }).catch(() => undefined);
       }

@@ -315,6 +315,8 @@ export async function runAgent(
       durationMs: config.leaderElection.leaseDuration,
       renewMs: config.leaderElection.renewInterval,
       loadFactor: config.leaderElection.loadFactor,
+      // In a Pod, the other members must be Pods of this workload, reached at their IPs (docs/replicas.md).
+      pod: process.env.POD_NAME && identity === process.env.POD_NAME ? { name: identity, port } : undefined,
     });
   }
   // The page shows where each deployment is from the ledgers before this agent syncs anything.

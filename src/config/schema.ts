@@ -4,6 +4,7 @@ import cron from 'node-cron';
 import semver from 'semver';
 import { z } from 'zod';
 import { parseRepositoryUrl } from '../http/repository-url.ts';
+import { plainOrigin } from '../kube/member-verify.ts';
 import { healthProblems } from '../stability/health.ts';
 import { formatDuration, parseDuration } from './duration.ts';
 
@@ -469,9 +470,23 @@ const targetCluster = z
     name,
     inCluster: z.boolean().default(false),
     kubeconfig: z.string().min(1).optional(),
-    /** A kubeconfig kept in a Secret of the agent's own cluster (namespace: the agent's). */
+    /**
+     * A kubeconfig kept in a Secret of the agent's own cluster (namespace: the agent's). It is data: inline
+     * certificates, keys and tokens only (src/kube/kubeconfig-secret.ts; docs/security.md).
+     */
     kubeconfigSecret: z
-      .strictObject({ name, key: z.string().min(1).max(253).default('value'), namespace: name.optional() })
+      .strictObject({
+        name,
+        key: z.string().min(1).max(253).default('value'),
+        namespace: name.optional(),
+        /**
+         * Runs the kubeconfig's `exec` credential plugin: whoever may write the Secret runs code in the agent
+         * (as Flux's --insecure-kubeconfig-exec).
+         */
+        allowExec: z.boolean().default(false),
+        /** Takes `insecure-skip-tls-verify` and an `http:` server (as Flux's --insecure-kubeconfig-tls). */
+        allowInsecureTLS: z.boolean().default(false),
+      })
       .optional(),
     context: z.string().min(1).optional(),
     labels: clusterLabels.default({}),
@@ -793,9 +808,14 @@ export const configSchema = z.strictObject({
       loadFactor: z.number().min(1).max(4).default(1.25),
       /**
        * `shared`: where the other replicas reach this one's webhooks (a webhook any replica takes is passed on to
-       * the others). Default: `http://$POD_IP:<server.port>`, or the loopback address outside a cluster.
+       * the others). Default: `http://$POD_IP:<server.port>`, or the loopback address outside a cluster. An
+       * origin only: the others take it from this replica's Lease only when it is one (src/kube/member-verify.ts).
        */
-      address: httpUrl.optional(),
+      address: httpUrl
+        .refine((a) => plainOrigin(a) !== undefined, {
+          message: 'must be an origin, http(s)://host:port, with no path, query or credentials',
+        })
+        .optional(),
     })
     .prefault({}),
   /** Re-apply every deployment on an interval, so changes made by hand are put back (off by default). */

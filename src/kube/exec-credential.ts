@@ -3,9 +3,10 @@
 // environment, KUBERNETES_EXEC_INFO describing the request (and the cluster, with provideClusterInfo).
 // The credential is cached until its expirationTimestamp (less a margin) and the plugin runs again after that;
 // concurrent requests share one run. It runs through the one runner (child-process.ts): run time, output and
-// memory are bounded. Its environment is the process's with the plugin's env over it, as client-go gives it: the
-// plugin is the kubeconfig owner's choice and reads its own settings from there (AWS_PROFILE, cloud SDK paths),
-// unlike the tools that build a commit's manifests. The plugin's stderr goes into errors; what it prints on
+// memory are bounded. Its environment is the caller's with the plugin's env over it: for the operator's own
+// kubeconfig files the process's, as client-go gives it (the plugin is the kubeconfig owner's choice and reads its
+// own settings from there: AWS_PROFILE, cloud SDK paths); for a kubeconfig from a Secret, which may run a plugin
+// only when the cluster allows it, a minimal one (kubeconfig-secret.ts). The plugin's stderr goes into errors; what it prints on
 // stdout (the credential) never does.
 import { isAbsolute, join, sep } from 'node:path';
 import { z } from 'zod';

@@ -118,6 +118,16 @@ export function readKubeconfigFile(file: string, missingOk = false): Kubeconfig 
     const reason = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a folder' : String(error);
     return fail(file, `cannot read the kubeconfig: ${reason}`, error);
   }
+  return parseKubeconfig(source, file);
+}
+
+/**
+ * Parses and validates a kubeconfig's text. `file` names it in messages (`file:line`) and is where relative paths
+ * start (a kubeconfig from a Secret has no folder: kubeconfig-secret.ts refuses paths in it).
+ */
+export function parseKubeconfig(source: string, file: string): Kubeconfig {
+  if (Buffer.byteLength(source) > MAX_FILE_BYTES)
+    fail(file, `kubeconfig larger than ${MAX_FILE_BYTES} bytes`);
   const lines = new LineCounter();
   const doc = parseDocument(source, { lineCounter: lines, prettyErrors: true, uniqueKeys: true });
   const firstError = doc.errors[0];

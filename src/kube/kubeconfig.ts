@@ -121,7 +121,11 @@ export function loadClusterConfig(access: ClusterAccess, deps: KubeconfigDeps = 
   return fromKubeconfig(config, access.context, env, now);
 }
 
-function fromKubeconfig(
+/**
+ * Cluster access from a parsed kubeconfig: its context (the flag, else current-context), cluster and user. `env` is
+ * what an exec plugin runs with (kubeconfig-secret.ts gives a minimal one).
+ */
+export function fromKubeconfig(
   config: Kubeconfig,
   contextFlag: string | undefined,
   env: NodeJS.ProcessEnv,

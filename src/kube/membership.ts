@@ -1,15 +1,22 @@
 // Replicas' membership: each replica holds a coordination.k8s.io Lease of its own (`<prefix>-<hash of identity>`,
-// labelled `mooring.io/member: <prefix>`), renewed every `renewMs`. The live members are the Leases renewed within
-// `durationMs`, read with one list per round. A member's Lease also says where it takes forwarded webhooks and
-// which deployments it syncs (for `mooring status`). A replica that cannot renew within the duration counts itself
-// out (it syncs nothing until it can renew again); one that stops deletes its Lease, so the others take over at once.
+// labelled `mooring.io/member: <prefix>`), renewed every `renewMs`. The live members are read with one list per
+// round. A member's Lease also says where it takes forwarded webhooks and which deployments it syncs (for `mooring
+// status`). A replica that cannot renew within the duration counts itself out (it syncs nothing until it can renew
+// again); one that stops deletes its Lease, so the others take over at once.
+//
+// Whoever may write Leases in the agent's namespace can write a member Lease, so one counts only when it is
+// verified (member-verify.ts): renewed not in the future, within the configured duration, with an address that is
+// a plain origin; and, when the agent runs in a Pod, held by a Pod of the agent's own workload, whose IP from the
+// API is where webhooks go (member-pods.ts).
 import { createHash } from 'node:crypto';
 import type { KubeApi } from './api.ts';
 import { describeKubeError, statusCode } from './errors.ts';
+import type { MemberPods } from './member-pods.ts';
+import { ADDRESS_ANNOTATION, type MemberLease, verifiedMember } from './member-verify.ts';
 import { ensureNamespace } from './namespace.ts';
 
 export const MEMBER_LABEL = 'mooring.io/member';
-export const ADDRESS_ANNOTATION = 'mooring.io/address';
+export { ADDRESS_ANNOTATION };
 export const OWNS_ANNOTATION = 'mooring.io/deployments';
 
 export interface Member {
@@ -19,6 +26,8 @@ export interface Member {
   /** The deployments it said it syncs, at its last renewal. */
   deployments: string[];
   renewed: number;
+  /** When it joined (its Lease's acquireTime), if it says. */
+  since?: number | undefined;
 }
 
 export interface MembershipOptions {
@@ -30,9 +39,11 @@ export interface MembershipOptions {
   durationMs: number;
   renewMs: number;
   now?: () => number;
+  /** In a Pod: the Pods of the agent's workload, which members must be (member-pods.ts). */
+  pods?: MemberPods | undefined;
 }
 
-interface Lease {
+interface Lease extends MemberLease {
   apiVersion: 'coordination.k8s.io/v1';
   kind: 'Lease';
   metadata: {
@@ -60,12 +71,20 @@ function leasesPath(namespace: string, name?: string): string {
   return name ? `${base}/${encodeURIComponent(name)}` : base;
 }
 
-/** The live members of `prefix` as the Leases say, read with one list. */
+export interface ListOptions {
+  now?: number | undefined;
+  /** The configured lease duration: a Lease counts at most this long after its renewal, whatever it says. */
+  durationMs?: number | undefined;
+  /** In a Pod: the running Pods of the agent's workload by name, with their addresses (member-pods.ts). */
+  pods?: ReadonlyMap<string, string> | undefined;
+}
+
+/** The live, verified members of `prefix` (member-verify.ts), read with one list. */
 export async function listMembers(
   api: KubeApi,
   namespace: string,
   prefix: string,
-  now = Date.now(),
+  options: ListOptions = {},
 ): Promise<Member[]> {
   const selector = encodeURIComponent(`${MEMBER_LABEL}=${prefix}`);
   let list: { items?: Lease[] };
@@ -77,18 +96,19 @@ export async function listMembers(
   } catch (error) {
     throw describeKubeError(error, `list the member Leases of ${namespace}/${prefix}`);
   }
+  const now = options.now ?? Date.now();
   const members: Member[] = [];
   for (const lease of list.items ?? []) {
-    const identity = lease.spec.holderIdentity;
-    const renewed = Date.parse(lease.spec.renewTime ?? '');
-    const duration = (lease.spec.leaseDurationSeconds ?? 0) * 1000;
-    if (!identity || !Number.isFinite(renewed) || renewed + duration <= now) continue;
+    const verified = verifiedMember(lease, { now, durationMs: options.durationMs, pods: options.pods });
+    if (!verified.member) continue;
     const owns = lease.metadata.annotations?.[OWNS_ANNOTATION];
+    const since = Date.parse(lease.spec.acquireTime ?? '');
     members.push({
-      identity,
-      address: lease.metadata.annotations?.[ADDRESS_ANNOTATION],
+      identity: verified.identity,
+      address: verified.address,
       deployments: owns ? owns.split(',') : [],
-      renewed,
+      renewed: verified.renewed,
+      since: Number.isFinite(since) ? since : undefined,
     });
   }
   return members.sort((a, b) => (a.identity < b.identity ? -1 : a.identity > b.identity ? 1 : 0));
@@ -175,12 +195,25 @@ export class Membership {
     this.written = this.owns;
     this.lastRenew = now;
     this.joined = true;
-    this.members = await listMembers(this.api, this.options.namespace, this.options.prefix, this.now());
-    // A list that raced our own first write still counts us: we have just renewed.
-    if (!this.members.some((m) => m.identity === this.options.identity))
+    const pods = await this.options.pods?.addresses();
+    this.members = await listMembers(this.api, this.options.namespace, this.options.prefix, {
+      now: this.now(),
+      durationMs: this.options.durationMs,
+      pods,
+    });
+    // A list that raced our own first write still counts us: we have just renewed (in a Pod, while it runs).
+    if (
+      !this.members.some((m) => m.identity === this.options.identity) &&
+      (!pods || pods.has(this.options.identity))
+    )
       this.members = [
         ...this.members,
-        { identity: this.options.identity, address: this.options.address, deployments: [], renewed: now },
+        {
+          identity: this.options.identity,
+          address: pods?.get(this.options.identity) ?? this.options.address,
+          deployments: [],
+          renewed: now,
+        },
       ].sort((a, b) => (a.identity < b.identity ? -1 : 1));
     return this.members;
   }

@@ -4,6 +4,7 @@
 // addresses (webhooks passed on).
 import type { MooringConfig } from '../config/schema.ts';
 import type { KubeApi } from '../kube/api.ts';
+import { MemberPods } from '../kube/member-pods.ts';
 import { type Member, Membership } from '../kube/membership.ts';
 import { assign } from './assign.ts';
 
@@ -15,6 +16,11 @@ export interface ShardOptions {
   durationMs: number;
   renewMs: number;
   loadFactor: number;
+  /**
+   * In a Pod: its name and the agent's port. Members must then be Pods of the agent's workload, and webhooks go to
+   * their IPs at this port (src/kube/member-pods.ts).
+   */
+  pod?: { name: string; port: number } | undefined;
 }
 
 export class Shard {
@@ -27,7 +33,11 @@ export class Shard {
   constructor(api: KubeApi, options: ShardOptions) {
     this.identity = options.identity;
     this.loadFactor = options.loadFactor;
-    this.membership = new Membership(api, options);
+    const { pod, ...rest } = options;
+    this.membership = new Membership(api, {
+      ...rest,
+      pods: pod && new MemberPods(api, { namespace: options.namespace, pod: pod.name, port: pod.port }),
+    });
   }
 
   /** Joins, and calls `onChange` whenever the live members change (first once this replica has joined). */

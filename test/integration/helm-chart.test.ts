@@ -292,6 +292,11 @@ describe('helm chart: rendered objects', () => {
       resources: ['leases'],
       verbs: ['get', 'list', 'create', 'update', 'delete'],
     });
+    // …and read the Pods of the release namespace, which members must be (never patch them).
+    expect(shared.rules).toContainEqual({ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list'] });
+    expect(only(objects, 'Role', 'rel-mooring-state').rules).not.toContainEqual(
+      expect.objectContaining({ resources: ['pods'], verbs: ['get', 'list'] }),
+    );
   });
 
   it('other clusters: the agent reads only the kubeconfig Secrets its configuration names', async () => {

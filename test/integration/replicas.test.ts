@@ -2,9 +2,13 @@
 // 60 deployments of one repository. Each revision of each deployment is synced once (one pending and one success
 // status per commit and deployment, one release in its ledger); a replica killed with SIGKILL loses its deployments
 // to the others once its Lease expires; a replica that joins takes few of them; a webhook sent to any one replica
-// reaches them all.
+// reaches them all. A forged member Lease (renewed a year ahead, an address with a path and query of its own)
+// takes no deployment, is sent no webhook, and `mooring status` names it nowhere.
 import { createHmac } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
 import { hostname } from 'node:os';
+import { join as joinPath } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { appFolder, appName, fleetFiles } from '../../bench/support/fleet-apps.ts';
 import {
@@ -14,8 +18,10 @@ import {
   eventually,
   kubectl,
   manifestDir,
+  mooring,
   startAgent,
   startStatusReceiver,
+  testbed,
   useNamespace,
 } from './helpers.ts';
 
@@ -67,6 +73,40 @@ describe('replicas sharing the work', () => {
         },
       },
     });
+    // A member Lease written by hand: renewed a year ahead, claiming deployments, asking for webhooks at its own
+    // path and query on a listener that counts what reaches it.
+    let stolen = 0;
+    const trap = createServer((req, res) => {
+      stolen++;
+      res.writeHead(202).end();
+      req.resume();
+    });
+    await new Promise<void>((resolve) => trap.listen(0, '127.0.0.1', resolve));
+    const trapPort = (trap.address() as { port: number }).port;
+    const ghostFile = joinPath(files, 'ghost.yaml');
+    await writeFile(
+      ghostFile,
+      JSON.stringify({
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
+        metadata: {
+          name: 'mooring-member-ghost',
+          namespace: agentNs(),
+          labels: { 'mooring.io/member': 'mooring' },
+          annotations: {
+            'mooring.io/address': `http://127.0.0.1:${trapPort}/stolen?x=`,
+            'mooring.io/deployments': names.slice(0, 5).join(','),
+          },
+        },
+        spec: {
+          holderIdentity: 'ghost',
+          leaseDurationSeconds: LEASE_SECONDS,
+          renewTime: new Date(Date.now() + 365 * 24 * 3600 * 1000).toISOString().replace(/Z$/, '000Z'),
+        },
+      }),
+    );
+    const forged = await kubectl('apply', '-f', ghostFile);
+    expect(forged.code, forged.stderr).toBe(0);
     const replicas: AgentProcess[] = [];
     const join = async () => {
       const replica = startAgent(config, { process: true });
@@ -97,6 +137,8 @@ describe('replicas sharing the work', () => {
         // A killed replica's Lease stays until it expires; what it announced is no longer true.
         const renewed = Date.parse(lease.spec.renewTime ?? '');
         if (!(renewed + (lease.spec.leaseDurationSeconds ?? 0) * 1000 > Date.now())) continue;
+        // Nor is a renewal in the future (beyond a few seconds of clock skew): a forged Lease.
+        if (renewed > Date.now() + 5_000) continue;
         const list = (lease.metadata.annotations?.['mooring.io/deployments'] ?? '')
           .split(',')
           .filter(Boolean);
@@ -231,8 +273,27 @@ describe('replicas sharing the work', () => {
       expect(syncedBy(fourth, third)).toBe(taken);
       expect(syncedBy(a, third) + syncedBy(b, third) + syncedBy(fourth, third)).toBe(APPS);
       for (const r of [a, b, fourth]) expect(r.alive()).toBe(true);
+      // The forged member: no webhook reached it, and status shows each deployment with the replica that syncs it.
+      expect(stolen).toBe(0);
+      const status = await mooring(
+        'status',
+        '--kubeconfig',
+        testbed().kube.kubeconfig,
+        '--agent-namespace',
+        agentNs(),
+        '-o',
+        'json',
+      );
+      expect(status.code, status.stderr).toBe(0);
+      const rows = (JSON.parse(status.stdout) as { items: { deployment: string; replica?: string | null }[] })
+        .items;
+      const live = new Set([a, b, fourth].map(identity));
+      expect(
+        rows.filter((r) => !live.has(r.replica ?? '')).map((r) => `${r.deployment}: ${r.replica}`),
+      ).toEqual([]);
     } finally {
       for (const r of replicas) await r.stop();
+      trap.close();
     }
   }, 600_000);
 });

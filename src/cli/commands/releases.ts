@@ -21,6 +21,7 @@ import { rollback } from '../../sync/rollback.ts';
 import { chosenCluster } from '../config-cluster.ts';
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
 import { type Column, formatData, formatTable, type OutputFormat, outputOption } from '../output.ts';
+import { heldByPods, reportedOwners, unreported } from '../replica-owners.ts';
 
 export interface LedgerFlags {
   config?: string;
@@ -122,6 +123,8 @@ interface StatusRow {
   waiting?: { message: string } | undefined;
   replica?: string | null;
   syncingOn?: string;
+  /** Replicas sharing the work, and none says it syncs this deployment: which one should, since when. */
+  unsynced?: string;
   error?: string;
 }
 
@@ -132,12 +135,15 @@ async function statusRows(
 ): Promise<StatusRow[]> {
   const { api, ledger, config, namespace } = opened;
   const control = await new ControlMap(api, namespace).read();
-  // Replicas sharing the work: which one syncs each deployment, as their membership Leases say.
-  const owners = new Map<string, string>();
-  const members = await listMembers(api, namespace, config?.leaderElection.leaseName ?? 'mooring').catch(
-    () => [],
+  // Replicas sharing the work: which one syncs each deployment, as the verified member Leases say.
+  const members = await heldByPods(
+    api,
+    namespace,
+    await listMembers(api, namespace, config?.leaderElection.leaseName ?? 'mooring', {
+      durationMs: config?.leaderElection.leaseDuration,
+    }).catch(() => []),
   );
-  for (const m of members) for (const name of m.deployments) owners.set(name, m.identity);
+  const owners = reportedOwners(members);
   const names = deployment
     ? [deployment]
     : (config?.deployments.map((d) => d.name) ?? (await ledger.deployments()));
@@ -154,6 +160,7 @@ async function statusRows(
       suspended: control.suspended.get(name),
       waiting: data.waiting,
       ...(members.length > 0 ? { replica: owners.get(name) ?? null } : {}),
+      ...(members.length > 0 && !owners.has(name) ? { unsynced: unreported(name, members, config) } : {}),
       ...(data.holder ? { syncingOn: data.holder.identity } : {}),
     });
   }
@@ -275,7 +282,7 @@ export function releaseCommands(program: Command, print: (text: string) => void)
         ...(replicas
           ? [{ header: 'replica', value: (r: { replica?: string | null }) => r.replica ?? '-' }]
           : []),
-        { header: 'message', value: (r) => r.error ?? r.last?.message ?? '' },
+        { header: 'message', value: (r) => r.error ?? r.unsynced ?? r.last?.message ?? '' },
       ]),
     );
   });

@@ -289,6 +289,23 @@ drift: {interval: 1s}
   });
 });
 
+describe('leaderElection.address', () => {
+  it.each(['http://10.0.0.7:8080/mooring', 'http://10.0.0.7:8080?x=', 'http://u:p@10.0.0.7:8080'])(
+    'refuses %s: the other replicas take only an origin from a Lease',
+    (address) => {
+      const problems = problemsOf(`leaderElection:\n  address: "${address}"\n`);
+      expect(problems.map((p) => p.path)).toEqual(['leaderElection.address']);
+      expect(problems[0]?.message).toContain('must be an origin');
+    },
+  );
+
+  it('takes an origin', () => {
+    expect(parseConfig('leaderElection:\n  address: http://10.0.0.7:8080\n').leaderElection.address).toBe(
+      'http://10.0.0.7:8080',
+    );
+  });
+});
+
 describe('deployment paths', () => {
   const withPaths = (paths: string) => `${minimal}    paths: ${paths}\n`;
 
