@@ -3,6 +3,7 @@
 // replace, recreate). Objects whose content would not change are not written (live-state.ts reads what is there).
 // Only summaries of live objects and dry-run answers are kept (live-state.ts), so memory grows with the set's
 // manifests, not with what the server sends back.
+import { append } from '../arrays.ts';
 import { naturalOrder, StalledError } from '../errors.ts';
 import { describeObject, type KubeObject } from '../render/manifest.ts';
 import type { PlanEntry } from '../render/render.ts';
@@ -287,7 +288,7 @@ export class Applier {
       const inWave =
         waves.length === 1 ? targets : targets.filter((t) => (t.plan.strategy.wave ?? 0) === wave);
       const waveResults = await this.writeWave(inWave, { resources, lives, dryRuns, deferred, absent });
-      results.push(...waveResults);
+      append(results, waveResults);
       const last = index === waves.length - 1;
       if (!last && options.afterWave && !(await options.afterWave(wave, waveResults))) break;
     }
@@ -333,7 +334,7 @@ export class Applier {
         this.options.onResult?.(result);
         return result;
       });
-      results.push(...written);
+      append(results, written);
       if (batch.some((t) => t.object.kind === 'CustomResourceDefinition') && !this.options.dryRun) {
         await this.waitEstablished(batch.filter((t) => t.object.kind === 'CustomResourceDefinition'));
         this.discovery.invalidate();
