@@ -29,7 +29,7 @@ describe('the helpers', () => {
     expect(append(target, many)).toBe(target);
     expect(target).toHaveLength(ROWS + 1);
     expect(target[ROWS]).toBe(ROWS - 1);
-  });
+  }, 30_000);
 
   it.each([
     { text: '', run: 0 },
@@ -87,7 +87,7 @@ describe('200,000 rows', () => {
     const lines = text.split('\n');
     expect(lines).toHaveLength(ROWS + 1);
     expect(lines[1]).toBe(`app-0${' '.repeat('app-199999'.length - 'app-0'.length)}   y`);
-  });
+  }, 30_000);
 
   it('the newest of 200,000 versions is found', () => {
     const versions = Array.from({ length: ROWS }, (_, i) => ({
@@ -97,5 +97,5 @@ describe('200,000 rows', () => {
       version: i,
     }));
     expect(new Versioner(versions).newest('ConfigMap', 'shop', 'app')).toBe('app-v199999');
-  });
+  }, 30_000);
 });
