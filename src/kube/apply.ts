@@ -419,18 +419,20 @@ export class Applier {
    */
   async remove(object: KubeObject): Promise<boolean> {
     const info = await this.discovery.resource(object.apiVersion, object.kind);
-    const live = await this.read(info, object);
-    if (!live) return false;
     const refuse = this.options.refuse;
-    if (refuse) {
-      // Metadata only: what the object is, not what a Secret holds. The delete's uid precondition is the live
-      // read's, so an object that took its place in between is not deleted either.
-      const whole = await this.readMetadata(info, object);
-      if (!whole || whole.metadata.uid !== live.metadata.uid) return false;
-      const why = refuse(whole, object);
-      if (why) throw new StalledError(why);
+    if (!refuse) {
+      const live = await this.read(info, object);
+      if (!live) return false;
+      await this.deleteAndWait(info, object, live);
+      return true;
     }
-    await this.deleteAndWait(info, object, live);
+    // Read as metadata only (what the object is, not what a Secret holds) and judged; the delete's uid
+    // precondition is this read's, so an object that took the name since is not deleted.
+    const whole = await this.readMetadata(info, object);
+    if (!whole) return false;
+    const why = refuse(whole, object);
+    if (why) throw new StalledError(why);
+    await this.deleteAndWait(info, object, summarize(whole, undefined, false));
     return true;
   }
 
