@@ -8,7 +8,16 @@ import { join } from 'node:path';
 import { BatchV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
-import { deployTo, kubeConfig, useNamespace } from './helpers.ts';
+import {
+  agentConfig,
+  bareRepo,
+  deployTo,
+  eventually,
+  kubeConfig,
+  startAgent,
+  startStatusReceiver,
+  useNamespace,
+} from './helpers.ts';
 
 async function app(text: string): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'mooring-hook-owner-'));
@@ -118,5 +127,48 @@ data: {from: ${from}}
     const kept = await core.readNamespacedConfigMap({ name: 'shared', namespace });
     expect(kept.metadata?.uid).toBe(replaced.metadata?.uid);
     expect(kept.data).toEqual({ from: 'shop-again' });
+  });
+});
+
+describe('a hook named like a Secret made with the API, in the agent', () => {
+  const ns = useNamespace('hook-owner-agent');
+  const agentNs = useNamespace('hook-owner-agent-mooring');
+
+  it('fails the sync with a commit status naming the Secret; nothing is written', async () => {
+    const namespace = ns();
+    const core = kubeConfig().makeApiClient(CoreV1Api);
+    const made = await core.createNamespacedSecret({
+      namespace,
+      body: { metadata: { name: 'db-creds' }, stringData: { password: 'made-by-hand' } },
+    });
+    const repo = await bareRepo(`hook-owner-${Date.now().toString(36)}/shop`);
+    const sha = await repo.commit({ 'app/app.yaml': commit('hook-succeeded') });
+    const statuses = await startStatusReceiver();
+    const configFile = join(await app(''), 'mooring.yaml');
+    await writeFile(
+      configFile,
+      await agentConfig({
+        cluster: { namespace: agentNs() },
+        git: [{ name: 'app', repo }],
+        deployments: [{ name: 'shop', namespace, source: 'app', paths: ['app'] }],
+        statuses,
+      }),
+    );
+    const agent = startAgent({ file: configFile });
+    try {
+      const ended = await eventually('the failed sync', async () => statuses.ended(sha), 90_000);
+      expect(ended.state).toBe('failure');
+      expect(ended.description).toContain(
+        `hook Secret ${namespace}/db-creds: a Secret of that name exists and was not created by this hook of deployment shop`,
+      );
+      const kept = await core.readNamespacedSecret({ name: 'db-creds', namespace });
+      expect(kept.metadata?.uid).toBe(made.metadata?.uid);
+      expect(kept.metadata?.resourceVersion).toBe(made.metadata?.resourceVersion);
+      await expect(core.readNamespacedConfigMap({ name: 'app', namespace })).rejects.toMatchObject({
+        code: 404,
+      });
+    } finally {
+      await agent.stop();
+    }
   });
 });
