@@ -1,6 +1,7 @@
 // Printing command results as kubectl does: a table for people, JSON or YAML for programs.
 import { Option } from 'commander';
 import { stringify } from 'yaml';
+import { maxOf } from '../arrays.ts';
 
 export const OUTPUT_FORMATS = ['table', 'json', 'yaml'] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
@@ -33,7 +34,12 @@ export function formatTable<T>(rows: readonly T[], columns: readonly Column<T>[]
     columns.map((c) => c.header.toUpperCase()),
     ...rows.map((r) => columns.map((c) => oneLine(c.value(r)))),
   ];
-  const widths = columns.map((_, i) => Math.max(...cells.map((line) => (line[i] ?? '').length)));
+  const widths = columns.map((_, i) =>
+    maxOf(
+      cells.map((line) => (line[i] ?? '').length),
+      0,
+    ),
+  );
   return cells
     .map((line) =>
       line

@@ -3,6 +3,7 @@
 // replace, recreate). Objects whose content would not change are not written (live-state.ts reads what is there).
 // Only summaries of live objects and dry-run answers are kept (live-state.ts), so memory grows with the set's
 // manifests, not with what the server sends back.
+import { append } from '../arrays.ts';
 import { naturalOrder, StalledError } from '../errors.ts';
 import { describeObject, type KubeObject } from '../render/manifest.ts';
 import type { PlanEntry } from '../render/render.ts';
@@ -67,6 +68,13 @@ export interface ApplyOptions {
   /** How long a recreate waits for the old object to go, and a CRD to be established. */
   waitTimeoutMs?: number;
   /**
+   * Why an object that holds a target's name may not be written over or deleted (it is not the caller's: a hook's
+   * name held by another object, src/render/hook-owner.ts), if so: the whole message. Asked of every object as
+   * read before the dry run, so a set with one such target is refused whole, before any write; and by `check`
+   * and `remove`.
+   */
+  refuse?: ((live: KubeObject, wanted: KubeObject) => string | undefined) | undefined;
+  /**
    * Internal, for the benchmark that measures what validation costs: false skips the whole-set dry run, and with
    * it all-or-nothing and the detection of unchanged objects. No command sets it.
    */
@@ -79,7 +87,7 @@ export class Applier {
   private readonly options: Required<
     Omit<
       ApplyOptions,
-      'onResult' | 'onPreview' | 'dryRun' | 'validateFirst' | 'beforeWrite' | 'absentNamespaces'
+      'onResult' | 'onPreview' | 'dryRun' | 'validateFirst' | 'beforeWrite' | 'absentNamespaces' | 'refuse'
     >
   > &
     ApplyOptions;
@@ -261,12 +269,27 @@ export class Applier {
       }
       ready.push(target);
     });
+    const refuse = this.options.refuse;
+    const refused: string[] = [];
+    const inspect = refuse
+      ? (target: ApplyTarget, live: KubeObject) => {
+          const why = refuse(live, target.object);
+          if (why) refused.push(why);
+        }
+      : undefined;
     try {
-      for (const [target, live] of await readLive(this.api, ready, resources, this.options.concurrency))
+      for (const [target, live] of await readLive(
+        this.api,
+        ready,
+        resources,
+        this.options.concurrency,
+        inspect,
+      ))
         lives.set(target, live);
     } catch (error) {
       throw describeKubeError(error, 'read the live objects');
     }
+    if (refused.length > 0) throw new StalledError(refused.sort(naturalOrder).join('; '));
     const validate = this.options.validateFirst !== false;
     await mapLimit(validate ? ready : [], this.options.concurrency, async (target) => {
       try {
@@ -287,7 +310,7 @@ export class Applier {
       const inWave =
         waves.length === 1 ? targets : targets.filter((t) => (t.plan.strategy.wave ?? 0) === wave);
       const waveResults = await this.writeWave(inWave, { resources, lives, dryRuns, deferred, absent });
-      results.push(...waveResults);
+      append(results, waveResults);
       const last = index === waves.length - 1;
       if (!last && options.afterWave && !(await options.afterWave(wave, waveResults))) break;
     }
@@ -317,7 +340,10 @@ export class Applier {
         if (deferred.has(target)) {
           try {
             info ??= await this.discovery.resource(target.object.apiVersion, target.object.kind);
-            live = await this.read(info, target.object);
+            live = await readObject(this.api, info, target.object, (found) => {
+              const why = this.options.refuse?.(found, target.object);
+              if (why) throw new StalledError(why);
+            });
             preview = await this.dryRun(info, target, live);
           } catch (error) {
             throw new StalledError(`${place(target)}: ${explain(error)}`, { cause: error });
@@ -333,7 +359,7 @@ export class Applier {
         this.options.onResult?.(result);
         return result;
       });
-      results.push(...written);
+      append(results, written);
       if (batch.some((t) => t.object.kind === 'CustomResourceDefinition') && !this.options.dryRun) {
         await this.waitEstablished(batch.filter((t) => t.object.kind === 'CustomResourceDefinition'));
         this.discovery.invalidate();
@@ -391,28 +417,56 @@ export class Applier {
    * Deletes the object as it is now (its uid a precondition) and waits until it is gone: a hook's delete policy.
    * False when there was nothing to delete.
    */
-  async remove(
-    object: KubeObject,
-    /** Why the live object may not be deleted, if so (it is not what the caller created): refused with that. */
-    refuse?: (live: KubeObject) => string | undefined,
-  ): Promise<boolean> {
+  async remove(object: KubeObject): Promise<boolean> {
     const info = await this.discovery.resource(object.apiVersion, object.kind);
-    const live = await this.read(info, object);
-    if (!live) return false;
-    if (refuse) {
-      const path = resourcePath(info, object.metadata.namespace, object.metadata.name);
-      const whole = await this.api
-        .request<KubeObject>('GET', path, { accept: METADATA_OBJECT })
-        .catch((error: unknown) => {
-          if (statusCode(error) === 404) return undefined;
-          throw describeKubeError(error, `read ${describeObject(object)}`);
-        });
-      if (!whole) return false;
-      const why = refuse(whole);
-      if (why) throw new StalledError(`${describeObject(object)}: ${why}`);
+    const refuse = this.options.refuse;
+    if (!refuse) {
+      const live = await this.read(info, object);
+      if (!live) return false;
+      await this.deleteAndWait(info, object, live);
+      return true;
     }
-    await this.deleteAndWait(info, object, live);
+    // Read as metadata only (what the object is, not what a Secret holds) and judged; the delete's uid
+    // precondition is this read's, so an object that took the name since is not deleted.
+    const whole = await this.readMetadata(info, object);
+    if (!whole) return false;
+    const why = refuse(whole, object);
+    if (why) throw new StalledError(why);
+    await this.deleteAndWait(info, object, summarize(whole, undefined, false));
     return true;
+  }
+
+  /**
+   * Reads what holds each object's name now (metadata only) and refuses them all, before anything is written,
+   * when `refuse` says one is not the caller's. A kind the server does not serve yet holds nothing.
+   */
+  async check(objects: readonly KubeObject[]): Promise<void> {
+    const refuse = this.options.refuse;
+    if (!refuse) return;
+    const problems: string[] = [];
+    await mapLimit(objects, this.options.concurrency, async (object) => {
+      const info = await this.discovery.resource(object.apiVersion, object.kind).catch((error: unknown) => {
+        if (error instanceof StalledError) return undefined;
+        throw error;
+      });
+      const live = info && (await this.readMetadata(info, object));
+      const why = live && refuse(live, object);
+      if (why) problems.push(why);
+    });
+    if (problems.length > 0) throw new StalledError(problems.sort(naturalOrder).join('; '));
+  }
+
+  /** The object's metadata as the server holds it now (PartialObjectMetadata), or undefined when there is none. */
+  private async readMetadata(info: ResourceInfo, object: KubeObject): Promise<KubeObject | undefined> {
+    const path = resourcePath(info, object.metadata.namespace, object.metadata.name);
+    const whole = await this.api
+      .request<KubeObject>('GET', path, { accept: METADATA_OBJECT })
+      .catch((error: unknown) => {
+        if (statusCode(error) === 404) return undefined;
+        throw describeKubeError(error, `read ${describeObject(object)}`);
+      });
+    if (whole) requireIdentity(whole, object, info.namespaced);
+    return whole;
   }
 
   private async deleteAndWait(info: ResourceInfo, object: KubeObject, live: LiveSummary): Promise<void> {

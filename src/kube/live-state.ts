@@ -58,6 +58,8 @@ export async function readObject(
   api: KubeApi,
   info: ResourceInfo,
   obj: KubeObject,
+  /** Shown the object as read, before it is summarized (it may refuse it by throwing). */
+  inspect?: (live: KubeObject) => void,
 ): Promise<LiveSummary | undefined> {
   let live: KubeObject;
   try {
@@ -70,6 +72,7 @@ export async function readObject(
     throw describeKubeError(error, `read ${describeObject(obj)}`);
   }
   requireIdentity(live, { ...obj, kind: info.kind, apiVersion: info.apiVersion }, info.namespaced);
+  inspect?.(live);
   return summarize(live);
 }
 
@@ -103,6 +106,8 @@ export async function readLive<T extends { object: KubeObject }>(
   targets: readonly T[],
   resources: ReadonlyMap<T, ResourceInfo>,
   concurrency: number,
+  /** Shown each object that exists, as read, before it is summarized (it may refuse it by throwing). */
+  inspect?: (target: T, live: KubeObject) => void,
 ): Promise<Map<T, LiveSummary | undefined>> {
   const groups = new Map<string, T[]>();
   for (const t of targets) {
@@ -117,7 +122,8 @@ export async function readLive<T extends { object: KubeObject }>(
     const first = members[0] as T;
     const info = resources.get(first) as ResourceInfo;
     if (members.length < LIST_THRESHOLD) {
-      for (const t of members) live.set(t, await readObject(api, info, t.object));
+      for (const t of members)
+        live.set(t, await readObject(api, info, t.object, inspect && ((o) => inspect(t, o))));
       return;
     }
     const list = await api.request<{ items: KubeObject[] | null }>(
@@ -127,6 +133,7 @@ export async function readLive<T extends { object: KubeObject }>(
     const byName = new Map((list.items ?? []).map((o) => [o.metadata.name, o]));
     for (const t of members) {
       const found = byName.get(t.object.metadata.name);
+      if (found) inspect?.(t, found);
       // Items of a list carry no apiVersion and kind; the comparison with a dry run needs them.
       live.set(t, found ? summarize(found, t.object) : undefined);
     }

@@ -2,6 +2,7 @@
 // manifests and an apply plan out. Pure: no I/O, no Kubernetes client. Stages run in a fixed order, and the
 // problems of a stage are reported together so that a user fixes them in one go.
 
+import { append } from '../arrays.ts';
 import { ARTIFACT } from './annotations.ts';
 import { canonical } from './canonical.ts';
 import { RenderError, throwIfAny } from './errors.ts';
@@ -143,7 +144,7 @@ export function render(input: RenderInput): RenderResult {
 
   // 1. Parse, place in namespaces, keep inside the boundary, refuse duplicates.
   const parsed = input.parsed ?? parseManifestFiles(input.files, options.limits);
-  errors.push(...parsed.errors);
+  append(errors, parsed.errors);
   throwIfAny(errors);
   const items = parsed.objects;
   const clusterScoped = new Set([
@@ -154,7 +155,7 @@ export function render(input: RenderInput): RenderResult {
     if (isClusterScoped(object.apiVersion, object.kind, clusterScoped)) delete object.metadata.namespace;
     else object.metadata.namespace ??= input.namespace;
   }
-  if (options.boundary) errors.push(...boundaryErrors(items, options.boundary, clusterScoped));
+  if (options.boundary) append(errors, boundaryErrors(items, options.boundary, clusterScoped));
   throwIfAny(errors);
   const seen = new Map<string, Origin>();
   for (const { object, origin } of items) {
@@ -245,7 +246,7 @@ export function render(input: RenderInput): RenderResult {
         if (newest) names.set(key, newest);
       }
     }
-    references.push(...rewriteReferences(items, referenceRules, names));
+    append(references, rewriteReferences(items, referenceRules, names));
   }
   throwIfAny(errors);
 

@@ -5,6 +5,7 @@
 // The content hash of a Secret is keyed (HMAC-SHA256 with the installation's key, passed in by the caller): a plain
 // hash of a Secret would let anyone who reads the annotation confirm a guessed value. Other kinds keep a plain
 // SHA-256: their content is no secret, and people may check it.
+import { maxOf } from '../arrays.ts';
 import { ARTIFACT, artifactType, CONTENT_HASH, MONIKER, STRATEGY } from './annotations.ts';
 import { contentHash, keyedContentHash } from './canonical.ts';
 import { RenderError } from './errors.ts';
@@ -122,7 +123,10 @@ export class Versioner {
     this.hashKey = hashKey;
     for (const e of existing) {
       const key = refKey(e.kind, e.namespace, e.name);
-      this.existing.set(key, [...(this.existing.get(key) ?? []), e]);
+      // Pushed, not copied: a copy per version is quadratic in the versions a namespace holds.
+      const known = this.existing.get(key);
+      if (known) known.push(e);
+      else this.existing.set(key, [e]);
     }
   }
 
@@ -164,7 +168,7 @@ export class Versioner {
   newest(kind: string, namespace: string | undefined, base: string): string | undefined {
     const known = this.existing.get(refKey(kind, namespace, base));
     if (!known || known.length === 0) return undefined;
-    const version = Math.max(...known.map((e) => e.version));
+    const version = maxOf(known.map((e) => e.version));
     return `${base}${versionSuffix(version)}`;
   }
 }

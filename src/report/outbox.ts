@@ -4,6 +4,7 @@
 // until delivered or expired (commitStatus.retryFor). Pending statuses are never kept: a late "pending" would
 // only be wrong. The rules are in outbox-policy.ts; this file holds the state, the timer and the writes.
 
+import { append } from '../arrays.ts';
 import type { Logger } from '../contract.ts';
 import { classify, errorMessage, type MooringError } from '../errors.ts';
 import {
@@ -257,7 +258,9 @@ export class StatusOutbox {
           try {
             await this.#deps.store.update((stored) => applyChanges(stored, changes));
           } catch (error) {
-            this.#changes.unshift(...changes);
+            // Back in front of what came since, in order.
+            const since = this.#changes.splice(0);
+            append(append(this.#changes, changes), since);
             throw error;
           }
         }

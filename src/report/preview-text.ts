@@ -3,6 +3,7 @@
 // (object names, file paths, diff lines, error messages) is quoted so that it cannot end its code block, open HTML,
 // or mention anyone. Pure: previews in, text out.
 
+import { longestRun } from '../arrays.ts';
 import type { DeploymentPreview } from '../contract.ts';
 import type { PreviewDiff } from '../render/preview-diff.ts';
 
@@ -41,14 +42,14 @@ export function previewStatus(p: DeploymentPreview): { state: 'success' | 'failu
 
 /** A fence longer than any run of backticks in `text` (CommonMark: a shorter run cannot close it). */
 function fence(text: string): string {
-  const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
+  const longest = Math.max(2, longestRun(text, '`'));
   return '`'.repeat(longest + 1);
 }
 
 /** Text a commit chose, as inline code that nothing inside can end (and no @mention, no HTML). */
 export function code(text: string): string {
   const flat = text.replace(/[\r\n]+/g, ' ');
-  const ticks = Math.max(0, ...[...flat.matchAll(/`+/g)].map((m) => m[0].length)) + 1;
+  const ticks = longestRun(flat, '`') + 1;
   const bar = '`'.repeat(ticks);
   return `${bar} ${flat} ${bar}`;
 }

@@ -6,9 +6,11 @@
 // sync did, not the raw files of the commit. A chart from a chart source and manifests from an OCI artifact are
 // fetched at the version and digest the sync deploys (or the release recorded) through the one download path
 // (artifact-fetch.ts), bounded and checked like Git content.
+
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse } from 'yaml';
+import { append } from '../arrays.ts';
 import type { Deployment, MooringConfig } from '../config/schema.ts';
 import { StalledError, TransientError } from '../errors.ts';
 import type { ManifestFile } from '../render/parse.ts';
@@ -203,13 +205,13 @@ export async function pathManifests(ctx: ManifestContext, local: LocalPaths): Pr
   for (const path of local.paths) {
     const folder = path !== STDIN_PATH && (await stat(path).catch(() => undefined))?.isDirectory();
     if (folder && (await isChart(path))) charts.push(path);
-    else if (folder && !local.recursive) rest.push(...(await folderLevel(path)));
+    else if (folder && !local.recursive) append(rest, await folderLevel(path));
     else rest.push(path);
   }
   local.onCharts?.(charts);
   const files: ManifestFile[] = [];
   if (rest.length > 0) {
-    files.push(...(await kustomizeLocal(rest, await readManifestFiles(rest), kustomizeOptions(ctx.config))));
+    append(files, await kustomizeLocal(rest, await readManifestFiles(rest), kustomizeOptions(ctx.config)));
   }
   const caps = charts.length > 0 ? await ctx.capabilities?.() : undefined;
   for (const chart of charts) {
@@ -278,7 +280,7 @@ async function flatten(paths: readonly string[]): Promise<string[]> {
   const out: string[] = [];
   for (const path of paths) {
     const folder = (await stat(path).catch(() => undefined))?.isDirectory();
-    out.push(...(folder ? await folderLevel(path) : [path]));
+    append(out, folder ? await folderLevel(path) : [path]);
   }
   return out;
 }

@@ -3,7 +3,9 @@
 // is kept in the cluster, so a restarted agent with nothing new deploys nothing. The agent owns the schedule, the
 // queue and the sync of a deployment; polling each kind of source is in agent-sources.ts, and the decision whether
 // a deployment needs a sync in reconcile.ts.
+
 import cron from 'node-cron';
+import { append } from '../arrays.ts';
 import type { GitSource, LocalSource, MooringConfig } from '../config/schema.ts';
 import {
   type DeployReport,
@@ -654,7 +656,7 @@ export class Agent {
       open: true,
       join: (other) => {
         if (!job.open && other.requests.length > 0) return false;
-        job.requests.push(...other.requests.splice(0));
+        append(job.requests, other.requests.splice(0));
         return true;
       },
       run: async (signal, releaseSlot) => {

@@ -14,6 +14,7 @@ import { isAccessDenied } from '../kube/errors.ts';
 import { ensureHashKey, readHashKey } from '../kube/hash-key.ts';
 import { collectVersionHistory, type HistoryResult } from '../kube/history.ts';
 import {
+  cliOwner,
   type InventoryEntry,
   InventoryStore,
   inventoryOf,
@@ -24,6 +25,7 @@ import { createNamespace, namespaceExists } from '../kube/namespace.ts';
 import { executePrune, pruneTargets } from '../kube/prune.ts';
 import { discoverClusterScoped } from '../kube/scope.ts';
 import { readSnapshot } from '../kube/snapshot.ts';
+import { type HookOwner, markHook } from '../render/hook-owner.ts';
 import { type HookEvent, type HookPhase, hookRole, isHookObject } from '../render/hooks.ts';
 import type { ImageArtifact } from '../render/images.ts';
 import { describeObject, isClusterScoped, type KubeObject } from '../render/manifest.ts';
@@ -41,7 +43,7 @@ import { type HealthRules, healthRulesFor } from '../stability/health.ts';
 import { judgedByMetadata, stabilityOf } from '../stability/rules.ts';
 import type { Stability } from '../stability/verdict.ts';
 import { type WaitResult, waitForStability } from '../stability/waiter.ts';
-import { type HookTarget, runHooks } from './hooks.ts';
+import { checkHooks, type HookActions, type HookTarget, hookRefusal, runHooks } from './hooks.ts';
 import { assertNotEmpty } from './prune.ts';
 
 export interface DeployRequest {
@@ -279,6 +281,12 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
   // The owner's inventory is read here; the new objects are recorded once the whole set passed its dry run and
   // before the first write (recordInventory): a set refused whole records nothing, a sync cut short leaves no
   // write unrecorded, and what a failed apply never wrote is taken out again.
+  // Whose hooks this sync runs: each is marked as this deployment's, and only its earlier runs are its own.
+  const hookOwner: HookOwner = {
+    deployment: request.inventory?.owner ?? cliOwner(request.namespace, request.application),
+    application: request.application,
+    fieldManager: request.fieldManager ?? 'mooring',
+  };
   // Hooks leave the release objects here: they are not in the inventory, the whole-set dry run or the wait; they
   // run in their phases. Which Helm hooks run depends on the event: the first sync of an owner installs.
   const splitHooks = (ctx: Context, event: HookEvent) => {
@@ -297,7 +305,10 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       if (role.role === 'release') keep.push(i);
       else if (role.role === 'hook')
         hooks[role.hook.phase].push({
-          target: { object, plan: rendered.plan[i] as ApplyTarget['plan'] },
+          target: {
+            object: markHook(object, hookOwner.deployment),
+            plan: rendered.plan[i] as ApplyTarget['plan'],
+          },
           hook: role.hook,
         });
     });
@@ -365,26 +376,39 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
     if (found.findings.length === 0)
       ctx.wait = { outcome: 'stable', verdicts: [], culprit: undefined, elapsedMs: 0 };
   };
+  /** The deploy's own apply, wait and delete for hooks: each refuses an object a hook does not own. */
+  const hookActions = (): HookActions => {
+    const applier = new Applier(api, discovery, {
+      fieldManager: request.fieldManager ?? 'mooring',
+      concurrency: request.concurrency ?? 8,
+      refuse: hookRefusal(hookOwner),
+    });
+    return {
+      check: (objects) => applier.check(objects),
+      apply: (targets) => applier.apply(targets),
+      wait: waitFor,
+      remove: (object) => applier.remove(object),
+    };
+  };
+  // Before anything is written (in a dry run too, so a preview says it): every hook whose name another object
+  // holds fails the sync, and no hook runs, SyncFail's included.
+  const hookCheckStage: Stage = async (ctx) => {
+    const hooks = Object.values(ctx.hooks ?? {}).flat();
+    try {
+      await checkHooks(hookActions(), hooks);
+    } catch (error) {
+      ctx.hooks = undefined;
+      throw error;
+    }
+  };
   /** Runs the hooks of a phase (src/sync/hooks.ts) with the deploy's own apply, wait and delete. */
   const runPhase = async (ctx: Context, phase: HookPhase) => {
     const hooks = ctx.hooks?.[phase] ?? [];
     if (hooks.length === 0 || request.dryRun) return;
-    const applier = new Applier(api, discovery, {
-      fieldManager: request.fieldManager ?? 'mooring',
-      concurrency: request.concurrency ?? 8,
+    await runHooks(hookActions(), hooks, (run) => {
+      ctx.hookRuns.push(run);
+      deps.onEvent?.({ type: 'hook', run });
     });
-    await runHooks(
-      {
-        apply: (targets) => applier.apply(targets),
-        wait: waitFor,
-        remove: (object, refuse) => applier.remove(object, refuse),
-      },
-      hooks,
-      (run) => {
-        ctx.hookRuns.push(run);
-        deps.onEvent?.({ type: 'hook', run });
-      },
-    );
   };
   const applyStage: Stage = async (ctx) => {
     const rendered = ctx.rendered as RenderResult;
@@ -548,6 +572,7 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
         renderStage,
         namespaceStage,
         inventoryStage,
+        hookCheckStage,
         driftStage,
         applyStage,
         waitStage,

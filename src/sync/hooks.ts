@@ -2,11 +2,15 @@
 // weight group applied together, waited on (a Job until it completes, a Pod until it succeeds, any other kind
 // until stable), and deleted per its policy. The first group that fails stops the phase: its error names the hook
 // and why. Applying, waiting and deleting are the deploy's own (one Applier, one cluster cache), passed in.
+// Hooks own only what they created (src/render/hook-owner.ts): every hook of the sync is checked before anything
+// is written (checkHooks), and the actions refuse again, on the reads they make anyway, an object that took a
+// hook's name since.
 
 import type { HookRun } from '../contract.ts';
-import { StalledError } from '../errors.ts';
+import { errorMessage, StalledError } from '../errors.ts';
 import type { ApplyResult, ApplyTarget } from '../kube/apply.ts';
-import { type Hook, hookOrder, isHookObject } from '../render/hooks.ts';
+import { type HookOwner, refuseForeign } from '../render/hook-owner.ts';
+import { type Hook, hookOrder } from '../render/hooks.ts';
 import { describeObject, type KubeObject } from '../render/manifest.ts';
 import { stabilityOf } from '../stability/rules.ts';
 import type { Stability } from '../stability/verdict.ts';
@@ -17,23 +21,32 @@ export interface HookTarget {
   hook: Hook;
 }
 
+/**
+ * What the runner does to the cluster. Each action refuses, with `refuse`'s message, an object holding a hook's
+ * name that `refuse` says is not the hook's own (the Applier's `refuse` option).
+ */
 export interface HookActions {
+  /** Reads what holds each hook's name now; throws when one is not the hook's own. Writes nothing. */
+  check(objects: KubeObject[]): Promise<void>;
   apply(targets: ApplyTarget[]): Promise<ApplyResult[]>;
   wait(results: ApplyResult[], rule: (object: KubeObject, now: Date) => Stability): Promise<WaitResult>;
-  remove(object: KubeObject, refuse?: (live: KubeObject) => string | undefined): Promise<boolean>;
+  remove(object: KubeObject): Promise<boolean>;
 }
 
 /** A hook failed: the sync stops (before any release object is written, for a pre hook). */
 export class HookFailedError extends StalledError {}
 
+/** The rule every action of the runner applies to what holds a hook's name: only its earlier runs are its own. */
+export function hookRefusal(owner: HookOwner): (live: KubeObject, wanted: KubeObject) => string | undefined {
+  return (live, wanted) => refuseForeign(live, wanted, owner);
+}
+
 /**
- * Only an earlier run of a hook is deleted before the hook is created again: an object of that name that is no
- * hook (another tool's, or a release object) is left alone, and the hook fails naming it.
+ * Before anything of the sync is written: every hook it may run (all phases, SyncFail included) is refused when
+ * its name is held by an object that is not an earlier run of it, whatever its delete policy.
  */
-function notAHook(live: KubeObject): string | undefined {
-  return isHookObject(live.metadata.annotations)
-    ? undefined
-    : 'exists and is no hook (no helm.sh/hook or argocd.argoproj.io/hook annotation): not deleted to make room for the hook';
+export async function checkHooks(actions: HookActions, hooks: readonly HookTarget[]): Promise<void> {
+  if (hooks.length > 0) await actions.check(hooks.map((h) => h.target.object));
 }
 
 /** A hook is done when it has run: a Pod that is running and ready is still running, not done. */
@@ -53,8 +66,10 @@ export async function runHooks(
   onRun: (run: HookRun) => void,
 ): Promise<void> {
   for (const group of hookOrder(hooks.map((h) => ({ ...h, object: h.target.object })))) {
+    // Only an earlier run of the hook is deleted (remove refuses anything else); apply refuses, on the live read
+    // it makes before its dry run, a name another object took since checkHooks.
     for (const { target, hook } of group)
-      if (hook.deletePolicies.has('before-hook-creation')) await actions.remove(target.object, notAHook);
+      if (hook.deletePolicies.has('before-hook-creation')) await actions.remove(target.object);
     const results = await actions.apply(group.map((h) => h.target));
     const wait = await actions.wait(results, hookStability);
     const verdicts = new Map(wait.verdicts.map((v) => [v.name, v.stability]));
@@ -70,15 +85,20 @@ export async function runHooks(
           ? message
           : `did not finish in time: ${message}`;
       const policy = succeeded ? 'hook-succeeded' : 'hook-failed';
+      // An object that took the hook's name during its run is not deleted: the run says why.
+      let kept = '';
       const deleted = hook.deletePolicies.has(policy)
-        ? await actions.remove(target.object).catch(() => false)
+        ? await actions.remove(target.object).catch((error: unknown) => {
+            kept = `; not deleted: ${errorMessage(error)}`;
+            return false;
+          })
         : false;
       onRun({
         object: name,
         apiVersion: target.object.apiVersion,
         hook: hook.label,
         outcome: succeeded ? 'succeeded' : 'failed',
-        message: why,
+        message: why + kept,
         deleted,
       });
       if (!succeeded) failure ??= `${hook.label} hook ${name} failed: ${why}`;

@@ -3,7 +3,9 @@
 // rendered as a sync renders them (the deployment's render options, the images a sync would bind), the head with the
 // base's versions known, and compared (render/preview-diff.ts). Nothing is written to any cluster. Values decrypted
 // from SOPS files are redacted from every text of the preview, and Secret values are masked key by key.
+
 import { randomBytes } from 'node:crypto';
+import { append } from '../arrays.ts';
 import { renderOptionsFor } from '../config/render-options.ts';
 import type { Deployment, MooringConfig } from '../config/schema.ts';
 import type { DeploymentPreview } from '../contract.ts';
@@ -84,7 +86,7 @@ export async function previewDeployment(request: PreviewRequest): Promise<Deploy
       spec,
       { git: request.repo, commit, artifacts: request.artifacts, dependencies: request.dependencies },
     );
-    secrets.push(...decryptedValues(files));
+    append(secrets, decryptedValues(files));
     for (const w of files.flatMap((f) => f.warnings ?? [])) preview.notes.push(`warning: ${w}`);
     return files;
   };

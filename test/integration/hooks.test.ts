@@ -316,7 +316,9 @@ data: {a: b}
 `;
     const result = await deployTo(ns(), await tree({ 'app.yaml': hook }));
     expect(result.code).not.toBe(0);
-    expect(result.stdout + result.stderr).toContain('exists and is no hook');
+    expect(result.stdout + result.stderr).toContain(
+      `hook ConfigMap ${ns()}/precious: a ConfigMap of that name exists and was not created by this hook of deployment`,
+    );
     const kept = await core.readNamespacedConfigMap({ name: 'precious', namespace: ns() });
     expect(kept.data).toEqual({ keep: 'me' });
     await expect(core.readNamespacedConfigMap({ name: 'app', namespace: ns() })).rejects.toMatchObject({

@@ -263,6 +263,60 @@ describe('pull-request previews', () => {
     }
   });
 
+  const ticks = useNamespace('previews-ticks');
+
+  it('posts the comment of a value of 150,000 backtick runs, within the forge size, the diff left out', async () => {
+    const suffix = Date.now().toString(36);
+    const forge = await startForgeReceiver('github');
+    const repo = await bareRepo(`previews-ticks-${suffix}/app`);
+    const configMap = (value: string) =>
+      `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ticks, annotations: {strategy.spinnaker.io/versioned: "false"}}\ndata: {v: "${value}"}\n`;
+    const main = await repo.commit({ 'apps/t/t.yaml': configMap('plain') });
+    const configFile = join(await tempDir(), 'mooring.yaml');
+    await writeFile(
+      configFile,
+      await agentConfig({
+        cluster: { name: 'ticks', namespace: `mooring-previews-ticks-${suffix}` },
+        git: [{ name: 'app', repo, preview: { enabled: true } }],
+        deployments: [{ name: 'ticks', namespace: ticks(), source: 'app', paths: ['apps/t'] }],
+        statuses: forge,
+      }),
+    );
+    const agent = startAgent({ file: configFile });
+    try {
+      await eventually(
+        'main deployed',
+        async () =>
+          forge
+            .statuses()
+            .find((s) => s.commit === main && s.context === 'mooring/ticks/ticks' && s.state !== 'pending'),
+        90_000,
+      );
+      const head = await commitFiles(
+        repo.path,
+        { 'apps/t/t.yaml': configMap('` '.repeat(150_000)) },
+        { branch: 'pr-3', from: main },
+      );
+      forge.setPullRequest(3, {
+        headSha: head,
+        baseRef: 'main',
+        state: 'open',
+        fromFork: false,
+        author: 'alice',
+        labels: [],
+      });
+      await setRef(repo.path, 'refs/pull/3/head', head);
+      const body = await eventually('the comment of #3', async () => forge.comments(3)[0], 60_000);
+      expect(body.length).toBeLessThanOrEqual(65_536);
+      expect(body).toContain('<b>ticks: 1 changed</b>');
+      expect(body).toMatch(/\*\*Changed ` ConfigMap [a-z0-9-]+\/ticks `\*\* \(diff left out\)/);
+      expect(forge.problems()).toEqual([]);
+    } finally {
+      await agent.stop();
+      await forge.close();
+    }
+  });
+
   const live = useNamespace('previews-live');
   it('with preview.live compares the head with the cluster by a dry run: a change made by hand shows, nothing is written; a failing forge API is tried again', async () => {
     const suffix = Date.now().toString(36);

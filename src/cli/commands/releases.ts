@@ -1,9 +1,11 @@
 // The release ledger on the command line: `mooring history`, `mooring status`, `mooring rollback`, `mooring resume`
 // (which also ends a `mooring suspend`: src/cli/commands/control.ts). They read the agent's configuration (--config) for the cluster and the agent's namespace, or take kubectl's
 // flags and --agent-namespace.
+
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
+import { append } from '../../arrays.ts';
 import { loadConfigFile } from '../../config/load.ts';
 import type { MooringConfig } from '../../config/schema.ts';
 import { targetsOf } from '../../config/targets.ts';
@@ -234,7 +236,7 @@ export function releaseCommands(program: Command, print: (text: string) => void)
       if (cluster === undefined) {
         const opened = await open(scoped, deployment);
         try {
-          rows.push(...(await statusRows(opened, deployment)));
+          append(rows, await statusRows(opened, deployment));
         } finally {
           opened.api.close();
         }
@@ -245,7 +247,10 @@ export function releaseCommands(program: Command, print: (text: string) => void)
         // A cluster whose kubeconfig is in a Secret, or that does not answer, is a row that says so.
         opened = await open(scoped);
         const found = await answerWithin(STATUS_CLUSTER_MS, statusRows(opened, deployment));
-        rows.push(...found.map((r) => ({ cluster, ...r })));
+        append(
+          rows,
+          found.map((r) => ({ cluster, ...r })),
+        );
       } catch (error) {
         const why = errorMessage(error).replace(/^error: /, '');
         rows.push({

@@ -10,8 +10,10 @@
 //   holding a kustomization of them, whose own fields are checked in turn.
 // - `chart-repo`: a helmCharts repository kustomize would pull a chart from (with --enable-helm).
 // - `unreadable`: inline plugin configurations that are not YAML (`value` says why): refused, as unchecked.
+
 import { posix } from 'node:path';
 import { parseAllDocuments } from 'yaml';
+import { append } from '../../arrays.ts';
 
 export type EntryKind = 'base' | 'file' | 'plugin' | 'chart-repo' | 'unreadable';
 
@@ -138,9 +140,9 @@ export function kustomizationEntries(doc: unknown): FieldEntry[] {
   });
   for (const key of ['generators', 'transformers', 'validators'])
     list(doc[key]).forEach((entry, i) => {
-      if (typeof entry !== 'string') out.push(...pluginConfigEntries(entry, `${key}[${i}]`));
+      if (typeof entry !== 'string') append(out, pluginConfigEntries(entry, `${key}[${i}]`));
       else if (!isInlinePatch(entry)) out.push({ field: `${key}[${i}]`, value: entry, kind: 'plugin' });
-      else out.push(...inlineConfigEntries(entry, `${key}[${i}]`));
+      else append(out, inlineConfigEntries(entry, `${key}[${i}]`));
     });
   if (isDoc(doc.openapi)) strings(out, doc.openapi, 'path', 'file', 'openapi.');
   strings(out, doc, 'crds', 'file');

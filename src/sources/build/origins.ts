@@ -28,6 +28,7 @@ import {
   parseAllDocuments,
   parse as parseYaml,
 } from 'yaml';
+import { maxOf } from '../../arrays.ts';
 import type { Origin } from '../../render/manifest.ts';
 import type { WrittenAt } from '../../render/parse.ts';
 import { safeUrl } from './kustomize-check.ts';
@@ -180,7 +181,10 @@ function pick<T extends { name: string }>(candidates: readonly T[], name: string
   const exact = candidates.filter((c) => c.name === name);
   if (exact.length > 0) return exact.length === 1 ? exact[0] : undefined;
   const held = candidates.filter((c) => c.name !== '' && name.includes(c.name));
-  const longest = Math.max(0, ...held.map((c) => c.name.length));
+  const longest = maxOf(
+    held.map((c) => c.name.length),
+    0,
+  );
   const best = held.filter((c) => c.name.length === longest);
   return best.length === 1 ? best[0] : undefined;
 }

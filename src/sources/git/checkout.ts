@@ -99,7 +99,7 @@ export async function checkoutTree(
     }
     await mkdir(into, { recursive: true });
     for await (const { file, bytes } of readBlobs(store, files, maxFileBytes)) {
-      const target = join(into, ...file.path.split('/'));
+      const target = join(into, file.path);
       const folder = dirname(target);
       if (!made.has(folder)) {
         await mkdir(folder, { recursive: true });

@@ -1,8 +1,10 @@
 // A client of the OCI distribution API for one registry host: manifest digests (HEAD), tag lists and image
 // labels, with anonymous, basic and bearer-token auth, our own rate limit and bounded answers.
 // Every failure is a typed error that says which: "tag not found" and "bad credentials" never look alike.
+
 import { createHash } from 'node:crypto';
 import type { z } from 'zod';
+import { append } from '../../arrays.ts';
 import { StalledError, TransientError, WaitingError } from '../../errors.ts';
 import { httpVerdict } from '../../http/request.ts';
 import { parseRateLimitRemaining } from '../../http/retry-after.ts';
@@ -166,7 +168,7 @@ export class RegistryClient {
       const response: HttpResponse = await this.#request('GET', repository, url, 'application/json');
       if (response.status === 404) throw this.#repositoryNotFound(repository);
       this.#expectOk(response, repository);
-      tags.push(...this.#json(response, tagListSchema, repository, 'tag list').tags);
+      append(tags, this.#json(response, tagListSchema, repository, 'tag list').tags);
       if (tags.length > this.#maxTags) {
         throw new StalledError(`${this.#name(repository)} has more than ${this.#maxTags} tags`);
       }

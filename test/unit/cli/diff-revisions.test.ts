@@ -177,6 +177,29 @@ describe('mooring diff --base --head', () => {
     expect(missing.stderr).toContain('revision no-such-branch is not in the checkout');
   });
 
+  it('prints the Markdown of a value of 150,000 backtick runs, within the comment cap', async () => {
+    const value = (n: number) =>
+      `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ticks, annotations: {strategy.spinnaker.io/versioned: "false"}}\ndata: {v: "${'` '.repeat(n)}"}\n`;
+    const { dir, shas } = await checkout([{ 'k8s/a.yaml': value(3) }, { 'k8s/a.yaml': value(150_000) }]);
+    const md = await cli(
+      'diff',
+      join(dir, 'k8s'),
+      '--base',
+      shas[0] as string,
+      '--head',
+      shas[1] as string,
+      '-n',
+      'shop',
+      '-o',
+      'markdown',
+    );
+    // Exit code 1: something changed.
+    expect(md.code, md.stderr).toBe(1);
+    expect(md.stdout.startsWith(PREVIEW_MARKER)).toBe(true);
+    expect(md.stdout.length).toBeLessThanOrEqual(65_536);
+    expect(md.stdout).toContain('**Changed ` ConfigMap shop/ticks `** (diff left out)');
+  }, 30_000);
+
   it('previews 60 deployments of 8 objects changed by one commit in a comment that fits GitHub', async () => {
     const apps = Array.from({ length: 60 }, (_, i) => `app-${String(i).padStart(2, '0')}`);
     const objects = (app: string, color: string) =>

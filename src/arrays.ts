@@ -1,0 +1,31 @@
+// Folding and appending arrays whose length content chooses (objects in a commit, values in a file, tags a
+// registry lists, rows of a table). Spreading such an array into a call (`Math.max(...xs)`, `out.push(...xs)`)
+// passes every element as an argument on the stack, and V8 throws a RangeError past about a hundred thousand:
+// one file of many values would then crash what renders it. These loops take any length.
+
+/** The largest of `values`, or `floor` when there is none larger (Math.max(floor, ...values) without a spread). */
+export function maxOf(values: Iterable<number>, floor = Number.NEGATIVE_INFINITY): number {
+  let max = floor;
+  for (const value of values) if (value > max) max = value;
+  return max;
+}
+
+/** Appends `items` to `target` in order (target.push(...items) without a spread); returns `target`. */
+export function append<T>(target: T[], items: Iterable<T>): T[] {
+  for (const item of items) target.push(item);
+  return target;
+}
+
+/** The length of the longest run of `char` (one UTF-16 unit) in `text`; 0 when it does not occur. */
+export function longestRun(text: string, char: string): number {
+  const code = char.charCodeAt(0);
+  let longest = 0;
+  let run = 0;
+  for (let i = 0; i < text.length; i++) {
+    if (text.charCodeAt(i) === code) {
+      run++;
+      if (run > longest) longest = run;
+    } else run = 0;
+  }
+  return longest;
+}
