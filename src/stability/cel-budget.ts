@@ -7,15 +7,16 @@
 // - `cost`: Kubernetes gives one CRD validation rule 1,000,000 units per call (apiextensions' PerCallLimit); a
 //   unit here is at most about 100 ns of work on a 2-core node (measured: a per-character JavaScript loop costs
 //   one unit per character, a native string operation one per ten characters, as cel-go's 0.1 per character, and
-//   one step of the evaluator, a node of the expression, about 1 µs: ten units), so a whole budget is about the
-//   deadline below, and a rule that reads a few conditions uses a few thousand.
+//   one step of the evaluator, a node of the expression, about 1 µs: ten units), so a whole budget is about
+//   100 ms, and a rule that reads a few conditions uses a few hundred units.
 // - `valueSize`: no string, bytes or list a rule makes may be longer than 1 MiB (characters, bytes or elements).
 //   The objects a rule reads are at most 3 MiB in all (the API server's maxRequestSizeBytes), so no honest rule
 //   needs more; a value that doubles, or grows tenfold, per step is stopped at its first step past it.
-// - The deadline is the backstop for work no unit counts (the evaluator's own steps between two charges, each
-//   bounded by the expression's size); it is consulted only past `clockAfter` units, so that the verdict of a
-//   small rule never depends on the machine's load. Running out of time is not the rule's fault: it leaves the
-//   object in progress (judged again later), where a budget exceeded fails it.
+// - The deadline (CEL_LIMITS.deadlineMs, 250 ms, above the budget's 100 ms so that on a loaded node the budget
+//   still ends an evaluation first) is the backstop for work no unit counts exactly; it is consulted only past
+//   `clockAfter` units or the first iterations, so that the verdict of a small rule never depends on the
+//   machine's load. Running out of time may be the machine's doing: it leaves the object in progress (judged
+//   again later), where a budget exceeded, the rule's doing, fails it.
 
 export const CEL_BUDGET = {
   /** Units of one evaluation. */

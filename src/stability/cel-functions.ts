@@ -29,7 +29,7 @@ import type { RE2JS } from 're2js';
 import { charge, chars, checkSize, iterate } from './cel-budget.ts';
 import { compilePattern, instructionsOf } from './cel-regex.ts';
 import { formatBound, joinedLength, planReplace } from './cel-strings.ts';
-import { append, keyedMap, weightOf } from './cel-values.ts';
+import { append, elementsOf, keyedMap, listOf, weightOf } from './cel-values.ts';
 
 type Cel = typeof CelModule;
 type CelValue = CelModule.CelValue;
@@ -147,7 +147,8 @@ function replacements(
   return {
     '_+_': (func) =>
       func.arguments.every((a) => a.kind === 'list')
-        ? (_t, [l, r]) => cel.celList([...(l as CelModule.CelList), ...(r as CelModule.CelList)])
+        ? (_t, [l, r]) =>
+            listOf(cel, elementsOf(l as CelModule.CelList).concat(elementsOf(r as CelModule.CelList)))
         : undefined,
     replace:
       () =>

@@ -4,19 +4,6 @@
 // one gives the same result, occurrence for occurrence, including its handling of an empty search string (the
 // replacement inserted `n` times at the start), which a property test checks against the library's.
 
-/** The occurrences `replace` would replace: at most `count`, each searched for after the previous one. */
-function occurrences(text: string, search: string, count: number): number[] {
-  const found: number[] = [];
-  let from = 0;
-  while (found.length < count) {
-    const at = text.indexOf(search, from);
-    if (at < 0) break;
-    found.push(at);
-    from = at + search.length;
-  }
-  return found;
-}
-
 /** How many replacements `text.replace(search, replacement[, n])` makes: `n` defaults to the text's length. */
 function replacementCount(text: string, num: bigint | undefined): number {
   const count = num === undefined ? text.length : Number(num);
@@ -41,19 +28,26 @@ export function planReplace(text: string, search: string, replacement: string, n
       build: () => replacement.repeat(count) + text,
     };
   }
-  const found = occurrences(text, search, count);
+  if (count * search.length >= text.length) {
+    // Every occurrence: splitting finds them as replace does, left to right, each after the one before.
+    const pieces = text.split(search);
+    return {
+      length: text.length + (pieces.length - 1) * (replacement.length - search.length),
+      build: () => pieces.join(replacement),
+    };
+  }
+  // The first `count` (fewer than the text's length): the text up to the end of the last one is split.
+  let found = 0;
+  let end = 0;
+  while (found < count) {
+    const at = text.indexOf(search, end);
+    if (at < 0) break;
+    found += 1;
+    end = at + search.length;
+  }
   return {
-    length: text.length + found.length * (replacement.length - search.length),
-    build: () => {
-      const parts: string[] = [];
-      let from = 0;
-      for (const at of found) {
-        parts.push(text.slice(from, at), replacement);
-        from = at + search.length;
-      }
-      parts.push(text.slice(from));
-      return parts.join('');
-    },
+    length: text.length + found * (replacement.length - search.length),
+    build: () => text.slice(0, end).split(search).join(replacement) + text.slice(end),
   };
 }
 

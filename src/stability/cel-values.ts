@@ -76,8 +76,22 @@ export class KeyedMap implements ReadonlyMap<MapKey, CelValue> {
 type Cel = Pick<typeof CelModule, 'isCelList' | 'isCelMap' | 'isCelUint' | 'celList'>;
 
 const weights = new WeakMap<object, number>();
-/** The backing array of each list a macro's accumulator holds (see append). */
+/** The array behind each list made here, read to copy it natively (the library's lists copy by generator). */
+const arrays = new WeakMap<object, readonly CelValue[]>();
+/** The array behind each list a macro's accumulator holds, which grows in place (see append). */
 const growing = new WeakMap<object, CelValue[]>();
+
+/** A list over `items`, which nothing may change afterwards. */
+export function listOf(cel: Cel, items: CelValue[]): CelModule.CelList {
+  const list = cel.celList(items);
+  arrays.set(list, items);
+  return list;
+}
+
+/** The elements of a list, as an array not to be changed. */
+export function elementsOf(list: CelModule.CelList): readonly CelValue[] {
+  return arrays.get(list) ?? [...list];
+}
 
 /** Per scalar (an int64 is at most 20 digits, a double's shortest form at most 24 characters). */
 const SCALAR_WEIGHT = 24;
@@ -113,8 +127,8 @@ export function append(
     if (weight !== undefined) weights.set(list, weight + weightOf(cel, element) + 2);
     return { list, copied: 0 };
   }
-  const items = [...list, element];
-  const grown = cel.celList(items);
+  const items = [...elementsOf(list), element];
+  const grown = listOf(cel, items);
   growing.set(grown, items);
   return { list: grown, copied: list.size };
 }
@@ -153,7 +167,7 @@ export function inputValue(
       weight += weightOf(cel, converted) + 2;
       return converted;
     });
-    const list = cel.celList(items);
+    const list = listOf(cel, items);
     weights.set(list, weight);
     return list;
   }

@@ -7,7 +7,7 @@
 // is converted; and a cost budget of each evaluation (cel-budget.ts), charged by every function before it runs
 // (cel-functions.ts says what each costs and why nothing else runs long) and by every iteration of a macro, through
 // a call woven into each comprehension's loop condition. Values a function would make past the size limit are
-// refused before they are made. A wall-clock deadline is the backstop.
+// refused before they are made. A wall-clock deadline is the backstop (CEL_LIMITS.deadlineMs).
 //
 // Two function sets: rules of the agent's configuration (written by its operator) have the whole string
 // extension; rules from CustomResourceDefinition annotations (written by whoever can push a commit) do not have
@@ -32,11 +32,16 @@ export const CEL_LIMITS = {
   expressionLength: 4096,
   /** Macro iterations of one evaluation. */
   iterations: 100_000,
-  /** Milliseconds one evaluation may run, */
-  deadlineMs: 100,
   /**
-   * counted once it has run this many iterations: a rule that reads a handful of conditions never meets the
-   * clock, so its verdict does not depend on the machine's load (a pause of the collector).
+   * Milliseconds one evaluation may run: a backstop above the cost budget's (about 100 ms of work), so that the
+   * budget, which fails the object, is what ends an evaluation, and the clock, which leaves it in progress, only
+   * what the budget does not count. It is read once an evaluation has run this many iterations, or used
+   * CEL_BUDGET.clockAfter units,
+   */
+  deadlineMs: 250,
+  /**
+   * so that a rule that reads a handful of conditions never meets the clock, and its verdict does not depend on
+   * the machine's load (a pause of the collector).
    */
   clockAfter: 100,
   /** Values (objects, arrays and scalars) of an object converted for evaluation. */
