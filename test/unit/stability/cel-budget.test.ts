@@ -1,13 +1,16 @@
 // The cost budget of CEL health rules: values that grow (replace chains, concatenation doubled in macros, lists
 // doubled, replacements of the empty string) are refused before they are made, naming the function and the size;
 // work that makes nothing (equality of a value shared over and over, nested macros) stops at the cost limit; a
-// bound broken where `||` would absorb the error still decides. Each expression here froze or ran for seconds
-// before the budget; each now ends at once.
+// bound broken where `||` would absorb the error still decides. The expressions that froze the evaluator before
+// the budget run in a worker thread (cel-worker.ts) that the test ends after 20 s, so that they fail rather than
+// freeze the run where the budget is missing.
+import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../../src/render/manifest.ts';
 import {
   CEL_BUDGET,
   compileExpression,
+  type Evaluation,
   type EvaluationLimits,
   evaluateExpression,
   objectBindings,
@@ -32,12 +35,32 @@ export function doubled(seed: string, n: number, op = (v: string) => `${v} + ${v
   return `[${seed}].map(v0, ${inner})[0]`;
 }
 
-function run(text: string, limits: EvaluationLimits = {}, bindings = {}) {
+/** The defaults (CEL_BUDGET), written out. */
+const SIZE = 1024 * 1024;
+const COST = 1_000_000;
+
+function run(text: string, limits: EvaluationLimits = {}, bindings = {}): Evaluation {
   return evaluateExpression(compileExpression(text), bindings, limits);
 }
 
-function refused(text: string, error: string | RegExp, limits: EvaluationLimits = {}) {
-  const result = run(text, limits);
+/** `run` in a worker thread, ended after 20 s. */
+function runBounded(text: string, limits: EvaluationLimits = {}): Promise<Evaluation> {
+  const worker = new Worker(new URL('./cel-worker.ts', import.meta.url));
+  return new Promise<Evaluation>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`${text.slice(0, 60)}… did not end within 20 s`)),
+      20_000,
+    );
+    worker.once('message', (result: Evaluation) => {
+      clearTimeout(timer);
+      resolve(result);
+    });
+    worker.once('error', reject);
+    worker.postMessage({ text, limits });
+  }).finally(() => worker.terminate());
+}
+
+function expectRefused(result: Evaluation, error: string | RegExp): void {
   expect(
     result.ok,
     JSON.stringify(result, (_k, v) => (typeof v === 'bigint' ? `${v}` : v)),
@@ -48,15 +71,30 @@ function refused(text: string, error: string | RegExp, limits: EvaluationLimits 
   else expect(result.error).toMatch(error);
 }
 
+function refused(text: string, error: string | RegExp, limits: EvaluationLimits = {}): void {
+  expectRefused(run(text, limits), error);
+}
+
+/** For the expressions that froze the evaluator. */
+const FROZE = 30_000;
+
 describe('CEL budget: values are measured before they are made', () => {
-  it('the replace chain of the report (six steps, tenfold each) stops at the step past the size limit', () => {
-    refused(
-      replaceChain(6),
-      `replace would make a string of 10000000 characters, more than ${CEL_BUDGET.valueSize}`,
-    );
-    // Five steps make a million characters, within the limit.
-    expect(run(`${replaceChain(5)}.endsWith('aaaa')`)).toEqual({ ok: true, value: true });
+  it('has the defaults its comments explain', () => {
+    expect(CEL_BUDGET).toMatchObject({ cost: COST, valueSize: SIZE });
   });
+
+  it(
+    'the replace chain of the report (six steps, tenfold each) stops at the step past the size limit',
+    async () => {
+      expectRefused(
+        await runBounded(replaceChain(6)),
+        `replace would make a string of 10000000 characters, more than ${SIZE}`,
+      );
+      // Five steps make a million characters, within the limit.
+      expect(await runBounded(`${replaceChain(5)}.endsWith('aaaa')`)).toEqual({ ok: true, value: true });
+    },
+    FROZE,
+  );
 
   it('the limit is the evaluation’s to set: three steps refused under 5,000 characters', () => {
     refused(replaceChain(3), 'replace would make a string of 10000 characters, more than 5000', {
@@ -64,19 +102,20 @@ describe('CEL budget: values are measured before they are made', () => {
     });
   });
 
-  it('replacing the empty string a huge number of times is measured, not looped', () => {
-    refused(
-      "'a'.replace('', 'xxxxxxxxxx', 9223372036854775807)",
-      `replace would make a string of ${1 + 9223372036854775807 * 10} characters, more than ${CEL_BUDGET.valueSize}`,
-    );
-    expect(run("'ab'.replace('', 'x', 3)")).toEqual({ ok: true, value: 'xxxab' });
-  });
+  it(
+    'replacing the empty string a huge number of times is measured, not looped',
+    async () => {
+      expectRefused(
+        await runBounded("'a'.replace('', 'xxxxxxxxxx', 9223372036854775807)"),
+        `replace would make a string of ${1 + 9223372036854775807 * 10} characters, more than ${SIZE}`,
+      );
+      expect(run("'ab'.replace('', 'x', 3)")).toEqual({ ok: true, value: 'xxxab' });
+    },
+    FROZE,
+  );
 
   it('concatenation doubled in nested macros stops at the first string past the limit', () => {
-    refused(
-      doubled("'ab'", 30),
-      `+ would make a string of ${2 ** 21} characters, more than ${CEL_BUDGET.valueSize}`,
-    );
+    refused(doubled("'ab'", 30), `+ would make a string of ${2 ** 21} characters, more than ${SIZE}`);
   });
 
   it('lists doubled by + stop there too, and macros that grow lists are counted per element', () => {
@@ -116,13 +155,17 @@ describe('CEL budget: values are measured before they are made', () => {
 });
 
 describe('CEL budget: work that makes nothing is charged', () => {
-  it('equality of a list holding one list 2^22 times over, built twice, is refused before it is walked', () => {
-    const shared = doubled('[1]', 22, (v) => `[${v}, ${v}]`);
-    refused(
-      `${shared} == ${shared}`,
-      `more than ${CEL_BUDGET.cost} cost units (the budget of one evaluation)`,
-    );
-  });
+  it(
+    'equality of a list holding one list 2^22 times over, built twice, is refused before it is walked',
+    async () => {
+      const shared = doubled('[1]', 22, (v) => `[${v}, ${v}]`);
+      expectRefused(
+        await runBounded(`${shared} == ${shared}`),
+        `more than ${COST} cost units (the budget of one evaluation)`,
+      );
+    },
+    FROZE,
+  );
 
   it('nested macros stop at the cost limit', () => {
     const range = `[${Array.from({ length: 100 }, (_, i) => i).join(', ')}]`;
@@ -133,9 +176,16 @@ describe('CEL budget: work that makes nothing is charged', () => {
     );
   });
 
-  it('a bound broken inside || still decides, though the other side is true', () => {
-    refused(`${replaceChain(6)} == '' || true`, /^replace would make a string of 10000000 characters/);
-  });
+  it(
+    'a bound broken inside || still decides, though the other side is true',
+    async () => {
+      expectRefused(
+        await runBounded(`${replaceChain(6)} == '' || true`),
+        /^replace would make a string of 10000000 characters/,
+      );
+    },
+    FROZE,
+  );
 
   it('a rule that reads a few conditions costs little, and each evaluation starts afresh', () => {
     const conditions = objectBindings({
@@ -196,14 +246,14 @@ describe('health rules over budget', () => {
     );
     expect(stabilityOf(widget, NOW, rules)).toEqual({
       state: 'failed',
-      message: `Widget prod/w: health rule example.com/Widget (config health[0]): current exceeded its cost budget (+ would make a string of ${2 ** 21} characters, more than ${CEL_BUDGET.valueSize})`,
+      message: `Widget prod/w: health rule example.com/Widget (config health[0]): current exceeded its cost budget (+ would make a string of ${2 ** 21} characters, more than ${SIZE})`,
     });
   });
 
   it('from a CRD, name the annotation', () => {
     const rules = crdHealthRules([crd({ 'mooring.io/health-current': `${doubled("'ab'", 30)}.size() > 0` })]);
     expect(stabilityOf(widget, NOW, rules).message).toBe(
-      `Widget prod/w: health rule example.com/Widget (CustomResourceDefinition widgets.example.com): mooring.io/health-current exceeded its cost budget (+ would make a string of ${2 ** 21} characters, more than ${CEL_BUDGET.valueSize})`,
+      `Widget prod/w: health rule example.com/Widget (CustomResourceDefinition widgets.example.com): mooring.io/health-current exceeded its cost budget (+ would make a string of ${2 ** 21} characters, more than ${SIZE})`,
     );
   });
 
