@@ -21,7 +21,7 @@ import { stabilityOf } from '../../../src/stability/rules.ts';
 const NOW = new Date('2025-06-01T12:00:00Z');
 
 /** `'aaaaaaaaaa'.replace('a', 'aaaaaaaaaa')` chained `n` times: the string grows tenfold per step. */
-export function replaceChain(n: number): string {
+function replaceChain(n: number): string {
   return `'aaaaaaaaaa'${".replace('a', 'aaaaaaaaaa')".repeat(n)}`;
 }
 
@@ -29,7 +29,7 @@ export function replaceChain(n: number): string {
  * `seed` doubled `n` times (by `+`, or `op`), each step binding the one before in a macro, so that each step
  * reads one value twice: `[seed].map(v0, [v0 + v0].map(v1, [v1 + v1].map(v2, v2)[0])[0])[0]`.
  */
-export function doubled(seed: string, n: number, op = (v: string) => `${v} + ${v}`): string {
+function doubled(seed: string, n: number, op = (v: string) => `${v} + ${v}`): string {
   let inner = `v${n}`;
   for (let i = n; i >= 1; i--) inner = `[${op(`v${i - 1}`)}].map(v${i}, ${inner})[0]`;
   return `[${seed}].map(v0, ${inner})[0]`;
@@ -107,7 +107,7 @@ describe('CEL budget: values are measured before they are made', () => {
     async () => {
       expectRefused(
         await runBounded("'a'.replace('', 'xxxxxxxxxx', 9223372036854775807)"),
-        `replace would make a string of ${1 + 9223372036854775807 * 10} characters, more than ${SIZE}`,
+        `replace would make a string of ${1 + Number(9223372036854775807n) * 10} characters, more than ${SIZE}`,
       );
       expect(run("'ab'.replace('', 'x', 3)")).toEqual({ ok: true, value: 'xxxab' });
     },
