@@ -110,7 +110,14 @@ describe('a CEL health rule from a commit', () => {
         cluster: { name: 'cel', namespace: agentNs() },
         git: [{ name: 'app', repo }],
         deployments: [
-          { name: 'evil', namespace: evilNs(), source: 'app', paths: ['evil'], stability: { timeout: '1m' } },
+          {
+            name: 'evil',
+            namespace: evilNs(),
+            source: 'app',
+            paths: ['evil'],
+            allowClusterScoped: ['CustomResourceDefinition'],
+            stability: { timeout: '1m' },
+          },
           { name: 'good', namespace: goodNs(), source: 'app', paths: ['good'], stability: { timeout: '1m' } },
         ],
         statuses: receiver,
