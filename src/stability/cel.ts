@@ -4,26 +4,44 @@
 // CommonJS build), so an agent without health rules never holds it, and configuration checks can compile.
 //
 // Bounds (the library has no cost limit of its own): the expression's length; the object's size and depth as it
-// is converted; and the iterations of all macros (all, exists, exists_one, filter, map) of one evaluation,
-// counted by a call woven into each comprehension's loop condition, with a wall-clock deadline checked on each
-// iteration past the first hundred (as cel-go's interrupt check, which Flux sets, checks its context). Outside
-// macros, the work of an expression is bounded by its length.
+// is converted; and a cost budget of each evaluation (cel-budget.ts), charged by every function before it runs
+// (cel-functions.ts says what each costs and why nothing else runs long) and by every iteration of a macro, through
+// a call woven into each comprehension's loop condition. Values a function would make past the size limit are
+// refused before they are made. A wall-clock deadline is the backstop (CEL_LIMITS.deadlineMs).
+//
+// Two function sets: rules of the agent's configuration (written by its operator) have the whole string
+// extension; rules from CustomResourceDefinition annotations (written by whoever can push a commit) do not have
+// the functions that make values larger than their operands (replace, split, join, format, strings.quote), and
+// are refused when they call one, naming it.
 import { createRequire } from 'node:module';
 import type * as CelModule from '@bufbuild/cel';
 import type * as CelExt from '@bufbuild/cel/ext';
 import type * as Syntax from '@bufbuild/cel-spec/cel/expr/syntax_pb.js';
 import type * as Protobuf from '@bufbuild/protobuf';
+import type * as Re2 from 're2js';
+import { CelBudgetError, chargeNodes, meterReading, startMeter } from './cel-budget.ts';
+import { GROWING_STRING_FUNCTIONS, internalFunctions, meteredFunctions } from './cel-functions.ts';
+import { CelCompileError, instrument, nodeCount, type RuleOrigin } from './cel-instrument.ts';
+import { inputValue } from './cel-values.ts';
+
+export { CEL_BUDGET } from './cel-budget.ts';
+export { CelCompileError, type RuleOrigin } from './cel-instrument.ts';
 
 export const CEL_LIMITS = {
   /** Characters of one expression. */
   expressionLength: 4096,
   /** Macro iterations of one evaluation. */
   iterations: 100_000,
-  /** Milliseconds one evaluation may run, */
-  deadlineMs: 100,
   /**
-   * counted once it has run this many iterations: a rule that reads a handful of conditions never meets the
-   * clock, so its verdict does not depend on the machine's load (a pause of the collector).
+   * Milliseconds one evaluation may run: a backstop above the cost budget's (about 100 ms of work), so that the
+   * budget, which fails the object, is what ends an evaluation, and the clock, which leaves it in progress, only
+   * what the budget does not count. It is read once an evaluation has run this many iterations, or used
+   * CEL_BUDGET.clockAfter units,
+   */
+  deadlineMs: 250,
+  /**
+   * so that a rule that reads a handful of conditions never meets the clock, and its verdict does not depend on
+   * the machine's load (a pause of the collector).
    */
   clockAfter: 100,
   /** Values (objects, arrays and scalars) of an object converted for evaluation. */
@@ -34,30 +52,15 @@ export const CEL_LIMITS = {
   inputDepth: 100,
 } as const;
 
-const TICK = 'mooring.tick';
-
-/**
- * Namespaces of cel-go's extension libraries Flux enables (sets, encoders, math, optional): `sets.contains(…)`
- * is such a function, not a method on a field named `sets`, and is refused when the library lacks it.
- */
-const EXTENSION_NAMESPACES = new Set(['sets', 'base64', 'math', 'optional', 'strings']);
-
 interface Library {
   cel: typeof CelModule;
-  ext: typeof CelExt;
   protobuf: typeof Protobuf;
   syntax: typeof Syntax;
-  env: CelModule.CelEnv;
+  re2: typeof Re2.RE2JS;
+  envs: Record<RuleOrigin, CelModule.CelEnv>;
 }
 
 let library: Library | undefined;
-
-/** Counts of the evaluation under way (evaluation is synchronous, so one at a time). */
-const budget: { iterations: number; deadline: number; limit: number } = {
-  iterations: 0,
-  deadline: 0,
-  limit: CEL_LIMITS.iterations,
-};
 
 function load(): Library {
   if (library) return library;
@@ -66,119 +69,31 @@ function load(): Library {
   const ext = require('@bufbuild/cel/ext') as typeof CelExt;
   const protobuf = require('@bufbuild/protobuf') as typeof Protobuf;
   const syntax = require('@bufbuild/cel-spec/cel/expr/syntax_pb.js') as typeof Syntax;
-  const tick = cel.celFunc(TICK, [cel.CelScalar.DYN], cel.CelScalar.DYN, (condition) => {
-    budget.iterations += 1;
-    if (budget.iterations > budget.limit)
-      throw new Error(`more than ${budget.limit} macro iterations (the limit of one evaluation)`);
-    if (budget.iterations > CEL_LIMITS.clockAfter && performance.now() > budget.deadline)
-      throw new Error(`evaluation took longer than ${CEL_LIMITS.deadlineMs}ms (the limit of one evaluation)`);
-    return condition;
-  });
-  const env = cel.celEnv({ funcs: [...ext.strings, tick] });
-  library = { cel, ext, protobuf, syntax, env };
+  const re2 = (require('re2js') as typeof Re2).RE2JS;
+  const metered = meteredFunctions(cel, re2, ext.strings);
+  const internal = internalFunctions(cel);
+  const growing = new Set<string>(GROWING_STRING_FUNCTIONS);
+  const envs = {
+    config: cel.celEnv({ funcs: [...metered, ...internal] }),
+    crd: cel.celEnv({ funcs: [...metered.filter((f) => !growing.has(f.name)), ...internal] }),
+  };
+  library = { cel, protobuf, syntax, re2, envs };
   return library;
 }
 
-/** An expression that does not parse, or calls a function CEL does not have here. */
-export class CelCompileError extends Error {}
-
 export interface CompiledExpression {
   readonly text: string;
+  readonly origin: RuleOrigin;
+  /** Nodes of the expression: what evaluating it costs at least, charged before it starts. */
+  readonly nodes: number;
   readonly run: (bindings: Record<string, CelModule.CelInput>) => CelModule.CelResult;
 }
 
-type Expr = Syntax.Expr;
-
-/** Operators and the parser's internal calls have names no expression can write. */
-function isOperator(name: string): boolean {
-  return !/^[A-Za-z_][A-Za-z0-9_.]*$/.test(name) || name.startsWith('_');
-}
-
-function qualifiedName(expr: Expr | undefined): string | undefined {
-  if (!expr) return undefined;
-  if (expr.exprKind.case === 'identExpr') return expr.exprKind.value.name;
-  if (expr.exprKind.case === 'selectExpr' && !expr.exprKind.value.testOnly) {
-    const parent = qualifiedName(expr.exprKind.value.operand);
-    return parent === undefined ? undefined : `${parent}.${expr.exprKind.value.field}`;
-  }
-  return undefined;
-}
-
 /**
- * Walks the parsed expression: every function it calls must exist (the library would only say so when the call
- * is reached), and every comprehension's loop condition is wrapped in the budget's tick.
+ * Parses and plans an expression, with the function set of its origin. Throws CelCompileError with the parser's
+ * message (`<input>:1:9: …`), or naming the function a rule may not call.
  */
-function instrument(lib: Library, root: Expr): void {
-  let nextId = 0n;
-  const ids: Expr[] = [root];
-  while (ids.length > 0) {
-    const e = ids.pop() as Expr;
-    if (e.id >= nextId) nextId = e.id + 1n;
-    children(e).forEach((c) => {
-      ids.push(c);
-    });
-  }
-  const visit = (e: Expr): void => {
-    const kind = e.exprKind;
-    if (kind.case === 'callExpr') {
-      const { function: name, target } = kind.value;
-      const qualified = qualifiedName(target);
-      const namespaced = qualified !== undefined && EXTENSION_NAMESPACES.has(qualified);
-      const known =
-        isOperator(name) ||
-        (qualified !== undefined && lib.env.funcs.find(`${qualified}.${name}`) !== undefined) ||
-        (!namespaced && lib.env.funcs.find(name) !== undefined);
-      if (!known) throw new CelCompileError(`unknown function ${qualified ? `${qualified}.` : ''}${name}`);
-    }
-    if (kind.case === 'comprehensionExpr' && kind.value.loopCondition) {
-      kind.value.loopCondition = lib.protobuf.create(lib.syntax.ExprSchema, {
-        id: nextId++,
-        exprKind: {
-          case: 'callExpr',
-          value: { function: TICK, args: [kind.value.loopCondition] },
-        },
-      });
-      // The wrapped condition itself is visited below (its own comprehensions are wrapped once).
-      const wrapped = kind.value.loopCondition.exprKind.value as Syntax.Expr_Call;
-      for (const child of [kind.value.iterRange, kind.value.accuInit, kind.value.loopStep, kind.value.result])
-        if (child) visit(child);
-      for (const arg of wrapped.args) visit(arg);
-      return;
-    }
-    for (const child of children(e)) visit(child);
-  };
-  visit(root);
-}
-
-function children(e: Expr): Expr[] {
-  const kind = e.exprKind;
-  switch (kind.case) {
-    case 'selectExpr':
-      return kind.value.operand ? [kind.value.operand] : [];
-    case 'callExpr':
-      return [...(kind.value.target ? [kind.value.target] : []), ...kind.value.args];
-    case 'listExpr':
-      return kind.value.elements;
-    case 'structExpr':
-      return kind.value.entries.flatMap((entry) => [
-        ...(entry.keyKind.case === 'mapKey' ? [entry.keyKind.value] : []),
-        ...(entry.value ? [entry.value] : []),
-      ]);
-    case 'comprehensionExpr':
-      return [
-        kind.value.iterRange,
-        kind.value.accuInit,
-        kind.value.loopCondition,
-        kind.value.loopStep,
-        kind.value.result,
-      ].filter((c): c is Expr => c !== undefined);
-    default:
-      return [];
-  }
-}
-
-/** Parses and plans an expression. Throws CelCompileError with the parser's message (`<input>:1:9: …`). */
-export function compileExpression(text: string): CompiledExpression {
+export function compileExpression(text: string, origin: RuleOrigin = 'config'): CompiledExpression {
   if (text.length > CEL_LIMITS.expressionLength)
     throw new CelCompileError(
       `expression of ${text.length} characters is longer than the limit of ${CEL_LIMITS.expressionLength}`,
@@ -192,35 +107,64 @@ export function compileExpression(text: string): CompiledExpression {
     // A RangeError is a nesting too deep for the parser's recursion.
     throw new CelCompileError(error instanceof Error ? error.message : String(error));
   }
-  instrument(lib, parsed.expr);
+  const nodes = nodeCount(parsed.expr);
+  const full = lib.envs.config.funcs;
+  instrument({ ...lib, has: (name) => full.find(name) !== undefined }, parsed.expr, origin);
   let planned: (bindings: Record<string, CelModule.CelInput>) => CelModule.CelResult;
   try {
-    planned = lib.cel.plan(lib.env, parsed) as typeof planned;
+    planned = lib.cel.plan(lib.envs[origin], parsed) as typeof planned;
   } catch (error) {
     throw new CelCompileError(error instanceof Error ? error.message : String(error));
   }
-  return { text, run: planned };
+  return { text, origin, nodes, run: planned };
 }
 
-export type Evaluation = { ok: true; value: CelModule.CelValue } | { ok: false; error: string };
+/** `budget` when the evaluation broke its budget (cost, value size, iterations): the rule fails its object. */
+export type Evaluation =
+  | { ok: true; value: CelModule.CelValue }
+  | { ok: false; error: string; budget?: true };
+
+export interface EvaluationLimits {
+  iterations?: number;
+  cost?: number;
+  valueSize?: number;
+}
 
 /** Evaluates a compiled expression with the bounds above. Never throws. */
 export function evaluateExpression(
   expression: CompiledExpression,
   bindings: Record<string, CelModule.CelInput>,
-  limits: { iterations?: number } = {},
+  limits: EvaluationLimits = {},
 ): Evaluation {
   const lib = load();
-  budget.iterations = 0;
-  budget.limit = limits.iterations ?? CEL_LIMITS.iterations;
-  budget.deadline = performance.now() + CEL_LIMITS.deadlineMs;
+  startMeter({
+    iterations: limits.iterations ?? CEL_LIMITS.iterations,
+    clockAfterIterations: CEL_LIMITS.clockAfter,
+    cost: limits.cost,
+    valueSize: limits.valueSize,
+    deadlineMs: CEL_LIMITS.deadlineMs,
+  });
+  let value: CelModule.CelResult | undefined;
+  let thrown: unknown;
   try {
-    const value = expression.run(bindings);
-    if (lib.cel.isCelError(value)) return { ok: false, error: value.message };
-    return { ok: true, value };
+    chargeNodes(expression.nodes);
+    value = expression.run(bindings);
   } catch (error) {
-    return { ok: false, error: error instanceof Error ? error.message : String(error) };
+    thrown = error;
   }
+  // A bound broken inside `a || b` may have been absorbed by the other operand: it decides all the same.
+  const { broken } = meterReading();
+  if (broken)
+    return {
+      ok: false,
+      error: broken.message,
+      ...(broken instanceof CelBudgetError ? { budget: true as const } : {}),
+    };
+  if (thrown !== undefined)
+    return { ok: false, error: thrown instanceof Error ? thrown.message : String(thrown) };
+  if (value === undefined || lib.cel.isCelError(value))
+    return { ok: false, error: value?.message ?? 'no value' };
+  return { ok: true, value };
 }
 
 /** Too large, too deep: the object is not evaluated. */
@@ -234,34 +178,23 @@ export class InputBoundError extends Error {}
 export function objectBindings(
   object: Readonly<Record<string, unknown>>,
 ): Record<string, CelModule.CelInput> {
+  const { cel } = load();
   const counts = { values: 0, chars: 0 };
-  const convert = (value: unknown, depth: number): CelModule.CelInput => {
-    counts.values += 1;
-    if (counts.values > CEL_LIMITS.inputValues)
-      throw new InputBoundError(`the object has more than ${CEL_LIMITS.inputValues} values`);
-    if (depth > CEL_LIMITS.inputDepth)
-      throw new InputBoundError(`the object nests deeper than ${CEL_LIMITS.inputDepth} levels`);
-    if (typeof value === 'string') {
-      counts.chars += value.length;
-      if (counts.chars > CEL_LIMITS.inputChars)
-        throw new InputBoundError(`the object's strings exceed ${CEL_LIMITS.inputChars} characters`);
-      return value;
+  const check = (depth: number, chars: number, isValue: boolean): void => {
+    if (isValue) {
+      counts.values += 1;
+      if (counts.values > CEL_LIMITS.inputValues)
+        throw new InputBoundError(`the object has more than ${CEL_LIMITS.inputValues} values`);
+      if (depth > CEL_LIMITS.inputDepth)
+        throw new InputBoundError(`the object nests deeper than ${CEL_LIMITS.inputDepth} levels`);
     }
-    if (typeof value === 'number') return Number.isInteger(value) ? BigInt(value) : value;
-    if (typeof value === 'boolean' || value === null || value === undefined) return value ?? null;
-    if (Array.isArray(value)) return value.map((v) => convert(v, depth + 1));
-    if (typeof value !== 'object') return null;
-    const map = new Map<string, CelModule.CelInput>();
-    for (const [k, v] of Object.entries(value)) {
-      if (v === undefined) continue;
-      counts.chars += k.length;
-      map.set(k, convert(v, depth + 1));
-    }
-    return map;
+    counts.chars += chars;
+    if (counts.chars > CEL_LIMITS.inputChars)
+      throw new InputBoundError(`the object's strings exceed ${CEL_LIMITS.inputChars} characters`);
   };
   const bindings: Record<string, CelModule.CelInput> = {};
   for (const [key, value] of Object.entries(object))
-    if (value !== undefined) bindings[key] = convert(value, 1);
+    if (value !== undefined) bindings[key] = inputValue(cel, value, 1, check) as CelModule.CelInput;
   return bindings;
 }
 

@@ -14,6 +14,7 @@ import {
   evaluateExpression,
   InputBoundError,
   objectBindings,
+  type RuleOrigin,
 } from './cel.ts';
 import { conditionOf, namedCondition, section, text } from './status-fields.ts';
 import { failed, progressing, stable, type Verdict } from './verdict.ts';
@@ -35,6 +36,8 @@ export interface HealthRule {
   key: string;
   /** `example.com/Widget (config health[0])`: what a verdict names. */
   name: string;
+  /** Where it was written: a CRD's rule has the smaller function set, and its fields are named by annotation. */
+  origin: RuleOrigin;
   expressions: Partial<Record<HealthField, CompiledExpression>>;
 }
 
@@ -62,16 +65,17 @@ export function healthKey(apiVersion: string, kind: string): string {
 
 const METADATA_ONLY = new Set(ALWAYS_STABLE_KINDS);
 
-/** Compiled expressions by text: the same rule read again (each sync, each CLI run) is not parsed again. */
+/** Compiled expressions by origin and text: the same rule read again (each sync, each CLI run) is not parsed again. */
 const compiled = new Map<string, CompiledExpression>();
 const COMPILED_KEPT = 256;
 
-function compileCached(text: string): CompiledExpression {
-  const known = compiled.get(text);
+function compileCached(text: string, origin: RuleOrigin = 'config'): CompiledExpression {
+  const key = `${origin}:${text}`;
+  const known = compiled.get(key);
   if (known) return known;
-  const expression = compileExpression(text);
+  const expression = compileExpression(text, origin);
   if (compiled.size >= COMPILED_KEPT) compiled.clear();
-  compiled.set(text, expression);
+  compiled.set(key, expression);
   return expression;
 }
 
@@ -132,16 +136,24 @@ export function compileHealthRules(
   const rules = new Map<string, HealthRule>();
   specs.forEach((spec, index) => {
     const key = healthKey(spec.apiVersion, spec.kind);
-    rules.set(key, { key, name: `${key} (${source}[${index}])`, expressions: compileAll(spec) });
+    rules.set(key, {
+      key,
+      name: `${key} (${source}[${index}])`,
+      origin: 'config',
+      expressions: compileAll(spec, 'config'),
+    });
   });
   return rules;
 }
 
-function compileAll(spec: Partial<Record<HealthField, string | undefined>>): HealthRule['expressions'] {
+function compileAll(
+  spec: Partial<Record<HealthField, string | undefined>>,
+  origin: RuleOrigin,
+): HealthRule['expressions'] {
   const expressions: HealthRule['expressions'] = {};
   for (const field of HEALTH_FIELDS) {
     const text = spec[field];
-    if (text !== undefined) expressions[field] = compileCached(text);
+    if (text !== undefined) expressions[field] = compileCached(text, origin);
   }
   return expressions;
 }
@@ -181,7 +193,7 @@ export function crdHealthRules(objects: readonly KubeObject[]): Map<string, Heal
     for (const field of given) {
       const value = annotations[HEALTH_ANNOTATIONS[field]] as string;
       try {
-        compileCached(value);
+        compileCached(value, 'crd');
         texts[field] = value;
       } catch (error) {
         problems.push(`${who}: annotation ${HEALTH_ANNOTATIONS[field]}: ${compileProblem(value, error)}`);
@@ -190,7 +202,7 @@ export function crdHealthRules(objects: readonly KubeObject[]): Map<string, Heal
     }
     if (!valid) continue;
     const key = `${group}/${kind}`;
-    rules.set(key, { key, name: `${key} (${who})`, expressions: compileAll(texts) });
+    rules.set(key, { key, name: `${key} (${who})`, origin: 'crd', expressions: compileAll(texts, 'crd') });
   }
   if (problems.length > 0) throw new StalledError(problems.join('; '));
   return rules;
@@ -240,6 +252,11 @@ export function healthRuleStability(rule: HealthRule, object: KubeObject): Verdi
     if (!expression) continue;
     const result = evaluateExpression(expression, bindings);
     const quoted = JSON.stringify(expression.text);
+    // A budget exceeded is the rule's doing and exceeded again on every evaluation: the object fails, naming it.
+    if (!result.ok && result.budget)
+      return failed(
+        `health rule ${rule.name}: ${rule.origin === 'crd' ? HEALTH_ANNOTATIONS[field] : field} exceeded its cost budget (${result.error})`,
+      );
     if (!result.ok)
       return progressing(`health rule ${rule.name}: ${field} ${quoted} cannot be evaluated: ${result.error}`);
     if (typeof result.value !== 'boolean')

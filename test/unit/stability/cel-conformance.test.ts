@@ -41,6 +41,13 @@ const SECTIONS = [
   'string_ext/index_of',
   'string_ext/split',
   'string_ext/trim',
+  'string_ext/char_at',
+  'string_ext/last_index_of',
+  'string_ext/replace',
+  'string_ext/substring',
+  'string_ext/join',
+  'string_ext/quote',
+  'string_ext/format',
 ];
 
 function toInput(value: Value): CelInput {
