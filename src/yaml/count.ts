@@ -40,10 +40,14 @@ export function checkYaml(text: string, file: string, limits: YamlLimits): YamlC
   const fail = (limit: LimitName): never => {
     throw new YamlLimitError(position(text, offset, file), limit, limits[limit], limits.keys?.[limit]);
   };
+  const deepest = (): void => {
+    if (blocks.length + flow > limits.maxDepth) fail('maxDepth');
+    most.depth = Math.max(most.depth, blocks.length + flow);
+  };
   const deeper = (at: number): void => {
     const top = blocks[blocks.length - 1];
     if (top === undefined || at > top) blocks.push(at);
-    if (blocks.length + flow > limits.maxDepth) fail('maxDepth');
+    deepest();
   };
   const newDocument = (): void => {
     most.documents++;
@@ -64,6 +68,19 @@ export function checkYaml(text: string, file: string, limits: YamlLimits): YamlC
       continue;
     }
     const first = token[0];
+    if (afterScalarMark) {
+      // The scalar's own text, whatever it starts with (a block scalar's begins with spaces and ends its line).
+      afterScalarMark = false;
+      if (lineStart && flow === 0) {
+        // A block scalar's text begins with its own indentation.
+        column += token.length - token.trimStart().length;
+        lineContent();
+        column -= token.length - token.trimStart().length;
+      } else if (nested) deeper(column);
+      nested = false;
+      advance(token);
+      continue;
+    }
     if (token === '' || token === '\n' || token === '\r\n') {
       offset += token.length;
       column = 0;
@@ -81,33 +98,22 @@ export function checkYaml(text: string, file: string, limits: YamlLimits): YamlC
       column += token.length;
       continue;
     }
-    if (afterScalarMark) {
-      // The scalar's own text: whatever it starts with, it is no indicator. A block scalar's ends its line.
-      afterScalarMark = false;
-      if (lineStart && flow === 0) {
-        // A block scalar's text begins with its own indentation.
-        column += token.length - token.trimStart().length;
-        lineContent();
-        column -= token.length - token.trimStart().length;
-      } else if (nested) deeper(column);
-      nested = false;
-      advance(token);
-      continue;
-    }
     if ((token === '---' || token === '...') && lineStart) {
       if (token === '---') newDocument();
       advance(token);
       continue;
     }
-    if (lineStart && flow === 0) lineContent();
-    else if (nested && flow === 0) deeper(column);
+    const opens = token === '[' || token === '{';
+    if (lineStart && flow === 0) lineContent(!opens);
+    // A flow collection's level is counted by `flow`.
+    else if (nested && flow === 0 && !opens) deeper(column);
     nested = false;
     switch (first) {
       case '[':
       case '{':
         if (++nodes > limits.maxNodes) fail('maxNodes');
         flow++;
-        if (blocks.length + flow > limits.maxDepth) fail('maxDepth');
+        deepest();
         break;
       case ']':
       case '}':
@@ -132,16 +138,15 @@ export function checkYaml(text: string, file: string, limits: YamlLimits): YamlC
         break;
     }
     most.nodes = Math.max(most.nodes, nodes);
-    most.depth = Math.max(most.depth, blocks.length + flow);
     advance(token);
   }
   return most;
 
   /** The first token of a line in block context: levels indented as far or further than it are closed. */
-  function lineContent(): void {
+  function lineContent(push = true): void {
     lineStart = false;
     while (blocks.length > 0 && (blocks[blocks.length - 1] as number) > column) blocks.pop();
-    deeper(column);
+    if (push) deeper(column);
   }
 
   function advance(token: string): void {
