@@ -8,9 +8,10 @@ import {
   parseYaml,
   parseYamlAll,
   YamlLimitError,
+  type YamlLimits,
 } from '../../../src/yaml/index.ts';
 
-const LIMITS = { maxNodes: 20, maxDepth: 8, maxAliasCount: 3 };
+const LIMITS: YamlLimits = { maxNodes: 20, maxDepth: 8, maxAliasCount: 3 };
 
 function refusal(text: string, limits = LIMITS): string {
   try {

@@ -1,7 +1,7 @@
 // Large texts are counted and parsed in a worker thread: the same values and the same refusals as on the calling
 // thread, and only the shape asked for comes back.
 import { describe, expect, it } from 'vitest';
-import { checkYamlAsync, parseYamlAllAsync, YamlLimitError } from '../../../src/yaml/index.ts';
+import { checkYamlAsync, parseYamlAllAsync, type Shape, YamlLimitError } from '../../../src/yaml/index.ts';
 
 const LIMITS = { maxNodes: 1000, maxDepth: 16, maxAliasCount: 5 };
 
@@ -12,7 +12,7 @@ describe.each([
   it('gives the values of every document, cut to the shape asked for', async () => {
     const text =
       'entries:\n  web:\n    - version: 1.0.0\n      digest: abc\n      description: long\n---\nx: 1\n';
-    const shape = { entries: { '*': [{ version: true, digest: true }] } };
+    const shape: Shape = { entries: { '*': [{ version: true, digest: true }] } };
     expect(await parseYamlAllAsync(text, { file: 'index.yaml', limits: LIMITS, shape, threshold })).toEqual([
       { entries: { web: [{ version: '1.0.0', digest: 'abc' }] } },
       {},
