@@ -31,11 +31,20 @@ export async function checkYamlAsync(text: string, options: AsyncYamlOptions): P
   await inWorker('check', text, options);
 }
 
-/** The values of every document of `text` (cut to `shape`); throws the first error, as parseYamlAll. */
-export async function parseYamlAllAsync(text: string, options: AsyncYamlOptions): Promise<unknown[]> {
+/**
+ * The values of every document of `text` (cut to `shape`); throws the first error, as parseYamlAll. Given bytes
+ * (UTF-8, as received), a large text is decoded in the worker too: decoding 32 MiB and copying it as a string to
+ * the worker each hold the event loop for about a second, moving the bytes does not.
+ */
+export async function parseYamlAllAsync(
+  text: string | Uint8Array,
+  options: AsyncYamlOptions,
+): Promise<unknown[]> {
   const shape = options.shape ?? true;
-  if (text.length <= (options.threshold ?? WORKER_THRESHOLD))
-    return parseYamlAll(text, options).map((v) => keep(v, shape));
+  if (text.length <= (options.threshold ?? WORKER_THRESHOLD)) {
+    const decoded = typeof text === 'string' ? text : Buffer.from(text).toString('utf8');
+    return parseYamlAll(decoded, options).map((v) => keep(v, shape));
+  }
   return inWorker('parse', text, options);
 }
 
@@ -44,11 +53,17 @@ function workerUrl(): URL {
   return new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './worker.js', import.meta.url);
 }
 
-function inWorker(op: WorkerRequest['op'], text: string, options: AsyncYamlOptions): Promise<unknown[]> {
+function inWorker(
+  op: WorkerRequest['op'],
+  text: string | Uint8Array,
+  options: AsyncYamlOptions,
+): Promise<unknown[]> {
   const limits = limitsOf(options);
+  // Bytes move to the worker (a copy of their own, as a Buffer may share its memory with others).
+  const bytes = typeof text === 'string' ? undefined : new Uint8Array(text);
   const request: WorkerRequest = {
     op,
-    text,
+    text: typeof text === 'string' ? text : bytes,
     file: options.file,
     limits: { ...limits },
     uniqueKeys: options.uniqueKeys ?? true,
@@ -86,6 +101,6 @@ function inWorker(op: WorkerRequest['op'], text: string, options: AsyncYamlOptio
     worker.once('exit', (code) =>
       settle(() => reject(new Error(`${options.file}: the YAML worker exited (${code}) without an answer`))),
     );
-    worker.postMessage(request);
+    worker.postMessage(request, bytes ? [bytes.buffer] : []);
   });
 }

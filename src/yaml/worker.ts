@@ -10,7 +10,8 @@ import { parseYamlAll } from './parse.ts';
 
 export interface WorkerRequest {
   op: 'check' | 'parse';
-  text: string;
+  /** The text, or its UTF-8 bytes. */
+  text: string | Uint8Array | undefined;
   file: string;
   limits: YamlLimits;
   uniqueKeys: boolean;
@@ -30,12 +31,16 @@ parentPort?.once('message', (request: WorkerRequest) => {
 });
 
 function answer(request: WorkerRequest): WorkerAnswer {
+  const text =
+    typeof request.text === 'string'
+      ? request.text
+      : new TextDecoder().decode(request.text ?? new Uint8Array());
   try {
     if (request.op === 'check') {
-      checkYaml(request.text, request.file, request.limits);
+      checkYaml(text, request.file, request.limits);
       return { ok: true, values: [] };
     }
-    const values = parseYamlAll(request.text, {
+    const values = parseYamlAll(text, {
       file: request.file,
       limits: request.limits,
       uniqueKeys: request.uniqueKeys,

@@ -141,7 +141,7 @@ export class ChartRepositoryClient {
     const file = `chart repository ${safeUrl(this.#base)}: index.yaml`;
     try {
       // Parsed off the event loop when large, and only the fields read here cross back from the worker.
-      [doc] = await parseYamlAllAsync(body.toString('utf8'), {
+      [doc] = await parseYamlAllAsync(body, {
         file,
         uniqueKeys: false,
         limits: {
