@@ -37,6 +37,8 @@ export function checkYaml(text: string, file: string, limits: YamlLimits): YamlC
   // After a block indicator, the next token on its line is a node nested in the indicator's entry.
   let nested = false;
   let afterScalarMark = false;
+  // Whether the last thing on the previous line (or this line, so far) was a mapping's `:` with no value yet.
+  let valueOpen = false;
   const fail = (limit: LimitName): never => {
     throw new YamlLimitError(position(text, offset, file), limit, limits[limit], limits.keys?.[limit]);
   };
@@ -78,6 +80,7 @@ export function checkYaml(text: string, file: string, limits: YamlLimits): YamlC
         column -= token.length - token.trimStart().length;
       } else if (nested) deeper(column);
       nested = false;
+      valueOpen = false;
       advance(token);
       continue;
     }
@@ -104,7 +107,7 @@ export function checkYaml(text: string, file: string, limits: YamlLimits): YamlC
       continue;
     }
     const opens = token === '[' || token === '{';
-    if (lineStart && flow === 0) lineContent(!opens);
+    if (lineStart && flow === 0) lineContent(!opens, token);
     // A flow collection's level is counted by `flow`.
     else if (nested && flow === 0 && !opens) deeper(column);
     nested = false;
@@ -138,14 +141,21 @@ export function checkYaml(text: string, file: string, limits: YamlLimits): YamlC
         break;
     }
     most.nodes = Math.max(most.nodes, nodes);
+    valueOpen = token === ':' && flow === 0;
     advance(token);
   }
   return most;
 
   /** The first token of a line in block context: levels indented as far or further than it are closed. */
-  function lineContent(push = true): void {
+  function lineContent(push = true, token = ''): void {
     lineStart = false;
     while (blocks.length > 0 && (blocks[blocks.length - 1] as number) > column) blocks.pop();
+    // A sequence that is a mapping's value may sit at its key's column: one level deeper at the same column.
+    const twice = blocks.length > 1 && blocks[blocks.length - 2] === column;
+    if (token === '-' && valueOpen && blocks[blocks.length - 1] === column && !twice) {
+      blocks.push(column);
+      deepest();
+    } else if (token !== '-' && twice) blocks.pop();
     if (push) deeper(column);
   }
 

@@ -131,5 +131,5 @@ describe('the YAML module, fuzzed', () => {
     expect(outcomes.values).toBeGreaterThan(0);
     expect(outcomes.limits).toBeGreaterThan(0);
     expect(outcomes.invalid).toBeGreaterThan(0);
-  });
+  }, 30_000);
 });

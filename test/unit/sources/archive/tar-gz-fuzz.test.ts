@@ -162,5 +162,5 @@ describe('extractTarGz, fuzzed', () => {
     if (process.env.FUZZ_REPORT) console.log(outcomes);
     expect(outcomes.extracted).toBeGreaterThan(0);
     expect(outcomes.refused).toBeGreaterThan(0);
-  });
+  }, 30_000);
 });
