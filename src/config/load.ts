@@ -1,9 +1,12 @@
 // Loading the agent's configuration file: YAML in, a validated MooringConfig out, or a ConfigError that lists
 // every problem with its field path and the line and column it stands on in the file.
 import { readFile, stat } from 'node:fs/promises';
-import { type Document, LineCounter, parseDocument } from 'yaml';
+import { type Document, LineCounter } from 'yaml';
 import type { z } from 'zod';
 import { StalledError } from '../errors.ts';
+import { YamlLimitError } from '../yaml/errors.ts';
+import { DEFAULT_YAML_LIMITS, useYamlLimits, yamlLimitsOf } from '../yaml/limits.ts';
+import { parseYamlDocument, toValue } from '../yaml/parse.ts';
 import { gitCaProblems } from './ca-file.ts';
 import { checkReferences, configSchema, type MooringConfig, type ReferenceProblem } from './schema.ts';
 import { checkSecrets } from './secret-check.ts';
@@ -72,6 +75,8 @@ export async function loadConfigFile(file: string, options: LoadOptions = {}): P
       .sort((a, b) => a.line - b.line || a.column - b.column);
     if (problems.length > 0) throw new ConfigError(file, problems);
   }
+  // Every YAML text read from now on is held to the configured limits (src/yaml/limits.ts).
+  useYamlLimits(yamlLimitsOf(config.render));
   return config;
 }
 
@@ -85,7 +90,16 @@ function parse(
   file: string,
 ): { config: MooringConfig; place: (problem: ReferenceProblem) => ConfigProblem } {
   const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, prettyErrors: true, uniqueKeys: true });
+  let doc: Document.Parsed;
+  try {
+    // The configuration's own limits are not known before it is read: the defaults hold for it.
+    doc = parseYamlDocument(text, { file, limits: DEFAULT_YAML_LIMITS, lineCounter });
+  } catch (error) {
+    if (!(error instanceof YamlLimitError)) throw error;
+    throw new ConfigError(file, [
+      { path: '', line: error.line, column: error.column, message: error.reason },
+    ]);
+  }
   if (doc.errors.length > 0) {
     throw new ConfigError(
       file,
@@ -96,7 +110,7 @@ function parse(
     );
   }
   const place = placer(doc, lineCounter);
-  const data: unknown = doc.toJS({ maxAliasCount: 100 }) ?? {};
+  const data: unknown = toValue(doc, { limits: DEFAULT_YAML_LIMITS }) ?? {};
   const result = configSchema.safeParse(data);
   const references = [...checkReferences(data), ...(result.success ? targetProblems(result.data) : [])].map(
     place,

@@ -1,5 +1,6 @@
 // The render options of one deployment, from the agent's configuration.
 import type { RenderOptions } from '../render/render.ts';
+import { yamlLimitsOf } from '../yaml/limits.ts';
 import type { Deployment, MooringConfig } from './schema.ts';
 
 export function renderOptionsFor(config: MooringConfig, deployment: Deployment): RenderOptions {
@@ -7,7 +8,7 @@ export function renderOptionsFor(config: MooringConfig, deployment: Deployment):
     limits: {
       maxFileBytes: config.render.maxFileBytes,
       maxDocumentsPerFile: config.render.maxDocumentsPerFile,
-      maxAliasCount: config.render.maxAliasCount,
+      yaml: yamlLimitsOf(config.render),
     },
     imageMatch: deployment.imageMatch,
     requireDigests: deployment.requireDigests,

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { parseRepositoryUrl } from '../http/repository-url.ts';
 import { plainOrigin } from '../kube/member-verify.ts';
 import { healthProblems } from '../stability/health.ts';
+import { DEFAULT_YAML_LIMITS } from '../yaml/limits.ts';
 import { formatDuration, parseDuration } from './duration.ts';
 
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -332,6 +333,8 @@ export const chartSource = z
       .int()
       .positive()
       .default(32 * 1024 * 1024),
+    /** The most YAML nodes index.yaml may hold (one document, listing every chart: more than render.maxYamlNodes). */
+    maxIndexNodes: z.number().int().min(1000).default(2_500_000),
     ...downloadLimits,
   })
   .refine((s) => s.insecure || !s.url.startsWith('http://'), {
@@ -703,7 +706,12 @@ const render = z.strictObject({
     .positive()
     .default(4 * 1024 * 1024),
   maxDocumentsPerFile: z.number().int().positive().default(1000),
-  maxAliasCount: z.number().int().min(0).default(100),
+  /** Alias expansions one YAML document may make (and aliases it may hold), for every YAML text read. */
+  maxAliasCount: z.number().int().min(0).default(DEFAULT_YAML_LIMITS.maxAliasCount),
+  /** Nodes one YAML document may hold, counted before it is composed (src/yaml/count.ts; docs/security.md). */
+  maxYamlNodes: z.number().int().min(1000).default(DEFAULT_YAML_LIMITS.maxNodes),
+  /** How deep one YAML document's collections may nest. */
+  maxYamlDepth: z.number().int().min(16).max(512).default(DEFAULT_YAML_LIMITS.maxDepth),
   /** The labels app.kubernetes.io/name and managed-by (Spinnaker's kubernetes.v2.applyAppLabels). */
   applyAppLabels: z.boolean().default(true),
   /**

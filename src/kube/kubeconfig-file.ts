@@ -4,10 +4,11 @@
 // `current-context` comes from the first file that sets it. Fields client-go does not know are ignored, as
 // client-go ignores them.
 import { readFileSync } from 'node:fs';
-import { LineCounter, parseDocument } from 'yaml';
+import { type Document, LineCounter } from 'yaml';
 import { z } from 'zod';
 import { locate } from '../config/yaml-locate.ts';
 import { StalledError } from '../errors.ts';
+import { parseYamlDocument, toValue } from '../yaml/parse.ts';
 
 const MAX_FILE_BYTES = 4 * 1024 * 1024;
 
@@ -129,7 +130,8 @@ export function parseKubeconfig(source: string, file: string): Kubeconfig {
   if (Buffer.byteLength(source) > MAX_FILE_BYTES)
     fail(file, `kubeconfig larger than ${MAX_FILE_BYTES} bytes`);
   const lines = new LineCounter();
-  const doc = parseDocument(source, { lineCounter: lines, prettyErrors: true, uniqueKeys: true });
+  // Past a YAML limit: a YamlLimitError, which names the file and line.
+  const doc: Document.Parsed = parseYamlDocument(source, { file, lineCounter: lines });
   const firstError = doc.errors[0];
   if (firstError) {
     const line = firstError.linePos?.[0].line ?? 1;
@@ -139,7 +141,7 @@ export function parseKubeconfig(source: string, file: string): Kubeconfig {
     `${file}:${lines.linePos(locate(doc.contents, path, atKey)?.range?.[0] ?? 0).line}`;
   let data: unknown;
   try {
-    data = doc.toJS({ maxAliasCount: 100 }) ?? {};
+    data = toValue(doc, {}) ?? {};
   } catch (error) {
     fail(file, String((error as Error).message), error);
   }

@@ -3,17 +3,10 @@
 // (a "billion laughs") is rejected fast. Every object keeps the file:line:column it was defined at: for text a
 // tool built (kustomize, helm template), the place the user wrote it, as the build says (`writtenAt`).
 import { randomBytes } from 'node:crypto';
-import {
-  Composer,
-  isMap,
-  isNode,
-  isScalar,
-  isSeq,
-  LineCounter,
-  type Node,
-  Parser,
-  parseAllDocuments,
-} from 'yaml';
+import { isMap, isNode, isScalar, isSeq, LineCounter, type Node } from 'yaml';
+import { YamlLimitError } from '../yaml/errors.ts';
+import { DEFAULT_YAML_LIMITS, type YamlLimits } from '../yaml/limits.ts';
+import { composeYaml, parseYamlDocuments, toValue } from '../yaml/parse.ts';
 import { RenderError } from './errors.ts';
 import { isHookObject } from './hooks.ts';
 import { isObject, type JsonValue, type KubeObject, type Origin, type SourcedObject } from './manifest.ts';
@@ -52,14 +45,14 @@ export interface WrittenAt {
 export interface ParseLimits {
   maxFileBytes: number;
   maxDocumentsPerFile: number;
-  /** How many alias expansions one document may make. */
-  maxAliasCount: number;
+  /** The YAML limits of each document (src/yaml/limits.ts): nodes, depth, aliases. */
+  yaml: YamlLimits;
 }
 
 export const DEFAULT_LIMITS: ParseLimits = {
   maxFileBytes: 4 * 1024 * 1024,
   maxDocumentsPerFile: 1000,
-  maxAliasCount: 100,
+  yaml: DEFAULT_YAML_LIMITS,
 };
 
 /** Parses every file; returns the objects, or throws nothing and reports problems through `errors`. */
@@ -130,18 +123,28 @@ function parseFile(
   // Fields are located in the syntax tree only to report a problem, which is rare. The trees are not kept for
   // that (a large set would hold all of them for the whole deploy): the file is parsed again the first time a
   // field of one of its objects is asked for.
-  let again: ReturnType<typeof parseAllDocuments> | undefined;
+  let again: ReturnType<typeof parseYamlDocuments> | undefined;
   const reparse = (index: number): Node | undefined => {
-    again ??= parseAllDocuments(file.text, { uniqueKeys: true });
-    return Array.isArray(again) ? (again[index]?.contents ?? undefined) : undefined;
+    again ??= parseYamlDocuments(file.text, { file: file.path, limits: limits.yaml });
+    return again[index]?.contents ?? undefined;
   };
   // One document at a time: each document's syntax tree is garbage once its object is read, so a file of many
   // documents never holds all of their trees at once.
-  const composer = new Composer({ uniqueKeys: true });
   const firstObject = objects.length;
   const firstError = errors.length;
   let index = -1;
-  for (const doc of composer.compose(new Parser(lines.addNewLine).parse(file.text))) {
+  let docs: ReturnType<typeof composeYaml>;
+  try {
+    // Counted against the YAML limits before anything is composed: a hostile file is refused here.
+    docs = composeYaml(file.text, { file: file.path, limits: limits.yaml, lineCounter: lines });
+    docs = withFirst(docs);
+  } catch (error) {
+    if (!(error instanceof YamlLimitError)) throw error;
+    const origin = { file: file.path, line: error.line, column: error.column };
+    errors.push(new RenderError(error.reason, { origin: written(origin)?.origin ?? origin }));
+    return;
+  }
+  for (const doc of docs) {
     index++;
     // Past the limit, documents are only counted: the file is refused whole, with its number of documents.
     if (index >= limits.maxDocumentsPerFile) continue;
@@ -157,7 +160,7 @@ function parseFile(
     const origin = at(doc.contents.range?.[0]);
     let value: unknown;
     try {
-      value = doc.toJS({ maxAliasCount: limits.maxAliasCount });
+      value = toValue(doc, { limits: limits.yaml });
     } catch (error) {
       errors.push(
         new RenderError(yamlMessage((error as Error).message), { origin: written(origin)?.origin ?? origin }),
@@ -184,6 +187,16 @@ function parseFile(
       ),
     );
   }
+}
+
+/** The generator with its first step taken now, so that the count before composing throws here. */
+function withFirst<T>(gen: Generator<T>): Generator<T> {
+  const first = gen.next();
+  return (function* () {
+    if (first.done) return;
+    yield first.value;
+    yield* gen;
+  })();
 }
 
 /** The node at exactly `path` from `start`, or undefined. */

@@ -9,11 +9,15 @@
 
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parse } from 'yaml';
 import { append } from '../arrays.ts';
 import type { Deployment, MooringConfig } from '../config/schema.ts';
 import { StalledError, TransientError } from '../errors.ts';
+import { RenderError } from '../render/errors.ts';
 import type { ManifestFile } from '../render/parse.ts';
+import { YamlLimitError } from '../yaml/errors.ts';
+import { yamlLimitsOf } from '../yaml/limits.ts';
+import { parseYaml } from '../yaml/parse.ts';
+import { checkYamlAsync } from '../yaml/parse-async.ts';
 import type { ArtifactAt, ExtractedArtifact, FetchContext } from './artifact-fetch.ts';
 import { isOciSourced } from './artifact-poller.ts';
 import {
@@ -82,7 +86,7 @@ export async function deploymentManifests(
     privateFolder,
     fetchDependencies: dependencyFetcher(ctx, at.dependencies, at.restoreDependencies),
   });
-  const files = await sourceFiles();
+  const files = await vetted(ctx, await sourceFiles());
   return ctx.sops === 'omit' ? omitEncrypted(files, NOT_DECRYPTED) : decryptFiles(files, keys);
 
   async function sourceFiles(): Promise<ManifestFile[]> {
@@ -231,7 +235,26 @@ export async function pathManifests(ctx: ManifestContext, local: LocalPaths): Pr
       }),
     );
   }
-  return decryptFiles(files, keys);
+  return decryptFiles(await vetted(ctx, files), keys);
+}
+
+/**
+ * The files, each counted against the YAML limits before anything composes it (decryption, render): a large one
+ * in a worker thread, so that the agent keeps answering while a hostile file is refused. Past a limit, the sync
+ * fails naming the file and line (render would refuse it the same way, on the event loop).
+ */
+async function vetted(ctx: ManifestContext, files: ManifestFile[]): Promise<ManifestFile[]> {
+  const limits = yamlLimitsOf(ctx.config.render);
+  for (const file of files) {
+    try {
+      await checkYamlAsync(file.text, { file: file.path, limits });
+    } catch (error) {
+      if (!(error instanceof YamlLimitError)) throw error;
+      const built = { file: file.path, line: error.line, column: error.column };
+      throw new RenderError(error.reason, { origin: file.writtenAt?.(built)?.origin ?? built });
+    }
+  }
+  return files;
 }
 
 /** Fetches a chart's dependencies from its allowed repositories through the download path (charts/dependencies.ts). */
@@ -294,7 +317,8 @@ export async function hasSubfolders(folder: string): Promise<boolean> {
 /** The chart's name from its Chart.yaml, for a release named after it. */
 async function chartName(folder: string): Promise<string | undefined> {
   try {
-    const doc = parse(await readFile(join(folder, 'Chart.yaml'), 'utf8')) as { name?: unknown } | null;
+    const file = join(folder, 'Chart.yaml');
+    const doc = parseYaml(await readFile(file, 'utf8'), { file }) as { name?: unknown } | null;
     return typeof doc?.name === 'string' ? doc.name : undefined;
   } catch {
     return undefined;

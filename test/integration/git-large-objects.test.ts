@@ -4,7 +4,6 @@
 // /healthz answering throughout; so does one holding 200 MB of random bytes (a pack as large as the blob: no
 // object read loads a whole pack); a 200 MB manifest inside the path is refused by its size, naming the file and
 // the limit, without being inflated, and the failure reaches the commit status.
-import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,11 +16,13 @@ import {
   eventually,
   kubectl,
   manifestDir,
+  peakRss,
   type postedStatuses,
   startAgent,
   startStatusReceiver,
   type TestRepo,
   useNamespace,
+  watchHealth,
 } from './helpers.ts';
 
 const MiB = 1024 * 1024;
@@ -33,46 +34,6 @@ kind: ConfigMap
 metadata: {name: ${name}}
 data: {greeting: hello}
 `;
-
-/** The peak resident set of a running process (VmHWM), in bytes. */
-function peakRss(pid: number): number {
-  const match = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  if (!match) throw new Error(`no VmHWM for ${pid}`);
-  return Number(match[1]) * 1024;
-}
-
-/** Polls the agent's /healthz every 200 ms and keeps the longest time between two answers. */
-function watchHealth(agent: AgentProcess): { stop: () => { longestGapMs: number; answers: number } } {
-  let port = 0;
-  let last = 0;
-  let longestGapMs = 0;
-  let answers = 0;
-  let running = true;
-  const loop = (async () => {
-    while (running) {
-      port ||= Number(agent.logs().find((l) => l.msg === 'http server listening')?.port ?? 0);
-      if (port) {
-        const ok = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(10_000) })
-          .then((r) => r.status === 200)
-          .catch(() => false);
-        const now = Date.now();
-        if (ok) {
-          if (last) longestGapMs = Math.max(longestGapMs, now - last);
-          last = now;
-          answers += 1;
-        }
-      }
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  })();
-  return {
-    stop: () => {
-      running = false;
-      void loop;
-      return { longestGapMs: Math.max(longestGapMs, last ? Date.now() - last : 0), answers };
-    },
-  };
-}
 
 describe('Git objects bounded before they are inflated', () => {
   const zeros = useNamespace('git-zeros');

@@ -404,6 +404,48 @@ export function startMooring(args: string[]): AgentProcess {
   return { ...agent, child, exited, alive };
 }
 
+// ---- An agent's health and memory, watched while it works ----
+
+/** The peak resident set of a running process (VmHWM), in bytes. */
+export function peakRss(pid: number): number {
+  const match = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (!match) throw new Error(`no VmHWM for ${pid}`);
+  return Number(match[1]) * 1024;
+}
+
+/** Polls the agent's /healthz every 200 ms and keeps the longest time between two answers. */
+export function watchHealth(agent: AgentProcess): { stop: () => { longestGapMs: number; answers: number } } {
+  let port = 0;
+  let last = 0;
+  let longestGapMs = 0;
+  let answers = 0;
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      port ||= Number(agent.logs().find((l) => l.msg === 'http server listening')?.port ?? 0);
+      if (port) {
+        const ok = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(10_000) })
+          .then((r) => r.status === 200)
+          .catch(() => false);
+        const now = Date.now();
+        if (ok) {
+          if (last) longestGapMs = Math.max(longestGapMs, now - last);
+          last = now;
+          answers += 1;
+        }
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  })();
+  return {
+    stop: () => {
+      running = false;
+      void loop;
+      return { longestGapMs: Math.max(longestGapMs, last ? Date.now() - last : 0), answers };
+    },
+  };
+}
+
 // ---- Configuration --------------------------------------------------------------------------------------------
 
 export interface GitSourceSpec {

@@ -2,7 +2,6 @@
 // object is stable. One line per object; exit 0 when all are stable, 1 when one failed or timed out, 2 for bad input.
 import { readFileSync, statSync } from 'node:fs';
 import type { Command } from 'commander';
-import { parse as parseYaml } from 'yaml';
 import { healthRules } from '../../config/schema.ts';
 import { StalledError } from '../../errors.ts';
 import { KubeApi } from '../../kube/api.ts';
@@ -17,6 +16,7 @@ import { compileHealthRules, type HealthRules } from '../../stability/health.ts'
 import { deploy } from '../../sync/deploy.ts';
 import { HookFailedError } from '../../sync/hooks.ts';
 import { redactReport } from '../../sync/redact-report.ts';
+import { parseYaml } from '../../yaml/parse.ts';
 import { type ClusterFlags, clusterAccess, manifestBoundary, withManifestFlags } from '../cluster-flags.ts';
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
 import { cliRenderOptions, type LocalInputFlags, readLocalInput, withReadFlags } from '../local-input.ts';
@@ -62,7 +62,7 @@ function readHealthFile(file: string): HealthRules {
   }
   let data: unknown;
   try {
-    data = parseYaml(text, { maxAliasCount: 100 });
+    data = parseYaml(text, { file });
   } catch (error) {
     throw fail(error instanceof Error ? error.message : String(error));
   }

@@ -11,10 +11,11 @@
 import { cp, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join, relative, sep } from 'node:path';
-import { parse, stringify } from 'yaml';
+import { stringify } from 'yaml';
 import { StalledError } from '../../errors.ts';
 import { isAllowedRepositoryUrl } from '../../http/repository-url.ts';
 import type { ManifestFile } from '../../render/parse.ts';
+import { parseYaml } from '../../yaml/parse.ts';
 import type { ChartDependency, MissingDependency } from '../charts/dependencies.ts';
 import type { IdentitySource } from '../sops/decrypt.ts';
 import { type Staged, sopsFilesUnder, stageDecrypted } from '../sops/tree.ts';
@@ -84,7 +85,8 @@ async function missingDependencies(request: ChartRequest): Promise<MissingDepend
   const chartYaml = join(request.chart, 'Chart.yaml');
   let chart: ChartYaml;
   try {
-    chart = (parse(await readFile(chartYaml, 'utf8'), { maxAliasCount: 100 }) ?? {}) as ChartYaml;
+    chart = (parseYaml(await readFile(chartYaml, 'utf8'), { file: `${request.label}/Chart.yaml` }) ??
+      {}) as ChartYaml;
   } catch (error) {
     throw new StalledError(`${request.label}/Chart.yaml: ${(error as Error).message}`);
   }

@@ -11,8 +11,8 @@
 // them.
 import { readFile, realpath, stat } from 'node:fs/promises';
 import { dirname, posix, relative, resolve, sep } from 'node:path';
-import { parse, parseAllDocuments } from 'yaml';
 import { StalledError } from '../../errors.ts';
+import { parseYaml, parseYamlDocuments, toValue } from '../../yaml/parse.ts';
 import {
   classifyPath,
   type FieldEntry,
@@ -61,7 +61,7 @@ export async function readKustomization(tree: KustomizeTree, label: string): Pro
   }
   let doc: unknown;
   try {
-    doc = parse(text, { maxAliasCount: 100 });
+    doc = parseYaml(text, { file: label });
   } catch (error) {
     throw new StalledError(`${label}: ${(error as Error).message.split('\n')[0]}`, { cause: error });
   }
@@ -230,13 +230,12 @@ export async function checkReach(
     let docs: unknown[];
     try {
       const text = await readFile(onDisk(tree, file), 'utf8');
-      const parsed = parseAllDocuments(text);
-      const all = Array.isArray(parsed) ? parsed : [parsed];
+      const all = parseYamlDocuments(text, { file });
       const invalid = all.find((d) => d.errors.length > 0)?.errors[0];
       if (invalid) throw invalid;
       if (all.length > MAX_PLUGIN_DOCUMENTS)
         throw new StalledError(`${file}: more than ${MAX_PLUGIN_DOCUMENTS} documents`);
-      docs = all.map((d) => d.toJS({ maxAliasCount: 100 }) as unknown);
+      docs = all.map((d) => toValue(d, {}));
     } catch (error) {
       if (error instanceof StalledError) throw error;
       throw new StalledError(`${file}: ${(error as Error).message.split('\n')[0]}`, { cause: error });

@@ -12,8 +12,8 @@
 // - `unreadable`: inline plugin configurations that are not YAML (`value` says why): refused, as unchecked.
 
 import { posix } from 'node:path';
-import { parseAllDocuments } from 'yaml';
 import { append } from '../../arrays.ts';
+import { parseYamlDocuments, toValue } from '../../yaml/parse.ts';
 
 export type EntryKind = 'base' | 'file' | 'plugin' | 'chart-repo' | 'unreadable';
 
@@ -101,11 +101,10 @@ export function pluginConfigEntries(config: unknown, prefix: string): FieldEntry
 function inlineConfigEntries(text: string, prefix: string): FieldEntry[] {
   let docs: unknown[];
   try {
-    const parsed = parseAllDocuments(text);
-    const all = Array.isArray(parsed) ? parsed : [parsed];
+    const all = parseYamlDocuments(text, { file: prefix || 'an inline plugin configuration' });
     const invalid = all.find((d) => d.errors.length > 0)?.errors[0];
     if (invalid) throw invalid;
-    docs = all.map((d) => d.toJS({ maxAliasCount: 100 }) as unknown);
+    docs = all.map((d) => toValue(d, {}));
   } catch (error) {
     // What cannot be read here cannot be checked: refused rather than left to kustomize's own parser.
     return [{ field: prefix, value: (error as Error).message.split('\n')[0] ?? '', kind: 'unreadable' }];

@@ -17,20 +17,13 @@
 // build was allowed to read (kustomize-check.ts), as a regular file, bounded in size.
 import { lstat, readFile } from 'node:fs/promises';
 import { posix } from 'node:path';
-import {
-  Composer,
-  isMap,
-  isNode,
-  isScalar,
-  isSeq,
-  type Node,
-  Parser,
-  parseAllDocuments,
-  parse as parseYaml,
-} from 'yaml';
+import { type Document, isMap, isNode, isScalar, isSeq, type Node } from 'yaml';
 import { maxOf } from '../../arrays.ts';
 import type { Origin } from '../../render/manifest.ts';
 import type { WrittenAt } from '../../render/parse.ts';
+import { YamlLimitError } from '../../yaml/errors.ts';
+import { yamlLimits } from '../../yaml/limits.ts';
+import { composeYaml, parseYaml, parseYamlDocuments, toValue } from '../../yaml/parse.ts';
 import { safeUrl } from './kustomize-check.ts';
 
 type Path = readonly (string | number)[];
@@ -117,7 +110,7 @@ export function readOriginAnnotation(value: unknown): KustomizeOrigin | undefine
   if (typeof value !== 'string' || value.length > MAX_ANNOTATION_CHARS) return undefined;
   let doc: unknown;
   try {
-    doc = parseYaml(value, { maxAliasCount: 0 });
+    doc = parseYaml(value, { file: ORIGIN_ANNOTATION, limits: { ...yamlLimits(), maxAliasCount: 0 } });
   } catch {
     return undefined;
   }
@@ -140,22 +133,39 @@ export function readOriginAnnotation(value: unknown): KustomizeOrigin | undefine
 /** The origins of a build made with `buildMetadata: [originAnnotations]`, by identityKey of each object. */
 export function readOrigins(annotated: string): Map<string, KustomizeOrigin> {
   const origins = new Map<string, KustomizeOrigin>();
-  // One document at a time: the trees of a large build are never all held at once.
-  for (const doc of new Composer().compose(new Parser().parse(annotated))) {
-    if (doc.errors.length > 0 || !isMap(doc.contents)) continue;
-    let object: unknown;
-    try {
-      object = doc.toJS({ maxAliasCount: 100 });
-    } catch {
-      continue;
-    }
-    const key = identityKey(object);
-    const annotations = (object as { metadata?: { annotations?: Record<string, unknown> } }).metadata
-      ?.annotations;
-    const origin = readOriginAnnotation(annotations?.[ORIGIN_ANNOTATION]);
-    if (key && origin) origins.set(key, origin);
+  try {
+    // One document at a time: the trees of a large build are never all held at once.
+    for (const doc of composeYaml(annotated, { file: 'the kustomize build' })) readOrigin(doc, origins);
+  } catch (error) {
+    // Past a limit: no origins; render refuses the same text, naming it.
+    if (!(error instanceof YamlLimitError)) throw error;
+    origins.clear();
   }
   return origins;
+}
+
+function readOrigin(doc: Document.Parsed, origins: Map<string, KustomizeOrigin>): void {
+  if (doc.errors.length > 0 || !isMap(doc.contents)) return;
+  let object: unknown;
+  try {
+    object = toValue(doc, {});
+  } catch {
+    return;
+  }
+  const key = identityKey(object);
+  const annotations = (object as { metadata?: { annotations?: Record<string, unknown> } }).metadata
+    ?.annotations;
+  const origin = readOriginAnnotation(annotations?.[ORIGIN_ANNOTATION]);
+  if (key && origin) origins.set(key, origin);
+}
+
+/** The documents of a source file, or none past a YAML limit. */
+function candidateDocs(source: string): Document.Parsed[] {
+  try {
+    return parseYamlDocuments(source, { file: 'a kustomization source' });
+  } catch {
+    return [];
+  }
 }
 
 // ---- kustomize: the objects in their files -----------------------------------------------------------------------
@@ -202,8 +212,7 @@ interface Candidate extends Found {
 
 /** The objects of a resource file, and the generator entries (kind `ConfigMapGenerator`…) if it is a kustomization. */
 export function candidatesIn(source: string): Candidate[] {
-  const docs = parseAllDocuments(source);
-  if (!Array.isArray(docs)) return [];
+  const docs = candidateDocs(source);
   const candidates: Candidate[] = [];
   // A generator's entry is named by its `name`, an object by its `metadata.name`.
   const add = (node: unknown, doc: number, prefix: Path, generator?: string) => {
@@ -315,8 +324,7 @@ export function kustomizeWrittenAt(places: ReadonlyMap<string, SourcePlace>): Wr
       locate: (path) => {
         // A generated object's fields are not in the kustomization: its entry is the place.
         if (place.generator) return origin;
-        const docs = parseAllDocuments(source);
-        const root = Array.isArray(docs) ? docs[where.doc]?.contents : undefined;
+        const root = candidateDocs(source)[where.doc]?.contents;
         const node = walk(walk(root, where.prefix), path);
         return node?.range ? position(place, node.range[0]) : origin;
       },

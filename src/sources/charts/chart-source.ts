@@ -77,6 +77,7 @@ export async function createChartPoller(source: ChartSource): Promise<ArtifactPo
     insecure: source.insecure,
     requestsPerSecond: source.requestsPerSecond,
     maxIndexBytes: source.maxIndexBytes,
+    maxIndexNodes: source.maxIndexNodes,
   });
   const reference = `${source.url.replace(/\/+$/, '')}/${source.chart}`;
   const entryOf = async (version: string): Promise<ChartEntry> => {

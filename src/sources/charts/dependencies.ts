@@ -8,11 +8,11 @@
 // version must find the same digest, and a rollback restores exactly those versions.
 import { cp, lstat, mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parse } from 'yaml';
 import { type ChartSource, chartSource } from '../../config/schema.ts';
 import { MooringError, StalledError, withSubject } from '../../errors.ts';
 import { normaliseRepositoryUrl, repositoryUrl, sameRepositoryUrl } from '../../http/repository-url.ts';
 import type { ChartDependency } from '../../report/ledger.ts';
+import { parseYaml } from '../../yaml/parse.ts';
 import type { FetchContext } from '../artifact-fetch.ts';
 import { packagedChart } from '../build/helm.ts';
 import { createChartPoller } from './chart-source.ts';
@@ -168,7 +168,7 @@ async function lockedVersions(chartDir: string, label: string): Promise<Map<stri
   }
   let doc: unknown;
   try {
-    doc = parse(text, { maxAliasCount: 100 });
+    doc = parseYaml(text, { file: `${label}/Chart.lock` });
   } catch (error) {
     throw new StalledError(`${label}/Chart.lock: ${(error as Error).message}`);
   }

@@ -1,14 +1,15 @@
 // A Helm chart repository over HTTP(S): its index.yaml (every version of every chart, with the digest of each
 // package) and the packages it lists. The index is untrusted input like a commit: read up to maxIndexBytes, parsed
-// with a bound on aliases, validated with zod, and a package is fetched only from the repository's own origin (an
+// under the YAML limits (src/yaml/) in a worker thread when large, validated with zod, and a package is fetched only from the repository's own origin (an
 // index that points elsewhere would make the agent fetch, with the repository's credentials, what its author
 // chose). The index is asked for with its ETag, so a steady poll costs a 304.
 import { createHash } from 'node:crypto';
-import { parse } from 'yaml';
 import { z } from 'zod';
 import { StalledError, TransientError, WaitingError } from '../../errors.ts';
 import { httpVerdict } from '../../http/request.ts';
 import { TokenBucket } from '../../http/token-bucket.ts';
+import { yamlLimits } from '../../yaml/limits.ts';
+import { parseYamlAllAsync } from '../../yaml/parse-async.ts';
 import { type BasicCredentials, basicAuthorization } from '../registry/auth.ts';
 import { type HttpResponse, HttpTransport, header, safeUrl } from '../registry/http.ts';
 
@@ -21,6 +22,8 @@ export interface ChartRepositoryOptions {
   requestsPerSecond?: number | undefined;
   timeoutMs?: number | undefined;
   maxIndexBytes: number;
+  /** The most YAML nodes index.yaml may hold (it is one document); the other YAML limits are the configured ones. */
+  maxIndexNodes?: number | undefined;
 }
 
 /** One version of a chart as the index lists it. */
@@ -39,6 +42,9 @@ const entrySchema = z.object({
     .optional(),
   urls: z.array(z.string().max(2048)).max(16).default([]),
 });
+/** What of the index is read: each entry's version, digest and URLs. */
+const INDEX_SHAPE = { entries: { '*': [{ version: true, digest: true, urls: true }] } } as const;
+
 const indexSchema = z.object({
   entries: z.record(z.string(), z.array(z.unknown()).max(100_000)).nullish(),
 });
@@ -90,7 +96,7 @@ export class ChartRepositoryClient {
     if (response.status === 404)
       throw new StalledError(`chart repository ${safeUrl(this.#base)}: no index.yaml`);
     this.#expectOk(response, 'index.yaml');
-    const entries = this.#parseIndex(response.body);
+    const entries = await this.#parseIndex(response.body);
     const etag = header(response.headers, 'etag');
     this.#index = etag ? { etag, entries } : undefined;
     return entries.get(chart) ?? [];
@@ -130,11 +136,23 @@ export class ChartRepositoryClient {
     return `chart ${chart} ${entry.version}`;
   }
 
-  #parseIndex(body: Buffer): Map<string, ChartEntry[]> {
+  async #parseIndex(body: Buffer): Promise<Map<string, ChartEntry[]>> {
     let doc: unknown;
+    const file = `chart repository ${safeUrl(this.#base)}: index.yaml`;
     try {
-      doc = parse(body.toString('utf8'), { maxAliasCount: 100, uniqueKeys: false });
+      // Parsed off the event loop when large, and only the fields read here cross back from the worker.
+      [doc] = await parseYamlAllAsync(body, {
+        file,
+        uniqueKeys: false,
+        limits: {
+          ...yamlLimits(),
+          maxNodes: this.#options.maxIndexNodes ?? 2_500_000,
+          keys: { maxNodes: 'maxIndexNodes of the chart source' },
+        },
+        shape: INDEX_SHAPE,
+      });
     } catch (error) {
+      if (error instanceof StalledError) throw error;
       throw new StalledError(
         `chart repository ${safeUrl(this.#base)}: index.yaml is not valid YAML: ${(error as Error).message.split('\n')[0]}`,
       );

@@ -5,10 +5,11 @@
 // its data key (the recipients are public), so the MAC is checked before the tree is trusted and the walk over it
 // is bounded (walk.ts).
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { type Document, isMap, isScalar, parseAllDocuments } from 'yaml';
+import { type Document, isMap, isScalar } from 'yaml';
 import { errorMessage, StalledError } from '../../errors.ts';
 import type { ManifestFile } from '../../render/parse.ts';
 import { redactableValues } from '../../render/redact.ts';
+import { parseYamlDocuments } from '../../yaml/parse.ts';
 import type { AgeIdentity } from './age-keys.ts';
 import { decryptValue } from './cipher.ts';
 import { loadGoRegExp } from './go-regexp.ts';
@@ -118,8 +119,7 @@ function cannotDecrypt(file: ManifestFile, why: string, cause?: unknown): Stalle
 
 /** The documents and the metadata of a SOPS file, or undefined when the file has no `sops:` block. */
 function sopsDocuments(file: ManifestFile): { docs: Document[]; meta: SopsMetadata } | undefined {
-  const docs = parseAllDocuments(file.text, { uniqueKeys: true });
-  if (!Array.isArray(docs)) return undefined;
+  const docs = parseYamlDocuments(file.text, { file: file.path });
   const blocks = docs.map((d) => (isMap(d.contents) ? d.contents.get('sops', true) : undefined));
   if (blocks.every((b) => b === undefined)) return undefined;
   // A file sops wrote parses; a broken one is not passed on with its ciphertext either.

@@ -217,7 +217,11 @@ render:
     const deployment = config.deployments[0];
     if (!deployment) throw new Error('no deployment');
     expect(renderOptionsFor(config, deployment)).toEqual({
-      limits: { maxFileBytes: 4 * 1024 * 1024, maxDocumentsPerFile: 1000, maxAliasCount: 100 },
+      limits: {
+        maxFileBytes: 4 * 1024 * 1024,
+        maxDocumentsPerFile: 1000,
+        yaml: { maxNodes: 250_000, maxDepth: 256, maxAliasCount: 100 },
+      },
       imageMatch: 'match-name-only',
       requireDigests: true,
       versioned: { ConfigMap: false },

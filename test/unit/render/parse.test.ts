@@ -48,6 +48,17 @@ items:
     const text = `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: lol}\ndata:\n${levels.map((l) => `  ${l}`).join('\n')}\n`;
     const { objects, errors } = parseManifestFiles([{ path: 'lol.yaml', text }], DEFAULT_LIMITS);
     expect(objects).toEqual([]);
+    // Refused while counting, before a node is composed: the 101st alias is on the last line.
+    expect(errors.map((e) => e.message)).toEqual([
+      'lol.yaml:16:14: more than 100 YAML aliases in one document (limit render.maxAliasCount)',
+    ]);
+  });
+
+  it('rejects a document whose few aliases expand past the limit', () => {
+    // 30 aliases (under the count) that expand 1,000-fold: refused when the value is made.
+    const text = `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: lol}\ndata:\n  a: &a [x, x, x, x, x, x, x, x, x, x]\n  b: &b [${Array(10).fill('*a').join(', ')}]\n  c: &c [${Array(10).fill('*b').join(', ')}]\n  d: [${Array(10).fill('*c').join(', ')}]\n`;
+    const { objects, errors } = parseManifestFiles([{ path: 'lol.yaml', text }], DEFAULT_LIMITS);
+    expect(objects).toEqual([]);
     expect(errors.map((e) => e.message)).toEqual([
       'lol.yaml:1:1: Excessive alias count indicates a resource exhaustion attack',
     ]);

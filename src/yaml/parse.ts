@@ -1,0 +1,91 @@
+// The one way YAML is parsed in mooring: every text is counted against the limits first (count.ts), then
+// composed by the yaml package, and its values made with the alias limit. Large texts can be parsed off the
+// event loop (worker.ts). How values are read (YAML 1.2's core schema today) is decided here too, for every
+// caller at once.
+import {
+  Composer,
+  type Document,
+  type DocumentOptions,
+  type LineCounter,
+  type ParseOptions,
+  Parser,
+  parseAllDocuments,
+  parseDocument,
+  type SchemaOptions,
+} from 'yaml';
+import { checkYaml } from './count.ts';
+import { type YamlLimits, yamlLimits } from './limits.ts';
+
+export interface YamlOptions {
+  /** The file (or URL, or label) the text came from, named when it is refused. */
+  file: string;
+  /** The limits; the process's configured ones (limits.ts) when absent. */
+  limits?: YamlLimits | undefined;
+  /** Whether a mapping may repeat a key (false: an error, as for manifests). Default true: refused. */
+  uniqueKeys?: boolean | undefined;
+  /** Positions for error messages and callers that name lines. */
+  lineCounter?: LineCounter | undefined;
+  prettyErrors?: boolean | undefined;
+}
+
+/** The options every parse passes to the yaml package: one schema for every caller. */
+function packageOptions(options: YamlOptions): ParseOptions & DocumentOptions & SchemaOptions {
+  return {
+    uniqueKeys: options.uniqueKeys ?? true,
+    prettyErrors: options.prettyErrors ?? true,
+    ...(options.lineCounter ? { lineCounter: options.lineCounter } : {}),
+  };
+}
+
+export function limitsOf(options: YamlOptions): YamlLimits {
+  return options.limits ?? yamlLimits();
+}
+
+/**
+ * The value of the first document of `text` (as yaml's `parse`): throws YamlLimitError past a limit, or the yaml
+ * package's error for invalid YAML.
+ */
+export function parseYaml(text: string, options: YamlOptions): unknown {
+  const doc = parseYamlDocument(text, options);
+  if (doc.errors.length > 0) throw doc.errors[0];
+  return toValue(doc, options);
+}
+
+/** The first document of `text`, composed (errors in `doc.errors`, as yaml's `parseDocument`). */
+export function parseYamlDocument(text: string, options: YamlOptions): Document.Parsed {
+  const limits = limitsOf(options);
+  checkYaml(text, options.file, limits);
+  return parseDocument(text, packageOptions(options));
+}
+
+/** Every document of `text`, composed (as yaml's `parseAllDocuments`). */
+export function parseYamlDocuments(text: string, options: YamlOptions): Document.Parsed[] {
+  checkYaml(text, options.file, limitsOf(options));
+  const docs = parseAllDocuments(text, packageOptions(options));
+  return Array.isArray(docs) ? docs : [docs as unknown as Document.Parsed];
+}
+
+/** The values of every document of `text`; throws the first document's error. */
+export function parseYamlAll(text: string, options: YamlOptions): unknown[] {
+  return parseYamlDocuments(text, options).map((doc) => {
+    if (doc.errors.length > 0) throw doc.errors[0];
+    return toValue(doc, options);
+  });
+}
+
+/**
+ * The documents of `text` one at a time, each composed only when the previous one is done with, so that a file of
+ * many documents never holds all their trees at once. `lineCounter` is fed as the text is read.
+ */
+export function* composeYaml(text: string, options: YamlOptions): Generator<Document.Parsed> {
+  checkYaml(text, options.file, limitsOf(options));
+  const composer = new Composer(packageOptions({ ...options, lineCounter: undefined }));
+  yield* composer.compose(
+    new Parser(options.lineCounter?.addNewLine).parse(text),
+  ) as Generator<Document.Parsed>;
+}
+
+/** A composed document's value, with the alias limit. */
+export function toValue(doc: Document, options: Pick<YamlOptions, 'limits'>): unknown {
+  return doc.toJS({ maxAliasCount: limitsOf({ file: '', ...options }).maxAliasCount });
+}

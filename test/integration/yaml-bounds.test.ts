@@ -1,0 +1,190 @@
+// YAML is bounded before it is composed (src/yaml/): a small file of `- []` lines costs the yaml package about
+// 1 KiB per node, so byte limits alone let 4 MiB take gigabytes. Against the built CLI and an agent run as its own
+// process on the test bed: the CLI refuses 4 MiB of `- []` in a heap of 256 MiB, naming the file, the line and
+// the limit; an agent given a commit holding such a file fails that deployment's sync with the same message,
+// syncs the other deployment of the commit, answers /healthz within 1 s throughout and stays small; and a chart
+// repository whose index.yaml is 32 MiB of hostile YAML is refused naming the index and its limit, while /healthz
+// keeps answering.
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startChartRepo } from '../testbed/chart-repo.ts';
+import {
+  type AgentProcess,
+  agentConfig,
+  bareRepo,
+  eventually,
+  kubectl,
+  manifestDir,
+  peakRss,
+  startAgent,
+  startStatusReceiver,
+  tempDir,
+  useNamespace,
+  watchHealth,
+} from './helpers.ts';
+
+const MiB = 1024 * 1024;
+const HEALTH_GAP_BOUND_MS = 1_000;
+const PEAK_RSS_BOUND = 300 * MiB;
+/** The index is received whole (32 MiB) and moved to the worker, which counts it: a few hundred MiB at most. */
+const INDEX_PEAK_RSS_BOUND = 400 * MiB;
+const MAIN = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
+
+/** 4 MiB of `- []` lines, just under the default maxFileBytes: 1.7 million nodes. */
+const HOSTILE = '- []\n'.repeat(Math.floor((4 * MiB) / 5));
+const REFUSAL = 'more than 250000 YAML nodes in one document (limit render.maxYamlNodes)';
+
+const configMap = (name: string) => `apiVersion: v1
+kind: ConfigMap
+metadata: {name: ${name}}
+data: {greeting: hello}
+`;
+
+/** The CLI as its own process with a heap of `heapMb`: what it prints and how it ended. */
+function cli(args: string[], heapMb: number): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(process.execPath, [`--max-old-space-size=${heapMb}`, MAIN, ...args], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  return new Promise((resolve) => child.on('exit', (code) => resolve({ code, stderr })));
+}
+
+describe('YAML bounded before it is composed', () => {
+  const web = useNamespace('yaml-web');
+  const evil = useNamespace('yaml-evil');
+  const cleanups: (() => Promise<void> | void)[] = [];
+  let cacheDir = '';
+  beforeAll(async () => {
+    cacheDir = await mkdtemp(join(tmpdir(), 'mooring-yaml-bounds-'));
+    process.env.MOORING_CACHE_DIR = cacheDir;
+  });
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c();
+    delete process.env.MOORING_CACHE_DIR;
+    await rm(cacheDir, { recursive: true, force: true });
+  });
+
+  async function agentOn(config: Parameters<typeof agentConfig>[0]): Promise<AgentProcess> {
+    const dir = await manifestDir({ 'mooring.yaml': await agentConfig(config) });
+    const agent = startAgent({ file: `${dir}/mooring.yaml` }, { process: true });
+    cleanups.push(async () => {
+      if (agent.alive()) agent.child.kill('SIGTERM');
+      await agent.exited;
+      await kubectl('delete', 'namespace', config.cluster.namespace, '--wait=false');
+    });
+    return agent;
+  }
+
+  it('the CLI refuses 4 MiB of `- []` in a small heap, naming the file, the line and the limit', async () => {
+    const dir = await manifestDir({ 'x.yaml': HOSTILE });
+    const result = await cli(['render', '--offline', dir], 256);
+    expect(result.stderr).toContain(`${dir}/x.yaml:125001:1: ${REFUSAL}`);
+    expect(result.code).toBe(2);
+  }, 120_000);
+
+  it('an agent fails the sync of a commit holding the file, naming it, syncs the other deployment and answers /healthz', async () => {
+    const suffix = Date.now().toString(36);
+    const repo = await bareRepo(`yaml-bounds-${suffix}/app`);
+    cleanups.push(() => rm(repo.path, { recursive: true, force: true }));
+    const receiver = await startStatusReceiver();
+    const commit = await repo.commit({
+      'apps/web/settings.yaml': configMap('settings'),
+      'apps/evil/settings.yaml': configMap('settings'),
+      'apps/evil/x.yaml': HOSTILE,
+    });
+    const agent = await agentOn({
+      cluster: { name: 'yaml', namespace: `mooring-yaml-${suffix}` },
+      git: [{ name: 'app', repo, interval: '2s', timeout: '2m' }],
+      deployments: [
+        { name: 'web', namespace: web(), source: 'app', paths: ['apps/web'] },
+        { name: 'evil', namespace: evil(), source: 'app', paths: ['apps/evil'] },
+      ],
+      statuses: receiver,
+    });
+    const health = watchHealth(agent);
+    const ended = (context: string) =>
+      eventually(
+        `the ${context} status of the commit`,
+        async () => {
+          if (!agent.alive()) throw new Error(`the agent exited:\n${agent.output().slice(-3000)}`);
+          return receiver.ended(commit, context);
+        },
+        180_000,
+      );
+    const refused = await ended('/evil');
+    const synced = await ended('/web');
+    const rss = peakRss(agent.child.pid as number);
+    const { longestGapMs, answers } = health.stop();
+    process.stdout.write(
+      `hostile YAML: agent peak RSS ${(rss / MiB).toFixed(0)} MiB; longest /healthz gap ${longestGapMs} ms over ${answers} answers\n`,
+    );
+    expect(refused.state).toBe('failure');
+    expect(refused.description).toMatch(/apps\/evil\/x\.yaml/);
+    expect(agent.output()).toContain(`apps/evil/x.yaml:125001:1: ${REFUSAL}`);
+    expect(synced.state, synced.description).toBe('success');
+    expect((await kubectl('-n', web(), 'get', 'configmap', '-o', 'name')).stdout).toMatch(/settings/);
+    // Nothing of the refused deployment was applied.
+    expect((await kubectl('-n', evil(), 'get', 'configmap', '-o', 'name')).stdout).not.toMatch(/settings/);
+    expect(answers).toBeGreaterThan(5);
+    expect(longestGapMs).toBeLessThan(HEALTH_GAP_BOUND_MS);
+    expect(rss).toBeLessThan(PEAK_RSS_BOUND);
+  }, 300_000);
+
+  it("an agent refuses a chart repository's 32 MiB index of hostile YAML, naming it and the limit, answering /healthz", async () => {
+    const suffix = Date.now().toString(36);
+    const folder = await tempDir();
+    // An index as a chart repository serves it, with one chart's entries made of empty flow sequences.
+    const lines = Math.floor((32 * MiB - 64) / 7);
+    await writeFile(
+      join(folder, 'index.yaml'),
+      `apiVersion: v1\nentries:\n  web:\n${'  - []\n'.repeat(lines)}`,
+    );
+    const server = await startChartRepo(folder);
+    cleanups.push(() => server.close());
+    const repo = await bareRepo(`yaml-index-${suffix}/app`);
+    cleanups.push(() => rm(repo.path, { recursive: true, force: true }));
+    await repo.commit({ 'values/prod.yaml': 'color: blue\n' });
+    const agent = await agentOn({
+      cluster: { name: 'yaml-index', namespace: `mooring-yaml-index-${suffix}` },
+      git: [{ name: 'app', repo, interval: '2s' }],
+      deployments: [
+        {
+          name: 'web',
+          namespace: web(),
+          source: 'app',
+          helm: { chartSource: 'web-chart', valuesFiles: ['values/prod.yaml'] },
+        },
+      ],
+      extra: {
+        sources: {
+          charts: [{ name: 'web-chart', url: server.url, chart: 'web', caFile: server.ca, interval: '5s' }],
+        },
+      },
+    });
+    const health = watchHealth(agent);
+    const refusal = await eventually(
+      'the index refused',
+      async () => {
+        if (!agent.alive()) throw new Error(`the agent exited:\n${agent.output().slice(-3000)}`);
+        return agent.logged('poll failed').find((r) => /index\.yaml/.test(String(r.err)));
+      },
+      180_000,
+    );
+    const rss = peakRss(agent.child.pid as number);
+    const { longestGapMs, answers } = health.stop();
+    process.stdout.write(
+      `hostile index: agent peak RSS ${(rss / MiB).toFixed(0)} MiB; longest /healthz gap ${longestGapMs} ms over ${answers} answers\n`,
+    );
+    // Two nodes a line: the limit is passed halfway down the index.
+    expect(String(refusal.err)).toBe(
+      `chart repository ${server.url}/: index.yaml:1250000: more than 2500000 YAML nodes in one document (limit maxIndexNodes of the chart source)`,
+    );
+    expect(answers).toBeGreaterThan(3);
+    expect(longestGapMs).toBeLessThan(HEALTH_GAP_BOUND_MS);
+    expect(rss).toBeLessThan(INDEX_PEAK_RSS_BOUND);
+  }, 300_000);
+});
