@@ -2,10 +2,11 @@
 // library's own is a fork: linear-time matching, Go's syntax, as cel-go). Compiling is the slow part in this engine (measured: a 1,022-character pattern of
 // `a{1000}` took 1.5 s, a 3,000-character alternation 0.3 s to parse), and the library compiles on every call.
 // So a pattern must be a string literal of the expression, checked and compiled once when the expression is, and
-// small: at most 512 characters, and at most 5,000 RE2 instructions by an upper bound read from its counted
-// repetitions (each `{n,m}` multiplies the pattern's size by m+1, as if all were nested). Matching then costs at
+// small: at most 512 characters, and at most 5,000 RE2 instructions by an upper bound read from its text and its
+// counted repetitions (src/re2-size.ts, shared with SOPS rules). Matching then costs at
 // most one step per instruction per character of the subject, which the budget charges.
 import type { RE2JS } from 're2js';
+import { instructionBound } from '../re2-size.ts';
 
 export const REGEX_LIMITS = {
   /** Characters of one pattern. */
@@ -19,24 +20,13 @@ type Engine = typeof RE2JS;
 const compiled = new Map<string, RE2JS>();
 const KEPT = 256;
 
-/** An upper bound of the instructions of `pattern`: its length times every counted repetition's count. */
-export function instructionBound(pattern: string): number {
-  let bound = pattern.length + 2;
-  for (const match of pattern.matchAll(/\{(\d+)(?:,(\d*))?\}/g)) {
-    const counts = [match[1], match[2]].filter((c): c is string => c !== undefined && c !== '').map(Number);
-    bound *= Math.max(...counts) + 1;
-    if (!Number.isFinite(bound) || bound > Number.MAX_SAFE_INTEGER) return Number.MAX_SAFE_INTEGER;
-  }
-  return bound;
-}
-
 /** Why `pattern` may not be compiled, or undefined. */
 export function patternProblem(pattern: string): string | undefined {
   if (pattern.length > REGEX_LIMITS.patternLength)
     return `the pattern of matches is ${pattern.length} characters, more than ${REGEX_LIMITS.patternLength}`;
   const bound = instructionBound(pattern);
   if (bound > REGEX_LIMITS.instructions)
-    return `the pattern of matches may compile to ${bound} RE2 instructions (its length times its repetition counts), more than ${REGEX_LIMITS.instructions}`;
+    return `the pattern of matches may compile to ${bound} RE2 instructions (by its characters and repetition counts), more than ${REGEX_LIMITS.instructions}`;
   return undefined;
 }
 

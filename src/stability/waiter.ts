@@ -3,8 +3,13 @@
 // one has failed, the timeout passes or the caller cancels. How an object is watched is passed in (src/kube's
 // cluster cache provides it, one stream per resource type and namespace). The count of stable objects is kept
 // as verdicts change, so an event costs the same for a wait of five objects as for one of five thousand.
+// Objects are judged in time slices shared by every wait (time-slice.ts), so that rules near their CEL budget on
+// many objects leave the agent answering; an object heard of again before it was judged is judged once, on the
+// latest copy, in the place its first event took.
+import { errorMessage } from '../errors.ts';
 import type { KubeObject } from '../render/manifest.ts';
 import { type Stability, stabilityOf } from './rules.ts';
+import { judging, type TimeSlice } from './time-slice.ts';
 
 export interface Watchable {
   /** `Deployment prod/web` */
@@ -39,12 +44,15 @@ export interface WaitOptions {
   onProgress?: (verdict: ObjectVerdict, all: readonly ObjectVerdict[]) => void;
   now?: () => Date;
   rule?: (object: KubeObject, now: Date) => Stability;
+  /** Where judgements are run: the process's shared slice unless given. */
+  slice?: TimeSlice;
 }
 
 export function waitForStability(targets: readonly Watchable[], options: WaitOptions): Promise<WaitResult> {
   const started = Date.now();
   const now = options.now ?? (() => new Date());
   const rule = options.rule ?? stabilityOf;
+  const slice = options.slice ?? judging;
   const verdicts: ObjectVerdict[] = targets.map((t) => ({
     name: t.name,
     stability: { state: 'progressing', message: `${t.name}: not observed yet` },
@@ -74,7 +82,8 @@ export function waitForStability(targets: readonly Watchable[], options: WaitOpt
 
     let stableCount = 0;
     targets.forEach((target, index) => {
-      const onObject = (object: KubeObject | undefined, note?: string) => {
+      let pending: { object: KubeObject | undefined; note: string | undefined } | undefined;
+      const judge = (object: KubeObject | undefined, note?: string) => {
         if (settled) return;
         let stability: Stability = object
           ? rule(object, now())
@@ -95,13 +104,32 @@ export function waitForStability(targets: readonly Watchable[], options: WaitOpt
         if (stability.state === 'failed') finish('failed', verdict);
         else if (stableCount === verdicts.length) finish('stable');
       };
-      target.watch(onObject, controller.signal).catch((error: unknown) => {
+      const onObject = (object: KubeObject | undefined, note?: string) => {
+        if (settled) return;
+        if (pending) {
+          pending = { object, note };
+          return;
+        }
+        pending = { object, note };
+        slice.run(() => {
+          const latest = pending as NonNullable<typeof pending>;
+          pending = undefined;
+          try {
+            judge(latest.object, latest.note);
+          } catch (error) {
+            // What a rule or a listener throws fails its object, as it failed the watch when judging ran inside it.
+            fail(`${target.name}: cannot watch: ${errorMessage(error)}`);
+          }
+        });
+      };
+      const fail = (message: string) => {
+        if (settled) return;
         const verdict = verdicts[index] as ObjectVerdict;
-        verdict.stability = {
-          state: 'failed',
-          message: `${target.name}: cannot watch: ${error instanceof Error ? error.message : String(error)}`,
-        };
+        verdict.stability = { state: 'failed', message };
         finish('failed', verdict);
+      };
+      target.watch(onObject, controller.signal).catch((error: unknown) => {
+        fail(`${target.name}: cannot watch: ${errorMessage(error)}`);
       });
     });
   });

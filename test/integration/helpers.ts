@@ -103,3 +103,33 @@ export function deployTo(namespace: string, dir: string, ...extra: string[]): Pr
     ...extra,
   );
 }
+
+/** Polls /healthz every 200 ms, each answer given 1 s; keeps every failure once one answer came. */
+export function pollHealth(port: () => number) {
+  const health = { answered: 0, failed: [] as string[] };
+  let polling = true;
+  const loop = (async () => {
+    while (polling) {
+      const p = port();
+      if (p) {
+        const started = Date.now();
+        try {
+          const res = await fetch(`http://127.0.0.1:${p}/healthz`, { signal: AbortSignal.timeout(1000) });
+          if (res.status === 200) health.answered += 1;
+          else health.failed.push(`HTTP ${res.status}`);
+        } catch (error) {
+          health.failed.push(`${String(error)} after ${Date.now() - started} ms`);
+        }
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  })();
+  return {
+    health,
+    stop: async () => {
+      polling = false;
+      await loop;
+      return health;
+    },
+  };
+}

@@ -1,10 +1,10 @@
 // SOPS files written by whoever can push, on the test bed. A file made with only the public age recipient whose
 // encrypted_regex is `^(a+)+$` and whose key is forty `a`s and a `!` (a backtracking engine would block the event
 // loop for hours): the agent, as its own process, answers /healthz all along and fails the commit with a clear
-// status, then does the same for a rule RE2 refuses. A chart whose templates do `fail`, `required` and `tpl`
-// over a SOPS-encrypted values file, that puts it where render refuses and quotes it, or copies it into a
-// ConfigMap: the decrypted password appears in no commit status, ledger, Event, status page answer, audit record
-// or log line. A plain SOPS file whose decrypted value render refuses and quotes: hidden from the agent's
+// status, then does the same for a rule RE2 refuses and for one whose compiled program would be huge. A chart
+// whose templates do `fail`, `required` and `tpl` over a SOPS-encrypted values file, that puts it where render
+// refuses and quotes it, or copies it into a ConfigMap: the decrypted password appears in no commit status,
+// ledger, Event, status page answer, audit record or log line. A plain SOPS file whose decrypted value render refuses and quotes: hidden from the agent's
 // status and ledger, and from mooring deploy and render. `mooring render` hides decrypted values used as a
 // Secret's type or copied into a ConfigMap.
 import { readFile, writeFile } from 'node:fs/promises';
@@ -138,6 +138,23 @@ describe('SOPS files from an untrusted commit', () => {
       expect(status2.state).toBe('failure');
       expect(status2.description).toMatch(
         /^evil\.yaml: cannot decrypt \(sops\): sops\.encrypted_regex: "\^\(\?=a\)a\+\$" is not an RE2 \(Go\) expression/,
+      );
+      // A rule whose program would be huge (146,002 instructions from 1,022 characters: compiling it blocked the
+      // event loop for 2 s per file and sync): refused from its text, naming the field, /healthz answering.
+      const huge = 'a{1000}'.repeat(146);
+      const second2 = await repo.commit({
+        'evil.yaml': evil.replace('encrypted_regex: ^(a+)+$', `encrypted_regex: ${JSON.stringify(huge)}`),
+      });
+      const status2b = await eventually('the huge rule reported', async () => ended(second2), 60_000);
+      expect(status2b.state).toBe('failure');
+      expect(status2b.description).toMatch(
+        /^evil\.yaml: cannot decrypt \(sops\): sops\.encrypted_regex: "a\{1000\}a\{1000\}/,
+      );
+      const tooLarge = 'is too large (it may compile to 146004 RE2 instructions, at most 2000)';
+      await eventually('the huge rule in the ledger', async () =>
+        (await kubectl('-n', agentNs(), 'get', 'configmaps', '-o', 'yaml')).stdout.includes(tooLarge)
+          ? true
+          : undefined,
       );
       // A file that decrypts, whose decrypted annotation render refuses and quotes: the finalizer hides it.
       const quoted = await repo.commit({
