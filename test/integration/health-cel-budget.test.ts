@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import {
   agentConfig,
   bareRepo,
+  crdManifest,
   eventually,
   kubectl,
   pollHealth,
@@ -33,28 +34,7 @@ function doubled(n: number): string {
 
 function files(rule: string, data: string): Record<string, string> {
   return {
-    'evil/crd.yaml': `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: ${crdName}
-  annotations:
-    mooring.io/health-current: ${JSON.stringify(rule)}
-spec:
-  group: ${group}
-  scope: Namespaced
-  names: {kind: Gizmo, plural: gizmos, singular: gizmo}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      subresources: {status: {}}
-      schema:
-        openAPIV3Schema:
-          type: object
-          properties:
-            spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
-            status: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`,
+    'evil/crd.yaml': crdManifest(group, 'gizmos', 'Gizmo', { 'mooring.io/health-current': rule }),
     'evil/gizmo.yaml': `apiVersion: ${group}/v1\nkind: Gizmo\nmetadata: {name: first}\nspec: {size: 1}\n`,
     'good/config.yaml': `apiVersion: v1
 kind: ConfigMap

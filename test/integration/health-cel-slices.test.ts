@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import {
   agentConfig,
   bareRepo,
+  crdManifest,
   eventually,
   kubectl,
   pollHealth,
@@ -32,31 +33,7 @@ const RULES = {
 function files(): Record<string, string> {
   const list = JSON.stringify(Array.from({ length: 48 }, (_, i) => ({ n: i, m: i })));
   const spec = `{l1: ${list}, l2: ${list}}`;
-  const annotations = Object.entries(RULES)
-    .map(([key, rule]) => `    ${key}: ${JSON.stringify(rule)}`)
-    .join('\n');
-  const out: Record<string, string> = {
-    'crd.yaml': `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: ${crdName}
-  annotations:
-${annotations}
-spec:
-  group: ${group}
-  scope: Namespaced
-  names: {kind: Ledger, plural: ledgers, singular: ledger}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema:
-          type: object
-          properties:
-            spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`,
-  };
+  const out: Record<string, string> = { 'crd.yaml': crdManifest(group, 'ledgers', 'Ledger', RULES) };
   for (let i = 0; i < OBJECTS; i++)
     out[`ledger-${i}.yaml`] =
       `apiVersion: ${group}/v1\nkind: Ledger\nmetadata: {name: ledger-${i}}\nspec: ${spec}\n`;

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/program.ts';
 import {
+  crdManifest,
   eventually,
   kubectl,
   manifestDir,
@@ -19,27 +20,7 @@ const suffix = Date.now().toString(36);
 const group = `h${suffix}.mooring.test`;
 
 function crd(plural: string, kind: string, annotations: Record<string, string> = {}): string {
-  const lines = Object.entries(annotations).map(([k, v]) => `    ${k}: ${JSON.stringify(v)}`);
-  return `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: ${plural}.${group}
-${lines.length > 0 ? `  annotations:\n${lines.join('\n')}\n` : ''}spec:
-  group: ${group}
-  scope: Namespaced
-  names: {kind: ${kind}, plural: ${plural}, singular: ${kind.toLowerCase()}}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      subresources: {status: {}}
-      schema:
-        openAPIV3Schema:
-          type: object
-          properties:
-            spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
-            status: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`;
+  return crdManifest(group, plural, kind, annotations);
 }
 
 /** `mooring deploy`, in-process, with its output readable while it runs. */

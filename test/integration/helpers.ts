@@ -133,3 +133,36 @@ export function pollHealth(port: () => number) {
     },
   };
 }
+
+/**
+ * A CustomResourceDefinition of namespaced objects whose spec and status hold anything, with a status
+ * subresource and these annotations (health rules, for one).
+ */
+export function crdManifest(
+  group: string,
+  plural: string,
+  kind: string,
+  annotations: Record<string, string> = {},
+): string {
+  const lines = Object.entries(annotations).map(([k, v]) => `    ${k}: ${JSON.stringify(v)}`);
+  return `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: ${plural}.${group}
+${lines.length > 0 ? `  annotations:\n${lines.join('\n')}\n` : ''}spec:
+  group: ${group}
+  scope: Namespaced
+  names: {kind: ${kind}, plural: ${plural}, singular: ${kind.toLowerCase()}}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      subresources: {status: {}}
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+            status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`;
+}
