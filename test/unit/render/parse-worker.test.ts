@@ -93,4 +93,11 @@ describe('a manifest file read in a worker', () => {
     // Never below one document's limit: a text of one document is held to maxNodes alone.
     expect(checkYaml('- []\n'.repeat(1000), 'one.yaml', { ...limits, maxFileNodes: 1000 }).total).toBe(2000);
   });
+
+  it('ends the worker, not the process, when a text within the counts outgrows its heap, naming the file', async () => {
+    const text = '- []\n'.repeat(100_000);
+    await expect(
+      readDocumentsAsync(text, { file: 'apps/x.yaml', maxDocuments: 10, threshold: 0, heapMb: 32 }),
+    ).rejects.toThrow('apps/x.yaml: parsing this YAML needs more than 32 MiB of memory');
+  }, 60_000);
 });
