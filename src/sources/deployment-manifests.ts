@@ -88,11 +88,9 @@ export async function deploymentManifests(
     fetchDependencies: dependencyFetcher(ctx, at.dependencies, at.restoreDependencies),
   });
   const files = await vetted(ctx, await sourceFiles());
-  // Decrypted text is read again (a file decryption left alone keeps its documents).
-  return vetted(
-    ctx,
-    ctx.sops === 'omit' ? omitEncrypted(files, NOT_DECRYPTED) : await decryptFiles(files, keys),
-  );
+  // Decrypted text is read again (a file decryption left alone is not).
+  const plain = ctx.sops === 'omit' ? omitEncrypted(files, NOT_DECRYPTED) : await decryptFiles(files, keys);
+  return vetted(ctx, plain, new Set(files));
 
   async function sourceFiles(): Promise<ManifestFile[]> {
     const chart = spec.helm?.chartSource !== undefined ? await fetchChart(spec.helm.chartSource) : undefined;
@@ -240,7 +238,8 @@ export async function pathManifests(ctx: ManifestContext, local: LocalPaths): Pr
       }),
     );
   }
-  return vetted(ctx, await decryptFiles(await vetted(ctx, files), keys));
+  const read = await vetted(ctx, files);
+  return vetted(ctx, await decryptFiles(read, keys), new Set(read));
 }
 
 /**
@@ -248,12 +247,20 @@ export async function pathManifests(ctx: ManifestContext, local: LocalPaths): Pr
  * one counted and read in the same pass in a worker thread (yaml/parse-async.ts): the agent keeps answering while
  * a hostile file is refused, and render receives its documents as values (ManifestFile.documents) instead of
  * composing them on the event loop. Past a limit, the sync fails naming the file and line (render would refuse it
- * the same way). A file read already (before decryption, unchanged by it) is not read again.
+ * the same way). A file in `done` (read before decryption, unchanged by it) is not read again.
  */
-async function vetted(ctx: ManifestContext, files: ManifestFile[]): Promise<ManifestFile[]> {
+async function vetted(
+  ctx: ManifestContext,
+  files: ManifestFile[],
+  done: ReadonlySet<ManifestFile> = new Set(),
+): Promise<ManifestFile[]> {
   const limits = yamlLimitsOf(ctx.config.render);
   const out: ManifestFile[] = [];
   for (const file of files) {
+    if (done.has(file)) {
+      out.push(file);
+      continue;
+    }
     // A file past maxFileBytes is refused by render for its size, before anything reads it.
     const tooLarge = Buffer.byteLength(file.text, 'utf8') > ctx.config.render.maxFileBytes;
     if (file.documents || tooLarge || file.text.length <= WORKER_THRESHOLD) {
