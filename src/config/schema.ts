@@ -710,6 +710,15 @@ const render = z.strictObject({
   maxAliasCount: z.number().int().min(0).default(DEFAULT_YAML_LIMITS.maxAliasCount),
   /** Nodes one YAML document may hold, counted before it is composed (src/yaml/count.ts; docs/security.md). */
   maxYamlNodes: z.number().int().min(1000).default(DEFAULT_YAML_LIMITS.maxNodes),
+  /**
+   * Nodes of all the documents of one YAML text together (a manifest file, a chart's output): bounds the memory a
+   * file's values take, whatever its number of documents. Never less than maxYamlNodes in effect.
+   */
+  maxYamlFileNodes: z
+    .number()
+    .int()
+    .min(1000)
+    .default(DEFAULT_YAML_LIMITS.maxFileNodes ?? 1_000_000),
   /** How deep one YAML document's collections may nest. */
   maxYamlDepth: z.number().int().min(16).max(512).default(DEFAULT_YAML_LIMITS.maxDepth),
   /** The labels app.kubernetes.io/name and managed-by (Spinnaker's kubernetes.v2.applyAppLabels). */

@@ -4,9 +4,10 @@
 // tool built (kustomize, helm template), the place the user wrote it, as the build says (`writtenAt`).
 import { randomBytes } from 'node:crypto';
 import { isMap, isNode, isScalar, isSeq, LineCounter, type Node } from 'yaml';
+import { type ItemPlaces, type Place, type ReadDocument, readDocuments } from '../yaml/documents.ts';
 import { YamlLimitError } from '../yaml/errors.ts';
 import { DEFAULT_YAML_LIMITS, type YamlLimits } from '../yaml/limits.ts';
-import { composeYaml, parseYamlDocuments, toValue } from '../yaml/parse.ts';
+import { parseYamlDocuments } from '../yaml/parse.ts';
 import { RenderError } from './errors.ts';
 import { isHookObject } from './hooks.ts';
 import { isObject, type JsonValue, type KubeObject, type Origin, type SourcedObject } from './manifest.ts';
@@ -30,6 +31,11 @@ export interface ManifestFile {
    * written, so that problems name the user's file rather than the tool's output; undefined when not known.
    */
   writtenAt?: ((at: Origin, object?: unknown) => WrittenAt | undefined) | undefined;
+  /**
+   * The documents of `text`, already read (src/yaml/documents.ts): filled in by the reader of a deployment's files
+   * (sources/deployment-manifests.ts) for a large text, read in a worker so that the event loop never composes it.
+   */
+  documents?: readonly ReadDocument[] | undefined;
   /** For a chart's output: the dependencies fetched for it from allowed repositories, which its release records. */
   dependencies?: readonly { name: string; version: string; repository: string; digest: string }[] | undefined;
 }
@@ -115,88 +121,80 @@ function parseFile(
   }
   const written = (origin: Origin, object?: unknown): WrittenAt | undefined =>
     file.writtenAt?.(origin, object);
-  const lines = new LineCounter();
-  const at = (offset: number | undefined): Origin => {
-    const pos = lines.linePos(offset ?? 0);
-    return { file: file.path, line: pos.line, column: pos.col };
-  };
+  const origin = (place: Place): Origin => ({ file: file.path, line: place.line, column: place.column });
   // Fields are located in the syntax tree only to report a problem, which is rare. The trees are not kept for
   // that (a large set would hold all of them for the whole deploy): the file is parsed again the first time a
-  // field of one of its objects is asked for.
+  // field of one of its objects is asked for. Not a large file read in a worker (file.documents): composing it
+  // here would hold the event loop for seconds, so its fields are placed at their object.
+  const lines = new LineCounter();
   let again: ReturnType<typeof parseYamlDocuments> | undefined;
-  const reparse = (index: number): Node | undefined => {
-    again ??= parseYamlDocuments(file.text, { file: file.path, limits: limits.yaml });
-    return again[index]?.contents ?? undefined;
+  const reparse = file.documents
+    ? undefined
+    : (index: number): Node | undefined => {
+        again ??= parseYamlDocuments(file.text, { file: file.path, limits: limits.yaml, lineCounter: lines });
+        return again[index]?.contents ?? undefined;
+      };
+  const at = (offset: number): Origin => {
+    const pos = lines.linePos(offset);
+    return origin({ line: pos.line, column: pos.col });
   };
-  // One document at a time: each document's syntax tree is garbage once its object is read, so a file of many
-  // documents never holds all of their trees at once.
   const firstObject = objects.length;
   const firstError = errors.length;
-  let index = -1;
-  let docs: ReturnType<typeof composeYaml>;
+  let count = 0;
+  let docs: Iterable<ReadDocument>;
   try {
-    // Counted against the YAML limits before anything is composed: a hostile file is refused here.
-    docs = composeYaml(file.text, { file: file.path, limits: limits.yaml, lineCounter: lines });
-    docs = withFirst(docs);
+    // Counted against the YAML limits before anything is composed: a hostile file is refused here. A large file
+    // was read in a worker already (file.documents), by the reader of a deployment's files.
+    docs =
+      file.documents ??
+      readDocuments(file.text, {
+        file: file.path,
+        limits: limits.yaml,
+        maxDocuments: limits.maxDocumentsPerFile,
+      });
   } catch (error) {
     if (!(error instanceof YamlLimitError)) throw error;
-    const origin = { file: file.path, line: error.line, column: error.column };
-    errors.push(new RenderError(error.reason, { origin: written(origin)?.origin ?? origin }));
+    const place = { file: file.path, line: error.line, column: error.column };
+    errors.push(new RenderError(error.reason, { origin: written(place)?.origin ?? place }));
     return;
   }
   for (const doc of docs) {
-    index++;
+    const index = count++;
     // Past the limit, documents are only counted: the file is refused whole, with its number of documents.
-    if (index >= limits.maxDocumentsPerFile) continue;
-    if (doc.errors.length > 0) {
-      // The position from the line counter: what parseAllDocuments' prettyErrors would set as linePos.
+    if ('skipped' in doc || 'empty' in doc) continue;
+    if ('errors' in doc) {
       for (const e of doc.errors) {
-        const built = at(e.pos[0]);
+        const built = origin(e);
         errors.push(new RenderError(yamlMessage(e.message), { origin: written(built)?.origin ?? built }));
       }
       continue;
     }
-    if (doc.contents === null) continue; // an empty document
-    const origin = at(doc.contents.range?.[0]);
-    let value: unknown;
-    try {
-      value = toValue(doc, { limits: limits.yaml });
-    } catch (error) {
+    const docOrigin = origin(doc.at);
+    if ('valueError' in doc) {
       errors.push(
-        new RenderError(yamlMessage((error as Error).message), { origin: written(origin)?.origin ?? origin }),
+        new RenderError(yamlMessage(doc.valueError), { origin: written(docOrigin)?.origin ?? docOrigin }),
       );
       continue;
     }
-    if (value === null || value === undefined) continue;
-    const self = index;
-    collect(value, origin, doc.contents, at, objects, errors, {
-      root: () => reparse(self),
+    if (doc.value === null || doc.value === undefined) continue;
+    // Objects are changed as they are rendered: each parse of a file read in advance gets values of its own.
+    const value = file.documents ? structuredClone(doc.value) : doc.value;
+    collect(value, docOrigin, doc.items, origin, objects, errors, {
+      root: reparse ? () => reparse(index) : undefined,
+      at,
       prefix: [],
       written,
     });
   }
-  if (index + 1 > limits.maxDocumentsPerFile) {
+  if (count > limits.maxDocumentsPerFile) {
     objects.length = firstObject;
     errors.length = firstError;
     errors.push(
-      new RenderError(
-        `${index + 1} documents, more than the limit of ${limits.maxDocumentsPerFile} per file`,
-        {
-          origin: start,
-        },
-      ),
+      new RenderError(`${count} documents, more than the limit of ${limits.maxDocumentsPerFile} per file`, {
+        origin: start,
+      }),
     );
   }
-}
-
-/** The generator with its first step taken now, so that the count before composing throws here. */
-function withFirst<T>(gen: Generator<T>): Generator<T> {
-  const first = gen.next();
-  return (function* () {
-    if (first.done) return;
-    yield first.value;
-    yield* gen;
-  })();
 }
 
 /** The node at exactly `path` from `start`, or undefined. */
@@ -213,7 +211,10 @@ function walkExactly(start: unknown, path: readonly (string | number)[]): Node |
 
 /** How to find an object's node again: its document's root, re-parsed on demand, and the path from there. */
 interface NodeRef {
-  root: () => Node | undefined;
+  /** Undefined for a file read in a worker: its fields are placed at their object. */
+  root: (() => Node | undefined) | undefined;
+  /** The place of an offset in the text, once `root` has parsed it. */
+  at: (offset: number) => Origin;
   prefix: readonly (string | number)[];
   /** For built text: where an object was written (ManifestFile.writtenAt). */
   written: (origin: Origin, object?: unknown) => WrittenAt | undefined;
@@ -240,8 +241,8 @@ function walk(start: unknown, path: readonly (string | number)[]): Node | undefi
 function collect(
   value: unknown,
   origin: Origin,
-  node: unknown,
-  at: (offset: number | undefined) => Origin,
+  items: readonly ItemPlaces[] | undefined,
+  place: (at: Place) => Origin,
   objects: SourcedObject[],
   errors: RenderError[],
   ref: NodeRef,
@@ -257,14 +258,11 @@ function collect(
   }
   const kind = value.kind;
   if (typeof kind === 'string' && kind.endsWith('List') && Array.isArray(value.items)) {
-    const itemNodes = isMap(node) ? (node.get('items', true) as Node | undefined) : undefined;
     value.items.forEach((item, index) => {
-      const itemNode = isSeq(itemNodes) ? itemNodes.items[index] : undefined;
-      const itemOrigin = at((itemNode as Node | undefined)?.range?.[0]) ?? origin;
-      collect(item, itemOrigin, itemNode, at, objects, errors, {
-        root: ref.root,
+      const itemPlace = items?.[index];
+      collect(item, itemPlace ? place(itemPlace) : origin, itemPlace?.items, place, objects, errors, {
+        ...ref,
         prefix: [...ref.prefix, 'items', index],
-        written: ref.written,
       });
     });
     return;
@@ -278,11 +276,13 @@ function collect(
     );
     return;
   }
+  const root = ref.root;
   const locateBuilt = (path: readonly (string | number)[]): Origin => {
-    // The object's own node, as `node` was during the first parse; then the field within it.
-    const self = ref.prefix.length === 0 ? ref.root() : walkExactly(ref.root(), ref.prefix);
+    if (!root) return origin;
+    // The object's own node, as it was during the first parse; then the field within it.
+    const self = ref.prefix.length === 0 ? root() : walkExactly(root(), ref.prefix);
     const found = walk(self, path);
-    return found?.range ? at(found.range[0]) : origin;
+    return found?.range ? ref.at(found.range[0]) : origin;
   };
   const locate = written
     ? (path: readonly (string | number)[]) => written.locate(path, locateBuilt(path))

@@ -14,10 +14,11 @@ import type { Deployment, MooringConfig } from '../config/schema.ts';
 import { StalledError, TransientError } from '../errors.ts';
 import { RenderError } from '../render/errors.ts';
 import type { ManifestFile } from '../render/parse.ts';
+import { checkYaml } from '../yaml/count.ts';
 import { YamlLimitError } from '../yaml/errors.ts';
 import { yamlLimitsOf } from '../yaml/limits.ts';
 import { parseYaml } from '../yaml/parse.ts';
-import { checkYamlAsync } from '../yaml/parse-async.ts';
+import { MANIFEST_WORKER_HEAP_MB, readDocumentsAsync, WORKER_THRESHOLD } from '../yaml/parse-async.ts';
 import type { ArtifactAt, ExtractedArtifact, FetchContext } from './artifact-fetch.ts';
 import { isOciSourced } from './artifact-poller.ts';
 import {
@@ -87,7 +88,9 @@ export async function deploymentManifests(
     fetchDependencies: dependencyFetcher(ctx, at.dependencies, at.restoreDependencies),
   });
   const files = await vetted(ctx, await sourceFiles());
-  return ctx.sops === 'omit' ? omitEncrypted(files, NOT_DECRYPTED) : decryptFiles(files, keys);
+  // Decrypted text is read again (a file decryption left alone is not).
+  const plain = ctx.sops === 'omit' ? omitEncrypted(files, NOT_DECRYPTED) : await decryptFiles(files, keys);
+  return vetted(ctx, plain, new Set(files));
 
   async function sourceFiles(): Promise<ManifestFile[]> {
     const chart = spec.helm?.chartSource !== undefined ? await fetchChart(spec.helm.chartSource) : undefined;
@@ -235,26 +238,63 @@ export async function pathManifests(ctx: ManifestContext, local: LocalPaths): Pr
       }),
     );
   }
-  return decryptFiles(await vetted(ctx, files), keys);
+  const read = await vetted(ctx, files);
+  return vetted(ctx, await decryptFiles(read, keys), new Set(read));
 }
 
 /**
- * The files, each counted against the YAML limits before anything composes it (decryption, render): a large one
- * in a worker thread, so that the agent keeps answering while a hostile file is refused. Past a limit, the sync
- * fails naming the file and line (render would refuse it the same way, on the event loop).
+ * The files, each counted against the YAML limits before anything composes it (decryption, render), and a large
+ * one counted and read in the same pass in a worker thread (yaml/parse-async.ts): the agent keeps answering while
+ * a hostile file is refused, and render receives its documents as values (ManifestFile.documents) instead of
+ * composing them on the event loop. Past a limit, the sync fails naming the file and line (render would refuse it
+ * the same way). A file in `done` (read before decryption, unchanged by it) is not read again.
  */
-async function vetted(ctx: ManifestContext, files: ManifestFile[]): Promise<ManifestFile[]> {
+async function vetted(
+  ctx: ManifestContext,
+  files: ManifestFile[],
+  done: ReadonlySet<ManifestFile> = new Set(),
+): Promise<ManifestFile[]> {
   const limits = yamlLimitsOf(ctx.config.render);
+  const out: ManifestFile[] = [];
   for (const file of files) {
+    if (done.has(file)) {
+      out.push(file);
+      continue;
+    }
+    // A file past maxFileBytes is refused by render for its size, before anything reads it.
+    const tooLarge = Buffer.byteLength(file.text, 'utf8') > ctx.config.render.maxFileBytes;
+    if (file.documents || tooLarge || file.text.length <= WORKER_THRESHOLD) {
+      // A small text is counted here (render composes it: a few milliseconds at most).
+      if (!file.documents && !tooLarge) refusedIfPast(file, () => checkYaml(file.text, file.path, limits));
+      out.push(file);
+      continue;
+    }
     try {
-      await checkYamlAsync(file.text, { file: file.path, limits });
+      const documents = await readDocumentsAsync(file.text, {
+        file: file.path,
+        limits,
+        maxDocuments: ctx.config.render.maxDocumentsPerFile,
+        heapMb: MANIFEST_WORKER_HEAP_MB,
+      });
+      out.push({ ...file, documents });
     } catch (error) {
-      if (!(error instanceof YamlLimitError)) throw error;
-      const built = { file: file.path, line: error.line, column: error.column };
-      throw new RenderError(error.reason, { origin: file.writtenAt?.(built)?.origin ?? built });
+      refusedIfPast(file, () => {
+        throw error;
+      });
     }
   }
-  return files;
+  return out;
+}
+
+/** Runs `check`; a YamlLimitError becomes the RenderError render would give, at the place the user wrote. */
+function refusedIfPast(file: ManifestFile, check: () => unknown): void {
+  try {
+    check();
+  } catch (error) {
+    if (!(error instanceof YamlLimitError)) throw error;
+    const built = { file: file.path, line: error.line, column: error.column };
+    throw new RenderError(error.reason, { origin: file.writtenAt?.(built)?.origin ?? built });
+  }
 }
 
 /** Fetches a chart's dependencies from its allowed repositories through the download path (charts/dependencies.ts). */

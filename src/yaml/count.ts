@@ -3,7 +3,7 @@
 // tokens (strings) in constant memory, so the limits are checked on its tokens and a text past one is refused
 // after reading only as far as the limit, before anything is built.
 //
-// What counts as a node, per document: each scalar (plain, quoted, block), alias, flow collection (`[`, `{`) and
+// What counts as a node, per document (and, all documents together, per file): each scalar (plain, quoted, block), alias, flow collection (`[`, `{`) and
 // each block entry indicator (`-`, `?`, `:`), which stands for an entry and, for the first, its collection. This
 // is at least the number of nodes the composer makes, so it bounds them. Depth is the flow collections open plus
 // the block indentation levels open (each deeper level is indented further, or follows an indicator on the same
@@ -18,15 +18,20 @@ const SCALAR = '\x1f';
 
 export interface YamlCounts {
   documents: number;
+  /** The nodes of every document together. */
+  total: number;
   /** The most nodes, depth and aliases of any one document. */
   nodes: number;
   depth: number;
   aliases: number;
 }
 
-/** Throws YamlLimitError, naming `file` and the line, when a document of `text` is past one of `limits`. */
+/**
+ * Throws YamlLimitError, naming `file` and the line, when a document of `text` is past one of `limits`, or the
+ * documents together past `maxFileNodes`.
+ */
 export function checkYaml(text: string, file: string, limits: YamlLimits): YamlCounts {
-  const most: YamlCounts = { documents: 0, nodes: 0, depth: 0, aliases: 0 };
+  const most: YamlCounts = { documents: 0, total: 0, nodes: 0, depth: 0, aliases: 0 };
   let nodes = 0;
   let aliases = 0;
   let flow = 0;
@@ -40,7 +45,15 @@ export function checkYaml(text: string, file: string, limits: YamlLimits): YamlC
   // Whether the last thing on the previous line (or this line, so far) was a mapping's `:` with no value yet.
   let valueOpen = false;
   const fail = (limit: LimitName): never => {
-    throw new YamlLimitError(position(text, offset, file), limit, limits[limit], limits.keys?.[limit]);
+    const value = limit === 'maxFileNodes' ? maxFileNodes : limits[limit];
+    throw new YamlLimitError(position(text, offset, file), limit, value, limits.keys?.[limit]);
+  };
+  // The file's nodes, all documents together: never less than one document may hold (a chart index is one).
+  const maxFileNodes = Math.max(limits.maxFileNodes ?? Number.POSITIVE_INFINITY, limits.maxNodes);
+  let total = 0;
+  const node = (): void => {
+    if (++nodes > limits.maxNodes) fail('maxNodes');
+    if (++total > maxFileNodes) fail('maxFileNodes');
   };
   const deepest = (): void => {
     if (blocks.length + flow > limits.maxDepth) fail('maxDepth');
@@ -64,7 +77,7 @@ export function checkYaml(text: string, file: string, limits: YamlLimits): YamlC
       else if (token === FLOW_END) flow = 0;
       else {
         afterScalarMark = true;
-        if (++nodes > limits.maxNodes) fail('maxNodes');
+        node();
         most.nodes = Math.max(most.nodes, nodes);
       }
       continue;
@@ -114,7 +127,7 @@ export function checkYaml(text: string, file: string, limits: YamlLimits): YamlC
     switch (first) {
       case '[':
       case '{':
-        if (++nodes > limits.maxNodes) fail('maxNodes');
+        node();
         flow++;
         deepest();
         break;
@@ -123,19 +136,19 @@ export function checkYaml(text: string, file: string, limits: YamlLimits): YamlC
         if (token.length === 1) flow = Math.max(0, flow - 1);
         break;
       case '*':
-        if (++nodes > limits.maxNodes) fail('maxNodes');
+        node();
         if (++aliases > limits.maxAliasCount) fail('maxAliasCount');
         most.aliases = Math.max(most.aliases, aliases);
         break;
       case '"':
       case "'":
-        if (++nodes > limits.maxNodes) fail('maxNodes');
+        node();
         break;
       case '-':
       case '?':
       case ':':
         if (token.length === 1) {
-          if (++nodes > limits.maxNodes) fail('maxNodes');
+          node();
           if (flow === 0) nested = true;
         }
         break;
@@ -144,6 +157,7 @@ export function checkYaml(text: string, file: string, limits: YamlLimits): YamlC
     valueOpen = token === ':' && flow === 0;
     advance(token);
   }
+  most.total = total;
   return most;
 
   /** The first token of a line in block context: levels indented as far or further than it are closed. */

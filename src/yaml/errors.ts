@@ -8,6 +8,8 @@ export class YamlLimitError extends StalledError {
   readonly line: number;
   readonly column: number;
   readonly limit: LimitName;
+  /** The limit's value. */
+  readonly value: number;
   /** The message without its place, for callers that report the place their own way (render's file:line:column). */
   readonly reason: string;
 
@@ -23,6 +25,7 @@ export class YamlLimitError extends StalledError {
     this.line = where.line;
     this.column = where.column;
     this.limit = limit;
+    this.value = value;
     this.reason = reason;
   }
 }
@@ -31,6 +34,8 @@ function describeLimit(limit: LimitName, value: number): string {
   switch (limit) {
     case 'maxNodes':
       return `more than ${value} YAML nodes in one document`;
+    case 'maxFileNodes':
+      return `more than ${value} YAML nodes in one file`;
     case 'maxDepth':
       return `YAML nested more than ${value} levels deep`;
     case 'maxAliasCount':

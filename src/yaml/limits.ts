@@ -6,6 +6,11 @@
 export interface YamlLimits {
   /** Nodes of one document: scalars, aliases, collections and their entries (count.ts says how they are counted). */
   maxNodes: number;
+  /**
+   * Nodes of all the documents of one text together (a manifest file): what a worker composing them one at a time
+   * returns is bounded by it. Never below maxNodes; none when absent.
+   */
+  maxFileNodes?: number | undefined;
   /** How deep collections may nest in one document (the composer and every walk over a value recurse). */
   maxDepth: number;
   /** How many alias expansions one document may make when it becomes a value ("billion laughs"). */
@@ -14,7 +19,7 @@ export interface YamlLimits {
   keys?: Partial<Record<LimitName, string>> | undefined;
 }
 
-export type LimitName = 'maxNodes' | 'maxDepth' | 'maxAliasCount';
+export type LimitName = 'maxNodes' | 'maxFileNodes' | 'maxDepth' | 'maxAliasCount';
 
 /**
  * Measured (docs/security.md): a document of 250,000 nodes composes in about 250 MiB at the densest YAML can be
@@ -23,6 +28,7 @@ export type LimitName = 'maxNodes' | 'maxDepth' | 'maxAliasCount';
  */
 export const DEFAULT_YAML_LIMITS: YamlLimits = Object.freeze({
   maxNodes: 250_000,
+  maxFileNodes: 1_000_000,
   maxDepth: 256,
   maxAliasCount: 100,
 });
@@ -30,6 +36,7 @@ export const DEFAULT_YAML_LIMITS: YamlLimits = Object.freeze({
 /** The configuration key of each limit, named in the message of a text refused for it. */
 export const LIMIT_KEYS: Readonly<Record<LimitName, string>> = {
   maxNodes: 'render.maxYamlNodes',
+  maxFileNodes: 'render.maxYamlFileNodes',
   maxDepth: 'render.maxYamlDepth',
   maxAliasCount: 'render.maxAliasCount',
 };
@@ -37,11 +44,13 @@ export const LIMIT_KEYS: Readonly<Record<LimitName, string>> = {
 /** The YAML limits of a configuration's `render` section. */
 export function yamlLimitsOf(render: {
   maxYamlNodes: number;
+  maxYamlFileNodes: number;
   maxYamlDepth: number;
   maxAliasCount: number;
 }): YamlLimits {
   return {
     maxNodes: render.maxYamlNodes,
+    maxFileNodes: render.maxYamlFileNodes,
     maxDepth: render.maxYamlDepth,
     maxAliasCount: render.maxAliasCount,
   };

@@ -4,6 +4,7 @@
 import { Worker } from 'node:worker_threads';
 import { StalledError } from '../errors.ts';
 import { checkYaml } from './count.ts';
+import { type ReadDocument, readDocuments } from './documents.ts';
 import { YamlLimitError } from './errors.ts';
 import { keep, type Shape } from './keep.ts';
 import { limitsOf, parseYamlAll, type YamlOptions } from './parse.ts';
@@ -12,14 +13,23 @@ import type { WorkerAnswer, WorkerRequest } from './worker.ts';
 /** Texts up to this many characters are handled on the calling thread. */
 export const WORKER_THRESHOLD = 256 * 1024;
 
-/** The heap a worker may grow to: past it the worker ends and the text is refused. */
+/** The heap a worker may grow to by default: past it the worker ends and the text is refused. */
 export const WORKER_HEAP_MB = 1024;
+
+/**
+ * The heap of the worker that reads a manifest file: with the agent's own, within the chart's memory limit of
+ * 512Mi. A document within the node limit at the densest YAML can be written needs more (about 1 KiB a node): the
+ * worker ends and the file is refused naming it, the agent goes on.
+ */
+export const MANIFEST_WORKER_HEAP_MB = 192;
 
 export interface AsyncYamlOptions extends YamlOptions {
   /** What of each document's value is needed (keep.ts): only that crosses from the worker. Whole by default. */
   shape?: Shape | undefined;
   /** The size from which the worker is used (tests set it low). */
   threshold?: number | undefined;
+  /** The heap the worker may grow to, in MiB (WORKER_HEAP_MB by default). */
+  heapMb?: number | undefined;
 }
 
 /** Throws YamlLimitError when `text` is past a limit; large texts are counted in a worker. */
@@ -48,6 +58,19 @@ export async function parseYamlAllAsync(
   return inWorker('parse', text, options);
 }
 
+/**
+ * The documents of a manifest file (documents.ts), counted and read in one pass: a large text in the worker, where
+ * each document is composed and dropped in turn, so that the event loop receives only values and places. Throws
+ * YamlLimitError past a limit, StalledError naming the file when the worker outgrows its heap.
+ */
+export async function readDocumentsAsync(
+  text: string,
+  options: AsyncYamlOptions & { maxDocuments: number },
+): Promise<ReadDocument[]> {
+  if (text.length <= (options.threshold ?? WORKER_THRESHOLD)) return [...readDocuments(text, options)];
+  return (await inWorker('documents', text, options)) as ReadDocument[];
+}
+
 function workerUrl(): URL {
   // From the sources (node runs .ts) or the build (.js), whichever this module is.
   return new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './worker.js', import.meta.url);
@@ -56,8 +79,8 @@ function workerUrl(): URL {
 function inWorker(
   op: WorkerRequest['op'],
   text: string | Uint8Array,
-  options: AsyncYamlOptions,
-): Promise<unknown[]> {
+  options: AsyncYamlOptions & { maxDocuments?: number | undefined },
+): Promise<unknown[] | ReadDocument[]> {
   const limits = limitsOf(options);
   // Bytes move to the worker (a copy of their own, as a Buffer may share its memory with others).
   const bytes = typeof text === 'string' ? undefined : new Uint8Array(text);
@@ -68,9 +91,11 @@ function inWorker(
     limits: { ...limits },
     uniqueKeys: options.uniqueKeys ?? true,
     shape: options.shape ?? true,
+    maxDocuments: options.maxDocuments,
   };
+  const heapMb = options.heapMb ?? WORKER_HEAP_MB;
   return new Promise((resolve, reject) => {
-    const worker = new Worker(workerUrl(), { resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB } });
+    const worker = new Worker(workerUrl(), { resourceLimits: { maxOldGenerationSizeMb: heapMb } });
     let settled = false;
     const settle = (fn: () => void): void => {
       if (settled) return;
@@ -82,8 +107,8 @@ function inWorker(
       settle(() => {
         if (answer.ok) resolve(answer.values);
         else if (answer.limit) {
-          const { file, line, column, limit } = answer.limit;
-          reject(new YamlLimitError({ file, line, column }, limit, limits[limit], limits.keys?.[limit]));
+          const { file, line, column, limit, value } = answer.limit;
+          reject(new YamlLimitError({ file, line, column }, limit, value, limits.keys?.[limit]));
         } else reject(new Error(answer.message));
       }),
     );
@@ -91,9 +116,7 @@ function inWorker(
       settle(() =>
         reject(
           error.code === 'ERR_WORKER_OUT_OF_MEMORY'
-            ? new StalledError(
-                `${options.file}: parsing this YAML needs more than ${WORKER_HEAP_MB} MiB of memory`,
-              )
+            ? new StalledError(`${options.file}: parsing this YAML needs more than ${heapMb} MiB of memory`)
             : error,
         ),
       ),

@@ -3,23 +3,26 @@
 // more memory than allowed ends this thread, not the agent.
 import { parentPort } from 'node:worker_threads';
 import { checkYaml } from './count.ts';
+import { type ReadDocument, readDocuments } from './documents.ts';
 import { YamlLimitError } from './errors.ts';
 import { keep, type Shape } from './keep.ts';
 import type { LimitName, YamlLimits } from './limits.ts';
 import { parseYamlAll } from './parse.ts';
 
 export interface WorkerRequest {
-  op: 'check' | 'parse';
+  op: 'check' | 'parse' | 'documents';
   /** The text, or its UTF-8 bytes. */
   text: string | Uint8Array | undefined;
   file: string;
   limits: YamlLimits;
   uniqueKeys: boolean;
   shape: Shape;
+  /** For `documents`: those past this many are only counted (documents.ts). */
+  maxDocuments?: number | undefined;
 }
 
 export type WorkerAnswer =
-  | { ok: true; values: unknown[] }
+  | { ok: true; values: unknown[] | ReadDocument[] }
   | {
       ok: false;
       limit?: { file: string; line: number; column: number; limit: LimitName; value: number };
@@ -40,6 +43,13 @@ function answer(request: WorkerRequest): WorkerAnswer {
       checkYaml(text, request.file, request.limits);
       return { ok: true, values: [] };
     }
+    if (request.op === 'documents') {
+      const options = { file: request.file, limits: request.limits, uniqueKeys: request.uniqueKeys };
+      return {
+        ok: true,
+        values: [...readDocuments(text, { ...options, maxDocuments: request.maxDocuments ?? Infinity })],
+      };
+    }
     const values = parseYamlAll(text, {
       file: request.file,
       limits: request.limits,
@@ -55,7 +65,7 @@ function answer(request: WorkerRequest): WorkerAnswer {
           line: error.line,
           column: error.column,
           limit: error.limit,
-          value: request.limits[error.limit],
+          value: error.value,
         },
         message: error.message,
       };

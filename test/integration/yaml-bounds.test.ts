@@ -37,6 +37,18 @@ const MAIN = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
 const HOSTILE = '- []\n'.repeat(Math.floor((4 * MiB) / 5));
 const REFUSAL = 'more than 250000 YAML nodes in one document (limit render.maxYamlNodes)';
 
+/** Six documents of 120,000 `- []` lines: each under maxYamlNodes, 1.44 million nodes together. */
+const MANY = Array.from({ length: 6 }, () => '- []\n'.repeat(120_000)).join('---\n');
+const MANY_REFUSAL = 'more than 1000000 YAML nodes in one file (limit render.maxYamlFileNodes)';
+/** A legitimate file past the worker threshold (256 KiB): one ConfigMap of 20,000 keys, after two small ones. */
+const LARGE = `${[0, 1].map((i) => `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: small-${i}}\n`).join('---\n')}---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: large
+data:
+${Array.from({ length: 20_000 }, (_, i) => `  key${i}: value-${i}\n`).join('')}`;
+
 const configMap = (name: string) => `apiVersion: v1
 kind: ConfigMap
 metadata: {name: ${name}}
@@ -56,6 +68,8 @@ function cli(args: string[], heapMb: number): Promise<{ code: number | null; std
 describe('YAML bounded before it is composed', () => {
   const web = useNamespace('yaml-web');
   const evil = useNamespace('yaml-evil');
+  const manyWeb = useNamespace('yaml-many-web');
+  const manyEvil = useNamespace('yaml-many-evil');
   const cleanups: (() => Promise<void> | void)[] = [];
   let cacheDir = '';
   beforeAll(async () => {
@@ -85,6 +99,75 @@ describe('YAML bounded before it is composed', () => {
     expect(result.stderr).toContain(`${dir}/x.yaml:125001:1: ${REFUSAL}`);
     expect(result.code).toBe(2);
   }, 120_000);
+
+  it('the CLI refuses six documents each under the node limit, together past the file limit', async () => {
+    const dir = await manifestDir({ 'x.yaml': MANY });
+    const result = await cli(['render', '--offline', dir], 256);
+    expect(result.stderr).toContain(`${dir}/x.yaml:500005:1: ${MANY_REFUSAL}`);
+    expect(result.code).toBe(2);
+  }, 120_000);
+
+  it('the CLI renders a large legitimate file read in the worker, each object at its line', async () => {
+    const dir = await manifestDir({ 'x.yaml': LARGE.replace('name: small-1}', 'name: Small_1}') });
+    const result = await cli(['render', '--offline', dir], 256);
+    // The error names the line of the object, as when render reads the text itself.
+    expect(result.stderr).toContain(`${dir}/x.yaml:5:1: ConfigMap metadata.name "Small_1"`);
+    expect(result.code).toBe(2);
+  }, 120_000);
+
+  it('an agent refuses a file of many documents past the file limit, syncs a large file of the other deployment, answers /healthz', async () => {
+    const suffix = Date.now().toString(36);
+    const repo = await bareRepo(`yaml-many-${suffix}/app`);
+    cleanups.push(() => rm(repo.path, { recursive: true, force: true }));
+    const receiver = await startStatusReceiver();
+    const commit = await repo.commit({
+      'apps/web/large.yaml': LARGE,
+      'apps/evil/settings.yaml': configMap('settings'),
+      'apps/evil/x.yaml': MANY,
+    });
+    const agent = await agentOn({
+      cluster: { name: 'yaml-many', namespace: `mooring-yaml-many-${suffix}` },
+      git: [{ name: 'app', repo, interval: '2s', timeout: '2m' }],
+      deployments: [
+        { name: 'web', namespace: manyWeb(), source: 'app', paths: ['apps/web'] },
+        { name: 'evil', namespace: manyEvil(), source: 'app', paths: ['apps/evil'] },
+      ],
+      statuses: receiver,
+    });
+    const health = watchHealth(agent);
+    const ended = (context: string) =>
+      eventually(
+        `the ${context} status of the commit`,
+        async () => {
+          if (!agent.alive()) throw new Error(`the agent exited:\n${agent.output().slice(-3000)}`);
+          return receiver.ended(commit, context);
+        },
+        180_000,
+      );
+    const refused = await ended('/evil');
+    const synced = await ended('/web');
+    const rss = peakRss(agent.child.pid as number);
+    const { longestGapMs, answers } = health.stop();
+    agent.child.kill('SIGTERM');
+    process.stdout.write(
+      `many documents: agent peak RSS ${(rss / MiB).toFixed(0)} MiB; longest /healthz gap ${longestGapMs} ms over ${answers} answers\n`,
+    );
+    expect(refused.state).toBe('failure');
+    expect(agent.output()).toContain(`apps/evil/x.yaml:500005:1: ${MANY_REFUSAL}`);
+    expect(synced.state, synced.description).toBe('success');
+    // ConfigMaps are named with a hash of their contents (render.versioned).
+    const names = (await kubectl('-n', manyWeb(), 'get', 'configmap', '-o', 'name')).stdout.split('\n');
+    const large = names.find((n) => n.startsWith('configmap/large'));
+    expect(large, names.join(' ')).toBeDefined();
+    const value = await kubectl('-n', manyWeb(), 'get', large as string, '-o', 'jsonpath={.data.key19999}');
+    expect(value.stdout).toBe('value-19999');
+    expect((await kubectl('-n', manyEvil(), 'get', 'configmap', '-o', 'name')).stdout).not.toMatch(
+      /settings/,
+    );
+    expect(answers).toBeGreaterThan(5);
+    expect(longestGapMs).toBeLessThan(HEALTH_GAP_BOUND_MS);
+    expect(rss).toBeLessThan(PEAK_RSS_BOUND);
+  }, 300_000);
 
   it('an agent fails the sync of a commit holding the file, naming it, syncs the other deployment and answers /healthz', async () => {
     const suffix = Date.now().toString(36);

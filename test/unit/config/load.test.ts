@@ -220,7 +220,7 @@ render:
       limits: {
         maxFileBytes: 4 * 1024 * 1024,
         maxDocumentsPerFile: 1000,
-        yaml: { maxNodes: 250_000, maxDepth: 256, maxAliasCount: 100 },
+        yaml: { maxNodes: 250_000, maxFileNodes: 1_000_000, maxDepth: 256, maxAliasCount: 100 },
       },
       imageMatch: 'match-name-only',
       requireDigests: true,

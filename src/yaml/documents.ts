@@ -1,0 +1,109 @@
+// The documents of a manifest file, read one at a time into plain data: each document's value (or its errors),
+// where its contents start and, for a `kind: *List`, where each item starts. What render needs of a file, and no
+// syntax tree: a document's tree is garbage once its value is made. The same reading runs on the event loop for
+// a small text (render/parse.ts) and in a worker for a large one (parse-async.ts), so both give the same objects,
+// errors and origins; the worker's answer crosses threads as it is (structured clone).
+import { type Document, isMap, isSeq, LineCounter, type Node } from 'yaml';
+import { composeYaml, toValue, type YamlOptions } from './parse.ts';
+
+/** A place in the text, 1-based. */
+export interface Place {
+  line: number;
+  column: number;
+}
+
+/** Where a List's items start (each may be a List again). */
+export interface ItemPlaces extends Place {
+  items?: ItemPlaces[] | undefined;
+}
+
+export type ReadDocument =
+  /** Past `maxDocuments`: only counted, not composed into a value. */
+  | { skipped: true }
+  /** Invalid YAML: the yaml package's messages and where each is. */
+  | { errors: (Place & { message: string })[] }
+  /** No contents (`---` alone, comments). */
+  | { empty: true }
+  /** The value could not be made (an alias expanded past the limit): the message, at the contents. */
+  | { at: Place; valueError: string }
+  | { at: Place; value: unknown; items?: ItemPlaces[] | undefined };
+
+export interface ReadOptions extends YamlOptions {
+  /** Documents past this many are only counted (the file is refused with their number). */
+  maxDocuments: number;
+}
+
+/**
+ * The documents of `text`, one at a time. Counted against the limits first: throws YamlLimitError before the first
+ * document is composed.
+ */
+export function readDocuments(text: string, options: ReadOptions): Generator<ReadDocument> {
+  const lines = new LineCounter();
+  return documentsOf(withFirst(composeYaml(text, { ...options, lineCounter: lines })), lines, options);
+}
+
+function* documentsOf(
+  docs: Generator<Document.Parsed>,
+  lines: LineCounter,
+  options: ReadOptions,
+): Generator<ReadDocument> {
+  const at = (offset: number | undefined): Place => {
+    const pos = lines.linePos(offset ?? 0);
+    return { line: pos.line, column: pos.col };
+  };
+  let index = -1;
+  for (const doc of docs) {
+    index++;
+    if (index >= options.maxDocuments) {
+      yield { skipped: true };
+      continue;
+    }
+    // The position from the line counter: what parseAllDocuments' prettyErrors would set as linePos.
+    if (doc.errors.length > 0) {
+      yield { errors: doc.errors.map((e) => ({ ...at(e.pos[0]), message: e.message })) };
+      continue;
+    }
+    if (doc.contents === null) {
+      yield { empty: true };
+      continue;
+    }
+    const start = at(doc.contents.range?.[0]);
+    let value: unknown;
+    try {
+      value = toValue(doc, options);
+    } catch (error) {
+      yield { at: start, valueError: error instanceof Error ? error.message : String(error) };
+      continue;
+    }
+    yield { at: start, value, items: itemPlaces(value, doc.contents, at) };
+  }
+}
+
+/** Where the items of a `kind: *List` start, as render flattens them (render/parse.ts). */
+function itemPlaces(
+  value: unknown,
+  node: unknown,
+  at: (offset: number | undefined) => Place,
+): ItemPlaces[] | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const { kind, items } = value as { kind?: unknown; items?: unknown };
+  if (typeof kind !== 'string' || !kind.endsWith('List') || !Array.isArray(items)) return undefined;
+  const itemNodes = isMap(node) ? (node.get('items', true) as Node | undefined) : undefined;
+  return items.map((item, index) => {
+    const itemNode = isSeq(itemNodes) ? (itemNodes.items[index] as Node | undefined) : undefined;
+    const place: ItemPlaces = at(itemNode?.range?.[0]);
+    const nested = itemPlaces(item, itemNode, at);
+    if (nested) place.items = nested;
+    return place;
+  });
+}
+
+/** The generator with its first step taken now, so that the count before composing throws here. */
+function withFirst<T>(gen: Generator<T>): Generator<T> {
+  const first = gen.next();
+  return (function* () {
+    if (first.done) return;
+    yield first.value;
+    yield* gen;
+  })();
+}
