@@ -161,8 +161,12 @@ ${deployment('web').replace('spec: {containers: [{name: app, image: "app:1"}]}',
       if (n === 2) {
         // The Deployment's old ReplicaSets still use v000 and v001: kept for an undo. Nothing uses old `loose`.
         // The first referrer named may be an old Pod still terminating instead of its ReplicaSet: either keeps it.
-        expect(result.stdout).toMatch(/ConfigMap .*\/app-config-v000 kept: still referenced by (ReplicaSet|Pod)/);
-        expect(result.stdout).toMatch(/ConfigMap .*\/app-config-v001 kept: still referenced by (ReplicaSet|Pod)/);
+        expect(result.stdout).toMatch(
+          /ConfigMap .*\/app-config-v000 kept: still referenced by (ReplicaSet|Pod)/,
+        );
+        expect(result.stdout).toMatch(
+          /ConfigMap .*\/app-config-v001 kept: still referenced by (ReplicaSet|Pod)/,
+        );
         expect(result.stdout).toContain(`ConfigMap ${ns()}/loose-v001 deleted (version history)`);
       }
     }
