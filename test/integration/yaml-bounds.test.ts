@@ -93,6 +93,45 @@ describe('YAML bounded before it is composed', () => {
     return agent;
   }
 
+  /**
+   * One commit of these files synced by an agent with deployments `web` (apps/web) and `evil` (apps/evil): the end of
+   * each one's commit status, the agent's peak RSS and its longest `/healthz` gap while it got there.
+   */
+  async function syncBoth(name: string, files: Record<string, string>, webNs: string, evilNs: string) {
+    const suffix = Date.now().toString(36);
+    const repo = await bareRepo(`${name}-${suffix}/app`);
+    cleanups.push(() => rm(repo.path, { recursive: true, force: true }));
+    const receiver = await startStatusReceiver();
+    const commit = await repo.commit(files);
+    const agent = await agentOn({
+      cluster: { name, namespace: `mooring-${name}-${suffix}` },
+      git: [{ name: 'app', repo, interval: '2s', timeout: '2m' }],
+      deployments: [
+        { name: 'web', namespace: webNs, source: 'app', paths: ['apps/web'] },
+        { name: 'evil', namespace: evilNs, source: 'app', paths: ['apps/evil'] },
+      ],
+      statuses: receiver,
+    });
+    const health = watchHealth(agent);
+    const ended = (context: string) =>
+      eventually(
+        `the ${context} status of the commit`,
+        async () => {
+          if (!agent.alive()) throw new Error(`the agent exited:\n${agent.output().slice(-3000)}`);
+          return receiver.ended(commit, context);
+        },
+        180_000,
+      );
+    const refused = await ended('/evil');
+    const synced = await ended('/web');
+    const rss = peakRss(agent.child.pid as number);
+    const { longestGapMs, answers } = health.stop();
+    process.stdout.write(
+      `${name}: agent peak RSS ${(rss / MiB).toFixed(0)} MiB; longest /healthz gap ${longestGapMs} ms over ${answers} answers\n`,
+    );
+    return { agent, refused, synced, rss, longestGapMs, answers };
+  }
+
   it('the CLI refuses 4 MiB of `- []` in a small heap, naming the file, the line and the limit', async () => {
     const dir = await manifestDir({ 'x.yaml': HOSTILE });
     const result = await cli(['render', '--offline', dir], 256);
@@ -116,42 +155,17 @@ describe('YAML bounded before it is composed', () => {
   }, 120_000);
 
   it('an agent refuses a file of many documents past the file limit, syncs a large file of the other deployment, answers /healthz', async () => {
-    const suffix = Date.now().toString(36);
-    const repo = await bareRepo(`yaml-many-${suffix}/app`);
-    cleanups.push(() => rm(repo.path, { recursive: true, force: true }));
-    const receiver = await startStatusReceiver();
-    const commit = await repo.commit({
-      'apps/web/large.yaml': LARGE,
-      'apps/evil/settings.yaml': configMap('settings'),
-      'apps/evil/x.yaml': MANY,
-    });
-    const agent = await agentOn({
-      cluster: { name: 'yaml-many', namespace: `mooring-yaml-many-${suffix}` },
-      git: [{ name: 'app', repo, interval: '2s', timeout: '2m' }],
-      deployments: [
-        { name: 'web', namespace: manyWeb(), source: 'app', paths: ['apps/web'] },
-        { name: 'evil', namespace: manyEvil(), source: 'app', paths: ['apps/evil'] },
-      ],
-      statuses: receiver,
-    });
-    const health = watchHealth(agent);
-    const ended = (context: string) =>
-      eventually(
-        `the ${context} status of the commit`,
-        async () => {
-          if (!agent.alive()) throw new Error(`the agent exited:\n${agent.output().slice(-3000)}`);
-          return receiver.ended(commit, context);
-        },
-        180_000,
-      );
-    const refused = await ended('/evil');
-    const synced = await ended('/web');
-    const rss = peakRss(agent.child.pid as number);
-    const { longestGapMs, answers } = health.stop();
-    agent.child.kill('SIGTERM');
-    process.stdout.write(
-      `many documents: agent peak RSS ${(rss / MiB).toFixed(0)} MiB; longest /healthz gap ${longestGapMs} ms over ${answers} answers\n`,
+    const { agent, refused, synced, rss, longestGapMs, answers } = await syncBoth(
+      'yaml-many',
+      {
+        'apps/web/large.yaml': LARGE,
+        'apps/evil/settings.yaml': configMap('settings'),
+        'apps/evil/x.yaml': MANY,
+      },
+      manyWeb(),
+      manyEvil(),
     );
+    agent.child.kill('SIGTERM');
     expect(refused.state).toBe('failure');
     expect(agent.output()).toContain(`apps/evil/x.yaml:500005:1: ${MANY_REFUSAL}`);
     expect(synced.state, synced.description).toBe('success');
@@ -170,40 +184,15 @@ describe('YAML bounded before it is composed', () => {
   }, 300_000);
 
   it('an agent fails the sync of a commit holding the file, naming it, syncs the other deployment and answers /healthz', async () => {
-    const suffix = Date.now().toString(36);
-    const repo = await bareRepo(`yaml-bounds-${suffix}/app`);
-    cleanups.push(() => rm(repo.path, { recursive: true, force: true }));
-    const receiver = await startStatusReceiver();
-    const commit = await repo.commit({
-      'apps/web/settings.yaml': configMap('settings'),
-      'apps/evil/settings.yaml': configMap('settings'),
-      'apps/evil/x.yaml': HOSTILE,
-    });
-    const agent = await agentOn({
-      cluster: { name: 'yaml', namespace: `mooring-yaml-${suffix}` },
-      git: [{ name: 'app', repo, interval: '2s', timeout: '2m' }],
-      deployments: [
-        { name: 'web', namespace: web(), source: 'app', paths: ['apps/web'] },
-        { name: 'evil', namespace: evil(), source: 'app', paths: ['apps/evil'] },
-      ],
-      statuses: receiver,
-    });
-    const health = watchHealth(agent);
-    const ended = (context: string) =>
-      eventually(
-        `the ${context} status of the commit`,
-        async () => {
-          if (!agent.alive()) throw new Error(`the agent exited:\n${agent.output().slice(-3000)}`);
-          return receiver.ended(commit, context);
-        },
-        180_000,
-      );
-    const refused = await ended('/evil');
-    const synced = await ended('/web');
-    const rss = peakRss(agent.child.pid as number);
-    const { longestGapMs, answers } = health.stop();
-    process.stdout.write(
-      `hostile YAML: agent peak RSS ${(rss / MiB).toFixed(0)} MiB; longest /healthz gap ${longestGapMs} ms over ${answers} answers\n`,
+    const { agent, refused, synced, rss, longestGapMs, answers } = await syncBoth(
+      'yaml',
+      {
+        'apps/web/settings.yaml': configMap('settings'),
+        'apps/evil/settings.yaml': configMap('settings'),
+        'apps/evil/x.yaml': HOSTILE,
+      },
+      web(),
+      evil(),
     );
     expect(refused.state).toBe('failure');
     expect(refused.description).toMatch(/apps\/evil\/x\.yaml/);
@@ -212,7 +201,8 @@ describe('YAML bounded before it is composed', () => {
     expect((await kubectl('-n', web(), 'get', 'configmap', '-o', 'name')).stdout).toMatch(/settings/);
     // Nothing of the refused deployment was applied.
     expect((await kubectl('-n', evil(), 'get', 'configmap', '-o', 'name')).stdout).not.toMatch(/settings/);
-    expect(answers).toBeGreaterThan(5);
+    // The refusal comes within seconds: /healthz was asked more than once while it did.
+    expect(answers).toBeGreaterThan(1);
     expect(longestGapMs).toBeLessThan(HEALTH_GAP_BOUND_MS);
     expect(rss).toBeLessThan(PEAK_RSS_BOUND);
   }, 300_000);
