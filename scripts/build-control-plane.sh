@@ -1,41 +1,71 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver and kube-controller-manager 1.20.2 from Debian's source package, once per machine.
-# The binaries are cached under ${MOORING_CACHE:-~/.cache/mooring}/kube-1.20.2/. Honours KUBEBUILDER_ASSETS:
-# when it names a folder holding kube-apiserver and etcd, nothing is built.
+# Builds the test bed's control plane from Go modules, once per machine and version: kube-apiserver and
+# kube-controller-manager from k8s.io/kubernetes, etcd from go.etcd.io/etcd/server/v3.
+#
+#   bash scripts/build-control-plane.sh [KUBE_VERSION]      (default: $MOORING_KUBE_VERSION, else 1.37.2)
+#
+# The binaries are cached under ${MOORING_CACHE:-~/.cache/mooring}/kube-VERSION/. Honours KUBEBUILDER_ASSETS: when
+# it names a folder holding kube-apiserver and etcd, nothing is built.
+#
+# A module of k8s.io/kubernetes cannot be built as a dependency as it is: its go.mod replaces each k8s.io/* staging
+# module with a path into its own tree, which Go ignores outside it. The module made here requires it and replaces
+# each staging module its go.mod lists with the release of the same version (v0.MINOR.PATCH).
 set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+version=${1:-${MOORING_KUBE_VERSION:-$(cat "$here/control-plane/KUBE_VERSION")}}
+etcd_version=${MOORING_ETCD_VERSION:-$(cat "$here/control-plane/ETCD_VERSION")}
 if [ -n "${KUBEBUILDER_ASSETS:-}" ] && [ -x "$KUBEBUILDER_ASSETS/kube-apiserver" ] && [ -x "$KUBEBUILDER_ASSETS/etcd" ]; then
   echo "using KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS"; exit 0
 fi
-cache=${MOORING_CACHE:-$HOME/.cache/mooring}/kube-1.20.2
-if [ -x "$cache/kube-apiserver" ] && [ -x "$cache/kube-controller-manager" ]; then
-  echo "control plane cached in $cache"; exit 0
+case $version in
+  1.*.*) ;;
+  *) echo "build-control-plane: '$version' is not a Kubernetes version (1.MINOR.PATCH)" >&2; exit 2 ;;
+esac
+cache=${MOORING_CACHE:-$HOME/.cache/mooring}/kube-$version
+if [ -x "$cache/kube-apiserver" ] && [ -x "$cache/kube-controller-manager" ] && [ -x "$cache/etcd" ]; then
+  echo "control plane $version cached in $cache"; exit 0
 fi
+go=$(bash "$here/go.sh")
 work=$(mktemp -d "${TMPDIR:-/tmp}/mooring-kube-build.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-if ! grep -rqs '^Types: deb-src' /etc/apt/sources.list.d/ && ! grep -rqs '^deb-src ' /etc/apt/sources.list /etc/apt/sources.list.d/; then
-  # Source entries mirror the machine's own archive and keyring (deb822), so apt sees no conflicting options.
-  if [ -f /etc/apt/sources.list.d/debian.sources ]; then
-    uri=$(sed -n 's/^URIs: //p' /etc/apt/sources.list.d/debian.sources | head -1)
-    key=$(sed -n 's/^Signed-By: //p' /etc/apt/sources.list.d/debian.sources | head -1)
-    printf 'Types: deb-src\nURIs: %s\nSuites: bookworm\nComponents: main\n%s\n' "$uri" "${key:+Signed-By: $key}" \
-      > /etc/apt/sources.list.d/mooring-deb-src.sources
-  else
-    uri=$(awk '/^deb / && $3 == "bookworm" {print $2; exit}' /etc/apt/sources.list)
-    echo "deb-src $uri bookworm main" > /etc/apt/sources.list.d/mooring-deb-src.list
-  fi
-  apt-get update -q
-fi
-cd "$work"
-apt-get source --download-only kubernetes/bookworm >/dev/null
-tar xzf kubernetes_*.orig.tar.gz
-cd kubernetes-1.20.2
-# Go >= 1.18 crashes the 1.20 apiserver (reflect2 v1.0.1 map iteration): use Debian's reflect2 1.0.2.
-rm -rf vendor/github.com/modern-go/reflect2
-cp -r /usr/share/gocode/src/github.com/modern-go/reflect2 vendor/github.com/modern-go/reflect2
-rm -f vendor/github.com/modern-go/reflect2/go.mod
-export GOPATH=$PWD/.go CGO_ENABLED=0
-mkdir -p .go/src/k8s.io && ln -sfn ../../.. .go/src/k8s.io/kubernetes
-HOME=$(mktemp -d) make WHAT="cmd/kube-apiserver cmd/kube-controller-manager" GOLDFLAGS="-s -w"
-mkdir -p "$cache"
-cp _output/local/bin/linux/amd64/kube-apiserver _output/local/bin/linux/amd64/kube-controller-manager "$cache/"
+export CGO_ENABLED=0 GOFLAGS=-mod=mod
+staging="v0.${version#1.}"
+
+echo "building kube-apiserver and kube-controller-manager $version from Go modules (once per machine)"
+mkdir -p "$work/kube" "$work/etcd" "$work/bin"
+cd "$work/kube"
+cp "$here/control-plane/kube/tools.go" .
+printf 'module mooring.local/controlplane\n\ngo 1.26.0\n\nrequire k8s.io/kubernetes v%s\n' "$version" > go.mod
+upstream=$("$go" mod download -json "k8s.io/kubernetes@v$version" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+[ -f "$upstream" ] || { echo "build-control-plane: k8s.io/kubernetes v$version is not served" >&2; exit 1; }
+{
+  echo; echo 'replace ('
+  sed -n 's#^[[:space:]]*\(k8s\.io/[a-z0-9-]*\) => \./staging/.*#\1#p' "$upstream" | sort -u |
+    while read -r module; do printf '\t%s => %s %s\n' "$module" "$module" "$staging"; done
+  echo ')'
+} >> go.mod
+"$go" mod tidy
+# What the binaries say of themselves (`kubectl version`, helm's .Capabilities.KubeVersion): set at link time, as
+# the project's own build does from its Git tree.
+minor=${version#1.}; minor=${minor%%.*}
+ldflags="-s -w"
+for package in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ldflags+=" -X $package.gitVersion=v$version -X $package.gitMajor=1 -X $package.gitMinor=$minor"
+  ldflags+=" -X $package.gitTreeState=clean"
+done
+"$go" build -trimpath -ldflags "$ldflags" -o "$work/bin/" \
+  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
+
+echo "building etcd $etcd_version from Go modules"
+cd "$work/etcd"
+cp "$here/control-plane/etcd/main.go" .
+printf 'module mooring.local/etcd\n\ngo 1.26.0\n\nrequire go.etcd.io/etcd/server/v3 v%s\n' "$etcd_version" > go.mod
+"$go" mod tidy
+"$go" build -trimpath -ldflags '-s -w' -o "$work/bin/etcd" .
+
+# Whole or not at all: a build stopped half way leaves no cache that looks complete.
+mkdir -p "$(dirname "$cache")"
+rm -rf "$cache"
+mv "$work/bin" "$cache"
+"$cache/kube-apiserver" --version
 echo "control plane built into $cache"

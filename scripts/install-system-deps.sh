@@ -3,11 +3,10 @@
 # buildah and debootstrap: the image build test (scripts/build-image.sh --local-base).
 set -euo pipefail
 need=()
-for pair in buildah:buildah debootstrap:debootstrap chromium:chromium go:golang-go rsync:rsync etcd:etcd-server docker-registry:docker-registry skopeo:skopeo openssl:openssl unzip:unzip make:make git:git dpkg-source:dpkg-dev; do
+for pair in buildah:buildah debootstrap:debootstrap chromium:chromium go:golang-go rsync:rsync docker-registry:docker-registry skopeo:skopeo openssl:openssl unzip:unzip make:make git:git; do
   bin=${pair%%:*}; pkg=${pair#*:}
   command -v "$bin" >/dev/null 2>&1 || need+=("$pkg")
 done
-[ -d /usr/share/gocode/src/github.com/modern-go/reflect2 ] || need+=(golang-github-modern-go-reflect2-dev)
 if [ ${#need[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q

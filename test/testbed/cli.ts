@@ -11,13 +11,18 @@ async function main(): Promise<number> {
       const at = process.argv.indexOf('--clusters');
       const clusters = at > 0 ? Number(process.argv[at + 1]) : 1;
       if (!Number.isInteger(clusters) || clusters < 1 || clusters > 4) {
-        process.stderr.write('usage: npm run testbed -- up [--clusters N]   (N from 1 to 4)\n');
+        process.stderr.write(
+          'usage: npm run testbed -- up [--clusters N] [--kube 1.MINOR.PATCH]   (N from 1 to 4)\n',
+        );
         return 2;
       }
-      const { env, started } = await up(log, { clusters });
+      const kubeAt = process.argv.indexOf('--kube');
+      const kube = kubeAt > 0 ? process.argv[kubeAt + 1] : undefined;
+      const { env, started } = await up(log, { clusters, kube });
       log(started ? 'up' : 'already running');
       process.stdout.write(
         [
+          `kubernetes: ${env.kube.version}`,
           `env:        ${envPath()}`,
           `kubeconfig: ${env.kube.kubeconfig}   (try: kubectl --kubeconfig ${env.kube.kubeconfig} get nodes)`,
           `git:        ${env.git.url}  (user ${env.git.username}, password in env.json)`,
@@ -69,7 +74,7 @@ async function main(): Promise<number> {
     }
     default:
       process.stderr.write(
-        'usage: npm run testbed -- up [--clusters N] | down | status | push-image REPOSITORY TAG\n',
+        'usage: npm run testbed -- up [--clusters N] [--kube 1.MINOR.PATCH] | down | status | push-image REPOSITORY TAG\n',
       );
       return 2;
   }

@@ -1,8 +1,8 @@
 // A real Kubernetes control plane on loopback: etcd, kube-apiserver and kube-controller-manager.
-// The binaries come from KUBEBUILDER_ASSETS (the envtest convention) or from the per-machine build of Debian's
-// kubernetes source package (scripts/build-control-plane.sh), cached so that it is built once per machine.
+// The binaries come from KUBEBUILDER_ASSETS (the envtest convention) or from the per-machine build from Go modules
+// (scripts/build-control-plane.sh), cached per version so that each is built once per machine.
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { join } from 'node:path';
@@ -14,60 +14,85 @@ import { waitFor } from './wait.ts';
 
 const run = promisify(execFile);
 
-export const KUBE_VERSION = '1.20.2';
+/** The version the test bed runs unless told otherwise (scripts/control-plane/KUBE_VERSION). */
+export const DEFAULT_KUBE_VERSION = readFileSync(
+  join(REPO_ROOT, 'scripts', 'control-plane', 'KUBE_VERSION'),
+  'utf8',
+).trim();
+
+/** The oldest minor version the test bed starts: older ones have flags and APIs it no longer speaks. */
+export const OLDEST_KUBE_MINOR = 34;
+
+/** The version asked for: `MOORING_KUBE_VERSION`, else the default. Throws on one the test bed cannot start. */
+export function kubeVersion(asked: string | undefined = process.env.MOORING_KUBE_VERSION): string {
+  const version = asked?.trim() || DEFAULT_KUBE_VERSION;
+  const match = /^1\.(\d+)\.(\d+)$/.exec(version);
+  if (!match) throw new Error(`"${version}" is not a Kubernetes version (1.MINOR.PATCH, as 1.34.4)`);
+  if (Number(match[1]) < OLDEST_KUBE_MINOR)
+    throw new Error(`the test bed starts Kubernetes 1.${OLDEST_KUBE_MINOR} or newer, not ${version}`);
+  return version;
+}
 
 export interface ControlPlaneBinaries {
+  version: string;
   etcd: string;
   kubeApiserver: string;
   kubeControllerManager: string | undefined;
 }
 
-function which(name: string): string | undefined {
-  for (const dir of (process.env.PATH ?? '').split(':')) {
-    if (dir && existsSync(join(dir, name))) return join(dir, name);
-  }
-  return undefined;
-}
-
-/** Finds the binaries, building the control plane first when this machine has no cached build. */
-export async function controlPlaneBinaries(log: (line: string) => void): Promise<ControlPlaneBinaries> {
+/** Finds the binaries of `version`, building them first when this machine has no cached build. */
+export async function controlPlaneBinaries(
+  log: (line: string) => void,
+  version: string = kubeVersion(),
+): Promise<ControlPlaneBinaries> {
   const assets = process.env.KUBEBUILDER_ASSETS;
   if (assets && existsSync(join(assets, 'kube-apiserver')) && existsSync(join(assets, 'etcd'))) {
     const kcm = join(assets, 'kube-controller-manager');
+    const apiserver = join(assets, 'kube-apiserver');
+    const said = (await run(apiserver, ['--version'])).stdout.trim();
     return {
+      version: /v(\d+\.\d+\.\d+)/.exec(said)?.[1] ?? version,
       etcd: join(assets, 'etcd'),
-      kubeApiserver: join(assets, 'kube-apiserver'),
-      // envtest's assets have no controller manager; then the one we built is used when present.
-      kubeControllerManager: existsSync(kcm) ? kcm : cachedBuild().kubeControllerManager,
+      kubeApiserver: apiserver,
+      // envtest's assets have no controller manager; then the one built for this version is used when present.
+      kubeControllerManager: existsSync(kcm) ? kcm : cachedBuild(version).kubeControllerManager,
     };
   }
-  let built = cachedBuild();
-  if (!built.kubeApiserver) {
-    log(
-      'building kube-apiserver and kube-controller-manager from the Debian source package (once per machine)',
-    );
-    await run('bash', [join(REPO_ROOT, 'scripts', 'build-control-plane.sh')], {
+  let built = cachedBuild(version);
+  if (!built.kubeApiserver || !built.etcd) {
+    log(`building Kubernetes ${version} from Go modules (once per machine and version; some minutes)`);
+    await run('bash', [join(REPO_ROOT, 'scripts', 'build-control-plane.sh'), version], {
       maxBuffer: 64 * 1024 * 1024,
     });
-    built = cachedBuild();
+    built = cachedBuild(version);
   }
-  const etcd = which('etcd');
-  if (!etcd)
-    throw new Error('etcd is not installed: run scripts/install-system-deps.sh (Debian package etcd-server)');
-  if (!built.kubeApiserver) throw new Error(`the control-plane build left no binaries in ${buildDir()}`);
-  return { etcd, kubeApiserver: built.kubeApiserver, kubeControllerManager: built.kubeControllerManager };
-}
-
-function buildDir(): string {
-  return join(cacheDir(), `kube-${KUBE_VERSION}`);
-}
-
-function cachedBuild(): { kubeApiserver: string | undefined; kubeControllerManager: string | undefined } {
-  const api = join(buildDir(), 'kube-apiserver');
-  const kcm = join(buildDir(), 'kube-controller-manager');
+  if (!built.kubeApiserver || !built.etcd)
+    throw new Error(`the control-plane build left no binaries in ${buildDir(version)}`);
   return {
-    kubeApiserver: existsSync(api) ? api : undefined,
-    kubeControllerManager: existsSync(kcm) ? kcm : undefined,
+    version,
+    etcd: built.etcd,
+    kubeApiserver: built.kubeApiserver,
+    kubeControllerManager: built.kubeControllerManager,
+  };
+}
+
+function buildDir(version: string): string {
+  return join(cacheDir(), `kube-${version}`);
+}
+
+function cachedBuild(version: string): {
+  kubeApiserver: string | undefined;
+  kubeControllerManager: string | undefined;
+  etcd: string | undefined;
+} {
+  const at = (name: string) => {
+    const path = join(buildDir(version), name);
+    return existsSync(path) ? path : undefined;
+  };
+  return {
+    kubeApiserver: at('kube-apiserver'),
+    kubeControllerManager: at('kube-controller-manager'),
+    etcd: at('etcd'),
   };
 }
 
@@ -136,6 +161,9 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       `--secure-port=${ports.apiserver}`,
       '--bind-address=127.0.0.1',
       '--advertise-address=127.0.0.1',
+      // The `kubernetes` Service's endpoints may not be on loopback since 1.31: nothing in the test bed reaches the
+      // API server through them, so none are kept.
+      '--endpoint-reconciler-type=none',
       `--cert-dir=${certDir}`,
       `--token-auth-file=${join(dir, 'tokens.csv')}`,
       `--client-ca-file=${join(dir, 'client-ca.crt')}`,
@@ -145,7 +173,8 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
       // Room for benchmarks with thousands of Services.
       '--service-cluster-ip-range=10.0.0.0/16',
-      '--disable-admission-plugins=ServiceAccount',
+      // The default admission chain, as a real cluster has it: ServiceAccount, PodSecurity, the
+      // ValidatingAdmissionPolicy plugin, NamespaceLifecycle, LimitRanger, ResourceQuota, ...
       '--allow-privileged=true',
     ],
     logDir,
@@ -174,11 +203,10 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       args: [
         `--kubeconfig=${kubeconfig}`,
         '--leader-elect=false',
-        '--controllers=deployment,replicaset,statefulset,daemonset,job,cronjob,garbagecollector,namespace,serviceaccount,serviceaccount-token,endpoint,disruption',
+        '--controllers=deployment,replicaset,statefulset,daemonset,job,cronjob,garbagecollector,namespace,serviceaccount,serviceaccount-token,endpoint,endpointslice,disruption,horizontalpodautoscaling,ttl-after-finished',
         `--service-account-private-key-file=${join(dir, 'sa.key')}`,
         `--root-ca-file=${join(certDir, 'apiserver.crt')}`,
         '--use-service-account-credentials=false',
-        '--port=0',
         `--secure-port=0`,
         // The default 20 requests/s (burst 30) lets a 2-core test cluster's controllers lag minutes behind a deploy
         // of a thousand Deployments, whoever applied them: benchmarks would measure the controllers, not the client.

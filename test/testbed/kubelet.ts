@@ -19,6 +19,7 @@ import {
   type V1Pod,
   type V1PodStatus,
   type V1Service,
+  VersionApi,
 } from '@kubernetes/client-node';
 
 export const BEHAVIOR = 'testbed.mooring.io/behavior';
@@ -101,12 +102,18 @@ export function podStatusFor(pod: V1Pod, behavior: Behavior, podIP: string, now:
   const ready = behavior === 'ready';
   const condition = (type: string, status: boolean, reason?: string) => ({
     type,
+    ...(pod.metadata?.generation === undefined ? {} : { observedGeneration: pod.metadata.generation }),
     status: status ? 'True' : 'False',
     lastTransitionTime: now,
     ...(reason ? { reason } : {}),
   });
   const terminal = phase === 'Succeeded' || phase === 'Failed';
+  // What a kubelet of today writes: the sandbox condition (1.29+), and the generation it acted on where the server
+  // counts a Pod's generations (1.33+).
+  const generation = pod.metadata?.generation;
+  const observed = generation === undefined ? {} : { observedGeneration: generation };
   return {
+    ...observed,
     phase,
     hostIP: '127.0.0.1',
     podIP,
@@ -114,6 +121,7 @@ export function podStatusFor(pod: V1Pod, behavior: Behavior, podIP: string, now:
     startTime: now,
     qosClass: 'BestEffort',
     conditions: [
+      condition('PodReadyToStartContainers', !terminal),
       condition('PodScheduled', true),
       condition('Initialized', true),
       condition(
@@ -176,6 +184,12 @@ export class TestbedKubelet {
   }
 
   private async registerNode(): Promise<void> {
+    // The node says it runs the server's own version, as a kubelet of the same release would.
+    const server = await this.kc
+      .makeApiClient(VersionApi)
+      .getCode()
+      .catch(() => undefined);
+    const kubeletVersion = `${server?.gitVersion ?? 'v0.0.0'}-testbed`;
     const capacity = { cpu: '64', memory: '256Gi', pods: '1000', 'ephemeral-storage': '500Gi' };
     const now = new Date();
     const status = {
@@ -219,8 +233,9 @@ export class TestbedKubelet {
       nodeInfo: {
         architecture: 'amd64',
         operatingSystem: 'linux',
-        kubeletVersion: 'v1.20.2-testbed',
-        kubeProxyVersion: 'v1.20.2-testbed',
+        kubeletVersion,
+        // Deprecated since 1.31 and left empty by kubelets; the client's type still asks for it.
+        kubeProxyVersion: '',
         containerRuntimeVersion: 'testbed://1',
         bootID: '',
         kernelVersion: '',

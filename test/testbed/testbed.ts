@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { controlPlaneBinaries, KUBE_VERSION, startControlPlane } from './control-plane.ts';
+import { controlPlaneBinaries, kubeVersion, startControlPlane } from './control-plane.ts';
 import { NODE_NAME } from './kubelet.ts';
 import { REPO_ROOT, stateDir } from './paths.ts';
 import { freePorts } from './ports.ts';
@@ -58,6 +58,11 @@ export interface ExtraCluster {
 export interface UpOptions {
   /** How many control planes in all (1 by default): more are added to a running test bed that has fewer. */
   clusters?: number | undefined;
+  /**
+   * The Kubernetes version (1.MINOR.PATCH): `MOORING_KUBE_VERSION`, else the default. A running test bed of
+   * another version is stopped and started anew.
+   */
+  kube?: string | undefined;
 }
 
 const ENV_FILE = 'env.json';
@@ -116,19 +121,23 @@ export async function up(
 ): Promise<{ env: TestbedEnv; started: boolean }> {
   const wanted = Math.max(1, options.clusters ?? 1);
   if (!Number.isInteger(wanted) || wanted > 4) throw new Error('--clusters takes 1 to 4');
+  const version = kubeVersion(options.kube);
   const current = await status();
-  if (current.running && current.env) {
+  if (current.running && current.env && current.env.kube.version !== version) {
+    log(`the running test bed is Kubernetes ${current.env.kube.version}: starting ${version} instead`);
+    await down(log);
+  } else if (current.running && current.env) {
     const have = 1 + (current.env.clusters?.length ?? 0);
     if (have >= wanted) return { env: current.env, started: false };
     return { env: await addClusters(current.env, wanted, log), started: true };
   }
-  const first = await upFirst(log);
+  const first = await upFirst(log, version);
   return wanted > 1 ? { env: await addClusters(first.env, wanted, log), started: true } : first;
 }
 
 /** Control planes `cluster-2` … `cluster-<wanted>` beside the running test bed's first one. */
 async function addClusters(env: TestbedEnv, wanted: number, log: Log): Promise<TestbedEnv> {
-  const binaries = await controlPlaneBinaries(log);
+  const binaries = await controlPlaneBinaries(log, env.kube.version);
   const run = join(stateDir(), 'run');
   const clusters = [...(env.clusters ?? [])];
   for (let n = clusters.length + 2; n <= wanted; n++) {
@@ -169,7 +178,7 @@ async function addClusters(env: TestbedEnv, wanted: number, log: Log): Promise<T
   return { ...env, clusters };
 }
 
-async function upFirst(log: Log): Promise<{ env: TestbedEnv; started: boolean }> {
+async function upFirst(log: Log, version: string): Promise<{ env: TestbedEnv; started: boolean }> {
   if ((await readDaemons()).length > 0) await down(log);
 
   const dir = stateDir();
@@ -196,7 +205,7 @@ async function upFirst(log: Log): Promise<{ env: TestbedEnv; started: boolean }>
       number,
       number,
     ];
-    const [binaries, tools] = await Promise.all([controlPlaneBinaries(log), locateTools()]);
+    const [binaries, tools] = await Promise.all([controlPlaneBinaries(log, version), locateTools()]);
 
     // Git server and registries start while the control plane comes up.
     const git = {
@@ -248,7 +257,7 @@ async function upFirst(log: Log): Promise<{ env: TestbedEnv; started: boolean }>
       await record(d);
     }
 
-    log(`starting the control plane (kubernetes ${KUBE_VERSION})`);
+    log(`starting the control plane (Kubernetes ${binaries.version})`);
     const plane = await startControlPlane({
       dir: join(run, 'kube'),
       logDir: logs,
@@ -294,7 +303,7 @@ async function upFirst(log: Log): Promise<{ env: TestbedEnv; started: boolean }>
         kubeconfig: plane.kubeconfig,
         server: plane.server,
         clientCertificate: plane.clientCertificate,
-        version: KUBE_VERSION,
+        version: binaries.version,
         node: NODE_NAME,
         etcd: plane.etcd,
       },
