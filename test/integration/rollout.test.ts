@@ -494,7 +494,10 @@ describe('pause and resume a StatefulSet (partition) and a DaemonSet (OnDelete)'
     const db = ref('StatefulSet', 'held-db');
     const created = await createStatefulSet('held-db', 'v1', 2);
     // Defaults differ by version (1.35+ adds maxUnavailable: 1): the partition is what matters here.
-    expect(created.spec?.updateStrategy).toMatchObject({ type: 'RollingUpdate', rollingUpdate: { partition: 0 } });
+    expect(created.spec?.updateStrategy).toMatchObject({
+      type: 'RollingUpdate',
+      rollingUpdate: { partition: 0 },
+    });
     await rolledOut('statefulset/held-db');
 
     expect(await pause(kc, db)).toEqual({ mechanism: 'partition', partition: 2, previous: 0 });
@@ -543,7 +546,10 @@ describe('pause and resume a StatefulSet (partition) and a DaemonSet (OnDelete)'
       previous: null,
     });
     let sts = await apps().readNamespacedStatefulSet({ name: 'bare-db', namespace: ns() });
-    expect(sts.spec?.updateStrategy).toMatchObject({ type: 'RollingUpdate', rollingUpdate: { partition: 1 } });
+    expect(sts.spec?.updateStrategy).toMatchObject({
+      type: 'RollingUpdate',
+      rollingUpdate: { partition: 1 },
+    });
     expect(sts.metadata?.annotations?.[PAUSED_PARTITION]).toBe('null');
     expect(await resume(kc, ref('StatefulSet', 'bare-db'))).toEqual({
       mechanism: 'partition',
