@@ -75,6 +75,15 @@ export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/**
+ * The one line a commit status shows of an error: an error that lists problems (a set the API server refused)
+ * gives its `headline`, which leads with the first; any other error its message.
+ */
+export function errorHeadline(error: unknown): string {
+  const headline = error instanceof MooringError ? (error as { headline?: unknown }).headline : undefined;
+  return typeof headline === 'string' && headline ? headline : errorMessage(error);
+}
+
 /** How many problems a message lists; the rest are counted (the error keeps them all). */
 export const PROBLEMS_SHOWN = 20;
 

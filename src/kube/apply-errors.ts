@@ -1,10 +1,12 @@
 // How applying fails, in words a person can act on: the rejection of a whole set by its dry run, and the message
 // of one failed write, which names the object's place in the sources and says what to do about the failures
-// people meet most.
+// people meet most. An admission policy's refusal (ValidatingAdmissionPolicy, a CRD's x-kubernetes-validations
+// rule) is told by the policy's own message first, then who refused: a commit status cut to 140 characters keeps
+// what to fix.
 import { problemLines, StalledError, TransientError, WaitingError } from '../errors.ts';
 import { describeObject, describeOrigin, type KubeObject } from '../render/manifest.ts';
 import type { PlanEntry } from '../render/render.ts';
-import { describeKubeError, serverMessage, statusCode } from './errors.ts';
+import { bodyOf, describeKubeError, serverMessage, statusCode } from './errors.ts';
 
 /** What names an object being applied: the object, and where in the sources it came from. */
 export interface Placed {
@@ -21,6 +23,53 @@ export class ApplyRejectedError extends StalledError {
     );
     this.problems = problems;
   }
+
+  /** The first refusal (file:line, object, the server's reason) and how many more: a commit status's one line. */
+  get headline(): string {
+    const more = this.problems.length - 1;
+    return `${this.problems[0] ?? ''}${more > 0 ? ` (and ${more} more refused)` : ''}; nothing was applied`;
+  }
+}
+
+/** Causes the server listed at most (a CRD with many rules); the rest are counted. */
+const CAUSES_SHOWN = 10;
+
+/** `ValidatingAdmissionPolicy 'p' with binding 'b' denied request: <message>`, as kube-apiserver words a denial. */
+const POLICY_DENIAL =
+  /^ValidatingAdmissionPolicy '([^']*)' with binding '([^']*)' denied request: ([\s\S]*)$/;
+
+interface StatusCause {
+  field?: unknown;
+  message?: unknown;
+}
+
+/** The field causes of a refusal (`details.causes` of its Status), as `field: message`. */
+function causesOf(error: unknown): string[] {
+  const body = bodyOf(error) as { details?: { causes?: unknown } } | undefined;
+  const causes = body && typeof body === 'object' ? body.details?.causes : undefined;
+  if (!Array.isArray(causes)) return [];
+  return (causes as StatusCause[]).flatMap((c) => {
+    if (typeof c?.message !== 'string' || !c.message) return [];
+    return [typeof c.field === 'string' && c.field ? `${c.field}: ${c.message}` : c.message];
+  });
+}
+
+/**
+ * An admission policy's refusal in the words that matter: a ValidatingAdmissionPolicy's message, then the policy
+ * and its binding; a schema's refusal (a CRD's x-kubernetes-validations rule among them) as each field and its
+ * message, without the `Kind "name" is invalid:` the object's place already says. Undefined for anything else.
+ */
+function admissionRefusal(error: unknown, message: string): string | undefined {
+  const causes = causesOf(error);
+  const denial = POLICY_DENIAL.exec(causes.find((c) => POLICY_DENIAL.test(c)) ?? '') ?? undefined;
+  const fromMessage =
+    /: (ValidatingAdmissionPolicy '[^']*' with binding '[^']*' denied request: [\s\S]*)$/.exec(message)?.[1];
+  const policy = denial ?? (fromMessage ? POLICY_DENIAL.exec(fromMessage) : undefined);
+  if (policy) return `${policy[3]} (ValidatingAdmissionPolicy '${policy[1]}', binding '${policy[2]}')`;
+  if (statusCode(error) !== 422 || causes.length === 0 || !/ is invalid: /.test(message)) return undefined;
+  const shown = causes.slice(0, CAUSES_SHOWN);
+  const more = causes.length > CAUSES_SHOWN ? `; … and ${causes.length - CAUSES_SHOWN} more` : '';
+  return `422 ${shown.join('; ')}${more}`;
 }
 
 export function place(target: Placed): string {
@@ -46,6 +95,8 @@ export function explain(error: unknown): string {
   if (code === 409 && /conflict/i.test(message)) {
     return `${message} (other field managers own these fields: set strategy.spinnaker.io/server-side-apply: force-conflicts to take them over)`;
   }
+  const refusal = admissionRefusal(error, message);
+  if (refusal) return refusal;
   return code ? `${code} ${message}` : message;
 }
 

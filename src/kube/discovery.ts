@@ -1,9 +1,21 @@
 // REST mapping: which resource (plural, namespaced) serves an apiVersion and kind. Answers are cached per
 // group-version; an unknown kind refreshes that group-version once (a CRD applied a moment ago), and only then is
-// it an error.
+// it an error, which names the release that removed the version and what replaced it (removed-apis.ts).
 import { StalledError } from '../errors.ts';
 import type { KubeApi } from './api.ts';
 import { describeKubeError, statusCode } from './errors.ts';
+import { minorOf, unservedMessage } from './removed-apis.ts';
+
+/** The cluster serves no such kind in that apiVersion (now: after one refresh of its group-version). */
+export class UnservedKindError extends StalledError {
+  readonly apiVersion: string;
+  readonly objectKind: string;
+  constructor(apiVersion: string, objectKind: string, message: string) {
+    super(message);
+    this.apiVersion = apiVersion;
+    this.objectKind = objectKind;
+  }
+}
 
 export interface ResourceInfo {
   apiVersion: string;
@@ -33,6 +45,7 @@ interface ApiGroupList {
 export class Discovery {
   private readonly api: KubeApi;
   private readonly cache = new Map<string, Promise<Map<string, ResourceInfo>>>();
+  private version: Promise<string | undefined> | undefined;
 
   constructor(api: KubeApi) {
     this.api = api;
@@ -68,8 +81,26 @@ export class Discovery {
       this.cache.delete(apiVersion);
       info = (await this.load(apiVersion)).get(kind);
     }
-    if (!info) throw new StalledError(`the cluster serves no kind ${kind} in ${apiVersion}`);
+    if (!info) {
+      const clusterMinor = minorOf(await this.gitVersion());
+      throw new UnservedKindError(apiVersion, kind, unservedMessage(apiVersion, kind, { clusterMinor }));
+    }
     return info;
+  }
+
+  /**
+   * The server's `gitVersion` (`v1.37.2`), read once; undefined when it cannot be read (a message about a removed
+   * version then does not compare releases).
+   */
+  gitVersion(): Promise<string | undefined> {
+    this.version ??= this.api.request<{ gitVersion?: string }>('GET', '/version').then(
+      (answer) => (typeof answer.gitVersion === 'string' ? answer.gitVersion : undefined),
+      () => {
+        this.version = undefined;
+        return undefined;
+      },
+    );
+    return this.version;
   }
 
   /**

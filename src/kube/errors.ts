@@ -13,7 +13,7 @@ interface ApiFailure {
 const DEFAULT_RETRY_AFTER_MS = 1000;
 
 /** The response body as JSON when it is JSON text; a proxy in front of the API server may answer in plain text. */
-function bodyOf(error: unknown): unknown {
+export function bodyOf(error: unknown): unknown {
   const body = ((error ?? {}) as ApiFailure).body;
   if (typeof body !== 'string') return body;
   try {

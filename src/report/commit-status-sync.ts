@@ -16,7 +16,7 @@ import {
   supersededBy,
   withdrawn,
 } from '../contract.ts';
-import { classify, errorMessage, type MooringError } from '../errors.ts';
+import { classify, errorHeadline, errorMessage, type MooringError } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { Release } from './ledger.ts';
 import { StatusOutbox } from './outbox.ts';
@@ -78,8 +78,8 @@ export function describeOutcome(
     case 'error':
       // Bad manifests are the commit's failure; an unreachable cluster or registry is the agent's error.
       return classify(report.error).action === 'stop'
-        ? { state: 'failure', description: `${prefix}${errorMessage(report.error)}` }
-        : { state: 'error', description: `${prefix}${errorMessage(report.error)}` };
+        ? { state: 'failure', description: `${prefix}${errorHeadline(report.error)}` }
+        : { state: 'error', description: `${prefix}${errorHeadline(report.error)}` };
     case 'cancelled':
       if (withdrawn(signal))
         return {

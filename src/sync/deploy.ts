@@ -24,6 +24,7 @@ import {
 import { createNamespace, namespaceExists } from '../kube/namespace.ts';
 import { executePrune, pruneTargets } from '../kube/prune.ts';
 import { discoverClusterScoped } from '../kube/scope.ts';
+import { assertServed } from '../kube/served.ts';
 import { readSnapshot } from '../kube/snapshot.ts';
 import { type HookOwner, markHook } from '../render/hook-owner.ts';
 import { type HookEvent, type HookPhase, hookRole, isHookObject } from '../render/hooks.ts';
@@ -194,6 +195,8 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
     }
     // Nothing is asked of the cluster about objects outside the deployment's namespaces.
     assertWithinBoundary(ctx.parsed, request.renderOptions?.boundary, known);
+    // A version Kubernetes removed is named with its replacement before any request about the set.
+    await assertServed(discovery, objects);
     // Custom kinds the cluster serves cluster-scoped (discovery is shared with apply) have no namespace: not in
     // render, not in the inventory, so that two owners of one such object see the same entry (prune keeps it).
     const served = await discoverClusterScoped(discovery, objects, known);

@@ -9,6 +9,7 @@ import { loadKubeConfig } from '../../kube/client.ts';
 import { Discovery } from '../../kube/discovery.ts';
 import { HASH_KEY_SECRET, readHashKey } from '../../kube/hash-key.ts';
 import { discoverClusterScoped, guessedScopes } from '../../kube/scope.ts';
+import { assertServed } from '../../kube/served.ts';
 import { readSnapshot } from '../../kube/snapshot.ts';
 import { toYaml } from '../../render/canonical.ts';
 import { tryParseImageRef } from '../../render/image-ref.ts';
@@ -122,6 +123,8 @@ export function renderCommand(
           }
           // Objects outside -n are refused before the cluster is asked anything about them.
           assertWithinBoundary({ objects, errors: [] }, manifestBoundary(flags, ns));
+          // A version the cluster no longer serves is named with its replacement, as a deploy would.
+          await assertServed(discovery, objects);
           // The scope of each custom kind from the cluster's discovery, as deploy places objects.
           const served = new Set(await discoverClusterScoped(discovery, objects, known));
           known.push(...served);
