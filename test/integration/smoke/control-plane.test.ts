@@ -6,8 +6,10 @@ import {
   CoreV1Api,
   NetworkingV1Api,
   type V1Deployment,
+  type V1Pod,
 } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
+import { kubeVersion } from '../../testbed/control-plane.ts';
 import { BEHAVIOR, LOAD_BALANCER, lbHostname, NODE_NAME } from '../../testbed/kubelet.ts';
 import { eventually, kubeConfig, runTool, testbed, useNamespace } from '../helpers.ts';
 
@@ -42,6 +44,69 @@ describe('control plane and test-bed kubelet', () => {
     ]);
     expect(out.stderr).not.toMatch(/error/i);
     expect(out.stdout.trim()).toBe(`node/${NODE_NAME}`);
+  });
+
+  it('runs the Kubernetes version asked for, and says so to kubectl and in its node', async () => {
+    const env = testbed();
+    const wanted = kubeVersion();
+    expect(env.kube.version).toBe(wanted);
+    const out = await runTool(env.tools.kubectl, [
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      'version',
+      '-o',
+      'json',
+    ]);
+    expect(JSON.parse(out.stdout).serverVersion.gitVersion).toBe(`v${wanted}`);
+    const node = await kubeConfig().makeApiClient(CoreV1Api).readNode({ name: NODE_NAME });
+    expect(node.status?.nodeInfo?.kubeletVersion).toBe(`v${wanted}-testbed`);
+  });
+
+  it('admits as a real cluster does: ServiceAccount and PodSecurity admission are on', async () => {
+    const core = kubeConfig().makeApiClient(CoreV1Api);
+    const pod: V1Pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'admitted' },
+      spec: { containers: [{ name: 'web', image: 'registry.example/web:1.0.0' }] },
+    };
+    const created = await eventually('a pod admitted once the namespace has its service account', () =>
+      core.createNamespacedPod({ namespace: ns(), body: pod }).catch(() => undefined),
+    );
+    // ServiceAccount admission: the default account and its projected token volume.
+    expect(created.spec?.serviceAccountName).toBe('default');
+    expect(created.spec?.volumes?.some((v) => v.name.startsWith('kube-api-access-'))).toBe(true);
+    const ready = await eventually('the pod reported ready', async () => {
+      const p = await core.readNamespacedPod({ name: 'admitted', namespace: ns() });
+      return p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ? p : undefined;
+    });
+    // What a 1.29+ kubelet writes beside Ready.
+    expect(ready.status?.conditions?.find((c) => c.type === 'PodReadyToStartContainers')?.status).toBe(
+      'True',
+    );
+
+    // PodSecurity admission: a namespace enforcing `restricted` refuses a privileged Pod, naming the rule.
+    const strict = `${ns()}-restricted`;
+    await core.createNamespace({
+      body: { metadata: { name: strict, labels: { 'pod-security.kubernetes.io/enforce': 'restricted' } } },
+    });
+    try {
+      const privileged: V1Pod = {
+        ...pod,
+        spec: {
+          containers: [
+            { name: 'web', image: 'registry.example/web:1.0.0', securityContext: { privileged: true } },
+          ],
+        },
+      };
+      const refused = await core.createNamespacedPod({ namespace: strict, body: privileged }).then(
+        () => 'admitted',
+        (error: Error) => error.message.replaceAll('\\', ''),
+      );
+      expect(refused).toMatch(/violates PodSecurity "restricted:latest": privileged/);
+    } finally {
+      await core.deleteNamespace({ name: strict }).catch(() => undefined);
+    }
   });
 
   it('rolls out a Deployment through the real controllers, and kubectl rollout status agrees', async () => {
