@@ -12,6 +12,7 @@ import { errorMessage, StalledError } from '../../errors.ts';
 import { KubeApi } from '../../kube/api.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
 import { Discovery } from '../../kube/discovery.ts';
+import { describeWarning } from '../../kube/warnings.ts';
 import { diffSummary } from '../../render/diff-text.ts';
 import { current, Ledger } from '../../report/ledger.ts';
 import type { ArtifactAt } from '../../sources/artifact-fetch.ts';
@@ -265,7 +266,7 @@ async function runDiff(
   const { api } = input;
   try {
     for (const note of input.notes) printErr(note);
-    const { diffs, pruned } = await liveDiff(
+    const { diffs, pruned, warnings } = await liveDiff(
       { api, discovery: new Discovery(api) },
       input.request,
       input.prune,
@@ -277,6 +278,7 @@ async function runDiff(
       else if (d.text) print(d.text.trimEnd());
     }
     for (const p of pruned) print(`would prune: ${p}`);
+    for (const w of warnings) printErr(`warning: ${describeWarning(w)}`);
     print(diffSummary(diffs, pruned.length));
     if (pruned.length > 0 || diffs.some((d) => d.change !== 'unchanged'))
       throw new ExitError('', EXIT_FAILED);
