@@ -2,7 +2,8 @@
 // container a namespace labelled `pod-security.kubernetes.io/warn: restricted` warns about, a Deployment with an
 // unknown field (written by replace: server-side apply refuses an unknown field outright, and that refusal is an
 // error naming the file already), and `v1 Endpoints`, deprecated since 1.33 and still served. `mooring deploy` and
-// `mooring diff` print each once, with its file and line; the agent logs each and its commit status says so.
+// `mooring diff` print each once, with its file and line; `mooring render`, which writes nothing, names the
+// deprecated kind of each object; the agent logs each and its commit status says so.
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   agentConfig,
@@ -131,6 +132,22 @@ describe("the API server's warnings", () => {
         diffLines.filter((l) => pattern.test(l)),
         diff.stderr,
       ).toHaveLength(1);
+  });
+
+  it('mooring render, which writes nothing, names the deprecated kind of each object with file and line', async () => {
+    const ns = nsCli();
+    const dir = await manifestDir({
+      'external.yaml': ENDPOINTS,
+      'more.yaml': 'apiVersion: v1\nkind: Endpoints\nmetadata: {name: more}\n',
+    });
+    const got = await mooring('render', dir, '--kubeconfig', testbed().kube.kubeconfig, '-n', ns);
+    expect(got.code, got.stderr).toBe(0);
+    const lines = got.stderr.split('\n').filter((l) => l.startsWith('warning: '));
+    expect(lines, got.stderr).toEqual([
+      `warning: ${dir}/external.yaml:7:1: Endpoints ${ns}/external: v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice`,
+      `warning: ${dir}/more.yaml:1:1: Endpoints ${ns}/more: v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice`,
+    ]);
+    expect(got.stdout).toContain('kind: Endpoints');
   });
 
   it('the agent logs each with its deployment, object and source, and its success status says so', async () => {

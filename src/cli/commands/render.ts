@@ -6,6 +6,7 @@ import { type Command, Option } from 'commander';
 import { StalledError } from '../../errors.ts';
 import { KubeApi } from '../../kube/api.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
+import { hearKindWarnings } from '../../kube/deprecations.ts';
 import { Discovery } from '../../kube/discovery.ts';
 import { HASH_KEY_SECRET, readHashKey } from '../../kube/hash-key.ts';
 import { discoverClusterScoped, guessedScopes } from '../../kube/scope.ts';
@@ -136,6 +137,8 @@ export function renderCommand(
               referenceRules: settings.referenceRules,
             });
             if (keyNeeded && !hashKey) hashKey = await readHashKey(api, flags.agentNamespace);
+            // No dry run here: what the server says of the set's kinds (a deprecated version) is asked once a kind.
+            await hearKindWarnings(api, discovery, objects);
           });
         else {
           const guessed = guessedScopes(parseManifestFiles(files).objects, known);
