@@ -181,7 +181,9 @@ export function renderCommand(
           }`,
         );
       }
-      for (const w of warnings.list()) warn(`warning: ${describeWarning(w)}`);
+      const redactValues = valueRedactor(decrypted);
+      for (const w of warnings.list())
+        warn(`warning: ${flags.showSecrets ? describeWarning(w) : redactValues(describeWarning(w))}`);
       for (const unused of result.images.unused) {
         warn(`warning: image artifact ${unused.name}${unused.tag ? `:${unused.tag}` : ''} matched no image`);
       }
