@@ -8,6 +8,7 @@ import type { Deployment, MooringConfig } from './config/schema.ts';
 import type { ApplyResult } from './kube/apply.ts';
 import type { DriftFinding } from './kube/drift.ts';
 import type { HistoryResult } from './kube/history.ts';
+import type { ApiWarning } from './kube/warnings.ts';
 import type { ManifestFile } from './render/parse.ts';
 import type { PreviewDiff } from './render/preview-diff.ts';
 import type { Release, ReleaseImage, Trigger } from './report/ledger.ts';
@@ -55,6 +56,8 @@ export interface DeployReport {
   drift?: DriftFinding[] | undefined;
   /** How each hook ran, in order. */
   hooks?: HookRun[] | undefined;
+  /** What the API server warned about (src/kube/warnings.ts), each once per object. */
+  warnings?: ApiWarning[] | undefined;
   error: unknown;
   elapsedMs: number;
 }

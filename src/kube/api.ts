@@ -8,6 +8,8 @@
 // Every request (not the streams, as in client-go) takes a token from one request budget per client, QPS and burst
 // like client-go's --kube-api-qps and --kube-api-burst (cluster.qps, cluster.burst), and is counted by verb and
 // status code for the metrics.
+// Every answer's Warning headers (deprecations, PodSecurity, unknown fields) go to the warning log of the work the
+// request runs for (src/kube/warnings.ts), about the object the request names in `about`.
 
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { Agent, request as httpsRequest, type RequestOptions } from 'node:https';
@@ -19,6 +21,12 @@ import { type Clock, TokenBucket } from '../http/token-bucket.ts';
 import { currentDeadline } from './deadline.ts';
 import { retryAfterMs } from './errors.ts';
 import type { ClusterConfig } from './kubeconfig.ts';
+import {
+  currentWarnings,
+  parseWarningHeaders,
+  type WarningSubject,
+  warningHeaderValues,
+} from './warnings.ts';
 
 /** Lists of metadata only: what a version lookup needs, without ever reading Secret values. */
 export const METADATA_LIST =
@@ -137,6 +145,8 @@ export interface RequestSpec {
   accept?: string;
   /** Bounded: a response larger than this fails rather than filling memory. */
   maxBytes?: number;
+  /** The object the request is for: the server's warnings about it are attributed to it. */
+  about?: WarningSubject | undefined;
 }
 
 const MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
@@ -363,6 +373,8 @@ export class KubeApi {
     const opts = await this.options(method, path, spec, payload);
     const limit = spec.maxBytes ?? MAX_RESPONSE_BYTES;
     const verb = kubeVerb(method, path);
+    // Taken now: the answer's callbacks do not run in the caller's async scope.
+    const warnings = currentWarnings();
     return new Promise<T>((resolve, reject) => {
       const send = opts.protocol === 'http:' ? httpRequest : httpsRequest;
       const req = send(opts, (res) => {
@@ -394,6 +406,9 @@ export class KubeApi {
       req.on('response', (res) => {
         answered = true;
         this.counter.count(verb, res.statusCode ?? 0);
+        // A refusal may carry warnings too (PodSecurity's beside a policy's denial): they are kept as well.
+        const texts = warnings ? parseWarningHeaders(warningHeaderValues(res.rawHeaders)) : [];
+        if (texts.length > 0) warnings?.add(texts, `${method} ${path.split('?')[0]}`, spec.about);
       });
       req.on('error', (error) => {
         if (!answered) this.counter.count(verb, 'error');

@@ -105,10 +105,14 @@ export class Applier {
   /**
    * Every request that sends an object's content (apply, replace, create, and their dry runs, the whole-set
    * validation included) goes through here: a Secret's refusal is reduced to field paths and reasons before any
-   * message is made of it, because the server's words may quote its values.
+   * message is made of it, because the server's words may quote its values. The server's warnings name the
+   * target's place in the sources.
    */
-  private send<T>(object: KubeObject, method: string, path: string, spec: RequestSpec): Promise<T> {
-    return withSecretErrors(object, () => this.api.request<T>(method, path, spec));
+  private send<T>(target: ApplyTarget, method: string, path: string, spec: RequestSpec): Promise<T> {
+    const { object, plan } = target;
+    return withSecretErrors(object, () =>
+      this.api.request<T>(method, path, { ...spec, about: { object, origin: plan.origin } }),
+    );
   }
 
   private readonly bodies = new WeakMap<ApplyTarget, JsonText>();
@@ -136,7 +140,7 @@ export class Applier {
   ): Promise<KubeObject> {
     const { object, plan } = target;
     return this.send<KubeObject>(
-      object,
+      target,
       'PATCH',
       resourcePath(info, object.metadata.namespace, object.metadata.name),
       {
@@ -164,7 +168,7 @@ export class Applier {
     const query = { fieldManager: this.options.fieldManager, dryRun: dryRun ? 'All' : undefined };
     const accept = metadataOnly ? { accept: METADATA_OBJECT } : {};
     if (!live) {
-      return this.send<KubeObject>(object, 'POST', resourcePath(info, object.metadata.namespace), {
+      return this.send<KubeObject>(target, 'POST', resourcePath(info, object.metadata.namespace), {
         query,
         body: object,
         ...accept,
@@ -175,7 +179,7 @@ export class Applier {
       metadata: { ...object.metadata, resourceVersion: live.metadata.resourceVersion },
     };
     return this.send<KubeObject>(
-      object,
+      target,
       'PUT',
       resourcePath(info, object.metadata.namespace, object.metadata.name),
       {
@@ -460,7 +464,7 @@ export class Applier {
   private async readMetadata(info: ResourceInfo, object: KubeObject): Promise<KubeObject | undefined> {
     const path = resourcePath(info, object.metadata.namespace, object.metadata.name);
     const whole = await this.api
-      .request<KubeObject>('GET', path, { accept: METADATA_OBJECT })
+      .request<KubeObject>('GET', path, { accept: METADATA_OBJECT, about: { object } })
       .catch((error: unknown) => {
         if (statusCode(error) === 404) return undefined;
         throw describeKubeError(error, `read ${describeObject(object)}`);
@@ -475,7 +479,10 @@ export class Applier {
     requireIdentity(live, { ...object, kind: info.kind }, info.namespaced);
     const preconditions = live.metadata.uid ? { preconditions: { uid: live.metadata.uid } } : {};
     try {
-      await this.api.request('DELETE', path, { body: { propagationPolicy: 'Background', ...preconditions } });
+      await this.api.request('DELETE', path, {
+        body: { propagationPolicy: 'Background', ...preconditions },
+        about: { object },
+      });
     } catch (error) {
       if (statusCode(error) !== 404) throw describeKubeError(error, `delete ${describeObject(object)}`);
     }

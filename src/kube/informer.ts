@@ -14,6 +14,7 @@ import { type KubeApi, KubeRequestError, METADATA_LIST, METADATA_OBJECT, StreamI
 import { outsideDeadline } from './deadline.ts';
 import type { ResourceInfo } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
+import { outsideWarnings } from './warnings.ts';
 
 export interface InformerOptions {
   /** Objects per LIST page. */
@@ -116,7 +117,7 @@ export class Informer {
 
   start(): void {
     // Shared by every sync and lingering after them: its requests follow no single sync's deadline.
-    outsideDeadline(() => void this.run());
+    outsideDeadline(() => outsideWarnings(() => void this.run()));
   }
 
   stop(): void {

@@ -66,6 +66,7 @@ export async function readObject(
     live = await api.request<KubeObject>(
       'GET',
       resourcePath(info, obj.metadata.namespace, obj.metadata.name),
+      { about: { object: obj } },
     );
   } catch (error) {
     if (statusCode(error) === 404) return undefined;

@@ -18,6 +18,7 @@ import {
 } from '../contract.ts';
 import { classify, errorHeadline, errorMessage, type MooringError } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
+import { briefWarning, describeWarning } from '../kube/warnings.ts';
 import type { Release } from './ledger.ts';
 import { StatusOutbox } from './outbox.ts';
 import { entryKey, type OutboxEntry } from './outbox-policy.ts';
@@ -67,7 +68,7 @@ export function describeOutcome(
     case 'applied':
       return {
         state: 'success',
-        description: `${prefix}${watched}/${watched} stable in ${seconds(report.elapsedMs)}${report.prune?.deleted.length ? `, ${report.prune.deleted.length} pruned` : ''}${trigger === 'rollback' ? '; held until a new commit or image' : ''}`,
+        description: `${prefix}${watched}/${watched} stable in ${seconds(report.elapsedMs)}${report.prune?.deleted.length ? `, ${report.prune.deleted.length} pruned` : ''}${trigger === 'rollback' ? '; held until a new commit or image' : ''}${warningNote(report)}`,
       };
     case 'failed':
     case 'timed-out':
@@ -90,6 +91,20 @@ export function describeOutcome(
     default:
       return { state: 'error', description: `${prefix}${report.summary}` };
   }
+}
+
+/**
+ * A success the API server warned about says so: one warning whole (` (1 warning: web.yaml:6:1: Deployment shop/web:
+ * would violate PodSecurity …)`), several by file, line and topic (` (3 warnings: ep.yaml:7 deprecated API, web.yaml:6
+ * PodSecurity, …)`), so that the provider's cut of the description (140 characters on GitHub) keeps the count and
+ * the places; the log and `mooring history` have the server's words.
+ */
+export function warningNote(report: Pick<DeployReport, 'warnings'>): string {
+  const warnings = report.warnings ?? [];
+  const first = warnings[0];
+  if (!first) return '';
+  if (warnings.length === 1) return ` (1 warning: ${describeWarning(first)})`;
+  return ` (${warnings.length} warnings: ${warnings.map(briefWarning).join(', ')})`;
 }
 
 /**

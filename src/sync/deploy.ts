@@ -26,6 +26,7 @@ import { executePrune, pruneTargets } from '../kube/prune.ts';
 import { discoverClusterScoped } from '../kube/scope.ts';
 import { assertServed } from '../kube/served.ts';
 import { readSnapshot } from '../kube/snapshot.ts';
+import { WarningLog, withWarnings } from '../kube/warnings.ts';
 import { type HookOwner, markHook } from '../render/hook-owner.ts';
 import { type HookEvent, type HookPhase, hookRole, isHookObject } from '../render/hooks.ts';
 import type { ImageArtifact } from '../render/images.ts';
@@ -147,6 +148,7 @@ interface Context {
   /** The set's hooks by phase, taken out of the release objects (src/render/hooks.ts). */
   hooks?: Record<HookPhase, HookTarget[]>;
   hookRuns: HookRun[];
+  warnings: WarningLog;
 }
 
 type Stage = (ctx: Context) => Promise<void>;
@@ -564,29 +566,33 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
     });
   };
 
-  const ctx: Context = { request, hookRuns: [] };
+  const ctx: Context = { request, hookRuns: [], warnings: new WarningLog() };
   let error: unknown;
   let report: DeployReport | undefined;
+  // What the API server warns about, in any request made for this deploy, is reported with it.
+  const warned = <T>(fn: () => Promise<T>) => withWarnings(ctx.warnings, fn);
   try {
     // Requests made for this deploy retry transient failures (a restarting API server) until its deadline.
-    await withDeadline({ until: started + request.timeoutMs, signal: request.signal }, async () => {
-      for (const stage of [
-        readCluster,
-        renderStage,
-        namespaceStage,
-        inventoryStage,
-        hookCheckStage,
-        driftStage,
-        applyStage,
-        waitStage,
-        postHookStage,
-        pruneStage,
-        historyStage,
-      ]) {
-        await stage(ctx);
-        if (ctx.wait && (ctx.wait.outcome !== 'stable' || stage === driftStage)) break;
-      }
-    });
+    await withDeadline({ until: started + request.timeoutMs, signal: request.signal }, () =>
+      warned(async () => {
+        for (const stage of [
+          readCluster,
+          renderStage,
+          namespaceStage,
+          inventoryStage,
+          hookCheckStage,
+          driftStage,
+          applyStage,
+          waitStage,
+          postHookStage,
+          pruneStage,
+          historyStage,
+        ]) {
+          await stage(ctx);
+          if (ctx.wait && (ctx.wait.outcome !== 'stable' || stage === driftStage)) break;
+        }
+      }),
+    );
     // A wait that ran out while the API server was unreachable says nothing about the commit: the agent's error.
     // A server that stopped answering without closing its streams is found by asking it once.
     if (ctx.wait?.outcome === 'timed-out' && api.unreachableSince === undefined)
@@ -608,9 +614,9 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       error !== undefined ||
       (ctx.wait !== undefined && ctx.wait.outcome !== 'stable' && ctx.wait.outcome !== 'cancelled');
     if (failed && ctx.hooks?.fail.length && !request.signal?.aborted)
-      await withDeadline({ until: Date.now() + FAIL_HOOK_TIMEOUT_MS }, () => runPhase(ctx, 'fail')).catch(
-        () => undefined,
-      );
+      await withDeadline({ until: Date.now() + FAIL_HOOK_TIMEOUT_MS }, () =>
+        warned(() => runPhase(ctx, 'fail')),
+      ).catch(() => undefined);
   } finally {
     // The one finalizer: whatever happened above, the report says it.
     report = finalize(ctx, error, Date.now() - started);
@@ -639,6 +645,7 @@ function finalize(ctx: Context, error: unknown, elapsedMs: number): DeployReport
     prune: ctx.prune,
     drift: ctx.drift,
     ...(ctx.hookRuns.length > 0 ? { hooks: ctx.hookRuns } : {}),
+    ...(ctx.warnings.size > 0 ? { warnings: ctx.warnings.list() } : {}),
     error,
     elapsedMs,
   };

@@ -6,6 +6,7 @@ import type { KubeApi } from '../kube/api.ts';
 import type { ApplyTarget } from '../kube/apply.ts';
 import { diffApplied } from '../kube/diff.ts';
 import type { Discovery } from '../kube/discovery.ts';
+import type { ApiWarning } from '../kube/warnings.ts';
 import type { ObjectDiff } from '../render/diff-text.ts';
 import type { KubeObject } from '../render/manifest.ts';
 import { type DeployRequest, deploy } from './deploy.ts';
@@ -17,6 +18,8 @@ export interface LiveDiff {
   diffs: ObjectDiff[];
   /** Objects prune would delete (`Kind namespace/name`). */
   pruned: string[];
+  /** What the API server warned about in the dry run (deprecations, PodSecurity, unknown fields). */
+  warnings: ApiWarning[];
 }
 
 const TIMEOUT_MS = 5 * 60_000;
@@ -43,5 +46,5 @@ export async function liveDiff(
         })
       ).delete
     : [];
-  return { diffs, pruned };
+  return { diffs, pruned, warnings: report.warnings ?? [] };
 }

@@ -7,7 +7,10 @@
 import type { DeployReport } from '../contract.ts';
 import type { ObjectVerdict } from '../stability/waiter.ts';
 
-/** The report with `redact` applied to its summary, its error's message and the objects' stability messages. */
+/**
+ * The report with `redact` applied to its summary, its error's message, the objects' stability messages and the
+ * API server's warnings.
+ */
 export function redactReport(report: DeployReport, redact: (text: string) => string): DeployReport {
   const verdict = (v: ObjectVerdict): ObjectVerdict => {
     const message = redact(v.stability.message);
@@ -18,7 +21,18 @@ export function redactReport(report: DeployReport, redact: (text: string) => str
     verdicts: report.wait.verdicts.map(verdict),
     culprit: report.wait.culprit && verdict(report.wait.culprit),
   };
-  return { ...report, summary: redact(report.summary), wait, error: redactError(report.error, redact) };
+  const warnings = report.warnings?.map((w) => ({
+    ...w,
+    text: redact(w.text),
+    object: redact(w.object),
+  }));
+  return {
+    ...report,
+    summary: redact(report.summary),
+    wait,
+    ...(warnings ? { warnings } : {}),
+    error: redactError(report.error, redact),
+  };
 }
 
 /**

@@ -11,6 +11,7 @@ import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import { describeFinding } from '../kube/drift.ts';
+import { describeWarning } from '../kube/warnings.ts';
 import { valueRedactor } from '../render/redact.ts';
 import type { Attempt, Ledger, Release } from '../report/ledger.ts';
 import { decryptedValues } from '../sources/sops/decrypt.ts';
@@ -132,6 +133,11 @@ export async function syncDeployment(
         );
   // Whatever the report's messages quote, no value decrypted from the sync's SOPS files leaves the sync.
   const report = redactReport(deployed, valueRedactor(decryptedValues(sync.files)));
+  // The API server's warnings (deprecations, PodSecurity, unknown fields): one line each, naming the object and
+  // where it was written. A quiet pass repeats the last sync's, so it does not log them again.
+  if (!quiet)
+    for (const w of report.warnings ?? [])
+      log.warn({ object: w.object, source: w.source, warning: w.text }, 'API server warning');
   if (drift && config.drift.mode === 'report') {
     // Reported, not corrected: a log line per object, the metric; no release and no commit status.
     for (const f of report.drift ?? [])
@@ -176,7 +182,11 @@ export async function syncDeployment(
         ...(report.hooks?.length ? { hooks: report.hooks } : {}),
         result: report.outcome === 'dry-run' ? 'applied' : report.outcome,
         durationMs: report.elapsedMs,
-        messages: [report.summary, ...(report.drift ?? []).map((f) => `put back ${describeFinding(f)}`)],
+        messages: [
+          report.summary,
+          ...(report.drift ?? []).map((f) => `put back ${describeFinding(f)}`),
+          ...(report.warnings ?? []).map((w) => `warning: ${describeWarning(w)}`),
+        ],
       }),
     );
   }

@@ -9,6 +9,7 @@ import type { ApplyResult } from '../../kube/apply.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
 import { Discovery } from '../../kube/discovery.ts';
 import { cliOwner } from '../../kube/inventory.ts';
+import { describeWarning } from '../../kube/warnings.ts';
 import { describeObject } from '../../render/manifest.ts';
 import { valueRedactor } from '../../render/redact.ts';
 import { decryptedValues } from '../../sources/sops/decrypt.ts';
@@ -235,6 +236,8 @@ export function deployCommand(
           },
         );
         const report = redactReport(deployed, redact);
+        // The API server's warnings, each with the file and line of its object: on stderr, whatever the output.
+        for (const w of report.warnings ?? []) warn(`warning: ${describeWarning(w)}`);
         // Bad input is exit code 2; a hook that failed is a failed deploy (exit code 1), reported as one.
         if (report.error instanceof StalledError && !(report.error instanceof HookFailedError))
           throw report.error;
@@ -271,6 +274,7 @@ export function deployCommand(
                 })),
                 history: report.history,
                 prune: report.prune,
+                ...(report.warnings ? { warnings: report.warnings } : {}),
               },
               flags.output as 'json' | 'yaml',
             ),

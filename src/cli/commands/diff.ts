@@ -12,13 +12,16 @@ import { errorMessage, StalledError } from '../../errors.ts';
 import { KubeApi } from '../../kube/api.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
 import { Discovery } from '../../kube/discovery.ts';
+import { describeWarning } from '../../kube/warnings.ts';
 import { diffSummary } from '../../render/diff-text.ts';
+import { valueRedactor } from '../../render/redact.ts';
 import { current, Ledger } from '../../report/ledger.ts';
 import type { ArtifactAt } from '../../sources/artifact-fetch.ts';
 import { artifactSource, followedArtifacts, isOciSourced } from '../../sources/artifact-poller.ts';
 import { createArtifactPoller } from '../../sources/create-poller.ts';
 import { deploymentManifests } from '../../sources/deployment-manifests.ts';
 import { GitRepository } from '../../sources/git/repository.ts';
+import { decryptedValues } from '../../sources/sops/decrypt.ts';
 import type { DeployRequest } from '../../sync/deploy.ts';
 import { liveDiff } from '../../sync/live-diff.ts';
 import { cliOwner } from '../../sync/prune.ts';
@@ -265,7 +268,7 @@ async function runDiff(
   const { api } = input;
   try {
     for (const note of input.notes) printErr(note);
-    const { diffs, pruned } = await liveDiff(
+    const { diffs, pruned, warnings } = await liveDiff(
       { api, discovery: new Discovery(api) },
       input.request,
       input.prune,
@@ -277,6 +280,9 @@ async function runDiff(
       else if (d.text) print(d.text.trimEnd());
     }
     for (const p of pruned) print(`would prune: ${p}`);
+    // The server's words may quote a field, and a field a value decrypted from a SOPS file.
+    const redact = valueRedactor(decryptedValues(input.request.files));
+    for (const w of warnings) printErr(`warning: ${redact(describeWarning(w))}`);
     print(diffSummary(diffs, pruned.length));
     if (pruned.length > 0 || diffs.some((d) => d.change !== 'unchanged'))
       throw new ExitError('', EXIT_FAILED);

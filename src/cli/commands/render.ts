@@ -6,11 +6,13 @@ import { type Command, Option } from 'commander';
 import { StalledError } from '../../errors.ts';
 import { KubeApi } from '../../kube/api.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
+import { hearKindWarnings } from '../../kube/deprecations.ts';
 import { Discovery } from '../../kube/discovery.ts';
 import { HASH_KEY_SECRET, readHashKey } from '../../kube/hash-key.ts';
 import { discoverClusterScoped, guessedScopes } from '../../kube/scope.ts';
 import { assertServed } from '../../kube/served.ts';
 import { readSnapshot } from '../../kube/snapshot.ts';
+import { describeWarning, WarningLog, withWarnings } from '../../kube/warnings.ts';
 import { toYaml } from '../../render/canonical.ts';
 import { tryParseImageRef } from '../../render/image-ref.ts';
 import type { ImageArtifact } from '../../render/images.ts';
@@ -98,6 +100,8 @@ export function renderCommand(
       let files: Awaited<ReturnType<typeof readLocalInput>>;
       let hashKey: Uint8Array | undefined = flags.hashKeyFile ? await readFile(flags.hashKeyFile) : undefined;
       let keyNeeded: boolean;
+      // What the API server warns about while it is read (a deprecated kind) is printed with the rest.
+      const warnings = new WarningLog();
       try {
         // SOPS files are decrypted as read (the key file is read only when a file is encrypted); a chart folder is
         // rendered with the cluster's capabilities when there is a cluster.
@@ -108,34 +112,38 @@ export function renderCommand(
         // Versioned Secrets are hashed under the installation's key: from --hash-key-file, else read (never made)
         // from the cluster. Without one they are shown without a hash, as new versions, and a warning says so.
         keyNeeded = needsHashKey(parseManifestFiles(files).objects, {});
-        if (api && discovery && clusterConfig) {
-          namespace ??= clusterConfig.namespace;
-          const ns = namespace ?? 'default';
-          // Render reports parse problems itself; the lookup only needs the objects that parse.
-          const { objects } = parseManifestFiles(files);
-          const placed = new Set<KubeObject>();
-          const scoped = new Set(known);
-          for (const { object } of objects) {
-            if (isClusterScoped(object.apiVersion, object.kind, scoped) || object.metadata.namespace)
-              continue;
-            object.metadata.namespace = ns;
-            placed.add(object);
-          }
-          // Objects outside -n are refused before the cluster is asked anything about them.
-          assertWithinBoundary({ objects, errors: [] }, manifestBoundary(flags, ns));
-          // A version the cluster no longer serves is named with its replacement, as a deploy would.
-          await assertServed(discovery, objects);
-          // The scope of each custom kind from the cluster's discovery, as deploy places objects.
-          const served = new Set(await discoverClusterScoped(discovery, objects, known));
-          known.push(...served);
-          for (const object of placed)
-            if (isClusterScoped(object.apiVersion, object.kind, served)) delete object.metadata.namespace;
-          snapshot = await readSnapshot(api, objects, discovery, {
-            adopted: settings.applyAppLabels !== false && settings.podTemplateLabels === 'auto',
-            referenceRules: settings.referenceRules,
+        if (api && discovery && clusterConfig)
+          await withWarnings(warnings, async () => {
+            namespace ??= clusterConfig.namespace;
+            const ns = namespace ?? 'default';
+            // Render reports parse problems itself; the lookup only needs the objects that parse.
+            const { objects } = parseManifestFiles(files);
+            const placed = new Set<KubeObject>();
+            const scoped = new Set(known);
+            for (const { object } of objects) {
+              if (isClusterScoped(object.apiVersion, object.kind, scoped) || object.metadata.namespace)
+                continue;
+              object.metadata.namespace = ns;
+              placed.add(object);
+            }
+            // Objects outside -n are refused before the cluster is asked anything about them.
+            assertWithinBoundary({ objects, errors: [] }, manifestBoundary(flags, ns));
+            // A version the cluster no longer serves is named with its replacement, as a deploy would.
+            await assertServed(discovery, objects);
+            // The scope of each custom kind from the cluster's discovery, as deploy places objects.
+            const served = new Set(await discoverClusterScoped(discovery, objects, known));
+            known.push(...served);
+            for (const object of placed)
+              if (isClusterScoped(object.apiVersion, object.kind, served)) delete object.metadata.namespace;
+            snapshot = await readSnapshot(api, objects, discovery, {
+              adopted: settings.applyAppLabels !== false && settings.podTemplateLabels === 'auto',
+              referenceRules: settings.referenceRules,
+            });
+            if (keyNeeded && !hashKey) hashKey = await readHashKey(api, flags.agentNamespace);
+            // No dry run here: what the server says of the set's kinds (a deprecated version) is asked once a kind.
+            await hearKindWarnings(api, discovery, objects);
           });
-          if (keyNeeded && !hashKey) hashKey = await readHashKey(api, flags.agentNamespace);
-        } else {
+        else {
           const guessed = guessedScopes(parseManifestFiles(files).objects, known);
           if (guessed.length > 0)
             warn(
@@ -176,6 +184,9 @@ export function renderCommand(
           }`,
         );
       }
+      const redactValues = valueRedactor(decrypted);
+      for (const w of warnings.list())
+        warn(`warning: ${flags.showSecrets ? describeWarning(w) : redactValues(describeWarning(w))}`);
       for (const unused of result.images.unused) {
         warn(`warning: image artifact ${unused.name}${unused.tag ? `:${unused.tag}` : ''} matched no image`);
       }

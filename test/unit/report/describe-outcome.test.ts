@@ -34,6 +34,29 @@ describe('describeOutcome', () => {
     expect(describeOutcome(report('stable'), undefined, 'commit').description).toBe('0/0 stable in 3s');
   });
 
+  it("says a success had the API server's warnings: one whole, several by file, line and topic", () => {
+    const podSecurity = {
+      text: 'would violate PodSecurity "restricted:latest": privileged',
+      object: 'Deployment a/web',
+      source: 'web.yaml:6:1',
+    };
+    const one = report('stable', { warnings: [podSecurity] });
+    expect(describeOutcome(one, undefined, 'commit').description).toBe(
+      '0/0 stable in 3s (1 warning: web.yaml:6:1: Deployment a/web: would violate PodSecurity "restricted:latest": privileged)',
+    );
+    const several = report('stable', {
+      warnings: [
+        { text: 'v1 Endpoints is deprecated in v1.33+', object: 'Endpoints a/ext', source: 'ep.yaml:7:1' },
+        { text: 'unknown field "spec.x"', object: 'Deployment a/typo', source: 'typo.yaml:1:1' },
+        podSecurity,
+        { text: 'something the server says at length, and more', object: 'GET /api/v1/things' },
+      ],
+    });
+    expect(describeOutcome(several, undefined, 'commit').description).toBe(
+      '0/0 stable in 3s (4 warnings: ep.yaml:7 deprecated API, typo.yaml:1 unknown field, web.yaml:6 PodSecurity, GET /api/v1/things something the server says at length, an…)',
+    );
+  });
+
   it('tells a sync superseded by a commit from one whose deployment left the configuration', () => {
     const by = { by: 'commit', commit: 'b'.repeat(40) } as const;
     expect(describeOutcome(report('cancelled'), undefined, 'commit', aborted(new Superseded(by)))).toEqual({
