@@ -150,10 +150,11 @@ export function describeTakeOver(t: TakeOver): string {
 export function onlyClientSideConflicts(body: unknown): boolean {
   const causes = (body as { details?: { causes?: unknown } } | undefined)?.details?.causes;
   if (!Array.isArray(causes) || causes.length === 0) return false;
-  return causes.every((c: { type?: unknown; message?: unknown }) => {
+  // A StatusCause's type is serialized as `reason`.
+  return causes.every((c: { reason?: unknown; message?: unknown }) => {
     const message = typeof c?.message === 'string' ? c.message : '';
     return (
-      c?.type === 'FieldManagerConflict' &&
+      c?.reason === 'FieldManagerConflict' &&
       CLIENT_SIDE_MANAGERS.some((m) => message.startsWith(`conflict with "${m}"`))
     );
   });

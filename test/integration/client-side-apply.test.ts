@@ -130,6 +130,22 @@ describe('adopting objects applied client-side by kubectl apply', () => {
     expect(ownsLabel(d, 'mooring', 'team')).toBe(false);
   });
 
+  it('does not count the client-side fields as conflicts of an apply that does not force them', async () => {
+    await kubectl('delete', 'deployment', 'web', '-n', ns(), '--ignore-not-found', '--wait');
+    await kubectlApply('web.yaml', BEFORE);
+    // replicas is kubectl-client-side-apply's: a server-side apply that changes it without force conflicts.
+    const strict = AFTER.replace(
+      '  name: web\n',
+      '  name: web\n  annotations: {strategy.spinnaker.io/server-side-apply: "true"}\n',
+    ).replace('replicas: 1', 'replicas: 2');
+    const deployed = await deployTo(ns(), await manifestDir({ 'web.yaml': strict }));
+    expect(deployed.code, deployed.stdout + deployed.stderr).toBe(0);
+    expect(deployed.stdout).toContain('fields of kubectl-client-side-apply taken over');
+    const d = await live();
+    expect(d.spec?.replicas).toBe(2);
+    expect(d.metadata?.labels?.tier).toBeUndefined();
+  });
+
   it('takes over before-first-apply in the same deploy when the managed fields were empty', async () => {
     await kubectl('delete', 'deployment', 'web', '-n', ns(), '--ignore-not-found', '--wait');
     await kubectlApply('web.yaml', BEFORE);

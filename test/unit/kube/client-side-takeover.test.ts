@@ -148,7 +148,7 @@ describe('takeOverPatch', () => {
 describe('onlyClientSideConflicts', () => {
   const conflict = (...messages: string[]) => ({
     details: {
-      causes: messages.map((message) => ({ type: 'FieldManagerConflict', message, field: '.spec' })),
+      causes: messages.map((message) => ({ reason: 'FieldManagerConflict', message, field: '.spec' })),
     },
   });
   it.each<[string, boolean, unknown]>([
