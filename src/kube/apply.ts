@@ -24,7 +24,7 @@ import {
 import { withApplyDefaults } from './normalize.ts';
 import { mapLimit } from './pool.ts';
 import { withSecretErrors } from './secret-errors.ts';
-import { takeOver } from './take-over.ts';
+import { applyTakingOver, takeOver } from './take-over.ts';
 
 export { ApplyRejectedError } from './apply-errors.ts';
 export { phaseOf } from './apply-order.ts';
@@ -458,38 +458,23 @@ export class Applier {
     if (pending) adopt.set(target, pending);
   }
 
-  /**
-   * The server-side apply of an object, with what a client-side apply left taken over first (read before the dry
-   * run). An object whose managed fields were empty gets `before-first-apply` from this very apply: that is taken
-   * over from the apply's answer, and the object applied again, so one deploy adopts it whole (kubectl checks
-   * after its apply the same way).
-   */
-  private async applyTakingOver(
+  /** The server-side apply of an object, taking over what a client-side apply left (take-over.ts). */
+  private applyTakingOver(
     info: ResourceInfo,
     target: ApplyTarget,
     adopting: boolean,
   ): Promise<{ after: KubeObject; tookOver: TakeOver | undefined }> {
     const send = <T>(method: string, path: string, spec: RequestSpec) =>
       this.send<T>(target.object, method, path, spec);
-    const takeOverFrom = (known?: KubeObject) =>
-      this.guard(
-        target,
-        () => takeOver(this.api, send, info, target.object, this.options.fieldManager, known),
-        'taking over the fields of a client-side kubectl apply',
-      );
-    let tookOver = adopting ? await takeOverFrom() : undefined;
-    let after = await this.guard(target, () => this.serverSideApply(info, target, false, true));
-    if (pendingTakeOver(after, target.object)) {
-      const more = await takeOverFrom(after);
-      if (more) {
-        tookOver = {
-          managers: [...new Set([...(tookOver?.managers ?? []), ...more.managers])],
-          lastApplied: (tookOver?.lastApplied ?? false) || more.lastApplied,
-        };
-        after = await this.guard(target, () => this.serverSideApply(info, target, false, true));
-      }
-    }
-    return { after, tookOver };
+    return applyTakingOver(target.object, adopting, {
+      takeOver: (known) =>
+        this.guard(
+          target,
+          () => takeOver(this.api, send, info, target.object, this.options.fieldManager, known),
+          'taking over the fields of a client-side kubectl apply',
+        ),
+      apply: () => this.guard(target, () => this.serverSideApply(info, target, false, true)),
+    });
   }
 
   private async guard<T>(target: ApplyTarget, write: () => Promise<T>, doing?: string): Promise<T> {

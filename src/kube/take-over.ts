@@ -4,7 +4,7 @@
 // applies the object, so every path that applies (sync, rollback, CLI deploy, hooks) takes over the same way.
 import type { KubeObject } from '../render/manifest.ts';
 import { type KubeApi, METADATA_OBJECT, type RequestSpec } from './api.ts';
-import { type TakeOver, takeOverPatch } from './client-side-takeover.ts';
+import { pendingTakeOver, type TakeOver, takeOverPatch } from './client-side-takeover.ts';
 import { type ResourceInfo, resourcePath } from './discovery.ts';
 import { statusCode } from './errors.ts';
 import { requireIdentity } from './live-state.ts';
@@ -55,4 +55,33 @@ export async function takeOver(
       live = undefined;
     }
   }
+}
+
+/**
+ * An object's server-side apply with what a client-side apply left taken over first (`adopting`: as found when
+ * it was read before the dry run). An object whose managed fields were empty gets `before-first-apply` from this
+ * very apply: that is taken over from the apply's answer and the object applied again, so one deploy adopts it
+ * whole (kubectl checks after its apply the same way).
+ */
+export async function applyTakingOver(
+  wanted: KubeObject,
+  adopting: boolean,
+  steps: {
+    takeOver: (known?: KubeObject) => Promise<TakeOver | undefined>;
+    apply: () => Promise<KubeObject>;
+  },
+): Promise<{ after: KubeObject; tookOver: TakeOver | undefined }> {
+  let tookOver = adopting ? await steps.takeOver() : undefined;
+  let after = await steps.apply();
+  if (pendingTakeOver(after, wanted)) {
+    const more = await steps.takeOver(after);
+    if (more) {
+      tookOver = {
+        managers: [...new Set([...(tookOver?.managers ?? []), ...more.managers])],
+        lastApplied: (tookOver?.lastApplied ?? false) || more.lastApplied,
+      };
+      after = await steps.apply();
+    }
+  }
+  return { after, tookOver };
 }
