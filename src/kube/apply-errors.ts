@@ -101,9 +101,14 @@ export function explain(error: unknown): string {
 }
 
 /** A failed write of `target`: stalled when the user must act, waiting when rate limited, transient otherwise. */
-export function writeFailure(target: Placed, error: unknown): StalledError | WaitingError | TransientError {
+export function writeFailure(
+  target: Placed,
+  error: unknown,
+  /** What the write was doing, when it was not the write itself: `taking over the fields of …`. */
+  doing?: string,
+): StalledError | WaitingError | TransientError {
   const failure = describeKubeError(error, 'apply');
-  const message = `${place(target)}: ${explain(error)}`;
+  const message = `${place(target)}: ${doing ? `${doing}: ` : ''}${explain(error)}`;
   if (failure instanceof StalledError) return new StalledError(message, { cause: error });
   if (failure instanceof WaitingError)
     return new WaitingError(message, failure.retryAfterMs, { cause: error });

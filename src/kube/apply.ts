@@ -10,6 +10,7 @@ import type { PlanEntry } from '../render/render.ts';
 import { JsonText, type KubeApi, METADATA_OBJECT, type RequestSpec } from './api.ts';
 import { ApplyRejectedError, explain, place, writeFailure } from './apply-errors.ts';
 import { inPhases } from './apply-order.ts';
+import { onlyClientSideConflicts, pendingTakeOver, type TakeOver } from './client-side-takeover.ts';
 import { type Discovery, type ResourceInfo, resourcePath } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
 import {
@@ -23,9 +24,11 @@ import {
 import { withApplyDefaults } from './normalize.ts';
 import { mapLimit } from './pool.ts';
 import { withSecretErrors } from './secret-errors.ts';
+import { applyTakingOver, takeOver } from './take-over.ts';
 
 export { ApplyRejectedError } from './apply-errors.ts';
 export { phaseOf } from './apply-order.ts';
+export type { TakeOver } from './client-side-takeover.ts';
 export type { LiveSummary } from './live-state.ts';
 
 export interface ApplyTarget {
@@ -42,6 +45,11 @@ export interface ApplyResult {
    * generation and a digest of its content. */
   live: LiveSummary | undefined;
   resource: ResourceInfo;
+  /**
+   * What a client-side `kubectl apply` left that this write took over (or, in a dry run, would): its managers'
+   * fields, now mooring's, and the last-applied-configuration annotation, dropped (client-side-takeover.ts).
+   */
+  tookOver?: TakeOver;
 }
 
 export interface ApplyOptions {
@@ -137,6 +145,7 @@ export class Applier {
     target: ApplyTarget,
     dryRun: boolean,
     metadataOnly = false,
+    forceConflicts = false,
   ): Promise<KubeObject> {
     const { object, plan } = target;
     return this.send<KubeObject>(
@@ -147,7 +156,7 @@ export class Applier {
         query: {
           fieldManager: this.options.fieldManager,
           // The default takes ownership of conflicting fields, as kubectl apply's last writer wins.
-          force: plan.strategy.method !== 'server-side-apply',
+          force: forceConflicts || plan.strategy.method !== 'server-side-apply',
           dryRun: dryRun ? 'All' : undefined,
         },
         body: this.applyBody(target),
@@ -195,6 +204,7 @@ export class Applier {
     info: ResourceInfo,
     target: ApplyTarget,
     live: LiveSummary | undefined,
+    adopting = false,
   ): Promise<LiveSummary | undefined> {
     const { method, recreate } = target.plan.strategy;
     // An object to be recreated is validated by its creation; its old self may hold immutable fields.
@@ -212,7 +222,16 @@ export class Applier {
     const answer =
       method === 'replace'
         ? await this.replace(info, target, live, true)
-        : await this.serverSideApply(info, target, true);
+        : await this.serverSideApply(info, target, true).catch((error: unknown) => {
+            // Fields a client-side apply owns are mooring's once the write takes them over: not a conflict.
+            if (
+              adopting &&
+              statusCode(error) === 409 &&
+              onlyClientSideConflicts((error as { body?: unknown }).body)
+            )
+              return this.serverSideApply(info, target, true, false, true);
+            throw error;
+          });
     onPreview?.(target, answer);
     return summarize(answer);
   }
@@ -273,14 +292,13 @@ export class Applier {
       }
       ready.push(target);
     });
-    const refuse = this.options.refuse;
     const refused: string[] = [];
-    const inspect = refuse
-      ? (target: ApplyTarget, live: KubeObject) => {
-          const why = refuse(live, target.object);
-          if (why) refused.push(why);
-        }
-      : undefined;
+    const adopt = new Map<ApplyTarget, TakeOver>();
+    const inspect = (target: ApplyTarget, live: KubeObject) => {
+      const why = this.options.refuse?.(live, target.object);
+      if (why) refused.push(why);
+      this.noteTakeOver(adopt, target, live);
+    };
     try {
       for (const [target, live] of await readLive(
         this.api,
@@ -299,7 +317,12 @@ export class Applier {
       try {
         dryRuns.set(
           target,
-          await this.dryRun(resources.get(target) as ResourceInfo, target, lives.get(target)),
+          await this.dryRun(
+            resources.get(target) as ResourceInfo,
+            target,
+            lives.get(target),
+            adopt.has(target),
+          ),
         );
       } catch (error) {
         problems.push(`${place(target)}: ${explain(error)}`);
@@ -313,7 +336,14 @@ export class Applier {
     for (const [index, wave] of waves.entries()) {
       const inWave =
         waves.length === 1 ? targets : targets.filter((t) => (t.plan.strategy.wave ?? 0) === wave);
-      const waveResults = await this.writeWave(inWave, { resources, lives, dryRuns, deferred, absent });
+      const waveResults = await this.writeWave(inWave, {
+        resources,
+        lives,
+        dryRuns,
+        deferred,
+        absent,
+        adopt,
+      });
       append(results, waveResults);
       const last = index === waves.length - 1;
       if (!last && options.afterWave && !(await options.afterWave(wave, waveResults))) break;
@@ -332,9 +362,10 @@ export class Applier {
       dryRuns: Map<ApplyTarget, LiveSummary | undefined>;
       deferred: ReadonlySet<ApplyTarget>;
       absent: ReadonlySet<ApplyTarget>;
+      adopt: Map<ApplyTarget, TakeOver>;
     },
   ): Promise<ApplyResult[]> {
-    const { resources, lives, dryRuns, deferred, absent } = known;
+    const { resources, lives, dryRuns, deferred, absent, adopt } = known;
     const results: ApplyResult[] = [];
     for (const batch of inPhases(targets, (t) => t.object.kind)) {
       const written = await mapLimit(batch, this.options.concurrency, async (target) => {
@@ -347,8 +378,9 @@ export class Applier {
             live = await readObject(this.api, info, target.object, (found) => {
               const why = this.options.refuse?.(found, target.object);
               if (why) throw new StalledError(why);
+              this.noteTakeOver(adopt, target, found);
             });
-            preview = await this.dryRun(info, target, live);
+            preview = await this.dryRun(info, target, live, adopt.has(target));
           } catch (error) {
             throw new StalledError(`${place(target)}: ${explain(error)}`, { cause: error });
           }
@@ -359,7 +391,7 @@ export class Applier {
           this.options.onResult?.(result);
           return result;
         }
-        const result = await this.write(info, target, live, preview);
+        const result = await this.write(info, target, live, preview, adopt.get(target));
         this.options.onResult?.(result);
         return result;
       });
@@ -377,13 +409,15 @@ export class Applier {
     target: ApplyTarget,
     live: LiveSummary | undefined,
     preview: LiveSummary | undefined,
+    adopting: TakeOver | undefined,
   ): Promise<ApplyResult> {
     const { strategy } = target.plan;
-    const done = (action: ApplyAction, after: LiveSummary | undefined): ApplyResult => ({
+    const done = (action: ApplyAction, after: LiveSummary | undefined, tookOver?: TakeOver): ApplyResult => ({
       target,
       action,
       live: after,
       resource: info,
+      ...(tookOver ? { tookOver } : {}),
     });
     // Seed 001: recreate redeploys what exists (for a versioned object, only the same version).
     if (strategy.recreate && live) {
@@ -398,22 +432,60 @@ export class Applier {
         ),
       );
     }
-    if (live?.digest && preview?.digest === live.digest) return done('unchanged', live);
+    // What a client-side apply owns is taken over even when the content would not change: that is when a field
+    // removed from Git is still on the object.
+    if (live?.digest && preview?.digest === live.digest && !adopting) return done('unchanged', live);
     if (this.options.dryRun)
-      return done(live ? (strategy.method === 'replace' ? 'replaced' : 'configured') : 'created', preview);
+      return done(
+        live ? (strategy.method === 'replace' ? 'replaced' : 'configured') : 'created',
+        preview,
+        adopting,
+      );
     if (strategy.method === 'replace') {
       const after = await this.guard(target, () => this.replace(info, target, live, false, true));
       return done(live ? 'replaced' : 'created', summarize(identity(after, target), undefined, false));
     }
-    const after = await this.guard(target, () => this.serverSideApply(info, target, false, true));
-    return done(live ? 'configured' : 'created', summarize(identity(after, target), undefined, false));
+    const { after, tookOver } = await this.applyTakingOver(info, target, adopting !== undefined);
+    return done(
+      live ? 'configured' : 'created',
+      summarize(identity(after, target), undefined, false),
+      tookOver,
+    );
   }
 
-  private async guard<T>(target: ApplyTarget, write: () => Promise<T>): Promise<T> {
+  /** Notes, from an object as read, what taking over would change on it (server-side apply only). */
+  private noteTakeOver(adopt: Map<ApplyTarget, TakeOver>, target: ApplyTarget, live: KubeObject): void {
+    const { method, recreate } = target.plan.strategy;
+    // A replace writes the whole object, and a recreate a new one: nothing of the old ownership is left.
+    if (method === 'replace' || recreate) return;
+    const pending = pendingTakeOver(live, target.object);
+    if (pending) adopt.set(target, pending);
+  }
+
+  /** The server-side apply of an object, taking over what a client-side apply left (take-over.ts). */
+  private applyTakingOver(
+    info: ResourceInfo,
+    target: ApplyTarget,
+    adopting: boolean,
+  ): Promise<{ after: KubeObject; tookOver: TakeOver | undefined }> {
+    const send = <T>(method: string, path: string, spec: RequestSpec) =>
+      this.send<T>(target.object, method, path, spec);
+    return applyTakingOver(target.object, adopting, {
+      takeOver: (known) =>
+        this.guard(
+          target,
+          () => takeOver(this.api, send, info, target.object, this.options.fieldManager, known),
+          'taking over the fields of a client-side kubectl apply',
+        ),
+      apply: () => this.guard(target, () => this.serverSideApply(info, target, false, true)),
+    });
+  }
+
+  private async guard<T>(target: ApplyTarget, write: () => Promise<T>, doing?: string): Promise<T> {
     try {
       return await write();
     } catch (error) {
-      throw writeFailure(target, error);
+      throw writeFailure(target, error, doing);
     }
   }
 

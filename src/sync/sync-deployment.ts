@@ -9,6 +9,7 @@ import type { DeployReport, Logger, SyncReporter, SyncRequest } from '../contrac
 import { errorMessage, TransientError } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
+import { describeTakeOver } from '../kube/client-side-takeover.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import { describeFinding } from '../kube/drift.ts';
 import { describeWarning } from '../kube/warnings.ts';
@@ -88,7 +89,15 @@ export async function syncDeployment(
             },
             onEvent: (e) => {
               if (e.type === 'applied' && e.result.action !== 'unchanged') {
-                log.info({ object: e.result.target.plan.object, action: e.result.action }, 'applied');
+                const { tookOver } = e.result;
+                log.info(
+                  {
+                    object: e.result.target.plan.object,
+                    action: e.result.action,
+                    ...(tookOver ? { tookOver: describeTakeOver(tookOver) } : {}),
+                  },
+                  'applied',
+                );
               } else if (e.type === 'pruned') log.info({ object: e.object }, 'pruned');
               else if (e.type === 'hook')
                 log[e.run.outcome === 'failed' ? 'error' : 'info'](

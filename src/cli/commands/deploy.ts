@@ -7,6 +7,7 @@ import { StalledError } from '../../errors.ts';
 import { KubeApi } from '../../kube/api.ts';
 import type { ApplyResult } from '../../kube/apply.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
+import { describeTakeOver } from '../../kube/client-side-takeover.ts';
 import { Discovery } from '../../kube/discovery.ts';
 import { cliOwner } from '../../kube/inventory.ts';
 import { describeWarning } from '../../kube/warnings.ts';
@@ -92,7 +93,8 @@ function describeApplied(r: ApplyResult): string {
       ? ` (existing version v${String(version.version).padStart(3, '0')})`
       : ` (new version v${String(version.version).padStart(3, '0')})`
     : '';
-  return `${kubectlName(object.apiVersion, object.kind, object.metadata.name)} ${r.action}${note}`;
+  const adopted = r.tookOver ? ` (${describeTakeOver(r.tookOver)})` : '';
+  return `${kubectlName(object.apiVersion, object.kind, object.metadata.name)} ${r.action}${note}${adopted}`;
 }
 
 /** `ConfigMap shop/extra` as kubectl names it in its output: `configmap/extra`. */
