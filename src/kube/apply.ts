@@ -469,7 +469,7 @@ export class Applier {
     adopting: boolean,
   ): Promise<{ after: KubeObject; tookOver: TakeOver | undefined }> {
     const send = <T>(method: string, path: string, spec: RequestSpec) =>
-      this.send<T>(target.object, method, path, spec);
+      this.send<T>(target, method, path, spec);
     return applyTakingOver(target.object, adopting, {
       takeOver: (known) =>
         this.guard(
