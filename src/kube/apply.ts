@@ -246,38 +246,37 @@ export class Applier {
     options: { afterWave?: (wave: number, results: ApplyResult[]) => Promise<boolean> } = {},
   ): Promise<ApplyResult[]> {
     // Objects whose namespace or CRD arrives in this same set cannot be dry-run before it exists: they are
-    // validated when their phase comes.
+    // validated when their phase comes. A custom resource whose CRD the set holds unchanged is not among them:
+    // that definition (its schema and CEL rules) is already in force, so it is validated with the rest below.
     const newNamespaces = new Set(
       targets.filter((t) => t.object.kind === 'Namespace').map((t) => t.object.metadata.name),
     );
-    const newCrds = new Set(
-      targets
-        .filter((t) => t.object.kind === 'CustomResourceDefinition')
-        .map((t) => {
-          const spec = t.object.spec as { group?: string; names?: { kind?: string } } | undefined;
-          return `${spec?.group}/${spec?.names?.kind}`;
-        }),
-    );
+    const definitions = definedKinds(targets);
     const deferred = new Set<ApplyTarget>();
     const absent = new Set<ApplyTarget>();
     const resources = new Map<ApplyTarget, ResourceInfo>();
     const lives = new Map<ApplyTarget, LiveSummary | undefined>();
     const dryRuns = new Map<ApplyTarget, LiveSummary | undefined>();
     const problems: string[] = [];
+    const awaitingDefinition: ApplyTarget[] = [];
 
-    const ready: ApplyTarget[] = [];
-    await mapLimit(targets, this.options.concurrency, async (target) => {
+    /**
+     * Where a target stands before the dry run: its kind resolved, its namespace there (or coming). A kind that
+     * is not served is a problem, or, for a custom resource of the set's CRDs (`unknown: 'defer'`), left to its
+     * phase as before: discovery may not have caught up with its definition yet.
+     */
+    const sort = async (
+      target: ApplyTarget,
+      ready: ApplyTarget[],
+      unknown: 'problem' | 'defer' = 'problem',
+    ): Promise<void> => {
       const { object } = target;
-      const group = object.apiVersion.includes('/') ? object.apiVersion.split('/')[0] : '';
-      if (newCrds.has(`${group}/${object.kind}`)) {
-        deferred.add(target);
-        return;
-      }
       let info: ResourceInfo;
       try {
         info = await this.discovery.resource(object.apiVersion, object.kind);
       } catch (error) {
-        problems.push(`${place(target)}: ${(error as Error).message}`);
+        if (unknown === 'defer') deferred.add(target);
+        else problems.push(`${place(target)}: ${(error as Error).message}`);
         return;
       }
       resources.set(target, info);
@@ -291,43 +290,65 @@ export class Applier {
         return;
       }
       ready.push(target);
-    });
-    const refused: string[] = [];
-    const adopt = new Map<ApplyTarget, TakeOver>();
-    const inspect = (target: ApplyTarget, live: KubeObject) => {
-      const why = this.options.refuse?.(live, target.object);
-      if (why) refused.push(why);
-      this.noteTakeOver(adopt, target, live);
     };
-    try {
-      for (const [target, live] of await readLive(
-        this.api,
-        ready,
-        resources,
-        this.options.concurrency,
-        inspect,
-      ))
-        lives.set(target, live);
-    } catch (error) {
-      throw describeKubeError(error, 'read the live objects');
-    }
-    if (refused.length > 0) throw new StalledError(refused.sort(naturalOrder).join('; '));
     const validate = this.options.validateFirst !== false;
-    await mapLimit(validate ? ready : [], this.options.concurrency, async (target) => {
+    /** Reads the live objects of `ready` and dry-runs them (when validating), into the maps above. */
+    const adopt = new Map<ApplyTarget, TakeOver>();
+    const check = async (ready: ApplyTarget[]): Promise<void> => {
+      const refused: string[] = [];
+      const inspect = (target: ApplyTarget, live: KubeObject) => {
+        const why = this.options.refuse?.(live, target.object);
+        if (why) refused.push(why);
+        this.noteTakeOver(adopt, target, live);
+      };
       try {
-        dryRuns.set(
-          target,
-          await this.dryRun(
-            resources.get(target) as ResourceInfo,
-            target,
-            lives.get(target),
-            adopt.has(target),
-          ),
-        );
+        for (const [target, live] of await readLive(
+          this.api,
+          ready,
+          resources,
+          this.options.concurrency,
+          inspect,
+        ))
+          lives.set(target, live);
       } catch (error) {
-        problems.push(`${place(target)}: ${explain(error)}`);
+        throw describeKubeError(error, 'read the live objects');
       }
+      if (refused.length > 0) throw new StalledError(refused.sort(naturalOrder).join('; '));
+      await mapLimit(validate ? ready : [], this.options.concurrency, async (target) => {
+        try {
+          dryRuns.set(
+            target,
+            await this.dryRun(
+              resources.get(target) as ResourceInfo,
+              target,
+              lives.get(target),
+              adopt.has(target),
+            ),
+          );
+        } catch (error) {
+          problems.push(`${place(target)}: ${explain(error)}`);
+        }
+      });
+    };
+
+    const ready: ApplyTarget[] = [];
+    await mapLimit(targets, this.options.concurrency, async (target) => {
+      if (definitions.has(customKind(target.object))) awaitingDefinition.push(target);
+      else await sort(target, ready);
     });
+    await check(ready);
+    // The CRDs of the set that exist and that its dry run leaves as they are: their kinds are served as defined.
+    const inForce = new Set<string>();
+    for (const [kind, crd] of definitions) {
+      const live = lives.get(crd);
+      if (validate && live?.digest && dryRuns.get(crd)?.digest === live.digest) inForce.add(kind);
+    }
+    const readyNow: ApplyTarget[] = [];
+    await mapLimit(awaitingDefinition, this.options.concurrency, async (target) => {
+      if (inForce.has(customKind(target.object))) await sort(target, readyNow, 'defer');
+      else deferred.add(target);
+    });
+    await check(readyNow);
     if (problems.length > 0) throw new ApplyRejectedError(problems.sort(naturalOrder));
     if (!this.options.dryRun) await this.options.beforeWrite?.();
 
@@ -589,6 +610,23 @@ export class Applier {
 }
 
 /** An answer read as metadata only says PartialObjectMetadata: it is the target's own kind. */
+/** `group/Kind` of a custom resource (of any object: core kinds give `/Kind`). */
+function customKind(object: KubeObject): string {
+  const group = object.apiVersion.includes('/') ? object.apiVersion.split('/')[0] : '';
+  return `${group}/${object.kind}`;
+}
+
+/** The CRDs of the set, by the `group/Kind` each defines. */
+function definedKinds(targets: readonly ApplyTarget[]): Map<string, ApplyTarget> {
+  const kinds = new Map<string, ApplyTarget>();
+  for (const t of targets) {
+    if (t.object.kind !== 'CustomResourceDefinition') continue;
+    const spec = t.object.spec as { group?: string; names?: { kind?: string } } | undefined;
+    kinds.set(`${spec?.group}/${spec?.names?.kind}`, t);
+  }
+  return kinds;
+}
+
 function identity(answer: KubeObject, target: ApplyTarget): KubeObject {
   return { ...answer, apiVersion: target.object.apiVersion, kind: target.object.kind };
 }

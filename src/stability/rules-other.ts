@@ -1,14 +1,17 @@
-// Stability of the non-workload kinds: networking, storage, namespaces, API extensions, autoscaling, and the
-// generic rule for everything else (custom resources), which reads the conventional Ready/Stalled conditions.
+// Stability of the non-workload kinds: networking, storage, namespaces, API extensions, autoscaling, disruption
+// budgets, and the generic rule for everything else (custom resources), which reads the conventional
+// Ready/Stalled conditions.
 import type { KubeObject } from '../render/manifest.ts';
 import {
   type Condition,
   conditionOf,
   describeCondition,
+  integer,
   isFalse,
   isTrue,
   objectAt,
   objects,
+  plural,
   section,
   text,
 } from './status-fields.ts';
@@ -78,12 +81,26 @@ export function customResourceDefinitionStability(object: KubeObject): Verdict {
 }
 
 /**
- * An HPA is stable unless it cannot act on its target. AbleToScale=False (FailedGetScale: the target or its
- * scale subresource is missing; FailedUpdateScale) is a broken reference that waiting will not fix; its
- * Backoff* reasons (older controllers' forbidden windows) are only a pause. ScalingActive=False is deliberately
- * not a failure: right after a rollout the metrics pipeline has no samples for the new pods yet
- * (FailedGetResourceMetric), and a target scaled to 0 disables scaling by design; both are normal and outside
- * what was applied, so the message reports them without holding the sync.
+ * ScalingActive=False reasons that come from the HPA's own spec or its target's selector: waiting does not fix
+ * them (Argo CD reads InvalidSelector as Degraded too). AmbiguousSelector: another HPA already scales these pods.
+ */
+const HPA_CONFIGURATION_FAULTS: ReadonlySet<string> = new Set([
+  'InvalidSelector',
+  'AmbiguousSelector',
+  'InvalidMetricSourceType',
+]);
+
+/**
+ * An HPA is progressing until the autoscaler has looked at it (it reports AbleToScale once it has read its
+ * target's scale; Argo CD waits the same way), so a target that does not exist is not called stable before the
+ * controller says so. AbleToScale=False (FailedGetScale: the target or its scale subresource is missing;
+ * FailedUpdateScale) is a broken reference that waiting will not fix; its Backoff* reasons (older controllers'
+ * forbidden windows) are only a pause. ScalingActive=False fails only for a fault of the spec or the selector
+ * (HPA_CONFIGURATION_FAULTS); a metric that cannot be read (FailedGetResourceMetric and the other FailedGet*Metric
+ * reasons) is deliberately not a failure, unlike in Argo CD: right after a rollout the metrics pipeline has no
+ * samples for the new pods yet, a cluster may run no metrics server at all, and a target scaled to 0 disables
+ * scaling by design (ScalingDisabled); all are outside what was applied, so the message reports them without
+ * holding the sync.
  */
 export function horizontalPodAutoscalerStability(object: KubeObject): Verdict {
   const status = section(object, 'status');
@@ -93,9 +110,40 @@ export function horizontalPodAutoscalerStability(object: KubeObject): Verdict {
     return able.reason.startsWith('Backoff') ? progressing(detail) : failed(detail);
   }
   const active = conditionOf(status, 'ScalingActive');
-  if (active && isFalse(active))
-    return stable(`able to scale; scaling inactive: ${describeCondition(active)}`);
-  return stable(able ? 'able to scale' : 'no conditions reported yet');
+  if (active && isFalse(active)) {
+    if (HPA_CONFIGURATION_FAULTS.has(active.reason))
+      return failed(`cannot compute a replica count: ${describeCondition(active)}`);
+    if (able) return stable(`able to scale; scaling inactive: ${describeCondition(active)}`);
+  }
+  if (!able) return progressing('waiting for the autoscaler to read its target (no AbleToScale condition)');
+  return stable('able to scale');
+}
+
+/**
+ * A PodDisruptionBudget is stable once the disruption controller has counted its pods and the budget is met:
+ * `currentHealthy >= desiredHealthy`. DisruptionAllowed=False with reason InsufficientPods is then still stable:
+ * a budget that allows no eviction of a single replica (minAvailable 1, maxUnavailable 0) is a choice, as Argo CD
+ * reads it. Fewer healthy pods than the budget asks is progressing (the pods it protects are still starting);
+ * SyncFailed (the controller cannot compute the budget, e.g. a percentage over pods without a scalable owner) is
+ * a fault of the spec: failed.
+ */
+export function podDisruptionBudgetStability(object: KubeObject): Verdict {
+  const status = section(object, 'status');
+  const allowed = conditionOf(status, 'DisruptionAllowed');
+  if (allowed && isFalse(allowed) && allowed.reason === 'SyncFailed')
+    return failed(`the disruption controller cannot compute the budget: ${describeCondition(allowed)}`);
+  if (!allowed)
+    return progressing(
+      'waiting for the disruption controller to count its pods (no DisruptionAllowed condition)',
+    );
+  const current = integer(status, 'currentHealthy');
+  const desired = integer(status, 'desiredHealthy');
+  const expected = integer(status, 'expectedPods');
+  const counts = `${current} of ${desired} required pods healthy (${plural(expected, 'pod')} selected)`;
+  if (current < desired) return progressing(counts);
+  const disruptions = integer(status, 'disruptionsAllowed');
+  if (isTrue(allowed)) return stable(`${counts}, ${plural(disruptions, 'disruption')} allowed`);
+  return stable(`${counts}, no disruption allowed: ${describeCondition(allowed)}`);
 }
 
 export function apiServiceStability(object: KubeObject): Verdict {

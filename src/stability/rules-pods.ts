@@ -146,10 +146,24 @@ export function jobStability(object: KubeObject): Verdict {
   return progressing(`running: ${counts}`);
 }
 
-/** A CronJob's work happens at its schedule; applying it is all there is to wait for. */
+/**
+ * A CronJob's work happens at its schedule; applying it is all there is to wait for. A last run that did not
+ * succeed (no active job, lastSuccessfulTime before lastScheduleTime: what Argo CD calls Degraded) is about a
+ * run before this sync, not about what was applied, so it is reported in the message and does not hold the sync.
+ */
 export function cronJobStability(object: KubeObject): Verdict {
   const spec = section(object, 'spec');
+  const status = section(object, 'status');
   const schedule = text(spec, 'schedule');
+  const zone = text(spec, 'timeZone');
   const suspended = spec.suspend === true ? ', suspended' : '';
-  return stable(`schedules jobs${schedule ? ` at "${schedule}"` : ''}${suspended}`);
+  const scheduled = text(status, 'lastScheduleTime');
+  const succeeded = text(status, 'lastSuccessfulTime');
+  const idle = objects(status.active).length === 0;
+  const lastRun =
+    scheduled && idle && (!succeeded || Date.parse(succeeded) < Date.parse(scheduled))
+      ? `; its last run, scheduled at ${scheduled}, has not succeeded${succeeded ? ` (last success ${succeeded})` : ''}`
+      : '';
+  const at = schedule ? ` at "${schedule}"${zone ? ` (${zone})` : ''}` : '';
+  return stable(`schedules jobs${at}${suspended}${lastRun}`);
 }

@@ -15,6 +15,7 @@ import {
   ingressStability,
   namespaceStability,
   persistentVolumeClaimStability,
+  podDisruptionBudgetStability,
   serviceStability,
 } from './rules-other.ts';
 import { cronJobStability, jobStability, podStability } from './rules-pods.ts';
@@ -52,6 +53,7 @@ export const STABILITY_RULES: ReadonlyMap<string, StabilityRule> = new Map<strin
   ['/Namespace', namespaceStability],
   ['apiextensions.k8s.io/CustomResourceDefinition', customResourceDefinitionStability],
   ['autoscaling/HorizontalPodAutoscaler', horizontalPodAutoscalerStability],
+  ['policy/PodDisruptionBudget', podDisruptionBudgetStability],
   ['apiregistration.k8s.io/APIService', apiServiceStability],
   ...ALWAYS_STABLE_KINDS.map((key): [string, StabilityRule] => [key, alwaysStable]),
   // Custom resources of widely deployed projects (rules-ecosystem.ts).

@@ -40,6 +40,27 @@ export function behaviorOf(pod: V1Pod): Behavior {
   return ownedByJob ? 'succeed' : 'ready';
 }
 
+/**
+ * The pod's QoS class as the API server computes it at creation (only cpu and memory count): a kubelet never
+ * changes it, and a 1.37 server refuses a status that does (status.qosClass is immutable).
+ */
+export function qosClassOf(pod: V1Pod): 'Guaranteed' | 'Burstable' | 'BestEffort' {
+  const containers = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
+  const compute = ['cpu', 'memory'];
+  let any = false;
+  let guaranteed = containers.length > 0;
+  for (const c of containers) {
+    const requests = c.resources?.requests ?? {};
+    const limits = c.resources?.limits ?? {};
+    if (compute.some((r) => r in requests || r in limits)) any = true;
+    // Requests left out default to the limits; Guaranteed needs both limits, with requests equal to them.
+    for (const r of compute)
+      if (!(r in limits) || (r in requests && String(requests[r]) !== String(limits[r]))) guaranteed = false;
+  }
+  if (!any) return 'BestEffort';
+  return guaranteed ? 'Guaranteed' : 'Burstable';
+}
+
 /** The status a real kubelet would report for a pod with this behavior. Pure, so tests can read it. */
 export function podStatusFor(pod: V1Pod, behavior: Behavior, podIP: string, now: Date): V1PodStatus {
   const containers = pod.spec?.containers ?? [];
@@ -119,7 +140,7 @@ export function podStatusFor(pod: V1Pod, behavior: Behavior, podIP: string, now:
     podIP,
     podIPs: [{ ip: podIP }],
     startTime: now,
-    qosClass: 'BestEffort',
+    qosClass: pod.status?.qosClass ?? qosClassOf(pod),
     conditions: [
       condition('PodReadyToStartContainers', !terminal),
       condition('PodScheduled', true),

@@ -9,6 +9,7 @@ import {
   stabilityOf,
 } from '../../../src/stability/rules.ts';
 import { namespaceStability } from '../../../src/stability/rules-other.ts';
+import { cronJobMoreCases, hpaMoreCases, pdbCases } from './availability-cases.ts';
 import { ecosystemCases } from './ecosystem-cases.ts';
 
 // Status objects below are shaped as the API server returns them: zero counts omitted (omitempty), conditions
@@ -1400,12 +1401,13 @@ const tables: [string, Case[]][] = [
   ['DaemonSet', daemonSetCases],
   ['Pod', podCases],
   ['Job', jobCases],
-  ['CronJob', cronJobCases],
+  ['CronJob', [...cronJobCases, ...cronJobMoreCases]],
   ['Service and Ingress', networkingCases],
   ['PersistentVolumeClaim', storageCases],
   ['Namespace', namespaceCases],
   ['CustomResourceDefinition and APIService', apiCases],
-  ['HorizontalPodAutoscaler', hpaCases],
+  ['HorizontalPodAutoscaler', [...hpaCases, ...hpaMoreCases]],
+  ['PodDisruptionBudget', pdbCases],
   ['other kinds', genericCases],
   ['custom resources of known projects', ecosystemCases],
 ];
@@ -1415,6 +1417,13 @@ describe.each(tables)('stabilityOf: %s', (_, cases) => {
     const verdict = stabilityOf(object, NOW);
     expect(verdict.state).toBe(state);
     expect(verdict.message).toContain(message);
+  });
+});
+
+describe('stabilityOf: a CronJob running now', () => {
+  it('says nothing of a last run that is still going', () => {
+    const running = cronJobMoreCases.find((c) => c.name.startsWith('CronJob running now'));
+    expect(running && stabilityOf(running.object, NOW).message).not.toContain('has not succeeded');
   });
 });
 

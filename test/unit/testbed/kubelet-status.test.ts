@@ -1,7 +1,7 @@
 // The statuses the test-bed kubelet reports must look like a real kubelet's, since stability rules read them.
 import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { behaviorOf, podStatusFor } from '../../testbed/kubelet.ts';
+import { behaviorOf, podStatusFor, qosClassOf } from '../../testbed/kubelet.ts';
 
 const pod = (annotations: Record<string, string> = {}, owner?: string): V1Pod => ({
   metadata: {
@@ -56,5 +56,23 @@ describe('test-bed kubelet statuses', () => {
     expect([failed.phase, failed.containerStatuses?.[0]?.state?.terminated?.exitCode]).toEqual(['Failed', 1]);
     const done = podStatusFor(pod(), 'succeed', 'ip', now);
     expect([done.phase, done.containerStatuses?.[0]?.state?.terminated?.exitCode]).toEqual(['Succeeded', 0]);
+  });
+
+  it('keeps the QoS class the API server gave the pod, which 1.37 refuses to change', () => {
+    const sized = (resources: Record<string, Record<string, string>>): V1Pod => ({
+      metadata: { name: 'p' },
+      spec: { containers: [{ name: 'a', image: 'nginx:1', resources }] },
+    });
+    expect(qosClassOf(pod())).toBe('BestEffort');
+    expect(qosClassOf(sized({ requests: { cpu: '100m', memory: '128Mi' } }))).toBe('Burstable');
+    expect(qosClassOf(sized({ limits: { cpu: '1', memory: '1Gi' } }))).toBe('Guaranteed');
+    expect(qosClassOf(sized({ requests: { cpu: '1' }, limits: { cpu: '2', memory: '1Gi' } }))).toBe(
+      'Burstable',
+    );
+    const burstable = { ...sized({ requests: { cpu: '100m' } }), status: { qosClass: 'Burstable' } };
+    expect(podStatusFor(burstable, 'ready', 'ip', now).qosClass).toBe('Burstable');
+    expect(podStatusFor(sized({ requests: { memory: '1Gi' } }), 'ready', 'ip', now).qosClass).toBe(
+      'Burstable',
+    );
   });
 });
