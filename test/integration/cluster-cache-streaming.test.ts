@@ -5,34 +5,15 @@
 // a watch) or a proxy that strips the parameter, the cache lists and watches instead, remembers it per type, and
 // a deploy still converges. A 429 with Retry-After (API Priority and Fairness's answer when a priority level's
 // queue is full) on the cache's streams is waited out in full, as it is on every other request.
-import { readFile } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
-import { KubeApi } from '../../src/kube/api.ts';
+import type { KubeApi } from '../../src/kube/api.ts';
 import { ClusterCache } from '../../src/kube/cache.ts';
-import { loadKubeConfig } from '../../src/kube/client.ts';
-import { Discovery } from '../../src/kube/discovery.ts';
+import type { Discovery } from '../../src/kube/discovery.ts';
 import { deploy } from '../../src/sync/deploy.ts';
-import { FaultProxy, type RequestInfo } from '../testbed/fault-proxy.ts';
+import type { RequestInfo } from '../testbed/fault-proxy.ts';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
-import { testbed, useNamespace, writeKubeconfig } from './helpers.ts';
-
-interface Kubeconfig {
-  clusters: { cluster: { server: string; 'certificate-authority-data': string } }[];
-  users: { user: Record<string, unknown> }[];
-}
-
-/** A client of the real API server through a fault proxy (plain http to the proxy, which speaks TLS onward). */
-async function throughProxy() {
-  const known = parse(await readFile(testbed().kube.kubeconfig, 'utf8')) as Kubeconfig;
-  const cluster = known.clusters[0]?.cluster;
-  const user = known.users[0]?.user;
-  if (!cluster || !user) throw new Error('the test bed kubeconfig has no cluster or user');
-  const ca = Buffer.from(cluster['certificate-authority-data'], 'base64');
-  const proxy = await FaultProxy.start(cluster.server, { ca });
-  const api = new KubeApi(loadKubeConfig({ kubeconfig: await writeKubeconfig({ server: proxy.url }, user) }));
-  return { proxy, api, discovery: new Discovery(api) };
-}
+import { throughProxy } from './fault-helpers.ts';
+import { useNamespace } from './helpers.ts';
 
 const streaming = (r: RequestInfo) => r.path.includes('sendInitialEvents=true');
 const watching = (r: RequestInfo) => r.path.includes('watch=true');
