@@ -10,7 +10,7 @@ import { clusterConfig } from '../config/targets.ts';
 import type { DeployReport, Logger, SyncReporter, SyncRequest } from '../contract.ts';
 import { errorMessage, TransientError } from '../errors.ts';
 import { KubeApi, RequestTimeoutError, UnreachableError } from '../kube/api.ts';
-import { ClusterCache } from '../kube/cache.ts';
+import { ClusterCache, streamingRefusedLog } from '../kube/cache.ts';
 import { type ClusterConfig, loadKubeConfig } from '../kube/client.ts';
 import { Discovery } from '../kube/discovery.ts';
 import { EventRecorder } from '../kube/events.ts';
@@ -217,7 +217,10 @@ export class ClusterUnit {
           burst: config.cluster.burst,
         });
         this.api = api;
-        this.cache = new ClusterCache(api, { lingerMs: 5 * 60_000 });
+        this.cache = new ClusterCache(api, {
+          lingerMs: 5 * 60_000,
+          onStreamingRefused: streamingRefusedLog(log),
+        });
         this.events = new EventRecorder(api, { log, dropped: () => metrics.eventsDropped.inc() });
         this.board = this.deps.board({
           config: () => this.config,

@@ -14,7 +14,7 @@ import { watchConfig } from '../config/watch.ts';
 import type { Logger, SyncReporter } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
 import { KubeApi } from '../kube/api.ts';
-import { ClusterCache } from '../kube/cache.ts';
+import { ClusterCache, streamingRefusedLog } from '../kube/cache.ts';
 import { type ClusterAccess, loadKubeConfig } from '../kube/client.ts';
 import { Discovery } from '../kube/discovery.ts';
 import { EventRecorder } from '../kube/events.ts';
@@ -90,7 +90,7 @@ export async function runAgent(
     burst: config.cluster.burst,
   });
   // Streams linger a few minutes after a sync, so the next sync of the same deployments finds them open.
-  const cache = new ClusterCache(api, { lingerMs: 5 * 60_000 });
+  const cache = new ClusterCache(api, { lingerMs: 5 * 60_000, onStreamingRefused: streamingRefusedLog(log) });
   const metrics = new AgentMetrics(config.clusters.length > 0 ? config.cluster.name : undefined);
   const home = config.cluster.name;
   // Rollouts across clusters and promotions are decided with the ledgers of every cluster (sync/fleet.ts).

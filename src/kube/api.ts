@@ -14,7 +14,7 @@
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { Agent, request as httpsRequest, type RequestOptions } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fullJitter } from '../backoff.ts';
+import { type BackoffOptions, fullJitter } from '../backoff.ts';
 import { StalledError } from '../errors.ts';
 import { RequestCounter, type RequestStats } from '../http/request-counter.ts';
 import { type Clock, TokenBucket } from '../http/token-bucket.ts';
@@ -147,6 +147,13 @@ export interface RequestSpec {
   maxBytes?: number;
   /** The object the request is for: the server's warnings about it are attributed to it. */
   about?: WarningSubject | undefined;
+  /**
+   * A read that may be served from the API server's watch cache at any age (resourceVersion=0). Without it a GET
+   * is a consistent read (resourceVersion unset: from the watch cache once it is current, on 1.31+), and a
+   * resourceVersion in `query` is refused, so that no read that must be current (before an apply, a store's
+   * read-modify-write) can be stale by accident.
+   */
+  stale?: true;
 }
 
 const MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
@@ -283,6 +290,7 @@ export class KubeApi {
     const url = resolvedUrl(method, path, this.server);
     for (const [k, v] of Object.entries(spec.query ?? {}))
       if (v !== undefined) url.searchParams.set(k, String(v));
+    if (spec.stale) url.searchParams.set('resourceVersion', '0');
     opts.protocol = url.protocol;
     opts.hostname = url.hostname;
     opts.port = url.port;
@@ -307,6 +315,10 @@ export class KubeApi {
    */
   async request<T = unknown>(method: string, path: string, spec: RequestSpec = {}): Promise<T> {
     resolvedUrl(method, path, this.server);
+    if (spec.query?.resourceVersion !== undefined || spec.query?.resourceVersionMatch !== undefined)
+      throw new StalledError(
+        `${method} ${path}: refused, a read names its resourceVersion only through \`stale\` (resourceVersion=0)`,
+      );
     const deadline = currentDeadline();
     const until = deadline?.until ?? Date.now() + this.retryForMs;
     const signals = [spec.signal, deadline?.signal].filter((x): x is AbortSignal => x !== undefined);
@@ -325,15 +337,12 @@ export class KubeApi {
         else this.failingSince ??= Date.now();
         if (!this.answered && !(error instanceof KubeRequestError)) throw error;
         if (this.closed || stop?.aborted || !retriable(method, error)) throw error;
-        const limited = error instanceof KubeRequestError && error.code === 429;
-        const delay = limited
-          ? Math.min(MAX_RETRY_AFTER_MS, retryAfterMs(error))
-          : fullJitter(attempt, {
-              baseMs: RETRY_BASE_MS,
-              maxMs: RETRY_MAX_MS,
-              minMs: RETRY_MIN_MS,
-              random: this.random,
-            });
+        const limited = rateLimited(error);
+        const delay = this.retryDelay(error, attempt, {
+          baseMs: RETRY_BASE_MS,
+          maxMs: RETRY_MAX_MS,
+          minMs: RETRY_MIN_MS,
+        });
         if (Date.now() + delay >= until) {
           if (error instanceof KubeRequestError) throw error;
           throw new UnreachableError(method, path, this.failingSince ?? Date.now(), error);
@@ -344,6 +353,21 @@ export class KubeApi {
         if (limited) this.counter.throttled(delay);
       }
     }
+  }
+
+  /**
+   * How long to wait before asking again after `error`, for every path to this server (these requests and the
+   * cache's list and watch streams): what a 429 (API Priority and Fairness, a full queue) asks in Retry-After,
+   * never less, at most a minute; otherwise the one back-off (src/backoff.ts) at this attempt.
+   */
+  retryDelay(error: unknown, attempt: number, backoff: BackoffOptions): number {
+    if (rateLimited(error)) return Math.min(MAX_RETRY_AFTER_MS, retryAfterMs(error));
+    return fullJitter(attempt, { random: this.random, ...backoff });
+  }
+
+  /** Counts a wait a 429 asked for (the cache's streams wait themselves), for mooring_kube_throttled_seconds_total. */
+  throttled(ms: number): void {
+    if (ms > 0) this.counter.throttled(ms);
   }
 
   /** Waits for the request budget; the wait ends early only when the request itself is aborted. */
@@ -534,6 +558,11 @@ export class KubeApi {
     this.agent?.destroy();
     this.streamAgent?.destroy();
   }
+}
+
+/** A 429: the server (API Priority and Fairness, or a proxy) asks us to come back later. */
+function rateLimited(error: unknown): error is KubeRequestError {
+  return error instanceof KubeRequestError && error.code === 429;
 }
 
 /**

@@ -4,11 +4,13 @@
 // (gitops-engine) and Flux's caching reader, narrowed to what is in use: a type and namespace is watched only
 // while a subscriber needs it (plus a linger, so consecutive syncs of the agent reuse the stream), and a
 // subscriber hears only of its own object, so each verdict is re-evaluated on events of that object alone.
-// A stability wait of N objects of K kinds in M namespaces costs 2*K*M requests, none per object.
+// A stability wait of N objects of K kinds in M namespaces costs 2*K*M requests, none per object, or K*M where the
+// server serves streaming lists (src/kube/watch-list.ts): then the list is the first part of the watch.
 import type { KubeObject } from '../render/manifest.ts';
 import type { KubeApi } from './api.ts';
 import { type ResourceInfo, resourcePath } from './discovery.ts';
 import { Informer, type InformerOptions } from './informer.ts';
+import { StreamingSupport, streamingSupportOf } from './watch-list.ts';
 
 export type { InformerState } from './informer.ts';
 
@@ -18,6 +20,8 @@ export interface CacheOptions extends Partial<InformerOptions> {
    * anyway); a minute or more in the agent, where the next sync of the same deployment needs the same streams.
    */
   lingerMs?: number;
+  /** Ask for streaming lists (true by default); false lists and watches as a server without them needs. */
+  streamingLists?: boolean;
 }
 
 /** What a subscriber accepts as the current state of its object: no older than what apply wrote. */
@@ -46,6 +50,9 @@ const DEFAULTS: InformerOptions = {
   maxBackoffMs: 30_000,
   watchSeconds: 300,
   idleMarginSeconds: 60,
+  // A server that serves streaming lists starts sending at once (from its watch cache); ten silent seconds
+  // before the end mark mean it ignored the ask.
+  initialEventsTimeoutMs: 10_000,
 };
 
 export class ClusterCache {
@@ -54,10 +61,18 @@ export class ClusterCache {
   private readonly informers = new Map<string, Informer>();
   private readonly lingering = new Map<string, NodeJS.Timeout>();
   private closed = false;
+  /** What this server said to streaming lists, per type: outlives the informers and the cache, so it is asked once. */
+  private readonly streaming: StreamingSupport;
 
   constructor(api: KubeApi, options: CacheOptions = {}) {
     this.api = api;
     this.options = { ...DEFAULTS, lingerMs: 0, ...options };
+    this.streaming = options.streamingLists === false ? new StreamingSupport(false) : streamingSupportOf(api);
+  }
+
+  /** The types that refused a streaming list (listed and watched instead), with the server's answer. */
+  get streamingRefusals(): ReadonlyMap<string, string> {
+    return this.streaming.refusals;
   }
 
   /** Type-and-namespace streams open now (for tests, metrics and the benchmark). */
@@ -88,7 +103,7 @@ export class ClusterCache {
     let informer = this.informers.get(key);
     if (!informer) {
       const path = resourcePath(info, info.namespaced ? (namespace ?? 'default') : undefined);
-      informer = new Informer(this.api, info, path, this.options, metadataOnly);
+      informer = new Informer(this.api, info, path, this.options, metadataOnly, this.streaming);
       this.informers.set(key, informer);
       informer.start();
     }
@@ -174,10 +189,20 @@ export class ClusterCache {
     for (const informer of this.informers.values()) informer.rewatch(resourceVersion);
   }
 
-  /** Full lists sent so far by the open informers (one each at start, one more after each 410 Gone). */
+  /**
+   * Full lists, paged or streamed, done so far by the open informers (one each at start, one more after each 410
+   * Gone).
+   */
   get lists(): number {
     let total = 0;
     for (const informer of this.informers.values()) total += informer.lists;
+    return total;
+  }
+
+  /** Of those, the streaming lists. */
+  get streamedLists(): number {
+    let total = 0;
+    for (const informer of this.informers.values()) total += informer.streamedLists;
     return total;
   }
 
@@ -204,4 +229,18 @@ function isFresh(object: KubeObject, fresh: Freshness): boolean {
   if (fresh.generation !== undefined && typeof generation === 'number' && generation < fresh.generation)
     return false;
   return true;
+}
+
+/**
+ * The agent's line when a type of its server refuses streaming lists (once per type): which type, and what the
+ * server answered, so an operator can tell an old server or a stripping proxy from a fault.
+ */
+export function streamingRefusedLog(log: {
+  info: (fields: Record<string, unknown>, message: string) => void;
+}): (what: string, reason: string) => void {
+  return (what, reason) =>
+    log.info(
+      { watch: what, reason },
+      'streaming list refused by the API server; listing and watching instead',
+    );
 }

@@ -1,20 +1,29 @@
-// One resource type in one namespace, kept current: a paginated LIST, then a WATCH from the list's
+// One resource type in one namespace, kept current: a streaming list where the server serves one (a WATCH with
+// sendInitialEvents, src/kube/watch-list.ts), else a paginated LIST, then a WATCH from the list's
 // resourceVersion with bookmarks (so a quiet stream still advances it), re-watched when the server ends the
 // stream, re-listed when that version has been compacted away (410 Gone), backing off with full jitter on any
-// other failure. Listeners are keyed by object name, so an event reaches only the subscribers of its object.
+// other failure, and never sooner than a 429's Retry-After. Listeners are keyed by object name, so an event reaches only the subscribers of its object.
 // Cached copies drop what no stability rule reads and most of an object's bytes are: managedFields, kubectl's
 // last-applied annotation, pod templates and ConfigMap/Secret data. Kinds whose verdict needs no status at all
 // (ConfigMaps, Secrets, RBAC, ...) are watched as metadata only: their contents, Secret values above all, never
 // reach mooring for this.
 
-import { fullJitter } from '../backoff.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { errorMessage, StalledError } from '../errors.ts';
 import type { KubeObject } from '../render/manifest.ts';
 import { type KubeApi, KubeRequestError, METADATA_LIST, METADATA_OBJECT, StreamIdleError } from './api.ts';
 import { outsideDeadline } from './deadline.ts';
 import type { ResourceInfo } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
+import { trimObject } from './trim.ts';
 import { outsideWarnings } from './warnings.ts';
+import {
+  endsInitialEvents,
+  InitialEvents,
+  STREAMING_LIST_QUERY,
+  StreamingSupport,
+  streamingRefusal,
+} from './watch-list.ts';
 
 export interface InformerOptions {
   /** Objects per LIST page. */
@@ -26,6 +35,13 @@ export interface InformerOptions {
   watchSeconds: number;
   /** How long past that timeout a silent stream is given up as hung. */
   idleMarginSeconds: number;
+  /**
+   * How long a streaming list may stay silent before its end-of-initial-events bookmark: past it the server is
+   * taken to ignore sendInitialEvents, and the type is listed instead.
+   */
+  initialEventsTimeoutMs: number;
+  /** Told once per type that refuses streaming lists, with the server's answer. */
+  onStreamingRefused?: ((what: string, reason: string) => void) | undefined;
 }
 
 export type InformerState = 'listing' | 'watching' | 'backing-off' | 'failed' | 'stopped';
@@ -40,8 +56,6 @@ interface ObjectList {
   items: KubeObject[] | null;
 }
 
-const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
-
 export class Informer {
   refs = 0;
   readonly info: ResourceInfo;
@@ -50,8 +64,10 @@ export class Informer {
   state: InformerState = 'listing';
   /** Requests sent so far (list pages and watches), for tests and the benchmark. */
   requests = 0;
-  /** Full lists so far: one at start, one more after each 410 Gone. */
+  /** Full lists so far, paged or streamed: one at start, one more after each 410 Gone. */
   lists = 0;
+  /** Of those, the streaming lists. */
+  streamedLists = 0;
   /** Streams given up because the server stopped answering on them. */
   silentStreams = 0;
   private readonly api: KubeApi;
@@ -64,6 +80,7 @@ export class Informer {
   private resourceVersion: string | undefined;
   private failure: Error | undefined;
   private stream: AbortController | undefined;
+  private readonly streaming: StreamingSupport;
 
   constructor(
     api: KubeApi,
@@ -71,14 +88,21 @@ export class Informer {
     path: string,
     options: InformerOptions,
     metadataOnly = false,
+    streaming = new StreamingSupport(false),
   ) {
     this.api = api;
+    this.streaming = streaming;
     this.info = info;
     this.metadataOnly = metadataOnly;
     this.path = path;
     this.options = options;
     this.namespace = info.namespaced ? /\/namespaces\/([^/]+)\//.exec(path)?.[1] : undefined;
     if (this.namespace) this.namespace = decodeURIComponent(this.namespace);
+  }
+
+  /** What the server's answer to a streaming list is remembered by: the type, and how it is read. */
+  private get streamingKey(): string {
+    return `${this.info.apiVersion}/${this.info.plural}${this.metadataOnly ? ' (metadata)' : ''}`;
   }
 
   private get what(): string {
@@ -153,15 +177,23 @@ export class Informer {
     let failures = 0;
     while (!signal.aborted) {
       try {
-        if (this.resourceVersion === undefined) {
+        const streamed = this.resourceVersion === undefined && this.streaming.allowed(this.streamingKey);
+        if (this.resourceVersion === undefined && !streamed) {
           this.state = 'listing';
           await this.list();
         }
-        this.state = 'watching';
-        await this.watch();
+        this.state = streamed ? 'listing' : 'watching';
+        await this.watch(streamed);
         failures = 0;
       } catch (error) {
         if (signal.aborted) return;
+        const refusal = this.resourceVersion === undefined ? streamingRefusal(error) : undefined;
+        if (refusal !== undefined && this.streaming.allowed(this.streamingKey)) {
+          // Remembered for the type, so no later informer of it asks again; listed at once, no pause.
+          this.streaming.refuse(this.streamingKey, refusal);
+          this.options.onStreamingRefused?.(this.what, refusal);
+          continue;
+        }
         if (statusCode(error) === 410) {
           // Compacted: start again from a fresh list (after a pause if it keeps happening).
           this.resourceVersion = undefined;
@@ -179,10 +211,13 @@ export class Informer {
         for (const name of [...this.listeners.keys()]) this.notify(name, this.objects.get(name), note);
         this.noted = true;
         const { minBackoffMs, maxBackoffMs } = this.options;
-        await sleep(
-          fullJitter(failures, { baseMs: minBackoffMs, maxMs: maxBackoffMs, minMs: minBackoffMs }),
-          signal,
-        );
+        const delay = this.api.retryDelay(error, failures, {
+          baseMs: minBackoffMs,
+          maxMs: maxBackoffMs,
+          minMs: minBackoffMs,
+        });
+        if (statusCode(error) === 429) this.api.throttled(delay);
+        await sleep(delay, undefined, { signal }).catch(() => undefined);
       }
     }
   }
@@ -192,40 +227,6 @@ export class Informer {
     this.failure = error;
     for (const set of this.listeners.values()) for (const listener of set) listener.onError(error);
     this.listeners.clear();
-  }
-
-  private trim(object: KubeObject): KubeObject {
-    const metadata = object.metadata as KubeObject['metadata'] & { managedFields?: unknown };
-    delete metadata.managedFields;
-    if (metadata.annotations?.[LAST_APPLIED] !== undefined) delete metadata.annotations[LAST_APPLIED];
-    const raw = object as Record<string, unknown>;
-    delete raw.data;
-    delete raw.binaryData;
-    delete raw.stringData;
-    const spec = raw.spec as Record<string, unknown> | undefined;
-    if (spec && typeof spec === 'object') {
-      delete spec.template;
-      delete spec.jobTemplate;
-      // A Pod's rule reads only its restart policies (the pod's, and its init containers' for sidecars); its
-      // containers, volumes and scheduling are most of its bytes, kept for every Pod of every watched namespace.
-      if (this.info.kind === 'Pod' && this.info.apiVersion === 'v1') {
-        const init = Array.isArray(spec.initContainers)
-          ? (spec.initContainers as Record<string, unknown>[])
-          : [];
-        raw.spec = {
-          ...(spec.restartPolicy !== undefined ? { restartPolicy: spec.restartPolicy } : {}),
-          ...(spec.nodeName !== undefined ? { nodeName: spec.nodeName } : {}),
-          ...(init.length > 0
-            ? { initContainers: init.map((c) => ({ name: c.name, restartPolicy: c.restartPolicy })) }
-            : {}),
-        };
-      }
-    }
-    // Items of a list carry no apiVersion and kind, metadata-only ones say PartialObjectMetadata: the rules are
-    // chosen by the real ones.
-    object.apiVersion = this.info.apiVersion;
-    object.kind = this.info.kind;
-    return object;
   }
 
   private async list(): Promise<void> {
@@ -240,9 +241,14 @@ export class Informer {
         signal,
         ...(this.metadataOnly ? { accept: METADATA_LIST } : {}),
       });
-      for (const item of page.items ?? []) fresh.set(item.metadata.name, this.trim(item));
+      for (const item of page.items ?? []) fresh.set(item.metadata.name, trimObject(item, this.info));
       cursor = page.metadata.continue || undefined;
     } while (cursor);
+    this.replace(fresh, page.metadata.resourceVersion);
+  }
+
+  /** The type's whole current state, from a list or a streaming list's initial events: held and told. */
+  private replace(fresh: Map<string, KubeObject>, resourceVersion: string | undefined): void {
     this.lists++;
     const previous = this.objects;
     // After a failure subscribers were told their state may be stale: a fresh list tells them it is not, changed
@@ -250,7 +256,7 @@ export class Informer {
     const first = !this.synced || this.noted;
     this.noted = false;
     this.objects = fresh;
-    this.resourceVersion = page.metadata.resourceVersion;
+    this.resourceVersion = resourceVersion;
     this.synced = true;
     for (const name of [...this.listeners.keys()]) {
       const now = fresh.get(name);
@@ -259,7 +265,8 @@ export class Informer {
     }
   }
 
-  private async watch(): Promise<void> {
+  /** One watch; `streamed`: a streaming list, whose initial events replace what is held before it goes on. */
+  private async watch(streamed = false): Promise<void> {
     const seconds = Math.round(this.options.watchSeconds * (1 + Math.random()));
     // Stopped while the list was in flight: no stream may outlive the informer.
     if (this.controller.signal.aborted) return;
@@ -269,61 +276,77 @@ export class Informer {
     const onStop = () => stream.abort();
     this.controller.signal.addEventListener('abort', onStop, { once: true });
     try {
-      await this.watchStream(seconds, stream.signal);
+      await this.watchStream(seconds, stream, streamed);
     } finally {
       this.controller.signal.removeEventListener('abort', onStop);
       this.stream = undefined;
     }
   }
 
-  private async watchStream(seconds: number, signal: AbortSignal): Promise<void> {
-    let failure: KubeRequestError | undefined;
-    await this.api.watch(
-      this.path,
-      { resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds: seconds },
-      (event) => {
-        if (event.type === 'ERROR') {
-          const status = event.object as { code?: number; message?: string };
-          failure = new KubeRequestError('WATCH', this.path, status.code ?? 500, status);
-          return false;
-        }
-        const object = event.object as KubeObject;
-        const rv = object.metadata?.resourceVersion;
-        if (typeof rv === 'string') this.resourceVersion = rv;
-        if (event.type === 'BOOKMARK') return true;
-        const name = object.metadata.name;
-        if (event.type === 'DELETED') {
-          this.objects.delete(name);
-          this.notify(name, undefined);
-        } else {
-          const trimmed = this.trim(object);
-          this.objects.set(name, trimmed);
-          this.notify(name, trimmed);
-        }
-        return true;
-      },
-      {
-        signal,
-        // The server ends the stream at `seconds` (a bookmark comes before); silence well past that means a
-        // server that stopped answering without closing the connection.
-        idleTimeoutMs: (seconds + this.options.idleMarginSeconds) * 1000,
-        accept: this.metadataOnly ? METADATA_OBJECT : undefined,
-      },
-    );
-    if (failure) throw failure;
-  }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
+  private async watchStream(seconds: number, stream: AbortController, streamed: boolean): Promise<void> {
+    let failure: Error | undefined;
+    // The initial state of a streaming list, until the bookmark that ends it; undefined once it has come.
+    let initial: InitialEvents | undefined = streamed
+      ? new InitialEvents(this.path, this.options.initialEventsTimeoutMs, (error) => {
+          failure = error;
+          stream.abort();
+        })
+      : undefined;
+    const query = streamed
+      ? { ...STREAMING_LIST_QUERY, timeoutSeconds: seconds }
+      : { resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds: seconds };
+    try {
+      await this.api.watch(
+        this.path,
+        query,
+        (event) => {
+          if (event.type === 'ERROR') {
+            const status = event.object as { code?: number; message?: string };
+            failure = new KubeRequestError('WATCH', this.path, status.code ?? 500, status);
+            return false;
+          }
+          const object = event.object as KubeObject;
+          const rv = object.metadata?.resourceVersion;
+          if (initial && endsInitialEvents(event)) {
+            initial.stop();
+            this.streamedLists++;
+            this.replace(initial.objects, typeof rv === 'string' ? rv : undefined);
+            this.state = 'watching';
+            initial = undefined;
+            return true;
+          }
+          initial?.heard();
+          if (typeof rv === 'string' && !initial) this.resourceVersion = rv;
+          if (event.type === 'BOOKMARK') return true;
+          const name = object.metadata.name;
+          if (initial) {
+            if (event.type === 'DELETED') initial.objects.delete(name);
+            else initial.objects.set(name, trimObject(object, this.info));
+          } else if (event.type === 'DELETED') {
+            this.objects.delete(name);
+            this.notify(name, undefined);
+          } else {
+            const trimmed = trimObject(object, this.info);
+            this.objects.set(name, trimmed);
+            this.notify(name, trimmed);
+          }
+          return true;
+        },
+        {
+          signal: stream.signal,
+          // The server ends the stream at `seconds` (a bookmark comes before); silence well past that means a
+          // server that stopped answering without closing the connection.
+          idleTimeoutMs: (seconds + this.options.idleMarginSeconds) * 1000,
+          accept: this.metadataOnly ? METADATA_OBJECT : undefined,
+        },
+      );
+    } finally {
+      initial?.stop();
     }
-    signal.addEventListener('abort', done, { once: true });
-  });
+    if (failure) throw failure;
+    // Ended by the server before the initial state was complete: it never sent the mark, so it ignores the ask.
+    if (initial && !stream.signal.aborted) throw initial.missing('the stream ended before it');
+  }
 }
 
 /** A failure that retrying cannot fix: the watch of this type is forbidden, or the type is not served. */

@@ -3,13 +3,18 @@
 // faults-support.ts). The agent as its own process comes from the harness (harness.ts).
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { parse } from 'yaml';
 import { LAST_RESORT_MARK } from '../../src/cli/last-resort.ts';
+import { KubeApi } from '../../src/kube/api.ts';
+import { loadKubeConfig } from '../../src/kube/client.ts';
+import { Discovery } from '../../src/kube/discovery.ts';
+import { FaultProxy } from '../testbed/fault-proxy.ts';
 import { stateDir } from '../testbed/paths.ts';
 import type { DaemonRecord } from '../testbed/processes.ts';
 import { isRunning, stopDaemon } from '../testbed/processes.ts';
 import { startBedDaemon } from '../testbed/testbed.ts';
 import { type AgentProcess, startAgent as startHarnessAgent } from './harness.ts';
-import { eventually, runTool, testbed } from './helpers.ts';
+import { eventually, runTool, testbed, writeKubeconfig } from './helpers.ts';
 
 // The agent as a process and the status parser live in the harness; re-exported for the files that import them here.
 export { type AgentProcess, startMooring, statusesByCommit } from './harness.ts';
@@ -134,4 +139,23 @@ export async function convergedTo(namespace: string, rev: number, count: number)
       d.status.availableReplicas === 1
     );
   });
+}
+
+/**
+ * The test bed's kube-apiserver behind a fault proxy: a kubeconfig that speaks plain http to the proxy (which
+ * speaks TLS onward and passes the token on), a client of it, and discovery.
+ */
+export async function throughProxy() {
+  const known = parse(await readFile(testbed().kube.kubeconfig, 'utf8')) as {
+    clusters: { cluster: { server: string; 'certificate-authority-data': string } }[];
+    users: { user: Record<string, unknown> }[];
+  };
+  const cluster = known.clusters[0]?.cluster;
+  const user = known.users[0]?.user;
+  if (!cluster || !user) throw new Error('the test bed kubeconfig has no cluster or user');
+  const ca = Buffer.from(cluster['certificate-authority-data'], 'base64');
+  const proxy = await FaultProxy.start(cluster.server, { ca });
+  const kubeconfig = await writeKubeconfig({ server: proxy.url }, user);
+  const api = new KubeApi(loadKubeConfig({ kubeconfig }));
+  return { proxy, kubeconfig, api, discovery: new Discovery(api) };
 }

@@ -156,9 +156,11 @@ describe('deploys at scale', () => {
       }
       await expect.poll(() => seen.size, { timeout: 30_000 }).toBe(200);
       expect(cache.watched).toBe(2);
-      // Two lists and two watches for 200 objects.
-      expect(cache.requests).toBe(4);
+      // Two streaming lists, each going on as the watch, for 200 objects (two lists and two watches where the
+      // server has no streaming lists).
+      expect(cache.requests).toBe(2);
       expect(cache.lists).toBe(2);
+      expect(cache.streamedLists).toBe(2);
       await expect.poll(() => api.streams, { timeout: 10_000 }).toBe(2);
 
       controller.abort();

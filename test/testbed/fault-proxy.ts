@@ -1,9 +1,12 @@
 // A reverse proxy of the test bed's own, put in front of one of its real servers (git http-backend, the
 // distribution registry, the GitHub-shaped status receiver) to make that server fail on purpose: answer a status
-// of our choosing, rate limit with Retry-After, reset the connection mid-request or mid-response, or hang. Faults
+// of our choosing, rate limit with Retry-After, reset the connection mid-request or mid-response, hang, or pass the
+// request on with its path rewritten (a query parameter stripped, as a proxy that does not know it would). Faults
 // are switched at runtime, apply to every request or to those a predicate picks, for the next N requests or until
-// changed, and every request is counted by the fault it met. Only node:http, so it adds nothing to install.
+// changed, and every request is counted by the fault it met. Only node:http(s), so it adds nothing to install. In
+// front of kube-apiserver (https), the client speaks plain http to the proxy and its token is passed on.
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 
 export type Fault =
@@ -19,7 +22,9 @@ export type Fault =
   /** Destroys the client's socket: before the request reaches the server, or after part of the answer. */
   | { kind: 'reset'; when: 'request' | 'response' }
   /** Accepts the request and answers nothing until the fault is changed (then it is passed on) or closed. */
-  | { kind: 'hang' };
+  | { kind: 'hang' }
+  /** Passes the request on with this path (and query) instead of the one the client sent. */
+  | { kind: 'rewrite'; path: (path: string) => string };
 
 export type FaultKind = Fault['kind'];
 
@@ -58,22 +63,29 @@ export class FaultProxy {
   readonly requests: SeenRequest[] = [];
   readonly #server: http.Server;
   readonly #target: URL;
-  readonly #agent = new http.Agent({ keepAlive: true });
+  readonly #agent: http.Agent;
   readonly #sockets = new Set<Socket>();
   #rules: Rule[] = [];
   #hung: Hung[] = [];
 
-  private constructor(server: http.Server, target: URL) {
+  private constructor(server: http.Server, target: URL, ca: string | Buffer | undefined) {
     this.#server = server;
     this.#target = target;
+    this.#agent =
+      target.protocol === 'https:'
+        ? new https.Agent({ keepAlive: true, ca })
+        : new http.Agent({ keepAlive: true });
     this.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   }
 
-  /** A proxy on 127.0.0.1 (a free port) in front of `target` (http://host:port, optionally with a base path). */
-  static async start(target: string): Promise<FaultProxy> {
+  /**
+   * A proxy on 127.0.0.1 (a free port) in front of `target` (http(s)://host:port, optionally with a base path);
+   * `ca` verifies an https target.
+   */
+  static async start(target: string, options: { ca?: string | Buffer } = {}): Promise<FaultProxy> {
     const server = http.createServer();
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const proxy = new FaultProxy(server, new URL(target));
+    const proxy = new FaultProxy(server, new URL(target), options.ca);
     server.on('connection', (socket) => {
       proxy.#sockets.add(socket);
       socket.on('close', () => proxy.#sockets.delete(socket));
@@ -141,6 +153,9 @@ export class FaultProxy {
       case 'pass':
         this.#forward(req, res, false);
         return;
+      case 'rewrite':
+        this.#forward(req, res, false, fault.path(info.path));
+        return;
       case 'status':
         req.resume();
         res.writeHead(fault.status, { 'content-type': 'text/plain', ...fault.headers });
@@ -182,16 +197,17 @@ export class FaultProxy {
     }
   }
 
-  #forward(req: http.IncomingMessage, res: http.ServerResponse, cutResponse: boolean): void {
+  #forward(req: http.IncomingMessage, res: http.ServerResponse, cutResponse: boolean, path = req.url): void {
     const base = this.#target.pathname.replace(/\/+$/, '');
     const headers = { ...req.headers, host: this.#target.host };
-    const upstream = http.request(
+    const send = this.#target.protocol === 'https:' ? https.request : http.request;
+    const upstream = send(
       {
         agent: this.#agent,
         host: this.#target.hostname,
         port: this.#target.port,
         method: req.method,
-        path: `${base}${req.url ?? '/'}`,
+        path: `${base}${path ?? '/'}`,
         headers,
       },
       (answer) => {
