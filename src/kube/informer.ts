@@ -2,10 +2,10 @@
 // resourceVersion with bookmarks (so a quiet stream still advances it), re-watched when the server ends the
 // stream, re-listed when that version has been compacted away (410 Gone), backing off with full jitter on any
 // other failure. Listeners are keyed by object name, so an event reaches only the subscribers of its object.
-// Cached copies drop what no stability rule reads and most of an object's bytes are: managedFields, kubectl's
-// last-applied annotation, pod templates and ConfigMap/Secret data. Kinds whose verdict needs no status at all
-// (ConfigMaps, Secrets, RBAC, ...) are watched as metadata only: their contents, Secret values above all, never
-// reach mooring for this.
+// Cached copies drop what no stability rule reads and most of an object's bytes are: managedFields (while drift
+// passes run, the objects mooring wrote keep who owns their fields, compact), kubectl's last-applied annotation,
+// pod templates and ConfigMap/Secret data. Kinds whose verdict needs no status at all (ConfigMaps, Secrets, RBAC,
+// ...) are watched as metadata only: their contents, Secret values above all, never reach mooring for this.
 
 import { fullJitter } from '../backoff.ts';
 import { errorMessage, StalledError } from '../errors.ts';
@@ -14,6 +14,7 @@ import { type KubeApi, KubeRequestError, METADATA_LIST, METADATA_OBJECT, StreamI
 import { outsideDeadline } from './deadline.ts';
 import type { ResourceInfo } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
+import { keepFieldOwners } from './field-owners.ts';
 
 export interface InformerOptions {
   /** Objects per LIST page. */
@@ -25,6 +26,11 @@ export interface InformerOptions {
   watchSeconds: number;
   /** How long past that timeout a silent stream is given up as hung. */
   idleMarginSeconds: number;
+  /**
+   * While the agent runs drift passes: the field manager whose objects keep their managed fields (compact,
+   * src/kube/field-owners.ts), so a pass reads who changed them from the copy. Unset, none are kept.
+   */
+  keepFieldOwnersOf?: string | undefined;
 }
 
 export type InformerState = 'listing' | 'watching' | 'backing-off' | 'failed' | 'stopped';
@@ -195,6 +201,7 @@ export class Informer {
 
   private trim(object: KubeObject): KubeObject {
     const metadata = object.metadata as KubeObject['metadata'] & { managedFields?: unknown };
+    if (this.options.keepFieldOwnersOf) keepFieldOwners(object, this.options.keepFieldOwnersOf);
     delete metadata.managedFields;
     if (metadata.annotations?.[LAST_APPLIED] !== undefined) delete metadata.annotations[LAST_APPLIED];
     const raw = object as Record<string, unknown>;
