@@ -166,8 +166,14 @@ function unowned(object: KubeObject, own: FieldsV1): [string, Step[]][] {
       if (field === null || field === undefined) continue; // null unsets: nothing to own
       const child = node[`f:${key}`];
       const at = [...steps, { field: key }];
-      if (!child) found.push([join(path, `.${key}`), at]);
-      else walk(field, child, join(path, `.${key}`), at);
+      const here = join(path, `.${key}`);
+      if (child) walk(field, child, here, at);
+      // A list not owned at all is named by its items, as changed-fields.ts names a list added or removed whole.
+      else if (Array.isArray(field) && field.length > 0)
+        field.forEach((item, index) => {
+          found.push([`${here}${itemLabel({}, item, index)}`, [...at, { item, index }]]);
+        });
+      else found.push([here, at]);
     }
   };
   // The root is no atomic map: an entry that owns nothing there owns none of it.
@@ -201,10 +207,16 @@ function beyond(object: KubeObject, tree: FieldsV1): string[] {
       if (path === '' && (step === 'f:metadata' || step === 'f:status')) continue;
       const next = follow(value, step);
       const at = join(path, stepLabel(step));
-      if (next === undefined) {
-        if (!NOT_DRIFT.some((r) => (r.kind === undefined || r.kind === object.kind) && r.path.test(at)))
-          found.push(at);
-      } else walk(child, next, at);
+      if (next !== undefined) {
+        walk(child, next, at);
+        continue;
+      }
+      // A field added whole is named by its items or keys, one level down, as changed-fields.ts names it (an env
+      // list added by `kubectl set env`: `env[name=DEBUG]`); an item of a list, whole.
+      const inside = step.startsWith('f:') ? Object.keys(child).filter((s) => s !== '.') : [];
+      for (const p of inside.length > 0 ? inside.map((s) => `${at}${stepLabel(s)}`) : [at])
+        if (!NOT_DRIFT.some((r) => (r.kind === undefined || r.kind === object.kind) && r.path.test(p)))
+          found.push(p);
     }
   };
   walk(tree, object as unknown as JsonValue, '');

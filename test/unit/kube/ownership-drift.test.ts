@@ -70,6 +70,17 @@ describe('readOwnership: managed fields as a 1.37 server writes them', () => {
       'cfg-edited.json',
       { taken: [{ path: 'data.a', by: ['kubectl-edit'] }], gone: [], added: [] },
     ],
+    // kubectl set env on a container whose manifest sets no env: the list is kubectl-set's, named by its items.
+    [
+      'kubectl set env, no env in the manifest',
+      'auto.yaml',
+      'auto-set-env.json',
+      {
+        taken: [],
+        gone: [],
+        added: [{ path: 'spec.template.spec.containers[name=web].env[name=DEBUG]', by: ['kubectl-set'] }],
+      },
+    ],
     // The manifest leaves replicas out: /scale writes to a field nobody owns are not even recorded on 1.37...
     ['scaled, replicas not in the manifest', 'auto.yaml', 'auto-scaled-unowned.json', nothing],
     // ...and a manager that writes them to the object itself (an autoscaler) owns them: not drift.
