@@ -59,6 +59,11 @@ export interface ApplyOptions {
   dryRun?: boolean;
   onResult?: (result: ApplyResult) => void;
   /**
+   * Called with the server's answer to each write (metadata only: identity, versions, managed fields) before it
+   * is summarized: drift marks read what its managed fields hold (src/kube/drift-check.ts).
+   */
+  onWritten?: (target: ApplyTarget, answer: KubeObject) => void;
+  /**
    * Called with each dry-run answer whole (the object as the server would hold it after the write), for
    * `mooring diff`; the Applier itself keeps only summaries. Set, the dry run of a new object asks for all of it.
    */
@@ -95,7 +100,14 @@ export class Applier {
   private readonly options: Required<
     Omit<
       ApplyOptions,
-      'onResult' | 'onPreview' | 'dryRun' | 'validateFirst' | 'beforeWrite' | 'absentNamespaces' | 'refuse'
+      | 'onResult'
+      | 'onWritten'
+      | 'onPreview'
+      | 'dryRun'
+      | 'validateFirst'
+      | 'beforeWrite'
+      | 'absentNamespaces'
+      | 'refuse'
     >
   > &
     ApplyOptions;
@@ -440,17 +452,18 @@ export class Applier {
       resource: info,
       ...(tookOver ? { tookOver } : {}),
     });
+    const written = (answer: KubeObject): LiveSummary => {
+      const whole = identity(answer, target);
+      this.options.onWritten?.(target, whole);
+      return summarize(whole, undefined, false);
+    };
     // Seed 001: recreate redeploys what exists (for a versioned object, only the same version).
     if (strategy.recreate && live) {
       if (this.options.dryRun) return done('recreated', live);
       await this.deleteAndWait(info, target.object, live);
       return done(
         'recreated',
-        summarize(
-          identity(await this.guard(target, () => this.serverSideApply(info, target, false, true)), target),
-          undefined,
-          false,
-        ),
+        written(await this.guard(target, () => this.serverSideApply(info, target, false, true))),
       );
     }
     // What a client-side apply owns is taken over even when the content would not change: that is when a field
@@ -464,14 +477,10 @@ export class Applier {
       );
     if (strategy.method === 'replace') {
       const after = await this.guard(target, () => this.replace(info, target, live, false, true));
-      return done(live ? 'replaced' : 'created', summarize(identity(after, target), undefined, false));
+      return done(live ? 'replaced' : 'created', written(after));
     }
     const { after, tookOver } = await this.applyTakingOver(info, target, adopting !== undefined);
-    return done(
-      live ? 'configured' : 'created',
-      summarize(identity(after, target), undefined, false),
-      tookOver,
-    );
+    return done(live ? 'configured' : 'created', written(after), tookOver);
   }
 
   /** Notes, from an object as read, what taking over would change on it (server-side apply only). */

@@ -75,6 +75,14 @@ export class ClusterCache {
     return this.streaming.refusals;
   }
 
+  /**
+   * From now on, copies of objects `manager` wrote keep who owns their fields (drift passes read them); copies
+   * listed before keep them from their next change.
+   */
+  keepFieldOwnersOf(manager: string): void {
+    this.options.keepFieldOwnersOf = manager;
+  }
+
   /** Type-and-namespace streams open now (for tests, metrics and the benchmark). */
   get watched(): number {
     return this.informers.size;

@@ -1,17 +1,19 @@
 // One deployment's drift check, cache first: each object's copy in the watch cache is compared with the mark of
-// mooring's last write of it (drift-marks.ts); only objects that moved get the reads and dry runs of detectDrift
-// (drift.ts), and only objects found changed by hand are applied again. A check where nothing moved sends no
-// dry run and no write. Every request the deploy of a drift pass sends is counted, and the pass's summary
-// (drift-pass.ts) adds them up.
+// mooring's last write of it (drift-marks.ts). An object that moved is judged from the managed fields of its
+// copy (ownership-drift.ts): another manager holding a field of the manifest is drift, found without a request.
+// Only objects the managed fields cannot tell get the reads and dry runs of detectDrift (drift.ts), and only
+// objects found changed by hand are applied again. A check where nothing moved, or where what moved was judged
+// from managed fields, sends no dry run. Every request the deploy of a drift pass sends is counted, and the
+// pass's summary (drift-pass.ts) adds them up.
 import type { KubeObject } from '../render/manifest.ts';
 import type { PlanEntry, RenderResult } from '../render/render.ts';
 import type { KubeApi } from './api.ts';
 import type { ClusterCache } from './cache.ts';
 import type { Discovery, ResourceInfo } from './discovery.ts';
 import { type DriftFinding, detectDrift } from './drift.ts';
-import { type CachedCopy, desiredDigest, liveMetadata, movedSince } from './drift-marks.ts';
+import { baselineFrom, type CachedCopy, type Judgement, judgeCopy, liveMetadata } from './drift-marks.ts';
 import { driftState, noRequests, type RequestTally, tallied } from './drift-pass.ts';
-import type { LiveSummary } from './live-state.ts';
+import { keptFieldOwners } from './field-owners.ts';
 
 /** How long a check waits for the cache to list a type before it checks the object the long way. */
 const CACHE_WAIT_MS = 10_000;
@@ -38,14 +40,25 @@ export interface DriftOutcome {
   rendered: RenderResult;
 }
 
-/** Notes an apply's result as the object's mark (any sync of the agent; nothing in a dry run). */
+/**
+ * Notes a write's answer (or, for an object found unchanged, what was read of it) as the object's mark: any sync
+ * of the agent, nothing in a dry run. An answer that carries managed fields (a write's) gives the mark what they
+ * held besides mooring's own.
+ */
 export function noteApplied(
   cache: ClusterCache | undefined,
   owner: string | undefined,
-  result: { target: { object: KubeObject }; live: LiveSummary | undefined },
+  object: KubeObject,
+  answer: { metadata: KubeObject['metadata'] } | undefined,
+  fieldManager: string,
 ): void {
   if (!cache || owner === undefined) return;
-  driftState(cache).marks.record(owner, result.target.object, result.live?.metadata);
+  const marks = driftState(cache).marks;
+  if (!marks.enabled) return;
+  const managedFields = answer?.metadata.managedFields;
+  const baseline =
+    managedFields === undefined ? undefined : baselineFrom(object, managedFields, fieldManager);
+  marks.record(owner, object, answer && liveMetadata(answer.metadata), baseline);
 }
 
 /** The copy the watch cache holds of an object, read through a subscription that ends at its first answer. */
@@ -71,7 +84,11 @@ export function cachedCopy(
         namespace,
         name,
         (copy, note) =>
-          finish(note !== undefined ? 'unknown' : copy && { metadata: liveMetadata(copy.metadata) }),
+          finish(
+            note !== undefined
+              ? 'unknown'
+              : copy && { metadata: liveMetadata(copy.metadata), owners: keptFieldOwners(copy) },
+          ),
         controller.signal,
         { metadataOnly },
       );
@@ -90,6 +107,7 @@ export class DriftRun {
   private readonly started = Date.now();
   private objects = 0;
   private moved = 0;
+  private byDryRun = 0;
   private drifted = 0;
 
   constructor(deps: DriftRunDeps) {
@@ -99,47 +117,70 @@ export class DriftRun {
 
   async check(rendered: RenderResult, options: DriftRunOptions): Promise<DriftOutcome> {
     const { discovery, cache } = this.deps;
-    const { owner } = options;
+    const { owner, fieldManager } = options;
     const marks = cache && owner !== undefined ? driftState(cache).marks : undefined;
     if (marks && owner !== undefined) marks.retain(owner, rendered.objects);
-    const moved: number[] = [];
-    await Promise.all(
+    const judged: (Judgement | undefined)[] = await Promise.all(
       rendered.objects.map(async (object, i) => {
-        if (rendered.plan[i]?.strategy.ignored) return;
+        if (rendered.plan[i]?.strategy.ignored) return undefined;
         const mark = owner !== undefined ? marks?.get(owner, object) : undefined;
         let copy: CachedCopy = 'unknown';
         if (mark && cache) {
           const info = await discovery.resource(object.apiVersion, object.kind);
           copy = await cachedCopy(cache, info, object, options.metadataOnly(object));
         }
-        if (movedSince(mark, desiredDigest(object), copy).moved) moved.push(i);
+        const judgement = judgeCopy(mark, object, copy, fieldManager);
+        // Moved, but nothing of the manifest was touched: what the copy holds is the mark now.
+        if (judgement.verdict === 'clean' && copy && copy !== 'unknown' && owner !== undefined)
+          marks?.record(owner, object, copy.metadata, judgement.baseline);
+        return judgement;
       }),
     );
-    moved.sort((a, b) => a - b);
-    const objects = moved.map((i) => rendered.objects[i] as KubeObject);
-    const plan = moved.map((i) => rendered.plan[i] as PlanEntry);
-    const findings = await detectDrift(this.api, discovery, objects, plan, {
-      fieldManager: options.fieldManager,
+    const toCheck = judged.flatMap((j, i) => (j?.verdict === 'check' ? [i] : []));
+    const objects = toCheck.map((i) => rendered.objects[i] as KubeObject);
+    const plan = toCheck.map((i) => rendered.plan[i] as PlanEntry);
+    const checked = await detectDrift(this.api, discovery, objects, plan, {
+      fieldManager,
       concurrency: options.concurrency,
       // Checked and as mooring wants it: what was read is the mark now, so the next pass need not check again.
       onClean: (j, live) => {
-        if (owner !== undefined) marks?.record(owner, objects[j] as KubeObject, liveMetadata(live.metadata));
+        const object = objects[j] as KubeObject;
+        if (owner !== undefined)
+          marks?.record(
+            owner,
+            object,
+            liveMetadata(live.metadata),
+            baselineFrom(object, live.metadata.managedFields, fieldManager),
+          );
       },
     });
+    const byObject = new Map(checked.map((f) => [f.object, f]));
+    const findings: DriftFinding[] = [];
+    const drifted: number[] = [];
+    judged.forEach((j, i) => {
+      const entry = rendered.plan[i] as PlanEntry;
+      if (j?.verdict === 'drifted') {
+        const { fields, added, by } = j;
+        findings.push({ object: entry.object, fields, added, by });
+        drifted.push(i);
+      } else if (j?.verdict === 'check' && byObject.has(entry.object)) {
+        findings.push(byObject.get(entry.object) as DriftFinding);
+        drifted.push(i);
+      }
+    });
+    this.moved += judged.filter((j) => j && j.verdict !== 'quiet').length;
+    this.byDryRun += toCheck.length;
     this.objects += rendered.objects.length;
-    this.moved += moved.length;
     this.drifted += findings.length;
-    const found = new Set(findings.map((f) => f.object));
     // Fields added by hand survive a server-side apply (another manager owns them): those objects are replaced.
     const replace = new Set(findings.filter((f) => f.added.length > 0).map((f) => f.object));
-    const keep = plan.flatMap((entry, j) => (found.has(entry.object) ? [j] : []));
     return {
       findings,
       rendered: {
         ...rendered,
-        objects: keep.map((j) => objects[j] as KubeObject),
-        plan: keep.map((j) => {
-          const entry = plan[j] as PlanEntry;
+        objects: drifted.map((i) => rendered.objects[i] as KubeObject),
+        plan: drifted.map((i) => {
+          const entry = rendered.plan[i] as PlanEntry;
           return options.mode === 'correct' && replace.has(entry.object)
             ? { ...entry, strategy: { ...entry.strategy, method: 'replace' as const } }
             : entry;
@@ -154,6 +195,7 @@ export class DriftRun {
     driftState(this.deps.cache).passes.checked(owner, {
       objects: this.objects,
       moved: this.moved,
+      byDryRun: this.byDryRun,
       drifted: this.drifted,
       requests: { ...this.tally },
       elapsedMs: Date.now() - this.started,

@@ -1,14 +1,28 @@
 // Drift marks: what mooring last wrote to each object of a deployment and what the server answered (uid,
-// resourceVersion, generation), so that a drift pass tells from the watch cache alone which objects moved since.
-// An object whose cached copy still carries the resourceVersion of mooring's own write (or, for kinds whose
-// controllers write status, the same generation: status moves the resourceVersion, never the generation) has
-// not moved and costs the pass no request; only the others get the dry runs of drift.ts.
+// resourceVersion, generation, and what the object's managed fields held apart from mooring's own fields), so
+// that a drift pass tells from the watch cache alone which objects moved since, and, from the managed fields of
+// the cached copy, whether another manager changed, removed or added a field of what mooring applied
+// (ownership-drift.ts). Only what the managed fields cannot tell gets the dry runs of drift.ts.
 // Kept in memory beside the agent's watch cache, one set per deployment, trimmed to the deployment's current
 // objects on every drift pass. An agent that starts has none: its first drift pass checks every object, and the
 // checks that find nothing record what they read.
 import { createHmac, randomBytes } from 'node:crypto';
 import { type KubeObject, objectKey } from '../render/manifest.ts';
+import { type FieldOwner, fieldOwners } from './field-owners.ts';
 import type { LiveSummary } from './live-state.ts';
+import { type OwnershipReading, readOwnership } from './ownership-drift.ts';
+
+/**
+ * What the managed fields held at mooring's write that was not mooring's: fields of the manifest nobody owned
+ * (a field the server drops), fields others owned outside it (a controller's). Only what comes after is drift.
+ */
+export interface Baseline {
+  gone: readonly string[];
+  added: readonly string[];
+}
+
+/** Most marks: nothing but mooring's own (one shared object, so a mark costs no more for it). */
+const NOTHING_ELSE: Baseline = Object.freeze({ gone: Object.freeze([]), added: Object.freeze([]) });
 
 export interface DriftMark {
   /** Digest of the object mooring wrote (keyed per process: no content is recoverable from it). */
@@ -16,6 +30,8 @@ export interface DriftMark {
   uid: string | undefined;
   resourceVersion: string | undefined;
   generation: number | undefined;
+  /** Undefined when the answer carried no managed fields (an object found unchanged, not written). */
+  baseline?: Baseline | undefined;
 }
 
 /** The parts of a live object (a cached copy, a read, an apply's answer) a mark is compared with. */
@@ -23,9 +39,13 @@ export type LiveMetadata = Pick<LiveSummary['metadata'], 'uid' | 'resourceVersio
 
 /**
  * What the watch cache holds of an object: its copy (undefined: it does not exist), or `unknown` when the cache
- * cannot tell (its type is not listed yet, or its stream failed).
+ * cannot tell (its type is not listed yet, or its stream failed). `owners` are its managed fields, when the
+ * cache keeps them (src/kube/field-owners.ts).
  */
-export type CachedCopy = { metadata: LiveMetadata } | undefined | 'unknown';
+export type CachedCopy =
+  | { metadata: LiveMetadata; owners?: FieldOwner[] | undefined }
+  | undefined
+  | 'unknown';
 
 /** The identity and versions of an object's metadata as the server sent it. */
 export function liveMetadata(metadata: KubeObject['metadata']): LiveMetadata {
@@ -37,24 +57,79 @@ export function liveMetadata(metadata: KubeObject['metadata']): LiveMetadata {
   };
 }
 
-export type MoveVerdict = { moved: false; why: string } | { moved: true; why: string };
+function baselineOf(reading: OwnershipReading): Baseline {
+  if (reading.gone.length === 0 && reading.added.length === 0) return NOTHING_ELSE;
+  return { gone: reading.gone, added: reading.added.map((a) => a.path) };
+}
 
-/** Whether an object moved since mooring's last write of it, from its mark and its cached copy. Pure. */
-export function movedSince(mark: DriftMark | undefined, desired: string, cached: CachedCopy): MoveVerdict {
-  if (!mark) return { moved: true, why: 'no write of it seen since the agent started' };
-  if (mark.desired !== desired) return { moved: true, why: 'its manifest changed since mooring wrote it' };
-  if (cached === 'unknown') return { moved: true, why: 'the watch cache cannot tell' };
-  if (cached === undefined) return { moved: true, why: 'not in the watch cache (deleted?)' };
+/** The baseline of an object as the server answered or holds it (its managed fields), if it has any. */
+export function baselineFrom(
+  manifest: KubeObject,
+  managedFields: unknown,
+  fieldManager: string,
+): Baseline | undefined {
+  const owners = fieldOwners(managedFields);
+  const reading = owners && readOwnership(manifest, owners, fieldManager);
+  return reading && baselineOf(reading);
+}
+
+/**
+ * What a drift pass does with an object: nothing (`quiet`: it did not move; `clean`: it moved, and its managed
+ * fields say nothing of the manifest's was touched: it is marked anew), put it back (`drifted`, from the managed
+ * fields alone), or `check` it with the dry runs of drift.ts, where neither the mark nor the copy can tell.
+ */
+export type Judgement =
+  | { verdict: 'quiet'; why: string }
+  | { verdict: 'check'; why: string }
+  | { verdict: 'clean'; why: string; baseline: Baseline }
+  | { verdict: 'drifted'; why: string; fields: string[]; added: string[]; by: string[] };
+
+/** Judges an object of the manifest from its mark and its cached copy. Pure. */
+export function judgeCopy(
+  mark: DriftMark | undefined,
+  manifest: KubeObject,
+  cached: CachedCopy,
+  fieldManager: string,
+): Judgement {
+  if (!mark) return { verdict: 'check', why: 'no write of it seen since the agent started' };
+  if (mark.desired !== desiredDigest(manifest))
+    return { verdict: 'check', why: 'its manifest changed since mooring wrote it' };
+  if (cached === 'unknown') return { verdict: 'check', why: 'the watch cache cannot tell' };
+  if (cached === undefined) return { verdict: 'check', why: 'not in the watch cache (deleted?)' };
   const live = cached.metadata;
   if (mark.uid !== undefined && live.uid !== mark.uid)
-    return { moved: true, why: 'deleted and created again' };
+    return { verdict: 'check', why: 'deleted and created again' };
   if (mark.resourceVersion !== undefined && live.resourceVersion === mark.resourceVersion)
-    return { moved: false, why: 'unchanged since mooring wrote it' };
-  // Controllers write status, which moves the resourceVersion; any change of the spec (a `kubectl scale` through
-  // /scale included) moves the generation of kinds that have one.
-  if (typeof mark.generation === 'number' && live.generation === mark.generation)
-    return { moved: false, why: 'only its status changed' };
-  return { moved: true, why: 'changed since mooring wrote it' };
+    return { verdict: 'quiet', why: 'unchanged since mooring wrote it' };
+  const reading = cached.owners && readOwnership(manifest, cached.owners, fieldManager);
+  if (!reading) {
+    // No managed fields to read (or none of mooring's): controllers write status, which moves the
+    // resourceVersion; a change of the spec moves the generation of kinds that have one.
+    if (typeof mark.generation === 'number' && live.generation === mark.generation)
+      return { verdict: 'quiet', why: 'only its status changed' };
+    return { verdict: 'check', why: 'changed since mooring wrote it' };
+  }
+  const { baseline } = mark;
+  const gone = baseline ? reading.gone.filter((p) => !baseline.gone.includes(p)) : reading.gone;
+  const added = baseline ? reading.added.filter((a) => !baseline.added.includes(a.path)) : reading.added;
+  // Fields nobody owns, or others own outside the manifest, may have been so at mooring's write already.
+  if (!baseline && (gone.length > 0 || added.length > 0))
+    return { verdict: 'check', why: 'what its managed fields held at mooring’s write is not known' };
+  const fields = [...reading.taken.map((t) => t.path), ...gone];
+  if (fields.length === 0 && added.length === 0)
+    return {
+      verdict: 'clean',
+      why: 'changed, but none of the fields the manifest sets',
+      baseline: baselineOf(reading),
+    };
+  const by = [...new Set([...reading.taken, ...added].flatMap((t) => t.by))].sort();
+  return {
+    verdict: 'drifted',
+    why: 'its managed fields show fields of the manifest changed by another manager',
+    fields,
+    added: added.map((a) => a.path),
+    by,
+  };
 }
 
 const KEY = randomBytes(32);
@@ -74,8 +149,11 @@ export class DriftMarks {
     return this.owners.get(owner)?.get(objectKey(object));
   }
 
-  /** Notes that mooring wrote `object` (or found it as written) and the server holds it as `live`. */
-  record(owner: string, object: KubeObject, live: LiveMetadata | undefined): void {
+  /**
+   * Notes that mooring wrote `object` (or found it as written) and the server holds it as `live`, with what its
+   * managed fields held besides mooring's own (`baseline`, when they were read).
+   */
+  record(owner: string, object: KubeObject, live: LiveMetadata | undefined, baseline?: Baseline): void {
     if (!this.enabled) return;
     let marks = this.owners.get(owner);
     if (!marks) {
@@ -91,6 +169,7 @@ export class DriftMarks {
       uid: live.uid,
       resourceVersion: live.resourceVersion,
       generation: live.generation,
+      baseline,
     });
   }
 

@@ -41,8 +41,10 @@ export function tallied(api: KubeApi, tally: RequestTally): KubeApi {
 /** One deployment's part of a drift pass. */
 export interface DriftCheck {
   objects: number;
-  /** Objects whose cached copy showed a change since mooring's write: these got the dry runs. */
+  /** Objects whose cached copy showed a change since mooring's write (or that have no mark). */
   moved: number;
+  /** Of those, the objects their managed fields could not judge: these got the dry runs of drift.ts. */
+  byDryRun: number;
   /** Objects found changed by hand. */
   drifted: number;
   requests: RequestTally;
@@ -72,7 +74,7 @@ export class DriftPasses {
       log,
       deployments: deployments.length,
       waiting: new Set(deployments),
-      totals: { objects: 0, moved: 0, drifted: 0, requests: noRequests() },
+      totals: { objects: 0, moved: 0, byDryRun: 0, drifted: 0, requests: noRequests() },
     };
     if (deployments.length === 0) this.end(this.current, now);
   }
@@ -84,6 +86,7 @@ export class DriftPasses {
     const t = pass.totals;
     t.objects += check.objects;
     t.moved += check.moved;
+    t.byDryRun += check.byDryRun;
     t.drifted += check.drifted;
     t.requests.reads += check.requests.reads;
     t.requests.dryRuns += check.requests.dryRuns;
@@ -125,9 +128,14 @@ export function driftState(cache: ClusterCache): DriftState {
   return state;
 }
 
-/** The agent runs drift passes: what its syncs write is marked from now on (without passes, marks only cost memory). */
-export function keepDriftMarks(cache: ClusterCache | undefined): void {
-  if (cache) driftState(cache).marks.enabled = true;
+/**
+ * The agent runs drift passes: what its syncs write is marked from now on (without passes, marks only cost
+ * memory), and the watch cache keeps the managed fields of the objects `fieldManager` wrote, which the passes read.
+ */
+export function keepDriftMarks(cache: ClusterCache | undefined, fieldManager = 'mooring'): void {
+  if (!cache) return;
+  driftState(cache).marks.enabled = true;
+  cache.keepFieldOwnersOf(fieldManager);
 }
 
 /** The agent starts a drift pass over these deployments. */

@@ -1,5 +1,5 @@
 // Drift: what was changed by hand in the live objects of a deployment, found by server-side dry runs and named
-// field by field. Two kinds are told apart:
+// field by field (for the objects whose managed fields cannot tell, drift-check.ts). Two kinds are told apart:
 // - fields the manifest sets and the live object holds otherwise (`kubectl scale`, `kubectl edit` of a value the
 //   manifest gives): the dry run of the apply differs from the live object; an apply puts them back;
 // - fields the manifest does not set and someone added (`kubectl set env`): a server-side apply keeps fields that
@@ -24,6 +24,8 @@ export interface DriftFinding {
   fields: string[];
   /** Fields the manifest does not set that were added or changed by hand. */
   added: string[];
+  /** The field managers that wrote them, when the object's managed fields say (ownership-drift.ts). */
+  by?: string[];
 }
 
 export interface DriftOptions {
@@ -98,11 +100,15 @@ export async function detectDrift(
   return findings.filter((f): f is DriftFinding => f !== undefined);
 }
 
-/** `Deployment shop/web: spec.replicas; added by hand: spec.template.spec.containers[name=web].env[name=DEBUG]`. */
+/**
+ * `Deployment shop/web: spec.replicas; added by hand: spec.template.spec.containers[name=web].env[name=DEBUG];
+ * written by kubectl, kubectl-edit`.
+ */
 export function describeFinding(f: DriftFinding): string {
   const parts = [
     ...(f.fields.length ? [f.fields.join(', ')] : []),
     ...(f.added.length ? [`added by hand: ${f.added.join(', ')}`] : []),
+    ...(f.by?.length ? [`written by ${f.by.join(', ')}`] : []),
   ];
   return `${f.object}: ${parts.join('; ')}`;
 }

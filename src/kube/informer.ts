@@ -3,10 +3,10 @@
 // resourceVersion with bookmarks (so a quiet stream still advances it), re-watched when the server ends the
 // stream, re-listed when that version has been compacted away (410 Gone), backing off with full jitter on any
 // other failure, and never sooner than a 429's Retry-After. Listeners are keyed by object name, so an event reaches only the subscribers of its object.
-// Cached copies drop what no stability rule reads and most of an object's bytes are: managedFields, kubectl's
-// last-applied annotation, pod templates and ConfigMap/Secret data. Kinds whose verdict needs no status at all
-// (ConfigMaps, Secrets, RBAC, ...) are watched as metadata only: their contents, Secret values above all, never
-// reach mooring for this.
+// Cached copies drop what no stability rule reads and most of an object's bytes are: managedFields (while drift
+// passes run, the objects mooring wrote keep who owns their fields, compact), kubectl's last-applied annotation,
+// pod templates and ConfigMap/Secret data. Kinds whose verdict needs no status at all (ConfigMaps, Secrets, RBAC,
+// ...) are watched as metadata only: their contents, Secret values above all, never reach mooring for this.
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import { errorMessage, StalledError } from '../errors.ts';
@@ -42,6 +42,11 @@ export interface InformerOptions {
   initialEventsTimeoutMs: number;
   /** Told once per type that refuses streaming lists, with the server's answer. */
   onStreamingRefused?: ((what: string, reason: string) => void) | undefined;
+  /**
+   * While the agent runs drift passes: the field manager whose objects keep their managed fields (compact,
+   * src/kube/field-owners.ts), so a pass reads who changed them from the copy. Unset, none are kept.
+   */
+  keepFieldOwnersOf?: string | undefined;
 }
 
 export type InformerState = 'listing' | 'watching' | 'backing-off' | 'failed' | 'stopped';
@@ -241,7 +246,8 @@ export class Informer {
         signal,
         ...(this.metadataOnly ? { accept: METADATA_LIST } : {}),
       });
-      for (const item of page.items ?? []) fresh.set(item.metadata.name, trimObject(item, this.info));
+      for (const item of page.items ?? [])
+        fresh.set(item.metadata.name, trimObject(item, this.info, this.options.keepFieldOwnersOf));
       cursor = page.metadata.continue || undefined;
     } while (cursor);
     this.replace(fresh, page.metadata.resourceVersion);
@@ -321,12 +327,12 @@ export class Informer {
           const name = object.metadata.name;
           if (initial) {
             if (event.type === 'DELETED') initial.objects.delete(name);
-            else initial.objects.set(name, trimObject(object, this.info));
+            else initial.objects.set(name, trimObject(object, this.info, this.options.keepFieldOwnersOf));
           } else if (event.type === 'DELETED') {
             this.objects.delete(name);
             this.notify(name, undefined);
           } else {
-            const trimmed = trimObject(object, this.info);
+            const trimmed = trimObject(object, this.info, this.options.keepFieldOwnersOf);
             this.objects.set(name, trimmed);
             this.notify(name, trimmed);
           }

@@ -3,12 +3,18 @@
 // object came from a list page, a streaming list's initial events or a watch event.
 import type { KubeObject } from '../render/manifest.ts';
 import type { ResourceInfo } from './discovery.ts';
+import { keepFieldOwners } from './field-owners.ts';
 
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 
-/** Trims `object` in place (it was just parsed and is held by nothing else) and returns it. */
-export function trimObject(object: KubeObject, info: ResourceInfo): KubeObject {
+/**
+ * Trims `object` in place (it was just parsed and is held by nothing else) and returns it. With `keepOwnersOf` (a
+ * field manager, while drift passes run), an object that manager wrote keeps who owns its fields, compact
+ * (field-owners.ts).
+ */
+export function trimObject(object: KubeObject, info: ResourceInfo, keepOwnersOf?: string): KubeObject {
   const metadata = object.metadata as KubeObject['metadata'] & { managedFields?: unknown };
+  if (keepOwnersOf) keepFieldOwners(object, keepOwnersOf);
   delete metadata.managedFields;
   if (metadata.annotations?.[LAST_APPLIED] !== undefined) delete metadata.annotations[LAST_APPLIED];
   const raw = object as Record<string, unknown>;

@@ -407,7 +407,7 @@ export class Agent {
     if (this.driftTimer) clearInterval(this.driftTimer);
     this.driftTimer = undefined;
     const drift = this.deps.config.drift.interval;
-    if (drift !== undefined) keepDriftMarks(this.deps.cache);
+    if (drift !== undefined) keepDriftMarks(this.deps.cache, this.deps.config.apply.fieldManager);
     if (drift !== undefined && !this.stopped) this.driftTimer = setInterval(() => this.correctDrift(), drift);
   }
 

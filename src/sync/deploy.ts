@@ -428,13 +428,20 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       plan: rendered.plan[i] as ApplyTarget['plan'],
     }));
     const written: KubeObject[] = [];
+    const fieldManager = request.fieldManager ?? 'mooring';
+    const owner = request.inventory?.owner;
     const applier = new Applier(api, discovery, {
-      fieldManager: request.fieldManager ?? 'mooring',
+      fieldManager,
       concurrency: request.concurrency ?? 8,
       dryRun: request.dryRun,
+      // A drift pass writes back objects exactly as mooring wrote them before (their marks say so), or as the
+      // dry run of drift.ts validated them just now: a second dry run of each would double what a pass costs.
+      ...(request.drift ? { validateFirst: false } : {}),
+      onWritten: (target, answer) => noteApplied(deps.cache, owner, target.object, answer, fieldManager),
       onResult: (result) => {
         written.push(result.target.object);
-        if (!request.dryRun) noteApplied(deps.cache, request.inventory?.owner, result);
+        if (!request.dryRun && result.action === 'unchanged')
+          noteApplied(deps.cache, owner, result.target.object, result.live, fieldManager);
         deps.onEvent?.({ type: 'applied', result });
       },
       onPreview: deps.onPreview,

@@ -150,7 +150,7 @@ export async function syncDeployment(
   if (drift && config.drift.mode === 'report') {
     // Reported, not corrected: a log line per object, the metric; no release and no commit status.
     for (const f of report.drift ?? [])
-      log.warn({ object: f.object, fields: f.fields, added: f.added }, 'drift found');
+      log.warn({ object: f.object, fields: f.fields, added: f.added, by: f.by }, 'drift found');
     if (report.outcome === 'error') log.error({ err: errorMessage(report.error) }, 'drift pass failed');
     for (const r of deps.reporters ?? [])
       await safely(log, 'report drift', () => r.drifted?.(sync, report.drift ?? []));

@@ -1,13 +1,15 @@
 // A drift pass reads the watch cache first (src/kube/drift-check.ts): on the real control plane, a pass where
-// nothing moved sends no dry run and no write (counted by a client of the test's own around mooring's KubeApi),
-// a Deployment scaled by hand with kubectl (no managedFields for /scale on 1.20) is found and scaled back, with
-// dry runs for that one object only; and the agent logs one summary line per pass with the same counts.
+// nothing moved sends no dry run and no write (counted by a client of the test's own around mooring's KubeApi);
+// a Deployment scaled by hand with kubectl is found from the managed fields of its cached copy (Kubernetes 1.37
+// records the /scale write as kubectl's) and scaled back without a single dry run; and the agent logs one
+// summary line per pass with the same counts. Edits with kubectl edit and an autoscaler's replicas:
+// drift-managed-fields.test.ts.
 import { AppsV1Api } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import { KubeApi, type RequestSpec } from '../../src/kube/api.ts';
+import { KubeApi } from '../../src/kube/api.ts';
 import { ClusterCache } from '../../src/kube/cache.ts';
 import { Discovery } from '../../src/kube/discovery.ts';
-import { keepDriftMarks } from '../../src/kube/drift-pass.ts';
+import { beginDriftPass, keepDriftMarks } from '../../src/kube/drift-pass.ts';
 import { type DeployRequest, deploy } from '../../src/sync/deploy.ts';
 import {
   agentConfig,
@@ -15,33 +17,14 @@ import {
   eventually,
   kubeConfig,
   manifestDir,
+  recordingApi,
   runTool,
+  type SentRequest,
   startAgent,
   testbed,
   useNamespace,
 } from './helpers.ts';
 import { apps } from './scale-fixtures.ts';
-
-interface Sent {
-  method: string;
-  path: string;
-  dryRun: boolean;
-}
-
-/** mooring's KubeApi with every request it is asked to send recorded (the test's own count, not mooring's). */
-function recording(api: KubeApi, sent: Sent[]): KubeApi {
-  return new Proxy(api, {
-    get(target, property) {
-      if (property === 'request')
-        return (method: string, path: string, spec?: RequestSpec) => {
-          sent.push({ method, path, dryRun: spec?.query?.dryRun !== undefined });
-          return target.request(method, path, spec);
-        };
-      const value: unknown = Reflect.get(target, property, target);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
-}
 
 function kubectl(...args: string[]) {
   const env = testbed();
@@ -80,8 +63,14 @@ describe('a drift pass from the watch cache', () => {
     const first = await deploy({ api, discovery, cache }, request());
     expect(first.outcome, first.summary).toBe('stable');
 
-    const sent: Sent[] = [];
-    const pass = () => deploy({ api: recording(api, sent), discovery, cache }, request('correct'));
+    const sent: SentRequest[] = [];
+    // mooring's own summary of each pass, beside the test's count.
+    const summaries: Record<string, unknown>[] = [];
+    const log = { info: (fields: object) => summaries.push({ ...fields }) };
+    const pass = () => {
+      beginDriftPass(cache, ['web'], log);
+      return deploy({ api: recordingApi(api, sent), discovery, cache }, request('correct'));
+    };
     const quiet = await pass();
     expect(quiet.outcome, quiet.summary).toBe('stable');
     expect(quiet.drift).toEqual([]);
@@ -96,23 +85,37 @@ describe('a drift pass from the watch cache', () => {
 
     const scaled = await kubectl('-n', ns(), 'scale', 'deployment/web-000', '--replicas=3');
     expect(scaled.code, scaled.stderr).toBe(0);
-    sent.length = 0;
     // The watch cache hears of the change within moments; a pass before that finds nothing yet.
     const corrected = await eventually('the scale found', async () => {
+      sent.length = 0;
       const report = await pass();
       return report.drift?.length ? report : undefined;
     });
     expect(corrected.outcome, corrected.summary).toBe('stable');
     expect(corrected.drift).toEqual([
-      { object: `Deployment ${ns()}/web-000`, fields: ['spec.replicas'], added: [] },
+      { object: `Deployment ${ns()}/web-000`, fields: ['spec.replicas'], added: [], by: ['kubectl'] },
     ]);
     expect(corrected.applied.map((a) => [a.target.plan.object, a.action])).toEqual([
       [`Deployment ${ns()}/web-000`, 'configured'],
     ]);
-    // Dry runs went to the Deployment alone: drift's apply and replace, and the Applier's own.
-    const dryRuns = sent.filter((s) => s.dryRun);
-    expect(dryRuns.length).toBeGreaterThan(0);
-    expect(dryRuns.every((s) => s.path.endsWith(`/namespaces/${ns()}/deployments/web-000`))).toBe(true);
+    // Found from the managed fields and put back with one forced apply: not one dry run, one write.
+    console.log(`the pass that scaled web-000 back sent ${sent.length} requests:`, sent);
+    expect(sent.filter((s) => s.dryRun)).toEqual([]);
+    expect(sent.filter((s) => s.method !== 'GET')).toEqual([
+      {
+        method: 'PATCH',
+        path: expect.stringMatching(`/namespaces/${ns()}/deployments/web-000$`),
+        dryRun: false,
+      },
+    ]);
+    expect(summaries.at(-1)).toMatchObject({
+      objects: 3,
+      moved: 1,
+      byDryRun: 0,
+      drifted: 1,
+      dryRuns: 0,
+      writes: 1,
+    });
     const appsApi = kubeConfig().makeApiClient(AppsV1Api);
     expect(
       (await appsApi.readNamespacedDeployment({ name: 'web-000', namespace: ns() })).spec?.replicas,
@@ -125,7 +128,7 @@ describe('a drift pass from the watch cache', () => {
     expect(sent.filter((s) => s.dryRun || s.method !== 'GET')).toEqual([]);
   });
 
-  it('the agent logs one line per pass: no dry run and no write while nothing moves', async () => {
+  it('the agent logs one line per pass: no dry run and no write while nothing moves, nor for a scale', async () => {
     const suffix = Date.now().toString(36);
     const dir = await manifestDir({ 'app.yaml': apps(1, 'logged') });
     const agent = startAgent(
@@ -155,5 +158,22 @@ describe('a drift pass from the watch cache', () => {
     console.log('the agent logged a quiet drift pass:', quiet);
     expect(quiet).toMatchObject({ objects: 3, moved: 0, drifted: 0, dryRuns: 0, writes: 0 });
     expect(quiet?.elapsedMs).toEqual(expect.any(Number));
+
+    // Scaled by hand: the pass that finds it puts it back, and its line counts no dry run.
+    const scaled = await kubectl('-n', ns(), 'scale', 'deployment/logged-000', '--replicas=2');
+    expect(scaled.code, scaled.stderr).toBe(0);
+    const found = await eventually(
+      'a drift pass that puts the scale back',
+      async () => agent.logged('drift pass ended').find((l) => l.drifted === 1),
+      60_000,
+    );
+    console.log('the agent logged the pass that put the scale back:', found);
+    expect(found).toMatchObject({ objects: 3, moved: 1, byDryRun: 0, drifted: 1, dryRuns: 0, writes: 1 });
+    const appsApi = kubeConfig().makeApiClient(AppsV1Api);
+    await eventually('scaled back to 1', async () =>
+      (await appsApi.readNamespacedDeployment({ name: 'logged-000', namespace: ns() })).spec?.replicas === 1
+        ? true
+        : undefined,
+    );
   });
 });

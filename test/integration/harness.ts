@@ -1,8 +1,9 @@
 // The one set-up of the integration tests (re-exported by helpers.ts): the test bed, a namespace per test file,
 // temporary folders, polling, a bare repository on the Git server, a GitHub-shaped commit-status receiver and the
 // one parser of what it got, the agent in-process or as its own process (one `startAgent`), and a builder of the
-// agent's configuration for Git sources, deployments and commit statuses. What is started here is stopped after
-// the test file (after the test's own hooks), then its temporary folders are removed.
+// agent's configuration for Git sources, deployments and commit statuses; a recorder of the requests mooring sends
+// to the cluster. What is started here is stopped after the test file (after the test's own hooks), then its
+// temporary folders are removed.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,6 +16,7 @@ import { afterAll, beforeAll, inject, onTestFailed } from 'vitest';
 import { stringify } from 'yaml';
 import { runAgent } from '../../src/agent/run-agent.ts';
 import { parseConfig } from '../../src/config/load.ts';
+import type { KubeApi, RequestSpec } from '../../src/kube/api.ts';
 import { createLogger } from '../../src/sync/logger.ts';
 import { type CapturedRequest, statusReceiver } from '../contract/github-openapi.ts';
 import { type CommitOptions, commitFiles, createBareRepo } from '../testbed/git-repos.ts';
@@ -99,6 +101,29 @@ export function lineSink(): { destination: Writable; lines: string[] } {
     },
   });
   return { destination, lines };
+}
+
+// ---- What mooring sends to the cluster ------------------------------------------------------------------------
+
+export interface SentRequest {
+  method: string;
+  path: string;
+  dryRun: boolean;
+}
+
+/** mooring's KubeApi with every request it is asked to send recorded (the test's own count, not mooring's). */
+export function recordingApi(api: KubeApi, sent: SentRequest[]): KubeApi {
+  return new Proxy(api, {
+    get(target, property) {
+      if (property === 'request')
+        return (method: string, path: string, spec?: RequestSpec) => {
+          sent.push({ method, path, dryRun: spec?.query?.dryRun !== undefined });
+          return target.request(method, path, spec);
+        };
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
 }
 
 // ---- Git ------------------------------------------------------------------------------------------------------

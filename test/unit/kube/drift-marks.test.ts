@@ -1,15 +1,21 @@
-// The decision a drift pass makes from the watch cache alone: which objects moved since mooring's write (and get
-// the dry runs), which did not (and cost no request); the marks it keeps per deployment; the pass's summary line.
+// The decision a drift pass makes from the watch cache alone: which objects did not move (and cost no request),
+// which moved and what their managed fields say (drift, or nothing of the manifest touched: no request either),
+// which only the dry runs can judge; the marks it keeps per deployment; the pass's summary line.
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import {
+  type Baseline,
+  baselineFrom,
   type CachedCopy,
   type DriftMark,
   DriftMarks,
   desiredDigest,
+  judgeCopy,
   liveMetadata,
-  movedSince,
 } from '../../../src/kube/drift-marks.ts';
 import { countRequest, DriftPasses, noRequests } from '../../../src/kube/drift-pass.ts';
+import { type FieldOwner, fieldOwners } from '../../../src/kube/field-owners.ts';
 import type { KubeObject } from '../../../src/render/manifest.ts';
 
 const deployment = (replicas: number): KubeObject => ({
@@ -18,72 +24,161 @@ const deployment = (replicas: number): KubeObject => ({
   metadata: { name: 'web', namespace: 'shop' },
   spec: { replicas },
 });
-const desired = desiredDigest(deployment(1));
-const mark: DriftMark = { desired, uid: 'u-1', resourceVersion: '100', generation: 1 };
-const copy = (meta: { uid?: string; resourceVersion?: string; generation?: number }): CachedCopy => ({
-  metadata: meta,
-});
+const configMap: KubeObject = {
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name: 'c', namespace: 'shop' },
+};
+const mark: DriftMark = {
+  desired: desiredDigest(deployment(1)),
+  uid: 'u-1',
+  resourceVersion: '100',
+  generation: 1,
+};
+const copy = (
+  meta: { uid?: string; resourceVersion?: string; generation?: number },
+  owners?: FieldOwner[],
+): CachedCopy => ({ metadata: meta, ...(owners ? { owners } : {}) });
 
-describe('movedSince: has an object moved since mooring wrote it?', () => {
-  const cases: [string, DriftMark | undefined, string, CachedCopy, boolean][] = [
+// Managed fields a 1.37.2 server wrote (test/fixtures/managed-fields/README.md).
+const fixtures = new URL('../../fixtures/managed-fields/', import.meta.url);
+const web = parse(readFileSync(new URL('web.yaml', fixtures), 'utf8')) as KubeObject;
+const raw = (name: string): unknown => JSON.parse(readFileSync(new URL(name, fixtures), 'utf8'));
+const owners = (name: string) => fieldOwners(raw(name)) ?? [];
+const none: Baseline = { gone: [], added: [] };
+const webMark: DriftMark = { desired: desiredDigest(web), uid: 'w', resourceVersion: '10', generation: 1 };
+const env = 'spec.template.spec.containers[name=web].env';
+
+describe('judgeCopy: what a drift pass does with an object, from its mark and its cached copy', () => {
+  const cases: [string, DriftMark | undefined, KubeObject, CachedCopy, string][] = [
+    ['same resourceVersion', mark, deployment(1), copy({ uid: 'u-1', resourceVersion: '100' }), 'quiet'],
+    // No managed fields kept: the Deployment controller writes status after every apply, which moves the
+    // resourceVersion, not the generation.
     [
-      'same resourceVersion',
+      'status written since, no managed fields',
       mark,
-      desired,
-      copy({ uid: 'u-1', resourceVersion: '100', generation: 1 }),
-      false,
-    ],
-    // The Deployment controller writes status after every apply: the resourceVersion moves, the generation not.
-    [
-      'status written since',
-      mark,
-      desired,
+      deployment(1),
       copy({ uid: 'u-1', resourceVersion: '107', generation: 1 }),
-      false,
+      'quiet',
     ],
-    // kubectl scale (through /scale: no managedFields on 1.20) moves the generation.
     [
-      'spec changed (scaled)',
+      'spec changed, no managed fields',
       mark,
-      desired,
+      deployment(1),
       copy({ uid: 'u-1', resourceVersion: '108', generation: 2 }),
-      true,
+      'check',
     ],
     [
       'deleted and created again',
       mark,
-      desired,
+      deployment(1),
       copy({ uid: 'u-2', resourceVersion: '100', generation: 1 }),
-      true,
+      'check',
     ],
-    ['gone from the cache', mark, desired, undefined, true],
-    ['the cache cannot tell', mark, desired, 'unknown', true],
-    ['never written by this agent', undefined, desired, copy({ uid: 'u-1', resourceVersion: '100' }), true],
+    ['gone from the cache', mark, deployment(1), undefined, 'check'],
+    ['the cache cannot tell', mark, deployment(1), 'unknown', 'check'],
+    [
+      'never written by this agent',
+      undefined,
+      deployment(1),
+      copy({ uid: 'u-1', resourceVersion: '100' }),
+      'check',
+    ],
     [
       'the manifest changed since',
       mark,
-      desiredDigest(deployment(2)),
+      deployment(2),
       copy({ uid: 'u-1', resourceVersion: '100', generation: 1 }),
-      true,
+      'check',
     ],
     [
-      // A ConfigMap has no generation: any write moves it.
+      // A ConfigMap has no generation: without managed fields any write moves it.
       'no generation, another resourceVersion',
-      { desired, uid: 'c-1', resourceVersion: '5', generation: undefined },
-      desired,
+      { desired: desiredDigest(configMap), uid: 'c-1', resourceVersion: '5', generation: undefined },
+      configMap,
       copy({ uid: 'c-1', resourceVersion: '9' }),
-      true,
+      'check',
     ],
     [
       'no generation, same resourceVersion',
-      { desired, uid: 'c-1', resourceVersion: '5', generation: undefined },
-      desired,
+      { desired: desiredDigest(configMap), uid: 'c-1', resourceVersion: '5', generation: undefined },
+      configMap,
       copy({ uid: 'c-1', resourceVersion: '5' }),
-      false,
+      'quiet',
+    ],
+    // With the managed fields of the copy: the generation is no longer what decides.
+    [
+      'moved, mooring still owns all it sets',
+      { ...webMark, baseline: none },
+      web,
+      copy({ uid: 'w', resourceVersion: '11', generation: 2 }, owners('web-applied.json')),
+      'clean',
+    ],
+    [
+      'scaled with kubectl (no baseline needed: taken is drift)',
+      webMark,
+      web,
+      copy({ uid: 'w', resourceVersion: '11', generation: 2 }, owners('web-scaled.json')),
+      'drifted',
+    ],
+    [
+      // A label edit moves no generation: the managed fields show it all the same.
+      'a label and an env entry edited',
+      { ...webMark, baseline: none },
+      web,
+      copy({ uid: 'w', resourceVersion: '12', generation: 1 }, owners('web-edited.json')),
+      'drifted',
+    ],
+    [
+      'an entry others held already at mooring’s write',
+      { ...webMark, baseline: { gone: [], added: [`${env}[name=DEBUG]`] } },
+      web,
+      copy({ uid: 'w', resourceVersion: '13', generation: 3 }, owners('web-reapplied-after-edit.json')),
+      'clean',
+    ],
+    [
+      'an entry added by another manager, what others held at the write not known',
+      webMark,
+      web,
+      copy({ uid: 'w', resourceVersion: '13', generation: 3 }, owners('web-reapplied-after-edit.json')),
+      'check',
+    ],
+    [
+      'mooring owns nothing in the copy',
+      webMark,
+      web,
+      copy({ uid: 'w', resourceVersion: '13', generation: 3 }, owners('web-scaled.json').slice(1)),
+      'check',
     ],
   ];
-  it.each(cases)('%s', (_, m, d, cached, moved) => {
-    expect(movedSince(m, d, cached).moved).toBe(moved);
+  it.each(cases)('%s', (_, m, manifest, cached, verdict) => {
+    expect(judgeCopy(m, manifest, cached, 'mooring').verdict).toBe(verdict);
+  });
+
+  it('names the fields, what was added and who wrote them', () => {
+    const edited = copy({ uid: 'w', resourceVersion: '12', generation: 2 }, owners('web-env-removed.json'));
+    expect(judgeCopy({ ...webMark, baseline: none }, web, edited, 'mooring')).toEqual({
+      verdict: 'drifted',
+      why: 'its managed fields show fields of the manifest changed by another manager',
+      fields: [`${env}[name=LEVEL].value`, `${env}[name=MODE]`],
+      added: [`${env}[name=DEBUG]`],
+      by: ['kubectl-edit'],
+    });
+    const scaled = copy({ uid: 'w', resourceVersion: '11', generation: 2 }, owners('web-scaled.json'));
+    expect(judgeCopy(webMark, web, scaled, 'mooring')).toMatchObject({
+      fields: ['spec.replicas'],
+      added: [],
+      by: ['kubectl'],
+    });
+  });
+
+  it('a baseline is what the managed fields held besides mooring’s own', () => {
+    expect(baselineFrom(web, raw('web-applied.json'), 'mooring')).toEqual(none);
+    expect(baselineFrom(web, raw('web-reapplied-after-edit.json'), 'mooring')).toEqual({
+      gone: [],
+      added: [`${env}[name=DEBUG]`],
+    });
+    expect(baselineFrom(web, undefined, 'mooring')).toBeUndefined();
   });
 });
 
@@ -163,6 +258,7 @@ describe('drift passes', () => {
     const check = {
       objects: 4,
       moved: 1,
+      byDryRun: 1,
       drifted: 1,
       requests: { reads: 1, dryRuns: 2, writes: 1 },
       elapsedMs: 5,
@@ -170,7 +266,7 @@ describe('drift passes', () => {
     passes.checked('a', check, 1100);
     expect(lines).toEqual([]);
     passes.checked('a', check, 1150); // once per deployment
-    passes.checked('b', { ...check, moved: 0, drifted: 0, requests: noRequests() }, 1200);
+    passes.checked('b', { ...check, moved: 0, byDryRun: 0, drifted: 0, requests: noRequests() }, 1200);
     expect(lines).toEqual([
       {
         message: 'drift pass ended',
@@ -179,6 +275,7 @@ describe('drift passes', () => {
           unchecked: 0,
           objects: 8,
           moved: 1,
+          byDryRun: 1,
           drifted: 1,
           requests: 4,
           reads: 1,
@@ -195,7 +292,11 @@ describe('drift passes', () => {
     const log = { info: (fields: object) => lines.push({ ...fields }) };
     const passes = new DriftPasses();
     passes.begin(['a', 'b'], log, 0);
-    passes.checked('a', { objects: 4, moved: 0, drifted: 0, requests: noRequests(), elapsedMs: 1 }, 10);
+    passes.checked(
+      'a',
+      { objects: 4, moved: 0, byDryRun: 0, drifted: 0, requests: noRequests(), elapsedMs: 1 },
+      10,
+    );
     passes.begin(['a', 'b'], log, 60_000);
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({ deployments: 2, unchecked: 1, objects: 4, elapsedMs: 60_000 });

@@ -1,0 +1,274 @@
+// What an object's managed fields say about drift, read without asking the server. Pure.
+// mooring applies with server-side apply, so right after its write its field manager owns every field its
+// manifest sets. A later write by anyone else moves ownership of what it changed: `kubectl scale` takes
+// `spec.replicas` (an Update of subresource `scale`), `kubectl edit` takes the label or env value it changed and
+// owns the env entry it added (an Update of `kubectl-edit`); a field removed by hand leaves every owner. So:
+// - taken: a field the manifest sets that mooring no longer owns and another manager does: changed by hand;
+// - gone: a field the manifest sets that no manager owns any more: removed by hand;
+// - added: a field outside metadata the manifest does not set that another manager owns: added by hand, unless
+//   the table below says whose it is (an autoscaler's replicas when the manifest leaves them out).
+// Controllers' status (the `status` subresource, and `status` itself) and fields nobody wrote (defaults) are
+// never read. Paths are named as src/render/changed-fields.ts names them: `spec.template.spec.containers[name=web]`.
+import { isObject, type JsonValue, type KubeObject } from '../render/manifest.ts';
+import type { FieldOwner, FieldsV1 } from './field-owners.ts';
+import { withApplyDefaults } from './normalize.ts';
+
+export interface OwnedPath {
+  path: string;
+  /** The managers that own it now. */
+  by: string[];
+}
+
+export interface OwnershipReading {
+  taken: OwnedPath[];
+  gone: string[];
+  added: OwnedPath[];
+}
+
+/** Fields other managers own that the manifest does not set and that are theirs, not drift. */
+const NOT_DRIFT: { kind?: string; path: RegExp; why: string }[] = [
+  // Only ever reached when the manifest leaves spec.replicas out (else it would be taken, not added).
+  { path: /^spec\.replicas$/, why: "an autoscaler's Pod count" },
+  { kind: 'ServiceAccount', path: /^secrets(\[|$)/, why: "the token controller's" },
+];
+
+type Step = { field: string } | { item: JsonValue; index: number };
+
+const keyCache = new Map<string, Record<string, JsonValue>>();
+
+function parsedKey(step: string): Record<string, JsonValue> | undefined {
+  let key = keyCache.get(step);
+  if (!key) {
+    try {
+      const parsed: unknown = JSON.parse(step.slice(2));
+      if (!isObject(parsed)) return undefined;
+      key = parsed;
+    } catch {
+      return undefined;
+    }
+    if (keyCache.size > 10_000) keyCache.clear();
+    keyCache.set(step, key);
+  }
+  return key;
+}
+
+const same = (a: JsonValue | undefined, b: JsonValue | undefined) => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * Whether a list item is the one a `k:` step names. A key field the item leaves out counts as matching: the
+ * server fills some in (a port's protocol) and keys the item by the value it filled in.
+ */
+function matchesKey(item: JsonValue, key: Record<string, JsonValue>, exact: boolean): boolean {
+  if (!isObject(item)) return false;
+  return Object.entries(key).every(([field, value]) =>
+    item[field] === undefined ? !exact : same(item[field], value),
+  );
+}
+
+/** The child of a list's node that stands for `item`, and its step. */
+function childFor(node: FieldsV1, item: JsonValue, index: number): [string, FieldsV1] | undefined {
+  if (!isObject(item)) {
+    const step = `v:${JSON.stringify(item)}`;
+    return node[step] ? [step, node[step]] : undefined;
+  }
+  const keyed = Object.keys(node).filter((s) => s.startsWith('k:'));
+  for (const exact of [true, false])
+    for (const step of keyed) {
+      const key = parsedKey(step);
+      if (key && matchesKey(item, key, exact)) return [step, node[step] as FieldsV1];
+    }
+  const step = `i:${index}`;
+  return node[step] ? [step, node[step]] : undefined;
+}
+
+function scalar(value: JsonValue | undefined): string {
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+/** `[name=web]`, `[containerPort=8080,protocol=TCP]`, `[finalizer]`, `[2]`. */
+function stepLabel(step: string): string {
+  if (step.startsWith('f:')) return `.${step.slice(2)}`;
+  if (step.startsWith('k:')) {
+    const key = parsedKey(step) ?? {};
+    return `[${Object.entries(key)
+      .map(([f, v]) => `${f}=${scalar(v)}`)
+      .join(',')}]`;
+  }
+  if (step.startsWith('v:')) {
+    try {
+      return `[${scalar(JSON.parse(step.slice(2)) as JsonValue)}]`;
+    } catch {
+      return `[${step.slice(2)}]`;
+    }
+  }
+  return `[${step.slice(2)}]`;
+}
+
+/** The label of an item no owner's node stands for: by the key fields its siblings are keyed by, or its name. */
+function itemLabel(node: FieldsV1, item: JsonValue, index: number): string {
+  if (!isObject(item)) return `[${scalar(item)}]`;
+  const sibling = Object.keys(node).find((s) => s.startsWith('k:'));
+  const fields = sibling ? Object.keys(parsedKey(sibling) ?? {}) : ['name'];
+  if (fields.length > 0 && fields.every((f) => item[f] !== undefined))
+    return `[${fields.map((f) => `${f}=${scalar(item[f])}`).join(',')}]`;
+  return `[${index}]`;
+}
+
+const join = (path: string, label: string) => (path === '' ? label.replace(/^\./, '') : `${path}${label}`);
+const isLeaf = (node: FieldsV1) => Object.keys(node).length === 0;
+
+/** Whether `tree` owns the field the steps lead to (or all of something that holds it). */
+function owns(tree: FieldsV1, steps: readonly Step[]): boolean {
+  if (isLeaf(tree)) return false; // an entry that owns nothing
+  let node = tree;
+  for (const step of steps) {
+    if (isLeaf(node)) return true;
+    const next = 'field' in step ? node[`f:${step.field}`] : childFor(node, step.item, step.index)?.[1];
+    if (!next) return false;
+    node = next;
+  }
+  return true;
+}
+
+/** The parts of the manifest walked: what is outside metadata, and its labels and annotations. */
+function walked(object: KubeObject): [string, JsonValue][] {
+  const parts: [string, JsonValue][] = [];
+  for (const [key, value] of Object.entries(object)) {
+    if (key === 'apiVersion' || key === 'kind' || key === 'status' || value === undefined) continue;
+    if (key !== 'metadata') parts.push([key, value as JsonValue]);
+  }
+  const { labels, annotations } = object.metadata;
+  const metadata: Record<string, JsonValue> = {
+    ...(labels ? { labels } : {}),
+    ...(annotations ? { annotations } : {}),
+  };
+  if (Object.keys(metadata).length > 0) parts.push(['metadata', metadata]);
+  return parts.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/** What the manifest sets and `own` does not own: [name, steps] of each such field, outermost. */
+function unowned(object: KubeObject, own: FieldsV1): [string, Step[]][] {
+  const found: [string, Step[]][] = [];
+  const walk = (value: JsonValue, node: FieldsV1, path: string, steps: Step[]): void => {
+    if (isLeaf(node)) return; // owned whole (an atomic map or list)
+    if (Array.isArray(value)) {
+      value.forEach((item, index) => {
+        const child = childFor(node, item, index);
+        const at = [...steps, { item, index }];
+        if (!child) found.push([join(path, itemLabel(node, item, index)), at]);
+        else walk(item, child[1], join(path, stepLabel(child[0])), at);
+      });
+      return;
+    }
+    if (!isObject(value)) return;
+    for (const key of Object.keys(value).sort()) {
+      const field = value[key];
+      if (field === null || field === undefined) continue; // null unsets: nothing to own
+      const child = node[`f:${key}`];
+      const at = [...steps, { field: key }];
+      const here = join(path, `.${key}`);
+      if (child) walk(field, child, here, at);
+      // A list not owned at all is named by its items, as changed-fields.ts names a list added or removed whole.
+      else if (Array.isArray(field) && field.length > 0)
+        field.forEach((item, index) => {
+          found.push([`${here}${itemLabel({}, item, index)}`, [...at, { item, index }]]);
+        });
+      else found.push([here, at]);
+    }
+  };
+  // The root is no atomic map: an entry that owns nothing there owns none of it.
+  walk(Object.fromEntries(walked(object)), isLeaf(own) ? { '.': {} } : own, '', []);
+  return found;
+}
+
+/** What a step leads to in the manifest, undefined when it sets nothing there. */
+function follow(value: JsonValue | undefined, step: string): JsonValue | undefined {
+  if (step.startsWith('f:')) {
+    const field = isObject(value) ? value[step.slice(2)] : undefined;
+    return field === null ? undefined : field;
+  }
+  if (!Array.isArray(value)) return undefined;
+  if (step.startsWith('k:')) {
+    const key = parsedKey(step);
+    if (!key) return undefined;
+    return value.find((i) => matchesKey(i, key, true)) ?? value.find((i) => matchesKey(i, key, false));
+  }
+  if (step.startsWith('v:')) return value.find((i) => `v:${JSON.stringify(i)}` === step);
+  if (step.startsWith('i:')) return value[Number(step.slice(2))];
+  return undefined;
+}
+
+/** What `tree` owns outside metadata and status that the manifest does not set: the outermost such paths. */
+function beyond(object: KubeObject, tree: FieldsV1): string[] {
+  const found: string[] = [];
+  const walk = (node: FieldsV1, value: JsonValue | undefined, path: string): void => {
+    for (const [step, child] of Object.entries(node)) {
+      if (step === '.') continue;
+      if (path === '' && (step === 'f:metadata' || step === 'f:status')) continue;
+      const next = follow(value, step);
+      const at = join(path, stepLabel(step));
+      if (next !== undefined) {
+        walk(child, next, at);
+        continue;
+      }
+      // A field added whole is named by its items or keys, one level down, as changed-fields.ts names it (an env
+      // list added by `kubectl set env`: `env[name=DEBUG]`); an item of a list, whole.
+      const inside = step.startsWith('f:') ? Object.keys(child).filter((s) => s !== '.') : [];
+      for (const p of inside.length > 0 ? inside.map((s) => `${at}${stepLabel(s)}`) : [at])
+        if (!NOT_DRIFT.some((r) => (r.kind === undefined || r.kind === object.kind) && r.path.test(p)))
+          found.push(p);
+    }
+  };
+  walk(tree, object as unknown as JsonValue, '');
+  return found;
+}
+
+/**
+ * Reads the owners of a live object against the manifest mooring applied (`manager`: mooring's field manager);
+ * undefined when mooring owns nothing there (it never applied it, or only replaced it by another path): then
+ * the managed fields cannot tell.
+ */
+export function readOwnership(
+  manifest: KubeObject,
+  owners: readonly FieldOwner[],
+  manager: string,
+): OwnershipReading | undefined {
+  const own = owners.filter((o) => o.manager === manager);
+  if (own.length === 0) return undefined;
+  const others = owners.filter((o) => o.manager !== manager);
+  // As it was sent: with the defaults the server keys items by (a port's protocol).
+  const applied = withApplyDefaults(manifest);
+  const reading: OwnershipReading = { taken: [], gone: [], added: [] };
+  for (const [path, steps] of unowned(applied, merged(own))) {
+    const by = managers(others.filter((o) => owns(o.fields, steps)));
+    if (by.length > 0) reading.taken.push({ path, by });
+    else reading.gone.push(path);
+  }
+  const added = new Map<string, Set<string>>();
+  for (const other of others)
+    for (const path of beyond(applied, other.fields)) {
+      const by = added.get(path) ?? new Set();
+      by.add(other.manager);
+      added.set(path, by);
+    }
+  for (const [path, by] of [...added].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+    reading.added.push({ path, by: [...by].sort() });
+  return reading;
+}
+
+function managers(owners: readonly FieldOwner[]): string[] {
+  return [...new Set(owners.map((o) => o.manager))].sort();
+}
+
+/** One tree of what several entries own (an Apply and an Update of the same manager). */
+function merged(owners: readonly FieldOwner[]): FieldsV1 {
+  if (owners.length === 1) return (owners[0] as FieldOwner).fields;
+  const into = (a: FieldsV1, b: FieldsV1): FieldsV1 => {
+    // A leaf owns all below it: it stays a leaf.
+    if (isLeaf(a) || isLeaf(b)) return {};
+    const out: FieldsV1 = { ...a };
+    for (const [step, child] of Object.entries(b)) out[step] = out[step] ? into(out[step], child) : child;
+    return out;
+  };
+  return owners.map((o) => o.fields).reduce(into);
+}
