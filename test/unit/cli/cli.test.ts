@@ -2,10 +2,13 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { parse } from 'yaml';
 import { runCli } from '../../../src/cli/program.ts';
 import { VERSION } from '../../../src/version.ts';
+
+// These tests run real work (processes, Git repositories, whole pages): a busy 2-core machine needs more than 5 s.
+vi.setConfig({ testTimeout: 30_000 });
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 const EXAMPLE = join(ROOT, 'config', 'mooring.example.yaml');

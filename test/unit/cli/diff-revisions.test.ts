@@ -5,11 +5,14 @@ import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { runCli } from '../../../src/cli/program.ts';
 import { PREVIEW_MARKER } from '../../../src/report/preview-text.ts';
 import { openCheckout } from '../../../src/sources/git/local-checkout.ts';
 import { encryptSops, newAgeKey } from '../sources/sops-fixture.ts';
+
+// These tests run real work (processes, Git repositories, whole pages): a busy 2-core machine needs more than 5 s.
+vi.setConfig({ testTimeout: 30_000 });
 
 const run = promisify(execFile);
 

@@ -3,7 +3,7 @@
 // description (GitHub's OpenAPI from @octokit/openapi; the documented shapes of the others): one comment per PR,
 // updated in place, found on a later page, nobody else's comment touched; forks told apart; refusals in the error
 // taxonomy, each naming the PR.
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type MooringError, StalledError, TransientError, WaitingError } from '../../../src/errors.ts';
 import { commentProviderFor, type PreviewCommentProvider } from '../../../src/report/preview/comments.ts';
 import { gitOrigins } from '../../../src/report/status/forge-hosts.ts';
@@ -14,6 +14,9 @@ import {
   type ForgeReceiverOptions,
   startForgeReceiver,
 } from '../../testbed/forge-receiver.ts';
+
+// These tests run real work (processes, Git repositories, whole pages): a busy 2-core machine needs more than 5 s.
+vi.setConfig({ testTimeout: 30_000 });
 
 /** The origin of `url` as a configured Git source's: where a forge client for it may be built. */
 const own = (url: string) => gitOrigins({ sources: { git: [{ url }] } });

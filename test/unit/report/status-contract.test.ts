@@ -10,7 +10,7 @@ import { Writable } from 'node:stream';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import { pino } from 'pino';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { type MooringError, StalledError, TransientError } from '../../../src/errors.ts';
 import { gitOrigins } from '../../../src/report/status/forge-hosts.ts';
@@ -25,6 +25,9 @@ import type {
   HttpOptions,
   ProviderName,
 } from '../../../src/report/status/types.ts';
+
+// These tests run real work (processes, Git repositories, whole pages): a busy 2-core machine needs more than 5 s.
+vi.setConfig({ testTimeout: 30_000 });
 
 /** The origin of `url` as a configured Git source's: where a forge client for it may be built. */
 const own = (url: string) => gitOrigins({ sources: { git: [{ url }] } });

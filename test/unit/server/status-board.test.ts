@@ -5,7 +5,7 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ConfigError, parseConfig } from '../../../src/config/load.ts';
 import type { MooringConfig } from '../../../src/config/schema.ts';
 import type { DeployReport, SyncRequest } from '../../../src/contract.ts';
@@ -13,6 +13,9 @@ import { commitUrl } from '../../../src/report/commit-url.ts';
 import type { Release } from '../../../src/report/ledger.ts';
 import { type DeploymentView, StatusBoard } from '../../../src/server/status/board.ts';
 import { statusPage } from '../../../src/server/status/routes.ts';
+
+// These tests run real work (processes, Git repositories, whole pages): a busy 2-core machine needs more than 5 s.
+vi.setConfig({ testTimeout: 30_000 });
 
 const config: MooringConfig = parseConfig(`
 cluster: {name: east}

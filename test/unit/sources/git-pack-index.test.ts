@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { compactPacks } from '../../../src/sources/git/compact.ts';
 import { parseCommit, parseTree, readObject } from '../../../src/sources/git/object-read.ts';
 import { objectSize } from '../../../src/sources/git/object-size.ts';
@@ -14,6 +14,9 @@ import { encodeIndex, PackIdx } from '../../../src/sources/git/pack-idx.ts';
 import { indexPack } from '../../../src/sources/git/pack-index.ts';
 import { installPack } from '../../../src/sources/git/pack-receive.ts';
 import { readBlob } from '../../../src/sources/git/tree.ts';
+
+// These tests run real work (processes, Git repositories, whole pages): a busy 2-core machine needs more than 5 s.
+vi.setConfig({ testTimeout: 30_000 });
 
 const MiB = 1024 * 1024;
 let dir = '';
