@@ -47,6 +47,9 @@ const PHRASES: readonly [RegExp, string][] = [
   [/expected map/i, 'expected map'],
   [/ReadString/, 'expected string'],
   [/ReadMapCB|expect \{/i, 'expected map'],
+  // encoding/json's type error (1.2x+): `cannot unmarshal number into Go struct field Secret.stringData of type string`.
+  [/of type string\b/, 'expected string'],
+  [/of type map\[/, 'expected map'],
   [/base64/i, 'not valid base64'],
 ];
 
@@ -72,9 +75,17 @@ function describeProblem(path: string | undefined, reason: string, text: string)
   return path ? `${path}: ${words}` : words;
 }
 
-/** `v1.Secret.StringData: ReadString: …` (a body the server could not decode): the field, `.stringData`. */
+/**
+ * The field of a body the server could not decode: `v1.Secret.StringData: ReadString: …` (json-iterator, up to the
+ * 1.2x releases) or `json: cannot unmarshal number into Go struct field Secret.stringData of type string` (encoding/
+ * json since): `.stringData`.
+ */
 function decodedField(message: string): string | undefined {
-  const match = /cannot be handled as a Secret: v1\.Secret\.([A-Za-z]+):/.exec(message);
+  const match =
+    /cannot be handled as a Secret: v1\.Secret\.([A-Za-z]+):/.exec(message) ??
+    /cannot be handled as a Secret: json: cannot unmarshal \w+ into Go struct field Secret\.([A-Za-z]+)[ .]/.exec(
+      message,
+    );
   const field = match?.[1];
   return field ? `.${field[0]?.toLowerCase()}${field.slice(1)}` : undefined;
 }
@@ -91,7 +102,8 @@ function problems(status: StatusBody, message: string): string[] {
   if (found.length > 0) return found;
   // Server-side apply's typed patch: `.stringData.pin: expected string, got &value…{Value:…}` per field, one
   // after the prefix, or several on lines of their own after `errors:`.
-  const typed = /^failed to create typed patch object: (?:errors:)?/.exec(message);
+  // Since 1.2x the prefix names the object: `failed to create typed patch object (/db; /v1, Kind=Secret): …`.
+  const typed = /^failed to create typed patch object(?: \([^)\n]{0,300}\))?: (?:errors:)?/.exec(message);
   for (const line of typed ? message.slice(typed[0].length).split('\n') : []) {
     const match = /^\s*(\.[^:\s]+): (.*)$/.exec(line);
     if (match?.[1] && PATH.test(match[1]))

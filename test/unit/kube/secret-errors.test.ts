@@ -1,5 +1,5 @@
-// The API server's refusals of Secrets, as kube-apiserver 1.20 of the test bed answered them (bodies recorded from
-// real requests), reduced to paths and reasons: the planted value 7391027446 must never survive.
+// The API server's refusals of Secrets, as kube-apiserver 1.20 and 1.37 of the test bed answered them (bodies
+// recorded from real requests), reduced to paths and reasons: the planted value 7391027446 must never survive.
 import { describe, expect, it } from 'vitest';
 import { StalledError, TransientError } from '../../../src/errors.ts';
 import { KubeRequestError } from '../../../src/kube/api.ts';
@@ -141,6 +141,45 @@ const CASES: [string, KubeRequestError, string][] = [
         'secrets "db-v000" is forbidden: User "deployer" cannot patch resource "secrets" in API group "" in the namespace "b4"',
     }),
     'secrets "db-v000" is forbidden: User "deployer" cannot patch resource "secrets" in API group "" in the namespace "b4"',
+  ],
+  [
+    '1.37: server-side apply of a number in stringData, the object named in the prefix',
+    refusal(500, {
+      message: `failed to create typed patch object (/db-v000; /v1, Kind=Secret): .stringData.pin: expected string, got &value.valueUnstructured{Value:${VALUE}}`,
+    }),
+    '.stringData.pin: invalid value (expected string)',
+  ],
+  [
+    '1.37: server-side apply of several non-strings',
+    refusal(500, {
+      message: `failed to create typed patch object (/db-v000; /v1, Kind=Secret): errors:\n  .stringData.b: expected string, got &value.valueUnstructured{Value:true}\n  .stringData.pin: expected string, got &value.valueUnstructured{Value:${VALUE}}`,
+    }),
+    '.stringData.b: invalid value (expected string); .stringData.pin: invalid value (expected string)',
+  ],
+  [
+    '1.37: a replace whose body cannot be decoded (encoding/json words)',
+    refusal(400, {
+      reason: 'BadRequest',
+      message:
+        'Secret in version "v1" cannot be handled as a Secret: json: cannot unmarshal number into Go struct field Secret.stringData of type string',
+    }),
+    '.stringData: invalid value (expected string)',
+  ],
+  [
+    '1.37: a replace with data that is not base64',
+    refusal(400, {
+      reason: 'BadRequest',
+      message: 'Secret in version "v1" cannot be handled as a Secret: illegal base64 data at input byte 4',
+    }),
+    '.data: invalid value (not valid base64)',
+  ],
+  [
+    '1.37: server-side apply of data that is not base64',
+    refusal(500, {
+      message:
+        'failed to convert new object (/db-v000; /v1, Kind=Secret) to proper version: unable to convert unstructured object to /v1, Kind=Secret: error decoding from json: illegal base64 data at input byte 4',
+    }),
+    '.data: invalid value (not valid base64)',
   ],
 ];
 
