@@ -50,7 +50,9 @@ function causesOf(error: unknown): string[] {
   if (!Array.isArray(causes)) return [];
   return (causes as StatusCause[]).flatMap((c) => {
     if (typeof c?.message !== 'string' || !c.message) return [];
-    return [typeof c.field === 'string' && c.field ? `${c.field}: ${c.message}` : c.message];
+    // Up to 1.34 a CEL rule on an object names its value `"object"`, a placeholder 1.37 no longer writes.
+    const message = c.message.replace(/^Invalid value: "object": /, 'Invalid value: ');
+    return [typeof c.field === 'string' && c.field ? `${c.field}: ${message}` : message];
   });
 }
 
