@@ -58,7 +58,7 @@ export function noteApplied(
   const managedFields = answer?.metadata.managedFields;
   const baseline =
     managedFields === undefined ? undefined : baselineFrom(object, managedFields, fieldManager);
-  marks.record(owner, object, answer && liveMetadata(answer.metadata), baseline);
+  marks.recordWrite(owner, object, answer && liveMetadata(answer.metadata), baseline);
 }
 
 /** The copy the watch cache holds of an object, read through a subscription that ends at its first answer. */

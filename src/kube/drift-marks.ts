@@ -173,6 +173,33 @@ export class DriftMarks {
     });
   }
 
+  /**
+   * Notes mooring's write of `object`, as `record` does, with one difference: a write of the same manifest to the
+   * same object (a drift correction, a sync of an unchanged commit) cannot make a field others added part of the
+   * baseline. A hand edit that lands between a pass's judgement and its write is merged into the write by a
+   * server-side apply, so the answer shows it; it is still drift. Such a mark keeps only the fields its previous
+   * baseline knew and holds no resourceVersion, so the next pass reads the managed fields and puts it back.
+   */
+  recordWrite(owner: string, object: KubeObject, live: LiveMetadata | undefined, baseline?: Baseline): void {
+    const previous = this.get(owner, object);
+    if (
+      live &&
+      baseline &&
+      previous?.baseline &&
+      previous.uid === live.uid &&
+      previous.desired === desiredDigest(object)
+    ) {
+      const known = previous.baseline.added;
+      if (baseline.added.some((path) => !known.includes(path))) {
+        const added = baseline.added.filter((path) => known.includes(path));
+        const { resourceVersion: _, ...rest } = live;
+        this.record(owner, object, rest, { gone: baseline.gone, added });
+        return;
+      }
+    }
+    this.record(owner, object, live, baseline);
+  }
+
   /** Forgets the owner's marks of objects it no longer renders (older versions, pruned objects). */
   retain(owner: string, objects: readonly KubeObject[]): void {
     const marks = this.owners.get(owner);

@@ -218,6 +218,33 @@ describe('drift marks', () => {
     expect(marks.get('web', v1)).toBeUndefined();
   });
 
+  it('a write of the same manifest does not take a field another manager added into the baseline', () => {
+    const marks = new DriftMarks();
+    marks.enabled = true;
+    const live = { uid: 'w', resourceVersion: '10', generation: 1 };
+    marks.recordWrite('web', web, live, none);
+    // An env var set by hand lands between a pass's judgement (replicas scaled) and its write: the answer of the
+    // correcting apply shows it owned by kubectl-set.
+    const merged = { gone: [], added: [`${env}[name=DEBUG]`] };
+    marks.recordWrite('web', web, { uid: 'w', resourceVersion: '14', generation: 3 }, merged);
+    const after = marks.get('web', web);
+    expect(after).toMatchObject({ uid: 'w', resourceVersion: undefined, baseline: none });
+    // So the next pass reads the copy's managed fields, and finds the env var as drift.
+    const copyNow = copy(
+      { uid: 'w', resourceVersion: '14', generation: 3 },
+      owners('web-reapplied-after-edit.json'),
+    );
+    expect(judgeCopy(after, web, copyNow, 'mooring')).toMatchObject({
+      verdict: 'drifted',
+      added: [`${env}[name=DEBUG]`],
+    });
+    // The first write of an object, or of a changed manifest, takes what it finds (as a sync always has).
+    const fresh = new DriftMarks();
+    fresh.enabled = true;
+    fresh.recordWrite('web', web, live, merged);
+    expect(fresh.get('web', web)).toMatchObject({ resourceVersion: '10', baseline: merged });
+  });
+
   it('hold no content: a digest keyed per process, the same for the same object', () => {
     const secret: KubeObject = {
       apiVersion: 'v1',
