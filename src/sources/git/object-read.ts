@@ -4,9 +4,9 @@
 // delta: its data, its base and its result), and delta chains resolved from their bases, recent bases kept in a
 // small cache per store view. Trees and commits are parsed here too (only the fields mooring reads).
 import { closeSync, openSync, readSync } from 'node:fs';
-import zlib from 'node:zlib';
 import { StalledError } from '../../errors.ts';
 import { applyDelta } from './delta.ts';
+import { inflateSized, inflateWhole } from './inflate.ts';
 import { locate } from './object-size.ts';
 import { isDelta } from './pack-file.ts';
 import {
@@ -150,7 +150,7 @@ function entryHeader(fd: number, pack: string, offset: number): EntryHeader {
 function inflateEntry(fd: number, pack: string, position: number, size: number): Buffer {
   // A zlib stream is at most its data plus 5 bytes per 16 KiB stored block and a few more.
   const input = readAt(fd, position, size + 5 * Math.ceil((size + 1) / 16_383) + 64);
-  const data = zlib.inflateSync(input, { maxOutputLength: Math.max(size, 1) });
+  const data = inflateSized(input, size);
   if (data.length !== size)
     throw new Error(`${pack}: entry at ${position} holds ${data.length} bytes, not ${size}`);
   return data;
@@ -178,7 +178,7 @@ function readLoose(gitdir: string, oid: string): GitObject {
       chunks.push(chunk);
       at += chunk.length;
     }
-    raw = zlib.inflateSync(Buffer.concat(chunks));
+    raw = inflateWhole(Buffer.concat(chunks));
   } finally {
     closeSync(fd);
   }

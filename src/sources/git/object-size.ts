@@ -8,7 +8,7 @@
 import { closeSync, openSync, readSync } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import zlib from 'node:zlib';
+import { inflateStart } from './inflate.ts';
 import { isDelta } from './pack-file.ts';
 import {
   type EntryHeader,
@@ -131,7 +131,7 @@ function inflatedStart(fd: number, position: number, enough: (start: Buffer) => 
   // A compressed block's own header can take a few hundred bytes before the first output.
   for (const length of [1024, 64 * 1024]) {
     const input = readAt(fd, position, length);
-    const start = zlib.inflateSync(input, { finishFlush: zlib.constants.Z_SYNC_FLUSH });
+    const start = inflateStart(input);
     if (enough(start) || input.length < length) return start;
   }
   throw new Error(`no header in the first 64 KiB at ${position}`);

@@ -4,6 +4,7 @@
 import { open } from 'node:fs/promises';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import zlib from 'node:zlib';
+import { inflateSizedInfo, inflateStart } from './inflate.ts';
 import { OBJ_OFS_DELTA, OBJ_REF_DELTA, readDeltaSizes } from './pack-header.ts';
 
 const READAHEAD = 128 * 1024;
@@ -78,13 +79,10 @@ export class PackReader {
     const bound = size + 5 * Math.ceil((size + 1) / 16_383) + 64;
     const input = await this.read(position, bound);
     try {
-      const { buffer, engine } = zlib.inflateSync(input, { info: true }) as unknown as {
-        buffer: Buffer;
-        engine: { bytesWritten: number };
-      };
+      const { buffer, consumed } = inflateSizedInfo(input, size);
       if (buffer.length !== size)
         throw new Error(`pack entry at ${position}: ${buffer.length} bytes, expected ${size}`);
-      return { data: buffer, consumed: engine.bytesWritten };
+      return { data: buffer, consumed };
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'Z_BUF_ERROR') throw error;
     }
@@ -153,7 +151,7 @@ export class PackReader {
       const input = await this.read(dataPosition, length);
       let start: Buffer;
       try {
-        start = zlib.inflateSync(input, { finishFlush: zlib.constants.Z_SYNC_FLUSH });
+        start = inflateStart(input);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === 'Z_BUF_ERROR') continue;
         throw error;
