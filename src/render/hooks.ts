@@ -134,14 +134,7 @@ export function hookRole(item: SourcedObject, event: HookEvent, errors: RenderEr
     }
   }
   if (names.length === 0) errors.push(new RenderError(`${annotation} is empty`, where(annotation)));
-  if (phases.size === 0)
-    return {
-      role: 'skipped',
-      why: never
-        ? `${annotation}: ${names.join(', ')}`
-        : `${annotation}: ${names.join(', ')} (not run on ${event})`,
-    };
-
+  // Weight and policies are read whether or not the hook runs on this event: render checks every hook once.
   const weightAnnotation = helm !== undefined ? HELM_HOOK_WEIGHT : ARGO_SYNC_WAVE;
   const rawWeight = (annotations[weightAnnotation] ?? '0').trim();
   let weight = 0;
@@ -167,6 +160,14 @@ export function hookRole(item: SourcedObject, event: HookEvent, errors: RenderEr
   }
   // No policy is Helm's and Argo CD's default: before-hook-creation.
   if (policies.size === 0) policies.add('before-hook-creation');
+  if (phases.size === 0)
+    return {
+      role: 'skipped',
+      why: never
+        ? `${annotation}: ${names.join(', ')}`
+        : `${annotation}: ${names.join(', ')} (not run on ${event})`,
+    };
+
   const flavor = helm !== undefined ? 'helm' : 'argo';
   const runs = PHASE_ORDER.filter((p) => phases.has(p)).map(
     (phase): Hook => ({ phase, weight, deletePolicies: policies, label: phases.get(phase) ?? '', flavor }),
