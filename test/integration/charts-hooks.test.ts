@@ -4,17 +4,25 @@
 // ServiceAccount, Role and RoleBinding hooks run in each phase of each event they name and are deleted once the
 // whole phase succeeded, after the Job that runs under them; install hooks on a release's first deploy, even
 // when the namespace already holds other objects of the same owner (its CRDs).
-import { cp, writeFile } from 'node:fs/promises';
+import { cp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AppsV1Api, BatchV1Api, CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KubeApi } from '../../src/kube/api.ts';
+import { Ledger } from '../../src/report/ledger.ts';
 import {
+  agentConfig,
+  bareRepo,
+  clusterConfig,
   crdManifest,
   deployTo,
   eventually,
   kubeConfig,
   kubectl,
   manifestDir,
+  mooring,
+  startAgent,
+  startStatusReceiver,
   tempDir,
   testbed,
   useNamespace,
@@ -27,6 +35,17 @@ async function chartCopy(): Promise<string> {
   const dir = join(await tempDir('mooring-certgen-'), 'certgen');
   await cp(FIXTURE, dir, { recursive: true });
   return dir;
+}
+
+/** The chart's files under `under/`, for a commit. */
+async function chartFiles(under: string): Promise<Record<string, string>> {
+  const files: Record<string, string> = {};
+  for (const entry of await readdir(FIXTURE, { recursive: true, withFileTypes: true }))
+    if (entry.isFile()) {
+      const path = join(entry.parentPath, entry.name);
+      files[`${under}/${path.slice(FIXTURE.length + 1)}`] = await readFile(path, 'utf8');
+    }
+  return files;
 }
 
 const SA = 'serviceaccount/certgen-admission';
@@ -141,4 +160,81 @@ describe('certgen chart after its CRDs in the same namespace', () => {
     expect(chart.code, chart.stdout + chart.stderr).toBe(0);
     expect(hookLines(chart.stdout)).toEqual(expectedHooks('install'));
   }, 180_000);
+});
+
+describe('certgen chart in the agent: install, upgrade, rollback', () => {
+  const ns = useNamespace('charts-hooks-agent');
+  const agentNs = useNamespace('charts-hooks-agent-mooring');
+
+  it('records install hooks, then upgrade hooks; a rollback runs none of them, as helm rollback', async () => {
+    process.env.MOORING_HELM = testbed().tools.helm;
+    const repo = await bareRepo(`charts-hooks-${Date.now().toString(36)}/certgen`);
+    const first = await repo.commit(await chartFiles('certgen'));
+    const statuses = await startStatusReceiver();
+    const configFile = join(await tempDir(), 'mooring.yaml');
+    await writeFile(
+      configFile,
+      await agentConfig({
+        cluster: { namespace: agentNs() },
+        git: [{ name: 'app', repo }],
+        deployments: [
+          {
+            name: 'certgen',
+            namespace: ns(),
+            source: 'app',
+            helm: { chart: 'certgen', valuesFiles: ['certgen/values.yaml'] },
+          },
+        ],
+        statuses,
+      }),
+    );
+    const agent = startAgent({ file: configFile });
+    const api = new KubeApi(clusterConfig());
+    const releases = async () => (await new Ledger(api, agentNs()).read('certgen')).releases;
+    /** A release's hook runs as `phase object outcome deleted`. */
+    const runs = (release: Awaited<ReturnType<typeof releases>>[number] | undefined) =>
+      (release?.hooks ?? []).map((h) => `${h.hook} ${h.object} ${h.outcome}${h.deleted ? ' deleted' : ''}`);
+    const expected = (event: string) =>
+      ['pre', 'post'].flatMap((phase) => [
+        `${phase}-${event} ServiceAccount ${ns()}/certgen-admission succeeded deleted`,
+        `${phase}-${event} Role ${ns()}/certgen-admission succeeded deleted`,
+        `${phase}-${event} RoleBinding ${ns()}/certgen-admission succeeded deleted`,
+        `${phase}-${event} Job ${ns()}/certgen-admission-${phase === 'pre' ? 'create' : 'patch'} succeeded deleted`,
+      ]);
+    const image = async () =>
+      (
+        await kubeConfig()
+          .makeApiClient(AppsV1Api)
+          .readNamespacedDeployment({ name: 'certgen-gateway', namespace: ns() })
+      ).spec?.template.spec?.containers[0]?.image;
+    try {
+      expect(await eventually('install', async () => statuses.ended(first), 90_000)).toMatchObject({
+        state: 'success',
+      });
+      expect(runs((await releases())[0])).toEqual(expected('install'));
+
+      const upgraded = await repo.commit({
+        'certgen/values.yaml': (await readFile(join(FIXTURE, 'values.yaml'), 'utf8')).replace(
+          'gateway:1.0',
+          'gateway:1.1',
+        ),
+      });
+      expect(await eventually('upgrade', async () => statuses.ended(upgraded), 90_000)).toMatchObject({
+        state: 'success',
+      });
+      expect(runs((await releases())[0])).toEqual(expected('upgrade'));
+      expect(await image()).toBe('gateway:1.1');
+
+      // The chart has no rollback hooks: `helm rollback` would run none, and neither does mooring.
+      const back = await mooring('rollback', 'certgen', '--config', configFile);
+      expect(back.code, back.stdout + back.stderr).toBe(0);
+      const rolled = (await releases())[0];
+      expect(rolled).toMatchObject({ trigger: 'rollback', result: 'stable' });
+      expect(runs(rolled)).toEqual([]);
+      expect(await image()).toBe('gateway:1.0');
+    } finally {
+      api.close();
+      await agent.stop();
+    }
+  }, 300_000);
 });
