@@ -115,8 +115,13 @@ describe('hookOrder', () => {
 });
 
 describe('hookRole: annotations checked whatever the event', () => {
-  it.each(['install', 'upgrade', 'rollback'] as const)('a bad weight of a pre-install hook, on %s', (event) => {
-    const { errors } = roleOf({ 'helm.sh/hook': 'pre-install', 'helm.sh/hook-weight': 'first' }, event);
-    expect(errors).toEqual([expect.stringContaining('helm.sh/hook-weight must be an integer, not "first"')]);
-  });
+  it.each(['install', 'upgrade', 'rollback'] as const)(
+    'a bad weight of a pre-install hook, on %s',
+    (event) => {
+      const { errors } = roleOf({ 'helm.sh/hook': 'pre-install', 'helm.sh/hook-weight': 'first' }, event);
+      expect(errors).toEqual([
+        expect.stringContaining('helm.sh/hook-weight must be an integer, not "first"'),
+      ]);
+    },
+  );
 });
