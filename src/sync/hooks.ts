@@ -3,7 +3,8 @@
 // it succeeds, any other kind until stable), and deleted per its policy as Helm's execHook does it: before-hook-
 // creation just before the hook is written, hook-succeeded once the whole phase succeeded (so a ServiceAccount
 // hook of weight -5 is there for the Job of weight 1 that runs under it), hook-failed when it failed. The first
-// step that fails stops the phase: its error names the hook and why. Applying, waiting and deleting are the deploy's own (one Applier, one cluster cache), passed in.
+// step that fails stops the phase: its error names the hook and why. Applying, waiting and deleting are the
+// deploy's own (one Applier, one cluster cache), passed in.
 // Hooks own only what they created (src/render/hook-owner.ts): every hook of the sync is checked before anything
 // is written (checkHooks), and the actions refuse again, on the reads they make anyway, an object that took a
 // hook's name since.
