@@ -1,8 +1,8 @@
 // Hooks, as Helm and Argo CD users write them (docs/hooks.md): objects that are not part of the release but run
 // at a point of the sync. Pure: which hook an object is, for which event, in what order, and when it is deleted.
 //
-// - Helm: `helm.sh/hook` names events (pre-install, post-install: a deployment's first sync; pre-upgrade,
-//   post-upgrade: later ones; pre-rollback, post-rollback: `mooring rollback`), `helm.sh/hook-weight` orders them,
+// - Helm: `helm.sh/hook` names events (pre-install, post-install: a release's first deploy; pre-upgrade,
+//   post-upgrade: later ones (src/sync/hook-event.ts); pre-rollback, post-rollback: `mooring rollback`), `helm.sh/hook-weight` orders them,
 //   `helm.sh/hook-delete-policy` says when they go (before-hook-creation by default). `test` hooks are skipped, as
 //   are pre-delete/post-delete (nothing is uninstalled).
 // - Argo CD: `argocd.argoproj.io/hook` PreSync, Sync, PostSync, SyncFail, Skip; `argocd.argoproj.io/sync-wave`
@@ -10,7 +10,7 @@
 //   default).
 // Hooks are never versioned, recorded in the inventory or pruned; the release records how each ran.
 import { RenderError } from './errors.ts';
-import { describeObject, fieldOrigin, type KubeObject, type SourcedObject } from './manifest.ts';
+import { describeObject, fieldOrigin, type SourcedObject } from './manifest.ts';
 
 export const HELM_HOOK = 'helm.sh/hook';
 export const HELM_HOOK_WEIGHT = 'helm.sh/hook-weight';
@@ -29,17 +29,19 @@ export type DeletePolicy = 'before-hook-creation' | 'hook-succeeded' | 'hook-fai
 
 export interface Hook {
   phase: HookPhase;
-  /** Lower first; hooks of one weight run together. */
+  /** Lower first. Helm runs its hooks one at a time; Argo CD runs the hooks of one wave together. */
   weight: number;
   deletePolicies: ReadonlySet<DeletePolicy>;
   /** How users name it: `pre-upgrade`, `PreSync`. */
   label: string;
+  flavor: 'helm' | 'argo';
 }
 
 /** How an object of the set takes part in a sync of this event. */
 export type HookRole =
   | { role: 'release' }
-  | { role: 'hook'; hook: Hook }
+  /** One run per phase of this event that the object names (Helm's `pre-install,post-install`: both), in order. */
+  | { role: 'hook'; runs: Hook[] }
   /** A hook of other events (a pre-install hook in an upgrade), a test hook, or `Skip`: not applied at all. */
   | { role: 'skipped'; why: string };
 
@@ -106,43 +108,33 @@ export function hookRole(item: SourcedObject, event: HookEvent, errors: RenderEr
   }
   const annotation = helm !== undefined ? HELM_HOOK : ARGO_HOOK;
   const names = list(helm ?? argo ?? '');
-  let phase: HookPhase | undefined;
-  let label = '';
+  // Every phase of this event the object names runs it, as Helm's execHook and Argo CD's sync phases do: a
+  // `pre-install,post-install` hook runs before the release objects and again after them.
+  const phases = new Map<HookPhase, string>();
   let never = false;
-  for (const name of names) {
+  for (const written of names) {
     if (helm !== undefined) {
+      // Helm reads event names without regard to case.
+      const name = written.toLowerCase();
       const known = HELM_EVENTS[name];
       if (known === undefined) {
-        errors.push(new RenderError(`${HELM_HOOK} names an unknown event "${name}"`, where(annotation)));
+        errors.push(new RenderError(`${HELM_HOOK} names an unknown event "${written}"`, where(annotation)));
         continue;
       }
       if (known === 'never') never = true;
-      else if (known.event === event && phase === undefined) {
-        phase = known.phase;
-        label = name;
-      }
+      else if (known.event === event && !phases.has(known.phase)) phases.set(known.phase, name);
     } else {
-      const known = ARGO_PHASES[name];
+      const known = ARGO_PHASES[written];
       if (known === undefined) {
-        errors.push(new RenderError(`${ARGO_HOOK} names an unknown hook "${name}"`, where(annotation)));
+        errors.push(new RenderError(`${ARGO_HOOK} names an unknown hook "${written}"`, where(annotation)));
         continue;
       }
       if (known === 'never') never = true;
-      else if (phase === undefined) {
-        phase = known;
-        label = name;
-      }
+      else if (!phases.has(known)) phases.set(known, written);
     }
   }
   if (names.length === 0) errors.push(new RenderError(`${annotation} is empty`, where(annotation)));
-  if (phase === undefined)
-    return {
-      role: 'skipped',
-      why: never
-        ? `${annotation}: ${names.join(', ')}`
-        : `${annotation}: ${names.join(', ')} (not run on ${event})`,
-    };
-
+  // Weight and policies are read whether or not the hook runs on this event: render checks every hook once.
   const weightAnnotation = helm !== undefined ? HELM_HOOK_WEIGHT : ARGO_SYNC_WAVE;
   const rawWeight = (annotations[weightAnnotation] ?? '0').trim();
   let weight = 0;
@@ -166,23 +158,21 @@ export function hookRole(item: SourcedObject, event: HookEvent, errors: RenderEr
         ),
       );
   }
+  // No policy is Helm's and Argo CD's default: before-hook-creation.
   if (policies.size === 0) policies.add('before-hook-creation');
-  return { role: 'hook', hook: { phase, weight, deletePolicies: policies, label } };
+  if (phases.size === 0)
+    return {
+      role: 'skipped',
+      why: never
+        ? `${annotation}: ${names.join(', ')}`
+        : `${annotation}: ${names.join(', ')} (not run on ${event})`,
+    };
+
+  const flavor = helm !== undefined ? 'helm' : 'argo';
+  const runs = PHASE_ORDER.filter((p) => phases.has(p)).map(
+    (phase): Hook => ({ phase, weight, deletePolicies: policies, label: phases.get(phase) ?? '', flavor }),
+  );
+  return { role: 'hook', runs };
 }
 
-/** Hooks in the order they run: by weight, then kind and name (as Helm sorts them). */
-export function hookOrder<T extends { object: KubeObject; hook: Hook }>(hooks: readonly T[]): T[][] {
-  const sorted = [...hooks].sort(
-    (a, b) =>
-      a.hook.weight - b.hook.weight ||
-      a.object.kind.localeCompare(b.object.kind) ||
-      a.object.metadata.name.localeCompare(b.object.metadata.name),
-  );
-  const groups: T[][] = [];
-  for (const item of sorted) {
-    const last = groups.at(-1);
-    if (last && last[0]?.hook.weight === item.hook.weight) last.push(item);
-    else groups.push([item]);
-  }
-  return groups;
-}
+const PHASE_ORDER: readonly HookPhase[] = ['pre', 'sync', 'post', 'fail'];

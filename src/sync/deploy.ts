@@ -45,6 +45,7 @@ import { type HealthRules, healthRulesFor } from '../stability/health.ts';
 import { judgedByMetadata, stabilityOf } from '../stability/rules.ts';
 import type { Stability } from '../stability/verdict.ts';
 import { type WaitResult, waitForStability } from '../stability/waiter.ts';
+import { releaseEvent } from './hook-event.ts';
 import { checkHooks, type HookActions, type HookTarget, hookRefusal, runHooks } from './hooks.ts';
 import { assertNotEmpty } from './prune.ts';
 
@@ -95,8 +96,8 @@ export interface DeployRequest {
   /** How to say what creates a missing `namespace`, in the error that names it. */
   namespaceAdvice?: string;
   /**
-   * What this sync is for Helm's hook events; by default an install when the owner's inventory is empty (its first
-   * sync), else an upgrade. `mooring rollback` says rollback.
+   * What this sync is for Helm's hook events; by default an install when the owner's inventory holds none of the
+   * release's objects (its first deploy, src/sync/hook-event.ts), else an upgrade. `mooring rollback` says rollback.
    */
   hookEvent?: HookEvent;
   /** false: hooks are neither run nor applied (a drift pass corrects the release, it is no new release). */
@@ -293,12 +294,15 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
     fieldManager: request.fieldManager ?? 'mooring',
   };
   // Hooks leave the release objects here: they are not in the inventory, the whole-set dry run or the wait; they
-  // run in their phases. Which Helm hooks run depends on the event: the first sync of an owner installs.
-  const splitHooks = (ctx: Context, event: HookEvent) => {
+  // run in their phases, each in every phase of this event it names. Which Helm hooks run depends on the event:
+  // `eventOf` is given the release objects (src/sync/hook-event.ts).
+  const splitHooks = (ctx: Context, eventOf: (release: readonly KubeObject[]) => HookEvent) => {
     const rendered = ctx.rendered as RenderResult;
     const parsed = ctx.parsed?.objects ?? [];
     const keep: number[] = [];
     const hooks: Record<HookPhase, HookTarget[]> = { pre: [], sync: [], post: [], fail: [] };
+    const event =
+      request.hookEvent ?? eventOf(rendered.objects.filter((o) => !isHookObject(o.metadata.annotations)));
     rendered.objects.forEach((object, i) => {
       const item = parsed[i];
       if (!item || !isHookObject(object.metadata.annotations)) {
@@ -308,14 +312,13 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       if (request.hooks === false) return;
       const role = hookRole(item, event, []);
       if (role.role === 'release') keep.push(i);
-      else if (role.role === 'hook')
-        hooks[role.hook.phase].push({
-          target: {
-            object: markHook(object, hookOwner.deployment),
-            plan: rendered.plan[i] as ApplyTarget['plan'],
-          },
-          hook: role.hook,
-        });
+      else if (role.role === 'hook') {
+        const target = {
+          object: markHook(object, hookOwner.deployment),
+          plan: rendered.plan[i] as ApplyTarget['plan'],
+        };
+        for (const hook of role.runs) hooks[hook.phase].push({ target, hook });
+      }
     });
     if (keep.length === rendered.objects.length) return;
     ctx.rendered = {
@@ -329,7 +332,7 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
     const inventory = request.inventory;
     if (!ctx.rendered) return;
     if (!inventory) {
-      splitHooks(ctx, request.hookEvent ?? 'install');
+      splitHooks(ctx, () => 'install');
       return;
     }
     const store = new InventoryStore(api, inventory.namespace);
@@ -345,10 +348,10 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       ctx.previous = await store.read(inventory.owner);
     } catch (error) {
       skipped(error);
-      splitHooks(ctx, request.hookEvent ?? 'upgrade');
+      splitHooks(ctx, () => 'upgrade');
       return;
     }
-    splitHooks(ctx, request.hookEvent ?? (ctx.previous?.length ? 'upgrade' : 'install'));
+    splitHooks(ctx, (release) => releaseEvent(ctx.previous, inventoryOf(release)));
     assertNotEmpty(
       inventory.owner,
       ctx.rendered.objects,

@@ -1,7 +1,10 @@
-// Running a sync's hooks (src/render/hooks.ts says which objects are hooks, of which phase and order): each
-// weight group applied together, waited on (a Job until it completes, a Pod until it succeeds, any other kind
-// until stable), and deleted per its policy. The first group that fails stops the phase: its error names the hook
-// and why. Applying, waiting and deleting are the deploy's own (one Applier, one cluster cache), passed in.
+// Running a sync's hooks (src/render/hooks.ts says which objects are hooks of which phase, hook-order.ts in what
+// order): each step (one Helm hook, or one Argo CD wave) applied, waited on (a Job until it completes, a Pod until
+// it succeeds, any other kind until stable), and deleted per its policy as Helm's execHook does it: before-hook-
+// creation just before the hook is written, hook-succeeded once the whole phase succeeded (so a ServiceAccount
+// hook of weight -5 is there for the Job of weight 1 that runs under it), hook-failed when it failed. The first
+// step that fails stops the phase: its error names the hook and why. Applying, waiting and deleting are the
+// deploy's own (one Applier, one cluster cache), passed in.
 // Hooks own only what they created (src/render/hook-owner.ts): every hook of the sync is checked before anything
 // is written (checkHooks), and the actions refuse again, on the reads they make anyway, an object that took a
 // hook's name since.
@@ -9,8 +12,9 @@
 import type { HookRun } from '../contract.ts';
 import { errorMessage, StalledError } from '../errors.ts';
 import type { ApplyResult, ApplyTarget } from '../kube/apply.ts';
+import { hookOrder } from '../render/hook-order.ts';
 import { type HookOwner, refuseForeign } from '../render/hook-owner.ts';
-import { type Hook, hookOrder } from '../render/hooks.ts';
+import type { DeletePolicy, Hook } from '../render/hooks.ts';
 import { describeObject, type KubeObject } from '../render/manifest.ts';
 import { stabilityOf } from '../stability/rules.ts';
 import type { Stability } from '../stability/verdict.ts';
@@ -46,7 +50,9 @@ export function hookRefusal(owner: HookOwner): (live: KubeObject, wanted: KubeOb
  * its name is held by an object that is not an earlier run of it, whatever its delete policy.
  */
 export async function checkHooks(actions: HookActions, hooks: readonly HookTarget[]): Promise<void> {
-  if (hooks.length > 0) await actions.check(hooks.map((h) => h.target.object));
+  // A hook of several phases is one object: checked once.
+  const objects = [...new Set(hooks.map((h) => h.target.object))];
+  if (objects.length > 0) await actions.check(objects);
 }
 
 /** A hook is done when it has run: a Pod that is running and ready is still running, not done. */
@@ -59,22 +65,34 @@ export function hookStability(object: KubeObject, now: Date): Stability {
     : { state: 'progressing', message: `${describeObject(object)}: running` };
 }
 
-/** Runs the hooks of one phase in weight order; records each run with `onRun`. Throws HookFailedError. */
+/** A hook of the phase that ran: how, and what is left to say of it. */
+interface Ran {
+  target: ApplyTarget;
+  hook: Hook;
+  succeeded: boolean;
+  why: string;
+}
+
+/**
+ * Runs the hooks of one phase in their order; records each run with `onRun` once the phase is over (with whether
+ * its policy deleted it). Throws HookFailedError.
+ */
 export async function runHooks(
   actions: HookActions,
   hooks: readonly HookTarget[],
   onRun: (run: HookRun) => void,
 ): Promise<void> {
-  for (const group of hookOrder(hooks.map((h) => ({ ...h, object: h.target.object })))) {
+  const ran: Ran[] = [];
+  let failure: string | undefined;
+  for (const step of hookOrder(hooks.map((h) => ({ ...h, object: h.target.object })))) {
     // Only an earlier run of the hook is deleted (remove refuses anything else); apply refuses, on the live read
     // it makes before its dry run, a name another object took since checkHooks.
-    for (const { target, hook } of group)
-      if (hook.deletePolicies.has('before-hook-creation')) await actions.remove(target.object);
-    const results = await actions.apply(group.map((h) => h.target));
+    for (const { target, hook } of step)
+      if (deletable(target.object, hook, 'before-hook-creation')) await actions.remove(target.object);
+    const results = await actions.apply(step.map((h) => h.target));
     const wait = await actions.wait(results, hookStability);
     const verdicts = new Map(wait.verdicts.map((v) => [v.name, v.stability]));
-    let failure: string | undefined;
-    for (const { target, hook } of group) {
+    for (const { target, hook } of step) {
       const name = describeObject(target.object);
       const stability = verdicts.get(name);
       const succeeded = stability?.state === 'stable';
@@ -84,25 +102,40 @@ export async function runHooks(
         succeeded || wait.outcome !== 'timed-out' || stability?.state === 'failed'
           ? message
           : `did not finish in time: ${message}`;
-      const policy = succeeded ? 'hook-succeeded' : 'hook-failed';
-      // An object that took the hook's name during its run is not deleted: the run says why.
-      let kept = '';
-      const deleted = hook.deletePolicies.has(policy)
-        ? await actions.remove(target.object).catch((error: unknown) => {
-            kept = `; not deleted: ${errorMessage(error)}`;
-            return false;
-          })
-        : false;
-      onRun({
-        object: name,
-        apiVersion: target.object.apiVersion,
-        hook: hook.label,
-        outcome: succeeded ? 'succeeded' : 'failed',
-        message: why + kept,
-        deleted,
-      });
+      ran.push({ target, hook, succeeded, why });
       if (!succeeded) failure ??= `${hook.label} hook ${name} failed: ${why}`;
     }
-    if (failure) throw new HookFailedError(failure);
+    if (failure) break;
   }
+  // Helm deletes after the phase: hooks that succeeded per hook-succeeded (newest first, as Helm goes), one that
+  // failed per hook-failed, whether the phase succeeded or not.
+  const deleted = new Map<Ran, string | boolean>();
+  for (const run of [...ran].reverse()) {
+    if (!deletable(run.target.object, run.hook, run.succeeded ? 'hook-succeeded' : 'hook-failed')) continue;
+    // An object that took the hook's name during its run is not deleted: the run says why.
+    deleted.set(
+      run,
+      await actions
+        .remove(run.target.object)
+        .catch((error: unknown) => `; not deleted: ${errorMessage(error)}`),
+    );
+  }
+  for (const run of ran) {
+    const gone = deleted.get(run);
+    onRun({
+      object: describeObject(run.target.object),
+      apiVersion: run.target.object.apiVersion,
+      hook: run.hook.label,
+      outcome: run.succeeded ? 'succeeded' : 'failed',
+      message: run.why + (typeof gone === 'string' ? gone : ''),
+      deleted: gone === true,
+    });
+  }
+  if (failure) throw new HookFailedError(failure);
+}
+
+/** Whether the policy deletes the hook. Helm never deletes a CustomResourceDefinition hook (its objects would go). */
+function deletable(object: KubeObject, hook: Hook, policy: DeletePolicy): boolean {
+  if (hook.flavor === 'helm' && object.kind === 'CustomResourceDefinition') return false;
+  return hook.deletePolicies.has(policy);
 }
