@@ -49,6 +49,10 @@ spec:
     const widgets = await kubectl('get', `widgets.${group}`, '-n', ns, '-o', 'name');
     expect(widgets.code, widgets.stderr).toBe(0);
     expect(widgets.stdout.trim()).toBe('');
-    expect(result.stdout).not.toMatch(/configmap\/settings created|widget.* created|statefulset.* created/i);
+    const created = result.stdout.split('\n').filter((line) => / created/.test(line));
+    expect(created.map((line) => line.split(' ')[0])).toEqual([
+      `namespace/${ns}`,
+      `customresourcedefinition.apiextensions.k8s.io/widgets.${group}`,
+    ]);
   });
 });
