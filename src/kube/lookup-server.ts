@@ -80,7 +80,6 @@ export async function openLookupEndpoint(
 
   const answer = async (req: IncomingMessage): Promise<{ code: number; body: unknown }> => {
     const given = Buffer.from(req.headers.authorization ?? '');
-    console.error('REQ', req.method, req.url);
     if (given.length !== expected.length || !timingSafeEqual(given, expected))
       return { code: 401, body: status(401, 'Unauthorized', 'this endpoint answers its own render only') };
     const path = new URL(req.url ?? '/', 'http://lookup').pathname;
