@@ -6,7 +6,7 @@
 // version's resources), and objects (one, or a list) in the render's namespaces. Everything else is refused: any
 // write, another namespace, the agent's own namespace (its hash key and records), cluster-scoped objects, a
 // subresource. A refused read answers 404 (helm's lookup then gives an empty map, as in an offline render) and is
-// told in the render's warnings; a write answers 405.
+// told in the render's warnings (but for a cluster-scoped object by name: see askedBy); a write answers 405.
 // A versioned ConfigMap or Secret lives as `name-vNNN`: a lookup of `name` that finds no such object gets the newest
 // version, under the name the chart knows, so that the chart reads back what it generated before.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
@@ -42,7 +42,7 @@ const MAX_REFUSALS = 20;
 type Asked =
   | { type: 'discovery' }
   | { type: 'object'; base: string; namespace: string; plural: string; name?: string | undefined }
-  | { type: 'refused'; why: string };
+  | { type: 'refused'; why: string; quiet?: boolean };
 
 /** Reads a request path (no query) into what it asks; anything not recognised is refused. */
 export function askedBy(path: string): Asked {
@@ -61,7 +61,14 @@ export function askedBy(path: string): Asked {
     const [, namespace, plural, name] = rest as [string, string, string, string | undefined];
     return { type: 'object', base, namespace, plural, name };
   }
-  return { type: 'refused', why: `${path}: only objects in the deployment's namespaces can be looked up` };
+  // A cluster-scoped object by name: helm's install check reads each object the chart renders, so a chart with a
+  // ClusterRole asks for it on every render; it is refused without a warning.
+  const quiet = rest.length === 2;
+  return {
+    type: 'refused',
+    why: `${path}: only objects in the deployment's namespaces can be looked up`,
+    ...(quiet ? { quiet } : {}),
+  };
 }
 
 export async function openLookupEndpoint(
@@ -89,7 +96,7 @@ export async function openLookupEndpoint(
     }
     const asked = askedBy(path);
     if (asked.type === 'discovery') return { code: 200, body: await api.request('GET', path) };
-    if (asked.type === 'refused') return notFound(asked.why, refuse);
+    if (asked.type === 'refused') return notFound(asked.why, asked.quiet ? () => {} : refuse);
     if (!inScope(asked.namespace))
       return notFound(
         `${asked.plural} in namespace ${asked.namespace}: not a namespace of the deployment (${namespaces.join(', ')})`,

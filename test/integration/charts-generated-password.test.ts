@@ -15,6 +15,7 @@ import { KubeApi } from '../../src/kube/api.ts';
 import { openLookupEndpoint } from '../../src/kube/lookup-server.ts';
 import {
   clusterConfig,
+  crdManifest,
   deployTo,
   kubeConfig,
   manifestDir,
@@ -115,6 +116,33 @@ data:
       `lookup refused: secrets in namespace ${other()}: not a namespace of the deployment (${ns()})`,
     );
     expect(result.stderr).toContain('lookup refused: secrets in namespace kube-system');
+  });
+
+  it('renders a chart whose custom resources need its own CRD without lookup, and says so', async () => {
+    const group = `${ns()}.example.com`;
+    const dir = await manifestDir({ 'Chart.yaml': 'apiVersion: v2\nname: gizmos\nversion: 0.1.0\n' });
+    await mkdir(join(dir, 'templates'));
+    await writeFile(
+      join(dir, 'templates', 'all.yaml'),
+      `${crdManifest(group, 'gizmos', 'Gizmo')}---
+apiVersion: ${group}/v1
+kind: Gizmo
+metadata: {name: g}
+spec: {x: 1}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: pw}
+data:
+  password: {{ dig "data" "password" (randAlphaNum 8 | b64enc) (lookup "v1" "Secret" .Release.Namespace "pw") }}
+`,
+    );
+    const result = await mooring('render', dir, '--kubeconfig', testbed().kube.kubeconfig, '-n', ns());
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain('kind: Gizmo');
+    expect(result.stderr).toContain(
+      'rendered without lookup, so values the chart keeps with lookup are made anew (helm template failed: Error: unable to build kubernetes objects from release manifest: resource mapping not found',
+    );
   });
 
   it('refuses writes, other namespaces, cluster-wide reads and requests without its token', async () => {

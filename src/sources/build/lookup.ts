@@ -65,7 +65,7 @@ export async function renderWithLookup<T extends { warnings: string[] }>(
     } catch (error) {
       if (!(error instanceof StalledError) || !unmappedKind(error.message)) throw error;
       output = await run([]);
-      const why = error.message.split('\n')[0] ?? '';
+      const why = (error.message.split('\n')[0] ?? '').replace(`${request.label}: `, '');
       output.warnings.unshift(
         `${request.label}: rendered without lookup, so values the chart keeps with lookup are made anew (${why})`,
       );
