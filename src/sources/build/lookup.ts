@@ -1,7 +1,7 @@
 // What a chart's `lookup` reads through: an endpoint opened for one render (src/kube/lookup-server.ts serves it)
 // and handed to helm as a kubeconfig of its own, so that helm never holds the agent's credentials. Only the
 // interface lives here: sources/ does not reach the cluster; the caller that has one passes it in.
-import { writeFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { StalledError } from '../../errors.ts';
 
@@ -43,11 +43,11 @@ export interface LookupRequest {
  * said so. The kubeconfig is written into helm's throwaway home, readable by this user only.
  */
 export async function renderWithLookup<T extends { warnings: string[] }>(
-  request: LookupRequest & { namespace: string; label: string },
+  request: LookupRequest & { namespace: string; label: string; chart?: string | undefined },
   home: string,
   run: (extraArgs: readonly string[]) => Promise<T>,
 ): Promise<T> {
-  if (!request.lookup) return run([]);
+  if (!request.lookup || (request.chart !== undefined && !(await mayLookUp(request.chart)))) return run([]);
   const endpoint = await request.lookup.open(request.lookupNamespaces ?? [request.namespace]);
   try {
     const kubeconfig = join(home, 'lookup-kubeconfig');
@@ -75,4 +75,22 @@ export async function renderWithLookup<T extends { warnings: string[] }>(
   } finally {
     await endpoint.close();
   }
+}
+
+const TEMPLATE_FILE = /\.(ya?ml|tpl|txt|json)$/;
+
+/**
+ * Whether a chart may call `lookup`: one of its template files names it, or it holds a packaged subchart (not read
+ * here). A chart that never looks anything up is rendered as without a cluster: no endpoint, and none of what
+ * helm's server-side render needs (every kind it holds served).
+ */
+export async function mayLookUp(chart: string): Promise<boolean> {
+  const entries = await readdir(chart, { recursive: true, withFileTypes: true });
+  for (const entry of entries) {
+    if (!entry.isFile()) continue;
+    if (entry.name.endsWith('.tgz')) return true;
+    if (!TEMPLATE_FILE.test(entry.name)) continue;
+    if (/\blookup\b/.test(await readFile(join(entry.parentPath, entry.name), 'utf8'))) return true;
+  }
+  return false;
 }

@@ -1,9 +1,14 @@
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { StalledError } from '../../../src/errors.ts';
-import { type ChartLookup, renderWithLookup, unmappedKind } from '../../../src/sources/build/lookup.ts';
+import {
+  type ChartLookup,
+  mayLookUp,
+  renderWithLookup,
+  unmappedKind,
+} from '../../../src/sources/build/lookup.ts';
 
 const homes: string[] = [];
 afterEach(async () => {
@@ -111,5 +116,45 @@ describe('rendering with lookup', () => {
     ['forbidden', false],
   ])('%s is an unmapped kind: %s', (message, expected) => {
     expect(unmappedKind(message)).toBe(expected);
+  });
+});
+
+describe('whether a chart may look anything up', () => {
+  it.each([
+    [{ 'templates/secret.yaml': '{{ lookup "v1" "Secret" .Release.Namespace "x" }}' }, true],
+    [
+      { 'templates/_helpers.tpl': '{{- define "p" -}}{{ (lookup "v1" "Secret" "" "").items }}{{- end -}}' },
+      true,
+    ],
+    [{ 'charts/common/templates/_lookup.tpl': '{{ lookup "v1" "ConfigMap" "a" "b" }}' }, true],
+    [{ 'charts/common-1.0.0.tgz': 'packed' }, true],
+    [{ 'templates/deployment.yaml': 'kind: Deployment # lookups: none' }, false],
+    [{ 'templates/cm.yaml': 'data: {lookupTable: x}' }, false],
+    [{ 'README.md': 'uses lookup' }, false],
+  ])('%j: %s', async (files, expected) => {
+    const dir = await home();
+    for (const [path, text] of Object.entries(files)) {
+      await mkdir(join(dir, path, '..'), { recursive: true });
+      await writeFile(join(dir, path), text);
+    }
+    expect(await mayLookUp(dir)).toBe(expected);
+  });
+
+  it('opens no endpoint for a chart that never looks anything up', async () => {
+    const dir = await home();
+    await mkdir(join(dir, 'templates'));
+    await writeFile(join(dir, 'templates', 'cm.yaml'), 'kind: ConfigMap');
+    const { lookup, seen } = recorded();
+    const calls: (readonly string[])[] = [];
+    await renderWithLookup(
+      { namespace: 'shop', label: 'c', chart: dir, lookup },
+      await home(),
+      async (extra) => {
+        calls.push(extra);
+        return { warnings: [] };
+      },
+    );
+    expect(calls).toEqual([[]]);
+    expect(seen.closed).toBe(false);
   });
 });
