@@ -4,7 +4,7 @@
 // a loopback endpoint of the render's own (src/kube/lookup-server.ts), which reads only the deployment's
 // namespaces and never writes: a chart that looks up another namespace's Secret gets nothing and a warning, and the
 // endpoint refuses writes, other namespaces, cluster-wide lists and requests without its token.
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,12 +14,19 @@ import { parse } from 'yaml';
 import { KubeApi } from '../../src/kube/api.ts';
 import { openLookupEndpoint } from '../../src/kube/lookup-server.ts';
 import {
+  agentConfig,
+  bareRepo,
   clusterConfig,
   crdManifest,
   deployTo,
+  eventually,
   kubeConfig,
+  kubectl,
   manifestDir,
   mooring,
+  startAgent,
+  startStatusReceiver,
+  tempDir,
   testbed,
   useNamespace,
 } from './helpers.ts';
@@ -29,6 +36,7 @@ const CHART = fileURLToPath(new URL('../fixtures/charts/generated-password', imp
 describe('a chart that keeps its generated password with lookup', () => {
   const ns = useNamespace('genpw');
   const other = useNamespace('genpw-other');
+  const agentTarget = useNamespace('genpw-agent');
   beforeAll(() => {
     process.env.MOORING_HELM = testbed().tools.helm;
   });
@@ -87,6 +95,54 @@ describe('a chart that keeps its generated password with lookup', () => {
     expect(await secrets()).toEqual(['r-db-v000']);
     expect(await password('r-db-v000')).toBe(kept);
   });
+
+  it('the agent keeps the password over its syncs, and mooring diff --deployment exits 0', async () => {
+    const target = agentTarget();
+    const suffix = Date.now().toString(36);
+    const repo = await bareRepo(`genpw-${suffix}/app`);
+    const files: Record<string, string> = {};
+    for (const path of await readdir(CHART, { recursive: true })) {
+      const text = await readFile(join(CHART, path), 'utf8').catch(() => undefined);
+      if (text !== undefined) files[`charts/db/${path}`] = text;
+    }
+    const first = await repo.commit(files);
+    const receiver = await startStatusReceiver();
+    const agentNs = `mooring-genpw-${suffix}`;
+    const configText = await agentConfig({
+      cluster: { name: 'genpw', namespace: agentNs },
+      git: [{ name: 'app', repo }],
+      deployments: [
+        { name: 'db', namespace: target, source: 'app', helm: { chart: 'charts/db', releaseName: 'r' } },
+      ],
+      statuses: receiver,
+    });
+    const configFile = join(await tempDir(), 'mooring.yaml');
+    await writeFile(configFile, configText);
+    const agent = startAgent(configText);
+    const ended = (sha: string) => receiver.statuses().find((st) => st.sha === sha && st.state !== 'pending');
+    const secretsOf = async () =>
+      (await core().listNamespacedSecret({ namespace: target })).items
+        .filter((x) => x.metadata?.name?.startsWith('r-db'))
+        .map((x) => [x.metadata?.name, x.data?.password]);
+    try {
+      await eventually('the chart deployed', async () => ended(first), 120_000);
+      expect(ended(first)?.state).toBe('success');
+      const before = await secretsOf();
+      expect(before.map(([name]) => name)).toEqual(['r-db-v000']);
+      // A commit in the chart's folder that changes none of its output: rendered and applied again, a no-op.
+      const second = await repo.commit({ 'charts/db/README.md': 'A database.\n' });
+      await eventually('the second commit synced', async () => ended(second), 120_000);
+      expect(ended(second)?.state).toBe('success');
+      expect(await secretsOf()).toEqual(before);
+      const diff = await mooring('diff', '--deployment', 'db', '--config', configFile);
+      expect(diff.code, diff.stdout + diff.stderr).toBe(0);
+      expect(diff.stdout).toMatch(/0 objects changed, 0 added, 3 unchanged/);
+    } finally {
+      await agent.stop();
+      await receiver.close();
+      await kubectl('delete', 'namespace', agentNs, '--wait=false', '--ignore-not-found');
+    }
+  }, 300_000);
 
   it("gives a chart nothing of another namespace's Secret, and says so", async () => {
     await core().createNamespacedSecret({
