@@ -46,12 +46,14 @@ type Asked =
 
 /** Reads a request path (no query) into what it asks; anything not recognised is refused. */
 export function askedBy(path: string): Asked {
+  // The path is the chart's to choose: a warning quotes at most this much of it.
+  const shown = path.length > 200 ? `${path.slice(0, 200)}…` : path;
   if (path === '/version' || path === '/api' || path === '/apis') return { type: 'discovery' };
   const parts = path.split('/').slice(1);
   if (!parts.every((p) => SEGMENT.test(p)))
-    return { type: 'refused', why: `${path}: not a path a lookup reads` };
+    return { type: 'refused', why: `${shown}: not a path a lookup reads` };
   const core = parts[0] === 'api';
-  if (!core && parts[0] !== 'apis') return { type: 'refused', why: `${path}: not a path a lookup reads` };
+  if (!core && parts[0] !== 'apis') return { type: 'refused', why: `${shown}: not a path a lookup reads` };
   const baseLength = core ? 2 : 3;
   // `/api/v1`, `/apis/apps`, `/apis/apps/v1`: discovery.
   if (parts.length <= baseLength) return { type: 'discovery' };
@@ -66,7 +68,7 @@ export function askedBy(path: string): Asked {
   const quiet = rest.length === 2;
   return {
     type: 'refused',
-    why: `${path}: only objects in the deployment's namespaces can be looked up`,
+    why: `${shown}: only objects in the deployment's namespaces can be looked up`,
     ...(quiet ? { quiet } : {}),
   };
 }
@@ -91,7 +93,7 @@ export async function openLookupEndpoint(
       return { code: 401, body: status(401, 'Unauthorized', 'this endpoint answers its own render only') };
     const path = new URL(req.url ?? '/', 'http://lookup').pathname;
     if (req.method !== 'GET') {
-      refuse(`${req.method} ${path}: refused, a lookup only reads`);
+      refuse(`${req.method} ${path.slice(0, 200)}: refused, a lookup only reads`);
       return { code: 405, body: status(405, 'MethodNotAllowed', 'a lookup only reads') };
     }
     const asked = askedBy(path);
