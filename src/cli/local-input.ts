@@ -9,6 +9,7 @@ import { configSchema, type MooringConfig } from '../config/schema.ts';
 import { StalledError } from '../errors.ts';
 import { type ManifestFile, parseManifestFiles } from '../render/parse.ts';
 import type { RenderOptions } from '../render/render.ts';
+import type { ChartLookup } from '../sources/build/lookup.ts';
 import {
   type ClusterCapabilities,
   hasSubfolders,
@@ -112,9 +113,15 @@ export async function readLocalInput(
     capabilities?: () => Promise<ClusterCapabilities>;
     /** Where kustomize's and helm's warnings are printed (`warning: …`), before anything is rendered. */
     warn?: (text: string) => void;
+    /** Serves a chart's `lookup` of live objects (not offline). */
+    lookup?: ChartLookup;
   } = {},
 ): Promise<ManifestFile[]> {
-  const ctx: ManifestContext = { config: cliConfig(flags), capabilities: options.capabilities };
+  const ctx: ManifestContext = {
+    config: cliConfig(flags),
+    capabilities: options.capabilities,
+    lookup: options.lookup,
+  };
   const files = await pathManifests(ctx, {
     paths,
     recursive: flags.recursive ?? false,

@@ -17,18 +17,26 @@ export interface Placed {
 /** Rejected before anything was written: every object the server refused, with its place and the server's words. */
 export class ApplyRejectedError extends StalledError {
   readonly problems: readonly string[];
-  constructor(problems: readonly string[]) {
+  /** What was written before the refusal: the set's own Namespaces and CRDs its other objects needed to be validated. */
+  readonly written: readonly string[];
+  constructor(problems: readonly string[], written: readonly string[] = []) {
     super(
-      `the API server rejected ${problems.length === 1 ? 'an object' : `${problems.length} objects`}; nothing was applied:\n${problemLines(problems)}`,
+      `the API server rejected ${problems.length === 1 ? 'an object' : `${problems.length} objects`}; ${nothingApplied(written)}:\n${problemLines(problems)}`,
     );
     this.problems = problems;
+    this.written = written;
   }
 
   /** The first refusal (file:line, object, the server's reason) and how many more: a commit status's one line. */
   get headline(): string {
     const more = this.problems.length - 1;
-    return `${this.problems[0] ?? ''}${more > 0 ? ` (and ${more} more refused)` : ''}; nothing was applied`;
+    return `${this.problems[0] ?? ''}${more > 0 ? ` (and ${more} more refused)` : ''}; ${nothingApplied(this.written)}`;
   }
+}
+
+function nothingApplied(written: readonly string[]): string {
+  if (written.length === 0) return 'nothing was applied';
+  return `nothing was applied but ${written.join(', ')}, created first to validate what they hold`;
 }
 
 /** Causes the server listed at most (a CRD with many rules); the rest are counted. */

@@ -38,3 +38,33 @@ export function inPhases<T>(items: readonly T[], kindOf: (item: T) => string): T
   }
   return [...byPhase.keys()].sort((a, b) => a - b).map((phase) => byPhase.get(phase) ?? []);
 }
+
+interface Placed {
+  object: {
+    apiVersion: string;
+    kind: string;
+    metadata: { name: string; namespace?: string | undefined };
+    spec?: unknown;
+  };
+}
+
+/**
+ * The objects of `set` that `waiting` (objects that cannot be dry-run yet) need before their dry run: the set's own
+ * Namespaces they are in and the set's CRDs that define their kinds. These are written first, alone, so that the
+ * rest is validated whole before anything else is written.
+ */
+export function prerequisitesOf<T extends Placed>(waiting: readonly T[], set: readonly T[]): T[] {
+  const namespaces = new Set(waiting.map((t) => t.object.metadata.namespace).filter((n) => n !== undefined));
+  const kinds = new Set(waiting.map((t) => `${groupOf(t.object.apiVersion)}/${t.object.kind}`));
+  return set.filter(({ object }) => {
+    if (object.kind === 'Namespace' && object.apiVersion === 'v1')
+      return namespaces.has(object.metadata.name);
+    if (object.kind !== 'CustomResourceDefinition') return false;
+    const spec = object.spec as { group?: unknown; names?: { kind?: unknown } } | undefined;
+    return kinds.has(`${String(spec?.group)}/${String(spec?.names?.kind)}`);
+  });
+}
+
+function groupOf(apiVersion: string): string {
+  return apiVersion.includes('/') ? (apiVersion.split('/')[0] ?? '') : '';
+}

@@ -9,7 +9,7 @@ import { describeObject, type KubeObject } from '../render/manifest.ts';
 import type { PlanEntry } from '../render/render.ts';
 import { JsonText, type KubeApi, METADATA_OBJECT, type RequestSpec } from './api.ts';
 import { ApplyRejectedError, explain, place, writeFailure } from './apply-errors.ts';
-import { inPhases } from './apply-order.ts';
+import { inPhases, prerequisitesOf } from './apply-order.ts';
 import { onlyClientSideConflicts, pendingTakeOver, type TakeOver } from './client-side-takeover.ts';
 import { type Discovery, type ResourceInfo, resourcePath } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
@@ -363,20 +363,41 @@ export class Applier {
     await check(readyNow);
     if (problems.length > 0) throw new ApplyRejectedError(problems.sort(naturalOrder));
     if (!this.options.dryRun) await this.options.beforeWrite?.();
+    const known = { resources, lives, dryRuns, deferred, absent, adopt };
+    // All or nothing holds for objects whose Namespace or CRD the set brings too: those prerequisites alone are
+    // written first (the CRDs until Established), then what waited for them is dry-run, and a refusal there stops
+    // the deploy before any other write.
+    const early = new Map<ApplyTarget, ApplyResult>();
+    if (!this.options.dryRun && validate && deferred.size > 0) {
+      const first = prerequisitesOf([...deferred], targets);
+      for (const result of await this.writeWave(first, known)) early.set(result.target, result);
+      const waiting = [...deferred];
+      deferred.clear();
+      const readyLate: ApplyTarget[] = [];
+      await mapLimit(waiting, this.options.concurrency, (target) => sort(target, readyLate));
+      await check(readyLate);
+      if (problems.length > 0) {
+        const written = inPhases(first, (t) => t.object.kind).flat();
+        throw new ApplyRejectedError(
+          problems.sort(naturalOrder),
+          written.map((t) => describeObject(t.object)),
+        );
+      }
+    }
 
     const results: ApplyResult[] = [];
     const waves = [...new Set(targets.map((t) => t.plan.strategy.wave ?? 0))].sort((a, b) => a - b);
     for (const [index, wave] of waves.entries()) {
       const inWave =
         waves.length === 1 ? targets : targets.filter((t) => (t.plan.strategy.wave ?? 0) === wave);
-      const waveResults = await this.writeWave(inWave, {
-        resources,
-        lives,
-        dryRuns,
-        deferred,
-        absent,
-        adopt,
-      });
+      const waveResults = inWave.flatMap((t) => early.get(t) ?? []);
+      append(
+        waveResults,
+        await this.writeWave(
+          inWave.filter((t) => !early.has(t)),
+          known,
+        ),
+      );
       append(results, waveResults);
       const last = index === waves.length - 1;
       if (!last && options.afterWave && !(await options.afterWave(wave, waveResults))) break;

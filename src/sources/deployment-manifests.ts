@@ -31,6 +31,7 @@ import {
 import { apiVersionsOf, type ChartRequest, isChart, renderChart } from './build/helm.ts';
 import { KUSTOMIZATION_NAMES, kustomizeOptions } from './build/kustomize.ts';
 import { kustomizeGit, kustomizeLocal } from './build/kustomize-sources.ts';
+import type { ChartLookup } from './build/lookup.ts';
 import { toolLimits } from './build/tool.ts';
 import type { ChartDependency } from './charts/dependencies.ts';
 import type { GitRepository } from './git/repository.ts';
@@ -44,6 +45,11 @@ export type { ClusterCapabilities } from './build/chart-files.ts';
 export interface ManifestContext {
   config: Pick<MooringConfig, 'render' | 'decryption' | 'sources'>;
   capabilities?: (() => Promise<ClusterCapabilities>) | undefined;
+  /**
+   * Serves a chart's `lookup` of live objects (build/lookup.ts): the agent's and the CLI's renders against a
+   * cluster; never an offline render or a preview of a pull request (whose author would read the live Secrets).
+   */
+  lookup?: ChartLookup | undefined;
   /** Where fetched charts and artifacts are kept (artifact-fetch.ts). */
   cacheDir?: string | undefined;
   /** The agent's pollers, whose clients fetching shares. */
@@ -86,6 +92,7 @@ export async function deploymentManifests(
     fetched: chart,
     privateFolder,
     fetchDependencies: dependencyFetcher(ctx, at.dependencies, at.restoreDependencies),
+    lookup: ctx.lookup,
   });
   const files = await vetted(ctx, await sourceFiles());
   // Decrypted text is read again (a file decryption left alone is not).
@@ -235,6 +242,7 @@ export async function pathManifests(ctx: ManifestContext, local: LocalPaths): Pr
         apiVersions: caps ? apiVersionsOf(caps.apiVersions) : undefined,
         identities: keys,
         limits,
+        lookup: ctx.lookup,
       }),
     );
   }

@@ -16,6 +16,7 @@ import {
 } from '../sources/artifact-poller.ts';
 import { isKustomizationFile } from '../sources/build/kustomize.ts';
 import { kustomizationsAt } from '../sources/build/kustomize-sources.ts';
+import type { ChartLookup } from '../sources/build/lookup.ts';
 import { type ClusterCapabilities, deploymentManifests } from '../sources/deployment-manifests.ts';
 import { findTreeFiles } from '../sources/git/checkout.ts';
 import { createPathFilter, isManifestPath } from '../sources/git/paths.ts';
@@ -84,6 +85,8 @@ export interface SourceState {
   capabilities?: (() => Promise<ClusterCapabilities>) | undefined;
   /** Where fetched charts and artifacts are kept. */
   cacheDir?: string | undefined;
+  /** Serves a chart's `lookup` of live objects in the deployment's namespaces (src/kube/lookup-server.ts). */
+  lookup?: ChartLookup | undefined;
 }
 
 /** Decides whether deployment `d` needs a sync to `commit` and the current images, and queues it if so. */
@@ -375,6 +378,7 @@ export function manifestFiles(
     config: state.config,
     capabilities: state.capabilities,
     cacheDir: state.cacheDir,
+    lookup: state.lookup,
     poller: (name: string) => state.registries.get(name)?.poller,
   };
   const at = { artifacts, dependencies };

@@ -20,6 +20,7 @@ import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import { beginDriftPass, keepDriftMarks } from '../kube/drift-pass.ts';
+import { chartLookup } from '../kube/lookup-server.ts';
 import { ensureNamespace } from '../kube/namespace.ts';
 import { StateStore } from '../kube/state-store.ts';
 import type { ManifestFile } from '../render/parse.ts';
@@ -150,6 +151,7 @@ export class Agent {
       registries: new Map(),
       knownDigests: new Map(),
       cacheDir: deps.cacheDir,
+      lookup: chartLookup(deps.api, { exclude: [deps.config.cluster.namespace] }),
       // Asked once, when a chart is first rendered; a failure is asked again next time.
       capabilities: () => {
         this.capabilities ??= deps.discovery.capabilities().catch((error: unknown) => {

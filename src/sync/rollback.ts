@@ -10,6 +10,7 @@ import { errorMessage, StalledError } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
 import type { Discovery } from '../kube/discovery.ts';
+import { chartLookup } from '../kube/lookup-server.ts';
 import { current, type Ledger, type Release, recordedDependencies } from '../report/ledger.ts';
 import { artifactSource, followedArtifacts, isOciSourced } from '../sources/artifact-poller.ts';
 import { createArtifactPoller } from '../sources/create-poller.ts';
@@ -78,7 +79,13 @@ export async function rollback(
   const repo = source ? new GitRepository(source, { cacheDir: deps.cacheDir }) : undefined;
   // Exactly as the sync built it: the chart rendered (a chart source's package at the recorded version and
   // digest), kustomizations built, SOPS files decrypted.
-  const ctx = { config, capabilities: () => deps.discovery.capabilities(), cacheDir: deps.cacheDir };
+  const ctx = {
+    config,
+    capabilities: () => deps.discovery.capabilities(),
+    cacheDir: deps.cacheDir,
+    // The chart's generated values are read back as the sync reads them: a rollback keeps the password.
+    lookup: chartLookup(deps.api, { exclude: [config.cluster.namespace] }),
+  };
   // The chart dependencies the release recorded are fetched again at their versions and digests.
   const at = {
     artifacts: target.images,

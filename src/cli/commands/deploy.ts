@@ -10,6 +10,7 @@ import { loadKubeConfig } from '../../kube/client.ts';
 import { describeTakeOver } from '../../kube/client-side-takeover.ts';
 import { Discovery } from '../../kube/discovery.ts';
 import { cliOwner } from '../../kube/inventory.ts';
+import { chartLookup } from '../../kube/lookup-server.ts';
 import { describeWarning } from '../../kube/warnings.ts';
 import { describeObject } from '../../render/manifest.ts';
 import { valueRedactor } from '../../render/redact.ts';
@@ -175,6 +176,7 @@ export function deployCommand(
           warn,
           allowEmptyFlag: true,
           capabilities: () => discovery.capabilities(),
+          lookup: chartLookup(api, { exclude: [flags.agentNamespace] }),
         });
       } catch (error) {
         api.close();

@@ -12,6 +12,7 @@ import { errorMessage, StalledError } from '../../errors.ts';
 import { KubeApi } from '../../kube/api.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
 import { Discovery } from '../../kube/discovery.ts';
+import { chartLookup } from '../../kube/lookup-server.ts';
 import { describeWarning } from '../../kube/warnings.ts';
 import { diffSummary } from '../../render/diff-text.ts';
 import { valueRedactor } from '../../render/redact.ts';
@@ -81,6 +82,7 @@ async function pathInput(
     files = await readLocalInput(paths, flags, namespace, {
       allowEmptyFlag: true,
       capabilities: () => discovery.capabilities(),
+      lookup: chartLookup(api, { exclude: [flags.agentNamespace] }),
     });
   } catch (error) {
     api.close();
@@ -181,6 +183,7 @@ async function deploymentInput(
     const ctx = {
       config: { ...config, decryption: { ageKeyFile: flags.ageKeyFile ?? config.decryption.ageKeyFile } },
       capabilities: () => new Discovery(api).capabilities(),
+      lookup: chartLookup(api, { exclude: [config.cluster.namespace] }),
     };
     let commit: string | undefined;
     let repo: GitRepository | undefined;

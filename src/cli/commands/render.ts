@@ -9,6 +9,7 @@ import { loadKubeConfig } from '../../kube/client.ts';
 import { hearKindWarnings } from '../../kube/deprecations.ts';
 import { Discovery } from '../../kube/discovery.ts';
 import { HASH_KEY_SECRET, readHashKey } from '../../kube/hash-key.ts';
+import { chartLookup } from '../../kube/lookup-server.ts';
 import { discoverClusterScoped, guessedScopes } from '../../kube/scope.ts';
 import { assertServed } from '../../kube/served.ts';
 import { readSnapshot } from '../../kube/snapshot.ts';
@@ -108,6 +109,8 @@ export function renderCommand(
         files = await readLocalInput(paths, flags, names.namespace, {
           warn,
           ...(discovery ? { capabilities: () => discovery.capabilities() } : {}),
+          // Offline, a chart's lookup finds nothing, as in `helm template`.
+          ...(api ? { lookup: chartLookup(api, { exclude: [flags.agentNamespace] }) } : {}),
         });
         // Versioned Secrets are hashed under the installation's key: from --hash-key-file, else read (never made)
         // from the cluster. Without one they are shown without a hash, as new versions, and a warning says so.

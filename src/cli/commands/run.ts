@@ -7,6 +7,7 @@ import { KubeApi } from '../../kube/api.ts';
 import { ClusterCache } from '../../kube/cache.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
 import { Discovery } from '../../kube/discovery.ts';
+import { chartLookup } from '../../kube/lookup-server.ts';
 import { createLogger } from '../../sync/logger.ts';
 import { runWatchLoop } from '../../sync/watch-loop.ts';
 import { type ClusterFlags, clusterAccess, manifestBoundary } from '../cluster-flags.ts';
@@ -99,7 +100,11 @@ export function runCommand(program: Command): void {
             debounceMs,
             boundary: manifestBoundary({ namespace: flags.namespace }, namespace),
             read: {
-              ctx: { config: cliConfig(flags), capabilities: () => discovery.capabilities() },
+              ctx: {
+                config: cliConfig(flags),
+                capabilities: () => discovery.capabilities(),
+                lookup: chartLookup(api, { exclude: [flags.agentNamespace] }),
+              },
               recursive: flags.recursive ?? false,
               chart: {
                 releaseName: flags.releaseName,

@@ -13,6 +13,7 @@ import { checkoutTree } from '../git/checkout.ts';
 import type { GitRepository } from '../git/repository.ts';
 import type { IdentitySource } from '../sops/decrypt.ts';
 import { apiVersionsOf, type ChartRequest, isChart, renderChart } from './helm.ts';
+import type { ChartLookup } from './lookup.ts';
 
 export { packagedChart } from './helm.ts';
 
@@ -33,6 +34,8 @@ export interface ChartReading {
   fetchDependencies?: ChartRequest['fetchDependencies'];
   /** Whether the folder read is a private copy (a checkout, an extracted artifact) rather than the user's. */
   privateFolder?: boolean | undefined;
+  /** Serves the chart's `lookup` of live objects in the deployment's namespaces (lookup.ts); none offline. */
+  lookup?: ChartLookup | undefined;
 }
 
 async function render(
@@ -64,6 +67,8 @@ async function render(
     fetchDependencies: reading.fetchDependencies,
     // A fetched package is extracted into a folder of its own.
     privateFolder: fetched !== undefined || reading.privateFolder,
+    lookup: reading.lookup,
+    lookupNamespaces: [spec.namespace, ...spec.allowedNamespaces],
   });
 }
 

@@ -19,10 +19,12 @@ import { parseYaml } from '../../yaml/parse.ts';
 import type { ChartDependency, MissingDependency } from '../charts/dependencies.ts';
 import type { IdentitySource } from '../sops/decrypt.ts';
 import { type Staged, sopsFilesUnder, stageDecrypted } from '../sops/tree.ts';
+import { type LookupRequest, renderWithLookup } from './lookup.ts';
 import { helmWrittenAt } from './origins.ts';
-import { runToolWithWarnings, type ToolLimits } from './tool.ts';
+import { runToolWithWarnings, type ToolLimits, type ToolRun } from './tool.ts';
 
-export interface ChartRequest {
+/** `lookup`: the chart's lookups read live objects through an endpoint of the render's own (lookup.ts). */
+export interface ChartRequest extends LookupRequest {
   /** The chart folder (holding Chart.yaml). */
   chart: string;
   /** How the chart is named in messages (its path in the repository). */
@@ -210,7 +212,7 @@ async function render(request: ChartRequest, missing: readonly MissingDependency
       HELM_NO_PLUGINS: '1',
     };
     const helm = request.helm ?? process.env.MOORING_HELM ?? 'helm';
-    const { stdout: text, warnings } = await runToolWithWarnings({
+    const helmRun: ToolRun = {
       binary: helm,
       configuredBy: 'MOORING_HELM',
       args,
@@ -232,7 +234,10 @@ async function render(request: ChartRequest, missing: readonly MissingDependency
         if (root !== '') text = text.split(`${root}/`).join('');
         return text.split(`${home}/`).join('').split(home).join('.');
       },
-    });
+    };
+    const { stdout: text, warnings } = await renderWithLookup(request, home, (extra) =>
+      runToolWithWarnings({ ...helmRun, args: [...args, ...extra] }),
+    );
     // The values decrypted into the chart's copy go with its output: whatever later quotes the rendered objects (a
     // render error, the audit log) redacts them.
     const writtenAt = helmWrittenAt(text, request.label);

@@ -1,0 +1,210 @@
+// The endpoint a chart's `lookup` reads the cluster through, so that values a chart generates (a password from
+// `randAlphaNum` kept with `lookup`, as `helm upgrade` keeps it) stay as they are on every render. helm is given a
+// kubeconfig naming this endpoint, never the agent's own credentials: the endpoint listens on the loopback
+// interface only, over TLS with a certificate of its own (self-signed.ts), on a port of its own, for one render, and answers only with the bearer token made for that
+// render. It answers GETs through mooring's one client (api.ts): discovery (`/version`, `/api`, `/apis`, a group
+// version's resources), and objects (one, or a list) in the render's namespaces. Everything else is refused: any
+// write, another namespace, the agent's own namespace (its hash key and records), cluster-scoped objects, a
+// subresource. A refused read answers 404 (helm's lookup then gives an empty map, as in an offline render) and is
+// told in the render's warnings (but for a cluster-scoped object by name: see askedBy); a write answers 405.
+// A versioned ConfigMap or Secret lives as `name-vNNN`: a lookup of `name` that finds no such object gets the newest
+// version, under the name the chart knows, so that the chart reads back what it generated before.
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { KubeObject } from '../render/manifest.ts';
+import { namespaceAllowed } from '../render/namespace-boundary.ts';
+import { type KubeApi, METADATA_LIST } from './api.ts';
+import { statusCode } from './errors.ts';
+import { selfSignedLoopback } from './self-signed.ts';
+import { versionOf } from './snapshot.ts';
+
+export interface LookupServerOptions {
+  /** Namespaces no lookup reads, whatever the render's namespaces: the agent's own. */
+  exclude?: readonly string[] | undefined;
+}
+
+export interface LookupEndpoint {
+  kubeconfig: string;
+  refusals(): string[];
+  close(): Promise<void>;
+}
+
+const SEGMENT = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+const VERSIONED = new Map([
+  ['configmaps', 'ConfigMap'],
+  ['secrets', 'Secret'],
+]);
+const MAX_REFUSALS = 20;
+
+/** What a request asks for: discovery, or objects of a resource in a namespace (one by name, or the list). */
+type Asked =
+  | { type: 'discovery' }
+  | { type: 'object'; base: string; namespace: string; plural: string; name?: string | undefined }
+  | { type: 'refused'; why: string; quiet?: boolean };
+
+/** Reads a request path (no query) into what it asks; anything not recognised is refused. */
+export function askedBy(path: string): Asked {
+  // The path is the chart's to choose: a warning quotes at most this much of it.
+  const shown = path.length > 200 ? `${path.slice(0, 200)}…` : path;
+  if (path === '/version' || path === '/api' || path === '/apis') return { type: 'discovery' };
+  const parts = path.split('/').slice(1);
+  if (!parts.every((p) => SEGMENT.test(p)))
+    return { type: 'refused', why: `${shown}: not a path a lookup reads` };
+  const core = parts[0] === 'api';
+  if (!core && parts[0] !== 'apis') return { type: 'refused', why: `${shown}: not a path a lookup reads` };
+  const baseLength = core ? 2 : 3;
+  // `/api/v1`, `/apis/apps`, `/apis/apps/v1`: discovery.
+  if (parts.length <= baseLength) return { type: 'discovery' };
+  const base = `/${parts.slice(0, baseLength).join('/')}`;
+  const rest = parts.slice(baseLength);
+  if (rest[0] === 'namespaces' && rest.length >= 3 && rest.length <= 4) {
+    const [, namespace, plural, name] = rest as [string, string, string, string | undefined];
+    return { type: 'object', base, namespace, plural, name };
+  }
+  // A cluster-scoped object by name: helm's install check reads each object the chart renders, so a chart with a
+  // ClusterRole asks for it on every render; it is refused without a warning.
+  const quiet = rest.length === 2;
+  return {
+    type: 'refused',
+    why: `${shown}: only objects in the deployment's namespaces can be looked up`,
+    ...(quiet ? { quiet } : {}),
+  };
+}
+
+export async function openLookupEndpoint(
+  api: KubeApi,
+  namespaces: readonly string[],
+  options: LookupServerOptions = {},
+): Promise<LookupEndpoint> {
+  const token = randomBytes(32).toString('base64url');
+  const expected = Buffer.from(`Bearer ${token}`);
+  const refusals = new Set<string>();
+  const refuse = (why: string) => {
+    if (refusals.size < MAX_REFUSALS) refusals.add(why);
+  };
+  const boundary = { namespaces, clusterScoped: false };
+  const inScope = (ns: string) => namespaceAllowed(boundary, ns) && !(options.exclude ?? []).includes(ns);
+
+  const answer = async (req: IncomingMessage): Promise<{ code: number; body: unknown }> => {
+    const given = Buffer.from(req.headers.authorization ?? '');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected))
+      return { code: 401, body: status(401, 'Unauthorized', 'this endpoint answers its own render only') };
+    const path = new URL(req.url ?? '/', 'http://lookup').pathname;
+    if (req.method !== 'GET') {
+      refuse(`${req.method} ${path.slice(0, 200)}: refused, a lookup only reads`);
+      return { code: 405, body: status(405, 'MethodNotAllowed', 'a lookup only reads') };
+    }
+    const asked = askedBy(path);
+    if (asked.type === 'discovery') return { code: 200, body: await api.request('GET', path) };
+    if (asked.type === 'refused') return notFound(asked.why, asked.quiet ? () => {} : refuse);
+    if (!inScope(asked.namespace))
+      return notFound(
+        `${asked.plural} in namespace ${asked.namespace}: not a namespace of the deployment (${namespaces.join(', ')})`,
+        refuse,
+      );
+    const collection = `${asked.base}/namespaces/${asked.namespace}/${asked.plural}`;
+    if (asked.name === undefined) return { code: 200, body: await api.request('GET', collection) };
+    return read(api, collection, asked.plural, asked.namespace, asked.name);
+  };
+
+  const tls = selfSignedLoopback();
+  const server = createServer({ key: tls.key, cert: tls.cert }, (req, res) => {
+    req.resume();
+    answer(req).then(
+      ({ code, body }) => send(res, code, body),
+      (error: unknown) => {
+        const code = statusCode(error);
+        // The API server's own refusal (403, 404) passes on; a failure of ours is a 500 helm prints.
+        if (code === 404) send(res, 404, status(404, 'NotFound', 'not found'));
+        else if (code === 403) send(res, 403, status(403, 'Forbidden', (error as Error).message));
+        else send(res, 500, status(500, 'InternalError', (error as Error).message));
+      },
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    kubeconfig: kubeconfigFor(`https://127.0.0.1:${port}`, tls.cert, token, namespaces[0] ?? 'default'),
+    refusals: () => [...refusals],
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** An object by name; for a ConfigMap or Secret not found by it, the newest of its versions, named as asked. */
+async function read(
+  api: KubeApi,
+  collection: string,
+  plural: string,
+  namespace: string,
+  name: string,
+): Promise<{ code: number; body: unknown }> {
+  try {
+    return { code: 200, body: await api.request('GET', `${collection}/${name}`) };
+  } catch (error) {
+    const kind = VERSIONED.get(plural);
+    if (statusCode(error) !== 404 || kind === undefined || !collection.startsWith('/api/v1/')) throw error;
+  }
+  const kind = VERSIONED.get(plural) as string;
+  const list = await api.request<{ items?: { metadata?: KubeObject['metadata'] }[] | null }>(
+    'GET',
+    collection,
+    { accept: METADATA_LIST },
+  );
+  let newest: { name: string; version: number } | undefined;
+  for (const item of list.items ?? []) {
+    const version = item.metadata ? versionOf(kind, item.metadata) : undefined;
+    if (version?.name !== name || (newest && newest.version >= version.version)) continue;
+    newest = { name: item.metadata?.name ?? '', version: version.version };
+  }
+  if (!newest) return { code: 404, body: status(404, 'NotFound', `${plural} "${name}" not found`) };
+  const object = await api.request<KubeObject>('GET', `${collection}/${newest.name}`);
+  return { code: 200, body: { ...object, metadata: { ...object.metadata, name, namespace } } };
+}
+
+function notFound(why: string, refuse: (why: string) => void): { code: number; body: unknown } {
+  refuse(why);
+  return { code: 404, body: status(404, 'NotFound', why) };
+}
+
+function status(code: number, reason: string, message: string) {
+  return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code };
+}
+
+function send(res: ServerResponse, code: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(code, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function kubeconfigFor(server: string, ca: string, token: string, namespace: string): string {
+  return JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [
+      {
+        name: 'lookup',
+        cluster: { server, 'certificate-authority-data': Buffer.from(ca).toString('base64') },
+      },
+    ],
+    users: [{ name: 'lookup', user: { token } }],
+    contexts: [{ name: 'lookup', context: { cluster: 'lookup', user: 'lookup', namespace } }],
+    'current-context': 'lookup',
+  });
+}
+
+/** The opener a chart render is given (src/sources/build/lookup.ts): one endpoint per render, through `api`. */
+export function chartLookup(
+  api: KubeApi,
+  options: LookupServerOptions = {},
+): { open(namespaces: readonly string[]): Promise<LookupEndpoint> } {
+  return { open: (namespaces) => openLookupEndpoint(api, namespaces, options) };
+}

@@ -1,0 +1,257 @@
+// A chart that generates its password once and keeps it with `lookup` (the shape of public database charts:
+// test/fixtures/charts/generated-password), deployed on the test bed: a redeploy is a no-op (no new Secret
+// version, no rollout, `mooring diff` exits 0), a values change keeps the password. The chart's lookups go through
+// a loopback endpoint of the render's own (src/kube/lookup-server.ts), which reads only the deployment's
+// namespaces and never writes: a chart that looks up another namespace's Secret gets nothing and a warning, and the
+// endpoint refuses writes, other namespaces, cluster-wide lists and requests without its token.
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { request } from 'node:https';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { KubeApi } from '../../src/kube/api.ts';
+import { openLookupEndpoint } from '../../src/kube/lookup-server.ts';
+import {
+  agentConfig,
+  bareRepo,
+  clusterConfig,
+  crdManifest,
+  deployTo,
+  eventually,
+  kubeConfig,
+  kubectl,
+  manifestDir,
+  mooring,
+  startAgent,
+  startStatusReceiver,
+  tempDir,
+  testbed,
+  useNamespace,
+} from './helpers.ts';
+
+const CHART = fileURLToPath(new URL('../fixtures/charts/generated-password', import.meta.url));
+
+describe('a chart that keeps its generated password with lookup', () => {
+  const ns = useNamespace('genpw');
+  const other = useNamespace('genpw-other');
+  const agentTarget = useNamespace('genpw-agent');
+  beforeAll(() => {
+    process.env.MOORING_HELM = testbed().tools.helm;
+  });
+
+  const core = () => kubeConfig().makeApiClient(CoreV1Api);
+  const secrets = async () =>
+    (await core().listNamespacedSecret({ namespace: ns() })).items
+      .map((s) => s.metadata?.name ?? '')
+      .filter((n) => n.startsWith('r-db'))
+      .sort();
+  const password = async (name: string) =>
+    (await core().readNamespacedSecret({ name, namespace: ns() })).data?.password;
+  const generation = async () =>
+    (await kubeConfig().makeApiClient(AppsV1Api).readNamespacedStatefulSet({ name: 'r-db', namespace: ns() }))
+      .metadata?.generation;
+
+  it('deploys, redeploys as a no-op, and keeps the password over a values change', async () => {
+    const first = await deployTo(ns(), CHART, '--release-name', 'r');
+    expect(first.code, first.stderr + first.stdout).toBe(0);
+    expect(await secrets()).toEqual(['r-db-v000']);
+    const kept = await password('r-db-v000');
+    expect(kept).toMatch(/^[A-Za-z0-9+/=]{20,}$/);
+    const generationBefore = await generation();
+
+    const again = await deployTo(ns(), CHART, '--release-name', 'r');
+    expect(again.code, again.stderr + again.stdout).toBe(0);
+    expect(again.stdout).toContain('secret/r-db-v000 unchanged');
+    expect(again.stdout).toContain('statefulset.apps/r-db unchanged');
+    expect(await secrets()).toEqual(['r-db-v000']);
+    expect(await generation()).toBe(generationBefore);
+
+    const diff = await mooring(
+      'diff',
+      CHART,
+      '--release-name',
+      'r',
+      '--kubeconfig',
+      testbed().kube.kubeconfig,
+      '-n',
+      ns(),
+    );
+    expect(diff.code, diff.stdout + diff.stderr).toBe(0);
+
+    // A values change rolls the workload and keeps the password (the same Secret version).
+    const values = await manifestDir({ 'values.yaml': 'maxConnections: 200\n' });
+    const changed = await deployTo(
+      ns(),
+      CHART,
+      '--release-name',
+      'r',
+      '--values',
+      join(values, 'values.yaml'),
+    );
+    expect(changed.code, changed.stderr + changed.stdout).toBe(0);
+    expect(changed.stdout).toContain('statefulset.apps/r-db configured');
+    expect(await secrets()).toEqual(['r-db-v000']);
+    expect(await password('r-db-v000')).toBe(kept);
+  });
+
+  it('the agent keeps the password over its syncs, and mooring diff --deployment exits 0', async () => {
+    const target = agentTarget();
+    const suffix = Date.now().toString(36);
+    const repo = await bareRepo(`genpw-${suffix}/app`);
+    const files: Record<string, string> = {};
+    for (const path of await readdir(CHART, { recursive: true })) {
+      const text = await readFile(join(CHART, path), 'utf8').catch(() => undefined);
+      if (text !== undefined) files[`charts/db/${path}`] = text;
+    }
+    const first = await repo.commit(files);
+    const receiver = await startStatusReceiver();
+    const agentNs = `mooring-genpw-${suffix}`;
+    const configText = await agentConfig({
+      cluster: { name: 'genpw', namespace: agentNs },
+      git: [{ name: 'app', repo }],
+      deployments: [
+        { name: 'db', namespace: target, source: 'app', helm: { chart: 'charts/db', releaseName: 'r' } },
+      ],
+      statuses: receiver,
+    });
+    const configFile = join(await tempDir(), 'mooring.yaml');
+    await writeFile(configFile, configText);
+    const agent = startAgent(configText);
+    const ended = (sha: string) => receiver.statuses().find((st) => st.sha === sha && st.state !== 'pending');
+    const secretsOf = async () =>
+      (await core().listNamespacedSecret({ namespace: target })).items
+        .filter((x) => x.metadata?.name?.startsWith('r-db'))
+        .map((x) => [x.metadata?.name, x.data?.password]);
+    try {
+      await eventually('the chart deployed', async () => ended(first), 120_000);
+      expect(ended(first)?.state).toBe('success');
+      const before = await secretsOf();
+      expect(before.map(([name]) => name)).toEqual(['r-db-v000']);
+      // A commit in the chart's folder that changes none of its output: rendered and applied again, a no-op.
+      const second = await repo.commit({ 'charts/db/README.md': 'A database.\n' });
+      await eventually('the second commit synced', async () => ended(second), 120_000);
+      expect(ended(second)?.state).toBe('success');
+      expect(await secretsOf()).toEqual(before);
+      const diff = await mooring('diff', '--deployment', 'db', '--config', configFile);
+      expect(diff.code, diff.stdout + diff.stderr).toBe(0);
+      expect(diff.stdout).toMatch(/0 objects changed, 0 added, 3 unchanged/);
+    } finally {
+      await agent.stop();
+      await receiver.close();
+      await kubectl('delete', 'namespace', agentNs, '--wait=false', '--ignore-not-found');
+    }
+  }, 300_000);
+
+  it("gives a chart nothing of another namespace's Secret, and says so", async () => {
+    await core().createNamespacedSecret({
+      namespace: other(),
+      body: { metadata: { name: 'admin' }, stringData: { token: 'other-namespace-secret' } },
+    });
+    const dir = await manifestDir({
+      'Chart.yaml': 'apiVersion: v2\nname: peek\nversion: 0.1.0\n',
+    });
+    await mkdir(join(dir, 'templates'));
+    await writeFile(
+      join(dir, 'templates', 'peek.yaml'),
+      `apiVersion: v1
+kind: ConfigMap
+metadata: {name: peek}
+data:
+  found: {{ (lookup "v1" "Secret" "${other()}" "admin") | toJson | quote }}
+  system: {{ (lookup "v1" "Secret" "kube-system" "") | toJson | quote }}
+`,
+    );
+    const result = await mooring('render', dir, '--kubeconfig', testbed().kube.kubeconfig, '-n', ns());
+    expect(result.code, result.stderr).toBe(0);
+    const rendered = parse(result.stdout) as { data: Record<string, string> };
+    expect(rendered.data).toEqual({ found: '{}', system: '{}' });
+    expect(result.stdout + result.stderr).not.toContain('other-namespace-secret');
+    expect(result.stderr).toContain(
+      `lookup refused: secrets in namespace ${other()}: not a namespace of the deployment (${ns()})`,
+    );
+    expect(result.stderr).toContain('lookup refused: secrets in namespace kube-system');
+  });
+
+  it('renders a chart whose custom resources need its own CRD without lookup, and says so', async () => {
+    const group = `${ns()}.example.com`;
+    const dir = await manifestDir({ 'Chart.yaml': 'apiVersion: v2\nname: gizmos\nversion: 0.1.0\n' });
+    await mkdir(join(dir, 'templates'));
+    await writeFile(
+      join(dir, 'templates', 'all.yaml'),
+      `${crdManifest(group, 'gizmos', 'Gizmo')}---
+apiVersion: ${group}/v1
+kind: Gizmo
+metadata: {name: g}
+spec: {x: 1}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: pw}
+data:
+  password: {{ dig "data" "password" (randAlphaNum 8 | b64enc) (lookup "v1" "Secret" .Release.Namespace "pw") }}
+`,
+    );
+    const result = await mooring('render', dir, '--kubeconfig', testbed().kube.kubeconfig, '-n', ns());
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain('kind: Gizmo');
+    expect(result.stderr).toContain(
+      'rendered without lookup, so values the chart keeps with lookup are made anew (helm template failed: Error: unable to build kubernetes objects from release manifest: resource mapping not found',
+    );
+  });
+
+  it('refuses writes, other namespaces, cluster-wide reads and requests without its token', async () => {
+    await core().createNamespacedSecret({
+      namespace: ns(),
+      body: { metadata: { name: 'mine' }, stringData: { k: 'v' } },
+    });
+    const api = new KubeApi(clusterConfig());
+    const endpoint = await openLookupEndpoint(api, [ns()], { exclude: ['mooring'] });
+    const config = JSON.parse(endpoint.kubeconfig) as {
+      clusters: { cluster: { server: string; 'certificate-authority-data': string } }[];
+      users: { user: { token: string } }[];
+    };
+    const server = config.clusters[0]?.cluster.server ?? '';
+    const ca = Buffer.from(config.clusters[0]?.cluster['certificate-authority-data'] ?? '', 'base64');
+    const token = config.users[0]?.user.token ?? '';
+    const ask = (method: string, path: string, auth = `Bearer ${token}`) =>
+      new Promise<number>((resolve, reject) => {
+        const req = request(
+          `${server}${path}`,
+          { method, ca, agent: false, headers: { authorization: auth } },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
+        req.on('error', reject);
+        req.end(method === 'GET' || method === 'DELETE' ? undefined : '{}');
+      });
+    try {
+      expect(server).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+      expect(await ask('GET', `/api/v1/namespaces/${ns()}/secrets/mine`)).toBe(200);
+      expect(await ask('GET', `/api/v1/namespaces/${ns()}/secrets/mine`, 'Bearer wrong')).toBe(401);
+      expect(await ask('GET', `/api/v1/namespaces/${ns()}/secrets/mine`, '')).toBe(401);
+      expect(await ask('POST', `/api/v1/namespaces/${ns()}/secrets`)).toBe(405);
+      expect(await ask('PUT', `/api/v1/namespaces/${ns()}/secrets/mine`)).toBe(405);
+      expect(await ask('DELETE', `/api/v1/namespaces/${ns()}/secrets/mine`)).toBe(405);
+      expect(await ask('PATCH', `/api/v1/namespaces/${ns()}/secrets/mine`)).toBe(405);
+      expect(await ask('GET', `/api/v1/namespaces/${other()}/secrets/admin`)).toBe(404);
+      expect(await ask('GET', '/api/v1/namespaces/kube-system/secrets')).toBe(404);
+      expect(await ask('GET', '/api/v1/namespaces/mooring/secrets')).toBe(404);
+      expect(await ask('GET', '/api/v1/secrets')).toBe(404);
+      expect(await ask('GET', '/api/v1/nodes')).toBe(404);
+      expect(await ask('GET', `/api/v1/namespaces/${ns()}/secrets/mine/..%2f..%2fother`)).toBe(404);
+      expect(await ask('GET', `/api/v1/namespaces/${ns()}/pods/x/exec`)).toBe(404);
+      expect(endpoint.refusals().join('\n')).toContain('PUT');
+      // The Secret is still there, unchanged.
+      expect((await core().readNamespacedSecret({ name: 'mine', namespace: ns() })).data?.k).toBe('dg==');
+    } finally {
+      await endpoint.close();
+      api.close();
+    }
+    // Closed with the render: nothing answers any more.
+    await expect(ask('GET', '/version')).rejects.toThrow(/ECONNREFUSED/);
+  });
+});
