@@ -19,6 +19,7 @@ import {
 import { classify, errorHeadline, errorMessage, type MooringError } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import { briefWarning, describeWarning } from '../kube/warnings.ts';
+import { briefNote } from '../stability/warning-notes.ts';
 import type { Release } from './ledger.ts';
 import { StatusOutbox } from './outbox.ts';
 import { entryKey, type OutboxEntry } from './outbox-policy.ts';
@@ -71,11 +72,15 @@ export function describeOutcome(
         description: `${prefix}${watched}/${watched} stable in ${seconds(report.elapsedMs)}${report.prune?.deleted.length ? `, ${report.prune.deleted.length} pruned` : ''}${trigger === 'rollback' ? '; held until a new commit or image' : ''}${warningNote(report)}`,
       };
     case 'failed':
-    case 'timed-out':
+    case 'timed-out': {
+      // The newest warning Event says why in fewer words than the rule and the Events together (140 on GitHub).
+      const culprit = report.wait?.culprit;
+      const warned = culprit?.warnings && briefNote(culprit.warnings);
       return {
         state: 'failure',
-        description: `${prefix}${report.wait?.culprit?.stability.message ?? report.summary}`,
+        description: `${prefix}${warned ? `${culprit.name}: ${warned}` : (culprit?.stability.message ?? report.summary)}`,
       };
+    }
     case 'error':
       // Bad manifests are the commit's failure; an unreachable cluster or registry is the agent's error.
       return classify(report.error).action === 'stop'

@@ -137,7 +137,7 @@ export function warningKey(notes: readonly WarningNote[]): string {
 const CONTROLLER_PREFIXES = [/^create pod \S+ in \S+ \S+ failed error:\s*/i, /^error creating:\s*/i];
 
 /** `FailedCreate: pods "pg-0" is forbidden: …`: the newest warning, short, for a commit status. */
-export function briefWarning(notes: readonly WarningNote[]): string | undefined {
+export function briefNote(notes: readonly WarningNote[]): string | undefined {
   const first = notes[0];
   if (!first) return undefined;
   return `${first.reason}: ${withoutPrefix(first.message)}`;
