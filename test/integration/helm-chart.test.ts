@@ -17,8 +17,11 @@ const packageVersion: string = JSON.parse(
   readFileSync(new URL('../../package.json', import.meta.url), 'utf8'),
 ).version;
 
-/** The rule the chart adds wherever the agent deploys, and in its own namespace: Events (docs/events.md). */
-const EVENTS_RULE = { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] };
+/**
+ * The rule the chart adds wherever the agent deploys, and in its own namespace: Events written, and the warnings of
+ * what a stability wait waits on listed (docs/events.md).
+ */
+const EVENTS_RULE = { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch', 'list'] };
 
 // biome-ignore lint/suspicious/noExplicitAny: rendered manifests are read field by field, as kubectl does
 type Manifest = Record<string, any>;
