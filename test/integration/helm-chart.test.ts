@@ -22,6 +22,8 @@ const packageVersion: string = JSON.parse(
  * what a stability wait waits on listed (docs/events.md).
  */
 const EVENTS_RULE = { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch', 'list'] };
+/** In the agent's own namespace, Events on its ledger ConfigMaps are only written. */
+const LEDGER_EVENTS_RULE = { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] };
 
 // biome-ignore lint/suspicious/noExplicitAny: rendered manifests are read field by field, as kubectl does
 type Manifest = Record<string, any>;
@@ -254,7 +256,7 @@ describe('helm chart: rendered objects', () => {
         verbs: ['get'],
       },
       // Events on the ledger ConfigMaps (docs/events.md).
-      EVENTS_RULE,
+      LEDGER_EVENTS_RULE,
     ]);
   });
 
