@@ -19,7 +19,7 @@ import {
 import { classify, errorHeadline, errorMessage, type MooringError } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import { briefWarning, describeWarning } from '../kube/warnings.ts';
-import { briefNote } from '../stability/warning-notes.ts';
+import { briefVerdict } from '../stability/warning-notes.ts';
 import type { Release } from './ledger.ts';
 import { StatusOutbox } from './outbox.ts';
 import { entryKey, type OutboxEntry } from './outbox-policy.ts';
@@ -73,13 +73,10 @@ export function describeOutcome(
       };
     case 'failed':
     case 'timed-out': {
-      // The newest warning Event says why in fewer words than the rule and the Events together (140 on GitHub).
+      // The rule's words and the newest warning Event, in fewer words than the whole message (the ledger has it).
       const culprit = report.wait?.culprit;
-      const warned = culprit?.warnings && briefNote(culprit.warnings);
-      return {
-        state: 'failure',
-        description: `${prefix}${warned ? `${culprit.name}: ${warned}` : (culprit?.stability.message ?? report.summary)}`,
-      };
+      const message = culprit && briefVerdict(culprit.stability.message, culprit.warnings ?? []);
+      return { state: 'failure', description: `${prefix}${message ?? report.summary}` };
     }
     case 'error':
       // Bad manifests are the commit's failure; an unreachable cluster or registry is the agent's error.

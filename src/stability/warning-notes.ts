@@ -136,11 +136,24 @@ export function warningKey(notes: readonly WarningNote[]): string {
 /** The controllers' words before the reason itself, which a status cut to 140 characters cannot spare. */
 const CONTROLLER_PREFIXES = [/^create pod \S+ in \S+ \S+ failed error:\s*/i, /^error creating:\s*/i];
 
-/** `FailedCreate: pods "pg-0" is forbidden: …`: the newest warning, short, for a commit status. */
+/** `FailedCreate: pods "pg-0" is forbidden: …`: the newest warning, short. */
 export function briefNote(notes: readonly WarningNote[]): string | undefined {
   const first = notes[0];
   if (!first) return undefined;
   return `${first.reason}: ${withoutPrefix(first.message)}`;
+}
+
+/**
+ * A verdict's message made by withWarnings, said in fewer words for a commit status (140 characters on GitHub): the
+ * rule's part, then the newest warning without the object it is on or the controller's preamble:
+ * `StatefulSet db/pg: 0 of 1 replicas ready; FailedCreate: pods "pg-0" is forbidden: …`.
+ */
+export function briefVerdict(message: string, notes: readonly WarningNote[]): string {
+  const brief = briefNote(notes);
+  if (!brief) return message;
+  const tail = `; ${describeWarnings(notes)}`;
+  const rule = message.endsWith(tail) ? message.slice(0, -tail.length) : message;
+  return `${rule}; ${brief}`;
 }
 
 function withoutPrefix(message: string): string {

@@ -57,7 +57,7 @@ describe('describeOutcome', () => {
     );
   });
 
-  it("says a failure or time-out by the newest warning Event of its culprit, without the controller's preamble", () => {
+  it("says a failure or time-out by its rule and the newest warning Event, without the controller's preamble", () => {
     const message =
       'Create Pod pg-0 in StatefulSet pg failed error: pods "pg-0" is forbidden: violates PodSecurity "restricted:latest": runAsNonRoot != true';
     const culprit = {
@@ -74,7 +74,7 @@ describe('describeOutcome', () => {
     expect(describeOutcome(timedOut, undefined, 'commit')).toEqual({
       state: 'failure',
       description:
-        'StatefulSet db/pg: FailedCreate: pods "pg-0" is forbidden: violates PodSecurity "restricted:latest": runAsNonRoot != true',
+        'StatefulSet db/pg: 0 of 1 replicas ready; FailedCreate: pods "pg-0" is forbidden: violates PodSecurity "restricted:latest": runAsNonRoot != true',
     });
     // Without warnings: the rule's message, as before.
     const plain = {

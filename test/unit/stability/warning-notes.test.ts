@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   briefNote,
+  briefVerdict,
   cleanMessage,
   describeWarnings,
   digestWarnings,
@@ -173,6 +174,22 @@ describe('unsaid', () => {
       'Deployment db/api: 0 of 1 replicas updated; ReplicaFailure True FailedCreate: pods "api-7f9-" is forbidden: error looking up service account db/missing: serviceaccount "missing" not found';
     expect(unsaid(rule, [quoted, other])).toEqual([other]);
     expect(unsaid('Deployment db/api: 0 of 1 replicas updated', [quoted])).toEqual([quoted]);
+  });
+});
+
+describe('briefVerdict', () => {
+  it("keeps the rule's words and puts the newest warning, short, in place of the Events' whole text", () => {
+    const notes = [
+      note('StatefulSet db/pg', 'FailedCreate', REFUSED, 2, 12),
+      note('Pod db/pg-1', 'BackOff', 'b', 1),
+    ];
+    const rule = 'StatefulSet db/pg: 0 of 1 replicas ready';
+    expect(briefVerdict(withWarnings(rule, notes), notes)).toBe(
+      `${rule}; FailedCreate: Pod "pg-0" is invalid: spec.volumes[0].secret.defaultMode: Invalid value: 755: must be a number between 0 and 0777 (octal), both inclusive`,
+    );
+    // A message not made by withWarnings (redacted since, say) is kept whole before the warning.
+    expect(briefVerdict('other words', notes)).toMatch(/^other words; FailedCreate: Pod "pg-0"/);
+    expect(briefVerdict(rule, [])).toBe(rule);
   });
 });
 
