@@ -2,11 +2,16 @@
 // PodSecurity refuses (the FailedCreate Event of the real StatefulSet controller is on the StatefulSet) and a
 // Deployment whose Pod is never ready (the Event is on the Pod, two owners from what was applied; the test bed's
 // kubelet writes none, so the test writes the kubelet's) are deployed with a short timeout: the progress lines and
-// the final error name the Event with the words it was written with. Manifests are JSON, so that no YAML reading
-// rule is involved; the invalid volume mode of a StatefulSet is refused before anything is written.
+// the final error (of the CLI, and of the agent's deploy with its commit status) name the Event with the words it
+// was written with. Manifests are JSON, so that no YAML reading rule is involved; the invalid volume mode of a
+// StatefulSet is refused before anything is written.
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { deployTo, eventually, kubectl, manifestDir, useNamespace } from './helpers.ts';
+import { KubeApi } from '../../src/kube/api.ts';
+import { Discovery } from '../../src/kube/discovery.ts';
+import { describeOutcome } from '../../src/report/commit-status-sync.ts';
+import { deploy } from '../../src/sync/deploy.ts';
+import { clusterConfig, deployTo, eventually, kubectl, manifestDir, useNamespace } from './helpers.ts';
 
 const ns = useNamespace('stab-events');
 
@@ -105,31 +110,67 @@ describe('stability waits say why', () => {
     ).toBe(true);
   }, 60_000);
 
-  it('names the warnings of the Pods of a Deployment, two owners away from what was applied', async () => {
-    const dir = await manifestDir({
-      'web.json': deployment(ns(), 'web', {
-        securityContext: restrictedPod,
-        containers: [restrictedContainer],
-      }),
-    });
-    const deploying = deployTo(ns(), dir, '--application', 'web', '--timeout', '20s');
-    const pod = await eventually('a Pod of web', async () => {
-      const got = await kubectl('-n', ns(), 'get', 'pods', '-l', 'app=web', '-o', 'json');
-      const items = (
-        JSON.parse(got.stdout || '{}') as { items?: { metadata: { name: string; uid: string } }[] }
-      ).items;
-      return items?.[0]?.metadata;
-    });
-    const events = await manifestDir({ 'event.json': probeFailure(ns(), pod) });
-    const created = await kubectl('create', '-f', join(events, 'event.json'));
-    expect(created.code, created.stderr).toBe(0);
-    const result = await deploying;
-    const out = `${result.stdout}\n${result.stderr}`;
-    expect(result.code, out).toBe(1);
-    const said = `Warning Unhealthy (x4) on Pod ${ns()}/${pod.name}: Readiness probe failed: HTTP probe failed with statuscode: 503`;
-    const final = out.split('\n').find((l) => l.startsWith('timed out after')) ?? '';
-    expect(final, out).toContain(`Deployment ${ns()}/web: `);
-    expect(final, out).toContain(said);
+  it("names the warnings of a Deployment's Pods, two owners away, in the agent's deploy and its commit status", async () => {
+    const api = new KubeApi(clusterConfig());
+    const progress: string[] = [];
+    const deploying = deploy(
+      {
+        api,
+        discovery: new Discovery(api),
+        onEvent: (e) => e.type === 'progress' && progress.push(e.message),
+      },
+      {
+        files: [
+          {
+            path: 'web.json',
+            text: deployment(ns(), 'web', {
+              securityContext: restrictedPod,
+              containers: [restrictedContainer],
+            }),
+          },
+        ],
+        namespace: ns(),
+        application: 'web',
+        images: [],
+        timeoutMs: 20_000,
+        dryRun: false,
+      },
+    );
+    try {
+      const pod = await eventually('a Pod of web', async () => {
+        const got = await kubectl('-n', ns(), 'get', 'pods', '-l', 'app=web', '-o', 'json');
+        const items = (
+          JSON.parse(got.stdout || '{}') as { items?: { metadata: { name: string; uid: string } }[] }
+        ).items;
+        return items?.[0]?.metadata;
+      });
+      const events = await manifestDir({ 'event.json': probeFailure(ns(), pod) });
+      const created = await kubectl('create', '-f', join(events, 'event.json'));
+      expect(created.code, created.stderr).toBe(0);
+      const report = await deploying;
+      expect(report.outcome, report.summary).toBe('timed-out');
+      const said = `Warning Unhealthy (x4) on Pod ${ns()}/${pod.name}: Readiness probe failed: HTTP probe failed with statuscode: 503`;
+      expect(report.summary).toMatch(
+        new RegExp(`^timed out after \\d+s with 0/1 stable: Deployment ${ns()}/web: `),
+      );
+      expect(report.summary).toContain(said);
+      // A progress line said it while waiting (the final read said it again, with the same words).
+      expect(
+        progress.some((l) => l.includes(said)),
+        progress.join('\n'),
+      ).toBe(true);
+      // The failed commit status: the rule's words, then the warning, short.
+      const { state, description } = describeOutcome(report, undefined, 'commit');
+      expect(state).toBe('failure');
+      expect(description).toMatch(
+        new RegExp(
+          `^Deployment ${ns()}/web: [^;]+; Unhealthy: Readiness probe failed: HTTP probe failed with statuscode: 503$`,
+        ),
+      );
+    } finally {
+      await deploying.catch(() => undefined);
+      api.close();
+    }
   }, 60_000);
 
   it('refuses a volume mode outside 0..0777 before anything is written, naming the field', async () => {
