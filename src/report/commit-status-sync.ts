@@ -19,6 +19,7 @@ import {
 import { classify, errorHeadline, errorMessage, type MooringError } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import { briefWarning, describeWarning } from '../kube/warnings.ts';
+import { briefVerdict } from '../stability/warning-notes.ts';
 import type { Release } from './ledger.ts';
 import { StatusOutbox } from './outbox.ts';
 import { entryKey, type OutboxEntry } from './outbox-policy.ts';
@@ -71,11 +72,12 @@ export function describeOutcome(
         description: `${prefix}${watched}/${watched} stable in ${seconds(report.elapsedMs)}${report.prune?.deleted.length ? `, ${report.prune.deleted.length} pruned` : ''}${trigger === 'rollback' ? '; held until a new commit or image' : ''}${warningNote(report)}`,
       };
     case 'failed':
-    case 'timed-out':
-      return {
-        state: 'failure',
-        description: `${prefix}${report.wait?.culprit?.stability.message ?? report.summary}`,
-      };
+    case 'timed-out': {
+      // The rule's words and the newest warning Event, in fewer words than the whole message (the ledger has it).
+      const culprit = report.wait?.culprit;
+      const message = culprit && briefVerdict(culprit.stability.message, culprit.warnings ?? []);
+      return { state: 'failure', description: `${prefix}${message ?? report.summary}` };
+    }
     case 'error':
       // Bad manifests are the commit's failure; an unreachable cluster or registry is the agent's error.
       return classify(report.error).action === 'stop'

@@ -6,10 +6,15 @@
 // Objects are judged in time slices shared by every wait (time-slice.ts), so that rules near their CEL budget on
 // many objects leave the agent answering; an object heard of again before it was judged is judged once, on the
 // latest copy, in the place its first event took.
+// What the rules cannot see (a Pod refused by admission, an image that cannot be pulled) is in warning Events: while
+// objects are not stable they are read now and then (warning-poll.ts), and each message of an object not stable
+// ends with its warnings and those of what it owns (warning-notes.ts), in progress lines and in the final verdict.
 import { errorMessage } from '../errors.ts';
 import type { KubeObject } from '../render/manifest.ts';
 import { type Stability, stabilityOf } from './rules.ts';
 import { judging, type TimeSlice } from './time-slice.ts';
+import { unsaid, type WarningNote, warningKey, withWarnings } from './warning-notes.ts';
+import { WarningPoll, type WarningReader } from './warning-poll.ts';
 
 export interface Watchable {
   /** `Deployment prod/web` */
@@ -27,7 +32,10 @@ export interface Watchable {
 
 export interface ObjectVerdict {
   name: string;
+  /** The rule's verdict; when not stable, its message ends with the warnings below. */
   stability: Stability;
+  /** The warning Events of the object and of what it owns, newest first, while it is not stable. */
+  warnings?: readonly WarningNote[];
 }
 
 export interface WaitResult {
@@ -46,6 +54,8 @@ export interface WaitOptions {
   rule?: (object: KubeObject, now: Date) => Stability;
   /** Where judgements are run: the process's shared slice unless given. */
   slice?: TimeSlice;
+  /** Where the warning Events of objects not stable are read (src/kube/warning-events.ts); none: not read. */
+  warnings?: WarningReader;
 }
 
 export function waitForStability(targets: readonly Watchable[], options: WaitOptions): Promise<WaitResult> {
@@ -58,27 +68,68 @@ export function waitForStability(targets: readonly Watchable[], options: WaitOpt
     stability: { state: 'progressing', message: `${t.name}: not observed yet` },
   }));
   const controller = new AbortController();
+  // What the rule said last, the warnings, and the last object seen, by target: a message is made of the first two.
+  const ruled: Stability[] = verdicts.map((v) => v.stability);
+  const notes: WarningNote[][] = targets.map(() => []);
+  const said: string[] = verdicts.map((v) => `${v.stability.state}\u0000${v.stability.message}\u0000`);
+  const seen: (KubeObject | undefined)[] = targets.map(() => undefined);
+  /** Writes the verdict of `index` from the rule's and the warnings; true when a reader would see a change. */
+  const compose = (index: number): boolean => {
+    const verdict = verdicts[index] as ObjectVerdict;
+    const stability = ruled[index] as Stability;
+    const own = stability.state === 'stable' ? [] : unsaid(stability.message, notes[index] ?? []);
+    verdict.stability = { state: stability.state, message: withWarnings(stability.message, own) };
+    if (own.length > 0) verdict.warnings = own;
+    else delete verdict.warnings;
+    const key = `${stability.state}\u0000${stability.message}\u0000${warningKey(own)}`;
+    const changed = key !== said[index];
+    said[index] = key;
+    return changed;
+  };
   return new Promise<WaitResult>((resolve) => {
     let settled = false;
+    const poll =
+      options.warnings &&
+      new WarningPoll(
+        options.warnings,
+        () =>
+          verdicts.flatMap((v, index) => {
+            const object = seen[index];
+            return object && v.stability.state !== 'stable' ? [{ index, object }] : [];
+          }),
+        (index, found) => {
+          notes[index] = found;
+          if (!compose(index) || settled) return;
+          try {
+            options.onProgress?.(verdicts[index] as ObjectVerdict, verdicts);
+          } catch {
+            // A listener's fault on a line about warnings changes no verdict.
+          }
+        },
+      );
     const finish = (outcome: WaitResult['outcome'], culprit?: ObjectVerdict) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       options.signal?.removeEventListener('abort', onAbort);
       controller.abort();
+      const elapsedMs = Date.now() - started;
       const first = culprit ?? verdicts.find((v) => v.stability.state !== 'stable');
-      resolve({
-        outcome,
-        verdicts,
-        culprit: outcome === 'stable' ? undefined : first,
-        elapsedMs: Date.now() - started,
-      });
+      const done = () =>
+        resolve({ outcome, verdicts, culprit: outcome === 'stable' ? undefined : first, elapsedMs });
+      // A wait that failed or ran out says the latest warnings: read once more (briefly) before it answers.
+      if (poll && (outcome === 'failed' || outcome === 'timed-out')) void poll.last().finally(done);
+      else {
+        poll?.stop();
+        done();
+      }
     };
     const timer = setTimeout(() => finish('timed-out'), options.timeoutMs);
     const onAbort = () => finish('cancelled');
     if (options.signal?.aborted) return finish('cancelled');
     options.signal?.addEventListener('abort', onAbort);
     if (targets.length === 0) return finish('stable');
+    poll?.start();
 
     let stableCount = 0;
     targets.forEach((target, index) => {
@@ -95,11 +146,13 @@ export function waitForStability(targets: readonly Watchable[], options: WaitOpt
         if (object && note && stability.state !== 'stable')
           stability = { ...stability, message: `${stability.message} (last seen; since then ${note})` };
         const verdict = verdicts[index] as ObjectVerdict;
-        const changed =
-          verdict.stability.state !== stability.state || verdict.stability.message !== stability.message;
         stableCount +=
           (stability.state === 'stable' ? 1 : 0) - (verdict.stability.state === 'stable' ? 1 : 0);
-        verdict.stability = stability;
+        ruled[index] = stability;
+        // A copy of another uid (deleted and made again) is another object: its predecessor's warnings go.
+        if (object && object.metadata.uid !== seen[index]?.metadata.uid) notes[index] = [];
+        if (object) seen[index] = object;
+        const changed = compose(index);
         if (changed) options.onProgress?.(verdict, verdicts);
         if (stability.state === 'failed') finish('failed', verdict);
         else if (stableCount === verdicts.length) finish('stable');
@@ -124,9 +177,9 @@ export function waitForStability(targets: readonly Watchable[], options: WaitOpt
       };
       const fail = (message: string) => {
         if (settled) return;
-        const verdict = verdicts[index] as ObjectVerdict;
-        verdict.stability = { state: 'failed', message };
-        finish('failed', verdict);
+        ruled[index] = { state: 'failed', message };
+        compose(index);
+        finish('failed', verdicts[index] as ObjectVerdict);
       };
       target.watch(onObject, controller.signal).catch((error: unknown) => {
         fail(`${target.name}: cannot watch: ${errorMessage(error)}`);

@@ -26,6 +26,7 @@ import { executePrune, pruneTargets } from '../kube/prune.ts';
 import { discoverClusterScoped } from '../kube/scope.ts';
 import { assertServed } from '../kube/served.ts';
 import { readSnapshot } from '../kube/snapshot.ts';
+import { WarningEvents } from '../kube/warning-events.ts';
 import { WarningLog, withWarnings } from '../kube/warnings.ts';
 import { type HookOwner, markHook } from '../render/hook-owner.ts';
 import { type HookEvent, type HookPhase, hookRole, isHookObject } from '../render/hooks.ts';
@@ -108,6 +109,9 @@ export interface DeployRequest {
    */
   health?: HealthRules;
 }
+
+/** Warning Events last seen this long before a deploy started are not said by its waits. */
+const WARNINGS_SINCE_MS = 10 * 60_000;
 
 /** How long SyncFail hooks may run, after a sync that failed (its own time may be spent). */
 const FAIL_HOOK_TIMEOUT_MS = 5 * 60_000;
@@ -483,6 +487,10 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       throw error;
     }
   };
+  // The warning Events of what is waited on (and what it owns), read while it is not stable; one reader per deploy,
+  // so the owners it looked up serve every wave and hook. Those last seen long before the deploy are taken for an
+  // earlier rollout's (a controller says it again when the object changes, and as it retries).
+  const warningEvents = new WarningEvents(api, { sinceMs: started - WARNINGS_SINCE_MS });
   /** Waits until the objects of these results are stable (or one fails, or the deploy's deadline passes). */
   const waitFor = async (
     results: readonly ApplyResult[],
@@ -512,6 +520,7 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
         // What is left of the deploy's time (a wave waited on before spent some of it).
         timeoutMs: request.timeoutMs > 0 ? Math.max(1, started + request.timeoutMs - Date.now()) : 0,
         signal: request.signal,
+        warnings: warningEvents,
         ...(rule
           ? { rule }
           : health

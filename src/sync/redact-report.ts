@@ -8,13 +8,18 @@ import type { DeployReport } from '../contract.ts';
 import type { ObjectVerdict } from '../stability/waiter.ts';
 
 /**
- * The report with `redact` applied to its summary, its error's message, the objects' stability messages and the
- * API server's warnings.
+ * The report with `redact` applied to its summary, its error's message, the objects' stability messages and
+ * warning Events, and the API server's warnings.
  */
 export function redactReport(report: DeployReport, redact: (text: string) => string): DeployReport {
   const verdict = (v: ObjectVerdict): ObjectVerdict => {
     const message = redact(v.stability.message);
-    return message === v.stability.message ? v : { ...v, stability: { ...v.stability, message } };
+    // The warning Events quote what a controller or the API server said of an object: any field of it.
+    const warnings = v.warnings?.map((w) => ({ ...w, message: redact(w.message) }));
+    const same =
+      message === v.stability.message &&
+      v.warnings?.every((w, i) => w.message === warnings?.[i]?.message) !== false;
+    return same ? v : { ...v, stability: { ...v.stability, message }, ...(warnings ? { warnings } : {}) };
   };
   const wait = report.wait && {
     ...report.wait,

@@ -17,8 +17,13 @@ const packageVersion: string = JSON.parse(
   readFileSync(new URL('../../package.json', import.meta.url), 'utf8'),
 ).version;
 
-/** The rule the chart adds wherever the agent deploys, and in its own namespace: Events (docs/events.md). */
-const EVENTS_RULE = { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] };
+/**
+ * The rule the chart adds wherever the agent deploys, and in its own namespace: Events written, and the warnings of
+ * what a stability wait waits on listed (docs/events.md).
+ */
+const EVENTS_RULE = { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch', 'list'] };
+/** In the agent's own namespace, Events on its ledger ConfigMaps are only written. */
+const LEDGER_EVENTS_RULE = { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] };
 
 // biome-ignore lint/suspicious/noExplicitAny: rendered manifests are read field by field, as kubectl does
 type Manifest = Record<string, any>;
@@ -251,7 +256,7 @@ describe('helm chart: rendered objects', () => {
         verbs: ['get'],
       },
       // Events on the ledger ConfigMaps (docs/events.md).
-      EVENTS_RULE,
+      LEDGER_EVENTS_RULE,
     ]);
   });
 

@@ -142,8 +142,8 @@ configured deployment, sorted and without duplicates.
 The rules of the deploying role: rbac.clusterRules and rbac.extraRules.
 */}}
 {{- define "mooring.deployRules" -}}
-{{- /* Events on the objects it deploys (docs/events.md), whatever clusterRules narrow. */ -}}
-{{- $events := list (dict "apiGroups" (list "") "resources" (list "events") "verbs" (list "create" "patch")) }}
+{{- /* Events on the objects it deploys, and the warnings a stability wait reads (docs/events.md), whatever clusterRules narrow. */ -}}
+{{- $events := list (dict "apiGroups" (list "") "resources" (list "events") "verbs" (list "create" "patch" "list")) }}
 {{- $rules := concat (.Values.rbac.clusterRules | default list) (.Values.rbac.extraRules | default list) $events }}
 {{- if $rules }}
 {{- toYaml $rules }}

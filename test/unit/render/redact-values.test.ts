@@ -180,6 +180,25 @@ describe('redactReport (the finalizer)', () => {
     expect(`${e.message} ${e.stack} ${String(e.cause)}`).not.toContain(PASSWORD);
   });
 
+  it('hides values from the warning Events a verdict quotes', () => {
+    const warned = {
+      name: 'Deployment shop/web',
+      stability: {
+        state: 'progressing' as const,
+        message: `0 of 1 ready; Warning Failed on Pod shop/web-1: ${PASSWORD}`,
+      },
+      warnings: [
+        { object: 'Pod shop/web-1', reason: 'Failed', message: `env ${PASSWORD}`, count: 2, lastMs: 1 },
+      ],
+    };
+    const base = report(undefined, 'timed out');
+    const wait = { ...(base.wait as NonNullable<DeployReport['wait']>), verdicts: [warned], culprit: warned };
+    const out = redactReport({ ...base, wait }, valueRedactor([PASSWORD]));
+    expect(JSON.stringify(out.wait)).not.toContain(PASSWORD);
+    expect(out.wait?.culprit?.warnings?.[0]).toEqual({ ...warned.warnings[0], message: `env ${REDACTED}` });
+    expect(out.wait?.verdicts[0]?.stability.message).toContain(REDACTED);
+  });
+
   it("hides values in a RenderErrors' list and its errors' fields", () => {
     const one = new RenderError(`label value ${JSON.stringify(PASSWORD)} is invalid`, {
       origin: { file: 'a.yaml', line: 3, column: 1 },

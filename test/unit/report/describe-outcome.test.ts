@@ -57,6 +57,39 @@ describe('describeOutcome', () => {
     );
   });
 
+  it("says a failure or time-out by its rule and the newest warning Event, without the controller's preamble", () => {
+    const message =
+      'Create Pod pg-0 in StatefulSet pg failed error: pods "pg-0" is forbidden: violates PodSecurity "restricted:latest": runAsNonRoot != true';
+    const culprit = {
+      name: 'StatefulSet db/pg',
+      stability: {
+        state: 'progressing' as const,
+        message: `StatefulSet db/pg: 0 of 1 replicas ready; Warning FailedCreate (x12) on StatefulSet db/pg: ${message}`,
+      },
+      warnings: [{ object: 'StatefulSet db/pg', reason: 'FailedCreate', message, count: 12, lastMs: 2 }],
+    };
+    const timedOut = report('timed-out', {
+      wait: { outcome: 'timed-out', verdicts: [culprit], culprit, elapsedMs: 1 },
+    });
+    expect(describeOutcome(timedOut, undefined, 'commit')).toEqual({
+      state: 'failure',
+      description:
+        'StatefulSet db/pg: 0 of 1 replicas ready; FailedCreate: pods "pg-0" is forbidden: violates PodSecurity "restricted:latest": runAsNonRoot != true',
+    });
+    // Without warnings: the rule's message, as before.
+    const plain = {
+      ...culprit,
+      stability: { ...culprit.stability, message: 'StatefulSet db/pg: 0 of 1 replicas ready' },
+    };
+    delete (plain as { warnings?: unknown }).warnings;
+    const quiet = report('timed-out', {
+      wait: { outcome: 'timed-out', verdicts: [plain], culprit: plain, elapsedMs: 1 },
+    });
+    expect(describeOutcome(quiet, undefined, 'commit').description).toBe(
+      'StatefulSet db/pg: 0 of 1 replicas ready',
+    );
+  });
+
   it('tells a sync superseded by a commit from one whose deployment left the configuration', () => {
     const by = { by: 'commit', commit: 'b'.repeat(40) } as const;
     expect(describeOutcome(report('cancelled'), undefined, 'commit', aborted(new Superseded(by)))).toEqual({

@@ -1,0 +1,243 @@
+// The warning Events of objects a wait is on, and of what they own: the I/O behind src/stability/warning-notes.ts.
+// Read as a bounded list per namespace (`type=Warning`, a few pages), not a stream per object nor a watch that
+// would hold every Event of a busy namespace: an Event is about one object (`involvedObject`), and one about an
+// object mooring did not apply (a Pod, a ReplicaSet, a Job) is attributed by its controller chain, read from the
+// ownerReferences of that object (metadata only, remembered by uid for the wait). A Pod of a Deployment is two
+// steps from it (Pod -> ReplicaSet -> Deployment), a Pod of a CronJob too (Pod -> Job -> CronJob).
+// Only objects whose name starts as a waited-on workload's does are looked up: the built-in controllers name what
+// they create after themselves, so a namespace full of other teams' failing Pods costs no request.
+import { z } from 'zod';
+import type { KubeObject } from '../render/manifest.ts';
+import { type KubeApi, METADATA_OBJECT } from './api.ts';
+import { statusCode } from './errors.ts';
+
+/** What one Event says, for one waited-on object (the shape of src/stability/warning-notes.ts's WarningNote). */
+export interface ObservedWarning {
+  object: string;
+  reason: string;
+  message: string;
+  count: number;
+  lastMs: number;
+}
+
+export interface WarningEventsOptions {
+  /** Events last seen before this (ms since the epoch) are left out: they are about an earlier rollout. */
+  sinceMs?: number | undefined;
+  pageSize?: number;
+  /** Pages listed per namespace and read: the newest warnings of a namespace with thousands may be missed. */
+  maxPages?: number;
+  /** Objects looked up per read (their ownerReferences), beyond those remembered. */
+  maxLookups?: number;
+}
+
+/** The kinds that create others, and the kinds of what they create. */
+const OWNERS = new Set(['Deployment', 'ReplicaSet', 'StatefulSet', 'DaemonSet', 'Job', 'CronJob']);
+/** Where an owned object of each kind is read (its metadata only). */
+const OWNED: Readonly<Record<string, string>> = {
+  Pod: '/api/v1/namespaces/{ns}/pods/',
+  ReplicaSet: '/apis/apps/v1/namespaces/{ns}/replicasets/',
+  Job: '/apis/batch/v1/namespaces/{ns}/jobs/',
+};
+/** A Pod of a long-named ReplicaSet is named after its first 57 characters or so: what the name test compares. */
+const PREFIX_CHARS = 40;
+/** Chain steps followed from an Event's object up to a waited-on one (Pod -> ReplicaSet -> Deployment). */
+const MAX_DEPTH = 3;
+const MAX_REMEMBERED = 2000;
+const MAX_PAGE_BYTES = 8 * 1024 * 1024;
+
+const text = z.string().max(64 * 1024);
+const eventSchema = z.object({
+  type: text.optional(),
+  reason: text.optional(),
+  message: text.optional(),
+  count: z.number().nullish(),
+  lastTimestamp: text.nullish(),
+  eventTime: text.nullish(),
+  firstTimestamp: text.nullish(),
+  series: z.object({ count: z.number().nullish(), lastObservedTime: text.nullish() }).nullish(),
+  involvedObject: z.object({
+    kind: text.optional(),
+    name: text.optional(),
+    uid: text.optional(),
+  }),
+  metadata: z.object({ creationTimestamp: text.nullish() }).optional(),
+});
+type Event = z.infer<typeof eventSchema>;
+
+interface EventList {
+  metadata?: { continue?: string };
+  items?: unknown[] | null;
+}
+
+interface Owned {
+  uid: string | undefined;
+  controller: { kind: string; name: string; uid: string } | undefined;
+}
+
+function lastSeen(event: Event): number {
+  const when =
+    event.series?.lastObservedTime ??
+    event.lastTimestamp ??
+    event.eventTime ??
+    event.firstTimestamp ??
+    event.metadata?.creationTimestamp;
+  const ms = when ? Date.parse(when) : Number.NaN;
+  return Number.isFinite(ms) ? ms : 0;
+}
+
+export class WarningEvents {
+  private readonly api: KubeApi;
+  private readonly options: Required<Omit<WarningEventsOptions, 'sinceMs'>> & { sinceMs: number };
+  /** By `kind/namespace/name`: the object's uid and controller when it was looked up; undefined: not there. */
+  private readonly owned = new Map<string, Owned | undefined>();
+
+  constructor(api: KubeApi, options: WarningEventsOptions = {}) {
+    this.api = api;
+    this.options = {
+      pageSize: options.pageSize ?? 250,
+      maxPages: options.maxPages ?? 4,
+      maxLookups: options.maxLookups ?? 30,
+      sinceMs: options.sinceMs ?? 0,
+    };
+  }
+
+  /** By uid of each namespaced object: the warnings about it and about what it owns. */
+  async read(objects: readonly KubeObject[], signal: AbortSignal): Promise<Map<string, ObservedWarning[]>> {
+    const byNamespace = new Map<string, KubeObject[]>();
+    for (const object of objects) {
+      const ns = object.metadata.namespace;
+      if (!ns || typeof object.metadata.uid !== 'string') continue;
+      byNamespace.set(ns, [...(byNamespace.get(ns) ?? []), object]);
+    }
+    const found = new Map<string, ObservedWarning[]>();
+    const budget = { lookups: this.options.maxLookups };
+    for (const [ns, inNamespace] of byNamespace) {
+      await this.readNamespace(ns, inNamespace, found, budget, signal);
+    }
+    return found;
+  }
+
+  private async readNamespace(
+    ns: string,
+    objects: readonly KubeObject[],
+    found: Map<string, ObservedWarning[]>,
+    budget: { lookups: number },
+    signal: AbortSignal,
+  ): Promise<void> {
+    const targets = new Set(objects.map((o) => o.metadata.uid as string));
+    const prefixes = objects
+      .filter((o) => OWNERS.has(o.kind))
+      .map((o) => o.metadata.name.slice(0, PREFIX_CHARS));
+    const path = `/api/v1/namespaces/${encodeURIComponent(ns)}/events`;
+    let cursor: string | undefined;
+    for (let page = 0; page < this.options.maxPages; page++) {
+      const list = await this.api.request<EventList>('GET', path, {
+        query: { fieldSelector: 'type=Warning', limit: this.options.pageSize, continue: cursor },
+        signal,
+        maxBytes: MAX_PAGE_BYTES,
+      });
+      for (const item of list.items ?? []) {
+        const parsed = eventSchema.safeParse(item);
+        if (!parsed.success) continue;
+        const event = parsed.data;
+        const involved = event.involvedObject;
+        const lastMs = lastSeen(event);
+        if (!involved.kind || !involved.name || lastMs < this.options.sinceMs) continue;
+        let target = involved.uid && targets.has(involved.uid) ? involved.uid : undefined;
+        if (!target && OWNED[involved.kind] && prefixes.some((p) => involved.name?.startsWith(p)))
+          target = await this.ownerAmong(
+            ns,
+            involved.kind,
+            involved.name,
+            involved.uid,
+            targets,
+            budget,
+            signal,
+          );
+        if (!target) continue;
+        const notes = found.get(target) ?? [];
+        notes.push({
+          object: `${involved.kind} ${ns}/${involved.name}`,
+          reason: event.reason || 'Warning',
+          // Cut here already (the digest cuts further): what is held for a read stays small.
+          message: (event.message ?? '').slice(0, 2048),
+          count: event.series?.count ?? event.count ?? 1,
+          lastMs,
+        });
+        found.set(target, notes);
+      }
+      cursor = list.metadata?.continue || undefined;
+      if (!cursor) break;
+    }
+  }
+
+  /** The waited-on object (its uid) whose object this is, following controller references; undefined if none. */
+  private async ownerAmong(
+    ns: string,
+    kind: string,
+    name: string,
+    uid: string | undefined,
+    targets: ReadonlySet<string>,
+    budget: { lookups: number },
+    signal: AbortSignal,
+  ): Promise<string | undefined> {
+    for (let depth = 0; depth < MAX_DEPTH; depth++) {
+      const owned = await this.lookUp(ns, kind, name, uid, budget, signal);
+      // Gone, or another object of that name since: the Event is about something no longer there.
+      if (!owned || (uid !== undefined && owned.uid !== uid)) return undefined;
+      const controller = owned.controller;
+      if (!controller) return undefined;
+      if (targets.has(controller.uid)) return controller.uid;
+      if (!OWNED[controller.kind]) return undefined;
+      ({ kind, name, uid } = controller);
+    }
+    return undefined;
+  }
+
+  private async lookUp(
+    ns: string,
+    kind: string,
+    name: string,
+    uid: string | undefined,
+    budget: { lookups: number },
+    signal: AbortSignal,
+  ): Promise<Owned | undefined> {
+    const key = `${kind}/${ns}/${name}`;
+    const known = this.owned.get(key);
+    if (this.owned.has(key) && (known === undefined || uid === undefined || known.uid === uid)) return known;
+    if (budget.lookups <= 0) return undefined;
+    budget.lookups--;
+    const base = (OWNED[kind] as string).replace('{ns}', encodeURIComponent(ns));
+    let owned: Owned | undefined;
+    try {
+      const object = await this.api.request<KubeObject>('GET', `${base}${encodeURIComponent(name)}`, {
+        accept: METADATA_OBJECT,
+        signal,
+        maxBytes: 1024 * 1024,
+      });
+      const refs = (object.metadata as { ownerReferences?: unknown }).ownerReferences;
+      const controller = Array.isArray(refs)
+        ? (refs as { controller?: boolean; kind?: unknown; name?: unknown; uid?: unknown }[]).find(
+            (r) => r.controller === true,
+          )
+        : undefined;
+      owned = {
+        uid: typeof object.metadata.uid === 'string' ? object.metadata.uid : undefined,
+        controller:
+          controller &&
+          typeof controller.kind === 'string' &&
+          typeof controller.name === 'string' &&
+          typeof controller.uid === 'string'
+            ? { kind: controller.kind, name: controller.name, uid: controller.uid }
+            : undefined,
+      };
+    } catch (error) {
+      const code = statusCode(error);
+      // Not there (deleted), or not ours to read: remembered as unknown. Anything else: asked again next time.
+      if (code !== 404 && code !== 403) throw error;
+    }
+    this.owned.set(key, owned);
+    if (this.owned.size > MAX_REMEMBERED) this.owned.delete(this.owned.keys().next().value as string);
+    return owned;
+  }
+}

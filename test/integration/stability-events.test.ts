@@ -1,0 +1,192 @@
+// A wait that times out says why: the warning Events of the object and of what it owns. A StatefulSet whose Pods
+// PodSecurity refuses (the FailedCreate Event of the real StatefulSet controller is on the StatefulSet) and a
+// Deployment whose Pod is never ready (the Event is on the Pod, two owners from what was applied; the test bed's
+// kubelet writes none, so the test writes the kubelet's) are deployed with a short timeout: the progress lines and
+// the final error (of the CLI, and of the agent's deploy with its commit status) name the Event with the words it
+// was written with. Manifests are JSON, so that no YAML reading rule is involved; the invalid volume mode of a
+// StatefulSet is refused before anything is written.
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { KubeApi } from '../../src/kube/api.ts';
+import { Discovery } from '../../src/kube/discovery.ts';
+import { describeOutcome } from '../../src/report/commit-status-sync.ts';
+import { deploy } from '../../src/sync/deploy.ts';
+import { clusterConfig, deployTo, eventually, kubectl, manifestDir, useNamespace } from './helpers.ts';
+
+const ns = useNamespace('stab-events');
+
+/** A container PodSecurity's `restricted` level takes. */
+const restrictedContainer = {
+  name: 'app',
+  image: 'registry.invalid/app:1',
+  securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+};
+const restrictedPod = { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } };
+/** The test bed's kubelet reports these Pods Running, never Ready. */
+const NEVER_READY = { 'testbed.mooring.io/behavior': 'never-ready' };
+
+function statefulSet(namespace: string, name: string, pod: Record<string, unknown>): string {
+  return JSON.stringify({
+    apiVersion: 'apps/v1',
+    kind: 'StatefulSet',
+    metadata: { name, namespace },
+    spec: {
+      serviceName: name,
+      replicas: 1,
+      selector: { matchLabels: { app: name } },
+      template: { metadata: { labels: { app: name } }, spec: pod },
+    },
+  });
+}
+
+function deployment(namespace: string, name: string, pod: Record<string, unknown>): string {
+  return JSON.stringify({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name, namespace },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: { app: name } },
+      template: { metadata: { labels: { app: name }, annotations: NEVER_READY }, spec: pod },
+    },
+  });
+}
+
+/** The test bed's kubelet writes no Events: the one a kubelet writes about a Pod whose readiness probe fails. */
+function probeFailure(namespace: string, pod: { name: string; uid: string }): string {
+  const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  return JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Event',
+    metadata: { name: `${pod.name}.probe`, namespace },
+    involvedObject: {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      name: pod.name,
+      namespace,
+      uid: pod.uid,
+      fieldPath: 'spec.containers{app}',
+    },
+    type: 'Warning',
+    reason: 'Unhealthy',
+    message: 'Readiness probe failed: HTTP probe failed with statuscode: 503',
+    count: 4,
+    firstTimestamp: now,
+    lastTimestamp: now,
+    source: { component: 'kubelet', host: 'testbed-node' },
+  });
+}
+
+describe('stability waits say why', () => {
+  beforeAll(async () => {
+    const labelled = await kubectl(
+      'label',
+      'namespace',
+      ns(),
+      'pod-security.kubernetes.io/enforce=restricted',
+    );
+    expect(labelled.code, labelled.stderr).toBe(0);
+  });
+
+  it('names the FailedCreate Events of a StatefulSet whose Pods are refused, in progress and at the time-out', async () => {
+    // Refused Pods: a container running as root with every capability, in a namespace that enforces `restricted`.
+    const dir = await manifestDir({
+      'db.json': statefulSet(ns(), 'pg', { containers: [{ name: 'pg', image: 'registry.invalid/pg:16' }] }),
+    });
+    const result = await deployTo(ns(), dir, '--application', 'db', '--timeout', '15s');
+    const out = `${result.stdout}\n${result.stderr}`;
+    expect(result.code, out).toBe(1);
+    const lines = out.split('\n');
+    const said = new RegExp(
+      `^(timed out after \\d+s with 0/1 stable: )?StatefulSet ${ns()}/pg: .+; Warning FailedCreate (\\(x\\d+\\) )?on StatefulSet ${ns()}/pg: Create Pod pg-0 in StatefulSet pg failed error: pods "pg-0" is forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false`,
+      'i',
+    );
+    const final = lines.find((l) => l.startsWith('timed out after')) ?? '';
+    expect(final, out).toMatch(said);
+    // While waiting, a progress line said it.
+    expect(
+      lines.some((l) => l.startsWith('StatefulSet') && said.test(l)),
+      out,
+    ).toBe(true);
+  }, 60_000);
+
+  it("names the warnings of a Deployment's Pods, two owners away, in the agent's deploy and its commit status", async () => {
+    const api = new KubeApi(clusterConfig());
+    const progress: string[] = [];
+    const deploying = deploy(
+      {
+        api,
+        discovery: new Discovery(api),
+        onEvent: (e) => e.type === 'progress' && progress.push(e.message),
+      },
+      {
+        files: [
+          {
+            path: 'web.json',
+            text: deployment(ns(), 'web', {
+              securityContext: restrictedPod,
+              containers: [restrictedContainer],
+            }),
+          },
+        ],
+        namespace: ns(),
+        application: 'web',
+        images: [],
+        timeoutMs: 20_000,
+        dryRun: false,
+      },
+    );
+    try {
+      const pod = await eventually('a Pod of web', async () => {
+        const got = await kubectl('-n', ns(), 'get', 'pods', '-l', 'app=web', '-o', 'json');
+        const items = (
+          JSON.parse(got.stdout || '{}') as { items?: { metadata: { name: string; uid: string } }[] }
+        ).items;
+        return items?.[0]?.metadata;
+      });
+      const events = await manifestDir({ 'event.json': probeFailure(ns(), pod) });
+      const created = await kubectl('create', '-f', join(events, 'event.json'));
+      expect(created.code, created.stderr).toBe(0);
+      const report = await deploying;
+      expect(report.outcome, report.summary).toBe('timed-out');
+      const said = `Warning Unhealthy (x4) on Pod ${ns()}/${pod.name}: Readiness probe failed: HTTP probe failed with statuscode: 503`;
+      expect(report.summary).toMatch(
+        new RegExp(`^timed out after \\d+s with 0/1 stable: Deployment ${ns()}/web: `),
+      );
+      expect(report.summary).toContain(said);
+      // A progress line said it while waiting (the final read said it again, with the same words).
+      expect(
+        progress.some((l) => l.includes(said)),
+        progress.join('\n'),
+      ).toBe(true);
+      // The failed commit status: the rule's words, then the warning, short.
+      const { state, description } = describeOutcome(report, undefined, 'commit');
+      expect(state).toBe('failure');
+      expect(description).toMatch(
+        new RegExp(
+          `^Deployment ${ns()}/web: [^;]+; Unhealthy: Readiness probe failed: HTTP probe failed with statuscode: 503$`,
+        ),
+      );
+    } finally {
+      await deploying.catch(() => undefined);
+      api.close();
+    }
+  }, 60_000);
+
+  it('refuses a volume mode outside 0..0777 before anything is written, naming the field', async () => {
+    // Decimal 755 (what `0755` becomes when read as YAML 1.2): the API server validates a StatefulSet's Pod template.
+    const dir = await manifestDir({
+      'bad-mode.json': statefulSet(ns(), 'bad-mode', {
+        securityContext: restrictedPod,
+        containers: [restrictedContainer],
+        volumes: [{ name: 'conf', secret: { secretName: 'conf', defaultMode: 755 } }],
+      }),
+    });
+    const result = await deployTo(ns(), dir, '--application', 'mode', '--timeout', '15s');
+    const out = `${result.stdout}\n${result.stderr}`;
+    expect(result.code, out).toBe(2);
+    expect(out).toContain('spec.template.spec.volumes[0].secret.defaultMode: Invalid value: 755');
+    const live = await kubectl('-n', ns(), 'get', 'statefulset', 'bad-mode');
+    expect(live.code).not.toBe(0);
+  }, 60_000);
+});
