@@ -24,6 +24,7 @@ import { applyMoniker, workloadKey } from './moniker.ts';
 import { boundaryErrors, type NamespaceBoundary } from './namespace-boundary.ts';
 import { DEFAULT_LIMITS, type ManifestFile, type ParseLimits, parseManifestFiles } from './parse.ts';
 import { checkSecretValues } from './secret-values.ts';
+import { checkStringValues } from './string-values.ts';
 import { parseStrategy, type Strategy } from './strategy.ts';
 import {
   IMAGE_RULES,
@@ -170,7 +171,10 @@ export function render(input: RenderInput): RenderResult {
       );
     } else seen.set(key, origin);
   }
-  for (const item of items) checkSecretValues(item, errors);
+  for (const item of items) {
+    checkSecretValues(item, errors);
+    checkStringValues(item, errors);
+  }
   throwIfAny(errors);
 
   // 2. Read the strategy annotations into the plan; hook annotations are checked here too (src/sync/hooks.ts runs
