@@ -10,7 +10,7 @@ import { POD_TEMPLATE_RULES, rulesFor } from './tables.ts';
 
 type Path = readonly (string | number)[];
 
-/** Mappings whose every value is a string, on every object. */
+/** Mappings whose every value is a string (an object's own are checked where it is parsed: render/parse.ts). */
 const STRING_MAPS: readonly Path[] = [
   ['metadata', 'labels'],
   ['metadata', 'annotations'],
@@ -42,7 +42,6 @@ function stringPaths(object: unknown, kind: string, group: string): Path[] {
     const list = at(object, path);
     if (Array.isArray(list)) list.forEach((_, i) => each([...path, i]));
   };
-  for (const map of STRING_MAPS) mapValues(map);
   if (group === '' && kind === 'ConfigMap') mapValues(['data']);
   for (const rule of rulesFor(POD_TEMPLATE_RULES, group, kind)) {
     const template: Path = rule.path === '' ? [] : rule.path.split('.');

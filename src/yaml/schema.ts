@@ -24,8 +24,11 @@ import {
   V3_TRUE,
 } from './go-scalars.ts';
 
-/** Whose reading: `kubernetes` for everything kubectl or helm would read, `sops` for a SOPS file's own tree. */
-export type YamlRules = 'kubernetes' | 'sops';
+/**
+ * Whose reading: `kubernetes` for everything kubectl or helm would read, `sops` for a SOPS file's own tree, `core`
+ * (YAML 1.2's core schema) for mooring's own configuration, whose keys include `on` (a boolean in YAML 1.1).
+ */
+export type YamlRules = 'kubernetes' | 'sops' | 'core';
 
 const INT = 'tag:yaml.org,2002:int';
 const FLOAT = 'tag:yaml.org,2002:float';
@@ -157,7 +160,7 @@ const specMergeTag = 'merge' as const;
 
 const built = new Map<YamlRules, Tags>();
 
-function tagsOf(rules: YamlRules, collections: Tags): Tags {
+function tagsOf(rules: Exclude<YamlRules, 'core'>, collections: Tags): Tags {
   const done = built.get(rules);
   if (done) return done;
   const kept = collections.filter(
@@ -184,6 +187,7 @@ function tagsOf(rules: YamlRules, collections: Tags): Tags {
 
 /** The yaml package's schema options for `rules`; `merge: false` as the merge tag is in the list. */
 export function schemaOptions(rules: YamlRules): SchemaOptions {
+  if (rules === 'core') return { schema: 'core', merge: false };
   return { schema: 'core', merge: false, customTags: (tags) => tagsOf(rules, tags) };
 }
 
