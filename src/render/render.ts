@@ -24,8 +24,8 @@ import { applyMoniker, workloadKey } from './moniker.ts';
 import { boundaryErrors, type NamespaceBoundary } from './namespace-boundary.ts';
 import { DEFAULT_LIMITS, type ManifestFile, type ParseLimits, parseManifestFiles } from './parse.ts';
 import { checkSecretValues } from './secret-values.ts';
-import { checkStringValues } from './string-values.ts';
 import { parseStrategy, type Strategy } from './strategy.ts';
+import { checkStringValues } from './string-values.ts';
 import {
   IMAGE_RULES,
   type KindRule,

@@ -40,7 +40,7 @@ function stringPaths(object: unknown, kind: string, group: string): Path[] {
   };
   const listItems = (path: Path, each: (item: Path) => void) => {
     const list = at(object, path);
-    if (Array.isArray(list)) list.forEach((_, i) => each([...path, i]));
+    if (Array.isArray(list)) for (let i = 0; i < list.length; i++) each([...path, i]);
   };
   if (group === '' && kind === 'ConfigMap') mapValues(['data']);
   for (const rule of rulesFor(POD_TEMPLATE_RULES, group, kind)) {

@@ -43,7 +43,8 @@ export function goInt(text: string): number | undefined {
 
 /** Whether Go reads `text` as a float (an integer text is one too: the int rule is tried first). */
 export function isGoFloat(text: string): boolean {
-  if (text.startsWith('.')) return GO_DOT_FLOAT.test(text) && Number.isFinite(Number(text.replaceAll('_', '')));
+  if (text.startsWith('.'))
+    return GO_DOT_FLOAT.test(text) && Number.isFinite(Number(text.replaceAll('_', '')));
   if (!/^[-+0-9]/.test(text)) return false;
   const plain = text.replaceAll('_', '');
   // ParseFloat refuses what is out of range: go-yaml keeps such a text as a string.

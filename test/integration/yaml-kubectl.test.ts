@@ -154,9 +154,20 @@ spec:
 
   it('deploys defaultMode 0400 and 0755 as the 256 and 493 kubectl sends', async () => {
     const dir = await manifestDir({ 'db.yaml': workload });
-    const dry = await kubectl('create', '--dry-run=server', '-o', 'json', '-n', ns(), '-f', join(dir, 'db.yaml'));
+    const dry = await kubectl(
+      'create',
+      '--dry-run=server',
+      '-o',
+      'json',
+      '-n',
+      ns(),
+      '-f',
+      join(dir, 'db.yaml'),
+    );
     expect(dry.code, dry.stderr).toBe(0);
-    const kubectlSent = fields(objectsOf(dry.stdout).find((o) => o.kind === 'Deployment')?.spec?.template.spec);
+    const kubectlSent = fields(
+      objectsOf(dry.stdout).find((o) => o.kind === 'Deployment')?.spec?.template.spec,
+    );
     expect(kubectlSent).toEqual({ runAsUser: 1001, fsGroup: 1001, port: 2842, modes: [256, 493] });
 
     const deployed = await deployTo(ns(), dir);

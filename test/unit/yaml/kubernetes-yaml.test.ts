@@ -65,7 +65,12 @@ describe('explicit tags', () => {
 
 describe("a SOPS file's own tree (go-yaml v3, for its MAC)", () => {
   it('has only the YAML 1.2 booleans, and Go numbers', () => {
-    expect(read('a: yes\nb: true\nc: 0755\nd: 1_000\n', 'sops')).toEqual({ a: 'yes', b: true, c: 493, d: 1000 });
+    expect(read('a: yes\nb: true\nc: 0755\nd: 1_000\n', 'sops')).toEqual({
+      a: 'yes',
+      b: true,
+      c: 493,
+      d: 1000,
+    });
   });
 });
 
@@ -101,7 +106,18 @@ describe('the writer', () => {
   });
 
   const hostile = fc.oneof(
-    fc.constantFrom(...SCALAR_CASES.map(([t]) => t), 'yes', 'Off', '0x1F', '-0b1', '+.5', '1.', '_1', '+_1', '0_8'),
+    fc.constantFrom(
+      ...SCALAR_CASES.map(([t]) => t),
+      'yes',
+      'Off',
+      '0x1F',
+      '-0b1',
+      '+.5',
+      '1.',
+      '_1',
+      '+_1',
+      '0_8',
+    ),
     fc.stringMatching(/^[-+._0-9a-fA-FxXoObB:yYnN~<eE ]{0,8}$/),
     fc.string({ maxLength: 12 }),
   );
