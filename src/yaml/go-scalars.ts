@@ -32,8 +32,12 @@ export function goInt(text: string): number | undefined {
   const sign = match[1] ?? '';
   const body = match[2] ?? '0';
   // A leading 0 is octal for Go; BigInt wants the 0o prefix for that.
-  const digits = /^0[0-7]+$/.test(body) ? `0o${body.slice(1)}` : body;
-  const magnitude = BigInt(digits);
+  const prefixed = /^0[0-7]+$/.test(body) ? `0o${body.slice(1)}` : body;
+  const prefix = /^0[xXoObB]/.test(prefixed) ? prefixed.slice(0, 2) : '';
+  const digits = prefixed.slice(prefix.length).replace(/^0+(?=.)/, '');
+  // Past 64 digits no base fits 64 bits; BigInt is not asked to read a long text (its time grows faster).
+  if (digits.length > 64) return undefined;
+  const magnitude = BigInt(`${prefix}${digits}`);
   const value = sign === '-' ? -magnitude : magnitude;
   if (value < INT64_MIN) return undefined;
   // Past int64 only ParseUint takes it, and ParseUint takes no sign.
