@@ -4,7 +4,12 @@
 // reads back as the value it was given, however hostile the strings.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { parseYamlAll, parseYamlAllAsync, stringifyYaml } from '../../../src/yaml/index.ts';
+import {
+  parseYamlAll,
+  parseYamlAllAsync,
+  parseYamlDocuments,
+  stringifyYaml,
+} from '../../../src/yaml/index.ts';
 import { SCALAR_CASES } from '../../fixtures/yaml/scalar-cases.ts';
 
 const read = (text: string, rules?: 'sops') => parseYamlAll(text, { file: 'case.yaml', rules })[0];
@@ -28,6 +33,9 @@ describe('a plain scalar, read as kubectl reads it', () => {
     const text = `${SCALAR_CASES.map(([t], i) => `k${i}: ${t}`).join('\n')}\n`;
     const [inWorker] = await parseYamlAllAsync(text, { file: 'big.yaml', threshold: 1 });
     expect(inWorker).toEqual(read(text));
+    expect(inWorker).toMatchObject({ k0: 256, k1: 493 });
+    const [sops] = await parseYamlAllAsync('a: yes\n', { file: 'big.yaml', threshold: 1, rules: 'sops' });
+    expect(sops).toEqual({ a: 'yes' });
   });
 });
 
