@@ -80,6 +80,16 @@ describe("a SOPS file's own tree (go-yaml v3, for its MAC)", () => {
       d: 1000,
     });
   });
+
+  it('is written back (the decrypted text) with the strings kubectl would misread quoted, as sops writes them', () => {
+    const [doc] = parseYamlDocuments('a: yes\nb: on\nc: 0755\nd: true\n', {
+      file: 'secret.yaml',
+      rules: 'sops',
+    });
+    const text = String(doc);
+    expect(text).toBe('a: "yes"\nb: "on"\nc: 493\nd: true\n');
+    expect(read(text)).toEqual({ a: 'yes', b: 'on', c: 493, d: true });
+  });
 });
 
 describe('the writer', () => {
