@@ -1,7 +1,7 @@
 // Printing command results as kubectl does: a table for people, JSON or YAML for programs.
 import { Option } from 'commander';
-import { stringify } from 'yaml';
 import { maxOf } from '../arrays.ts';
+import { stringifyYaml } from '../yaml/write.ts';
 
 export const OUTPUT_FORMATS = ['table', 'json', 'yaml'] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
@@ -51,5 +51,5 @@ export function formatTable<T>(rows: readonly T[], columns: readonly Column<T>[]
 }
 
 export function formatData(data: unknown, format: Exclude<OutputFormat, 'table'>): string {
-  return format === 'json' ? JSON.stringify(data, null, 2) : stringify(data, { lineWidth: 0 }).trimEnd();
+  return format === 'json' ? JSON.stringify(data, null, 2) : stringifyYaml(data).trimEnd();
 }

@@ -92,8 +92,9 @@ function parse(
   const lineCounter = new LineCounter();
   let doc: Document.Parsed;
   try {
-    // The configuration's own limits are not known before it is read: the defaults hold for it.
-    doc = parseYamlDocument(text, { file, limits: DEFAULT_YAML_LIMITS, lineCounter });
+    // The configuration's own limits are not known before it is read: the defaults hold for it. It is mooring's
+    // own file, read as YAML 1.2 (its `notify[].on` key is a boolean in YAML 1.1).
+    doc = parseYamlDocument(text, { file, limits: DEFAULT_YAML_LIMITS, lineCounter, rules: 'core' });
   } catch (error) {
     if (!(error instanceof YamlLimitError)) throw error;
     throw new ConfigError(file, [

@@ -1,7 +1,7 @@
 // Deterministic form of manifests: the same input gives the same bytes. Top-level fields come in the order
 // people read them (apiVersion, kind, metadata, then the rest); every mapping below is sorted by key.
 import { createHash, createHmac } from 'node:crypto';
-import { stringify } from 'yaml';
+import { stringifyYaml } from '../yaml/write.ts';
 import { isObject, type JsonValue, type KubeObject } from './manifest.ts';
 
 const TOP = ['apiVersion', 'kind', 'metadata'];
@@ -52,5 +52,5 @@ export function keyedContentHash(value: JsonValue, key: Uint8Array): string {
 }
 
 export function toYaml(objects: readonly KubeObject[]): string {
-  return objects.map((o) => stringify(canonical(o), { lineWidth: 0 })).join('---\n');
+  return objects.map((o) => stringifyYaml(canonical(o))).join('---\n');
 }

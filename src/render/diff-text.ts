@@ -2,7 +2,7 @@
 // text is made of them, and the unified diff of two objects as YAML with stable key order. Pure: objects in,
 // text out (the live objects and dry-run answers are read by src/kube/diff.ts).
 import { structuredPatch } from 'diff';
-import { stringify } from 'yaml';
+import { stringifyYaml } from '../yaml/write.ts';
 import { canonical } from './canonical.ts';
 import { isObject, type JsonValue, type KubeObject } from './manifest.ts';
 
@@ -115,7 +115,7 @@ export function maskSecrets(
 }
 
 export function diffYaml(obj: KubeObject | undefined): string {
-  return obj ? stringify(canonical(obj), { lineWidth: 0 }) : '';
+  return obj ? stringifyYaml(canonical(obj)) : '';
 }
 
 /** `@@ -1,3 +1,4 @@`, an empty range starting before its first line, as diff(1) writes it. */

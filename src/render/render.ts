@@ -25,6 +25,7 @@ import { boundaryErrors, type NamespaceBoundary } from './namespace-boundary.ts'
 import { DEFAULT_LIMITS, type ManifestFile, type ParseLimits, parseManifestFiles } from './parse.ts';
 import { checkSecretValues } from './secret-values.ts';
 import { parseStrategy, type Strategy } from './strategy.ts';
+import { checkStringValues } from './string-values.ts';
 import {
   IMAGE_RULES,
   type KindRule,
@@ -170,7 +171,10 @@ export function render(input: RenderInput): RenderResult {
       );
     } else seen.set(key, origin);
   }
-  for (const item of items) checkSecretValues(item, errors);
+  for (const item of items) {
+    checkSecretValues(item, errors);
+    checkStringValues(item, errors);
+  }
   throwIfAny(errors);
 
   // 2. Read the strategy annotations into the plan; hook annotations are checked here too (src/sync/hooks.ts runs

@@ -10,7 +10,7 @@ const TYPE_NAMES: Record<string, string> = {
   object: 'a mapping',
 };
 
-function typeName(value: unknown): string {
+export function typeName(value: unknown): string {
   if (value === null) return 'empty (null)';
   if (Array.isArray(value)) return 'a list';
   return TYPE_NAMES[typeof value] ?? typeof value;

@@ -20,3 +20,5 @@ export {
   type YamlOptions,
 } from './parse.ts';
 export { type AsyncYamlOptions, checkYamlAsync, parseYamlAllAsync, WORKER_THRESHOLD } from './parse-async.ts';
+export type { YamlRules } from './schema.ts';
+export { stringifyYaml } from './write.ts';

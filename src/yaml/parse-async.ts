@@ -115,6 +115,7 @@ function runWorker(
     file: options.file,
     limits: { ...limits },
     uniqueKeys: options.uniqueKeys ?? true,
+    rules: options.rules ?? 'kubernetes',
     shape: options.shape ?? true,
     maxDocuments: options.maxDocuments,
   };

@@ -1,7 +1,7 @@
 // The one way YAML is parsed in mooring: every text is counted against the limits first (count.ts), then
 // composed by the yaml package, and its values made with the alias limit. Large texts can be parsed off the
-// event loop (worker.ts). How values are read (YAML 1.2's core schema today) is decided here too, for every
-// caller at once.
+// event loop (worker.ts). How values are read is decided here too, for every caller at once: with the YAML 1.1
+// rules of the Go libraries Kubernetes reads YAML with (schema.ts), so that `0400` is the 256 kubectl sends.
 import {
   Composer,
   type Document,
@@ -15,6 +15,7 @@ import {
 } from 'yaml';
 import { checkYaml } from './count.ts';
 import { type YamlLimits, yamlLimits } from './limits.ts';
+import { schemaOptions, WRITE_COMPAT, type YamlRules } from './schema.ts';
 
 export interface YamlOptions {
   /** The file (or URL, or label) the text came from, named when it is refused. */
@@ -26,11 +27,18 @@ export interface YamlOptions {
   /** Positions for error messages and callers that name lines. */
   lineCounter?: LineCounter | undefined;
   prettyErrors?: boolean | undefined;
+  /** Whose reading of scalars (schema.ts): Kubernetes' unless the text is a SOPS file's own tree. */
+  rules?: YamlRules | undefined;
 }
 
 /** The options every parse passes to the yaml package: one schema for every caller. */
 function packageOptions(options: YamlOptions): ParseOptions & DocumentOptions & SchemaOptions {
+  const rules = options.rules ?? 'kubernetes';
   return {
+    ...schemaOptions(rules),
+    // A SOPS file's tree is written back as text (sops/decrypt.ts) that Kubernetes' rules read next: strings any
+    // YAML 1.1 reader could take otherwise are quoted, as sops's own writer does.
+    ...(rules === 'sops' ? { compat: WRITE_COMPAT } : {}),
     uniqueKeys: options.uniqueKeys ?? true,
     prettyErrors: options.prettyErrors ?? true,
     ...(options.lineCounter ? { lineCounter: options.lineCounter } : {}),

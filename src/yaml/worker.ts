@@ -8,6 +8,7 @@ import { YamlLimitError } from './errors.ts';
 import { keep, type Shape } from './keep.ts';
 import type { LimitName, YamlLimits } from './limits.ts';
 import { parseYamlAll } from './parse.ts';
+import type { YamlRules } from './schema.ts';
 
 export interface WorkerRequest {
   op: 'check' | 'parse' | 'documents';
@@ -16,6 +17,8 @@ export interface WorkerRequest {
   file: string;
   limits: YamlLimits;
   uniqueKeys: boolean;
+  /** Whose reading of scalars (schema.ts), as on the calling thread. */
+  rules: YamlRules;
   shape: Shape;
   /** For `documents`: those past this many are only counted (documents.ts). */
   maxDocuments?: number | undefined;
@@ -44,7 +47,12 @@ function answer(request: WorkerRequest): WorkerAnswer {
       return { ok: true, values: [] };
     }
     if (request.op === 'documents') {
-      const options = { file: request.file, limits: request.limits, uniqueKeys: request.uniqueKeys };
+      const options = {
+        file: request.file,
+        limits: request.limits,
+        uniqueKeys: request.uniqueKeys,
+        rules: request.rules,
+      };
       return {
         ok: true,
         values: [...readDocuments(text, { ...options, maxDocuments: request.maxDocuments ?? Infinity })],
@@ -54,6 +62,7 @@ function answer(request: WorkerRequest): WorkerAnswer {
       file: request.file,
       limits: request.limits,
       uniqueKeys: request.uniqueKeys,
+      rules: request.rules,
     });
     return { ok: true, values: values.map((v) => keep(v, request.shape)) };
   } catch (error) {

@@ -65,7 +65,8 @@ function readHealthFile(file: string): HealthRules {
   }
   let data: unknown;
   try {
-    data = parseYaml(text, { file });
+    // Health rules are mooring's configuration, read as its configuration file is (YAML 1.2).
+    data = parseYaml(text, { file, rules: 'core' });
   } catch (error) {
     throw fail(error instanceof Error ? error.message : String(error));
   }

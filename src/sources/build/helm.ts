@@ -11,11 +11,11 @@
 import { cp, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join, relative, sep } from 'node:path';
-import { stringify } from 'yaml';
 import { StalledError } from '../../errors.ts';
 import { isAllowedRepositoryUrl } from '../../http/repository-url.ts';
 import type { ManifestFile } from '../../render/parse.ts';
 import { parseYaml } from '../../yaml/parse.ts';
+import { stringifyYaml } from '../../yaml/write.ts';
 import type { ChartDependency, MissingDependency } from '../charts/dependencies.ts';
 import type { IdentitySource } from '../sops/decrypt.ts';
 import { type Staged, sopsFilesUnder, stageDecrypted } from '../sops/tree.ts';
@@ -200,7 +200,7 @@ async function render(request: ChartRequest, missing: readonly MissingDependency
     for (const file of request.valuesFiles) args.push('--values', onDisk(file));
     if (request.values && Object.keys(request.values).length > 0) {
       const inline = join(home, 'inline-values.yaml');
-      await writeFile(inline, stringify(request.values));
+      await writeFile(inline, stringifyYaml(request.values));
       args.push('--values', inline);
     }
     // No network, no plugins, nothing from the machine's own helm configuration (tool.ts adds PATH and HOME).

@@ -23,9 +23,9 @@
 import { mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, posix, relative, resolve, sep } from 'node:path';
-import { stringify } from 'yaml';
 import { StalledError } from '../../errors.ts';
 import type { ManifestFile } from '../../render/parse.ts';
+import { stringifyYaml } from '../../yaml/write.ts';
 import { loadAgeIdentities } from '../sops/age-keys.ts';
 import type { IdentitySource } from '../sops/decrypt.ts';
 import { type Place, type Staged, sopsFilesUnder, stageDecrypted } from '../sops/tree.ts';
@@ -153,7 +153,7 @@ async function originsOf(
     const resource = relative(wrapper, target).split(sep).join('/');
     await writeFile(
       join(wrapper, 'kustomization.yaml'),
-      stringify({ resources: [resource], buildMetadata: ['originAnnotations'] }),
+      stringifyYaml({ resources: [resource], buildMetadata: ['originAnnotations'] }),
     );
     const origins = readOrigins(await runTool(run(wrapper)));
     // Paths from the throwaway kustomization's folder, made relative to the folder built.

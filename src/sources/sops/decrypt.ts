@@ -119,7 +119,7 @@ function cannotDecrypt(file: ManifestFile, why: string, cause?: unknown): Stalle
 
 /** The documents and the metadata of a SOPS file, or undefined when the file has no `sops:` block. */
 function sopsDocuments(file: ManifestFile): { docs: Document[]; meta: SopsMetadata } | undefined {
-  const docs = parseYamlDocuments(file.text, { file: file.path });
+  const docs = parseYamlDocuments(file.text, { file: file.path, rules: 'sops' });
   const blocks = docs.map((d) => (isMap(d.contents) ? d.contents.get('sops', true) : undefined));
   if (blocks.every((b) => b === undefined)) return undefined;
   // A file sops wrote parses; a broken one is not passed on with its ciphertext either.

@@ -105,7 +105,7 @@ deployments:
       problems(`
 clusters:
   - {name: x, kubeconfig: /k, inCluster: true}
-  - {name: y}
+  - {name: w}
 `),
     ).toEqual([
       'clusters[0]: give one of "inCluster: true", "kubeconfig" or "kubeconfigSecret"',

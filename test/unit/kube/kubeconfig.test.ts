@@ -6,11 +6,11 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
 import { StalledError } from '../../../src/errors.ts';
 import { contextNamespace, loadKubeConfig } from '../../../src/kube/client.ts';
 import { EXPIRY_MARGIN_MS } from '../../../src/kube/exec-credential.ts';
 import { type KubeconfigDeps, TOKEN_FILE_PERIOD_MS } from '../../../src/kube/kubeconfig.ts';
+import { stringifyYaml as stringify } from '../../../src/yaml/write.ts';
 
 const b64 = (text: string) => Buffer.from(text).toString('base64');
 let dir = '';

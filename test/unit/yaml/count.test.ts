@@ -104,11 +104,11 @@ describe('checkYaml', () => {
 });
 
 describe('parseYaml', () => {
-  it('reads values as the yaml package does', () => {
+  it('reads values as Kubernetes does (YAML 1.1: 0400 is octal)', () => {
     expect(parseYaml('a: 1\nb: [x, null, true]\nc: 0400\n', { file: 'x.yaml' })).toEqual({
       a: 1,
       b: ['x', null, true],
-      c: 400,
+      c: 256,
     });
     expect(parseYamlAll('a: 1\n---\nb: 2\n', { file: 'x.yaml' })).toEqual([{ a: 1 }, { b: 2 }]);
   });
