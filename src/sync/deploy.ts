@@ -219,7 +219,13 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       referenceRules: request.renderOptions?.referenceRules,
     });
     // Versioned Secrets are hashed under the installation's key; a dry run makes none.
-    if (needsHashKey(objects, request.renderOptions?.versioned ?? {})) {
+    if (
+      needsHashKey(objects, {
+        versioned: request.renderOptions?.versioned ?? {},
+        versioning: request.renderOptions?.versioning,
+        referenceRules: request.renderOptions?.referenceRules,
+      })
+    ) {
       const keyNamespace = request.hashKeyNamespace ?? 'mooring';
       ctx.hashKey = request.dryRun
         ? await readHashKey(api, keyNamespace)
