@@ -569,6 +569,12 @@ export const deployment = z.strictObject({
       /** Inline values, applied after the files. */
       values: z.record(z.string(), z.unknown()).default({}),
       /**
+       * `key: value` pairs passed to helm as `--set key=value` (and `--set-string`), read by helm's rules (dotted
+       * keys, `a[0]`, `{x,y}` lists, commas between assignments), after the files and the inline values.
+       */
+      set: z.record(z.string().min(1), z.string()).default({}),
+      setString: z.record(z.string().min(1), z.string()).default({}),
+      /**
        * URL prefixes a chart dependency may come from when it is not in the chart's charts/ folder, compared
        * parsed: same scheme, host and port, and the prefix's path segments (src/http/repository-url.ts).
        */
