@@ -62,7 +62,10 @@ spec:
 ---
 apiVersion: v1
 kind: ConfigMap
-metadata: {name: extra}
+metadata:
+  name: extra
+  # Nothing refers to it: versioned because it says so, so that prune deletes every version of an artifact.
+  annotations: {strategy.spinnaker.io/versioned: "true"}
 data: {a: "1"}
 `,
   'app/keep.yaml': `apiVersion: v1
