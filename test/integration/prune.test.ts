@@ -282,7 +282,10 @@ spec:
       await agentConfig({
         cluster: { name: 'history', namespace: agentNs },
         git: [{ name: 'app', repo }],
-        deployments: [{ name: 'limits', namespace: ns(), source: 'app', versionHistory: 2 }],
+        // `legacy` names a version, not `limits`: every ConfigMap versioned all the same.
+        deployments: [
+          { name: 'limits', namespace: ns(), source: 'app', versionHistory: 2, versioning: 'all' },
+        ],
       }),
     );
     cleanups.push(() => agent.stop());
