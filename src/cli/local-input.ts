@@ -1,7 +1,7 @@
 // How the CLI reads the manifests of its paths (render, deploy, diff, run --watch): the one reader of
 // sources/deployment-manifests.ts (`pathManifests`), with the flags of a chart folder (`--values`,
-// `--release-name`, `--allowed-repository`), of SOPS (`--age-key-file`), of folders (`-R`), and of the render
-// settings that errors name (`--allow-remote-bases`, `--cluster-scoped`, `--app-labels`), each the CLI's form of an
+// `--release-name`, `--set`, `--set-string`, `--allowed-repository`), of SOPS (`--age-key-file`), of folders (`-R`), and of the render
+// settings that errors name (`--allow-remote-bases`, `--cluster-scoped`, `--app-labels`, `--versioning`), each the CLI's form of an
 // agent setting (docs/cli.md).
 import type { Command } from 'commander';
 import { Option } from 'commander';
@@ -9,6 +9,7 @@ import { configSchema, type MooringConfig } from '../config/schema.ts';
 import { StalledError } from '../errors.ts';
 import { type ManifestFile, parseManifestFiles } from '../render/parse.ts';
 import type { RenderOptions } from '../render/render.ts';
+import { VERSIONING_MODES, type VersioningMode } from '../render/versioning.ts';
 import type { ChartLookup } from '../sources/build/lookup.ts';
 import {
   type ClusterCapabilities,
@@ -29,6 +30,9 @@ export interface LocalInputFlags {
   allowedRepository?: string[] | undefined;
   clusterScoped?: string[] | undefined;
   appLabels?: 'auto' | 'true' | 'false' | undefined;
+  versioning?: VersioningMode | undefined;
+  set?: string[] | undefined;
+  setString?: string[] | undefined;
 }
 
 const repeat = (value: string, previous: string[] = []) => [...previous, value];
@@ -44,6 +48,16 @@ export function withReadFlags<C extends Command>(command: C): C {
       repeat,
     )
     .option('--release-name <name>', "a Helm chart folder's release name (default: the chart's name)")
+    .option(
+      '--set <key=value>',
+      "a value for a Helm chart folder, as helm's --set reads it (repeatable; after the values files)",
+      repeat,
+    )
+    .option(
+      '--set-string <key=value>',
+      "a string value for a Helm chart folder, as helm's --set-string reads it (repeatable)",
+      repeat,
+    )
     .option(
       '--allowed-repository <url>',
       "a URL prefix a chart dependency missing from the chart's charts/ may come from (repeatable)",
@@ -65,6 +79,14 @@ export function withReadFlags<C extends Command>(command: C): C {
       )
         .choices(['auto', 'true', 'false'])
         .default('auto'),
+    )
+    .addOption(
+      new Option(
+        '--versioning <mode>',
+        'which ConfigMaps and Secrets get -vNNN versions: those a workload in the set refers to (referenced; the rest keep their names), every one (all), or none (strategy.spinnaker.io/versioned still decides first)',
+      )
+        .choices([...VERSIONING_MODES])
+        .default('referenced'),
     );
   return command;
 }
@@ -98,6 +120,7 @@ export function cliRenderOptions(flags: LocalInputFlags): Partial<RenderOptions>
     clusterScoped: render.clusterScoped,
     applyAppLabels: render.applyAppLabels,
     podTemplateLabels: render.podTemplateLabels,
+    versioning: flags.versioning ?? 'referenced',
   };
 }
 
@@ -129,13 +152,19 @@ export async function readLocalInput(
       namespace,
       releaseName: flags.releaseName,
       valuesFiles: flags.values,
+      set: flags.set,
+      setString: flags.setString,
       allowedRepositories: flags.allowedRepository,
     },
     onCharts: (charts) => {
-      const chartFlags = (flags.values?.length ?? 0) > 0 || flags.releaseName !== undefined;
+      const chartFlags =
+        (flags.values?.length ?? 0) > 0 ||
+        flags.releaseName !== undefined ||
+        (flags.set?.length ?? 0) > 0 ||
+        (flags.setString?.length ?? 0) > 0;
       if (charts.length === 0 && chartFlags)
         throw new StalledError(
-          '--values and --release-name apply to a Helm chart folder, and no path is one',
+          '--values and --release-name apply to a Helm chart folder (as --set and --set-string do), and no path is one',
         );
     },
   });

@@ -13,6 +13,7 @@ export function renderOptionsFor(config: MooringConfig, deployment: Deployment):
     imageMatch: deployment.imageMatch,
     requireDigests: deployment.requireDigests,
     versioned: deployment.versioned,
+    versioning: deployment.versioning,
     applyAppLabels: config.render.applyAppLabels,
     podTemplateLabels: config.render.podTemplateLabels,
     imageRules: config.render.imagePaths,

@@ -524,6 +524,12 @@ export const deployment = z.strictObject({
   stability: z.strictObject({ timeout: duration.prefault('30m') }).prefault({}),
   /** Per-kind default for versioning, overridden per object by strategy.spinnaker.io/versioned. */
   versioned: z.record(z.string(), z.boolean()).default({}),
+  /**
+   * What is versioned where neither the annotation nor `versioned` decides (docs/render.md): the ConfigMaps and
+   * Secrets a reference in the set points at (`referenced`: those nothing names keep their names, for programs
+   * that read them by name), every ConfigMap and Secret (`all`, Spinnaker's way), or nothing (`none`).
+   */
+  versioning: z.enum(['referenced', 'all', 'none']).default('referenced'),
   requireDigests: z.boolean().default(false),
   imageMatch: z.enum(['match-name-and-tag', 'match-name-only']).default('match-name-and-tag'),
   /** Namespaces besides its own that the deployment's objects may name; `*` matches any characters. */
@@ -562,6 +568,12 @@ export const deployment = z.strictObject({
       valuesFiles: z.array(z.string().min(1)).default([]),
       /** Inline values, applied after the files. */
       values: z.record(z.string(), z.unknown()).default({}),
+      /**
+       * `key: value` pairs passed to helm as `--set key=value` (and `--set-string`), read by helm's rules (dotted
+       * keys, `a[0]`, `{x,y}` lists, commas between assignments), after the files and the inline values.
+       */
+      set: z.record(z.string().min(1), z.string()).default({}),
+      setString: z.record(z.string().min(1), z.string()).default({}),
       /**
        * URL prefixes a chart dependency may come from when it is not in the chart's charts/ folder, compared
        * parsed: same scheme, host and port, and the prefix's path segments (src/http/repository-url.ts).

@@ -31,10 +31,13 @@ export function entryName(e: InventoryEntry): string {
 
 /**
  * What makes two entries the same object for prune: group, kind, namespace and name (the artifact for versioned
- * objects). The version of the API is not part of it: `apps/v1` and `apps/v1beta2` name one Deployment.
+ * objects). The version of the API is not part of it: `apps/v1` and `apps/v1beta2` name one Deployment. An artifact
+ * and an object of its name are told apart: a ConfigMap that was versioned and now is not (or the reverse, when
+ * the versioning mode or the references to it change) leaves its old versions (or its old self) to prune.
  */
 export function entryId(e: InventoryEntry): string {
-  return `${groupOf(e.apiVersion)}/${e.kind} ${e.namespace ?? ''}/${e.artifact ?? e.name}`;
+  const name = e.artifact === undefined ? e.name : `${e.artifact} (versions)`;
+  return `${groupOf(e.apiVersion)}/${e.kind} ${e.namespace ?? ''}/${name}`;
 }
 
 /** The inventory of a rendered set: a versioned object (it carries its artifact's annotations) by its artifact. */

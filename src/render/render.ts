@@ -28,6 +28,7 @@ import { parseStrategy, type Strategy } from './strategy.ts';
 import { checkStringValues } from './string-values.ts';
 import {
   IMAGE_RULES,
+  indexRules,
   type KindRule,
   POD_TEMPLATE_RULES,
   REFERENCE_RULES,
@@ -41,6 +42,8 @@ import {
   rewriteReferences,
   Versioner,
   type VersionInfo,
+  type VersioningMode,
+  versioningPolicy,
 } from './versioning.ts';
 
 /** What render knows of the cluster, read beforehand by src/kube (or empty, offline). */
@@ -61,6 +64,8 @@ export interface RenderOptions {
   requireDigests: boolean;
   /** Per-kind versioning default, e.g. `{ConfigMap: false}`; the annotation wins. */
   versioned: Readonly<Record<string, boolean>>;
+  /** What is versioned where neither decides: referenced ConfigMaps and Secrets (default), all, or none. */
+  versioning: VersioningMode;
   applyAppLabels: boolean;
   /**
    * With applyAppLabels, whether pod templates get the labels too: always (true), never (false), or except on the
@@ -84,6 +89,7 @@ export const DEFAULT_OPTIONS: RenderOptions = {
   imageMatch: 'match-name-and-tag',
   requireDigests: false,
   versioned: {},
+  versioning: 'referenced',
   applyAppLabels: true,
   podTemplateLabels: 'auto',
   imageRules: [],
@@ -122,17 +128,6 @@ export interface RenderResult {
   plan: PlanEntry[];
   images: ImageBinding;
   references: { object: string; path: string; from: string; to: string }[];
-}
-
-function indexRules<T extends KindRule>(
-  ...tables: (readonly T[])[]
-): (group: string, kind: string) => readonly T[] {
-  const index = new Map<string, T[]>();
-  for (const rule of tables.flat()) {
-    const key = `${rule.group}/${rule.kind}`;
-    index.set(key, [...(index.get(key) ?? []), rule]);
-  }
-  return (group, kind) => index.get(`${group}/${kind}`) ?? [];
 }
 
 export function render(input: RenderInput): RenderResult {
@@ -182,9 +177,14 @@ export function render(input: RenderInput): RenderResult {
   const strategies = items.map((item) => parseStrategy(item, errors));
   for (const item of items)
     if (isHookObject(item.object.metadata.annotations)) hookRole(item, 'upgrade', errors);
-  // Hooks run once per sync under their own names: never versioned.
+  // Hooks run once per sync under their own names: never versioned. Which ConfigMaps and Secrets are referenced is
+  // decided on the set as written, before any name changes.
+  const policy = versioningPolicy(
+    items.map(({ object }) => object),
+    { versioned: options.versioned, mode: options.versioning, rules: referenceRules },
+  );
   const versioned = items.map(
-    (item) => isVersioned(item, options.versioned, errors) && !isHookObject(item.object.metadata.annotations),
+    (item) => isVersioned(item, policy, errors) && !isHookObject(item.object.metadata.annotations),
   );
   throwIfAny(errors);
 

@@ -85,6 +85,14 @@ export const VERSIONED_BY_DEFAULT: ReadonlySet<string> = new Set([
   '/Pod',
 ]);
 
+/**
+ * Kinds that `versioning: referenced` (the default) versions only when a reference rule of the render set points at
+ * the object: a ConfigMap or Secret that nothing in the set names is read by name by some program (an ingress
+ * controller's `--configmap=ns/name`, a GitOps tool's `argocd-cm`), and keeps its name. The other kinds of
+ * VERSIONED_BY_DEFAULT (ReplicaSet, Pod) are named by no program's flag and stay versioned.
+ */
+export const VERSIONED_WHEN_REFERENCED: ReadonlySet<string> = new Set(['/ConfigMap', '/Secret']);
+
 /** Kinds whose replica count `strategy.spinnaker.io/use-source-capacity` may take from the live object. */
 export const SOURCE_CAPACITY_KINDS: ReadonlySet<string> = new Set([
   'apps/Deployment',
@@ -94,4 +102,16 @@ export const SOURCE_CAPACITY_KINDS: ReadonlySet<string> = new Set([
 
 export function rulesFor<T extends KindRule>(rules: readonly T[], group: string, kind: string): T[] {
   return rules.filter((r) => r.kind === kind && r.group === group);
+}
+
+/** The rules of each kind, looked up by group and kind (one table, or a built-in table and the config's). */
+export function indexRules<T extends KindRule>(
+  ...tables: (readonly T[])[]
+): (group: string, kind: string) => readonly T[] {
+  const index = new Map<string, T[]>();
+  for (const rule of tables.flat()) {
+    const key = `${rule.group}/${rule.kind}`;
+    index.set(key, [...(index.get(key) ?? []), rule]);
+  }
+  return (group, kind) => index.get(`${group}/${kind}`) ?? [];
 }

@@ -1,4 +1,6 @@
-// Versioning (seeds 001, 002, 004): a versioned object is deployed as `<name>-vNNN`. An object whose content
+// Versioning (seeds 001, 002, 004): a versioned object is deployed as `<name>-vNNN`. Which objects are versioned:
+// the strategy.spinnaker.io/versioned annotation, else the deployment's per-kind setting, else the mode (by default
+// only the ConfigMaps and Secrets a reference in the set points at; docs/render.md, "Which objects are versioned"). An object whose content
 // equals an existing version reuses that version; otherwise it gets the highest version plus one. Every
 // reference to it in the render set is rewritten to the versioned name, so that rolling a workload back rolls
 // its configuration back too. References to a versioned object outside the render set bind to its newest version.
@@ -18,8 +20,14 @@ import {
   type KubeObject,
   type SourcedObject,
 } from './manifest.ts';
-import { select, setSelected } from './path.ts';
-import { type ReferenceRule, VERSIONED_BY_DEFAULT } from './tables.ts';
+import { type Selected, select, setSelected } from './path.ts';
+import {
+  indexRules,
+  REFERENCE_RULES,
+  type ReferenceRule,
+  VERSIONED_BY_DEFAULT,
+  VERSIONED_WHEN_REFERENCED,
+} from './tables.ts';
 
 /** A version of a versioned object that exists in the cluster (read by src/kube, passed in). */
 export interface ExistingVersion {
@@ -54,11 +62,28 @@ export function parseVersionedName(name: string): { base: string; version: numbe
   return { base: match[1], version: Number(match[2]) };
 }
 
-export function isVersioned(
-  item: SourcedObject,
-  defaults: Readonly<Record<string, boolean>>,
-  errors: RenderError[],
-): boolean {
+/**
+ * What is versioned besides what an annotation or the per-kind setting decides: only the ConfigMaps and Secrets a
+ * reference in the render set points at (`referenced`, the default), every object of a versioned kind (`all`, as
+ * Spinnaker does), or nothing (`none`).
+ */
+export const VERSIONING_MODES = ['referenced', 'all', 'none'] as const;
+export type VersioningMode = (typeof VERSIONING_MODES)[number];
+
+export interface VersioningPolicy {
+  /** The deployment's per-kind setting (`versioned: {ConfigMap: false}`): after the annotation, before the mode. */
+  versioned: Readonly<Record<string, boolean>>;
+  mode: VersioningMode;
+  /** Whether a reference in the render set points at the object (asked in mode `referenced` only). */
+  referenced: (object: KubeObject) => boolean;
+}
+
+/**
+ * Whether an object is versioned. In order: its strategy.spinnaker.io/versioned annotation, the deployment's
+ * per-kind setting, then the mode for the kinds versioned by default (a ConfigMap or Secret that nothing in the set
+ * refers to keeps its name under `referenced`: some program reads it by that name).
+ */
+export function isVersioned(item: SourcedObject, policy: VersioningPolicy, errors: RenderError[]): boolean {
   const { object } = item;
   const value = object.metadata.annotations?.[STRATEGY.versioned];
   if (value !== undefined) {
@@ -72,9 +97,67 @@ export function isVersioned(
     );
     return false;
   }
-  const configured = defaults[object.kind];
+  const configured = policy.versioned[object.kind];
   if (configured !== undefined) return configured;
-  return VERSIONED_BY_DEFAULT.has(`${groupOf(object.apiVersion)}/${object.kind}`);
+  const kind = `${groupOf(object.apiVersion)}/${object.kind}`;
+  if (!VERSIONED_BY_DEFAULT.has(kind) || policy.mode === 'none') return false;
+  if (policy.mode === 'all' || !VERSIONED_WHEN_REFERENCED.has(kind)) return true;
+  return policy.referenced(object);
+}
+
+type Rules = (group: string, kind: string) => readonly ReferenceRule[];
+
+/** Each reference `object` holds, by the rules: the selected name and the kind it refers to. */
+function* referencesOf(object: KubeObject, rules: Rules): Generator<{ selected: Selected; target: string }> {
+  for (const rule of rules(groupOf(object.apiVersion), object.kind)) {
+    for (const selected of select(object as unknown as JsonValue, rule.path)) {
+      if (typeof selected.value !== 'string') continue;
+      let target = rule.target;
+      if (target === '*') {
+        const kind = isObject(selected.parent) ? selected.parent.kind : undefined;
+        if (typeof kind !== 'string') continue;
+        target = kind;
+      }
+      yield { selected, target };
+    }
+  }
+}
+
+/**
+ * What the references of `objects` point at, as refKey; with `anyNamespace` by kind and name alone (for objects
+ * not yet placed in their namespaces: a guess that errs towards "referenced").
+ */
+export function referencedKeys(
+  objects: readonly KubeObject[],
+  rules: Rules,
+  anyNamespace = false,
+): Set<string> {
+  const keys = new Set<string>();
+  for (const object of objects) {
+    for (const { selected, target } of referencesOf(object, rules)) {
+      keys.add(
+        refKey(target, anyNamespace ? undefined : object.metadata.namespace, selected.value as string),
+      );
+    }
+  }
+  return keys;
+}
+
+/** The versioning policy of a render set (namespaces placed, unless `anyNamespace`). */
+export function versioningPolicy(
+  objects: readonly KubeObject[],
+  settings: { versioned: Readonly<Record<string, boolean>>; mode: VersioningMode; rules: Rules },
+  anyNamespace = false,
+): VersioningPolicy {
+  let keys: Set<string> | undefined;
+  return {
+    versioned: settings.versioned,
+    mode: settings.mode,
+    referenced: (o) => {
+      keys ??= referencedKeys(objects, settings.rules, anyNamespace);
+      return keys.has(refKey(o.kind, anyNamespace ? undefined : o.metadata.namespace, o.metadata.name));
+    },
+  };
 }
 
 const GENERATED_ANNOTATIONS = new Set<string>([...Object.values(ARTIFACT), MONIKER.sequence, CONTENT_HASH]);
@@ -99,12 +182,30 @@ function isSecret(object: KubeObject): boolean {
   return object.apiVersion === 'v1' && object.kind === 'Secret';
 }
 
-/** Whether rendering these objects needs the hash key: some Secret among them is versioned. */
+/**
+ * Whether rendering these objects needs the hash key: some Secret among them is versioned. Asked before the objects
+ * are placed in namespaces, so a reference counts by kind and name alone.
+ */
 export function needsHashKey(
   items: readonly SourcedObject[],
-  defaults: Readonly<Record<string, boolean>>,
+  settings: {
+    versioned: Readonly<Record<string, boolean>>;
+    versioning?: VersioningMode | undefined;
+    referenceRules?: readonly ReferenceRule[] | undefined;
+  },
 ): boolean {
-  return items.some((item) => isSecret(item.object) && isVersioned(item, defaults, []));
+  const secrets = items.filter((item) => isSecret(item.object));
+  if (secrets.length === 0) return false;
+  const policy = versioningPolicy(
+    items.map(({ object }) => object),
+    {
+      versioned: settings.versioned,
+      mode: settings.versioning ?? 'referenced',
+      rules: indexRules(REFERENCE_RULES, settings.referenceRules ?? []),
+    },
+    true,
+  );
+  return secrets.some((item) => isVersioned(item, policy, []));
 }
 
 /** The content hash of a versioned object: keyed for a Secret (undefined without a key), plain for the rest. */
@@ -179,25 +280,17 @@ export class Versioner {
  */
 export function rewriteReferences(
   objects: readonly SourcedObject[],
-  rules: (group: string, kind: string) => readonly ReferenceRule[],
+  rules: Rules,
   names: ReadonlyMap<string, string>,
 ): { object: string; path: string; from: string; to: string }[] {
   const changes: { object: string; path: string; from: string; to: string }[] = [];
   for (const { object } of objects) {
-    for (const rule of rules(groupOf(object.apiVersion), object.kind)) {
-      for (const selected of select(object as unknown as JsonValue, rule.path)) {
-        if (typeof selected.value !== 'string') continue;
-        let target = rule.target;
-        if (target === '*') {
-          const kind = isObject(selected.parent) ? selected.parent.kind : undefined;
-          if (typeof kind !== 'string') continue;
-          target = kind;
-        }
-        const to = names.get(refKey(target, object.metadata.namespace, selected.value));
-        if (to === undefined || to === selected.value) continue;
-        changes.push({ object: describeObject(object), path: selected.path, from: selected.value, to });
-        setSelected(selected, to);
-      }
+    for (const { selected, target } of referencesOf(object, rules)) {
+      const from = selected.value as string;
+      const to = names.get(refKey(target, object.metadata.namespace, from));
+      if (to === undefined || to === from) continue;
+      changes.push({ object: describeObject(object), path: selected.path, from, to });
+      setSelected(selected, to);
     }
   }
   return changes;

@@ -201,6 +201,9 @@ export interface LocalPaths {
     /** The release name; the chart's own name when absent. */
     releaseName?: string | undefined;
     valuesFiles?: readonly string[] | undefined;
+    /** `key=value` as helm's --set and --set-string read them, after the values files. */
+    set?: readonly string[] | undefined;
+    setString?: readonly string[] | undefined;
     allowedRepositories?: readonly string[] | undefined;
   };
   /** Told which paths are chart folders, before anything is rendered (to refuse chart flags without one). */
@@ -236,6 +239,8 @@ export async function pathManifests(ctx: ManifestContext, local: LocalPaths): Pr
         releaseName: local.chart.releaseName ?? (await chartName(chart)) ?? 'release',
         namespace: local.chart.namespace,
         valuesFiles: local.chart.valuesFiles ?? [],
+        set: local.chart.set,
+        setString: local.chart.setString,
         allowedRepositories: local.chart.allowedRepositories,
         fetchDependencies: dependencyFetcher(ctx, undefined, false),
         kubeVersion: caps?.kubeVersion,

@@ -224,7 +224,13 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       referenceRules: request.renderOptions?.referenceRules,
     });
     // Versioned Secrets are hashed under the installation's key; a dry run makes none.
-    if (needsHashKey(objects, request.renderOptions?.versioned ?? {})) {
+    if (
+      needsHashKey(objects, {
+        versioned: request.renderOptions?.versioned ?? {},
+        versioning: request.renderOptions?.versioning,
+        referenceRules: request.renderOptions?.referenceRules,
+      })
+    ) {
       const keyNamespace = request.hashKeyNamespace ?? 'mooring';
       ctx.hashKey = request.dryRun
         ? await readHashKey(api, keyNamespace)
@@ -233,13 +239,14 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
   };
   // The namespaces the objects go into exist, or are created here (createNamespace; not in a dry run), before the
   // whole-set dry run: a missing one is one line, not a 404 per object. One the set itself holds is created by the
-  // apply, in its phase.
+  // apply, in its phase. With createNamespace the deployment's namespace is made even when no object goes into it
+  // (a set of CRDs and other cluster-scoped objects), as `helm install --create-namespace` makes it.
   const namespaceStage: Stage = async (ctx) => {
     const objects = ctx.rendered?.objects ?? [];
     const created = new Set(objects.filter((o) => o.kind === 'Namespace').map((o) => o.metadata.name));
-    const used = [...new Set(objects.map((o) => o.metadata.namespace))].filter(
-      (ns): ns is string => ns !== undefined && !created.has(ns),
-    );
+    const wanted = objects.map((o) => o.metadata.namespace);
+    if (request.createNamespace === true) wanted.push(request.namespace);
+    const used = [...new Set(wanted)].filter((ns): ns is string => ns !== undefined && !created.has(ns));
     const missing: string[] = [];
     for (const ns of used.sort()) {
       // An identity allowed only into its namespaces may not read them: the apply itself tells then.

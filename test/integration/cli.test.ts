@@ -43,7 +43,7 @@ describe('mooring deploy as a process', () => {
       // A process that hangs is killed at 30 s and fails here.
       const run = await runTool(process.execPath, args, { timeoutMs: 30_000 });
       expect(run.code, run.stdout + run.stderr).toBe(0);
-      expect(run.stdout).toContain(`configmap/one-v000 ${action}`);
+      expect(run.stdout).toContain(`configmap/one ${action}`);
       expect(run.stdout).toContain('1/1 stable');
     }
   });

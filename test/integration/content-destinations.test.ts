@@ -120,7 +120,7 @@ describe('an artifact names a commit, never where the forge token goes', () => {
         const body = (await res.json()) as { items: BoardView[] };
         return body.items.find((v) => v.name === 'hostile');
       };
-      // The board says when a sync of a version ended (its ConfigMap is versioned: settings-v000…).
+      // The board says when a sync of a version ended (the artifact's tag).
       const synced = (tag: string) => async () => {
         const view = await board();
         return view?.state === 'synced' && view.images.some((i) => i.tag === tag) ? view : undefined;

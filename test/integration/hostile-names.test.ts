@@ -223,13 +223,14 @@ describe('hostile names and files in a commit', () => {
     );
     expect(statuses.get('mooring/d7')?.state).toBe('failure');
     expect(statuses.get('mooring/d7')?.description).toMatch(/more than 10000 files/);
-    // The good deployments' objects are at round 2 (a new version); the failed ones have no round 2.
+    // The good deployments' objects are at round 2 (nothing refers to the ConfigMaps: updated under their names);
+    // the failed ones have no round 2.
     const listed = await kubectl('-n', ns(), 'get', 'configmaps', '-o', 'json');
     const items = (
       JSON.parse(listed.stdout) as { items: { metadata: { name: string }; data?: { round?: string } }[] }
     ).items;
     const rounds = (d: string) =>
-      items.filter((i) => i.metadata.name.startsWith(`${d}-config-v`)).map((i) => i.data?.round);
+      items.filter((i) => i.metadata.name === `${d}-config`).map((i) => i.data?.round);
     expect(rounds('d0')).toContain('2');
     expect(rounds('d3')).toEqual(['1']);
     expect(rounds('d7')).toEqual(['1']);

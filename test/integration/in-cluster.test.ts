@@ -139,7 +139,7 @@ config:
     );
     const cm = await kubeConfig()
       .makeApiClient(CoreV1Api)
-      .readNamespacedConfigMap({ name: 'settings-v000', namespace: target });
+      .readNamespacedConfigMap({ name: 'settings', namespace: target });
     expect(cm.data).toEqual({ k: 'v' });
     expect(agent.logs()).toContain('leading: syncing');
     agent.stop();
@@ -157,7 +157,7 @@ config:
     expect(line).toContain(outside);
     expect(line).toMatch(/system:serviceaccount:mooring-n-/);
     const list = await kubeConfig().makeApiClient(CoreV1Api).listNamespacedConfigMap({ namespace: outside });
-    expect(list.items.map((c) => c.metadata?.name)).not.toContain('settings-v000');
+    expect(list.items.map((c) => c.metadata?.name)).not.toContain('settings');
     agent.stop();
   });
 });

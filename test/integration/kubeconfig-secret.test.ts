@@ -225,16 +225,8 @@ describe('kubeconfig Secrets are data', () => {
       expect(
         (await eventually('looped synced', async () => statuses.ended(first, 'loop/looped'), 90_000)).state,
       ).toBe('success');
-      // ConfigMaps are versioned: settings-v000.
-      const made = await kubectl(
-        '-n',
-        space,
-        'get',
-        'configmap',
-        'settings-v000',
-        '-o',
-        'jsonpath={.data.value}',
-      );
+      // Nothing refers to the ConfigMap: it keeps its name.
+      const made = await kubectl('-n', space, 'get', 'configmap', 'settings', '-o', 'jsonpath={.data.value}');
       expect(made.stdout, made.stderr).toBe('1');
       // The plugin saw PATH, its own HOME, LANG, TZ and KUBERNETES_EXEC_INFO: none of the agent's variables.
       const names = (await readFile(envFile, 'utf8'))

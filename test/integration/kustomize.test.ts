@@ -181,7 +181,7 @@ describe('which folders are built', () => {
     const list = JSON.parse(result.stdout) as { items: { kind: string; metadata: { name: string } }[] };
     const names = list.items.map((o) => `${o.kind} ${o.metadata.name}`).sort();
     expect(names.filter((n) => !n.startsWith('ConfigMap web-settings-'))).toEqual([
-      'ConfigMap extra-v000',
+      'ConfigMap extra',
       'ConfigMap staging-web-base-v000',
       'ConfigMap web-base-v000',
       'Deployment staging-web',

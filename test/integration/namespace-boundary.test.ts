@@ -64,7 +64,7 @@ describe('namespace boundary: mooring render / deploy -n', () => {
     }
     expect(await inKubeSystem()).not.toContain(evilName);
     const cms = await kubeConfig().makeApiClient(CoreV1Api).listNamespacedConfigMap({ namespace: ns() });
-    expect(cms.items.map((c) => c.metadata?.name)).not.toContain('settings-v000');
+    expect(cms.items.map((c) => c.metadata?.name)).not.toContain('settings');
 
     // Before any request: against a server that is not there, the answer is the same.
     const dead = await writeKubeconfig(
@@ -102,14 +102,12 @@ describe('namespace boundary: mooring render / deploy -n', () => {
     );
     expect(result.code, result.stdout + result.stderr).toBe(0);
     const core = kubeConfig().makeApiClient(CoreV1Api);
-    expect((await core.readNamespacedConfigMap({ name: 'settings-v000', namespace: ns() })).data).toEqual({
+    expect((await core.readNamespacedConfigMap({ name: 'settings', namespace: ns() })).data).toEqual({
       k: 'v',
     });
-    expect((await core.readNamespacedConfigMap({ name: 'elsewhere-v000', namespace: other() })).data).toEqual(
-      {
-        k: 'v',
-      },
-    );
+    expect((await core.readNamespacedConfigMap({ name: 'elsewhere', namespace: other() })).data).toEqual({
+      k: 'v',
+    });
   });
 });
 
@@ -143,7 +141,7 @@ describe('namespace boundary: mooring run --watch -n', () => {
     }
     expect(await inKubeSystem()).not.toContain(evilName);
     const cms = await kubeConfig().makeApiClient(CoreV1Api).listNamespacedConfigMap({ namespace: ns() });
-    expect(cms.items.map((c) => c.metadata?.name)).not.toContain('settings-v000');
+    expect(cms.items.map((c) => c.metadata?.name)).not.toContain('settings');
   });
 });
 
@@ -218,7 +216,7 @@ spec:
     // Nothing of the bad deployment was written: not the object outside, not its own ConfigMap.
     expect(await inKubeSystem()).not.toContain(evilName);
     const cms = await kubeConfig().makeApiClient(CoreV1Api).listNamespacedConfigMap({ namespace: bad() });
-    expect(cms.items.map((c) => c.metadata?.name)).not.toContain('settings-v000');
+    expect(cms.items.map((c) => c.metadata?.name)).not.toContain('settings');
     // The agent itself goes on: its process did not end, and it still answers.
     expect(logs().some((l) => /internal error/.test(l.msg))).toBe(false);
   });

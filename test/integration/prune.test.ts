@@ -62,7 +62,10 @@ spec:
 ---
 apiVersion: v1
 kind: ConfigMap
-metadata: {name: extra}
+metadata:
+  name: extra
+  # Nothing refers to it: versioned because it says so, so that prune deletes every version of an artifact.
+  annotations: {strategy.spinnaker.io/versioned: "true"}
 data: {a: "1"}
 `,
   'app/keep.yaml': `apiVersion: v1
@@ -279,7 +282,10 @@ spec:
       await agentConfig({
         cluster: { name: 'history', namespace: agentNs },
         git: [{ name: 'app', repo }],
-        deployments: [{ name: 'limits', namespace: ns(), source: 'app', versionHistory: 2 }],
+        // `legacy` names a version, not `limits`: every ConfigMap versioned all the same.
+        deployments: [
+          { name: 'limits', namespace: ns(), source: 'app', versionHistory: 2, versioning: 'all' },
+        ],
       }),
     );
     cleanups.push(() => agent.stop());

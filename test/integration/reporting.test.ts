@@ -201,7 +201,7 @@ data: {pin: ${CANARY}}
     );
     expect(refused.state).toBe('failure');
     // The description is cut to GitHub's 140 characters; the ledger and `mooring history` below hold it whole.
-    expect(refused.description).toContain(`Secret ${nsEast()}/echoed-v000`);
+    expect(refused.description).toContain(`Secret ${nsEast()}/echoed`);
     await eventually('west: the refused Secret reported', async () =>
       statuses().find((s) => s.sha === third && s.context === 'mooring/west/web' && s.state !== 'pending'),
     );
@@ -341,7 +341,7 @@ data: {pin: ${CANARY}}
       nsEast(),
       'get',
       'secret',
-      'sealed-v000',
+      'sealed',
       '-o',
       'jsonpath={.data.token}',
     ]);

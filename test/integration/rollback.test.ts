@@ -190,6 +190,8 @@ describe('mooring rollback of Kustomize and Helm deployments', () => {
             source: 'app',
             paths: ['kz/overlay'],
             stability: { timeout: '1m' },
+            // Nothing refers to these ConfigMaps: every one versioned, so that each round is a version.
+            versioning: 'all',
           },
           {
             name: 'chart',
@@ -198,6 +200,7 @@ describe('mooring rollback of Kustomize and Helm deployments', () => {
             paths: ['chart'],
             helm: { chart: 'chart', valuesFiles: ['chart/values.yaml'] },
             stability: { timeout: '1m' },
+            versioning: 'all',
           },
         ],
       }),

@@ -30,6 +30,9 @@ describe('mooring run --watch', () => {
         ns(),
         '--debounce',
         '200ms',
+        // Every ConfigMap versioned, so that a redeploy shows as a new version.
+        '--versioning',
+        'all',
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );

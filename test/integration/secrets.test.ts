@@ -232,10 +232,10 @@ stringData: {pin: "${PIN}"}
       expect(error).toBeInstanceOf(ApplyRejectedError);
       const message = (error as Error).message;
       expect(message).toContain(
-        `db.yaml:1:1: Secret ${ns()}/db-v000: 500 .stringData.pin: invalid value (expected string)`,
+        `db.yaml:1:1: Secret ${ns()}/db: 500 .stringData.pin: invalid value (expected string)`,
       );
       expect(message).toContain(
-        `db.yaml:6:1: Secret ${ns()}/db-replaced-v000: 400 .stringData: invalid value (expected string)`,
+        `db.yaml:6:1: Secret ${ns()}/db-replaced: 400 .stringData: invalid value (expected string)`,
       );
       expect(message).not.toContain(PIN);
       expect(JSON.stringify(error, Object.getOwnPropertyNames(error))).not.toContain(PIN);
@@ -273,7 +273,7 @@ data: {pin: "pin=${PIN}!"}
       keys,
     );
     expect(base64.code).toBe(2);
-    expect(base64.stderr).toContain(`Secret ${ns()}/pin-v000: 400 .data: invalid value (not valid base64)`);
+    expect(base64.stderr).toContain(`Secret ${ns()}/pin: 400 .data: invalid value (not valid base64)`);
     expect(base64.stdout + base64.stderr).not.toContain(PIN);
   });
 });

@@ -148,7 +148,8 @@ apiVersion: v1
 kind: ConfigMap
 metadata:
   name: loose
-  annotations: {strategy.spinnaker.io/max-version-history: "1"}
+  # Nothing refers to it: versioned because it says so.
+  annotations: {strategy.spinnaker.io/max-version-history: "1", strategy.spinnaker.io/versioned: "true"}
 data: {N: "${n}"}
 ---
 ${deployment('web').replace('spec: {containers: [{name: app, image: "app:1"}]}', 'spec: {containers: [{name: app, image: "app:1", envFrom: [{configMapRef: {name: app-config}}]}]}')}`;

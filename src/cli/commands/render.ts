@@ -114,7 +114,10 @@ export function renderCommand(
         });
         // Versioned Secrets are hashed under the installation's key: from --hash-key-file, else read (never made)
         // from the cluster. Without one they are shown without a hash, as new versions, and a warning says so.
-        keyNeeded = needsHashKey(parseManifestFiles(files).objects, {});
+        keyNeeded = needsHashKey(parseManifestFiles(files).objects, {
+          versioned: {},
+          versioning: settings.versioning,
+        });
         if (api && discovery && clusterConfig)
           await withWarnings(warnings, async () => {
             namespace ??= clusterConfig.namespace;

@@ -58,6 +58,8 @@ async function render(
     namespace: spec.namespace,
     valuesFiles: chart.valuesFiles.map((f) => join(root, f)),
     values: chart.values,
+    set: Object.entries(chart.set).map(([key, value]) => `${key}=${value}`),
+    setString: Object.entries(chart.setString).map(([key, value]) => `${key}=${value}`),
     kubeVersion: caps?.kubeVersion,
     apiVersions: caps ? apiVersionsOf(caps.apiVersions) : undefined,
     allowedRepositories: chart.allowedRepositories,

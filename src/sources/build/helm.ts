@@ -35,6 +35,9 @@ export interface ChartRequest extends LookupRequest {
   valuesFiles: readonly string[];
   /** Inline values, applied after the files. */
   values?: Record<string, unknown> | undefined;
+  /** `key=value` for helm's --set and --set-string, passed as they are: helm reads them (after every values file). */
+  set?: readonly string[] | undefined;
+  setString?: readonly string[] | undefined;
   /** `v1.20.2`: the cluster's version, as `.Capabilities.KubeVersion`. */
   kubeVersion?: string | undefined;
   /** `apps/v1`, `apps/v1/Deployment`…: the cluster's API versions, as `.Capabilities.APIVersions`. */
@@ -203,6 +206,8 @@ async function render(request: ChartRequest, missing: readonly MissingDependency
       await writeFile(inline, stringifyYaml(request.values));
       args.push('--values', inline);
     }
+    for (const value of request.set ?? []) args.push(`--set=${value}`);
+    for (const value of request.setString ?? []) args.push(`--set-string=${value}`);
     // No network, no plugins, nothing from the machine's own helm configuration (tool.ts adds PATH and HOME).
     const env = {
       HELM_CACHE_HOME: join(home, 'cache'),

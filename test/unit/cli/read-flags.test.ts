@@ -12,6 +12,7 @@ describe('render settings as CLI flags', () => {
       clusterScoped: [],
       applyAppLabels: true,
       podTemplateLabels: 'auto',
+      versioning: 'referenced',
     });
   });
 
@@ -29,6 +30,7 @@ describe('render settings as CLI flags', () => {
       podTemplateLabels: true,
     });
     expect(cliRenderOptions({ appLabels: 'false' })).toMatchObject({ applyAppLabels: false });
+    expect(cliRenderOptions({ versioning: 'all' })).toMatchObject({ versioning: 'all' });
   });
 
   it('refuses a cluster-scoped kind without its group', () => {

@@ -207,6 +207,7 @@ describe('render options from config', () => {
   it('maps a deployment and the render section onto the render engine', async () => {
     const { renderOptionsFor } = await import('../../../src/config/render-options.ts');
     const config = parseConfig(`${minimal}    versioned: {ConfigMap: false}
+    versioning: all
     requireDigests: true
     imageMatch: match-name-only
 render:
@@ -225,6 +226,7 @@ render:
       imageMatch: 'match-name-only',
       requireDigests: true,
       versioned: { ConfigMap: false },
+      versioning: 'all',
       applyAppLabels: false,
       podTemplateLabels: 'auto',
       imageRules: [{ group: 'example.com', kind: 'Workflow', path: 'spec.steps[*].image' }],

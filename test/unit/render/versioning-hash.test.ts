@@ -33,7 +33,8 @@ function rendered(hashKey: Uint8Array | undefined, versions: ExistingVersion[] =
     namespace: 'b4',
     application: 'b4',
     snapshot: { versions, live: [] },
-    options: { hashKey },
+    // Nothing refers to them: versioned only as Spinnaker versions every ConfigMap and Secret.
+    options: { hashKey, versioning: 'all' },
   });
   const byKind = (kind: string) => {
     const i = result.objects.findIndex((o) => o.kind === kind);
@@ -106,12 +107,22 @@ describe('content hash of versioned Secrets', () => {
 
 describe('needsHashKey', () => {
   const parsed = (text: string) => parseManifestFiles([{ path: 'x.yaml', text }]).objects;
+  const all = { versioned: {}, versioning: 'all' as const };
   it('is true when some Secret is versioned', () => {
-    expect(needsHashKey(parsed(files[0]?.text ?? ''), {})).toBe(true);
-    expect(needsHashKey(parsed(files[0]?.text ?? ''), { Secret: false })).toBe(false);
+    expect(needsHashKey(parsed(files[0]?.text ?? ''), all)).toBe(true);
+    expect(needsHashKey(parsed(files[0]?.text ?? ''), { ...all, versioned: { Secret: false } })).toBe(false);
     const annotated =
       'apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n  annotations: {strategy.spinnaker.io/versioned: "false"}\n';
-    expect(needsHashKey(parsed(annotated), {})).toBe(false);
-    expect(needsHashKey(parsed('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n'), {})).toBe(false);
+    expect(needsHashKey(parsed(annotated), all)).toBe(false);
+    expect(needsHashKey(parsed('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n'), all)).toBe(false);
+  });
+
+  it('by default, is true only when a reference in the set names the Secret (in any namespace: not placed yet)', () => {
+    expect(needsHashKey(parsed(files[0]?.text ?? ''), { versioned: {} })).toBe(false);
+    const pod = (ns: string) =>
+      `apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ${ns}}\nspec:\n  containers: [{name: c, image: i, envFrom: [{secretRef: {name: db}}]}]\n`;
+    const text = `${files[0]?.text ?? ''}---\n${pod('b4')}`;
+    expect(needsHashKey(parsed(text), { versioned: {} })).toBe(true);
+    expect(needsHashKey(parsed(text), { versioned: {}, versioning: 'none' })).toBe(false);
   });
 });

@@ -1,0 +1,191 @@
+// Which objects are versioned: the annotation first, then the deployment's per-kind setting, then the mode. Under
+// the default mode (`referenced`) a ConfigMap or Secret is versioned only when a reference in the set points at it,
+// so that one a program reads by name (an ingress controller's --configmap=ns/name) keeps its name.
+import { describe, expect, it } from 'vitest';
+import type { RenderError } from '../../../src/render/errors.ts';
+import type { KubeObject } from '../../../src/render/manifest.ts';
+import { render } from '../../../src/render/render.ts';
+import { isVersioned, type VersioningMode, type VersioningPolicy } from '../../../src/render/versioning.ts';
+
+const item = (kind: string, annotation?: string, apiVersion = kind === 'ReplicaSet' ? 'apps/v1' : 'v1') => ({
+  object: {
+    apiVersion,
+    kind,
+    metadata: {
+      name: 'x',
+      ...(annotation === undefined ? {} : { annotations: { 'strategy.spinnaker.io/versioned': annotation } }),
+    },
+  } as KubeObject,
+  origin: { file: 'x.yaml', line: 1, column: 1 },
+});
+
+describe('isVersioned', () => {
+  // kind, annotation, per-kind setting, mode, referenced, expected
+  const table: [string, string | undefined, boolean | undefined, VersioningMode, boolean, boolean][] = [
+    ['ConfigMap', undefined, undefined, 'referenced', true, true],
+    ['ConfigMap', undefined, undefined, 'referenced', false, false],
+    ['Secret', undefined, undefined, 'referenced', true, true],
+    ['Secret', undefined, undefined, 'referenced', false, false],
+    ['ConfigMap', undefined, undefined, 'all', false, true],
+    ['Secret', undefined, undefined, 'all', false, true],
+    ['ConfigMap', undefined, undefined, 'none', true, false],
+    ['Secret', undefined, undefined, 'none', true, false],
+    // No program reads a ReplicaSet or Pod by a flag: they stay versioned unless the mode is none.
+    ['ReplicaSet', undefined, undefined, 'referenced', false, true],
+    ['Pod', undefined, undefined, 'referenced', false, true],
+    ['Pod', undefined, undefined, 'none', false, false],
+    // Kinds not versioned by default stay so, whatever the mode.
+    ['Service', undefined, undefined, 'all', true, false],
+    // The per-kind setting decides before the mode.
+    ['ConfigMap', undefined, true, 'referenced', false, true],
+    ['ConfigMap', undefined, true, 'none', false, true],
+    ['ConfigMap', undefined, false, 'all', true, false],
+    ['Service', undefined, true, 'referenced', false, true],
+    // The annotation decides first.
+    ['ConfigMap', 'true', false, 'none', false, true],
+    ['ConfigMap', 'false', true, 'all', true, false],
+    ['Secret', 'false', undefined, 'referenced', true, false],
+    ['Secret', 'true', undefined, 'referenced', false, true],
+  ];
+  it.each(table)(
+    '%s (annotation %s, setting %s, mode %s, referenced %s): %s',
+    (kind, annotation, setting, mode, referenced, expected) => {
+      const policy: VersioningPolicy = {
+        versioned: setting === undefined ? {} : { [kind]: setting },
+        mode,
+        referenced: () => referenced,
+      };
+      const errors: RenderError[] = [];
+      expect(isVersioned(item(kind, annotation), policy, errors)).toBe(expected);
+      expect(errors).toEqual([]);
+    },
+  );
+
+  it('refuses an annotation other than "true" or "false", naming it', () => {
+    const errors: RenderError[] = [];
+    const policy: VersioningPolicy = { versioned: {}, mode: 'all', referenced: () => true };
+    expect(isVersioned(item('ConfigMap', 'yes'), policy, errors)).toBe(false);
+    expect(errors.map((e) => e.message)).toEqual([
+      expect.stringContaining('strategy.spinnaker.io/versioned must be "true" or "false", not "yes"'),
+    ]);
+  });
+});
+
+const WORKLOAD = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      imagePullSecrets: [{name: pull}]
+      volumes:
+        - {name: a, configMap: {name: mounted}}
+        - name: b
+          projected: {sources: [{secret: {name: projected}}, {configMap: {name: projected-cm}}]}
+      containers:
+        - name: c
+          image: nginx
+          args: [--configmap=$(POD_NAMESPACE)/by-name]
+          envFrom: [{secretRef: {name: env-secret}}]
+          env: [{name: K, valueFrom: {configMapKeyRef: {name: env-key, key: k}}}]
+`;
+const config = (kind: string, name: string, namespace?: string) =>
+  `---\napiVersion: v1\nkind: ${kind}\nmetadata: {name: ${name}${namespace ? `, namespace: ${namespace}` : ''}}\n`;
+const SET = [
+  WORKLOAD,
+  config('Secret', 'pull'),
+  config('ConfigMap', 'mounted'),
+  config('Secret', 'projected'),
+  config('ConfigMap', 'projected-cm'),
+  config('Secret', 'env-secret'),
+  config('ConfigMap', 'env-key'),
+  config('ConfigMap', 'by-name'),
+  config('Secret', 'webhook-cert'),
+  // Same name as a referenced one, in another namespace: nothing there refers to it.
+  config('ConfigMap', 'mounted', 'other'),
+].join('');
+
+function names(versioning?: VersioningMode, extra = ''): string[] {
+  const result = render({
+    files: [{ path: 'set.yaml', text: SET + extra }],
+    namespace: 'web',
+    application: 'web',
+    options: versioning ? { versioning } : {},
+  });
+  return result.objects
+    .filter((o) => o.kind === 'ConfigMap' || o.kind === 'Secret')
+    .map((o) => `${o.kind} ${o.metadata.namespace}/${o.metadata.name}`);
+}
+
+describe('render: which ConfigMaps and Secrets get versions', () => {
+  it('by default, those a reference in the set points at; the rest keep their names', () => {
+    expect(names()).toEqual([
+      'Secret web/pull-v000',
+      'ConfigMap web/mounted-v000',
+      'Secret web/projected-v000',
+      'ConfigMap web/projected-cm-v000',
+      'Secret web/env-secret-v000',
+      'ConfigMap web/env-key-v000',
+      'ConfigMap web/by-name',
+      'Secret web/webhook-cert',
+      'ConfigMap other/mounted',
+    ]);
+  });
+
+  it("with versioning all, every one (Spinnaker's way); with none, no one", () => {
+    expect(names('all').every((n) => n.endsWith('-v000'))).toBe(true);
+    expect(names('none').some((n) => n.includes('-v0'))).toBe(false);
+  });
+
+  it('rewrites the references of the versioned ones only', () => {
+    const result = render({ files: [{ path: 'set.yaml', text: SET }], namespace: 'web', application: 'web' });
+    expect(result.references.map((r) => `${r.from} -> ${r.to}`).sort()).toEqual([
+      'env-key -> env-key-v000',
+      'env-secret -> env-secret-v000',
+      'mounted -> mounted-v000',
+      'projected -> projected-v000',
+      'projected-cm -> projected-cm-v000',
+      'pull -> pull-v000',
+    ]);
+  });
+
+  it("counts the references of a ServiceAccount, an Ingress and the config's reference paths", () => {
+    const more = `---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: sa}
+secrets: [{name: webhook-cert}]
+---
+apiVersion: example.com/v1
+kind: Tenant
+metadata: {name: t}
+spec: {settings: by-name}
+`;
+    const result = render({
+      files: [{ path: 'set.yaml', text: SET + more }],
+      namespace: 'web',
+      application: 'web',
+      options: {
+        referenceRules: [
+          { group: 'example.com', kind: 'Tenant', path: 'spec.settings', target: 'ConfigMap' },
+        ],
+      },
+    });
+    const got = result.objects.map((o) => o.metadata.name);
+    expect(got).toContain('webhook-cert-v000');
+    expect(got).toContain('by-name-v000');
+  });
+
+  it('an annotated object keeps its name though a workload refers to it (read by name too)', () => {
+    const text = SET.replace(
+      'kind: ConfigMap\nmetadata: {name: mounted}',
+      'kind: ConfigMap\nmetadata: {name: mounted, annotations: {strategy.spinnaker.io/versioned: "false"}}',
+    );
+    const result = render({ files: [{ path: 'set.yaml', text }], namespace: 'web', application: 'web' });
+    expect(result.objects.map((o) => o.metadata.name)).toContain('mounted');
+    expect(result.objects[0]?.kind).toBe('Deployment');
+    expect(JSON.stringify(result.objects[0])).toContain('"configMap":{"name":"mounted"}');
+  });
+});
