@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { Option } from 'commander';
 import { configSchema, type MooringConfig } from '../config/schema.ts';
 import { StalledError } from '../errors.ts';
-import { type ManifestFile, parseManifestFiles } from '../render/parse.ts';
+import { DEFAULT_LIMITS, type ManifestFile, parseManifestFiles } from '../render/parse.ts';
 import type { RenderOptions } from '../render/render.ts';
 import {
   type ClusterCapabilities,
@@ -28,6 +28,8 @@ export interface LocalInputFlags {
   allowedRepository?: string[] | undefined;
   clusterScoped?: string[] | undefined;
   appLabels?: 'auto' | 'true' | 'false' | undefined;
+  maxFileBytes?: string | undefined;
+  toolMaxOutputBytes?: string | undefined;
 }
 
 const repeat = (value: string, previous: string[] = []) => [...previous, value];
@@ -64,6 +66,14 @@ export function withReadFlags<C extends Command>(command: C): C {
       )
         .choices(['auto', 'true', 'false'])
         .default('auto'),
+    )
+    .option(
+      '--max-file-bytes <size>',
+      "the largest manifest file, and document of a chart's, a kustomization's or standard input's output (bytes, or 8Mi, 10M; default 4Mi)",
+    )
+    .option(
+      '--tool-max-output-bytes <size>',
+      'the most a helm or kustomize run, or standard input, may print in all (bytes, or 64Mi; default 32Mi)',
     );
   return command;
 }
@@ -77,9 +87,25 @@ export function cliConfig(flags: LocalInputFlags): Pick<MooringConfig, 'render' 
       );
   }
   const defaults = configSchema.parse({});
+  const sizes = {
+    ...(flags.maxFileBytes !== undefined
+      ? { maxFileBytes: sizeFlag('--max-file-bytes', flags.maxFileBytes) }
+      : {}),
+    ...(flags.toolMaxOutputBytes !== undefined
+      ? { toolMaxOutputBytes: sizeFlag('--tool-max-output-bytes', flags.toolMaxOutputBytes) }
+      : {}),
+  };
+  // Through the agent's schema, so that a flag is held to the same bounds as the setting it stands for.
+  const checked = configSchema.shape.render.safeParse({ ...sizes });
+  if (!checked.success) {
+    const issue = checked.error.issues[0];
+    const flag = issue?.path[0] === 'toolMaxOutputBytes' ? '--tool-max-output-bytes' : '--max-file-bytes';
+    throw new StalledError(`${flag}: ${issue?.message ?? 'not a valid size'}`);
+  }
   return {
     render: {
       ...defaults.render,
+      ...sizes,
       clusterScoped: flags.clusterScoped ?? [],
       kustomize: { allowRemoteBases: flags.allowRemoteBases ?? false },
       applyAppLabels: flags.appLabels !== 'false',
@@ -97,7 +123,29 @@ export function cliRenderOptions(flags: LocalInputFlags): Partial<RenderOptions>
     clusterScoped: render.clusterScoped,
     applyAppLabels: render.applyAppLabels,
     podTemplateLabels: render.podTemplateLabels,
+    limits: { ...DEFAULT_LIMITS, maxFileBytes: render.maxFileBytes },
   };
+}
+
+const UNITS: Readonly<Record<string, number>> = {
+  '': 1,
+  K: 1000,
+  M: 1000 ** 2,
+  G: 1000 ** 3,
+  Ki: 1024,
+  Mi: 1024 ** 2,
+  Gi: 1024 ** 3,
+};
+
+/** `8Mi`, `10M`, `4194304`: a size flag in bytes, as Kubernetes writes quantities. */
+export function sizeFlag(flag: string, value: string): number {
+  const m = /^(\d+)(Ki|Mi|Gi|K|M|G)?$/.exec(value.trim());
+  const unit = UNITS[m?.[2] ?? ''];
+  if (!m || unit === undefined)
+    throw new StalledError(
+      `${flag} "${value}" is not a size: give bytes, or a number with Ki, Mi, Gi, K, M or G`,
+    );
+  return Number(m[1]) * unit;
 }
 
 /** The manifests of the paths, a chart folder among them rendered in `namespace`. */
@@ -134,7 +182,7 @@ export async function readLocalInput(
   });
   for (const warning of files.flatMap((f) => f.warnings ?? [])) options.warn?.(`warning: ${warning}`);
   // As kubectl's "no objects passed to apply": an empty folder or a file of comments is a mistake, not a no-op.
-  const parsed = parseManifestFiles(files);
+  const parsed = parseManifestFiles(files, cliRenderOptions(flags).limits);
   if (!flags.allowEmpty && parsed.objects.length === 0 && parsed.errors.length === 0) {
     const nested = flags.recursive
       ? []

@@ -13,7 +13,7 @@ import { append } from '../arrays.ts';
 import type { Deployment, MooringConfig } from '../config/schema.ts';
 import { StalledError, TransientError } from '../errors.ts';
 import { RenderError } from '../render/errors.ts';
-import type { ManifestFile } from '../render/parse.ts';
+import { documentLimits, type ManifestFile } from '../render/parse.ts';
 import { checkYaml } from '../yaml/count.ts';
 import { YamlLimitError } from '../yaml/errors.ts';
 import { yamlLimitsOf } from '../yaml/limits.ts';
@@ -34,7 +34,7 @@ import { kustomizeGit, kustomizeLocal } from './build/kustomize-sources.ts';
 import { toolLimits } from './build/tool.ts';
 import type { ChartDependency } from './charts/dependencies.ts';
 import type { GitRepository } from './git/repository.ts';
-import { readManifestFiles, STDIN_PATH } from './local/files.ts';
+import { DEFAULT_READ_LIMITS, type ReadLimits, readManifestFiles, STDIN_PATH } from './local/files.ts';
 import { type AgeIdentity, loadAgeIdentities } from './sops/age-keys.ts';
 import { decryptFiles, omitEncrypted } from './sops/decrypt.ts';
 
@@ -141,7 +141,8 @@ export async function deploymentManifests(
   async function folderFiles(root: string): Promise<ManifestFile[]> {
     const given = spec.paths.map((p) => (p === '.' ? root : `${root}/${p}`));
     const paths = spec.recursive ? given : await flatten(given);
-    return kustomizeLocal(paths, await readManifestFiles(paths), kustomizeOptions(ctx.config), root);
+    const read = await readManifestFiles(paths, readLimits(ctx));
+    return kustomizeLocal(paths, read, kustomizeOptions(ctx.config), root);
   }
 
   /**
@@ -218,7 +219,8 @@ export async function pathManifests(ctx: ManifestContext, local: LocalPaths): Pr
   local.onCharts?.(charts);
   const files: ManifestFile[] = [];
   if (rest.length > 0) {
-    append(files, await kustomizeLocal(rest, await readManifestFiles(rest), kustomizeOptions(ctx.config)));
+    const read = await readManifestFiles(rest, readLimits(ctx));
+    append(files, await kustomizeLocal(rest, read, kustomizeOptions(ctx.config)));
   }
   const caps = charts.length > 0 ? await ctx.capabilities?.() : undefined;
   for (const chart of charts) {
@@ -261,8 +263,10 @@ async function vetted(
       out.push(file);
       continue;
     }
-    // A file past maxFileBytes is refused by render for its size, before anything reads it.
-    const tooLarge = Buffer.byteLength(file.text, 'utf8') > ctx.config.render.maxFileBytes;
+    // A file past maxFileBytes is refused by render for its size, before anything reads it; a tool's output is held
+    // to it one document at a time (render/parse.ts documentLimits).
+    const tooLarge =
+      !file.perDocument && Buffer.byteLength(file.text, 'utf8') > ctx.config.render.maxFileBytes;
     if (file.documents || tooLarge || file.text.length <= WORKER_THRESHOLD) {
       // A small text is counted here (render composes it: a few milliseconds at most).
       if (!file.documents && !tooLarge) refusedIfPast(file, () => checkYaml(file.text, file.path, limits));
@@ -273,7 +277,7 @@ async function vetted(
       const documents = await readDocumentsAsync(file.text, {
         file: file.path,
         limits,
-        maxDocuments: ctx.config.render.maxDocumentsPerFile,
+        ...documentLimits(file, ctx.config.render),
         heapMb: MANIFEST_WORKER_HEAP_MB,
       });
       out.push({ ...file, documents });
@@ -295,6 +299,12 @@ function refusedIfPast(file: ManifestFile, check: () => unknown): void {
     const built = { file: file.path, line: error.line, column: error.column };
     throw new RenderError(error.reason, { origin: file.writtenAt?.(built)?.origin ?? built });
   }
+}
+
+/** The bounds of local files as the render settings give them (a file, all of standard input). */
+function readLimits(ctx: ManifestContext): ReadLimits {
+  const { maxFileBytes, toolMaxOutputBytes } = ctx.config.render;
+  return { ...DEFAULT_READ_LIMITS, maxFileBytes, maxStdinBytes: toolMaxOutputBytes };
 }
 
 /** Fetches a chart's dependencies from its allowed repositories through the download path (charts/dependencies.ts). */

@@ -19,6 +19,8 @@ export interface WorkerRequest {
   shape: Shape;
   /** For `documents`: those past this many are only counted (documents.ts). */
   maxDocuments?: number | undefined;
+  /** For `documents`: those larger are refused one by one (documents.ts). */
+  maxDocumentBytes?: number | undefined;
 }
 
 export type WorkerAnswer =
@@ -47,7 +49,13 @@ function answer(request: WorkerRequest): WorkerAnswer {
       const options = { file: request.file, limits: request.limits, uniqueKeys: request.uniqueKeys };
       return {
         ok: true,
-        values: [...readDocuments(text, { ...options, maxDocuments: request.maxDocuments ?? Infinity })],
+        values: [
+          ...readDocuments(text, {
+            ...options,
+            maxDocuments: request.maxDocuments ?? Infinity,
+            maxDocumentBytes: request.maxDocumentBytes,
+          }),
+        ],
       };
     }
     const values = parseYamlAll(text, {
