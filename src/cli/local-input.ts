@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { Option } from 'commander';
 import { configSchema, type MooringConfig } from '../config/schema.ts';
 import { StalledError } from '../errors.ts';
-import { DEFAULT_LIMITS, type ManifestFile, parseManifestFiles } from '../render/parse.ts';
+import { type ManifestFile, parseManifestFiles } from '../render/parse.ts';
 import type { RenderOptions } from '../render/render.ts';
 import {
   type ClusterCapabilities,
@@ -16,6 +16,7 @@ import {
   pathManifests,
 } from '../sources/deployment-manifests.ts';
 import { STDIN_PATH } from '../sources/local/files.ts';
+import { yamlLimitsOf } from '../yaml/limits.ts';
 
 export interface LocalInputFlags {
   ageKeyFile?: string | undefined;
@@ -123,7 +124,11 @@ export function cliRenderOptions(flags: LocalInputFlags): Partial<RenderOptions>
     clusterScoped: render.clusterScoped,
     applyAppLabels: render.applyAppLabels,
     podTemplateLabels: render.podTemplateLabels,
-    limits: { ...DEFAULT_LIMITS, maxFileBytes: render.maxFileBytes },
+    limits: {
+      maxFileBytes: render.maxFileBytes,
+      maxDocumentsPerFile: render.maxDocumentsPerFile,
+      yaml: yamlLimitsOf(render),
+    },
   };
 }
 
