@@ -11,6 +11,8 @@ export interface Run {
   /** User + system CPU time of the process, from /proc/PID/stat (clock ticks of 10 ms). */
   cpuMs: number;
   output: string;
+  /** Bytes the process wrote to its standard output. */
+  outputBytes: number;
 }
 
 function sample(pid: number | undefined, into: { peak: number; ticks: number }): void {
@@ -29,12 +31,16 @@ export function timed(command: string, args: readonly string[], keep = 20_000): 
     const start = process.hrtime.bigint();
     const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
+    let outputBytes = 0;
     const seen = { peak: 0, ticks: 0 };
     const append = (c: Buffer) => {
       output += c.toString();
       if (output.length > 2 * keep) output = output.slice(-keep);
     };
-    child.stdout.on('data', append);
+    child.stdout.on('data', (c: Buffer) => {
+      outputBytes += c.length;
+      append(c);
+    });
     child.stderr.on('data', append);
     const timer = setInterval(() => sample(child.pid, seen), 50);
     // VmHWM only grows, so a sample every 50 ms misses at most the growth of the last 50 ms before exit.
@@ -47,6 +53,7 @@ export function timed(command: string, args: readonly string[], keep = 20_000): 
         peakRssKiB: seen.peak,
         cpuMs: seen.ticks * 10,
         output: output.slice(-keep),
+        outputBytes,
       });
     });
   });

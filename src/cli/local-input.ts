@@ -158,15 +158,31 @@ export async function readLocalInput(
   paths: readonly string[],
   flags: LocalInputFlags,
   namespace: string,
-  options: {
-    /** The command has --allow-empty (deploy, diff): the error says so. */
-    allowEmptyFlag?: boolean;
-    /** The cluster's version and API versions, for a chart folder (not asked offline). */
-    capabilities?: () => Promise<ClusterCapabilities>;
-    /** Where kustomize's and helm's warnings are printed (`warning: …`), before anything is rendered. */
-    warn?: (text: string) => void;
-  } = {},
+  options: ReadLocalOptions = {},
 ): Promise<ManifestFile[]> {
+  return (await readLocalManifests(paths, flags, namespace, options)).files;
+}
+
+/** What reading local paths is told. */
+export interface ReadLocalOptions {
+  /** The command has --allow-empty (deploy, diff): the error says so. */
+  allowEmptyFlag?: boolean;
+  /** The cluster's version and API versions, for a chart folder (not asked offline). */
+  capabilities?: () => Promise<ClusterCapabilities>;
+  /** Where kustomize's and helm's warnings are printed (`warning: …`), before anything is rendered. */
+  warn?: (text: string) => void;
+}
+
+/**
+ * As readLocalInput, with the files parsed under the flags' limits (parseManifestFiles): for a caller that renders
+ * them at once and need not parse them again. The objects are the caller's to change.
+ */
+export async function readLocalManifests(
+  paths: readonly string[],
+  flags: LocalInputFlags,
+  namespace: string,
+  options: ReadLocalOptions = {},
+): Promise<{ files: ManifestFile[]; parsed: ReturnType<typeof parseManifestFiles> }> {
   const ctx: ManifestContext = { config: cliConfig(flags), capabilities: options.capabilities };
   const files = await pathManifests(ctx, {
     paths,
@@ -200,5 +216,5 @@ export async function readLocalInput(
       }${options.allowEmptyFlag ? '; give --allow-empty if that is meant' : ''}`,
     );
   }
-  return files;
+  return { files, parsed };
 }
