@@ -183,7 +183,12 @@ export async function readLocalManifests(
   namespace: string,
   options: ReadLocalOptions = {},
 ): Promise<{ files: ManifestFile[]; parsed: ReturnType<typeof parseManifestFiles> }> {
-  const ctx: ManifestContext = { config: cliConfig(flags), capabilities: options.capabilities };
+  // Nothing else to answer while the files are read: a large one is read on this thread (no worker to start).
+  const ctx: ManifestContext = {
+    config: cliConfig(flags),
+    capabilities: options.capabilities,
+    readInThread: true,
+  };
   const files = await pathManifests(ctx, {
     paths,
     recursive: flags.recursive ?? false,

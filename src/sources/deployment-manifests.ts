@@ -15,6 +15,7 @@ import { StalledError, TransientError } from '../errors.ts';
 import { RenderError } from '../render/errors.ts';
 import { documentLimits, type ManifestFile } from '../render/parse.ts';
 import { checkYaml } from '../yaml/count.ts';
+import { readDocuments } from '../yaml/documents.ts';
 import { YamlLimitError } from '../yaml/errors.ts';
 import { yamlLimitsOf } from '../yaml/limits.ts';
 import { parseYaml } from '../yaml/parse.ts';
@@ -53,6 +54,11 @@ export interface ManifestContext {
    * warning, and a chart or kustomization that needs one fails saying so. Decrypted by default.
    */
   sops?: 'decrypt' | 'omit' | undefined;
+  /**
+   * A large file is read on this thread rather than in a worker: for a command that has nothing else to answer
+   * while it reads (the CLI's render, deploy, diff), the worker is only its start-up and a copy of every value.
+   */
+  readInThread?: boolean | undefined;
 }
 
 const NOT_DECRYPTED = 'previews do not decrypt SOPS files unless preview.decrypt allows it';
@@ -246,7 +252,8 @@ export async function pathManifests(ctx: ManifestContext, local: LocalPaths): Pr
 
 /**
  * The files, each counted against the YAML limits before anything composes it (decryption, render), and a large
- * one counted and read in the same pass in a worker thread (yaml/parse-async.ts): the agent keeps answering while
+ * one counted and read in the same pass in a worker thread (yaml/parse-async.ts; on this thread for the CLI,
+ * ManifestContext.readInThread): the agent keeps answering while
  * a hostile file is refused, and render receives its documents as values (ManifestFile.documents) instead of
  * composing them on the event loop. Past a limit, the sync fails naming the file and line (render would refuse it
  * the same way). A file in `done` (read before decryption, unchanged by it) is not read again.
@@ -274,12 +281,10 @@ async function vetted(
       continue;
     }
     try {
-      const documents = await readDocumentsAsync(file.text, {
-        file: file.path,
-        limits,
-        ...documentLimits(file, ctx.config.render),
-        heapMb: MANIFEST_WORKER_HEAP_MB,
-      });
+      const options = { file: file.path, limits, ...documentLimits(file, ctx.config.render) };
+      const documents = ctx.readInThread
+        ? [...readDocuments(file.text, options)]
+        : await readDocumentsAsync(file.text, { ...options, heapMb: MANIFEST_WORKER_HEAP_MB });
       out.push({ ...file, documents });
     } catch (error) {
       refusedIfPast(file, () => {
