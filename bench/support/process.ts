@@ -10,18 +10,21 @@ export interface Run {
   peakRssKiB: number;
   /** User + system CPU time of the process, from /proc/PID/stat (clock ticks of 10 ms). */
   cpuMs: number;
+  /** cpuMs with that of the children it waited for (a tool it ran), as far as the last sample saw. */
+  cpuWithChildrenMs: number;
   output: string;
   /** Bytes the process wrote to its standard output. */
   outputBytes: number;
 }
 
-function sample(pid: number | undefined, into: { peak: number; ticks: number }): void {
+function sample(pid: number | undefined, into: { peak: number; ticks: number; childTicks: number }): void {
   if (!pid) return;
   try {
     const hwm = /VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
     if (hwm) into.peak = Math.max(into.peak, Number(hwm));
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
     into.ticks = Number(fields[11]) + Number(fields[12]);
+    into.childTicks = Number(fields[13]) + Number(fields[14]);
   } catch {}
 }
 
@@ -32,7 +35,7 @@ export function timed(command: string, args: readonly string[], keep = 20_000): 
     const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     let outputBytes = 0;
-    const seen = { peak: 0, ticks: 0 };
+    const seen = { peak: 0, ticks: 0, childTicks: 0 };
     const append = (c: Buffer) => {
       output += c.toString();
       if (output.length > 2 * keep) output = output.slice(-keep);
@@ -52,6 +55,7 @@ export function timed(command: string, args: readonly string[], keep = 20_000): 
         code: code ?? 1,
         peakRssKiB: seen.peak,
         cpuMs: seen.ticks * 10,
+        cpuWithChildrenMs: (seen.ticks + seen.childTicks) * 10,
         output: output.slice(-keep),
         outputBytes,
       });
