@@ -10,16 +10,21 @@ export interface Run {
   peakRssKiB: number;
   /** User + system CPU time of the process, from /proc/PID/stat (clock ticks of 10 ms). */
   cpuMs: number;
+  /** cpuMs with that of the children it waited for (a tool it ran), as far as the last sample saw. */
+  cpuWithChildrenMs: number;
   output: string;
+  /** Bytes the process wrote to its standard output. */
+  outputBytes: number;
 }
 
-function sample(pid: number | undefined, into: { peak: number; ticks: number }): void {
+function sample(pid: number | undefined, into: { peak: number; ticks: number; childTicks: number }): void {
   if (!pid) return;
   try {
     const hwm = /VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
     if (hwm) into.peak = Math.max(into.peak, Number(hwm));
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
     into.ticks = Number(fields[11]) + Number(fields[12]);
+    into.childTicks = Number(fields[13]) + Number(fields[14]);
   } catch {}
 }
 
@@ -29,12 +34,16 @@ export function timed(command: string, args: readonly string[], keep = 20_000): 
     const start = process.hrtime.bigint();
     const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
-    const seen = { peak: 0, ticks: 0 };
+    let outputBytes = 0;
+    const seen = { peak: 0, ticks: 0, childTicks: 0 };
     const append = (c: Buffer) => {
       output += c.toString();
       if (output.length > 2 * keep) output = output.slice(-keep);
     };
-    child.stdout.on('data', append);
+    child.stdout.on('data', (c: Buffer) => {
+      outputBytes += c.length;
+      append(c);
+    });
     child.stderr.on('data', append);
     const timer = setInterval(() => sample(child.pid, seen), 50);
     // VmHWM only grows, so a sample every 50 ms misses at most the growth of the last 50 ms before exit.
@@ -46,7 +55,9 @@ export function timed(command: string, args: readonly string[], keep = 20_000): 
         code: code ?? 1,
         peakRssKiB: seen.peak,
         cpuMs: seen.ticks * 10,
+        cpuWithChildrenMs: (seen.ticks + seen.childTicks) * 10,
         output: output.slice(-keep),
+        outputBytes,
       });
     });
   });

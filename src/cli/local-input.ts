@@ -18,6 +18,7 @@ import {
   pathManifests,
 } from '../sources/deployment-manifests.ts';
 import { STDIN_PATH } from '../sources/local/files.ts';
+import { yamlLimitsOf } from '../yaml/limits.ts';
 
 export interface LocalInputFlags {
   ageKeyFile?: string | undefined;
@@ -33,6 +34,8 @@ export interface LocalInputFlags {
   versioning?: VersioningMode | undefined;
   set?: string[] | undefined;
   setString?: string[] | undefined;
+  maxFileBytes?: string | undefined;
+  toolMaxOutputBytes?: string | undefined;
 }
 
 const repeat = (value: string, previous: string[] = []) => [...previous, value];
@@ -87,6 +90,14 @@ export function withReadFlags<C extends Command>(command: C): C {
       )
         .choices([...VERSIONING_MODES])
         .default('referenced'),
+    )
+    .option(
+      '--max-file-bytes <size>',
+      "the largest manifest file, and document of a chart's, a kustomization's or standard input's output (bytes, or 8Mi, 10M; default 4Mi)",
+    )
+    .option(
+      '--tool-max-output-bytes <size>',
+      'the most a helm or kustomize run, or standard input, may print in all (bytes, or 64Mi; default 32Mi)',
     );
   return command;
 }
@@ -100,9 +111,25 @@ export function cliConfig(flags: LocalInputFlags): Pick<MooringConfig, 'render' 
       );
   }
   const defaults = configSchema.parse({});
+  const sizes = {
+    ...(flags.maxFileBytes !== undefined
+      ? { maxFileBytes: sizeFlag('--max-file-bytes', flags.maxFileBytes) }
+      : {}),
+    ...(flags.toolMaxOutputBytes !== undefined
+      ? { toolMaxOutputBytes: sizeFlag('--tool-max-output-bytes', flags.toolMaxOutputBytes) }
+      : {}),
+  };
+  // Through the agent's schema, so that a flag is held to the same bounds as the setting it stands for.
+  const checked = configSchema.shape.render.safeParse({ ...sizes });
+  if (!checked.success) {
+    const issue = checked.error.issues[0];
+    const flag = issue?.path[0] === 'toolMaxOutputBytes' ? '--tool-max-output-bytes' : '--max-file-bytes';
+    throw new StalledError(`${flag}: ${issue?.message ?? 'not a valid size'}`);
+  }
   return {
     render: {
       ...defaults.render,
+      ...sizes,
       clusterScoped: flags.clusterScoped ?? [],
       kustomize: { allowRemoteBases: flags.allowRemoteBases ?? false },
       applyAppLabels: flags.appLabels !== 'false',
@@ -121,7 +148,33 @@ export function cliRenderOptions(flags: LocalInputFlags): Partial<RenderOptions>
     applyAppLabels: render.applyAppLabels,
     podTemplateLabels: render.podTemplateLabels,
     versioning: flags.versioning ?? 'referenced',
+    limits: {
+      maxFileBytes: render.maxFileBytes,
+      maxDocumentsPerFile: render.maxDocumentsPerFile,
+      yaml: yamlLimitsOf(render),
+    },
   };
+}
+
+const UNITS: Readonly<Record<string, number>> = {
+  '': 1,
+  K: 1000,
+  M: 1000 ** 2,
+  G: 1000 ** 3,
+  Ki: 1024,
+  Mi: 1024 ** 2,
+  Gi: 1024 ** 3,
+};
+
+/** `8Mi`, `10M`, `4194304`: a size flag in bytes, as Kubernetes writes quantities. */
+export function sizeFlag(flag: string, value: string): number {
+  const m = /^(\d+)(Ki|Mi|Gi|K|M|G)?$/.exec(value.trim());
+  const unit = UNITS[m?.[2] ?? ''];
+  if (!m || unit === undefined)
+    throw new StalledError(
+      `${flag} "${value}" is not a size: give bytes, or a number with Ki, Mi, Gi, K, M or G`,
+    );
+  return Number(m[1]) * unit;
 }
 
 /** The manifests of the paths, a chart folder among them rendered in `namespace`. */
@@ -129,21 +182,39 @@ export async function readLocalInput(
   paths: readonly string[],
   flags: LocalInputFlags,
   namespace: string,
-  options: {
-    /** The command has --allow-empty (deploy, diff): the error says so. */
-    allowEmptyFlag?: boolean;
-    /** The cluster's version and API versions, for a chart folder (not asked offline). */
-    capabilities?: () => Promise<ClusterCapabilities>;
-    /** Where kustomize's and helm's warnings are printed (`warning: …`), before anything is rendered. */
-    warn?: (text: string) => void;
-    /** Serves a chart's `lookup` of live objects (not offline). */
-    lookup?: ChartLookup;
-  } = {},
+  options: ReadLocalOptions = {},
 ): Promise<ManifestFile[]> {
+  return (await readLocalManifests(paths, flags, namespace, options)).files;
+}
+
+/** What reading local paths is told. */
+export interface ReadLocalOptions {
+  /** The command has --allow-empty (deploy, diff): the error says so. */
+  allowEmptyFlag?: boolean;
+  /** The cluster's version and API versions, for a chart folder (not asked offline). */
+  capabilities?: () => Promise<ClusterCapabilities>;
+  /** Where kustomize's and helm's warnings are printed (`warning: …`), before anything is rendered. */
+  warn?: (text: string) => void;
+  /** Serves a chart's `lookup` of live objects (not offline). */
+  lookup?: ChartLookup;
+}
+
+/**
+ * As readLocalInput, with the files parsed under the flags' limits (parseManifestFiles): for a caller that renders
+ * them at once and need not parse them again. The objects are the caller's to change.
+ */
+export async function readLocalManifests(
+  paths: readonly string[],
+  flags: LocalInputFlags,
+  namespace: string,
+  options: ReadLocalOptions = {},
+): Promise<{ files: ManifestFile[]; parsed: ReturnType<typeof parseManifestFiles> }> {
+  // Nothing else to answer while the files are read: a large one is read on this thread (no worker to start).
   const ctx: ManifestContext = {
     config: cliConfig(flags),
     capabilities: options.capabilities,
     lookup: options.lookup,
+    readInThread: true,
   };
   const files = await pathManifests(ctx, {
     paths,
@@ -170,7 +241,7 @@ export async function readLocalInput(
   });
   for (const warning of files.flatMap((f) => f.warnings ?? [])) options.warn?.(`warning: ${warning}`);
   // As kubectl's "no objects passed to apply": an empty folder or a file of comments is a mistake, not a no-op.
-  const parsed = parseManifestFiles(files);
+  const parsed = parseManifestFiles(files, cliRenderOptions(flags).limits);
   if (!flags.allowEmpty && parsed.objects.length === 0 && parsed.errors.length === 0) {
     const nested = flags.recursive
       ? []
@@ -183,5 +254,5 @@ export async function readLocalInput(
       }${options.allowEmptyFlag ? '; give --allow-empty if that is meant' : ''}`,
     );
   }
-  return files;
+  return { files, parsed };
 }

@@ -12,6 +12,7 @@ import { RenderError } from './errors.ts';
 import { isHookObject } from './hooks.ts';
 import { isObject, type JsonValue, type KubeObject, type Origin, type SourcedObject } from './manifest.ts';
 import { nameProblem, namespaceProblem } from './names.ts';
+import { sizeOverLimit } from './size-limits.ts';
 
 export interface ManifestFile {
   path: string;
@@ -36,6 +37,12 @@ export interface ManifestFile {
    * (sources/deployment-manifests.ts) for a large text, read in a worker so that the event loop never composes it.
    */
   documents?: readonly ReadDocument[] | undefined;
+  /**
+   * The text is a stream of documents rather than a file (a tool's output, standard input): `maxFileBytes` holds
+   * each document and `maxDocumentsPerFile` does not apply; the whole was bounded where it was read
+   * (render.toolMaxOutputBytes).
+   */
+  perDocument?: boolean | undefined;
   /** For a chart's output: the dependencies fetched for it from allowed repositories, which its release records. */
   dependencies?: readonly { name: string; version: string; repository: string; digest: string }[] | undefined;
 }
@@ -110,10 +117,11 @@ function parseFile(
   errors: RenderError[],
 ): void {
   const start: Origin = { file: file.path, line: 1, column: 1 };
-  const bytes = Buffer.byteLength(file.text, 'utf8');
+  // A tool's output (or standard input) is held to the limits one document at a time (documentLimits).
+  const bytes = file.perDocument ? 0 : Buffer.byteLength(file.text, 'utf8');
   if (bytes > limits.maxFileBytes) {
     errors.push(
-      new RenderError(`file is ${bytes} bytes, more than the limit of ${limits.maxFileBytes}`, {
+      new RenderError(`file ${sizeOverLimit(bytes, 'maxFileBytes', limits.maxFileBytes)}`, {
         origin: start,
       }),
     );
@@ -147,11 +155,7 @@ function parseFile(
     // was read in a worker already (file.documents), by the reader of a deployment's files.
     docs =
       file.documents ??
-      readDocuments(file.text, {
-        file: file.path,
-        limits: limits.yaml,
-        maxDocuments: limits.maxDocumentsPerFile,
-      });
+      readDocuments(file.text, { file: file.path, limits: limits.yaml, ...documentLimits(file, limits) });
   } catch (error) {
     if (!(error instanceof YamlLimitError)) throw error;
     const place = { file: file.path, line: error.line, column: error.column };
@@ -170,6 +174,15 @@ function parseFile(
       continue;
     }
     const docOrigin = origin(doc.at);
+    if ('tooLarge' in doc) {
+      errors.push(
+        new RenderError(`document ${sizeOverLimit(doc.tooLarge, 'maxFileBytes', limits.maxFileBytes)}`, {
+          origin: written(docOrigin)?.origin ?? docOrigin,
+          object: doc.object,
+        }),
+      );
+      continue;
+    }
     if ('valueError' in doc) {
       errors.push(
         new RenderError(yamlMessage(doc.valueError), { origin: written(docOrigin)?.origin ?? docOrigin }),
@@ -186,15 +199,29 @@ function parseFile(
       written,
     });
   }
-  if (count > limits.maxDocumentsPerFile) {
+  if (count > documentLimits(file, limits).maxDocuments) {
     objects.length = firstObject;
     errors.length = firstError;
     errors.push(
-      new RenderError(`${count} documents, more than the limit of ${limits.maxDocumentsPerFile} per file`, {
-        origin: start,
-      }),
+      new RenderError(
+        `${count} documents, more than the limit of ${limits.maxDocumentsPerFile} per file (render.maxDocumentsPerFile)`,
+        { origin: start },
+      ),
     );
   }
+}
+
+/**
+ * How the documents of `file` are bounded: a file's by their number and its own size; a tool's output's (and standard
+ * input's) each by the file size limit, their number by the bound of the whole.
+ */
+export function documentLimits(
+  file: Pick<ManifestFile, 'perDocument'>,
+  limits: Pick<ParseLimits, 'maxFileBytes' | 'maxDocumentsPerFile'>,
+): { maxDocuments: number; maxDocumentBytes?: number | undefined } {
+  return file.perDocument
+    ? { maxDocuments: Number.POSITIVE_INFINITY, maxDocumentBytes: limits.maxFileBytes }
+    : { maxDocuments: limits.maxDocumentsPerFile };
 }
 
 /** The node at exactly `path` from `start`, or undefined. */

@@ -13,8 +13,9 @@ import { append } from '../arrays.ts';
 import type { Deployment, MooringConfig } from '../config/schema.ts';
 import { StalledError, TransientError } from '../errors.ts';
 import { RenderError } from '../render/errors.ts';
-import type { ManifestFile } from '../render/parse.ts';
+import { documentLimits, type ManifestFile } from '../render/parse.ts';
 import { checkYaml } from '../yaml/count.ts';
+import { readDocuments } from '../yaml/documents.ts';
 import { YamlLimitError } from '../yaml/errors.ts';
 import { yamlLimitsOf } from '../yaml/limits.ts';
 import { parseYaml } from '../yaml/parse.ts';
@@ -35,7 +36,7 @@ import type { ChartLookup } from './build/lookup.ts';
 import { toolLimits } from './build/tool.ts';
 import type { ChartDependency } from './charts/dependencies.ts';
 import type { GitRepository } from './git/repository.ts';
-import { readManifestFiles, STDIN_PATH } from './local/files.ts';
+import { DEFAULT_READ_LIMITS, type ReadLimits, readManifestFiles, STDIN_PATH } from './local/files.ts';
 import { type AgeIdentity, loadAgeIdentities } from './sops/age-keys.ts';
 import { decryptFiles, omitEncrypted } from './sops/decrypt.ts';
 
@@ -59,6 +60,11 @@ export interface ManifestContext {
    * warning, and a chart or kustomization that needs one fails saying so. Decrypted by default.
    */
   sops?: 'decrypt' | 'omit' | undefined;
+  /**
+   * A large file is read on this thread rather than in a worker: for a command that has nothing else to answer
+   * while it reads (the CLI's render, deploy, diff), the worker is only its start-up and a copy of every value.
+   */
+  readInThread?: boolean | undefined;
 }
 
 const NOT_DECRYPTED = 'previews do not decrypt SOPS files unless preview.decrypt allows it';
@@ -148,7 +154,8 @@ export async function deploymentManifests(
   async function folderFiles(root: string): Promise<ManifestFile[]> {
     const given = spec.paths.map((p) => (p === '.' ? root : `${root}/${p}`));
     const paths = spec.recursive ? given : await flatten(given);
-    return kustomizeLocal(paths, await readManifestFiles(paths), kustomizeOptions(ctx.config), root);
+    const read = await readManifestFiles(paths, readLimits(ctx));
+    return kustomizeLocal(paths, read, kustomizeOptions(ctx.config), root);
   }
 
   /**
@@ -228,7 +235,8 @@ export async function pathManifests(ctx: ManifestContext, local: LocalPaths): Pr
   local.onCharts?.(charts);
   const files: ManifestFile[] = [];
   if (rest.length > 0) {
-    append(files, await kustomizeLocal(rest, await readManifestFiles(rest), kustomizeOptions(ctx.config)));
+    const read = await readManifestFiles(rest, readLimits(ctx));
+    append(files, await kustomizeLocal(rest, read, kustomizeOptions(ctx.config)));
   }
   const caps = charts.length > 0 ? await ctx.capabilities?.() : undefined;
   for (const chart of charts) {
@@ -257,7 +265,8 @@ export async function pathManifests(ctx: ManifestContext, local: LocalPaths): Pr
 
 /**
  * The files, each counted against the YAML limits before anything composes it (decryption, render), and a large
- * one counted and read in the same pass in a worker thread (yaml/parse-async.ts): the agent keeps answering while
+ * one counted and read in the same pass in a worker thread (yaml/parse-async.ts; on this thread for the CLI,
+ * ManifestContext.readInThread): the agent keeps answering while
  * a hostile file is refused, and render receives its documents as values (ManifestFile.documents) instead of
  * composing them on the event loop. Past a limit, the sync fails naming the file and line (render would refuse it
  * the same way). A file in `done` (read before decryption, unchanged by it) is not read again.
@@ -274,8 +283,10 @@ async function vetted(
       out.push(file);
       continue;
     }
-    // A file past maxFileBytes is refused by render for its size, before anything reads it.
-    const tooLarge = Buffer.byteLength(file.text, 'utf8') > ctx.config.render.maxFileBytes;
+    // A file past maxFileBytes is refused by render for its size, before anything reads it; a tool's output is held
+    // to it one document at a time (render/parse.ts documentLimits).
+    const tooLarge =
+      !file.perDocument && Buffer.byteLength(file.text, 'utf8') > ctx.config.render.maxFileBytes;
     if (file.documents || tooLarge || file.text.length <= WORKER_THRESHOLD) {
       // A small text is counted here (render composes it: a few milliseconds at most).
       if (!file.documents && !tooLarge) refusedIfPast(file, () => checkYaml(file.text, file.path, limits));
@@ -283,12 +294,10 @@ async function vetted(
       continue;
     }
     try {
-      const documents = await readDocumentsAsync(file.text, {
-        file: file.path,
-        limits,
-        maxDocuments: ctx.config.render.maxDocumentsPerFile,
-        heapMb: MANIFEST_WORKER_HEAP_MB,
-      });
+      const options = { file: file.path, limits, ...documentLimits(file, ctx.config.render) };
+      const documents = ctx.readInThread
+        ? [...readDocuments(file.text, options)]
+        : await readDocumentsAsync(file.text, { ...options, heapMb: MANIFEST_WORKER_HEAP_MB });
       out.push({ ...file, documents });
     } catch (error) {
       refusedIfPast(file, () => {
@@ -308,6 +317,12 @@ function refusedIfPast(file: ManifestFile, check: () => unknown): void {
     const built = { file: file.path, line: error.line, column: error.column };
     throw new RenderError(error.reason, { origin: file.writtenAt?.(built)?.origin ?? built });
   }
+}
+
+/** The bounds of local files as the render settings give them (a file, all of standard input). */
+function readLimits(ctx: ManifestContext): ReadLimits {
+  const { maxFileBytes, toolMaxOutputBytes } = ctx.config.render;
+  return { ...DEFAULT_READ_LIMITS, maxFileBytes, maxStdinBytes: toolMaxOutputBytes };
 }
 
 /** Fetches a chart's dependencies from its allowed repositories through the download path (charts/dependencies.ts). */

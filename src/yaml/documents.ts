@@ -26,11 +26,18 @@ export type ReadDocument =
   | { empty: true }
   /** The value could not be made (an alias expanded past the limit): the message, at the contents. */
   | { at: Place; valueError: string }
+  /** Past `maxDocumentBytes`: its size in UTF-8 bytes and, when it says, `Kind namespace/name`; not made a value. */
+  | { at: Place; tooLarge: number; object?: string | undefined }
   | { at: Place; value: unknown; items?: ItemPlaces[] | undefined };
 
 export interface ReadOptions extends YamlOptions {
   /** Documents past this many are only counted (the file is refused with their number). */
   maxDocuments: number;
+  /**
+   * Documents larger than this many UTF-8 bytes are not made values (the text is a tool's output, bounded whole by
+   * its own limit, and held to the file limit one document at a time). None when absent.
+   */
+  maxDocumentBytes?: number | undefined;
 }
 
 /**
@@ -39,12 +46,13 @@ export interface ReadOptions extends YamlOptions {
  */
 export function readDocuments(text: string, options: ReadOptions): Generator<ReadDocument> {
   const lines = new LineCounter();
-  return documentsOf(withFirst(composeYaml(text, { ...options, lineCounter: lines })), lines, options);
+  return documentsOf(withFirst(composeYaml(text, { ...options, lineCounter: lines })), lines, text, options);
 }
 
 function* documentsOf(
   docs: Generator<Document.Parsed>,
   lines: LineCounter,
+  text: string,
   options: ReadOptions,
 ): Generator<ReadDocument> {
   const at = (offset: number | undefined): Place => {
@@ -68,6 +76,11 @@ function* documentsOf(
       continue;
     }
     const start = at(doc.contents.range?.[0]);
+    const bytes = documentBytes(text, doc, options.maxDocumentBytes);
+    if (bytes !== undefined) {
+      yield { at: start, tooLarge: bytes, object: describeObject(doc) };
+      continue;
+    }
     let value: unknown;
     try {
       value = toValue(doc, options);
@@ -77,6 +90,31 @@ function* documentsOf(
     }
     yield { at: start, value, items: itemPlaces(value, doc.contents, at) };
   }
+}
+
+/** The document's size in UTF-8 bytes when it is over `limit`; undefined within it (or without one). */
+function documentBytes(text: string, doc: Document.Parsed, limit: number | undefined): number | undefined {
+  if (limit === undefined) return undefined;
+  // From its contents (not the `---` or comments before them) to its end.
+  const start = doc.contents?.range?.[0] ?? doc.range[0];
+  const end = doc.range[2];
+  // A character is at most 3 UTF-8 bytes (a surrogate pair, 2 characters, is 4): counted only when it may matter.
+  if ((end - start) * 3 <= limit) return undefined;
+  const bytes = Buffer.byteLength(text.slice(start, end), 'utf8');
+  return bytes > limit ? bytes : undefined;
+}
+
+/** `ConfigMap web/big`, from a composed document's own fields, when they are plain strings. */
+function describeObject(doc: Document.Parsed): string | undefined {
+  const field = (...path: string[]) => {
+    const v = isMap(doc.contents) ? doc.getIn(path) : undefined;
+    return typeof v === 'string' && v !== '' ? v : undefined;
+  };
+  const kind = field('kind');
+  const name = field('metadata', 'name');
+  if (!kind || !name) return undefined;
+  const namespace = field('metadata', 'namespace');
+  return `${kind} ${namespace ? `${namespace}/` : ''}${name}`;
 }
 
 /** Where the items of a `kind: *List` start, as render flattens them (render/parse.ts). */

@@ -72,7 +72,7 @@ export async function parseYamlAllAsync(
  */
 export async function readDocumentsAsync(
   text: string,
-  options: AsyncYamlOptions & { maxDocuments: number },
+  options: AsyncYamlOptions & { maxDocuments: number; maxDocumentBytes?: number | undefined },
 ): Promise<ReadDocument[]> {
   if (text.length <= (options.threshold ?? WORKER_THRESHOLD)) return [...readDocuments(text, options)];
   return (await inWorker('documents', text, options)) as ReadDocument[];
@@ -94,7 +94,7 @@ let turn: Promise<unknown> = Promise.resolve();
 function inWorker(
   op: WorkerRequest['op'],
   text: string | Uint8Array,
-  options: AsyncYamlOptions & { maxDocuments?: number | undefined },
+  options: AsyncYamlOptions & { maxDocuments?: number | undefined; maxDocumentBytes?: number | undefined },
 ): Promise<unknown[] | ReadDocument[]> {
   const run = turn.then(() => runWorker(op, text, options));
   turn = run.catch(() => undefined);
@@ -104,7 +104,7 @@ function inWorker(
 function runWorker(
   op: WorkerRequest['op'],
   text: string | Uint8Array,
-  options: AsyncYamlOptions & { maxDocuments?: number | undefined },
+  options: AsyncYamlOptions & { maxDocuments?: number | undefined; maxDocumentBytes?: number | undefined },
 ): Promise<unknown[] | ReadDocument[]> {
   const limits = limitsOf(options);
   // Bytes move to the worker (a copy of their own, as a Buffer may share its memory with others).
@@ -118,6 +118,7 @@ function runWorker(
     rules: options.rules ?? 'kubernetes',
     shape: options.shape ?? true,
     maxDocuments: options.maxDocuments,
+    maxDocumentBytes: options.maxDocumentBytes,
   };
   const heapMb = options.heapMb ?? WORKER_HEAP_MB;
   return new Promise((resolve, reject) => {

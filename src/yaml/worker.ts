@@ -22,6 +22,8 @@ export interface WorkerRequest {
   shape: Shape;
   /** For `documents`: those past this many are only counted (documents.ts). */
   maxDocuments?: number | undefined;
+  /** For `documents`: those larger are refused one by one (documents.ts). */
+  maxDocumentBytes?: number | undefined;
 }
 
 export type WorkerAnswer =
@@ -55,7 +57,13 @@ function answer(request: WorkerRequest): WorkerAnswer {
       };
       return {
         ok: true,
-        values: [...readDocuments(text, { ...options, maxDocuments: request.maxDocuments ?? Infinity })],
+        values: [
+          ...readDocuments(text, {
+            ...options,
+            maxDocuments: request.maxDocuments ?? Infinity,
+            maxDocumentBytes: request.maxDocumentBytes,
+          }),
+        ],
       };
     }
     const values = parseYamlAll(text, {

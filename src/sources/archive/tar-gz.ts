@@ -147,7 +147,8 @@ async function unpack(
     if (seen.has(path)) refuse(path, 'appears twice');
     seen.add(path);
     entries += 1;
-    if (entries > limits.maxEntries) refuse(path, `is past the limit of ${limits.maxEntries} entries`);
+    if (entries > limits.maxEntries)
+      refuse(path, `is past the limit of ${limits.maxEntries} entries (the source's maxFiles)`);
     if (folder) {
       if (size !== 0) refuse(path, `is a folder with ${size} bytes of content`);
       // The folder `./` is dest itself.
@@ -155,10 +156,16 @@ async function unpack(
       continue;
     }
     if (size > limits.maxFileBytes)
-      refuse(path, `is ${size} bytes, more than the ${limits.maxFileBytes} allowed for one file`);
+      refuse(
+        path,
+        `is ${size} bytes, more than the ${limits.maxFileBytes} allowed for one file (the source's maxFileBytes)`,
+      );
     bytes += size;
     if (bytes > limits.maxBytes)
-      refuse(path, `brings the files to ${bytes} bytes, more than the ${limits.maxBytes} allowed in all`);
+      refuse(
+        path,
+        `brings the files to ${bytes} bytes, more than the ${limits.maxBytes} allowed in all (the source's maxExtractedBytes)`,
+      );
     const target = join(dest, path);
     await place(path, refuse, () => mkdir(dirname(target), { recursive: true, mode: 0o755 }));
     // 'wx' (O_CREAT | O_EXCL) never opens what is already there, a symbolic link least of all.

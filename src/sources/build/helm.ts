@@ -249,6 +249,7 @@ async function render(request: ChartRequest, missing: readonly MissingDependency
     return {
       path: `${request.label} (helm template ${request.releaseName})`,
       text,
+      perDocument: true,
       ...(staged ? { secrets: staged.secrets } : {}),
       ...(warnings.length > 0 ? { warnings } : {}),
       ...(writtenAt ? { writtenAt } : {}),

@@ -132,6 +132,7 @@ async function build(
   return {
     path: `${k.label} (built)`,
     text,
+    perDocument: true,
     ...(staged ? { secrets: staged.secrets } : {}),
     ...(warnings.length > 0 ? { warnings } : {}),
     ...(places && places.size > 0 ? { writtenAt: kustomizeWrittenAt(places) } : {}),

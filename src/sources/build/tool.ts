@@ -17,6 +17,7 @@ import {
 import { formatDuration } from '../../config/duration.ts';
 import { StalledError } from '../../errors.ts';
 import { redactValues } from '../../render/redact.ts';
+import { overLimit } from '../../render/size-limits.ts';
 
 /** The bounds of one tool run (the configuration's render.toolTimeout, toolMaxOutputBytes, toolMemoryBytes). */
 export interface ToolLimits {
@@ -166,9 +167,7 @@ export async function runToolWithWarnings(run: ToolRun): Promise<ToolOutput> {
         `${run.step} failed: ${run.step} took too long (more than ${formatDuration(timeoutMs)}; render.toolTimeout)`,
       );
     if (result.ended === 'output')
-      throw fail(
-        `${run.step} failed: its output is larger than ${bytes(maxOutputBytes)} (render.toolMaxOutputBytes)`,
-      );
+      throw fail(`${run.step} failed: its output is ${overLimit('toolMaxOutputBytes', maxOutputBytes)}`);
     if (memoryBytes > 0 && OUT_OF_MEMORY.test(result.stderr))
       throw fail(`${run.step} ran out of its memory limit (${bytes(memoryBytes)}; render.toolMemoryBytes)`);
     const why = toolLines(

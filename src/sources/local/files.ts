@@ -1,19 +1,28 @@
 // Reading manifest files from local paths: files as given, folders walked (sorted, hidden entries skipped) for
 // .yaml, .yml and .json, and `-` for standard input (as kubectl's `-f -`), named `<stdin>` in messages. Bounded
-// by file size and count; a symlink that leads outside its root is refused.
+// by file size and count; a symlink that leads outside its root is refused. Standard input is a stream of documents
+// (`helm template … | mooring deploy -f -`), as a tool's output: bounded whole by the tool output bound and held to
+// the file size limit one document at a time (render/parse.ts).
 import { lstat, readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
 import { StalledError } from '../../errors.ts';
 import type { ManifestFile } from '../../render/parse.ts';
+import { overLimit, sizeOverLimit } from '../../render/size-limits.ts';
 
 const MANIFEST = /\.(ya?ml|json)$/i;
 
 export interface ReadLimits {
   maxFileBytes: number;
   maxFiles: number;
+  /** All of standard input (render.toolMaxOutputBytes). */
+  maxStdinBytes: number;
 }
 
-export const DEFAULT_READ_LIMITS: ReadLimits = { maxFileBytes: 4 * 1024 * 1024, maxFiles: 10_000 };
+export const DEFAULT_READ_LIMITS: ReadLimits = {
+  maxFileBytes: 4 * 1024 * 1024,
+  maxFiles: 10_000,
+  maxStdinBytes: 32 * 1024 * 1024,
+};
 
 /** The path that stands for standard input, and the name its manifests carry in messages. */
 export const STDIN_PATH = '-';
@@ -83,14 +92,14 @@ async function walk(dir: string, root: string, files: ManifestFile[], limits: Re
 async function readOne(path: string, limits: ReadLimits): Promise<ManifestFile> {
   const info = await stat(path);
   if (info.size > limits.maxFileBytes) {
-    throw new StalledError(`file is ${info.size} bytes, more than the limit of ${limits.maxFileBytes}`, {
+    throw new StalledError(`file ${sizeOverLimit(info.size, 'maxFileBytes', limits.maxFileBytes)}`, {
       subject: { describe: path },
     });
   }
   return { path, text: await readFile(path, 'utf8') };
 }
 
-/** Standard input as one manifest file, read until its end but never past the file size limit. */
+/** Standard input as one stream of documents, read until its end but never past its bound. */
 async function readStdin(
   input: AsyncIterable<Uint8Array | string>,
   limits: ReadLimits,
@@ -100,12 +109,13 @@ async function readStdin(
   for await (const chunk of input) {
     const bytes = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : Buffer.from(chunk);
     size += bytes.length;
-    if (size > limits.maxFileBytes) {
-      throw new StalledError(`input is more than the limit of ${limits.maxFileBytes} bytes`, {
+    if (size > limits.maxStdinBytes) {
+      // Not read to its end: its whole size is not known.
+      throw new StalledError(`input is ${overLimit('toolMaxOutputBytes', limits.maxStdinBytes)}`, {
         subject: { describe: STDIN_NAME },
       });
     }
     chunks.push(bytes);
   }
-  return { path: STDIN_NAME, text: Buffer.concat(chunks).toString('utf8') };
+  return { path: STDIN_NAME, text: Buffer.concat(chunks).toString('utf8'), perDocument: true };
 }

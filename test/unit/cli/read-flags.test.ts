@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { cliConfig, cliRenderOptions } from '../../../src/cli/local-input.ts';
 import { configSchema } from '../../../src/config/schema.ts';
+import { DEFAULT_LIMITS } from '../../../src/render/parse.ts';
 
 describe('render settings as CLI flags', () => {
   it("defaults to the agent's settings", () => {
@@ -13,6 +14,7 @@ describe('render settings as CLI flags', () => {
       applyAppLabels: true,
       podTemplateLabels: 'auto',
       versioning: 'referenced',
+      limits: DEFAULT_LIMITS,
     });
   });
 
@@ -31,6 +33,21 @@ describe('render settings as CLI flags', () => {
     });
     expect(cliRenderOptions({ appLabels: 'false' })).toMatchObject({ applyAppLabels: false });
     expect(cliRenderOptions({ versioning: 'all' })).toMatchObject({ versioning: 'all' });
+  });
+
+  it.each([
+    ['8Mi', 8 * 1024 * 1024],
+    ['10M', 10_000_000],
+    ['5000000', 5_000_000],
+  ])('--max-file-bytes %s sets render.maxFileBytes to %d, and render holds files to it', (flag, bytes) => {
+    expect(cliConfig({ maxFileBytes: flag }).render.maxFileBytes).toBe(bytes);
+    expect(cliRenderOptions({ maxFileBytes: flag }).limits?.maxFileBytes).toBe(bytes);
+  });
+
+  it('--tool-max-output-bytes sets render.toolMaxOutputBytes, within the bounds of the setting', () => {
+    expect(cliConfig({ toolMaxOutputBytes: '64Mi' }).render.toolMaxOutputBytes).toBe(64 * 1024 * 1024);
+    expect(() => cliConfig({ toolMaxOutputBytes: '1000' })).toThrow(/^--tool-max-output-bytes: /);
+    expect(() => cliConfig({ maxFileBytes: '4 MB' })).toThrow('--max-file-bytes "4 MB" is not a size');
   });
 
   it('refuses a cluster-scoped kind without its group', () => {

@@ -3,7 +3,12 @@
 // itself, for a corpus of files with Lists, nested Lists, invalid documents, aliases past the limit, empty
 // documents and documents past the per-file limit. And a file's documents together are bounded (maxFileNodes).
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_LIMITS, type ManifestFile, parseManifestFiles } from '../../../src/render/parse.ts';
+import {
+  DEFAULT_LIMITS,
+  documentLimits,
+  type ManifestFile,
+  parseManifestFiles,
+} from '../../../src/render/parse.ts';
 import { checkYaml, YamlLimitError } from '../../../src/yaml/index.ts';
 import { readDocumentsAsync } from '../../../src/yaml/parse-async.ts';
 
@@ -38,17 +43,46 @@ function rendered(files: ManifestFile[]) {
   };
 }
 
-async function inWorker(path: string, text: string): Promise<ManifestFile> {
+async function inWorker(path: string, text: string, perDocument = false): Promise<ManifestFile> {
   const documents = await readDocumentsAsync(text, {
     file: path,
     limits: LIMITS.yaml,
-    maxDocuments: LIMITS.maxDocumentsPerFile,
+    ...documentLimits({ perDocument }, LIMITS),
     threshold: 0,
   });
-  return { path, text, documents };
+  return { path, text, documents, perDocument };
 }
 
 describe('a manifest file read in a worker', () => {
+  it.each(Object.entries(CORPUS))(
+    "as a tool's output (limits per document), gives render what it reads itself: %s",
+    async (name, text) => {
+      const path = `${name} (built)`;
+      const big = cm('big', `data:\n  blob: "${'x'.repeat(300)}"\n`);
+      const built = `${text}\n---\n${big}`;
+      const limits = { ...LIMITS, maxFileBytes: 200 };
+      const read = (file: ManifestFile) => {
+        const { objects, errors } = parseManifestFiles([file], limits);
+        return { objects: objects.map((o) => o.object.metadata.name), errors: errors.map((e) => e.message) };
+      };
+      const documents = await readDocumentsAsync(built, {
+        file: path,
+        limits: limits.yaml,
+        ...documentLimits({ perDocument: true }, limits),
+        threshold: 0,
+      });
+      const expected = read({ path, text: built, perDocument: true });
+      expect(read({ path, text: built, perDocument: true, documents })).toEqual(expected);
+      // The large document is refused by itself, naming the setting; the others are read.
+      expect(expected.errors).toContainEqual(
+        expect.stringMatching(
+          /: ConfigMap big: document is 3\d\d bytes, over maxFileBytes \(200 bytes; --max-file-bytes or render\.maxFileBytes\)$/,
+        ),
+      );
+      expect(expected.objects).not.toContain('big');
+    },
+  );
+
   it.each(Object.entries(CORPUS))(
     'gives render the same objects, errors and origins: %s',
     async (name, text) => {

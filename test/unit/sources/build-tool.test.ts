@@ -98,7 +98,9 @@ describe('runTool: what a tool gets', () => {
   it('stops a tool that prints more than its output limit', async () => {
     await expect(
       runTool({ ...base, binary: 'sh', args: ['-c', 'yes kind: ConfigMap'], maxOutputBytes: 1024 * 1024 }),
-    ).rejects.toThrow('charts/web: helm template failed: its output is larger than 1 MiB');
+    ).rejects.toThrow(
+      'charts/web: helm template failed: its output is over toolMaxOutputBytes (1 MiB; --tool-max-output-bytes or render.toolMaxOutputBytes)',
+    );
   });
 
   it('redacts decrypted values from the tool message, before it is cut to five lines', async () => {

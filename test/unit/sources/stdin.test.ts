@@ -1,11 +1,12 @@
-// `-` among the paths of readManifestFiles: standard input read as one manifest file named <stdin>, bounded as
-// files are, given at most once, and parse problems placed at `<stdin>:line:column`.
+// `-` among the paths of readManifestFiles: standard input read as one stream of documents named <stdin>, bounded
+// whole as a tool's output is and each document as a file is, given at most once, and parse problems placed at
+// `<stdin>:line:column`.
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { parseManifestFiles } from '../../../src/render/parse.ts';
+import { DEFAULT_LIMITS, parseManifestFiles } from '../../../src/render/parse.ts';
 import { DEFAULT_READ_LIMITS, readManifestFiles } from '../../../src/sources/local/files.ts';
 
 const configMap = 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: piped}\ndata: {k: v}\n';
@@ -43,20 +44,39 @@ describe('readManifestFiles with -', () => {
     ]);
   });
 
-  it('refuses input beyond the file size limit', async () => {
-    const limits = { ...DEFAULT_READ_LIMITS, maxFileBytes: 64 };
+  it('bounds all of the input by toolMaxOutputBytes, naming it and its flag', async () => {
+    const limits = { ...DEFAULT_READ_LIMITS, maxStdinBytes: 64 };
     await expect(readManifestFiles(['-'], limits, { stdin: input(configMap, configMap) })).rejects.toThrow(
-      '<stdin>: input is more than the limit of 64 bytes',
+      '<stdin>: input is over toolMaxOutputBytes (64 bytes; --tool-max-output-bytes or render.toolMaxOutputBytes)',
     );
-    // Exactly at the limit is still read.
+    // Exactly at the bound is still read.
     const exact = await readManifestFiles(
       ['-'],
-      { ...limits, maxFileBytes: configMap.length },
+      { ...limits, maxStdinBytes: configMap.length },
       {
         stdin: input(configMap),
       },
     );
     expect(exact[0]?.text).toBe(configMap);
+  });
+
+  it('holds each document, not the whole input, to maxFileBytes', async () => {
+    const docs = Array.from({ length: 4 }, (_, i) => configMap.replace('piped', `piped-${i}`));
+    const files = await readManifestFiles(['-'], DEFAULT_READ_LIMITS, { stdin: input(docs.join('---\n')) });
+    // The input is four times the limit; each document is within it.
+    const limits = { ...DEFAULT_LIMITS, maxFileBytes: configMap.length + 8 };
+    const within = parseManifestFiles(files, limits);
+    expect(within.errors).toEqual([]);
+    expect(within.objects.map((o) => o.object.metadata.name)).toEqual(docs.map((_, i) => `piped-${i}`));
+    const big = `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big}\ndata: {blob: "${'x'.repeat(200)}"}\n`;
+    const refused = parseManifestFiles(
+      await readManifestFiles(['-'], DEFAULT_READ_LIMITS, { stdin: input(`${docs[0]}---\n${big}`) }),
+      limits,
+    );
+    expect(refused.errors.map((e) => e.message)).toEqual([
+      `<stdin>:${configMap.split('\n').length + 1}:1: ConfigMap big: document is ${big.length} bytes, over maxFileBytes (${limits.maxFileBytes} bytes; --max-file-bytes or render.maxFileBytes)`,
+    ]);
+    expect(refused.objects.map((o) => o.object.metadata.name)).toEqual(['piped-0']);
   });
 
   it('takes - at most once', async () => {

@@ -282,7 +282,7 @@ describe('extractTarGz: bounds', () => {
     );
     await refused(
       archive,
-      `entry huge.bin is ${2 ** 40} bytes, more than the ${5 * MiB} allowed for one file`,
+      `entry huge.bin is ${2 ** 40} bytes, more than the ${5 * MiB} allowed for one file (the source's maxFileBytes)`,
     );
   });
 
@@ -291,7 +291,7 @@ describe('extractTarGz: bounds', () => {
     const specs = [1, 2, 3].map((i) => ({ name: `f${i}`, body }));
     await refused(
       tgz(specs),
-      `entry f3 brings the files to ${12 * MiB} bytes, more than the ${10 * MiB} allowed in all`,
+      `entry f3 brings the files to ${12 * MiB} bytes, more than the ${10 * MiB} allowed in all (the source's maxExtractedBytes)`,
     );
   });
 
