@@ -79,6 +79,8 @@ export function renderCommand(
       // 5.8 s of CPU instead of 7.1, at a peak of 212 MB instead of 146 against helm template's 129 MB; bench:render).
       setFlagsFromString('--no-optimize-for-size');
       const images = flags.image.map(parseImageFlag);
+      // Names given as flags are refused before the kubeconfig is read (the kubeconfig's namespace is checked below).
+      checkedNames(flags.namespace ?? 'default', flags.application);
       // The cluster's part is loaded only with a cluster (render-cluster.ts).
       const cluster = flags.offline ? undefined : (await import('./render-cluster.ts')).clusterReading(flags);
       let namespace = cluster ? cluster.namespace : flags.namespace;
