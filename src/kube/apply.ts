@@ -36,6 +36,9 @@ export interface ApplyTarget {
   plan: PlanEntry;
 }
 
+/** How many times a replace that met a conflicting write is tried (each after a fresh read). */
+const REPLACE_ATTEMPTS = 4;
+
 export type ApplyAction = 'created' | 'configured' | 'unchanged' | 'replaced' | 'recreated';
 
 export interface ApplyResult {
@@ -209,6 +212,22 @@ export class Applier {
         ...accept,
       },
     );
+  }
+
+  /**
+   * A replace of what is there now. Its resourceVersion is the read's, so a write that lands between the read and
+   * the replace (a hand edit that drift correction races, a controller's) makes the server answer 409: the object
+   * is read again and replaced again, a few times, rather than the deploy failing on a conflict it caused itself.
+   */
+  private async replaceLatest(info: ResourceInfo, target: ApplyTarget, live: LiveSummary | undefined) {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.replace(info, target, live, false, true);
+      } catch (error) {
+        if (statusCode(error) !== 409 || attempt >= REPLACE_ATTEMPTS) throw error;
+        live = await this.read(info, target.object);
+      }
+    }
   }
 
   /** Dry run of one object: the summary of what the server would hold, or the reason it refuses. */
@@ -497,7 +516,7 @@ export class Applier {
         adopting,
       );
     if (strategy.method === 'replace') {
-      const after = await this.guard(target, () => this.replace(info, target, live, false, true));
+      const after = await this.guard(target, () => this.replaceLatest(info, target, live));
       return done(live ? 'replaced' : 'created', written(after));
     }
     const { after, tookOver } = await this.applyTakingOver(info, target, adopting !== undefined);

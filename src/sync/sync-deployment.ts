@@ -165,6 +165,23 @@ export async function syncDeployment(
     log.debug({ elapsedMs: report.elapsedMs }, 'drift pass: nothing to put back');
     return { report, release: undefined };
   }
+  if (
+    quiet &&
+    report.outcome !== 'stable' &&
+    report.applied.every((a) => a.action === 'unchanged') &&
+    !report.prune?.deleted.length
+  ) {
+    // A quiet pass that failed before it wrote anything made no release: recording one would push the
+    // deployment's real releases (and the versions they keep for a rollback) out of the ledger, one per pass while
+    // the failure lasts. What it found is reported as found, not put back; the next pass tries again.
+    log.error({ err: errorMessage(report.error), outcome: report.outcome }, `${sync.trigger} pass failed`);
+    for (const f of report.drift ?? [])
+      log.warn({ object: f.object, fields: f.fields, added: f.added, by: f.by }, 'drift found, not put back');
+    if (drift && report.drift?.length)
+      for (const r of deps.reporters ?? [])
+        await safely(log, 'report drift', () => r.drifted?.(sync, report.drift ?? []));
+    return { report, release: undefined };
+  }
   // The finalizer: the ledger, then the outside world.
   let release: Release | undefined;
   if (report.outcome !== 'cancelled') {

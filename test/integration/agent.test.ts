@@ -2,6 +2,8 @@
 // deployed, webhooks trigger polls at once (and bad signatures are refused), a push outside a deployment's paths
 // deploys nothing, and a restarted agent with nothing new deploys nothing.
 import { createHmac } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { pushImage } from '../testbed/oci-push.ts';
@@ -379,6 +381,126 @@ spec:
       '--wait=false',
     ]);
   });
+  it('a drift pass the cluster keeps refusing records no release, and the history it would push out stays', async () => {
+    const env = testbed();
+    const suffix = Date.now().toString(36);
+    const policy = `refuse-scale-back-${suffix}`;
+    const kubectl = (...args: string[]) =>
+      runTool(env.tools.kubectl, ['--kubeconfig', env.kube.kubeconfig, ...args]);
+    const dir = await manifestDir({
+      'app.yaml': `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: held}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: held}}
+  template:
+    metadata: {labels: {app: held}}
+    spec: {containers: [{name: app, image: app:1}]}
+`,
+    });
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { namespace: `mooring-${suffix}` },
+        deployments: [{ name: 'held', namespace: ns(), source: 'folder', stability: { timeout: '30m' } }],
+        extra: { sources: { local: [{ name: 'folder', path: dir }] }, drift: { interval: '1s' } },
+      }),
+    );
+    await agent.ready();
+    agents.push(agent);
+    const releases = async () => {
+      const out = await kubectl(
+        '-n',
+        `mooring-${suffix}`,
+        'get',
+        'configmap',
+        'mooring-ledger-held',
+        '-o',
+        'jsonpath={.data.releases\\.json}',
+      );
+      return (JSON.parse(out.stdout || '[]') as { trigger: string; result: string }[]).map(
+        (r) => `${r.trigger} ${r.result}`,
+      );
+    };
+    await eventually('the first release recorded', async () =>
+      (await releases()).length === 1 ? true : undefined,
+    );
+    // A platform's admission policy refuses to scale the Deployment back down: every correction fails.
+    const file = join(await manifestDir({}), 'policy.yaml');
+    await writeFile(
+      file,
+      `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: ${policy}}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [apps], apiVersions: [v1], operations: [UPDATE], resources: [deployments]}
+  validations:
+    - expression: "!(oldObject.spec.replicas != 1 && object.spec.replicas == 1)"
+      message: scaling back to one replica is refused here
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: ${policy}}
+spec:
+  policyName: ${policy}
+  validationActions: [Deny]
+  matchResources:
+    namespaceSelector:
+      matchExpressions:
+        - {key: kubernetes.io/metadata.name, operator: In, values: [${ns()}]}
+`,
+    );
+    try {
+      const applied = await kubectl('apply', '-f', file);
+      expect(applied.code, applied.stderr).toBe(0);
+      // The policy is in force once the API server refuses what it refuses (its informer hears of it in moments).
+      await eventually('the policy in force', async () => {
+        const tried = await kubectl('-n', ns(), 'scale', 'deployment/held', '--replicas=2');
+        const back = await kubectl('-n', ns(), 'patch', 'deployment/held', '-p', '{"spec":{"replicas":1}}');
+        return back.code !== 0 && back.stderr.includes('scaling back to one replica') && tried.code === 0
+          ? true
+          : undefined;
+      });
+      const failures = () => agent.logged('drift pass failed').length;
+      const before = failures();
+      await eventually(
+        'several refused drift passes',
+        async () => (failures() >= before + 3 ? true : undefined),
+        60_000,
+      );
+      const failed = agent.logged('drift pass failed').at(-1);
+      expect(String(failed?.err)).toContain('scaling back to one replica is refused here');
+      // None of them is a release: the start release is all the ledger holds.
+      expect((await releases()).map((r) => r.split(' ')[0])).toEqual(['start']);
+    } finally {
+      await kubectl(
+        'delete',
+        'validatingadmissionpolicybinding,validatingadmissionpolicy',
+        policy,
+        '--ignore-not-found',
+      );
+    }
+    // Once the cluster lets it, the next pass puts the replicas back and records that one release.
+    const apps = kubeConfig().makeApiClient(AppsV1Api);
+    await eventually(
+      'drift put back',
+      async () =>
+        (await apps.readNamespacedDeployment({ name: 'held', namespace: ns() })).spec?.replicas === 1
+          ? true
+          : undefined,
+      30_000,
+    );
+    await eventually('the correction recorded', async () => {
+      const now = await releases();
+      return now.length === 2 ? now : undefined;
+    });
+    expect((await releases())[0]).toMatch(/^drift /);
+    await kubectl('delete', 'namespace', `mooring-${suffix}`, '--wait=false');
+  });
+
   it('reports drift without correcting it in drift mode report', async () => {
     const env = testbed();
     const suffix = Date.now().toString(36);

@@ -9,6 +9,7 @@ import { TransientError } from '../../src/errors.ts';
 import { KubeApi, type RequestSpec } from '../../src/kube/api.ts';
 import { ClusterCache } from '../../src/kube/cache.ts';
 import { ControlMap, RECONCILE_PREFIX, SUSPEND_PREFIX } from '../../src/kube/control-map.ts';
+import { Discovery } from '../../src/kube/discovery.ts';
 import { statusCode } from '../../src/kube/errors.ts';
 import { type InventoryEntry, InventoryStore, inventoryName, unionOf } from '../../src/kube/inventory.ts';
 import { StateStore } from '../../src/kube/state-store.ts';
@@ -16,6 +17,7 @@ import { type Fence, Ledger, ledgerName, type Release } from '../../src/report/l
 import { StatusOutbox } from '../../src/report/outbox.ts';
 import { entryKey, type OutboxEntry } from '../../src/report/outbox-policy.ts';
 import { ConfigMapOutboxStore, OUTBOX_NAME } from '../../src/report/outbox-store.ts';
+import { type DeployRequest, deploy } from '../../src/sync/deploy.ts';
 import { clusterConfig, useNamespace } from './helpers.ts';
 
 /**
@@ -26,9 +28,11 @@ class CountingApi extends KubeApi {
   conflicts = 0;
   gets = 0;
   beforeWrite: (() => Promise<void>) | undefined;
+  /** Which write `beforeWrite` waits for (any but a read when unset). */
+  writeIs: ((method: string, spec?: RequestSpec) => boolean) | undefined;
   override async request<T = unknown>(method: string, path: string, spec?: RequestSpec): Promise<T> {
     if (method === 'GET') this.gets++;
-    if (method !== 'GET' && this.beforeWrite) {
+    if (method !== 'GET' && this.beforeWrite && (this.writeIs?.(method, spec) ?? true)) {
       const hook = this.beforeWrite;
       this.beforeWrite = undefined;
       await hook();
@@ -442,5 +446,51 @@ describe('StateStore retry on conflict', () => {
     expect(calls).toBe(3);
     expect(a.conflicts).toBe(3);
     expect((await configMap(a, ns(), 'contended')).data).toEqual({ n: '0+++' });
+  });
+});
+
+describe('a replace racing another writer', () => {
+  const ns = useNamespace('replace-race');
+
+  it('reads again and replaces again when a write lands between its read and its replace (409)', async () => {
+    const [a, b] = clients();
+    const discovery = new Discovery(a);
+    const manifest = (value: string) => ({
+      path: 'cm.yaml',
+      text: `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: replaced
+  annotations: {strategy.spinnaker.io/replace: "true", strategy.spinnaker.io/versioned: "false"}
+data: {a: "${value}"}
+`,
+    });
+    const request = (value: string): DeployRequest => ({
+      files: [manifest(value)],
+      namespace: ns(),
+      application: 'replaced',
+      images: [],
+      timeoutMs: 60_000,
+      dryRun: false,
+      fieldManager: 'mooring',
+      concurrency: 4,
+    });
+    const first = await deploy({ api: a, discovery }, request('1'));
+    expect(first.outcome, first.summary).toBe('stable');
+    // Someone edits the object after mooring read it and before its replace is sent: the replace's
+    // resourceVersion is stale, and the server says so.
+    a.writeIs = (method, spec) => method === 'PUT' && spec?.query?.dryRun === undefined;
+    a.beforeWrite = async () => {
+      await b.request('PATCH', `/api/v1/namespaces/${ns()}/configmaps/replaced`, {
+        body: { data: { byHand: 'yes' } },
+        contentType: 'application/merge-patch+json',
+      });
+    };
+    const second = await deploy({ api: a, discovery }, request('2'));
+    expect(second.outcome, second.summary).toBe('stable');
+    expect(a.conflicts).toBe(1);
+    expect(second.applied.map((x) => x.action)).toEqual(['replaced']);
+    // The replace that won is the whole manifest: the hand edit is gone, nothing of it merged.
+    expect((await configMap(b, ns(), 'replaced')).data).toEqual({ a: '2' });
   });
 });
