@@ -151,53 +151,66 @@ function parseFile(
   let count = 0;
   let docs: Iterable<ReadDocument>;
   try {
-    // Counted against the YAML limits before anything is composed: a hostile file is refused here. A large file
-    // was read in a worker already (file.documents), by the reader of a deployment's files.
+    // Counted against the YAML limits as it is read: a hostile file is refused at the token past a limit. A large
+    // file was read in a worker already (file.documents), by the reader of a deployment's files.
     docs =
       file.documents ??
       readDocuments(file.text, { file: file.path, limits: limits.yaml, ...documentLimits(file, limits) });
   } catch (error) {
-    if (!(error instanceof YamlLimitError)) throw error;
-    const place = { file: file.path, line: error.line, column: error.column };
-    errors.push(new RenderError(error.reason, { origin: written(place)?.origin ?? place }));
+    refuseWhole(error);
     return;
   }
-  for (const doc of docs) {
-    const index = count++;
-    // Past the limit, documents are only counted: the file is refused whole, with its number of documents.
-    if ('skipped' in doc || 'empty' in doc) continue;
-    if ('errors' in doc) {
-      for (const e of doc.errors) {
-        const built = origin(e);
-        errors.push(new RenderError(yamlMessage(e.message), { origin: written(built)?.origin ?? built }));
+  try {
+    readEach(docs);
+  } catch (error) {
+    refuseWhole(error);
+  }
+  /** A file past a YAML limit (counted as it is read) gives that refusal alone: none of its objects. */
+  function refuseWhole(error: unknown): void {
+    if (!(error instanceof YamlLimitError)) throw error;
+    objects.length = firstObject;
+    errors.length = firstError;
+    const place = { file: file.path, line: error.line, column: error.column };
+    errors.push(new RenderError(error.reason, { origin: written(place)?.origin ?? place }));
+  }
+  function readEach(docs: Iterable<ReadDocument>): void {
+    for (const doc of docs) {
+      const index = count++;
+      // Past the limit, documents are only counted: the file is refused whole, with its number of documents.
+      if ('skipped' in doc || 'empty' in doc) continue;
+      if ('errors' in doc) {
+        for (const e of doc.errors) {
+          const built = origin(e);
+          errors.push(new RenderError(yamlMessage(e.message), { origin: written(built)?.origin ?? built }));
+        }
+        continue;
       }
-      continue;
+      const docOrigin = origin(doc.at);
+      if ('tooLarge' in doc) {
+        errors.push(
+          new RenderError(`document ${sizeOverLimit(doc.tooLarge, 'maxFileBytes', limits.maxFileBytes)}`, {
+            origin: written(docOrigin)?.origin ?? docOrigin,
+            object: doc.object,
+          }),
+        );
+        continue;
+      }
+      if ('valueError' in doc) {
+        errors.push(
+          new RenderError(yamlMessage(doc.valueError), { origin: written(docOrigin)?.origin ?? docOrigin }),
+        );
+        continue;
+      }
+      if (doc.value === null || doc.value === undefined) continue;
+      // Objects are changed as they are rendered: each parse of a file read in advance gets values of its own.
+      const value = file.documents ? structuredClone(doc.value) : doc.value;
+      collect(value, docOrigin, doc.items, origin, objects, errors, {
+        root: reparse ? () => reparse(index) : undefined,
+        at,
+        prefix: [],
+        written,
+      });
     }
-    const docOrigin = origin(doc.at);
-    if ('tooLarge' in doc) {
-      errors.push(
-        new RenderError(`document ${sizeOverLimit(doc.tooLarge, 'maxFileBytes', limits.maxFileBytes)}`, {
-          origin: written(docOrigin)?.origin ?? docOrigin,
-          object: doc.object,
-        }),
-      );
-      continue;
-    }
-    if ('valueError' in doc) {
-      errors.push(
-        new RenderError(yamlMessage(doc.valueError), { origin: written(docOrigin)?.origin ?? docOrigin }),
-      );
-      continue;
-    }
-    if (doc.value === null || doc.value === undefined) continue;
-    // Objects are changed as they are rendered: each parse of a file read in advance gets values of its own.
-    const value = file.documents ? structuredClone(doc.value) : doc.value;
-    collect(value, docOrigin, doc.items, origin, objects, errors, {
-      root: reparse ? () => reparse(index) : undefined,
-      at,
-      prefix: [],
-      written,
-    });
   }
   if (count > documentLimits(file, limits).maxDocuments) {
     objects.length = firstObject;

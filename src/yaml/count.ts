@@ -31,6 +31,21 @@ export interface YamlCounts {
  * documents together past `maxFileNodes`.
  */
 export function checkYaml(text: string, file: string, limits: YamlLimits): YamlCounts {
+  const counting = countedTokens(text, file, limits, new Lexer().lex(text));
+  for (let step = counting.next(); ; step = counting.next()) if (step.done) return step.value;
+}
+
+/**
+ * The lexer's tokens of `text`, each passed on as it is counted: a reader that composes from these tokens (parse.ts)
+ * lexes the text once, and is stopped by YamlLimitError at the token past a limit, having built no more than the
+ * limit allows. Returns the counts.
+ */
+export function* countedTokens(
+  text: string,
+  file: string,
+  limits: YamlLimits,
+  tokens: Iterable<string>,
+): Generator<string, YamlCounts> {
   const most: YamlCounts = { documents: 0, total: 0, nodes: 0, depth: 0, aliases: 0 };
   let nodes = 0;
   let aliases = 0;
@@ -71,7 +86,8 @@ export function checkYaml(text: string, file: string, limits: YamlLimits): YamlC
     flow = 0;
     blocks = [];
   };
-  for (const token of new Lexer().lex(text)) {
+  for (const token of tokens) {
+    yield token;
     if (token === DOCUMENT || token === FLOW_END || token === SCALAR) {
       if (token === DOCUMENT) newDocument();
       else if (token === FLOW_END) flow = 0;

@@ -31,12 +31,13 @@ describe('the compile cache', () => {
   it('is none, and the command runs, where no cache folder can be made', () => {
     const file = join(mkdtempSync(join(tmpdir(), 'mooring-file-')), 'a-file');
     writeFileSync(file, '');
-    for (const env of [
+    const cases: Record<string, string>[] = [
       { HOME: '/proc/no-such-home' },
       { XDG_CACHE_HOME: join(file, 'cache') },
       { HOME: '/' },
       { NODE_DISABLE_COMPILE_CACHE: '1', XDG_CACHE_HOME: join(file, 'cache') },
-    ]) {
+    ];
+    for (const env of cases) {
       const out = version(env);
       expect(out.status, `${JSON.stringify(env)}: ${out.stderr}`).toBe(0);
       expect(out.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);

@@ -89,4 +89,22 @@ describe('table paths', () => {
       'image',
     ]);
   });
+
+  it('refuses a file whose later document passes a YAML limit whole: that refusal alone, none of its objects', () => {
+    const good = 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: fine}\ndata: {a: "1"}\n';
+    // A broken first document and a good one, then one of 200 list entries against a limit of 100 nodes.
+    const text = `a: [\n---\n${good}---\nitems:\n${'  - x\n'.repeat(200)}`;
+    const limits = { ...DEFAULT_LIMITS, yaml: { ...DEFAULT_LIMITS.yaml, maxNodes: 100 } };
+    const { objects, errors } = parseManifestFiles(
+      [
+        { path: 'before.yaml', text: good.replace('fine', 'kept') },
+        { path: 'big.yaml', text },
+      ],
+      limits,
+    );
+    expect(objects.map((o) => o.object.metadata.name)).toEqual(['kept']);
+    expect(errors.map((e) => e.message)).toEqual([
+      'big.yaml:58:3: more than 100 YAML nodes in one document (limit render.maxYamlNodes)',
+    ]);
+  });
 });

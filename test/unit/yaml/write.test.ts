@@ -1,0 +1,215 @@
+// mooring's writer of JSON data gives, byte for byte, what the yaml package writes with the same options, for any
+// value (generated, and the words and shapes that YAML quotes or writes as blocks), and leaves to the package what
+// is not plain data; what it writes reads back as the same value with Kubernetes' rules.
+
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { parseYamlAll } from '../../../src/yaml/parse.ts';
+import { schemaOptions, WRITE_COMPAT } from '../../../src/yaml/schema.ts';
+import { stringifyYaml, writeData } from '../../../src/yaml/write.ts';
+
+const byPackage = (value: unknown) =>
+  stringify(value, { ...schemaOptions('kubernetes'), compat: WRITE_COMPAT, lineWidth: 0 });
+
+// Words and shapes each YAML reader or the package treats apart.
+const TRICKY = [
+  '',
+  ' ',
+  'a ',
+  ' a',
+  'yes',
+  'Yes',
+  'NO',
+  'on',
+  'Off',
+  'y',
+  'n',
+  'N',
+  'true',
+  'False',
+  'null',
+  'Null',
+  '~',
+  '0755',
+  '0o17',
+  '0x1F',
+  '0b101',
+  '1_000',
+  '1:20',
+  '190:20:30',
+  '2001-12-14',
+  '2001-12-14t21:59:43.10-05:00',
+  '.inf',
+  '-.Inf',
+  '.nan',
+  'NaN',
+  'inf',
+  '1e3',
+  '1E+3',
+  '+1',
+  '-1',
+  '.5',
+  '5.',
+  '1.0',
+  '<<',
+  '=',
+  '-',
+  '?',
+  ':',
+  '- a',
+  '? a',
+  'a: b',
+  'a:b',
+  'a #b',
+  'a#b',
+  '#a',
+  '&a',
+  '*a',
+  '!a',
+  '|',
+  '>',
+  "'",
+  '"',
+  '%a',
+  '@a',
+  '`a',
+  '[a]',
+  '{a}',
+  'a,b',
+  '---',
+  '--- a',
+  '...',
+  'a\nb',
+  'a\n',
+  'a\n\n',
+  '\na',
+  ' a\nb',
+  'a \nb',
+  'a\n b\n',
+  'tab\there',
+  '\t',
+  'x\u0001y',
+  'x\u0085y',
+  '\ud800',
+  'é',
+  '日本',
+  'http://example.com:80/x',
+  'nginx:1.25',
+  'sha256:abc',
+  'a'.repeat(1100),
+  `${'a'.repeat(100)} ${'b'.repeat(100)}`,
+  'line\r\nnext',
+  '0',
+  '00',
+  '-0',
+];
+
+const text = fc.oneof(
+  fc.constantFrom(...TRICKY),
+  fc.string({ maxLength: 12 }),
+  fc.string({ unit: 'grapheme', maxLength: 8 }),
+);
+const data = fc.letrec((tie) => ({
+  value: fc.oneof(
+    { depthSize: 'small' },
+    text,
+    fc.integer(),
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    fc.boolean(),
+    fc.constant(null),
+    fc.array(tie('value'), { maxLength: 4 }),
+    fc.dictionary(text, tie('value'), { maxKeys: 4 }),
+  ),
+}));
+const root = fc.oneof(
+  fc.array(data.value, { maxLength: 5 }),
+  fc.dictionary(text, data.value, { maxKeys: 6 }),
+);
+
+describe('the YAML writer of JSON data', () => {
+  it('writes what the yaml package writes, for any value', () => {
+    fc.assert(
+      fc.property(root, (value) => {
+        expect(stringifyYaml(value)).toBe(byPackage(value));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('writes what the yaml package writes for every tricky string, as a key, a value and an item, at every depth', () => {
+    for (const s of TRICKY)
+      for (const value of [
+        { k: s },
+        { [s]: 1 },
+        [s],
+        { a: { b: [s, { c: s }] } },
+        [[s, [s]], { d: [s] }],
+        { a: s, b: { c: s }, e: 1 },
+      ])
+        expect(stringifyYaml(value), JSON.stringify(value)).toBe(byPackage(value));
+  });
+
+  it('writes what it reads back as the same value', () => {
+    fc.assert(
+      fc.property(root, (value) => {
+        const [read] = parseYamlAll(stringifyYaml(value), { file: 'written.yaml' });
+        // -0 is written as 0, as JSON does.
+        expect(read).toEqual(JSON.parse(JSON.stringify(value)));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('writes the manifests of every fixture as the package does', () => {
+    const files: string[] = [];
+    const walk = (dir: string) => {
+      for (const name of readdirSync(dir)) {
+        const path = join(dir, name);
+        if (statSync(path).isDirectory()) walk(path);
+        else if (/\.ya?ml$/.test(name)) files.push(path);
+      }
+    };
+    walk(join(import.meta.dirname, '..', '..', 'fixtures'));
+    let documents = 0;
+    // How many the writer wrote itself (not left to the package).
+    let own = 0;
+    for (const file of files) {
+      let values: unknown[];
+      try {
+        values = parseYamlAll(readFileSync(file, 'utf8'), { file });
+      } catch {
+        continue;
+      }
+      for (const value of values) {
+        documents++;
+        if (writeData(value) !== undefined) own++;
+        expect(stringifyYaml(value), file).toBe(byPackage(value));
+      }
+    }
+    expect(documents).toBeGreaterThan(100);
+    expect(own / documents).toBeGreaterThan(0.9);
+  });
+
+  it('leaves to the package what is not plain data: an object met twice, undefined, a class, a key not plain', () => {
+    const shared = { a: 1 };
+    for (const value of [
+      { x: shared, y: shared },
+      { a: undefined },
+      [undefined],
+      { d: new Date(0) },
+      { m: new Map([['a', 1]]) },
+      { n: Number.NaN },
+      { 'a: b': 1 },
+      { '': 1 },
+      'a string',
+      7,
+      null,
+    ]) {
+      expect(writeData(value), JSON.stringify(value)).toBeUndefined();
+      expect(stringifyYaml(value)).toBe(byPackage(value));
+    }
+  });
+});
