@@ -456,14 +456,32 @@ spec:
     try {
       const applied = await kubectl('apply', '-f', file);
       expect(applied.code, applied.stderr).toBe(0);
-      // The policy is in force once the API server refuses what it refuses (its informer hears of it in moments).
+      // The policy is in force once the API server refuses what it refuses (its informer hears of it in moments):
+      // tried by a server-side dry run on a Deployment of the test's own, so that the agent's sees no change.
+      const probe = await kubectl(
+        '-n',
+        ns(),
+        'create',
+        'deployment',
+        'probe',
+        '--image=app:1',
+        '--replicas=2',
+      );
+      expect(probe.code, probe.stderr).toBe(0);
       await eventually('the policy in force', async () => {
-        const tried = await kubectl('-n', ns(), 'scale', 'deployment/held', '--replicas=2');
-        const back = await kubectl('-n', ns(), 'patch', 'deployment/held', '-p', '{"spec":{"replicas":1}}');
-        return back.code !== 0 && back.stderr.includes('scaling back to one replica') && tried.code === 0
-          ? true
-          : undefined;
+        const back = await kubectl(
+          '-n',
+          ns(),
+          'patch',
+          'deployment/probe',
+          '--dry-run=server',
+          '-p',
+          '{"spec":{"replicas":1}}',
+        );
+        return back.code !== 0 && back.stderr.includes('scaling back to one replica') ? true : undefined;
       });
+      const scaled = await kubectl('-n', ns(), 'scale', 'deployment/held', '--replicas=3');
+      expect(scaled.code, scaled.stderr).toBe(0);
       const failures = () => agent.logged('drift pass failed').length;
       const before = failures();
       await eventually(
