@@ -151,8 +151,8 @@ function parseFile(
   let count = 0;
   let docs: Iterable<ReadDocument>;
   try {
-    // Counted against the YAML limits as it is read: a hostile file is refused at the token past a limit. A large
-    // file was read in a worker already (file.documents), by the reader of a deployment's files.
+    // Counted against the YAML limits before anything is composed: a hostile file is refused here. A large file
+    // was read in a worker already (file.documents), by the reader of a deployment's files.
     docs =
       file.documents ??
       readDocuments(file.text, { file: file.path, limits: limits.yaml, ...documentLimits(file, limits) });

@@ -35,12 +35,8 @@ export function checkYaml(text: string, file: string, limits: YamlLimits): YamlC
   for (let step = counting.next(); ; step = counting.next()) if (step.done) return step.value;
 }
 
-/**
- * The lexer's tokens of `text`, each passed on as it is counted: a reader that composes from these tokens (parse.ts)
- * lexes the text once, and is stopped by YamlLimitError at the token past a limit, having built no more than the
- * limit allows. Returns the counts.
- */
-export function* countedTokens(
+/** The lexer's tokens of `text`, each passed on as it is counted; returns the counts. */
+function* countedTokens(
   text: string,
   file: string,
   limits: YamlLimits,

@@ -41,8 +41,8 @@ export interface ReadOptions extends YamlOptions {
 }
 
 /**
- * The documents of `text`, one at a time, counted against the limits as the text is read: throws YamlLimitError
- * (here for the first document, from the iteration for a later one) at the token past a limit.
+ * The documents of `text`, one at a time. Counted against the limits first: throws YamlLimitError before the first
+ * document is composed.
  */
 export function readDocuments(text: string, options: ReadOptions): Generator<ReadDocument> {
   const lines = new LineCounter();
@@ -136,7 +136,7 @@ function itemPlaces(
   });
 }
 
-/** The generator with its first step taken now, so that a limit passed in the first document throws here. */
+/** The generator with its first step taken now, so that the count before composing throws here. */
 function withFirst<T>(gen: Generator<T>): Generator<T> {
   const first = gen.next();
   return (function* () {

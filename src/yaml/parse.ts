@@ -1,12 +1,10 @@
-// The one way YAML is parsed in mooring: every text is counted against the limits (count.ts), first or, for
-// documents read one at a time, token by token as it is composed by the yaml package; its values are made with
-// the alias limit. Large texts can be parsed off the event loop (worker.ts). How values are read is decided here too, for every caller at once: with the YAML 1.1
+// The one way YAML is parsed in mooring: every text is counted against the limits first (count.ts), then
+// composed by the yaml package, and its values made with the alias limit. Large texts can be parsed off the event loop (worker.ts). How values are read is decided here too, for every caller at once: with the YAML 1.1
 // rules of the Go libraries Kubernetes reads YAML with (schema.ts), so that `0400` is the 256 kubectl sends.
 import {
   Composer,
   type Document,
   type DocumentOptions,
-  Lexer,
   type LineCounter,
   type ParseOptions,
   Parser,
@@ -14,7 +12,7 @@ import {
   parseDocument,
   type SchemaOptions,
 } from 'yaml';
-import { checkYaml, countedTokens } from './count.ts';
+import { checkYaml } from './count.ts';
 import { type YamlLimits, yamlLimits } from './limits.ts';
 import { schemaOptions, WRITE_COMPAT, type YamlRules } from './schema.ts';
 
@@ -87,16 +85,13 @@ export function parseYamlAll(text: string, options: YamlOptions): unknown[] {
  * many documents never holds all their trees at once. `lineCounter` is fed as the text is read.
  */
 export function* composeYaml(text: string, options: YamlOptions): Generator<Document.Parsed> {
+  // Counted whole first: a file of documents each under the limit but past the file's total must be refused
+  // before the first of them is composed (a document near the node limit is a few hundred MiB of syntax tree).
+  checkYaml(text, options.file, limitsOf(options));
   const composer = new Composer(packageOptions({ ...options, lineCounter: undefined }));
-  const parser = new Parser(options.lineCounter?.addNewLine);
-  // One lexing of the text, counted as it goes (count.ts): the limits stop it at the token past one.
-  const tokens = countedTokens(text, options.file, limitsOf(options), new Lexer().lex(text));
-  function* syntax() {
-    options.lineCounter?.addNewLine(0);
-    for (const token of tokens) yield* parser.next(token);
-    yield* parser.end();
-  }
-  yield* composer.compose(syntax()) as Generator<Document.Parsed>;
+  yield* composer.compose(
+    new Parser(options.lineCounter?.addNewLine).parse(text),
+  ) as Generator<Document.Parsed>;
 }
 
 /** A composed document's value, with the alias limit. */
