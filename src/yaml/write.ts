@@ -181,6 +181,8 @@ function plainKey(key: string): string {
 /** The package's own writing of strings it quotes or writes as blocks, by text (many repeat across documents). */
 const written = new Map<string, string>();
 const WRITTEN_MAX = 2000;
+/** Only short strings are kept (the ones that repeat: `"yes"`, `"*"`, `"8080"`); a long one is written each time. */
+const WRITTEN_LENGTH = 200;
 
 /**
  * A string value after `key:` or `-` at `indent`. Plain when it may be; else as the package writes it as a
@@ -191,8 +193,10 @@ function stringValue(text: string, indent: string): string {
   let own = written.get(text);
   if (own === undefined) {
     own = stringify({ k: text }, OPTIONS).slice(3, -1);
-    if (written.size >= WRITTEN_MAX) written.clear();
-    written.set(text, own);
+    if (text.length <= WRITTEN_LENGTH) {
+      if (written.size >= WRITTEN_MAX) written.clear();
+      written.set(text, own);
+    }
   }
   if (indent === '' || !own.includes('\n')) return own;
   return own.replace(/\n(?=[^\n])/g, `\n${indent}`);
