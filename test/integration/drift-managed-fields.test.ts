@@ -138,11 +138,11 @@ describe('drift from managed fields', () => {
       `o.metadata.labels.tier = 'back';
 o.spec.template.spec.containers[0].env.push({ name: 'DEBUG', value: '1' });`,
     );
-    // A replace carries the resourceVersion it read: a status write by the Deployment controller in between
-    // fails it with a 409 (transient: the agent's next pass does it again), so does this loop.
+    // A replace carries the resourceVersion it read: a status write by the Deployment controller in between is
+    // answered 409, and the replace reads the object again and is sent again (kube/apply.ts), in the same pass.
     const corrected = await eventually('the edit found and put back', async () => {
       const report = await d.pass();
-      return report.drift?.length && report.outcome !== 'error' ? report : undefined;
+      return report.drift?.length ? report : undefined;
     });
     expect(corrected.outcome, corrected.summary).toBe('stable');
     expect(corrected.drift).toEqual([
@@ -159,7 +159,10 @@ o.spec.template.spec.containers[0].env.push({ name: 'DEBUG', value: '1' });`,
     ]);
     console.log(`the pass that put the edit back sent ${d.sent.length} requests:`, d.sent);
     expect(d.sent.filter((s) => s.dryRun)).toEqual([]);
-    expect(d.summaries.at(-1)).toMatchObject({ moved: 1, byDryRun: 0, drifted: 1, dryRuns: 0, writes: 1 });
+    const puts = d.sent.filter((s) => s.method === 'PUT').length;
+    expect(puts).toBeGreaterThanOrEqual(1);
+    expect(puts).toBeLessThanOrEqual(4);
+    expect(d.summaries.at(-1)).toMatchObject({ moved: 1, byDryRun: 0, drifted: 1, dryRuns: 0, writes: puts });
     const live = await appsApi().readNamespacedDeployment({ name: 'edited', namespace: ns() });
     expect(live.metadata?.labels?.tier).toBe('front');
     expect(live.spec?.template.spec?.containers[0]?.env).toEqual([{ name: 'MODE', value: 'prod' }]);
