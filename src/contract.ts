@@ -41,6 +41,12 @@ export interface SyncRequest {
   release?: () => void;
   /** A promotion (docs/clusters.md): the release of the upstream deployment this sync deploys. */
   promotedFrom?: { deployment: string; cluster: string; release: number; revision: string } | undefined;
+  /**
+   * A rollback's: where the sources were when it started. A stable rollback's release and its fence (the agent
+   * leaves the deployment alone until a source moves past these heads) are written in one ledger write, so that no
+   * poll finds the rolled-back release without its fence and rolls it forward again.
+   */
+  fence?: { heads: { commit?: string | undefined; images: Record<string, string> } } | undefined;
 }
 
 export interface DeployReport {

@@ -209,9 +209,10 @@ export class Ledger {
   /**
    * Records a release (bounded fields), newest first; returns it with its id. A retry that failed exactly as the
    * newest release did (same revision, same error, nothing else written) takes that release's place and id, so
-   * that a sync retried for hours (a namespace that does not exist yet) does not push the history out.
+   * that a sync retried for hours (a namespace that does not exist yet) does not push the history out. With
+   * `fence`, a stable release also sets the deployment's rollback fence, in the same write.
    */
-  async append(release: Omit<Release, 'id'>): Promise<Release> {
+  async append(release: Omit<Release, 'id'>, fence?: Omit<Fence, 'release'>): Promise<Release> {
     const fields: Omit<Release, 'id'> = {
       ...release,
       objects: release.objects.slice(0, MAX_OBJECTS),
@@ -234,11 +235,12 @@ export class Ledger {
       const repeated = newest !== undefined && sameFailure(newest, fields);
       const bounded: Release = { ...fields, id: repeated ? newest.id : (newest?.id ?? 0) + 1 };
       recorded = bounded;
-      // The release ends the attempt that made it.
+      // The release ends the attempt that made it; a stable rollback's fence is set with it (contract.ts).
       return {
         ...data,
         releases: [bounded, ...data.releases.slice(repeated ? 1 : 0)],
         attempt: undefined,
+        ...(fence && bounded.result === 'stable' ? { fence: { ...fence, release: bounded.id } } : {}),
       };
     });
     return recorded as Release;

@@ -140,10 +140,9 @@ export async function rollback(
       images: target.images,
       revision: target.revision,
       trigger: 'rollback',
+      // Set with the release, in the same write: never a rolled-back release without its fence.
+      fence: { heads },
     },
   );
-  if (report.outcome === 'stable' && release) {
-    await deps.ledger.setFence(name, { release: release.id, since: new Date().toISOString(), heads });
-  }
   return { target, report, release };
 }

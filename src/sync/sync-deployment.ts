@@ -185,35 +185,39 @@ export async function syncDeployment(
   // The finalizer: the ledger, then the outside world.
   let release: Release | undefined;
   if (report.outcome !== 'cancelled') {
+    const fence = sync.fence ? { since: new Date().toISOString(), heads: sync.fence.heads } : undefined;
     release = await safely(log, 'record the release', () =>
-      deps.ledger.append({
-        deployment: deployment.name,
-        time: new Date(Date.now() - report.elapsedMs).toISOString(),
-        trigger: sync.trigger,
-        commit: sync.commit,
-        images: sync.images,
-        revision: sync.revision,
-        ...dependenciesOf(sync.files),
-        ...(sync.promotedFrom ? { promotedFrom: { ...sync.promotedFrom } } : {}),
-        versions: report.applied
-          .filter((a) => a.target.plan.version)
-          .map((a) => `${a.target.object.kind} ${a.target.object.metadata.name}`),
-        objects: [
-          ...report.applied.map((a) => ({ object: a.target.plan.object, action: a.action })),
-          ...(report.prune?.deleted ?? []).map((object) => ({ object, action: 'pruned' })),
-        ],
-        ...(report.drift?.length
-          ? { drift: report.drift.map((f) => ({ object: f.object, fields: [...f.fields, ...f.added] })) }
-          : {}),
-        ...(report.hooks?.length ? { hooks: report.hooks } : {}),
-        result: report.outcome === 'dry-run' ? 'applied' : report.outcome,
-        durationMs: report.elapsedMs,
-        messages: [
-          report.summary,
-          ...(report.drift ?? []).map((f) => `put back ${describeFinding(f)}`),
-          ...(report.warnings ?? []).map((w) => `warning: ${describeWarning(w)}`),
-        ],
-      }),
+      deps.ledger.append(
+        {
+          deployment: deployment.name,
+          time: new Date(Date.now() - report.elapsedMs).toISOString(),
+          trigger: sync.trigger,
+          commit: sync.commit,
+          images: sync.images,
+          revision: sync.revision,
+          ...dependenciesOf(sync.files),
+          ...(sync.promotedFrom ? { promotedFrom: { ...sync.promotedFrom } } : {}),
+          versions: report.applied
+            .filter((a) => a.target.plan.version)
+            .map((a) => `${a.target.object.kind} ${a.target.object.metadata.name}`),
+          objects: [
+            ...report.applied.map((a) => ({ object: a.target.plan.object, action: a.action })),
+            ...(report.prune?.deleted ?? []).map((object) => ({ object, action: 'pruned' })),
+          ],
+          ...(report.drift?.length
+            ? { drift: report.drift.map((f) => ({ object: f.object, fields: [...f.fields, ...f.added] })) }
+            : {}),
+          ...(report.hooks?.length ? { hooks: report.hooks } : {}),
+          result: report.outcome === 'dry-run' ? 'applied' : report.outcome,
+          durationMs: report.elapsedMs,
+          messages: [
+            report.summary,
+            ...(report.drift ?? []).map((f) => `put back ${describeFinding(f)}`),
+            ...(report.warnings ?? []).map((w) => `warning: ${describeWarning(w)}`),
+          ],
+        },
+        fence,
+      ),
     );
   }
   if (report.outcome === 'cancelled')

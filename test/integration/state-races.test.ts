@@ -130,6 +130,36 @@ describe('state ConfigMaps with concurrent writers', () => {
     expect((await agent.read('web')).releases).toHaveLength(20);
   });
 
+  it('a stable rollback release and its fence are one write; a failed one sets no fence', async () => {
+    const [a] = clients();
+    const ledger = new Ledger(a, ns());
+    await ledger.append(release('fenced', 1));
+    const heads = { commit: 'c1', images: { web: 'sha256:aaaa' } };
+    const since = new Date().toISOString();
+    // Watched from a second client: no version of the ConfigMap holds the rollback's release without its fence.
+    const versions: { releases: number; fence: boolean }[] = [];
+    const controller = new AbortController();
+    const watching = (async () => {
+      const b = new KubeApi(clusterConfig());
+      try {
+        for (let i = 0; i < 200 && !controller.signal.aborted; i++) {
+          const stored = await new Ledger(b, ns()).read('fenced');
+          versions.push({ releases: stored.releases.length, fence: stored.fence !== undefined });
+        }
+      } finally {
+        b.close();
+      }
+    })();
+    const failed = await ledger.append({ ...release('fenced', 2), result: 'failed' }, { since, heads });
+    expect((await ledger.read('fenced')).fence).toBeUndefined();
+    const rolled = await ledger.append({ ...release('fenced', 3), trigger: 'rollback' }, { since, heads });
+    controller.abort();
+    await watching;
+    expect(failed.id).toBe(2);
+    expect((await ledger.read('fenced')).fence).toEqual({ release: rolled.id, since, heads });
+    expect(versions.filter((v) => v.releases === 3 && !v.fence)).toEqual([]);
+  });
+
   it('two writers of one inventory, 15 rounds each at once, lose no entry', async () => {
     const [a, b] = clients();
     const entry = (writer: string, n: number): InventoryEntry => ({
