@@ -158,6 +158,11 @@ export function statusPage(
         flush ??= setTimeout(write, batchMs);
       }),
     );
+    // The stream opens with every view as it is now: the page read the list before it opened the stream, and a
+    // change in between (a sync that ended) would otherwise not show until the deployment changed again.
+    for (const board of boards())
+      for (const view of board.list()) if (!pending.has(view.name)) pending.set(view.name, view);
+    if (pending.size > 0) flush ??= setTimeout(write, 0);
     const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), heartbeatMs);
     heartbeat.unref();
     watching(1);

@@ -147,10 +147,12 @@ describe('the status board', () => {
 
 describe('the status page routes', () => {
   let server: Server | undefined;
+  let currentBoard: StatusBoard | undefined;
   afterEach(() => server?.close());
 
   async function serve(token: string | undefined): Promise<string> {
     const board = new StatusBoard({ config: () => config });
+    currentBoard = board;
     const page = statusPage({ board, token: () => token, cluster: () => 'east', heartbeatMs: 50 });
     server = createServer((req, res) => {
       if (!page(req, res, new URL(req.url ?? '/', 'http://x').pathname)) res.writeHead(404).end();
@@ -190,10 +192,33 @@ describe('the status page routes', () => {
     expect(res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
     const reader = (res.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream()).getReader();
     let text = '';
-    while (!text.includes('event: deployment')) text += (await reader.read()).value ?? '';
-    while (!/data: .*\n\n/.test(text)) text += (await reader.read()).value ?? '';
-    const data = /data: (.*)\n\n/.exec(text)?.[1] ?? '';
+    // First every view as it is, then each change: web's sync starting.
+    while (!/data: .*"state":"syncing".*\n\n/.test(text)) text += (await reader.read()).value ?? '';
+    const data = /data: (.*"state":"syncing".*)\n\n/.exec(text)?.[1] ?? '';
+    expect(text.indexOf('event: deployment')).toBeGreaterThan(-1);
     expect(JSON.parse(data)).toMatchObject({ name: 'web', state: 'syncing' });
+    await reader.cancel();
+  });
+
+  it('opens the stream with every view as it is now, so a change between the list and the stream shows', async () => {
+    const url = await serve(undefined);
+    // The page reads the list while web syncs; the sync ends before the stream opens.
+    await new Promise((r) => setTimeout(r, 150));
+    const listed = (await (await fetch(`${url}/status/api/deployments`)).json()) as {
+      items: DeploymentView[];
+    };
+    expect(listed.items.find((v) => v.name === 'web')?.state).toBe('syncing');
+    await currentBoard?.finished(sync('web', 'f'.repeat(40)), report('stable'), release(1, 'f'.repeat(40)));
+    const res = await fetch(`${url}/status/api/events`);
+    const reader = (res.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream()).getReader();
+    let text = '';
+    while (!/"name":"web"[^\n]*\n\n/.test(text)) text += (await reader.read()).value ?? '';
+    const web = text
+      .split('\n')
+      .filter((l) => l.startsWith('data: '))
+      .map((l) => JSON.parse(l.slice(6)) as DeploymentView)
+      .find((v) => v.name === 'web');
+    expect(web?.state).toBe('synced');
     await reader.cancel();
   });
 });
