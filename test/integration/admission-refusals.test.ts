@@ -286,9 +286,13 @@ describe('refusals of a current API server, per object with file and line', () =
       const old = await ended('/old');
       expect(old.state).toBe('failure');
       expect(old.description).toBe(`${removals('apps/old/', agentRemoved())[0]} (and 1 more)`);
-      const output = agent.output();
-      for (const line of [first, second, ...removals('apps/old/', agentRemoved())])
-        expect(output).toContain(JSON.stringify(line).slice(1, -1));
+      // The sync's log line comes after its status (the finalizer reports, then logs): waited for.
+      const lines = [first, second, ...removals('apps/old/', agentRemoved())].map((l) =>
+        JSON.stringify(l).slice(1, -1),
+      );
+      await eventually('the log naming every refusal', async () =>
+        lines.every((l) => agent.output().includes(l)) ? true : undefined,
+      );
       expect(await applied(agentRefused())).toEqual([]);
       expect(await applied(agentRemoved())).toEqual([]);
     } finally {
