@@ -168,6 +168,8 @@ export async function syncDeployment(
   if (
     quiet &&
     report.outcome !== 'stable' &&
+    // A cancelled pass (superseded, or the agent stopping) failed at nothing: it ends below, as any cancelled sync.
+    report.outcome !== 'cancelled' &&
     report.applied.every((a) => a.action === 'unchanged') &&
     !report.prune?.deleted.length
   ) {
