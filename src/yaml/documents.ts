@@ -4,7 +4,9 @@
 // a small text (render/parse.ts) and in a worker for a large one (parse-async.ts), so both give the same objects,
 // errors and origins; the worker's answer crosses threads as it is (structured clone).
 import { type Document, isMap, isSeq, LineCounter, type Node } from 'yaml';
-import { composeYaml, toValue, type YamlOptions } from './parse.ts';
+import { YamlLimitError } from './errors.ts';
+import { fastDocument } from './fast-read.ts';
+import { composeCounted, composeYaml, limitsOf, toValue, type YamlOptions } from './parse.ts';
 
 /** A place in the text, 1-based. */
 export interface Place {
@@ -44,9 +46,113 @@ export interface ReadOptions extends YamlOptions {
  * The documents of `text`, one at a time. Counted against the limits first: throws YamlLimitError before the first
  * document is composed.
  */
-export function readDocuments(text: string, options: ReadOptions): Generator<ReadDocument> {
+export function readDocuments(text: string, options: ReadOptions): IterableIterator<ReadDocument> {
+  const fast = (options.rules ?? 'kubernetes') === 'kubernetes' ? readFast(text, options) : undefined;
+  if (fast) return fast.values();
+  return readComposed(text, options);
+}
+
+/** readDocuments by the yaml package alone: the text counted whole, then each document composed in turn. */
+export function readComposed(text: string, options: ReadOptions): Generator<ReadDocument> {
   const lines = new LineCounter();
   return documentsOf(withFirst(composeYaml(text, { ...options, lineCounter: lines })), lines, text, options);
+}
+
+/**
+ * What stops the direct reader from taking a text at all: carriage returns, control characters and a byte order mark,
+ * directives, document end markers, and a `---` with more on its line.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: these characters are what it finds
+const UNREAD = /[\r\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufeff]|^(?:%|\.\.\.|---[^\n])/m;
+
+/**
+ * readDocuments by the direct reader (fast-read.ts), document by document, each one it declines composed by the yaml
+ * package alone (its places moved to where its text is in the whole). Undefined when the text is left whole to the
+ * yaml package: for what it does not read at all, and for any limit passed, so that the refusal is the one the yaml
+ * path gives, at the same place.
+ */
+function readFast(text: string, options: ReadOptions): ReadDocument[] | undefined {
+  if (UNREAD.test(text)) return undefined;
+  const limits = limitsOf(options);
+  const maxFileNodes = Math.max(limits.maxFileNodes ?? Number.POSITIVE_INFINITY, limits.maxNodes);
+  const docs: ReadDocument[] = [];
+  let total = 0;
+  let line = 1;
+  let counted = 0;
+  const lineOf = (offset: number): number => {
+    for (let i = text.indexOf('\n', counted); i !== -1 && i < offset; i = text.indexOf('\n', i + 1)) line++;
+    counted = offset;
+    return line;
+  };
+  // Every `---` line starts a document; what comes before the first, when anything does, is one too.
+  let start = 0;
+  while (start <= text.length) {
+    const marked = text.startsWith('---', start);
+    const next = text.indexOf('\n---', start + (marked ? 3 : 0));
+    const end = next === -1 ? text.length : next + 1;
+    const first = lineOf(start);
+    const from = marked ? Math.min(end, start + 4) : start;
+    const doc = fastDocument(text, from, end, marked ? first + 1 : first, limits.maxDepth);
+    if (doc === undefined) {
+      const read = composedPart(text.slice(start, end), first, options);
+      if (read === undefined) return undefined;
+      // A part is one document (the first, before any `---`, may be none): anything else is left to the whole. So
+      // is a part with errors: an unclosed quote, for one, runs on past a `---` in the yaml package's reading.
+      if (marked ? read.documents.length !== 1 : read.documents.length > 1) return undefined;
+      if (read.documents.some((d) => 'errors' in d || 'valueError' in d)) return undefined;
+      total += read.nodes;
+      docs.push(...read.documents);
+    } else if (doc === null) {
+      // A `---` with nothing after it is a null document placed just past the marker, as the yaml package has it.
+      if (marked) docs.push({ at: { line: first, column: 4 }, value: null, items: undefined });
+    } else {
+      if (doc.nodes > limits.maxNodes) return undefined;
+      total += doc.nodes;
+      // A document that may be past maxDocumentBytes is measured by the yaml path.
+      if (options.maxDocumentBytes !== undefined && (end - doc.offset) * 3 > options.maxDocumentBytes)
+        return undefined;
+      docs.push({ at: { line: doc.line, column: doc.column }, value: doc.value, items: undefined });
+    }
+    if (total > maxFileNodes || docs.length > options.maxDocuments) return undefined;
+    if (end >= text.length) break;
+    start = end;
+  }
+  return docs;
+}
+
+/**
+ * The documents of `part` (a document of a larger text starting on line `line`), composed by the yaml package, with
+ * their places in the whole text, and the nodes counted in them. Undefined when it is past a limit.
+ */
+function composedPart(
+  part: string,
+  line: number,
+  options: ReadOptions,
+): { documents: ReadDocument[]; nodes: number } | undefined {
+  const lines = new LineCounter();
+  let read: ReturnType<typeof composeCounted>;
+  try {
+    read = composeCounted(part, { ...options, lineCounter: lines });
+  } catch (error) {
+    if (error instanceof YamlLimitError) return undefined;
+    throw error;
+  }
+  const shift = line - 1;
+  const moved = (place: ItemPlaces): ItemPlaces => ({
+    ...place,
+    line: place.line + shift,
+    ...(place.items ? { items: place.items.map(moved) } : {}),
+  });
+  const documents = [
+    ...documentsOf(read.documents, lines, part, { ...options, maxDocuments: Number.POSITIVE_INFINITY }),
+  ].map((doc): ReadDocument => {
+    if ('errors' in doc) return { errors: doc.errors.map((e) => ({ ...e, line: e.line + shift })) };
+    if (!('at' in doc)) return doc;
+    const at = { line: doc.at.line + shift, column: doc.at.column };
+    if ('value' in doc && doc.items) return { ...doc, at, items: doc.items.map(moved) };
+    return { ...doc, at };
+  });
+  return { documents, nodes: read.counts.total };
 }
 
 function* documentsOf(

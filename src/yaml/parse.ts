@@ -12,7 +12,7 @@ import {
   parseDocument,
   type SchemaOptions,
 } from 'yaml';
-import { checkYaml } from './count.ts';
+import { checkYaml, type YamlCounts } from './count.ts';
 import { type YamlLimits, yamlLimits } from './limits.ts';
 import { schemaOptions, WRITE_COMPAT, type YamlRules } from './schema.ts';
 
@@ -85,13 +85,22 @@ export function parseYamlAll(text: string, options: YamlOptions): unknown[] {
  * many documents never holds all their trees at once. `lineCounter` is fed as the text is read.
  */
 export function* composeYaml(text: string, options: YamlOptions): Generator<Document.Parsed> {
+  yield* composeCounted(text, options).documents;
+}
+
+/** composeYaml's documents, with the counts of the whole text: counted now (throws YamlLimitError), composed as read. */
+export function composeCounted(
+  text: string,
+  options: YamlOptions,
+): { counts: YamlCounts; documents: Generator<Document.Parsed> } {
   // Counted whole first: a file of documents each under the limit but past the file's total must be refused
   // before the first of them is composed (a document near the node limit is a few hundred MiB of syntax tree).
-  checkYaml(text, options.file, limitsOf(options));
+  const counts = checkYaml(text, options.file, limitsOf(options));
   const composer = new Composer(packageOptions({ ...options, lineCounter: undefined }));
-  yield* composer.compose(
+  const documents = composer.compose(
     new Parser(options.lineCounter?.addNewLine).parse(text),
   ) as Generator<Document.Parsed>;
+  return { counts, documents };
 }
 
 /** A composed document's value, with the alias limit. */

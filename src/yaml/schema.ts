@@ -158,6 +158,24 @@ function addV2Merge(ctx: MergeContext, map: unknown, value: unknown): void {
 /** The spec's merge key (keys already in the mapping are kept), as go-yaml v3 reads it. */
 const specMergeTag = 'merge' as const;
 
+const BOOL = { kubernetes: boolTag(V2_TRUE, V2_FALSE), sops: boolTag(V3_TRUE, V3_FALSE) };
+
+/** The tags a plain scalar (not a key) is tried against, in the yaml package's order: the first whose test passes. */
+const PLAIN_TAGS = [nullTag, BOOL.kubernetes, intTag, specialFloatTag, floatTag];
+
+/**
+ * A plain scalar's value under Kubernetes' rules, from the same tags the yaml package is given (fast-read.ts reads
+ * with it): the first tag whose test takes the text resolves it, a string otherwise.
+ */
+export function plainScalar(text: string): unknown {
+  for (const tag of PLAIN_TAGS) {
+    if (!tag.test?.test(text)) continue;
+    const value = tag.resolve(text, () => undefined, {});
+    return value instanceof Scalar ? value.value : value;
+  }
+  return text;
+}
+
 const built = new Map<YamlRules, Tags>();
 
 function tagsOf(rules: Exclude<YamlRules, 'core'>, collections: Tags): Tags {
@@ -168,7 +186,7 @@ function tagsOf(rules: Exclude<YamlRules, 'core'>, collections: Tags): Tags {
       typeof t === 'object' &&
       ['tag:yaml.org,2002:map', 'tag:yaml.org,2002:seq', 'tag:yaml.org,2002:str'].includes(t.tag),
   );
-  const bool = rules === 'kubernetes' ? boolTag(V2_TRUE, V2_FALSE) : boolTag(V3_TRUE, V3_FALSE);
+  const bool = BOOL[rules];
   const merge = rules === 'kubernetes' ? v2MergeTag : specMergeTag;
   const tags: Tags = [
     ...kept,

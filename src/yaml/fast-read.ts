@@ -1,0 +1,604 @@
+// A direct reader for the YAML that tools and people write for Kubernetes: block mappings and sequences, plain
+// (one or more lines), quoted (one line) and block scalars (`|`, `>`, with `-`), flow collections on one line, and
+// comments. It makes a document's value, its place and its node count in one pass over the text, with no syntax
+// tree, and declines (returns undefined) anything else, for the yaml package to read as before (documents.ts). What
+// it does read, it reads exactly as the yaml package does under schema.ts's rules, and counts exactly as count.ts
+// does: both are held by differential tests (test/unit/yaml/fast-read.test.ts), so that a text gives the same
+// values, places, errors and limits whichever reader took it.
+//
+// Declined: anchors, aliases, tags, directives, explicit keys (`?`), merge keys, multi-line quoted scalars and flow
+// collections, `|+` and indentation indicators, tabs outside block scalars, carriage returns, duplicate keys,
+// `__proto__`, Lists (whose items' places are read from the tree), and anything the yaml package would call an
+// error.
+import { plainScalar } from './schema.ts';
+
+/** One document the reader took: its value, where its contents start (1-based), and its count.ts node count. */
+export interface FastDocument {
+  value: unknown;
+  line: number;
+  column: number;
+  /** The offset its contents start at. */
+  offset: number;
+  nodes: number;
+  /** How deep its collections nest. */
+  depth: number;
+}
+
+class Decline {}
+const DECLINE = new Decline();
+const decline = (): never => {
+  throw DECLINE;
+};
+
+const SPACE = 32;
+const HASH = 35;
+const DASH = 45;
+const COLON = 58;
+const DQUOTE = 34;
+const SQUOTE = 39;
+const LBRACKET = 91;
+const RBRACKET = 93;
+const LBRACE = 123;
+const RBRACE = 125;
+const COMMA = 44;
+const PIPE = 124;
+const GT = 62;
+const TAB = 9;
+const BACKSLASH = 92;
+
+/** Characters a plain scalar may not start with (c-indicator), `-`, `?` and `:` aside (taken when not followed by a space). */
+const INDICATOR_START = new Set([...',[]{}#&*!|>\'"%@`'].map((c) => c.charCodeAt(0)));
+const FLOW_STOP = new Set([COMMA, LBRACKET, RBRACKET, LBRACE, RBRACE]);
+
+const ESCAPES: Record<string, string> = {
+  '0': '\0',
+  a: '\x07',
+  b: '\b',
+  e: '\x1b',
+  f: '\f',
+  n: '\n',
+  r: '\r',
+  t: '\t',
+  v: '\v',
+  N: '\u0085',
+  _: '\u00a0',
+  L: '\u2028',
+  P: '\u2029',
+  ' ': ' ',
+  '"': '"',
+  '/': '/',
+  '\\': '\\',
+};
+
+/**
+ * The document in `text` from `start` (a line start) to `end` (a line start, or the text's end), whose first line is
+ * `line`: null when it has no contents (only comments), undefined when declined. `maxDepth` bounds how deep it may nest
+ * before it is declined (count.ts then decides whether it is past the limit).
+ */
+export function fastDocument(
+  text: string,
+  start: number,
+  end: number,
+  line: number,
+  maxDepth: number,
+): FastDocument | null | undefined {
+  const reader = new Reader(text, end, maxDepth);
+  try {
+    return reader.document(start, line);
+  } catch (error) {
+    if (error === DECLINE) return undefined;
+    throw error;
+  }
+}
+
+class Reader {
+  /** The current line: its start, its end (the newline's offset or `end`), its number, its indentation. */
+  private ls = 0;
+  private le = 0;
+  private ln = 0;
+  private ind = 0;
+  private eof = false;
+  nodes = 0;
+  deepest = 0;
+
+  private readonly text: string;
+  private readonly end: number;
+  private readonly maxDepth: number;
+
+  constructor(text: string, end: number, maxDepth: number) {
+    this.text = text;
+    this.end = end;
+    this.maxDepth = maxDepth;
+  }
+
+  document(start: number, line: number): FastDocument | null {
+    this.le = start - 1;
+    this.ln = line - 1;
+    this.nextContent();
+    if (this.eof) return null;
+    const at = this.ls + this.ind;
+    const docLine = this.ln;
+    const column = this.ind + 1;
+    const c = this.text.charCodeAt(at);
+    // A root scalar or flow collection (a JSON file) is left to the yaml package.
+    if (c === LBRACE || c === LBRACKET) decline();
+    const value = this.node(at, -1, 0);
+    if (!this.eof || (typeof value !== 'object' && value !== null)) decline();
+    if (value !== null && !Array.isArray(value)) {
+      const { kind, items } = value as { kind?: unknown; items?: unknown };
+      // A List's items are placed from the syntax tree.
+      if (typeof kind === 'string' && kind.endsWith('List') && Array.isArray(items)) decline();
+    }
+    return { value, line: docLine, column, offset: at, nodes: this.nodes, depth: this.deepest };
+  }
+
+  /** Moves to the next line holding something other than spaces and a comment; sets `eof` past the last. */
+  private nextContent(): void {
+    const text = this.text;
+    for (;;) {
+      const ls = this.le + 1;
+      if (ls >= this.end) {
+        this.eof = true;
+        this.ls = this.le = this.end;
+        this.ind = 0;
+        return;
+      }
+      let le = text.indexOf('\n', ls);
+      if (le === -1 || le > this.end) le = this.end;
+      this.ls = ls;
+      this.le = le;
+      this.ln++;
+      let i = ls;
+      while (i < le && text.charCodeAt(i) === SPACE) i++;
+      if (i === le) continue;
+      const c = text.charCodeAt(i);
+      if (c === HASH) continue;
+      if (c === TAB) decline();
+      this.ind = i - ls;
+      return;
+    }
+  }
+
+  private count(): void {
+    this.nodes++;
+  }
+
+  /** A node starting at `at` on the current line, in a block indented `parent` (its content is indented further). */
+  private node(at: number, parent: number, depth: number): unknown {
+    const text = this.text;
+    const c = text.charCodeAt(at);
+    if (c === DASH && this.blankAfter(at + 1)) return this.seq(at - this.ls, depth + 1);
+    if (c === PIPE || c === GT) return this.blockScalar(at, parent);
+    if (c === LBRACKET || c === LBRACE) return this.inlineValue(at, parent, depth);
+    if (this.keyEnd(at) !== -1) return this.map(at - this.ls, depth + 1);
+    return this.inlineValue(at, parent, depth);
+  }
+
+  /** Whether `i` is the line's end or a space (after an indicator). */
+  private blankAfter(i: number): boolean {
+    return i >= this.le || this.text.charCodeAt(i) === SPACE;
+  }
+
+  /**
+   * Where the `:` of a mapping key starting at `at` is, or -1 when the line holds no key there. Declines what could be
+   * a key the yaml package reads differently (a `#` after a space before it, a tab).
+   */
+  private keyEnd(at: number): number {
+    const text = this.text;
+    const c = text.charCodeAt(at);
+    if (c === DQUOTE || c === SQUOTE) {
+      const close = this.quotedEnd(at);
+      let i = close;
+      while (i < this.le && text.charCodeAt(i) === SPACE) i++;
+      return i < this.le && text.charCodeAt(i) === COLON && this.blankAfter(i + 1) ? i : -1;
+    }
+    for (let i = at; i < this.le; i++) {
+      const ch = text.charCodeAt(i);
+      if (ch === COLON && this.blankAfter(i + 1)) return i;
+      if (ch === HASH && i > at && text.charCodeAt(i - 1) === SPACE) return -1;
+      if (ch === TAB) decline();
+    }
+    return -1;
+  }
+
+  private depthCheck(depth: number): void {
+    if (depth > this.deepest) this.deepest = depth;
+    if (2 * depth + 2 > this.maxDepth) decline();
+  }
+
+  private map(col: number, depth: number): Record<string, unknown> {
+    this.depthCheck(depth);
+    const text = this.text;
+    const map: Record<string, unknown> = {};
+    for (;;) {
+      const at = this.ls + col;
+      const colon = this.keyEnd(at);
+      if (colon === -1) decline();
+      const key = this.key(at, colon);
+      if (Object.hasOwn(map, key)) decline();
+      this.count(); // the key
+      this.count(); // the `:`
+      let i = colon + 1;
+      while (i < this.le && text.charCodeAt(i) === SPACE) i++;
+      let value: unknown = null;
+      if (i >= this.le || text.charCodeAt(i) === HASH) {
+        this.nextContent();
+        if (!this.eof) {
+          if (this.ind > col) value = this.node(this.ls + this.ind, col, depth);
+          else if (this.ind === col && this.isEntry()) value = this.seq(col, depth + 1);
+        }
+      } else {
+        const c = text.charCodeAt(i);
+        if (c === DASH && this.blankAfter(i + 1)) decline();
+        if (c === PIPE || c === GT) value = this.blockScalar(i, col);
+        else value = this.inlineValue(i, col, depth);
+      }
+      map[key] = value;
+      if (this.eof || this.ind < col) return map;
+      if (this.ind > col || this.isEntry()) decline();
+    }
+  }
+
+  /** Whether the current line, at its indentation, is a sequence entry (`- `). */
+  private isEntry(): boolean {
+    const at = this.ls + this.ind;
+    return this.text.charCodeAt(at) === DASH && this.blankAfter(at + 1);
+  }
+
+  private key(at: number, colon: number): string {
+    const text = this.text;
+    const c = text.charCodeAt(at);
+    let key: string;
+    if (c === DQUOTE || c === SQUOTE) {
+      key = this.quoted(at);
+    } else {
+      let e = colon;
+      while (e > at && text.charCodeAt(e - 1) === SPACE) e--;
+      const raw = text.slice(at, e);
+      this.plainStart(at, raw);
+      if (raw === '<<') decline();
+      const resolved = plainScalar(raw);
+      key = resolved === null ? '' : String(resolved);
+    }
+    if (key === '__proto__') decline();
+    return key;
+  }
+
+  /** Declines a plain scalar the yaml package would not read as one (an indicator first, a trailing `:`). */
+  private plainStart(at: number, raw: string): void {
+    if (raw === '') decline();
+    const c = raw.charCodeAt(0);
+    if (INDICATOR_START.has(c)) decline();
+    if ((c === DASH || c === COLON || c === 63) && (raw.length === 1 || raw.charCodeAt(1) === SPACE))
+      decline();
+    void at;
+  }
+
+  private seq(col: number, depth: number): unknown[] {
+    this.depthCheck(depth);
+    const text = this.text;
+    const items: unknown[] = [];
+    for (;;) {
+      this.count(); // the `-`
+      let i = this.ls + col + 1;
+      while (i < this.le && text.charCodeAt(i) === SPACE) i++;
+      if (i >= this.le || text.charCodeAt(i) === HASH) {
+        this.nextContent();
+        if (!this.eof && this.ind > col) items.push(this.node(this.ls + this.ind, col, depth));
+        else items.push(null);
+      } else {
+        items.push(this.node(i, col, depth));
+      }
+      if (this.eof || this.ind < col) return items;
+      if (this.ind > col) decline();
+      if (!this.isEntry()) return items;
+    }
+  }
+
+  /**
+   * A value that starts on the current line and is not a block collection: a quoted scalar, a flow collection, a
+   * plain scalar (with its continuation lines). Leaves the reader on the next line with contents.
+   */
+  private inlineValue(at: number, parent: number, depth: number): unknown {
+    const text = this.text;
+    const c = text.charCodeAt(at);
+    let value: unknown;
+    let after: number;
+    if (c === DQUOTE || c === SQUOTE) {
+      value = this.quoted(at);
+      this.count();
+      after = this.quotedEnd(at);
+    } else if (c === LBRACKET || c === LBRACE) {
+      const [v, e] = this.flow(at, depth + 1);
+      value = v;
+      after = e;
+    } else {
+      return this.plain(at, parent);
+    }
+    // Only spaces and a comment may follow on the line.
+    let i = after;
+    while (i < this.le && text.charCodeAt(i) === SPACE) i++;
+    if (i < this.le && !(text.charCodeAt(i) === HASH && i > after)) decline();
+    this.nextContent();
+    return value;
+  }
+
+  /** A plain scalar in a block, over as many lines as it continues on (each more indented than `parent`). */
+  private plain(at: number, parent: number): unknown {
+    const text = this.text;
+    let e = this.plainLineEnd(at);
+    const first = text.slice(at, e);
+    this.plainStart(at, first);
+    this.count();
+    // Continuation lines: more indented than the block, not a comment.
+    let folded: string | undefined;
+    let blank = 0;
+    for (;;) {
+      const ls = this.le + 1;
+      if (ls >= this.end) break;
+      let le = text.indexOf('\n', ls);
+      if (le === -1 || le > this.end) le = this.end;
+      let i = ls;
+      while (i < le && text.charCodeAt(i) === SPACE) i++;
+      if (i === le) {
+        // An empty line: folded into a newline if more text follows.
+        this.ls = ls;
+        this.le = le;
+        this.ln++;
+        blank++;
+        continue;
+      }
+      if (i - ls <= parent) break;
+      const c = text.charCodeAt(i);
+      if (c === HASH || c === TAB || INDICATOR_START.has(c) || c === DASH || c === COLON || c === 63)
+        decline();
+      this.ls = ls;
+      this.le = le;
+      this.ln++;
+      e = this.plainLineEnd(i);
+      const part = text.slice(i, e);
+      folded = `${folded ?? first}${blank === 0 ? ' ' : '\n'.repeat(blank)}${part}`;
+      blank = 0;
+    }
+    // The reader stands on the last line read; move on to the next with contents.
+    this.nextContent();
+    return folded === undefined ? plainScalar(first) : folded;
+  }
+
+  /**
+   * Where a plain scalar's text on this line ends (trailing spaces off): at a comment or the line's end. Declines a
+   * `: ` or a trailing `:` within it (a mapping where a scalar must be), and a tab.
+   */
+  private plainLineEnd(at: number): number {
+    const text = this.text;
+    let e = this.le;
+    for (let i = at; i < this.le; i++) {
+      const ch = text.charCodeAt(i);
+      if (ch === HASH && i > at && text.charCodeAt(i - 1) === SPACE) {
+        e = i;
+        break;
+      }
+      if (ch === COLON && this.blankAfter(i + 1)) decline();
+      if (ch === TAB) decline();
+    }
+    while (e > at && text.charCodeAt(e - 1) === SPACE) e--;
+    return e;
+  }
+
+  /** The offset just past the quoted scalar starting at `at`; declines one that does not close on its line. */
+  private quotedEnd(at: number): number {
+    const text = this.text;
+    const q = text.charCodeAt(at);
+    for (let i = at + 1; i < this.le; i++) {
+      const ch = text.charCodeAt(i);
+      if (q === DQUOTE) {
+        if (ch === BACKSLASH) {
+          i++;
+          continue;
+        }
+        if (ch === DQUOTE) return i + 1;
+      } else if (ch === SQUOTE) {
+        if (text.charCodeAt(i + 1) === SQUOTE && i + 1 < this.le) {
+          i++;
+          continue;
+        }
+        return i + 1;
+      }
+    }
+    return decline();
+  }
+
+  private quoted(at: number): string {
+    const text = this.text;
+    const end = this.quotedEnd(at);
+    const body = text.slice(at + 1, end - 1);
+    if (body.indexOf('\t') !== -1) decline();
+    if (text.charCodeAt(at) === SQUOTE) return body.replaceAll("''", "'");
+    if (body.indexOf('\\') === -1) return body;
+    let out = '';
+    for (let i = 0; i < body.length; i++) {
+      const ch = body[i] as string;
+      if (ch !== '\\') {
+        out += ch;
+        continue;
+      }
+      const next = body[++i];
+      if (next === undefined) return decline();
+      const simple = ESCAPES[next];
+      if (simple !== undefined) {
+        out += simple;
+        continue;
+      }
+      const width = next === 'x' ? 2 : next === 'u' ? 4 : next === 'U' ? 8 : 0;
+      const hex = body.slice(i + 1, i + 1 + width);
+      if (width === 0 || !/^[0-9a-fA-F]+$/.test(hex) || hex.length !== width) return decline();
+      const code = Number.parseInt(hex, 16);
+      if (code > 0x10ffff) return decline();
+      out += String.fromCodePoint(code);
+      i += width;
+    }
+    return out;
+  }
+
+  /** A flow collection closed on this line: its value and the offset past it. */
+  private flow(at: number, depth: number): [unknown, number] {
+    this.depthCheck(depth);
+    const text = this.text;
+    this.count();
+    const open = text.charCodeAt(at);
+    const close = open === LBRACKET ? RBRACKET : RBRACE;
+    const seq: unknown[] | undefined = open === LBRACKET ? [] : undefined;
+    const map: Record<string, unknown> | undefined = open === LBRACE ? {} : undefined;
+    let i = this.skipSpaces(at + 1);
+    if (text.charCodeAt(i) === close && i < this.le) return [seq ?? map, i + 1];
+    for (;;) {
+      if (map) {
+        const [key, afterKey] = this.flowScalar(i, true);
+        if (key === '<<' || key === '__proto__' || Object.hasOwn(map, key as string)) decline();
+        i = this.skipSpaces(afterKey);
+        if (text.charCodeAt(i) !== COLON || !this.blankAfter(i + 1)) decline();
+        this.count(); // the `:`
+        const [value, afterValue] = this.flowNode(this.skipSpaces(i + 1), depth);
+        map[key as string] = value;
+        i = this.skipSpaces(afterValue);
+      } else {
+        const [value, afterValue] = this.flowNode(i, depth);
+        (seq as unknown[]).push(value);
+        i = this.skipSpaces(afterValue);
+      }
+      if (i >= this.le) decline();
+      const c = text.charCodeAt(i);
+      if (c === close) return [seq ?? map, i + 1];
+      if (c !== COMMA) decline();
+      i = this.skipSpaces(i + 1);
+      if (i >= this.le || text.charCodeAt(i) === close) decline();
+    }
+  }
+
+  private skipSpaces(i: number): number {
+    while (i < this.le && this.text.charCodeAt(i) === SPACE) i++;
+    return i;
+  }
+
+  private flowNode(at: number, depth: number): [unknown, number] {
+    if (at >= this.le) decline();
+    const c = this.text.charCodeAt(at);
+    if (c === LBRACKET || c === LBRACE) return this.flow(at, depth + 1);
+    return this.flowScalar(at, false);
+  }
+
+  /** A scalar in a flow collection (a key as its string): its value and the offset past it. */
+  private flowScalar(at: number, asKey: boolean): [unknown, number] {
+    const text = this.text;
+    if (at >= this.le) decline();
+    const c = text.charCodeAt(at);
+    this.count();
+    if (c === DQUOTE || c === SQUOTE) return [this.quoted(at), this.quotedEnd(at)];
+    let e = at;
+    for (; e < this.le; e++) {
+      const ch = text.charCodeAt(e);
+      if (FLOW_STOP.has(ch)) break;
+      if (ch === COLON) {
+        const next = e + 1 < this.le ? text.charCodeAt(e + 1) : SPACE;
+        if (next === SPACE || FLOW_STOP.has(next)) break;
+      }
+      if (ch === HASH && text.charCodeAt(e - 1) === SPACE) decline();
+      if (ch === TAB) decline();
+    }
+    let t = e;
+    while (t > at && text.charCodeAt(t - 1) === SPACE) t--;
+    const raw = text.slice(at, t);
+    this.plainStart(at, raw);
+    const value = plainScalar(raw);
+    if (!asKey) return [value, e];
+    return [value === null ? '' : String(value), e];
+  }
+
+  /**
+   * A block scalar whose header (`|`, `>`, with `-`) is at `at`, in a block indented `parent`: its text, the reader
+   * left on the next line with contents.
+   */
+  private blockScalar(at: number, parent: number): string {
+    const text = this.text;
+    const folded = text.charCodeAt(at) === GT;
+    let i = at + 1;
+    let strip = false;
+    if (text.charCodeAt(i) === DASH && i < this.le) {
+      strip = true;
+      i++;
+    }
+    // `+` and an indentation indicator are left to the yaml package.
+    const after = i;
+    i = this.skipSpaces(i);
+    if (i < this.le && !(text.charCodeAt(i) === HASH && i > after)) decline();
+    this.count();
+    let indent = -1;
+    let out = '';
+    let empty = 0;
+    let content = false;
+    let moreIndented = false;
+    for (;;) {
+      const ls = this.le + 1;
+      if (ls >= this.end) break;
+      let le = text.indexOf('\n', ls);
+      if (le === -1 || le > this.end) le = this.end;
+      let s = ls;
+      while (s < le && text.charCodeAt(s) === SPACE) s++;
+      if (s === le) {
+        // Only spaces: an empty line, unless it reaches past the indentation (then its spaces are text).
+        if (indent !== -1 && s - ls > indent) decline();
+        this.ls = ls;
+        this.le = le;
+        this.ln++;
+        empty++;
+        continue;
+      }
+      const lineIndent = s - ls;
+      if (indent === -1) {
+        if (lineIndent <= parent) break;
+        indent = lineIndent;
+        // An empty line before the first may not be more indented than it.
+        if (empty > 0 && this.emptyBeforeTooDeep(ls, indent)) decline();
+      }
+      if (lineIndent < indent) break;
+      this.ls = ls;
+      this.le = le;
+      this.ln++;
+      const line = text.slice(ls + indent, le);
+      if (folded) {
+        const c = line.charCodeAt(0);
+        if (c === TAB) decline();
+        if (c === SPACE) {
+          out += '\n'.repeat(content ? 1 + empty : empty);
+          moreIndented = true;
+        } else if (moreIndented) {
+          out += '\n'.repeat(empty + 1);
+          moreIndented = false;
+        } else if (empty === 0) {
+          if (content) out += ' ';
+        } else out += '\n'.repeat(empty);
+      } else {
+        out += '\n'.repeat(content ? 1 + empty : empty);
+      }
+      out += line;
+      content = true;
+      empty = 0;
+    }
+    if (content && !strip) out += '\n';
+    this.nextContent();
+    return out;
+  }
+
+  /** Whether an empty line between the header and `firstLine` holds more spaces than `indent`. */
+  private emptyBeforeTooDeep(firstLine: number, indent: number): boolean {
+    const text = this.text;
+    let i = firstLine - 1;
+    while (i > 0) {
+      const ls = text.lastIndexOf('\n', i - 1) + 1;
+      if (text.slice(ls, i).trim() !== '') return false;
+      if (i - ls > indent) return true;
+      i = ls - 1;
+    }
+    return false;
+  }
+}

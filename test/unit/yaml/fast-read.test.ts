@@ -1,0 +1,283 @@
+// The direct reader (src/yaml/fast-read.ts) against the yaml package: every text gives the same documents, values,
+// places, errors and limit refusals whichever reads it (readDocuments, which takes the direct reader first, against
+// readComposed, the yaml package alone), and the direct reader does take the manifests tools write, so that these
+// comparisons are not of the yaml package with itself.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { checkYaml } from '../../../src/yaml/count.ts';
+import { type ReadOptions, readComposed, readDocuments } from '../../../src/yaml/documents.ts';
+import { fastDocument } from '../../../src/yaml/fast-read.ts';
+import { DEFAULT_YAML_LIMITS } from '../../../src/yaml/limits.ts';
+import { stringifyYaml } from '../../../src/yaml/write.ts';
+
+const OPTIONS: ReadOptions = { file: 'f.yaml', maxDocuments: 1000 };
+
+function outcome(read: () => Iterable<unknown>): unknown {
+  try {
+    return { documents: [...read()] };
+  } catch (error) {
+    return { thrown: error instanceof Error ? { name: error.name, message: error.message } : String(error) };
+  }
+}
+
+function bothWays(text: string, options: ReadOptions = OPTIONS): { direct: unknown; composed: unknown } {
+  return {
+    direct: outcome(() => readDocuments(text, options)),
+    composed: outcome(() => readComposed(text, options)),
+  };
+}
+
+function expectSame(text: string, options: ReadOptions = OPTIONS): void {
+  const { direct, composed } = bothWays(text, options);
+  expect(direct, JSON.stringify(text)).toStrictEqual(composed);
+}
+
+/** Whether the direct reader takes `text` as one document (rather than leaving it to the yaml package). */
+function taken(text: string): boolean {
+  return fastDocument(text, 0, text.length, 1, DEFAULT_YAML_LIMITS.maxDepth) !== undefined;
+}
+
+/** A small seeded generator: the same inputs on every run. */
+function random(seed: number): () => number {
+  let s = seed;
+  return () => {
+    s = (s * 1103515245 + 12345) & 0x7fffffff;
+    return s / 0x7fffffff;
+  };
+}
+
+const WORDS = [
+  'web',
+  'yes',
+  'no',
+  'On',
+  '0755',
+  '0x1F',
+  '1e3',
+  '12:30',
+  '~',
+  'null',
+  '',
+  ' lead',
+  'trail ',
+  'a: b',
+  'x #y',
+  '#c',
+  '-',
+  '- x',
+  '[x]',
+  '{y}',
+  '"q"',
+  "it's",
+  'two\nlines',
+  'two\nlines\n',
+  'tab\there',
+  '\n\nlead',
+  'end\n\n',
+  '  indented\nnot',
+  'a long sentence of words that a writer may fold at some width, as descriptions in CRDs often are',
+  'é ü',
+  '1_000',
+  '.inf',
+  '-.5',
+  '+1',
+  'True',
+  'y',
+  '@at',
+  '%pct',
+  '!bang',
+  '&amp',
+  '*star',
+  '|pipe',
+  '>gt',
+  '?q',
+  ':c',
+  'https://example.com:8443/x',
+];
+
+function generated(next: () => number, depth = 0): unknown {
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)] as T;
+  const r = next();
+  if (depth > 4 || r < 0.45) {
+    const s = next();
+    if (s < 0.6) return pick(WORDS) + (next() < 0.3 ? pick(WORDS) : '');
+    if (s < 0.75) return Math.floor(next() * 1e6) - 5000;
+    if (s < 0.85) return next() < 0.5;
+    if (s < 0.9) return null;
+    return next() * 100;
+  }
+  if (r < 0.7) {
+    const map: Record<string, unknown> = {};
+    const n = Math.floor(next() * 5);
+    for (let i = 0; i < n; i++) map[`${pick(WORDS)}${i}`] = generated(next, depth + 1);
+    return map;
+  }
+  return Array.from({ length: Math.floor(next() * 4) }, () => generated(next, depth + 1));
+}
+
+function fixtureTexts(): string[] {
+  const root = join(import.meta.dirname, '../../fixtures');
+  const texts: string[] = [];
+  const visit = (dir: string): void => {
+    for (const name of readdirSync(dir)) {
+      const path = join(dir, name);
+      if (statSync(path).isDirectory()) visit(path);
+      else if (/\.ya?ml$/.test(name)) texts.push(readFileSync(path, 'utf8'));
+    }
+  };
+  visit(root);
+  return texts;
+}
+
+describe('the direct YAML reader', () => {
+  it('reads the edge cases of documents, scalars and collections as the yaml package does', () => {
+    const cases = [
+      '',
+      '# only a comment\n',
+      '---',
+      '---\n',
+      'a: 1\n---',
+      '---\n# c\n---\na: 1\n',
+      '\n\n---\na: 1',
+      'a: 1\n\n# c\n---\n\n',
+      '---\n---\n',
+      'a: |\n  x\n---\nb: 1',
+      'a: |\n  x\n\n  y\n\n\nb: >\n  p\n  q\n\n  r\n   s\n  t\nc: 1\n',
+      'a: |-\n\n  x\n',
+      'a: |\n   \n  x\n',
+      'a: |\nb: 1\n',
+      'a: >-\n  one\n  two\n\n\n  three\n',
+      "a:\n  - b\n  -\n  - c: 1\n    d: 2\nb: \"q\\tx\\u00e9\\x41\\U0001F600\"\nc: 'it''s'\n",
+      'a: plain\n  more\n\n  lines\nb: 1',
+      'x: [a, "b", {c: 1, d: [e]}]\ny: {}\nz: []\n',
+      'k: 0400\n0x10: y\nyes: no\n~: n\nf: 1.5e3\ng: .inf\nh: 1_000\ni: 12:30\nj: -0\n',
+      '- a\n- b\n',
+      '  a: 1\n  b: 2\n',
+      'a:\n- 1\n- 2\nb: 3\n',
+      '- - a\n  - b\n- c\n',
+      'a: 1 # comment\nb: "x" # c\n# between\nc:   # c\n  d: e\n',
+      'url: http://x:80/y\ntime: "12:30"\nempty:\nnul: ~\n',
+      'a: &x 1\nb: *x\n',
+      'a: !!str 1\n',
+      'a: 1\na: 2\n',
+      '? a\n: b\n',
+      '<<: {a: 1}\nb: 2\n',
+      '__proto__: {a: 1}\n',
+      'a: |+\n  x\n\nb: 1\n',
+      'a: |2\n    x\n',
+      'a: "multi\n  line"\n',
+      'a: [1,\n  2]\n',
+      'a:\tb\n',
+      'a: b: c\n',
+      '%YAML 1.1\n---\na: 1\n',
+      'a: 1\n...\n---\nb: 2\n',
+      '--- a: 1\n',
+      'a: 1\r\nb: 2\r\n',
+      '{"apiVersion": "v1", "kind": "List", "items": []}\n',
+      'kind: List\nitems:\n- kind: A\n- kind: B\n',
+      'a:\n  b: 1\n c: 2\n',
+      '- a\nb: 1\n',
+      'a: "unclosed\n---\nb: 1\n',
+    ];
+    for (const text of cases) expectSame(text);
+  });
+
+  it('takes the manifests a writer makes, with the same values and places', () => {
+    const next = random(7);
+    let all = 0;
+    let direct = 0;
+    for (let i = 0; i < 1500; i++) {
+      const docs = Array.from({ length: 1 + Math.floor(next() * 3) }, () => ({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: `c${i}` },
+        data: generated(next),
+      }));
+      const texts = docs.map((doc) => stringifyYaml(doc));
+      expectSame(texts.join('---\n'));
+      for (const text of texts) {
+        all++;
+        if (taken(text)) direct++;
+      }
+    }
+    // Most are read directly: the comparison above is of two readers, not of the yaml package with itself.
+    expect(direct / all).toBeGreaterThan(0.8);
+  });
+
+  it('counts the nodes count.ts counts, and nests no deeper than its bound allows', () => {
+    const next = random(11);
+    let compared = 0;
+    for (let i = 0; i < 1000; i++) {
+      const text = stringifyYaml({ kind: 'X', spec: generated(next) });
+      const read = fastDocument(text, 0, text.length, 1, DEFAULT_YAML_LIMITS.maxDepth);
+      if (!read) continue;
+      const counted = checkYaml(text, 'f', DEFAULT_YAML_LIMITS);
+      expect(read.nodes, text).toBe(counted.nodes);
+      expect(counted.depth, text).toBeLessThanOrEqual(2 * read.depth + 2);
+      compared++;
+    }
+    expect(compared).toBeGreaterThan(800);
+  });
+
+  it('gives the same documents, errors and places for mutated manifests', () => {
+    const corpus = fixtureTexts().filter((text) => text.length < 20_000);
+    expect(corpus.length).toBeGreaterThan(50);
+    const next = random(3);
+    const pieces = [' ', ':', ': ', '- ', '#', ' #', '"', "'", '|', '|-', '>', '\n', '\n  ', '\t', '[', ']'];
+    pieces.push('{', '}', ',', '---\n', '\\', '&a ', '*a', '!!str ', '? ', '0755', 'yes', '~', '\n- ', '|+');
+    for (let i = 0; i < 1500; i++) {
+      let text = corpus[Math.floor(next() * corpus.length)] as string;
+      for (let j = 0, n = 1 + Math.floor(next() * 3); j < n; j++) {
+        const at = Math.floor(next() * text.length);
+        text =
+          next() < 0.3
+            ? text.slice(0, at) + text.slice(at + 1 + Math.floor(next() * 3))
+            : text.slice(0, at) + pieces[Math.floor(next() * pieces.length)] + text.slice(at);
+      }
+      const { direct, composed } = bothWays(text);
+      if (!isDeepStrictEqual(direct, composed)) expect(direct, JSON.stringify(text)).toStrictEqual(composed);
+    }
+  });
+
+  it('refuses a text past a limit as the yaml package path does, at the same place', () => {
+    const manifest = (i: number) =>
+      `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c${i}\ndata:\n  a: "1"\n  b: [x, y]\n`;
+    const many = Array.from({ length: 40 }, (_, i) => manifest(i)).join('---\n');
+    const deep = `a:\n${Array.from({ length: 30 }, (_, i) => `${'  '.repeat(i + 1)}k${i}:`).join('\n')} 1\n`;
+    const limits = (over: Partial<typeof DEFAULT_YAML_LIMITS>) => ({ ...DEFAULT_YAML_LIMITS, ...over });
+    const cases: [string, ReadOptions][] = [
+      [many, { ...OPTIONS, limits: limits({ maxNodes: 10 }) }],
+      [many, { ...OPTIONS, limits: limits({ maxNodes: 100, maxFileNodes: 300 }) }],
+      [deep, { ...OPTIONS, limits: limits({ maxDepth: 20 }) }],
+      [deep, { ...OPTIONS, limits: limits({ maxDepth: 40 }) }],
+      [many, { ...OPTIONS, maxDocuments: 10 }],
+      [many, { ...OPTIONS, maxDocuments: Number.POSITIVE_INFINITY, maxDocumentBytes: 60 }],
+      [many, { ...OPTIONS, maxDocuments: Number.POSITIVE_INFINITY, maxDocumentBytes: 4096 }],
+    ];
+    for (const [text, options] of cases) expectSame(text, options);
+    // The limits are met: each refusal above is a refusal, and it is the yaml path's.
+    expect(() => [...readDocuments(many, { ...OPTIONS, limits: limits({ maxNodes: 10 }) })]).toThrow(
+      /render\.maxYamlNodes/,
+    );
+    expect(() => [...readDocuments(deep, { ...OPTIONS, limits: limits({ maxDepth: 20 }) })]).toThrow(
+      /render\.maxYamlDepth/,
+    );
+  });
+
+  it('declines what it does not read, and the yaml package reads it', () => {
+    for (const text of [
+      'a: &x 1\nb: *x\n',
+      'a: !!binary aGk=\n',
+      '? a\n: b\n',
+      'a: "two\n  lines"\n',
+      'a: |+\n  kept\n\n',
+      'kind: List\nitems: []\n',
+      '{"a": 1}\n',
+    ]) {
+      expect(taken(text), text).toBe(false);
+      expectSame(text);
+    }
+  });
+});
