@@ -21,9 +21,10 @@ import { type Document, isMap, isNode, isScalar, isSeq, type Node } from 'yaml';
 import { maxOf } from '../../arrays.ts';
 import type { Origin } from '../../render/manifest.ts';
 import type { WrittenAt } from '../../render/parse.ts';
+import { readDocuments } from '../../yaml/documents.ts';
 import { YamlLimitError } from '../../yaml/errors.ts';
 import { yamlLimits } from '../../yaml/limits.ts';
-import { composeYaml, parseYaml, parseYamlDocuments, toValue } from '../../yaml/parse.ts';
+import { parseYaml, parseYamlDocuments } from '../../yaml/parse.ts';
 import { safeUrl } from './kustomize-check.ts';
 
 type Path = readonly (string | number)[];
@@ -134,8 +135,13 @@ export function readOriginAnnotation(value: unknown): KustomizeOrigin | undefine
 export function readOrigins(annotated: string): Map<string, KustomizeOrigin> {
   const origins = new Map<string, KustomizeOrigin>();
   try {
-    // One document at a time: the trees of a large build are never all held at once.
-    for (const doc of composeYaml(annotated, { file: 'the kustomize build' })) readOrigin(doc, origins);
+    // Values only (the direct reader's, src/yaml/documents.ts): no syntax tree of the build is made for this.
+    for (const doc of readDocuments(annotated, {
+      file: 'the kustomize build',
+      maxDocuments: Number.POSITIVE_INFINITY,
+    })) {
+      if ('value' in doc) readOrigin(doc.value, origins);
+    }
   } catch (error) {
     // Past a limit: no origins; render refuses the same text, naming it.
     if (!(error instanceof YamlLimitError)) throw error;
@@ -144,14 +150,8 @@ export function readOrigins(annotated: string): Map<string, KustomizeOrigin> {
   return origins;
 }
 
-function readOrigin(doc: Document.Parsed, origins: Map<string, KustomizeOrigin>): void {
-  if (doc.errors.length > 0 || !isMap(doc.contents)) return;
-  let object: unknown;
-  try {
-    object = toValue(doc, {});
-  } catch {
-    return;
-  }
+function readOrigin(object: unknown, origins: Map<string, KustomizeOrigin>): void {
+  if (typeof object !== 'object' || object === null || Array.isArray(object)) return;
   const key = identityKey(object);
   const annotations = (object as { metadata?: { annotations?: Record<string, unknown> } }).metadata
     ?.annotations;
