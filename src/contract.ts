@@ -1,6 +1,6 @@
 // The types that cross layers, in one module that report/, server/ and sync/ all import, so that no folder imports
 // upward: what a sync is (SyncRequest), what it tells the outside world (SyncReporter) and how it ended
-// (DeployReport), why a sync was cancelled (SupersededReason: a newer revision of the same deployment, or the
+// (DeployReport), what the ledger records of it (Release, with its images and chart dependencies), why a sync was cancelled (SupersededReason: a newer revision of the same deployment, or the
 // deployment left the configuration), the logger, and the metrics the orchestrator feeds. Types and pure
 // functions only: no I/O, nothing that reaches a server.
 import type { Logger } from 'pino';
@@ -11,10 +11,64 @@ import type { HistoryResult } from './kube/history.ts';
 import type { ApiWarning } from './kube/warnings.ts';
 import type { ManifestFile } from './render/parse.ts';
 import type { PreviewDiff } from './render/preview-diff.ts';
-import type { Release, ReleaseImage, Trigger } from './report/ledger.ts';
 import type { WaitResult } from './stability/waiter.ts';
 
 export type { Logger };
+
+// ---- releases: what the ledger (report/ledger.ts) records of each sync ------------------------------------------
+
+export type Trigger = 'commit' | 'image' | 'manual' | 'rollback' | 'drift' | 'config' | 'start';
+
+export interface ReleaseImage {
+  image: string;
+  tag?: string | undefined;
+  digest: string;
+  /** From the image's OCI labels: the application repository and commit it was built from. */
+  source?: { repository: string; revision: string } | undefined;
+  /**
+   * A Helm chart of a chart source (tag: its version) or manifests of an OCI artifact source, rather than a
+   * container image: never bound into manifests as an image.
+   */
+  kind?: 'chart' | 'manifests' | undefined;
+}
+
+/** A chart dependency fetched from an allowed repository at render (src/sources/charts/dependencies.ts). */
+export interface ChartDependency {
+  name: string;
+  version: string;
+  /** `https://charts.example.com/stable` or `oci://host/path`, as Chart.yaml gives it. */
+  repository: string;
+  /** The package's sha256 as its index gives it, or the OCI manifest's digest. */
+  digest: string;
+}
+
+export interface Release {
+  id: number;
+  deployment: string;
+  time: string;
+  trigger: Trigger;
+  commit?: string | undefined;
+  /** By registry source name. */
+  images: Record<string, ReleaseImage>;
+  /** The revision that decides whether a deployment is current: commit plus digests. */
+  revision: string;
+  /** Versioned objects of the release: `ConfigMap app-config-v003`. */
+  versions: string[];
+  /** Chart dependencies fetched for it: a later fetch of a version must match, and a rollback restores them. */
+  dependencies?: ChartDependency[] | undefined;
+  objects: { object: string; action: string }[];
+  /** A drift correction's: the fields it put back, by object. */
+  drift?: { object: string; fields: string[] }[] | undefined;
+  /** How the sync's hooks ran (docs/hooks.md): never in the inventory, never pruned, recorded here. */
+  hooks?:
+    | { object: string; hook: string; outcome: 'succeeded' | 'failed'; message: string; deleted: boolean }[]
+    | undefined;
+  result: 'stable' | 'failed' | 'timed-out' | 'cancelled' | 'error' | 'applied';
+  durationMs: number;
+  messages: string[];
+  /** A promotion's: the upstream deployment's release it deploys (docs/clusters.md). */
+  promotedFrom?: { deployment: string; cluster: string; release: number; revision: string } | undefined;
+}
 
 /** What a sync tells the outside world; the agent wires commit statuses and the audit log in here. */
 export interface SyncReporter {

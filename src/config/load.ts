@@ -6,12 +6,12 @@ import type { z } from 'zod';
 import { StalledError } from '../errors.ts';
 import { YamlLimitError } from '../yaml/errors.ts';
 import { DEFAULT_YAML_LIMITS, useYamlLimits, yamlLimitsOf } from '../yaml/limits.ts';
+import { locate } from '../yaml/locate.ts';
 import { parseYamlDocument, toValue } from '../yaml/parse.ts';
 import { gitCaProblems } from './ca-file.ts';
 import { checkReferences, configSchema, type MooringConfig, type ReferenceProblem } from './schema.ts';
 import { checkSecrets } from './secret-check.ts';
 import { targetProblems } from './targets.ts';
-import { locate } from './yaml-locate.ts';
 
 const MAX_CONFIG_BYTES = 1024 * 1024;
 

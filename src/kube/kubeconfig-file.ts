@@ -6,8 +6,8 @@
 import { readFileSync } from 'node:fs';
 import { type Document, LineCounter } from 'yaml';
 import { z } from 'zod';
-import { locate } from '../config/yaml-locate.ts';
 import { StalledError } from '../errors.ts';
+import { locate } from '../yaml/locate.ts';
 import { parseYamlDocument, toValue } from '../yaml/parse.ts';
 
 const MAX_FILE_BYTES = 4 * 1024 * 1024;

@@ -7,58 +7,11 @@ import type { KubeApi } from '../kube/api.ts';
 import { describeKubeError } from '../kube/errors.ts';
 import { StateStore } from '../kube/state-store.ts';
 
-export type Trigger = 'commit' | 'image' | 'manual' | 'rollback' | 'drift' | 'config' | 'start';
+// The release types cross layers (sources/ records chart dependencies, sync/ builds releases): they are defined in
+// the contract module.
+export type { ChartDependency, Release, ReleaseImage, Trigger } from '../contract.ts';
 
-export interface ReleaseImage {
-  image: string;
-  tag?: string | undefined;
-  digest: string;
-  /** From the image's OCI labels: the application repository and commit it was built from. */
-  source?: { repository: string; revision: string } | undefined;
-  /**
-   * A Helm chart of a chart source (tag: its version) or manifests of an OCI artifact source, rather than a
-   * container image: never bound into manifests as an image.
-   */
-  kind?: 'chart' | 'manifests' | undefined;
-}
-
-/** A chart dependency fetched from an allowed repository at render (src/sources/charts/dependencies.ts). */
-export interface ChartDependency {
-  name: string;
-  version: string;
-  /** `https://charts.example.com/stable` or `oci://host/path`, as Chart.yaml gives it. */
-  repository: string;
-  /** The package's sha256 as its index gives it, or the OCI manifest's digest. */
-  digest: string;
-}
-
-export interface Release {
-  id: number;
-  deployment: string;
-  time: string;
-  trigger: Trigger;
-  commit?: string | undefined;
-  /** By registry source name. */
-  images: Record<string, ReleaseImage>;
-  /** The revision that decides whether a deployment is current: commit plus digests. */
-  revision: string;
-  /** Versioned objects of the release: `ConfigMap app-config-v003`. */
-  versions: string[];
-  /** Chart dependencies fetched for it: a later fetch of a version must match, and a rollback restores them. */
-  dependencies?: ChartDependency[] | undefined;
-  objects: { object: string; action: string }[];
-  /** A drift correction's: the fields it put back, by object. */
-  drift?: { object: string; fields: string[] }[] | undefined;
-  /** How the sync's hooks ran (docs/hooks.md): never in the inventory, never pruned, recorded here. */
-  hooks?:
-    | { object: string; hook: string; outcome: 'succeeded' | 'failed'; message: string; deleted: boolean }[]
-    | undefined;
-  result: 'stable' | 'failed' | 'timed-out' | 'cancelled' | 'error' | 'applied';
-  durationMs: number;
-  messages: string[];
-  /** A promotion's: the upstream deployment's release it deploys (docs/clusters.md). */
-  promotedFrom?: { deployment: string; cluster: string; release: number; revision: string } | undefined;
-}
+import type { ChartDependency, Release, ReleaseImage, Trigger } from '../contract.ts';
 
 /** Set by a rollback: the agent leaves the deployment alone until its sources move past `heads`. */
 export interface Fence {

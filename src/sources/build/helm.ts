@@ -11,12 +11,12 @@
 import { cp, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join, relative, sep } from 'node:path';
+import type { ChartDependency } from '../../contract.ts';
 import { StalledError } from '../../errors.ts';
 import { isAllowedRepositoryUrl } from '../../http/repository-url.ts';
 import type { ManifestFile } from '../../render/parse.ts';
 import { parseYaml } from '../../yaml/parse.ts';
 import { stringifyYaml } from '../../yaml/write.ts';
-import type { ChartDependency, MissingDependency } from '../charts/dependencies.ts';
 import type { IdentitySource } from '../sops/decrypt.ts';
 import { type Staged, sopsFilesUnder, stageDecrypted } from '../sops/tree.ts';
 import { type LookupRequest, renderWithLookup } from './lookup.ts';
@@ -80,6 +80,14 @@ export async function isChart(dir: string): Promise<boolean> {
     () => true,
     () => false,
   );
+}
+
+/** A dependency Chart.yaml names that `charts/` does not hold, to be fetched (sources/charts/dependencies.ts). */
+export interface MissingDependency {
+  name: string;
+  /** The version (or semver range) Chart.yaml asks for. */
+  version: string;
+  repository: string;
 }
 
 /**

@@ -9,24 +9,18 @@
 import { cp, lstat, mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type ChartSource, chartSource } from '../../config/schema.ts';
+import type { ChartDependency } from '../../contract.ts';
 import { MooringError, StalledError, withSubject } from '../../errors.ts';
 import { normaliseRepositoryUrl, repositoryUrl, sameRepositoryUrl } from '../../http/repository-url.ts';
-import type { ChartDependency } from '../../report/ledger.ts';
 import { parseYaml } from '../../yaml/parse.ts';
 import type { FetchContext } from '../artifact-fetch.ts';
-import { packagedChart } from '../build/helm.ts';
+import { type MissingDependency, packagedChart } from '../build/helm.ts';
 import { createChartPoller } from './chart-source.ts';
 
-export type { ChartDependency } from '../../report/ledger.ts';
+export type { ChartDependency } from '../../contract.ts';
+export type { MissingDependency } from '../build/helm.ts';
 
 /** A dependency of Chart.yaml that is neither in `charts/` nor a `file://` path. */
-export interface MissingDependency {
-  name: string;
-  /** The version (or semver range) Chart.yaml asks for. */
-  version: string;
-  repository: string;
-}
-
 /** At most this many dependencies are fetched for one chart. */
 export const MAX_FETCHED_DEPENDENCIES = 32;
 

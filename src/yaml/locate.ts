@@ -1,6 +1,5 @@
 // Where a path of a parsed YAML document is, for messages that name file and line. Shared by the agent's
-// configuration and kubeconfig files; kept apart from the config schema so that reading a kubeconfig does not
-// load it.
+// configuration and kubeconfig files (config/load.ts, kube/kubeconfig-file.ts): in the YAML module, below both.
 import { isMap, isNode, isScalar, isSeq, type Node } from 'yaml';
 
 /**
