@@ -10,6 +10,30 @@
 // collections, `|+` and indentation indicators, tabs outside block scalars, carriage returns, duplicate keys,
 // `__proto__`, Lists (whose items' places are read from the tree), and anything the yaml package would call an
 // error.
+import {
+  BlockText,
+  COLON,
+  COMMA,
+  DASH,
+  DQUOTE,
+  emptyBeforeTooDeep,
+  FLOW_STOP,
+  GT,
+  HASH,
+  INDICATOR_START,
+  LBRACE,
+  LBRACKET,
+  PIPE,
+  plainTaken,
+  QUESTION,
+  quotedEnd,
+  quotedText,
+  RBRACE,
+  RBRACKET,
+  SPACE,
+  SQUOTE,
+  TAB,
+} from './fast-scalars.ts';
 import { plainScalar } from './schema.ts';
 
 /** One document the reader took: its value, where its contents start (1-based), and its count.ts node count. */
@@ -28,46 +52,6 @@ class Decline {}
 const DECLINE = new Decline();
 const decline = (): never => {
   throw DECLINE;
-};
-
-const SPACE = 32;
-const HASH = 35;
-const DASH = 45;
-const COLON = 58;
-const DQUOTE = 34;
-const SQUOTE = 39;
-const LBRACKET = 91;
-const RBRACKET = 93;
-const LBRACE = 123;
-const RBRACE = 125;
-const COMMA = 44;
-const PIPE = 124;
-const GT = 62;
-const TAB = 9;
-const BACKSLASH = 92;
-
-/** Characters a plain scalar may not start with (c-indicator), `-`, `?` and `:` aside (taken when not followed by a space). */
-const INDICATOR_START = new Set([...',[]{}#&*!|>\'"%@`'].map((c) => c.charCodeAt(0)));
-const FLOW_STOP = new Set([COMMA, LBRACKET, RBRACKET, LBRACE, RBRACE]);
-
-const ESCAPES: Record<string, string> = {
-  '0': '\0',
-  a: '\x07',
-  b: '\b',
-  e: '\x1b',
-  f: '\f',
-  n: '\n',
-  r: '\r',
-  t: '\t',
-  v: '\v',
-  N: '\u0085',
-  _: '\u00a0',
-  L: '\u2028',
-  P: '\u2029',
-  ' ': ' ',
-  '"': '"',
-  '/': '/',
-  '\\': '\\',
 };
 
 /**
@@ -187,7 +171,8 @@ class Reader {
     const text = this.text;
     const c = text.charCodeAt(at);
     if (c === DQUOTE || c === SQUOTE) {
-      const close = this.quotedEnd(at);
+      const close = quotedEnd(text, at, this.le);
+      if (close === -1) decline();
       let i = close;
       while (i < this.le && text.charCodeAt(i) === SPACE) i++;
       return i < this.le && text.charCodeAt(i) === COLON && this.blankAfter(i + 1) ? i : -1;
@@ -255,23 +240,13 @@ class Reader {
       let e = colon;
       while (e > at && text.charCodeAt(e - 1) === SPACE) e--;
       const raw = text.slice(at, e);
-      this.plainStart(at, raw);
+      if (!plainTaken(raw)) decline();
       if (raw === '<<') decline();
       const resolved = plainScalar(raw);
       key = resolved === null ? '' : String(resolved);
     }
     if (key === '__proto__') decline();
     return key;
-  }
-
-  /** Declines a plain scalar the yaml package would not read as one (an indicator first, a trailing `:`). */
-  private plainStart(at: number, raw: string): void {
-    if (raw === '') decline();
-    const c = raw.charCodeAt(0);
-    if (INDICATOR_START.has(c)) decline();
-    if ((c === DASH || c === COLON || c === 63) && (raw.length === 1 || raw.charCodeAt(1) === SPACE))
-      decline();
-    void at;
   }
 
   private seq(col: number, depth: number): unknown[] {
@@ -307,7 +282,7 @@ class Reader {
     if (c === DQUOTE || c === SQUOTE) {
       value = this.quoted(at);
       this.count();
-      after = this.quotedEnd(at);
+      after = quotedEnd(text, at, this.le);
     } else if (c === LBRACKET || c === LBRACE) {
       const [v, e] = this.flow(at, depth + 1);
       value = v;
@@ -328,7 +303,7 @@ class Reader {
     const text = this.text;
     let e = this.plainLineEnd(at);
     const first = text.slice(at, e);
-    this.plainStart(at, first);
+    if (!plainTaken(first)) decline();
     this.count();
     // Continuation lines: more indented than the block, not a comment.
     let folded: string | undefined;
@@ -350,7 +325,7 @@ class Reader {
       }
       if (i - ls <= parent) break;
       const c = text.charCodeAt(i);
-      if (c === HASH || c === TAB || INDICATOR_START.has(c) || c === DASH || c === COLON || c === 63)
+      if (c === HASH || c === TAB || INDICATOR_START.has(c) || c === DASH || c === COLON || c === QUESTION)
         decline();
       this.ls = ls;
       this.le = le;
@@ -385,59 +360,9 @@ class Reader {
     return e;
   }
 
-  /** The offset just past the quoted scalar starting at `at`; declines one that does not close on its line. */
-  private quotedEnd(at: number): number {
-    const text = this.text;
-    const q = text.charCodeAt(at);
-    for (let i = at + 1; i < this.le; i++) {
-      const ch = text.charCodeAt(i);
-      if (q === DQUOTE) {
-        if (ch === BACKSLASH) {
-          i++;
-          continue;
-        }
-        if (ch === DQUOTE) return i + 1;
-      } else if (ch === SQUOTE) {
-        if (text.charCodeAt(i + 1) === SQUOTE && i + 1 < this.le) {
-          i++;
-          continue;
-        }
-        return i + 1;
-      }
-    }
-    return decline();
-  }
-
+  /** The quoted scalar at `at` (closed on this line), its escapes made. */
   private quoted(at: number): string {
-    const text = this.text;
-    const end = this.quotedEnd(at);
-    const body = text.slice(at + 1, end - 1);
-    if (body.indexOf('\t') !== -1) decline();
-    if (text.charCodeAt(at) === SQUOTE) return body.replaceAll("''", "'");
-    if (body.indexOf('\\') === -1) return body;
-    let out = '';
-    for (let i = 0; i < body.length; i++) {
-      const ch = body[i] as string;
-      if (ch !== '\\') {
-        out += ch;
-        continue;
-      }
-      const next = body[++i];
-      if (next === undefined) return decline();
-      const simple = ESCAPES[next];
-      if (simple !== undefined) {
-        out += simple;
-        continue;
-      }
-      const width = next === 'x' ? 2 : next === 'u' ? 4 : next === 'U' ? 8 : 0;
-      const hex = body.slice(i + 1, i + 1 + width);
-      if (width === 0 || !/^[0-9a-fA-F]+$/.test(hex) || hex.length !== width) return decline();
-      const code = Number.parseInt(hex, 16);
-      if (code > 0x10ffff) return decline();
-      out += String.fromCodePoint(code);
-      i += width;
-    }
-    return out;
+    return quotedText(this.text, at, this.le) ?? decline();
   }
 
   /** A flow collection closed on this line: its value and the offset past it. */
@@ -493,7 +418,7 @@ class Reader {
     if (at >= this.le) decline();
     const c = text.charCodeAt(at);
     this.count();
-    if (c === DQUOTE || c === SQUOTE) return [this.quoted(at), this.quotedEnd(at)];
+    if (c === DQUOTE || c === SQUOTE) return [this.quoted(at), quotedEnd(text, at, this.le)];
     let e = at;
     for (; e < this.le; e++) {
       const ch = text.charCodeAt(e);
@@ -508,7 +433,7 @@ class Reader {
     let t = e;
     while (t > at && text.charCodeAt(t - 1) === SPACE) t--;
     const raw = text.slice(at, t);
-    this.plainStart(at, raw);
+    if (!plainTaken(raw)) decline();
     const value = plainScalar(raw);
     if (!asKey) return [value, e];
     return [value === null ? '' : String(value), e];
@@ -533,10 +458,8 @@ class Reader {
     if (i < this.le && !(text.charCodeAt(i) === HASH && i > after)) decline();
     this.count();
     let indent = -1;
-    let out = '';
     let empty = 0;
-    let content = false;
-    let moreIndented = false;
+    const block = new BlockText(folded);
     for (;;) {
       const ls = this.le + 1;
       if (ls >= this.end) break;
@@ -558,47 +481,18 @@ class Reader {
         if (lineIndent <= parent) break;
         indent = lineIndent;
         // An empty line before the first may not be more indented than it.
-        if (empty > 0 && this.emptyBeforeTooDeep(ls, indent)) decline();
+        if (empty > 0 && emptyBeforeTooDeep(text, ls, indent)) decline();
       }
       if (lineIndent < indent) break;
       this.ls = ls;
       this.le = le;
       this.ln++;
       const line = text.slice(ls + indent, le);
-      if (folded) {
-        const c = line.charCodeAt(0);
-        if (c === TAB) decline();
-        if (c === SPACE) {
-          out += '\n'.repeat(content ? 1 + empty : empty);
-          moreIndented = true;
-        } else if (moreIndented) {
-          out += '\n'.repeat(empty + 1);
-          moreIndented = false;
-        } else if (empty === 0) {
-          if (content) out += ' ';
-        } else out += '\n'.repeat(empty);
-      } else {
-        out += '\n'.repeat(content ? 1 + empty : empty);
-      }
-      out += line;
-      content = true;
+      if (folded && line.charCodeAt(0) === TAB) decline();
+      block.line(line, empty);
       empty = 0;
     }
-    if (content && !strip) out += '\n';
     this.nextContent();
-    return out;
-  }
-
-  /** Whether an empty line between the header and `firstLine` holds more spaces than `indent`. */
-  private emptyBeforeTooDeep(firstLine: number, indent: number): boolean {
-    const text = this.text;
-    let i = firstLine - 1;
-    while (i > 0) {
-      const ls = text.lastIndexOf('\n', i - 1) + 1;
-      if (text.slice(ls, i).trim() !== '') return false;
-      if (i - ls > indent) return true;
-      i = ls - 1;
-    }
-    return false;
+    return block.text(strip);
   }
 }
