@@ -1,0 +1,291 @@
+// The configuration's sources (schema.ts): Git repositories, image registries, chart sources, OCI artifacts and local
+// folders, each with its poll schedule and its download bounds.
+import semver from 'semver';
+import { z } from 'zod';
+import { parseRepositoryUrl } from '../http/repository-url.ts';
+import { duration, httpUrl, name, schedule, secretRef, withDefaultInterval } from './schema-fields.ts';
+
+export const gitRef = z
+  .strictObject({
+    branch: z.string().min(1).optional(),
+    tag: z.string().min(1).optional(),
+    semver: z
+      .string()
+      .refine((range) => semver.validRange(range) !== null, { message: 'is not a valid semver range' })
+      .optional(),
+  })
+  .refine((ref) => [ref.branch, ref.tag, ref.semver].filter((v) => v !== undefined).length === 1, {
+    message: 'give exactly one of "branch", "tag" or "semver"',
+  });
+
+/**
+ * Previews of pull requests to a Git source's branch (docs/previews.md): each deployment the pull request concerns is
+ * rendered at the base and the head as a sync would render it, and one comment per pull request (updated in place)
+ * and a commit status per deployment say what would change. Nothing is written to any cluster.
+ */
+export const preview = z.strictObject({
+  enabled: z.boolean().default(false),
+  /** Also find pull requests by polling the forge's refs (refs/pull/N/head, refs/merge-requests/N/head). */
+  pollRefs: z.boolean().default(true),
+  /** Pull requests from forks are untrusted content: previewed only with this, or by an allowed author or label. */
+  forks: z.boolean().default(false),
+  allowAuthors: z.array(z.string().min(1).max(255)).default([]),
+  allowLabels: z.array(z.string().min(1).max(255)).default([]),
+  /** The forge's API; the provider, apiUrl and token of the source's first deployment's commitStatus when absent. */
+  provider: z.enum(['auto', 'github', 'gitlab', 'gitea', 'bitbucket-cloud', 'bitbucket-server']).optional(),
+  apiUrl: httpUrl.optional(),
+  token: secretRef.optional(),
+  /** The commit status of each deployment's preview on the head commit. */
+  context: z.string().min(1).default('mooring/preview/{deployment}'),
+  /**
+   * Decrypt SOPS files for previews of trusted pull requests (never from forks). Off: they are left out, since a
+   * template can show a decrypted value encoded in a way no redaction recognises.
+   */
+  decrypt: z.boolean().default(false),
+  /**
+   * Compare the head with the cluster (a server-side dry run: drift and admission show) rather than with the base.
+   * Still nothing is written.
+   */
+  live: z.boolean().default(false),
+  /** Open pull requests previewed at most (the highest numbers). */
+  maxPullRequests: z.number().int().min(1).max(10_000).default(200),
+});
+
+export const gitSource = z
+  .strictObject({
+    name,
+    url: httpUrl,
+    ref: gitRef.default({ branch: 'main' }),
+    ...schedule,
+    credentials: z
+      .strictObject({
+        /** Not a secret: written as it is (`x-access-token`, a deploy token's name) or read from a reference. */
+        username: z.union([z.string().min(1), secretRef]).optional(),
+        password: secretRef.optional(),
+        token: secretRef.optional(),
+      })
+      .refine((c) => !(c.token && c.password), { message: 'give "token" or "username"/"password", not both' })
+      .optional(),
+    /** A PEM bundle trusted besides the public roots, for a server on a private CA; read at load and start. */
+    caFile: z.string().min(1).optional(),
+    timeout: duration.prefault('60s'),
+    /** Limits that keep a hostile or broken repository from exhausting the agent. */
+    maxFileBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(4 * 1024 * 1024),
+    /** The largest Git object held in memory (read from its header first): larger ones are never inflated whole. */
+    maxObjectBytes: z
+      .number()
+      .int()
+      .min(1024 * 1024)
+      .default(64 * 1024 * 1024),
+    /** Pull-request previews (docs/previews.md): never a write to a cluster. */
+    preview: preview.prefault({}),
+  })
+  .refine((s) => s.maxFileBytes <= s.maxObjectBytes, {
+    message: 'maxFileBytes must not be larger than maxObjectBytes',
+    path: ['maxFileBytes'],
+  })
+  .transform(withDefaultInterval(60_000));
+export type GitSource = z.infer<typeof gitSource>;
+
+export const tagPolicy = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('fixed'), tag: z.string().min(1).default('latest') }),
+  z.strictObject({
+    type: z.literal('semver'),
+    range: z
+      .string()
+      .refine((r) => semver.validRange(r) !== null, { message: 'is not a valid semver range' }),
+    prereleases: z.boolean().default(false),
+  }),
+  z.strictObject({
+    type: z.literal('regex'),
+    pattern: z.string().refine(
+      (p) => {
+        try {
+          new RegExp(p);
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      { message: 'is not a valid regular expression' },
+    ),
+    /** e.g. "$ts": the named or numbered group to sort by; the whole tag when absent. */
+    extract: z.string().optional(),
+    order: z.enum(['alphabetical', 'numerical']).default('alphabetical'),
+  }),
+]);
+
+export const registrySource = z
+  .strictObject({
+    name,
+    /** `host[:port]/path/name`; `nginx` means `docker.io/library/nginx`. */
+    image: z
+      .string()
+      .regex(/^[a-z0-9]([a-z0-9._:/-]*[a-z0-9])?$/, 'must be an image name without tag or digest')
+      .superRefine((image, ctx) => {
+        // A tag in the name would be dropped by the poll (it follows `policy`): say where the tag goes instead.
+        const last = image.slice(image.lastIndexOf('/') + 1);
+        const colon = last.indexOf(':');
+        if (colon < 0) return;
+        const repository = image.slice(0, image.length - last.length + colon);
+        const tag = last.slice(colon + 1);
+        ctx.addIssue({
+          code: 'custom',
+          message: `has a tag (":${tag}"): give the name only (image: ${repository}) and the tag as policy: {type: fixed, tag: "${tag}"}`,
+        });
+      }),
+    policy: tagPolicy.default({ type: 'fixed', tag: 'latest' }),
+    exclude: z.array(z.string()).default(['\\.sig$', '\\.att$', '\\.sbom$']),
+    ...schedule,
+    credentials: z
+      .strictObject({
+        dockerConfigJson: secretRef.optional(),
+        username: secretRef.optional(),
+        password: secretRef.optional(),
+      })
+      .optional(),
+    caFile: z.string().optional(),
+    /** Plain HTTP: only for registries configured so on purpose. */
+    insecure: z.boolean().default(false),
+    requestsPerSecond: z.number().positive().default(5),
+  })
+  .transform(withDefaultInterval(5 * 60_000));
+export type RegistrySource = z.infer<typeof registrySource>;
+
+/** How a chart source or an OCI artifact source reaches its server and what it may download (the hostile-content bounds). */
+export const registryCredentials = z
+  .strictObject({
+    dockerConfigJson: secretRef.optional(),
+    username: secretRef.optional(),
+    password: secretRef.optional(),
+  })
+  .optional();
+
+/** The limits of one download and of the archive it holds: what a hostile publisher could make huge. */
+export const downloadLimits = {
+  /** The largest download (the compressed chart or artifact layer). */
+  maxBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(32 * 1024 * 1024),
+  /** The most files and folders in the archive. */
+  maxFiles: z.number().int().positive().default(5000),
+  /** The largest file in the archive. */
+  maxFileBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(4 * 1024 * 1024),
+  /** All files of the archive together, uncompressed. */
+  maxExtractedBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(128 * 1024 * 1024),
+};
+
+/** Which chart version a chart source deploys: as a registry source's tag policy, over chart versions. */
+export const chartPolicy = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('fixed'), version: z.string().min(1) }),
+  z.strictObject({
+    type: z.literal('semver'),
+    range: z
+      .string()
+      .refine((r) => semver.validRange(r) !== null, { message: 'is not a valid semver range' }),
+    prereleases: z.boolean().default(false),
+  }),
+  /** The highest semantic version the repository holds. */
+  z.strictObject({ type: z.literal('latest'), prereleases: z.boolean().default(false) }),
+]);
+
+/**
+ * A Helm chart in a chart repository (`https://…`, its index.yaml) or an OCI registry (`oci://host/path`), whose
+ * version the policy picks (docs/helm.md). A new version it picks is an artifact, as a new image digest is.
+ */
+/** A repository URL that parses (no `..` or encoded separator): compared with others, never as a string. */
+export const repositoryUrlText = z
+  .string()
+  .min(1)
+  .superRefine((url, ctx) => {
+    const parsed = parseRepositoryUrl(url);
+    if (typeof parsed === 'string') ctx.addIssue({ code: 'custom', message: parsed });
+  });
+
+export const chartSource = z
+  .strictObject({
+    name,
+    url: z
+      .string()
+      .regex(
+        /^(oci|https?):\/\/[^\s/?#@]+(\/[^\s?#@]*)?$/,
+        'must be oci://host/path or an http(s) URL without credentials',
+      )
+      .pipe(repositoryUrlText),
+    /** The chart's name in the repository (`podinfo`): oci://host/path/podinfo, or its entry in index.yaml. */
+    chart: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'must be a chart name'),
+    policy: chartPolicy.default({ type: 'latest', prereleases: false }),
+    ...schedule,
+    credentials: registryCredentials,
+    caFile: z.string().optional(),
+    /** Plain HTTP (an http:// chart repository, an OCI registry without TLS): only for servers configured so on purpose. */
+    insecure: z.boolean().default(false),
+    requestsPerSecond: z.number().positive().default(5),
+    /** The largest index.yaml read (a chart repository's index lists every version of every chart). */
+    maxIndexBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(32 * 1024 * 1024),
+    /** The most YAML nodes index.yaml may hold (one document, listing every chart: more than render.maxYamlNodes). */
+    maxIndexNodes: z.number().int().min(1000).default(2_500_000),
+    ...downloadLimits,
+  })
+  .refine((s) => s.insecure || !s.url.startsWith('http://'), {
+    message: 'is plain http: use https, or set insecure: true for a server configured so on purpose',
+    path: ['url'],
+  })
+  .transform(withDefaultInterval(5 * 60_000));
+export type ChartSource = z.infer<typeof chartSource>;
+
+/**
+ * Manifests shipped as an OCI artifact (`flux push artifact`, ORAS): a tar.gz layer of manifests, polled by tag
+ * policy or pinned to a digest; each new digest is a revision (docs/oci.md).
+ */
+export const ociSource = z
+  .strictObject({
+    name,
+    /** `oci://host[:port]/path`. */
+    url: z
+      .string()
+      .regex(
+        /^oci:\/\/[a-z0-9]([a-z0-9.:-]*[a-z0-9])?(\/[a-z0-9]([a-z0-9._/-]*[a-z0-9])?)+$/,
+        'must be oci://host/path (lower case, no tag or digest)',
+      ),
+    policy: tagPolicy.default({ type: 'fixed', tag: 'latest' }),
+    /** A digest to deploy instead of following the policy. */
+    digest: z
+      .string()
+      .regex(/^sha256:[a-f0-9]{64}$/, 'must be sha256:<64 hex digits>')
+      .optional(),
+    exclude: z.array(z.string()).default(['\\.sig$', '\\.att$', '\\.sbom$']),
+    ...schedule,
+    credentials: registryCredentials,
+    caFile: z.string().optional(),
+    insecure: z.boolean().default(false),
+    requestsPerSecond: z.number().positive().default(5),
+    ...downloadLimits,
+  })
+  .transform(withDefaultInterval(5 * 60_000));
+export type OciSource = z.infer<typeof ociSource>;
+
+export const localSource = z.strictObject({
+  name,
+  path: z.string().min(1),
+  debounce: duration.prefault('500ms'),
+});
+export type LocalSource = z.infer<typeof localSource>;
