@@ -5,17 +5,9 @@
 // a deployment needs a sync in reconcile.ts.
 
 import cron from 'node-cron';
-import { append } from '../arrays.ts';
 import type { GitSource, LocalSource, MooringConfig } from '../config/schema.ts';
-import {
-  type DeployReport,
-  type Logger,
-  Superseded,
-  type SyncMetrics,
-  type SyncReporter,
-  Withdrawn,
-} from '../contract.ts';
-import { classify, errorMessage } from '../errors.ts';
+import { type Logger, Superseded, type SyncMetrics, type SyncReporter, Withdrawn } from '../contract.ts';
+import { errorMessage } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
 import type { Discovery } from '../kube/discovery.ts';
@@ -23,35 +15,40 @@ import { beginDriftPass, keepDriftMarks } from '../kube/drift-pass.ts';
 import { chartLookup } from '../kube/lookup-server.ts';
 import { ensureNamespace } from '../kube/namespace.ts';
 import { StateStore } from '../kube/state-store.ts';
-import type { ManifestFile } from '../render/parse.ts';
-import { current, Ledger, type LedgerData, ledgerName, recordedDependencies } from '../report/ledger.ts';
+import { current, Ledger, type LedgerData, ledgerName } from '../report/ledger.ts';
 import { artifactSource, artifactSources, followedArtifacts } from '../sources/artifact-poller.ts';
 import { createArtifactPoller } from '../sources/create-poller.ts';
 import type { ClusterCapabilities } from '../sources/deployment-manifests.ts';
 import { GitRepository } from '../sources/git/repository.ts';
-import { filesRevision, watchFolder } from '../sources/local/watch.ts';
+import { watchFolder } from '../sources/local/watch.ts';
+import {
+  type AgentSync,
+  agentJob,
+  capitalized,
+  type JobContext,
+  nothingApplied,
+  type Planned,
+} from './agent-job.ts';
 import {
   type DeploymentState,
   digestsOf,
   imagesOf,
   isLocal,
   isOci,
-  manifestFiles,
   pollGitSource,
   pollRegistrySource,
   quietInput,
   type SourceState,
   syncLocalSource,
 } from './agent-sources.ts';
-import { CONFIGMAPS, Control, type ReconcileRequest } from './control.ts';
+import { CONFIGMAPS, Control } from './control.ts';
 import type { Fleet, FleetMember, PromotedFrom, Promotion } from './fleet.ts';
-import { outcomeOf } from './outcome.ts';
 import type { PreviewRunner } from './previews.ts';
-import { type SyncJob, SyncQueue } from './queue.ts';
+import { SyncQueue } from './queue.ts';
 import { reconcile } from './reconcile.ts';
 import { planReload, type ReloadPlan } from './reload.ts';
-import { cappedRetry, retryIntervalOf } from './retry.ts';
-import { endInterrupted, type SyncDeps, safely, syncDeployment } from './sync-deployment.ts';
+import { retryIntervalOf } from './retry.ts';
+import { endInterrupted, type SyncDeps, safely } from './sync-deployment.ts';
 
 type AnySource = MooringConfig['sources'][keyof MooringConfig['sources']][number];
 
@@ -89,31 +86,6 @@ export interface AgentDeps {
 const PROMOTION_CHECK_MS = 5_000;
 
 /** A sync of a deployment as the agent queues it: the reconcile requests it answers ride along. */
-interface AgentSync extends SyncJob<AgentSync> {
-  /** `mooring reconcile` requests this sync answers when it ends: its own and those joined to it. */
-  requests: ReconcileRequest[];
-  /** False once the sync has answered its requests: a request that comes later runs a sync of its own. */
-  open: boolean;
-}
-
-/** The end of a sync that applied nothing: cancelled while it waited, or stopped by what it waited for. */
-function nothingApplied(outcome: 'cancelled' | 'failed', summary: string): DeployReport {
-  return {
-    outcome,
-    summary,
-    applied: [],
-    wait: undefined,
-    history: undefined,
-    prune: undefined,
-    error: undefined,
-    elapsedMs: 0,
-  };
-}
-
-function capitalized(text: string): string {
-  return text.charAt(0).toUpperCase() + text.slice(1);
-}
-
 export class Agent {
   private readonly deps: AgentDeps;
   private readonly queue: SyncQueue<AgentSync>;
@@ -508,39 +480,78 @@ export class Agent {
   }
 
   /** Queues a sync of deployment `d` to `commit` and the current images, unless `reconcile` finds none is due. */
+  /**
+   * Decides whether `d` needs a sync at `commit` (promotion, the quiet check, suspend, the rollback fence: decide)
+   * and, when it does, hands the queue its job (agent-job.ts).
+   */
   private async reconcileDeployment(
     d: DeploymentState,
     commit: string | undefined,
     reason?: 'drift',
   ): Promise<void> {
-    // A promoted deployment deploys what its upstream has had stable long enough (fleet.ts), never its own tip.
-    let promotedFrom: PromotedFrom | undefined;
-    let promotedImages: Promotion | undefined;
-    if (d.spec.promote && this.deps.fleet) {
-      const promotion = await this.deps.fleet.promotion(d.spec, this.control.approval(d.spec.name));
-      if (promotion.state === 'waiting') {
-        const at = (await this.ledger.read(d.spec.name)).releases[0];
-        // Already at what it would wait for: nothing to say.
-        if (promotion.commit === undefined || at?.commit !== promotion.commit || at.result !== 'stable')
-          await this.promotionWait(d, promotion);
-        return;
-      }
-      promotedFrom = promotion.from;
-      promotedImages = promotion;
-      commit = promotion.commit;
-      // Its pending status is ended by the sync of that commit; one of an older commit ends now.
-      if (commit !== undefined) await this.passOver(d, commit);
-      if (d.promotionPending === commit) d.promotionPending = undefined;
-      if (d.waiting !== undefined) {
-        d.waiting = undefined;
-        await safely(this.deps.log, 'clear the wait', () => this.ledger.setWaiting(d.spec.name, undefined));
-      }
+    const planned = await this.decide(d, commit, reason);
+    if (!planned) return;
+    const queued = this.queue.request(d.spec.name, agentJob(this.jobContext, d, planned));
+    // A request joined to the sync of the same revision is answered by that sync when it ends.
+    if (queued === 'stopped' && planned.request)
+      await this.control.answer(planned.request, 'cancelled', 'the agent is stopping');
+  }
+
+  /** What the jobs of this agent are lent (agent-job.ts). */
+  private get jobContext(): JobContext {
+    return {
+      deps: this.deps,
+      state: this.state,
+      control: this.control,
+      ledger: () => this.ledger,
+      take: (d, revision, force) => this.take(d, revision, force),
+      dependencyHold: (d) => this.dependencyHold(d),
+      retryInterval: (d) => this.retryInterval(d),
+      syncDeps: () => this.syncDeps(),
+    };
+  }
+
+  /**
+   * A promoted deployment deploys what its upstream has had stable long enough (fleet.ts), never its own tip:
+   * undefined when it is not promoted, `waiting` when it waits (said by promotionWait), else what it deploys.
+   */
+  private async promoted(
+    d: DeploymentState,
+  ): Promise<undefined | 'waiting' | Extract<Promotion, { state: 'ready' }>> {
+    if (!d.spec.promote || !this.deps.fleet) return undefined;
+    const promotion = await this.deps.fleet.promotion(d.spec, this.control.approval(d.spec.name));
+    if (promotion.state === 'waiting') {
+      const at = (await this.ledger.read(d.spec.name)).releases[0];
+      // Already at what it would wait for: nothing to say.
+      if (promotion.commit === undefined || at?.commit !== promotion.commit || at.result !== 'stable')
+        await this.promotionWait(d, promotion);
+      return 'waiting';
     }
-    const images = promotedImages?.state === 'ready' ? promotedImages.images : imagesOf(this.state, d);
-    const digests =
-      promotedImages?.state === 'ready'
-        ? Object.fromEntries(Object.entries(images).map(([k, v]) => [k, v.digest]))
-        : digestsOf(this.state, d);
+    const commit = promotion.commit;
+    // Its pending status is ended by the sync of that commit; one of an older commit ends now.
+    if (commit !== undefined) await this.passOver(d, commit);
+    if (d.promotionPending === commit) d.promotionPending = undefined;
+    if (d.waiting !== undefined) {
+      d.waiting = undefined;
+      await safely(this.deps.log, 'clear the wait', () => this.ledger.setWaiting(d.spec.name, undefined));
+    }
+    return promotion;
+  }
+
+  /** The sync `d` needs at `commit`, or undefined when it needs none now (said and recorded where it must be). */
+  private async decide(
+    d: DeploymentState,
+    commit: string | undefined,
+    reason: 'drift' | undefined,
+  ): Promise<Planned | undefined> {
+    const promoted = await this.promoted(d);
+    if (promoted === 'waiting') return undefined;
+    const promotedFrom: PromotedFrom | undefined = promoted?.from;
+    if (promoted) commit = promoted.commit;
+    const images = promoted ? promoted.images : imagesOf(this.state, d);
+    const digests = promoted
+      ? Object.fromEntries(Object.entries(images).map(([k, v]) => [k, v.digest]))
+      : digestsOf(this.state, d);
     // Found current at this very input before, and its ledger not written since (the watch of the agent's
     // ConfigMaps says): nothing to decide, no ledger to read. A request, a reload, a drift pass decide anew.
     const quietAt = quietInput(this.state, d, commit);
@@ -619,205 +630,17 @@ export class Agent {
       log.debug('deployment is current');
       return;
     }
-    const { revision, trigger, key, release: now, fence } = decision;
-    /** Answers every request this sync took (its own and those joined to it), once. */
-    const answerAll = async (answer: (r: ReconcileRequest) => Promise<void>) => {
-      job.open = false;
-      for (let r = job.requests.shift(); r; r = job.requests.shift()) await answer(r);
+    return {
+      decision,
+      commit,
+      images,
+      request,
+      change: input.change,
+      promotedFrom,
+      log,
     };
-    /** The commit whose pending status says it waits for a dependency (ended if the job is dropped). */
-    let waitedOn: string | undefined;
-    const job: AgentSync = {
-      revision: key,
-      // Replaced (by a newer revision) or dropped (removed, the agent stopping) while it waited: its status ends.
-      dropped: async (reason) => {
-        if (waitedOn === undefined) return;
-        const ended = waitedOn;
-        waitedOn = undefined;
-        const signal = AbortSignal.abort(reason);
-        const request = {
-          config: this.deps.config,
-          deployment: d.spec,
-          commit: ended,
-          files: [],
-          images,
-          revision,
-          trigger,
-          signal,
-        };
-        const report = nothingApplied('cancelled', 'cancelled while waiting for its dependencies');
-        for (const r of this.deps.reporters ?? [])
-          await safely(log, 'report the end of the wait', () => r.finished?.(request, report, undefined));
-      },
-      target: { commit, images, spec: d.generation ?? 0, trigger, change: input.change },
-      // Fair queueing: the syncs one poll (or one drift pass) asks for take turns with those of another.
-      group: `${trigger}:${commit ?? ''}`,
-      // Asked for (a reconcile request, a drift correction, a changed spec): synced even at a revision that ended.
-      force: trigger === 'manual' || trigger === 'drift' || trigger === 'config',
-      requests: request ? [request] : [],
-      open: true,
-      join: (other) => {
-        if (!job.open && other.requests.length > 0) return false;
-        append(job.requests, other.requests.splice(0));
-        return true;
-      },
-      run: async (signal, releaseSlot) => {
-        // While it runs, a commit that changes none of its files since this one does not replace it (the poll).
-        d.syncing = commit;
-        let claimed = false;
-        /** Gives back the place this sync holds in its rollout step. */
-        let leave: (() => void) | undefined;
-        /**
-         * Held by a dependency or the rollout: said once per reason (ledger and pending status), looked at again
-         * soon. A rollout step stopped by a failure before it ends the commit's status as failed.
-         */
-        const holdFor = async (hold: { message: string; failed: boolean }, rollout: boolean) => {
-          await answerAll((r) => this.control.answer(r, 'held', hold.message));
-          if (d.waiting !== hold.message) {
-            d.waiting = hold.message;
-            log.info({ dependsOn: d.spec.dependsOn, rollout }, hold.message);
-            await safely(log, 'record the wait', () =>
-              this.ledger.setWaiting(d.spec.name, {
-                message: hold.message,
-                commit,
-                since: new Date().toISOString(),
-              }),
-            );
-            waitedOn = commit;
-            const request = {
-              config: this.deps.config,
-              deployment: d.spec,
-              commit,
-              files: [],
-              images,
-              revision,
-              trigger,
-            };
-            const stopped = nothingApplied('failed', capitalized(hold.message));
-            for (const r of this.deps.reporters ?? [])
-              await safely(log, 'report the wait', () =>
-                rollout && hold.failed
-                  ? r.finished?.(request, stopped, undefined)
-                  : r.waiting?.(request, capitalized(hold.message)),
-              );
-            if (rollout && hold.failed) waitedOn = undefined;
-          }
-          // Looked at again soon: when the dependency's sync ends, or (failed) when a new commit fixes it.
-          return { result: 'retry' as const, delayMs: hold.failed ? 10_000 : 2_000, maxDelayMs: 10_000 };
-        };
-        try {
-          // A retry runs the same job again: it answers the requests that joined it since.
-          job.open = true;
-          // Removed by a reload while this sync was being decided, or suspended since (a retry, a queued sync).
-          if (this.state.deployments.get(d.spec.name) !== d || this.control.suspended(d.spec.name)) {
-            await answerAll((r) => this.control.answer(r, 'cancelled', 'suspended or removed before it ran'));
-            return { result: 'cancelled' };
-          }
-          const taken = await this.take(d, revision, job.force === true).catch((error: unknown) => error);
-          if (taken === 'done') {
-            await answerAll((r) =>
-              this.control.answer(r, 'stable', 'synced at this revision by another replica'),
-            );
-            return { result: 'done' };
-          }
-          if (taken !== 'taken') {
-            const holder = (taken as { holder?: string }).holder;
-            const why = holder ? `replica ${holder} syncs it` : `cannot take it: ${errorMessage(taken)}`;
-            log.info({ holder }, `not synced now: ${why}; tried again`);
-            return { result: 'retry', delayMs: 2_000, maxDelayMs: 5_000 };
-          }
-          claimed = true;
-          if (fence) {
-            log.info({ release: fence.release }, 'a new commit or image lifts the rollback fence');
-            await this.ledger.setFence(d.spec.name, undefined);
-          }
-          let files: ManifestFile[] = [];
-          let filesError: unknown;
-          try {
-            // A chart's dependencies fetched again must be what the releases recorded (charts/dependencies.ts).
-            const pinned = d.spec.helm
-              ? recordedDependencies((await this.ledger.read(d.spec.name)).releases)
-              : undefined;
-            files = await manifestFiles(this.state, d, commit, images, pinned);
-          } catch (error) {
-            log.error({ err: errorMessage(error) }, 'cannot read the manifests');
-            // Manifests the user must fix (a chart that does not render, a file that cannot be decrypted) fail
-            // the commit like a bad manifest does, with its status; a source that failed for now is retried.
-            if (classify(error).action !== 'stop' || trigger === 'drift' || trigger === 'config') {
-              const message = `cannot read the manifests: ${errorMessage(error)}`;
-              await answerAll((r) => this.control.answer(r, 'error', message));
-              return cappedRetry(outcomeOf({ outcome: 'error', error } as never), this.retryInterval(d));
-            }
-            filesError = error;
-          }
-          // A rollout step starts once the step before is stable at this revision (fleet.ts); dependsOn: the
-          // deployments this one needs are stable first. A drift pass only restores what runs.
-          if (trigger !== 'drift' && d.spec.rollout && this.deps.fleet) {
-            const entered = await this.deps.fleet.enter(this.deps.config.cluster.name, d.spec, revision);
-            if ('hold' in entered) return await holdFor(entered.hold, true);
-            leave = entered.release;
-          }
-          if (trigger !== 'drift' && d.spec.dependsOn.length > 0) {
-            const hold = await this.dependencyHold(d);
-            if (hold) return await holdFor(hold, false);
-          }
-          if (d.waiting !== undefined) {
-            d.waiting = undefined;
-            await safely(log, 'clear the wait', () => this.ledger.setWaiting(d.spec.name, undefined));
-          }
-          waitedOn = undefined;
-          const local = isLocal(this.state, d) ? `${filesRevision(files)}|${revision}` : revision;
-          if (
-            isLocal(this.state, d) &&
-            trigger !== 'drift' &&
-            trigger !== 'config' &&
-            job.requests.length === 0 &&
-            local === now?.revision
-          )
-            return { result: 'done' };
-          const { report, release } = await syncDeployment(this.syncDeps(), {
-            config: this.deps.config,
-            deployment: d.spec,
-            commit,
-            files,
-            images,
-            revision: local,
-            trigger,
-            signal,
-            filesError,
-            release: releaseSlot,
-            promotedFrom,
-          });
-          if (report.outcome === 'stable') {
-            d.commit = commit;
-            d.deployed = local;
-            d.sameAs = undefined;
-            d.attempted = undefined;
-          } else if (d.deployed === undefined && commit) d.attempted = commit;
-          await answerAll((r) => this.control.finished(r, report, release));
-          return cappedRetry(outcomeOf(report), this.retryInterval(d));
-        } finally {
-          leave?.();
-          if (d.syncing === commit) d.syncing = undefined;
-          const shard = this.deps.shard;
-          if (claimed && shard)
-            await safely(log, 'give the deployment back', () =>
-              this.ledger.unclaim(d.spec.name, shard.identity),
-            );
-        }
-      },
-    };
-    const queued = this.queue.request(d.spec.name, job);
-    // A request joined to the sync of the same revision is answered by that sync when it ends.
-    if (queued === 'stopped' && request)
-      await this.control.answer(request, 'cancelled', 'the agent is stopping');
   }
 
-  /**
-   * What the deployments `d` depends on hold it for, if anything: one that syncs, waits to sync, or whose source
-   * is being polled (a commit that changes both syncs the dependency first); one with no release yet; or one whose
-   * last sync failed (which holds `d` until a sync of it is stable).
-   */
   private async dependencyHold(
     d: DeploymentState,
   ): Promise<{ message: string; failed: boolean } | undefined> {
