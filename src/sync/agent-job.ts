@@ -39,9 +39,8 @@ export interface JobContext {
   control: Control;
   /** The agent's ledger now (a reload may replace it). */
   ledger(): Ledger;
-  /** Takes the deployment in the ledger for this replica (agent.ts `take`). */
-  take(d: DeploymentState, revision: string, force: boolean): Promise<'taken' | 'done' | { holder: string }>;
-  dependencyHold(d: DeploymentState): Promise<Hold | undefined>;
+  /** Whether the deployment `name` is being synced, or its source polled, now. */
+  busy(name: string): boolean;
   retryInterval(d: DeploymentState): number;
   syncDeps(): SyncDeps;
 }
@@ -58,6 +57,72 @@ export interface Planned {
   promotedFrom: PromotedFrom | undefined;
   log: Logger;
 }
+
+/**
+ * Takes the deployment for this replica (replicas sharing the work). Refused while another live replica syncs it:
+ * the sync is tried again soon. Taken, it says whether the release this sync would make is already there (another
+ * replica synced this revision), so that each revision is synced once.
+ */
+async function take(
+  ctx: JobContext,
+  d: DeploymentState,
+  revision: string,
+  force: boolean,
+): Promise<'taken' | 'done' | { holder: string }> {
+  const shard = ctx.deps.shard;
+  if (!shard) return 'taken';
+  const ledger = ctx.ledger();
+  const claim = await ledger.claim(d.spec.name, shard.identity, shard.live);
+  if (!claim.taken) return { holder: claim.holder.identity };
+  const newest = claim.data.releases[0];
+  if (!force && newest?.result === 'stable' && newest.revision === revision) {
+    await ledger.unclaim(d.spec.name, shard.identity);
+    d.deployed = revision;
+    return 'done';
+  }
+  return 'taken';
+}
+
+/**
+ * A hold a sync meets after its claim and before it writes anything: a hold, or (passed) what to give back when
+ * the sync ends. A drift pass meets none: it only restores what runs.
+ */
+type Gate = (
+  ctx: JobContext,
+  d: DeploymentState,
+  revision: string,
+) => Promise<{ hold: Hold; rollout: boolean } | { leave?: (() => void) | undefined } | undefined>;
+
+/** A rollout step starts once the step before is stable at this revision (fleet.ts). */
+const rolloutStep: Gate = async (ctx, d, revision) => {
+  const fleet = ctx.deps.fleet;
+  if (!d.spec.rollout || !fleet) return undefined;
+  const entered = await fleet.enter(ctx.deps.config.cluster.name, d.spec, revision);
+  return 'hold' in entered ? { hold: entered.hold, rollout: true } : { leave: entered.release };
+};
+
+/** dependsOn: the deployments this one needs are stable first, at their newest release. */
+const dependencies: Gate = async (ctx, d) => {
+  for (const name of d.spec.dependsOn) {
+    if (!ctx.state.deployments.has(name)) continue;
+    if (ctx.busy(name)) return { hold: { message: `waiting for ${name}`, failed: false }, rollout: false };
+    const last = (await ctx.ledger().read(name)).releases[0];
+    if (!last)
+      return {
+        hold: { message: `waiting for ${name}: it has no release yet`, failed: false },
+        rollout: false,
+      };
+    if (last.result !== 'stable') {
+      const why = last.messages[0] ? `: ${last.messages[0]}` : '';
+      const message = `held: dependency ${name} ${last.result} (release ${last.id})${why}`;
+      return { hold: { message, failed: true }, rollout: false };
+    }
+  }
+  return undefined;
+};
+
+/** The holds of a sync, in the order they are met: a new one (a maintenance window, an analysis gate) goes here. */
+const GATES: readonly Gate[] = [rolloutStep, dependencies];
 
 /** The end of a sync that applied nothing: cancelled while it waited, or stopped by what it waited for. */
 export function nothingApplied(outcome: 'cancelled' | 'failed', summary: string): DeployReport {
@@ -151,7 +216,7 @@ export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned):
 
   /** This replica's claim of the deployment: the outcome when the sync is not this replica's to run now. */
   const claim = async (): Promise<SyncOutcome | undefined> => {
-    const taken = await ctx.take(d, revision, job.force === true).catch((error: unknown) => error);
+    const taken = await take(ctx, d, revision, job.force === true).catch((error: unknown) => error);
     if (taken === 'done') {
       await answerAll((r) => ctx.control.answer(r, 'stable', 'synced at this revision by another replica'));
       return { result: 'done' };
@@ -248,17 +313,18 @@ export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned):
         }
         const read = await readFiles();
         if (!('files' in read)) return read;
-        // A rollout step starts once the step before is stable at this revision (fleet.ts); dependsOn: the
-        // deployments this one needs are stable first. A drift pass only restores what runs.
-        const fleet = ctx.deps.fleet;
-        if (trigger !== 'drift' && d.spec.rollout && fleet) {
-          const entered = await fleet.enter(ctx.deps.config.cluster.name, d.spec, revision);
-          if ('hold' in entered) return await holdFor(entered.hold, true);
-          leave = entered.release;
-        }
-        if (trigger !== 'drift' && d.spec.dependsOn.length > 0) {
-          const hold = await ctx.dependencyHold(d);
-          if (hold) return await holdFor(hold, false);
+        // The holds (GATES), unless a drift pass: it only restores what runs.
+        for (const gate of trigger === 'drift' ? [] : GATES) {
+          const met = await gate(ctx, d, revision);
+          if (met && 'hold' in met) return await holdFor(met.hold, met.rollout);
+          if (met?.leave) {
+            const before = leave;
+            const also = met.leave;
+            leave = () => {
+              before?.();
+              also();
+            };
+          }
         }
         if (d.waiting !== undefined) {
           d.waiting = undefined;

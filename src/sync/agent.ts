@@ -307,29 +307,6 @@ export class Agent {
     return shard !== undefined && holder !== undefined && holder !== shard.identity && shard.live(holder);
   }
 
-  /**
-   * Takes the deployment for this replica (replicas sharing the work). Refused while another live replica syncs
-   * it: the sync is tried again soon. Taken, it says whether the release this sync would make is already there
-   * (another replica synced this revision), so that each revision is synced once.
-   */
-  private async take(
-    d: DeploymentState,
-    revision: string,
-    force: boolean,
-  ): Promise<'taken' | 'done' | { holder: string }> {
-    const shard = this.deps.shard;
-    if (!shard) return 'taken';
-    const claim = await this.ledger.claim(d.spec.name, shard.identity, shard.live);
-    if (!claim.taken) return { holder: claim.holder.identity };
-    const newest = claim.data.releases[0];
-    if (!force && newest?.result === 'stable' && newest.revision === revision) {
-      await this.ledger.unclaim(d.spec.name, shard.identity);
-      d.deployed = revision;
-      return 'done';
-    }
-    return 'taken';
-  }
-
   /** Builds a source's client, or starts watching a local source's folder. */
   private async buildSource(source: AnySource): Promise<void> {
     const { sources } = this.deps.config;
@@ -504,8 +481,11 @@ export class Agent {
       state: this.state,
       control: this.control,
       ledger: () => this.ledger,
-      take: (d, revision, force) => this.take(d, revision, force),
-      dependencyHold: (d) => this.dependencyHold(d),
+      // A deployment synced or polled now is not yet stable at what it will be.
+      busy: (name) => {
+        const other = this.state.deployments.get(name);
+        return this.queue.busy(name) || (other !== undefined && this.polling.has(other.spec.source));
+      },
       retryInterval: (d) => this.retryInterval(d),
       syncDeps: () => this.syncDeps(),
     };
@@ -639,25 +619,6 @@ export class Agent {
       promotedFrom,
       log,
     };
-  }
-
-  private async dependencyHold(
-    d: DeploymentState,
-  ): Promise<{ message: string; failed: boolean } | undefined> {
-    for (const name of d.spec.dependsOn) {
-      const other = this.state.deployments.get(name);
-      if (!other) continue;
-      if (this.queue.busy(name) || this.polling.has(other.spec.source))
-        return { message: `waiting for ${name}`, failed: false };
-      const last = (await this.ledger.read(name)).releases[0];
-      if (!last) return { message: `waiting for ${name}: it has no release yet`, failed: false };
-      if (last.result !== 'stable')
-        return {
-          message: `held: dependency ${name} ${last.result} (release ${last.id})${last.messages[0] ? `: ${last.messages[0]}` : ''}`,
-          failed: true,
-        };
-    }
-    return undefined;
   }
 
   /** The longest wait before a failed sync of `d` that may pass is retried (retry.ts). */
