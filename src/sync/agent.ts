@@ -6,7 +6,7 @@
 
 import cron from 'node-cron';
 import type { GitSource, LocalSource, MooringConfig } from '../config/schema.ts';
-import { type Logger, Superseded, type SyncMetrics, type SyncReporter, Withdrawn } from '../contract.ts';
+import { type Logger, type SyncMetrics, type SyncReporter, Withdrawn } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
@@ -21,14 +21,8 @@ import { createArtifactPoller } from '../sources/create-poller.ts';
 import type { ClusterCapabilities } from '../sources/deployment-manifests.ts';
 import { GitRepository } from '../sources/git/repository.ts';
 import { watchFolder } from '../sources/local/watch.ts';
-import {
-  type AgentSync,
-  agentJob,
-  capitalized,
-  type JobContext,
-  nothingApplied,
-  type Planned,
-} from './agent-job.ts';
+import { type AgentSync, agentJob, type JobContext, type Planned } from './agent-job.ts';
+import { promotedInput } from './agent-promotion.ts';
 import {
   type DeploymentState,
   digestsOf,
@@ -42,13 +36,13 @@ import {
   syncLocalSource,
 } from './agent-sources.ts';
 import { CONFIGMAPS, Control } from './control.ts';
-import type { Fleet, FleetMember, PromotedFrom, Promotion } from './fleet.ts';
+import type { Fleet, FleetMember, PromotedFrom } from './fleet.ts';
 import type { PreviewRunner } from './previews.ts';
 import { SyncQueue } from './queue.ts';
 import { reconcile } from './reconcile.ts';
 import { planReload, type ReloadPlan } from './reload.ts';
 import { retryIntervalOf } from './retry.ts';
-import { endInterrupted, type SyncDeps, safely } from './sync-deployment.ts';
+import { endInterrupted, type SyncDeps } from './sync-deployment.ts';
 
 type AnySource = MooringConfig['sources'][keyof MooringConfig['sources']][number];
 
@@ -232,64 +226,6 @@ export class Agent {
         ),
       );
     }
-  }
-
-  /**
-   * A promoted deployment waits (for its upstream to be stable long enough, or for an approval): said once per
-   * reason, in the ledger (where `mooring promote` finds what to approve) and as a pending status on the commit.
-   */
-  private async promotionWait(d: DeploymentState, wait: Extract<Promotion, { state: 'waiting' }>) {
-    if (wait.commit !== undefined) await this.passOver(d, wait.commit);
-    if (d.waiting === wait.message) return;
-    d.waiting = wait.message;
-    const log = this.deps.log.child({ deployment: d.spec.name, revision: wait.commit?.slice(0, 12) });
-    log.info({ from: d.spec.promote?.from }, wait.message);
-    await safely(log, 'record the wait', () =>
-      this.ledger.setWaiting(d.spec.name, {
-        message: wait.message,
-        commit: wait.commit,
-        since: new Date().toISOString(),
-      }),
-    );
-    if (wait.commit === undefined || wait.commit === d.commit) return;
-    const request = {
-      config: this.deps.config,
-      deployment: d.spec,
-      commit: wait.commit,
-      files: [],
-      images: {},
-      revision: wait.commit,
-      trigger: 'commit' as const,
-    };
-    d.promotionPending = wait.commit;
-    for (const r of this.deps.reporters ?? [])
-      await safely(log, 'report the wait', () => r.waiting?.(request, capitalized(wait.message)));
-  }
-
-  /**
-   * The upstream moved to `next` before the commit a promoted deployment waited on was promoted: that commit's
-   * pending status ends, superseded, so that every status gets its end.
-   */
-  private async passOver(d: DeploymentState, next: string): Promise<void> {
-    const pending = d.promotionPending;
-    if (pending === undefined || pending === next) return;
-    d.promotionPending = undefined;
-    const request = {
-      config: this.deps.config,
-      deployment: d.spec,
-      commit: pending,
-      files: [],
-      images: {},
-      revision: pending,
-      trigger: 'commit' as const,
-      signal: AbortSignal.abort(new Superseded({ by: 'commit', commit: next })),
-    };
-    const report = nothingApplied(
-      'cancelled',
-      'passed over by a newer revision of its upstream before it was promoted',
-    );
-    for (const r of this.deps.reporters ?? [])
-      await safely(this.deps.log, 'end the wait', () => r.finished?.(request, report, undefined));
   }
 
   /** Polls the sources of one deployment now (registries first); a local one is reconciled at once. */
@@ -491,45 +427,18 @@ export class Agent {
     };
   }
 
-  /**
-   * A promoted deployment deploys what its upstream has had stable long enough (fleet.ts), never its own tip:
-   * undefined when it is not promoted, `waiting` when it waits (said by promotionWait), else what it deploys.
-   */
-  private async promoted(
-    d: DeploymentState,
-  ): Promise<undefined | 'waiting' | Extract<Promotion, { state: 'ready' }>> {
-    if (!d.spec.promote || !this.deps.fleet) return undefined;
-    const promotion = await this.deps.fleet.promotion(d.spec, this.control.approval(d.spec.name));
-    if (promotion.state === 'waiting') {
-      const at = (await this.ledger.read(d.spec.name)).releases[0];
-      // Already at what it would wait for: nothing to say.
-      if (promotion.commit === undefined || at?.commit !== promotion.commit || at.result !== 'stable')
-        await this.promotionWait(d, promotion);
-      return 'waiting';
-    }
-    const commit = promotion.commit;
-    // Its pending status is ended by the sync of that commit; one of an older commit ends now.
-    if (commit !== undefined) await this.passOver(d, commit);
-    if (d.promotionPending === commit) d.promotionPending = undefined;
-    if (d.waiting !== undefined) {
-      d.waiting = undefined;
-      await safely(this.deps.log, 'clear the wait', () => this.ledger.setWaiting(d.spec.name, undefined));
-    }
-    return promotion;
-  }
-
   /** The sync `d` needs at `commit`, or undefined when it needs none now (said and recorded where it must be). */
   private async decide(
     d: DeploymentState,
     commit: string | undefined,
     reason: 'drift' | undefined,
   ): Promise<Planned | undefined> {
-    const promoted = await this.promoted(d);
-    if (promoted === 'waiting') return undefined;
-    const promotedFrom: PromotedFrom | undefined = promoted?.from;
-    if (promoted) commit = promoted.commit;
-    const images = promoted ? promoted.images : imagesOf(this.state, d);
-    const digests = promoted
+    const promotion = await promotedInput(this.jobContext, d);
+    if (promotion === 'waiting') return undefined;
+    const promotedFrom: PromotedFrom | undefined = promotion?.from;
+    if (promotion) commit = promotion.commit;
+    const images = promotion ? promotion.images : imagesOf(this.state, d);
+    const digests = promotion
       ? Object.fromEntries(Object.entries(images).map(([k, v]) => [k, v.digest]))
       : digestsOf(this.state, d);
     // Found current at this very input before, and its ledger not written since (the watch of the agent's
