@@ -1,11 +1,4 @@
-// The agent: polls every source on its schedule (or at once when a webhook says so), decides which deployments a
-// change concerns, and syncs them through the queue and the deploy pipeline. What each deployment last deployed
-// is kept in the cluster, so a restarted agent with nothing new deploys nothing. The agent owns the schedule, the
-// queue and the sync of a deployment; polling each kind of source is in agent-sources.ts, and the decision whether
-// a deployment needs a sync in reconcile.ts.
-
-import cron from 'node-cron';
-import type { GitSource, LocalSource, MooringConfig } from '../config/schema.ts';
+import type { MooringConfig } from '../config/schema.ts';
 import { type Logger, type SyncMetrics, type SyncReporter, Withdrawn } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
@@ -16,12 +9,10 @@ import { chartLookup } from '../kube/lookup-server.ts';
 import { ensureNamespace } from '../kube/namespace.ts';
 import { StateStore } from '../kube/state-store.ts';
 import { current, Ledger, type LedgerData, ledgerName } from '../report/ledger.ts';
-import { artifactSource, artifactSources, followedArtifacts } from '../sources/artifact-poller.ts';
-import { createArtifactPoller } from '../sources/create-poller.ts';
+import { artifactSources, followedArtifacts } from '../sources/artifact-poller.ts';
 import type { ClusterCapabilities } from '../sources/deployment-manifests.ts';
-import { GitRepository } from '../sources/git/repository.ts';
-import { watchFolder } from '../sources/local/watch.ts';
 import { type AgentSync, agentJob, type JobContext, type Planned } from './agent-job.ts';
+import { type AnySource, SourcePolls } from './agent-polling.ts';
 import { promotedInput } from './agent-promotion.ts';
 import {
   type DeploymentState,
@@ -29,11 +20,8 @@ import {
   imagesOf,
   isLocal,
   isOci,
-  pollGitSource,
-  pollRegistrySource,
   quietInput,
   type SourceState,
-  syncLocalSource,
 } from './agent-sources.ts';
 import { CONFIGMAPS, Control } from './control.ts';
 import type { Fleet, FleetMember, PromotedFrom } from './fleet.ts';
@@ -43,8 +31,6 @@ import { reconcile } from './reconcile.ts';
 import { planReload, type ReloadPlan } from './reload.ts';
 import { retryIntervalOf } from './retry.ts';
 import { endInterrupted, type SyncDeps } from './sync-deployment.ts';
-
-type AnySource = MooringConfig['sources'][keyof MooringConfig['sources']][number];
 
 export interface AgentDeps {
   config: MooringConfig;
@@ -89,13 +75,12 @@ export class Agent {
    * first has one to make, so that an agent without previews does not carry their modules.
    */
   private previewRunner: Promise<PreviewRunner> | undefined;
-  private readonly polling = new Map<string, { again: boolean; done: Promise<void> }>();
+  private readonly polls: SourcePolls;
   private readonly stops: (() => void | Promise<void>)[] = [];
   private stopped = false;
   private ledger: Ledger;
   private capabilities: Promise<ClusterCapabilities> | undefined;
   /** What stops each source's schedule or folder watch, by source name: a reload stops one source at a time. */
-  private readonly sourceStops = new Map<string, () => void | Promise<void>>();
   private driftTimer: NodeJS.Timeout | undefined;
   /** Deployments whose spec a reload changed: their next reconcile syncs them even when current. */
   private readonly resync = new Set<string>();
@@ -147,6 +132,32 @@ export class Agent {
           deps.log.debug({ deployment: e.deployment, detail: e.detail }, 'sync coalesced');
       },
     });
+    this.polls = new SourcePolls({
+      deps,
+      state: this.state,
+      stopped: () => this.stopped,
+      decide: (d, commit) => this.reconcileDeployment(d, commit),
+      previewRefs: (source, log) => {
+        // Pull requests to preview, found by their refs (webhooks name them sooner); never holds up the poll.
+        if (this.previewsOn(source))
+          void this.previews()
+            .then((p) => p.pollRefs(source))
+            .catch((error: unknown) => log.warn({ err: errorMessage(error) }, 'cannot list pull requests'));
+      },
+    });
+  }
+
+  /**
+   * Polls a source now (a webhook, the schedule); a poll already under way runs once more when it ends, and the
+   * caller waits for that round too (a reconcile request then knows whether a poll took it).
+   */
+  poll(name: string): Promise<void> {
+    return this.polls.poll(name);
+  }
+
+  /** Request counts and rate-limit headroom of each registry, for the metrics. */
+  registryStats(): ReturnType<SourcePolls['registryStats']> {
+    return this.polls.registryStats();
   }
 
   private sources(): AnySource[] {
@@ -180,12 +191,12 @@ export class Agent {
       for (const [source, image] of Object.entries(now?.images ?? {}))
         this.state.knownDigests.set(source, image.digest);
     }
-    for (const source of this.sources()) await this.buildSource(source);
+    for (const source of this.sources()) await this.polls.build(source);
     log.info({ deployments: config.deployments.length, sources: this.sources().length }, 'agent started');
     // Registries first, so that the first sync of a deployment already binds its images.
     await Promise.all(this.artifactNames().map((name) => this.poll(name)));
     await Promise.all([...config.sources.git, ...config.sources.local].map((s) => this.poll(s.name)));
-    for (const source of this.sources()) if (!this.isLocalSource(source)) this.schedule(source);
+    for (const source of this.sources()) this.polls.schedule(source);
     this.scheduleDrift();
     this.control.listen({
       reconcile: async (name) => {
@@ -243,134 +254,12 @@ export class Agent {
     return shard !== undefined && holder !== undefined && holder !== shard.identity && shard.live(holder);
   }
 
-  /** Builds a source's client, or starts watching a local source's folder. */
-  private async buildSource(source: AnySource): Promise<void> {
-    const { sources } = this.deps.config;
-    const artifact = artifactSource(this.deps.config, source.name);
-    if (sources.git.includes(source as GitSource)) {
-      this.state.repos.set(
-        source.name,
-        new GitRepository(source as GitSource, { cacheDir: this.deps.cacheDir }),
-      );
-    } else if (artifact) {
-      const poller = await createArtifactPoller(artifact);
-      this.state.registries.set(source.name, {
-        source: artifact.source,
-        kind: artifact.kind,
-        poller,
-        client: poller.client,
-        current: undefined,
-      });
-    } else {
-      const local = source as LocalSource;
-      const watcher = watchFolder(local.path, {
-        debounceMs: local.debounce,
-        onChange: () => this.pollSafely(local.name),
-      });
-      this.sourceStops.set(local.name, () => watcher.close());
-    }
-  }
-
-  private isLocalSource(source: AnySource): boolean {
-    return this.deps.config.sources.local.includes(source as LocalSource);
-  }
-
-  private schedule(any: AnySource): void {
-    if (this.isLocalSource(any)) return;
-    const source = any as GitSource;
-    if (source.cron !== undefined) {
-      const task = cron.schedule(source.cron, () => this.pollSafely(source.name), {
-        name: `poll-${source.name}`,
-      });
-      this.sourceStops.set(source.name, () => void task.stop());
-      return;
-    }
-    const interval = source.interval ?? 60_000;
-    const timer = setInterval(() => this.pollSafely(source.name), interval);
-    this.sourceStops.set(source.name, () => clearInterval(timer));
-  }
-
   private scheduleDrift(): void {
     if (this.driftTimer) clearInterval(this.driftTimer);
     this.driftTimer = undefined;
     const drift = this.deps.config.drift.interval;
     if (drift !== undefined) keepDriftMarks(this.deps.cache, this.deps.config.apply.fieldManager);
     if (drift !== undefined && !this.stopped) this.driftTimer = setInterval(() => this.correctDrift(), drift);
-  }
-
-  /** A poll started by a timer, a watcher or a webhook: nothing it throws may end the process. */
-  private pollSafely(name: string): void {
-    this.poll(name).catch((error: unknown) =>
-      this.deps.log.error({ source: name, err: errorMessage(error) }, 'poll failed'),
-    );
-  }
-
-  /**
-   * Polls a source now (a webhook, the schedule); a poll already under way runs once more when it ends, and the
-   * caller waits for that round too (a reconcile request then knows whether a poll took it).
-   */
-  poll(name: string): Promise<void> {
-    if (this.stopped) return Promise.resolve();
-    const running = this.polling.get(name);
-    if (running) {
-      running.again = true;
-      return running.done;
-    }
-    const flag: { again: boolean; done: Promise<void> } = { again: false, done: Promise.resolve() };
-    this.polling.set(name, flag);
-    flag.done = (async () => {
-      try {
-        do {
-          flag.again = false;
-          await this.pollOnce(name);
-        } while (flag.again && !this.stopped);
-      } finally {
-        this.polling.delete(name);
-      }
-    })();
-    return flag.done;
-  }
-
-  private async pollOnce(name: string): Promise<void> {
-    const log = this.deps.log.child({ source: name });
-    const { repos, registries } = this.state;
-    const kind = repos.has(name) ? 'git' : registries.has(name) ? 'registry' : 'local';
-    const decide = (d: DeploymentState, commit: string | undefined) => this.reconcileDeployment(d, commit);
-    try {
-      const repo = repos.get(name);
-      const registry = registries.get(name);
-      const local = this.deps.config.sources.local.find((s) => s.name === name);
-      if (repo) {
-        await pollGitSource(this.state, repo, decide);
-        // Pull requests to preview, found by their refs (webhooks name them sooner); never holds up the poll.
-        if (this.previewsOn(name))
-          void this.previews()
-            .then((p) => p.pollRefs(name))
-            .catch((error: unknown) => log.warn({ err: errorMessage(error) }, 'cannot list pull requests'));
-      } else if (registry) await pollRegistrySource(this.state, registry, decide);
-      else if (local) await syncLocalSource(this.state, local, decide);
-      this.deps.metrics?.poll(name, kind, 'unchanged');
-    } catch (error) {
-      this.deps.metrics?.poll(name, kind, 'error');
-      log.error({ err: errorMessage(error) }, 'poll failed');
-    }
-  }
-
-  /** Request counts and rate-limit headroom of each registry, for the metrics. */
-  registryStats(): {
-    registry: string;
-    token: number;
-    byStatus: ReadonlyMap<string, number>;
-    remaining: number | undefined;
-    pausedUntil: number | undefined;
-  }[] {
-    return [...this.state.registries.values()].map((r) => ({
-      registry: r.source.name,
-      token: r.client.stats.token,
-      byStatus: r.client.requestsByStatus,
-      remaining: r.client.rateLimitRemaining,
-      pausedUntil: r.client.notBefore?.until,
-    }));
   }
 
   private correctDrift(): void {
@@ -392,7 +281,6 @@ export class Agent {
       );
   }
 
-  /** Queues a sync of deployment `d` to `commit` and the current images, unless `reconcile` finds none is due. */
   /**
    * Decides whether `d` needs a sync at `commit` (promotion, the quiet check, suspend, the rollback fence: decide)
    * and, when it does, hands the queue its job (agent-job.ts).
@@ -420,7 +308,7 @@ export class Agent {
       // A deployment synced or polled now is not yet stable at what it will be.
       busy: (name) => {
         const other = this.state.deployments.get(name);
-        return this.queue.busy(name) || (other !== undefined && this.polling.has(other.spec.source));
+        return this.queue.busy(name) || (other !== undefined && this.polls.busy(other.spec.source));
       },
       retryInterval: (d) => this.retryInterval(d),
       syncDeps: () => this.syncDeps(),
@@ -579,8 +467,7 @@ export class Agent {
       this.queue.cancel(name, new Withdrawn(name), { keepRunning: options.handover === true });
     }
     for (const name of [...plan.sources.removed, ...plan.sources.changed]) {
-      await this.sourceStops.get(name)?.();
-      this.sourceStops.delete(name);
+      await this.polls.stopSource(name);
       this.state.repos.delete(name);
       this.state.registries.get(name)?.client.close();
       this.state.registries.delete(name);
@@ -615,7 +502,7 @@ export class Agent {
     const rebuilt = [...plan.sources.added, ...plan.sources.changed];
     for (const source of this.sources().filter((s) => rebuilt.includes(s.name))) {
       try {
-        await this.buildSource(source);
+        await this.polls.build(source);
       } catch (error) {
         log.error({ source: source.name, err: errorMessage(error) }, 'cannot build the source');
       }
@@ -631,8 +518,7 @@ export class Agent {
     const isRegistry = (s: { name: string }) => this.state.registries.has(s.name);
     await Promise.all(polled.filter(isRegistry).map((s) => this.poll(s.name)));
     await Promise.all(polled.filter((s) => !isRegistry(s)).map((s) => this.poll(s.name)));
-    for (const source of this.sources())
-      if (rebuilt.includes(source.name) && !this.isLocalSource(source)) this.schedule(source);
+    for (const source of this.sources()) if (rebuilt.includes(source.name)) this.polls.schedule(source);
     // A changed spec whose poll found no new commit for it is synced at the commit it is at.
     for (const name of [...this.resync]) {
       const d = this.state.deployments.get(name);
@@ -669,7 +555,7 @@ export class Agent {
 
   /** Sources whose names are given (a webhook) are polled now. */
   pollNow(names: readonly string[]): void {
-    for (const name of names) this.pollSafely(name);
+    for (const name of names) this.polls.pollSafely(name);
   }
 
   /**
@@ -714,8 +600,7 @@ export class Agent {
     this.stopped = true;
     void this.previewRunner?.then((p) => p.stop());
     for (const stop of this.stops.splice(0)) await stop();
-    for (const stop of this.sourceStops.values()) await stop();
-    this.sourceStops.clear();
+    await this.polls.stopAll();
     this.scheduleDrift();
     await this.queue.stop();
   }

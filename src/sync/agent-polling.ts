@@ -1,0 +1,182 @@
+// The polling of the agent's sources (agent.ts): each source's client built (a Git repository, an artifact poller,
+// a local folder's watcher), polled on its schedule or when asked, one poll of a source at a time (a poll asked
+// for meanwhile runs once more after it), and each change handed to the agent's decision.
+import cron from 'node-cron';
+import type { GitSource, LocalSource, MooringConfig } from '../config/schema.ts';
+import type { Logger } from '../contract.ts';
+import { errorMessage } from '../errors.ts';
+import { artifactSource } from '../sources/artifact-poller.ts';
+import { createArtifactPoller } from '../sources/create-poller.ts';
+import { GitRepository } from '../sources/git/repository.ts';
+import { watchFolder } from '../sources/local/watch.ts';
+import type { AgentDeps } from './agent.ts';
+import {
+  type DeploymentState,
+  pollGitSource,
+  pollRegistrySource,
+  type SourceState,
+  syncLocalSource,
+} from './agent-sources.ts';
+
+export type AnySource = MooringConfig['sources'][keyof MooringConfig['sources']][number];
+
+/** What the polls use of the agent. */
+export interface PollingContext {
+  deps: AgentDeps;
+  state: SourceState;
+  /** Once true, no poll starts and none runs again. */
+  stopped(): boolean;
+  /** A deployment of a polled source, at the commit (or artifacts) the poll found: the agent decides. */
+  decide(d: DeploymentState, commit: string | undefined): Promise<void>;
+  /** After a Git source's poll: the pull requests to preview found by their refs. */
+  previewRefs(source: string, log: Logger): void;
+}
+
+export class SourcePolls {
+  private readonly ctx: PollingContext;
+  /** The poll under way of each source, and whether it must run once more. */
+  private readonly running = new Map<string, { again: boolean; done: Promise<void> }>();
+  /** What stops each source's schedule or watcher. */
+  private readonly stops = new Map<string, () => void | Promise<void>>();
+
+  constructor(ctx: PollingContext) {
+    this.ctx = ctx;
+  }
+
+  /** Whether a poll of the source is under way. */
+  busy(name: string): boolean {
+    return this.running.has(name);
+  }
+
+  /** Stops a source's schedule or watcher (a reload removed or rebuilt it). */
+  async stopSource(name: string): Promise<void> {
+    await this.stops.get(name)?.();
+    this.stops.delete(name);
+  }
+
+  /** Stops every schedule and watcher. */
+  async stopAll(): Promise<void> {
+    for (const stop of this.stops.values()) await stop();
+    this.stops.clear();
+  }
+
+  /** Builds a source's client, or starts watching a local source's folder. */
+  async build(source: AnySource): Promise<void> {
+    const { sources } = this.ctx.deps.config;
+    const artifact = artifactSource(this.ctx.deps.config, source.name);
+    if (sources.git.includes(source as GitSource)) {
+      this.ctx.state.repos.set(
+        source.name,
+        new GitRepository(source as GitSource, { cacheDir: this.ctx.deps.cacheDir }),
+      );
+    } else if (artifact) {
+      const poller = await createArtifactPoller(artifact);
+      this.ctx.state.registries.set(source.name, {
+        source: artifact.source,
+        kind: artifact.kind,
+        poller,
+        client: poller.client,
+        current: undefined,
+      });
+    } else {
+      const local = source as LocalSource;
+      const watcher = watchFolder(local.path, {
+        debounceMs: local.debounce,
+        onChange: () => this.pollSafely(local.name),
+      });
+      this.stops.set(local.name, () => watcher.close());
+    }
+  }
+
+  /** Whether the source is a local folder of the configuration. */
+  isLocal(source: AnySource): boolean {
+    return this.ctx.deps.config.sources.local.includes(source as LocalSource);
+  }
+
+  /** Polls a source on its schedule (cron or interval); a local source is polled by its watcher instead. */
+  schedule(any: AnySource): void {
+    if (this.isLocal(any)) return;
+    const source = any as GitSource;
+    if (source.cron !== undefined) {
+      const task = cron.schedule(source.cron, () => this.pollSafely(source.name), {
+        name: `poll-${source.name}`,
+      });
+      this.stops.set(source.name, () => void task.stop());
+      return;
+    }
+    const interval = source.interval ?? 60_000;
+    const timer = setInterval(() => this.pollSafely(source.name), interval);
+    this.stops.set(source.name, () => clearInterval(timer));
+  }
+
+  /** A poll started by a timer, a watcher or a webhook: nothing it throws may end the process. */
+  pollSafely(name: string): void {
+    this.poll(name).catch((error: unknown) =>
+      this.ctx.deps.log.error({ source: name, err: errorMessage(error) }, 'poll failed'),
+    );
+  }
+
+  /**
+   * Polls a source now (a webhook, the schedule); a poll already under way runs once more when it ends, and the
+   * caller waits for that round too (a reconcile request then knows whether a poll took it).
+   */
+  poll(name: string): Promise<void> {
+    if (this.ctx.stopped()) return Promise.resolve();
+    const running = this.running.get(name);
+    if (running) {
+      running.again = true;
+      return running.done;
+    }
+    const flag: { again: boolean; done: Promise<void> } = { again: false, done: Promise.resolve() };
+    this.running.set(name, flag);
+    flag.done = (async () => {
+      try {
+        do {
+          flag.again = false;
+          await this.pollOnce(name);
+        } while (flag.again && !this.ctx.stopped());
+      } finally {
+        this.running.delete(name);
+      }
+    })();
+    return flag.done;
+  }
+
+  private async pollOnce(name: string): Promise<void> {
+    const log = this.ctx.deps.log.child({ source: name });
+    const { repos, registries } = this.ctx.state;
+    const kind = repos.has(name) ? 'git' : registries.has(name) ? 'registry' : 'local';
+    const decide = (d: DeploymentState, commit: string | undefined) => this.ctx.decide(d, commit);
+    try {
+      const repo = repos.get(name);
+      const registry = registries.get(name);
+      const local = this.ctx.deps.config.sources.local.find((s) => s.name === name);
+      if (repo) {
+        await pollGitSource(this.ctx.state, repo, decide);
+        this.ctx.previewRefs(name, log);
+      } else if (registry) await pollRegistrySource(this.ctx.state, registry, decide);
+      else if (local) await syncLocalSource(this.ctx.state, local, decide);
+      this.ctx.deps.metrics?.poll(name, kind, 'unchanged');
+    } catch (error) {
+      this.ctx.deps.metrics?.poll(name, kind, 'error');
+      log.error({ err: errorMessage(error) }, 'poll failed');
+    }
+  }
+
+  /** Request counts and rate-limit headroom of each registry, for the metrics. */
+  registryStats(): {
+    registry: string;
+    token: number;
+    byStatus: ReadonlyMap<string, number>;
+    remaining: number | undefined;
+    pausedUntil: number | undefined;
+  }[] {
+    return [...this.ctx.state.registries.values()].map((r) => ({
+      registry: r.source.name,
+      token: r.client.stats.token,
+      byStatus: r.client.requestsByStatus,
+      remaining: r.client.rateLimitRemaining,
+      pausedUntil: r.client.notBefore?.until,
+    }));
+  }
+}
