@@ -8,26 +8,17 @@ import { beginDriftPass, keepDriftMarks } from '../kube/drift-pass.ts';
 import { chartLookup } from '../kube/lookup-server.ts';
 import { ensureNamespace } from '../kube/namespace.ts';
 import { StateStore } from '../kube/state-store.ts';
-import { current, Ledger, type LedgerData, ledgerName } from '../report/ledger.ts';
+import { current, Ledger, type LedgerData } from '../report/ledger.ts';
 import { artifactSources, followedArtifacts } from '../sources/artifact-poller.ts';
 import type { ClusterCapabilities } from '../sources/deployment-manifests.ts';
-import { type AgentSync, agentJob, type JobContext, type Planned } from './agent-job.ts';
+import { decide } from './agent-decide.ts';
+import { type AgentSync, agentJob, type JobContext } from './agent-job.ts';
 import { type AnySource, SourcePolls } from './agent-polling.ts';
-import { promotedInput } from './agent-promotion.ts';
-import {
-  type DeploymentState,
-  digestsOf,
-  imagesOf,
-  isLocal,
-  isOci,
-  quietInput,
-  type SourceState,
-} from './agent-sources.ts';
+import { type DeploymentState, isLocal, isOci, type SourceState } from './agent-sources.ts';
 import { CONFIGMAPS, Control } from './control.ts';
-import type { Fleet, FleetMember, PromotedFrom } from './fleet.ts';
+import type { Fleet, FleetMember } from './fleet.ts';
 import type { PreviewRunner } from './previews.ts';
 import { SyncQueue } from './queue.ts';
-import { reconcile } from './reconcile.ts';
 import { planReload, type ReloadPlan } from './reload.ts';
 import { retryIntervalOf } from './retry.ts';
 import { endInterrupted, type SyncDeps } from './sync-deployment.ts';
@@ -290,7 +281,7 @@ export class Agent {
     commit: string | undefined,
     reason?: 'drift',
   ): Promise<void> {
-    const planned = await this.decide(d, commit, reason);
+    const planned = await decide({ ...this.jobContext, resync: this.resync }, d, commit, reason);
     if (!planned) return;
     const queued = this.queue.request(d.spec.name, agentJob(this.jobContext, d, planned));
     // A request joined to the sync of the same revision is answered by that sync when it ends.
@@ -312,109 +303,6 @@ export class Agent {
       },
       retryInterval: (d) => this.retryInterval(d),
       syncDeps: () => this.syncDeps(),
-    };
-  }
-
-  /** The sync `d` needs at `commit`, or undefined when it needs none now (said and recorded where it must be). */
-  private async decide(
-    d: DeploymentState,
-    commit: string | undefined,
-    reason: 'drift' | undefined,
-  ): Promise<Planned | undefined> {
-    const promotion = await promotedInput(this.jobContext, d);
-    if (promotion === 'waiting') return undefined;
-    const promotedFrom: PromotedFrom | undefined = promotion?.from;
-    if (promotion) commit = promotion.commit;
-    const images = promotion ? promotion.images : imagesOf(this.state, d);
-    const digests = promotion
-      ? Object.fromEntries(Object.entries(images).map(([k, v]) => [k, v.digest]))
-      : digestsOf(this.state, d);
-    // Found current at this very input before, and its ledger not written since (the watch of the agent's
-    // ConfigMaps says): nothing to decide, no ledger to read. A request, a reload, a drift pass decide anew.
-    const quietAt = quietInput(this.state, d, commit);
-    const ledgerVersion = this.deps.cache?.resourceVersion(
-      CONFIGMAPS,
-      this.deps.config.cluster.namespace,
-      ledgerName(d.spec.name),
-    );
-    const quiet = d.quiet;
-    d.quiet = undefined;
-    if (
-      reason === undefined &&
-      commit !== undefined &&
-      promotedFrom === undefined &&
-      !isLocal(this.state, d) &&
-      !this.control.pending(d.spec.name) &&
-      !this.resync.has(d.spec.name) &&
-      ledgerVersion !== undefined &&
-      quiet?.input === quietAt &&
-      quiet.ledger === ledgerVersion
-    ) {
-      d.quiet = quiet;
-      return;
-    }
-    // An OCI artifact's deployment has no commit: its revision is the artifact's digest.
-    const artifact = isOci(this.state, d) ? images[d.spec.source]?.digest.slice(7, 19) : undefined;
-    const log = this.deps.log.child({
-      deployment: d.spec.name,
-      revision: commit?.slice(0, 12) ?? artifact ?? 'local',
-    });
-    const data = await this.ledger.read(d.spec.name);
-    // A `mooring reconcile` that waits is answered by this sync, which then syncs even a current deployment.
-    const request = reason === 'drift' ? undefined : this.control.take(d.spec.name);
-    const input = {
-      ledger: data,
-      commit,
-      digests,
-      reason: request ? ('manual' as const) : reason,
-      suspended: this.control.suspended(d.spec.name) !== undefined,
-      local: isLocal(this.state, d),
-      sameAs: d.sameAs,
-      spec: d.generation ?? 0,
-      change: isLocal(this.state, d) ? (d.changes ?? 0) : undefined,
-    };
-    let decision = reconcile(input);
-    // A spec changed by a reload is applied even at the same revision, as a drift pass applies it: only what
-    // renders differently is written, and nothing is recorded when nothing is.
-    if (this.resync.delete(d.spec.name) && !input.reason && (decision.action === 'current' || input.local))
-      decision = reconcile({ ...input, reason: 'config' });
-    // A rollback's hold, for the alert on deployments held too long (charts/mooring: prometheusRule).
-    this.deps.metrics?.held(d.spec.name, decision.action === 'held' ? decision.fence.since : undefined);
-    if (decision.action === 'suspended') {
-      // d.commit stays where it was deployed: after the resume, the poll compares from there.
-      log.debug('suspended: not synced');
-      if (request) await this.control.answer(request, 'suspended', `deployment ${d.spec.name} is suspended`);
-      await this.control.held(d.spec, commit, current(data)?.commit);
-      return;
-    }
-    if (decision.action === 'held') {
-      if (request) {
-        const fence = `held at release ${decision.fence.release} by a rollback`;
-        await this.control.answer(request, 'held', `${fence}; mooring resume ${d.spec.name} lifts it`);
-      }
-      d.commit = commit;
-      log.debug(
-        { release: decision.fence.release },
-        'held at a rolled-back release until a new commit or image',
-      );
-      return;
-    }
-    if (decision.action === 'current') {
-      d.commit = commit;
-      d.deployed = decision.revision;
-      if (ledgerVersion !== undefined && reason === undefined && !request)
-        d.quiet = { input: quietAt, ledger: ledgerVersion };
-      log.debug('deployment is current');
-      return;
-    }
-    return {
-      decision,
-      commit,
-      images,
-      request,
-      change: input.change,
-      promotedFrom,
-      log,
     };
   }
 
