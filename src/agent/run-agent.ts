@@ -8,7 +8,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
 import { fullJitter } from '../backoff.ts';
 import type { MooringConfig } from '../config/schema.ts';
-import { readSecret } from '../config/secret.ts';
 import { clusterConfig } from '../config/targets.ts';
 import { watchConfig } from '../config/watch.ts';
 import type { Logger, SyncReporter } from '../contract.ts';
@@ -25,7 +24,7 @@ import { CommitStatusSync } from '../report/commit-status-sync.ts';
 import { SyncEvents } from '../report/events.ts';
 import { Ledger } from '../report/ledger.ts';
 import { Notifier } from '../report/notify/notifier.ts';
-import { createServer, type WebhookSecrets } from '../server/http.ts';
+import { createServer } from '../server/http.ts';
 import { AgentMetrics } from '../server/metrics.ts';
 import { selectPulls, selectSources } from '../server/source-match.ts';
 import { StatusBoard } from '../server/status/board.ts';
@@ -37,6 +36,7 @@ import { Fleet } from '../sync/fleet.ts';
 import { memoryRelease } from '../sync/memory-release.ts';
 import { describePlan, effectiveConfig, planReload } from '../sync/reload.ts';
 import type { ClusterUnit } from './cluster-units.ts';
+import { pageToken, webhookSecrets } from './server-secrets.ts';
 
 export interface RunAgentOptions {
   /** Flags override the config's cluster section, as kubectl's do. */
@@ -48,26 +48,6 @@ export interface RunAgentOptions {
   identity?: string;
   /** The file the configuration was read from: watched, and a change is applied without a restart. */
   configFile?: string;
-}
-
-async function webhookSecrets(config: MooringConfig): Promise<WebhookSecrets> {
-  const hooks = config.server.webhooks;
-  const read = async (ref: { env?: string | undefined; file?: string | undefined } | undefined) =>
-    ref ? readSecret(ref) : undefined;
-  return {
-    github: await read(hooks.github?.secret),
-    gitlab: await read(hooks.gitlab?.token),
-    gitea: await read(hooks.gitea?.secret),
-    bitbucket: await read(hooks.bitbucket?.secret),
-    generic: await read(hooks.generic?.secret),
-    registry: await read(hooks.registry?.token),
-  };
-}
-
-/** The status page's bearer token; undefined when the page is anonymous (or off). */
-async function pageToken(config: MooringConfig): Promise<string | undefined> {
-  const page = config.server.statusPage;
-  return page.enabled && page.token ? readSecret(page.token) : undefined;
 }
 
 export async function runAgent(
