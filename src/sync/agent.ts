@@ -1,9 +1,7 @@
-// The agent: polls every source on its schedule (or at once when a webhook says so), decides which deployments a
-// change concerns, and syncs them through the queue and the deploy pipeline. What each deployment last deployed
-// is kept in the cluster, so a restarted agent with nothing new deploys nothing. The agent owns the schedule, the
-// queue and the reload of its configuration; polling each source is in agent-polling.ts and agent-sources.ts, the
-// decision whether a deployment needs a sync in agent-decide.ts (promotion in agent-promotion.ts, the ledger's
-// rules in reconcile.ts), and the sync the queue runs, with the holds it meets, in agent-job.ts.
+// The agent: polls every source on its schedule (or when a webhook says so), decides which deployments a change
+// concerns and syncs them through the queue; what each last deployed is kept in the cluster. It owns the queue, the
+// reload and the drift timer; the polls are in agent-polling.ts and agent-sources.ts, the decision before the queue
+// in agent-decide.ts (agent-promotion.ts, reconcile.ts), and the sync the queue runs, with its holds, in agent-job.ts.
 import type { MooringConfig } from '../config/schema.ts';
 import { type Logger, type SyncMetrics, type SyncReporter, Withdrawn } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
