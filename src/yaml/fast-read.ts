@@ -82,6 +82,10 @@ class Reader {
   private ln = 0;
   private ind = 0;
   private eof = false;
+  /** The line peek looked at. */
+  private pls = 0;
+  private ple = 0;
+  private pfirst = 0;
   nodes = 0;
   deepest = 0;
 
@@ -118,29 +122,43 @@ class Reader {
 
   /** Moves to the next line holding something other than spaces and a comment; sets `eof` past the last. */
   private nextContent(): void {
-    const text = this.text;
     for (;;) {
-      const ls = this.le + 1;
-      if (ls >= this.end) {
+      if (!this.peek()) {
         this.eof = true;
         this.ls = this.le = this.end;
         this.ind = 0;
         return;
       }
-      let le = text.indexOf('\n', ls);
-      if (le === -1 || le > this.end) le = this.end;
-      this.ls = ls;
-      this.le = le;
-      this.ln++;
-      let i = ls;
-      while (i < le && text.charCodeAt(i) === SPACE) i++;
-      if (i === le) continue;
-      const c = text.charCodeAt(i);
+      this.advance();
+      const i = this.pfirst;
+      if (i === this.le) continue;
+      const c = this.text.charCodeAt(i);
       if (c === HASH) continue;
       if (c === TAB) decline();
-      this.ind = i - ls;
+      this.ind = i - this.ls;
       return;
     }
+  }
+
+  /** Looks at the line after the current one (pls, ple, and pfirst: its first character not a space); false past the end. */
+  private peek(): boolean {
+    const ls = this.le + 1;
+    if (ls >= this.end) return false;
+    let le = this.text.indexOf('\n', ls);
+    if (le === -1 || le > this.end) le = this.end;
+    let first = ls;
+    while (first < le && this.text.charCodeAt(first) === SPACE) first++;
+    this.pls = ls;
+    this.ple = le;
+    this.pfirst = first;
+    return true;
+  }
+
+  /** Moves onto the line peek looked at. */
+  private advance(): void {
+    this.ls = this.pls;
+    this.le = this.ple;
+    this.ln++;
   }
 
   private count(): void {
@@ -308,18 +326,11 @@ class Reader {
     // Continuation lines: more indented than the block, not a comment.
     let folded: string | undefined;
     let blank = 0;
-    for (;;) {
-      const ls = this.le + 1;
-      if (ls >= this.end) break;
-      let le = text.indexOf('\n', ls);
-      if (le === -1 || le > this.end) le = this.end;
-      let i = ls;
-      while (i < le && text.charCodeAt(i) === SPACE) i++;
+    while (this.peek()) {
+      const { pls: ls, ple: le, pfirst: i } = this;
       if (i === le) {
         // An empty line: folded into a newline if more text follows.
-        this.ls = ls;
-        this.le = le;
-        this.ln++;
+        this.advance();
         blank++;
         continue;
       }
@@ -327,9 +338,7 @@ class Reader {
       const c = text.charCodeAt(i);
       if (c === HASH || c === TAB || INDICATOR_START.has(c) || c === DASH || c === COLON || c === QUESTION)
         decline();
-      this.ls = ls;
-      this.le = le;
-      this.ln++;
+      this.advance();
       e = this.plainLineEnd(i);
       const part = text.slice(i, e);
       folded = `${folded ?? first}${blank === 0 ? ' ' : '\n'.repeat(blank)}${part}`;
@@ -460,19 +469,12 @@ class Reader {
     let indent = -1;
     let empty = 0;
     const block = new BlockText(folded);
-    for (;;) {
-      const ls = this.le + 1;
-      if (ls >= this.end) break;
-      let le = text.indexOf('\n', ls);
-      if (le === -1 || le > this.end) le = this.end;
-      let s = ls;
-      while (s < le && text.charCodeAt(s) === SPACE) s++;
+    while (this.peek()) {
+      const { pls: ls, ple: le, pfirst: s } = this;
       if (s === le) {
         // Only spaces: an empty line, unless it reaches past the indentation (then its spaces are text).
         if (indent !== -1 && s - ls > indent) decline();
-        this.ls = ls;
-        this.le = le;
-        this.ln++;
+        this.advance();
         empty++;
         continue;
       }
@@ -484,9 +486,7 @@ class Reader {
         if (empty > 0 && emptyBeforeTooDeep(text, ls, indent)) decline();
       }
       if (lineIndent < indent) break;
-      this.ls = ls;
-      this.le = le;
-      this.ln++;
+      this.advance();
       const line = text.slice(ls + indent, le);
       if (folded && line.charCodeAt(0) === TAB) decline();
       block.line(line, empty);

@@ -204,7 +204,7 @@ describe('the direct YAML reader', () => {
     }
     // Most are read directly: the comparison above is of two readers, not of the yaml package with itself.
     expect(direct / all).toBeGreaterThan(0.8);
-  });
+  }, 60_000);
 
   it('counts the nodes count.ts counts, and nests no deeper than its bound allows', () => {
     const next = random(11);
@@ -219,7 +219,7 @@ describe('the direct YAML reader', () => {
       compared++;
     }
     expect(compared).toBeGreaterThan(800);
-  });
+  }, 60_000);
 
   it('gives the same documents, errors and places for mutated manifests', () => {
     const corpus = fixtureTexts().filter((text) => text.length < 20_000);
@@ -239,7 +239,7 @@ describe('the direct YAML reader', () => {
       const { direct, composed } = bothWays(text);
       if (!isDeepStrictEqual(direct, composed)) expect(direct, JSON.stringify(text)).toStrictEqual(composed);
     }
-  });
+  }, 60_000);
 
   it('refuses a text past a limit as the yaml package path does, at the same place', () => {
     const manifest = (i: number) =>
