@@ -6,12 +6,11 @@ import { appendFile } from 'node:fs/promises';
 import { fullJitter } from '../backoff.ts';
 import type { MooringConfig } from '../config/schema.ts';
 import { readSecret } from '../config/secret.ts';
-import type { DeployReport, Logger, SyncReporter, SyncRequest } from '../contract.ts';
+import type { DeployReport, Logger, Release, SyncReporter, SyncRequest } from '../contract.ts';
 import { classify, errorMessage, MooringError, TransientError } from '../errors.ts';
 import { httpFailure, safeEndpoint, sendBounded } from '../http/request.ts';
 import { redactSecret } from '../render/redact.ts';
 import { decryptedValues } from '../sources/sops/decrypt.ts';
-import type { Release } from './ledger.ts';
 
 export interface AuditRecord {
   time: string;

@@ -6,6 +6,7 @@
 // final status the API does not take is kept in the outbox (outbox.ts) and posted later, so a failing status API
 // costs a sync at most one request timeout at each end.
 import type { Deployment, MooringConfig } from '../config/schema.ts';
+import type { Release } from '../contract.ts';
 import {
   type DeployReport,
   describeReason,
@@ -20,7 +21,6 @@ import { classify, errorHeadline, errorMessage, type MooringError } from '../err
 import type { KubeApi } from '../kube/api.ts';
 import { briefWarning, describeWarning } from '../kube/warnings.ts';
 import { briefVerdict } from '../stability/warning-notes.ts';
-import type { Release } from './ledger.ts';
 import { StatusOutbox } from './outbox.ts';
 import { entryKey, type OutboxEntry } from './outbox-policy.ts';
 import { ConfigMapOutboxStore } from './outbox-store.ts';

@@ -10,12 +10,12 @@
 // Messages are the sync's summary, the same redacted line as the commit status: never a Secret value. Events are
 // queued on the recorder (src/kube/events.ts), which bounds them; a sync never waits for one.
 import type { Deployment, MooringConfig } from '../config/schema.ts';
-import type { DeployReport, SyncReporter, SyncRequest } from '../contract.ts';
+import type { DeployReport, Release, SyncReporter, SyncRequest } from '../contract.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { DriftFinding } from '../kube/drift.ts';
 import type { EventRecorder, EventTarget } from '../kube/events.ts';
 import { describeObject } from '../render/manifest.ts';
-import { ledgerName, type Release } from './ledger.ts';
+import { ledgerName } from './ledger.ts';
 
 const WORKLOADS = new Set(['Deployment', 'StatefulSet', 'DaemonSet', 'ReplicaSet', 'Job', 'CronJob']);
 

@@ -3,15 +3,11 @@
 // a release records what identifies it (commit, image digests, versioned object names) so that it can be
 // rebuilt exactly, and what happened (result, duration, messages). Every change is written through the state
 // store (src/kube/state-store.ts), so a rollback's fence and a sync's release written at once both stay.
+
+import type { ChartDependency, Release, ReleaseImage, Trigger } from '../contract.ts';
 import type { KubeApi } from '../kube/api.ts';
 import { describeKubeError } from '../kube/errors.ts';
 import { StateStore } from '../kube/state-store.ts';
-
-// The release types cross layers (sources/ records chart dependencies, sync/ builds releases): they are defined in
-// the contract module.
-export type { ChartDependency, Release, ReleaseImage, Trigger } from '../contract.ts';
-
-import type { ChartDependency, Release, ReleaseImage, Trigger } from '../contract.ts';
 
 /** Set by a rollback: the agent leaves the deployment alone until its sources move past `heads`. */
 export interface Fence {

@@ -1,10 +1,9 @@
 // The agent's Prometheus metrics (written by ./prometheus.ts, its own registry). Labels are names of deployments, sources and
 // registries from the config: bounded, and never a secret.
 
-import type { DeployReport, SyncMetrics, SyncReporter, SyncRequest } from '../contract.ts';
+import type { DeployReport, Release, SyncMetrics, SyncReporter, SyncRequest } from '../contract.ts';
 import type { RequestStats } from '../http/request-counter.ts';
 import type { DriftFinding } from '../kube/drift.ts';
-import type { Release } from '../report/ledger.ts';
 import { Counter, Gauge, Histogram, Registry } from './prometheus.ts';
 
 /** The `cluster` label of a sync's series: only when the agent deploys to several clusters (docs/clusters.md). */

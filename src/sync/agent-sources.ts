@@ -3,10 +3,10 @@
 // reading its manifests from its source. Whether a concerned deployment needs a sync is decided by the
 // `reconcile` passed in.
 import type { Deployment, LocalSource, MooringConfig } from '../config/schema.ts';
-import type { Logger } from '../contract.ts';
+import type { ChartDependency, Logger, ReleaseImage } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
 import type { ManifestFile } from '../render/parse.ts';
-import { type ChartDependency, type ReleaseImage, syncRevision } from '../report/ledger.ts';
+import { syncRevision } from '../report/ledger.ts';
 import {
   type ArtifactKind,
   type ArtifactPoller,

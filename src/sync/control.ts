@@ -4,7 +4,7 @@
 // suspension lives in the ConfigMap, so it holds across agent restarts. A commit that arrives while its deployment
 // is suspended is reported as held (pending) rather than deployed.
 import type { Deployment } from '../config/schema.ts';
-import type { DeployReport, Logger, SyncMetrics, SyncReporter } from '../contract.ts';
+import type { DeployReport, Logger, Release, SyncMetrics, SyncReporter } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import { ClusterCache } from '../kube/cache.ts';
@@ -20,7 +20,6 @@ import {
   type Suspension,
 } from '../kube/control-map.ts';
 import type { ResourceInfo } from '../kube/discovery.ts';
-import type { Release } from '../report/ledger.ts';
 
 export const CONFIGMAPS: ResourceInfo = {
   apiVersion: 'v1',

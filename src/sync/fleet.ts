@@ -6,8 +6,8 @@
 // restarts.
 import type { Deployment, MooringConfig } from '../config/schema.ts';
 import { rolloutStep, stepClusters, targetsOf } from '../config/targets.ts';
+import type { Release, ReleaseImage } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
-import type { Release, ReleaseImage } from '../report/ledger.ts';
 
 /** How the fleet reads one cluster's agent. */
 export interface FleetMember {

@@ -3,14 +3,9 @@
 // sources have not moved past it; otherwise a sync, with its trigger and the queue key that names what it
 // deploys (never why it was asked for: requests of the same revision join one sync). No I/O: the agent reads the
 // ledger and acts on the decision.
-import {
-  current,
-  type Fence,
-  type LedgerData,
-  type Release,
-  syncRevision,
-  type Trigger,
-} from '../report/ledger.ts';
+
+import type { Release, Trigger } from '../contract.ts';
+import { current, type Fence, type LedgerData, syncRevision } from '../report/ledger.ts';
 
 export interface ReconcileInput {
   ledger: LedgerData;

@@ -5,13 +5,13 @@
 // arrives, or `mooring resume`. A chart source's version and an OCI artifact's digest are restored as recorded,
 // like image digests.
 import type { MooringConfig } from '../config/schema.ts';
-import type { DeployReport, Logger, SyncReporter } from '../contract.ts';
+import type { DeployReport, Logger, Release, SyncReporter } from '../contract.ts';
 import { errorMessage, StalledError } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import { chartLookup } from '../kube/lookup-server.ts';
-import { current, type Ledger, type Release, recordedDependencies } from '../report/ledger.ts';
+import { current, type Ledger, recordedDependencies } from '../report/ledger.ts';
 import { artifactSource, followedArtifacts, isOciSourced } from '../sources/artifact-poller.ts';
 import { createArtifactPoller } from '../sources/create-poller.ts';
 import { deploymentManifests } from '../sources/deployment-manifests.ts';

@@ -5,7 +5,7 @@
 
 import { renderOptionsFor } from '../config/render-options.ts';
 import type { Deployment, MooringConfig } from '../config/schema.ts';
-import type { DeployReport, Logger, SyncReporter, SyncRequest } from '../contract.ts';
+import type { DeployReport, Logger, Release, SyncReporter, SyncRequest } from '../contract.ts';
 import { errorMessage, TransientError } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
@@ -14,7 +14,7 @@ import type { Discovery } from '../kube/discovery.ts';
 import { describeFinding } from '../kube/drift.ts';
 import { describeWarning } from '../kube/warnings.ts';
 import { valueRedactor } from '../render/redact.ts';
-import type { Attempt, Ledger, Release } from '../report/ledger.ts';
+import type { Attempt, Ledger } from '../report/ledger.ts';
 import { decryptedValues } from '../sources/sops/decrypt.ts';
 import { compileHealthRules } from '../stability/health.ts';
 import { deploy } from './deploy.ts';

@@ -6,7 +6,7 @@
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Release } from '../../src/report/ledger.ts';
+import type { Release } from '../../src/contract.ts';
 import { githubStatusValidator } from '../contract/github-openapi.ts';
 import { pushImage } from '../testbed/oci-push.ts';
 import { api, ledgerOf } from './faults-support.ts';

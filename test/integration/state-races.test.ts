@@ -5,6 +5,7 @@
 // conflicts (a write between its read and its write) and to its bound.
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
+import type { Release } from '../../src/contract.ts';
 import { TransientError } from '../../src/errors.ts';
 import { KubeApi, type RequestSpec } from '../../src/kube/api.ts';
 import { ClusterCache } from '../../src/kube/cache.ts';
@@ -13,7 +14,7 @@ import { Discovery } from '../../src/kube/discovery.ts';
 import { statusCode } from '../../src/kube/errors.ts';
 import { type InventoryEntry, InventoryStore, inventoryName, unionOf } from '../../src/kube/inventory.ts';
 import { StateStore } from '../../src/kube/state-store.ts';
-import { type Fence, Ledger, ledgerName, type Release } from '../../src/report/ledger.ts';
+import { type Fence, Ledger, ledgerName } from '../../src/report/ledger.ts';
 import { StatusOutbox } from '../../src/report/outbox.ts';
 import { entryKey, type OutboxEntry } from '../../src/report/outbox-policy.ts';
 import { ConfigMapOutboxStore, OUTBOX_NAME } from '../../src/report/outbox-store.ts';

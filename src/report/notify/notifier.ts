@@ -9,10 +9,9 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import type { Deployment, MooringConfig } from '../../config/schema.ts';
 import { readSecret } from '../../config/secret.ts';
-import type { DeployReport, SyncReporter, SyncRequest } from '../../contract.ts';
+import type { DeployReport, Release, SyncReporter, SyncRequest } from '../../contract.ts';
 import { VERSION } from '../../version.ts';
 import { commitUrl } from '../commit-url.ts';
-import type { Release } from '../ledger.ts';
 import { Channel, type Delivery, type DeliveryResult } from './channel.ts';
 import { type NotifyEvent, type NotifyOutcome, slackBody, teamsBody, webhookBody } from './payloads.ts';
 

@@ -7,12 +7,12 @@
 // commit statuses carry (already redacted where they are made). Subscribers (the page's event stream) are told of
 // every change; a view is a plain object, serialised as it is.
 import type { Deployment, MooringConfig } from '../../config/schema.ts';
-import type { DeployReport, SyncReporter, SyncRequest } from '../../contract.ts';
+import type { DeployReport, Release, SyncReporter, SyncRequest } from '../../contract.ts';
 import { errorMessage } from '../../errors.ts';
 import type { DriftFinding } from '../../kube/drift.ts';
 import { describeObject } from '../../render/manifest.ts';
 import { commitUrl } from '../../report/commit-url.ts';
-import type { Ledger, LedgerData, Release } from '../../report/ledger.ts';
+import type { Ledger, LedgerData } from '../../report/ledger.ts';
 import { unpostedStatuses } from '../../report/status/forge-hosts.ts';
 import { safeUrl } from '../../sources/git/errors.ts';
 

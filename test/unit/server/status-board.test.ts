@@ -8,9 +8,8 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ConfigError, parseConfig } from '../../../src/config/load.ts';
 import type { MooringConfig } from '../../../src/config/schema.ts';
-import type { DeployReport, SyncRequest } from '../../../src/contract.ts';
+import type { DeployReport, Release, SyncRequest } from '../../../src/contract.ts';
 import { commitUrl } from '../../../src/report/commit-url.ts';
-import type { Release } from '../../../src/report/ledger.ts';
 import { type DeploymentView, StatusBoard } from '../../../src/server/status/board.ts';
 import { statusPage } from '../../../src/server/status/routes.ts';
 

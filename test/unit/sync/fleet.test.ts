@@ -3,7 +3,7 @@
 // upstream has had stable for `after` in every cluster, and with manual approval only the approved revision.
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/config/load.ts';
-import type { Release } from '../../../src/report/ledger.ts';
+import type { Release } from '../../../src/contract.ts';
 import { Fleet, type FleetMember } from '../../../src/sync/fleet.ts';
 
 const config = parseConfig(`

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Fence, LedgerData, Release, ReleaseImage } from '../../../src/report/ledger.ts';
+import type { Release, ReleaseImage } from '../../../src/contract.ts';
+import type { Fence, LedgerData } from '../../../src/report/ledger.ts';
 import { type ReconcileInput, reconcile } from '../../../src/sync/reconcile.ts';
 
 const C1 = 'c1'.repeat(20);
