@@ -8,8 +8,7 @@
 //
 // Declined: anchors, aliases, tags, directives, explicit keys (`?`), merge keys, multi-line quoted scalars and flow
 // collections, `|+` and indentation indicators, tabs outside block scalars, carriage returns, duplicate keys,
-// `__proto__`, Lists (whose items' places are read from the tree), and anything the yaml package would call an
-// error.
+// `__proto__`, Lists (their items are placed from the tree), deep nesting, and whatever the yaml package calls an error.
 import {
   BlockText,
   COLON,
@@ -48,6 +47,8 @@ export interface FastDocument {
   depth: number;
 }
 
+/** The deepest a document it takes may nest (real manifests: under 60); deeper ones are the yaml package's. */
+const MAX_DIRECT_DEPTH = 128;
 class Decline {}
 const DECLINE = new Decline();
 const decline = (): never => {
@@ -206,7 +207,8 @@ class Reader {
 
   private depthCheck(depth: number): void {
     if (depth > this.deepest) this.deepest = depth;
-    if (2 * depth + 2 > this.maxDepth) decline();
+    // Half the limit (count.ts holds it), and a bound of its own: the reader recurses, whatever the limit is set to.
+    if (2 * depth + 2 > this.maxDepth || depth > MAX_DIRECT_DEPTH) decline();
   }
 
   private map(col: number, depth: number): Record<string, unknown> {

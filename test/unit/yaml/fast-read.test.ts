@@ -252,6 +252,11 @@ describe('the direct YAML reader', () => {
       [many, { ...OPTIONS, limits: limits({ maxNodes: 100, maxFileNodes: 300 }) }],
       [deep, { ...OPTIONS, limits: limits({ maxDepth: 20 }) }],
       [deep, { ...OPTIONS, limits: limits({ maxDepth: 40 }) }],
+      // A limit configured far past what the reader recurses to: the yaml package reads it, as before.
+      [
+        `a:\n${Array.from({ length: 200 }, (_, i) => `${' '.repeat(i + 1)}- `).join('\n')}x\n`,
+        { ...OPTIONS, limits: limits({ maxDepth: 5000 }) },
+      ],
       [many, { ...OPTIONS, maxDocuments: 10 }],
       [many, { ...OPTIONS, maxDocuments: Number.POSITIVE_INFINITY, maxDocumentBytes: 60 }],
       [many, { ...OPTIONS, maxDocuments: Number.POSITIVE_INFINITY, maxDocumentBytes: 4096 }],
