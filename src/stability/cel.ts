@@ -122,7 +122,7 @@ export function compileExpression(text: string, origin: RuleOrigin = 'config'): 
 /** `budget` when the evaluation broke its budget (cost, value size, iterations): the rule fails its object. */
 export type Evaluation =
   | { ok: true; value: CelModule.CelValue }
-  | { ok: false; error: string; budget?: true };
+  | { ok: false; error: string; budget?: true; deadline?: true };
 
 export interface EvaluationLimits {
   iterations?: number;
@@ -158,7 +158,7 @@ export function evaluateExpression(
     return {
       ok: false,
       error: broken.message,
-      ...(broken instanceof CelBudgetError ? { budget: true as const } : {}),
+      ...(broken instanceof CelBudgetError ? { budget: true as const } : { deadline: true as const }),
     };
   if (thrown !== undefined)
     return { ok: false, error: thrown instanceof Error ? thrown.message : String(thrown) };

@@ -238,6 +238,9 @@ function selfReport(object: KubeObject): string {
   return phase ? `; phase ${phase}` : '';
 }
 
+/** When an object whose rule ran out of time (a loaded node) is judged again, unchanged. */
+export const DEADLINE_AGAIN_MS = 5_000;
+
 /** The verdict of a health rule on one live object (deletion and generation are checked before, in rules.ts). */
 export function healthRuleStability(rule: HealthRule, object: KubeObject): Verdict {
   let bindings: ReturnType<typeof objectBindings>;
@@ -257,8 +260,14 @@ export function healthRuleStability(rule: HealthRule, object: KubeObject): Verdi
       return failed(
         `health rule ${rule.name}: ${rule.origin === 'crd' ? HEALTH_ANNOTATIONS[field] : field} exceeded its cost budget (${result.error})`,
       );
-    if (!result.ok)
-      return progressing(`health rule ${rule.name}: ${field} ${quoted} cannot be evaluated: ${result.error}`);
+    if (!result.ok) {
+      const verdict = progressing(
+        `health rule ${rule.name}: ${field} ${quoted} cannot be evaluated: ${result.error}`,
+      );
+      // Out of time is the machine's doing, not the object's: judged again, as no change of it may come.
+      if (result.deadline) verdict.againMs = DEADLINE_AGAIN_MS;
+      return verdict;
+    }
     if (typeof result.value !== 'boolean')
       return progressing(
         `health rule ${rule.name}: ${field} ${quoted} gave ${typeof result.value}, not a bool`,

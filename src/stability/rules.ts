@@ -129,5 +129,10 @@ export function stabilityOf(object: KubeObject, now: Date = new Date(), health?:
     ? (o) => healthRuleStability(programmed, o)
     : (STABILITY_RULES.get(key) ?? conditionsStability);
   const verdict = deletion(object, now) ?? unobservedGeneration(object) ?? rule(object, now);
-  return { state: verdict.state, message: `${describeObject(object)}: ${verdict.detail}` };
+  const stability: Stability = {
+    state: verdict.state,
+    message: `${describeObject(object)}: ${verdict.detail}`,
+  };
+  if (verdict.againMs !== undefined) stability.againMs = verdict.againMs;
+  return stability;
 }

@@ -7,12 +7,19 @@ export type StabilityState = 'stable' | 'progressing' | 'failed';
 export interface Stability {
   state: StabilityState;
   message: string;
+  /**
+   * Milliseconds after which the object is to be judged again though it did not change: the verdict depended on
+   * the machine (a CEL evaluation that ran out of time), not on the object alone.
+   */
+  againMs?: number;
 }
 
 export interface Verdict {
   state: StabilityState;
   /** Why, without the object's name: `1 of 3 updated replicas available`. */
   detail: string;
+  /** See Stability.againMs. */
+  againMs?: number;
 }
 
 /** A per-kind rule. `now` is for rules that compare timestamps in the status with the present. */

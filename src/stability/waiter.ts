@@ -5,7 +5,8 @@
 // as verdicts change, so an event costs the same for a wait of five objects as for one of five thousand.
 // Objects are judged in time slices shared by every wait (time-slice.ts), so that rules near their CEL budget on
 // many objects leave the agent answering; an object heard of again before it was judged is judged once, on the
-// latest copy, in the place its first event took.
+// latest copy, in the place its first event took. A verdict the machine decided (a health rule out of time on a
+// loaded node) is asked again of the last copy after Stability.againMs, since the object itself may never change.
 // What the rules cannot see (a Pod refused by admission, an image that cannot be pulled) is in warning Events: while
 // objects are not stable they are read now and then (warning-poll.ts), and each message of an object not stable
 // ends with its warnings and those of what it owns (warning-notes.ts), in progress lines and in the final verdict.
@@ -111,6 +112,7 @@ export function waitForStability(targets: readonly Watchable[], options: WaitOpt
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      for (const again of agains) clearTimeout(again);
       options.signal?.removeEventListener('abort', onAbort);
       controller.abort();
       const elapsedMs = Date.now() - started;
@@ -125,6 +127,8 @@ export function waitForStability(targets: readonly Watchable[], options: WaitOpt
       }
     };
     const timer = setTimeout(() => finish('timed-out'), options.timeoutMs);
+    /** By target: the timer that judges its object again (Stability.againMs). */
+    const agains: (NodeJS.Timeout | undefined)[] = targets.map(() => undefined);
     const onAbort = () => finish('cancelled');
     if (options.signal?.aborted) return finish('cancelled');
     options.signal?.addEventListener('abort', onAbort);
@@ -136,6 +140,7 @@ export function waitForStability(targets: readonly Watchable[], options: WaitOpt
       let pending: { object: KubeObject | undefined; note: string | undefined } | undefined;
       const judge = (object: KubeObject | undefined, note?: string) => {
         if (settled) return;
+        clearTimeout(agains[index]);
         let stability: Stability = object
           ? rule(object, now())
           : {
@@ -156,6 +161,9 @@ export function waitForStability(targets: readonly Watchable[], options: WaitOpt
         if (changed) options.onProgress?.(verdict, verdicts);
         if (stability.state === 'failed') finish('failed', verdict);
         else if (stableCount === verdicts.length) finish('stable');
+        // A verdict the machine decided (a rule out of time) is asked again of the same object: it may not change.
+        else if (stability.againMs !== undefined)
+          agains[index] = setTimeout(() => onObject(object, note), stability.againMs);
       };
       const onObject = (object: KubeObject | undefined, note?: string) => {
         if (settled) return;

@@ -1,7 +1,7 @@
 // Health rules in Flux's healthCheckExprs shape: compiled when read (errors name the rule, the field, the
 // expression and the parser's message), evaluated in Flux's order (inProgress, failed, current; none true is in
 // progress), errors in progress with their message, bounded, and taking the place of a kind's built-in rule.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { StalledError } from '../../../src/errors.ts';
 import type { JsonObject, KubeObject } from '../../../src/render/manifest.ts';
 import {
@@ -14,6 +14,7 @@ import {
 import {
   compileHealthRules,
   crdHealthRules,
+  DEADLINE_AGAIN_MS,
   type HealthRuleSpec,
   healthProblems,
   healthRulesFor,
@@ -233,7 +234,32 @@ describe('health rules: bounded', () => {
       expect(v).toEqual({
         state: 'progressing',
         message: `Widget prod/w: health rule example.com/Widget (c[0]): current "status.items.all(a, status.items.all(b, a.ready && b.ready))" cannot be evaluated: evaluation took longer than ${CEL_LIMITS.deadlineMs}ms (the limit of one evaluation)`,
+        againMs: DEADLINE_AGAIN_MS,
       });
+  });
+
+  it("a rule out of time (the machine's doing) leaves its object in progress, to be judged again unchanged", () => {
+    const items = Array.from({ length: 200 }, (_, i) => ({ name: `item-${i}`, ready: true }));
+    const rule = compileHealthRules(
+      [{ ...widgetRule, inProgress: undefined, failed: undefined, current: 'status.items.all(a, a.ready)' }],
+      'c',
+    );
+    const within = stabilityOf(widget({ items }), NOW, rule);
+    expect(within).toEqual({
+      state: 'stable',
+      message: 'Widget prod/w: current by health rule example.com/Widget (c[0])',
+    });
+    // A loaded node: every reading of the clock is a second later than the one before.
+    let clock = 0;
+    const now = vi.spyOn(performance, 'now').mockImplementation(() => (clock += 1000));
+    try {
+      const v = stabilityOf(widget({ items }), NOW, rule);
+      expect(v.state).toBe('progressing');
+      expect(v.message).toContain(`evaluation took longer than ${CEL_LIMITS.deadlineMs}ms`);
+      expect(v.againMs).toBe(DEADLINE_AGAIN_MS);
+    } finally {
+      now.mockRestore();
+    }
   });
 
   it('the budget counts every iteration of every macro of one evaluation, and starts again with the next', () => {

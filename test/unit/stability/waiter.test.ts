@@ -76,6 +76,34 @@ describe('waitForStability', () => {
     expect(result.elapsedMs).toBeLessThan(60_000);
   });
 
+  it('judges an unchanged object again when its verdict asks to (a rule out of time), and ends stable', async () => {
+    const judged: string[] = [];
+    const result = await waitForStability([scripted('ConfigMap ns/a', [cm('a')])], {
+      timeoutMs: 5000,
+      rule: (object) => {
+        judged.push(object.metadata.name);
+        return judged.length === 1
+          ? { state: 'progressing', message: 'out of time', againMs: 20 }
+          : { state: 'stable', message: 'current' };
+      },
+    });
+    expect(result.outcome).toBe('stable');
+    expect(judged).toEqual(['a', 'a']);
+  });
+
+  it('judges an unchanged object only when it changes if its verdict does not ask again', async () => {
+    let judged = 0;
+    const result = await waitForStability([scripted('ConfigMap ns/a', [cm('a')])], {
+      timeoutMs: 100,
+      rule: () => {
+        judged += 1;
+        return { state: 'progressing', message: 'waiting' };
+      },
+    });
+    expect(result.outcome).toBe('timed-out');
+    expect(judged).toBe(1);
+  });
+
   it('times out with the first object that is not stable', async () => {
     const result = await waitForStability(
       [scripted('ConfigMap ns/a', [cm('a')]), scripted('Pod ns/p', [pod('p', 'Pending')])],
