@@ -1,0 +1,47 @@
+// What a stable deploy leaves behind is deleted: objects the inventory held that the render no longer has
+// (src/kube/prune.ts decides what may go; what could not be deleted stays in the inventory for the next sync), and
+// versions of versioned objects past their history limit.
+
+import { collectVersionHistory } from '../../kube/history.ts';
+import { InventoryStore, unionOf } from '../../kube/inventory.ts';
+import { executePrune, pruneTargets } from '../../kube/prune.ts';
+import type { Stage } from './context.ts';
+
+export const pruneLeftovers: Stage = async (run) => {
+  const { request, api, discovery, deps } = run;
+  const inventory = request.inventory;
+  if (!inventory?.prune || !run.desired) return;
+  if (!request.dryRun && request.wait !== false && run.wait?.outcome !== 'stable') return;
+  const store = new InventoryStore(api, inventory.namespace);
+  const plan = await pruneTargets(api, discovery, {
+    owner: inventory.owner,
+    previous: run.previous ?? [],
+    desired: run.desired,
+    others: () => store.all(),
+    fieldManager: request.fieldManager,
+  });
+  if (request.dryRun) {
+    run.prune = { deleted: [], planned: plan.targets.map((t) => t.object), kept: plan.kept };
+    return;
+  }
+  const result = await executePrune(api, plan);
+  run.prune = { deleted: result.deleted, planned: [], kept: plan.kept };
+  for (const d of result.deleted) deps.onEvent?.({ type: 'pruned', object: d });
+  const recorded = unionOf(
+    run.desired,
+    result.failed.map((f) => f.target.entry),
+  );
+  await store.record(inventory.owner, recorded, run.recorded ?? run.previous ?? []);
+  const failed = result.failed[0];
+  if (failed) throw failed.error;
+};
+
+/** Once stable: the versions of versioned objects beyond their history limit are collected (src/kube/history.ts). */
+export const collectHistory: Stage = async (run) => {
+  const { request } = run;
+  if (request.dryRun || run.wait?.outcome !== 'stable' || !run.rendered) return;
+  run.history = await collectVersionHistory(run.api, run.discovery, run.rendered.plan, run.rendered.objects, {
+    defaultLimit: request.versionHistory,
+    keep: request.keepVersions,
+  });
+};

@@ -1,0 +1,172 @@
+// One deploy under way, as every stage of src/sync/deploy.ts sees it: the request, the dependencies, and what the
+// stages before it found (the cluster's snapshot, the render, what was applied, the wait).
+import type { HookRun, PruneReport } from '../../contract.ts';
+import type { KubeApi } from '../../kube/api.ts';
+import type { ApplyOptions, ApplyResult } from '../../kube/apply.ts';
+import type { ClusterCache } from '../../kube/cache.ts';
+import type { Discovery } from '../../kube/discovery.ts';
+import type { DriftFinding } from '../../kube/drift.ts';
+import type { DriftRun } from '../../kube/drift-check.ts';
+import type { HistoryResult } from '../../kube/history.ts';
+import type { InventoryEntry } from '../../kube/inventory.ts';
+import type { WarningEvents } from '../../kube/warning-events.ts';
+import type { WarningLog } from '../../kube/warnings.ts';
+import type { HookOwner } from '../../render/hook-owner.ts';
+import type { HookEvent, HookPhase } from '../../render/hooks.ts';
+import type { ImageArtifact } from '../../render/images.ts';
+import type { ManifestFile, parseManifestFiles } from '../../render/parse.ts';
+import type { ClusterSnapshot, RenderOptions, RenderResult } from '../../render/render.ts';
+import type { HealthRules } from '../../stability/health.ts';
+import type { WaitResult } from '../../stability/waiter.ts';
+import type { HookTarget } from '../hooks.ts';
+
+export interface DeployRequest {
+  files: readonly ManifestFile[];
+  namespace: string;
+  application: string;
+  images: readonly ImageArtifact[];
+  timeoutMs: number;
+  dryRun: boolean;
+  /** false: apply and return, without waiting for stability (nor collecting version history). */
+  wait?: boolean;
+  renderOptions?: Partial<RenderOptions>;
+  /** The agent's namespace, where the content-hash key of versioned Secrets is kept (default `mooring`). */
+  hashKeyNamespace?: string;
+  fieldManager?: string;
+  concurrency?: number;
+  signal?: AbortSignal;
+  /**
+   * Record what is applied in the owner's inventory (in `namespace`, the agent's) and, with `prune`, delete what
+   * the inventory held and the render no longer has, once the rest is applied and stable.
+   */
+  inventory?: {
+    owner: string;
+    namespace: string;
+    prune: boolean;
+    /** An empty render of an owner that had objects is an error unless this is set. */
+    allowEmpty: boolean;
+    /** How to say it is meant, in the error of an empty render. */
+    emptyAdvice: string;
+    /**
+     * Without prune, an inventory this identity may not read or write (a CLI user allowed only into the
+     * application's namespace) is skipped with a warning rather than failing the deploy.
+     */
+    bestEffort?: boolean;
+  };
+  /**
+   * A drift pass: the live objects are compared with the manifests field by field first; with `correct`, fields
+   * added by hand outside the manifest are put back too (that object is replaced rather than applied).
+   */
+  drift?: 'correct' | 'report';
+  /** Versions kept of a versioned object that sets no strategy.spinnaker.io/max-version-history. */
+  versionHistory?: number;
+  /** Versioned objects that recorded releases name (`ConfigMap app-config-v003`): never collected. */
+  keepVersions?: ReadonlySet<string>;
+  /** Create `namespace` (with mooring's labels) when it does not exist, before the first write; never pruned. */
+  createNamespace?: boolean;
+  /** How to say what creates a missing `namespace`, in the error that names it. */
+  namespaceAdvice?: string;
+  /**
+   * What this sync is for Helm's hook events; by default an install when the owner's inventory holds none of the
+   * release's objects (its first deploy, src/sync/hook-event.ts), else an upgrade. `mooring rollback` says rollback.
+   */
+  hookEvent?: HookEvent;
+  /** false: hooks are neither run nor applied (a drift pass corrects the release, it is no new release). */
+  hooks?: boolean;
+  /**
+   * Health rules in CEL (the agent's `health`, the CLI's --health-file), compiled by compileHealthRules; rules of
+   * the CustomResourceDefinitions in the set (mooring.io/health-* annotations) join them for other kinds.
+   */
+  health?: HealthRules;
+}
+
+export type DeployEvent =
+  | { type: 'applied'; result: ApplyResult }
+  | { type: 'progress'; object: string; state: string; message: string }
+  | { type: 'pruned'; object: string }
+  | { type: 'namespace-created'; namespace: string }
+  | { type: 'warning'; message: string }
+  | { type: 'hook'; run: HookRun };
+
+export interface DeployDeps {
+  api: KubeApi;
+  discovery: Discovery;
+  /**
+   * The cluster cache the stability wait reads (the agent shares one across all its syncs). Without one, the
+   * deploy makes its own and closes it when done.
+   */
+  cache?: ClusterCache;
+  onEvent?: (event: DeployEvent) => void;
+  /**
+   * Called after render, before anything is written, with the versioned objects the deploy is to write
+   * (`ConfigMap app-config-v003`): the agent notes them, so that a sync it never finishes leaves none unrecorded.
+   */
+  beforeApply?: (versions: string[]) => Promise<void>;
+  /** Each dry-run answer whole, as the server would hold the object (`mooring diff` shows them). */
+  onPreview?: ApplyOptions['onPreview'];
+  /**
+   * Called once the set is written and the deploy only waits for stability (the agent gives its worker slot back:
+   * the watch cache does the waiting).
+   */
+  beforeWait?: () => void;
+}
+
+/** One deploy under way: what it was asked, what it works with, and what its stages found so far. */
+export interface DeployRun {
+  readonly request: DeployRequest;
+  readonly deps: DeployDeps;
+  /** The API every request of the deploy goes through: a drift pass's, which reads its watch cache first. */
+  readonly api: KubeApi;
+  readonly discovery: Discovery;
+  /** When the deploy started (Date.now()): its deadline and the age of the warnings it says count from it. */
+  readonly started: number;
+  /** A drift pass's run (src/kube/drift-check.ts), when the request is one. */
+  readonly driftRun: DriftRun | undefined;
+  /** Whose hooks this sync runs: each is marked as this deployment's, and only its earlier runs are its own. */
+  readonly hookOwner: HookOwner;
+  /**
+   * The warning Events of what is waited on (and what it owns), read while it is not stable; one reader per
+   * deploy, so the owners it looked up serve every wave and hook.
+   */
+  readonly warningEvents: WarningEvents;
+  /** The rules stability judges by: compiled at render, before anything is written. */
+  health?: HealthRules;
+  snapshot?: ClusterSnapshot;
+  parsed?: ReturnType<typeof parseManifestFiles>;
+  hashKey?: Buffer;
+  rendered?: RenderResult;
+  applied?: ApplyResult[];
+  wait?: WaitResult;
+  history?: HistoryResult;
+  /** Kinds (`group/Kind`) that are cluster-scoped: the configuration's and those discovery serves so. */
+  clusterScoped?: string[];
+  previous?: InventoryEntry[] | undefined;
+  desired?: InventoryEntry[];
+  /** What this sync wrote to the inventory, once it wrote it. */
+  recorded?: InventoryEntry[];
+  /** Records `entries` (with the previous inventory) as the owner's inventory. */
+  recordInventory?: (entries: InventoryEntry[]) => Promise<void>;
+  prune?: PruneReport;
+  drift?: DriftFinding[];
+  /** A dry run's: namespaces a deploy would create, whose objects the server cannot validate yet. */
+  absentNamespaces?: ReadonlySet<string>;
+  /** The sync wave whose objects did not become stable, and how many waves were left unapplied after it. */
+  stoppedAtWave?: { wave: number; left: number };
+  /** The set's hooks by phase, taken out of the release objects (src/render/hooks.ts). */
+  hooks?: Record<HookPhase, HookTarget[]>;
+  hookRuns: HookRun[];
+  warnings: WarningLog;
+}
+
+/** A step of a deploy: it reads what earlier stages found and adds its own, or throws to end the deploy. */
+export type Stage = (run: DeployRun) => Promise<void>;
+
+/** The field manager the deploy writes as. */
+export function fieldManagerOf(request: DeployRequest): string {
+  return request.fieldManager ?? 'mooring';
+}
+
+/** How many requests of a kind the deploy makes at once. */
+export function concurrencyOf(request: DeployRequest): number {
+  return request.concurrency ?? 8;
+}

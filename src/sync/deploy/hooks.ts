@@ -1,0 +1,53 @@
+// Hooks in a deploy: they run in their phases (src/sync/hooks.ts) with the deploy's own apply, wait and delete,
+// each of which refuses an object a hook does not own. Their names are checked before anything is written.
+import { Applier } from '../../kube/apply.ts';
+import type { HookPhase } from '../../render/hooks.ts';
+import { checkHooks, type HookActions, hookRefusal, runHooks } from '../hooks.ts';
+import { concurrencyOf, type DeployRun, fieldManagerOf, type Stage } from './context.ts';
+import { waitFor } from './wait.ts';
+
+/** The deploy's own apply, wait and delete for hooks: each refuses an object a hook does not own. */
+function hookActions(run: DeployRun): HookActions {
+  const applier = new Applier(run.api, run.discovery, {
+    fieldManager: fieldManagerOf(run.request),
+    concurrency: concurrencyOf(run.request),
+    refuse: hookRefusal(run.hookOwner),
+  });
+  return {
+    check: (objects) => applier.check(objects),
+    apply: (targets) => applier.apply(targets),
+    wait: (results, rule) => waitFor(run, results, rule),
+    remove: (object) => applier.remove(object),
+  };
+}
+
+/**
+ * Before anything is written (in a dry run too, so a preview says it): every hook whose name another object
+ * holds fails the sync, and no hook runs, SyncFail's included.
+ */
+export const checkHookNames: Stage = async (run) => {
+  const hooks = Object.values(run.hooks ?? {}).flat();
+  try {
+    await checkHooks(hookActions(run), hooks);
+  } catch (error) {
+    run.hooks = undefined;
+    throw error;
+  }
+};
+
+/** Runs the hooks of a phase (src/sync/hooks.ts); none in a dry run. */
+export async function runPhase(run: DeployRun, phase: HookPhase): Promise<void> {
+  const hooks = run.hooks?.[phase] ?? [];
+  if (hooks.length === 0 || run.request.dryRun) return;
+  await runHooks(hookActions(run), hooks, (hookRun) => {
+    run.hookRuns.push(hookRun);
+    run.deps.onEvent?.({ type: 'hook', run: hookRun });
+  });
+}
+
+/** Once the release objects are stable: post-install/post-upgrade/post-rollback and PostSync hooks. */
+export const runPostHooks: Stage = async (run) => {
+  const { request } = run;
+  if (request.dryRun || request.wait === false || run.wait?.outcome !== 'stable') return;
+  await runPhase(run, 'post');
+};

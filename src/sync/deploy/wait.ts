@@ -1,0 +1,67 @@
+// Waiting for stability: the objects a deploy wrote (a wave, a phase of hooks, the whole set) are watched through
+// the cluster cache until all are stable, one fails, or the deploy's deadline passes (src/stability/waiter.ts).
+import type { ApplyResult } from '../../kube/apply.ts';
+import { ClusterCache } from '../../kube/cache.ts';
+import { describeObject, type KubeObject } from '../../render/manifest.ts';
+import { judgedByMetadata, stabilityOf } from '../../stability/rules.ts';
+import type { Stability } from '../../stability/verdict.ts';
+import { type WaitResult, waitForStability } from '../../stability/waiter.ts';
+import type { DeployRun, Stage } from './context.ts';
+
+/** Waits until the objects of these results are stable (or one fails, or the deploy's deadline passes). */
+export async function waitFor(
+  run: DeployRun,
+  results: readonly ApplyResult[],
+  rule?: (object: KubeObject, now: Date) => Stability,
+): Promise<WaitResult> {
+  const { request, deps, api, health } = run;
+  const cache = deps.cache ?? new ClusterCache(api);
+  // Stability is judged on the object as apply left it or later, never on an older cached copy.
+  const watched = results
+    .filter((r) => !r.target.plan.strategy.ignored)
+    .map((r) => {
+      const { namespace, name } = r.target.object.metadata;
+      const uid = r.live?.metadata.uid;
+      const generation = r.live?.metadata.generation;
+      const fresh = {
+        uid: typeof uid === 'string' ? uid : undefined,
+        generation: typeof generation === 'number' ? generation : undefined,
+      };
+      const metadataOnly = judgedByMetadata(r.target.object);
+      return {
+        name: describeObject(r.target.object),
+        watch: (onObject: (o: KubeObject | undefined, note?: string) => void, signal: AbortSignal) =>
+          cache.subscribe(r.resource, namespace, name, onObject, signal, { fresh, metadataOnly }).done,
+      };
+    });
+  try {
+    return await waitForStability(watched, {
+      // What is left of the deploy's time (a wave waited on before spent some of it).
+      timeoutMs: request.timeoutMs > 0 ? Math.max(1, run.started + request.timeoutMs - Date.now()) : 0,
+      signal: request.signal,
+      warnings: run.warningEvents,
+      ...(rule
+        ? { rule }
+        : health
+          ? { rule: (o: KubeObject, now: Date) => stabilityOf(o, now, health) }
+          : {}),
+      onProgress: (v) =>
+        deps.onEvent?.({
+          type: 'progress',
+          object: v.name,
+          state: v.stability.state,
+          message: v.stability.message,
+        }),
+    });
+  } finally {
+    if (!deps.cache) cache.close();
+  }
+}
+
+/** The set written, the deploy waits for it (unless a wave's wait or a drift pass already decided). */
+export const waitStable: Stage = async (run) => {
+  const { request, deps } = run;
+  if (request.dryRun || request.wait === false || run.wait) return;
+  deps.beforeWait?.();
+  run.wait = await waitFor(run, run.applied ?? []);
+};
