@@ -10,100 +10,45 @@
 // status code for the metrics.
 // Every answer's Warning headers (deprecations, PodSecurity, unknown fields) go to the warning log of the work the
 // request runs for (src/kube/warnings.ts), about the object the request names in `about`.
+// A request's spec and path check are in api-request.ts, its failures and which are retried in api-errors.ts, the
+// reading of a watch stream in watch-stream.ts.
 
-import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { request as httpRequest } from 'node:http';
 import { Agent, request as httpsRequest, type RequestOptions } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type BackoffOptions, fullJitter } from '../backoff.ts';
 import { StalledError } from '../errors.ts';
 import { RequestCounter, type RequestStats } from '../http/request-counter.ts';
 import { type Clock, TokenBucket } from '../http/token-bucket.ts';
+import {
+  KubeRequestError,
+  RequestTimeoutError,
+  rateLimited,
+  retriable,
+  retryAfterHeader,
+  UnreachableError,
+} from './api-errors.ts';
+import { JsonText, kubeVerb, MAX_RESPONSE_BYTES, type RequestSpec, resolvedUrl } from './api-request.ts';
 import { currentDeadline } from './deadline.ts';
 import { retryAfterMs } from './errors.ts';
 import type { ClusterConfig } from './kubeconfig.ts';
-import {
-  currentWarnings,
-  parseWarningHeaders,
-  type WarningSubject,
-  warningHeaderValues,
-} from './warnings.ts';
+import { currentWarnings, parseWarningHeaders, warningHeaderValues } from './warnings.ts';
+import { streamWatch } from './watch-stream.ts';
 
-/** Lists of metadata only: what a version lookup needs, without ever reading Secret values. */
-export const METADATA_LIST =
-  'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
-/** Watch events (and single objects) as metadata only. */
-export const METADATA_OBJECT =
-  'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
-
-export class KubeRequestError extends Error {
-  readonly code: number;
-  readonly body: unknown;
-  /** The answer's Retry-After header, when it had one. */
-  readonly retryAfter: string | undefined;
-  constructor(method: string, path: string, code: number, body: unknown, retryAfter?: string) {
-    const message =
-      body && typeof body === 'object' && typeof (body as { message?: unknown }).message === 'string'
-        ? (body as { message: string }).message
-        : `HTTP ${code}`;
-    super(`${method} ${path}: ${message}`);
-    this.code = code;
-    this.body = body;
-    this.retryAfter = retryAfter;
-  }
-}
-
-/** A watch stream that stayed silent past its idle limit: the server stopped answering on it. */
-export class StreamIdleError extends Error {}
-
-/** A request that received nothing within the request timeout: the server is stopped, hung or unreachable. */
-export class RequestTimeoutError extends Error {
-  readonly code = 'ETIMEDOUT';
-}
-
-/**
- * Retrying stopped before the deadline of the sync (or the default budget) without one answer from the API
- * server: the message says since when it has been unreachable.
- */
-export class UnreachableError extends Error {
-  readonly since: number;
-  constructor(method: string, path: string, since: number, cause: unknown) {
-    const detail = cause instanceof Error ? cause.message : String(cause);
-    super(
-      `${method} ${path}: API server unreachable since ${new Date(since).toISOString().slice(11, 19)} UTC (${detail})`,
-      { cause },
-    );
-    this.since = since;
-  }
-}
-
-/** Network failures after which the request may have reached the server. */
-const NOT_SENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
-
-function networkCode(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | undefined)?.code;
-  if (typeof code === 'string') return code;
-  const cause = (error as { cause?: unknown } | undefined)?.cause;
-  return cause === undefined || cause === error ? undefined : networkCode(cause);
-}
-
-/**
- * Whether a failed request is tried again: network failures and the server's 429/5xx answers. A POST creates
- * something, so it is repeated only when it surely did not arrive (refused connection, 429, 503); a repeated PUT
- * or PATCH writes the same thing again (a stale resourceVersion gives 409, which callers handle).
- */
-function retriable(method: string, error: unknown): boolean {
-  const status = error instanceof KubeRequestError ? error.code : undefined;
-  if (status !== undefined) {
-    if (status === 429 || status === 503) return true;
-    // A 500 to a write is often the server refusing the object (server-side apply's conversion errors): only
-    // reads repeat it.
-    if (status === 500) return method === 'GET';
-    return method !== 'POST' && (status === 502 || status === 504);
-  }
-  const code = networkCode(error);
-  if (code === undefined) return false;
-  return method !== 'POST' || NOT_SENT.has(code);
-}
+export {
+  KubeRequestError,
+  RequestTimeoutError,
+  StreamIdleError,
+  UnreachableError,
+} from './api-errors.ts';
+export {
+  JsonText,
+  kubeVerb,
+  METADATA_LIST,
+  METADATA_OBJECT,
+  type RequestSpec,
+  resolvedUrl,
+} from './api-request.ts';
 
 export interface KubeApiOptions {
   maxSockets?: number;
@@ -127,36 +72,6 @@ const RETRY_BASE_MS = 250;
 const RETRY_MAX_MS = 5000;
 const RETRY_MIN_MS = 50;
 const MAX_RETRY_AFTER_MS = 60_000;
-
-/** A body already serialized as JSON: sent as it is, so an object sent twice (dry run, then write) is serialized once. */
-export class JsonText {
-  readonly text: string;
-  constructor(text: string) {
-    this.text = text;
-  }
-}
-
-export interface RequestSpec {
-  query?: Record<string, string | number | boolean | undefined>;
-  /** Serialized with JSON.stringify, once per attempt; a JsonText as it is. */
-  body?: unknown;
-  contentType?: string;
-  signal?: AbortSignal;
-  accept?: string;
-  /** Bounded: a response larger than this fails rather than filling memory. */
-  maxBytes?: number;
-  /** The object the request is for: the server's warnings about it are attributed to it. */
-  about?: WarningSubject | undefined;
-  /**
-   * A read that may be served from the API server's watch cache at any age (resourceVersion=0). Without it a GET
-   * is a consistent read (resourceVersion unset: from the watch cache once it is current, on 1.31+), and a
-   * resourceVersion in `query` is refused, so that no read that must be current (before an apply, a store's
-   * read-modify-write) can be stale by accident.
-   */
-  stale?: true;
-}
-
-const MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
 
 /** The client certificate the agents were built with: an exec plugin may hand out a new one. */
 interface Identity {
@@ -478,79 +393,10 @@ export class KubeApi {
     );
     this.openStreams++;
     try {
-      await this.stream(opts, path, onEvent, signal, idleTimeoutMs);
+      await streamWatch(opts, path, onEvent, { signal, idleTimeoutMs, counter: this.counter });
     } finally {
       this.openStreams--;
     }
-  }
-
-  private stream(
-    opts: RequestOptions,
-    path: string,
-    onEvent: (event: { type: string; object: unknown }) => boolean | undefined,
-    signal: AbortSignal | undefined,
-    idleTimeoutMs: number | undefined,
-  ): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      const send = opts.protocol === 'http:' ? httpRequest : httpsRequest;
-      const req = send(opts, (res) => {
-        this.counter.count('watch', res.statusCode ?? 0);
-        if ((res.statusCode ?? 0) >= 300) {
-          let text = '';
-          res.on('data', (c: Buffer) => {
-            if (text.length < 65536) text += c.toString('utf8');
-          });
-          res.on('end', () => {
-            let body: unknown = text;
-            try {
-              body = JSON.parse(text);
-            } catch {}
-            reject(
-              new KubeRequestError('WATCH', path, res.statusCode ?? 0, body, retryAfterHeader(res.headers)),
-            );
-          });
-          return;
-        }
-        let buffer = '';
-        // Decoded as a stream, so a character split across two chunks stays whole.
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          buffer += chunk;
-          if (buffer.length > MAX_RESPONSE_BYTES) {
-            req.destroy(new Error(`WATCH ${path}: an event larger than ${MAX_RESPONSE_BYTES} bytes`));
-            return;
-          }
-          let newline = buffer.indexOf('\n');
-          while (newline !== -1) {
-            const line = buffer.slice(0, newline).trim();
-            buffer = buffer.slice(newline + 1);
-            newline = buffer.indexOf('\n');
-            if (!line) continue;
-            let event: { type: string; object: unknown };
-            try {
-              event = JSON.parse(line) as { type: string; object: unknown };
-            } catch {
-              continue;
-            }
-            if (onEvent(event) === false) {
-              req.destroy();
-              resolve();
-              return;
-            }
-          }
-        });
-        res.on('end', () => resolve());
-        res.on('error', (error) => (signal?.aborted ? resolve() : reject(error)));
-      });
-      if (idleTimeoutMs)
-        req.setTimeout(idleTimeoutMs, () =>
-          req.destroy(
-            new StreamIdleError(`WATCH ${path}: no data for ${Math.round(idleTimeoutMs / 1000)} s`),
-          ),
-        );
-      req.on('error', (error) => (signal?.aborted ? resolve() : reject(error)));
-      req.end();
-    });
   }
 
   close(): void {
@@ -558,51 +404,4 @@ export class KubeApi {
     this.agent?.destroy();
     this.streamAgent?.destroy();
   }
-}
-
-/** A 429: the server (API Priority and Fairness, or a proxy) asks us to come back later. */
-function rateLimited(error: unknown): error is KubeRequestError {
-  return error instanceof KubeRequestError && error.code === 429;
-}
-
-/**
- * The request's URL, refused unless its path is exactly the path built. Defence in depth: a name that slipped past
- * validation (`..`, `%2e%2e`, a backslash) must not move a request to another object (`.../services/..` is the
- * Namespace): the server gets the path that was built, or nothing is sent.
- */
-export function resolvedUrl(method: string, path: string, server: URL): URL {
-  const url = new URL(path, server);
-  const built = path.split('?')[0] ?? path;
-  if (url.pathname !== built)
-    throw new StalledError(
-      `${method} ${path}: refused, the path resolves to ${url.pathname} (a name that is not a valid path segment)`,
-    );
-  return url;
-}
-
-/** One header value (Node joins repeated ones, but the type allows an array). */
-function retryAfterHeader(headers: IncomingHttpHeaders): string | undefined {
-  const value = headers['retry-after'];
-  return Array.isArray(value) ? value[0] : value;
-}
-
-/**
- * The verb of a request as the API server names it (RBAC, audit, apiserver_request_total): get and list, create,
- * update, patch, delete and deletecollection, told apart by whether the path names one object or a collection.
- * Paths outside the resource API (discovery, /version) are named by their method.
- */
-export function kubeVerb(method: string, path: string): string {
-  const m = method.toUpperCase();
-  if (m === 'POST') return 'create';
-  if (m === 'PUT') return 'update';
-  if (m === 'PATCH') return 'patch';
-  const parts = (path.split('?')[0] ?? '').split('/').filter((p) => p !== '');
-  let rest = parts[0] === 'api' ? parts.slice(2) : parts[0] === 'apis' ? parts.slice(3) : undefined;
-  if (rest === undefined || rest.length === 0) return m.toLowerCase();
-  // namespaces/NS/resource…: the namespace is a scope; namespaces and namespaces/NS alone are the resource.
-  if (rest[0] === 'namespaces' && rest.length >= 3) rest = rest.slice(2);
-  const collection = rest.length === 1;
-  if (m === 'GET') return collection ? 'list' : 'get';
-  if (m === 'DELETE') return collection ? 'deletecollection' : 'delete';
-  return m.toLowerCase();
 }

@@ -6,38 +6,21 @@
 import { append } from '../arrays.ts';
 import { naturalOrder, StalledError } from '../errors.ts';
 import { describeObject, type KubeObject } from '../render/manifest.ts';
-import type { PlanEntry } from '../render/render.ts';
-import { JsonText, type KubeApi, METADATA_OBJECT, type RequestSpec } from './api.ts';
-import { ApplyRejectedError, explain, place, writeFailure } from './apply-errors.ts';
+import type { KubeApi } from './api.ts';
+import { ApplyRejectedError, explain, place } from './apply-errors.ts';
 import { inPhases, prerequisitesOf } from './apply-order.ts';
-import { onlyClientSideConflicts, pendingTakeOver, type TakeOver } from './client-side-takeover.ts';
-import { type Discovery, type ResourceInfo, resourcePath } from './discovery.ts';
-import { describeKubeError, statusCode } from './errors.ts';
-import {
-  type LiveSummary,
-  namespaceExists,
-  readLive,
-  readObject,
-  requireIdentity,
-  summarize,
-} from './live-state.ts';
-import { withApplyDefaults } from './normalize.ts';
+import { type ApplyTarget, identity, ObjectVerbs } from './apply-verbs.ts';
+import { pendingTakeOver, type TakeOver } from './client-side-takeover.ts';
+import type { Discovery, ResourceInfo } from './discovery.ts';
+import { describeKubeError } from './errors.ts';
+import { type LiveSummary, namespaceExists, readLive, readObject, summarize } from './live-state.ts';
 import { mapLimit } from './pool.ts';
-import { withSecretErrors } from './secret-errors.ts';
-import { applyTakingOver, takeOver } from './take-over.ts';
 
 export { ApplyRejectedError } from './apply-errors.ts';
 export { phaseOf } from './apply-order.ts';
+export type { ApplyTarget } from './apply-verbs.ts';
 export type { TakeOver } from './client-side-takeover.ts';
 export type { LiveSummary } from './live-state.ts';
-
-export interface ApplyTarget {
-  object: KubeObject;
-  plan: PlanEntry;
-}
-
-/** How many times a replace that met a conflicting write is tried (each after a fresh read). */
-const REPLACE_ATTEMPTS = 4;
 
 export type ApplyAction = 'created' | 'configured' | 'unchanged' | 'replaced' | 'recreated';
 
@@ -115,156 +98,14 @@ export class Applier {
   > &
     ApplyOptions;
 
+  /** The requests each write is made of (apply-verbs.ts). */
+  private readonly verbs: ObjectVerbs;
+
   constructor(api: KubeApi, discovery: Discovery, options: ApplyOptions) {
     this.api = api;
     this.discovery = discovery;
     this.options = { waitTimeoutMs: 120_000, ...options };
-  }
-
-  private read(info: ResourceInfo, obj: KubeObject): Promise<LiveSummary | undefined> {
-    return readObject(this.api, info, obj);
-  }
-
-  /**
-   * Every request that sends an object's content (apply, replace, create, and their dry runs, the whole-set
-   * validation included) goes through here: a Secret's refusal is reduced to field paths and reasons before any
-   * message is made of it, because the server's words may quote its values. The server's warnings name the
-   * target's place in the sources.
-   */
-  private send<T>(target: ApplyTarget, method: string, path: string, spec: RequestSpec): Promise<T> {
-    const { object, plan } = target;
-    return withSecretErrors(object, () =>
-      this.api.request<T>(method, path, { ...spec, about: { object, origin: plan.origin } }),
-    );
-  }
-
-  private readonly bodies = new WeakMap<ApplyTarget, JsonText>();
-
-  /** The apply patch of a target, serialized once for its dry run and its write. */
-  private applyBody(target: ApplyTarget): JsonText {
-    let body = this.bodies.get(target);
-    if (!body) {
-      body = new JsonText(JSON.stringify(withApplyDefaults(target.object)));
-      this.bodies.set(target, body);
-    }
-    return body;
-  }
-
-  /**
-   * `metadataOnly`: the answer is read for its identity alone (a write, or the dry run of an object that does not
-   * exist yet, which nothing is compared with), so the server sends PartialObjectMetadata: less for it to
-   * serialize and for mooring to parse, per object.
-   */
-  private serverSideApply(
-    info: ResourceInfo,
-    target: ApplyTarget,
-    dryRun: boolean,
-    metadataOnly = false,
-    forceConflicts = false,
-  ): Promise<KubeObject> {
-    const { object, plan } = target;
-    return this.send<KubeObject>(
-      target,
-      'PATCH',
-      resourcePath(info, object.metadata.namespace, object.metadata.name),
-      {
-        query: {
-          fieldManager: this.options.fieldManager,
-          // The default takes ownership of conflicting fields, as kubectl apply's last writer wins.
-          force: forceConflicts || plan.strategy.method !== 'server-side-apply',
-          dryRun: dryRun ? 'All' : undefined,
-        },
-        body: this.applyBody(target),
-        contentType: 'application/apply-patch+yaml',
-        ...(metadataOnly ? { accept: METADATA_OBJECT } : {}),
-      },
-    );
-  }
-
-  private async replace(
-    info: ResourceInfo,
-    target: ApplyTarget,
-    live: LiveSummary | undefined,
-    dryRun: boolean,
-    metadataOnly = false,
-  ) {
-    const { object } = target;
-    const query = { fieldManager: this.options.fieldManager, dryRun: dryRun ? 'All' : undefined };
-    const accept = metadataOnly ? { accept: METADATA_OBJECT } : {};
-    if (!live) {
-      return this.send<KubeObject>(target, 'POST', resourcePath(info, object.metadata.namespace), {
-        query,
-        body: object,
-        ...accept,
-      });
-    }
-    const body = {
-      ...object,
-      metadata: { ...object.metadata, resourceVersion: live.metadata.resourceVersion },
-    };
-    return this.send<KubeObject>(
-      target,
-      'PUT',
-      resourcePath(info, object.metadata.namespace, object.metadata.name),
-      {
-        query,
-        body,
-        ...accept,
-      },
-    );
-  }
-
-  /**
-   * A replace of what is there now. Its resourceVersion is the read's, so a write that lands between the read and
-   * the replace (a hand edit that drift correction races, a controller's) makes the server answer 409: the object
-   * is read again and replaced again, a few times, rather than the deploy failing on a conflict it caused itself.
-   */
-  private async replaceLatest(info: ResourceInfo, target: ApplyTarget, live: LiveSummary | undefined) {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.replace(info, target, live, false, true);
-      } catch (error) {
-        if (statusCode(error) !== 409 || attempt >= REPLACE_ATTEMPTS) throw error;
-        live = await this.read(info, target.object);
-      }
-    }
-  }
-
-  /** Dry run of one object: the summary of what the server would hold, or the reason it refuses. */
-  private async dryRun(
-    info: ResourceInfo,
-    target: ApplyTarget,
-    live: LiveSummary | undefined,
-    adopting = false,
-  ): Promise<LiveSummary | undefined> {
-    const { method, recreate } = target.plan.strategy;
-    // An object to be recreated is validated by its creation; its old self may hold immutable fields.
-    if (recreate && live) return undefined;
-    // Only an answer compared with a live object (or shown) needs its content.
-    const onPreview = this.options.onPreview;
-    if (!live) {
-      const answer =
-        method === 'replace'
-          ? await this.replace(info, target, live, true, !onPreview)
-          : await this.serverSideApply(info, target, true, !onPreview);
-      onPreview?.(target, answer);
-      return summarize(identity(answer, target), undefined, false);
-    }
-    const answer =
-      method === 'replace'
-        ? await this.replace(info, target, live, true)
-        : await this.serverSideApply(info, target, true).catch((error: unknown) => {
-            // Fields a client-side apply owns are mooring's once the write takes them over: not a conflict.
-            if (
-              adopting &&
-              statusCode(error) === 409 &&
-              onlyClientSideConflicts((error as { body?: unknown }).body)
-            )
-              return this.serverSideApply(info, target, true, false, true);
-            throw error;
-          });
-    onPreview?.(target, answer);
-    return summarize(answer);
+    this.verbs = new ObjectVerbs(api, this.options);
   }
 
   /**
@@ -349,7 +190,7 @@ export class Applier {
         try {
           dryRuns.set(
             target,
-            await this.dryRun(
+            await this.verbs.dryRun(
               resources.get(target) as ResourceInfo,
               target,
               lives.get(target),
@@ -453,7 +294,7 @@ export class Applier {
               if (why) throw new StalledError(why);
               this.noteTakeOver(adopt, target, found);
             });
-            preview = await this.dryRun(info, target, live, adopt.has(target));
+            preview = await this.verbs.dryRun(info, target, live, adopt.has(target));
           } catch (error) {
             throw new StalledError(`${place(target)}: ${explain(error)}`, { cause: error });
           }
@@ -470,7 +311,7 @@ export class Applier {
       });
       append(results, written);
       if (batch.some((t) => t.object.kind === 'CustomResourceDefinition') && !this.options.dryRun) {
-        await this.waitEstablished(batch.filter((t) => t.object.kind === 'CustomResourceDefinition'));
+        await this.verbs.waitEstablished(batch.filter((t) => t.object.kind === 'CustomResourceDefinition'));
         this.discovery.invalidate();
       }
     }
@@ -500,10 +341,10 @@ export class Applier {
     // Seed 001: recreate redeploys what exists (for a versioned object, only the same version).
     if (strategy.recreate && live) {
       if (this.options.dryRun) return done('recreated', live);
-      await this.deleteAndWait(info, target.object, live);
+      await this.verbs.deleteAndWait(info, target.object, live);
       return done(
         'recreated',
-        written(await this.guard(target, () => this.serverSideApply(info, target, false, true))),
+        written(await this.verbs.guard(target, () => this.verbs.serverSideApply(info, target, false, true))),
       );
     }
     // What a client-side apply owns is taken over even when the content would not change: that is when a field
@@ -516,10 +357,10 @@ export class Applier {
         adopting,
       );
     if (strategy.method === 'replace') {
-      const after = await this.guard(target, () => this.replaceLatest(info, target, live));
+      const after = await this.verbs.guard(target, () => this.verbs.replaceLatest(info, target, live));
       return done(live ? 'replaced' : 'created', written(after));
     }
-    const { after, tookOver } = await this.applyTakingOver(info, target, adopting !== undefined);
+    const { after, tookOver } = await this.verbs.applyTakingOver(info, target, adopting !== undefined);
     return done(live ? 'configured' : 'created', written(after), tookOver);
   }
 
@@ -532,33 +373,6 @@ export class Applier {
     if (pending) adopt.set(target, pending);
   }
 
-  /** The server-side apply of an object, taking over what a client-side apply left (take-over.ts). */
-  private applyTakingOver(
-    info: ResourceInfo,
-    target: ApplyTarget,
-    adopting: boolean,
-  ): Promise<{ after: KubeObject; tookOver: TakeOver | undefined }> {
-    const send = <T>(method: string, path: string, spec: RequestSpec) =>
-      this.send<T>(target, method, path, spec);
-    return applyTakingOver(target.object, adopting, {
-      takeOver: (known) =>
-        this.guard(
-          target,
-          () => takeOver(this.api, send, info, target.object, this.options.fieldManager, known),
-          'taking over the fields of a client-side kubectl apply',
-        ),
-      apply: () => this.guard(target, () => this.serverSideApply(info, target, false, true)),
-    });
-  }
-
-  private async guard<T>(target: ApplyTarget, write: () => Promise<T>, doing?: string): Promise<T> {
-    try {
-      return await write();
-    } catch (error) {
-      throw writeFailure(target, error, doing);
-    }
-  }
-
   /**
    * Deletes the object as it is now (its uid a precondition) and waits until it is gone: a hook's delete policy.
    * False when there was nothing to delete.
@@ -567,18 +381,18 @@ export class Applier {
     const info = await this.discovery.resource(object.apiVersion, object.kind);
     const refuse = this.options.refuse;
     if (!refuse) {
-      const live = await this.read(info, object);
+      const live = await this.verbs.read(info, object);
       if (!live) return false;
-      await this.deleteAndWait(info, object, live);
+      await this.verbs.deleteAndWait(info, object, live);
       return true;
     }
     // Read as metadata only (what the object is, not what a Secret holds) and judged; the delete's uid
     // precondition is this read's, so an object that took the name since is not deleted.
-    const whole = await this.readMetadata(info, object);
+    const whole = await this.verbs.readMetadata(info, object);
     if (!whole) return false;
     const why = refuse(whole, object);
     if (why) throw new StalledError(why);
-    await this.deleteAndWait(info, object, summarize(whole, undefined, false));
+    await this.verbs.deleteAndWait(info, object, summarize(whole, undefined, false));
     return true;
   }
 
@@ -595,70 +409,14 @@ export class Applier {
         if (error instanceof StalledError) return undefined;
         throw error;
       });
-      const live = info && (await this.readMetadata(info, object));
+      const live = info && (await this.verbs.readMetadata(info, object));
       const why = live && refuse(live, object);
       if (why) problems.push(why);
     });
     if (problems.length > 0) throw new StalledError(problems.sort(naturalOrder).join('; '));
   }
-
-  /** The object's metadata as the server holds it now (PartialObjectMetadata), or undefined when there is none. */
-  private async readMetadata(info: ResourceInfo, object: KubeObject): Promise<KubeObject | undefined> {
-    const path = resourcePath(info, object.metadata.namespace, object.metadata.name);
-    const whole = await this.api
-      .request<KubeObject>('GET', path, { accept: METADATA_OBJECT, about: { object } })
-      .catch((error: unknown) => {
-        if (statusCode(error) === 404) return undefined;
-        throw describeKubeError(error, `read ${describeObject(object)}`);
-      });
-    if (whole) requireIdentity(whole, object, info.namespaced);
-    return whole;
-  }
-
-  private async deleteAndWait(info: ResourceInfo, object: KubeObject, live: LiveSummary): Promise<void> {
-    const path = resourcePath(info, object.metadata.namespace, object.metadata.name);
-    // Only the object read before (its uid): never one that took its place, nor another a path led to.
-    requireIdentity(live, { ...object, kind: info.kind }, info.namespaced);
-    const preconditions = live.metadata.uid ? { preconditions: { uid: live.metadata.uid } } : {};
-    try {
-      await this.api.request('DELETE', path, {
-        body: { propagationPolicy: 'Background', ...preconditions },
-        about: { object },
-      });
-    } catch (error) {
-      if (statusCode(error) !== 404) throw describeKubeError(error, `delete ${describeObject(object)}`);
-    }
-    const deadline = Date.now() + this.options.waitTimeoutMs;
-    while (await this.read(info, object)) {
-      if (Date.now() > deadline) {
-        throw new StalledError(
-          `${describeObject(object)}: still being deleted after ${this.options.waitTimeoutMs} ms`,
-        );
-      }
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
-
-  private async waitEstablished(crds: readonly ApplyTarget[]): Promise<void> {
-    const deadline = Date.now() + this.options.waitTimeoutMs;
-    for (const crd of crds) {
-      for (;;) {
-        const obj = await this.api.request<KubeObject>(
-          'GET',
-          `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${encodeURIComponent(crd.object.metadata.name)}`,
-        );
-        const conditions =
-          (obj.status as { conditions?: { type: string; status: string }[] } | undefined)?.conditions ?? [];
-        if (conditions.some((c) => c.type === 'Established' && c.status === 'True')) break;
-        if (Date.now() > deadline)
-          throw new StalledError(`${describeObject(crd.object)}: not established in time`);
-        await new Promise((r) => setTimeout(r, 200));
-      }
-    }
-  }
 }
 
-/** An answer read as metadata only says PartialObjectMetadata: it is the target's own kind. */
 /** `group/Kind` of a custom resource (of any object: core kinds give `/Kind`). */
 function customKind(object: KubeObject): string {
   const group = object.apiVersion.includes('/') ? object.apiVersion.split('/')[0] : '';
@@ -674,8 +432,4 @@ function definedKinds(targets: readonly ApplyTarget[]): Map<string, ApplyTarget>
     kinds.set(`${spec?.group}/${spec?.names?.kind}`, t);
   }
   return kinds;
-}
-
-function identity(answer: KubeObject, target: ApplyTarget): KubeObject {
-  return { ...answer, apiVersion: target.object.apiVersion, kind: target.object.kind };
 }

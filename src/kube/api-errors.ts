@@ -1,0 +1,84 @@
+// What a request to the API server fails with, and which failures are tried again (src/kube/api.ts retries them
+// with the one back-off, src/backoff.ts, and a 429's Retry-After).
+import type { IncomingHttpHeaders } from 'node:http';
+
+export class KubeRequestError extends Error {
+  readonly code: number;
+  readonly body: unknown;
+  /** The answer's Retry-After header, when it had one. */
+  readonly retryAfter: string | undefined;
+  constructor(method: string, path: string, code: number, body: unknown, retryAfter?: string) {
+    const message =
+      body && typeof body === 'object' && typeof (body as { message?: unknown }).message === 'string'
+        ? (body as { message: string }).message
+        : `HTTP ${code}`;
+    super(`${method} ${path}: ${message}`);
+    this.code = code;
+    this.body = body;
+    this.retryAfter = retryAfter;
+  }
+}
+
+/** A watch stream that stayed silent past its idle limit: the server stopped answering on it. */
+export class StreamIdleError extends Error {}
+
+/** A request that received nothing within the request timeout: the server is stopped, hung or unreachable. */
+export class RequestTimeoutError extends Error {
+  readonly code = 'ETIMEDOUT';
+}
+
+/**
+ * Retrying stopped before the deadline of the sync (or the default budget) without one answer from the API
+ * server: the message says since when it has been unreachable.
+ */
+export class UnreachableError extends Error {
+  readonly since: number;
+  constructor(method: string, path: string, since: number, cause: unknown) {
+    const detail = cause instanceof Error ? cause.message : String(cause);
+    super(
+      `${method} ${path}: API server unreachable since ${new Date(since).toISOString().slice(11, 19)} UTC (${detail})`,
+      { cause },
+    );
+    this.since = since;
+  }
+}
+
+/** Network failures after which the request may have reached the server. */
+const NOT_SENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+
+function networkCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (typeof code === 'string') return code;
+  const cause = (error as { cause?: unknown } | undefined)?.cause;
+  return cause === undefined || cause === error ? undefined : networkCode(cause);
+}
+
+/**
+ * Whether a failed request is tried again: network failures and the server's 429/5xx answers. A POST creates
+ * something, so it is repeated only when it surely did not arrive (refused connection, 429, 503); a repeated PUT
+ * or PATCH writes the same thing again (a stale resourceVersion gives 409, which callers handle).
+ */
+export function retriable(method: string, error: unknown): boolean {
+  const status = error instanceof KubeRequestError ? error.code : undefined;
+  if (status !== undefined) {
+    if (status === 429 || status === 503) return true;
+    // A 500 to a write is often the server refusing the object (server-side apply's conversion errors): only
+    // reads repeat it.
+    if (status === 500) return method === 'GET';
+    return method !== 'POST' && (status === 502 || status === 504);
+  }
+  const code = networkCode(error);
+  if (code === undefined) return false;
+  return method !== 'POST' || NOT_SENT.has(code);
+}
+
+/** A 429: the server (API Priority and Fairness, or a proxy) asks us to come back later. */
+export function rateLimited(error: unknown): error is KubeRequestError {
+  return error instanceof KubeRequestError && error.code === 429;
+}
+
+/** One header value (Node joins repeated ones, but the type allows an array). */
+export function retryAfterHeader(headers: IncomingHttpHeaders): string | undefined {
+  const value = headers['retry-after'];
+  return Array.isArray(value) ? value[0] : value;
+}
