@@ -3,7 +3,7 @@
 // then the sync itself (sync-deployment.ts), and the `mooring reconcile` requests it answers. Each stage is a named
 // function; the job's state (the requests it answers, the commit whose pending status a hold left) is in one place.
 import { append } from '../arrays.ts';
-import type { DeployReport, Logger } from '../contract.ts';
+import type { Logger } from '../contract.ts';
 import { classify, errorMessage } from '../errors.ts';
 import type { ManifestFile } from '../render/parse.ts';
 import { type Ledger, recordedDependencies } from '../report/ledger.ts';
@@ -12,6 +12,7 @@ import type { AgentDeps } from './agent.ts';
 import { type DeploymentState, isLocal, manifestFiles, type SourceState } from './agent-sources.ts';
 import type { Control, ReconcileRequest } from './control.ts';
 import type { PromotedFrom } from './fleet.ts';
+import { capitalized, clearHold, endHold, type HoldDeps, heldSync, sayHold } from './holds.ts';
 import { outcomeOf } from './outcome.ts';
 import type { SyncJob, SyncOutcome } from './queue.ts';
 import type { Decision } from './reconcile.ts';
@@ -124,40 +125,15 @@ const dependencies: Gate = async (ctx, d) => {
 /** The holds of a sync, in the order they are met: a new one (a maintenance window, an analysis gate) goes here. */
 const GATES: readonly Gate[] = [rolloutStep, dependencies];
 
-/** The end of a sync that applied nothing: cancelled while it waited, or stopped by what it waited for. */
-export function nothingApplied(outcome: 'cancelled' | 'failed', summary: string): DeployReport {
-  return {
-    outcome,
-    summary,
-    applied: [],
-    wait: undefined,
-    history: undefined,
-    prune: undefined,
-    error: undefined,
-    elapsedMs: 0,
-  };
-}
-
-export function capitalized(text: string): string {
-  return text.charAt(0).toUpperCase() + text.slice(1);
-}
-
 /** The queue's job for one decided sync of `d`. */
 export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned): AgentSync {
   const { commit, images, request, promotedFrom, log } = planned;
   const { revision, trigger, key, release: now, fence } = planned.decision;
   /** The commit whose pending status says it waits for a hold (ended if the job is dropped). */
   let waitedOn: string | undefined;
-  const statusRequest = (signal?: AbortSignal) => ({
-    config: ctx.deps.config,
-    deployment: d.spec,
-    commit,
-    files: [],
-    images,
-    revision,
-    trigger,
-    ...(signal ? { signal } : {}),
-  });
+  const statusRequest = (signal?: AbortSignal) =>
+    heldSync(ctx.deps.config, d.spec, commit, { images, revision, trigger, signal });
+  const holds = (): HoldDeps => ({ ledger: ctx.ledger(), reporters: ctx.deps.reporters ?? [], log });
 
   /** Answers every request this sync took (its own and those joined to it), once. */
   const answerAll = async (answer: (r: ReconcileRequest) => Promise<void>) => {
@@ -171,23 +147,12 @@ export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned):
    */
   const holdFor = async (hold: Hold, rollout: boolean): Promise<SyncOutcome> => {
     await answerAll((r) => ctx.control.answer(r, 'held', hold.message));
-    if (d.waiting !== hold.message) {
-      d.waiting = hold.message;
+    // A rollout step stopped by a failure fails the commit: its status ends rather than waits.
+    const fails = rollout && hold.failed;
+    if (await sayHold(holds(), d, hold.message, commit, fails ? undefined : statusRequest())) {
       log.info({ dependsOn: d.spec.dependsOn, rollout }, hold.message);
-      await safely(log, 'record the wait', () =>
-        ctx
-          .ledger()
-          .setWaiting(d.spec.name, { message: hold.message, commit, since: new Date().toISOString() }),
-      );
-      waitedOn = commit;
-      const stopped = nothingApplied('failed', capitalized(hold.message));
-      for (const r of ctx.deps.reporters ?? [])
-        await safely(log, 'report the wait', () =>
-          rollout && hold.failed
-            ? r.finished?.(statusRequest(), stopped, undefined)
-            : r.waiting?.(statusRequest(), capitalized(hold.message)),
-        );
-      if (rollout && hold.failed) waitedOn = undefined;
+      if (fails) await endHold(holds(), statusRequest(), 'failed', capitalized(hold.message));
+      waitedOn = fails ? undefined : commit;
     }
     // Looked at again soon: when the dependency's sync ends, or (failed) when a new commit fixes it.
     return { result: 'retry', delayMs: hold.failed ? 10_000 : 2_000, maxDelayMs: 10_000 };
@@ -273,10 +238,12 @@ export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned):
     dropped: async (reason) => {
       if (waitedOn === undefined) return;
       waitedOn = undefined;
-      const report = nothingApplied('cancelled', 'cancelled while waiting for its dependencies');
-      const ended = statusRequest(AbortSignal.abort(reason));
-      for (const r of ctx.deps.reporters ?? [])
-        await safely(log, 'report the end of the wait', () => r.finished?.(ended, report, undefined));
+      await endHold(
+        holds(),
+        statusRequest(AbortSignal.abort(reason)),
+        'cancelled',
+        'cancelled while waiting for its dependencies',
+      );
     },
     target: { commit, images, spec: d.generation ?? 0, trigger, change: planned.change },
     // Fair queueing: the syncs one poll (or one drift pass) asks for take turns with those of another.
@@ -326,10 +293,7 @@ export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned):
             };
           }
         }
-        if (d.waiting !== undefined) {
-          d.waiting = undefined;
-          await safely(log, 'clear the wait', () => ctx.ledger().setWaiting(d.spec.name, undefined));
-        }
+        await clearHold(holds(), d);
         waitedOn = undefined;
         return await sync(read.files, read.filesError, signal, releaseSlot);
       } finally {

@@ -1,11 +1,11 @@
 // A promoted deployment (docs/clusters.md): what it deploys is what its upstream has had stable long enough, or
 // approved (fleet.ts), never its own tip. Its wait is said once per reason, in the ledger and as a pending status on
 // the commit it waits to deploy, and that status ends, superseded, when the upstream moves on first.
-import { Superseded } from '../contract.ts';
-import { capitalized, type JobContext, nothingApplied } from './agent-job.ts';
+import { type Logger, Superseded } from '../contract.ts';
+import type { JobContext } from './agent-job.ts';
 import type { DeploymentState } from './agent-sources.ts';
 import type { Promotion } from './fleet.ts';
-import { safely } from './sync-deployment.ts';
+import { clearHold, endHold, type HoldDeps, heldSync, sayHold } from './holds.ts';
 
 /** What promotion uses of the agent. */
 export type PromotionContext = Pick<JobContext, 'deps' | 'control' | 'ledger'>;
@@ -31,10 +31,7 @@ export async function promotedInput(
   // Its pending status is ended by the sync of that commit; one of an older commit ends now.
   if (commit !== undefined) await passOver(ctx, d, commit);
   if (d.promotionPending === commit) d.promotionPending = undefined;
-  if (d.waiting !== undefined) {
-    d.waiting = undefined;
-    await safely(ctx.deps.log, 'clear the wait', () => ctx.ledger().setWaiting(d.spec.name, undefined));
-  }
+  await clearHold(holdDeps(ctx, ctx.deps.log), d);
   return promotion;
 }
 
@@ -48,30 +45,14 @@ export async function promotionWait(
   wait: Extract<Promotion, { state: 'waiting' }>,
 ): Promise<void> {
   if (wait.commit !== undefined) await passOver(ctx, d, wait.commit);
-  if (d.waiting === wait.message) return;
-  d.waiting = wait.message;
   const log = ctx.deps.log.child({ deployment: d.spec.name, revision: wait.commit?.slice(0, 12) });
+  // A pending status on the commit it waits to deploy, unless it is already there.
+  const pending = wait.commit !== undefined && wait.commit !== d.commit ? wait.commit : undefined;
+  const sync = pending === undefined ? undefined : heldSync(ctx.deps.config, d.spec, pending);
+  if (d.waiting === wait.message) return;
   log.info({ from: d.spec.promote?.from }, wait.message);
-  await safely(log, 'record the wait', () =>
-    ctx.ledger().setWaiting(d.spec.name, {
-      message: wait.message,
-      commit: wait.commit,
-      since: new Date().toISOString(),
-    }),
-  );
-  if (wait.commit === undefined || wait.commit === d.commit) return;
-  const request = {
-    config: ctx.deps.config,
-    deployment: d.spec,
-    commit: wait.commit,
-    files: [],
-    images: {},
-    revision: wait.commit,
-    trigger: 'commit' as const,
-  };
-  d.promotionPending = wait.commit;
-  for (const r of ctx.deps.reporters ?? [])
-    await safely(log, 'report the wait', () => r.waiting?.(request, capitalized(wait.message)));
+  if (pending !== undefined) d.promotionPending = pending;
+  await sayHold(holdDeps(ctx, log), d, wait.message, wait.commit, sync);
 }
 
 /**
@@ -82,20 +63,16 @@ export async function passOver(ctx: PromotionContext, d: DeploymentState, next: 
   const pending = d.promotionPending;
   if (pending === undefined || pending === next) return;
   d.promotionPending = undefined;
-  const request = {
-    config: ctx.deps.config,
-    deployment: d.spec,
-    commit: pending,
-    files: [],
-    images: {},
-    revision: pending,
-    trigger: 'commit' as const,
-    signal: AbortSignal.abort(new Superseded({ by: 'commit', commit: next })),
-  };
-  const report = nothingApplied(
+  await endHold(
+    holdDeps(ctx, ctx.deps.log),
+    heldSync(ctx.deps.config, d.spec, pending, {
+      signal: AbortSignal.abort(new Superseded({ by: 'commit', commit: next })),
+    }),
     'cancelled',
     'passed over by a newer revision of its upstream before it was promoted',
   );
-  for (const r of ctx.deps.reporters ?? [])
-    await safely(ctx.deps.log, 'end the wait', () => r.finished?.(request, report, undefined));
+}
+
+function holdDeps(ctx: PromotionContext, log: Logger): HoldDeps {
+  return { ledger: ctx.ledger(), reporters: ctx.deps.reporters ?? [], log };
 }
