@@ -21,20 +21,20 @@ import { classify, errorHeadline, errorMessage, type MooringError } from '../err
 import type { KubeApi } from '../kube/api.ts';
 import { briefWarning, describeWarning } from '../kube/warnings.ts';
 import { briefVerdict } from '../stability/warning-notes.ts';
-import { StatusOutbox } from './outbox.ts';
-import { entryKey, type OutboxEntry } from './outbox-policy.ts';
-import { ConfigMapOutboxStore } from './outbox-store.ts';
 import {
   describeUnconfigured,
   type GitOrigins,
   gitOrigins,
   settingsFor,
   UnconfiguredForgeHost,
-} from './status/forge-hosts.ts';
-import { providerFor } from './status/provider.ts';
-import { describeRepo } from './status/repo-url.ts';
-import { CommitStatusReporter, type StatusReport } from './status/reporter.ts';
-import type { CommitState, HttpOptions } from './status/types.ts';
+} from './forges/forge-hosts.ts';
+import { describeRepo } from './forges/repo-url.ts';
+import { providerFor } from './forges/select.ts';
+import type { CommitState, HttpOptions } from './forges/types.ts';
+import { StatusOutbox } from './outbox.ts';
+import { entryKey, type OutboxEntry } from './outbox-policy.ts';
+import { ConfigMapOutboxStore } from './outbox-store.ts';
+import { CommitStatusReporter, type StatusReport } from './status-reporter.ts';
 
 /** Per status request: a hung status API holds a sync no longer than this. */
 export const STATUS_TIMEOUT_MS = 10_000;

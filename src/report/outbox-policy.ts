@@ -5,7 +5,7 @@
 import { fullJitter } from '../backoff.ts';
 import type { Disposition } from '../errors.ts';
 import { MAX_SERVER_DELAY_MS } from '../http/retry-after.ts';
-import type { CommitState } from './status/types.ts';
+import type { CommitState } from './forges/types.ts';
 
 /** A final status that could not be delivered yet. Nothing in it is secret: no URL with credentials, no token. */
 export interface OutboxEntry {

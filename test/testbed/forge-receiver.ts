@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import type { PullRequestInfo } from '../../src/report/preview/comments.ts';
+import type { PullRequestInfo } from '../../src/report/forges/select.ts';
 import {
   type CapturedRequest,
   type ForgeFlavour,

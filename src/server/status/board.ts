@@ -12,8 +12,8 @@ import { errorMessage } from '../../errors.ts';
 import type { DriftFinding } from '../../kube/drift.ts';
 import { describeObject } from '../../render/manifest.ts';
 import { commitUrl } from '../../report/commit-url.ts';
+import { unpostedStatuses } from '../../report/forges/forge-hosts.ts';
 import type { Ledger, LedgerData } from '../../report/ledger.ts';
-import { unpostedStatuses } from '../../report/status/forge-hosts.ts';
 import { safeUrl } from '../../sources/git/errors.ts';
 
 export type DeploymentState = 'unknown' | 'synced' | 'syncing' | 'failed' | 'held' | 'suspended' | 'drifted';

@@ -5,8 +5,8 @@ import {
   UnconfiguredForgeHost,
   unconfiguredForgeHost,
   unpostedStatuses,
-} from '../../../src/report/status/forge-hosts.ts';
-import { forgeApiFor } from '../../../src/report/status/provider.ts';
+} from '../../../src/report/forges/forge-hosts.ts';
+import { forgeApiFor } from '../../../src/report/forges/select.ts';
 
 const sources = {
   git: [

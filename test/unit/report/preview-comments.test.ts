@@ -5,10 +5,13 @@
 // taxonomy, each naming the PR.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type MooringError, StalledError, TransientError, WaitingError } from '../../../src/errors.ts';
-import { commentProviderFor, type PreviewCommentProvider } from '../../../src/report/preview/comments.ts';
-import { gitOrigins } from '../../../src/report/status/forge-hosts.ts';
-import { providerFor } from '../../../src/report/status/provider.ts';
-import type { ProviderName } from '../../../src/report/status/types.ts';
+import { gitOrigins } from '../../../src/report/forges/forge-hosts.ts';
+import {
+  commentProviderFor,
+  type PreviewCommentProvider,
+  providerFor,
+} from '../../../src/report/forges/select.ts';
+import type { ProviderName } from '../../../src/report/forges/types.ts';
 import {
   type ForgeReceiver,
   type ForgeReceiverOptions,

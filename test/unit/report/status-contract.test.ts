@@ -13,18 +13,18 @@ import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { type MooringError, StalledError, TransientError } from '../../../src/errors.ts';
-import { gitOrigins } from '../../../src/report/status/forge-hosts.ts';
-import { providerFor } from '../../../src/report/status/provider.ts';
-import {
-  CommitStatusReporter,
-  type CommitStatusReporterOptions,
-} from '../../../src/report/status/reporter.ts';
+import { gitOrigins } from '../../../src/report/forges/forge-hosts.ts';
+import { providerFor } from '../../../src/report/forges/select.ts';
 import type {
   CommitState,
   CommitStatusProvider,
   HttpOptions,
   ProviderName,
-} from '../../../src/report/status/types.ts';
+} from '../../../src/report/forges/types.ts';
+import {
+  CommitStatusReporter,
+  type CommitStatusReporterOptions,
+} from '../../../src/report/status-reporter.ts';
 
 // These tests run real work (processes, Git repositories, whole pages): a busy 2-core machine needs more than 5 s.
 vi.setConfig({ testTimeout: 30_000 });

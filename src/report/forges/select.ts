@@ -1,15 +1,21 @@
-// Which provider posts the statuses of a repository (and which forge any other client of it talks to), and where its
-// API is: from the configuration when it says, otherwise from the repository's host. Only hosts whose API is known for
+// Which forge serves a repository, and where its API is: from the configuration when it says, otherwise from the
+// repository's host; its client (one module per kind of forge beside this file: github.ts, gitlab.ts, gitea.ts,
+// bitbucket-cloud.ts, bitbucket-server.ts) posts commit statuses and pull-request comments alike. Only hosts whose API is known for
 // certain are recognised by name; every other host needs `commitStatus.provider`, since guessing would send the token
 // to the wrong kind of API.
 import type { Deployment } from '../../config/schema.ts';
 import { StalledError } from '../../errors.ts';
-import { BITBUCKET_CLOUD_API_URL, bitbucketCloudProvider } from './bitbucket-cloud.ts';
-import { bitbucketServerProvider } from './bitbucket-server.ts';
+import {
+  BITBUCKET_CLOUD_API_URL,
+  bitbucketCloudComments,
+  bitbucketCloudProvider,
+} from './bitbucket-cloud.ts';
+import { bitbucketServerComments, bitbucketServerProvider } from './bitbucket-server.ts';
+import type { PreviewCommentProvider } from './comment-types.ts';
 import { type GitOrigins, unconfiguredForgeHost } from './forge-hosts.ts';
-import { giteaProvider } from './gitea.ts';
-import { GITHUB_API_URL, githubProvider } from './github.ts';
-import { gitlabProvider } from './gitlab.ts';
+import { giteaComments, giteaProvider } from './gitea.ts';
+import { GITHUB_API_URL, githubComments, githubProvider } from './github.ts';
+import { gitlabComments, gitlabProvider } from './gitlab.ts';
 import { describeRepo, parseRepoUrl, type RepoLocation } from './repo-url.ts';
 import type { CommitStatusProvider, HttpOptions, ProviderName } from './types.ts';
 
@@ -22,7 +28,27 @@ const KNOWN_HOSTS: Readonly<Record<string, ProviderName>> = {
   'bitbucket.org': 'bitbucket-cloud',
 };
 
-/** Throws StalledError when the provider cannot be told or the URLs are unusable: a configuration error. */
+/** What each kind of forge is to mooring: its commit statuses and its pull-request comments, from one module. */
+const FORGES: Readonly<
+  Record<
+    ProviderName,
+    {
+      statuses: (options: { apiUrl: string; http?: HttpOptions | undefined }) => CommitStatusProvider;
+      comments: (options: { apiUrl: string; http?: HttpOptions | undefined }) => PreviewCommentProvider;
+    }
+  >
+> = {
+  github: { statuses: githubProvider, comments: githubComments },
+  gitlab: { statuses: gitlabProvider, comments: gitlabComments },
+  gitea: { statuses: giteaProvider, comments: giteaComments },
+  'bitbucket-cloud': { statuses: bitbucketCloudProvider, comments: bitbucketCloudComments },
+  'bitbucket-server': { statuses: bitbucketServerProvider, comments: bitbucketServerComments },
+};
+
+/**
+ * The commit-status client of a repository's forge. Throws StalledError when the provider cannot be told or the
+ * URLs are unusable: a configuration error.
+ */
 export function providerFor(
   repoUrl: string,
   config: Pick<CommitStatusConfig, 'provider' | 'apiUrl'>,
@@ -32,24 +58,29 @@ export function providerFor(
   const { name, apiUrl } = forgeApiFor(
     repoUrl,
     config,
-    {
-      api: 'commit-status API',
-      setting: 'commitStatus',
-    },
+    { api: 'commit-status API', setting: 'commitStatus' },
     origins,
   );
-  switch (name) {
-    case 'github':
-      return githubProvider({ apiUrl, http });
-    case 'gitlab':
-      return gitlabProvider({ apiUrl, http });
-    case 'gitea':
-      return giteaProvider({ apiUrl, http });
-    case 'bitbucket-cloud':
-      return bitbucketCloudProvider({ apiUrl, http });
-    case 'bitbucket-server':
-      return bitbucketServerProvider({ apiUrl, http });
-  }
+  return FORGES[name].statuses({ apiUrl, http });
+}
+
+/**
+ * The pull-request client (comments, the PR's description) of a repository's forge, chosen as commit statuses
+ * choose theirs. Throws StalledError when the forge cannot be told or the URLs are unusable.
+ */
+export function commentProviderFor(
+  repoUrl: string,
+  config: { provider: 'auto' | ProviderName; apiUrl?: string | undefined },
+  origins: GitOrigins,
+  http?: HttpOptions,
+): PreviewCommentProvider {
+  const { name, apiUrl } = forgeApiFor(
+    repoUrl,
+    config,
+    { api: 'pull-request API', setting: 'preview' },
+    origins,
+  );
+  return FORGES[name].comments({ apiUrl, http });
 }
 
 export interface ForgeApi {
@@ -109,3 +140,10 @@ export function defaultApiUrl(name: ProviderName, location: RepoLocation): strin
     }
   }
 }
+
+export type {
+  PostedComment,
+  PreviewCommentProvider,
+  PullRequestInfo,
+  PullRequestTarget,
+} from './comment-types.ts';

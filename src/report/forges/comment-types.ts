@@ -1,5 +1,5 @@
 // The shape shared by every pull-request comment client (one per kind of forge) and what drives them.
-import type { ProviderName } from '../status/types.ts';
+import type { ProviderName } from './types.ts';
 
 export interface PullRequestTarget {
   /** The Git clone URL as a source configures it (https, ssh or scp-like). */

@@ -1,3 +1,6 @@
+// GitHub and GitHub Enterprise Server: "Create a commit status",
+// POST /repos/{owner}/{repo}/statuses/{sha} (operationId repos/create-commit-status).
+//
 // GitHub and GitHub Enterprise Server: a PR's comments are its issue's comments. Operations (REST API 2022-11-28,
 // docs.github.com/en/rest/issues/comments and /rest/pulls/pulls; @octokit/openapi operation ids):
 //   issues/list-comments   GET   /repos/{owner}/{repo}/issues/{issue_number}/comments?per_page=100&page=N (Link: next)
@@ -6,11 +9,10 @@
 //   pulls/get              GET   /repos/{owner}/{repo}/pulls/{pull_number}
 //   users/get-authenticated GET  /user (whose token: a user's; an app's installation token is refused with 403, and
 //                                 its comments are then those of Bot users)
+
 import { z } from 'zod';
-import { GITHUB_API_VERSION } from '../status/github.ts';
-import { apiBase } from '../status/http.ts';
-import { ownerAndName, parseRepoUrl } from '../status/repo-url.ts';
-import type { HttpOptions } from '../status/types.ts';
+import type { PreviewCommentProvider, PullRequestInfo, PullRequestTarget } from './comment-types.ts';
+import { apiBase, postJson, requireCommit } from './http.ts';
 import {
   COMMENT_HINTS,
   type CommentApi,
@@ -27,8 +29,74 @@ import {
   readTarget,
   upsertComment,
   viewerCache,
-} from './forge.ts';
-import type { PreviewCommentProvider, PullRequestInfo, PullRequestTarget } from './types.ts';
+} from './protocol.ts';
+import { ownerAndName, parseRepoUrl, statusSubject } from './repo-url.ts';
+import type { CommitState, CommitStatusProvider, HttpOptions } from './types.ts';
+
+export const GITHUB_API_URL = 'https://api.github.com';
+/** The version of the REST API whose request shape this file builds. */
+export const GITHUB_API_VERSION = '2022-11-28';
+
+/** GitHub's four states; a cancelled sync is an `error` (not the commit's failure), its description says why. */
+export const GITHUB_STATES: Readonly<Record<CommitState, 'pending' | 'success' | 'failure' | 'error'>> = {
+  pending: 'pending',
+  success: 'success',
+  failure: 'failure',
+  error: 'error',
+  cancelled: 'error',
+};
+
+export interface GitHubOptions {
+  /** https://api.github.com, or https://HOST/api/v3 for GitHub Enterprise Server. */
+  apiUrl: string;
+  http?: HttpOptions | undefined;
+}
+
+/** How every request to GitHub is made: the token as a bearer, and the version of the API this file speaks. */
+function githubHeaders(token: string): Record<string, string> {
+  return {
+    Authorization: `Bearer ${token}`,
+    Accept: 'application/vnd.github+json',
+    'X-GitHub-Api-Version': GITHUB_API_VERSION,
+  };
+}
+
+/** A repository's place in the API (`/repos/{owner}/{repo}`) and its `owner/repo` name. */
+function githubRepository(api: string, repoUrl: string): { name: string; repo: string } {
+  const [owner, repo] = ownerAndName(parseRepoUrl(repoUrl), true, 'owner/repo');
+  return {
+    name: `${owner}/${repo}`,
+    repo: `${api}/repos/${encodeURIComponent(owner)}/${encodeURIComponent(repo)}`,
+  };
+}
+
+export function githubProvider(options: GitHubOptions): CommitStatusProvider {
+  const api = apiBase(options.apiUrl);
+  return {
+    name: 'github',
+    // GitHub refuses longer descriptions with 422.
+    maxDescription: 140,
+    async post(target, status, token) {
+      const { repo } = githubRepository(api, target.repoUrl);
+      const sha = requireCommit(target.commit);
+      await postJson(
+        {
+          provider: 'github',
+          url: `${repo}/statuses/${sha}`,
+          headers: githubHeaders(token),
+          body: {
+            state: GITHUB_STATES[status.state],
+            ...(status.targetUrl ? { target_url: status.targetUrl } : {}),
+            description: status.description,
+            context: status.context,
+          },
+          subject: statusSubject(target),
+        },
+        options.http,
+      );
+    },
+  };
+}
 
 /** GitHub's limit on an issue comment's body. */
 export const GITHUB_MAX_COMMENT = 65_536;
@@ -53,30 +121,20 @@ const pull = z.object({
   labels: z.array(z.object({ name: z.string() })),
 });
 
-export interface GitHubCommentOptions {
-  /** https://api.github.com, or https://HOST/api/v3 for GitHub Enterprise Server. */
-  apiUrl: string;
-  http?: HttpOptions | undefined;
-}
-
-export function githubComments(options: GitHubCommentOptions): PreviewCommentProvider {
+export function githubComments(options: GitHubOptions): PreviewCommentProvider {
   const api = apiBase(options.apiUrl, 'preview');
   const viewers = viewerCache();
 
   function open(target: PullRequestTarget, token: string) {
-    const [owner, name] = ownerAndName(parseRepoUrl(target.repoUrl), true, 'owner/repo');
+    const { name, repo } = githubRepository(api, target.repoUrl);
     const number = pullNumber(target);
     const x: Exchange = {
       provider: 'github',
-      headers: {
-        Authorization: `Bearer ${token}`,
-        Accept: 'application/vnd.github+json',
-        'X-GitHub-Api-Version': GITHUB_API_VERSION,
-      },
-      subject: pullSubject(`${owner}/${name}`, number),
+      headers: githubHeaders(token),
+      subject: pullSubject(name, number),
       http: options.http,
     };
-    return { x, number, repo: `${api}/repos/${encodeURIComponent(owner)}/${encodeURIComponent(name)}` };
+    return { x, number, repo };
   }
 
   return {

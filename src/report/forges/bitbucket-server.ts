@@ -1,3 +1,6 @@
+// Bitbucket Server and Data Center: the build-status REST resource, POST {base}/rest/build-status/1.0/commits/{id}.
+// It is keyed by commit alone (a build status belongs to the commit in every repository that has it).
+//
 // Bitbucket Server and Data Center: a pull request's comments. Operations (developer.atlassian.com/server/bitbucket/
 // rest, "Pull requests"; REST API 1.0):
 //   GET  /rest/api/1.0/projects/{projectKey}/repos/{repositorySlug}/pull-requests/{pullRequestId}/activities
@@ -7,11 +10,16 @@
 //   GET  .../pull-requests/{pullRequestId}/comments/{commentId} (the current version, after a 409)
 //   GET  /rest/api/1.0/projects/{projectKey}/repos/{repositorySlug}/pull-requests/{pullRequestId}
 // Whose token it is comes with every authenticated answer, in X-AUSERNAME. Bitbucket has no labels.
+
 import { z } from 'zod';
 import { StalledError } from '../../errors.ts';
-import { apiBase } from '../status/http.ts';
-import { ownerAndName, parseRepoUrl } from '../status/repo-url.ts';
-import type { HttpOptions } from '../status/types.ts';
+import type {
+  PostedComment,
+  PreviewCommentProvider,
+  PullRequestInfo,
+  PullRequestTarget,
+} from './comment-types.ts';
+import { apiBase, bearerHeaders, postJson, requireCommit } from './http.ts';
 import {
   COMMENT_HINTS,
   type CommentApi,
@@ -26,8 +34,81 @@ import {
   pullSubject,
   readTarget,
   upsertComment,
-} from './forge.ts';
-import type { PostedComment, PreviewCommentProvider, PullRequestInfo, PullRequestTarget } from './types.ts';
+} from './protocol.ts';
+import { ownerAndName, parseRepoUrl, statusSubject } from './repo-url.ts';
+import { boundedKey } from './text.ts';
+import type { CommitState, CommitStatusProvider, HttpOptions } from './types.ts';
+
+/**
+ * Bitbucket Server's build states are three: it has no STOPPED, so a cancelled sync (which did not succeed)
+ * is FAILED, with a description that says why.
+ */
+export const BITBUCKET_SERVER_STATES: Readonly<Record<CommitState, 'INPROGRESS' | 'SUCCESSFUL' | 'FAILED'>> =
+  {
+    pending: 'INPROGRESS',
+    success: 'SUCCESSFUL',
+    failure: 'FAILED',
+    error: 'FAILED',
+    cancelled: 'FAILED',
+  };
+
+/** Bitbucket Server stores key and name in columns of 255. */
+const MAX_KEY = 255;
+
+export interface BitbucketServerOptions {
+  /** The server's base URL (with its context path, if any), e.g. https://bitbucket.example.com. */
+  apiUrl: string;
+  http?: HttpOptions | undefined;
+}
+
+export function bitbucketServerProvider(options: BitbucketServerOptions): CommitStatusProvider {
+  const base = apiBase(options.apiUrl);
+  return {
+    name: 'bitbucket-server',
+    maxDescription: 255,
+    async post(target, status, token) {
+      const commit = requireCommit(target.commit);
+      await postJson(
+        {
+          provider: 'bitbucket-server',
+          url: `${base}/rest/build-status/1.0/commits/${commit}`,
+          headers: bearerHeaders(token),
+          body: {
+            state: BITBUCKET_SERVER_STATES[status.state],
+            key: boundedKey(status.context, MAX_KEY),
+            name: boundedKey(status.context, MAX_KEY),
+            // Required: without a target URL of our own, the commit's page in the repository.
+            url:
+              status.targetUrl ||
+              `${base}/${bitbucketServerRepository(target.repoUrl).web}/commits/${commit}`,
+            description: status.description,
+          },
+          subject: statusSubject(target),
+        },
+        options.http,
+      );
+    },
+  };
+}
+
+/**
+ * A repository's place: `rest`, its path in the REST API (`projects/{KEY}/repos/{slug}`, a personal project's key
+ * being `~user`), `web`, its path in the web interface (personal repositories live under `users/{user}`), and its
+ * `KEY/slug` name. Clone URLs are {base}/scm/PROJECT/repo.git or ssh://host:7999/project/repo.git.
+ */
+function bitbucketServerRepository(repoUrl: string): { name: string; rest: string; web: string } {
+  const [project, slug] = ownerAndName(parseRepoUrl(repoUrl), false, 'project/repository');
+  const personal = project.startsWith('~');
+  const key = personal ? project : project.toUpperCase();
+  const repos = `repos/${encodeURIComponent(slug)}`;
+  return {
+    name: `${key}/${slug}`,
+    rest: `projects/${encodeURIComponent(key)}/${repos}`,
+    web: personal
+      ? `users/${encodeURIComponent(project.slice(1))}/${repos}`
+      : `projects/${encodeURIComponent(key)}/${repos}`,
+  };
+}
 
 /** Bitbucket Server documents no limit for the API; 32,768 characters is what its comment editor allows. */
 export const BITBUCKET_SERVER_MAX_COMMENT = 32_768;
@@ -59,31 +140,22 @@ const pull = z.object({
   author: z.object({ user: z.object({ name: z.string() }) }).nullish(),
 });
 
-export interface BitbucketServerCommentOptions {
-  /** The server's base URL (with its context path, if any), e.g. https://bitbucket.example.com. */
-  apiUrl: string;
-  http?: HttpOptions | undefined;
-}
-
-export function bitbucketServerComments(options: BitbucketServerCommentOptions): PreviewCommentProvider {
+export function bitbucketServerComments(options: BitbucketServerOptions): PreviewCommentProvider {
   const base = apiBase(options.apiUrl, 'preview');
 
   function open(target: PullRequestTarget, token: string) {
-    // Clone URLs are {base}/scm/PROJECT/repo.git or ssh://host:7999/project/repo.git; a personal project is ~user.
-    const [project, slug] = ownerAndName(parseRepoUrl(target.repoUrl), false, 'project/repository');
-    const key = project.startsWith('~') ? project : project.toUpperCase();
+    const { name, rest, web } = bitbucketServerRepository(target.repoUrl);
     const number = pullNumber(target);
     const x: Exchange = {
       provider: 'bitbucket-server',
-      headers: { Authorization: `Bearer ${token}`, Accept: 'application/json' },
-      subject: pullSubject(`${key}/${slug}`, number),
+      headers: bearerHeaders(token),
+      subject: pullSubject(name, number),
       http: options.http,
     };
-    const repo = `projects/${encodeURIComponent(key)}/repos/${encodeURIComponent(slug)}`;
     return {
       x,
-      pr: `${base}/rest/api/1.0/${repo}/pull-requests/${number}`,
-      page: `${base}/${repo}/pull-requests/${number}/overview`,
+      pr: `${base}/rest/api/1.0/${rest}/pull-requests/${number}`,
+      page: `${base}/${web}/pull-requests/${number}/overview`,
     };
   }
 

@@ -1,3 +1,7 @@
+// Bitbucket Cloud: "Create a build status for a commit",
+// POST /2.0/repositories/{workspace}/{repo_slug}/commit/{commit}/statuses/build. A status with the same key is
+// overwritten, so the key (our context, bounded) is what makes a later status replace an earlier one.
+//
 // Bitbucket Cloud: a pull request's comments. Operations (developer.atlassian.com/cloud/bitbucket/rest/
 // api-group-pullrequests; paging: developer.atlassian.com/cloud/bitbucket/rest/intro/#pagination):
 //   GET  /2.0/repositories/{workspace}/{repo_slug}/pullrequests/{pull_request_id}/comments?pagelen=50
@@ -7,12 +11,16 @@
 //   GET  /2.0/repositories/{workspace}/{repo_slug}/pullrequests/{pull_request_id}
 //   GET  /2.0/user (whose token; an access token of a repository or workspace may not say: then any comment)
 // Inline comments, replies and deleted comments are not the preview's and are skipped.
+
 import { z } from 'zod';
 import { StalledError } from '../../errors.ts';
-import { BITBUCKET_CLOUD_API_URL } from '../status/bitbucket-cloud.ts';
-import { apiBase } from '../status/http.ts';
-import { ownerAndName, parseRepoUrl } from '../status/repo-url.ts';
-import type { HttpOptions } from '../status/types.ts';
+import type {
+  PostedComment,
+  PreviewCommentProvider,
+  PullRequestInfo,
+  PullRequestTarget,
+} from './comment-types.ts';
+import { apiBase, bearerHeaders, postJson, requireCommit } from './http.ts';
 import {
   COMMENT_HINTS,
   type CommentApi,
@@ -28,8 +36,70 @@ import {
   sameApi,
   upsertComment,
   viewerCache,
-} from './forge.ts';
-import type { PostedComment, PreviewCommentProvider, PullRequestInfo, PullRequestTarget } from './types.ts';
+} from './protocol.ts';
+import { ownerAndName, parseRepoUrl, type RepoLocation, statusSubject } from './repo-url.ts';
+import { boundedKey } from './text.ts';
+import type { CommitState, CommitStatusProvider, HttpOptions } from './types.ts';
+
+export const BITBUCKET_CLOUD_API_URL = 'https://api.bitbucket.org/2.0';
+/** Bitbucket Cloud refuses longer keys. */
+export const BITBUCKET_CLOUD_MAX_KEY = 40;
+
+/** STOPPED means a build was stopped before it ended (what a cancelled sync is); a deploy that erred has failed. */
+export const BITBUCKET_CLOUD_STATES: Readonly<
+  Record<CommitState, 'INPROGRESS' | 'SUCCESSFUL' | 'FAILED' | 'STOPPED'>
+> = {
+  pending: 'INPROGRESS',
+  success: 'SUCCESSFUL',
+  failure: 'FAILED',
+  error: 'FAILED',
+  cancelled: 'STOPPED',
+};
+
+export interface BitbucketCloudOptions {
+  apiUrl?: string | undefined;
+  http?: HttpOptions | undefined;
+}
+
+/** A repository's place in the API (`/repositories/{workspace}/{slug}`), its encoded path and its name. */
+function bitbucketCloudRepository(
+  api: string,
+  repoUrl: string,
+): { location: RepoLocation; name: string; path: string; repo: string } {
+  const location = parseRepoUrl(repoUrl);
+  const [workspace, slug] = ownerAndName(location, true, 'workspace/repository');
+  const path = `${encodeURIComponent(workspace)}/${encodeURIComponent(slug)}`;
+  return { location, name: `${workspace}/${slug}`, path, repo: `${api}/repositories/${path}` };
+}
+
+export function bitbucketCloudProvider(options: BitbucketCloudOptions = {}): CommitStatusProvider {
+  const api = apiBase(options.apiUrl ?? BITBUCKET_CLOUD_API_URL);
+  return {
+    name: 'bitbucket-cloud',
+    maxDescription: 255,
+    async post(target, status, token) {
+      const { location, path, repo } = bitbucketCloudRepository(api, target.repoUrl);
+      const commit = requireCommit(target.commit);
+      await postJson(
+        {
+          provider: 'bitbucket-cloud',
+          url: `${repo}/commit/${commit}/statuses/build`,
+          headers: bearerHeaders(token),
+          body: {
+            key: boundedKey(status.context, BITBUCKET_CLOUD_MAX_KEY),
+            state: BITBUCKET_CLOUD_STATES[status.state],
+            name: status.context,
+            description: status.description,
+            // Required by Bitbucket: without a target URL of our own, the commit's page.
+            url: status.targetUrl || `${location.webOrigin}/${path}/commits/${commit}`,
+          },
+          subject: statusSubject(target),
+        },
+        options.http,
+      );
+    },
+  };
+}
 
 /** Bitbucket Cloud documents no limit; 32,768 characters is well within what it takes and shows. */
 export const BITBUCKET_CLOUD_MAX_COMMENT = 32_768;
@@ -66,25 +136,19 @@ const pull = z.object({
   destination: z.object({ branch: z.object({ name: z.string() }), repository }),
 });
 
-export interface BitbucketCloudCommentOptions {
-  apiUrl?: string | undefined;
-  http?: HttpOptions | undefined;
-}
-
-export function bitbucketCloudComments(options: BitbucketCloudCommentOptions = {}): PreviewCommentProvider {
+export function bitbucketCloudComments(options: BitbucketCloudOptions = {}): PreviewCommentProvider {
   const api = apiBase(options.apiUrl ?? BITBUCKET_CLOUD_API_URL, 'preview');
   const viewers = viewerCache();
 
   function open(target: PullRequestTarget, token: string) {
-    const [workspace, slug] = ownerAndName(parseRepoUrl(target.repoUrl), true, 'workspace/repository');
+    const { name, repo } = bitbucketCloudRepository(api, target.repoUrl);
     const number = pullNumber(target);
     const x: Exchange = {
       provider: 'bitbucket-cloud',
-      headers: { Authorization: `Bearer ${token}`, Accept: 'application/json' },
-      subject: pullSubject(`${workspace}/${slug}`, number),
+      headers: bearerHeaders(token),
+      subject: pullSubject(name, number),
       http: options.http,
     };
-    const repo = `${api}/repositories/${encodeURIComponent(workspace)}/${encodeURIComponent(slug)}`;
     return { x, pr: `${repo}/pullrequests/${number}` };
   }
 

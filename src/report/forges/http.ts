@@ -143,6 +143,11 @@ export async function postJson(request: JsonPost, options: HttpOptions = {}): Pr
  * An API base from configuration: http(s), no credentials (fetch refuses them), no query, no trailing slash.
  * `setting` names the configuration block in messages.
  */
+/** How both kinds of Bitbucket are asked: the token as a bearer, JSON back. */
+export function bearerHeaders(token: string): Record<string, string> {
+  return { Authorization: `Bearer ${token}`, Accept: 'application/json' };
+}
+
 export function apiBase(url: string, setting = 'commitStatus'): string {
   const key = `${setting}.`;
   let parsed: URL;

@@ -2,9 +2,9 @@
 // from the sync's finalizer: it never throws, retries what a retry can fix within a bounded time, does not post
 // what the commit already says, and keeps the token out of everything it logs or reports.
 import type { Logger } from 'pino';
-import { fullJitter } from '../../backoff.ts';
-import type { SecretRef } from '../../config/schema.ts';
-import { readSecret } from '../../config/secret.ts';
+import { fullJitter } from '../backoff.ts';
+import type { SecretRef } from '../config/schema.ts';
+import { readSecret } from '../config/secret.ts';
 import {
   classify,
   errorMessage,
@@ -12,10 +12,10 @@ import {
   StalledError,
   TransientError,
   WaitingError,
-} from '../../errors.ts';
-import { describeRepo, statusSubject } from './repo-url.ts';
-import { renderTemplate, truncate } from './text.ts';
-import type { CommitState, CommitStatus, CommitStatusProvider, StatusTarget } from './types.ts';
+} from '../errors.ts';
+import { describeRepo, statusSubject } from './forges/repo-url.ts';
+import { renderTemplate, truncate } from './forges/text.ts';
+import type { CommitState, CommitStatus, CommitStatusProvider, StatusTarget } from './forges/types.ts';
 
 export type ReportResult = 'posted' | 'skipped' | 'failed';
 

@@ -1,3 +1,6 @@
+// GitLab (gitlab.com and self-managed): "Set the pipeline status of a commit", POST /projects/:id/statuses/:sha,
+// where :id is the URL-encoded full path of the project, subgroups included.
+//
 // GitLab (gitlab.com and self-managed): a merge request's comments are its notes. Operations (docs.gitlab.com/api/notes,
 // "Merge requests"; docs.gitlab.com/api/merge_requests, "Get single MR"; docs.gitlab.com/api/rest, "Pagination"):
 //   GET  /projects/:id/merge_requests/:merge_request_iid/notes?sort=asc&order_by=created_at&per_page=100&page=N
@@ -7,11 +10,16 @@
 //   GET  /projects/:id/merge_requests/:merge_request_iid
 //   GET  /user (whose token: also a project or group access token's bot user)
 // :id is the URL-encoded full path of the project, subgroups included. System notes ("added 1 commit") are skipped.
+
 import { z } from 'zod';
 import { StalledError } from '../../errors.ts';
-import { apiBase } from '../status/http.ts';
-import { parseRepoUrl } from '../status/repo-url.ts';
-import type { HttpOptions } from '../status/types.ts';
+import type {
+  PostedComment,
+  PreviewCommentProvider,
+  PullRequestInfo,
+  PullRequestTarget,
+} from './comment-types.ts';
+import { apiBase, postJson, requireCommit } from './http.ts';
 import {
   COMMENT_HINTS,
   type CommentApi,
@@ -26,8 +34,87 @@ import {
   readTarget,
   upsertComment,
   viewerCache,
-} from './forge.ts';
-import type { PostedComment, PreviewCommentProvider, PullRequestInfo, PullRequestTarget } from './types.ts';
+} from './protocol.ts';
+import { parseRepoUrl, type RepoLocation, statusSubject } from './repo-url.ts';
+import type { CommitState, CommitStatusProvider, HttpOptions } from './types.ts';
+
+export const GITLAB_API_URL = 'https://gitlab.com/api/v4';
+
+/** GitLab has no "error": both of our failures are its "failed"; a sync that was cut short is "canceled". */
+export const GITLAB_STATES: Readonly<Record<CommitState, string>> = {
+  pending: 'pending',
+  success: 'success',
+  failure: 'failed',
+  error: 'failed',
+  cancelled: 'canceled',
+};
+
+export interface GitLabOptions {
+  /** https://gitlab.com/api/v4, or https://HOST[/relative-root]/api/v4. */
+  apiUrl: string;
+  http?: HttpOptions | undefined;
+}
+
+/** How every request to GitLab is made: the token in its own header. */
+function gitlabHeaders(token: string): Record<string, string> {
+  return { 'PRIVATE-TOKEN': token, Accept: 'application/json' };
+}
+
+/**
+ * A project's place in the API (`/projects/{group%2Fproject}`) and its `group/project` name. A GitLab under a
+ * relative URL root (https://host/gitlab/api/v4) serves its projects under that root too.
+ */
+function gitlabProject(
+  api: string,
+  repoUrl: string,
+): { location: RepoLocation; name: string; project: string } {
+  const root = new URL(api).pathname
+    .replace(/\/api\/v4$/, '')
+    .split('/')
+    .filter(Boolean);
+  const location = parseRepoUrl(repoUrl);
+  const underRoot = root.length > 0 && root.every((segment, i) => location.segments[i] === segment);
+  const path = underRoot ? location.segments.slice(root.length) : location.segments;
+  if (path.length < 2)
+    throw new StalledError(
+      `repository ${location.hostname}/${path.join('/')} does not have the form group/project`,
+    );
+  const name = path.join('/');
+  return { location, name, project: `${api}/projects/${encodeURIComponent(name)}` };
+}
+
+export function gitlabProvider(options: GitLabOptions): CommitStatusProvider {
+  const api = apiBase(options.apiUrl);
+  return {
+    name: 'gitlab',
+    // GitLab refuses descriptions over 255 characters.
+    maxDescription: 255,
+    async post(target, status, token) {
+      const { project } = gitlabProject(api, target.repoUrl);
+      const sha = requireCommit(target.commit);
+      const state = GITLAB_STATES[status.state];
+      // GitLab answers 400 "Cannot transition status via :enqueue from :pending" when a status is posted in the
+      // state it already has (after a restart, or when two agents share a context): the commit already says it.
+      const sameState = new RegExp(`Cannot transition status via :\\w+ from :${state}\\b`);
+      await postJson(
+        {
+          provider: 'gitlab',
+          url: `${project}/statuses/${sha}`,
+          headers: gitlabHeaders(token),
+          body: {
+            state,
+            name: status.context,
+            description: status.description,
+            ...(status.targetUrl ? { target_url: status.targetUrl } : {}),
+          },
+          subject: statusSubject(target),
+          alreadyDone: (code, message) => code === 400 && sameState.test(message),
+        },
+        options.http,
+      );
+    },
+  };
+}
 
 /** GitLab's limit on a note's body. */
 export const GITLAB_MAX_NOTE = 1_000_000;
@@ -51,41 +138,23 @@ const mergeRequest = z.object({
   web_url: z.string().optional(),
 });
 
-export interface GitLabCommentOptions {
-  /** https://gitlab.com/api/v4, or https://HOST[/relative-root]/api/v4. */
-  apiUrl: string;
-  http?: HttpOptions | undefined;
-}
-
-export function gitlabComments(options: GitLabCommentOptions): PreviewCommentProvider {
+export function gitlabComments(options: GitLabOptions): PreviewCommentProvider {
   const api = apiBase(options.apiUrl, 'preview');
   const viewers = viewerCache();
-  // A GitLab under a relative URL root (https://host/gitlab/api/v4) serves its projects under that root too.
-  const root = new URL(api).pathname
-    .replace(/\/api\/v4$/, '')
-    .split('/')
-    .filter(Boolean);
 
   function open(target: PullRequestTarget, token: string) {
-    const location = parseRepoUrl(target.repoUrl);
-    const underRoot = root.length > 0 && root.every((segment, i) => location.segments[i] === segment);
-    const path = underRoot ? location.segments.slice(root.length) : location.segments;
-    if (path.length < 2) {
-      throw new StalledError(
-        `repository ${location.hostname}/${path.join('/')} does not have the form group/project`,
-      );
-    }
+    const { location, name, project } = gitlabProject(api, target.repoUrl);
     const number = pullNumber(target);
     const x: Exchange = {
       provider: 'gitlab',
-      headers: { 'PRIVATE-TOKEN': token, Accept: 'application/json' },
-      subject: pullSubject(path.join('/'), number),
+      headers: gitlabHeaders(token),
+      subject: pullSubject(name, number),
       http: options.http,
     };
     return {
       x,
       number,
-      mr: `${api}/projects/${encodeURIComponent(path.join('/'))}/merge_requests/${number}`,
+      mr: `${project}/merge_requests/${number}`,
       page: `${location.webOrigin}/${location.segments.map(encodeURIComponent).join('/')}/-/merge_requests/${number}`,
     };
   }

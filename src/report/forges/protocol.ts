@@ -6,10 +6,10 @@ import { createHash } from 'node:crypto';
 import type { z } from 'zod';
 import { StalledError, type Subject, withSubject } from '../../errors.ts';
 import { safeEndpoint } from '../../http/request.ts';
-import { type FailureHints, label, requestJson } from '../status/http.ts';
-import { describeRepo } from '../status/repo-url.ts';
-import type { HttpOptions, ProviderName } from '../status/types.ts';
-import type { PostedComment, PullRequestTarget } from './types.ts';
+import type { PostedComment, PullRequestTarget } from './comment-types.ts';
+import { type FailureHints, label, requestJson } from './http.ts';
+import { describeRepo } from './repo-url.ts';
+import type { HttpOptions, ProviderName } from './types.ts';
 
 /** Pages of comments read at most to find ours. */
 export const MAX_PAGES = 20;

@@ -1,3 +1,6 @@
+// Gitea and Forgejo: "Create a commit status" (repoCreateStatus), POST /repos/{owner}/{repo}/statuses/{sha}
+// with a CreateStatusOption body. Both share this API; Forgejo kept Gitea's v1 paths and fields.
+//
 // Gitea and Forgejo: a PR's comments are its issue's comments. Operations (the swagger of Gitea's API, served at
 // /api/swagger and kept in Gitea's templates/swagger/v1_json.tmpl; docs.gitea.com/api):
 //   issueGetComments   GET   /repos/{owner}/{repo}/issues/{index}/comments  (not paged: every comment in one answer,
@@ -6,10 +9,16 @@
 //   issueEditComment   PATCH /repos/{owner}/{repo}/issues/comments/{id} {body}      (EditIssueCommentOption)
 //   repoGetPullRequest GET   /repos/{owner}/{repo}/pulls/{index}
 //   userGetCurrent     GET   /user
+
 import { z } from 'zod';
-import { apiBase } from '../status/http.ts';
-import { ownerAndName, parseRepoUrl } from '../status/repo-url.ts';
-import type { HttpOptions } from '../status/types.ts';
+import type {
+  PostedComment,
+  PreviewCommentProvider,
+  PullRequestInfo,
+  PullRequestTarget,
+} from './comment-types.ts';
+import { GITHUB_STATES } from './github.ts';
+import { apiBase, postJson, requireCommit } from './http.ts';
 import {
   COMMENT_HINTS,
   type CommentApi,
@@ -26,8 +35,62 @@ import {
   sameApi,
   upsertComment,
   viewerCache,
-} from './forge.ts';
-import type { PostedComment, PreviewCommentProvider, PullRequestInfo, PullRequestTarget } from './types.ts';
+} from './protocol.ts';
+import { ownerAndName, parseRepoUrl, statusSubject } from './repo-url.ts';
+import type { CommitStatusProvider, HttpOptions } from './types.ts';
+
+export interface GiteaOptions {
+  /** https://HOST/api/v1, or with the sub-path Gitea is served under. */
+  apiUrl: string;
+  http?: HttpOptions | undefined;
+}
+
+/** How every request to Gitea is made: its own `token` scheme. */
+function giteaHeaders(token: string): Record<string, string> {
+  return { Authorization: `token ${token}`, Accept: 'application/json' };
+}
+
+/**
+ * A repository's place in the API (`/repos/{owner}/{repo}`) and its `owner/repo` name. Gitea has no nested groups:
+ * the last two segments are owner and repo, whatever sub-path comes before.
+ */
+function giteaRepository(api: string, repoUrl: string): { name: string; repo: string } {
+  const [owner, repo] = ownerAndName(parseRepoUrl(repoUrl), false, 'owner/repo');
+  return {
+    name: `${owner}/${repo}`,
+    repo: `${api}/repos/${encodeURIComponent(owner)}/${encodeURIComponent(repo)}`,
+  };
+}
+
+export function giteaProvider(options: GiteaOptions): CommitStatusProvider {
+  const api = apiBase(options.apiUrl);
+  return {
+    name: 'gitea',
+    // Gitea stores descriptions as TEXT; 255 keeps them readable in its commit list and matches the others.
+    maxDescription: 255,
+    async post(target, status, token) {
+      // Gitea has no nested groups: the last two segments are owner and repo, whatever sub-path comes before.
+      const { repo } = giteaRepository(api, target.repoUrl);
+      const sha = requireCommit(target.commit);
+      await postJson(
+        {
+          provider: 'gitea',
+          url: `${repo}/statuses/${sha}`,
+          headers: giteaHeaders(token),
+          body: {
+            // Gitea's CommitStatusState has our four names (and `warning`); no cancelled state: `error`.
+            state: GITHUB_STATES[status.state],
+            ...(status.targetUrl ? { target_url: status.targetUrl } : {}),
+            description: status.description,
+            context: status.context,
+          },
+          subject: statusSubject(target),
+        },
+        options.http,
+      );
+    },
+  };
+}
 
 /**
  * Gitea documents no limit on a comment (its column is LONGTEXT); 65,535 characters, MySQL's TEXT, is what older
@@ -53,27 +116,20 @@ const pull = z.object({
   labels: z.array(z.object({ name: z.string() })).nullable(),
 });
 
-export interface GiteaCommentOptions {
-  /** https://HOST/api/v1, or with the sub-path Gitea is served under. */
-  apiUrl: string;
-  http?: HttpOptions | undefined;
-}
-
-export function giteaComments(options: GiteaCommentOptions): PreviewCommentProvider {
+export function giteaComments(options: GiteaOptions): PreviewCommentProvider {
   const api = apiBase(options.apiUrl, 'preview');
   const viewers = viewerCache();
 
   function open(target: PullRequestTarget, token: string) {
-    // Gitea has no nested groups: the last two segments are owner and repo, whatever sub-path comes before.
-    const [owner, name] = ownerAndName(parseRepoUrl(target.repoUrl), false, 'owner/repo');
+    const { name, repo } = giteaRepository(api, target.repoUrl);
     const number = pullNumber(target);
     const x: Exchange = {
       provider: 'gitea',
-      headers: { Authorization: `token ${token}`, Accept: 'application/json' },
-      subject: pullSubject(`${owner}/${name}`, number),
+      headers: giteaHeaders(token),
+      subject: pullSubject(name, number),
       http: options.http,
     };
-    return { x, number, repo: `${api}/repos/${encodeURIComponent(owner)}/${encodeURIComponent(name)}` };
+    return { x, number, repo };
   }
 
   return {
