@@ -28,6 +28,7 @@ import {
   callList,
   callUnless,
   checkBody,
+  commentWrites,
   type Exchange,
   PULL_REQUEST_HINTS,
   pullNumber,
@@ -196,34 +197,15 @@ export function bitbucketCloudComments(options: BitbucketCloudOptions = {}): Pre
             return me?.uuid;
           }),
         ours: (c, viewer) => viewer === undefined || c.author === viewer,
-        async create(text) {
-          const value = await call(
-            x,
-            {
-              method: 'POST',
-              url: `${pr}/comments`,
-              body: { content: { raw: text } },
-              hints: COMMENT_HINTS,
-              what: 'a comment',
-            },
-            comment,
-          );
-          return posted(value, true);
-        },
-        async update(found, text) {
-          const value = await call(
-            x,
-            {
-              method: 'PUT',
-              url: `${pr}/comments/${found.id}`,
-              body: { content: { raw: text } },
-              hints: COMMENT_HINTS,
-              what: 'a comment',
-            },
-            comment,
-          );
-          return posted(value, false);
-        },
+        ...commentWrites(x, {
+          collection: `${pr}/comments`,
+          item: (found) => `${pr}/comments/${found.id}`,
+          update: 'PUT',
+          body: (text) => ({ content: { raw: text } }),
+          what: 'a comment',
+          schema: comment,
+          posted,
+        }),
       };
       return upsertComment(commentApi, body, marker, x.subject);
     },

@@ -26,6 +26,7 @@ import {
   callList,
   callUnless,
   checkBody,
+  commentWrites,
   type Exchange,
   nextLink,
   PULL_REQUEST_HINTS,
@@ -175,28 +176,15 @@ export function giteaComments(options: GiteaOptions): PreviewCommentProvider {
             return me === undefined ? undefined : String(me.id);
           }),
         ours: (c, viewer) => viewer === undefined || c.author === viewer,
-        async create(text) {
-          const value = await call(
-            x,
-            { method: 'POST', url: comments, body: { body: text }, hints: COMMENT_HINTS, what: 'a comment' },
-            comment,
-          );
-          return posted(value, true);
-        },
-        async update(found, text) {
-          const value = await call(
-            x,
-            {
-              method: 'PATCH',
-              url: `${repo}/issues/comments/${found.id}`,
-              body: { body: text },
-              hints: COMMENT_HINTS,
-              what: 'a comment',
-            },
-            comment,
-          );
-          return posted(value, false);
-        },
+        ...commentWrites(x, {
+          collection: comments,
+          item: (found) => `${repo}/issues/comments/${found.id}`,
+          update: 'PATCH',
+          body: (text) => ({ body: text }),
+          what: 'a comment',
+          schema: comment,
+          posted,
+        }),
       };
       return upsertComment(commentApi, body, marker, x.subject);
     },

@@ -20,6 +20,7 @@ import {
   callList,
   callUnless,
   checkBody,
+  commentWrites,
   type Exchange,
   type ForgeComment,
   nextLink,
@@ -175,28 +176,15 @@ export function githubComments(options: GitHubOptions): PreviewCommentProvider {
             return me?.login;
           }),
         ours: (c, viewer) => (viewer === undefined ? c.bot === true : c.author === viewer),
-        async create(text) {
-          const answer = await call(
-            x,
-            { method: 'POST', url: comments, body: { body: text }, hints: COMMENT_HINTS, what: 'a comment' },
-            comment,
-          );
-          return posted(answer, true);
-        },
-        async update(found, text) {
-          const answer = await call(
-            x,
-            {
-              method: 'PATCH',
-              url: `${repo}/issues/comments/${found.id}`,
-              body: { body: text },
-              hints: COMMENT_HINTS,
-              what: 'a comment',
-            },
-            comment,
-          );
-          return posted(answer, false);
-        },
+        ...commentWrites(x, {
+          collection: comments,
+          item: (found) => `${repo}/issues/comments/${found.id}`,
+          update: 'PATCH',
+          body: (text) => ({ body: text }),
+          what: 'a comment',
+          schema: comment,
+          posted,
+        }),
       };
       return upsertComment(commentApi, body, marker, x.subject);
     },

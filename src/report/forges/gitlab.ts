@@ -27,6 +27,7 @@ import {
   callList,
   callUnless,
   checkBody,
+  commentWrites,
   type Exchange,
   PULL_REQUEST_HINTS,
   pullNumber,
@@ -207,34 +208,15 @@ export function gitlabComments(options: GitLabOptions): PreviewCommentProvider {
             return me === undefined ? undefined : String(me.id);
           }),
         ours: (c, viewer) => viewer === undefined || c.author === viewer,
-        async create(text) {
-          const value = await call(
-            x,
-            {
-              method: 'POST',
-              url: `${mr}/notes`,
-              body: { body: text },
-              hints: COMMENT_HINTS,
-              what: 'a note',
-            },
-            note,
-          );
-          return posted(value, true);
-        },
-        async update(found, text) {
-          const value = await call(
-            x,
-            {
-              method: 'PUT',
-              url: `${mr}/notes/${found.id}`,
-              body: { body: text },
-              hints: COMMENT_HINTS,
-              what: 'a note',
-            },
-            note,
-          );
-          return posted(value, false);
-        },
+        ...commentWrites(x, {
+          collection: `${mr}/notes`,
+          item: (found) => `${mr}/notes/${found.id}`,
+          update: 'PUT',
+          body: (text) => ({ body: text }),
+          what: 'a note',
+          schema: note,
+          posted,
+        }),
       };
       return upsertComment(commentApi, body, marker, x.subject);
     },

@@ -229,6 +229,41 @@ export interface CommentApi {
   update(comment: ForgeComment, body: string): Promise<PostedComment>;
 }
 
+/**
+ * How a forge writes a comment, as data: where a new one is posted and the body it takes, how one is updated
+ * (method, URL, body), what the API calls it, and how its answer names the comment.
+ */
+export interface CommentWrites<T> {
+  /** The comments' collection: a new comment is POSTed here. */
+  collection: string;
+  /** An existing comment's URL. */
+  item: (found: ForgeComment) => string;
+  update: 'PATCH' | 'PUT';
+  /** The request body that carries `text`. */
+  body: (text: string) => unknown;
+  /** `a comment`, `a note`. */
+  what: string;
+  schema: z.ZodType<T>;
+  posted: (value: T, created: boolean) => PostedComment;
+}
+
+/** A forge's comment create and update, made from its CommentWrites. */
+export function commentWrites<T>(x: Exchange, spec: CommentWrites<T>): Pick<CommentApi, 'create' | 'update'> {
+  const send = async (method: 'POST' | 'PATCH' | 'PUT', url: string, text: string, created: boolean) =>
+    spec.posted(
+      await call(
+        x,
+        { method, url, body: spec.body(text), hints: COMMENT_HINTS, what: spec.what },
+        spec.schema,
+      ),
+      created,
+    );
+  return {
+    create: (text) => send('POST', spec.collection, text, true),
+    update: (found, text) => send(spec.update, spec.item(found), text, false),
+  };
+}
+
 export function checkBody(body: string, marker: string, maxBody: number, subject: Subject): void {
   if (marker.trim() === '') throw new StalledError('the preview comment has an empty marker', { subject });
   if (!body.includes(marker)) {
