@@ -14,25 +14,16 @@
 
 import { z } from 'zod';
 import { StalledError } from '../../errors.ts';
-import type {
-  PostedComment,
-  PreviewCommentProvider,
-  PullRequestInfo,
-  PullRequestTarget,
-} from './comment-types.ts';
 import { apiBase, bearerHeaders, postJson, requireCommit } from './http.ts';
 import {
   COMMENT_HINTS,
   type CommentApi,
-  call,
   callList,
   callUnless,
   checkBody,
   commentWrites,
-  type Exchange,
-  PULL_REQUEST_HINTS,
-  pullNumber,
-  pullSubject,
+  exchange,
+  getPullRequest,
   readTarget,
   sameApi,
   upsertComment,
@@ -40,7 +31,15 @@ import {
 } from './protocol.ts';
 import { ownerAndName, parseRepoUrl, type RepoLocation, statusSubject } from './repo-url.ts';
 import { boundedKey } from './text.ts';
-import type { CommitState, CommitStatusProvider, HttpOptions } from './types.ts';
+import type {
+  CommitState,
+  CommitStatusProvider,
+  HttpOptions,
+  PostedComment,
+  PreviewCommentProvider,
+  PullRequestInfo,
+  PullRequestTarget,
+} from './types.ts';
 
 export const BITBUCKET_CLOUD_API_URL = 'https://api.bitbucket.org/2.0';
 /** Bitbucket Cloud refuses longer keys. */
@@ -143,13 +142,7 @@ export function bitbucketCloudComments(options: BitbucketCloudOptions = {}): Pre
 
   function open(target: PullRequestTarget, token: string) {
     const { name, repo } = bitbucketCloudRepository(api, target.repoUrl);
-    const number = pullNumber(target);
-    const x: Exchange = {
-      provider: 'bitbucket-cloud',
-      headers: bearerHeaders(token),
-      subject: pullSubject(name, number),
-      http: options.http,
-    };
+    const { x, number } = exchange('bitbucket-cloud', target, name, bearerHeaders(token), options.http);
     return { x, pr: `${repo}/pullrequests/${number}` };
   }
 
@@ -212,11 +205,7 @@ export function bitbucketCloudComments(options: BitbucketCloudOptions = {}): Pre
 
     async pullRequest(target, token) {
       const { x, pr } = readTarget(target, () => open(target, token));
-      const value = await call(
-        x,
-        { method: 'GET', url: pr, hints: PULL_REQUEST_HINTS, what: 'a pull request' },
-        pull,
-      );
+      const value = await getPullRequest(x, pr, pull);
       if (value.source.commit === null) {
         throw new StalledError('Bitbucket gives the pull request no head commit', { subject: x.subject });
       }

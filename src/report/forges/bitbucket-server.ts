@@ -13,12 +13,6 @@
 
 import { z } from 'zod';
 import { StalledError } from '../../errors.ts';
-import type {
-  PostedComment,
-  PreviewCommentProvider,
-  PullRequestInfo,
-  PullRequestTarget,
-} from './comment-types.ts';
 import { apiBase, bearerHeaders, postJson, requireCommit } from './http.ts';
 import {
   COMMENT_HINTS,
@@ -27,17 +21,23 @@ import {
   callList,
   callUnless,
   checkBody,
-  type Exchange,
+  exchange,
   type ForgeComment,
-  PULL_REQUEST_HINTS,
-  pullNumber,
-  pullSubject,
+  getPullRequest,
   readTarget,
   upsertComment,
 } from './protocol.ts';
 import { ownerAndName, parseRepoUrl, statusSubject } from './repo-url.ts';
 import { boundedKey } from './text.ts';
-import type { CommitState, CommitStatusProvider, HttpOptions } from './types.ts';
+import type {
+  CommitState,
+  CommitStatusProvider,
+  HttpOptions,
+  PostedComment,
+  PreviewCommentProvider,
+  PullRequestInfo,
+  PullRequestTarget,
+} from './types.ts';
 
 /**
  * Bitbucket Server's build states are three: it has no STOPPED, so a cancelled sync (which did not succeed)
@@ -145,13 +145,7 @@ export function bitbucketServerComments(options: BitbucketServerOptions): Previe
 
   function open(target: PullRequestTarget, token: string) {
     const { name, rest, web } = bitbucketServerRepository(target.repoUrl);
-    const number = pullNumber(target);
-    const x: Exchange = {
-      provider: 'bitbucket-server',
-      headers: bearerHeaders(token),
-      subject: pullSubject(name, number),
-      http: options.http,
-    };
+    const { x, number } = exchange('bitbucket-server', target, name, bearerHeaders(token), options.http);
     return {
       x,
       pr: `${base}/rest/api/1.0/${rest}/pull-requests/${number}`,
@@ -258,11 +252,7 @@ export function bitbucketServerComments(options: BitbucketServerOptions): Previe
 
     async pullRequest(target, token) {
       const { x, pr } = readTarget(target, () => open(target, token));
-      const value = await call(
-        x,
-        { method: 'GET', url: pr, hints: PULL_REQUEST_HINTS, what: 'a pull request' },
-        pull,
-      );
+      const value = await getPullRequest(x, pr, pull);
       return {
         number: value.id,
         state: value.state === 'OPEN' ? 'open' : value.state === 'MERGED' ? 'merged' : 'closed',

@@ -11,34 +11,32 @@
 //   userGetCurrent     GET   /user
 
 import { z } from 'zod';
-import type {
-  PostedComment,
-  PreviewCommentProvider,
-  PullRequestInfo,
-  PullRequestTarget,
-} from './comment-types.ts';
-import { GITHUB_STATES } from './github.ts';
-import { apiBase, postJson, requireCommit } from './http.ts';
+import { githubShapedStatuses } from './github.ts';
+import { apiBase } from './http.ts';
 import {
   COMMENT_HINTS,
   type CommentApi,
-  call,
   callList,
   callUnless,
   checkBody,
   commentWrites,
-  type Exchange,
+  exchange,
+  getPullRequest,
   nextLink,
-  PULL_REQUEST_HINTS,
-  pullNumber,
-  pullSubject,
   readTarget,
   sameApi,
   upsertComment,
   viewerCache,
 } from './protocol.ts';
-import { ownerAndName, parseRepoUrl, statusSubject } from './repo-url.ts';
-import type { CommitStatusProvider, HttpOptions } from './types.ts';
+import { ownerAndName, parseRepoUrl } from './repo-url.ts';
+import type {
+  CommitStatusProvider,
+  HttpOptions,
+  PostedComment,
+  PreviewCommentProvider,
+  PullRequestInfo,
+  PullRequestTarget,
+} from './types.ts';
 
 export interface GiteaOptions {
   /** https://HOST/api/v1, or with the sub-path Gitea is served under. */
@@ -65,32 +63,14 @@ function giteaRepository(api: string, repoUrl: string): { name: string; repo: st
 
 export function giteaProvider(options: GiteaOptions): CommitStatusProvider {
   const api = apiBase(options.apiUrl);
-  return {
+  return githubShapedStatuses({
     name: 'gitea',
     // Gitea stores descriptions as TEXT; 255 keeps them readable in its commit list and matches the others.
     maxDescription: 255,
-    async post(target, status, token) {
-      // Gitea has no nested groups: the last two segments are owner and repo, whatever sub-path comes before.
-      const { repo } = giteaRepository(api, target.repoUrl);
-      const sha = requireCommit(target.commit);
-      await postJson(
-        {
-          provider: 'gitea',
-          url: `${repo}/statuses/${sha}`,
-          headers: giteaHeaders(token),
-          body: {
-            // Gitea's CommitStatusState has our four names (and `warning`); no cancelled state: `error`.
-            state: GITHUB_STATES[status.state],
-            ...(status.targetUrl ? { target_url: status.targetUrl } : {}),
-            description: status.description,
-            context: status.context,
-          },
-          subject: statusSubject(target),
-        },
-        options.http,
-      );
-    },
-  };
+    repo: (repoUrl) => giteaRepository(api, repoUrl).repo,
+    headers: giteaHeaders,
+    http: options.http,
+  });
 }
 
 /**
@@ -123,13 +103,7 @@ export function giteaComments(options: GiteaOptions): PreviewCommentProvider {
 
   function open(target: PullRequestTarget, token: string) {
     const { name, repo } = giteaRepository(api, target.repoUrl);
-    const number = pullNumber(target);
-    const x: Exchange = {
-      provider: 'gitea',
-      headers: giteaHeaders(token),
-      subject: pullSubject(name, number),
-      http: options.http,
-    };
+    const { x, number } = exchange('gitea', target, name, giteaHeaders(token), options.http);
     return { x, number, repo };
   }
 
@@ -191,11 +165,7 @@ export function giteaComments(options: GiteaOptions): PreviewCommentProvider {
 
     async pullRequest(target, token) {
       const { x, number, repo } = readTarget(target, () => open(target, token));
-      const pr = await call(
-        x,
-        { method: 'GET', url: `${repo}/pulls/${number}`, hints: PULL_REQUEST_HINTS, what: 'a pull request' },
-        pull,
-      );
+      const pr = await getPullRequest(x, `${repo}/pulls/${number}`, pull);
       return {
         number: pr.number,
         state: pr.merged === true ? 'merged' : pr.state,

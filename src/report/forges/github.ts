@@ -11,28 +11,31 @@
 //                                 its comments are then those of Bot users)
 
 import { z } from 'zod';
-import type { PreviewCommentProvider, PullRequestInfo, PullRequestTarget } from './comment-types.ts';
 import { apiBase, postJson, requireCommit } from './http.ts';
 import {
   COMMENT_HINTS,
   type CommentApi,
-  call,
   callList,
   callUnless,
   checkBody,
   commentWrites,
-  type Exchange,
+  exchange,
   type ForgeComment,
+  getPullRequest,
   nextLink,
-  PULL_REQUEST_HINTS,
-  pullNumber,
-  pullSubject,
   readTarget,
   upsertComment,
   viewerCache,
 } from './protocol.ts';
 import { ownerAndName, parseRepoUrl, statusSubject } from './repo-url.ts';
-import type { CommitState, CommitStatusProvider, HttpOptions } from './types.ts';
+import type {
+  CommitState,
+  CommitStatusProvider,
+  HttpOptions,
+  PreviewCommentProvider,
+  PullRequestInfo,
+  PullRequestTarget,
+} from './types.ts';
 
 export const GITHUB_API_URL = 'https://api.github.com';
 /** The version of the REST API whose request shape this file builds. */
@@ -73,18 +76,38 @@ function githubRepository(api: string, repoUrl: string): { name: string; repo: s
 
 export function githubProvider(options: GitHubOptions): CommitStatusProvider {
   const api = apiBase(options.apiUrl);
-  return {
+  return githubShapedStatuses({
     name: 'github',
     // GitHub refuses longer descriptions with 422.
     maxDescription: 140,
+    repo: (repoUrl) => githubRepository(api, repoUrl).repo,
+    headers: githubHeaders,
+    http: options.http,
+  });
+}
+
+/**
+ * Commit statuses in GitHub's shape, which Gitea and Forgejo kept: POST {repo}/statuses/{sha} with the state (our
+ * four names; no cancelled state: `error`), target_url, description and context.
+ */
+export function githubShapedStatuses(shape: {
+  name: 'github' | 'gitea';
+  maxDescription: number;
+  /** The repository's place in the API. */
+  repo: (repoUrl: string) => string;
+  headers: (token: string) => Record<string, string>;
+  http: HttpOptions | undefined;
+}): CommitStatusProvider {
+  return {
+    name: shape.name,
+    maxDescription: shape.maxDescription,
     async post(target, status, token) {
-      const { repo } = githubRepository(api, target.repoUrl);
-      const sha = requireCommit(target.commit);
+      const url = `${shape.repo(target.repoUrl)}/statuses/${requireCommit(target.commit)}`;
       await postJson(
         {
-          provider: 'github',
-          url: `${repo}/statuses/${sha}`,
-          headers: githubHeaders(token),
+          provider: shape.name,
+          url,
+          headers: shape.headers(token),
           body: {
             state: GITHUB_STATES[status.state],
             ...(status.targetUrl ? { target_url: status.targetUrl } : {}),
@@ -93,7 +116,7 @@ export function githubProvider(options: GitHubOptions): CommitStatusProvider {
           },
           subject: statusSubject(target),
         },
-        options.http,
+        shape.http,
       );
     },
   };
@@ -128,13 +151,7 @@ export function githubComments(options: GitHubOptions): PreviewCommentProvider {
 
   function open(target: PullRequestTarget, token: string) {
     const { name, repo } = githubRepository(api, target.repoUrl);
-    const number = pullNumber(target);
-    const x: Exchange = {
-      provider: 'github',
-      headers: githubHeaders(token),
-      subject: pullSubject(name, number),
-      http: options.http,
-    };
+    const { x, number } = exchange('github', target, name, githubHeaders(token), options.http);
     return { x, number, repo };
   }
 
@@ -191,11 +208,7 @@ export function githubComments(options: GitHubOptions): PreviewCommentProvider {
 
     async pullRequest(target, token) {
       const { x, number, repo } = readTarget(target, () => open(target, token));
-      const pr = await call(
-        x,
-        { method: 'GET', url: `${repo}/pulls/${number}`, hints: PULL_REQUEST_HINTS, what: 'a pull request' },
-        pull,
-      );
+      const pr = await getPullRequest(x, `${repo}/pulls/${number}`, pull);
       return {
         number: pr.number,
         state: pr.merged === true || pr.merged_at !== null ? 'merged' : pr.state,

@@ -13,31 +13,30 @@
 
 import { z } from 'zod';
 import { StalledError } from '../../errors.ts';
-import type {
-  PostedComment,
-  PreviewCommentProvider,
-  PullRequestInfo,
-  PullRequestTarget,
-} from './comment-types.ts';
 import { apiBase, postJson, requireCommit } from './http.ts';
 import {
   COMMENT_HINTS,
   type CommentApi,
-  call,
   callList,
   callUnless,
   checkBody,
   commentWrites,
-  type Exchange,
-  PULL_REQUEST_HINTS,
-  pullNumber,
-  pullSubject,
+  exchange,
+  getPullRequest,
   readTarget,
   upsertComment,
   viewerCache,
 } from './protocol.ts';
 import { parseRepoUrl, type RepoLocation, statusSubject } from './repo-url.ts';
-import type { CommitState, CommitStatusProvider, HttpOptions } from './types.ts';
+import type {
+  CommitState,
+  CommitStatusProvider,
+  HttpOptions,
+  PostedComment,
+  PreviewCommentProvider,
+  PullRequestInfo,
+  PullRequestTarget,
+} from './types.ts';
 
 export const GITLAB_API_URL = 'https://gitlab.com/api/v4';
 
@@ -145,13 +144,7 @@ export function gitlabComments(options: GitLabOptions): PreviewCommentProvider {
 
   function open(target: PullRequestTarget, token: string) {
     const { location, name, project } = gitlabProject(api, target.repoUrl);
-    const number = pullNumber(target);
-    const x: Exchange = {
-      provider: 'gitlab',
-      headers: gitlabHeaders(token),
-      subject: pullSubject(name, number),
-      http: options.http,
-    };
+    const { x, number } = exchange('gitlab', target, name, gitlabHeaders(token), options.http);
     return {
       x,
       number,
@@ -223,11 +216,7 @@ export function gitlabComments(options: GitLabOptions): PreviewCommentProvider {
 
     async pullRequest(target, token) {
       const { x, mr } = readTarget(target, () => open(target, token));
-      const value = await call(
-        x,
-        { method: 'GET', url: mr, hints: PULL_REQUEST_HINTS, what: 'a merge request' },
-        mergeRequest,
-      );
+      const value = await getPullRequest(x, mr, mergeRequest, 'a merge request');
       if (value.sha === null) {
         throw new StalledError('GitLab gives the merge request no head commit yet', { subject: x.subject });
       }

@@ -6,10 +6,9 @@ import { createHash } from 'node:crypto';
 import type { z } from 'zod';
 import { StalledError, type Subject, withSubject } from '../../errors.ts';
 import { safeEndpoint } from '../../http/request.ts';
-import type { PostedComment, PullRequestTarget } from './comment-types.ts';
 import { type FailureHints, label, requestJson } from './http.ts';
 import { describeRepo } from './repo-url.ts';
-import type { HttpOptions, ProviderName } from './types.ts';
+import type { HttpOptions, PostedComment, ProviderName, PullRequestTarget } from './types.ts';
 
 /** Pages of comments read at most to find ours. */
 export const MAX_PAGES = 20;
@@ -55,6 +54,31 @@ export function readTarget<T>(target: PullRequestTarget, read: () => T): T {
   } catch (error) {
     throw withSubject(error, `${describeRepo(target.repoUrl)}#${String(target.number).slice(0, 40)}`);
   }
+}
+
+/**
+ * What every request about one PR shares (see Exchange), made from the forge, the PR's repository name
+ * (`owner/repo`) and the request headers, with the PR's number checked.
+ */
+export function exchange(
+  provider: ProviderName,
+  target: PullRequestTarget,
+  name: string,
+  headers: Record<string, string>,
+  http: HttpOptions | undefined,
+): { x: Exchange; number: number } {
+  const number = pullNumber(target);
+  return { x: { provider, headers, subject: pullSubject(name, number), http }, number };
+}
+
+/** The PR (or merge request) itself, as `schema` reads the forge's answer. */
+export function getPullRequest<T>(
+  x: Exchange,
+  url: string,
+  schema: z.ZodType<T>,
+  what = 'a pull request',
+): Promise<T> {
+  return call(x, { method: 'GET', url, hints: PULL_REQUEST_HINTS, what }, schema);
 }
 
 /** One forge, one PR, one token: what every request of an upsert or a look-up shares. */

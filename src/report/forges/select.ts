@@ -11,13 +11,12 @@ import {
   bitbucketCloudProvider,
 } from './bitbucket-cloud.ts';
 import { bitbucketServerComments, bitbucketServerProvider } from './bitbucket-server.ts';
-import type { PreviewCommentProvider } from './comment-types.ts';
 import { type GitOrigins, unconfiguredForgeHost } from './forge-hosts.ts';
 import { giteaComments, giteaProvider } from './gitea.ts';
 import { GITHUB_API_URL, githubComments, githubProvider } from './github.ts';
 import { gitlabComments, gitlabProvider } from './gitlab.ts';
 import { describeRepo, parseRepoUrl, type RepoLocation } from './repo-url.ts';
-import type { CommitStatusProvider, HttpOptions, ProviderName } from './types.ts';
+import type { CommitStatusProvider, HttpOptions, PreviewCommentProvider, ProviderName } from './types.ts';
 
 export type CommitStatusConfig = Deployment['commitStatus'];
 
@@ -146,4 +145,4 @@ export type {
   PreviewCommentProvider,
   PullRequestInfo,
   PullRequestTarget,
-} from './comment-types.ts';
+} from './types.ts';
