@@ -9,21 +9,15 @@ import type { MooringConfig, TargetCluster } from '../config/schema.ts';
 import { clusterConfig } from '../config/targets.ts';
 import type { DeployReport, Logger, Release, SyncReporter, SyncRequest } from '../contract.ts';
 import { errorMessage, TransientError } from '../errors.ts';
-import { KubeApi, RequestTimeoutError, UnreachableError } from '../kube/api.ts';
-import { ClusterCache, streamingRefusedLog } from '../kube/cache.ts';
+import { type KubeApi, RequestTimeoutError, UnreachableError } from '../kube/api.ts';
 import { type ClusterConfig, loadKubeConfig } from '../kube/client.ts';
-import { Discovery } from '../kube/discovery.ts';
-import { EventRecorder } from '../kube/events.ts';
 import { kubeconfigFromSecret } from '../kube/kubeconfig-secret.ts';
-import { AuditLog } from '../report/audit.ts';
-import { CommitStatusSync } from '../report/commit-status-sync.ts';
-import { SyncEvents } from '../report/events.ts';
-import { Ledger } from '../report/ledger.ts';
-import { Notifier } from '../report/notify/notifier.ts';
+import type { Ledger } from '../report/ledger.ts';
 import type { AgentMetrics } from '../server/metrics.ts';
 import type { StatusBoard } from '../server/status/board.ts';
 import { Agent } from '../sync/agent.ts';
 import type { Fleet } from '../sync/fleet.ts';
+import { ClusterStack } from './cluster-stack.ts';
 
 const PROBE_MS = 10_000;
 
@@ -80,11 +74,8 @@ export class ClusterUnit {
   private readonly deps: ClusterUnitDeps;
   private spec: TargetCluster;
   private config: MooringConfig;
-  private api: KubeApi | undefined;
-  private cache: ClusterCache | undefined;
-  private events: EventRecorder | undefined;
-  private statuses: CommitStatusSync | undefined;
-  private notifier: Notifier | undefined;
+  /** Its client, cache, Events and reporters, once its kubeconfig is read (cluster-stack.ts). */
+  private stack: ClusterStack | undefined;
   agent: Agent | undefined;
   /** Its deployments on the status page, once it has been reached. */
   board: StatusBoard | undefined;
@@ -103,7 +94,7 @@ export class ClusterUnit {
 
   /** Its client's request counts and open streams, for the metrics (undefined while not connected). */
   kubeStats(): { client: object; stats: KubeApi['requestStats']; streams: number } | undefined {
-    const api = this.api;
+    const api = this.stack?.api;
     return api && { client: api, stats: api.requestStats, streams: api.streams };
   }
 
@@ -155,17 +146,7 @@ export class ClusterUnit {
     );
   }
 
-  private reporters(api: KubeApi): SyncReporter[] {
-    const { log, metrics } = this.deps;
-    void this.statuses?.close();
-    void this.notifier?.close();
-    const statuses = new CommitStatusSync(this.config, log, { api });
-    this.statuses = statuses;
-    void statuses.start().catch(() => undefined);
-    this.notifier = new Notifier(this.config, {
-      log,
-      counted: (receiver, result) => metrics.notification(receiver, result),
-    });
+  private reporters(stack: ClusterStack): SyncReporter[] {
     // A failure while the cluster does not answer is reported as that (commit status, notification, board).
     const unit = this;
     const naming = (r: SyncReporter): SyncReporter =>
@@ -184,15 +165,7 @@ export class ClusterUnit {
           };
         },
       });
-    return [
-      naming(statuses),
-      naming(this.notifier),
-      new SyncEvents(this.events as EventRecorder, api, this.config),
-      new AuditLog(this.config, log),
-      metrics,
-      ...(this.board ? [naming(this.board)] : []),
-      ...this.deps.shared().map(naming),
-    ];
+    return stack.reporters(this.config, [...(this.board ? [this.board] : []), ...this.deps.shared()], naming);
   }
 
   /** Connects and starts its agent, trying again with back-off while the cluster cannot be reached. */
@@ -210,32 +183,22 @@ export class ClusterUnit {
         const access = await this.access();
         loaded = true;
         const { config } = this;
-        const api = new KubeApi(access, {
-          maxSockets: config.apply.concurrency * 2,
-          requestTimeoutMs: config.cluster.requestTimeout,
-          qps: config.cluster.qps,
-          burst: config.cluster.burst,
-        });
-        this.api = api;
-        this.cache = new ClusterCache(api, {
-          lingerMs: 5 * 60_000,
-          onStreamingRefused: streamingRefusedLog(log),
-        });
-        this.events = new EventRecorder(api, { log, dropped: () => metrics.eventsDropped.inc() });
+        const stack = new ClusterStack(access, config, { log, metrics });
+        this.stack = stack;
         this.board = this.deps.board({
           config: () => this.config,
-          ledger: new Ledger(api, config.cluster.namespace, config.ledger.historyLimit),
+          ledger: stack.ledger(config),
           suspended: (name) => this.agent?.suspended(name),
           cluster: this.name,
         });
         agent = new Agent({
           config,
-          api,
-          discovery: new Discovery(api),
-          cache: this.cache,
+          api: stack.api,
+          discovery: stack.discovery,
+          cache: stack.cache,
           log: log.child({ cluster: this.name }),
           cacheDir: join(this.deps.cacheDir, 'clusters', this.name),
-          reporters: this.reporters(api),
+          reporters: this.reporters(stack),
           metrics: metrics.forCluster(this.name),
           fleet: this.deps.fleet,
         });
@@ -273,7 +236,7 @@ export class ClusterUnit {
   /** Asks the API server whether it answers (the agent's own syncs go on either way). */
   private async check(): Promise<void> {
     try {
-      await this.api?.request('GET', '/version');
+      await this.stack?.probe();
       this.reached();
     } catch (error) {
       if (this.unreachableSince === undefined)
@@ -289,8 +252,8 @@ export class ClusterUnit {
   async reconfigure(config: MooringConfig, spec: TargetCluster | undefined): Promise<void> {
     if (spec) this.spec = spec;
     this.config = clusterConfig(config, this.name);
-    const api = this.api;
-    if (this.agent && api) await this.agent.reconfigure(this.config, this.reporters(api));
+    const stack = this.stack;
+    if (this.agent && stack) await this.agent.reconfigure(this.config, this.reporters(stack));
   }
 
   pollNow(names: readonly string[]): void {
@@ -306,16 +269,9 @@ export class ClusterUnit {
   }
 
   private async close(): Promise<void> {
-    await this.statuses?.close();
-    await this.notifier?.close();
-    await this.events?.close();
-    this.statuses = undefined;
-    this.notifier = undefined;
-    this.events = undefined;
-    this.cache?.close();
-    this.api?.close();
-    this.cache = undefined;
-    this.api = undefined;
+    const stack = this.stack;
+    this.stack = undefined;
+    await stack?.close();
   }
 
   async stop(): Promise<void> {

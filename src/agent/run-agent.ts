@@ -12,18 +12,9 @@ import { clusterConfig } from '../config/targets.ts';
 import { watchConfig } from '../config/watch.ts';
 import type { Logger, SyncReporter } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
-import { KubeApi } from '../kube/api.ts';
-import { ClusterCache, streamingRefusedLog } from '../kube/cache.ts';
 import { type ClusterAccess, loadKubeConfig } from '../kube/client.ts';
-import { Discovery } from '../kube/discovery.ts';
-import { EventRecorder } from '../kube/events.ts';
 import { LeaderLabel } from '../kube/leader-label.ts';
 import { LeaderElector } from '../kube/lease.ts';
-import { AuditLog } from '../report/audit.ts';
-import { CommitStatusSync } from '../report/commit-status-sync.ts';
-import { SyncEvents } from '../report/events.ts';
-import { Ledger } from '../report/ledger.ts';
-import { Notifier } from '../report/notify/notifier.ts';
 import { createServer } from '../server/http.ts';
 import { AgentMetrics } from '../server/metrics.ts';
 import { selectPulls, selectSources } from '../server/source-match.ts';
@@ -35,6 +26,7 @@ import { Agent } from '../sync/agent.ts';
 import { Fleet } from '../sync/fleet.ts';
 import { memoryRelease } from '../sync/memory-release.ts';
 import { describePlan, effectiveConfig, planReload } from '../sync/reload.ts';
+import { ClusterStack } from './cluster-stack.ts';
 import type { ClusterUnit } from './cluster-units.ts';
 import { pageToken, webhookSecrets } from './server-secrets.ts';
 
@@ -63,15 +55,10 @@ export async function runAgent(
     kubeconfig: options.access.kubeconfig ?? config.cluster.kubeconfig,
     context: options.access.context ?? config.cluster.context,
   };
-  const api = new KubeApi(loadKubeConfig(access), {
-    maxSockets: config.apply.concurrency * 2,
-    requestTimeoutMs: config.cluster.requestTimeout,
-    qps: config.cluster.qps,
-    burst: config.cluster.burst,
-  });
-  // Streams linger a few minutes after a sync, so the next sync of the same deployments finds them open.
-  const cache = new ClusterCache(api, { lingerMs: 5 * 60_000, onStreamingRefused: streamingRefusedLog(log) });
   const metrics = new AgentMetrics(config.clusters.length > 0 ? config.cluster.name : undefined);
+  // The agent's own cluster: its client, cache, Events and reporters, built as every other cluster's (cluster-stack.ts).
+  const stack = new ClusterStack(loadKubeConfig(access), config, { log, metrics });
+  const { api } = stack;
   const home = config.cluster.name;
   // Rollouts across clusters and promotions are decided with the ledgers of every cluster (sync/fleet.ts).
   const fleet = new Fleet(() => config);
@@ -81,7 +68,7 @@ export async function runAgent(
   // The status page's views, kept as syncs run (and read from the ledgers while a page is open).
   const board = new StatusBoard({
     config: () => config,
-    ledger: new Ledger(api, config.cluster.namespace, config.ledger.historyLimit),
+    ledger: stack.ledger(config),
     suspended: (name) => agent?.suspended(name),
     log,
     releases: config.server.statusPage.releases,
@@ -89,31 +76,7 @@ export async function runAgent(
     keepViews: () => config.server.statusPage.enabled,
     cluster: config.clusters.length > 0 ? config.cluster.name : undefined,
   });
-  // Commit statuses, with the outbox of undelivered ones: delivered again when an agent starts leading.
-  let statuses: CommitStatusSync | undefined;
-  // Kubernetes Events on the ledger ConfigMaps and the workloads, bounded per object (src/kube/events.ts).
-  const events = new EventRecorder(api, { log, dropped: () => metrics.eventsDropped.inc() });
-  // Notifications: queued per receiver, never awaited by a sync (src/report/notify/).
-  let notifier: Notifier | undefined;
-  const reporters = (): SyncReporter[] => {
-    void statuses?.close();
-    statuses = new CommitStatusSync(config, log, { api });
-    void statuses.start().catch(() => undefined);
-    void notifier?.close();
-    notifier = new Notifier(config, {
-      log,
-      counted: (receiver, result) => metrics.notification(receiver, result),
-    });
-    return [
-      statuses,
-      notifier,
-      new SyncEvents(events, api, config),
-      new AuditLog(config, log),
-      metrics,
-      release,
-      board,
-    ];
-  };
+  const reporters = (): SyncReporter[] => stack.reporters(config, [release, board]);
   /** The configuration of the agent of the agent's own cluster: the deployments that target it. */
   const own = (c: MooringConfig) => clusterConfig(c, home);
   const newAgent = () => {
@@ -129,8 +92,8 @@ export async function runAgent(
         },
       },
       api,
-      discovery: new Discovery(api),
-      cache,
+      discovery: stack.discovery,
+      cache: stack.cache,
       log,
       cacheDir,
       reporters: reporters(),
@@ -183,7 +146,7 @@ export async function runAgent(
   const clusterReachable = async () => {
     if (Date.now() - reachable.at > 10_000) {
       try {
-        await api.request('GET', '/version');
+        await stack.probe();
         reachable = { ok: true, at: Date.now(), detail: '' };
         if (config.clusters.length > 0) metrics.clusterReachable.set({ cluster: home }, 1);
       } catch (error) {
@@ -471,15 +434,12 @@ export async function runAgent(
     await agent?.stop();
     // The others take this replica's deployments at once.
     await shard?.stop();
-    await statuses?.close();
-    await notifier?.close();
-    await events.close();
+    await stack.closeReporters();
     // Webhooks stop coming here before the lease is given up.
     if (election.enabled && !shard) await leaderLabel.mark(false);
     await elector?.stop();
     server.close();
-    cache.close();
-    api.close();
+    stack.disconnect();
     log.info('stopped');
   }
 }
