@@ -13,9 +13,8 @@ import { describeTakeOver } from '../kube/client-side-takeover.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import { describeFinding } from '../kube/drift.ts';
 import { describeWarning } from '../kube/warnings.ts';
-import { valueRedactor } from '../render/redact.ts';
 import type { Attempt, Ledger } from '../report/ledger.ts';
-import { decryptedValues } from '../sources/sops/decrypt.ts';
+import { filesRedactor } from '../sources/sops/decrypt.ts';
 import { compileHealthRules } from '../stability/health.ts';
 import { deploy } from './deploy.ts';
 import { redactReport } from './redact-report.ts';
@@ -141,7 +140,7 @@ export async function syncDeployment(
           },
         );
   // Whatever the report's messages quote, no value decrypted from the sync's SOPS files leaves the sync.
-  const report = redactReport(deployed, valueRedactor(decryptedValues(sync.files)));
+  const report = redactReport(deployed, filesRedactor(sync.files));
   // The API server's warnings (deprecations, PodSecurity, unknown fields): one line each, naming the object and
   // where it was written. A quiet pass repeats the last sync's, so it does not log them again.
   if (!quiet)

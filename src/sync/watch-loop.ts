@@ -12,12 +12,11 @@ import { cliOwner } from '../kube/inventory.ts';
 import type { ImageArtifact } from '../render/images.ts';
 import type { NamespaceBoundary } from '../render/namespace-boundary.ts';
 import type { ManifestFile } from '../render/parse.ts';
-import { valueRedactor } from '../render/redact.ts';
 import type { RenderOptions } from '../render/render.ts';
 import type { LocalPaths, ManifestContext } from '../sources/deployment-manifests.ts';
 import { pathManifests } from '../sources/deployment-manifests.ts';
 import { filesRevision, watchFolder } from '../sources/local/watch.ts';
-import { decryptedValues } from '../sources/sops/decrypt.ts';
+import { filesRedactor } from '../sources/sops/decrypt.ts';
 import { deploy } from './deploy.ts';
 import { outcomeOf } from './outcome.ts';
 import { SyncQueue } from './queue.ts';
@@ -68,7 +67,7 @@ export async function runWatchLoop(
     const revision = filesRevision(files);
     const sync = log.child({ deployment: options.dir, revision: revision.slice(7, 19) });
     // As the agent's finalizer: no value decrypted from the folder's SOPS files in what is logged.
-    const redact = valueRedactor(decryptedValues(files));
+    const redact = filesRedactor(files);
     queue.trigger('local', revision, async (signal) => {
       sync.info({ files: files.length }, 'sync started');
       const deployed = await deploy(

@@ -13,8 +13,7 @@ import { cliOwner } from '../../kube/inventory.ts';
 import { chartLookup } from '../../kube/lookup-server.ts';
 import { describeWarning } from '../../kube/warnings.ts';
 import { describeObject } from '../../render/manifest.ts';
-import { valueRedactor } from '../../render/redact.ts';
-import { decryptedValues } from '../../sources/sops/decrypt.ts';
+import { filesRedactor } from '../../sources/sops/decrypt.ts';
 import { compileHealthRules, type HealthRules } from '../../stability/health.ts';
 import { deploy } from '../../sync/deploy.ts';
 import { HookFailedError } from '../../sync/hooks.ts';
@@ -184,7 +183,7 @@ export function deployCommand(
         throw error;
       }
       // What is printed (progress, the report, an error) never shows a value decrypted from a SOPS file.
-      const redact = valueRedactor(decryptedValues(files));
+      const redact = filesRedactor(files);
       const lines = flags.output === 'table';
       const abort = new AbortController();
       const onSignal = () => abort.abort();

@@ -15,14 +15,13 @@ import { Discovery } from '../../kube/discovery.ts';
 import { chartLookup } from '../../kube/lookup-server.ts';
 import { describeWarning } from '../../kube/warnings.ts';
 import { diffSummary } from '../../render/diff-text.ts';
-import { valueRedactor } from '../../render/redact.ts';
 import { current, Ledger } from '../../report/ledger.ts';
 import type { ArtifactAt } from '../../sources/artifact-fetch.ts';
 import { artifactSource, followedArtifacts, isOciSourced } from '../../sources/artifact-poller.ts';
 import { createArtifactPoller } from '../../sources/create-poller.ts';
 import { deploymentManifests } from '../../sources/deployment-manifests.ts';
 import { GitRepository } from '../../sources/git/repository.ts';
-import { decryptedValues } from '../../sources/sops/decrypt.ts';
+import { filesRedactor } from '../../sources/sops/decrypt.ts';
 import type { DeployRequest } from '../../sync/deploy.ts';
 import { liveDiff } from '../../sync/live-diff.ts';
 import { cliOwner } from '../../sync/prune.ts';
@@ -284,7 +283,7 @@ async function runDiff(
     }
     for (const p of pruned) print(`would prune: ${p}`);
     // The server's words may quote a field, and a field a value decrypted from a SOPS file.
-    const redact = valueRedactor(decryptedValues(input.request.files));
+    const redact = filesRedactor(input.request.files);
     for (const w of warnings) printErr(`warning: ${redact(describeWarning(w))}`);
     print(diffSummary(diffs, pruned.length));
     if (pruned.length > 0 || diffs.some((d) => d.change !== 'unchanged'))

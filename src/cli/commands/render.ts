@@ -10,10 +10,10 @@ import { toYaml } from '../../render/canonical.ts';
 import { tryParseImageRef } from '../../render/image-ref.ts';
 import type { ImageArtifact } from '../../render/images.ts';
 
-import { redactSecret, valueRedactor } from '../../render/redact.ts';
+import { redactSecret } from '../../render/redact.ts';
 import { type ClusterSnapshot, render } from '../../render/render.ts';
 import { needsHashKey } from '../../render/versioning.ts';
-import { decryptedValues } from '../../sources/sops/decrypt.ts';
+import { decryptedValues, filesRedactor } from '../../sources/sops/decrypt.ts';
 import { redactError } from '../../sync/redact-report.ts';
 import { type ClusterFlags, manifestBoundary, withManifestFlags } from '../cluster-flags.ts';
 import { cliRenderOptions, type LocalInputFlags, readLocalManifests, withReadFlags } from '../local-input.ts';
@@ -129,7 +129,7 @@ export function renderCommand(
       const files = input.files;
       namespace ??= 'default';
       // Shown without --show-secrets: no value decrypted from a SOPS file, in the objects or in an error.
-      const decrypted = decryptedValues(files);
+      const redactValues = filesRedactor(files);
       let result: ReturnType<typeof render>;
       try {
         result = render({
@@ -148,7 +148,7 @@ export function renderCommand(
           },
         });
       } catch (error) {
-        throw flags.showSecrets ? error : redactError(error, valueRedactor(decrypted));
+        throw flags.showSecrets ? error : redactError(error, redactValues);
       }
       if (keyNeeded && !hashKey) {
         warn(
@@ -159,7 +159,6 @@ export function renderCommand(
           }`,
         );
       }
-      const redactValues = valueRedactor(decrypted);
       for (const w of cluster?.warnings() ?? []) warn(`warning: ${flags.showSecrets ? w : redactValues(w)}`);
       for (const unused of result.images.unused) {
         warn(`warning: image artifact ${unused.name}${unused.tag ? `:${unused.tag}` : ''} matched no image`);
@@ -183,6 +182,7 @@ export function renderCommand(
           ]),
         );
       }
+      const decrypted = flags.showSecrets ? [] : decryptedValues(files);
       const shown = flags.showSecrets
         ? result.objects
         : result.objects.map((o) => redactSecret(o, decrypted));
