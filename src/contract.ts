@@ -70,11 +70,17 @@ export interface Release {
   promotedFrom?: { deployment: string; cluster: string; release: number; revision: string } | undefined;
 }
 
+/** Why a sync is held before it starts: its deployment suspended, a dependency, its rollout step, its promotion. */
+export type HoldReason = 'suspended' | 'dependency' | 'rollout' | 'promotion';
+
 /** What a sync tells the outside world; the agent wires commit statuses and the audit log in here. */
 export interface SyncReporter {
   started?(sync: SyncRequest): Promise<void> | void;
-  /** The sync waits before it starts (for the deployments it depends on): `description` says for what. */
-  waiting?(sync: SyncRequest, description: string): Promise<void> | void;
+  /**
+   * The sync is held before it starts (sync/holds.ts): `description` says for what and what ends it, `reason`
+   * which kind of hold it is.
+   */
+  waiting?(sync: SyncRequest, description: string, reason: HoldReason): Promise<void> | void;
   /** A drift pass in report mode found objects changed by hand (none: it found nothing). */
   drifted?(sync: SyncRequest, findings: readonly DriftFinding[]): Promise<void> | void;
   finished?(sync: SyncRequest, report: DeployReport, release: Release | undefined): Promise<void> | void;

@@ -118,8 +118,12 @@ export class SyncEvents implements SyncReporter {
     );
   }
 
-  /** A commit of a suspended deployment held (Control calls every reporter that has `held`). */
-  async held(deployment: Deployment, commit: string, description: string): Promise<void> {
+  /** A commit held before its sync (suspended, waiting for a dependency, a rollout step, a promotion). */
+  async waiting(sync: SyncRequest, description: string): Promise<void> {
+    if (sync.commit) await this.held(sync.deployment, sync.commit, description);
+  }
+
+  private async held(deployment: Deployment, commit: string, description: string): Promise<void> {
     this.recorder.record(
       await this.ledger(deployment.name),
       'Normal',

@@ -7,6 +7,7 @@ import { promotedInput } from './agent-promotion.ts';
 import { type DeploymentState, digestsOf, imagesOf, isLocal, isOci, quietInput } from './agent-sources.ts';
 import { CONFIGMAPS } from './control.ts';
 import type { PromotedFrom } from './fleet.ts';
+import { heldSync, tellHold } from './holds.ts';
 import { reconcile } from './reconcile.ts';
 
 /** What the decision uses of the agent: the jobs' context, and the deployments a reload changed. */
@@ -85,7 +86,14 @@ export async function decide(
     // d.commit stays where it was deployed: after the resume, the poll compares from there.
     log.debug('suspended: not synced');
     if (request) await ctx.control.answer(request, 'suspended', `deployment ${d.spec.name} is suspended`);
-    await ctx.control.held(d.spec, commit, current(data)?.commit);
+    const held = ctx.control.held(d.spec.name, commit, current(data)?.commit);
+    if (held !== undefined)
+      await tellHold(
+        { reporters: ctx.deps.reporters ?? [], log },
+        heldSync(ctx.deps.config, d.spec, commit, { images: imagesOf(ctx.state, d) }),
+        held,
+        'suspended',
+      );
     return;
   }
   if (decision.action === 'held') {

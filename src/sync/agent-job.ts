@@ -149,7 +149,16 @@ export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned):
     await answerAll((r) => ctx.control.answer(r, 'held', hold.message));
     // A rollout step stopped by a failure fails the commit: its status ends rather than waits.
     const fails = rollout && hold.failed;
-    if (await sayHold(holds(), d, hold.message, commit, fails ? undefined : statusRequest())) {
+    const reason = rollout ? 'rollout' : 'dependency';
+    if (
+      await sayHold(
+        holds(),
+        d,
+        hold.message,
+        commit,
+        fails ? undefined : { request: statusRequest(), reason },
+      )
+    ) {
       log.info({ dependsOn: d.spec.dependsOn, rollout }, hold.message);
       if (fails) await endHold(holds(), statusRequest(), 'failed', capitalized(hold.message));
       waitedOn = fails ? undefined : commit;

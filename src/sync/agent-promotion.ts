@@ -48,7 +48,10 @@ export async function promotionWait(
   const log = ctx.deps.log.child({ deployment: d.spec.name, revision: wait.commit?.slice(0, 12) });
   // A pending status on the commit it waits to deploy, unless it is already there.
   const pending = wait.commit !== undefined && wait.commit !== d.commit ? wait.commit : undefined;
-  const sync = pending === undefined ? undefined : heldSync(ctx.deps.config, d.spec, pending);
+  const sync =
+    pending === undefined
+      ? undefined
+      : { request: heldSync(ctx.deps.config, d.spec, pending), reason: 'promotion' as const };
   if (d.waiting === wait.message) return;
   log.info({ from: d.spec.promote?.from }, wait.message);
   if (pending !== undefined) d.promotionPending = pending;

@@ -1,9 +1,3 @@
-// The agent's side of `mooring suspend`, `resume` and `reconcile` (the CLI's side is src/cli/commands/control.ts):
-// it watches the control ConfigMap (src/kube/control-map.ts) through the shared cluster cache, knows which
-// deployments are suspended, hands each new reconcile request to the agent once, and writes the answers. A
-// suspension lives in the ConfigMap, so it holds across agent restarts. A commit that arrives while its deployment
-// is suspended is reported as held (pending) rather than deployed.
-import type { Deployment } from '../config/schema.ts';
 import type { DeployReport, Logger, Release, SyncMetrics, SyncReporter } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
@@ -29,15 +23,6 @@ export const CONFIGMAPS: ResourceInfo = {
 };
 /** After a watch that cannot work (forbidden), when it is tried again. */
 const REWATCH_MS = 60_000;
-
-/** A reporter that can say a commit is held (the commit-status reporter). */
-export interface HoldReporter {
-  held(deployment: Deployment, commit: string, description: string): Promise<void> | void;
-}
-
-function canHold(r: SyncReporter): r is SyncReporter & HoldReporter {
-  return typeof (r as Partial<HoldReporter>).held === 'function';
-}
 
 export interface ControlDeps {
   api: KubeApi;
@@ -279,26 +264,14 @@ export class Control {
   }
 
   /**
-   * A commit of a suspended deployment: reported once as held (pending, with how to deploy it), unless it is the
-   * commit the deployment is at.
+   * A commit of a suspended deployment, to be reported once as held (holds.ts: pending, with how to deploy it):
+   * the description to say, or undefined when it was said already or is the commit the deployment is at.
    */
-  async held(
-    deployment: Deployment,
-    commit: string | undefined,
-    deployed: string | undefined,
-  ): Promise<void> {
-    const name = deployment.name;
-    if (commit === undefined || commit === deployed || this.heldCommits.get(name) === commit) return;
+  held(name: string, commit: string | undefined, deployed: string | undefined): string | undefined {
+    if (commit === undefined || commit === deployed || this.heldCommits.get(name) === commit)
+      return undefined;
     this.heldCommits.set(name, commit);
     this.deps.log.info({ deployment: name, commit }, 'commit held: the deployment is suspended');
-    const description = `suspended: not deployed until mooring resume ${name}`;
-    for (const r of this.deps.reporters()) {
-      if (!canHold(r)) continue;
-      try {
-        await r.held(deployment, commit, description);
-      } catch (error) {
-        this.deps.log.warn({ deployment: name, err: errorMessage(error) }, 'cannot report the held commit');
-      }
-    }
+    return `suspended: not deployed until mooring resume ${name}`;
   }
 }

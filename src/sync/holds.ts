@@ -5,7 +5,7 @@
 // finalizer of a sync (sync-deployment.ts) tells them, so that every status gets its end. The SyncRequest a hold
 // speaks of is made here too, once.
 import type { Deployment, MooringConfig } from '../config/schema.ts';
-import type { DeployReport, Logger, SyncReporter, SyncRequest, Trigger } from '../contract.ts';
+import type { DeployReport, HoldReason, Logger, SyncReporter, SyncRequest, Trigger } from '../contract.ts';
 import type { Ledger } from '../report/ledger.ts';
 import type { DeploymentState } from './agent-sources.ts';
 import { safely } from './sync-deployment.ts';
@@ -44,24 +44,37 @@ export function heldSync(
 
 /**
  * Says a hold, once per message: the ledger's `waiting` (naming `commit`) and, when `sync` is given, every
- * reporter's waiting (a pending status on its commit). False when this message was already said.
+ * reporter's waiting (a pending status on its commit), with the kind of hold. False when this message was already
+ * said.
  */
 export async function sayHold(
   deps: HoldDeps,
   d: DeploymentState,
   message: string,
   commit: string | undefined,
-  sync?: SyncRequest,
+  sync?: { request: SyncRequest; reason: HoldReason },
 ): Promise<boolean> {
   if (d.waiting === message) return false;
   d.waiting = message;
   await safely(deps.log, 'record the wait', () =>
     deps.ledger.setWaiting(d.spec.name, { message, commit, since: new Date().toISOString() }),
   );
-  if (sync)
-    for (const r of deps.reporters)
-      await safely(deps.log, 'report the wait', () => r.waiting?.(sync, capitalized(message)));
+  if (sync) await tellHold(deps, sync.request, capitalized(message), sync.reason);
   return true;
+}
+
+/**
+ * Every reporter hears that `sync` is held (a pending commit status, an Event, a `held` notification), with
+ * `description` saying why and what ends it. The suspension of a deployment is said through here too.
+ */
+export async function tellHold(
+  deps: Pick<HoldDeps, 'reporters' | 'log'>,
+  sync: SyncRequest,
+  description: string,
+  reason: HoldReason,
+): Promise<void> {
+  for (const r of deps.reporters)
+    await safely(deps.log, 'report the wait', () => r.waiting?.(sync, description, reason));
 }
 
 /** The hold of `d` is over (it syncs, or deploys what it waited for): the ledger's `waiting` goes. */

@@ -9,7 +9,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import type { Deployment, MooringConfig } from '../../config/schema.ts';
 import { readSecret } from '../../config/secret.ts';
-import type { DeployReport, Release, SyncReporter, SyncRequest } from '../../contract.ts';
+import type { DeployReport, HoldReason, Release, SyncReporter, SyncRequest } from '../../contract.ts';
 import { VERSION } from '../../version.ts';
 import { commitUrl } from '../commit-url.ts';
 import { Channel, type Delivery, type DeliveryResult } from './channel.ts';
@@ -100,8 +100,15 @@ export class Notifier implements SyncReporter {
     }
   }
 
-  /** A commit of a suspended deployment was held (Control calls every reporter that has `held`). */
-  held(deployment: Deployment, commit: string, description: string): void {
+  /**
+   * A commit held before its sync: notified when its deployment is suspended (`held`); the other holds (a
+   * dependency, a rollout step, a promotion) end soon by themselves or with the syncs they wait for, which notify.
+   */
+  waiting(sync: SyncRequest, description: string, reason: HoldReason): void {
+    if (sync.commit && reason === 'suspended') this.held(sync.deployment, sync.commit, description);
+  }
+
+  private held(deployment: Deployment, commit: string, description: string): void {
     const event = this.event(deployment, { summary: description, commit, images: [], pruned: [] });
     for (const n of deployment.notify)
       if (n.on.includes('held')) this.queue(n.receiver, { ...event, outcome: 'held' });

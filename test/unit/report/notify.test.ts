@@ -210,4 +210,40 @@ deployments:
     }
     await notifier.close();
   });
+
+  it('says `held` for a commit of a suspended deployment, not for holds that end by themselves', async () => {
+    const r = await receiver([200]);
+    const urlFile = join(tmpdir(), `notify-held-${process.pid}`);
+    const keyFile = join(tmpdir(), `notify-held-key-${process.pid}`);
+    await writeFile(urlFile, `${r.url}\n`);
+    await writeFile(keyFile, 'k3y');
+    const config = parseConfig(`
+cluster: {name: east}
+sources: {git: [{name: app, url: "https://forge.test/team/app.git"}]}
+notifications:
+  receivers: [{name: ci, type: webhook, url: {file: ${urlFile}}, secret: {file: ${keyFile}}, perMinute: 600}]
+deployments:
+  - {name: web, namespace: shop, source: app, notify: [{receiver: ci, on: [held]}]}
+`);
+    const results: DeliveryResult[] = [];
+    const notifier = new Notifier(config, { log: quiet, counted: (_n, x) => results.push(x), backoffMs: 5 });
+    const sync = {
+      config,
+      deployment: config.deployments[0],
+      commit: 'c'.repeat(40),
+    } as unknown as SyncRequest;
+    notifier.waiting(sync, 'Waiting for db', 'dependency');
+    notifier.waiting(sync, 'Waiting for the rollout step before', 'rollout');
+    notifier.waiting(sync, 'Waiting for approval', 'promotion');
+    notifier.waiting(sync, 'suspended: not deployed until mooring resume web', 'suspended');
+    await until(() => results.length === 1);
+    await new Promise((done) => setTimeout(done, 50));
+    expect(results).toEqual(['sent']);
+    const [body] = r.bodies.map((b) => webhookSchema.parse(JSON.parse(b)));
+    expect(body).toMatchObject({
+      outcome: 'held',
+      summary: 'suspended: not deployed until mooring resume web',
+    });
+    await notifier.close();
+  });
 });
