@@ -7,20 +7,34 @@ import { isObject, type JsonValue, type KubeObject } from './manifest.ts';
 const TOP = ['apiVersion', 'kind', 'metadata'];
 const METADATA = ['name', 'namespace'];
 
-function sortedCopy(value: JsonValue, first: readonly string[] = []): JsonValue {
+const NONE: readonly string[] = [];
+
+/**
+ * The keys of a mapping in canonical order: those of `first` in its order, then the rest sorted by UTF-16 code
+ * units (the default sort). Mappings usually come sorted already (a second pass, or sorted sources): checked in
+ * one pass before any sort.
+ */
+function sortedKeys(value: { [key: string]: JsonValue }, first: readonly string[]): string[] {
+  const keys = Object.keys(value);
+  if (first.length > 0) {
+    const head = first.filter((k) => keys.includes(k));
+    return head.length === 0
+      ? sortedKeys(value, NONE)
+      : [...head, ...keys.filter((k) => !first.includes(k)).sort()];
+  }
+  for (let i = 1; i < keys.length; i++) if ((keys[i - 1] as string) > (keys[i] as string)) return keys.sort();
+  return keys;
+}
+
+function sortedCopy(value: JsonValue, first: readonly string[] = NONE): JsonValue {
   if (Array.isArray(value)) return value.map((v) => sortedCopy(v));
   if (!isObject(value)) return value;
-  const keys = Object.keys(value).sort((a, b) => {
-    const ia = first.indexOf(a);
-    const ib = first.indexOf(b);
-    if (ia !== -1 || ib !== -1) return (ia === -1 ? first.length : ia) - (ib === -1 ? first.length : ib);
-    return a < b ? -1 : a > b ? 1 : 0;
-  });
+  const keys = sortedKeys(value, first);
   const out: { [key: string]: JsonValue } = {};
   for (const key of keys) {
     const v = value[key];
     if (v === undefined) continue;
-    out[key] = sortedCopy(v, key === 'metadata' && first === TOP ? METADATA : []);
+    out[key] = sortedCopy(v, key === 'metadata' && first === TOP ? METADATA : NONE);
   }
   return out;
 }

@@ -43,25 +43,48 @@ export const ORIGIN_ANNOTATION = 'config.kubernetes.io/origin';
  */
 export function helmWrittenAt(text: string, label: string): WrittenAtFn | undefined {
   const starts: { line: number; file: string }[] = [];
-  const lines = text.split('\n');
-  for (const [i, line] of lines.entries()) {
-    const m = /^# Source: ([^\n]{1,500})$/.exec(line);
-    if (!m || (i > 0 && lines[i - 1] !== '---')) continue;
-    const inChart = (m[1] ?? '')
+  const marker = '# Source: ';
+  // One pass: each line that is the marker (the first line, or one after a `---` line), numbered by the newlines
+  // counted since the one before, so that a large output is never split into lines.
+  let lineIndex = 0;
+  let counted = 0;
+  const lineOf = (position: number): number => {
+    for (let nl = text.indexOf('\n', counted); nl !== -1 && nl < position; nl = text.indexOf('\n', nl + 1)) {
+      lineIndex += 1;
+      counted = nl + 1;
+    }
+    return lineIndex;
+  };
+  const next = (from: number): number => {
+    const found = text.indexOf(`\n${marker}`, from);
+    return found === -1 ? -1 : found + 1;
+  };
+  for (let begin = text.startsWith(marker) ? 0 : next(0); begin !== -1; begin = next(begin)) {
+    const end = text.indexOf('\n', begin);
+    const rest = text.slice(begin + marker.length, end === -1 ? text.length : end);
+    const afterSeparator =
+      begin === 0 ||
+      (begin >= 4 && text.startsWith('---\n', begin - 4) && (begin === 4 || text[begin - 5] === '\n'));
+    if (rest.length < 1 || rest.length > 500 || !afterSeparator) continue;
+    const inChart = rest
       .trim()
       .replace(/[\p{Cc}]/gu, '')
       .split('/')
       .slice(1)
       .join('/');
-    starts.push({ line: i + 1, file: `${posix.join(label, inChart)} (rendered)` });
+    starts.push({ line: lineOf(begin) + 1, file: `${posix.join(label, inChart)} (rendered)` });
   }
   if (starts.length === 0) return undefined;
+  // The last start before the line: a binary search, as each object and each of its errors is placed.
   const place = (built: Origin): Origin | undefined => {
-    let found: { line: number; file: string } | undefined;
-    for (const start of starts) {
-      if (start.line >= built.line) break;
-      found = start;
+    let low = 0;
+    let high = starts.length;
+    while (low < high) {
+      const mid = (low + high) >>> 1;
+      if ((starts[mid] as { line: number }).line < built.line) low = mid + 1;
+      else high = mid;
     }
+    const found = starts[low - 1];
     return found && { file: found.file, line: built.line - found.line, column: built.column };
   };
   return (at) => {
