@@ -80,6 +80,42 @@ describe('helm template output: objects named in their templates', () => {
     const before = helmWrittenAt('a: 1\n---\n# Source: web/templates/x.yaml\nb: 2\n', 'charts/web');
     expect(before?.({ file: 'x', line: 1, column: 1 })).toBeUndefined();
   });
+
+  it('takes a Source comment only as a whole line after a separator, and places thousands of documents', () => {
+    const text = [
+      '# Source: web/templates/first.yaml',
+      'a: 1 # Source: web/templates/inline.yaml',
+      '---x',
+      '# Source: web/templates/not-after-a-separator.yaml',
+      '---',
+      ' # Source: web/templates/indented.yaml',
+      '---',
+      '# Source: web/templates/second.yaml',
+      'b: 2',
+    ].join('\n');
+    const at = helmWrittenAt(text, 'charts/web');
+    expect(at?.({ file: 'x', line: 6, column: 1 })?.origin).toEqual({
+      file: 'charts/web/templates/first.yaml (rendered)',
+      line: 5,
+      column: 1,
+    });
+    expect(at?.({ file: 'x', line: 9, column: 3 })?.origin).toEqual({
+      file: 'charts/web/templates/second.yaml (rendered)',
+      line: 1,
+      column: 3,
+    });
+    const many = Array.from(
+      { length: 5000 },
+      (_, i) => `---\n# Source: web/templates/t${i}.yaml\nk: ${i}`,
+    ).join('\n');
+    const placed = helmWrittenAt(many, 'charts/web');
+    // Document i's comment is on line 3i + 2; its key on the line after.
+    expect(placed?.({ file: 'x', line: 3 * 4321 + 3, column: 1 })?.origin).toEqual({
+      file: 'charts/web/templates/t4321.yaml (rendered)',
+      line: 1,
+      column: 1,
+    });
+  });
 });
 
 const BASE_WEB = `apiVersion: v1
