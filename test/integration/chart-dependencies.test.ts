@@ -23,12 +23,13 @@ import {
   startChartRepo,
   writeChart,
 } from '../testbed/chart-repo.ts';
-import { api } from './faults-support.ts';
 import {
   agentConfig,
   bareRepo,
   eventually,
+  ledgerHistory,
   mooring,
+  runningConfig,
   startAgent,
   startStatusReceiver,
   tempDir,
@@ -287,37 +288,11 @@ describe('chart dependencies from an HTTPS chart repository', () => {
   });
 });
 
-async function running(namespace: string): Promise<Record<string, string> | undefined> {
-  const kube = api();
-  try {
-    const d = await kube
-      .request<{
-        spec: { template: { spec: { containers: { envFrom?: { configMapRef?: { name: string } }[] }[] } } };
-      }>('GET', `/apis/apps/v1/namespaces/${namespace}/deployments/web`)
-      .catch(() => undefined);
-    const name = d?.spec.template.spec.containers[0]?.envFrom?.[0]?.configMapRef?.name;
-    if (!name) return undefined;
-    return (
-      await kube.request<{ data: Record<string, string> }>(
-        'GET',
-        `/api/v1/namespaces/${namespace}/configmaps/${name}`,
-      )
-    ).data;
-  } finally {
-    kube.close();
-  }
-}
-
 interface HistoryItem {
   id: number;
   result: string;
   trigger: string;
   dependencies?: { name: string; version: string; repository: string; digest: string }[];
-}
-
-async function history(deployment: string, configFile: string): Promise<HistoryItem[]> {
-  const out = await mooring('history', deployment, '--config', configFile, '-o', 'json');
-  return (JSON.parse(out.stdout) as { items: HistoryItem[] }).items;
 }
 
 describe('chart dependencies from an OCI registry, through the agent', () => {
@@ -365,11 +340,11 @@ describe('chart dependencies from an OCI registry, through the agent', () => {
         receiver.statuses().filter((s) => s.sha === sha && s.state !== 'pending');
       await eventually(
         '1.0.0 deployed',
-        async () => ((await running(ns()))?.common === '1.0.0' ? true : undefined),
+        async () => ((await runningConfig(ns()))?.data?.common === '1.0.0' ? true : undefined),
         90_000,
       );
       expect((await eventually('its status', async () => ended(first)[0], 30_000)).state).toBe('success');
-      const one = (await history('web', configFile))[0];
+      const one = (await ledgerHistory<HistoryItem>('web', configFile))[0];
       expect(one?.dependencies).toEqual([
         { name: 'common', version: '1.0.0', repository, digest: v100.digest },
       ]);
@@ -378,11 +353,11 @@ describe('chart dependencies from an OCI registry, through the agent', () => {
       const second = await repo.commit(webChart('charts/web', [dep], [{ ...dep, version: '1.1.0' }]));
       await eventually(
         '1.1.0 deployed',
-        async () => ((await running(ns()))?.common === '1.1.0' ? true : undefined),
+        async () => ((await runningConfig(ns()))?.data?.common === '1.1.0' ? true : undefined),
         90_000,
       );
       expect((await eventually('its status', async () => ended(second)[0], 30_000)).state).toBe('success');
-      expect((await history('web', configFile))[0]?.dependencies?.[0]).toMatchObject({
+      expect((await ledgerHistory<HistoryItem>('web', configFile))[0]?.dependencies?.[0]).toMatchObject({
         version: '1.1.0',
         digest: v110.digest,
       });
@@ -390,8 +365,8 @@ describe('chart dependencies from an OCI registry, through the agent', () => {
       // The rollback renders the first commit with the dependency it recorded.
       const back = await mooring('rollback', 'web', '--to', String(one?.id), '--config', configFile);
       expect(back.code, back.stdout + back.stderr).toBe(0);
-      expect((await running(ns()))?.common).toBe('1.0.0');
-      expect((await history('web', configFile))[0]).toMatchObject({
+      expect((await runningConfig(ns()))?.data?.common).toBe('1.0.0');
+      expect((await ledgerHistory<HistoryItem>('web', configFile))[0]).toMatchObject({
         trigger: 'rollback',
         result: 'stable',
         dependencies: [{ name: 'common', version: '1.0.0', repository, digest: v100.digest }],
@@ -413,7 +388,7 @@ describe('chart dependencies from an OCI registry, through the agent', () => {
       const refused = await eventually('the refusal', async () => ended(third)[0], 60_000);
       expect(refused.state).toBe('failure');
       expect(refused.description).toMatch(/dependency common .*now has digest/);
-      expect(await running(ns())).toEqual({ common: '1.0.0' });
+      expect((await runningConfig(ns()))?.data).toEqual({ common: '1.0.0' });
     } finally {
       await agent.stop();
     }

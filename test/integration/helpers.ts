@@ -6,6 +6,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { stringify } from 'yaml';
 import { runCli } from '../../src/cli/program.ts';
+import { KubeApi } from '../../src/kube/api.ts';
 import { type ClusterConfig, loadKubeConfig } from '../../src/kube/client.ts';
 import type { TestbedEnv } from '../testbed/testbed.ts';
 import { tempDir, testbed } from './harness.ts';
@@ -165,4 +166,37 @@ ${lines.length > 0 ? `  annotations:\n${lines.join('\n')}\n` : ''}spec:
             spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
             status: {type: object, x-kubernetes-preserve-unknown-fields: true}
 `;
+}
+
+/**
+ * The ConfigMap a Deployment's first container reads through envFrom now, and its data: which version of a
+ * versioned configuration runs. Undefined while the Deployment or its reference is not there.
+ */
+export async function runningConfig(
+  namespace: string,
+  deployment = 'web',
+): Promise<{ name: string; data: Record<string, string> } | undefined> {
+  const kube = new KubeApi(clusterConfig());
+  try {
+    const d = await kube
+      .request<{
+        spec: { template: { spec: { containers: { envFrom?: { configMapRef?: { name: string } }[] }[] } } };
+      }>('GET', `/apis/apps/v1/namespaces/${namespace}/deployments/${deployment}`)
+      .catch(() => undefined);
+    const name = d?.spec.template.spec.containers[0]?.envFrom?.[0]?.configMapRef?.name;
+    if (!name) return undefined;
+    const cm = await kube.request<{ data: Record<string, string> }>(
+      'GET',
+      `/api/v1/namespaces/${namespace}/configmaps/${name}`,
+    );
+    return { name, data: cm.data };
+  } finally {
+    kube.close();
+  }
+}
+
+/** A deployment's releases as `mooring history -o json` prints them, newest first. */
+export async function ledgerHistory<T>(deployment: string, configFile: string): Promise<T[]> {
+  const out = await mooring('history', deployment, '--config', configFile, '-o', 'json');
+  return (JSON.parse(out.stdout) as { items: T[] }).items;
 }

@@ -11,12 +11,13 @@ import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { indexRepo, packageChart, pushChart, startChartRepo, writeChart } from '../testbed/chart-repo.ts';
 import { pushArtifact } from '../testbed/oci-push.ts';
-import { api } from './faults-support.ts';
 import {
   agentConfig,
   bareRepo,
   eventually,
+  ledgerHistory,
   mooring,
+  runningConfig,
   startAgent,
   startStatusReceiver,
   tempDir,
@@ -55,39 +56,11 @@ async function packaged(version: string, out: string): Promise<string> {
   return packageChart(helm, dir, out);
 }
 
-/** The ConfigMap the Deployment reads now, and its data. */
-async function running(
-  namespace: string,
-): Promise<{ name: string; data: Record<string, string> } | undefined> {
-  const kube = api();
-  try {
-    const d = await kube
-      .request<{
-        spec: { template: { spec: { containers: { envFrom?: { configMapRef?: { name: string } }[] }[] } } };
-      }>('GET', `/apis/apps/v1/namespaces/${namespace}/deployments/web`)
-      .catch(() => undefined);
-    const name = d?.spec.template.spec.containers[0]?.envFrom?.[0]?.configMapRef?.name;
-    if (!name) return undefined;
-    const cm = await kube.request<{ data: Record<string, string> }>(
-      'GET',
-      `/api/v1/namespaces/${namespace}/configmaps/${name}`,
-    );
-    return { name, data: cm.data };
-  } finally {
-    kube.close();
-  }
-}
-
 interface HistoryItem {
   id: number;
   result: string;
   trigger: string;
   images: Record<string, { kind?: string; tag?: string; digest: string; image: string }>;
-}
-
-async function history(deployment: string, configFile: string): Promise<HistoryItem[]> {
-  const out = await mooring('history', deployment, '--config', configFile, '-o', 'json');
-  return (JSON.parse(out.stdout) as { items: HistoryItem[] }).items;
 }
 
 describe('charts from an OCI registry', () => {
@@ -143,45 +116,47 @@ describe('charts from an OCI registry', () => {
         receiver.statuses().filter((s) => s.sha === sha && s.state !== 'pending');
       await eventually(
         '1.2.0 deployed',
-        async () => ((await running(ns()))?.data.chart === '1.2.0' ? true : undefined),
+        async () => ((await runningConfig(ns()))?.data.chart === '1.2.0' ? true : undefined),
         90_000,
       );
       const first = await eventually('its status', async () => ended(values)[0], 30_000);
       expect(first.state).toBe('success');
       expect(first.description).toMatch(/chart web 1\.2\.0/);
-      expect((await running(ns()))?.data).toEqual({ chart: '1.2.0', color: 'green' });
-      const one = (await history('web', configFile))[0];
+      expect((await runningConfig(ns()))?.data).toEqual({ chart: '1.2.0', color: 'green' });
+      const one = (await ledgerHistory<HistoryItem>('web', configFile))[0];
       expect(one?.images['web-chart']).toMatchObject({ kind: 'chart', tag: '1.2.0', digest: v120.digest });
 
       // A newer version inside the range: an artifact, deployed with the same values, named in a new status.
       await pushChart(env.tools.helm, await packaged('1.3.0', join(out, 'c')), registry, path);
       await eventually(
         '1.3.0 deployed',
-        async () => ((await running(ns()))?.data.chart === '1.3.0' ? true : undefined),
+        async () => ((await runningConfig(ns()))?.data.chart === '1.3.0' ? true : undefined),
         90_000,
       );
       await eventually('the upgrade reported', async () =>
         ended(values).some((s) => /chart web 1\.3\.0/.test(s.description)) ? true : undefined,
       );
-      const upgraded = (await history('web', configFile))[0];
+      const upgraded = (await ledgerHistory<HistoryItem>('web', configFile))[0];
       expect(upgraded).toMatchObject({ trigger: 'image', result: 'stable' });
       expect(upgraded?.images['web-chart']?.tag).toBe('1.3.0');
 
       // 2.0.0 is outside ^1.2: polls go on (every second) and deploy nothing.
       await pushChart(env.tools.helm, await packaged('2.0.0', join(out, 'd')), registry, path);
       await new Promise((r) => setTimeout(r, 5000));
-      expect((await running(ns()))?.data.chart).toBe('1.3.0');
-      expect((await history('web', configFile)).some((r) => r.images['web-chart']?.tag === '2.0.0')).toBe(
-        false,
-      );
+      expect((await runningConfig(ns()))?.data.chart).toBe('1.3.0');
+      expect(
+        (await ledgerHistory<HistoryItem>('web', configFile)).some(
+          (r) => r.images['web-chart']?.tag === '2.0.0',
+        ),
+      ).toBe(false);
 
       // The rollback restores the recorded chart version (and its ConfigMap version), and holds it.
       const back = await mooring('rollback', 'web', '--to', String(one?.id), '--config', configFile);
       expect(back.code, back.stdout + back.stderr).toBe(0);
-      expect((await running(ns()))?.data.chart).toBe('1.2.0');
+      expect((await runningConfig(ns()))?.data.chart).toBe('1.2.0');
       await new Promise((r) => setTimeout(r, 3000));
-      expect((await running(ns()))?.data.chart).toBe('1.2.0');
-      const rolled = (await history('web', configFile))[0];
+      expect((await runningConfig(ns()))?.data.chart).toBe('1.2.0');
+      const rolled = (await ledgerHistory<HistoryItem>('web', configFile))[0];
       expect(rolled).toMatchObject({ trigger: 'rollback', result: 'stable' });
       expect(rolled?.images['web-chart']).toMatchObject({ tag: '1.2.0', digest: v120.digest });
     } finally {
@@ -242,7 +217,7 @@ describe('charts from an HTTPS chart repository', () => {
         receiver.statuses().filter((s) => s.sha === sha && s.state !== 'pending');
       await eventually(
         '1.0.0 deployed',
-        async () => ((await running(ns()))?.data.chart === '1.0.0' ? true : undefined),
+        async () => ((await runningConfig(ns()))?.data.chart === '1.0.0' ? true : undefined),
         90_000,
       );
       await eventually('its status', async () => ended(values).find((s) => s.state === 'success'), 30_000);
@@ -252,7 +227,7 @@ describe('charts from an HTTPS chart repository', () => {
       await indexRepo(env.tools.helm, folder, server.url);
       await eventually(
         '1.1.0 deployed',
-        async () => ((await running(ns()))?.data.chart === '1.1.0' ? true : undefined),
+        async () => ((await runningConfig(ns()))?.data.chart === '1.1.0' ? true : undefined),
         90_000,
       );
 
@@ -267,11 +242,11 @@ describe('charts from an HTTPS chart repository', () => {
       server.fail({ status: 429 });
       await new Promise((r) => setTimeout(r, 3000));
       expect(server.requests.length).toBeGreaterThan(polledBefore);
-      expect((await running(ns()))?.data.chart).toBe('1.1.0');
+      expect((await runningConfig(ns()))?.data.chart).toBe('1.1.0');
       server.fail(undefined);
       await eventually(
         '1.1.1 deployed after the failures',
-        async () => ((await running(ns()))?.data.chart === '1.1.1' ? true : undefined),
+        async () => ((await runningConfig(ns()))?.data.chart === '1.1.1' ? true : undefined),
         90_000,
       );
       await eventually('its status', async () =>
@@ -291,7 +266,7 @@ describe('charts from an HTTPS chart repository', () => {
         90_000,
       );
       expect(refused.description).toMatch(/chart web 1\.2\.0.*digest/);
-      expect((await running(ns()))?.data.chart).toBe('1.1.1');
+      expect((await runningConfig(ns()))?.data.chart).toBe('1.1.1');
 
       // An index that sends the download elsewhere (to fetch what its author chose, with the repository's
       // credentials): refused, named; nothing is fetched from there.
@@ -308,7 +283,7 @@ describe('charts from an HTTPS chart repository', () => {
         90_000,
       );
       expect(elsewhere.description).toMatch(/outside the chart repository/);
-      expect((await running(ns()))?.data.chart).toBe('1.1.1');
+      expect((await runningConfig(ns()))?.data.chart).toBe('1.1.1');
     } finally {
       await agent.stop();
       await server.close();
@@ -394,7 +369,7 @@ spec:
           .map((s) => s.state);
       await eventually(
         '1.0.0 deployed',
-        async () => ((await running(ns()))?.data.color === 'green' ? true : undefined),
+        async () => ((await runningConfig(ns()))?.data.color === 'green' ? true : undefined),
         90_000,
       );
       await eventually('its status on the named commit', async () => ended(first.commit), 30_000);
@@ -404,7 +379,7 @@ spec:
       const second = await push('1.1.0', 'red');
       await eventually(
         '1.1.0 deployed',
-        async () => ((await running(ns()))?.data.color === 'red' ? true : undefined),
+        async () => ((await runningConfig(ns()))?.data.color === 'red' ? true : undefined),
         90_000,
       );
       await eventually('its status', async () => ended(second.commit), 30_000);
@@ -442,7 +417,7 @@ spec:
       );
       expect(corrupted.state).toBe('failure');
       expect(corrupted.description).toMatch(/does not match its digest/);
-      expect((await running(ns()))?.data.color).toBe('red');
+      expect((await runningConfig(ns()))?.data.color).toBe('red');
     } finally {
       await agent.stop();
     }
