@@ -19,13 +19,13 @@ import {
   COMMENT_HINTS,
   type CommentApi,
   callList,
-  callUnless,
   checkBody,
   commentWrites,
   exchange,
   getPullRequest,
   readTarget,
   sameApi,
+  tokenUser,
   upsertComment,
   viewerCache,
 } from './protocol.ts';
@@ -181,12 +181,7 @@ export function bitbucketCloudComments(options: BitbucketCloudOptions = {}): Pre
         },
         viewer: () =>
           viewers(token, async () => {
-            const me = await callUnless(
-              x,
-              { method: 'GET', url: `${api}/user`, hints: COMMENT_HINTS, what: 'a user' },
-              account,
-              (status) => status === 403 || status === 404,
-            );
+            const me = await tokenUser(x, `${api}/user`, account);
             return me?.uuid;
           }),
         ours: (c, viewer) => viewer === undefined || c.author === viewer,

@@ -17,7 +17,6 @@ import {
   COMMENT_HINTS,
   type CommentApi,
   callList,
-  callUnless,
   checkBody,
   commentWrites,
   exchange,
@@ -25,6 +24,7 @@ import {
   nextLink,
   readTarget,
   sameApi,
+  tokenUser,
   upsertComment,
   viewerCache,
 } from './protocol.ts';
@@ -141,12 +141,7 @@ export function giteaComments(options: GiteaOptions): PreviewCommentProvider {
         },
         viewer: () =>
           viewers(token, async () => {
-            const me = await callUnless(
-              x,
-              { method: 'GET', url: `${api}/user`, hints: COMMENT_HINTS, what: 'a user' },
-              user,
-              (status) => status === 403 || status === 404,
-            );
+            const me = await tokenUser(x, `${api}/user`, user);
             return me === undefined ? undefined : String(me.id);
           }),
         ours: (c, viewer) => viewer === undefined || c.author === viewer,

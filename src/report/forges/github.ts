@@ -16,7 +16,6 @@ import {
   COMMENT_HINTS,
   type CommentApi,
   callList,
-  callUnless,
   checkBody,
   commentWrites,
   exchange,
@@ -24,6 +23,7 @@ import {
   getPullRequest,
   nextLink,
   readTarget,
+  tokenUser,
   upsertComment,
   viewerCache,
 } from './protocol.ts';
@@ -184,12 +184,7 @@ export function githubComments(options: GitHubOptions): PreviewCommentProvider {
         },
         viewer: () =>
           viewers(token, async () => {
-            const me = await callUnless(
-              x,
-              { method: 'GET', url: `${api}/user`, hints: COMMENT_HINTS, what: 'a user' },
-              user,
-              (status) => status === 403 || status === 404,
-            );
+            const me = await tokenUser(x, `${api}/user`, user);
             return me?.login;
           }),
         ours: (c, viewer) => (viewer === undefined ? c.bot === true : c.author === viewer),

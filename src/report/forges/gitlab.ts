@@ -18,12 +18,12 @@ import {
   COMMENT_HINTS,
   type CommentApi,
   callList,
-  callUnless,
   checkBody,
   commentWrites,
   exchange,
   getPullRequest,
   readTarget,
+  tokenUser,
   upsertComment,
   viewerCache,
 } from './protocol.ts';
@@ -192,12 +192,7 @@ export function gitlabComments(options: GitLabOptions): PreviewCommentProvider {
         },
         viewer: () =>
           viewers(token, async () => {
-            const me = await callUnless(
-              x,
-              { method: 'GET', url: `${api}/user`, hints: COMMENT_HINTS, what: 'a user' },
-              z.object({ id: z.number().int() }),
-              (status) => status === 403 || status === 404,
-            );
+            const me = await tokenUser(x, `${api}/user`, z.object({ id: z.number().int() }));
             return me === undefined ? undefined : String(me.id);
           }),
         ours: (c, viewer) => viewer === undefined || c.author === viewer,

@@ -71,6 +71,19 @@ export function exchange(
   return { x: { provider, headers, subject: pullSubject(name, number), http }, number };
 }
 
+/**
+ * The token's own user, read from `url` (the forge's "who am I"), or undefined when the forge will not say (403 or
+ * 404: an app's installation token, a project access token).
+ */
+export function tokenUser<T>(x: Exchange, url: string, schema: z.ZodType<T>): Promise<T | undefined> {
+  return callUnless(
+    x,
+    { method: 'GET', url, hints: COMMENT_HINTS, what: 'a user' },
+    schema,
+    (status) => status === 403 || status === 404,
+  );
+}
+
 /** The PR (or merge request) itself, as `schema` reads the forge's answer. */
 export function getPullRequest<T>(
   x: Exchange,
