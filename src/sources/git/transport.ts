@@ -8,18 +8,15 @@
 // Without it, git's upload-pack answers a shallow fetch (`deepen`) with every object of the new commit even when
 // the client has the previous one: each poll after a one-file change would download the whole tree again.
 //
-// A server on a private CA (`caFile`) is reached through undici's fetch with an Agent that trusts that CA
-// besides the public roots: Node's global fetch takes no `ca`, and a dispatcher of another undici version than
-// the one built into Node is not safe to hand it. One Agent per CA, kept, so connections stay alive across polls.
-// undici is loaded only when a source has a `caFile`: its hundred modules cost an agent without one about 15 MiB.
+// A server on a private CA (`caFile`) is reached through the fetch of src/http/fetch.ts that trusts that CA
+// besides the public roots (one Agent per CA, kept, so connections stay alive across polls).
 //
 // A fetch's upload-pack response can be handed to `uploadPack` on its way: the pack is then taken off to disk
 // (pack-receive.ts) before isomorphic-git, which would hold all of it in memory, reads the rest.
-import { rootCertificates } from 'node:tls';
 import type { GitHttpRequest, GitHttpResponse, HttpClient } from 'isomorphic-git';
 import webHttp from 'isomorphic-git/http/web';
-import type { Agent } from 'undici';
 import { StalledError } from '../../errors.ts';
+import { fetchFor } from '../../http/fetch.ts';
 import { safeUrl } from './errors.ts';
 
 export interface TransportOptions {
@@ -150,29 +147,17 @@ async function* observed(
   }
 }
 
-const agents = new Map<string, Promise<Agent>>();
-
-/** isomorphic-git's request over undici's fetch, trusting `ca` and the public roots. */
+/** isomorphic-git's request over the fetch that trusts `ca` and the public roots (src/http/fetch.ts). */
 function requestTrusting(ca: string): (request: GitHttpRequest) => Promise<GitHttpResponse> {
-  let dispatcher = agents.get(ca);
-  if (!dispatcher) {
-    dispatcher = import('undici').then(
-      ({ Agent }) => new Agent({ connect: { ca: [...rootCertificates, ca] } }),
-    );
-    agents.set(ca, dispatcher);
-  }
-  const pending = dispatcher;
+  const trusted = fetchFor(ca);
   return async (request) => {
     const method = request.method ?? 'GET';
-    const agent = await pending;
-    const { fetch: undiciFetch } = await import('undici');
-    const response = await undiciFetch(request.url, {
+    const response = await trusted(request.url, {
       method,
       headers: request.headers ?? {},
       ...(request.fetchOptions?.redirect ? { redirect: request.fetchOptions.redirect } : {}),
       ...(request.body ? { body: await collect(request.body) } : {}),
       ...(request.signal ? { signal: request.signal } : {}),
-      dispatcher: agent,
     });
     const headers: Record<string, string> = {};
     response.headers.forEach((value, key) => {

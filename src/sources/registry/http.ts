@@ -1,11 +1,11 @@
-// The registry client's HTTP layer on node:http/node:https: one request, redirects followed within the origin (or,
-// for a registry's blobs, elsewhere without credentials), the body read into memory up to a limit. Built on node:https rather than fetch because a private CA (caFile) needs `ca`, which
-// the global fetch only takes through undici, not a dependency of ours. Failures come back as mooring errors:
-// a refused connection is transient, a certificate we cannot verify is for the user to fix.
-import http from 'node:http';
-import https from 'node:https';
-import { rootCertificates } from 'node:tls';
+// The registry client's HTTP layer (registries and chart repositories): one request through the one fetch
+// (src/http/fetch.ts: Node's own, or undici's trusting a caFile), redirects followed within the origin (or, for a
+// registry's blobs, elsewhere without credentials), the body read into memory up to a limit, and a server silent
+// for the timeout given up. Failures come back as mooring errors: a refused connection is transient, a
+// certificate we cannot verify is for the user to fix.
+import type http from 'node:http';
 import { StalledError, TransientError } from '../../errors.ts';
+import { type Fetch, fetchFor } from '../../http/fetch.ts';
 
 export type Method = 'GET' | 'HEAD';
 
@@ -54,22 +54,14 @@ const TLS_CODES = new Set([
   'ERR_TLS_CERT_ALTNAME_INVALID',
 ]);
 
-/** Keeps connections alive between polls; one per registry client, closed with it. */
+/** One per registry client; connections are kept alive between polls by the fetch it sends through. */
 export class HttpTransport {
   readonly #options: HttpTransportOptions;
-  readonly #httpAgent: http.Agent;
-  readonly #httpsAgent: https.Agent;
+  readonly #fetch: Fetch;
 
   constructor(options: HttpTransportOptions) {
     this.#options = options;
-    this.#httpAgent = new http.Agent({ keepAlive: true, maxSockets: 4 });
-    // `ca` replaces Node's trust store; a registry on a private CA may still send us to a public token
-    // service (or blob storage), so the public roots stay trusted alongside.
-    this.#httpsAgent = new https.Agent({
-      keepAlive: true,
-      maxSockets: 4,
-      ...(options.ca !== undefined ? { ca: [...rootCertificates, options.ca] } : {}),
-    });
+    this.#fetch = fetchFor(options.ca);
   }
 
   /**
@@ -87,7 +79,7 @@ export class HttpTransport {
       if (hop >= MAX_REDIRECTS) {
         throw new StalledError(`${safeUrl(request.url)}: more than ${MAX_REDIRECTS} redirects`);
       }
-      const next = new URL(location, url);
+      const next = new URL(String(location), url);
       if (next.origin !== url.origin) {
         if (this.#options.redirects !== 'anywhere-without-credentials')
           throw new StalledError(
@@ -100,10 +92,8 @@ export class HttpTransport {
     }
   }
 
-  close(): void {
-    this.#httpAgent.destroy();
-    this.#httpsAgent.destroy();
-  }
+  /** Nothing of its own to close: the fetch it sends through keeps its connections for every client. */
+  close(): void {}
 
   #checkScheme(url: URL): void {
     if (url.protocol === 'https:') return;
@@ -113,48 +103,88 @@ export class HttpTransport {
     );
   }
 
-  #once(method: Method, url: URL, headers: Record<string, string>, maxBytes: number): Promise<HttpResponse> {
-    const secure = url.protocol === 'https:';
-    const lib = secure ? https : http;
-    return new Promise((resolve, reject) => {
-      const req = lib.request(url, {
-        method,
-        headers: { 'User-Agent': 'mooring', ...headers },
-        agent: secure ? this.#httpsAgent : this.#httpAgent,
-        timeout: this.#options.timeoutMs,
-      });
-      req.on('timeout', () =>
-        req.destroy(
-          new TransientError(`${method} ${safeUrl(url)}: no answer in ${this.#options.timeoutMs} ms`),
-        ),
-      );
-      req.on('error', (error) => reject(networkError(method, url, error)));
-      req.on('response', (res) => {
-        const declared = Number(res.headers['content-length']);
-        if (Number.isFinite(declared) && declared > maxBytes && method !== 'HEAD') {
-          res.destroy();
-          reject(tooLarge(method, url, maxBytes));
-          return;
-        }
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (chunk: Buffer) => {
-          size += chunk.length;
-          if (size > maxBytes) {
-            res.destroy();
-            reject(tooLarge(method, url, maxBytes));
-            return;
-          }
-          chunks.push(chunk);
+  /**
+   * One request, no redirect followed. The timeout is of silence, as a socket's: it starts again with the
+   * answer's headers and with each part of its body, so a large blob that keeps coming is not cut off.
+   */
+  async #once(
+    method: Method,
+    url: URL,
+    headers: Record<string, string>,
+    maxBytes: number,
+  ): Promise<HttpResponse> {
+    const timeoutMs = this.#options.timeoutMs;
+    const silence = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    const quiet = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => silence.abort(new SilenceError()), timeoutMs);
+    };
+    quiet();
+    try {
+      let response: Response;
+      try {
+        response = await this.#fetch(url, {
+          method,
+          // Identity: a blob or a chart package is checked by the digest of the bytes as sent, never as decoded.
+          headers: { 'User-Agent': 'mooring', 'Accept-Encoding': 'identity', ...headers },
+          redirect: 'manual',
+          signal: silence.signal,
         });
-        res.on('error', (error) => reject(networkError(method, url, error)));
-        res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), url }),
-        );
-      });
-      req.end();
-    });
+      } catch (error) {
+        throw networkError(method, url, error, silence.signal.aborted, timeoutMs);
+      }
+      quiet();
+      const declared = Number(response.headers.get('content-length') ?? Number.NaN);
+      if (method === 'HEAD' || response.body === null) {
+        await response.body?.cancel().catch(() => undefined);
+        return { status: response.status, headers: headersOf(response.headers), body: Buffer.alloc(0), url };
+      }
+      if (Number.isFinite(declared) && declared > maxBytes) {
+        await response.body.cancel().catch(() => undefined);
+        throw tooLarge(method, url, maxBytes);
+      }
+      const chunks: Uint8Array[] = [];
+      let size = 0;
+      const reader = response.body.getReader();
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          quiet();
+          size += value.byteLength;
+          if (size > maxBytes) {
+            await reader.cancel().catch(() => undefined);
+            throw tooLarge(method, url, maxBytes);
+          }
+          chunks.push(value);
+        }
+      } catch (error) {
+        if (error instanceof StalledError) throw error;
+        throw networkError(method, url, error, silence.signal.aborted, timeoutMs);
+      }
+      return {
+        status: response.status,
+        headers: headersOf(response.headers),
+        body: Buffer.concat(chunks),
+        url,
+      };
+    } finally {
+      clearTimeout(timer);
+    }
   }
+}
+
+/** The abort of a request whose server said nothing for the timeout. */
+class SilenceError extends Error {}
+
+/** An answer's headers as Node names them: lower-case, repeated ones joined. */
+function headersOf(headers: Headers): http.IncomingHttpHeaders {
+  const out: http.IncomingHttpHeaders = {};
+  headers.forEach((value, key) => {
+    out[key] = value;
+  });
+  return out;
 }
 
 /** The URL without credentials and query: safe for messages (signed blob URLs carry secrets in the query). */
@@ -176,14 +206,18 @@ function tooLarge(method: Method, url: URL, maxBytes: number): StalledError {
   return new StalledError(`${method} ${safeUrl(url)}: the answer is larger than ${maxBytes} bytes`);
 }
 
-function networkError(method: Method, url: URL, error: Error): Error {
+function networkError(method: Method, url: URL, error: unknown, silent: boolean, timeoutMs: number): Error {
   if (error instanceof TransientError || error instanceof StalledError) return error;
-  const code = (error as NodeJS.ErrnoException).code;
+  if (silent) return new TransientError(`${method} ${safeUrl(url)}: no answer in ${timeoutMs} ms`);
+  // fetch fails with "fetch failed" and the socket's error as its cause.
+  const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
+  const code = (cause as NodeJS.ErrnoException | undefined)?.code;
   if (code !== undefined && TLS_CODES.has(code)) {
     return new StalledError(
       `cannot verify the TLS certificate of ${url.host} (${code}); give the registry's CA in caFile`,
-      { cause: error },
+      { cause },
     );
   }
-  return new TransientError(`${method} ${safeUrl(url)}: ${code ?? error.message}`, { cause: error });
+  const message = cause instanceof Error ? cause.message : String(cause);
+  return new TransientError(`${method} ${safeUrl(url)}: ${code ?? message}`, { cause });
 }
