@@ -3,8 +3,9 @@
 // TransientError; an answer is returned as it is, and httpFailure() says what a refusal means: a rate limit or an
 // unavailable server with a delay it asked for is a WaitingError, 408/429/5xx otherwise TransientError, any other
 // refusal StalledError (a retry cannot help). Retrying is the caller's: it knows its budget.
-// Every request goes through the one fetch of fetch.ts (the registry client's and the Git transport's too, with a
-// caFile's trust); the registry client reads its answers with the same httpVerdict().
+// Requests go through the one fetch of fetch.ts (the Git transport's too, with a caFile's trust); the registry
+// client, which must keep a blob's bytes as sent, sends through node:https and reads its answers with the same
+// httpVerdict().
 import { type MooringError, StalledError, type Subject, TransientError, WaitingError } from '../errors.ts';
 import { fetchHeaders, type HeaderReader, MAX_SERVER_DELAY_MS, serverDelayMs } from './retry-after.ts';
 

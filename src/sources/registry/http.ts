@@ -1,11 +1,13 @@
-// The registry client's HTTP layer (registries and chart repositories): one request through the one fetch
-// (src/http/fetch.ts: Node's own, or undici's trusting a caFile), redirects followed within the origin (or, for a
-// registry's blobs, elsewhere without credentials), the body read into memory up to a limit, and a server silent
-// for the timeout given up. Failures come back as mooring errors: a refused connection is transient, a
+// The registry client's HTTP layer on node:http/node:https: one request, redirects followed within the origin (or,
+// for a registry's blobs, elsewhere without credentials), the body read into memory up to a limit. Not on fetch
+// (src/http/fetch.ts, which every other outbound request goes through): fetch decodes a Content-Encoding however
+// the request asked, and a chart package or a blob a server labels gzip must keep the bytes its digest names, as
+// helm's own client keeps them. Failures come back as mooring errors: a refused connection is transient, a
 // certificate we cannot verify is for the user to fix.
-import type http from 'node:http';
+import http from 'node:http';
+import https from 'node:https';
+import { rootCertificates } from 'node:tls';
 import { StalledError, TransientError } from '../../errors.ts';
-import { type Fetch, fetchFor } from '../../http/fetch.ts';
 
 export type Method = 'GET' | 'HEAD';
 
@@ -54,14 +56,22 @@ const TLS_CODES = new Set([
   'ERR_TLS_CERT_ALTNAME_INVALID',
 ]);
 
-/** One per registry client; connections are kept alive between polls by the fetch it sends through. */
+/** Keeps connections alive between polls; one per registry client, closed with it. */
 export class HttpTransport {
   readonly #options: HttpTransportOptions;
-  readonly #fetch: Fetch;
+  readonly #httpAgent: http.Agent;
+  readonly #httpsAgent: https.Agent;
 
   constructor(options: HttpTransportOptions) {
     this.#options = options;
-    this.#fetch = fetchFor(options.ca);
+    this.#httpAgent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+    // `ca` replaces Node's trust store; a registry on a private CA may still send us to a public token
+    // service (or blob storage), so the public roots stay trusted alongside.
+    this.#httpsAgent = new https.Agent({
+      keepAlive: true,
+      maxSockets: 4,
+      ...(options.ca !== undefined ? { ca: [...rootCertificates, options.ca] } : {}),
+    });
   }
 
   /**
@@ -79,7 +89,7 @@ export class HttpTransport {
       if (hop >= MAX_REDIRECTS) {
         throw new StalledError(`${safeUrl(request.url)}: more than ${MAX_REDIRECTS} redirects`);
       }
-      const next = new URL(String(location), url);
+      const next = new URL(location, url);
       if (next.origin !== url.origin) {
         if (this.#options.redirects !== 'anywhere-without-credentials')
           throw new StalledError(
@@ -92,8 +102,10 @@ export class HttpTransport {
     }
   }
 
-  /** Nothing of its own to close: the fetch it sends through keeps its connections for every client. */
-  close(): void {}
+  close(): void {
+    this.#httpAgent.destroy();
+    this.#httpsAgent.destroy();
+  }
 
   #checkScheme(url: URL): void {
     if (url.protocol === 'https:') return;
@@ -103,88 +115,50 @@ export class HttpTransport {
     );
   }
 
-  /**
-   * One request, no redirect followed. The timeout is of silence, as a socket's: it starts again with the
-   * answer's headers and with each part of its body, so a large blob that keeps coming is not cut off.
-   */
-  async #once(
-    method: Method,
-    url: URL,
-    headers: Record<string, string>,
-    maxBytes: number,
-  ): Promise<HttpResponse> {
-    const timeoutMs = this.#options.timeoutMs;
-    const silence = new AbortController();
-    let timer: NodeJS.Timeout | undefined;
-    const quiet = () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => silence.abort(new SilenceError()), timeoutMs);
-    };
-    quiet();
-    try {
-      let response: Response;
-      try {
-        response = await this.#fetch(url, {
-          method,
-          // Identity: a blob or a chart package is checked by the digest of the bytes as sent, never as decoded.
-          headers: { 'User-Agent': 'mooring', 'Accept-Encoding': 'identity', ...headers },
-          redirect: 'manual',
-          signal: silence.signal,
-        });
-      } catch (error) {
-        throw networkError(method, url, error, silence.signal.aborted, timeoutMs);
-      }
-      quiet();
-      const declared = Number(response.headers.get('content-length') ?? Number.NaN);
-      if (method === 'HEAD' || response.body === null) {
-        await response.body?.cancel().catch(() => undefined);
-        return { status: response.status, headers: headersOf(response.headers), body: Buffer.alloc(0), url };
-      }
-      if (Number.isFinite(declared) && declared > maxBytes) {
-        await response.body.cancel().catch(() => undefined);
-        throw tooLarge(method, url, maxBytes);
-      }
-      const chunks: Uint8Array[] = [];
-      let size = 0;
-      const reader = response.body.getReader();
-      try {
-        for (;;) {
-          const { done, value } = await reader.read();
-          if (done) break;
-          quiet();
-          size += value.byteLength;
-          if (size > maxBytes) {
-            await reader.cancel().catch(() => undefined);
-            throw tooLarge(method, url, maxBytes);
-          }
-          chunks.push(value);
+  #once(method: Method, url: URL, headers: Record<string, string>, maxBytes: number): Promise<HttpResponse> {
+    const secure = url.protocol === 'https:';
+    const lib = secure ? https : http;
+    return new Promise((resolve, reject) => {
+      const req = lib.request(url, {
+        method,
+        // Identity, and what comes is taken as sent: a blob or a chart package is checked by the digest of its
+        // bytes, as helm's client takes them (fetch would decode a Content-Encoding the server adds regardless).
+        headers: { 'User-Agent': 'mooring', 'Accept-Encoding': 'identity', ...headers },
+        agent: secure ? this.#httpsAgent : this.#httpAgent,
+        timeout: this.#options.timeoutMs,
+      });
+      req.on('timeout', () =>
+        req.destroy(
+          new TransientError(`${method} ${safeUrl(url)}: no answer in ${this.#options.timeoutMs} ms`),
+        ),
+      );
+      req.on('error', (error) => reject(networkError(method, url, error)));
+      req.on('response', (res) => {
+        const declared = Number(res.headers['content-length']);
+        if (Number.isFinite(declared) && declared > maxBytes && method !== 'HEAD') {
+          res.destroy();
+          reject(tooLarge(method, url, maxBytes));
+          return;
         }
-      } catch (error) {
-        if (error instanceof StalledError) throw error;
-        throw networkError(method, url, error, silence.signal.aborted, timeoutMs);
-      }
-      return {
-        status: response.status,
-        headers: headersOf(response.headers),
-        body: Buffer.concat(chunks),
-        url,
-      };
-    } finally {
-      clearTimeout(timer);
-    }
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > maxBytes) {
+            res.destroy();
+            reject(tooLarge(method, url, maxBytes));
+            return;
+          }
+          chunks.push(chunk);
+        });
+        res.on('error', (error) => reject(networkError(method, url, error)));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), url }),
+        );
+      });
+      req.end();
+    });
   }
-}
-
-/** The abort of a request whose server said nothing for the timeout. */
-class SilenceError extends Error {}
-
-/** An answer's headers as Node names them: lower-case, repeated ones joined. */
-function headersOf(headers: Headers): http.IncomingHttpHeaders {
-  const out: http.IncomingHttpHeaders = {};
-  headers.forEach((value, key) => {
-    out[key] = value;
-  });
-  return out;
 }
 
 /** The URL without credentials and query: safe for messages (signed blob URLs carry secrets in the query). */
@@ -206,18 +180,14 @@ function tooLarge(method: Method, url: URL, maxBytes: number): StalledError {
   return new StalledError(`${method} ${safeUrl(url)}: the answer is larger than ${maxBytes} bytes`);
 }
 
-function networkError(method: Method, url: URL, error: unknown, silent: boolean, timeoutMs: number): Error {
+function networkError(method: Method, url: URL, error: Error): Error {
   if (error instanceof TransientError || error instanceof StalledError) return error;
-  if (silent) return new TransientError(`${method} ${safeUrl(url)}: no answer in ${timeoutMs} ms`);
-  // fetch fails with "fetch failed" and the socket's error as its cause.
-  const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
-  const code = (cause as NodeJS.ErrnoException | undefined)?.code;
+  const code = (error as NodeJS.ErrnoException).code;
   if (code !== undefined && TLS_CODES.has(code)) {
     return new StalledError(
       `cannot verify the TLS certificate of ${url.host} (${code}); give the registry's CA in caFile`,
-      { cause },
+      { cause: error },
     );
   }
-  const message = cause instanceof Error ? cause.message : String(cause);
-  return new TransientError(`${method} ${safeUrl(url)}: ${code ?? message}`, { cause });
+  return new TransientError(`${method} ${safeUrl(url)}: ${code ?? error.message}`, { cause: error });
 }
