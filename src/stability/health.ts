@@ -238,7 +238,7 @@ function selfReport(object: KubeObject): string {
   return phase ? `; phase ${phase}` : '';
 }
 
-/** When an object whose rule ran out of time (a loaded node) is judged again, unchanged. */
+/** When an object whose rule ran out of time (a loaded node) is first judged again, unchanged (the waiter doubles it). */
 export const DEADLINE_AGAIN_MS = 5_000;
 
 /** The verdict of a health rule on one live object (deletion and generation are checked before, in rules.ts). */

@@ -59,6 +59,9 @@ export interface WaitOptions {
   warnings?: WarningReader;
 }
 
+/** The longest wait before an unchanged object whose verdict asked for it is judged again. */
+const MAX_AGAIN_MS = 60_000;
+
 export function waitForStability(targets: readonly Watchable[], options: WaitOptions): Promise<WaitResult> {
   const started = Date.now();
   const now = options.now ?? (() => new Date());
@@ -129,6 +132,8 @@ export function waitForStability(targets: readonly Watchable[], options: WaitOpt
     const timer = setTimeout(() => finish('timed-out'), options.timeoutMs);
     /** By target: the timer that judges its object again (Stability.againMs). */
     const agains: (NodeJS.Timeout | undefined)[] = targets.map(() => undefined);
+    /** By target: how many times in a row its unchanged object was asked again (each wait twice as long). */
+    const asked: number[] = targets.map(() => 0);
     const onAbort = () => finish('cancelled');
     if (options.signal?.aborted) return finish('cancelled');
     options.signal?.addEventListener('abort', onAbort);
@@ -161,9 +166,16 @@ export function waitForStability(targets: readonly Watchable[], options: WaitOpt
         if (changed) options.onProgress?.(verdict, verdicts);
         if (stability.state === 'failed') finish('failed', verdict);
         else if (stableCount === verdicts.length) finish('stable');
-        // A verdict the machine decided (a rule out of time) is asked again of the same object: it may not change.
-        else if (stability.againMs !== undefined)
-          agains[index] = setTimeout(() => onObject(object, note), stability.againMs);
+        // A verdict the machine decided (a rule out of time) is asked again of the same object, as it may never
+        // change; twice as late each time it comes back the same, up to a minute, so that rules that always run
+        // out of time on many objects cannot keep the agent's CPU busy.
+        else if (stability.againMs !== undefined) {
+          const delay = Math.min(MAX_AGAIN_MS, stability.againMs * 2 ** (asked[index] as number));
+          agains[index] = setTimeout(() => {
+            asked[index] = (asked[index] as number) + 1;
+            onObject(object, note);
+          }, delay);
+        }
       };
       const onObject = (object: KubeObject | undefined, note?: string) => {
         if (settled) return;
@@ -189,7 +201,12 @@ export function waitForStability(targets: readonly Watchable[], options: WaitOpt
         compose(index);
         finish('failed', verdicts[index] as ObjectVerdict);
       };
-      target.watch(onObject, controller.signal).catch((error: unknown) => {
+      // A change of the object starts its asking again from the first delay.
+      const changed = (object: KubeObject | undefined, note?: string) => {
+        asked[index] = 0;
+        onObject(object, note);
+      };
+      target.watch(changed, controller.signal).catch((error: unknown) => {
         fail(`${target.name}: cannot watch: ${errorMessage(error)}`);
       });
     });

@@ -341,6 +341,40 @@ describe('what a comment may be', () => {
   });
 });
 
+// A Bitbucket Server personal repository (project ~user): its REST path keeps the project key `~alice`, its pages
+// live under users/alice, as the server serves them.
+describe('a Bitbucket Server personal repository', () => {
+  it('asks the REST API under projects/~alice and links the comment under users/alice', async () => {
+    const seen: string[] = [];
+    const repoUrl = 'https://bitbucket.example.com/scm/~alice/web.git';
+    const fetch = (async (input: string | URL | Request, init?: RequestInit) => {
+      const url = String(input);
+      seen.push(`${init?.method ?? 'GET'} ${url}`);
+      const body = url.includes('/activities')
+        ? { values: [], isLastPage: true }
+        : { id: 7, version: 0, text: MARKER, author: { name: 'me' } };
+      return new Response(JSON.stringify(body), {
+        status: 200,
+        headers: { 'content-type': 'application/json' },
+      });
+    }) as typeof globalThis.fetch;
+    const provider = commentProviderFor(
+      repoUrl,
+      { provider: 'bitbucket-server', apiUrl: 'https://bitbucket.example.com' },
+      own(repoUrl),
+      { fetch },
+    );
+    const posted = await provider.upsert({ repoUrl, number: 3 }, MARKER, MARKER, TOKEN);
+    expect(seen).toEqual([
+      'GET https://bitbucket.example.com/rest/api/1.0/projects/~alice/repos/web/pull-requests/3/activities?start=0&limit=100',
+      'POST https://bitbucket.example.com/rest/api/1.0/projects/~alice/repos/web/pull-requests/3/comments',
+    ]);
+    expect(posted.url).toBe(
+      'https://bitbucket.example.com/users/alice/repos/web/pull-requests/3/overview?commentId=7',
+    );
+  });
+});
+
 // Answers no forge should give, from a stand-in fetch: each is refused with a clear StalledError.
 describe('answers that are not the API', () => {
   function stub(answer: (url: string) => Response): { seen: string[]; provider: PreviewCommentProvider } {

@@ -700,9 +700,16 @@ describe('providerFor', () => {
         { state: 'success', description: 'ok' },
       );
     }
+    // A personal repository (project ~user) is under users/ in the web interface.
+    const { reporter } = harness(caseFor('bitbucket-server'));
+    await reporter.report(
+      { repoUrl: 'https://bitbucket.example.com/scm/~alice/web.git', commit: SHA },
+      { state: 'success', description: 'ok' },
+    );
     expect(captured.map((r) => bodyOf(r).url)).toEqual([
       `https://bitbucket.org/acme/web/commits/${SHA}`,
       `${base}/projects/ACME/repos/web/commits/${SHA}`,
+      `${base}/users/alice/repos/web/commits/${SHA}`,
     ]);
   });
 

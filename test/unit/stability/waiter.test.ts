@@ -91,6 +91,25 @@ describe('waitForStability', () => {
     expect(judged).toEqual(['a', 'a']);
   });
 
+  it('asks an unchanged object again twice as late each time its verdict comes back the same', async () => {
+    const at: number[] = [];
+    const started = Date.now();
+    const result = await waitForStability([scripted('ConfigMap ns/a', [cm('a')])], {
+      timeoutMs: 1000,
+      rule: () => {
+        at.push(Date.now() - started);
+        return { state: 'progressing', message: 'out of time', againMs: 40 };
+      },
+    });
+    expect(result.outcome).toBe('timed-out');
+    // Judged at about 0, 40, 120, 280 and 600 ms: waits of 40, 80, 160 and 320 ms fit in the second, never more
+    // (timers fire late under load, never early; so fewer judgements, each gap at least twice the one before).
+    expect(at.length).toBeGreaterThanOrEqual(2);
+    expect(at.length).toBeLessThanOrEqual(5);
+    const gaps = at.slice(1).map((t, i) => t - (at[i] as number));
+    for (const [i, gap] of gaps.entries()) expect(gap).toBeGreaterThanOrEqual(40 * 2 ** i - 5);
+  });
+
   it('judges an unchanged object only when it changes if its verdict does not ask again', async () => {
     let judged = 0;
     const result = await waitForStability([scripted('ConfigMap ns/a', [cm('a')])], {
