@@ -387,6 +387,12 @@ export async function runAgent(
             );
         },
         onError: (error) => log.warn({ err: errorMessage(error) }, 'membership Lease request failed'),
+        // A forged or foreign member Lease takes no deployment and no webhook; the operator learns of it here.
+        onRefused: (lease, why) =>
+          log.warn(
+            { lease: `${config.cluster.namespace}/${lease}`, why },
+            `member Lease ${lease} is not counted: ${why}`,
+          ),
       });
     } else if (!election.enabled) await lead();
     else {

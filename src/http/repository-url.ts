@@ -37,38 +37,39 @@ interface Refused {
 }
 
 function parse(url: string): RepositoryUrl | Refused {
-  const invalid = (reason: string): Refused => ({ reason, climbs: false });
-  const climbing = (reason: string): Refused => ({ reason, climbs: true });
+  // The cause first, then the URL, then what to do: a commit status keeps only its first 140 characters.
   const shown = JSON.stringify(url.length > 200 ? `${url.slice(0, 200)}…` : url);
-  if (/[\s\p{Cc}]/u.test(url)) return invalid(`${shown} holds a space or control character`);
-  if (url.includes('\\')) return climbing(`${shown} holds a backslash (a path separator to some servers)`);
+  const reason = (cause: string, hint?: string) => `${cause}: ${shown}${hint ? `; ${hint}` : ''}`;
+  const invalid = (cause: string, hint?: string): Refused => ({ reason: reason(cause, hint), climbs: false });
+  const climbing = (cause: string, hint?: string): Refused => ({ reason: reason(cause, hint), climbs: true });
+  if (/[\s\p{Cc}]/u.test(url)) return invalid('holds a space or control character');
+  if (url.includes('\\')) return climbing('holds a backslash (a path separator to some servers)');
   const shape = SHAPE.exec(url);
-  if (!shape) return invalid(`${shown} is not a URL of the form scheme://host/path`);
+  if (!shape) return invalid('is not a URL of the form scheme://host/path');
   const scheme = (shape[1] ?? '').toLowerCase();
   if (scheme !== 'https' && scheme !== 'http' && scheme !== 'oci')
-    return invalid(`${shown} has scheme ${scheme}; only https, http and oci are compared`);
+    return invalid(`has scheme ${scheme}`, 'only https, http and oci are compared');
   const authority = shape[2] ?? '';
   const rest = shape[3] ?? '';
-  if (authority.includes('@')) return invalid(`${shown} holds credentials; a repository URL must not`);
-  if (/[?#]/.test(rest) || /[?#]/.test(authority)) return invalid(`${shown} has a query or fragment`);
+  if (authority.includes('@')) return invalid('holds credentials', 'a repository URL must not');
+  if (/[?#]/.test(rest) || /[?#]/.test(authority)) return invalid('has a query or fragment');
   const port = /^(.*?)(?::(\d*))?$/.exec(authority);
   const hostname = (port?.[1] ?? '').toLowerCase();
-  if (hostname === '' || !HOST.test(hostname)) return invalid(`${shown} has no valid host`);
+  if (hostname === '' || !HOST.test(hostname)) return invalid('has no valid host');
   const portText = port?.[2];
   const number = portText === undefined || portText === '' ? DEFAULT_PORTS[scheme] : Number(portText);
-  if (!Number.isInteger(number) || number < 1 || number > 65_535)
-    return invalid(`${shown} has an invalid port`);
+  if (!Number.isInteger(number) || number < 1 || number > 65_535) return invalid('has an invalid port');
   if (ENCODED_SEPARATOR.test(rest))
-    return climbing(`${shown} holds an encoded separator or dot (%2F, %2E or %5C); write the path plainly`);
-  if (/%(?![0-9A-Fa-f]{2})/.test(rest)) return invalid(`${shown} holds a malformed percent-escape`);
+    return climbing('holds an encoded separator or dot (%2F, %2E or %5C)', 'write the path plainly');
+  if (/%(?![0-9A-Fa-f]{2})/.test(rest)) return invalid('holds a malformed percent-escape');
   const raw = rest.split('/').slice(1);
   // A trailing slash names the same repository; an empty segment inside the path does not.
   while (raw.length > 0 && raw.at(-1) === '') raw.pop();
   const segments: string[] = [];
   for (const segment of raw) {
     if (segment === '.' || segment === '..')
-      return climbing(`${shown} holds a "${segment}" path segment; write the path without it`);
-    if (segment === '') return invalid(`${shown} holds an empty path segment (//)`);
+      return climbing(`holds a "${segment}" path segment`, 'write the path without it');
+    if (segment === '') return invalid('holds an empty path segment (//)');
     segments.push(segment.replace(/%[0-9a-f]{2}/gi, (hex) => hex.toUpperCase()));
   }
   return { scheme, host: hostname, port: number, segments };
@@ -77,7 +78,7 @@ function parse(url: string): RepositoryUrl | Refused {
 /** The parsed URL; a StalledError naming `what` (`helm.allowedRepositories[0]`) and the reason otherwise. */
 export function repositoryUrl(url: string, what: string): RepositoryUrl {
   const parsed = parseRepositoryUrl(url);
-  if (typeof parsed === 'string') throw new StalledError(`${what}: ${parsed}`);
+  if (typeof parsed === 'string') throw new StalledError(`${what} ${parsed}`);
   return parsed;
 }
 
@@ -123,7 +124,7 @@ export function sameRepositoryUrl(a: string, b: string): boolean {
 export function isAllowedRepositoryUrl(url: string, allowed: readonly string[], what: string): boolean {
   const target = parse(url);
   if ('reason' in target) {
-    if (target.climbs) throw new StalledError(`${what}: ${target.reason}`);
+    if (target.climbs) throw new StalledError(`${what} ${target.reason}`);
     return false;
   }
   return allowed.some((entry) => {

@@ -77,6 +77,8 @@ export interface ListOptions {
   durationMs?: number | undefined;
   /** In a Pod: the running Pods of the agent's workload by name, with their addresses (member-pods.ts). */
   pods?: ReadonlyMap<string, string> | undefined;
+  /** Told of every Lease that is not counted, with why (an expired one is a replica that stopped: not told). */
+  refused?: ((lease: string, why: string) => void) | undefined;
 }
 
 /** The live, verified members of `prefix` (member-verify.ts), read with one list. */
@@ -100,7 +102,10 @@ export async function listMembers(
   const members: Member[] = [];
   for (const lease of list.items ?? []) {
     const verified = verifiedMember(lease, { now, durationMs: options.durationMs, pods: options.pods });
-    if (!verified.member) continue;
+    if (!verified.member) {
+      if (verified.why !== 'expired') options.refused?.(lease.metadata.name, verified.why);
+      continue;
+    }
     const owns = lease.metadata.annotations?.[OWNS_ANNOTATION];
     const since = Date.parse(lease.spec.acquireTime ?? '');
     members.push({
@@ -125,6 +130,9 @@ export class Membership {
   private owns = '';
   private written = '';
   private joined = false;
+  /** The refusals already told, by Lease: each is told once, and again only when its reason changes. */
+  private readonly told = new Map<string, string>();
+  private onRefused: ((lease: string, why: string) => void) | undefined;
 
   constructor(api: KubeApi, options: MembershipOptions) {
     this.api = api;
@@ -196,11 +204,18 @@ export class Membership {
     this.lastRenew = now;
     this.joined = true;
     const pods = await this.options.pods?.addresses();
+    const refused = new Map<string, string>();
     this.members = await listMembers(this.api, this.options.namespace, this.options.prefix, {
       now: this.now(),
       durationMs: this.options.durationMs,
       pods,
+      refused: (lease, why) => refused.set(lease, why),
     });
+    for (const [lease, why] of refused) {
+      if (this.told.get(lease) !== why) this.onRefused?.(lease, why);
+    }
+    this.told.clear();
+    for (const [lease, why] of refused) this.told.set(lease, why);
     // A list that raced our own first write still counts us: we have just renewed (in a Pod, while it runs).
     if (
       !this.members.some((m) => m.identity === this.options.identity) &&
@@ -223,7 +238,13 @@ export class Membership {
    * replica has joined). A replica that could not renew within the lease duration gets an empty list: it counts
    * itself out until a renewal works again.
    */
-  run(handlers: { onChange: (members: string[]) => void; onError?: (error: unknown) => void }): void {
+  run(handlers: {
+    onChange: (members: string[]) => void;
+    onError?: (error: unknown) => void;
+    /** A Lease labelled as a member that is not counted (member-verify.ts), told once per Lease and reason. */
+    onRefused?: (lease: string, why: string) => void;
+  }): void {
+    this.onRefused = handlers.onRefused;
     let last = '';
     const tell = (members: readonly Member[]) => {
       const ids = members.map((m) => m.identity);

@@ -41,8 +41,13 @@ export class Shard {
   }
 
   /** Joins, and calls `onChange` whenever the live members change (first once this replica has joined). */
-  run(handlers: { onChange: (members: readonly string[]) => void; onError: (error: unknown) => void }): void {
+  run(handlers: {
+    onChange: (members: readonly string[]) => void;
+    onError: (error: unknown) => void;
+    onRefused?: (lease: string, why: string) => void;
+  }): void {
     this.membership.run({
+      onRefused: handlers.onRefused,
       onChange: (members) => {
         this.members = members;
         handlers.onChange(members);

@@ -13,6 +13,7 @@ import { classify, errorMessage, TransientError } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import { InventoryStore } from '../kube/inventory.ts';
+import { type ApiWarning, describeWarning } from '../kube/warnings.ts';
 import type { ManifestFile } from '../render/parse.ts';
 import { type PreviewDiff, previewDiff } from '../render/preview-diff.ts';
 import { valueRedactor } from '../render/redact.ts';
@@ -102,8 +103,12 @@ export async function previewDeployment(request: PreviewRequest): Promise<Deploy
   };
   if (request.live) {
     try {
-      preview.diff = await againstCluster(request, await read(request.head));
+      const compared = await againstCluster(request, await read(request.head));
+      preview.diff = compared.diff;
       preview.notes.push('compared with the cluster (server-side dry run)');
+      // What the API server said of the head's objects in the dry run (deprecated versions, PodSecurity, unknown
+      // fields), each with its file and line, as `mooring diff` prints them.
+      for (const w of compared.warnings) preview.notes.push(`warning: ${describeWarning(w)}`);
     } catch (error) {
       preview.error = failure(error, secrets);
     }
@@ -161,10 +166,13 @@ function failure(error: unknown, secrets: readonly string[]): string {
 }
 
 /** The head's objects against the live ones, by a server-side dry run; what prune would delete. */
-async function againstCluster(request: PreviewRequest, files: ManifestFile[]): Promise<PreviewDiff> {
+async function againstCluster(
+  request: PreviewRequest,
+  files: ManifestFile[],
+): Promise<{ diff: PreviewDiff; warnings: ApiWarning[] }> {
   const { spec, config } = request;
   const live = request.live as NonNullable<PreviewRequest['live']>;
-  const { diffs, pruned } = await liveDiff(
+  const { diffs, pruned, warnings } = await liveDiff(
     { api: live.api, discovery: live.discovery },
     {
       files,
@@ -199,7 +207,7 @@ async function againstCluster(request: PreviewRequest, files: ManifestFile[]): P
             ? d.text
             : `(exists in the cluster and was not applied by deployment ${spec.name}: its content is not shown)\n`,
       }));
-  return {
+  const diff: PreviewDiff = {
     added: pick(['added']),
     changed: pick(['changed', 'recreated']),
     removed: pruned.map((object) => ({ object, text: '' })),
@@ -207,6 +215,7 @@ async function againstCluster(request: PreviewRequest, files: ManifestFile[]): P
     images: [],
     unchanged: diffs.filter((d) => d.change === 'unchanged').length,
   };
+  return { diff, warnings };
 }
 
 /** Every text of the preview with decrypted values redacted. */

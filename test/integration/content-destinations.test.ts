@@ -21,6 +21,7 @@ import {
   agentConfig,
   bareRepo,
   eventually,
+  pollHealth,
   secretFiles,
   startAgent,
   startStatusReceiver,
@@ -107,6 +108,7 @@ describe('an artifact names a commit, never where the forge token goes', () => {
         },
       }),
     );
+    const poller = pollHealth(agent.port);
     try {
       await eventually('the trusted artifact reported', async () => forge.ended(trusted), 90_000);
       expect(forge.states(trusted)).toEqual(['pending', 'success']);
@@ -141,7 +143,11 @@ describe('an artifact names a commit, never where the forge token goes', () => {
       expect(logged).toHaveLength(1);
       expect(logged[0]?.err).toBe(why);
       expect(agent.output()).not.toContain('github-token');
+      const health = await poller.stop();
+      expect(health.answered).toBeGreaterThan(0);
+      expect(health.failed, 'every /healthz poll answered within 1 s').toEqual([]);
     } finally {
+      await poller.stop();
       await agent.stop();
     }
   });
@@ -215,7 +221,7 @@ describe('chart repositories are compared parsed and stay in their origin', () =
       expect(result.out).not.toContain('from: evilorg');
       expect(result.code, result.out).not.toBe(0);
       expect(result.out).toContain(
-        `web/Chart.yaml: dependency common is refused: its repository: "${climbing}" holds a ".." path segment; write the path without it`,
+        `web/Chart.yaml: dependency common is refused: its repository holds a ".." path segment: "${climbing}"; write the path without it`,
       );
       expect(server.requests.filter((r) => r.path.startsWith('/evilorg'))).toEqual([]);
 
@@ -255,4 +261,132 @@ describe('chart repositories are compared parsed and stay in their origin', () =
       await elsewhere.close();
     }
   });
+});
+
+describe('chart repositories in the agent', () => {
+  const nsClimb = useNamespace('dest-climb');
+  const nsOci = useNamespace('dest-oci-climb');
+  const nsMoved = useNamespace('dest-moved');
+
+  it('fails a dependency that climbs with .. (https and oci) or whose package redirects away, by name, fetching nothing there; /healthz answers throughout', async () => {
+    const env = testbed();
+    const suffix = Date.now().toString(36);
+    const certificates = await makeCertificates(await tempDir());
+    const folder = await tempDir();
+    for (const org of ['myorg', 'evilorg', 'moved']) {
+      await mkdir(join(folder, org));
+      await library(join(folder, org), org);
+    }
+    const elsewhere = await startChartRepo(folder, { certificates });
+    const server = await startChartRepo(folder, {
+      certificates,
+      redirects: { '/moved/common-1.0.0.tgz': `${elsewhere.url}/moved/common-1.0.0.tgz?signature=secret` },
+    });
+    for (const org of ['myorg', 'evilorg', 'moved'])
+      await indexRepo(env.tools.helm, join(folder, org), `${server.url}/${org}`);
+    const chart = (repository: string) => ({
+      'Chart.yaml': stringify({
+        apiVersion: 'v2',
+        name: 'web',
+        version: '0.1.0',
+        dependencies: [{ name: 'common', version: '1.0.0', repository }],
+      }),
+      'templates/config.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {a: b}\n',
+    });
+    const climbing = `${server.url}/myorg/../evilorg`;
+    const ociAllowed = `oci://${env.registry.host}/myorg-${suffix}/charts`;
+    const ociClimbing = `oci://${env.registry.host}/myorg-${suffix}/charts/../../evilorg-${suffix}/charts`;
+    const files: Record<string, string> = {};
+    for (const [dir, repository] of [
+      ['climb', climbing],
+      ['oci-climb', ociClimbing],
+      ['moved', `${server.url}/moved`],
+    ] as const)
+      for (const [path, text] of Object.entries(chart(repository))) files[`${dir}/${path}`] = text;
+    const repo = await bareRepo(`dest-charts-${suffix}/app`);
+    const sha = await repo.commit(files);
+    const statuses = await startStatusReceiver();
+    const configFile = join(await tempDir(), 'mooring.yaml');
+    await writeFile(
+      configFile,
+      await agentConfig({
+        cluster: { name: 'charts', namespace: `mooring-dest-charts-${suffix}` },
+        git: [{ name: 'app', repo }],
+        deployments: [
+          {
+            name: 'climb',
+            namespace: nsClimb(),
+            source: 'app',
+            helm: { chart: 'climb', allowedRepositories: [`${server.url}/myorg`] },
+          },
+          {
+            name: 'oci-climb',
+            namespace: nsOci(),
+            source: 'app',
+            helm: { chart: 'oci-climb', allowedRepositories: [ociAllowed] },
+          },
+          {
+            name: 'moved',
+            namespace: nsMoved(),
+            source: 'app',
+            helm: { chart: 'moved', allowedRepositories: [`${server.url}/moved`] },
+          },
+        ],
+        statuses,
+        // The package's own repository is trusted by its CA, as a configured chart source says.
+        extra: {
+          sources: {
+            charts: [
+              {
+                name: 'moved',
+                url: `${server.url}/moved`,
+                chart: 'common',
+                caFile: certificates.ca,
+                interval: '1h',
+              },
+            ],
+          },
+        },
+      }),
+    );
+    process.env.MOORING_HELM = env.tools.helm;
+    const agent = startAgent({ file: configFile });
+    const poller = pollHealth(agent.port);
+    try {
+      const ended = (name: string) =>
+        eventually(`${name} ended`, async () => statuses.ended(sha, name), 90_000);
+      const climb = await ended('climb');
+      expect(climb.state).toBe('failure');
+      // The cause comes first: a forge keeps only the first 140 characters of a status.
+      expect(climb.description).toContain(
+        'climb/Chart.yaml: dependency common is refused: its repository holds a ".." path segment',
+      );
+      const oci = await ended('oci-climb');
+      expect(oci.state).toBe('failure');
+      expect(oci.description).toContain(
+        'oci-climb/Chart.yaml: dependency common is refused: its repository holds a ".." path segment',
+      );
+      const moved = await ended('moved');
+      expect(moved.state).toBe('failure');
+      // The status names the dependency and its chart source (a forge cuts it at 140 characters); the log says all.
+      expect(moved.description).toMatch(
+        /^moved\/Chart\.yaml: dependency common \(https:[^)]+\/moved\): chart source moved: GET /,
+      );
+      expect(agent.output()).toContain(
+        `GET ${server.url}/moved/common-1.0.0.tgz was redirected to ${elsewhere.url}/moved/common-1.0.0.tgz, outside its origin ${server.url}`,
+      );
+      expect(agent.output()).not.toContain('signature=secret');
+      expect(server.requests.filter((r) => r.path.startsWith('/evilorg'))).toEqual([]);
+      expect(elsewhere.requests).toEqual([]);
+      expect(server.requests.map((r) => r.path)).toContain('/moved/common-1.0.0.tgz');
+      const health = await poller.stop();
+      expect(health.answered).toBeGreaterThan(0);
+      expect(health.failed, 'every /healthz poll answered within 1 s').toEqual([]);
+    } finally {
+      await poller.stop();
+      await agent.stop();
+      await server.close();
+      await elsewhere.close();
+    }
+  }, 180_000);
 });

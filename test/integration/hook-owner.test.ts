@@ -14,6 +14,7 @@ import {
   deployTo,
   eventually,
   kubeConfig,
+  pollHealth,
   startAgent,
   startStatusReceiver,
   useNamespace,
@@ -155,6 +156,7 @@ describe('a hook named like a Secret made with the API, in the agent', () => {
       }),
     );
     const agent = startAgent({ file: configFile });
+    const poller = pollHealth(agent.port);
     try {
       const ended = await eventually('the failed sync', async () => statuses.ended(sha), 90_000);
       expect(ended.state).toBe('failure');
@@ -167,7 +169,11 @@ describe('a hook named like a Secret made with the API, in the agent', () => {
       await expect(core.readNamespacedConfigMap({ name: 'app', namespace })).rejects.toMatchObject({
         code: 404,
       });
+      const health = await poller.stop();
+      expect(health.answered).toBeGreaterThan(0);
+      expect(health.failed, 'every /healthz poll answered within 1 s').toEqual([]);
     } finally {
+      await poller.stop();
       await agent.stop();
     }
   });

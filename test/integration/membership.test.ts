@@ -79,8 +79,17 @@ describe('member Leases are verified', () => {
       await lease(ns(), 'time', 'ghost', { renewedIn: YEAR_MS, address: 'http://127.0.0.1:8082' });
       await lease(ns(), 'time', 'stale', { renewedIn: -60_000, seconds: 86_400 });
       await lease(ns(), 'time', 'hostile', { address: 'http://127.0.0.1:8083/stolen?x=' });
-      const members = await listMembers(api, ns(), 'time', { durationMs: 15_000 });
+      const refused: string[] = [];
+      const members = await listMembers(api, ns(), 'time', {
+        durationMs: 15_000,
+        refused: (name, why) => refused.push(`${name}: ${why}`),
+      });
       expect(members.map((m) => [m.identity, m.address])).toEqual([['live', 'http://127.0.0.1:8081']]);
+      // Each forged Lease is told with its reason (the agent logs it); an expired one is a replica that stopped.
+      expect(refused.sort()).toEqual([
+        'time-member-ghost: renewTime in the future',
+        'time-member-hostile: its address is not a plain http(s) origin',
+      ]);
     } finally {
       api.close();
     }

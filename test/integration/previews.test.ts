@@ -22,6 +22,7 @@ import {
   bareRepo,
   eventually,
   mooring,
+  pollHealth,
   startAgent,
   tempDir,
   testbed,
@@ -283,6 +284,7 @@ describe('pull-request previews', () => {
       }),
     );
     const agent = startAgent({ file: configFile });
+    const poller = pollHealth(agent.port);
     try {
       await eventually(
         'main deployed',
@@ -311,7 +313,11 @@ describe('pull-request previews', () => {
       expect(body).toContain('<b>ticks: 1 changed</b>');
       expect(body).toMatch(/\*\*Changed ` ConfigMap [a-z0-9-]+\/ticks `\*\* \(diff left out\)/);
       expect(forge.problems()).toEqual([]);
+      const health = await poller.stop();
+      expect(health.answered).toBeGreaterThan(0);
+      expect(health.failed, 'every /healthz poll answered within 1 s').toEqual([]);
     } finally {
+      await poller.stop();
       await agent.stop();
       await forge.close();
     }
@@ -347,9 +353,13 @@ describe('pull-request previews', () => {
         body: { spec: { replicas: 2 } },
         contentType: 'application/merge-patch+json',
       });
+      // The head also adds a v1 Endpoints, which the API server warns of (deprecated since 1.33) in the dry run.
       const head = await commitFiles(
         repo.path,
-        { 'apps/web/web.yaml': web('green', 'pw-live-2') },
+        {
+          'apps/web/web.yaml': web('green', 'pw-live-2'),
+          'apps/web/legacy.yaml': 'apiVersion: v1\nkind: Endpoints\nmetadata: {name: legacy}\n',
+        },
         { branch: 'pr-3', from: main },
       );
       // The forge's API fails (500) when the pull request appears: nothing is posted, the agent lives on, and the
@@ -370,6 +380,9 @@ describe('pull-request previews', () => {
       forge.fail(undefined);
       const body = await eventually('the live preview', async () => forge.comments(3)[0], 60_000);
       expect(body).toContain('compared with the cluster (server-side dry run)');
+      expect(body).toContain(
+        `warning: apps/web/legacy.yaml:1:1: Endpoints ${live()}/legacy: v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice`,
+      );
       expect(body).toMatch(/^-\s+replicas: 2$/m);
       expect(body).toMatch(/^\+\s+replicas: 1$/m);
       expect(body).toMatch(/Added ` ConfigMap [a-z0-9-]+\/web-config-v001 `/);

@@ -19,6 +19,7 @@ import {
   kubectl,
   manifestDir,
   mooring,
+  pollHealth,
   startAgent,
   startStatusReceiver,
   testbed,
@@ -240,6 +241,8 @@ describe('replicas sharing the work', () => {
       // One replica killed; a commit announced to a survivor: the survivors sync their own at once (the webhook
       // is passed on) and the killed one's once its Lease has expired.
       const [victim, a, b] = replicas as [AgentProcess, AgentProcess, AgentProcess];
+      // A survivor's /healthz is asked all along the rest: each answer within 1 s, forged Lease and all.
+      const poller = pollHealth(a.port);
       const orphaned = names.filter((n) => three.get(n) === identity(victim));
       expect(orphaned.length).toBeGreaterThan(0);
       victim.child.kill('SIGKILL');
@@ -273,8 +276,16 @@ describe('replicas sharing the work', () => {
       expect(syncedBy(fourth, third)).toBe(taken);
       expect(syncedBy(a, third) + syncedBy(b, third) + syncedBy(fourth, third)).toBe(APPS);
       for (const r of [a, b, fourth]) expect(r.alive()).toBe(true);
-      // The forged member: no webhook reached it, and status shows each deployment with the replica that syncs it.
+      // The forged member: no webhook reached it, each replica said why it is no member, and status shows each
+      // deployment with the replica that syncs it.
       expect(stolen).toBe(0);
+      for (const r of [a, b, fourth])
+        expect(r.output()).toContain(
+          'member Lease mooring-member-ghost is not counted: renewTime in the future',
+        );
+      const health = await poller.stop();
+      expect(health.answered).toBeGreaterThan(0);
+      expect(health.failed, 'every /healthz poll answered within 1 s').toEqual([]);
       const status = await mooring(
         'status',
         '--kubeconfig',

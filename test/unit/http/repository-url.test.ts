@@ -58,7 +58,7 @@ describe('repository URLs, parsed', () => {
 
   it('allows a prefix by origin and whole segments only', () => {
     const allowed = ['oci://reg.example.com/myorg/charts', 'https://charts.example.com/stable'];
-    const what = 'charts/web/Chart.yaml: dependency x';
+    const what = 'charts/web/Chart.yaml: dependency x: its repository';
     expect(isAllowedRepositoryUrl('oci://REG.example.com:443/myorg/charts/sub', allowed, what)).toBe(true);
     expect(isAllowedRepositoryUrl('oci://reg.example.com/myorg/charts-evil', allowed, what)).toBe(false);
     expect(isAllowedRepositoryUrl('oci://reg.example.com:5000/myorg/charts', allowed, what)).toBe(false);
@@ -66,7 +66,9 @@ describe('repository URLs, parsed', () => {
     expect(isAllowedRepositoryUrl('https://charts.example.com.evil.io/stable', allowed, what)).toBe(false);
     expect(() =>
       isAllowedRepositoryUrl('oci://reg.example.com/myorg/charts/../../evilorg/charts', allowed, what),
-    ).toThrow(/^charts\/web\/Chart\.yaml: dependency x: ".*" holds a "\.\." path segment/);
+    ).toThrow(
+      /^charts\/web\/Chart\.yaml: dependency x: its repository holds a "\.\." path segment: ".*"; write the path without it$/,
+    );
   });
 });
 
@@ -130,7 +132,7 @@ describe('repository URL normalisation, as properties', () => {
         parts.splice(at % (parts.length + 1), 0, bad);
         const text = `${p.scheme}://${p.host}:${p.port}/${parts.join('/')}`;
         expect(typeof parseRepositoryUrl(text)).toBe('string');
-        expect(() => isAllowedRepositoryUrl(text, [u], 'dependency x')).toThrow(/dependency x: /);
+        expect(() => isAllowedRepositoryUrl(text, [u], 'dependency x')).toThrow(/^dependency x holds /);
       }),
       RUNS,
     );

@@ -115,6 +115,38 @@ describe('notification delivery', () => {
     await c.close();
   });
 
+  it('follows no redirect: a receiver that answers 307 elsewhere gets the message, the other host nothing', async () => {
+    const elsewhere: string[] = [];
+    const other = createServer((req, res) => {
+      elsewhere.push(req.url ?? '');
+      res.writeHead(200).end();
+    });
+    other.listen(0, '127.0.0.1');
+    await once(other, 'listening');
+    const target = `http://127.0.0.1:${(other.address() as AddressInfo).port}/stolen`;
+    const asked: string[] = [];
+    server = createServer((req, res) => {
+      asked.push(req.url ?? '');
+      req.resume();
+      res.writeHead(307, { location: target }).end();
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+    const results: DeliveryResult[] = [];
+    const c = channel(results, { retryForMs: 50 });
+    try {
+      c.send('web failed', async () => ({ url, headers: { authorization: 'Bearer secret' }, body: 'x' }));
+      await until(() => results.length === 1);
+      expect(results).toEqual(['failed']);
+      expect(asked.length).toBeGreaterThan(0);
+      expect(elsewhere).toEqual([]);
+    } finally {
+      await c.close();
+      other.close();
+    }
+  });
+
   it('does not retry a message the receiver refuses (400)', async () => {
     const r = await receiver([400]);
     const results: DeliveryResult[] = [];
