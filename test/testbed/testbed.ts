@@ -1,6 +1,7 @@
 // The test bed: a real control plane, the test-bed kubelet, a Git server and two registries on loopback.
 // `up` starts them on free ports and writes env.json; `down` stops exactly the processes `up` recorded;
-// `status` says what runs. Vitest's global setup and the demo use the same functions.
+// `status` says what runs. Vitest's global setup and the demo use the same functions. `up`, `down` and
+// `startBedDaemon` hold the state folder's lock (lock.ts), so callers on one folder take turns.
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -8,6 +9,7 @@ import { join } from 'node:path';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { controlPlaneBinaries, kubeVersion, startControlPlane } from './control-plane.ts';
 import { NODE_NAME } from './kubelet.ts';
+import { withLock } from './lock.ts';
 import { REPO_ROOT, stateDir } from './paths.ts';
 import { freePorts } from './ports.ts';
 import {
@@ -121,11 +123,21 @@ export async function up(
 ): Promise<{ env: TestbedEnv; started: boolean }> {
   const wanted = Math.max(1, options.clusters ?? 1);
   if (!Number.isInteger(wanted) || wanted > 4) throw new Error('--clusters takes 1 to 4');
-  const version = kubeVersion(options.kube);
+  // Another `up` or `down` on this folder is waited for, then what it left is looked at anew: a bed of the version
+  // asked that it started is reused, not started twice, and one of another version is stopped only once it is up.
+  return withLock(stateDir(), () => upLocked(log, wanted, options.kube), { log });
+}
+
+async function upLocked(
+  log: Log,
+  wanted: number,
+  asked: string | undefined,
+): Promise<{ env: TestbedEnv; started: boolean }> {
+  const version = kubeVersion(asked);
   const current = await status();
   if (current.running && current.env && current.env.kube.version !== version) {
     log(`the running test bed is Kubernetes ${current.env.kube.version}: starting ${version} instead`);
-    await down(log);
+    await stopAll(log);
   } else if (current.running && current.env) {
     const have = 1 + (current.env.clusters?.length ?? 0);
     if (have >= wanted) return { env: current.env, started: false };
@@ -179,7 +191,7 @@ async function addClusters(env: TestbedEnv, wanted: number, log: Log): Promise<T
 }
 
 async function upFirst(log: Log, version: string): Promise<{ env: TestbedEnv; started: boolean }> {
-  if ((await readDaemons()).length > 0) await down(log);
+  if ((await readDaemons()).length > 0) await stopAll(log);
 
   const dir = stateDir();
   const run = join(dir, 'run');
@@ -316,7 +328,7 @@ async function upFirst(log: Log, version: string): Promise<{ env: TestbedEnv; st
     await writeFile(envPath(), `${JSON.stringify(env, null, 2)}\n`, { mode: 0o600 });
     return { env, started: true };
   } catch (error) {
-    await down(log);
+    await stopAll(log);
     throw error;
   }
 }
@@ -337,12 +349,15 @@ async function waitForNode(kubeconfig: string, kubelet: DaemonRecord): Promise<v
   );
 }
 
-/** Stops every recorded daemon (newest first, so clients go before their servers) and forgets the env. */
 /**
  * Starts a daemon that belongs to the running test bed (the demo's agent), so that `down` stops it too. A
  * daemon of the same name that still runs is stopped first.
  */
-export async function startBedDaemon(options: Omit<StartOptions, 'logDir'>): Promise<DaemonRecord> {
+export function startBedDaemon(options: Omit<StartOptions, 'logDir'>): Promise<DaemonRecord> {
+  return withLock(stateDir(), () => startBedDaemonLocked(options));
+}
+
+async function startBedDaemonLocked(options: Omit<StartOptions, 'logDir'>): Promise<DaemonRecord> {
   const env = await readEnv();
   if (!env) throw new Error('the test bed is not running');
   const daemons = await readDaemons();
@@ -353,7 +368,12 @@ export async function startBedDaemon(options: Omit<StartOptions, 'logDir'>): Pro
   return record;
 }
 
-export async function down(log: Log = () => undefined): Promise<string[]> {
+/** Stops every recorded daemon (newest first, so clients go before their servers) and forgets the env. */
+export function down(log: Log = () => undefined): Promise<string[]> {
+  return withLock(stateDir(), () => stopAll(log), { log });
+}
+
+async function stopAll(log: Log): Promise<string[]> {
   const daemons = await readDaemons();
   const stopped: string[] = [];
   for (const d of [...daemons].reverse()) {
