@@ -4,18 +4,35 @@
 #
 #   bash scripts/build-control-plane.sh [KUBE_VERSION]      (default: $MOORING_KUBE_VERSION, else 1.37.2)
 #
-# The binaries are cached under ${MOORING_CACHE:-~/.cache/mooring}/kube-VERSION/. Honours KUBEBUILDER_ASSETS: when
-# it names a folder holding kube-apiserver and etcd, nothing is built.
+# The binaries are cached under ${MOORING_CACHE:-~/.cache/mooring}/kube-VERSION/. Honours KUBEBUILDER_ASSETS, as
+# test/testbed/control-plane.ts does: when it names a folder holding kube-apiserver and etcd, their version is the
+# one their kube-apiserver reports (a KUBE_VERSION or MOORING_KUBE_VERSION that differs is an error). With a
+# kube-controller-manager there too, nothing is built; envtest's assets have none, and then that version is built
+# for its controller manager.
 #
 # A module of k8s.io/kubernetes cannot be built as a dependency as it is: its go.mod replaces each k8s.io/* staging
 # module with a path into its own tree, which Go ignores outside it. The module made here requires it and replaces
 # each staging module its go.mod lists with the release of the same version (v0.MINOR.PATCH).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-version=${1:-${MOORING_KUBE_VERSION:-$(cat "$here/control-plane/KUBE_VERSION")}}
+asked=${1:-${MOORING_KUBE_VERSION:-}}
+version=${asked:-$(cat "$here/control-plane/KUBE_VERSION")}
 etcd_version=${MOORING_ETCD_VERSION:-$(cat "$here/control-plane/ETCD_VERSION")}
-if [ -n "${KUBEBUILDER_ASSETS:-}" ] && [ -x "$KUBEBUILDER_ASSETS/kube-apiserver" ] && [ -x "$KUBEBUILDER_ASSETS/etcd" ]; then
-  echo "using KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS"; exit 0
+assets=${KUBEBUILDER_ASSETS:-}
+if [ -n "$assets" ] && [ -x "$assets/kube-apiserver" ] && [ -x "$assets/etcd" ]; then
+  said=$("$assets/kube-apiserver" --version)
+  version=$(printf '%s\n' "$said" | sed -n 's/.*v\(1\.[0-9]*\.[0-9]*\).*/\1/p' | head -1)
+  if [ -z "$version" ]; then
+    echo "build-control-plane: could not tell the version of $assets/kube-apiserver (--version said '$said')" >&2; exit 1
+  fi
+  if [ -n "$asked" ] && [ "$asked" != "$version" ]; then
+    echo "build-control-plane: KUBEBUILDER_ASSETS=$assets holds Kubernetes $version, not the $asked asked for: unset one of them" >&2
+    exit 2
+  fi
+  if [ -x "$assets/kube-controller-manager" ]; then
+    echo "using KUBEBUILDER_ASSETS=$assets (Kubernetes $version)"; exit 0
+  fi
+  echo "KUBEBUILDER_ASSETS=$assets has no kube-controller-manager: using the one built for Kubernetes $version"
 fi
 case $version in
   1.*.*) ;;

@@ -1,8 +1,9 @@
 // A real Kubernetes control plane on loopback: etcd, kube-apiserver and kube-controller-manager.
 // The binaries come from KUBEBUILDER_ASSETS (the envtest convention) or from the per-machine build from Go modules
-// (scripts/build-control-plane.sh), cached per version so that each is built once per machine.
+// (scripts/build-control-plane.sh), cached per version so that each is built once per machine; envtest's assets have
+// no controller manager, which then comes from the build of their version.
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { accessSync, constants, readFileSync, statSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { join } from 'node:path';
@@ -37,63 +38,157 @@ export interface ControlPlaneBinaries {
   version: string;
   etcd: string;
   kubeApiserver: string;
-  kubeControllerManager: string | undefined;
+  kubeControllerManager: string;
 }
 
-/** Finds the binaries of `version`, building them first when this machine has no cached build. */
-export async function controlPlaneBinaries(
-  log: (line: string) => void,
-  version: string = kubeVersion(),
-): Promise<ControlPlaneBinaries> {
-  const assets = process.env.KUBEBUILDER_ASSETS;
-  if (assets && existsSync(join(assets, 'kube-apiserver')) && existsSync(join(assets, 'etcd'))) {
-    const kcm = join(assets, 'kube-controller-manager');
-    const apiserver = join(assets, 'kube-apiserver');
-    const said = (await run(apiserver, ['--version'])).stdout.trim();
+/** What the folders hold, read before choosing: `KUBEBUILDER_ASSETS` (when set) and the per-version builds. */
+export interface BinaryListing {
+  /** The version asked by name (`--kube`, `MOORING_KUBE_VERSION`), or undefined for the default. */
+  asked: string | undefined;
+  /** KUBEBUILDER_ASSETS: its folder, the files in it, and what its kube-apiserver says of itself (`--version`). */
+  assets?: { dir: string; files: readonly string[]; said: string | undefined } | undefined;
+  /** The files of the per-version build of `version` (none when it was never built). */
+  built: (version: string) => { dir: string; files: readonly string[] };
+}
+
+export type BinaryChoice =
+  | { kind: 'ready'; binaries: ControlPlaneBinaries }
+  /** Build this version (scripts/build-control-plane.sh), then choose again. */
+  | { kind: 'build'; version: string; why: string };
+
+const PLANE = ['kube-apiserver', 'kube-controller-manager', 'etcd'] as const;
+
+/**
+ * Chooses the control plane's binaries. envtest's assets (KUBEBUILDER_ASSETS) hold kube-apiserver and etcd but no
+ * kube-controller-manager, without which no Deployment rolls out: the assets' kube-apiserver and etcd run with the
+ * assets' controller manager when they have one, else with the one built for the assets' version. The version is
+ * the one the assets' kube-apiserver reports, so that a running test bed of it is recognised and reused.
+ * Throws when the assets cannot be used as they are asked for.
+ */
+export function chooseBinaries(listing: BinaryListing): BinaryChoice {
+  const { assets } = listing;
+  if (assets?.files.includes('kube-apiserver') && assets.files.includes('etcd')) {
+    const version = assetsVersion(assets.dir, assets.said);
+    const asked = listing.asked?.trim();
+    if (asked && asked !== version)
+      throw new Error(
+        `KUBEBUILDER_ASSETS=${assets.dir} holds Kubernetes ${version}, not the ${asked} asked for ` +
+          '(--kube or MOORING_KUBE_VERSION): unset one of them',
+      );
+    const at = (name: string) => join(assets.dir, name);
+    let kubeControllerManager = at('kube-controller-manager');
+    if (!assets.files.includes('kube-controller-manager')) {
+      const built = listing.built(version);
+      if (!built.files.includes('kube-controller-manager'))
+        return {
+          kind: 'build',
+          version,
+          why: `KUBEBUILDER_ASSETS=${assets.dir} has no kube-controller-manager`,
+        };
+      kubeControllerManager = join(built.dir, 'kube-controller-manager');
+    }
     return {
-      version: /v(\d+\.\d+\.\d+)/.exec(said)?.[1] ?? version,
-      etcd: join(assets, 'etcd'),
-      kubeApiserver: apiserver,
-      // envtest's assets have no controller manager; then the one built for this version is used when present.
-      kubeControllerManager: existsSync(kcm) ? kcm : cachedBuild(version).kubeControllerManager,
+      kind: 'ready',
+      binaries: { version, etcd: at('etcd'), kubeApiserver: at('kube-apiserver'), kubeControllerManager },
     };
   }
-  let built = cachedBuild(version);
-  if (!built.kubeApiserver || !built.etcd) {
-    log(`building Kubernetes ${version} from Go modules (once per machine and version; some minutes)`);
-    await run('bash', [join(REPO_ROOT, 'scripts', 'build-control-plane.sh'), version], {
+  const version = kubeVersion(listing.asked || DEFAULT_KUBE_VERSION);
+  const built = listing.built(version);
+  if (!PLANE.every((name) => built.files.includes(name)))
+    return { kind: 'build', version, why: `no build of Kubernetes ${version} in ${built.dir}` };
+  const at = (name: string) => join(built.dir, name);
+  return {
+    kind: 'ready',
+    binaries: {
+      version,
+      etcd: at('etcd'),
+      kubeApiserver: at('kube-apiserver'),
+      kubeControllerManager: at('kube-controller-manager'),
+    },
+  };
+}
+
+/** The version a kube-apiserver's `--version` names (`Kubernetes v1.37.2`), checked as an asked one is. */
+function assetsVersion(dir: string, said: string | undefined): string {
+  const version = /\bv(1\.\d+\.\d+)\b/.exec(said ?? '')?.[1];
+  if (!version)
+    throw new Error(
+      `could not tell the version of ${join(dir, 'kube-apiserver')} (--version said ${JSON.stringify(said ?? '')})`,
+    );
+  try {
+    return kubeVersion(version);
+  } catch (error) {
+    throw new Error(`KUBEBUILDER_ASSETS=${dir}: ${(error as Error).message}`);
+  }
+}
+
+/** Reads the folders `chooseBinaries` chooses from; asks the assets' kube-apiserver for its version. */
+async function listBinaries(asked: string | undefined): Promise<BinaryListing> {
+  const dir = process.env.KUBEBUILDER_ASSETS;
+  let assets: BinaryListing['assets'];
+  if (dir) {
+    const files = PLANE.filter((name) => isExecutable(join(dir, name)));
+    let said: string | undefined;
+    if (files.includes('kube-apiserver') && files.includes('etcd')) {
+      said = (await run(join(dir, 'kube-apiserver'), ['--version'])).stdout.trim();
+    }
+    assets = { dir, files, said };
+  }
+  return {
+    asked: asked?.trim() || process.env.MOORING_KUBE_VERSION?.trim() || undefined,
+    assets,
+    built: (version) => {
+      const at = buildDir(version);
+      return { dir: at, files: PLANE.filter((name) => isExecutable(join(at, name))) };
+    },
+  };
+}
+
+/**
+ * The version the test bed runs when `asked` is: the assets' own version with KUBEBUILDER_ASSETS, else the one
+ * asked (or the default). Builds nothing.
+ */
+export async function resolveKubeVersion(asked?: string): Promise<string> {
+  const choice = chooseBinaries(await listBinaries(asked));
+  return choice.kind === 'ready' ? choice.binaries.version : choice.version;
+}
+
+/** Finds the binaries of the version asked, building them first when this machine has no cached build. */
+export async function controlPlaneBinaries(
+  log: (line: string) => void,
+  asked?: string,
+): Promise<ControlPlaneBinaries> {
+  const first = chooseBinaries(await listBinaries(asked));
+  if (first.kind === 'ready') return first.binaries;
+  log(
+    `${first.why}: building Kubernetes ${first.version} from Go modules (once per machine and version; some minutes)`,
+  );
+  try {
+    await run('bash', [join(REPO_ROOT, 'scripts', 'build-control-plane.sh'), first.version], {
       maxBuffer: 64 * 1024 * 1024,
     });
-    built = cachedBuild(version);
+  } catch (error) {
+    const e = error as { stderr?: string; message: string };
+    throw new Error(
+      `${first.why}, and building Kubernetes ${first.version} failed: ${(e.stderr || e.message).trim().split('\n').slice(-5).join('\n')}`,
+    );
   }
-  if (!built.kubeApiserver || !built.etcd)
-    throw new Error(`the control-plane build left no binaries in ${buildDir(version)}`);
-  return {
-    version,
-    etcd: built.etcd,
-    kubeApiserver: built.kubeApiserver,
-    kubeControllerManager: built.kubeControllerManager,
-  };
+  const second = chooseBinaries(await listBinaries(asked));
+  if (second.kind === 'ready') return second.binaries;
+  throw new Error(`${second.why}: the control-plane build left no binaries in ${buildDir(second.version)}`);
 }
 
 function buildDir(version: string): string {
   return join(cacheDir(), `kube-${version}`);
 }
 
-function cachedBuild(version: string): {
-  kubeApiserver: string | undefined;
-  kubeControllerManager: string | undefined;
-  etcd: string | undefined;
-} {
-  const at = (name: string) => {
-    const path = join(buildDir(version), name);
-    return existsSync(path) ? path : undefined;
-  };
-  return {
-    kubeApiserver: at('kube-apiserver'),
-    kubeControllerManager: at('kube-controller-manager'),
-    etcd: at('etcd'),
-  };
+function isExecutable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
 }
 
 export interface ControlPlane {
@@ -196,30 +291,28 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   const servingCert = await readFile(join(certDir, 'apiserver.crt'));
   await writeFile(kubeconfig, kubeconfigYaml(server, token, servingCert), { mode: 0o600 });
 
-  if (binaries.kubeControllerManager) {
-    const kcm = startDaemon({
-      name: `${prefix}kube-controller-manager`,
-      command: binaries.kubeControllerManager,
-      args: [
-        `--kubeconfig=${kubeconfig}`,
-        '--leader-elect=false',
-        '--controllers=deployment,replicaset,statefulset,daemonset,job,cronjob,garbagecollector,namespace,serviceaccount,serviceaccount-token,endpoint,endpointslice,disruption,horizontalpodautoscaling,ttl-after-finished',
-        `--service-account-private-key-file=${join(dir, 'sa.key')}`,
-        `--root-ca-file=${join(certDir, 'apiserver.crt')}`,
-        '--use-service-account-credentials=false',
-        `--secure-port=0`,
-        // The default 20 requests/s (burst 30) lets a 2-core test cluster's controllers lag minutes behind a deploy
-        // of a thousand Deployments, whoever applied them: benchmarks would measure the controllers, not the client.
-        '--kube-api-qps=200',
-        '--kube-api-burst=400',
-        '--concurrent-deployment-syncs=10',
-        '--concurrent-replicaset-syncs=10',
-        '--concurrent-namespace-syncs=10',
-      ],
-      logDir,
-    });
-    daemons.push(kcm);
-  }
+  const kcm = startDaemon({
+    name: `${prefix}kube-controller-manager`,
+    command: binaries.kubeControllerManager,
+    args: [
+      `--kubeconfig=${kubeconfig}`,
+      '--leader-elect=false',
+      '--controllers=deployment,replicaset,statefulset,daemonset,job,cronjob,garbagecollector,namespace,serviceaccount,serviceaccount-token,endpoint,endpointslice,disruption,horizontalpodautoscaling,ttl-after-finished',
+      `--service-account-private-key-file=${join(dir, 'sa.key')}`,
+      `--root-ca-file=${join(certDir, 'apiserver.crt')}`,
+      '--use-service-account-credentials=false',
+      `--secure-port=0`,
+      // The default 20 requests/s (burst 30) lets a 2-core test cluster's controllers lag minutes behind a deploy
+      // of a thousand Deployments, whoever applied them: benchmarks would measure the controllers, not the client.
+      '--kube-api-qps=200',
+      '--kube-api-burst=400',
+      '--concurrent-deployment-syncs=10',
+      '--concurrent-replicaset-syncs=10',
+      '--concurrent-namespace-syncs=10',
+    ],
+    logDir,
+  });
+  daemons.push(kcm);
   return { daemons, server, token, kubeconfig, clientCertificate, etcd: etcdUrl };
 }
 

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { controlPlaneBinaries, kubeVersion, startControlPlane } from './control-plane.ts';
+import { controlPlaneBinaries, resolveKubeVersion, startControlPlane } from './control-plane.ts';
 import { NODE_NAME } from './kubelet.ts';
 import { withLock } from './lock.ts';
 import { REPO_ROOT, stateDir } from './paths.ts';
@@ -61,8 +61,8 @@ export interface UpOptions {
   /** How many control planes in all (1 by default): more are added to a running test bed that has fewer. */
   clusters?: number | undefined;
   /**
-   * The Kubernetes version (1.MINOR.PATCH): `MOORING_KUBE_VERSION`, else the default. A running test bed of
-   * another version is stopped and started anew.
+   * The Kubernetes version (1.MINOR.PATCH): `MOORING_KUBE_VERSION`, else the default; with KUBEBUILDER_ASSETS, the
+   * assets' own. A running test bed of another version is stopped and started anew.
    */
   kube?: string | undefined;
 }
@@ -133,7 +133,7 @@ async function upLocked(
   wanted: number,
   asked: string | undefined,
 ): Promise<{ env: TestbedEnv; started: boolean }> {
-  const version = kubeVersion(asked);
+  const version = await resolveKubeVersion(asked);
   const current = await status();
   if (current.running && current.env && current.env.kube.version !== version) {
     log(`the running test bed is Kubernetes ${current.env.kube.version}: starting ${version} instead`);

@@ -9,7 +9,7 @@ import {
   type V1Pod,
 } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { kubeVersion } from '../../testbed/control-plane.ts';
+import { resolveKubeVersion } from '../../testbed/control-plane.ts';
 import { BEHAVIOR, LOAD_BALANCER, lbHostname, NODE_NAME } from '../../testbed/kubelet.ts';
 import { eventually, kubeConfig, runTool, testbed, useNamespace } from '../helpers.ts';
 
@@ -48,7 +48,7 @@ describe('control plane and test-bed kubelet', () => {
 
   it('runs the Kubernetes version asked for, and says so to kubectl and in its node', async () => {
     const env = testbed();
-    const wanted = kubeVersion();
+    const wanted = await resolveKubeVersion();
     expect(env.kube.version).toBe(wanted);
     const out = await runTool(env.tools.kubectl, [
       '--kubeconfig',
