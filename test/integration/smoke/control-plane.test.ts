@@ -84,6 +84,10 @@ describe('control plane and test-bed kubelet', () => {
     expect(ready.status?.conditions?.find((c) => c.type === 'PodReadyToStartContainers')?.status).toBe(
       'True',
     );
+    // The generation it acted on, as a 1.33+ server counts a Pod's generations and a kubelet of today reports it.
+    expect(ready.metadata?.generation).toBe(1);
+    expect(ready.status?.observedGeneration).toBe(1);
+    expect(ready.status?.conditions?.every((c) => c.observedGeneration === 1)).toBe(true);
 
     // PodSecurity admission: a namespace enforcing `restricted` refuses a privileged Pod, naming the rule.
     const strict = `${ns()}-restricted`;
