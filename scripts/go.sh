@@ -14,6 +14,8 @@ for candidate in /usr/local/go/bin/go "$(command -v go || true)"; do
     dir=$(cd "${TMPDIR:-/tmp}" && GOFLAGS=-mod=mod GO111MODULE=on "$candidate" mod download -json \
       "golang.org/toolchain@v0.0.1-$want.linux-$arch" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
     [ -n "$dir" ] && [ -d "$dir/bin" ] || continue
+    # On a fresh machine the cache folder does not exist yet.
+    mkdir -p "$(dirname "$toolchain")"
     rm -rf "$toolchain.tmp" && cp -r "$dir" "$toolchain.tmp" && chmod -R u+w "$toolchain.tmp"
     # Module zips keep no file modes: the toolchain's programs are made executable again.
     chmod +x "$toolchain.tmp"/bin/* "$toolchain.tmp"/pkg/tool/*/*
