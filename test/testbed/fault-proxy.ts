@@ -1,7 +1,7 @@
 // A reverse proxy of the test bed's own, put in front of one of its real servers (git http-backend, the
 // distribution registry, the GitHub-shaped status receiver) to make that server fail on purpose: answer a status
-// of our choosing, rate limit with Retry-After, reset the connection mid-request or mid-response, hang, or pass the
-// request on with its path rewritten (a query parameter stripped, as a proxy that does not know it would). Faults
+// of our choosing, rate limit with Retry-After, reset the connection mid-request or mid-response (also after N bytes
+// of the answer, or end the answer properly there), hang, or pass the request on with its path rewritten (a query parameter stripped, as a proxy that does not know it would). Faults
 // are switched at runtime, apply to every request or to those a predicate picks, for the next N requests or until
 // changed, and every request is counted by the fault it met. Only node:http(s), so it adds nothing to install. In
 // front of kube-apiserver (https), the client speaks plain http to the proxy and its token is passed on.
@@ -19,8 +19,13 @@ export type Fault =
       retryAfterSeconds: number;
       rateLimit?: { limit: number; remaining: number; resetSeconds: number };
     }
-  /** Destroys the client's socket: before the request reaches the server, or after part of the answer. */
-  | { kind: 'reset'; when: 'request' | 'response' }
+  /**
+   * Destroys the client's socket: before the request reaches the server, or after part of the answer (half its
+   * first chunk, or exactly `afterBytes` bytes of its body: a chunked body left without its end).
+   */
+  | { kind: 'reset'; when: 'request' | 'response'; afterBytes?: number }
+  /** Passes `afterBytes` bytes of the answer's body on, then ends the answer properly, as a server closing it. */
+  | { kind: 'truncate'; afterBytes: number }
   /** Accepts the request and answers nothing until the fault is changed (then it is passed on) or closed. */
   | { kind: 'hang' }
   /** Passes the request on with this path (and query) instead of the one the client sent. */
@@ -151,10 +156,10 @@ export class FaultProxy {
     this.requests.push({ ...info, fault: fault.kind, at: Date.now() });
     switch (fault.kind) {
       case 'pass':
-        this.#forward(req, res, false);
+        this.#forward(req, res);
         return;
       case 'rewrite':
-        this.#forward(req, res, false, fault.path(info.path));
+        this.#forward(req, res, undefined, fault.path(info.path));
         return;
       case 'status':
         req.resume();
@@ -178,7 +183,10 @@ export class FaultProxy {
       }
       case 'reset':
         if (fault.when === 'request') req.socket.destroy();
-        else this.#forward(req, res, true);
+        else this.#forward(req, res, { bytes: fault.afterBytes, how: 'reset' });
+        return;
+      case 'truncate':
+        this.#forward(req, res, { bytes: fault.afterBytes, how: 'end' });
         return;
       case 'hang':
         // The body is held (not read) so that passing the request on later still has it.
@@ -193,11 +201,20 @@ export class FaultProxy {
 
   #release(): void {
     for (const { req, res } of this.#hung.splice(0)) {
-      if (!res.destroyed && !req.socket.destroyed) this.#forward(req, res, false);
+      if (!res.destroyed && !req.socket.destroyed) this.#forward(req, res);
     }
   }
 
-  #forward(req: http.IncomingMessage, res: http.ServerResponse, cutResponse: boolean, path = req.url): void {
+  /**
+   * Passes the request on; `cut` ends the answer early: after `bytes` of its body (half its first chunk when
+   * unset), by destroying the client's socket or by ending the answer properly.
+   */
+  #forward(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    cut?: { bytes: number | undefined; how: 'reset' | 'end' },
+    path = req.url,
+  ): void {
     const base = this.#target.pathname.replace(/\/+$/, '');
     const headers = { ...req.headers, host: this.#target.host };
     const send = this.#target.protocol === 'https:' ? https.request : http.request;
@@ -211,19 +228,42 @@ export class FaultProxy {
         headers,
       },
       (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.statusMessage, answer.rawHeaders);
-        if (cutResponse) {
-          // Headers and at most the first chunk, then the connection dies under the client.
-          res.flushHeaders();
-          answer.once('data', (chunk: Buffer) => {
-            res.write(chunk.subarray(0, Math.max(1, Math.floor(chunk.length / 2))));
-            setImmediate(() => res.socket?.destroy());
-            answer.destroy();
-          });
-          answer.once('end', () => res.socket?.destroy());
+        // The server died mid-answer (killed, connection lost): the client's connection dies too, as behind a
+        // load balancer, rather than waiting on an answer that will never end.
+        let cutting = false;
+        const died = () => cutting || res.socket?.destroy();
+        answer.on('error', died);
+        answer.on('aborted', died);
+        res.writeHead(
+          answer.statusCode ?? 502,
+          answer.statusMessage,
+          headersFor(answer.rawHeaders, cut?.how),
+        );
+        if (!cut) {
+          answer.pipe(res);
           return;
         }
-        answer.pipe(res);
+        res.flushHeaders();
+        let left = cut.bytes;
+        const stop = () => {
+          cutting = true;
+          answer.destroy();
+          if (cut.how === 'end') res.end();
+          else setImmediate(() => res.socket?.destroy());
+        };
+        answer.on('data', (chunk: Buffer) => {
+          if (left === undefined) {
+            // Headers and at most half the first chunk, then the connection dies under the client.
+            res.write(chunk.subarray(0, Math.max(1, Math.floor(chunk.length / 2))));
+            return stop();
+          }
+          if (left <= 0) return;
+          const part = chunk.subarray(0, left);
+          left -= part.length;
+          res.write(part);
+          if (left <= 0) stop();
+        });
+        answer.once('end', () => (cut.how === 'end' ? res.end() : res.socket?.destroy()));
       },
     );
     upstream.on('error', () => res.socket?.destroy());
@@ -233,6 +273,15 @@ export class FaultProxy {
     req.pipe(upstream);
     req.resume();
   }
+}
+
+/** The answer's headers; one to be ended early is sent chunked, without the length it will not have. */
+function headersFor(raw: string[], how: 'reset' | 'end' | undefined): string[] {
+  if (how !== 'end') return raw;
+  const kept: string[] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2)
+    if (raw[i]?.toLowerCase() !== 'content-length') kept.push(raw[i] as string, raw[i + 1] as string);
+  return kept;
 }
 
 function rule(fault: Fault, options: FaultOptions): Rule {

@@ -16,6 +16,13 @@ beforeAll(async () => {
     req.on('data', (c: Buffer) => (body += c.toString()));
     req.on('end', () => {
       seen.push({ method: req.method ?? '', path: req.url ?? '', body });
+      if (req.url === '/die') {
+        // The origin dies in the middle of its answer.
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.write('partial');
+        setTimeout(() => res.socket?.destroy(), 20);
+        return;
+      }
       const text = `origin ${req.method} ${req.url} ${body}`.padEnd(64 * 1024, '.');
       res.writeHead(200, { 'content-type': 'text/plain', 'x-origin': 'yes' });
       res.end(text);
@@ -92,6 +99,37 @@ describe('fault proxy', () => {
     await expect(get('/cut')).rejects.toThrow();
     expect(seen.map((s) => s.path)).toEqual(['/cut']);
     expect(proxy.count('reset')).toBe(1);
+  });
+
+  it('resets the connection after exactly N bytes of the answer', async () => {
+    proxy = await FaultProxy.start(originUrl);
+    proxy.set({ kind: 'reset', when: 'response', afterBytes: 10_000 });
+    const got = await new Promise<{ bytes: number; error: boolean }>((resolve) => {
+      let bytes = 0;
+      http.get(`${proxy.url}/cut`, (res) => {
+        res.on('data', (c: Buffer) => (bytes += c.length));
+        res.on('error', () => resolve({ bytes, error: true }));
+        res.on('end', () => resolve({ bytes, error: false }));
+      });
+    });
+    expect(got).toEqual({ bytes: 10_000, error: true });
+    expect(proxy.count('reset')).toBe(1);
+  });
+
+  it('ends the answer properly after N bytes (truncate)', async () => {
+    proxy = await FaultProxy.start(originUrl);
+    proxy.set({ kind: 'truncate', afterBytes: 10_000 }, { times: 1 });
+    const answer = await get('/short');
+    expect(answer.status).toBe(200);
+    expect(answer.text.length).toBe(10_000);
+    expect(answer.text.startsWith('origin GET /short')).toBe(true);
+    expect((await get('/whole')).text.length).toBe(64 * 1024);
+    expect(proxy.count('truncate')).toBe(1);
+  });
+
+  it('cuts the client off when the origin dies in the middle of its answer', async () => {
+    proxy = await FaultProxy.start(originUrl);
+    await expect(get('/die')).rejects.toThrow();
   });
 
   it('hangs until the fault is lifted, then passes the held request on', async () => {
