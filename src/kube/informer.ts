@@ -18,8 +18,11 @@ import { describeKubeError, statusCode } from './errors.ts';
 import { trimObject } from './trim.ts';
 import { outsideWarnings } from './warnings.ts';
 import {
+  endedWithoutMark,
   endsInitialEvents,
+  INITIAL_EVENTS_END,
   InitialEvents,
+  InitialEventsCut,
   STREAMING_LIST_QUERY,
   StreamingSupport,
   streamingRefusal,
@@ -75,6 +78,8 @@ export class Informer {
   streamedLists = 0;
   /** Streams given up because the server stopped answering on them. */
   silentStreams = 0;
+  /** Streaming lists that ended early before their end mark, in a row (see endedWithoutMark). */
+  private earlyEnds = 0;
   private readonly api: KubeApi;
   private readonly path: string;
   private readonly options: InformerOptions;
@@ -298,6 +303,7 @@ export class Informer {
           stream.abort();
         })
       : undefined;
+    const started = Date.now();
     const query = streamed
       ? { ...STREAMING_LIST_QUERY, timeoutSeconds: seconds }
       : { resourceVersion: this.resourceVersion, allowWatchBookmarks: true, timeoutSeconds: seconds };
@@ -315,6 +321,7 @@ export class Informer {
           const rv = object.metadata?.resourceVersion;
           if (initial && endsInitialEvents(event)) {
             initial.stop();
+            this.earlyEnds = 0;
             this.streamedLists++;
             this.replace(initial.objects, typeof rv === 'string' ? rv : undefined);
             this.state = 'watching';
@@ -350,8 +357,16 @@ export class Informer {
       initial?.stop();
     }
     if (failure) throw failure;
-    // Ended by the server before the initial state was complete: it never sent the mark, so it ignores the ask.
-    if (initial && !stream.signal.aborted) throw initial.missing('the stream ended before it');
+    // Ended before the initial state was complete. Never taken as the state: either the server ignores the ask
+    // (listed instead), or the stream was cut (asked again).
+    if (initial && !stream.signal.aborted) {
+      this.earlyEnds++;
+      if (endedWithoutMark(Date.now() - started, seconds, this.earlyEnds) === 'ignored')
+        throw initial.missing('the stream ended before it');
+      throw new InitialEventsCut(
+        `WATCH ${this.path}: the stream ended after ${initial.objects.size} objects, before ${INITIAL_EVENTS_END}`,
+      );
+    }
   }
 }
 

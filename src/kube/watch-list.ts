@@ -6,7 +6,8 @@
 // A server without the feature answers 400 or 422 (the parameter is forbidden, or resourceVersionMatch is
 // forbidden for a watch, as before 1.27), or ignores the parameter (an aggregated API server, a proxy that strips
 // it): then no end marker ever comes, and a bounded silence before it says so. Either way the type falls back to
-// LIST + WATCH for as long as the client lives.
+// LIST + WATCH for as long as the client lives. A stream cut before its end marker (a connection reset, a server
+// shutting down, a proxy closing it) is none of these: what came is not the state, and the list is asked again.
 import type { KubeObject } from '../render/manifest.ts';
 import { serverMessage, statusCode } from './errors.ts';
 
@@ -21,6 +22,30 @@ export const STREAMING_LIST_QUERY = {
 
 /** The server ignored sendInitialEvents: the stream went quiet, or ended, without the end-of-initial-events mark. */
 export class InitialEventsMissing extends Error {}
+
+/**
+ * A streaming list ended before its end mark, early, as a cut stream ends (a connection reset, a server that shut
+ * down, a proxy that closed it): what arrived is not the whole state. Retried with back-off, streaming still.
+ */
+export class InitialEventsCut extends Error {}
+
+/** Streams in a row ended early without their end mark, after which the server is taken to ignore the ask. */
+export const EARLY_ENDS_BEFORE_REFUSAL = 3;
+
+/**
+ * What a streaming list that ended without its end mark says about the server. One that ignores sendInitialEvents
+ * serves a plain watch, which it ends at the request's timeout: a stream that ran that long says so. One that
+ * ended sooner was cut, unless streams keep ending so (`earlyEnds` in a row, this one included): a proxy that
+ * strips the ask and ends streams early must not keep the type from ever being listed.
+ */
+export function endedWithoutMark(
+  elapsedMs: number,
+  timeoutSeconds: number,
+  earlyEnds: number,
+): 'ignored' | 'cut' {
+  if (elapsedMs >= (timeoutSeconds - 1) * 1000) return 'ignored';
+  return earlyEnds >= EARLY_ENDS_BEFORE_REFUSAL ? 'ignored' : 'cut';
+}
 
 /** Whether a watch event is the bookmark that ends a streaming list's initial state. */
 export function endsInitialEvents(event: { type: string; object: unknown }): boolean {

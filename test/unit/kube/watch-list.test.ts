@@ -7,7 +7,10 @@ import { StalledError } from '../../../src/errors.ts';
 import { KubeApi, KubeRequestError } from '../../../src/kube/api.ts';
 import type { ClusterConfig } from '../../../src/kube/kubeconfig.ts';
 import {
+  EARLY_ENDS_BEFORE_REFUSAL,
+  endedWithoutMark,
   endsInitialEvents,
+  InitialEventsCut,
   InitialEventsMissing,
   StreamingSupport,
   streamingRefusal,
@@ -37,6 +40,36 @@ describe('the end of a streaming list', () => {
   });
 });
 
+describe('a streaming list that ended without its end mark', () => {
+  // A server that ignores sendInitialEvents serves a plain watch and ends it at its timeout (here 300 s); one that
+  // ended sooner was cut, and its partial state is asked again, unless streams keep ending so.
+  it.each([
+    ['ran to its timeout', 300_000, 1, 'ignored'],
+    ['ended a second before its timeout', 299_000, 1, 'ignored'],
+    ['cut after 2 s, the first time', 2_000, 1, 'cut'],
+    ['cut at once, the second time in a row', 0, 2, 'cut'],
+    ['ended early as often as the bound', 2_000, EARLY_ENDS_BEFORE_REFUSAL, 'ignored'],
+    ['ended early more often', 2_000, EARLY_ENDS_BEFORE_REFUSAL + 4, 'ignored'],
+  ] as const)('%s', (_, elapsedMs, earlyEnds, verdict) => {
+    expect(endedWithoutMark(elapsedMs, 300, earlyEnds)).toBe(verdict);
+  });
+
+  it('is taken for a server that ignores the ask within a bounded number of early ends, however soon they come', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 599_999 }),
+        fc.integer({ min: 300, max: 600 }),
+        (elapsedMs, timeout) => {
+          const verdicts = Array.from({ length: EARLY_ENDS_BEFORE_REFUSAL }, (_, i) =>
+            endedWithoutMark(elapsedMs, timeout, i + 1),
+          );
+          expect(verdicts.at(-1)).toBe('ignored');
+        },
+      ),
+    );
+  });
+});
+
 describe('a refused streaming list', () => {
   const failure = (code: number, message = 'x') =>
     new KubeRequestError('WATCH', '/api/v1/pods', code, { message });
@@ -53,6 +86,8 @@ describe('a refused streaming list', () => {
       new InitialEventsMissing('the server ignored sendInitialEvents'),
       'the server ignored sendInitialEvents',
     ],
+    // A stream cut before its end mark says nothing of the server: retried, streaming still.
+    [new InitialEventsCut('the stream ended after 120 objects'), undefined],
     // Retried (429, 5xx, network) or permanent for the type whatever is asked (401, 403, 404): not a refusal.
     [failure(429), undefined],
     [failure(500), undefined],

@@ -1,0 +1,257 @@
+// A streaming list cut short, on the real kube-apiserver behind the test bed's fault proxy: 300 ConfigMaps in one
+// namespace, and the proxy cuts the stream that carries them after a fixed number of bytes, before its
+// `k8s.io/initial-events-end` bookmark (the connection reset, or the answer ended properly as a restarting server
+// ends it). What a user relies on: the cache never takes the objects that arrived before the cut as the whole
+// state, so no object is reported absent (a stability verdict of "not found", a drift of "deleted") because of it;
+// it asks again, by a streaming list still, and holds all 300; a re-list after 410 Gone that is cut keeps what was
+// held; and the agent, whose sync waits on that cache, lives and records a stable release.
+import { afterEach, describe, expect, it } from 'vitest';
+import { type KubeApi, METADATA_OBJECT } from '../../src/kube/api.ts';
+import { ClusterCache } from '../../src/kube/cache.ts';
+import type { Discovery } from '../../src/kube/discovery.ts';
+import { INITIAL_EVENTS_END, STREAMING_LIST_QUERY } from '../../src/kube/watch-list.ts';
+import type { Fault, FaultProxy, RequestInfo } from '../testbed/fault-proxy.ts';
+import { BEHAVIOR } from '../testbed/kubelet.ts';
+import { assertAlive, throughProxy } from './fault-helpers.ts';
+import { api as directApi, newestStable } from './faults-support.ts';
+import { agentConfig, eventually, kubectl, manifestDir, startAgent, useNamespace } from './helpers.ts';
+
+const COUNT = 300;
+/** Bytes of each ConfigMap's data: 300 of them make a stream of some 300 KB in full. */
+const PAD = 'x'.repeat(700);
+const names = Array.from({ length: COUNT }, (_, i) => `cm-${String(i).padStart(3, '0')}`);
+
+const streaming = (r: RequestInfo) => r.path.includes('sendInitialEvents=true');
+/** The test's own probe of a stream (the cache's streams ask a timeout of 300 s or more). */
+const probing = (r: RequestInfo) => /[?&]timeoutSeconds=7(&|$)/.test(r.path);
+/** The cache's streaming lists of the namespace's ConfigMaps. */
+const streamsOf = (ns: string) => (r: RequestInfo) =>
+  r.path.startsWith(`/api/v1/namespaces/${ns}/configmaps?`) && streaming(r) && !probing(r);
+
+/** What one subscriber heard: its object's name (or undefined) and the note, if any, that came with it. */
+interface Heard {
+  present: boolean;
+  note: string | undefined;
+}
+
+describe('the cluster cache when a streaming list is cut before its end', () => {
+  const nsReset = useNamespace('cache-cut');
+  const nsEnd = useNamespace('cache-cut-end');
+  const nsAgent = useNamespace('cache-cut-agent');
+  const cleanups: (() => Promise<unknown> | unknown)[] = [];
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  });
+
+  async function setUp() {
+    const bed = await throughProxy();
+    const cache = new ClusterCache(bed.api);
+    const direct = directApi();
+    cleanups.push(
+      () => bed.proxy.close(),
+      () => bed.api.close(),
+      () => direct.close(),
+      () => cache.close(),
+    );
+    return { ...bed, cache, direct };
+  }
+
+  async function createConfigMaps(api: KubeApi, ns: string): Promise<void> {
+    const path = `/api/v1/namespaces/${ns}/configmaps`;
+    for (let i = 0; i < COUNT; i += 30)
+      await Promise.all(
+        names
+          .slice(i, i + 30)
+          .map((name) => api.request('POST', path, { body: { metadata: { name }, data: { pad: PAD } } })),
+      );
+  }
+
+  /**
+   * One streaming list sent through the proxy with `fault` on it: how many objects arrived before the stream
+   * ended, and whether its end mark did. Shows that the fault cuts the stream mid-way.
+   */
+  async function streamOnce(api: KubeApi, ns: string, fault: Fault, proxy: FaultProxy, accept?: string) {
+    proxy.add(fault, { match: probing, times: 1 });
+    let added = 0;
+    let ended = false;
+    const outcome = await api
+      .watch(
+        `/api/v1/namespaces/${ns}/configmaps`,
+        { ...STREAMING_LIST_QUERY, timeoutSeconds: 7 },
+        (event) => {
+          if (event.type === 'ADDED') added++;
+          const annotations = (event.object as { metadata?: { annotations?: Record<string, string> } })
+            .metadata?.annotations;
+          if (event.type === 'BOOKMARK' && annotations?.[INITIAL_EVENTS_END] === 'true') ended = true;
+          return !ended;
+        },
+        { accept },
+      )
+      .then(
+        () => 'ended',
+        (error: unknown) => `failed: ${String(error)}`,
+      );
+    return { added, ended, outcome };
+  }
+
+  /** Subscribes to every ConfigMap of the namespace, in full, recording all that each one hears. */
+  async function subscribeAll(cache: ClusterCache, discovery: Discovery, ns: string) {
+    const info = await discovery.resource('v1', 'ConfigMap');
+    const heard = new Map<string, Heard[]>(names.map((n) => [n, []]));
+    const controller = new AbortController();
+    cleanups.push(() => controller.abort());
+    for (const name of names)
+      void cache
+        .subscribe(
+          info,
+          ns,
+          name,
+          (o, note) => heard.get(name)?.push({ present: o !== undefined, note }),
+          controller.signal,
+        )
+        .done.catch(() => undefined);
+    const present = () => names.filter((n) => heard.get(n)?.at(-1)?.present).length;
+    /** Heard "this object does not exist": no object, and no note saying the state is unknown. */
+    const absent = () => names.filter((n) => heard.get(n)?.some((h) => !h.present && h.note === undefined));
+    return { heard, present, absent };
+  }
+
+  it('streams again after a connection reset mid-stream, reports no object absent, and holds all 300', async () => {
+    const { proxy, api, discovery, cache, direct } = await setUp();
+    const ns = nsReset();
+    await createConfigMaps(direct, ns);
+    const cut: Fault = { kind: 'reset', when: 'response', afterBytes: 90_000 };
+
+    // The cut lands mid-stream: some of the objects came, not all, and no end mark.
+    const probe = await streamOnce(api, ns, cut, proxy);
+    expect(probe.ended).toBe(false);
+    expect(probe.added).toBeGreaterThan(30);
+    expect(probe.added).toBeLessThan(COUNT / 2);
+    expect(probe.outcome).toMatch(/^failed: /);
+
+    // The cache's own stream is cut so twice running, then passes.
+    const mine = streamsOf(ns);
+    proxy.set(cut, { match: mine, times: 2 });
+    const { heard, present, absent } = await subscribeAll(cache, discovery, ns);
+    await expect.poll(present, { timeout: 60_000 }).toBe(COUNT);
+
+    expect(absent()).toEqual([]);
+    // Until the whole state came, a subscriber heard only that nothing is known yet, and why.
+    const notes = [...heard.values()].flat().filter((h) => h.note !== undefined);
+    for (const h of notes) expect(h.note).toMatch(/^cannot list ConfigMaps in namespace /);
+    expect(proxy.requests.filter(mine).map((r) => r.fault)).toEqual(['reset', 'reset', 'pass']);
+    // One state taken, by a streaming list: the two cut short were not, and the type still streams.
+    expect(cache.lists).toBe(1);
+    expect(cache.streamedLists).toBe(1);
+    expect(cache.streamingRefusals.size).toBe(0);
+
+    // A re-list (the watched version compacted away: 410 Gone) whose stream is cut keeps what was held.
+    for (const list of heard.values()) list.length = 0;
+    proxy.set(cut, { match: mine, times: 2 });
+    cache.rewatch('1');
+    await expect.poll(() => cache.lists, { timeout: 60_000 }).toBe(2);
+    expect(proxy.requests.filter(mine).map((r) => r.fault)).toEqual([
+      'reset',
+      'reset',
+      'pass',
+      'reset',
+      'reset',
+      'pass',
+    ]);
+    expect(cache.streamedLists).toBe(2);
+    expect([...heard.values()].flat().filter((h) => !h.present)).toEqual([]);
+    expect(present()).toBe(COUNT);
+
+    // What the cache does say absent, it says when an object is deleted: the check above can see it.
+    await direct.request('DELETE', `/api/v1/namespaces/${ns}/configmaps/cm-150`);
+    await expect.poll(absent, { timeout: 20_000 }).toEqual(['cm-150']);
+    expect(present()).toBe(COUNT - 1);
+  });
+
+  it('streams again after the answer ends properly mid-stream, as a restarting server ends it', async () => {
+    const { proxy, api, discovery, cache, direct } = await setUp();
+    const ns = nsEnd();
+    await createConfigMaps(direct, ns);
+    const cut: Fault = { kind: 'truncate', afterBytes: 90_000 };
+    const probe = await streamOnce(api, ns, cut, proxy);
+    expect(probe).toMatchObject({ ended: false, outcome: 'ended' });
+    expect(probe.added).toBeGreaterThan(30);
+    expect(probe.added).toBeLessThan(COUNT / 2);
+
+    const mine = streamsOf(ns);
+    proxy.set(cut, { match: mine, times: 1 });
+    const { present, absent } = await subscribeAll(cache, discovery, ns);
+    await expect.poll(present, { timeout: 60_000 }).toBe(COUNT);
+    expect(absent()).toEqual([]);
+    expect(cache.lists).toBe(1);
+    // The server that ended one stream early serves streaming lists: it is asked again, not taken for one that
+    // ignores the ask.
+    expect(cache.streamingRefusals.size).toBe(0);
+    expect(cache.streamedLists).toBe(1);
+    expect(proxy.requests.filter(mine).map((r) => r.fault)).toEqual(['truncate', 'pass']);
+  });
+
+  it('the agent lives through its wait’s streaming lists being cut, and records a stable release', async () => {
+    const bed = await throughProxy();
+    const kube = directApi();
+    cleanups.push(
+      () => bed.proxy.close(),
+      () => bed.api.close(),
+      () => kube.close(),
+    );
+    const ns = nsAgent();
+    const docs = names.map(
+      (name) => `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ${name}}\ndata: {pad: ${PAD}}\n`,
+    );
+    docs.push(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}, annotations: {${BEHAVIOR}: ready}}
+    spec: {containers: [{name: web, image: "web:1", envFrom: [{configMapRef: {name: cm-000}}]}]}
+`);
+    const dir = await manifestDir({ 'app.yaml': docs.join('---\n') });
+    // The wait's ConfigMaps are watched as metadata only (some 100 KB for 300): cut a third of the way, twice.
+    const mine = streamsOf(ns);
+    const cut: Fault = { kind: 'reset', when: 'response', afterBytes: 30_000 };
+    bed.proxy.set(cut, { match: mine, times: 2 });
+    const agentNs = `mooring-cache-cut-${Date.now().toString(36)}`;
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { namespace: agentNs, kubeconfig: bed.kubeconfig },
+        deployments: [{ name: 'web', namespace: ns, source: 'folder', stability: { timeout: '3m' } }],
+        extra: { sources: { local: [{ name: 'folder', path: dir }] } },
+      }),
+      { process: true },
+    );
+    cleanups.push(async () => {
+      await agent.stop();
+      await kubectl('delete', 'namespace', agentNs, '--wait=false');
+    });
+    const release = await eventually(
+      'a stable release of web',
+      async () => {
+        assertAlive(agent);
+        return newestStable(kube, agentNs, 'web');
+      },
+      180_000,
+    );
+    expect(release.result).toBe('stable');
+    expect(bed.proxy.requests.filter(mine).map((r) => r.fault)).toEqual(['reset', 'reset', 'pass']);
+    expect(agent.logged('streaming list refused by the API server; listing and watching instead')).toEqual(
+      [],
+    );
+    assertAlive(agent);
+    await agent.ready();
+    const listed = await kube.request<{ items: unknown[] }>('GET', `/api/v1/namespaces/${ns}/configmaps`);
+    expect(listed.items.length).toBeGreaterThanOrEqual(COUNT);
+    // The same cut, on the same objects as metadata, lands mid-stream: some came, not all, and no end mark.
+    const probe = await streamOnce(bed.api, ns, cut, bed.proxy, METADATA_OBJECT);
+    expect(probe.ended).toBe(false);
+    expect(probe.added).toBeGreaterThan(30);
+    expect(probe.added).toBeLessThan(COUNT);
+  });
+});
