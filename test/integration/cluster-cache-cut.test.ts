@@ -4,7 +4,8 @@
 // ends it). What a user relies on: the cache never takes the objects that arrived before the cut as the whole
 // state, so no object is reported absent (a stability verdict of "not found", a drift of "deleted") because of it;
 // it asks again, by a streaming list still, and holds all 300; a re-list after 410 Gone that is cut keeps what was
-// held; and the agent, whose sync waits on that cache, lives and records a stable release.
+// held; and the agent, whose sync waits on that cache, lives and records a stable release. The same holds when
+// kube-apiserver itself is killed (SIGKILL) with a streaming list half sent, and started again.
 import { afterEach, describe, expect, it } from 'vitest';
 import { type KubeApi, METADATA_OBJECT } from '../../src/kube/api.ts';
 import { ClusterCache } from '../../src/kube/cache.ts';
@@ -12,7 +13,7 @@ import type { Discovery } from '../../src/kube/discovery.ts';
 import { INITIAL_EVENTS_END, STREAMING_LIST_QUERY } from '../../src/kube/watch-list.ts';
 import type { Fault, FaultProxy, RequestInfo } from '../testbed/fault-proxy.ts';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
-import { assertAlive, throughProxy } from './fault-helpers.ts';
+import { assertAlive, killApiServer, restartApiServer, throughProxy } from './fault-helpers.ts';
 import { api as directApi, newestStable } from './faults-support.ts';
 import { agentConfig, eventually, kubectl, manifestDir, startAgent, useNamespace } from './helpers.ts';
 
@@ -38,6 +39,7 @@ describe('the cluster cache when a streaming list is cut before its end', () => 
   const nsReset = useNamespace('cache-cut');
   const nsEnd = useNamespace('cache-cut-end');
   const nsAgent = useNamespace('cache-cut-agent');
+  const nsKilled = useNamespace('cache-cut-killed');
   const cleanups: (() => Promise<unknown> | unknown)[] = [];
   afterEach(async () => {
     for (const c of cleanups.splice(0).reverse()) await c();
@@ -254,4 +256,37 @@ spec:
     expect(probe.added).toBeGreaterThan(30);
     expect(probe.added).toBeLessThan(COUNT);
   });
+
+  it('streams again after kube-apiserver is killed mid-stream and restarted, reports no object absent, and holds all 300', async () => {
+    const { proxy, discovery, cache, direct } = await setUp();
+    const ns = nsKilled();
+    await createConfigMaps(direct, ns);
+    // The cache's stream passes a third of the objects, then is left open and silent: the server is killed then.
+    let stalled: () => void = () => undefined;
+    const midStream = new Promise<void>((resolve) => {
+      stalled = resolve;
+    });
+    const mine = streamsOf(ns);
+    proxy.set({ kind: 'stall', afterBytes: 90_000, stalled }, { match: mine, times: 1 });
+    const { heard, present, absent } = await subscribeAll(cache, discovery, ns);
+    await midStream;
+    expect(present()).toBe(0);
+    await killApiServer();
+    try {
+      // While the server is gone, nothing is known: no subscriber hears an object absent.
+      await new Promise((r) => setTimeout(r, 3000));
+      expect(absent()).toEqual([]);
+    } finally {
+      await restartApiServer();
+    }
+    await expect.poll(present, { timeout: 90_000 }).toBe(COUNT);
+    expect(absent()).toEqual([]);
+    const notes = [...heard.values()].flat().filter((h) => h.note !== undefined);
+    for (const h of notes) expect(h.note).toMatch(/^cannot list ConfigMaps in namespace /);
+    // One state taken, by a streaming list after the restart; the server still counts as one that streams.
+    expect(proxy.requests.filter(mine)[0]?.fault).toBe('stall');
+    expect(cache.lists).toBe(1);
+    expect(cache.streamedLists).toBe(1);
+    expect(cache.streamingRefusals.size).toBe(0);
+  }, 240_000);
 });

@@ -26,6 +26,11 @@ export type Fault =
   | { kind: 'reset'; when: 'request' | 'response'; afterBytes?: number }
   /** Passes `afterBytes` bytes of the answer's body on, then ends the answer properly, as a server closing it. */
   | { kind: 'truncate'; afterBytes: number }
+  /**
+   * Passes `afterBytes` bytes of the answer's body on, then nothing more (the rest is read and dropped), leaving
+   * the answer open: `stalled` is called then, so that a test can act on the server mid-answer (kill it).
+   */
+  | { kind: 'stall'; afterBytes: number; stalled?: () => void }
   /** Accepts the request and answers nothing until the fault is changed (then it is passed on) or closed. */
   | { kind: 'hang' }
   /** Passes the request on with this path (and query) instead of the one the client sent. */
@@ -188,6 +193,9 @@ export class FaultProxy {
       case 'truncate':
         this.#forward(req, res, { bytes: fault.afterBytes, how: 'end' });
         return;
+      case 'stall':
+        this.#forward(req, res, { bytes: fault.afterBytes, how: 'stall', stalled: fault.stalled });
+        return;
       case 'hang':
         // The body is held (not read) so that passing the request on later still has it.
         req.pause();
@@ -212,7 +220,7 @@ export class FaultProxy {
   #forward(
     req: http.IncomingMessage,
     res: http.ServerResponse,
-    cut?: { bytes: number | undefined; how: 'reset' | 'end' },
+    cut?: { bytes: number | undefined; how: 'reset' | 'end' | 'stall'; stalled?: (() => void) | undefined },
     path = req.url,
   ): void {
     const base = this.#target.pathname.replace(/\/+$/, '');
@@ -246,6 +254,8 @@ export class FaultProxy {
         res.flushHeaders();
         let left = cut.bytes;
         const stop = () => {
+          // Stalled: the answer stays open and silent; what the server sends is dropped until it ends or dies.
+          if (cut.how === 'stall') return cut.stalled?.();
           cutting = true;
           answer.destroy();
           if (cut.how === 'end') res.end();
@@ -263,7 +273,7 @@ export class FaultProxy {
           res.write(part);
           if (left <= 0) stop();
         });
-        answer.once('end', () => (cut.how === 'end' ? res.end() : res.socket?.destroy()));
+        answer.once('end', () => (cut.how === 'reset' ? res.socket?.destroy() : res.end()));
       },
     );
     upstream.on('error', () => res.socket?.destroy());
@@ -276,8 +286,8 @@ export class FaultProxy {
 }
 
 /** The answer's headers; one to be ended early is sent chunked, without the length it will not have. */
-function headersFor(raw: string[], how: 'reset' | 'end' | undefined): string[] {
-  if (how !== 'end') return raw;
+function headersFor(raw: string[], how: 'reset' | 'end' | 'stall' | undefined): string[] {
+  if (how !== 'end' && how !== 'stall') return raw;
   const kept: string[] = [];
   for (let i = 0; i + 1 < raw.length; i += 2)
     if (raw[i]?.toLowerCase() !== 'content-length') kept.push(raw[i] as string, raw[i + 1] as string);
