@@ -1,7 +1,9 @@
 // The one place secret data is hidden before anything is shown, logged, reported or audited: Secret values in
 // manifests, and the values decrypted from SOPS files wherever they turn up (a tool's error, a render error that
-// quotes a value, a Secret's data key or type, a ConfigMap a chart filled from a decrypted values file).
+// quotes a value, a Secret's data key or type, a ConfigMap a chart filled from a decrypted values file). A set of
+// files carries what was decrypted from it (`secrets`, sources/sops/decrypt.ts); its redactor is made here, once.
 import { isObject, type JsonValue, type KubeObject } from './manifest.ts';
+import type { ManifestFile } from './parse.ts';
 
 export const REDACTED = '<redacted>';
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
@@ -148,4 +150,25 @@ function redactDeep(value: unknown, redact: (text: string) => string): unknown {
     return out;
   }
   return value;
+}
+
+/** The values decrypted from the files (sources/sops/decrypt.ts), for redaction. */
+export function decryptedValues(files: readonly ManifestFile[]): string[] {
+  return redactableValues(files.flatMap((f) => f.secrets ?? []));
+}
+
+const redactors = new WeakMap<readonly ManifestFile[], (text: string) => string>();
+
+/**
+ * The redactor of a deployment's files, for everything said about them (a report, an error, a log line, a
+ * printed manifest): each value decrypted from their SOPS files, in each form it may be printed, replaced. Made
+ * once per set of files, whichever path (a sync, a CLI command, a watch loop) asks first.
+ */
+export function filesRedactor(files: readonly ManifestFile[]): (text: string) => string {
+  let redact = redactors.get(files);
+  if (!redact) {
+    redact = valueRedactor(decryptedValues(files));
+    redactors.set(files, redact);
+  }
+  return redact;
 }

@@ -9,8 +9,7 @@ import { readSecret } from '../config/secret.ts';
 import type { DeployReport, Logger, Release, SyncReporter, SyncRequest } from '../contract.ts';
 import { classify, errorMessage, MooringError, TransientError } from '../errors.ts';
 import { httpFailure, safeEndpoint, sendBounded } from '../http/request.ts';
-import { redactSecret } from '../render/redact.ts';
-import { decryptedValues } from '../sources/sops/decrypt.ts';
+import { decryptedValues, redactSecret } from '../render/redact.ts';
 
 export interface AuditRecord {
   time: string;

@@ -16,12 +16,11 @@ import { InventoryStore } from '../kube/inventory.ts';
 import { type ApiWarning, describeWarning } from '../kube/warnings.ts';
 import type { ManifestFile } from '../render/parse.ts';
 import { type PreviewDiff, previewDiff } from '../render/preview-diff.ts';
-import { valueRedactor } from '../render/redact.ts';
+import { decryptedValues, valueRedactor } from '../render/redact.ts';
 import { type ClusterSnapshot, type ImageArtifact, type RenderResult, render } from '../render/render.ts';
 import type { ArtifactAt } from '../sources/artifact-fetch.ts';
 import { type ClusterCapabilities, deploymentManifests } from '../sources/deployment-manifests.ts';
 import type { GitRepository } from '../sources/git/repository.ts';
-import { decryptedValues } from '../sources/sops/decrypt.ts';
 import { liveDiff } from './live-diff.ts';
 
 export interface PreviewRequest {

@@ -13,7 +13,7 @@ import { cliOwner } from '../../kube/inventory.ts';
 import { chartLookup } from '../../kube/lookup-server.ts';
 import { describeWarning } from '../../kube/warnings.ts';
 import { describeObject } from '../../render/manifest.ts';
-import { filesRedactor } from '../../sources/sops/decrypt.ts';
+import { filesRedactor } from '../../render/redact.ts';
 import { compileHealthRules, type HealthRules } from '../../stability/health.ts';
 import { deploy } from '../../sync/deploy.ts';
 import { HookFailedError } from '../../sync/hooks.ts';

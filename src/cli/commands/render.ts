@@ -10,10 +10,9 @@ import { toYaml } from '../../render/canonical.ts';
 import { tryParseImageRef } from '../../render/image-ref.ts';
 import type { ImageArtifact } from '../../render/images.ts';
 
-import { redactSecret } from '../../render/redact.ts';
+import { decryptedValues, filesRedactor, redactSecret } from '../../render/redact.ts';
 import { type ClusterSnapshot, render } from '../../render/render.ts';
 import { needsHashKey } from '../../render/versioning.ts';
-import { decryptedValues, filesRedactor } from '../../sources/sops/decrypt.ts';
 import { redactError } from '../../sync/redact-report.ts';
 import { type ClusterFlags, manifestBoundary, withManifestFlags } from '../cluster-flags.ts';
 import { cliRenderOptions, type LocalInputFlags, readLocalManifests, withReadFlags } from '../local-input.ts';

@@ -8,7 +8,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { type Document, isMap, isScalar } from 'yaml';
 import { errorMessage, StalledError } from '../../errors.ts';
 import type { ManifestFile } from '../../render/parse.ts';
-import { redactableValues, valueRedactor } from '../../render/redact.ts';
+import { redactableValues } from '../../render/redact.ts';
 import { parseYamlDocuments } from '../../yaml/parse.ts';
 import type { AgeIdentity } from './age-keys.ts';
 import { decryptValue } from './cipher.ts';
@@ -106,27 +106,6 @@ export async function decryptFiles(
     }
   }
   return out;
-}
-
-/** The values decrypted from the files (see decryptFiles), for redaction. */
-export function decryptedValues(files: readonly ManifestFile[]): string[] {
-  return redactableValues(files.flatMap((f) => f.secrets ?? []));
-}
-
-const redactors = new WeakMap<readonly ManifestFile[], (text: string) => string>();
-
-/**
- * The redactor of a deployment's files, for everything said about them (a report, an error, a log line, a
- * printed manifest): each value decrypted from their SOPS files, in each form it may be printed, replaced. Made
- * once per set of files, whichever path (a sync, a CLI command, a watch loop) asks first.
- */
-export function filesRedactor(files: readonly ManifestFile[]): (text: string) => string {
-  let redact = redactors.get(files);
-  if (!redact) {
-    redact = valueRedactor(decryptedValues(files));
-    redactors.set(files, redact);
-  }
-  return redact;
 }
 
 function cannotDecrypt(file: ManifestFile, why: string, cause?: unknown): StalledError {
