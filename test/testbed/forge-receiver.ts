@@ -392,18 +392,12 @@ function forgeShapes(flavour: ForgeFlavour, api: () => string, options: ForgeRec
           head: { ref: pr.headRef, sha: pr.headSha, repo: repo(pr.fromFork ? FORK_REPO : BASE_REPO) },
           base: { ref: pr.baseRef, sha: '0'.repeat(40), repo: repo(BASE_REPO) },
         }),
-        status: (matched, body) => {
-          const b = body as Record<string, string | undefined>;
-          return {
-            repo: `${matched.params.owner}/${matched.params.repo}`,
-            commit: matched.params.sha ?? '',
-            state: b.state ?? '',
-            context: b.context ?? 'default',
-            description: b.description,
-            targetUrl: b.target_url,
-            body,
-          };
-        },
+        status: (matched, body) =>
+          posted(`${matched.params.owner}/${matched.params.repo}`, matched.params.sha, body, {
+            context: ['context'],
+            otherwise: 'default',
+            url: 'target_url',
+          }),
       };
     }
     case 'gitlab': {
@@ -460,18 +454,12 @@ function forgeShapes(flavour: ForgeFlavour, api: () => string, options: ForgeRec
           labels: pr.labels,
           web_url: `${WEB}/acme/web/-/merge_requests/${pr.number}`,
         }),
-        status: (matched, body) => {
-          const b = body as Record<string, string | undefined>;
-          return {
-            repo: matched.params.id ?? '',
-            commit: matched.params.sha ?? '',
-            state: b.state ?? '',
-            context: b.name ?? b.context ?? 'default',
-            description: b.description,
-            targetUrl: b.target_url,
-            body,
-          };
-        },
+        status: (matched, body) =>
+          posted(matched.params.id ?? '', matched.params.sha, body, {
+            context: ['name', 'context'],
+            otherwise: 'default',
+            url: 'target_url',
+          }),
       };
     }
     case 'gitea': {
@@ -522,18 +510,12 @@ function forgeShapes(flavour: ForgeFlavour, api: () => string, options: ForgeRec
             repo: { id: BASE_REPO },
           },
         }),
-        status: (matched, body) => {
-          const b = body as Record<string, string | undefined>;
-          return {
-            repo: `${matched.params.owner}/${matched.params.repo}`,
-            commit: matched.params.sha ?? '',
-            state: b.state ?? '',
-            context: b.context ?? '',
-            description: b.description,
-            targetUrl: b.target_url,
-            body,
-          };
-        },
+        status: (matched, body) =>
+          posted(`${matched.params.owner}/${matched.params.repo}`, matched.params.sha, body, {
+            context: ['context'],
+            otherwise: '',
+            url: 'target_url',
+          }),
       };
     }
     case 'bitbucket-cloud': {
@@ -596,18 +578,12 @@ function forgeShapes(flavour: ForgeFlavour, api: () => string, options: ForgeRec
             repository: repo(BASE_REPO),
           },
         }),
-        status: (matched, body) => {
-          const b = body as Record<string, string | undefined>;
-          return {
-            repo: `${matched.params.workspace}/${matched.params.repo_slug}`,
-            commit: matched.params.commit ?? '',
-            state: b.state ?? '',
-            context: b.key ?? '',
-            description: b.description,
-            targetUrl: b.url,
-            body,
-          };
-        },
+        status: (matched, body) =>
+          posted(`${matched.params.workspace}/${matched.params.repo_slug}`, matched.params.commit, body, {
+            context: ['key'],
+            otherwise: '',
+            url: 'url',
+          }),
       };
     }
     case 'bitbucket-server': {
@@ -685,19 +661,33 @@ function forgeShapes(flavour: ForgeFlavour, api: () => string, options: ForgeRec
             repository: repo(BASE_REPO),
           },
         }),
-        status: (matched, body) => {
-          const b = body as Record<string, string | undefined>;
-          return {
-            repo: '',
-            commit: matched.params.commitId ?? '',
-            state: b.state ?? '',
-            context: b.key ?? '',
-            description: b.description,
-            targetUrl: b.url,
-            body,
-          };
-        },
+        status: (matched, body) =>
+          posted('', matched.params.commitId, body, {
+            context: ['key'],
+            otherwise: '',
+            url: 'url',
+          }),
       };
     }
   }
+}
+
+/** A status as a forge took it: the fields of its request body, named as that forge names them. */
+function posted(
+  repo: string,
+  commit: string | undefined,
+  body: unknown,
+  names: { context: readonly string[]; otherwise: string; url: 'target_url' | 'url' },
+) {
+  const b = body as Record<string, string | undefined>;
+  const context = names.context.map((key) => b[key]).find((v) => v !== undefined);
+  return {
+    repo,
+    commit: commit ?? '',
+    state: b.state ?? '',
+    context: context ?? names.otherwise,
+    description: b.description,
+    targetUrl: b[names.url],
+    body,
+  };
 }
