@@ -9,66 +9,79 @@ import { eventually, kubeConfig, manifestDir, testbed, useNamespace } from './he
 
 const MAIN = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
 
+/**
+ * `mooring run --watch DIR -n NS --debounce 200ms FLAGS` as its own process: what it has printed, the ConfigMaps
+ * of the namespace by name, a wait until it says it watches, and its stop by SIGTERM (resolving to its exit code).
+ */
+function watching(dir: string, namespace: string, flags: readonly string[]) {
+  const core = kubeConfig().makeApiClient(CoreV1Api);
+  const child = spawn(
+    process.execPath,
+    [
+      MAIN,
+      'run',
+      '--watch',
+      dir,
+      '--kubeconfig',
+      testbed().kube.kubeconfig,
+      '-n',
+      namespace,
+      '--debounce',
+      '200ms',
+      ...flags,
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let logs = '';
+  child.stdout.on('data', (c: Buffer) => (logs += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (logs += c.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return {
+    logs: () => logs,
+    names: async () => (await core.listNamespacedConfigMap({ namespace })).items.map((c) => c.metadata?.name),
+    watchingNow: () =>
+      eventually('watching', async () => (logs.includes('watching for changes') ? true : undefined), 30_000),
+    stop: () => {
+      child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
 describe('mooring run --watch', () => {
   const ns = useNamespace('watch');
 
   it('deploys the folder, redeploys it on change, and stops on SIGTERM', async () => {
-    const core = kubeConfig().makeApiClient(CoreV1Api);
     const cm = (value: string) =>
       `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {value: "${value}"}\n`;
     const dir = await manifestDir({ 'settings.yaml': cm('one') });
-    const child = spawn(
-      process.execPath,
-      [
-        MAIN,
-        'run',
-        '--watch',
-        dir,
-        '--kubeconfig',
-        testbed().kube.kubeconfig,
-        '-n',
-        ns(),
-        '--debounce',
-        '200ms',
-        // Every ConfigMap versioned, so that a redeploy shows as a new version.
-        '--versioning',
-        'all',
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let logs = '';
-    child.stdout.on('data', (c: Buffer) => (logs += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (logs += c.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    // Every ConfigMap versioned, so that a redeploy shows as a new version.
+    const run = watching(dir, ns(), ['--versioning', 'all']);
+    let code: Promise<number | null> | undefined;
     try {
-      const names = async () =>
-        (await core.listNamespacedConfigMap({ namespace: ns() })).items.map((c) => c.metadata?.name);
       await eventually(
         'first deploy',
-        async () => ((await names()).includes('settings-v000') ? true : undefined),
+        async () => ((await run.names()).includes('settings-v000') ? true : undefined),
         60_000,
       );
-      await eventually(
-        'watching',
-        async () => (logs.includes('watching for changes') ? true : undefined),
-        30_000,
-      );
+      await run.watchingNow();
       await writeFile(join(dir, 'settings.yaml'), cm('two'));
       await eventually(
         'redeploy',
-        async () => ((await names()).includes('settings-v001') ? true : undefined),
+        async () => ((await run.names()).includes('settings-v001') ? true : undefined),
         60_000,
       );
-      const lines = logs
+      const lines = run
+        .logs()
         .split('\n')
         .filter((l) => l.startsWith('{'))
         .map((l) => JSON.parse(l) as { msg: string; outcome?: string });
       expect(lines.filter((l) => l.outcome === 'stable').length).toBeGreaterThanOrEqual(2);
     } finally {
-      child.kill('SIGTERM');
+      code = run.stop();
     }
-    expect(await exited).toBe(0);
-    expect(logs).toContain('stopping');
+    expect(await code).toBe(0);
+    expect(run.logs()).toContain('stopping');
   });
 
   // A file deleted while watching takes its objects with it, as the agent prunes (--no-prune keeps them).
@@ -76,46 +89,25 @@ describe('mooring run --watch', () => {
     { flags: [] as string[], kept: false },
     { flags: ['--no-prune'], kept: true },
   ])('prunes what a deleted file held unless --no-prune ($flags)', async ({ flags, kept }) => {
-    const core = kubeConfig().makeApiClient(CoreV1Api);
     const cm = (name: string) =>
       `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n  annotations: {strategy.spinnaker.io/versioned: "false"}\ndata: {k: v}\n`;
     const dir = await manifestDir({ 'a.yaml': cm('alpha'), 'b.yaml': cm('beta') });
-    const child = spawn(
-      process.execPath,
-      [
-        MAIN,
-        'run',
-        '--watch',
-        dir,
-        '--kubeconfig',
-        testbed().kube.kubeconfig,
-        '-n',
-        ns(),
-        '--debounce',
-        '200ms',
-        ...flags,
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let logs = '';
-    child.stdout.on('data', (c: Buffer) => (logs += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (logs += c.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    const names = async () =>
-      (await core.listNamespacedConfigMap({ namespace: ns() })).items.map((c) => c.metadata?.name);
+    const run = watching(dir, ns(), flags);
+    const names = run.names;
+    let code: Promise<number | null> | undefined;
     try {
       await eventually(
         'first deploy',
         async () => ((await names()).includes('beta') ? true : undefined),
         60_000,
       );
-      await eventually(
-        'watching',
-        async () => (logs.includes('watching for changes') ? true : undefined),
-        30_000,
-      );
+      await run.watchingNow();
       await rm(join(dir, 'b.yaml'));
-      const synced = () => logs.split('\n').filter((l) => l.includes('"outcome":"stable"')).length;
+      const synced = () =>
+        run
+          .logs()
+          .split('\n')
+          .filter((l) => l.includes('"outcome":"stable"')).length;
       await eventually('second deploy', async () => (synced() >= 2 ? true : undefined), 60_000);
       if (kept) expect(await names()).toContain('beta');
       else
@@ -126,8 +118,8 @@ describe('mooring run --watch', () => {
         );
       expect(await names()).toContain('alpha');
     } finally {
-      child.kill('SIGTERM');
+      code = run.stop();
     }
-    expect(await exited).toBe(0);
+    expect(await code).toBe(0);
   });
 });
