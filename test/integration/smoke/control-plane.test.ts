@@ -137,17 +137,7 @@ describe('control plane and test-bed kubelet', () => {
       expect(pod.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
     }
 
-    const env = testbed();
-    const rollout = await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
-      '-n',
-      ns(),
-      'rollout',
-      'status',
-      'deployment/web',
-      '--timeout=60s',
-    ]);
+    const rollout = await rolloutStatus(ns(), 'web', '60s');
     expect(rollout.code, rollout.stderr).toBe(0);
     expect(rollout.stdout).toContain('successfully rolled out');
   });
@@ -174,17 +164,7 @@ describe('control plane and test-bed kubelet', () => {
     expect(d.status?.availableReplicas ?? 0).toBe(0);
     expect(d.status?.readyReplicas ?? 0).toBe(0);
 
-    const env = testbed();
-    const rollout = await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
-      '-n',
-      ns(),
-      'rollout',
-      'status',
-      'deployment/stuck',
-      '--timeout=3s',
-    ]);
+    const rollout = await rolloutStatus(ns(), 'stuck', '3s');
     expect(rollout.code).not.toBe(0);
     expect(rollout.stdout + rollout.stderr).toMatch(/0 of 2 updated replicas are available|timed out/);
   });
@@ -294,3 +274,18 @@ describe('control plane and test-bed kubelet', () => {
     expect(bound.status?.loadBalancer?.ingress?.[0]?.hostname).toBe(lbHostname('site', ns()));
   });
 });
+
+/** `kubectl rollout status deployment/NAME` on the test bed, as a person checks a rollout. */
+function rolloutStatus(namespace: string, name: string, timeout: string) {
+  const env = testbed();
+  return runTool(env.tools.kubectl, [
+    '--kubeconfig',
+    env.kube.kubeconfig,
+    '-n',
+    namespace,
+    'rollout',
+    'status',
+    `deployment/${name}`,
+    `--timeout=${timeout}`,
+  ]);
+}
