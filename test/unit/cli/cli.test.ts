@@ -4,24 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { parse } from 'yaml';
-import { runCli } from '../../../src/cli/program.ts';
 import { VERSION } from '../../../src/version.ts';
+import { cli } from './run-cli.ts';
 
 // These tests run real work (processes, Git repositories, whole pages): a busy 2-core machine needs more than 5 s.
 vi.setConfig({ testTimeout: 30_000 });
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 const EXAMPLE = join(ROOT, 'config', 'mooring.example.yaml');
-
-async function cli(...argv: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(argv, {
-    stdout: (t) => (stdout += `${t}\n`),
-    stderr: (t) => (stderr += `${t}\n`),
-  });
-  return { code, stdout, stderr };
-}
 
 async function tempFile(name: string, text: string): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'mooring-cli-'));

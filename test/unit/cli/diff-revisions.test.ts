@@ -6,25 +6,15 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it, vi } from 'vitest';
-import { runCli } from '../../../src/cli/program.ts';
 import { PREVIEW_MARKER } from '../../../src/report/preview-text.ts';
 import { openCheckout } from '../../../src/sources/git/local-checkout.ts';
 import { encryptSops, newAgeKey } from '../sources/sops-fixture.ts';
+import { cli } from './run-cli.ts';
 
 // These tests run real work (processes, Git repositories, whole pages): a busy 2-core machine needs more than 5 s.
 vi.setConfig({ testTimeout: 30_000 });
 
 const run = promisify(execFile);
-
-async function cli(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(argv, {
-    stdout: (t) => (stdout += `${t}\n`),
-    stderr: (t) => (stderr += `${t}\n`),
-  });
-  return { code, stdout, stderr };
-}
 
 /** A checkout with one commit per entry of `commits` (files written, null deleted); returns its folder and shas. */
 async function checkout(commits: Record<string, string | null>[]): Promise<{ dir: string; shas: string[] }> {
@@ -52,6 +42,27 @@ async function checkout(commits: Record<string, string | null>[]): Promise<{ dir
     shas.push((await git('rev-parse', 'HEAD')).stdout.trim());
   }
   return { dir, shas };
+}
+
+/** `mooring diff` of two revisions of the whole checkout, configured by its mooring.yaml. */
+function diffCheckout(dir: string, base: string, head: string, ...rest: string[]) {
+  return cli(
+    'diff',
+    '--checkout',
+    dir,
+    '--base',
+    base,
+    '--head',
+    head,
+    '--config',
+    join(dir, 'mooring.yaml'),
+    ...rest,
+  );
+}
+
+/** `mooring diff` of two revisions of the checkout's k8s folder, deployed to namespace shop. */
+function diffPaths(dir: string, base: string, head: string, ...rest: string[]) {
+  return cli('diff', join(dir, 'k8s'), '--base', base, '--head', head, '-n', 'shop', ...rest);
 }
 
 const web = (color: string, password: string) => `apiVersion: v1
@@ -103,19 +114,7 @@ describe('mooring diff --base --head', () => {
       },
     ]);
     const [base, head] = shas as [string, string];
-    const md = await cli(
-      'diff',
-      '--checkout',
-      dir,
-      '--base',
-      base,
-      '--head',
-      'HEAD',
-      '--config',
-      join(dir, 'mooring.yaml'),
-      '-o',
-      'markdown',
-    );
+    const md = await diffCheckout(dir, base, 'HEAD', '-o', 'markdown');
     // api does not render: exit 2, and the preview is printed all the same.
     expect(md.code, md.stderr).toBe(2);
     expect(md.stdout.startsWith(PREVIEW_MARKER)).toBe(true);
@@ -132,21 +131,7 @@ describe('mooring diff --base --head', () => {
     for (const secret of ['hunter2-one', 'hunter2-two', Buffer.from('hunter2-two').toString('base64')])
       expect(md.stdout).not.toContain(secret);
 
-    const json = await cli(
-      'diff',
-      '--checkout',
-      dir,
-      '--base',
-      base,
-      '--head',
-      head,
-      '--config',
-      join(dir, 'mooring.yaml'),
-      '--deployment',
-      'web',
-      '-o',
-      'json',
-    );
+    const json = await diffCheckout(dir, base, head, '--deployment', 'web', '-o', 'json');
     expect(json.code, json.stderr).toBe(1);
     const parsed = JSON.parse(json.stdout) as {
       previews: { deployment: string; diff: { versions: { to: string }[] } }[];
@@ -163,16 +148,7 @@ describe('mooring diff --base --head', () => {
       { 'k8s/a.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n' },
       { 'README.md': 'docs\n' },
     ]);
-    const same = await cli(
-      'diff',
-      join(dir, 'k8s'),
-      '--base',
-      shas[0] as string,
-      '--head',
-      'main',
-      '-n',
-      'shop',
-    );
+    const same = await diffPaths(dir, shas[0] as string, 'main');
     expect(same.code, same.stderr).toBe(0);
     expect(same.stdout).toContain('paths: no change');
     const missing = await cli('diff', join(dir, 'k8s'), '--base', 'no-such-branch', '--head', 'main');
@@ -184,18 +160,7 @@ describe('mooring diff --base --head', () => {
     const value = (n: number) =>
       `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ticks, annotations: {strategy.spinnaker.io/versioned: "false"}}\ndata: {v: "${'` '.repeat(n)}"}\n`;
     const { dir, shas } = await checkout([{ 'k8s/a.yaml': value(3) }, { 'k8s/a.yaml': value(150_000) }]);
-    const md = await cli(
-      'diff',
-      join(dir, 'k8s'),
-      '--base',
-      shas[0] as string,
-      '--head',
-      shas[1] as string,
-      '-n',
-      'shop',
-      '-o',
-      'markdown',
-    );
+    const md = await diffPaths(dir, shas[0] as string, shas[1] as string, '-o', 'markdown');
     // Exit code 1: something changed.
     expect(md.code, md.stderr).toBe(1);
     expect(md.stdout.startsWith(PREVIEW_MARKER)).toBe(true);
@@ -221,36 +186,12 @@ describe('mooring diff --base --head', () => {
       },
       Object.fromEntries(apps.map((a) => [`apps/${a}/all.yaml`, objects(a, 'green')])),
     ]);
-    const md = await cli(
-      'diff',
-      '--checkout',
-      dir,
-      '--base',
-      shas[0] as string,
-      '--head',
-      shas[1] as string,
-      '--config',
-      join(dir, 'mooring.yaml'),
-      '-o',
-      'markdown',
-    );
+    const md = await diffCheckout(dir, shas[0] as string, shas[1] as string, '-o', 'markdown');
     expect(md.code, md.stderr).toBe(1);
     expect(md.stdout.length).toBeLessThanOrEqual(65_536);
     for (const a of apps) expect(md.stdout).toContain(`<b>${a}: 8 changed</b>`);
     expect(md.stdout).toContain('Diffs left out to fit the comment');
-    const json = await cli(
-      'diff',
-      '--checkout',
-      dir,
-      '--base',
-      shas[0] as string,
-      '--head',
-      shas[1] as string,
-      '--config',
-      join(dir, 'mooring.yaml'),
-      '-o',
-      'json',
-    );
+    const json = await diffCheckout(dir, shas[0] as string, shas[1] as string, '-o', 'json');
     const parsed = JSON.parse(json.stdout) as { previews: { diff: { changed: unknown[] } }[] };
     expect(parsed.previews).toHaveLength(60);
     expect(parsed.previews.reduce((n, p) => n + p.diff.changed.length, 0)).toBe(480);
@@ -272,20 +213,11 @@ describe('mooring diff --base --head', () => {
       },
       { 'k8s/db.yaml': await secret('sops-new-value') },
     ]);
-    const args = [
-      'diff',
-      join(dir, 'k8s'),
-      '--base',
-      shas[0] as string,
-      '--head',
-      shas[1] as string,
-      '-n',
-      'shop',
-    ];
-    const omitted = await cli(...args, '-o', 'markdown');
+    const args = [dir, shas[0] as string, shas[1] as string] as const;
+    const omitted = await diffPaths(...args, '-o', 'markdown');
     expect(omitted.code, omitted.stderr).toBe(0);
     expect(omitted.stdout).toContain('SOPS-encrypted, left out');
-    const decrypted = await cli(...args, '--decrypt', '--age-key-file', keyFile, '-o', 'markdown');
+    const decrypted = await diffPaths(...args, '--decrypt', '--age-key-file', keyFile, '-o', 'markdown');
     expect(decrypted.code, decrypted.stderr).toBe(1);
     expect(decrypted.stdout).toContain('password: (changed)');
     for (const value of [

@@ -1,30 +1,9 @@
 // `mooring render -o json` prints one v1 List, as `kubectl get -o json` does for several objects, so that its
 // output is one JSON document `kubectl apply -f -` reads; `-o yaml` stays a stream of documents.
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { asList } from '../../../src/cli/commands/render.ts';
-import { runCli } from '../../../src/cli/program.ts';
-
-const SEED_004 = join(
-  import.meta.dirname,
-  '..',
-  '..',
-  'fixtures',
-  'render',
-  'seed-004-first-deploy',
-  'input.yaml',
-);
-
-async function cli(...argv: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(argv, {
-    stdout: (t) => (stdout += `${t}\n`),
-    stderr: (t) => (stderr += `${t}\n`),
-  });
-  return { code, stdout, stderr };
-}
+import { cli, SEED_004 } from './run-cli.ts';
 
 describe('mooring render -o json', () => {
   it('prints the hydrated objects as one v1 List, in the order -o yaml prints them', async () => {

@@ -4,28 +4,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { parseImageFlag } from '../../../src/cli/commands/render.ts';
-import { runCli } from '../../../src/cli/program.ts';
+import { cli, SEED_004 } from './run-cli.ts';
 
-const SEED_004 = join(
-  import.meta.dirname,
-  '..',
-  '..',
-  'fixtures',
-  'render',
-  'seed-004-first-deploy',
-  'input.yaml',
-);
 const DIGEST = `sha256:${'a'.repeat(64)}`;
-
-async function cli(...argv: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(argv, {
-    stdout: (t) => (stdout += `${t}\n`),
-    stderr: (t) => (stderr += `${t}\n`),
-  });
-  return { code, stdout, stderr };
-}
 
 describe('mooring render', () => {
   it('prints app-config-v000 referenced from the Deployment for seed 004, offline', async () => {
