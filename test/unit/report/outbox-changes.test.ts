@@ -2,22 +2,9 @@
 // statuses kept by either stay, a delivered one leaves without taking a newer one of its key with it.
 import { describe, expect, it } from 'vitest';
 import { applyChanges } from '../../../src/report/outbox.ts';
-import { entryKey, type OutboxEntry } from '../../../src/report/outbox-policy.ts';
+import { outboxEntries } from './outbox-entries.ts';
 
-function status(commit: string, at: number, extra: Partial<OutboxEntry> = {}): OutboxEntry {
-  const base = { deployment: 'web', commit, context: 'mooring/web' };
-  return {
-    ...base,
-    key: entryKey(base),
-    state: 'success',
-    description: `${commit} stable`,
-    gate: 'api',
-    at,
-    expiresAt: at + 1000,
-    attempts: 0,
-    ...extra,
-  };
-}
+const status = outboxEntries('mooring/web', 1000);
 
 describe('outbox changes applied to the stored statuses', () => {
   it('keeps what another agent stored and adds this one’s', () => {

@@ -10,7 +10,6 @@ import { describeCancelled } from '../../../src/report/commit-status-sync.ts';
 import { StatusOutbox } from '../../../src/report/outbox.ts';
 import {
   afterFailure,
-  entryKey,
   FIRST_BACKOFF_MS,
   MAX_BACKOFF_MS,
   MAX_ENTRIES,
@@ -19,23 +18,11 @@ import {
   upsert,
 } from '../../../src/report/outbox-policy.ts';
 import type { OutboxStore } from '../../../src/report/outbox-store.ts';
+import { outboxEntries } from './outbox-entries.ts';
 
 const HOUR = 60 * 60_000;
 
-function entry(commit: string, at: number, extra: Partial<OutboxEntry> = {}): OutboxEntry {
-  const base = { deployment: 'web', commit, context: 'mooring/prod/web' };
-  return {
-    ...base,
-    key: entryKey(base),
-    state: 'success',
-    description: `${commit} stable`,
-    gate: 'api',
-    at,
-    expiresAt: at + 24 * HOUR,
-    attempts: 0,
-    ...extra,
-  };
-}
+const entry = outboxEntries('mooring/prod/web', 24 * HOUR);
 
 function harness(initial: OutboxEntry[] = []) {
   let now = 1_000_000;

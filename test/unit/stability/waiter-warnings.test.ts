@@ -5,6 +5,7 @@ import type { KubeObject } from '../../../src/render/manifest.ts';
 import { type ObjectVerdict, type Watchable, waitForStability } from '../../../src/stability/waiter.ts';
 import type { WarningNote } from '../../../src/stability/warning-notes.ts';
 import type { WarningReader } from '../../../src/stability/warning-poll.ts';
+import { scripted } from './scripted.ts';
 
 const pod = (name: string, phase: string, uid = `uid-${name}`): KubeObject =>
   ({
@@ -13,21 +14,6 @@ const pod = (name: string, phase: string, uid = `uid-${name}`): KubeObject =>
     metadata: { name, namespace: 'ns', uid },
     status: { phase, conditions: [{ type: 'Ready', status: 'False' }] },
   }) as unknown as KubeObject;
-
-/** Reports `states` in turn (one each `stepMs`), then stays quiet until aborted. */
-function scripted(name: string, states: KubeObject[], stepMs = 5): Watchable {
-  return {
-    name,
-    watch: async (onObject, signal) => {
-      for (const state of states) {
-        if (signal.aborted) return;
-        onObject(state);
-        await new Promise((r) => setTimeout(r, stepMs));
-      }
-      await new Promise<void>((r) => signal.addEventListener('abort', () => r()));
-    },
-  };
-}
 
 const note = (reason: string, message: string, count = 1, lastMs = 1): WarningNote => ({
   object: 'Pod ns/p',

@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../../src/render/manifest.ts';
 import { type Watchable, waitForStability } from '../../../src/stability/waiter.ts';
+import { scripted } from './scripted.ts';
 
 const cm = (name: string): KubeObject => ({
   apiVersion: 'v1',
@@ -15,21 +16,6 @@ const pod = (name: string, phase: string, ready = false): KubeObject =>
     metadata: { name, namespace: 'ns' },
     status: { phase, conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }] },
   }) as unknown as KubeObject;
-
-/** A watchable that reports the given states, one every `stepMs`, and then stays quiet until aborted. */
-function scripted(name: string, states: (KubeObject | undefined)[], stepMs = 5): Watchable {
-  return {
-    name,
-    watch: async (onObject, signal) => {
-      for (const state of states) {
-        if (signal.aborted) return;
-        onObject(state);
-        await new Promise((r) => setTimeout(r, stepMs));
-      }
-      await new Promise<void>((r) => signal.addEventListener('abort', () => r()));
-    },
-  };
-}
 
 describe('waitForStability', () => {
   it('says when the last state seen is stale because the watch broke, and a time-out carries it', async () => {
