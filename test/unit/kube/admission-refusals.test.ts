@@ -3,22 +3,15 @@
 // refusal (a CRD's x-kubernetes-validations rule) lists each field and its message; and a refused set's one line
 // for a commit status leads with the first object's place and message.
 import { describe, expect, it } from 'vitest';
-import type { DeployReport } from '../../../src/contract.ts';
 import { errorHeadline, StalledError } from '../../../src/errors.ts';
-import { KubeRequestError } from '../../../src/kube/api.ts';
+import type { KubeRequestError } from '../../../src/kube/api.ts';
 import { ApplyRejectedError, explain } from '../../../src/kube/apply-errors.ts';
 import { RemovedApiError } from '../../../src/kube/served.ts';
 import { describeOutcome } from '../../../src/report/commit-status-sync.ts';
+import { deployReport } from '../deploy-report.ts';
+import { statusRefusal } from './status-errors.ts';
 
-const status = (code: number, body: object) =>
-  new KubeRequestError('PATCH', '/apis/apps/v1/namespaces/shop/deployments/web', code, {
-    kind: 'Status',
-    apiVersion: 'v1',
-    metadata: {},
-    status: 'Failure',
-    code,
-    ...body,
-  });
+const status = statusRefusal('/apis/apps/v1/namespaces/shop/deployments/web');
 
 const DENIAL =
   "ValidatingAdmissionPolicy 'no-forbidden-tier' with binding 'no-forbidden-tier-binding' denied request: Deployments labelled tier=forbidden are refused";
@@ -120,16 +113,7 @@ describe('explain: admission refusals', () => {
   });
 });
 
-const report = (error: unknown): DeployReport => ({
-  outcome: 'error',
-  summary: '',
-  applied: [],
-  wait: undefined,
-  history: undefined,
-  prune: undefined,
-  error,
-  elapsedMs: 1000,
-});
+const report = (error: unknown) => deployReport('error', { error, elapsedMs: 1000 });
 
 describe('one line for a commit status', () => {
   it.each([

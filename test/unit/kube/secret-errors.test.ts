@@ -6,18 +6,11 @@ import { KubeRequestError } from '../../../src/kube/api.ts';
 import { explain, writeFailure } from '../../../src/kube/apply-errors.ts';
 import { describeKubeError, serverMessage, statusCode } from '../../../src/kube/errors.ts';
 import { reduceSecretError, withSecretErrors } from '../../../src/kube/secret-errors.ts';
+import { statusRefusal } from './status-errors.ts';
 
 const VALUE = '7391027446';
 
-const refusal = (code: number, body: object) =>
-  new KubeRequestError('PATCH', '/api/v1/namespaces/b4/secrets/db-v000', code, {
-    kind: 'Status',
-    apiVersion: 'v1',
-    metadata: {},
-    status: 'Failure',
-    code,
-    ...body,
-  });
+const refusal = statusRefusal('/api/v1/namespaces/b4/secrets/db-v000');
 
 const CASES: [string, KubeRequestError, string][] = [
   [

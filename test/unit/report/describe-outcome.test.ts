@@ -1,20 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { type DeployReport, Superseded, Withdrawn } from '../../../src/contract.ts';
 import { describeOutcome } from '../../../src/report/commit-status-sync.ts';
+import { deployReport } from '../deploy-report.ts';
 
-function report(outcome: DeployReport['outcome'], extra: Partial<DeployReport> = {}): DeployReport {
-  return {
-    outcome,
-    summary: '',
-    applied: [],
-    wait: undefined,
-    history: undefined,
-    prune: undefined,
-    error: undefined,
-    elapsedMs: 3000,
-    ...extra,
-  };
-}
+const report = (outcome: DeployReport['outcome'], extra: Partial<DeployReport> = {}) =>
+  deployReport(outcome, { elapsedMs: 3000, ...extra });
 
 function aborted(reason: unknown): AbortSignal {
   const controller = new AbortController();

@@ -9,19 +9,9 @@ import { ApplyRejectedError } from '../../../src/kube/apply.ts';
 import { outcomeOf } from '../../../src/sync/outcome.ts';
 import { SyncQueue } from '../../../src/sync/queue.ts';
 import { cappedRetry, DEFAULT_RETRY_INTERVAL_MS, retryIntervalOf } from '../../../src/sync/retry.ts';
+import { deployReport } from '../deploy-report.ts';
 
-function report(outcome: DeployReport['outcome'], error?: unknown): DeployReport {
-  return {
-    outcome,
-    summary: '',
-    applied: [],
-    wait: undefined,
-    history: undefined,
-    prune: undefined,
-    error,
-    elapsedMs: 0,
-  };
-}
+const report = (outcome: DeployReport['outcome'], error?: unknown) => deployReport(outcome, { error });
 
 describe('which failed syncs are retried', () => {
   it.each([
