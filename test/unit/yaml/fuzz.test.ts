@@ -4,8 +4,10 @@
 // YAML, an alias expansion refused), never in another exception (a stack overflow, a TypeError), and whatever
 // is composed stays within the limits.
 import { describe, expect, it } from 'vitest';
-import { isAlias, isCollection, isPair, isScalar, parseAllDocuments, YAMLError } from 'yaml';
+import { YAMLError } from 'yaml';
 import { parseYamlAll, YamlLimitError } from '../../../src/yaml/index.ts';
+import { random } from '../seeded-random.ts';
+import { composed } from './composed.ts';
 
 const LIMITS = { maxNodes: 2000, maxDepth: 32, maxAliasCount: 20 };
 const INPUTS = 1500;
@@ -49,17 +51,6 @@ const PIECES = [
   '\uFEFF',
 ];
 
-/** mulberry32: a fixed sequence of numbers from the seed. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function mutate(text: string, next: () => number): string {
   let out = text;
   const steps = 1 + Math.floor(next() * 6);
@@ -79,27 +70,10 @@ function mutate(text: string, next: () => number): string {
   return out;
 }
 
-function composed(text: string): { nodes: number; depth: number } {
-  let nodes = 0;
-  let depth = 0;
-  const walk = (node: unknown, level: number): void => {
-    if (isPair(node)) {
-      walk(node.key, level);
-      walk(node.value, level);
-      return;
-    }
-    if (!(isScalar(node) || isCollection(node) || isAlias(node))) return;
-    nodes = Math.max(nodes, 0) + 1;
-    depth = Math.max(depth, level);
-    if (isCollection(node)) for (const item of node.items) walk(item, level + 1);
-  };
-  let most = 0;
-  for (const doc of parseAllDocuments(text)) {
-    nodes = 0;
-    walk(doc.contents, 1);
-    most = Math.max(most, nodes);
-  }
-  return { nodes: most, depth };
+/** The nodes of the largest document the composer built of `text`, and how deep they nest. */
+function largest(text: string): { nodes: number; depth: number } {
+  const { nodes, depth } = composed(text);
+  return { nodes: Math.max(0, ...nodes), depth };
 }
 
 describe('the YAML module, fuzzed', () => {
@@ -112,7 +86,7 @@ describe('the YAML module, fuzzed', () => {
       try {
         parseYamlAll(text, { file: 'fuzz.yaml', limits: LIMITS });
         outcomes.values++;
-        const built = composed(text);
+        const built = largest(text);
         expect(built.nodes, text).toBeLessThanOrEqual(2 * LIMITS.maxNodes + 1);
         expect(built.depth, text).toBeLessThanOrEqual(LIMITS.maxDepth + 1);
       } catch (error) {

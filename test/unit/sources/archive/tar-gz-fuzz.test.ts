@@ -10,6 +10,7 @@ import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StalledError } from '../../../../src/errors.ts';
 import { type ArchiveLimits, extractTarGz } from '../../../../src/sources/archive/tar-gz.ts';
+import { random } from '../../seeded-random.ts';
 import { type Spec, tar } from './ustar.ts';
 
 const LIMITS: ArchiveLimits = { maxEntries: 20, maxBytes: 64 * 1024, maxFileBytes: 16 * 1024 };
@@ -40,16 +41,6 @@ const CORPUS: Spec[][] = [
     { name: 'dir/x', body: '' },
   ],
 ];
-
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A header's checksum written again, so that a mutation of its fields reaches the checks past the checksum. */
 function resum(archive: Buffer, at: number): void {
