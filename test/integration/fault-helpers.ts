@@ -1,20 +1,46 @@
-// What the fault-injection tests share: the test bed's kube-apiserver killed, restarted or frozen on purpose, and
-// the checks every fault test ends with (the checks of what the agent left in the cluster are in
-// faults-support.ts). The agent as its own process comes from the harness (harness.ts).
-import { readFile } from 'node:fs/promises';
+// What the fault-injection tests share: the test bed's kube-apiserver killed, restarted or frozen on purpose, or
+// behind the fault proxy (refusing streaming lists as an older server does); agents run as their own processes
+// and what they cost (peak RSS, /healthz answers); and the checks every fault test ends with (the checks of what
+// the agent left in the cluster are in faults-support.ts). The agent as its own process comes from the harness
+// (harness.ts).
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { beforeAll, expect } from 'vitest';
 import { parse } from 'yaml';
 import { LAST_RESORT_MARK } from '../../src/cli/last-resort.ts';
 import { KubeApi } from '../../src/kube/api.ts';
 import { loadKubeConfig } from '../../src/kube/client.ts';
 import { Discovery } from '../../src/kube/discovery.ts';
-import { FaultProxy } from '../testbed/fault-proxy.ts';
+import { type Fault, FaultProxy } from '../testbed/fault-proxy.ts';
 import { stateDir } from '../testbed/paths.ts';
 import type { DaemonRecord } from '../testbed/processes.ts';
 import { isRunning, stopDaemon } from '../testbed/processes.ts';
 import { startBedDaemon } from '../testbed/testbed.ts';
-import { type AgentProcess, startAgent as startHarnessAgent } from './harness.ts';
-import { eventually, runTool, testbed, writeKubeconfig } from './helpers.ts';
+import { api, type Cleanup } from './faults-support.ts';
+import {
+  type Agent,
+  type AgentConfigSpec,
+  type AgentProcess,
+  type DeploymentSpec,
+  type StatusReceiver,
+  startAgent as startHarnessAgent,
+  type TestRepo,
+} from './harness.ts';
+import {
+  agentConfig,
+  bareRepo,
+  eventually,
+  kubectl,
+  manifestDir,
+  peakRss,
+  pollHealth,
+  runTool,
+  testbed,
+  type watchHealth,
+  writeKubeconfig,
+} from './helpers.ts';
+import { appName, configuredApp } from './scale-fixtures.ts';
 
 // The agent as a process and the status parser live in the harness; re-exported for the files that import them here.
 export { type AgentProcess, startMooring, statusesByCommit } from './harness.ts';
@@ -88,25 +114,8 @@ interface ConfigMapItem {
 export function appsAt(count: number, rev: number, prefix = 'app'): string {
   const docs: string[] = [];
   for (let i = 0; i < count; i++) {
-    const name = `${prefix}-${String(i).padStart(3, '0')}`;
-    docs.push(`apiVersion: v1
-kind: ConfigMap
-metadata: {name: ${name}-config}
-data: {REV: "${rev}"}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: ${name}}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: ${name}}}
-  template:
-    metadata: {labels: {app: ${name}}}
-    spec:
-      containers:
-        - name: web
-          image: registry.example.com/${prefix}:1.0.0
-          envFrom: [{configMapRef: {name: ${name}-config}}]`);
+    const { configMap, deployment } = configuredApp(appName(prefix, i), prefix, `{REV: "${rev}"}`);
+    docs.push(`${configMap}\n---\n${deployment}`);
   }
   return `${docs.join('\n---\n')}\n`;
 }
@@ -158,4 +167,172 @@ export async function throughProxy() {
   const kubeconfig = await writeKubeconfig({ server: proxy.url }, user);
   const api = new KubeApi(loadKubeConfig({ kubeconfig }));
   return { proxy, kubeconfig, api, discovery: new Discovery(api) };
+}
+
+/**
+ * throughProxy's kube-apiserver behind a fault proxy, and a client of the server itself (`direct`); `cleanup` gets
+ * the steps that close all three.
+ */
+export async function proxiedServer(cleanup: (...steps: Cleanup[]) => void) {
+  const bed = await throughProxy();
+  const direct = api();
+  cleanup(
+    () => bed.proxy.close(),
+    () => bed.api.close(),
+    () => direct.close(),
+  );
+  return { ...bed, direct };
+}
+
+/** What a 1.30 API server without the WatchList gate answers a streaming list. */
+export const STREAMING_LIST_REFUSED: Fault = {
+  kind: 'status',
+  status: 422,
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({
+    kind: 'Status',
+    apiVersion: 'v1',
+    status: 'Failure',
+    message:
+      'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled',
+    reason: 'Invalid',
+    code: 422,
+  }),
+};
+
+/**
+ * The configuration of an agent that deploys the folder `dir` as deployment web to `namespace`, reaching the
+ * cluster through `kubeconfig` and keeping its state in `agentNs`; `deployment` adds fields to the deployment.
+ */
+export function folderAgentConfig(spec: {
+  agentNs: string;
+  kubeconfig: string;
+  namespace: string;
+  dir: string;
+  deployment?: Record<string, unknown>;
+}): Promise<string> {
+  return agentConfig({
+    cluster: { namespace: spec.agentNs, kubeconfig: spec.kubeconfig },
+    deployments: [{ name: 'web', namespace: spec.namespace, source: 'folder', ...spec.deployment }],
+    extra: { sources: { local: [{ name: 'folder', path: spec.dir }] } },
+  });
+}
+
+/** The cleanup step that stops `agent` and deletes its namespace, without waiting. */
+export function stopping(agent: Agent, agentNs: string): Cleanup {
+  return async () => {
+    await agent.stop();
+    await kubectl('delete', 'namespace', agentNs, '--wait=false');
+  };
+}
+
+/** A deployment of the agent's one Git source. */
+type SourcedDeployment = Pick<DeploymentSpec, 'name' | 'namespace'> & Record<string, unknown>;
+
+/**
+ * An agent as its own process syncing `repo` into `crds` (deployments that may create CustomResourceDefinitions)
+ * and `others`, reporting their commit statuses to `receiver`.
+ */
+export async function startCrdAgent(spec: {
+  cluster: string;
+  agentNs: string;
+  repo: TestRepo;
+  receiver: StatusReceiver;
+  crds: SourcedDeployment[];
+  others?: SourcedDeployment[];
+}): Promise<AgentProcess> {
+  const config = await agentConfig({
+    cluster: { name: spec.cluster, namespace: spec.agentNs },
+    git: [{ name: 'app', repo: spec.repo }],
+    deployments: [
+      ...spec.crds.map((d) => ({ source: 'app', allowClusterScoped: ['CustomResourceDefinition'], ...d })),
+      ...(spec.others ?? []).map((d) => ({ source: 'app', ...d })),
+    ],
+    statuses: spec.receiver,
+  });
+  return startHarnessAgent(config, { process: true });
+}
+
+/**
+ * Runs `body` once `agent` listens, its /healthz polled all along; then checks that every poll was answered within
+ * 1 s, and that there were more than five.
+ */
+export async function whileHealthPolled(agent: AgentProcess, body: () => Promise<void>): Promise<void> {
+  const poller = pollHealth(agent.port);
+  try {
+    await agent.listening();
+    await body();
+  } finally {
+    const health = await poller.stop();
+    expect(health.failed, 'every /healthz poll answered within 1 s').toEqual([]);
+    expect(health.answered).toBeGreaterThan(5);
+  }
+}
+
+/**
+ * Gives the agent processes started by a describe block's tests a Git cache of their own (MOORING_CACHE_DIR, which
+ * they inherit), a temporary folder removed by the block's last cleanup step.
+ */
+export function useAgentCache(prefix: string, cleanup: (...steps: Cleanup[]) => void): void {
+  beforeAll(async () => {
+    const cacheDir = await mkdtemp(join(tmpdir(), prefix));
+    process.env.MOORING_CACHE_DIR = cacheDir;
+    cleanup(async () => {
+      delete process.env.MOORING_CACHE_DIR;
+      await rm(cacheDir, { recursive: true, force: true });
+    });
+  });
+}
+
+/** A fresh bare repository `<name>-<suffix>/app`, its folder removed after the tests. */
+export async function scratchRepo(name: string, cleanup: (...steps: Cleanup[]) => void) {
+  const suffix = Date.now().toString(36);
+  const repo = await bareRepo(`${name}-${suffix}/app`);
+  cleanup(() => rm(repo.path, { recursive: true, force: true }));
+  return { repo, suffix };
+}
+
+/**
+ * `mooring run --config FILE` of this configuration as its own process; after the tests it is ended (SIGTERM, if
+ * it still runs) and its namespace deleted without waiting.
+ */
+export async function startFileAgent(
+  config: AgentConfigSpec,
+  cleanup: (...steps: Cleanup[]) => void,
+): Promise<AgentProcess> {
+  const dir = await manifestDir({ 'mooring.yaml': await agentConfig(config) });
+  const agent = startAgent(`${dir}/mooring.yaml`);
+  cleanup(async () => {
+    if (agent.alive()) agent.child.kill('SIGTERM');
+    await agent.exited;
+    await kubectl('delete', 'namespace', config.cluster.namespace, '--wait=false');
+  });
+  return agent;
+}
+
+/** Polls `probe` as `eventually` does, recording an agent that exited as the last observation. */
+export function whileAlive<T>(
+  agent: AgentProcess,
+  what: string,
+  probe: () => T | undefined | Promise<T | undefined>,
+  timeoutMs = 180_000,
+): Promise<T> {
+  return eventually(
+    what,
+    async () => {
+      if (!agent.alive()) throw new Error(`the agent exited:\n${agent.output().slice(-3000)}`);
+      return probe();
+    },
+    timeoutMs,
+  );
+}
+
+/** What an agent cost while `health` watched it: its peak RSS and its /healthz answers, printed under `label`. */
+export function footprint(label: string, agent: AgentProcess, health: ReturnType<typeof watchHealth>) {
+  const rss = peakRss(agent.child.pid as number);
+  const { longestGapMs, answers } = health.stop();
+  process.stdout.write(
+    `${label}: agent peak RSS ${(rss / (1024 * 1024)).toFixed(0)} MiB; longest /healthz gap ${longestGapMs} ms over ${answers} answers\n`,
+  );
+  return { rss, longestGapMs, answers };
 }

@@ -4,18 +4,23 @@
 // each deployment converges to what the newest commit holds (its ledger's newest stable release is that commit or,
 // when the newest commits left its files alone, one no older than the last that changed them), and no versioned
 // ConfigMap is duplicated or dangling.
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { githubStatusValidator } from '../contract/github-openapi.ts';
-import { BEHAVIOR } from '../testbed/kubelet.ts';
-import { api, ledgerOf, newestStable, sleep, versionProblems } from './faults-support.ts';
+import {
+  deployedRound,
+  faultSetting,
+  ledgerOf,
+  newestStable,
+  settingsAndWeb,
+  sleep,
+  useCleanups,
+  versionProblems,
+} from './faults-support.ts';
 import {
   agentConfig,
-  bareRepo,
   eventually,
-  runTool,
   startAgent,
   startStatusReceiver,
-  testbed,
   unended,
   useNamespace,
 } from './helpers.ts';
@@ -23,49 +28,15 @@ import {
 const DEPLOYMENTS = 10;
 const COMMITS = 20;
 
-const app = (round: number, ready: boolean) => `apiVersion: v1
-kind: ConfigMap
-metadata: {name: settings}
-data: {round: "${round}"}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}, annotations: {${BEHAVIOR}: ${ready ? 'ready' : 'never-ready'}}}
-    spec:
-      containers: [{name: web, image: example/web:1, envFrom: [{configMapRef: {name: settings}}]}]
-`;
+const app = (round: number, ready: boolean) => settingsAndWeb(round, ready ? 'ready' : 'never-ready');
 
 describe('a burst of commits', () => {
   const namespaces = Array.from({ length: DEPLOYMENTS }, (_, i) => useNamespace(`faults-burst-${i}`));
-  const cleanups: (() => Promise<void> | void)[] = [];
-  afterAll(async () => {
-    for (const c of cleanups.reverse()) await c();
-  });
+  const cleanup = useCleanups();
 
   it('ends every pending status, names the superseding commit, and converges without stray versions', async () => {
-    const env = testbed();
-    const suffix = Date.now().toString(36);
-    const repoPath = `faults-burst-${suffix}/apps`;
-    const repo = await bareRepo(repoPath);
+    const { repo, kube, agentNs } = await faultSetting('faults-burst', cleanup, 'apps');
     const receiver = await startStatusReceiver();
-    const kube = api();
-    cleanups.push(() => kube.close());
-    const agentNs = `mooring-faults-burst-${suffix}`;
-    cleanups.push(async () => {
-      await runTool(env.tools.kubectl, [
-        '--kubeconfig',
-        env.kube.kubeconfig,
-        'delete',
-        'namespace',
-        agentNs,
-        '--wait=false',
-      ]);
-    });
     // Which deployments each commit of the burst changes, and so the last change of each.
     const plan = Array.from({ length: COMMITS }, (_, i) => [
       ...new Set([i % DEPLOYMENTS, (i * 3 + 1) % DEPLOYMENTS, (i * 7 + 2) % DEPLOYMENTS]),
@@ -94,7 +65,7 @@ describe('a burst of commits', () => {
         extra: { concurrency: DEPLOYMENTS },
       }),
     );
-    cleanups.push(() => agent.stop());
+    cleanup(() => agent.stop());
     const statuses = () => receiver.statuses();
     await eventually(
       'the initial commit deployed everywhere',
@@ -150,29 +121,7 @@ describe('a burst of commits', () => {
       const ns = namespaces[d]?.() ?? '';
       const stable = await newestStable(kube, agentNs, `d${d}`);
       expect(atOrAfterLastChange(d, stable?.commit), `d${d} at ${stable?.commit}`).toBe(true);
-      const ref = await runTool(env.tools.kubectl, [
-        '--kubeconfig',
-        env.kube.kubeconfig,
-        '-n',
-        ns,
-        'get',
-        'deployment',
-        'web',
-        '-o',
-        'jsonpath={.spec.template.spec.containers[0].envFrom[0].configMapRef.name}',
-      ]);
-      const round = await runTool(env.tools.kubectl, [
-        '--kubeconfig',
-        env.kube.kubeconfig,
-        '-n',
-        ns,
-        'get',
-        'configmap',
-        ref.stdout.trim(),
-        '-o',
-        'jsonpath={.data.round}',
-      ]);
-      expect(round.stdout, `d${d}`).toBe(String((lastChange.get(d) ?? -1) + 1));
+      expect(await deployedRound(ns), `d${d}`).toBe(String((lastChange.get(d) ?? -1) + 1));
       const problems = await versionProblems(kube, ns, [await ledgerOf(kube, agentNs, `d${d}`)]);
       expect(problems.duplicated, `d${d}`).toEqual([]);
       expect(problems.dangling, `d${d}`).toEqual([]);

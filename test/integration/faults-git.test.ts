@@ -4,15 +4,22 @@
 // converges to the newest commit; the agent stayed alive (its /healthz answered during the hang, it kept
 // polling); every pending status ended; no versioned ConfigMap is duplicated or dangling; the ledger's newest
 // stable release is the newest commit.
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { githubStatusValidator } from '../contract/github-openapi.ts';
 import { FaultProxy } from '../testbed/fault-proxy.ts';
-import { api, ledgerOf, newestStable, sleep, versionProblems } from './faults-support.ts';
+import {
+  deployedRound,
+  faultSetting,
+  ledgerOf,
+  newestStable,
+  settingsAndWeb,
+  sleep,
+  useCleanups,
+  versionProblems,
+} from './faults-support.ts';
 import {
   agentConfig,
-  bareRepo,
   eventually,
-  runTool,
   startAgent,
   startStatusReceiver,
   testbed,
@@ -20,56 +27,17 @@ import {
   useNamespace,
 } from './helpers.ts';
 
-const manifests = (round: number) => ({
-  'app.yaml': `apiVersion: v1
-kind: ConfigMap
-metadata: {name: settings}
-data: {round: "${round}"}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-        - name: web
-          image: example/web:1
-          envFrom: [{configMapRef: {name: settings}}]
-`,
-});
+const manifests = (round: number) => ({ 'app.yaml': settingsAndWeb(round) });
 
 describe('faults of the Git server', () => {
   const ns = useNamespace('faults-git');
-  const cleanups: (() => Promise<void> | void)[] = [];
-  afterAll(async () => {
-    for (const c of cleanups.reverse()) await c();
-  });
+  const cleanup = useCleanups();
 
   it('converges to the newest commit after 500s, resets and a hang, and stays alive', async () => {
-    const env = testbed();
-    const suffix = Date.now().toString(36);
-    const repoPath = `faults-git-${suffix}/app`;
-    const repo = await bareRepo(repoPath);
-    const proxy = await FaultProxy.start(env.git.url);
+    const { repoPath, repo, kube, agentNs } = await faultSetting('faults-git', cleanup);
+    const proxy = await FaultProxy.start(testbed().git.url);
     const receiver = await startStatusReceiver();
-    cleanups.push(receiver.close, () => proxy.close());
-    const kube = api();
-    cleanups.push(() => kube.close());
-    const agentNs = `mooring-faults-git-${suffix}`;
-    cleanups.push(async () => {
-      await runTool(env.tools.kubectl, [
-        '--kubeconfig',
-        env.kube.kubeconfig,
-        'delete',
-        'namespace',
-        agentNs,
-        '--wait=false',
-      ]);
-    });
+    cleanup(receiver.close, () => proxy.close());
     const first = await repo.commit(manifests(1));
     const agent = startAgent(
       await agentConfig({
@@ -79,7 +47,7 @@ describe('faults of the Git server', () => {
         statuses: receiver,
       }),
     );
-    cleanups.push(() => agent.stop());
+    cleanup(() => agent.stop());
     const statuses = () => receiver.statuses();
     const pollFailures = () => agent.logged('poll failed');
     await eventually(
@@ -126,29 +94,7 @@ describe('faults of the Git server', () => {
     );
     const stable = await newestStable(kube, agentNs, 'web');
     expect(stable?.commit).toBe(fourth);
-    const configMap = await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
-      '-n',
-      ns(),
-      'get',
-      'deployment',
-      'web',
-      '-o',
-      'jsonpath={.spec.template.spec.containers[0].envFrom[0].configMapRef.name}',
-    ]);
-    const round = await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
-      '-n',
-      ns(),
-      'get',
-      'configmap',
-      configMap.stdout.trim(),
-      '-o',
-      'jsonpath={.data.round}',
-    ]);
-    expect(round.stdout).toBe('4');
+    expect(await deployedRound(ns())).toBe('4');
 
     // Still alive: it keeps polling (through the proxy) and answers.
     const polled = proxy.count('pass');

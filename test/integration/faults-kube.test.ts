@@ -6,7 +6,7 @@
 // ledger's newest release is the newest commit, stable.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it, onTestFailed } from 'vitest';
+import { describe, expect, it, onTestFailed } from 'vitest';
 import {
   appsAt,
   assertAlive,
@@ -15,21 +15,26 @@ import {
   killApiServer,
   restartApiServer,
 } from './fault-helpers.ts';
-import { api, ledgerOf, versionProblems } from './faults-support.ts';
+import {
+  api,
+  type FaultSetting,
+  faultSetting,
+  ledgerOf,
+  useCleanups,
+  versionProblems,
+} from './faults-support.ts';
 import {
   type AgentProcess,
   agentConfig,
-  bareRepo,
   eventually,
+  kubectl,
   manifestDir,
   postedStatuses,
-  runTool,
   type StatusReceiver,
   startAgent,
   startMooring,
   startStatusReceiver,
   statusesByCommit,
-  type TestRepo,
   tempDir,
   testbed,
   unended,
@@ -47,12 +52,9 @@ metadata: {name: ${LB}, annotations: {testbed.mooring.io/load-balancer: never}}
 spec: {type: LoadBalancer, selector: {app: app-000}, ports: [{port: 80, protocol: TCP}]}
 `;
 
-interface Setup {
+interface Setup extends FaultSetting {
   ns: string;
-  /** Where the agent keeps its ledger. */
-  agentNamespace: string;
   configFile: string;
-  repo: TestRepo;
   captured: StatusReceiver['captured'];
   agent: AgentProcess;
 }
@@ -60,46 +62,32 @@ interface Setup {
 describe('the agent under API server faults', () => {
   // One namespace per fault: nothing one leaves behind can satisfy the next.
   const namespaces = Array.from({ length: 6 }, (_, i) => useNamespace(`faults${i}`));
-  const cleanups: (() => Promise<void> | void)[] = [];
-  afterAll(async () => {
-    for (const c of cleanups.splice(0).reverse()) await c();
-  });
+  const cleanup = useCleanups();
 
   /** A repository at revision 1 of the apps, an agent syncing it, and its first release stable. */
   async function setup(which: number, timeout: string): Promise<Setup> {
     const ns = namespaces[which] as () => string;
-    const env = testbed();
-    const suffix = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
-    const repo = await bareRepo(`faults-${suffix}/web`);
-    const first = await repo.commit({ 'apps.yaml': appsAt(APPS, 1) });
+    const setting = await faultSetting('faults', cleanup, 'web');
+    const first = await setting.repo.commit({ 'apps.yaml': appsAt(APPS, 1) });
     const receiver = await startStatusReceiver();
     const configFile = join(await tempDir(), 'mooring.yaml');
     await writeFile(
       configFile,
       await agentConfig({
-        cluster: { name: 'faults', namespace: `mooring-faults-${suffix}`, requestTimeout: '5s' },
-        git: [{ name: 'app', repo }],
+        cluster: { name: 'faults', namespace: setting.agentNs, requestTimeout: '5s' },
+        git: [{ name: 'app', repo: setting.repo }],
         deployments: [{ name: 'web', namespace: ns(), source: 'app', stability: { timeout } }],
         statuses: receiver,
       }),
     );
     const agent = startAgent({ file: configFile }, { process: true });
-    cleanups.push(async () => {
+    cleanup(() => {
       if (setupState.agent.alive()) setupState.agent.child.kill('SIGKILL');
-      await runTool(env.tools.kubectl, [
-        '--kubeconfig',
-        env.kube.kubeconfig,
-        'delete',
-        'namespace',
-        `mooring-faults-${suffix}`,
-        '--wait=false',
-      ]).catch(() => undefined);
     });
     const setupState: Setup = {
+      ...setting,
       ns: ns(),
-      agentNamespace: `mooring-faults-${suffix}`,
       configFile,
-      repo,
       captured: receiver.captured,
       agent,
     };
@@ -153,10 +141,7 @@ describe('the agent under API server faults', () => {
   }
 
   async function bindLoadBalancer(s: Setup): Promise<void> {
-    const env = testbed();
-    await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
+    await kubectl(
       '-n',
       s.ns,
       'patch',
@@ -166,7 +151,24 @@ describe('the agent under API server faults', () => {
       '--type=merge',
       '-p',
       '{"status":{"loadBalancer":{"ingress":[{"ip":"192.0.2.10"}]}}}',
-    ]);
+    );
+  }
+
+  /** Commits revision 2 of the apps and resolves once the agent writes its first object. */
+  async function secondApplying(s: Setup): Promise<string> {
+    const second = await s.repo.commit({ 'apps.yaml': appsAt(APPS, 2) });
+    await applying(s.agent, second);
+    return second;
+  }
+
+  /** Commits revision 2 of the apps with the unbound load balancer, and resolves once the sync waits on it. */
+  async function secondWaiting(s: Setup): Promise<string> {
+    const second = await s.repo.commit({
+      'apps.yaml': appsAt(APPS, 2),
+      'lb.yaml': unboundLoadBalancer,
+    });
+    await waiting(s, second);
+    return second;
   }
 
   /** The checks every fault ends with. */
@@ -181,9 +183,10 @@ describe('the agent under API server faults', () => {
     );
     assertAlive(s.agent);
     expect(unended(postedStatuses(s.captured))).toEqual([]);
+    // A client of its own: the setting's may hold connections of an API server since killed.
     const kube = api();
     try {
-      const ledger = await ledgerOf(kube, s.agentNamespace, 'web');
+      const ledger = await ledgerOf(kube, s.agentNs, 'web');
       const problems = await versionProblems(kube, s.ns, [ledger]);
       expect(problems.duplicated).toEqual([]);
       expect(problems.dangling).toEqual([]);
@@ -193,46 +196,49 @@ describe('the agent under API server faults', () => {
     }
   }
 
-  it('lives through kube-apiserver killed mid-apply and restarted, and converges', async () => {
-    const s = await setup(0, '2m');
-    const second = await s.repo.commit({ 'apps.yaml': appsAt(APPS, 2) });
-    await applying(s.agent, second);
-    await killApiServer();
-    await new Promise((r) => setTimeout(r, 3000));
-    assertAlive(s.agent);
-    await restartApiServer();
-    await converges(s, second, 2);
-  }, 300_000);
-
-  it('lives through kube-apiserver stopped mid-apply for longer than its request timeout', async () => {
-    const s = await setup(1, '2m');
-    const second = await s.repo.commit({ 'apps.yaml': appsAt(APPS, 2) });
-    await applying(s.agent, second);
-    await freezeApiServer(12_000);
-    assertAlive(s.agent);
-    await converges(s, second, 2);
-  }, 300_000);
-
-  it('lives through kube-apiserver stopped during the stability wait', async () => {
-    const s = await setup(2, '2m');
-    const second = await s.repo.commit({
-      'apps.yaml': appsAt(APPS, 2),
-      'lb.yaml': unboundLoadBalancer,
-    });
-    await waiting(s, second);
-    await freezeApiServer(12_000);
-    assertAlive(s.agent);
-    await bindLoadBalancer(s);
-    await converges(s, second, 2);
-  }, 300_000);
+  // Faults the agent lives through: each reaches a point of the sync of revision 2, does its harm, and the sync
+  // converges.
+  const apiServerFaults = [
+    {
+      name: 'lives through kube-apiserver killed mid-apply and restarted, and converges',
+      reach: secondApplying,
+      harm: async (s: Setup) => {
+        await killApiServer();
+        await new Promise((r) => setTimeout(r, 3000));
+        assertAlive(s.agent);
+        await restartApiServer();
+      },
+    },
+    {
+      name: 'lives through kube-apiserver stopped mid-apply for longer than its request timeout',
+      reach: secondApplying,
+      harm: async (s: Setup) => {
+        await freezeApiServer(12_000);
+        assertAlive(s.agent);
+      },
+    },
+    {
+      name: 'lives through kube-apiserver stopped during the stability wait',
+      reach: secondWaiting,
+      harm: async (s: Setup) => {
+        await freezeApiServer(12_000);
+        assertAlive(s.agent);
+        await bindLoadBalancer(s);
+      },
+    },
+  ];
+  apiServerFaults.forEach(({ name, reach, harm }, which) => {
+    it(name, async () => {
+      const s = await setup(which, '2m');
+      const second = await reach(s);
+      await harm(s);
+      await converges(s, second, 2);
+    }, 300_000);
+  });
 
   it('reports an unreachable API server, not a failed commit, when it stops answering past the wait, then converges', async () => {
     const s = await setup(3, '25s');
-    const second = await s.repo.commit({
-      'apps.yaml': appsAt(APPS, 2),
-      'lb.yaml': unboundLoadBalancer,
-    });
-    await waiting(s, second);
+    const second = await secondWaiting(s);
     // Stopped, not killed: its connections stay open and silent, the hardest case to tell from a slow rollout.
     const frozen = freezeApiServer(40_000);
     try {
@@ -261,8 +267,7 @@ describe('the agent under API server faults', () => {
 
   it('picks up after the agent is killed mid-sync and started again', async () => {
     const s = await setup(4, '2m');
-    const second = await s.repo.commit({ 'apps.yaml': appsAt(APPS, 2) });
-    await applying(s.agent, second);
+    const second = await secondApplying(s);
     s.agent.child.kill('SIGKILL');
     await s.agent.exited;
     // A newer commit arrives while no agent runs: the interrupted sync of the second is never run again, and its
@@ -295,7 +300,7 @@ describe('the agent under API server faults', () => {
       '--debounce',
       '200ms',
     ]);
-    cleanups.push(() => {
+    cleanup(() => {
       if (watch.alive()) watch.child.kill('SIGKILL');
     });
     onTestFailed(() => {

@@ -2,15 +2,13 @@
 // limits (429, Retry-After: 30): the agent's polls of it stop for 30 s, counted at the proxy. Then it answers 500,
 // resets connections and hangs past the registry client's timeout, while a new image is pushed for the tag the
 // deployment follows; after recovery the new digest is deployed, and every pending status ended.
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FaultProxy } from '../testbed/fault-proxy.ts';
 import { pushImage } from '../testbed/oci-push.ts';
-import { api, newestStable, sleep } from './faults-support.ts';
+import { faultSetting, newestStable, sleep, useCleanups, webDeployment, webField } from './faults-support.ts';
 import {
   agentConfig,
-  bareRepo,
   eventually,
-  runTool,
   startAgent,
   startStatusReceiver,
   testbed,
@@ -20,48 +18,18 @@ import {
 
 describe('faults of the registry', () => {
   const ns = useNamespace('faults-registry');
-  const cleanups: (() => Promise<void> | void)[] = [];
-  afterAll(async () => {
-    for (const c of cleanups.reverse()) await c();
-  });
+  const cleanup = useCleanups();
 
   it('honours Retry-After, survives 500s, resets and a hang, and deploys the digest pushed meanwhile', async () => {
     const env = testbed();
-    const suffix = Date.now().toString(36);
-    const repoPath = `faults-registry-${suffix}/app`;
+    const { suffix, repo, kube, agentNs } = await faultSetting('faults-registry', cleanup);
     const repository = `faults-registry-${suffix}/web`;
-    const repo = await bareRepo(repoPath);
     const proxy = await FaultProxy.start(env.registry.url);
     const receiver = await startStatusReceiver();
-    cleanups.push(receiver.close, () => proxy.close());
-    const kube = api();
-    cleanups.push(() => kube.close());
-    const agentNs = `mooring-faults-registry-${suffix}`;
-    cleanups.push(async () => {
-      await runTool(env.tools.kubectl, [
-        '--kubeconfig',
-        env.kube.kubeconfig,
-        'delete',
-        'namespace',
-        agentNs,
-        '--wait=false',
-      ]);
-    });
+    cleanup(receiver.close, () => proxy.close());
     const image = `${proxy.host}/${repository}`;
     const one = await pushImage({ registry: env.registry.url, repository, tag: 'stable', content: 'one' });
-    const commit = await repo.commit({
-      'app.yaml': `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers: [{name: web, image: "${image}:stable"}]
-`,
-    });
+    const commit = await repo.commit({ 'app.yaml': webDeployment(`${image}:stable`) });
     const agent = startAgent(
       await agentConfig({
         cluster: { name: 'faults', namespace: agentNs },
@@ -83,21 +51,8 @@ spec:
         },
       }),
     );
-    cleanups.push(() => agent.stop());
-    const deployedImage = async () =>
-      (
-        await runTool(env.tools.kubectl, [
-          '--kubeconfig',
-          env.kube.kubeconfig,
-          '-n',
-          ns(),
-          'get',
-          'deployment',
-          'web',
-          '-o',
-          'jsonpath={.spec.template.spec.containers[0].image}',
-        ])
-      ).stdout;
+    cleanup(() => agent.stop());
+    const deployedImage = () => webField(ns(), '.spec.template.spec.containers[0].image');
     await eventually(
       'the first digest deployed',
       async () => ((await deployedImage()).endsWith(`@${one.digest}`) ? true : undefined),

@@ -5,62 +5,40 @@
 // what the first agent kept is delivered by the second; stopped in the middle of a sync, the agent ends that
 // sync's pending status with "Agent stopped before the deployment was stable". Every request the receiver got is valid against GitHub's
 // OpenAPI description.
-import { afterAll, describe, expect, it } from 'vitest';
-import type { KubeApi } from '../../src/kube/api.ts';
+import { describe, expect, it } from 'vitest';
 import { OUTBOX_NAME } from '../../src/report/outbox-store.ts';
 import { githubStatusValidator } from '../contract/github-openapi.ts';
 import { FaultProxy } from '../testbed/fault-proxy.ts';
-import { BEHAVIOR } from '../testbed/kubelet.ts';
-import { api, newestStable, outboxOf } from './faults-support.ts';
+import {
+  faultSetting,
+  newestStable,
+  outboxOf,
+  settingsAt,
+  useCleanups,
+  webDeployment,
+} from './faults-support.ts';
 import {
   agentConfig,
-  bareRepo,
   eventually,
+  kubectl,
   type Agent as RunningAgent,
-  runTool,
   startAgent,
   startStatusReceiver,
-  testbed,
   unended,
   useNamespace,
 } from './helpers.ts';
 
-const manifests = (n: number) => ({
-  'app.yaml': `apiVersion: v1
-kind: ConfigMap
-metadata: {name: settings}
-data: {round: "${n}"}
-`,
-});
+const manifests = (n: number) => ({ 'app.yaml': settingsAt(n) });
 
 describe('faults of the status API', () => {
   const ns = useNamespace('faults-status');
-  const cleanups: (() => Promise<void> | void)[] = [];
-  afterAll(async () => {
-    for (const c of cleanups.reverse()) await c();
-  });
+  const cleanup = useCleanups();
 
   it('keeps final statuses while the API fails, and delivers them after it recovers, also across a restart', async () => {
-    const env = testbed();
-    const suffix = Date.now().toString(36);
-    const repoPath = `faults-status-${suffix}/app`;
-    const repo = await bareRepo(repoPath);
+    const { repo, kube, agentNs } = await faultSetting('faults-status', cleanup);
     const receiver = await startStatusReceiver();
     const proxy = await FaultProxy.start(receiver.url);
-    cleanups.push(receiver.close, () => proxy.close());
-    const kube: KubeApi = api();
-    cleanups.push(() => kube.close());
-    const agentNs = `mooring-faults-status-${suffix}`;
-    cleanups.push(async () => {
-      await runTool(env.tools.kubectl, [
-        '--kubeconfig',
-        env.kube.kubeconfig,
-        'delete',
-        'namespace',
-        agentNs,
-        '--wait=false',
-      ]);
-    });
+    cleanup(receiver.close, () => proxy.close());
     const config = await agentConfig({
       cluster: { name: 'faults', namespace: agentNs },
       git: [{ name: 'app', repo }],
@@ -83,7 +61,7 @@ describe('faults of the status API', () => {
     // All is well: pending then success.
     const first = await repo.commit(manifests(1));
     let agent = startAgent(config);
-    cleanups.push(() => agent.stop());
+    cleanup(() => agent.stop());
     await eventually('first commit: pending then success', async () =>
       statuses()
         .filter((s) => s.sha === first)
@@ -152,9 +130,7 @@ describe('faults of the status API', () => {
     );
     await agent.stop();
     expect(statuses().some((s) => s.sha === fifth && s.state === 'success')).toBe(false);
-    const stored = await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
+    const stored = await kubectl(
       '-n',
       agentNs,
       'get',
@@ -162,7 +138,7 @@ describe('faults of the status API', () => {
       OUTBOX_NAME,
       '-o',
       'jsonpath={.data.statuses\\.json}',
-    ]);
+    );
     expect(stored.stdout).toContain(fifth);
 
     // A new agent, the API still down for a while, then restored: the kept status is delivered. Its ledger says
@@ -187,17 +163,7 @@ describe('faults of the status API', () => {
     // Stopped in the middle of a sync (pods that never become ready): the pending status ends, saying so.
     const sixth = await repo.commit({
       ...manifests(6),
-      'web.yaml': `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}, annotations: {${BEHAVIOR}: never-ready}}
-    spec:
-      containers: [{name: web, image: example/web:1}]
-`,
+      'web.yaml': webDeployment('example/web:1', { behavior: 'never-ready' }),
     });
     await eventually('the sixth commit pending', async () =>
       statuses().some((s) => s.sha === sixth && s.state === 'pending') ? true : undefined,

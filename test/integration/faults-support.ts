@@ -1,11 +1,15 @@
-// What the Git, registry and status-API fault tests share: checks of what the agent left in the cluster (ledger,
-// outbox, versioned ConfigMaps). The agent and the commit statuses come from the harness (harness.ts).
+// What the Git, registry and status-API fault tests share: their setting (a repository, a client of the cluster,
+// the agent's namespace, cleanups), the application they deploy, and checks of what the agent left in the cluster
+// (ledger, outbox, versioned ConfigMaps, what Deployment web runs). The agent and the commit statuses come from the
+// harness (harness.ts).
+import { afterAll } from 'vitest';
 import { KubeApi } from '../../src/kube/api.ts';
 import { current, Ledger, type LedgerData } from '../../src/report/ledger.ts';
 import type { OutboxEntry } from '../../src/report/outbox-policy.ts';
 import { ConfigMapOutboxStore } from '../../src/report/outbox-store.ts';
-import type { Agent } from './harness.ts';
-import { clusterConfig } from './helpers.ts';
+import { BEHAVIOR } from '../testbed/kubelet.ts';
+import type { Agent, TestRepo } from './harness.ts';
+import { bareRepo, clusterConfig, kubectl } from './helpers.ts';
 
 // The agent and the status parser live in the harness; re-exported for the files that import them from here.
 export { type PostedStatus, postedStatuses, startAgent, unended } from './harness.ts';
@@ -70,4 +74,120 @@ export async function versionProblems(
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+export type Cleanup = () => Promise<void> | void;
+
+/**
+ * Registers, in a describe block, steps run after its tests (or, with `afterEach`, after each test), the last
+ * registered first.
+ */
+export function useCleanups(after: typeof afterAll = afterAll): (...steps: Cleanup[]) => void {
+  const steps: Cleanup[] = [];
+  after(async () => {
+    for (const step of steps.splice(0).reverse()) await step();
+  });
+  return (...more) => {
+    steps.push(...more);
+  };
+}
+
+export interface FaultSetting {
+  suffix: string;
+  /** `<name>-<suffix>/<repository>` on the test bed's Git server. */
+  repoPath: string;
+  repo: TestRepo;
+  kube: KubeApi;
+  /** The agent's own namespace, `mooring-<name>-<suffix>`. */
+  agentNs: string;
+}
+
+/**
+ * A fault test's setting: a fresh bare repository, a client of the cluster (closed after the tests) and the name
+ * of the agent's namespace (deleted, without waiting, after the tests).
+ */
+export async function faultSetting(
+  name: string,
+  cleanup: (...steps: Cleanup[]) => void,
+  repository = 'app',
+): Promise<FaultSetting> {
+  // Time and a random part: several settings of one file may start in the same millisecond.
+  const suffix = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+  const repoPath = `${name}-${suffix}/${repository}`;
+  const repo = await bareRepo(repoPath);
+  const kube = api();
+  const agentNs = `mooring-${name}-${suffix}`;
+  cleanup(
+    () => kube.close(),
+    async () => {
+      await kubectl('delete', 'namespace', agentNs, '--wait=false');
+    },
+  );
+  return { suffix, repoPath, repo, kube, agentNs };
+}
+
+/**
+ * Deployment web of one replica running `image`; `behavior` tells the test bed's kubelet how its pods behave, and
+ * its container reads ConfigMap `configMap` when one is named.
+ */
+export function webDeployment(
+  image: string,
+  options: { behavior?: string; configMap?: string } = {},
+): string {
+  const annotations = options.behavior ? `, annotations: {${BEHAVIOR}: ${options.behavior}}` : '';
+  const envFrom = options.configMap ? `, envFrom: [{configMapRef: {name: ${options.configMap}}}]` : '';
+  return `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}${annotations}}
+    spec:
+      containers: [{name: web, image: "${image}"${envFrom}}]
+`;
+}
+
+/** ConfigMap settings saying `round`, and Deployment web reading it. */
+export function settingsAndWeb(round: number, behavior?: string): string {
+  return `${settingsAt(round)}---
+${webDeployment('example/web:1', { behavior, configMap: 'settings' })}`;
+}
+
+/** ConfigMap settings holding `data`, a YAML mapping. */
+export function settings(data: string): string {
+  return `apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: ${data}
+`;
+}
+
+/** ConfigMap settings saying `round`. */
+export function settingsAt(round: number): string {
+  return settings(`{round: "${round}"}`);
+}
+
+/** A field of Deployment web in `namespace`, read with a kubectl JSONPath: `webField(ns, '.spec.replicas')`. */
+export async function webField(namespace: string, path: string): Promise<string> {
+  return (await kubectl('-n', namespace, 'get', 'deployment', 'web', '-o', `jsonpath={${path}}`)).stdout;
+}
+
+/** The round said by the ConfigMap that Deployment web of `namespace` reads. */
+export async function deployedRound(namespace: string): Promise<string> {
+  const configMap = await webField(
+    namespace,
+    '.spec.template.spec.containers[0].envFrom[0].configMapRef.name',
+  );
+  const round = await kubectl(
+    '-n',
+    namespace,
+    'get',
+    'configmap',
+    configMap.trim(),
+    '-o',
+    'jsonpath={.data.round}',
+  );
+  return round.stdout;
 }
