@@ -3,76 +3,34 @@
 // and a burst of the agent's writes 429 with Retry-After: 2 (as a full priority level does), the agent says once
 // per type that it lists and watches instead, waits at least the 2 s before each write again, lives, and its sync
 // converges to a stable release.
-import { afterAll, describe, expect, it } from 'vitest';
-import { BEHAVIOR } from '../testbed/kubelet.ts';
-import { throughProxy } from './fault-helpers.ts';
-import { api, newestStable } from './faults-support.ts';
-import { agentConfig, eventually, kubectl, manifestDir, startAgent, useNamespace } from './helpers.ts';
-
-const REFUSED = JSON.stringify({
-  kind: 'Status',
-  apiVersion: 'v1',
-  status: 'Failure',
-  message:
-    'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled',
-  reason: 'Invalid',
-  code: 422,
-});
+import { describe, expect, it } from 'vitest';
+import { folderAgentConfig, proxiedServer, STREAMING_LIST_REFUSED, stopping } from './fault-helpers.ts';
+import { newestStable, settings, useCleanups, webDeployment } from './faults-support.ts';
+import { eventually, manifestDir, startAgent, useNamespace } from './helpers.ts';
 
 describe('the agent on a server without streaming lists, under a rate limit', () => {
   const ns = useNamespace('cache-agent');
-  const closers: (() => Promise<unknown> | unknown)[] = [];
-  afterAll(async () => {
-    for (const c of closers.reverse()) await c();
-  });
+  const cleanup = useCleanups();
 
   it('lists and watches instead, waits out the 429s, and the sync converges', async () => {
-    const bed = await throughProxy();
-    const kube = api();
-    closers.push(
-      () => bed.proxy.close(),
-      () => bed.api.close(),
-      () => kube.close(),
-    );
+    const bed = await proxiedServer(cleanup);
+    const kube = bed.direct;
     const mine = (path: string) => path.includes(`/namespaces/${ns()}/`);
-    bed.proxy.set(
-      { kind: 'status', status: 422, headers: { 'content-type': 'application/json' }, body: REFUSED },
-      { match: (r) => r.path.includes('sendInitialEvents=true') },
-    );
+    bed.proxy.set(STREAMING_LIST_REFUSED, { match: (r) => r.path.includes('sendInitialEvents=true') });
     bed.proxy.add(
       { kind: 'rate-limit', retryAfterSeconds: 2 },
       { match: (r) => mine(r.path) && r.method === 'PATCH', times: 3 },
     );
     const dir = await manifestDir({
-      'app.yaml': `apiVersion: v1
-kind: ConfigMap
-metadata: {name: settings}
-data: {colour: blue}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}, annotations: {${BEHAVIOR}: ready}}
-    spec: {containers: [{name: web, image: "web:1", envFrom: [{configMapRef: {name: settings}}]}]}
-`,
+      'app.yaml': `${settings('{colour: blue}')}---
+${webDeployment('web:1', { behavior: 'ready', configMap: 'settings' })}`,
     });
     const agentNs = `mooring-cache-agent-${Date.now().toString(36)}`;
     const agent = startAgent(
-      await agentConfig({
-        cluster: { namespace: agentNs, kubeconfig: bed.kubeconfig },
-        deployments: [{ name: 'web', namespace: ns(), source: 'folder' }],
-        extra: { sources: { local: [{ name: 'folder', path: dir }] } },
-      }),
+      await folderAgentConfig({ agentNs, kubeconfig: bed.kubeconfig, namespace: ns(), dir }),
       { level: 'info' },
     );
-    closers.push(async () => {
-      await agent.stop();
-      await kubectl('delete', 'namespace', agentNs, '--wait=false');
-    });
+    cleanup(stopping(agent, agentNs));
     await eventually('a stable release of web', () => newestStable(kube, agentNs, 'web'), 90_000);
 
     const refused = agent.logged('streaming list refused by the API server; listing and watching instead');

@@ -9,59 +9,60 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { KubeApi } from '../../src/kube/api.ts';
 import { ClusterCache } from '../../src/kube/cache.ts';
 import type { Discovery } from '../../src/kube/discovery.ts';
+import type { KubeObject } from '../../src/render/manifest.ts';
 import { deploy } from '../../src/sync/deploy.ts';
 import type { RequestInfo } from '../testbed/fault-proxy.ts';
-import { BEHAVIOR } from '../testbed/kubelet.ts';
-import { throughProxy } from './fault-helpers.ts';
+import { STREAMING_LIST_REFUSED, throughProxy } from './fault-helpers.ts';
+import { settings, useCleanups, webDeployment } from './faults-support.ts';
 import { useNamespace } from './helpers.ts';
 
 const streaming = (r: RequestInfo) => r.path.includes('sendInitialEvents=true');
 const watching = (r: RequestInfo) => r.path.includes('watch=true');
 const listing = (r: RequestInfo) => r.method === 'GET' && r.path.includes('limit=') && !watching(r);
 const ofNamespace = (ns: string) => (r: RequestInfo) => r.path.includes(`/namespaces/${ns}/`);
-/** What a 1.30 API server without the WatchList gate answers a streaming list. */
-const REFUSED = JSON.stringify({
-  kind: 'Status',
-  apiVersion: 'v1',
-  status: 'Failure',
-  message:
-    'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled',
-  reason: 'Invalid',
-  code: 422,
-});
 
-const app = `apiVersion: v1
-kind: ConfigMap
-metadata: {name: settings}
-data: {colour: blue}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}, annotations: {${BEHAVIOR}: ready}}
-    spec: {containers: [{name: web, image: "web:1"}]}
-`;
+const app = `${settings('{colour: blue}')}---
+${webDeployment('web:1', { behavior: 'ready' })}`;
 
 describe('the cluster cache on a server with streaming lists', () => {
   const ns = useNamespace('cache-stream');
-  const cleanups: (() => Promise<void> | void)[] = [];
-  afterEach(async () => {
-    for (const c of cleanups.splice(0).reverse()) await c();
-  });
+  const cleanup = useCleanups(afterEach);
 
   async function setUp(options: ConstructorParameters<typeof ClusterCache>[1] = {}) {
     const bed = await throughProxy();
     const cache = new ClusterCache(bed.api, options);
-    cleanups.push(
+    cleanup(
       () => bed.proxy.close(),
       () => bed.api.close(),
       () => cache.close(),
     );
     return { ...bed, cache };
+  }
+
+  /**
+   * Follows object `name` of the test's namespace through `cache` until the test ends: the list it returns gets
+   * what `tell` says of each state the object is in.
+   */
+  async function follow(
+    cache: ClusterCache,
+    discovery: Discovery,
+    type: [apiVersion: string, kind: string],
+    name: string,
+    tell: (object: KubeObject) => string,
+    options: { metadataOnly?: boolean } = {},
+  ): Promise<string[]> {
+    const controller = new AbortController();
+    cleanup(() => controller.abort());
+    const seen: string[] = [];
+    void cache.subscribe(
+      await discovery.resource(...type),
+      ns(),
+      name,
+      (o) => o && seen.push(tell(o)),
+      controller.signal,
+      options,
+    ).done;
+    return seen;
   }
 
   const deployApp = (api: KubeApi, discovery: Discovery, cache: ClusterCache) =>
@@ -84,25 +85,12 @@ describe('the cluster cache on a server with streaming lists', () => {
     await api.request('POST', `/api/v1/namespaces/${ns()}/secrets`, {
       body: { metadata: { name: 'quiet' }, stringData: { pin: 'do-not-read' } },
     });
-    const controller = new AbortController();
-    cleanups.push(() => controller.abort());
-    const full: string[] = [];
-    const meta: string[] = [];
-    void cache.subscribe(
-      await discovery.resource('v1', 'ConfigMap'),
-      ns(),
-      'watched',
-      (o) => o && full.push(String(o.metadata.labels?.v)),
-      controller.signal,
-    ).done;
-    void cache.subscribe(
-      await discovery.resource('v1', 'Secret'),
-      ns(),
-      'quiet',
-      (o) => o && meta.push(JSON.stringify(o)),
-      controller.signal,
-      { metadataOnly: true },
-    ).done;
+    const full = await follow(cache, discovery, ['v1', 'ConfigMap'], 'watched', (o) =>
+      String(o.metadata.labels?.v),
+    );
+    const meta = await follow(cache, discovery, ['v1', 'Secret'], 'quiet', (o) => JSON.stringify(o), {
+      metadataOnly: true,
+    });
     await expect.poll(() => full.at(-1), { timeout: 20_000 }).toBe('1');
     await expect.poll(() => meta.length, { timeout: 20_000 }).toBeGreaterThan(0);
     expect(meta.join()).not.toContain(Buffer.from('do-not-read').toString('base64'));
@@ -141,10 +129,7 @@ describe('the cluster cache on a server with streaming lists', () => {
 
   it('lists and watches where the server refuses streaming lists (422), once per type, and the deploy converges', async () => {
     const { proxy, api, discovery, cache } = await setUp();
-    proxy.set(
-      { kind: 'status', status: 422, headers: { 'content-type': 'application/json' }, body: REFUSED },
-      { match: streaming },
-    );
+    proxy.set(STREAMING_LIST_REFUSED, { match: streaming });
     const report = await deployApp(api, discovery, cache);
     expect(report.outcome).toBe('stable');
     const refusals = [...cache.streamingRefusals.entries()];
@@ -156,7 +141,7 @@ describe('the cluster cache on a server with streaming lists', () => {
     expect(proxy.requests.filter(ofNamespace(ns())).some(listing)).toBe(true);
     cache.close();
     const again = new ClusterCache(api);
-    cleanups.push(() => again.close());
+    cleanup(() => again.close());
     expect((await deployApp(api, discovery, again)).outcome).toBe('stable');
     expect(proxy.count('status', ofNamespace(ns()))).toBe(asked);
   });
@@ -176,16 +161,9 @@ describe('the cluster cache on a server with streaming lists', () => {
     const report = await deployApp(api, discovery, cache);
     expect(report.outcome).toBe('stable');
     // The stream of the deployed Deployment, as the next sync's wait opens it: its state arrives by a LIST.
-    const controller = new AbortController();
-    cleanups.push(() => controller.abort());
-    const seen: string[] = [];
-    void cache.subscribe(
-      await discovery.resource('apps/v1', 'Deployment'),
-      ns(),
-      'web',
-      (o) => o && seen.push(String(o.metadata.name)),
-      controller.signal,
-    ).done;
+    const seen = await follow(cache, discovery, ['apps/v1', 'Deployment'], 'web', (o) =>
+      String(o.metadata.name),
+    );
     await expect.poll(() => seen.length, { timeout: 20_000 }).toBeGreaterThan(0);
     expect(cache.streamingRefusals.size).toBeGreaterThan(0);
     for (const reason of cache.streamingRefusals.values())
@@ -211,16 +189,9 @@ describe('the cluster cache on a server with streaming lists', () => {
       { kind: 'rate-limit', retryAfterSeconds: 2 },
       { match: (r) => mine(r) && listing(r), times: 1 },
     );
-    const controller = new AbortController();
-    cleanups.push(() => controller.abort());
-    const seen: string[] = [];
-    void cache.subscribe(
-      await discovery.resource('v1', 'ConfigMap'),
-      ns(),
-      'limited',
-      (o) => o && seen.push(String(o.metadata.labels?.v)),
-      controller.signal,
-    ).done;
+    const seen = await follow(cache, discovery, ['v1', 'ConfigMap'], 'limited', (o) =>
+      String(o.metadata.labels?.v),
+    );
     await expect.poll(() => seen.at(-1), { timeout: 30_000 }).toBe('1');
     await api.request('PATCH', `${path}/limited`, {
       body: { metadata: { labels: { v: '2' } } },
