@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it, vi } from 'vitest';
 import { PREVIEW_MARKER } from '../../../src/report/preview-text.ts';
 import { openCheckout } from '../../../src/sources/git/local-checkout.ts';
+import { webApp } from '../render/web-app.ts';
 import { encryptSops, newAgeKey } from '../sources/sops-fixture.ts';
 import { cli } from './run-cli.ts';
 
@@ -65,29 +66,8 @@ function diffPaths(dir: string, base: string, head: string, ...rest: string[]) {
   return cli('diff', join(dir, 'k8s'), '--base', base, '--head', head, '-n', 'shop', ...rest);
 }
 
-const web = (color: string, password: string) => `apiVersion: v1
-kind: ConfigMap
-metadata: {name: web-config}
-data: {color: ${color}}
----
-apiVersion: v1
-kind: Secret
-metadata: {name: web-secret}
-stringData: {password: ${password}}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-        - name: web
-          image: example/web:1
-          envFrom: [{configMapRef: {name: web-config}}, {secretRef: {name: web-secret}}]
-`;
+const web = (color: string, password: string) =>
+  webApp({ config: 'web-config', secret: 'web-secret', color, stringData: `{password: ${password}}` });
 
 const CONFIG = `sources:
   git:

@@ -4,6 +4,7 @@ import type { DeploymentPreview } from '../../../src/contract.ts';
 import { previewDiff } from '../../../src/render/preview-diff.ts';
 import { type RenderResult, render } from '../../../src/render/render.ts';
 import { code, PREVIEW_MARKER, previewMarkdown } from '../../../src/report/preview-text.ts';
+import { webApp } from './web-app.ts';
 
 const key = randomBytes(32);
 
@@ -32,29 +33,8 @@ function rendered(text: string, known: RenderResult | undefined = undefined): Re
   });
 }
 
-const app = (color: string, password: string, image = 'example/web:1', extra = '') => `apiVersion: v1
-kind: ConfigMap
-metadata: {name: app-config}
-data: {color: ${color}}
----
-apiVersion: v1
-kind: Secret
-metadata: {name: app-secret}
-stringData: {password: ${password}, user: admin}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-        - name: web
-          image: ${image}
-          envFrom: [{configMapRef: {name: app-config}}, {secretRef: {name: app-secret}}]
-${extra}`;
+const app = (color: string, password: string, image = 'example/web:1', extra = '') =>
+  `${webApp({ config: 'app-config', secret: 'app-secret', color, stringData: `{password: ${password}, user: admin}`, image })}${extra}`;
 
 const job = `---
 apiVersion: v1

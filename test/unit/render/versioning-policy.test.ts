@@ -6,6 +6,7 @@ import type { RenderError } from '../../../src/render/errors.ts';
 import type { KubeObject } from '../../../src/render/manifest.ts';
 import { render } from '../../../src/render/render.ts';
 import { isVersioned, type VersioningMode, type VersioningPolicy } from '../../../src/render/versioning.ts';
+import { webDeployment } from './web-app.ts';
 
 const item = (kind: string, annotation?: string, apiVersion = kind === 'ReplicaSet' ? 'apps/v1' : 'v1') => ({
   object: {
@@ -71,15 +72,7 @@ describe('isVersioned', () => {
   });
 });
 
-const WORKLOAD = `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      imagePullSecrets: [{name: pull}]
+const WORKLOAD = webDeployment(`      imagePullSecrets: [{name: pull}]
       volumes:
         - {name: a, configMap: {name: mounted}}
         - name: b
@@ -90,7 +83,7 @@ spec:
           args: [--configmap=$(POD_NAMESPACE)/by-name]
           envFrom: [{secretRef: {name: env-secret}}]
           env: [{name: K, valueFrom: {configMapKeyRef: {name: env-key, key: k}}}]
-`;
+`);
 const config = (kind: string, name: string, namespace?: string) =>
   `---\napiVersion: v1\nkind: ${kind}\nmetadata: {name: ${name}${namespace ? `, namespace: ${namespace}` : ''}}\n`;
 const SET = [
