@@ -12,10 +12,16 @@ import { ClusterCache } from '../../src/kube/cache.ts';
 import type { Discovery } from '../../src/kube/discovery.ts';
 import { INITIAL_EVENTS_END, STREAMING_LIST_QUERY } from '../../src/kube/watch-list.ts';
 import type { Fault, FaultProxy, RequestInfo } from '../testbed/fault-proxy.ts';
-import { BEHAVIOR } from '../testbed/kubelet.ts';
-import { assertAlive, killApiServer, restartApiServer, throughProxy } from './fault-helpers.ts';
-import { api as directApi, newestStable } from './faults-support.ts';
-import { agentConfig, eventually, kubectl, manifestDir, startAgent, useNamespace } from './helpers.ts';
+import {
+  assertAlive,
+  folderAgentConfig,
+  killApiServer,
+  proxiedServer,
+  restartApiServer,
+  stopping,
+} from './fault-helpers.ts';
+import { newestStable, useCleanups, webDeployment } from './faults-support.ts';
+import { eventually, manifestDir, startAgent, useNamespace } from './helpers.ts';
 
 const COUNT = 300;
 /** Bytes of each ConfigMap's data: 300 of them make a stream of some 300 KB in full. */
@@ -40,22 +46,13 @@ describe('the cluster cache when a streaming list is cut before its end', () => 
   const nsEnd = useNamespace('cache-cut-end');
   const nsAgent = useNamespace('cache-cut-agent');
   const nsKilled = useNamespace('cache-cut-killed');
-  const cleanups: (() => Promise<unknown> | unknown)[] = [];
-  afterEach(async () => {
-    for (const c of cleanups.splice(0).reverse()) await c();
-  });
+  const cleanup = useCleanups(afterEach);
 
   async function setUp() {
-    const bed = await throughProxy();
+    const bed = await proxiedServer(cleanup);
     const cache = new ClusterCache(bed.api);
-    const direct = directApi();
-    cleanups.push(
-      () => bed.proxy.close(),
-      () => bed.api.close(),
-      () => direct.close(),
-      () => cache.close(),
-    );
-    return { ...bed, cache, direct };
+    cleanup(() => cache.close());
+    return { ...bed, cache };
   }
 
   async function createConfigMaps(api: KubeApi, ns: string): Promise<void> {
@@ -101,7 +98,7 @@ describe('the cluster cache when a streaming list is cut before its end', () => 
     const info = await discovery.resource('v1', 'ConfigMap');
     const heard = new Map<string, Heard[]>(names.map((n) => [n, []]));
     const controller = new AbortController();
-    cleanups.push(() => controller.abort());
+    cleanup(() => controller.abort());
     for (const name of names)
       void cache
         .subscribe(
@@ -194,27 +191,13 @@ describe('the cluster cache when a streaming list is cut before its end', () => 
   });
 
   it('the agent lives through its wait’s streaming lists being cut, and records a stable release', async () => {
-    const bed = await throughProxy();
-    const kube = directApi();
-    cleanups.push(
-      () => bed.proxy.close(),
-      () => bed.api.close(),
-      () => kube.close(),
-    );
+    const bed = await proxiedServer(cleanup);
+    const kube = bed.direct;
     const ns = nsAgent();
     const docs = names.map(
       (name) => `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ${name}}\ndata: {pad: ${PAD}}\n`,
     );
-    docs.push(`apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}, annotations: {${BEHAVIOR}: ready}}
-    spec: {containers: [{name: web, image: "web:1", envFrom: [{configMapRef: {name: cm-000}}]}]}
-`);
+    docs.push(webDeployment('web:1', { behavior: 'ready', configMap: 'cm-000' }));
     const dir = await manifestDir({ 'app.yaml': docs.join('---\n') });
     // The wait's ConfigMaps are watched as metadata only (some 100 KB for 300): cut a third of the way, twice.
     const mine = streamsOf(ns);
@@ -222,17 +205,16 @@ spec:
     bed.proxy.set(cut, { match: mine, times: 2 });
     const agentNs = `mooring-cache-cut-${Date.now().toString(36)}`;
     const agent = startAgent(
-      await agentConfig({
-        cluster: { namespace: agentNs, kubeconfig: bed.kubeconfig },
-        deployments: [{ name: 'web', namespace: ns, source: 'folder', stability: { timeout: '3m' } }],
-        extra: { sources: { local: [{ name: 'folder', path: dir }] } },
+      await folderAgentConfig({
+        agentNs,
+        kubeconfig: bed.kubeconfig,
+        namespace: ns,
+        dir,
+        deployment: { stability: { timeout: '3m' } },
       }),
       { process: true },
     );
-    cleanups.push(async () => {
-      await agent.stop();
-      await kubectl('delete', 'namespace', agentNs, '--wait=false');
-    });
+    cleanup(stopping(agent, agentNs));
     const release = await eventually(
       'a stable release of web',
       async () => {
