@@ -1,33 +1,18 @@
 // The one outbound request (src/http/request.ts) against a local HTTP server: bounded in time and in the answer
 // read, and every kind of answer put in the error taxonomy.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { StalledError, TransientError, WaitingError } from '../../../src/errors.ts';
 import { httpFailure, httpVerdict, sendBounded } from '../../../src/http/request.ts';
+import { useBodyServer } from './body-server.ts';
 
-let server: Server;
-let base: string;
 let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => res.end();
 const received: { method: string; body: string; headers: IncomingMessage['headers'] }[] = [];
 
-beforeAll(async () => {
-  server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => {
-      body += c.toString('utf8');
-    });
-    req.on('end', () => {
-      received.push({ method: req.method ?? '', body, headers: req.headers });
-      handler(req, res);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-});
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+const local = useBodyServer((req, body, res) => {
+  received.push({ method: req.method ?? '', body, headers: req.headers });
+  handler(req, res);
 });
 
 const what = 'POST receiver';
@@ -37,7 +22,7 @@ describe('sendBounded', () => {
     handler = (_req, res) => res.writeHead(201, { 'x-a': '1' }).end('{"ok":true}');
     const res = await sendBounded({
       method: 'POST',
-      url: `${base}/hook?key=secret`,
+      url: `${local.base}/hook?key=secret`,
       headers: { 'content-type': 'application/json', authorization: 'Bearer t' },
       body: '{"a":1}',
       timeoutMs: 5000,
@@ -58,14 +43,22 @@ describe('sendBounded', () => {
       for (let i = 0; i < 64; i++) res.write('x'.repeat(16 * 1024));
       res.end();
     };
-    const res = await sendBounded({ method: 'POST', url: base, timeoutMs: 5000, maxBodyBytes: 1000, what });
+    const res = await sendBounded({
+      method: 'POST',
+      url: local.base,
+      timeoutMs: 5000,
+      maxBodyBytes: 1000,
+      what,
+    });
     expect(res.body.length).toBe(1000);
     expect(res.truncated).toBe(true);
   });
 
   it('gives up an answer that does not come in time, as a transient failure', async () => {
     handler = () => undefined; // never answers
-    const error = await sendBounded({ method: 'POST', url: base, timeoutMs: 100, what }).catch((e) => e);
+    const error = await sendBounded({ method: 'POST', url: local.base, timeoutMs: 100, what }).catch(
+      (e) => e,
+    );
     expect(error).toBeInstanceOf(TransientError);
     expect(error.message).toBe('POST receiver: no answer in 100 ms');
   });
@@ -90,14 +83,14 @@ describe('sendBounded', () => {
     handler = (_req, res) => res.writeHead(302, { location: 'http://example.invalid/' }).end();
     const manual = await sendBounded({
       method: 'POST',
-      url: base,
+      url: local.base,
       timeoutMs: 5000,
       redirect: 'manual',
       what,
     });
     expect(manual.status).toBe(302);
     await expect(
-      sendBounded({ method: 'POST', url: base, timeoutMs: 5000, redirect: 'error', what }),
+      sendBounded({ method: 'POST', url: local.base, timeoutMs: 5000, redirect: 'error', what }),
     ).rejects.toBeInstanceOf(TransientError);
   });
 });
@@ -173,17 +166,17 @@ describe('sendBounded and redirects', () => {
         what,
       };
       const before = received.length;
-      const moved = await sendBounded({ ...request, url: `${base}/moved` });
+      const moved = await sendBounded({ ...request, url: `${local.base}/moved` });
       expect(moved).toMatchObject({ status: 200, body: 'at /here' });
       expect(received.slice(before).map((r) => [r.method, r.body, r.headers['private-token']])).toEqual([
         ['POST', 'x', 'glpat-secret'],
         ['POST', 'x', 'glpat-secret'],
       ]);
       const count = received.length;
-      const error = await sendBounded({ ...request, url: `${base}/away` }).catch((e: unknown) => e);
+      const error = await sendBounded({ ...request, url: `${local.base}/away` }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(StalledError);
       expect((error as Error).message).toBe(
-        `POST receiver: redirected to ${elsewhere}/there, outside its origin ${base}; redirects are followed only within the origin`,
+        `POST receiver: redirected to ${elsewhere}/there, outside its origin ${local.base}; redirects are followed only within the origin`,
       );
       // The other host got nothing: not the token, not the body.
       expect(received.length).toBe(count + 1);

@@ -1,36 +1,20 @@
 // The audit webhook sink posts through the bounded request helper: what it sends is unchanged, a 5xx or 429 is
 // retried with back-off (at most three tries), a refusal a retry cannot fix is not retried, and its log line names
 // the endpoint without its key.
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { IncomingMessage } from 'node:http';
+import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/config/load.ts';
 import type { DeployReport, SyncRequest } from '../../../src/contract.ts';
 import { AuditLog } from '../../../src/report/audit.ts';
+import { useBodyServer } from '../http/body-server.ts';
 
-let server: Server;
-let base: string;
 const answers: { status: number; headers?: Record<string, string> }[] = [];
 const received: { body: string; headers: IncomingMessage['headers']; url: string }[] = [];
 
-beforeAll(async () => {
-  server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => {
-      body += c.toString('utf8');
-    });
-    req.on('end', () => {
-      received.push({ body, headers: req.headers, url: req.url ?? '' });
-      const answer = answers.shift() ?? { status: 200 };
-      res.writeHead(answer.status, answer.headers ?? {}).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-});
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+const local = useBodyServer((req, body, res) => {
+  received.push({ body, headers: req.headers, url: req.url ?? '' });
+  const answer = answers.shift() ?? { status: 200 };
+  res.writeHead(answer.status, answer.headers ?? {}).end();
 });
 
 function audit() {
@@ -38,7 +22,7 @@ function audit() {
 cluster: {name: c, namespace: mooring}
 sources: {git: [{name: app, url: "https://git.example/app.git"}]}
 deployments: [{name: web, namespace: shop, source: app}]
-audit: {url: "${base}/audit?key=K3Y"}
+audit: {url: "${local.base}/audit?key=K3Y"}
 `);
   const warnings: string[] = [];
   const sleeps: number[] = [];
@@ -105,7 +89,7 @@ describe('AuditLog webhook', () => {
     expect(received).toHaveLength(3);
     expect(h.warnings).toHaveLength(1);
     expect(h.warnings[0]).toContain('audit endpoint failed');
-    expect(h.warnings[0]).toContain(`${base}/audit`);
+    expect(h.warnings[0]).toContain(`${local.base}/audit`);
     expect(h.warnings[0]).not.toContain('K3Y');
   });
 
