@@ -2,21 +2,9 @@
 // (policy/v1), HorizontalPodAutoscaler (autoscaling/v2) and CronJob (batch/v1), statuses shaped as the disruption,
 // autoscaling and cronjob controllers of Kubernetes 1.37 write them; run by rules.test.ts with the other tables.
 import type { JsonObject, KubeObject } from '../../../src/render/manifest.ts';
-import type { StabilityState } from '../../../src/stability/rules.ts';
+import { type StabilityCase as Case, condition, EARLIER } from './cases.ts';
 
-interface Case {
-  name: string;
-  object: KubeObject;
-  state: StabilityState;
-  message: string;
-}
-
-const EARLIER = '2025-06-01T11:50:00Z';
 const BEFORE = '2025-06-01T03:00:00Z';
-
-function condition(type: string, status: string, reason: string, message: string): JsonObject {
-  return { type, status, reason, message, lastTransitionTime: EARLIER };
-}
 
 function object(apiVersion: string, kind: string, spec: JsonObject, status?: JsonObject): KubeObject {
   return {

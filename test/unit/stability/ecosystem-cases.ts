@@ -1,33 +1,7 @@
 // Cases for the built-in rules of known projects' custom resources (src/stability/rules-ecosystem.ts), statuses
 // shaped as their controllers write them; run by rules.test.ts with the other per-kind tables.
 import type { JsonObject, KubeObject } from '../../../src/render/manifest.ts';
-import type { StabilityState } from '../../../src/stability/rules.ts';
-
-interface Case {
-  name: string;
-  object: KubeObject;
-  state: StabilityState;
-  message: string;
-}
-
-const EARLIER = '2025-06-01T11:50:00Z';
-
-function condition(
-  type: string,
-  status: string,
-  reason?: string,
-  message?: string,
-  observedGeneration?: number,
-): JsonObject {
-  return {
-    type,
-    status,
-    lastTransitionTime: EARLIER,
-    ...(reason ? { reason } : {}),
-    ...(message ? { message } : {}),
-    ...(observedGeneration !== undefined ? { observedGeneration } : {}),
-  };
-}
+import { type StabilityCase as Case, condition } from './cases.ts';
 
 function object(
   apiVersion: string,

@@ -4,28 +4,13 @@
 // rule must not depend on it, so the condition alone has to decide.
 import { describe, expect, it } from 'vitest';
 import type { JsonObject, KubeObject } from '../../../src/render/manifest.ts';
-import { type StabilityState, stabilityOf } from '../../../src/stability/rules.ts';
+import { stabilityOf } from '../../../src/stability/rules.ts';
+import { condition, EARLIER, type StabilityCase } from './cases.ts';
 
 const NOW = new Date('2025-06-01T12:00:00Z');
-const EARLIER = '2025-06-01T11:50:00Z';
 
-interface Case {
-  name: string;
-  object: KubeObject;
-  state: StabilityState;
-  /** The whole message, object name included, so a reworded reason fails. */
-  message: string;
-}
-
-function condition(type: string, status: string, reason?: string, message?: string): JsonObject {
-  return {
-    type,
-    status,
-    lastTransitionTime: EARLIER,
-    ...(reason ? { reason } : {}),
-    ...(message ? { message } : {}),
-  };
-}
+/** Its message is the whole message, object name included, so a reworded reason fails. */
+type Case = StabilityCase;
 
 /** A live object; `generation: null` builds one that did not come from an API server. */
 function live(

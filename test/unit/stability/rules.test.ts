@@ -5,27 +5,21 @@ import {
   OBSERVED_GENERATION_KINDS,
   ruleKey,
   STABILITY_RULES,
-  type StabilityState,
   stabilityOf,
 } from '../../../src/stability/rules.ts';
 import { namespaceStability } from '../../../src/stability/rules-other.ts';
 import { cronJobMoreCases, hpaMoreCases, pdbCases } from './availability-cases.ts';
+import { condition, EARLIER, type StabilityCase } from './cases.ts';
 import { ecosystemCases } from './ecosystem-cases.ts';
 
 // Status objects below are shaped as the API server returns them: zero counts omitted (omitempty), conditions
 // with the reasons and messages the controllers write.
 
 const NOW = new Date('2025-06-01T12:00:00Z');
-const EARLIER = '2025-06-01T11:50:00Z';
 const LATER = '2025-06-01T12:00:30Z';
 
-interface Case {
-  name: string;
-  object: KubeObject;
-  state: StabilityState;
-  /** A key phrase of the message (after the object's name). */
-  message: string;
-}
+/** Its message is a key phrase of the message (after the object's name). */
+type Case = StabilityCase;
 
 function live(
   apiVersion: string,
@@ -55,16 +49,6 @@ const podTemplate: JsonObject = {
   metadata: { labels: { app: 'web' } },
   spec: { containers: [{ name: 'app', image: 'registry.example.com/web:1.2.3' }] },
 };
-
-function condition(type: string, status: string, reason?: string, message?: string): JsonObject {
-  return {
-    type,
-    status,
-    lastTransitionTime: EARLIER,
-    ...(reason ? { reason } : {}),
-    ...(message ? { message } : {}),
-  };
-}
 
 // --- Deployment ---------------------------------------------------------------------------------------------
 
