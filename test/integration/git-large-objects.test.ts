@@ -4,21 +4,13 @@
 // /healthz answering throughout; so does one holding 200 MB of random bytes (a pack as large as the blob: no
 // object read loads a whole pack); a 200 MB manifest inside the path is refused by its size, naming the file and
 // the limit, without being inflated, and the failure reaches the commit status.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { commitGenerated } from '../testbed/git-repos.ts';
+import { footprint, scratchRepo, startFileAgent, useAgentCache, whileAlive } from './fault-helpers.ts';
+import { useCleanups } from './faults-support.ts';
 import {
-  type AgentProcess,
-  agentConfig,
-  bareRepo,
-  eventually,
   kubectl,
-  manifestDir,
   peakRss,
-  type postedStatuses,
-  startAgent,
   startStatusReceiver,
   type TestRepo,
   useNamespace,
@@ -39,46 +31,31 @@ describe('Git objects bounded before they are inflated', () => {
   const zeros = useNamespace('git-zeros');
   const random = useNamespace('git-random');
   const huge = useNamespace('git-huge');
-  const cleanups: (() => Promise<void> | void)[] = [];
-  // The agents' Git caches (MOORING_CACHE_DIR, inherited by the agent processes) go with this file.
-  let cacheDir = '';
-  beforeAll(async () => {
-    cacheDir = await mkdtemp(join(tmpdir(), 'mooring-git-large-'));
-    process.env.MOORING_CACHE_DIR = cacheDir;
-  });
-  afterAll(async () => {
-    for (const c of cleanups.reverse()) await c();
-    delete process.env.MOORING_CACHE_DIR;
-    await rm(cacheDir, { recursive: true, force: true });
-  });
+  const cleanup = useCleanups();
+  useAgentCache('mooring-git-large-', cleanup);
 
-  async function agentFor(
-    name: string,
-    repo: TestRepo,
-    deployment: { namespace: string; paths: string },
-  ): Promise<{ agent: AgentProcess; statuses: () => ReturnType<typeof postedStatuses> }> {
+  /** An agent syncing `paths` of `repo` as deployment web to `namespace`, and the commit statuses it posts. */
+  async function agentFor(name: string, repo: TestRepo, deployment: { namespace: string; paths: string }) {
     const receiver = await startStatusReceiver();
-    const suffix = Date.now().toString(36);
-    const agentNs = `mooring-${name}-${suffix}`;
-    cleanups.push(async () => {
-      await kubectl('delete', 'namespace', agentNs, '--wait=false');
-    });
-    const dir = await manifestDir({
-      'mooring.yaml': await agentConfig({
-        cluster: { name, namespace: agentNs },
+    const agent = await startFileAgent(
+      {
+        cluster: { name, namespace: `mooring-${name}-${Date.now().toString(36)}` },
         git: [{ name: 'app', repo, interval: '2s', timeout: '2m' }],
         deployments: [
           { name: 'web', namespace: deployment.namespace, source: 'app', paths: [deployment.paths] },
         ],
         statuses: receiver,
-      }),
-    });
-    const agent = startAgent({ file: `${dir}/mooring.yaml` }, { process: true });
-    cleanups.push(async () => {
-      if (agent.alive()) agent.child.kill('SIGTERM');
-      await agent.exited;
-    });
+      },
+      cleanup,
+    );
     return { agent, statuses: () => receiver.statuses() };
+  }
+
+  /** A repository whose first commit holds the ConfigMap settings in apps/web. */
+  async function settingsRepo(name: string): Promise<TestRepo> {
+    const { repo } = await scratchRepo(name, cleanup);
+    await repo.commit({ 'apps/web/settings.yaml': configMap('settings') });
+    return repo;
   }
 
   it.each([
@@ -87,10 +64,7 @@ describe('Git objects bounded before they are inflated', () => {
   ])(
     'syncs a commit holding %s outside the paths, in bounded memory, answering /healthz',
     async (what, file, ns) => {
-      const repoPath = `git-large-${Date.now().toString(36)}/app`;
-      const repo = await bareRepo(repoPath);
-      cleanups.push(() => rm(repo.path, { recursive: true, force: true }));
-      await repo.commit({ 'apps/web/settings.yaml': configMap('settings') });
+      const repo = await settingsRepo('git-large');
       const commit = await commitGenerated(repo.path, { 'data/large.bin': file }, { message: what });
 
       const { agent, statuses } = await agentFor('git-large', repo, {
@@ -98,16 +72,10 @@ describe('Git objects bounded before they are inflated', () => {
         paths: 'apps/web',
       });
       const health = watchHealth(agent);
-      const outcome = await eventually(
-        `the commit with ${what} synced`,
-        async () => {
-          if (!agent.alive()) throw new Error(`the agent exited:\n${agent.output().slice(-3000)}`);
-          return statuses().find((s) => s.sha === commit && s.state !== 'pending');
-        },
-        180_000,
+      const outcome = await whileAlive(agent, `the commit with ${what} synced`, () =>
+        statuses().find((s) => s.sha === commit && s.state !== 'pending'),
       );
-      const rss = peakRss(agent.child.pid as number);
-      const { longestGapMs, answers } = health.stop();
+      const { rss, longestGapMs, answers } = footprint(what, agent, health);
       agent.child.kill('SIGTERM');
       expect(outcome.state, outcome.description).toBe('success');
       const greeting = await kubectl(
@@ -119,9 +87,6 @@ describe('Git objects bounded before they are inflated', () => {
         'jsonpath={.items[*].data.greeting}',
       );
       expect(greeting.stdout).toBe('hello');
-      process.stdout.write(
-        `${what}: agent peak RSS ${(rss / MiB).toFixed(0)} MiB; longest /healthz gap ${longestGapMs} ms over ${answers} answers\n`,
-      );
       expect(rss).toBeLessThan(PEAK_RSS_BOUND);
       expect(answers).toBeGreaterThan(5);
       expect(longestGapMs).toBeLessThan(HEALTH_GAP_BOUND_MS);
@@ -130,10 +95,7 @@ describe('Git objects bounded before they are inflated', () => {
   );
 
   it('refuses a 200 MB manifest inside the paths by its size, naming it and the limit, without inflating it', async () => {
-    const repoPath = `git-huge-${Date.now().toString(36)}/app`;
-    const repo = await bareRepo(repoPath);
-    cleanups.push(() => rm(repo.path, { recursive: true, force: true }));
-    await repo.commit({ 'apps/web/settings.yaml': configMap('settings') });
+    const repo = await settingsRepo('git-huge');
     const size = 200 * 1000 * 1000;
     const commit = await commitGenerated(
       repo.path,
@@ -145,13 +107,8 @@ describe('Git objects bounded before they are inflated', () => {
       namespace: huge(),
       paths: 'apps/web',
     });
-    const outcome = await eventually(
-      'the commit with the 200 MB manifest failed',
-      async () => {
-        if (!agent.alive()) throw new Error(`the agent exited:\n${agent.output().slice(-3000)}`);
-        return statuses().find((s) => s.sha === commit && s.state !== 'pending');
-      },
-      180_000,
+    const outcome = await whileAlive(agent, 'the commit with the 200 MB manifest failed', () =>
+      statuses().find((s) => s.sha === commit && s.state !== 'pending'),
     );
     const rss = peakRss(agent.child.pid as number);
     expect(outcome.state).toBe('failure');

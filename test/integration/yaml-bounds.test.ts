@@ -6,25 +6,13 @@
 // repository whose index.yaml is 32 MiB of hostile YAML is refused naming the index and its limit, while /healthz
 // keeps answering.
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startChartRepo } from '../testbed/chart-repo.ts';
-import {
-  type AgentProcess,
-  agentConfig,
-  bareRepo,
-  eventually,
-  kubectl,
-  manifestDir,
-  peakRss,
-  startAgent,
-  startStatusReceiver,
-  tempDir,
-  useNamespace,
-  watchHealth,
-} from './helpers.ts';
+import { footprint, scratchRepo, startFileAgent, useAgentCache, whileAlive } from './fault-helpers.ts';
+import { useCleanups } from './faults-support.ts';
+import { kubectl, manifestDir, startStatusReceiver, tempDir, useNamespace, watchHealth } from './helpers.ts';
 
 const MiB = 1024 * 1024;
 const HEALTH_GAP_BOUND_MS = 1_000;
@@ -70,89 +58,63 @@ describe('YAML bounded before it is composed', () => {
   const evil = useNamespace('yaml-evil');
   const manyWeb = useNamespace('yaml-many-web');
   const manyEvil = useNamespace('yaml-many-evil');
-  const cleanups: (() => Promise<void> | void)[] = [];
-  let cacheDir = '';
-  beforeAll(async () => {
-    cacheDir = await mkdtemp(join(tmpdir(), 'mooring-yaml-bounds-'));
-    process.env.MOORING_CACHE_DIR = cacheDir;
-  });
-  afterAll(async () => {
-    for (const c of cleanups.reverse()) await c();
-    delete process.env.MOORING_CACHE_DIR;
-    await rm(cacheDir, { recursive: true, force: true });
-  });
-
-  async function agentOn(config: Parameters<typeof agentConfig>[0]): Promise<AgentProcess> {
-    const dir = await manifestDir({ 'mooring.yaml': await agentConfig(config) });
-    const agent = startAgent({ file: `${dir}/mooring.yaml` }, { process: true });
-    cleanups.push(async () => {
-      if (agent.alive()) agent.child.kill('SIGTERM');
-      await agent.exited;
-      await kubectl('delete', 'namespace', config.cluster.namespace, '--wait=false');
-    });
-    return agent;
-  }
+  const cleanup = useCleanups();
+  useAgentCache('mooring-yaml-bounds-', cleanup);
 
   /**
    * One commit of these files synced by an agent with deployments `web` (apps/web) and `evil` (apps/evil): the end of
    * each one's commit status, the agent's peak RSS and its longest `/healthz` gap while it got there.
    */
   async function syncBoth(name: string, files: Record<string, string>, webNs: string, evilNs: string) {
-    const suffix = Date.now().toString(36);
-    const repo = await bareRepo(`${name}-${suffix}/app`);
-    cleanups.push(() => rm(repo.path, { recursive: true, force: true }));
+    const { repo, suffix } = await scratchRepo(name, cleanup);
     const receiver = await startStatusReceiver();
     const commit = await repo.commit(files);
-    const agent = await agentOn({
-      cluster: { name, namespace: `mooring-${name}-${suffix}` },
-      git: [{ name: 'app', repo, interval: '2s', timeout: '2m' }],
-      deployments: [
-        { name: 'web', namespace: webNs, source: 'app', paths: ['apps/web'] },
-        { name: 'evil', namespace: evilNs, source: 'app', paths: ['apps/evil'] },
-      ],
-      statuses: receiver,
-    });
+    const agent = await startFileAgent(
+      {
+        cluster: { name, namespace: `mooring-${name}-${suffix}` },
+        git: [{ name: 'app', repo, interval: '2s', timeout: '2m' }],
+        deployments: [
+          { name: 'web', namespace: webNs, source: 'app', paths: ['apps/web'] },
+          { name: 'evil', namespace: evilNs, source: 'app', paths: ['apps/evil'] },
+        ],
+        statuses: receiver,
+      },
+      cleanup,
+    );
     const health = watchHealth(agent);
     const ended = (context: string) =>
-      eventually(
-        `the ${context} status of the commit`,
-        async () => {
-          if (!agent.alive()) throw new Error(`the agent exited:\n${agent.output().slice(-3000)}`);
-          return receiver.ended(commit, context);
-        },
-        180_000,
-      );
+      whileAlive(agent, `the ${context} status of the commit`, () => receiver.ended(commit, context));
     const refused = await ended('/evil');
     const synced = await ended('/web');
-    const rss = peakRss(agent.child.pid as number);
-    const { longestGapMs, answers } = health.stop();
-    process.stdout.write(
-      `${name}: agent peak RSS ${(rss / MiB).toFixed(0)} MiB; longest /healthz gap ${longestGapMs} ms over ${answers} answers\n`,
-    );
+    const { rss, longestGapMs, answers } = footprint(name, agent, health);
     return { agent, refused, synced, rss, longestGapMs, answers };
   }
 
-  it('the CLI refuses 4 MiB of `- []` in a small heap, naming the file, the line and the limit', async () => {
-    const dir = await manifestDir({ 'x.yaml': HOSTILE });
-    const result = await cli(['render', '--offline', dir], 256);
-    expect(result.stderr).toContain(`${dir}/x.yaml:125001:1: ${REFUSAL}`);
-    expect(result.code).toBe(2);
-  }, 120_000);
-
-  it('the CLI refuses six documents each under the node limit, together past the file limit', async () => {
-    const dir = await manifestDir({ 'x.yaml': MANY });
-    const result = await cli(['render', '--offline', dir], 256);
-    expect(result.stderr).toContain(`${dir}/x.yaml:500005:1: ${MANY_REFUSAL}`);
-    expect(result.code).toBe(2);
-  }, 120_000);
-
-  it('the CLI renders a large legitimate file read in the worker, each object at its line', async () => {
-    const dir = await manifestDir({ 'x.yaml': LARGE.replace('name: small-1}', 'name: Small_1}') });
-    const result = await cli(['render', '--offline', dir], 256);
-    // The error names the line of the object, as when render reads the text itself.
-    expect(result.stderr).toContain(`${dir}/x.yaml:5:1: ConfigMap metadata.name "Small_1"`);
-    expect(result.code).toBe(2);
-  }, 120_000);
+  const cliCases = [
+    {
+      name: 'the CLI refuses 4 MiB of `- []` in a small heap, naming the file, the line and the limit',
+      text: HOSTILE,
+      error: `x.yaml:125001:1: ${REFUSAL}`,
+    },
+    {
+      name: 'the CLI refuses six documents each under the node limit, together past the file limit',
+      text: MANY,
+      error: `x.yaml:500005:1: ${MANY_REFUSAL}`,
+    },
+    {
+      name: 'the CLI renders a large legitimate file read in the worker, each object at its line',
+      text: LARGE.replace('name: small-1}', 'name: Small_1}'),
+      // The error names the line of the object, as when render reads the text itself.
+      error: 'x.yaml:5:1: ConfigMap metadata.name "Small_1"',
+    },
+  ];
+  for (const { name, text, error } of cliCases)
+    it(name, async () => {
+      const dir = await manifestDir({ 'x.yaml': text });
+      const result = await cli(['render', '--offline', dir], 256);
+      expect(result.stderr).toContain(`${dir}/${error}`);
+      expect(result.code).toBe(2);
+    }, 120_000);
 
   it('an agent refuses a file of many documents past the file limit, syncs a large file of the other deployment, answers /healthz', async () => {
     const { agent, refused, synced, rss, longestGapMs, answers } = await syncBoth(
@@ -208,7 +170,6 @@ describe('YAML bounded before it is composed', () => {
   }, 300_000);
 
   it("an agent refuses a chart repository's 32 MiB index of hostile YAML, naming it and the limit, answering /healthz", async () => {
-    const suffix = Date.now().toString(36);
     const folder = await tempDir();
     // An index as a chart repository serves it, with one chart's entries made of empty flow sequences.
     const lines = Math.floor((32 * MiB - 64) / 7);
@@ -217,41 +178,34 @@ describe('YAML bounded before it is composed', () => {
       `apiVersion: v1\nentries:\n  web:\n${'  - []\n'.repeat(lines)}`,
     );
     const server = await startChartRepo(folder);
-    cleanups.push(() => server.close());
-    const repo = await bareRepo(`yaml-index-${suffix}/app`);
-    cleanups.push(() => rm(repo.path, { recursive: true, force: true }));
+    cleanup(() => server.close());
+    const { repo, suffix } = await scratchRepo('yaml-index', cleanup);
     await repo.commit({ 'values/prod.yaml': 'color: blue\n' });
-    const agent = await agentOn({
-      cluster: { name: 'yaml-index', namespace: `mooring-yaml-index-${suffix}` },
-      git: [{ name: 'app', repo, interval: '2s' }],
-      deployments: [
-        {
-          name: 'web',
-          namespace: web(),
-          source: 'app',
-          helm: { chartSource: 'web-chart', valuesFiles: ['values/prod.yaml'] },
-        },
-      ],
-      extra: {
-        sources: {
-          charts: [{ name: 'web-chart', url: server.url, chart: 'web', caFile: server.ca, interval: '5s' }],
+    const agent = await startFileAgent(
+      {
+        cluster: { name: 'yaml-index', namespace: `mooring-yaml-index-${suffix}` },
+        git: [{ name: 'app', repo, interval: '2s' }],
+        deployments: [
+          {
+            name: 'web',
+            namespace: web(),
+            source: 'app',
+            helm: { chartSource: 'web-chart', valuesFiles: ['values/prod.yaml'] },
+          },
+        ],
+        extra: {
+          sources: {
+            charts: [{ name: 'web-chart', url: server.url, chart: 'web', caFile: server.ca, interval: '5s' }],
+          },
         },
       },
-    });
+      cleanup,
+    );
     const health = watchHealth(agent);
-    const refusal = await eventually(
-      'the index refused',
-      async () => {
-        if (!agent.alive()) throw new Error(`the agent exited:\n${agent.output().slice(-3000)}`);
-        return agent.logged('poll failed').find((r) => /index\.yaml/.test(String(r.err)));
-      },
-      180_000,
+    const refusal = await whileAlive(agent, 'the index refused', () =>
+      agent.logged('poll failed').find((r) => /index\.yaml/.test(String(r.err))),
     );
-    const rss = peakRss(agent.child.pid as number);
-    const { longestGapMs, answers } = health.stop();
-    process.stdout.write(
-      `hostile index: agent peak RSS ${(rss / MiB).toFixed(0)} MiB; longest /healthz gap ${longestGapMs} ms over ${answers} answers\n`,
-    );
+    const { rss, longestGapMs, answers } = footprint('hostile index', agent, health);
     // Two nodes a line: the limit is passed halfway down the index.
     expect(String(refusal.err)).toBe(
       `chart repository ${server.url}/: index.yaml:1250000: more than 2500000 YAML nodes in one document (limit maxIndexNodes of the chart source)`,
