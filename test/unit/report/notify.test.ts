@@ -36,6 +36,26 @@ const event: NotifyEvent = {
   time: '2026-11-23T10:00:00.000Z',
 };
 
+/** Files holding a receiver's URL and its signing key, for a configuration to read. */
+async function receiverFiles(name: string, url: string, key: string) {
+  const urlFile = join(tmpdir(), `notify-${name}-url-${process.pid}`);
+  const keyFile = join(tmpdir(), `notify-${name}-key-${process.pid}`);
+  await writeFile(urlFile, `${url}\n`);
+  await writeFile(keyFile, key);
+  return { urlFile, keyFile };
+}
+
+/**
+ * A notifier of `config` counting its delivery results, and a sync of the configuration's first deployment at
+ * `commit` with `fields` over it.
+ */
+function notifying(config: ReturnType<typeof parseConfig>, commit: string, fields: object = {}) {
+  const results: DeliveryResult[] = [];
+  const notifier = new Notifier(config, { log: quiet, counted: (_n, x) => results.push(x), backoffMs: 5 });
+  const sync = { config, deployment: config.deployments[0], commit, ...fields } as unknown as SyncRequest;
+  return { results, notifier, sync };
+}
+
 describe('notification payloads', () => {
   it('Slack: Block Kit with the outcome, the summary escaped, facts and a linked revision', () => {
     const body = slackSchema.parse(slackBody(event));
@@ -175,11 +195,7 @@ describe('notification delivery', () => {
 describe('the notifier', () => {
   it('sends each receiver the outcomes it asks for, signed for a generic webhook', async () => {
     const r = await receiver([200]);
-    const dir = tmpdir();
-    const urlFile = join(dir, `notify-url-${process.pid}`);
-    const keyFile = join(dir, `notify-key-${process.pid}`);
-    await writeFile(urlFile, `${r.url}\n`);
-    await writeFile(keyFile, 's3cret');
+    const { urlFile, keyFile } = await receiverFiles('finished', r.url, 's3cret');
     const config = parseConfig(`
 cluster: {name: east}
 sources: {git: [{name: app, url: "https://forge.test/team/app.git"}]}
@@ -193,17 +209,12 @@ deployments:
     source: app
     notify: [{receiver: chat, on: [failed]}, {receiver: ci, on: [stable, pruned, failed]}]
 `);
-    const results: DeliveryResult[] = [];
-    const notifier = new Notifier(config, { log: quiet, counted: (_n, x) => results.push(x), backoffMs: 5 });
-    const sync = {
-      config,
-      deployment: config.deployments[0],
-      commit: 'b'.repeat(40),
+    const { results, notifier, sync } = notifying(config, 'b'.repeat(40), {
       files: [],
       images: {},
       revision: 'x',
       trigger: 'commit',
-    } as unknown as SyncRequest;
+    });
     const report = (outcome: DeployReport['outcome'], deleted: string[] = []) =>
       ({
         outcome,
@@ -245,10 +256,7 @@ deployments:
 
   it('says `held` for a commit of a suspended deployment, not for holds that end by themselves', async () => {
     const r = await receiver([200]);
-    const urlFile = join(tmpdir(), `notify-held-${process.pid}`);
-    const keyFile = join(tmpdir(), `notify-held-key-${process.pid}`);
-    await writeFile(urlFile, `${r.url}\n`);
-    await writeFile(keyFile, 'k3y');
+    const { urlFile, keyFile } = await receiverFiles('held', r.url, 'k3y');
     const config = parseConfig(`
 cluster: {name: east}
 sources: {git: [{name: app, url: "https://forge.test/team/app.git"}]}
@@ -257,13 +265,7 @@ notifications:
 deployments:
   - {name: web, namespace: shop, source: app, notify: [{receiver: ci, on: [held]}]}
 `);
-    const results: DeliveryResult[] = [];
-    const notifier = new Notifier(config, { log: quiet, counted: (_n, x) => results.push(x), backoffMs: 5 });
-    const sync = {
-      config,
-      deployment: config.deployments[0],
-      commit: 'c'.repeat(40),
-    } as unknown as SyncRequest;
+    const { results, notifier, sync } = notifying(config, 'c'.repeat(40));
     notifier.waiting(sync, 'Waiting for db', 'dependency');
     notifier.waiting(sync, 'Waiting for the rollout step before', 'rollout');
     notifier.waiting(sync, 'Waiting for approval', 'promotion');
