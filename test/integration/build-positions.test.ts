@@ -3,26 +3,16 @@
 // invalid object of a chart at its template; what kustomize and helm warn about when they succeed is passed on
 // (and printed by `mooring render` as `warning: …`); the built manifests are kustomize's own, byte for byte; a
 // chart dependency missing from charts/ says how to vendor it, from a folder and from Git.
-import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type Deployment, deployment, gitSource } from '../../src/config/schema.ts';
+import { type Deployment, deployment } from '../../src/config/schema.ts';
 import { parseManifestFiles } from '../../src/render/parse.ts';
 import { chartFromFolder, chartFromGit } from '../../src/sources/build/chart-files.ts';
 import { renderChart } from '../../src/sources/build/helm.ts';
 import { kustomizeGit, kustomizeLocal } from '../../src/sources/build/kustomize-sources.ts';
-import { GitRepository } from '../../src/sources/git/repository.ts';
 import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
-import { manifestDir, mooring, runTool, testbed } from './helpers.ts';
-
-async function tree(files: Record<string, string>): Promise<string> {
-  const dir = await manifestDir({});
-  for (const [path, text] of Object.entries(files)) {
-    await mkdir(join(dir, path, '..'), { recursive: true });
-    await writeFile(join(dir, path), text);
-  }
-  return dir;
-}
+import { fetchedRepo, tree } from './build-helpers.ts';
+import { mooring, runTool, testbed } from './helpers.ts';
 
 // Line 8 of base/web.yaml starts the invalid Deployment; kustomize's output puts it elsewhere.
 const BASE_WEB = `apiVersion: v1
@@ -131,20 +121,7 @@ describe('kustomize: positions in the files the user wrote', () => {
     const repoPath = `build-positions-${Date.now().toString(36)}`;
     const bare = await createBareRepo(env.git.root, repoPath);
     const commit = await commitFiles(bare, overlay(BASE_WEB));
-    process.env.MOORING_TEST_POSITIONS_USER = env.git.username;
-    process.env.MOORING_TEST_POSITIONS_PASSWORD = env.git.password;
-    const repo = new GitRepository(
-      gitSource.parse({
-        name: 'app',
-        url: `${env.git.url}/${repoPath}.git`,
-        credentials: {
-          username: { env: 'MOORING_TEST_POSITIONS_USER' },
-          password: { env: 'MOORING_TEST_POSITIONS_PASSWORD' },
-        },
-      }),
-      { cacheDir: await manifestDir({}) },
-    );
-    await repo.fetch(commit);
+    const repo = await fetchedRepo(repoPath, commit);
     const files = await repo.files(commit, ['overlays/prod']);
     const built = await kustomizeGit(repo, commit, ['overlays/prod'], [], files);
     const { errors } = parseManifestFiles(built);
@@ -255,20 +232,7 @@ describe('helm: a dependency missing from charts/', () => {
     const repoPath = `build-positions-chart-${Date.now().toString(36)}`;
     const bare = await createBareRepo(env.git.root, repoPath);
     const commit = await commitFiles(bare, inRepo);
-    process.env.MOORING_TEST_POSITIONS_USER = env.git.username;
-    process.env.MOORING_TEST_POSITIONS_PASSWORD = env.git.password;
-    const repo = new GitRepository(
-      gitSource.parse({
-        name: 'app',
-        url: `${env.git.url}/${repoPath}.git`,
-        credentials: {
-          username: { env: 'MOORING_TEST_POSITIONS_USER' },
-          password: { env: 'MOORING_TEST_POSITIONS_PASSWORD' },
-        },
-      }),
-      { cacheDir: await manifestDir({}) },
-    );
-    await repo.fetch(commit);
+    const repo = await fetchedRepo(repoPath, commit);
     await expect(
       chartFromGit(repo, commit, spec(['https://charts.example.invalid']), undefined),
     ).rejects.toThrow(

@@ -23,6 +23,7 @@ import {
   startChartRepo,
   writeChart,
 } from '../testbed/chart-repo.ts';
+import { writeTree } from './build-helpers.ts';
 import {
   agentConfig,
   bareRepo,
@@ -93,14 +94,6 @@ function webChart(prefix: string, deps: Dep[], lock?: Dep[]): Record<string, str
       generated: '2026-01-01T00:00:00Z',
     });
   return files;
-}
-
-async function writeTree(dir: string, files: Record<string, string>): Promise<void> {
-  const { mkdir } = await import('node:fs/promises');
-  for (const [path, text] of Object.entries(files)) {
-    await mkdir(join(dir, path, '..'), { recursive: true });
-    await writeFile(join(dir, path), text);
-  }
 }
 
 function sha256(data: Buffer): string {

@@ -1,25 +1,16 @@
 // How the CLI reads paths, as kubectl does: a folder without its subfolders unless -R, a clear hint when only
 // subfolders hold manifests, and the render settings that errors name as flags (--cluster-scoped): offline, a
 // kind's scope is guessed and render says so.
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { configSchema, deployment, gitSource } from '../../src/config/schema.ts';
 import { deploymentManifests } from '../../src/sources/deployment-manifests.ts';
 import { GitRepository } from '../../src/sources/git/repository.ts';
 import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
+import { tree } from './build-helpers.ts';
 import { manifestDir, mooring, testbed } from './helpers.ts';
-
-/** A folder of files at relative paths, subfolders made as needed. */
-async function tree(files: Record<string, string>): Promise<string> {
-  const root = await mkdtemp(join(tmpdir(), 'mooring-reading-'));
-  for (const [path, text] of Object.entries(files)) {
-    await mkdir(dirname(join(root, path)), { recursive: true });
-    await writeFile(join(root, path), text);
-  }
-  return root;
-}
 
 const cm = (name: string) => `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ${name}}\ndata: {a: b}\n`;
 

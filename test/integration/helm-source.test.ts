@@ -1,38 +1,28 @@
 // Helm charts as a source format, with the project's real helm: `helm template` run as Argo CD runs it (release
 // name, namespace, the cluster's version and API versions, values files then inline values), its output read as
 // manifests; dependencies only from the chart's own charts/ folder; helm's errors name the chart.
-import { mkdir, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { KubeApi } from '../../src/kube/api.ts';
 import { Discovery } from '../../src/kube/discovery.ts';
 import { apiVersionsOf, isChart, renderChart } from '../../src/sources/build/helm.ts';
-import { pushImage } from '../testbed/oci-push.ts';
+import { liveObject, pushStable, stableImageSource, tree, untilEnded } from './build-helpers.ts';
 import { api } from './faults-support.ts';
 import {
   agentConfig,
   bareRepo,
   clusterConfig,
   eventually,
-  manifestDir,
+  kubectl,
   mooring,
-  runTool,
   startAgent,
   startStatusReceiver,
   tempDir,
   testbed,
   useNamespace,
 } from './helpers.ts';
-
-async function chart(files: Record<string, string>): Promise<string> {
-  const dir = await manifestDir({});
-  for (const [path, text] of Object.entries(files)) {
-    await mkdir(join(dir, path, '..'), { recursive: true });
-    await writeFile(join(dir, path), text);
-  }
-  return dir;
-}
 
 const CHART = {
   'Chart.yaml': 'apiVersion: v2\nname: web\nversion: 1.0.0\n',
@@ -68,7 +58,7 @@ describe('helm charts', () => {
   const ns = useNamespace('helm');
   it('renders with the release, namespace, the cluster capabilities, values files and inline values', async () => {
     const env = testbed();
-    const dir = await chart({ ...CHART, 'prod.yaml': 'replicas: 3\ncolor: green\n' });
+    const dir = await tree({ ...CHART, 'prod.yaml': 'replicas: 3\ncolor: green\n' });
     expect(await isChart(dir)).toBe(true);
     const api = new KubeApi(clusterConfig());
     const caps = await new Discovery(api).capabilities();
@@ -109,7 +99,7 @@ describe('helm charts', () => {
 
   it('refuses a dependency that is not in charts/, and names the chart in helm errors', async () => {
     const env = testbed();
-    const withDependency = await chart({
+    const withDependency = await tree({
       ...CHART,
       'Chart.yaml':
         'apiVersion: v2\nname: web\nversion: 1.0.0\ndependencies:\n  - {name: redis, version: 1.0.0, repository: https://charts.example.invalid}\n',
@@ -126,7 +116,7 @@ describe('helm charts', () => {
     ).rejects.toThrow(
       /charts\/web\/Chart.yaml: dependency redis comes from .* not in charts\/ and not an allowed repository/,
     );
-    const broken = await chart({ ...CHART, 'templates/bad.yaml': '{{ .Values.nope.deeper }}\n' });
+    const broken = await tree({ ...CHART, 'templates/bad.yaml': '{{ .Values.nope.deeper }}\n' });
     await expect(
       renderChart({
         chart: broken,
@@ -143,12 +133,7 @@ describe('helm charts', () => {
     const suffix = Date.now().toString(36);
     const repoPath = `helm-${suffix}/app`;
     const repo = await bareRepo(repoPath);
-    const image = `${new URL(env.registry.url).host}/helm-${suffix}/web`;
-    const pushed = await pushImage({
-      registry: env.registry.url,
-      repository: `helm-${suffix}/web`,
-      tag: 'stable',
-    });
+    const { image, digest } = await pushStable(`helm-${suffix}/web`);
     const receiver = await startStatusReceiver();
     const kube = api();
     const agentNs = `mooring-helm-${suffix}`;
@@ -194,53 +179,23 @@ spec:
         },
       ],
       statuses: receiver,
-      extra: {
-        sources: {
-          registry: [
-            {
-              name: 'web-image',
-              image,
-              policy: { type: 'fixed', tag: 'stable' },
-              insecure: true,
-              interval: '1h',
-            },
-          ],
-        },
-      },
+      extra: { sources: stableImageSource('web-image', image) },
     });
     await writeFile(join(secrets, 'mooring.yaml'), configText);
     const agent = startAgent(configText);
     try {
-      const ended = (sha: string) => receiver.statuses().find((s) => s.sha === sha && s.state !== 'pending');
-      await eventually('the chart deployed', async () => ended(first), 90_000).catch((error: unknown) => {
-        throw new Error(
-          `${String(error)}\n${agent.lines.filter((l) => l.includes('"level":50')).join('\n')}`,
-        );
-      });
+      const ended = receiver.ended;
+      await untilEnded(agent, receiver, first, 'the chart deployed');
       expect(ended(first)?.state).toBe('success');
-      const deployment = JSON.parse(
-        (
-          await runTool(env.tools.kubectl, [
-            '--kubeconfig',
-            env.kube.kubeconfig,
-            '-n',
-            ns(),
-            'get',
-            'deployment',
-            'shop-web',
-            '-o',
-            'json',
-          ])
-        ).stdout,
-      ) as {
+      const deployment = await liveObject<{
         spec: {
           template: {
             spec: { containers: { image: string; envFrom: { configMapRef: { name: string } }[] }[] };
           };
         };
-      };
-      const container = deployment.spec.template.spec.containers[0];
-      expect(container?.image).toBe(`${image}:stable@${pushed.digest}`);
+      }>(ns(), 'deployment', 'shop-web');
+      const container = deployment?.spec.template.spec.containers[0];
+      expect(container?.image).toBe(`${image}:stable@${digest}`);
       expect(container?.envFrom[0]?.configMapRef.name).toBe('shop-web-config-v000');
       // mooring diff reads the deployment as the agent does (the chart rendered): nothing to change.
       const diff = await mooring('diff', '--deployment', 'shop', '--config', join(secrets, 'mooring.yaml'));
@@ -250,22 +205,12 @@ spec:
       const second = await repo.commit({ 'env/prod.yaml': 'color: red\n' });
       await eventually('the values change deployed', async () => ended(second), 90_000);
       expect(ended(second)?.state).toBe('success');
-      const config = JSON.parse(
-        (
-          await runTool(env.tools.kubectl, [
-            '--kubeconfig',
-            env.kube.kubeconfig,
-            '-n',
-            ns(),
-            'get',
-            'configmap',
-            'shop-web-config-v001',
-            '-o',
-            'json',
-          ])
-        ).stdout,
-      ) as { data: Record<string, string> };
-      expect(config.data).toEqual({ color: 'red' });
+      const config = await liveObject<{ data: Record<string, string> }>(
+        ns(),
+        'configmap',
+        'shop-web-config-v001',
+      );
+      expect(config?.data).toEqual({ color: 'red' });
       const third = await repo.commit({ 'README.md': 'not the chart\n' });
       await eventually('the unrelated commit seen', async () =>
         agent.logged('commit changes none of its paths').length > 0 ? true : undefined,
@@ -282,14 +227,7 @@ spec:
       await agent.stop();
       await receiver.close();
       kube.close();
-      await runTool(env.tools.kubectl, [
-        '--kubeconfig',
-        env.kube.kubeconfig,
-        'delete',
-        'namespace',
-        agentNs,
-        '--wait=false',
-      ]);
+      await kubectl('delete', 'namespace', agentNs, '--wait=false');
     }
   }, 180_000);
 });

@@ -2,14 +2,14 @@
 // annotation): Helm's pre-upgrade migration runs before the Deployment changes and goes per its delete policy, a
 // failing one stops the deploy with nothing written; Argo CD's PreSync, PostSync and SyncFail run around a
 // three-wave app; a hook written with generateName gets a fresh name each sync.
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { AppsV1Api, BatchV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { KubeApi } from '../../src/kube/api.ts';
 import { Ledger } from '../../src/report/ledger.ts';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
+import { tree } from './build-helpers.ts';
 import {
   agentConfig,
   bareRepo,
@@ -23,15 +23,6 @@ import {
   testbed,
   useNamespace,
 } from './helpers.ts';
-
-async function tree(files: Record<string, string>): Promise<string> {
-  const root = await mkdtemp(join(tmpdir(), 'mooring-hooks-'));
-  for (const [path, text] of Object.entries(files)) {
-    await mkdir(dirname(join(root, path)), { recursive: true });
-    await writeFile(join(root, path), text);
-  }
-  return root;
-}
 
 const job = (name: string, annotations: string, behavior = '{{ .Values.migration }}') => `apiVersion: batch/v1
 kind: Job

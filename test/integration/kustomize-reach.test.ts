@@ -5,21 +5,20 @@
 // applied. A generators folder outside the checkout is refused. A chart whose template allocates without end
 // fails with helm's memory limit named, within its time limit, and the agent goes on to deploy the next commit.
 
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { gitSource } from '../../src/config/schema.ts';
 import { kustomizeGit } from '../../src/sources/build/kustomize-sources.ts';
-import { GitRepository } from '../../src/sources/git/repository.ts';
+import { fetchedRepo, tree } from './build-helpers.ts';
 import {
   agentConfig,
   bareRepo,
   deployTo,
   eventually,
-  manifestDir,
+  kubectl,
   mooring,
   runTool,
   startAgent,
@@ -51,15 +50,6 @@ beforeEach(() => {
   requests.length = 0;
 });
 
-async function tree(files: Record<string, string>): Promise<string> {
-  const dir = await manifestDir({});
-  for (const [path, text] of Object.entries(files)) {
-    await mkdir(join(dir, path, '..'), { recursive: true });
-    await writeFile(join(dir, path), text);
-  }
-  return dir;
-}
-
 const cm = 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {a: b}\n';
 
 /** Each way of making kustomize fetch a URL, with the field the refusal names. */
@@ -88,17 +78,7 @@ const cases = (url: string): [string, string, string][] => [
 ];
 
 async function configMapsIn(namespace: string): Promise<string[]> {
-  const env = testbed();
-  const out = await runTool(env.tools.kubectl, [
-    '--kubeconfig',
-    env.kube.kubeconfig,
-    '-n',
-    namespace,
-    'get',
-    'configmaps',
-    '-o',
-    'name',
-  ]);
+  const out = await kubectl('-n', namespace, 'get', 'configmaps', '-o', 'name');
   return out.stdout.split('\n').filter((l) => l !== '' && l !== 'configmap/kube-root-ca.crt');
 }
 
@@ -154,7 +134,6 @@ describe('kustomize reads only the repository', () => {
   });
 
   it('refuses, in a Git checkout, generators naming a folder outside it', async () => {
-    const env = testbed();
     const suffix = `${Date.now().toString(36)}-${process.pid}`;
     const outside = await mkdtemp(join(tmpdir(), 'mooring-generators-'));
     await writeFile(join(outside, 'kustomization.yaml'), 'resources: [gen.yaml]\n');
@@ -168,20 +147,7 @@ describe('kustomize reads only the repository', () => {
       const commit = await bare.commit({
         'app/kustomization.yaml': `generators: [../../${outside.split('/').pop()}]\n`,
       });
-      process.env.MOORING_TEST_REACH_USER = env.git.username;
-      process.env.MOORING_TEST_REACH_PASSWORD = env.git.password;
-      const repo = new GitRepository(
-        gitSource.parse({
-          name: 'app',
-          url: `${env.git.url}/${repoPath}.git`,
-          credentials: {
-            username: { env: 'MOORING_TEST_REACH_USER' },
-            password: { env: 'MOORING_TEST_REACH_PASSWORD' },
-          },
-        }),
-        { cacheDir: await manifestDir({}) },
-      );
-      await repo.fetch(commit);
+      const repo = await fetchedRepo(repoPath, commit);
       await expect(
         kustomizeGit(repo, commit, ['app'], [], await repo.files(commit, ['app'])),
       ).rejects.toThrow(
@@ -298,14 +264,7 @@ describe('the agent and what a pushed commit may make the tools do', () => {
     } finally {
       await agent.stop();
       await receiver.close();
-      await runTool(env.tools.kubectl, [
-        '--kubeconfig',
-        env.kube.kubeconfig,
-        'delete',
-        'namespace',
-        agentNs,
-        '--wait=false',
-      ]);
+      await kubectl('delete', 'namespace', agentNs, '--wait=false');
     }
   });
 });

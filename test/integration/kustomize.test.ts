@@ -7,34 +7,22 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { gitSource } from '../../src/config/schema.ts';
 import { kustomizeGit, kustomizeLocal } from '../../src/sources/build/kustomize-sources.ts';
-import { GitRepository } from '../../src/sources/git/repository.ts';
 import { readManifestFiles } from '../../src/sources/local/files.ts';
-import { pushImage } from '../testbed/oci-push.ts';
+import { fetchedRepo, liveObject, pushStable, stableImageSource, tree, untilEnded } from './build-helpers.ts';
 import { api } from './faults-support.ts';
 import {
   agentConfig,
   bareRepo,
   deployTo,
   eventually,
-  manifestDir,
+  kubectl,
   mooring,
-  runTool,
   startAgent,
   startStatusReceiver,
   testbed,
   useNamespace,
 } from './helpers.ts';
-
-async function tree(files: Record<string, string>): Promise<string> {
-  const dir = await manifestDir({});
-  for (const [path, text] of Object.entries(files)) {
-    await mkdir(join(dir, path, '..'), { recursive: true });
-    await writeFile(join(dir, path), text);
-  }
-  return dir;
-}
 
 const deploymentYaml = (image: string) => `apiVersion: apps/v1
 kind: Deployment
@@ -76,22 +64,7 @@ interface Live {
   data?: Record<string, string>;
 }
 
-async function get(namespace: string, kind: string, name: string): Promise<Live | undefined> {
-  const env = testbed();
-  const out = await runTool(env.tools.kubectl, [
-    '--kubeconfig',
-    env.kube.kubeconfig,
-    '-n',
-    namespace,
-    'get',
-    kind,
-    name,
-    '-o',
-    'json',
-    '--ignore-not-found',
-  ]);
-  return out.stdout.trim() ? (JSON.parse(out.stdout) as Live) : undefined;
-}
+const get = (namespace: string, kind: string, name: string) => liveObject<Live>(namespace, kind, name);
 
 beforeAll(() => {
   // The CLI and the agent find kubectl as the product does: MOORING_KUBECTL, else kubectl on PATH.
@@ -191,7 +164,6 @@ describe('which folders are built', () => {
   });
 
   it('refuses, in a Git checkout, a base that leads outside the repository', async () => {
-    const env = testbed();
     const suffix = `${Date.now().toString(36)}-${process.pid}`;
     // A kustomization beside the checkout's temporary folder: reachable as ../.. from the repository's app/.
     const outside = join(tmpdir(), `mooring-outside-${suffix}`);
@@ -207,20 +179,7 @@ describe('which folders are built', () => {
       const commit = await bare.commit({
         'app/kustomization.yaml': `resources: [../../mooring-outside-${suffix}]\n`,
       });
-      process.env.MOORING_TEST_KUSTOMIZE_USER = env.git.username;
-      process.env.MOORING_TEST_KUSTOMIZE_PASSWORD = env.git.password;
-      const repo = new GitRepository(
-        gitSource.parse({
-          name: 'app',
-          url: `${env.git.url}/${repoPath}.git`,
-          credentials: {
-            username: { env: 'MOORING_TEST_KUSTOMIZE_USER' },
-            password: { env: 'MOORING_TEST_KUSTOMIZE_PASSWORD' },
-          },
-        }),
-        { cacheDir: await manifestDir({}) },
-      );
-      await repo.fetch(commit);
+      const repo = await fetchedRepo(repoPath, commit);
       const files = await repo.files(commit, ['app']);
       await expect(kustomizeGit(repo, commit, ['app'], [], files)).rejects.toThrow(
         `app/kustomization.yaml: resources[0] "../../mooring-outside-${suffix}" leads outside the repository`,
@@ -239,12 +198,7 @@ describe('kustomize in the agent', () => {
     const suffix = Date.now().toString(36);
     const repoPath = `kustomize-${suffix}/app`;
     const repo = await bareRepo(repoPath);
-    const image = `${new URL(env.registry.url).host}/kustomize-${suffix}/web`;
-    const pushed = await pushImage({
-      registry: env.registry.url,
-      repository: `kustomize-${suffix}/web`,
-      tag: 'stable',
-    });
+    const { image, digest } = await pushStable(`kustomize-${suffix}/web`);
     const receiver = await startStatusReceiver();
     const kube = api();
     const agentNs = `mooring-kustomize-${suffix}`;
@@ -257,34 +211,17 @@ describe('kustomize in the agent', () => {
           { name: 'shop', namespace: ns(), source: 'app', paths: ['overlays/prod'], images: ['web-image'] },
         ],
         statuses: receiver,
-        extra: {
-          sources: {
-            registry: [
-              {
-                name: 'web-image',
-                image,
-                policy: { type: 'fixed', tag: 'stable' },
-                insecure: true,
-                interval: '1h',
-              },
-            ],
-          },
-          render: { kubectl: env.tools.kubectl },
-        },
+        extra: { sources: stableImageSource('web-image', image), render: { kubectl: env.tools.kubectl } },
       }),
     );
     try {
-      const ended = (sha: string) => receiver.statuses().find((s) => s.sha === sha && s.state !== 'pending');
-      await eventually('the overlay deployed', async () => ended(first), 90_000).catch((error: unknown) => {
-        throw new Error(
-          `${String(error)}\n${agent.lines.filter((l) => l.includes('"level":50')).join('\n')}`,
-        );
-      });
+      const ended = receiver.ended;
+      await untilEnded(agent, receiver, first, 'the overlay deployed');
       expect(ended(first)?.state).toBe('success');
       const web = await get(ns(), 'deployment', 'web');
       expect(web?.spec.replicas).toBe(3);
       const container = web?.spec.template.spec.containers[0];
-      expect(container?.image).toBe(`${image}:stable@${pushed.digest}`);
+      expect(container?.image).toBe(`${image}:stable@${digest}`);
       expect(container?.envFrom[0]?.configMapRef.name).toBe('web-base-v000');
       expect(container?.envFrom[1]?.configMapRef.name).toMatch(/^web-settings-[a-z0-9]{10}-v000$/);
       // The base lies outside the deployment's paths; a change to it is still deployed.
@@ -320,14 +257,7 @@ configMapGenerator:
       await agent.stop();
       await receiver.close();
       kube.close();
-      await runTool(env.tools.kubectl, [
-        '--kubeconfig',
-        env.kube.kubeconfig,
-        'delete',
-        'namespace',
-        agentNs,
-        '--wait=false',
-      ]);
+      await kubectl('delete', 'namespace', agentNs, '--wait=false');
     }
   });
 });

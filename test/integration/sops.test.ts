@@ -4,12 +4,12 @@
 // Git server with `decryption.ageKeyFile`, its log holds no plaintext, and it refuses a commit whose file it
 // cannot decrypt, naming the file and applying nothing of that commit. The encrypted files are made by the
 // spec-following helper of the unit tests (the sops binary cannot be installed here).
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { pushImage } from '../testbed/oci-push.ts';
 import { encryptSops, newAgeKey } from '../unit/sources/sops-fixture.ts';
+import { liveObject, pushStable, stableImageSource, tree } from './build-helpers.ts';
 import { api, ledgerOf } from './faults-support.ts';
 import {
   agentConfig,
@@ -131,32 +131,21 @@ describe('SOPS-encrypted manifests', () => {
       encryptedRegex: '^(data|stringData)$',
     });
     // The overlay changes what the MAC covers (a name prefix, labels): decrypting the build's output would fail.
-    const dir = await manifestDir({});
-    const write = async (path: string, text: string) => {
-      await mkdir(join(dir, path, '..'), { recursive: true });
-      await writeFile(join(dir, path), text);
-    };
-    await write('base/kustomization.yaml', 'resources: [secret.yaml]\n');
-    await write('base/secret.yaml', encrypted);
-    await write(
-      'overlay/kustomization.yaml',
-      'resources: [../base]\nnamePrefix: k-\ncommonLabels: {tier: db}\n',
-    );
+    const dir = await tree({
+      'base/kustomization.yaml': 'resources: [secret.yaml]\n',
+      'base/secret.yaml': encrypted,
+      'overlay/kustomization.yaml': 'resources: [../base]\nnamePrefix: k-\ncommonLabels: {tier: db}\n',
+    });
     const kustomized = await deployTo(ns(), join(dir, 'overlay'), '--age-key-file', `${keys}/keys.txt`);
     expect(kustomized.code, kustomized.stderr + kustomized.stdout).toBe(0);
     expect(await secretValue(ns(), 'k-kdb')).toBe(PLAIN);
     expect(await readFile(join(dir, 'base/secret.yaml'), 'utf8')).toBe(encrypted);
     // A chart folder given as a path, its secrets in a SOPS values file (as helm-secrets users keep them).
-    const chart = await manifestDir({});
-    const put = async (path: string, text: string) => {
-      await mkdir(join(chart, path, '..'), { recursive: true });
-      await writeFile(join(chart, path), text);
-    };
-    await put('Chart.yaml', 'apiVersion: v2\nname: vault-app\nversion: 0.1.0\n');
-    await put('values.yaml', 'password: none\n');
-    await put(
-      'templates/secret.yaml',
-      `apiVersion: v1
+    const values = await encryptSops([{ password: PLAIN }], { recipients: [key.recipient] });
+    const chart = await tree({
+      'Chart.yaml': 'apiVersion: v2\nname: vault-app\nversion: 0.1.0\n',
+      'values.yaml': 'password: none\n',
+      'templates/secret.yaml': `apiVersion: v1
 kind: Secret
 metadata:
   name: {{ .Release.Name }}-creds
@@ -164,9 +153,8 @@ metadata:
 stringData:
   password: {{ .Values.password | quote }}
 `,
-    );
-    const values = await encryptSops([{ password: PLAIN }], { recipients: [key.recipient] });
-    await put('secrets.yaml', values);
+      'secrets.yaml': values,
+    });
     const charted = await deployTo(
       ns(),
       chart,
@@ -196,12 +184,7 @@ stringData:
     const repoPath = `sops-${suffix}/app`;
     const repo = await bareRepo(repoPath);
     const key = await newAgeKey();
-    const image = `${new URL(env.registry.url).host}/sops-${suffix}/vault`;
-    const pushed = await pushImage({
-      registry: env.registry.url,
-      repository: `sops-${suffix}/vault`,
-      tag: 'stable',
-    });
+    const { image, digest } = await pushStable(`sops-${suffix}/vault`);
     const first = await repo.commit({
       'app.yaml': configMap,
       'secrets/db.yaml': await encryptSops([secret('agent-db', PLAIN)], { recipients: [key.recipient] }),
@@ -252,17 +235,7 @@ spec:
         deployments: [{ name: 'app', namespace: ns(), source: 'app', images: ['vault-image'] }],
         statuses: receiver,
         extra: {
-          sources: {
-            registry: [
-              {
-                name: 'vault-image',
-                image,
-                policy: { type: 'fixed', tag: 'stable' },
-                insecure: true,
-                interval: '1h',
-              },
-            ],
-          },
+          sources: stableImageSource('vault-image', image),
           decryption: { ageKeyFile: `${files}/keys.txt` },
         },
       }),
@@ -280,12 +253,14 @@ spec:
       );
       expect(await secretValue(ns(), 'agent-db')).toBe(PLAIN);
       expect(await secretValue(ns(), 'k-base-db-v000')).toBe(PLAIN);
-      const vault = JSON.parse(
-        (await kubectl('-n', ns(), 'get', 'deployment', 'k-vault', '-o', 'json')).stdout,
-      );
-      const container = vault.spec.template.spec.containers[0];
-      expect(container.image).toBe(`${image}:stable@${pushed.digest}`);
-      expect(container.envFrom[0].secretRef.name).toBe('k-base-db-v000');
+      const vault = await liveObject<{
+        spec: {
+          template: { spec: { containers: { image: string; envFrom: { secretRef: { name: string } }[] }[] } };
+        };
+      }>(ns(), 'deployment', 'k-vault');
+      const container = vault?.spec.template.spec.containers[0];
+      expect(container?.image).toBe(`${image}:stable@${digest}`);
+      expect(container?.envFrom[0]?.secretRef.name).toBe('k-base-db-v000');
       await eventually('the first commit reported', async () => ended(first));
       expect(ended(first)?.state).toBe('success');
       // A commit whose encrypted file is for another recipient: refused naming the file, nothing of it applied.
