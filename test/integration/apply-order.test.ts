@@ -2,30 +2,15 @@
 // (and the CRD waited on until Established) before what lives in them, in one deploy.
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import { deployTo, kubeConfig, manifestDir, runTool, testbed } from './helpers.ts';
+import { deployTo, kubeConfig, kubectl, manifestDir } from './helpers.ts';
 
 describe('apply order', () => {
   const suffix = Date.now().toString(36);
   const namespace = `fresh-${suffix}`;
   const group = `t${suffix}.mooring.test`;
   afterAll(async () => {
-    const env = testbed();
-    await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
-      'delete',
-      'namespace',
-      namespace,
-      '--wait=false',
-    ]);
-    await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
-      'delete',
-      'crd',
-      `widgets.${group}`,
-      '--wait=false',
-    ]);
+    await kubectl('delete', 'namespace', namespace, '--wait=false');
+    await kubectl('delete', 'crd', `widgets.${group}`, '--wait=false');
   });
 
   it('creates a namespace, a CRD and its custom resources in one deploy', async () => {

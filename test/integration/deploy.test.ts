@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
-import { deployTo, eventually, kubeConfig, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
+import { deployTo, eventually, kubeConfig, kubectl, manifestDir, useNamespace } from './helpers.ts';
 
 const seed004 = (data: string) => `apiVersion: v1
 kind: ConfigMap
@@ -25,11 +25,6 @@ spec:
           image: my-application:1.0.0
           envFrom: [{configMapRef: {name: app-config}}]
 `;
-
-function kubectl(...args: string[]) {
-  const env = testbed();
-  return runTool(env.tools.kubectl, ['--kubeconfig', env.kube.kubeconfig, ...args]);
-}
 
 describe('mooring deploy', () => {
   const ns = useNamespace('deploy');

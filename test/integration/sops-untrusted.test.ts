@@ -17,9 +17,9 @@ import {
   agentConfig,
   bareRepo,
   eventually,
+  kubectl,
   manifestDir,
   mooring,
-  runTool,
   startAgent,
   startStatusReceiver,
   testbed,
@@ -54,8 +54,6 @@ describe('SOPS files from an untrusted commit', () => {
   const env = testbed();
   process.env.MOORING_KUBECTL = env.tools.kubectl;
   process.env.MOORING_HELM = env.tools.helm;
-  const kubectl = (...args: string[]) =>
-    runTool(env.tools.kubectl, ['--kubeconfig', env.kube.kubeconfig, ...args]);
   const stops: (() => Promise<void> | void)[] = [];
   afterAll(async () => {
     for (const stop of stops.reverse()) await stop();

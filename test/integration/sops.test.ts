@@ -16,9 +16,9 @@ import {
   bareRepo,
   deployTo,
   eventually,
+  kubectl,
   manifestDir,
   mooring,
-  runTool,
   startAgent,
   startStatusReceiver,
   testbed,
@@ -48,8 +48,6 @@ describe('SOPS-encrypted manifests', () => {
   // The CLI and the agent find the build tools as the product does: MOORING_KUBECTL / MOORING_HELM, else PATH.
   process.env.MOORING_KUBECTL = env.tools.kubectl;
   process.env.MOORING_HELM = env.tools.helm;
-  const kubectl = (...args: string[]) =>
-    runTool(env.tools.kubectl, ['--kubeconfig', env.kube.kubeconfig, ...args]);
   const secretValue = async (namespace: string, name: string) => {
     const out = await kubectl('-n', namespace, 'get', 'secret', name, '-o', 'jsonpath={.data.password}');
     return out.code === 0 ? Buffer.from(out.stdout, 'base64').toString() : undefined;

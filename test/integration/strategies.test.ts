@@ -6,17 +6,12 @@ import {
   deployTo,
   eventually,
   kubeConfig,
+  kubectl,
   manifestDir,
   mooring,
-  runTool,
   testbed,
   useNamespace,
 } from './helpers.ts';
-
-function kubectl(...args: string[]) {
-  const env = testbed();
-  return runTool(env.tools.kubectl, ['--kubeconfig', env.kube.kubeconfig, ...args]);
-}
 
 const deployment = (name: string, annotations = '', replicas = 1, image = 'app:1') => `apiVersion: apps/v1
 kind: Deployment
