@@ -5,6 +5,7 @@
 // `mooring diff` print each once, with its file and line; `mooring render`, which writes nothing, names the
 // deprecated kind of each object; the agent logs each and its commit status says so.
 import { afterAll, describe, expect, it } from 'vitest';
+import { webDeployment } from './build-helpers.ts';
 import {
   agentConfig,
   bareRepo,
@@ -24,20 +25,7 @@ kind: ConfigMap
 metadata: {name: web-config}
 data: {GREETING: hello}
 ---
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-        - name: web
-          image: web:1
-          securityContext: {privileged: true}
-`;
+${webDeployment('web:1', ['securityContext: {privileged: true}'])}`;
 
 const UNKNOWN_FIELD = `apiVersion: apps/v1
 kind: Deployment

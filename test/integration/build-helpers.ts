@@ -1,13 +1,25 @@
 // Set-up shared by the integration tests of building and deploying sources (Kustomize trees, charts, SOPS files,
 // the CLI against a folder, the agent following a Git repository): folders of files at relative paths, a test-bed
 // repository fetched as the agent fetches it, a pushed image and the registry source that follows it, a commit's
-// status awaited, live objects read back with kubectl.
-import { mkdir, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+// status awaited, live objects read back with kubectl, the corpus' files, the agent on a configuration file, and
+// the manifests many tests deploy (a Deployment `web`, a chart's Deployment named after its release).
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname, join, relative } from 'node:path';
 import { gitSource } from '../../src/config/schema.ts';
+import type { KubeObject } from '../../src/render/manifest.ts';
 import { GitRepository } from '../../src/sources/git/repository.ts';
 import { pushImage } from '../testbed/oci-push.ts';
-import { type Agent, eventually, kubectl, manifestDir, type StatusReceiver, testbed } from './helpers.ts';
+import { api } from './faults-support.ts';
+import {
+  type Agent,
+  eventually,
+  kubectl,
+  manifestDir,
+  type StatusReceiver,
+  startAgent,
+  tempDir,
+  testbed,
+} from './helpers.ts';
 
 /** Writes these files under `dir` at their relative paths, subfolders made as needed. */
 export async function writeTree(dir: string, files: Record<string, string>): Promise<void> {
@@ -74,4 +86,110 @@ export async function untilEnded(
 export async function liveObject<T>(namespace: string, kind: string, name: string): Promise<T | undefined> {
   const out = await kubectl('-n', namespace, 'get', kind, name, '-o', 'json', '--ignore-not-found');
   return out.stdout.trim() ? (JSON.parse(out.stdout) as T) : undefined;
+}
+
+/** A Deployment `web` (label app: web) whose one container `container` runs `image`; `lines` follow the image. */
+export function webDeployment(image: string, lines: string[] = [], container = 'web', replicas = 1): string {
+  return `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: ${replicas}
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: ${container}
+          image: ${image}
+${lines.map((line) => `          ${line}\n`).join('')}`;
+}
+
+/** The live object read back with kubectl; a kubectl error is thrown. */
+export async function live<T extends KubeObject = KubeObject>(
+  namespace: string,
+  kind: string,
+  name: string,
+): Promise<T> {
+  const out = await kubectl('-n', namespace, 'get', kind, name, '-o', 'json');
+  if (out.code !== 0) throw new Error(out.stderr);
+  return JSON.parse(out.stdout) as T;
+}
+
+const CORPUS = join(import.meta.dirname, '..', 'fixtures', 'corpus');
+
+/** The registry the corpus' manifests name, for a test to replace with its own. */
+export const CORPUS_REGISTRY = 'corpus.registry.invalid';
+
+/**
+ * The files of the corpus' `folder` ('' for all of it), README.md aside, as repository path -> content; with
+ * `registry`, the images the corpus names moved there.
+ */
+export async function corpusFiles(folder: string, registry?: string): Promise<Record<string, string>> {
+  const files: Record<string, string> = {};
+  for (const entry of await readdir(join(CORPUS, folder), { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile() || entry.name === 'README.md') continue;
+    const path = join(entry.parentPath, entry.name);
+    const text = await readFile(path, 'utf8');
+    files[relative(CORPUS, path)] =
+      registry === undefined ? text : text.replaceAll(CORPUS_REGISTRY, registry);
+  }
+  return files;
+}
+
+/** The text of `files[path]` with `from` replaced by `to`; throws when the file does not hold `from`. */
+export function edit(files: Record<string, string>, path: string, from: string, to: string): string {
+  const text = files[path];
+  if (text === undefined || !text.includes(from))
+    throw new Error(`${path} does not hold ${JSON.stringify(from)}`);
+  return text.replace(from, to);
+}
+
+/** The agent started on `config` written to a file, and a Kubernetes client; `cleanups` ends both. */
+export async function agentOnFile(config: string, cleanups: (() => Promise<unknown>)[]) {
+  const configFile = await configFileOf(config);
+  const agent = startAgent({ file: configFile });
+  const kube = api();
+  cleanups.push(async () => kube.close());
+  cleanups.push(() => agent.stop());
+  return { agent, configFile, kube };
+}
+
+/** A chart's Deployment template named after the release, its container reading ConfigMap `<release>-<configMap>`. */
+export function releaseDeployment(configMap: string): string {
+  return `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: {{ .Release.Name }}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: {{ .Release.Name }}}}
+  template:
+    metadata: {labels: {app: {{ .Release.Name }}}}
+    spec:
+      containers:
+        - name: web
+          image: example/web:1
+          envFrom: [{configMapRef: {name: {{ .Release.Name }}-${configMap}}}]
+`;
+}
+
+/** A Deployment of one replica (label app: `app`) whose one container `app` runs app:1; `metadata` in flow style. */
+export function appDeployment(metadata = '{name: web}', app = 'web'): string {
+  return `apiVersion: apps/v1
+kind: Deployment
+metadata: ${metadata}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: ${app}}}
+  template:
+    metadata: {labels: {app: ${app}}}
+    spec: {containers: [{name: app, image: app:1}]}
+`;
+}
+
+/** The agent's configuration written to a file of its own, for `startAgent({file})` and the CLI's --config. */
+export async function configFileOf(config: string): Promise<string> {
+  const file = join(await tempDir('mooring-config-'), 'mooring.yaml');
+  await writeFile(file, config);
+  return file;
 }

@@ -152,18 +152,23 @@ metadata:
 `,
 };
 
+/** The chart under `dir`/charts/web rendered by the real helm as release shop in prod, paths named from `dir`. */
+function renderWeb(dir: string) {
+  return renderChart({
+    chart: join(dir, 'charts/web'),
+    label: 'charts/web',
+    releaseName: 'shop',
+    namespace: 'prod',
+    valuesFiles: [],
+    helm: testbed().tools.helm,
+    treeRoot: dir,
+  });
+}
+
 describe('helm: positions in the templates', () => {
   it('reports an invalid object at its template, the line counted in its rendered document', async () => {
     const dir = await tree(Object.fromEntries(Object.entries(CHART).map(([p, t]) => [`charts/web/${p}`, t])));
-    const file = await renderChart({
-      chart: join(dir, 'charts/web'),
-      label: 'charts/web',
-      releaseName: 'shop',
-      namespace: 'prod',
-      valuesFiles: [],
-      helm: testbed().tools.helm,
-      treeRoot: dir,
-    });
+    const file = await renderWeb(dir);
     const { objects, errors } = parseManifestFiles([file]);
     expect(errors.map((e) => e.message)).toEqual([
       expect.stringMatching(
@@ -190,15 +195,7 @@ describe('helm: positions in the templates', () => {
     });
     // helm follows a symlink among the templates, and says so on standard error.
     await runTool('ln', ['-s', '../values.yaml', join(dir, 'charts/web/templates/values.txt')]);
-    const file = await renderChart({
-      chart: join(dir, 'charts/web'),
-      label: 'charts/web',
-      releaseName: 'shop',
-      namespace: 'prod',
-      valuesFiles: [],
-      helm: testbed().tools.helm,
-      treeRoot: dir,
-    });
+    const file = await renderWeb(dir);
     expect(file.warnings).toEqual([expect.stringMatching(/^charts\/web: .*symbolic link/)]);
     expect(file.warnings?.join('\n')).not.toContain(dir);
   });

@@ -4,6 +4,7 @@
 // that objects deployed from the command line and then taken over by an agent deployment are left as they are (no
 // new version, no changed label).
 import { afterAll, describe, expect, it } from 'vitest';
+import { webDeployment } from './build-helpers.ts';
 import { api, ledgerOf } from './faults-support.ts';
 import {
   agentConfig,
@@ -19,20 +20,7 @@ import {
 } from './helpers.ts';
 
 const settings = 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {greeting: hello}\n';
-const web = `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-        - name: web
-          image: app:1
-          envFrom: [{configMapRef: {name: settings}}]
-`;
+const web = webDeployment('app:1', ['envFrom: [{configMapRef: {name: settings}}]']);
 
 describe('the command line, consistently', () => {
   const ns = useNamespace('cli-consistency');

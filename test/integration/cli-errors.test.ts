@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { appDeployment } from './build-helpers.ts';
 import {
   kubeConfig,
   manifestDir,
@@ -20,16 +21,7 @@ import {
 
 const MAIN = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
 
-const deployment = `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec: {containers: [{name: app, image: app:1}]}
-`;
+const deployment = appDeployment();
 const settings = 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {k: v}\n';
 
 /** The CLI as a process, as a user runs it: whatever Node itself would print (a stack) is in the output. */

@@ -9,7 +9,15 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { kustomizeGit, kustomizeLocal } from '../../src/sources/build/kustomize-sources.ts';
 import { readManifestFiles } from '../../src/sources/local/files.ts';
-import { fetchedRepo, liveObject, pushStable, stableImageSource, tree, untilEnded } from './build-helpers.ts';
+import {
+  fetchedRepo,
+  liveObject,
+  pushStable,
+  stableImageSource,
+  tree,
+  untilEnded,
+  webDeployment,
+} from './build-helpers.ts';
 import { api } from './faults-support.ts';
 import {
   agentConfig,
@@ -24,22 +32,12 @@ import {
   useNamespace,
 } from './helpers.ts';
 
-const deploymentYaml = (image: string) => `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-        - name: web
-          image: ${image}
-          envFrom:
-            - configMapRef: {name: web-base}
-            - configMapRef: {name: web-settings}
-`;
+const deploymentYaml = (image: string) =>
+  webDeployment(image, [
+    'envFrom:',
+    '  - configMapRef: {name: web-base}',
+    '  - configMapRef: {name: web-settings}',
+  ]);
 
 const overlay = (image: string, greeting = 'hello'): Record<string, string> => ({
   'base/kustomization.yaml': 'resources: [deployment.yaml, configmap.yaml]\n',

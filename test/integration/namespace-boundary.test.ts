@@ -9,14 +9,15 @@ import { StalledError } from '../../src/errors.ts';
 import { KubeApi } from '../../src/kube/api.ts';
 import { Discovery } from '../../src/kube/discovery.ts';
 import { deploy } from '../../src/sync/deploy.ts';
+import { appDeployment } from './build-helpers.ts';
 import {
   agentConfig,
   clusterConfig,
   eventually,
   kubeConfig,
+  kubectl,
   manifestDir,
   mooring,
-  runTool,
   startAgent,
   testbed,
   useNamespace,
@@ -26,16 +27,7 @@ import {
 const suffix = Date.now().toString(36);
 const evilName = `evil-${suffix}`;
 
-const evil = `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: ${evilName}, namespace: kube-system}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: evil}}
-  template:
-    metadata: {labels: {app: evil}}
-    spec: {containers: [{name: app, image: app:1}]}
-`;
+const evil = appDeployment(`{name: ${evilName}, namespace: kube-system}`, 'evil');
 const settings = 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {k: v}\n';
 
 async function inKubeSystem(): Promise<string[]> {
@@ -151,30 +143,13 @@ describe('namespace boundary: the agent', () => {
   const stops: (() => Promise<void>)[] = [];
   afterAll(async () => {
     for (const stop of stops) await stop();
-    const env = testbed();
-    await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
-      'delete',
-      'namespace',
-      `mooring-boundary-${suffix}`,
-      '--wait=false',
-    ]);
+    await kubectl('delete', 'namespace', `mooring-boundary-${suffix}`, '--wait=false');
   });
 
   it('fails only the deployment whose manifest leaves its namespaces, naming the object; the other becomes stable', async () => {
     const goodDir = await manifestDir({
       'settings.yaml': settings,
-      'web.yaml': `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec: {containers: [{name: app, image: app:1}]}
-`,
+      'web.yaml': appDeployment(),
     });
     const badDir = await manifestDir({ 'settings.yaml': settings, 'x.yaml': evil });
     const agent = startAgent(
@@ -226,19 +201,10 @@ describe('namespace boundary: custom resources the cluster serves cluster-scoped
   const ns = useNamespace('boundary-crd');
   const group = `b${suffix}.mooring.test`;
   afterAll(async () => {
-    const env = testbed();
-    await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
-      'delete',
-      'crd',
-      `clusterwidgets.${group}`,
-      '--wait=false',
-    ]);
+    await kubectl('delete', 'crd', `clusterwidgets.${group}`, '--wait=false');
   });
 
   it('refuses one without a namespace, which render alone would take for namespaced, before writing anything', async () => {
-    const env = testbed();
     const crd = await manifestDir({
       'crd.yaml': `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -250,41 +216,29 @@ spec:
   versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]
 `,
     });
-    const installed = await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
-      'apply',
-      '-f',
-      `${crd}/crd.yaml`,
-    ]);
+    const installed = await kubectl('apply', '-f', `${crd}/crd.yaml`);
     expect(installed.code, installed.stderr).toBe(0);
-    await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
-      'wait',
-      '--for=condition=Established',
-      `crd/clusterwidgets.${group}`,
-    ]);
+    await kubectl('wait', '--for=condition=Established', `crd/clusterwidgets.${group}`);
     const api = new KubeApi(clusterConfig());
-    try {
-      const report = await deploy(
+    const widget = {
+      path: 'widget.yaml',
+      text: `apiVersion: ${group}/v1\nkind: ClusterWidget\nmetadata: {name: everywhere}\n`,
+    };
+    const deployCrd = (files: { path: string; text: string }[], clusterScoped: false | string[]) =>
+      deploy(
         { api, discovery: new Discovery(api) },
         {
-          files: [
-            { path: 'settings.yaml', text: settings },
-            {
-              path: 'widget.yaml',
-              text: `apiVersion: ${group}/v1\nkind: ClusterWidget\nmetadata: {name: everywhere}\n`,
-            },
-          ],
+          files,
           namespace: ns(),
           application: 'crd',
           images: [],
           timeoutMs: 60_000,
           dryRun: false,
-          renderOptions: { boundary: { namespaces: [ns()], clusterScoped: false } },
+          renderOptions: { boundary: { namespaces: [ns()], clusterScoped } },
         },
       );
+    try {
+      const report = await deployCrd([{ path: 'settings.yaml', text: settings }, widget], false);
       expect(report.outcome).toBe('error');
       expect(report.error).toBeInstanceOf(StalledError);
       expect(report.summary).toContain(
@@ -292,23 +246,7 @@ spec:
       );
       expect(report.applied).toEqual([]);
       // Allowed by kind, it is written (cluster-wide).
-      const allowed = await deploy(
-        { api, discovery: new Discovery(api) },
-        {
-          files: [
-            {
-              path: 'widget.yaml',
-              text: `apiVersion: ${group}/v1\nkind: ClusterWidget\nmetadata: {name: everywhere}\n`,
-            },
-          ],
-          namespace: ns(),
-          application: 'crd',
-          images: [],
-          timeoutMs: 60_000,
-          dryRun: false,
-          renderOptions: { boundary: { namespaces: [ns()], clusterScoped: ['ClusterWidget'] } },
-        },
-      );
+      const allowed = await deployCrd([widget], ['ClusterWidget']);
       expect(allowed.outcome, allowed.summary).toBe('stable');
     } finally {
       api.close();

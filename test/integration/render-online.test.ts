@@ -112,30 +112,20 @@ describe('mooring render against the cluster', () => {
     const env = testbed();
     const dir = await mkdtemp(join(tmpdir(), 'mooring-render-'));
     const file = join(dir, 'capacity.yaml');
-    const workloads = (tag: string) => `apiVersion: apps/v1
-kind: Deployment
+    const workload = (kind: string, name: string, image: string) => `apiVersion: apps/v1
+kind: ${kind}
 metadata:
-  name: cap-web
+  name: ${name}
   annotations: {strategy.spinnaker.io/use-source-capacity: "true"}
 spec:
   replicas: 1
-  selector: {matchLabels: {app: cap-web}}
+  selector: {matchLabels: {app: ${name}}}
   template:
-    metadata: {labels: {app: cap-web}}
-    spec: {containers: [{name: app, image: "registry.example/web:${tag}"}]}
----
-apiVersion: apps/v1
-kind: ReplicaSet
-metadata:
-  name: cap-rs
-  annotations: {strategy.spinnaker.io/use-source-capacity: "true"}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: cap-rs}}
-  template:
-    metadata: {labels: {app: cap-rs}}
-    spec: {containers: [{name: app, image: "registry.example/rs:${tag}"}]}
+    metadata: {labels: {app: ${name}}}
+    spec: {containers: [{name: app, image: "${image}"}]}
 `;
+    const workloads = (tag: string) =>
+      `${workload('Deployment', 'cap-web', `registry.example/web:${tag}`)}---\n${workload('ReplicaSet', 'cap-rs', `registry.example/rs:${tag}`)}`;
     const kubectl = async (...args: string[]) => {
       const r = await runTool(env.tools.kubectl, ['--kubeconfig', env.kube.kubeconfig, '-n', ns(), ...args]);
       expect(r.code, r.stderr).toBe(0);

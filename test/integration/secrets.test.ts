@@ -10,13 +10,14 @@ import { Discovery } from '../../src/kube/discovery.ts';
 import { ensureHashKey, HASH_KEY_SECRET, readHashKey } from '../../src/kube/hash-key.ts';
 import { CONTENT_HASH } from '../../src/render/annotations.ts';
 import { render } from '../../src/render/render.ts';
+import { webDeployment } from './build-helpers.ts';
 import {
   clusterConfig,
   deployTo,
   kubeConfig,
+  kubectl,
   manifestDir,
   mooring,
-  runTool,
   testbed,
   useNamespace,
 } from './helpers.ts';
@@ -51,30 +52,14 @@ spec:
   selector: {app: web}
   ports: [{port: 80, targetPort: 8080}]
 ---
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-        - name: web
-          image: web:1
-          ports: [{containerPort: 8080}]
-          envFrom:
-            - configMapRef: {name: settings}
-            - secretRef: {name: from-data}
-            - secretRef: {name: from-string-data}
-            - secretRef: {name: both}
-`;
-
-function kubectl(...args: string[]) {
-  const env = testbed();
-  return runTool(env.tools.kubectl, ['--kubeconfig', env.kube.kubeconfig, ...args]);
-}
+${webDeployment('web:1', [
+  'ports: [{containerPort: 8080}]',
+  'envFrom:',
+  '  - configMapRef: {name: settings}',
+  '  - secretRef: {name: from-data}',
+  '  - secretRef: {name: from-string-data}',
+  '  - secretRef: {name: both}',
+])}`;
 
 /** `kind/name` -> resourceVersion of everything mooring deployed in the namespace. */
 async function resourceVersions(namespace: string): Promise<Record<string, string>> {

@@ -5,6 +5,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
+import { webDeployment } from './build-helpers.ts';
 import { kubeConfig, manifestDir, type RunResult, runTool, testbed, useNamespace } from './helpers.ts';
 
 const MAIN = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
@@ -26,20 +27,7 @@ function run(command: string, args: string[], input: string): Promise<RunResult>
 const files = {
   'kustomization.yaml': 'resources: [settings.yaml, web.yaml]\ncommonLabels: {team: piped}\n',
   'settings.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {greeting: hello}\n',
-  'web.yaml': `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-        - name: app
-          image: app:1
-          envFrom: [{configMapRef: {name: settings}}]
-`,
+  'web.yaml': webDeployment('app:1', ['envFrom: [{configMapRef: {name: settings}}]'], 'app'),
 };
 
 describe('manifests on standard input', () => {
