@@ -23,7 +23,7 @@ import {
   startChartRepo,
   writeChart,
 } from '../testbed/chart-repo.ts';
-import { writeTree } from './build-helpers.ts';
+import { configFileOf, releaseDeployment, writeTree } from './build-helpers.ts';
 import {
   agentConfig,
   bareRepo,
@@ -55,20 +55,7 @@ data:
   return packageChart(testbed().tools.helm, dir, out);
 }
 
-const WEB_DEPLOYMENT = `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: {{ .Release.Name }}}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: {{ .Release.Name }}}}
-  template:
-    metadata: {labels: {app: {{ .Release.Name }}}}
-    spec:
-      containers:
-        - name: web
-          image: example/web:1
-          envFrom: [{configMapRef: {name: {{ .Release.Name }}-common}}]
-`;
+const WEB_DEPLOYMENT = releaseDeployment('common');
 
 interface Dep {
   name: string;
@@ -303,9 +290,7 @@ describe('chart dependencies from an OCI registry, through the agent', () => {
     const repo = await bareRepo(`chart-deps-${suffix}/app`);
     const first = await repo.commit(webChart('charts/web', [dep], [{ ...dep, version: '1.0.0' }]));
     const receiver = await startStatusReceiver();
-    const configFile = join(await tempDir(), 'mooring.yaml');
-    await writeFile(
-      configFile,
+    const configFile = await configFileOf(
       await agentConfig({
         cluster: { name: 'deps', namespace: `mooring-chart-deps-${suffix}` },
         git: [{ name: 'app', repo }],

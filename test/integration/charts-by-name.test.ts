@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { cp, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { configFileOf } from './build-helpers.ts';
 import {
   agentConfig,
   bareRepo,
@@ -90,9 +91,7 @@ describe('a chart whose controller reads its ConfigMap by name, deployed by the 
     const files = await chartFiles();
     const first = await repo.commit({ ...files, 'chart/values.yaml': VALUES('8m', 'one') });
     const receiver = await startStatusReceiver();
-    const configFile = join(await tempDir(), 'mooring.yaml');
-    await writeFile(
-      configFile,
+    const configFile = await configFileOf(
       await agentConfig({
         cluster: { name: 'by-name', namespace: `mooring-by-name-${suffix}` },
         git: [{ name: 'app', repo }],

@@ -3,12 +3,11 @@
 // values and a mode written in octal in the template both read as Kubernetes reads them), a commit that changes
 // nothing rendered (every object unchanged, no new version, no rollout), a values change (a new ConfigMap version
 // and a rollout of the StatefulSet onto it) and a rollback to the first release (the first version back).
-import { readdir, readFile, writeFile } from 'node:fs/promises';
-import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/render/manifest.ts';
 import { pushImage } from '../testbed/oci-push.ts';
-import { api, ledgerOf } from './faults-support.ts';
+import { agentOnFile, corpusFiles, live } from './build-helpers.ts';
+import { ledgerOf } from './faults-support.ts';
 import {
   agentConfig,
   bareRepo,
@@ -16,28 +15,10 @@ import {
   kubectl,
   mooring,
   type PostedStatus,
-  startAgent,
   startStatusReceiver,
-  tempDir,
   testbed,
   useNamespace,
 } from './helpers.ts';
-
-const FOLDER = join(import.meta.dirname, '..', 'fixtures', 'corpus', 'ledgerdb');
-const PLACEHOLDER = 'corpus.registry.invalid';
-
-async function chartFiles(registry: string): Promise<Record<string, string>> {
-  const files: Record<string, string> = {};
-  for (const entry of await readdir(FOLDER, { recursive: true, withFileTypes: true })) {
-    if (!entry.isFile()) continue;
-    const path = join(entry.parentPath, entry.name);
-    files[`ledgerdb/${relative(FOLDER, path)}`] = (await readFile(path, 'utf8')).replaceAll(
-      PLACEHOLDER,
-      registry,
-    );
-  }
-  return files;
-}
 
 interface StatefulSet extends KubeObject {
   metadata: KubeObject['metadata'] & { generation?: number };
@@ -46,12 +27,6 @@ interface StatefulSet extends KubeObject {
       spec: { volumes: { name: string; configMap: { name: string; defaultMode: number } }[] };
     };
   };
-}
-
-async function live<T extends KubeObject>(namespace: string, kind: string, name: string): Promise<T> {
-  const out = await kubectl('-n', namespace, 'get', kind, name, '-o', 'json');
-  if (out.code !== 0) throw new Error(out.stderr);
-  return JSON.parse(out.stdout) as T;
 }
 
 async function configMaps(namespace: string): Promise<string[]> {
@@ -75,7 +50,7 @@ describe('a chart built on a library chart', () => {
     process.env.MOORING_HELM = env.tools.helm;
     const suffix = Date.now().toString(36);
     await pushImage({ registry: env.registry.url, repository: 'ledger/db', tag: '16.4' });
-    const files = await chartFiles(env.registry.host);
+    const files = await corpusFiles('ledgerdb', env.registry.host);
     const repo = await bareRepo(`charts-library-${suffix}/apps`);
     const receiver = await startStatusReceiver();
     const agentNamespace = `mooring-charts-library-${suffix}`;
@@ -95,12 +70,7 @@ describe('a chart built on a library chart', () => {
       ],
       statuses: receiver,
     });
-    const configFile = join(await tempDir('mooring-charts-library-'), 'mooring.yaml');
-    await writeFile(configFile, config);
-    const agent = startAgent({ file: configFile });
-    const kube = api();
-    cleanups.push(async () => kube.close());
-    cleanups.push(() => agent.stop());
+    const { configFile, kube } = await agentOnFile(config, cleanups);
     const ended = (sha: string) =>
       eventually(`an ended status on ${sha}`, async () => receiver.ended(sha, '/ledgerdb'), 180_000);
     const expectSuccess = (status: PostedStatus) => expect(status.state, status.description).toBe('success');

@@ -6,57 +6,27 @@
 // rule as its controller left it. Then a policy that breaks a CEL rule, committed with changes to the others,
 // fails the sync naming it, and nothing of that set is applied; a chart asking for `<1.25.0-0` is refused with
 // helm's message naming the chart.
-import { readdir, readFile, writeFile } from 'node:fs/promises';
-import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { KubeObject } from '../../src/render/manifest.ts';
 import { stabilityOf } from '../../src/stability/rules.ts';
-import { api, ledgerOf } from './faults-support.ts';
+import { agentOnFile, corpusFiles, edit, live } from './build-helpers.ts';
+import { ledgerOf } from './faults-support.ts';
 import {
   agentConfig,
   bareRepo,
   eventually,
   kubectl,
   type PostedStatus,
-  startAgent,
   startStatusReceiver,
-  tempDir,
   testbed,
   useNamespace,
 } from './helpers.ts';
 
-const CORPUS = join(import.meta.dirname, '..', 'fixtures', 'corpus');
 const CRD = 'ratelimitpolicies.storefront.corpus.example';
-
-/** The files of these corpus folders, as repository path -> content. */
-async function folders(...names: string[]): Promise<Record<string, string>> {
-  const files: Record<string, string> = {};
-  for (const name of names)
-    for (const entry of await readdir(join(CORPUS, name), { recursive: true, withFileTypes: true })) {
-      if (!entry.isFile()) continue;
-      const path = join(entry.parentPath, entry.name);
-      files[relative(CORPUS, path)] = await readFile(path, 'utf8');
-    }
-  return files;
-}
-
-async function live(namespace: string, kind: string, name: string): Promise<KubeObject> {
-  const out = await kubectl('-n', namespace, 'get', kind, name, '-o', 'json');
-  if (out.code !== 0) throw new Error(out.stderr);
-  return JSON.parse(out.stdout) as KubeObject;
-}
 
 async function names(namespace: string, kind: string, ...selector: string[]): Promise<string[]> {
   const out = await kubectl('-n', namespace, 'get', kind, ...selector, '-o', 'name');
   if (out.code !== 0) throw new Error(out.stderr);
   return out.stdout.split('\n').filter(Boolean).sort();
-}
-
-function edit(files: Record<string, string>, path: string, from: string, to: string): string {
-  const text = files[path];
-  if (text === undefined || !text.includes(from))
-    throw new Error(`${path} does not hold ${JSON.stringify(from)}`);
-  return text.replace(from, to);
 }
 
 describe('the corpus on a current cluster', () => {
@@ -71,7 +41,7 @@ describe('the corpus on a current cluster', () => {
     const env = testbed();
     process.env.MOORING_HELM = env.tools.helm;
     const suffix = Date.now().toString(36);
-    const files = await folders('storefront', 'ratelimits');
+    const files = { ...(await corpusFiles('storefront')), ...(await corpusFiles('ratelimits')) };
     const repo = await bareRepo(`corpus-current-${suffix}/apps`);
     const receiver = await startStatusReceiver();
     const agentNamespace = `mooring-corpus-current-${suffix}`;
@@ -100,12 +70,7 @@ describe('the corpus on a current cluster', () => {
       ],
       statuses: receiver,
     });
-    const configFile = join(await tempDir('mooring-corpus-current-'), 'mooring.yaml');
-    await writeFile(configFile, config);
-    const agent = startAgent({ file: configFile });
-    const kube = api();
-    cleanups.push(async () => kube.close());
-    cleanups.push(() => agent.stop());
+    const { kube } = await agentOnFile(config, cleanups);
 
     const ended = (sha: string, deployment: string) =>
       eventually(

@@ -3,13 +3,12 @@
 // test bed's Git server and run by one agent through a whole life: the first sync, a changed ConfigMap (a new
 // version) and a new image digest, a removed object (pruned), then `mooring rollback` to the first release, which
 // the agent holds. Every commit gets pending then success from every deployment it concerns.
-import { readdir, readFile, writeFile } from 'node:fs/promises';
-import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Release } from '../../src/contract.ts';
 import { githubStatusValidator } from '../contract/github-openapi.ts';
 import { pushImage } from '../testbed/oci-push.ts';
-import { api, ledgerOf } from './faults-support.ts';
+import { agentOnFile, CORPUS_REGISTRY, corpusFiles, edit } from './build-helpers.ts';
+import { ledgerOf } from './faults-support.ts';
 import {
   agentConfig,
   bareRepo,
@@ -17,27 +16,12 @@ import {
   kubectl,
   mooring,
   type StatusReceiver,
-  startAgent,
   startStatusReceiver,
-  tempDir,
   testbed,
   useNamespace,
 } from './helpers.ts';
 
-const CORPUS = join(import.meta.dirname, '..', 'fixtures', 'corpus');
-const PLACEHOLDER = 'corpus.registry.invalid';
-const IMAGE = new RegExp(`${PLACEHOLDER.replaceAll('.', '\\.')}/([a-z0-9-]+)/([a-z0-9-]+)`, 'g');
-
-/** The corpus's files (README aside) as repository path -> content, images moved to `registry`. */
-async function corpusFiles(registry: string): Promise<Record<string, string>> {
-  const files: Record<string, string> = {};
-  for (const entry of await readdir(CORPUS, { recursive: true, withFileTypes: true })) {
-    if (!entry.isFile() || entry.name === 'README.md') continue;
-    const path = join(entry.parentPath, entry.name);
-    files[relative(CORPUS, path)] = (await readFile(path, 'utf8')).replaceAll(PLACEHOLDER, registry);
-  }
-  return files;
-}
+const IMAGE = new RegExp(`${CORPUS_REGISTRY.replaceAll('.', '\\.')}/([a-z0-9-]+)/([a-z0-9-]+)`, 'g');
 
 interface Workload {
   images: string[];
@@ -111,13 +95,6 @@ interface App {
   /** The removal's edits, and the objects it prunes. */
   remove: (files: Record<string, string>) => Record<string, string | null>;
   removed: string[];
-}
-
-function edit(files: Record<string, string>, path: string, from: string, to: string): string {
-  const text = files[path];
-  if (text === undefined || !text.includes(from))
-    throw new Error(`${path} does not hold ${JSON.stringify(from)}`);
-  return text.replace(from, to);
 }
 
 describe('the corpus of applications', () => {
@@ -248,12 +225,12 @@ describe('the corpus of applications', () => {
     process.env.MOORING_KUBECTL = env.tools.kubectl;
     const suffix = Date.now().toString(36);
     const registry = `${env.registry.host}/corpus-${suffix}`;
-    const files = await corpusFiles(registry);
+    const files = await corpusFiles('', registry);
 
     // Every image the corpus names exists in the test bed's registry, each a registry source of the agent.
     const images = new Map<string, { folder: string; repository: string }>();
     for (const text of Object.values(files))
-      for (const [, folder = '', name = ''] of text.replaceAll(registry, PLACEHOLDER).matchAll(IMAGE))
+      for (const [, folder = '', name = ''] of text.replaceAll(registry, CORPUS_REGISTRY).matchAll(IMAGE))
         images.set(`${folder}-${name}`, { folder, repository: `corpus-${suffix}/${folder}/${name}` });
     await Promise.all(
       [...images.values()].map((i) =>
@@ -292,11 +269,7 @@ describe('the corpus of applications', () => {
         concurrency: apps.length,
       },
     });
-    const configFile = join(await tempDir('mooring-corpus-'), 'mooring.yaml');
-    await writeFile(configFile, config);
-    const agent = startAgent({ file: configFile });
-    const kube = api();
-    cleanups.push(async () => kube.close());
+    const { agent, configFile, kube } = await agentOnFile(config, cleanups);
 
     // Each deployment's last status on the commit, once it is success (or failure: no need to wait longer). A
     // sync superseded by a newer poll ends its pending before the next one starts.

@@ -7,7 +7,7 @@ import { AppsV1Api } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { KubeApi } from '../../src/kube/api.ts';
 import { current, Ledger } from '../../src/report/ledger.ts';
-import { pushImage } from '../testbed/oci-push.ts';
+import { configFileOf, pushStable, stableImageSource, webDeployment } from './build-helpers.ts';
 import {
   agentConfig,
   bareRepo,
@@ -18,28 +18,14 @@ import {
   manifestDir,
   mooring,
   startAgent,
-  tempDir,
   testbed,
   useNamespace,
 } from './helpers.ts';
 
 const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
 
-function web(replicas: number, color: string, extra = ''): string {
-  return `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: ${replicas}
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-        - name: web
-          image: nginx:1.25
-          env: [{name: COLOR, value: ${color}}]${extra}
-`;
+function web(replicas: number, color: string, ...lines: string[]): string {
+  return webDeployment('nginx:1.25', [`env: [{name: COLOR, value: ${color}}]`, ...lines], 'web', replicas);
 }
 
 /** The lines of a diff that remove or add something (not the ---/+++ headers). */
@@ -98,10 +84,7 @@ kind: Secret
 metadata: {name: api-token}
 data: {token: ${b64(token)}}
 `,
-      'app.yaml': web(1, 'blue', '\n          envFrom: [{secretRef: {name: api-token}}]').replace(
-        /web/g,
-        'api',
-      ),
+      'app.yaml': web(1, 'blue', 'envFrom: [{secretRef: {name: api-token}}]').replace(/web/g, 'api'),
     });
     const dir = await manifestDir(files('hunter2-plain', 'tok-first-7f3a'));
     const deployed = await deployTo(ns(), dir, '--application', 'secrets');
@@ -208,45 +191,25 @@ describe('mooring diff --deployment', () => {
   });
 
   it("diffs the agent's deployment: its Git source's head and its current release's images", async () => {
-    const env = testbed();
     const suffix = Date.now().toString(36);
     const repo = await bareRepo(`diff-${suffix}`);
-    const image = `${env.registry.host}/diff-${suffix}/web`;
+    const { image, digest } = await pushStable(`diff-${suffix}/web`);
     const app = (replicas: number) =>
       `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config}\ndata: {GREETING: hello}\n---\n` +
-      web(replicas, 'blue', '\n          envFrom: [{configMapRef: {name: web-config}}]').replace(
+      web(replicas, 'blue', 'envFrom: [{configMapRef: {name: web-config}}]').replace(
         'nginx:1.25',
         `${image}:stable`,
       );
     await repo.commit({ 'apps/web/app.yaml': app(1) });
-    const pushed = await pushImage({
-      registry: env.registry.url,
-      repository: `diff-${suffix}/web`,
-      tag: 'stable',
-    });
-    const configFile = join(await tempDir(), 'mooring.yaml');
     const agentNamespace = `mooring-${suffix}`;
-    await writeFile(
-      configFile,
+    const configFile = await configFileOf(
       await agentConfig({
         cluster: { namespace: agentNamespace },
         git: [{ name: 'app', repo, interval: '1h' }],
         deployments: [
           { name: 'web', namespace: ns(), source: 'app', paths: ['apps/web'], images: ['web-image'] },
         ],
-        extra: {
-          sources: {
-            registry: [
-              {
-                name: 'web-image',
-                image,
-                policy: { type: 'fixed', tag: 'stable' },
-                insecure: true,
-                interval: '1h',
-              },
-            ],
-          },
-        },
+        extra: { sources: stableImageSource('web-image', image) },
       }),
     );
 
@@ -259,7 +222,7 @@ describe('mooring diff --deployment', () => {
       const release = await eventually('a stable release', async () =>
         current(await new Ledger(api, agentNamespace).read('web')),
       );
-      expect(release.images['web-image']?.digest).toBe(pushed.digest);
+      expect(release.images['web-image']?.digest).toBe(digest);
     } finally {
       api.close();
     }

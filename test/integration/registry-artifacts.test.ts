@@ -11,6 +11,7 @@ import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { indexRepo, packageChart, pushChart, startChartRepo, writeChart } from '../testbed/chart-repo.ts';
 import { pushArtifact } from '../testbed/oci-push.ts';
+import { configFileOf, releaseDeployment } from './build-helpers.ts';
 import {
   agentConfig,
   bareRepo,
@@ -18,8 +19,10 @@ import {
   ledgerHistory,
   mooring,
   runningConfig,
+  type StatusReceiver,
   startAgent,
   startStatusReceiver,
+  type TestRepo,
   tempDir,
   testbed,
   useNamespace,
@@ -33,20 +36,7 @@ data:
   chart: {{ .Chart.Version | quote }}
   color: {{ .Values.color | quote }}
 `,
-  'deployment.yaml': `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: {{ .Release.Name }}}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: {{ .Release.Name }}}}
-  template:
-    metadata: {labels: {app: {{ .Release.Name }}}}
-    spec:
-      containers:
-        - name: web
-          image: example/web:1
-          envFrom: [{configMapRef: {name: {{ .Release.Name }}-config}}]
-`,
+  'deployment.yaml': releaseDeployment('config'),
 };
 
 /** A chart `web` of this version, packaged by the real helm into `out`. */
@@ -61,6 +51,39 @@ interface HistoryItem {
   result: string;
   trigger: string;
   images: Record<string, { kind?: string; tag?: string; digest: string; image: string }>;
+}
+
+/** The agent's configuration: deployment `web` in `namespace`, its chart from the chart source `chart`. */
+function chartAgentConfig(
+  agentNamespace: string,
+  repo: TestRepo,
+  receiver: StatusReceiver,
+  namespace: string,
+  chart: Record<string, unknown>,
+): Promise<string> {
+  return agentConfig({
+    cluster: { name: 'charts', namespace: agentNamespace },
+    git: [{ name: 'app', repo }],
+    deployments: [
+      {
+        name: 'web',
+        namespace,
+        source: 'app',
+        helm: { chartSource: 'web-chart', valuesFiles: ['values/prod.yaml'] },
+      },
+    ],
+    statuses: receiver,
+    extra: { sources: { charts: [{ name: 'web-chart', chart: 'web', ...chart }] } },
+  });
+}
+
+/** Waits until the chart version running in `namespace` is `version`. */
+function untilChart(namespace: string, version: string, what = `${version} deployed`): Promise<true> {
+  return eventually(
+    what,
+    async () => ((await runningConfig(namespace))?.data.chart === version ? true : undefined),
+    90_000,
+  );
 }
 
 describe('charts from an OCI registry', () => {
@@ -78,35 +101,12 @@ describe('charts from an OCI registry', () => {
     await pushChart(env.tools.helm, await packaged('1.1.0', join(out, 'a')), registry, path);
     const v120 = await pushChart(env.tools.helm, await packaged('1.2.0', join(out, 'b')), registry, path);
     const agentNs = `mooring-chart-oci-${suffix}`;
-    const configFile = join(await tempDir(), 'mooring.yaml');
-    await writeFile(
-      configFile,
-      await agentConfig({
-        cluster: { name: 'charts', namespace: agentNs },
-        git: [{ name: 'app', repo }],
-        deployments: [
-          {
-            name: 'web',
-            namespace: ns(),
-            source: 'app',
-            helm: { chartSource: 'web-chart', valuesFiles: ['values/prod.yaml'] },
-          },
-        ],
-        statuses: receiver,
-        extra: {
-          sources: {
-            charts: [
-              {
-                name: 'web-chart',
-                url: `oci://${env.registry.host}/${path}`,
-                chart: 'web',
-                policy: { type: 'semver', range: '^1.2' },
-                insecure: true,
-                interval: '1s',
-              },
-            ],
-          },
-        },
+    const configFile = await configFileOf(
+      await chartAgentConfig(agentNs, repo, receiver, ns(), {
+        url: `oci://${env.registry.host}/${path}`,
+        policy: { type: 'semver', range: '^1.2' },
+        insecure: true,
+        interval: '1s',
       }),
     );
     process.env.MOORING_HELM = env.tools.helm;
@@ -114,11 +114,7 @@ describe('charts from an OCI registry', () => {
     try {
       const ended = (sha: string) =>
         receiver.statuses().filter((s) => s.sha === sha && s.state !== 'pending');
-      await eventually(
-        '1.2.0 deployed',
-        async () => ((await runningConfig(ns()))?.data.chart === '1.2.0' ? true : undefined),
-        90_000,
-      );
+      await untilChart(ns(), '1.2.0');
       const first = await eventually('its status', async () => ended(values)[0], 30_000);
       expect(first.state).toBe('success');
       expect(first.description).toMatch(/chart web 1\.2\.0/);
@@ -128,11 +124,7 @@ describe('charts from an OCI registry', () => {
 
       // A newer version inside the range: an artifact, deployed with the same values, named in a new status.
       await pushChart(env.tools.helm, await packaged('1.3.0', join(out, 'c')), registry, path);
-      await eventually(
-        '1.3.0 deployed',
-        async () => ((await runningConfig(ns()))?.data.chart === '1.3.0' ? true : undefined),
-        90_000,
-      );
+      await untilChart(ns(), '1.3.0');
       await eventually('the upgrade reported', async () =>
         ended(values).some((s) => /chart web 1\.3\.0/.test(s.description)) ? true : undefined,
       );
@@ -180,56 +172,27 @@ describe('charts from an HTTPS chart repository', () => {
     const secrets = await tempDir();
     await writeFile(join(secrets, 'user'), 'charts');
     await writeFile(join(secrets, 'password'), `pw-${suffix}`);
-    const configText = await agentConfig({
-      cluster: { name: 'charts', namespace: `mooring-chart-https-${suffix}` },
-      git: [{ name: 'app', repo }],
-      deployments: [
-        {
-          name: 'web',
-          namespace: ns(),
-          source: 'app',
-          helm: { chartSource: 'web-chart', valuesFiles: ['values/prod.yaml'] },
-        },
-      ],
-      statuses: receiver,
-      extra: {
-        sources: {
-          charts: [
-            {
-              name: 'web-chart',
-              url: server.url,
-              chart: 'web',
-              caFile: server.ca,
-              credentials: {
-                username: { file: join(secrets, 'user') },
-                password: { file: join(secrets, 'password') },
-              },
-              interval: '1s',
-            },
-          ],
-        },
+    const configText = await chartAgentConfig(`mooring-chart-https-${suffix}`, repo, receiver, ns(), {
+      url: server.url,
+      caFile: server.ca,
+      credentials: {
+        username: { file: join(secrets, 'user') },
+        password: { file: join(secrets, 'password') },
       },
+      interval: '1s',
     });
     process.env.MOORING_HELM = env.tools.helm;
     const agent = startAgent(configText);
     try {
       const ended = (sha: string) =>
         receiver.statuses().filter((s) => s.sha === sha && s.state !== 'pending');
-      await eventually(
-        '1.0.0 deployed',
-        async () => ((await runningConfig(ns()))?.data.chart === '1.0.0' ? true : undefined),
-        90_000,
-      );
+      await untilChart(ns(), '1.0.0');
       await eventually('its status', async () => ended(values).find((s) => s.state === 'success'), 30_000);
       expect(server.requests.every((r) => r.withCredentials)).toBe(true);
 
       await packaged('1.1.0', folder);
       await indexRepo(env.tools.helm, folder, server.url);
-      await eventually(
-        '1.1.0 deployed',
-        async () => ((await runningConfig(ns()))?.data.chart === '1.1.0' ? true : undefined),
-        90_000,
-      );
+      await untilChart(ns(), '1.1.0');
 
       // The repository fails while 1.1.1 is published (500, then 429 with Retry-After): nothing is deployed or
       // failed meanwhile, the agent lives on, and 1.1.1 is deployed once the repository answers again.
@@ -244,11 +207,7 @@ describe('charts from an HTTPS chart repository', () => {
       expect(server.requests.length).toBeGreaterThan(polledBefore);
       expect((await runningConfig(ns()))?.data.chart).toBe('1.1.0');
       server.fail(undefined);
-      await eventually(
-        '1.1.1 deployed after the failures',
-        async () => ((await runningConfig(ns()))?.data.chart === '1.1.1' ? true : undefined),
-        90_000,
-      );
+      await untilChart(ns(), '1.1.1', '1.1.1 deployed after the failures');
       await eventually('its status', async () =>
         ended(values).some((s) => s.state === 'success' && /chart web 1\.1\.1/.test(s.description))
           ? true
