@@ -265,10 +265,10 @@ describe('the cluster cache when a streaming list is cut before its end', () => 
     expect(absent()).toEqual([]);
     const notes = [...heard.values()].flat().filter((h) => h.note !== undefined);
     for (const h of notes) expect(h.note).toMatch(/^cannot list ConfigMaps in namespace /);
-    // One state taken, by a streaming list after the restart; the server still counts as one that streams.
     expect(proxy.requests.filter(mine)[0]?.fault).toBe('stall');
+    // One state taken. Whether by a streaming list again or by LIST+WATCH is the restarting server's doing (one
+    // whose watch cache is not ready yet ends streams early, and three early ends in a row read as "ignored");
+    // either way nothing was taken from the half-sent stream.
     expect(cache.lists).toBe(1);
-    expect(cache.streamedLists).toBe(1);
-    expect(cache.streamingRefusals.size).toBe(0);
   }, 240_000);
 });
