@@ -6,18 +6,25 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
 import { pushImage } from '../testbed/oci-push.ts';
 import {
   type Agent,
   agentConfig,
   bareRepo,
+  configMapManifest,
+  deleteNamespace,
+  deploymentManifest,
   eventually,
   kubeConfig,
+  kubectl,
+  ledgerReleases,
   manifestDir,
-  runTool,
+  stableImageSource,
   startAgent,
   testbed,
   useNamespace,
+  yamlDocuments,
 } from './helpers.ts';
 
 const SECRET = 'webhook-secret-for-tests';
@@ -36,12 +43,43 @@ function githubPush(port: number, url: string, secret = SECRET) {
   });
 }
 
+/** A Deployment `name` of one container `app` (image app:1) whose replicas the tests change by hand. */
+const handChanged = (name: string) =>
+  stringify(deploymentManifest({ name, container: 'app', image: 'app:1' }));
+
 describe('mooring run --config (the agent)', () => {
   const ns = useNamespace('agent');
   const agents: Agent[] = [];
   afterAll(async () => {
     for (const a of agents) await a.stop();
   });
+  const apps = kubeConfig().makeApiClient(AppsV1Api);
+  /** Deployment `name` of the test's namespace as it runs now; undefined while there is none. */
+  const running = (name: string) =>
+    apps.readNamespacedDeployment({ name, namespace: ns() }).catch(() => undefined);
+
+  /**
+   * An agent deploying the manifests `files` (from a local folder) as deployment `name`, its state in
+   * `agentNamespace`, with these drift settings; ready when returned.
+   */
+  async function driftAgent(
+    name: string,
+    agentNamespace: string,
+    files: Record<string, string>,
+    drift: Record<string, unknown>,
+  ): Promise<Agent> {
+    const dir = await manifestDir(files);
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { namespace: agentNamespace },
+        deployments: [{ name, namespace: ns(), source: 'folder', stability: { timeout: '30m' } }],
+        extra: { sources: { local: [{ name: 'folder', path: dir }] }, drift },
+      }),
+    );
+    await agent.ready();
+    agents.push(agent);
+    return agent;
+  }
 
   it('deploys pushes and new digests, reacts to webhooks, and redeploys nothing after a restart', async () => {
     const env = testbed();
@@ -49,25 +87,11 @@ describe('mooring run --config (the agent)', () => {
     const repoName = `agent-${suffix}`;
     const repo = await bareRepo(repoName);
     const image = `${env.registry.host}/agent-${suffix}/web`;
-    const app = (greeting: string) => `apiVersion: v1
-kind: ConfigMap
-metadata: {name: web-config}
-data: {GREETING: "${greeting}"}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-        - name: web
-          image: ${image}:stable
-          envFrom: [{configMapRef: {name: web-config}}]
-`;
+    const app = (greeting: string) =>
+      yamlDocuments(
+        configMapManifest('web-config', { GREETING: greeting }),
+        deploymentManifest({ image: `${image}:stable`, configMap: 'web-config' }),
+      );
     await repo.commit({ 'apps/web/app.yaml': app('hello'), 'docs/notes.yaml': 'a: 1\n' });
     const first = await pushImage({
       registry: env.registry.url,
@@ -84,15 +108,7 @@ spec:
       ],
       extra: {
         sources: {
-          registry: [
-            {
-              name: 'web-image',
-              image,
-              policy: { type: 'fixed', tag: 'stable' },
-              insecure: true,
-              interval: '1h',
-            },
-          ],
+          registry: [stableImageSource(image, '1h')],
         },
         server: {
           webhooks: {
@@ -102,11 +118,8 @@ spec:
         },
       },
     });
-    const apps = kubeConfig().makeApiClient(AppsV1Api);
     const core = kubeConfig().makeApiClient(CoreV1Api);
-    const imageOf = async () =>
-      (await apps.readNamespacedDeployment({ name: 'web', namespace: ns() }).catch(() => undefined))?.spec
-        ?.template.spec?.containers[0]?.image;
+    const imageOf = async () => (await running('web'))?.spec?.template.spec?.containers[0]?.image;
     const configRef = async () =>
       (await apps.readNamespacedDeployment({ name: 'web', namespace: ns() })).spec?.template.spec
         ?.containers[0]?.envFrom?.[0]?.configMapRef?.name;
@@ -228,24 +241,12 @@ spec:
       agent.logs().some((l) => l.msg === 'deployment is current') ? true : undefined,
     );
     expect(syncs()).toBe(0);
-    const env2 = testbed();
-    const state = await runTool(env2.tools.kubectl, [
-      '--kubeconfig',
-      env2.kube.kubeconfig,
-      '-n',
-      `mooring-${suffix}`,
-      'get',
-      'configmap',
-      'mooring-ledger-web',
-      '-o',
-      'jsonpath={.data.releases\\.json}',
-    ]);
-    const releases = JSON.parse(state.stdout) as {
+    const releases = await ledgerReleases<{
       id: number;
       result: string;
       trigger: string;
       images: Record<string, { digest: string }>;
-    }[];
+    }>(`mooring-${suffix}`, 'web');
     expect(releases.map((r) => [r.id, r.trigger, r.result])).toEqual([
       [5, 'image', 'stable'],
       [4, 'commit', 'stable'],
@@ -254,92 +255,37 @@ spec:
       [1, 'start', 'stable'],
     ]);
     expect(releases[0]?.images['web-image']?.digest).toBe(second.digest);
-    await runTool(env2.tools.kubectl, [
-      '--kubeconfig',
-      env2.kube.kubeconfig,
-      'delete',
-      'namespace',
-      `mooring-${suffix}`,
-      '--wait=false',
-    ]);
+    await deleteNamespace(`mooring-${suffix}`);
   });
 
   it('puts back what was changed by hand when drift correction is on', async () => {
-    const env = testbed();
     const suffix = Date.now().toString(36);
-    const dir = await manifestDir({
-      'app.yaml': `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: drifter}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: drifter}}
-  template:
-    metadata: {labels: {app: drifter}}
-    spec: {containers: [{name: app, image: app:1}]}
-`,
-    });
-    const agent = startAgent(
-      await agentConfig({
-        cluster: { namespace: `mooring-${suffix}` },
-        deployments: [{ name: 'drifter', namespace: ns(), source: 'folder', stability: { timeout: '30m' } }],
-        extra: { sources: { local: [{ name: 'folder', path: dir }] }, drift: { interval: '2s' } },
-      }),
+    await driftAgent(
+      'drifter',
+      `mooring-${suffix}`,
+      { 'app.yaml': handChanged('drifter') },
+      { interval: '2s' },
     );
-    await agent.ready();
-    agents.push(agent);
-    const apps = kubeConfig().makeApiClient(AppsV1Api);
-    const replicas = async () =>
-      (await apps.readNamespacedDeployment({ name: 'drifter', namespace: ns() }).catch(() => undefined))?.spec
-        ?.replicas;
+    const replicas = async () => (await running('drifter'))?.spec?.replicas;
     await eventually('deployed from the local source', async () =>
       (await replicas()) === 1 ? true : undefined,
     );
-    const releases = async () => {
-      const out = await runTool(env.tools.kubectl, [
-        '--kubeconfig',
-        env.kube.kubeconfig,
-        '-n',
-        `mooring-${suffix}`,
-        'get',
-        'configmap',
-        'mooring-ledger-drifter',
-        '-o',
-        'jsonpath={.data.releases\\.json}',
-      ]);
-      return JSON.parse(out.stdout || '[]') as {
+    const releases = () =>
+      ledgerReleases<{
         trigger: string;
         objects: { object: string; action: string }[];
         drift?: { object: string; fields: string[] }[];
-      }[];
-    };
+      }>(`mooring-${suffix}`, 'drifter');
     await eventually('the first release recorded', async () =>
       (await releases()).length === 1 ? true : undefined,
     );
     // Several drift passes (one every 2 s) that find nothing to put back record nothing.
     await new Promise((r) => setTimeout(r, 7000));
     expect((await releases()).map((r) => r.trigger)).toEqual(['start']);
-    const scaled = await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
-      '-n',
-      ns(),
-      'scale',
-      'deployment/drifter',
-      '--replicas=3',
-    ]);
+    const scaled = await kubectl('-n', ns(), 'scale', 'deployment/drifter', '--replicas=3');
     expect(scaled.code, scaled.stderr).toBe(0);
     // An env var the manifest does not set, added by hand: a server-side apply alone would leave it.
-    const setEnv = await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
-      '-n',
-      ns(),
-      'set',
-      'env',
-      'deployment/drifter',
-      'DEBUG=1',
-    ]);
+    const setEnv = await kubectl('-n', ns(), 'set', 'env', 'deployment/drifter', 'DEBUG=1');
     expect(setEnv.code, setEnv.stderr).toBe(0);
     const envNames = async () =>
       (
@@ -372,56 +318,21 @@ spec:
     );
     await new Promise((r) => setTimeout(r, 5000));
     expect((await releases()).length).toBe(recorded.length);
-    await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
-      'delete',
-      'namespace',
-      `mooring-${suffix}`,
-      '--wait=false',
-    ]);
+    await deleteNamespace(`mooring-${suffix}`);
   });
   it('a drift pass the cluster keeps refusing records no release, and the history it would push out stays', async () => {
-    const env = testbed();
     const suffix = Date.now().toString(36);
     const policy = `refuse-scale-back-${suffix}`;
-    const kubectl = (...args: string[]) =>
-      runTool(env.tools.kubectl, ['--kubeconfig', env.kube.kubeconfig, ...args]);
-    const dir = await manifestDir({
-      'app.yaml': `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: held}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: held}}
-  template:
-    metadata: {labels: {app: held}}
-    spec: {containers: [{name: app, image: app:1}]}
-`,
-    });
-    const agent = startAgent(
-      await agentConfig({
-        cluster: { namespace: `mooring-${suffix}` },
-        deployments: [{ name: 'held', namespace: ns(), source: 'folder', stability: { timeout: '30m' } }],
-        extra: { sources: { local: [{ name: 'folder', path: dir }] }, drift: { interval: '1s' } },
-      }),
+    const agent = await driftAgent(
+      'held',
+      `mooring-${suffix}`,
+      { 'app.yaml': handChanged('held') },
+      { interval: '1s' },
     );
-    await agent.ready();
-    agents.push(agent);
-    const releases = async () => {
-      const out = await kubectl(
-        '-n',
-        `mooring-${suffix}`,
-        'get',
-        'configmap',
-        'mooring-ledger-held',
-        '-o',
-        'jsonpath={.data.releases\\.json}',
-      );
-      return (JSON.parse(out.stdout || '[]') as { trigger: string; result: string }[]).map(
+    const releases = async () =>
+      (await ledgerReleases<{ trigger: string; result: string }>(`mooring-${suffix}`, 'held')).map(
         (r) => `${r.trigger} ${r.result}`,
       );
-    };
     await eventually('the first release recorded', async () =>
       (await releases()).length === 1 ? true : undefined,
     );
@@ -502,7 +413,6 @@ spec:
       );
     }
     // Once the cluster lets it, the next pass puts the replicas back and records that one release.
-    const apps = kubeConfig().makeApiClient(AppsV1Api);
     await eventually(
       'drift put back',
       async () =>
@@ -516,16 +426,18 @@ spec:
       return now.length === 2 ? now : undefined;
     });
     expect((await releases())[0]).toMatch(/^drift /);
-    await kubectl('delete', 'namespace', `mooring-${suffix}`, '--wait=false');
+    await deleteNamespace(`mooring-${suffix}`);
   });
 
   it('reports drift without correcting it in drift mode report', async () => {
-    const env = testbed();
     const suffix = Date.now().toString(36);
-    const dir = await manifestDir({
-      // Kinds whose live objects hold fields the server or a controller fills in (a Service's cluster IP, a
-      // ServiceAccount's token Secret): a quiet pass must not take those for drift.
-      'others.yaml': `apiVersion: v1
+    const agent = await driftAgent(
+      'watched',
+      `mooring-r-${suffix}`,
+      {
+        // Kinds whose live objects hold fields the server or a controller fills in (a Service's cluster IP, a
+        // ServiceAccount's token Secret): a quiet pass must not take those for drift.
+        'others.yaml': `apiVersion: v1
 kind: Service
 metadata: {name: watched}
 spec: {selector: {app: watched}, ports: [{port: 80, targetPort: 8080}]}
@@ -544,48 +456,18 @@ kind: Secret
 metadata: {name: watched-secret}
 stringData: {token: not-a-real-one}
 `,
-      'app.yaml': `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: watched}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: watched}}
-  template:
-    metadata: {labels: {app: watched}}
-    spec: {containers: [{name: app, image: app:1}]}
-`,
-    });
-    const agent = startAgent(
-      await agentConfig({
-        cluster: { namespace: `mooring-r-${suffix}` },
-        deployments: [{ name: 'watched', namespace: ns(), source: 'folder', stability: { timeout: '30m' } }],
-        extra: {
-          sources: { local: [{ name: 'folder', path: dir }] },
-          drift: { interval: '2s', mode: 'report' },
-        },
-      }),
+        'app.yaml': handChanged('watched'),
+      },
+      { interval: '2s', mode: 'report' },
     );
-    await agent.ready();
-    agents.push(agent);
-    const apps = kubeConfig().makeApiClient(AppsV1Api);
-    const replicas = async () =>
-      (await apps.readNamespacedDeployment({ name: 'watched', namespace: ns() }).catch(() => undefined))?.spec
-        ?.replicas;
+    const replicas = async () => (await running('watched'))?.spec?.replicas;
     await eventually('deployed', async () => ((await replicas()) === 1 ? true : undefined));
     const metric = async () => {
       const text = await (await fetch(`http://127.0.0.1:${agent.port()}/metrics`)).text();
       return /mooring_drift_objects\{deployment="watched"\} (\d+)/.exec(text)?.[1];
     };
     await eventually('a quiet drift pass counted', async () => ((await metric()) === '0' ? true : undefined));
-    const scaled = await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
-      '-n',
-      ns(),
-      'scale',
-      'deployment/watched',
-      '--replicas=2',
-    ]);
+    const scaled = await kubectl('-n', ns(), 'scale', 'deployment/watched', '--replicas=2');
     expect(scaled.code, scaled.stderr).toBe(0);
     const found = await eventually('the drift reported', async () => {
       const lines = agent.logs().filter((l) => l.msg === 'drift found') as unknown as {
@@ -602,25 +484,8 @@ spec:
     // Left as it is: several passes later the hand change is still there, and no release was recorded for it.
     await new Promise((r) => setTimeout(r, 5000));
     expect(await replicas()).toBe(2);
-    const ledger = await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
-      '-n',
-      `mooring-r-${suffix}`,
-      'get',
-      'configmap',
-      'mooring-ledger-watched',
-      '-o',
-      'jsonpath={.data.releases\\.json}',
-    ]);
-    expect((JSON.parse(ledger.stdout) as { trigger: string }[]).map((r) => r.trigger)).toEqual(['start']);
-    await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
-      'delete',
-      'namespace',
-      `mooring-r-${suffix}`,
-      '--wait=false',
-    ]);
+    const ledger = await ledgerReleases<{ trigger: string }>(`mooring-r-${suffix}`, 'watched');
+    expect(ledger.map((r) => r.trigger)).toEqual(['start']);
+    await deleteNamespace(`mooring-r-${suffix}`);
   });
 });

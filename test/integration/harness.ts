@@ -20,6 +20,7 @@ import type { KubeApi, RequestSpec } from '../../src/kube/api.ts';
 import { createLogger } from '../../src/sync/logger.ts';
 import { type CapturedRequest, statusReceiver } from '../contract/github-openapi.ts';
 import { type CommitOptions, commitFiles, createBareRepo } from '../testbed/git-repos.ts';
+import { BEHAVIOR, type Behavior } from '../testbed/kubelet.ts';
 import type { TestbedEnv } from '../testbed/testbed.ts';
 
 const cleanups: (() => unknown)[] = [];
@@ -101,6 +102,97 @@ export function lineSink(): { destination: Writable; lines: string[] } {
     },
   });
   return { destination, lines };
+}
+
+/**
+ * Stop functions the calling suite collects (its agents' `stop`), run one after the other after its tests: before
+ * the namespaces it asked for earlier are deleted.
+ */
+export function stopsAfterAll(): (() => Promise<void>)[] {
+  const stops: (() => Promise<void>)[] = [];
+  afterAll(async () => {
+    for (const stop of stops) await stop();
+  });
+  return stops;
+}
+
+// ---- Manifests ------------------------------------------------------------------------------------------------
+
+export interface DeploymentManifestSpec {
+  /** `web` by default; also its pods' `app` label. */
+  name?: string;
+  /** `example/web:1` by default. */
+  image?: string;
+  /** 1 by default. */
+  replicas?: number;
+  /** The container's name, `web` by default. */
+  container?: string;
+  /** How the test bed's kubelet runs its pods (an annotation of the pod template). */
+  behavior?: Behavior;
+  /** A ConfigMap its container reads through envFrom. */
+  configMap?: string;
+  /** A Secret its container reads through envFrom (after the ConfigMap). */
+  secret?: string;
+  /** How long a rollout may take before the controller says it failed. */
+  progressDeadlineSeconds?: number;
+}
+
+/** A Deployment of one container whose pods are labelled `app: <name>`. */
+export function deploymentManifest(spec: DeploymentManifestSpec = {}): Record<string, unknown> {
+  const name = spec.name ?? 'web';
+  const envFrom = [
+    ...(spec.configMap ? [{ configMapRef: { name: spec.configMap } }] : []),
+    ...(spec.secret ? [{ secretRef: { name: spec.secret } }] : []),
+  ];
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name },
+    spec: {
+      replicas: spec.replicas ?? 1,
+      ...(spec.progressDeadlineSeconds ? { progressDeadlineSeconds: spec.progressDeadlineSeconds } : {}),
+      selector: { matchLabels: { app: name } },
+      template: {
+        metadata: {
+          labels: { app: name },
+          ...(spec.behavior ? { annotations: { [BEHAVIOR]: spec.behavior } } : {}),
+        },
+        spec: {
+          containers: [
+            {
+              name: spec.container ?? 'web',
+              image: spec.image ?? 'example/web:1',
+              ...(envFrom.length > 0 ? { envFrom } : {}),
+            },
+          ],
+        },
+      },
+    },
+  };
+}
+
+/** A ConfigMap of this data, with these annotations when given. */
+export function configMapManifest(
+  name: string,
+  data: Record<string, string>,
+  annotations?: Record<string, string>,
+): Record<string, unknown> {
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name, ...(annotations ? { annotations } : {}) },
+    data,
+  };
+}
+
+/** A Secret of this (plain) data. */
+export function secretManifest(name: string, stringData: Record<string, string>): Record<string, unknown> {
+  return { apiVersion: 'v1', kind: 'Secret', metadata: { name }, stringData };
+}
+
+/** Objects as one YAML file of several documents. */
+export function yamlDocuments(...objects: readonly object[]): string {
+  return objects.map((o) => stringify(o)).join('---\n');
 }
 
 // ---- What mooring sends to the cluster ------------------------------------------------------------------------
@@ -543,4 +635,23 @@ export async function agentConfig(spec: AgentConfigSpec): Promise<string> {
     ),
   };
   return stringify(config);
+}
+
+/** The agent's configuration (`agentConfig`) in a file of its own: what the CLI and an agent process are given. */
+export async function agentConfigFile(spec: AgentConfigSpec): Promise<string> {
+  const file = join(await tempDir(), 'mooring.yaml');
+  await writeFile(file, await agentConfig(spec));
+  return file;
+}
+
+/**
+ * A registry source (`sources.registry` in `extra`) following tag `stable` of an image on the test bed's plain-HTTP
+ * registry, named `web-image` unless told.
+ */
+export function stableImageSource(
+  image: string,
+  interval: string,
+  name = 'web-image',
+): Record<string, unknown> {
+  return { name, image, policy: { type: 'fixed', tag: 'stable' }, insecure: true, interval };
 }

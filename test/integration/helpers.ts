@@ -80,6 +80,28 @@ export function kubectl(...args: string[]): Promise<RunResult> {
   return runTool(env.tools.kubectl, ['--kubeconfig', env.kube.kubeconfig, ...args]);
 }
 
+/** Deletes a namespace without waiting for it to go (an agent's own namespace, after its test). */
+export function deleteNamespace(name: string): Promise<RunResult> {
+  return kubectl('delete', 'namespace', name, '--wait=false');
+}
+
+/**
+ * The releases a deployment's ledger ConfigMap holds (`mooring-ledger-<deployment>` in the agent's namespace), as
+ * stored, newest first; none while there is no ledger.
+ */
+export async function ledgerReleases<T>(agentNamespace: string, deployment: string): Promise<T[]> {
+  const out = await kubectl(
+    '-n',
+    agentNamespace,
+    'get',
+    'configmap',
+    `mooring-ledger-${deployment}`,
+    '-o',
+    'jsonpath={.data.releases\\.json}',
+  );
+  return JSON.parse(out.stdout || '[]') as T[];
+}
+
 /** Runs the mooring CLI in-process and captures what it prints. */
 export async function mooring(...argv: string[]): Promise<RunResult> {
   let stdout = '';

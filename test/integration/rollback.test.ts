@@ -2,30 +2,31 @@
 // digest, the agent's next polls leave it there (the fence), history and status show it, and `mooring resume`
 // lets the agent deploy the newest revision again.
 
-import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { AppsV1Api } from '@kubernetes/client-node';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { pushImage } from '../testbed/oci-push.ts';
 import {
-  agentConfig,
+  agentConfigFile,
   bareRepo,
+  configMapManifest,
+  deleteNamespace,
+  deploymentManifest,
   eventually,
   kubeConfig,
+  kubectl,
+  ledgerHistory,
   mooring,
-  runTool,
+  stableImageSource,
   startAgent,
-  tempDir,
+  stopsAfterAll,
   testbed,
   useNamespace,
+  yamlDocuments,
 } from './helpers.ts';
 
 describe('mooring rollback', () => {
   const ns = useNamespace('rollback');
-  const stops: (() => Promise<void>)[] = [];
-  afterAll(async () => {
-    for (const stop of stops) await stop();
-  });
+  const stops = stopsAfterAll();
 
   it('restores a release, holds it against the next polls, and resumes', async () => {
     const env = testbed();
@@ -33,38 +34,26 @@ describe('mooring rollback', () => {
     const repo = await bareRepo(`rollback-${suffix}`);
     const image = `${env.registry.host}/rollback-${suffix}/web`;
     const app = (greeting: string) =>
-      `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config}\ndata: {GREETING: "${greeting}"}\n---\n` +
-      `apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: web}}\n` +
-      `  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers:\n        - name: web\n          image: ${image}:stable\n` +
-      '          envFrom: [{configMapRef: {name: web-config}}]\n';
+      yamlDocuments(
+        configMapManifest('web-config', { GREETING: greeting }),
+        deploymentManifest({ image: `${image}:stable`, configMap: 'web-config' }),
+      );
     await repo.commit({ 'app.yaml': app('one') });
     const first = await pushImage({
       registry: env.registry.url,
       repository: `rollback-${suffix}/web`,
       tag: 'stable',
     });
-    const configFile = join(await tempDir(), 'mooring.yaml');
-    await writeFile(
-      configFile,
-      await agentConfig({
-        cluster: { namespace: `mooring-${suffix}` },
-        git: [{ name: 'app', repo }],
-        deployments: [{ name: 'web', namespace: ns(), source: 'app', images: ['web-image'] }],
-        extra: {
-          sources: {
-            registry: [
-              {
-                name: 'web-image',
-                image,
-                policy: { type: 'fixed', tag: 'stable' },
-                insecure: true,
-                interval: '1s',
-              },
-            ],
-          },
+    const configFile = await agentConfigFile({
+      cluster: { namespace: `mooring-${suffix}` },
+      git: [{ name: 'app', repo }],
+      deployments: [{ name: 'web', namespace: ns(), source: 'app', images: ['web-image'] }],
+      extra: {
+        sources: {
+          registry: [stableImageSource(image, '1s')],
         },
-      }),
-    );
+      },
+    });
     const agent = startAgent({ file: configFile });
     const lines = agent.lines;
     const heldGauge = async () =>
@@ -85,11 +74,13 @@ describe('mooring rollback', () => {
     );
     // The commit and the image below are polled independently, so one or two releases may come between; the
     // rollback names release 1 instead of relying on which one is "previous".
-    const releaseOne = await eventually('release 1 recorded', async () => {
-      const out = await mooring('history', 'web', '--config', configFile, '-o', 'json');
-      const data = JSON.parse(out.stdout) as { items: { id: number; result: string }[] };
-      return data.items.find((r) => r.result === 'stable')?.id;
-    });
+    const releaseOne = await eventually(
+      'release 1 recorded',
+      async () =>
+        (await ledgerHistory<{ id: number; result: string }>('web', configFile)).find(
+          (r) => r.result === 'stable',
+        )?.id,
+    );
 
     await repo.commit({ 'app.yaml': app('two') });
     const second = await pushImage({
@@ -102,11 +93,10 @@ describe('mooring rollback', () => {
       (await state()) === at('web-config-v001', second.digest) ? true : undefined,
     );
     await eventually('the new release recorded', async () => {
-      const out = await mooring('history', 'web', '--config', configFile, '-o', 'json');
-      const data = JSON.parse(out.stdout) as {
-        items: { result: string; images: Record<string, { digest: string }> }[];
-      };
-      const newest = data.items[0];
+      const [newest] = await ledgerHistory<{ result: string; images: Record<string, { digest: string }> }>(
+        'web',
+        configFile,
+      );
       return newest?.result === 'stable' && newest.images['web-image']?.digest === second.digest
         ? true
         : undefined;
@@ -142,24 +132,14 @@ describe('mooring rollback', () => {
       (await state()) === at('web-config-v001', second.digest) ? true : undefined,
     );
     expect(await heldGauge()).toBeUndefined();
-    await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
-      'delete',
-      'namespace',
-      `mooring-${suffix}`,
-      '--wait=false',
-    ]);
+    await deleteNamespace(`mooring-${suffix}`);
   });
 });
 
 describe('mooring rollback of Kustomize and Helm deployments', () => {
   const kzNs = useNamespace('rollback-kz');
   const chartNs = useNamespace('rollback-chart');
-  const stops: (() => Promise<void>)[] = [];
-  afterAll(async () => {
-    for (const stop of stops) await stop();
-  });
+  const stops = stopsAfterAll();
 
   it('rebuilds the recorded commit as its sync did: the kustomization built, the chart rendered with its values', async () => {
     const env = testbed();
@@ -177,58 +157,38 @@ describe('mooring rollback of Kustomize and Helm deployments', () => {
         'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ .Release.Name }}-settings}\ndata: {ROUND: "{{ .Values.round }}"}\n',
     });
     await repo.commit(round(1));
-    const configFile = join(await tempDir(), 'mooring.yaml');
-    await writeFile(
-      configFile,
-      await agentConfig({
-        cluster: { namespace: `mooring-formats-${suffix}` },
-        git: [{ name: 'app', repo }],
-        deployments: [
-          {
-            name: 'kz',
-            namespace: kzNs(),
-            source: 'app',
-            paths: ['kz/overlay'],
-            stability: { timeout: '1m' },
-            // Nothing refers to these ConfigMaps: every one versioned, so that each round is a version.
-            versioning: 'all',
-          },
-          {
-            name: 'chart',
-            namespace: chartNs(),
-            source: 'app',
-            paths: ['chart'],
-            helm: { chart: 'chart', valuesFiles: ['chart/values.yaml'] },
-            stability: { timeout: '1m' },
-            versioning: 'all',
-          },
-        ],
-      }),
-    );
+    const configFile = await agentConfigFile({
+      cluster: { namespace: `mooring-formats-${suffix}` },
+      git: [{ name: 'app', repo }],
+      deployments: [
+        {
+          name: 'kz',
+          namespace: kzNs(),
+          source: 'app',
+          paths: ['kz/overlay'],
+          stability: { timeout: '1m' },
+          // Nothing refers to these ConfigMaps: every one versioned, so that each round is a version.
+          versioning: 'all',
+        },
+        {
+          name: 'chart',
+          namespace: chartNs(),
+          source: 'app',
+          paths: ['chart'],
+          helm: { chart: 'chart', valuesFiles: ['chart/values.yaml'] },
+          stability: { timeout: '1m' },
+          versioning: 'all',
+        },
+      ],
+    });
     const agent = startAgent({ file: configFile });
     stops.push(async () => {
       await agent.stop();
-      await runTool(env.tools.kubectl, [
-        '--kubeconfig',
-        env.kube.kubeconfig,
-        'delete',
-        'namespace',
-        `mooring-formats-${suffix}`,
-        '--wait=false',
-      ]);
+      await deleteNamespace(`mooring-formats-${suffix}`);
     });
     // The rounds of the versioned ConfigMaps in a namespace, by artifact name.
     const rounds = async (namespace: string) => {
-      const out = await runTool(env.tools.kubectl, [
-        '--kubeconfig',
-        env.kube.kubeconfig,
-        '-n',
-        namespace,
-        'get',
-        'configmaps',
-        '-o',
-        'json',
-      ]);
+      const out = await kubectl('-n', namespace, 'get', 'configmaps', '-o', 'json');
       const items = (
         JSON.parse(out.stdout) as { items: { metadata: { name: string }; data?: { ROUND?: string } }[] }
       ).items;
@@ -281,19 +241,11 @@ describe('mooring rollback of Kustomize and Helm deployments', () => {
       expect(back.stdout.length).toBeLessThan(5000);
       // The workloads' configuration is the round-1 version again (versions are reused, not made anew).
       expect(await rounds(namespace)).toContain(expected);
-      const history = await mooring('history', deployment, '--config', configFile, '-o', 'json');
-      const items = (JSON.parse(history.stdout) as { items: { trigger: string; result: string }[] }).items;
+      const items = await ledgerHistory<{ trigger: string; result: string }>(deployment, configFile);
       expect(items[0]).toMatchObject({ trigger: 'rollback', result: 'stable' });
     }
     // No Kustomization object was ever sent to the cluster.
-    const sent = await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
-      '-n',
-      kzNs(),
-      'get',
-      'all',
-    ]);
+    const sent = await kubectl('-n', kzNs(), 'get', 'all');
     expect(sent.stdout).not.toMatch(/Kustomization/i);
   }, 240_000);
 });
