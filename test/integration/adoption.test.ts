@@ -3,18 +3,20 @@
 // creates gets them, and keeps them on later deploys.
 import { AppsV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { deployTo, eventually, kubeConfig, kubectl, manifestDir, useNamespace } from './helpers.ts';
+import { stringify } from 'yaml';
+import {
+  deploymentManifest,
+  deployTo,
+  eventually,
+  kubeConfig,
+  kubectl,
+  manifestDir,
+  useNamespace,
+} from './helpers.ts';
 
-const workload = (name: string) => `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: ${name}}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: ${name}}}
-  template:
-    metadata: {labels: {app: ${name}}}
-    spec: {containers: [{name: app, image: app:1}]}
----
+const workload = (
+  name: string,
+) => `${stringify(deploymentManifest({ name, container: 'app', image: 'app:1' }))}---
 apiVersion: apps/v1
 kind: StatefulSet
 metadata: {name: ${name}-db}

@@ -1,38 +1,29 @@
 // dependsOn between deployments, in the agent on the test bed: a deployment waits while the deployment it needs
 // syncs, is held (and says so, in its commit status and `mooring status`) while that one's last sync failed, and
 // syncs after it once a commit fixes it; the status of the commit it never deployed gets its end.
-import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
 import { KubeApi } from '../../src/kube/api.ts';
 import { Ledger } from '../../src/report/ledger.ts';
-import { BEHAVIOR } from '../testbed/kubelet.ts';
 import {
-  agentConfig,
+  agentConfigFile,
   bareRepo,
   clusterConfig,
+  configMapManifest,
+  deploymentManifest,
   eventually,
   kubeConfig,
-  manifestDir,
   mooring,
   startAgent,
   startStatusReceiver,
   useNamespace,
 } from './helpers.ts';
 
-const infra = (behavior: 'ready' | 'never-ready') => `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: ingress}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: ingress}}
-  template:
-    metadata: {labels: {app: ingress}, annotations: {${BEHAVIOR}: ${behavior}}}
-    spec: {containers: [{name: c, image: "ingress:1"}]}
-`;
+const infra = (behavior: 'ready' | 'never-ready') =>
+  stringify(deploymentManifest({ name: 'ingress', container: 'c', image: 'ingress:1', behavior }));
 const app = (value: string) =>
-  `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, annotations: {strategy.spinnaker.io/versioned: "false"}}\ndata: {v: "${value}"}\n`;
+  stringify(configMapManifest('app', { v: value }, { 'strategy.spinnaker.io/versioned': 'false' }));
 
 describe('dependsOn', () => {
   const ns = useNamespace('depends');
@@ -45,19 +36,15 @@ describe('dependsOn', () => {
       'app/app.yaml': app('1'),
     });
     const statuses = await startStatusReceiver();
-    const configFile = join(await manifestDir({}), 'mooring.yaml');
-    await writeFile(
-      configFile,
-      await agentConfig({
-        cluster: { namespace: agentNs() },
-        git: [{ name: 'fleet', repo }],
-        deployments: [
-          { name: 'infra', namespace: ns(), source: 'fleet', paths: ['infra'], stability: { timeout: '8s' } },
-          { name: 'app', namespace: ns(), source: 'fleet', paths: ['app'], dependsOn: ['infra'] },
-        ],
-        statuses,
-      }),
-    );
+    const configFile = await agentConfigFile({
+      cluster: { namespace: agentNs() },
+      git: [{ name: 'fleet', repo }],
+      deployments: [
+        { name: 'infra', namespace: ns(), source: 'fleet', paths: ['infra'], stability: { timeout: '8s' } },
+        { name: 'app', namespace: ns(), source: 'fleet', paths: ['app'], dependsOn: ['infra'] },
+      ],
+      statuses,
+    });
     const agent = startAgent({ file: configFile }, { level: 'info' });
     const api = new KubeApi(clusterConfig());
     const core = kubeConfig().makeApiClient(CoreV1Api);

@@ -3,43 +3,31 @@
 // the recorder bounds what a flapping deployment writes: the same event again is one Event with a count, and past the
 // per-object limit nothing more is written.
 import { CoreV1Api } from '@kubernetes/client-node';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
 import { KubeApi } from '../../src/kube/api.ts';
 import { EventRecorder } from '../../src/kube/events.ts';
-import { BEHAVIOR } from '../testbed/kubelet.ts';
 import {
   agentConfig,
   bareRepo,
   clusterConfig,
+  deploymentManifest,
   eventually,
   kubeConfig,
-  runTool,
+  kubectl,
   startAgent,
-  testbed,
+  stopsAfterAll,
   useNamespace,
 } from './helpers.ts';
 
-const deployment = (behavior: 'ready' | 'never-ready') => `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}, annotations: {${BEHAVIOR}: ${behavior}}}
-    spec: {containers: [{name: web, image: app:1}]}
-`;
+const deployment = (behavior: 'ready' | 'never-ready') =>
+  stringify(deploymentManifest({ replicas: 2, image: 'app:1', behavior }));
 
 describe('Kubernetes Events', () => {
   const ns = useNamespace('events');
   const agentNs = useNamespace('events-agent');
   const flapNs = useNamespace('events-flap');
-  const stops: (() => Promise<void>)[] = [];
-  afterAll(async () => {
-    for (const stop of stops) await stop();
-  });
-  const kubectl = (...args: string[]) =>
-    runTool(testbed().tools.kubectl, ['--kubeconfig', testbed().kube.kubeconfig, ...args]);
+  const stops = stopsAfterAll();
 
   it('tells a sync on the Deployment and the ledger ConfigMap: Synced, then SyncFailed', async () => {
     const suffix = Date.now().toString(36);

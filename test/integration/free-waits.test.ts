@@ -1,26 +1,19 @@
 // A sync that only waits for stability holds no worker slot: with `concurrency: 1`, a deployment whose rollout
 // waits (its pods never ready) does not hold back another deployment's sync.
 import { describe, expect, it } from 'vitest';
-import { BEHAVIOR } from '../testbed/kubelet.ts';
+import { stringify } from 'yaml';
 import {
   agentConfig,
   bareRepo,
+  deploymentManifest,
   eventually,
   startAgent,
   startStatusReceiver,
   useNamespace,
 } from './helpers.ts';
 
-const workload = (name: string, behavior: 'ready' | 'never-ready') => `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: ${name}}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: ${name}}}
-  template:
-    metadata: {labels: {app: ${name}}, annotations: {${BEHAVIOR}: ${behavior}}}
-    spec: {containers: [{name: c, image: "${name}:1"}]}
-`;
+const workload = (name: string, behavior: 'ready' | 'never-ready') =>
+  stringify(deploymentManifest({ name, container: 'c', image: `${name}:1`, behavior }));
 
 describe('waits are free', () => {
   const ns = useNamespace('free-waits');

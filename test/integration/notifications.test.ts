@@ -7,31 +7,30 @@ import { createHmac } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { slackSchema, teamsSchema, webhookSchema } from '../contract/notification-payloads.ts';
-import { BEHAVIOR } from '../testbed/kubelet.ts';
 import { api, ledgerOf } from './faults-support.ts';
-import { agentConfig, bareRepo, eventually, manifestDir, startAgent, useNamespace } from './helpers.ts';
+import {
+  agentConfig,
+  bareRepo,
+  deploymentManifest,
+  eventually,
+  manifestDir,
+  secretManifest,
+  startAgent,
+  stopsAfterAll,
+  useNamespace,
+  yamlDocuments,
+} from './helpers.ts';
 
 const CANARY = `notify-canary-${Math.random().toString(36).slice(2)}`;
 const KEY = 'hmac-key-for-tests';
 
-const manifests = (behavior: 'ready' | 'never-ready') => `apiVersion: v1
-kind: Secret
-metadata: {name: api-key}
-stringData: {key: ${CANARY}}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}, annotations: {${BEHAVIOR}: ${behavior}}}
-    spec:
-      containers: [{name: web, image: app:1, envFrom: [{secretRef: {name: api-key}}]}]
-`;
+const manifests = (behavior: 'ready' | 'never-ready') =>
+  yamlDocuments(
+    secretManifest('api-key', { key: CANARY }),
+    deploymentManifest({ image: 'app:1', behavior, secret: 'api-key' }),
+  );
 
 interface Captured {
   path: string;
@@ -43,10 +42,7 @@ interface Captured {
 describe('notifications', () => {
   const ns = useNamespace('notify');
   const agentNs = useNamespace('notify-agent');
-  const stops: (() => Promise<void>)[] = [];
-  afterAll(async () => {
-    for (const stop of stops) await stop();
-  });
+  const stops = stopsAfterAll();
 
   it('a failed sync reaches Slack, Teams and a signed webhook; a stable one only who asked for it', async () => {
     const captured: Captured[] = [];

@@ -3,11 +3,22 @@
 // has synced a deployment from Git with a registry image is scraped; each name must be one of its metric families
 // (a histogram's _bucket, _sum and _count through its family).
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
+import { describe, expect, it } from 'vitest';
+import { parseAllDocuments, stringify } from 'yaml';
 import { pushImage } from '../testbed/oci-push.ts';
 import { api, ledgerOf } from './faults-support.ts';
-import { agentConfig, bareRepo, eventually, runTool, startAgent, testbed, useNamespace } from './helpers.ts';
+import {
+  agentConfig,
+  bareRepo,
+  deploymentManifest,
+  eventually,
+  runTool,
+  stableImageSource,
+  startAgent,
+  stopsAfterAll,
+  testbed,
+  useNamespace,
+} from './helpers.ts';
 
 const CHART = fileURLToPath(new URL('../../charts/mooring', import.meta.url));
 
@@ -38,10 +49,7 @@ const metricNames = (text: string) => new Set(text.match(/\bmooring_[a-z0-9_]+\b
 describe('dashboard and alerts', () => {
   const ns = useNamespace('observability');
   const agentNs = useNamespace('observability-agent');
-  const stops: (() => Promise<void>)[] = [];
-  afterAll(async () => {
-    for (const stop of stops) await stop();
-  });
+  const stops = stopsAfterAll();
 
   it('render with the chart, and name only metrics a running agent exports', async () => {
     const env = testbed();
@@ -97,18 +105,7 @@ describe('dashboard and alerts', () => {
     const repo = await bareRepo(repoPath);
     const image = `${new URL(env.registry.url).host}/observability-${suffix}/web`;
     await pushImage({ registry: env.registry.url, repository: `observability-${suffix}/web`, tag: 'stable' });
-    await repo.commit({
-      'web.yaml': `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec: {containers: [{name: web, image: ${image}:stable}]}
-`,
-    });
+    await repo.commit({ 'web.yaml': stringify(deploymentManifest({ image: `${image}:stable` })) });
     const agent = startAgent(
       await agentConfig({
         cluster: { name: 'observability', namespace: agentNs() },
@@ -116,15 +113,7 @@ spec:
         deployments: [{ name: 'web', namespace: ns(), source: 'app', images: ['web-image'] }],
         extra: {
           sources: {
-            registry: [
-              {
-                name: 'web-image',
-                image,
-                policy: { type: 'fixed', tag: 'stable' },
-                insecure: true,
-                interval: '1h',
-              },
-            ],
+            registry: [stableImageSource(image, '1h')],
           },
         },
       }),

@@ -9,26 +9,31 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CONTENT_HASH } from '../../src/render/annotations.ts';
 import { contentHash, keyedContentHash } from '../../src/render/canonical.ts';
 import type { KubeObject } from '../../src/render/manifest.ts';
 import { versionContent } from '../../src/render/versioning.ts';
 import { githubStatusValidator } from '../contract/github-openapi.ts';
-import { BEHAVIOR } from '../testbed/kubelet.ts';
 import { pushImage } from '../testbed/oci-push.ts';
 import { encryptSops, newAgeKey } from '../unit/sources/sops-fixture.ts';
 import {
   agentConfig,
   bareRepo,
+  deleteNamespace,
+  deploymentManifest,
   eventually,
+  kubectl,
   manifestDir,
   mooring,
-  runTool,
+  secretManifest,
+  stableImageSource,
   startAgent,
   startStatusReceiver,
+  stopsAfterAll,
   testbed,
   useNamespace,
+  yamlDocuments,
 } from './helpers.ts';
 
 const CANARY = `canary-${Math.random().toString(36).slice(2)}-value`;
@@ -37,10 +42,7 @@ const SOPS_CANARY = `sops-canary-${Math.random().toString(36).slice(2)}-value`;
 describe('commit statuses, audit log and secrecy', () => {
   const nsEast = useNamespace('report-east');
   const nsWest = useNamespace('report-west');
-  const stops: (() => Promise<void>)[] = [];
-  afterAll(async () => {
-    for (const stop of stops) await stop();
-  });
+  const stops = stopsAfterAll();
 
   it('posts pending then success per cluster, failure naming the object, and never leaks the Secret', async () => {
     const env = testbed();
@@ -52,32 +54,15 @@ describe('commit statuses, audit log and secrecy', () => {
     const { captured } = receiver;
 
     const image = `${env.registry.host}/report-${suffix}/web`;
-    const app = (deployment: string) => `apiVersion: v1
-kind: Secret
-metadata: {name: credentials}
-stringData: {token: ${CANARY}}
----
-${deployment}`;
-    const good = `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-        - name: web
-          image: ${image}:stable
-          envFrom: [{secretRef: {name: credentials}}]
-`;
-    const broken = good
-      .replace('replicas: 1', 'replicas: 1\n  progressDeadlineSeconds: 5')
-      .replace(
-        'metadata: {labels: {app: web}}',
-        `metadata: {labels: {app: web}, annotations: {${BEHAVIOR}: never-ready}}`,
-      );
+    const app = (deployment: object) =>
+      yamlDocuments(secretManifest('credentials', { token: CANARY }), deployment);
+    const good = deploymentManifest({ image: `${image}:stable`, secret: 'credentials' });
+    const broken = deploymentManifest({
+      image: `${image}:stable`,
+      secret: 'credentials',
+      progressDeadlineSeconds: 5,
+      behavior: 'never-ready',
+    });
     const age = await newAgeKey();
     const sealed = await encryptSops(
       [
@@ -107,15 +92,7 @@ spec:
           statuses: receiver,
           extra: {
             sources: {
-              registry: [
-                {
-                  name: 'web-image',
-                  image,
-                  policy: { type: 'fixed', tag: 'stable' },
-                  insecure: true,
-                  interval: '1s',
-                },
-              ],
+              registry: [stableImageSource(image, '1s')],
             },
             server: { statusPage: { enabled: true, anonymous: true } },
             audit: { file: audit },
@@ -230,9 +207,7 @@ data: {pin: ${CANARY}}
     // The content hash on the Secret confirms no guess of its value without the installation's key: it is not the
     // SHA-256 of the content (the canary put back into the audited object), and it is the HMAC under the key kept in
     // the agent's namespace (so the content was rebuilt right, and the inequality means something).
-    const annotation = await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
+    const annotation = await kubectl(
       '-n',
       nsEast(),
       'get',
@@ -240,12 +215,10 @@ data: {pin: ${CANARY}}
       'credentials-v000',
       '-o',
       `jsonpath={.metadata.annotations.${CONTENT_HASH.replaceAll('.', '\\.')}}`,
-    ]);
+    );
     const guessed = structuredClone(secret?.object) as unknown as KubeObject;
     guessed.stringData = { token: CANARY };
-    const keyText = await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
+    const keyText = await kubectl(
       '-n',
       `mooring-east-${suffix}`,
       'get',
@@ -253,7 +226,7 @@ data: {pin: ${CANARY}}
       'mooring-content-hash-key',
       '-o',
       'jsonpath={.data.key}',
-    ]);
+    );
     const key = Buffer.from(keyText.stdout, 'base64');
     expect(key).toHaveLength(32);
     expect(annotation.stdout).toMatch(/^hmac-sha256:[0-9a-f]{64}$/);
@@ -263,16 +236,7 @@ data: {pin: ${CANARY}}
     expect(annotation.stdout).toBe(keyedContentHash(versionContent(guessed), key));
 
     // The canary is nowhere: logs, audit log, ledger, status requests, HTTP answers.
-    const ledger = await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
-      '-n',
-      `mooring-east-${suffix}`,
-      'get',
-      'configmaps',
-      '-o',
-      'yaml',
-    ]);
+    const ledger = await kubectl('-n', `mooring-east-${suffix}`, 'get', 'configmaps', '-o', 'yaml');
     const history = await mooring(
       'history',
       'web',
@@ -291,15 +255,7 @@ data: {pin: ${CANARY}}
       ),
     );
     // The Events the agents wrote (on the workloads and the ledgers).
-    const events = await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
-      'get',
-      'events',
-      '--all-namespaces',
-      '-o',
-      'yaml',
-    ]);
+    const events = await kubectl('get', 'events', '--all-namespaces', '-o', 'yaml');
     expect(events.stdout).toContain('reportingComponent: mooring');
     const everything = [
       events.stdout,
@@ -322,9 +278,7 @@ data: {pin: ${CANARY}}
       'created',
     ]);
     // …while the cluster does hold it, so the test would see a leak.
-    const stored = await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
+    const stored = await kubectl(
       '-n',
       nsEast(),
       'get',
@@ -332,11 +286,9 @@ data: {pin: ${CANARY}}
       'credentials-v000',
       '-o',
       'jsonpath={.data.token}',
-    ]);
+    );
     expect(Buffer.from(stored.stdout, 'base64').toString()).toBe(CANARY);
-    const sealedStored = await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
+    const sealedStored = await kubectl(
       '-n',
       nsEast(),
       'get',
@@ -344,17 +296,10 @@ data: {pin: ${CANARY}}
       'sealed',
       '-o',
       'jsonpath={.data.token}',
-    ]);
+    );
     expect(Buffer.from(sealedStored.stdout, 'base64').toString()).toBe(SOPS_CANARY);
     for (const cluster of ['east', 'west']) {
-      await runTool(env.tools.kubectl, [
-        '--kubeconfig',
-        env.kube.kubeconfig,
-        'delete',
-        'namespace',
-        `mooring-${cluster}-${suffix}`,
-        '--wait=false',
-      ]);
+      await deleteNamespace(`mooring-${cluster}-${suffix}`);
     }
   });
 });
