@@ -9,46 +9,37 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
+import { parseAllDocuments, stringify } from 'yaml';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
 import { assertAlive } from './fault-helpers.ts';
 import { api, ledgerOf, sleep } from './faults-support.ts';
 import {
   type AgentProcess,
   bareRepo,
+  configMapManifest,
+  deleteNamespace,
+  deploymentManifest,
   eventually,
+  kubectl,
   manifestDir,
   runTool,
   startAgent,
   type TestRepo,
   testbed,
   useNamespace,
+  yamlDocuments,
 } from './helpers.ts';
 
-const UNVERSIONED = `annotations: {strategy.spinnaker.io/versioned: "false"}`;
+const appA = (round: number, behavior: 'ready' | 'never-ready') =>
+  yamlDocuments(
+    configMapManifest('settings', { round: String(round) }),
+    deploymentManifest({ behavior, configMap: 'settings' }),
+  );
 
-const appA = (round: number, behavior: 'ready' | 'never-ready') => `apiVersion: v1
-kind: ConfigMap
-metadata: {name: settings}
-data: {round: "${round}"}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}, annotations: {${BEHAVIOR}: ${behavior}}}
-    spec:
-      containers: [{name: web, image: example/web:1, envFrom: [{configMapRef: {name: settings}}]}]
-`;
-
-const configMap = (name: string, round: number) => `apiVersion: v1
-kind: ConfigMap
-metadata: {name: ${name}, ${UNVERSIONED}}
-data: {round: "${round}"}
-`;
+const configMap = (name: string, round: number) =>
+  stringify(
+    configMapManifest(name, { round: String(round) }, { 'strategy.spinnaker.io/versioned': 'false' }),
+  );
 
 /** A folder laid out as a ConfigMap volume, updated as the kubelet does it. */
 async function configMount() {
@@ -75,8 +66,6 @@ describe('configuration reload', () => {
   let mount: Awaited<ReturnType<typeof configMount>>;
   let agent: AgentProcess;
   let config: (deployments: string[], extra?: string) => string;
-  const kubectl = (...args: string[]) =>
-    runTool(env.tools.kubectl, ['--kubeconfig', env.kube.kubeconfig, ...args]);
   const dataOf = async (ns: string, name: string) => {
     const out = await kubectl('-n', ns, 'get', 'configmap', name, '-o', 'jsonpath={.data.round}');
     return out.code === 0 ? out.stdout : undefined;
@@ -135,7 +124,7 @@ ${extra}
       agent.child.kill('SIGTERM');
       await agent.exited;
     }
-    await kubectl('delete', 'namespace', agentNs, '--wait=false');
+    await deleteNamespace(agentNs);
     kube.close();
     if (mount) await rm(mount.dir, { recursive: true, force: true });
   });

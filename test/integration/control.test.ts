@@ -14,8 +14,11 @@ import { assertAlive } from './fault-helpers.ts';
 import { api, ledgerOf, sleep } from './faults-support.ts';
 import {
   type AgentProcess,
-  agentConfig,
+  agentConfigFile,
   bareRepo,
+  configMapManifest,
+  deleteNamespace,
+  deploymentManifest,
   eventually,
   manifestDir,
   mooring,
@@ -24,29 +27,18 @@ import {
   startAgent,
   startStatusReceiver,
   type TestRepo,
-  tempDir,
   testbed,
   useNamespace,
+  yamlDocuments,
 } from './helpers.ts';
 
 const POLL_SECONDS = 2;
 
-const app = (greeting: string) => `apiVersion: v1
-kind: ConfigMap
-metadata: {name: settings}
-data: {GREETING: "${greeting}"}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers: [{name: web, image: example/web:1, envFrom: [{configMapRef: {name: settings}}]}]
-`;
+const app = (greeting: string) =>
+  yamlDocuments(
+    configMapManifest('settings', { GREETING: greeting }),
+    deploymentManifest({ configMap: 'settings' }),
+  );
 
 describe('mooring reconcile, suspend and resume with a running agent', () => {
   const ns = useNamespace('control');
@@ -87,16 +79,12 @@ describe('mooring reconcile, suspend and resume with a running agent', () => {
     repo = await bareRepo(repoPath);
     await repo.commit({ 'app.yaml': app('one') });
     receiver = await startStatusReceiver();
-    configFile = join(await tempDir(), 'mooring.yaml');
-    await writeFile(
-      configFile,
-      await agentConfig({
-        cluster: { name: 'control', namespace: agentNs },
-        git: [{ name: 'app', repo, interval: `${POLL_SECONDS}s` }],
-        deployments: [{ name: 'web', namespace: ns(), source: 'app' }],
-        statuses: receiver,
-      }),
-    );
+    configFile = await agentConfigFile({
+      cluster: { name: 'control', namespace: agentNs },
+      git: [{ name: 'app', repo, interval: `${POLL_SECONDS}s` }],
+      deployments: [{ name: 'web', namespace: ns(), source: 'app' }],
+      statuses: receiver,
+    });
     agent = startAgent({ file: configFile }, { process: true });
     await eventually(
       'the first release',
@@ -114,14 +102,7 @@ describe('mooring reconcile, suspend and resume with a running agent', () => {
       await agent.exited;
     }
     receiver?.close();
-    await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
-      'delete',
-      'namespace',
-      agentNs,
-      '--wait=false',
-    ]);
+    await deleteNamespace(agentNs);
     kube.close();
   });
 
@@ -177,14 +158,7 @@ describe('mooring reconcile, suspend and resume with a running agent', () => {
     expect(result.stderr).toContain(
       `no agent answered within 3s: is it running and does it watch namespace ${agentNs}-none?`,
     );
-    await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
-      'delete',
-      'namespace',
-      `${agentNs}-none`,
-      '--wait=false',
-    ]);
+    await deleteNamespace(`${agentNs}-none`);
   });
 
   it('suspend holds new commits, shows the hold, refuses a reconcile; resume deploys the newest', async () => {
@@ -324,7 +298,7 @@ describe('mooring reconcile, suspend and resume with a running agent', () => {
     expect(objects.length).toBe(2);
     for (const o of objects) o.metadata.namespace = agentNs;
     const rbac = join(pki, 'rbac.yaml');
-    await writeFile(rbac, objects.map((o) => stringify(o)).join('---\n'));
+    await writeFile(rbac, yamlDocuments(...objects));
     const applied = await runTool(env.tools.kubectl, [
       '--kubeconfig',
       env.kube.kubeconfig,

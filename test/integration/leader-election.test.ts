@@ -5,7 +5,15 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import { eventually, kubeConfig, manifestDir, runTool, testbed, useNamespace } from './helpers.ts';
+import {
+  deleteNamespace,
+  eventually,
+  kubeConfig,
+  kubectl,
+  manifestDir,
+  testbed,
+  useNamespace,
+} from './helpers.ts';
 
 const MAIN = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
 
@@ -61,7 +69,7 @@ leaderElection: {enabled: true, leaseName: mooring, leaseDuration: 4s, renewInte
 `,
     );
     // The agents' namespace must exist for the Lease before either leads.
-    await runTool(env.tools.kubectl, ['--kubeconfig', env.kube.kubeconfig, 'create', 'namespace', agentNs]);
+    await kubectl('create', 'namespace', agentNs);
     const a = start(configFile, 'agent-a');
     procs.push(a);
     await eventually('a leads', async () =>
@@ -98,13 +106,6 @@ leaderElection: {enabled: true, leaseName: mooring, leaseDuration: 4s, renewInte
     );
     b.child.kill('SIGTERM');
     expect(await b.exited).toBe(0);
-    await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
-      'delete',
-      'namespace',
-      agentNs,
-      '--wait=false',
-    ]);
+    await deleteNamespace(agentNs);
   });
 });

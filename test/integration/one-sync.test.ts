@@ -5,30 +5,28 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { statusReceiver } from '../contract/github-openapi.ts';
 import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
-import { BEHAVIOR } from '../testbed/kubelet.ts';
 import { postedStatuses, startAgent } from './faults-support.ts';
-import { eventually, manifestDir, mooring, runTool, testbed, useNamespace } from './helpers.ts';
+import {
+  configMapManifest,
+  deleteNamespace,
+  deploymentManifest,
+  eventually,
+  manifestDir,
+  mooring,
+  testbed,
+  useNamespace,
+  yamlDocuments,
+} from './helpers.ts';
 
 const POLL_SECONDS = 2;
 const TIMEOUT_SECONDS = 12;
 
 /** A Deployment whose pods never become ready: each sync of it waits until its stability timeout. */
-const app = (round: number) => `apiVersion: v1
-kind: ConfigMap
-metadata: {name: settings}
-data: {round: "${round}"}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}, annotations: {${BEHAVIOR}: never-ready}}
-    spec:
-      containers: [{name: web, image: example/web:1, envFrom: [{configMapRef: {name: settings}}]}]
-`;
+const app = (round: number) =>
+  yamlDocuments(
+    configMapManifest('settings', { round: String(round) }),
+    deploymentManifest({ behavior: 'never-ready', configMap: 'settings' }),
+  );
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -94,14 +92,7 @@ server: {port: 0, address: 127.0.0.1}
   afterAll(async () => {
     await agent?.stop();
     receiver?.close();
-    await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
-      'delete',
-      'namespace',
-      agentNs,
-      '--wait=false',
-    ]);
+    await deleteNamespace(agentNs);
   });
 
   it('answers a reconcile made while the start-up sync waits with that sync: no second sync', async () => {

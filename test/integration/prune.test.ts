@@ -7,20 +7,21 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { InventoryStore } from '../../src/kube/inventory.ts';
 import { githubStatusValidator } from '../contract/github-openapi.ts';
-import { BEHAVIOR } from '../testbed/kubelet.ts';
 import { api, ledgerOf } from './faults-support.ts';
 import {
   agentConfig,
   bareRepo,
+  configMapManifest,
+  deleteNamespace,
+  deploymentManifest,
   eventually,
   kubeConfig,
   kubectl,
   manifestDir,
   mooring,
-  runTool,
   startAgent,
   startStatusReceiver,
   tempDir,
@@ -28,23 +29,11 @@ import {
   unended,
   useNamespace,
   writeKubeconfig,
+  yamlDocuments,
 } from './helpers.ts';
 import { apps } from './scale-fixtures.ts';
 
-const deployment = (name: string, configMap: string) => `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: ${name}}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: ${name}}}
-  template:
-    metadata: {labels: {app: ${name}}}
-    spec:
-      containers:
-        - name: web
-          image: example/web:1
-          envFrom: [{configMapRef: {name: ${configMap}}}]
-`;
+const deployment = (name: string, configMap: string) => stringify(deploymentManifest({ name, configMap }));
 
 const APP = {
   'app/web.yaml': `apiVersion: v1
@@ -105,40 +94,28 @@ describe('prune', () => {
     for (const c of cleanups.reverse()) await c();
   });
 
+  /** `mooring deploy` flags of application `application` in the test's namespace, with a timeout when given. */
+  const appFlags = (application: string, timeout?: string) => [
+    '--kubeconfig',
+    testbed().kube.kubeconfig,
+    '-n',
+    ns(),
+    '--application',
+    application,
+    ...(timeout ? ['--timeout', timeout] : []),
+  ];
+
   async function exists(kind: string, name: string): Promise<boolean> {
-    const env = testbed();
-    const result = await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
-      '-n',
-      ns(),
-      'get',
-      kind,
-      name,
-      '-o',
-      'name',
-      '--ignore-not-found',
-    ]);
+    const result = await kubectl('-n', ns(), 'get', kind, name, '-o', 'name', '--ignore-not-found');
     return result.stdout.trim() !== '';
   }
 
   async function names(kind: string): Promise<string[]> {
-    const env = testbed();
-    const result = await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
-      '-n',
-      ns(),
-      'get',
-      kind,
-      '-o',
-      'jsonpath={.items[*].metadata.name}',
-    ]);
+    const result = await kubectl('-n', ns(), 'get', kind, '-o', 'jsonpath={.items[*].metadata.name}');
     return result.stdout.trim().split(/\s+/).filter(Boolean).sort();
   }
 
   it('deletes the objects of a removed file at the next sync, keeps annotated and shared ones, and refuses an empty render', async () => {
-    const env = testbed();
     const suffix = Date.now().toString(36);
     const repoPath = `prune-${suffix}/app`;
     const repo = await bareRepo(repoPath);
@@ -147,14 +124,7 @@ describe('prune', () => {
     cleanups.push(() => kube.close());
     const agentNs = `mooring-prune-${suffix}`;
     cleanups.push(async () => {
-      await runTool(env.tools.kubectl, [
-        '--kubeconfig',
-        env.kube.kubeconfig,
-        'delete',
-        'namespace',
-        agentNs,
-        '--wait=false',
-      ]);
+      await deleteNamespace(agentNs);
     });
     const secrets = await tempDir();
     const first = await repo.commit(APP);
@@ -241,7 +211,6 @@ describe('prune', () => {
   }, 240_000);
 
   it('collects versions beyond the history, keeping those a live workload refers to', async () => {
-    const env = testbed();
     const suffix = Date.now().toString(36);
     const repoPath = `prune-history-${suffix}/app`;
     const repo = await bareRepo(repoPath);
@@ -249,33 +218,14 @@ describe('prune', () => {
     cleanups.push(() => kube.close());
     const agentNs = `mooring-prune-h-${suffix}`;
     cleanups.push(async () => {
-      await runTool(env.tools.kubectl, [
-        '--kubeconfig',
-        env.kube.kubeconfig,
-        'delete',
-        'namespace',
-        agentNs,
-        '--wait=false',
-      ]);
+      await deleteNamespace(agentNs);
     });
     // `legacy` names the first version literally (no replicas: it runs no Pods): it must keep v000 alive.
     const files = (round: number) => ({
-      'app.yaml': `apiVersion: v1
-kind: ConfigMap
-metadata: {name: limits}
-data: {round: "${round}"}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: legacy}
-spec:
-  replicas: 0
-  selector: {matchLabels: {app: legacy}}
-  template:
-    metadata: {labels: {app: legacy}}
-    spec:
-      containers: [{name: c, image: example/web:1, envFrom: [{configMapRef: {name: limits-v000}}]}]
-`,
+      'app.yaml': yamlDocuments(
+        configMapManifest('limits', { round: String(round) }),
+        deploymentManifest({ name: 'legacy', replicas: 0, container: 'c', configMap: 'limits-v000' }),
+      ),
     });
     let last = await repo.commit(files(0));
     const agent = startAgent(
@@ -316,17 +266,7 @@ metadata: {name: cli-b}
 spec: {selector: {app: b}, ports: [{port: 80}]}
 `,
     });
-    const env = testbed();
-    const base = [
-      '--kubeconfig',
-      env.kube.kubeconfig,
-      '-n',
-      ns(),
-      '--application',
-      'cli-app',
-      '--timeout',
-      '1m',
-    ];
+    const base = appFlags('cli-app', '1m');
     const first = await mooring(...['deploy', join(dir, 'a.yaml'), join(dir, 'b.yaml'), ...base]);
     expect(first.code, first.stderr).toBe(0);
     expect(await exists('service', 'cli-b')).toBe(true);
@@ -355,18 +295,8 @@ spec: {selector: {app: b}, ports: [{port: 80}]}
     expect(await exists('service', 'cli-a')).toBe(true);
   }, 180_000);
   it('prunes 120 objects of 40 removed applications in one deploy, leaving the 60 kept ones running', async () => {
-    const env = testbed();
     const dir = await manifestDir({ 'kept.yaml': apps(20, 'kept'), 'gone.yaml': apps(40, 'gone') });
-    const base = [
-      '--kubeconfig',
-      env.kube.kubeconfig,
-      '-n',
-      ns(),
-      '--application',
-      'many',
-      '--timeout',
-      '5m',
-    ];
+    const base = appFlags('many', '5m');
     const first = await mooring(...['deploy', dir, ...base]);
     expect(first.code, first.stderr).toBe(0);
     expect(first.stdout).toMatch(/180\/180 stable/);
@@ -501,18 +431,15 @@ data: {b: "1"}
     expect(await exists('service', 'f-b')).toBe(false);
   }, 120_000);
   it('prunes nothing after a deploy that did not become stable, and records the objects it applied', async () => {
-    const env = testbed();
-    const never = (ready: boolean) => `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: slow}
-spec:
-  replicas: 1
-  progressDeadlineSeconds: 600
-  selector: {matchLabels: {app: slow}}
-  template:
-    metadata: {labels: {app: slow}, annotations: {${BEHAVIOR}: ${ready ? 'ready' : 'never-ready'}}}
-    spec: {containers: [{name: c, image: example/web:1}]}
-`;
+    const never = (ready: boolean) =>
+      stringify(
+        deploymentManifest({
+          name: 'slow',
+          container: 'c',
+          progressDeadlineSeconds: 600,
+          behavior: ready ? 'ready' : 'never-ready',
+        }),
+      );
     const dir = await manifestDir({
       'old.yaml': `apiVersion: v1
 kind: Service
@@ -522,7 +449,7 @@ spec: {selector: {app: old}, ports: [{port: 80}]}
       'slow.yaml': never(false),
       'ready.yaml': never(true),
     });
-    const base = ['--kubeconfig', env.kube.kubeconfig, '-n', ns(), '--application', 'unstable'];
+    const base = appFlags('unstable');
     const first = await mooring(...['deploy', join(dir, 'old.yaml'), ...base]);
     expect(first.code, first.stderr).toBe(0);
     const timedOut = await mooring(
