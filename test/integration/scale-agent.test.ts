@@ -2,16 +2,16 @@
 // deployments, all of which start syncing at once; every commit status goes from pending to success, the largest
 // deployment (210 objects) included, and every Deployment is available. Statuses go to a GitHub-shaped endpoint
 // whose every request is checked against GitHub's OpenAPI description.
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { githubStatusValidator } from '../contract/github-openapi.ts';
 import {
   agentConfig,
   bareRepo,
   eventually,
-  runTool,
+  kubectl,
   startAgent,
   startStatusReceiver,
-  testbed,
+  stopsAfterAll,
   useNamespace,
 } from './helpers.ts';
 import { apps } from './scale-fixtures.ts';
@@ -21,13 +21,9 @@ const SMALL = 10;
 describe('the agent at scale', () => {
   const big = useNamespace('scale-big');
   const small = Array.from({ length: SMALL }, (_, i) => useNamespace(`scale-d${i}`));
-  const stops: (() => Promise<void>)[] = [];
-  afterAll(async () => {
-    for (const stop of stops) await stop();
-  });
+  const stops = stopsAfterAll();
 
   it('syncs eleven deployments at once, one of 210 objects, each to a successful commit status', async () => {
-    const env = testbed();
     const suffix = Date.now().toString(36);
     const repo = await bareRepo(`scale-${suffix}/apps`);
     const files: Record<string, string> = { 'apps/big/apps.yaml': apps(70, 'big') };
@@ -90,16 +86,14 @@ describe('the agent at scale', () => {
     for (const request of receiver.captured) expect(validate(request), request.path).toEqual([]);
 
     // kubectl agrees: all 70 Deployments of the big one are available.
-    const listed = await runTool(env.tools.kubectl, [
-      '--kubeconfig',
-      env.kube.kubeconfig,
+    const listed = await kubectl(
       '-n',
       big(),
       'get',
       'deployments',
       '-o',
       'jsonpath={range .items[*]}{.status.availableReplicas}{"\\n"}{end}',
-    ]);
+    );
     expect(listed.stdout.trim().split('\n')).toEqual(Array(70).fill('1'));
   });
 });

@@ -16,41 +16,39 @@ import { parseConfig } from '../../src/config/load.ts';
 import type { DeployReport, SyncRequest } from '../../src/contract.ts';
 import { StatusBoard } from '../../src/server/status/board.ts';
 import { statusPage } from '../../src/server/status/routes.ts';
-import { BEHAVIOR } from '../testbed/kubelet.ts';
 import { pushImage } from '../testbed/oci-push.ts';
-import { agentConfig, bareRepo, manifestDir, startAgent, testbed, useNamespace } from './helpers.ts';
+import {
+  agentConfig,
+  bareRepo,
+  configMapManifest,
+  deploymentManifest,
+  manifestDir,
+  secretManifest,
+  stableImageSource,
+  startAgent,
+  stopsAfterAll,
+  testbed,
+  useNamespace,
+  yamlDocuments,
+} from './helpers.ts';
 
 const CHROMIUM = process.env.MOORING_CHROMIUM ?? '/usr/bin/chromium';
 const CANARY = `page-canary-${Math.random().toString(36).slice(2)}`;
 const TOKEN = `page-token-${Math.random().toString(36).slice(2)}`;
 const SCREENSHOT = join(import.meta.dirname, '..', '..', 'docs', 'status-page.png');
 
-const manifests = (image: string, behavior: 'ready' | 'never-ready', greeting: string) => `apiVersion: v1
-kind: Secret
-metadata: {name: api-key}
-stringData: {key: ${CANARY}}
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: web-config}
-data: {greeting: ${greeting}}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata:
-      labels: {app: web}
-      annotations: {${BEHAVIOR}: ${behavior}}
-    spec:
-      containers:
-        - name: web
-          image: ${image}:stable
-          envFrom: [{configMapRef: {name: web-config}}, {secretRef: {name: api-key}}]
-`;
+const manifests = (image: string, behavior: 'ready' | 'never-ready', greeting: string) =>
+  yamlDocuments(
+    secretManifest('api-key', { key: CANARY }),
+    configMapManifest('web-config', { greeting }),
+    deploymentManifest({
+      replicas: 2,
+      image: `${image}:stable`,
+      behavior,
+      configMap: 'web-config',
+      secret: 'api-key',
+    }),
+  );
 
 // Run in the page: the computed colours of the body text, each state badge and a message, with their backgrounds.
 const MEASURE_COLOURS = `(() => {
@@ -87,7 +85,6 @@ describe('the status page in a browser', () => {
   const ns = useNamespace('status-page');
   const agentNs = useNamespace('status-page-agent');
   let browser: Browser;
-  const stops: (() => Promise<void>)[] = [];
   beforeAll(async () => {
     browser = await chromium.launch({
       executablePath: CHROMIUM,
@@ -95,9 +92,9 @@ describe('the status page in a browser', () => {
     });
   });
   afterAll(async () => {
-    for (const stop of stops) await stop();
     await browser?.close();
   });
+  const stops = stopsAfterAll();
 
   const state = (page: Page) => page.locator('tr[data-deployment="web"] .state');
 
@@ -129,15 +126,7 @@ describe('the status page in a browser', () => {
         ],
         extra: {
           sources: {
-            registry: [
-              {
-                name: 'web-image',
-                image,
-                policy: { type: 'fixed', tag: 'stable' },
-                insecure: true,
-                interval: '1h',
-              },
-            ],
+            registry: [stableImageSource(image, '1h')],
           },
           server: { statusPage: { enabled: true, token: { file: `${files}/token` } } },
         },
