@@ -14,13 +14,13 @@ import { githubStatusValidator } from '../contract/github-openapi.ts';
 import {
   agentConfig,
   bareRepo,
+  deleteNamespace,
   eventually,
   kubeConfig,
+  kubectl,
   type PostedStatus,
-  runTool,
   startAgent,
   startStatusReceiver,
-  testbed,
   useNamespace,
 } from './helpers.ts';
 
@@ -41,7 +41,6 @@ describe('the agent with a fleet of 300 deployments', () => {
   const namespaces = Array.from({ length: NAMESPACES }, (_, k) => useNamespace(`fleet-${k}`));
 
   it('deploys 300 apps from one repository, then rolls a commit to all of them, every status success', async () => {
-    const env = testbed();
     const suffix = Date.now().toString(36);
     const home = `mooring-fleet-${suffix}`;
     const names = Array.from({ length: APPS }, (_, i) => appName(i));
@@ -139,16 +138,14 @@ describe('the agent with a fleet of 300 deployments', () => {
         expect(versions.has(`${name}-config-v002`), name).toBe(false);
       }
       for (const [k, ns] of namespaces.entries()) {
-        const refs = await runTool(env.tools.kubectl, [
-          '--kubeconfig',
-          env.kube.kubeconfig,
+        const refs = await kubectl(
           '-n',
           ns(),
           'get',
           'deployments',
           '-o',
           'jsonpath={range .items[*]}{.metadata.name}={.spec.template.spec.containers[0].envFrom[0].configMapRef.name}{"\\n"}{end}',
-        ]);
+        );
         const lines = refs.stdout.trim().split('\n').sort();
         const expected = names
           .filter((_, i) => i % NAMESPACES === k)
@@ -189,14 +186,7 @@ describe('the agent with a fleet of 300 deployments', () => {
       expect(agent.logged(/unhandled|uncaught/i)).toEqual([]);
     } finally {
       await agent.stop();
-      await runTool(env.tools.kubectl, [
-        '--kubeconfig',
-        env.kube.kubeconfig,
-        'delete',
-        'namespace',
-        home,
-        '--wait=false',
-      ]);
+      await deleteNamespace(home);
     }
   }, 420_000);
 });
