@@ -2,21 +2,22 @@
 // synced as its own unit with its own commit-status context and ledger in its own cluster; one cluster's API
 // server stopped (SIGSTOP) holds up nothing else and converges when it returns; a rollout in steps stops at a
 // failure in its first step and says so; a promotion waits for `after` and for `mooring promote`.
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
 import { KubeApi } from '../../src/kube/api.ts';
 import { loadKubeConfig } from '../../src/kube/client.ts';
 import { Ledger } from '../../src/report/ledger.ts';
-import { BEHAVIOR } from '../testbed/kubelet.ts';
 import { stateDir } from '../testbed/paths.ts';
 import type { DaemonRecord } from '../testbed/processes.ts';
 import { type ExtraCluster, up } from '../testbed/testbed.ts';
 import {
-  agentConfig,
+  agentConfigFile,
   bareRepo,
+  deploymentManifest,
   eventually,
-  manifestDir,
+  kubectl,
   mooring,
   runTool,
   startAgent,
@@ -26,16 +27,8 @@ import {
   useNamespace,
 } from './helpers.ts';
 
-const web = (value: string, behavior: 'ready' | 'never-ready' = 'ready') => `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}, annotations: {${BEHAVIOR}: ${behavior}}}
-    spec: {containers: [{name: c, image: "web:${value}"}]}
-`;
+const web = (value: string, behavior: 'ready' | 'never-ready' = 'ready') =>
+  stringify(deploymentManifest({ container: 'c', image: `web:${value}`, behavior }));
 
 let two: ExtraCluster;
 let three: ExtraCluster;
@@ -45,9 +38,13 @@ function client(kubeconfig: string): KubeApi {
   return new KubeApi(loadKubeConfig({ kubeconfig }));
 }
 
+/** The test bed's kubectl on one of its clusters. */
+function kubectlIn(kubeconfig: string, ...args: string[]) {
+  return runTool(testbed().tools.kubectl, ['--kubeconfig', kubeconfig, ...args]);
+}
+
 async function imageIn(kubeconfig: string, namespace: string): Promise<string | undefined> {
-  const out = await runTool(testbed().tools.kubectl, [
-    '--kubeconfig',
+  const out = await kubectlIn(
     kubeconfig,
     '-n',
     namespace,
@@ -56,7 +53,7 @@ async function imageIn(kubeconfig: string, namespace: string): Promise<string | 
     'web',
     '-o',
     'jsonpath={.spec.template.spec.containers[0].image}',
-  ]);
+  );
   return out.code === 0 ? out.stdout.trim() : undefined;
 }
 
@@ -70,7 +67,7 @@ async function apiServerOf(cluster: string): Promise<DaemonRecord> {
 /** A namespace of its own for one test, in each of the three clusters. */
 async function everywhere(name: string): Promise<string> {
   for (const kubeconfig of [testbed().kube.kubeconfig, two.kubeconfig, three.kubeconfig])
-    await runTool(testbed().tools.kubectl, ['--kubeconfig', kubeconfig, 'create', 'namespace', name]);
+    await kubectlIn(kubeconfig, 'create', 'namespace', name);
   return name;
 }
 
@@ -90,14 +87,7 @@ describe('many clusters from one agent', () => {
     const { env } = await up((line) => process.stderr.write(`testbed: ${line}\n`), { clusters: 3 });
     [two, three] = env.clusters as [ExtraCluster, ExtraCluster];
     // The agent's namespace exists in every cluster (the test bed's own gets it from useNamespace).
-    for (const c of [two, three])
-      await runTool(testbed().tools.kubectl, [
-        '--kubeconfig',
-        c.kubeconfig,
-        'create',
-        'namespace',
-        agentNs(),
-      ]);
+    for (const c of [two, three]) await kubectlIn(c.kubeconfig, 'create', 'namespace', agentNs());
   }, 300_000);
 
   it('deploys to each cluster as its own unit, and one stopped API server holds up no other', async () => {
@@ -105,31 +95,27 @@ describe('many clusters from one agent', () => {
     const repo = await bareRepo(`clusters-${Date.now().toString(36)}/fleet`);
     const first = await repo.commit({ 'web/web.yaml': web('1') });
     const statuses = await startStatusReceiver();
-    const configFile = join(await manifestDir({}), 'mooring.yaml');
-    await writeFile(
-      configFile,
-      await agentConfig({
-        cluster: { name: 'one', namespace: agentNs(), labels: { tier: 'canary' } },
-        git: [{ name: 'fleet', repo }],
-        deployments: [
-          {
-            name: 'web',
-            namespace: space,
-            source: 'fleet',
-            paths: ['web'],
-            clusters: ['one', 'two'],
-            retryInterval: '2s',
-            // A sync's requests are retried until its deadline: a stopped server fails it after this.
-            stability: { timeout: '20s' },
-          },
-        ],
-        statuses,
-        extra: {
-          clusters: clusters(agentNs(), { requestTimeout: '3s' }).slice(0, 1),
-          server: { statusPage: { enabled: true, anonymous: true } },
+    const configFile = await agentConfigFile({
+      cluster: { name: 'one', namespace: agentNs(), labels: { tier: 'canary' } },
+      git: [{ name: 'fleet', repo }],
+      deployments: [
+        {
+          name: 'web',
+          namespace: space,
+          source: 'fleet',
+          paths: ['web'],
+          clusters: ['one', 'two'],
+          retryInterval: '2s',
+          // A sync's requests are retried until its deadline: a stopped server fails it after this.
+          stability: { timeout: '20s' },
         },
-      }),
-    );
+      ],
+      statuses,
+      extra: {
+        clusters: clusters(agentNs(), { requestTimeout: '3s' }).slice(0, 1),
+        server: { statusPage: { enabled: true, anonymous: true } },
+      },
+    });
     const agent = startAgent({ file: configFile }, { process: true });
     const apiTwo = client(two.kubeconfig);
     const apiOne = client(testbed().kube.kubeconfig);
@@ -261,31 +247,23 @@ describe('many clusters from one agent', () => {
     const repo = await bareRepo(`rollout-${Date.now().toString(36)}/fleet`);
     const good = await repo.commit({ 'web/web.yaml': web('1') });
     const statuses = await startStatusReceiver();
-    const configFile = join(await manifestDir({}), 'mooring.yaml');
-    await writeFile(
-      configFile,
-      await agentConfig({
-        cluster: { name: 'one', namespace: agentNs(), labels: { tier: 'canary' } },
-        git: [{ name: 'fleet', repo }],
-        deployments: [
-          {
-            name: 'steps',
-            namespace: space,
-            source: 'fleet',
-            paths: ['web'],
-            clusters: { selector: {} },
-            rollout: [
-              { clusters: 'one' },
-              { clusters: ['two'] },
-              { clusters: { selector: { tier: 'main' } } },
-            ],
-            stability: { timeout: '8s' },
-          },
-        ],
-        statuses,
-        extra: { clusters: clusters(agentNs()) },
-      }),
-    );
+    const configFile = await agentConfigFile({
+      cluster: { name: 'one', namespace: agentNs(), labels: { tier: 'canary' } },
+      git: [{ name: 'fleet', repo }],
+      deployments: [
+        {
+          name: 'steps',
+          namespace: space,
+          source: 'fleet',
+          paths: ['web'],
+          clusters: { selector: {} },
+          rollout: [{ clusters: 'one' }, { clusters: ['two'] }, { clusters: { selector: { tier: 'main' } } }],
+          stability: { timeout: '8s' },
+        },
+      ],
+      statuses,
+      extra: { clusters: clusters(agentNs()) },
+    });
     const agent = startAgent({ file: configFile }, { level: 'info' });
     const apis = [client(testbed().kube.kubeconfig), client(two.kubeconfig), client(three.kubeconfig)];
     try {
@@ -336,13 +314,10 @@ describe('many clusters from one agent', () => {
     const repo = await bareRepo(`promote-${Date.now().toString(36)}/fleet`);
     const first = await repo.commit({ 'web/web.yaml': web('1') });
     const statuses = await startStatusReceiver();
-    const configFile = join(await manifestDir({}), 'mooring.yaml');
     const space = await everywhere(`${ns()}-staging`);
     const prodNs = await everywhere(`${ns()}-prod`);
     // Cluster three's kubeconfig is read from a Secret of the agent's own cluster.
-    const secret = await runTool(testbed().tools.kubectl, [
-      '--kubeconfig',
-      testbed().kube.kubeconfig,
+    const secret = await kubectl(
       '-n',
       agentNs(),
       'create',
@@ -350,45 +325,42 @@ describe('many clusters from one agent', () => {
       'generic',
       'three-kubeconfig',
       `--from-file=config=${three.kubeconfig}`,
-    ]);
+    );
     expect(secret.code, secret.stderr).toBe(0);
-    await writeFile(
-      configFile,
-      await agentConfig({
-        cluster: { name: 'one', namespace: agentNs() },
-        git: [{ name: 'fleet', repo }],
-        deployments: [
-          { name: 'staging', namespace: space, source: 'fleet', paths: ['web'] },
+    const configFile = await agentConfigFile({
+      cluster: { name: 'one', namespace: agentNs() },
+      git: [{ name: 'fleet', repo }],
+      deployments: [
+        { name: 'staging', namespace: space, source: 'fleet', paths: ['web'] },
+        {
+          name: 'prod',
+          namespace: prodNs,
+          source: 'fleet',
+          paths: ['web'],
+          clusters: 'two',
+          promote: { from: 'staging', after: '15s' },
+        },
+        {
+          name: 'gated',
+          namespace: prodNs,
+          source: 'fleet',
+          paths: ['web'],
+          clusters: 'three',
+          promote: { from: 'staging', approval: 'manual' },
+        },
+      ],
+      statuses,
+      extra: {
+        clusters: [
+          ...clusters(agentNs()).slice(0, 1),
           {
-            name: 'prod',
-            namespace: prodNs,
-            source: 'fleet',
-            paths: ['web'],
-            clusters: 'two',
-            promote: { from: 'staging', after: '15s' },
-          },
-          {
-            name: 'gated',
-            namespace: prodNs,
-            source: 'fleet',
-            paths: ['web'],
-            clusters: 'three',
-            promote: { from: 'staging', approval: 'manual' },
+            name: 'three',
+            kubeconfigSecret: { name: 'three-kubeconfig', key: 'config' },
+            namespace: agentNs(),
           },
         ],
-        statuses,
-        extra: {
-          clusters: [
-            ...clusters(agentNs()).slice(0, 1),
-            {
-              name: 'three',
-              kubeconfigSecret: { name: 'three-kubeconfig', key: 'config' },
-              namespace: agentNs(),
-            },
-          ],
-        },
-      }),
-    );
+      },
+    });
     const agent = startAgent({ file: configFile }, { level: 'info' });
     const apiTwo = client(two.kubeconfig);
     const apiThree = client(three.kubeconfig);
@@ -516,24 +488,20 @@ describe('many clusters from one agent', () => {
     const repo = await bareRepo(`fleet-${Date.now().toString(36)}/fleet`);
     const first = await repo.commit(files(1));
     const statuses = await startStatusReceiver();
-    const configFile = join(await manifestDir({}), 'mooring.yaml');
-    await writeFile(
-      configFile,
-      await agentConfig({
-        cluster: { name: 'one', namespace: agentNs() },
-        git: [{ name: 'fleet', repo }],
-        deployments: Array.from({ length: count }, (_, i) => ({
-          name: `app-${i}`,
-          namespace: space,
-          source: 'fleet',
-          paths: [`apps/app-${i}`],
-          clusters: ['one', 'two'],
-          rollout: [{ clusters: 'one' }, { clusters: 'two' }],
-        })),
-        statuses,
-        extra: { clusters: clusters(agentNs()).slice(0, 1) },
-      }),
-    );
+    const configFile = await agentConfigFile({
+      cluster: { name: 'one', namespace: agentNs() },
+      git: [{ name: 'fleet', repo }],
+      deployments: Array.from({ length: count }, (_, i) => ({
+        name: `app-${i}`,
+        namespace: space,
+        source: 'fleet',
+        paths: [`apps/app-${i}`],
+        clusters: ['one', 'two'],
+        rollout: [{ clusters: 'one' }, { clusters: 'two' }],
+      })),
+      statuses,
+      extra: { clusters: clusters(agentNs()).slice(0, 1) },
+    });
     const agent = startAgent({ file: configFile }, { level: 'info' });
     const apis = [client(testbed().kube.kubeconfig), client(two.kubeconfig)];
     try {
