@@ -23,6 +23,21 @@ import {
 const deployment = (behavior: 'ready' | 'never-ready') =>
   stringify(deploymentManifest({ replicas: 2, image: 'app:1', behavior }));
 
+/** The Events of a namespace that a field selector picks, as the API server lists them; none while it fails. */
+async function eventItems<T>(namespace: string, fieldSelector: string): Promise<T[]> {
+  const out = await kubectl(
+    '-n',
+    namespace,
+    'get',
+    'events',
+    '--field-selector',
+    fieldSelector,
+    '-o',
+    'json',
+  );
+  return (JSON.parse(out.stdout || '{"items":[]}') as { items: T[] }).items;
+}
+
 describe('Kubernetes Events', () => {
   const ns = useNamespace('events');
   const agentNs = useNamespace('events-agent');
@@ -46,20 +61,13 @@ describe('Kubernetes Events', () => {
     const synced = await eventually(
       'a Synced event on the Deployment',
       async () => {
-        const out = await kubectl(
-          '-n',
-          ns(),
-          'get',
-          'events',
-          '--field-selector',
-          'involvedObject.kind=Deployment,involvedObject.name=web,reason=Synced',
-          '-o',
-          'json',
-        );
-        const items = (JSON.parse(out.stdout || '{"items":[]}') as { items: Record<string, never>[] }).items;
-        return items[0] as
-          | { type: string; message: string; source: { component: string }; involvedObject: { uid?: string } }
-          | undefined;
+        const items = await eventItems<{
+          type: string;
+          message: string;
+          source: { component: string };
+          involvedObject: { uid?: string };
+        }>(ns(), 'involvedObject.kind=Deployment,involvedObject.name=web,reason=Synced');
+        return items[0];
       },
       60_000,
     );
@@ -90,18 +98,11 @@ describe('Kubernetes Events', () => {
     const failed = await eventually(
       'a SyncFailed event',
       async () => {
-        const out = await kubectl(
-          '-n',
+        const items = await eventItems<{ type: string; message: string }>(
           ns(),
-          'get',
-          'events',
-          '--field-selector',
           'involvedObject.name=web,reason=SyncFailed',
-          '-o',
-          'json',
         );
-        return (JSON.parse(out.stdout || '{"items":[]}') as { items: { type: string; message: string }[] })
-          .items[0];
+        return items[0];
       },
       60_000,
     );

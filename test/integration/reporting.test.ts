@@ -36,6 +36,10 @@ import {
   yamlDocuments,
 } from './helpers.ts';
 
+/** A Secret's field as the cluster holds it (a jsonpath of `kubectl get -o`). */
+const secretField = (namespace: string, name: string, jsonpath: string) =>
+  kubectl('-n', namespace, 'get', 'secret', name, '-o', jsonpath);
+
 const CANARY = `canary-${Math.random().toString(36).slice(2)}-value`;
 const SOPS_CANARY = `sops-canary-${Math.random().toString(36).slice(2)}-value`;
 
@@ -207,24 +211,16 @@ data: {pin: ${CANARY}}
     // The content hash on the Secret confirms no guess of its value without the installation's key: it is not the
     // SHA-256 of the content (the canary put back into the audited object), and it is the HMAC under the key kept in
     // the agent's namespace (so the content was rebuilt right, and the inequality means something).
-    const annotation = await kubectl(
-      '-n',
+    const annotation = await secretField(
       nsEast(),
-      'get',
-      'secret',
       'credentials-v000',
-      '-o',
       `jsonpath={.metadata.annotations.${CONTENT_HASH.replaceAll('.', '\\.')}}`,
     );
     const guessed = structuredClone(secret?.object) as unknown as KubeObject;
     guessed.stringData = { token: CANARY };
-    const keyText = await kubectl(
-      '-n',
+    const keyText = await secretField(
       `mooring-east-${suffix}`,
-      'get',
-      'secret',
       'mooring-content-hash-key',
-      '-o',
       'jsonpath={.data.key}',
     );
     const key = Buffer.from(keyText.stdout, 'base64');
@@ -278,25 +274,9 @@ data: {pin: ${CANARY}}
       'created',
     ]);
     // …while the cluster does hold it, so the test would see a leak.
-    const stored = await kubectl(
-      '-n',
-      nsEast(),
-      'get',
-      'secret',
-      'credentials-v000',
-      '-o',
-      'jsonpath={.data.token}',
-    );
+    const stored = await secretField(nsEast(), 'credentials-v000', 'jsonpath={.data.token}');
     expect(Buffer.from(stored.stdout, 'base64').toString()).toBe(CANARY);
-    const sealedStored = await kubectl(
-      '-n',
-      nsEast(),
-      'get',
-      'secret',
-      'sealed',
-      '-o',
-      'jsonpath={.data.token}',
-    );
+    const sealedStored = await secretField(nsEast(), 'sealed', 'jsonpath={.data.token}');
     expect(Buffer.from(sealedStored.stdout, 'base64').toString()).toBe(SOPS_CANARY);
     for (const cluster of ['east', 'west']) {
       await deleteNamespace(`mooring-${cluster}-${suffix}`);
