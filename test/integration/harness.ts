@@ -1,7 +1,8 @@
 // The one set-up of the integration tests (re-exported by helpers.ts): the test bed, a namespace per test file,
 // temporary folders, polling, a bare repository on the Git server, a GitHub-shaped commit-status receiver and the
 // one parser of what it got, the agent in-process or as its own process (one `startAgent`), and a builder of the
-// agent's configuration for Git sources, deployments and commit statuses; a recorder of the requests mooring sends
+// agent's configuration (text or file) for Git sources, registry images, deployments and commit statuses; builders
+// of the Deployment, ConfigMap and Secret manifests the tests deploy; a recorder of the requests mooring sends
 // to the cluster. What is started here is stopped after the test file (after the test's own hooks), then its
 // temporary folders are removed.
 import { type ChildProcess, spawn } from 'node:child_process';
