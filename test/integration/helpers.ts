@@ -4,6 +4,7 @@
 import { execFile } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { expect } from 'vitest';
 import { stringify } from 'yaml';
 import { runCli } from '../../src/cli/program.ts';
 import { KubeApi } from '../../src/kube/api.ts';
@@ -147,12 +148,19 @@ export function pollHealth(port: () => number) {
       await new Promise((r) => setTimeout(r, 200));
     }
   })();
+  const stop = async () => {
+    polling = false;
+    await loop;
+    return health;
+  };
   return {
     health,
-    stop: async () => {
-      polling = false;
-      await loop;
-      return health;
+    stop,
+    /** Stops, and asserts that /healthz answered, every time within 1 s. */
+    answeredThroughout: async () => {
+      await stop();
+      expect(health.answered).toBeGreaterThan(0);
+      expect(health.failed, 'every /healthz poll answered within 1 s').toEqual([]);
     },
   };
 }
