@@ -39,8 +39,16 @@ case $version in
   *) echo "build-control-plane: '$version' is not a Kubernetes version (1.MINOR.PATCH)" >&2; exit 2 ;;
 esac
 cache=${MOORING_CACHE:-$HOME/.cache/mooring}/kube-$version
+# The cache is named by the Kubernetes version; etcd's own is asked of the binary: another ETCD_VERSION rebuilds
+# etcd alone.
+etcd_only=
 if [ -x "$cache/kube-apiserver" ] && [ -x "$cache/kube-controller-manager" ] && [ -x "$cache/etcd" ]; then
-  echo "control plane $version cached in $cache"; exit 0
+  have=$("$cache/etcd" --version 2>/dev/null | sed -n 's/^etcd Version: //p' | head -1 || true)
+  if [ "$have" = "$etcd_version" ]; then
+    echo "control plane $version cached in $cache"; exit 0
+  fi
+  echo "control plane $version cached in $cache with etcd ${have:-of an unknown version}: building etcd $etcd_version"
+  etcd_only=1
 fi
 go=$(bash "$here/go.sh")
 work=$(mktemp -d "${TMPDIR:-/tmp}/mooring-kube-build.XXXXXX")
@@ -48,8 +56,9 @@ trap 'rm -rf "$work"' EXIT
 export CGO_ENABLED=0 GOFLAGS=-mod=mod
 staging="v0.${version#1.}"
 
-echo "building kube-apiserver and kube-controller-manager $version from Go modules (once per machine)"
 mkdir -p "$work/kube" "$work/etcd" "$work/bin"
+if [ -z "$etcd_only" ]; then
+echo "building kube-apiserver and kube-controller-manager $version from Go modules (once per machine)"
 cd "$work/kube"
 cp "$here/control-plane/kube/tools.go" .
 printf 'module mooring.local/controlplane\n\ngo 1.26.0\n\nrequire k8s.io/kubernetes v%s\n' "$version" > go.mod
@@ -72,6 +81,7 @@ for package in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 "$go" build -trimpath -ldflags "$ldflags" -o "$work/bin/" \
   k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
+fi
 
 echo "building etcd $etcd_version from Go modules"
 cd "$work/etcd"
@@ -80,6 +90,13 @@ printf 'module mooring.local/etcd\n\ngo 1.26.0\n\nrequire go.etcd.io/etcd/server
 "$go" mod tidy
 "$go" build -trimpath -ldflags '-s -w' -o "$work/bin/etcd" .
 
+if [ -n "$etcd_only" ]; then
+  # etcd alone, replaced by a rename: a build stopped half way leaves the old one.
+  mv "$work/bin/etcd" "$cache/etcd.new" && mv "$cache/etcd.new" "$cache/etcd"
+  "$cache/etcd" --version | head -1
+  echo "etcd $etcd_version built into $cache"
+  exit 0
+fi
 # Whole or not at all: a build stopped half way leaves no cache that looks complete.
 mkdir -p "$(dirname "$cache")"
 rm -rf "$cache"
