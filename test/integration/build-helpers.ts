@@ -16,6 +16,7 @@ import {
   kubectl,
   manifestDir,
   type StatusReceiver,
+  stableImageSource,
   startAgent,
   tempDir,
   testbed,
@@ -64,10 +65,8 @@ export async function pushStable(repository: string): Promise<{ image: string; d
 }
 
 /** The agent's `sources` with one registry source `name` following the `stable` tag of `image` (plain HTTP). */
-export function stableImageSource(name: string, image: string) {
-  return {
-    registry: [{ name, image, policy: { type: 'fixed', tag: 'stable' }, insecure: true, interval: '1h' }],
-  };
+export function stableImageSources(name: string, image: string) {
+  return { registry: [stableImageSource(image, '1h', name)] };
 }
 
 /** Waits for commit `sha`'s status to end; if it does not, the error carries the agent's error lines. */

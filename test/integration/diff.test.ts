@@ -7,7 +7,7 @@ import { AppsV1Api } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { KubeApi } from '../../src/kube/api.ts';
 import { current, Ledger } from '../../src/report/ledger.ts';
-import { configFileOf, pushStable, stableImageSource, webDeployment } from './build-helpers.ts';
+import { configFileOf, pushStable, stableImageSources, webDeployment } from './build-helpers.ts';
 import {
   agentConfig,
   bareRepo,
@@ -209,7 +209,7 @@ describe('mooring diff --deployment', () => {
         deployments: [
           { name: 'web', namespace: ns(), source: 'app', paths: ['apps/web'], images: ['web-image'] },
         ],
-        extra: { sources: stableImageSource('web-image', image) },
+        extra: { sources: stableImageSources('web-image', image) },
       }),
     );
 

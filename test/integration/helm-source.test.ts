@@ -8,7 +8,7 @@ import { parseAllDocuments } from 'yaml';
 import { KubeApi } from '../../src/kube/api.ts';
 import { Discovery } from '../../src/kube/discovery.ts';
 import { apiVersionsOf, isChart, renderChart } from '../../src/sources/build/helm.ts';
-import { liveObject, pushStable, stableImageSource, tree, untilEnded } from './build-helpers.ts';
+import { liveObject, pushStable, stableImageSources, tree, untilEnded } from './build-helpers.ts';
 import { api } from './faults-support.ts';
 import {
   agentConfig,
@@ -179,7 +179,7 @@ spec:
         },
       ],
       statuses: receiver,
-      extra: { sources: stableImageSource('web-image', image) },
+      extra: { sources: stableImageSources('web-image', image) },
     });
     await writeFile(join(secrets, 'mooring.yaml'), configText);
     const agent = startAgent(configText);

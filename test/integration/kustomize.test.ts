@@ -13,7 +13,7 @@ import {
   fetchedRepo,
   liveObject,
   pushStable,
-  stableImageSource,
+  stableImageSources,
   tree,
   untilEnded,
   webDeployment,
@@ -209,7 +209,7 @@ describe('kustomize in the agent', () => {
           { name: 'shop', namespace: ns(), source: 'app', paths: ['overlays/prod'], images: ['web-image'] },
         ],
         statuses: receiver,
-        extra: { sources: stableImageSource('web-image', image), render: { kubectl: env.tools.kubectl } },
+        extra: { sources: stableImageSources('web-image', image), render: { kubectl: env.tools.kubectl } },
       }),
     );
     try {

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { encryptSops, newAgeKey } from '../unit/sources/sops-fixture.ts';
-import { liveObject, pushStable, stableImageSource, tree } from './build-helpers.ts';
+import { liveObject, pushStable, stableImageSources, tree } from './build-helpers.ts';
 import { api, ledgerOf } from './faults-support.ts';
 import {
   agentConfig,
@@ -233,7 +233,7 @@ spec:
         deployments: [{ name: 'app', namespace: ns(), source: 'app', images: ['vault-image'] }],
         statuses: receiver,
         extra: {
-          sources: stableImageSource('vault-image', image),
+          sources: stableImageSources('vault-image', image),
           decryption: { ageKeyFile: `${files}/keys.txt` },
         },
       }),
