@@ -93,7 +93,7 @@ printf 'module mooring.local/etcd\n\ngo 1.26.0\n\nrequire go.etcd.io/etcd/server
 if [ -n "$etcd_only" ]; then
   # etcd alone, replaced by a rename: a build stopped half way leaves the old one.
   mv "$work/bin/etcd" "$cache/etcd.new" && mv "$cache/etcd.new" "$cache/etcd"
-  "$cache/etcd" --version | head -1
+  "$cache/etcd" --version
   echo "etcd $etcd_version built into $cache"
   exit 0
 fi
