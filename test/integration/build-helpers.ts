@@ -30,13 +30,6 @@ export async function writeTree(dir: string, files: Record<string, string>): Pro
   }
 }
 
-/** A temporary folder holding these files at relative paths, removed after the test file. */
-export async function tree(files: Record<string, string>): Promise<string> {
-  const dir = await manifestDir({});
-  await writeTree(dir, files);
-  return dir;
-}
-
 /** The test bed's repository `name` read as the agent reads it (with the Git server's credentials), `commit` fetched. */
 export async function fetchedRepo(name: string, commit: string): Promise<GitRepository> {
   const env = testbed();

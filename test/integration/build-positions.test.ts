@@ -11,8 +11,8 @@ import { chartFromFolder, chartFromGit } from '../../src/sources/build/chart-fil
 import { renderChart } from '../../src/sources/build/helm.ts';
 import { kustomizeGit, kustomizeLocal } from '../../src/sources/build/kustomize-sources.ts';
 import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
-import { fetchedRepo, tree } from './build-helpers.ts';
-import { mooring, runTool, testbed } from './helpers.ts';
+import { fetchedRepo } from './build-helpers.ts';
+import { manifestDir, mooring, runTool, testbed } from './helpers.ts';
 
 // Line 8 of base/web.yaml starts the invalid Deployment; kustomize's output puts it elsewhere.
 const BASE_WEB = `apiVersion: v1
@@ -55,7 +55,7 @@ beforeAll(() => {
 
 describe('kustomize: positions in the files the user wrote', () => {
   it('reports an invalid object of a base at the base file, naming the object as built', async () => {
-    const dir = await tree(overlay(BASE_WEB));
+    const dir = await manifestDir(overlay(BASE_WEB));
     const result = await mooring('render', join(dir, 'overlays/prod'), '--offline', '-n', 'shop');
     expect(result.code).toBe(2);
     expect(result.stderr).toContain(
@@ -65,7 +65,7 @@ describe('kustomize: positions in the files the user wrote', () => {
   });
 
   it('builds exactly what kubectl kustomize builds: no origin annotation reaches the manifests', async () => {
-    const dir = await tree(overlay(VALID_WEB));
+    const dir = await manifestDir(overlay(VALID_WEB));
     const [file] = await kustomizeLocal([join(dir, 'overlays/prod')], []);
     const kubectl = await runTool(testbed().tools.kubectl, ['kustomize', join(dir, 'overlays/prod')]);
     expect(kubectl.code, kubectl.stderr).toBe(0);
@@ -92,7 +92,7 @@ describe('kustomize: positions in the files the user wrote', () => {
   const deprecated = async (): Promise<string> => {
     const files = overlay(VALID_WEB);
     files['base/kustomization.yaml'] = 'resources: [web.yaml]\ncommonLabels: {team: shop}\n';
-    return tree(files);
+    return manifestDir(files);
   };
 
   it("passes kustomize's deprecation warnings on with the build", async () => {
@@ -167,7 +167,9 @@ function renderWeb(dir: string) {
 
 describe('helm: positions in the templates', () => {
   it('reports an invalid object at its template, the line counted in its rendered document', async () => {
-    const dir = await tree(Object.fromEntries(Object.entries(CHART).map(([p, t]) => [`charts/web/${p}`, t])));
+    const dir = await manifestDir(
+      Object.fromEntries(Object.entries(CHART).map(([p, t]) => [`charts/web/${p}`, t])),
+    );
     const file = await renderWeb(dir);
     const { objects, errors } = parseManifestFiles([file]);
     expect(errors.map((e) => e.message)).toEqual([
@@ -181,14 +183,14 @@ describe('helm: positions in the templates', () => {
   });
 
   it('mooring render names the template of an invalid object', async () => {
-    const dir = await tree(CHART);
+    const dir = await manifestDir(CHART);
     const result = await mooring('render', dir, '--offline', '-n', 'shop');
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/templates\/bad\.yaml \(rendered\):2:1: ConfigMap .*_Settings: /);
   });
 
   it("passes helm's warnings on, paths named as in the repository", async () => {
-    const dir = await tree({
+    const dir = await manifestDir({
       'charts/web/Chart.yaml': CHART['Chart.yaml'],
       'charts/web/values.yaml': CHART['values.yaml'],
       'charts/web/templates/deployment.yaml': CHART['templates/deployment.yaml'],
@@ -215,7 +217,7 @@ describe('helm: a dependency missing from charts/', () => {
   const inRepo = Object.fromEntries(Object.entries(files).map(([p, t]) => [`charts/web/${p}`, t]));
 
   it('says to run helm dependency build and commit charts/, from a folder', async () => {
-    const dir = await tree(inRepo);
+    const dir = await manifestDir(inRepo);
     await expect(chartFromFolder(dir, spec(['https://charts.example.invalid']), undefined)).rejects.toThrow(
       'charts/web/Chart.yaml: dependency redis is not in charts/; run helm dependency build and commit charts/',
     );

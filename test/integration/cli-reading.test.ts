@@ -9,7 +9,7 @@ import { configSchema, deployment, gitSource } from '../../src/config/schema.ts'
 import { deploymentManifests } from '../../src/sources/deployment-manifests.ts';
 import { GitRepository } from '../../src/sources/git/repository.ts';
 import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
-import { tree } from './build-helpers.ts';
+
 import { manifestDir, mooring, testbed } from './helpers.ts';
 
 const cm = (name: string) => `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ${name}}\ndata: {a: b}\n`;
@@ -17,7 +17,7 @@ const cm = (name: string) => `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: 
 describe('reading folders', () => {
   it('reads a folder without its subfolders, as kubectl apply -f DIR; -R reads them', async () => {
     // As many repositories ship an all-in-one copy of the same objects in a subfolder.
-    const dir = await tree({
+    const dir = await manifestDir({
       'web.yaml': cm('web'),
       'api.yaml': cm('api'),
       'all-in-one/everything.yaml': `${cm('web')}---\n${cm('api')}`,
@@ -33,7 +33,7 @@ describe('reading folders', () => {
   });
 
   it('says to give -R when only subfolders hold manifests', async () => {
-    const dir = await tree({ 'apps/web.yaml': cm('web') });
+    const dir = await manifestDir({ 'apps/web.yaml': cm('web') });
     const result = await mooring('render', dir, '--offline');
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('renders no objects');
@@ -44,7 +44,7 @@ describe('reading folders', () => {
   });
 
   it('builds a kustomization folder whole without -R', async () => {
-    const dir = await tree({
+    const dir = await manifestDir({
       'kustomization.yaml': 'resources: [base/web.yaml]\nnamePrefix: prod-\n',
       'base/web.yaml': cm('web'),
     });

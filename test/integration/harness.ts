@@ -8,9 +8,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Writable } from 'node:stream';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, inject, onTestFailed } from 'vitest';
@@ -86,10 +86,13 @@ export async function tempDir(prefix = 'mooring-test-'): Promise<string> {
   return dir;
 }
 
-/** A temporary folder holding these manifest files, removed after the test file. */
+/** A temporary folder holding these files at their relative paths (subfolders made), removed after the test file. */
 export async function manifestDir(files: Record<string, string>): Promise<string> {
   const dir = await tempDir('mooring-manifests-');
-  for (const [name, text] of Object.entries(files)) await writeFile(join(dir, name), text);
+  for (const [path, text] of Object.entries(files)) {
+    await mkdir(dirname(join(dir, path)), { recursive: true });
+    await writeFile(join(dir, path), text);
+  }
   return dir;
 }
 

@@ -8,7 +8,7 @@ import { parseAllDocuments } from 'yaml';
 import { KubeApi } from '../../src/kube/api.ts';
 import { Discovery } from '../../src/kube/discovery.ts';
 import { apiVersionsOf, isChart, renderChart } from '../../src/sources/build/helm.ts';
-import { liveObject, pushStable, stableImageSources, tree, untilEnded } from './build-helpers.ts';
+import { liveObject, pushStable, stableImageSources, untilEnded } from './build-helpers.ts';
 import { api } from './faults-support.ts';
 import {
   agentConfig,
@@ -16,6 +16,7 @@ import {
   clusterConfig,
   eventually,
   kubectl,
+  manifestDir,
   mooring,
   startAgent,
   startStatusReceiver,
@@ -58,7 +59,7 @@ describe('helm charts', () => {
   const ns = useNamespace('helm');
   it('renders with the release, namespace, the cluster capabilities, values files and inline values', async () => {
     const env = testbed();
-    const dir = await tree({ ...CHART, 'prod.yaml': 'replicas: 3\ncolor: green\n' });
+    const dir = await manifestDir({ ...CHART, 'prod.yaml': 'replicas: 3\ncolor: green\n' });
     expect(await isChart(dir)).toBe(true);
     const api = new KubeApi(clusterConfig());
     const caps = await new Discovery(api).capabilities();
@@ -99,7 +100,7 @@ describe('helm charts', () => {
 
   it('refuses a dependency that is not in charts/, and names the chart in helm errors', async () => {
     const env = testbed();
-    const withDependency = await tree({
+    const withDependency = await manifestDir({
       ...CHART,
       'Chart.yaml':
         'apiVersion: v2\nname: web\nversion: 1.0.0\ndependencies:\n  - {name: redis, version: 1.0.0, repository: https://charts.example.invalid}\n',
@@ -116,7 +117,7 @@ describe('helm charts', () => {
     ).rejects.toThrow(
       /charts\/web\/Chart.yaml: dependency redis comes from .* not in charts\/ and not an allowed repository/,
     );
-    const broken = await tree({ ...CHART, 'templates/bad.yaml': '{{ .Values.nope.deeper }}\n' });
+    const broken = await manifestDir({ ...CHART, 'templates/bad.yaml': '{{ .Values.nope.deeper }}\n' });
     await expect(
       renderChart({
         chart: broken,

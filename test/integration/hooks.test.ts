@@ -9,7 +9,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { KubeApi } from '../../src/kube/api.ts';
 import { Ledger } from '../../src/report/ledger.ts';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
-import { tree } from './build-helpers.ts';
+
 import {
   agentConfig,
   bareRepo,
@@ -17,6 +17,7 @@ import {
   deployTo,
   eventually,
   kubeConfig,
+  manifestDir,
   mooring,
   startAgent,
   startStatusReceiver,
@@ -72,7 +73,7 @@ describe('Helm hooks', () => {
     (await batch().listNamespacedJob({ namespace: ns() })).items.map((j) => j.metadata?.name);
 
   it('install runs post-install only; upgrade runs pre-upgrade first and deletes it; a failing hook writes nothing', async () => {
-    const dir = await tree(chart());
+    const dir = await manifestDir(chart());
     const install = await deployTo(ns(), dir);
     expect(install.code, install.stdout + install.stderr).toBe(0);
     expect(install.stdout).toContain('job.batch/welcome (post-install hook) succeeded');
@@ -182,7 +183,7 @@ describe('Argo CD hooks and waves', () => {
     );
 
   it('runs PreSync, the waves, then PostSync; never SyncFail when all goes well', async () => {
-    const result = await deployTo(ns(), await tree({ 'app.yaml': argoApp('succeed') }));
+    const result = await deployTo(ns(), await manifestDir({ 'app.yaml': argoApp('succeed') }));
     expect(result.code, result.stdout + result.stderr).toBe(0);
     const lines = result.stdout.split('\n');
     const at = (prefix: string) => lines.findIndex((l) => l.startsWith(prefix));
@@ -197,7 +198,7 @@ describe('Argo CD hooks and waves', () => {
     expect((await pods()).filter((p) => p.startsWith('presync-'))).toEqual([]);
 
     // Again: the named hooks are replaced (BeforeHookCreation), the generateName one gets a fresh name.
-    const again = await deployTo(ns(), await tree({ 'app.yaml': argoApp('succeed') }));
+    const again = await deployTo(ns(), await manifestDir({ 'app.yaml': argoApp('succeed') }));
     expect(again.code, again.stdout + again.stderr).toBe(0);
     const fresh = /pod\/(presync-[a-z0-9]{5})/.exec(again.stdout)?.[1];
     const first = /pod\/(presync-[a-z0-9]{5})/.exec(result.stdout)?.[1];
@@ -206,7 +207,12 @@ describe('Argo CD hooks and waves', () => {
   });
 
   it('runs SyncFail when the sync fails, and no PostSync', async () => {
-    const result = await deployTo(ns(), await tree({ 'app.yaml': argoApp('fail') }), '--timeout', '60s');
+    const result = await deployTo(
+      ns(),
+      await manifestDir({ 'app.yaml': argoApp('fail') }),
+      '--timeout',
+      '60s',
+    );
     expect(result.code).toBe(1);
     expect(result.stdout).toMatch(/failed: PreSync hook Job .*\/gate failed/);
     expect(result.stdout).toContain('job.batch/page-someone (SyncFail hook) succeeded');
@@ -225,7 +231,7 @@ describe('hooks in the agent', () => {
     files['chart/templates/undo.yaml'] = job('undo', '"helm.sh/hook": pre-rollback', 'succeed');
     const first = await repo.commit(files);
     const statuses = await startStatusReceiver();
-    const configFile = join(await tree({}), 'mooring.yaml');
+    const configFile = join(await manifestDir({}), 'mooring.yaml');
     await writeFile(
       configFile,
       await agentConfig({
@@ -305,7 +311,7 @@ kind: ConfigMap
 metadata: {name: app, annotations: {strategy.spinnaker.io/versioned: "false"}}
 data: {a: b}
 `;
-    const result = await deployTo(ns(), await tree({ 'app.yaml': hook }));
+    const result = await deployTo(ns(), await manifestDir({ 'app.yaml': hook }));
     expect(result.code).not.toBe(0);
     expect(result.stdout + result.stderr).toContain(
       `hook ConfigMap ${ns()}/precious: a ConfigMap of that name exists and was not created by this hook of deployment`,

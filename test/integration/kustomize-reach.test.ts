@@ -12,13 +12,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { kustomizeGit } from '../../src/sources/build/kustomize-sources.ts';
-import { fetchedRepo, tree } from './build-helpers.ts';
+import { fetchedRepo } from './build-helpers.ts';
 import {
   agentConfig,
   bareRepo,
   deployTo,
   eventually,
   kubectl,
+  manifestDir,
   mooring,
   runTool,
   startAgent,
@@ -86,7 +87,7 @@ describe('kustomize reads only the repository', () => {
   const ns = useNamespace('kustomize-reach');
 
   it('kubectl kustomize by itself fetches a generator file named by URL (what the checks prevent)', async () => {
-    const dir = await tree({
+    const dir = await manifestDir({
       'app/kustomization.yaml': `configMapGenerator:\n  - {name: leak, files: ["${base}/direct"]}\n`,
     });
     const out = await runTool(testbed().tools.kubectl, ['kustomize', join(dir, 'app')]);
@@ -98,7 +99,7 @@ describe('kustomize reads only the repository', () => {
     'the CLI refuses %s naming a local URL: nothing fetched, nothing applied',
     async (_name, fields) => {
       const text = fields.replaceAll('URL', base);
-      const dir = await tree({
+      const dir = await manifestDir({
         'app/kustomization.yaml': `resources: [cm.yaml]\n${text}`,
         'app/cm.yaml': cm,
         'app/ok.txt': 'x',
@@ -120,7 +121,7 @@ describe('kustomize reads only the repository', () => {
   );
 
   it('refuses a URL in a base the overlay reaches, naming the base', async () => {
-    const dir = await tree({
+    const dir = await manifestDir({
       'base/kustomization.yaml': `resources: [cm.yaml]\npatches:\n  - path: ${base}/base-patch\n`,
       'base/cm.yaml': cm,
       'overlays/prod/kustomization.yaml': 'resources: [../../base]\n',
@@ -170,7 +171,7 @@ data:
 
 describe('helm memory', () => {
   it('the CLI stops a chart that allocates without end at the default memory limit, naming it', async () => {
-    const dir = await tree({
+    const dir = await manifestDir({
       'Chart.yaml': 'apiVersion: v2\nname: big\nversion: 0.1.0\n',
       'templates/cm.yaml': BIG_TEMPLATE,
     });

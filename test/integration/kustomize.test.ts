@@ -14,7 +14,6 @@ import {
   liveObject,
   pushStable,
   stableImageSources,
-  tree,
   untilEnded,
   webDeployment,
 } from './build-helpers.ts';
@@ -25,6 +24,7 @@ import {
   deployTo,
   eventually,
   kubectl,
+  manifestDir,
   mooring,
   startAgent,
   startStatusReceiver,
@@ -73,7 +73,7 @@ describe('kustomize', () => {
   const ns = useNamespace('kustomize');
 
   it('the CLI deploys an overlay: patched, generated ConfigMap kept by its kustomize name and versioned', async () => {
-    const dir = await tree(overlay('nginx:1.25'));
+    const dir = await manifestDir(overlay('nginx:1.25'));
     const result = await deployTo(ns(), join(dir, 'overlays/prod'));
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
@@ -92,7 +92,7 @@ describe('kustomize refusals', () => {
   const ns = useNamespace('kustomize-refused');
 
   it('refuses a remote base, naming the kustomization and the URL, and applies nothing', async () => {
-    const dir = await tree({
+    const dir = await manifestDir({
       ...overlay('nginx:1.25'),
       'overlays/remote/kustomization.yaml':
         'resources:\n  - ../../base\n  - https://deploy:secret@git.example.invalid/org/repo//deploy?ref=v1\n',
@@ -107,7 +107,7 @@ describe('kustomize refusals', () => {
   });
 
   it('with allowRemoteBases, kustomize fetches the base itself; its error keeps no credentials', async () => {
-    const dir = await tree({
+    const dir = await manifestDir({
       ...overlay('nginx:1.25'),
       'overlays/remote/kustomization.yaml':
         'resources:\n  - ../../base\n  - https://deploy:secret@git.example.invalid/org/repo//deploy?ref=v1\n',
@@ -125,7 +125,7 @@ describe('kustomize refusals', () => {
   });
 
   it("kustomize's own errors name the kustomization file", async () => {
-    const dir = await tree({
+    const dir = await manifestDir({
       ...overlay('nginx:1.25'),
       'overlays/broken/kustomization.yaml': 'resources: [../../base]\npatches:\n  - path: missing.yaml\n',
     });
@@ -140,7 +140,7 @@ describe('kustomize refusals', () => {
 
 describe('which folders are built', () => {
   it('builds each overlay once, a base only through its overlays, and reads plain files beside them', async () => {
-    const dir = await tree({
+    const dir = await manifestDir({
       ...overlay('nginx:1.25'),
       // Named Kustomization, without an extension: kustomize's third file name.
       'overlays/staging/Kustomization': 'resources: [../../base]\nnamePrefix: staging-\n',

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { encryptSops, newAgeKey } from '../unit/sources/sops-fixture.ts';
-import { liveObject, pushStable, stableImageSources, tree } from './build-helpers.ts';
+import { liveObject, pushStable, stableImageSources } from './build-helpers.ts';
 import { api, ledgerOf } from './faults-support.ts';
 import {
   agentConfig,
@@ -129,7 +129,7 @@ describe('SOPS-encrypted manifests', () => {
       encryptedRegex: '^(data|stringData)$',
     });
     // The overlay changes what the MAC covers (a name prefix, labels): decrypting the build's output would fail.
-    const dir = await tree({
+    const dir = await manifestDir({
       'base/kustomization.yaml': 'resources: [secret.yaml]\n',
       'base/secret.yaml': encrypted,
       'overlay/kustomization.yaml': 'resources: [../base]\nnamePrefix: k-\ncommonLabels: {tier: db}\n',
@@ -140,7 +140,7 @@ describe('SOPS-encrypted manifests', () => {
     expect(await readFile(join(dir, 'base/secret.yaml'), 'utf8')).toBe(encrypted);
     // A chart folder given as a path, its secrets in a SOPS values file (as helm-secrets users keep them).
     const values = await encryptSops([{ password: PLAIN }], { recipients: [key.recipient] });
-    const chart = await tree({
+    const chart = await manifestDir({
       'Chart.yaml': 'apiVersion: v2\nname: vault-app\nversion: 0.1.0\n',
       'values.yaml': 'password: none\n',
       'templates/secret.yaml': `apiVersion: v1
