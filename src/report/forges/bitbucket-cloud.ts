@@ -14,32 +14,12 @@
 
 import { z } from 'zod';
 import { StalledError } from '../../errors.ts';
-import { apiBase, bearerHeaders, postJson, requireCommit } from './http.ts';
-import {
-  COMMENT_HINTS,
-  type CommentApi,
-  callList,
-  checkBody,
-  commentWrites,
-  exchange,
-  getPullRequest,
-  readTarget,
-  sameApi,
-  tokenUser,
-  upsertComment,
-  viewerCache,
-} from './protocol.ts';
-import { ownerAndName, parseRepoUrl, type RepoLocation, statusSubject } from './repo-url.ts';
+import { commentForge, commentList, commentWrites, tokenOwner } from './comments.ts';
+import { bearerHeaders, requireCommit, statusForge } from './http.ts';
+import { getPullRequest, sameApi } from './protocol.ts';
+import { ownerAndName, parseRepoUrl, type RepoLocation } from './repo-url.ts';
 import { boundedKey } from './text.ts';
-import type {
-  CommitState,
-  CommitStatusProvider,
-  HttpOptions,
-  PostedComment,
-  PreviewCommentProvider,
-  PullRequestInfo,
-  PullRequestTarget,
-} from './types.ts';
+import type { CommitState } from './types.ts';
 
 export const BITBUCKET_CLOUD_API_URL = 'https://api.bitbucket.org/2.0';
 /** Bitbucket Cloud refuses longer keys. */
@@ -56,11 +36,6 @@ export const BITBUCKET_CLOUD_STATES: Readonly<
   cancelled: 'STOPPED',
 };
 
-export interface BitbucketCloudOptions {
-  apiUrl?: string | undefined;
-  http?: HttpOptions | undefined;
-}
-
 /** A repository's place in the API (`/repositories/{workspace}/{slug}`), its encoded path and its name. */
 function bitbucketCloudRepository(
   api: string,
@@ -72,34 +47,26 @@ function bitbucketCloudRepository(
   return { location, name: `${workspace}/${slug}`, path, repo: `${api}/repositories/${path}` };
 }
 
-export function bitbucketCloudProvider(options: BitbucketCloudOptions = {}): CommitStatusProvider {
-  const api = apiBase(options.apiUrl ?? BITBUCKET_CLOUD_API_URL);
-  return {
-    name: 'bitbucket-cloud',
-    maxDescription: 255,
-    async post(target, status, token) {
-      const { location, path, repo } = bitbucketCloudRepository(api, target.repoUrl);
-      const commit = requireCommit(target.commit);
-      await postJson(
-        {
-          provider: 'bitbucket-cloud',
-          url: `${repo}/commit/${commit}/statuses/build`,
-          headers: bearerHeaders(token),
-          body: {
-            key: boundedKey(status.context, BITBUCKET_CLOUD_MAX_KEY),
-            state: BITBUCKET_CLOUD_STATES[status.state],
-            name: status.context,
-            description: status.description,
-            // Required by Bitbucket: without a target URL of our own, the commit's page.
-            url: status.targetUrl || `${location.webOrigin}/${path}/commits/${commit}`,
-          },
-          subject: statusSubject(target),
-        },
-        options.http,
-      );
-    },
-  };
-}
+export const bitbucketCloudProvider = statusForge({
+  name: 'bitbucket-cloud',
+  maxDescription: 255,
+  request(api, target, status, token) {
+    const { location, path, repo } = bitbucketCloudRepository(api, target.repoUrl);
+    const commit = requireCommit(target.commit);
+    return {
+      url: `${repo}/commit/${commit}/statuses/build`,
+      headers: bearerHeaders(token),
+      body: {
+        key: boundedKey(status.context, BITBUCKET_CLOUD_MAX_KEY),
+        state: BITBUCKET_CLOUD_STATES[status.state],
+        name: status.context,
+        description: status.description,
+        // Required by Bitbucket: without a target URL of our own, the commit's page.
+        url: status.targetUrl || `${location.webOrigin}/${path}/commits/${commit}`,
+      },
+    };
+  },
+});
 
 /** Bitbucket Cloud documents no limit; 32,768 characters is well within what it takes and shows. */
 export const BITBUCKET_CLOUD_MAX_COMMENT = 32_768;
@@ -136,87 +103,60 @@ const pull = z.object({
   destination: z.object({ branch: z.object({ name: z.string() }), repository }),
 });
 
-export function bitbucketCloudComments(options: BitbucketCloudOptions = {}): PreviewCommentProvider {
-  const api = apiBase(options.apiUrl ?? BITBUCKET_CLOUD_API_URL, 'preview');
-  const viewers = viewerCache();
-
-  function open(target: PullRequestTarget, token: string) {
-    const { name, repo } = bitbucketCloudRepository(api, target.repoUrl);
-    const { x, number } = exchange('bitbucket-cloud', target, name, bearerHeaders(token), options.http);
-    return { x, pr: `${repo}/pullrequests/${number}` };
-  }
-
-  return {
-    name: 'bitbucket-cloud',
-    maxBody: BITBUCKET_CLOUD_MAX_COMMENT,
-    async upsert(target, body, marker, token) {
-      const { x, pr } = readTarget(target, () => open(target, token));
-      checkBody(body, marker, BITBUCKET_CLOUD_MAX_COMMENT, x.subject);
-      const posted = (value: z.infer<typeof comment>, created: boolean): PostedComment => ({
-        id: String(value.id),
-        created,
-        url: value.links?.html?.href,
-      });
-      const commentApi: CommentApi = {
-        first: `${pr}/comments?pagelen=${PAGE_LENGTH}`,
-        async page(url) {
-          const answer = await callList(
-            x,
-            { url, hints: COMMENT_HINTS, what: 'comments' },
-            (body) => (body as { values?: unknown }).values,
-            comment,
-          );
-          const next = page.safeParse(answer.body).data?.next;
-          return {
-            comments: answer.items
-              .filter((c) => c.deleted !== true && !c.inline && !c.parent)
-              .map((c) => ({
-                id: String(c.id),
-                body: c.content?.raw ?? '',
-                author: c.user?.uuid,
-                url: c.links?.html?.href,
-              })),
-            next: next === undefined ? undefined : sameApi(next, api, x),
-          };
-        },
-        viewer: () =>
-          viewers(token, async () => {
-            const me = await tokenUser(x, `${api}/user`, account);
-            return me?.uuid;
-          }),
-        ours: (c, viewer) => viewer === undefined || c.author === viewer,
-        ...commentWrites(x, {
-          collection: `${pr}/comments`,
-          item: (found) => `${pr}/comments/${found.id}`,
-          update: 'PUT',
-          body: (text) => ({ content: { raw: text } }),
-          what: 'a comment',
-          schema: comment,
-          posted,
-        }),
-      };
-      return upsertComment(commentApi, body, marker, x.subject);
-    },
-
-    async pullRequest(target, token) {
-      const { x, pr } = readTarget(target, () => open(target, token));
-      const value = await getPullRequest(x, pr, pull);
-      if (value.source.commit === null) {
-        throw new StalledError('Bitbucket gives the pull request no head commit', { subject: x.subject });
-      }
+/** Bitbucket Cloud's pull-request comments; inline comments, replies and deleted ones are not the preview's. */
+export const bitbucketCloudComments = commentForge({
+  name: 'bitbucket-cloud',
+  maxBody: BITBUCKET_CLOUD_MAX_COMMENT,
+  repository: bitbucketCloudRepository,
+  headers: bearerHeaders,
+  places: ({ repo }, number) => ({ pr: `${repo}/pullrequests/${number}` }),
+  thread: (x, { pr }, api) => ({
+    first: `${pr}/comments?pagelen=${PAGE_LENGTH}`,
+    async page(url) {
+      const answer = await commentList(x, url, 'comments', comment, (body) => (body as Paged).values);
+      const next = page.safeParse(answer.body).data?.next;
       return {
-        number: value.id,
-        state: value.state === 'OPEN' ? 'open' : value.state === 'MERGED' ? 'merged' : 'closed',
-        headSha: value.source.commit.hash,
-        baseRef: value.destination.branch.name,
-        // A deleted fork leaves no source repository: no more trusted than a fork.
-        fromFork:
-          value.source.repository === null ||
-          value.source.repository.uuid !== value.destination.repository.uuid,
-        author: value.author?.nickname ?? value.author?.account_id ?? value.author?.display_name ?? '',
-        // Bitbucket has no labels.
-        labels: [],
-      } satisfies PullRequestInfo;
+        comments: answer.items
+          .filter((c) => c.deleted !== true && !c.inline && !c.parent)
+          .map((c) => ({
+            id: String(c.id),
+            body: c.content?.raw ?? '',
+            author: c.user?.uuid,
+            url: c.links?.html?.href,
+          })),
+        next: next === undefined ? undefined : sameApi(next, api, x),
+      };
     },
-  };
-}
+    owner: tokenOwner(`${api}/user`, account, (me) => me.uuid),
+    writes: commentWrites(x, {
+      collection: `${pr}/comments`,
+      item: (found) => `${pr}/comments/${found.id}`,
+      update: 'PUT',
+      body: (text) => ({ content: { raw: text } }),
+      what: 'a comment',
+      schema: comment,
+      url: (value) => value.links?.html?.href,
+    }),
+  }),
+  async pullRequest(x, { pr }) {
+    const value = await getPullRequest(x, pr, pull);
+    if (value.source.commit === null) {
+      throw new StalledError('Bitbucket gives the pull request no head commit', { subject: x.subject });
+    }
+    const from = value.source.repository;
+    return {
+      number: value.id,
+      state: value.state === 'OPEN' ? 'open' : value.state === 'MERGED' ? 'merged' : 'closed',
+      headSha: value.source.commit.hash,
+      baseRef: value.destination.branch.name,
+      // A deleted fork leaves no source repository: no more trusted than a fork.
+      fromFork: from === null || from.uuid !== value.destination.repository.uuid,
+      author: value.author?.nickname ?? value.author?.account_id ?? value.author?.display_name ?? '',
+      // Bitbucket has no labels.
+      labels: [],
+    };
+  },
+});
+
+/** A Bitbucket list answer: its items are its `values`. */
+type Paged = { values?: unknown };

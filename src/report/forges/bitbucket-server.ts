@@ -13,31 +13,18 @@
 
 import { z } from 'zod';
 import { StalledError } from '../../errors.ts';
-import { apiBase, bearerHeaders, postJson, requireCommit } from './http.ts';
 import {
-  COMMENT_HINTS,
-  type CommentApi,
-  call,
-  callList,
-  callUnless,
-  checkBody,
-  exchange,
+  type CommentCreateUpdate,
+  commentForge,
+  commentList,
   type ForgeComment,
-  getPullRequest,
-  readTarget,
-  upsertComment,
-} from './protocol.ts';
-import { ownerAndName, parseRepoUrl, statusSubject } from './repo-url.ts';
+  postedComment,
+} from './comments.ts';
+import { bearerHeaders, requireCommit, statusForge } from './http.ts';
+import { COMMENT_HINTS, call, callUnless, type Exchange, getPullRequest } from './protocol.ts';
+import { ownerAndName, parseRepoUrl } from './repo-url.ts';
 import { boundedKey } from './text.ts';
-import type {
-  CommitState,
-  CommitStatusProvider,
-  HttpOptions,
-  PostedComment,
-  PreviewCommentProvider,
-  PullRequestInfo,
-  PullRequestTarget,
-} from './types.ts';
+import type { CommitState } from './types.ts';
 
 /**
  * Bitbucket Server's build states are three: it has no STOPPED, so a cancelled sync (which did not succeed)
@@ -55,41 +42,25 @@ export const BITBUCKET_SERVER_STATES: Readonly<Record<CommitState, 'INPROGRESS' 
 /** Bitbucket Server stores key and name in columns of 255. */
 const MAX_KEY = 255;
 
-export interface BitbucketServerOptions {
-  /** The server's base URL (with its context path, if any), e.g. https://bitbucket.example.com. */
-  apiUrl: string;
-  http?: HttpOptions | undefined;
-}
-
-export function bitbucketServerProvider(options: BitbucketServerOptions): CommitStatusProvider {
-  const base = apiBase(options.apiUrl);
-  return {
-    name: 'bitbucket-server',
-    maxDescription: 255,
-    async post(target, status, token) {
-      const commit = requireCommit(target.commit);
-      await postJson(
-        {
-          provider: 'bitbucket-server',
-          url: `${base}/rest/build-status/1.0/commits/${commit}`,
-          headers: bearerHeaders(token),
-          body: {
-            state: BITBUCKET_SERVER_STATES[status.state],
-            key: boundedKey(status.context, MAX_KEY),
-            name: boundedKey(status.context, MAX_KEY),
-            // Required: without a target URL of our own, the commit's page in the repository.
-            url:
-              status.targetUrl ||
-              `${base}/${bitbucketServerRepository(target.repoUrl).web}/commits/${commit}`,
-            description: status.description,
-          },
-          subject: statusSubject(target),
-        },
-        options.http,
-      );
-    },
-  };
-}
+export const bitbucketServerProvider = statusForge({
+  name: 'bitbucket-server',
+  maxDescription: 255,
+  request(base, target, status, token) {
+    const commit = requireCommit(target.commit);
+    return {
+      url: `${base}/rest/build-status/1.0/commits/${commit}`,
+      headers: bearerHeaders(token),
+      body: {
+        state: BITBUCKET_SERVER_STATES[status.state],
+        key: boundedKey(status.context, MAX_KEY),
+        name: boundedKey(status.context, MAX_KEY),
+        // Required: without a target URL of our own, the commit's page in the repository.
+        url: status.targetUrl || `${base}/${bitbucketServerRepository(target.repoUrl).web}/commits/${commit}`,
+        description: status.description,
+      },
+    };
+  },
+});
 
 /**
  * A repository's place: `rest`, its path in the REST API (`projects/{KEY}/repos/{slug}`, a personal project's key
@@ -140,131 +111,106 @@ const pull = z.object({
   author: z.object({ user: z.object({ name: z.string() }) }).nullish(),
 });
 
-export function bitbucketServerComments(options: BitbucketServerOptions): PreviewCommentProvider {
-  const base = apiBase(options.apiUrl, 'preview');
-
-  function open(target: PullRequestTarget, token: string) {
-    const { name, rest, web } = bitbucketServerRepository(target.repoUrl);
-    const { x, number } = exchange('bitbucket-server', target, name, bearerHeaders(token), options.http);
+/** Bitbucket Server's pull-request comments, read from its activities; whose token it is, every answer says. */
+export const bitbucketServerComments = commentForge({
+  name: 'bitbucket-server',
+  maxBody: BITBUCKET_SERVER_MAX_COMMENT,
+  repository: (base, repoUrl) => ({ base, ...bitbucketServerRepository(repoUrl) }),
+  headers: bearerHeaders,
+  places: ({ base, rest, web }, number) => ({
+    pr: `${base}/rest/api/1.0/${rest}/pull-requests/${number}`,
+    page: `${base}/${web}/pull-requests/${number}/overview`,
+  }),
+  thread: (x, { pr, page }) => {
+    const seen = new Set<string>();
     return {
-      x,
-      pr: `${base}/rest/api/1.0/${rest}/pull-requests/${number}`,
-      page: `${base}/${web}/pull-requests/${number}/overview`,
+      first: '0',
+      async page(cursor) {
+        const url = `${pr}/activities?start=${cursor}&limit=${PAGE_LIMIT}`;
+        const answer = await commentList(x, url, 'activities', activity, (list) => (list as Paged).values);
+        const paged = paging.safeParse(answer.body).data;
+        const next =
+          paged && !paged.isLastPage && paged.nextPageStart != null ? String(paged.nextPageStart) : undefined;
+        const viewer = answer.headers.get('x-ausername')?.toLowerCase() || undefined;
+        return { comments: commented(answer.items, seen), next, viewer };
+      },
+      writes: versionedWrites(x, pr, page),
     };
+  },
+  async pullRequest(x, { pr }) {
+    const value = await getPullRequest(x, pr, pull);
+    const from = value.fromRef.repository;
+    const to = value.toRef.repository;
+    return {
+      number: value.id,
+      state: value.state === 'OPEN' ? 'open' : value.state === 'MERGED' ? 'merged' : 'closed',
+      headSha: value.fromRef.latestCommit,
+      baseRef: value.toRef.displayId,
+      fromFork: from === null || to === null || from.id !== to.id,
+      author: value.author?.user.name ?? '',
+      labels: [],
+    };
+  },
+});
+
+/** A Bitbucket list answer: its items are its `values`. */
+type Paged = { values?: unknown };
+
+/** The PR's own comments among a page of activities, each once (`seen` runs across the pages). */
+function commented(activities: readonly z.infer<typeof activity>[], seen: Set<string>): ForgeComment[] {
+  const comments: ForgeComment[] = [];
+  for (const a of activities) {
+    // File and line comments carry an anchor: not the preview's.
+    if (a.action !== 'COMMENTED' || a.comment === undefined || a.commentAnchor) continue;
+    const id = String(a.comment.id);
+    // A deleted comment is listed as such; one comment may show in several activities (added, edited).
+    if (a.commentAction === 'DELETED') seen.add(id);
+    if (seen.has(id)) continue;
+    seen.add(id);
+    comments.push({
+      id,
+      body: a.comment.text ?? '',
+      author: a.comment.author?.name.toLowerCase(),
+      version: a.comment.version,
+    });
   }
+  return comments;
+}
 
+/** Create, and update under the comment's version (its optimistic lock): a 409 is retried once, at the version now. */
+function versionedWrites(x: Exchange, pr: string, page: string): CommentCreateUpdate {
+  const posted = (value: z.infer<typeof comment>, created: boolean) =>
+    postedComment(value.id, created, `${page}?commentId=${value.id}`);
+  const request = (method: 'GET' | 'POST' | 'PUT', url: string, body?: unknown) => ({
+    method,
+    url,
+    body,
+    hints: COMMENT_HINTS,
+    what: 'a comment',
+  });
+  const put = (found: ForgeComment, text: string, version: number) =>
+    callUnless(
+      x,
+      request('PUT', `${pr}/comments/${found.id}`, { text, version }),
+      comment,
+      (status) => status === 409,
+    );
   return {
-    name: 'bitbucket-server',
-    maxBody: BITBUCKET_SERVER_MAX_COMMENT,
-    async upsert(target, body, marker, token) {
-      const { x, pr, page } = readTarget(target, () => open(target, token));
-      checkBody(body, marker, BITBUCKET_SERVER_MAX_COMMENT, x.subject);
-      const posted = (value: z.infer<typeof comment>, created: boolean): PostedComment => ({
-        id: String(value.id),
-        created,
-        url: `${page}?commentId=${value.id}`,
-      });
-      const put = (found: ForgeComment, text: string, version: number) =>
-        callUnless(
-          x,
-          {
-            method: 'PUT',
-            url: `${pr}/comments/${found.id}`,
-            body: { text, version },
-            hints: COMMENT_HINTS,
-            what: 'a comment',
-          },
-          comment,
-          (status) => status === 409,
-        );
-      const seen = new Set<string>();
-      const commentApi: CommentApi = {
-        first: '0',
-        async page(cursor) {
-          const answer = await callList(
-            x,
-            {
-              url: `${pr}/activities?start=${cursor}&limit=${PAGE_LIMIT}`,
-              hints: COMMENT_HINTS,
-              what: 'activities',
-            },
-            (list) => (list as { values?: unknown }).values,
-            activity,
-          );
-          const comments: ForgeComment[] = [];
-          for (const a of answer.items) {
-            // File and line comments carry an anchor: not the preview's.
-            if (a.action !== 'COMMENTED' || a.comment === undefined || a.commentAnchor) continue;
-            const id = String(a.comment.id);
-            // A deleted comment is listed as such; one comment may show in several activities (added, edited).
-            if (a.commentAction === 'DELETED') seen.add(id);
-            if (seen.has(id)) continue;
-            seen.add(id);
-            comments.push({
-              id,
-              body: a.comment.text ?? '',
-              author: a.comment.author?.name.toLowerCase(),
-              version: a.comment.version,
-            });
-          }
-          const paged = paging.safeParse(answer.body).data;
-          const next =
-            paged && !paged.isLastPage && paged.nextPageStart != null
-              ? String(paged.nextPageStart)
-              : undefined;
-          return { comments, next, viewer: answer.headers.get('x-ausername')?.toLowerCase() || undefined };
-        },
-        ours: (c, viewer) => viewer === undefined || c.author === viewer,
-        async create(text) {
-          const value = await call(
-            x,
-            {
-              method: 'POST',
-              url: `${pr}/comments`,
-              body: { text },
-              hints: COMMENT_HINTS,
-              what: 'a comment',
-            },
-            comment,
-          );
-          return posted(value, true);
-        },
-        async update(found, text) {
-          const first = await put(found, text, found.version ?? 0);
-          if (first) return posted(first, false);
-          // 409: the comment changed since it was listed; once more with the version it has now.
-          const current = await call(
-            x,
-            { method: 'GET', url: `${pr}/comments/${found.id}`, hints: COMMENT_HINTS, what: 'a comment' },
-            comment,
-          );
-          const second = await put(found, text, current.version);
-          if (!second) {
-            throw new StalledError('the preview comment is being changed by someone else (HTTP 409 twice)', {
-              subject: x.subject,
-            });
-          }
-          return posted(second, false);
-        },
-      };
-      return upsertComment(commentApi, body, marker, x.subject);
+    async create(text) {
+      return posted(await call(x, request('POST', `${pr}/comments`, { text }), comment), true);
     },
-
-    async pullRequest(target, token) {
-      const { x, pr } = readTarget(target, () => open(target, token));
-      const value = await getPullRequest(x, pr, pull);
-      return {
-        number: value.id,
-        state: value.state === 'OPEN' ? 'open' : value.state === 'MERGED' ? 'merged' : 'closed',
-        headSha: value.fromRef.latestCommit,
-        baseRef: value.toRef.displayId,
-        fromFork:
-          value.fromRef.repository === null ||
-          value.toRef.repository === null ||
-          value.fromRef.repository.id !== value.toRef.repository.id,
-        author: value.author?.user.name ?? '',
-        labels: [],
-      } satisfies PullRequestInfo;
+    async update(found, text) {
+      const first = await put(found, text, found.version ?? 0);
+      if (first) return posted(first, false);
+      // 409: the comment changed since it was listed; once more with the version it has now.
+      const current = await call(x, request('GET', `${pr}/comments/${found.id}`), comment);
+      const second = await put(found, text, current.version);
+      if (!second) {
+        throw new StalledError('the preview comment is being changed by someone else (HTTP 409 twice)', {
+          subject: x.subject,
+        });
+      }
+      return posted(second, false);
     },
   };
 }

@@ -11,31 +11,19 @@
 //                                 its comments are then those of Bot users)
 
 import { z } from 'zod';
-import { apiBase, postJson, requireCommit } from './http.ts';
 import {
-  COMMENT_HINTS,
-  type CommentApi,
-  callList,
-  checkBody,
+  type CommentCreateUpdate,
+  type CommentForge,
+  commentForge,
+  commentList,
   commentWrites,
-  exchange,
   type ForgeComment,
-  getPullRequest,
-  nextLink,
-  readTarget,
-  tokenUser,
-  upsertComment,
-  viewerCache,
-} from './protocol.ts';
-import { ownerAndName, parseRepoUrl, statusSubject } from './repo-url.ts';
-import type {
-  CommitState,
-  CommitStatusProvider,
-  HttpOptions,
-  PreviewCommentProvider,
-  PullRequestInfo,
-  PullRequestTarget,
-} from './types.ts';
+  tokenOwner,
+} from './comments.ts';
+import { requireCommit, statusForge } from './http.ts';
+import { type Exchange, getPullRequest, nextLink } from './protocol.ts';
+import { ownerAndName, parseRepoUrl } from './repo-url.ts';
+import type { CommitState } from './types.ts';
 
 export const GITHUB_API_URL = 'https://api.github.com';
 /** The version of the REST API whose request shape this file builds. */
@@ -50,12 +38,6 @@ export const GITHUB_STATES: Readonly<Record<CommitState, 'pending' | 'success' |
   cancelled: 'error',
 };
 
-export interface GitHubOptions {
-  /** https://api.github.com, or https://HOST/api/v3 for GitHub Enterprise Server. */
-  apiUrl: string;
-  http?: HttpOptions | undefined;
-}
-
 /** How every request to GitHub is made: the token as a bearer, and the version of the API this file speaks. */
 function githubHeaders(token: string): Record<string, string> {
   return {
@@ -65,61 +47,54 @@ function githubHeaders(token: string): Record<string, string> {
   };
 }
 
-/** A repository's place in the API (`/repos/{owner}/{repo}`) and its `owner/repo` name. */
-function githubRepository(api: string, repoUrl: string): { name: string; repo: string } {
-  const [owner, repo] = ownerAndName(parseRepoUrl(repoUrl), true, 'owner/repo');
-  return {
-    name: `${owner}/${repo}`,
-    repo: `${api}/repos/${encodeURIComponent(owner)}/${encodeURIComponent(repo)}`,
+/**
+ * A repository's place in an API of GitHub's shape (`/repos/{owner}/{repo}`) and its `owner/repo` name. `nested`:
+ * the owner is the first path segment (GitHub); without, the last two segments are owner and repo, whatever
+ * sub-path the server is under (Gitea has no nested groups).
+ */
+export function reposRepository(
+  nested: boolean,
+): (api: string, repoUrl: string) => { name: string; repo: string } {
+  return (api, repoUrl) => {
+    const [owner, repo] = ownerAndName(parseRepoUrl(repoUrl), nested, 'owner/repo');
+    return {
+      name: `${owner}/${repo}`,
+      repo: `${api}/repos/${encodeURIComponent(owner)}/${encodeURIComponent(repo)}`,
+    };
   };
 }
 
-export function githubProvider(options: GitHubOptions): CommitStatusProvider {
-  const api = apiBase(options.apiUrl);
-  return githubShapedStatuses({
-    name: 'github',
-    // GitHub refuses longer descriptions with 422.
-    maxDescription: 140,
-    repo: (repoUrl) => githubRepository(api, repoUrl).repo,
-    headers: githubHeaders,
-    http: options.http,
-  });
+/** A forge of GitHub's API shape: its name, how its requests carry the token, where a repository is. */
+export interface GitHubShape {
+  name: 'github' | 'gitea';
+  headers: (token: string) => Record<string, string>;
+  repository: (api: string, repoUrl: string) => { name: string; repo: string };
 }
+
+const GITHUB: GitHubShape = { name: 'github', headers: githubHeaders, repository: reposRepository(true) };
+
+// GitHub refuses longer descriptions with 422.
+export const githubProvider = githubShapedStatuses(GITHUB, 140);
 
 /**
  * Commit statuses in GitHub's shape, which Gitea and Forgejo kept: POST {repo}/statuses/{sha} with the state (our
  * four names; no cancelled state: `error`), target_url, description and context.
  */
-export function githubShapedStatuses(shape: {
-  name: 'github' | 'gitea';
-  maxDescription: number;
-  /** The repository's place in the API. */
-  repo: (repoUrl: string) => string;
-  headers: (token: string) => Record<string, string>;
-  http: HttpOptions | undefined;
-}): CommitStatusProvider {
-  return {
-    name: shape.name,
-    maxDescription: shape.maxDescription,
-    async post(target, status, token) {
-      const url = `${shape.repo(target.repoUrl)}/statuses/${requireCommit(target.commit)}`;
-      await postJson(
-        {
-          provider: shape.name,
-          url,
-          headers: shape.headers(token),
-          body: {
-            state: GITHUB_STATES[status.state],
-            ...(status.targetUrl ? { target_url: status.targetUrl } : {}),
-            description: status.description,
-            context: status.context,
-          },
-          subject: statusSubject(target),
-        },
-        shape.http,
-      );
-    },
-  };
+export function githubShapedStatuses({ name, headers, repository }: GitHubShape, maxDescription: number) {
+  return statusForge({
+    name,
+    maxDescription,
+    request: (api, target, status, token) => ({
+      url: `${repository(api, target.repoUrl).repo}/statuses/${requireCommit(target.commit)}`,
+      headers: headers(token),
+      body: {
+        state: GITHUB_STATES[status.state],
+        ...(status.targetUrl ? { target_url: status.targetUrl } : {}),
+        description: status.description,
+        context: status.context,
+      },
+    }),
+  });
 }
 
 /** GitHub's limit on an issue comment's body. */
@@ -145,77 +120,92 @@ const pull = z.object({
   labels: z.array(z.object({ name: z.string() })),
 });
 
-export function githubComments(options: GitHubOptions): PreviewCommentProvider {
-  const api = apiBase(options.apiUrl, 'preview');
-  const viewers = viewerCache();
-
-  function open(target: PullRequestTarget, token: string) {
-    const { name, repo } = githubRepository(api, target.repoUrl);
-    const { x, number } = exchange('github', target, name, githubHeaders(token), options.http);
-    return { x, number, repo };
-  }
-
-  return {
-    name: 'github',
-    maxBody: GITHUB_MAX_COMMENT,
-    async upsert(target, body, marker, token) {
-      const { x, number, repo } = readTarget(target, () => open(target, token));
-      checkBody(body, marker, GITHUB_MAX_COMMENT, x.subject);
-      const comments = `${repo}/issues/${number}/comments`;
-      const posted = (value: z.infer<typeof comment>, created: boolean) => ({
-        id: String(value.id),
-        created,
-        url: value.html_url,
-      });
-      const commentApi: CommentApi = {
-        first: '1',
-        async page(cursor) {
-          const page = Number(cursor);
-          const answer = await callList(
-            x,
-            { url: `${comments}?per_page=${PER_PAGE}&page=${page}`, hints: COMMENT_HINTS, what: 'comments' },
-            (list) => list,
-            comment,
-          );
-          return {
-            comments: answer.items.map(toComment),
-            next: nextLink(answer.headers.get('link')) ? String(page + 1) : undefined,
-          };
-        },
-        viewer: () =>
-          viewers(token, async () => {
-            const me = await tokenUser(x, `${api}/user`, user);
-            return me?.login;
-          }),
-        ours: (c, viewer) => (viewer === undefined ? c.bot === true : c.author === viewer),
-        ...commentWrites(x, {
-          collection: comments,
-          item: (found) => `${repo}/issues/comments/${found.id}`,
-          update: 'PATCH',
-          body: (text) => ({ body: text }),
-          what: 'a comment',
-          schema: comment,
-          posted,
-        }),
-      };
-      return upsertComment(commentApi, body, marker, x.subject);
-    },
-
-    async pullRequest(target, token) {
-      const { x, number, repo } = readTarget(target, () => open(target, token));
-      const pr = await getPullRequest(x, `${repo}/pulls/${number}`, pull);
+/** GitHub's pull-request comments: a PR's comments are its issue's. */
+export const githubComments = githubShapedComments(GITHUB, GITHUB_MAX_COMMENT, {
+  thread: (x, { repo, issue }, api) => ({
+    first: '1',
+    async page(cursor) {
+      const page = Number(cursor);
+      const answer = await commentList(
+        x,
+        `${issue}/comments?per_page=${PER_PAGE}&page=${page}`,
+        'comments',
+        comment,
+      );
       return {
-        number: pr.number,
-        state: pr.merged === true || pr.merged_at !== null ? 'merged' : pr.state,
-        headSha: pr.head.sha,
-        baseRef: pr.base.ref,
-        // A deleted fork leaves no head repository: no more trusted than a fork.
-        fromFork: pr.head.repo === null || pr.head.repo.id !== pr.base.repo.id,
-        author: pr.user?.login ?? '',
-        labels: pr.labels.map((l) => l.name),
-      } satisfies PullRequestInfo;
+        comments: answer.items.map(toComment),
+        next: nextLink(answer.headers.get('link')) ? String(page + 1) : undefined,
+      };
     },
-  };
+    owner: tokenOwner(`${api}/user`, user, (me) => me.login),
+    // Without a user (an app's installation token), the comments of apps.
+    ours: (c, viewer) => (viewer === undefined ? c.bot === true : c.author === viewer),
+    writes: issueCommentWrites(x, repo, issue, comment),
+  }),
+  async pullRequest(x, { pull: url }) {
+    const pr = await getPullRequest(x, url, pull);
+    return {
+      number: pr.number,
+      state: pr.merged === true || pr.merged_at !== null ? 'merged' : pr.state,
+      headSha: pr.head.sha,
+      baseRef: pr.base.ref,
+      // A deleted fork leaves no head repository: no more trusted than a fork.
+      fromFork: pr.head.repo === null || pr.head.repo.id !== pr.base.repo.id,
+      author: pr.user?.login ?? '',
+      labels: pr.labels.map((l) => l.name),
+    };
+  },
+});
+
+/** The places of a PR in an API of GitHub's shape: the repository, the PR's issue, the PR. */
+interface IssuePlaces {
+  repo: string;
+  issue: string;
+  pull: string;
+}
+
+/**
+ * Pull-request comments in GitHub's shape (Gitea and Forgejo kept it): a PR's comments are its issue's. How a page
+ * reads and how the PR maps differ: `forge`.
+ */
+export function githubShapedComments(
+  { name, headers, repository }: GitHubShape,
+  maxBody: number,
+  forge: Pick<CommentForge<{ name: string; repo: string }, IssuePlaces>, 'thread' | 'pullRequest'>,
+) {
+  return commentForge({
+    name,
+    maxBody,
+    repository,
+    headers,
+    places: ({ repo }, number) => ({
+      repo,
+      issue: `${repo}/issues/${number}`,
+      pull: `${repo}/pulls/${number}`,
+    }),
+    ...forge,
+  });
+}
+
+/**
+ * Issue comments written in GitHub's shape (Gitea and Forgejo kept it): POSTed to the issue's comments, PATCHed at
+ * `{repo}/issues/comments/{id}`, the comment's page in `html_url`.
+ */
+export function issueCommentWrites(
+  x: Exchange,
+  repo: string,
+  issue: string,
+  schema: z.ZodType<{ id: number; html_url?: string | undefined }>,
+): CommentCreateUpdate {
+  return commentWrites(x, {
+    collection: `${issue}/comments`,
+    item: (found) => `${repo}/issues/comments/${found.id}`,
+    update: 'PATCH',
+    body: (text) => ({ body: text }),
+    what: 'a comment',
+    schema,
+    url: (value) => value.html_url,
+  });
 }
 
 function toComment(value: z.infer<typeof comment>): ForgeComment {

@@ -13,30 +13,11 @@
 
 import { z } from 'zod';
 import { StalledError } from '../../errors.ts';
-import { apiBase, postJson, requireCommit } from './http.ts';
-import {
-  COMMENT_HINTS,
-  type CommentApi,
-  callList,
-  checkBody,
-  commentWrites,
-  exchange,
-  getPullRequest,
-  readTarget,
-  tokenUser,
-  upsertComment,
-  viewerCache,
-} from './protocol.ts';
-import { parseRepoUrl, type RepoLocation, statusSubject } from './repo-url.ts';
-import type {
-  CommitState,
-  CommitStatusProvider,
-  HttpOptions,
-  PostedComment,
-  PreviewCommentProvider,
-  PullRequestInfo,
-  PullRequestTarget,
-} from './types.ts';
+import { commentForge, commentList, commentWrites, tokenOwner } from './comments.ts';
+import { requireCommit, statusForge } from './http.ts';
+import { getPullRequest } from './protocol.ts';
+import { parseRepoUrl, type RepoLocation } from './repo-url.ts';
+import type { CommitState } from './types.ts';
 
 export const GITLAB_API_URL = 'https://gitlab.com/api/v4';
 
@@ -48,12 +29,6 @@ export const GITLAB_STATES: Readonly<Record<CommitState, string>> = {
   error: 'failed',
   cancelled: 'canceled',
 };
-
-export interface GitLabOptions {
-  /** https://gitlab.com/api/v4, or https://HOST[/relative-root]/api/v4. */
-  apiUrl: string;
-  http?: HttpOptions | undefined;
-}
 
 /** How every request to GitLab is made: the token in its own header. */
 function gitlabHeaders(token: string): Record<string, string> {
@@ -83,38 +58,28 @@ function gitlabProject(
   return { location, name, project: `${api}/projects/${encodeURIComponent(name)}` };
 }
 
-export function gitlabProvider(options: GitLabOptions): CommitStatusProvider {
-  const api = apiBase(options.apiUrl);
-  return {
-    name: 'gitlab',
-    // GitLab refuses descriptions over 255 characters.
-    maxDescription: 255,
-    async post(target, status, token) {
-      const { project } = gitlabProject(api, target.repoUrl);
-      const sha = requireCommit(target.commit);
-      const state = GITLAB_STATES[status.state];
-      // GitLab answers 400 "Cannot transition status via :enqueue from :pending" when a status is posted in the
-      // state it already has (after a restart, or when two agents share a context): the commit already says it.
-      const sameState = new RegExp(`Cannot transition status via :\\w+ from :${state}\\b`);
-      await postJson(
-        {
-          provider: 'gitlab',
-          url: `${project}/statuses/${sha}`,
-          headers: gitlabHeaders(token),
-          body: {
-            state,
-            name: status.context,
-            description: status.description,
-            ...(status.targetUrl ? { target_url: status.targetUrl } : {}),
-          },
-          subject: statusSubject(target),
-          alreadyDone: (code, message) => code === 400 && sameState.test(message),
-        },
-        options.http,
-      );
-    },
-  };
-}
+export const gitlabProvider = statusForge({
+  name: 'gitlab',
+  // GitLab refuses descriptions over 255 characters.
+  maxDescription: 255,
+  request(api, target, status, token) {
+    const state = GITLAB_STATES[status.state];
+    // GitLab answers 400 "Cannot transition status via :enqueue from :pending" when a status is posted in the
+    // state it already has (after a restart, or when two agents share a context): the commit already says it.
+    const sameState = new RegExp(`Cannot transition status via :\\w+ from :${state}\\b`);
+    return {
+      url: `${gitlabProject(api, target.repoUrl).project}/statuses/${requireCommit(target.commit)}`,
+      headers: gitlabHeaders(token),
+      body: {
+        state,
+        name: status.context,
+        description: status.description,
+        ...(status.targetUrl ? { target_url: status.targetUrl } : {}),
+      },
+      alreadyDone: (code, message) => code === 400 && sameState.test(message),
+    };
+  },
+});
 
 /** GitLab's limit on a note's body. */
 export const GITLAB_MAX_NOTE = 1_000_000;
@@ -138,96 +103,62 @@ const mergeRequest = z.object({
   web_url: z.string().optional(),
 });
 
-export function gitlabComments(options: GitLabOptions): PreviewCommentProvider {
-  const api = apiBase(options.apiUrl, 'preview');
-  const viewers = viewerCache();
-
-  function open(target: PullRequestTarget, token: string) {
-    const { location, name, project } = gitlabProject(api, target.repoUrl);
-    const { x, number } = exchange('gitlab', target, name, gitlabHeaders(token), options.http);
-    return {
-      x,
-      number,
-      mr: `${project}/merge_requests/${number}`,
-      page: `${location.webOrigin}/${location.segments.map(encodeURIComponent).join('/')}/-/merge_requests/${number}`,
-    };
-  }
-
-  return {
-    name: 'gitlab',
-    maxBody: GITLAB_MAX_NOTE,
-    async upsert(target, body, marker, token) {
-      const { x, mr, page: mrPage } = readTarget(target, () => open(target, token));
-      checkBody(body, marker, GITLAB_MAX_NOTE, x.subject);
-      // GitLab's notes carry no address of their own: the MR's page with the note's anchor.
-      const posted = (value: z.infer<typeof note>, created: boolean): PostedComment => ({
-        id: String(value.id),
-        created,
-        url: `${mrPage}#note_${value.id}`,
-      });
-      const commentApi: CommentApi = {
-        first: '1',
-        async page(cursor) {
-          const page = Number(cursor);
-          const answer = await callList(
-            x,
-            {
-              url: `${mr}/notes?sort=asc&order_by=created_at&per_page=${PER_PAGE}&page=${page}`,
-              hints: COMMENT_HINTS,
-              what: 'notes',
-            },
-            (list) => list,
-            note,
-          );
-          return {
-            comments: answer.items
-              .filter((n) => n.system !== true)
-              .map((n) => ({
-                id: String(n.id),
-                body: n.body ?? '',
-                author: n.author ? String(n.author.id) : undefined,
-              })),
-            next: nextPage(answer.headers.get('x-next-page'), page, answer.items.length),
-          };
-        },
-        viewer: () =>
-          viewers(token, async () => {
-            const me = await tokenUser(x, `${api}/user`, z.object({ id: z.number().int() }));
-            return me === undefined ? undefined : String(me.id);
-          }),
-        ours: (c, viewer) => viewer === undefined || c.author === viewer,
-        ...commentWrites(x, {
-          collection: `${mr}/notes`,
-          item: (found) => `${mr}/notes/${found.id}`,
-          update: 'PUT',
-          body: (text) => ({ body: text }),
-          what: 'a note',
-          schema: note,
-          posted,
-        }),
-      };
-      return upsertComment(commentApi, body, marker, x.subject);
-    },
-
-    async pullRequest(target, token) {
-      const { x, mr } = readTarget(target, () => open(target, token));
-      const value = await getPullRequest(x, mr, mergeRequest, 'a merge request');
-      if (value.sha === null) {
-        throw new StalledError('GitLab gives the merge request no head commit yet', { subject: x.subject });
-      }
+/** GitLab's merge-request comments: its notes, system notes ("added 1 commit") skipped. */
+export const gitlabComments = commentForge({
+  name: 'gitlab',
+  maxBody: GITLAB_MAX_NOTE,
+  repository: gitlabProject,
+  headers: gitlabHeaders,
+  places: ({ location, project }, number) => ({
+    mr: `${project}/merge_requests/${number}`,
+    // GitLab's notes carry no address of their own: the MR's page with the note's anchor.
+    page: `${location.webOrigin}/${location.segments.map(encodeURIComponent).join('/')}/-/merge_requests/${number}`,
+  }),
+  thread: (x, { mr, page: mrPage }, api) => ({
+    first: '1',
+    async page(cursor) {
+      const page = Number(cursor);
+      const url = `${mr}/notes?sort=asc&order_by=created_at&per_page=${PER_PAGE}&page=${page}`;
+      const answer = await commentList(x, url, 'notes', note);
       return {
-        number: value.iid,
-        // `locked` is the moment of a merge, before it is done.
-        state: value.state === 'opened' || value.state === 'locked' ? 'open' : value.state,
-        headSha: value.sha,
-        baseRef: value.target_branch,
-        fromFork: value.source_project_id !== value.target_project_id,
-        author: value.author?.username ?? '',
-        labels: value.labels,
-      } satisfies PullRequestInfo;
+        comments: answer.items
+          .filter((n) => n.system !== true)
+          .map((n) => ({
+            id: String(n.id),
+            body: n.body ?? '',
+            author: n.author ? String(n.author.id) : undefined,
+          })),
+        next: nextPage(answer.headers.get('x-next-page'), page, answer.items.length),
+      };
     },
-  };
-}
+    owner: tokenOwner(`${api}/user`, z.object({ id: z.number().int() }), (me) => String(me.id)),
+    writes: commentWrites(x, {
+      collection: `${mr}/notes`,
+      item: (found) => `${mr}/notes/${found.id}`,
+      update: 'PUT',
+      body: (text) => ({ body: text }),
+      what: 'a note',
+      schema: note,
+      url: (value) => `${mrPage}#note_${value.id}`,
+    }),
+  }),
+  async pullRequest(x, { mr }) {
+    const value = await getPullRequest(x, mr, mergeRequest, 'a merge request');
+    if (value.sha === null) {
+      throw new StalledError('GitLab gives the merge request no head commit yet', { subject: x.subject });
+    }
+    return {
+      number: value.iid,
+      // `locked` is the moment of a merge, before it is done.
+      state: value.state === 'opened' || value.state === 'locked' ? 'open' : value.state,
+      headSha: value.sha,
+      baseRef: value.target_branch,
+      fromFork: value.source_project_id !== value.target_project_id,
+      author: value.author?.username ?? '',
+      labels: value.labels,
+    };
+  },
+});
 
 /**
  * GitLab's X-Next-Page: the next page's number, empty on the last page. A proxy that drops the header leaves only

@@ -5,7 +5,8 @@
 // followed: the token would go along to wherever they point.
 import { StalledError, type Subject } from '../../errors.ts';
 import { httpFailure, safeEndpoint, sendBounded } from '../../http/request.ts';
-import type { HttpOptions, ProviderName } from './types.ts';
+import { statusSubject } from './repo-url.ts';
+import type { CommitStatus, CommitStatusProvider, HttpOptions, ProviderName, StatusTarget } from './types.ts';
 
 const DEFAULT_TIMEOUT_MS = 15_000;
 // Error bodies are read for their message only; anything longer is not a message.
@@ -139,15 +140,46 @@ export async function postJson(request: JsonPost, options: HttpOptions = {}): Pr
   await requestJson({ ...request, method: 'POST', hints: STATUS_HINTS }, options);
 }
 
-/**
- * An API base from configuration: http(s), no credentials (fetch refuses them), no query, no trailing slash.
- * `setting` names the configuration block in messages.
- */
+/** What a forge module tells statusForge: its limits, and the one request that posts a status. */
+export interface StatusForge {
+  name: ProviderName;
+  /** The longest description the API takes. */
+  maxDescription: number;
+  /** Where the status goes (`api` checked by apiBase), with what headers and body. */
+  request(
+    api: string,
+    target: StatusTarget,
+    status: CommitStatus,
+    token: string,
+  ): Pick<JsonPost, 'url' | 'headers' | 'body' | 'alreadyDone'>;
+}
+
+/** The commit-status client of one forge, from its description, for an API address and the HTTP options. */
+export function statusForge(
+  forge: StatusForge,
+): (options: { apiUrl: string; http?: HttpOptions | undefined }) => CommitStatusProvider {
+  return (options) => {
+    const api = apiBase(options.apiUrl);
+    return {
+      name: forge.name,
+      maxDescription: forge.maxDescription,
+      async post(target, status, token) {
+        const request = forge.request(api, target, status, token);
+        await postJson({ provider: forge.name, subject: statusSubject(target), ...request }, options.http);
+      },
+    };
+  };
+}
+
 /** How both kinds of Bitbucket are asked: the token as a bearer, JSON back. */
 export function bearerHeaders(token: string): Record<string, string> {
   return { Authorization: `Bearer ${token}`, Accept: 'application/json' };
 }
 
+/**
+ * An API base from configuration: http(s), no credentials (fetch refuses them), no query, no trailing slash.
+ * `setting` names the configuration block in messages.
+ */
 export function apiBase(url: string, setting = 'commitStatus'): string {
   const key = `${setting}.`;
   let parsed: URL;

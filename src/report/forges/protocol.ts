@@ -1,17 +1,14 @@
-// What every pull-request comment client shares: the PR as the subject of its errors, one JSON exchange with the
-// forge (through status/http.ts, so the same bounded request, error mapping and refusal of redirects as commit
-// statuses), answers read with a schema of only the fields used, next-page links kept on the API's own origin, and
-// the one upsert: find our comment by its marker over a bounded number of pages, update it, or create it.
-import { createHash } from 'node:crypto';
+// What every request of a pull-request client shares: the PR as the subject of its errors, one JSON exchange with
+// the forge (through http.ts, so the same bounded request, error mapping and refusal of redirects as commit
+// statuses), answers read with a schema of only the fields used, and next-page links kept on the API's own origin.
+// The comment thread and the one client built on these: comments.ts.
 import type { z } from 'zod';
 import { StalledError, type Subject, withSubject } from '../../errors.ts';
 import { safeEndpoint } from '../../http/request.ts';
 import { type FailureHints, label, requestJson } from './http.ts';
 import { describeRepo } from './repo-url.ts';
-import type { HttpOptions, PostedComment, ProviderName, PullRequestTarget } from './types.ts';
+import type { HttpOptions, ProviderName, PullRequestTarget } from './types.ts';
 
-/** Pages of comments read at most to find ours. */
-export const MAX_PAGES = 20;
 /** A page of comments: 100 bodies of up to GitHub's 64 KiB fit with room for their metadata. */
 export const MAX_LIST_BYTES = 16 * 1024 * 1024;
 /** One comment or pull request: GitLab's bodies reach 1,000,000 characters, escaped in JSON. */
@@ -231,137 +228,4 @@ export function sameApi(next: string, api: string, x: Exchange): string {
     );
   }
   return url.href;
-}
-
-/** A comment as the upsert needs it. */
-export interface ForgeComment {
-  id: string;
-  body: string;
-  /** Who wrote it, in the terms the forge's "current user" gives (id, uuid or username). */
-  author: string | undefined;
-  /** The author is an app (GitHub's Bot users). */
-  bot?: boolean | undefined;
-  /** Bitbucket Server's optimistic lock. */
-  version?: number | undefined;
-  url?: string | undefined;
-}
-
-export interface CommentPage {
-  comments: ForgeComment[];
-  /** Where the next page is (a page number or an address); undefined on the last page. */
-  next: string | undefined;
-  /** Whose token this is, when the answer says (Bitbucket Server's X-AUSERNAME). */
-  viewer?: string | undefined;
-}
-
-/** What a forge's comment API provides to the upsert. */
-export interface CommentApi {
-  first: string;
-  page(cursor: string): Promise<CommentPage>;
-  /** The token's own user, where one request tells; undefined when the forge will not say. */
-  viewer?: (() => Promise<string | undefined>) | undefined;
-  /** Whether a comment is ours; `viewer` undefined when the forge did not say who we are. */
-  ours(comment: ForgeComment, viewer: string | undefined): boolean;
-  create(body: string): Promise<PostedComment>;
-  update(comment: ForgeComment, body: string): Promise<PostedComment>;
-}
-
-/**
- * How a forge writes a comment, as data: where a new one is posted and the body it takes, how one is updated
- * (method, URL, body), what the API calls it, and how its answer names the comment.
- */
-export interface CommentWrites<T> {
-  /** The comments' collection: a new comment is POSTed here. */
-  collection: string;
-  /** An existing comment's URL. */
-  item: (found: ForgeComment) => string;
-  update: 'PATCH' | 'PUT';
-  /** The request body that carries `text`. */
-  body: (text: string) => unknown;
-  /** `a comment`, `a note`. */
-  what: string;
-  schema: z.ZodType<T>;
-  posted: (value: T, created: boolean) => PostedComment;
-}
-
-/** A forge's comment create and update, made from its CommentWrites. */
-export function commentWrites<T>(x: Exchange, spec: CommentWrites<T>): Pick<CommentApi, 'create' | 'update'> {
-  const send = async (method: 'POST' | 'PATCH' | 'PUT', url: string, text: string, created: boolean) =>
-    spec.posted(
-      await call(
-        x,
-        { method, url, body: spec.body(text), hints: COMMENT_HINTS, what: spec.what },
-        spec.schema,
-      ),
-      created,
-    );
-  return {
-    create: (text) => send('POST', spec.collection, text, true),
-    update: (found, text) => send(spec.update, spec.item(found), text, false),
-  };
-}
-
-export function checkBody(body: string, marker: string, maxBody: number, subject: Subject): void {
-  if (marker.trim() === '') throw new StalledError('the preview comment has an empty marker', { subject });
-  if (!body.includes(marker)) {
-    // Without it the next upsert would not find this comment and would add another.
-    throw new StalledError(`the preview comment does not hold its marker ${marker.slice(0, 80)}`, {
-      subject,
-    });
-  }
-  if (body.length > maxBody) {
-    throw new StalledError(
-      `the preview comment has ${body.length} characters, more than the ${maxBody} the API takes; cut it first`,
-      { subject },
-    );
-  }
-}
-
-/** The oldest comment of ours holding `marker` updated to `body` (no request when it already says so), or a new one. */
-export async function upsertComment(
-  api: CommentApi,
-  body: string,
-  marker: string,
-  subject: Subject,
-): Promise<PostedComment> {
-  let viewer = api.viewer ? await api.viewer() : undefined;
-  let cursor: string | undefined = api.first;
-  for (let pages = 0; cursor !== undefined && pages < MAX_PAGES; pages += 1) {
-    const page = await api.page(cursor);
-    viewer ??= page.viewer;
-    const found = page.comments.find((c) => c.body.includes(marker) && api.ours(c, viewer));
-    if (found) {
-      if (found.body === body) return { id: found.id, created: false, url: found.url };
-      return api.update(found, body);
-    }
-    cursor = page.next;
-  }
-  if (cursor !== undefined) {
-    // Creating one now would put it past the pages read, and every later push would add another.
-    throw new StalledError(
-      `the pull request has more than ${MAX_PAGES} pages of comments; the preview comment was not looked for ` +
-        'beyond them',
-      { subject },
-    );
-  }
-  return api.create(body);
-}
-
-/**
- * Who a token belongs to, asked once per token (by its hash: the token itself is not kept) and provider. A few
- * tokens at most are in use at once; the oldest answer is forgotten first.
- */
-export function viewerCache(): (
-  token: string,
-  lookup: () => Promise<string | undefined>,
-) => Promise<string | undefined> {
-  const known = new Map<string, string | undefined>();
-  return async (token, lookup) => {
-    const key = createHash('sha256').update(token).digest('hex');
-    if (known.has(key)) return known.get(key);
-    const viewer = await lookup();
-    if (known.size >= 8) known.delete(known.keys().next().value as string);
-    known.set(key, viewer);
-    return viewer;
-  };
 }
