@@ -1,7 +1,9 @@
-// The clusters an agent deploys to beside its own (docs/clusters.md): each has its own client, request budget,
-// watch cache, discovery, Events, commit statuses (with their outbox in that cluster) and agent, built from the
-// configuration of that cluster (config/targets.ts). Each starts, fails and retries on its own: a cluster that
-// cannot be reached holds up no other, and says since when it cannot.
+// Every cluster an agent deploys to, its own first (docs/clusters.md), is a unit: its client, request budget, watch
+// cache, discovery, Events, commit statuses (with their outbox in that cluster), status board and agent, built
+// here from the configuration of that cluster (config/targets.ts). Each starts, fails and retries on its own: a
+// cluster that cannot be reached holds up no other, and says since when it cannot. What the agent's own cluster
+// does differently is its HomeRole: its stack is built before (the Lease, readiness and the status page use it
+// while no agent runs) and outlives the unit, and a replica syncs only its share of the deployments.
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fullJitter } from '../backoff.ts';
@@ -15,15 +17,30 @@ import { kubeconfigFromSecret } from '../kube/kubeconfig-secret.ts';
 import type { Ledger } from '../report/ledger.ts';
 import type { AgentMetrics } from '../server/metrics.ts';
 import type { StatusBoard } from '../server/status/board.ts';
-import { Agent } from '../sync/agent.ts';
+import { Agent, type AgentDeps } from '../sync/agent.ts';
 import type { Fleet } from '../sync/fleet.ts';
 import { ClusterStack } from './cluster-stack.ts';
+
+/** What makes the agent's own cluster's unit differ from the others'. */
+export interface HomeRole {
+  /** Its stack, built by runAgent and left open when the unit stops. */
+  stack: ClusterStack;
+  /** Its board, read before any agent runs. */
+  board: StatusBoard;
+  /** The deployments this replica syncs (all of them without sharding). */
+  share: (config: MooringConfig) => MooringConfig;
+  shard?: AgentDeps['shard'];
+  /** The metrics' cluster label: none for an agent of one cluster. */
+  metricsCluster: string | undefined;
+  /** Reporters of the agent's own cluster besides its stack's (memory release). */
+  reporters: () => SyncReporter[];
+}
 
 const PROBE_MS = 10_000;
 
 export interface ClusterUnitDeps {
-  /** The agent's own cluster: where kubeconfig Secrets are read. */
-  home: KubeApi;
+  /** The agent's own cluster's client: where kubeconfig Secrets are read. */
+  homeApi: KubeApi;
   homeNamespace: string;
   log: Logger;
   metrics: AgentMetrics;
@@ -68,11 +85,14 @@ function unreachableReport(report: DeployReport, cluster: string, since: string 
   return { ...report, error, summary: errorMessage(error) };
 }
 
-/** One cluster other than the agent's own, with its agent. */
+/** One cluster with its agent: the agent's own (`home`), or another (`spec`). */
 export class ClusterUnit {
   readonly name: string;
   private readonly deps: ClusterUnitDeps;
-  private spec: TargetCluster;
+  private readonly home: HomeRole | undefined;
+  private spec: TargetCluster | undefined;
+  /** The whole configuration, and (config) this cluster's part of it. */
+  private full: MooringConfig;
   private config: MooringConfig;
   /** Its client, cache, Events and reporters, once its kubeconfig is read (cluster-stack.ts). */
   private stack: ClusterStack | undefined;
@@ -84,12 +104,25 @@ export class ClusterUnit {
   private unreachableSince: string | undefined;
   private detail: string | undefined;
   private running: Promise<void> | undefined;
+  /** Its agent's start, while it runs: a new configuration waits for it. */
+  private starting: Promise<void> | undefined;
 
-  constructor(spec: TargetCluster, config: MooringConfig, deps: ClusterUnitDeps) {
-    this.name = spec.name;
-    this.spec = spec;
-    this.config = clusterConfig(config, spec.name);
+  constructor(
+    cluster: { spec: TargetCluster } | { home: HomeRole },
+    config: MooringConfig,
+    deps: ClusterUnitDeps,
+  ) {
+    this.home = 'home' in cluster ? cluster.home : undefined;
+    this.spec = 'spec' in cluster ? cluster.spec : undefined;
+    this.name = this.spec?.name ?? config.cluster.name;
+    this.full = config;
+    this.config = clusterConfig(config, this.name);
     this.deps = deps;
+  }
+
+  /** The deployments its agent syncs: a replica's share of the agent's own cluster's. */
+  private agentConfig(): MooringConfig {
+    return this.home ? this.home.share(this.config) : this.config;
   }
 
   /** Its client's request counts and open streams, for the metrics (undefined while not connected). */
@@ -127,12 +160,13 @@ export class ClusterUnit {
    */
   private async access(): Promise<ClusterConfig> {
     const { spec } = this;
+    if (!spec) throw new Error(`cluster ${this.name}: no kubeconfig`);
     if (spec.inCluster) return loadKubeConfig({ inCluster: true });
     if (spec.kubeconfig) return loadKubeConfig({ kubeconfig: spec.kubeconfig, context: spec.context });
     const ref = spec.kubeconfigSecret;
     if (!ref) throw new Error(`cluster ${spec.name}: no kubeconfig`);
     return kubeconfigFromSecret(
-      this.deps.home,
+      this.deps.homeApi,
       {
         cluster: spec.name,
         namespace: ref.namespace ?? this.deps.homeNamespace,
@@ -147,6 +181,8 @@ export class ClusterUnit {
   }
 
   private reporters(stack: ClusterStack): SyncReporter[] {
+    // The agent's own cluster reports under the whole configuration, as it always has.
+    if (this.home) return stack.reporters(this.full, [...this.home.reporters(), this.home.board]);
     // A failure while the cluster does not answer is reported as that (commit status, notification, board).
     const unit = this;
     const naming = (r: SyncReporter): SyncReporter =>
@@ -168,65 +204,83 @@ export class ClusterUnit {
     return stack.reporters(this.config, [...(this.board ? [this.board] : []), ...this.deps.shared()], naming);
   }
 
-  /** Connects and starts its agent, trying again with back-off while the cluster cannot be reached. */
-  start(): void {
+  /**
+   * Connects and starts its agent, trying again with back-off while the cluster cannot be reached. Settles once
+   * the agent has started, or the unit is stopped.
+   */
+  start(): Promise<void> {
     this.running ??= this.run();
+    return this.running;
+  }
+
+  /** Its stack: the agent's own cluster's as built, another's from its kubeconfig. */
+  private async connect(): Promise<ClusterStack> {
+    if (this.home) return this.home.stack;
+    return new ClusterStack(await this.access(), this.config, this.deps);
   }
 
   private async run(): Promise<void> {
     const { log, metrics } = this.deps;
     const signal = this.stopping.signal;
+    const home = this.home;
     for (let attempt = 0; !signal.aborted; attempt++) {
       let agent: Agent | undefined;
       let loaded = false;
       try {
-        const access = await this.access();
+        const stack = await this.connect();
         loaded = true;
-        const { config } = this;
-        const stack = new ClusterStack(access, config, { log, metrics });
         this.stack = stack;
-        this.board = this.deps.board({
-          config: () => this.config,
-          ledger: stack.ledger(config),
-          suspended: (name) => this.agent?.suspended(name),
-          cluster: this.name,
-        });
+        this.board =
+          home?.board ??
+          this.deps.board({
+            config: () => this.config,
+            ledger: stack.ledger(this.config),
+            suspended: (name) => this.agent?.suspended(name),
+            cluster: this.name,
+          });
         agent = new Agent({
-          config,
+          config: this.agentConfig(),
+          shard: home?.shard,
           api: stack.api,
           discovery: stack.discovery,
           cache: stack.cache,
-          log: log.child({ cluster: this.name }),
-          cacheDir: join(this.deps.cacheDir, 'clusters', this.name),
+          log: home ? log : log.child({ cluster: this.name }),
+          cacheDir: home ? this.deps.cacheDir : join(this.deps.cacheDir, 'clusters', this.name),
           reporters: this.reporters(stack),
-          metrics: metrics.forCluster(this.name),
+          metrics: metrics.forCluster(home ? home.metricsCluster : this.name),
           fleet: this.deps.fleet,
         });
         this.agent = agent;
-        await agent.start();
+        this.starting = agent.start();
+        await this.starting;
         if (signal.aborted) break;
+        if (home) return; // its reachability is the readiness probe's (run-agent.ts)
         this.reached();
-        log.info({ cluster: this.name, deployments: config.deployments.length }, 'cluster agent started');
+        log.info(
+          { cluster: this.name, deployments: this.config.deployments.length },
+          'cluster agent started',
+        );
         this.probe = setInterval(() => void this.check(), PROBE_MS);
         this.probe.unref();
         return;
       } catch (error) {
-        this.unreachable(error);
+        if (!home) this.unreachable(error);
         await agent?.stop().catch(() => undefined);
         if (this.agent === agent) this.agent = undefined;
         await this.close();
         const delay = fullJitter(attempt, { baseMs: 1000, maxMs: 30_000 });
         log.error(
           {
-            cluster: this.name,
+            ...(home ? {} : { cluster: this.name, since: this.unreachableSince }),
             err: errorMessage(error),
-            since: this.unreachableSince,
             retryInMs: Math.round(delay),
           },
           // A kubeconfig refused (kubeconfig-secret.ts) is said as that: the Secret must change, not the network.
-          loaded
-            ? `cluster ${this.name} unreachable since ${this.unreachableSince}; trying again`
-            : `cluster ${this.name}: cannot use its kubeconfig; trying again`,
+          home
+            ? 'cannot start the agent; trying again'
+            : loaded
+              ? `cluster ${this.name} unreachable since ${this.unreachableSince}; trying again`
+              : `cluster ${this.name}: cannot use its kubeconfig; trying again`,
         );
         await sleep(delay, undefined, { signal }).catch(() => undefined);
       }
@@ -248,12 +302,22 @@ export class ClusterUnit {
     }
   }
 
-  /** A new configuration: its agent takes over its part (a changed connection needs a restart). */
-  async reconfigure(config: MooringConfig, spec: TargetCluster | undefined): Promise<void> {
-    if (spec) this.spec = spec;
+  /**
+   * A new configuration: its agent takes over its part (a changed connection needs a restart). `reporters`: the
+   * reporting settings changed, so they are made again; `handover`: the share of a replica moved.
+   */
+  async reconfigure(
+    config: MooringConfig,
+    options: { spec?: TargetCluster | undefined; reporters?: boolean; handover?: boolean } = {},
+  ): Promise<void> {
+    if (options.spec) this.spec = options.spec;
+    this.full = config;
     this.config = clusterConfig(config, this.name);
-    const stack = this.stack;
-    if (this.agent && stack) await this.agent.reconfigure(this.config, this.reporters(stack));
+    await this.starting?.catch(() => undefined);
+    const { agent, stack } = this;
+    if (!agent || !stack) return;
+    const reporters = options.reporters === false ? undefined : this.reporters(stack);
+    await agent.reconfigure(this.agentConfig(), reporters, { handover: options.handover === true });
   }
 
   pollNow(names: readonly string[]): void {
@@ -268,10 +332,11 @@ export class ClusterUnit {
     this.agent?.pollNow(names.filter((n) => own.has(n)));
   }
 
+  /** Its stack closes; the agent's own cluster's stays open for the Lease and the readiness probe. */
   private async close(): Promise<void> {
     const stack = this.stack;
     this.stack = undefined;
-    await stack?.close();
+    if (!this.home) await stack?.close();
   }
 
   async stop(): Promise<void> {

@@ -4,13 +4,10 @@ import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { homedir, hostname } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
-import { fullJitter } from '../backoff.ts';
 import type { MooringConfig } from '../config/schema.ts';
-import { clusterConfig } from '../config/targets.ts';
 import { watchConfig } from '../config/watch.ts';
-import type { Logger, SyncReporter } from '../contract.ts';
+import type { Logger } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
 import { type ClusterAccess, loadKubeConfig } from '../kube/client.ts';
 import { LeaderLabel } from '../kube/leader-label.ts';
@@ -22,12 +19,11 @@ import { StatusBoard } from '../server/status/board.ts';
 import { statusPage } from '../server/status/routes.ts';
 import { forwardWebhook, wasForwarded } from '../shard/forward.ts';
 import { Shard } from '../shard/shard.ts';
-import { Agent } from '../sync/agent.ts';
 import { Fleet } from '../sync/fleet.ts';
 import { memoryRelease } from '../sync/memory-release.ts';
 import { describePlan, effectiveConfig, planReload } from '../sync/reload.ts';
 import { ClusterStack } from './cluster-stack.ts';
-import type { ClusterUnit } from './cluster-units.ts';
+import { ClusterUnit, type ClusterUnitDeps } from './cluster-units.ts';
 import { pageToken, webhookSecrets } from './server-secrets.ts';
 
 export interface RunAgentOptions {
@@ -69,65 +65,64 @@ export async function runAgent(
   const board = new StatusBoard({
     config: () => config,
     ledger: stack.ledger(config),
-    suspended: (name) => agent?.suspended(name),
+    suspended: (name) => agentNow()?.suspended(name),
     log,
     releases: config.server.statusPage.releases,
     owner: (name) => shard?.ownerOf(name),
     keepViews: () => config.server.statusPage.enabled,
     cluster: config.clusters.length > 0 ? config.cluster.name : undefined,
   });
-  const reporters = (): SyncReporter[] => stack.reporters(config, [release, board]);
-  /** The configuration of the agent of the agent's own cluster: the deployments that target it. */
-  const own = (c: MooringConfig) => clusterConfig(c, home);
-  const newAgent = () => {
-    return new Agent({
-      // Replicas sharing the work: this one syncs its share of the deployments.
-      config: shard ? shard.share(own(config)) : own(config),
-      shard: shard && {
-        identity: shard.identity,
-        live: (id) => shard?.live(id) ?? false,
-        elsewhere: (name) => {
-          const owner = shard?.ownerOf(name);
-          return owner !== undefined && owner !== shard?.identity;
+  // Every cluster is a unit (cluster-units.ts), the agent's own first: each with its own client, agent and retries,
+  // started while this agent leads, so that one that cannot be reached holds up none of the others.
+  const unitDeps: ClusterUnitDeps = {
+    homeApi: api,
+    homeNamespace: config.cluster.namespace,
+    log,
+    metrics,
+    fleet,
+    cacheDir,
+    shared: () => [release],
+    board: (o) =>
+      new StatusBoard({
+        ...o,
+        log,
+        releases: config.server.statusPage.releases,
+        keepViews: () => config.server.statusPage.enabled,
+      }),
+  };
+  /** The agent's own cluster's unit while this agent leads (a new one each term). */
+  let homeUnit: ClusterUnit | undefined;
+  const agentNow = () => homeUnit?.agent;
+  const newHomeUnit = () =>
+    new ClusterUnit(
+      {
+        home: {
+          stack,
+          board,
+          // Replicas sharing the work: this one syncs its share of the deployments.
+          share: (c) => (shard ? shard.share(c) : c),
+          shard: shard && {
+            identity: shard.identity,
+            live: (id) => shard?.live(id) ?? false,
+            elsewhere: (name) => {
+              const owner = shard?.ownerOf(name);
+              return owner !== undefined && owner !== shard?.identity;
+            },
+          },
+          metricsCluster: config.clusters.length > 0 ? home : undefined,
+          reporters: () => [release],
         },
       },
-      api,
-      discovery: stack.discovery,
-      cache: stack.cache,
-      log,
-      cacheDir,
-      reporters: reporters(),
-      metrics: metrics.forCluster(config.clusters.length > 0 ? home : undefined),
-      fleet,
-    });
-  };
-  // The other clusters (docs/clusters.md): each with its own client and agent, started and retried on its own
-  // while this agent leads, so that one that cannot be reached holds up none of the others.
+      config,
+      unitDeps,
+    );
   const units = new Map<string, ClusterUnit>();
   const startUnits = async () => {
-    if (config.clusters.length === 0) return;
-    // Loaded only by an agent of several clusters: one cluster's agent carries none of it.
-    const { ClusterUnit } = await import('./cluster-units.ts');
     for (const spec of config.clusters) {
       if (units.has(spec.name) || stop.aborted) continue;
-      const unit = new ClusterUnit(spec, config, {
-        home: api,
-        homeNamespace: config.cluster.namespace,
-        log,
-        metrics,
-        fleet,
-        cacheDir,
-        shared: () => [release],
-        board: (o) =>
-          new StatusBoard({
-            ...o,
-            log,
-            releases: config.server.statusPage.releases,
-            keepViews: () => config.server.statusPage.enabled,
-          }),
-      });
+      const unit = new ClusterUnit({ spec }, config, unitDeps);
       units.set(spec.name, unit);
-      unit.start();
+      void unit.start();
     }
   };
   const stopUnits = async () => {
@@ -135,9 +130,7 @@ export async function runAgent(
     units.clear();
     await Promise.all(stopping.map((u) => u.stop()));
   };
-  let agent: Agent | undefined;
   let shard: Shard | undefined;
-  let starting: Promise<void> | undefined;
   let started = false;
   let standby = false;
 
@@ -198,10 +191,11 @@ export async function runAgent(
             secrets[provider as keyof typeof secrets] ?? '',
             log,
           );
-        agent?.pollNow(selectSources(targets, config.sources));
-        agent?.previewNow(selectPulls(targets, config.sources));
+        agentNow()?.pollNow(selectSources(targets, config.sources));
+        agentNow()?.previewNow(selectPulls(targets, config.sources));
         return true;
       }
+      const agent = agentNow();
       if (standby || !agent) return false;
       agent.pollNow(selectSources(targets, config.sources));
       for (const unit of units.values()) unit.pollNow(selectSources(targets, config.sources));
@@ -224,7 +218,7 @@ export async function runAgent(
         if (kube) metrics.clusterKubeRequests(unit.name, kube.client, kube.stats, kube.streams);
       }
       metrics.processMemory();
-      for (const s of agent?.registryStats() ?? []) {
+      for (const s of agentNow()?.registryStats() ?? []) {
         for (const [key, count] of s.byStatus) {
           const [method = '', status = ''] = key.split(' ');
           metrics.registryRequests.set({ registry: s.registry, method, status }, count);
@@ -281,20 +275,10 @@ export async function runAgent(
     secrets = await webhookSecrets(next);
     statusToken = await pageToken(next);
     config = next;
-    const running = agent;
-    await starting?.catch(() => undefined);
-    if (running && agent === running)
-      await running.reconfigure(
-        shard ? shard.share(own(next)) : own(next),
-        reportersChanged ? reporters() : undefined,
-        { handover: shard !== undefined },
-      );
+    await homeUnit?.reconfigure(next, { reporters: reportersChanged, handover: shard !== undefined });
     for (const unit of units.values())
       await unit
-        .reconfigure(
-          next,
-          next.clusters.find((c) => c.name === unit.name),
-        )
+        .reconfigure(next, { spec: next.clusters.find((c) => c.name === unit.name) })
         .catch((error: unknown) =>
           log.error({ cluster: unit.name, err: errorMessage(error) }, 'cannot reload the cluster'),
         );
@@ -333,28 +317,16 @@ export async function runAgent(
     void startUnits().catch((error: unknown) =>
       log.error({ err: errorMessage(error) }, 'cannot start the other clusters'),
     );
-    for (let attempt = 0; !stop.aborted && term === leading; attempt++) {
-      const candidate = newAgent();
-      agent = candidate;
-      try {
-        starting = candidate.start();
-        await starting;
-        started = true;
-        standby = false;
-        metrics.leader.set(1);
-        if (election.enabled && !shard) void leaderLabel.mark(true);
-        return;
-      } catch (error) {
-        await candidate.stop().catch(() => undefined);
-        if (agent === candidate) agent = undefined;
-        const delay = fullJitter(attempt, { baseMs: 1000, maxMs: 30_000 });
-        log.error(
-          { err: errorMessage(error), retryInMs: Math.round(delay) },
-          'cannot start the agent; trying again',
-        );
-        await sleep(delay, undefined, { signal: stop }).catch(() => undefined);
-      }
-    }
+    if (stop.aborted) return;
+    const unit = newHomeUnit();
+    homeUnit = unit;
+    // Settles once its agent has started (tried again with back-off until then), or the unit is stopped.
+    await unit.start();
+    if (term !== leading || stop.aborted || !unit.agent) return;
+    started = true;
+    standby = false;
+    metrics.leader.set(1);
+    if (election.enabled && !shard) void leaderLabel.mark(true);
   };
   let elector: LeaderElector | undefined;
   try {
@@ -368,19 +340,18 @@ export async function runAgent(
           balancing = balancing
             .then(async () => {
               metrics.shardMembers.set(members.length);
-              if (!agent) {
+              if (!homeUnit) {
                 log.info({ identity: replicas.identity, members }, 'joined the replicas: syncing a share');
                 await lead();
               } else {
-                await starting?.catch(() => undefined);
-                const before = agent.deploymentNames().length;
-                await agent.reconfigure(replicas.share(own(config)), undefined, { handover: true });
+                const before = agentNow()?.deploymentNames().length ?? 0;
+                await homeUnit.reconfigure(config, { reporters: false, handover: true });
                 log.info(
-                  { members, deployments: agent.deploymentNames().length, before },
+                  { members, deployments: agentNow()?.deploymentNames().length ?? 0, before },
                   'replicas changed: share computed again',
                 );
               }
-              metrics.shardDeployments.set(agent?.deploymentNames().length ?? 0);
+              metrics.shardDeployments.set(agentNow()?.deploymentNames().length ?? 0);
             })
             .catch((error: unknown) =>
               log.error({ err: errorMessage(error) }, 'cannot take the share of the deployments'),
@@ -417,8 +388,8 @@ export async function runAgent(
           void leaderLabel.mark(false);
           started = false;
           standby = true;
-          const previous = agent;
-          agent = undefined;
+          const previous = homeUnit;
+          homeUnit = undefined;
           leading++;
           void stopUnits();
           previous
@@ -437,7 +408,7 @@ export async function runAgent(
     clearInterval(probe);
     await watcher?.close();
     await stopUnits();
-    await agent?.stop();
+    await homeUnit?.stop();
     // The others take this replica's deployments at once.
     await shard?.stop();
     await stack.closeReporters();
