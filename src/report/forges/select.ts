@@ -44,6 +44,24 @@ const FORGES: Readonly<
   'bitbucket-server': { statuses: bitbucketServerProvider, comments: bitbucketServerComments },
 };
 
+/** What each client of a forge is called, and the configuration block that sets it, in messages. */
+const PURPOSES = {
+  statuses: { api: 'commit-status API', setting: 'commitStatus' },
+  comments: { api: 'pull-request API', setting: 'preview' },
+} as const;
+
+/** A client of a repository's forge, chosen by forgeApiFor: its commit statuses, or its pull requests. */
+function clientFor<K extends keyof typeof PURPOSES>(
+  kind: K,
+  repoUrl: string,
+  config: { provider: 'auto' | ProviderName; apiUrl?: string | undefined },
+  origins: GitOrigins,
+  http: HttpOptions | undefined,
+): ReturnType<(typeof FORGES)[ProviderName][K]> {
+  const { name, apiUrl } = forgeApiFor(repoUrl, config, PURPOSES[kind], origins);
+  return FORGES[name][kind]({ apiUrl, http }) as ReturnType<(typeof FORGES)[ProviderName][K]>;
+}
+
 /**
  * The commit-status client of a repository's forge. Throws StalledError when the provider cannot be told or the
  * URLs are unusable: a configuration error.
@@ -54,13 +72,7 @@ export function providerFor(
   origins: GitOrigins,
   http?: HttpOptions,
 ): CommitStatusProvider {
-  const { name, apiUrl } = forgeApiFor(
-    repoUrl,
-    config,
-    { api: 'commit-status API', setting: 'commitStatus' },
-    origins,
-  );
-  return FORGES[name].statuses({ apiUrl, http });
+  return clientFor('statuses', repoUrl, config, origins, http);
 }
 
 /**
@@ -73,13 +85,7 @@ export function commentProviderFor(
   origins: GitOrigins,
   http?: HttpOptions,
 ): PreviewCommentProvider {
-  const { name, apiUrl } = forgeApiFor(
-    repoUrl,
-    config,
-    { api: 'pull-request API', setting: 'preview' },
-    origins,
-  );
-  return FORGES[name].comments({ apiUrl, http });
+  return clientFor('comments', repoUrl, config, origins, http);
 }
 
 export interface ForgeApi {
