@@ -55,8 +55,8 @@ export interface ApplyOptions {
    */
   onPreview?: (target: ApplyTarget, preview: KubeObject) => void;
   /**
-   * Called once the whole set passed its dry run, before the first write (not in a dry run): the inventory is
-   * written there, so a set refused whole records nothing, and a sync cut short leaves no write unrecorded.
+   * apply() calls it once the whole set passed its dry run, before the first write (not in a dry run). A deploy
+   * writes its inventory and runs its pre hooks at that point (src/sync/deploy/tasks.ts).
    */
   beforeWrite?: () => Promise<void>;
   /**
@@ -78,6 +78,18 @@ export interface ApplyOptions {
    * it all-or-nothing and the detection of unchanged objects. No command sets it.
    */
   validateFirst?: boolean;
+}
+
+/**
+ * A set that passed its dry run, written in steps: its prerequisites (the set's own Namespaces and CRDs that other
+ * objects of it waited for, then those objects' dry run), then each wave. `results` are the writes so far.
+ */
+export interface SetWrite {
+  /** The set's sync waves, lowest first. */
+  waves: readonly number[];
+  prerequisites(): Promise<void>;
+  writeWave(wave: number): Promise<ApplyResult[]>;
+  results(): ApplyResult[];
 }
 
 export class Applier {
@@ -109,14 +121,23 @@ export class Applier {
   }
 
   /**
-   * Applies the set: the whole set's server-side dry run first (all or nothing), then its writes wave by wave
-   * (strategy.wave, lowest first), each wave in kind phases. After each wave but the last, `afterWave` is told
-   * what it wrote (the deploy waits for it to be stable there): false stops before the next wave.
+   * Applies the set: the whole set's server-side dry run first (all or nothing), then `beforeWrite`, the
+   * prerequisites, and its writes wave by wave (strategy.wave, lowest first), each wave in kind phases. A deploy
+   * runs these steps itself, with its hooks and waits between them (src/sync/deploy/tasks.ts).
    */
-  async apply(
-    targets: readonly ApplyTarget[],
-    options: { afterWave?: (wave: number, results: ApplyResult[]) => Promise<boolean> } = {},
-  ): Promise<ApplyResult[]> {
+  async apply(targets: readonly ApplyTarget[]): Promise<ApplyResult[]> {
+    const set = await this.prepare(targets);
+    if (!this.options.dryRun) await this.options.beforeWrite?.();
+    await set.prerequisites();
+    for (const wave of set.waves) await set.writeWave(wave);
+    return set.results();
+  }
+
+  /**
+   * The set validated whole by its server-side dry run (all or nothing: a refusal throws ApplyRejectedError
+   * before anything is written), ready to be written in steps (SetWrite).
+   */
+  async prepare(targets: readonly ApplyTarget[]): Promise<SetWrite> {
     // Objects whose namespace or CRD arrives in this same set cannot be dry-run before it exists: they are
     // validated when their phase comes. A custom resource whose CRD the set holds unchanged is not among them:
     // that definition (its schema and CEL rules) is already in force, so it is validated with the rest below.
@@ -222,49 +243,50 @@ export class Applier {
     });
     await check(readyNow);
     if (problems.length > 0) throw new ApplyRejectedError(problems.sort(naturalOrder));
-    if (!this.options.dryRun) await this.options.beforeWrite?.();
     const known = { resources, lives, dryRuns, deferred, absent, adopt };
-    // All or nothing holds for objects whose Namespace or CRD the set brings too: those prerequisites alone are
-    // written first (the CRDs until Established), then what waited for them is dry-run, and a refusal there stops
-    // the deploy before any other write.
     const early = new Map<ApplyTarget, ApplyResult>();
-    if (!this.options.dryRun && validate && deferred.size > 0) {
-      const first = prerequisitesOf([...deferred], targets);
-      for (const result of await this.writeWave(first, known)) early.set(result.target, result);
-      const waiting = [...deferred];
-      deferred.clear();
-      const readyLate: ApplyTarget[] = [];
-      await mapLimit(waiting, this.options.concurrency, (target) => sort(target, readyLate));
-      await check(readyLate);
-      if (problems.length > 0) {
-        const written = inPhases(first, (t) => t.object.kind).flat();
-        throw new ApplyRejectedError(
-          problems.sort(naturalOrder),
-          written.map((t) => describeObject(t.object)),
-        );
-      }
-    }
-
     const results: ApplyResult[] = [];
-    const waves = [...new Set(targets.map((t) => t.plan.strategy.wave ?? 0))].sort((a, b) => a - b);
-    for (const [index, wave] of waves.entries()) {
-      const inWave =
-        waves.length === 1 ? targets : targets.filter((t) => (t.plan.strategy.wave ?? 0) === wave);
-      const waveResults = inWave.flatMap((t) => early.get(t) ?? []);
-      append(
-        waveResults,
-        await this.writeWave(
-          inWave.filter((t) => !early.has(t)),
-          known,
-        ),
-      );
-      append(results, waveResults);
-      const last = index === waves.length - 1;
-      if (!last && options.afterWave && !(await options.afterWave(wave, waveResults))) break;
-    }
-    // Results in the order of the render set, whatever order the phases wrote them in.
-    const byTarget = new Map(results.map((r) => [r.target, r]));
-    return targets.map((t) => byTarget.get(t)).filter((r): r is ApplyResult => r !== undefined);
+    return {
+      waves: [...new Set(targets.map((t) => t.plan.strategy.wave ?? 0))].sort((a, b) => a - b),
+      // All or nothing holds for objects whose Namespace or CRD the set brings too: those prerequisites alone are
+      // written first (the CRDs until Established), then what waited for them is dry-run, and a refusal there
+      // stops the deploy before any other write.
+      prerequisites: async () => {
+        if (this.options.dryRun || !validate || deferred.size === 0) return;
+        const first = prerequisitesOf([...deferred], targets);
+        for (const result of await this.writeWave(first, known)) early.set(result.target, result);
+        const waiting = [...deferred];
+        deferred.clear();
+        const readyLate: ApplyTarget[] = [];
+        await mapLimit(waiting, this.options.concurrency, (target) => sort(target, readyLate));
+        await check(readyLate);
+        if (problems.length > 0) {
+          const written = inPhases(first, (t) => t.object.kind).flat();
+          throw new ApplyRejectedError(
+            problems.sort(naturalOrder),
+            written.map((t) => describeObject(t.object)),
+          );
+        }
+      },
+      writeWave: async (wave) => {
+        const inWave = targets.filter((t) => (t.plan.strategy.wave ?? 0) === wave);
+        const waveResults = inWave.flatMap((t) => early.get(t) ?? []);
+        append(
+          waveResults,
+          await this.writeWave(
+            inWave.filter((t) => !early.has(t)),
+            known,
+          ),
+        );
+        append(results, waveResults);
+        return waveResults;
+      },
+      // In the order of the render set, whatever order the phases wrote them in.
+      results: () => {
+        const byTarget = new Map(results.map((r) => [r.target, r]));
+        return targets.map((t) => byTarget.get(t)).filter((r): r is ApplyResult => r !== undefined);
+      },
+    };
   }
 
   /** One wave's writes, in kind phases (apply-order.ts); a CRD's phase waits until the CRD is established. */

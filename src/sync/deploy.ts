@@ -1,7 +1,8 @@
 // One deploy, as an ordered list of stages with one signature (src/sync/deploy/, one file each), run until the
 // first error or a wait that did not end stable, and one finalizer that writes the report (the shape of Flux's
-// reconcilers): read the cluster -> render -> namespaces -> inventory and hooks -> apply -> wait -> post hooks ->
-// prune -> history. A sync that failed runs its SyncFail hooks after the loop, with time of their own.
+// reconcilers): read the cluster -> render -> namespaces -> inventory and hook names -> drift -> the writes (one
+// ordered task list of hooks, waves and waits: deploy/tasks.ts) -> prune -> history. A sync that failed runs its
+// SyncFail hooks after the loop, with time of their own.
 import type { DeployReport } from '../contract.ts';
 import { TransientError } from '../errors.ts';
 import { withDeadline } from '../kube/deadline.ts';
@@ -9,7 +10,6 @@ import { DriftRun } from '../kube/drift-check.ts';
 import { cliOwner } from '../kube/inventory.ts';
 import { WarningEvents } from '../kube/warning-events.ts';
 import { WarningLog, withWarnings } from '../kube/warnings.ts';
-import { applySet } from './deploy/apply.ts';
 import { collectHistory, pruneLeftovers } from './deploy/cleanup.ts';
 import {
   type DeployDeps,
@@ -20,12 +20,12 @@ import {
 } from './deploy/context.ts';
 import { checkDrift } from './deploy/drift.ts';
 import { finalize } from './deploy/finalize.ts';
-import { checkHookNames, runPhase, runPostHooks } from './deploy/hooks.ts';
+import { checkHookNames, runPhase } from './deploy/hooks.ts';
 import { readInventory } from './deploy/inventory.ts';
 import { ensureNamespaces } from './deploy/namespaces.ts';
 import { readCluster } from './deploy/read-cluster.ts';
 import { renderSet } from './deploy/render-set.ts';
-import { waitStable } from './deploy/wait.ts';
+import { runTasks } from './deploy/tasks.ts';
 
 export type { DeployDeps, DeployEvent, DeployRequest } from './deploy/context.ts';
 export { MISSING_NAMESPACE_RETRY_MS } from './deploy/namespaces.ts';
@@ -38,9 +38,7 @@ const STAGES: readonly Stage[] = [
   readInventory,
   checkHookNames,
   checkDrift,
-  applySet,
-  waitStable,
-  runPostHooks,
+  runTasks,
   pruneLeftovers,
   collectHistory,
 ];

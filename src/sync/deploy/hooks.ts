@@ -44,10 +44,3 @@ export async function runPhase(run: DeployRun, phase: HookPhase): Promise<void> 
     run.deps.onEvent?.({ type: 'hook', run: hookRun });
   });
 }
-
-/** Once the release objects are stable: post-install/post-upgrade/post-rollback and PostSync hooks. */
-export const runPostHooks: Stage = async (run) => {
-  const { request } = run;
-  if (request.dryRun || request.wait === false || run.wait?.outcome !== 'stable') return;
-  await runPhase(run, 'post');
-};

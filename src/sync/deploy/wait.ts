@@ -6,7 +6,7 @@ import { describeObject, type KubeObject } from '../../render/manifest.ts';
 import { judgedByMetadata, stabilityOf } from '../../stability/rules.ts';
 import type { Stability } from '../../stability/verdict.ts';
 import { type WaitResult, waitForStability } from '../../stability/waiter.ts';
-import type { DeployRun, Stage } from './context.ts';
+import type { DeployRun } from './context.ts';
 
 /** Waits until the objects of these results are stable (or one fails, or the deploy's deadline passes). */
 export async function waitFor(
@@ -57,11 +57,3 @@ export async function waitFor(
     if (!deps.cache) cache.close();
   }
 }
-
-/** The set written, the deploy waits for it (unless a wave's wait or a drift pass already decided). */
-export const waitStable: Stage = async (run) => {
-  const { request, deps } = run;
-  if (request.dryRun || request.wait === false || run.wait) return;
-  deps.beforeWait?.();
-  run.wait = await waitFor(run, run.applied ?? []);
-};

@@ -1,0 +1,139 @@
+// The writes of a deploy as one ordered list of tasks, run by one loop (as gitops-engine runs its sync tasks): the
+// set validated whole first (src/kube/apply.ts: its server-side dry run, all or nothing), then the inventory, the
+// pre hooks, the set's own Namespaces and CRDs that its other objects wait for, each sync wave (in kind phases,
+// src/kube/apply-order.ts) with a wait for it to be stable before the next, the Sync hooks, the wait for the whole
+// set, and the post hooks. Hooks of a phase run in their weights' order (src/sync/hooks.ts). The first task that
+// fails, or a wait that does not end stable, stops the list; the tasks after it do not run.
+import { Applier, type ApplyTarget, type SetWrite } from '../../kube/apply.ts';
+import { noteApplied } from '../../kube/drift-check.ts';
+import { inventoryOf } from '../../kube/inventory.ts';
+import type { KubeObject } from '../../render/manifest.ts';
+import type { RenderResult } from '../../render/render.ts';
+import { concurrencyOf, type DeployRun, fieldManagerOf, type Stage } from './context.ts';
+import { runPhase } from './hooks.ts';
+import { waitFor } from './wait.ts';
+
+/** One task of a deploy's writes. */
+export type Task =
+  | { step: 'inventory' }
+  | { step: 'hooks'; phase: 'pre' | 'sync' | 'post' }
+  | { step: 'prerequisites' }
+  | { step: 'wave'; wave: number }
+  /** The writes of `wave` stable; without a wave, the whole set. */
+  | { step: 'wait'; wave?: number };
+
+/**
+ * The tasks of a deploy of a set with these sync waves, in the order they run. A dry run writes nothing (its waves
+ * are the dry run's answers); without waits (`--wait=false`) no wave is waited for and no post hook runs.
+ */
+export function taskList(waves: readonly number[], options: { dryRun: boolean; waits: boolean }): Task[] {
+  const writes = waves.map((wave): Task => ({ step: 'wave', wave }));
+  if (options.dryRun) return writes;
+  const tasks: Task[] = [{ step: 'inventory' }, { step: 'hooks', phase: 'pre' }, { step: 'prerequisites' }];
+  for (const [index, write] of writes.entries()) {
+    tasks.push(write);
+    const last = index === waves.length - 1;
+    if (!last && options.waits) tasks.push({ step: 'wait', wave: waves[index] as number });
+  }
+  tasks.push({ step: 'hooks', phase: 'sync' });
+  if (options.waits) tasks.push({ step: 'wait' }, { step: 'hooks', phase: 'post' });
+  return tasks;
+}
+
+/** Validates the rendered set whole, then runs its task list until the end, a failure or a wait not stable. */
+export const runTasks: Stage = async (run) => {
+  const { request, deps } = run;
+  const rendered = run.rendered as RenderResult;
+  if (deps.beforeApply && !request.dryRun)
+    await deps.beforeApply(
+      rendered.objects.filter((_, i) => rendered.plan[i]?.version).map((o) => `${o.kind} ${o.metadata.name}`),
+    );
+  const targets: ApplyTarget[] = rendered.objects.map((object, i) => ({
+    object,
+    plan: rendered.plan[i] as ApplyTarget['plan'],
+  }));
+  const written: KubeObject[] = [];
+  const set = await setWriter(run, written).prepare(targets);
+  const tasks = taskList(set.waves, { dryRun: request.dryRun === true, waits: request.wait !== false });
+  // The set's writes are done after its last wave (or, with none, its prerequisites): what it wrote is then known.
+  const lastWrite = tasks.findLastIndex((t) => t.step === 'wave' || t.step === 'prerequisites');
+  if (lastWrite === -1) run.applied = set.results();
+  try {
+    for (const [index, task] of tasks.entries()) {
+      const going = await runTask(run, set, task);
+      if (index === lastWrite) run.applied = set.results();
+      if (going) continue;
+      // Waves after one that did not become stable were never written: they leave the inventory again.
+      const left = tasks.slice(index + 1).filter((t) => t.step === 'wave').length;
+      if (task.step === 'wait' && task.wave !== undefined) {
+        run.stoppedAtWave = { wave: task.wave, left };
+        run.applied = set.results();
+        if (run.recorded) await run.recordInventory?.(inventoryOf(written));
+      }
+      break;
+    }
+  } catch (error) {
+    // The inventory names only what was applied: what this apply did not write comes out of it again. (A write
+    // whose answer was lost is left out too; prune deletes only objects that carry mooring's field manager.)
+    if (run.recorded && written.length < targets.length)
+      await run.recordInventory?.(inventoryOf(written)).catch(() => undefined);
+    throw error;
+  }
+};
+
+/** Runs one task; false when it stops the list (a wait that did not end stable: its verdicts are the deploy's). */
+async function runTask(run: DeployRun, set: SetWrite, task: Task): Promise<boolean> {
+  switch (task.step) {
+    case 'inventory':
+      // Written once the whole set passed its dry run: a set refused whole records nothing, and a sync cut short
+      // leaves no write unrecorded.
+      await run.recordInventory?.(run.desired ?? []);
+      return true;
+    case 'hooks':
+      // A pre hook that fails stops the sync before any release object is written; Sync hooks run with the
+      // release objects once they are written (Argo CD's); post hooks once they are stable.
+      await runPhase(run, task.phase);
+      return true;
+    case 'prerequisites':
+      await set.prerequisites();
+      return true;
+    case 'wave':
+      await set.writeWave(task.wave);
+      return true;
+    case 'wait': {
+      if (task.wave === undefined) run.deps.beforeWait?.();
+      const results =
+        task.wave === undefined
+          ? set.results()
+          : set.results().filter((r) => (r.target.plan.strategy.wave ?? 0) === task.wave);
+      const result = await waitFor(run, results);
+      // A wave that is stable lets the next be written; the set's own wait is the deploy's verdict either way.
+      if (task.wave === undefined || result.outcome !== 'stable') run.wait = result;
+      return result.outcome === 'stable';
+    }
+  }
+}
+
+/** The Applier of the release objects: each result noted for drift checks and told to the caller. */
+function setWriter(run: DeployRun, written: KubeObject[]): Applier {
+  const { request, deps } = run;
+  const fieldManager = fieldManagerOf(request);
+  const owner = request.inventory?.owner;
+  return new Applier(run.api, run.discovery, {
+    fieldManager,
+    concurrency: concurrencyOf(request),
+    dryRun: request.dryRun,
+    // A drift pass writes back objects exactly as mooring wrote them before (their marks say so), or as the
+    // dry run of drift.ts validated them just now: a second dry run of each would double what a pass costs.
+    ...(request.drift ? { validateFirst: false } : {}),
+    onWritten: (target, answer) => noteApplied(deps.cache, owner, target.object, answer, fieldManager),
+    onResult: (result) => {
+      written.push(result.target.object);
+      if (!request.dryRun && result.action === 'unchanged')
+        noteApplied(deps.cache, owner, result.target.object, result.live, fieldManager);
+      deps.onEvent?.({ type: 'applied', result });
+    },
+    onPreview: deps.onPreview,
+    absentNamespaces: run.absentNamespaces,
+  });
+}
