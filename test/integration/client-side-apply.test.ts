@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import {
   agentConfig,
   bareRepo,
+  deploymentYaml,
   deployTo,
   eventually,
   kubeConfig,
@@ -19,22 +20,8 @@ import {
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 
 /** A Deployment whose object labels and env entries are given: what kubectl applied, then what Git holds. */
-const web = (labels: Record<string, string>, env: Record<string, string>) => `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-  labels: ${JSON.stringify({ app: 'web', ...labels })}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-        - name: app
-          image: app:1
-          env: ${JSON.stringify(Object.entries(env).map(([name, value]) => ({ name, value })))}
-`;
+const web = (labels: Record<string, string>, env: Record<string, string>) =>
+  deploymentYaml({ labels: { app: 'web', ...labels }, container: 'app', image: 'app:1', env });
 
 const BEFORE = web({ tier: 'front', team: 'a' }, { A: '1', B: '2' });
 const AFTER = web({}, { A: '1' });

@@ -5,8 +5,8 @@
 // converges to a stable release.
 import { describe, expect, it } from 'vitest';
 import { folderAgentConfig, proxiedServer, STREAMING_LIST_REFUSED, stopping } from './fault-helpers.ts';
-import { newestStable, settings, useCleanups, webDeployment } from './faults-support.ts';
-import { eventually, manifestDir, startAgent, useNamespace } from './helpers.ts';
+import { newestStable, settings, useCleanups } from './faults-support.ts';
+import { deploymentYaml, eventually, manifestDir, startAgent, useNamespace } from './helpers.ts';
 
 describe('the agent on a server without streaming lists, under a rate limit', () => {
   const ns = useNamespace('cache-agent');
@@ -23,7 +23,7 @@ describe('the agent on a server without streaming lists, under a rate limit', ()
     );
     const dir = await manifestDir({
       'app.yaml': `${settings('{colour: blue}')}---
-${webDeployment('web:1', { behavior: 'ready', configMap: 'settings' })}`,
+${deploymentYaml({ image: 'web:1', behavior: 'ready', configMap: 'settings' })}`,
     });
     const agentNs = `mooring-cache-agent-${Date.now().toString(36)}`;
     const agent = startAgent(

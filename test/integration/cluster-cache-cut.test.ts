@@ -20,8 +20,8 @@ import {
   restartApiServer,
   stopping,
 } from './fault-helpers.ts';
-import { newestStable, useCleanups, webDeployment } from './faults-support.ts';
-import { eventually, manifestDir, startAgent, useNamespace } from './helpers.ts';
+import { newestStable, useCleanups } from './faults-support.ts';
+import { deploymentYaml, eventually, manifestDir, startAgent, useNamespace } from './helpers.ts';
 
 const COUNT = 300;
 /** Bytes of each ConfigMap's data: 300 of them make a stream of some 300 KB in full. */
@@ -197,7 +197,7 @@ describe('the cluster cache when a streaming list is cut before its end', () => 
     const docs = names.map(
       (name) => `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ${name}}\ndata: {pad: ${PAD}}\n`,
     );
-    docs.push(webDeployment('web:1', { behavior: 'ready', configMap: 'cm-000' }));
+    docs.push(deploymentYaml({ image: 'web:1', behavior: 'ready', configMap: 'cm-000' }));
     const dir = await manifestDir({ 'app.yaml': docs.join('---\n') });
     // The wait's ConfigMaps are watched as metadata only (some 100 KB for 300): cut a third of the way, twice.
     const mine = streamsOf(ns);

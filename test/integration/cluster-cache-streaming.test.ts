@@ -13,8 +13,8 @@ import type { KubeObject } from '../../src/render/manifest.ts';
 import { deploy } from '../../src/sync/deploy.ts';
 import type { RequestInfo } from '../testbed/fault-proxy.ts';
 import { STREAMING_LIST_REFUSED, throughProxy } from './fault-helpers.ts';
-import { settings, useCleanups, webDeployment } from './faults-support.ts';
-import { useNamespace } from './helpers.ts';
+import { settings, useCleanups } from './faults-support.ts';
+import { deploymentYaml, useNamespace } from './helpers.ts';
 
 const streaming = (r: RequestInfo) => r.path.includes('sendInitialEvents=true');
 const watching = (r: RequestInfo) => r.path.includes('watch=true');
@@ -22,7 +22,7 @@ const listing = (r: RequestInfo) => r.method === 'GET' && r.path.includes('limit
 const ofNamespace = (ns: string) => (r: RequestInfo) => r.path.includes(`/namespaces/${ns}/`);
 
 const app = `${settings('{colour: blue}')}---
-${webDeployment('web:1', { behavior: 'ready' })}`;
+${deploymentYaml({ image: 'web:1', behavior: 'ready' })}`;
 
 describe('the cluster cache on a server with streaming lists', () => {
   const ns = useNamespace('cache-stream');

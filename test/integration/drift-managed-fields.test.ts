@@ -15,6 +15,7 @@ import { beginDriftPass, keepDriftMarks } from '../../src/kube/drift-pass.ts';
 import { type DeployRequest, deploy } from '../../src/sync/deploy.ts';
 import {
   clusterConfig,
+  deploymentYaml,
   eventually,
   kubeConfig,
   kubectl,
@@ -26,32 +27,19 @@ import {
   useNamespace,
 } from './helpers.ts';
 
-const edited = `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: edited, labels: {tier: front}}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: edited}}
-  template:
-    metadata: {labels: {app: edited}}
-    spec:
-      containers:
-        - name: web
-          image: registry.example.com/edited:1.0.0
-          env: [{name: MODE, value: prod}]
-`;
+const edited = deploymentYaml({
+  name: 'edited',
+  labels: { tier: 'front' },
+  image: 'registry.example.com/edited:1.0.0',
+  env: { MODE: 'prod' },
+});
 
 // No replicas: they are the autoscaler's.
-const autoscaled = `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: autoscaled}
-spec:
-  selector: {matchLabels: {app: autoscaled}}
-  template:
-    metadata: {labels: {app: autoscaled}}
-    spec:
-      containers: [{name: web, image: registry.example.com/autoscaled:1.0.0}]
----
+const autoscaled = `${deploymentYaml({
+  name: 'autoscaled',
+  replicas: null,
+  image: 'registry.example.com/autoscaled:1.0.0',
+})}---
 apiVersion: autoscaling/v2
 kind: HorizontalPodAutoscaler
 metadata: {name: autoscaled}

@@ -5,9 +5,10 @@
 import { describe, expect, it } from 'vitest';
 import { FaultProxy } from '../testbed/fault-proxy.ts';
 import { pushImage } from '../testbed/oci-push.ts';
-import { faultSetting, newestStable, sleep, useCleanups, webDeployment, webField } from './faults-support.ts';
+import { faultSetting, newestStable, sleep, useCleanups, webField } from './faults-support.ts';
 import {
   agentConfig,
+  deploymentYaml,
   eventually,
   startAgent,
   startStatusReceiver,
@@ -29,7 +30,7 @@ describe('faults of the registry', () => {
     cleanup(receiver.close, () => proxy.close());
     const image = `${proxy.host}/${repository}`;
     const one = await pushImage({ registry: env.registry.url, repository, tag: 'stable', content: 'one' });
-    const commit = await repo.commit({ 'app.yaml': webDeployment(`${image}:stable`) });
+    const commit = await repo.commit({ 'app.yaml': deploymentYaml({ image: `${image}:stable` }) });
     const agent = startAgent(
       await agentConfig({
         cluster: { name: 'faults', namespace: agentNs },

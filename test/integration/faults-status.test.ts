@@ -9,16 +9,10 @@ import { describe, expect, it } from 'vitest';
 import { OUTBOX_NAME } from '../../src/report/outbox-store.ts';
 import { githubStatusValidator } from '../contract/github-openapi.ts';
 import { FaultProxy } from '../testbed/fault-proxy.ts';
-import {
-  faultSetting,
-  newestStable,
-  outboxOf,
-  settingsAt,
-  useCleanups,
-  webDeployment,
-} from './faults-support.ts';
+import { faultSetting, newestStable, outboxOf, settingsAt, useCleanups } from './faults-support.ts';
 import {
   agentConfig,
+  deploymentYaml,
   eventually,
   kubectl,
   type Agent as RunningAgent,
@@ -163,7 +157,7 @@ describe('faults of the status API', () => {
     // Stopped in the middle of a sync (pods that never become ready): the pending status ends, saying so.
     const sixth = await repo.commit({
       ...manifests(6),
-      'web.yaml': webDeployment('example/web:1', { behavior: 'never-ready' }),
+      'web.yaml': deploymentYaml({ behavior: 'never-ready' }),
     });
     await eventually('the sixth commit pending', async () =>
       statuses().some((s) => s.sha === sixth && s.state === 'pending') ? true : undefined,

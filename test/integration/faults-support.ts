@@ -7,9 +7,9 @@ import { KubeApi } from '../../src/kube/api.ts';
 import { current, Ledger, type LedgerData } from '../../src/report/ledger.ts';
 import type { OutboxEntry } from '../../src/report/outbox-policy.ts';
 import { ConfigMapOutboxStore } from '../../src/report/outbox-store.ts';
-import { BEHAVIOR } from '../testbed/kubelet.ts';
+import type { Behavior } from '../testbed/kubelet.ts';
 import type { Agent, TestRepo } from './harness.ts';
-import { bareRepo, clusterConfig, kubectl } from './helpers.ts';
+import { bareRepo, clusterConfig, deploymentYaml, kubectl } from './helpers.ts';
 
 // The agent and the status parser live in the harness; re-exported for the files that import them from here.
 export { type PostedStatus, postedStatuses, startAgent, unended } from './harness.ts';
@@ -126,33 +126,10 @@ export async function faultSetting(
   return { suffix, repoPath, repo, kube, agentNs };
 }
 
-/**
- * Deployment web of one replica running `image`; `behavior` tells the test bed's kubelet how its pods behave, and
- * its container reads ConfigMap `configMap` when one is named.
- */
-export function webDeployment(
-  image: string,
-  options: { behavior?: string; configMap?: string } = {},
-): string {
-  const annotations = options.behavior ? `, annotations: {${BEHAVIOR}: ${options.behavior}}` : '';
-  const envFrom = options.configMap ? `, envFrom: [{configMapRef: {name: ${options.configMap}}}]` : '';
-  return `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}${annotations}}
-    spec:
-      containers: [{name: web, image: "${image}"${envFrom}}]
-`;
-}
-
 /** ConfigMap settings saying `round`, and Deployment web reading it. */
-export function settingsAndWeb(round: number, behavior?: string): string {
+export function settingsAndWeb(round: number, behavior?: Behavior): string {
   return `${settingsAt(round)}---
-${webDeployment('example/web:1', { behavior, configMap: 'settings' })}`;
+${deploymentYaml({ behavior, configMap: 'settings' })}`;
 }
 
 /** ConfigMap settings holding `data`, a YAML mapping. */

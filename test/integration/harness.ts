@@ -123,12 +123,18 @@ export function stopsAfterAll(): (() => Promise<void>)[] {
 // ---- Manifests ------------------------------------------------------------------------------------------------
 
 export interface DeploymentManifestSpec {
-  /** `web` by default; also its pods' `app` label. */
+  /** `web` by default. */
   name?: string;
+  /** The namespace its metadata names, none by default. */
+  namespace?: string;
+  /** The Deployment's own labels, none by default. */
+  labels?: Record<string, string>;
+  /** Its pods' `app` label, the name by default. */
+  app?: string;
   /** `example/web:1` by default. */
   image?: string;
-  /** 1 by default. */
-  replicas?: number;
+  /** 1 by default; null leaves the field out (the replicas are an autoscaler's). */
+  replicas?: number | null;
   /** The container's name, `web` by default. */
   container?: string;
   /** How the test bed's kubelet runs its pods (an annotation of the pod template). */
@@ -137,42 +143,62 @@ export interface DeploymentManifestSpec {
   configMap?: string;
   /** A Secret its container reads through envFrom (after the ConfigMap). */
   secret?: string;
+  /** The container's environment variables, in this order. */
+  env?: Record<string, string>;
+  /** More fields of the container (after its image and environment). */
+  containerFields?: Record<string, unknown>;
+  /** More fields of the pod spec (before its containers). */
+  podFields?: Record<string, unknown>;
   /** How long a rollout may take before the controller says it failed. */
   progressDeadlineSeconds?: number;
 }
 
-/** A Deployment of one container whose pods are labelled `app: <name>`. */
+/** A Deployment of one container whose pods are labelled `app: <name>` (or `app: <app>`). */
 export function deploymentManifest(spec: DeploymentManifestSpec = {}): Record<string, unknown> {
   const name = spec.name ?? 'web';
+  const app = spec.app ?? name;
   const envFrom = [
     ...(spec.configMap ? [{ configMapRef: { name: spec.configMap } }] : []),
     ...(spec.secret ? [{ secretRef: { name: spec.secret } }] : []),
   ];
+  const env = Object.entries(spec.env ?? {}).map(([name, value]) => ({ name, value }));
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
-    metadata: { name },
+    metadata: {
+      name,
+      ...(spec.namespace ? { namespace: spec.namespace } : {}),
+      ...(spec.labels ? { labels: spec.labels } : {}),
+    },
     spec: {
-      replicas: spec.replicas ?? 1,
+      ...(spec.replicas === null ? {} : { replicas: spec.replicas ?? 1 }),
       ...(spec.progressDeadlineSeconds ? { progressDeadlineSeconds: spec.progressDeadlineSeconds } : {}),
-      selector: { matchLabels: { app: name } },
+      selector: { matchLabels: { app } },
       template: {
         metadata: {
-          labels: { app: name },
+          labels: { app },
           ...(spec.behavior ? { annotations: { [BEHAVIOR]: spec.behavior } } : {}),
         },
         spec: {
+          ...spec.podFields,
           containers: [
             {
               name: spec.container ?? 'web',
               image: spec.image ?? 'example/web:1',
+              ...(env.length > 0 ? { env } : {}),
               ...(envFrom.length > 0 ? { envFrom } : {}),
+              ...spec.containerFields,
             },
           ],
         },
       },
     },
   };
+}
+
+/** The Deployment of `deploymentManifest(spec)` as YAML text. */
+export function deploymentYaml(spec: DeploymentManifestSpec = {}): string {
+  return stringify(deploymentManifest(spec));
 }
 
 /** A ConfigMap of this data, with these annotations when given. */

@@ -14,6 +14,7 @@ import {
   agentConfig,
   bareRepo,
   clusterConfig,
+  deploymentYaml,
   eventually,
   kubectl,
   manifestDir,
@@ -148,20 +149,12 @@ kind: ConfigMap
 metadata: {name: {{ include "web.name" . }}-config}
 data: {color: {{ .Values.color | quote }}}
 ---
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: {{ include "web.name" . }}}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-        - name: web
-          image: {{ .Values.image }}
-          envFrom: [{configMapRef: {name: {{ include "web.name" . }}-config}}]
-`,
+${deploymentYaml({
+  name: '{{ include "web.name" . }}',
+  app: 'web',
+  image: '{{ .Values.image }}',
+  configMap: '{{ include "web.name" . }}-config',
+})}`,
       'env/prod.yaml': `color: ${color}\n`,
     });
     const first = await repo.commit(chartFiles('green'));

@@ -14,6 +14,7 @@ import {
   agentConfig,
   bareRepo,
   clusterConfig,
+  deploymentYaml,
   deployTo,
   eventually,
   kubeConfig,
@@ -47,16 +48,7 @@ function chart(): Record<string, string> {
       '"helm.sh/hook": pre-upgrade, "helm.sh/hook-weight": "-5", "helm.sh/hook-delete-policy": hook-succeeded',
     ),
     'templates/welcome.yaml': job('welcome', '"helm.sh/hook": post-install', 'succeed'),
-    'templates/web.yaml': `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec: {containers: [{name: web, image: "web:{{ .Values.version }}"}]}
-`,
+    'templates/web.yaml': deploymentYaml({ image: 'web:{{ .Values.version }}' }),
   };
 }
 

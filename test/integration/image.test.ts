@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { api, ledgerOf } from './faults-support.ts';
 import {
   bareRepo,
+  deploymentYaml,
   eventually,
   manifestDir,
   mooring,
@@ -154,18 +155,12 @@ describe('the container image', () => {
       const repoPath = `image-${suffix}/deploy`;
       const repo = await bareRepo(repoPath);
       await repo.commit({
-        'agent.yaml': `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: mooring}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: mooring}}
-  template:
-    metadata: {labels: {app: mooring}}
-    spec:
-      securityContext: {runAsNonRoot: true, runAsUser: 10001}
-      containers: [{name: agent, image: "${env.registry.host}/${repository}:test"}]
-`,
+        'agent.yaml': deploymentYaml({
+          name: 'mooring',
+          container: 'agent',
+          image: `${env.registry.host}/${repository}:test`,
+          podFields: { securityContext: { runAsNonRoot: true, runAsUser: 10001 } },
+        }),
       });
       const files = await manifestDir({ user: env.git.username, password: env.git.password });
       const agent = startAgent(`

@@ -10,8 +10,7 @@ import { ClusterCache } from '../../src/kube/cache.ts';
 import { loadKubeConfig } from '../../src/kube/client.ts';
 import { Discovery } from '../../src/kube/discovery.ts';
 import { deploy } from '../../src/sync/deploy.ts';
-import { BEHAVIOR } from '../testbed/kubelet.ts';
-import { testbed, useNamespace, writeKubeconfig } from './helpers.ts';
+import { deploymentYaml, testbed, useNamespace, writeKubeconfig } from './helpers.ts';
 
 const FLOWCONTROL = '/apis/flowcontrol.apiserver.k8s.io/v1';
 
@@ -126,16 +125,7 @@ describe('API Priority and Fairness', () => {
           files: [
             {
               path: 'app.yaml',
-              text: `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}, annotations: {${BEHAVIOR}: ready}}
-    spec: {containers: [{name: web, image: "web:1"}]}
-`,
+              text: deploymentYaml({ image: 'web:1', behavior: 'ready' }),
             },
           ],
           namespace: ns(),

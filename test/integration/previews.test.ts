@@ -20,6 +20,7 @@ import { secretFiles } from './harness.ts';
 import {
   agentConfig,
   bareRepo,
+  deploymentYaml,
   eventually,
   mooring,
   pollHealth,
@@ -41,20 +42,7 @@ kind: Secret
 metadata: {name: web-secret}
 stringData: {password: ${password}}
 ---
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-        - name: web
-          image: example/web:1
-          envFrom: [{configMapRef: {name: web-config}}, {secretRef: {name: web-secret}}]
-`;
+${deploymentYaml({ configMap: 'web-config', secret: 'web-secret' })}`;
 
 const apiFiles = {
   'apps/api/kustomization.yaml': 'resources: [api.yaml]\n',

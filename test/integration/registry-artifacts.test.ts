@@ -15,6 +15,7 @@ import { configFileOf, releaseDeployment } from './build-helpers.ts';
 import {
   agentConfig,
   bareRepo,
+  deploymentYaml,
   eventually,
   ledgerHistory,
   mooring,
@@ -265,17 +266,7 @@ kind: ConfigMap
 metadata: {name: web-config}
 data: {color: ${color}}
 ---
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers: [{name: web, image: example/web:1, envFrom: [{configMapRef: {name: web-config}}]}]
-`,
+${deploymentYaml({ configMap: 'web-config' })}`,
     });
     const push = async (
       tag: string,

@@ -14,6 +14,7 @@ import { api, ledgerOf } from './faults-support.ts';
 import {
   agentConfig,
   bareRepo,
+  deploymentYaml,
   deployTo,
   eventually,
   kubectl,
@@ -201,20 +202,12 @@ stringData:
         ],
         { recipients: [key.recipient], encryptedRegex: '^(data|stringData)$' },
       ),
-      'kustom/base/vault.yaml': `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: vault}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: vault}}
-  template:
-    metadata: {labels: {app: vault}}
-    spec:
-      containers:
-        - name: vault
-          image: ${image}:stable
-          envFrom: [{secretRef: {name: base-db}}]
-`,
+      'kustom/base/vault.yaml': deploymentYaml({
+        name: 'vault',
+        container: 'vault',
+        image: `${image}:stable`,
+        secret: 'base-db',
+      }),
       'kustom/overlay/kustomization.yaml': 'resources: [../base]\nnamePrefix: k-\ncommonLabels: {tier: db}\n',
     });
     const files = await manifestDir({
