@@ -16,9 +16,9 @@ import { type InventoryEntry, InventoryStore, inventoryName, unionOf } from '../
 import { StateStore } from '../../src/kube/state-store.ts';
 import { type Fence, Ledger, ledgerName } from '../../src/report/ledger.ts';
 import { StatusOutbox } from '../../src/report/outbox.ts';
-import { entryKey, type OutboxEntry } from '../../src/report/outbox-policy.ts';
 import { ConfigMapOutboxStore, OUTBOX_NAME } from '../../src/report/outbox-store.ts';
 import { type DeployRequest, deploy } from '../../src/sync/deploy.ts';
+import { outboxEntries } from '../unit/report/outbox-entries.ts';
 import { clusterConfig, useNamespace } from './helpers.ts';
 
 /**
@@ -221,19 +221,8 @@ describe('state ConfigMaps with concurrent writers', () => {
           return true;
         },
       });
-    const status = (commit: string, at: number): OutboxEntry => {
-      const base = { deployment: 'web', commit, context: 'mooring/web' };
-      return {
-        ...base,
-        key: entryKey(base),
-        state: 'success',
-        description: `${commit} stable`,
-        gate: 'api',
-        at,
-        expiresAt: Date.now() + 3_600_000,
-        attempts: 0,
-      };
-    };
+    const entry = outboxEntries('mooring/web', 3_600_000);
+    const status = (commit: string, at: number) => entry(commit, at, { expiresAt: Date.now() + 3_600_000 });
     const first = outbox(a);
     const second = outbox(b);
     // Loaded (nothing stored yet), with the API's gate closed so that nothing is delivered while they keep.
