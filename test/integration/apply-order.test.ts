@@ -2,7 +2,7 @@
 // (and the CRD waited on until Established) before what lives in them, in one deploy.
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import { deployTo, kubeConfig, kubectl, manifestDir } from './helpers.ts';
+import { crdManifest, deployTo, kubeConfig, kubectl, manifestDir } from './helpers.ts';
 
 describe('apply order', () => {
   const suffix = Date.now().toString(36);
@@ -18,23 +18,7 @@ describe('apply order', () => {
       // Files in the "wrong" order on purpose: mooring orders by kind, not by file.
       '1-widget.yaml': `apiVersion: ${group}/v1\nkind: Widget\nmetadata: {name: first, namespace: ${namespace}}\nspec: {size: 3}\n`,
       '2-config.yaml': `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: ${namespace}}\ndata: {k: v}\n`,
-      '3-crd.yaml': `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.${group}}
-spec:
-  group: ${group}
-  scope: Namespaced
-  names: {kind: Widget, plural: widgets, singular: widget}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema:
-          type: object
-          properties:
-            spec: {type: object, properties: {size: {type: integer}}}
-`,
+      '3-crd.yaml': crdManifest(group, 'widgets', 'Widget'),
       '4-namespace.yaml': `apiVersion: v1\nkind: Namespace\nmetadata: {name: ${namespace}}\n`,
     });
     // The objects name their own namespace, outside -n default: allowed explicitly, as kubectl would need.

@@ -10,7 +10,7 @@ import { deploymentManifests } from '../../src/sources/deployment-manifests.ts';
 import { GitRepository } from '../../src/sources/git/repository.ts';
 import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 
-import { manifestDir, mooring, testbed } from './helpers.ts';
+import { crdManifest, manifestDir, mooring, testbed } from './helpers.ts';
 
 const cm = (name: string) => `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ${name}}\ndata: {a: b}\n`;
 
@@ -124,19 +124,7 @@ spec: {controllerName: example.net/gateway}
 
   it('online, takes the scope from the cluster', async () => {
     // The test bed serves a cluster-scoped custom kind once its CRD is applied.
-    const crd = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: clusterwidgets.reading.example.com}
-spec:
-  group: reading.example.com
-  scope: Cluster
-  names: {kind: ClusterWidget, plural: clusterwidgets, singular: clusterwidget}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-`;
+    const crd = crdManifest('reading.example.com', 'clusterwidgets', 'ClusterWidget', {}, 'Cluster');
     const env = testbed();
     const install = await mooring(
       'deploy',

@@ -6,10 +6,10 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { expect } from 'vitest';
 import { stringify } from 'yaml';
-import { runCli } from '../../src/cli/program.ts';
 import { KubeApi } from '../../src/kube/api.ts';
 import { type ClusterConfig, loadKubeConfig } from '../../src/kube/client.ts';
 import type { TestbedEnv } from '../testbed/testbed.ts';
+import { cli } from '../unit/cli/run-cli.ts';
 import { tempDir, testbed } from './harness.ts';
 
 export * from './harness.ts';
@@ -104,15 +104,7 @@ export async function ledgerReleases<T>(agentNamespace: string, deployment: stri
 }
 
 /** Runs the mooring CLI in-process and captures what it prints. */
-export async function mooring(...argv: string[]): Promise<RunResult> {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(argv, {
-    stdout: (t) => (stdout += `${t}\n`),
-    stderr: (t) => (stderr += `${t}\n`),
-  });
-  return { code, stdout, stderr };
-}
+export const mooring: (...argv: string[]) => Promise<RunResult> = cli;
 
 export function deployTo(namespace: string, dir: string, ...extra: string[]): Promise<RunResult> {
   return mooring(
@@ -166,14 +158,15 @@ export function pollHealth(port: () => number) {
 }
 
 /**
- * A CustomResourceDefinition of namespaced objects whose spec and status hold anything, with a status
- * subresource and these annotations (health rules, for one).
+ * A CustomResourceDefinition of objects (namespaced unless told) whose spec and status hold anything, with a
+ * status subresource and these annotations (health rules, for one).
  */
 export function crdManifest(
   group: string,
   plural: string,
   kind: string,
   annotations: Record<string, string> = {},
+  scope: 'Namespaced' | 'Cluster' = 'Namespaced',
 ): string {
   const lines = Object.entries(annotations).map(([k, v]) => `    ${k}: ${JSON.stringify(v)}`);
   return `apiVersion: apiextensions.k8s.io/v1
@@ -182,7 +175,7 @@ metadata:
   name: ${plural}.${group}
 ${lines.length > 0 ? `  annotations:\n${lines.join('\n')}\n` : ''}spec:
   group: ${group}
-  scope: Namespaced
+  scope: ${scope}
   names: {kind: ${kind}, plural: ${plural}, singular: ${kind.toLowerCase()}}
   versions:
     - name: v1

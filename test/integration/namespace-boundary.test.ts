@@ -13,6 +13,7 @@ import { appDeployment } from './build-helpers.ts';
 import {
   agentConfig,
   clusterConfig,
+  crdManifest,
   eventually,
   kubeConfig,
   kubectl,
@@ -206,15 +207,7 @@ describe('namespace boundary: custom resources the cluster serves cluster-scoped
 
   it('refuses one without a namespace, which render alone would take for namespaced, before writing anything', async () => {
     const crd = await manifestDir({
-      'crd.yaml': `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: clusterwidgets.${group}}
-spec:
-  group: ${group}
-  scope: Cluster
-  names: {kind: ClusterWidget, plural: clusterwidgets}
-  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]
-`,
+      'crd.yaml': crdManifest(group, 'clusterwidgets', 'ClusterWidget', {}, 'Cluster'),
     });
     const installed = await kubectl('apply', '-f', `${crd}/crd.yaml`);
     expect(installed.code, installed.stderr).toBe(0);

@@ -15,6 +15,7 @@ import {
   agentConfig,
   bareRepo,
   configMapManifest,
+  crdManifest,
   deleteNamespace,
   deploymentManifest,
   eventually,
@@ -482,19 +483,7 @@ describe('a cluster-scoped custom resource shared by two applications', () => {
 
   it('has no namespace in render and inventory, and is kept while the other application applies it', async () => {
     const crd = await manifestDir({
-      'crd.yaml': `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: gatewayclasses.${group}}
-spec:
-  group: ${group}
-  scope: Cluster
-  names: {plural: gatewayclasses, singular: gatewayclass, kind: GatewayClass}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-`,
+      'crd.yaml': crdManifest(group, 'gatewayclasses', 'GatewayClass', {}, 'Cluster'),
     });
     expect((await kubectl('apply', '-f', join(crd, 'crd.yaml'))).code).toBe(0);
     expect(
