@@ -12,16 +12,13 @@ import { KubeApi } from '../../src/kube/api.ts';
 import { Discovery } from '../../src/kube/discovery.ts';
 import { deploy } from '../../src/sync/deploy.ts';
 import {
-  agentConfig,
-  bareRepo,
   clusterConfig,
   deployTo,
   eventually,
   kubectl,
   manifestDir,
   mooring,
-  startAgent,
-  startStatusReceiver,
+  startGitAgent,
   testbed,
   useNamespace,
 } from './helpers.ts';
@@ -255,24 +252,23 @@ describe('refusals of a current API server, per object with file and line', () =
   });
 
   it("an agent's sync fails naming the first refusal's file and line in its commit status, the log names all", async () => {
-    const repo = await bareRepo(`refuse-${suffix}/app`);
-    const receiver = await startStatusReceiver();
     const files: Record<string, string> = {};
     for (const [name, text] of Object.entries(REFUSED_SET)) files[`apps/refused/${name}`] = text;
     for (const [name, text] of Object.entries(REMOVED_SET)) files[`apps/old/${name}`] = text;
-    const commit = await repo.commit(files);
     const agentNs = `mooring-refuse-${suffix}`;
-    const agent = startAgent(
-      await agentConfig({
-        cluster: { name: 'refuse', namespace: agentNs },
-        git: [{ name: 'app', repo }],
-        deployments: [
-          { name: 'refused', namespace: agentRefused(), source: 'app', paths: ['apps/refused'] },
-          { name: 'old', namespace: agentRemoved(), source: 'app', paths: ['apps/old'] },
-        ],
-        statuses: receiver,
-      }),
-    );
+    const {
+      receiver,
+      first: commit,
+      agent,
+    } = await startGitAgent({
+      repo: `refuse-${suffix}/app`,
+      files,
+      cluster: { name: 'refuse', namespace: agentNs },
+      deployments: [
+        { name: 'refused', namespace: agentRefused(), paths: ['apps/refused'] },
+        { name: 'old', namespace: agentRemoved(), paths: ['apps/old'] },
+      ],
+    });
     try {
       const ended = (context: string) =>
         eventually(`the ${context} status`, async () => receiver.ended(commit, context), 120_000);

@@ -7,15 +7,12 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { webDeployment } from './build-helpers.ts';
 import {
-  agentConfig,
-  bareRepo,
   deployTo,
   eventually,
   kubectl,
   manifestDir,
   mooring,
-  startAgent,
-  startStatusReceiver,
+  startGitAgent,
   testbed,
   useNamespace,
 } from './helpers.ts';
@@ -142,17 +139,16 @@ describe("the API server's warnings", () => {
     const ns = nsAgent();
     await restrictedWarn(ns);
     const suffix = Date.now().toString(36);
-    const repo = await bareRepo(`warn-${suffix}/app`);
-    const receiver = await startStatusReceiver();
-    const commit = await repo.commit(FILES);
-    const agent = startAgent(
-      await agentConfig({
-        cluster: { namespace: `mooring-warn-${suffix}` },
-        git: [{ name: 'app', repo }],
-        deployments: [{ name: 'web', namespace: ns, source: 'app' }],
-        statuses: receiver,
-      }),
-    );
+    const {
+      receiver,
+      first: commit,
+      agent,
+    } = await startGitAgent({
+      repo: `warn-${suffix}/app`,
+      files: FILES,
+      cluster: { namespace: `mooring-warn-${suffix}` },
+      deployments: [{ name: 'web', namespace: ns }],
+    });
     stops.push(() => agent.stop());
     const ended = await eventually('the status of the sync', async () => receiver.ended(commit), 90_000);
     expect(ended.state, ended.description).toBe('success');

@@ -23,16 +23,13 @@ import {
   startChartRepo,
   writeChart,
 } from '../testbed/chart-repo.ts';
-import { configFileOf, releaseDeployment, writeTree } from './build-helpers.ts';
+import { releaseDeployment, writeTree } from './build-helpers.ts';
 import {
-  agentConfig,
-  bareRepo,
   eventually,
   ledgerHistory,
   mooring,
   runningConfig,
-  startAgent,
-  startStatusReceiver,
+  startGitAgent,
   tempDir,
   testbed,
   useNamespace,
@@ -287,32 +284,21 @@ describe('chart dependencies from an OCI registry, through the agent', () => {
     const v100 = await pushChart(env.tools.helm, await common('1.0.0', join(out, 'a')), registry, path);
     const v110 = await pushChart(env.tools.helm, await common('1.1.0', join(out, 'b')), registry, path);
     const dep = { name: 'common', version: '^1.0.0', repository };
-    const repo = await bareRepo(`chart-deps-${suffix}/app`);
-    const first = await repo.commit(webChart('charts/web', [dep], [{ ...dep, version: '1.0.0' }]));
-    const receiver = await startStatusReceiver();
-    const configFile = await configFileOf(
-      await agentConfig({
-        cluster: { name: 'deps', namespace: `mooring-chart-deps-${suffix}` },
-        git: [{ name: 'app', repo }],
-        deployments: [
-          {
-            name: 'web',
-            namespace: ns(),
-            source: 'app',
-            helm: { chart: 'charts/web', allowedRepositories: [repository] },
-          },
-        ],
-        statuses: receiver,
-        // The registry of the test bed is plain HTTP: a chart source with the dependency's URL says so.
-        extra: {
-          sources: {
-            charts: [{ name: 'library', url: repository, chart: 'common', insecure: true, interval: '1h' }],
-          },
-        },
-      }),
-    );
     process.env.MOORING_HELM = env.tools.helm;
-    const agent = startAgent({ file: configFile });
+    const { repo, receiver, configFile, first, agent } = await startGitAgent({
+      repo: `chart-deps-${suffix}/app`,
+      files: webChart('charts/web', [dep], [{ ...dep, version: '1.0.0' }]),
+      cluster: { name: 'deps', namespace: `mooring-chart-deps-${suffix}` },
+      deployments: [
+        { name: 'web', namespace: ns(), helm: { chart: 'charts/web', allowedRepositories: [repository] } },
+      ],
+      // The registry of the test bed is plain HTTP: a chart source with the dependency's URL says so.
+      extra: {
+        sources: {
+          charts: [{ name: 'library', url: repository, chart: 'common', insecure: true, interval: '1h' }],
+        },
+      },
+    });
     try {
       const ended = (sha: string) =>
         receiver.statuses().filter((s) => s.sha === sha && s.state !== 'pending');

@@ -8,18 +8,14 @@ import { randomBytes } from 'node:crypto';
 import { cp, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { configFileOf } from './build-helpers.ts';
 import {
-  agentConfig,
-  bareRepo,
   crdManifest,
   deployTo,
   eventually,
   kubectl,
   manifestDir,
   mooring,
-  startAgent,
-  startStatusReceiver,
+  startGitAgent,
   tempDir,
   testbed,
   useNamespace,
@@ -87,26 +83,13 @@ describe('a chart whose controller reads its ConfigMap by name, deployed by the 
 
   it('keeps the name of what is read by name, versions what is mounted, through a change and a rollback', async () => {
     const suffix = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
-    const repo = await bareRepo(`by-name-${suffix}/app`);
     const files = await chartFiles();
-    const first = await repo.commit({ ...files, 'chart/values.yaml': VALUES('8m', 'one') });
-    const receiver = await startStatusReceiver();
-    const configFile = await configFileOf(
-      await agentConfig({
-        cluster: { name: 'by-name', namespace: `mooring-by-name-${suffix}` },
-        git: [{ name: 'app', repo }],
-        deployments: [
-          {
-            name: 'web',
-            namespace: ns(),
-            source: 'app',
-            helm: { chart: 'chart', releaseName: 'edge-proxy' },
-          },
-        ],
-        statuses: receiver,
-      }),
-    );
-    const agent = startAgent({ file: configFile });
+    const { repo, receiver, configFile, first, agent } = await startGitAgent({
+      repo: `by-name-${suffix}/app`,
+      files: { ...files, 'chart/values.yaml': VALUES('8m', 'one') },
+      cluster: { name: 'by-name', namespace: `mooring-by-name-${suffix}` },
+      deployments: [{ name: 'web', namespace: ns(), helm: { chart: 'chart', releaseName: 'edge-proxy' } }],
+    });
     stops.push(agent.stop);
     const ended = (sha: string) =>
       eventually(

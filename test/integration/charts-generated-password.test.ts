@@ -14,8 +14,6 @@ import { parse } from 'yaml';
 import { KubeApi } from '../../src/kube/api.ts';
 import { openLookupEndpoint } from '../../src/kube/lookup-server.ts';
 import {
-  agentConfig,
-  bareRepo,
   clusterConfig,
   crdManifest,
   deployTo,
@@ -24,9 +22,7 @@ import {
   kubectl,
   manifestDir,
   mooring,
-  startAgent,
-  startStatusReceiver,
-  tempDir,
+  startGitAgent,
   testbed,
   useNamespace,
 } from './helpers.ts';
@@ -99,26 +95,18 @@ describe('a chart that keeps its generated password with lookup', () => {
   it('the agent keeps the password over its syncs, and mooring diff --deployment exits 0', async () => {
     const target = agentTarget();
     const suffix = Date.now().toString(36);
-    const repo = await bareRepo(`genpw-${suffix}/app`);
     const files: Record<string, string> = {};
     for (const path of await readdir(CHART, { recursive: true })) {
       const text = await readFile(join(CHART, path), 'utf8').catch(() => undefined);
       if (text !== undefined) files[`charts/db/${path}`] = text;
     }
-    const first = await repo.commit(files);
-    const receiver = await startStatusReceiver();
     const agentNs = `mooring-genpw-${suffix}`;
-    const configText = await agentConfig({
+    const { repo, receiver, configFile, first, agent } = await startGitAgent({
+      repo: `genpw-${suffix}/app`,
+      files,
       cluster: { name: 'genpw', namespace: agentNs },
-      git: [{ name: 'app', repo }],
-      deployments: [
-        { name: 'db', namespace: target, source: 'app', helm: { chart: 'charts/db', releaseName: 'r' } },
-      ],
-      statuses: receiver,
+      deployments: [{ name: 'db', namespace: target, helm: { chart: 'charts/db', releaseName: 'r' } }],
     });
-    const configFile = join(await tempDir(), 'mooring.yaml');
-    await writeFile(configFile, configText);
-    const agent = startAgent(configText);
     const ended = (sha: string) => receiver.statuses().find((st) => st.sha === sha && st.state !== 'pending');
     const secretsOf = async () =>
       (await core().listNamespacedSecret({ namespace: target })).items

@@ -11,8 +11,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeApi } from '../../src/kube/api.ts';
 import { Ledger } from '../../src/report/ledger.ts';
 import {
-  agentConfig,
-  bareRepo,
   clusterConfig,
   crdManifest,
   deployTo,
@@ -21,8 +19,7 @@ import {
   kubectl,
   manifestDir,
   mooring,
-  startAgent,
-  startStatusReceiver,
+  startGitAgent,
   tempDir,
   testbed,
   useNamespace,
@@ -168,27 +165,18 @@ describe('certgen chart in the agent: install, upgrade, rollback', () => {
 
   it('records install hooks, then upgrade hooks; a rollback runs none of them, as helm rollback', async () => {
     process.env.MOORING_HELM = testbed().tools.helm;
-    const repo = await bareRepo(`charts-hooks-${Date.now().toString(36)}/certgen`);
-    const first = await repo.commit(await chartFiles('certgen'));
-    const statuses = await startStatusReceiver();
-    const configFile = join(await tempDir(), 'mooring.yaml');
-    await writeFile(
-      configFile,
-      await agentConfig({
-        cluster: { namespace: agentNs() },
-        git: [{ name: 'app', repo }],
-        deployments: [
-          {
-            name: 'certgen',
-            namespace: ns(),
-            source: 'app',
-            helm: { chart: 'certgen', valuesFiles: ['certgen/values.yaml'] },
-          },
-        ],
-        statuses,
-      }),
-    );
-    const agent = startAgent({ file: configFile });
+    const { repo, receiver, configFile, first, agent } = await startGitAgent({
+      repo: `charts-hooks-${Date.now().toString(36)}/certgen`,
+      files: await chartFiles('certgen'),
+      cluster: { namespace: agentNs() },
+      deployments: [
+        {
+          name: 'certgen',
+          namespace: ns(),
+          helm: { chart: 'certgen', valuesFiles: ['certgen/values.yaml'] },
+        },
+      ],
+    });
     const api = new KubeApi(clusterConfig());
     const releases = async () => (await new Ledger(api, agentNs()).read('certgen')).releases;
     /** A release's hook runs as `phase object outcome deleted`. */
@@ -208,7 +196,7 @@ describe('certgen chart in the agent: install, upgrade, rollback', () => {
           .readNamespacedDeployment({ name: 'certgen-gateway', namespace: ns() })
       ).spec?.template.spec?.containers[0]?.image;
     try {
-      expect(await eventually('install', async () => statuses.ended(first), 90_000)).toMatchObject({
+      expect(await eventually('install', async () => receiver.ended(first), 90_000)).toMatchObject({
         state: 'success',
       });
       expect(runs((await releases())[0])).toEqual(expected('install'));
@@ -219,7 +207,7 @@ describe('certgen chart in the agent: install, upgrade, rollback', () => {
           'gateway:1.1',
         ),
       });
-      expect(await eventually('upgrade', async () => statuses.ended(upgraded), 90_000)).toMatchObject({
+      expect(await eventually('upgrade', async () => receiver.ended(upgraded), 90_000)).toMatchObject({
         state: 'success',
       });
       expect(runs((await releases())[0])).toEqual(expected('upgrade'));

@@ -667,11 +667,65 @@ export async function agentConfig(spec: AgentConfigSpec): Promise<string> {
   return stringify(config);
 }
 
-/** The agent's configuration (`agentConfig`) in a file of its own: what the CLI and an agent process are given. */
-export async function agentConfigFile(spec: AgentConfigSpec): Promise<string> {
+/**
+ * The agent's configuration in a file of its own (built by `agentConfig` from a spec, or given as text): what the
+ * CLI and an agent process are given.
+ */
+export async function agentConfigFile(config: AgentConfigSpec | string): Promise<string> {
   const file = join(await tempDir(), 'mooring.yaml');
-  await writeFile(file, await agentConfig(spec));
+  await writeFile(file, typeof config === 'string' ? config : await agentConfig(config));
   return file;
+}
+
+export interface GitAgentSpec extends Omit<AgentConfigSpec, 'git' | 'deployments' | 'statuses'> {
+  /** The bare repository made for the test (a name for `bareRepo`), or one the test made itself. */
+  repo: string | TestRepo;
+  /** Files committed to the repository before the agent starts; their commit is `first`. */
+  files?: Record<string, string | null>;
+  /** The Git source's fields besides its repository; it is named `app` unless told. */
+  source?: { name?: string; [field: string]: unknown };
+  /** Deployments of the Git source unless they name another source. */
+  deployments: { name: string; namespace: string; source?: string; [field: string]: unknown }[];
+  /** Whether the deployments report their commits to the receiver started here; true unless told. */
+  statuses?: boolean;
+  /** How the agent is started: in-process unless told. */
+  start?: StartOptions;
+}
+
+export interface GitAgent<A extends Agent = Agent> {
+  repo: TestRepo;
+  /** A commit-status receiver, closed after the test file. */
+  receiver: StatusReceiver;
+  /** The configuration file the agent was started on. */
+  configFile: string;
+  /** The commit of `files`; empty when none were given. */
+  first: string;
+  agent: A;
+}
+
+/**
+ * The usual agent of a test: a repository on the test bed's Git server (with `files` committed), a commit-status
+ * receiver, one Git source `app` following the repository, these deployments of it reporting to the receiver,
+ * the configuration in a file and the agent started on it.
+ */
+export async function startGitAgent(
+  spec: GitAgentSpec & { start: StartOptions & { process: true } },
+): Promise<GitAgent<AgentProcess>>;
+export async function startGitAgent(spec: GitAgentSpec): Promise<GitAgent>;
+export async function startGitAgent(spec: GitAgentSpec): Promise<GitAgent<Agent | AgentProcess>> {
+  const { repo: repoOrName, files, source, deployments, statuses, start, ...config } = spec;
+  const repo = typeof repoOrName === 'string' ? await bareRepo(repoOrName) : repoOrName;
+  const first = files ? await repo.commit(files) : '';
+  const receiver = await startStatusReceiver();
+  const name = source?.name ?? 'app';
+  const configFile = await agentConfigFile({
+    ...config,
+    git: [{ ...source, name, repo }],
+    deployments: deployments.map((d) => ({ ...d, source: d.source ?? name })),
+    ...(statuses === false ? {} : { statuses: receiver }),
+  });
+  const agent = startAgent({ file: configFile }, start);
+  return { repo, receiver, configFile, first, agent };
 }
 
 /**
