@@ -4,17 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { api, ledgerOf } from './faults-support.ts';
-import {
-  agentConfig,
-  bareRepo,
-  deployTo,
-  eventually,
-  kubectl,
-  manifestDir,
-  startAgent,
-  startStatusReceiver,
-  unended,
-} from './helpers.ts';
+import { deployTo, eventually, kubectl, manifestDir, startGitAgent, unended } from './helpers.ts';
 
 const APP = `apiVersion: v1
 kind: ConfigMap
@@ -88,18 +78,18 @@ describe('mooring deploy into a namespace that does not exist', () => {
 describe('the agent and a namespace that does not exist', () => {
   async function agentFor(ns: string, extra: Record<string, unknown>) {
     const suffix = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
-    const repo = await bareRepo(`nons-${suffix}/web`);
-    const commit = await repo.commit({ 'app.yaml': APP });
-    const receiver = await startStatusReceiver();
     created.push(`mooring-nons-${suffix}`);
-    const agent = startAgent(
-      await agentConfig({
-        cluster: { name: 'nons', namespace: `mooring-nons-${suffix}` },
-        git: [{ name: 'app', repo, interval: '1h' }],
-        deployments: [{ name: 'web', namespace: ns, source: 'app', ...extra }],
-        statuses: receiver,
-      }),
-    );
+    const {
+      receiver,
+      first: commit,
+      agent,
+    } = await startGitAgent({
+      repo: `nons-${suffix}/web`,
+      files: { 'app.yaml': APP },
+      source: { interval: '1h' },
+      cluster: { name: 'nons', namespace: `mooring-nons-${suffix}` },
+      deployments: [{ name: 'web', namespace: ns, ...extra }],
+    });
     cleanups.push(agent.stop);
     const statuses = () => receiver.statuses().filter((s) => s.sha === commit);
     const releases = async () => (await ledgerOf(api(), `mooring-nons-${suffix}`, 'web')).releases;

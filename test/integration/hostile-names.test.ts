@@ -12,17 +12,7 @@ import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { InventoryStore } from '../../src/kube/inventory.ts';
 import { api } from './faults-support.ts';
-import {
-  agentConfig,
-  bareRepo,
-  deployTo,
-  eventually,
-  kubectl,
-  manifestDir,
-  startAgent,
-  startStatusReceiver,
-  useNamespace,
-} from './helpers.ts';
+import { deployTo, eventually, kubectl, manifestDir, startGitAgent, useNamespace } from './helpers.ts';
 
 const run = promisify(execFile);
 
@@ -105,26 +95,19 @@ describe('hostile names and files in a commit', () => {
     expect(await namespacePhase(ns())).toBe('Active');
 
     // The agent from Git.
-    const repo = await bareRepo(`hostile-${suffix}/names`);
-    const receiver = await startStatusReceiver();
-    const commit = await repo.commit({ 'apps/web/app.yaml': hostile });
-    const agent = startAgent(
-      await agentConfig({
-        cluster: { name: 'hostile', namespace: agentNs },
-        git: [{ name: 'app', repo }],
-        deployments: [
-          {
-            name: 'web',
-            namespace: ns(),
-            source: 'app',
-            paths: ['apps/web'],
-            prune: true,
-            stability: { timeout: '1m' },
-          },
-        ],
-        statuses: receiver,
-      }),
-    );
+    const {
+      repo,
+      receiver,
+      first: commit,
+      agent,
+    } = await startGitAgent({
+      repo: `hostile-${suffix}/names`,
+      files: { 'apps/web/app.yaml': hostile },
+      cluster: { name: 'hostile', namespace: agentNs },
+      deployments: [
+        { name: 'web', namespace: ns(), paths: ['apps/web'], prune: true, stability: { timeout: '1m' } },
+      ],
+    });
     cleanups.push(() => agent.stop());
     const failure = await eventually(
       'the commit failed',
@@ -165,28 +148,22 @@ describe('hostile names and files in a commit', () => {
     cleanups.push(async () => {
       await kubectl('delete', 'namespace', agentNs, '--wait=false');
     });
-    const repo = await bareRepo(`hostile-${suffix}/files`);
-    const receiver = await startStatusReceiver();
     const names = Array.from({ length: 10 }, (_, i) => `d${i}`);
     const round = (n: number) =>
       Object.fromEntries(names.map((d) => [`apps/${d}/app.yaml`, configMap(`${d}-config`, n)]));
-    const first = await repo.commit(round(1));
-    const agent = startAgent(
-      await agentConfig({
-        cluster: { name: 'hostile', namespace: agentNs },
-        git: [{ name: 'app', repo }],
-        deployments: names.map((d) => ({
-          name: d,
-          namespace: ns(),
-          source: 'app',
-          paths: [`apps/${d}`],
-          application: d,
-          stability: { timeout: '30m' },
-          commitStatus: { context: `mooring/${d}` },
-        })),
-        statuses: receiver,
-      }),
-    );
+    const { repo, receiver, first, agent } = await startGitAgent({
+      repo: `hostile-${suffix}/files`,
+      files: round(1),
+      cluster: { name: 'hostile', namespace: agentNs },
+      deployments: names.map((d) => ({
+        name: d,
+        namespace: ns(),
+        paths: [`apps/${d}`],
+        application: d,
+        stability: { timeout: '30m' },
+        commitStatus: { context: `mooring/${d}` },
+      })),
+    });
     cleanups.push(() => agent.stop());
     const ended = (sha: string) => {
       const last = new Map<string, { state: string; description: string }>();

@@ -14,7 +14,6 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { kustomizeGit } from '../../src/sources/build/kustomize-sources.ts';
 import { fetchedRepo } from './build-helpers.ts';
 import {
-  agentConfig,
   bareRepo,
   deployTo,
   eventually,
@@ -22,8 +21,7 @@ import {
   manifestDir,
   mooring,
   runTool,
-  startAgent,
-  startStatusReceiver,
+  startGitAgent,
   testbed,
   useNamespace,
 } from './helpers.ts';
@@ -192,41 +190,28 @@ describe('the agent and what a pushed commit may make the tools do', () => {
   it('refuses a commit whose kustomization names a local URL, then a chart that allocates without end; stays alive and deploys the next commit', async () => {
     const env = testbed();
     const suffix = Date.now().toString(36);
-    const repoPath = `kustomize-reach-${suffix}/app`;
-    const repo = await bareRepo(repoPath);
-    const receiver = await startStatusReceiver();
     const agentNs = `mooring-reach-${suffix}`;
-    const first = await repo.commit({
-      'app/kustomization.yaml': `resources: [cm.yaml]\nconfigMapGenerator:\n  - {name: leak, envs: ["${base}/agent-envs"]}\n`,
-      'app/cm.yaml': cm,
-      'chart/Chart.yaml': 'apiVersion: v2\nname: big\nversion: 0.1.0\n',
-      'chart/templates/cm.yaml': BIG_TEMPLATE,
+    const { repo, receiver, first, agent } = await startGitAgent({
+      repo: `kustomize-reach-${suffix}/app`,
+      files: {
+        'app/kustomization.yaml': `resources: [cm.yaml]\nconfigMapGenerator:\n  - {name: leak, envs: ["${base}/agent-envs"]}\n`,
+        'app/cm.yaml': cm,
+        'chart/Chart.yaml': 'apiVersion: v2\nname: big\nversion: 0.1.0\n',
+        'chart/templates/cm.yaml': BIG_TEMPLATE,
+      },
+      cluster: { name: 'reach', namespace: agentNs },
+      deployments: [
+        { name: 'kustomized', namespace: ns(), paths: ['app'], stability: { timeout: '30m' } },
+        {
+          name: 'charted',
+          namespace: ns(),
+          paths: ['chart'],
+          helm: { chart: 'chart' },
+          stability: { timeout: '30m' },
+        },
+      ],
+      extra: { render: { kubectl: env.tools.kubectl, toolTimeout: '60s', toolMemoryBytes: 268435456 } },
     });
-    const agent = startAgent(
-      await agentConfig({
-        cluster: { name: 'reach', namespace: agentNs },
-        git: [{ name: 'app', repo }],
-        deployments: [
-          {
-            name: 'kustomized',
-            namespace: ns(),
-            source: 'app',
-            paths: ['app'],
-            stability: { timeout: '30m' },
-          },
-          {
-            name: 'charted',
-            namespace: ns(),
-            source: 'app',
-            paths: ['chart'],
-            helm: { chart: 'chart' },
-            stability: { timeout: '30m' },
-          },
-        ],
-        statuses: receiver,
-        extra: { render: { kubectl: env.tools.kubectl, toolTimeout: '60s', toolMemoryBytes: 268435456 } },
-      }),
-    );
     try {
       const ended = (sha: string, context: RegExp) =>
         receiver.statuses().find((s) => s.sha === sha && s.state !== 'pending' && context.test(s.context));

@@ -19,15 +19,13 @@ import {
 } from './build-helpers.ts';
 import { api } from './faults-support.ts';
 import {
-  agentConfig,
   bareRepo,
   deployTo,
   eventually,
   kubectl,
   manifestDir,
   mooring,
-  startAgent,
-  startStatusReceiver,
+  startGitAgent,
   testbed,
   useNamespace,
 } from './helpers.ts';
@@ -194,24 +192,16 @@ describe('kustomize in the agent', () => {
   it('the agent deploys the overlay from Git with digests and commit statuses, and follows its base', async () => {
     const env = testbed();
     const suffix = Date.now().toString(36);
-    const repoPath = `kustomize-${suffix}/app`;
-    const repo = await bareRepo(repoPath);
     const { image, digest } = await pushStable(`kustomize-${suffix}/web`);
-    const receiver = await startStatusReceiver();
     const kube = api();
     const agentNs = `mooring-kustomize-${suffix}`;
-    const first = await repo.commit({ ...overlay(`${image}:stable`), 'README.md': 'app\n' });
-    const agent = startAgent(
-      await agentConfig({
-        cluster: { name: 'kustomize', namespace: agentNs },
-        git: [{ name: 'app', repo }],
-        deployments: [
-          { name: 'shop', namespace: ns(), source: 'app', paths: ['overlays/prod'], images: ['web-image'] },
-        ],
-        statuses: receiver,
-        extra: { sources: stableImageSources('web-image', image), render: { kubectl: env.tools.kubectl } },
-      }),
-    );
+    const { repo, receiver, first, agent } = await startGitAgent({
+      repo: `kustomize-${suffix}/app`,
+      files: { ...overlay(`${image}:stable`), 'README.md': 'app\n' },
+      cluster: { name: 'kustomize', namespace: agentNs },
+      deployments: [{ name: 'shop', namespace: ns(), paths: ['overlays/prod'], images: ['web-image'] }],
+      extra: { sources: stableImageSources('web-image', image), render: { kubectl: env.tools.kubectl } },
+    });
     try {
       const ended = receiver.ended;
       await untilEnded(agent, receiver, first, 'the overlay deployed');

@@ -7,21 +7,18 @@
 // ledger, Event, status page answer, audit record or log line. A plain SOPS file whose decrypted value render refuses and quotes: hidden from the agent's
 // status and ledger, and from mooring deploy and render. `mooring render` hides decrypted values used as a
 // Secret's type or copied into a ConfigMap.
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { encryptSops, newAgeKey } from '../unit/sources/sops-fixture.ts';
 import { assertAlive } from './fault-helpers.ts';
 import {
-  agentConfig,
-  bareRepo,
   eventually,
   kubectl,
   manifestDir,
   mooring,
-  startAgent,
-  startStatusReceiver,
+  startGitAgent,
   testbed,
   useNamespace,
 } from './helpers.ts';
@@ -61,8 +58,6 @@ describe('SOPS files from an untrusted commit', () => {
 
   it('a pathological rule does not freeze the agent: /healthz answers and the commit fails clearly', async () => {
     const suffix = Date.now().toString(36);
-    const repoPath = `sops-evil-${suffix}/app`;
-    const repo = await bareRepo(repoPath);
     const ours = await newAgeKey();
     // The author knows only the public recipient: the file is theirs from its data key to its MAC.
     const evil = await encryptSops(
@@ -77,23 +72,17 @@ describe('SOPS files from an untrusted commit', () => {
       ],
       { recipients: [ours.recipient], encryptedRegex: '^(a+)+$', tamperMac: true },
     );
-    const receiver = await startStatusReceiver();
     const files = await manifestDir({
       'keys.txt': `${ours.secret}\n`,
     });
     const port = await freePort();
-    const config = join(files, 'mooring.yaml');
-    await writeFile(
-      config,
-      await agentConfig({
-        cluster: { name: 'evil', namespace: agentNs() },
-        git: [{ name: 'app', repo }],
-        deployments: [{ name: 'app', namespace: ns(), source: 'app', stability: { timeout: '1m' } }],
-        statuses: receiver,
-        extra: { decryption: { ageKeyFile: `${files}/keys.txt` }, server: { port } },
-      }),
-    );
-    const agent = startAgent({ file: config }, { process: true });
+    const { repo, receiver, agent } = await startGitAgent({
+      repo: `sops-evil-${suffix}/app`,
+      cluster: { name: 'evil', namespace: agentNs() },
+      deployments: [{ name: 'app', namespace: ns(), stability: { timeout: '1m' } }],
+      extra: { decryption: { ageKeyFile: `${files}/keys.txt` }, server: { port } },
+      start: { process: true },
+    });
     stops.push(async () => {
       agent.child.kill('SIGTERM');
       await agent.exited;
@@ -239,8 +228,6 @@ describe('SOPS files from an untrusted commit', () => {
 
   it('a chart that prints SOPS-decrypted values in its errors: the password is in no output', async () => {
     const suffix = Date.now().toString(36);
-    const repoPath = `sops-chart-${suffix}/app`;
-    const repo = await bareRepo(repoPath);
     const key = await newAgeKey();
     const values = await encryptSops(
       [{ password: PASSWORD, greeting: '{{ fail (printf "tpl says %s" .Values.password) }}' }],
@@ -257,31 +244,26 @@ stringData:
   password: ${template}
 `,
     });
-    const receiver = await startStatusReceiver();
     const files = await manifestDir({
       'keys.txt': `${key.secret}\n`,
     });
-    const agent = startAgent(
-      await agentConfig({
-        cluster: { name: 'chart', namespace: chartAgentNs() },
-        git: [{ name: 'app', repo }],
-        deployments: [
-          {
-            name: 'app',
-            namespace: chartNs(),
-            source: 'app',
-            helm: { chart: 'charts/app', valuesFiles: ['charts/app/secrets.yaml'] },
-            stability: { timeout: '1m' },
-          },
-        ],
-        statuses: receiver,
-        extra: {
-          decryption: { ageKeyFile: `${files}/keys.txt` },
-          audit: { file: `${files}/audit.jsonl` },
-          server: { statusPage: { enabled: true, anonymous: true } },
+    const { repo, receiver, agent } = await startGitAgent({
+      repo: `sops-chart-${suffix}/app`,
+      cluster: { name: 'chart', namespace: chartAgentNs() },
+      deployments: [
+        {
+          name: 'app',
+          namespace: chartNs(),
+          helm: { chart: 'charts/app', valuesFiles: ['charts/app/secrets.yaml'] },
+          stability: { timeout: '1m' },
         },
-      }),
-    );
+      ],
+      extra: {
+        decryption: { ageKeyFile: `${files}/keys.txt` },
+        audit: { file: `${files}/audit.jsonl` },
+        server: { statusPage: { enabled: true, anonymous: true } },
+      },
+    });
     stops.push(agent.stop);
     const ended = (sha: string) => receiver.statuses().find((s) => s.sha === sha && s.state !== 'pending');
     const templates = [

@@ -12,16 +12,13 @@ import { encryptSops, newAgeKey } from '../unit/sources/sops-fixture.ts';
 import { liveObject, pushStable, stableImageSources } from './build-helpers.ts';
 import { api, ledgerOf } from './faults-support.ts';
 import {
-  agentConfig,
-  bareRepo,
   deploymentYaml,
   deployTo,
   eventually,
   kubectl,
   manifestDir,
   mooring,
-  startAgent,
-  startStatusReceiver,
+  startGitAgent,
   testbed,
   useNamespace,
 } from './helpers.ts';
@@ -180,11 +177,9 @@ stringData:
 
   it('the agent deploys an encrypted Secret from Git with decryption.ageKeyFile', async () => {
     const suffix = Date.now().toString(36);
-    const repoPath = `sops-${suffix}/app`;
-    const repo = await bareRepo(repoPath);
     const key = await newAgeKey();
     const { image, digest } = await pushStable(`sops-${suffix}/vault`);
-    const first = await repo.commit({
+    const firstFiles = {
       'app.yaml': configMap,
       'secrets/db.yaml': await encryptSops([secret('agent-db', PLAIN)], { recipients: [key.recipient] }),
       // A kustomization whose base holds an encrypted Secret: decrypted in the checkout's copy before the build.
@@ -209,28 +204,25 @@ stringData:
         secret: 'base-db',
       }),
       'kustom/overlay/kustomization.yaml': 'resources: [../base]\nnamePrefix: k-\ncommonLabels: {tier: db}\n',
-    });
+    };
     const files = await manifestDir({
       user: env.git.username,
       password: env.git.password,
       token: 't',
       'keys.txt': `${key.secret}\n`,
     });
-    const receiver = await startStatusReceiver();
+    const { repo, receiver, first, agent } = await startGitAgent({
+      repo: `sops-${suffix}/app`,
+      files: firstFiles,
+      cluster: { name: 'sops', namespace: agentNs() },
+      deployments: [{ name: 'app', namespace: ns(), images: ['vault-image'] }],
+      extra: {
+        sources: stableImageSources('vault-image', image),
+        decryption: { ageKeyFile: `${files}/keys.txt` },
+      },
+    });
     stops.push(async () => receiver.close());
     const ended = (sha: string) => receiver.statuses().find((s) => s.sha === sha && s.state !== 'pending');
-    const agent = startAgent(
-      await agentConfig({
-        cluster: { name: 'sops', namespace: agentNs() },
-        git: [{ name: 'app', repo }],
-        deployments: [{ name: 'app', namespace: ns(), source: 'app', images: ['vault-image'] }],
-        statuses: receiver,
-        extra: {
-          sources: stableImageSources('vault-image', image),
-          decryption: { ageKeyFile: `${files}/keys.txt` },
-        },
-      }),
-    );
     stops.push(agent.stop);
     const kube = api();
     try {
