@@ -7,17 +7,15 @@ import { AppsV1Api } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { KubeApi } from '../../src/kube/api.ts';
 import { current, Ledger } from '../../src/report/ledger.ts';
-import { configFileOf, pushStable, stableImageSources, webDeployment } from './build-helpers.ts';
+import { pushStable, stableImageSources, webDeployment } from './build-helpers.ts';
 import {
-  agentConfig,
-  bareRepo,
   clusterConfig,
   deployTo,
   eventually,
   kubeConfig,
   manifestDir,
   mooring,
-  startAgent,
+  startGitAgent,
   testbed,
   useNamespace,
 } from './helpers.ts';
@@ -192,7 +190,6 @@ describe('mooring diff --deployment', () => {
 
   it("diffs the agent's deployment: its Git source's head and its current release's images", async () => {
     const suffix = Date.now().toString(36);
-    const repo = await bareRepo(`diff-${suffix}`);
     const { image, digest } = await pushStable(`diff-${suffix}/web`);
     const app = (replicas: number) =>
       `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config}\ndata: {GREETING: hello}\n---\n` +
@@ -200,21 +197,18 @@ describe('mooring diff --deployment', () => {
         'nginx:1.25',
         `${image}:stable`,
       );
-    await repo.commit({ 'apps/web/app.yaml': app(1) });
     const agentNamespace = `mooring-${suffix}`;
-    const configFile = await configFileOf(
-      await agentConfig({
-        cluster: { namespace: agentNamespace },
-        git: [{ name: 'app', repo, interval: '1h' }],
-        deployments: [
-          { name: 'web', namespace: ns(), source: 'app', paths: ['apps/web'], images: ['web-image'] },
-        ],
-        extra: { sources: stableImageSources('web-image', image) },
-      }),
-    );
-
     // The agent deploys the first commit with the image's digest, records the release, and is stopped.
-    const agent = startAgent({ file: configFile }, { level: 'warn' });
+    const { repo, configFile, agent } = await startGitAgent({
+      repo: `diff-${suffix}`,
+      files: { 'apps/web/app.yaml': app(1) },
+      source: { interval: '1h' },
+      cluster: { namespace: agentNamespace },
+      deployments: [{ name: 'web', namespace: ns(), paths: ['apps/web'], images: ['web-image'] }],
+      statuses: false,
+      extra: { sources: stableImageSources('web-image', image) },
+      start: { level: 'warn' },
+    });
     const stop = () => agent.stop();
     stops.push(stop);
     const api = new KubeApi(clusterConfig());

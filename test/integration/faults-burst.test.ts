@@ -16,14 +16,7 @@ import {
   useCleanups,
   versionProblems,
 } from './faults-support.ts';
-import {
-  agentConfig,
-  eventually,
-  startAgent,
-  startStatusReceiver,
-  unended,
-  useNamespace,
-} from './helpers.ts';
+import { eventually, startGitAgent, unended, useNamespace } from './helpers.ts';
 
 const DEPLOYMENTS = 10;
 const COMMITS = 20;
@@ -36,7 +29,6 @@ describe('a burst of commits', () => {
 
   it('ends every pending status, names the superseding commit, and converges without stray versions', async () => {
     const { repo, kube, agentNs } = await faultSetting('faults-burst', cleanup, 'apps');
-    const receiver = await startStatusReceiver();
     // Which deployments each commit of the burst changes, and so the last change of each.
     const plan = Array.from({ length: COMMITS }, (_, i) => [
       ...new Set([i % DEPLOYMENTS, (i * 3 + 1) % DEPLOYMENTS, (i * 7 + 2) % DEPLOYMENTS]),
@@ -49,22 +41,22 @@ describe('a burst of commits', () => {
 
     const files: Record<string, string> = {};
     for (let d = 0; d < DEPLOYMENTS; d++) files[`apps/d${d}/app.yaml`] = app(0, true);
-    const initial = await repo.commit(files);
-    const agent = startAgent(
-      await agentConfig({
-        cluster: { name: 'burst', namespace: agentNs },
-        git: [{ name: 'app', repo }],
-        deployments: namespaces.map((ns, d) => ({
-          name: `d${d}`,
-          namespace: ns(),
-          source: 'app',
-          paths: [`apps/d${d}`],
-          stability: { timeout: '3m' },
-        })),
-        statuses: receiver,
-        extra: { concurrency: DEPLOYMENTS },
-      }),
-    );
+    const {
+      receiver,
+      first: initial,
+      agent,
+    } = await startGitAgent({
+      repo,
+      files,
+      cluster: { name: 'burst', namespace: agentNs },
+      deployments: namespaces.map((ns, d) => ({
+        name: `d${d}`,
+        namespace: ns(),
+        paths: [`apps/d${d}`],
+        stability: { timeout: '3m' },
+      })),
+      extra: { concurrency: DEPLOYMENTS },
+    });
     cleanup(() => agent.stop());
     const statuses = () => receiver.statuses();
     await eventually(

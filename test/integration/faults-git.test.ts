@@ -17,15 +17,7 @@ import {
   useCleanups,
   versionProblems,
 } from './faults-support.ts';
-import {
-  agentConfig,
-  eventually,
-  startAgent,
-  startStatusReceiver,
-  testbed,
-  unended,
-  useNamespace,
-} from './helpers.ts';
+import { eventually, startGitAgent, testbed, unended, useNamespace } from './helpers.ts';
 
 const manifests = (round: number) => ({ 'app.yaml': settingsAndWeb(round) });
 
@@ -36,18 +28,18 @@ describe('faults of the Git server', () => {
   it('converges to the newest commit after 500s, resets and a hang, and stays alive', async () => {
     const { repoPath, repo, kube, agentNs } = await faultSetting('faults-git', cleanup);
     const proxy = await FaultProxy.start(testbed().git.url);
-    const receiver = await startStatusReceiver();
-    cleanup(receiver.close, () => proxy.close());
-    const first = await repo.commit(manifests(1));
-    const agent = startAgent(
-      await agentConfig({
-        cluster: { name: 'faults', namespace: agentNs },
-        git: [{ name: 'app', repo, url: `${proxy.url}/${repoPath}.git`, timeout: '5s' }],
-        deployments: [{ name: 'web', namespace: ns(), source: 'app' }],
-        statuses: receiver,
-      }),
+    const { receiver, first, agent } = await startGitAgent({
+      repo,
+      files: manifests(1),
+      source: { url: `${proxy.url}/${repoPath}.git`, timeout: '5s' },
+      cluster: { name: 'faults', namespace: agentNs },
+      deployments: [{ name: 'web', namespace: ns() }],
+    });
+    cleanup(
+      receiver.close,
+      () => proxy.close(),
+      () => agent.stop(),
     );
-    cleanup(() => agent.stop());
     const statuses = () => receiver.statuses();
     const pollFailures = () => agent.logged('poll failed');
     await eventually(

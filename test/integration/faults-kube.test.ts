@@ -25,17 +25,15 @@ import {
 } from './faults-support.ts';
 import {
   type AgentProcess,
-  agentConfig,
   eventually,
   kubectl,
   manifestDir,
   postedStatuses,
   type StatusReceiver,
   startAgent,
+  startGitAgent,
   startMooring,
-  startStatusReceiver,
   statusesByCommit,
-  tempDir,
   testbed,
   unended,
   useNamespace,
@@ -68,19 +66,13 @@ describe('the agent under API server faults', () => {
   async function setup(which: number, timeout: string): Promise<Setup> {
     const ns = namespaces[which] as () => string;
     const setting = await faultSetting('faults', cleanup, 'web');
-    const first = await setting.repo.commit({ 'apps.yaml': appsAt(APPS, 1) });
-    const receiver = await startStatusReceiver();
-    const configFile = join(await tempDir(), 'mooring.yaml');
-    await writeFile(
-      configFile,
-      await agentConfig({
-        cluster: { name: 'faults', namespace: setting.agentNs, requestTimeout: '5s' },
-        git: [{ name: 'app', repo: setting.repo }],
-        deployments: [{ name: 'web', namespace: ns(), source: 'app', stability: { timeout } }],
-        statuses: receiver,
-      }),
-    );
-    const agent = startAgent({ file: configFile }, { process: true });
+    const { receiver, configFile, first, agent } = await startGitAgent({
+      repo: setting.repo,
+      files: { 'apps.yaml': appsAt(APPS, 1) },
+      cluster: { name: 'faults', namespace: setting.agentNs, requestTimeout: '5s' },
+      deployments: [{ name: 'web', namespace: ns(), stability: { timeout } }],
+      start: { process: true },
+    });
     cleanup(() => {
       if (setupState.agent.alive()) setupState.agent.child.kill('SIGKILL');
     });

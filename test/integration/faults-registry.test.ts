@@ -7,11 +7,10 @@ import { FaultProxy } from '../testbed/fault-proxy.ts';
 import { pushImage } from '../testbed/oci-push.ts';
 import { faultSetting, newestStable, sleep, useCleanups, webField } from './faults-support.ts';
 import {
-  agentConfig,
   deploymentYaml,
   eventually,
-  startAgent,
-  startStatusReceiver,
+  stableImageSource,
+  startGitAgent,
   testbed,
   unended,
   useNamespace,
@@ -26,33 +25,24 @@ describe('faults of the registry', () => {
     const { suffix, repo, kube, agentNs } = await faultSetting('faults-registry', cleanup);
     const repository = `faults-registry-${suffix}/web`;
     const proxy = await FaultProxy.start(env.registry.url);
-    const receiver = await startStatusReceiver();
-    cleanup(receiver.close, () => proxy.close());
     const image = `${proxy.host}/${repository}`;
     const one = await pushImage({ registry: env.registry.url, repository, tag: 'stable', content: 'one' });
-    const commit = await repo.commit({ 'app.yaml': deploymentYaml({ image: `${image}:stable` }) });
-    const agent = startAgent(
-      await agentConfig({
-        cluster: { name: 'faults', namespace: agentNs },
-        git: [{ name: 'app', repo }],
-        deployments: [{ name: 'web', namespace: ns(), source: 'app', images: ['web-image'] }],
-        statuses: receiver,
-        extra: {
-          sources: {
-            registry: [
-              {
-                name: 'web-image',
-                image,
-                policy: { type: 'fixed', tag: 'stable' },
-                insecure: true,
-                interval: '1s',
-              },
-            ],
-          },
-        },
-      }),
+    const {
+      receiver,
+      first: commit,
+      agent,
+    } = await startGitAgent({
+      repo,
+      files: { 'app.yaml': deploymentYaml({ image: `${image}:stable` }) },
+      cluster: { name: 'faults', namespace: agentNs },
+      deployments: [{ name: 'web', namespace: ns(), images: ['web-image'] }],
+      extra: { sources: { registry: [stableImageSource(image, '1s')] } },
+    });
+    cleanup(
+      receiver.close,
+      () => proxy.close(),
+      () => agent.stop(),
     );
-    cleanup(() => agent.stop());
     const deployedImage = () => webField(ns(), '.spec.template.spec.containers[0].image');
     await eventually(
       'the first digest deployed',

@@ -8,17 +8,7 @@ import { join } from 'node:path';
 import { BatchV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
-import {
-  agentConfig,
-  bareRepo,
-  deployTo,
-  eventually,
-  kubeConfig,
-  pollHealth,
-  startAgent,
-  startStatusReceiver,
-  useNamespace,
-} from './helpers.ts';
+import { deployTo, eventually, kubeConfig, pollHealth, startGitAgent, useNamespace } from './helpers.ts';
 
 async function app(text: string): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'mooring-hook-owner-'));
@@ -142,23 +132,19 @@ describe('a hook named like a Secret made with the API, in the agent', () => {
       namespace,
       body: { metadata: { name: 'db-creds' }, stringData: { password: 'made-by-hand' } },
     });
-    const repo = await bareRepo(`hook-owner-${Date.now().toString(36)}/shop`);
-    const sha = await repo.commit({ 'app/app.yaml': commit('hook-succeeded') });
-    const statuses = await startStatusReceiver();
-    const configFile = join(await app(''), 'mooring.yaml');
-    await writeFile(
-      configFile,
-      await agentConfig({
-        cluster: { namespace: agentNs() },
-        git: [{ name: 'app', repo }],
-        deployments: [{ name: 'shop', namespace, source: 'app', paths: ['app'] }],
-        statuses,
-      }),
-    );
-    const agent = startAgent({ file: configFile });
+    const {
+      receiver,
+      first: sha,
+      agent,
+    } = await startGitAgent({
+      repo: `hook-owner-${Date.now().toString(36)}/shop`,
+      files: { 'app/app.yaml': commit('hook-succeeded') },
+      cluster: { namespace: agentNs() },
+      deployments: [{ name: 'shop', namespace, paths: ['app'] }],
+    });
     const poller = pollHealth(agent.port);
     try {
-      const ended = await eventually('the failed sync', async () => statuses.ended(sha), 90_000);
+      const ended = await eventually('the failed sync', async () => receiver.ended(sha), 90_000);
       expect(ended.state).toBe('failure');
       expect(ended.description).toContain(
         `hook Secret ${namespace}/db-creds: a Secret of that name exists and was not created by this hook of deployment shop`,

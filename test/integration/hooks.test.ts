@@ -11,8 +11,6 @@ import { Ledger } from '../../src/report/ledger.ts';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
 
 import {
-  agentConfig,
-  bareRepo,
   clusterConfig,
   deploymentYaml,
   deployTo,
@@ -20,8 +18,7 @@ import {
   kubeConfig,
   manifestDir,
   mooring,
-  startAgent,
-  startStatusReceiver,
+  startGitAgent,
   testbed,
   useNamespace,
 } from './helpers.ts';
@@ -218,33 +215,26 @@ describe('hooks in the agent', () => {
 
   it('reports the hook that failed in the commit status and the release, and runs pre-rollback hooks on rollback', async () => {
     process.env.MOORING_HELM = testbed().tools.helm;
-    const repo = await bareRepo(`hooks-${Date.now().toString(36)}/shop`);
     const files = Object.fromEntries(Object.entries(chart()).map(([path, text]) => [`chart/${path}`, text]));
     files['chart/templates/undo.yaml'] = job('undo', '"helm.sh/hook": pre-rollback', 'succeed');
-    const first = await repo.commit(files);
-    const statuses = await startStatusReceiver();
-    const configFile = join(await manifestDir({}), 'mooring.yaml');
-    await writeFile(
-      configFile,
-      await agentConfig({
-        cluster: { namespace: agentNs() },
-        git: [{ name: 'app', repo }],
-        deployments: [{ name: 'shop', namespace: ns(), source: 'app', helm: { chart: 'chart' } }],
-        statuses,
-      }),
-    );
-    const agent = startAgent({ file: configFile }, { level: 'info' });
+    const { repo, receiver, configFile, first, agent } = await startGitAgent({
+      repo: `hooks-${Date.now().toString(36)}/shop`,
+      files,
+      cluster: { namespace: agentNs() },
+      deployments: [{ name: 'shop', namespace: ns(), helm: { chart: 'chart' } }],
+      start: { level: 'info' },
+    });
     const api = new KubeApi(clusterConfig());
     try {
-      expect(await eventually('install', async () => statuses.ended(first))).toMatchObject({
+      expect(await eventually('install', async () => receiver.ended(first))).toMatchObject({
         state: 'success',
       });
       const upgraded = await repo.commit({ 'chart/values.yaml': 'version: "2"\nmigration: succeed\n' });
-      expect(await eventually('upgrade', async () => statuses.ended(upgraded), 90_000)).toMatchObject({
+      expect(await eventually('upgrade', async () => receiver.ended(upgraded), 90_000)).toMatchObject({
         state: 'success',
       });
       const failing = await repo.commit({ 'chart/values.yaml': 'version: "3"\nmigration: fail\n' });
-      const ended = await eventually('failed upgrade', async () => statuses.ended(failing), 90_000);
+      const ended = await eventually('failed upgrade', async () => receiver.ended(failing), 90_000);
       expect(ended.state).toBe('failure');
       expect(ended.description).toMatch(/pre-upgrade hook Job .*\/migrate failed/);
       const releases = (await new Ledger(api, agentNs()).read('shop')).releases;

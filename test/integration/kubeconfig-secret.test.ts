@@ -4,21 +4,18 @@
 // plugins' marker files stay absent, a listener named as their server gets no connection); the agent lives and
 // syncs its own cluster. With `allowExec: true` the plugin runs, with a minimal environment, and the cluster works.
 import { existsSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import {
-  agentConfig,
-  bareRepo,
   eventually,
   kubectl,
   manifestDir,
   pollHealth,
   secretFiles,
-  startAgent,
-  startStatusReceiver,
+  startGitAgent,
   tempDir,
   testbed,
   useNamespace,
@@ -106,33 +103,26 @@ describe('kubeconfig Secrets are data', () => {
         { 'auth-provider': { name: 'gcp', config: { 'cmd-path': `touch ${gcpMarker}` } } },
       ),
     );
-    const repo = await bareRepo(`kcsecret-${Date.now().toString(36)}/app`);
-    const first = await repo.commit({ 'app/settings.yaml': cm('1') });
-    const statuses = await startStatusReceiver();
-    const configFile = join(await manifestDir({}), 'mooring.yaml');
     const refused = ['exec', 'token-file', 'insecure', 'auth-provider'];
-    await writeFile(
-      configFile,
-      await agentConfig({
-        cluster: { name: 'home', namespace: agentNs() },
-        git: [{ name: 'app', repo }],
-        deployments: [{ name: 'app', namespace: ns(), source: 'app', paths: ['app'] }],
-        statuses,
-        extra: {
-          clusters: refused.map((name) => ({
-            name,
-            kubeconfigSecret: { name, key: 'config' },
-            namespace: agentNs(),
-          })),
-        },
-      }),
-    );
-    const agent = startAgent({ file: configFile }, { process: true });
+    const { receiver, first, agent } = await startGitAgent({
+      repo: `kcsecret-${Date.now().toString(36)}/app`,
+      files: { 'app/settings.yaml': cm('1') },
+      cluster: { name: 'home', namespace: agentNs() },
+      deployments: [{ name: 'app', namespace: ns(), paths: ['app'] }],
+      extra: {
+        clusters: refused.map((name) => ({
+          name,
+          kubeconfigSecret: { name, key: 'config' },
+          namespace: agentNs(),
+        })),
+      },
+      start: { process: true },
+    });
     // /healthz asked all along, each answer given 1 s, while every refused cluster is tried again.
     const poller = pollHealth(agent.port);
     try {
       // Its own cluster syncs.
-      expect((await eventually('app synced', async () => statuses.ended(first, 'app'), 90_000)).state).toBe(
+      expect((await eventually('app synced', async () => receiver.ended(first, 'app'), 90_000)).state).toBe(
         'success',
       );
       // Each other cluster has said why it cannot be used.
@@ -202,32 +192,25 @@ describe('kubeconfig Secrets are data', () => {
         },
       }),
     );
-    const repo = await bareRepo(`kcsecret-exec-${Date.now().toString(36)}/app`);
-    const first = await repo.commit({ 'app/settings.yaml': cm('1') });
-    const statuses = await startStatusReceiver();
-    const configFile = join(await manifestDir({}), 'mooring.yaml');
-    await writeFile(
-      configFile,
-      await agentConfig({
-        cluster: { name: 'home', namespace: agentNs() },
-        git: [{ name: 'app', repo }],
-        deployments: [{ name: 'looped', namespace: space, source: 'app', paths: ['app'], clusters: 'loop' }],
-        statuses,
-        extra: {
-          clusters: [
-            {
-              name: 'loop',
-              kubeconfigSecret: { name: 'loop', key: 'config', allowExec: true },
-              namespace: `${agentNs()}-loop`,
-            },
-          ],
-        },
-      }),
-    );
-    const agent = startAgent({ file: configFile }, { process: true });
+    const { receiver, first, agent } = await startGitAgent({
+      repo: `kcsecret-exec-${Date.now().toString(36)}/app`,
+      files: { 'app/settings.yaml': cm('1') },
+      cluster: { name: 'home', namespace: agentNs() },
+      deployments: [{ name: 'looped', namespace: space, paths: ['app'], clusters: 'loop' }],
+      extra: {
+        clusters: [
+          {
+            name: 'loop',
+            kubeconfigSecret: { name: 'loop', key: 'config', allowExec: true },
+            namespace: `${agentNs()}-loop`,
+          },
+        ],
+      },
+      start: { process: true },
+    });
     try {
       expect(
-        (await eventually('looped synced', async () => statuses.ended(first, 'loop/looped'), 90_000)).state,
+        (await eventually('looped synced', async () => receiver.ended(first, 'loop/looped'), 90_000)).state,
       ).toBe('success');
       // Nothing refers to the ConfigMap: it keeps its name.
       const made = await kubectl('-n', space, 'get', 'configmap', 'settings', '-o', 'jsonpath={.data.value}');

@@ -12,8 +12,6 @@ import { InventoryStore } from '../../src/kube/inventory.ts';
 import { githubStatusValidator } from '../contract/github-openapi.ts';
 import { api, ledgerOf } from './faults-support.ts';
 import {
-  agentConfig,
-  bareRepo,
   configMapManifest,
   crdManifest,
   deleteNamespace,
@@ -23,8 +21,7 @@ import {
   kubectl,
   manifestDir,
   mooring,
-  startAgent,
-  startStatusReceiver,
+  startGitAgent,
   tempDir,
   testbed,
   unended,
@@ -118,9 +115,6 @@ describe('prune', () => {
 
   it('deletes the objects of a removed file at the next sync, keeps annotated and shared ones, and refuses an empty render', async () => {
     const suffix = Date.now().toString(36);
-    const repoPath = `prune-${suffix}/app`;
-    const repo = await bareRepo(repoPath);
-    const receiver = await startStatusReceiver();
     const kube = api();
     cleanups.push(() => kube.close());
     const agentNs = `mooring-prune-${suffix}`;
@@ -128,19 +122,16 @@ describe('prune', () => {
       await deleteNamespace(agentNs);
     });
     const secrets = await tempDir();
-    const first = await repo.commit(APP);
-    const agent = startAgent(
-      await agentConfig({
-        cluster: { name: 'prune', namespace: agentNs },
-        git: [{ name: 'app', repo }],
-        deployments: [
-          { name: 'shop', namespace: ns(), source: 'app', paths: ['app'] },
-          { name: 'other', namespace: ns(), source: 'app', paths: ['other'] },
-        ],
-        statuses: receiver,
-        extra: { audit: { file: `${secrets}/audit.jsonl` } },
-      }),
-    );
+    const { repo, receiver, first, agent } = await startGitAgent({
+      repo: `prune-${suffix}/app`,
+      files: APP,
+      cluster: { name: 'prune', namespace: agentNs },
+      deployments: [
+        { name: 'shop', namespace: ns(), paths: ['app'] },
+        { name: 'other', namespace: ns(), paths: ['other'] },
+      ],
+      extra: { audit: { file: `${secrets}/audit.jsonl` } },
+    });
     cleanups.push(() => agent.stop());
     const statuses = () => receiver.statuses();
     const ended = (sha: string, context: string) =>
@@ -213,8 +204,6 @@ describe('prune', () => {
 
   it('collects versions beyond the history, keeping those a live workload refers to', async () => {
     const suffix = Date.now().toString(36);
-    const repoPath = `prune-history-${suffix}/app`;
-    const repo = await bareRepo(repoPath);
     const kube = api();
     cleanups.push(() => kube.close());
     const agentNs = `mooring-prune-h-${suffix}`;
@@ -228,17 +217,15 @@ describe('prune', () => {
         deploymentManifest({ name: 'legacy', replicas: 0, container: 'c', configMap: 'limits-v000' }),
       ),
     });
-    let last = await repo.commit(files(0));
-    const agent = startAgent(
-      await agentConfig({
-        cluster: { name: 'history', namespace: agentNs },
-        git: [{ name: 'app', repo }],
-        // `legacy` names a version, not `limits`: every ConfigMap versioned all the same.
-        deployments: [
-          { name: 'limits', namespace: ns(), source: 'app', versionHistory: 2, versioning: 'all' },
-        ],
-      }),
-    );
+    const { repo, first, agent } = await startGitAgent({
+      repo: `prune-history-${suffix}/app`,
+      files: files(0),
+      cluster: { name: 'history', namespace: agentNs },
+      // `legacy` names a version, not `limits`: every ConfigMap versioned all the same.
+      deployments: [{ name: 'limits', namespace: ns(), versionHistory: 2, versioning: 'all' }],
+      statuses: false,
+    });
+    let last = first;
     cleanups.push(() => agent.stop());
     const deployed = async (sha: string) =>
       (await ledgerOf(kube, agentNs, 'limits')).releases.find(
