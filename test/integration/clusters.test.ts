@@ -13,15 +13,12 @@ import { stateDir } from '../testbed/paths.ts';
 import type { DaemonRecord } from '../testbed/processes.ts';
 import { type ExtraCluster, up } from '../testbed/testbed.ts';
 import {
-  agentConfigFile,
-  bareRepo,
   deploymentManifest,
   eventually,
   kubectl,
   mooring,
   runTool,
-  startAgent,
-  startStatusReceiver,
+  startGitAgent,
   testbed,
   unended,
   useNamespace,
@@ -92,17 +89,15 @@ describe('many clusters from one agent', () => {
 
   it('deploys to each cluster as its own unit, and one stopped API server holds up no other', async () => {
     const space = await everywhere(`${ns()}-units`);
-    const repo = await bareRepo(`clusters-${Date.now().toString(36)}/fleet`);
-    const first = await repo.commit({ 'web/web.yaml': web('1') });
-    const statuses = await startStatusReceiver();
-    const configFile = await agentConfigFile({
+    const { repo, receiver, configFile, first, agent } = await startGitAgent({
+      repo: `clusters-${Date.now().toString(36)}/fleet`,
+      files: { 'web/web.yaml': web('1') },
+      source: { name: 'fleet' },
       cluster: { name: 'one', namespace: agentNs(), labels: { tier: 'canary' } },
-      git: [{ name: 'fleet', repo }],
       deployments: [
         {
           name: 'web',
           namespace: space,
-          source: 'fleet',
           paths: ['web'],
           clusters: ['one', 'two'],
           retryInterval: '2s',
@@ -110,23 +105,22 @@ describe('many clusters from one agent', () => {
           stability: { timeout: '20s' },
         },
       ],
-      statuses,
       extra: {
         clusters: clusters(agentNs(), { requestTimeout: '3s' }).slice(0, 1),
         server: { statusPage: { enabled: true, anonymous: true } },
       },
+      start: { process: true },
     });
-    const agent = startAgent({ file: configFile }, { process: true });
     const apiTwo = client(two.kubeconfig);
     const apiOne = client(testbed().kube.kubeconfig);
     try {
       // Each cluster has its own status context, its own objects and its own ledger.
       for (const cluster of ['one', 'two'])
         expect(
-          (await eventually(`web in ${cluster}`, async () => statuses.ended(first, `${cluster}/web`), 90_000))
+          (await eventually(`web in ${cluster}`, async () => receiver.ended(first, `${cluster}/web`), 90_000))
             .state,
         ).toBe('success');
-      expect(statuses.statuses().map((s) => s.context)).toEqual(
+      expect(receiver.statuses().map((s) => s.context)).toEqual(
         expect.arrayContaining(['mooring/one/web', 'mooring/two/web']),
       );
       expect(await imageIn(testbed().kube.kubeconfig, space)).toBe('web:1');
@@ -174,7 +168,7 @@ describe('many clusters from one agent', () => {
           (
             await eventually(
               'web in one while two is stopped',
-              async () => statuses.ended(second, 'one/web'),
+              async () => receiver.ended(second, 'one/web'),
               60_000,
             )
           ).state,
@@ -204,14 +198,14 @@ describe('many clusters from one agent', () => {
         const error = await eventually(
           'an error for two',
           async () =>
-            statuses
+            receiver
               .statuses()
               .find((s) => s.sha === second && s.context.endsWith('two/web') && s.state === 'error'),
           90_000,
         );
         expect(error.description).toMatch(/^cluster two unreachable since \d{4}-\d\d-\d\dT/);
         expect((await page()).clusters.find((c) => c.name === 'two')).toMatchObject({ reachable: false });
-        expect(statuses.states(second, 'two/web')).not.toContain('success');
+        expect(receiver.states(second, 'two/web')).not.toContain('success');
         expect(agent.alive()).toBe(true);
       } finally {
         process.kill(server.pid, 'SIGCONT');
@@ -222,7 +216,7 @@ describe('many clusters from one agent', () => {
           await eventually(
             'web in two after it returns',
             async () => {
-              const states = statuses.states(second, 'two/web');
+              const states = receiver.states(second, 'two/web');
               return states.at(-1) === 'success' ? states : undefined;
             },
             180_000,
@@ -230,7 +224,7 @@ describe('many clusters from one agent', () => {
         ).at(-1),
       ).toBe('success');
       expect(await imageIn(two.kubeconfig, space)).toBe('web:2');
-      const errors = statuses
+      const errors = receiver
         .statuses()
         .filter((s) => s.sha === second && s.context.endsWith('two/web') && s.state === 'error');
       for (const e of errors) expect(e.description).toMatch(/cluster two unreachable since/);
@@ -244,27 +238,29 @@ describe('many clusters from one agent', () => {
 
   it('rolls out in steps: a failure in step one stops the steps after, and their statuses say so', async () => {
     const space = await everywhere(`${ns()}-steps`);
-    const repo = await bareRepo(`rollout-${Date.now().toString(36)}/fleet`);
-    const good = await repo.commit({ 'web/web.yaml': web('1') });
-    const statuses = await startStatusReceiver();
-    const configFile = await agentConfigFile({
+    const {
+      repo,
+      receiver,
+      first: good,
+      agent,
+    } = await startGitAgent({
+      repo: `rollout-${Date.now().toString(36)}/fleet`,
+      files: { 'web/web.yaml': web('1') },
+      source: { name: 'fleet' },
       cluster: { name: 'one', namespace: agentNs(), labels: { tier: 'canary' } },
-      git: [{ name: 'fleet', repo }],
       deployments: [
         {
           name: 'steps',
           namespace: space,
-          source: 'fleet',
           paths: ['web'],
           clusters: { selector: {} },
           rollout: [{ clusters: 'one' }, { clusters: ['two'] }, { clusters: { selector: { tier: 'main' } } }],
           stability: { timeout: '8s' },
         },
       ],
-      statuses,
       extra: { clusters: clusters(agentNs()) },
+      start: { level: 'info' },
     });
-    const agent = startAgent({ file: configFile }, { level: 'info' });
     const apis = [client(testbed().kube.kubeconfig), client(two.kubeconfig), client(three.kubeconfig)];
     try {
       for (const cluster of ['one', 'two', 'three'])
@@ -272,7 +268,7 @@ describe('many clusters from one agent', () => {
           (
             await eventually(
               `steps in ${cluster}`,
-              async () => statuses.ended(good, `${cluster}/steps`),
+              async () => receiver.ended(good, `${cluster}/steps`),
               120_000,
             )
           ).state,
@@ -288,18 +284,18 @@ describe('many clusters from one agent', () => {
       // A commit that never becomes ready fails in step one: steps two and three never deploy it.
       const bad = await repo.commit({ 'web/web.yaml': web('2', 'never-ready') });
       expect(
-        (await eventually('step one fails', async () => statuses.ended(bad, 'one/steps'), 90_000)).state,
+        (await eventually('step one fails', async () => receiver.ended(bad, 'one/steps'), 90_000)).state,
       ).toBe('failure');
       for (const cluster of ['two', 'three']) {
         const stopped = await eventually(
           `${cluster} stopped`,
-          async () => statuses.ended(bad, `${cluster}/steps`),
+          async () => receiver.ended(bad, `${cluster}/steps`),
           60_000,
         );
         expect(stopped.state).toBe('failure');
         expect(stopped.description).toMatch(/^Rollout stopped: step 1 (failed|timed-out) in cluster one/);
       }
-      const stopped = await eventually('three says step 1', async () => statuses.ended(bad, 'three/steps'));
+      const stopped = await eventually('three says step 1', async () => receiver.ended(bad, 'three/steps'));
       expect(stopped.description).toMatch(/step 1/);
       expect(await imageIn(two.kubeconfig, space)).toBe('web:1');
       expect(await imageIn(three.kubeconfig, space)).toBe('web:1');
@@ -311,9 +307,6 @@ describe('many clusters from one agent', () => {
   }, 600_000);
 
   it('promotes what staging has had stable for `after`, and waits for mooring promote when approval is manual', async () => {
-    const repo = await bareRepo(`promote-${Date.now().toString(36)}/fleet`);
-    const first = await repo.commit({ 'web/web.yaml': web('1') });
-    const statuses = await startStatusReceiver();
     const space = await everywhere(`${ns()}-staging`);
     const prodNs = await everywhere(`${ns()}-prod`);
     // Cluster three's kubeconfig is read from a Secret of the agent's own cluster.
@@ -327,15 +320,16 @@ describe('many clusters from one agent', () => {
       `--from-file=config=${three.kubeconfig}`,
     );
     expect(secret.code, secret.stderr).toBe(0);
-    const configFile = await agentConfigFile({
+    const { repo, receiver, configFile, first, agent } = await startGitAgent({
+      repo: `promote-${Date.now().toString(36)}/fleet`,
+      files: { 'web/web.yaml': web('1') },
+      source: { name: 'fleet' },
       cluster: { name: 'one', namespace: agentNs() },
-      git: [{ name: 'fleet', repo }],
       deployments: [
-        { name: 'staging', namespace: space, source: 'fleet', paths: ['web'] },
+        { name: 'staging', namespace: space, paths: ['web'] },
         {
           name: 'prod',
           namespace: prodNs,
-          source: 'fleet',
           paths: ['web'],
           clusters: 'two',
           promote: { from: 'staging', after: '15s' },
@@ -343,13 +337,11 @@ describe('many clusters from one agent', () => {
         {
           name: 'gated',
           namespace: prodNs,
-          source: 'fleet',
           paths: ['web'],
           clusters: 'three',
           promote: { from: 'staging', approval: 'manual' },
         },
       ],
-      statuses,
       extra: {
         clusters: [
           ...clusters(agentNs()).slice(0, 1),
@@ -360,27 +352,27 @@ describe('many clusters from one agent', () => {
           },
         ],
       },
+      start: { level: 'info' },
     });
-    const agent = startAgent({ file: configFile }, { level: 'info' });
     const apiTwo = client(two.kubeconfig);
     const apiThree = client(three.kubeconfig);
     try {
       const staged = await eventually(
         'staging stable',
-        async () => statuses.ended(first, 'one/staging'),
+        async () => receiver.ended(first, 'one/staging'),
         90_000,
       );
       expect(staged.state).toBe('success');
       const stagedAt = Date.now();
       // prod says what it waits for, on the commit, and deploys it only once staging has been stable for 15s.
       const waiting = await eventually('prod waits', async () =>
-        statuses
+        receiver
           .statuses()
           .find((s) => s.sha === first && s.context.endsWith('two/prod') && s.state === 'pending'),
       );
       expect(waiting.description).toMatch(/^Waiting until staging has been stable for 15s/);
       expect(
-        (await eventually('prod promoted', async () => statuses.ended(first, 'two/prod'), 90_000)).state,
+        (await eventually('prod promoted', async () => receiver.ended(first, 'two/prod'), 90_000)).state,
       ).toBe('success');
       const promoted = (await new Ledger(apiTwo, agentNs()).read('prod')).releases[0];
       expect(Date.parse(promoted?.time ?? '')).toBeGreaterThanOrEqual(stagedAt + 10_000);
@@ -392,7 +384,7 @@ describe('many clusters from one agent', () => {
 
       // gated waits for an approval, and says how to give it.
       const asks = await eventually('gated asks', async () =>
-        statuses
+        receiver
           .statuses()
           .find(
             (s) => s.sha === first && s.context.endsWith('three/gated') && /approval/.test(s.description),
@@ -405,12 +397,12 @@ describe('many clusters from one agent', () => {
       // A newer commit reaches staging; prod stays where it is until that one has been stable 15s.
       const second = await repo.commit({ 'web/web.yaml': web('2') });
       expect(
-        (await eventually('staging 2', async () => statuses.ended(second, 'one/staging'), 90_000)).state,
+        (await eventually('staging 2', async () => receiver.ended(second, 'one/staging'), 90_000)).state,
       ).toBe('success');
       expect(await imageIn(two.kubeconfig, prodNs)).toBe('web:1');
       // The approval without --revision takes what gated waits for: now the second commit.
       await eventually('gated asks for the second', async () =>
-        statuses
+        receiver
           .statuses()
           .find(
             (s) => s.sha === second && s.context.endsWith('three/gated') && /approval/.test(s.description),
@@ -440,14 +432,14 @@ describe('many clusters from one agent', () => {
       expect(approved.code, approved.stderr).toBe(0);
       expect(approved.stdout).toContain(`promotion of gated to ${second.slice(0, 12)} approved`);
       expect(
-        (await eventually('gated promoted', async () => statuses.ended(second, 'three/gated'), 90_000)).state,
+        (await eventually('gated promoted', async () => receiver.ended(second, 'three/gated'), 90_000)).state,
       ).toBe('success');
       expect(await imageIn(three.kubeconfig, prodNs)).toBe('web:2');
       expect((await new Ledger(apiThree, agentNs()).read('gated')).releases[0]).toMatchObject({
         commit: second,
         promotedFrom: { deployment: 'staging' },
       });
-      expect((await eventually('prod 2', async () => statuses.ended(second, 'two/prod'), 90_000)).state).toBe(
+      expect((await eventually('prod 2', async () => receiver.ended(second, 'two/prod'), 90_000)).state).toBe(
         'success',
       );
       // A rollback of the promoted deployment holds it as any rollback does: until its upstream moves on.
@@ -457,13 +449,13 @@ describe('many clusters from one agent', () => {
       await new Promise((r) => setTimeout(r, 12_000));
       expect(await imageIn(two.kubeconfig, prodNs)).toBe('web:1');
       const third = await repo.commit({ 'web/web.yaml': web('3') });
-      expect((await eventually('prod 3', async () => statuses.ended(third, 'two/prod'), 120_000)).state).toBe(
+      expect((await eventually('prod 3', async () => receiver.ended(third, 'two/prod'), 120_000)).state).toBe(
         'success',
       );
       expect(await imageIn(two.kubeconfig, prodNs)).toBe('web:3');
       // Every status that began ended, but the third commit's, which gated waits to be approved.
-      expect(unended(statuses.statuses())).toEqual([`${third} mooring/three/gated`]);
-      expect(statuses.ended(first, 'three/gated')?.description).toMatch(/^Superseded by commit /);
+      expect(unended(receiver.statuses())).toEqual([`${third} mooring/three/gated`]);
+      expect(receiver.ended(first, 'three/gated')?.description).toMatch(/^Superseded by commit /);
       // promote of a deployment that follows no other is a usage error.
       const wrong = await mooring('promote', 'staging', '--config', configFile);
       expect(wrong.code).toBe(2);
@@ -485,24 +477,21 @@ describe('many clusters from one agent', () => {
           `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-${i}}\ndata: {rev: "${rev}", payload: "${'x'.repeat(200)}"}\n`,
         ]),
       );
-    const repo = await bareRepo(`fleet-${Date.now().toString(36)}/fleet`);
-    const first = await repo.commit(files(1));
-    const statuses = await startStatusReceiver();
-    const configFile = await agentConfigFile({
+    const { repo, receiver, first, agent } = await startGitAgent({
+      repo: `fleet-${Date.now().toString(36)}/fleet`,
+      files: files(1),
+      source: { name: 'fleet' },
       cluster: { name: 'one', namespace: agentNs() },
-      git: [{ name: 'fleet', repo }],
       deployments: Array.from({ length: count }, (_, i) => ({
         name: `app-${i}`,
         namespace: space,
-        source: 'fleet',
         paths: [`apps/app-${i}`],
         clusters: ['one', 'two'],
         rollout: [{ clusters: 'one' }, { clusters: 'two' }],
       })),
-      statuses,
       extra: { clusters: clusters(agentNs()).slice(0, 1) },
+      start: { level: 'info' },
     });
-    const agent = startAgent({ file: configFile }, { level: 'info' });
     const apis = [client(testbed().kube.kubeconfig), client(two.kubeconfig)];
     try {
       {
@@ -513,7 +502,7 @@ describe('many clusters from one agent', () => {
               (
                 await eventually(
                   `app-${i} in ${cluster}`,
-                  async () => statuses.ended(commit, `${cluster}/app-${i}`),
+                  async () => receiver.ended(commit, `${cluster}/app-${i}`),
                   180_000,
                 )
               ).state,
@@ -526,7 +515,7 @@ describe('many clusters from one agent', () => {
             (
               await eventually(
                 `app-${i} 2 in ${cluster}`,
-                async () => statuses.ended(second, `${cluster}/app-${i}`),
+                async () => receiver.ended(second, `${cluster}/app-${i}`),
                 180_000,
               )
             ).state,
@@ -535,7 +524,7 @@ describe('many clusters from one agent', () => {
       for (const commit of [first, second])
         for (let i = 0; i < count; i++)
           for (const cluster of ['one', 'two'])
-            expect(statuses.states(commit, `${cluster}/app-${i}`).at(-1)).toBe('success');
+            expect(receiver.states(commit, `${cluster}/app-${i}`).at(-1)).toBe('success');
       const [one, other] = apis as [KubeApi, KubeApi];
       for (let i = 0; i < count; i++) {
         const a = (await new Ledger(one, agentNs()).read(`app-${i}`)).releases[0];

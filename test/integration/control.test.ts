@@ -14,8 +14,6 @@ import { assertAlive } from './fault-helpers.ts';
 import { api, ledgerOf, sleep } from './faults-support.ts';
 import {
   type AgentProcess,
-  agentConfigFile,
-  bareRepo,
   configMapManifest,
   deleteNamespace,
   deploymentManifest,
@@ -25,7 +23,7 @@ import {
   runTool,
   type StatusReceiver,
   startAgent,
-  startStatusReceiver,
+  startGitAgent,
   type TestRepo,
   testbed,
   useNamespace,
@@ -75,17 +73,14 @@ describe('mooring reconcile, suspend and resume with a running agent', () => {
   const flags = () => ['--config', configFile];
 
   beforeAll(async () => {
-    const repoPath = `control-${suffix}/app`;
-    repo = await bareRepo(repoPath);
-    await repo.commit({ 'app.yaml': app('one') });
-    receiver = await startStatusReceiver();
-    configFile = await agentConfigFile({
+    ({ repo, receiver, configFile, agent } = await startGitAgent({
+      repo: `control-${suffix}/app`,
+      files: { 'app.yaml': app('one') },
+      source: { interval: `${POLL_SECONDS}s` },
       cluster: { name: 'control', namespace: agentNs },
-      git: [{ name: 'app', repo, interval: `${POLL_SECONDS}s` }],
-      deployments: [{ name: 'web', namespace: ns(), source: 'app' }],
-      statuses: receiver,
-    });
-    agent = startAgent({ file: configFile }, { process: true });
+      deployments: [{ name: 'web', namespace: ns() }],
+      start: { process: true },
+    }));
     await eventually(
       'the first release',
       async () => ((await live())?.available === 1 ? true : undefined),

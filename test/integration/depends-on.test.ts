@@ -7,16 +7,13 @@ import { stringify } from 'yaml';
 import { KubeApi } from '../../src/kube/api.ts';
 import { Ledger } from '../../src/report/ledger.ts';
 import {
-  agentConfigFile,
-  bareRepo,
   clusterConfig,
   configMapManifest,
   deploymentManifest,
   eventually,
   kubeConfig,
   mooring,
-  startAgent,
-  startStatusReceiver,
+  startGitAgent,
   useNamespace,
 } from './helpers.ts';
 
@@ -30,22 +27,26 @@ describe('dependsOn', () => {
   const agentNs = useNamespace('depends-mooring');
 
   it('holds a deployment while its dependency fails, then syncs it after the dependency', async () => {
-    const repo = await bareRepo(`depends-${Date.now().toString(36)}/fleet`);
-    const broken = await repo.commit({
-      'infra/ingress.yaml': infra('never-ready'),
-      'app/app.yaml': app('1'),
-    });
-    const statuses = await startStatusReceiver();
-    const configFile = await agentConfigFile({
+    const {
+      repo,
+      receiver,
+      configFile,
+      first: broken,
+      agent,
+    } = await startGitAgent({
+      repo: `depends-${Date.now().toString(36)}/fleet`,
+      files: {
+        'infra/ingress.yaml': infra('never-ready'),
+        'app/app.yaml': app('1'),
+      },
+      source: { name: 'fleet' },
       cluster: { namespace: agentNs() },
-      git: [{ name: 'fleet', repo }],
       deployments: [
-        { name: 'infra', namespace: ns(), source: 'fleet', paths: ['infra'], stability: { timeout: '8s' } },
-        { name: 'app', namespace: ns(), source: 'fleet', paths: ['app'], dependsOn: ['infra'] },
+        { name: 'infra', namespace: ns(), paths: ['infra'], stability: { timeout: '8s' } },
+        { name: 'app', namespace: ns(), paths: ['app'], dependsOn: ['infra'] },
       ],
-      statuses,
+      start: { level: 'info' },
     });
-    const agent = startAgent({ file: configFile }, { level: 'info' });
     const api = new KubeApi(clusterConfig());
     const core = kubeConfig().makeApiClient(CoreV1Api);
     const appExists = async () =>
@@ -53,10 +54,10 @@ describe('dependsOn', () => {
     try {
       // The dependency fails: the app says it waits, then that it is held, and is not deployed.
       expect(
-        (await eventually('infra fails', async () => statuses.ended(broken, 'infra'), 60_000)).state,
+        (await eventually('infra fails', async () => receiver.ended(broken, 'infra'), 60_000)).state,
       ).toBe('failure');
       const held = await eventually('app held', async () =>
-        statuses
+        receiver
           .statuses()
           .find(
             (s) =>
@@ -68,7 +69,7 @@ describe('dependsOn', () => {
       expect(held.state).toBe('pending');
       expect(held.description).toMatch(/^Held: dependency infra timed-out \(release 1\)/);
       expect(
-        statuses
+        receiver
           .statuses()
           .some(
             (s) => s.sha === broken && s.context.endsWith('app') && s.description === 'Waiting for infra',
@@ -81,9 +82,9 @@ describe('dependsOn', () => {
       // A commit fixes the dependency and changes the app: the dependency syncs first, then the app.
       const fixed = await repo.commit({ 'infra/ingress.yaml': infra('ready'), 'app/app.yaml': app('2') });
       expect(
-        (await eventually('infra stable', async () => statuses.ended(fixed, 'infra'), 60_000)).state,
+        (await eventually('infra stable', async () => receiver.ended(fixed, 'infra'), 60_000)).state,
       ).toBe('success');
-      expect((await eventually('app stable', async () => statuses.ended(fixed, 'app'), 60_000)).state).toBe(
+      expect((await eventually('app stable', async () => receiver.ended(fixed, 'app'), 60_000)).state).toBe(
         'success',
       );
       const ledger = new Ledger(api, agentNs());
@@ -95,10 +96,10 @@ describe('dependsOn', () => {
       expect(appRelease).toMatchObject({ commit: fixed, result: 'stable' });
       expect((await ledger.read('app')).waiting).toBeUndefined();
       // The commit the app never deployed gets its end.
-      const end = await eventually('broken commit ended', async () => statuses.ended(broken, 'app'));
+      const end = await eventually('broken commit ended', async () => receiver.ended(broken, 'app'));
       expect(end.description).toMatch(/^Superseded by commit [0-9a-f]{7}/);
       expect(
-        statuses
+        receiver
           .statuses()
           .filter((s) => s.sha === broken && s.context.endsWith('app') && s.state === 'success'),
       ).toEqual([]);

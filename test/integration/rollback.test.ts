@@ -6,8 +6,6 @@ import { AppsV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { pushImage } from '../testbed/oci-push.ts';
 import {
-  agentConfigFile,
-  bareRepo,
   configMapManifest,
   deleteNamespace,
   deploymentManifest,
@@ -17,7 +15,7 @@ import {
   ledgerHistory,
   mooring,
   stableImageSource,
-  startAgent,
+  startGitAgent,
   stopsAfterAll,
   testbed,
   useNamespace,
@@ -31,30 +29,29 @@ describe('mooring rollback', () => {
   it('restores a release, holds it against the next polls, and resumes', async () => {
     const env = testbed();
     const suffix = Date.now().toString(36);
-    const repo = await bareRepo(`rollback-${suffix}`);
     const image = `${env.registry.host}/rollback-${suffix}/web`;
     const app = (greeting: string) =>
       yamlDocuments(
         configMapManifest('web-config', { GREETING: greeting }),
         deploymentManifest({ image: `${image}:stable`, configMap: 'web-config' }),
       );
-    await repo.commit({ 'app.yaml': app('one') });
     const first = await pushImage({
       registry: env.registry.url,
       repository: `rollback-${suffix}/web`,
       tag: 'stable',
     });
-    const configFile = await agentConfigFile({
+    const { repo, configFile, agent } = await startGitAgent({
+      repo: `rollback-${suffix}`,
+      files: { 'app.yaml': app('one') },
       cluster: { namespace: `mooring-${suffix}` },
-      git: [{ name: 'app', repo }],
-      deployments: [{ name: 'web', namespace: ns(), source: 'app', images: ['web-image'] }],
+      deployments: [{ name: 'web', namespace: ns(), images: ['web-image'] }],
+      statuses: false,
       extra: {
         sources: {
           registry: [stableImageSource(image, '1s')],
         },
       },
     });
-    const agent = startAgent({ file: configFile });
     const lines = agent.lines;
     const heldGauge = async () =>
       /^mooring_deployment_held_since_seconds\{deployment="web"\} (\d+)$/m.exec(
@@ -146,7 +143,6 @@ describe('mooring rollback of Kustomize and Helm deployments', () => {
     process.env.MOORING_HELM = env.tools.helm;
     process.env.MOORING_KUBECTL = env.tools.kubectl;
     const suffix = Date.now().toString(36);
-    const repo = await bareRepo(`rollback-formats-${suffix}`);
     const round = (n: number) => ({
       'kz/base/kustomization.yaml': 'resources: [settings.yaml]\n',
       'kz/base/settings.yaml': `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: base-settings}\ndata: {ROUND: "${n}"}\n`,
@@ -156,15 +152,14 @@ describe('mooring rollback of Kustomize and Helm deployments', () => {
       'chart/templates/settings.yaml':
         'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ .Release.Name }}-settings}\ndata: {ROUND: "{{ .Values.round }}"}\n',
     });
-    await repo.commit(round(1));
-    const configFile = await agentConfigFile({
+    const { repo, configFile, agent } = await startGitAgent({
+      repo: `rollback-formats-${suffix}`,
+      files: round(1),
       cluster: { namespace: `mooring-formats-${suffix}` },
-      git: [{ name: 'app', repo }],
       deployments: [
         {
           name: 'kz',
           namespace: kzNs(),
-          source: 'app',
           paths: ['kz/overlay'],
           stability: { timeout: '1m' },
           // Nothing refers to these ConfigMaps: every one versioned, so that each round is a version.
@@ -173,15 +168,14 @@ describe('mooring rollback of Kustomize and Helm deployments', () => {
         {
           name: 'chart',
           namespace: chartNs(),
-          source: 'app',
           paths: ['chart'],
           helm: { chart: 'chart', valuesFiles: ['chart/values.yaml'] },
           stability: { timeout: '1m' },
           versioning: 'all',
         },
       ],
+      statuses: false,
     });
-    const agent = startAgent({ file: configFile });
     stops.push(async () => {
       await agent.stop();
       await deleteNamespace(`mooring-formats-${suffix}`);

@@ -18,14 +18,12 @@ import { StatusBoard } from '../../src/server/status/board.ts';
 import { statusPage } from '../../src/server/status/routes.ts';
 import { pushImage } from '../testbed/oci-push.ts';
 import {
-  agentConfig,
-  bareRepo,
   configMapManifest,
   deploymentManifest,
   manifestDir,
   secretManifest,
   stableImageSource,
-  startAgent,
+  startGitAgent,
   stopsAfterAll,
   testbed,
   useNamespace,
@@ -102,36 +100,26 @@ describe('the status page in a browser', () => {
     const env = testbed();
     const suffix = Date.now().toString(36);
     const repoPath = `status-${suffix}/app`;
-    const repo = await bareRepo(repoPath);
     const image = `${new URL(env.registry.url).host}/status-${suffix}/web`;
     const pushed = await pushImage({
       registry: env.registry.url,
       repository: `status-${suffix}/web`,
       tag: 'stable',
     });
-    const first = await repo.commit({ 'app.yaml': manifests(image, 'ready', 'hello') });
     const files = await manifestDir({ token: TOKEN });
-    const agent = startAgent(
-      await agentConfig({
-        cluster: { name: 'staging-east', namespace: agentNs() },
-        git: [{ name: 'app', repo }],
-        deployments: [
-          {
-            name: 'web',
-            namespace: ns(),
-            source: 'app',
-            images: ['web-image'],
-            stability: { timeout: '5m' },
-          },
-        ],
-        extra: {
-          sources: {
-            registry: [stableImageSource(image, '1h')],
-          },
-          server: { statusPage: { enabled: true, token: { file: `${files}/token` } } },
+    const { repo, first, agent } = await startGitAgent({
+      repo: repoPath,
+      files: { 'app.yaml': manifests(image, 'ready', 'hello') },
+      cluster: { name: 'staging-east', namespace: agentNs() },
+      deployments: [{ name: 'web', namespace: ns(), images: ['web-image'], stability: { timeout: '5m' } }],
+      statuses: false,
+      extra: {
+        sources: {
+          registry: [stableImageSource(image, '1h')],
         },
-      }),
-    );
+        server: { statusPage: { enabled: true, token: { file: `${files}/token` } } },
+      },
+    });
     stops.push(agent.stop);
     const page = await browser.newPage({ viewport: { width: 1280, height: 720 } });
     const answers: string[] = [];
