@@ -7,14 +7,12 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { webDeployment } from './build-helpers.ts';
 import { api, ledgerOf } from './faults-support.ts';
 import {
-  agentConfig,
-  bareRepo,
   deployTo,
   eventually,
   manifestDir,
   mooring,
   runTool,
-  startAgent,
+  startGitAgent,
   testbed,
   useNamespace,
 } from './helpers.ts';
@@ -138,16 +136,13 @@ describe('the command line, consistently', () => {
 
     // The same manifests, now from Git, through an agent deployment named differently from the namespace.
     const suffix = Date.now().toString(36);
-    const repoPath = `cli-handoff-${suffix}/app`;
-    const repo = await bareRepo(repoPath);
-    await repo.commit({ 'settings.yaml': settings, 'web.yaml': web });
-    const agent = startAgent(
-      await agentConfig({
-        cluster: { name: 'handoff', namespace: agentNs() },
-        git: [{ name: 'app', repo }],
-        deployments: [{ name: 'storefront', namespace: handoffNs(), source: 'app', prune: false }],
-      }),
-    );
+    const { agent } = await startGitAgent({
+      repo: `cli-handoff-${suffix}/app`,
+      files: { 'settings.yaml': settings, 'web.yaml': web },
+      cluster: { name: 'handoff', namespace: agentNs() },
+      deployments: [{ name: 'storefront', namespace: handoffNs(), prune: false }],
+      statuses: false,
+    });
     stops.push(agent.stop);
     const kube = api();
     try {

@@ -5,15 +5,13 @@
 import { AppsV1Api, type V1Deployment } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
-  agentConfig,
-  bareRepo,
   deploymentYaml,
   deployTo,
   eventually,
   kubeConfig,
   kubectl,
   manifestDir,
-  startAgent,
+  startGitAgent,
   useNamespace,
 } from './helpers.ts';
 
@@ -59,17 +57,15 @@ describe('adopting objects applied client-side by kubectl apply', () => {
   it('removes a label and an env entry removed from Git after the agent adopted the object', async () => {
     await kubectlApply('web.yaml', BEFORE);
     const suffix = Date.now().toString(36);
-    const repo = await bareRepo(`csa-${suffix}/app`);
-    await repo.commit({ 'app/web.yaml': BEFORE });
     const agentNs = `mooring-csa-${suffix}`;
     cleanups.push(() => kubectl('delete', 'namespace', agentNs, '--wait=false'));
-    const agent = startAgent(
-      await agentConfig({
-        cluster: { name: 'csa', namespace: agentNs },
-        git: [{ name: 'app', repo }],
-        deployments: [{ name: 'web', namespace: ns(), source: 'app', paths: ['app'] }],
-      }),
-    );
+    const { repo, agent } = await startGitAgent({
+      repo: `csa-${suffix}/app`,
+      files: { 'app/web.yaml': BEFORE },
+      cluster: { name: 'csa', namespace: agentNs },
+      deployments: [{ name: 'web', namespace: ns(), paths: ['app'] }],
+      statuses: false,
+    });
     cleanups.push(() => agent.stop());
     // The first sync takes over what kubectl's client-side apply owned, and says so.
     const adopted = await eventually(

@@ -8,14 +8,12 @@ import { stringify } from 'yaml';
 import { KubeApi } from '../../src/kube/api.ts';
 import { EventRecorder } from '../../src/kube/events.ts';
 import {
-  agentConfig,
-  bareRepo,
   clusterConfig,
   deploymentManifest,
   eventually,
   kubeConfig,
   kubectl,
-  startAgent,
+  startGitAgent,
   stopsAfterAll,
   useNamespace,
 } from './helpers.ts';
@@ -46,16 +44,13 @@ describe('Kubernetes Events', () => {
 
   it('tells a sync on the Deployment and the ledger ConfigMap: Synced, then SyncFailed', async () => {
     const suffix = Date.now().toString(36);
-    const repoPath = `events-${suffix}/app`;
-    const repo = await bareRepo(repoPath);
-    const first = await repo.commit({ 'web.yaml': deployment('ready') });
-    const agent = startAgent(
-      await agentConfig({
-        cluster: { name: 'events', namespace: agentNs() },
-        git: [{ name: 'app', repo }],
-        deployments: [{ name: 'web', namespace: ns(), source: 'app', stability: { timeout: '3s' } }],
-      }),
-    );
+    const { repo, first, agent } = await startGitAgent({
+      repo: `events-${suffix}/app`,
+      files: { 'web.yaml': deployment('ready') },
+      cluster: { name: 'events', namespace: agentNs() },
+      deployments: [{ name: 'web', namespace: ns(), stability: { timeout: '3s' } }],
+      statuses: false,
+    });
     stops.push(agent.stop);
 
     const synced = await eventually(

@@ -11,13 +11,11 @@ import { describe, expect, it } from 'vitest';
 import { slackSchema, teamsSchema, webhookSchema } from '../contract/notification-payloads.ts';
 import { api, ledgerOf } from './faults-support.ts';
 import {
-  agentConfig,
-  bareRepo,
   deploymentManifest,
   eventually,
   manifestDir,
   secretManifest,
-  startAgent,
+  startGitAgent,
   stopsAfterAll,
   useNamespace,
   yamlDocuments,
@@ -63,48 +61,48 @@ describe('notifications', () => {
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
     const suffix = Date.now().toString(36);
-    const repoPath = `notify-${suffix}/app`;
-    const repo = await bareRepo(repoPath);
-    const failing = await repo.commit({ 'app.yaml': manifests('never-ready') });
     const files = await manifestDir({
       slack: `${base}/slack`,
       teams: `${base}/teams`,
       hook: `${base}/hook`,
       key: KEY,
     });
-    const agent = startAgent(
-      await agentConfig({
-        cluster: { name: 'notify-east', namespace: agentNs() },
-        git: [{ name: 'app', repo }],
-        deployments: [
-          {
-            name: 'web',
-            namespace: ns(),
-            source: 'app',
-            stability: { timeout: '3s' },
-            notify: [
-              { receiver: 'chat', on: ['failed'] },
-              { receiver: 'ops', on: ['failed'] },
-              { receiver: 'ci', on: ['failed', 'stable'] },
-            ],
-          },
-        ],
-        extra: {
-          notifications: {
-            receivers: [
-              { name: 'chat', type: 'slack', url: { file: `${files}/slack` } },
-              { name: 'ops', type: 'teams', url: { file: `${files}/teams` } },
-              {
-                name: 'ci',
-                type: 'webhook',
-                url: { file: `${files}/hook` },
-                secret: { file: `${files}/key` },
-              },
-            ],
-          },
+    const {
+      repo,
+      first: failing,
+      agent,
+    } = await startGitAgent({
+      repo: `notify-${suffix}/app`,
+      files: { 'app.yaml': manifests('never-ready') },
+      cluster: { name: 'notify-east', namespace: agentNs() },
+      deployments: [
+        {
+          name: 'web',
+          namespace: ns(),
+          stability: { timeout: '3s' },
+          notify: [
+            { receiver: 'chat', on: ['failed'] },
+            { receiver: 'ops', on: ['failed'] },
+            { receiver: 'ci', on: ['failed', 'stable'] },
+          ],
         },
-      }),
-    );
+      ],
+      statuses: false,
+      extra: {
+        notifications: {
+          receivers: [
+            { name: 'chat', type: 'slack', url: { file: `${files}/slack` } },
+            { name: 'ops', type: 'teams', url: { file: `${files}/teams` } },
+            {
+              name: 'ci',
+              type: 'webhook',
+              url: { file: `${files}/hook` },
+              secret: { file: `${files}/key` },
+            },
+          ],
+        },
+      },
+    });
     stops.push(agent.stop);
 
     const at = (path: string) => captured.filter((c) => c.path === path);

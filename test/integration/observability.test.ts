@@ -8,13 +8,11 @@ import { parseAllDocuments, stringify } from 'yaml';
 import { pushImage } from '../testbed/oci-push.ts';
 import { api, ledgerOf } from './faults-support.ts';
 import {
-  agentConfig,
-  bareRepo,
   deploymentManifest,
   eventually,
   runTool,
   stableImageSource,
-  startAgent,
+  startGitAgent,
   stopsAfterAll,
   testbed,
   useNamespace,
@@ -101,23 +99,20 @@ describe('dashboard and alerts', () => {
 
     // An agent that has synced a deployment from Git with a registry image, scraped.
     const suffix = Date.now().toString(36);
-    const repoPath = `observability-${suffix}/app`;
-    const repo = await bareRepo(repoPath);
     const image = `${new URL(env.registry.url).host}/observability-${suffix}/web`;
     await pushImage({ registry: env.registry.url, repository: `observability-${suffix}/web`, tag: 'stable' });
-    await repo.commit({ 'web.yaml': stringify(deploymentManifest({ image: `${image}:stable` })) });
-    const agent = startAgent(
-      await agentConfig({
-        cluster: { name: 'observability', namespace: agentNs() },
-        git: [{ name: 'app', repo }],
-        deployments: [{ name: 'web', namespace: ns(), source: 'app', images: ['web-image'] }],
-        extra: {
-          sources: {
-            registry: [stableImageSource(image, '1h')],
-          },
+    const { agent } = await startGitAgent({
+      repo: `observability-${suffix}/app`,
+      files: { 'web.yaml': stringify(deploymentManifest({ image: `${image}:stable` })) },
+      cluster: { name: 'observability', namespace: agentNs() },
+      deployments: [{ name: 'web', namespace: ns(), images: ['web-image'] }],
+      statuses: false,
+      extra: {
+        sources: {
+          registry: [stableImageSource(image, '1h')],
         },
-      }),
-    );
+      },
+    });
     stops.push(agent.stop);
     const kube = api();
     try {

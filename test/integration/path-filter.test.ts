@@ -1,15 +1,7 @@
 // Path filtering holds on every later poll: with many deployments reading one repository, a commit that touches
 // only one deployment's folder syncs that one, and the next polls (many of them) sync none of the others.
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  agentConfig,
-  bareRepo,
-  eventually,
-  kubectl,
-  startAgent,
-  startStatusReceiver,
-  useNamespace,
-} from './helpers.ts';
+import { eventually, kubectl, startGitAgent, useNamespace } from './helpers.ts';
 
 const DEPLOYMENTS = 12;
 
@@ -28,23 +20,20 @@ describe('path filtering', () => {
 
   it('syncs only the deployment whose folder a commit touched, on this poll and every later one', async () => {
     const suffix = Date.now().toString(36);
-    const repo = await bareRepo(`paths-${suffix}`);
     const files: Record<string, string> = {};
     for (let i = 0; i < DEPLOYMENTS; i++) files[`apps/d${i}/app.yaml`] = app(`d${i}`, 1);
-    await repo.commit(files);
-    const agent = startAgent(
-      await agentConfig({
-        cluster: { name: 'paths', namespace: `mooring-paths-${suffix}` },
-        git: [{ name: 'app', repo }],
-        deployments: namespaces.map((ns, i) => ({
-          name: `d${i}`,
-          namespace: ns(),
-          source: 'app',
-          paths: [`apps/d${i}`],
-          stability: { timeout: '30m' },
-        })),
-      }),
-    );
+    const { repo, agent } = await startGitAgent({
+      repo: `paths-${suffix}`,
+      files,
+      cluster: { name: 'paths', namespace: `mooring-paths-${suffix}` },
+      deployments: namespaces.map((ns, i) => ({
+        name: `d${i}`,
+        namespace: ns(),
+        paths: [`apps/d${i}`],
+        stability: { timeout: '30m' },
+      })),
+      statuses: false,
+    });
     const lines = agent.lines;
     stops.push(() => agent.stop());
     const logs = () => agent.logs() as { msg: string; deployment?: string; source?: string }[];
@@ -84,35 +73,18 @@ describe('statuses only on commits that concern the deployment', () => {
 
   it('a deployment that never succeeded gets no status on a commit that touches none of its files', async () => {
     const suffix = Date.now().toString(36);
-    const repo = await bareRepo(`paths-status-${suffix}/app`);
-    const receiver = await startStatusReceiver();
-    const first = await repo.commit({
-      'apps/bad/app.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n',
-      'apps/good/app.yaml': app('good', 1),
+    const { repo, receiver, first, agent } = await startGitAgent({
+      repo: `paths-status-${suffix}/app`,
+      files: {
+        'apps/bad/app.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n',
+        'apps/good/app.yaml': app('good', 1),
+      },
+      cluster: { name: 'paths', namespace: `mooring-paths-status-${suffix}` },
+      deployments: [
+        { name: 'bad', namespace: badNs(), paths: ['apps/bad'], stability: { timeout: '30m' } },
+        { name: 'good', namespace: goodNs(), paths: ['apps/good'], stability: { timeout: '30m' } },
+      ],
     });
-    const agent = startAgent(
-      await agentConfig({
-        cluster: { name: 'paths', namespace: `mooring-paths-status-${suffix}` },
-        git: [{ name: 'app', repo }],
-        deployments: [
-          {
-            name: 'bad',
-            namespace: badNs(),
-            source: 'app',
-            paths: ['apps/bad'],
-            stability: { timeout: '30m' },
-          },
-          {
-            name: 'good',
-            namespace: goodNs(),
-            source: 'app',
-            paths: ['apps/good'],
-            stability: { timeout: '30m' },
-          },
-        ],
-        statuses: receiver,
-      }),
-    );
     stops.push(() => agent.stop());
     stops.push(async () => {
       await kubectl('delete', 'namespace', `mooring-paths-status-${suffix}`, '--wait=false');
