@@ -24,6 +24,7 @@ import {
   pollHealth,
   secretFiles,
   startAgent,
+  startGitAgent,
   startStatusReceiver,
   tempDir,
   testbed,
@@ -301,58 +302,51 @@ describe('chart repositories in the agent', () => {
       ['moved', `${server.url}/moved`],
     ] as const)
       for (const [path, text] of Object.entries(chart(repository))) files[`${dir}/${path}`] = text;
-    const repo = await bareRepo(`dest-charts-${suffix}/app`);
-    const sha = await repo.commit(files);
-    const statuses = await startStatusReceiver();
-    const configFile = join(await tempDir(), 'mooring.yaml');
-    await writeFile(
-      configFile,
-      await agentConfig({
-        cluster: { name: 'charts', namespace: `mooring-dest-charts-${suffix}` },
-        git: [{ name: 'app', repo }],
-        deployments: [
-          {
-            name: 'climb',
-            namespace: nsClimb(),
-            source: 'app',
-            helm: { chart: 'climb', allowedRepositories: [`${server.url}/myorg`] },
-          },
-          {
-            name: 'oci-climb',
-            namespace: nsOci(),
-            source: 'app',
-            helm: { chart: 'oci-climb', allowedRepositories: [ociAllowed] },
-          },
-          {
-            name: 'moved',
-            namespace: nsMoved(),
-            source: 'app',
-            helm: { chart: 'moved', allowedRepositories: [`${server.url}/moved`] },
-          },
-        ],
-        statuses,
-        // The package's own repository is trusted by its CA, as a configured chart source says.
-        extra: {
-          sources: {
-            charts: [
-              {
-                name: 'moved',
-                url: `${server.url}/moved`,
-                chart: 'common',
-                caFile: certificates.ca,
-                interval: '1h',
-              },
-            ],
-          },
-        },
-      }),
-    );
     process.env.MOORING_HELM = env.tools.helm;
-    const agent = startAgent({ file: configFile });
+    const {
+      receiver,
+      first: sha,
+      agent,
+    } = await startGitAgent({
+      repo: `dest-charts-${suffix}/app`,
+      files,
+      cluster: { name: 'charts', namespace: `mooring-dest-charts-${suffix}` },
+      deployments: [
+        {
+          name: 'climb',
+          namespace: nsClimb(),
+          helm: { chart: 'climb', allowedRepositories: [`${server.url}/myorg`] },
+        },
+        {
+          name: 'oci-climb',
+          namespace: nsOci(),
+          helm: { chart: 'oci-climb', allowedRepositories: [ociAllowed] },
+        },
+        {
+          name: 'moved',
+          namespace: nsMoved(),
+          helm: { chart: 'moved', allowedRepositories: [`${server.url}/moved`] },
+        },
+      ],
+      // The package's own repository is trusted by its CA, as a configured chart source says.
+      extra: {
+        sources: {
+          charts: [
+            {
+              name: 'moved',
+              url: `${server.url}/moved`,
+              chart: 'common',
+              caFile: certificates.ca,
+              interval: '1h',
+            },
+          ],
+        },
+      },
+    });
     const poller = pollHealth(agent.port);
     try {
       const ended = (name: string) =>
-        eventually(`${name} ended`, async () => statuses.ended(sha, name), 90_000);
+        eventually(`${name} ended`, async () => receiver.ended(sha, name), 90_000);
       const climb = await ended('climb');
       expect(climb.state).toBe('failure');
       // The cause comes first: a forge keeps only the first 140 characters of a status.

@@ -1,10 +1,10 @@
 // The one set-up of the integration tests (re-exported by helpers.ts): the test bed, a namespace per test file,
 // temporary folders, polling, a bare repository on the Git server, a GitHub-shaped commit-status receiver and the
 // one parser of what it got, the agent in-process or as its own process (one `startAgent`), and a builder of the
-// agent's configuration (text or file) for Git sources, registry images, deployments and commit statuses; builders
-// of the Deployment, ConfigMap and Secret manifests the tests deploy; a recorder of the requests mooring sends
-// to the cluster. What is started here is stopped after the test file (after the test's own hooks), then its
-// temporary folders are removed.
+// agent's configuration (text or file) for Git sources, registry images, deployments and commit statuses, and the
+// usual agent of a test put together from these (`startGitAgent`); builders of the Deployment, ConfigMap and
+// Secret manifests the tests deploy; a recorder of the requests mooring sends to the cluster. What is started
+// here is stopped after the test file (after the test's own hooks), then its temporary folders are removed.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -686,8 +686,11 @@ export interface GitAgentSpec extends Omit<AgentConfigSpec, 'git' | 'deployments
   source?: { name?: string; [field: string]: unknown };
   /** Deployments of the Git source unless they name another source. */
   deployments: { name: string; namespace: string; source?: string; [field: string]: unknown }[];
-  /** Whether the deployments report their commits to the receiver started here; true unless told. */
-  statuses?: boolean;
+  /**
+   * Where the deployments report their commits: the receiver started here unless told, another receiver (a
+   * forge's), or nowhere (false).
+   */
+  statuses?: false | Pick<StatusReceiver, 'url'>;
   /** How the agent is started: in-process unless told. */
   start?: StartOptions;
 }
@@ -722,7 +725,7 @@ export async function startGitAgent(spec: GitAgentSpec): Promise<GitAgent<Agent 
     ...config,
     git: [{ ...source, name, repo }],
     deployments: deployments.map((d) => ({ ...d, source: d.source ?? name })),
-    ...(statuses === false ? {} : { statuses: receiver }),
+    ...(statuses === false ? {} : { statuses: statuses ?? receiver }),
   });
   const agent = startAgent({ file: configFile }, start);
   return { repo, receiver, configFile, first, agent };

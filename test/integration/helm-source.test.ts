@@ -1,7 +1,3 @@
-// Helm charts as a source format, with the project's real helm: `helm template` run as Argo CD runs it (release
-// name, namespace, the cluster's version and API versions, values files then inline values), its output read as
-// manifests; dependencies only from the chart's own charts/ folder; helm's errors name the chart.
-import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
@@ -11,17 +7,13 @@ import { apiVersionsOf, isChart, renderChart } from '../../src/sources/build/hel
 import { liveObject, pushStable, stableImageSources, untilEnded } from './build-helpers.ts';
 import { api } from './faults-support.ts';
 import {
-  agentConfig,
-  bareRepo,
   clusterConfig,
   deploymentYaml,
   eventually,
   kubectl,
   manifestDir,
   mooring,
-  startAgent,
-  startStatusReceiver,
-  tempDir,
+  startGitAgent,
   testbed,
   useNamespace,
 } from './helpers.ts';
@@ -133,13 +125,9 @@ describe('helm charts', () => {
   it('the agent deploys a chart from Git: digests bound, configuration versioned, a commit status', async () => {
     const env = testbed();
     const suffix = Date.now().toString(36);
-    const repoPath = `helm-${suffix}/app`;
-    const repo = await bareRepo(repoPath);
     const { image, digest } = await pushStable(`helm-${suffix}/web`);
-    const receiver = await startStatusReceiver();
     const kube = api();
     const agentNs = `mooring-helm-${suffix}`;
-    const secrets = await tempDir();
     const chartFiles = (color: string) => ({
       'charts/web/Chart.yaml': 'apiVersion: v2\nname: web\nversion: 1.0.0\n',
       'charts/web/values.yaml': `image: ${image}:stable\ncolor: blue\n`,
@@ -157,26 +145,22 @@ ${deploymentYaml({
 })}`,
       'env/prod.yaml': `color: ${color}\n`,
     });
-    const first = await repo.commit(chartFiles('green'));
     // The agent finds helm as the product does: MOORING_HELM, else helm on PATH.
     process.env.MOORING_HELM = env.tools.helm;
-    const configText = await agentConfig({
+    const { repo, receiver, configFile, first, agent } = await startGitAgent({
+      repo: `helm-${suffix}/app`,
+      files: chartFiles('green'),
       cluster: { name: 'helm', namespace: agentNs },
-      git: [{ name: 'app', repo }],
       deployments: [
         {
           name: 'shop',
           namespace: ns(),
-          source: 'app',
           images: ['web-image'],
           helm: { chart: 'charts/web', valuesFiles: ['env/prod.yaml'], values: { extra: 1 } },
         },
       ],
-      statuses: receiver,
       extra: { sources: stableImageSources('web-image', image) },
     });
-    await writeFile(join(secrets, 'mooring.yaml'), configText);
-    const agent = startAgent(configText);
     try {
       const ended = receiver.ended;
       await untilEnded(agent, receiver, first, 'the chart deployed');
@@ -192,7 +176,7 @@ ${deploymentYaml({
       expect(container?.image).toBe(`${image}:stable@${digest}`);
       expect(container?.envFrom[0]?.configMapRef.name).toBe('shop-web-config-v000');
       // mooring diff reads the deployment as the agent does (the chart rendered): nothing to change.
-      const diff = await mooring('diff', '--deployment', 'shop', '--config', join(secrets, 'mooring.yaml'));
+      const diff = await mooring('diff', '--deployment', 'shop', '--config', configFile);
       expect(diff.code, diff.stdout + diff.stderr).toBe(0);
       expect(diff.stdout).toMatch(/0 objects changed, 0 added, 2 unchanged/);
       // A values file of the chart changed: a new version of its configuration.

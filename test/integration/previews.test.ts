@@ -6,7 +6,7 @@
 // fork is not previewed; a broken kustomization fails its preview naming the file; the cluster is never written to.
 // `mooring diff --base --head -o markdown` on a clone prints the same sections.
 import { execFile } from 'node:child_process';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -18,13 +18,12 @@ import { commitFiles, setMergeRef, setRef } from '../testbed/git-repos.ts';
 import { api } from './faults-support.ts';
 import { secretFiles } from './harness.ts';
 import {
-  agentConfig,
   bareRepo,
   deploymentYaml,
   eventually,
   mooring,
   pollHealth,
-  startAgent,
+  startGitAgent,
   tempDir,
   testbed,
   useNamespace,
@@ -61,23 +60,23 @@ describe('pull-request previews', () => {
     const env = testbed();
     const suffix = Date.now().toString(36);
     const forge = await startForgeReceiver('github');
-    const repo = await bareRepo(`previews-${suffix}/app`);
-    const main = await repo.commit({ 'apps/web/web.yaml': web('blue', 'pw-main-1'), ...apiFiles });
-    const configFile = join(await tempDir(), 'mooring.yaml');
-    await writeFile(
-      configFile,
-      await agentConfig({
-        cluster: { name: 'previews', namespace: `mooring-previews-${suffix}` },
-        git: [{ name: 'app', repo, preview: { enabled: true } }],
-        deployments: [
-          { name: 'web', namespace: ns(), source: 'app', paths: ['apps/web'] },
-          { name: 'api', namespace: ns(), source: 'app', paths: ['apps/api'] },
-        ],
-        statuses: forge,
-      }),
-    );
     process.env.MOORING_KUBECTL = env.tools.kubectl;
-    const agent = startAgent({ file: configFile });
+    const {
+      repo,
+      configFile,
+      first: main,
+      agent,
+    } = await startGitAgent({
+      repo: `previews-${suffix}/app`,
+      files: { 'apps/web/web.yaml': web('blue', 'pw-main-1'), ...apiFiles },
+      source: { preview: { enabled: true } },
+      cluster: { name: 'previews', namespace: `mooring-previews-${suffix}` },
+      deployments: [
+        { name: 'web', namespace: ns(), paths: ['apps/web'] },
+        { name: 'api', namespace: ns(), paths: ['apps/api'] },
+      ],
+      statuses: forge,
+    });
     try {
       const mainStatus = (sha: string, context: string) =>
         forge.statuses().filter((s) => s.commit === sha && s.context === context && s.state !== 'pending');
@@ -257,21 +256,20 @@ describe('pull-request previews', () => {
   it('posts the comment of a value of 150,000 backtick runs, within the forge size, the diff left out', async () => {
     const suffix = Date.now().toString(36);
     const forge = await startForgeReceiver('github');
-    const repo = await bareRepo(`previews-ticks-${suffix}/app`);
     const configMap = (value: string) =>
       `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ticks, annotations: {strategy.spinnaker.io/versioned: "false"}}\ndata: {v: "${value}"}\n`;
-    const main = await repo.commit({ 'apps/t/t.yaml': configMap('plain') });
-    const configFile = join(await tempDir(), 'mooring.yaml');
-    await writeFile(
-      configFile,
-      await agentConfig({
-        cluster: { name: 'ticks', namespace: `mooring-previews-ticks-${suffix}` },
-        git: [{ name: 'app', repo, preview: { enabled: true } }],
-        deployments: [{ name: 'ticks', namespace: ticks(), source: 'app', paths: ['apps/t'] }],
-        statuses: forge,
-      }),
-    );
-    const agent = startAgent({ file: configFile });
+    const {
+      repo,
+      first: main,
+      agent,
+    } = await startGitAgent({
+      repo: `previews-ticks-${suffix}/app`,
+      files: { 'apps/t/t.yaml': configMap('plain') },
+      source: { preview: { enabled: true } },
+      cluster: { name: 'ticks', namespace: `mooring-previews-ticks-${suffix}` },
+      deployments: [{ name: 'ticks', namespace: ticks(), paths: ['apps/t'] }],
+      statuses: forge,
+    });
     const poller = pollHealth(agent.port);
     try {
       await eventually(
@@ -313,19 +311,18 @@ describe('pull-request previews', () => {
   it('with preview.live compares the head with the cluster by a dry run: a change made by hand shows, nothing is written; a failing forge API is tried again', async () => {
     const suffix = Date.now().toString(36);
     const forge = await startForgeReceiver('github');
-    const repo = await bareRepo(`previews-live-${suffix}/app`);
-    const main = await repo.commit({ 'apps/web/web.yaml': web('blue', 'pw-live-1') });
-    const configFile = join(await tempDir(), 'mooring.yaml');
-    await writeFile(
-      configFile,
-      await agentConfig({
-        cluster: { name: 'live', namespace: `mooring-previews-live-${suffix}` },
-        git: [{ name: 'app', repo, preview: { enabled: true, live: true } }],
-        deployments: [{ name: 'web', namespace: live(), source: 'app', paths: ['apps/web'] }],
-        statuses: forge,
-      }),
-    );
-    const agent = startAgent({ file: configFile });
+    const {
+      repo,
+      first: main,
+      agent,
+    } = await startGitAgent({
+      repo: `previews-live-${suffix}/app`,
+      files: { 'apps/web/web.yaml': web('blue', 'pw-live-1') },
+      source: { preview: { enabled: true, live: true } },
+      cluster: { name: 'live', namespace: `mooring-previews-live-${suffix}` },
+      deployments: [{ name: 'web', namespace: live(), paths: ['apps/web'] }],
+      statuses: forge,
+    });
     const kube = api();
     try {
       await eventually(

@@ -11,19 +11,16 @@ import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { indexRepo, packageChart, pushChart, startChartRepo, writeChart } from '../testbed/chart-repo.ts';
 import { pushArtifact } from '../testbed/oci-push.ts';
-import { configFileOf, releaseDeployment } from './build-helpers.ts';
+import { releaseDeployment } from './build-helpers.ts';
 import {
-  agentConfig,
   bareRepo,
   deploymentYaml,
   eventually,
+  type GitAgent,
   ledgerHistory,
   mooring,
   runningConfig,
-  type StatusReceiver,
-  startAgent,
-  startStatusReceiver,
-  type TestRepo,
+  startGitAgent,
   tempDir,
   testbed,
   useNamespace,
@@ -54,26 +51,24 @@ interface HistoryItem {
   images: Record<string, { kind?: string; tag?: string; digest: string; image: string }>;
 }
 
-/** The agent's configuration: deployment `web` in `namespace`, its chart from the chart source `chart`. */
-function chartAgentConfig(
+/**
+ * The agent on repository `repo` holding `values/prod.yaml` (its commit is `first`): deployment `web` in
+ * `namespace`, its chart from the chart source `chart` with those values.
+ */
+function startChartAgent(
+  repo: string,
+  values: string,
   agentNamespace: string,
-  repo: TestRepo,
-  receiver: StatusReceiver,
   namespace: string,
   chart: Record<string, unknown>,
-): Promise<string> {
-  return agentConfig({
+): Promise<GitAgent> {
+  return startGitAgent({
+    repo,
+    files: { 'values/prod.yaml': values },
     cluster: { name: 'charts', namespace: agentNamespace },
-    git: [{ name: 'app', repo }],
     deployments: [
-      {
-        name: 'web',
-        namespace,
-        source: 'app',
-        helm: { chartSource: 'web-chart', valuesFiles: ['values/prod.yaml'] },
-      },
+      { name: 'web', namespace, helm: { chartSource: 'web-chart', valuesFiles: ['values/prod.yaml'] } },
     ],
-    statuses: receiver,
     extra: { sources: { charts: [{ name: 'web-chart', chart: 'web', ...chart }] } },
   });
 }
@@ -92,9 +87,6 @@ describe('charts from an OCI registry', () => {
   it('deploys the version ^1.2 picks, upgrades to a newer 1.x, ignores 2.0.0 and rolls back', async () => {
     const env = testbed();
     const suffix = Date.now().toString(36);
-    const repo = await bareRepo(`chart-oci-${suffix}/values`);
-    const values = await repo.commit({ 'values/prod.yaml': 'color: green\n' });
-    const receiver = await startStatusReceiver();
     const out = await tempDir();
     const registry = { url: env.registry.url, host: env.registry.host };
     const path = `charts-${suffix}`;
@@ -102,16 +94,18 @@ describe('charts from an OCI registry', () => {
     await pushChart(env.tools.helm, await packaged('1.1.0', join(out, 'a')), registry, path);
     const v120 = await pushChart(env.tools.helm, await packaged('1.2.0', join(out, 'b')), registry, path);
     const agentNs = `mooring-chart-oci-${suffix}`;
-    const configFile = await configFileOf(
-      await chartAgentConfig(agentNs, repo, receiver, ns(), {
-        url: `oci://${env.registry.host}/${path}`,
-        policy: { type: 'semver', range: '^1.2' },
-        insecure: true,
-        interval: '1s',
-      }),
-    );
     process.env.MOORING_HELM = env.tools.helm;
-    const agent = startAgent({ file: configFile });
+    const {
+      receiver,
+      configFile,
+      first: values,
+      agent,
+    } = await startChartAgent(`chart-oci-${suffix}/values`, 'color: green\n', agentNs, ns(), {
+      url: `oci://${env.registry.host}/${path}`,
+      policy: { type: 'semver', range: '^1.2' },
+      insecure: true,
+      interval: '1s',
+    });
     try {
       const ended = (sha: string) =>
         receiver.statuses().filter((s) => s.sha === sha && s.state !== 'pending');
@@ -163,9 +157,6 @@ describe('charts from an HTTPS chart repository', () => {
   it('deploys the latest version over TLS with credentials, upgrades, rides out a failing repository, and refuses a package that does not match its digest', async () => {
     const env = testbed();
     const suffix = Date.now().toString(36);
-    const repo = await bareRepo(`chart-https-${suffix}/values`);
-    const values = await repo.commit({ 'values/prod.yaml': 'color: blue\n' });
-    const receiver = await startStatusReceiver();
     const folder = await tempDir();
     await packaged('1.0.0', folder);
     const server = await startChartRepo(folder, { username: 'charts', password: `pw-${suffix}` });
@@ -173,17 +164,26 @@ describe('charts from an HTTPS chart repository', () => {
     const secrets = await tempDir();
     await writeFile(join(secrets, 'user'), 'charts');
     await writeFile(join(secrets, 'password'), `pw-${suffix}`);
-    const configText = await chartAgentConfig(`mooring-chart-https-${suffix}`, repo, receiver, ns(), {
-      url: server.url,
-      caFile: server.ca,
-      credentials: {
-        username: { file: join(secrets, 'user') },
-        password: { file: join(secrets, 'password') },
-      },
-      interval: '1s',
-    });
     process.env.MOORING_HELM = env.tools.helm;
-    const agent = startAgent(configText);
+    const {
+      receiver,
+      first: values,
+      agent,
+    } = await startChartAgent(
+      `chart-https-${suffix}/values`,
+      'color: blue\n',
+      `mooring-chart-https-${suffix}`,
+      ns(),
+      {
+        url: server.url,
+        caFile: server.ca,
+        credentials: {
+          username: { file: join(secrets, 'user') },
+          password: { file: join(secrets, 'password') },
+        },
+        interval: '1s',
+      },
+    );
     try {
       const ended = (sha: string) =>
         receiver.statuses().filter((s) => s.sha === sha && s.state !== 'pending');
@@ -258,7 +258,6 @@ describe('manifests as OCI artifacts', () => {
     const suffix = Date.now().toString(36);
     // The application's repository: the artifacts are built from its commits (the status goes there).
     const repo = await bareRepo(`oci-${suffix}/app`);
-    const receiver = await startStatusReceiver();
     const repository = `manifests-${suffix}/app`;
     const manifests = (color: string) => ({
       'apps/web.yaml': `apiVersion: v1
@@ -288,12 +287,11 @@ ${deploymentYaml({ configMap: 'web-config' })}`,
       return { commit, ...pushed };
     };
     const first = await push('1.0.0', 'green');
-    const configText = await agentConfig({
-      cluster: { name: 'oci', namespace: `mooring-oci-${suffix}` },
+    const { receiver, agent } = await startGitAgent({
       // The application's repository is a Git source of the agent: the host a status may go to (docs/security.md).
-      git: [{ name: 'app', repo }],
+      repo,
+      cluster: { name: 'oci', namespace: `mooring-oci-${suffix}` },
       deployments: [{ name: 'web', namespace: ns(), source: 'app-manifests', paths: ['apps'] }],
-      statuses: receiver,
       extra: {
         sources: {
           oci: [
@@ -309,7 +307,6 @@ ${deploymentYaml({ configMap: 'web-config' })}`,
         },
       },
     });
-    const agent = startAgent(configText);
     try {
       const ended = (sha: string) => receiver.statuses().find((s) => s.sha === sha && s.state !== 'pending');
       const states = (sha: string) =>

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FaultProxy, type RequestInfo } from '../testbed/fault-proxy.ts';
 import { pushImage } from '../testbed/oci-push.ts';
-import { agentConfig, eventually, startAgent, testbed } from './helpers.ts';
+import { agentConfig, eventually, stableImageSource, startAgent, testbed } from './helpers.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterAll(async () => {
@@ -35,15 +35,7 @@ describe('registry rate limits', () => {
         cluster: { namespace: `mooring-ratelimit-${run}` },
         extra: {
           sources: {
-            registry: [
-              {
-                name: 'web-image',
-                image: `${proxy.host}/${repository}`,
-                policy: { type: 'fixed', tag: 'stable' },
-                insecure: true,
-                interval: '1s',
-              },
-            ],
+            registry: [stableImageSource(`${proxy.host}/${repository}`, '1s')],
           },
         },
       }),

@@ -4,16 +4,7 @@
 // whose every request is checked against GitHub's OpenAPI description.
 import { describe, expect, it } from 'vitest';
 import { githubStatusValidator } from '../contract/github-openapi.ts';
-import {
-  agentConfig,
-  bareRepo,
-  eventually,
-  kubectl,
-  startAgent,
-  startStatusReceiver,
-  stopsAfterAll,
-  useNamespace,
-} from './helpers.ts';
+import { eventually, kubectl, startGitAgent, stopsAfterAll, useNamespace } from './helpers.ts';
 import { apps } from './scale-fixtures.ts';
 
 const SMALL = 10;
@@ -25,31 +16,31 @@ describe('the agent at scale', () => {
 
   it('syncs eleven deployments at once, one of 210 objects, each to a successful commit status', async () => {
     const suffix = Date.now().toString(36);
-    const repo = await bareRepo(`scale-${suffix}/apps`);
     const files: Record<string, string> = { 'apps/big/apps.yaml': apps(70, 'big') };
     for (let i = 0; i < SMALL; i++) files[`apps/d${i}/apps.yaml`] = apps(1, `d${i}`);
-    const commit = await repo.commit(files);
 
     const validate = githubStatusValidator();
-    const receiver = await startStatusReceiver();
     const deployment = (name: string, namespace: string, path: string) => ({
       name,
       namespace,
-      source: 'app',
       paths: [path],
       stability: { timeout: '5m' },
     });
-    const config = await agentConfig({
+    const {
+      receiver,
+      first: commit,
+      agent,
+    } = await startGitAgent({
+      repo: `scale-${suffix}/apps`,
+      files,
       cluster: { name: 'scale', namespace: `mooring-scale-${suffix}` },
-      git: [{ name: 'app', repo }],
       deployments: [
         deployment('big', big(), 'apps/big'),
         ...small.map((ns, i) => deployment(`d${i}`, ns(), `apps/d${i}`)),
       ],
-      statuses: receiver,
       extra: { concurrency: SMALL + 1 },
+      start: { level: 'info' },
     });
-    const agent = startAgent(config, { level: 'info' });
     stops.push(() => agent.stop());
 
     const states = (context: string) =>
