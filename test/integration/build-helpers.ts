@@ -12,13 +12,14 @@ import { pushImage } from '../testbed/oci-push.ts';
 import { api } from './faults-support.ts';
 import {
   type Agent,
+  agentConfigFile,
+  bareRepo,
   eventually,
   kubectl,
   manifestDir,
   type StatusReceiver,
   stableImageSource,
   startAgent,
-  tempDir,
   testbed,
 } from './helpers.ts';
 
@@ -30,8 +31,15 @@ export async function writeTree(dir: string, files: Record<string, string>): Pro
   }
 }
 
-/** The test bed's repository `name` read as the agent reads it (with the Git server's credentials), `commit` fetched. */
-export async function fetchedRepo(name: string, commit: string): Promise<GitRepository> {
+/**
+ * A new repository `name` on the test bed's Git server holding `files`, read as the agent reads it (with the Git
+ * server's credentials): the repository with its commit fetched, and the commit.
+ */
+export async function fetchedRepo(
+  name: string,
+  files: Record<string, string>,
+): Promise<{ repo: GitRepository; commit: string }> {
+  const commit = await (await bareRepo(name)).commit(files);
   const env = testbed();
   process.env.MOORING_TEST_BUILD_GIT_USER = env.git.username;
   process.env.MOORING_TEST_BUILD_GIT_PASSWORD = env.git.password;
@@ -47,7 +55,7 @@ export async function fetchedRepo(name: string, commit: string): Promise<GitRepo
     { cacheDir: await manifestDir({}) },
   );
   await repo.fetch(commit);
-  return repo;
+  return { repo, commit };
 }
 
 /** An image pushed as `<repository>:stable` to the test bed's registry: its name (host and repository), its digest. */
@@ -139,7 +147,7 @@ export function edit(files: Record<string, string>, path: string, from: string, 
 
 /** The agent started on `config` written to a file, and a Kubernetes client; `cleanups` ends both. */
 export async function agentOnFile(config: string, cleanups: (() => Promise<unknown>)[]) {
-  const configFile = await configFileOf(config);
+  const configFile = await agentConfigFile(config);
   const agent = startAgent({ file: configFile });
   const kube = api();
   cleanups.push(async () => kube.close());
@@ -177,11 +185,4 @@ spec:
     metadata: {labels: {app: ${app}}}
     spec: {containers: [{name: app, image: app:1}]}
 `;
-}
-
-/** The agent's configuration written to a file of its own, for `startAgent({file})` and the CLI's --config. */
-export async function configFileOf(config: string): Promise<string> {
-  const file = join(await tempDir('mooring-config-'), 'mooring.yaml');
-  await writeFile(file, config);
-  return file;
 }

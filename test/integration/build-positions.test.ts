@@ -10,7 +10,6 @@ import { parseManifestFiles } from '../../src/render/parse.ts';
 import { chartFromFolder, chartFromGit } from '../../src/sources/build/chart-files.ts';
 import { renderChart } from '../../src/sources/build/helm.ts';
 import { kustomizeGit, kustomizeLocal } from '../../src/sources/build/kustomize-sources.ts';
-import { commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { fetchedRepo } from './build-helpers.ts';
 import { manifestDir, mooring, runTool, testbed } from './helpers.ts';
 
@@ -117,11 +116,10 @@ describe('kustomize: positions in the files the user wrote', () => {
   });
 
   it('names the base file by its path in the repository when building a Git commit', async () => {
-    const env = testbed();
-    const repoPath = `build-positions-${Date.now().toString(36)}`;
-    const bare = await createBareRepo(env.git.root, repoPath);
-    const commit = await commitFiles(bare, overlay(BASE_WEB));
-    const repo = await fetchedRepo(repoPath, commit);
+    const { repo, commit } = await fetchedRepo(
+      `build-positions-${Date.now().toString(36)}`,
+      overlay(BASE_WEB),
+    );
     const files = await repo.files(commit, ['overlays/prod']);
     const built = await kustomizeGit(repo, commit, ['overlays/prod'], [], files);
     const { errors } = parseManifestFiles(built);
@@ -227,11 +225,7 @@ describe('helm: a dependency missing from charts/', () => {
   });
 
   it('says the same from a Git commit', async () => {
-    const env = testbed();
-    const repoPath = `build-positions-chart-${Date.now().toString(36)}`;
-    const bare = await createBareRepo(env.git.root, repoPath);
-    const commit = await commitFiles(bare, inRepo);
-    const repo = await fetchedRepo(repoPath, commit);
+    const { repo, commit } = await fetchedRepo(`build-positions-chart-${Date.now().toString(36)}`, inRepo);
     await expect(
       chartFromGit(repo, commit, spec(['https://charts.example.invalid']), undefined),
     ).rejects.toThrow(

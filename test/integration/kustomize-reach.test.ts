@@ -14,7 +14,6 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { kustomizeGit } from '../../src/sources/build/kustomize-sources.ts';
 import { fetchedRepo } from './build-helpers.ts';
 import {
-  bareRepo,
   deployTo,
   eventually,
   kubectl,
@@ -141,12 +140,9 @@ describe('kustomize reads only the repository', () => {
       'apiVersion: builtin\nkind: ConfigMapGenerator\nmetadata: {name: stolen}\nliterals: [a=b]\n',
     );
     try {
-      const repoPath = `kustomize-generators-${suffix}`;
-      const bare = await bareRepo(repoPath);
-      const commit = await bare.commit({
+      const { repo, commit } = await fetchedRepo(`kustomize-generators-${suffix}`, {
         'app/kustomization.yaml': `generators: [../../${outside.split('/').pop()}]\n`,
       });
-      const repo = await fetchedRepo(repoPath, commit);
       await expect(
         kustomizeGit(repo, commit, ['app'], [], await repo.files(commit, ['app'])),
       ).rejects.toThrow(

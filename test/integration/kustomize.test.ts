@@ -19,7 +19,6 @@ import {
 } from './build-helpers.ts';
 import { api } from './faults-support.ts';
 import {
-  bareRepo,
   deployTo,
   eventually,
   kubectl,
@@ -170,12 +169,9 @@ describe('which folders are built', () => {
       'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stolen}\ndata: {a: b}\n',
     );
     try {
-      const repoPath = `kustomize-escape-${suffix}`;
-      const bare = await bareRepo(repoPath);
-      const commit = await bare.commit({
+      const { repo, commit } = await fetchedRepo(`kustomize-escape-${suffix}`, {
         'app/kustomization.yaml': `resources: [../../mooring-outside-${suffix}]\n`,
       });
-      const repo = await fetchedRepo(repoPath, commit);
       const files = await repo.files(commit, ['app']);
       await expect(kustomizeGit(repo, commit, ['app'], [], files)).rejects.toThrow(
         `app/kustomization.yaml: resources[0] "../../mooring-outside-${suffix}" leads outside the repository`,
