@@ -48,6 +48,30 @@ const apiFiles = {
   'apps/api/api.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: api}\ndata: {a: "1"}\n',
 };
 
+/**
+ * A GitHub-shaped forge, and the agent of cluster `cluster` previewing the pull requests of a new repository
+ * `<name>-<suffix>/app` holding `files` (its commit is `first`), its deployments reporting to the forge.
+ */
+async function startPreviewAgent(
+  name: string,
+  cluster: string,
+  files: Record<string, string>,
+  deployments: { name: string; namespace: string; paths: string[] }[],
+  preview: Record<string, unknown> = { enabled: true },
+) {
+  const suffix = Date.now().toString(36);
+  const forge = await startForgeReceiver('github');
+  const started = await startGitAgent({
+    repo: `${name}-${suffix}/app`,
+    files,
+    source: { preview },
+    cluster: { name: cluster, namespace: `mooring-${name}-${suffix}` },
+    deployments,
+    statuses: forge,
+  });
+  return { forge, ...started };
+}
+
 /** The per-deployment sections of a preview comment (from its first <details>), without the header. */
 function sections(markdown: string): string {
   const at = markdown.indexOf('<details');
@@ -58,25 +82,22 @@ describe('pull-request previews', () => {
   const ns = useNamespace('previews');
   it('comments once per pull request and updates it, posts statuses, skips forks, fails a broken kustomization, writes nothing', async () => {
     const env = testbed();
-    const suffix = Date.now().toString(36);
-    const forge = await startForgeReceiver('github');
     process.env.MOORING_KUBECTL = env.tools.kubectl;
     const {
+      forge,
       repo,
       configFile,
       first: main,
       agent,
-    } = await startGitAgent({
-      repo: `previews-${suffix}/app`,
-      files: { 'apps/web/web.yaml': web('blue', 'pw-main-1'), ...apiFiles },
-      source: { preview: { enabled: true } },
-      cluster: { name: 'previews', namespace: `mooring-previews-${suffix}` },
-      deployments: [
+    } = await startPreviewAgent(
+      'previews',
+      'previews',
+      { 'apps/web/web.yaml': web('blue', 'pw-main-1'), ...apiFiles },
+      [
         { name: 'web', namespace: ns(), paths: ['apps/web'] },
         { name: 'api', namespace: ns(), paths: ['apps/api'] },
       ],
-      statuses: forge,
-    });
+    );
     try {
       const mainStatus = (sha: string, context: string) =>
         forge.statuses().filter((s) => s.commit === sha && s.context === context && s.state !== 'pending');
@@ -254,22 +275,16 @@ describe('pull-request previews', () => {
   const ticks = useNamespace('previews-ticks');
 
   it('posts the comment of a value of 150,000 backtick runs, within the forge size, the diff left out', async () => {
-    const suffix = Date.now().toString(36);
-    const forge = await startForgeReceiver('github');
     const configMap = (value: string) =>
       `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ticks, annotations: {strategy.spinnaker.io/versioned: "false"}}\ndata: {v: "${value}"}\n`;
     const {
+      forge,
       repo,
       first: main,
       agent,
-    } = await startGitAgent({
-      repo: `previews-ticks-${suffix}/app`,
-      files: { 'apps/t/t.yaml': configMap('plain') },
-      source: { preview: { enabled: true } },
-      cluster: { name: 'ticks', namespace: `mooring-previews-ticks-${suffix}` },
-      deployments: [{ name: 'ticks', namespace: ticks(), paths: ['apps/t'] }],
-      statuses: forge,
-    });
+    } = await startPreviewAgent('previews-ticks', 'ticks', { 'apps/t/t.yaml': configMap('plain') }, [
+      { name: 'ticks', namespace: ticks(), paths: ['apps/t'] },
+    ]);
     const poller = pollHealth(agent.port);
     try {
       await eventually(
@@ -309,20 +324,18 @@ describe('pull-request previews', () => {
 
   const live = useNamespace('previews-live');
   it('with preview.live compares the head with the cluster by a dry run: a change made by hand shows, nothing is written; a failing forge API is tried again', async () => {
-    const suffix = Date.now().toString(36);
-    const forge = await startForgeReceiver('github');
     const {
+      forge,
       repo,
       first: main,
       agent,
-    } = await startGitAgent({
-      repo: `previews-live-${suffix}/app`,
-      files: { 'apps/web/web.yaml': web('blue', 'pw-live-1') },
-      source: { preview: { enabled: true, live: true } },
-      cluster: { name: 'live', namespace: `mooring-previews-live-${suffix}` },
-      deployments: [{ name: 'web', namespace: live(), paths: ['apps/web'] }],
-      statuses: forge,
-    });
+    } = await startPreviewAgent(
+      'previews-live',
+      'live',
+      { 'apps/web/web.yaml': web('blue', 'pw-live-1') },
+      [{ name: 'web', namespace: live(), paths: ['apps/web'] }],
+      { enabled: true, live: true },
+    );
     const kube = api();
     try {
       await eventually(
