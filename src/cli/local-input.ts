@@ -5,7 +5,8 @@
 // agent setting (docs/cli.md).
 import type { Command } from 'commander';
 import { Option } from 'commander';
-import { configSchema, type MooringConfig } from '../config/schema.ts';
+import { MIN_TOOL_OUTPUT_BYTES, RENDER_DEFAULTS } from '../config/render-defaults.ts';
+import type { MooringConfig } from '../config/schema.ts';
 import { StalledError } from '../errors.ts';
 import { type ManifestFile, parseManifestFiles } from '../render/parse.ts';
 import type { RenderOptions } from '../render/render.ts';
@@ -110,7 +111,6 @@ export function cliConfig(flags: LocalInputFlags): Pick<MooringConfig, 'render' 
         `--cluster-scoped "${kind}" must be group/Kind (e.g. gateway.networking.k8s.io/GatewayClass)`,
       );
   }
-  const defaults = configSchema.parse({});
   const sizes = {
     ...(flags.maxFileBytes !== undefined
       ? { maxFileBytes: sizeFlag('--max-file-bytes', flags.maxFileBytes) }
@@ -119,24 +119,25 @@ export function cliConfig(flags: LocalInputFlags): Pick<MooringConfig, 'render' 
       ? { toolMaxOutputBytes: sizeFlag('--tool-max-output-bytes', flags.toolMaxOutputBytes) }
       : {}),
   };
-  // Through the agent's schema, so that a flag is held to the same bounds as the setting it stands for.
-  const checked = configSchema.shape.render.safeParse({ ...sizes });
-  if (!checked.success) {
-    const issue = checked.error.issues[0];
-    const flag = issue?.path[0] === 'toolMaxOutputBytes' ? '--tool-max-output-bytes' : '--max-file-bytes';
-    throw new StalledError(`${flag}: ${issue?.message ?? 'not a valid size'}`);
-  }
+  // Held to the bounds of the settings they stand for (render-defaults.ts, which the schema declares).
+  if (sizes.maxFileBytes === 0) throw new StalledError('--max-file-bytes: must be more than 0');
+  if (sizes.toolMaxOutputBytes !== undefined && sizes.toolMaxOutputBytes < MIN_TOOL_OUTPUT_BYTES)
+    throw new StalledError(
+      `--tool-max-output-bytes: must be at least ${MIN_TOOL_OUTPUT_BYTES} (1Mi), the bound of render.toolMaxOutputBytes`,
+    );
   return {
     render: {
-      ...defaults.render,
+      ...RENDER_DEFAULTS,
+      imagePaths: [],
+      referencePaths: [],
+      kustomize: { allowRemoteBases: flags.allowRemoteBases ?? false },
       ...sizes,
       clusterScoped: flags.clusterScoped ?? [],
-      kustomize: { allowRemoteBases: flags.allowRemoteBases ?? false },
       applyAppLabels: flags.appLabels !== 'false',
       podTemplateLabels: flags.appLabels === 'true' ? true : 'auto',
     },
     decryption: { ageKeyFile: flags.ageKeyFile },
-    sources: defaults.sources,
+    sources: { git: [], registry: [], local: [], charts: [], oci: [] },
   };
 }
 
@@ -170,7 +171,7 @@ const UNITS: Readonly<Record<string, number>> = {
 export function sizeFlag(flag: string, value: string): number {
   const m = /^(\d+)(Ki|Mi|Gi|K|M|G)?$/.exec(value.trim());
   const unit = UNITS[m?.[2] ?? ''];
-  if (!m || unit === undefined)
+  if (!m || unit === undefined || !Number.isSafeInteger(Number(m[1]) * unit))
     throw new StalledError(
       `${flag} "${value}" is not a size: give bytes, or a number with Ki, Mi, Gi, K, M or G`,
     );

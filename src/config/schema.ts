@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { plainOrigin } from '../kube/member-verify.ts';
 import { healthProblems } from '../stability/health.ts';
-import { DEFAULT_YAML_LIMITS } from '../yaml/limits.ts';
+import { RENDER_DEFAULTS as D, MIN_TOOL_OUTPUT_BYTES } from './render-defaults.ts';
 import {
   clusterLabels,
   clusterLimits,
@@ -118,54 +118,44 @@ const render = z.strictObject({
       }),
     )
     .default([]),
-  maxFileBytes: z
-    .number()
-    .int()
-    .positive()
-    .default(4 * 1024 * 1024),
-  maxDocumentsPerFile: z.number().int().positive().default(1000),
+  maxFileBytes: z.number().int().positive().default(D.maxFileBytes),
+  maxDocumentsPerFile: z.number().int().positive().default(D.maxDocumentsPerFile),
   /** Alias expansions one YAML document may make (and aliases it may hold), for every YAML text read. */
-  maxAliasCount: z.number().int().min(0).default(DEFAULT_YAML_LIMITS.maxAliasCount),
+  maxAliasCount: z.number().int().min(0).default(D.maxAliasCount),
   /** Nodes one YAML document may hold, counted before it is composed (src/yaml/count.ts; docs/security.md). */
-  maxYamlNodes: z.number().int().min(1000).default(DEFAULT_YAML_LIMITS.maxNodes),
+  maxYamlNodes: z.number().int().min(1000).default(D.maxYamlNodes),
   /**
    * Nodes of all the documents of one YAML text together (a manifest file, a chart's output): bounds the memory a
    * file's values take, whatever its number of documents. Never less than maxYamlNodes in effect.
    */
-  maxYamlFileNodes: z
-    .number()
-    .int()
-    .min(1000)
-    .default(DEFAULT_YAML_LIMITS.maxFileNodes ?? 1_000_000),
+  maxYamlFileNodes: z.number().int().min(1000).default(D.maxYamlFileNodes),
   /** How deep one YAML document's collections may nest. */
-  maxYamlDepth: z.number().int().min(16).max(512).default(DEFAULT_YAML_LIMITS.maxDepth),
+  maxYamlDepth: z.number().int().min(16).max(512).default(D.maxYamlDepth),
   /** The labels app.kubernetes.io/name and managed-by (Spinnaker's kubernetes.v2.applyAppLabels). */
-  applyAppLabels: z.boolean().default(true),
+  applyAppLabels: z.boolean().default(D.applyAppLabels),
   /**
    * With applyAppLabels, whether pod templates get the labels too: true (always), false (never), or `auto`: not on
    * a workload first adopted from another tool, whose pods would all restart (docs/adoption.md).
    */
-  podTemplateLabels: z.union([z.literal('auto'), z.boolean()]).default('auto'),
+  podTemplateLabels: z.union([z.literal('auto'), z.boolean()]).default(D.podTemplateLabels),
   /** Cluster-scoped custom kinds as `group/Kind`, until discovery tells. */
   clusterScoped: z.array(z.string().regex(/^[a-z0-9.-]*\/[A-Za-z0-9]+$/, 'must be group/Kind')).default([]),
   /** The kubectl whose kustomize builds kustomizations; MOORING_KUBECTL, else `kubectl` on PATH, when absent. */
   kubectl: z.string().min(1).optional(),
   /** Kustomizations (docs/kustomize.md): remote bases (URLs in resources/bases) are refused unless allowed. */
-  kustomize: z.strictObject({ allowRemoteBases: z.boolean().default(false) }).prefault({}),
+  kustomize: z
+    .strictObject({ allowRemoteBases: z.boolean().default(D.kustomize.allowRemoteBases) })
+    .prefault({}),
   /** Each run of kubectl kustomize or helm template is stopped after this long. */
-  toolTimeout: duration.prefault('60s'),
+  toolTimeout: duration.prefault(`${D.toolTimeout / 1000}s`),
   /** Each run of kubectl kustomize or helm template is stopped when it prints more than this. */
-  toolMaxOutputBytes: z
-    .number()
-    .int()
-    .min(1024 * 1024)
-    .default(32 * 1024 * 1024),
+  toolMaxOutputBytes: z.number().int().min(MIN_TOOL_OUTPUT_BYTES).default(D.toolMaxOutputBytes),
   /** The memory (RLIMIT_DATA) each run may allocate; a tool past it fails its build. 0: no limit. */
   toolMemoryBytes: z
     .number()
     .int()
     .refine((n) => n === 0 || n >= 64 * 1024 * 1024, 'must be 0 (no limit) or at least 67108864 (64 MiB)')
-    .default(1024 * 1024 * 1024),
+    .default(D.toolMemoryBytes),
 });
 
 const apply = z.strictObject({

@@ -19,7 +19,6 @@ import {
   encryptionRule,
   lastModifiedText,
   type SopsMetadata,
-  sopsMetadata,
 } from './metadata.ts';
 import { TreeWalk, WALK_LIMITS, type WalkLimits, type WalkStats } from './walk.ts';
 
@@ -85,21 +84,18 @@ export async function decryptFiles(
       out.push(file);
       continue;
     }
+    const meta = await validMetadata(file, found.block);
     loaded ??= typeof identities === 'function' ? await identities() : identities;
     try {
       const stats: WalkStats = { steps: 0, values: 0 };
-      const { text, decrypted } = await decryptDocuments(
-        found.docs,
-        found.meta,
-        loaded,
-        limits,
-        stats,
-      ).finally(() => {
-        if (options.stats) {
-          options.stats.steps += stats.steps;
-          options.stats.values += stats.values;
-        }
-      });
+      const { text, decrypted } = await decryptDocuments(found.docs, meta, loaded, limits, stats).finally(
+        () => {
+          if (options.stats) {
+            options.stats.steps += stats.steps;
+            options.stats.values += stats.values;
+          }
+        },
+      );
       out.push({ path: file.path, text, secrets: redactableValues(decrypted) });
     } catch (error) {
       throw cannotDecrypt(file, errorMessage(error), error);
@@ -112,8 +108,8 @@ function cannotDecrypt(file: ManifestFile, why: string, cause?: unknown): Stalle
   return new StalledError(`cannot decrypt (sops): ${why}`, { subject: { describe: file.path }, cause });
 }
 
-/** The documents and the metadata of a SOPS file, or undefined when the file has no `sops:` block. */
-function sopsDocuments(file: ManifestFile): { docs: Document[]; meta: SopsMetadata } | undefined {
+/** The documents and the `sops:` block of a SOPS file, or undefined when the file has no `sops:` block. */
+function sopsDocuments(file: ManifestFile): { docs: Document[]; block: unknown } | undefined {
   const docs = parseYamlDocuments(file.text, { file: file.path, rules: 'sops' });
   const blocks = docs.map((d) => (isMap(d.contents) ? d.contents.get('sops', true) : undefined));
   if (blocks.every((b) => b === undefined)) return undefined;
@@ -124,12 +120,18 @@ function sopsDocuments(file: ManifestFile): { docs: Document[]; meta: SopsMetada
   const block = isMap(first) ? first.get('sops', true) : undefined;
   // sops reads the block of the first document (it writes one into each).
   if (!isMap(block)) throw cannotDecrypt(file, 'the first document has no sops mapping');
-  const parsed = sopsMetadata.safeParse(block.toJSON());
+  return { docs, block: block.toJSON() };
+}
+
+/** The `sops:` block checked against its schema (loaded with the first encrypted file). */
+async function validMetadata(file: ManifestFile, block: unknown): Promise<SopsMetadata> {
+  const { sopsMetadata } = await import('./metadata-schema.ts');
+  const parsed = sopsMetadata.safeParse(block);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     throw cannotDecrypt(file, `sops.${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'}`);
   }
-  return { docs, meta: parsed.data };
+  return parsed.data;
 }
 
 /**

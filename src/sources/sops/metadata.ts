@@ -1,41 +1,10 @@
 // The `sops:` block of an encrypted file, validated with only the fields mooring reads, and SOPS's rules for which
 // values are encrypted (one of unencrypted_suffix, encrypted_suffix, unencrypted_regex, encrypted_regex; by
 // default the suffix `_unencrypted`).
-import { z } from 'zod';
-import { goRegExp, MAX_PATTERN_LENGTH } from './go-regexp.ts';
+import { goRegExp } from './go-regexp.ts';
+import type { AgeKeyEntry, SopsMetadata } from './metadata-schema.ts';
 
-// Bounds on what a commit can put in the block: each age entry for one of our recipients costs a decryption.
-const MAX_AGE_ENTRIES = 64;
-const ageKey = z.object({
-  recipient: z.string().min(1).max(1024),
-  enc: z
-    .string()
-    .min(1)
-    .max(64 * 1024),
-});
-const pattern = z.string().max(MAX_PATTERN_LENGTH).nullish();
-const suffix = z.string().max(1024).nullish();
-
-export const sopsMetadata = z.object({
-  age: z.array(ageKey).max(MAX_AGE_ENTRIES).nullish(),
-  key_groups: z
-    .array(z.object({ age: z.array(ageKey).max(MAX_AGE_ENTRIES).nullish() }))
-    .max(MAX_AGE_ENTRIES)
-    .nullish(),
-  shamir_threshold: z.number().int().nullish(),
-  lastmodified: z.string().min(1).max(64),
-  mac: z.string().max(1024),
-  unencrypted_suffix: suffix,
-  encrypted_suffix: suffix,
-  unencrypted_regex: pattern,
-  encrypted_regex: pattern,
-  unencrypted_comment_regex: pattern,
-  encrypted_comment_regex: pattern,
-  mac_only_encrypted: z.boolean().nullish(),
-});
-
-export type SopsMetadata = z.infer<typeof sopsMetadata>;
-export type AgeKeyEntry = z.infer<typeof ageKey>;
+export type { AgeKeyEntry, SopsMetadata } from './metadata-schema.ts';
 
 /** The age-wrapped data keys of the file; key groups (Shamir's secret sharing over several groups) are refused. */
 export function ageEntries(meta: SopsMetadata): AgeKeyEntry[] {

@@ -48,6 +48,13 @@ describe('render settings as CLI flags', () => {
     expect(cliConfig({ toolMaxOutputBytes: '64Mi' }).render.toolMaxOutputBytes).toBe(64 * 1024 * 1024);
     expect(() => cliConfig({ toolMaxOutputBytes: '1000' })).toThrow(/^--tool-max-output-bytes: /);
     expect(() => cliConfig({ maxFileBytes: '4 MB' })).toThrow('--max-file-bytes "4 MB" is not a size');
+    expect(() => cliConfig({ maxFileBytes: '0' })).toThrow('--max-file-bytes: must be more than 0');
+    expect(() => cliConfig({ maxFileBytes: '99999999999999999999Gi' })).toThrow('is not a size');
+    // The same bounds as the setting's.
+    const { success } = configSchema.shape.render.safeParse({ toolMaxOutputBytes: 1024 * 1024 - 1 });
+    expect(success).toBe(false);
+    expect(() => cliConfig({ toolMaxOutputBytes: String(1024 * 1024 - 1) })).toThrow(/at least 1048576/);
+    expect(cliConfig({ toolMaxOutputBytes: '1Mi' }).render.toolMaxOutputBytes).toBe(1024 * 1024);
   });
 
   it('refuses a cluster-scoped kind without its group', () => {
