@@ -21,7 +21,7 @@ import { type Document, isMap, isNode, isScalar, isSeq, type Node } from 'yaml';
 import { maxOf } from '../../arrays.ts';
 import type { Origin } from '../../render/manifest.ts';
 import type { WrittenAt } from '../../render/parse.ts';
-import { readDocuments } from '../../yaml/documents.ts';
+import { type Place, type ReadDocument, readDocuments } from '../../yaml/documents.ts';
 import { YamlLimitError } from '../../yaml/errors.ts';
 import { yamlLimits } from '../../yaml/limits.ts';
 import { parseYaml, parseYamlDocuments } from '../../yaml/parse.ts';
@@ -195,7 +195,7 @@ function candidateDocs(source: string): Document.Parsed[] {
 
 /** An object's document in a source file: where it starts, and how to reach its node again. */
 interface Found {
-  offset: number;
+  at: Place;
   doc: number;
   prefix: Path;
 }
@@ -233,16 +233,70 @@ interface Candidate extends Found {
   name: string;
 }
 
-/** The objects of a resource file, and the generator entries (kind `ConfigMapGenerator`…) if it is a kustomization. */
+/**
+ * The objects of a resource file, and the generator entries (kind `ConfigMapGenerator`…) if it is a kustomization:
+ * read as values with their places (the direct reader's, src/yaml/documents.ts), and from the file's syntax tree
+ * only where a place is not among them (a generator's entries, a List's items the direct reader did not place, a
+ * document it could not read).
+ */
 export function candidatesIn(source: string): Candidate[] {
+  let docs: ReadDocument[];
+  try {
+    docs = [
+      ...readDocuments(source, { file: 'a kustomization source', maxDocuments: Number.POSITIVE_INFINITY }),
+    ];
+  } catch {
+    return [];
+  }
+  const candidates: Candidate[] = [];
+  for (const [index, doc] of docs.entries()) {
+    if ('empty' in doc) continue;
+    if (!('value' in doc)) return treeCandidates(source);
+    const root = doc.value;
+    if (!isRecord(root)) continue;
+    if (index === 0 && Object.values(GENERATOR_FIELDS).some((field) => Array.isArray(root[field])))
+      return treeCandidates(source);
+    const items = root.items;
+    if (text(root.kind).endsWith('List') && Array.isArray(items)) {
+      if (doc.items?.length !== items.length) return treeCandidates(source);
+      for (const [i, item] of items.entries()) {
+        const at = doc.items[i];
+        if (isRecord(item) && at)
+          candidates.push({
+            at: { line: at.line, column: at.column },
+            doc: index,
+            prefix: ['items', i],
+            ...named(item),
+          });
+      }
+    } else candidates.push({ at: doc.at, doc: index, prefix: [], ...named(root) });
+  }
+  return candidates;
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** A scalar as the syntax tree's `String(value)` gives it; '' for a collection or nothing. */
+const text = (v: unknown): string =>
+  v === null || ['string', 'number', 'boolean', 'bigint'].includes(typeof v) ? String(v) : '';
+
+const named = (object: Record<string, unknown>): { kind: string; name: string } => ({
+  kind: text(object.kind),
+  name: isRecord(object.metadata) ? text(object.metadata.name) : '',
+});
+
+/** candidatesIn from the file's syntax tree. */
+export function treeCandidates(source: string): Candidate[] {
   const docs = candidateDocs(source);
+  const lines = lineStarts(source);
   const candidates: Candidate[] = [];
   // A generator's entry is named by its `name`, an object by its `metadata.name`.
   const add = (node: unknown, doc: number, prefix: Path, generator?: string) => {
     if (!isMap(node)) return;
     const kind = generator ?? scalar(node, 'kind');
     const name = generator ? scalar(node, 'name') : scalar(node.get('metadata', true), 'name');
-    candidates.push({ offset: node.range?.[0] ?? 0, doc, prefix, kind, name });
+    candidates.push({ at: placeOf(lines, node.range?.[0] ?? 0), doc, prefix, kind, name });
   };
   for (const [index, doc] of docs.entries()) {
     const root = doc.contents;
@@ -258,6 +312,25 @@ export function candidatesIn(source: string): Candidate[] {
     }
   }
   return candidates;
+}
+
+/** Where each line of `source` starts. */
+function lineStarts(source: string): number[] {
+  const starts = [0];
+  for (let i = source.indexOf('\n'); i !== -1; i = source.indexOf('\n', i + 1)) starts.push(i + 1);
+  return starts;
+}
+
+/** The line and column (1-based) of `offset`: the last line starting at or before it. */
+function placeOf(starts: readonly number[], offset: number): Place {
+  let low = 0;
+  let high = starts.length - 1;
+  while (low < high) {
+    const mid = Math.ceil((low + high) / 2);
+    if ((starts[mid] ?? 0) <= offset) low = mid;
+    else high = mid - 1;
+  }
+  return { line: low + 1, column: offset - (starts[low] ?? 0) + 1 };
 }
 
 /** Where, among a file's candidates, the object of `kind` named (as built) `name` lies. */
@@ -298,24 +371,14 @@ function walk(start: unknown, path: Path): Node | undefined {
 export function kustomizeWrittenAt(places: ReadonlyMap<string, SourcePlace>): WrittenAtFn {
   const found = new Map<string, Found | undefined>();
   const candidates = new Map<string, Candidate[]>();
-  const lineStarts = new Map<string, number[]>();
+  const starts = new Map<string, number[]>();
   const position = (place: SourcePlace, offset: number): Origin => {
-    const source = place.text ?? '';
-    let starts = lineStarts.get(place.file);
-    if (!starts) {
-      starts = [0];
-      for (let i = source.indexOf('\n'); i !== -1; i = source.indexOf('\n', i + 1)) starts.push(i + 1);
-      lineStarts.set(place.file, starts);
+    let lines = starts.get(place.file);
+    if (!lines) {
+      lines = lineStarts(place.text ?? '');
+      starts.set(place.file, lines);
     }
-    // The last line starting at or before `offset`.
-    let low = 0;
-    let high = starts.length - 1;
-    while (low < high) {
-      const mid = Math.ceil((low + high) / 2);
-      if ((starts[mid] ?? 0) <= offset) low = mid;
-      else high = mid - 1;
-    }
-    return { file: place.file, line: low + 1, column: offset - (starts[low] ?? 0) + 1 };
+    return { file: place.file, ...placeOf(lines, offset) };
   };
   return (_at, object) => {
     const key = identityKey(object);
@@ -340,19 +403,33 @@ export function kustomizeWrittenAt(places: ReadonlyMap<string, SourcePlace>): Wr
         origin: { file: place.file, line: 1, column: 1 },
         locate: () => ({ file: place.file, line: 1, column: 1 }),
       };
-    const origin = position(place, where.offset);
+    const origin: Origin = { file: place.file, ...where.at };
     const source = place.text;
     return {
       origin,
       locate: (path) => {
         // A generated object's fields are not in the kustomization: its entry is the place.
         if (place.generator) return origin;
-        const root = candidateDocs(source)[where.doc]?.contents;
+        const root = documentAt(candidateDocs(source), where, source)?.contents;
         const node = walk(walk(root, where.prefix), path);
         return node?.range ? position(place, node.range[0]) : origin;
       },
     };
   };
+}
+
+/**
+ * The document of the tree that holds `where`: its index among the documents, checked by the place of its node (the
+ * direct reader and the tree count documents alike; were they ever to differ, the place decides).
+ */
+function documentAt(docs: Document.Parsed[], where: Found, source: string): Document.Parsed | undefined {
+  const lines = lineStarts(source);
+  const holds = (doc: Document.Parsed | undefined) => {
+    const node = walk(doc?.contents, where.prefix);
+    const at = placeOf(lines, node?.range?.[0] ?? -1);
+    return at.line === where.at.line && at.column === where.at.column;
+  };
+  return holds(docs[where.doc]) ? docs[where.doc] : (docs.find(holds) ?? docs[where.doc]);
 }
 
 // ---- kustomize: from origins to files ------------------------------------------------------------------------

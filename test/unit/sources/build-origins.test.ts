@@ -16,6 +16,7 @@ import {
   readOriginAnnotation,
   readOrigins,
   type SourcePlace,
+  treeCandidates,
 } from '../../../src/sources/build/origins.ts';
 import { runToolWithWarnings, toolWarnings } from '../../../src/sources/build/tool.ts';
 
@@ -236,7 +237,7 @@ describe('kustomize origins: objects found in the files they came from', () => {
 
   it('finds the only object of its kind, the exact name, or the longest name held, and nothing else', () => {
     const candidates = candidatesIn(BASE_WEB);
-    expect(findObject(candidates, 'ConfigMap', 'anything')?.offset).toBe(0);
+    expect(findObject(candidates, 'ConfigMap', 'anything')?.at).toEqual({ line: 1, column: 1 });
     expect(findObject(candidates, 'Deployment', 'web')?.doc).toBe(1);
     expect(findObject(candidates, 'Deployment', 'x-web_canary-y')?.doc).toBe(2);
     expect(findObject(candidates, 'Deployment', 'unrelated')).toBeUndefined();
@@ -245,6 +246,19 @@ describe('kustomize origins: objects found in the files they came from', () => {
       'apiVersion: v1\nkind: List\nitems:\n  - {apiVersion: v1, kind: Service, metadata: {name: a}}\n',
     );
     expect(findObject(list, 'Service', 'p-a')?.prefix).toEqual(['items', 0]);
+  });
+
+  it('reads the candidates of a file as its syntax tree has them, without making the tree', () => {
+    const sources = [
+      BASE_WEB,
+      BASE_KUSTOMIZATION,
+      '# leading comment\n---\n---\nkind: Service\nmetadata:\n  name: a\n---\n# nothing\n---\n  kind: Job\n  metadata: {name: j}\n',
+      'apiVersion: v1\nkind: List\nitems:\n  - {apiVersion: v1, kind: Service, metadata: {name: a}}\n  - kind: ConfigMap\n    metadata: {name: b}\n',
+      'kind: 7\nmetadata: {name: true}\n---\n- a list\n---\nscalar\n---\nkind: ConfigMap\nmetadata: {name: [x]}\n',
+      'kind: Secret\r\nmetadata:\r\n  name: crlf\r\n',
+      'kind: [unclosed\n---\nkind: ConfigMap\nmetadata: {name: after}\n',
+    ];
+    for (const source of sources) expect(candidatesIn(source)).toEqual(treeCandidates(source));
   });
 });
 
