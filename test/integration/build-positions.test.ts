@@ -3,6 +3,7 @@
 // invalid object of a chart at its template; what kustomize and helm warn about when they succeed is passed on
 // (and printed by `mooring render` as `warning: …`); the built manifests are kustomize's own, byte for byte; a
 // chart dependency missing from charts/ says how to vendor it, from a folder and from Git.
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { type Deployment, deployment } from '../../src/config/schema.ts';
@@ -86,6 +87,60 @@ describe('kustomize: positions in the files the user wrote', () => {
     // The user's files are as they were.
     const again = await runTool(testbed().tools.kubectl, ['kustomize', join(dir, 'overlays/prod')]);
     expect(again.stdout).toBe(kubectl.stdout);
+  });
+
+  /** A kubectl that counts its runs in `log`, then runs the test bed's. */
+  const countingKubectl = async (dir: string): Promise<{ kubectl: string; runs: () => Promise<number> }> => {
+    const log = join(dir, 'runs.log');
+    const kubectl = join(dir, 'counting-kubectl');
+    await writeFile(kubectl, `#!/bin/sh\necho run >> '${log}'\nexec '${testbed().tools.kubectl}' "$@"\n`, {
+      mode: 0o755,
+    });
+    const runs = async () => (await readFile(log, 'utf8').catch(() => '')).split('\n').filter(Boolean).length;
+    return { kubectl, runs };
+  };
+
+  it('runs kustomize once for the build and its origins, and builds what kubectl builds, whatever the files hold', async () => {
+    const plainDir = await manifestDir(overlay(VALID_WEB));
+    const counted = await countingKubectl(plainDir);
+    const [file] = await kustomizeLocal([join(plainDir, 'overlays/prod')], [], { kubectl: counted.kubectl });
+    expect(await counted.runs()).toBe(1);
+    const kubectl = await runTool(testbed().tools.kubectl, ['kustomize', join(plainDir, 'overlays/prod')]);
+    expect(file?.text).toBe(kubectl.stdout);
+    expect(file?.writtenAt).toBeDefined();
+
+    // A value of the user's that reads like the annotation kustomize adds, and several annotations of their own:
+    // never cut (the build is shown equal, or built again without annotations).
+    const files = overlay(VALID_WEB);
+    files['overlays/prod/extra.yaml'] = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: extra
+  annotations:
+    note: |
+      several
+      lines
+data:
+  looks-like: |
+    config.kubernetes.io/origin: |
+      path: somewhere.yaml
+    after: kept
+`;
+    // A kustomization that asks for origin annotations itself: they are the user's, and stay.
+    files['overlays/own/kustomization.yaml'] =
+      'resources: [../../base]\nbuildMetadata: [originAnnotations]\n';
+    const dir = await manifestDir(files);
+    for (const folder of ['overlays/prod', 'overlays/own']) {
+      const [built] = await kustomizeLocal([join(dir, folder)], []);
+      const expected = await runTool(testbed().tools.kubectl, ['kustomize', join(dir, folder)]);
+      expect(expected.code, expected.stderr).toBe(0);
+      expect(built?.text, folder).toBe(expected.stdout);
+    }
+    expect(
+      (await kustomizeLocal([join(dir, 'overlays/own')], []))[0]?.text.match(
+        /config\.kubernetes\.io\/origin/g,
+      ),
+    ).toHaveLength(2);
   });
 
   const deprecated = async (): Promise<string> => {

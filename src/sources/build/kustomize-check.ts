@@ -173,15 +173,26 @@ interface Walking {
   plugins: boolean;
 }
 
-/**
- * Checks everything `start` may make kustomize read (see the top of this file); the folders of the
- * kustomizations reached (what a decrypted copy must hold).
- */
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** What a build of one kustomization reaches. */
+export interface Reach {
+  /** The folders of the kustomizations reached (what a decrypted copy must hold). */
+  folders: string[];
+  /**
+   * Whether the build's own output may hold kustomize's origin annotations: a kustomization reached asks for
+   * `buildMetadata`, or a remote base (unread here) is among the entries.
+   */
+  buildMetadata: boolean;
+}
+
+/** Checks everything `start` may make kustomize read (see the top of this file). */
 export async function checkReach(
   tree: KustomizeTree,
   start: Kustomization,
   options: { allowRemoteBases?: boolean | undefined },
-): Promise<string[]> {
+): Promise<Reach> {
   const boundary = tree.insideRoot
     ? resolve(tree.root)
     : tree.boundary !== undefined
@@ -190,6 +201,7 @@ export async function checkReach(
   const boundaryReal = boundary === undefined ? undefined : await realpath(boundary);
   const seen = new Map<string, boolean>([[start.label, false]]);
   const queue: Walking[] = [{ k: start, plugins: false }];
+  let buildMetadata = false;
 
   const check = async (
     label: string,
@@ -214,6 +226,7 @@ export async function checkReach(
       existsLocally: (p) => candidates.get(p) ?? false,
     });
     if (judged.result === 'refused') throw new StalledError(`${label}: ${judged.why}`);
+    if (judged.result === 'remote') buildMetadata = true;
     if (judged.result !== 'local') return undefined;
     const disk = resolve(folderDisk, entry.value);
     const info = await stat(disk).catch(() => undefined);
@@ -248,6 +261,7 @@ export async function checkReach(
 
   while (queue.length > 0) {
     const { k, plugins } = queue.shift() as Walking;
+    if (isRecord(k.doc) && k.doc.buildMetadata !== undefined) buildMetadata = true;
     for (const entry of kustomizationEntries(k.doc)) {
       const found = await check(k.label, k.folder, entry);
       if (!found || (entry.kind !== 'base' && entry.kind !== 'plugin')) continue;
@@ -264,5 +278,5 @@ export async function checkReach(
       queue.push({ k: await readKustomization(tree, nested), plugins: asPlugins });
     }
   }
-  return [...seen.keys()].map((label) => posix.dirname(label));
+  return { folders: [...seen.keys()].map((label) => posix.dirname(label)), buildMetadata };
 }

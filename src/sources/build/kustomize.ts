@@ -15,10 +15,13 @@
 // and generator files stay under their kustomization, and through the one runner (tool.ts): a minimal
 // environment, bounded time, output and memory.
 //
-// Where each built object was written (origins.ts): beside the build, a second one of the same folder through a
-// throwaway kustomization that names it as its one resource and asks for `buildMetadata: [originAnnotations]`, so
-// the user's files are never written and the manifests are those of the plain build, byte for byte; the annotations
-// of the second build only say which file each object came from. When it fails, errors name the built text.
+// Where each built object was written (origins.ts): the folder is built through a throwaway kustomization that names
+// it as its one resource and asks for `buildMetadata: [originAnnotations]` (the user's files are never written); the
+// annotations say which file each object came from and are then taken out, so the manifests are those of the plain
+// build, byte for byte (withoutOrigins compares the two readings, and kustomize runs once). When the user's own
+// kustomizations ask for build metadata, or a remote base is among them (its own may), or the text without the
+// annotations cannot be shown equal, the plain build runs beside it; when the annotated build fails, the plain build
+// alone says why. Without origins, errors name the built text.
 // What kustomize prints on standard error when it succeeds (deprecations) goes with the build as its warnings.
 import { mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -35,10 +38,17 @@ import {
   type Kustomization,
   type KustomizeTree,
   onDisk,
+  type Reach,
   readKustomization,
 } from './kustomize-check.ts';
-import { type KustomizeOrigin, kustomizeWrittenAt, placesOf, readOrigins } from './origins.ts';
-import { runTool, runToolWithWarnings, type ToolLimits, type ToolRun, toolLimits } from './tool.ts';
+import {
+  annotatedBuild,
+  type KustomizeOrigin,
+  kustomizeWrittenAt,
+  placesOf,
+  type SourcePlace,
+} from './origins.ts';
+import { runToolWithWarnings, type ToolLimits, type ToolRun, toolLimits } from './tool.ts';
 
 export { KUSTOMIZATION_NAMES, type KustomizeTree };
 
@@ -86,13 +96,13 @@ function isUnder(path: string, folder: string): boolean {
 
 /**
  * `kubectl kustomize` of one kustomization, as one manifest file named after it, with its warnings and where its
- * objects were written. `read` are the folders the build may read (checkReach).
+ * objects were written. `reach` is what the build may read (checkReach).
  */
 async function build(
   tree: KustomizeTree,
   k: Kustomization,
   options: KustomizeOptions,
-  read: readonly string[],
+  reach: Reach,
   staged?: Staged,
 ): Promise<ManifestFile> {
   const folder = staged ? staged.at(onDisk(tree, k.folder)) : onDisk(tree, k.folder);
@@ -113,21 +123,32 @@ async function build(
       return text;
     },
   });
-  // Side by side: the second build only costs time when the machine has none to spare.
+  const placed = (origins: Map<string, KustomizeOrigin>) =>
+    placesOf(origins, { folder: k.folder, onDisk: (label) => onDisk(tree, label), readable: reach.folders });
+  // One build with origin annotations, taken out again, when the user's own build asks for none (kustomize runs
+  // once). When the user's does, or that build cannot be shown to equal the plain one, the plain build runs too;
+  // when it failed, the plain build alone says why (naming the user's folder, not a throwaway one).
+  const annotated = reach.buildMetadata ? undefined : await originsOf(folder, run, true).catch(() => null);
+  if (annotated?.text !== undefined)
+    return builtFile(k, annotated.text, annotated.warnings, staged, await placed(annotated.origins));
   const [plain, origins] = await Promise.allSettled([
     runToolWithWarnings(run(folder)),
-    originsOf(folder, run),
+    annotated === undefined ? originsOf(folder, run, false) : Promise.resolve(annotated),
   ]);
   if (plain.status === 'rejected') throw plain.reason;
-  const places =
-    origins.status === 'fulfilled'
-      ? await placesOf(origins.value, {
-          folder: k.folder,
-          onDisk: (label) => onDisk(tree, label),
-          readable: read,
-        })
-      : undefined;
-  const { stdout: text, warnings } = plain.value;
+  const found = origins.status === 'fulfilled' ? origins.value : null;
+  const places = found ? await placed(found.origins) : undefined;
+  return builtFile(k, plain.value.stdout, plain.value.warnings, staged, places);
+}
+
+/** A build as one manifest file named after its kustomization. */
+function builtFile(
+  k: Kustomization,
+  text: string,
+  warnings: readonly string[],
+  staged: Staged | undefined,
+  places: Map<string, SourcePlace> | undefined,
+): ManifestFile {
   // The values decrypted into the copy go with the build: whatever later quotes its objects redacts them.
   return {
     path: `${k.label} (built)`,
@@ -142,11 +163,13 @@ async function build(
 /**
  * The origins of the objects a build of `folder` makes (origins.ts), by object identity, their paths relative to
  * `folder`: from a build of a throwaway kustomization naming `folder` as its resource, with origin annotations.
+ * With them, `withText`, the build's text without the annotations (withoutOrigins), and what kustomize warned of.
  */
 async function originsOf(
   folder: string,
   run: (target: string) => ToolRun,
-): Promise<Map<string, KustomizeOrigin>> {
+  withText: boolean,
+): Promise<{ origins: Map<string, KustomizeOrigin>; text: string | undefined; warnings: string[] }> {
   const wrapper = await realpath(await mkdtemp(join(tmpdir(), 'mooring-origins-')));
   try {
     const target = await realpath(folder);
@@ -156,7 +179,8 @@ async function originsOf(
       join(wrapper, 'kustomization.yaml'),
       stringifyYaml({ resources: [resource], buildMetadata: ['originAnnotations'] }),
     );
-    const origins = readOrigins(await runTool(run(wrapper)));
+    const { stdout, warnings } = await runToolWithWarnings(run(wrapper));
+    const { origins, text } = annotatedBuild(stdout, withText);
     // Paths from the throwaway kustomization's folder, made relative to the folder built.
     const rebase = (path: string | undefined) =>
       path === undefined ? undefined : relative(target, resolve(wrapper, path)).split(sep).join('/');
@@ -165,7 +189,7 @@ async function originsOf(
       origin.path = rebase(origin.path);
       origin.configuredIn = rebase(origin.configuredIn);
     }
-    return origins;
+    return { origins, text, warnings };
   } finally {
     await rm(wrapper, { recursive: true, force: true });
   }
@@ -206,16 +230,16 @@ export async function buildKustomizations(
 async function buildDecrypted(
   tree: KustomizeTree,
   k: Kustomization,
-  folders: readonly string[],
+  reach: Reach,
   options: KustomizeOptions,
 ): Promise<ManifestFile> {
-  if (!options.identities) return build(tree, k, options, folders);
-  const places: Place[] = folders.map((folder) => ({ disk: onDisk(tree, folder), label: folder }));
+  if (!options.identities) return build(tree, k, options, reach);
+  const places: Place[] = reach.folders.map((folder) => ({ disk: onDisk(tree, folder), label: folder }));
   const encrypted = await sopsFilesUnder(places);
-  if (encrypted.length === 0) return build(tree, k, options, folders);
+  if (encrypted.length === 0) return build(tree, k, options, reach);
   const staged = await stageDecrypted(places, encrypted, options.identities, tree.root);
   try {
-    return await build(tree, k, options, folders, staged);
+    return await build(tree, k, options, reach, staged);
   } finally {
     await staged.remove();
   }

@@ -5,9 +5,9 @@
 // template, `charts/web/templates/deployment.yaml (rendered):12:3`, the line counted in the template's rendered
 // document (the template itself holds `{{ }}` where the output has values).
 //
-// kustomize: a second build asks kustomize for `config.kubernetes.io/origin` annotations (kustomize.ts); they are
-// read here into a table from object identity to origin, and never reach the manifests (the manifests are those of
-// the plain build, byte for byte). An object from a resource file is found in that file by kind and name (the
+// kustomize: the build asks kustomize for `config.kubernetes.io/origin` annotations (kustomize.ts); they are read
+// here into a table from object identity to origin, and never reach the manifests (withoutOrigins takes them out, or
+// the plain build is used: the manifests are those of the plain build, byte for byte). An object from a resource file is found in that file by kind and name (the
 // only one of its kind in the file, or the one whose name is the object's, or the longest one the built name
 // holds: kustomize adds prefixes, suffixes and hashes), and its fields in its document there; a generated object
 // is named at its entry of configMapGenerator or secretGenerator in the kustomization that generated it. When the
@@ -17,6 +17,7 @@
 // build was allowed to read (kustomize-check.ts), as a regular file, bounded in size.
 import { lstat, readFile } from 'node:fs/promises';
 import { posix } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import { type Document, isMap, isNode, isScalar, isSeq, type Node } from 'yaml';
 import { maxOf } from '../../arrays.ts';
 import type { Origin } from '../../render/manifest.ts';
@@ -156,21 +157,97 @@ export function readOriginAnnotation(value: unknown): KustomizeOrigin | undefine
 
 /** The origins of a build made with `buildMetadata: [originAnnotations]`, by identityKey of each object. */
 export function readOrigins(annotated: string): Map<string, KustomizeOrigin> {
+  return annotatedBuild(annotated, false).origins;
+}
+
+/**
+ * A build made with `buildMetadata: [originAnnotations]`, read once (values only, the direct reader's: no syntax
+ * tree of the build is made): its origins, and with `withText` its text without them (withoutOrigins).
+ */
+export function annotatedBuild(
+  annotated: string,
+  withText: boolean,
+): { origins: Map<string, KustomizeOrigin>; text: string | undefined } {
   const origins = new Map<string, KustomizeOrigin>();
+  const docs = readBuild(annotated);
+  // Past a limit: no origins; render refuses the same text, naming it.
+  for (const doc of docs ?? []) if ('value' in doc) readOrigin(doc.value, origins);
+  return { origins, text: withText && docs ? withoutOrigins(annotated, docs) : undefined };
+}
+
+function readBuild(text: string): ReadDocument[] | undefined {
   try {
-    // Values only (the direct reader's, src/yaml/documents.ts): no syntax tree of the build is made for this.
-    for (const doc of readDocuments(annotated, {
-      file: 'the kustomize build',
-      maxDocuments: Number.POSITIVE_INFINITY,
-    })) {
-      if ('value' in doc) readOrigin(doc.value, origins);
-    }
+    return [...readDocuments(text, { file: 'the kustomize build', maxDocuments: Number.POSITIVE_INFINITY })];
   } catch (error) {
-    // Past a limit: no origins; render refuses the same text, naming it.
     if (!(error instanceof YamlLimitError)) throw error;
-    origins.clear();
+    return undefined;
   }
-  return origins;
+}
+
+/**
+ * The text of a build made with `buildMetadata: [originAnnotations]` as the same build without it prints it: each
+ * `config.kubernetes.io/origin` annotation taken out, with its `annotations:` when it was the only one. Undefined
+ * when the result cannot be shown to hold exactly the annotated build's objects less those annotations (read both
+ * and compared): a block scalar of the user's that looks like the annotation is never cut.
+ */
+export function withoutOrigins(
+  annotated: string,
+  before: ReadDocument[] | undefined = readBuild(annotated),
+): string | undefined {
+  const lines = annotated.split('\n');
+  const kept: string[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i] as string;
+    const m = ORIGIN_LINE.exec(line);
+    if (!m) {
+      kept.push(line);
+      continue;
+    }
+    const indent = (m[1] as string).length;
+    while (i + 1 < lines.length && indentOf(lines[i + 1] as string) > indent) i++;
+    // `annotations:` left with nothing under it was made for the origin alone.
+    const previous = kept[kept.length - 1] ?? '';
+    const next = lines[i + 1] ?? '';
+    if (previous.trim() === 'annotations:' && indentOf(previous) < indent && indentOf(next) < indent)
+      kept.pop();
+  }
+  const plain = kept.join('\n');
+  let after: ReadDocument[] | undefined;
+  try {
+    after = readBuild(plain);
+  } catch {
+    return undefined;
+  }
+  if (!before || !after || before.length !== after.length) return undefined;
+  for (const [i, doc] of before.entries()) {
+    const other = after[i] as ReadDocument;
+    if ('value' in doc !== 'value' in other) return undefined;
+    const expected = 'value' in doc ? unannotated(doc.value) : undefined;
+    if ('value' in other && !isDeepStrictEqual(other.value, expected)) return undefined;
+  }
+  return plain;
+}
+
+const ORIGIN_LINE = /^( +)config\.kubernetes\.io\/origin: [|>][-+]?$/;
+
+/** A line's indentation; an empty line's counts as deeper than any (it continues a block). */
+function indentOf(line: string): number {
+  const text = line.trimStart();
+  return text === '' ? Number.POSITIVE_INFINITY : line.length - text.length;
+}
+
+/** An object as the build without origin annotations has it. */
+function unannotated(value: unknown): unknown {
+  const metadata = (value as { metadata?: { annotations?: Record<string, unknown> } } | null)?.metadata;
+  const annotations = metadata?.annotations;
+  if (typeof annotations !== 'object' || annotations === null || !(ORIGIN_ANNOTATION in annotations))
+    return value;
+  const { [ORIGIN_ANNOTATION]: _, ...rest } = annotations;
+  const { annotations: __, ...others } = metadata as Record<string, unknown>;
+  return {
+    ...(value as object),
+    metadata: Object.keys(rest).length > 0 ? { ...others, annotations: rest } : others,
+  };
 }
 
 function readOrigin(object: unknown, origins: Map<string, KustomizeOrigin>): void {

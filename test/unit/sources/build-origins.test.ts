@@ -17,6 +17,7 @@ import {
   readOrigins,
   type SourcePlace,
   treeCandidates,
+  withoutOrigins,
 } from '../../../src/sources/build/origins.ts';
 import { runToolWithWarnings, toolWarnings } from '../../../src/sources/build/tool.ts';
 
@@ -310,6 +311,35 @@ metadata:
         { path: 'extra.yaml' },
       ],
     ]);
+  });
+});
+
+describe('kustomize origins: the build without its annotations', () => {
+  const object = (annotations: string, data = '') =>
+    `apiVersion: v1\nkind: ConfigMap\n${data}metadata:\n${annotations}  name: a\n`;
+  const origin = '    config.kubernetes.io/origin: |\n      path: ../app/a.yaml\n';
+
+  it('takes out each origin annotation, and its annotations when it was the only one', () => {
+    const own = '    a-first: |\n      multi\n      line\n';
+    const annotated = [
+      object(`  annotations:\n${origin}`),
+      object(`  annotations:\n${own}${origin}    z-last: "1"\n`),
+      'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: plain\n',
+    ].join('---\n');
+    expect(withoutOrigins(annotated)).toBe(
+      [
+        object(''),
+        object(`  annotations:\n${own}    z-last: "1"\n`),
+        'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: plain\n',
+      ].join('---\n'),
+    );
+  });
+
+  it('cuts nothing of a value that reads like the annotation: it cannot be shown equal', () => {
+    const data =
+      'data:\n  looks-like: |\n    config.kubernetes.io/origin: |\n      path: x.yaml\n    after: kept\n';
+    expect(withoutOrigins(object(`  annotations:\n${origin}`, data))).toBeUndefined();
+    expect(withoutOrigins(object('', data))).toBeUndefined();
   });
 });
 

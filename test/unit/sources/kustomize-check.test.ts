@@ -29,12 +29,12 @@ async function tree(files: Record<string, string>): Promise<string> {
 
 async function checkGit(root: string, label: string, allowRemoteBases = false): Promise<string[]> {
   const t: KustomizeTree = { root, insideRoot: true };
-  return checkReach(t, await readKustomization(t, label), { allowRemoteBases });
+  return (await checkReach(t, await readKustomization(t, label), { allowRemoteBases })).folders;
 }
 
 async function checkLocal(path: string): Promise<string[]> {
   const t: KustomizeTree = { root: '', insideRoot: false };
-  return checkReach(t, await readKustomization(t, path), {});
+  return (await checkReach(t, await readKustomization(t, path), {})).folders;
 }
 
 const cm = 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n';
