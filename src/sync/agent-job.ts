@@ -1,7 +1,8 @@
 // One decided sync of the agent, as the queue runs it (agent.ts decides it, queue.ts runs it): the replica's claim,
-// the manifests read, the holds met before anything is written (the rollout step, the deployments it depends on),
-// then the sync itself (sync-deployment.ts), and the `mooring reconcile` requests it answers. Each stage is a named
-// function; the job's state (the requests it answers, the commit whose pending status a hold left) is in one place.
+// the holds met before anything is read or written (the rollout step, the deployments it depends on), the manifests
+// read, then the sync itself (sync-deployment.ts), and the `mooring reconcile` requests it answers. Each stage is a
+// named function; the job's state (the requests it answers, the commit whose pending status a hold left) is in one
+// place.
 import { append } from '../arrays.ts';
 import type { Logger } from '../contract.ts';
 import { classify, errorMessage } from '../errors.ts';
@@ -287,9 +288,8 @@ export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned):
           log.info({ release: fence.release }, 'a new commit or image lifts the rollback fence');
           await ctx.ledger().setFence(d.spec.name, undefined);
         }
-        const read = await readFiles();
-        if (!('files' in read)) return read;
-        // The holds (GATES), unless a drift pass: it only restores what runs.
+        // The holds (GATES), unless a drift pass: it only restores what runs. Met before the manifests are read: a
+        // held sync is looked at again every few seconds, and a chart is not rendered each time.
         for (const gate of trigger === 'drift' ? [] : GATES) {
           const met = await gate(ctx, d, revision);
           if (met && 'hold' in met) return await holdFor(met.hold, met.rollout);
@@ -302,6 +302,8 @@ export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned):
             };
           }
         }
+        const read = await readFiles();
+        if (!('files' in read)) return read;
         await clearHold(holds(), d);
         waitedOn = undefined;
         return await sync(read.files, read.filesError, signal, releaseSlot);

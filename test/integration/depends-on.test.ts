@@ -1,6 +1,8 @@
 // dependsOn between deployments, in the agent on the test bed: a deployment waits while the deployment it needs
 // syncs, is held (and says so, in its commit status and `mooring status`) while that one's last sync failed, and
 // syncs after it once a commit fixes it; the status of the commit it never deployed gets its end.
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
@@ -14,6 +16,8 @@ import {
   kubeConfig,
   mooring,
   startGitAgent,
+  tempDir,
+  testbed,
   useNamespace,
 } from './helpers.ts';
 
@@ -105,6 +109,57 @@ describe('dependsOn', () => {
       ).toEqual([]);
     } finally {
       api.close();
+      await agent.stop();
+    }
+  });
+
+  it('renders a held chart only once its dependency lets it sync', async () => {
+    // helm as the agent finds it (MOORING_HELM), counting its runs.
+    const dir = await tempDir('depends-helm-');
+    const log = join(dir, 'runs.log');
+    const shim = join(dir, 'helm');
+    await writeFile(shim, `#!/bin/sh\necho run >> '${log}'\nexec '${testbed().tools.helm}' "$@"\n`, {
+      mode: 0o755,
+    });
+    const runs = async () => (await readFile(log, 'utf8').catch(() => '')).split('\n').filter(Boolean).length;
+    const before = process.env.MOORING_HELM;
+    process.env.MOORING_HELM = shim;
+    const { repo, receiver, first, agent } = await startGitAgent({
+      repo: `depends-chart-${Date.now().toString(36)}/fleet`,
+      files: {
+        'infra/ingress.yaml': infra('never-ready'),
+        'app/Chart.yaml': 'apiVersion: v2\nname: app\nversion: 0.1.0\n',
+        'app/templates/settings.yaml':
+          'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-settings}\ndata: {v: {{ .Values.v | quote }}}\n',
+        'app/values.yaml': 'v: one\n',
+      },
+      source: { name: 'fleet' },
+      cluster: { namespace: agentNs() },
+      deployments: [
+        // Names of their own: the agent's namespace holds the ledgers of the test above.
+        { name: 'edge', namespace: ns(), paths: ['infra'], stability: { timeout: '8s' } },
+        { name: 'site', namespace: ns(), helm: { chart: 'app' }, dependsOn: ['edge'] },
+      ],
+      start: { level: 'info' },
+    });
+    try {
+      // Waiting while edge syncs and fails (looked at again every few seconds): never rendered.
+      await eventually('edge fails', async () => receiver.ended(first, 'edge'), 60_000);
+      expect(
+        receiver
+          .statuses()
+          .some((s) => s.sha === first && s.context.endsWith('site') && s.description === 'Waiting for edge'),
+      ).toBe(true);
+      expect(await runs()).toBe(0);
+      // Once edge is fixed, the site is rendered and synced.
+      const fixed = await repo.commit({ 'infra/ingress.yaml': infra('ready') });
+      expect((await eventually('site stable', async () => receiver.ended(fixed, 'site'), 60_000)).state).toBe(
+        'success',
+      );
+      expect(await runs()).toBeGreaterThan(0);
+    } finally {
+      if (before === undefined) delete process.env.MOORING_HELM;
+      else process.env.MOORING_HELM = before;
       await agent.stop();
     }
   });
