@@ -192,6 +192,19 @@ export class ClusterCache {
     return undefined;
   }
 
+  /**
+   * As resourceVersion, and null when a watch of the type and namespace has listed it and the object is not there:
+   * known absent (as fresh as the watch).
+   */
+  watchedVersion(info: ResourceInfo, namespace: string | undefined, name: string): string | null | undefined {
+    const version = this.resourceVersion(info, namespace, name);
+    if (version !== undefined) return version;
+    const listed = [true, false].some(
+      (m) => this.informers.get(this.key(info, namespace, m))?.listed === true,
+    );
+    return listed ? null : undefined;
+  }
+
   /** Restarts every watch from `resourceVersion` (see Informer.rewatch); full lists done so far. */
   rewatch(resourceVersion?: string): void {
     for (const informer of this.informers.values()) informer.rewatch(resourceVersion);

@@ -80,9 +80,9 @@ const MAX_DELAY_MS = 1_000;
  * watch of that namespace's ConfigMaps holds now, when the process watches it.
  */
 class KnownCopies {
-  private readonly copies = new Map<string, { cm: ConfigMap; bytes: number }>();
+  private readonly copies = new Map<string, { cm: ConfigMap; bytes: number; behind: readonly string[] }>();
   private bytes = 0;
-  readonly watched = new Map<string, (name: string) => string | undefined>();
+  readonly watched = new Map<string, (name: string) => WatchedVersion>();
   private readonly limit: number;
 
   constructor(limit: number) {
@@ -97,13 +97,21 @@ class KnownCopies {
     return entry.cm;
   }
 
-  set(key: string, cm: ConfigMap): void {
+  /**
+   * For a copy this process wrote: what a watch that has not seen the write yet may still hold (what it held just
+   * before, and the versions the write replaced); none for a copy read.
+   */
+  behind(key: string): readonly string[] {
+    return this.copies.get(key)?.behind ?? [];
+  }
+
+  set(key: string, cm: ConfigMap, behind: readonly string[] = []): void {
     this.delete(key);
     let bytes = 256;
     for (const [k, v] of Object.entries(cm.data ?? {})) bytes += k.length + v.length;
     for (const [k, v] of Object.entries(cm.metadata.annotations ?? {})) bytes += k.length + v.length;
     if (bytes > this.limit / 4) return;
-    this.copies.set(key, { cm, bytes });
+    this.copies.set(key, { cm, bytes, behind });
     this.bytes += bytes;
     for (const [oldest, entry] of this.copies) {
       if (this.bytes <= this.limit) break;
@@ -119,6 +127,15 @@ class KnownCopies {
     this.bytes -= entry.bytes;
   }
 }
+
+/**
+ * What a watch of a namespace's ConfigMaps holds of one: its resourceVersion, null when the watch has listed the
+ * namespace and the ConfigMap is not there, undefined when no listed watch can tell.
+ */
+export type WatchedVersion = string | null | undefined;
+
+/** At most this many versions a watch may lag by are kept per copy (a burst of writes of one ConfigMap). */
+const MAX_BEHIND = 8;
 
 const knownByClient = new WeakMap<KubeApi, KnownCopies>();
 
@@ -140,7 +157,9 @@ export class StateStore {
    * The ConfigMaps known to this process (KnownCopies), as the server answered their last read or write: the next
    * change of one starts from that copy and writes with its resourceVersion, with no read first. A copy gone stale
    * (another writer) is refused with 409, and the change is applied again to a fresh read. A read is answered from
-   * the copy only while a watch of the namespace holds the same resourceVersion (watchVersions).
+   * the copy only while a watch of the namespace holds the same resourceVersion (watchVersions), or one its own
+   * write replaced (read your writes); one the listed watch does not hold, and of which no copy is known, is absent
+   * (docs/state.md).
    */
   private readonly shared: KnownCopies;
 
@@ -158,7 +177,7 @@ export class StateStore {
    * copy is then as fresh as the watch (milliseconds behind a write by another process); every write still carries
    * its resourceVersion, so a decision taken on a copy a moment old never overwrites what it did not see.
    */
-  static watchVersions(api: KubeApi, namespace: string, version: (name: string) => string | undefined): void {
+  static watchVersions(api: KubeApi, namespace: string, version: (name: string) => WatchedVersion): void {
     knownFor(api).watched.set(namespace, version);
   }
 
@@ -166,11 +185,28 @@ export class StateStore {
     return `${this.namespace}/${name}`;
   }
 
-  /** The remembered copy, when the namespace's watch says it is the current version. */
+  private watchedVersion(name: string): WatchedVersion {
+    return this.shared.watched.get(this.namespace)?.(name);
+  }
+
+  /**
+   * The remembered copy, when the namespace's watch says it is the current version, or (read your writes) when this
+   * process wrote it and the watch has not moved since: it still holds what it held before the write.
+   */
   private confirmed(name: string): ConfigMap | undefined {
-    const copy = this.shared.get(this.keyOf(name));
-    const version = this.shared.watched.get(this.namespace)?.(name);
-    return copy && version !== undefined && copy.metadata.resourceVersion === version ? copy : undefined;
+    const key = this.keyOf(name);
+    const copy = this.shared.get(key);
+    const version = this.watchedVersion(name);
+    if (!copy || version === undefined) return undefined;
+    return copy.metadata.resourceVersion === version ||
+      (version !== null && this.shared.behind(key).includes(version))
+      ? copy
+      : undefined;
+  }
+
+  /** Whether the namespace's watch has listed it and the ConfigMap is not there, and this process knows no copy. */
+  private knownAbsent(name: string): boolean {
+    return this.watchedVersion(name) === null && this.shared.get(this.keyOf(name)) === undefined;
   }
 
   private path(name?: string): string {
@@ -192,7 +228,7 @@ export class StateStore {
   /** The ConfigMap's content; undefined when it does not exist. */
   async read(name: string, action: string): Promise<StateMap | undefined> {
     try {
-      const cm = this.confirmed(name) ?? (await this.get(name));
+      const cm = this.confirmed(name) ?? (this.knownAbsent(name) ? undefined : await this.get(name));
       return cm && contentOf(cm);
     } catch (error) {
       throw describeKubeError(error, action);
@@ -229,17 +265,27 @@ export class StateStore {
       try {
         const remembered = attempt === 0 ? this.shared.get(this.keyOf(name)) : undefined;
         const confirmed = remembered !== undefined && this.confirmed(name) === remembered;
+        // Known absent: created with no read first (another writer's create meanwhile is a 409, then a read).
+        const absent = attempt === 0 && this.knownAbsent(name);
+        const known = this.shared.behind(this.keyOf(name));
         this.shared.delete(this.keyOf(name));
-        const current = remembered ?? (await this.get(name));
+        const current = remembered ?? (absent ? undefined : await this.get(name));
         // A write whose answer was lost, then repeated by the client, is refused as stale although it landed:
         // what is stored is exactly what was written, and the change is not applied twice.
         if (current && tried && sameContent(contentOf(current), tried)) return tried;
         const next = change(current && contentOf(current));
         // Nothing to write is a verdict on what is stored now: a remembered copy is read afresh first.
         if (next === undefined && remembered && !confirmed) continue;
-        if (next === undefined && remembered) this.remember(remembered);
+        if (next === undefined && remembered) this.remember(remembered, known);
         if (next === undefined) return current && contentOf(current);
-        lost = current ? await this.replace(current, next, options) : await this.create(name, next, options);
+        // What a watch that has not seen this write may hold: read-your-writes for the copy it leaves (confirmed).
+        // Never "absent": after a create, the watch shows absent again only once the ConfigMap is deleted.
+        const behind = [this.watchedVersion(name), current?.metadata.resourceVersion, ...known]
+          .filter((v): v is string => typeof v === 'string')
+          .slice(0, MAX_BEHIND);
+        lost = current
+          ? await this.replace(current, next, options, behind)
+          : await this.create(name, next, options, behind);
         if (lost === undefined) return { data: { ...next.data }, annotations: { ...next.annotations } };
         tried = next;
       } catch (error) {
@@ -253,7 +299,12 @@ export class StateStore {
   }
 
   /** Writes `next` over the object as read, with its resourceVersion; the refusal when it changed meanwhile. */
-  private async replace(current: ConfigMap, next: StateMap, options: StateUpdateOptions): Promise<unknown> {
+  private async replace(
+    current: ConfigMap,
+    next: StateMap,
+    options: StateUpdateOptions,
+    behind: readonly string[],
+  ): Promise<unknown> {
     const path = this.path(current.metadata.name);
     const body: ConfigMap = {
       ...current,
@@ -281,9 +332,10 @@ export class StateStore {
             body: patch,
             contentType: 'application/merge-patch+json',
           }),
+          behind,
         );
       } else {
-        this.remember(await this.api.request<ConfigMap>('PUT', path, { body }));
+        this.remember(await this.api.request<ConfigMap>('PUT', path, { body }), behind);
       }
       return undefined;
     } catch (error) {
@@ -293,15 +345,24 @@ export class StateStore {
     }
   }
 
-  /** Keeps the server's answer to a read or a write as the starting point of the next change of that ConfigMap. */
-  private remember(written: ConfigMap | undefined): void {
+  /**
+   * Keeps the server's answer to a read or a write as the starting point of the next change of that ConfigMap; for
+   * a write, with the versions a watch that has not seen it may hold (`behind`), so that the copy answers reads until
+   * the watch moves past them.
+   */
+  private remember(written: ConfigMap | undefined, behind: readonly string[] = []): void {
     const name = written?.metadata?.name;
     if (!written || !name || !written.metadata.resourceVersion) return;
-    this.shared.set(this.keyOf(name), written);
+    this.shared.set(this.keyOf(name), written, behind);
   }
 
   /** Creates the ConfigMap; the refusal when another writer created it first. */
-  private async create(name: string, next: StateMap, options: StateUpdateOptions): Promise<unknown> {
+  private async create(
+    name: string,
+    next: StateMap,
+    options: StateUpdateOptions,
+    behind: readonly string[],
+  ): Promise<unknown> {
     const body: ConfigMap = {
       apiVersion: 'v1',
       kind: 'ConfigMap',
@@ -310,7 +371,7 @@ export class StateStore {
     };
     for (let first = true; ; first = false) {
       try {
-        this.remember(await this.api.request<ConfigMap>('POST', this.path(), { body }));
+        this.remember(await this.api.request<ConfigMap>('POST', this.path(), { body }), behind);
         return undefined;
       } catch (error) {
         if (statusCode(error) === 409) return error;

@@ -171,11 +171,12 @@ export class Agent {
     await ensureNamespace(api, config.cluster.namespace);
     await this.control.start();
     // The control map's watch holds every ConfigMap of the agent's namespace (metadata only): a ledger or inventory
-    // read whose remembered copy is at the watched version sends no request (src/kube/state-store.ts).
+    // read whose remembered copy is at the watched version, or that the watch knows absent, sends no request
+    // (src/kube/state-store.ts).
     const cache = this.deps.cache;
     const namespace = config.cluster.namespace;
     if (cache)
-      StateStore.watchVersions(api, namespace, (name) => cache.resourceVersion(CONFIGMAPS, namespace, name));
+      StateStore.watchVersions(api, namespace, (name) => cache.watchedVersion(CONFIGMAPS, namespace, name));
     this.stops.push(() => this.control.stop());
     for (const spec of config.deployments) {
       const data = await this.ledger.read(spec.name);

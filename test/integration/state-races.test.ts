@@ -55,9 +55,9 @@ const CONFIGMAP_INFO = {
 } as const;
 
 /** Reads until the store answers `n` (the watch catches up within a moment). */
-async function eventuallyRead(store: StateStore, n: string): Promise<void> {
+async function eventuallyRead(store: StateStore, n: string, name = 'watched'): Promise<void> {
   for (let i = 0; i < 100; i++) {
-    if ((await store.read('watched', 'read'))?.data.n === n) return;
+    if ((await store.read(name, 'read'))?.data.n === n) return;
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`never read n=${n}`);
@@ -393,6 +393,61 @@ describe('StateStore retry on conflict', () => {
       const gets = a.gets;
       expect((await store.read('watched', 'read'))?.data).toEqual({ n: '2' });
       await watched('2');
+      expect(a.gets - gets).toBeLessThanOrEqual(1);
+    } finally {
+      controller.abort();
+      cache.close();
+    }
+  });
+
+  it('reads what it wrote and what the watch knows absent without a request; another writer is still read', async () => {
+    const [a, b] = clients();
+    const namespace = ns();
+    const cache = new ClusterCache(a);
+    const controller = new AbortController();
+    try {
+      void cache.subscribe(CONFIGMAP_INFO, namespace, 'any', () => undefined, controller.signal, {
+        metadataOnly: true,
+      }).done;
+      StateStore.watchVersions(a, namespace, (name) => cache.watchedVersion(CONFIGMAP_INFO, namespace, name));
+      const store = new StateStore(a, namespace);
+      const other = new StateStore(b, namespace);
+      for (let i = 0; i < 100 && cache.watchedVersion(CONFIGMAP_INFO, namespace, 'missing') !== null; i++)
+        await new Promise((r) => setTimeout(r, 50));
+      // Listed and not there: read and created with no read first.
+      let gets = a.gets;
+      expect(await store.read('missing', 'read')).toBeUndefined();
+      await store.update('fresh', () => ({ data: { n: '1' }, annotations: {} }), {
+        action: 'create',
+        labels,
+      });
+      // Its own writes, read back at once (the watch may not have seen them yet): the copy, with no request once the
+      // watch has seen it exist (a create is read once if read before that).
+      expect((await store.read('fresh', 'read'))?.data).toEqual({ n: '1' });
+      await store.update('fresh', (now) => ({ data: { n: `${Number(now?.data.n) + 1}` }, annotations: {} }), {
+        action: 'again',
+        labels,
+      });
+      expect((await store.read('fresh', 'read'))?.data).toEqual({ n: '2' });
+      expect((await store.read('fresh', 'read'))?.data).toEqual({ n: '2' });
+      expect(a.gets - gets).toBeLessThanOrEqual(1);
+      // Another client creates one and changes this one: once the watch holds them, each is read as written.
+      await other.update('theirs', () => ({ data: { n: 'b' }, annotations: {} }), {
+        action: 'theirs',
+        labels,
+      });
+      await other.update('fresh', () => ({ data: { n: 'b' }, annotations: {} }), {
+        action: 'theirs',
+        labels,
+      });
+      await eventuallyRead(store, 'b', 'fresh');
+      await eventuallyRead(store, 'b', 'theirs');
+      // What another client deleted reads as gone once the watch says so.
+      await b.request('DELETE', `/api/v1/namespaces/${namespace}/configmaps/theirs`);
+      for (let i = 0; i < 100 && cache.watchedVersion(CONFIGMAP_INFO, namespace, 'theirs') !== null; i++)
+        await new Promise((r) => setTimeout(r, 50));
+      gets = a.gets;
+      expect(await store.read('theirs', 'read')).toBeUndefined();
       expect(a.gets - gets).toBeLessThanOrEqual(1);
     } finally {
       controller.abort();
