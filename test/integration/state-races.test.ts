@@ -63,6 +63,25 @@ async function eventuallyRead(store: StateStore, n: string, name = 'watched'): P
   throw new Error(`never read n=${n}`);
 }
 
+/**
+ * Two clients, and on the first, as the agent has it, a metadata watch of the namespace's ConfigMaps that tells its
+ * stores which version of each is current (StateStore.watchVersions).
+ */
+function watchedClients(namespace: string) {
+  const [a, b] = clients();
+  const cache = new ClusterCache(a);
+  const controller = new AbortController();
+  void cache.subscribe(CONFIGMAP_INFO, namespace, 'any', () => undefined, controller.signal, {
+    metadataOnly: true,
+  }).done;
+  StateStore.watchVersions(a, namespace, (name) => cache.watchedVersion(CONFIGMAP_INFO, namespace, name));
+  const close = () => {
+    controller.abort();
+    cache.close();
+  };
+  return { a, b, namespace, cache, close };
+}
+
 function clients(): [CountingApi, CountingApi] {
   return [new CountingApi(clusterConfig()), new CountingApi(clusterConfig())];
 }
@@ -354,18 +373,8 @@ describe('StateStore retry on conflict', () => {
   });
 
   it('answers a read from its copy only while a watch holds that version; another writer’s change is read', async () => {
-    const [a, b] = clients();
-    const namespace = ns();
-    const cache = new ClusterCache(a);
-    const controller = new AbortController();
+    const { a, b, namespace, close } = watchedClients(ns());
     try {
-      // As the agent does: a metadata watch of the namespace's ConfigMaps says which version is current.
-      void cache.subscribe(CONFIGMAP_INFO, namespace, 'any', () => undefined, controller.signal, {
-        metadataOnly: true,
-      }).done;
-      StateStore.watchVersions(a, namespace, (name) =>
-        cache.resourceVersion(CONFIGMAP_INFO, namespace, name),
-      );
       const store = new StateStore(a, namespace);
       const other = new StateStore(b, namespace);
       await store.update('watched', () => ({ data: { n: '1' }, annotations: {} }), {
@@ -395,21 +404,13 @@ describe('StateStore retry on conflict', () => {
       await watched('2');
       expect(a.gets - gets).toBeLessThanOrEqual(1);
     } finally {
-      controller.abort();
-      cache.close();
+      close();
     }
   });
 
   it('reads what it wrote and what the watch knows absent without a request; another writer is still read', async () => {
-    const [a, b] = clients();
-    const namespace = ns();
-    const cache = new ClusterCache(a);
-    const controller = new AbortController();
+    const { a, b, namespace, cache, close } = watchedClients(ns());
     try {
-      void cache.subscribe(CONFIGMAP_INFO, namespace, 'any', () => undefined, controller.signal, {
-        metadataOnly: true,
-      }).done;
-      StateStore.watchVersions(a, namespace, (name) => cache.watchedVersion(CONFIGMAP_INFO, namespace, name));
       const store = new StateStore(a, namespace);
       const other = new StateStore(b, namespace);
       for (let i = 0; i < 100 && cache.watchedVersion(CONFIGMAP_INFO, namespace, 'missing') !== null; i++)
@@ -450,8 +451,7 @@ describe('StateStore retry on conflict', () => {
       expect(await store.read('theirs', 'read')).toBeUndefined();
       expect(a.gets - gets).toBeLessThanOrEqual(1);
     } finally {
-      controller.abort();
-      cache.close();
+      close();
     }
   });
 
