@@ -12,6 +12,7 @@
 import { readFile, realpath, stat } from 'node:fs/promises';
 import { dirname, posix, relative, resolve, sep } from 'node:path';
 import { StalledError } from '../../errors.ts';
+import { isObject } from '../../render/manifest.ts';
 import { parseYaml, parseYamlDocuments, toValue } from '../../yaml/parse.ts';
 import {
   classifyPath,
@@ -173,9 +174,6 @@ interface Walking {
   plugins: boolean;
 }
 
-const isRecord = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
-
 /** What a build of one kustomization reaches. */
 export interface Reach {
   /** The folders of the kustomizations reached (what a decrypted copy must hold). */
@@ -261,7 +259,7 @@ export async function checkReach(
 
   while (queue.length > 0) {
     const { k, plugins } = queue.shift() as Walking;
-    if (isRecord(k.doc) && k.doc.buildMetadata !== undefined) buildMetadata = true;
+    if (isObject(k.doc) && k.doc.buildMetadata !== undefined) buildMetadata = true;
     for (const entry of kustomizationEntries(k.doc)) {
       const found = await check(k.label, k.folder, entry);
       if (!found || (entry.kind !== 'base' && entry.kind !== 'plugin')) continue;

@@ -20,7 +20,7 @@ import { posix } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { type Document, isMap, isNode, isScalar, isSeq, type Node } from 'yaml';
 import { maxOf } from '../../arrays.ts';
-import type { Origin } from '../../render/manifest.ts';
+import { isObject, type Origin } from '../../render/manifest.ts';
 import type { WrittenAt } from '../../render/parse.ts';
 import { type Place, type ReadDocument, readDocuments } from '../../yaml/documents.ts';
 import { YamlLimitError } from '../../yaml/errors.ts';
@@ -330,7 +330,7 @@ export function candidatesIn(source: string): Candidate[] {
     if ('empty' in doc) continue;
     if (!('value' in doc)) return treeCandidates(source);
     const root = doc.value;
-    if (!isRecord(root)) continue;
+    if (!isObject(root)) continue;
     if (index === 0 && Object.values(GENERATOR_FIELDS).some((field) => Array.isArray(root[field])))
       return treeCandidates(source);
     const items = root.items;
@@ -338,7 +338,7 @@ export function candidatesIn(source: string): Candidate[] {
       if (doc.items?.length !== items.length) return treeCandidates(source);
       for (const [i, item] of items.entries()) {
         const at = doc.items[i];
-        if (isRecord(item) && at)
+        if (isObject(item) && at)
           candidates.push({
             at: { line: at.line, column: at.column },
             doc: index,
@@ -351,16 +351,13 @@ export function candidatesIn(source: string): Candidate[] {
   return candidates;
 }
 
-const isRecord = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
-
 /** A scalar as the syntax tree's `String(value)` gives it; '' for a collection or nothing. */
 const text = (v: unknown): string =>
   v === null || ['string', 'number', 'boolean', 'bigint'].includes(typeof v) ? String(v) : '';
 
 const named = (object: Record<string, unknown>): { kind: string; name: string } => ({
   kind: text(object.kind),
-  name: isRecord(object.metadata) ? text(object.metadata.name) : '',
+  name: isObject(object.metadata) ? text(object.metadata.name) : '',
 });
 
 /** candidatesIn from the file's syntax tree. */
