@@ -7,7 +7,7 @@
 // threshold let the native memory of a burst (connections, zlib streams) go back to the system once it is over
 // (docs/memory.md).
 //
-// This file imports nothing before it has checked the Node version: the dependencies (undici, chokidar) fail
+// This file imports nothing before it has checked the Node version: the dependencies (isomorphic-git, chokidar) fail
 // deep inside on an older Node, so an unsupported one is named here, with the version needed, and exit code 1.
 import { unsupportedNode } from './node-version.ts';
 

@@ -3,10 +3,10 @@
 // TransientError; an answer is returned as it is, and httpFailure() says what a refusal means: a rate limit or an
 // unavailable server with a delay it asked for is a WaitingError, 408/429/5xx otherwise TransientError, any other
 // refusal StalledError (a retry cannot help). Retrying is the caller's: it knows its budget.
-// Requests go through the one fetch of fetch.ts (the Git transport's too, with a caFile's trust); the registry
-// client, which must keep a blob's bytes as sent, sends through node:https and reads its answers with the same
-// httpVerdict().
+// Requests go through the one outbound client (fetch.ts; the Git transport's and the registry client's too); the
+// registry client reads its answers with the same httpVerdict().
 import { type MooringError, StalledError, type Subject, TransientError, WaitingError } from '../errors.ts';
+import { type Fetch, fetchFor } from './fetch.ts';
 import { fetchHeaders, type HeaderReader, MAX_SERVER_DELAY_MS, serverDelayMs } from './retry-after.ts';
 
 /** An answer's body is read up to this by default: enough for any error message or small JSON document. */
@@ -32,8 +32,11 @@ export interface OutboundRequest {
   /** How the request is named in errors (`POST https://api.github.com/repos/o/r/statuses`): no secret in it. */
   what: string;
   subject?: Subject | undefined;
-  fetch?: typeof fetch | undefined;
+  /** The client the request goes through: the one outbound client (fetch.ts) unless given. */
+  fetch?: Fetch | undefined;
 }
+
+const outbound = fetchFor();
 
 export interface OutboundResponse {
   status: number;
@@ -55,7 +58,7 @@ export async function sendBounded(request: OutboundRequest): Promise<OutboundRes
   for (let hop = 0; ; hop++) {
     let response: Response;
     try {
-      response = await (request.fetch ?? fetch)(url, {
+      response = await (request.fetch ?? outbound)(url, {
         method,
         ...(request.headers ? { headers: request.headers } : {}),
         ...(body !== undefined ? { body } : {}),

@@ -8,6 +8,7 @@ import type { MooringConfig } from '../config/schema.ts';
 import { readSecret } from '../config/secret.ts';
 import type { DeployReport, Logger, Release, SyncReporter, SyncRequest } from '../contract.ts';
 import { classify, errorMessage, MooringError, TransientError } from '../errors.ts';
+import type { Fetch } from '../http/fetch.ts';
 import { httpFailure, safeEndpoint, sendBounded } from '../http/request.ts';
 import { decryptedValues, redactSecret } from '../render/redact.ts';
 
@@ -67,7 +68,7 @@ const AUDIT_BACKOFF_MS = 500;
 const AUDIT_MAX_WAIT_MS = 5_000;
 
 export interface AuditLogOptions {
-  fetch?: typeof fetch | undefined;
+  fetch?: Fetch | undefined;
   sleep?: ((ms: number) => Promise<void>) | undefined;
 }
 
@@ -75,7 +76,7 @@ export class AuditLog implements SyncReporter {
   private readonly config: MooringConfig;
   private readonly log: Logger;
   private readonly stdout: (line: string) => void;
-  private readonly fetch: typeof fetch | undefined;
+  private readonly fetch: Fetch | undefined;
   private readonly sleep: (ms: number) => Promise<void>;
 
   constructor(

@@ -1,5 +1,6 @@
 // The shapes every forge client shares: commit statuses (each provider and the reporter that drives them) and
 // pull-request comments and descriptions (each client and the previews that drive them).
+import type { Fetch } from '../../http/fetch.ts';
 
 /**
  * What mooring says about a commit; each provider maps it onto its own states. `cancelled`: the sync ended
@@ -37,7 +38,7 @@ export interface CommitStatusProvider {
 
 /** What providers need from the outside world, passed in so that tests can point them at a capturing server. */
 export interface HttpOptions {
-  fetch?: typeof fetch | undefined;
+  fetch?: Fetch | undefined;
   /** Per request; a status is not worth holding a sync for long. */
   timeoutMs?: number | undefined;
   /** Clock for X-RateLimit-Reset, which is an absolute time. */

@@ -128,9 +128,8 @@ export class ChartRepositoryClient {
     return response.body;
   }
 
-  close(): void {
-    this.#http.close();
-  }
+  /** Nothing of its own to close: connections belong to the one outbound client, which closes idle ones. */
+  close(): void {}
 
   #name(chart: string, entry: ChartEntry): string {
     return `chart ${chart} ${entry.version}`;

@@ -1,5 +1,5 @@
-// The HTTP client isomorphic-git talks through: Node's fetch (keep-alive connections, so a poll after the first
-// costs no handshake) with a deadline for the whole operation and a bound on the bytes a server may send.
+// The HTTP client isomorphic-git talks through: the one outbound client's fetch (src/http/fetch.ts; keep-alive
+// connections, so a poll after the first costs no handshake) with a deadline for the whole operation and a bound on the bytes a server may send.
 // isomorphic-git's own clients accept an AbortSignal per request but the library never passes one; this one
 // injects it, so a server that stops answering mid-pack cannot hold a poll forever.
 //
@@ -8,15 +8,14 @@
 // Without it, git's upload-pack answers a shallow fetch (`deepen`) with every object of the new commit even when
 // the client has the previous one: each poll after a one-file change would download the whole tree again.
 //
-// A server on a private CA (`caFile`) is reached through the fetch of src/http/fetch.ts that trusts that CA
-// besides the public roots (one Agent per CA, kept, so connections stay alive across polls).
+// A server on a private CA (`caFile`) is reached through the same client trusting that CA besides the public roots
+// (one Agent per CA, kept, so connections stay alive across polls).
 //
 // A fetch's upload-pack response can be handed to `uploadPack` on its way: the pack is then taken off to disk
 // (pack-receive.ts) before isomorphic-git, which would hold all of it in memory, reads the rest.
 import type { GitHttpRequest, GitHttpResponse, HttpClient } from 'isomorphic-git';
-import webHttp from 'isomorphic-git/http/web';
 import { StalledError } from '../../errors.ts';
-import { fetchFor } from '../../http/fetch.ts';
+import { type Fetch, fetchFor } from '../../http/fetch.ts';
 import { safeUrl } from './errors.ts';
 
 export interface TransportOptions {
@@ -37,7 +36,7 @@ const ADVERTISEMENT_HEAD_BYTES = 64 * 1024;
 export function boundedHttp(options: TransportOptions): HttpClient {
   let received = 0;
   let thinPackOffered = false;
-  const send = options.ca === undefined ? webHttp.request : requestTrusting(options.ca);
+  const send = requestOver(fetchFor(options.ca));
   const count = (url: string, chunk: Uint8Array): void => {
     received += chunk.byteLength;
     if (received > options.maxBytes) {
@@ -147,9 +146,8 @@ async function* observed(
   }
 }
 
-/** isomorphic-git's request over the fetch that trusts `ca` and the public roots (src/http/fetch.ts). */
-function requestTrusting(ca: string): (request: GitHttpRequest) => Promise<GitHttpResponse> {
-  const trusted = fetchFor(ca);
+/** isomorphic-git's request over one outbound fetch (src/http/fetch.ts). */
+function requestOver(trusted: Fetch): (request: GitHttpRequest) => Promise<GitHttpResponse> {
   return async (request) => {
     const method = request.method ?? 'GET';
     const response = await trusted(request.url, {
@@ -164,7 +162,7 @@ function requestTrusting(ca: string): (request: GitHttpRequest) => Promise<GitHt
       headers[key] = value;
     });
     return {
-      url: response.url,
+      url: request.url,
       method,
       statusCode: response.status,
       statusMessage: response.statusText,

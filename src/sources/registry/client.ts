@@ -247,9 +247,8 @@ export class RegistryClient {
     return response.body;
   }
 
-  close(): void {
-    this.#http.close();
-  }
+  /** Nothing of its own to close: connections belong to the one outbound client, which closes idle ones. */
+  close(): void {}
 
   async #manifest(
     repository: string,

@@ -1,13 +1,11 @@
-// The registry client's HTTP layer on node:http/node:https: one request, redirects followed within the origin (or,
-// for a registry's blobs, elsewhere without credentials), the body read into memory up to a limit. Not on fetch
-// (src/http/fetch.ts, which every other outbound request goes through): fetch decodes a Content-Encoding however
-// the request asked, and a chart package or a blob a server labels gzip must keep the bytes its digest names, as
-// helm's own client keeps them. Failures come back as mooring errors: a refused connection is transient, a
-// certificate we cannot verify is for the user to fix.
-import http from 'node:http';
-import https from 'node:https';
-import { rootCertificates } from 'node:tls';
+// The registry client's HTTP layer: one request through the one outbound client (src/http/fetch.ts `exchange`),
+// redirects followed within the origin (or, for a registry's blobs, elsewhere without credentials), the body read
+// into memory up to a limit and kept as sent: a chart package or a blob a server labels gzip must keep the bytes its
+// digest names, as helm's own client keeps them. Failures come back as mooring errors: a refused connection is
+// transient, a certificate we cannot verify is for the user to fix.
+import type http from 'node:http';
 import { StalledError, TransientError } from '../../errors.ts';
+import { exchange } from '../../http/fetch.ts';
 
 export type Method = 'GET' | 'HEAD';
 
@@ -56,22 +54,12 @@ const TLS_CODES = new Set([
   'ERR_TLS_CERT_ALTNAME_INVALID',
 ]);
 
-/** Keeps connections alive between polls; one per registry client, closed with it. */
+/** A registry's or chart repository's requests (connections are kept alive between polls by the one client). */
 export class HttpTransport {
   readonly #options: HttpTransportOptions;
-  readonly #httpAgent: http.Agent;
-  readonly #httpsAgent: https.Agent;
 
   constructor(options: HttpTransportOptions) {
     this.#options = options;
-    this.#httpAgent = new http.Agent({ keepAlive: true, maxSockets: 4 });
-    // `ca` replaces Node's trust store; a registry on a private CA may still send us to a public token
-    // service (or blob storage), so the public roots stay trusted alongside.
-    this.#httpsAgent = new https.Agent({
-      keepAlive: true,
-      maxSockets: 4,
-      ...(options.ca !== undefined ? { ca: [...rootCertificates, options.ca] } : {}),
-    });
   }
 
   /**
@@ -102,11 +90,6 @@ export class HttpTransport {
     }
   }
 
-  close(): void {
-    this.#httpAgent.destroy();
-    this.#httpsAgent.destroy();
-  }
-
   #checkScheme(url: URL): void {
     if (url.protocol === 'https:') return;
     if (url.protocol === 'http:' && this.#options.allowHttp) return;
@@ -115,48 +98,48 @@ export class HttpTransport {
     );
   }
 
-  #once(method: Method, url: URL, headers: Record<string, string>, maxBytes: number): Promise<HttpResponse> {
-    const secure = url.protocol === 'https:';
-    const lib = secure ? https : http;
-    return new Promise((resolve, reject) => {
-      const req = lib.request(url, {
+  async #once(
+    method: Method,
+    url: URL,
+    headers: Record<string, string>,
+    maxBytes: number,
+  ): Promise<HttpResponse> {
+    const timeoutMs = this.#options.timeoutMs;
+    let res: http.IncomingMessage;
+    try {
+      // What comes is taken as sent: a blob or a chart package is checked by the digest of its bytes.
+      res = await exchange({
         method,
-        // Identity, and what comes is taken as sent: a blob or a chart package is checked by the digest of its
-        // bytes, as helm's client takes them (fetch would decode a Content-Encoding the server adds regardless).
+        url,
         headers: { 'User-Agent': 'mooring', 'Accept-Encoding': 'identity', ...headers },
-        agent: secure ? this.#httpsAgent : this.#httpAgent,
-        timeout: this.#options.timeoutMs,
+        idleTimeoutMs: timeoutMs,
+        ca: this.#options.ca,
       });
-      req.on('timeout', () =>
-        req.destroy(
-          new TransientError(`${method} ${safeUrl(url)}: no answer in ${this.#options.timeoutMs} ms`),
-        ),
-      );
-      req.on('error', (error) => reject(networkError(method, url, error)));
-      req.on('response', (res) => {
-        const declared = Number(res.headers['content-length']);
-        if (Number.isFinite(declared) && declared > maxBytes && method !== 'HEAD') {
+    } catch (error) {
+      throw networkError(method, url, error as Error, timeoutMs);
+    }
+    return new Promise((resolve, reject) => {
+      const declared = Number(res.headers['content-length']);
+      if (Number.isFinite(declared) && declared > maxBytes && method !== 'HEAD') {
+        res.destroy();
+        reject(tooLarge(method, url, maxBytes));
+        return;
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > maxBytes) {
           res.destroy();
           reject(tooLarge(method, url, maxBytes));
           return;
         }
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (chunk: Buffer) => {
-          size += chunk.length;
-          if (size > maxBytes) {
-            res.destroy();
-            reject(tooLarge(method, url, maxBytes));
-            return;
-          }
-          chunks.push(chunk);
-        });
-        res.on('error', (error) => reject(networkError(method, url, error)));
-        res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), url }),
-        );
+        chunks.push(chunk);
       });
-      req.end();
+      res.on('error', (error) => reject(networkError(method, url, error, timeoutMs)));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), url }),
+      );
     });
   }
 }
@@ -180,8 +163,11 @@ function tooLarge(method: Method, url: URL, maxBytes: number): StalledError {
   return new StalledError(`${method} ${safeUrl(url)}: the answer is larger than ${maxBytes} bytes`);
 }
 
-function networkError(method: Method, url: URL, error: Error): Error {
+function networkError(method: Method, url: URL, error: Error, timeoutMs: number): Error {
   if (error instanceof TransientError || error instanceof StalledError) return error;
+  if (error.name === 'TimeoutError') {
+    return new TransientError(`${method} ${safeUrl(url)}: no answer in ${timeoutMs} ms`);
+  }
   const code = (error as NodeJS.ErrnoException).code;
   if (code !== undefined && TLS_CODES.has(code)) {
     return new StalledError(

@@ -624,7 +624,7 @@ describe('providerFor', () => {
   // Sends the request the provider built for its real host to the capturing server instead, and notes the URL.
   function rerouted(seen: string[]): HttpOptions {
     return {
-      fetch: (input, init) => {
+      fetch: (input: string | URL, init: RequestInit) => {
         const target = new URL(String(input));
         seen.push(target.href);
         return fetch(`${base}${target.pathname}${target.search}`, init);

@@ -46,32 +46,28 @@ const auth = (http: HttpTransport, origin = 'http://127.0.0.1:5000') =>
 describe('the token realm of a registry', () => {
   it('gets the credentials over plain http only on the registry host', async () => {
     const http = new HttpTransport({ allowHttp: true, timeoutMs: 2000 });
-    try {
-      await withTokenService(async (port, seen) => {
-        const same = await auth(http).answer(
-          challenge(`http://127.0.0.1:${port}/token`),
-          'repository:app:pull',
-          undefined,
-        );
-        expect(same).toBe('Bearer t');
-        expect(seen.map((r) => r.headers.authorization)).toEqual([expect.stringMatching(/^Basic /)]);
-        const other = await auth(http)
-          .answer(challenge(`http://localhost:${port}/token?x=1`), 'repository:app:pull', undefined)
-          .catch((e: unknown) => e);
-        expect(other).toBeInstanceOf(StalledError);
-        expect((other as Error).message).toBe(
-          `authentication failed for 127.0.0.1:5000: its token realm http://localhost:${port}/token is plain http on another host than the registry; credentials are not sent there`,
-        );
-        const withUser = await auth(http)
-          .answer(challenge(`http://me:pw@127.0.0.1:${port}/token`), 'repository:app:pull', undefined)
-          .catch((e: unknown) => e);
-        expect((withUser as Error).message).toMatch(
-          /token realm http:\/\/127\.0\.0\.1:\d+\/token holds credentials/,
-        );
-        expect(seen).toHaveLength(1);
-      });
-    } finally {
-      http.close();
-    }
+    await withTokenService(async (port, seen) => {
+      const same = await auth(http).answer(
+        challenge(`http://127.0.0.1:${port}/token`),
+        'repository:app:pull',
+        undefined,
+      );
+      expect(same).toBe('Bearer t');
+      expect(seen.map((r) => r.headers.authorization)).toEqual([expect.stringMatching(/^Basic /)]);
+      const other = await auth(http)
+        .answer(challenge(`http://localhost:${port}/token?x=1`), 'repository:app:pull', undefined)
+        .catch((e: unknown) => e);
+      expect(other).toBeInstanceOf(StalledError);
+      expect((other as Error).message).toBe(
+        `authentication failed for 127.0.0.1:5000: its token realm http://localhost:${port}/token is plain http on another host than the registry; credentials are not sent there`,
+      );
+      const withUser = await auth(http)
+        .answer(challenge(`http://me:pw@127.0.0.1:${port}/token`), 'repository:app:pull', undefined)
+        .catch((e: unknown) => e);
+      expect((withUser as Error).message).toMatch(
+        /token realm http:\/\/127\.0\.0\.1:\d+\/token holds credentials/,
+      );
+      expect(seen).toHaveLength(1);
+    });
   });
 });
