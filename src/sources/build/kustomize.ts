@@ -41,13 +41,8 @@ import {
   type Reach,
   readKustomization,
 } from './kustomize-check.ts';
-import {
-  annotatedBuild,
-  type KustomizeOrigin,
-  kustomizeWrittenAt,
-  placesOf,
-  type SourcePlace,
-} from './origins.ts';
+import { annotatedBuild, type KustomizeOrigin } from './origin-annotations.ts';
+import { kustomizeWrittenAt, placesOf, type SourcePlace } from './origins.ts';
 import { runToolWithWarnings, type ToolLimits, type ToolRun, toolLimits } from './tool.ts';
 
 export { KUSTOMIZATION_NAMES, type KustomizeTree };

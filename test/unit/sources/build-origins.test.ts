@@ -7,17 +7,19 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ManifestFile, parseManifestFiles } from '../../../src/render/parse.ts';
 import {
+  identityKey,
+  readOriginAnnotation,
+  readOrigins,
+  withoutOrigins,
+} from '../../../src/sources/build/origin-annotations.ts';
+import {
   candidatesIn,
   findObject,
   helmWrittenAt,
-  identityKey,
   kustomizeWrittenAt,
   placesOf,
-  readOriginAnnotation,
-  readOrigins,
   type SourcePlace,
   treeCandidates,
-  withoutOrigins,
 } from '../../../src/sources/build/origins.ts';
 import { runToolWithWarnings, toolWarnings } from '../../../src/sources/build/tool.ts';
 
