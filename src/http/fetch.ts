@@ -122,6 +122,23 @@ function attempt(request: Exchange, mayRetry: boolean): Promise<http.IncomingMes
   });
 }
 
+// Node's codes for a certificate that does not verify: retrying cannot help, a caFile (or a renewed certificate) can.
+const CERTIFICATE_ERRORS = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
+/** Whether a network error's code says the server's certificate does not verify (the user's to fix). */
+export function isCertificateError(code: string | undefined): boolean {
+  return code !== undefined && CERTIFICATE_ERRORS.has(code);
+}
+
 const NULL_BODY = new Set([101, 204, 205, 304]);
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 

@@ -3,6 +3,7 @@
 // repository by a URL stripped of credentials and query, never by what the config wrote.
 import { formatDuration } from '../../config/duration.ts';
 import { MooringError, StalledError, type Subject, TransientError } from '../../errors.ts';
+import { isCertificateError } from '../../http/fetch.ts';
 
 /** The URL as it may appear in messages: no user, password, query or fragment. */
 export function safeUrl(url: string): string {
@@ -18,18 +19,6 @@ export function safeUrl(url: string): string {
     return '<invalid url>';
   }
 }
-
-// Node's codes for a certificate that does not verify: retrying cannot help, a caFile (or a renewed certificate) can.
-const TLS_CODES = new Set([
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'UNABLE_TO_GET_ISSUER_CERT',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'CERT_HAS_EXPIRED',
-  'CERT_NOT_YET_VALID',
-  'ERR_TLS_CERT_ALTNAME_INVALID',
-]);
 
 interface GitLibraryError {
   code?: unknown;
@@ -82,7 +71,7 @@ export function gitNetworkError(
   const cause = error instanceof Error && error.cause instanceof Error ? error.cause : undefined;
   const detail =
     (cause as NodeJS.ErrnoException | undefined)?.code ?? (error instanceof Error ? error.name : 'error');
-  if (TLS_CODES.has(detail)) {
+  if (isCertificateError(detail)) {
     return new StalledError(
       `cannot verify the server's TLS certificate (${detail}); give its CA in caFile`,
       options,

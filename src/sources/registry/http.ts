@@ -5,7 +5,7 @@
 // transient, a certificate we cannot verify is for the user to fix.
 import type http from 'node:http';
 import { StalledError, TransientError } from '../../errors.ts';
-import { exchange } from '../../http/fetch.ts';
+import { exchange, isCertificateError } from '../../http/fetch.ts';
 
 export type Method = 'GET' | 'HEAD';
 
@@ -42,18 +42,6 @@ export interface HttpTransportOptions {
 
 const MAX_REDIRECTS = 5;
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
-// Node's error codes for a certificate that does not verify: retrying cannot help, a caFile can.
-const TLS_CODES = new Set([
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'UNABLE_TO_GET_ISSUER_CERT',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'CERT_HAS_EXPIRED',
-  'CERT_NOT_YET_VALID',
-  'ERR_TLS_CERT_ALTNAME_INVALID',
-]);
-
 /** A registry's or chart repository's requests (connections are kept alive between polls by the one client). */
 export class HttpTransport {
   readonly #options: HttpTransportOptions;
@@ -169,7 +157,7 @@ function networkError(method: Method, url: URL, error: Error, timeoutMs: number)
     return new TransientError(`${method} ${safeUrl(url)}: no answer in ${timeoutMs} ms`);
   }
   const code = (error as NodeJS.ErrnoException).code;
-  if (code !== undefined && TLS_CODES.has(code)) {
+  if (isCertificateError(code)) {
     return new StalledError(
       `cannot verify the TLS certificate of ${url.host} (${code}); give the registry's CA in caFile`,
       { cause: error },
