@@ -260,7 +260,7 @@ describe('mooring run --config (the agent)', () => {
 
   it('puts back what was changed by hand when drift correction is on', async () => {
     const suffix = Date.now().toString(36);
-    await driftAgent(
+    const agent = await driftAgent(
       'drifter',
       `mooring-${suffix}`,
       { 'app.yaml': handChanged('drifter') },
@@ -280,7 +280,7 @@ describe('mooring run --config (the agent)', () => {
       (await releases()).length === 1 ? true : undefined,
     );
     // Several drift passes (one every 2 s) that find nothing to put back record nothing.
-    await new Promise((r) => setTimeout(r, 7000));
+    await agent.more('drift pass ended', 3);
     expect((await releases()).map((r) => r.trigger)).toEqual(['start']);
     const scaled = await kubectl('-n', ns(), 'scale', 'deployment/drifter', '--replicas=3');
     expect(scaled.code, scaled.stderr).toBe(0);
@@ -316,7 +316,8 @@ describe('mooring run --config (the agent)', () => {
     expect(recorded.flatMap((r) => r.drift ?? []).map((d) => d.object)).toContain(
       `Deployment ${ns()}/drifter`,
     );
-    await new Promise((r) => setTimeout(r, 5000));
+    // Passes after the correction find nothing more.
+    await agent.more('drift pass ended', 2);
     expect((await releases()).length).toBe(recorded.length);
     await deleteNamespace(`mooring-${suffix}`);
   });
@@ -477,12 +478,12 @@ stringData: {token: not-a-real-one}
       return lines.length > 0 ? lines : undefined;
     });
     expect(found[0]).toMatchObject({ object: `Deployment ${ns()}/watched`, fields: ['spec.replicas'] });
-    await new Promise((r) => setTimeout(r, 3000));
+    await agent.more('drift pass ended', 2);
     const all = agent.logs().filter((l) => l.msg === 'drift found') as unknown as { object: string }[];
     expect(new Set(all.map((f) => f.object))).toEqual(new Set([`Deployment ${ns()}/watched`]));
     expect(await metric()).toBe('1');
     // Left as it is: several passes later the hand change is still there, and no release was recorded for it.
-    await new Promise((r) => setTimeout(r, 5000));
+    await agent.more('drift pass ended', 2);
     expect(await replicas()).toBe(2);
     const ledger = await ledgerReleases<{ trigger: string }>(`mooring-r-${suffix}`, 'watched');
     expect(ledger.map((r) => r.trigger)).toEqual(['start']);

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import { githubStatusValidator } from '../contract/github-openapi.ts';
 import { assertAlive } from './fault-helpers.ts';
-import { api, ledgerOf, sleep } from './faults-support.ts';
+import { api, ledgerOf } from './faults-support.ts';
 import {
   type AgentProcess,
   configMapManifest,
@@ -168,7 +168,7 @@ describe('mooring reconcile, suspend and resume with a running agent', () => {
     await eventually('the commit noted as held', async () =>
       agent.logs().some((l) => l.msg.startsWith('commit held') && l.commit === held) ? true : undefined,
     );
-    await sleep(3 * POLL_SECONDS * 1000);
+    await agent.morePolls(3);
     expect((await live())?.greeting).toBe('one');
     const statuses = () => receiver.statuses().filter((s) => s.sha === held);
     expect(statuses().map((s) => [s.state, s.description])).toEqual([
@@ -214,7 +214,7 @@ describe('mooring reconcile, suspend and resume with a running agent', () => {
     await eventually('the restarted agent holds the new commit', async () =>
       agent.logs().some((l) => l.msg.startsWith('commit held') && l.commit === held) ? true : undefined,
     );
-    await sleep(3 * POLL_SECONDS * 1000);
+    await agent.morePolls(3);
     expect((await live())?.greeting).toBe('two');
     expect(await suspendedGauge()).toBe('1');
     expect((await mooring('resume', 'web', ...flags())).code).toBe(0);

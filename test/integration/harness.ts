@@ -379,6 +379,13 @@ export interface Agent {
   ready: () => Promise<number>;
   /** Stops it (SIGTERM for a process) and waits until it has ended; once. */
   stop: () => Promise<void>;
+  /**
+   * Waits until `n` more records with this msg are logged than when called: "several drift passes later" counted
+   * rather than timed, so that a busy machine makes a test slower, not wrong.
+   */
+  more: (msg: string | RegExp, n: number, timeoutMs?: number) => Promise<void>;
+  /** Waits until it has polled `n` more times (its mooring_source_polls_total, of `source` when given). */
+  morePolls: (n: number, source?: string, timeoutMs?: number) => Promise<void>;
 }
 
 export interface AgentProcess extends Agent {
@@ -442,13 +449,21 @@ function agentHandle(
 ): Agent {
   printOnFailure(`agent ${++agentCount}`, lines);
   let stopped: Promise<void> | undefined;
+  const logged = (msg: string | RegExp) =>
+    parseRecords(lines).filter((r) => (typeof msg === 'string' ? r.msg === msg : msg.test(String(r.msg))));
+  const polls = async (source: string | undefined): Promise<number> => {
+    const text = await (await fetch(`http://127.0.0.1:${port()}/metrics`)).text();
+    let total = 0;
+    for (const m of text.matchAll(/^mooring_source_polls_total\{([^}]*)\} (\d+)$/gm))
+      if (source === undefined || (m[1] ?? '').includes(`source="${source}"`)) total += Number(m[2]);
+    return total;
+  };
   return {
     lines,
     output,
     port,
     logs: () => parseRecords(lines),
-    logged: (msg) =>
-      parseRecords(lines).filter((r) => (typeof msg === 'string' ? r.msg === msg : msg.test(String(r.msg)))),
+    logged,
     listening: () => eventually('the agent listening', async () => port() || undefined),
     ready: () =>
       eventually('the agent ready', async () => {
@@ -458,6 +473,22 @@ function agentHandle(
     stop: () => {
       stopped ??= stop();
       return stopped;
+    },
+    more: async (msg, n, timeoutMs = 60_000) => {
+      const target = logged(msg).length + n;
+      await eventually(
+        `${n} more "${String(msg)}"`,
+        async () => (logged(msg).length >= target ? true : undefined),
+        timeoutMs,
+      );
+    },
+    morePolls: async (n, source, timeoutMs = 60_000) => {
+      const target = (await polls(source)) + n;
+      await eventually(
+        `${n} more polls${source ? ` of ${source}` : ''}`,
+        async () => ((await polls(source)) >= target ? true : undefined),
+        timeoutMs,
+      );
     },
   };
 }

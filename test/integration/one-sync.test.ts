@@ -28,8 +28,6 @@ const app = (round: number) =>
     deploymentManifest({ behavior: 'never-ready', configMap: 'settings' }),
   );
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 describe('one sync per revision of a deployment that never becomes stable', () => {
   const ns = useNamespace('one-sync');
   const env = testbed();
@@ -115,7 +113,7 @@ server: {port: 0, address: 127.0.0.1}
     expect(result.code, result.stdout + result.stderr).toBe(1);
     expect(result.stdout).toContain('deployment web timed-out');
     // Several polls of the same commit later, still the one sync (and the retries of a sync that may pass).
-    await sleep(3 * POLL_SECONDS * 1000);
+    await agent.morePolls(3);
     await settled();
     const added = started().slice(before);
     expect(added.map((l) => l.trigger)).toEqual(added.map(() => 'manual'));

@@ -55,7 +55,7 @@ describe('path filtering', () => {
       polls() === DEPLOYMENTS - 1 ? true : undefined,
     );
     // Several more polls of the repository (one a second): still nothing else has synced.
-    await new Promise((r) => setTimeout(r, 6000));
+    await agent.morePolls(4);
     expect(polls()).toBe(DEPLOYMENTS - 1);
     for (let i = 1; i < DEPLOYMENTS; i++) expect(starts(`d${i}`), `d${i}`).toBe(1);
     expect(starts('d0')).toBe(2);
@@ -107,7 +107,7 @@ describe('statuses only on commits that concern the deployment', () => {
       90_000,
     );
     // Several polls later, bad has posted nothing on a commit that does not concern it.
-    await new Promise((r) => setTimeout(r, 4000));
+    await agent.morePolls(3);
     expect(receiver.statuses().filter((s) => s.sha === second && s.context.endsWith('/bad'))).toEqual([]);
 
     // A commit that touches bad's files is synced (and fixes it).

@@ -129,7 +129,7 @@ describe('charts from an OCI registry', () => {
 
       // 2.0.0 is outside ^1.2: polls go on (every second) and deploy nothing.
       await pushChart(env.tools.helm, await packaged('2.0.0', join(out, 'd')), registry, path);
-      await new Promise((r) => setTimeout(r, 5000));
+      await agent.morePolls(4);
       expect((await runningConfig(ns()))?.data.chart).toBe('1.3.0');
       expect(
         (await ledgerHistory<HistoryItem>('web', configFile)).some(
@@ -141,7 +141,7 @@ describe('charts from an OCI registry', () => {
       const back = await mooring('rollback', 'web', '--to', String(one?.id), '--config', configFile);
       expect(back.code, back.stdout + back.stderr).toBe(0);
       expect((await runningConfig(ns()))?.data.chart).toBe('1.2.0');
-      await new Promise((r) => setTimeout(r, 3000));
+      await agent.morePolls(3);
       expect((await runningConfig(ns()))?.data.chart).toBe('1.2.0');
       const rolled = (await ledgerHistory<HistoryItem>('web', configFile))[0];
       expect(rolled).toMatchObject({ trigger: 'rollback', result: 'stable' });
@@ -202,9 +202,9 @@ describe('charts from an HTTPS chart repository', () => {
       await packaged('1.1.1', folder);
       await indexRepo(env.tools.helm, folder, server.url);
       const polledBefore = server.requests.length;
-      await new Promise((r) => setTimeout(r, 3000));
+      await agent.morePolls(2);
       server.fail({ status: 429 });
-      await new Promise((r) => setTimeout(r, 3000));
+      await agent.morePolls(2);
       expect(server.requests.length).toBeGreaterThan(polledBefore);
       expect((await runningConfig(ns()))?.data.chart).toBe('1.1.0');
       server.fail(undefined);

@@ -107,7 +107,7 @@ describe('mooring rollback', () => {
     await eventually('held by the fence', async () =>
       lines.some((l) => l.includes('held at a rolled-back release')) ? true : undefined,
     );
-    await new Promise((r) => setTimeout(r, 2500));
+    await agent.morePolls(2);
     expect(await state()).toBe(at('web-config-v000', first.digest));
     // The hold is a metric (the chart's alert on deployments held too long reads it): since the rollback.
     const since = Number(await heldGauge());
