@@ -446,7 +446,8 @@ describe('many clusters from one agent', () => {
       const rolled = await mooring('rollback', 'prod', '--config', configFile);
       expect(rolled.code, rolled.stderr).toBe(0);
       expect(await imageIn(two.kubeconfig, prodNs)).toBe('web:1');
-      await new Promise((r) => setTimeout(r, 12_000));
+      // Several polls later it still runs the release rolled back to.
+      await agent.morePolls(4);
       expect(await imageIn(two.kubeconfig, prodNs)).toBe('web:1');
       const third = await repo.commit({ 'web/web.yaml': web('3') });
       expect((await eventually('prod 3', async () => receiver.ended(third, 'two/prod'), 120_000)).state).toBe(

@@ -264,7 +264,7 @@ ${extra}
       async () => ((await stableAt(fourth)) ? true : undefined),
       120_000,
     );
-    await sleep(3000);
+    await agent.morePolls(2);
     expect(await dataOf(nsB(), 'b-settings')).toBe('3');
     assertAlive(agent);
   });

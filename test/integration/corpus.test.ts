@@ -414,7 +414,7 @@ describe('the corpus of applications', () => {
         ? true
         : undefined,
     );
-    await new Promise((r) => setTimeout(r, 3000));
+    await agent.morePolls(3);
     for (const a of apps) {
       expect(await snapshot(a.namespace()), a.deployment).toEqual(before.get(a.deployment));
       const status = await mooring('status', a.deployment, '--config', configFile);

@@ -233,7 +233,7 @@ describe('pull-request previews', () => {
       // The comment follows the statuses (posted once every deployment is rendered).
       const broke = await eventually('the comment of #9', async () => forge.comments(9)[0], 30_000);
       expect(broke).toContain('api: does not render');
-      await new Promise((r) => setTimeout(r, 2000));
+      await agent.morePolls(2);
       expect(forge.comments(8)).toEqual([]);
       expect(forge.statuses().filter((s) => s.commit === fork)).toEqual([]);
 
@@ -370,7 +370,7 @@ describe('pull-request previews', () => {
         labels: [],
       });
       await setRef(repo.path, 'refs/pull/3/head', head);
-      await new Promise((r) => setTimeout(r, 3000));
+      await agent.morePolls(3);
       expect(forge.comments(3)).toEqual([]);
       expect(forge.requests.some((r) => r.path.includes('/pulls/3'))).toBe(true);
       forge.fail(undefined);
