@@ -83,13 +83,21 @@ leaderElection: {enabled: true, leaseName: mooring, leaseDuration: 4s, renewInte
     await eventually('a synced', async () =>
       a.logs().some((l) => l.outcome === 'stable') ? true : undefined,
     );
-    // Several renewals later, b still has not led nor synced.
-    await new Promise((r) => setTimeout(r, 3000));
+    // Several renewals later (counted on the Lease), b still has not led nor synced.
+    const leases = kubeConfig().makeApiClient(CoordinationV1Api);
+    const readLease = () => leases.readNamespacedLease({ name: 'mooring', namespace: agentNs });
+    let renewedAt = String((await readLease()).spec?.renewTime);
+    let renewals = 0;
+    await eventually('a renewed the lease three times', async () => {
+      const now = String((await readLease()).spec?.renewTime);
+      if (now !== renewedAt) {
+        renewedAt = now;
+        renewals++;
+      }
+      return renewals >= 3 ? true : undefined;
+    });
     expect(b.logs().some((l) => l.msg === 'leading: syncing' || l.msg === 'sync started')).toBe(false);
-    const lease = await kubeConfig()
-      .makeApiClient(CoordinationV1Api)
-      .readNamespacedLease({ name: 'mooring', namespace: agentNs });
-    expect(lease.spec?.holderIdentity).toBe('agent-a');
+    expect((await readLease()).spec?.holderIdentity).toBe('agent-a');
 
     // The leader dies without giving the lease up: b takes over once it expires.
     const killedAt = Date.now();
