@@ -46,7 +46,9 @@ function agentsFor(ca: string | undefined): Agents {
   const key = ca ?? '';
   let pair = agents.get(key);
   if (!pair) {
-    const common = { keepAlive: true, maxSockets: 16, timeout: FREE_SOCKET_MS };
+    // No cap on connections per server (as fetch has none): a capped pool queues a request behind any answer
+    // a caller left unread, where an uncapped one only keeps that connection until its idle timeout.
+    const common = { keepAlive: true, timeout: FREE_SOCKET_MS };
     pair = {
       http: new http.Agent(common),
       // `ca` replaces Node's trust store: a server on a private CA may still send us to a public token service or

@@ -184,6 +184,20 @@ describe('exchange', () => {
   });
 });
 
+describe('answers left unread', () => {
+  it('hold up no later request to the same server', async () => {
+    handler = (_req, res) => res.end('x'.repeat(256 * 1024));
+    // Twenty answers whose bodies nobody reads: each keeps its connection until it is read or times out.
+    const unread = await Promise.all(
+      Array.from({ length: 20 }, () => exchange({ method: 'GET', url: new URL(`${base}/big`), headers: {} })),
+    );
+    const next = await fetch(`${base}/next`, { redirect: 'manual', signal: AbortSignal.timeout(10_000) });
+
+    expect(await next.text()).toHaveLength(256 * 1024);
+    for (const res of unread) res.destroy();
+  });
+});
+
 describe('a server on a private CA', () => {
   let dir = '';
   let tls: https.Server;
