@@ -41,8 +41,10 @@ export interface JobContext {
   control: Control;
   /** The agent's ledger now (a reload may replace it). */
   ledger(): Ledger;
-  /** Whether the deployment `name` is being synced, or its source polled, now. */
-  busy(name: string): boolean;
+  /** The poll round of the source of deployment `name` under way or last started (SourcePolls.started). */
+  pollRound(name: string): number;
+  /** Whether the deployment `name` is being synced now, or its source's poll round `round` has not ended. */
+  busy(name: string, round: number): boolean;
   retryInterval(d: DeploymentState): number;
   syncDeps(): SyncDeps;
 }
@@ -93,6 +95,8 @@ type Gate = (
   ctx: JobContext,
   d: DeploymentState,
   revision: string,
+  /** The poll round of each dependency's source when the job was planned (JobContext.pollRound). */
+  rounds: ReadonlyMap<string, number>,
 ) => Promise<{ hold: Hold; rollout: boolean } | { leave?: (() => void) | undefined } | undefined>;
 
 /** A rollout step starts once the step before is stable at this revision (fleet.ts). */
@@ -103,11 +107,16 @@ const rolloutStep: Gate = async (ctx, d, revision) => {
   return 'hold' in entered ? { hold: entered.hold, rollout: true } : { leave: entered.release };
 };
 
-/** dependsOn: the deployments this one needs are stable first, at their newest release. */
-const dependencies: Gate = async (ctx, d) => {
+/**
+ * dependsOn: the deployments this one needs are stable first, at their newest release. A dependency is waited for
+ * while it syncs, and while the poll round that planned this job has not yet decided it (a commit that changes
+ * both queues the dependency in that round).
+ */
+const dependencies: Gate = async (ctx, d, _revision, rounds) => {
   for (const name of d.spec.dependsOn) {
     if (!ctx.state.deployments.has(name)) continue;
-    if (ctx.busy(name)) return { hold: { message: `waiting for ${name}`, failed: false }, rollout: false };
+    if (ctx.busy(name, rounds.get(name) ?? 0))
+      return { hold: { message: `waiting for ${name}`, failed: false }, rollout: false };
     const last = (await ctx.ledger().read(name)).releases[0];
     if (!last)
       return {
@@ -130,6 +139,8 @@ const GATES: readonly Gate[] = [rolloutStep, dependencies];
 export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned): AgentSync {
   const { commit, images, request, promotedFrom, log } = planned;
   const { revision, trigger, key, release: now, fence } = planned.decision;
+  // The poll rounds under way as the job is planned: a dependency is waited for until those have decided it.
+  const rounds = new Map(d.spec.dependsOn.map((name) => [name, ctx.pollRound(name)]));
   /** The commit whose pending status says it waits for a hold (ended if the job is dropped). */
   let waitedOn: string | undefined;
   const statusRequest = (signal?: AbortSignal) =>
@@ -291,7 +302,7 @@ export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned):
         // The holds (GATES), unless a drift pass: it only restores what runs. Met before the manifests are read: a
         // held sync is looked at again every few seconds, and a chart is not rendered each time.
         for (const gate of trigger === 'drift' ? [] : GATES) {
-          const met = await gate(ctx, d, revision);
+          const met = await gate(ctx, d, revision, rounds);
           if (met && 'hold' in met) return await holdFor(met.hold, met.rollout);
           if (met?.leave) {
             const before = leave;

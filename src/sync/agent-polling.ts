@@ -38,14 +38,21 @@ export class SourcePolls {
   private readonly running = new Map<string, { again: boolean; done: Promise<void> }>();
   /** What stops each source's schedule or watcher. */
   private readonly stops = new Map<string, () => void | Promise<void>>();
+  /** The rounds of each source's polls started and ended (one round decides each of its deployments once). */
+  private readonly rounds = new Map<string, { started: number; ended: number }>();
 
   constructor(ctx: PollingContext) {
     this.ctx = ctx;
   }
 
-  /** Whether a poll of the source is under way. */
-  busy(name: string): boolean {
-    return this.running.has(name);
+  /** The rounds of the source's polls started so far, the one under way included. */
+  started(name: string): number {
+    return this.rounds.get(name)?.started ?? 0;
+  }
+
+  /** Whether the source's poll round `round` (counted as `started` counts) and every one before it has ended. */
+  ended(name: string, round: number): boolean {
+    return (this.rounds.get(name)?.ended ?? 0) >= round;
   }
 
   /** Stops a source's schedule or watcher (a reload removed or rebuilt it). */
@@ -133,7 +140,14 @@ export class SourcePolls {
       try {
         do {
           flag.again = false;
-          await this.pollOnce(name);
+          const rounds = this.rounds.get(name) ?? { started: 0, ended: 0 };
+          this.rounds.set(name, rounds);
+          rounds.started++;
+          try {
+            await this.pollOnce(name);
+          } finally {
+            rounds.ended++;
+          }
         } while (flag.again && !this.ctx.stopped());
       } finally {
         this.running.delete(name);

@@ -301,10 +301,15 @@ export class Agent {
       state: this.state,
       control: this.control,
       ledger: () => this.ledger,
-      // A deployment synced or polled now is not yet stable at what it will be.
-      busy: (name) => {
+      pollRound: (name) => {
         const other = this.state.deployments.get(name);
-        return this.queue.busy(name) || (other !== undefined && this.polls.busy(other.spec.source));
+        return other ? this.polls.started(other.spec.source) : 0;
+      },
+      // A deployment synced now, or whose source's poll round `round` has not yet decided it, is not yet stable at
+      // what it will be. Only that round: a later one (polls every second) would hold its dependents for ever.
+      busy: (name, round) => {
+        const other = this.state.deployments.get(name);
+        return this.queue.busy(name) || (other !== undefined && !this.polls.ended(other.spec.source, round));
       },
       retryInterval: (d) => this.retryInterval(d),
       syncDeps: () => this.syncDeps(),
