@@ -45,14 +45,16 @@ export class SourcePolls {
     this.ctx = ctx;
   }
 
-  /** The rounds of the source's polls started so far, the one under way included. */
-  started(name: string): number {
-    return this.rounds.get(name)?.started ?? 0;
+  /** The poll rounds of deployment `name`'s source started so far, the one under way included (0: none). */
+  roundOf(name: string): number {
+    const source = this.ctx.state.deployments.get(name)?.spec.source;
+    return source === undefined ? 0 : (this.rounds.get(source)?.started ?? 0);
   }
 
-  /** Whether the source's poll round `round` (counted as `started` counts) and every one before it has ended. */
-  ended(name: string, round: number): boolean {
-    return (this.rounds.get(name)?.ended ?? 0) >= round;
+  /** Whether round `round` of deployment `name`'s source (as roundOf counts) and every one before it has ended. */
+  decided(name: string, round: number): boolean {
+    const source = this.ctx.state.deployments.get(name)?.spec.source;
+    return source === undefined || (this.rounds.get(source)?.ended ?? 0) >= round;
   }
 
   /** Stops a source's schedule or watcher (a reload removed or rebuilt it). */

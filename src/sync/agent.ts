@@ -301,16 +301,10 @@ export class Agent {
       state: this.state,
       control: this.control,
       ledger: () => this.ledger,
-      pollRound: (name) => {
-        const other = this.state.deployments.get(name);
-        return other ? this.polls.started(other.spec.source) : 0;
-      },
+      pollRound: (name) => this.polls.roundOf(name),
       // A deployment synced now, or whose source's poll round `round` has not yet decided it, is not yet stable at
       // what it will be. Only that round: a later one (polls every second) would hold its dependents for ever.
-      busy: (name, round) => {
-        const other = this.state.deployments.get(name);
-        return this.queue.busy(name) || (other !== undefined && !this.polls.ended(other.spec.source, round));
-      },
+      busy: (name, round) => this.queue.busy(name) || !this.polls.decided(name, round),
       retryInterval: (d) => this.retryInterval(d),
       syncDeps: () => this.syncDeps(),
     };
