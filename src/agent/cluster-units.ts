@@ -19,6 +19,7 @@ import type { AgentMetrics } from '../server/metrics.ts';
 import type { StatusBoard } from '../server/status/board.ts';
 import { Agent, type AgentDeps } from '../sync/agent.ts';
 import type { Fleet } from '../sync/fleet.ts';
+import type { PollTrigger, SharedSources } from '../sync/shared-sources.ts';
 import { ClusterStack } from './cluster-stack.ts';
 
 /** What makes the agent's own cluster's unit differ from the others'. */
@@ -46,6 +47,8 @@ export interface ClusterUnitDeps {
   metrics: AgentMetrics;
   fleet: Fleet;
   cacheDir: string;
+  /** The sources' clients and schedules, one for every cluster's agent (sync/shared-sources.ts). */
+  sources: SharedSources;
   /** Reporters every cluster shares (memory release). */
   shared: () => SyncReporter[];
   /** The status page's board of a cluster's deployments, read from its ledgers. */
@@ -249,6 +252,7 @@ export class ClusterUnit {
           reporters: this.reporters(stack),
           metrics: metrics.forCluster(home ? home.metricsCluster : this.name),
           fleet: this.deps.fleet,
+          sources: this.deps.sources,
         });
         this.agent = agent;
         this.starting = agent.start();
@@ -320,7 +324,8 @@ export class ClusterUnit {
     await agent.reconfigure(this.agentConfig(), reporters, { handover: options.handover === true });
   }
 
-  pollNow(names: readonly string[]): void {
+  /** Polls the named sources it has; `trigger`: the cause, shared with the other clusters' polls of it. */
+  pollNow(names: readonly string[], trigger?: PollTrigger): void {
     const own = new Set(
       [
         ...this.config.sources.git,
@@ -329,7 +334,10 @@ export class ClusterUnit {
         ...this.config.sources.oci,
       ].map((s) => s.name),
     );
-    this.agent?.pollNow(names.filter((n) => own.has(n)));
+    this.agent?.pollNow(
+      names.filter((n) => own.has(n)),
+      trigger,
+    );
   }
 
   /** Its stack closes; the agent's own cluster's stays open for the Lease and the readiness probe. */

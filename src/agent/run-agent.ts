@@ -22,6 +22,7 @@ import { Shard } from '../shard/shard.ts';
 import { Fleet } from '../sync/fleet.ts';
 import { memoryRelease } from '../sync/memory-release.ts';
 import { describePlan, effectiveConfig, planReload } from '../sync/reload.ts';
+import { SharedSources } from '../sync/shared-sources.ts';
 import { ClusterStack } from './cluster-stack.ts';
 import { ClusterUnit, type ClusterUnitDeps } from './cluster-units.ts';
 import { pageToken, webhookSecrets } from './server-secrets.ts';
@@ -81,6 +82,7 @@ export async function runAgent(
     metrics,
     fleet,
     cacheDir,
+    sources: new SharedSources(cacheDir),
     shared: () => [release],
     board: (o) =>
       new StatusBoard({
@@ -197,8 +199,10 @@ export async function runAgent(
       }
       const agent = agentNow();
       if (standby || !agent) return false;
-      agent.pollNow(selectSources(targets, config.sources));
-      for (const unit of units.values()) unit.pollNow(selectSources(targets, config.sources));
+      // One trigger for every cluster: its polls of a source share one request (sync/shared-sources.ts).
+      const trigger = {};
+      agent.pollNow(selectSources(targets, config.sources), trigger);
+      for (const unit of units.values()) unit.pollNow(selectSources(targets, config.sources), trigger);
       agent.previewNow(selectPulls(targets, config.sources));
       return true;
     },

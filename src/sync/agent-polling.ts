@@ -1,13 +1,10 @@
 // The polling of the agent's sources (agent.ts): each source's client built (a Git repository, an artifact poller,
 // a local folder's watcher), polled on its schedule or when asked, one poll of a source at a time (a poll asked
 // for meanwhile runs once more after it), and each change handed to the agent's decision.
-import cron from 'node-cron';
 import type { GitSource, LocalSource, MooringConfig } from '../config/schema.ts';
 import type { Logger } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
 import { artifactSource } from '../sources/artifact-poller.ts';
-import { createArtifactPoller } from '../sources/create-poller.ts';
-import { GitRepository } from '../sources/git/repository.ts';
 import { watchFolder } from '../sources/local/watch.ts';
 import type { AgentDeps } from './agent.ts';
 import {
@@ -17,6 +14,13 @@ import {
   type SourceState,
   syncLocalSource,
 } from './agent-sources.ts';
+import {
+  type Lease,
+  type PollTrigger,
+  type SharedPoller,
+  type SharedRepository,
+  SharedSources,
+} from './shared-sources.ts';
 
 export type AnySource = MooringConfig['sources'][keyof MooringConfig['sources']][number];
 
@@ -35,14 +39,23 @@ export interface PollingContext {
 export class SourcePolls {
   private readonly ctx: PollingContext;
   /** The poll under way of each source, and whether it must run once more. */
-  private readonly running = new Map<string, { again: boolean; done: Promise<void> }>();
+  private readonly running = new Map<
+    string,
+    { again: boolean; trigger: PollTrigger | undefined; done: Promise<void> }
+  >();
   /** What stops each source's schedule or watcher. */
   private readonly stops = new Map<string, () => void | Promise<void>>();
   /** The rounds of each source's polls started and ended (one round decides each of its deployments once). */
   private readonly rounds = new Map<string, { started: number; ended: number }>();
+  /** The clients of the sources, shared with the agents of other clusters that have the same (shared-sources.ts). */
+  private readonly shared: SharedSources;
+  private readonly leases = new Map<string, Lease<unknown>>();
+  private readonly gitRepos = new Map<string, SharedRepository>();
+  private readonly pollers = new Map<string, SharedPoller>();
 
   constructor(ctx: PollingContext) {
     this.ctx = ctx;
+    this.shared = ctx.deps.sources ?? new SharedSources(ctx.deps.cacheDir);
   }
 
   /** The poll rounds of deployment `name`'s source started so far, the one under way included (0: none). */
@@ -61,12 +74,20 @@ export class SourcePolls {
   async stopSource(name: string): Promise<void> {
     await this.stops.get(name)?.();
     this.stops.delete(name);
+    this.leases.get(name)?.release();
+    this.leases.delete(name);
+    this.gitRepos.delete(name);
+    this.pollers.delete(name);
   }
 
-  /** Stops every schedule and watcher. */
+  /** Stops every schedule and watcher, and gives the sources' clients back. */
   async stopAll(): Promise<void> {
     for (const stop of this.stops.values()) await stop();
     this.stops.clear();
+    for (const lease of this.leases.values()) lease.release();
+    this.leases.clear();
+    this.gitRepos.clear();
+    this.pollers.clear();
   }
 
   /** Builds a source's client, or starts watching a local source's folder. */
@@ -74,12 +95,17 @@ export class SourcePolls {
     const { sources } = this.ctx.deps.config;
     const artifact = artifactSource(this.ctx.deps.config, source.name);
     if (sources.git.includes(source as GitSource)) {
-      this.ctx.state.repos.set(
-        source.name,
-        new GitRepository(source as GitSource, { cacheDir: this.ctx.deps.cacheDir }),
-      );
+      const lease = this.shared.git(source as GitSource);
+      this.leases.get(source.name)?.release();
+      this.leases.set(source.name, lease);
+      this.gitRepos.set(source.name, lease.value);
+      this.ctx.state.repos.set(source.name, lease.value);
     } else if (artifact) {
-      const poller = await createArtifactPoller(artifact);
+      const lease = await this.shared.artifact(artifact);
+      this.leases.get(source.name)?.release();
+      this.leases.set(source.name, lease);
+      const poller = lease.value;
+      this.pollers.set(source.name, poller);
       this.ctx.state.registries.set(source.name, {
         source: artifact.source,
         kind: artifact.kind,
@@ -102,25 +128,25 @@ export class SourcePolls {
     return this.ctx.deps.config.sources.local.includes(source as LocalSource);
   }
 
-  /** Polls a source on its schedule (cron or interval); a local source is polled by its watcher instead. */
+  /**
+   * Polls a source on its schedule (cron or interval), one schedule for every agent that has the same source; a
+   * local source is polled by its watcher instead.
+   */
   schedule(any: AnySource): void {
     if (this.isLocal(any)) return;
     const source = any as GitSource;
-    if (source.cron !== undefined) {
-      const task = cron.schedule(source.cron, () => this.pollSafely(source.name), {
-        name: `poll-${source.name}`,
-      });
-      this.stops.set(source.name, () => void task.stop());
-      return;
-    }
-    const interval = source.interval ?? 60_000;
-    const timer = setInterval(() => this.pollSafely(source.name), interval);
-    this.stops.set(source.name, () => clearInterval(timer));
+    this.stops.set(
+      source.name,
+      this.shared.schedule(source, source, (trigger) => this.pollSafely(source.name, trigger)),
+    );
   }
 
-  /** A poll started by a timer, a watcher or a webhook: nothing it throws may end the process. */
-  pollSafely(name: string): void {
-    this.poll(name).catch((error: unknown) =>
+  /**
+   * A poll started by a timer, a watcher or a webhook: nothing it throws may end the process. The polls of one
+   * `trigger` (in this agent and the other clusters') share their requests.
+   */
+  pollSafely(name: string, trigger?: PollTrigger): void {
+    this.poll(name, trigger).catch((error: unknown) =>
       this.ctx.deps.log.error({ source: name, err: errorMessage(error) }, 'poll failed'),
     );
   }
@@ -129,24 +155,32 @@ export class SourcePolls {
    * Polls a source now (a webhook, the schedule); a poll already under way runs once more when it ends, and the
    * caller waits for that round too (a reconcile request then knows whether a poll took it).
    */
-  poll(name: string): Promise<void> {
+  poll(name: string, trigger?: PollTrigger): Promise<void> {
     if (this.ctx.stopped()) return Promise.resolve();
     const running = this.running.get(name);
     if (running) {
+      // The round after: its requests start after this trigger, so they may be shared with its other polls.
       running.again = true;
+      running.trigger = trigger;
       return running.done;
     }
-    const flag: { again: boolean; done: Promise<void> } = { again: false, done: Promise.resolve() };
+    const flag: { again: boolean; trigger: PollTrigger | undefined; done: Promise<void> } = {
+      again: false,
+      trigger,
+      done: Promise.resolve(),
+    };
     this.running.set(name, flag);
     flag.done = (async () => {
       try {
         do {
           flag.again = false;
+          const roundTrigger = flag.trigger;
+          flag.trigger = undefined;
           const rounds = this.rounds.get(name) ?? { started: 0, ended: 0 };
           this.rounds.set(name, rounds);
           rounds.started++;
           try {
-            await this.pollOnce(name);
+            await this.pollOnce(name, roundTrigger);
           } finally {
             rounds.ended++;
           }
@@ -158,20 +192,30 @@ export class SourcePolls {
     return flag.done;
   }
 
-  private async pollOnce(name: string): Promise<void> {
+  private async pollOnce(name: string, trigger: PollTrigger | undefined): Promise<void> {
     const log = this.ctx.deps.log.child({ source: name });
     const { repos, registries } = this.ctx.state;
     const kind = repos.has(name) ? 'git' : registries.has(name) ? 'registry' : 'local';
     const decide = (d: DeploymentState, commit: string | undefined) => this.ctx.decide(d, commit);
     try {
       const repo = repos.get(name);
+      const shared = this.gitRepos.get(name);
       const registry = registries.get(name);
       const local = this.ctx.deps.config.sources.local.find((s) => s.name === name);
       if (repo) {
-        await pollGitSource(this.ctx.state, repo, decide);
+        await pollGitSource(
+          this.ctx.state,
+          repo,
+          decide,
+          () => shared?.resolveFor(trigger) ?? repo.resolve(),
+        );
         this.ctx.previewRefs(name, log);
-      } else if (registry) await pollRegistrySource(this.ctx.state, registry, decide);
-      else if (local) await syncLocalSource(this.ctx.state, local, decide);
+      } else if (registry) {
+        const poller = this.pollers.get(name);
+        await pollRegistrySource(this.ctx.state, registry, decide, (state) =>
+          poller ? poller.poll(state, trigger) : registry.poller.poll(state),
+        );
+      } else if (local) await syncLocalSource(this.ctx.state, local, decide);
       this.ctx.deps.metrics?.poll(name, kind, 'unchanged');
     } catch (error) {
       this.ctx.deps.metrics?.poll(name, kind, 'error');

@@ -20,7 +20,7 @@ import type { ChartLookup } from '../sources/build/lookup.ts';
 import { type ClusterCapabilities, deploymentManifests } from '../sources/deployment-manifests.ts';
 import { findTreeFiles } from '../sources/git/checkout.ts';
 import { createPathFilter, isManifestPath } from '../sources/git/paths.ts';
-import type { GitRepository } from '../sources/git/repository.ts';
+import type { GitRepository, ResolvedRef } from '../sources/git/repository.ts';
 
 export interface DeploymentState {
   spec: Deployment;
@@ -142,9 +142,11 @@ export async function pollGitSource(
   state: SourceState,
   repo: GitRepository,
   reconcile: Reconcile,
+  /** Where the ref points: read by this poll, or shared with the other polls of its trigger (shared-sources.ts). */
+  resolve: () => Promise<ResolvedRef> = () => repo.resolve(),
 ): Promise<void> {
   const users = usersOf(state, repo.source.name).filter((d) => d.spec.source === repo.source.name);
-  const resolved = await repo.resolve();
+  const resolved = await resolve();
   // Nothing moved: no fetch at all. The ledger is still read, so that a resume after a rollback is seen.
   if (users.some((d) => d.commit !== resolved.commit)) await repo.fetch(resolved);
   for (const d of users) {
@@ -316,6 +318,8 @@ export async function pollRegistrySource(
   state: SourceState,
   registry: RegistryState,
   reconcile: Reconcile,
+  /** The poll of its artifact: this one's, or shared with the other polls of its trigger (shared-sources.ts). */
+  poll: ArtifactPoller['poll'] = (s) => registry.poller.poll(s),
 ): Promise<void> {
   const name = registry.source.name;
   // The registry said when to come back (429 Retry-After, RateLimit-Remaining: 0): no request before then.
@@ -327,7 +331,7 @@ export async function pollRegistrySource(
     );
     return;
   }
-  const result = await registry.poller.poll({
+  const result = await poll({
     lastDigest: registry.current?.digest ?? state.knownDigests.get(name),
     lastTag: registry.current?.tag,
   });

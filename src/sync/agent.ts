@@ -25,6 +25,7 @@ import type { PreviewRunner } from './previews.ts';
 import { SyncQueue } from './queue.ts';
 import { planReload, type ReloadPlan } from './reload.ts';
 import { retryIntervalOf } from './retry.ts';
+import type { PollTrigger, SharedSources } from './shared-sources.ts';
 import { endInterrupted, type SyncDeps } from './sync-deployment.ts';
 
 export interface AgentDeps {
@@ -52,9 +53,10 @@ export interface AgentDeps {
     | undefined;
   /**
    * The agents of several clusters in one process (docs/clusters.md): rollout steps and promotions are decided
-   * with the ledgers of every cluster.
+   * with the ledgers of every cluster; `sources`: their sources' clients and schedules (shared-sources.ts).
    */
   fleet?: Fleet | undefined;
+  sources?: SharedSources | undefined;
 }
 
 /** How often a promoted deployment looks at its upstream again (stable long enough, approved). */
@@ -154,7 +156,6 @@ export class Agent {
   registryStats(): ReturnType<SourcePolls['registryStats']> {
     return this.polls.registryStats();
   }
-
   private sources(): AnySource[] {
     const { git, registry, local, charts, oci } = this.deps.config.sources;
     return [...git, ...registry, ...charts, ...oci, ...local];
@@ -361,7 +362,6 @@ export class Agent {
     for (const name of [...plan.sources.removed, ...plan.sources.changed]) {
       await this.polls.stopSource(name);
       this.state.repos.delete(name);
-      this.state.registries.get(name)?.client.close();
       this.state.registries.delete(name);
       if (plan.sources.removed.includes(name)) this.state.knownDigests.delete(name);
     }
@@ -446,8 +446,8 @@ export class Agent {
   }
 
   /** Sources whose names are given (a webhook) are polled now. */
-  pollNow(names: readonly string[]): void {
-    for (const name of names) this.polls.pollSafely(name);
+  pollNow(names: readonly string[], trigger: PollTrigger = {}): void {
+    for (const name of names) this.polls.pollSafely(name, trigger);
   }
 
   /**

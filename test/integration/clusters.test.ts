@@ -3,16 +3,20 @@
 // server stopped (SIGSTOP) holds up nothing else and converges when it returns; a rollout in steps stops at a
 // failure in its first step and says so; a promotion waits for `after` and for `mooring promote`.
 import { readFile } from 'node:fs/promises';
+import type http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { KubeApi } from '../../src/kube/api.ts';
 import { loadKubeConfig } from '../../src/kube/client.ts';
 import { Ledger } from '../../src/report/ledger.ts';
+import { createGitHttpServer } from '../testbed/git-server.ts';
 import { stateDir } from '../testbed/paths.ts';
 import type { DaemonRecord } from '../testbed/processes.ts';
 import { type ExtraCluster, up } from '../testbed/testbed.ts';
 import {
+  bareRepo,
   deploymentManifest,
   eventually,
   kubectl,
@@ -538,6 +542,73 @@ describe('many clusters from one agent', () => {
     } finally {
       for (const a of apis) a.close();
       await agent.stop();
+    }
+  }, 600_000);
+
+  it('polls a repository once for all three clusters: one ref read per poll, one fetch per commit', async () => {
+    const space = await everywhere(`${ns()}-once`);
+    // A Git server of its own on the test bed's repositories, so that the test counts what the agent asks of it.
+    const env = testbed();
+    const requests: { method: string; path: string }[] = [];
+    const server = createGitHttpServer({
+      root: env.git.root,
+      username: env.git.username,
+      password: env.git.password,
+    });
+    server.on('request', (req: http.IncomingMessage) =>
+      requests.push({ method: req.method ?? '', path: (req.url ?? '').split('?')[0] ?? '' }),
+    );
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const fetches = () =>
+      requests.filter((r) => r.method === 'POST' && r.path.endsWith('/git-upload-pack')).length;
+    const refReads = () => requests.filter((r) => r.method === 'GET' && r.path.endsWith('/info/refs')).length;
+    const made = await bareRepo(`once-${Date.now().toString(36)}/fleet`);
+    const repo = { ...made, url: made.url.replace(/^https?:\/\/[^/]+/, origin) };
+    const config = (rev: number) => ({
+      'app/config.yaml': `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {rev: "${rev}"}\n`,
+    });
+    const { receiver, first, agent } = await startGitAgent({
+      repo,
+      files: config(1),
+      source: { name: 'fleet', interval: '2s' },
+      cluster: { name: 'one', namespace: agentNs() },
+      deployments: [{ name: 'app', namespace: space, paths: ['app'], clusters: ['one', 'two', 'three'] }],
+      extra: { clusters: clusters(agentNs()) },
+    });
+    try {
+      const deployedEverywhere = async (commit: string) => {
+        for (const cluster of ['one', 'two', 'three'])
+          expect(
+            (
+              await eventually(
+                `app in ${cluster}`,
+                async () => receiver.ended(commit, `${cluster}/app`),
+                120_000,
+              )
+            ).state,
+          ).toBe('success');
+      };
+      await deployedEverywhere(first);
+      expect(fetches()).toBe(1);
+      const second = await repo.commit(config(2));
+      await deployedEverywhere(second);
+      const third = await repo.commit(config(3));
+      await deployedEverywhere(third);
+      // One fetch per commit, whatever the number of clusters that deploy it.
+      expect(fetches()).toBe(3);
+      // Each poll of the schedule reads the refs once for the three agents: 30 polls (10 ticks) read them 10 times.
+      const [polls, reads] = [await agent.pollCount('fleet'), refReads()];
+      await agent.morePolls(30, 'fleet');
+      const [pollsAfter, readsAfter] = [await agent.pollCount('fleet'), refReads()];
+      expect(readsAfter - reads).toBeLessThanOrEqual(Math.ceil((pollsAfter - polls) / 3) + 1);
+      expect(readsAfter - reads).toBeGreaterThan(0);
+      // Nothing changed meanwhile: no fetch.
+      expect(fetches()).toBe(3);
+    } finally {
+      await agent.stop();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
     }
   }, 600_000);
 });

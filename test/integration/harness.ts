@@ -386,6 +386,8 @@ export interface Agent {
   more: (msg: string | RegExp, n: number, timeoutMs?: number) => Promise<void>;
   /** Waits until it has polled `n` more times (its mooring_source_polls_total, of `source` when given). */
   morePolls: (n: number, source?: string, timeoutMs?: number) => Promise<void>;
+  /** Its polls so far (its mooring_source_polls_total, of `source` when given). */
+  pollCount: (source?: string) => Promise<number>;
 }
 
 export interface AgentProcess extends Agent {
@@ -482,6 +484,7 @@ function agentHandle(
         timeoutMs,
       );
     },
+    pollCount: polls,
     morePolls: async (n, source, timeoutMs = 60_000) => {
       const target = (await polls(source)) + n;
       await eventually(
