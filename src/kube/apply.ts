@@ -12,9 +12,16 @@ import { inPhases, prerequisitesOf } from './apply-order.ts';
 import { type ApplyTarget, identity, ObjectVerbs } from './apply-verbs.ts';
 import { pendingTakeOver, type TakeOver } from './client-side-takeover.ts';
 import type { Discovery, ResourceInfo } from './discovery.ts';
-import { describeKubeError } from './errors.ts';
+import { describeKubeError, statusCode } from './errors.ts';
 import { type LiveSummary, namespaceExists, readLive, readObject, summarize } from './live-state.ts';
 import { mapLimit } from './pool.ts';
+
+/** A dry run refused with a conflict: the object is there, held by other managers. */
+const THERE = Symbol('there');
+function conflictIsThere(error: unknown): typeof THERE {
+  if (statusCode(error) === 409) return THERE;
+  throw error;
+}
 
 export { ApplyRejectedError } from './apply-errors.ts';
 export { phaseOf } from './apply-order.ts';
@@ -74,6 +81,13 @@ export interface ApplyOptions {
    */
   refuse?: ((live: KubeObject, wanted: KubeObject) => string | undefined) | undefined;
   /**
+   * Whether the caller applied this object before (a deploy's inventory): only those are read before their dry
+   * run. Any other is dry-run first, and read only when the answer shows it exists (a dry run of an object that is
+   * not there answers without a resourceVersion): a first deploy sends no read of what it creates. Without it,
+   * every object is read first.
+   */
+  known?: ((object: KubeObject) => boolean) | undefined;
+  /**
    * Internal, for the benchmark that measures what validation costs: false skips the whole-set dry run, and with
    * it all-or-nothing and the detection of unchanged objects. No command sets it.
    */
@@ -106,6 +120,7 @@ export class Applier {
       | 'beforeWrite'
       | 'absentNamespaces'
       | 'refuse'
+      | 'known'
     >
   > &
     ApplyOptions;
@@ -118,6 +133,13 @@ export class Applier {
     this.discovery = discovery;
     this.options = { waitTimeoutMs: 120_000, ...options };
     this.verbs = new ObjectVerbs(api, this.options);
+  }
+
+  /** Whether `target` is dry-run before it is read: not applied before, and written by server-side apply. */
+  private probes(target: ApplyTarget): boolean {
+    const { known, onPreview } = this.options;
+    const { method, recreate } = target.plan.strategy;
+    return known !== undefined && !onPreview && method !== 'replace' && !recreate && !known(target.object);
   }
 
   /**
@@ -194,10 +216,15 @@ export class Applier {
         if (why) refused.push(why);
         this.noteTakeOver(adopt, target, live);
       };
+      const refuse = () => {
+        if (refused.length > 0) throw new StalledError(refused.sort(naturalOrder).join('; '));
+      };
+      // What the caller never applied is dry-run before it is read (ApplyOptions.known).
+      const probed = new Set(validate ? ready.filter((t) => this.probes(t)) : []);
       try {
         for (const [target, live] of await readLive(
           this.api,
-          ready,
+          ready.filter((t) => !probed.has(t)),
           resources,
           this.options.concurrency,
           inspect,
@@ -206,22 +233,27 @@ export class Applier {
       } catch (error) {
         throw describeKubeError(error, 'read the live objects');
       }
-      if (refused.length > 0) throw new StalledError(refused.sort(naturalOrder).join('; '));
+      refuse();
       await mapLimit(validate ? ready : [], this.options.concurrency, async (target) => {
+        const info = resources.get(target) as ResourceInfo;
         try {
-          dryRuns.set(
-            target,
-            await this.verbs.dryRun(
-              resources.get(target) as ResourceInfo,
-              target,
-              lives.get(target),
-              adopt.has(target),
-            ),
-          );
+          if (probed.has(target)) {
+            const answer = await this.verbs.dryRun(info, target, undefined).catch(conflictIsThere);
+            if (answer !== THERE && answer?.metadata.resourceVersion === undefined) {
+              lives.set(target, undefined);
+              dryRuns.set(target, answer);
+              return;
+            }
+            // It is there after all: read, checked and dry-run as every object the caller applied before.
+            lives.set(target, await readObject(this.api, info, target.object, (o) => inspect(target, o)));
+            if (refused.length > 0) return;
+          }
+          dryRuns.set(target, await this.verbs.dryRun(info, target, lives.get(target), adopt.has(target)));
         } catch (error) {
           problems.push(`${place(target)}: ${explain(error)}`);
         }
       });
+      refuse();
     };
 
     const ready: ApplyTarget[] = [];

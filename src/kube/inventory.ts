@@ -55,6 +55,14 @@ export function inventoryOf(objects: readonly KubeObject[]): InventoryEntry[] {
   });
 }
 
+/** Whether an object is one the inventory records as applied (by group, kind, namespace and name). */
+export function appliedBefore(entries: readonly InventoryEntry[]): (object: KubeObject) => boolean {
+  const key = (apiVersion: string, kind: string, namespace: string | undefined, name: string) =>
+    `${groupOf(apiVersion)}/${kind} ${namespace ?? ''}/${name}`;
+  const applied = new Set(entries.map((e) => key(e.apiVersion, e.kind, e.namespace, e.name)));
+  return (o) => applied.has(key(o.apiVersion, o.kind, o.metadata.namespace, o.metadata.name));
+}
+
 /** The entries of `a` and those of `b` that `a` does not hold (by entryId), `a`'s first. */
 export function unionOf(a: readonly InventoryEntry[], b: readonly InventoryEntry[]): InventoryEntry[] {
   const ids = new Set(a.map(entryId));

@@ -14,6 +14,7 @@ import type { WarningLog } from '../../kube/warnings.ts';
 import type { HookOwner } from '../../render/hook-owner.ts';
 import type { HookEvent, HookPhase } from '../../render/hooks.ts';
 import type { ImageArtifact } from '../../render/images.ts';
+import type { KubeObject } from '../../render/manifest.ts';
 import type { ManifestFile, parseManifestFiles } from '../../render/parse.ts';
 import type { ClusterSnapshot, RenderOptions, RenderResult } from '../../render/render.ts';
 import type { HealthRules } from '../../stability/health.ts';
@@ -141,6 +142,8 @@ export interface DeployRun {
   /** Kinds (`group/Kind`) that are cluster-scoped: the configuration's and those discovery serves so. */
   clusterScoped?: string[];
   previous?: InventoryEntry[] | undefined;
+  /** Once the inventory was read: whether it records an object as applied (none was when it does not exist). */
+  appliedBefore?: ((object: KubeObject) => boolean) | undefined;
   desired?: InventoryEntry[];
   /** What this sync wrote to the inventory, once it wrote it. */
   recorded?: InventoryEntry[];

@@ -5,7 +5,7 @@
 import { errorMessage } from '../../errors.ts';
 import type { ApplyTarget } from '../../kube/apply.ts';
 import { isAccessDenied } from '../../kube/errors.ts';
-import { InventoryStore, inventoryOf, sameInventory, unionOf } from '../../kube/inventory.ts';
+import { appliedBefore, InventoryStore, inventoryOf, sameInventory, unionOf } from '../../kube/inventory.ts';
 import { markHook } from '../../render/hook-owner.ts';
 import { type HookEvent, type HookPhase, hookRole, isHookObject } from '../../render/hooks.ts';
 import type { KubeObject } from '../../render/manifest.ts';
@@ -34,6 +34,7 @@ export const readInventory: Stage = async (run) => {
   };
   try {
     run.previous = await store.read(inventory.owner);
+    run.appliedBefore = appliedBefore(run.previous ?? []);
   } catch (error) {
     skipped(error);
     splitHooks(run, () => 'upgrade');

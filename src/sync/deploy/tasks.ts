@@ -135,5 +135,7 @@ function setWriter(run: DeployRun, written: KubeObject[]): Applier {
     },
     onPreview: deps.onPreview,
     absentNamespaces: run.absentNamespaces,
+    // What the inventory does not hold is dry-run before it is read: a first deploy reads nothing it creates.
+    known: run.appliedBefore,
   });
 }
