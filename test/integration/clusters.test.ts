@@ -11,7 +11,9 @@ import { stringify } from 'yaml';
 import { KubeApi } from '../../src/kube/api.ts';
 import { loadKubeConfig } from '../../src/kube/client.ts';
 import { Ledger } from '../../src/report/ledger.ts';
+import { FaultProxy } from '../testbed/fault-proxy.ts';
 import { createGitHttpServer } from '../testbed/git-server.ts';
+import { pushImage } from '../testbed/oci-push.ts';
 import { stateDir } from '../testbed/paths.ts';
 import type { DaemonRecord } from '../testbed/processes.ts';
 import { type ExtraCluster, up } from '../testbed/testbed.ts';
@@ -22,6 +24,7 @@ import {
   kubectl,
   mooring,
   runTool,
+  stableImageSource,
   startGitAgent,
   testbed,
   unended,
@@ -609,6 +612,64 @@ describe('many clusters from one agent', () => {
       await agent.stop();
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
+    }
+  }, 600_000);
+
+  it('polls a registry once for all three clusters: one manifest read per poll, one digest deployed everywhere', async () => {
+    const space = await everywhere(`${ns()}-image`);
+    const env = testbed();
+    const repository = `clusters-${Date.now().toString(36)}/web`;
+    const pushed = await pushImage({ registry: env.registry.url, repository, tag: 'stable' });
+    // The test bed's registry behind a proxy that counts what the agent asks of it.
+    const proxy = await FaultProxy.start(env.registry.url);
+    const image = `${proxy.host}/${repository}`;
+    const manifestReads = () =>
+      proxy.count(undefined, (r) => r.path.startsWith(`/v2/${repository}/manifests/`));
+    const { receiver, first, agent } = await startGitAgent({
+      repo: `image-${Date.now().toString(36)}/fleet`,
+      files: {
+        'web/web.yaml': stringify(deploymentManifest({ container: 'c', image: `${image}:stable` })),
+      },
+      source: { name: 'fleet', interval: '1h' },
+      cluster: { name: 'one', namespace: agentNs() },
+      deployments: [
+        {
+          name: 'web',
+          namespace: space,
+          paths: ['web'],
+          images: ['web-image'],
+          clusters: ['one', 'two', 'three'],
+        },
+      ],
+      extra: {
+        clusters: clusters(agentNs()),
+        sources: { registry: [stableImageSource(image, '2s')] },
+      },
+    });
+    try {
+      for (const cluster of ['one', 'two', 'three']) {
+        expect(
+          (
+            await eventually(
+              `web in ${cluster}`,
+              async () => receiver.ended(first, `${cluster}/web`),
+              120_000,
+            )
+          ).state,
+        ).toBe('success');
+      }
+      // The digest the registry holds, in each cluster.
+      for (const kubeconfig of [env.kube.kubeconfig, two.kubeconfig, three.kubeconfig])
+        expect(await imageIn(kubeconfig, space)).toBe(`${image}:stable@${pushed.digest}`);
+      // Each poll of the schedule reads the tag's manifest once for the three agents.
+      const [polls, reads] = [await agent.pollCount('web-image'), manifestReads()];
+      await agent.morePolls(30, 'web-image');
+      const [pollsAfter, readsAfter] = [await agent.pollCount('web-image'), manifestReads()];
+      expect(readsAfter - reads).toBeGreaterThan(0);
+      expect(readsAfter - reads).toBeLessThanOrEqual(Math.ceil((pollsAfter - polls) / 3) + 1);
+    } finally {
+      await agent.stop();
+      await proxy.close();
     }
   }, 600_000);
 });
