@@ -6,7 +6,7 @@
 // subscriber hears only of its own object, so each verdict is re-evaluated on events of that object alone.
 // A stability wait of N objects of K kinds in M namespaces costs 2*K*M requests, none per object, or K*M where the
 // server serves streaming lists (src/kube/watch-list.ts): then the list is the first part of the watch.
-import type { KubeObject } from '../render/manifest.ts';
+import { groupOf, type KubeObject } from '../render/manifest.ts';
 import type { KubeApi } from './api.ts';
 import { type ResourceInfo, resourcePath } from './discovery.ts';
 import { Informer, type InformerOptions } from './informer.ts';
@@ -61,6 +61,14 @@ export class ClusterCache {
   private readonly informers = new Map<string, Informer>();
   private readonly lingering = new Map<string, NodeJS.Timeout>();
   private closed = false;
+  /**
+   * Writes of this agent that the watch of their type and namespace has not shown yet, by type key (typeKey) and
+   * name: the resourceVersion each write answered. Kept only while the type and namespace is watched: a watch
+   * started after a write lists it anyway.
+   */
+  private readonly unseen = new Map<string, Map<string, string>>();
+  /** The informers open per type key (in full and metadata only). */
+  private readonly typeWatches = new Map<string, Set<Informer>>();
   /** What this server said to streaming lists, per type: outlives the informers and the cache, so it is asked once. */
   private readonly streaming: StreamingSupport;
 
@@ -112,6 +120,15 @@ export class ClusterCache {
     if (!informer) {
       const path = resourcePath(info, info.namespaced ? (namespace ?? 'default') : undefined);
       informer = new Informer(this.api, info, path, this.options, metadataOnly, this.streaming);
+      const type = typeKey(
+        info.apiVersion,
+        info.kind,
+        info.namespaced ? (namespace ?? 'default') : undefined,
+      );
+      informer.onSeen = (name, rv, deleted) => this.seen(type, name, rv, deleted);
+      const watches = this.typeWatches.get(type) ?? new Set();
+      watches.add(informer);
+      this.typeWatches.set(type, watches);
       this.informers.set(key, informer);
       informer.start();
     }
@@ -128,6 +145,7 @@ export class ClusterCache {
       if (informer.refs > 0) return;
       this.informers.delete(key);
       informer.stop();
+      this.unwatched(informer);
     };
     if (this.options.lingerMs <= 0 || this.closed) stop();
     else this.lingering.set(key, setTimeout(stop, this.options.lingerMs).unref());
@@ -205,6 +223,63 @@ export class ClusterCache {
     return listed ? null : undefined;
   }
 
+  /**
+   * A write this agent made (the server's answer): until the watch of its type and namespace shows that version
+   * (or the object's deletion), listedObjects does not answer for that type and namespace. Read your writes.
+   */
+  noteWrite(answer: KubeObject): void {
+    const rv = answer.metadata?.resourceVersion;
+    if (typeof rv !== 'string') return;
+    const type = typeKey(answer.apiVersion, answer.kind, answer.metadata.namespace);
+    const watches = this.typeWatches.get(type);
+    // Not watched: a watch started later lists it. Already shown (its event came before the answer): nothing to wait for.
+    if (!watches || [...watches].some((w) => w.get(answer.metadata.name)?.metadata.resourceVersion === rv))
+      return;
+    let pending = this.unseen.get(type);
+    if (!pending) {
+      pending = new Map();
+      this.unseen.set(type, pending);
+    }
+    pending.set(answer.metadata.name, rv);
+  }
+
+  private seen(type: string, name: string, rv: string | undefined, deleted: boolean): void {
+    const pending = this.unseen.get(type);
+    const wanted = pending?.get(name);
+    if (!pending || wanted === undefined || !(deleted || rv === wanted)) return;
+    pending.delete(name);
+    if (pending.size === 0) this.unseen.delete(type);
+  }
+
+  private unwatched(informer: Informer): void {
+    const { info, namespace } = informer;
+    const type = typeKey(info.apiVersion, info.kind, info.namespaced ? (namespace ?? 'default') : undefined);
+    const watches = this.typeWatches.get(type);
+    watches?.delete(informer);
+    if (watches && watches.size > 0) return;
+    this.typeWatches.delete(type);
+    this.unseen.delete(type);
+  }
+
+  /**
+   * The objects of a type in a namespace as its watch holds them (trimmed copies; metadata only when that is all
+   * it watches), when it is listed and has shown every write this agent made there; undefined otherwise: ask the
+   * server.
+   */
+  listedObjects(info: ResourceInfo, namespace: string | undefined): KubeObject[] | undefined {
+    if (
+      this.unseen.has(
+        typeKey(info.apiVersion, info.kind, info.namespaced ? (namespace ?? 'default') : undefined),
+      )
+    )
+      return undefined;
+    for (const metadataOnly of [false, true]) {
+      const informer = this.informers.get(this.key(info, namespace, metadataOnly));
+      if (informer?.listed) return informer.items();
+    }
+    return undefined;
+  }
+
   /** Restarts every watch from `resourceVersion` (see Informer.rewatch); full lists done so far. */
   rewatch(resourceVersion?: string): void {
     for (const informer of this.informers.values()) informer.rewatch(resourceVersion);
@@ -241,6 +316,11 @@ export class ClusterCache {
     for (const informer of this.informers.values()) informer.stop();
     this.informers.clear();
   }
+}
+
+/** A type in a namespace, whatever version of its group is asked: `apps/Deployment ns`. */
+function typeKey(apiVersion: string, kind: string, namespace: string | undefined): string {
+  return `${groupOf(apiVersion)}/${kind} ${namespace ?? ''}`;
 }
 
 function isFresh(object: KubeObject, fresh: Freshness): boolean {

@@ -66,6 +66,11 @@ interface ObjectList {
 
 export class Informer {
   refs = 0;
+  /**
+   * Told of each object the informer comes to hold (listed, added or modified) and of each one deleted: the cache
+   * learns here which of its own writes the watch has shown (ClusterCache.noteWrite).
+   */
+  onSeen: ((name: string, resourceVersion: string | undefined, deleted: boolean) => void) | undefined;
   readonly info: ResourceInfo;
   readonly namespace: string | undefined;
   readonly metadataOnly: boolean;
@@ -126,6 +131,16 @@ export class Informer {
 
   get(name: string): KubeObject | undefined {
     return this.objects.get(name);
+  }
+
+  /** Every object it holds now. */
+  items(): KubeObject[] {
+    return [...this.objects.values()];
+  }
+
+  private seen(object: KubeObject, deleted = false): void {
+    const rv = object.metadata?.resourceVersion;
+    this.onSeen?.(object.metadata.name, typeof rv === 'string' ? rv : undefined, deleted);
   }
 
   listen(name: string, onObject: Listener['onObject'], onError: Listener['onError']): () => void {
@@ -269,6 +284,7 @@ export class Informer {
     this.objects = fresh;
     this.resourceVersion = resourceVersion;
     this.synced = true;
+    for (const object of fresh.values()) this.seen(object);
     for (const name of [...this.listeners.keys()]) {
       const now = fresh.get(name);
       const before = previous.get(name);
@@ -337,10 +353,12 @@ export class Informer {
             else initial.objects.set(name, trimObject(object, this.info, this.options.keepFieldOwnersOf));
           } else if (event.type === 'DELETED') {
             this.objects.delete(name);
+            this.seen(object, true);
             this.notify(name, undefined);
           } else {
             const trimmed = trimObject(object, this.info, this.options.keepFieldOwnersOf);
             this.objects.set(name, trimmed);
+            this.seen(trimmed);
             this.notify(name, trimmed);
           }
           return true;

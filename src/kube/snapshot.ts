@@ -17,7 +17,7 @@ import type { ClusterSnapshot, ExistingVersion } from '../render/render.ts';
 import { POD_TEMPLATE_RULES, REFERENCE_RULES, type ReferenceRule } from '../render/tables.ts';
 import { parseVersionedName } from '../render/versioning.ts';
 import { type KubeApi, METADATA_LIST } from './api.ts';
-import { Discovery, resourcePath } from './discovery.ts';
+import { Discovery, type ResourceInfo, resourcePath } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
 
 /** Discovery's own errors (an unknown kind) are already classified; a failed request is classified here. */
@@ -82,14 +82,34 @@ export function versionedKindsNeeded(
   return needed;
 }
 
+/** The objects of a type in a namespace as the agent's watch cache holds them, when it can answer for them. */
+export type CachedList = (info: ResourceInfo, namespace: string) => KubeObject[] | undefined;
+
+/** What the watch cache answers for a type in a namespace (its metadata), or undefined: ask the server. */
+async function fromCache(
+  discovery: Discovery,
+  cached: CachedList | undefined,
+  apiVersion: string,
+  kind: string,
+  namespace: string,
+): Promise<KubeObject[] | undefined> {
+  if (!cached) return undefined;
+  const info = await discovery.resource(apiVersion, kind).catch(() => undefined);
+  return info && cached(info, namespace);
+}
+
 async function listVersions(
   api: KubeApi,
   namespace: string,
   kinds: ReadonlySet<string>,
+  discovery: Discovery,
+  cached: CachedList | undefined,
 ): Promise<ExistingVersion[]> {
   // All at once; Promise.all observes every request, so a second failure is never an unhandled rejection.
   const lists = await Promise.all(
     VERSIONED_COLLECTIONS.filter(({ kind }) => kinds.has(kind)).map(async ({ kind, group, plural }) => {
+      const held = await fromCache(discovery, cached, group, kind, namespace);
+      if (held) return { kind, items: held as { metadata?: VersionedMeta }[] };
       const base = group.includes('/') ? `/apis/${group}` : `/api/${group}`;
       const path = `${base}/namespaces/${encodeURIComponent(namespace)}/${plural}`;
       try {
@@ -145,6 +165,11 @@ export interface SnapshotOptions {
   adopted?: boolean | undefined;
   /** The configuration's reference rules (render.referencePaths), beside the built-in ones. */
   referenceRules?: readonly ReferenceRule[] | undefined;
+  /**
+   * The agent's watch cache (ClusterCache.listedObjects): a list it holds listed, with every write of the agent
+   * there shown, is read from it instead of the server (versions, adopted workloads).
+   */
+  cached?: CachedList | undefined;
 }
 
 /** Reads what render needs to know of the cluster for these objects (already placed in namespaces). */
@@ -220,12 +245,15 @@ export async function readSnapshot(
       });
       if (!info) return [];
       let list: ObjectList<{ metadata?: VersionedMeta & { labels?: Record<string, string> } }> | undefined;
-      try {
-        // Metadata only: whether mooring manages each workload, not its whole spec.
-        list = await api.request('GET', resourcePath(info, namespace), { accept: METADATA_LIST });
-      } catch (error) {
-        throw described(error, `list ${kind}s in namespace ${namespace}`);
-      }
+      const held = options.cached?.(info, namespace);
+      if (held) list = { items: held as { metadata?: VersionedMeta }[] };
+      else
+        try {
+          // Metadata only: whether mooring manages each workload, not its whole spec.
+          list = await api.request('GET', resourcePath(info, namespace), { accept: METADATA_LIST });
+        } catch (error) {
+          throw described(error, `list ${kind}s in namespace ${namespace}`);
+        }
       return (list?.items ?? []).flatMap(({ metadata }) =>
         metadata?.name && names.has(metadata.name) && keepsTemplates(metadata)
           ? [workloadKey(kind, namespace, metadata.name)]
@@ -244,6 +272,8 @@ export async function readSnapshot(
             objects.flatMap(({ object }) => (object.metadata.namespace === ns ? [object] : [])),
             options.referenceRules,
           ),
+          discovery,
+          options.cached,
         ),
       ),
     ),

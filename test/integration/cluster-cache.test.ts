@@ -184,6 +184,47 @@ describe('the cluster cache', () => {
     }
   });
 
+  it("answers a type's list only once it has shown every write the agent made there (read your writes)", async () => {
+    const { api, discovery } = client();
+    const cache = new ClusterCache(api);
+    const info = await discovery.resource('v1', 'ConfigMap');
+    const path = `/api/v1/namespaces/${ns()}/configmaps`;
+    const controller = new AbortController();
+    try {
+      // Not watched: nothing to answer from.
+      expect(cache.listedObjects(info, ns())).toBeUndefined();
+      let heard = 0;
+      void cache.subscribe(info, ns(), 'anything', () => heard++, controller.signal, { metadataOnly: true })
+        .done;
+      await expect.poll(() => heard, { timeout: 20_000 }).toBeGreaterThan(0);
+      const before = cache.listedObjects(info, ns());
+      expect(before).toBeDefined();
+      // Twenty versions written in a row, each noted as the agent notes its writes: every answer the cache gives
+      // from then on holds every one written before it asked (or it gives none, and the server is asked).
+      const written: string[] = [];
+      for (let i = 0; i < 20; i++) {
+        const name = `settings-v${String(i).padStart(3, '0')}`;
+        const answer = await api.request<KubeObject>('POST', path, {
+          body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { i: String(i) } },
+        });
+        cache.noteWrite({ ...answer, apiVersion: 'v1', kind: 'ConfigMap' });
+        written.push(name);
+        const held = cache.listedObjects(info, ns());
+        if (held === undefined) continue;
+        const names = new Set(held.map((o) => o.metadata.name));
+        for (const w of written) expect(names.has(w), `${w} missing from the cache's answer`).toBe(true);
+      }
+      // Once the watch has shown them, the cache answers again, with all of them.
+      await expect
+        .poll(() => cache.listedObjects(info, ns())?.map((o) => o.metadata.name), { timeout: 20_000 })
+        .toEqual(expect.arrayContaining(written));
+    } finally {
+      controller.abort();
+      cache.close();
+      api.close();
+    }
+  });
+
   it('ends a wait during which the API server stopped answering as unreachable, with the last verdict and why it is stale', async () => {
     const { api, discovery } = client();
     const cache = new ClusterCache(api, { watchSeconds: 1, idleMarginSeconds: 2, maxBackoffMs: 1000 });

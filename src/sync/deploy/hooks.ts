@@ -12,6 +12,7 @@ function hookActions(run: DeployRun): HookActions {
     fieldManager: fieldManagerOf(run.request),
     concurrency: concurrencyOf(run.request),
     refuse: hookRefusal(run.hookOwner),
+    onWritten: (_target, answer) => run.deps.cache?.noteWrite(answer),
   });
   return {
     check: (objects) => applier.check(objects),

@@ -47,6 +47,8 @@ export const readCluster: Stage = async (run) => {
   run.snapshot = await readSnapshot(api, objects, discovery, {
     adopted: labels.applyAppLabels && labels.podTemplateLabels === 'auto',
     referenceRules: request.renderOptions?.referenceRules,
+    // Lists the agent's watch cache holds (and that have shown its own writes) are read there.
+    cached: run.deps.cache && ((info, ns) => run.deps.cache?.listedObjects(info, ns)),
   });
   // Versioned Secrets are hashed under the installation's key; a dry run makes none.
   if (

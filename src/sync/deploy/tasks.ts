@@ -126,7 +126,10 @@ function setWriter(run: DeployRun, written: KubeObject[]): Applier {
     // A drift pass writes back objects exactly as mooring wrote them before (their marks say so), or as the
     // dry run of drift.ts validated them just now: a second dry run of each would double what a pass costs.
     ...(request.drift ? { validateFirst: false } : {}),
-    onWritten: (target, answer) => noteApplied(deps.cache, owner, target.object, answer, fieldManager),
+    onWritten: (target, answer) => {
+      deps.cache?.noteWrite(answer);
+      noteApplied(deps.cache, owner, target.object, answer, fieldManager);
+    },
     onResult: (result) => {
       written.push(result.target.object);
       if (!request.dryRun && result.action === 'unchanged')
