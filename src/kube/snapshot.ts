@@ -14,8 +14,8 @@ import {
 import { groupOf, type KubeObject, type SourcedObject } from '../render/manifest.ts';
 import { workloadKey } from '../render/moniker.ts';
 import type { ClusterSnapshot, ExistingVersion } from '../render/render.ts';
-import { POD_TEMPLATE_RULES, REFERENCE_RULES, type ReferenceRule } from '../render/tables.ts';
-import { parseVersionedName } from '../render/versioning.ts';
+import { indexRules, POD_TEMPLATE_RULES, REFERENCE_RULES, type ReferenceRule } from '../render/tables.ts';
+import { parseVersionedName, referencedKinds } from '../render/versioning.ts';
 import { type KubeApi, METADATA_LIST } from './api.ts';
 import { Discovery, type ResourceInfo, resourcePath } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
@@ -58,27 +58,18 @@ export function versionOf(kind: string, meta: VersionedMeta): ExistingVersion | 
 
 /**
  * The versioned collections a set needs listed in one namespace: the kinds it holds there, and the kinds its
- * objects there refer to (a pod template to ConfigMaps and Secrets, an HPA to anything), by the built-in reference
- * rules and the configuration's. A fleet of Deployments and ConfigMaps lists no Pods and no ReplicaSets, the
- * namespace's largest collections, on every sync.
+ * objects there refer to (a pod template naming a ConfigMap, an HPA's target), by the built-in reference rules and
+ * the configuration's: the references their fields hold, not every kind a rule allows. A fleet of Deployments that
+ * read ConfigMaps lists no Secrets, Pods or ReplicaSets, the namespace's largest collections, on every sync.
  */
 export function versionedKindsNeeded(
   objects: readonly KubeObject[],
   extraRules: readonly ReferenceRule[] = [],
 ): Set<string> {
-  const needed = new Set<string>();
-  const rules = [...REFERENCE_RULES, ...extraRules];
-  const all = VERSIONED_COLLECTIONS.map((c) => c.kind);
-  for (const object of objects) {
-    if (all.includes(object.kind)) needed.add(object.kind);
-    const group = groupOf(object.apiVersion);
-    for (const rule of rules) {
-      if (rule.kind !== object.kind || rule.group !== group) continue;
-      if (rule.target === '*') for (const kind of all) needed.add(kind);
-      else needed.add(rule.target);
-    }
-    if (needed.size === all.length) break;
-  }
+  const all = new Set(VERSIONED_COLLECTIONS.map((c) => c.kind));
+  const needed = new Set(objects.map((o) => o.kind).filter((k) => all.has(k)));
+  for (const kind of referencedKinds(objects, indexRules(REFERENCE_RULES, extraRules)))
+    if (all.has(kind)) needed.add(kind);
   return needed;
 }
 

@@ -123,6 +123,13 @@ function* referencesOf(object: KubeObject, rules: Rules): Generator<{ selected: 
   }
 }
 
+/** The kinds the references of `objects` point at (only those their fields name, not every kind a rule allows). */
+export function referencedKinds(objects: readonly KubeObject[], rules: Rules): Set<string> {
+  const kinds = new Set<string>();
+  for (const object of objects) for (const { target } of referencesOf(object, rules)) kinds.add(target);
+  return kinds;
+}
+
 /**
  * What the references of `objects` point at, as refKey; with `anyNamespace` by kind and name alone (for objects
  * not yet placed in their namespaces: a guess that errs towards "referenced").
