@@ -137,7 +137,7 @@ export class SourcePolls {
     const source = any as GitSource;
     this.stops.set(
       source.name,
-      this.shared.schedule(source, source, (trigger) => this.pollSafely(source.name, trigger)),
+      this.shared.schedule(source, (trigger) => this.pollSafely(source.name, trigger)),
     );
   }
 

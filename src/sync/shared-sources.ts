@@ -165,10 +165,10 @@ export class SharedSources {
    */
   schedule(
     source: { name: string; cron?: string | undefined; interval?: number | undefined },
-    settings: object,
     poll: (trigger: PollTrigger) => void,
   ): () => void {
-    const key = `${keyOf('schedule', settings)}|${source.cron ?? ''}|${source.interval ?? ''}`;
+    // Every setting counts (the schedule and all that makes the source's client): one timer per such source.
+    const key = keyOf('schedule', source);
     let clock = this.#clocks.get(key);
     if (!clock) {
       const subscribers = new Set<(trigger: PollTrigger) => void>();

@@ -34,9 +34,9 @@ describe('shared sources', () => {
     const shared = new SharedSources('/tmp/mooring-shared-test');
     const ticks: [string, PollTrigger][] = [];
     const spec = source({ interval: '10s' });
-    const stopA = shared.schedule(spec, spec, (t) => ticks.push(['a', t]));
+    const stopA = shared.schedule(spec, (t) => ticks.push(['a', t]));
     vi.advanceTimersByTime(4_000);
-    const stopB = shared.schedule(spec, spec, (t) => ticks.push(['b', t]));
+    const stopB = shared.schedule(spec, (t) => ticks.push(['b', t]));
     vi.advanceTimersByTime(6_000);
     // One timer: b joined a's schedule, and both were polled under the same trigger.
     expect(ticks.map(([who]) => who)).toEqual(['a', 'b']);
@@ -59,8 +59,8 @@ describe('shared sources', () => {
     const fast = source({ interval: '1s' });
     const slow = source({ interval: '5s' });
     const stops = [
-      shared.schedule(fast, fast, () => seen.push('fast')),
-      shared.schedule(slow, slow, () => seen.push('slow')),
+      shared.schedule(fast, () => seen.push('fast')),
+      shared.schedule(slow, () => seen.push('slow')),
     ];
     vi.advanceTimersByTime(5_000);
     expect(seen.filter((s) => s === 'fast')).toHaveLength(5);
