@@ -40,7 +40,11 @@ function keyOf(kind: string, source: object): string {
   return `${kind}:${JSON.stringify(source)}`;
 }
 
-/** A Git repository whose ref reads are shared by the polls of one trigger. */
+/**
+ * A Git repository whose ref reads are shared by the polls of one trigger. The newest trigger's read is kept until
+ * another trigger's starts: an agent busy when the trigger came polls later under it (SourcePolls' next round) and
+ * takes the same read, which started after the trigger too.
+ */
 export class SharedRepository extends GitRepository {
   #shared: { trigger: PollTrigger; resolved: Promise<ResolvedRef> } | undefined;
 
@@ -50,12 +54,7 @@ export class SharedRepository extends GitRepository {
     const shared = this.#shared;
     if (shared?.trigger === trigger) return shared.resolved;
     const resolved = this.resolve();
-    const entry = { trigger, resolved };
-    this.#shared = entry;
-    const forget = () => {
-      if (this.#shared === entry) this.#shared = undefined;
-    };
-    resolved.then(forget, forget);
+    this.#shared = { trigger, resolved };
     return resolved;
   }
 }
@@ -89,12 +88,8 @@ export class SharedPoller implements ArtifactPoller {
     const shared = this.#shared;
     if (shared?.trigger === trigger && shared.state === key) return shared.result;
     const result = this.#inner.poll(state);
-    const entry = { trigger, state: key, result };
-    this.#shared = entry;
-    const forget = () => {
-      if (this.#shared === entry) this.#shared = undefined;
-    };
-    result.then(forget, forget);
+    // Kept until another trigger's poll starts, as SharedRepository keeps its read.
+    this.#shared = { trigger, state: key, result };
     return result;
   }
 }

@@ -608,6 +608,11 @@ describe('many clusters from one agent', () => {
       expect(readsAfter - reads).toBeGreaterThan(0);
       // Nothing changed meanwhile: no fetch.
       expect(fetches()).toBe(3);
+      // Stopped, no agent of any cluster polls again.
+      await agent.stop();
+      const stoppedAt = requests.length;
+      await new Promise((resolve) => setTimeout(resolve, 5_000));
+      expect(requests.slice(stoppedAt)).toEqual([]);
     } finally {
       await agent.stop();
       server.closeAllConnections();
