@@ -64,6 +64,13 @@ export function gitNetworkError(
       options,
     );
   }
+  if (code === 'InternalError') {
+    // What the server sent could not be read (a cut or malformed pack or advertisement): the library's own words,
+    // bounded, say which. Transient: the next poll asks again.
+    const said = typeof (data as { message?: unknown } | undefined)?.message === 'string';
+    const what = said ? String((data as { message: string }).message).slice(0, 200) : 'internal error';
+    return new TransientError(`the server's answer could not be read (${what})`, options);
+  }
   if (code === 'RemoteCapabilityError') {
     return new StalledError('the server cannot serve shallow fetches', options);
   }
