@@ -15,5 +15,6 @@ exec npx vitest run --project integration \
   test/integration/drift-managed-fields.test.ts \
   test/integration/api-warnings.test.ts \
   test/integration/admission-refusals.test.ts \
+  test/integration/apply-reads.test.ts \
   test/integration/cluster-cache-streaming.test.ts \
   test/integration/corpus-current.test.ts
