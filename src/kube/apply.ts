@@ -1,6 +1,7 @@
 // The Applier and its types: applying a rendered set in phases (apply-order.ts), validated whole by a server-side
 // dry run before the first write (all or nothing), and written with the method each object's plan asks for (apply,
-// replace, recreate). Objects whose content would not change are not written (live-state.ts reads what is there).
+// replace, recreate). Objects whose content would not change are not written (live-state.ts reads what is there),
+// and objects the caller knows unmoved since its own last write are not even read or dry-run (ApplyOptions.unmoved).
 // Only summaries of live objects and dry-run answers are kept (live-state.ts), so memory grows with the set's
 // manifests, not with what the server sends back.
 import { append } from '../arrays.ts';
@@ -88,6 +89,19 @@ export interface ApplyOptions {
    */
   known?: ((object: KubeObject) => boolean) | undefined;
   /**
+   * Whether an object is still exactly as the caller last wrote it (an agent's sync: the object's drift mark and
+   * the watch cache's copy, src/kube/drift-check.ts unmovedSinceWrite), and if so its metadata as the cache holds
+   * it. Such an object is not read, dry-run or written: its result is `unchanged`. Asked before the dry run of
+   * objects written by server-side apply or replace (a recreate always writes), when the set is validated and
+   * written (not in a dry run); any other answer leaves the object to the read and dry run of every other.
+   */
+  unmoved?:
+    | ((
+        target: ApplyTarget,
+        info: ResourceInfo,
+      ) => Promise<Pick<LiveSummary['metadata'], 'uid' | 'resourceVersion' | 'generation'> | undefined>)
+    | undefined;
+  /**
    * Internal, for the benchmark that measures what validation costs: false skips the whole-set dry run, and with
    * it all-or-nothing and the detection of unchanged objects. No command sets it.
    */
@@ -121,6 +135,7 @@ export class Applier {
       | 'absentNamespaces'
       | 'refuse'
       | 'known'
+      | 'unmoved'
     >
   > &
     ApplyOptions;
@@ -133,6 +148,22 @@ export class Applier {
     this.discovery = discovery;
     this.options = { waitTimeoutMs: 120_000, ...options };
     this.verbs = new ObjectVerbs(api, this.options);
+  }
+
+  /** The summary of `target` if the caller says it is unmoved since its last write (ApplyOptions.unmoved). */
+  private async unmoved(target: ApplyTarget, info: ResourceInfo): Promise<LiveSummary | undefined> {
+    const { unmoved, dryRun, onPreview } = this.options;
+    if (!unmoved || dryRun || onPreview || target.plan.strategy.recreate) return undefined;
+    const metadata = await unmoved(target, info);
+    if (!metadata) return undefined;
+    const { apiVersion, kind } = target.object;
+    const { name, namespace } = target.object.metadata;
+    return {
+      apiVersion,
+      kind,
+      metadata: { name, ...(namespace !== undefined ? { namespace } : {}), ...metadata },
+      digest: undefined,
+    };
   }
 
   /** Whether `target` is dry-run before it is read: not applied before, and written by server-side apply. */
@@ -172,6 +203,8 @@ export class Applier {
     const resources = new Map<ApplyTarget, ResourceInfo>();
     const lives = new Map<ApplyTarget, LiveSummary | undefined>();
     const dryRuns = new Map<ApplyTarget, LiveSummary | undefined>();
+    /** Objects the caller says are unmoved since its last write: left as they are (ApplyOptions.unmoved). */
+    const unmoved = new Set<ApplyTarget>();
     const problems: string[] = [];
     const awaitingDefinition: ApplyTarget[] = [];
 
@@ -219,12 +252,20 @@ export class Applier {
       const refuse = () => {
         if (refused.length > 0) throw new StalledError(refused.sort(naturalOrder).join('; '));
       };
+      if (validate)
+        await mapLimit(ready, this.options.concurrency, async (target) => {
+          const live = await this.unmoved(target, resources.get(target) as ResourceInfo);
+          if (!live) return;
+          unmoved.add(target);
+          lives.set(target, live);
+        });
+      const rest = unmoved.size === 0 ? ready : ready.filter((t) => !unmoved.has(t));
       // What the caller never applied is dry-run before it is read (ApplyOptions.known).
-      const probed = new Set(validate ? ready.filter((t) => this.probes(t)) : []);
+      const probed = new Set(validate ? rest.filter((t) => this.probes(t)) : []);
       try {
         for (const [target, live] of await readLive(
           this.api,
-          ready.filter((t) => !probed.has(t)),
+          rest.filter((t) => !probed.has(t)),
           resources,
           this.options.concurrency,
           inspect,
@@ -234,7 +275,7 @@ export class Applier {
         throw describeKubeError(error, 'read the live objects');
       }
       refuse();
-      await mapLimit(validate ? ready : [], this.options.concurrency, async (target) => {
+      await mapLimit(validate ? rest : [], this.options.concurrency, async (target) => {
         const info = resources.get(target) as ResourceInfo;
         try {
           if (probed.has(target)) {
@@ -266,7 +307,8 @@ export class Applier {
     const inForce = new Set<string>();
     for (const [kind, crd] of definitions) {
       const live = lives.get(crd);
-      if (validate && live?.digest && dryRuns.get(crd)?.digest === live.digest) inForce.add(kind);
+      if (unmoved.has(crd) || (validate && live?.digest && dryRuns.get(crd)?.digest === live.digest))
+        inForce.add(kind);
     }
     const readyNow: ApplyTarget[] = [];
     await mapLimit(awaitingDefinition, this.options.concurrency, async (target) => {
@@ -275,7 +317,7 @@ export class Applier {
     });
     await check(readyNow);
     if (problems.length > 0) throw new ApplyRejectedError(problems.sort(naturalOrder));
-    const known = { resources, lives, dryRuns, deferred, absent, adopt };
+    const known = { resources, lives, dryRuns, deferred, absent, adopt, unmoved };
     const early = new Map<ApplyTarget, ApplyResult>();
     const results: ApplyResult[] = [];
     return {
@@ -331,9 +373,10 @@ export class Applier {
       deferred: ReadonlySet<ApplyTarget>;
       absent: ReadonlySet<ApplyTarget>;
       adopt: Map<ApplyTarget, TakeOver>;
+      unmoved: ReadonlySet<ApplyTarget>;
     },
   ): Promise<ApplyResult[]> {
-    const { resources, lives, dryRuns, deferred, absent, adopt } = known;
+    const { resources, lives, dryRuns, deferred, absent, adopt, unmoved } = known;
     const results: ApplyResult[] = [];
     for (const batch of inPhases(targets, (t) => t.object.kind)) {
       const written = await mapLimit(batch, this.options.concurrency, async (target) => {
@@ -354,8 +397,10 @@ export class Applier {
           }
         }
         if (!info) throw new Error(`no resource for ${place(target)}`);
-        if (absent.has(target)) {
-          const result: ApplyResult = { target, action: 'created', live: undefined, resource: info };
+        if (absent.has(target) || unmoved.has(target)) {
+          const result: ApplyResult = unmoved.has(target)
+            ? { target, action: 'unchanged', live, resource: info }
+            : { target, action: 'created', live: undefined, resource: info };
           this.options.onResult?.(result);
           return result;
         }

@@ -11,7 +11,15 @@ import type { KubeApi } from './api.ts';
 import type { ClusterCache } from './cache.ts';
 import type { Discovery, ResourceInfo } from './discovery.ts';
 import { type DriftFinding, detectDrift } from './drift.ts';
-import { baselineFrom, type CachedCopy, type Judgement, judgeCopy, liveMetadata } from './drift-marks.ts';
+import {
+  baselineFrom,
+  type CachedCopy,
+  desiredDigest,
+  type Judgement,
+  judgeCopy,
+  type LiveMetadata,
+  liveMetadata,
+} from './drift-marks.ts';
 import { driftState, noRequests, type RequestTally, tallied } from './drift-pass.ts';
 import { keptFieldOwners } from './field-owners.ts';
 
@@ -59,6 +67,39 @@ export function noteApplied(
   const baseline =
     managedFields === undefined ? undefined : baselineFrom(object, managedFields, fieldManager);
   marks.recordWrite(owner, object, answer && liveMetadata(answer.metadata), baseline);
+}
+
+/** How long a sync waits for the watch cache to list a type before it reads the object the long way. */
+const UNMOVED_WAIT_MS = 2_000;
+
+/**
+ * Whether a sync may leave `object` as it is, unread, not dry-run and not written (ApplyOptions.unmoved): the
+ * deployment's mark says mooring wrote this very manifest to it, and the watch cache's copy is still the one that
+ * write left (the same uid and resourceVersion), or moved only in what the manifest does not set (a controller's
+ * status: its managed fields say so, when the cache keeps them; the mark is renewed then). The copy's metadata, or
+ * undefined when the object takes the read and dry run of every other (no mark, another manifest, a copy the
+ * cache cannot show within `waitMs`, anything moved by hand).
+ */
+export async function unmovedSinceWrite(
+  cache: ClusterCache,
+  owner: string,
+  info: ResourceInfo,
+  object: KubeObject,
+  options: { fieldManager: string; metadataOnly: boolean; waitMs?: number },
+): Promise<LiveMetadata | undefined> {
+  const marks = driftState(cache).marks;
+  const mark = marks.enabled ? marks.get(owner, object) : undefined;
+  if (!mark || mark.resourceVersion === undefined || mark.desired !== desiredDigest(object)) return undefined;
+  const copy = await cachedCopy(cache, info, object, options.metadataOnly, options.waitMs ?? UNMOVED_WAIT_MS);
+  if (!copy || copy === 'unknown') return undefined;
+  const judgement = judgeCopy(mark, object, copy, options.fieldManager);
+  // Without managed fields, judgeCopy calls a copy quiet whose generation alone is unchanged: a label set by hand
+  // moves no generation, and a sync puts it back. Only the same resourceVersion is unmoved then.
+  if (judgement.verdict === 'quiet' && copy.metadata.resourceVersion === mark.resourceVersion)
+    return copy.metadata;
+  if (judgement.verdict !== 'clean') return undefined;
+  marks.record(owner, object, copy.metadata, judgement.baseline);
+  return copy.metadata;
 }
 
 /** The copy the watch cache holds of an object, read through a subscription that ends at its first answer. */

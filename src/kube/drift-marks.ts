@@ -142,7 +142,7 @@ export function desiredDigest(object: KubeObject): string {
 export class DriftMarks {
   /** By deployment (the inventory's owner), then by object key. */
   private readonly owners = new Map<string, Map<string, DriftMark>>();
-  /** Off until the agent runs drift passes: without them, marks would only cost memory. */
+  /** Off until an agent turns them on (keepDriftMarks): a CLI's deploy marks nothing. */
   enabled = false;
 
   get(owner: string, object: KubeObject): DriftMark | undefined {

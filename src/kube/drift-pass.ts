@@ -129,13 +129,19 @@ export function driftState(cache: ClusterCache): DriftState {
 }
 
 /**
- * The agent runs drift passes: what its syncs write is marked from now on (without passes, marks only cost
- * memory), and the watch cache keeps the managed fields of the objects `fieldManager` wrote, which the passes read.
+ * What the agent's syncs write is marked from now on: a sync leaves an object it finds unmoved since its last
+ * write unread and unwritten (drift-check.ts, unmovedSinceWrite), and drift passes judge from the marks. With
+ * `fieldOwners` (the agent runs drift passes), the watch cache also keeps the managed fields of the objects
+ * `fieldManager` wrote, which tell a copy moved by a controller's status from one changed by hand.
  */
-export function keepDriftMarks(cache: ClusterCache | undefined, fieldManager = 'mooring'): void {
+export function keepDriftMarks(
+  cache: ClusterCache | undefined,
+  fieldManager = 'mooring',
+  fieldOwners = true,
+): void {
   if (!cache) return;
   driftState(cache).marks.enabled = true;
-  cache.keepFieldOwnersOf(fieldManager);
+  if (fieldOwners) cache.keepFieldOwnersOf(fieldManager);
 }
 
 /** The agent starts a drift pass over these deployments. */

@@ -255,7 +255,7 @@ export class Agent {
     if (this.driftTimer) clearInterval(this.driftTimer);
     this.driftTimer = undefined;
     const drift = this.deps.config.drift.interval;
-    if (drift !== undefined) keepDriftMarks(this.deps.cache, this.deps.config.apply.fieldManager);
+    keepDriftMarks(this.deps.cache, this.deps.config.apply.fieldManager, drift !== undefined);
     if (drift !== undefined && !this.stopped) this.driftTimer = setInterval(() => this.correctDrift(), drift);
   }
 

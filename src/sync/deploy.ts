@@ -18,7 +18,7 @@ import {
   fieldManagerOf,
   type Stage,
 } from './deploy/context.ts';
-import { checkDrift } from './deploy/drift.ts';
+import { checkDrift, cutToDrift } from './deploy/drift.ts';
 import { finalize } from './deploy/finalize.ts';
 import { checkHookNames, runPhase } from './deploy/hooks.ts';
 import { readInventory } from './deploy/inventory.ts';
@@ -34,10 +34,11 @@ export { MISSING_NAMESPACE_RETRY_MS } from './deploy/namespaces.ts';
 const STAGES: readonly Stage[] = [
   readCluster,
   renderSet,
+  checkDrift,
   ensureNamespaces,
   readInventory,
   checkHookNames,
-  checkDrift,
+  cutToDrift,
   runTasks,
   pruneLeftovers,
   collectHistory,

@@ -76,12 +76,9 @@ describe('a drift pass from the watch cache', () => {
     expect(quiet.drift).toEqual([]);
     expect(quiet.applied).toEqual([]);
     console.log(`a quiet drift pass of 3 objects sent ${sent.length} requests:`, sent);
-    expect(sent.filter((s) => s.dryRun)).toEqual([]);
-    expect(sent.filter((s) => s.method !== 'GET')).toEqual([]);
-    // Nothing is read per object: the reads are the deploy's own (namespace, snapshot, inventory).
-    expect(
-      sent.filter((s) => /\/(configmaps|services|deployments)\/web-000(-config-v000)?$/.test(s.path)),
-    ).toEqual([]);
+    // Not one request: the check runs before the namespace and the inventory are read, and the snapshot's lists
+    // come from the watch cache.
+    expect(sent).toEqual([]);
 
     const scaled = await kubectl('-n', ns(), 'scale', 'deployment/web-000', '--replicas=3');
     expect(scaled.code, scaled.stderr).toBe(0);

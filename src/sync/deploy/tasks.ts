@@ -5,10 +5,12 @@
 // set, and the post hooks. Hooks of a phase run in their weights' order (src/sync/hooks.ts). The first task that
 // fails, or a wait that does not end stable, stops the list; the tasks after it do not run.
 import { Applier, type ApplyTarget, type SetWrite } from '../../kube/apply.ts';
-import { noteApplied } from '../../kube/drift-check.ts';
+import { noteApplied, unmovedSinceWrite } from '../../kube/drift-check.ts';
+import { driftState } from '../../kube/drift-pass.ts';
 import { inventoryOf } from '../../kube/inventory.ts';
 import type { KubeObject } from '../../render/manifest.ts';
 import type { RenderResult } from '../../render/render.ts';
+import { judgedByMetadata } from '../../stability/rules.ts';
 import { concurrencyOf, type DeployRun, fieldManagerOf, type Stage } from './context.ts';
 import { runPhase } from './hooks.ts';
 import { waitFor } from './wait.ts';
@@ -119,6 +121,13 @@ function setWriter(run: DeployRun, written: KubeObject[]): Applier {
   const { request, deps } = run;
   const fieldManager = fieldManagerOf(request);
   const owner = request.inventory?.owner;
+  const cache = deps.cache;
+  // An agent's sync (not a drift pass, which checks its objects itself) leaves what is unmoved since its last
+  // write as it is: no read, dry run or write of it. The marks of objects it no longer renders go.
+  const unmovedBy =
+    cache && owner !== undefined && !request.drift && !request.dryRun ? { cache, owner } : undefined;
+  if (unmovedBy) driftState(unmovedBy.cache).marks.retain(unmovedBy.owner, run.rendered?.objects ?? []);
+  const unmoved = new Set<KubeObject>();
   return new Applier(run.api, run.discovery, {
     fieldManager,
     concurrency: concurrencyOf(request),
@@ -132,7 +141,7 @@ function setWriter(run: DeployRun, written: KubeObject[]): Applier {
     },
     onResult: (result) => {
       written.push(result.target.object);
-      if (!request.dryRun && result.action === 'unchanged')
+      if (!request.dryRun && result.action === 'unchanged' && !unmoved.has(result.target.object))
         noteApplied(deps.cache, owner, result.target.object, result.live, fieldManager);
       deps.onEvent?.({ type: 'applied', result });
     },
@@ -140,5 +149,15 @@ function setWriter(run: DeployRun, written: KubeObject[]): Applier {
     absentNamespaces: run.absentNamespaces,
     // What the inventory does not hold is dry-run before it is read: a first deploy reads nothing it creates.
     known: run.appliedBefore,
+    ...(unmovedBy && {
+      unmoved: async (target, info) => {
+        const found = await unmovedSinceWrite(unmovedBy.cache, unmovedBy.owner, info, target.object, {
+          fieldManager,
+          metadataOnly: judgedByMetadata(target.object),
+        });
+        if (found) unmoved.add(target.object);
+        return found;
+      },
+    }),
   });
 }
