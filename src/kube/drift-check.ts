@@ -14,7 +14,6 @@ import { type DriftFinding, detectDrift } from './drift.ts';
 import {
   baselineFrom,
   type CachedCopy,
-  desiredDigest,
   type Judgement,
   judgeCopy,
   type LiveMetadata,
@@ -89,10 +88,11 @@ export async function unmovedSinceWrite(
 ): Promise<LiveMetadata | undefined> {
   const marks = driftState(cache).marks;
   const mark = marks.enabled ? marks.get(owner, object) : undefined;
-  if (!mark || mark.resourceVersion === undefined || mark.desired !== desiredDigest(object)) return undefined;
+  const desired = marks.digest(object);
+  if (!mark || mark.resourceVersion === undefined || mark.desired !== desired) return undefined;
   const copy = await cachedCopy(cache, info, object, options.metadataOnly, options.waitMs ?? UNMOVED_WAIT_MS);
   if (!copy || copy === 'unknown') return undefined;
-  const judgement = judgeCopy(mark, object, copy, options.fieldManager);
+  const judgement = judgeCopy(mark, object, copy, options.fieldManager, desired);
   // Without managed fields, judgeCopy calls a copy quiet whose generation alone is unchanged: a label set by hand
   // moves no generation, and a sync puts it back. Only the same resourceVersion is unmoved then.
   if (judgement.verdict === 'quiet' && copy.metadata.resourceVersion === mark.resourceVersion)
@@ -170,7 +170,7 @@ export class DriftRun {
           const info = await discovery.resource(object.apiVersion, object.kind);
           copy = await cachedCopy(cache, info, object, options.metadataOnly(object));
         }
-        const judgement = judgeCopy(mark, object, copy, fieldManager);
+        const judgement = judgeCopy(mark, object, copy, fieldManager, marks?.digest(object));
         // Moved, but nothing of the manifest was touched: what the copy holds is the mark now.
         if (judgement.verdict === 'clean' && copy && copy !== 'unknown' && owner !== undefined)
           marks?.record(owner, object, copy.metadata, judgement.baseline);

@@ -4,8 +4,9 @@
 // the cached copy, whether another manager changed, removed or added a field of what mooring applied
 // (ownership-drift.ts). Only what the managed fields cannot tell gets the dry runs of drift.ts.
 // Kept in memory beside the agent's watch cache, one set per deployment, trimmed to the deployment's current
-// objects on every drift pass. An agent that starts has none: its first drift pass checks every object, and the
-// checks that find nothing record what they read.
+// objects on every sync and drift pass, and saved with each release in the deployment's ledger (`saved`), so that an
+// agent started again judges from them (`restore`) instead of checking every object. Their digests are keyed by the
+// installation's key (`useKey`): a saved mark names no content, and one written by hand matches no manifest.
 import { createHmac, randomBytes } from 'node:crypto';
 import { type KubeObject, objectKey } from '../render/manifest.ts';
 import { type FieldOwner, fieldOwners } from './field-owners.ts';
@@ -90,9 +91,11 @@ export function judgeCopy(
   manifest: KubeObject,
   cached: CachedCopy,
   fieldManager: string,
+  /** The manifest's digest under the marks' key (DriftMarks.digest). */
+  desired = desiredDigest(manifest),
 ): Judgement {
   if (!mark) return { verdict: 'check', why: 'no write of it seen since the agent started' };
-  if (mark.desired !== desiredDigest(manifest))
+  if (mark.desired !== desired)
     return { verdict: 'check', why: 'its manifest changed since mooring wrote it' };
   if (cached === 'unknown') return { verdict: 'check', why: 'the watch cache cannot tell' };
   if (cached === undefined) return { verdict: 'check', why: 'not in the watch cache (deleted?)' };
@@ -134,9 +137,47 @@ export function judgeCopy(
 
 const KEY = randomBytes(32);
 
-/** The digest a mark holds of an object as rendered (canonical key order: the same render gives the same bytes). */
-export function desiredDigest(object: KubeObject): string {
-  return createHmac('sha256', KEY).update(JSON.stringify(object)).digest('base64url').slice(0, 22);
+/**
+ * The digest a mark holds of an object as rendered (canonical key order: the same render gives the same bytes),
+ * keyed by `key` (by default one of the process's own).
+ */
+export function desiredDigest(object: KubeObject, key: Buffer = KEY): string {
+  return createHmac('sha256', key).update(JSON.stringify(object)).digest('base64url').slice(0, 22);
+}
+
+/** A mark as the ledger keeps it (src/report/ledger.ts): short names, as a deployment may hold hundreds. */
+export interface SavedMark {
+  /** DriftMark.desired */
+  d: string;
+  u: string;
+  r: string;
+  g?: number;
+  b?: Baseline;
+}
+
+/** How many marks of one deployment are saved (the ledger's bound on the objects a release names). */
+export const SAVED_MARKS = 300;
+const SAVED_FIELD_PATHS = 50;
+const SAVED_TEXT = 512;
+
+const text = (value: unknown, max = SAVED_TEXT): value is string =>
+  typeof value === 'string' && value.length > 0 && value.length <= max;
+const paths = (value: unknown): value is string[] =>
+  Array.isArray(value) && value.length <= SAVED_FIELD_PATHS && value.every((p) => text(p));
+
+/** A saved mark read back, or undefined when it is not one (the ledger is a ConfigMap anyone allowed may edit). */
+function savedMark(value: unknown): DriftMark | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { d, u, r, g, b } = value as Record<string, unknown>;
+  if (!text(d, 64) || !text(u, 64) || !text(r, 64)) return undefined;
+  if (g !== undefined && !Number.isSafeInteger(g)) return undefined;
+  let baseline: Baseline | undefined;
+  if (b !== undefined) {
+    const { gone, added } = (typeof b === 'object' && b !== null ? b : {}) as Record<string, unknown>;
+    if (!paths(gone) || !paths(added)) return undefined;
+    baseline = gone.length === 0 && added.length === 0 ? NOTHING_ELSE : { gone, added };
+  }
+  return { desired: d, uid: u, resourceVersion: r, generation: g as number | undefined, baseline };
 }
 
 export class DriftMarks {
@@ -144,6 +185,72 @@ export class DriftMarks {
   private readonly owners = new Map<string, Map<string, DriftMark>>();
   /** Off until an agent turns them on (keepDriftMarks): a CLI's deploy marks nothing. */
   enabled = false;
+  private key: Buffer = KEY;
+  /** Whether the key is the installation's (useKey): only then are marks worth saving. */
+  private keyed = false;
+
+  /**
+   * Keys the marks' digests by the installation's key (the content hash key, src/kube/hash-key.ts; a key derived
+   * from it, so the two uses never share one), so that saved marks still match after a restart. Marks made under
+   * another key are forgotten.
+   */
+  useKey(installationKey: Buffer): void {
+    const key = createHmac('sha256', installationKey).update('mooring drift marks').digest();
+    if (this.keyed && key.equals(this.key)) return;
+    this.key = key;
+    this.keyed = true;
+    this.owners.clear();
+  }
+
+  /** The digest of `object` as rendered, under the marks' key. */
+  digest(object: KubeObject): string {
+    return desiredDigest(object, this.key);
+  }
+
+  /**
+   * The owner's marks as the ledger keeps them: those that name a uid and a resourceVersion, at most
+   * SAVED_MARKS; undefined when there are none, or when the marks are not under the installation's key.
+   */
+  saved(owner: string): Record<string, SavedMark> | undefined {
+    const marks = this.owners.get(owner);
+    if (!this.enabled || !this.keyed || !marks) return undefined;
+    const saved: Record<string, SavedMark> = {};
+    let count = 0;
+    for (const [key, mark] of marks) {
+      if (count === SAVED_MARKS) break;
+      if (mark.uid === undefined || mark.resourceVersion === undefined) continue;
+      const { gone, added } = mark.baseline ?? { gone: [], added: [] };
+      saved[key] = {
+        d: mark.desired,
+        u: mark.uid,
+        r: mark.resourceVersion,
+        ...(mark.generation !== undefined ? { g: mark.generation } : {}),
+        ...(mark.baseline
+          ? { b: { gone: gone.slice(0, SAVED_FIELD_PATHS), added: added.slice(0, SAVED_FIELD_PATHS) } }
+          : {}),
+      };
+      count++;
+    }
+    return count > 0 ? saved : undefined;
+  }
+
+  /**
+   * Takes back the owner's marks from its ledger (an agent that starts): only under the installation's key, only
+   * when this agent holds none of its own for the owner yet (they are newer), and only what reads as a mark (at
+   * most SAVED_MARKS; anything else is left out, and that object is checked). The number taken.
+   */
+  restore(owner: string, saved: unknown): number {
+    if (!this.enabled || !this.keyed || this.owners.has(owner)) return 0;
+    if (typeof saved !== 'object' || saved === null || Array.isArray(saved)) return 0;
+    const marks = new Map<string, DriftMark>();
+    for (const [key, value] of Object.entries(saved)) {
+      if (marks.size === SAVED_MARKS) break;
+      const mark = text(key, 1024) ? savedMark(value) : undefined;
+      if (mark) marks.set(key, mark);
+    }
+    if (marks.size > 0) this.owners.set(owner, marks);
+    return marks.size;
+  }
 
   get(owner: string, object: KubeObject): DriftMark | undefined {
     return this.owners.get(owner)?.get(objectKey(object));
@@ -165,7 +272,7 @@ export class DriftMarks {
       return;
     }
     marks.set(objectKey(object), {
-      desired: desiredDigest(object),
+      desired: this.digest(object),
       uid: live.uid,
       resourceVersion: live.resourceVersion,
       generation: live.generation,
@@ -187,7 +294,7 @@ export class DriftMarks {
       baseline &&
       previous?.baseline &&
       previous.uid === live.uid &&
-      previous.desired === desiredDigest(object)
+      previous.desired === this.digest(object)
     ) {
       const known = previous.baseline.added;
       if (baseline.added.some((path) => !known.includes(path))) {

@@ -2,9 +2,12 @@
 // and one summary line when every deployment of the pass has been checked, so that the cost of a pass over a
 // fleet is a figure in the log (bench:fleet prints it). The marks (drift-marks.ts) and the passes live beside the
 // agent's watch cache: one of each per agent process.
+
+import { errorMessage } from '../errors.ts';
 import type { KubeApi, RequestSpec } from './api.ts';
 import type { ClusterCache } from './cache.ts';
-import { DriftMarks } from './drift-marks.ts';
+import { DriftMarks, type SavedMark } from './drift-marks.ts';
+import { ensureHashKey } from './hash-key.ts';
 
 export interface RequestTally {
   /** GETs and lists. */
@@ -154,4 +157,38 @@ export function beginDriftPass(
   const state = driftState(cache);
   state.marks.enabled = true;
   state.passes.begin(deployments, log);
+}
+
+/** The deployment's marks as its ledger keeps them with each release (DriftMarks.saved), if any are worth it. */
+export function savedMarks(
+  cache: ClusterCache | undefined,
+  owner: string,
+): Record<string, SavedMark> | undefined {
+  return cache && driftState(cache).marks.saved(owner);
+}
+
+/** Takes back a deployment's marks from its ledger as the agent starts (DriftMarks.restore); how many. */
+export function restoreMarks(cache: ClusterCache | undefined, owner: string, saved: unknown): number {
+  return cache && saved !== undefined ? driftState(cache).marks.restore(owner, saved) : 0;
+}
+
+/**
+ * Turns the agent's marks on and keys them by the installation's key (made if there is none yet, as the first versioned Secret would
+ * make it), so that the marks its ledgers keep match after a restart. Without it (no access to the Secret) the
+ * marks stay keyed per process: nothing is saved, and an agent started again checks every object once.
+ */
+export async function keyMarks(
+  cache: ClusterCache | undefined,
+  api: KubeApi,
+  namespace: string,
+  log: { warn(fields: object, message: string): void },
+): Promise<void> {
+  if (!cache) return;
+  const marks = driftState(cache).marks;
+  marks.enabled = true;
+  try {
+    marks.useKey(await ensureHashKey(api, namespace));
+  } catch (error) {
+    log.warn({ err: errorMessage(error) }, 'drift marks are not saved: the installation key cannot be read');
+  }
 }

@@ -6,6 +6,7 @@
 
 import type { ChartDependency, Release, ReleaseImage, Trigger } from '../contract.ts';
 import type { KubeApi } from '../kube/api.ts';
+import type { SavedMark } from '../kube/drift-marks.ts';
 import { describeKubeError } from '../kube/errors.ts';
 import { StateStore } from '../kube/state-store.ts';
 
@@ -50,6 +51,12 @@ export interface Holder {
 
 export interface LedgerData {
   releases: Release[];
+  /**
+   * What the agent last wrote to each object and what the server answered (src/kube/drift-marks.ts, SavedMark),
+   * saved with each release: an agent started again judges drift and unmoved objects from it. Read back as
+   * untrusted (DriftMarks.restore).
+   */
+  marks?: unknown;
   fence: Fence | undefined;
   attempt?: Attempt | undefined;
   waiting?: Waiting | undefined;
@@ -76,6 +83,7 @@ function parseLedger(data: Record<string, string> | undefined): LedgerData {
     attempt: data?.['attempt.json'] ? (JSON.parse(data['attempt.json']) as Attempt) : undefined,
     waiting: data?.['waiting.json'] ? (JSON.parse(data['waiting.json']) as Waiting) : undefined,
     holder: data?.['holder.json'] ? (JSON.parse(data['holder.json']) as Holder) : undefined,
+    ...(data?.['marks.json'] ? { marks: JSON.parse(data['marks.json']) as unknown } : {}),
   };
 }
 
@@ -87,6 +95,7 @@ function ledgerData(data: LedgerData, limit: number): Record<string, string> {
     ...(data.attempt ? { 'attempt.json': JSON.stringify(data.attempt, null, 1) } : {}),
     ...(data.waiting ? { 'waiting.json': JSON.stringify(data.waiting, null, 1) } : {}),
     ...(data.holder ? { 'holder.json': JSON.stringify(data.holder) } : {}),
+    ...(data.marks !== undefined ? { 'marks.json': JSON.stringify(data.marks) } : {}),
   };
 }
 
@@ -159,9 +168,14 @@ export class Ledger {
    * Records a release (bounded fields), newest first; returns it with its id. A retry that failed exactly as the
    * newest release did (same revision, same error, nothing else written) takes that release's place and id, so
    * that a sync retried for hours (a namespace that does not exist yet) does not push the history out. With
-   * `fence`, a stable release also sets the deployment's rollback fence, in the same write.
+   * `fence`, a stable release also sets the deployment's rollback fence, in the same write; `marks` (the agent's
+   * drift marks of the deployment) replace those saved before, in the same write too.
    */
-  async append(release: Omit<Release, 'id'>, fence?: Omit<Fence, 'release'>): Promise<Release> {
+  async append(
+    release: Omit<Release, 'id'>,
+    fence?: Omit<Fence, 'release'>,
+    marks?: Record<string, SavedMark>,
+  ): Promise<Release> {
     const fields: Omit<Release, 'id'> = {
       ...release,
       objects: release.objects.slice(0, MAX_OBJECTS),
@@ -190,6 +204,7 @@ export class Ledger {
         releases: [bounded, ...data.releases.slice(repeated ? 1 : 0)],
         attempt: undefined,
         ...(fence && bounded.result === 'stable' ? { fence: { ...fence, release: bounded.id } } : {}),
+        ...(marks ? { marks } : {}),
       };
     });
     return recorded as Release;

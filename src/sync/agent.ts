@@ -8,7 +8,7 @@ import { errorMessage } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
 import type { Discovery } from '../kube/discovery.ts';
-import { beginDriftPass, keepDriftMarks } from '../kube/drift-pass.ts';
+import { beginDriftPass, keepDriftMarks, keyMarks, restoreMarks } from '../kube/drift-pass.ts';
 import { chartLookup } from '../kube/lookup-server.ts';
 import { ensureNamespace } from '../kube/namespace.ts';
 import { StateStore } from '../kube/state-store.ts';
@@ -179,15 +179,9 @@ export class Agent {
     if (cache)
       StateStore.watchVersions(api, namespace, (name) => cache.watchedVersion(CONFIGMAPS, namespace, name));
     this.stops.push(() => this.control.stop());
-    for (const spec of config.deployments) {
-      const data = await this.ledger.read(spec.name);
-      if (data.attempt && !this.heldElsewhere(data))
-        await endInterrupted(this.syncDeps(), config, spec, data.attempt);
-      const now = current(data);
-      this.state.deployments.set(spec.name, { spec, commit: now?.commit, deployed: now?.revision });
-      for (const [source, image] of Object.entries(now?.images ?? {}))
-        this.state.knownDigests.set(source, image.digest);
-    }
+    // Saved drift marks match only under the installation's key: it is read before the ledgers are.
+    await keyMarks(cache, api, namespace, log);
+    for (const spec of config.deployments) await this.learn(spec, await this.ledger.read(spec.name), false);
     for (const source of this.sources()) await this.polls.build(source);
     log.info({ deployments: config.deployments.length, sources: this.sources().length }, 'agent started');
     // Registries first, so that the first sync of a deployment already binds its images.
@@ -423,16 +417,21 @@ export class Agent {
     return plan;
   }
 
+  /** What a deployment last deployed, from its ledger: an unfinished sync ended, saved drift marks taken back. */
+  private async learn(spec: MooringConfig['deployments'][number], data: LedgerData, added: boolean) {
+    if (data.attempt && !this.heldElsewhere(data))
+      await endInterrupted(this.syncDeps(), this.deps.config, spec, data.attempt);
+    restoreMarks(this.deps.cache, spec.name, data.marks);
+    const now = current(data);
+    this.state.deployments.set(spec.name, { spec, commit: now?.commit, deployed: now?.revision });
+    for (const [source, image] of Object.entries(now?.images ?? {}))
+      if (!added || !this.state.knownDigests.has(source)) this.state.knownDigests.set(source, image.digest);
+  }
+
   /** A deployment added by a reload: what it last deployed is read from its ledger, as at start. */
   private async addDeployment(spec: MooringConfig['deployments'][number]): Promise<void> {
     try {
-      const data = await this.ledger.read(spec.name);
-      if (data.attempt && !this.heldElsewhere(data))
-        await endInterrupted(this.syncDeps(), this.deps.config, spec, data.attempt);
-      const now = current(data);
-      this.state.deployments.set(spec.name, { spec, commit: now?.commit, deployed: now?.revision });
-      for (const [source, image] of Object.entries(now?.images ?? {}))
-        if (!this.state.knownDigests.has(source)) this.state.knownDigests.set(source, image.digest);
+      await this.learn(spec, await this.ledger.read(spec.name), true);
     } catch (error) {
       // Its first poll reads the ledger again before anything is synced.
       this.deps.log.error({ deployment: spec.name, err: errorMessage(error) }, 'cannot read the ledger');

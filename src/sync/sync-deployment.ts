@@ -12,6 +12,7 @@ import type { ClusterCache } from '../kube/cache.ts';
 import { describeTakeOver } from '../kube/client-side-takeover.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import { describeFinding } from '../kube/drift.ts';
+import { savedMarks } from '../kube/drift-pass.ts';
 import { describeWarning } from '../kube/warnings.ts';
 import { filesRedactor } from '../render/redact.ts';
 import type { Attempt, Ledger } from '../report/ledger.ts';
@@ -218,6 +219,8 @@ export async function syncDeployment(
           ],
         },
         fence,
+        // What the agent wrote, for the agent that starts next (docs/drift.md): no request of its own.
+        savedMarks(deps.cache, deployment.name),
       ),
     );
   }

@@ -173,4 +173,42 @@ describe('a drift pass from the watch cache', () => {
         : undefined,
     );
   });
+
+  it('an agent started again judges from the marks its ledger saved, and puts back a scale made while it was down', async () => {
+    const suffix = Date.now().toString(36);
+    const dir = await manifestDir({ 'app.yaml': apps(1, 'again') });
+    const config = await agentConfig({
+      cluster: { namespace: `mooring-dp-${suffix}` },
+      deployments: [{ name: 'again', namespace: ns(), source: 'folder', stability: { timeout: '2m' } }],
+      extra: { sources: { local: [{ name: 'folder', path: dir }] }, drift: { interval: '2s' } },
+    });
+    closers.push(async () => {
+      await kubectl('delete', 'namespace', `mooring-dp-${suffix}`, '--wait=false');
+    });
+    const pass = (agent: ReturnType<typeof startAgent>) =>
+      eventually(
+        'a drift pass',
+        async () => agent.logged('drift pass ended').find((l) => l.deployments === 1 && l.unchecked === 0),
+        60_000,
+      );
+    const first = startAgent(config, { level: 'info' });
+    await first.ready();
+    // A pass follows the first release, whose ledger write saved the marks.
+    await pass(first);
+    await first.stop();
+
+    const scaled = await kubectl('-n', ns(), 'scale', 'deployment/again-000', '--replicas=2');
+    expect(scaled.code, scaled.stderr).toBe(0);
+    const second = startAgent(config, { level: 'info' });
+    closers.push(() => second.stop());
+    await second.ready();
+    // Without the saved marks, the first pass after a start checked every object with a read and two dry runs.
+    const found = await pass(second);
+    console.log('the first pass of the agent started again:', found);
+    expect(found).toMatchObject({ objects: 3, byDryRun: 0, dryRuns: 0, drifted: 1, writes: 1 });
+    const appsApi = kubeConfig().makeApiClient(AppsV1Api);
+    expect(
+      (await appsApi.readNamespacedDeployment({ name: 'again-000', namespace: ns() })).spec?.replicas,
+    ).toBe(1);
+  });
 });

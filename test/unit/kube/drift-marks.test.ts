@@ -329,3 +329,96 @@ describe('drift passes', () => {
     expect(lines[0]).toMatchObject({ deployments: 2, unchecked: 1, objects: 4, elapsedMs: 60_000 });
   });
 });
+
+describe('drift marks saved in the ledger and taken back', () => {
+  const key = Buffer.alloc(32, 7);
+  const keyed = () => {
+    const marks = new DriftMarks();
+    marks.enabled = true;
+    marks.useKey(key);
+    return marks;
+  };
+
+  it('an agent started again takes back what the previous one saved, and judges from it', () => {
+    const before = keyed();
+    before.record('web', web, { uid: 'w', resourceVersion: '10', generation: 1 }, none);
+    before.record('web', configMap, { uid: 'c', resourceVersion: '11' });
+    // A mark without a resourceVersion (a write the next pass must check) is not worth saving.
+    const other: KubeObject = { ...configMap, metadata: { name: 'other', namespace: 'shop' } };
+    before.record('web', other, { uid: 'o' });
+    const saved = before.saved('web');
+    expect(Object.keys(saved ?? {})).toHaveLength(2);
+    // Saved as JSON in a ConfigMap, read back as such.
+    const after = keyed();
+    expect(after.restore('web', JSON.parse(JSON.stringify(saved)))).toBe(2);
+    const mark = after.get('web', web);
+    expect(mark).toMatchObject({ uid: 'w', resourceVersion: '10', generation: 1, baseline: none });
+    expect(
+      judgeCopy(mark, web, copy({ uid: 'w', resourceVersion: '10' }), 'mooring', after.digest(web)),
+    ).toMatchObject({ verdict: 'quiet' });
+    // A manifest that changed since matches no saved digest.
+    expect(
+      judgeCopy(
+        after.get('web', deployment(1)),
+        deployment(1),
+        copy({ uid: 'd' }),
+        'mooring',
+        after.digest(deployment(1)),
+      ).verdict,
+    ).toBe('check');
+  });
+
+  it('saves nothing under a key of the process, and takes nothing back under another key', () => {
+    const process = new DriftMarks();
+    process.enabled = true;
+    process.record('web', web, { uid: 'w', resourceVersion: '10' });
+    expect(process.saved('web')).toBeUndefined();
+    const saved = keyed();
+    saved.record('web', web, { uid: 'w', resourceVersion: '10' });
+    const other = new DriftMarks();
+    other.enabled = true;
+    other.useKey(Buffer.alloc(32, 8));
+    expect(other.restore('web', saved.saved('web'))).toBe(1);
+    // Taken, but its digest is another key's: it matches no manifest, and the object is checked.
+    expect(
+      judgeCopy(
+        other.get('web', web),
+        web,
+        copy({ uid: 'w', resourceVersion: '10' }),
+        'mooring',
+        other.digest(web),
+      ).verdict,
+    ).toBe('check');
+  });
+
+  it('marks the agent made since it started win over saved ones', () => {
+    const marks = keyed();
+    marks.record('web', web, { uid: 'w', resourceVersion: '12' });
+    expect(marks.restore('web', { x: { d: marks.digest(web), u: 'w', r: '10' } })).toBe(0);
+    expect(marks.get('web', web)?.resourceVersion).toBe('12');
+  });
+
+  it('takes back only what reads as a mark: the ledger is a ConfigMap others may edit', () => {
+    const marks = keyed();
+    const good = { d: marks.digest(configMap), u: 'c', r: '5' };
+    // As JSON text: "__proto__" is then a key of its own, not the object's prototype.
+    const hostile = `{
+      "/ConfigMap/shop/c": ${JSON.stringify(good)},
+      "__proto__": ${JSON.stringify(good)},
+      "constructor": {"d": "x", "u": "y", "r": "z", "g": "not a number"},
+      "long": {"d": "${'x'.repeat(100_000)}", "u": "y", "r": "z"},
+      "paths": {"d": "x", "u": "y", "r": "z", "b": {"gone": ${JSON.stringify(Array(1000).fill('a'))}, "added": []}},
+      "nested": {"d": {"toString": "x"}, "u": "y", "r": "z"},
+      "nothing": null
+    }`;
+    expect(marks.restore('web', JSON.parse(hostile))).toBe(2);
+    expect(Object.getPrototypeOf(marks)).toBe(DriftMarks.prototype);
+    expect(marks.get('web', configMap)).toMatchObject({ uid: 'c', resourceVersion: '5' });
+    for (const value of [null, 'text', 42, [good], undefined]) expect(keyed().restore('web', value)).toBe(0);
+    // Bounded however many entries it holds.
+    const many = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`k${i}`, good]));
+    const bounded = keyed();
+    expect(bounded.restore('web', many)).toBe(300);
+    expect(bounded.size).toBe(300);
+  });
+});
