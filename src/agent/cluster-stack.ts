@@ -4,6 +4,7 @@
 // outbox in that cluster, notifications, Events, the audit log, the metrics). What differs between the two is
 // passed in: the reporters a cluster adds, and how a unit wraps them to say its cluster is unreachable.
 import type { MooringConfig } from '../config/schema.ts';
+import { requestBudget } from '../config/schema-deployment.ts';
 import type { Logger, SyncReporter } from '../contract.ts';
 import { KubeApi } from '../kube/api.ts';
 import { ClusterCache, streamingRefusedLog } from '../kube/cache.ts';
@@ -39,8 +40,7 @@ export class ClusterStack {
     this.api = new KubeApi(access, {
       maxSockets: config.apply.concurrency * 2,
       requestTimeoutMs: config.cluster.requestTimeout,
-      qps: config.cluster.qps,
-      burst: config.cluster.burst,
+      ...requestBudget(config.cluster),
     });
     this.cache = new ClusterCache(this.api, {
       lingerMs: STREAM_LINGER_MS,

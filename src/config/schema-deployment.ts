@@ -68,6 +68,16 @@ export const clusterSelection = z.union([
 ]);
 export type ClusterSelection = z.infer<typeof clusterSelection>;
 
+/** The request budget of a cluster's client (KubeApi's qps, qpsMax and burst) from its settings. */
+export function requestBudget(limits: {
+  qps?: number | undefined;
+  qpsMax?: number | undefined;
+  burst: number;
+}) {
+  const qps = limits.qps ?? 200;
+  return { qps, qpsMax: limits.qpsMax ?? (limits.qps === undefined ? 2_000 : qps), burst: limits.burst };
+}
+
 /** How the API server of a cluster is reached and what the agent may ask of it. */
 export const clusterLimits = {
   /**
@@ -77,10 +87,14 @@ export const clusterLimits = {
   requestTimeout: duration.prefault('30s'),
   /**
    * The agent's request budget to the API server, shared by all syncs (watch streams are not counted), as
-   * client-go's --kube-api-qps and --kube-api-burst: requests a second, and at once after a quiet time. A sync
-   * of a small application costs about 35 requests (docs/fleet.md): 200 a second syncs about 6 a second.
+   * client-go's --kube-api-qps and --kube-api-burst: requests a second, and at once after a quiet time. By
+   * default it adapts (docs/fleet.md, "An adaptive request budget"): it starts at 200 a second and grows up to
+   * `qpsMax` (2,000) while requests wait for it and the API server answers promptly, steps down when answers slow,
+   * and halves at each 429. A `qps` set without `qpsMax` is a fixed budget, as before; with both, it adapts from
+   * `qps` up to `qpsMax`.
    */
-  qps: z.number().positive().max(10_000).default(200),
+  qps: z.number().positive().max(10_000).optional(),
+  qpsMax: z.number().positive().max(10_000).optional(),
   burst: z.number().int().min(1).max(10_000).default(400),
 };
 

@@ -100,6 +100,7 @@ export function clusterConfig(config: MooringConfig, cluster: string): MooringCo
       labels: target.labels,
       requestTimeout: target.requestTimeout,
       qps: target.qps,
+      qpsMax: target.qpsMax,
       burst: target.burst,
     },
     sources: {

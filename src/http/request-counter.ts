@@ -16,6 +16,8 @@ export interface RequestStats {
   throttledSeconds: number;
   /** How many of those waits there were. */
   throttledWaits: number;
+  /** The request budget's rate now, requests a second (it adapts: src/http/adaptive-rate.ts). */
+  budgetRate?: number;
 }
 
 export class RequestCounter {

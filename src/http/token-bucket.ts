@@ -33,7 +33,7 @@ export interface TokenBucketOptions {
 }
 
 export class TokenBucket {
-  readonly #perMs: number;
+  #perMs: number;
   readonly #capacity: number;
   readonly #clock: Clock;
   #tokens: number;
@@ -49,6 +49,24 @@ export class TokenBucket {
     this.#clock = options.clock ?? systemClock;
     this.#tokens = this.#capacity;
     this.#updatedAt = this.#clock.now();
+  }
+
+  /** Requests a second now. */
+  get rate(): number {
+    return this.#perMs * 1000;
+  }
+
+  /**
+   * Changes the rate from now on (an adaptive budget, adaptive-rate.ts): what accrued until now accrued at the old
+   * rate; callers already waiting keep their turn.
+   */
+  setRate(ratePerSecond: number): void {
+    if (!(ratePerSecond > 0) || !Number.isFinite(ratePerSecond))
+      throw new RangeError('ratePerSecond must be a positive number');
+    const now = this.#clock.now();
+    this.#tokens = Math.min(this.#capacity, this.#tokens + (now - this.#updatedAt) * this.#perMs);
+    this.#updatedAt = now;
+    this.#perMs = ratePerSecond / 1000;
   }
 
   /**

@@ -7,7 +7,8 @@
 // per resource type and namespace, never one per object).
 // Every request (not the streams, as in client-go) takes a token from one request budget per client, QPS and burst
 // like client-go's --kube-api-qps and --kube-api-burst (cluster.qps, cluster.burst), and is counted by verb and
-// status code for the metrics.
+// status code for the metrics. With `qpsMax` above `qps` the budget adapts (src/http/adaptive-rate.ts): it grows
+// while requests wait for it and the server answers promptly, and halves at a 429.
 // Every answer's Warning headers (deprecations, PodSecurity, unknown fields) go to the warning log of the work the
 // request runs for (src/kube/warnings.ts), about the object the request names in `about`.
 // A request's spec and path check are in api-request.ts, its failures and which are retried in api-errors.ts, the
@@ -18,6 +19,7 @@ import { Agent, request as httpsRequest, type RequestOptions } from 'node:https'
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type BackoffOptions, fullJitter } from '../backoff.ts';
 import { StalledError } from '../errors.ts';
+import { AdaptiveRate } from '../http/adaptive-rate.ts';
 import { RequestCounter, type RequestStats } from '../http/request-counter.ts';
 import { type Clock, TokenBucket } from '../http/token-bucket.ts';
 import {
@@ -61,6 +63,8 @@ export interface KubeApiOptions {
   qps?: number | undefined;
   /** … and at once after a quiet time (cluster.burst, 400 by default). */
   burst?: number | undefined;
+  /** Above `qps`: the budget adapts between a quarter of `qps` and this (src/http/adaptive-rate.ts). */
+  qpsMax?: number | undefined;
   /** The budget's clock; the system's by default. */
   clock?: Clock | undefined;
 }
@@ -109,6 +113,8 @@ export class KubeApi {
   private readonly retryForMs: number;
   private readonly random: () => number;
   private readonly budget: TokenBucket;
+  /** The budget's rate, when it adapts to the server's answers. */
+  private readonly adaptive: AdaptiveRate | undefined;
   private readonly counter = new RequestCounter();
   /** When the current run of failed requests began; undefined while the server answers. */
   private failingSince: number | undefined;
@@ -125,11 +131,19 @@ export class KubeApi {
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
     this.retryForMs = options.retryForMs ?? 20_000;
     this.random = options.random ?? Math.random;
+    const qps = options.qps ?? DEFAULT_QPS;
     this.budget = new TokenBucket({
-      ratePerSecond: options.qps ?? DEFAULT_QPS,
+      ratePerSecond: qps,
       burst: options.burst ?? DEFAULT_BURST,
       clock: options.clock,
     });
+    if (options.qpsMax !== undefined && options.qpsMax > qps)
+      this.adaptive = new AdaptiveRate({
+        start: qps,
+        min: qps / 4,
+        max: options.qpsMax,
+        clock: options.clock,
+      });
   }
 
   /**
@@ -137,7 +151,7 @@ export class KubeApi {
    * time requests waited for the budget or a 429's Retry-After.
    */
   get requestStats(): RequestStats {
-    return this.counter.stats;
+    return { ...this.counter.stats, budgetRate: this.budget.rate };
   }
 
   /** Since when (epoch ms) requests have been failing without an answer, or undefined when the server answers. */
@@ -240,8 +254,10 @@ export class KubeApi {
     const stop = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
     for (let attempt = 0; ; attempt++) {
       try {
-        await this.takeBudget(method, path, spec.signal);
+        const waited = await this.takeBudget(method, path, spec.signal);
+        const sent = performance.now();
         const result = await this.send<T>(method, path, spec);
+        this.adapt(this.adaptive?.answered(performance.now() - sent, waited > 0));
         this.failingSince = undefined;
         this.answered = true;
         return result;
@@ -253,6 +269,7 @@ export class KubeApi {
         if (!this.answered && !(error instanceof KubeRequestError)) throw error;
         if (this.closed || stop?.aborted || !retriable(method, error)) throw error;
         const limited = rateLimited(error);
+        if (limited) this.adapt(this.adaptive?.limited());
         const delay = this.retryDelay(error, attempt, {
           baseMs: RETRY_BASE_MS,
           maxMs: RETRY_MAX_MS,
@@ -285,8 +302,13 @@ export class KubeApi {
     if (ms > 0) this.counter.throttled(ms);
   }
 
-  /** Waits for the request budget; the wait ends early only when the request itself is aborted. */
-  private async takeBudget(method: string, path: string, signal: AbortSignal | undefined): Promise<void> {
+  /** The budget's new rate, when the adaptive rate moved it. */
+  private adapt(rate: number | undefined): void {
+    if (rate !== undefined) this.budget.setRate(rate);
+  }
+
+  /** Waits for the request budget (how long it waited); the wait ends early only when the request is aborted. */
+  private async takeBudget(method: string, path: string, signal: AbortSignal | undefined): Promise<number> {
     let waited: number;
     try {
       waited = await this.budget.take(signal);
@@ -300,6 +322,7 @@ export class KubeApi {
       );
     }
     if (waited > 0) this.counter.throttled(waited);
+    return waited;
   }
 
   private async send<T>(method: string, path: string, spec: RequestSpec): Promise<T> {

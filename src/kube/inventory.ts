@@ -24,6 +24,15 @@ export interface InventoryEntry {
 /** At ~80 bytes a line, 10 000 objects keep the ConfigMap under 1 MiB. */
 export const MAX_INVENTORY = 10_000;
 
+/**
+ * The versions of versioned objects an owner's inventory names (`ConfigMap app-config-v003`, as releases name
+ * them): what a sync writes, recorded before its first write, so that one an agent never finished still names them.
+ */
+export async function inventoryVersions(api: KubeApi, namespace: string, owner: string): Promise<string[]> {
+  const entries = (await new InventoryStore(api, namespace).read(owner)) ?? [];
+  return entries.filter((e) => e.artifact !== undefined).map((e) => `${e.kind} ${e.name}`);
+}
+
 /** `ConfigMap ns/app-config-v003`, as messages name objects. */
 export function entryName(e: InventoryEntry): string {
   return `${e.kind} ${e.namespace ? `${e.namespace}/` : ''}${e.name}`;

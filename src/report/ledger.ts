@@ -28,7 +28,10 @@ export interface Attempt {
   trigger: Trigger;
   images: Record<string, ReleaseImage>;
   since: string;
-  /** The versioned objects it is to write, once rendered. */
+  /**
+   * The versioned objects it was to write, as earlier agents noted them; an attempt that names none takes them from
+   * the deployment's inventory, written with them before the first write (endInterrupted).
+   */
   versions?: string[] | undefined;
 }
 

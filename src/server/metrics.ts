@@ -95,6 +95,12 @@ export class AgentMetrics implements SyncReporter, SyncMetrics {
     help: "Time requests to the Kubernetes API waited for the agent's request budget (cluster.qps, cluster.burst) or a 429's Retry-After",
     registers: [this.registry],
   });
+  private readonly kubeBudget = new Gauge({
+    name: 'mooring_kube_request_budget',
+    help: "The request budget's rate now, requests a second: it adapts to the API server's answers unless cluster.qps fixes it",
+    labelNames: ['cluster'],
+    registers: [this.registry],
+  });
   private readonly kubeSeen = new Map<string, number>();
   private kubeThrottledSeen = 0;
   /** The other clusters' clients (docs/clusters.md): what each had counted when last read, by cluster. */
@@ -111,6 +117,7 @@ export class AgentMetrics implements SyncReporter, SyncMetrics {
     const throttled = stats.throttledSeconds - this.kubeThrottledSeen;
     if (throttled > 0) this.kubeThrottled.inc({}, throttled);
     this.kubeThrottledSeen = Math.max(this.kubeThrottledSeen, stats.throttledSeconds);
+    if (stats.budgetRate !== undefined) this.kubeBudget.set({ cluster }, stats.budgetRate);
   }
 
   /**
@@ -130,6 +137,7 @@ export class AgentMetrics implements SyncReporter, SyncMetrics {
       known.seen.set(key, Math.max(count, known.seen.get(key) ?? 0));
     }
     this.watchStreams.set({ cluster }, streams);
+    if (stats.budgetRate !== undefined) this.kubeBudget.set({ cluster }, stats.budgetRate);
   }
 
   /** The process's memory, as Prometheus' client libraries name it: what the memory goals are measured by. */

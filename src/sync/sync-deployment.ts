@@ -13,6 +13,7 @@ import { describeTakeOver } from '../kube/client-side-takeover.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import { describeFinding } from '../kube/drift.ts';
 import { savedMarks } from '../kube/drift-pass.ts';
+import { inventoryVersions } from '../kube/inventory.ts';
 import { describeWarning } from '../kube/warnings.ts';
 import { filesRedactor } from '../render/redact.ts';
 import type { Attempt, Ledger } from '../report/ledger.ts';
@@ -81,12 +82,6 @@ export async function syncDeployment(
             discovery: deps.discovery,
             ...(deps.cache ? { cache: deps.cache } : {}),
             ...(sync.release ? { beforeWait: sync.release } : {}),
-            beforeApply: async (versions) => {
-              if (versions.length === 0 || quiet) return;
-              await safely(log, 'record the attempt', () =>
-                deps.ledger.setAttempt(deployment.name, { ...attempt, versions }),
-              );
-            },
             onEvent: (e) => {
               if (e.type === 'applied' && e.result.action !== 'unchanged') {
                 const { tookOver } = e.result;
@@ -273,6 +268,14 @@ export async function endInterrupted(
     revision: attempt.commit?.slice(0, 12) ?? 'local',
   });
   const elapsedMs = Math.max(0, Date.now() - Date.parse(attempt.since));
+  // The versions it was writing: the inventory names them, written with them before the first write (an attempt
+  // an earlier agent left may still name them itself).
+  const versions =
+    attempt.versions ??
+    (await safely(log, 'read the inventory', () =>
+      inventoryVersions(deps.api, config.cluster.namespace, deployment.name),
+    )) ??
+    [];
   const error = new TransientError(
     `Interrupted: the agent stopped (killed or crashed) during this sync, started ${attempt.since}; it is synced again`,
   );
@@ -294,7 +297,7 @@ export async function endInterrupted(
       commit: attempt.commit,
       images: attempt.images,
       revision: attempt.revision,
-      versions: attempt.versions ?? [],
+      versions,
       objects: [],
       result: 'error',
       durationMs: elapsedMs,

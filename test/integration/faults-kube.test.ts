@@ -38,6 +38,7 @@ import {
   unended,
   useNamespace,
 } from './helpers.ts';
+import { appName } from './scale-fixtures.ts';
 
 const APPS = 60;
 const CONTEXT = 'mooring/faults/web';
@@ -270,6 +271,17 @@ describe('the agent under API server faults', () => {
     const ended = statusesByCommit(s.captured, CONTEXT).get(second)?.at(-1);
     expect(ended?.state).toBe('error');
     expect(ended?.description).toMatch(/^Interrupted: the agent stopped/);
+    // Its release names the versions it was writing: the inventory, written before them, names them.
+    const kube = api();
+    try {
+      const ledger = await ledgerOf(kube, s.agentNs, 'web');
+      const interrupted = ledger.releases.find((r) => r.commit === second && r.result === 'error');
+      expect(interrupted?.versions.toSorted()).toEqual(
+        Array.from({ length: APPS }, (_, i) => `ConfigMap ${appName('app', i)}-config-v001`),
+      );
+    } finally {
+      kube.close();
+    }
   }, 300_000);
 
   it('keeps mooring run --watch alive through kube-apiserver killed mid-deploy', async () => {

@@ -1,10 +1,12 @@
 // API Priority and Fairness on the real test bed: a FlowSchema puts one ServiceAccount's requests in a priority
 // level of its own with the smallest share of the server's concurrency, nothing to borrow and no queue (Reject),
 // so a burst of that user's lists is answered 429 with Retry-After, as a busy cluster answers a busy client.
-// Every request waits at least the Retry-After and then succeeds, and a deploy by that user converges.
+// Every request waits at least the Retry-After and then succeeds, a deploy by that user converges, and the adaptive
+// request budget (src/http/adaptive-rate.ts) has halved.
 import { readFile } from 'node:fs/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { requestBudget } from '../../src/config/schema-deployment.ts';
 import { KubeApi } from '../../src/kube/api.ts';
 import { ClusterCache } from '../../src/kube/cache.ts';
 import { loadKubeConfig } from '../../src/kube/client.ts';
@@ -85,8 +87,13 @@ describe('API Priority and Fairness', () => {
     const cluster = known.clusters[0]?.cluster;
     if (!cluster) throw new Error('the test bed kubeconfig has no cluster');
     const kubeconfig = await writeKubeconfig(cluster, { token: token.status.token });
-    // Retries for as long as a busy machine's level stays full: each 429 is waited out, none given up on.
-    return new KubeApi(loadKubeConfig({ kubeconfig }), { maxSockets: 64, retryForMs: 240_000 });
+    // Retries for as long as a busy machine's level stays full: each 429 is waited out, none given up on. The
+    // agent's default budget: it adapts, from 200 requests a second.
+    return new KubeApi(loadKubeConfig({ kubeconfig }), {
+      maxSockets: 64,
+      retryForMs: 240_000,
+      ...requestBudget({ burst: 400 }),
+    });
   }
 
   const refusals = (api: KubeApi) =>
@@ -137,6 +144,8 @@ describe('API Priority and Fairness', () => {
       );
       await Promise.all(busy);
       expect(report.outcome).toBe('stable');
+      // The 429s halved the adaptive budget: the agent asks less of a server that says it is full.
+      expect(api.requestStats.budgetRate).toBeLessThan(200);
     } finally {
       cache.close();
       api.close();

@@ -98,11 +98,6 @@ export interface DeployDeps {
    */
   cache?: ClusterCache;
   onEvent?: (event: DeployEvent) => void;
-  /**
-   * Called after render, before anything is written, with the versioned objects the deploy is to write
-   * (`ConfigMap app-config-v003`): the agent notes them, so that a sync it never finishes leaves none unrecorded.
-   */
-  beforeApply?: (versions: string[]) => Promise<void>;
   /** Each dry-run answer whole, as the server would hold the object (`mooring diff` shows them). */
   onPreview?: ApplyOptions['onPreview'];
   /**

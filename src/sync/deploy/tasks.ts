@@ -44,12 +44,8 @@ export function taskList(waves: readonly number[], options: { dryRun: boolean; w
 
 /** Validates the rendered set whole, then runs its task list until the end, a failure or a wait not stable. */
 export const runTasks: Stage = async (run) => {
-  const { request, deps } = run;
+  const { request } = run;
   const rendered = run.rendered as RenderResult;
-  if (deps.beforeApply && !request.dryRun)
-    await deps.beforeApply(
-      rendered.objects.filter((_, i) => rendered.plan[i]?.version).map((o) => `${o.kind} ${o.metadata.name}`),
-    );
   const targets: ApplyTarget[] = rendered.objects.map((object, i) => ({
     object,
     plan: rendered.plan[i] as ApplyTarget['plan'],

@@ -106,6 +106,7 @@ describe('KubeApi request budget and counts', () => {
         requests: [{ verb: 'get', code: 'error', count: 4 }],
         throttledSeconds: 1,
         throttledWaits: 2,
+        budgetRate: 2,
       });
     } finally {
       api.close();
@@ -150,8 +151,11 @@ describe('metrics of the Kubernetes API requests', () => {
       ],
       throttledSeconds: 2,
       throttledWaits: 3,
+      budgetRate: 312.5,
     });
     const text = metrics.text();
+    // The budget's rate as it adapted.
+    expect(text).toMatch(/^mooring_kube_request_budget 312\.5$/m);
     expect(text).toContain('# TYPE mooring_kube_requests_total counter');
     expect(text).toMatch(/^mooring_kube_requests_total\{verb="get",code="200"\} 5$/m);
     expect(text).toMatch(/^mooring_kube_requests_total\{verb="patch",code="429"\} 1$/m);
