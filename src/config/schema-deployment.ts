@@ -75,7 +75,7 @@ export function requestBudget(limits: {
   burst: number;
 }) {
   const qps = limits.qps ?? 200;
-  return { qps, qpsMax: limits.qpsMax ?? (limits.qps === undefined ? 2_000 : qps), burst: limits.burst };
+  return { qps, qpsMax: limits.qpsMax ?? qps, burst: limits.burst };
 }
 
 /** How the API server of a cluster is reached and what the agent may ask of it. */
@@ -87,11 +87,10 @@ export const clusterLimits = {
   requestTimeout: duration.prefault('30s'),
   /**
    * The agent's request budget to the API server, shared by all syncs (watch streams are not counted), as
-   * client-go's --kube-api-qps and --kube-api-burst: requests a second, and at once after a quiet time. By
-   * default it adapts (docs/fleet.md, "An adaptive request budget"): it starts at 200 a second and grows up to
-   * `qpsMax` (2,000) while requests wait for it and the API server answers promptly, steps down when answers slow,
-   * and halves at each 429. A `qps` set without `qpsMax` is a fixed budget, as before; with both, it adapts from
-   * `qps` up to `qpsMax`.
+   * client-go's --kube-api-qps and --kube-api-burst: requests a second, and at once after a quiet time. With
+   * `qpsMax` above `qps` it adapts (docs/fleet.md, "An adaptive request budget"): from `qps` up to `qpsMax` while
+   * requests wait for it and the API server answers promptly, stepping down when answers slow and halving at each
+   * 429. Without `qpsMax` it is fixed (200 a second by default).
    */
   qps: z.number().positive().max(10_000).optional(),
   qpsMax: z.number().positive().max(10_000).optional(),

@@ -87,12 +87,12 @@ describe('API Priority and Fairness', () => {
     const cluster = known.clusters[0]?.cluster;
     if (!cluster) throw new Error('the test bed kubeconfig has no cluster');
     const kubeconfig = await writeKubeconfig(cluster, { token: token.status.token });
-    // Retries for as long as a busy machine's level stays full: each 429 is waited out, none given up on. The
-    // agent's default budget: it adapts, from 200 requests a second.
+    // Retries for as long as a busy machine's level stays full: each 429 is waited out, none given up on. An
+    // adaptive budget (cluster.qpsMax), from 200 requests a second.
     return new KubeApi(loadKubeConfig({ kubeconfig }), {
       maxSockets: 64,
       retryForMs: 240_000,
-      ...requestBudget({ burst: 400 }),
+      ...requestBudget({ qpsMax: 2000, burst: 400 }),
     });
   }
 
