@@ -1,13 +1,13 @@
 // Whether a deployment needs a sync, decided before the queue (agent.ts): what a promoted deployment deploys
 // (agent-promotion.ts), the quiet check (found current at this very input, its ledger not written since), then
-// reconcile.ts's decision on the ledger: suspended, held by a rollback's fence, current, or a sync to plan.
-import { current, ledgerName } from '../report/ledger.ts';
+// reconcile.ts's decision on the ledger: current, held by a rollback's fence, or a sync to plan. What holds a
+// planned sync (suspend, a promotion that waits, the fence, ...) is judged next, by the gates (gates.ts).
+import { ledgerName } from '../report/ledger.ts';
 import type { JobContext, Planned } from './agent-job.ts';
 import { promotedInput } from './agent-promotion.ts';
 import { type DeploymentState, digestsOf, imagesOf, isLocal, isOci, quietInput } from './agent-sources.ts';
 import { CONFIGMAPS } from './control.ts';
 import type { PromotedFrom } from './fleet.ts';
-import { heldSync, tellHold } from './holds.ts';
 import { reconcile } from './reconcile.ts';
 
 /** What the decision uses of the agent: the jobs' context, and the deployments a reload changed. */
@@ -16,17 +16,23 @@ export interface DecideContext extends JobContext {
   resync: Set<string>;
 }
 
-/** The sync `d` needs at `commit`, or undefined when it needs none now (said and recorded where it must be). */
+/**
+ * The sync `d` needs at `commit` (which the gates may still hold), or undefined when it needs none: current, or
+ * found quiet.
+ */
 export async function decide(
   ctx: DecideContext,
   d: DeploymentState,
   commit: string | undefined,
   reason: 'drift' | undefined,
 ): Promise<Planned | undefined> {
-  const promotion = await promotedInput(ctx, d);
-  if (promotion === 'waiting') return undefined;
+  const promoted = await promotedInput(ctx, d);
+  // A promotion that waits is a hold (gates.ts): planned at the input the deployment is at, never its own tip.
+  const waiting = promoted?.state === 'waiting' ? promoted : undefined;
+  const promotion = promoted?.state === 'ready' ? promoted : undefined;
   const promotedFrom: PromotedFrom | undefined = promotion?.from;
   if (promotion) commit = promotion.commit;
+  if (waiting) commit = d.commit;
   const images = promotion ? promotion.images : imagesOf(ctx.state, d);
   const digests = promotion
     ? Object.fromEntries(Object.entries(images).map(([k, v]) => [k, v.digest]))
@@ -40,8 +46,9 @@ export async function decide(
     ledgerName(d.spec.name),
   );
   const quiet = d.quiet;
-  d.quiet = undefined;
+  if (!waiting) d.quiet = undefined;
   if (
+    !waiting &&
     reason === undefined &&
     commit !== undefined &&
     promotedFrom === undefined &&
@@ -62,14 +69,14 @@ export async function decide(
     revision: commit?.slice(0, 12) ?? artifact ?? 'local',
   });
   const data = await ctx.ledger().read(d.spec.name);
-  // A `mooring reconcile` that waits is answered by this sync, which then syncs even a current deployment.
-  const request = reason === 'drift' ? undefined : ctx.control.take(d.spec.name);
+  // A `mooring reconcile` that waits is answered by this sync, which then syncs even a current deployment (not
+  // while a promotion waits: the promotion answers it once it deploys).
+  const request = reason === 'drift' || waiting ? undefined : ctx.control.take(d.spec.name);
   const input = {
     ledger: data,
     commit,
     digests,
     reason: request ? ('manual' as const) : reason,
-    suspended: ctx.control.suspended(d.spec.name) !== undefined,
     local: isLocal(ctx.state, d),
     sameAs: d.sameAs,
     spec: d.generation ?? 0,
@@ -78,37 +85,16 @@ export async function decide(
   let decision = reconcile(input);
   // A spec changed by a reload is applied even at the same revision, as a drift pass applies it: only what
   // renders differently is written, and nothing is recorded when nothing is.
-  if (ctx.resync.delete(d.spec.name) && !input.reason && (decision.action === 'current' || input.local))
+  if (
+    !waiting &&
+    ctx.resync.delete(d.spec.name) &&
+    !input.reason &&
+    (decision.action === 'current' || input.local)
+  )
     decision = reconcile({ ...input, reason: 'config' });
   // A rollback's hold, for the alert on deployments held too long (charts/mooring: prometheusRule).
   ctx.deps.metrics?.held(d.spec.name, decision.action === 'held' ? decision.fence.since : undefined);
-  if (decision.action === 'suspended') {
-    // d.commit stays where it was deployed: after the resume, the poll compares from there.
-    log.debug('suspended: not synced');
-    if (request) await ctx.control.answer(request, 'suspended', `deployment ${d.spec.name} is suspended`);
-    const held = ctx.control.held(d.spec.name, commit, current(data)?.commit);
-    if (held !== undefined)
-      await tellHold(
-        { reporters: ctx.deps.reporters ?? [], log },
-        heldSync(ctx.deps.config, d.spec, commit, { images: imagesOf(ctx.state, d) }),
-        held,
-        'suspended',
-      );
-    return;
-  }
-  if (decision.action === 'held') {
-    if (request) {
-      const fence = `held at release ${decision.fence.release} by a rollback`;
-      await ctx.control.answer(request, 'held', `${fence}; mooring resume ${d.spec.name} lifts it`);
-    }
-    d.commit = commit;
-    log.debug(
-      { release: decision.fence.release },
-      'held at a rolled-back release until a new commit or image',
-    );
-    return;
-  }
-  if (decision.action === 'current') {
+  if (decision.action === 'current' && !waiting) {
     d.commit = commit;
     d.deployed = decision.revision;
     if (ledgerVersion !== undefined && reason === undefined && !request)
@@ -118,6 +104,11 @@ export async function decide(
   }
   return {
     decision,
+    trigger: decision.action === 'sync' ? decision.trigger : (reason ?? 'commit'),
+    promotion: waiting,
+    ledger: data,
+    // The poll rounds under way as the sync is planned: a dependency is waited for until those have decided it.
+    rounds: new Map(d.spec.dependsOn.map((name) => [name, ctx.pollRound(name)])),
     commit,
     images,
     request,

@@ -1,19 +1,21 @@
-// One decided sync of the agent, as the queue runs it (agent.ts decides it, queue.ts runs it): the replica's claim,
-// the holds met before anything is read or written (the rollout step, the deployments it depends on), the manifests
-// read, then the sync itself (sync-deployment.ts), and the `mooring reconcile` requests it answers. Each stage is a
-// named function; the job's state (the requests it answers, the commit whose pending status a hold left) is in one
-// place.
+// One decided sync of the agent (agent-decide.ts decides it, queue.ts runs it): its holds (gates.ts, judged before
+// the queue and again as it runs: suspend, promotion, the replica's claim, the rollback fence, the rollout step, the
+// deployments it depends on) and what each tells the world (`held`, the one place), the manifests read, then the
+// sync itself (sync-deployment.ts), and the `mooring reconcile` requests it answers. Each stage is a named function;
+// the job's state (the requests it answers, the commit whose pending status a hold left) is in one place.
 import { append } from '../arrays.ts';
-import type { Logger } from '../contract.ts';
+import type { Logger, Trigger } from '../contract.ts';
 import { classify, errorMessage } from '../errors.ts';
 import type { ManifestFile } from '../render/parse.ts';
-import { type Ledger, recordedDependencies } from '../report/ledger.ts';
+import { current, type Ledger, type LedgerData, recordedDependencies } from '../report/ledger.ts';
 import { filesRevision } from '../sources/local/watch.ts';
 import type { AgentDeps } from './agent.ts';
+import { promotionWait } from './agent-promotion.ts';
 import { type DeploymentState, isLocal, manifestFiles, type SourceState } from './agent-sources.ts';
 import type { Control, ReconcileRequest } from './control.ts';
-import type { PromotedFrom } from './fleet.ts';
-import { capitalized, clearHold, endHold, type HoldDeps, heldSync, sayHold } from './holds.ts';
+import type { PromotedFrom, Promotion } from './fleet.ts';
+import { forced, type Hold, judge } from './gates.ts';
+import { capitalized, clearHold, endHold, type HoldDeps, heldSync, sayHold, tellHold } from './holds.ts';
 import { outcomeOf } from './outcome.ts';
 import type { SyncJob, SyncOutcome } from './queue.ts';
 import type { Decision } from './reconcile.ts';
@@ -25,13 +27,11 @@ export interface AgentSync extends SyncJob<AgentSync> {
   requests: ReconcileRequest[];
   /** False once the sync has answered its requests: a request that comes later runs a sync of its own. */
   open: boolean;
-}
-
-/** A hold met before anything is written: said once (ledger and pending status), looked at again soon. */
-export interface Hold {
-  message: string;
-  /** Stopped by a failure (a dependency's, a rollout step's) rather than waiting for something under way. */
-  failed: boolean;
+  /**
+   * Its gates judged before the queue (gates.ts): `go`, `stop` (held until what it waits for changes: said, not
+   * queued), or how long it waits before the queue runs it.
+   */
+  look(): Promise<'go' | 'stop' | number>;
 }
 
 /** What the agent lends a job: its dependencies, and the state and steps that stay the agent's. */
@@ -49,9 +49,18 @@ export interface JobContext {
   syncDeps(): SyncDeps;
 }
 
-/** What the decision (agent.ts) hands the job. */
+/** What the decision (agent-decide.ts) hands the gates and the job. */
 export interface Planned {
-  decision: Extract<Decision, { action: 'sync' }>;
+  /** A sync, or what holds it (a rollback's fence); `current` only for a promotion that waits. */
+  decision: Decision;
+  /** What asked for it (the decision's trigger, or the drift pass). */
+  trigger: Trigger;
+  /** A promoted deployment whose upstream is not ready: what it waits for. */
+  promotion: Extract<Promotion, { state: 'waiting' }> | undefined;
+  /** The deployment's ledger as the decision read it. */
+  ledger: LedgerData;
+  /** The poll round of each dependency's source when the sync was planned (JobContext.pollRound). */
+  rounds: ReadonlyMap<string, number>;
   commit: string | undefined;
   images: Parameters<typeof manifestFiles>[3];
   /** The `mooring reconcile` request this sync took, if any. */
@@ -62,85 +71,11 @@ export interface Planned {
   log: Logger;
 }
 
-/**
- * Takes the deployment for this replica (replicas sharing the work). Refused while another live replica syncs it:
- * the sync is tried again soon. Taken, it says whether the release this sync would make is already there (another
- * replica synced this revision), so that each revision is synced once.
- */
-async function take(
-  ctx: JobContext,
-  d: DeploymentState,
-  revision: string,
-  force: boolean,
-): Promise<'taken' | 'done' | { holder: string }> {
-  const shard = ctx.deps.shard;
-  if (!shard) return 'taken';
-  const ledger = ctx.ledger();
-  const claim = await ledger.claim(d.spec.name, shard.identity, shard.live);
-  if (!claim.taken) return { holder: claim.holder.identity };
-  const newest = claim.data.releases[0];
-  if (!force && newest?.result === 'stable' && newest.revision === revision) {
-    await ledger.unclaim(d.spec.name, shard.identity);
-    d.deployed = revision;
-    return 'done';
-  }
-  return 'taken';
-}
-
-/**
- * A hold a sync meets after its claim and before it writes anything: a hold, or (passed) what to give back when
- * the sync ends. A drift pass meets none: it only restores what runs.
- */
-type Gate = (
-  ctx: JobContext,
-  d: DeploymentState,
-  revision: string,
-  /** The poll round of each dependency's source when the job was planned (JobContext.pollRound). */
-  rounds: ReadonlyMap<string, number>,
-) => Promise<{ hold: Hold; rollout: boolean } | { leave?: (() => void) | undefined } | undefined>;
-
-/** A rollout step starts once the step before is stable at this revision (fleet.ts). */
-const rolloutStep: Gate = async (ctx, d, revision) => {
-  const fleet = ctx.deps.fleet;
-  if (!d.spec.rollout || !fleet) return undefined;
-  const entered = await fleet.enter(ctx.deps.config.cluster.name, d.spec, revision);
-  return 'hold' in entered ? { hold: entered.hold, rollout: true } : { leave: entered.release };
-};
-
-/**
- * dependsOn: the deployments this one needs are stable first, at their newest release. A dependency is waited for
- * while it syncs, and while the poll round that planned this job has not yet decided it (a commit that changes
- * both queues the dependency in that round).
- */
-const dependencies: Gate = async (ctx, d, _revision, rounds) => {
-  for (const name of d.spec.dependsOn) {
-    if (!ctx.state.deployments.has(name)) continue;
-    if (ctx.busy(name, rounds.get(name) ?? 0))
-      return { hold: { message: `waiting for ${name}`, failed: false }, rollout: false };
-    const last = (await ctx.ledger().read(name)).releases[0];
-    if (!last)
-      return {
-        hold: { message: `waiting for ${name}: it has no release yet`, failed: false },
-        rollout: false,
-      };
-    if (last.result !== 'stable') {
-      const why = last.messages[0] ? `: ${last.messages[0]}` : '';
-      const message = `held: dependency ${name} ${last.result} (release ${last.id})${why}`;
-      return { hold: { message, failed: true }, rollout: false };
-    }
-  }
-  return undefined;
-};
-
-/** The holds of a sync, in the order they are met: a new one (a maintenance window, an analysis gate) goes here. */
-const GATES: readonly Gate[] = [rolloutStep, dependencies];
-
-/** The queue's job for one decided sync of `d`. */
+/** The queue's job for one decided sync of `d`; `look` judges its gates before the queue. */
 export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned): AgentSync {
-  const { commit, images, request, promotedFrom, log } = planned;
-  const { revision, trigger, key, release: now, fence } = planned.decision;
-  // The poll rounds under way as the job is planned: a dependency is waited for until those have decided it.
-  const rounds = new Map(d.spec.dependsOn.map((name) => [name, ctx.pollRound(name)]));
+  const { commit, images, request, promotedFrom, log, trigger, decision } = planned;
+  const revision = decision.revision;
+  const now = decision.action === 'sync' ? decision.release : undefined;
   /** The commit whose pending status says it waits for a hold (ended if the job is dropped). */
   let waitedOn: string | undefined;
   const statusRequest = (signal?: AbortSignal) =>
@@ -154,11 +89,12 @@ export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned):
   };
 
   /**
-   * Held by a dependency or the rollout: said once per reason (ledger and pending status), looked at again soon. A
-   * rollout step stopped by a failure before it ends the commit's status as failed.
+   * Held by a dependency or the rollout: said once per reason (ledger and pending status), looked at again after
+   * the hold's delay. A rollout step stopped by a failure before it ends the commit's status as failed.
    */
-  const holdFor = async (hold: Hold, rollout: boolean): Promise<SyncOutcome> => {
+  const waitFor = async (hold: Hold): Promise<SyncOutcome> => {
     await answerAll((r) => ctx.control.answer(r, 'held', hold.message));
+    const rollout = hold.gate === 'rollout';
     // A rollout step stopped by a failure fails the commit: its status ends rather than waits.
     const fails = rollout && hold.failed;
     const reason = rollout ? 'rollout' : 'dependency';
@@ -176,7 +112,54 @@ export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned):
       waitedOn = fails ? undefined : commit;
     }
     // Looked at again soon: when the dependency's sync ends, or (failed) when a new commit fixes it.
-    return { result: 'retry', delayMs: hold.failed ? 10_000 : 2_000, maxDelayMs: 10_000 };
+    return { result: 'retry', delayMs: hold.againMs, maxDelayMs: 10_000 };
+  };
+
+  /**
+   * What a hold tells the world, for every gate (gates.ts): the answer to the requests this sync took, the log, the
+   * ledger's `waiting`, a pending or ended commit status (holds.ts); and what the queue does with the job.
+   */
+  const held = async (hold: Hold): Promise<SyncOutcome> => {
+    switch (hold.gate) {
+      case 'suspended': {
+        // d.commit stays where it was deployed: after the resume, the poll compares from there.
+        log.debug('suspended: not synced');
+        await answerAll((r) => ctx.control.answer(r, 'suspended', `deployment ${d.spec.name} is suspended`));
+        const said = ctx.control.held(d.spec.name, commit, current(planned.ledger)?.commit);
+        const reporters = ctx.deps.reporters ?? [];
+        if (said !== undefined)
+          await tellHold(
+            { reporters, log },
+            heldSync(ctx.deps.config, d.spec, commit, { images }),
+            said,
+            'suspended',
+          );
+        return { result: 'cancelled' };
+      }
+      case 'promotion': {
+        const wait = planned.promotion;
+        const at = planned.ledger.releases[0];
+        // Already at what it would wait for: nothing to say.
+        if (wait && (wait.commit === undefined || at?.commit !== wait.commit || at.result !== 'stable'))
+          await promotionWait(ctx, d, wait);
+        return { result: 'cancelled' };
+      }
+      case 'fence':
+        await answerAll((r) => ctx.control.answer(r, 'held', hold.message));
+        d.commit = commit;
+        log.debug('held at a rolled-back release until a new commit or image');
+        return { result: 'cancelled' };
+      case 'claim':
+        if (hold.done) {
+          await answerAll((r) => ctx.control.answer(r, 'stable', hold.message));
+          return { result: 'done' };
+        }
+        log.info(`${hold.message}; tried again`);
+        return { result: 'retry', delayMs: hold.againMs, maxDelayMs: hold.maxMs };
+      case 'rollout':
+      case 'dependency':
+        return waitFor(hold);
+    }
   };
 
   /** The manifests at this commit, or the error that fails the commit (a retry for one that may pass). */
@@ -198,20 +181,6 @@ export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned):
       }
       return { files: [], filesError: error };
     }
-  };
-
-  /** This replica's claim of the deployment: the outcome when the sync is not this replica's to run now. */
-  const claim = async (): Promise<SyncOutcome | undefined> => {
-    const taken = await take(ctx, d, revision, job.force === true).catch((error: unknown) => error);
-    if (taken === 'done') {
-      await answerAll((r) => ctx.control.answer(r, 'stable', 'synced at this revision by another replica'));
-      return { result: 'done' };
-    }
-    if (taken === 'taken') return undefined;
-    const holder = (taken as { holder?: string }).holder;
-    const why = holder ? `replica ${holder} syncs it` : `cannot take it: ${errorMessage(taken)}`;
-    log.info({ holder }, `not synced now: ${why}; tried again`);
-    return { result: 'retry', delayMs: 2_000, maxDelayMs: 5_000 };
   };
 
   /** The sync itself, once nothing holds it: its report answers the requests. */
@@ -254,7 +223,7 @@ export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned):
   };
 
   const job: AgentSync = {
-    revision: key,
+    revision: decision.action === 'sync' ? decision.key : `${decision.action}|${revision}`,
     // Replaced (by a newer revision) or dropped (removed, the agent stopping) while it waited: its status ends.
     dropped: async (reason) => {
       if (waitedOn === undefined) return;
@@ -270,7 +239,7 @@ export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned):
     // Fair queueing: the syncs one poll (or one drift pass) asks for take turns with those of another.
     group: `${trigger}:${commit ?? ''}`,
     // Asked for (a reconcile request, a drift correction, a changed spec): synced even at a revision that ended.
-    force: trigger === 'manual' || trigger === 'drift' || trigger === 'config',
+    force: forced(trigger),
     requests: request ? [request] : [],
     open: true,
     join: (other) => {
@@ -278,54 +247,50 @@ export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned):
       append(job.requests, other.requests.splice(0));
       return true;
     },
+    look: async () => {
+      const judged = await judge(ctx, d, planned, 'look');
+      if ('give' in judged) return 'go';
+      // Held until what it waits for changes (a resume, a new commit, the promotion timer): said now, not queued.
+      if (judged.hold.againMs === undefined) {
+        await held(judged.hold);
+        return 'stop';
+      }
+      // Waits outside the queue's turns; when it runs, the gates say why it still waits (or let it through).
+      return judged.hold.againMs;
+    },
     run: async (signal, releaseSlot) => {
       // While it runs, a commit that changes none of its files since this one does not replace it (the poll).
       d.syncing = commit;
-      let claimed = false;
-      /** Gives back the place this sync holds in its rollout step. */
-      let leave: (() => void) | undefined;
+      /** Gives back what the gates took: the claim, a place in a rollout step. */
+      let give: (() => Promise<void>) | undefined;
       try {
         // A retry runs the same job again: it answers the requests that joined it since.
         job.open = true;
-        // Removed by a reload while this sync was being decided, or suspended since (a retry, a queued sync).
-        if (ctx.state.deployments.get(d.spec.name) !== d || ctx.control.suspended(d.spec.name)) {
-          await answerAll((r) => ctx.control.answer(r, 'cancelled', 'suspended or removed before it ran'));
+        // Removed by a reload while this sync was being decided.
+        if (ctx.state.deployments.get(d.spec.name) !== d) {
+          await answerAll((r) => ctx.control.answer(r, 'cancelled', 'removed before it ran'));
           return { result: 'cancelled' };
         }
-        const notOurs = await claim();
-        if (notOurs) return notOurs;
-        claimed = true;
-        if (fence) {
-          log.info({ release: fence.release }, 'a new commit or image lifts the rollback fence');
-          await ctx.ledger().setFence(d.spec.name, undefined);
-        }
-        // The holds (GATES), unless a drift pass: it only restores what runs. Met before the manifests are read: a
-        // held sync is looked at again every few seconds, and a chart is not rendered each time.
-        for (const gate of trigger === 'drift' ? [] : GATES) {
-          const met = await gate(ctx, d, revision, rounds);
-          if (met && 'hold' in met) return await holdFor(met.hold, met.rollout);
-          if (met?.leave) {
-            const before = leave;
-            const also = met.leave;
-            leave = () => {
-              before?.();
-              also();
-            };
+        // The gates again, taking what they hand out: before the manifests are read, so that a held sync is not
+        // rendered each time it is looked at.
+        const judged = await judge(ctx, d, planned, 'take');
+        if ('hold' in judged) {
+          // Suspended since it was queued: it ends, cancelled, as a sync that never ran.
+          if (judged.hold.gate === 'suspended') {
+            await answerAll((r) => ctx.control.answer(r, 'cancelled', 'suspended before it ran'));
+            return { result: 'cancelled' };
           }
+          return await held(judged.hold);
         }
+        give = judged.give;
         const read = await readFiles();
         if (!('files' in read)) return read;
         await clearHold(holds(), d);
         waitedOn = undefined;
         return await sync(read.files, read.filesError, signal, releaseSlot);
       } finally {
-        leave?.();
+        if (give) await safely(log, 'give back what the sync took', give);
         if (d.syncing === commit) d.syncing = undefined;
-        const shard = ctx.deps.shard;
-        if (claimed && shard)
-          await safely(log, 'give the deployment back', () =>
-            ctx.ledger().unclaim(d.spec.name, shard.identity),
-          );
       }
     },
   };

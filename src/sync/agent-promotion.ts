@@ -12,21 +12,16 @@ export type PromotionContext = Pick<JobContext, 'deps' | 'control' | 'ledger'>;
 
 /**
  * A promoted deployment deploys what its upstream has had stable long enough (fleet.ts), never its own tip:
- * undefined when it is not promoted, `waiting` when it waits (said by promotionWait), else what it deploys.
+ * undefined when it is not promoted, what it waits for when it waits (a hold: gates.ts, said by promotionWait),
+ * else what it deploys.
  */
 export async function promotedInput(
   ctx: PromotionContext,
   d: DeploymentState,
-): Promise<undefined | 'waiting' | Extract<Promotion, { state: 'ready' }>> {
+): Promise<Promotion | undefined> {
   if (!d.spec.promote || !ctx.deps.fleet) return undefined;
   const promotion = await ctx.deps.fleet.promotion(d.spec, ctx.control.approval(d.spec.name));
-  if (promotion.state === 'waiting') {
-    const at = (await ctx.ledger().read(d.spec.name)).releases[0];
-    // Already at what it would wait for: nothing to say.
-    if (promotion.commit === undefined || at?.commit !== promotion.commit || at.result !== 'stable')
-      await promotionWait(ctx, d, promotion);
-    return 'waiting';
-  }
+  if (promotion.state === 'waiting') return promotion;
   const commit = promotion.commit;
   // Its pending status is ended by the sync of that commit; one of an older commit ends now.
   if (commit !== undefined) await passOver(ctx, d, commit);

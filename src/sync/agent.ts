@@ -1,7 +1,8 @@
 // The agent: polls every source on its schedule (or when a webhook says so), decides which deployments a change
 // concerns and syncs them through the queue; what each last deployed is kept in the cluster. It owns the queue, the
 // reload and the drift timer; the polls are in agent-polling.ts and agent-sources.ts, the decision before the queue
-// in agent-decide.ts (agent-promotion.ts, reconcile.ts), and the sync the queue runs, with its holds, in agent-job.ts.
+// in agent-decide.ts (agent-promotion.ts, reconcile.ts), its holds in gates.ts, and the sync the queue runs in
+// agent-job.ts.
 import type { MooringConfig } from '../config/schema.ts';
 import { type Logger, type SyncMetrics, type SyncReporter, Withdrawn } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
@@ -21,6 +22,7 @@ import { type AnySource, SourcePolls } from './agent-polling.ts';
 import { type DeploymentState, isLocal, isOci, type SourceState } from './agent-sources.ts';
 import { CONFIGMAPS, Control } from './control.ts';
 import type { Fleet, FleetMember } from './fleet.ts';
+import { otherHolder } from './gates.ts';
 import type { PreviewRunner } from './previews.ts';
 import { SyncQueue } from './queue.ts';
 import { planReload, type ReloadPlan } from './reload.ts';
@@ -238,13 +240,6 @@ export class Agent {
     else await this.poll(d.spec.source);
   }
 
-  /** A sync of the deployment runs on another live replica: its attempt is no interrupted one. */
-  private heldElsewhere(data: LedgerData): boolean {
-    const shard = this.deps.shard;
-    const holder = data.holder?.identity;
-    return shard !== undefined && holder !== undefined && holder !== shard.identity && shard.live(holder);
-  }
-
   private scheduleDrift(): void {
     if (this.driftTimer) clearInterval(this.driftTimer);
     this.driftTimer = undefined;
@@ -273,8 +268,8 @@ export class Agent {
   }
 
   /**
-   * Decides whether `d` needs a sync at `commit` (promotion, the quiet check, suspend, the rollback fence: decide)
-   * and, when it does, hands the queue its job (agent-job.ts).
+   * Dispatch: whether `d` needs a sync at `commit` (decide), what holds it (the gates, judged before the queue),
+   * and the queue's job (agent-job.ts), now or after the hold's delay.
    */
   private async reconcileDeployment(
     d: DeploymentState,
@@ -283,7 +278,10 @@ export class Agent {
   ): Promise<void> {
     const planned = await decide({ ...this.jobContext, resync: this.resync }, d, commit, reason);
     if (!planned) return;
-    const queued = this.queue.request(d.spec.name, agentJob(this.jobContext, d, planned));
+    const job = agentJob(this.jobContext, d, planned);
+    const after = await job.look();
+    if (after === 'stop') return;
+    const queued = this.queue.request(d.spec.name, job, { afterMs: after === 'go' ? undefined : after });
     // A request joined to the sync of the same revision is answered by that sync when it ends.
     if (queued === 'stopped' && planned.request)
       await this.control.answer(planned.request, 'cancelled', 'the agent is stopping');
@@ -321,18 +319,16 @@ export class Agent {
     };
   }
 
-  /**
-   * Takes over a new configuration without a restart (the caller keeps what only a restart changes; see
-   * reload.ts). Deployments whose spec and source are unchanged are left alone, their syncs running on. Removed
-   * deployments and sources stop (a running sync is cancelled; nothing in the cluster is deleted); added ones are
-   * built and polled at once; changed ones are rebuilt and polled, and a changed spec is synced again.
-   */
   /** The suspension of a deployment (`mooring suspend`), if it is suspended. */
   suspended(deployment: string): { since?: string | undefined } | undefined {
     return this.control.suspended(deployment);
   }
 
   /**
+   * Takes over a new configuration without a restart (the caller keeps what only a restart changes; see
+   * reload.ts). Deployments whose spec and source are unchanged are left alone, their syncs running on. Removed
+   * deployments and sources stop (a running sync is cancelled; nothing in the cluster is deleted); added ones are
+   * built and polled at once; changed ones are rebuilt and polled, and a changed spec is synced again.
    * `handover`: the deployments removed went to another replica (replicas sharing the work): a sync of theirs
    * that runs ends as it would (the other replica waits for it), only what waits is dropped.
    */
@@ -419,7 +415,9 @@ export class Agent {
 
   /** What a deployment last deployed, from its ledger: an unfinished sync ended, saved drift marks taken back. */
   private async learn(spec: MooringConfig['deployments'][number], data: LedgerData, added: boolean) {
-    if (data.attempt && !this.heldElsewhere(data))
+    // A sync of the deployment that runs on another live replica is no interrupted one.
+    const shard = this.deps.shard;
+    if (data.attempt && !(shard && otherHolder(data, shard)))
       await endInterrupted(this.syncDeps(), this.deps.config, spec, data.attempt);
     restoreMarks(this.deps.cache, spec.name, data.marks);
     const now = current(data);

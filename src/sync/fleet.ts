@@ -78,12 +78,14 @@ export class Fleet {
 
   /**
    * Whether the deployment's target in `cluster` may sync `revision` now. Let through, it holds a place in its
-   * step until `release` is called (maxParallel).
+   * step until `release` is called (maxParallel); only looked at (`take` false: judged before the queue), it takes
+   * none.
    */
   async enter(
     cluster: string,
     spec: Deployment,
     revision: string,
+    take = true,
   ): Promise<{ hold: FleetHold } | { release: () => void }> {
     const config = this.config();
     const steps = spec.rollout;
@@ -130,6 +132,7 @@ export class Fleet {
           failed: false,
         },
       };
+    if (!take) return { release: () => undefined };
     running.add(cluster);
     this.running.set(key, running);
     let released = false;

@@ -123,8 +123,10 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
    * Asks for `deployment` to be synced as `job` says. A request of the revision that runs or waits joins that
    * sync (no second sync, no cancel); one of another revision replaces what waits and cancels the running sync's
    * stability wait, telling it what superseded it; one of the revision that last ended is ignored unless forced.
+   * `afterMs`: a job held before the queue (gates.ts) waits that long outside the ready list, as a retry does,
+   * unless a sync of the deployment runs (it is then judged again when it runs next).
    */
-  request(deployment: string, job: J): RequestResult {
+  request(deployment: string, job: J, options: { afterMs?: number | undefined } = {}): RequestResult {
     if (this.stopping) return 'stopped';
     const lane = this.lane(deployment);
     const { pending, running } = lane;
@@ -143,6 +145,18 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
       }
       lane.pending = job;
       return 'queued';
+    }
+    // A revision that waits for its retry or its hold's delay is that sync, unless asked for now.
+    const later = lane.retrying;
+    if (
+      !running &&
+      !pending &&
+      !job.force &&
+      later?.revision === job.revision &&
+      (later.join?.(job) ?? true)
+    ) {
+      event(`joined the sync of ${later.revision} that waits to be tried again`);
+      return 'joined';
     }
     // A revision that ended (done, or stalled on bad input) is not synced again unless asked to be.
     if (
@@ -176,7 +190,12 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
       running?.controller.abort(new Superseded(supersedingReason(live.target, job.target)));
       superseding = true;
     }
-    if (!running && !this.ready.includes(deployment)) this.ready.push(deployment);
+    if (options.afterMs !== undefined && !running) {
+      lane.pending = undefined;
+      const at = this.ready.indexOf(deployment);
+      if (at >= 0) this.ready.splice(at, 1);
+      this.later(deployment, lane, job, options.afterMs);
+    } else if (!running && !this.ready.includes(deployment)) this.ready.push(deployment);
     this.pump();
     return superseding ? 'superseding' : 'queued';
   }
@@ -266,20 +285,25 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
         type: 'retry-scheduled',
         detail: `${delay}ms`,
       });
-      lane.retrying = job;
-      lane.retryTimer = setTimeout(() => {
-        lane.retryTimer = undefined;
-        lane.retrying = undefined;
-        if (lane.pending || lane.running || this.stopping) return;
-        lane.pending = job;
-        this.ready.push(deployment);
-        this.pump();
-      }, delay);
+      this.later(deployment, lane, job, delay);
     } else if (outcome.result !== 'retry') {
       lane.attempts = 0;
     }
     if (lane.pending && !this.ready.includes(deployment)) this.ready.push(deployment);
     this.pump();
+  }
+
+  /** `job` runs again after `delay` (a retry, or a job held before the queue), unless another is asked for first. */
+  private later(deployment: string, lane: Lane<J>, job: J, delay: number): void {
+    lane.retrying = job;
+    lane.retryTimer = setTimeout(() => {
+      lane.retryTimer = undefined;
+      lane.retrying = undefined;
+      if (lane.pending || lane.running || this.stopping) return;
+      lane.pending = job;
+      this.ready.push(deployment);
+      this.pump();
+    }, delay);
   }
 
   /**

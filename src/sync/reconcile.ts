@@ -1,6 +1,6 @@
-// The decision whether a deployment needs a sync, taken from its release ledger: suspended while `mooring suspend`
-// holds it; current when its last stable release has this revision; held while a rollback fence stands and its
-// sources have not moved past it; otherwise a sync, with its trigger and the queue key that names what it
+// The decision whether a deployment needs a sync, taken from its release ledger: current when its last stable
+// release has this revision; held while a rollback fence stands and its sources have not moved past it (the fence
+// gate, gates.ts, says it); otherwise a sync, with its trigger and the queue key that names what it
 // deploys (never why it was asked for: requests of the same revision join one sync). No I/O: the agent reads the
 // ledger and acts on the decision.
 
@@ -18,8 +18,6 @@ export interface ReconcileInput {
    * when current, yet joins a sync of the same revision that runs or waits rather than starting another.
    */
   reason?: 'drift' | 'manual' | 'config' | undefined;
-  /** Suspended by `mooring suspend`: nothing is synced, not even a drift correction or a requested sync. */
-  suspended?: boolean | undefined;
   /** A local source's files are compared when its sync runs, so it is never current by revision alone. */
   local: boolean;
   /** The generation of the deployment's spec (a reload that changes it makes a new one). */
@@ -35,7 +33,6 @@ export interface ReconcileInput {
 
 export type Decision =
   | { action: 'current'; revision: string }
-  | { action: 'suspended'; revision: string }
   | { action: 'held'; revision: string; fence: Fence }
   | {
       action: 'sync';
@@ -58,7 +55,6 @@ export function reconcile(input: ReconcileInput): Decision {
   const revision = syncRevision(commit, digests);
   const now = current(input.ledger);
   const fence = input.ledger.fence;
-  if (input.suspended) return { action: 'suspended', revision };
   if (fence) {
     const moved =
       (commit !== undefined && commit !== fence.heads.commit) ||

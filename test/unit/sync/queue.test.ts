@@ -37,6 +37,48 @@ describe('SyncQueue', () => {
     await q.idle();
   });
 
+  it('keeps a job held before the queue out of the ready list until its delay, and drops it for a newer one', async () => {
+    const g = gate();
+    const q = new SyncQueue({ concurrency: 1 });
+    const dropped: unknown[] = [];
+    const held: SyncJob = {
+      revision: 'r1',
+      run: g.run('r1'),
+      dropped: (reason) => void dropped.push(reason),
+    };
+    expect(q.request('web', held, { afterMs: 40 })).toBe('queued');
+    // It waits outside the turns: another deployment runs at once, and the held one counts as busy.
+    q.trigger('api', 'a1', g.run('a1'));
+    await tick();
+    expect(g.started).toEqual(['a1']);
+    expect(q.busy('web')).toBe(true);
+    g.release('a1');
+    await tick(60);
+    expect(g.started).toEqual(['a1', 'r1']);
+    g.release('r1');
+    await q.idle();
+    // Asked for again while it waits (the next poll): joined to it, its delay not started over.
+    q.request('web', { revision: 'r9', run: g.run('r9') }, { afterMs: 40 });
+    await tick(20);
+    expect(q.request('web', { revision: 'r9', run: g.run('r9 again') }, { afterMs: 40 })).toBe('joined');
+    await tick(40);
+    expect(g.started).toEqual(['a1', 'r1', 'r9']);
+    g.release('r9');
+    await q.idle();
+    // Held again, then replaced by a newer revision before its delay: dropped, and the newer one runs now.
+    q.request(
+      'web',
+      { revision: 'r2', run: g.run('r2'), dropped: (reason) => void dropped.push(reason) },
+      { afterMs: 1_000 },
+    );
+    q.trigger('web', 'r3', g.run('r3'));
+    await tick();
+    expect(g.started).toEqual(['a1', 'r1', 'r9', 'r3']);
+    expect(dropped).toHaveLength(1);
+    g.release('r3');
+    await q.idle();
+  });
+
   it('tells a sync cancelled by a newer revision what replaced it', async () => {
     const q = new SyncQueue({ concurrency: 1 });
     let seen: AbortSignal | undefined;

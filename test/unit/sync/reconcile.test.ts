@@ -153,25 +153,6 @@ describe('reconcile', () => {
     });
   });
 
-  describe('while suspended', () => {
-    it.each([
-      { what: 'a new commit', over: { commit: C2 } },
-      { what: 'a new image', over: { digests: { app: D2 } } },
-      { what: 'a drift correction', over: { reason: 'drift' as const } },
-      { what: 'a requested sync', over: { reason: 'manual' as const } },
-      { what: 'a first sync', over: {}, ledger: { releases: [], fence: undefined } },
-    ])('syncs nothing, not even $what', ({ over, ledger }) => {
-      const decision = reconcile(input(ledger ?? atC1D1, { ...over, suspended: true }));
-      expect(decision.action).toBe('suspended');
-    });
-
-    it('comes before a rollback fence: neither a new commit nor a resume of the fence deploys', () => {
-      const fenced: LedgerData = { releases: atC1D1.releases, fence: fence(3, C1, D1) };
-      expect(reconcile(input(fenced, { commit: C2, suspended: true })).action).toBe('suspended');
-      expect(reconcile(input(fenced, { commit: C2, suspended: false })).action).toBe('sync');
-    });
-  });
-
   describe('with a rollback fence', () => {
     // Rolled back from release 3 (c2) to the content of release 1 (c1), recorded as release 4.
     const fenced: LedgerData = {

@@ -1,0 +1,230 @@
+import { describe, expect, it } from 'vitest';
+import type { Logger, Release } from '../../../src/contract.ts';
+import type { LedgerData } from '../../../src/report/ledger.ts';
+import type { JobContext, Planned } from '../../../src/sync/agent-job.ts';
+import type { DeploymentState } from '../../../src/sync/agent-sources.ts';
+import { GATES, judge } from '../../../src/sync/gates.ts';
+import type { Decision } from '../../../src/sync/reconcile.ts';
+
+const log: Logger = {
+  debug: () => undefined,
+  info: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+  child: () => log,
+} as unknown as Logger;
+
+function stable(id: number, revision: string, result: Release['result'] = 'stable'): Release {
+  return {
+    id,
+    deployment: 'db',
+    time: '2024-01-01T00:00:00Z',
+    trigger: 'commit',
+    commit: revision,
+    images: {},
+    revision,
+    versions: [],
+    objects: [],
+    result,
+    durationMs: 1,
+    messages: [],
+  };
+}
+
+/** A world for the gates: what is suspended, who holds claims, what each ledger says; every call recorded. */
+function world(
+  over: {
+    suspended?: string[];
+    busy?: string[];
+    releases?: Record<string, Release[]>;
+    holder?: string;
+    shard?: boolean;
+    stepFull?: boolean;
+  } = {},
+) {
+  const calls: string[] = [];
+  const releases = over.releases ?? {};
+  const ledger = {
+    read: async (name: string): Promise<LedgerData> => ({ releases: releases[name] ?? [], fence: undefined }),
+    claim: async (name: string) => {
+      calls.push(`claim ${name}`);
+      return over.holder
+        ? { taken: false, holder: { identity: over.holder } }
+        : { taken: true, data: { releases: [], fence: undefined } };
+    },
+    unclaim: async (name: string) => {
+      calls.push(`unclaim ${name}`);
+    },
+    setFence: async (name: string) => {
+      calls.push(`lift fence ${name}`);
+    },
+  };
+  const fleet = {
+    enter: async (_cluster: string, _spec: unknown, _revision: string, take = true) => {
+      calls.push(`enter step ${take ? 'take' : 'look'}`);
+      if (over.stepFull) return { hold: { message: 'waiting for a place in rollout step 2', failed: false } };
+      return { release: () => calls.push('leave step') };
+    },
+  };
+  const ctx = {
+    deps: {
+      config: { cluster: { name: 'one' } },
+      shard: over.shard
+        ? { identity: 'me', live: (id: string) => id !== 'gone', elsewhere: () => false }
+        : undefined,
+      fleet,
+    },
+    state: { deployments: new Map([['db', {}]]) },
+    control: { suspended: (name: string) => (over.suspended?.includes(name) ? {} : undefined) },
+    ledger: () => ledger,
+    pollRound: () => 0,
+    busy: (name: string) => over.busy?.includes(name) === true,
+  } as unknown as JobContext;
+  return { ctx, calls };
+}
+
+const web = {
+  spec: { name: 'web', dependsOn: ['db'], rollout: [{ clusters: ['one'] }] },
+} as unknown as DeploymentState;
+
+function planned(decision: Decision, over: Partial<Planned> = {}): Planned {
+  return {
+    decision,
+    trigger: decision.action === 'sync' ? decision.trigger : 'commit',
+    promotion: undefined,
+    ledger: { releases: [], fence: undefined },
+    rounds: new Map(),
+    commit: 'c2',
+    images: {},
+    request: undefined,
+    change: undefined,
+    promotedFrom: undefined,
+    log,
+    ...over,
+  };
+}
+
+const sync = (over: Partial<Extract<Decision, { action: 'sync' }>> = {}): Decision => ({
+  action: 'sync',
+  revision: 'c2',
+  trigger: 'commit',
+  key: 'c2|release 1|fence 0|spec 0',
+  release: undefined,
+  fence: undefined,
+  ...over,
+});
+const fenced: Decision = {
+  action: 'held',
+  revision: 'c1',
+  fence: { release: 3, since: '2024-01-02T00:00:00Z', heads: { commit: 'c1', images: {} } },
+};
+const dbStable = { db: [stable(1, 'c1')] };
+
+describe('the gates of a sync', () => {
+  it('are one table, met in order: suspend, promotion, claim, fence, rollout step, dependencies', () => {
+    expect(GATES.map((g) => g.name)).toEqual([
+      'suspended',
+      'promotion',
+      'claim',
+      'fence',
+      'rollout',
+      'dependency',
+    ]);
+  });
+
+  it.each([
+    { what: 'a new commit', p: planned(sync()) },
+    { what: 'a drift correction', p: planned(sync({ trigger: 'drift' })) },
+    { what: 'a requested sync', p: planned(sync({ trigger: 'manual' })) },
+    { what: 'a sync held by a rollback fence', p: planned(fenced) },
+  ])('hold a suspended deployment first, not even $what syncs', async ({ p }) => {
+    const { ctx, calls } = world({ suspended: ['web'], shard: true, releases: dbStable });
+    const judged = await judge(ctx, web, p, 'take');
+    expect(judged).toMatchObject({ hold: { gate: 'suspended', againMs: undefined } });
+    expect(calls).toEqual([]);
+  });
+
+  it('hold a fenced deployment until what it deploys moves past the fence, which the sync lifts once it holds the claim', async () => {
+    const held = world({ shard: true, releases: dbStable });
+    expect(await judge(held.ctx, web, planned(fenced), 'look')).toMatchObject({
+      hold: { gate: 'fence', message: 'held at release 3 by a rollback; mooring resume web lifts it' },
+    });
+    const moved = world({ shard: true, releases: dbStable });
+    const p = planned(sync({ fence: fenced.action === 'held' ? fenced.fence : undefined }));
+    // Looked at before the queue, nothing is taken or lifted.
+    expect('give' in (await judge(moved.ctx, web, p, 'look'))).toBe(true);
+    expect(moved.calls).toEqual(['enter step look']);
+    const taken = await judge(moved.ctx, web, p, 'take');
+    expect(moved.calls).toEqual(['enter step look', 'claim web', 'lift fence web', 'enter step take']);
+    if ('give' in taken) await taken.give();
+    expect(moved.calls.slice(4)).toEqual(['leave step', 'unclaim web']);
+  });
+
+  it('look at a claim another live replica holds without taking it, and try again soon', async () => {
+    const { ctx, calls } = world({ shard: true });
+    const p = planned(sync(), {
+      ledger: { releases: [], fence: undefined, holder: { identity: 'other' } } as never,
+    });
+    expect(await judge(ctx, web, p, 'look')).toMatchObject({
+      hold: { gate: 'claim', message: 'not synced now: replica other syncs it', againMs: 2_000 },
+    });
+    expect(calls).toEqual([]);
+  });
+
+  it('give back what earlier gates took when a later one holds', async () => {
+    const { ctx, calls } = world({ shard: true, busy: ['db'] });
+    const judged = await judge(ctx, web, planned(sync()), 'take');
+    expect(judged).toMatchObject({ hold: { gate: 'dependency', message: 'waiting for db', againMs: 2_000 } });
+    expect(calls).toEqual(['claim web', 'enter step take', 'leave step', 'unclaim web']);
+  });
+
+  it('hold on a failed dependency as a failure, looked at again less often', async () => {
+    const { ctx } = world({ releases: { db: [stable(2, 'c1', 'failed')] } });
+    expect(await judge(ctx, web, planned(sync()), 'look')).toMatchObject({
+      hold: {
+        gate: 'dependency',
+        failed: true,
+        againMs: 10_000,
+        message: 'held: dependency db failed (release 2)',
+      },
+    });
+  });
+
+  it('let a drift pass through the rollout step and dependencies: it only restores what runs', async () => {
+    const { ctx, calls } = world({ busy: ['db'], stepFull: true });
+    expect('give' in (await judge(ctx, web, planned(sync({ trigger: 'drift' })), 'take'))).toBe(true);
+    expect(calls).toEqual([]);
+    expect(await judge(ctx, web, planned(sync()), 'take')).toMatchObject({ hold: { gate: 'rollout' } });
+  });
+
+  it('hold a promoted deployment while its promotion waits', async () => {
+    const { ctx } = world();
+    const promotion = {
+      state: 'waiting' as const,
+      message: 'waiting for approval: mooring promote web --revision c2',
+    };
+    expect(await judge(ctx, web, planned(sync(), { promotion }), 'look')).toMatchObject({
+      hold: { gate: 'promotion', message: promotion.message, againMs: undefined },
+    });
+  });
+
+  it('end without a sync when another replica synced this very revision, the claim given back', async () => {
+    const { ctx, calls } = world({ shard: true });
+    const ledger = ctx.ledger();
+    (ledger as unknown as { claim: unknown }).claim = async () => {
+      calls.push('claim web');
+      return { taken: true, data: { releases: [stable(4, 'c2')], fence: undefined } };
+    };
+    const d = {
+      ...web,
+      spec: { ...web.spec, dependsOn: [], rollout: undefined },
+    } as unknown as DeploymentState;
+    expect(await judge(ctx, d, planned(sync()), 'take')).toMatchObject({
+      hold: { gate: 'claim', done: true },
+    });
+    expect(calls).toEqual(['claim web', 'unclaim web']);
+    // Asked for (a reconcile request): synced even so.
+    calls.length = 0;
+    expect('give' in (await judge(ctx, d, planned(sync({ trigger: 'manual' })), 'take'))).toBe(true);
+  });
+});
