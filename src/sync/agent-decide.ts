@@ -3,7 +3,7 @@
 // reconcile.ts's decision on the ledger: current, held by a rollback's fence, or a sync to plan. What holds a
 // planned sync (suspend, a promotion that waits, the fence, ...) is judged next, by the gates (gates.ts).
 import { ledgerName } from '../report/ledger.ts';
-import type { JobContext, Planned } from './agent-job.ts';
+import type { JobContext, Planned } from './agent-context.ts';
 import { promotedInput } from './agent-promotion.ts';
 import { type DeploymentState, digestsOf, imagesOf, isLocal, isOci, quietInput } from './agent-sources.ts';
 import { CONFIGMAPS } from './control.ts';

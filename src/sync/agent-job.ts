@@ -4,23 +4,20 @@
 // sync itself (sync-deployment.ts), and the `mooring reconcile` requests it answers. Each stage is a named function;
 // the job's state (the requests it answers, the commit whose pending status a hold left) is in one place.
 import { append } from '../arrays.ts';
-import type { Logger, Trigger } from '../contract.ts';
 import { classify, errorMessage } from '../errors.ts';
 import type { ManifestFile } from '../render/parse.ts';
-import { current, type Ledger, type LedgerData, recordedDependencies } from '../report/ledger.ts';
+import { current, recordedDependencies } from '../report/ledger.ts';
 import { filesRevision } from '../sources/local/watch.ts';
-import type { AgentDeps } from './agent.ts';
+import type { JobContext, Planned } from './agent-context.ts';
 import { promotionWait } from './agent-promotion.ts';
-import { type DeploymentState, isLocal, manifestFiles, type SourceState } from './agent-sources.ts';
-import type { Control, ReconcileRequest } from './control.ts';
-import type { PromotedFrom, Promotion } from './fleet.ts';
+import { type DeploymentState, isLocal, manifestFiles } from './agent-sources.ts';
+import type { ReconcileRequest } from './control.ts';
 import { forced, type Hold, judge } from './gates.ts';
 import { capitalized, clearHold, endHold, type HoldDeps, heldSync, sayHold, tellHold } from './holds.ts';
 import { outcomeOf } from './outcome.ts';
 import type { SyncJob, SyncOutcome } from './queue.ts';
-import type { Decision } from './reconcile.ts';
 import { cappedRetry } from './retry.ts';
-import { type SyncDeps, safely, syncDeployment } from './sync-deployment.ts';
+import { safely, syncDeployment } from './sync-deployment.ts';
 
 export interface AgentSync extends SyncJob<AgentSync> {
   /** `mooring reconcile` requests this sync answers when it ends: its own and those joined to it. */
@@ -32,43 +29,6 @@ export interface AgentSync extends SyncJob<AgentSync> {
    * queued), or how long it waits before the queue runs it.
    */
   look(): Promise<'go' | 'stop' | number>;
-}
-
-/** What the agent lends a job: its dependencies, and the state and steps that stay the agent's. */
-export interface JobContext {
-  deps: AgentDeps;
-  state: SourceState;
-  control: Control;
-  /** The agent's ledger now (a reload may replace it). */
-  ledger(): Ledger;
-  /** The poll round of the source of deployment `name` under way or last started (SourcePolls.started). */
-  pollRound(name: string): number;
-  /** Whether the deployment `name` is being synced now, or its source's poll round `round` has not ended. */
-  busy(name: string, round: number): boolean;
-  retryInterval(d: DeploymentState): number;
-  syncDeps(): SyncDeps;
-}
-
-/** What the decision (agent-decide.ts) hands the gates and the job. */
-export interface Planned {
-  /** A sync, or what holds it (a rollback's fence); `current` only for a promotion that waits. */
-  decision: Decision;
-  /** What asked for it (the decision's trigger, or the drift pass). */
-  trigger: Trigger;
-  /** A promoted deployment whose upstream is not ready: what it waits for. */
-  promotion: Extract<Promotion, { state: 'waiting' }> | undefined;
-  /** The deployment's ledger as the decision read it. */
-  ledger: LedgerData;
-  /** The poll round of each dependency's source when the sync was planned (JobContext.pollRound). */
-  rounds: ReadonlyMap<string, number>;
-  commit: string | undefined;
-  images: Parameters<typeof manifestFiles>[3];
-  /** The `mooring reconcile` request this sync took, if any. */
-  request: ReconcileRequest | undefined;
-  /** How many changes of a local folder it follows (undefined for other sources). */
-  change: number | undefined;
-  promotedFrom: PromotedFrom | undefined;
-  log: Logger;
 }
 
 /** The queue's job for one decided sync of `d`; `look` judges its gates before the queue. */

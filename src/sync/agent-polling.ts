@@ -6,7 +6,7 @@ import type { Logger } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
 import { artifactSource } from '../sources/artifact-poller.ts';
 import { watchFolder } from '../sources/local/watch.ts';
-import type { AgentDeps } from './agent.ts';
+import type { AgentDeps } from './agent-context.ts';
 import {
   type DeploymentState,
   pollGitSource,

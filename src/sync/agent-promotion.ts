@@ -2,7 +2,7 @@
 // approved (fleet.ts), never its own tip. Its wait is said once per reason, in the ledger and as a pending status on
 // the commit it waits to deploy, and that status ends, superseded, when the upstream moves on first.
 import { type Logger, Superseded } from '../contract.ts';
-import type { JobContext } from './agent-job.ts';
+import type { JobContext } from './agent-context.ts';
 import type { DeploymentState } from './agent-sources.ts';
 import type { Promotion } from './fleet.ts';
 import { clearHold, endHold, type HoldDeps, heldSync, sayHold } from './holds.ts';

@@ -4,11 +4,8 @@
 // in agent-decide.ts (agent-promotion.ts, reconcile.ts), its holds in gates.ts, and the sync the queue runs in
 // agent-job.ts.
 import type { MooringConfig } from '../config/schema.ts';
-import { type Logger, type SyncMetrics, type SyncReporter, Withdrawn } from '../contract.ts';
+import { type SyncReporter, Withdrawn } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
-import type { KubeApi } from '../kube/api.ts';
-import type { ClusterCache } from '../kube/cache.ts';
-import type { Discovery } from '../kube/discovery.ts';
 import { beginDriftPass, keepDriftMarks, keyMarks, restoreMarks } from '../kube/drift-pass.ts';
 import { chartLookup } from '../kube/lookup-server.ts';
 import { ensureNamespace } from '../kube/namespace.ts';
@@ -16,50 +13,20 @@ import { StateStore } from '../kube/state-store.ts';
 import { current, Ledger, type LedgerData } from '../report/ledger.ts';
 import { artifactSources, followedArtifacts } from '../sources/artifact-poller.ts';
 import type { ClusterCapabilities } from '../sources/deployment-manifests.ts';
+import type { AgentDeps, JobContext } from './agent-context.ts';
 import { decide } from './agent-decide.ts';
-import { type AgentSync, agentJob, type JobContext } from './agent-job.ts';
+import { type AgentSync, agentJob } from './agent-job.ts';
 import { type AnySource, SourcePolls } from './agent-polling.ts';
 import { type DeploymentState, isLocal, isOci, type SourceState } from './agent-sources.ts';
 import { CONFIGMAPS, Control } from './control.ts';
-import type { Fleet, FleetMember } from './fleet.ts';
+import type { FleetMember } from './fleet.ts';
 import { otherHolder } from './gates.ts';
 import type { PreviewRunner } from './previews.ts';
 import { SyncQueue } from './queue.ts';
 import { planReload, type ReloadPlan } from './reload.ts';
 import { retryIntervalOf } from './retry.ts';
-import type { PollTrigger, SharedSources } from './shared-sources.ts';
+import type { PollTrigger } from './shared-sources.ts';
 import { endInterrupted, type SyncDeps } from './sync-deployment.ts';
-
-export interface AgentDeps {
-  config: MooringConfig;
-  api: KubeApi;
-  discovery: Discovery;
-  /** One cluster cache for every sync the agent runs: the stability waits of all deployments share its streams. */
-  cache?: ClusterCache;
-  log: Logger;
-  /** Where Git sources keep their object caches. */
-  cacheDir: string;
-  reporters?: readonly SyncReporter[];
-  metrics?: SyncMetrics;
-  /**
-   * Replicas sharing the work (docs/replicas.md): this replica's identity, and whether another is a live member. A
-   * sync first takes its deployment in the ledger (`Ledger.claim`), so that at most one replica syncs it at once.
-   */
-  shard?:
-    | {
-        identity: string;
-        live: (identity: string) => boolean;
-        /** A deployment of the configuration that another replica syncs now. */
-        elsewhere: (deployment: string) => boolean;
-      }
-    | undefined;
-  /**
-   * The agents of several clusters in one process (docs/clusters.md): rollout steps and promotions are decided
-   * with the ledgers of every cluster; `sources`: their sources' clients and schedules (shared-sources.ts).
-   */
-  fleet?: Fleet | undefined;
-  sources?: SharedSources | undefined;
-}
 
 /** How often a promoted deployment looks at its upstream again (stable long enough, approved). */
 const PROMOTION_CHECK_MS = 5_000;

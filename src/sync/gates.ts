@@ -6,7 +6,7 @@
 // (the ledger's `waiting`, pending commit statuses, Events, answers to `mooring reconcile`) is said in one place,
 // the job's `held`, through holds.ts. A new hold (a maintenance window, an analysis gate) is a row of GATES.
 import type { LedgerData } from '../report/ledger.ts';
-import type { JobContext, Planned } from './agent-job.ts';
+import type { JobContext, Planned } from './agent-context.ts';
 import type { DeploymentState } from './agent-sources.ts';
 
 /** The gates, by name: what a hold's report (holds.ts) and its log line call it. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Logger, Release } from '../../../src/contract.ts';
 import type { LedgerData } from '../../../src/report/ledger.ts';
-import type { JobContext, Planned } from '../../../src/sync/agent-job.ts';
+import type { JobContext, Planned } from '../../../src/sync/agent-context.ts';
 import type { DeploymentState } from '../../../src/sync/agent-sources.ts';
 import { GATES, judge } from '../../../src/sync/gates.ts';
 import type { Decision } from '../../../src/sync/reconcile.ts';
