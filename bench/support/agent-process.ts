@@ -21,6 +21,8 @@ export interface ProbeAnswer {
 }
 
 export interface Sync {
+  /** The cluster of the target, for the agent's other clusters (its own cluster's lines name none). */
+  cluster?: string | undefined;
   deployment: string;
   revision: string;
   outcome: string;
@@ -137,9 +139,15 @@ export class AgentProcess {
     for (const line of lines) {
       if (!line.includes('"outcome"')) continue;
       try {
-        const entry = JSON.parse(line) as { deployment?: string; revision?: string; outcome?: string };
+        const entry = JSON.parse(line) as {
+          cluster?: string;
+          deployment?: string;
+          revision?: string;
+          outcome?: string;
+        };
         if (entry.deployment && entry.revision && entry.outcome) {
           this.syncs.push({
+            cluster: entry.cluster,
             deployment: entry.deployment,
             revision: entry.revision,
             outcome: entry.outcome,
