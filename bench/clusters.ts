@@ -7,8 +7,8 @@
 //  2. rollout: one commit changing every application, from the push until every target is stable at it, through
 //     both steps (step one's end printed too);
 //  3. the agent's RSS once idle (30 s after the rollout settled) and its peak (VmHWM) over the run;
-//  4. the agent's Kubernetes requests per cluster (per target, by verb) in each phase, and its polls of the one
-//     repository (one poll feeds every cluster: src/sync/shared-sources.ts).
+//  4. the agent's Kubernetes requests per cluster (per target, by verb) in each phase, and the polls its clusters'
+//     agents count (each poll of the one source feeds every cluster: src/sync/shared-sources.ts).
 // Printed, never asserted. The namespaces are deleted, in every cluster, at the end.
 // Run: npm run bench:clusters [-- --deployments 250 --clusters 4 --concurrency 20 --cli dist/cli/main.js]
 // Starts the test bed (with its extra control planes) when none runs, and stops only a bed it started. Needs
@@ -275,7 +275,10 @@ function print(first: Phase, rollout: Phase, idleKiB: number, peakKiB: number, p
   );
   say();
   say(`agent RSS: idle ${mib(idleKiB)}, peak ${mib(peakKiB)}`);
-  say(`polls of the repository during the rollout: ${polls} (one poll feeds every cluster)`);
+  say(
+    `polls during the rollout, counted by the ${count} clusters' agents: ${polls} (${(polls / count).toFixed(0)} ` +
+      'each; each poll of the one source feeds every cluster, src/sync/shared-sources.ts)',
+  );
   say();
   say('Kubernetes requests per target (per deployment in one cluster), by cluster:');
   for (const k of kubes) {

@@ -13,6 +13,7 @@ import { type KubeApi, METADATA_LIST } from './api.ts';
 import type { Discovery } from './discovery.ts';
 import { type ResourceInfo, resourcePath } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
+import type { CachedList } from './snapshot.ts';
 
 export interface HistoryResult {
   deleted: string[];
@@ -79,6 +80,11 @@ export async function collectVersionHistory(
     defaultLimit?: number | undefined;
     /** Versions a recorded release names (`ConfigMap app-config-v003`): kept whatever their age. */
     keep?: ReadonlySet<string> | undefined;
+    /**
+     * The agent's watch cache (ClusterCache.listedObjects): a collection it holds listed, with every write of the
+     * agent there shown (the sync's own new versions), is read there instead of listed.
+     */
+    cached?: CachedList | undefined;
   } = {},
 ): Promise<HistoryResult> {
   const result: HistoryResult = { deleted: [], kept: [] };
@@ -95,8 +101,12 @@ export async function collectVersionHistory(
     const path = resourcePath(info, namespace);
     let byArtifact = lists.get(path);
     if (!byArtifact) {
-      byArtifact = api
-        .request<ObjectList>('GET', path, { accept: METADATA_LIST })
+      const held = options.cached?.(info, namespace);
+      byArtifact = (
+        held
+          ? Promise.resolve({ items: held })
+          : api.request<ObjectList>('GET', path, { accept: METADATA_LIST })
+      )
         .catch((error: unknown) => {
           throw describeKubeError(error, `list ${kind}s in namespace ${namespace}`);
         })

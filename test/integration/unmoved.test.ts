@@ -61,7 +61,7 @@ describe('a sync leaves what is unmoved since its last write', () => {
     for (const close of closers) await close();
   });
 
-  function setUp(fieldOwners: boolean) {
+  function setUp(fieldOwners: boolean, versionHistory?: number) {
     const api = new KubeApi(clusterConfig());
     const cache = new ClusterCache(api, { lingerMs: 5 * 60_000 });
     closers.push(
@@ -83,6 +83,7 @@ describe('a sync leaves what is unmoved since its last write', () => {
         fieldManager: 'mooring',
         concurrency: 4,
         inventory: { owner, namespace: agentNs(), prune: true, allowEmpty: false, emptyAdvice: '' },
+        ...(versionHistory !== undefined ? { versionHistory } : {}),
       };
       return deploy({ api: recordingApi(api, sent), discovery, cache }, request);
     };
@@ -190,5 +191,23 @@ spec: {selector: {app: shop}, ports: [{port: 700000}]}
       ['PATCH', true],
       ['PATCH', false],
     ]);
+  });
+
+  it("collects old versions from the watch cache once it has shown the sync's own new version: no list", async () => {
+    const { sync, sent } = setUp(false, 1);
+    const text = (round: number) => app(round).replaceAll('shop', 'kept');
+    expect((await sync('shop-kept', text(1))).outcome).toBe('stable');
+    const second = await sync('shop-kept', text(2));
+    expect(second.outcome, second.summary).toBe('stable');
+    // Collected past one version: v000 is beyond the limit and still read by the Deployment's old ReplicaSet, so it
+    // is kept, which shows the collection saw it; it saw it in the cache, with v001 (written by this sync) shown.
+    expect(second.history?.kept).toEqual([
+      {
+        object: `ConfigMap ${ns()}/kept-settings-v000`,
+        reason: expect.stringMatching(/^still referenced by /),
+      },
+    ]);
+    const listed = sent.filter((s) => s.method === 'GET' && /\/namespaces\/[^/]+\/configmaps$/.test(s.path));
+    expect(listed).toEqual([]);
   });
 });

@@ -43,5 +43,7 @@ export const collectHistory: Stage = async (run) => {
   run.history = await collectVersionHistory(run.api, run.discovery, run.rendered.plan, run.rendered.objects, {
     defaultLimit: request.versionHistory,
     keep: request.keepVersions,
+    // Read from the agent's watch cache when it holds the collection and has shown this sync's writes there.
+    cached: run.deps.cache && ((info, ns) => run.deps.cache?.listedObjects(info, ns)),
   });
 };
