@@ -116,7 +116,7 @@ async function measure(forge: ForgeReceiver): Promise<Figures> {
   const main = await commitFiles(repo, fleetFiles(SIZE, 0), { message: 'the fleet' });
   const port = await freePort();
   const configFile = join(work, 'previews.yaml');
-  await writeFile(configFile, stringify(config(repoUrl, forge.url, port)));
+  await writeFile(configFile, stringify(config(repoUrl, forge.url, port), { aliasDuplicateObjects: false }));
 
   note(`${SIZE} deployments: agent starting`);
   const names = Array.from({ length: SIZE }, (_, i) => appName(i));
