@@ -263,16 +263,18 @@ export class ClusterCache {
 
   /**
    * The objects of a type in a namespace as its watch holds them (trimmed copies; metadata only when that is all
-   * it watches), when it is listed and has shown every write this agent made there; undefined otherwise: ask the
-   * server.
+   * it watches), when it is listed and has shown every write this agent made there (with `concerns`: every write
+   * of an object whose name it accepts, the caller reading no other); undefined otherwise: ask the server.
    */
-  listedObjects(info: ResourceInfo, namespace: string | undefined): KubeObject[] | undefined {
-    if (
-      this.unseen.has(
-        typeKey(info.apiVersion, info.kind, info.namespaced ? (namespace ?? 'default') : undefined),
-      )
-    )
-      return undefined;
+  listedObjects(
+    info: ResourceInfo,
+    namespace: string | undefined,
+    concerns?: (name: string) => boolean,
+  ): KubeObject[] | undefined {
+    const pending = this.unseen.get(
+      typeKey(info.apiVersion, info.kind, info.namespaced ? (namespace ?? 'default') : undefined),
+    );
+    if (pending && (!concerns || [...pending.keys()].some(concerns))) return undefined;
     for (const metadataOnly of [false, true]) {
       const informer = this.informers.get(this.key(info, namespace, metadataOnly));
       if (informer?.listed) return informer.items();

@@ -13,7 +13,6 @@ import { type KubeApi, METADATA_LIST } from './api.ts';
 import type { Discovery } from './discovery.ts';
 import { type ResourceInfo, resourcePath } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
-import type { CachedList } from './snapshot.ts';
 
 export interface HistoryResult {
   deleted: string[];
@@ -82,12 +81,22 @@ export async function collectVersionHistory(
     keep?: ReadonlySet<string> | undefined;
     /**
      * The agent's watch cache (ClusterCache.listedObjects): a collection it holds listed, with every write of the
-     * agent there shown (the sync's own new versions), is read there instead of listed.
+     * agent there of an object `concerns` accepts shown (the sync's own new versions), is read there instead.
      */
-    cached?: CachedList | undefined;
+    cached?:
+      | ((
+          info: ResourceInfo,
+          namespace: string,
+          concerns: (name: string) => boolean,
+        ) => KubeObject[] | undefined)
+      | undefined;
   } = {},
 ): Promise<HistoryResult> {
   const result: HistoryResult = { deleted: [], kept: [] };
+  // The cache's list answers once it has shown this sync's own writes of versions; those of other syncs in the same
+  // namespace (other artifacts) do not hold it up.
+  const bases = plan.flatMap((e) => (e.version ? [`${e.version.base}-v`] : []));
+  const ours = (name: string) => bases.some((b) => name.startsWith(b));
   const references = new Map<string, Map<string, string>>();
   // One metadata-only list per resource and namespace, grouped by artifact: a list per versioned object made a
   // deploy of 1,000 ConfigMaps and Secrets read the namespace's 1,000 names a thousand times (quadratic in time
@@ -101,7 +110,7 @@ export async function collectVersionHistory(
     const path = resourcePath(info, namespace);
     let byArtifact = lists.get(path);
     if (!byArtifact) {
-      const held = options.cached?.(info, namespace);
+      const held = options.cached?.(info, namespace, ours);
       byArtifact = (
         held
           ? Promise.resolve({ items: held })
