@@ -13,6 +13,7 @@ import { type KubeApi, METADATA_LIST } from './api.ts';
 import type { Discovery } from './discovery.ts';
 import { type ResourceInfo, resourcePath } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
+import type { CachedList } from './snapshot.ts';
 
 export interface HistoryResult {
   deleted: string[];
@@ -83,13 +84,7 @@ export async function collectVersionHistory(
      * The agent's watch cache (ClusterCache.listedObjects): a collection it holds listed, with every write of the
      * agent there of an object `concerns` accepts shown (the sync's own new versions), is read there instead.
      */
-    cached?:
-      | ((
-          info: ResourceInfo,
-          namespace: string,
-          concerns: (name: string) => boolean,
-        ) => KubeObject[] | undefined)
-      | undefined;
+    cached?: CachedList | undefined;
   } = {},
 ): Promise<HistoryResult> {
   const result: HistoryResult = { deleted: [], kept: [] };

@@ -73,8 +73,15 @@ export function versionedKindsNeeded(
   return needed;
 }
 
-/** The objects of a type in a namespace as the agent's watch cache holds them, when it can answer for them. */
-export type CachedList = (info: ResourceInfo, namespace: string) => KubeObject[] | undefined;
+/**
+ * The objects of a type in a namespace as the agent's watch cache holds them, when it can answer for them: when it
+ * has shown every write the agent made there, or (with `concerns`) every write of an object `concerns` accepts.
+ */
+export type CachedList = (
+  info: ResourceInfo,
+  namespace: string,
+  concerns?: (name: string) => boolean,
+) => KubeObject[] | undefined;
 
 /** What the watch cache answers for a type in a namespace (its metadata), or undefined: ask the server. */
 async function fromCache(
@@ -83,10 +90,11 @@ async function fromCache(
   apiVersion: string,
   kind: string,
   namespace: string,
+  concerns?: (name: string) => boolean,
 ): Promise<KubeObject[] | undefined> {
   if (!cached) return undefined;
   const info = await discovery.resource(apiVersion, kind).catch(() => undefined);
-  return info && cached(info, namespace);
+  return info && cached(info, namespace, concerns);
 }
 
 async function listVersions(
@@ -95,11 +103,19 @@ async function listVersions(
   kinds: ReadonlySet<string>,
   discovery: Discovery,
   cached: CachedList | undefined,
+  /** The set's own objects of the namespace, by name: their versions are `<name>-vNNN`. */
+  own: ReadonlySet<string>,
 ): Promise<ExistingVersion[]> {
+  // A version this set numbers or reuses is one of its own objects': the cache answers once it has shown the
+  // agent's writes of those (another sync's new version of its own objects races as a list just before it would).
+  const concerns = (name: string) => {
+    const parsed = parseVersionedName(name);
+    return parsed !== undefined && own.has(parsed.base);
+  };
   // All at once; Promise.all observes every request, so a second failure is never an unhandled rejection.
   const lists = await Promise.all(
     VERSIONED_COLLECTIONS.filter(({ kind }) => kinds.has(kind)).map(async ({ kind, group, plural }) => {
-      const held = await fromCache(discovery, cached, group, kind, namespace);
+      const held = await fromCache(discovery, cached, group, kind, namespace, concerns);
       if (held) return { kind, items: held as { metadata?: VersionedMeta }[] };
       const base = group.includes('/') ? `/apis/${group}` : `/api/${group}`;
       const path = `${base}/namespaces/${encodeURIComponent(namespace)}/${plural}`;
@@ -255,18 +271,17 @@ export async function readSnapshot(
   // Started together and awaited together: whichever fails first is reported, none is left unobserved.
   const [versions, live, unlabelled] = await Promise.all([
     Promise.all(
-      namespaces.map((ns) =>
-        listVersions(
+      namespaces.map((ns) => {
+        const here = objects.flatMap(({ object }) => (object.metadata.namespace === ns ? [object] : []));
+        return listVersions(
           api,
           ns,
-          versionedKindsNeeded(
-            objects.flatMap(({ object }) => (object.metadata.namespace === ns ? [object] : [])),
-            options.referenceRules,
-          ),
+          versionedKindsNeeded(here, options.referenceRules),
           discovery,
           options.cached,
-        ),
-      ),
+          new Set(here.map((o) => o.metadata.name)),
+        );
+      }),
     ),
     Promise.all(reads),
     adopted,
