@@ -28,7 +28,16 @@ import { REPO_ROOT } from '../test/testbed/paths.ts';
 import { down, up } from '../test/testbed/testbed.ts';
 import { AgentProcess, sleep } from './support/agent-process.ts';
 import { benchCluster, createNamespace, deleteNamespace, namespacesGone, settle } from './support/cluster.ts';
-import { appFiles, appName, fleetFiles, freePort, genericHook, StableIndex } from './support/fleet-apps.ts';
+import {
+  appFiles,
+  appName,
+  fleetFiles,
+  freePort,
+  genericHook,
+  kubeRequestsByVerb,
+  StableIndex,
+  since,
+} from './support/fleet-apps.ts';
 import { goal, launcherEnv, median, mib, sec } from './support/process.ts';
 
 const { values: flags } = parseArgs({
@@ -248,26 +257,6 @@ async function fleet(size: number): Promise<Figures> {
 async function kubeRequests(port: number): Promise<number> {
   const byVerb = await kubeRequestsByVerb(port);
   return byVerb ? [...byVerb.values()].reduce((a, b) => a + b, 0) : Number.NaN;
-}
-
-/** The agent's Kubernetes requests so far by verb (watch streams left out), from its /metrics. */
-async function kubeRequestsByVerb(port: number): Promise<Map<string, number> | undefined> {
-  try {
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    const byVerb = new Map<string, number>();
-    for (const m of text.matchAll(/^mooring_kube_requests_total\{([^}]*)\} (\S+)$/gm)) {
-      const verb = /verb="([^"]*)"/.exec(m[1] ?? '')?.[1] ?? '?';
-      if (verb !== 'watch') byVerb.set(verb, (byVerb.get(verb) ?? 0) + Number(m[2]));
-    }
-    return byVerb;
-  } catch {
-    return undefined;
-  }
-}
-
-/** The requests of each verb counted between two reads of the metrics. */
-function since(now: Map<string, number> | undefined, before: Map<string, number> | undefined) {
-  return now && new Map([...now].map(([verb, n]) => [verb, n - (before?.get(verb) ?? 0)]));
 }
 
 /** Requests per deployment by verb, for the log: `get 9.1, list 2.0, …`. */

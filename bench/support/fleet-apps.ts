@@ -105,3 +105,23 @@ export function freePort(): Promise<number> {
     });
   });
 }
+
+/** The agent's Kubernetes requests so far by verb (watch streams left out), from its /metrics. */
+export async function kubeRequestsByVerb(port: number): Promise<Map<string, number> | undefined> {
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const byVerb = new Map<string, number>();
+    for (const m of text.matchAll(/^mooring_kube_requests_total\{([^}]*)\} (\S+)$/gm)) {
+      const verb = /verb="([^"]*)"/.exec(m[1] ?? '')?.[1] ?? '?';
+      if (verb !== 'watch') byVerb.set(verb, (byVerb.get(verb) ?? 0) + Number(m[2]));
+    }
+    return byVerb;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The requests of each verb counted between two reads of the metrics. */
+export function since(now: Map<string, number> | undefined, before: Map<string, number> | undefined) {
+  return now && new Map([...now].map(([verb, n]) => [verb, n - (before?.get(verb) ?? 0)]));
+}
