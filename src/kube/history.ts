@@ -9,6 +9,7 @@ import { groupOf, isObject, type JsonValue, type KubeObject } from '../render/ma
 import { select } from '../render/path.ts';
 import type { PlanEntry } from '../render/render.ts';
 import { REFERENCE_RULES } from '../render/tables.ts';
+import { parseVersionedName } from '../render/versioning.ts';
 import { type KubeApi, METADATA_LIST } from './api.ts';
 import type { Discovery } from './discovery.ts';
 import { type ResourceInfo, resourcePath } from './discovery.ts';
@@ -90,8 +91,11 @@ export async function collectVersionHistory(
   const result: HistoryResult = { deleted: [], kept: [] };
   // The cache's list answers once it has shown this sync's own writes of versions; those of other syncs in the same
   // namespace (other artifacts) do not hold it up.
-  const bases = plan.flatMap((e) => (e.version ? [`${e.version.base}-v`] : []));
-  const ours = (name: string) => bases.some((b) => name.startsWith(b));
+  const bases = new Set(plan.flatMap((e) => (e.version ? [e.version.base] : [])));
+  const ours = (name: string) => {
+    const parsed = parseVersionedName(name);
+    return parsed !== undefined && bases.has(parsed.base);
+  };
   const references = new Map<string, Map<string, string>>();
   // One metadata-only list per resource and namespace, grouped by artifact: a list per versioned object made a
   // deploy of 1,000 ConfigMaps and Secrets read the namespace's 1,000 names a thousand times (quadratic in time

@@ -5,6 +5,7 @@
 // in a rollout step, the lifting of a rollback fence) and sees what changed since. What a hold tells the world
 // (the ledger's `waiting`, pending commit statuses, Events, answers to `mooring reconcile`) is said in one place,
 // the job's `held`, through holds.ts. A new hold (a maintenance window, an analysis gate) is a row of GATES.
+import { errorMessage } from '../errors.ts';
 import type { LedgerData } from '../report/ledger.ts';
 import type { JobContext, Planned } from './agent-context.ts';
 import type { DeploymentState } from './agent-sources.ts';
@@ -90,7 +91,7 @@ const claim: Gate = {
     try {
       taken = await ledger.claim(name, shard.identity, shard.live);
     } catch (error) {
-      return claimHold(`cannot take it: ${error instanceof Error ? error.message : String(error)}`);
+      return claimHold(`cannot take it: ${errorMessage(error)}`);
     }
     if (!taken.taken) return claimHold(`replica ${taken.holder.identity} syncs it`);
     const give = () => ledger.unclaim(name, shard.identity);
