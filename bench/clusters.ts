@@ -31,7 +31,7 @@ import {
   namespacesGone,
   settle,
 } from './support/cluster.ts';
-import { appName, fleetFiles, freePort } from './support/fleet-apps.ts';
+import { appName, fleetFiles, freePort, StableIndex } from './support/fleet-apps.ts';
 import { launcherEnv, mib, sec } from './support/process.ts';
 
 const { values: flags } = parseArgs({
@@ -69,26 +69,6 @@ interface Phase {
   requests: Map<string, Map<string, number>>;
 }
 
-/** Which target (cluster/deployment) ended a sync of which revision stable, from the agent's log. */
-class TargetIndex {
-  readonly #seen = new Set<string>();
-  #read = 0;
-  readonly #agent: AgentProcess;
-  constructor(agent: AgentProcess) {
-    this.#agent = agent;
-  }
-
-  /** How many of the deployments are stable at `sha` in `cluster`. */
-  count(cluster: string, sha: string): number {
-    const syncs = this.#agent.syncs;
-    for (; this.#read < syncs.length; this.#read++) {
-      const s = syncs[this.#read];
-      if (s?.outcome === 'stable') this.#seen.add(`${s.cluster ?? 'c1'}/${s.deployment}@${s.revision}`);
-    }
-    return names.filter((d) => this.#seen.has(`${cluster}/${d}@${sha.slice(0, 12)}`)).length;
-  }
-}
-
 const { env, started } = await up((line) => note(`testbed: ${line}`), { clusters: count });
 const kubes: Kube[] = [
   { name: 'c1', kubeconfig: env.kube.kubeconfig },
@@ -115,7 +95,7 @@ try {
 
   note(`agent starting: ${size} deployments x ${count} clusters`);
   agent = new AgentProcess(CLI, configFile, join(work, 'cache'), []);
-  const stable = new TargetIndex(agent);
+  const stable = new StableIndex(agent);
   const start = Date.now();
   const firstSync = await phase(agent, stable, first, start, port, new Map());
   note(`first sync: step one ${sec(firstSync.stepOneMs)}, every target ${sec(firstSync.allMs)}`);
@@ -147,19 +127,18 @@ try {
 /** Waits until every target is stable at `sha`, noting when step one (c1) was; the requests since `before`. */
 async function phase(
   agent: AgentProcess,
-  stable: TargetIndex,
+  stable: StableIndex,
   sha: string,
   from: number,
   port: number,
   before: Map<string, Map<string, number>>,
 ): Promise<Phase> {
-  await agent.until('step one', () => stable.count('c1', sha) === size, 60 * 60_000);
+  // The agent's own cluster (c1) names none in its log lines.
+  const stableIn = (cluster: string) =>
+    names.filter((d) => stable.has(d, sha, cluster === 'c1' ? '' : cluster)).length;
+  await agent.until('step one', () => stableIn('c1') === size, 60 * 60_000);
   const stepOneMs = Date.now() - from;
-  await agent.until(
-    'every target',
-    () => kubes.every((k) => stable.count(k.name, sha) === size),
-    60 * 60_000,
-  );
+  await agent.until('every target', () => kubes.every((k) => stableIn(k.name) === size), 60 * 60_000);
   const allMs = Date.now() - from;
   const now = await requestsByCluster(port);
   const requests = new Map(

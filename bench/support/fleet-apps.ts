@@ -65,13 +65,14 @@ export class StableIndex {
     this.#agent = agent;
   }
 
-  has(deployment: string, sha: string): boolean {
+  /** Whether `deployment` ended a sync of `sha` stable; `cluster`: in that one of the agent's other clusters. */
+  has(deployment: string, sha: string, cluster = ''): boolean {
     const syncs = this.#agent.syncs;
     for (; this.#read < syncs.length; this.#read++) {
       const s = syncs[this.#read];
-      if (s?.outcome === 'stable') this.#seen.add(`${s.deployment}@${s.revision}`);
+      if (s?.outcome === 'stable') this.#seen.add(`${s.cluster ?? ''}/${s.deployment}@${s.revision}`);
     }
-    return this.#seen.has(`${deployment}@${sha.slice(0, 12)}`);
+    return this.#seen.has(`${cluster}/${deployment}@${sha.slice(0, 12)}`);
   }
 
   /** How many of `deployments` ended a sync of `sha` stable. */
