@@ -89,6 +89,6 @@ EXPOSE 8080
 # start no processes of their own for local trees (remote kustomize bases, off by default, run git).
 # One-off commands (render, deploy…) have no SIGTERM handler: stop them with SIGKILL, or run with --init.
 STOPSIGNAL SIGTERM
-# The same V8 young-generation size as the CLI's shebang (see src/cli/main.ts).
-ENTRYPOINT ["node", "--max-semi-space-size=4", "--optimize-for-size", "/app/dist/cli/main.js"]
+# The same V8 flags as the CLI's shebang (see src/cli/main.ts).
+ENTRYPOINT ["node", "--max-semi-space-size=4", "--optimize-for-size", "--liftoff-only", "/app/dist/cli/main.js"]
 CMD ["run", "--config", "/etc/mooring/mooring.yaml"]

@@ -1,11 +1,13 @@
-#!/usr/bin/env -S MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=131072 node --max-semi-space-size=4 --optimize-for-size
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=131072 node --max-semi-space-size=4 --optimize-for-size --liftoff-only
 // Entry point of the `mooring` command. A young generation of 4 MiB semi-spaces (V8's default grows them to
 // 16-32 MiB) keeps a deploy of thousands of objects near 150 MiB instead of 220, at no measured cost in time:
 // mooring's objects are short-lived per request, so scavenges stay cheap. V8's --optimize-for-size grows the old
 // generation in smaller steps: an agent with 300 deployments peaked at 155 MiB instead of 267 through a rollout of
 // all of them, and idled at 139 instead of 175, within a few percent of the time (bench:fleet, docs/memory.md). Two glibc arenas and a low trim
 // threshold let the native memory of a burst (connections, zlib streams) go back to the system once it is over
-// (docs/memory.md).
+// (docs/memory.md). --liftoff-only keeps WebAssembly on V8's baseline compiler: the one module mooring runs is the
+// HTTP parser of its outbound client (src/http/fetch.ts), which the optimising tier would recompile for 13 MiB
+// resident to read response heads faster.
 //
 // This file imports nothing before it has checked the Node version: the dependencies (isomorphic-git, chokidar) fail
 // deep inside on an older Node, so an unsupported one is named here, with the version needed, and exit code 1.

@@ -1,19 +1,29 @@
 // The one way mooring's requests leave the process for a server other than the API server: registries, chart
 // repositories, forges, notifications, the audit webhook, forwards between replicas and the Git transport. One
-// request on node:http or node:https (`exchange`), with keep-alive agents kept per CA (the public roots, and for a
+// request on undici's dispatcher (`exchange`), with keep-alive agents kept per CA (the public roots, and for a
 // `caFile` the public roots and that CA), and a fetch on top of it (`fetchFor`) for the callers written against
 // fetch's Request and Response.
 //
-// Not Node's own fetch, nor the undici package: both decode a Content-Encoding whatever the request asked, and a
-// chart package or a blob must keep the bytes its digest names (as helm's client keeps them); and both parse HTTP
-// in WebAssembly. Measured on the same 20 requests: node:http adds 3 MiB to the process, Node's fetch 19 MiB, the
-// undici package 28 MiB (docs/memory.md). Bodies are taken as sent: `Accept-Encoding: identity` unless a caller
-// asks otherwise. Redirects are the caller's (request.ts follows them within the origin, the registry client to
-// blob storage without credentials): this fetch answers `manual` and `error`, and refuses to follow on its own.
-import http from 'node:http';
-import https from 'node:https';
+// undici's `request`, not its fetch (nor Node's): fetch decodes a Content-Encoding whatever the request asked, and
+// a chart package or a blob must keep the bytes its digest names (as helm's client keeps them); `request` hands
+// the bytes over as sent. Only the dispatcher and `request` are loaded, not the package's index (its fetch, cache,
+// WebSocket and mock layers: 28 MiB more in a process, measured), and the launcher runs V8 with `--liftoff-only`,
+// so undici's HTTP parser (WebAssembly) is not recompiled by the optimising tier: 13 MiB resident for a parser
+// that reads headers (docs/memory.md). Bodies are taken as sent: `Accept-Encoding: identity` unless a caller asks
+// otherwise. Redirects are the caller's (request.ts follows them within the origin, the registry client to blob
+// storage without credentials): this fetch answers `manual` and `error`, and refuses to follow on its own.
+import type { IncomingHttpHeaders } from 'node:http';
+import { createRequire } from 'node:module';
 import { Readable } from 'node:stream';
 import { rootCertificates } from 'node:tls';
+import type * as Undici from 'undici';
+
+const require = createRequire(import.meta.url);
+const Agent = require('undici/lib/dispatcher/agent.js') as typeof Undici.Agent;
+const request = require('undici/lib/api/api-request.js') as (
+  this: Undici.Dispatcher,
+  options: Undici.Dispatcher.RequestOptions,
+) => Promise<Undici.Dispatcher.ResponseData>;
 
 /** fetch as mooring calls it: a URL and the init of a request. */
 export type Fetch = (url: string | URL, init: RequestInit) => Promise<Response>;
@@ -25,103 +35,112 @@ export interface Exchange {
   body?: Uint8Array | string | undefined;
   /** Aborts the request, or the reading of its answer, with the signal's reason. */
   signal?: AbortSignal | undefined;
-  /** The socket may stay silent this long before the exchange fails with a TimeoutError (default 300 s). */
+  /** The server may stay silent this long, before its head or between two parts of its body (default 300 s). */
   idleTimeoutMs?: number | undefined;
   /** PEM certificates trusted besides the public roots (`caFile`). */
   ca?: string | undefined;
 }
 
-interface Agents {
-  http: http.Agent;
-  https: https.Agent;
+/** An answer's head, and its body still to read: a stream the caller consumes or destroys. */
+export interface Answer {
+  statusCode: number;
+  statusMessage: string;
+  headers: IncomingHttpHeaders;
+  body: Readable;
 }
 
-// Connections stay open between polls; an idle one is closed after this long (servers close theirs sooner).
+// Connections stay open between polls; an idle one is closed after this long (servers close theirs sooner, and
+// undici honours a shorter `Keep-Alive: timeout` they announce).
 const FREE_SOCKET_MS = 30_000;
-const agents = new Map<string, Agents>();
+const agents = new Map<string, Undici.Agent>();
 // As long as a server may think before answering (a large Git pack) when the caller gave no bound of its own.
 const DEFAULT_IDLE_MS = 300_000;
 
-function agentsFor(ca: string | undefined): Agents {
+function agentFor(ca: string | undefined): Undici.Agent {
   const key = ca ?? '';
-  let pair = agents.get(key);
-  if (!pair) {
+  let agent = agents.get(key);
+  if (!agent) {
     // No cap on connections per server (as fetch has none): a capped pool queues a request behind any answer
     // a caller left unread, where an uncapped one only keeps that connection until its idle timeout.
-    const common = { keepAlive: true, timeout: FREE_SOCKET_MS };
-    pair = {
-      http: new http.Agent(common),
+    agent = new Agent({
+      keepAliveTimeout: FREE_SOCKET_MS,
+      keepAliveMaxTimeout: FREE_SOCKET_MS,
       // `ca` replaces Node's trust store: a server on a private CA may still send us to a public token service or
       // blob storage, so the public roots stay trusted alongside.
-      https: new https.Agent({ ...common, ...(ca !== undefined ? { ca: [...rootCertificates, ca] } : {}) }),
-    };
-    agents.set(key, pair);
+      ...(ca !== undefined ? { connect: { ca: [...rootCertificates, ca] } } : {}),
+    });
+    agents.set(key, agent);
   }
-  return pair;
+  return agent;
 }
 
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS']);
+// undici's codes for a server that stayed silent too long, before its head or within its body.
+const TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+// A connection that closed under a request before any answer came (a kept-alive one the server had just closed).
+const DROPPED = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
 
-/**
- * Sends one request and resolves with the answer's head, its body still to read (a stream the caller consumes or
- * destroys). Rejects with the signal's reason when aborted, a TimeoutError DOMException when the socket was idle
- * too long, and Node's network error otherwise. A kept-alive connection the server closed as the request went out
- * is retried once on a new one, for an idempotent method.
- */
-export function exchange(request: Exchange): Promise<http.IncomingMessage> {
-  return attempt(request, IDEMPOTENT.has(request.method));
+/** Whether an error of an exchange, or of the reading of its body, says the server was silent too long. */
+export function isTimeout(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  return error.name === 'TimeoutError' || TIMEOUTS.has((error as NodeJS.ErrnoException).code ?? '');
 }
 
-function attempt(request: Exchange, mayRetry: boolean): Promise<http.IncomingMessage> {
-  return new Promise((resolve, reject) => {
-    const { signal } = request;
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const secure = request.url.protocol === 'https:';
-    const idleMs = request.idleTimeoutMs ?? DEFAULT_IDLE_MS;
-    const pair = agentsFor(request.ca);
-    const body = typeof request.body === 'string' ? Buffer.from(request.body) : request.body;
-    const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(request.headers)) headers[name.toLowerCase()] = value;
-    headers['accept-encoding'] ??= 'identity';
-    if (body !== undefined) headers['content-length'] = String(body.byteLength);
-    const req = (secure ? https : http).request(request.url, {
-      method: request.method,
+/**
+ * Sends one request and resolves with the answer's head, its body still to read. Rejects with the signal's reason
+ * when aborted, a TimeoutError DOMException when the server was silent too long before its head (a silence within
+ * the body fails the body with undici's timeout: `isTimeout` knows both), and the network error otherwise. A
+ * connection the server closed as the request went out is tried once more on a new one, for an idempotent method.
+ */
+export async function exchange(options: Exchange): Promise<Answer> {
+  const { signal } = options;
+  if (signal?.aborted) throw signal.reason;
+  const idleMs = options.idleTimeoutMs ?? DEFAULT_IDLE_MS;
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(options.headers)) headers[name.toLowerCase()] = value;
+  headers['accept-encoding'] ??= 'identity';
+  const url = options.url;
+  const send = (): Promise<Undici.Dispatcher.ResponseData> =>
+    request.call(agentFor(options.ca), {
+      origin: url.origin,
+      path: `${url.pathname}${url.search}`,
+      method: options.method as Undici.Dispatcher.HttpMethod,
       headers,
-      agent: secure ? pair.https : pair.http,
-      timeout: idleMs,
+      body: options.body ?? null,
+      signal,
+      headersTimeout: idleMs,
+      bodyTimeout: idleMs,
     });
-    let answered: http.IncomingMessage | undefined;
-    const onAbort = (): void => {
-      const reason = signal?.reason;
-      req.destroy(reason);
-      answered?.destroy(reason);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-    const done = (): void => signal?.removeEventListener('abort', onAbort);
-    req.on('timeout', () => {
-      const error = new DOMException(`no answer in ${idleMs} ms`, 'TimeoutError');
-      req.destroy(error);
-      answered?.destroy(error);
-    });
-    req.on('error', (error: NodeJS.ErrnoException) => {
-      if (answered) return;
-      done();
-      if (mayRetry && req.reusedSocket && error.code === 'ECONNRESET' && !signal?.aborted) {
-        resolve(attempt(request, false));
-        return;
-      }
-      reject(error);
-    });
-    req.on('response', (res) => {
-      answered = res;
-      res.once('close', done);
-      resolve(res);
-    });
-    req.end(body);
-  });
+  let res: Undici.Dispatcher.ResponseData;
+  try {
+    try {
+      res = await send();
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? '';
+      if (!IDEMPOTENT.has(options.method) || !DROPPED.has(code) || signal?.aborted) throw error;
+      res = await send();
+    }
+  } catch (error) {
+    if (signal?.aborted && error === signal.reason) throw error;
+    if (isTimeout(error)) throw new DOMException(`no answer in ${idleMs} ms`, 'TimeoutError');
+    if ((error as NodeJS.ErrnoException).code === 'UND_ERR_SOCKET') {
+      // Named as Node names it, the code every caller's message shows.
+      throw Object.assign(new Error(`the server closed the connection (${(error as Error).message})`), {
+        code: 'ECONNRESET',
+        cause: error,
+      });
+    }
+    throw error;
+  }
+  // A caller lets an answer go by destroying its body, which undici reports as an error event: one listener here
+  // keeps that from being an uncaught error (a reader still gets every error through its own listener or stream).
+  res.body.on('error', () => undefined);
+  return {
+    statusCode: res.statusCode,
+    statusMessage: res.statusText,
+    headers: res.headers as IncomingHttpHeaders,
+    body: res.body as unknown as Readable,
+  };
 }
 
 // Node's codes for a certificate that does not verify: retrying cannot help, a caFile (or a renewed certificate) can.
@@ -160,16 +179,16 @@ export function fetchFor(ca?: string | undefined): Fetch {
       headers[name] = value;
     });
     const signal = init.signal ?? undefined;
-    let res: http.IncomingMessage;
+    let res: Answer;
     try {
       res = await exchange({ method, url, headers, body: bodyOf(init.body), signal, ca });
     } catch (error) {
       if (signal?.aborted && error === signal.reason) throw error;
       throw new TypeError('fetch failed', { cause: error });
     }
-    const status = res.statusCode ?? 0;
+    const status = res.statusCode;
     if (status < 200 || status > 599 || (init.redirect === 'error' && REDIRECTS.has(status))) {
-      res.destroy();
+      res.body.destroy();
       throw new TypeError('fetch failed', {
         cause: new Error(REDIRECTS.has(status) ? 'unexpected redirect' : `invalid status ${status}`),
       });
@@ -180,10 +199,10 @@ export function fetchFor(ca?: string | undefined): Fetch {
       for (const one of Array.isArray(value) ? value : [value]) answer.append(name, one);
     }
     const empty = method === 'HEAD' || NULL_BODY.has(status);
-    if (empty) res.resume();
-    return new Response(empty ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>), {
+    if (empty) res.body.resume();
+    return new Response(empty ? null : (Readable.toWeb(res.body) as ReadableStream<Uint8Array>), {
       status,
-      statusText: res.statusMessage ?? '',
+      statusText: res.statusMessage,
       headers: answer,
     });
   };

@@ -6,7 +6,7 @@
 // Requests go through the one outbound client (fetch.ts; the Git transport's and the registry client's too); the
 // registry client reads its answers with the same httpVerdict().
 import { type MooringError, StalledError, type Subject, TransientError, WaitingError } from '../errors.ts';
-import { type Fetch, fetchFor } from './fetch.ts';
+import { type Fetch, fetchFor, isTimeout } from './fetch.ts';
 import { fetchHeaders, type HeaderReader, MAX_SERVER_DELAY_MS, serverDelayMs } from './retry-after.ts';
 
 /** An answer's body is read up to this by default: enough for any error message or small JSON document. */
@@ -202,7 +202,7 @@ function networkError(
   subject: Subject | undefined,
   timedOut: boolean,
 ): TransientError {
-  if (timedOut || (error instanceof Error && error.name === 'TimeoutError')) {
+  if (timedOut || isTimeout(error)) {
     return new TransientError(`${what}: no answer in ${timeoutMs} ms`, { subject });
   }
   const cause = error instanceof Error ? (error.cause as { code?: unknown } | undefined) : undefined;

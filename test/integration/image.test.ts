@@ -92,6 +92,7 @@ describe('the container image', () => {
         'node',
         '--max-semi-space-size=4',
         '--optimize-for-size',
+        '--liftoff-only',
         '/app/dist/cli/main.js',
         'version',
       );

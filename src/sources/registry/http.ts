@@ -5,7 +5,7 @@
 // transient, a certificate we cannot verify is for the user to fix.
 import type http from 'node:http';
 import { StalledError, TransientError } from '../../errors.ts';
-import { exchange, isCertificateError } from '../../http/fetch.ts';
+import { type Answer, exchange, isCertificateError, isTimeout } from '../../http/fetch.ts';
 
 export type Method = 'GET' | 'HEAD';
 
@@ -93,10 +93,10 @@ export class HttpTransport {
     maxBytes: number,
   ): Promise<HttpResponse> {
     const timeoutMs = this.#options.timeoutMs;
-    let res: http.IncomingMessage;
+    let answer: Answer;
     try {
       // What comes is taken as sent: a blob or a chart package is checked by the digest of its bytes.
-      res = await exchange({
+      answer = await exchange({
         method,
         url,
         headers: { 'User-Agent': 'mooring', 'Accept-Encoding': 'identity', ...headers },
@@ -106,8 +106,9 @@ export class HttpTransport {
     } catch (error) {
       throw networkError(method, url, error as Error, timeoutMs);
     }
+    const res = answer.body;
     return new Promise((resolve, reject) => {
-      const declared = Number(res.headers['content-length']);
+      const declared = Number(answer.headers['content-length']);
       if (Number.isFinite(declared) && declared > maxBytes && method !== 'HEAD') {
         res.destroy();
         reject(tooLarge(method, url, maxBytes));
@@ -126,7 +127,7 @@ export class HttpTransport {
       });
       res.on('error', (error) => reject(networkError(method, url, error, timeoutMs)));
       res.on('end', () =>
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), url }),
+        resolve({ status: answer.statusCode, headers: answer.headers, body: Buffer.concat(chunks), url }),
       );
     });
   }
@@ -153,7 +154,7 @@ function tooLarge(method: Method, url: URL, maxBytes: number): StalledError {
 
 function networkError(method: Method, url: URL, error: Error, timeoutMs: number): Error {
   if (error instanceof TransientError || error instanceof StalledError) return error;
-  if (error.name === 'TimeoutError') {
+  if (isTimeout(error)) {
     return new TransientError(`${method} ${safeUrl(url)}: no answer in ${timeoutMs} ms`);
   }
   const code = (error as NodeJS.ErrnoException).code;
