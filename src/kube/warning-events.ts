@@ -6,6 +6,9 @@
 // steps from it (Pod -> ReplicaSet -> Deployment), a Pod of a CronJob too (Pod -> Job -> CronJob).
 // Only objects whose name starts as a waited-on workload's does are looked up: the built-in controllers name what
 // they create after themselves, so a namespace full of other teams' failing Pods costs no request.
+// The list of a namespace is shared by every wait of one cluster (one KubeApi) for a few seconds: a fleet rollout
+// with dozens of waits in one namespace lists its warnings once per interval, not once per wait. A verdict's last
+// read (a wait that failed or timed out) lists afresh.
 import { z } from 'zod';
 import type { KubeObject } from '../render/manifest.ts';
 import { type KubeApi, METADATA_OBJECT } from './api.ts';
@@ -69,6 +72,98 @@ interface EventList {
   items?: unknown[] | null;
 }
 
+/** How long a namespace's list answers other waits of the same cluster. */
+const SHARED_MS = 5000;
+/** Namespaces whose list is kept at once, per cluster. */
+const MAX_SHARED = 64;
+
+interface Listed {
+  at: number;
+  events: Promise<Event[]>;
+}
+
+/**
+ * The warning Events of a namespace as listed (a few pages, parsed), shared by the waits of one cluster: a list
+ * younger than SHARED_MS, or one under way, answers; a fresh one is asked otherwise. The list is read under its
+ * own bound, not a waiter's signal (a wait that ends does not fail the others'); each waiter stops waiting on its own.
+ */
+class NamespaceWarnings {
+  private readonly listed = new Map<string, Listed>();
+  private readonly api: KubeApi;
+
+  constructor(api: KubeApi) {
+    this.api = api;
+  }
+
+  events(
+    ns: string,
+    pages: { size: number; max: number },
+    fresh: boolean,
+    signal: AbortSignal,
+  ): Promise<Event[]> {
+    const now = Date.now();
+    for (const [key, entry] of this.listed) if (now - entry.at > SHARED_MS) this.listed.delete(key);
+    let entry = fresh ? undefined : this.listed.get(ns);
+    if (!entry) {
+      entry = { at: now, events: this.list(ns, pages) };
+      this.listed.delete(ns);
+      this.listed.set(ns, entry);
+      if (this.listed.size > MAX_SHARED) this.listed.delete(this.listed.keys().next().value as string);
+      // A failed list is asked again by the next waiter, not shared.
+      const failed = entry;
+      entry.events.catch(() => {
+        if (this.listed.get(ns) === failed) this.listed.delete(ns);
+      });
+    }
+    return untilAborted(entry.events, signal);
+  }
+
+  private async list(ns: string, pages: { size: number; max: number }): Promise<Event[]> {
+    const path = `/api/v1/namespaces/${encodeURIComponent(ns)}/events`;
+    const events: Event[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < pages.max; page++) {
+      const list = await this.api.request<EventList>('GET', path, {
+        query: { fieldSelector: 'type=Warning', limit: pages.size, continue: cursor },
+        signal: AbortSignal.timeout(LIST_MS),
+        maxBytes: MAX_PAGE_BYTES,
+      });
+      for (const item of list.items ?? []) {
+        const parsed = eventSchema.safeParse(item);
+        // Cut here already (the digest cuts further): what is held for the waits stays small.
+        if (parsed.success) events.push({ ...parsed.data, message: parsed.data.message?.slice(0, 2048) });
+      }
+      cursor = list.metadata?.continue || undefined;
+      if (!cursor) break;
+    }
+    return events;
+  }
+}
+
+/** The bound of one page's list when no waiter's signal bounds it. */
+const LIST_MS = 30_000;
+
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+/** One shared list per cluster: the waits of every deploy to it. */
+const shared = new WeakMap<KubeApi, NamespaceWarnings>();
+
 interface Owned {
   uid: string | undefined;
   controller: { kind: string; name: string; uid: string } | undefined;
@@ -101,8 +196,15 @@ export class WarningEvents {
     };
   }
 
-  /** By uid of each namespaced object: the warnings about it and about what it owns. */
-  async read(objects: readonly KubeObject[], signal: AbortSignal): Promise<Map<string, ObservedWarning[]>> {
+  /**
+   * By uid of each namespaced object: the warnings about it and about what it owns. A namespace's list another wait
+   * of the cluster made in the last few seconds answers, unless `fresh` (a verdict's last read).
+   */
+  async read(
+    objects: readonly KubeObject[],
+    signal: AbortSignal,
+    fresh = false,
+  ): Promise<Map<string, ObservedWarning[]>> {
     const byNamespace = new Map<string, KubeObject[]>();
     for (const object of objects) {
       const ns = object.metadata.namespace;
@@ -112,7 +214,7 @@ export class WarningEvents {
     const found = new Map<string, ObservedWarning[]>();
     const budget = { lookups: this.options.maxLookups };
     for (const [ns, inNamespace] of byNamespace) {
-      await this.readNamespace(ns, inNamespace, found, budget, signal);
+      await this.readNamespace(ns, inNamespace, found, budget, signal, fresh);
     }
     return found;
   }
@@ -123,51 +225,43 @@ export class WarningEvents {
     found: Map<string, ObservedWarning[]>,
     budget: { lookups: number },
     signal: AbortSignal,
+    fresh: boolean,
   ): Promise<void> {
     const targets = new Set(objects.map((o) => o.metadata.uid as string));
     const prefixes = objects
       .filter((o) => OWNERS.has(o.kind))
       .map((o) => o.metadata.name.slice(0, PREFIX_CHARS));
-    const path = `/api/v1/namespaces/${encodeURIComponent(ns)}/events`;
-    let cursor: string | undefined;
-    for (let page = 0; page < this.options.maxPages; page++) {
-      const list = await this.api.request<EventList>('GET', path, {
-        query: { fieldSelector: 'type=Warning', limit: this.options.pageSize, continue: cursor },
-        signal,
-        maxBytes: MAX_PAGE_BYTES,
+    let lists = shared.get(this.api);
+    if (!lists) {
+      lists = new NamespaceWarnings(this.api);
+      shared.set(this.api, lists);
+    }
+    const pages = { size: this.options.pageSize, max: this.options.maxPages };
+    for (const event of await lists.events(ns, pages, fresh, signal)) {
+      const involved = event.involvedObject;
+      const lastMs = lastSeen(event);
+      if (!involved.kind || !involved.name || lastMs < this.options.sinceMs) continue;
+      let target = involved.uid && targets.has(involved.uid) ? involved.uid : undefined;
+      if (!target && OWNED[involved.kind] && prefixes.some((p) => involved.name?.startsWith(p)))
+        target = await this.ownerAmong(
+          ns,
+          involved.kind,
+          involved.name,
+          involved.uid,
+          targets,
+          budget,
+          signal,
+        );
+      if (!target) continue;
+      const notes = found.get(target) ?? [];
+      notes.push({
+        object: `${involved.kind} ${ns}/${involved.name}`,
+        reason: event.reason || 'Warning',
+        message: event.message ?? '',
+        count: event.series?.count ?? event.count ?? 1,
+        lastMs,
       });
-      for (const item of list.items ?? []) {
-        const parsed = eventSchema.safeParse(item);
-        if (!parsed.success) continue;
-        const event = parsed.data;
-        const involved = event.involvedObject;
-        const lastMs = lastSeen(event);
-        if (!involved.kind || !involved.name || lastMs < this.options.sinceMs) continue;
-        let target = involved.uid && targets.has(involved.uid) ? involved.uid : undefined;
-        if (!target && OWNED[involved.kind] && prefixes.some((p) => involved.name?.startsWith(p)))
-          target = await this.ownerAmong(
-            ns,
-            involved.kind,
-            involved.name,
-            involved.uid,
-            targets,
-            budget,
-            signal,
-          );
-        if (!target) continue;
-        const notes = found.get(target) ?? [];
-        notes.push({
-          object: `${involved.kind} ${ns}/${involved.name}`,
-          reason: event.reason || 'Warning',
-          // Cut here already (the digest cuts further): what is held for a read stays small.
-          message: (event.message ?? '').slice(0, 2048),
-          count: event.series?.count ?? event.count ?? 1,
-          lastMs,
-        });
-        found.set(target, notes);
-      }
-      cursor = list.metadata?.continue || undefined;
-      if (!cursor) break;
+      found.set(target, notes);
     }
   }
 

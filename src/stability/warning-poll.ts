@@ -6,10 +6,14 @@ import type { KubeObject } from '../render/manifest.ts';
 import { digestWarnings, type WarningNote } from './warning-notes.ts';
 
 export interface WarningReader {
-  /** By uid of each object: the warning Events about it and about what it owns. */
+  /**
+   * By uid of each object: the warning Events about it and about what it owns; `fresh` for the last read, which
+   * other waits' recent reads may not answer.
+   */
   read(
     objects: readonly KubeObject[],
     signal: AbortSignal,
+    fresh?: boolean,
   ): Promise<ReadonlyMap<string, readonly WarningNote[]>>;
   /** The first read this long after the wait starts (2 s by default). */
   firstMs?: number | undefined;
@@ -54,7 +58,7 @@ export class WarningPoll {
   /** Stops the reads, and reads once more (within `lastMs`) for the final verdict. */
   async last(): Promise<void> {
     this.stop();
-    await this.once(AbortSignal.timeout(this.reader.lastMs ?? 3000));
+    await this.once(AbortSignal.timeout(this.reader.lastMs ?? 3000), true);
   }
 
   private schedule(ms: number): void {
@@ -64,7 +68,7 @@ export class WarningPoll {
     }, ms);
   }
 
-  private async once(signal: AbortSignal): Promise<void> {
+  private async once(signal: AbortSignal, fresh = false): Promise<void> {
     const pending = this.pending().filter((p) => typeof p.object.metadata.uid === 'string');
     if (pending.length === 0) return;
     let found: ReadonlyMap<string, readonly WarningNote[]>;
@@ -72,6 +76,7 @@ export class WarningPoll {
       found = await this.reader.read(
         pending.map((p) => p.object),
         signal,
+        fresh,
       );
     } catch {
       return;

@@ -9,6 +9,8 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { KubeApi } from '../../src/kube/api.ts';
 import { Discovery } from '../../src/kube/discovery.ts';
+import { WarningEvents } from '../../src/kube/warning-events.ts';
+import type { KubeObject } from '../../src/render/manifest.ts';
 import { describeOutcome } from '../../src/report/commit-status-sync.ts';
 import { deploy } from '../../src/sync/deploy.ts';
 import { clusterConfig, deployTo, eventually, kubectl, manifestDir, useNamespace } from './helpers.ts';
@@ -170,6 +172,59 @@ describe('stability waits say why', () => {
     } finally {
       await deploying.catch(() => undefined);
       api.close();
+    }
+  }, 60_000);
+
+  it("shares a namespace's warning list among the waits of one cluster, and lists afresh for a verdict", async () => {
+    const dir = await manifestDir({
+      'shared.json': deployment(ns(), 'shared', {
+        securityContext: restrictedPod,
+        containers: [restrictedContainer],
+      }),
+    });
+    const applied = await kubectl('apply', '-f', join(dir, 'shared.json'));
+    expect(applied.code, applied.stderr).toBe(0);
+    const pod = await eventually('a Pod of shared', async () => {
+      const got = await kubectl('-n', ns(), 'get', 'pods', '-l', 'app=shared', '-o', 'json');
+      return (JSON.parse(got.stdout || '{}') as { items?: { metadata: { name: string; uid: string } }[] })
+        .items?.[0]?.metadata;
+    });
+    const events = await manifestDir({ 'event.json': probeFailure(ns(), pod) });
+    const created = await kubectl('create', '-f', join(events, 'event.json'));
+    expect(created.code, created.stderr).toBe(0);
+    const live = JSON.parse(
+      (await kubectl('-n', ns(), 'get', 'deployment', 'shared', '-o', 'json')).stdout,
+    ) as KubeObject;
+    const api = new KubeApi(clusterConfig());
+    const other = new KubeApi(clusterConfig());
+    const lists = (a: KubeApi) =>
+      a.requestStats.requests.filter((r) => r.verb === 'list').reduce((n, r) => n + r.count, 0);
+    const said = (found: Map<string, { reason: string }[]>) =>
+      found.get(live.metadata.uid as string)?.map((w) => w.reason);
+    try {
+      // Two deploys' waits (their own WarningEvents) on one cluster: one list; the first waiter's abort fails no other.
+      const first = new AbortController();
+      const one = new WarningEvents(api).read([live], first.signal);
+      const two = new WarningEvents(api).read([live], AbortSignal.timeout(10_000));
+      first.abort(new Error('that wait ended'));
+      await expect(one).rejects.toThrow('that wait ended');
+      expect(said(await two)).toEqual(['Unhealthy']);
+      expect(said(await new WarningEvents(api).read([live], AbortSignal.timeout(10_000)))).toEqual([
+        'Unhealthy',
+      ]);
+      expect(lists(api)).toBe(1);
+      // A verdict's last read lists again; another cluster (another client) lists its own.
+      expect(said(await new WarningEvents(api).read([live], AbortSignal.timeout(10_000), true))).toEqual([
+        'Unhealthy',
+      ]);
+      expect(lists(api)).toBe(2);
+      expect(said(await new WarningEvents(other).read([live], AbortSignal.timeout(10_000)))).toEqual([
+        'Unhealthy',
+      ]);
+      expect(lists(other)).toBe(1);
+    } finally {
+      api.close();
+      other.close();
     }
   }, 60_000);
 
