@@ -3,6 +3,8 @@
 // carry mooring's labels; neither is ever pruned (no inventory records them).
 import { LABEL_MANAGED_BY, MANAGED_BY } from '../render/annotations.ts';
 import type { KubeApi } from './api.ts';
+import type { ClusterCache } from './cache.ts';
+import type { ResourceInfo } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
 import { namespaceExists } from './live-state.ts';
 
@@ -31,4 +33,55 @@ export async function createNamespace(
  * allowed only into its own namespace may not create namespaces. */
 export async function ensureNamespace(api: KubeApi, name: string): Promise<void> {
   if (!(await namespaceExists(api, name))) await createNamespace(api, name);
+}
+
+const NAMESPACES: ResourceInfo = {
+  apiVersion: 'v1',
+  kind: 'Namespace',
+  plural: 'namespaces',
+  namespaced: false,
+};
+/** How long the cache may take to list the Namespaces before the question goes to the API server. */
+const CACHE_ANSWER_MS = 10_000;
+/** Caches whose identity may not watch Namespaces: asked with a GET from then on. */
+const unwatchable = new WeakSet<ClusterCache>();
+
+/**
+ * Whether namespace `name` exists, answered by the cluster cache's watch of Namespaces (their metadata; one list
+ * and one stream for every sync of the cluster, kept while syncs ask) instead of a GET per sync. An identity that
+ * may not watch Namespaces, or a cache that does not answer in time, asks the API server.
+ */
+export async function namespaceKnown(
+  api: KubeApi,
+  cache: ClusterCache | undefined,
+  name: string,
+): Promise<boolean> {
+  if (!cache || unwatchable.has(cache)) return namespaceExists(api, name);
+  const stop = new AbortController();
+  const timer = setTimeout(() => stop.abort(), CACHE_ANSWER_MS);
+  try {
+    const seen = await new Promise<boolean | undefined>((resolve) => {
+      cache
+        .subscribe(
+          NAMESPACES,
+          undefined,
+          name,
+          // A note says the stream is in trouble: the answer waits for the next listing (or the time-out).
+          (object, note) => note === undefined && resolve(object !== undefined),
+          stop.signal,
+          { metadataOnly: true },
+        )
+        .done.then(
+          () => resolve(undefined),
+          () => {
+            unwatchable.add(cache);
+            resolve(undefined);
+          },
+        );
+    });
+    return seen ?? (await namespaceExists(api, name));
+  } finally {
+    clearTimeout(timer);
+    stop.abort();
+  }
 }

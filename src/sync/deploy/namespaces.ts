@@ -1,10 +1,11 @@
 // The namespaces the objects go into exist, or are created here (createNamespace; not in a dry run), before the
 // whole-set dry run: a missing one is one line, not a 404 per object. One the set itself holds is created by the
 // apply, in its phase. With createNamespace the deployment's namespace is made even when no object goes into it
-// (a set of CRDs and other cluster-scoped objects), as `helm install --create-namespace` makes it.
+// (a set of CRDs and other cluster-scoped objects), as `helm install --create-namespace` makes it. With the agent's
+// cluster cache, the answer comes from its watch of Namespaces, not a GET per sync.
 import { WaitingError } from '../../errors.ts';
 import { isAccessDenied } from '../../kube/errors.ts';
-import { createNamespace, namespaceExists } from '../../kube/namespace.ts';
+import { createNamespace, namespaceKnown } from '../../kube/namespace.ts';
 import type { Stage } from './context.ts';
 
 /** How long a sync that found its namespace missing waits before it looks again (the agent caps it). */
@@ -20,7 +21,7 @@ export const ensureNamespaces: Stage = async (run) => {
   const missing: string[] = [];
   for (const ns of used.sort()) {
     // An identity allowed only into its namespaces may not read them: the apply itself tells then.
-    const exists = await namespaceExists(api, ns).catch((error: unknown) => {
+    const exists = await namespaceKnown(api, deps.cache, ns).catch((error: unknown) => {
       if (isAccessDenied(error)) return true;
       throw error;
     });
