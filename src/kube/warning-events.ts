@@ -101,11 +101,13 @@ class NamespaceWarnings {
     fresh: boolean,
     signal: AbortSignal,
   ): Promise<Event[]> {
+    // A verdict's last read is its own, under its own bound: not shared, and cut short with the wait.
+    if (fresh) return this.list(ns, pages, signal);
     const now = Date.now();
     for (const [key, entry] of this.listed) if (now - entry.at > SHARED_MS) this.listed.delete(key);
-    let entry = fresh ? undefined : this.listed.get(ns);
+    let entry = this.listed.get(ns);
     if (!entry) {
-      entry = { at: now, events: this.list(ns, pages) };
+      entry = { at: now, events: this.list(ns, pages, AbortSignal.timeout(LIST_MS)) };
       this.listed.delete(ns);
       this.listed.set(ns, entry);
       if (this.listed.size > MAX_SHARED) this.listed.delete(this.listed.keys().next().value as string);
@@ -118,14 +120,18 @@ class NamespaceWarnings {
     return untilAborted(entry.events, signal);
   }
 
-  private async list(ns: string, pages: { size: number; max: number }): Promise<Event[]> {
+  private async list(
+    ns: string,
+    pages: { size: number; max: number },
+    signal: AbortSignal,
+  ): Promise<Event[]> {
     const path = `/api/v1/namespaces/${encodeURIComponent(ns)}/events`;
     const events: Event[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < pages.max; page++) {
       const list = await this.api.request<EventList>('GET', path, {
         query: { fieldSelector: 'type=Warning', limit: pages.size, continue: cursor },
-        signal: AbortSignal.timeout(LIST_MS),
+        signal,
         maxBytes: MAX_PAGE_BYTES,
       });
       for (const item of list.items ?? []) {
@@ -162,7 +168,7 @@ function kept(event: Event): Event {
   };
 }
 
-/** The bound of one page's list when no waiter's signal bounds it. */
+/** The bound of a shared list, which no waiter's signal bounds. */
 const LIST_MS = 30_000;
 
 function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
