@@ -106,6 +106,7 @@ export async function runAgent(
           shard: shard && {
             identity: shard.identity,
             live: (id) => shard?.live(id) ?? false,
+            gone: async (id) => (await shard?.gone(id)) ?? false,
             elsewhere: (name) => {
               const owner = shard?.ownerOf(name);
               return owner !== undefined && owner !== shard?.identity;

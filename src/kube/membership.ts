@@ -154,6 +154,27 @@ export class Membership {
     return this.members.some((m) => m.identity === identity);
   }
 
+  /**
+   * Whether `identity` is no member now, read afresh from its own Lease rather than from the last list (which lags a
+   * member that joined or renewed since): gone when the Lease is missing or fails the member rules. A read that
+   * fails answers false: nobody is taken for gone on a guess.
+   */
+  async gone(identity: string): Promise<boolean> {
+    let lease: Lease;
+    try {
+      lease = await this.api.request<Lease>(
+        'GET',
+        leasesPath(this.options.namespace, memberLeaseName(this.options.prefix, identity)),
+      );
+    } catch (error) {
+      return statusCode(error) === 404;
+    }
+    if (lease.spec.holderIdentity !== identity) return true;
+    const pods = await this.options.pods?.addresses().catch(() => undefined);
+    if (this.options.pods && !pods) return false;
+    return !verifiedMember(lease, { now: this.now(), durationMs: this.options.durationMs, pods }).member;
+  }
+
   /** The deployments this replica syncs, written into its Lease at the next renewal. */
   announce(deployments: readonly string[]): void {
     this.owns = [...deployments].sort().join(',');

@@ -226,14 +226,18 @@ export class Ledger {
   /**
    * Takes the deployment for `identity` (replicas sharing the work): it is free, held by `identity` already, or
    * held by a replica that is no live member any more (`live`). Written with the resourceVersion read, so two
-   * replicas never both take it. Returns the ledger as taken, or the holder that keeps it.
+   * replicas never both take it. Returns the ledger as taken (with the replica it was taken from, when that one's
+   * Lease had expired), or the holder that keeps it.
    */
   async claim(
     deployment: string,
     identity: string,
     live: (identity: string) => boolean,
-  ): Promise<{ taken: true; data: LedgerData } | { taken: false; holder: Holder }> {
-    let outcome: { taken: true; data: LedgerData } | { taken: false; holder: Holder } | undefined;
+  ): Promise<{ taken: true; data: LedgerData; from: Holder | undefined } | { taken: false; holder: Holder }> {
+    let outcome:
+      | { taken: true; data: LedgerData; from: Holder | undefined }
+      | { taken: false; holder: Holder }
+      | undefined;
     await this.update(deployment, (data) => {
       const holder = data.holder;
       if (holder && holder.identity !== identity && live(holder.identity)) {
@@ -241,7 +245,11 @@ export class Ledger {
         return undefined;
       }
       const next = { ...data, holder: { identity, since: new Date().toISOString() } };
-      outcome = { taken: true, data: next };
+      outcome = {
+        taken: true,
+        data: next,
+        from: holder && holder.identity !== identity ? holder : undefined,
+      };
       return next;
     });
     return outcome as NonNullable<typeof outcome>;

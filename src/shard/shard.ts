@@ -61,6 +61,11 @@ export class Shard {
     return this.membership.isLive(identity);
   }
 
+  /** Whether `identity` is no live member, asked of its own Lease now (Membership.gone). */
+  gone(identity: string): Promise<boolean> {
+    return this.membership.gone(identity);
+  }
+
   get liveMembers(): readonly string[] {
     return this.members;
   }

@@ -33,6 +33,8 @@ export interface AgentDeps {
     | {
         identity: string;
         live: (identity: string) => boolean;
+        /** Whether `identity` is no live member, read afresh (a holder the live list lacks may have just joined). */
+        gone: (identity: string) => Promise<boolean>;
         /** A deployment of the configuration that another replica syncs now. */
         elsewhere: (deployment: string) => boolean;
       }

@@ -20,7 +20,6 @@ import { type AnySource, SourcePolls } from './agent-polling.ts';
 import { type DeploymentState, isLocal, isOci, type SourceState } from './agent-sources.ts';
 import { CONFIGMAPS, Control } from './control.ts';
 import type { FleetMember } from './fleet.ts';
-import { otherHolder } from './gates.ts';
 import type { PreviewRunner } from './previews.ts';
 import { SyncQueue } from './queue.ts';
 import { planReload, type ReloadPlan } from './reload.ts';
@@ -382,9 +381,12 @@ export class Agent {
 
   /** What a deployment last deployed, from its ledger: an unfinished sync ended, saved drift marks taken back. */
   private async learn(spec: MooringConfig['deployments'][number], data: LedgerData, added: boolean) {
-    // A sync of the deployment that runs on another live replica is no interrupted one.
+    // A sync held by another replica is that replica's to end while it lives. The list of live members may lag
+    // (a member that joined or renewed since it was read), so a holder missing from it is asked of its own Lease.
     const shard = this.deps.shard;
-    if (data.attempt && !(shard && otherHolder(data, shard)))
+    const holder = data.holder?.identity;
+    const foreign = shard !== undefined && holder !== undefined && holder !== shard.identity;
+    if (data.attempt && (!foreign || (!shard.live(holder) && (await shard.gone(holder)))))
       await endInterrupted(this.syncDeps(), this.deps.config, spec, data.attempt);
     restoreMarks(this.deps.cache, spec.name, data.marks);
     const now = current(data);

@@ -9,6 +9,7 @@ import { errorMessage } from '../errors.ts';
 import type { LedgerData } from '../report/ledger.ts';
 import type { JobContext, Planned } from './agent-context.ts';
 import type { DeploymentState } from './agent-sources.ts';
+import { endInterrupted } from './sync-deployment.ts';
 
 /** The gates, by name: what a hold's report (holds.ts) and its log line call it. */
 export type GateName = 'suspended' | 'promotion' | 'fence' | 'claim' | 'rollout' | 'dependency';
@@ -87,17 +88,36 @@ const claim: Gate = {
     }
     const name = d.spec.name;
     const ledger = ctx.ledger();
+    // A holder missing from the list of live members is asked of its own Lease before its claim is taken: the
+    // list lags a replica that joined since. One the ledger names only now counts as live until looked at again.
+    const seen = planned.ledger.holder?.identity;
+    const gone =
+      seen !== undefined && seen !== shard.identity && !shard.live(seen) && (await shard.gone(seen))
+        ? seen
+        : undefined;
     let taken: Awaited<ReturnType<typeof ledger.claim>>;
     try {
-      taken = await ledger.claim(name, shard.identity, shard.live);
+      taken = await ledger.claim(name, shard.identity, (id) => shard.live(id) || id !== gone);
     } catch (error) {
       return claimHold(`cannot take it: ${errorMessage(error)}`);
     }
     if (!taken.taken) return claimHold(`replica ${taken.holder.identity} syncs it`);
     const give = () => ledger.unclaim(name, shard.identity);
+    // Taken from a replica whose Lease expired in the middle of a sync: that sync gets its end here (the one place
+    // that knows its holder is gone), and this revision is synced whatever the releases say.
+    const interrupted = taken.from !== undefined && taken.data.attempt !== undefined;
+    if (taken.from && taken.data.attempt) {
+      planned.log.warn({ holder: taken.from.identity }, 'taken from a replica whose Lease expired mid-sync');
+      await endInterrupted(ctx.syncDeps(), ctx.deps.config, d.spec, taken.data.attempt);
+    }
     const newest = taken.data.releases[0];
     const revision = planned.decision.revision;
-    if (!forced(planned.trigger) && newest?.result === 'stable' && newest.revision === revision) {
+    if (
+      !interrupted &&
+      !forced(planned.trigger) &&
+      newest?.result === 'stable' &&
+      newest.revision === revision
+    ) {
       await give();
       d.deployed = revision;
       return { ...hold('claim', 'synced at this revision by another replica', undefined), done: true };

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { KubeApi } from '../../src/kube/api.ts';
 import { MemberPods } from '../../src/kube/member-pods.ts';
-import { listMembers } from '../../src/kube/membership.ts';
+import { listMembers, Membership } from '../../src/kube/membership.ts';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
 import {
   clusterConfig,
@@ -90,6 +90,35 @@ describe('member Leases are verified', () => {
         'time-member-ghost: renewTime in the future',
         'time-member-hostile: its address is not a plain http(s) origin',
       ]);
+    } finally {
+      api.close();
+    }
+  });
+
+  it('asks a holder missing from the last list of its own Lease: one that joined since lives, an expired one is gone', async () => {
+    const api = new KubeApi(clusterConfig());
+    const member = (identity: string, now?: () => number) =>
+      new Membership(api, {
+        namespace: ns(),
+        prefix: 'late',
+        identity,
+        durationMs: 15_000,
+        renewMs: 5_000,
+        now,
+      });
+    try {
+      const early = member('replica-a');
+      expect((await early.round()).map((m) => m.identity)).toEqual(['replica-a']);
+      // replica-b joins after replica-a's list: replica-a's view lacks it, its Lease says it lives.
+      await member('replica-b').round();
+      expect(early.isLive('replica-b')).toBe(false);
+      expect(await early.gone('replica-b')).toBe(false);
+      expect(await early.gone('never-joined')).toBe(true);
+      // A minute later, without a renewal, replica-b's Lease has expired.
+      expect(await member('replica-c', () => Date.now() + 60_000).gone('replica-b')).toBe(true);
+      // A hand-written member Lease under another name makes nobody live: the holder's own Lease is what is read.
+      await lease(ns(), 'late', 'forged', {});
+      expect(await early.gone('forged')).toBe(true);
     } finally {
       api.close();
     }

@@ -227,4 +227,68 @@ describe('the gates of a sync', () => {
     calls.length = 0;
     expect('give' in (await judge(ctx, d, planned(sync({ trigger: 'manual' })), 'take'))).toBe(true);
   });
+
+  it('ask a holder the live list lacks of its own Lease before taking its claim, and end the sync a gone one left', async () => {
+    const { ctx, calls } = world({ shard: true });
+    let goneNow = false;
+    const asked: string[] = [];
+    const shard = (ctx.deps as unknown as { shard: Record<string, unknown> }).shard;
+    shard.live = (id: string) => id === 'me';
+    shard.gone = async (id: string) => {
+      asked.push(id);
+      return goneNow;
+    };
+    const attempt = {
+      commit: 'c2',
+      revision: 'c2',
+      trigger: 'commit',
+      images: {},
+      since: '2024-01-03T00:00:00Z',
+      versions: [],
+    };
+    (ctx.ledger() as unknown as { claim: unknown }).claim = async (
+      name: string,
+      identity: string,
+      live: (id: string) => boolean,
+    ) => {
+      calls.push(`claim ${name}`);
+      if (live('late')) return { taken: false, holder: { identity: 'late' } };
+      return {
+        taken: true,
+        from: { identity: 'late' },
+        data: { releases: [stable(4, 'c2')], fence: undefined, holder: { identity }, attempt },
+      };
+    };
+    (ctx as unknown as { syncDeps: unknown }).syncDeps = () => ({
+      log,
+      ledger: {
+        append: async (r: Release) => {
+          calls.push(`append ${r.result} ${r.revision}`);
+          return { ...r, id: 5 };
+        },
+      },
+      reporters: [
+        { finished: async (_s: unknown, report: { outcome: string }) => calls.push(`end ${report.outcome}`) },
+      ],
+    });
+    const d = {
+      ...web,
+      spec: { ...web.spec, dependsOn: [], rollout: undefined },
+    } as unknown as DeploymentState;
+    const p = planned(sync(), {
+      ledger: { releases: [], fence: undefined, holder: { identity: 'late', since: '' } } as never,
+    });
+    // A replica that joined after the list was read: its Lease says it lives, so its claim stands.
+    expect(await judge(ctx, d, p, 'take')).toMatchObject({
+      hold: { gate: 'claim', message: 'not synced now: replica late syncs it', againMs: 2_000 },
+    });
+    expect(asked).toEqual(['late']);
+    expect(calls).toEqual(['claim web']);
+    // Its Lease expired: the claim is taken, the sync it left ends as interrupted, and this revision is synced
+    // again although a stable release of it is the newest.
+    goneNow = true;
+    calls.length = 0;
+    expect('give' in (await judge(ctx, d, p, 'take'))).toBe(true);
+    expect(calls).toEqual(['claim web', 'append error c2', 'end error']);
+  });
 });
