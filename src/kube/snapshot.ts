@@ -252,7 +252,8 @@ export async function readSnapshot(
       });
       if (!info) return [];
       let list: ObjectList<{ metadata?: VersionedMeta & { labels?: Record<string, string> } }> | undefined;
-      const held = options.cached?.(info, namespace);
+      // Only these workloads' own writes matter: other syncs' writes in the namespace do not send it to the server.
+      const held = options.cached?.(info, namespace, (name) => names.has(name));
       if (held) list = { items: held as { metadata?: VersionedMeta }[] };
       else
         try {

@@ -181,6 +181,15 @@ export class StateStore {
     knownFor(api).watched.set(namespace, version);
   }
 
+  /**
+   * The uid of a state ConfigMap as this process last read or wrote it (no request), when it remembers one: what an
+   * Event about it names (src/report/events.ts).
+   */
+  static knownUid(api: KubeApi, namespace: string, name: string): string | undefined {
+    const uid = knownFor(api).get(`${namespace}/${name}`)?.metadata.uid;
+    return typeof uid === 'string' ? uid : undefined;
+  }
+
   private keyOf(name: string): string {
     return `${this.namespace}/${name}`;
   }

@@ -14,6 +14,7 @@ import type { DeployReport, Release, SyncReporter, SyncRequest } from '../contra
 import type { KubeApi } from '../kube/api.ts';
 import type { DriftFinding } from '../kube/drift.ts';
 import type { EventRecorder, EventTarget } from '../kube/events.ts';
+import { StateStore } from '../kube/state-store.ts';
 import { describeObject } from '../render/manifest.ts';
 import { ledgerName } from './ledger.ts';
 
@@ -35,7 +36,8 @@ export class SyncEvents implements SyncReporter {
   private async ledger(deployment: string): Promise<EventTarget> {
     const namespace = this.config.cluster.namespace;
     const name = ledgerName(deployment);
-    let uid = this.ledgerUids.get(deployment);
+    // The ledger was written just before (the release), so its copy is usually known: no read.
+    let uid = this.ledgerUids.get(deployment) ?? StateStore.knownUid(this.api, namespace, name);
     if (!uid) {
       uid = await this.api
         .request<{ metadata?: { uid?: string } }>(

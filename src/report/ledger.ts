@@ -8,7 +8,7 @@ import type { ChartDependency, Release, ReleaseImage, Trigger } from '../contrac
 import type { KubeApi } from '../kube/api.ts';
 import type { SavedMark } from '../kube/drift-marks.ts';
 import { describeKubeError } from '../kube/errors.ts';
-import { StateStore } from '../kube/state-store.ts';
+import { type StateMap, StateStore } from '../kube/state-store.ts';
 
 /** Set by a rollback: the agent leaves the deployment alone until its sources move past `heads`. */
 export interface Fence {
@@ -153,8 +153,8 @@ export class Ledger {
   private async update(
     deployment: string,
     change: (data: LedgerData) => LedgerData | undefined,
-  ): Promise<void> {
-    await this.store.update(
+  ): Promise<StateMap | undefined> {
+    return await this.store.update(
       ledgerName(deployment),
       (current) => {
         const next = change(parseLedger(current?.data));
@@ -214,8 +214,15 @@ export class Ledger {
   }
 
   /** Notes a sync that starts (or, with undefined, one that ended without a release: cancelled). */
-  async setAttempt(deployment: string, attempt: Attempt | undefined): Promise<void> {
-    await this.update(deployment, (data) => (!attempt && !data.attempt ? undefined : { ...data, attempt }));
+  /** Notes (or clears) the sync in progress; returns the ledger as stored after the write. */
+  async setAttempt(deployment: string, attempt: Attempt | undefined): Promise<LedgerData> {
+    return parseLedger(
+      (
+        await this.update(deployment, (data) =>
+          !attempt && !data.attempt ? undefined : { ...data, attempt },
+        )
+      )?.data,
+    );
   }
 
   /** Records (or clears) what the deployment's next sync waits for. */

@@ -16,7 +16,7 @@ import { savedMarks } from '../kube/drift-pass.ts';
 import { inventoryVersions } from '../kube/inventory.ts';
 import { describeWarning } from '../kube/warnings.ts';
 import { filesRedactor } from '../render/redact.ts';
-import type { Attempt, Ledger } from '../report/ledger.ts';
+import type { Attempt, Ledger, LedgerData } from '../report/ledger.ts';
 import { compileHealthRules } from '../stability/health.ts';
 import { deploy } from './deploy.ts';
 import { redactReport } from './redact-report.ts';
@@ -55,8 +55,9 @@ export async function syncDeployment(
   const drift = sync.trigger === 'drift';
   // A re-sync after a configuration reload is as quiet as a drift pass, but always applies.
   const quiet = drift || sync.trigger === 'config';
+  let noted: LedgerData | undefined;
   if (!quiet) {
-    await safely(log, 'record the attempt', () => deps.ledger.setAttempt(deployment.name, attempt));
+    noted = await safely(log, 'record the attempt', () => deps.ledger.setAttempt(deployment.name, attempt));
     for (const r of deps.reporters ?? []) await safely(log, 'report the start', () => r.started?.(sync));
   }
   log.info(
@@ -65,7 +66,8 @@ export async function syncDeployment(
   );
   // Versions that the releases inside the deployment's history name are kept, so that a rollback finds them; the
   // release this sync makes is the newest of that history.
-  const ledger = await safely(log, 'read the ledger', () => deps.ledger.read(deployment.name));
+  // (The attempt's write answers what the ledger holds: no read after it.)
+  const ledger = noted ?? (await safely(log, 'read the ledger', () => deps.ledger.read(deployment.name)));
   const keepVersions = new Set(
     (ledger?.releases ?? []).slice(0, deployment.versionHistory - 1).flatMap((r) => r.versions),
   );

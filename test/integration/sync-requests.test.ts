@@ -1,0 +1,132 @@
+// The Kubernetes requests of a first sync, counted at the test bed's proxy in front of the real kube-apiserver:
+// 24 deployments of four objects each (a ConfigMap, a ServiceAccount, a Service, a Deployment), as bench:fleet
+// deploys them, from one local folder. Per deployment, what reaches the server is the floor docs/fleet.md names:
+// one server-side dry run and one write per object, two ledger writes (the attempt, then the release), one
+// inventory write and mooring's Events; no ledger is read back after its own write, and no object is read before a
+// dry run of what was never applied.
+import { describe, expect, it } from 'vitest';
+import { proxiedServer, stopping } from './fault-helpers.ts';
+import { newestStable, useCleanups } from './faults-support.ts';
+import { agentConfig, eventually, manifestDir, startAgent, useNamespace } from './helpers.ts';
+
+const APPS = 24;
+const app = (i: number) => `app-${String(i).padStart(2, '0')}`;
+
+function appYaml(name: string): string {
+  return `apiVersion: v1
+kind: ConfigMap
+metadata: {name: ${name}-config}
+data: {LEVEL: info}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: ${name}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: ${name}}
+spec: {selector: {app: ${name}}, ports: [{port: 80, protocol: TCP}]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ${name}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: ${name}}}
+  template:
+    metadata: {labels: {app: ${name}}}
+    spec:
+      serviceAccountName: ${name}
+      containers:
+        - name: web
+          image: web:1
+          envFrom: [{configMapRef: {name: ${name}-config}}]
+`;
+}
+
+describe('the requests of a first sync', () => {
+  const ns = useNamespace('sync-requests');
+  const cleanup = useCleanups();
+
+  it('are one dry run and one write per object, two ledger writes, one inventory write, and no read-back', async () => {
+    const bed = await proxiedServer(cleanup);
+    const files: Record<string, string> = {};
+    for (let i = 0; i < APPS; i++) files[`apps/${app(i)}/app.yaml`] = appYaml(app(i));
+    const dir = await manifestDir(files);
+    const agentNs = `mooring-sync-requests-${Date.now().toString(36)}`;
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { namespace: agentNs, kubeconfig: bed.kubeconfig },
+        deployments: Array.from({ length: APPS }, (_, i) => ({
+          name: app(i),
+          namespace: ns(),
+          source: 'folder',
+          paths: [`apps/${app(i)}`],
+        })),
+        extra: { sources: { local: [{ name: 'folder', path: dir }] } },
+      }),
+      { level: 'info' },
+    );
+    cleanup(stopping(agent, agentNs));
+    for (let i = 0; i < APPS; i++)
+      await eventually(
+        `a stable release of ${app(i)}`,
+        () => newestStable(bed.direct, agentNs, app(i)),
+        120_000,
+      );
+
+    type Seen = { method: string; path: string; dry: boolean };
+    const seen: Seen[] = bed.proxy.requests.map((r) => ({
+      method: r.method,
+      path: r.path.split('?')[0] ?? '',
+      dry: r.path.includes('dryRun=All'),
+    }));
+    const inApps = seen.filter((r) => r.path.includes(`/namespaces/${ns()}/`));
+    const inAgent = seen.filter((r) => r.path.includes(`/namespaces/${agentNs}/`));
+    const count = (list: Seen[], test: (r: Seen) => boolean) => list.filter(test).length;
+    // What was sent, by verb and path (names of the apps folded), for the assertions' messages.
+    const tally = new Map<string, number>();
+    for (const r of [...inApps, ...inAgent]) {
+      const path = r.path.replace(/\/namespaces\/[^/]+/, '/namespaces/*').replace(/app-\d\d/, 'app-NN');
+      const key = `${r.method}${r.dry ? ' (dry run)' : ''} ${path}`;
+      tally.set(key, (tally.get(key) ?? 0) + 1);
+    }
+    const summary = [...tally].map(([k, v]) => `${v} ${k}`).join('\n');
+
+    // The objects: one dry run and one write each, and none read by name (never applied before: dry-run first).
+    // The lists of a namespace's Deployments and ConfigMaps (the versions of its configuration) are shared by the
+    // syncs that run at once.
+    expect(
+      count(inApps, (r) => r.method === 'PATCH' && r.dry),
+      summary,
+    ).toBe(4 * APPS);
+    expect(
+      count(inApps, (r) => r.method === 'PATCH' && !r.dry),
+      summary,
+    ).toBe(4 * APPS);
+    expect(
+      count(inApps, (r) => r.method === 'GET' && /\/app-\d\d/.test(r.path)),
+      summary,
+    ).toBe(0);
+    // The ledgers: created with the attempt, replaced with the release, never read back by name (the Events that
+    // name a ledger take its uid from the write).
+    const ledgerByName = (r: Seen) => r.path.includes('/configmaps/mooring-ledger-');
+    expect(
+      count(inAgent, (r) => r.method === 'GET' && ledgerByName(r)),
+      summary,
+    ).toBe(0);
+    expect(
+      count(inAgent, (r) => r.method === 'PUT' && ledgerByName(r)),
+      summary,
+    ).toBe(APPS);
+    // Created: each ledger (the attempt) and each inventory.
+    expect(
+      count(inAgent, (r) => r.method === 'POST' && r.path.endsWith('/configmaps')),
+      summary,
+    ).toBe(2 * APPS);
+    // Everything but mooring's Events in both namespaces: the floor above (11 per deployment), the shared lists
+    // and the agent's start (its control map, its hash key).
+    const rest = count([...inApps, ...inAgent], (r) => !r.path.endsWith('/events'));
+    expect(rest / APPS, summary).toBeLessThanOrEqual(12);
+  });
+});
