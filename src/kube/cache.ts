@@ -103,6 +103,11 @@ export class ClusterCache {
     return total;
   }
 
+  /** Closed (the agent stopping or reloading): it takes no new subscription. */
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
   private key(info: ResourceInfo, namespace: string | undefined, metadataOnly = false): string {
     const ns = info.namespaced ? (namespace ?? 'default') : '';
     return `${info.apiVersion}|${info.plural}|${ns}${metadataOnly ? '|metadata' : ''}`;

@@ -61,6 +61,8 @@ export async function namespaceKnown(
   const timer = setTimeout(() => stop.abort(), CACHE_ANSWER_MS);
   try {
     const seen = await new Promise<boolean | undefined>((resolve) => {
+      // A cache closed meanwhile (the agent stopping or reloading) throws here: the server answers instead.
+      if (cache.isClosed) return resolve(undefined);
       cache
         .subscribe(
           NAMESPACES,

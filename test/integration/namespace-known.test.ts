@@ -1,6 +1,6 @@
 // Whether a sync's namespaces exist (src/kube/namespace.ts, namespaceKnown): the agent's cluster cache answers from
 // one watch of the Namespaces' metadata, so a fleet of syncs sends no GET per sync, and sees a namespace made or
-// deleted since; without a cache (the CLI) the API server is asked, as before.
+// deleted since; without a cache (the CLI), or with a cache closed meanwhile, the API server is asked, as before.
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { RequestStats } from '../../src/http/request-counter.ts';
@@ -47,14 +47,18 @@ describe('namespaceKnown', () => {
     }
   }, 120_000);
 
-  it('asks the API server without a cache', async () => {
+  it('asks the API server without a cache, or with one closed meanwhile (an agent stopping or reloading)', async () => {
     const api = new KubeApi(clusterConfig());
+    const closed = new ClusterCache(api, { lingerMs: 60_000 });
+    closed.close();
     try {
+      expect(await namespaceKnown(api, closed, ns())).toBe(true);
+      expect(count(api.requestStats, 'get')).toBe(1);
       expect(await namespaceKnown(api, undefined, ns())).toBe(true);
       expect(await namespaceKnown(api, undefined, `ns-known-none-${randomBytes(3).toString('hex')}`)).toBe(
         false,
       );
-      expect(count(api.requestStats, 'get')).toBe(2);
+      expect(count(api.requestStats, 'get')).toBe(3);
     } finally {
       api.close();
     }
