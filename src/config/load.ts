@@ -11,6 +11,7 @@ import { parseYamlDocument, toValue } from '../yaml/parse.ts';
 import { gitCaProblems } from './ca-file.ts';
 import { checkReferences, configSchema, type MooringConfig, type ReferenceProblem } from './schema.ts';
 import { checkSecrets } from './secret-check.ts';
+import { templateProblems, withSets } from './sets.ts';
 import { targetProblems } from './targets.ts';
 
 const MAX_CONFIG_BYTES = 1024 * 1024;
@@ -113,10 +114,12 @@ function parse(
   const place = placer(doc, lineCounter);
   const data: unknown = toValue(doc, { limits: DEFAULT_YAML_LIMITS }) ?? {};
   const result = configSchema.safeParse(data);
-  const references = [...checkReferences(data), ...(result.success ? targetProblems(result.data) : [])].map(
-    place,
-  );
-  if (result.success && references.length === 0) return { config: result.data, place };
+  const references = [
+    ...checkReferences(data),
+    ...(result.success ? [...targetProblems(result.data), ...setProblems(result.data)] : []),
+  ].map(place);
+  if (result.success && references.length === 0)
+    return { config: withSets(result.data, new Map()).config, place };
   const problems = [
     ...(result.success
       ? []
@@ -125,6 +128,38 @@ function parse(
   ];
   problems.sort((a, b) => a.line - b.line || a.column - b.column || a.path.localeCompare(b.path));
   throw new ConfigError(file, problems);
+}
+
+/**
+ * What the deployment sets of a configuration get wrong before any folder is read: a hand-written deployment that
+ * names a set, a template's unknown placeholders, and each list element whose deployment is refused (at its line).
+ */
+function setProblems(config: MooringConfig): ReferenceProblem[] {
+  const problems: ReferenceProblem[] = [];
+  config.deployments.forEach((d, index) => {
+    if (d.set !== undefined)
+      problems.push({
+        path: ['deployments', index, 'set'],
+        message: 'is filled in by mooring for the deployments of a deployment set; write none',
+      });
+  });
+  config.deploymentSets.forEach((set, index) => {
+    for (const message of templateProblems(set))
+      problems.push({ path: ['deploymentSets', index, 'template'], message });
+  });
+  if (problems.length > 0) return problems;
+  for (const p of withSets(config, new Map()).problems) {
+    const index = config.deploymentSets.findIndex((s) => s.name === p.set);
+    const element = p.input?.index;
+    problems.push({
+      path:
+        element === undefined
+          ? ['deploymentSets', index]
+          : ['deploymentSets', index, 'generator', 'list', 'elements', element],
+      message: p.text,
+    });
+  }
+  return problems;
 }
 
 /** A problem found on the data, placed at the line and column of its field in the document. */

@@ -144,6 +144,24 @@ export function checkReferences(raw: unknown): ReferenceProblem[] {
     }
   });
   problems.push(...dependencyProblems(list(root.deployments)));
+  const setNames = new Set<string>();
+  list(root.deploymentSets).forEach((set, index) => {
+    if (typeof set.name === 'string') {
+      if (setNames.has(set.name))
+        problems.push({
+          path: ['deploymentSets', index, 'name'],
+          message: `set name "${set.name}" is used twice`,
+        });
+      setNames.add(set.name);
+    }
+    const generator = (set as { generator?: { gitDirectories?: { source?: unknown } } }).generator;
+    const source = generator?.gitDirectories?.source;
+    if (typeof source === 'string' && !byKind.git?.has(source))
+      problems.push({
+        path: ['deploymentSets', index, 'generator', 'gitDirectories', 'source'],
+        message: `no git source is named "${source}"`,
+      });
+  });
   return problems;
 }
 

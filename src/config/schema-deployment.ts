@@ -142,6 +142,8 @@ export type TargetCluster = z.infer<typeof targetCluster>;
 export const deployment = z.strictObject({
   name,
   namespace: name,
+  /** The deployment set that made it (docs/deployment-sets.md): filled in by mooring, never written by hand. */
+  set: name.optional(),
   /** The moniker application; the deployment's namespace when absent, as for the CLI (docs/cli.md). */
   application: name.optional(),
   /** A git or local source that holds the manifests. */

@@ -13,6 +13,7 @@ import {
   targetCluster,
 } from './schema-deployment.ts';
 import { duration, httpUrl, interval, name, secretRef } from './schema-fields.ts';
+import { deploymentSet } from './schema-sets.ts';
 import { chartSource, gitSource, localSource, ociSource, registrySource } from './schema-sources.ts';
 
 export { checkReferences, pathProblem, type ReferenceProblem } from './references.ts';
@@ -211,6 +212,8 @@ export const configSchema = z.strictObject({
     })
     .prefault({}),
   deployments: z.array(deployment).default([]),
+  /** Deployments made from a template, one per list element or per folder of a Git source (docs/deployment-sets.md). */
+  deploymentSets: z.array(deploymentSet).max(100).default([]),
   server: server.prefault({}),
   render: render.prefault({}),
   apply: apply.prefault({}),

@@ -1,0 +1,65 @@
+// Deployment sets (docs/deployment-sets.md): one entry of the configuration that becomes a deployment per element of
+// a list or per folder of a Git source, from a template with placeholders. The template is checked here only as an
+// object: each deployment it yields is checked as a hand-written one is (src/config/sets.ts).
+import { z } from 'zod';
+import { name } from './schema-fields.ts';
+
+/** The most deployments one set may yield: more is refused with the set named, nothing of it half-taken. */
+export const MAX_SET_DEPLOYMENTS = 2_000;
+
+/** A folder glob: `*` matches within one folder name, `**` any number of folders, `?` one character. */
+const folderGlob = z
+  .string()
+  .min(1)
+  .max(256)
+  .refine((g) => !/^[\\/]/.test(g) && !g.split('/').includes('..'), {
+    message: 'must be a folder of the source, relative to its root, without ".."',
+  });
+
+/** What an element of a list may hold: names and values a template takes in. */
+const element = z.record(
+  z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,62}$/, 'must be a key of letters, digits and "_"'),
+  z.union([z.string().max(1024), z.number(), z.boolean()]),
+);
+
+const generator = z
+  .strictObject({
+    /** One deployment per element; each element's keys are the template's placeholders. */
+    list: z.strictObject({ elements: z.array(element).max(MAX_SET_DEPLOYMENTS) }).optional(),
+    /**
+     * One deployment per folder of a Git source that a glob matches, read again at every commit of that source:
+     * `{{path}}`, `{{path.basename}}` and `{{path.N}}` (the N-th folder name of the path, from 0).
+     */
+    gitDirectories: z
+      .strictObject({
+        source: name,
+        directories: z.array(folderGlob).min(1).max(32),
+        exclude: z.array(folderGlob).max(32).default([]),
+      })
+      .optional(),
+  })
+  .refine((g) => (g.list ? 1 : 0) + (g.gitDirectories ? 1 : 0) === 1, {
+    message: 'give exactly one generator: "list" or "gitDirectories"',
+  });
+
+export const deploymentSet = z.strictObject({
+  name,
+  generator,
+  /**
+   * A deployment with placeholders (`{{name}}`, `{{path.basename}}`, `{{set}}`) in its string values, each
+   * checked, once filled, as the field it fills; a value is never run as code.
+   */
+  template: z.record(z.string(), z.unknown()),
+  /** What may leave at once when elements or folders go away. */
+  removal: z
+    .strictObject({
+      /**
+       * At most this many of the set's deployments are removed by one change; a change that removes more is held
+       * (the set keeps its deployments as they were) until the budget is raised or the folders come back.
+       */
+      budget: z.number().int().min(0).max(MAX_SET_DEPLOYMENTS).default(10),
+    })
+    .prefault({}),
+});
+
+export type DeploymentSet = z.infer<typeof deploymentSet>;

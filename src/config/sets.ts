@@ -1,0 +1,251 @@
+// Deployment sets (docs/deployment-sets.md): the deployments a set yields, from its template and its inputs (the
+// elements of a list, the folders of a Git source at a commit). Pure: the configuration and the inputs in, the
+// deployments and what was refused out. Each deployment a set yields is checked as a hand-written one is: by the
+// deployment schema, with its paths kept in its source and its references resolved. A value from a folder name is
+// untrusted input: it only ever fills a string (no structure, no code), and the field it fills checks it.
+import { checkReferences, pathProblem } from './references.ts';
+import type { MooringConfig } from './schema.ts';
+import { type Deployment, deployment } from './schema-deployment.ts';
+import { type DeploymentSet, MAX_SET_DEPLOYMENTS } from './schema-sets.ts';
+import { targetProblems } from './targets.ts';
+
+/** One input of a set: what it is called in messages (`folder apps/web`, `element 3`) and its placeholders. */
+export interface SetInput {
+  label: string;
+  values: Readonly<Record<string, string>>;
+  /** A list element's position in `elements` (where the configuration's message points). */
+  index?: number;
+}
+
+/** An input a set refused (or the set itself, without one), and why; `text` names the set and the input. */
+export interface SetProblem {
+  set: string;
+  input: SetInput | undefined;
+  message: string;
+  text: string;
+}
+
+function problem(set: string, input: SetInput | undefined, message: string): SetProblem {
+  return {
+    set,
+    input,
+    message,
+    text: `deployment set ${set}${input ? `, ${input.label}` : ''}: ${message}`,
+  };
+}
+
+const PLACEHOLDER = /\{\{\s*([^{}]*?)\s*\}\}/g;
+const KEY = /^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*$/;
+
+/** The placeholders a template's string values name, with where (`template.paths[0]`). */
+export function placeholdersOf(template: unknown): { key: string; at: string }[] {
+  const found: { key: string; at: string }[] = [];
+  const walk = (value: unknown, at: string) => {
+    if (typeof value === 'string')
+      for (const m of value.matchAll(PLACEHOLDER)) found.push({ key: m[1] ?? '', at });
+    else if (Array.isArray(value)) for (const [i, v] of value.entries()) walk(v, `${at}[${i}]`);
+    else if (typeof value === 'object' && value !== null)
+      for (const [k, v] of Object.entries(value)) walk(v, `${at}.${k}`);
+  };
+  walk(template, 'template');
+  return found;
+}
+
+/** Which placeholders a generator gives: a list's element keys; a folder's path, basename and names by position. */
+export function knownPlaceholder(set: DeploymentSet, key: string): boolean {
+  if (key === 'set') return true;
+  if (set.generator.gitDirectories)
+    return key === 'path' || key === 'path.basename' || /^path\.\d{1,2}$/.test(key);
+  return (set.generator.list?.elements ?? []).every((e) => Object.hasOwn(e, key));
+}
+
+/** Problems of a template found without any input: placeholders the generator does not give, written badly. */
+export function templateProblems(set: DeploymentSet): string[] {
+  const problems: string[] = [];
+  for (const { key, at } of placeholdersOf(set.template)) {
+    if (!KEY.test(key))
+      problems.push(`${at}: "{{${key}}}" is not a placeholder (letters, digits, "_" and ".")`);
+    else if (!knownPlaceholder(set, key))
+      problems.push(
+        set.generator.gitDirectories
+          ? `${at}: "{{${key}}}" is not given by gitDirectories (path, path.basename, path.N, set)`
+          : `${at}: "{{${key}}}" is not a key of every element of the list`,
+      );
+  }
+  if ('set' in set.template) problems.push("template.set: filled in by mooring with the set's name");
+  return problems;
+}
+
+/** The template with every placeholder filled: strings only; a placeholder not given is refused by name. */
+export function fillTemplate(template: unknown, values: Readonly<Record<string, string>>): unknown {
+  if (typeof template === 'string')
+    return template.replace(PLACEHOLDER, (_, key: string) => {
+      const value = values[key];
+      if (value === undefined) throw new Error(`"{{${key}}}" is not given`);
+      return value;
+    });
+  if (Array.isArray(template)) return template.map((t) => fillTemplate(t, values));
+  if (typeof template === 'object' && template !== null)
+    return Object.fromEntries(Object.entries(template).map(([k, v]) => [k, fillTemplate(v, values)]));
+  return template;
+}
+
+/** A folder's placeholders: `apps/web` gives path `apps/web`, path.basename `web`, path.0 `apps`, path.1 `web`. */
+export function folderInput(folder: string): SetInput {
+  const segments = folder.split('/');
+  const values: Record<string, string> = { path: folder, 'path.basename': segments.at(-1) ?? folder };
+  segments.forEach((s, i) => {
+    if (i < 100) values[`path.${i}`] = s;
+  });
+  return { label: `folder ${folder}`, values };
+}
+
+/** A list element's placeholders, numbers and booleans written as YAML writes them. */
+export function elementInput(
+  element: Readonly<Record<string, string | number | boolean>>,
+  index: number,
+): SetInput {
+  return {
+    label: `element ${index}`,
+    index,
+    values: Object.fromEntries(Object.entries(element).map(([k, v]) => [k, String(v)])),
+  };
+}
+
+/** Dotted zod paths as the configuration's messages write them: `paths[0]`, `helm.values`. */
+function pathText(path: readonly PropertyKey[]): string {
+  return path
+    .map((p, i) => (typeof p === 'number' ? `[${p}]` : `${i === 0 ? '' : '.'}${String(p)}`))
+    .join('');
+}
+
+/**
+ * The deployments `set` yields for `inputs`, in `config` (whose other deployments they must not clash with), and
+ * what was refused, each naming the set, the input and the field. A refused input yields nothing; the others stand.
+ */
+export function generate(
+  config: MooringConfig,
+  set: DeploymentSet,
+  inputs: readonly SetInput[],
+): { deployments: Deployment[]; problems: SetProblem[] } {
+  const problems: SetProblem[] = [];
+  if (inputs.length > MAX_SET_DEPLOYMENTS)
+    return {
+      deployments: [],
+      problems: [
+        problem(
+          set.name,
+          undefined,
+          `${inputs.length} inputs, more than ${MAX_SET_DEPLOYMENTS}; it yields none`,
+        ),
+      ],
+    };
+  const made: { input: SetInput; deployment: Deployment }[] = [];
+  for (const input of inputs) {
+    let raw: unknown;
+    try {
+      raw = fillTemplate(set.template, { ...input.values, set: set.name });
+    } catch (error) {
+      problems.push(problem(set.name, input, (error as Error).message));
+      continue;
+    }
+    const parsed = deployment.safeParse(raw);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const field = issue ? pathText(issue.path) : '';
+      const value = issue ? valueAt(raw, issue.path) : undefined;
+      const shown = typeof value === 'string' ? ` ${JSON.stringify(value.slice(0, 80))}` : '';
+      problems.push(
+        problem(set.name, input, `${field || 'template'}${shown}: ${issue?.message ?? 'is invalid'}`),
+      );
+      continue;
+    }
+    const bad = parsed.data.paths
+      .map((p) => [p, pathProblem(p)] as const)
+      .find(([, why]) => why !== undefined);
+    if (bad) {
+      problems.push(problem(set.name, input, `paths ${JSON.stringify(bad[0])} ${bad[1]}`));
+      continue;
+    }
+    made.push({ input, deployment: { ...parsed.data, set: set.name } });
+  }
+  // Names are unique: a second input that yields a name taken (by another input, or outside the set) is refused.
+  const others = config.deployments.filter((d) => d.set !== set.name);
+  const taken = new Map<string, string>(
+    others.map((d) => [d.name, d.set ? `deployment set ${d.set}` : 'a deployment of the configuration']),
+  );
+  const unique: typeof made = [];
+  for (const m of made) {
+    const by = taken.get(m.deployment.name);
+    if (by) {
+      problems.push(problem(set.name, m.input, `name "${m.deployment.name}" is already used by ${by}`));
+      continue;
+    }
+    taken.set(m.deployment.name, `deployment set ${set.name}, ${m.input.label}`);
+    unique.push(m);
+  }
+  // References (its source, dependsOn, receivers, clusters) as for a hand-written deployment.
+  const all = [...others, ...unique.map((m) => m.deployment)];
+  const refused = new Map<number, string>();
+  for (const p of [
+    ...checkReferences({ ...config, deployments: all }),
+    ...targetProblems({ ...config, deployments: all }),
+  ]) {
+    const index =
+      p.path[0] === 'deployments' && typeof p.path[1] === 'number' ? p.path[1] - others.length : -1;
+    if (index >= 0 && !refused.has(index)) refused.set(index, p.message);
+  }
+  for (const [index, message] of refused) {
+    const m = unique[index];
+    if (m) problems.push(problem(set.name, m.input, message));
+  }
+  return { deployments: unique.filter((_, i) => !refused.has(i)).map((m) => m.deployment), problems };
+}
+
+function valueAt(data: unknown, path: readonly PropertyKey[]): unknown {
+  let value = data;
+  for (const key of path) {
+    if (typeof value !== 'object' || value === null) return undefined;
+    value = (value as Record<PropertyKey, unknown>)[key];
+  }
+  return value;
+}
+
+/** A set held back by its removal budget: the deployments a change would have removed. */
+export interface HeldSet {
+  set: string;
+  removed: string[];
+  budget: number;
+}
+
+/**
+ * The configuration with every set's deployments: its hand-written deployments, then each set's in order, from the
+ * folders known of each Git-directories set (`folders`; none known yet: none). A set whose change would remove more
+ * deployments than its budget keeps the deployments it had in `previous` (held).
+ */
+export function withSets(
+  config: MooringConfig,
+  folders: ReadonlyMap<string, readonly string[]>,
+  previous?: MooringConfig,
+): { config: MooringConfig; problems: SetProblem[]; held: HeldSet[] } {
+  let deployments = config.deployments.filter((d) => d.set === undefined);
+  const problems: SetProblem[] = [];
+  const held: HeldSet[] = [];
+  for (const set of config.deploymentSets) {
+    const inputs = set.generator.list
+      ? set.generator.list.elements.map(elementInput)
+      : (folders.get(set.name) ?? []).map(folderInput);
+    const made = generate({ ...config, deployments }, set, inputs);
+    problems.push(...made.problems);
+    const before = previous?.deployments.filter((d) => d.set === set.name) ?? [];
+    const names = new Set(made.deployments.map((d) => d.name));
+    const removed = before.filter((d) => !names.has(d.name)).map((d) => d.name);
+    if (removed.length > set.removal.budget) {
+      held.push({ set: set.name, removed, budget: set.removal.budget });
+      deployments = [...deployments, ...before];
+      continue;
+    }
+    deployments = [...deployments, ...made.deployments];
+  }
+  return { config: { ...config, deployments }, problems, held };
+}

@@ -1,0 +1,216 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, parseConfig } from '../../../src/config/load.ts';
+import { fillTemplate, folderInput, withSets } from '../../../src/config/sets.ts';
+
+function problemsOf(text: string) {
+  try {
+    parseConfig(text, 'agent.yaml');
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  throw new Error('expected the config to be rejected');
+}
+
+const sources = `
+sources:
+  git:
+    - name: fleet
+      url: https://git.example.com/fleet.git
+deployments:
+  - name: web
+    namespace: prod
+    source: fleet
+`;
+
+const folders = `${sources}
+deploymentSets:
+  - name: apps
+    generator:
+      gitDirectories: {source: fleet, directories: ["apps/*"], exclude: ["apps/legacy"]}
+    template:
+      name: "app-{{path.basename}}"
+      namespace: "{{path.basename}}"
+      source: fleet
+      paths: ["{{path}}"]
+      stability: {timeout: 2m}
+    removal: {budget: 2}
+`;
+
+describe('deployment sets', () => {
+  it('make one deployment per list element, each marked with its set, from placeholders in string values', () => {
+    const config = parseConfig(
+      `${sources}
+deploymentSets:
+  - name: regions
+    generator:
+      list:
+        elements:
+          - {region: eu, replicas: 3}
+          - {region: us, replicas: 5}
+    template:
+      name: "web-{{region}}"
+      namespace: "{{ region }}"
+      source: fleet
+      paths: ["regions/{{region}}"]
+      dependsOn: [web]
+`,
+      'agent.yaml',
+    );
+    expect(config.deployments.map((d) => [d.name, d.namespace, d.paths, d.set, d.dependsOn])).toEqual([
+      ['web', 'prod', ['.'], undefined, []],
+      ['web-eu', 'eu', ['regions/eu'], 'regions', ['web']],
+      ['web-us', 'us', ['regions/us'], 'regions', ['web']],
+    ]);
+    // Defaults are the schema's, as for a hand-written deployment.
+    expect(config.deployments[1]?.prune).toBe(true);
+  });
+
+  it('refuse a template with an unknown placeholder, an element whose deployment is invalid, and a name taken', () => {
+    expect(
+      problemsOf(`${sources}
+deploymentSets:
+  - name: regions
+    generator:
+      list:
+        elements:
+          - {region: eu}
+          - {region: Bad_Region}
+          - {region: web}
+    template:
+      name: "{{region}}"
+      namespace: "{{region}}"
+      source: fleet
+`),
+    ).toEqual([
+      {
+        path: 'deploymentSets[0].generator.list.elements[1]',
+        line: 17,
+        column: 13,
+        message: expect.stringMatching(
+          /^deployment set regions, element 1: name "Bad_Region": must be a DNS label/,
+        ) as unknown as string,
+      },
+      {
+        path: 'deploymentSets[0].generator.list.elements[2]',
+        line: 18,
+        column: 13,
+        message:
+          'deployment set regions, element 2: name "web" is already used by a deployment of the configuration',
+      },
+    ]);
+    expect(
+      problemsOf(`${folders.replace('app-{{path.basename}}', 'app-{{folder}}')}`).map((p) => p.message),
+    ).toEqual([
+      'template.name: "{{folder}}" is not given by gitDirectories (path, path.basename, path.N, set)',
+    ]);
+    expect(problemsOf(`${sources}    set: apps\n`).map((p) => [p.path, p.message])).toEqual([
+      ['deployments[0].set', 'is filled in by mooring for the deployments of a deployment set; write none'],
+    ]);
+    expect(
+      problemsOf(`${sources}
+deploymentSets:
+  - name: apps
+    generator:
+      gitDirectories: {source: nowhere, directories: ["../apps/*"]}
+    template: {name: x, namespace: y, source: fleet}
+`).map((p) => [p.path, p.message]),
+    ).toEqual([
+      [
+        'deploymentSets[0].generator.gitDirectories.directories[0]',
+        'must be a folder of the source, relative to its root, without ".."',
+      ],
+      ['deploymentSets[0].generator.gitDirectories.source', 'no git source is named "nowhere"'],
+    ]);
+  });
+
+  it('yield no deployment of a Git-directories set before its folders are read, then one per folder', () => {
+    const config = parseConfig(folders, 'agent.yaml');
+    expect(config.deployments.map((d) => d.name)).toEqual(['web']);
+    const { config: next, problems } = withSets(config, new Map([['apps', ['apps/api', 'apps/shop']]]));
+    expect(problems).toEqual([]);
+    expect(next.deployments.map((d) => [d.name, d.namespace, d.paths, d.set])).toEqual([
+      ['web', 'prod', ['.'], undefined],
+      ['app-api', 'api', ['apps/api'], 'apps'],
+      ['app-shop', 'shop', ['apps/shop'], 'apps'],
+    ]);
+    expect(next.deployments[1]?.stability.timeout).toBe(120_000);
+  });
+
+  it('refuse each hostile folder by name and field, and deploy the others', () => {
+    const config = parseConfig(folders, 'agent.yaml');
+    const hostile = [
+      'apps/Upper',
+      'apps/a b',
+      'apps/x;rm -rf',
+      `apps/${'a'.repeat(70)}`,
+      'apps/{{set}}',
+      'apps/ok',
+      'apps/-dash',
+    ];
+    const { config: next, problems } = withSets(config, new Map([['apps', hostile]]));
+    expect(next.deployments.map((d) => d.name)).toEqual(['web', 'app-ok']);
+    expect(problems.map((p) => p.text)).toEqual([
+      expect.stringMatching(
+        /^deployment set apps, folder apps\/Upper: name "app-Upper": must be a DNS label/,
+      ),
+      expect.stringMatching(/^deployment set apps, folder apps\/a b: name "app-a b": must be a DNS label/),
+      expect.stringMatching(
+        /^deployment set apps, folder apps\/x;rm -rf: name "app-x;rm -rf": must be a DNS label/,
+      ),
+      expect.stringMatching(/^deployment set apps, folder apps\/a{70}: name "app-a{70}": /),
+      // A placeholder in a folder name stays text: values are filled once, never read as templates again.
+      expect.stringMatching(
+        /^deployment set apps, folder apps\/\{\{set\}\}: name "app-\{\{set\}\}": must be a DNS label/,
+      ),
+      expect.stringMatching(
+        /^deployment set apps, folder apps\/-dash: name "app--dash"|namespace "-dash": must be a DNS label/,
+      ),
+    ]);
+    // A template that would lead a path out of the source is refused for every folder.
+    const escaping = parseConfig(
+      folders.replace('paths: ["{{path}}"]', 'paths: ["{{path}}/../../.."]'),
+      'a.yaml',
+    );
+    expect(withSets(escaping, new Map([['apps', ['apps/web']]])).problems.map((p) => p.text)).toEqual([
+      'deployment set apps, folder apps/web: paths "apps/web/../../.." leads outside the root of the source',
+    ]);
+  });
+
+  it('hold a change that removes more deployments than the budget: the set keeps what it had', () => {
+    const config = parseConfig(folders, 'agent.yaml');
+    const five = ['apps/a', 'apps/b', 'apps/c', 'apps/d', 'apps/e'];
+    const before = withSets(config, new Map([['apps', five]])).config;
+    // Two removed: within the budget.
+    const two = withSets(config, new Map([['apps', five.slice(2)]]), before);
+    expect(two.held).toEqual([]);
+    expect(two.config.deployments.filter((d) => d.set === 'apps').map((d) => d.name)).toEqual([
+      'app-c',
+      'app-d',
+      'app-e',
+    ]);
+    // Three removed (and one added): held whole.
+    const three = withSets(config, new Map([['apps', ['apps/d', 'apps/e', 'apps/f']]]), before);
+    expect(three.held).toEqual([{ set: 'apps', removed: ['app-a', 'app-b', 'app-c'], budget: 2 }]);
+    expect(three.config.deployments.filter((d) => d.set === 'apps').map((d) => d.name)).toEqual(
+      five.map((f) => `app-${f.slice(5)}`),
+    );
+  });
+
+  it('fill strings only: a value never becomes structure', () => {
+    const template = { name: '{{x}}', list: ['a-{{x}}', 3, true], nested: { deep: '{{x}}' } };
+    expect(fillTemplate(template, { x: '{a: 1}' })).toEqual({
+      name: '{a: 1}',
+      list: ['a-{a: 1}', 3, true],
+      nested: { deep: '{a: 1}' },
+    });
+    expect(() => fillTemplate({ name: '{{y}}' }, { x: '1' })).toThrow('"{{y}}" is not given');
+    expect(folderInput('apps/team/web').values).toEqual({
+      path: 'apps/team/web',
+      'path.basename': 'web',
+      'path.0': 'apps',
+      'path.1': 'team',
+      'path.2': 'web',
+    });
+  });
+});
