@@ -116,11 +116,11 @@ deploymentSets:
     template: {name: x, namespace: y, source: fleet}
 `).map((p) => [p.path, p.message]),
     ).toEqual([
+      ['deploymentSets[0].generator.gitDirectories.source', 'no git source is named "nowhere"'],
       [
         'deploymentSets[0].generator.gitDirectories.directories[0]',
         'must be a folder of the source, relative to its root, without ".."',
       ],
-      ['deploymentSets[0].generator.gitDirectories.source', 'no git source is named "nowhere"'],
     ]);
   });
 
