@@ -18,7 +18,7 @@ import type { Ledger } from '../report/ledger.ts';
 import type { AgentMetrics } from '../server/metrics.ts';
 import type { StatusBoard } from '../server/status/board.ts';
 import { Agent } from '../sync/agent.ts';
-import type { AgentDeps } from '../sync/agent-context.ts';
+import type { AgentDeps, SetFolders } from '../sync/agent-context.ts';
 import type { Fleet } from '../sync/fleet.ts';
 import type { PollTrigger, SharedSources } from '../sync/shared-sources.ts';
 import { ClusterStack } from './cluster-stack.ts';
@@ -50,6 +50,8 @@ export interface ClusterUnitDeps {
   cacheDir: string;
   /** The sources' clients and schedules, one for every cluster's agent (sync/shared-sources.ts). */
   sources: SharedSources;
+  /** The keeper of deployment sets: the agent of the process's own cluster tells it the folders it reads. */
+  sets?: SetFolders | undefined;
   /** Reporters every cluster shares (memory release). */
   shared: () => SyncReporter[];
   /** The status page's board of a cluster's deployments, read from its ledgers. */
@@ -254,6 +256,7 @@ export class ClusterUnit {
           metrics: metrics.forCluster(home ? home.metricsCluster : this.name),
           fleet: this.deps.fleet,
           sources: this.deps.sources,
+          sets: home ? this.deps.sets : undefined,
         });
         this.agent = agent;
         this.starting = agent.start();

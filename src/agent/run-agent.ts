@@ -25,6 +25,7 @@ import { describePlan, effectiveConfig, planReload } from '../sync/reload.ts';
 import { SharedSources } from '../sync/shared-sources.ts';
 import { ClusterStack } from './cluster-stack.ts';
 import { ClusterUnit, type ClusterUnitDeps } from './cluster-units.ts';
+import { SetKeeper } from './deployment-sets.ts';
 import { pageToken, webhookSecrets } from './server-secrets.ts';
 
 export interface RunAgentOptions {
@@ -45,8 +46,10 @@ export async function runAgent(
   options: RunAgentOptions,
   stop: AbortSignal,
 ) {
-  // Replaced by a reload of the file; what only a restart changes keeps its first value (reload.ts).
+  // Replaced by a reload of the file; what only a restart changes keeps its first value (reload.ts). With the
+  // deployments of deployment sets: `fileConfig` is the file's, `config` adds the folders' (deployment-sets.ts).
   let config = initial;
+  let fileConfig = initial;
   const access: ClusterAccess = {
     inCluster: options.access.kubeconfig || options.access.context ? false : config.cluster.inCluster,
     kubeconfig: options.access.kubeconfig ?? config.cluster.kubeconfig,
@@ -75,7 +78,20 @@ export async function runAgent(
   });
   // Every cluster is a unit (cluster-units.ts), the agent's own first: each with its own client, agent and retries,
   // started while this agent leads, so that one that cannot be reached holds up none of the others.
+  // The deployments of Git-directories sets follow the folders the home agent reads at each commit; a change
+  // reloads every agent with them, through the same path as a reload of the file.
+  const sets = new SetKeeper({
+    log,
+    apply: () =>
+      adopt(() => {
+        const next = sets.expand(fileConfig, config);
+        if (isDeepStrictEqual(next.deployments, config.deployments)) return undefined;
+        log.info(describePlan(planReload(config, next)), 'deployment sets changed the deployments');
+        return next;
+      }, false),
+  });
   const unitDeps: ClusterUnitDeps = {
+    sets,
     homeApi: api,
     homeNamespace: config.cluster.namespace,
     log,
@@ -266,11 +282,27 @@ export async function runAgent(
   const probe = setInterval(() => void clusterReachable(), 10_000);
   await clusterReachable();
 
+  /** The agents take over `next` (a reload of the file, or deployment sets that changed). */
+  const adopt = (make: () => MooringConfig | undefined, reportersChanged: boolean) =>
+    sets.serially(async () => {
+      const next = make();
+      if (!next) return;
+      config = next;
+      await homeUnit?.reconfigure(next, { reporters: reportersChanged, handover: shard !== undefined });
+      for (const unit of units.values())
+        await unit
+          .reconfigure(next, { spec: next.clusters.find((c) => c.name === unit.name) })
+          .catch((error: unknown) =>
+            log.error({ cluster: unit.name, err: errorMessage(error) }, 'cannot reload the cluster'),
+          );
+    });
+
   // A new configuration in the file: the running agent takes it over (reload.ts says what changes); an agent
   // that starts later (a new leader, a start retried) is built with it.
   const reload = async (file: string, loaded: MooringConfig) => {
-    const plan = planReload(config, loaded);
-    const next = effectiveConfig(config, loaded);
+    fileConfig = loaded;
+    const next = sets.expand(effectiveConfig(config, loaded), config);
+    const plan = planReload(config, next);
     if (plan.restart.length > 0)
       log.warn({ file, settings: plan.restart }, `needs a restart: ${plan.restart.join(', ')}`);
     const reporting = ['deployments', 'audit', 'notifications'] as const;
@@ -279,14 +311,7 @@ export async function runAgent(
       !isDeepStrictEqual(config.sources.git, next.sources.git);
     secrets = await webhookSecrets(next);
     statusToken = await pageToken(next);
-    config = next;
-    await homeUnit?.reconfigure(next, { reporters: reportersChanged, handover: shard !== undefined });
-    for (const unit of units.values())
-      await unit
-        .reconfigure(next, { spec: next.clusters.find((c) => c.name === unit.name) })
-        .catch((error: unknown) =>
-          log.error({ cluster: unit.name, err: errorMessage(error) }, 'cannot reload the cluster'),
-        );
+    await adopt(() => next, reportersChanged);
     metrics.configReload('applied');
     log.info({ file, ...describePlan(plan) }, 'configuration reloaded');
   };

@@ -111,6 +111,8 @@ export function clusterConfig(config: MooringConfig, cluster: string): MooringCo
       oci: only(config.sources.oci),
     },
     deployments,
+    // Its deployments of sets come with the configuration: the agent of the own cluster reads the sets' folders.
+    deploymentSets: [],
   };
 }
 

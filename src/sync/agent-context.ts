@@ -45,6 +45,16 @@ export interface AgentDeps {
    */
   fleet?: Fleet | undefined;
   sources?: SharedSources | undefined;
+  /**
+   * Deployment sets (docs/deployment-sets.md): the folders a Git-directories set matches at each commit its source's
+   * poll reads, told to the process's keeper of sets, which makes the deployments and reloads the agents with them.
+   */
+  sets?: SetFolders | undefined;
+}
+
+/** Where the folders of Git-directories deployment sets go once read. */
+export interface SetFolders {
+  folders(set: string, commit: string, folders: readonly string[]): void;
 }
 
 /** What the agent lends a job: its dependencies, and the state and steps that stay the agent's. */

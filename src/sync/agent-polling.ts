@@ -2,9 +2,11 @@
 // a local folder's watcher), polled on its schedule or when asked, one poll of a source at a time (a poll asked
 // for meanwhile runs once more after it), and each change handed to the agent's decision.
 import type { GitSource, LocalSource, MooringConfig } from '../config/schema.ts';
+import { MAX_SET_DEPLOYMENTS } from '../config/schema-sets.ts';
 import type { Logger } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
 import { artifactSource } from '../sources/artifact-poller.ts';
+import type { GitRepository, ResolvedRef } from '../sources/git/repository.ts';
 import { watchFolder } from '../sources/local/watch.ts';
 import type { AgentDeps } from './agent-context.ts';
 import {
@@ -52,6 +54,8 @@ export class SourcePolls {
   private readonly leases = new Map<string, Lease<unknown>>();
   private readonly gitRepos = new Map<string, SharedRepository>();
   private readonly pollers = new Map<string, SharedPoller>();
+  /** The commit (and generator) at which each Git-directories deployment set's folders were last read. */
+  private readonly setsRead = new Map<string, string>();
 
   constructor(ctx: PollingContext) {
     this.ctx = ctx;
@@ -203,13 +207,14 @@ export class SourcePolls {
       const registry = registries.get(name);
       const local = this.ctx.deps.config.sources.local.find((s) => s.name === name);
       if (repo) {
-        await pollGitSource(
+        const resolved = await pollGitSource(
           this.ctx.state,
           repo,
           decide,
           () => shared?.resolveFor(trigger) ?? repo.resolve(),
         );
         this.ctx.previewRefs(name, log);
+        await this.readSets(name, repo, resolved, log);
       } else if (registry) {
         const poller = this.pollers.get(name);
         await pollRegistrySource(this.ctx.state, registry, decide, (state) =>
@@ -220,6 +225,55 @@ export class SourcePolls {
     } catch (error) {
       this.ctx.deps.metrics?.poll(name, kind, 'error');
       log.error({ err: errorMessage(error) }, 'poll failed');
+    }
+  }
+
+  /**
+   * The folders each Git-directories deployment set of this source matches at the commit just polled, told to the
+   * keeper of sets (which adds and removes their deployments). A commit that cannot be read tells nothing: a set
+   * whose source fails removes nothing.
+   */
+  private async readSets(
+    name: string,
+    repo: GitRepository,
+    resolved: ResolvedRef,
+    log: Logger,
+  ): Promise<void> {
+    const keeper = this.ctx.deps.sets;
+    // Read once per commit and set (the folders of a commit do not change); a changed set is read again.
+    const sets = this.ctx.deps.config.deploymentSets.filter(
+      (s) =>
+        s.generator.gitDirectories?.source === name &&
+        this.setsRead.get(s.name) !== `${resolved.commit} ${JSON.stringify(s.generator)}`,
+    );
+    if (!keeper || sets.length === 0) return;
+    try {
+      await repo.fetch(resolved);
+    } catch (error) {
+      log.error(
+        { err: errorMessage(error), commit: resolved.commit },
+        'deployment sets: cannot fetch the commit',
+      );
+      return;
+    }
+    for (const set of sets) {
+      const generator = set.generator.gitDirectories;
+      if (!generator) continue;
+      try {
+        const folders = await repo.folders(
+          resolved.commit,
+          generator.directories,
+          generator.exclude,
+          MAX_SET_DEPLOYMENTS,
+        );
+        keeper.folders(set.name, resolved.commit, folders);
+        this.setsRead.set(set.name, `${resolved.commit} ${JSON.stringify(set.generator)}`);
+      } catch (error) {
+        log.error(
+          { set: set.name, commit: resolved.commit, err: errorMessage(error) },
+          'deployment set: cannot read its folders; its deployments stay as they are',
+        );
+      }
     }
   }
 

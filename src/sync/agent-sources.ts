@@ -144,7 +144,7 @@ export async function pollGitSource(
   reconcile: Reconcile,
   /** Where the ref points: read by this poll, or shared with the other polls of its trigger (shared-sources.ts). */
   resolve: () => Promise<ResolvedRef> = () => repo.resolve(),
-): Promise<void> {
+): Promise<ResolvedRef> {
   const users = usersOf(state, repo.source.name).filter((d) => d.spec.source === repo.source.name);
   const resolved = await resolve();
   // Nothing moved: no fetch at all. The ledger is still read, so that a resume after a rollback is seen.
@@ -213,6 +213,7 @@ export async function pollGitSource(
       );
     }
   }
+  return resolved;
 }
 
 /**

@@ -16,6 +16,7 @@ import { StalledError, type Subject, TransientError } from '../../errors.ts';
 import type { ManifestFile } from '../../render/parse.ts';
 import { compactPacks } from './compact.ts';
 import { safeUrl } from './errors.ts';
+import { folderSelection } from './folder-glob.ts';
 import { ancestry } from './history.ts';
 import { exclusive } from './lock.ts';
 import {
@@ -32,6 +33,7 @@ import {
   diffTrees,
   type FileChange,
   listFiles,
+  listFolders,
   type ObjectStore,
   readCommit,
   type TreeFile,
@@ -205,6 +207,29 @@ export class GitRepository {
       const selected = await this.#manifests(store, commit, filter);
       requireEveryPath(paths, exclude, selected, this.#subject(commit));
       return readManifests(store, selected, this.source.maxFileBytes, this.#subject(commit));
+    });
+  }
+
+  /**
+   * The folders at a fetched commit that `include` matches and `exclude` does not (folder globs, folder-glob.ts),
+   * sorted; more than `limit` is refused naming the commit.
+   */
+  async folders(
+    commit: string,
+    include: readonly string[],
+    exclude: readonly string[],
+    limit: number,
+  ): Promise<string[]> {
+    return exclusive(this.gitdir, async () => {
+      const store = this.#store();
+      await this.#requireCommit(store, commit);
+      try {
+        return await listFolders(store, commit, folderSelection(include, exclude), limit);
+      } catch (error) {
+        throw error instanceof StalledError
+          ? new StalledError(error.message, { subject: this.#subject(commit), cause: error })
+          : error;
+      }
     });
   }
 

@@ -74,6 +74,41 @@ export async function listFiles(
   return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
+/** Which folders a walk takes (`matches`) and which it looks into (`mayContain`). */
+export interface FolderSelection {
+  matches(folder: string): boolean;
+  mayContain(folder: string): boolean;
+}
+
+/**
+ * The folders of a commit (or tree) that the selection matches, sorted by path; more than `limit` is refused. Only
+ * trees are read, never a blob.
+ */
+export async function listFolders(
+  store: ObjectStore,
+  oid: string,
+  selection: FolderSelection,
+  limit: number,
+): Promise<string[]> {
+  const folders: string[] = [];
+  let visited = 0;
+  const visit = async (treeOid: string, prefix: string): Promise<void> => {
+    for (const entry of await entries(store, treeOid)) {
+      if (entry.type !== 'tree') continue;
+      const path = join(prefix, entry.path);
+      if (selection.matches(path)) {
+        if (folders.length >= limit) throw new StalledError(`more than ${limit} folders match`);
+        folders.push(path);
+      }
+      // A bound on the trees read, whatever the globs: a repository of a million folders is not walked whole.
+      if (++visited > 100_000) throw new StalledError('more than 100,000 folders to look through');
+      if (selection.mayContain(path)) await visit(entry.oid, path);
+    }
+  };
+  await visit(await treeOf(store, oid), '');
+  return folders.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
 /**
  * The files that differ between two commits (or trees): added, deleted, changed content or changed mode.
  * Subtrees with equal ids are skipped without being read, so the cost follows the size of the change, not of

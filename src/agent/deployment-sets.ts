@@ -1,0 +1,74 @@
+// The keeper of deployment sets in a running agent (docs/deployment-sets.md): it holds the folders each
+// Git-directories set matched at the last commit its source's poll read (the agent of the process's own cluster
+// tells it, src/sync/agent-polling.ts), and makes the configuration the agents run: the file's deployments and every
+// set's (src/config/sets.ts). A change of folders reloads the agents through the same path as a reload of the file,
+// one change at a time.
+import type { MooringConfig } from '../config/schema.ts';
+import { withSets } from '../config/sets.ts';
+import type { Logger } from '../contract.ts';
+import { errorMessage } from '../errors.ts';
+import type { SetFolders } from '../sync/agent-context.ts';
+
+export class SetKeeper implements SetFolders {
+  private readonly known = new Map<string, { commit: string; folders: readonly string[] }>();
+  private readonly log: Logger;
+  private readonly apply: () => Promise<void>;
+  private chain: Promise<unknown> = Promise.resolve();
+  /** What was last said of each set (its refusals, its hold), so that a poll that changes nothing says nothing. */
+  private readonly said = new Map<string, string>();
+
+  constructor(options: { log: Logger; apply: () => Promise<void> }) {
+    this.log = options.log;
+    this.apply = options.apply;
+  }
+
+  /** The folders `set` matches at `commit`: when they changed, the agents are given the set's new deployments. */
+  folders(set: string, commit: string, folders: readonly string[]): void {
+    const before = this.known.get(set);
+    this.known.set(set, { commit, folders: [...folders] });
+    if (
+      before &&
+      before.folders.length === folders.length &&
+      before.folders.every((f, i) => f === folders[i])
+    )
+      return;
+    this.log.info(
+      { set, commit: commit.slice(0, 12), folders: folders.length, before: before?.folders.length ?? 0 },
+      'deployment set: its folders changed',
+    );
+    this.apply().catch((error: unknown) =>
+      this.log.error({ set, err: errorMessage(error) }, 'deployment set: cannot take its deployments'),
+    );
+  }
+
+  /** Runs `step` once every step given before it has ended: reloads and changes of sets never overlap. */
+  serially<T>(step: () => Promise<T>): Promise<T> {
+    const run = this.chain.then(step);
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * `file` with every set's deployments, from the folders known so far; `running`: the configuration the agents run
+   * now, whose deployments a set held back by its removal budget keeps. Refusals and holds are logged once each.
+   */
+  expand(file: MooringConfig, running: MooringConfig): MooringConfig {
+    const folders = new Map([...this.known].map(([set, k]) => [set, k.folders]));
+    const { config, problems, held } = withSets(file, folders, running);
+    for (const set of file.deploymentSets) {
+      const refused = problems.filter((p) => p.set === set.name).map((p) => p.text);
+      const hold = held.find((h) => h.set === set.name);
+      const key = JSON.stringify([refused, hold?.removed]);
+      if (this.said.get(set.name) === key) continue;
+      this.said.set(set.name, key);
+      const commit = this.known.get(set.name)?.commit.slice(0, 12);
+      for (const text of refused) this.log.error({ set: set.name, commit }, text);
+      if (hold)
+        this.log.warn(
+          { set: set.name, commit, removed: hold.removed },
+          `deployment set ${set.name}: this change would remove ${hold.removed.length} deployments, more than its removal budget of ${hold.budget}; held, its deployments stay as they were until the folders come back or removal.budget is raised`,
+        );
+    }
+    return config;
+  }
+}

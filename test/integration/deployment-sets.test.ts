@@ -1,0 +1,144 @@
+// Deployment sets on the test bed (docs/deployment-sets.md): a Git-directories set over a repository of 30 app
+// folders on the test bed's Git server, synced by the agent into the real kube-apiserver. Every folder becomes a
+// deployment; a folder added by a commit is deployed from that commit; a folder removed removes its deployment (its
+// objects stay, as for a deployment removed from the file); a commit that removes more than the set's removal budget
+// is held, its deployments kept; a folder whose name cannot make a deployment is refused by name, and the others go on.
+import { describe, expect, it } from 'vitest';
+import { agentConfig, bareRepo, eventually, kubectl, startAgent, useNamespace } from './helpers.ts';
+
+const APPS = 30;
+const app = (i: number) => `app-${String(i).padStart(2, '0')}`;
+
+function configMap(name: string, round: number): string {
+  return `apiVersion: v1
+kind: ConfigMap
+metadata: {name: ${name}-settings}
+data: {ROUND: "${round}"}
+`;
+}
+
+describe('a deployment set over the folders of a Git source', () => {
+  const ns = useNamespace('sets');
+
+  it('deploys a folder per deployment, follows folders added and removed, and holds a removal over its budget', async () => {
+    const repo = await bareRepo(`sets-${Date.now().toString(36)}/fleet`);
+    const files: Record<string, string> = {};
+    for (let i = 0; i < APPS; i++) files[`apps/${app(i)}/settings.yaml`] = configMap(app(i), 1);
+    // Not a DNS label once made a name: refused by name, the others deployed.
+    files['apps/Bad_Name/settings.yaml'] = configMap('bad', 1);
+    files['README.md'] = '# fleet\n';
+    await repo.commit(files);
+    const config = await agentConfig({
+      cluster: { namespace: `mooring-sets-${Date.now().toString(36)}` },
+      git: [{ name: 'fleet', repo, interval: '1s' }],
+      extra: {
+        deploymentSets: [
+          {
+            name: 'apps',
+            generator: { gitDirectories: { source: 'fleet', directories: ['apps/*'] } },
+            template: {
+              name: '{{path.basename}}',
+              namespace: ns(),
+              source: 'fleet',
+              paths: ['{{path}}'],
+              stability: { timeout: '2m' },
+            },
+            removal: { budget: 2 },
+          },
+        ],
+      },
+    });
+    const agent = startAgent(config, { level: 'info' });
+    const configMaps = async () => {
+      const out = await kubectl('get', 'configmaps', '-n', ns(), '-o', 'jsonpath={.items[*].metadata.name}');
+      return new Set(out.stdout.split(/\s+/).filter((n) => n.endsWith('-settings')));
+    };
+    /** Whether `name` ended a sync stable at `commit`. */
+    const synced = (name: string, commit: string) =>
+      agent
+        .logs()
+        .some((r) => r.deployment === name && r.outcome === 'stable' && r.revision === commit.slice(0, 12))
+        ? true
+        : undefined;
+    await eventually(
+      `${APPS} deployments stable`,
+      async () => ((await configMaps()).size >= APPS ? true : undefined),
+      180_000,
+    );
+    const refused = agent
+      .logs()
+      .filter((r) => String(r.msg).startsWith('deployment set apps, folder apps/Bad_Name:'));
+    expect(refused.map((r) => r.msg)).toEqual([
+      expect.stringMatching(
+        /^deployment set apps, folder apps\/Bad_Name: name "Bad_Name": must be a DNS label/,
+      ),
+    ]);
+    expect([...(await configMaps())].sort()).toEqual(
+      Array.from({ length: APPS }, (_, i) => `${app(i)}-settings`),
+    );
+
+    // A folder added: its deployment is made and synced at the commit that added it.
+    const added = await repo.commit({ 'apps/app-new/settings.yaml': configMap('app-new', 1) });
+    await eventually(
+      'app-new deployed',
+      async () => ((await configMaps()).has('app-new-settings') ? true : undefined),
+      60_000,
+    );
+    const adding = agent.logged('deployment sets changed the deployments').at(-1);
+    expect(adding?.deploymentsAdded).toEqual(['app-new']);
+    await eventually(
+      'app-new synced at the commit that added it',
+      async () => synced('app-new', added),
+      60_000,
+    );
+
+    // Two folders removed (the budget): their deployments go, their objects stay.
+    await repo.commit({ 'apps/app-00/settings.yaml': null, 'apps/app-01/settings.yaml': null });
+    await eventually(
+      'two deployments removed',
+      async () => {
+        const last = agent.logged('deployment sets changed the deployments').at(-1);
+        return JSON.stringify(last?.deploymentsRemoved) === JSON.stringify(['app-00', 'app-01'])
+          ? true
+          : undefined;
+      },
+      60_000,
+    );
+    expect((await configMaps()).has('app-00-settings')).toBe(true);
+
+    // Three removed at once: more than the budget, held; nothing removed, and it says how to let it.
+    const changes = agent.logged('deployment sets changed the deployments').length;
+    await repo.commit({
+      'apps/app-02/settings.yaml': null,
+      'apps/app-03/settings.yaml': null,
+      'apps/app-04/settings.yaml': null,
+    });
+    const held = await eventually(
+      'the removal held',
+      async () => agent.logs().find((r) => String(r.msg).includes('more than its removal budget of 2')),
+      60_000,
+    );
+    expect(held.removed).toEqual(['app-02', 'app-03', 'app-04']);
+    expect(String(held.msg)).toContain('removal.budget is raised');
+    // A later change of a held deployment's neighbour still leaves the set held: no removal, no reload.
+    await repo.commit({ 'apps/app-05/settings.yaml': configMap(app(5), 2) });
+    await eventually(
+      'app-05 at round 2',
+      async () => {
+        const out = await kubectl(
+          'get',
+          'configmap',
+          `${app(5)}-settings`,
+          '-n',
+          ns(),
+          '-o',
+          'jsonpath={.data.ROUND}',
+        );
+        return out.stdout === '2' ? true : undefined;
+      },
+      60_000,
+    );
+    expect(agent.logged('deployment sets changed the deployments')).toHaveLength(changes);
+    await agent.stop();
+  }, 420_000);
+});
