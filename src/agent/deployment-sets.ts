@@ -11,6 +11,8 @@ import type { SetFolders } from '../sync/agent-context.ts';
 
 export class SetKeeper implements SetFolders {
   private readonly known = new Map<string, { commit: string; folders: readonly string[] }>();
+  /** Deployments leaving a set that prunes whose last sync ended stable: the next expansion drops them. */
+  private readonly ended = new Set<string>();
   private readonly log: Logger;
   private readonly apply: () => Promise<void>;
   private chain: Promise<unknown> = Promise.resolve();
@@ -41,6 +43,15 @@ export class SetKeeper implements SetFolders {
     );
   }
 
+  removed(deployment: string): void {
+    if (this.ended.has(deployment)) return;
+    this.ended.add(deployment);
+    this.log.info({ deployment }, 'deployment set: its objects are pruned; the deployment goes');
+    this.apply().catch((error: unknown) =>
+      this.log.error({ deployment, err: errorMessage(error) }, 'deployment set: cannot drop the deployment'),
+    );
+  }
+
   /** Runs `step` once every step given before it has ended: reloads and changes of sets never overlap. */
   serially<T>(step: () => Promise<T>): Promise<T> {
     const run = this.chain.then(step);
@@ -54,7 +65,13 @@ export class SetKeeper implements SetFolders {
    */
   expand(file: MooringConfig, running: MooringConfig): MooringConfig {
     const folders = new Map([...this.known].map(([set, k]) => [set, k.folders]));
-    const { config, problems, held } = withSets(file, folders, running);
+    const { config, problems, held } = withSets(file, folders, running, this.ended);
+    // Forgotten once gone, or once its folder came back: a later removal prunes again.
+    for (const name of this.ended) {
+      const now = config.deployments.find((d) => d.name === name);
+      if ((now && !now.removing) || !running.deployments.some((d) => d.name === name))
+        this.ended.delete(name);
+    }
     for (const set of file.deploymentSets) {
       const refused = problems.filter((p) => p.set === set.name).map((p) => p.text);
       const hold = held.find((h) => h.set === set.name);

@@ -137,11 +137,12 @@ function parse(
 function setProblems(config: MooringConfig): ReferenceProblem[] {
   const problems: ReferenceProblem[] = [];
   config.deployments.forEach((d, index) => {
-    if (d.set !== undefined)
-      problems.push({
-        path: ['deployments', index, 'set'],
-        message: 'is filled in by mooring for the deployments of a deployment set; write none',
-      });
+    for (const field of ['set', 'removing'] as const)
+      if (d[field] !== undefined)
+        problems.push({
+          path: ['deployments', index, field],
+          message: 'is filled in by mooring for the deployments of a deployment set; write none',
+        });
   });
   config.deploymentSets.forEach((set, index) => {
     for (const message of templateProblems(set))

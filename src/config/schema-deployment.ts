@@ -144,6 +144,11 @@ export const deployment = z.strictObject({
   namespace: name,
   /** The deployment set that made it (docs/deployment-sets.md): filled in by mooring, never written by hand. */
   set: name.optional(),
+  /**
+   * Removed from its set, which prunes on removal: its last sync deploys nothing, so that its objects are pruned
+   * (docs/deployment-sets.md). Filled in by mooring, never written by hand.
+   */
+  removing: z.literal(true).optional(),
   /** The moniker application; the deployment's namespace when absent, as for the CLI (docs/cli.md). */
   application: name.optional(),
   /** A git or local source that holds the manifests. */

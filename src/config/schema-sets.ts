@@ -58,6 +58,11 @@ export const deploymentSet = z.strictObject({
        * (the set keeps its deployments as they were) until the budget is raised or the folders come back.
        */
       budget: z.number().int().min(0).max(MAX_SET_DEPLOYMENTS).default(10),
+      /**
+       * Whether a deployment removed from the set deletes its objects: it syncs once more with nothing to deploy
+       * (its inventory's objects pruned, a release and a commit status recorded), then goes. Off: its objects stay.
+       */
+      prune: z.boolean().default(false),
     })
     .prefault({}),
 });

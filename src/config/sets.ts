@@ -227,6 +227,8 @@ export function withSets(
   config: MooringConfig,
   folders: ReadonlyMap<string, readonly string[]>,
   previous?: MooringConfig,
+  /** Deployments being removed (a set that prunes) whose last sync has ended: they go now. */
+  ended: ReadonlySet<string> = new Set(),
 ): { config: MooringConfig; problems: SetProblem[]; held: HeldSet[] } {
   let deployments = config.deployments.filter((d) => d.set === undefined);
   const problems: SetProblem[] = [];
@@ -239,13 +241,21 @@ export function withSets(
     problems.push(...made.problems);
     const before = previous?.deployments.filter((d) => d.set === set.name) ?? [];
     const names = new Set(made.deployments.map((d) => d.name));
-    const removed = before.filter((d) => !names.has(d.name)).map((d) => d.name);
+    // A deployment already on its way out counts no more against the budget.
+    const leaving = before.filter((d) => !names.has(d.name));
+    const removed = leaving.filter((d) => !d.removing).map((d) => d.name);
     if (removed.length > set.removal.budget) {
       held.push({ set: set.name, removed, budget: set.removal.budget });
       deployments = [...deployments, ...before];
       continue;
     }
-    deployments = [...deployments, ...made.deployments];
+    // A set that prunes keeps each removed deployment until its last sync (nothing to deploy: all pruned) ended.
+    const going = set.removal.prune
+      ? leaving
+          .filter((d) => !ended.has(d.name))
+          .map((d): Deployment => ({ ...d, removing: true, prune: true, allowEmpty: true }))
+      : [];
+    deployments = [...deployments, ...made.deployments, ...going];
   }
   return { config: { ...config, deployments }, problems, held };
 }

@@ -55,6 +55,8 @@ export interface AgentDeps {
 /** Where the folders of Git-directories deployment sets go once read. */
 export interface SetFolders {
   folders(set: string, commit: string, folders: readonly string[]): void;
+  /** A deployment leaving its set (removal.prune) ended its last sync stable: its objects are gone, and it may go. */
+  removed(deployment: string): void;
 }
 
 /** What the agent lends a job: its dependencies, and the state and steps that stay the agent's. */

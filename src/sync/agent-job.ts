@@ -177,6 +177,7 @@ export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned):
       d.deployed = local;
       d.sameAs = undefined;
       d.attempted = undefined;
+      if (d.spec.removing) ctx.deps.sets?.removed(d.spec.name);
     } else if (d.deployed === undefined && commit) d.attempted = commit;
     await answerAll((r) => ctx.control.finished(r, report, release));
     return cappedRetry(outcomeOf(report), ctx.retryInterval(d));

@@ -377,6 +377,8 @@ export function manifestFiles(
   artifacts: Record<string, ReleaseImage>,
   dependencies?: readonly ChartDependency[],
 ): Promise<ManifestFile[]> {
+  // A deployment leaving its set (removal.prune): nothing to deploy, so that its last sync prunes what it deployed.
+  if (d.spec.removing) return Promise.resolve([]);
   const repo = state.repos.get(d.spec.source);
   if (repo && !commit) throw new Error(`no commit of ${d.spec.source} is known yet`);
   const ctx = {

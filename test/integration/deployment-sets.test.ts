@@ -141,4 +141,66 @@ describe('a deployment set over the folders of a Git source', () => {
     expect(agent.logged('deployment sets changed the deployments')).toHaveLength(changes);
     await agent.stop();
   }, 420_000);
+
+  it('prunes the objects of a folder removed from a set that says so, records it, then drops the deployment', async () => {
+    const repo = await bareRepo(`sets-prune-${Date.now().toString(36)}/fleet`);
+    await repo.commit({
+      'apps/keep/settings.yaml': configMap('keep', 1),
+      'apps/gone/settings.yaml': configMap('gone', 1),
+    });
+    const agentNs = `mooring-sets-prune-${Date.now().toString(36)}`;
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { namespace: agentNs },
+        git: [{ name: 'fleet', repo, interval: '1s' }],
+        extra: {
+          deploymentSets: [
+            {
+              name: 'apps',
+              generator: { gitDirectories: { source: 'fleet', directories: ['apps/*'] } },
+              template: {
+                name: 'pruned-{{path.basename}}',
+                namespace: ns(),
+                source: 'fleet',
+                paths: ['{{path}}'],
+              },
+              removal: { prune: true },
+            },
+          ],
+        },
+      }),
+      { level: 'info' },
+    );
+    const exists = async (name: string) =>
+      (await kubectl('get', 'configmap', `${name}-settings`, '-n', ns())).code === 0;
+    await eventually(
+      'both deployed',
+      async () => ((await exists('gone')) && (await exists('keep')) ? true : undefined),
+      120_000,
+    );
+    const removal = await repo.commit({ 'apps/gone/settings.yaml': null });
+    await eventually('its objects pruned', async () => ((await exists('gone')) ? undefined : true), 60_000);
+    // Recorded as a release of the removing commit, then the deployment goes.
+    await eventually(
+      'the deployment dropped',
+      async () =>
+        agent
+          .logged('deployment sets changed the deployments')
+          .some((r) => JSON.stringify(r.deploymentsRemoved) === JSON.stringify(['pruned-gone']))
+          ? true
+          : undefined,
+      60_000,
+    );
+    const out = await kubectl('get', 'configmap', 'mooring-ledger-pruned-gone', '-n', agentNs, '-o', 'json');
+    const releases = JSON.parse(
+      (JSON.parse(out.stdout) as { data: Record<string, string> }).data['releases.json'] ?? '[]',
+    ) as { commit?: string; result: string; objects: { object: string; action: string }[] }[];
+    expect(releases[0]).toMatchObject({
+      commit: removal,
+      result: 'stable',
+      objects: [{ object: `ConfigMap ${ns()}/gone-settings`, action: 'pruned' }],
+    });
+    expect(await exists('keep')).toBe(true);
+    await agent.stop();
+  }, 300_000);
 });

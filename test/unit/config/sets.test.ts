@@ -197,6 +197,37 @@ deploymentSets:
     );
   });
 
+  it('keep a deployment removed from a set that prunes, with nothing to deploy, until its last sync ended', () => {
+    const config = parseConfig(
+      folders.replace('removal: {budget: 2}', 'removal: {budget: 2, prune: true}'),
+      'a.yaml',
+    );
+    const before = withSets(config, new Map([['apps', ['apps/a', 'apps/b']]])).config;
+    const leaving = withSets(config, new Map([['apps', ['apps/b']]]), before).config;
+    expect(
+      leaving.deployments
+        .filter((d) => d.set === 'apps')
+        .map((d) => [d.name, d.removing, d.prune, d.allowEmpty]),
+    ).toEqual([
+      ['app-b', undefined, true, false],
+      ['app-a', true, true, true],
+    ]);
+    // Still leaving at the next change; it counts no more against the budget.
+    const again = withSets(config, new Map([['apps', ['apps/b']]]), leaving);
+    expect(again.held).toEqual([]);
+    expect(again.config.deployments.map((d) => d.name)).toContain('app-a');
+    // Its last sync ended: it goes.
+    const gone = withSets(config, new Map([['apps', ['apps/b']]]), leaving, new Set(['app-a'])).config;
+    expect(gone.deployments.map((d) => d.name)).toEqual(['web', 'app-b']);
+    // Its folder back before that: an ordinary deployment again.
+    const back = withSets(config, new Map([['apps', ['apps/a', 'apps/b']]]), leaving).config;
+    expect(back.deployments.find((d) => d.name === 'app-a')?.removing).toBeUndefined();
+    // A hand-written deployment cannot claim to be leaving.
+    expect(problemsOf(`${sources}    removing: true\n`).map((p) => p.path)).toEqual([
+      'deployments[0].removing',
+    ]);
+  });
+
   it('fill strings only: a value never becomes structure', () => {
     const template = { name: '{{x}}', list: ['a-{{x}}', 3, true], nested: { deep: '{{x}}' } };
     expect(fillTemplate(template, { x: '{a: 1}' })).toEqual({
