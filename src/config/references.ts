@@ -154,13 +154,26 @@ export function checkReferences(raw: unknown): ReferenceProblem[] {
         });
       setNames.add(set.name);
     }
-    const generator = (set as { generator?: { gitDirectories?: { source?: unknown } } }).generator;
-    const source = generator?.gitDirectories?.source;
-    if (typeof source === 'string' && !byKind.git?.has(source))
-      problems.push({
-        path: ['deploymentSets', index, 'generator', 'gitDirectories', 'source'],
-        message: `no git source is named "${source}"`,
-      });
+    type Generator = { gitDirectories?: { source?: unknown } };
+    const generator = (set as { generator?: Generator & { matrix?: { generators?: unknown } } }).generator;
+    const inner = Array.isArray(generator?.matrix?.generators)
+      ? (generator.matrix.generators as Generator[])
+      : [];
+    const places: [Generator | undefined, (string | number)[]][] = [
+      [generator, ['deploymentSets', index, 'generator']],
+      ...inner.map((g, i): [Generator, (string | number)[]] => [
+        g,
+        ['deploymentSets', index, 'generator', 'matrix', 'generators', i],
+      ]),
+    ];
+    for (const [g, path] of places) {
+      const source = g?.gitDirectories?.source;
+      if (typeof source === 'string' && !byKind.git?.has(source))
+        problems.push({
+          path: [...path, 'gitDirectories', 'source'],
+          message: `no git source is named "${source}"`,
+        });
+    }
   });
   return problems;
 }

@@ -2,6 +2,7 @@
 // a list or per folder of a Git source, from a template with placeholders. The template is checked here only as an
 // object: each deployment it yields is checked as a hand-written one is (src/config/sets.ts).
 import { z } from 'zod';
+import { clusterLabels } from './schema-deployment.ts';
 import { name } from './schema-fields.ts';
 
 /** The most deployments one set may yield: more is refused with the set named, nothing of it half-taken. */
@@ -22,25 +23,48 @@ const element = z.record(
   z.union([z.string().max(1024), z.number(), z.boolean()]),
 );
 
+/** The generators that give inputs of their own; `matrix` combines two of them. */
+const single = {
+  /** One deployment per element; each element's keys are the template's placeholders. */
+  list: z.strictObject({ elements: z.array(element).max(MAX_SET_DEPLOYMENTS) }).optional(),
+  /**
+   * One deployment per folder of a Git source that a glob matches, read again at every commit of that source:
+   * `{{path}}`, `{{path.basename}}` and `{{path.N}}` (the N-th folder name of the path, from 0).
+   */
+  gitDirectories: z
+    .strictObject({
+      source: name,
+      directories: z.array(folderGlob).min(1).max(32),
+      exclude: z.array(folderGlob).max(32).default([]),
+    })
+    .optional(),
+  /**
+   * One deployment per cluster of the configuration (the agent's own and `clusters`) whose labels hold every key
+   * of `selector` with its value (none: every cluster): `{{cluster.name}}`, `{{cluster.labels.KEY}}`.
+   */
+  clusters: z.strictObject({ selector: clusterLabels.default({}) }).optional(),
+};
+type Kinds = { [K in keyof typeof single]?: unknown } & { matrix?: unknown };
+const kinds = (g: Kinds) => Object.values(g).filter((v) => v !== undefined).length;
+
+const simpleGenerator = z.strictObject(single).refine((g) => kinds(g) === 1, {
+  message: 'give exactly one generator: "list", "gitDirectories" or "clusters"',
+});
+
 const generator = z
   .strictObject({
-    /** One deployment per element; each element's keys are the template's placeholders. */
-    list: z.strictObject({ elements: z.array(element).max(MAX_SET_DEPLOYMENTS) }).optional(),
-    /**
-     * One deployment per folder of a Git source that a glob matches, read again at every commit of that source:
-     * `{{path}}`, `{{path.basename}}` and `{{path.N}}` (the N-th folder name of the path, from 0).
-     */
-    gitDirectories: z
-      .strictObject({
-        source: name,
-        directories: z.array(folderGlob).min(1).max(32),
-        exclude: z.array(folderGlob).max(32).default([]),
-      })
-      .optional(),
+    ...single,
+    /** Every pair of the two generators' inputs (folders x clusters): their placeholders together. */
+    matrix: z.strictObject({ generators: z.array(simpleGenerator).length(2) }).optional(),
   })
-  .refine((g) => (g.list ? 1 : 0) + (g.gitDirectories ? 1 : 0) === 1, {
-    message: 'give exactly one generator: "list" or "gitDirectories"',
+  .refine((g) => kinds(g) === 1, {
+    message: 'give exactly one generator: "list", "gitDirectories", "clusters" or "matrix"',
+  })
+  .refine((g) => (g.matrix?.generators.filter((m) => m.gitDirectories !== undefined).length ?? 0) <= 1, {
+    message: 'a matrix takes at most one gitDirectories generator',
   });
+
+export type SetGenerator = z.infer<typeof simpleGenerator>;
 
 export const deploymentSet = z.strictObject({
   name,

@@ -6,8 +6,8 @@
 import { checkReferences, pathProblem } from './references.ts';
 import type { MooringConfig } from './schema.ts';
 import { type Deployment, deployment } from './schema-deployment.ts';
-import { type DeploymentSet, MAX_SET_DEPLOYMENTS } from './schema-sets.ts';
-import { targetProblems } from './targets.ts';
+import { type DeploymentSet, MAX_SET_DEPLOYMENTS, type SetGenerator } from './schema-sets.ts';
+import { type ClusterInfo, clustersOf, targetProblems } from './targets.ts';
 
 /** One input of a set: what it is called in messages (`folder apps/web`, `element 3`) and its placeholders. */
 export interface SetInput {
@@ -51,12 +51,32 @@ export function placeholdersOf(template: unknown): { key: string; at: string }[]
   return found;
 }
 
-/** Which placeholders a generator gives: a list's element keys; a folder's path, basename and names by position. */
-export function knownPlaceholder(set: DeploymentSet, key: string): boolean {
-  if (key === 'set') return true;
-  if (set.generator.gitDirectories)
+/** The generators a set combines: its one generator, or the two of its matrix. */
+export function generatorsOf(set: DeploymentSet): SetGenerator[] {
+  const { matrix, ...one } = set.generator;
+  return matrix ? matrix.generators : [one];
+}
+
+/** The Git-directories generator of a set (its own, or in its matrix), whose folders its source's polls read. */
+export function folderGenerator(set: DeploymentSet): SetGenerator['gitDirectories'] {
+  return generatorsOf(set).find((g) => g.gitDirectories)?.gitDirectories;
+}
+
+/**
+ * Whether a generator gives `key`: a list's element keys; a folder's path, basename and names by position; a
+ * cluster's name and labels.
+ */
+function gives(generator: SetGenerator, key: string): boolean {
+  if (generator.gitDirectories)
     return key === 'path' || key === 'path.basename' || /^path\.\d{1,2}$/.test(key);
-  return (set.generator.list?.elements ?? []).every((e) => Object.hasOwn(e, key));
+  if (generator.clusters) return key === 'cluster.name' || /^cluster\.labels\.[A-Za-z0-9_.]+$/.test(key);
+  const elements = generator.list?.elements ?? [];
+  return elements.length > 0 && elements.every((e) => Object.hasOwn(e, key));
+}
+
+/** Which placeholders a set's generator (or its matrix's two) gives. */
+export function knownPlaceholder(set: DeploymentSet, key: string): boolean {
+  return key === 'set' || generatorsOf(set).some((g) => gives(g, key));
 }
 
 /** Problems of a template found without any input: placeholders the generator does not give, written badly. */
@@ -67,9 +87,7 @@ export function templateProblems(set: DeploymentSet): string[] {
       problems.push(`${at}: "{{${key}}}" is not a placeholder (letters, digits, "_" and ".")`);
     else if (!knownPlaceholder(set, key))
       problems.push(
-        set.generator.gitDirectories
-          ? `${at}: "{{${key}}}" is not given by gitDirectories (path, path.basename, path.N, set)`
-          : `${at}: "{{${key}}}" is not a key of every element of the list`,
+        `${at}: "{{${key}}}" is not given by its generator (list: the elements' keys; gitDirectories: path, path.basename, path.N; clusters: cluster.name, cluster.labels.KEY; every one: set)`,
       );
   }
   if ('set' in set.template) problems.push("template.set: filled in by mooring with the set's name");
@@ -110,6 +128,45 @@ export function elementInput(
     index,
     values: Object.fromEntries(Object.entries(element).map(([k, v]) => [k, String(v)])),
   };
+}
+
+/** A cluster's placeholders: its name, and each label whose key can be a placeholder's. */
+export function clusterInput(cluster: ClusterInfo): SetInput {
+  const values: Record<string, string> = { 'cluster.name': cluster.name };
+  for (const [key, value] of Object.entries(cluster.labels))
+    if (/^[A-Za-z0-9_.]+$/.test(key)) values[`cluster.labels.${key}`] = value;
+  return { label: `cluster ${cluster.name}`, values };
+}
+
+/** The inputs of one generator: its elements, the folders known of it, or the clusters it selects. */
+function inputsOfOne(
+  config: MooringConfig,
+  generator: SetGenerator,
+  folders: readonly string[] | undefined,
+): SetInput[] {
+  if (generator.list) return generator.list.elements.map(elementInput);
+  if (generator.gitDirectories) return (folders ?? []).map(folderInput);
+  const selector = generator.clusters?.selector ?? {};
+  return clustersOf(config)
+    .filter((c) => Object.entries(selector).every(([k, v]) => c.labels[k] === v))
+    .map(clusterInput);
+}
+
+/** A set's inputs: its generator's, or every pair of its matrix's two (their placeholders together). */
+export function inputsOf(
+  config: MooringConfig,
+  set: DeploymentSet,
+  folders: readonly string[] | undefined,
+): SetInput[] {
+  const [first, second] = generatorsOf(set).map((g) => inputsOfOne(config, g, folders));
+  if (!second) return first ?? [];
+  const pairs: SetInput[] = [];
+  for (const a of first ?? [])
+    for (const b of second) {
+      if (pairs.length > MAX_SET_DEPLOYMENTS) return pairs;
+      pairs.push({ label: `${a.label} x ${b.label}`, values: { ...a.values, ...b.values } });
+    }
+  return pairs;
 }
 
 /** Dotted zod paths as the configuration's messages write them: `paths[0]`, `helm.values`. */
@@ -234,9 +291,7 @@ export function withSets(
   const problems: SetProblem[] = [];
   const held: HeldSet[] = [];
   for (const set of config.deploymentSets) {
-    const inputs = set.generator.list
-      ? set.generator.list.elements.map(elementInput)
-      : (folders.get(set.name) ?? []).map(folderInput);
+    const inputs = inputsOf(config, set, folders.get(set.name));
     const made = generate({ ...config, deployments }, set, inputs);
     problems.push(...made.problems);
     const before = previous?.deployments.filter((d) => d.set === set.name) ?? [];

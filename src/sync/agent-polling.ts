@@ -3,6 +3,7 @@
 // for meanwhile runs once more after it), and each change handed to the agent's decision.
 import type { GitSource, LocalSource, MooringConfig } from '../config/schema.ts';
 import { MAX_SET_DEPLOYMENTS } from '../config/schema-sets.ts';
+import { folderGenerator } from '../config/sets.ts';
 import type { Logger } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
 import { artifactSource } from '../sources/artifact-poller.ts';
@@ -243,7 +244,7 @@ export class SourcePolls {
     // Read once per commit and set (the folders of a commit do not change); a changed set is read again.
     const sets = this.ctx.deps.config.deploymentSets.filter(
       (s) =>
-        s.generator.gitDirectories?.source === name &&
+        folderGenerator(s)?.source === name &&
         this.setsRead.get(s.name) !== `${resolved.commit} ${JSON.stringify(s.generator)}`,
     );
     if (!keeper || sets.length === 0) return;
@@ -257,7 +258,7 @@ export class SourcePolls {
       return;
     }
     for (const set of sets) {
-      const generator = set.generator.gitDirectories;
+      const generator = folderGenerator(set);
       if (!generator) continue;
       try {
         const folders = await repo.folders(

@@ -548,6 +548,59 @@ describe('many clusters from one agent', () => {
     }
   }, 600_000);
 
+  it('makes one deployment per cluster a deployment set selects by label, each deployed to its own cluster', async () => {
+    const space = await everywhere(`${ns()}-set`);
+    const { first, agent } = await startGitAgent({
+      repo: `clusters-set-${Date.now().toString(36)}/fleet`,
+      files: { 'web/web.yaml': web('set') },
+      source: { name: 'fleet' },
+      cluster: { name: 'one', namespace: agentNs(), labels: { tier: 'canary' } },
+      deployments: [],
+      extra: {
+        clusters: clusters(agentNs()),
+        deploymentSets: [
+          {
+            name: 'per-cluster',
+            generator: { clusters: { selector: { tier: 'main' } } },
+            template: {
+              name: 'web-{{cluster.name}}',
+              namespace: space,
+              source: 'fleet',
+              paths: ['web'],
+              clusters: '{{cluster.name}}',
+            },
+          },
+        ],
+      },
+      start: { process: true },
+    });
+    try {
+      for (const [cluster, kubeconfig] of [
+        ['two', two.kubeconfig],
+        ['three', three.kubeconfig],
+      ] as const) {
+        await eventually(
+          `web-${cluster} in ${cluster}`,
+          async () => ((await imageIn(kubeconfig, space)) === 'web:set' ? true : undefined),
+          90_000,
+        );
+        const api = client(kubeconfig);
+        try {
+          expect((await new Ledger(api, agentNs()).read(`web-${cluster}`)).releases[0]).toMatchObject({
+            commit: first,
+            result: 'stable',
+          });
+        } finally {
+          api.close();
+        }
+      }
+      // The agent's own cluster is not selected (its label is tier: canary): nothing deployed there.
+      expect(await imageIn(testbed().kube.kubeconfig, space)).toBeUndefined();
+    } finally {
+      await agent.stop();
+    }
+  });
+
   it('polls a repository once for all three clusters: one ref read per poll, one fetch per commit', async () => {
     const space = await everywhere(`${ns()}-once`);
     // A Git server of its own on the test bed's repositories, so that the test counts what the agent asks of it.

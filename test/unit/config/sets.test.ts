@@ -102,7 +102,7 @@ deploymentSets:
     expect(
       problemsOf(`${folders.replace('app-{{path.basename}}', 'app-{{folder}}')}`).map((p) => p.message),
     ).toEqual([
-      'template.name: "{{folder}}" is not given by gitDirectories (path, path.basename, path.N, set)',
+      `template.name: "{{folder}}" is not given by its generator (list: the elements' keys; gitDirectories: path, path.basename, path.N; clusters: cluster.name, cluster.labels.KEY; every one: set)`,
     ]);
     expect(problemsOf(`${sources}    set: apps\n`).map((p) => [p.path, p.message])).toEqual([
       ['deployments[0].set', 'is filled in by mooring for the deployments of a deployment set; write none'],
@@ -226,6 +226,60 @@ deploymentSets:
     expect(problemsOf(`${sources}    removing: true\n`).map((p) => p.path)).toEqual([
       'deployments[0].removing',
     ]);
+  });
+
+  it('make one deployment per selected cluster, and one per pair of a matrix of folders and clusters', () => {
+    const clusters = `${sources}
+cluster: {name: home, labels: {tier: main}}
+clusters:
+  - {name: prod-eu, kubeconfig: /k/eu.yaml, labels: {tier: main, region: eu}}
+  - {name: prod-us, kubeconfig: /k/us.yaml, labels: {tier: main, region: us}}
+  - {name: lab, kubeconfig: /k/lab.yaml, labels: {tier: lab}}
+deploymentSets:
+  - name: agents
+    generator: {clusters: {selector: {tier: main}}}
+    template:
+      name: "agent-{{cluster.name}}"
+      namespace: monitoring
+      source: fleet
+      paths: ["agents"]
+      clusters: "{{cluster.name}}"
+  - name: apps
+    generator:
+      matrix:
+        generators:
+          - gitDirectories: {source: fleet, directories: ["apps/*"]}
+          - clusters: {selector: {region: eu}}
+    template:
+      name: "{{path.basename}}-{{cluster.labels.region}}"
+      namespace: "{{path.basename}}"
+      source: fleet
+      paths: ["{{path}}"]
+      clusters: "{{cluster.name}}"
+`;
+    const config = parseConfig(clusters, 'agent.yaml');
+    expect(config.deployments.filter((d) => d.set).map((d) => [d.name, d.clusters])).toEqual([
+      ['agent-home', 'home'],
+      ['agent-prod-eu', 'prod-eu'],
+      ['agent-prod-us', 'prod-us'],
+    ]);
+    const withFolders = withSets(config, new Map([['apps', ['apps/api', 'apps/web']]]));
+    expect(withFolders.problems).toEqual([]);
+    expect(
+      withFolders.config.deployments.filter((d) => d.set === 'apps').map((d) => [d.name, d.clusters]),
+    ).toEqual([
+      ['api-eu', 'prod-eu'],
+      ['web-eu', 'prod-eu'],
+    ]);
+    // A matrix takes at most one source of folders.
+    expect(
+      problemsOf(
+        clusters.replace(
+          '- clusters: {selector: {region: eu}}',
+          '- gitDirectories: {source: fleet, directories: ["b/*"]}',
+        ),
+      ).map((p) => p.message),
+    ).toEqual(['a matrix takes at most one gitDirectories generator']);
   });
 
   it('fill strings only: a value never becomes structure', () => {
