@@ -4,13 +4,16 @@
 // set's (src/config/sets.ts). A change of folders reloads the agents through the same path as a reload of the file,
 // one change at a time.
 import type { MooringConfig } from '../config/schema.ts';
-import { withSets } from '../config/sets.ts';
+import { type Found, withSets } from '../config/sets.ts';
 import type { Logger } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
 import type { SetFolders } from '../sync/agent-context.ts';
 
 export class SetKeeper implements SetFolders {
-  private readonly known = new Map<string, { commit: string; folders: readonly string[] }>();
+  private readonly known = new Map<
+    string,
+    { commit: string; found: readonly Found[]; refused: readonly string[]; key: string }
+  >();
   /** Deployments leaving a set that prunes whose last sync ended stable: the next expansion drops them. */
   private readonly ended = new Set<string>();
   private readonly log: Logger;
@@ -24,19 +27,18 @@ export class SetKeeper implements SetFolders {
     this.apply = options.apply;
   }
 
-  /** The folders `set` matches at `commit`: when they changed, the agents are given the set's new deployments. */
-  folders(set: string, commit: string, folders: readonly string[]): void {
+  /**
+   * What `set`'s Git generator found at `commit` (folders, or files read as inputs): when it changed, the agents are
+   * given the set's new deployments.
+   */
+  found(set: string, commit: string, found: readonly Found[], refused: readonly string[] = []): void {
     const before = this.known.get(set);
-    this.known.set(set, { commit, folders: [...folders] });
-    if (
-      before &&
-      before.folders.length === folders.length &&
-      before.folders.every((f, i) => f === folders[i])
-    )
-      return;
+    const key = JSON.stringify([found, refused]);
+    this.known.set(set, { commit, found: [...found], refused: [...refused], key });
+    if (before?.key === key) return;
     this.log.info(
-      { set, commit: commit.slice(0, 12), folders: folders.length, before: before?.folders.length ?? 0 },
-      'deployment set: its folders changed',
+      { set, commit: commit.slice(0, 12), found: found.length, before: before?.found.length ?? 0 },
+      'deployment set: what its source gives changed',
     );
     this.apply().catch((error: unknown) =>
       this.log.error({ set, err: errorMessage(error) }, 'deployment set: cannot take its deployments'),
@@ -64,7 +66,7 @@ export class SetKeeper implements SetFolders {
    * now, whose deployments a set held back by its removal budget keeps. Refusals and holds are logged once each.
    */
   expand(file: MooringConfig, running: MooringConfig): MooringConfig {
-    const folders = new Map([...this.known].map(([set, k]) => [set, k.folders]));
+    const folders = new Map([...this.known].map(([set, k]) => [set, k.found]));
     const { config, problems, held } = withSets(file, folders, running, this.ended);
     // Forgotten once gone, or once its folder came back: a later removal prunes again.
     for (const name of this.ended) {
@@ -73,7 +75,10 @@ export class SetKeeper implements SetFolders {
         this.ended.delete(name);
     }
     for (const set of file.deploymentSets) {
-      const refused = problems.filter((p) => p.set === set.name).map((p) => p.text);
+      const refused = [
+        ...(this.known.get(set.name)?.refused ?? []),
+        ...problems.filter((p) => p.set === set.name).map((p) => p.text),
+      ];
       const hold = held.find((h) => h.set === set.name);
       const key = JSON.stringify([refused, hold?.removed]);
       if (this.said.get(set.name) === key) continue;

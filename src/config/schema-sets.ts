@@ -39,6 +39,25 @@ const single = {
     })
     .optional(),
   /**
+   * One deployment per file of a Git source that a glob matches (YAML or JSON, a mapping), read again at every
+   * commit: its fields (scalars, nested keys joined by `.`) are placeholders, with `path` (its folder),
+   * `path.basename`, `path.N` and `path.filename`.
+   */
+  gitFiles: z
+    .strictObject({
+      source: name,
+      files: z.array(folderGlob).min(1).max(32),
+      exclude: z.array(folderGlob).max(32).default([]),
+      /** A larger file is refused by its size, unread. */
+      maxFileBytes: z
+        .number()
+        .int()
+        .min(1)
+        .max(1024 * 1024)
+        .default(64 * 1024),
+    })
+    .optional(),
+  /**
    * One deployment per cluster of the configuration (the agent's own and `clusters`) whose labels hold every key
    * of `selector` with its value (none: every cluster): `{{cluster.name}}`, `{{cluster.labels.KEY}}`.
    */
@@ -48,7 +67,7 @@ type Kinds = { [K in keyof typeof single]?: unknown } & { matrix?: unknown };
 const kinds = (g: Kinds) => Object.values(g).filter((v) => v !== undefined).length;
 
 const simpleGenerator = z.strictObject(single).refine((g) => kinds(g) === 1, {
-  message: 'give exactly one generator: "list", "gitDirectories" or "clusters"',
+  message: 'give exactly one generator: "list", "gitDirectories", "gitFiles" or "clusters"',
 });
 
 const generator = z
@@ -58,10 +77,10 @@ const generator = z
     matrix: z.strictObject({ generators: z.array(simpleGenerator).length(2) }).optional(),
   })
   .refine((g) => kinds(g) === 1, {
-    message: 'give exactly one generator: "list", "gitDirectories", "clusters" or "matrix"',
+    message: 'give exactly one generator: "list", "gitDirectories", "gitFiles", "clusters" or "matrix"',
   })
-  .refine((g) => (g.matrix?.generators.filter((m) => m.gitDirectories !== undefined).length ?? 0) <= 1, {
-    message: 'a matrix takes at most one gitDirectories generator',
+  .refine((g) => (g.matrix?.generators.filter((m) => m.gitDirectories ?? m.gitFiles).length ?? 0) <= 1, {
+    message: 'a matrix takes at most one generator of a Git source (gitDirectories or gitFiles)',
   });
 
 export type SetGenerator = z.infer<typeof simpleGenerator>;

@@ -3,11 +3,16 @@
 // deployments and what was refused out. Each deployment a set yields is checked as a hand-written one is: by the
 // deployment schema, with its paths kept in its source and its references resolved. A value from a folder name is
 // untrusted input: it only ever fills a string (no structure, no code), and the field it fills checks it.
+import { errorMessage } from '../errors.ts';
+import { parseYaml } from '../yaml/parse.ts';
 import { checkReferences, pathProblem } from './references.ts';
 import type { MooringConfig } from './schema.ts';
 import { type Deployment, deployment } from './schema-deployment.ts';
 import { type DeploymentSet, MAX_SET_DEPLOYMENTS, type SetGenerator } from './schema-sets.ts';
 import { type ClusterInfo, clustersOf, targetProblems } from './targets.ts';
+
+/** What a set's Git source gave at a commit: a folder's path (gitDirectories), or a file read as an input (gitFiles). */
+export type Found = string | SetInput;
 
 /** One input of a set: what it is called in messages (`folder apps/web`, `element 3`) and its placeholders. */
 export interface SetInput {
@@ -57,9 +62,15 @@ export function generatorsOf(set: DeploymentSet): SetGenerator[] {
   return matrix ? matrix.generators : [one];
 }
 
-/** The Git-directories generator of a set (its own, or in its matrix), whose folders its source's polls read. */
-export function folderGenerator(set: DeploymentSet): SetGenerator['gitDirectories'] {
-  return generatorsOf(set).find((g) => g.gitDirectories)?.gitDirectories;
+/** The generator of a set that reads a Git source (its own, or in its matrix): its source's polls read it. */
+export function gitGenerator(
+  set: DeploymentSet,
+): (Pick<SetGenerator, 'gitDirectories' | 'gitFiles'> & { source: string }) | undefined {
+  const g = generatorsOf(set).find((one) => one.gitDirectories ?? one.gitFiles);
+  const source = g?.gitDirectories?.source ?? g?.gitFiles?.source;
+  return g && source !== undefined
+    ? { gitDirectories: g.gitDirectories, gitFiles: g.gitFiles, source }
+    : undefined;
 }
 
 /**
@@ -69,6 +80,8 @@ export function folderGenerator(set: DeploymentSet): SetGenerator['gitDirectorie
 function gives(generator: SetGenerator, key: string): boolean {
   if (generator.gitDirectories)
     return key === 'path' || key === 'path.basename' || /^path\.\d{1,2}$/.test(key);
+  // A file's fields are known only once it is read: a field a file lacks refuses that file.
+  if (generator.gitFiles) return true;
   if (generator.clusters) return key === 'cluster.name' || /^cluster\.labels\.[A-Za-z0-9_.]+$/.test(key);
   const elements = generator.list?.elements ?? [];
   return elements.length > 0 && elements.every((e) => Object.hasOwn(e, key));
@@ -118,6 +131,49 @@ export function folderInput(folder: string): SetInput {
   return { label: `folder ${folder}`, values };
 }
 
+/**
+ * A file's placeholders: its fields (scalars; nested mappings' keys joined by `.`, at most 4 deep), then its path's
+ * (`path` is its folder, `path.filename` its name), which a field cannot take over. A file that is no mapping, or a
+ * key that cannot be a placeholder, refuses the file.
+ */
+export function fileInput(path: string, text: string): SetInput | { label: string; problem: string } {
+  const label = `file ${path}`;
+  let data: unknown;
+  try {
+    data = parseYaml(text, { file: path, limits: FILE_LIMITS, rules: 'core' });
+  } catch (error) {
+    return { label, problem: errorMessage(error) };
+  }
+  if (typeof data !== 'object' || data === null || Array.isArray(data))
+    return { label, problem: 'is not a mapping of fields' };
+  const values: Record<string, string> = {};
+  const walk = (value: Record<string, unknown>, prefix: string, depth: number): string | undefined => {
+    for (const [key, v] of Object.entries(value)) {
+      if (!/^[A-Za-z][A-Za-z0-9_]{0,62}$/.test(key))
+        return `key ${JSON.stringify(key.slice(0, 80))} is not letters, digits and "_"`;
+      const name = prefix ? `${prefix}.${key}` : key;
+      if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') {
+        if (String(v).length > 1024) return `${name}: longer than 1024 characters`;
+        values[name] = String(v);
+      } else if (typeof v === 'object' && v !== null && !Array.isArray(v)) {
+        if (depth >= 4) return `${name}: nested deeper than 4`;
+        const why = walk(v as Record<string, unknown>, name, depth + 1);
+        if (why) return why;
+      }
+    }
+    return undefined;
+  };
+  const why = walk(data as Record<string, unknown>, '', 1);
+  if (why) return { label, problem: why };
+  const slash = path.lastIndexOf('/');
+  const folder = slash === -1 ? '.' : path.slice(0, slash);
+  const own = folderInput(folder).values;
+  return { label, values: { ...values, ...own, 'path.filename': path.slice(slash + 1) } };
+}
+
+/** A file's YAML as small as such a file is: no aliases to expand, a few thousand nodes. */
+const FILE_LIMITS = Object.freeze({ maxNodes: 10_000, maxDepth: 16, maxAliasCount: 0 });
+
 /** A list element's placeholders, numbers and booleans written as YAML writes them. */
 export function elementInput(
   element: Readonly<Record<string, string | number | boolean>>,
@@ -142,10 +198,11 @@ export function clusterInput(cluster: ClusterInfo): SetInput {
 function inputsOfOne(
   config: MooringConfig,
   generator: SetGenerator,
-  folders: readonly string[] | undefined,
+  found: readonly Found[] | undefined,
 ): SetInput[] {
   if (generator.list) return generator.list.elements.map(elementInput);
-  if (generator.gitDirectories) return (folders ?? []).map(folderInput);
+  if (generator.gitDirectories || generator.gitFiles)
+    return (found ?? []).map((f) => (typeof f === 'string' ? folderInput(f) : f));
   const selector = generator.clusters?.selector ?? {};
   return clustersOf(config)
     .filter((c) => Object.entries(selector).every(([k, v]) => c.labels[k] === v))
@@ -156,9 +213,9 @@ function inputsOfOne(
 export function inputsOf(
   config: MooringConfig,
   set: DeploymentSet,
-  folders: readonly string[] | undefined,
+  found: readonly Found[] | undefined,
 ): SetInput[] {
-  const [first, second] = generatorsOf(set).map((g) => inputsOfOne(config, g, folders));
+  const [first, second] = generatorsOf(set).map((g) => inputsOfOne(config, g, found));
   if (!second) return first ?? [];
   const pairs: SetInput[] = [];
   for (const a of first ?? [])
@@ -282,7 +339,7 @@ export interface HeldSet {
  */
 export function withSets(
   config: MooringConfig,
-  folders: ReadonlyMap<string, readonly string[]>,
+  folders: ReadonlyMap<string, readonly Found[]>,
   previous?: MooringConfig,
   /** Deployments being removed (a set that prunes) whose last sync has ended: they go now. */
   ended: ReadonlySet<string> = new Set(),

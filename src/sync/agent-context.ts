@@ -2,6 +2,7 @@
 // the jobs (JobContext), and the sync a decision plans (Planned). Types only, so that agent.ts, agent-decide.ts,
 // gates.ts and agent-job.ts import each other in one direction.
 import type { MooringConfig } from '../config/schema.ts';
+import type { Found } from '../config/sets.ts';
 import type { Logger, SyncMetrics, SyncReporter, Trigger } from '../contract.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
@@ -54,7 +55,11 @@ export interface AgentDeps {
 
 /** Where the folders of Git-directories deployment sets go once read. */
 export interface SetFolders {
-  folders(set: string, commit: string, folders: readonly string[]): void;
+  /**
+   * What a set's Git generator found at `commit`: folders (gitDirectories) or files read as inputs (gitFiles), and
+   * the files refused (each naming the file and why).
+   */
+  found(set: string, commit: string, found: readonly Found[], refused?: readonly string[]): void;
   /** A deployment leaving its set (removal.prune) ended its last sync stable: its objects are gone, and it may go. */
   removed(deployment: string): void;
 }

@@ -3,7 +3,7 @@
 // for meanwhile runs once more after it), and each change handed to the agent's decision.
 import type { GitSource, LocalSource, MooringConfig } from '../config/schema.ts';
 import { MAX_SET_DEPLOYMENTS } from '../config/schema-sets.ts';
-import { folderGenerator } from '../config/sets.ts';
+import { type Found, fileInput, gitGenerator } from '../config/sets.ts';
 import type { Logger } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
 import { artifactSource } from '../sources/artifact-poller.ts';
@@ -244,7 +244,7 @@ export class SourcePolls {
     // Read once per commit and set (the folders of a commit do not change); a changed set is read again.
     const sets = this.ctx.deps.config.deploymentSets.filter(
       (s) =>
-        folderGenerator(s)?.source === name &&
+        gitGenerator(s)?.source === name &&
         this.setsRead.get(s.name) !== `${resolved.commit} ${JSON.stringify(s.generator)}`,
     );
     if (!keeper || sets.length === 0) return;
@@ -258,21 +258,35 @@ export class SourcePolls {
       return;
     }
     for (const set of sets) {
-      const generator = folderGenerator(set);
+      const generator = gitGenerator(set);
       if (!generator) continue;
       try {
-        const folders = await repo.folders(
-          resolved.commit,
-          generator.directories,
-          generator.exclude,
-          MAX_SET_DEPLOYMENTS,
-        );
-        keeper.folders(set.name, resolved.commit, folders);
+        const found: Found[] = [];
+        const refused: string[] = [];
+        if (generator.gitDirectories) {
+          const { directories, exclude } = generator.gitDirectories;
+          found.push(...(await repo.folders(resolved.commit, directories, exclude, MAX_SET_DEPLOYMENTS)));
+        } else if (generator.gitFiles) {
+          const { files, exclude, maxFileBytes } = generator.gitFiles;
+          for (const file of await repo.globFiles(
+            resolved.commit,
+            files,
+            exclude,
+            maxFileBytes,
+            MAX_SET_DEPLOYMENTS,
+          )) {
+            const input = fileInput(file.path, file.text);
+            if ('problem' in input)
+              refused.push(`deployment set ${set.name}, ${input.label}: ${input.problem}`);
+            else found.push(input);
+          }
+        }
+        keeper.found(set.name, resolved.commit, found, refused);
         this.setsRead.set(set.name, `${resolved.commit} ${JSON.stringify(set.generator)}`);
       } catch (error) {
         log.error(
           { set: set.name, commit: resolved.commit, err: errorMessage(error) },
-          'deployment set: cannot read its folders; its deployments stay as they are',
+          'deployment set: cannot read its source; its deployments stay as they are',
         );
       }
     }

@@ -203,4 +203,64 @@ describe('a deployment set over the folders of a Git source', () => {
     expect(await exists('keep')).toBe(true);
     await agent.stop();
   }, 300_000);
+
+  it('makes one deployment per file of fields in a Git source, refusing a hostile file by name', async () => {
+    const repo = await bareRepo(`sets-files-${Date.now().toString(36)}/fleet`);
+    const first = await repo.commit({
+      'envs/blue/env.yaml': 'app: {name: files-blue}\nround: "1"\n',
+      'envs/green/env.yaml': '{"app": {"name": "files-green"}, "round": "1"}\n',
+      // A key that cannot be a placeholder, and a name that cannot be a deployment's: refused, each by name.
+      'envs/odd/env.yaml': 'app-name: x\n',
+      'envs/loud/env.yaml': 'app: {name: "Files Loud"}\nround: "1"\n',
+      'envs/blue/settings.yaml': configMap('files-blue', 1),
+      'envs/green/settings.yaml': configMap('files-green', 1),
+    });
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { namespace: `mooring-sets-files-${Date.now().toString(36)}` },
+        git: [{ name: 'fleet', repo, interval: '1s' }],
+        extra: {
+          deploymentSets: [
+            {
+              name: 'envs',
+              generator: { gitFiles: { source: 'fleet', files: ['envs/*/env.yaml'] } },
+              template: {
+                name: '{{app.name}}',
+                namespace: ns(),
+                source: 'fleet',
+                paths: ['{{path}}'],
+                // The file of fields is no manifest.
+                exclude: ['{{path}}/{{path.filename}}'],
+              },
+            },
+          ],
+        },
+      }),
+      { level: 'info' },
+    );
+    const stableAt = (name: string) =>
+      agent
+        .logs()
+        .some((r) => r.deployment === name && r.outcome === 'stable' && r.revision === first.slice(0, 12));
+    await eventually(
+      'files-blue and files-green synced',
+      async () => (stableAt('files-blue') && stableAt('files-green') ? true : undefined),
+      120_000,
+    );
+    const said = agent
+      .logs()
+      .map((r) => String(r.msg))
+      .filter((m) => m.startsWith('deployment set envs, file'));
+    expect(said.sort()).toEqual([
+      expect.stringMatching(
+        /^deployment set envs, file envs\/loud\/env.yaml: name "Files Loud": must be a DNS label/,
+      ),
+      'deployment set envs, file envs/odd/env.yaml: key "app-name" is not letters, digits and "_"',
+    ]);
+    expect(
+      (await kubectl('get', 'configmap', 'files-green-settings', '-n', ns(), '-o', 'jsonpath={.data.ROUND}'))
+        .stdout,
+    ).toBe('1');
+    await agent.stop();
+  }, 240_000);
 });

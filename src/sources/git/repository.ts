@@ -233,6 +233,43 @@ export class GitRepository {
     });
   }
 
+  /**
+   * The files at a fetched commit that `include` matches and `exclude` does not (globs of whole paths,
+   * folder-glob.ts), read as text: a symlink, a file over `maxFileBytes` or more than `limit` files refused.
+   */
+  async globFiles(
+    commit: string,
+    include: readonly string[],
+    exclude: readonly string[],
+    maxFileBytes: number,
+    limit: number,
+  ): Promise<ManifestFile[]> {
+    const selection = folderSelection(include, exclude);
+    return exclusive(this.gitdir, async () => {
+      const store = this.#store();
+      await this.#requireCommit(store, commit);
+      const subject = this.#subject(commit);
+      let files: TreeFile[];
+      try {
+        files = await listFiles(
+          store,
+          commit,
+          {
+            includes: (f) => selection.matches(f.path),
+            mayContain: (folder) => selection.mayContain(folder),
+          },
+          limit,
+        );
+      } catch (error) {
+        throw error instanceof StalledError
+          ? new StalledError(error.message, { subject, cause: error })
+          : error;
+      }
+      refuseSymlinks(files, subject);
+      return readManifests(store, files, maxFileBytes, subject);
+    });
+  }
+
   /** The paths of the files that differ between two fetched commits, or everything (see changes()). */
   async changedFiles(
     from: string | undefined,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../../src/config/load.ts';
-import { fillTemplate, folderInput, withSets } from '../../../src/config/sets.ts';
+import { fileInput, fillTemplate, folderInput, type SetInput, withSets } from '../../../src/config/sets.ts';
 
 function problemsOf(text: string) {
   try {
@@ -279,7 +279,62 @@ deploymentSets:
           '- gitDirectories: {source: fleet, directories: ["b/*"]}',
         ),
       ).map((p) => p.message),
-    ).toEqual(['a matrix takes at most one gitDirectories generator']);
+    ).toEqual(['a matrix takes at most one generator of a Git source (gitDirectories or gitFiles)']);
+  });
+
+  it('make one deployment per file of fields, and refuse a file that is no mapping or holds a key no placeholder can be', () => {
+    const config = parseConfig(
+      `${sources}
+deploymentSets:
+  - name: envs
+    generator:
+      gitFiles: {source: fleet, files: ["envs/*/env.yaml"]}
+    template:
+      name: "{{app.name}}-{{path.basename}}"
+      namespace: "{{namespace}}"
+      source: fleet
+      paths: ["{{path}}"]
+`,
+      'agent.yaml',
+    );
+    const prod = fileInput(
+      'envs/prod/env.yaml',
+      'app: {name: shop}\nnamespace: shop-prod\npath: ../../elsewhere\n',
+    );
+    expect(prod).toEqual({
+      label: 'file envs/prod/env.yaml',
+      // The file's own `path` field cannot take the place of its path.
+      values: {
+        'app.name': 'shop',
+        namespace: 'shop-prod',
+        path: 'envs/prod',
+        'path.basename': 'prod',
+        'path.0': 'envs',
+        'path.1': 'prod',
+        'path.filename': 'env.yaml',
+      },
+    });
+    expect(fileInput('envs/a/env.yaml', '- a\n- b\n')).toEqual({
+      label: 'file envs/a/env.yaml',
+      problem: 'is not a mapping of fields',
+    });
+    expect(fileInput('envs/b/env.yaml', 'bad-key: 1\n')).toMatchObject({
+      problem: 'key "bad-key" is not letters, digits and "_"',
+    });
+    expect(fileInput('envs/c/env.yaml', 'a: &x 1\nb: *x\n')).toMatchObject({ label: 'file envs/c/env.yaml' });
+    expect('problem' in fileInput('envs/c/env.yaml', 'a: &x 1\nb: *x\n')).toBe(true);
+    // A file without a field the template names refuses that file only.
+    const lacking = fileInput('envs/dev/env.yaml', 'app: {name: shop}\n');
+    const made = withSets(
+      config,
+      new Map([['envs', [prod, lacking].filter((i): i is SetInput => !('problem' in i))]]),
+    );
+    expect(made.config.deployments.filter((d) => d.set).map((d) => [d.name, d.namespace, d.paths])).toEqual([
+      ['shop-prod', 'shop-prod', ['envs/prod']],
+    ]);
+    expect(made.problems.map((p) => p.text)).toEqual([
+      'deployment set envs, file envs/dev/env.yaml: "{{namespace}}" is not given',
+    ]);
   });
 
   it('fill strings only: a value never becomes structure', () => {
