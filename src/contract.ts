@@ -68,6 +68,8 @@ export interface Release {
   messages: string[];
   /** A promotion's: the upstream deployment's release it deploys (docs/clusters.md). */
   promotedFrom?: { deployment: string; cluster: string; release: number; revision: string } | undefined;
+  /** The deployment set that made the deployment (docs/deployment-sets.md): what `mooring status` groups by. */
+  set?: string | undefined;
 }
 
 /** Why a sync is held before it starts: its deployment suspended, a dependency, its rollout step, its promotion. */

@@ -196,6 +196,7 @@ export async function syncDeployment(
           revision: sync.revision,
           ...dependenciesOf(sync.files),
           ...(sync.promotedFrom ? { promotedFrom: { ...sync.promotedFrom } } : {}),
+          ...(deployment.set ? { set: deployment.set } : {}),
           versions: report.applied
             .filter((a) => a.target.plan.version)
             .map((a) => `${a.target.object.kind} ${a.target.object.metadata.name}`),

@@ -4,7 +4,16 @@
 // objects stay, as for a deployment removed from the file); a commit that removes more than the set's removal budget
 // is held, its deployments kept; a folder whose name cannot make a deployment is refused by name, and the others go on.
 import { describe, expect, it } from 'vitest';
-import { agentConfig, bareRepo, eventually, kubectl, startAgent, useNamespace } from './helpers.ts';
+import {
+  agentConfig,
+  agentConfigFile,
+  bareRepo,
+  eventually,
+  kubectl,
+  mooring,
+  startAgent,
+  useNamespace,
+} from './helpers.ts';
 
 const APPS = 30;
 const app = (i: number) => `app-${String(i).padStart(2, '0')}`;
@@ -139,6 +148,15 @@ describe('a deployment set over the folders of a Git source', () => {
       60_000,
     );
     expect(agent.logged('deployment sets changed the deployments')).toHaveLength(changes);
+    // `mooring status` lists the set's deployments (made by the agent, not written in the file) grouped by set.
+    const status = await mooring('status', '--config', await agentConfigFile(config), '-o', 'json');
+    expect(status.code, status.stderr).toBe(0);
+    const rows = (JSON.parse(status.stdout) as { items: { deployment: string; set?: string }[] }).items;
+    expect(rows.filter((r) => r.set === 'apps').map((r) => r.deployment)).toEqual(
+      expect.arrayContaining(['app-02', 'app-05', 'app-29', 'app-new']),
+    );
+    const table = await mooring('status', '--config', await agentConfigFile(config));
+    expect(table.stdout.split('\n')[0]).toMatch(/^SET\s+DEPLOYMENT\s+CURRENT/);
     await agent.stop();
   }, 420_000);
 

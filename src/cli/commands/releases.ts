@@ -8,6 +8,7 @@ import type { Command } from 'commander';
 import { append } from '../../arrays.ts';
 import { loadConfigFile } from '../../config/load.ts';
 import type { MooringConfig } from '../../config/schema.ts';
+import { gitGenerator } from '../../config/sets.ts';
 import { targetsOf } from '../../config/targets.ts';
 import type { Release } from '../../contract.ts';
 import { errorMessage, NotFoundError, StalledError } from '../../errors.ts';
@@ -117,6 +118,8 @@ function answerWithin<T>(ms: number, work: Promise<T>): Promise<T> {
 interface StatusRow {
   cluster?: string;
   deployment: string;
+  /** The deployment set that made it (docs/deployment-sets.md), as the configuration or its releases say. */
+  set?: string;
   current:
     | { release: number; commit?: string | undefined; images: Release['images']; time: string }
     | undefined;
@@ -147,16 +150,31 @@ async function statusRows(
     }).catch(() => []),
   );
   const owners = reportedOwners(members);
+  // The deployments of Git sets are made by the running agent from its source, not written in the file: those whose
+  // ledgers a set of the configuration made are listed too.
+  const gitSets = new Set(config?.deploymentSets.filter((s) => gitGenerator(s)).map((s) => s.name) ?? []);
   const names = deployment
     ? [deployment]
-    : (config?.deployments.map((d) => d.name) ?? (await ledger.deployments()));
-  const rows = [];
+    : config
+      ? [
+          ...new Set([
+            ...config.deployments.map((d) => d.name),
+            ...(gitSets.size > 0 ? await ledger.deployments() : []),
+          ]),
+        ]
+      : await ledger.deployments();
+  const configured = new Set(config?.deployments.map((d) => d.name));
+  const rows: StatusRow[] = [];
   for (const name of names) {
     const data = await ledger.read(name);
+    const set =
+      config?.deployments.find((d) => d.name === name)?.set ?? data.releases.find((r) => r.set)?.set;
+    if (config && !deployment && !configured.has(name) && !(set && gitSets.has(set))) continue;
     const now = current(data);
     const last = data.releases[0];
     rows.push({
       deployment: name,
+      ...(set ? { set } : {}),
       current: now ? { release: now.id, commit: now.commit, images: now.images, time: now.time } : undefined,
       last: last ? { release: last.id, result: last.result, message: last.messages[0] } : undefined,
       fence: data.fence,
@@ -167,7 +185,12 @@ async function statusRows(
       ...(data.holder ? { syncingOn: data.holder.identity } : {}),
     });
   }
-  return rows;
+  // Grouped by set: the deployments of each set together, those of none first, each group by name.
+  return rows.some((r) => r.set)
+    ? rows.sort(
+        (a, b) => (a.set ?? '').localeCompare(b.set ?? '') || a.deployment.localeCompare(b.deployment),
+      )
+    : rows;
 }
 
 export function releaseCommands(program: Command, print: (text: string) => void): void {
@@ -270,6 +293,7 @@ export function releaseCommands(program: Command, print: (text: string) => void)
     print(
       formatTable(rows, [
         ...(every ? [{ header: 'cluster', value: (r: StatusRow) => r.cluster ?? '-' }] : []),
+        ...(rows.some((r) => r.set) ? [{ header: 'set', value: (r: StatusRow) => r.set ?? '-' }] : []),
         { header: 'deployment', value: (r) => r.deployment },
         { header: 'current', value: (r) => (r.current ? `release ${r.current.release}` : '-') },
         { header: 'commit', value: (r) => r.current?.commit?.slice(0, 12) ?? '-' },
