@@ -305,4 +305,89 @@ describe('replicas sharing the work', () => {
       trap.close();
     }
   }, 600_000);
+
+  it('shares the deployments of a set among replicas as they come and go: each announced by one, none left behind', async () => {
+    const repo = await bareRepo(`replicas-set-${Date.now().toString(36)}/fleet`);
+    const ten = fleetFiles(10, 1);
+    await repo.commit(ten);
+    const setNs = `${agentNs()}-set`;
+    const config = await agentConfig({
+      cluster: { namespace: setNs },
+      git: [{ name: 'fleet', repo, interval: '1s' }],
+      extra: {
+        leaderElection: {
+          mode: 'shared',
+          leaseName: 'sets',
+          leaseDuration: `${LEASE_SECONDS}s`,
+          renewInterval: '1s',
+        },
+        deploymentSets: [
+          {
+            name: 'apps',
+            generator: { gitDirectories: { source: 'fleet', directories: ['apps/*'] } },
+            template: { name: '{{path.basename}}', namespace: ns(), source: 'fleet', paths: ['{{path}}'] },
+          },
+        ],
+      },
+    });
+    const replicas = [startAgent(config, { process: true }), startAgent(config, { process: true })];
+    try {
+      for (const r of replicas) await r.listening();
+      /** Each live replica's announced deployments, from the member Leases. */
+      const announced = async () => {
+        const out = await kubectl('get', 'leases', '-n', setNs, '-l', 'mooring.io/member=sets', '-o', 'json');
+        const all: string[] = [];
+        for (const lease of (JSON.parse(out.stdout) as { items: MemberLease[] }).items) {
+          const renewed = Date.parse(lease.spec.renewTime ?? '');
+          if (!(renewed + LEASE_SECONDS * 1000 > Date.now())) continue;
+          all.push(
+            ...(lease.metadata.annotations?.['mooring.io/deployments'] ?? '').split(',').filter(Boolean),
+          );
+        }
+        return all.sort();
+      };
+      /** Every one of `wanted` announced by exactly one replica, and nothing else. */
+      const exactly = (wanted: string[]) =>
+        eventually(
+          `${wanted.length} deployments each announced once`,
+          async () =>
+            JSON.stringify(await announced()) === JSON.stringify([...wanted].sort()) ? true : undefined,
+          120_000,
+        );
+      const stable = async (name: string, sha: string) => {
+        const out = await kubectl('get', 'configmap', `mooring-ledger-${name}`, '-n', setNs, '-o', 'json');
+        if (out.code !== 0) return undefined;
+        const data = (JSON.parse(out.stdout) as { data: Record<string, string> }).data;
+        const releases = JSON.parse(data['releases.json'] ?? '[]') as { commit?: string; result: string }[];
+        return releases.filter((r) => r.commit === sha && r.result === 'stable').length === 1
+          ? data
+          : undefined;
+      };
+      const first = Array.from({ length: 10 }, (_, i) => appName(i));
+      await exactly(first);
+      // Four folders added: each new deployment is taken by one replica and synced once at that commit.
+      const more = await repo.commit(
+        Object.fromEntries(Object.entries(fleetFiles(14, 1)).filter(([path]) => !Object.hasOwn(ten, path))),
+      );
+      const fourteen = Array.from({ length: 14 }, (_, i) => appName(i));
+      await exactly(fourteen);
+      for (const name of fourteen.slice(10))
+        await eventually(`${name} synced once at ${more.slice(0, 7)}`, () => stable(name, more), 120_000);
+      // Three removed: no replica announces them, and none holds their claim.
+      const removing: Record<string, null> = {};
+      for (const i of [0, 1, 2])
+        for (const path of Object.keys(fleetFiles(i + 1, 1)))
+          if (path.startsWith(`${appFolder(i)}/`)) removing[path] = null;
+      await repo.commit(removing);
+      await exactly(fourteen.slice(3));
+      for (const name of fourteen.slice(0, 3)) {
+        const out = await kubectl('get', 'configmap', `mooring-ledger-${name}`, '-n', setNs, '-o', 'json');
+        const data = (JSON.parse(out.stdout) as { data: Record<string, string> }).data;
+        expect(data['holder.json'], name).toBeUndefined();
+      }
+    } finally {
+      for (const r of replicas) await r.stop();
+      await kubectl('delete', 'namespace', setNs, '--wait=false');
+    }
+  }, 420_000);
 });
