@@ -5,44 +5,12 @@
 // inventory write and mooring's Events; no ledger is read back after its own write, and no object is read before a
 // dry run of what was never applied.
 import { describe, expect, it } from 'vitest';
+import { appFolder, appName, fleetFiles } from '../../bench/support/fleet-apps.ts';
 import { proxiedServer, stopping } from './fault-helpers.ts';
 import { newestStable, useCleanups } from './faults-support.ts';
 import { agentConfig, eventually, manifestDir, startAgent, useNamespace } from './helpers.ts';
 
 const APPS = 24;
-const app = (i: number) => `app-${String(i).padStart(2, '0')}`;
-
-function appYaml(name: string): string {
-  return `apiVersion: v1
-kind: ConfigMap
-metadata: {name: ${name}-config}
-data: {LEVEL: info}
----
-apiVersion: v1
-kind: ServiceAccount
-metadata: {name: ${name}}
----
-apiVersion: v1
-kind: Service
-metadata: {name: ${name}}
-spec: {selector: {app: ${name}}, ports: [{port: 80, protocol: TCP}]}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: ${name}}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: ${name}}}
-  template:
-    metadata: {labels: {app: ${name}}}
-    spec:
-      serviceAccountName: ${name}
-      containers:
-        - name: web
-          image: web:1
-          envFrom: [{configMapRef: {name: ${name}-config}}]
-`;
-}
 
 describe('the requests of a first sync', () => {
   const ns = useNamespace('sync-requests');
@@ -50,18 +18,16 @@ describe('the requests of a first sync', () => {
 
   it('are one dry run and one write per object, two ledger writes, one inventory write, and no read-back', async () => {
     const bed = await proxiedServer(cleanup);
-    const files: Record<string, string> = {};
-    for (let i = 0; i < APPS; i++) files[`apps/${app(i)}/app.yaml`] = appYaml(app(i));
-    const dir = await manifestDir(files);
+    const dir = await manifestDir(fleetFiles(APPS, 1));
     const agentNs = `mooring-sync-requests-${Date.now().toString(36)}`;
     const agent = startAgent(
       await agentConfig({
         cluster: { namespace: agentNs, kubeconfig: bed.kubeconfig },
         deployments: Array.from({ length: APPS }, (_, i) => ({
-          name: app(i),
+          name: appName(i),
           namespace: ns(),
           source: 'folder',
-          paths: [`apps/${app(i)}`],
+          paths: [appFolder(i)],
         })),
         extra: { sources: { local: [{ name: 'folder', path: dir }] } },
       }),
@@ -70,8 +36,8 @@ describe('the requests of a first sync', () => {
     cleanup(stopping(agent, agentNs));
     for (let i = 0; i < APPS; i++)
       await eventually(
-        `a stable release of ${app(i)}`,
-        () => newestStable(bed.direct, agentNs, app(i)),
+        `a stable release of ${appName(i)}`,
+        () => newestStable(bed.direct, agentNs, appName(i)),
         120_000,
       );
 
@@ -87,7 +53,7 @@ describe('the requests of a first sync', () => {
     // What was sent, by verb and path (names of the apps folded), for the assertions' messages.
     const tally = new Map<string, number>();
     for (const r of [...inApps, ...inAgent]) {
-      const path = r.path.replace(/\/namespaces\/[^/]+/, '/namespaces/*').replace(/app-\d\d/, 'app-NN');
+      const path = r.path.replace(/\/namespaces\/[^/]+/, '/namespaces/*').replace(/app-\d{4}/, 'app-NNNN');
       const key = `${r.method}${r.dry ? ' (dry run)' : ''} ${path}`;
       tally.set(key, (tally.get(key) ?? 0) + 1);
     }
@@ -105,7 +71,7 @@ describe('the requests of a first sync', () => {
       summary,
     ).toBe(4 * APPS);
     expect(
-      count(inApps, (r) => r.method === 'GET' && /\/app-\d\d/.test(r.path)),
+      count(inApps, (r) => r.method === 'GET' && /\/app-\d{4}/.test(r.path)),
       summary,
     ).toBe(0);
     // The ledgers: created with the attempt, replaced with the release, never read back by name (the Events that

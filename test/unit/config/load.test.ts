@@ -2,18 +2,9 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfigFile, parseConfig } from '../../../src/config/load.ts';
+import { problemsOf } from './problems.ts';
 
 const EXAMPLE = join(import.meta.dirname, '..', '..', '..', 'config', 'mooring.example.yaml');
-
-function problemsOf(text: string) {
-  try {
-    parseConfig(text, 'agent.yaml');
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error('expected the config to be rejected');
-}
 
 const minimal = `
 sources:

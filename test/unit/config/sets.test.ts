@@ -1,16 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig } from '../../../src/config/load.ts';
+import { parseConfig } from '../../../src/config/load.ts';
 import { fileInput, fillTemplate, folderInput, type SetInput, withSets } from '../../../src/config/sets.ts';
-
-function problemsOf(text: string) {
-  try {
-    parseConfig(text, 'agent.yaml');
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error('expected the config to be rejected');
-}
+import { problemsOf } from './problems.ts';
 
 const sources = `
 sources:
