@@ -17,6 +17,15 @@
 // with met / NOT MET, never asserted. Each size's namespaces are deleted, and gone, before the next starts.
 // Run: npm run bench:fleet [-- --sizes 100,500,1000 --samples 3 --concurrency 20 --qps 1000 --cli dist/cli/main.js]
 // Starts the test bed when none runs (and stops only a bed it started). Needs `npm run build` first.
+//
+// `--vs flux` runs Flux on the same test bed after the agent, size by size (support/flux-fleet.ts): source-controller
+// and kustomize-controller (built once by scripts/flux.sh) outside the cluster with the bed's kubeconfig, one
+// GitRepository of a repository of the same content polled every 10 s as the agent's source, one Kustomization per
+// application with fluxcd/flux-benchmark's settings (interval 60m, retryInterval 2m, timeout 1m, prune, wait,
+// targetNamespace as the agent's deployment; kustomize-controller --concurrent=20, source-controller --concurrent=10).
+// Each figure is taken as the agent's (for Flux's one-app "webhook", the annotation notification-controller's
+// Receiver writes), printed for both with the ratio mooring / flux and an "ahead of Flux" goal line each. The
+// controllers are stopped, and Flux's objects, namespaces and CRDs deleted, before the next run. docs/fleet.md.
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir, totalmem } from 'node:os';
@@ -38,6 +47,9 @@ import {
   StableIndex,
   since,
 } from './support/fleet-apps.ts';
+import { fluxBuild, fluxVersion } from './support/flux.ts';
+import { type FluxFigures, fluxFleet } from './support/flux-fleet.ts';
+import { printVsFlux } from './support/flux-report.ts';
 import { goal, launcherEnv, median, mib, sec } from './support/process.ts';
 
 const { values: flags } = parseArgs({
@@ -69,8 +81,12 @@ const { values: flags } = parseArgs({
     'no-drift': { type: 'boolean', default: false },
     /** The built CLI to run; another build of mooring can be measured this way. */
     cli: { type: 'string', default: join(REPO_ROOT, 'dist/cli/main.js') },
+    /** `flux`: run Flux's source- and kustomize-controller on the same fleet after the agent, and compare. */
+    vs: { type: 'string' },
   },
 });
+if (flags.vs !== undefined && flags.vs !== 'flux')
+  throw new Error(`--vs: only flux is known, not '${flags.vs}'`);
 const sizes = flags.sizes.split(',').map(Number);
 if (sizes.some((n) => !Number.isInteger(n) || n < 20))
   throw new Error('--sizes: whole numbers of at least 20');
@@ -98,6 +114,8 @@ interface Figures {
   drift: { intervalS: number; passes: DriftPassLine[] } | undefined;
   /** The agent's Kubernetes requests per deployment: its first syncs (with its start), and one rollout's syncs. */
   requestsPerSync: { first: number; rollout: number };
+  /** The same requests by verb (for `--vs flux`). */
+  verbs: { first: Map<string, number> | undefined; rollout: Map<string, number> | undefined };
 }
 
 /** The agent's summary of one drift pass (src/kube/drift-pass.ts). */
@@ -120,10 +138,16 @@ const suffix = Date.now().toString(36);
 const work = await mkdtemp(join(tmpdir(), 'mooring-bench-fleet-'));
 const SECRET = 'fleet-bench-webhook-secret';
 const results: Figures[] = [];
+const fluxResults: FluxFigures[] = [];
+let fluxDir = '';
 try {
   await writeFile(join(work, 'git-username'), env.git.username, { mode: 0o600 });
   await writeFile(join(work, 'git-password'), env.git.password, { mode: 0o600 });
   await writeFile(join(work, 'webhook-secret'), SECRET, { mode: 0o600 });
+  if (flags.vs === 'flux') {
+    note('Flux: building the controllers (scripts/flux.sh; once per machine)');
+    fluxDir = await fluxBuild();
+  }
   for (const size of sizes) {
     try {
       results.push(await fleet(size));
@@ -131,6 +155,26 @@ try {
       // One size that does not finish still leaves the others' figures.
       say(`${size} deployments: not measured: ${String(error).slice(0, 2000)}`);
     }
+    if (fluxDir)
+      try {
+        fluxResults.push(
+          await fluxFleet(size, {
+            env,
+            c,
+            dir: fluxDir,
+            work,
+            suffix,
+            samples,
+            namespaces: NAMESPACES,
+            poll: POLL,
+            settleMs: SETTLE_MS,
+            note,
+            patiently,
+          }),
+        );
+      } catch (error) {
+        say(`${size} deployments: Flux not measured: ${String(error).slice(0, 2000)}`);
+      }
   }
 } finally {
   c.agent.destroy();
@@ -138,6 +182,7 @@ try {
   if (started) await down();
 }
 print(results);
+if (fluxDir) printVsFlux(say, fluxVersion(fluxDir), POLL, results, fluxResults);
 
 async function fleet(size: number): Promise<Figures> {
   const namespaces = Array.from({ length: NAMESPACES }, (_, k) => `fleet-${suffix}-${size}-${k}`);
@@ -162,9 +207,8 @@ async function fleet(size: number): Promise<Figures> {
     const firstSyncMs = Date.now() - start;
     note(`${size}: every first sync stable after ${sec(firstSyncMs)}`);
     const afterFirst = await kubeRequests(port);
-    note(
-      `${size}: requests per deployment in the first syncs: ${perVerb(await kubeRequestsByVerb(port), size)}`,
-    );
+    const firstVerbs = await kubeRequestsByVerb(port);
+    note(`${size}: requests per deployment in the first syncs: ${perVerb(firstVerbs, size)}`);
     await settled(namespaces, size);
     await sleep(SETTLE_MS);
     const idleKiB = agent.rss().now;
@@ -180,9 +224,8 @@ async function fleet(size: number): Promise<Figures> {
       rollout: ((await kubeRequests(port)) - beforeRollout) / size,
     };
     note(`${size}: fleet rollout stable after ${sec(rolloutMs)}`);
-    note(
-      `${size}: requests per deployment in the rollout: ${perVerb(since(await kubeRequestsByVerb(port), rolloutVerbs), size)}`,
-    );
+    const verbs = { first: firstVerbs, rollout: since(await kubeRequestsByVerb(port), rolloutVerbs) };
+    note(`${size}: requests per deployment in the rollout: ${perVerb(verbs.rollout, size)}`);
     await settled(namespaces, size);
 
     const one = async (i: number, round: number, hook: boolean): Promise<number> => {
@@ -221,6 +264,7 @@ async function fleet(size: number): Promise<Figures> {
         peakKiB,
         drift: undefined,
         requestsPerSync,
+        verbs,
       };
 
     // Drift passes, by an agent started again on the same fleet (nothing new to deploy) with drift.interval set.
@@ -241,7 +285,18 @@ async function fleet(size: number): Promise<Figures> {
     );
     for (const p of passes) note(`${size}: drift pass: ${describePass(p)}`);
     const drift = { intervalS, passes: passes.slice(0, 2) };
-    return { size, firstSyncMs, rolloutMs, pollMs, webhookMs, idleKiB, peakKiB, drift, requestsPerSync };
+    return {
+      size,
+      firstSyncMs,
+      rolloutMs,
+      pollMs,
+      webhookMs,
+      idleKiB,
+      peakKiB,
+      drift,
+      requestsPerSync,
+      verbs,
+    };
   } finally {
     await agent?.stop();
     for (const ns of all) await patiently(() => deleteNamespace(c, ns)).catch(() => undefined);
