@@ -16,6 +16,8 @@
 // Printed beside Flux's published figures and this machine's hardware; goals (at 1,000 on 2 cores) are printed
 // with met / NOT MET, never asserted. Each size's namespaces are deleted, and gone, before the next starts.
 // Run: npm run bench:fleet [-- --sizes 100,500,1000 --samples 3 --concurrency 20 --qps 1000 --cli dist/cli/main.js]
+// `--set` makes the deployments with one deployment set instead of one entry each, and times a commit adding 50
+// application folders and one removing them (docs/deployment-sets.md).
 // Starts the test bed when none runs (and stops only a bed it started). Needs `npm run build` first.
 //
 // `--vs flux` runs Flux on the same test bed after the agent, size by size (support/flux-fleet.ts): source-controller
@@ -83,6 +85,12 @@ const { values: flags } = parseArgs({
     cli: { type: 'string', default: join(REPO_ROOT, 'dist/cli/main.js') },
     /** `flux`: run Flux's source- and kustomize-controller on the same fleet after the agent, and compare. */
     vs: { type: 'string' },
+    /**
+     * The deployments made by one deployment set (docs/deployment-sets.md) instead of one entry each: a
+     * Git-directories set over `apps/<namespace>/<app>`; then 50 folders added by one commit and removed (pruned) by
+     * another, each timed until every deployment concerned ended its sync.
+     */
+    set: { type: 'boolean', default: false },
   },
 });
 if (flags.vs !== undefined && flags.vs !== 'flux')
@@ -116,6 +124,25 @@ interface Figures {
   requestsPerSync: { first: number; rollout: number };
   /** The same requests by verb (for `--vs flux`). */
   verbs: { first: Map<string, number> | undefined; rollout: Map<string, number> | undefined };
+  /** With --set: a commit adding 50 application folders until each is stable, one removing them until each is pruned. */
+  set?: { addMs: number; removeMs: number } | undefined;
+}
+
+/** How many folders the set's steps add and remove. */
+const SET_STEP = 50;
+
+/**
+ * The repository's files as the run lays them out: `apps/<app>/…` (one deployment entry each), or with --set
+ * `apps/<namespace index>/<app>/…`, so that the set's template takes the namespace from the folder.
+ */
+function laidOut(files: Record<string, string | null>): Record<string, string | null> {
+  if (!flags.set) return files;
+  return Object.fromEntries(
+    Object.entries(files).map(([path, text]) => {
+      const app = /^apps\/app-(\d+)\//.exec(path);
+      return [app ? `apps/${Number(app[1]) % NAMESPACES}/${path.slice('apps/'.length)}` : path, text];
+    }),
+  );
 }
 
 /** The agent's summary of one drift pass (src/kube/drift-pass.ts). */
@@ -194,7 +221,7 @@ async function fleet(size: number): Promise<Figures> {
     for (const ns of all) await patiently(() => createNamespace(c, ns));
     const repoName = `fleet-${suffix}-${size}`;
     const repo = await createBareRepo(env.git.root, repoName);
-    const first = await commitFiles(repo, fleetFiles(size, 0), { message: 'the fleet' });
+    const first = await commitFiles(repo, laidOut(fleetFiles(size, 0)), { message: 'the fleet' });
     const port = await freePort();
     const configFile = join(work, `fleet-${size}.yaml`);
     await writeFile(configFile, stringify(config(size, repoName, namespaces, home, port)));
@@ -216,7 +243,7 @@ async function fleet(size: number): Promise<Figures> {
     const beforeRollout = await kubeRequests(port);
     const rolloutVerbs = await kubeRequestsByVerb(port);
     const pushed = Date.now();
-    const head = await commitFiles(repo, fleetFiles(size, 1), { message: 'every app' });
+    const head = await commitFiles(repo, laidOut(fleetFiles(size, 1)), { message: 'every app' });
     await agent.until(`${size}: fleet rollout`, () => names.every((d) => seen.has(d, head)), 60 * 60_000);
     const rolloutMs = Date.now() - pushed;
     const requestsPerSync = {
@@ -230,7 +257,7 @@ async function fleet(size: number): Promise<Figures> {
 
     const one = async (i: number, round: number, hook: boolean): Promise<number> => {
       const at = Date.now();
-      const sha = await commitFiles(repo, appFiles(i, round), { message: `${appName(i)} alone` });
+      const sha = await commitFiles(repo, laidOut(appFiles(i, round)), { message: `${appName(i)} alone` });
       if (hook) {
         const status = await genericHook(port, SECRET, ['fleet']);
         if (status !== 202) throw new Error(`the generic webhook answered ${status}`);
@@ -252,6 +279,7 @@ async function fleet(size: number): Promise<Figures> {
       `${size}: one app: poll ${pollMs.map(sec).join(', ')}; webhook ${webhookMs.map(sec).join(', ')}; ` +
         `RSS idle ${mib(idleKiB)}, peak ${mib(peakKiB)}`,
     );
+    const set = flags.set ? await setSteps(agent, repo, size, seen) : undefined;
     await agent.stop();
     if (flags['no-drift'])
       return {
@@ -265,6 +293,7 @@ async function fleet(size: number): Promise<Figures> {
         drift: undefined,
         requestsPerSync,
         verbs,
+        set,
       };
 
     // Drift passes, by an agent started again on the same fleet (nothing new to deploy) with drift.interval set.
@@ -296,6 +325,7 @@ async function fleet(size: number): Promise<Figures> {
       drift,
       requestsPerSync,
       verbs,
+      set,
     };
   } finally {
     await agent?.stop();
@@ -372,6 +402,50 @@ async function patiently<T>(read: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * With --set: one commit adding SET_STEP application folders, timed until each new deployment is stable at it; then
+ * one removing them (the set prunes on removal), timed until each ended its last sync, its objects pruned.
+ */
+async function setSteps(
+  agent: AgentProcess,
+  repo: string,
+  size: number,
+  seen: StableIndex,
+): Promise<{ addMs: number; removeMs: number }> {
+  const added = Array.from({ length: SET_STEP }, (_, k) => size + k);
+  const files: Record<string, string> = {};
+  for (const i of added) Object.assign(files, appFiles(i, 0));
+  let at = Date.now();
+  const sha = await commitFiles(repo, laidOut(files), { message: `${SET_STEP} apps more` });
+  await agent.until(
+    `${size}: ${SET_STEP} folders added`,
+    () => added.every((i) => seen.has(appName(i), sha)),
+    30 * 60_000,
+  );
+  const addMs = Date.now() - at;
+  note(`${size}: set: ${SET_STEP} folders added, every one stable after ${sec(addMs)}`);
+  at = Date.now();
+  await commitFiles(repo, laidOut(Object.fromEntries(Object.keys(files).map((path) => [path, null]))), {
+    message: `${SET_STEP} apps fewer`,
+  });
+  const gone = new Set(added.map(appName));
+  await agent.until(
+    `${size}: ${SET_STEP} folders removed`,
+    () => {
+      const ended = new Set(
+        agent.syncs
+          .filter((s) => s.at >= at && s.outcome === 'stable' && gone.has(s.deployment))
+          .map((s) => s.deployment),
+      );
+      return ended.size === gone.size;
+    },
+    30 * 60_000,
+  );
+  const removeMs = Date.now() - at;
+  note(`${size}: set: ${SET_STEP} folders removed, every one pruned after ${sec(removeMs)}`);
+  return { addMs, removeMs };
+}
+
 function config(size: number, repo: string, namespaces: readonly string[], home: string, port: number) {
   return {
     apiVersion: 'mooring.io/v1alpha1',
@@ -395,13 +469,32 @@ function config(size: number, repo: string, namespaces: readonly string[], home:
         },
       ],
     },
-    deployments: Array.from({ length: size }, (_, i) => ({
-      name: appName(i),
-      namespace: namespaces[i % NAMESPACES],
-      source: 'fleet',
-      paths: [`apps/${appName(i)}`],
-      stability: { timeout: '10m' },
-    })),
+    ...(flags.set
+      ? {
+          deploymentSets: [
+            {
+              name: 'fleet',
+              generator: { gitDirectories: { source: 'fleet', directories: ['apps/*/*'] } },
+              template: {
+                name: '{{path.basename}}',
+                namespace: `fleet-${suffix}-${size}-{{path.1}}`,
+                source: 'fleet',
+                paths: ['{{path}}'],
+                stability: { timeout: '10m' },
+              },
+              removal: { budget: SET_STEP, prune: true },
+            },
+          ],
+        }
+      : {
+          deployments: Array.from({ length: size }, (_, i) => ({
+            name: appName(i),
+            namespace: namespaces[i % NAMESPACES],
+            source: 'fleet',
+            paths: [`apps/${appName(i)}`],
+            stability: { timeout: '10m' },
+          })),
+        }),
     concurrency,
     server: {
       port,
@@ -466,6 +559,12 @@ function print(figures: readonly Figures[]): void {
       `  ${f.size} deployments: first sync ${f.requestsPerSync.first.toFixed(1)} (the agent's start included), ` +
         `fleet rollout ${f.requestsPerSync.rollout.toFixed(1)}`,
     );
+  for (const f of figures)
+    if (f.set)
+      say(
+        `  ${f.size} deployments from one deployment set: a commit adding ${SET_STEP} folders, every one stable after ` +
+          `${sec(f.set.addMs)}; one removing them, every one pruned after ${sec(f.set.removeMs)}`,
+      );
   say();
   const at = figures.find((f) => f.size === 1000);
   if (!at) {

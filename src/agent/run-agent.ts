@@ -47,7 +47,8 @@ export async function runAgent(
   stop: AbortSignal,
 ) {
   // Replaced by a reload of the file; what only a restart changes keeps its first value (reload.ts). With the
-  // deployments of deployment sets: `fileConfig` is the file's, `config` adds the folders' (deployment-sets.ts).
+  // deployments of deployment sets: `fileConfig` is the file's (as it runs), `config` adds the sets' folders' and
+  // files' (deployment-sets.ts).
   let config = initial;
   let fileConfig = initial;
   const access: ClusterAccess = {
@@ -300,8 +301,9 @@ export async function runAgent(
   // A new configuration in the file: the running agent takes it over (reload.ts says what changes); an agent
   // that starts later (a new leader, a start retried) is built with it.
   const reload = async (file: string, loaded: MooringConfig) => {
-    fileConfig = loaded;
-    const next = sets.expand(effectiveConfig(config, loaded), config);
+    // What only a restart changes keeps its running value here too, when a set's change is taken later.
+    fileConfig = effectiveConfig(config, loaded);
+    const next = sets.expand(fileConfig, config);
     const plan = planReload(config, next);
     if (plan.restart.length > 0)
       log.warn({ file, settings: plan.restart }, `needs a restart: ${plan.restart.join(', ')}`);
