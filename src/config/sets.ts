@@ -103,7 +103,8 @@ export function templateProblems(set: DeploymentSet): string[] {
         `${at}: "{{${key}}}" is not given by its generator (list: the elements' keys; gitDirectories: path, path.basename, path.N; clusters: cluster.name, cluster.labels.KEY; every one: set)`,
       );
   }
-  if ('set' in set.template) problems.push("template.set: filled in by mooring with the set's name");
+  for (const field of ['set', 'removing'])
+    if (field in set.template) problems.push(`template.${field}: filled in by mooring; write none`);
   return problems;
 }
 

@@ -213,6 +213,10 @@ deploymentSets:
     // Its folder back before that: an ordinary deployment again.
     const back = withSets(config, new Map([['apps', ['apps/a', 'apps/b']]]), leaving).config;
     expect(back.deployments.find((d) => d.name === 'app-a')?.removing).toBeUndefined();
+    // Nor can a template make its deployments leave.
+    expect(
+      problemsOf(folders.replace('stability: {timeout: 2m}', 'removing: true')).map((p) => p.message),
+    ).toEqual(['template.removing: filled in by mooring; write none']);
     // A hand-written deployment cannot claim to be leaving.
     expect(problemsOf(`${sources}    removing: true\n`).map((p) => p.path)).toEqual([
       'deployments[0].removing',
