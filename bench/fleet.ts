@@ -483,6 +483,7 @@ function config(size: number, repo: string, namespaces: readonly string[], home:
                 stability: { timeout: '10m' },
               },
               removal: { budget: SET_STEP, prune: true },
+              allowedNamespaces: [`fleet-${suffix}-${size}-*`],
             },
           ],
         }

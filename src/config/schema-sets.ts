@@ -93,6 +93,14 @@ export const deploymentSet = z.strictObject({
    * checked, once filled, as the field it fills; a value is never run as code.
    */
   template: z.record(z.string(), z.unknown()),
+  /**
+   * The namespaces its deployments may deploy to and name among their allowedNamespaces (`*` matches any
+   * characters): one an input makes outside them is refused. Required when a namespace comes from a Git source.
+   */
+  allowedNamespaces: z
+    .array(z.string().regex(/^[a-z0-9*]([-a-z0-9*]*[a-z0-9*])?$/, 'must be a namespace name, "*" allowed'))
+    .max(64)
+    .default([]),
   /** What may leave at once when elements or folders go away. */
   removal: z
     .strictObject({

@@ -92,7 +92,46 @@ export function knownPlaceholder(set: DeploymentSet, key: string): boolean {
   return key === 'set' || generatorsOf(set).some((g) => gives(g, key));
 }
 
-/** Problems of a template found without any input: placeholders the generator does not give, written badly. */
+/**
+ * The fields a value from a Git source may fill: whoever can push chooses it, so it may name what the deployment is
+ * and which files of its own source it reads, never where it may deploy beyond the set's namespaces, which source,
+ * chart repository, cluster or receiver it uses, nor where a credential goes (commitStatus.apiUrl, token).
+ */
+const UNTRUSTED_FIELDS = [
+  'name',
+  'namespace',
+  'application',
+  'paths',
+  'exclude',
+  'dependsOn',
+  'stability.timeout',
+  'helm.releaseName',
+  'helm.chart',
+  'helm.valuesFiles',
+  'helm.values',
+  'helm.set',
+  'helm.setString',
+  'commitStatus.context',
+  'commitStatus.targetUrl',
+];
+
+/** Whether `key` comes from a Git source: given by the set's gitDirectories or gitFiles, not by a list or clusters. */
+function fromGit(set: DeploymentSet, key: string): boolean {
+  if (key === 'set') return false;
+  const trusted = generatorsOf(set).filter((g) => !g.gitDirectories && !g.gitFiles);
+  return gitGenerator(set) !== undefined && !trusted.some((g) => gives(g, key));
+}
+
+/** `template.helm.values.a[0]` as the field it is in: `helm.values.a`. */
+function fieldOf(at: string): string {
+  return at.replace(/^template\.?/, '').replace(/\[\d+\]/g, '');
+}
+
+/**
+ * Problems of a template found without any input: placeholders the generator does not give or written badly; a
+ * value from a Git source in a field it may not fill; a namespace from a Git source without the set's
+ * `allowedNamespaces`.
+ */
 export function templateProblems(set: DeploymentSet): string[] {
   const problems: string[] = [];
   for (const { key, at } of placeholdersOf(set.template)) {
@@ -102,6 +141,17 @@ export function templateProblems(set: DeploymentSet): string[] {
       problems.push(
         `${at}: "{{${key}}}" is not given by its generator (list: the elements' keys; gitDirectories: path, path.basename, path.N; clusters: cluster.name, cluster.labels.KEY; every one: set)`,
       );
+    else if (fromGit(set, key)) {
+      const field = fieldOf(at);
+      if (!UNTRUSTED_FIELDS.some((f) => field === f || field.startsWith(`${f}.`)))
+        problems.push(
+          `${at}: "{{${key}}}" comes from the Git source, which whoever can push chooses: it may fill ${UNTRUSTED_FIELDS.join(', ')}, not ${field}`,
+        );
+      else if (field === 'namespace' && set.allowedNamespaces.length === 0)
+        problems.push(
+          `${at}: "{{${key}}}" comes from the Git source: say which namespaces it may name with the set's allowedNamespaces`,
+        );
+    }
   }
   for (const field of ['set', 'removing'])
     if (field in set.template) problems.push(`template.${field}: filled in by mooring; write none`);
@@ -227,6 +277,16 @@ export function inputsOf(
   return pairs;
 }
 
+/** A namespace glob of a set's allowedNamespaces (`*` any characters) as a whole-name expression. */
+function namespaceGlob(glob: string): RegExp {
+  return new RegExp(
+    `^${glob
+      .split('*')
+      .map((part) => part.replace(/[.+?^${}()|[\]\\/-]/g, '\\$&'))
+      .join('.*')}$`,
+  );
+}
+
 /** Dotted zod paths as the configuration's messages write them: `paths[0]`, `helm.values`. */
 function pathText(path: readonly PropertyKey[]): string {
   return path
@@ -272,6 +332,21 @@ export function generate(
       const shown = typeof value === 'string' ? ` ${JSON.stringify(value.slice(0, 80))}` : '';
       problems.push(
         problem(set.name, input, `${field || 'template'}${shown}: ${issue?.message ?? 'is invalid'}`),
+      );
+      continue;
+    }
+    // A namespace the set allows: whatever an input made of it (and the template's allowedNamespaces).
+    const allowed = set.allowedNamespaces.map(namespaceGlob);
+    const outside = [parsed.data.namespace, ...parsed.data.allowedNamespaces].find(
+      (ns) => allowed.length > 0 && !allowed.some((r) => r.test(ns)),
+    );
+    if (outside !== undefined) {
+      problems.push(
+        problem(
+          set.name,
+          input,
+          `namespace "${outside}" is not among the set's allowedNamespaces (${set.allowedNamespaces.join(', ')})`,
+        ),
       );
       continue;
     }

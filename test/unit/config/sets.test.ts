@@ -26,6 +26,7 @@ deploymentSets:
       paths: ["{{path}}"]
       stability: {timeout: 2m}
     removal: {budget: 2}
+    allowedNamespaces: ["*"]
 `;
 
 describe('deployment sets', () => {
@@ -245,6 +246,7 @@ deploymentSets:
         generators:
           - gitDirectories: {source: fleet, directories: ["apps/*"]}
           - clusters: {selector: {region: eu}}
+    allowedNamespaces: ["api", "web"]
     template:
       name: "{{path.basename}}-{{cluster.labels.region}}"
       namespace: "{{path.basename}}"
@@ -284,6 +286,7 @@ deploymentSets:
   - name: envs
     generator:
       gitFiles: {source: fleet, files: ["envs/*/env.yaml"]}
+    allowedNamespaces: ["shop-*"]
     template:
       name: "{{app.name}}-{{path.basename}}"
       namespace: "{{namespace}}"
@@ -329,6 +332,53 @@ deploymentSets:
     ]);
     expect(made.problems.map((p) => p.text)).toEqual([
       'deployment set envs, file envs/dev/env.yaml: "{{namespace}}" is not given',
+    ]);
+  });
+
+  it("let a value from Git fill only harmless fields, and a namespace only among the set's allowedNamespaces", () => {
+    // Where a credential goes, which source or chart repository, which kinds: never a committer's choice.
+    expect(
+      problemsOf(
+        folders.replace(
+          'stability: {timeout: 2m}',
+          'commitStatus: {apiUrl: "https://{{path.basename}}.example.com"}',
+        ),
+      ).map((p) => p.message),
+    ).toEqual([
+      expect.stringMatching(
+        /^template\.commitStatus\.apiUrl: "\{\{path\.basename\}\}" comes from the Git source, which whoever can push chooses: it may fill name, namespace, .*, not commitStatus\.apiUrl$/,
+      ),
+    ]);
+    expect(
+      problemsOf(
+        folders.replace('stability: {timeout: 2m}', 'allowClusterScoped: ["{{path.basename}}"]'),
+      ).map((p) => p.message),
+    ).toEqual([expect.stringMatching(/not allowClusterScoped$/)]);
+    expect(
+      problemsOf(
+        folders.replace('source: fleet\n      paths', 'source: "{{path.basename}}"\n      paths'),
+      ).map((p) => p.message),
+    ).toEqual([expect.stringMatching(/not source$/)]);
+    // A namespace from Git needs the set to say which namespaces it may be.
+    expect(problemsOf(folders.replace('    allowedNamespaces: ["*"]\n', '')).map((p) => p.message)).toEqual([
+      `template.namespace: "{{path.basename}}" comes from the Git source: say which namespaces it may name with the set's allowedNamespaces`,
+    ]);
+    const teams = parseConfig(
+      folders
+        .replace('allowedNamespaces: ["*"]', 'allowedNamespaces: ["team-*"]')
+        .replace('namespace: "{{path.basename}}"', 'namespace: "team-{{path.basename}}"'),
+      'a.yaml',
+    );
+    const made = withSets(teams, new Map([['apps', ['apps/shop']]]));
+    expect(made.config.deployments.map((d) => d.namespace)).toEqual(['prod', 'team-shop']);
+    const loose = parseConfig(
+      folders.replace('allowedNamespaces: ["*"]', 'allowedNamespaces: ["team-*"]'),
+      'a.yaml',
+    );
+    expect(
+      withSets(loose, new Map([['apps', ['apps/kube-system', 'apps/team-web']]])).problems.map((p) => p.text),
+    ).toEqual([
+      'deployment set apps, folder apps/kube-system: namespace "kube-system" is not among the set\'s allowedNamespaces (team-*)',
     ]);
   });
 
