@@ -8,6 +8,9 @@ import { name } from './schema-fields.ts';
 /** The most deployments one set may yield: more is refused with the set named, nothing of it half-taken. */
 export const MAX_SET_DEPLOYMENTS = 2_000;
 
+/** The most bytes a gitFiles set's files may hold together at one commit: more is refused, read or not. */
+export const MAX_SET_FILE_BYTES = 8 * 1024 * 1024;
+
 /** A folder glob: `*` matches within one folder name, `**` any number of folders, `?` one character. */
 const folderGlob = z
   .string()

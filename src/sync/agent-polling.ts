@@ -2,7 +2,7 @@
 // a local folder's watcher), polled on its schedule or when asked, one poll of a source at a time (a poll asked
 // for meanwhile runs once more after it), and each change handed to the agent's decision.
 import type { GitSource, LocalSource, MooringConfig } from '../config/schema.ts';
-import { MAX_SET_DEPLOYMENTS } from '../config/schema-sets.ts';
+import { MAX_SET_DEPLOYMENTS, MAX_SET_FILE_BYTES } from '../config/schema-sets.ts';
 import { type Found, fileInput, gitGenerator } from '../config/sets.ts';
 import type { Logger } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
@@ -274,6 +274,7 @@ export class SourcePolls {
             exclude,
             maxFileBytes,
             MAX_SET_DEPLOYMENTS,
+            MAX_SET_FILE_BYTES,
           )) {
             const input = fileInput(file.path, file.text);
             if ('problem' in input)

@@ -30,6 +30,7 @@ import { createPathFilter, type PathFilter } from './paths.ts';
 import { type RefSpec, type ResolvedRef, refPrefix, refSpecOf, selectRef } from './refs.ts';
 import { fetchInto, initCache, listRefs, pointRef, type RemoteOptions } from './remote.ts';
 import {
+  blobSizes,
   diffTrees,
   type FileChange,
   listFiles,
@@ -235,7 +236,8 @@ export class GitRepository {
 
   /**
    * The files at a fetched commit that `include` matches and `exclude` does not (globs of whole paths,
-   * folder-glob.ts), read as text: a symlink, a file over `maxFileBytes` or more than `limit` files refused.
+   * folder-glob.ts), read as text: a symlink, a file over `maxFileBytes`, more than `limit` files or more than
+   * `totalBytes` together refused, each by the sizes in the objects' headers before anything is inflated.
    */
   async globFiles(
     commit: string,
@@ -243,6 +245,7 @@ export class GitRepository {
     exclude: readonly string[],
     maxFileBytes: number,
     limit: number,
+    totalBytes: number,
   ): Promise<ManifestFile[]> {
     const selection = folderSelection(include, exclude);
     return exclusive(this.gitdir, async () => {
@@ -266,6 +269,18 @@ export class GitRepository {
           : error;
       }
       refuseSymlinks(files, subject);
+      let total = 0;
+      try {
+        for (const size of await blobSizes(store, files, maxFileBytes)) total += size;
+      } catch (error) {
+        throw error instanceof StalledError
+          ? new StalledError(error.message, { subject, cause: error })
+          : error;
+      }
+      if (total > totalBytes)
+        throw new StalledError(`the files matched hold ${total} bytes, more than ${totalBytes} together`, {
+          subject,
+        });
       return readManifests(store, files, maxFileBytes, subject);
     });
   }
