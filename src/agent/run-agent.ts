@@ -304,7 +304,8 @@ export async function runAgent(
     // What only a restart changes keeps its running value here too, when a set's change is taken later.
     fileConfig = effectiveConfig(config, loaded);
     const next = sets.expand(fileConfig, config);
-    const plan = planReload(config, next);
+    // The file as written (a restart-only setting it changes is reported), with the sets' deployments.
+    const plan = planReload(config, { ...loaded, deployments: next.deployments });
     if (plan.restart.length > 0)
       log.warn({ file, settings: plan.restart }, `needs a restart: ${plan.restart.join(', ')}`);
     const reporting = ['deployments', 'audit', 'notifications'] as const;
