@@ -95,7 +95,9 @@ export function knownPlaceholder(set: DeploymentSet, key: string): boolean {
 /**
  * The fields a value from a Git source may fill: whoever can push chooses it, so it may name what the deployment is
  * and which files of its own source it reads, never where it may deploy beyond the set's namespaces, which source,
- * chart repository, cluster or receiver it uses, nor where a credential goes (commitStatus.apiUrl, token).
+ * chart repository, cluster or receiver it uses, nor where a credential goes (commitStatus.apiUrl, token). Nor the
+ * commit status's context or link: a pushed folder could post under another check's name (a required check spoofed
+ * on its own commit) or link a reviewer anywhere; the default context already names each deployment.
  */
 const UNTRUSTED_FIELDS = [
   'name',
@@ -111,8 +113,6 @@ const UNTRUSTED_FIELDS = [
   'helm.values',
   'helm.set',
   'helm.setString',
-  'commitStatus.context',
-  'commitStatus.targetUrl',
 ];
 
 /** Whether `key` comes from a Git source: given by the set's gitDirectories or gitFiles, not by a list or clusters. */

@@ -584,12 +584,18 @@ describe('many clusters from one agent', () => {
           async () => ((await imageIn(kubeconfig, space)) === 'web:set' ? true : undefined),
           90_000,
         );
+        // The release is recorded once the deployment is stable, a moment after its image is seen.
         const api = client(kubeconfig);
         try {
-          expect((await new Ledger(api, agentNs()).read(`web-${cluster}`)).releases[0]).toMatchObject({
-            commit: first,
-            result: 'stable',
-          });
+          const release = await eventually(
+            `web-${cluster}'s release in ${cluster}`,
+            async () => {
+              const last = (await new Ledger(api, agentNs()).read(`web-${cluster}`)).releases[0];
+              return last?.result === 'stable' ? last : undefined;
+            },
+            60_000,
+          );
+          expect(release).toMatchObject({ commit: first, result: 'stable' });
         } finally {
           api.close();
         }

@@ -349,6 +349,20 @@ deploymentSets:
         /^template\.commitStatus\.apiUrl: "\{\{path\.basename\}\}" comes from the Git source, which whoever can push chooses: it may fill name, namespace, .*, not commitStatus\.apiUrl$/,
       ),
     ]);
+    // A commit status under a name a committer chooses could pass for a required check on their own commit.
+    expect(
+      problemsOf(
+        folders.replace('stability: {timeout: 2m}', 'commitStatus: {context: "ci/{{path.basename}}"}'),
+      ).map((p) => p.message),
+    ).toEqual([expect.stringMatching(/not commitStatus\.context$/)]);
+    expect(
+      problemsOf(
+        folders.replace(
+          'stability: {timeout: 2m}',
+          'commitStatus: {targetUrl: "https://example.com/{{path.basename}}"}',
+        ),
+      ).map((p) => p.message),
+    ).toEqual([expect.stringMatching(/not commitStatus\.targetUrl$/)]);
     expect(
       problemsOf(
         folders.replace('stability: {timeout: 2m}', 'allowClusterScoped: ["{{path.basename}}"]'),
