@@ -84,12 +84,20 @@ export async function runAgent(
   const sets = new SetKeeper({
     log,
     apply: () =>
-      adopt(() => {
-        const next = sets.expand(fileConfig, config);
-        if (isDeepStrictEqual(next.deployments, config.deployments)) return undefined;
-        log.info(describePlan(planReload(config, next)), 'deployment sets changed the deployments');
-        return next;
-      }, false),
+      adopt(
+        () => {
+          const next = sets.expand(fileConfig, config);
+          if (
+            isDeepStrictEqual(next.deployments, config.deployments) &&
+            isDeepStrictEqual(next.sources.git, config.sources.git)
+          )
+            return undefined;
+          log.info(describePlan(planReload(config, next)), 'deployment sets changed the deployments');
+          return next;
+        },
+        // A pull request's environment comes with a Git source of its own, which its commit statuses name.
+        (next) => !isDeepStrictEqual(next.sources.git, config.sources.git),
+      ),
   });
   const unitDeps: ClusterUnitDeps = {
     sets,
@@ -284,12 +292,16 @@ export async function runAgent(
   await clusterReachable();
 
   /** The agents take over `next` (a reload of the file, or deployment sets that changed). */
-  const adopt = (make: () => MooringConfig | undefined, reportersChanged: boolean) =>
+  const adopt = (
+    make: () => MooringConfig | undefined,
+    reportersChanged: boolean | ((next: MooringConfig) => boolean),
+  ) =>
     sets.serially(async () => {
       const next = make();
       if (!next) return;
+      const reporters = typeof reportersChanged === 'boolean' ? reportersChanged : reportersChanged(next);
       config = next;
-      await homeUnit?.reconfigure(next, { reporters: reportersChanged, handover: shard !== undefined });
+      await homeUnit?.reconfigure(next, { reporters, handover: shard !== undefined });
       for (const unit of units.values())
         await unit
           .reconfigure(next, { spec: next.clusters.find((c) => c.name === unit.name) })
@@ -305,7 +317,7 @@ export async function runAgent(
     fileConfig = effectiveConfig(config, loaded);
     const next = sets.expand(fileConfig, config);
     // The file as written (a restart-only setting it changes is reported), with the sets' deployments.
-    const plan = planReload(config, { ...loaded, deployments: next.deployments });
+    const plan = planReload(config, { ...loaded, sources: next.sources, deployments: next.deployments });
     if (plan.restart.length > 0)
       log.warn({ file, settings: plan.restart }, `needs a restart: ${plan.restart.join(', ')}`);
     const reporting = ['deployments', 'audit', 'notifications'] as const;

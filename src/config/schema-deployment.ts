@@ -145,10 +145,11 @@ export const deployment = z.strictObject({
   /** The deployment set that made it (docs/deployment-sets.md): filled in by mooring, never written by hand. */
   set: name.optional(),
   /**
-   * Removed from its set, which prunes on removal: its last sync deploys nothing, so that its objects are pruned
-   * (docs/deployment-sets.md). Filled in by mooring, never written by hand.
+   * Removed from its set, which prunes on removal: its last sync deploys nothing, so that its objects are pruned,
+   * and, for a pull request's environment, then deletes the namespace it created (docs/deployment-sets.md). Filled
+   * in by mooring, never written by hand.
    */
-  removing: z.literal(true).optional(),
+  removing: z.enum(['objects', 'namespace']).optional(),
   /** The moniker application; the deployment's namespace when absent, as for the CLI (docs/cli.md). */
   application: name.optional(),
   /** A git or local source that holds the manifests. */

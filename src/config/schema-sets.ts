@@ -3,7 +3,7 @@
 // object: each deployment it yields is checked as a hand-written one is (src/config/sets.ts).
 import { z } from 'zod';
 import { clusterLabels } from './schema-deployment.ts';
-import { name } from './schema-fields.ts';
+import { duration, httpUrl, name, secretRef } from './schema-fields.ts';
 
 /** The most deployments one set may yield: more is refused with the set named, nothing of it half-taken. */
 export const MAX_SET_DEPLOYMENTS = 2_000;
@@ -65,12 +65,44 @@ const single = {
    * of `selector` with its value (none: every cluster): `{{cluster.name}}`, `{{cluster.labels.KEY}}`.
    */
   clusters: z.strictObject({ selector: clusterLabels.default({}) }).optional(),
+  /**
+   * One deployment per open pull request of a Git source's repository, asked of its forge's API (never taken from a
+   * payload), deployed from its head through a Git source of its own (`{{source}}`, following the pull request's
+   * ref): `{{number}}`, `{{branch}}` and `{{branch.slug}}` (its head branch, as its author wrote it and as a DNS
+   * label), `{{author}}`, `{{head}}` and `{{head.short}}`. It goes when the pull request closes or merges, loses
+   * its label, or is not updated for `ttl`.
+   */
+  pullRequests: z
+    .strictObject({
+      source: name,
+      /** The target branches whose pull requests are deployed (`*` any characters); none: the source's branch. */
+      branches: z.array(z.string().min(1).max(255)).max(32).default([]),
+      /** Only pull requests with one of these labels (none: every one). */
+      labels: z.array(z.string().min(1).max(255)).max(32).default([]),
+      /** Pull requests from forks are untrusted content: deployed only with this, or by an allowed author or label. */
+      forks: z.boolean().default(false),
+      allowAuthors: z.array(z.string().min(1).max(255)).default([]),
+      allowLabels: z.array(z.string().min(1).max(255)).default([]),
+      /** Removed once the pull request is not updated for this long (where the forge says when it was). */
+      ttl: duration.optional(),
+      /** How often an open pull request is asked of the forge again (a closed or relabelled one goes then). */
+      recheck: duration.prefault('1m'),
+      /** The forge's API; the source's preview settings, then its first deployment's commitStatus, when absent. */
+      provider: z
+        .enum(['auto', 'github', 'gitlab', 'gitea', 'bitbucket-cloud', 'bitbucket-server'])
+        .optional(),
+      apiUrl: httpUrl.optional(),
+      token: secretRef.optional(),
+      /** Open pull requests deployed at most (the highest numbers). */
+      max: z.number().int().min(1).max(500).default(50),
+    })
+    .optional(),
 };
 type Kinds = { [K in keyof typeof single]?: unknown } & { matrix?: unknown };
 const kinds = (g: Kinds) => Object.values(g).filter((v) => v !== undefined).length;
 
 const simpleGenerator = z.strictObject(single).refine((g) => kinds(g) === 1, {
-  message: 'give exactly one generator: "list", "gitDirectories", "gitFiles" or "clusters"',
+  message: 'give exactly one generator: "list", "gitDirectories", "gitFiles", "clusters" or "pullRequests"',
 });
 
 const generator = z
@@ -80,11 +112,17 @@ const generator = z
     matrix: z.strictObject({ generators: z.array(simpleGenerator).length(2) }).optional(),
   })
   .refine((g) => kinds(g) === 1, {
-    message: 'give exactly one generator: "list", "gitDirectories", "gitFiles", "clusters" or "matrix"',
+    message:
+      'give exactly one generator: "list", "gitDirectories", "gitFiles", "clusters", "pullRequests" or "matrix"',
   })
-  .refine((g) => (g.matrix?.generators.filter((m) => m.gitDirectories ?? m.gitFiles).length ?? 0) <= 1, {
-    message: 'a matrix takes at most one generator of a Git source (gitDirectories or gitFiles)',
-  });
+  .refine(
+    (g) =>
+      (g.matrix?.generators.filter((m) => m.gitDirectories ?? m.gitFiles ?? m.pullRequests).length ?? 0) <= 1,
+    {
+      message:
+        'a matrix takes at most one generator that reads a repository (gitDirectories, gitFiles or pullRequests)',
+    },
+  );
 
 export type SetGenerator = z.infer<typeof simpleGenerator>;
 

@@ -13,10 +13,16 @@ export const gitRef = z
       .string()
       .refine((range) => semver.validRange(range) !== null, { message: 'is not a valid semver range' })
       .optional(),
+    /**
+     * A pull request's head, by the ref its forge keeps it under (refs/pull/N/head, refs/merge-requests/N/head,
+     * refs/pull-requests/N/from): what a pull-request deployment set's environments follow.
+     */
+    pullRequest: z.number().int().min(1).max(999_999_999).optional(),
   })
-  .refine((ref) => [ref.branch, ref.tag, ref.semver].filter((v) => v !== undefined).length === 1, {
-    message: 'give exactly one of "branch", "tag" or "semver"',
-  });
+  .refine(
+    (ref) => [ref.branch, ref.tag, ref.semver, ref.pullRequest].filter((v) => v !== undefined).length === 1,
+    { message: 'give exactly one of "branch", "tag", "semver" or "pullRequest"' },
+  );
 
 /**
  * Previews of pull requests to a Git source's branch (docs/previews.md): each deployment the pull request concerns is

@@ -6,7 +6,7 @@
 import { errorMessage } from '../errors.ts';
 import { parseYaml } from '../yaml/parse.ts';
 import { checkReferences, pathProblem } from './references.ts';
-import type { MooringConfig } from './schema.ts';
+import type { GitSource, MooringConfig } from './schema.ts';
 import { type Deployment, deployment } from './schema-deployment.ts';
 import { type DeploymentSet, MAX_SET_DEPLOYMENTS, type SetGenerator } from './schema-sets.ts';
 import { type ClusterInfo, clustersOf, targetProblems } from './targets.ts';
@@ -62,6 +62,31 @@ export function generatorsOf(set: DeploymentSet): SetGenerator[] {
   return matrix ? matrix.generators : [one];
 }
 
+/** A set's pull-request generator (its own, or in its matrix): its source's polls list the pull requests. */
+export function pullRequestGenerator(
+  set: DeploymentSet,
+): NonNullable<SetGenerator['pullRequests']> | undefined {
+  return generatorsOf(set).find((one) => one.pullRequests)?.pullRequests;
+}
+
+/** The Git source a pull request's environment deploys from: its base source's repository, at its head's ref. */
+export function pullRequestSourceName(base: string, number: number): string {
+  return `${base}-pr-${number}`;
+}
+
+/**
+ * The base source followed at pull request `number`'s ref instead of its branch: the same repository, credentials,
+ * schedule and bounds, previews off.
+ */
+export function pullRequestSource(base: GitSource, number: number): GitSource {
+  return {
+    ...base,
+    name: pullRequestSourceName(base.name, number),
+    ref: { pullRequest: number },
+    preview: { ...base.preview, enabled: false },
+  };
+}
+
 /** The generator of a set that reads a Git source (its own, or in its matrix): its source's polls read it. */
 export function gitGenerator(
   set: DeploymentSet,
@@ -83,9 +108,14 @@ function gives(generator: SetGenerator, key: string): boolean {
   // A file's fields are known only once it is read: a field a file lacks refuses that file.
   if (generator.gitFiles) return true;
   if (generator.clusters) return key === 'cluster.name' || /^cluster\.labels\.[A-Za-z0-9_.]+$/.test(key);
+  if (generator.pullRequests) return PULL_REQUEST_KEYS.includes(key);
   const elements = generator.list?.elements ?? [];
   return elements.length > 0 && elements.every((e) => Object.hasOwn(e, key));
 }
+
+/** What a pull request gives a template; its branch and author are chosen by whoever opens it. */
+const PULL_REQUEST_KEYS = ['number', 'branch', 'branch.slug', 'author', 'head', 'head.short', 'source'];
+const PULL_REQUEST_UNTRUSTED = ['branch', 'branch.slug', 'author'];
 
 /** Which placeholders a set's generator (or its matrix's two) gives. */
 export function knownPlaceholder(set: DeploymentSet, key: string): boolean {
@@ -93,7 +123,7 @@ export function knownPlaceholder(set: DeploymentSet, key: string): boolean {
 }
 
 /**
- * The fields a value from a Git source may fill: whoever can push chooses it, so it may name what the deployment is
+ * The fields a value from a Git source or a pull request may fill: whoever can push chooses it, so it may name what the deployment is
  * and which files of its own source it reads, never where it may deploy beyond the set's namespaces, which source,
  * chart repository, cluster or receiver it uses, nor where a credential goes (commitStatus.apiUrl, token). Nor the
  * commit status's context or link: a pushed folder could post under another check's name (a required check spoofed
@@ -115,11 +145,22 @@ const UNTRUSTED_FIELDS = [
   'helm.setString',
 ];
 
-/** Whether `key` comes from a Git source: given by the set's gitDirectories or gitFiles, not by a list or clusters. */
-function fromGit(set: DeploymentSet, key: string): boolean {
-  if (key === 'set') return false;
-  const trusted = generatorsOf(set).filter((g) => !g.gitDirectories && !g.gitFiles);
-  return gitGenerator(set) !== undefined && !trusted.some((g) => gives(g, key));
+/**
+ * Where `key` comes from when whoever can push or open a pull request chooses it: a folder or file of the set's Git
+ * source, or a pull request's branch or author. A list's, a cluster's, a pull request's number or head, and `set`
+ * are the configuration's or mooring's own.
+ */
+function untrustedOrigin(set: DeploymentSet, key: string): string | undefined {
+  if (key === 'set') return undefined;
+  const generators = generatorsOf(set);
+  const trusted = generators.filter(
+    (g) => !g.gitDirectories && !g.gitFiles && !(g.pullRequests && PULL_REQUEST_UNTRUSTED.includes(key)),
+  );
+  if (trusted.some((g) => gives(g, key))) return undefined;
+  if (gitGenerator(set) !== undefined) return 'the Git source';
+  if (pullRequestGenerator(set) !== undefined && PULL_REQUEST_UNTRUSTED.includes(key))
+    return 'a pull request';
+  return undefined;
 }
 
 /** `template.helm.values.a[0]` as the field it is in: `helm.values.a`. */
@@ -139,17 +180,19 @@ export function templateProblems(set: DeploymentSet): string[] {
       problems.push(`${at}: "{{${key}}}" is not a placeholder (letters, digits, "_" and ".")`);
     else if (!knownPlaceholder(set, key))
       problems.push(
-        `${at}: "{{${key}}}" is not given by its generator (list: the elements' keys; gitDirectories: path, path.basename, path.N; clusters: cluster.name, cluster.labels.KEY; every one: set)`,
+        `${at}: "{{${key}}}" is not given by its generator (list: the elements' keys; gitDirectories: path, path.basename, path.N; clusters: cluster.name, cluster.labels.KEY; pullRequests: ${PULL_REQUEST_KEYS.join(', ')}; every one: set)`,
       );
-    else if (fromGit(set, key)) {
+    else {
+      const origin = untrustedOrigin(set, key);
       const field = fieldOf(at);
+      if (origin === undefined) continue;
       if (!UNTRUSTED_FIELDS.some((f) => field === f || field.startsWith(`${f}.`)))
         problems.push(
-          `${at}: "{{${key}}}" comes from the Git source, which whoever can push chooses: it may fill ${UNTRUSTED_FIELDS.join(', ')}, not ${field}`,
+          `${at}: "{{${key}}}" comes from ${origin}, which whoever can push chooses: it may fill ${UNTRUSTED_FIELDS.join(', ')}, not ${field}`,
         );
       else if (field === 'namespace' && set.allowedNamespaces.length === 0)
         problems.push(
-          `${at}: "{{${key}}}" comes from the Git source: say which namespaces it may name with the set's allowedNamespaces`,
+          `${at}: "{{${key}}}" comes from ${origin}: say which namespaces it may name with the set's allowedNamespaces`,
         );
     }
   }
@@ -252,7 +295,7 @@ function inputsOfOne(
   found: readonly Found[] | undefined,
 ): SetInput[] {
   if (generator.list) return generator.list.elements.map(elementInput);
-  if (generator.gitDirectories || generator.gitFiles)
+  if (generator.gitDirectories || generator.gitFiles || generator.pullRequests)
     return (found ?? []).map((f) => (typeof f === 'string' ? folderInput(f) : f));
   const selector = generator.clusters?.selector ?? {};
   return clustersOf(config)
@@ -423,9 +466,34 @@ export function withSets(
   let deployments = config.deployments.filter((d) => d.set === undefined);
   const problems: SetProblem[] = [];
   const held: HeldSet[] = [];
+  // Each pull request's own source, for its environment and for one still held or being removed: those its
+  // deployments name stay once every set is made.
+  const gitSources = config.sources.git;
+  const derived = new Map<string, GitSource>();
+  for (const set of config.deploymentSets) {
+    const generator = pullRequestGenerator(set);
+    const base = gitSources.find((g) => g.name === generator?.source);
+    if (!base) continue;
+    const numbers = new Set<number>();
+    for (const f of folders.get(set.name) ?? [])
+      if (typeof f !== 'string' && f.values.number) numbers.add(Number(f.values.number));
+    for (const d of previous?.deployments ?? [])
+      if (d.set === set.name) {
+        const n = /-pr-(\d{1,9})$/.exec(d.source)?.[1];
+        if (n && d.source === pullRequestSourceName(base.name, Number(n))) numbers.add(Number(n));
+      }
+    for (const n of [...numbers].sort((a, b) => a - b)) {
+      const made = pullRequestSource(base, n);
+      if (!gitSources.some((g) => g.name === made.name)) derived.set(made.name, made);
+    }
+  }
+  const withDerived: MooringConfig = {
+    ...config,
+    sources: { ...config.sources, git: [...gitSources, ...derived.values()] },
+  };
   for (const set of config.deploymentSets) {
     const inputs = inputsOf(config, set, folders.get(set.name));
-    const made = generate({ ...config, deployments }, set, inputs);
+    const made = generate({ ...withDerived, deployments }, set, inputs);
     problems.push(...made.problems);
     const before = previous?.deployments.filter((d) => d.set === set.name) ?? [];
     const names = new Set(made.deployments.map((d) => d.name));
@@ -438,12 +506,23 @@ export function withSets(
       continue;
     }
     // A set that prunes keeps each removed deployment until its last sync (nothing to deploy: all pruned) ended.
+    // A pull request's environment takes the namespace it made with it.
+    const namespaceToo = pullRequestGenerator(set) !== undefined;
     const going = set.removal.prune
       ? leaving
           .filter((d) => !ended.has(d.name))
-          .map((d): Deployment => ({ ...d, removing: true, prune: true, allowEmpty: true }))
+          .map(
+            (d): Deployment => ({
+              ...d,
+              removing: namespaceToo && d.createNamespace ? 'namespace' : 'objects',
+              prune: true,
+              allowEmpty: true,
+            }),
+          )
       : [];
     deployments = [...deployments, ...made.deployments, ...going];
   }
-  return { config: { ...config, deployments }, problems, held };
+  const used = new Set(deployments.map((d) => d.source));
+  const git = [...gitSources, ...[...derived.values()].filter((g) => used.has(g.name))];
+  return { config: { ...config, sources: { ...config.sources, git }, deployments }, problems, held };
 }

@@ -29,6 +29,31 @@ export async function createNamespace(
   }
 }
 
+/**
+ * Deletes namespace `name` if mooring created it (its managed-by label says so): a pull request's environment
+ * takes its namespace with it. One that is gone already is fine; one mooring did not make is left, and said so.
+ */
+export async function deleteCreatedNamespace(api: KubeApi, name: string): Promise<'deleted' | 'not ours'> {
+  let labels: Record<string, string> | undefined;
+  try {
+    const ns = await api.request<{ metadata?: { labels?: Record<string, string> } }>(
+      'GET',
+      `/api/v1/namespaces/${name}`,
+    );
+    labels = ns.metadata?.labels;
+  } catch (error) {
+    if (statusCode(error) === 404) return 'deleted';
+    throw describeKubeError(error, `read Namespace ${name}`);
+  }
+  if (labels?.[LABEL_MANAGED_BY] !== MANAGED_BY) return 'not ours';
+  try {
+    await api.request('DELETE', `/api/v1/namespaces/${name}`);
+  } catch (error) {
+    if (statusCode(error) !== 404) throw describeKubeError(error, `delete Namespace ${name}`);
+  }
+  return 'deleted';
+}
+
 /** The agent keeps its records in its own namespace; run from a laptop, it may not exist yet. Read first: an agent
  * allowed only into its own namespace may not create namespaces. */
 export async function ensureNamespace(api: KubeApi, name: string): Promise<void> {

@@ -4,7 +4,10 @@
 // sync itself (sync-deployment.ts), and the `mooring reconcile` requests it answers. Each stage is a named function;
 // the job's state (the requests it answers, the commit whose pending status a hold left) is in one place.
 import { append } from '../arrays.ts';
+import type { Deployment } from '../config/schema.ts';
+import type { Logger } from '../contract.ts';
 import { classify, errorMessage } from '../errors.ts';
+import { deleteCreatedNamespace } from '../kube/namespace.ts';
 import type { ManifestFile } from '../render/parse.ts';
 import { current, recordedDependencies } from '../report/ledger.ts';
 import { filesRevision } from '../sources/local/watch.ts';
@@ -18,6 +21,32 @@ import { outcomeOf } from './outcome.ts';
 import type { SyncJob, SyncOutcome } from './queue.ts';
 import { cappedRetry } from './retry.ts';
 import { safely, syncDeployment } from './sync-deployment.ts';
+
+/**
+ * A pull request's environment leaving its set: its objects are pruned, then the namespace it created goes, unless
+ * another deployment of the cluster deploys there or it is the agent's own. False: not deleted now (tried again).
+ */
+async function removeNamespace(ctx: JobContext, spec: Deployment, log: Logger): Promise<boolean> {
+  const { config } = ctx.deps;
+  const shared = config.deployments.some(
+    (o) => o.name !== spec.name && !o.removing && o.namespace === spec.namespace,
+  );
+  if (shared || spec.namespace === config.cluster.namespace) {
+    log.info({ namespace: spec.namespace }, 'its namespace stays: another deployment deploys there');
+    return true;
+  }
+  try {
+    const done = await deleteCreatedNamespace(ctx.deps.api, spec.namespace);
+    log.info(
+      { namespace: spec.namespace },
+      done === 'deleted' ? 'its namespace is deleted' : 'its namespace stays: mooring did not create it',
+    );
+    return true;
+  } catch (error) {
+    log.error({ namespace: spec.namespace, err: errorMessage(error) }, 'cannot delete its namespace');
+    return false;
+  }
+}
 
 export interface AgentSync extends SyncJob<AgentSync> {
   /** `mooring reconcile` requests this sync answers when it ends: its own and those joined to it. */
@@ -177,7 +206,9 @@ export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned):
       d.deployed = local;
       d.sameAs = undefined;
       d.attempted = undefined;
-      if (d.spec.removing) ctx.deps.sets?.removed(d.spec.name);
+      // Its namespace not deleted yet (the server failed): it stays, and the next sync tries again.
+      if (d.spec.removing && (d.spec.removing !== 'namespace' || (await removeNamespace(ctx, d.spec, log))))
+        ctx.deps.sets?.removed(d.spec.name);
     } else if (d.deployed === undefined && commit) d.attempted = commit;
     await answerAll((r) => ctx.control.finished(r, report, release));
     return cappedRetry(outcomeOf(report), ctx.retryInterval(d));

@@ -17,6 +17,7 @@ import {
   type SourceState,
   syncLocalSource,
 } from './agent-sources.ts';
+import { PullRequestSets } from './pull-request-sets.ts';
 import {
   type Lease,
   type PollTrigger,
@@ -57,10 +58,13 @@ export class SourcePolls {
   private readonly pollers = new Map<string, SharedPoller>();
   /** The commit (and generator) at which each Git-directories deployment set's folders were last read. */
   private readonly setsRead = new Map<string, string>();
+  /** The pull requests each pull-request deployment set deploys, asked of the forge at each poll of its source. */
+  private readonly pullRequestSets: PullRequestSets;
 
   constructor(ctx: PollingContext) {
     this.ctx = ctx;
     this.shared = ctx.deps.sources ?? new SharedSources(ctx.deps.cacheDir);
+    this.pullRequestSets = new PullRequestSets({ config: () => ctx.deps.config, log: ctx.deps.log });
   }
 
   /** The poll rounds of deployment `name`'s source started so far, the one under way included (0: none). */
@@ -216,6 +220,14 @@ export class SourcePolls {
         );
         this.ctx.previewRefs(name, log);
         await this.readSets(name, repo, resolved, log);
+        // Pull requests are asked of the forge beside the poll: a slow forge never holds up a sync.
+        const keeper = this.ctx.deps.sets;
+        if (keeper && this.pullRequestSets.wanted(name))
+          void this.pullRequestSets
+            .poll(name, repo, keeper)
+            .catch((error: unknown) =>
+              log.warn({ err: errorMessage(error) }, 'deployment sets: cannot read the pull requests'),
+            );
       } else if (registry) {
         const poller = this.pollers.get(name);
         await pollRegistrySource(this.ctx.state, registry, decide, (state) =>

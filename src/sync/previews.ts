@@ -13,21 +13,19 @@
 import { readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { GitSource, MooringConfig } from '../config/schema.ts';
-import { readSecret } from '../config/secret.ts';
 import type { DeploymentPreview, Logger } from '../contract.ts';
 import { classify, errorMessage, TransientError } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import type { ImageArtifact } from '../render/render.ts';
-import { gitOrigins } from '../report/forges/forge-hosts.ts';
 import { describeRepo } from '../report/forges/repo-url.ts';
-import { commentProviderFor, type PreviewCommentProvider, providerFor } from '../report/forges/select.ts';
-import type { CommitStatusProvider, HttpOptions } from '../report/forges/types.ts';
+import type { HttpOptions } from '../report/forges/types.ts';
 import { current, type Ledger, recordedDependencies } from '../report/ledger.ts';
 import { PREVIEW_MARKER, previewMarkdown, previewStatus } from '../report/preview-text.ts';
 import type { ClusterCapabilities } from '../sources/deployment-manifests.ts';
 import { GitRepository, pullRequestRefs, type ResolvedRef } from '../sources/git/repository.ts';
 import { concerns } from './agent-sources.ts';
+import { type ForgeAccess, forgeAccess } from './forge-access.ts';
 import { previewDeployment } from './preview.ts';
 
 export interface PreviewRunnerDeps {
@@ -43,10 +41,7 @@ export interface PreviewRunnerDeps {
   http?: HttpOptions | undefined;
 }
 
-interface Forge {
-  comments: PreviewCommentProvider;
-  statuses: CommitStatusProvider;
-  token: string;
+interface Forge extends ForgeAccess {
   settings: GitSource['preview'];
 }
 
@@ -170,22 +165,8 @@ export class PreviewRunner {
 
   /** The forge's comment and status APIs and token: the preview's own, or the source's first deployment's. */
   async #forge(git: GitSource): Promise<Forge | undefined> {
-    const config = this.#deps.config();
-    const fallback = config.deployments.find(
-      (d) => d.source === git.name && d.commitStatus.token,
-    )?.commitStatus;
-    const token = git.preview.token ?? fallback?.token;
-    if (!token) return undefined;
-    const api = {
-      provider: git.preview.provider ?? fallback?.provider ?? 'auto',
-      apiUrl: git.preview.apiUrl ?? fallback?.apiUrl,
-    };
-    return {
-      comments: commentProviderFor(git.url, api, gitOrigins(config), this.#deps.http),
-      statuses: providerFor(git.url, api, gitOrigins(config), this.#deps.http),
-      token: await readSecret(token),
-      settings: git.preview,
-    };
+    const access = await forgeAccess(this.#deps.config(), git, git.preview, this.#deps.http);
+    return access && { ...access, settings: git.preview };
   }
 
   async #preview(source: string, number: number): Promise<PreviewOutcome> {

@@ -266,6 +266,7 @@ export async function startForgeReceiver(
         author: info.author ?? 'octocat',
         labels: info.labels ?? [],
         headRef: info.headRef ?? `pr-${number}`,
+        updatedAt: info.updatedAt,
       });
     },
     statuses: () => [...statuses],
@@ -391,6 +392,7 @@ function forgeShapes(flavour: ForgeFlavour, api: () => string, options: ForgeRec
           labels: pr.labels.map((name, i) => ({ id: i + 1, name })),
           head: { ref: pr.headRef, sha: pr.headSha, repo: repo(pr.fromFork ? FORK_REPO : BASE_REPO) },
           base: { ref: pr.baseRef, sha: '0'.repeat(40), repo: repo(BASE_REPO) },
+          ...(pr.updatedAt ? { updated_at: pr.updatedAt } : {}),
         }),
         status: (matched, body) =>
           posted(`${matched.params.owner}/${matched.params.repo}`, matched.params.sha, body, {

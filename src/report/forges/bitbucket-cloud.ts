@@ -101,6 +101,7 @@ const pull = z.object({
     repository: repository.nullable(),
   }),
   destination: z.object({ branch: z.object({ name: z.string() }), repository }),
+  updated_on: z.string().optional(),
 });
 
 /** Bitbucket Cloud's pull-request comments; inline comments, replies and deleted ones are not the preview's. */
@@ -149,6 +150,8 @@ export const bitbucketCloudComments = commentForge({
       state: value.state === 'OPEN' ? 'open' : value.state === 'MERGED' ? 'merged' : 'closed',
       headSha: value.source.commit.hash,
       baseRef: value.destination.branch.name,
+      headRef: value.source.branch.name,
+      updatedAt: value.updated_on,
       // A deleted fork leaves no source repository: no more trusted than a fork.
       fromFork: from === null || from.uuid !== value.destination.repository.uuid,
       author: value.author?.nickname ?? value.author?.account_id ?? value.author?.display_name ?? '',

@@ -109,6 +109,7 @@ const pull = z.object({
   fromRef: ref,
   toRef: ref,
   author: z.object({ user: z.object({ name: z.string() }) }).nullish(),
+  updatedDate: z.number().optional(),
 });
 
 /** Bitbucket Server's pull-request comments, read from its activities; whose token it is, every answer says. */
@@ -146,6 +147,8 @@ export const bitbucketServerComments = commentForge({
       state: value.state === 'OPEN' ? 'open' : value.state === 'MERGED' ? 'merged' : 'closed',
       headSha: value.fromRef.latestCommit,
       baseRef: value.toRef.displayId,
+      headRef: value.fromRef.displayId,
+      updatedAt: value.updatedDate === undefined ? undefined : new Date(value.updatedDate).toISOString(),
       fromFork: from === null || to === null || from.id !== to.id,
       author: value.author?.user.name ?? '',
       labels: [],

@@ -54,6 +54,7 @@ const pull = z.object({
   base: branch.partial({ sha: true }),
   user: user.nullable(),
   labels: z.array(z.object({ name: z.string() })).nullable(),
+  updated_at: z.string().optional(),
 });
 
 /** Gitea's pull-request comments: a PR's comments are its issue's, in one answer (a next link followed). */
@@ -83,6 +84,8 @@ export const giteaComments = githubShapedComments(GITEA, GITEA_MAX_COMMENT, {
       state: pr.merged === true ? 'merged' : pr.state,
       headSha: pr.head.sha,
       baseRef: pr.base.ref,
+      headRef: pr.head.ref,
+      updatedAt: pr.updated_at,
       fromFork: pr.head.repo_id !== pr.base.repo_id,
       author: pr.user?.login ?? '',
       labels: (pr.labels ?? []).map((l) => l.name),

@@ -118,6 +118,7 @@ const pull = z.object({
   base: z.object({ ref: z.string(), repo: repository }),
   user: user.nullable(),
   labels: z.array(z.object({ name: z.string() })),
+  updated_at: z.string().optional(),
 });
 
 /** GitHub's pull-request comments: a PR's comments are its issue's. */
@@ -149,6 +150,8 @@ export const githubComments = githubShapedComments(GITHUB, GITHUB_MAX_COMMENT, {
       state: pr.merged === true || pr.merged_at !== null ? 'merged' : pr.state,
       headSha: pr.head.sha,
       baseRef: pr.base.ref,
+      headRef: pr.head.ref,
+      updatedAt: pr.updated_at,
       // A deleted fork leaves no head repository: no more trusted than a fork.
       fromFork: pr.head.repo === null || pr.head.repo.id !== pr.base.repo.id,
       author: pr.user?.login ?? '',

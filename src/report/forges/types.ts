@@ -67,6 +67,10 @@ export interface PullRequestInfo {
   headSha: string;
   /** The target branch's name, e.g. main. */
   baseRef: string;
+  /** The head branch's name, as its author wrote it (untrusted: a fork's author chooses it). */
+  headRef: string;
+  /** When it was last updated, as the forge says (ISO 8601), where it says. */
+  updatedAt?: string | undefined;
   /** The head repository differs from the base repository (or is gone, which is no more trusted). */
   fromFork: boolean;
   /** The author's login or username (Bitbucket Cloud: nickname, as it has no usernames). */

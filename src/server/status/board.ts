@@ -118,7 +118,11 @@ export class StatusBoard implements SyncReporter {
             name: git.name,
             kind: 'git',
             location: safeUrl(git.url),
-            ref: git.ref.branch ?? git.ref.tag ?? git.ref.semver,
+            ref:
+              git.ref.branch ??
+              git.ref.tag ??
+              git.ref.semver ??
+              (git.ref.pullRequest === undefined ? undefined : `pull request #${git.ref.pullRequest}`),
           }
         : local
           ? { name: local.name, kind: 'local', location: local.path }

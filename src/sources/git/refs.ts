@@ -11,7 +11,7 @@ export interface ServerRef {
   peeled?: string | undefined;
 }
 
-export type RefSpec = { branch: string } | { tag: string } | { semver: string };
+export type RefSpec = { branch: string } | { tag: string } | { semver: string } | { pullRequest: number };
 
 export interface ResolvedRef {
   /** The full ref name on the server, e.g. `refs/heads/main`, `refs/tags/v1.2.0`. */
@@ -27,31 +27,41 @@ export function refSpecOf(ref: {
   branch?: string | undefined;
   tag?: string | undefined;
   semver?: string | undefined;
+  pullRequest?: number | undefined;
 }): RefSpec {
   if (ref.branch !== undefined) return { branch: ref.branch };
   if (ref.tag !== undefined) return { tag: ref.tag };
   if (ref.semver !== undefined) return { semver: ref.semver };
+  if (ref.pullRequest !== undefined) return { pullRequest: ref.pullRequest };
   return { branch: 'main' };
+}
+
+/** Where forges keep pull request `n`'s head: GitHub, Gitea and Forgejo; GitLab; Bitbucket Data Center. */
+export function pullRequestRefs(n: number): string[] {
+  return [`refs/pull/${n}/head`, `refs/merge-requests/${n}/head`, `refs/pull-requests/${n}/from`];
 }
 
 /** The prefix to ask the server for: exactly one branch or tag, or every tag for a range. */
 export function refPrefix(spec: RefSpec): string {
   if ('branch' in spec) return `refs/heads/${spec.branch}`;
   if ('tag' in spec) return `refs/tags/${spec.tag}`;
+  // Forges keep pull requests under three prefixes: each is listed.
+  if ('pullRequest' in spec) return 'refs/';
   return 'refs/tags/';
 }
 
 export function describeSpec(spec: RefSpec): string {
   if ('branch' in spec) return `branch ${spec.branch}`;
   if ('tag' in spec) return `tag ${spec.tag}`;
+  if ('pullRequest' in spec) return `pull request #${spec.pullRequest}`;
   return `semver range ${spec.semver}`;
 }
 
 export function selectRef(refs: readonly ServerRef[], spec: RefSpec): ResolvedRef {
   if ('semver' in spec) return newestInRange(refs, spec.semver);
-  const wanted = refPrefix(spec);
+  const wanted = 'pullRequest' in spec ? pullRequestRefs(spec.pullRequest) : [refPrefix(spec)];
   // The prefix also matches longer names (`main` matches `main-old`): only the exact ref counts.
-  const found = refs.find((r) => r.ref === wanted);
+  const found = refs.find((r) => wanted.includes(r.ref));
   if (!found) throw new StalledError(`${describeSpec(spec)} not found on the server`);
   return { ref: found.ref, commit: found.peeled ?? found.oid };
 }

@@ -28,6 +28,9 @@ import {
 } from './manifests.ts';
 import { createPathFilter, type PathFilter } from './paths.ts';
 import { type RefSpec, type ResolvedRef, refPrefix, refSpecOf, selectRef } from './refs.ts';
+
+export { pullRequestRefs } from './refs.ts';
+
 import { fetchInto, initCache, listRefs, pointRef, type RemoteOptions } from './remote.ts';
 import {
   blobSizes,
@@ -76,11 +79,6 @@ export interface Changes {
 /** The refs forges keep pull-request heads under, the number captured. */
 const PULL_REQUEST_REF =
   /^refs\/(?:pull\/([1-9][0-9]{0,9})\/head|merge-requests\/([1-9][0-9]{0,9})\/head|pull-requests\/([1-9][0-9]{0,9})\/from|pull\/([1-9][0-9]{0,9})\/merge|merge-requests\/([1-9][0-9]{0,9})\/merge|pull-requests\/([1-9][0-9]{0,9})\/merge)$/;
-
-/** Where a forge may keep pull request `n`'s head, in the order they are tried. */
-export function pullRequestRefs(n: number): string[] {
-  return [`refs/pull/${n}/head`, `refs/merge-requests/${n}/head`, `refs/pull-requests/${n}/from`];
-}
 
 // The commit fetched last: offered to the server as a `have`, so the next fetch sends only what changed.
 const LAST_REF = 'refs/mooring/last';

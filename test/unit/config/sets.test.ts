@@ -94,7 +94,7 @@ deploymentSets:
     expect(
       problemsOf(`${folders.replace('app-{{path.basename}}', 'app-{{folder}}')}`).map((p) => p.message),
     ).toEqual([
-      `template.name: "{{folder}}" is not given by its generator (list: the elements' keys; gitDirectories: path, path.basename, path.N; clusters: cluster.name, cluster.labels.KEY; every one: set)`,
+      `template.name: "{{folder}}" is not given by its generator (list: the elements' keys; gitDirectories: path, path.basename, path.N; clusters: cluster.name, cluster.labels.KEY; pullRequests: number, branch, branch.slug, author, head, head.short, source; every one: set)`,
     ]);
     expect(problemsOf(`${sources}    set: apps\n`).map((p) => [p.path, p.message])).toEqual([
       ['deployments[0].set', 'is filled in by mooring for the deployments of a deployment set; write none'],
@@ -202,7 +202,7 @@ deploymentSets:
         .map((d) => [d.name, d.removing, d.prune, d.allowEmpty]),
     ).toEqual([
       ['app-b', undefined, true, false],
-      ['app-a', true, true, true],
+      ['app-a', 'objects', true, true],
     ]);
     // Still leaving at the next change; it counts no more against the budget.
     const again = withSets(config, new Map([['apps', ['apps/b']]]), leaving);
@@ -276,7 +276,7 @@ deploymentSets:
           '- gitDirectories: {source: fleet, directories: ["b/*"]}',
         ),
       ).map((p) => p.message),
-    ).toEqual(['a matrix takes at most one generator of a Git source (gitDirectories or gitFiles)']);
+    ).toEqual(['a matrix takes at most one generator that reads a repository (gitDirectories, gitFiles or pullRequests)']);
   });
 
   it('make one deployment per file of fields, and refuse a file that is no mapping or holds a key no placeholder can be', () => {

@@ -1,0 +1,217 @@
+// Pull-request deployment sets (docs/deployment-sets.md): at each poll of a Git source, the pull requests its
+// server keeps refs for (refs/pull/N/head and the like) are asked of the forge's API, never taken from a payload:
+// open, to a branch the set deploys, labelled as it asks, trusted (a fork only as the set allows), updated within its
+// ttl. Those are the set's inputs, told to the keeper of sets, which makes an environment of each.
+//
+// A pull request is asked again only when its head moves or, while it is deployed or waits for a label, once per
+// `recheck` (a forge's rate limit is shared with everything else that holds the token); a closed one is not asked
+// again until its head moves. A forge that does not answer changes nothing: what was decided stands, and a set whose
+// pull requests cannot be listed removes nothing.
+import type { GitSource, MooringConfig } from '../config/schema.ts';
+import { pullRequestGenerator, pullRequestSourceName, type SetInput } from '../config/sets.ts';
+import type { Logger } from '../contract.ts';
+import { errorMessage } from '../errors.ts';
+import type { HttpOptions, PullRequestInfo } from '../report/forges/types.ts';
+import type { GitRepository } from '../sources/git/repository.ts';
+import type { SetFolders } from './agent-context.ts';
+import { forgeAccess } from './forge-access.ts';
+
+type Generator = NonNullable<ReturnType<typeof pullRequestGenerator>>;
+
+export interface PullRequestSetsDeps {
+  config: () => MooringConfig;
+  log: Logger;
+  http?: HttpOptions | undefined;
+  now?: () => number;
+}
+
+interface Decision {
+  head: string;
+  at: number;
+  /** Closed or merged: not asked again until its head moves. */
+  closed: boolean;
+  input?: SetInput | undefined;
+  why?: string | undefined;
+}
+
+/** What a pull request gives a set's template, or why it gives nothing. */
+export function decidePullRequest(
+  generator: Generator,
+  git: GitSource,
+  pr: PullRequestInfo,
+  listedHead: string,
+  now: number,
+): { input: SetInput } | { why: string; closed?: boolean } {
+  if (pr.state !== 'open') return { why: `it is ${pr.state}`, closed: true };
+  const branches =
+    generator.branches.length > 0
+      ? generator.branches
+      : 'branch' in git.ref && git.ref.branch
+        ? [git.ref.branch]
+        : [];
+  if (!branches.some((b) => glob(b).test(pr.baseRef)))
+    return { why: `it targets ${pr.baseRef}, not ${branches.join(', ') || 'a branch the set deploys'}` };
+  if (generator.labels.length > 0 && !pr.labels.some((l) => generator.labels.includes(l)))
+    return { why: `it has none of the labels ${generator.labels.join(', ')}` };
+  const trusted =
+    !pr.fromFork ||
+    generator.forks ||
+    generator.allowAuthors.includes(pr.author) ||
+    pr.labels.some((l) => generator.allowLabels.includes(l));
+  if (!trusted) return { why: 'it comes from a fork (forks, allowAuthors, allowLabels)' };
+  const updated = pr.updatedAt === undefined ? Number.NaN : Date.parse(pr.updatedAt);
+  if (generator.ttl !== undefined && Number.isFinite(updated) && now - updated > generator.ttl)
+    return { why: `it was not updated for longer than its ttl (last: ${pr.updatedAt})` };
+  // Bitbucket Cloud abbreviates the head: the ref the server lists holds it whole.
+  const head = /^[0-9a-f]{40}$/.test(pr.headSha) ? pr.headSha : listedHead;
+  return {
+    input: {
+      label: `pull request #${pr.number}`,
+      values: {
+        number: String(pr.number),
+        branch: pr.headRef,
+        'branch.slug': slug(pr.headRef),
+        author: pr.author,
+        head,
+        'head.short': head.slice(0, 8),
+        source: pullRequestSourceName(git.name, pr.number),
+      },
+    },
+  };
+}
+
+/** A branch name as a DNS label's part: lowercase letters, digits and single dashes, at most 40 characters. */
+export function slug(branch: string): string {
+  return branch
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+/, '')
+    .slice(0, 40)
+    .replace(/-+$/, '');
+}
+
+/** A branch glob (`*` any characters) as a whole-name expression. */
+function glob(pattern: string): RegExp {
+  return new RegExp(
+    `^${pattern
+      .split('*')
+      .map((part) => part.replace(/[.+?^${}()|[\]\\/-]/g, '\\$&'))
+      .join('.*')}$`,
+  );
+}
+
+export class PullRequestSets {
+  readonly #deps: PullRequestSetsDeps;
+  /** Each set's decision per pull request (`set#number`). */
+  readonly #decided = new Map<string, Decision>();
+  /** What was last said of each set and pull request, so that a poll that changes nothing says nothing. */
+  readonly #said = new Map<string, string>();
+  readonly #busy = new Set<string>();
+
+  constructor(deps: PullRequestSetsDeps) {
+    this.#deps = deps;
+  }
+
+  /** Whether a set deploys `source`'s pull requests. */
+  wanted(source: string): boolean {
+    return this.#deps.config().deploymentSets.some((s) => pullRequestGenerator(s)?.source === source);
+  }
+
+  /** Lists `source`'s pull requests and tells `keeper` each of its pull-request sets' inputs. */
+  async poll(source: string, repo: GitRepository, keeper: SetFolders): Promise<void> {
+    const config = this.#deps.config();
+    const git = config.sources.git.find((g) => g.name === source);
+    const sets = config.deploymentSets.filter((s) => pullRequestGenerator(s)?.source === source);
+    if (!git || sets.length === 0 || this.#busy.has(source)) return;
+    this.#busy.add(source);
+    const log = this.#deps.log.child({ source });
+    try {
+      const most = Math.max(...sets.map((s) => pullRequestGenerator(s)?.max ?? 0));
+      let pulls: Awaited<ReturnType<GitRepository['pullRequests']>>;
+      try {
+        pulls = await repo.pullRequests(most);
+      } catch (error) {
+        log.warn(
+          { err: errorMessage(error) },
+          'deployment sets: cannot list the pull requests; their environments stay as they are',
+        );
+        return;
+      }
+      for (const set of sets) {
+        const generator = pullRequestGenerator(set);
+        if (generator) await this.#pollSet(config, set.name, generator, git, pulls, keeper, log);
+      }
+    } finally {
+      this.#busy.delete(source);
+    }
+  }
+
+  async #pollSet(
+    config: MooringConfig,
+    set: string,
+    generator: Generator,
+    git: GitSource,
+    pulls: Awaited<ReturnType<GitRepository['pullRequests']>>,
+    keeper: SetFolders,
+    log: Logger,
+  ): Promise<void> {
+    const now = this.#deps.now?.() ?? Date.now();
+    const forge = await forgeAccess(config, git, generator, this.#deps.http);
+    if (!forge) {
+      this.#sayOnce(
+        log,
+        set,
+        'token',
+        'no token for the forge (the generator token or a deployment commitStatus.token): no pull request is deployed',
+      );
+      return;
+    }
+    const inputs: SetInput[] = [];
+    const numbers = [...pulls.keys()].slice(0, generator.max);
+    for (const number of numbers) {
+      const listed = pulls.get(number)?.head.commit ?? '';
+      const key = `${set}#${number}`;
+      const before = this.#decided.get(key);
+      // Unchanged since asked: a closed one stays closed; an open one is asked again each recheck.
+      if (before?.head === listed && (before.closed || now - before.at < generator.recheck)) {
+        if (before.input) inputs.push(before.input);
+        continue;
+      }
+      try {
+        const pr = await forge.comments.pullRequest({ repoUrl: git.url, number }, forge.token);
+        const decided = decidePullRequest(generator, git, pr, listed, now);
+        if ('input' in decided) {
+          this.#decided.set(key, { head: listed, at: now, closed: false, input: decided.input });
+          inputs.push(decided.input);
+        } else {
+          this.#decided.set(key, {
+            head: listed,
+            at: now,
+            closed: decided.closed === true,
+            why: decided.why,
+          });
+          this.#sayOnce(log, set, `#${number}`, `pull request #${number} is not deployed: ${decided.why}`);
+        }
+      } catch (error) {
+        // The forge did not answer: what was decided stands.
+        if (before?.input) inputs.push(before.input);
+        log.warn(
+          { set, pullRequest: number, err: errorMessage(error) },
+          'deployment set: cannot ask the forge about the pull request; its environment stays as it is',
+        );
+      }
+    }
+    // Pull requests whose refs are gone are forgotten.
+    const listed = new Set(numbers.map((n) => `${set}#${n}`));
+    for (const key of [...this.#decided.keys()])
+      if (key.startsWith(`${set}#`) && !listed.has(key)) this.#decided.delete(key);
+    keeper.found(set, 'pull requests', inputs);
+  }
+
+  #sayOnce(log: Logger, set: string, about: string, text: string): void {
+    const key = `${set} ${about}`;
+    if (this.#said.get(key) === text) return;
+    this.#said.set(key, text);
+    log.info({ set }, `deployment set ${set}: ${text}`);
+  }
+}
