@@ -4,6 +4,8 @@
 // objects stay, as for a deployment removed from the file); a commit that removes more than the set's removal budget
 // is held, its deployments kept; a folder whose name cannot make a deployment is refused by name, and the others go on.
 import { describe, expect, it } from 'vitest';
+import { startForgeReceiver } from '../testbed/forge-receiver.ts';
+import { commitFiles, setRef } from '../testbed/git-repos.ts';
 import {
   agentConfig,
   agentConfigFile,
@@ -11,6 +13,7 @@ import {
   eventually,
   kubectl,
   mooring,
+  secretFiles,
   startAgent,
   useNamespace,
 } from './helpers.ts';
@@ -281,4 +284,167 @@ describe('a deployment set over the folders of a Git source', () => {
     ).toBe('1');
     await agent.stop();
   }, 240_000);
+});
+
+// A pull-request set (docs/deployment-sets.md): the repository's pull requests are pushed to it as refs/pull/N/head
+// (as GitHub keeps them) and a forge receiver stands in for GitHub's API (every request checked against its published
+// OpenAPI). An open pull request is deployed from its head into a namespace of its own, with a status on the head
+// carrying the environment's link; a push updates it; a fork and a hostile branch name are not deployed; closing it
+// prunes its objects and deletes its namespace.
+describe('a deployment set over the pull requests of a repository', () => {
+  it('deploys each open pull request into its own namespace, follows its pushes, and removes it when it closes', async () => {
+    const suffix = Date.now().toString(36);
+    const prefix = `prs-${suffix}`;
+    const repo = await bareRepo(`prs-${suffix}/app`);
+    const settings = (color: string) =>
+      `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-settings}\ndata: {color: ${color}}\n`;
+    const main = await repo.commit({ 'deploy/settings.yaml': settings('main') });
+    const forge = await startForgeReceiver('github');
+    const token = { file: `${await secretFiles()}/token` };
+    const api = { provider: 'github', apiUrl: forge.url, token };
+    const config = await agentConfig({
+      cluster: { namespace: `mooring-${prefix}` },
+      git: [{ name: 'app', repo, interval: '1s' }],
+      extra: {
+        deploymentSets: [
+          {
+            name: 'previews',
+            generator: { pullRequests: { source: 'app', ...api, recheck: '1s' } },
+            allowedNamespaces: [`${prefix}-*`],
+            removal: { prune: true },
+            template: {
+              name: 'web-pr-{{number}}',
+              namespace: `${prefix}-{{number}}`,
+              source: '{{source}}',
+              paths: ['deploy'],
+              createNamespace: true,
+              // A branch name is the author's choice: one that is no DNS label is refused by name.
+              application: '{{branch}}',
+              stability: { timeout: '2m' },
+              commitStatus: { ...api, targetUrl: 'https://pr-{{number}}.preview.example.com' },
+            },
+          },
+        ],
+      },
+    });
+    const agent = startAgent(config, { level: 'info' });
+    const colorIn = async (namespace: string) => {
+      const out = await kubectl('get', 'configmaps', '-n', namespace, '-o', 'json');
+      if (out.code !== 0) return undefined;
+      const items = (
+        JSON.parse(out.stdout) as { items: { metadata: { name: string }; data?: { color?: string } }[] }
+      ).items;
+      return items.find((c) => c.metadata.name.startsWith('web-settings'))?.data?.color;
+    };
+    const ended = (sha: string) =>
+      forge
+        .statuses()
+        .find((s) => s.commit === sha && s.context.endsWith('/web-pr-7') && s.state !== 'pending');
+    try {
+      // Pull request 7, from a branch of the repository itself.
+      const head1 = await commitFiles(
+        repo.path,
+        { 'deploy/settings.yaml': settings('blue') },
+        { branch: 'blue', from: main },
+      );
+      forge.setPullRequest(7, { headSha: head1, headRef: 'blue', baseRef: 'main', author: 'alice' });
+      await setRef(repo.path, 'refs/pull/7/head', head1);
+      await eventually(
+        '#7 deployed in its namespace',
+        async () => ((await colorIn(`${prefix}-7`)) === 'blue' ? true : undefined),
+        120_000,
+      );
+      const status = await eventually('its status on the head', async () => ended(head1), 60_000);
+      expect(status).toMatchObject({ state: 'success', targetUrl: 'https://pr-7.preview.example.com' });
+      const made = await kubectl('get', 'namespace', `${prefix}-7`, '-o', 'jsonpath={.metadata.labels}');
+      expect(made.stdout).toContain('app.kubernetes.io/managed-by');
+
+      // A push to #7 updates its environment.
+      const head2 = await commitFiles(
+        repo.path,
+        { 'deploy/settings.yaml': settings('purple') },
+        { branch: 'blue' },
+      );
+      forge.setPullRequest(7, { headSha: head2, headRef: 'blue', baseRef: 'main', author: 'alice' });
+      await setRef(repo.path, 'refs/pull/7/head', head2);
+      await eventually(
+        '#7 updated',
+        async () => ((await colorIn(`${prefix}-7`)) === 'purple' ? true : undefined),
+        120_000,
+      );
+      expect(await eventually('a status on the new head', async () => ended(head2), 60_000)).toMatchObject({
+        state: 'success',
+      });
+
+      // Pull request 8 comes from a fork; pull request 9's branch cannot name anything: neither is deployed.
+      const fork = await commitFiles(
+        repo.path,
+        { 'deploy/settings.yaml': settings('red') },
+        { branch: 'fork', from: main },
+      );
+      forge.setPullRequest(8, { headSha: fork, headRef: 'fork', fromFork: true, author: 'mallory' });
+      await setRef(repo.path, 'refs/pull/8/head', fork);
+      const hostile = await commitFiles(
+        repo.path,
+        { 'deploy/settings.yaml': settings('black') },
+        { branch: 'x', from: main },
+      );
+      forge.setPullRequest(9, { headSha: hostile, headRef: '../../kube-system;rm -rf', author: 'alice' });
+      await setRef(repo.path, 'refs/pull/9/head', hostile);
+      await eventually(
+        '#8 and #9 refused',
+        async () => {
+          const said = agent.logs().map((r) => String(r.msg));
+          return said.some(
+            (m) =>
+              m ===
+              'deployment set previews: pull request #8 is not deployed: it comes from a fork (forks, allowAuthors, allowLabels)',
+          ) &&
+            said.some((m) =>
+              /^deployment set previews, pull request #9: application "\.\.\/\.\.\/kube-system;rm -rf": must be a DNS label/.test(
+                m,
+              ),
+            )
+            ? true
+            : undefined;
+        },
+        60_000,
+      );
+      for (const n of [8, 9]) {
+        expect(await colorIn(`${prefix}-${n}`)).toBeUndefined();
+        expect(forge.statuses().filter((s) => s.context.endsWith(`/web-pr-${n}`))).toEqual([]);
+      }
+
+      // #7 closes: its objects are pruned and its namespace deleted.
+      forge.setPullRequest(7, { headSha: head2, headRef: 'blue', state: 'closed', author: 'alice' });
+      await eventually(
+        "#7's namespace deleted",
+        async () => {
+          const out = await kubectl(
+            'get',
+            'namespace',
+            `${prefix}-7`,
+            '-o',
+            'jsonpath={.metadata.deletionTimestamp}',
+          );
+          return out.code !== 0 || out.stdout.trim() !== '' ? true : undefined;
+        },
+        120_000,
+      );
+      await eventually(
+        'the deployment dropped',
+        async () =>
+          agent
+            .logged('deployment sets changed the deployments')
+            .some((r) => JSON.stringify(r.deploymentsRemoved) === JSON.stringify(['web-pr-7']))
+            ? true
+            : undefined,
+        60_000,
+      );
+      expect(forge.problems()).toEqual([]);
+    } finally {
+      await agent.stop();
+      await forge.close();
+    }
+  }, 420_000);
 });
