@@ -46,7 +46,10 @@ const giteaPull = z.object({
   repository: z.object({ clone_url: url, html_url: url }),
 });
 
-/** Pull-request actions that change what a preview shows. */
+/**
+ * Pull-request actions that change what a preview shows, or which pull requests a deployment set deploys (a closed
+ * or unlabelled one's environment goes at once).
+ */
 const PULL_ACTIONS = new Set([
   'opened',
   'reopened',
@@ -54,7 +57,9 @@ const PULL_ACTIONS = new Set([
   'synchronized',
   'edited',
   'labeled',
+  'unlabeled',
   'ready_for_review',
+  'closed',
 ]);
 
 function pullTargets(urls: readonly (string | undefined)[], n: number): PollTarget[] {
@@ -95,7 +100,7 @@ export function handleGitlab(request: WebhookRequest, token: string): WebhookRes
     const merge = parsePayload(request, gitlabMerge);
     if (!merge.ok) return merge.result;
     const act = merge.value.object_attributes.action;
-    if (act !== undefined && !['open', 'reopen', 'update'].includes(act))
+    if (act !== undefined && !['open', 'reopen', 'update', 'close', 'merge'].includes(act))
       return nothingToDo(`merge request ${quote(act)} ignored`);
     const project = merge.value.project;
     return accepted(

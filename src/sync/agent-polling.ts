@@ -305,6 +305,25 @@ export class SourcePolls {
     }
   }
 
+  /**
+   * A webhook named pull request `number` of Git source `source`: the pull-request sets of that source ask the forge
+   * about it now (its head, state and labels), without waiting for the next poll or recheck.
+   */
+  pullRequestNow(source: string, number: number): void {
+    const keeper = this.ctx.deps.sets;
+    const repo = this.ctx.state.repos.get(source);
+    if (!keeper || !repo || !this.pullRequestSets.wanted(source)) return;
+    this.pullRequestSets.forget(source, number);
+    void this.pullRequestSets
+      .poll(source, repo, keeper)
+      .catch((error: unknown) =>
+        this.ctx.deps.log.warn(
+          { source, err: errorMessage(error) },
+          'deployment sets: cannot read the pull requests',
+        ),
+      );
+  }
+
   /** Request counts and rate-limit headroom of each registry, for the metrics. */
   registryStats(): {
     registry: string;

@@ -442,10 +442,15 @@ export class Agent {
     return this.previewRunner;
   }
 
-  /** Previews the pull requests webhooks named (Git source and number), for the sources that preview them. */
+  /**
+   * Previews the pull requests webhooks named (Git source and number), for the sources that preview them, and asks
+   * the forge about them again for the pull-request deployment sets of those sources.
+   */
   previewNow(pulls: readonly { source: string; number: number }[]): void {
-    for (const pull of pulls)
+    for (const pull of pulls) {
       if (this.previewsOn(pull.source)) void this.previews().then((p) => p.request(pull.source, pull.number));
+      this.polls.pullRequestNow(pull.source, pull.number);
+    }
   }
 
   /** Resolves when no sync runs or waits (for tests and one-shot runs). */

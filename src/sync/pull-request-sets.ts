@@ -117,6 +117,12 @@ export class PullRequestSets {
     return this.#deps.config().deploymentSets.some((s) => pullRequestGenerator(s)?.source === source);
   }
 
+  /** A webhook named pull request `number` of `source`: it is asked of the forge again at the next poll. */
+  forget(source: string, number: number): void {
+    for (const set of this.#deps.config().deploymentSets)
+      if (pullRequestGenerator(set)?.source === source) this.#decided.delete(`${set.name}#${number}`);
+  }
+
   /** Lists `source`'s pull requests and tells `keeper` each of its pull-request sets' inputs. */
   async poll(source: string, repo: GitRepository, keeper: SetFolders): Promise<void> {
     const config = this.#deps.config();

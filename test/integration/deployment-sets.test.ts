@@ -3,6 +3,7 @@
 // deployment; a folder added by a commit is deployed from that commit; a folder removed removes its deployment (its
 // objects stay, as for a deployment removed from the file); a commit that removes more than the set's removal budget
 // is held, its deployments kept; a folder whose name cannot make a deployment is refused by name, and the others go on.
+import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { startForgeReceiver } from '../testbed/forge-receiver.ts';
 import { commitFiles, setRef } from '../testbed/git-repos.ts';
@@ -12,6 +13,7 @@ import {
   bareRepo,
   eventually,
   kubectl,
+  manifestDir,
   mooring,
   secretFiles,
   startAgent,
@@ -302,14 +304,18 @@ describe('a deployment set over the pull requests of a repository', () => {
     const forge = await startForgeReceiver('github');
     const token = { file: `${await secretFiles()}/token` };
     const api = { provider: 'github', apiUrl: forge.url, token };
+    const secret = 'pull-request-hook-secret';
+    const hooks = await manifestDir({ hook: secret });
     const config = await agentConfig({
       cluster: { namespace: `mooring-${prefix}` },
       git: [{ name: 'app', repo, interval: '1s' }],
       extra: {
+        server: { webhooks: { github: { secret: { file: `${hooks}/hook` } } } },
         deploymentSets: [
           {
             name: 'previews',
-            generator: { pullRequests: { source: 'app', ...api, recheck: '1s' } },
+            // Asked again only when its head moves or a webhook names it: the close below comes by webhook.
+            generator: { pullRequests: { source: 'app', ...api, recheck: '1h' } },
             allowedNamespaces: [`${prefix}-*`],
             removal: { prune: true },
             template: {
@@ -415,8 +421,19 @@ describe('a deployment set over the pull requests of a repository', () => {
         expect(forge.statuses().filter((s) => s.context.endsWith(`/web-pr-${n}`))).toEqual([]);
       }
 
-      // #7 closes: its objects are pruned and its namespace deleted.
+      // #7 closes, as GitHub's webhook says: its objects are pruned and its namespace deleted.
       forge.setPullRequest(7, { headSha: head2, headRef: 'blue', state: 'closed', author: 'alice' });
+      const body = JSON.stringify({ action: 'closed', number: 7, repository: { clone_url: repo.url } });
+      const hook = await fetch(`http://127.0.0.1:${await agent.listening()}/hooks/github`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-github-event': 'pull_request',
+          'x-hub-signature-256': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`,
+        },
+        body,
+      });
+      expect(hook.status).toBe(202);
       await eventually(
         "#7's namespace deleted",
         async () => {

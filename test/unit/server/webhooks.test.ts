@@ -152,10 +152,19 @@ const cases: Case[] = [
     targets: [pull('https://github.com/mooring-demo/web-app', 12)],
   },
   {
+    // A pull-request deployment set removes the pull request's environment at once.
     name: 'github pull request closed',
     provider: 'github',
     headers: github('pull_request', GITHUB_PULL_CLOSED),
     body: GITHUB_PULL_CLOSED,
+    status: 202,
+    targets: [pull('https://github.com/mooring-demo/web-app', 12)],
+  },
+  {
+    name: 'github pull request assigned',
+    provider: 'github',
+    headers: github('pull_request', json({ ...JSON.parse(GITHUB_PULL.toString()), action: 'assigned' })),
+    body: json({ ...JSON.parse(GITHUB_PULL.toString()), action: 'assigned' }),
     status: 204,
   },
   {
@@ -325,6 +334,14 @@ const cases: Case[] = [
     provider: 'gitlab',
     headers: { 'x-gitlab-event': 'Merge Request Hook', 'x-gitlab-token': SECRET },
     body: json({ ...JSON.parse(GITLAB_MERGE.toString()), object_attributes: { iid: 4, action: 'close' } }),
+    status: 202,
+    targets: [pull('https://gitlab.example.com/platform/deploy-config', 4)],
+  },
+  {
+    name: 'gitlab merge request approved',
+    provider: 'gitlab',
+    headers: { 'x-gitlab-event': 'Merge Request Hook', 'x-gitlab-token': SECRET },
+    body: json({ ...JSON.parse(GITLAB_MERGE.toString()), object_attributes: { iid: 4, action: 'approved' } }),
     status: 204,
   },
   {
