@@ -144,8 +144,8 @@ export function handleGitea(request: WebhookRequest, secret: string): WebhookRes
   return accepted('push', gitTargets([repo.clone_url, repo.html_url]));
 }
 
-// Bitbucket Cloud (`X-Event-Key: repo:push`, `pullrequest:created|updated`) and Bitbucket Data Center
-// (`repo:refs_changed`, `pr:opened|pr:from_ref_updated|pr:modified`), both signing the body with the webhook's secret
+// Bitbucket Cloud (`X-Event-Key: repo:push`, `pullrequest:created|updated|fulfilled|rejected`) and Bitbucket Data
+// Center (`repo:refs_changed`, `pr:opened|pr:from_ref_updated|pr:modified|pr:merged|pr:declined`), both signing the body with the webhook's secret
 // as `X-Hub-Signature: sha256=<hex HMAC-SHA256>`.
 const bitbucketLinks = z.object({
   html: z.object({ href: url }).optional(),
@@ -172,12 +172,17 @@ const bitbucketServer = z.object({
 });
 
 const BITBUCKET_PUSH = new Set(['repo:push', 'repo:refs_changed']);
+// Merged and declined too: a pull-request deployment set removes that pull request's environment at once.
 const BITBUCKET_PULL = new Set([
   'pullrequest:created',
   'pullrequest:updated',
+  'pullrequest:fulfilled',
+  'pullrequest:rejected',
   'pr:opened',
   'pr:from_ref_updated',
   'pr:modified',
+  'pr:merged',
+  'pr:declined',
 ]);
 
 /** A Bitbucket repository's URLs: Cloud's page, Data Center's clone and browse links. */

@@ -203,6 +203,25 @@ const cases: Case[] = [
     ],
   },
   {
+    name: 'bitbucket cloud pull request merged',
+    provider: 'bitbucket',
+    headers: bitbucket('pullrequest:fulfilled', BITBUCKET_CLOUD_PULL),
+    body: BITBUCKET_CLOUD_PULL,
+    status: 202,
+    targets: [pull('https://bitbucket.org/ws/app', 9)],
+  },
+  {
+    name: 'bitbucket data center pull request declined',
+    provider: 'bitbucket',
+    headers: bitbucket('pr:declined', BITBUCKET_DC_PULL),
+    body: BITBUCKET_DC_PULL,
+    status: 202,
+    targets: [
+      pull('https://bitbucket.example.com/scm/plat/app', 5),
+      pull('ssh://bitbucket.example.com:7999/plat/app', 5),
+    ],
+  },
+  {
     name: 'bitbucket data center push',
     provider: 'bitbucket',
     headers: bitbucket('repo:refs_changed', BITBUCKET_DC_PUSH),
