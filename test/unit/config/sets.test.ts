@@ -276,7 +276,9 @@ deploymentSets:
           '- gitDirectories: {source: fleet, directories: ["b/*"]}',
         ),
       ).map((p) => p.message),
-    ).toEqual(['a matrix takes at most one generator that reads a repository (gitDirectories, gitFiles or pullRequests)']);
+    ).toEqual([
+      'a matrix takes at most one generator that reads a repository (gitDirectories, gitFiles or pullRequests)',
+    ]);
   });
 
   it('make one deployment per file of fields, and refuse a file that is no mapping or holds a key no placeholder can be', () => {
