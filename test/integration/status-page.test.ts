@@ -216,6 +216,8 @@ sources:
 deployments:
 ${lines.join('\n')}
 `);
+  // The first 200 as two deployment sets would make them (mooring fills `set` in; a file may not write it).
+  for (const [i, d] of config.deployments.entries()) if (i < 200) d.set = i < 100 ? 'team-a' : 'team-b';
   const board = new StatusBoard({ config: () => config });
   for (const [i, deployment] of config.deployments.entries()) {
     const sync = fleetSync(deployment, 'a'.repeat(40));
@@ -365,6 +367,22 @@ describe('the status page with 1,000 deployments', () => {
     expect((await shown())[0]).toBe(`${fleetName(404)} failed`);
     expect((await shown()).every((r) => Number(r.slice(4, 8)) % FLEET_NAMESPACES === 4)).toBe(true);
     await page.selectOption('#filter-namespace', '');
+    // By deployment set: each set's own, and those written by hand.
+    expect(await page.locator('#filter-set option').allTextContents()).toEqual([
+      'all',
+      'team-a',
+      'team-b',
+      'none (written by hand)',
+    ]);
+    await page.selectOption('#filter-set', 'team-b');
+    await expect.poll(() => info.textContent(), POLL).toBe('1–50 of 100 (of 1,000), page 1 of 2');
+    expect((await shown()).every((r) => Number(r.slice(4, 8)) >= 100 && Number(r.slice(4, 8)) < 200)).toBe(
+      true,
+    );
+    expect(await rows.first().locator('td').first().locator('.ns').textContent()).toMatch(/ · set team-b$/);
+    await page.selectOption('#filter-set', { label: 'none (written by hand)' });
+    await expect.poll(() => info.textContent(), POLL).toBe('1–50 of 800 (of 1,000), page 1 of 16');
+    await page.selectOption('#filter-set', '');
     await page.click('[data-count="failed"]');
     await expect.poll(() => info.textContent(), POLL).toBe(`1–7 of 7 (of 1,000), page 1 of 1`);
     expect(await page.inputValue('#filter-state')).toBe('failed');

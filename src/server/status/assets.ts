@@ -2,10 +2,10 @@
 // script. The script reads every deployment from /status/api/deployments once and keeps them live from the event
 // stream /status/api/events (server-sent events, read with fetch so that a bearer token can be sent). At fleet
 // scale it draws only what is asked for: counts by state at the top, failing and syncing deployments first, a
-// filter by name, namespace and state, and one page of rows at a time; events change the model at once and the
-// page is drawn at most every DRAW_MS, with the rows whose view did not change kept as they are. Every value is
-// written with textContent, never as HTML. Colours meet WCAG AA (4.5:1 for text) on their backgrounds; the browser
-// test measures them.
+// filter by name, namespace, state and deployment set, and one page of rows at a time; events change the model at
+// once and the page is drawn at most every DRAW_MS, with the rows whose view did not change kept as they are. Every
+// value is written with textContent, never as HTML. Colours meet WCAG AA (4.5:1 for text) on their backgrounds; the
+// browser test measures them.
 
 export const PAGE_HTML = `<!doctype html>
 <html lang="en">
@@ -37,6 +37,8 @@ export const PAGE_HTML = `<!doctype html>
     <input id="filter-name" type="search" autocomplete="off" placeholder="part of a name">
     <label for="filter-namespace">Namespace</label>
     <select id="filter-namespace"><option value="">all</option></select>
+    <label for="filter-set" hidden>Set</label>
+    <select id="filter-set" hidden><option value="">all</option></select>
     <label for="filter-state">State</label>
     <select id="filter-state">
       <option value="">all</option>
@@ -127,7 +129,7 @@ details h3 { font-size: 0.95rem; margin: 0.75rem 0 0.25rem; }
 #pager button { font: inherit; padding: 0.2rem 0.7rem; }
 #page-info { color: var(--muted); font-variant-numeric: tabular-nums; }
 #login { display: flex; gap: 0.5rem; align-items: center; margin-bottom: 1rem; }
-#login[hidden], #overview[hidden], #filters[hidden], #pager[hidden] { display: none; }
+#login[hidden], #overview[hidden], #filters[hidden], #filters [hidden], #pager[hidden] { display: none; }
 #login-error { color: var(--failed); margin: 0; }
 @media (prefers-reduced-motion: no-preference) { .state { transition: background-color 0.2s; } }
 `;
@@ -142,7 +144,9 @@ const views = new Map();
 const position = new Map();
 const rows = new Map();
 const openDetails = new Set();
-const filter = { name: '', namespace: '', state: '' };
+const filter = { name: '', namespace: '', state: '', set: '' };
+// The set filter's value for deployments written by hand (a set's name is a DNS label: it cannot clash).
+const NO_SET = ' none';
 let page = 0;
 let drawTimer;
 let token = sessionStorage.getItem('mooring-status-token') || '';
@@ -197,7 +201,7 @@ function rowsOf(view) {
   if (cached && cached.view === view) return cached;
   const main = el('tr', { 'data-deployment': view.name, 'data-state': stateOf(view) });
   main.append(
-    el('td', {}, el('strong', { text: view.name }), el('span', { class: 'ns', text: view.namespace + (view.owner ? ' · replica ' + view.owner : '') })),
+    el('td', {}, el('strong', { text: view.name }), el('span', { class: 'ns', text: view.namespace + (view.set ? ' · set ' + view.set : '') + (view.owner ? ' · replica ' + view.owner : '') })),
     el('td', {}, stateBadge(view.state), el('span', { class: 'message', text: view.message }), ...(view.reporting || []).map((r) => el('span', { class: 'message', text: r }))),
     el('td', {}, view.revision ? link(short(view.revision.commit, 7), view.revision.url) : el('span', { text: '—' })),
     el('td', {}, ...view.images.map((i) => el('code', { title: i.image + '@' + i.digest, text: i.image + (i.tag ? ':' + i.tag : '') + '@' + short(i.digest, 19) }))),
@@ -234,6 +238,7 @@ function keep(view) {
 function matches(view) {
   if (filter.state && stateOf(view) !== filter.state) return false;
   if (filter.namespace && view.namespace !== filter.namespace) return false;
+  if (filter.set && (view.set || NO_SET) !== filter.set) return false;
   const name = filter.name.trim().toLowerCase();
   return !name || view.name.toLowerCase().includes(name);
 }
@@ -265,12 +270,30 @@ function drawNamespaces(all) {
   select.value = names.includes(filter.namespace) ? filter.namespace : '';
 }
 
+/** The deployment sets' filter, shown once a deployment of a set is: each set, and those written by hand. */
+function drawSets(all) {
+  const select = document.getElementById('filter-set');
+  const names = [...new Set(all.map((v) => v.set).filter(Boolean))].sort();
+  select.hidden = names.length === 0;
+  document.querySelector('label[for="filter-set"]').hidden = names.length === 0;
+  const values = [...names, NO_SET];
+  const have = [...select.options].slice(1).map((o) => o.value);
+  if (have.join('\\n') === values.join('\\n')) return;
+  select.replaceChildren(
+    el('option', { value: '', text: 'all' }),
+    ...names.map((n) => el('option', { value: n, text: n })),
+    el('option', { value: NO_SET, text: 'none (written by hand)' }),
+  );
+  select.value = values.includes(filter.set) ? filter.set : '';
+}
+
 function draw() {
   clearTimeout(drawTimer);
   drawTimer = undefined;
   const all = [...views.values()];
   drawCounts(all);
   drawNamespaces(all);
+  drawSets(all);
   const shown = all
     .filter(matches)
     .sort((a, b) => ORDER.indexOf(stateOf(a)) - ORDER.indexOf(stateOf(b)) || position.get(a.name) - position.get(b.name));
@@ -302,7 +325,7 @@ function drawSoon() {
 function setFilter(change) {
   Object.assign(filter, change);
   // The controls follow the filter (a count clicked sets the state), left alone where they already agree.
-  for (const [id, value] of [['filter-state', filter.state], ['filter-namespace', filter.namespace]]) {
+  for (const [id, value] of [['filter-state', filter.state], ['filter-namespace', filter.namespace], ['filter-set', filter.set]]) {
     const control = document.getElementById(id);
     if (control.value !== value) control.value = value;
   }
@@ -389,6 +412,7 @@ document.getElementById('filters').addEventListener('submit', (event) => event.p
 document.getElementById('filter-name').addEventListener('input', (event) => setFilter({ name: event.target.value }));
 document.getElementById('filter-namespace').addEventListener('change', (event) => setFilter({ namespace: event.target.value }));
 document.getElementById('filter-state').addEventListener('change', (event) => setFilter({ state: event.target.value }));
+document.getElementById('filter-set').addEventListener('change', (event) => setFilter({ set: event.target.value }));
 document.getElementById('page-prev').addEventListener('click', () => {
   page = Math.max(0, page - 1);
   draw();

@@ -53,6 +53,8 @@ export interface DeploymentView {
   owner?: string | undefined;
   /** The cluster, when the agent deploys to several (docs/clusters.md); its name then reads `cluster/name`. */
   cluster?: string | undefined;
+  /** The deployment set that made it (docs/deployment-sets.md): the page groups and filters by it. */
+  set?: string | undefined;
   /** Why commit statuses of the last sync were not posted (a source annotation naming an unconfigured host). */
   reporting?: string[] | undefined;
 }
@@ -113,6 +115,7 @@ export class StatusBoard implements SyncReporter {
     return {
       name: d.name,
       namespace: d.namespace,
+      ...(d.set ? { set: d.set } : {}),
       source: git
         ? {
             name: git.name,
