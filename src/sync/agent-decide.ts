@@ -81,6 +81,7 @@ export async function decide(
     sameAs: d.sameAs,
     spec: d.generation ?? 0,
     change: isLocal(ctx.state, d) ? (d.changes ?? 0) : undefined,
+    removing: d.spec.removing !== undefined,
   };
   let decision = reconcile(input);
   // A spec changed by a reload is applied even at the same revision, as a drift pass applies it: only what

@@ -2,8 +2,7 @@
 // a local folder's watcher), polled on its schedule or when asked, one poll of a source at a time (a poll asked
 // for meanwhile runs once more after it), and each change handed to the agent's decision.
 import type { GitSource, LocalSource, MooringConfig } from '../config/schema.ts';
-import { MAX_SET_DEPLOYMENTS, MAX_SET_FILE_BYTES } from '../config/schema-sets.ts';
-import { type Found, fileInput, gitGenerator } from '../config/sets.ts';
+import { gitGenerator } from '../config/sets.ts';
 import type { Logger } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
 import { artifactSource } from '../sources/artifact-poller.ts';
@@ -18,6 +17,7 @@ import {
   syncLocalSource,
 } from './agent-sources.ts';
 import { PullRequestSets } from './pull-request-sets.ts';
+import { readSetInputs } from './set-inputs.ts';
 import {
   type Lease,
   type PollTrigger,
@@ -273,27 +273,7 @@ export class SourcePolls {
       const generator = gitGenerator(set);
       if (!generator) continue;
       try {
-        const found: Found[] = [];
-        const refused: string[] = [];
-        if (generator.gitDirectories) {
-          const { directories, exclude } = generator.gitDirectories;
-          found.push(...(await repo.folders(resolved.commit, directories, exclude, MAX_SET_DEPLOYMENTS)));
-        } else if (generator.gitFiles) {
-          const { files, exclude, maxFileBytes } = generator.gitFiles;
-          for (const file of await repo.globFiles(
-            resolved.commit,
-            files,
-            exclude,
-            maxFileBytes,
-            MAX_SET_DEPLOYMENTS,
-            MAX_SET_FILE_BYTES,
-          )) {
-            const input = fileInput(file.path, file.text);
-            if ('problem' in input)
-              refused.push(`deployment set ${set.name}, ${input.label}: ${input.problem}`);
-            else found.push(input);
-          }
-        }
+        const { found, refused } = await readSetInputs(set, repo, resolved.commit);
         keeper.found(set.name, resolved.commit, found, refused);
         this.setsRead.set(set.name, `${resolved.commit} ${JSON.stringify(set.generator)}`);
       } catch (error) {

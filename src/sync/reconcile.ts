@@ -22,6 +22,11 @@ export interface ReconcileInput {
   local: boolean;
   /** The generation of the deployment's spec (a reload that changes it makes a new one). */
   spec?: number | undefined;
+  /**
+   * Leaving its deployment set (`removing`): its last sync prunes what it deployed, whatever fence stands and however
+   * current its revision, and runs again until it has ended stable (its namespace deleted too).
+   */
+  removing?: boolean | undefined;
   /** A local source's folder change this sync is for (it has no commit to name its revision). */
   change?: number | undefined;
   /**
@@ -55,12 +60,12 @@ export function reconcile(input: ReconcileInput): Decision {
   const revision = syncRevision(commit, digests);
   const now = current(input.ledger);
   const fence = input.ledger.fence;
-  if (fence) {
+  if (fence && !input.removing) {
     const moved =
       (commit !== undefined && commit !== fence.heads.commit) ||
       Object.entries(digests).some(([source, digest]) => fence.heads.images[source] !== digest);
     if (!moved) return { action: 'held', revision, fence };
-  } else if (!reason && !input.local && now !== undefined) {
+  } else if (!reason && !input.local && !input.removing && now !== undefined) {
     const same = input.sameAs;
     if (now.revision === revision || (same?.ledger === now.revision && same.revision === revision))
       return { action: 'current', revision };

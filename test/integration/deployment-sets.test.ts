@@ -306,7 +306,7 @@ describe('a deployment set over the pull requests of a repository', () => {
     const api = { provider: 'github', apiUrl: forge.url, token };
     const secret = 'pull-request-hook-secret';
     const hooks = await manifestDir({ hook: secret });
-    const config = await agentConfig({
+    const configFile = await agentConfigFile({
       cluster: { namespace: `mooring-${prefix}` },
       git: [{ name: 'app', repo, interval: '1s' }],
       extra: {
@@ -333,7 +333,7 @@ describe('a deployment set over the pull requests of a repository', () => {
         ],
       },
     });
-    const agent = startAgent(config, { level: 'info' });
+    const agent = startAgent({ file: configFile }, { level: 'info' });
     const colorIn = async (namespace: string) => {
       const out = await kubectl('get', 'configmaps', '-n', namespace, '-o', 'json');
       if (out.code !== 0) return undefined;
@@ -382,6 +382,13 @@ describe('a deployment set over the pull requests of a repository', () => {
         state: 'success',
       });
 
+      // The command line finds the environment as the agent made it (the set read from the forge): a rollback to
+      // its first release, which holds it there.
+      const back = await mooring('rollback', 'web-pr-7', '--config', configFile, '--to', '1', '-o', 'json');
+      expect(back.code, back.stderr).toBe(0);
+      expect(JSON.parse(back.stdout)).toMatchObject({ rolledBackTo: 1, outcome: 'stable' });
+      expect(await colorIn(`${prefix}-7`)).toBe('blue');
+
       // Pull request 8 comes from a fork; pull request 9's branch cannot name anything: neither is deployed.
       const fork = await commitFiles(
         repo.path,
@@ -421,7 +428,8 @@ describe('a deployment set over the pull requests of a repository', () => {
         expect(forge.statuses().filter((s) => s.context.endsWith(`/web-pr-${n}`))).toEqual([]);
       }
 
-      // #7 closes, as GitHub's webhook says: its objects are pruned and its namespace deleted.
+      // #7 closes, as GitHub's webhook says: its objects are pruned and its namespace deleted, the rollback's
+      // fence notwithstanding.
       forge.setPullRequest(7, { headSha: head2, headRef: 'blue', state: 'closed', author: 'alice' });
       const body = JSON.stringify({ action: 'closed', number: 7, repository: { clone_url: repo.url } });
       const hook = await fetch(`http://127.0.0.1:${await agent.listening()}/hooks/github`, {

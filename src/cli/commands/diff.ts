@@ -30,6 +30,7 @@ import { chosenCluster } from '../config-cluster.ts';
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
 import { cliRenderOptions, type LocalInputFlags, readLocalInput, withReadFlags } from '../local-input.ts';
 import { checkedNames } from '../names.ts';
+import { withRepositorySets } from '../set-deployments.ts';
 import { runRevisionDiff } from './diff-revisions.ts';
 import { parseImageFlag } from './render.ts';
 
@@ -156,7 +157,8 @@ async function deploymentInput(
   concurrency: number,
 ): Promise<DiffInput> {
   // The cluster and the sources are read; secrets of status providers and webhooks need not be here.
-  const loaded = await loadConfigFile(file, { secrets: false });
+  // A deployment a Git or pull-request set makes: the sets are read as the agent reads them.
+  const loaded = await withRepositorySets(await loadConfigFile(file, { secrets: false }), name);
   // Of several clusters, the deployment's (or --cluster's): its kubeconfig, ledger and inventory (docs/clusters.md).
   const config = loaded.deployments.some((d) => d.name === name)
     ? chosenCluster(loaded, flags, name)

@@ -26,6 +26,7 @@ import { chosenCluster } from '../config-cluster.ts';
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
 import { type Column, formatData, formatTable, type OutputFormat, outputOption } from '../output.ts';
 import { heldByPods, reportedOwners, unreported } from '../replica-owners.ts';
+import { withRepositorySets } from '../set-deployments.ts';
 
 export interface LedgerFlags {
   config?: string;
@@ -66,7 +67,9 @@ export async function open(
   user: string | undefined;
 }> {
   // Only the cluster and the ledger's namespace are read: the agent's secrets need not be here.
-  const loaded = flags.config ? await loadConfigFile(flags.config, { secrets: false }) : undefined;
+  const file = flags.config ? await loadConfigFile(flags.config, { secrets: false }) : undefined;
+  // A deployment a Git or pull-request set makes: the sets are read as the agent reads them.
+  const loaded = file ? await withRepositorySets(file, deployment) : undefined;
   const config = loaded ? chosenCluster(loaded, flags, deployment) : undefined;
   const access = loadKubeConfig({
     kubeconfig: flags.kubeconfig ?? config?.cluster.kubeconfig,

@@ -172,6 +172,14 @@ describe('reconcile', () => {
       expect(reconcile(input(fenced, { commit: C2, reason: 'drift' })).action).toBe('held');
     });
 
+    it('lets a deployment leaving its set (a closed pull request) prune, fenced or current', () => {
+      expect(reconcile(input(fenced, { commit: C2, removing: true }))).toMatchObject({
+        action: 'sync',
+        fence: fenced.fence,
+      });
+      expect(reconcile(input(atC1D1, { removing: true })).action).toBe('sync');
+    });
+
     it('holds a local source while its images stand', () => {
       const local: LedgerData = { releases: fenced.releases, fence: fence(4, undefined, D1) };
       expect(reconcile(input(local, { commit: undefined, local: true })).action).toBe('held');
