@@ -3,10 +3,15 @@
 // tells it, src/sync/agent-polling.ts), and makes the configuration the agents run: the file's deployments and every
 // set's (src/config/sets.ts). A change of folders reloads the agents through the same path as a reload of the file,
 // one change at a time.
+//
+// What each repository set's deployments were made from is kept in the cluster (src/kube/set-store.ts): an agent
+// that starts reads it, and the first poll of each set compares what its source gives now with what the set had, so
+// that a folder deleted or a pull request closed while no agent ran removes (and prunes) its deployment as if seen.
 import type { MooringConfig } from '../config/schema.ts';
-import { type Found, withSets } from '../config/sets.ts';
+import { type Found, keepsInputs, restoredInputs, type SetInput, withSets } from '../config/sets.ts';
 import type { Logger } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
+import { MAX_SET_STATE_BYTES, type SetStore } from '../kube/set-store.ts';
 import type { SetFolders } from '../sync/agent-context.ts';
 
 export class SetKeeper implements SetFolders {
@@ -22,9 +27,48 @@ export class SetKeeper implements SetFolders {
   /** What was last said of each set (its refusals, its hold), so that a poll that changes nothing says nothing. */
   private readonly said = new Map<string, string>();
 
-  constructor(options: { log: Logger; apply: () => Promise<void> }) {
+  /** Where each set's inputs are kept across restarts; none: not kept. */
+  private readonly store: SetStore | undefined;
+  /** The inputs each repository set had when the agent started (read from the store), until its first poll. */
+  private readonly restored = new Map<string, readonly SetInput[]>();
+  /** The input each deployment of a set was made from (those on their way out included). */
+  private inputOf = new Map<string, SetInput>();
+  /** What was last stored of each set, and the write under way. */
+  private readonly stored = new Map<string, string>();
+  private writing: Promise<void> = Promise.resolve();
+  private restoredOnce = false;
+
+  constructor(options: { log: Logger; apply: () => Promise<void>; store?: SetStore | undefined }) {
     this.log = options.log;
     this.apply = options.apply;
+    this.store = options.store;
+  }
+
+  /**
+   * Reads what each repository set of `file` had when the last agent stopped. Unreadable (no ConfigMap, no right to
+   * read it, a server that does not answer): nothing is restored, and a deployment removed meanwhile stays.
+   */
+  async restore(file: MooringConfig): Promise<void> {
+    if (!this.store || this.restoredOnce || !file.deploymentSets.some(keepsInputs)) return;
+    let kept: Map<string, string>;
+    try {
+      kept = await this.store.read();
+    } catch (error) {
+      this.log.warn(
+        { err: errorMessage(error) },
+        'deployment sets: cannot read what the sets had before the start',
+      );
+      return;
+    }
+    this.restoredOnce = true;
+    for (const set of file.deploymentSets) {
+      const text = kept.get(set.name);
+      // A set already read since the start knows better.
+      if (text === undefined || !keepsInputs(set) || this.known.has(set.name)) continue;
+      const inputs = restoredInputs(set, text);
+      this.restored.set(set.name, inputs);
+      this.stored.set(set.name, text);
+    }
   }
 
   /**
@@ -67,7 +111,26 @@ export class SetKeeper implements SetFolders {
    */
   expand(file: MooringConfig, running: MooringConfig): MooringConfig {
     const folders = new Map([...this.known].map(([set, k]) => [set, k.found]));
-    const { config, problems, held } = withSets(file, folders, running, this.ended);
+    // A set read for the first time since the start: what it had before is what this change removes from.
+    const first = [...this.restored].filter(
+      ([set]) => this.known.has(set) && !running.deployments.some((d) => d.set === set),
+    );
+    let previous = running;
+    if (first.length > 0) {
+      const before = withSets(file, new Map(first));
+      const names = new Set(first.map(([set]) => set));
+      previous = {
+        ...running,
+        deployments: [
+          ...running.deployments,
+          ...before.config.deployments.filter((d) => d.set !== undefined && names.has(d.set)),
+        ],
+      };
+      for (const [name, input] of before.inputs) if (!this.inputOf.has(name)) this.inputOf.set(name, input);
+      for (const set of names) this.restored.delete(set);
+    }
+    const { config, problems, held, inputs } = withSets(file, folders, previous, this.ended);
+    this.keep(file, config, inputs);
     // Forgotten once gone, or once its folder came back: a later removal prunes again.
     for (const name of this.ended) {
       const now = config.deployments.find((d) => d.name === name);
@@ -92,5 +155,44 @@ export class SetKeeper implements SetFolders {
         );
     }
     return config;
+  }
+
+  /** Stores the inputs of every deployment each repository set has now, for the next agent to start. */
+  private keep(file: MooringConfig, config: MooringConfig, made: ReadonlyMap<string, SetInput>): void {
+    const inputOf = new Map<string, SetInput>();
+    for (const d of config.deployments) {
+      const input = d.set === undefined ? undefined : (made.get(d.name) ?? this.inputOf.get(d.name));
+      if (input) inputOf.set(d.name, input);
+    }
+    this.inputOf = inputOf;
+    if (!this.store) return;
+    const changes = new Map<string, string | null>();
+    for (const set of file.deploymentSets) {
+      // Not read yet since the start: what is stored stands.
+      if (!keepsInputs(set) || !this.known.has(set.name)) continue;
+      const inputs = config.deployments
+        .filter((d) => d.set === set.name)
+        .map((d) => inputOf.get(d.name))
+        .filter((i): i is SetInput => i !== undefined)
+        .map((i) => ({ label: i.label, values: i.values }));
+      let text = JSON.stringify(inputs);
+      if (text.length > MAX_SET_STATE_BYTES) {
+        this.log.warn(
+          { set: set.name, bytes: text.length },
+          `deployment set ${set.name}: its inputs take more than ${MAX_SET_STATE_BYTES} bytes and are not kept; an agent that starts removes none of its deployments removed meanwhile`,
+        );
+        text = '[]';
+      }
+      if (this.stored.get(set.name) !== text) changes.set(set.name, text);
+    }
+    if (changes.size === 0) return;
+    for (const [set, text] of changes) if (text !== null) this.stored.set(set, text);
+    const store = this.store;
+    this.writing = this.writing
+      .then(() => store.write(changes))
+      .catch((error: unknown) => {
+        for (const set of changes.keys()) this.stored.delete(set);
+        this.log.warn({ err: errorMessage(error) }, "deployment sets: cannot keep the sets' inputs");
+      });
   }
 }

@@ -12,6 +12,7 @@ import { errorMessage } from '../errors.ts';
 import { type ClusterAccess, loadKubeConfig } from '../kube/client.ts';
 import { LeaderLabel } from '../kube/leader-label.ts';
 import { LeaderElector } from '../kube/lease.ts';
+import { SetStore } from '../kube/set-store.ts';
 import { createServer } from '../server/http.ts';
 import { AgentMetrics } from '../server/metrics.ts';
 import { selectPulls, selectSources } from '../server/source-match.ts';
@@ -83,6 +84,8 @@ export async function runAgent(
   // reloads every agent with them, through the same path as a reload of the file.
   const sets = new SetKeeper({
     log,
+    // What the repository sets had, kept for the next agent: a pull request closed meanwhile is removed at start.
+    store: new SetStore(api, config.cluster.namespace),
     apply: () =>
       adopt(
         () => {
@@ -363,6 +366,8 @@ export async function runAgent(
       log.error({ err: errorMessage(error) }, 'cannot start the other clusters'),
     );
     if (stop.aborted) return;
+    // Before the first poll reads a set: what each set had when the last agent stopped.
+    await sets.restore(fileConfig);
     const unit = newHomeUnit();
     homeUnit = unit;
     // Settles once its agent has started (tried again with back-off until then), or the unit is stopped.

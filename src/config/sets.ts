@@ -3,6 +3,7 @@
 // deployments and what was refused out. Each deployment a set yields is checked as a hand-written one is: by the
 // deployment schema, with its paths kept in its source and its references resolved. A value from a folder name is
 // untrusted input: it only ever fills a string (no structure, no code), and the field it fills checks it.
+import { z } from 'zod';
 import { errorMessage } from '../errors.ts';
 import { parseYaml } from '../yaml/parse.ts';
 import { checkReferences, pathProblem } from './references.ts';
@@ -345,10 +346,11 @@ export function generate(
   config: MooringConfig,
   set: DeploymentSet,
   inputs: readonly SetInput[],
-): { deployments: Deployment[]; problems: SetProblem[] } {
+): { deployments: Deployment[]; problems: SetProblem[]; inputs: Map<string, SetInput> } {
   const problems: SetProblem[] = [];
   if (inputs.length > MAX_SET_DEPLOYMENTS)
     return {
+      inputs: new Map(),
       deployments: [],
       problems: [
         problem(
@@ -432,7 +434,12 @@ export function generate(
     const m = unique[index];
     if (m) problems.push(problem(set.name, m.input, message));
   }
-  return { deployments: unique.filter((_, i) => !refused.has(i)).map((m) => m.deployment), problems };
+  const kept = unique.filter((_, i) => !refused.has(i));
+  return {
+    deployments: kept.map((m) => m.deployment),
+    problems,
+    inputs: new Map(kept.map((m) => [m.deployment.name, m.input])),
+  };
 }
 
 function valueAt(data: unknown, path: readonly PropertyKey[]): unknown {
@@ -462,8 +469,15 @@ export function withSets(
   previous?: MooringConfig,
   /** Deployments being removed (a set that prunes) whose last sync has ended: they go now. */
   ended: ReadonlySet<string> = new Set(),
-): { config: MooringConfig; problems: SetProblem[]; held: HeldSet[] } {
+): {
+  config: MooringConfig;
+  problems: SetProblem[];
+  held: HeldSet[];
+  /** The input each deployment a set made now was made from. */
+  inputs: Map<string, SetInput>;
+} {
   let deployments = config.deployments.filter((d) => d.set === undefined);
+  const inputs = new Map<string, SetInput>();
   const problems: SetProblem[] = [];
   const held: HeldSet[] = [];
   // Each pull request's own source, for its environment and for one still held or being removed: those its
@@ -492,8 +506,8 @@ export function withSets(
     sources: { ...config.sources, git: [...gitSources, ...derived.values()] },
   };
   for (const set of config.deploymentSets) {
-    const inputs = inputsOf(config, set, folders.get(set.name));
-    const made = generate({ ...withDerived, deployments }, set, inputs);
+    const made = generate({ ...withDerived, deployments }, set, inputsOf(config, set, folders.get(set.name)));
+    for (const [name, input] of made.inputs) inputs.set(name, input);
     problems.push(...made.problems);
     const before = previous?.deployments.filter((d) => d.set === set.name) ?? [];
     const names = new Set(made.deployments.map((d) => d.name));
@@ -524,5 +538,51 @@ export function withSets(
   }
   const used = new Set(deployments.map((d) => d.source));
   const git = [...gitSources, ...[...derived.values()].filter((g) => used.has(g.name))];
-  return { config: { ...config, sources: { ...config.sources, git }, deployments }, problems, held };
+  return { config: { ...config, sources: { ...config.sources, git }, deployments }, problems, held, inputs };
+}
+
+/** A set's inputs as the agent keeps them across a restart (src/kube/set-store.ts), read back. */
+const storedInputs = z
+  .array(
+    z.strictObject({
+      label: z.string().max(512),
+      values: z.record(z.string().regex(/^[A-Za-z][A-Za-z0-9_.]{0,200}$/), z.string().max(1024)),
+    }),
+  )
+  .max(MAX_SET_DEPLOYMENTS);
+
+/** Whether a set's inputs are kept across a restart: those a repository gives (not a matrix's: a cluster is in it). */
+export function keepsInputs(set: DeploymentSet): boolean {
+  return set.generator.matrix === undefined && (gitGenerator(set) ?? pullRequestGenerator(set)) !== undefined;
+}
+
+/**
+ * The inputs stored for `set`, checked as its generator would give them: whoever can write ConfigMaps in the agent's
+ * namespace chooses this text. An input that its generator could not have given (a path out of the source, a pull
+ * request's source or head that is not its own) is left out; text that is no list of inputs gives none.
+ */
+export function restoredInputs(set: DeploymentSet, text: string): SetInput[] {
+  if (!keepsInputs(set) || text.length > 4 * 1024 * 1024) return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return [];
+  }
+  const checked = storedInputs.safeParse(parsed);
+  if (!checked.success) return [];
+  const pulls = pullRequestGenerator(set);
+  return checked.data.filter(({ values }) => {
+    if (pulls) {
+      const n = values.number ?? '';
+      return (
+        /^[1-9][0-9]{0,8}$/.test(n) &&
+        /^[0-9a-f]{40}$/.test(values.head ?? '') &&
+        values['head.short'] === values.head?.slice(0, 8) &&
+        values.source === pullRequestSourceName(pulls.source, Number(n))
+      );
+    }
+    const path = values.path ?? '';
+    return path !== '' && !/^[\\/]/.test(path) && !path.split('/').includes('..');
+  });
 }

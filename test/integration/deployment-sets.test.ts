@@ -466,10 +466,64 @@ describe('a deployment set over the pull requests of a repository', () => {
             : undefined,
         60_000,
       );
+
+      // #10 is deployed; it closes while no agent runs: the next agent removes it, namespace and all, at its first
+      // poll (what the set had is kept in the agent's namespace).
+      const head10 = await commitFiles(
+        repo.path,
+        { 'deploy/settings.yaml': settings('green') },
+        { branch: 'green', from: main },
+      );
+      forge.setPullRequest(10, { headSha: head10, headRef: 'green', author: 'alice' });
+      await setRef(repo.path, 'refs/pull/10/head', head10);
+      await eventually(
+        '#10 deployed',
+        async () => ((await colorIn(`${prefix}-10`)) === 'green' ? true : undefined),
+        120_000,
+      );
+      await eventually(
+        "the set's inputs kept",
+        async () => {
+          const kept = await kubectl(
+            'get',
+            'configmap',
+            'mooring-sets',
+            '-n',
+            `mooring-${prefix}`,
+            '-o',
+            'json',
+          );
+          const data =
+            kept.code === 0 ? (JSON.parse(kept.stdout) as { data?: Record<string, string> }).data : {};
+          return data?.previews?.includes('"number":"10"') ? true : undefined;
+        },
+        30_000,
+      );
       expect(forge.problems()).toEqual([]);
+      await agent.stop();
+      forge.setPullRequest(10, { headSha: head10, headRef: 'green', state: 'closed', author: 'alice' });
+      const next = startAgent({ file: configFile }, { level: 'info' });
+      try {
+        await eventually(
+          "#10's namespace deleted by the next agent",
+          async () => {
+            const out = await kubectl(
+              'get',
+              'namespace',
+              `${prefix}-10`,
+              '-o',
+              'jsonpath={.metadata.deletionTimestamp}',
+            );
+            return out.code !== 0 || out.stdout.trim() !== '' ? true : undefined;
+          },
+          120_000,
+        );
+      } finally {
+        await next.stop();
+      }
     } finally {
       await agent.stop();
       await forge.close();
     }
-  }, 420_000);
+  }, 480_000);
 });

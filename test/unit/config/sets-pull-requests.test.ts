@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/config/load.ts';
-import { type Found, pullRequestGenerator, withSets } from '../../../src/config/sets.ts';
+import { type Found, pullRequestGenerator, restoredInputs, withSets } from '../../../src/config/sets.ts';
 import type { PullRequestInfo } from '../../../src/report/forges/types.ts';
 import { selectRef } from '../../../src/sources/git/refs.ts';
 import { decidePullRequest, slug } from '../../../src/sync/pull-request-sets.ts';
@@ -188,6 +188,44 @@ describe('pull-request deployment sets', () => {
           .replace('    allowedNamespaces: ["pr-*"]\n', ''),
       ).map((p) => p.message),
     ).toEqual([expect.stringMatching(/comes from a pull request: say which namespaces/)]);
+  });
+
+  it('read back only the inputs its generator could have given, from a ConfigMap anyone in the namespace may write', () => {
+    const { set, generator, git } = setup();
+    const good = decidePullRequest(generator, git, pr(), HEAD, NOW);
+    if (!('input' in good)) throw new Error('not decided');
+    const forged = (values: Record<string, string>) => ({
+      ...good.input,
+      values: { ...good.input.values, ...values },
+    });
+    const text = JSON.stringify([
+      good.input,
+      forged({ source: 'app' }), // the base branch instead of the pull request's own source
+      forged({ number: 'kube-system', source: 'app-pr-kube-system' }),
+      forged({ head: 'HEAD' }),
+      forged({ number: '8' }), // its source says 7
+    ]);
+    expect(restoredInputs(set, text)).toEqual([good.input]);
+    expect(restoredInputs(set, 'not json')).toEqual([]);
+    expect(restoredInputs(set, JSON.stringify({ label: 'x' }))).toEqual([]);
+    expect(restoredInputs(set, JSON.stringify([{ label: 'x', values: { 'bad key': '1' } }]))).toEqual([]);
+    // A folder set: no path out of its source.
+    const folders = parseConfig(
+      `${base.split('deploymentSets:')[0]}deploymentSets:
+  - name: apps
+    generator: {gitDirectories: {source: app, directories: ["apps/*"]}}
+    template: {name: "{{path.basename}}", namespace: web, source: app, paths: ["{{path}}"]}
+`,
+      'a.yaml',
+    ).deploymentSets[0];
+    if (!folders) throw new Error('no set');
+    const folder = (path: string) => ({ label: `folder ${path}`, values: { path, 'path.basename': 'x' } });
+    expect(
+      restoredInputs(
+        folders,
+        JSON.stringify([folder('apps/web'), folder('../etc'), folder('/etc'), folder('')]),
+      ),
+    ).toEqual([folder('apps/web')]);
   });
 
   it("follow a pull request's head under any of the refs forges keep it", () => {
