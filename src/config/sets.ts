@@ -321,8 +321,8 @@ export function inputsOf(
   return pairs;
 }
 
-/** A namespace glob of a set's allowedNamespaces (`*` any characters) as a whole-name expression. */
-function namespaceGlob(glob: string): RegExp {
+/** A glob of names (`*` any characters): a set's allowedNamespaces, a pull-request set's branches. */
+export function nameGlob(glob: string): RegExp {
   return new RegExp(
     `^${glob
       .split('*')
@@ -381,7 +381,7 @@ export function generate(
       continue;
     }
     // A namespace the set allows: whatever an input made of it (and the template's allowedNamespaces).
-    const allowed = set.allowedNamespaces.map(namespaceGlob);
+    const allowed = set.allowedNamespaces.map(nameGlob);
     const outside = [parsed.data.namespace, ...parsed.data.allowedNamespaces].find(
       (ns) => allowed.length > 0 && !allowed.some((r) => r.test(ns)),
     );

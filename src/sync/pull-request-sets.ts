@@ -8,7 +8,7 @@
 // again until its head moves. A forge that does not answer changes nothing: what was decided stands, and a set whose
 // pull requests cannot be listed removes nothing.
 import type { GitSource, MooringConfig } from '../config/schema.ts';
-import { pullRequestGenerator, pullRequestSourceName, type SetInput } from '../config/sets.ts';
+import { nameGlob, pullRequestGenerator, pullRequestSourceName, type SetInput } from '../config/sets.ts';
 import type { Logger } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
 import type { HttpOptions, PullRequestInfo } from '../report/forges/types.ts';
@@ -49,7 +49,7 @@ export function decidePullRequest(
       : 'branch' in git.ref && git.ref.branch
         ? [git.ref.branch]
         : [];
-  if (!branches.some((b) => glob(b).test(pr.baseRef)))
+  if (!branches.some((b) => nameGlob(b).test(pr.baseRef)))
     return { why: `it targets ${pr.baseRef}, not ${branches.join(', ') || 'a branch the set deploys'}` };
   if (generator.labels.length > 0 && !pr.labels.some((l) => generator.labels.includes(l)))
     return { why: `it has none of the labels ${generator.labels.join(', ')}` };
@@ -88,16 +88,6 @@ export function slug(branch: string): string {
     .replace(/^-+/, '')
     .slice(0, 40)
     .replace(/-+$/, '');
-}
-
-/** A branch glob (`*` any characters) as a whole-name expression. */
-function glob(pattern: string): RegExp {
-  return new RegExp(
-    `^${pattern
-      .split('*')
-      .map((part) => part.replace(/[.+?^${}()|[\]\\/-]/g, '\\$&'))
-      .join('.*')}$`,
-  );
 }
 
 export class PullRequestSets {

@@ -5,7 +5,7 @@
 // is held, its deployments kept; a folder whose name cannot make a deployment is refused by name, and the others go on.
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { startForgeReceiver } from '../testbed/forge-receiver.ts';
+import { type PullRequestSetting, startForgeReceiver } from '../testbed/forge-receiver.ts';
 import { commitFiles, setRef } from '../testbed/git-repos.ts';
 import {
   agentConfig,
@@ -342,19 +342,29 @@ describe('a deployment set over the pull requests of a repository', () => {
       ).items;
       return items.find((c) => c.metadata.name.startsWith('web-settings'))?.data?.color;
     };
+    /** Pull request `n` opened at the forge, from a branch of its own off main that sets `color`: its head. */
+    const openPullRequest = async (n: number, color: string, info: PullRequestSetting) => {
+      const head = await commitFiles(
+        repo.path,
+        { 'deploy/settings.yaml': settings(color) },
+        { branch: `pr-${n}`, from: main },
+      );
+      forge.setPullRequest(n, { ...info, headSha: head, baseRef: 'main' });
+      await setRef(repo.path, `refs/pull/${n}/head`, head);
+      return head;
+    };
+    /** Whether namespace `name` is gone or going (its deletion begun). */
+    const namespaceGoing = async (name: string) => {
+      const out = await kubectl('get', 'namespace', name, '-o', 'jsonpath={.metadata.deletionTimestamp}');
+      return out.code !== 0 || out.stdout.trim() !== '' ? true : undefined;
+    };
     const ended = (sha: string) =>
       forge
         .statuses()
         .find((s) => s.commit === sha && s.context.endsWith('/web-pr-7') && s.state !== 'pending');
     try {
       // Pull request 7, from a branch of the repository itself.
-      const head1 = await commitFiles(
-        repo.path,
-        { 'deploy/settings.yaml': settings('blue') },
-        { branch: 'blue', from: main },
-      );
-      forge.setPullRequest(7, { headSha: head1, headRef: 'blue', baseRef: 'main', author: 'alice' });
-      await setRef(repo.path, 'refs/pull/7/head', head1);
+      const head1 = await openPullRequest(7, 'blue', { headRef: 'blue', author: 'alice' });
       await eventually(
         '#7 deployed in its namespace',
         async () => ((await colorIn(`${prefix}-7`)) === 'blue' ? true : undefined),
@@ -369,7 +379,7 @@ describe('a deployment set over the pull requests of a repository', () => {
       const head2 = await commitFiles(
         repo.path,
         { 'deploy/settings.yaml': settings('purple') },
-        { branch: 'blue' },
+        { branch: 'pr-7' },
       );
       forge.setPullRequest(7, { headSha: head2, headRef: 'blue', baseRef: 'main', author: 'alice' });
       await setRef(repo.path, 'refs/pull/7/head', head2);
@@ -390,20 +400,8 @@ describe('a deployment set over the pull requests of a repository', () => {
       expect(await colorIn(`${prefix}-7`)).toBe('blue');
 
       // Pull request 8 comes from a fork; pull request 9's branch cannot name anything: neither is deployed.
-      const fork = await commitFiles(
-        repo.path,
-        { 'deploy/settings.yaml': settings('red') },
-        { branch: 'fork', from: main },
-      );
-      forge.setPullRequest(8, { headSha: fork, headRef: 'fork', fromFork: true, author: 'mallory' });
-      await setRef(repo.path, 'refs/pull/8/head', fork);
-      const hostile = await commitFiles(
-        repo.path,
-        { 'deploy/settings.yaml': settings('black') },
-        { branch: 'x', from: main },
-      );
-      forge.setPullRequest(9, { headSha: hostile, headRef: '../../kube-system;rm -rf', author: 'alice' });
-      await setRef(repo.path, 'refs/pull/9/head', hostile);
+      await openPullRequest(8, 'red', { headRef: 'fork', fromFork: true, author: 'mallory' });
+      await openPullRequest(9, 'black', { headRef: '../../kube-system;rm -rf', author: 'alice' });
       await eventually(
         '#8 and #9 refused',
         async () => {
@@ -442,20 +440,7 @@ describe('a deployment set over the pull requests of a repository', () => {
         body,
       });
       expect(hook.status).toBe(202);
-      await eventually(
-        "#7's namespace deleted",
-        async () => {
-          const out = await kubectl(
-            'get',
-            'namespace',
-            `${prefix}-7`,
-            '-o',
-            'jsonpath={.metadata.deletionTimestamp}',
-          );
-          return out.code !== 0 || out.stdout.trim() !== '' ? true : undefined;
-        },
-        120_000,
-      );
+      await eventually(`#7's namespace deleted`, () => namespaceGoing(`${prefix}-7`), 120_000);
       await eventually(
         'the deployment dropped',
         async () =>
@@ -469,13 +454,7 @@ describe('a deployment set over the pull requests of a repository', () => {
 
       // #10 is deployed; it closes while no agent runs: the next agent removes it, namespace and all, at its first
       // poll (what the set had is kept in the agent's namespace).
-      const head10 = await commitFiles(
-        repo.path,
-        { 'deploy/settings.yaml': settings('green') },
-        { branch: 'green', from: main },
-      );
-      forge.setPullRequest(10, { headSha: head10, headRef: 'green', author: 'alice' });
-      await setRef(repo.path, 'refs/pull/10/head', head10);
+      const head10 = await openPullRequest(10, 'green', { headRef: 'green', author: 'alice' });
       await eventually(
         '#10 deployed',
         async () => ((await colorIn(`${prefix}-10`)) === 'green' ? true : undefined),
@@ -506,16 +485,7 @@ describe('a deployment set over the pull requests of a repository', () => {
       try {
         await eventually(
           "#10's namespace deleted by the next agent",
-          async () => {
-            const out = await kubectl(
-              'get',
-              'namespace',
-              `${prefix}-10`,
-              '-o',
-              'jsonpath={.metadata.deletionTimestamp}',
-            );
-            return out.code !== 0 || out.stdout.trim() !== '' ? true : undefined;
-          },
+          () => namespaceGoing(`${prefix}-10`),
           120_000,
         );
       } finally {
