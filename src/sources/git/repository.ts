@@ -108,8 +108,11 @@ export class GitRepository {
     this.source = source;
     this.url = safeUrl(source.url);
     this.#spec = refSpecOf(source.ref);
+    // A pull request's objects (a fork's, where a set allows forks) never enter the cache its branch is synced from:
+    // every pull request of a repository shares a cache of its own.
+    const key = source.ref.pullRequest === undefined ? source.url : `${source.url}\0pull-requests`;
     this.gitdir =
-      options.localGitdir ?? join(options.cacheDir, createHash('sha256').update(source.url).digest('hex'));
+      options.localGitdir ?? join(options.cacheDir, createHash('sha256').update(key).digest('hex'));
     this.#local = options.localGitdir !== undefined;
     this.#compareTrees = options.compareTrees === true;
     this.#remote = {
