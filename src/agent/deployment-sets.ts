@@ -37,6 +37,12 @@ export class SetKeeper implements SetFolders {
   private readonly stored = new Map<string, string>();
   private writing: Promise<void> = Promise.resolve();
   private restoredOnce = false;
+  /** The deployments a held set would remove, and why they are held. */
+  private holds = new Map<string, string>();
+  /** The set of each of the sets' deployments. */
+  private setOf = new Map<string, string>();
+  /** Sets whose new inputs the agents are being given (how many changes are under way). */
+  private readonly changing = new Map<string, number>();
 
   constructor(options: { log: Logger; apply: () => Promise<void>; store?: SetStore | undefined }) {
     this.log = options.log;
@@ -84,9 +90,28 @@ export class SetKeeper implements SetFolders {
       { set, commit: commit.slice(0, 12), found: found.length, before: before?.found.length ?? 0 },
       'deployment set: what its source gives changed',
     );
-    this.apply().catch((error: unknown) =>
-      this.log.error({ set, err: errorMessage(error) }, 'deployment set: cannot take its deployments'),
-    );
+    // Until the agents have it, the set's deployments wait (the set gate): this commit may remove them.
+    this.changing.set(set, (this.changing.get(set) ?? 0) + 1);
+    this.apply()
+      .catch((error: unknown) =>
+        this.log.error({ set, err: errorMessage(error) }, 'deployment set: cannot take its deployments'),
+      )
+      .finally(() => {
+        const left = (this.changing.get(set) ?? 1) - 1;
+        if (left > 0) this.changing.set(set, left);
+        else this.changing.delete(set);
+      });
+  }
+
+  holding(deployment: string): { message: string; waitMs?: number } | undefined {
+    const set = this.setOf.get(deployment);
+    if (set !== undefined && (this.changing.get(set) ?? 0) > 0)
+      return {
+        message: `deployment set ${set} changed: waiting for its deployments to be taken`,
+        waitMs: 1_000,
+      };
+    const held = this.holds.get(deployment);
+    return held === undefined ? undefined : { message: held };
   }
 
   removed(deployment: string): void {
@@ -131,6 +156,14 @@ export class SetKeeper implements SetFolders {
     }
     const { config, problems, held, inputs } = withSets(file, folders, previous, this.ended);
     this.keep(file, config, inputs);
+    this.holds = new Map(
+      held.flatMap((h) =>
+        h.removed.map((name) => [
+          name,
+          `held by deployment set ${h.set}: a change would remove it with ${h.removed.length - 1} more, over the set's removal budget of ${h.budget}; it stays at its last release until the budget is raised or its folder comes back`,
+        ]),
+      ),
+    );
     // Forgotten once gone, or once its folder came back: a later removal prunes again.
     for (const name of this.ended) {
       const now = config.deployments.find((d) => d.name === name);
@@ -160,6 +193,9 @@ export class SetKeeper implements SetFolders {
   /** Stores the inputs of every deployment each repository set has now, for the next agent to start. */
   private keep(file: MooringConfig, config: MooringConfig, made: ReadonlyMap<string, SetInput>): void {
     const inputOf = new Map<string, SetInput>();
+    this.setOf = new Map(
+      config.deployments.flatMap((d) => (d.set === undefined ? [] : [[d.name, d.set] as const])),
+    );
     for (const d of config.deployments) {
       const input = d.set === undefined ? undefined : (made.get(d.name) ?? this.inputOf.get(d.name));
       if (input) inputOf.set(d.name, input);

@@ -138,6 +138,17 @@ export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned):
         d.commit = commit;
         log.debug('held at a rolled-back release until a new commit or image');
         return { result: 'cancelled' };
+      case 'set':
+        // Its set's change is being taken: looked at again then (it may be gone by then).
+        if (hold.againMs !== undefined) {
+          log.debug(hold.message);
+          return { result: 'retry', delayMs: hold.againMs, maxDelayMs: hold.againMs };
+        }
+        // Held by its set's budget: said once by the set (deployment-sets.ts); the commit is taken as seen.
+        await answerAll((r) => ctx.control.answer(r, 'held', hold.message));
+        d.commit = commit;
+        log.debug(hold.message);
+        return { result: 'cancelled' };
       case 'claim':
         if (hold.done) {
           await answerAll((r) => ctx.control.answer(r, 'stable', hold.message));

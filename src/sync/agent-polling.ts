@@ -212,14 +212,12 @@ export class SourcePolls {
       const registry = registries.get(name);
       const local = this.ctx.deps.config.sources.local.find((s) => s.name === name);
       if (repo) {
-        const resolved = await pollGitSource(
-          this.ctx.state,
-          repo,
-          decide,
-          () => shared?.resolveFor(trigger) ?? repo.resolve(),
-        );
-        this.ctx.previewRefs(name, log);
+        const resolved = await (shared?.resolveFor(trigger) ?? repo.resolve());
+        // The sets first: a commit that deletes a folder holds the folder's deployment (the set gate, gates.ts)
+        // before the commit is decided for it, so that it is removed rather than failed.
         await this.readSets(name, repo, resolved, log);
+        await pollGitSource(this.ctx.state, repo, decide, () => Promise.resolve(resolved));
+        this.ctx.previewRefs(name, log);
         // Pull requests are asked of the forge beside the poll: a slow forge never holds up a sync.
         const keeper = this.ctx.deps.sets;
         if (keeper && this.pullRequestSets.wanted(name))

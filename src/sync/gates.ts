@@ -12,7 +12,7 @@ import type { DeploymentState } from './agent-sources.ts';
 import { endInterrupted } from './sync-deployment.ts';
 
 /** The gates, by name: what a hold's report (holds.ts) and its log line call it. */
-export type GateName = 'suspended' | 'promotion' | 'fence' | 'claim' | 'rollout' | 'dependency';
+export type GateName = 'suspended' | 'set' | 'promotion' | 'fence' | 'claim' | 'rollout' | 'dependency';
 
 /** What stops a sync now. */
 export interface Hold {
@@ -62,6 +62,21 @@ const suspended: Gate = {
     ctx.control.suspended(d.spec.name)
       ? hold('suspended', `suspended: not deployed until mooring resume ${d.spec.name}`, undefined)
       : undefined,
+};
+
+/**
+ * Its deployment set (docs/deployment-sets.md) read a change of its folders, files or pull requests that the agents
+ * have not taken yet: looked at again shortly, as the change may remove it (a commit that deletes a folder does not
+ * fail the folder's deployment). Or the set is held by its removal budget and the change would remove it: it stays
+ * at its last release, not synced, until the budget is raised or its folder comes back.
+ */
+const setHold: Gate = {
+  name: 'set',
+  drift: true,
+  judge: async (ctx, d) => {
+    const why = ctx.deps.sets?.holding?.(d.spec.name);
+    return why === undefined ? undefined : hold('set', why.message, why.waitMs);
+  },
 };
 
 /** A promoted deployment deploys what its upstream has had stable long enough, or approved (fleet.ts). */
@@ -212,7 +227,15 @@ const dependencies: Gate = {
 };
 
 /** The holds of a sync, in the order they are met. */
-export const GATES: readonly Gate[] = [suspended, promotion, claim, fence, rolloutStep, dependencies];
+export const GATES: readonly Gate[] = [
+  suspended,
+  setHold,
+  promotion,
+  claim,
+  fence,
+  rolloutStep,
+  dependencies,
+];
 
 /**
  * The first hold `planned` meets, or (passed every gate) what to give back when the sync ends. Judged in `take`

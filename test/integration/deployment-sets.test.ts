@@ -153,6 +153,17 @@ describe('a deployment set over the folders of a Git source', () => {
       60_000,
     );
     expect(agent.logged('deployment sets changed the deployments')).toHaveLength(changes);
+    // The held deployments stay at their last release, and those removed went: their folders gone, no sync of
+    // theirs failed on it (the set's change is taken before the commit is decided for them).
+    const heldOnes = new Set(['app-00', 'app-01', 'app-02', 'app-03', 'app-04']);
+    expect(
+      agent
+        .logs()
+        .filter(
+          (r) => heldOnes.has(String(r.deployment)) && r.outcome !== undefined && r.outcome !== 'stable',
+        )
+        .map((r) => `${String(r.deployment)} ${String(r.outcome)}: ${String(r.msg)}`),
+    ).toEqual([]);
     // `mooring status` lists the set's deployments (made by the agent, not written in the file) grouped by set.
     const status = await mooring('status', '--config', await agentConfigFile(config), '-o', 'json');
     expect(status.code, status.stderr).toBe(0);
