@@ -77,6 +77,8 @@ const single = {
       source: name,
       /** The target branches whose pull requests are deployed (`*` any characters); none: the source's branch. */
       branches: z.array(z.string().min(1).max(255)).max(32).default([]),
+      /** Only pull requests from a head branch these match (`*` any characters; none: any branch). */
+      headBranches: z.array(z.string().min(1).max(255)).max(32).default([]),
       /** Only pull requests with one of these labels (none: every one). */
       labels: z.array(z.string().min(1).max(255)).max(32).default([]),
       /** Pull requests from forks are untrusted content: deployed only with this, or by an allowed author or label. */

@@ -144,8 +144,10 @@ export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned):
           log.debug(hold.message);
           return { result: 'retry', delayMs: hold.againMs, maxDelayMs: hold.againMs };
         }
-        // Held by its set's budget: said once by the set (deployment-sets.ts); the commit is taken as seen.
+        // Held by its set's budget: the set logs it once (deployment-sets.ts), the ledger's `waiting` says it (and
+        // how to release it) to `mooring status`; no commit status, as the hold may end with the deployment gone.
         await answerAll((r) => ctx.control.answer(r, 'held', hold.message));
+        await sayHold(holds(), d, hold.message, commit);
         d.commit = commit;
         log.debug(hold.message);
         return { result: 'cancelled' };

@@ -51,6 +51,10 @@ export function decidePullRequest(
         : [];
   if (!branches.some((b) => nameGlob(b).test(pr.baseRef)))
     return { why: `it targets ${pr.baseRef}, not ${branches.join(', ') || 'a branch the set deploys'}` };
+  if (generator.headBranches.length > 0 && !generator.headBranches.some((b) => nameGlob(b).test(pr.headRef)))
+    return {
+      why: `its branch ${pr.headRef.slice(0, 100)} matches none of ${generator.headBranches.join(', ')}`,
+    };
   if (generator.labels.length > 0 && !pr.labels.some((l) => generator.labels.includes(l)))
     return { why: `it has none of the labels ${generator.labels.join(', ')}` };
   const trusted =

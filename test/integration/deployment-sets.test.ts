@@ -165,9 +165,22 @@ describe('a deployment set over the folders of a Git source', () => {
         .map((r) => `${String(r.deployment)} ${String(r.outcome)}: ${String(r.msg)}`),
     ).toEqual([]);
     // `mooring status` lists the set's deployments (made by the agent, not written in the file) grouped by set.
-    const status = await mooring('status', '--config', await agentConfigFile(config), '-o', 'json');
-    expect(status.code, status.stderr).toBe(0);
-    const rows = (JSON.parse(status.stdout) as { items: { deployment: string; set?: string }[] }).items;
+    // Each held one says why, and how to release it, in its ledger: `mooring status` shows it.
+    const configFile = await agentConfigFile(config);
+    type Row = { deployment: string; set?: string; waiting?: { message: string } };
+    const rows = await eventually(
+      'the holds in mooring status',
+      async () => {
+        const status = await mooring('status', '--config', configFile, '-o', 'json');
+        expect(status.code, status.stderr).toBe(0);
+        const items = (JSON.parse(status.stdout) as { items: Row[] }).items;
+        return items.find((r) => r.deployment === 'app-02')?.waiting ? items : undefined;
+      },
+      60_000,
+    );
+    expect(rows.find((r) => r.deployment === 'app-03')?.waiting?.message).toMatch(
+      /^held by deployment set apps: a change would remove it with 2 more, over the set's removal budget of 2; it stays at its last release until the budget is raised/,
+    );
     expect(rows.filter((r) => r.set === 'apps').map((r) => r.deployment)).toEqual(
       expect.arrayContaining(['app-02', 'app-05', 'app-29', 'app-new']),
     );

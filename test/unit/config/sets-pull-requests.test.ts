@@ -81,6 +81,11 @@ describe('pull-request deployment sets', () => {
     expect(why({ state: 'merged' })).toBe('it is merged');
     expect(why({ labels: ['other'] })).toBe('it has none of the labels deploy');
     expect(why({ baseRef: 'release' })).toBe('it targets release, not main');
+    const features = { ...generator, headBranches: ['feature/*'] };
+    expect(decidePullRequest(features, git, pr({ headRef: 'fix/typo' }), HEAD, NOW)).toEqual({
+      why: 'its branch fix/typo matches none of feature/*',
+    });
+    expect('input' in decidePullRequest(features, git, pr(), HEAD, NOW)).toBe(true);
     expect(why({ updatedAt: '2026-11-26T08:00:00Z' })).toMatch(/^it was not updated for longer than its ttl/);
     expect(why({ fromFork: true })).toBe('it comes from a fork (forks, allowAuthors, allowLabels)');
     // Bitbucket Cloud's abbreviated head: the listed ref's commit is used whole.
