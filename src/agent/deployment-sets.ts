@@ -41,8 +41,9 @@ export class SetKeeper implements SetFolders {
   private holds = new Map<string, string>();
   /** The set of each of the sets' deployments. */
   private setOf = new Map<string, string>();
-  /** Sets whose new inputs the agents are being given (how many changes are under way). */
-  private readonly changing = new Map<string, number>();
+  /** How many changes of its inputs each set has read, and how many of them were made into deployments. */
+  private readonly read = new Map<string, number>();
+  private readonly made = new Map<string, number>();
 
   constructor(options: { log: Logger; apply: () => Promise<void>; store?: SetStore | undefined }) {
     this.log = options.log;
@@ -90,22 +91,18 @@ export class SetKeeper implements SetFolders {
       { set, commit: commit.slice(0, 12), found: found.length, before: before?.found.length ?? 0 },
       'deployment set: what its source gives changed',
     );
-    // Until the agents have it, the set's deployments wait (the set gate): this commit may remove them.
-    this.changing.set(set, (this.changing.get(set) ?? 0) + 1);
-    this.apply()
-      .catch((error: unknown) =>
-        this.log.error({ set, err: errorMessage(error) }, 'deployment set: cannot take its deployments'),
-      )
-      .finally(() => {
-        const left = (this.changing.get(set) ?? 1) - 1;
-        if (left > 0) this.changing.set(set, left);
-        else this.changing.delete(set);
-      });
+    // Until it is made into deployments, the set's deployments wait (the set gate): this commit may remove them.
+    this.read.set(set, (this.read.get(set) ?? 0) + 1);
+    this.apply().catch((error: unknown) =>
+      this.log.error({ set, err: errorMessage(error) }, 'deployment set: cannot take its deployments'),
+    );
   }
 
-  holding(deployment: string): { message: string; waitMs?: number } | undefined {
-    const set = this.setOf.get(deployment);
-    if (set !== undefined && (this.changing.get(set) ?? 0) > 0)
+  holding(deployment: string, set?: string): { message: string; waitMs?: number } | undefined {
+    // The set read a change not yet made into deployments, or made and not yet taken by the agents (this one is
+    // on its way out): looked at again shortly.
+    const leaving = this.setOf.size > 0 && this.setOf.get(deployment) !== set;
+    if (set !== undefined && ((this.read.get(set) ?? 0) > (this.made.get(set) ?? 0) || leaving))
       return {
         message: `deployment set ${set} changed: waiting for its deployments to be taken`,
         waitMs: 1_000,
@@ -136,6 +133,7 @@ export class SetKeeper implements SetFolders {
    */
   expand(file: MooringConfig, running: MooringConfig): MooringConfig {
     const folders = new Map([...this.known].map(([set, k]) => [set, k.found]));
+    for (const [set, count] of this.read) this.made.set(set, count);
     // A set read for the first time since the start: what it had before is what this change removes from.
     const first = [...this.restored].filter(
       ([set]) => this.known.has(set) && !running.deployments.some((d) => d.set === set),

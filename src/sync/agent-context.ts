@@ -63,11 +63,11 @@ export interface SetFolders {
   /** A deployment leaving its set (removal.prune) ended its last sync stable: its objects are gone, and it may go. */
   removed(deployment: string): void;
   /**
-   * Why `deployment` is held by its set: the set's inputs changed and the deployments it makes are being taken
-   * (`waitMs`: looked at again then: it may be removed), or the set is held by its removal budget and the change
+   * Why `deployment` (of deployment set `set`, as the agent has it) is held by its set: the set's inputs changed
+   * and the deployments it makes are not taken yet (`waitMs`: looked at again then: it may be removed), or the set is held by its removal budget and the change
    * would remove it (held at its last release). Undefined: not held.
    */
-  holding?(deployment: string): { message: string; waitMs?: number | undefined } | undefined;
+  holding?(deployment: string, set?: string): { message: string; waitMs?: number | undefined } | undefined;
 }
 
 /** What the agent lends a job: its dependencies, and the state and steps that stay the agent's. */

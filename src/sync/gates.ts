@@ -74,7 +74,7 @@ const setHold: Gate = {
   name: 'set',
   drift: true,
   judge: async (ctx, d) => {
-    const why = ctx.deps.sets?.holding?.(d.spec.name);
+    const why = ctx.deps.sets?.holding?.(d.spec.name, d.spec.set);
     return why === undefined ? undefined : hold('set', why.message, why.waitMs);
   },
 };
