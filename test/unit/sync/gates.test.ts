@@ -40,6 +40,8 @@ function world(
     holder?: string;
     shard?: boolean;
     stepFull?: boolean;
+    /** What the keeper of deployment sets says of a deployment. */
+    sets?: (deployment: string, set?: string) => { message: string; waitMs?: number } | undefined;
   } = {},
 ) {
   const calls: string[] = [];
@@ -73,6 +75,7 @@ function world(
         ? { identity: 'me', live: (id: string) => id !== 'gone', elsewhere: () => false }
         : undefined,
       fleet,
+      sets: over.sets ? { holding: over.sets } : undefined,
     },
     state: { deployments: new Map([['db', {}]]) },
     control: { suspended: (name: string) => (over.suspended?.includes(name) ? {} : undefined) },
@@ -121,15 +124,40 @@ const fenced: Decision = {
 const dbStable = { db: [stable(1, 'c1')] };
 
 describe('the gates of a sync', () => {
-  it('are one table, met in order: suspend, promotion, claim, fence, rollout step, dependencies', () => {
+  it('are one table, met in order: suspend, set, promotion, claim, fence, rollout step, dependencies', () => {
     expect(GATES.map((g) => g.name)).toEqual([
       'suspended',
+      'set',
       'promotion',
       'claim',
       'fence',
       'rollout',
       'dependency',
     ]);
+  });
+
+  it("hold a deployment of a set while the set's change is taken (looked at again), or at its last release while the set is held", async () => {
+    const ofSet = { spec: { ...web.spec, set: 'apps' } } as unknown as DeploymentState;
+    const asked: string[] = [];
+    const taking = world({
+      sets: (name, set) => {
+        asked.push(`${name} ${set}`);
+        return {
+          message: 'deployment set apps changed: waiting for its deployments to be taken',
+          waitMs: 1000,
+        };
+      },
+    });
+    expect(await judge(taking.ctx, ofSet, planned(sync()), 'take')).toMatchObject({
+      hold: { gate: 'set', againMs: 1000 },
+    });
+    expect(asked).toEqual(['web apps']);
+    const held = world({ sets: () => ({ message: 'held by deployment set apps: ...' }) });
+    expect(await judge(held.ctx, ofSet, planned(sync({ trigger: 'drift' })), 'look')).toMatchObject({
+      hold: { gate: 'set', againMs: undefined, message: 'held by deployment set apps: ...' },
+    });
+    // Nothing taken before it: no claim, no place in a step.
+    expect([...taking.calls, ...held.calls]).toEqual([]);
   });
 
   it.each([
