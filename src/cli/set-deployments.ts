@@ -55,11 +55,17 @@ export async function withRepositorySets(
   const pullRequests = new PullRequestSets({ config: () => config, log });
   for (const source of pullRequestSources) {
     const repo = repoOf(source);
-    if (repo)
+    if (!repo) continue;
+    try {
       await pullRequests.poll(source, repo, {
         found: (set, _at, inputs) => found.set(set, [...inputs]),
         removed: () => undefined,
       });
+    } catch (error) {
+      process.stderr.write(
+        `warning: the pull requests of source ${source} cannot be read: ${errorMessage(error)}\n`,
+      );
+    }
   }
   return withSets(config, found).config;
 }

@@ -156,7 +156,17 @@ export class PullRequestSets {
     log: Logger,
   ): Promise<void> {
     const now = this.#deps.now?.() ?? Date.now();
-    const forge = await forgeAccess(config, git, generator, this.#deps.http);
+    let forge: Awaited<ReturnType<typeof forgeAccess>>;
+    try {
+      forge = await forgeAccess(config, git, generator, this.#deps.http);
+    } catch (error) {
+      // Its token cannot be read: nothing is decided, and its environments stay as they are.
+      log.warn(
+        { set, err: errorMessage(error) },
+        'deployment set: cannot reach the forge; its environments stay as they are',
+      );
+      return;
+    }
     if (!forge) {
       this.#sayOnce(
         log,
@@ -205,7 +215,7 @@ export class PullRequestSets {
     const listed = new Set(numbers.map((n) => `${set}#${n}`));
     for (const key of [...this.#decided.keys()])
       if (key.startsWith(`${set}#`) && !listed.has(key)) this.#decided.delete(key);
-    keeper.found(set, 'pull requests', inputs);
+    keeper.found(set, 'pull-requests', inputs);
   }
 
   #sayOnce(log: Logger, set: string, about: string, text: string): void {
