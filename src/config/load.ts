@@ -144,9 +144,24 @@ function setProblems(config: MooringConfig): ReferenceProblem[] {
           message: 'is filled in by mooring for the deployments of a deployment set; write none',
         });
   });
+  const gitSources = new Set(config.sources.git.map((g) => g.name));
   config.deploymentSets.forEach((set, index) => {
     for (const message of templateProblems(set))
       problems.push({ path: ['deploymentSets', index, 'template'], message });
+    // The repository a generator reads is a Git source of the configuration: a name mistyped would yield nothing.
+    const { matrix, ...one } = set.generator;
+    const places = matrix
+      ? matrix.generators.map((g, k) => ({ g, at: ['matrix', 'generators', k] as (string | number)[] }))
+      : [{ g: one, at: [] as (string | number)[] }];
+    for (const { g, at } of places)
+      for (const kind of ['gitDirectories', 'gitFiles', 'pullRequests'] as const) {
+        const source = g[kind]?.source;
+        if (source !== undefined && !gitSources.has(source))
+          problems.push({
+            path: ['deploymentSets', index, 'generator', ...at, kind, 'source'],
+            message: `no Git source is named "${source}" (Git sources: ${[...gitSources].join(', ') || 'none'})`,
+          });
+      }
   });
   if (problems.length > 0) return problems;
   for (const p of withSets(config, new Map()).problems) {

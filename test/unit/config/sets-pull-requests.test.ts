@@ -233,6 +233,17 @@ describe('pull-request deployment sets', () => {
     ).toEqual([folder('apps/web')]);
   });
 
+  it('refuse a generator whose repository is no Git source of the configuration, at its line', () => {
+    expect(problemsOf(base.replace('pullRequests: {source: app,', 'pullRequests: {source: ap,'))).toEqual([
+      {
+        path: 'deploymentSets[0].generator.pullRequests.source',
+        line: 10,
+        column: 30,
+        message: 'no Git source is named "ap" (Git sources: app)',
+      },
+    ]);
+  });
+
   it("follow a pull request's head under any of the refs forges keep it", () => {
     const refs = [
       { ref: 'refs/heads/main', oid: '1'.repeat(40) },
