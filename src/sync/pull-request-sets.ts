@@ -215,6 +215,10 @@ export class PullRequestSets {
     const listed = new Set(numbers.map((n) => `${set}#${n}`));
     for (const key of [...this.#decided.keys()])
       if (key.startsWith(`${set}#`) && !listed.has(key)) this.#decided.delete(key);
+    // What was said of them too: the memory follows the pull requests listed, not every one ever seen.
+    for (const key of [...this.#said.keys()])
+      if (key.startsWith(`${set} #`) && !listed.has(`${set}#${key.slice(set.length + 2)}`))
+        this.#said.delete(key);
     keeper.found(set, 'pull-requests', inputs);
   }
 

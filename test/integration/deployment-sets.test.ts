@@ -450,20 +450,35 @@ describe('a deployment set over the pull requests of a repository', () => {
         expect(forge.statuses().filter((s) => s.context.endsWith(`/web-pr-${n}`))).toEqual([]);
       }
 
-      // #7 closes, as GitHub's webhook says: its objects are pruned and its namespace deleted, the rollback's
-      // fence notwithstanding.
+      // #7 closes, as GitHub's webhook says, while the forge's API answers 500 to everything: the close cannot be
+      // learnt, and nothing is removed meanwhile; the agent lives on.
       forge.setPullRequest(7, { headSha: head2, headRef: 'blue', state: 'closed', author: 'alice' });
-      const body = JSON.stringify({ action: 'closed', number: 7, repository: { clone_url: repo.url } });
-      const hook = await fetch(`http://127.0.0.1:${await agent.listening()}/hooks/github`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'x-github-event': 'pull_request',
-          'x-hub-signature-256': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`,
-        },
-        body,
-      });
-      expect(hook.status).toBe(202);
+      const closed = async () => {
+        const body = JSON.stringify({ action: 'closed', number: 7, repository: { clone_url: repo.url } });
+        return fetch(`http://127.0.0.1:${await agent.listening()}/hooks/github`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'x-github-event': 'pull_request',
+            'x-hub-signature-256': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`,
+          },
+          body,
+        });
+      };
+      forge.fail({ status: 500 });
+      const failing =
+        'deployment set: cannot ask the forge about the pull request; its environment stays as it is';
+      const before = agent.logged(failing).length;
+      expect((await closed()).status).toBe(202);
+      await eventually('the forge asked, and failing', async () =>
+        agent.logged(failing).length > before ? true : undefined,
+      );
+      expect(await colorIn(`${prefix}-7`)).toBe('blue');
+      expect(await namespaceGoing(`${prefix}-7`)).toBeUndefined();
+      // The forge answers again: the next webhook removes it, its objects pruned and its namespace deleted, the
+      // rollback's fence notwithstanding.
+      forge.fail(undefined);
+      expect((await closed()).status).toBe(202);
       await eventually(`#7's namespace deleted`, () => namespaceGoing(`${prefix}-7`), 120_000);
       await eventually(
         'the deployment dropped',
