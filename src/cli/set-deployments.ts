@@ -57,10 +57,15 @@ export async function withRepositorySets(
     const repo = repoOf(source);
     if (!repo) continue;
     try {
-      await pullRequests.poll(source, repo, {
-        found: (set, _at, inputs) => found.set(set, [...inputs]),
-        removed: () => undefined,
-      });
+      // As the agent's polls would, one after another, until every pull request is decided (at most 20 polls of
+      // 50 questions each).
+      for (let round = 0; round < 20; round++) {
+        const asked = await pullRequests.poll(source, repo, {
+          found: (set, _at, inputs) => found.set(set, [...inputs]),
+          removed: () => undefined,
+        });
+        if (asked === 0) break;
+      }
     } catch (error) {
       process.stderr.write(
         `warning: the pull requests of source ${source} cannot be read: ${errorMessage(error)}\n`,

@@ -18,6 +18,9 @@ import { forgeAccess } from './forge-access.ts';
 
 type Generator = NonNullable<ReturnType<typeof pullRequestGenerator>>;
 
+/** The most questions about pull requests one poll asks of the forge per set (the rest wait for the next polls). */
+const ASKS_PER_POLL = 50;
+
 export interface PullRequestSetsDeps {
   config: () => MooringConfig;
   log: Logger;
@@ -101,6 +104,8 @@ export class PullRequestSets {
   /** What was last said of each set and pull request, so that a poll that changes nothing says nothing. */
   readonly #said = new Map<string, string>();
   readonly #busy = new Set<string>();
+  /** Pull requests a webhook named (`set#number`), asked before the others. */
+  readonly #named = new Set<string>();
 
   constructor(deps: PullRequestSetsDeps) {
     this.#deps = deps;
@@ -111,36 +116,43 @@ export class PullRequestSets {
     return this.#deps.config().deploymentSets.some((s) => pullRequestGenerator(s)?.source === source);
   }
 
-  /** A webhook named pull request `number` of `source`: it is asked of the forge again at the next poll. */
+  /** A webhook named pull request `number` of `source`: it is asked of the forge again, first, at the next poll. */
   forget(source: string, number: number): void {
+    // What was decided stands until the forge answers (a forge that fails removes nothing).
     for (const set of this.#deps.config().deploymentSets)
-      if (pullRequestGenerator(set)?.source === source) this.#decided.delete(`${set.name}#${number}`);
+      if (pullRequestGenerator(set)?.source === source) this.#named.add(`${set.name}#${number}`);
   }
 
-  /** Lists `source`'s pull requests and tells `keeper` each of its pull-request sets' inputs. */
-  async poll(source: string, repo: GitRepository, keeper: SetFolders): Promise<void> {
+  /**
+   * Lists `source`'s pull requests and tells `keeper` each of its pull-request sets' inputs. Returns how many
+   * questions it asked of the forge (none: every pull request listed is decided, and none is due again).
+   */
+  async poll(source: string, repo: GitRepository, keeper: SetFolders): Promise<number> {
     const config = this.#deps.config();
     const git = config.sources.git.find((g) => g.name === source);
     const sets = config.deploymentSets.filter((s) => pullRequestGenerator(s)?.source === source);
-    if (!git || sets.length === 0 || this.#busy.has(source)) return;
+    if (!git || sets.length === 0 || this.#busy.has(source)) return 0;
     this.#busy.add(source);
     const log = this.#deps.log.child({ source });
     try {
-      const most = Math.max(...sets.map((s) => pullRequestGenerator(s)?.max ?? 0));
+      // Every pull request the server keeps a ref for (GitHub keeps one for each ever opened): an open one among
+      // hundreds closed is found too; the forge is asked about at most ASKS_PER_POLL of them per poll.
       let pulls: Awaited<ReturnType<GitRepository['pullRequests']>>;
       try {
-        pulls = await repo.pullRequests(most);
+        pulls = await repo.pullRequests(Number.MAX_SAFE_INTEGER);
       } catch (error) {
         log.warn(
           { err: errorMessage(error) },
           'deployment sets: cannot list the pull requests; their environments stay as they are',
         );
-        return;
+        return 0;
       }
+      let asked = 0;
       for (const set of sets) {
         const generator = pullRequestGenerator(set);
-        if (generator) await this.#pollSet(config, set.name, generator, git, pulls, keeper, log);
+        if (generator) asked += await this.#pollSet(config, set.name, generator, git, pulls, keeper, log);
       }
+      return asked;
     } finally {
       this.#busy.delete(source);
     }
@@ -154,7 +166,7 @@ export class PullRequestSets {
     pulls: Awaited<ReturnType<GitRepository['pullRequests']>>,
     keeper: SetFolders,
     log: Logger,
-  ): Promise<void> {
+  ): Promise<number> {
     const now = this.#deps.now?.() ?? Date.now();
     let forge: Awaited<ReturnType<typeof forgeAccess>>;
     try {
@@ -165,7 +177,7 @@ export class PullRequestSets {
         { set, err: errorMessage(error) },
         'deployment set: cannot reach the forge; its environments stay as they are',
       );
-      return;
+      return 0;
     }
     if (!forge) {
       this.#sayOnce(
@@ -174,19 +186,34 @@ export class PullRequestSets {
         'token',
         'no token for the forge (the generator token or a deployment commitStatus.token): no pull request is deployed',
       );
-      return;
+      return 0;
     }
     const inputs: SetInput[] = [];
-    const numbers = [...pulls.keys()].slice(0, generator.max);
-    for (const number of numbers) {
+    // The highest numbers first, those a webhook named before them: at most ASKS_PER_POLL questions to the forge
+    // per poll (the rest keep what was decided of them, and are asked at the next polls).
+    const numbers = [...pulls.keys()];
+    const ordered = [
+      ...numbers.filter((n) => this.#named.has(`${set}#${n}`)),
+      ...numbers.filter((n) => !this.#named.has(`${set}#${n}`)),
+    ];
+    let asks = 0;
+    for (const number of ordered) {
       const listed = pulls.get(number)?.head.commit ?? '';
       const key = `${set}#${number}`;
       const before = this.#decided.get(key);
-      // Unchanged since asked: a closed one stays closed; an open one is asked again each recheck.
-      if (before?.head === listed && (before.closed || now - before.at < generator.recheck)) {
+      // Unchanged since asked: a closed one stays closed; an open one is asked again each recheck; one a webhook
+      // named is asked now.
+      const named = this.#named.has(key);
+      if (!named && before?.head === listed && (before.closed || now - before.at < generator.recheck)) {
         if (before.input) inputs.push(before.input);
         continue;
       }
+      if (asks >= ASKS_PER_POLL) {
+        if (before?.input) inputs.push(before.input);
+        continue;
+      }
+      asks++;
+      this.#named.delete(key);
       try {
         const pr = await forge.comments.pullRequest({ repoUrl: git.url, number }, forge.token);
         const decided = decidePullRequest(generator, git, pr, listed, now);
@@ -211,8 +238,13 @@ export class PullRequestSets {
         );
       }
     }
+    // At most `max` environments: the highest numbers.
+    inputs.sort((x, y) => Number(y.values.number) - Number(x.values.number));
+    inputs.splice(generator.max);
     // Pull requests whose refs are gone are forgotten.
     const listed = new Set(numbers.map((n) => `${set}#${n}`));
+    for (const key of [...this.#named])
+      if (key.startsWith(`${set}#`) && !listed.has(key)) this.#named.delete(key);
     for (const key of [...this.#decided.keys()])
       if (key.startsWith(`${set}#`) && !listed.has(key)) this.#decided.delete(key);
     // What was said of them too: the memory follows the pull requests listed, not every one ever seen.
@@ -220,6 +252,7 @@ export class PullRequestSets {
       if (key.startsWith(`${set} #`) && !listed.has(`${set}#${key.slice(set.length + 2)}`))
         this.#said.delete(key);
     keeper.found(set, 'pull-requests', inputs);
+    return asks;
   }
 
   #sayOnce(log: Logger, set: string, about: string, text: string): void {

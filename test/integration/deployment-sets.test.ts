@@ -357,6 +357,12 @@ describe('a deployment set over the pull requests of a repository', () => {
         ],
       },
     });
+    // Sixty pull requests closed before, with higher numbers (GitHub keeps a ref for each one ever opened): an open
+    // one among them is found all the same, the forge asked about fifty a poll.
+    for (let n = 100; n < 160; n++) {
+      forge.setPullRequest(n, { headSha: main, headRef: `old-${n}`, state: 'closed', author: 'alice' });
+      await setRef(repo.path, `refs/pull/${n}/head`, main);
+    }
     const agent = startAgent({ file: configFile }, { level: 'info' });
     const colorIn = async (namespace: string) => {
       const out = await kubectl('get', 'configmaps', '-n', namespace, '-o', 'json');
