@@ -2,7 +2,9 @@
 // folders, each with its poll schedule and its download bounds.
 import semver from 'semver';
 import { z } from 'zod';
+import { parseKnownHosts } from '../http/known-hosts.ts';
 import { parseRepositoryUrl } from '../http/repository-url.ts';
+import { isSshUrl, parseSshUrl } from '../http/ssh-url.ts';
 import { duration, httpUrl, name, schedule, secretRef, withDefaultInterval } from './schema-fields.ts';
 
 export const gitRef = z
@@ -57,10 +59,25 @@ export const preview = z.strictObject({
   maxPullRequests: z.number().int().min(1).max(10_000).default(200),
 });
 
+/** A Git server's URL: http(s), `ssh://[user@]host[:port]/path`, or git's scp-like `[user@]host:path`. */
+const gitUrl = z.string().superRefine((url, ctx) => {
+  if (isSshUrl(url)) {
+    const parsed = parseSshUrl(url);
+    if (typeof parsed === 'string') ctx.addIssue({ code: 'custom', message: parsed });
+    return;
+  }
+  const http = httpUrl.safeParse(url);
+  if (!http.success)
+    ctx.addIssue({
+      code: 'custom',
+      message: 'must be an http(s) URL, ssh://[user@]host[:port]/path or [user@]host:path',
+    });
+});
+
 export const gitSource = z
   .strictObject({
     name,
-    url: httpUrl,
+    url: gitUrl,
     ref: gitRef.default({ branch: 'main' }),
     ...schedule,
     credentials: z
@@ -69,6 +86,27 @@ export const gitSource = z
         username: z.union([z.string().min(1), secretRef]).optional(),
         password: secretRef.optional(),
         token: secretRef.optional(),
+        /** For an ssh URL: the deploy key (ed25519, ECDSA or RSA; OpenSSH or PEM format). */
+        sshKey: secretRef.optional(),
+        sshKeyPassphrase: secretRef.optional(),
+        /** The server's host keys in known_hosts format (ssh-keyscan's output), inline or from a reference. */
+        knownHosts: z
+          .union([
+            z.string().superRefine((text, ctx) => {
+              try {
+                parseKnownHosts(text, 'knownHosts');
+              } catch (error) {
+                ctx.addIssue({ code: 'custom', message: (error as Error).message });
+              }
+            }),
+            secretRef,
+          ])
+          .optional(),
+        /**
+         * Trust the first host key seen for a server knownHosts does not name, for this agent's life (a key that
+         * changes afterwards is refused). Off: an unknown host is refused.
+         */
+        trustFirstHostKey: z.boolean().optional(),
       })
       .refine((c) => !(c.token && c.password), { message: 'give "token" or "username"/"password", not both' })
       .optional(),
@@ -93,6 +131,29 @@ export const gitSource = z
   .refine((s) => s.maxFileBytes <= s.maxObjectBytes, {
     message: 'maxFileBytes must not be larger than maxObjectBytes',
     path: ['maxFileBytes'],
+  })
+  .superRefine((s, ctx) => {
+    const c = s.credentials;
+    if (isSshUrl(s.url)) {
+      const issue = (message: string, path: (string | number)[]) =>
+        ctx.addIssue({ code: 'custom', message, path });
+      if (!c?.sshKey)
+        issue('an ssh URL needs credentials.sshKey (the deploy key)', ['credentials', 'sshKey']);
+      if (c && (c.username !== undefined || c.password || c.token))
+        issue('an ssh URL takes credentials.sshKey, not a username, password or token', ['credentials']);
+      if (c && c.knownHosts === undefined && !c.trustFirstHostKey)
+        issue(
+          "an ssh URL needs credentials.knownHosts (the server's host keys, as ssh-keyscan prints them); trustFirstHostKey: true trusts the first key seen instead",
+          ['credentials', 'knownHosts'],
+        );
+      if (s.caFile !== undefined)
+        issue('caFile is for https URLs; an ssh server is trusted by knownHosts', ['caFile']);
+    } else if (c && (c.sshKey || c.sshKeyPassphrase || c.knownHosts !== undefined || c.trustFirstHostKey))
+      ctx.addIssue({
+        code: 'custom',
+        message: 'sshKey, sshKeyPassphrase, knownHosts and trustFirstHostKey are for ssh URLs',
+        path: ['credentials'],
+      });
   })
   .transform(withDefaultInterval(60_000));
 export type GitSource = z.infer<typeof gitSource>;

@@ -52,7 +52,8 @@ export function isRunning(record: DaemonRecord): boolean {
     return false;
   }
   const last = record.args[record.args.length - 1];
-  return last === undefined || argv.includes(last);
+  // sshd rewrites its command line into one string (`sshd: /usr/sbin/sshd -D -f CONFIG [listener] …`).
+  return last === undefined || argv.includes(last) || argv.some((arg) => arg.includes(` ${last} `));
 }
 
 /** Why a daemon is not running, with the tail of its log, or undefined while it runs. */

@@ -21,6 +21,7 @@ import {
   stopDaemon,
 } from './processes.ts';
 import { htpasswdLine, registryCommand, registryConfigYaml, waitForRegistry } from './registry.ts';
+import { prepareSshServer, type SshServerEnv, waitForSsh } from './ssh-server.ts';
 import { locateTools } from './tools.ts';
 import { waitFor } from './wait.ts';
 
@@ -38,6 +39,8 @@ export interface TestbedEnv {
     etcd: string;
   };
   git: { url: string; username: string; password: string; root: string };
+  /** The SSH Git server (OpenSSH's sshd with git-shell) over the same repositories as `git`; absent in older beds. */
+  ssh?: SshServerEnv | undefined;
   registry: { url: string; host: string };
   authRegistry: { url: string; host: string; username: string; password: string };
   tools: { helm: string; kubectl: string };
@@ -209,7 +212,8 @@ async function upFirst(log: Log, version: string): Promise<{ env: TestbedEnv; st
   };
 
   try {
-    const [pEtcd, pPeer, pApi, pGit, pReg, pAuthReg] = (await freePorts(6)) as [
+    const [pEtcd, pPeer, pApi, pGit, pReg, pAuthReg, pSsh] = (await freePorts(7)) as [
+      number,
       number,
       number,
       number,
@@ -239,6 +243,14 @@ async function upFirst(log: Log, version: string): Promise<{ env: TestbedEnv; st
       },
     });
     await record(gitd);
+    const sshd = await prepareSshServer(join(run, 'ssh'), pSsh);
+    const sshDaemon = startDaemon({
+      name: 'ssh-server',
+      command: sshd.command,
+      args: sshd.args,
+      logDir: logs,
+    });
+    await record(sshDaemon);
 
     const registry = { url: `http://127.0.0.1:${pReg}`, host: `127.0.0.1:${pReg}` };
     const authRegistry = {
@@ -291,6 +303,10 @@ async function upFirst(log: Log, version: string): Promise<{ env: TestbedEnv; st
         timeoutMs: 20_000,
         alive: () => deathNotice(gitd),
       }),
+      waitFor('ssh server', () => waitForSsh(pSsh, 2_000).then(() => true), {
+        timeoutMs: 20_000,
+        alive: () => deathNotice(sshDaemon),
+      }),
       ...registries.map((d, i) =>
         waitFor(
           d.name,
@@ -320,6 +336,7 @@ async function upFirst(log: Log, version: string): Promise<{ env: TestbedEnv; st
         etcd: plane.etcd,
       },
       git,
+      ssh: sshd.env,
       registry,
       authRegistry,
       tools,

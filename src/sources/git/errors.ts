@@ -4,9 +4,15 @@
 import { formatDuration } from '../../config/duration.ts';
 import { MooringError, StalledError, type Subject, TransientError } from '../../errors.ts';
 import { isCertificateError } from '../../http/fetch.ts';
+import { describeSshEndpoint, isSshUrl, parseSshUrl } from '../../http/ssh-url.ts';
 
 /** The URL as it may appear in messages: no user, password, query or fragment. */
 export function safeUrl(url: string): string {
+  // An ssh URL's user is a login name (`git`), not a secret; it has no password, query or fragment.
+  if (isSshUrl(url)) {
+    const endpoint = parseSshUrl(url);
+    return typeof endpoint === 'string' ? '<invalid url>' : describeSshEndpoint(endpoint);
+  }
   try {
     const parsed = new URL(url);
     parsed.username = '';

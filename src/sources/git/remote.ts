@@ -6,8 +6,9 @@ import * as fs from 'node:fs';
 import { join } from 'node:path';
 import git, { type HttpClient } from 'isomorphic-git';
 import type { GitSource } from '../../config/schema.ts';
-import { TransientError } from '../../errors.ts';
-import { authorizationHeader, gitCredentials } from './credentials.ts';
+import { StalledError, TransientError } from '../../errors.ts';
+import { isSshUrl, parseSshUrl } from '../../http/ssh-url.ts';
+import { authorizationHeader, gitCredentials, sshCredentials } from './credentials.ts';
 import { gitNetworkError, safeUrl } from './errors.ts';
 import { readObject } from './object-read.ts';
 import { objectSize } from './object-size.ts';
@@ -16,6 +17,7 @@ import { encodeIndex } from './pack-idx.ts';
 import { indexPack } from './pack-index.ts';
 import { installPack, PackReceiver } from './pack-receive.ts';
 import type { ServerRef } from './refs.ts';
+import { SSH_PLACEHOLDER_URL, sshTransport } from './ssh-transport.ts';
 import { packOrderedFs } from './store-fs.ts';
 import { boundedHttp } from './transport.ts';
 
@@ -35,8 +37,8 @@ const FETCH_REFSPEC = '+refs/heads/*:refs/remotes/origin/*';
 export function listRefs(source: GitSource, prefix: string, options: RemoteOptions): Promise<ServerRef[]> {
   // Protocol v1 answers in one round trip (v2 needs a second request for ls-refs); the price is that the
   // server lists every ref and the prefix is applied here.
-  return withRemote(source, options, (http, headers) =>
-    git.listServerRefs({ http, url: source.url, headers, protocolVersion: 1, prefix, peelTags: true }),
+  return withRemote(source, options, (http, headers, url) =>
+    git.listServerRefs({ http, url, headers, protocolVersion: 1, prefix, peelTags: true }),
   );
 }
 
@@ -99,13 +101,13 @@ async function indexReceived(
 }
 
 function fetchNegotiated(source: GitSource, request: FetchRequest, options: RemoteOptions): Promise<unknown> {
-  return withRemote(source, options, (http, headers) =>
+  return withRemote(source, options, (http, headers, url) =>
     git.fetch({
       // Packs seen oldest first: a fetch resolves the new pack's external bases from them (pack-order.ts).
       fs: packOrderedFs(),
       http,
       gitdir: request.gitdir,
-      url: source.url,
+      url,
       // isomorphic-git offers the commit of `ref` as its only `have` and wants `remoteRef`.
       ref: request.have,
       remoteRef: request.want,
@@ -131,8 +133,9 @@ export async function pointRef(gitdir: string, ref: string, commit: string): Pro
 async function withRemote<T>(
   source: GitSource,
   options: RemoteOptions,
-  run: (http: HttpClient, headers: Record<string, string>) => Promise<T>,
+  run: (http: HttpClient, headers: Record<string, string>, url: string) => Promise<T>,
 ): Promise<T> {
+  if (isSshUrl(source.url)) return withSshRemote(source, options, run);
   const credentials = await gitCredentials(source);
   const signal = AbortSignal.timeout(source.timeout);
   const http = boundedHttp({
@@ -147,8 +150,47 @@ async function withRemote<T>(
     ? { Authorization: authorizationHeader(credentials) }
     : {};
   try {
-    return await run(http, headers);
+    return await run(http, headers, source.url);
   } catch (error) {
     throw gitNetworkError(error, { url: source.url, timeoutMs: source.timeout, timedOut: signal.aborted });
+  }
+}
+
+/**
+ * The same conversation over SSH (ssh-transport.ts): isomorphic-git's requests go through the same bounded client,
+ * which hands them to upload-pack on the server instead of an HTTP server. One connection per operation.
+ */
+async function withSshRemote<T>(
+  source: GitSource,
+  options: RemoteOptions,
+  run: (http: HttpClient, headers: Record<string, string>, url: string) => Promise<T>,
+): Promise<T> {
+  const endpoint = parseSshUrl(source.url);
+  if (typeof endpoint === 'string')
+    throw new StalledError(`the URL of Git source ${source.name} ${endpoint}`);
+  const credentials = await sshCredentials(source, endpoint);
+  const signal = AbortSignal.timeout(source.timeout);
+  let transport: ReturnType<typeof sshTransport> | undefined;
+  try {
+    transport = sshTransport({
+      endpoint,
+      ...credentials,
+      signal,
+      maxBytes: options.maxTransferBytes,
+    });
+    const http = boundedHttp({
+      signal,
+      maxBytes: options.maxTransferBytes,
+      onRequest:
+        options.onRequest &&
+        ((method, url) => options.onRequest?.(method, url.replace(SSH_PLACEHOLDER_URL, safeUrl(source.url)))),
+      uploadPack: options.uploadPack,
+      send: transport.send,
+    });
+    return await run(http, {}, SSH_PLACEHOLDER_URL);
+  } catch (error) {
+    throw gitNetworkError(error, { url: source.url, timeoutMs: source.timeout, timedOut: signal.aborted });
+  } finally {
+    transport?.close();
   }
 }

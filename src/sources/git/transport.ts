@@ -26,6 +26,11 @@ export interface TransportOptions {
   onRequest?: ((method: string, url: string) => void) | undefined;
   /** PEM certificates trusted besides the public roots (the source's `caFile`, as read at start). */
   ca?: string | undefined;
+  /**
+   * Sends each request instead of the HTTP client: Git over SSH (ssh-transport.ts) answers the same requests by
+   * running upload-pack on the server, and keeps every bound and check of this client.
+   */
+  send?: ((request: GitHttpRequest) => Promise<GitHttpResponse>) | undefined;
   /** Takes the body of each upload-pack response (a fetch's pack) before isomorphic-git reads it. */
   uploadPack?: ((body: AsyncIterableIterator<Uint8Array>) => AsyncIterableIterator<Uint8Array>) | undefined;
 }
@@ -36,7 +41,7 @@ const ADVERTISEMENT_HEAD_BYTES = 64 * 1024;
 export function boundedHttp(options: TransportOptions): HttpClient {
   let received = 0;
   let thinPackOffered = false;
-  const send = requestOver(fetchFor(options.ca));
+  const send = options.send ?? requestOver(fetchFor(options.ca));
   const count = (url: string, chunk: Uint8Array): void => {
     received += chunk.byteLength;
     if (received > options.maxBytes) {
