@@ -56,6 +56,8 @@ export interface Release {
   versions: string[];
   /** Chart dependencies fetched for it: a later fetch of a version must match, and a rollback restores them. */
   dependencies?: ChartDependency[] | undefined;
+  /** Who signed its commit, verified before it was read (a Git source with `verify`; docs/verification.md). */
+  signedBy?: string | undefined;
   objects: { object: string; action: string }[];
   /** A drift correction's: the fields it put back, by object. */
   drift?: { object: string; fields: string[] }[] | undefined;

@@ -112,6 +112,16 @@ export const gitSource = z
       .optional(),
     /** A PEM bundle trusted besides the public roots, for a server on a private CA; read at load and start. */
     caFile: z.string().min(1).optional(),
+    /**
+     * Signed commits (docs/verification.md): a commit is deployed only when its signature verifies under one of
+     * `keys` (armored OpenPGP public keys; SSH public keys or allowed_signers lines), inline or from references.
+     */
+    verify: z
+      .strictObject({
+        mode: z.enum(['head']).default('head'),
+        keys: z.array(z.union([z.string().min(1), secretRef])).min(1),
+      })
+      .optional(),
     timeout: duration.prefault('60s'),
     /** Limits that keep a hostile or broken repository from exhausting the agent. */
     maxFileBytes: z

@@ -45,6 +45,8 @@ export interface ManifestFile {
   perDocument?: boolean | undefined;
   /** For a chart's output: the dependencies fetched for it from allowed repositories, which its release records. */
   dependencies?: readonly { name: string; version: string; repository: string; digest: string }[] | undefined;
+  /** Who signed the commit it was read at, when its Git source verifies signatures (`openpgp FPR (Alice <…>)`). */
+  signedBy?: string | undefined;
 }
 
 /** Where an object of built text was written (sources/build/origins.ts). */

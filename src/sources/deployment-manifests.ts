@@ -103,7 +103,13 @@ export async function deploymentManifests(
   const files = await vetted(ctx, await sourceFiles());
   // Decrypted text is read again (a file decryption left alone is not).
   const plain = ctx.sops === 'omit' ? omitEncrypted(files, NOT_DECRYPTED) : await decryptFiles(files, keys);
-  return vetted(ctx, plain, new Set(files));
+  const manifests = await vetted(ctx, plain, new Set(files));
+  // Who signed the commit, when its source verifies signatures (checked already by every read of the commit):
+  // the release records it.
+  const signer = at.git ? await at.git.signer(at.commit) : undefined;
+  if (!signer) return manifests;
+  const signedBy = `${signer.key}${signer.identity ? ` (${signer.identity})` : ''}`;
+  return manifests.map((f) => ({ ...f, signedBy }));
 
   async function sourceFiles(): Promise<ManifestFile[]> {
     const chart = spec.helm?.chartSource !== undefined ? await fetchChart(spec.helm.chartSource) : undefined;

@@ -195,6 +195,7 @@ export async function syncDeployment(
           images: sync.images,
           revision: sync.revision,
           ...dependenciesOf(sync.files),
+          ...(sync.files?.[0]?.signedBy ? { signedBy: sync.files[0].signedBy } : {}),
           ...(sync.promotedFrom ? { promotedFrom: { ...sync.promotedFrom } } : {}),
           ...(deployment.set ? { set: deployment.set } : {}),
           versions: report.applied

@@ -17,6 +17,11 @@ export interface CommitOptions {
   tag?: string;
   /** A branch that does not exist yet starts from this commit (a pull request's branch off main). */
   from?: string;
+  /**
+   * Signs the commit as `git commit -S` does: with gpg (the key's id, in the keyring at `gnupgHome`), or with an SSH
+   * key (`gpg.format ssh`, the private key's path).
+   */
+  sign?: { format: 'openpgp'; key: string; gnupgHome: string } | { format: 'ssh'; key: string } | undefined;
 }
 
 const REPO_NAME = /^[a-z0-9][a-z0-9._/-]*$/;
@@ -91,9 +96,27 @@ export async function commitFiles(
       GIT_COMMITTER_EMAIL: COMMITTER.email,
       GIT_COMMITTER_DATE: `@${time} +0000`,
     };
-    const commitArgs = ['commit-tree', tree, ...(parent ? ['-p', parent.sha] : []), '-F', '-'];
+    const sign = options.sign;
+    const signing =
+      sign?.format === 'ssh'
+        ? ['-c', 'gpg.format=ssh', '-c', `user.signingkey=${sign.key}`]
+        : sign?.format === 'openpgp'
+          ? ['-c', 'gpg.format=openpgp', '-c', `user.signingkey=${sign.key}`]
+          : [];
+    const commitArgs = [
+      ...signing,
+      'commit-tree',
+      tree,
+      ...(parent ? ['-p', parent.sha] : []),
+      ...(sign ? ['-S'] : []),
+      '-F',
+      '-',
+    ];
     const message = `${options.message ?? 'testbed commit'}\n`;
-    const sha = (await git(commitArgs, { gitDir: repoPath, env: identity, input: message })).trim();
+    const signEnv: Record<string, string> = sign?.format === 'openpgp' ? { GNUPGHOME: sign.gnupgHome } : {};
+    const sha = (
+      await git(commitArgs, { gitDir: repoPath, env: { ...identity, ...signEnv }, input: message })
+    ).trim();
     // The old value guards against a concurrent writer, as a non-force push would.
     await git(['update-ref', '-m', 'testbed commit', ref, sha, tip?.sha ?? ZERO_SHA], {
       gitDir: repoPath,

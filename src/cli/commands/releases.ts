@@ -223,9 +223,16 @@ export function releaseCommands(program: Command, print: (text: string) => void)
             ? `${r.promotedFrom.deployment} release ${r.promotedFrom.release} (${r.promotedFrom.cluster})`
             : '-',
       };
-      const columns = data.releases.some((r) => r.promotedFrom)
-        ? [...RELEASE_COLUMNS.slice(0, -1), promoted, ...RELEASE_COLUMNS.slice(-1)]
-        : RELEASE_COLUMNS;
+      // A deployment whose source verifies signatures: who signed each release's commit (docs/verification.md).
+      const signed: Column<Release> = { header: 'signed by', value: (r) => r.signedBy ?? '-' };
+      const extra = [
+        ...(data.releases.some((r) => r.promotedFrom) ? [promoted] : []),
+        ...(data.releases.some((r) => r.signedBy) ? [signed] : []),
+      ];
+      const columns =
+        extra.length > 0
+          ? [...RELEASE_COLUMNS.slice(0, -1), ...extra, ...RELEASE_COLUMNS.slice(-1)]
+          : RELEASE_COLUMNS;
       print(formatTable(data.releases, columns));
       if (data.fence)
         print(`\nheld at release ${data.fence.release} by a rollback since ${data.fence.since}`);

@@ -83,6 +83,8 @@ export async function checkoutTree(
       if (error instanceof StalledError) throw new StalledError(`checkout: ${error.message}`, { subject });
       throw new TransientError('commit is not in the cache: fetch it first', { subject, cause: error });
     }
+    // What helm and kustomize read is checked as every other read of a commit is (a source with `verify`).
+    await repo.requireSigned(store, commit);
     let files: TreeFile[];
     const made = new Set<string>();
     try {

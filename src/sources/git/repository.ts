@@ -31,7 +31,9 @@ import { type RefSpec, type ResolvedRef, refPrefix, refSpecOf, selectRef } from 
 
 export { pullRequestRefs } from './refs.ts';
 
+import { readObject } from './object-read.ts';
 import { fetchInto, initCache, listRefs, pointRef, type RemoteOptions } from './remote.ts';
+import { type CommitSigner, CommitVerifier } from './signatures.ts';
 import {
   blobSizes,
   diffTrees,
@@ -103,6 +105,8 @@ export class GitRepository {
   /** Diffs of commit pairs, newest last (a few polls' worth). */
   readonly #diffs = new Map<string, Changes>();
   #initialized = false;
+  /** The signature checks of a source with `verify` (signatures.ts). */
+  readonly #verifier: CommitVerifier | undefined;
 
   constructor(source: GitSource, options: GitRepositoryOptions) {
     this.source = source;
@@ -120,6 +124,7 @@ export class GitRepository {
       onRequest: options.onRequest,
       ca: readGitCa(source),
     };
+    this.#verifier = source.verify ? new CommitVerifier(source.name, source.verify.keys) : undefined;
     this.#maxFiles = options.maxFiles ?? 10_000;
     this.#maxPacks = options.maxPacks ?? 32;
   }
@@ -309,7 +314,7 @@ export class GitRepository {
     if (known) return known;
     await this.#init();
     const result = await exclusive(this.gitdir, async (): Promise<Changes> => {
-      await this.#requireCommit(this.#store(), to);
+      await this.#requireCommit(this.#store(), to, { verify: false });
       if (!(await hasCommit(this.#store(), from))) return { everything: true, changes: [] };
       if (!this.#compareTrees && !(await this.#isAncestor(from, to)))
         return { everything: true, changes: [] };
@@ -401,12 +406,43 @@ export class GitRepository {
     };
   }
 
-  async #requireCommit(store: ObjectStore, commit: string): Promise<void> {
+  async #requireCommit(
+    store: ObjectStore,
+    commit: string,
+    options: { verify?: boolean } = {},
+  ): Promise<void> {
     if (!(await hasCommit(store, commit))) {
       throw new TransientError('commit is not in the cache: fetch it first', {
         subject: this.#subject(commit),
       });
     }
+    if (options.verify !== false) await this.requireSigned(store, commit);
+  }
+
+  /**
+   * Refuses a commit whose signature does not verify under the source's `verify.keys` (a StalledError naming the
+   * commit, the cause and the trusted keys); a source without `verify` trusts every commit. Every read of a commit's
+   * files goes through it (files, folders, globFiles, checkoutTree), so no path deploys an unverified commit.
+   */
+  async requireSigned(store: ObjectStore, commit: string): Promise<CommitSigner | undefined> {
+    if (!this.#verifier) return undefined;
+    try {
+      return await this.#verifier.check(commit, async () => {
+        const object = await readObject(store, commit, this.source.maxObjectBytes);
+        if (object.type !== 'commit') throw new StalledError(`${commit} is a ${object.type}, not a commit`);
+        return Buffer.from(object.data);
+      });
+    } catch (error) {
+      if (error instanceof StalledError && !error.subject)
+        throw new StalledError(error.message, { subject: this.#subject(commit), cause: error.cause });
+      throw error;
+    }
+  }
+
+  /** Who signed a fetched commit, when the source verifies signatures (a refusal throws). */
+  async signer(commit: string): Promise<CommitSigner | undefined> {
+    if (!this.#verifier) return undefined;
+    return exclusive(this.gitdir, () => this.requireSigned(this.#store(), commit));
   }
 
   /** Runs a pure step whose StalledError names no repository, adding this one as its subject. */

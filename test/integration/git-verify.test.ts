@@ -1,0 +1,139 @@
+// Signed commits, as an operator sets them up: a Git source whose `verify.keys` trust Alice's OpenPGP key (made with
+// Debian's gnupg) and Bob's SSH signing key (ssh-keygen, as an allowed_signers line). The commits are signed by real
+// `git commit-tree -S` with gpg and with `gpg.format ssh`. A commit signed by Alice is deployed, and its release
+// names her key; an unsigned commit and one signed by a key nobody trusts are not deployed (their commit status says
+// why, naming the trusted keys) while the last verified commit keeps running; Bob's signed commit is deployed; and
+// `mooring rollback` to Alice's release verifies her signature again under today's keys.
+import { execFile } from 'node:child_process';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { keygen } from '../testbed/ssh-server.ts';
+import {
+  bareRepo,
+  configMapManifest,
+  eventually,
+  kubeConfig,
+  ledgerHistory,
+  mooring,
+  startGitAgent,
+  tempDir,
+  testbed,
+  useNamespace,
+  yamlDocuments,
+} from './helpers.ts';
+
+const run = promisify(execFile);
+
+interface Release {
+  id: number;
+  commit?: string;
+  result: string;
+  signedBy?: string;
+  messages: string[];
+}
+
+describe('signed commits (verify)', () => {
+  const ns = useNamespace('git-verify');
+
+  it('deploys commits signed by a trusted key and refuses the unsigned and the untrusted, naming the keys', async () => {
+    const dir = await tempDir();
+    const gnupgHome = join(dir, 'gnupg');
+    await mkdir(gnupgHome, { mode: 0o700 });
+    const gpg = (...args: string[]) => run('gpg', ['--batch', '--homedir', gnupgHome, ...args]);
+    await gpg('--passphrase', '', '--quick-gen-key', 'Alice <alice@example.com>', 'ed25519', 'sign', 'never');
+    const alice = (await gpg('--armor', '--export', 'alice@example.com')).stdout;
+    const aliceFpr = (await gpg('--with-colons', '--fingerprint', 'alice@example.com')).stdout
+      .split('\n')
+      .find((l) => l.startsWith('fpr:'))
+      ?.split(':')[9];
+    expect(aliceFpr).toMatch(/^[0-9A-F]{40}$/);
+    await keygen(join(dir, 'bob'), 'ed25519');
+    await keygen(join(dir, 'mallory'), 'ed25519');
+    await writeFile(join(dir, 'alice.asc'), alice);
+    await writeFile(
+      join(dir, 'allowed_signers'),
+      `bob@example.com ${await readFile(join(dir, 'bob.pub'), 'utf8')}`,
+    );
+    const { stdout: bobPrint } = await run('ssh-keygen', ['-l', '-f', join(dir, 'bob.pub')]);
+    const { stdout: malloryPrint } = await run('ssh-keygen', ['-l', '-f', join(dir, 'mallory.pub')]);
+
+    const repo = await bareRepo(`git-verify-${Date.now().toString(36)}`);
+    const settings = (round: string) => ({
+      'apps/web/cm.yaml': yamlDocuments(configMapManifest('settings', { round })),
+    });
+    const byAlice = { format: 'openpgp' as const, key: 'alice@example.com', gnupgHome };
+    const first = await repo.commit(settings('1'), { sign: byAlice });
+    const agentNs = `${ns()}-agent`;
+    const { receiver, agent, configFile } = await startGitAgent({
+      repo,
+      source: {
+        verify: { keys: [{ file: join(dir, 'alice.asc') }, { file: join(dir, 'allowed_signers') }] },
+      },
+      cluster: { namespace: agentNs },
+      deployments: [{ name: 'web', namespace: ns(), paths: ['apps/web'] }],
+    });
+    const core = kubeConfig().makeApiClient(CoreV1Api);
+    const running = async () =>
+      (await core.listNamespacedConfigMap({ namespace: ns() })).items
+        .filter((c) => c.metadata?.name?.startsWith('settings-'))
+        .map((c) => c.data?.round)
+        .sort();
+    const statusOf = (sha: string, state: string) =>
+      eventually(
+        `${state} on ${sha.slice(0, 7)}`,
+        async () => receiver.statuses().find((s) => s.sha === sha && s.state === state),
+        90_000,
+      );
+    try {
+      await statusOf(first, 'success');
+      let history = await ledgerHistory<Release>('web', configFile);
+      expect(history[0]?.signedBy).toBe(`openpgp ${aliceFpr} (Alice <alice@example.com>)`);
+      const table = await mooring('history', 'web', '--config', configFile);
+      expect(table.stdout).toContain('signed by');
+      expect(table.stdout).toContain(`openpgp ${aliceFpr}`);
+
+      // Unsigned: refused with a status naming the cause; the verified commit keeps running.
+      const unsigned = await repo.commit(settings('2'));
+      const refused = await statusOf(unsigned, 'failure');
+      expect(refused.description).toContain(`commit ${unsigned.slice(0, 12)} is not signed`);
+      history = await ledgerHistory<Release>('web', configFile);
+      const failed = history.find((r) => r.commit === unsigned);
+      expect(failed?.result).not.toBe('stable');
+      expect(failed?.messages.join('\n')).toContain(
+        `trusted: openpgp ${aliceFpr} (Alice <alice@example.com>), ssh-ed25519 ${bobPrint.split(' ')[1]} (bob@example.com)`,
+      );
+      expect(await running()).toEqual(['1']);
+
+      // Signed by a key nobody trusts: refused, naming the key that signed.
+      const untrusted = await repo.commit(settings('3'), {
+        sign: { format: 'ssh', key: join(dir, 'mallory') },
+      });
+      const byMallory = await statusOf(untrusted, 'failure');
+      expect(byMallory.description).toContain(`is signed by ssh-ed25519 ${malloryPrint.split(' ')[1]}`);
+      expect(await running()).toEqual(['1']);
+
+      // Bob's SSH signature: deployed.
+      const signed = await repo.commit(settings('4'), { sign: { format: 'ssh', key: join(dir, 'bob') } });
+      await statusOf(signed, 'success');
+      expect(await running()).toContain('4');
+      history = await ledgerHistory<Release>('web', configFile);
+      expect(history[0]?.signedBy).toBe(`ssh-ed25519 ${bobPrint.split(' ')[1]} (bob@example.com)`);
+
+      // A rollback to Alice's release reads its commit again: verified under today's keys, recorded again.
+      await agent.stop();
+      const aliceRelease = history.find((r) => r.commit === first && r.result === 'stable');
+      const back = await mooring('rollback', 'web', '--to', String(aliceRelease?.id), '--config', configFile);
+      expect(back.code, back.stderr).toBe(0);
+      history = await ledgerHistory<Release>('web', configFile);
+      expect(history[0]?.commit).toBe(first);
+      expect(history[0]?.signedBy).toBe(`openpgp ${aliceFpr} (Alice <alice@example.com>)`);
+    } finally {
+      await agent.stop();
+      await receiver.close();
+    }
+    expect(testbed().git.url).toBeTruthy();
+  });
+});
