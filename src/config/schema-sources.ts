@@ -60,19 +60,25 @@ export const preview = z.strictObject({
 });
 
 /** A Git server's URL: http(s), `ssh://[user@]host[:port]/path`, or git's scp-like `[user@]host:path`. */
-const gitUrl = z.string().superRefine((url, ctx) => {
-  if (isSshUrl(url)) {
-    const parsed = parseSshUrl(url);
-    if (typeof parsed === 'string') ctx.addIssue({ code: 'custom', message: parsed });
-    return;
-  }
-  const http = httpUrl.safeParse(url);
-  if (!http.success)
-    ctx.addIssue({
-      code: 'custom',
-      message: 'must be an http(s) URL, ssh://[user@]host[:port]/path or [user@]host:path',
-    });
-});
+const gitUrl = z
+  .string()
+  // The shape alone, for the chart's JSON schema (RE2: no lookahead); the checks below say what is wrong.
+  .regex(/^(https?:\/\/|ssh:\/\/|[A-Za-z0-9_.-]+@[A-Za-z0-9_.-]+:|[A-Za-z0-9_.-]+:[^/])/, {
+    message: 'must be an http(s) URL, ssh://[user@]host[:port]/path or [user@]host:path',
+  })
+  .superRefine((url, ctx) => {
+    if (isSshUrl(url)) {
+      const parsed = parseSshUrl(url);
+      if (typeof parsed === 'string') ctx.addIssue({ code: 'custom', message: parsed });
+      return;
+    }
+    const http = httpUrl.safeParse(url);
+    if (!http.success)
+      ctx.addIssue({
+        code: 'custom',
+        message: 'must be an http(s) URL, ssh://[user@]host[:port]/path or [user@]host:path',
+      });
+  });
 
 export const gitSource = z
   .strictObject({

@@ -79,8 +79,8 @@ describe('charts/mooring/values.schema.json', () => {
     ['a concurrency that is no number', { config: { concurrency: 'four' } }, '/config/concurrency'],
     ['an unknown config key', { config: { concurency: 4 } }, '/config'],
     [
-      'a Git URL that is not http(s)',
-      { config: { sources: { git: [{ name: 'a', url: 'ssh://x.test/a.git' }] } } },
+      'a Git URL that is neither http(s) nor ssh',
+      { config: { sources: { git: [{ name: 'a', url: 'ftp://x.test/a.git' }] } } },
       '/config/sources/git/0/url',
     ],
     [

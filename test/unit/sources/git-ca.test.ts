@@ -69,19 +69,24 @@ describe('caFile of a Git source', () => {
   });
 });
 
-describe('the README recipe for Git over HTTPS', () => {
+describe('the README recipe for Git over HTTPS and SSH', () => {
   it('is a valid configuration, usernames written as they are', async () => {
     const readme = await readFile(join(import.meta.dirname, '..', '..', '..', 'README.md'), 'utf8');
-    const recipe = /\*\*Git over HTTPS with a deploy token\.\*\*[\s\S]*?```yaml\n([\s\S]*?)```/.exec(
-      readme,
-    )?.[1];
+    const recipe =
+      /\*\*Git over HTTPS with a deploy token, or over SSH with a deploy key\.\*\*[\s\S]*?```yaml\n([\s\S]*?)```/.exec(
+        readme,
+      )?.[1];
     expect(recipe).toBeDefined();
     const config = parseConfig(recipe ?? '');
     expect(config.sources.git.map((g) => g.credentials?.username)).toEqual([
       'x-access-token',
       'mooring-deploy',
       'mooring',
+      undefined,
     ]);
+    expect(config.sources.git[3]?.credentials?.sshKey).toEqual({
+      file: '/var/run/secrets/mooring/git/identity',
+    });
     process.env.MOORING_TEST_GITLAB_DEPLOY_TOKEN = 'gldt-secret';
     const gitlab = config.sources.git[1];
     expect(
