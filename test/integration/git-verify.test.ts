@@ -60,7 +60,7 @@ describe('signed commits (verify)', () => {
     const { stdout: bobPrint } = await run('ssh-keygen', ['-l', '-f', join(dir, 'bob.pub')]);
     const { stdout: malloryPrint } = await run('ssh-keygen', ['-l', '-f', join(dir, 'mallory.pub')]);
 
-    const repo = await bareRepo(`git-verify-${Date.now().toString(36)}`);
+    const repo = await bareRepo(`git-verify-${Date.now().toString(36)}/app`);
     const settings = (round: string) => ({
       'apps/web/cm.yaml': yamlDocuments(configMapManifest('settings', { round })),
     });
@@ -78,7 +78,7 @@ describe('signed commits (verify)', () => {
     const core = kubeConfig().makeApiClient(CoreV1Api);
     const running = async () =>
       (await core.listNamespacedConfigMap({ namespace: ns() })).items
-        .filter((c) => c.metadata?.name?.startsWith('settings-'))
+        .filter((c) => c.metadata?.name === 'settings' || c.metadata?.name?.startsWith('settings-'))
         .map((c) => c.data?.round)
         .sort();
     const statusOf = (sha: string, state: string) =>
@@ -92,7 +92,7 @@ describe('signed commits (verify)', () => {
       let history = await ledgerHistory<Release>('web', configFile);
       expect(history[0]?.signedBy).toBe(`openpgp ${aliceFpr} (Alice <alice@example.com>)`);
       const table = await mooring('history', 'web', '--config', configFile);
-      expect(table.stdout).toContain('signed by');
+      expect(table.stdout).toContain('SIGNED BY');
       expect(table.stdout).toContain(`openpgp ${aliceFpr}`);
 
       // Unsigned: refused with a status naming the cause; the verified commit keeps running.

@@ -426,17 +426,12 @@ export class GitRepository {
    */
   async requireSigned(store: ObjectStore, commit: string): Promise<CommitSigner | undefined> {
     if (!this.#verifier) return undefined;
-    try {
-      return await this.#verifier.check(commit, async () => {
-        const object = await readObject(store, commit, this.source.maxObjectBytes);
-        if (object.type !== 'commit') throw new StalledError(`${commit} is a ${object.type}, not a commit`);
-        return Buffer.from(object.data);
-      });
-    } catch (error) {
-      if (error instanceof StalledError && !error.subject)
-        throw new StalledError(error.message, { subject: this.#subject(commit), cause: error.cause });
-      throw error;
-    }
+    // The refusal names the commit itself, first: a commit status keeps the first 140 characters of it.
+    return this.#verifier.check(commit, async () => {
+      const object = await readObject(store, commit, this.source.maxObjectBytes);
+      if (object.type !== 'commit') throw new StalledError(`${commit} is a ${object.type}, not a commit`);
+      return Buffer.from(object.data);
+    });
   }
 
   /** Who signed a fetched commit, when the source verifies signatures (a refusal throws). */
