@@ -7,7 +7,8 @@
 //     same commit into the shallow clone, median of 5 each.
 // Both sides send credentials up front (git through http.extraHeader), so neither pays for a 401 round trip.
 // git runs as a process per call, as an agent that shelled out to it would. Run: npm run bench:git
-// (starts the test bed when none runs).
+// (starts the test bed when none runs). With `--ssh`, both sides go through the test bed's OpenSSH server with its
+// ed25519 deploy key: mooring's transport (ssh2) against git with OpenSSH's ssh client, a connection per call each.
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -60,6 +61,7 @@ function median(values: number[]): number {
   return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
 }
 
+const overSsh = process.argv.includes('--ssh');
 const { env, started } = await up((line) => process.stderr.write(`testbed: ${line}\n`));
 const scratch = await mkdtemp(join(tmpdir(), 'mooring-bench-git-'));
 let bare = '';
@@ -71,17 +73,24 @@ try {
   const files: Record<string, string> = {};
   for (let i = 0; i < FILES; i++) files[`apps/group-${i % 50}/app-${i}/config.yaml`] = manifest(i);
   await commitFiles(bare, files, { message: `${FILES} manifests` });
-  const url = `${env.git.url}/${name}.git`;
+  const ssh = env.ssh;
+  if (overSsh && !ssh) throw new Error('the running test bed has no SSH server: npm run testbed -- down, then up');
+  const url = overSsh && ssh ? `ssh://${ssh.user}@127.0.0.1:${ssh.port}${bare}` : `${env.git.url}/${name}.git`;
   const source = gitSource.parse({
     name: 'bench',
     url,
-    credentials: {
-      username: { env: 'MOORING_BENCH_GIT_USERNAME' },
-      password: { env: 'MOORING_BENCH_GIT_PASSWORD' },
-    },
+    credentials:
+      overSsh && ssh
+        ? { sshKey: { file: ssh.keys.ed25519 }, knownHosts: { file: ssh.knownHosts } }
+        : {
+            username: { env: 'MOORING_BENCH_GIT_USERNAME' },
+            password: { env: 'MOORING_BENCH_GIT_PASSWORD' },
+          },
   });
+  if (overSsh && ssh)
+    process.env.GIT_SSH_COMMAND = `ssh -i ${ssh.keys.ed25519} -o IdentitiesOnly=yes -o BatchMode=yes -o UserKnownHostsFile=${ssh.knownHosts}`;
   const header = `http.extraHeader=Authorization: ${authorizationHeader(env.git)}`;
-  const gitArgs = (...args: string[]) => ['-c', header, ...args];
+  const gitArgs = (...args: string[]) => (overSsh ? args : ['-c', header, ...args]);
   let caches = 0;
   const freshRepository = () => new GitRepository(source, { cacheDir: join(scratch, `cache-${caches++}`) });
 
@@ -154,6 +163,7 @@ try {
   const ms = (value: number) => `${value.toFixed(1)} ms`;
   process.stdout.write(
     [
+      `transport: ${overSsh ? 'SSH (mooring: ssh2; git: OpenSSH)' : 'HTTP'}`,
       `(a) no-change poll, median of ${POLLS}:`,
       `    mooring resolve():            ${ms(poll)}`,
       `    git ls-remote:                ${ms(lsRemote)}`,

@@ -76,14 +76,24 @@ export function targetOf(
   return image === undefined ? undefined : { kind: 'registry', image };
 }
 
+/**
+ * `host/path` of a normalised URL: an SSH source is the repository a forge's webhook names by its https URL too
+ * (Gitea's and GitLab's pushes carry no SSH URL); the SSH port says nothing about the web server's.
+ */
+function hostAndPath(normalised: string): string {
+  return normalised.replace(/^[a-z][a-z0-9+.-]*:\/\//, '').replace(/^([^/:]+):\d+/, '$1');
+}
+
 /** Names of the configured sources that the targets point at, in configuration order (git first). */
 export function selectSources(targets: readonly PollTarget[], sources: ConfiguredSources): string[] {
   const urls = new Set(targets.flatMap((t) => (t.kind === 'git' ? [t.url] : [])));
   const images = new Set(targets.flatMap((t) => (t.kind === 'registry' ? [t.image] : [])));
   const names: string[] = [];
+  const hosted = new Set([...urls].map(hostAndPath));
   for (const source of sources.git) {
     const url = normaliseRepoUrl(source.url);
-    if (url !== undefined && urls.has(url)) names.push(source.name);
+    if (url !== undefined && (urls.has(url) || (url.startsWith('ssh://') && hosted.has(hostAndPath(url)))))
+      names.push(source.name);
   }
   for (const source of [...sources.registry, ...ociRepositories(sources)]) {
     const image = normaliseImage(source.image);
@@ -100,8 +110,11 @@ export function selectPulls(
   const pulls: { source: string; number: number }[] = [];
   for (const t of targets) {
     if (t.kind !== 'pull') continue;
-    for (const source of sources.git)
-      if (normaliseRepoUrl(source.url) === t.url) pulls.push({ source: source.name, number: t.number });
+    for (const source of sources.git) {
+      const url = normaliseRepoUrl(source.url);
+      if (url === t.url || (url?.startsWith('ssh://') && hostAndPath(url) === hostAndPath(t.url)))
+        pulls.push({ source: source.name, number: t.number });
+    }
   }
   return pulls;
 }

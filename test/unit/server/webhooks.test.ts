@@ -673,4 +673,19 @@ describe('selectSources', () => {
     expect(selectSources([image('docker.io/library/nginx')], SOURCES)).toEqual(['nginx']);
     expect(selectSources([git('https://github.com/someone/else')], SOURCES)).toEqual([]);
   });
+
+  it('matches an SSH source by the https URL of a push that carries no SSH URL (Gitea, GitLab)', () => {
+    const sources: ConfiguredSources = {
+      git: [
+        { name: 'scp', url: 'git@gitea.example.com:team/app.git' },
+        { name: 'ssh', url: 'ssh://git@gitlab.example.com:2222/group/infra.git' },
+        { name: 'https', url: 'http://gitea.example.com/team/app' },
+      ],
+      registry: [],
+    };
+    expect(selectSources([git('https://gitea.example.com/team/app')], sources)).toEqual(['scp']);
+    expect(selectSources([git('https://gitlab.example.com/group/infra')], sources)).toEqual(['ssh']);
+    // An https source stays exact: http and https are two servers.
+    expect(selectSources([git('https://gitea.example.com/team/other')], sources)).toEqual([]);
+  });
 });
