@@ -94,27 +94,44 @@ export function sshTransport(options: SshTransportOptions): SshTransport {
     });
     return connection;
   };
+  // The run whose advertisement was read last, still waiting for a request: a fetch's POST continues it, as git
+  // over SSH does (one upload-pack per fetch); the operation's end tells it that nothing more is wanted.
+  let waiting: UploadPack | undefined;
   return {
     async send(request) {
       const path = new URL(request.url).pathname;
+      if (path.endsWith('/git-upload-pack') && waiting) {
+        const run = waiting;
+        waiting = undefined;
+        const body = request.body ? await collect(request.body) : new Uint8Array();
+        return response(request, 'application/x-git-upload-pack-result', run.answer(body));
+      }
+      waiting?.release();
+      waiting = undefined;
       const c = await connect();
       const channel = await exec(c, uploadPackCommand(options.endpoint.path), where);
       const run = new UploadPack(channel, where);
       if (path.endsWith('/info/refs')) {
-        return response(request, 'application/x-git-upload-pack-advertisement', run.advertisement());
+        const body = run.advertisement(() => {
+          waiting = run;
+        });
+        return response(request, 'application/x-git-upload-pack-advertisement', body);
       }
       if (path.endsWith('/git-upload-pack')) {
         await run.skipAdvertisement(options.maxBytes);
         const body = request.body ? await collect(request.body) : new Uint8Array();
-        channel.end(Buffer.from(body));
-        return response(request, 'application/x-git-upload-pack-result', run.rest());
+        return response(request, 'application/x-git-upload-pack-result', run.answer(body));
       }
       channel.destroy();
       throw new StalledError(`${path} is not a request Git over SSH answers (only upload-pack is used)`);
     },
     close() {
-      client?.end();
-      client?.destroy();
+      waiting?.release();
+      waiting = undefined;
+      // Ended in order (the flush above goes first); destroyed if the server does not close it soon.
+      const c = client;
+      c?.end();
+      if (c) setTimeout(() => c.destroy(), 2_000).unref();
     },
   };
 }
@@ -199,26 +216,42 @@ class UploadPack {
     });
   }
 
-  /** The response to `GET info/refs`: the service line, then the advertisement up to its flush. */
-  async *advertisement(): AsyncIterableIterator<Uint8Array> {
+  /**
+   * The response to `GET info/refs`: the service line, then the advertisement up to its flush. Read whole, the run is
+   * handed to `onRead`: upload-pack waits for the request a fetch sends next (or for `release`).
+   */
+  async *advertisement(onRead: () => void): AsyncIterableIterator<Uint8Array> {
     yield SERVICE_HEADER;
     const scanner = new PktScanner();
+    let read = false;
     try {
       for (;;) {
         const next = await this.reader.next();
         if (next.done) return await this.fail('before the end of its ref advertisement');
         const end = scanner.push(next.value);
         if (end >= 0) {
+          if (end < next.value.length) this.leftover = next.value.subarray(end);
+          read = true;
+          onRead();
           yield next.value.subarray(0, end);
-          break;
+          return;
         }
         yield next.value;
       }
-      // Nothing wanted: upload-pack ends cleanly.
-      this.channel.end(FLUSH);
     } finally {
-      this.channel.destroy();
+      if (!read) this.channel.destroy();
     }
+  }
+
+  /** Tells upload-pack that nothing is wanted (a flush): it exits cleanly. */
+  release(): void {
+    this.channel.end(FLUSH);
+  }
+
+  /** Writes the request whole and answers with everything upload-pack writes until it exits. */
+  answer(request: Uint8Array): AsyncIterableIterator<Uint8Array> {
+    this.channel.end(Buffer.from(request));
+    return this.rest();
   }
 
   /** Reads the advertisement a fetch does not need, bounded. */
