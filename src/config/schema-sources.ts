@@ -124,7 +124,8 @@ export const gitSource = z
      */
     verify: z
       .strictObject({
-        mode: z.enum(['head']).default('head'),
+        /** `head`: the commit deployed is signed; `tag`: the annotated tag it was reached by is (ref.tag, ref.semver). */
+        mode: z.enum(['head', 'tag']).default('head'),
         keys: z.array(z.union([z.string().min(1), secretRef])).min(1),
       })
       .optional(),
@@ -149,6 +150,12 @@ export const gitSource = z
     path: ['maxFileBytes'],
   })
   .superRefine((s, ctx) => {
+    if (s.verify?.mode === 'tag' && s.ref.tag === undefined && s.ref.semver === undefined)
+      ctx.addIssue({
+        code: 'custom',
+        message: 'verify.mode tag needs ref.tag or ref.semver: a branch is reached by no tag',
+        path: ['verify', 'mode'],
+      });
     const c = s.credentials;
     if (isSshUrl(s.url)) {
       const issue = (message: string, path: (string | number)[]) =>

@@ -10,6 +10,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
+import { gitSource } from '../../src/config/schema.ts';
+import { StalledError } from '../../src/errors.ts';
+import { GitRepository } from '../../src/sources/git/repository.ts';
+import { annotatedTag } from '../testbed/git-repos.ts';
 import { keygen } from '../testbed/ssh-server.ts';
 import {
   bareRepo,
@@ -135,5 +139,69 @@ describe('signed commits (verify)', () => {
       await receiver.close();
     }
     expect(testbed().git.url).toBeTruthy();
+  });
+
+  it('with mode tag, reads a release only through an annotated tag signed by a trusted key', async () => {
+    const dir = await tempDir();
+    await keygen(join(dir, 'bob'), 'ed25519');
+    await keygen(join(dir, 'mallory'), 'ed25519');
+    const signers = `bob@example.com ${await readFile(join(dir, 'bob.pub'), 'utf8')}`;
+    const repo = await bareRepo(`git-verify-tags-${Date.now().toString(36)}/app`);
+    // Commits unsigned: in tag mode the tag's signature is what counts.
+    const v1 = await repo.commit({ 'app/cm.yaml': yamlDocuments(configMapManifest('x', { v: '1' })) });
+    await annotatedTag(repo.path, 'v1.0.0', v1, { format: 'ssh', key: join(dir, 'bob') });
+    const v2 = await repo.commit({ 'app/cm.yaml': yamlDocuments(configMapManifest('x', { v: '2' })) });
+    await annotatedTag(repo.path, 'v2.0.0', v2, { format: 'ssh', key: join(dir, 'mallory') });
+    const v3 = await repo.commit({ 'app/cm.yaml': yamlDocuments(configMapManifest('x', { v: '3' })) });
+    await annotatedTag(repo.path, 'v3.0.0', v3);
+    const secrets = await tempDir();
+    await writeFile(join(secrets, 'user'), testbed().git.username);
+    await writeFile(join(secrets, 'password'), testbed().git.password);
+    const open = (ref: Record<string, string>) =>
+      new GitRepository(
+        gitSource.parse({
+          name: 'app',
+          url: repo.url,
+          ref,
+          credentials: {
+            username: { file: join(secrets, 'user') },
+            password: { file: join(secrets, 'password') },
+          },
+          verify: { mode: 'tag', keys: [signers] },
+        }),
+        { cacheDir: dir },
+      );
+    const read = async (ref: Record<string, string>) => {
+      const git = open(ref);
+      const resolved = await git.resolve();
+      await git.fetch(resolved);
+      return { files: await git.files(resolved.commit, ['app']), git, resolved };
+    };
+    const good = await read({ tag: 'v1.0.0' });
+    expect(good.files.map((f) => f.signedBy ?? f.path)).toEqual(['app/cm.yaml']);
+    expect((await good.git.signer(v1))?.identity).toBe('bob@example.com');
+    const untrusted = await read({ tag: 'v2.0.0' }).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(untrusted).toBeInstanceOf(StalledError);
+    expect(untrusted?.message).toMatch(
+      /^tag v2\.0\.0 is signed by ssh-ed25519 SHA256:\S+, which is not a trusted key/,
+    );
+    const unsigned = await read({ semver: '>=3' }).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(unsigned?.message).toMatch(
+      /^tag v3\.0\.0 is not signed; trusted: ssh-ed25519 SHA256:\S+ \(bob@example.com\)$/,
+    );
+    // A commit reached by no tag (a rollback to it, a branch's head) is refused in tag mode.
+    const fresh = open({ tag: 'v1.0.0' });
+    await fresh.fetch(v3);
+    const head = await fresh.files(v3, ['app']).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(head?.message).toMatch(/tag v3\.0\.0 is not signed/);
   });
 });

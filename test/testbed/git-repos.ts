@@ -130,6 +130,29 @@ export async function commitFiles(
   }
 }
 
+/**
+ * An annotated tag `name` on `commit` (`git tag -a`), signed as `git tag -s` signs it when `sign` is given (gpg with
+ * the key's id in the keyring at `gnupgHome`, or an SSH key with `gpg.format ssh`).
+ */
+export async function annotatedTag(
+  repoPath: string,
+  name: string,
+  commit: string,
+  sign?: CommitOptions['sign'],
+): Promise<void> {
+  await checkRefName(`refs/tags/${name}`);
+  const signing = sign ? ['-c', `gpg.format=${sign.format}`, '-c', `user.signingkey=${sign.key}`] : [];
+  const env: Record<string, string> = {
+    GIT_COMMITTER_NAME: COMMITTER.name,
+    GIT_COMMITTER_EMAIL: COMMITTER.email,
+    ...(sign?.format === 'openpgp' ? { GNUPGHOME: sign.gnupgHome } : {}),
+  };
+  await git([...signing, 'tag', sign ? '-s' : '-a', '-m', `release ${name}`, name, commit], {
+    gitDir: repoPath,
+    env,
+  });
+}
+
 /** The commit `sha` with its committer time, as branchTip gives a branch's. */
 async function commitTip(repoPath: string, sha: string): Promise<{ sha: string; time: number }> {
   const time = Number((await git(['show', '-s', '--format=%ct', sha], { gitDir: repoPath })).trim());

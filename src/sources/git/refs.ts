@@ -17,6 +17,8 @@ export interface ResolvedRef {
   /** The full ref name on the server, e.g. `refs/heads/main`, `refs/tags/v1.2.0`. */
   ref: string;
   commit: string;
+  /** For an annotated tag: the tag object (what a signed tag's signature is in). */
+  tag?: string | undefined;
 }
 
 /** Tags beyond this many are not considered: a repository with more is almost certainly misconfigured. */
@@ -63,7 +65,7 @@ export function selectRef(refs: readonly ServerRef[], spec: RefSpec): ResolvedRe
   // The prefix also matches longer names (`main` matches `main-old`): only the exact ref counts.
   const found = refs.find((r) => wanted.includes(r.ref));
   if (!found) throw new StalledError(`${describeSpec(spec)} not found on the server`);
-  return { ref: found.ref, commit: found.peeled ?? found.oid };
+  return resolvedOf(found);
 }
 
 function newestInRange(refs: readonly ServerRef[], range: string): ResolvedRef {
@@ -89,5 +91,9 @@ function newestInRange(refs: readonly ServerRef[], range: string): ResolvedRef {
     const more = names.length > TAGS_SHOWN ? `, … ${names.length} in all` : '';
     throw new StalledError(`no tag matches ${range} (tags seen: ${shown || 'none'}${more})`);
   }
-  return { ref: chosen.ref, commit: chosen.peeled ?? chosen.oid };
+  return resolvedOf(chosen);
+}
+
+function resolvedOf(ref: ServerRef): ResolvedRef {
+  return ref.peeled ? { ref: ref.ref, commit: ref.peeled, tag: ref.oid } : { ref: ref.ref, commit: ref.oid };
 }

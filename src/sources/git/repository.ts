@@ -32,8 +32,9 @@ import { type RefSpec, type ResolvedRef, refPrefix, refSpecOf, selectRef } from 
 export { pullRequestRefs } from './refs.ts';
 
 import { readObject } from './object-read.ts';
+import { objectSize } from './object-size.ts';
 import { fetchInto, initCache, listRefs, pointRef, type RemoteOptions } from './remote.ts';
-import { type CommitSigner, CommitVerifier } from './signatures.ts';
+import { type CommitSigner, CommitVerifier, verifyCommit, verifyTag } from './signatures.ts';
 import {
   blobSizes,
   diffTrees,
@@ -107,6 +108,8 @@ export class GitRepository {
   #initialized = false;
   /** The signature checks of a source with `verify` (signatures.ts). */
   readonly #verifier: CommitVerifier | undefined;
+  /** The annotated tag each resolved commit was reached by (verify.mode tag), the newest few. */
+  readonly #tags = new Map<string, { ref: string; oid: string }>();
 
   constructor(source: GitSource, options: GitRepositoryOptions) {
     this.source = source;
@@ -133,6 +136,11 @@ export class GitRepository {
   async resolve(): Promise<ResolvedRef> {
     const refs = await listRefs(this.source, refPrefix(this.#spec), this.#remote);
     this.#lastResolved = this.#withSubject(() => selectRef(refs, this.#spec));
+    const { tag, commit, ref } = this.#lastResolved;
+    if (tag) {
+      this.#tags.set(commit, { ref, oid: tag });
+      if (this.#tags.size > 64) this.#tags.delete(this.#tags.keys().next().value as string);
+    }
     return this.#lastResolved;
   }
 
@@ -426,12 +434,39 @@ export class GitRepository {
    */
   async requireSigned(store: ObjectStore, commit: string): Promise<CommitSigner | undefined> {
     if (!this.#verifier) return undefined;
-    // The refusal names the commit itself, first: a commit status keeps the first 140 characters of it.
-    return this.#verifier.check(commit, async () => {
-      const object = await readObject(store, commit, this.source.maxObjectBytes);
-      if (object.type !== 'commit') throw new StalledError(`${commit} is a ${object.type}, not a commit`);
+    const verifier = this.#verifier;
+    // The refusal names the commit (or tag) itself, first: a commit status keeps the first 140 characters of it.
+    const read = async (oid: string, type: 'commit' | 'tag') => {
+      const object = await readObject(store, oid, this.source.maxObjectBytes);
+      if (object.type !== type) throw new StalledError(`${oid} is a ${object.type}, not a ${type}`);
       return Buffer.from(object.data);
-    });
+    };
+    if (this.source.verify?.mode !== 'tag')
+      return verifier.check(commit, async (keys) => verifyCommit(await read(commit, 'commit'), commit, keys));
+    const tag = await this.#tagOf(store, commit);
+    return verifier.check(`${tag.ref}\0${tag.oid}`, async (keys) =>
+      verifyTag(await read(tag.oid, 'tag'), tag.ref.slice('refs/tags/'.length), commit, keys),
+    );
+  }
+
+  /**
+   * The annotated tag a commit was reached by (verify.mode tag): the one the last resolve() found, else the server's
+   * annotated tags that point at it (a rollback's recorded commit), the first by name; its object fetched if absent.
+   */
+  async #tagOf(store: ObjectStore, commit: string): Promise<{ ref: string; oid: string }> {
+    let tag = this.#tags.get(commit);
+    if (!tag) {
+      const refs = await listRefs(this.source, 'refs/tags/', this.#remote);
+      const found = refs.filter((r) => r.peeled === commit).sort((a, b) => (a.ref < b.ref ? -1 : 1))[0];
+      if (!found)
+        throw new StalledError(
+          `commit ${commit.slice(0, 12)} is reached by no annotated tag; verify.mode tag deploys only what a signed tag names`,
+        );
+      tag = { ref: found.ref, oid: found.oid };
+      this.#tags.set(commit, tag);
+    }
+    if ((await objectSize(store, tag.oid)) === undefined) await this.#fetchPack(tag.ref, 1);
+    return tag;
   }
 
   /** Who signed a fetched commit, when the source verifies signatures (a refusal throws). */

@@ -146,16 +146,50 @@ export function splitSignedCommit(raw: Buffer): { payload: Buffer; signature: st
  * wrong and the keys that were expected.
  */
 export async function verifyCommit(raw: Buffer, commit: string, keys: TrustedKeys): Promise<CommitSigner> {
-  const short = commit.slice(0, 12);
-  const expected = `; trusted: ${keys.names.join(', ')}`;
   const { payload, signature } = splitSignedCommit(raw);
-  if (signature === undefined) throw new StalledError(`commit ${short} is not signed${expected}`);
+  return verifySigned(payload, signature, `commit ${commit.slice(0, 12)}`, keys);
+}
+
+/**
+ * An annotated tag's signature, appended to its message (`git tag -s`): the object up to the armor's first line is
+ * what was signed. The tag must point at `commit`, or its signature says nothing of it.
+ */
+export async function verifyTag(
+  raw: Buffer,
+  name: string,
+  commit: string,
+  keys: TrustedKeys,
+): Promise<CommitSigner> {
+  const text = raw.toString('latin1');
+  const subject = `tag ${name}`;
+  const object = /^object ([0-9a-f]{40})\n/.exec(text)?.[1];
+  if (object !== commit)
+    throw new StalledError(
+      `${subject} does not point at commit ${commit.slice(0, 12)} (it names ${object ?? 'nothing'})`,
+    );
+  const at = Math.max(
+    text.lastIndexOf('\n-----BEGIN PGP SIGNATURE-----'),
+    text.lastIndexOf('\n-----BEGIN SSH SIGNATURE-----'),
+  );
+  const headerEnd = text.indexOf('\n\n');
+  if (at === -1 || headerEnd === -1 || at < headerEnd) return verifySigned(raw, undefined, subject, keys);
+  return verifySigned(raw.subarray(0, at + 1), text.slice(at + 1), subject, keys);
+}
+
+async function verifySigned(
+  payload: Buffer,
+  signature: string | undefined,
+  subject: string,
+  keys: TrustedKeys,
+): Promise<CommitSigner> {
+  const expected = `; trusted: ${keys.names.join(', ')}`;
+  if (signature === undefined) throw new StalledError(`${subject} is not signed${expected}`);
   if (signature.startsWith('-----BEGIN SSH SIGNATURE-----'))
-    return verifySsh(payload, signature, short, keys, expected);
+    return verifySsh(payload, signature, subject, keys, expected);
   if (signature.startsWith('-----BEGIN PGP SIGNATURE-----'))
-    return verifyOpenpgp(payload, signature, short, keys, expected);
+    return verifyOpenpgp(payload, signature, subject, keys, expected);
   throw new StalledError(
-    `commit ${short} carries a signature of a kind mooring does not verify (x509?)${expected}`,
+    `${subject} carries a signature of a kind mooring does not verify (x509?)${expected}`,
   );
 }
 
@@ -208,18 +242,15 @@ function verifySsh(
     sigBytes = sshString(sig.value, algo.next).value;
     at = sig.next;
   } catch {
-    throw new StalledError(`commit ${short}'s SSH signature is malformed${expected}`);
+    throw new StalledError(`${short}'s SSH signature is malformed${expected}`);
   }
   const signer = `${sshTypeOf(publicKey)} ${fingerprint(publicKey)}`;
   const key = keys.ssh.find((k) => k.blob.equals(publicKey));
-  if (!key)
-    throw new StalledError(`commit ${short} is signed by ${signer}, which is not a trusted key${expected}`);
+  if (!key) throw new StalledError(`${short} is signed by ${signer}, which is not a trusted key${expected}`);
   if (namespace !== 'git')
-    throw new StalledError(
-      `commit ${short}'s signature by ${signer} is for namespace "${namespace}", not "git"`,
-    );
+    throw new StalledError(`${short}'s signature by ${signer} is for namespace "${namespace}", not "git"`);
   if (hashName !== 'sha512' && hashName !== 'sha256')
-    throw new StalledError(`commit ${short}'s signature by ${signer} uses hash ${hashName.slice(0, 20)}`);
+    throw new StalledError(`${short}'s signature by ${signer} uses hash ${hashName.slice(0, 20)}`);
   const signed = Buffer.concat([
     Buffer.from('SSHSIG'),
     sshStringOf('git'),
@@ -249,7 +280,7 @@ function verifySsh(
       );
     } else
       throw new StalledError(
-        `commit ${short}'s signature by ${signer} uses ${sigAlgo.slice(0, 30)}, which is not accepted`,
+        `${short}'s signature by ${signer} uses ${sigAlgo.slice(0, 30)}, which is not accepted`,
       );
   } catch (error) {
     if (error instanceof StalledError) throw error;
@@ -257,7 +288,7 @@ function verifySsh(
   }
   if (!valid)
     throw new StalledError(
-      `commit ${short}'s signature by ${signer} does not verify: the commit is not what was signed`,
+      `${short}'s signature by ${signer} does not verify: the ${short.split(' ')[0]} is not what was signed`,
     );
   return {
     kind: 'ssh',
@@ -286,7 +317,7 @@ async function verifyOpenpgp(
   try {
     signature = await openpgp.readSignature({ armoredSignature: armored });
   } catch {
-    throw new StalledError(`commit ${short}'s OpenPGP signature is malformed${expected}`);
+    throw new StalledError(`${short}'s OpenPGP signature is malformed${expected}`);
   }
   const signingIds = signature.getSigningKeyIDs().map((id) => id.toHex().toUpperCase());
   const trusted = keys.openpgp as Awaited<ReturnType<typeof openpgp.readKeys>>;
@@ -294,8 +325,7 @@ async function verifyOpenpgp(
     k.getKeys().some((sub) => signingIds.includes(sub.getKeyID().toHex().toUpperCase())),
   );
   const named = `openpgp key ${signingIds.join(', ') || 'of unknown id'}`;
-  if (!key)
-    throw new StalledError(`commit ${short} is signed by ${named}, which is not a trusted key${expected}`);
+  if (!key) throw new StalledError(`${short} is signed by ${named}, which is not a trusted key${expected}`);
   const message = await openpgp.createMessage({ binary: new Uint8Array(payload) });
   const result = await openpgp.verify({ message, signature, verificationKeys: [key], expectSigned: false });
   try {
@@ -303,7 +333,7 @@ async function verifyOpenpgp(
     if (!result.signatures[0]) throw new Error('no signature');
   } catch (error) {
     throw new StalledError(
-      `commit ${short}'s signature by ${named} does not verify (${(error as Error).message.slice(0, 200)})`,
+      `${short}'s signature by ${named} does not verify (${(error as Error).message.slice(0, 200)})`,
     );
   }
   const user = key.getUserIDs()[0];
@@ -352,8 +382,8 @@ export class CommitVerifier {
     this.#keys = keys;
   }
 
-  /** The commit's signer, or the StalledError that refuses it; `raw` reads the commit object when needed. */
-  async check(commit: string, raw: () => Promise<Buffer>): Promise<CommitSigner> {
+  /** The signer of `id` (a commit or a tag object), or the StalledError that refuses it; `verify` checks it. */
+  async check(id: string, verify: (keys: TrustedKeys) => Promise<CommitSigner>): Promise<CommitSigner> {
     const texts = await keyTexts(this.#keys, this.#source);
     const digest = createHash('sha256')
       .update(texts.map((t) => `${t.origin}\0${t.text}`).join('\0\0'))
@@ -363,14 +393,14 @@ export class CommitVerifier {
       this.#verdicts.clear();
     }
     const keys = this.#parsed.keys;
-    let verdict = this.#verdicts.get(commit);
+    let verdict = this.#verdicts.get(id);
     if (!verdict) {
-      verdict = (async () => verifyCommit(await raw(), commit, await keys))();
-      this.#verdicts.set(commit, verdict);
+      verdict = (async () => verify(await keys))();
+      this.#verdicts.set(id, verdict);
       if (this.#verdicts.size > VERDICTS) this.#verdicts.delete(this.#verdicts.keys().next().value as string);
       // A failure to read (not a refusal) is asked again next time.
       verdict.catch((error: unknown) => {
-        if (!(error instanceof StalledError)) this.#verdicts.delete(commit);
+        if (!(error instanceof StalledError)) this.#verdicts.delete(id);
       });
     }
     return verdict;
