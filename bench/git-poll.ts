@@ -74,8 +74,10 @@ try {
   for (let i = 0; i < FILES; i++) files[`apps/group-${i % 50}/app-${i}/config.yaml`] = manifest(i);
   await commitFiles(bare, files, { message: `${FILES} manifests` });
   const ssh = env.ssh;
-  if (overSsh && !ssh) throw new Error('the running test bed has no SSH server: npm run testbed -- down, then up');
-  const url = overSsh && ssh ? `ssh://${ssh.user}@127.0.0.1:${ssh.port}${bare}` : `${env.git.url}/${name}.git`;
+  if (overSsh && !ssh)
+    throw new Error('the running test bed has no SSH server: npm run testbed -- down, then up');
+  const url =
+    overSsh && ssh ? `ssh://${ssh.user}@127.0.0.1:${ssh.port}${bare}` : `${env.git.url}/${name}.git`;
   const source = gitSource.parse({
     name: 'bench',
     url,

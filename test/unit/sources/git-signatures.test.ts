@@ -45,7 +45,7 @@ describe('what a commit signature covers', () => {
 
   it('refuses an unsigned commit and a malformed signature, naming the trusted keys', async () => {
     const keys = await readTrustedKeys([{ text: bob, origin: 'bob.pub' }]);
-    const unsigned = Buffer.from(commit.replace(/gpgsig[^]*?-----END SSH SIGNATURE-----\n/, ''));
+    const unsigned = Buffer.from(commit.replace(/gpgsig[\s\S]*?-----END SSH SIGNATURE-----\n/, ''));
     await expect(verifyCommit(unsigned, 'a'.repeat(40), keys)).rejects.toThrow(
       /^commit aaaaaaaaaaaa is not signed; trusted: ssh-ed25519 SHA256:\S+$/,
     );
