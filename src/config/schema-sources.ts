@@ -65,6 +65,7 @@ const gitUrl = z
   // The shape alone, for the chart's JSON schema (RE2: no lookahead); the checks below say what is wrong.
   .regex(/^(https?:\/\/|ssh:\/\/|[A-Za-z0-9_.-]+@[A-Za-z0-9_.-]+:|[A-Za-z0-9_.-]+:[^/])/, {
     message: 'must be an http(s) URL, ssh://[user@]host[:port]/path or [user@]host:path',
+    abort: true,
   })
   .superRefine((url, ctx) => {
     if (isSshUrl(url)) {

@@ -130,7 +130,11 @@ describe('resolving refs without fetching', () => {
     });
     const annotated = await repository(name, { ref: { tag: 'annotated' } });
     const resolved = await annotated.resolve();
-    expect(resolved).toEqual({ ref: 'refs/tags/annotated', commit: first });
+    expect(resolved).toEqual({
+      ref: 'refs/tags/annotated',
+      commit: first,
+      tag: expect.stringMatching(/^[0-9a-f]{40}$/),
+    });
     // The fetch of an annotated tag brings the commit it points at.
     await annotated.fetch(resolved);
     expect(await annotated.files(first, ['.'], [])).toEqual([{ path: 'a.yaml', text: 'a: 1\n' }]);

@@ -30,8 +30,12 @@ describe('selecting a ref', () => {
     expect(refPrefix({ branch: 'main' })).toBe('refs/heads/main');
   });
 
-  it('peels an annotated tag to its commit', () => {
-    expect(selectRef(tags, { tag: '1.2.0' })).toEqual({ ref: 'refs/tags/1.2.0', commit: sha(20) });
+  it('peels an annotated tag to its commit, and keeps the tag object', () => {
+    expect(selectRef(tags, { tag: '1.2.0' })).toEqual({
+      ref: 'refs/tags/1.2.0',
+      commit: sha(20),
+      tag: tags.find((t) => t.ref === 'refs/tags/1.2.0')?.oid,
+    });
     expect(selectRef(tags, { tag: 'latest' })).toEqual({ ref: 'refs/tags/latest', commit: sha(5) });
     expect(() => selectRef(tags, { tag: 'v9' })).toThrow(StalledError);
   });
