@@ -46,6 +46,7 @@ describe('testbed up/status/down', () => {
       'kubelet',
       'registry',
       'registry-auth',
+      'ssh-server',
     ]);
 
     const nodes = await runTool(env.tools.kubectl, ['--kubeconfig', env.kube.kubeconfig, 'get', 'nodes']);
