@@ -74,7 +74,7 @@ export async function eventually<T>(
       last = error;
     }
     if (Date.now() > deadline)
-      throw new Error(`${what}: not reached in ${timeoutMs} ms (last: ${String(last)})`);
+      throw new Error(`${what}: not reached in ${timeoutMs} ms (last: ${String(last)})${agentDigest()}`);
     await new Promise((r) => setTimeout(r, 250));
   }
 }
@@ -443,13 +443,38 @@ function printOnFailure(name: string, lines: readonly string[]): void {
 
 let agentCount = 0;
 
+/** The lines of the agents started and not yet stopped in this file, by name. */
+const liveAgents = new Map<string, readonly string[]>();
+
+/**
+ * What each live agent last said, in a few lines: put in a timed-out `eventually`'s message, so that the failure's
+ * own summary (often all of a CI run's output that is kept) says where the agents were.
+ */
+function agentDigest(): string {
+  const parts: string[] = [];
+  for (const [name, lines] of liveAgents) {
+    const records = parseRecords(lines);
+    const brief = (r: LogRecord) =>
+      `${String(r.msg)}${r.err === undefined ? '' : `: ${String(r.err)}`}`.slice(0, 240);
+    const notable = records.filter((r) => typeof r.level === 'number' && r.level >= 40).slice(-3);
+    const at = (r: LogRecord | undefined) =>
+      typeof r?.time === 'number' ? `${Math.round((Date.now() - r.time) / 1000)}s ago` : '?';
+    parts.push(
+      `${name} (${lines.length} lines, first ${at(records[0])}, last ${at(records.at(-1))}): warnings ${JSON.stringify(notable.map(brief))}; last ${JSON.stringify(records.slice(-4).map(brief))}`,
+    );
+  }
+  return parts.length === 0 ? '' : `\n${parts.join('\n')}`;
+}
+
 function agentHandle(
   lines: string[],
   output: () => string,
   port: () => number,
   stop: () => Promise<void>,
 ): Agent {
-  printOnFailure(`agent ${++agentCount}`, lines);
+  const name = `agent ${++agentCount}`;
+  printOnFailure(name, lines);
+  liveAgents.set(name, lines);
   let stopped: Promise<void> | undefined;
   const logged = (msg: string | RegExp) =>
     parseRecords(lines).filter((r) => (typeof msg === 'string' ? r.msg === msg : msg.test(String(r.msg))));
@@ -473,6 +498,7 @@ function agentHandle(
         return p && (await fetch(`http://127.0.0.1:${p}/readyz`)).ok ? p : undefined;
       }),
     stop: () => {
+      liveAgents.delete(name);
       stopped ??= stop();
       return stopped;
     },
