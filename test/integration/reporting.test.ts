@@ -122,11 +122,16 @@ describe('commit statuses, audit log and secrecy', () => {
       sequence.at(-1) === 'success' && sequence.every((state, i) => (i % 2 === 0) === (state === 'pending'))
         ? true
         : Promise.reject(new Error(sequence.join(' -> ') || 'no status yet'));
-    await eventually('east: pending then success', async () =>
-      pendingThenSuccess(states(first, 'mooring/east/web')),
+    // Two agents' first syncs while the rest of the suite runs beside them: a minute has not always been enough.
+    await eventually(
+      'east: pending then success',
+      async () => pendingThenSuccess(states(first, 'mooring/east/web')),
+      120_000,
     );
-    await eventually('west: pending then success', async () =>
-      pendingThenSuccess(states(first, 'mooring/west/web')),
+    await eventually(
+      'west: pending then success',
+      async () => pendingThenSuccess(states(first, 'mooring/west/web')),
+      120_000,
     );
     expect(statuses().find((s) => s.state === 'success')?.description).toMatch(/^\d+\/\d+ stable in \d+s$/);
 
