@@ -210,6 +210,17 @@ export const tagPolicy = z.discriminatedUnion('type', [
   }),
 ]);
 
+/**
+ * Signed artifacts (docs/verification.md): a digest is accepted only when a cosign signature of it verifies under
+ * one of `keys` (PEM public keys, as cosign.pub), inline or from references.
+ */
+export const artifactVerify = z
+  .strictObject({
+    provider: z.literal('cosign'),
+    keys: z.array(z.union([z.string().min(1), secretRef])).min(1),
+  })
+  .optional();
+
 export const registrySource = z
   .strictObject({
     name,
@@ -243,6 +254,7 @@ export const registrySource = z
     /** Plain HTTP: only for registries configured so on purpose. */
     insecure: z.boolean().default(false),
     requestsPerSecond: z.number().positive().default(5),
+    verify: artifactVerify,
   })
   .transform(withDefaultInterval(5 * 60_000));
 export type RegistrySource = z.infer<typeof registrySource>;
@@ -335,10 +347,15 @@ export const chartSource = z
     /** The most YAML nodes index.yaml may hold (one document, listing every chart: more than render.maxYamlNodes). */
     maxIndexNodes: z.number().int().min(1000).default(2_500_000),
     ...downloadLimits,
+    verify: artifactVerify,
   })
   .refine((s) => s.insecure || !s.url.startsWith('http://'), {
     message: 'is plain http: use https, or set insecure: true for a server configured so on purpose',
     path: ['url'],
+  })
+  .refine((s) => s.verify === undefined || s.url.startsWith('oci://'), {
+    message: 'cosign signatures are kept in OCI registries: verify needs an oci:// chart repository',
+    path: ['verify'],
   })
   .transform(withDefaultInterval(5 * 60_000));
 export type ChartSource = z.infer<typeof chartSource>;
@@ -370,6 +387,7 @@ export const ociSource = z
     insecure: z.boolean().default(false),
     requestsPerSecond: z.number().positive().default(5),
     ...downloadLimits,
+    verify: artifactVerify,
   })
   .transform(withDefaultInterval(5 * 60_000));
 export type OciSource = z.infer<typeof ociSource>;

@@ -47,6 +47,8 @@ export interface ManifestFile {
   dependencies?: readonly { name: string; version: string; repository: string; digest: string }[] | undefined;
   /** Who signed the commit it was read at, when its Git source verifies signatures (`openpgp FPR (Alice <…>)`). */
   signedBy?: string | undefined;
+  /** Who signed each followed artifact's digest, by source name, when its source verifies signatures (`cosign SHA256:…`). */
+  artifactsSignedBy?: Readonly<Record<string, string>> | undefined;
 }
 
 /** Where an object of built text was written (sources/build/origins.ts). */

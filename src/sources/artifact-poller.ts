@@ -6,6 +6,7 @@
 // the content of a digest it found, checked against that digest (the one download path: sync, rollback, CLI).
 import type { MooringConfig } from '../config/schema.ts';
 import { StalledError } from '../errors.ts';
+import type { DigestVerifier } from './registry/cosign.ts';
 import type { RegistryPollResult, RegistryPollState } from './registry/poll.ts';
 import type { Pause } from './registry/rate-limit.ts';
 
@@ -29,6 +30,8 @@ export interface ArtifactPoller {
   poll(state: RegistryPollState): Promise<RegistryPollResult>;
   /** A chart's or manifests artifact's content at `tag` and `digest` (the gzip'd tar), checked against the digest. */
   fetch?(tag: string | undefined, digest: string): Promise<Buffer>;
+  /** A source with `verify`: the signature check of a digest (registry/cosign.ts), before it is accepted or read. */
+  verifier?: DigestVerifier | undefined;
 }
 
 export type ArtifactSourceConfig =

@@ -1,6 +1,9 @@
 // The poller of an artifact source of any kind (artifact-poller.ts), built from its configuration. Chart and OCI
 // artifact pollers are loaded only when a configuration has such a source: an agent without one does not carry them.
+
+import { parseImageRef } from '../render/image-ref.ts';
 import type { ArtifactPoller, ArtifactSourceConfig } from './artifact-poller.ts';
+import { cosignVerifier } from './registry/cosign.ts';
 import { createRegistryClient } from './registry/create.ts';
 import { pollRegistry } from './registry/poll.ts';
 
@@ -8,12 +11,20 @@ export async function createArtifactPoller(found: ArtifactSourceConfig): Promise
   switch (found.kind) {
     case 'image': {
       const client = await createRegistryClient(found.source);
+      const { image, name, verify } = found.source;
       return {
         kind: 'image',
-        name: found.source.name,
-        reference: found.source.image,
+        name,
+        reference: image,
         client,
         poll: (state) => pollRegistry(client, found.source, state),
+        verifier: cosignVerifier(
+          verify,
+          `sources.registry ${name}`,
+          client,
+          parseImageRef(image).path,
+          (digest) => `image ${image}@${digest.slice(0, 19)}…`,
+        ),
       };
     }
     case 'chart':

@@ -21,7 +21,7 @@ import { yamlLimitsOf } from '../yaml/limits.ts';
 import { parseYaml } from '../yaml/parse.ts';
 import { MANIFEST_WORKER_HEAP_MB, readDocumentsAsync, WORKER_THRESHOLD } from '../yaml/parse-async.ts';
 import type { ArtifactAt, ExtractedArtifact, FetchContext } from './artifact-fetch.ts';
-import { isOciSourced } from './artifact-poller.ts';
+import { artifactSource, followedArtifacts, isOciSourced } from './artifact-poller.ts';
 import {
   type ChartReading,
   type ClusterCapabilities,
@@ -35,8 +35,10 @@ import { kustomizeGit, kustomizeLocal } from './build/kustomize-sources.ts';
 import type { ChartLookup } from './build/lookup.ts';
 import { toolLimits } from './build/tool.ts';
 import type { ChartDependency } from './charts/dependencies.ts';
+import { createArtifactPoller } from './create-poller.ts';
 import type { GitRepository } from './git/repository.ts';
 import { DEFAULT_READ_LIMITS, type ReadLimits, readManifestFiles, STDIN_PATH } from './local/files.ts';
+import { SignatureRefusal } from './registry/cosign.ts';
 import { type AgeIdentity, loadAgeIdentities } from './sops/age-keys.ts';
 import { decryptFiles, omitEncrypted } from './sops/decrypt.ts';
 
@@ -92,6 +94,8 @@ export async function deploymentManifests(
   spec: Deployment,
   at: SourceAt,
 ): Promise<ManifestFile[]> {
+  // The signatures of the artifacts it follows, first: nothing of an unverified chart or artifact is read.
+  const artifactsSignedBy = await verifiedArtifacts(ctx, spec, at);
   const keys = identities(ctx);
   const limits = toolLimits(ctx.config.render);
   const reading = (chart: ExtractedArtifact | undefined, privateFolder = false): ChartReading => ({
@@ -107,9 +111,14 @@ export async function deploymentManifests(
   // Who signed the commit, when its source verifies signatures (checked already by every read of the commit):
   // the release records it.
   const signer = at.git ? await at.git.signer(at.commit) : undefined;
-  if (!signer) return manifests;
-  const signedBy = `${signer.key}${signer.identity ? ` (${signer.identity})` : ''}`;
-  return manifests.map((f) => ({ ...f, signedBy }));
+  const signed = Object.keys(artifactsSignedBy).length > 0;
+  if (!signer && !signed) return manifests;
+  const signedBy = signer && `${signer.key}${signer.identity ? ` (${signer.identity})` : ''}`;
+  return manifests.map((f) => ({
+    ...f,
+    ...(signedBy ? { signedBy } : {}),
+    ...(signed ? { artifactsSignedBy } : {}),
+  }));
 
   async function sourceFiles(): Promise<ManifestFile[]> {
     const chart = spec.helm?.chartSource !== undefined ? await fetchChart(spec.helm.chartSource) : undefined;
@@ -200,6 +209,39 @@ export async function deploymentManifests(
 }
 
 /** Paths given on the command line (and the folder `run --watch` watches), read as `kubectl apply -f` reads them. */
+/**
+ * The signers of the artifacts deployment `spec` follows whose sources verify signatures (registry/cosign.ts),
+ * each digest checked now with the source's keys of now (a rollback's recorded digests included): a digest that
+ * does not verify, or a followed source with no digest yet, refuses the read, so nothing of it is deployed.
+ */
+async function verifiedArtifacts(
+  ctx: ManifestContext,
+  spec: Deployment,
+  at: SourceAt,
+): Promise<Record<string, string>> {
+  const signers: Record<string, string> = {};
+  for (const name of followedArtifacts(ctx.config, spec)) {
+    const found = artifactSource(ctx.config, name);
+    if (!found?.source.verify) continue;
+    const shared = ctx.poller?.(name);
+    const artifact = at.artifacts?.[name];
+    if (!artifact) {
+      const why = shared?.verifier?.lastRefusal();
+      throw new SignatureRefusal(
+        `deployment ${spec.name}: no verified digest of ${found.kind} source ${name} yet${why ? `: ${why}` : ''}`,
+      );
+    }
+    const poller = shared ?? (await createArtifactPoller(found));
+    try {
+      if (!poller.verifier) throw new StalledError(`source ${name} cannot check signatures`);
+      signers[name] = (await poller.verifier.verify(artifact.digest)).key;
+    } finally {
+      if (!shared) poller.client.close();
+    }
+  }
+  return signers;
+}
+
 export interface LocalPaths {
   /** Files, folders, and `-` for standard input. */
   paths: readonly string[];

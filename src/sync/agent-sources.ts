@@ -21,6 +21,7 @@ import { type ClusterCapabilities, deploymentManifests } from '../sources/deploy
 import { findTreeFiles } from '../sources/git/checkout.ts';
 import { createPathFilter, isManifestPath } from '../sources/git/paths.ts';
 import type { GitRepository, ResolvedRef } from '../sources/git/repository.ts';
+import { SignatureRefusal } from '../sources/registry/cosign.ts';
 
 export interface DeploymentState {
   spec: Deployment;
@@ -70,6 +71,8 @@ export interface RegistryState {
   poller: ArtifactPoller;
   client: PollClient;
   current: { tag: string; digest: string; source: ReleaseImage['source'] } | undefined;
+  /** The digest its policy points to that its signature check refused (and the current one stays): said once. */
+  refused?: string | undefined;
 }
 
 /** What the agent knows of its deployments and sources, by name. */
@@ -87,6 +90,11 @@ export interface SourceState {
   cacheDir?: string | undefined;
   /** Serves a chart's `lookup` of live objects in the deployment's namespaces (src/kube/lookup-server.ts). */
   lookup?: ChartLookup | undefined;
+  /**
+   * A digest of an artifact source that deployment `d` follows was refused by the source's signature check: its
+   * commit's status (and Events) say why; the deployment keeps what it runs.
+   */
+  refused?: ((d: DeploymentState, description: string) => Promise<void>) | undefined;
 }
 
 /** Decides whether deployment `d` needs a sync to `commit` and the current images, and queues it if so. */
@@ -337,6 +345,39 @@ export async function pollRegistrySource(
     lastTag: registry.current?.tag,
   });
   const moved = registry.current?.digest !== result.digest;
+  // A source that verifies signatures accepts a digest only once its signature verifies (registry/cosign.ts); a
+  // refused one is said once, and the last verified digest stays the one deployed.
+  const verifier = registry.poller.verifier;
+  if (moved && verifier) {
+    try {
+      await verifier.verify(result.digest);
+    } catch (error) {
+      if (!(error instanceof SignatureRefusal)) throw error;
+      if (registry.refused === result.digest) return;
+      registry.refused = result.digest;
+      // An agent that starts while the policy points to a refused digest keeps the one its releases recorded, once
+      // that one verifies today.
+      const known = state.knownDigests.get(name);
+      if (registry.current === undefined && known !== undefined && known !== result.digest) {
+        try {
+          await verifier.verify(known);
+          registry.current = { tag: result.tag, digest: known, source: undefined };
+        } catch (knownError) {
+          if (!(knownError instanceof SignatureRefusal)) throw knownError;
+        }
+      }
+      state.log.error(
+        { source: name, digest: result.digest, kept: registry.current?.digest, err: error.message },
+        'artifact refused: its signature does not verify; the last verified digest stays',
+      );
+      for (const d of usersOf(state, name).filter((u) =>
+        followedArtifacts(state.config, u.spec).includes(name),
+      ))
+        await state.refused?.(d, error.message);
+      return;
+    }
+    registry.refused = undefined;
+  }
   const labels = result.artifacts[0]?.provenance;
   const built = labels?.['org.opencontainers.image.source'];
   const revision = labels?.['org.opencontainers.image.revision'];

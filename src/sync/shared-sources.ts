@@ -67,6 +67,7 @@ export class SharedPoller implements ArtifactPoller {
   constructor(inner: ArtifactPoller) {
     this.#inner = inner;
     if (inner.fetch) this.fetch = inner.fetch.bind(inner);
+    this.verifier = inner.verifier;
   }
   get kind() {
     return this.#inner.kind;
@@ -81,6 +82,8 @@ export class SharedPoller implements ArtifactPoller {
     return this.#inner.client;
   }
   fetch?: ArtifactPoller['fetch'];
+  /** One verdict cache for every agent that shares the source (the keys are the source's). */
+  readonly verifier: ArtifactPoller['verifier'];
 
   poll(state: RegistryPollState, trigger?: PollTrigger): Promise<RegistryPollResult> {
     if (trigger === undefined) return this.#inner.poll(state);

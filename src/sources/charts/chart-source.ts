@@ -6,6 +6,7 @@
 import type { ChartSource } from '../../config/schema.ts';
 import { StalledError, withSubject } from '../../errors.ts';
 import type { ArtifactPoller } from '../artifact-poller.ts';
+import { cosignVerifier } from '../registry/cosign.ts';
 import { readCaFile, registryClientFor } from '../registry/create.ts';
 import { resolveCredentials } from '../registry/credentials.ts';
 import type { RegistryPollResult, RegistryPollState } from '../registry/poll.ts';
@@ -35,6 +36,13 @@ export async function createChartPoller(source: ChartSource): Promise<ArtifactPo
       name: source.name,
       reference: `oci://${host}/${repository}`,
       client,
+      verifier: cosignVerifier(
+        source.verify,
+        `sources.charts ${source.name}`,
+        client,
+        repository,
+        (digest) => `${what} (oci://${host}/${repository}@${digest.slice(0, 19)}…)`,
+      ),
       poll: (state) =>
         named(source, async () => {
           // Helm pushes version 1.2.3+build as tag 1.2.3_build (a tag cannot hold `+`).

@@ -11,6 +11,7 @@ import { createHash, createPublicKey, verify as cryptoVerify, type KeyObject } f
 import ssh2 from 'ssh2';
 import { StalledError } from '../../errors.ts';
 import { fingerprint } from '../../http/known-hosts.ts';
+import { type KeyRef, SignatureVerdicts } from '../trusted-keys.ts';
 
 /** Who signed a commit, as releases record it and messages name it. */
 export interface CommitSigner {
@@ -344,65 +345,9 @@ async function verifyOpenpgp(
   };
 }
 
-/** The texts of a source's `verify.keys`, each read now (a rotated Secret file is read again). */
-async function keyTexts(
-  keys: readonly (string | { env?: string | undefined; file?: string | undefined })[],
-  source: string,
-): Promise<{ text: string; origin: string }[]> {
-  const { readSecret } = await import('../../config/secret.ts');
-  const texts: { text: string; origin: string }[] = [];
-  for (const [i, key] of keys.entries()) {
-    if (typeof key === 'string') texts.push({ text: key, origin: `sources.git ${source} verify.keys[${i}]` });
-    else
-      texts.push({
-        text: await readSecret(key),
-        origin: key.file !== undefined ? `file ${key.file}` : `environment variable ${key.env}`,
-      });
-  }
-  return texts;
-}
-
-const VERDICTS = 256;
-
-/**
- * A source's signature checks: its trusted keys read at each check (parsed again only when their text changed),
- * and the verdict on each commit kept (bounded) under the keys it was reached with.
- */
-export class CommitVerifier {
-  readonly #source: string;
-  readonly #keys: readonly (string | { env?: string | undefined; file?: string | undefined })[];
-  #parsed: { digest: string; keys: Promise<TrustedKeys> } | undefined;
-  readonly #verdicts = new Map<string, Promise<CommitSigner>>();
-
-  constructor(
-    source: string,
-    keys: readonly (string | { env?: string | undefined; file?: string | undefined })[],
-  ) {
-    this.#source = source;
-    this.#keys = keys;
-  }
-
-  /** The signer of `id` (a commit or a tag object), or the StalledError that refuses it; `verify` checks it. */
-  async check(id: string, verify: (keys: TrustedKeys) => Promise<CommitSigner>): Promise<CommitSigner> {
-    const texts = await keyTexts(this.#keys, this.#source);
-    const digest = createHash('sha256')
-      .update(texts.map((t) => `${t.origin}\0${t.text}`).join('\0\0'))
-      .digest('hex');
-    if (this.#parsed?.digest !== digest) {
-      this.#parsed = { digest, keys: readTrustedKeys(texts) };
-      this.#verdicts.clear();
-    }
-    const keys = this.#parsed.keys;
-    let verdict = this.#verdicts.get(id);
-    if (!verdict) {
-      verdict = (async () => verify(await keys))();
-      this.#verdicts.set(id, verdict);
-      if (this.#verdicts.size > VERDICTS) this.#verdicts.delete(this.#verdicts.keys().next().value as string);
-      // A failure to read (not a refusal) is asked again next time.
-      verdict.catch((error: unknown) => {
-        if (!(error instanceof StalledError)) this.#verdicts.delete(id);
-      });
-    }
-    return verdict;
+/** A Git source's signature checks (trusted-keys.ts): its keys parsed by readTrustedKeys. */
+export class CommitVerifier extends SignatureVerdicts<TrustedKeys, CommitSigner> {
+  constructor(source: string, keys: readonly KeyRef[]) {
+    super(`sources.git ${source} verify.keys`, keys, readTrustedKeys);
   }
 }

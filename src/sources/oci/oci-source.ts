@@ -7,6 +7,7 @@
 import type { OciSource } from '../../config/schema.ts';
 import { StalledError, withSubject } from '../../errors.ts';
 import type { ArtifactPoller } from '../artifact-poller.ts';
+import { cosignVerifier } from '../registry/cosign.ts';
 import { registryClientFor } from '../registry/create.ts';
 import { selectTag } from '../registry/policy.ts';
 import type { RegistryPollResult } from '../registry/poll.ts';
@@ -46,6 +47,13 @@ export async function createOciPoller(source: OciSource): Promise<ArtifactPoller
     name: source.name,
     reference,
     client,
+    verifier: cosignVerifier(
+      source.verify,
+      `sources.oci ${source.name}`,
+      client,
+      repository,
+      (digest) => `${reference}@${digest.slice(0, 19)}…`,
+    ),
     poll: (state) =>
       named(source, async (): Promise<RegistryPollResult> => {
         let tag: string;

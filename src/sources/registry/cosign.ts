@@ -1,0 +1,258 @@
+// Signed artifacts (docs/verification.md): an image, chart or manifests source with `verify: {provider: cosign,
+// keys}` accepts a digest only when a cosign signature of that digest verifies under one of the keys. cosign keeps
+// the signatures of `repo@sha256:<hex>` in the same repository, as the layers of the manifest tagged
+// `sha256-<hex>.sig`: each layer a "simple signing" payload (JSON naming the signed manifest's digest), its
+// signature in the layer's `dev.cosignproject.cosign/signature` annotation. The payload must name the very digest
+// asked about (a signature copied from another image's tag is refused), and its signature is checked by
+// @sigstore/verify as a Sigstore message signature under the trusted key (Ed25519 keys, which that package checks
+// with a digest Node refuses for them, by Node's crypto directly).
+//
+// Nothing read is trusted before the check: the signature manifest is bounded by the registry client (layers,
+// annotations), each payload is read up to MAX_PAYLOAD_BYTES and checked against its digest, and at most
+// MAX_SIGNATURES layers are looked at.
+import { createHash, createPublicKey, verify as cryptoVerify, type KeyObject } from 'node:crypto';
+import { StalledError } from '../../errors.ts';
+import { type KeyRef, type KeyText, SignatureVerdicts } from '../trusted-keys.ts';
+import type { RegistryClient } from './client.ts';
+
+export const SIMPLE_SIGNING = 'application/vnd.dev.cosign.simplesigning.v1+json';
+export const SIGNATURE_ANNOTATION = 'dev.cosignproject.cosign/signature';
+const SIGNATURE_TYPE = 'cosign container image signature';
+const MAX_PAYLOAD_BYTES = 64 * 1024;
+const MAX_SIGNATURES = 16;
+
+/** A key an operator trusts to sign artifacts (cosign.pub), by its fingerprint. */
+export interface CosignKey {
+  /** `SHA256:` and the unpadded base64 of the SHA-256 of its SubjectPublicKeyInfo: how messages and records name it. */
+  id: string;
+  key: KeyObject;
+  origin: string;
+}
+
+/** Who signed an artifact's digest, as releases record it. */
+export interface ArtifactSigner {
+  /** `cosign SHA256:…` */
+  key: string;
+}
+
+/** A digest refused for want of a signature by a trusted key: not deployed, and said so in the sync's status. */
+export class SignatureRefusal extends StalledError {}
+
+/** The tag under which cosign keeps the signatures of `digest`. */
+export function signatureTag(digest: string): string {
+  return `${digest.replace(':', '-')}.sig`;
+}
+
+/** The fingerprint a CosignKey is named by. */
+export function keyId(key: KeyObject): string {
+  const der = key.export({ type: 'spki', format: 'der' });
+  return `SHA256:${createHash('sha256').update(der).digest('base64').replace(/=+$/, '')}`;
+}
+
+const PEM_BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END \1-----/g;
+
+/** The public keys in the texts (PEM blocks, as `cosign generate-key-pair` writes cosign.pub); a private key is refused. */
+export async function readCosignKeys(texts: readonly KeyText[]): Promise<CosignKey[]> {
+  const keys: CosignKey[] = [];
+  for (const { text, origin } of texts) {
+    let found = 0;
+    for (const block of text.matchAll(PEM_BLOCK)) {
+      const label = block[1] ?? '';
+      if (label.includes('PRIVATE'))
+        throw new StalledError(
+          `${origin} holds a private key (${label}): give the public key only (cosign.pub)`,
+        );
+      if (label !== 'PUBLIC KEY') continue;
+      let key: KeyObject;
+      try {
+        key = createPublicKey({ key: block[0], format: 'pem' });
+      } catch (error) {
+        throw new StalledError(`${origin}: not a public key (${(error as Error).message.slice(0, 200)})`);
+      }
+      const type = key.asymmetricKeyType;
+      if (type !== 'ec' && type !== 'rsa' && type !== 'ed25519')
+        throw new StalledError(
+          `${origin}: a ${type} key cannot verify cosign signatures (ECDSA, RSA or Ed25519)`,
+        );
+      keys.push({ id: keyId(key), key, origin });
+      found++;
+    }
+    if (found === 0)
+      throw new StalledError(`${origin}: no PEM public key (-----BEGIN PUBLIC KEY-----, as in cosign.pub)`);
+  }
+  return keys;
+}
+
+/** How messages name the keys a refusal expected. */
+export function keyNames(keys: readonly CosignKey[]): string {
+  return keys.map((k) => `cosign ${k.id}`).join(', ');
+}
+
+/**
+ * The signer of `repository@digest` (its cosign signatures read from `client`), or a SignatureRefusal naming what
+ * was found and which keys were expected. `label` names the artifact in messages (`image host/web@sha256:0123…`).
+ * A registry that cannot be read throws its own error (transient or not), not a refusal.
+ */
+export async function verifyCosign(
+  client: RegistryClient,
+  repository: string,
+  digest: string,
+  keys: readonly CosignKey[],
+  label: string,
+): Promise<ArtifactSigner> {
+  const expected = `expected a cosign signature by ${keyNames(keys)}`;
+  const tag = signatureTag(digest);
+  let manifest: Awaited<ReturnType<RegistryClient['artifactManifest']>>;
+  try {
+    manifest = await client.artifactManifest(repository, tag);
+  } catch (error) {
+    if (error instanceof StalledError && /not found/.test(error.message))
+      throw new SignatureRefusal(
+        `${label} is not signed (no ${tag.slice(0, 19)}….sig in the registry): ${expected}`,
+      );
+    throw error;
+  }
+  const reasons: string[] = [];
+  const layers = manifest.layers.filter((l) => l.mediaType === SIMPLE_SIGNING).slice(0, MAX_SIGNATURES);
+  for (const [i, layer] of layers.entries()) {
+    const encoded = layer.annotations?.[SIGNATURE_ANNOTATION];
+    if (encoded === undefined || !/^[A-Za-z0-9+/]+={0,2}$/.test(encoded)) {
+      reasons.push(`signature ${i + 1} has no base64 ${SIGNATURE_ANNOTATION} annotation`);
+      continue;
+    }
+    if (layer.size > MAX_PAYLOAD_BYTES) {
+      reasons.push(`signature ${i + 1}'s payload is larger than ${MAX_PAYLOAD_BYTES} bytes`);
+      continue;
+    }
+    const payload = await client.blob(repository, layer.digest, MAX_PAYLOAD_BYTES);
+    const signed = signedDigest(payload);
+    if (signed !== digest) {
+      reasons.push(
+        `signature ${i + 1} ${signed === undefined ? 'is not a cosign simple-signing payload' : `signs ${signed.slice(0, 19)}…, another digest`}`,
+      );
+      continue;
+    }
+    const signature = Buffer.from(encoded, 'base64');
+    const key = await firstVerifying(keys, payload, signature);
+    if (key) return { key: `cosign ${key.id}` };
+    reasons.push(`signature ${i + 1} verifies under none of the trusted keys`);
+  }
+  if (layers.length === 0) reasons.push(`${tag} holds no cosign signature`);
+  throw new SignatureRefusal(`${label} is not signed by a trusted key: ${reasons.join('; ')}; ${expected}`);
+}
+
+/** The digest a simple-signing payload signs, or undefined when it is not one. */
+function signedDigest(payload: Buffer): string | undefined {
+  let json: unknown;
+  try {
+    json = JSON.parse(payload.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  const critical = (json as { critical?: unknown } | null)?.critical as
+    | { type?: unknown; image?: { 'docker-manifest-digest'?: unknown } }
+    | undefined;
+  if (typeof critical?.type !== 'string' || critical.type.toLowerCase() !== SIGNATURE_TYPE) return undefined;
+  const digest = critical.image?.['docker-manifest-digest'];
+  return typeof digest === 'string' && /^sha256:[0-9a-f]{64}$/.test(digest) ? digest : undefined;
+}
+
+/** The first key under which `signature` of `payload` verifies. */
+async function firstVerifying(
+  keys: readonly CosignKey[],
+  payload: Buffer,
+  signature: Buffer,
+): Promise<CosignKey | undefined> {
+  const { Verifier, toSignedEntity } = await import('@sigstore/verify');
+  const { HashAlgorithm } = await import('@sigstore/protobuf-specs');
+  for (const candidate of keys) {
+    if (candidate.key.asymmetricKeyType === 'ed25519') {
+      if (cryptoVerify(null, payload, candidate.key, signature)) return candidate;
+      continue;
+    }
+    const entity = toSignedEntity(
+      {
+        mediaType: 'application/vnd.dev.sigstore.bundle.v0.3+json',
+        verificationMaterial: {
+          content: { $case: 'publicKey', publicKey: { hint: candidate.id } },
+          tlogEntries: [],
+          timestampVerificationData: undefined,
+        },
+        content: {
+          $case: 'messageSignature',
+          messageSignature: {
+            messageDigest: {
+              algorithm: HashAlgorithm.SHA2_256,
+              digest: createHash('sha256').update(payload).digest(),
+            },
+            signature,
+          },
+        },
+      },
+      payload,
+    );
+    // A key the operator gave is trusted as it is: no transparency log, certificate or timestamp is asked for.
+    const verifier = new Verifier(
+      {
+        certificateAuthorities: [],
+        timestampAuthorities: [],
+        tlogs: [],
+        ctlogs: [],
+        publicKey: () => ({ publicKey: candidate.key, validFor: () => true }),
+      },
+      { tlogThreshold: 0, ctlogThreshold: 0, timestampThreshold: 0 },
+    );
+    try {
+      verifier.verify(entity);
+      return candidate;
+    } catch {
+      // not this key
+    }
+  }
+  return undefined;
+}
+
+/** What an artifact poller offers for signatures: the check of a digest, and the last refusal it made. */
+export interface DigestVerifier {
+  /** The signer of `digest`, or the SignatureRefusal that refuses it (kept, under the keys of now). */
+  verify(digest: string): Promise<ArtifactSigner>;
+  /** What the last refused digest was refused for, until a digest is accepted. */
+  lastRefusal(): string | undefined;
+}
+
+/**
+ * The digest check of an artifact source with `verify` (undefined without): `where` names the source in messages
+ * about its keys (`sources.registry web`), `label` an artifact (`image host/web@sha256:0123…`).
+ */
+export function cosignVerifier(
+  verify: { provider: 'cosign'; keys: readonly KeyRef[] } | undefined,
+  where: string,
+  client: RegistryClient,
+  repository: string,
+  label: (digest: string) => string,
+): DigestVerifier | undefined {
+  if (!verify) return undefined;
+  const verdicts = new SignatureVerdicts<CosignKey[], ArtifactSigner>(
+    `${where} verify.keys`,
+    verify.keys,
+    readCosignKeys,
+  );
+  let refusal: string | undefined;
+  return {
+    async verify(digest) {
+      try {
+        const signer = await verdicts.check(digest, (keys) =>
+          verifyCosign(client, repository, digest, keys, label(digest)),
+        );
+        refusal = undefined;
+        return signer;
+      } catch (error) {
+        if (error instanceof StalledError) refusal = error.message;
+        throw error instanceof StalledError && !(error instanceof SignatureRefusal)
+          ? new SignatureRefusal(error.message)
+          : error;
+      }
+    },
+    lastRefusal: () => refusal,
+  };
+}
