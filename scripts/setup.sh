@@ -8,3 +8,4 @@ if [ "${MOORING_FRESH_INSTALL:-}" = 1 ] || [ ! -x node_modules/.bin/node ] || [ 
   npm ci --no-audit --no-fund
 fi
 bash scripts/build-control-plane.sh
+bash scripts/build-cosign.sh > /dev/null

@@ -30,6 +30,8 @@ export interface ReleaseImage {
    * container image: never bound into manifests as an image.
    */
   kind?: 'chart' | 'manifests' | undefined;
+  /** Who signed the digest, verified before it was deployed (a source with `verify`): `cosign SHA256:…`. */
+  signedBy?: string | undefined;
 }
 
 /** A chart dependency fetched from an allowed repository at render (src/sources/charts/dependencies.ts). */
@@ -85,6 +87,15 @@ export interface SyncReporter {
    * which kind of hold it is.
    */
   waiting?(sync: SyncRequest, description: string, reason: HoldReason): Promise<void> | void;
+  /**
+   * A new digest of an artifact the deployment follows was refused (its signature does not verify) and not
+   * deployed: `commit` (its manifests' commit, when it has one) is the one it keeps running.
+   */
+  artifactRefused?(
+    deployment: Deployment,
+    commit: string | undefined,
+    description: string,
+  ): Promise<void> | void;
   /** A drift pass in report mode found objects changed by hand (none: it found nothing). */
   drifted?(sync: SyncRequest, findings: readonly DriftFinding[]): Promise<void> | void;
   finished?(sync: SyncRequest, report: DeployReport, release: Release | undefined): Promise<void> | void;

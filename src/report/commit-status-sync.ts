@@ -271,6 +271,21 @@ export class CommitStatusSync implements SyncReporter {
       );
   }
 
+  /**
+   * A new artifact digest refused (its signature does not verify): a failure on the commit the deployment keeps
+   * running, saying why, kept in the outbox until delivered as any end is.
+   */
+  async artifactRefused(
+    deployment: Deployment,
+    commit: string | undefined,
+    description: string,
+  ): Promise<void> {
+    const reporter = this.reporter(deployment);
+    const url = this.repoUrl(deployment);
+    if (!reporter || !url || !commit) return;
+    await this.final(deployment, reporter, url, undefined, commit, { state: 'failure', description });
+  }
+
   /** The sync of a commit waits for the deployments it depends on: pending, saying for what. */
   async waiting(sync: SyncRequest, description: string): Promise<void> {
     if (sync.commit) await this.held(sync.deployment, sync.commit, description);

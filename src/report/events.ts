@@ -120,6 +120,15 @@ export class SyncEvents implements SyncReporter {
     );
   }
 
+  /** A new artifact digest refused for its signature: a Warning on the deployment's ledger. */
+  async artifactRefused(
+    deployment: Deployment,
+    _commit: string | undefined,
+    description: string,
+  ): Promise<void> {
+    this.recorder.record(await this.ledger(deployment.name), 'Warning', 'ArtifactRefused', description);
+  }
+
   /** A commit held before its sync (suspended, waiting for a dependency, a rollout step, a promotion). */
   async waiting(sync: SyncRequest, description: string): Promise<void> {
     if (sync.commit) await this.held(sync.deployment, sync.commit, description);

@@ -98,6 +98,15 @@ export async function rollback(
     repo && target.commit ? { git: repo, commit: target.commit, ...at } : at,
   );
 
+  // The recorded commit's and digests' signatures were checked again by that read, with today's keys.
+  const signed = files[0]?.signedBy;
+  const artifactsSigned = files[0]?.artifactsSignedBy;
+  if (signed || artifactsSigned)
+    deps.log.info(
+      { deployment: spec.name, commit: signed, artifacts: artifactsSigned },
+      "rollback: the release's signatures verify with today's keys",
+    );
+
   // Where the sources are now: only a commit or artifact past these lifts the fence.
   const heads = {
     commit: repo ? (await repo.resolve()).commit : undefined,

@@ -5,7 +5,7 @@
 
 import { renderOptionsFor } from '../config/render-options.ts';
 import type { Deployment, MooringConfig } from '../config/schema.ts';
-import type { DeployReport, Logger, Release, SyncReporter, SyncRequest } from '../contract.ts';
+import type { DeployReport, Logger, Release, ReleaseImage, SyncReporter, SyncRequest } from '../contract.ts';
 import { errorMessage, TransientError } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
@@ -192,7 +192,7 @@ export async function syncDeployment(
           time: new Date(Date.now() - report.elapsedMs).toISOString(),
           trigger: sync.trigger,
           commit: sync.commit,
-          images: sync.images,
+          images: withSigners(sync.images, sync.files?.[0]?.artifactsSignedBy),
           revision: sync.revision,
           ...dependenciesOf(sync.files),
           ...(sync.files?.[0]?.signedBy ? { signedBy: sync.files[0].signedBy } : {}),
@@ -326,4 +326,18 @@ export async function endInterrupted(
 function dependenciesOf(files: SyncRequest['files']): Pick<Release, 'dependencies'> {
   const dependencies = (files ?? []).flatMap((f) => f.dependencies ?? []).map((d) => ({ ...d }));
   return dependencies.length > 0 ? { dependencies } : {};
+}
+
+/** The release's artifacts, each with who signed its digest when its source verified it (docs/verification.md). */
+function withSigners(
+  images: Record<string, ReleaseImage>,
+  signers: Readonly<Record<string, string>> | undefined,
+): Record<string, ReleaseImage> {
+  if (!signers) return images;
+  return Object.fromEntries(
+    Object.entries(images).map(([name, image]) => [
+      name,
+      signers[name] ? { ...image, signedBy: signers[name] } : image,
+    ]),
+  );
 }

@@ -224,10 +224,15 @@ export function releaseCommands(program: Command, print: (text: string) => void)
             : '-',
       };
       // A deployment whose source verifies signatures: who signed each release's commit (docs/verification.md).
-      const signed: Column<Release> = { header: 'signed by', value: (r) => r.signedBy ?? '-' };
+      // and of its artifacts' digests, by source.
+      const signers = (r: Release) => [
+        ...(r.signedBy ? [r.signedBy] : []),
+        ...Object.entries(r.images).flatMap(([name, i]) => (i.signedBy ? [`${name}: ${i.signedBy}`] : [])),
+      ];
+      const signed: Column<Release> = { header: 'signed by', value: (r) => signers(r).join('; ') || '-' };
       const extra = [
         ...(data.releases.some((r) => r.promotedFrom) ? [promoted] : []),
-        ...(data.releases.some((r) => r.signedBy) ? [signed] : []),
+        ...(data.releases.some((r) => signers(r).length > 0) ? [signed] : []),
       ];
       const columns =
         extra.length > 0
