@@ -34,7 +34,7 @@ const VERDICTS = 256;
 /**
  * One source's signature checks: `parse` turns the keys' texts into what `check`'s callback verifies with, and the
  * verdict on each id (a commit, a tag object, an artifact's digest) is kept. A refusal (StalledError) is kept like a
- * signer; any other failure (a registry that did not answer) is asked again next time.
+ * signer unless told otherwise; any other failure (a registry that did not answer) is asked again next time.
  */
 export class SignatureVerdicts<K, S> {
   readonly #where: string;
@@ -43,10 +43,22 @@ export class SignatureVerdicts<K, S> {
   #parsed: { digest: string; keys: Promise<K> } | undefined;
   readonly #verdicts = new Map<string, Promise<S>>();
 
-  constructor(where: string, keys: readonly KeyRef[], parse: (texts: KeyText[]) => Promise<K>) {
+  readonly #keepRefusals: boolean;
+
+  /**
+   * `keepRefusals`: a refusal is final for what cannot change (a commit carries its own signature); an artifact's
+   * signatures are kept beside it and may be added later (a digest pushed, then signed), so it is asked again.
+   */
+  constructor(
+    where: string,
+    keys: readonly KeyRef[],
+    parse: (texts: KeyText[]) => Promise<K>,
+    keepRefusals = true,
+  ) {
     this.#where = where;
     this.#keys = keys;
     this.#parse = parse;
+    this.#keepRefusals = keepRefusals;
   }
 
   /** The signer of `id`, or the StalledError that refuses it; `verify` checks it with the keys of now. */
@@ -66,7 +78,7 @@ export class SignatureVerdicts<K, S> {
       this.#verdicts.set(id, verdict);
       if (this.#verdicts.size > VERDICTS) this.#verdicts.delete(this.#verdicts.keys().next().value as string);
       verdict.catch((error: unknown) => {
-        if (!(error instanceof StalledError)) this.#verdicts.delete(id);
+        if (!(error instanceof StalledError && this.#keepRefusals)) this.#verdicts.delete(id);
       });
     }
     return verdict;

@@ -346,7 +346,8 @@ export async function pollRegistrySource(
   });
   const moved = registry.current?.digest !== result.digest;
   // A source that verifies signatures accepts a digest only once its signature verifies (registry/cosign.ts); a
-  // refused one is said once, and the last verified digest stays the one deployed.
+  // refused one is said once (and checked again at each poll: it may be signed later), and the last verified digest
+  // stays the one deployed.
   const verifier = registry.poller.verifier;
   if (moved && verifier) {
     try {
@@ -392,7 +393,10 @@ export async function pollRegistrySource(
   for (const d of usersOf(state, name).filter((u) =>
     followedArtifacts(state.config, u.spec).includes(name),
   )) {
-    if (d.commit !== undefined || isLocal(state, d) || isOci(state, d)) await reconcile(d, d.commit);
+    // A deployment whose last sync failed (no stable release yet) is tried again at that commit with the new
+    // artifact: the image that was missing or refused may be the one that is now there.
+    const at = d.commit ?? d.attempted;
+    if (at !== undefined || isLocal(state, d) || isOci(state, d)) await reconcile(d, at);
   }
 }
 

@@ -457,8 +457,11 @@ function agentDigest(): string {
     const brief = (r: LogRecord) =>
       `${String(r.msg)}${r.err === undefined ? '' : `: ${String(r.err)}`}`.slice(0, 240);
     const notable = records.filter((r) => typeof r.level === 'number' && r.level >= 40).slice(-3);
-    const at = (r: LogRecord | undefined) =>
-      typeof r?.time === 'number' ? `${Math.round((Date.now() - r.time) / 1000)}s ago` : '?';
+    const at = (r: LogRecord | undefined) => {
+      const time =
+        typeof r?.time === 'string' || typeof r?.time === 'number' ? new Date(r.time).getTime() : NaN;
+      return Number.isNaN(time) ? '?' : `${Math.round((Date.now() - time) / 1000)}s ago`;
+    };
     parts.push(
       `${name} (${lines.length} lines, first ${at(records[0])}, last ${at(records.at(-1))}): warnings ${JSON.stringify(notable.map(brief))}; last ${JSON.stringify(records.slice(-4).map(brief))}`,
     );

@@ -236,6 +236,7 @@ export function cosignVerifier(
     `${where} verify.keys`,
     verify.keys,
     readCosignKeys,
+    false,
   );
   let refusal: string | undefined;
   return {

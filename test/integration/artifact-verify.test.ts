@@ -1,0 +1,269 @@
+// Signed artifacts, as a publisher and an operator set them up: images and an OCI artifact in the test bed's
+// registry signed by cosign itself (`cosign sign --key`, built from its Go module), and sources whose
+// `verify: {provider: cosign, keys}` trust cosign.pub. The check accepts a digest signed by the trusted key and
+// refuses one not signed, one signed by another key and one whose signature was copied from another image; an
+// agent refuses an unsigned image tag with a status naming the cause, deploys it once signed, keeps the verified
+// digest running (and syncs new commits with it) while the tag points to an unsigned one, and records the signer.
+import { createPublicKey } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { AppsV1Api } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { ociSource, registrySource } from '../../src/config/schema.ts';
+import { createArtifactPoller } from '../../src/sources/create-poller.ts';
+import { keyId, SignatureRefusal, signatureTag } from '../../src/sources/registry/cosign.ts';
+import { cosignKeyPair, cosignSign } from '../testbed/cosign.ts';
+import { pushArtifact, pushImage } from '../testbed/oci-push.ts';
+import {
+  bareRepo,
+  configMapManifest,
+  deploymentManifest,
+  eventually,
+  kubeConfig,
+  kubectl,
+  ledgerHistory,
+  mooring,
+  stableImageSource,
+  startGitAgent,
+  tempDir,
+  testbed,
+  useNamespace,
+  yamlDocuments,
+} from './helpers.ts';
+
+interface Release {
+  id: number;
+  commit?: string;
+  result: string;
+  images: Record<string, { digest: string; signedBy?: string }>;
+}
+
+/** What a refusal says, or a failure of the test when the check accepted. */
+async function refusal(check: Promise<unknown>): Promise<string> {
+  try {
+    await check;
+  } catch (error) {
+    expect(error).toBeInstanceOf(SignatureRefusal);
+    return (error as Error).message;
+  }
+  throw new Error('the digest was accepted');
+}
+
+describe('signed artifacts (verify: cosign)', () => {
+  const ns = useNamespace('artifact-verify');
+
+  it('accepts what the trusted key signed and refuses the unsigned, the other key and a copied signature', async () => {
+    const env = testbed();
+    const suffix = Date.now().toString(36);
+    const repository = `cosign-${suffix}/web`;
+    const image = `${env.registry.host}/${repository}`;
+    const trusted = await cosignKeyPair();
+    const other = await cosignKeyPair();
+    const push = (tag: string) =>
+      pushImage({ registry: env.registry.url, repository, tag, content: `build ${tag}` });
+    const signed = (await push('signed')).digest;
+    const unsigned = (await push('unsigned')).digest;
+    const byOther = (await push('other')).digest;
+    await cosignSign(`${image}@${signed}`, trusted);
+    await cosignSign(`${image}@${byOther}`, other);
+
+    const source = registrySource.parse({
+      name: 'web',
+      image,
+      insecure: true,
+      verify: { provider: 'cosign', keys: [trusted.publicKey] },
+    });
+    const poller = await createArtifactPoller({ kind: 'image', source });
+    const verifier = poller.verifier;
+    if (!verifier) throw new Error('no verifier');
+    const id = keyId(createPublicKey(trusted.publicKey));
+    expect(await verifier.verify(signed)).toEqual({ key: `cosign ${id}` });
+
+    const notSigned = await refusal(verifier.verify(unsigned));
+    expect(notSigned).toContain(`image ${image}@${unsigned.slice(0, 19)}… is not signed`);
+    expect(notSigned).toContain(`expected a cosign signature by cosign ${id}`);
+    expect(verifier.lastRefusal()).toBe(notSigned);
+    expect(await refusal(verifier.verify(byOther))).toContain('verifies under none of the trusted keys');
+
+    // The signature of the signed image copied under the unsigned one's signature tag: it signs another digest.
+    const sigTag = (digest: string) =>
+      `${env.registry.url}/v2/${repository}/manifests/${signatureTag(digest)}`;
+    const accept = { accept: 'application/vnd.oci.image.manifest.v1+json' };
+    const copied = await fetch(sigTag(signed), { headers: accept });
+    expect(copied.status).toBe(200);
+    const put = await fetch(sigTag(unsigned), {
+      method: 'PUT',
+      headers: { 'content-type': 'application/vnd.oci.image.manifest.v1+json' },
+      body: Buffer.from(await copied.arrayBuffer()),
+    });
+    expect(put.status).toBe(201);
+    expect(await refusal(verifier.verify(unsigned))).toContain(
+      `signs ${signed.slice(0, 19)}…, another digest`,
+    );
+
+    // Signed later (as CI signs after it pushes): a refusal is not kept, the next check accepts.
+    const late = (await push('late')).digest;
+    await refusal(verifier.verify(late));
+    await cosignSign(`${image}@${late}`, trusted);
+    expect(await verifier.verify(late)).toEqual({ key: `cosign ${id}` });
+
+    // A private key where a public one belongs: refused, naming where it came from (and none of its bytes).
+    const wrongKeys = await createArtifactPoller({
+      kind: 'image',
+      source: registrySource.parse({
+        name: 'web',
+        image,
+        insecure: true,
+        verify: { provider: 'cosign', keys: [{ file: trusted.keyFile }] },
+      }),
+    });
+    const wrong = await wrongKeys.verifier?.verify(signed).then(
+      () => 'accepted',
+      (error: Error) => error.message,
+    );
+    expect(wrong).toContain(`file ${trusted.keyFile} holds a private key`);
+
+    // An OCI artifact of manifests, signed the same way, through its own source.
+    const artifactRepo = `cosign-${suffix}/manifests`;
+    const artifact = await pushArtifact({
+      registry: env.registry.url,
+      repository: artifactRepo,
+      tag: 'v1',
+      files: { 'cm.yaml': yamlDocuments(configMapManifest('settings', { round: '1' })) },
+    });
+    const oci = await createArtifactPoller({
+      kind: 'manifests',
+      source: ociSource.parse({
+        name: 'manifests',
+        url: `oci://${env.registry.host}/${artifactRepo}`,
+        insecure: true,
+        verify: { provider: 'cosign', keys: [trusted.publicKey] },
+      }),
+    });
+    expect(await refusal(oci.verifier?.verify(artifact.digest) ?? Promise.resolve())).toContain(
+      'is not signed',
+    );
+    await cosignSign(`${env.registry.host}/${artifactRepo}@${artifact.digest}`, trusted);
+    expect(await oci.verifier?.verify(artifact.digest)).toEqual({ key: `cosign ${id}` });
+  });
+
+  it('an agent refuses an unsigned image tag with a status, deploys it once signed, and keeps the verified one', async () => {
+    const env = testbed();
+    const suffix = Date.now().toString(36);
+    const repository = `verify-${suffix}/web`;
+    const image = `${env.registry.host}/${repository}`;
+    const trusted = await cosignKeyPair();
+    const dir = await tempDir();
+    await writeFile(join(dir, 'cosign.pub'), trusted.publicKey);
+    const id = keyId(createPublicKey(trusted.publicKey));
+    const push = async (content: string) =>
+      (await pushImage({ registry: env.registry.url, repository, tag: 'stable', content })).digest;
+    const first = await push('one');
+
+    const repo = await bareRepo(`verify-${suffix}/app`);
+    const manifests = (round: string) => ({
+      'app.yaml': yamlDocuments(
+        configMapManifest('settings', { round }),
+        deploymentManifest({ image: `${image}:stable` }),
+      ),
+    });
+    const commit = await repo.commit(manifests('1'));
+    const agentNs = `${ns()}-agent`;
+    const { receiver, agent, configFile } = await startGitAgent({
+      repo,
+      cluster: { namespace: agentNs },
+      deployments: [{ name: 'web', namespace: ns(), images: ['web-image'] }],
+      extra: {
+        sources: {
+          registry: [
+            {
+              ...stableImageSource(image, '1s'),
+              verify: { provider: 'cosign', keys: [{ file: join(dir, 'cosign.pub') }] },
+            },
+          ],
+        },
+      },
+    });
+    const apps = kubeConfig().makeApiClient(AppsV1Api);
+    const running = async () =>
+      (await apps.listNamespacedDeployment({ namespace: ns() })).items.find((d) => d.metadata?.name === 'web')
+        ?.spec?.template.spec?.containers[0]?.image;
+    const status = (sha: string, state: string, text?: string) =>
+      eventually(
+        `${state} on ${sha.slice(0, 7)}${text ? ` saying ${text}` : ''}`,
+        async () =>
+          receiver
+            .statuses()
+            .find((s) => s.sha === sha && s.state === state && (!text || s.description.includes(text))),
+        90_000,
+      );
+    try {
+      // Unsigned: nothing deployed, the commit's status says why.
+      const refused = await status(commit, 'failure');
+      expect(refused.description).toContain('no verified digest of image source web-image yet');
+      expect(await running()).toBeUndefined();
+
+      // Signed: deployed by digest, the release names the key.
+      await cosignSign(`${image}@${first}`, trusted);
+      await status(commit, 'success');
+      expect(await running()).toBe(`${image}:stable@${first}`);
+      let history = await ledgerHistory<Release>('web', configFile);
+      expect(history[0]?.images['web-image']).toMatchObject({ digest: first, signedBy: `cosign ${id}` });
+      const table = await mooring('history', 'web', '--config', configFile);
+      expect(table.stdout).toContain('SIGNED BY');
+      expect(table.stdout).toContain(`web-image: cosign ${id}`);
+
+      // A new unsigned digest on the tag: refused with a status naming it; the signed one keeps running.
+      const second = await push('two');
+      await status(commit, 'failure', `${second.slice(0, 19)}… is not signed`);
+      expect(await running()).toBe(`${image}:stable@${first}`);
+      await eventually('an ArtifactRefused Event', async () =>
+        (await kubectl('-n', agentNs, 'get', 'events', '-o', 'json')).stdout.includes('ArtifactRefused')
+          ? true
+          : undefined,
+      );
+
+      // A new commit meanwhile is deployed with the verified digest, not held by the refused one.
+      const next = await repo.commit(manifests('2'));
+      await status(next, 'success');
+      expect(await running()).toBe(`${image}:stable@${first}`);
+
+      // The new digest signed: deployed.
+      await cosignSign(`${image}@${second}`, trusted);
+      await eventually('the second digest running', async () =>
+        (await running()) === `${image}:stable@${second}` ? true : undefined,
+      );
+      history = await ledgerHistory<Release>('web', configFile);
+      expect(history[0]?.images['web-image']).toMatchObject({ digest: second, signedBy: `cosign ${id}` });
+
+      // A rollback to the first release re-verifies its digest with today's keys: with the key replaced by
+      // another, it is refused and nothing changes.
+      await agent.stop();
+      const firstRelease = history.find(
+        (r) => r.images['web-image']?.digest === first && r.result === 'stable',
+      );
+      await writeFile(join(dir, 'cosign.pub'), (await cosignKeyPair()).publicKey);
+      const back = await mooring('rollback', 'web', '--to', String(firstRelease?.id), '--config', configFile);
+      expect(back.code).not.toBe(0);
+      expect(`${back.stdout}${back.stderr}`).toContain('verifies under none of the trusted keys');
+      expect(await running()).toBe(`${image}:stable@${second}`);
+      // With the key back, the same rollback verifies and runs the first digest again.
+      await writeFile(join(dir, 'cosign.pub'), trusted.publicKey);
+      const again = await mooring(
+        'rollback',
+        'web',
+        '--to',
+        String(firstRelease?.id),
+        '--config',
+        configFile,
+      );
+      expect(again.code, again.stderr).toBe(0);
+      expect(await running()).toBe(`${image}:stable@${first}`);
+      history = await ledgerHistory<Release>('web', configFile);
+      expect(history[0]?.images['web-image']).toMatchObject({ digest: first, signedBy: `cosign ${id}` });
+    } finally {
+      await agent.stop();
+      await receiver.close();
+    }
+  });
+});
