@@ -11,9 +11,15 @@ import { AppsV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { ociSource, registrySource } from '../../src/config/schema.ts';
 import { createArtifactPoller } from '../../src/sources/create-poller.ts';
-import { keyId, SignatureRefusal, signatureTag } from '../../src/sources/registry/cosign.ts';
+import {
+  keyId,
+  SIGNATURE_ANNOTATION,
+  SIMPLE_SIGNING,
+  SignatureRefusal,
+  signatureTag,
+} from '../../src/sources/registry/cosign.ts';
 import { cosignKeyPair, cosignSign } from '../testbed/cosign.ts';
-import { pushArtifact, pushImage } from '../testbed/oci-push.ts';
+import { pushArtifact, pushImage, pushLayers } from '../testbed/oci-push.ts';
 import {
   bareRepo,
   configMapManifest,
@@ -100,6 +106,50 @@ describe('signed artifacts (verify: cosign)', () => {
     expect(await refusal(verifier.verify(unsigned))).toContain(
       `signs ${signed.slice(0, 19)}…, another digest`,
     );
+
+    // What a hostile publisher can put under an image's signature tag: a payload too large to read (its size
+    // declared so), a signature that is no base64, and a payload that is no cosign payload. Each is refused for
+    // what it is (the large one by its declared size, before any of it is read).
+    const hostile = (await push('hostile')).digest;
+    const payload = (digest: string) =>
+      Buffer.from(
+        JSON.stringify({
+          critical: {
+            identity: { 'docker-reference': image },
+            image: { 'docker-manifest-digest': digest },
+            type: 'cosign container image signature',
+          },
+          optional: null,
+        }),
+      );
+    await pushLayers({ registry: env.registry.url, repository }, signatureTag(hostile), [
+      {
+        mediaType: SIMPLE_SIGNING,
+        blob: payload(hostile),
+        annotations: { [SIGNATURE_ANNOTATION]: 'MEUCIQ==' },
+        declaredSize: 1 << 30,
+      },
+      {
+        mediaType: SIMPLE_SIGNING,
+        blob: payload(hostile),
+        annotations: { [SIGNATURE_ANNOTATION]: '<script>' },
+      },
+      {
+        mediaType: SIMPLE_SIGNING,
+        blob: Buffer.from('{"critical": "not a payload"}'),
+        annotations: { [SIGNATURE_ANNOTATION]: 'MEUCIQ==' },
+      },
+      {
+        mediaType: SIMPLE_SIGNING,
+        blob: payload(hostile),
+        annotations: { [SIGNATURE_ANNOTATION]: 'MEUCIQ==' },
+      },
+    ]);
+    const hostileRefusal = await refusal(verifier.verify(hostile));
+    expect(hostileRefusal).toContain("signature 1's payload is larger than 65536 bytes");
+    expect(hostileRefusal).toContain(`signature 2 has no base64 ${SIGNATURE_ANNOTATION} annotation`);
+    expect(hostileRefusal).toContain('signature 3 is not a cosign simple-signing payload');
+    expect(hostileRefusal).toContain('signature 4 verifies under none of the trusted keys');
 
     // Signed later (as CI signs after it pushes): a refusal is not kept, the next check accepts.
     const late = (await push('late')).digest;

@@ -469,3 +469,35 @@ function safeUrl(url: URL): string {
 function sha256(data: Buffer): string {
   return `sha256:${createHash('sha256').update(data).digest('hex')}`;
 }
+
+/**
+ * Pushes a manifest of `layers` (each blob uploaded, with its media type, annotations and, if given, a size that
+ * lies) under `tag`: what a hostile publisher can put where cosign keeps signatures.
+ */
+export async function pushLayers(
+  target: RegistryTarget,
+  tag: string,
+  layers: { mediaType: string; blob: Buffer; annotations?: Record<string, string>; declaredSize?: number }[],
+): Promise<string> {
+  const config = Buffer.from('{}');
+  await uploadBlob(target, config);
+  for (const layer of layers) await uploadBlob(target, layer.blob);
+  const manifest = Buffer.from(
+    JSON.stringify({
+      schemaVersion: 2,
+      mediaType: 'application/vnd.oci.image.manifest.v1+json',
+      config: {
+        mediaType: 'application/vnd.oci.image.config.v1+json',
+        size: config.length,
+        digest: sha256(config),
+      },
+      layers: layers.map((l) => ({
+        mediaType: l.mediaType,
+        size: l.declaredSize ?? l.blob.length,
+        digest: sha256(l.blob),
+        ...(l.annotations ? { annotations: l.annotations } : {}),
+      })),
+    }),
+  );
+  return putManifest(target, tag, 'application/vnd.oci.image.manifest.v1+json', manifest);
+}
