@@ -86,7 +86,8 @@ describe('signed artifacts (verify: cosign)', () => {
     expect(await verifier.verify(signed)).toEqual({ key: `cosign ${id}` });
 
     const notSigned = await refusal(verifier.verify(unsigned));
-    expect(notSigned).toContain(`image ${image}@${unsigned.slice(0, 19)}… is not signed`);
+    expect(notSigned).toContain(`image ${image}@${unsigned.slice(0, 19)}… is not signed (no sha256-`);
+    expect(notSigned).toContain('and no Sigstore bundle in the registry');
     expect(notSigned).toContain(`expected a cosign signature by cosign ${id}`);
     expect(verifier.lastRefusal()).toBe(notSigned);
     expect(await refusal(verifier.verify(byOther))).toContain('verifies under none of the trusted keys');
@@ -150,6 +151,31 @@ describe('signed artifacts (verify: cosign)', () => {
     expect(hostileRefusal).toContain(`signature 2 has no base64 ${SIGNATURE_ANNOTATION} annotation`);
     expect(hostileRefusal).toContain('signature 3 is not a cosign simple-signing payload');
     expect(hostileRefusal).toContain('signature 4 verifies under none of the trusted keys');
+
+    // A Sigstore bundle (cosign 3's default layout) refers to the digest it signs: accepted; the same bundle's
+    // index put under another image's fallback tag signs another digest.
+    const bundled = (await push('bundled')).digest;
+    await cosignSign(`${image}@${bundled}`, trusted, { bundle: true });
+    expect(await verifier.verify(bundled)).toEqual({ key: `cosign ${id}` });
+    const fallback = (digest: string) =>
+      `${env.registry.url}/v2/${repository}/manifests/${digest.replace(':', '-')}`;
+    const index = { accept: 'application/vnd.oci.image.index.v1+json' };
+    const referrers = await fetch(fallback(bundled), { headers: index });
+    expect(referrers.status).toBe(200);
+    const elsewhere = (await push('elsewhere')).digest;
+    const putIndex = await fetch(fallback(elsewhere), {
+      method: 'PUT',
+      headers: { 'content-type': 'application/vnd.oci.image.index.v1+json' },
+      body: Buffer.from(await referrers.arrayBuffer()),
+    });
+    expect(putIndex.status).toBe(201);
+    expect(await refusal(verifier.verify(elsewhere))).toContain('bundle 1 signs another digest');
+    // Another key's bundle: refused.
+    const otherBundle = (await push('other-bundle')).digest;
+    await cosignSign(`${image}@${otherBundle}`, other, { bundle: true });
+    expect(await refusal(verifier.verify(otherBundle))).toContain(
+      'bundle 1 verifies under none of the trusted keys',
+    );
 
     // Signed later (as CI signs after it pushes): a refusal is not kept, the next check accepts.
     const late = (await push('late')).digest;

@@ -52,13 +52,20 @@ export async function cosignKeyPair(): Promise<CosignKeyPair> {
 
 /**
  * Signs `reference` (`host/repository@sha256:…`) with the key pair, as `cosign sign --key` does without a
- * transparency log; the signature goes to the same plain-HTTP registry.
+ * transparency log; the signature goes to the same plain-HTTP registry, in cosign's `.sig` layout or (`bundle`)
+ * as a Sigstore bundle.
  */
-export async function cosignSign(reference: string, pair: CosignKeyPair): Promise<void> {
+export async function cosignSign(
+  reference: string,
+  pair: CosignKeyPair,
+  options: { bundle?: boolean } = {},
+): Promise<void> {
   await run(
     await cosign(),
     [
       'sign',
+      // cosign 3's default: a Sigstore bundle kept as an OCI 1.1 referrer of the image (its fallback tag here).
+      ...(options.bundle ? ['--new-bundle-format'] : []),
       '--key',
       pair.keyFile,
       '--tlog-upload=false',

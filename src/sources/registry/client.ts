@@ -22,7 +22,9 @@ import {
   indexSchema,
   isIndex,
   MANIFEST_ACCEPT,
+  MEDIA_TYPES,
   parseJson,
+  referrersSchema,
   tagListSchema,
 } from './schemas.ts';
 
@@ -231,6 +233,36 @@ export class RegistryClient {
           .map(([k, v]) => [k, v.slice(0, MAX_LABEL_VALUE)]),
       ),
     };
+  }
+
+  /**
+   * The manifests that refer to `digest` (OCI 1.1 referrers: signatures, attestations), of `artifactType`: from the
+   * referrers API, or, where the registry has none (404), from the index kept under the fallback tag
+   * `sha256-<hex>` as the distribution spec describes and cosign writes; none when neither is there.
+   */
+  async referrers(
+    repository: string,
+    digest: string,
+    artifactType: string,
+  ): Promise<{ digest: string; artifactType?: string | undefined }[]> {
+    const index = MEDIA_TYPES.ociIndex;
+    let response = await this.#request(
+      'GET',
+      repository,
+      this.#url(repository, `referrers/${digest}?artifactType=${encodeURIComponent(artifactType)}`),
+      index,
+    );
+    if (response.status === 404 || response.status === 405 || response.status === 400) {
+      const fallback = this.#url(repository, `manifests/${digest.replace(':', '-')}`);
+      response = await this.#request('GET', repository, fallback, index);
+      if (response.status === 404) return [];
+    }
+    this.#expectOk(response, repository);
+    const parsed = this.#parse(parseJson(response.body), referrersSchema, repository, 'referrers list');
+    // Those of the type asked for first; the others too (a registry may ignore the filter, and cosign's fallback
+    // index names the empty config's type): the caller reads what each manifest holds.
+    const all = parsed.manifests.map((m) => ({ digest: m.digest, artifactType: m.artifactType }));
+    return [...all.filter((m) => m.artifactType === artifactType), ...all.filter((m) => m.artifactType !== artifactType)];
   }
 
   /**

@@ -1,15 +1,18 @@
 // Signed artifacts (docs/verification.md): an image, chart or manifests source with `verify: {provider: cosign,
 // keys}` accepts a digest only when a cosign signature of that digest verifies under one of the keys. cosign keeps
-// the signatures of `repo@sha256:<hex>` in the same repository, as the layers of the manifest tagged
-// `sha256-<hex>.sig`: each layer a "simple signing" payload (JSON naming the signed manifest's digest), its
-// signature in the layer's `dev.cosignproject.cosign/signature` annotation. The payload must name the very digest
-// asked about (a signature copied from another image's tag is refused), and its signature is checked by
-// @sigstore/verify as a Sigstore message signature under the trusted key (Ed25519 keys, which that package checks
-// with a digest Node refuses for them, by Node's crypto directly).
+// the signatures of `repo@sha256:<hex>` in the same repository, in one of two layouts:
+// - the manifest tagged `sha256-<hex>.sig`, each layer a "simple signing" payload (JSON naming the signed
+//   manifest's digest) with its signature in the layer's `dev.cosignproject.cosign/signature` annotation;
+// - Sigstore bundles (cosign's new bundle format, the default of cosign 3) in manifests that refer to the digest
+//   (OCI 1.1 referrers, or the index under the fallback tag `sha256-<hex>`): a DSSE envelope of an in-toto
+//   statement of cosign's signing predicate whose subject is the digest.
+// Either way the signed content must name the very digest asked about (a signature copied from another image is
+// refused), and the signature is checked by @sigstore/verify under the trusted key (a simple-signing payload as a
+// message signature; Ed25519 ones, which that package checks with a digest Node refuses for them, by Node's crypto).
 //
-// Nothing read is trusted before the check: the signature manifest is bounded by the registry client (layers,
-// annotations), each payload is read up to MAX_PAYLOAD_BYTES and checked against its digest, and at most
-// MAX_SIGNATURES layers are looked at.
+// Nothing read is trusted before the check: manifests are bounded by the registry client (layers, annotations),
+// payloads and bundles are read only up to their bounds and checked against their digests, and at most
+// MAX_SIGNATURES of each layout are looked at.
 import { createHash, createPublicKey, verify as cryptoVerify, type KeyObject } from 'node:crypto';
 import { StalledError } from '../../errors.ts';
 import { type KeyRef, type KeyText, SignatureVerdicts } from '../trusted-keys.ts';
@@ -19,6 +22,9 @@ export const SIMPLE_SIGNING = 'application/vnd.dev.cosign.simplesigning.v1+json'
 export const SIGNATURE_ANNOTATION = 'dev.cosignproject.cosign/signature';
 const SIGNATURE_TYPE = 'cosign container image signature';
 const MAX_PAYLOAD_BYTES = 64 * 1024;
+export const SIGSTORE_BUNDLE = 'application/vnd.dev.sigstore.bundle.v0.3+json';
+const COSIGN_SIGN_PREDICATE = 'https://sigstore.dev/cosign/sign/v1';
+const MAX_BUNDLE_BYTES = 256 * 1024;
 const MAX_SIGNATURES = 16;
 
 /** A key an operator trusts to sign artifacts (cosign.pub), by its fingerprint. */
@@ -91,7 +97,9 @@ export function keyNames(keys: readonly CosignKey[]): string {
 /**
  * The signer of `repository@digest` (its cosign signatures read from `client`), or a SignatureRefusal naming what
  * was found and which keys were expected. `label` names the artifact in messages (`image host/web@sha256:0123…`).
- * A registry that cannot be read throws its own error (transient or not), not a refusal.
+ * Both of cosign's layouts are read: the `.sig` tag's simple-signing layers, and Sigstore bundles that refer to
+ * the digest (cosign's new bundle format, the default of cosign 3). A registry that cannot be read throws its own
+ * error (transient or not), not a refusal.
  */
 export async function verifyCosign(
   client: RegistryClient,
@@ -101,19 +109,42 @@ export async function verifyCosign(
   label: string,
 ): Promise<ArtifactSigner> {
   const expected = `expected a cosign signature by ${keyNames(keys)}`;
+  const reasons: string[] = [];
+  const tagged = await tagSignatures(client, repository, digest, keys, reasons);
+  if (tagged.signer) return tagged.signer;
+  const bundled = await bundleSignatures(client, repository, digest, keys, reasons);
+  if (bundled.signer) return bundled.signer;
+  if (!tagged.found && !bundled.found)
+    throw new SignatureRefusal(
+      `${label} is not signed (no ${signatureTag(digest).slice(0, 19)}….sig and no Sigstore bundle in the registry): ${expected}`,
+    );
+  throw new SignatureRefusal(`${label} is not signed by a trusted key: ${reasons.join('; ')}; ${expected}`);
+}
+
+interface Found {
+  /** Whether any signature of this layout was there. */
+  found: boolean;
+  signer?: ArtifactSigner | undefined;
+}
+
+/** The `.sig` tag's simple-signing layers (cosign's first layout); what refuses each goes to `reasons`. */
+async function tagSignatures(
+  client: RegistryClient,
+  repository: string,
+  digest: string,
+  keys: readonly CosignKey[],
+  reasons: string[],
+): Promise<Found> {
   const tag = signatureTag(digest);
   let manifest: Awaited<ReturnType<RegistryClient['artifactManifest']>>;
   try {
     manifest = await client.artifactManifest(repository, tag);
   } catch (error) {
-    if (error instanceof StalledError && /not found/.test(error.message))
-      throw new SignatureRefusal(
-        `${label} is not signed (no ${tag.slice(0, 19)}….sig in the registry): ${expected}`,
-      );
+    if (error instanceof StalledError && /not found/.test(error.message)) return { found: false };
     throw error;
   }
-  const reasons: string[] = [];
   const layers = manifest.layers.filter((l) => l.mediaType === SIMPLE_SIGNING).slice(0, MAX_SIGNATURES);
+  if (layers.length === 0) reasons.push(`${tag.slice(0, 19)}….sig holds no cosign signature`);
   for (const [i, layer] of layers.entries()) {
     const encoded = layer.annotations?.[SIGNATURE_ANNOTATION];
     if (encoded === undefined || !/^[A-Za-z0-9+/]+={0,2}$/.test(encoded)) {
@@ -134,11 +165,109 @@ export async function verifyCosign(
     }
     const signature = Buffer.from(encoded, 'base64');
     const key = await firstVerifying(keys, payload, signature);
-    if (key) return { key: `cosign ${key.id}` };
+    if (key) return { found: true, signer: { key: `cosign ${key.id}` } };
     reasons.push(`signature ${i + 1} verifies under none of the trusted keys`);
   }
-  if (layers.length === 0) reasons.push(`${tag} holds no cosign signature`);
-  throw new SignatureRefusal(`${label} is not signed by a trusted key: ${reasons.join('; ')}; ${expected}`);
+  return { found: true };
+}
+
+/**
+ * Sigstore bundles that refer to the digest (OCI 1.1 referrers, or their fallback tag): each a DSSE envelope of an
+ * in-toto statement of cosign's signing predicate whose subject is the digest, signed by a trusted key. Other
+ * referrers (SBOMs, attestations of other predicates) are not signatures and are passed over.
+ */
+async function bundleSignatures(
+  client: RegistryClient,
+  repository: string,
+  digest: string,
+  keys: readonly CosignKey[],
+  reasons: string[],
+): Promise<Found> {
+  const referrers = (await client.referrers(repository, digest, SIGSTORE_BUNDLE)).slice(0, MAX_SIGNATURES);
+  let found = false;
+  for (const [i, referrer] of referrers.entries()) {
+    const manifest = await client.artifactManifest(repository, referrer.digest);
+    const layer = manifest.layers.find((l) => l.mediaType === SIGSTORE_BUNDLE);
+    if (manifest.artifactType !== SIGSTORE_BUNDLE && !layer) continue;
+    found = true;
+    const n = `bundle ${i + 1}`;
+    if (!layer) {
+      reasons.push(`${n} holds no ${SIGSTORE_BUNDLE} layer`);
+      continue;
+    }
+    if (layer.size > MAX_BUNDLE_BYTES) {
+      reasons.push(`${n} is larger than ${MAX_BUNDLE_BYTES} bytes`);
+      continue;
+    }
+    const text = await client.blob(repository, layer.digest, MAX_BUNDLE_BYTES);
+    const verdict = await verifyBundle(text, digest, keys);
+    if (typeof verdict !== 'string') return { found, signer: { key: `cosign ${verdict.id}` } };
+    reasons.push(`${n} ${verdict}`);
+  }
+  return { found };
+}
+
+/** The key a bundle's signature of `digest` verifies under, or why it does not. */
+async function verifyBundle(
+  text: Buffer,
+  digest: string,
+  keys: readonly CosignKey[],
+): Promise<CosignKey | string> {
+  const { bundleFromJSON } = await import('@sigstore/bundle');
+  let bundle: ReturnType<typeof bundleFromJSON>;
+  try {
+    bundle = bundleFromJSON(JSON.parse(text.toString('utf8')));
+  } catch {
+    return 'is not a Sigstore bundle';
+  }
+  if (bundle.content.$case !== 'dsseEnvelope') return 'is not a DSSE envelope (cosign signs images with one)';
+  const envelope = bundle.content.dsseEnvelope;
+  if (envelope.payloadType !== 'application/vnd.in-toto+json') return 'is not an in-toto statement';
+  let statement: { predicateType?: unknown; subject?: unknown };
+  try {
+    statement = JSON.parse(envelope.payload.toString('utf8')) as typeof statement;
+  } catch {
+    return 'is not an in-toto statement';
+  }
+  if (statement.predicateType !== COSIGN_SIGN_PREDICATE)
+    return `is an attestation (${String(statement.predicateType).slice(0, 80)}), not a signature`;
+  const hex = digest.slice('sha256:'.length);
+  const subjects = Array.isArray(statement.subject) ? statement.subject.slice(0, 64) : [];
+  if (!subjects.some((s) => (s as { digest?: { sha256?: unknown } } | null)?.digest?.sha256 === hex))
+    return 'signs another digest';
+  if (bundle.verificationMaterial.content.$case !== 'publicKey')
+    return 'is keyless (a certificate): only signatures by trusted keys are verified';
+  // A key the operator gave is trusted as it is: log entries and timestamps the bundle carries are not asked for.
+  const trusted = { ...bundle, verificationMaterial: { ...bundle.verificationMaterial, tlogEntries: [] } };
+  delete (trusted.verificationMaterial as { timestampVerificationData?: unknown }).timestampVerificationData;
+  const { Verifier, toSignedEntity } = await import('@sigstore/verify');
+  const entity = toSignedEntity(trusted);
+  for (const candidate of keys) {
+    try {
+      verifierOf(Verifier, candidate).verify(entity);
+      return candidate;
+    } catch {
+      // not this key
+    }
+  }
+  return 'verifies under none of the trusted keys';
+}
+
+/** A verifier that trusts exactly `candidate`, asking for no log entry, certificate or timestamp. */
+function verifierOf(
+  Verifier: typeof import('@sigstore/verify').Verifier,
+  candidate: CosignKey,
+): import('@sigstore/verify').Verifier {
+  return new Verifier(
+    {
+      certificateAuthorities: [],
+      timestampAuthorities: [],
+      tlogs: [],
+      ctlogs: [],
+      publicKey: () => ({ publicKey: candidate.key, validFor: () => true }),
+    },
+    { tlogThreshold: 0, ctlogThreshold: 0, timestampThreshold: 0 },
+  );
 }
 
 /** The digest a simple-signing payload signs, or undefined when it is not one. */
@@ -191,17 +320,7 @@ async function firstVerifying(
       },
       payload,
     );
-    // A key the operator gave is trusted as it is: no transparency log, certificate or timestamp is asked for.
-    const verifier = new Verifier(
-      {
-        certificateAuthorities: [],
-        timestampAuthorities: [],
-        tlogs: [],
-        ctlogs: [],
-        publicKey: () => ({ publicKey: candidate.key, validFor: () => true }),
-      },
-      { tlogThreshold: 0, ctlogThreshold: 0, timestampThreshold: 0 },
-    );
+    const verifier = verifierOf(Verifier, candidate);
     try {
       verifier.verify(entity);
       return candidate;

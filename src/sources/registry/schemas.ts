@@ -40,6 +40,17 @@ export const indexSchema = z.object({
     .max(1000),
 });
 
+/** An OCI 1.1 referrers list (the referrers API's answer, or the index under the fallback tag `sha256-<hex>`). */
+export const referrersSchema = z.object({
+  manifests: z
+    .array(
+      descriptor.extend({
+        artifactType: z.string().max(200).optional(),
+      }),
+    )
+    .max(1000),
+});
+
 export const imageManifestSchema = z.object({
   mediaType: z.string().optional(),
   config: descriptor,
