@@ -262,7 +262,10 @@ export class RegistryClient {
     // Those of the type asked for first; the others too (a registry may ignore the filter, and cosign's fallback
     // index names the empty config's type): the caller reads what each manifest holds.
     const all = parsed.manifests.map((m) => ({ digest: m.digest, artifactType: m.artifactType }));
-    return [...all.filter((m) => m.artifactType === artifactType), ...all.filter((m) => m.artifactType !== artifactType)];
+    return [
+      ...all.filter((m) => m.artifactType === artifactType),
+      ...all.filter((m) => m.artifactType !== artifactType),
+    ];
   }
 
   /**
