@@ -1,7 +1,8 @@
-// Signed artifacts, as a publisher and an operator set them up: images and an OCI artifact in the test bed's
-// registry signed by cosign itself (`cosign sign --key`, built from its Go module), and sources whose
-// `verify: {provider: cosign, keys}` trust cosign.pub. The check accepts a digest signed by the trusted key and
-// refuses one not signed, one signed by another key and one whose signature was copied from another image; an
+// Signed artifacts, as a publisher and an operator set them up: images, an OCI artifact and a Helm chart in the test
+// bed's registry signed by cosign itself (`cosign sign --key`, built from its Go module; `.sig` tags and Sigstore
+// bundles), and sources whose `verify: {provider: cosign, keys}` trust cosign.pub. The check accepts a digest signed
+// by the trusted key and refuses one not signed, one signed by another key, one whose signature or bundle was copied
+// from another image and hostile signature manifests; an
 // agent refuses an unsigned image tag with a status naming the cause, deploys it once signed, keeps the verified
 // digest running (and syncs new commits with it) while the tag points to an unsigned one, and records the signer.
 import { createPublicKey } from 'node:crypto';
@@ -9,7 +10,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AppsV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { ociSource, registrySource } from '../../src/config/schema.ts';
+import { chartSource, ociSource, registrySource } from '../../src/config/schema.ts';
 import { createArtifactPoller } from '../../src/sources/create-poller.ts';
 import {
   keyId,
@@ -18,6 +19,7 @@ import {
   SignatureRefusal,
   signatureTag,
 } from '../../src/sources/registry/cosign.ts';
+import { packageChart, pushChart, writeChart } from '../testbed/chart-repo.ts';
 import { cosignKeyPair, cosignSign } from '../testbed/cosign.ts';
 import { pushArtifact, pushImage, pushLayers } from '../testbed/oci-push.ts';
 import {
@@ -221,6 +223,35 @@ describe('signed artifacts (verify: cosign)', () => {
     );
     await cosignSign(`${env.registry.host}/${artifactRepo}@${artifact.digest}`, trusted);
     expect(await oci.verifier?.verify(artifact.digest)).toEqual({ key: `cosign ${id}` });
+
+    // A Helm chart pushed by `helm push` to an oci:// repository, signed by cosign, through a chart source.
+    const out = await tempDir();
+    const chartPath = `cosign-${suffix}/charts`;
+    const pushed = await pushChart(
+      env.tools.helm,
+      await packageChart(
+        env.tools.helm,
+        await writeChart(out, { name: 'web', version: '1.0.0', templates: { 'cm.yaml': 'kind: ConfigMap' } }),
+        out,
+      ),
+      { url: env.registry.url, host: env.registry.host },
+      chartPath,
+    );
+    const chart = await createArtifactPoller({
+      kind: 'chart',
+      source: chartSource.parse({
+        name: 'web-chart',
+        url: `oci://${env.registry.host}/${chartPath}`,
+        chart: 'web',
+        insecure: true,
+        verify: { provider: 'cosign', keys: [trusted.publicKey] },
+      }),
+    });
+    expect(await refusal(chart.verifier?.verify(pushed.digest) ?? Promise.resolve())).toContain(
+      'chart web (oci://',
+    );
+    await cosignSign(`${env.registry.host}/${chartPath}/web@${pushed.digest}`, trusted);
+    expect(await chart.verifier?.verify(pushed.digest)).toEqual({ key: `cosign ${id}` });
   });
 
   it('an agent refuses an unsigned image tag with a status, deploys it once signed, and keeps the verified one', async () => {
