@@ -125,8 +125,11 @@ export const gitSource = z
      */
     verify: z
       .strictObject({
-        /** `head`: the commit deployed is signed; `tag`: the annotated tag it was reached by is (ref.tag, ref.semver). */
-        mode: z.enum(['head', 'tag']).default('head'),
+        /**
+         * `head`: the commit deployed is signed; `tag`: the annotated tag it was reached by is (ref.tag, ref.semver);
+         * `all`: the commit deployed and every commit since the last verified one.
+         */
+        mode: z.enum(['head', 'tag', 'all']).default('head'),
         keys: z.array(z.union([z.string().min(1), secretRef])).min(1),
       })
       .optional(),

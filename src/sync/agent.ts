@@ -56,6 +56,8 @@ export class Agent {
     releases: async (name) => (await this.ledger.read(name)).releases,
   };
   private promotionTimer: NodeJS.Timeout | undefined;
+  /** Commits of signed releases read from the ledgers before their Git sources were built. */
+  private signedReleases: { source: string; commit: string }[] = [];
 
   constructor(deps: AgentDeps) {
     this.deps = deps;
@@ -160,6 +162,7 @@ export class Agent {
     await keyMarks(cache, api, namespace, log);
     for (const spec of config.deployments) await this.learn(spec, await this.ledger.read(spec.name), false);
     for (const source of this.sources()) await this.polls.build(source);
+    this.trustSignedReleases();
     log.info({ deployments: config.deployments.length, sources: this.sources().length }, 'agent started');
     // Registries first, so that the first sync of a deployment already binds its images.
     await Promise.all(this.artifactNames().map((name) => this.poll(name)));
@@ -400,8 +403,20 @@ export class Agent {
     restoreMarks(this.deps.cache, spec.name, data.marks);
     const now = current(data);
     this.state.deployments.set(spec.name, { spec, commit: now?.commit, deployed: now?.revision });
+    // verify.mode all checks every commit back to the last verified one: the commit a signed release deployed.
+    if (now?.signedBy && now.commit) this.signedReleases.push({ source: spec.source, commit: now.commit });
+    this.trustSignedReleases();
     for (const [source, image] of Object.entries(now?.images ?? {}))
       if (!added || !this.state.knownDigests.has(source)) this.state.knownDigests.set(source, image.digest);
+  }
+
+  /** The commits of signed releases told to their sources' repositories (verify.mode all), once these are built. */
+  private trustSignedReleases(): void {
+    this.signedReleases = this.signedReleases.filter(({ source, commit }) => {
+      const repo = this.state.repos.get(source);
+      repo?.trustVerified(commit);
+      return repo === undefined;
+    });
   }
 
   /** A deployment added by a reload: what it last deployed is read from its ledger, as at start. */

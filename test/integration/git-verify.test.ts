@@ -16,12 +16,14 @@ import { GitRepository } from '../../src/sources/git/repository.ts';
 import { annotatedTag } from '../testbed/git-repos.ts';
 import { keygen } from '../testbed/ssh-server.ts';
 import {
+  type Agent,
   bareRepo,
   configMapManifest,
   eventually,
   kubeConfig,
   ledgerHistory,
   mooring,
+  startAgent,
   startGitAgent,
   tempDir,
   testbed,
@@ -203,5 +205,111 @@ describe('signed commits (verify)', () => {
       (e: unknown) => e as Error,
     );
     expect(head?.message).toMatch(/tag v3\.0\.0 is not signed/);
+  });
+
+  it('with mode all, checks every commit since the last verified one, deepening a shallow history to reach it', async () => {
+    const dir = await tempDir();
+    await keygen(join(dir, 'bob'), 'ed25519');
+    const signers = `bob@example.com ${await readFile(join(dir, 'bob.pub'), 'utf8')}`;
+    const bob = { format: 'ssh' as const, key: join(dir, 'bob') };
+    const repo = await bareRepo(`git-verify-all-${Date.now().toString(36)}/app`);
+    const change = (v: string) => ({ 'app/cm.yaml': yamlDocuments(configMapManifest('x', { v })) });
+    const secrets = await tempDir();
+    await writeFile(join(secrets, 'user'), testbed().git.username);
+    await writeFile(join(secrets, 'password'), testbed().git.password);
+    // A fresh cache each time: every fetch is shallow (depth 1), as an agent's first is.
+    const open = async () =>
+      new GitRepository(
+        gitSource.parse({
+          name: 'app',
+          url: repo.url,
+          credentials: {
+            username: { file: join(secrets, 'user') },
+            password: { file: join(secrets, 'password') },
+          },
+          verify: { mode: 'all', keys: [signers] },
+        }),
+        { cacheDir: await tempDir() },
+      );
+    const read = async (git: GitRepository) => {
+      const resolved = await git.resolve();
+      await git.fetch(resolved);
+      return git.files(resolved.commit, ['app']).then(
+        (files) => files.map((f) => f.path),
+        (e: unknown) => e as Error,
+      );
+    };
+    const first = await repo.commit(change('1'), { sign: bob });
+    // The source's first verified commit: checked alone.
+    expect(await read(await open())).toEqual(['app/cm.yaml']);
+
+    // Twenty signed commits later, from a shallow cache that knows only the first as verified (as an agent that
+    // starts learns it from its ledger): the history is deepened back to it, and every commit is checked.
+    for (let i = 2; i <= 21; i++) await repo.commit(change(String(i)), { sign: bob });
+    const seeded = await open();
+    seeded.trustVerified(first);
+    expect(await read(seeded)).toEqual(['app/cm.yaml']);
+
+    // An unsigned commit, then a signed one on top: the signed head is refused, naming the unsigned commit.
+    const unsigned = await repo.commit(change('22'));
+    const head = await repo.commit(change('23'), { sign: bob });
+    const refused = await read(seeded);
+    expect(refused).toBeInstanceOf(StalledError);
+    expect((refused as Error).message).toBe(
+      `commit ${head.slice(0, 12)} is signed, but not everything since the last verified commit is: commit ${unsigned.slice(0, 12)} is not signed; trusted: ssh-ed25519 ${(refused as Error).message.split('ssh-ed25519 ')[1]}`,
+    );
+    // Another agent that starts knowing the same verified commit refuses it too; one that knows none checks the
+    // head alone (the first sync of a source).
+    const restarted = await open();
+    restarted.trustVerified(first);
+    expect(await read(restarted)).toBeInstanceOf(StalledError);
+    expect(await read(await open())).toEqual(['app/cm.yaml']);
+  });
+
+  it('with mode all, an agent that starts again checks back to the commit its ledger recorded as signed', async () => {
+    const dir = await tempDir();
+    await keygen(join(dir, 'bob'), 'ed25519');
+    await writeFile(
+      join(dir, 'allowed_signers'),
+      `bob@example.com ${await readFile(join(dir, 'bob.pub'), 'utf8')}`,
+    );
+    const bob = { format: 'ssh' as const, key: join(dir, 'bob') };
+    const repo = await bareRepo(`git-verify-restart-${Date.now().toString(36)}/app`);
+    const change = (round: string) => ({
+      'apps/web/cm.yaml': yamlDocuments(configMapManifest('settings', { round })),
+    });
+    const first = await repo.commit(change('1'), { sign: bob });
+    const { receiver, agent, configFile } = await startGitAgent({
+      repo,
+      source: { verify: { mode: 'all', keys: [{ file: join(dir, 'allowed_signers') }] } },
+      cluster: { namespace: `${ns()}-all` },
+      deployments: [{ name: 'web', namespace: ns(), paths: ['apps/web'] }],
+    });
+    const statusOf = (sha: string, state: string) =>
+      eventually(
+        `${state} on ${sha.slice(0, 7)}`,
+        async () => receiver.statuses().find((s) => s.sha === sha && s.state === state),
+        90_000,
+      );
+    let again: Agent | undefined;
+    try {
+      await statusOf(first, 'success');
+      await agent.stop();
+      // While no agent runs: an unsigned commit, then a signed one on top.
+      const unsigned = await repo.commit(change('2'));
+      const head = await repo.commit(change('3'), { sign: bob });
+      again = startAgent({ file: configFile });
+      const refused = await statusOf(head, 'failure');
+      expect(refused.description).toContain(
+        `commit ${head.slice(0, 12)} is signed, but not everything since the last verified commit is`,
+      );
+      expect(
+        (await ledgerHistory<Release>('web', configFile)).find((r) => r.commit === head)?.messages.join('\n'),
+      ).toContain(`commit ${unsigned.slice(0, 12)} is not signed`);
+    } finally {
+      await again?.stop();
+      await agent.stop();
+      await receiver.close();
+    }
   });
 });

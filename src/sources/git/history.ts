@@ -47,3 +47,35 @@ async function parentsOf(store: ObjectStore, oid: string): Promise<string[] | un
     return undefined;
   }
 }
+
+/**
+ * The commits reachable from `commit` through parents, not counting it, up to the first verified one on each line
+ * of history (`verified`) or a root: what `verify.mode: all` checks since the last verified commit. `cut-off`: the
+ * shallow boundary hides part of that history; `too-many`: more than `maxCommits` of them.
+ */
+export async function commitsSince(
+  store: ObjectStore,
+  commit: string,
+  verified: (oid: string) => boolean,
+  maxCommits: number,
+): Promise<{ outcome: 'complete' | 'cut-off' | 'too-many'; commits: string[] }> {
+  const seen = new Set<string>([commit]);
+  const commits: string[] = [];
+  let queue = [commit];
+  while (queue.length > 0) {
+    const next: string[] = [];
+    for (const oid of queue) {
+      const parents = await parentsOf(store, oid);
+      if (parents === undefined) return { outcome: 'cut-off', commits };
+      for (const parent of parents) {
+        if (seen.has(parent) || verified(parent)) continue;
+        if (commits.length >= maxCommits) return { outcome: 'too-many', commits };
+        seen.add(parent);
+        commits.push(parent);
+        next.push(parent);
+      }
+    }
+    queue = next;
+  }
+  return { outcome: 'complete', commits };
+}

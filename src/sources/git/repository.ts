@@ -17,7 +17,7 @@ import type { ManifestFile } from '../../render/parse.ts';
 import { compactPacks } from './compact.ts';
 import { safeUrl } from './errors.ts';
 import { folderSelection } from './folder-glob.ts';
-import { ancestry } from './history.ts';
+import { ancestry, commitsSince } from './history.ts';
 import { exclusive } from './lock.ts';
 import {
   manifestSelection,
@@ -87,6 +87,12 @@ const PULL_REQUEST_REF =
 const LAST_REF = 'refs/mooring/last';
 // How far the history is deepened, in turn, when the shallow boundary hides whether a commit is an ancestor.
 const DEEPEN_STEPS = [16, 128];
+// verify.mode all: how far the history is deepened to reach the last verified commit, and how many commits since it
+// are checked at most.
+const SINCE_DEEPEN_STEPS = [16, 128, 1024];
+const MAX_SINCE_VERIFIED = 1000;
+// The commits remembered as verified with their history (verify.mode all).
+const MAX_VERIFIED = 64;
 const MAX_WALK = 10_000;
 
 /** Diffs of commit pairs kept by a repository (each pair is asked by every deployment of the source). */
@@ -103,6 +109,8 @@ export class GitRepository {
   readonly #local: boolean;
   readonly #compareTrees: boolean;
   #lastResolved: ResolvedRef | undefined;
+  /** verify.mode all: commits verified with every commit before them, oldest first (bounded). */
+  readonly #verified = new Set<string>();
   /** Diffs of commit pairs, newest last (a few polls' worth). */
   readonly #diffs = new Map<string, Changes>();
   #initialized = false;
@@ -436,16 +444,77 @@ export class GitRepository {
     if (!this.#verifier) return undefined;
     const verifier = this.#verifier;
     // The refusal names the commit (or tag) itself, first: a commit status keeps the first 140 characters of it.
-    const read = async (oid: string, type: 'commit' | 'tag') => {
-      const object = await readObject(store, oid, this.source.maxObjectBytes);
+    const read = async (oid: string, type: 'commit' | 'tag', view = store) => {
+      const object = await readObject(view, oid, this.source.maxObjectBytes);
       if (object.type !== type) throw new StalledError(`${oid} is a ${object.type}, not a ${type}`);
       return Buffer.from(object.data);
     };
-    if (this.source.verify?.mode !== 'tag')
-      return verifier.check(commit, async (keys) => verifyCommit(await read(commit, 'commit'), commit, keys));
+    // `view`: the store as it is after a deepening fetch (verify.mode all).
+    const own = (oid: string, view = store) =>
+      verifier.check(oid, async (keys) => verifyCommit(await read(oid, 'commit', view), oid, keys));
+    if (this.source.verify?.mode === 'all') return this.#requireSignedSince(store, commit, own);
+    if (this.source.verify?.mode !== 'tag') return own(commit);
     const tag = await this.#tagOf(store, commit);
     return verifier.check(`${tag.ref}\0${tag.oid}`, async (keys) =>
       verifyTag(await read(tag.oid, 'tag'), tag.ref.slice('refs/tags/'.length), commit, keys),
+    );
+  }
+
+  /**
+   * Marks a commit as verified with every commit before it (verify.mode all): the commit a deployment's last release
+   * recorded as signed, told by the agent at start; the next commit is checked back to it.
+   */
+  trustVerified(commit: string): void {
+    this.#verified.delete(commit);
+    this.#verified.add(commit);
+    if (this.#verified.size > MAX_VERIFIED)
+      this.#verified.delete(this.#verified.values().next().value as string);
+  }
+
+  /**
+   * verify.mode all: `commit` is signed, and so is every commit since the last verified one on each line of its
+   * history (a merge brings its branch's commits). With none verified yet (the source's first sync), the commit
+   * alone is checked and becomes the first verified one. The history is deepened as far as needed, within bounds.
+   */
+  async #requireSignedSince(
+    store: ObjectStore,
+    commit: string,
+    own: (oid: string, view?: ObjectStore) => Promise<CommitSigner>,
+  ): Promise<CommitSigner> {
+    const signer = await own(commit);
+    if (this.#verified.size === 0 || this.#verified.has(commit)) {
+      this.trustVerified(commit);
+      return signer;
+    }
+    const ref = this.#lastResolved?.commit === commit ? this.#lastResolved.ref : undefined;
+    let view = store;
+    for (const depth of [0, ...SINCE_DEEPEN_STEPS]) {
+      if (depth > 0) {
+        if (!ref) break;
+        await this.#fetchPack(ref, depth);
+        view = this.#store();
+      }
+      const walk = await commitsSince(view, commit, (oid) => this.#verified.has(oid), MAX_SINCE_VERIFIED);
+      if (walk.outcome === 'cut-off') continue;
+      if (walk.outcome === 'too-many')
+        throw new StalledError(
+          `commit ${commit.slice(0, 12)} comes more than ${MAX_SINCE_VERIFIED} commits after the last verified one: each is checked (verify.mode all), and so many are not`,
+        );
+      for (const oid of walk.commits) {
+        try {
+          await own(oid, view);
+        } catch (error) {
+          if (!(error instanceof StalledError)) throw error;
+          throw new StalledError(
+            `commit ${commit.slice(0, 12)} is signed, but not everything since the last verified commit is: ${error.message}`,
+          );
+        }
+      }
+      this.trustVerified(commit);
+      return signer;
+    }
+    throw new StalledError(
+      `commit ${commit.slice(0, 12)}: the history since the last verified commit cannot be read (deeper than ${SINCE_DEEPEN_STEPS.at(-1)} commits, or not reached from the followed ref)`,
     );
   }
 
