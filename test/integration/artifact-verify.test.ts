@@ -5,7 +5,7 @@
 // from another image and hostile signature manifests; an
 // agent refuses an unsigned image tag with a status naming the cause, deploys it once signed, keeps the verified
 // digest running (and syncs new commits with it) while the tag points to an unsigned one, and records the signer.
-import { createPublicKey } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AppsV1Api } from '@kubernetes/client-node';
@@ -20,7 +20,7 @@ import {
   signatureTag,
 } from '../../src/sources/registry/cosign.ts';
 import { packageChart, pushChart, writeChart } from '../testbed/chart-repo.ts';
-import { cosignKeyPair, cosignSign } from '../testbed/cosign.ts';
+import { cosignImportedKeyPair, cosignKeyPair, cosignSign } from '../testbed/cosign.ts';
 import { pushArtifact, pushImage, pushLayers } from '../testbed/oci-push.ts';
 import {
   bareRepo,
@@ -178,6 +178,31 @@ describe('signed artifacts (verify: cosign)', () => {
     expect(await refusal(verifier.verify(otherBundle))).toContain(
       'bundle 1 verifies under none of the trusted keys',
     );
+
+    // Keys of other kinds, made elsewhere and taken in by `cosign import-key-pair`: Ed25519 (which cosign signs
+    // as Ed25519ph) and RSA, in both layouts.
+    for (const type of ['ed25519', 'rsa'] as const) {
+      const made =
+        type === 'rsa' ? generateKeyPairSync('rsa', { modulusLength: 3072 }) : generateKeyPairSync('ed25519');
+      const imported = await cosignImportedKeyPair(
+        made.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+      );
+      const own = await createArtifactPoller({
+        kind: 'image',
+        source: registrySource.parse({
+          name: 'web',
+          image,
+          insecure: true,
+          verify: { provider: 'cosign', keys: [trusted.publicKey, imported.publicKey] },
+        }),
+      });
+      const ownId = `cosign ${keyId(createPublicKey(imported.publicKey))}`;
+      for (const bundle of [false, true]) {
+        const digest = (await push(`${type}-${bundle}`)).digest;
+        await cosignSign(`${image}@${digest}`, imported, { bundle });
+        expect(await own.verifier?.verify(digest), `${type}, bundle ${bundle}`).toEqual({ key: ownId });
+      }
+    }
 
     // Signed later (as CI signs after it pushes): a refusal is not kept, the next check accepts.
     const late = (await push('late')).digest;

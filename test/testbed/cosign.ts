@@ -2,7 +2,7 @@
 // registry with it (built once per machine from its Go module by scripts/build-cosign.sh), so that the signatures
 // mooring verifies are the ones cosign writes, not bytes made by hand.
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -43,6 +43,24 @@ export interface CosignKeyPair {
 export async function cosignKeyPair(): Promise<CosignKeyPair> {
   const dir = await mkdtemp(join(tmpdir(), 'mooring-cosign-'));
   await run(await cosign(), ['generate-key-pair'], { cwd: dir, env: env(dir) });
+  return {
+    dir,
+    keyFile: join(dir, 'cosign.key'),
+    publicKey: await readFile(join(dir, 'cosign.pub'), 'utf8'),
+  };
+}
+
+/**
+ * A key pair made elsewhere (an Ed25519 or RSA key in PEM, as openssl writes them) taken in by `cosign
+ * import-key-pair`, as an operator brings a key of their own.
+ */
+export async function cosignImportedKeyPair(privatePem: string): Promise<CosignKeyPair> {
+  const dir = await mkdtemp(join(tmpdir(), 'mooring-cosign-'));
+  await writeFile(join(dir, 'own.pem'), privatePem, { mode: 0o600 });
+  await run(await cosign(), ['import-key-pair', '--key', 'own.pem', '--output-key-prefix', 'cosign'], {
+    cwd: dir,
+    env: env(dir),
+  });
   return {
     dir,
     keyFile: join(dir, 'cosign.key'),

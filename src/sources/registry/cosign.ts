@@ -8,12 +8,12 @@
 //   statement of cosign's signing predicate whose subject is the digest.
 // Either way the signed content must name the very digest asked about (a signature copied from another image is
 // refused), and the signature is checked by @sigstore/verify under the trusted key (a simple-signing payload as a
-// message signature; Ed25519 ones, which that package checks with a digest Node refuses for them, by Node's crypto).
+// message signature; Ed25519 ones, which cosign makes as Ed25519ph, by @noble/curves).
 //
 // Nothing read is trusted before the check: manifests are bounded by the registry client (layers, annotations),
 // payloads and bundles are read only up to their bounds and checked against their digests, and at most
 // MAX_SIGNATURES of each layout are looked at.
-import { createHash, createPublicKey, verify as cryptoVerify, type KeyObject } from 'node:crypto';
+import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
 import { StalledError } from '../../errors.ts';
 import { type KeyRef, type KeyText, SignatureVerdicts } from '../trusted-keys.ts';
 import type { RegistryClient } from './client.ts';
@@ -242,7 +242,20 @@ async function verifyBundle(
   delete (trusted.verificationMaterial as { timestampVerificationData?: unknown }).timestampVerificationData;
   const { Verifier, toSignedEntity } = await import('@sigstore/verify');
   const entity = toSignedEntity(trusted);
+  const signature = envelope.signatures[0]?.sig;
   for (const candidate of keys) {
+    if (candidate.key.asymmetricKeyType === 'ed25519') {
+      // DSSE's pre-authentication encoding, signed as cosign signs with an Ed25519 key (Ed25519ph).
+      const type = Buffer.from(envelope.payloadType);
+      const pae = Buffer.concat([
+        Buffer.from(`DSSEv1 ${type.length} `),
+        type,
+        Buffer.from(` ${envelope.payload.length} `),
+        envelope.payload,
+      ]);
+      if (signature && (await ed25519phVerifies(candidate.key, pae, signature))) return candidate;
+      continue;
+    }
     try {
       verifierOf(Verifier, candidate).verify(entity);
       return candidate;
@@ -286,6 +299,20 @@ function signedDigest(payload: Buffer): string | undefined {
   return typeof digest === 'string' && /^sha256:[0-9a-f]{64}$/.test(digest) ? digest : undefined;
 }
 
+/**
+ * An Ed25519 signature as cosign makes it with an Ed25519 key: Ed25519ph (RFC 8032's pre-hashed variant, SHA-512),
+ * which Node's crypto does not verify; checked with @noble/curves.
+ */
+async function ed25519phVerifies(key: KeyObject, message: Buffer, signature: Buffer): Promise<boolean> {
+  const { ed25519ph } = await import('@noble/curves/ed25519.js');
+  const raw = Buffer.from(String(key.export({ format: 'jwk' }).x), 'base64url');
+  try {
+    return ed25519ph.verify(signature, message, raw);
+  } catch {
+    return false;
+  }
+}
+
 /** The first key under which `signature` of `payload` verifies. */
 async function firstVerifying(
   keys: readonly CosignKey[],
@@ -296,7 +323,7 @@ async function firstVerifying(
   const { HashAlgorithm } = await import('@sigstore/protobuf-specs');
   for (const candidate of keys) {
     if (candidate.key.asymmetricKeyType === 'ed25519') {
-      if (cryptoVerify(null, payload, candidate.key, signature)) return candidate;
+      if (await ed25519phVerifies(candidate.key, payload, signature)) return candidate;
       continue;
     }
     const entity = toSignedEntity(
