@@ -345,7 +345,10 @@ function git(args: string[], options: GitOptions = {}): Promise<string> {
     const child = execFile('git', args, { env, encoding: 'utf8' }, (error, stdout, stderr) => {
       if (error) {
         const detail = stderr.trim() || error.message;
-        reject(new Error(`git ${args[0]} failed: ${detail}`, { cause: error }));
+        // The subcommand, not a leading `-c key=value`.
+        let at = 0;
+        while (args[at] === '-c') at += 2;
+        reject(new Error(`git ${args[at] ?? ''} failed: ${detail}`, { cause: error }));
       } else {
         resolve(stdout);
       }
