@@ -165,7 +165,11 @@ export interface HookRun {
 
 /** The metrics the orchestrator feeds (server/metrics.ts's AgentMetrics has them). */
 export interface SyncMetrics {
-  poll(source: string, kind: 'git' | 'registry' | 'local', result: 'changed' | 'unchanged' | 'error'): void;
+  poll(
+    source: string,
+    kind: 'git' | 'registry' | 'local',
+    result: 'changed' | 'unchanged' | 'error' | 'refused',
+  ): void;
   held(deployment: string, since: string | undefined): void;
   readonly suspended: {
     set(labels: { deployment: string }, value: number): void;

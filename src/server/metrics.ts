@@ -45,7 +45,7 @@ export class AgentMetrics implements SyncReporter, SyncMetrics {
   });
   private readonly polls = new Counter({
     name: 'mooring_source_polls_total',
-    help: 'Polls of sources by result (changed, unchanged, error)',
+    help: 'Polls of sources by result (changed, unchanged, error; refused: a new digest whose signature does not verify)',
     labelNames: ['source', 'kind', 'result'],
     registers: [this.registry],
   });
@@ -264,7 +264,11 @@ export class AgentMetrics implements SyncReporter, SyncMetrics {
     this.driftObjects.set({ deployment: sync.deployment.name, cluster: clusterLabel(sync) }, findings.length);
   }
 
-  poll(source: string, kind: 'git' | 'registry' | 'local', result: 'changed' | 'unchanged' | 'error'): void {
+  poll(
+    source: string,
+    kind: 'git' | 'registry' | 'local',
+    result: 'changed' | 'unchanged' | 'error' | 'refused',
+  ): void {
     this.polls.inc({ source, kind, result });
   }
 

@@ -205,6 +205,7 @@ export class SourcePolls {
     const log = this.ctx.deps.log.child({ source: name });
     const { repos, registries } = this.ctx.state;
     const kind = repos.has(name) ? 'git' : registries.has(name) ? 'registry' : 'local';
+    let result: 'unchanged' | 'refused' = 'unchanged';
     const decide = (d: DeploymentState, commit: string | undefined) => this.ctx.decide(d, commit);
     try {
       const repo = repos.get(name);
@@ -228,11 +229,12 @@ export class SourcePolls {
             );
       } else if (registry) {
         const poller = this.pollers.get(name);
-        await pollRegistrySource(this.ctx.state, registry, decide, (state) =>
-          poller ? poller.poll(state, trigger) : registry.poller.poll(state),
-        );
+        result =
+          (await pollRegistrySource(this.ctx.state, registry, decide, (state) =>
+            poller ? poller.poll(state, trigger) : registry.poller.poll(state),
+          )) ?? 'unchanged';
       } else if (local) await syncLocalSource(this.ctx.state, local, decide);
-      this.ctx.deps.metrics?.poll(name, kind, 'unchanged');
+      this.ctx.deps.metrics?.poll(name, kind, result);
     } catch (error) {
       this.ctx.deps.metrics?.poll(name, kind, 'error');
       log.error({ err: errorMessage(error) }, 'poll failed');

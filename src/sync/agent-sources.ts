@@ -329,7 +329,7 @@ export async function pollRegistrySource(
   reconcile: Reconcile,
   /** The poll of its artifact: this one's, or shared with the other polls of its trigger (shared-sources.ts). */
   poll: ArtifactPoller['poll'] = (s) => registry.poller.poll(s),
-): Promise<void> {
+): Promise<'refused' | undefined> {
   const name = registry.source.name;
   // The registry said when to come back (429 Retry-After, RateLimit-Remaining: 0): no request before then.
   const pause = registry.client.notBefore;
@@ -354,7 +354,7 @@ export async function pollRegistrySource(
       await verifier.verify(result.digest);
     } catch (error) {
       if (!(error instanceof SignatureRefusal)) throw error;
-      if (registry.refused === result.digest) return;
+      if (registry.refused === result.digest) return 'refused';
       registry.refused = result.digest;
       // An agent that starts while the policy points to a refused digest keeps the one its releases recorded, once
       // that one verifies today.
@@ -375,7 +375,7 @@ export async function pollRegistrySource(
         followedArtifacts(state.config, u.spec).includes(name),
       ))
         await state.refused?.(d, error.message);
-      return;
+      return 'refused';
     }
     registry.refused = undefined;
   }

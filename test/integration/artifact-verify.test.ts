@@ -349,6 +349,14 @@ describe('signed artifacts (verify: cosign)', () => {
       const second = await push('two');
       await status(commit, 'failure', `${second.slice(0, 19)}… is not signed`);
       expect(await running()).toBe(`${image}:stable@${first}`);
+      // Counted for alerts: polls whose new digest was refused.
+      await eventually('refused polls counted', async () =>
+        /mooring_source_polls_total\{source="web-image",kind="registry",result="refused"\} [1-9]/.test(
+          await (await fetch(`http://127.0.0.1:${agent.port()}/metrics`)).text(),
+        )
+          ? true
+          : undefined,
+      );
       await eventually('an ArtifactRefused Event', async () =>
         (await kubectl('-n', agentNs, 'get', 'events', '-o', 'json')).stdout.includes('ArtifactRefused')
           ? true
@@ -365,7 +373,13 @@ describe('signed artifacts (verify: cosign)', () => {
       await eventually('the second digest running', async () =>
         (await running()) === `${image}:stable@${second}` ? true : undefined,
       );
-      history = await ledgerHistory<Release>('web', configFile);
+      // Its release is written once it is stable.
+      history = await eventually('the release of the second digest', async () => {
+        const releases = await ledgerHistory<Release>('web', configFile);
+        return releases[0]?.images['web-image']?.digest === second && releases[0].result === 'stable'
+          ? releases
+          : undefined;
+      });
       expect(history[0]?.images['web-image']).toMatchObject({ digest: second, signedBy: `cosign ${id}` });
 
       // A rollback to the first release re-verifies its digest with today's keys: with the key replaced by
