@@ -5,7 +5,7 @@
 // from another image and hostile signature manifests; an
 // agent refuses an unsigned image tag with a status naming the cause, deploys it once signed, keeps the verified
 // digest running (and syncs new commits with it) while the tag points to an unsigned one, and records the signer.
-import { createPublicKey, generateKeyPairSync } from 'node:crypto';
+import { createHash, createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AppsV1Api } from '@kubernetes/client-node';
@@ -15,6 +15,7 @@ import { createArtifactPoller } from '../../src/sources/create-poller.ts';
 import {
   keyId,
   SIGNATURE_ANNOTATION,
+  SIGSTORE_BUNDLE,
   SIMPLE_SIGNING,
   SignatureRefusal,
   signatureTag,
@@ -164,14 +165,31 @@ describe('signed artifacts (verify: cosign)', () => {
     const index = { accept: 'application/vnd.oci.image.index.v1+json' };
     const referrers = await fetch(fallback(bundled), { headers: index });
     expect(referrers.status).toBe(200);
+    const referrersBytes = Buffer.from(await referrers.arrayBuffer());
+    const putIndex = (digest: string, body: Buffer) =>
+      fetch(fallback(digest), {
+        method: 'PUT',
+        headers: { 'content-type': 'application/vnd.oci.image.index.v1+json' },
+        body,
+      });
     const elsewhere = (await push('elsewhere')).digest;
-    const putIndex = await fetch(fallback(elsewhere), {
-      method: 'PUT',
-      headers: { 'content-type': 'application/vnd.oci.image.index.v1+json' },
-      body: Buffer.from(await referrers.arrayBuffer()),
-    });
-    expect(putIndex.status).toBe(201);
+    expect((await putIndex(elsewhere, referrersBytes)).status).toBe(201);
     expect(await refusal(verifier.verify(elsewhere))).toContain('bundle 1 signs another digest');
+    // A referrer that cannot be read as a manifest (an index), listed before a good bundle, hides nothing.
+    const listedAfter = (await push('listed-after')).digest;
+    await cosignSign(`${image}@${listedAfter}`, trusted, { bundle: true });
+    const own = JSON.parse(await (await fetch(fallback(listedAfter), { headers: index })).text()) as {
+      manifests: unknown[];
+    };
+    const unreadable = {
+      mediaType: 'application/vnd.oci.image.index.v1+json',
+      digest: `sha256:${createHash('sha256').update(referrersBytes).digest('hex')}`,
+      size: referrersBytes.length,
+      artifactType: SIGSTORE_BUNDLE,
+    };
+    const listed = { ...own, manifests: [unreadable, ...own.manifests] };
+    expect((await putIndex(listedAfter, Buffer.from(JSON.stringify(listed)))).status).toBe(201);
+    expect(await verifier.verify(listedAfter)).toEqual({ key: `cosign ${id}` });
     // Another key's bundle: refused.
     const otherBundle = (await push('other-bundle')).digest;
     await cosignSign(`${image}@${otherBundle}`, other, { bundle: true });

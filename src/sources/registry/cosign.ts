@@ -155,7 +155,11 @@ async function tagSignatures(
       reasons.push(`signature ${i + 1}'s payload is larger than ${MAX_PAYLOAD_BYTES} bytes`);
       continue;
     }
-    const payload = await client.blob(repository, layer.digest, MAX_PAYLOAD_BYTES);
+    const payload = await readBlob(client, repository, layer.digest, MAX_PAYLOAD_BYTES);
+    if (typeof payload === 'string') {
+      reasons.push(`signature ${i + 1} ${payload}`);
+      continue;
+    }
     const signed = signedDigest(payload);
     if (signed !== digest) {
       reasons.push(
@@ -186,7 +190,16 @@ async function bundleSignatures(
   const referrers = (await client.referrers(repository, digest, SIGSTORE_BUNDLE)).slice(0, MAX_SIGNATURES);
   let found = false;
   for (const [i, referrer] of referrers.entries()) {
-    const manifest = await client.artifactManifest(repository, referrer.digest);
+    // One unreadable referrer (anyone who can push may add one) does not hide the others.
+    let manifest: Awaited<ReturnType<RegistryClient['artifactManifest']>>;
+    try {
+      manifest = await client.artifactManifest(repository, referrer.digest);
+    } catch (error) {
+      if (!(error instanceof StalledError)) throw error;
+      found = true;
+      reasons.push(`referrer ${i + 1} cannot be read (${error.message.slice(0, 120)})`);
+      continue;
+    }
     const layer = manifest.layers.find((l) => l.mediaType === SIGSTORE_BUNDLE);
     if (manifest.artifactType !== SIGSTORE_BUNDLE && !layer) continue;
     found = true;
@@ -199,12 +212,31 @@ async function bundleSignatures(
       reasons.push(`${n} is larger than ${MAX_BUNDLE_BYTES} bytes`);
       continue;
     }
-    const text = await client.blob(repository, layer.digest, MAX_BUNDLE_BYTES);
+    const text = await readBlob(client, repository, layer.digest, MAX_BUNDLE_BYTES);
+    if (typeof text === 'string') {
+      reasons.push(`${n} ${text}`);
+      continue;
+    }
     const verdict = await verifyBundle(text, digest, keys);
     if (typeof verdict !== 'string') return { found, signer: { key: `cosign ${verdict.id}` } };
     reasons.push(`${n} ${verdict}`);
   }
   return { found };
+}
+
+/** A blob, or why it cannot be read (missing, or not what its digest says): one bad layer hides no other. */
+async function readBlob(
+  client: RegistryClient,
+  repository: string,
+  digest: string,
+  maxBytes: number,
+): Promise<Buffer | string> {
+  try {
+    return await client.blob(repository, digest, maxBytes);
+  } catch (error) {
+    if (!(error instanceof StalledError)) throw error;
+    return `cannot be read (${error.message.slice(0, 120)})`;
+  }
 }
 
 /** The key a bundle's signature of `digest` verifies under, or why it does not. */
