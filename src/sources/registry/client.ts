@@ -89,6 +89,8 @@ export class RegistryClient {
   readonly #stats: RegistryStats = { head: 0, get: 0, token: 0 };
   #rateLimitRemaining: number | undefined;
   readonly #pause: RegistryPause;
+  /** Whether the registry serves the OCI 1.1 referrers API (false: its fallback tags are read instead). */
+  #referrersApi: boolean | undefined;
 
   constructor(options: RegistryClientOptions) {
     this.host = options.host;
@@ -210,10 +212,25 @@ export class RegistryClient {
    * The manifest of `repository` at a tag or digest, its digest (computed from the bytes, and checked against a
    * digest asked for), media type and annotations: what an artifact (a chart, a manifests artifact) is made of.
    */
-  async artifactManifest(repository: string, reference: string): Promise<ArtifactManifest> {
+  artifactManifest(repository: string, reference: string): Promise<ArtifactManifest>;
+  artifactManifest(
+    repository: string,
+    reference: string,
+    absent: 'undefined',
+  ): Promise<ArtifactManifest | undefined>;
+  /**
+   * `absent: 'undefined'`: a tag that is not there (a `.sig` tag of an image nobody signed) is undefined, without
+   * the request that tells a missing repository from a missing tag.
+   */
+  async artifactManifest(
+    repository: string,
+    reference: string,
+    absent?: 'undefined',
+  ): Promise<ArtifactManifest | undefined> {
     const byDigest = DIGEST.test(reference);
     const url = this.#url(repository, `manifests/${byDigest ? reference : encodeURIComponent(reference)}`);
     const response = await this.#request('GET', repository, url, MANIFEST_ACCEPT);
+    if (response.status === 404 && absent === 'undefined') return undefined;
     if (response.status === 404)
       throw byDigest
         ? new StalledError(`manifest ${reference} not found in ${this.#name(repository)}`)
@@ -246,17 +263,24 @@ export class RegistryClient {
     artifactType: string,
   ): Promise<{ digest: string; artifactType?: string | undefined }[]> {
     const index = MEDIA_TYPES.ociIndex;
-    let response = await this.#request(
-      'GET',
-      repository,
-      this.#url(repository, `referrers/${digest}?artifactType=${encodeURIComponent(artifactType)}`),
-      index,
-    );
-    if (response.status === 404 || response.status === 405 || response.status === 400) {
-      const fallback = this.#url(repository, `manifests/${digest.replace(':', '-')}`);
-      response = await this.#request('GET', repository, fallback, index);
-      if (response.status === 404) return [];
+    const fallback = () =>
+      this.#request('GET', repository, this.#url(repository, `manifests/${digest.replace(':', '-')}`), index);
+    let response: HttpResponse;
+    if (this.#referrersApi === false) response = await fallback();
+    else {
+      response = await this.#request(
+        'GET',
+        repository,
+        this.#url(repository, `referrers/${digest}?artifactType=${encodeURIComponent(artifactType)}`),
+        index,
+      );
+      // A registry that has the API answers an empty list, never 404: one that does not is asked the tag after.
+      if (response.status === 404 || response.status === 405 || response.status === 400) {
+        this.#referrersApi = false;
+        response = await fallback();
+      } else if (response.status === 200) this.#referrersApi = true;
     }
+    if (response.status === 404) return [];
     this.#expectOk(response, repository);
     const parsed = this.#parse(parseJson(response.body), referrersSchema, repository, 'referrers list');
     // Those of the type asked for first; the others too (a registry may ignore the filter, and cosign's fallback

@@ -136,13 +136,8 @@ async function tagSignatures(
   reasons: string[],
 ): Promise<Found> {
   const tag = signatureTag(digest);
-  let manifest: Awaited<ReturnType<RegistryClient['artifactManifest']>>;
-  try {
-    manifest = await client.artifactManifest(repository, tag);
-  } catch (error) {
-    if (error instanceof StalledError && /not found/.test(error.message)) return { found: false };
-    throw error;
-  }
+  const manifest = await client.artifactManifest(repository, tag, 'undefined');
+  if (!manifest) return { found: false };
   const layers = manifest.layers.filter((l) => l.mediaType === SIMPLE_SIGNING).slice(0, MAX_SIGNATURES);
   if (layers.length === 0) reasons.push(`${tag.slice(0, 19)}….sig holds no cosign signature`);
   for (const [i, layer] of layers.entries()) {
