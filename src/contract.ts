@@ -95,6 +95,8 @@ export interface SyncReporter {
     deployment: Deployment,
     commit: string | undefined,
     description: string,
+    /** Where the refused artifact says it was built from (its OCI labels): told too. */
+    built?: { repository: string; revision: string } | undefined,
   ): Promise<void> | void;
   /** A drift pass in report mode found objects changed by hand (none: it found nothing). */
   drifted?(sync: SyncRequest, findings: readonly DriftFinding[]): Promise<void> | void;

@@ -273,17 +273,22 @@ export class CommitStatusSync implements SyncReporter {
 
   /**
    * A new artifact digest refused (its signature does not verify): a failure on the commit the deployment keeps
-   * running, saying why, kept in the outbox until delivered as any end is.
+   * running, saying why, kept in the outbox until delivered as any end is; and on the commit the artifact says it
+   * was built from (its OCI labels), as a rollout of it would be reported there.
    */
   async artifactRefused(
     deployment: Deployment,
     commit: string | undefined,
     description: string,
+    built?: { repository: string; revision: string },
   ): Promise<void> {
+    const outcome: StatusReport = { state: 'failure', description };
     const reporter = this.reporter(deployment);
     const url = this.repoUrl(deployment);
-    if (!reporter || !url || !commit) return;
-    await this.final(deployment, reporter, url, undefined, commit, { state: 'failure', description });
+    if (reporter && url && commit) await this.final(deployment, reporter, url, undefined, commit, outcome);
+    const app = built && this.appReporter(deployment, built.repository);
+    if (built && app)
+      await this.final(deployment, app, built.repository, built.repository, built.revision, outcome);
   }
 
   /** The sync of a commit waits for the deployments it depends on: pending, saying for what. */

@@ -94,7 +94,13 @@ export interface SourceState {
    * A digest of an artifact source that deployment `d` follows was refused by the source's signature check: its
    * commit's status (and Events) say why; the deployment keeps what it runs.
    */
-  refused?: ((d: DeploymentState, description: string) => Promise<void>) | undefined;
+  refused?:
+    | ((
+        d: DeploymentState,
+        description: string,
+        built: { repository: string; revision: string } | undefined,
+      ) => Promise<void>)
+    | undefined;
 }
 
 /** Decides whether deployment `d` needs a sync to `commit` and the current images, and queues it if so. */
@@ -371,10 +377,15 @@ export async function pollRegistrySource(
         { source: name, digest: result.digest, kept: registry.current?.digest, err: error.message },
         'artifact refused: its signature does not verify; the last verified digest stays',
       );
+      // Where the refused artifact says it was built from: its build's commit hears of it too.
+      const labels = result.artifacts[0]?.provenance;
+      const repository = labels?.['org.opencontainers.image.source'];
+      const revision = labels?.['org.opencontainers.image.revision'];
+      const built = repository && revision ? { repository, revision } : undefined;
       for (const d of usersOf(state, name).filter((u) =>
         followedArtifacts(state.config, u.spec).includes(name),
       ))
-        await state.refused?.(d, error.message);
+        await state.refused?.(d, error.message, built);
       return 'refused';
     }
     registry.refused = undefined;

@@ -70,13 +70,14 @@ export class Agent {
       knownDigests: new Map(),
       cacheDir: deps.cacheDir,
       lookup: chartLookup(deps.api, { exclude: [deps.config.cluster.namespace] }),
-      refused: async (d, description) => {
+      refused: async (d, description, built) => {
         for (const r of this.deps.reporters ?? [])
-          await Promise.resolve(r.artifactRefused?.(d.spec, d.commit, description)).catch((error: unknown) =>
-            this.deps.log.warn(
-              { deployment: d.spec.name, err: errorMessage(error) },
-              'cannot report the refusal',
-            ),
+          await Promise.resolve(r.artifactRefused?.(d.spec, d.commit, description, built)).catch(
+            (error: unknown) =>
+              this.deps.log.warn(
+                { deployment: d.spec.name, err: errorMessage(error) },
+                'cannot report the refusal',
+              ),
           );
       },
       // Asked once, when a chart is first rendered; a failure is asked again next time.

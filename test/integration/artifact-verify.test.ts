@@ -306,8 +306,8 @@ describe('signed artifacts (verify: cosign)', () => {
     const dir = await tempDir();
     await writeFile(join(dir, 'cosign.pub'), trusted.publicKey);
     const id = keyId(createPublicKey(trusted.publicKey));
-    const push = async (content: string) =>
-      (await pushImage({ registry: env.registry.url, repository, tag: 'stable', content })).digest;
+    const push = async (content: string, labels?: Record<string, string>) =>
+      (await pushImage({ registry: env.registry.url, repository, tag: 'stable', content, labels })).digest;
     const first = await push('one');
 
     const repo = await bareRepo(`verify-${suffix}/app`);
@@ -364,8 +364,15 @@ describe('signed artifacts (verify: cosign)', () => {
       expect(table.stdout).toContain(`web-image: cosign ${id}`);
 
       // A new unsigned digest on the tag: refused with a status naming it; the signed one keeps running.
-      const second = await push('two');
+      // Built from a commit of another repository of the same forge (its OCI labels): that commit hears of it too.
+      const built = 'c'.repeat(40);
+      const second = await push('two', {
+        'org.opencontainers.image.source': `${testbed().git.url}/verify-${suffix}/service`,
+        'org.opencontainers.image.revision': built,
+      });
       await status(commit, 'failure', `${second.slice(0, 19)}… is not signed`);
+      const onBuild = await status(built, 'failure', 'is not signed');
+      expect(onBuild.repository).toBe(`verify-${suffix}/service`);
       expect(await running()).toBe(`${image}:stable@${first}`);
       // Counted for alerts: polls whose new digest was refused.
       await eventually('refused polls counted', async () =>
