@@ -15,6 +15,7 @@ import { signatureTag } from '../src/sources/registry/cosign.ts';
 import { cosign, cosignKeyPair, cosignSign } from '../test/testbed/cosign.ts';
 import { pushImage } from '../test/testbed/oci-push.ts';
 import { down, up } from '../test/testbed/testbed.ts';
+import { median } from './support/process.ts';
 
 const IMAGES = Number(process.env.MOORING_BENCH_IMAGES ?? 40);
 const ROUNDS = 5;
@@ -25,11 +26,6 @@ async function timed(action: () => Promise<unknown>): Promise<number> {
   const start = process.hrtime.bigint();
   await action();
   return Number(process.hrtime.bigint() - start) / 1e6;
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? 0;
 }
 
 const { env, started } = await up((line) => process.stderr.write(`testbed: ${line}\n`));
