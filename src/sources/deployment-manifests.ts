@@ -208,7 +208,6 @@ export async function deploymentManifests(
   }
 }
 
-/** Paths given on the command line (and the folder `run --watch` watches), read as `kubectl apply -f` reads them. */
 /**
  * The signers of the artifacts deployment `spec` follows whose sources verify signatures (registry/cosign.ts),
  * each digest checked now with the source's keys of now (a rollback's recorded digests included): a digest that
@@ -242,6 +241,7 @@ async function verifiedArtifacts(
   return signers;
 }
 
+/** Paths given on the command line (and the folder `run --watch` watches), read as `kubectl apply -f` reads them. */
 export interface LocalPaths {
   /** Files, folders, and `-` for standard input. */
   paths: readonly string[];
