@@ -22,6 +22,7 @@ import {
 } from '../../src/sources/registry/cosign.ts';
 import { packageChart, pushChart, writeChart } from '../testbed/chart-repo.ts';
 import { cosignImportedKeyPair, cosignKeyPair, cosignSign } from '../testbed/cosign.ts';
+import { FaultProxy } from '../testbed/fault-proxy.ts';
 import { pushArtifact, pushImage, pushLayers } from '../testbed/oci-push.ts';
 import {
   bareRepo,
@@ -295,6 +296,51 @@ describe('signed artifacts (verify: cosign)', () => {
     );
     await cosignSign(`${env.registry.host}/${chartPath}/web@${pushed.digest}`, trusted);
     expect(await chart.verifier?.verify(pushed.digest)).toEqual({ key: `cosign ${id}` });
+  });
+
+  it('a registry that fails during a check (500, 429, hung) refuses nothing and accepts nothing; the next check works', async () => {
+    const env = testbed();
+    const repository = `cosign-faults-${Date.now().toString(36)}/web`;
+    const trusted = await cosignKeyPair();
+    const { digest } = await pushImage({
+      registry: env.registry.url,
+      repository,
+      tag: 'v1',
+      content: 'faults',
+    });
+    await cosignSign(`${env.registry.host}/${repository}@${digest}`, trusted);
+    const proxy = await FaultProxy.start(env.registry.url);
+    try {
+      const source = registrySource.parse({
+        name: 'web',
+        image: `${proxy.host}/${repository}`,
+        insecure: true,
+        verify: { provider: 'cosign', keys: [trusted.publicKey] },
+      });
+      const poller = await createArtifactPoller({ kind: 'image', source });
+      const sig = (r: { path: string }) => r.path.includes('.sig');
+      for (const fault of [
+        { kind: 'status', status: 500 } as const,
+        { kind: 'rate-limit', retryAfterSeconds: 1 } as const,
+        { kind: 'hang' } as const,
+      ]) {
+        proxy.set(fault, { match: sig });
+        const outcome = await poller.verifier?.verify(digest).then(
+          () => 'accepted',
+          (error: unknown) => error,
+        );
+        expect(outcome, fault.kind).not.toBe('accepted');
+        expect(outcome, fault.kind).not.toBeInstanceOf(SignatureRefusal);
+        proxy.pass();
+      }
+      // The registry back: the same digest verifies (the failures were not kept as verdicts).
+      await new Promise((r) => setTimeout(r, 1100)); // the 429's Retry-After
+      expect(await poller.verifier?.verify(digest)).toEqual({
+        key: `cosign ${keyId(createPublicKey(trusted.publicKey))}`,
+      });
+    } finally {
+      await proxy.close();
+    }
   });
 
   it('an agent refuses an unsigned image tag with a status, deploys it once signed, and keeps the verified one', async () => {
