@@ -213,16 +213,63 @@ export const tagPolicy = z.discriminatedUnion('type', [
   }),
 ]);
 
+/** A regular expression of the configuration, checked when it is read; matched whole (anchored). */
+const wholeRegExp = z.string().refine(
+  (p) => {
+    try {
+      new RegExp(`^(?:${p})$`, 'u');
+      return true;
+    } catch {
+      return false;
+    }
+  },
+  { message: 'is not a valid regular expression' },
+);
+
+/**
+ * Who may sign with a certificate (keyless): the certificate's OIDC issuer and its subject (the e-mail address or
+ * URI in its subject alternative name), each given exactly or as a regular expression that must match all of it.
+ */
+export const keylessIdentity = z
+  .strictObject({
+    issuer: z.string().min(1).optional(),
+    issuerRegExp: wholeRegExp.optional(),
+    subject: z.string().min(1).optional(),
+    subjectRegExp: wholeRegExp.optional(),
+  })
+  .refine((i) => (i.issuer === undefined) !== (i.issuerRegExp === undefined), {
+    message: 'give exactly one of "issuer" or "issuerRegExp"',
+  })
+  .refine((i) => (i.subject === undefined) !== (i.subjectRegExp === undefined), {
+    message: 'give exactly one of "subject" or "subjectRegExp"',
+  });
+export type KeylessIdentity = z.infer<typeof keylessIdentity>;
+
 /**
  * Signed artifacts (docs/verification.md): a digest is accepted only when a cosign signature of it verifies under
- * one of `keys` (PEM public keys, as cosign.pub), inline or from references.
+ * one of `keys` (PEM public keys, as cosign.pub), inline or from references, or (`keyless`) is made with a
+ * certificate that chains to the operator's trusted root and names one of `identities`.
  */
 export const artifactVerify = z
   .strictObject({
     provider: z.literal('cosign'),
-    keys: z.array(z.union([z.string().min(1), secretRef])).min(1),
+    keys: z
+      .array(z.union([z.string().min(1), secretRef]))
+      .min(1)
+      .optional(),
+    keyless: z
+      .strictObject({
+        /** A Sigstore trusted root (trusted_root.json, as `cosign trusted-root create` writes it) or PEM CA certificates. */
+        trustedRoot: z.union([z.string().min(1), secretRef]),
+        identities: z.array(keylessIdentity).min(1),
+      })
+      .optional(),
+  })
+  .refine((v) => v.keys !== undefined || v.keyless !== undefined, {
+    message: 'give "keys", "keyless" or both: what would a signature be verified with?',
   })
   .optional();
+export type ArtifactVerify = NonNullable<z.infer<typeof artifactVerify>>;
 
 export const registrySource = z
   .strictObject({

@@ -32,13 +32,13 @@ export async function keyTexts(keys: readonly KeyRef[], where: string): Promise<
 const VERDICTS = 256;
 
 /**
- * One source's signature checks: `parse` turns the keys' texts into what `check`'s callback verifies with, and the
- * verdict on each id (a commit, a tag object, an artifact's digest) is kept. A refusal (StalledError) is kept like a
+ * One source's signature checks: `read` reads the texts of its keys (keyTexts) at each check, `parse` turns them
+ * into what `check`'s callback verifies with, and the verdict on each id (a commit, a tag object, an artifact's
+ * digest) is kept. A refusal (StalledError) is kept like a
  * signer unless told otherwise; any other failure (a registry that did not answer) is asked again next time.
  */
 export class SignatureVerdicts<K, S> {
-  readonly #where: string;
-  readonly #keys: readonly KeyRef[];
+  readonly #read: () => Promise<KeyText[]>;
   readonly #parse: (texts: KeyText[]) => Promise<K>;
   #parsed: { digest: string; keys: Promise<K> } | undefined;
   readonly #verdicts = new Map<string, Promise<S>>();
@@ -49,21 +49,15 @@ export class SignatureVerdicts<K, S> {
    * `keepRefusals`: a refusal is final for what cannot change (a commit carries its own signature); an artifact's
    * signatures are kept beside it and may be added later (a digest pushed, then signed), so it is asked again.
    */
-  constructor(
-    where: string,
-    keys: readonly KeyRef[],
-    parse: (texts: KeyText[]) => Promise<K>,
-    keepRefusals = true,
-  ) {
-    this.#where = where;
-    this.#keys = keys;
+  constructor(read: () => Promise<KeyText[]>, parse: (texts: KeyText[]) => Promise<K>, keepRefusals = true) {
+    this.#read = read;
     this.#parse = parse;
     this.#keepRefusals = keepRefusals;
   }
 
   /** The signer of `id`, or the StalledError that refuses it; `verify` checks it with the keys of now. */
   async check(id: string, verify: (keys: K) => Promise<S>): Promise<S> {
-    const texts = await keyTexts(this.#keys, this.#where);
+    const texts = await this.#read();
     const digest = createHash('sha256')
       .update(texts.map((t) => `${t.origin}\0${t.text}`).join('\0\0'))
       .digest('hex');

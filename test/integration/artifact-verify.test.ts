@@ -13,6 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { chartSource, ociSource, registrySource } from '../../src/config/schema.ts';
 import { createArtifactPoller } from '../../src/sources/create-poller.ts';
 import {
+  CERTIFICATE_ANNOTATION,
   keyId,
   SIGNATURE_ANNOTATION,
   SIGSTORE_BUNDLE,
@@ -21,7 +22,13 @@ import {
   signatureTag,
 } from '../../src/sources/registry/cosign.ts';
 import { packageChart, pushChart, writeChart } from '../testbed/chart-repo.ts';
-import { cosignImportedKeyPair, cosignKeyPair, cosignSign } from '../testbed/cosign.ts';
+import {
+  certificateAuthority,
+  cosignImportedKeyPair,
+  cosignKeyPair,
+  cosignSign,
+  cosignVerifies,
+} from '../testbed/cosign.ts';
 import { FaultProxy } from '../testbed/fault-proxy.ts';
 import { pushArtifact, pushImage, pushLayers } from '../testbed/oci-push.ts';
 import {
@@ -296,6 +303,179 @@ describe('signed artifacts (verify: cosign)', () => {
     );
     await cosignSign(`${env.registry.host}/${chartPath}/web@${pushed.digest}`, trusted);
     expect(await chart.verifier?.verify(pushed.digest)).toEqual({ key: `cosign ${id}` });
+  });
+
+  it('keyless: a certificate of the trusted root for an allowed identity is accepted in both layouts, as cosign verify agrees; the rest refused', async () => {
+    const env = testbed();
+    const suffix = Date.now().toString(36);
+    const repository = `keyless-${suffix}/web`;
+    const image = `${env.registry.host}/${repository}`;
+    const push = (tag: string) =>
+      pushImage({ registry: env.registry.url, repository, tag, content: `build ${tag}` });
+    const ca = await certificateAuthority();
+    const issuer = 'https://token.ci.example.com';
+    const subject = 'https://ci.example.com/org/web/.ci/release.yaml@refs/heads/main';
+    const release = await ca.issue(subject, issuer);
+    const verifierOf = async (keyless: { trustedRoot: unknown; identities: unknown[] }, keys?: string[]) => {
+      const poller = await createArtifactPoller({
+        kind: 'image',
+        source: registrySource.parse({
+          name: 'web',
+          image,
+          insecure: true,
+          verify: { provider: 'cosign', keyless, ...(keys ? { keys } : {}) },
+        }),
+      });
+      if (!poller.verifier) throw new Error('no verifier');
+      return poller.verifier;
+    };
+    const allowed = [{ issuer, subject }];
+    const signer = { key: `cosign ${subject} (issuer ${issuer})` };
+    // The root as PEM certificates (a private CA) and as the trusted_root.json `cosign trusted-root create` writes.
+    const pem = await verifierOf({ trustedRoot: ca.chainPem, identities: allowed });
+    const json = await verifierOf({ trustedRoot: await ca.trustedRoot(), identities: allowed });
+    const digests: Record<string, string> = {};
+    for (const bundle of [false, true]) {
+      const digest = (await push(`release-${bundle}`)).digest;
+      digests[String(bundle)] = digest;
+      await cosignSign(`${image}@${digest}`, release, { bundle });
+      expect(await pem.verify(digest), `bundle ${bundle}`).toEqual(signer);
+      expect(await json.verify(digest), `bundle ${bundle}`).toEqual(signer);
+      expect(await cosignVerifies(`${image}@${digest}`, ca, subject, issuer, { bundle })).toBe(true);
+    }
+
+    // The same CA's certificate for another workflow, the right subject from another issuer and a certificate of
+    // another CA: each refused for what it is, in both layouts, and cosign verify refuses them too.
+    const other = await certificateAuthority();
+    const cases = [
+      {
+        name: 'another subject',
+        pair: await ca.issue('https://ci.example.com/fork/web/.ci/release.yaml@refs/heads/main', issuer),
+        says: 'an identity verify.keyless does not allow',
+      },
+      {
+        name: 'another issuer',
+        pair: await ca.issue(subject, 'https://token.elsewhere.example.com'),
+        says: `for ${subject} (issuer https://token.elsewhere.example.com), an identity verify.keyless does not allow`,
+      },
+      {
+        name: 'another CA',
+        pair: await other.issue(subject, issuer),
+        says: 'Failed to verify certificate chain: no valid certificate path found',
+      },
+    ];
+    for (const { name, pair, says } of cases)
+      for (const bundle of [false, true]) {
+        const digest = (await push(`${name.replaceAll(' ', '-')}-${bundle}`)).digest;
+        await cosignSign(`${image}@${digest}`, pair, { bundle });
+        const message = await refusal(pem.verify(digest));
+        expect(message, `${name}, bundle ${bundle}`).toContain(says);
+        expect(message).toContain(
+          `is not signed by a trusted key or certificate: ${bundle ? 'bundle' : 'signature'} 1 `,
+        );
+        expect(message).toContain(
+          `expected a cosign signature by a certificate of sources.registry web verify.keyless.trustedRoot for ${subject} (issuer ${issuer})`,
+        );
+        expect(await refusal(json.verify(digest))).toContain(says);
+        expect(await cosignVerifies(`${image}@${digest}`, ca, subject, issuer, { bundle }), name).toBe(false);
+      }
+
+    // Regular expressions match the whole subject: a subject that merely contains the allowed one is refused.
+    const pattern = [{ issuer, subjectRegExp: 'https://ci\\.example\\.com/org/web/.*' }];
+    const byPattern = await verifierOf({ trustedRoot: ca.chainPem, identities: pattern });
+    expect(await byPattern.verify(digests.false as string)).toEqual(signer);
+    const embedding = (await push('embedding')).digest;
+    await cosignSign(
+      `${image}@${embedding}`,
+      await ca.issue(`https://evil.example.com/?https://ci.example.com/org/web/x`, issuer),
+      {},
+    );
+    expect(await refusal(byPattern.verify(embedding))).toContain('an identity verify.keyless does not allow');
+    const issuerPattern = await verifierOf({
+      trustedRoot: ca.chainPem,
+      identities: [{ issuerRegExp: 'https://token\\.(ci|cd)\\.example\\.com', subject }],
+    });
+    expect(await issuerPattern.verify(digests.true as string)).toEqual(signer);
+
+    // The trusted certificate put beside another signer's signature (its annotation rewritten in the `.sig`
+    // manifest): the signature does not verify under the certificate's key.
+    const forged = (await push('forged')).digest;
+    await cosignSign(`${image}@${forged}`, cases[2]?.pair as never, {});
+    const sigUrl = `${env.registry.url}/v2/${repository}/manifests/${signatureTag(forged)}`;
+    const manifest = (await (
+      await fetch(sigUrl, { headers: { accept: 'application/vnd.oci.image.manifest.v1+json' } })
+    ).json()) as { layers: { annotations: Record<string, string> }[] };
+    const layer = manifest.layers[0];
+    if (!layer) throw new Error('no signature layer');
+    const { readFile } = await import('node:fs/promises');
+    layer.annotations[CERTIFICATE_ANNOTATION] = await readFile(release.certificateFile, 'utf8');
+    const put = await fetch(sigUrl, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/vnd.oci.image.manifest.v1+json' },
+      body: JSON.stringify(manifest),
+    });
+    expect(put.status).toBe(201);
+    expect(await refusal(pem.verify(forged))).toContain('signature verification failed');
+    // The signature's own certificate, expired since (no log says when it signed, so it must be valid now).
+    const lapsed = (await push('lapsed')).digest;
+    await cosignSign(`${image}@${lapsed}`, release, {});
+    const lapsedUrl = `${env.registry.url}/v2/${repository}/manifests/${signatureTag(lapsed)}`;
+    const lapsedManifest = (await (
+      await fetch(lapsedUrl, { headers: { accept: 'application/vnd.oci.image.manifest.v1+json' } })
+    ).json()) as typeof manifest;
+    const lapsedLayer = lapsedManifest.layers[0];
+    if (!lapsedLayer) throw new Error('no signature layer');
+    lapsedLayer.annotations[CERTIFICATE_ANNOTATION] = await ca.expired(release);
+    const putLapsed = await fetch(lapsedUrl, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/vnd.oci.image.manifest.v1+json' },
+      body: JSON.stringify(lapsedManifest),
+    });
+    expect(putLapsed.status).toBe(201);
+    expect(await refusal(pem.verify(lapsed))).toContain(
+      'certificate is not valid or expired at the specified date',
+    );
+    expect(await cosignVerifies(`${image}@${lapsed}`, ca, subject, issuer)).toBe(false);
+    // A certificate annotation that is no certificate: refused as such.
+    layer.annotations[CERTIFICATE_ANNOTATION] =
+      '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n';
+    await fetch(sigUrl, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/vnd.oci.image.manifest.v1+json' },
+      body: JSON.stringify(manifest),
+    });
+    expect(await refusal(pem.verify(forged))).toContain('has a certificate that cannot be read');
+
+    // Keys only: a keyless signature is named as such. Keys and keyless together: either signer is accepted.
+    const keyed = await cosignKeyPair();
+    const keysOnly = await createArtifactPoller({
+      kind: 'image',
+      source: registrySource.parse({
+        name: 'web',
+        image,
+        insecure: true,
+        verify: { provider: 'cosign', keys: [keyed.publicKey] },
+      }),
+    });
+    const keysOnlyCheck = (digest: string) =>
+      keysOnly.verifier?.verify(digest) ?? Promise.reject(new Error('no verifier'));
+    expect(await refusal(keysOnlyCheck(digests.false as string))).toContain(
+      'is made with a certificate (keyless), and verify.keyless is not set',
+    );
+    expect(await refusal(keysOnlyCheck(digests.true as string))).toContain(
+      'is keyless (a certificate), and verify.keyless is not set',
+    );
+    const both = await verifierOf({ trustedRoot: ca.chainPem, identities: allowed }, [keyed.publicKey]);
+    const byKey = (await push('by-key')).digest;
+    await cosignSign(`${image}@${byKey}`, keyed);
+    expect(await both.verify(byKey)).toEqual({ key: `cosign ${keyId(createPublicKey(keyed.publicKey))}` });
+    expect(await both.verify(digests.true as string)).toEqual(signer);
+
+    // A root with nothing trusted in it, and a private key where the root belongs: said when the check runs.
+    const rootless = await verifierOf({ trustedRoot: release.publicKey, identities: allowed });
+    expect(await rootless.verify(digests.false as string).catch((e: Error) => e.message)).toContain(
+      'neither a Sigstore trusted root (JSON) nor PEM certificates',
+    );
   });
 
   it('a registry that fails during a check (500, 429, hung) refuses nothing and accepts nothing; the next check works', async () => {

@@ -68,14 +68,252 @@ export async function cosignImportedKeyPair(privatePem: string): Promise<CosignK
   };
 }
 
+/** A key pair with the certificate a certificate authority issued for it: what a keyless signer signs with. */
+export interface CertifiedKeyPair extends CosignKeyPair {
+  certificateFile: string;
+  /** The issuing intermediate and the root, as `cosign sign --certificate-chain` takes them. */
+  chainFile: string;
+}
+
+/** A certificate authority of its own (a root and an intermediate, made by openssl), as an operator runs one. */
+export interface CertificateAuthority {
+  dir: string;
+  /** The root's certificate (PEM). */
+  rootPem: string;
+  /** The intermediate's and the root's certificates (PEM): what `verify.keyless.trustedRoot` takes. */
+  chainPem: string;
+  /** The same as a Sigstore trusted root (trusted_root.json), written by `cosign trusted-root create`. */
+  trustedRoot(): Promise<string>;
+  /**
+   * A new key pair and a code-signing certificate for it, shaped as Fulcio issues them: `subject` in the subject
+   * alternative name (an e-mail address, or a URI when it has a scheme), `issuer` in Fulcio's OIDC issuer extensions
+   * (1.3.6.1.4.1.57264.1.1 and .8).
+   */
+  issue(subject: string, issuer: string): Promise<CertifiedKeyPair>;
+  /**
+   * Another certificate for the same key and identity whose validity ended yesterday (cosign signs with no expired
+   * certificate: a test puts it beside a signature made while the first was valid).
+   */
+  expired(pair: CertifiedKeyPair): Promise<string>;
+}
+
+const openssl = (args: string[], cwd: string) => run('openssl', args, { cwd });
+
+/** A new certificate authority (ECDSA P-256 root and intermediate, as Fulcio's). */
+export async function certificateAuthority(): Promise<CertificateAuthority> {
+  const dir = await mkdtemp(join(tmpdir(), 'mooring-ca-'));
+  await writeFile(
+    join(dir, 'ext.cnf'),
+    [
+      '[inter]',
+      'basicConstraints=critical,CA:TRUE,pathlen:0',
+      'keyUsage=critical,keyCertSign,cRLSign',
+      'subjectKeyIdentifier=hash',
+      'authorityKeyIdentifier=keyid',
+      'extendedKeyUsage=codeSigning',
+      '',
+    ].join('\n'),
+  );
+  const ecKey = async (name: string) => {
+    await openssl(['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', `${name}.ec`], dir);
+    await openssl(['pkcs8', '-topk8', '-nocrypt', '-in', `${name}.ec`, '-out', `${name}.key`], dir);
+  };
+  await ecKey('root');
+  await openssl(
+    [
+      'req',
+      '-x509',
+      '-new',
+      '-key',
+      'root.key',
+      '-subj',
+      '/O=mooring tests/CN=root',
+      '-days',
+      '30',
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign',
+      '-out',
+      'root.pem',
+    ],
+    dir,
+  );
+  await ecKey('inter');
+  await openssl(
+    ['req', '-new', '-key', 'inter.key', '-subj', '/O=mooring tests/CN=intermediate', '-out', 'inter.csr'],
+    dir,
+  );
+  await openssl(
+    [
+      'x509',
+      '-req',
+      '-in',
+      'inter.csr',
+      '-CA',
+      'root.pem',
+      '-CAkey',
+      'root.key',
+      '-CAcreateserial',
+      '-days',
+      '30',
+      '-extfile',
+      'ext.cnf',
+      '-extensions',
+      'inter',
+      '-out',
+      'inter.pem',
+    ],
+    dir,
+  );
+  const rootPem = await readFile(join(dir, 'root.pem'), 'utf8');
+  const chainPem = (await readFile(join(dir, 'inter.pem'), 'utf8')) + rootPem;
+  await writeFile(join(dir, 'chain.pem'), chainPem);
+  let issued = 0;
+  return {
+    dir,
+    rootPem,
+    chainPem,
+    async trustedRoot() {
+      await run(
+        await cosign(),
+        [
+          'trusted-root',
+          'create',
+          '--fulcio',
+          'url=https://fulcio.test,certificate-chain=chain.pem',
+          '--out',
+          'trusted_root.json',
+        ],
+        { cwd: dir, env: env(dir) },
+      );
+      return readFile(join(dir, 'trusted_root.json'), 'utf8');
+    },
+    async issue(subject, issuer) {
+      const n = `leaf${++issued}`;
+      await ecKey(n);
+      const pair = await cosignImportedKeyPair(await readFile(join(dir, `${n}.key`), 'utf8'));
+      await writeFile(
+        join(dir, `${n}.cnf`),
+        [
+          '[leaf]',
+          'basicConstraints=critical,CA:FALSE',
+          'keyUsage=critical,digitalSignature',
+          'extendedKeyUsage=codeSigning',
+          'subjectKeyIdentifier=hash',
+          'authorityKeyIdentifier=keyid',
+          `subjectAltName=critical,${subject.includes('://') ? 'URI' : 'email'}:${subject}`,
+          // Fulcio writes the issuer twice: raw (the first OID, which cosign's `.sig` check reads) and as a DER string.
+          `1.3.6.1.4.1.57264.1.1=DER:${Buffer.from(issuer).toString('hex')}`,
+          `1.3.6.1.4.1.57264.1.8=ASN1:UTF8String:${issuer}`,
+          '',
+        ].join('\n'),
+      );
+      await openssl(
+        ['req', '-new', '-key', `${n}.key`, '-subj', '/O=mooring tests', '-out', `${n}.csr`],
+        dir,
+      );
+      await openssl(
+        [
+          'x509',
+          '-req',
+          '-in',
+          `${n}.csr`,
+          '-CA',
+          'inter.pem',
+          '-CAkey',
+          'inter.key',
+          '-CAcreateserial',
+          '-days',
+          '1',
+          '-extfile',
+          `${n}.cnf`,
+          '-extensions',
+          'leaf',
+          '-out',
+          `${n}.pem`,
+        ],
+        dir,
+      );
+      return { ...pair, certificateFile: join(dir, `${n}.pem`), chainFile: join(dir, 'chain.pem') };
+    },
+    async expired(pair) {
+      const n = pair.certificateFile.slice(dir.length + 1, -'.pem'.length);
+      await openssl(
+        [
+          'x509',
+          '-req',
+          '-in',
+          `${n}.csr`,
+          '-CA',
+          'inter.pem',
+          '-CAkey',
+          'inter.key',
+          '-CAcreateserial',
+          '-days',
+          '-1',
+          '-extfile',
+          `${n}.cnf`,
+          '-extensions',
+          'leaf',
+          '-out',
+          `${n}-expired.pem`,
+        ],
+        dir,
+      );
+      return readFile(join(dir, `${n}-expired.pem`), 'utf8');
+    },
+  };
+}
+
+/**
+ * Whether `cosign verify` (the reference verifier) accepts `reference` as signed with a certificate of `chainFile`'s
+ * CA for `subject` and `issuer` (no transparency log, no SCT: a private CA has neither).
+ */
+export async function cosignVerifies(
+  reference: string,
+  ca: CertificateAuthority,
+  subject: string,
+  issuer: string,
+  options: { bundle?: boolean } = {},
+): Promise<boolean> {
+  const trust = options.bundle
+    ? ['--new-bundle-format', '--trusted-root', join(ca.dir, 'trusted_root.json')]
+    : ['--certificate-chain', join(ca.dir, 'chain.pem')];
+  if (options.bundle) await ca.trustedRoot();
+  try {
+    await run(
+      await cosign(),
+      [
+        'verify',
+        ...trust,
+        '--certificate-identity',
+        subject,
+        '--certificate-oidc-issuer',
+        issuer,
+        '--insecure-ignore-tlog',
+        '--insecure-ignore-sct',
+        '--allow-http-registry',
+        '--allow-insecure-registry',
+        reference,
+      ],
+      { cwd: ca.dir, env: env(ca.dir), timeout: 120_000 },
+    );
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Signs `reference` (`host/repository@sha256:…`) with the key pair, as `cosign sign --key` does without a
  * transparency log; the signature goes to the same plain-HTTP registry, in cosign's `.sig` layout or (`bundle`)
- * as a Sigstore bundle.
+ * as a Sigstore bundle. A certified pair signs keyless-style: its certificate and chain go with the signature
+ * (`--certificate`, `--certificate-chain`), as when Fulcio issued it.
  */
 export async function cosignSign(
   reference: string,
-  pair: CosignKeyPair,
+  pair: CosignKeyPair | CertifiedKeyPair,
   options: { bundle?: boolean } = {},
 ): Promise<void> {
   await run(
@@ -84,6 +322,9 @@ export async function cosignSign(
       'sign',
       // cosign 3's default: a Sigstore bundle kept as an OCI 1.1 referrer of the image (its fallback tag here).
       ...(options.bundle ? ['--new-bundle-format'] : []),
+      ...('certificateFile' in pair
+        ? ['--certificate', pair.certificateFile, '--certificate-chain', pair.chainFile]
+        : []),
       '--key',
       pair.keyFile,
       '--tlog-upload=false',

@@ -11,7 +11,7 @@ import { createHash, createPublicKey, verify as cryptoVerify, type KeyObject } f
 import ssh2 from 'ssh2';
 import { StalledError } from '../../errors.ts';
 import { fingerprint } from '../../http/known-hosts.ts';
-import { type KeyRef, SignatureVerdicts } from '../trusted-keys.ts';
+import { type KeyRef, keyTexts, SignatureVerdicts } from '../trusted-keys.ts';
 
 /** Who signed a commit, as releases record it and messages name it. */
 export interface CommitSigner {
@@ -348,6 +348,6 @@ async function verifyOpenpgp(
 /** A Git source's signature checks (trusted-keys.ts): its keys parsed by readTrustedKeys. */
 export class CommitVerifier extends SignatureVerdicts<TrustedKeys, CommitSigner> {
   constructor(source: string, keys: readonly KeyRef[]) {
-    super(`sources.git ${source} verify.keys`, keys, readTrustedKeys);
+    super(() => keyTexts(keys, `sources.git ${source} verify.keys`), readTrustedKeys);
   }
 }

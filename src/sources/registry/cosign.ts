@@ -8,18 +8,24 @@
 //   statement of cosign's signing predicate whose subject is the digest.
 // Either way the signed content must name the very digest asked about (a signature copied from another image is
 // refused), and the signature is checked by @sigstore/verify under the trusted key (a simple-signing payload as a
-// message signature; Ed25519 ones, which cosign makes as Ed25519ph, by @noble/curves).
+// message signature; Ed25519 ones, which cosign makes as Ed25519ph, by @noble/curves), or (keyless) under the key of
+// the certificate that comes with it (the `.sig` layer's `dev.sigstore.cosign/certificate` annotation, the bundle's
+// certificate), which must chain to the operator's trusted root and name an allowed identity (OIDC issuer and
+// subject). Only the trusted root's certificates make a chain: the chain a publisher sends along is not read.
 //
 // Nothing read is trusted before the check: manifests are bounded by the registry client (layers, annotations),
 // payloads and bundles are read only up to their bounds and checked against their digests, and at most
 // MAX_SIGNATURES of each layout are looked at.
 import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
+import type { SignedEntity, Signer, TrustMaterial } from '@sigstore/verify';
+import type { ArtifactVerify, KeylessIdentity } from '../../config/schema-sources.ts';
 import { StalledError } from '../../errors.ts';
-import { type KeyRef, type KeyText, SignatureVerdicts } from '../trusted-keys.ts';
+import { type KeyText, keyTexts, SignatureVerdicts } from '../trusted-keys.ts';
 import type { RegistryClient } from './client.ts';
 
 export const SIMPLE_SIGNING = 'application/vnd.dev.cosign.simplesigning.v1+json';
 export const SIGNATURE_ANNOTATION = 'dev.cosignproject.cosign/signature';
+export const CERTIFICATE_ANNOTATION = 'dev.sigstore.cosign/certificate';
 const SIGNATURE_TYPE = 'cosign container image signature';
 const MAX_PAYLOAD_BYTES = 64 * 1024;
 export const SIGSTORE_BUNDLE = 'application/vnd.dev.sigstore.bundle.v0.3+json';
@@ -37,8 +43,27 @@ export interface CosignKey {
 
 /** Who signed an artifact's digest, as releases record it. */
 export interface ArtifactSigner {
-  /** `cosign SHA256:…` */
+  /** `cosign SHA256:…`, or for a certificate `cosign release@example.com (issuer https://…)` */
   key: string;
+}
+
+/** Certificates an operator trusts to sign artifacts (keyless), and whom. */
+export interface KeylessTrust {
+  material: TrustMaterial;
+  identities: readonly KeylessIdentity[];
+  /**
+   * Whether the root names transparency logs or timestamp authorities: a signature must then carry a time they
+   * vouch for, at which its certificate was valid. Without them (a private CA), the certificate must be valid now.
+   */
+  timestamped: boolean;
+  /** How messages name the root (`sources.registry web verify.keyless.trustedRoot`, `file /etc/…`). */
+  origin: string;
+}
+
+/** What a source with `verify` trusts: keys, certificates of a trusted root, or both. */
+export interface CosignTrust {
+  keys: readonly CosignKey[];
+  keyless?: KeylessTrust | undefined;
 }
 
 /** A digest refused for want of a signature by a trusted key: not deployed, and said so in the sync's status. */
@@ -89,9 +114,152 @@ export async function readCosignKeys(texts: readonly KeyText[]): Promise<CosignK
   return keys;
 }
 
-/** How messages name the keys a refusal expected. */
-export function keyNames(keys: readonly CosignKey[]): string {
-  return keys.map((k) => `cosign ${k.id}`).join(', ');
+const END_OF_TIME = new Date(8_640_000_000_000_000);
+
+/**
+ * The trusted root of `verify.keyless`: a Sigstore trusted root (trusted_root.json, as `cosign trusted-root create`
+ * writes it, with its certificate authorities and any transparency logs, CT logs and timestamp authorities), or PEM
+ * certificates (a private CA: its root and intermediates).
+ */
+export async function readTrustedRoot(
+  { text, origin }: KeyText,
+  identities: readonly KeylessIdentity[],
+): Promise<KeylessTrust> {
+  const { toTrustMaterial } = await import('@sigstore/verify');
+  if (text.trimStart().startsWith('{')) {
+    const { TrustedRoot } = await import('@sigstore/protobuf-specs');
+    let material: TrustMaterial;
+    try {
+      material = toTrustMaterial(TrustedRoot.fromJSON(JSON.parse(text)));
+    } catch (error) {
+      throw new StalledError(
+        `${origin}: not a Sigstore trusted root (${(error as Error).message.slice(0, 200)})`,
+      );
+    }
+    if (material.certificateAuthorities.length === 0)
+      throw new StalledError(`${origin}: the trusted root names no certificate authority`);
+    return {
+      material,
+      identities,
+      timestamped: material.tlogs.length + material.timestampAuthorities.length > 0,
+      origin,
+    };
+  }
+  const { X509Certificate } = await import('@sigstore/core');
+  const certificates: InstanceType<typeof X509Certificate>[] = [];
+  for (const block of text.matchAll(PEM_BLOCK)) {
+    const label = block[1] ?? '';
+    if (label.includes('PRIVATE'))
+      throw new StalledError(`${origin} holds a private key (${label}): give the CA's certificates only`);
+    if (label !== 'CERTIFICATE') continue;
+    try {
+      certificates.push(X509Certificate.parse(Buffer.from((block[2] ?? '').replace(/\s+/g, ''), 'base64')));
+    } catch (error) {
+      throw new StalledError(`${origin}: not a certificate (${(error as Error).message.slice(0, 200)})`);
+    }
+  }
+  if (certificates.length === 0)
+    throw new StalledError(
+      `${origin}: neither a Sigstore trusted root (JSON) nor PEM certificates (-----BEGIN CERTIFICATE-----)`,
+    );
+  if (!certificates.some((c) => c.subject.equals(c.issuer)))
+    throw new StalledError(`${origin}: no root certificate (self-signed) among its certificates`);
+  return {
+    material: {
+      certificateAuthorities: [
+        { certChain: certificates, validFor: { start: new Date(0), end: END_OF_TIME } },
+      ],
+      timestampAuthorities: [],
+      tlogs: [],
+      ctlogs: [],
+      publicKey: () => {
+        throw new StalledError(`${origin} holds no keys`);
+      },
+    },
+    identities,
+    timestamped: false,
+    origin,
+  };
+}
+
+/** How messages name an identity of `verify.keyless`. */
+function identityName(identity: KeylessIdentity): string {
+  const subject = identity.subject ?? `/${identity.subjectRegExp}/`;
+  const issuer = identity.issuer ?? `/${identity.issuerRegExp}/`;
+  return `${subject} (issuer ${issuer})`;
+}
+
+/** Whether a certificate's subject and issuer are those of an identity (regular expressions match all of them). */
+function identityAllows(identity: KeylessIdentity, subject: string, issuer: string): boolean {
+  const matches = (exact: string | undefined, pattern: string | undefined, value: string) =>
+    exact !== undefined ? exact === value : new RegExp(`^(?:${pattern})$`, 'u').test(value);
+  return (
+    matches(identity.subject, identity.subjectRegExp, subject) &&
+    matches(identity.issuer, identity.issuerRegExp, issuer)
+  );
+}
+
+/** How messages name what a refusal expected. */
+export function keyNames(trust: CosignTrust): string {
+  const names = trust.keys.map((k) => `cosign ${k.id}`);
+  if (trust.keyless)
+    names.push(
+      `a certificate of ${trust.keyless.origin} for ${trust.keyless.identities.map(identityName).join(' or ')}`,
+    );
+  return names.join(', ');
+}
+
+/**
+ * The signer of a signed entity (a bundle's, or one built from a `.sig` layer) whose key is a certificate, or why
+ * it is refused: the certificate must chain to the trusted root at a time the root's logs or timestamp authorities
+ * vouch for (or, without them, now), the signature verify under its key, and its identity be allowed.
+ */
+async function verifyCertificate(
+  entity: SignedEntity,
+  trust: KeylessTrust,
+): Promise<ArtifactSigner | string> {
+  const { Verifier } = await import('@sigstore/verify');
+  const material = trust.material;
+  let checked = entity;
+  if (!trust.timestamped) {
+    // A private CA has no log: the time of this check stands as the signing time (as `cosign verify` does with a
+    // certificate and no transparency log), so an expired certificate is refused.
+    checked = {
+      ...entity,
+      tlogEntries: [],
+      timestamps: [
+        {
+          $case: 'transparency-log',
+          tlogEntry: {
+            logIndex: '0',
+            logId: { keyId: Buffer.from('now') },
+            kindVersion: { kind: 'hashedrekord', version: '0.0.1' },
+            integratedTime: String(Math.floor(Date.now() / 1000)),
+            inclusionPromise: { signedEntryTimestamp: Buffer.alloc(0) },
+            inclusionProof: undefined,
+            canonicalizedBody: Buffer.alloc(0),
+          },
+        },
+      ],
+    };
+  }
+  let signer: Signer;
+  try {
+    signer = new Verifier(material, {
+      tlogThreshold: trust.timestamped && material.tlogs.length > 0 ? 1 : 0,
+      ctlogThreshold: material.ctlogs.length > 0 ? 1 : 0,
+      timestampThreshold: 1,
+    }).verify(checked);
+  } catch (error) {
+    const cause = (error as { cause?: { message?: string } }).cause?.message;
+    return `is refused by ${trust.origin} (${(error as Error).message.slice(0, 160)}${cause ? `: ${cause.slice(0, 120)}` : ''})`;
+  }
+  const subject = signer.identity?.subjectAlternativeName ?? '';
+  const issuer = signer.identity?.extensions?.issuer ?? '';
+  const name = `${subject || 'no subject'} (issuer ${issuer || 'none'})`;
+  if (!trust.identities.some((identity) => identityAllows(identity, subject, issuer)))
+    return `is signed with a certificate for ${name.slice(0, 300)}, an identity verify.keyless does not allow`;
+  return { key: `cosign ${name}` };
 }
 
 /**
@@ -105,20 +273,22 @@ export async function verifyCosign(
   client: RegistryClient,
   repository: string,
   digest: string,
-  keys: readonly CosignKey[],
+  trust: CosignTrust,
   label: string,
 ): Promise<ArtifactSigner> {
-  const expected = `expected a cosign signature by ${keyNames(keys)}`;
+  const expected = `expected a cosign signature by ${keyNames(trust)}`;
   const reasons: string[] = [];
-  const tagged = await tagSignatures(client, repository, digest, keys, reasons);
+  const tagged = await tagSignatures(client, repository, digest, trust, reasons);
   if (tagged.signer) return tagged.signer;
-  const bundled = await bundleSignatures(client, repository, digest, keys, reasons);
+  const bundled = await bundleSignatures(client, repository, digest, trust, reasons);
   if (bundled.signer) return bundled.signer;
   if (!tagged.found && !bundled.found)
     throw new SignatureRefusal(
       `${label} is not signed (no ${signatureTag(digest).slice(0, 19)}….sig and no Sigstore bundle in the registry): ${expected}`,
     );
-  throw new SignatureRefusal(`${label} is not signed by a trusted key: ${reasons.join('; ')}; ${expected}`);
+  throw new SignatureRefusal(
+    `${label} is not signed by a trusted ${trust.keyless ? 'key or certificate' : 'key'}: ${reasons.join('; ')}; ${expected}`,
+  );
 }
 
 interface Found {
@@ -132,7 +302,7 @@ async function tagSignatures(
   client: RegistryClient,
   repository: string,
   digest: string,
-  keys: readonly CosignKey[],
+  trust: CosignTrust,
   reasons: string[],
 ): Promise<Found> {
   const tag = signatureTag(digest);
@@ -163,9 +333,26 @@ async function tagSignatures(
       continue;
     }
     const signature = Buffer.from(encoded, 'base64');
-    const key = await firstVerifying(keys, payload, signature);
+    const key = await firstVerifying(trust.keys, payload, signature);
     if (key) return { found: true, signer: { key: `cosign ${key.id}` } };
-    reasons.push(`signature ${i + 1} verifies under none of the trusted keys`);
+    const certificate = layer.annotations?.[CERTIFICATE_ANNOTATION];
+    const keyless = trust.keyless;
+    if (certificate !== undefined && keyless) {
+      const verdict = await messageEntity(payload, signature, { certificate })
+        .then((entity) => verifyCertificate(entity, keyless))
+        .catch(
+          (error: unknown) =>
+            `has a certificate that cannot be read (${(error as Error).message.slice(0, 120)})`,
+        );
+      if (typeof verdict !== 'string') return { found: true, signer: verdict };
+      reasons.push(`signature ${i + 1} ${verdict}`);
+      continue;
+    }
+    reasons.push(
+      certificate !== undefined
+        ? `signature ${i + 1} is made with a certificate (keyless), and verify.keyless is not set; it verifies under none of the trusted keys`
+        : `signature ${i + 1} verifies under none of the trusted keys`,
+    );
   }
   return { found: true };
 }
@@ -179,7 +366,7 @@ async function bundleSignatures(
   client: RegistryClient,
   repository: string,
   digest: string,
-  keys: readonly CosignKey[],
+  trust: CosignTrust,
   reasons: string[],
 ): Promise<Found> {
   const referrers = (await client.referrers(repository, digest, SIGSTORE_BUNDLE)).slice(0, MAX_SIGNATURES);
@@ -212,8 +399,8 @@ async function bundleSignatures(
       reasons.push(`${n} ${text}`);
       continue;
     }
-    const verdict = await verifyBundle(text, digest, keys);
-    if (typeof verdict !== 'string') return { found, signer: { key: `cosign ${verdict.id}` } };
+    const verdict = await verifyBundle(text, digest, trust);
+    if (typeof verdict !== 'string') return { found, signer: verdict };
     reasons.push(`${n} ${verdict}`);
   }
   return { found };
@@ -234,12 +421,12 @@ async function readBlob(
   }
 }
 
-/** The key a bundle's signature of `digest` verifies under, or why it does not. */
+/** The signer of a bundle's signature of `digest` (a trusted key, or a certificate of the trusted root), or why not. */
 async function verifyBundle(
   text: Buffer,
   digest: string,
-  keys: readonly CosignKey[],
-): Promise<CosignKey | string> {
+  trust: CosignTrust,
+): Promise<ArtifactSigner | string> {
   const { bundleFromJSON } = await import('@sigstore/bundle');
   let bundle: ReturnType<typeof bundleFromJSON>;
   try {
@@ -262,15 +449,23 @@ async function verifyBundle(
   const subjects = Array.isArray(statement.subject) ? statement.subject.slice(0, 64) : [];
   if (!subjects.some((s) => (s as { digest?: { sha256?: unknown } } | null)?.digest?.sha256 === hex))
     return 'signs another digest';
-  if (bundle.verificationMaterial.content.$case !== 'publicKey')
-    return 'is keyless (a certificate): only signatures by trusted keys are verified';
+  const { Verifier, toSignedEntity } = await import('@sigstore/verify');
+  if (bundle.verificationMaterial.content.$case !== 'publicKey') {
+    if (!trust.keyless) return 'is keyless (a certificate), and verify.keyless is not set';
+    let entity: SignedEntity;
+    try {
+      entity = toSignedEntity(bundle);
+    } catch (error) {
+      return `has a certificate that cannot be read (${(error as Error).message.slice(0, 120)})`;
+    }
+    return verifyCertificate(entity, trust.keyless);
+  }
   // A key the operator gave is trusted as it is: log entries and timestamps the bundle carries are not asked for.
   const trusted = { ...bundle, verificationMaterial: { ...bundle.verificationMaterial, tlogEntries: [] } };
   delete (trusted.verificationMaterial as { timestampVerificationData?: unknown }).timestampVerificationData;
-  const { Verifier, toSignedEntity } = await import('@sigstore/verify');
   const entity = toSignedEntity(trusted);
   const signature = envelope.signatures[0]?.sig;
-  for (const candidate of keys) {
+  for (const candidate of trust.keys) {
     if (candidate.key.asymmetricKeyType === 'ed25519') {
       // DSSE's pre-authentication encoding, signed as cosign signs with an Ed25519 key (Ed25519ph).
       const type = Buffer.from(envelope.payloadType);
@@ -280,12 +475,13 @@ async function verifyBundle(
         Buffer.from(` ${envelope.payload.length} `),
         envelope.payload,
       ]);
-      if (signature && (await ed25519phVerifies(candidate.key, pae, signature))) return candidate;
+      if (signature && (await ed25519phVerifies(candidate.key, pae, signature)))
+        return { key: `cosign ${candidate.id}` };
       continue;
     }
     try {
       verifierOf(Verifier, candidate).verify(entity);
-      return candidate;
+      return { key: `cosign ${candidate.id}` };
     } catch {
       // not this key
     }
@@ -340,40 +536,58 @@ async function ed25519phVerifies(key: KeyObject, message: Buffer, signature: Buf
   }
 }
 
+/**
+ * A simple-signing payload and its signature as @sigstore/verify checks them: under the key named by `hint`, or
+ * under the key of a PEM `certificate` (which throws when it is no certificate).
+ */
+async function messageEntity(
+  payload: Buffer,
+  signature: Buffer,
+  key: { hint: string } | { certificate: string },
+): Promise<SignedEntity> {
+  const { toSignedEntity } = await import('@sigstore/verify');
+  const { HashAlgorithm } = await import('@sigstore/protobuf-specs');
+  let content: Parameters<typeof toSignedEntity>[0]['verificationMaterial']['content'];
+  if ('hint' in key) content = { $case: 'publicKey', publicKey: { hint: key.hint } };
+  else {
+    const block = /-----BEGIN CERTIFICATE-----([A-Za-z0-9+/=\s]+)-----END CERTIFICATE-----/.exec(
+      key.certificate,
+    );
+    if (!block) throw new Error(`${CERTIFICATE_ANNOTATION} is no PEM certificate`);
+    content = { $case: 'certificate', certificate: { rawBytes: Buffer.from(block[1] ?? '', 'base64') } };
+  }
+  return toSignedEntity(
+    {
+      mediaType: SIGSTORE_BUNDLE,
+      verificationMaterial: { content, tlogEntries: [], timestampVerificationData: undefined },
+      content: {
+        $case: 'messageSignature',
+        messageSignature: {
+          messageDigest: {
+            algorithm: HashAlgorithm.SHA2_256,
+            digest: createHash('sha256').update(payload).digest(),
+          },
+          signature,
+        },
+      },
+    },
+    payload,
+  );
+}
+
 /** The first key under which `signature` of `payload` verifies. */
 async function firstVerifying(
   keys: readonly CosignKey[],
   payload: Buffer,
   signature: Buffer,
 ): Promise<CosignKey | undefined> {
-  const { Verifier, toSignedEntity } = await import('@sigstore/verify');
-  const { HashAlgorithm } = await import('@sigstore/protobuf-specs');
+  const { Verifier } = await import('@sigstore/verify');
   for (const candidate of keys) {
     if (candidate.key.asymmetricKeyType === 'ed25519') {
       if (await ed25519phVerifies(candidate.key, payload, signature)) return candidate;
       continue;
     }
-    const entity = toSignedEntity(
-      {
-        mediaType: 'application/vnd.dev.sigstore.bundle.v0.3+json',
-        verificationMaterial: {
-          content: { $case: 'publicKey', publicKey: { hint: candidate.id } },
-          tlogEntries: [],
-          timestampVerificationData: undefined,
-        },
-        content: {
-          $case: 'messageSignature',
-          messageSignature: {
-            messageDigest: {
-              algorithm: HashAlgorithm.SHA2_256,
-              digest: createHash('sha256').update(payload).digest(),
-            },
-            signature,
-          },
-        },
-      },
-      payload,
-    );
+    const entity = await messageEntity(payload, signature, { hint: candidate.id });
     const verifier = verifierOf(Verifier, candidate);
     try {
       verifier.verify(entity);
@@ -398,25 +612,38 @@ export interface DigestVerifier {
  * about its keys (`sources.registry web`), `label` an artifact (`image host/web@sha256:0123…`).
  */
 export function cosignVerifier(
-  verify: { provider: 'cosign'; keys: readonly KeyRef[] } | undefined,
+  verify: ArtifactVerify | undefined,
   where: string,
   client: RegistryClient,
   repository: string,
   label: (digest: string) => string,
 ): DigestVerifier | undefined {
   if (!verify) return undefined;
-  const verdicts = new SignatureVerdicts<CosignKey[], ArtifactSigner>(
-    `${where} verify.keys`,
-    verify.keys,
-    readCosignKeys,
+  const keys = verify.keys ?? [];
+  const keyless = verify.keyless;
+  const verdicts = new SignatureVerdicts<CosignTrust, ArtifactSigner>(
+    async () => [
+      ...(await keyTexts(keys, `${where} verify.keys`)),
+      ...(keyless
+        ? (await keyTexts([keyless.trustedRoot], `${where} verify.keyless.trustedRoot`)).map((t) =>
+            typeof keyless.trustedRoot === 'string'
+              ? { ...t, origin: `${where} verify.keyless.trustedRoot` }
+              : t,
+          )
+        : []),
+    ],
+    async (texts) => ({
+      keys: await readCosignKeys(texts.slice(0, keys.length)),
+      keyless: keyless && (await readTrustedRoot(texts[keys.length] as KeyText, keyless.identities)),
+    }),
     false,
   );
   let refusal: string | undefined;
   return {
     async verify(digest) {
       try {
-        const signer = await verdicts.check(digest, (keys) =>
-          verifyCosign(client, repository, digest, keys, label(digest)),
+        const signer = await verdicts.check(digest, (trust) =>
+          verifyCosign(client, repository, digest, trust, label(digest)),
         );
         refusal = undefined;
         return signer;
