@@ -31,6 +31,7 @@ import {
 } from '../testbed/cosign.ts';
 import { FaultProxy } from '../testbed/fault-proxy.ts';
 import { pushArtifact, pushImage, pushLayers } from '../testbed/oci-push.ts';
+import { timestampAuthority } from '../testbed/timestamp-authority.ts';
 import {
   bareRepo,
   configMapManifest,
@@ -476,6 +477,87 @@ describe('signed artifacts (verify: cosign)', () => {
     expect(await rootless.verify(digests.false as string).catch((e: Error) => e.message)).toContain(
       'neither a Sigstore trusted root (JSON) nor PEM certificates',
     );
+  });
+
+  it('keyless with a timestamp authority: a certificate that lapsed after it signed is accepted by its timestamp; no timestamp, no acceptance', async () => {
+    const env = testbed();
+    const suffix = Date.now().toString(36);
+    const repository = `keyless-tsa-${suffix}/web`;
+    const image = `${env.registry.host}/${repository}`;
+    const push = (tag: string) =>
+      pushImage({ registry: env.registry.url, repository, tag, content: `build ${tag}` });
+    const ca = await certificateAuthority();
+    const tsa = await timestampAuthority(ca.dir);
+    try {
+      const issuer = 'https://token.ci.example.com';
+      const subject = 'release@example.com';
+      const identities = [{ issuer, subject }];
+      const signer = { key: `cosign ${subject} (issuer ${issuer})` };
+      const verifierOf = async (trustedRoot: string) => {
+        const poller = await createArtifactPoller({
+          kind: 'image',
+          source: registrySource.parse({
+            name: 'web',
+            image,
+            insecure: true,
+            verify: { provider: 'cosign', keyless: { trustedRoot, identities } },
+          }),
+        });
+        if (!poller.verifier) throw new Error('no verifier');
+        return poller.verifier;
+      };
+      const timestamped = await verifierOf(await ca.trustedRoot({ tsaChainFile: tsa.chainFile }));
+      const privateCa = await verifierOf(ca.chainPem);
+      // Certificates that last seconds, as Fulcio's last minutes: each signs (with a timestamp, and without) and
+      // lapses before the check.
+      const lapsing = await ca.issue(subject, issuer, { validSeconds: 4 });
+      const signedAt = Date.now();
+      const digests: Record<string, { stamped: string; bare: string }> = {};
+      for (const bundle of [false, true]) {
+        const stamped = (await push(`stamped-${bundle}`)).digest;
+        const bare = (await push(`bare-${bundle}`)).digest;
+        await cosignSign(`${image}@${stamped}`, lapsing, { bundle, timestampServer: tsa.url });
+        await cosignSign(`${image}@${bare}`, lapsing, { bundle });
+        digests[String(bundle)] = { stamped, bare };
+      }
+      expect(Date.now() - signedAt, "signed within the certificate's seconds").toBeLessThan(4_000);
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, signedAt + 5_000 - Date.now())));
+      for (const bundle of [false, true]) {
+        const { stamped, bare } = digests[String(bundle)] as { stamped: string; bare: string };
+        // The timestamp authority vouches that it signed while its certificate was valid: accepted, as cosign
+        // verify accepts it.
+        expect(await timestamped.verify(stamped), `bundle ${bundle}`).toEqual(signer);
+        expect(
+          await cosignVerifies(`${image}@${stamped}`, ca, subject, issuer, {
+            bundle,
+            tsaChainFile: tsa.chainFile,
+          }),
+        ).toBe(true);
+        // Without a timestamp, a root that names a timestamp authority accepts nothing.
+        expect(await refusal(timestamped.verify(bare)), `bundle ${bundle}`).toContain(
+          'expected 1 timestamps, got 0',
+        );
+        // A root without one (a private CA) checks the certificate now: it has lapsed.
+        expect(await refusal(privateCa.verify(stamped)), `bundle ${bundle}`).toContain(
+          'certificate is not valid or expired at the specified date',
+        );
+      }
+      // A timestamp from an authority the root does not name: refused.
+      const otherCa = await certificateAuthority();
+      const otherTsa = await timestampAuthority(otherCa.dir);
+      try {
+        const elsewhere = (await push('elsewhere')).digest;
+        await cosignSign(`${image}@${elsewhere}`, await ca.issue(subject, issuer), {
+          bundle: true,
+          timestampServer: otherTsa.url,
+        });
+        expect(await refusal(timestamped.verify(elsewhere))).toContain('(timestamp could not be verified)');
+      } finally {
+        await otherTsa.close();
+      }
+    } finally {
+      await tsa.close();
+    }
   });
 
   it('a registry that fails during a check (500, 429, hung) refuses nothing and accepts nothing; the next check works', async () => {

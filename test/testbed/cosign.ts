@@ -82,14 +82,17 @@ export interface CertificateAuthority {
   rootPem: string;
   /** The intermediate's and the root's certificates (PEM): what `verify.keyless.trustedRoot` takes. */
   chainPem: string;
-  /** The same as a Sigstore trusted root (trusted_root.json), written by `cosign trusted-root create`. */
-  trustedRoot(): Promise<string>;
+  /**
+   * The same as a Sigstore trusted root (trusted_root.json, in `dir`), written by `cosign trusted-root create`;
+   * with the certificate chain of a timestamp authority (`tsaChainFile`) when given.
+   */
+  trustedRoot(options?: { tsaChainFile?: string }): Promise<string>;
   /**
    * A new key pair and a code-signing certificate for it, shaped as Fulcio issues them: `subject` in the subject
    * alternative name (an e-mail address, or a URI when it has a scheme), `issuer` in Fulcio's OIDC issuer extensions
-   * (1.3.6.1.4.1.57264.1.1 and .8).
+   * (1.3.6.1.4.1.57264.1.1 and .8), valid for a day or `validSeconds` (Fulcio's last ten minutes).
    */
-  issue(subject: string, issuer: string): Promise<CertifiedKeyPair>;
+  issue(subject: string, issuer: string, options?: { validSeconds?: number }): Promise<CertifiedKeyPair>;
   /**
    * Another certificate for the same key and identity whose validity ended yesterday (cosign signs with no expired
    * certificate: a test puts it beside a signature made while the first was valid).
@@ -102,6 +105,9 @@ const openssl = (args: string[], cwd: string) => run('openssl', args, { cwd });
 /** A new certificate authority (ECDSA P-256 root and intermediate, as Fulcio's). */
 export async function certificateAuthority(): Promise<CertificateAuthority> {
   const dir = await mkdtemp(join(tmpdir(), 'mooring-ca-'));
+  // The trusted root says the CA was valid from its making (`cosign trusted-root create` would say: from the
+  // root's writing, after some signatures).
+  const since = `${new Date(Math.floor(Date.now() / 1000) * 1000).toISOString().slice(0, 19)}Z`;
   await writeFile(
     join(dir, 'ext.cnf'),
     [
@@ -169,19 +175,73 @@ export async function certificateAuthority(): Promise<CertificateAuthority> {
   const rootPem = await readFile(join(dir, 'root.pem'), 'utf8');
   const chainPem = (await readFile(join(dir, 'inter.pem'), 'utf8')) + rootPem;
   await writeFile(join(dir, 'chain.pem'), chainPem);
+  // `openssl ca` signs leaves: it alone takes exact validity times (a certificate that lapses in seconds).
+  await writeFile(
+    join(dir, 'ca.cnf'),
+    [
+      '[ca]',
+      'default_ca = own',
+      '[own]',
+      `database = ${join(dir, 'index.txt')}`,
+      `new_certs_dir = ${dir}`,
+      `serial = ${join(dir, 'leaf.serial')}`,
+      'default_md = sha256',
+      'policy = any',
+      'unique_subject = no',
+      '[any]',
+      'organizationName = optional',
+      '',
+    ].join('\n'),
+  );
+  await writeFile(join(dir, 'index.txt'), '');
+  await writeFile(join(dir, 'leaf.serial'), '1000\n');
+  const time = (date: Date) => `${date.toISOString().replace(/[-:T]/g, '').slice(0, 14)}Z`;
+  const leaf = (n: string, out: string, start: Date, end: Date) =>
+    openssl(
+      [
+        'ca',
+        '-batch',
+        '-notext',
+        '-config',
+        'ca.cnf',
+        '-cert',
+        'inter.pem',
+        '-keyfile',
+        'inter.key',
+        '-in',
+        `${n}.csr`,
+        '-out',
+        out,
+        '-startdate',
+        time(start),
+        '-enddate',
+        time(end),
+        '-extfile',
+        `${n}.cnf`,
+        '-extensions',
+        'leaf',
+      ],
+      dir,
+    );
   let issued = 0;
   return {
     dir,
     rootPem,
     chainPem,
-    async trustedRoot() {
+    async trustedRoot(options = {}) {
       await run(
         await cosign(),
         [
           'trusted-root',
           'create',
           '--fulcio',
-          'url=https://fulcio.test,certificate-chain=chain.pem',
+          `url=https://fulcio.test,certificate-chain=chain.pem,start-time=${since}`,
+          ...(options.tsaChainFile
+            ? [
+                '--tsa',
+                `url=https://timestamps.test,certificate-chain=${options.tsaChainFile},start-time=${since}`,
+              ]
+            : []),
           '--out',
           'trusted_root.json',
         ],
@@ -189,7 +249,7 @@ export async function certificateAuthority(): Promise<CertificateAuthority> {
       );
       return readFile(join(dir, 'trusted_root.json'), 'utf8');
     },
-    async issue(subject, issuer) {
+    async issue(subject, issuer, options = {}) {
       const n = `leaf${++issued}`;
       await ecKey(n);
       const pair = await cosignImportedKeyPair(await readFile(join(dir, `${n}.key`), 'utf8'));
@@ -213,54 +273,16 @@ export async function certificateAuthority(): Promise<CertificateAuthority> {
         ['req', '-new', '-key', `${n}.key`, '-subj', '/O=mooring tests', '-out', `${n}.csr`],
         dir,
       );
-      await openssl(
-        [
-          'x509',
-          '-req',
-          '-in',
-          `${n}.csr`,
-          '-CA',
-          'inter.pem',
-          '-CAkey',
-          'inter.key',
-          '-CAcreateserial',
-          '-days',
-          '1',
-          '-extfile',
-          `${n}.cnf`,
-          '-extensions',
-          'leaf',
-          '-out',
-          `${n}.pem`,
-        ],
-        dir,
-      );
+      // From this second on: the CA's own certificates start when they were made, and cosign checks the chain at
+      // the leaf's start.
+      const now = Date.now();
+      await leaf(n, `${n}.pem`, new Date(now), new Date(now + (options.validSeconds ?? 86_400) * 1000));
       return { ...pair, certificateFile: join(dir, `${n}.pem`), chainFile: join(dir, 'chain.pem') };
     },
     async expired(pair) {
       const n = pair.certificateFile.slice(dir.length + 1, -'.pem'.length);
-      await openssl(
-        [
-          'x509',
-          '-req',
-          '-in',
-          `${n}.csr`,
-          '-CA',
-          'inter.pem',
-          '-CAkey',
-          'inter.key',
-          '-CAcreateserial',
-          '-days',
-          '-1',
-          '-extfile',
-          `${n}.cnf`,
-          '-extensions',
-          'leaf',
-          '-out',
-          `${n}-expired.pem`,
-        ],
-        dir,
-      );
+      const now = Date.now();
+      await leaf(n, `${n}-expired.pem`, new Date(now - 2 * 86_400_000), new Date(now - 86_400_000));
       return readFile(join(dir, `${n}-expired.pem`), 'utf8');
     },
   };
@@ -275,12 +297,23 @@ export async function cosignVerifies(
   ca: CertificateAuthority,
   subject: string,
   issuer: string,
-  options: { bundle?: boolean } = {},
+  options: { bundle?: boolean; tsaChainFile?: string } = {},
 ): Promise<boolean> {
   const trust = options.bundle
-    ? ['--new-bundle-format', '--trusted-root', join(ca.dir, 'trusted_root.json')]
-    : ['--certificate-chain', join(ca.dir, 'chain.pem')];
-  if (options.bundle) await ca.trustedRoot();
+    ? [
+        '--new-bundle-format',
+        '--trusted-root',
+        join(ca.dir, 'trusted_root.json'),
+        ...(options.tsaChainFile ? ['--use-signed-timestamps'] : []),
+      ]
+    : [
+        '--certificate-chain',
+        join(ca.dir, 'chain.pem'),
+        ...(options.tsaChainFile
+          ? ['--timestamp-certificate-chain', options.tsaChainFile, '--use-signed-timestamps']
+          : []),
+      ];
+  if (options.bundle) await ca.trustedRoot(options);
   try {
     await run(
       await cosign(),
@@ -300,7 +333,8 @@ export async function cosignVerifies(
       { cwd: ca.dir, env: env(ca.dir), timeout: 120_000 },
     );
     return true;
-  } catch {
+  } catch (error) {
+    if (process.env.DEBUG_COSIGN) console.error((error as Error).message);
     return false;
   }
 }
@@ -314,7 +348,7 @@ export async function cosignVerifies(
 export async function cosignSign(
   reference: string,
   pair: CosignKeyPair | CertifiedKeyPair,
-  options: { bundle?: boolean } = {},
+  options: { bundle?: boolean; timestampServer?: string } = {},
 ): Promise<void> {
   await run(
     await cosign(),
@@ -322,6 +356,8 @@ export async function cosignSign(
       'sign',
       // cosign 3's default: a Sigstore bundle kept as an OCI 1.1 referrer of the image (its fallback tag here).
       ...(options.bundle ? ['--new-bundle-format'] : []),
+      // An RFC 3161 timestamp of the signature, from a timestamp authority (test/testbed/timestamp-authority.ts).
+      ...(options.timestampServer ? ['--timestamp-server-url', options.timestampServer] : []),
       ...('certificateFile' in pair
         ? ['--certificate', pair.certificateFile, '--certificate-chain', pair.chainFile]
         : []),

@@ -26,6 +26,9 @@ import type { RegistryClient } from './client.ts';
 export const SIMPLE_SIGNING = 'application/vnd.dev.cosign.simplesigning.v1+json';
 export const SIGNATURE_ANNOTATION = 'dev.cosignproject.cosign/signature';
 export const CERTIFICATE_ANNOTATION = 'dev.sigstore.cosign/certificate';
+/** A `.sig` layer's RFC 3161 timestamp of its signature (JSON: `{"SignedRFC3161Timestamp": base64 DER}`). */
+export const TIMESTAMP_ANNOTATION = 'dev.sigstore.cosign/rfc3161timestamp';
+const MAX_TIMESTAMP_BYTES = 16 * 1024;
 const SIGNATURE_TYPE = 'cosign container image signature';
 const MAX_PAYLOAD_BYTES = 64 * 1024;
 export const SIGSTORE_BUNDLE = 'application/vnd.dev.sigstore.bundle.v0.3+json';
@@ -338,7 +341,8 @@ async function tagSignatures(
     const certificate = layer.annotations?.[CERTIFICATE_ANNOTATION];
     const keyless = trust.keyless;
     if (certificate !== undefined && keyless) {
-      const verdict = await messageEntity(payload, signature, { certificate })
+      const timestamp = rfc3161(layer.annotations?.[TIMESTAMP_ANNOTATION]);
+      const verdict = await messageEntity(payload, signature, { certificate, timestamp })
         .then((entity) => verifyCertificate(entity, keyless))
         .catch(
           (error: unknown) =>
@@ -536,14 +540,27 @@ async function ed25519phVerifies(key: KeyObject, message: Buffer, signature: Buf
   }
 }
 
+/** The DER timestamp response of a `.sig` layer's timestamp annotation, when it holds one (bounded). */
+function rfc3161(annotation: string | undefined): Buffer | undefined {
+  if (annotation === undefined || annotation.length > MAX_TIMESTAMP_BYTES) return undefined;
+  try {
+    const encoded = (JSON.parse(annotation) as { SignedRFC3161Timestamp?: unknown }).SignedRFC3161Timestamp;
+    return typeof encoded === 'string' && /^[A-Za-z0-9+/]+={0,2}$/.test(encoded)
+      ? Buffer.from(encoded, 'base64')
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * A simple-signing payload and its signature as @sigstore/verify checks them: under the key named by `hint`, or
- * under the key of a PEM `certificate` (which throws when it is no certificate).
+ * under the key of a PEM `certificate` (which throws when it is no certificate), with its RFC 3161 `timestamp`.
  */
 async function messageEntity(
   payload: Buffer,
   signature: Buffer,
-  key: { hint: string } | { certificate: string },
+  key: { hint: string } | { certificate: string; timestamp?: Buffer | undefined },
 ): Promise<SignedEntity> {
   const { toSignedEntity } = await import('@sigstore/verify');
   const { HashAlgorithm } = await import('@sigstore/protobuf-specs');
@@ -559,7 +576,14 @@ async function messageEntity(
   return toSignedEntity(
     {
       mediaType: SIGSTORE_BUNDLE,
-      verificationMaterial: { content, tlogEntries: [], timestampVerificationData: undefined },
+      verificationMaterial: {
+        content,
+        tlogEntries: [],
+        timestampVerificationData:
+          'timestamp' in key && key.timestamp
+            ? { rfc3161Timestamps: [{ signedTimestamp: key.timestamp }] }
+            : undefined,
+      },
       content: {
         $case: 'messageSignature',
         messageSignature: {
