@@ -29,6 +29,7 @@ export const CERTIFICATE_ANNOTATION = 'dev.sigstore.cosign/certificate';
 /** A `.sig` layer's RFC 3161 timestamp of its signature (JSON: `{"SignedRFC3161Timestamp": base64 DER}`). */
 export const TIMESTAMP_ANNOTATION = 'dev.sigstore.cosign/rfc3161timestamp';
 const MAX_TIMESTAMP_BYTES = 16 * 1024;
+const REKOR_ANNOTATION = 'dev.sigstore.cosign/bundle';
 const SIGNATURE_TYPE = 'cosign container image signature';
 const MAX_PAYLOAD_BYTES = 64 * 1024;
 export const SIGSTORE_BUNDLE = 'application/vnd.dev.sigstore.bundle.v0.3+json';
@@ -349,7 +350,12 @@ async function tagSignatures(
             `has a certificate that cannot be read (${(error as Error).message.slice(0, 120)})`,
         );
       if (typeof verdict !== 'string') return { found: true, signer: verdict };
-      reasons.push(`signature ${i + 1} ${verdict}`);
+      // The `.sig` layout keeps a transparency log's entry in an annotation of its own shape, which is not read:
+      // a root that asks for a log entry is met by the bundle layout.
+      const logged = keyless.material.tlogs.length > 0 && layer.annotations?.[REKOR_ANNOTATION] !== undefined;
+      reasons.push(
+        `signature ${i + 1} ${verdict}${logged ? ` (its log entry, in ${REKOR_ANNOTATION}, is not read: sign with cosign's bundle format)` : ''}`,
+      );
       continue;
     }
     reasons.push(

@@ -5,7 +5,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { chartSource, ociSource, registrySource } from '../../../src/config/schema.ts';
-import { readCosignKeys } from '../../../src/sources/registry/cosign.ts';
+import { readCosignKeys, readTrustedRoot } from '../../../src/sources/registry/cosign.ts';
 
 const verify = { provider: 'cosign', keys: [{ file: '/etc/mooring/cosign.pub' }] };
 
@@ -72,5 +72,65 @@ describe('cosign keys', () => {
       (e: Error) => e.message,
     );
     expect(none).toContain('verify.keys[0]: no PEM public key');
+  });
+});
+
+describe('keyless verification', () => {
+  const keyless = {
+    trustedRoot: { file: '/etc/mooring/trusted_root.json' },
+    identities: [
+      { issuer: 'https://token.ci.example.com', subjectRegExp: 'https://ci\\.example\\.com/org/.*' },
+    ],
+  };
+  const parse = (v: unknown) => registrySource.safeParse({ name: 'web', image: 'x/web', verify: v });
+
+  it('takes a trusted root and identities, with or without keys; neither is refused', () => {
+    expect(parse({ provider: 'cosign', keyless }).success).toBe(true);
+    expect(parse({ ...verify, keyless }).success).toBe(true);
+    const neither = parse({ provider: 'cosign' });
+    expect(neither.error?.issues[0]?.message).toContain('give "keys", "keyless" or both');
+  });
+
+  it('asks each identity for one issuer and one subject, exact or as a valid regular expression', () => {
+    const identity = (i: unknown) => parse({ provider: 'cosign', keyless: { ...keyless, identities: [i] } });
+    const noIssuer = identity({ subject: 'release@example.com' });
+    expect(noIssuer.error?.issues[0]?.message).toBe('give exactly one of "issuer" or "issuerRegExp"');
+    expect(noIssuer.error?.issues[0]?.path).toEqual(['verify', 'keyless', 'identities', 0]);
+    const both = identity({ issuer: 'a', issuerRegExp: 'a', subject: 'b' });
+    expect(both.error?.issues[0]?.message).toBe('give exactly one of "issuer" or "issuerRegExp"');
+    const noSubject = identity({ issuer: 'a' });
+    expect(noSubject.error?.issues[0]?.message).toBe('give exactly one of "subject" or "subjectRegExp"');
+    const badPattern = identity({ issuer: 'a', subjectRegExp: '(' });
+    expect(badPattern.error?.issues[0]?.path).toEqual([
+      'verify',
+      'keyless',
+      'identities',
+      0,
+      'subjectRegExp',
+    ]);
+    expect(badPattern.error?.issues[0]?.message).toBe('is not a valid regular expression');
+    const none = parse({ provider: 'cosign', keyless: { ...keyless, identities: [] } });
+    expect(none.error?.issues[0]?.path).toEqual(['verify', 'keyless', 'identities']);
+  });
+
+  it('reads a trusted root as JSON or PEM certificates, and says what is wrong with one', async () => {
+    const origin = 'file /etc/mooring/root.pem';
+    const identities = keyless.identities;
+    const refusal = (text: string) =>
+      readTrustedRoot({ text, origin }, identities).then(
+        () => 'accepted',
+        (error: Error) => error.message,
+      );
+    expect(await refusal(privatePem)).toBe(
+      `${origin} holds a private key (PRIVATE KEY): give the CA's certificates only`,
+    );
+    expect(await refusal(publicPem)).toContain('neither a Sigstore trusted root (JSON) nor PEM certificates');
+    expect(await refusal('{"mediaType": "application/vnd.dev.sigstore.trustedroot+json;version=0.1"}')).toBe(
+      `${origin}: the trusted root names no certificate authority`,
+    );
+    expect(await refusal('{ not json')).toContain(`${origin}: not a Sigstore trusted root (`);
+    expect(await refusal('-----BEGIN CERTIFICATE-----\nMIIBAAAA\n-----END CERTIFICATE-----\n')).toContain(
+      `${origin}: not a certificate (`,
+    );
   });
 });
