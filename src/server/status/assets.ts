@@ -110,6 +110,7 @@ code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 0
 .state-drifted { background: var(--drifted); }
 .state-unknown { background: var(--unknown); }
 .message { display: block; color: var(--muted); font-size: 0.85em; margin-top: 0.25rem; max-width: 40rem; }
+.message.refused { color: var(--failed); }
 tr.details > td { background: var(--head); }
 details summary { cursor: pointer; color: var(--link); }
 details table { margin: 0.5rem 0 1rem; background: var(--bg); }
@@ -202,7 +203,7 @@ function rowsOf(view) {
   const main = el('tr', { 'data-deployment': view.name, 'data-state': stateOf(view) });
   main.append(
     el('td', {}, el('strong', { text: view.name }), el('span', { class: 'ns', text: view.namespace + (view.set ? ' · set ' + view.set : '') + (view.owner ? ' · replica ' + view.owner : '') })),
-    el('td', {}, stateBadge(view.state), el('span', { class: 'message', text: view.message }), ...(view.reporting || []).map((r) => el('span', { class: 'message', text: r }))),
+    el('td', {}, stateBadge(view.state), el('span', { class: 'message', text: view.message }), ...(view.reporting || []).map((r) => el('span', { class: 'message', text: r })), ...(view.refused ? [el('span', { class: 'message refused', text: 'refused since ' + when(view.refused.since) + ': ' + view.refused.description })] : [])),
     el('td', {}, view.revision ? link(short(view.revision.commit, 7), view.revision.url) : el('span', { text: '—' })),
     el('td', {}, ...view.images.map((i) => el('code', { title: i.image + '@' + i.digest, text: i.image + (i.tag ? ':' + i.tag : '') + '@' + short(i.digest, 19) }))),
     el('td', {}, el('span', { text: view.source.location }), el('span', { class: 'ns', text: view.source.ref || view.source.kind })),

@@ -57,6 +57,11 @@ export interface DeploymentView {
   set?: string | undefined;
   /** Why commit statuses of the last sync were not posted (a source annotation naming an unconfigured host). */
   reporting?: string[] | undefined;
+  /**
+   * A new digest of an artifact it follows that was refused (its signature does not verify) while the verified one
+   * keeps running: said until a new digest is deployed.
+   */
+  refused?: { description: string; since: string; digests: string[] } | undefined;
 }
 
 export interface BoardOptions {
@@ -239,12 +244,24 @@ export class StatusBoard implements SyncReporter {
     this.changed(v);
   }
 
+  artifactRefused(deployment: Deployment, _commit: string | undefined, description: string): void {
+    if (!this.keeping()) return;
+    const v = this.view(deployment.name);
+    if (!v) return;
+    v.refused = { description, since: this.now(), digests: v.images.map((i) => i.digest) };
+    this.changed(v);
+  }
+
   async finished(sync: SyncRequest, report: DeployReport, release: Release | undefined): Promise<void> {
     if (!this.keeping()) return;
     const d = sync.deployment;
     const v = this.view(d.name);
     if (!v) return;
     v.syncingSince = undefined;
+    // A refusal is over once another digest than those running when it was said is deployed.
+    const deployed = Object.values(sync.images).map((i) => i.digest);
+    if (v.refused && report.outcome !== 'cancelled' && deployed.some((x) => !v.refused?.digests.includes(x)))
+      v.refused = undefined;
     if (report.outcome === 'cancelled') {
       // Superseded or withdrawn: the next sync (or the ledger) says where the deployment is.
       v.state = v.releases[0]?.result === 'stable' ? 'synced' : v.state === 'syncing' ? 'unknown' : v.state;

@@ -130,6 +130,28 @@ describe('the status board', () => {
     expect(board.list()[0]?.state).toBe('suspended');
   });
 
+  it('shows a refused artifact beside the digest that keeps running, until another digest is deployed', async () => {
+    const board = new StatusBoard({ config: () => config });
+    const commit = 'c0ffee'.padEnd(40, '0');
+    await board.finished(sync('web', commit), report('stable'), release(7, commit));
+    const web = config.deployments.find((d) => d.name === 'web') as SyncRequest['deployment'];
+    const said = `image registry.test/web@sha256:${'b'.repeat(12)}… is not signed: expected a cosign signature by …`;
+    board.artifactRefused(web, commit, said);
+    const view = () => board.list().find((v) => v.name === 'web');
+    expect(view()?.refused).toMatchObject({ description: said, digests: [`sha256:${'a'.repeat(64)}`] });
+    expect(view()?.state).toBe('synced');
+    // A new commit synced with the same verified digest: the refusal stands.
+    await board.finished(sync('web', 'beef'.padEnd(40, '0')), report('stable'), release(8, commit));
+    expect(view()?.refused?.description).toBe(said);
+    // Another digest deployed (the refused one signed since, or a later one): over.
+    const signed = sync('web', commit);
+    signed.images = {
+      'web-image': { image: 'registry.test/web', tag: '1.2', digest: `sha256:${'b'.repeat(64)}` },
+    };
+    await board.finished(signed, report('stable'), release(9, commit));
+    expect(view()?.refused).toBeUndefined();
+  });
+
   it('links commits on the forge by provider', () => {
     expect(commitUrl('https://user:pw@forge.test/a/b.git?x=1', 'github', 'abc')).toBe(
       'https://forge.test/a/b/commit/abc',
