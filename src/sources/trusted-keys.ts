@@ -55,6 +55,11 @@ export class SignatureVerdicts<K, S> {
     this.#keepRefusals = keepRefusals;
   }
 
+  /** Drops the verdict on `id`: the next check reaches one again. */
+  forget(id: string): void {
+    this.#verdicts.delete(id);
+  }
+
   /** The signer of `id`, or the StalledError that refuses it; `verify` checks it with the keys of now. */
   async check(id: string, verify: (keys: K) => Promise<S>): Promise<S> {
     const texts = await this.#read();

@@ -331,7 +331,8 @@ describe('signed artifacts (verify: cosign)', () => {
       return poller.verifier;
     };
     const allowed = [{ issuer, subject }];
-    const signer = { key: `cosign ${subject} (issuer ${issuer})` };
+    // A private CA's root has no timestamp authority: the verdict holds until the certificate expires.
+    const signer = { key: `cosign ${subject} (issuer ${issuer})`, validUntil: expect.any(Number) };
     // The root as PEM certificates (a private CA) and as the trusted_root.json `cosign trusted-root create` writes.
     const pem = await verifierOf({ trustedRoot: ca.chainPem, identities: allowed });
     const json = await verifierOf({ trustedRoot: await ca.trustedRoot(), identities: allowed });
@@ -508,9 +509,9 @@ describe('signed artifacts (verify: cosign)', () => {
       };
       const timestamped = await verifierOf(await ca.trustedRoot({ tsaChainFile: tsa.chainFile }));
       const privateCa = await verifierOf(ca.chainPem);
-      // Certificates that last seconds, as Fulcio's last minutes: each signs (with a timestamp, and without) and
-      // lapses before the check.
-      const lapsing = await ca.issue(subject, issuer, { validSeconds: 4 });
+      // A certificate that lasts seconds, as Fulcio's last minutes: it signs (with a timestamp, and without) and
+      // lapses before the checks.
+      const lapsing = await ca.issue(subject, issuer, { validSeconds: 8 });
       const signedAt = Date.now();
       const digests: Record<string, { stamped: string; bare: string }> = {};
       for (const bundle of [false, true]) {
@@ -520,8 +521,17 @@ describe('signed artifacts (verify: cosign)', () => {
         await cosignSign(`${image}@${bare}`, lapsing, { bundle });
         digests[String(bundle)] = { stamped, bare };
       }
-      expect(Date.now() - signedAt, "signed within the certificate's seconds").toBeLessThan(4_000);
-      await new Promise((resolve) => setTimeout(resolve, Math.max(0, signedAt + 5_000 - Date.now())));
+      // Checked by the private CA's root while the certificate is valid: accepted, until it expires.
+      const early = digests.false?.bare as string;
+      expect(await privateCa.verify(early)).toEqual({ ...signer, validUntil: expect.any(Number) });
+      expect(Date.now() - signedAt, "signed and checked within the certificate's seconds").toBeLessThan(
+        8_000,
+      );
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, signedAt + 9_000 - Date.now())));
+      // The same digest once the certificate has lapsed: the verdict has expired with it, refused.
+      expect(await refusal(privateCa.verify(early))).toContain(
+        'certificate is not valid or expired at the specified date',
+      );
       for (const bundle of [false, true]) {
         const { stamped, bare } = digests[String(bundle)] as { stamped: string; bare: string };
         // The timestamp authority vouches that it signed while its certificate was valid: accepted, as cosign

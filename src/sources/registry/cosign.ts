@@ -49,6 +49,11 @@ export interface CosignKey {
 export interface ArtifactSigner {
   /** `cosign SHA256:…`, or for a certificate `cosign release@example.com (issuer https://…)` */
   key: string;
+  /**
+   * Until when the verdict holds (ms since the epoch): a certificate checked at the time of the check (no timestamp
+   * authority or log in the root) is valid only until it expires, then the digest is checked again.
+   */
+  validUntil?: number | undefined;
 }
 
 /** Certificates an operator trusts to sign artifacts (keyless), and whom. */
@@ -263,7 +268,11 @@ async function verifyCertificate(
   const name = `${subject || 'no subject'} (issuer ${issuer || 'none'})`;
   if (!trust.identities.some((identity) => identityAllows(identity, subject, issuer)))
     return `is signed with a certificate for ${name.slice(0, 300)}, an identity verify.keyless does not allow`;
-  return { key: `cosign ${name}` };
+  const leaf = entity.key.$case === 'certificate' ? entity.key.certificate : undefined;
+  return {
+    key: `cosign ${name}`,
+    ...(!trust.timestamped && leaf ? { validUntil: leaf.notAfter.getTime() } : {}),
+  };
 }
 
 /**
@@ -672,9 +681,14 @@ export function cosignVerifier(
   return {
     async verify(digest) {
       try {
-        const signer = await verdicts.check(digest, (trust) =>
-          verifyCosign(client, repository, digest, trust, label(digest)),
-        );
+        const check = () =>
+          verdicts.check(digest, (trust) => verifyCosign(client, repository, digest, trust, label(digest)));
+        let signer = await check();
+        if (signer.validUntil !== undefined && signer.validUntil < Date.now()) {
+          // Accepted while its certificate was valid, which it no longer is: asked again, as after a restart.
+          verdicts.forget(digest);
+          signer = await check();
+        }
         refusal = undefined;
         return signer;
       } catch (error) {
