@@ -14,6 +14,7 @@ import { chartSource, ociSource, registrySource } from '../../src/config/schema.
 import { createArtifactPoller } from '../../src/sources/create-poller.ts';
 import {
   CERTIFICATE_ANNOTATION,
+  type DigestVerifier,
   keyId,
   SIGNATURE_ANNOTATION,
   SIGSTORE_BUNDLE,
@@ -65,6 +66,16 @@ async function refusal(check: Promise<unknown>): Promise<string> {
     return (error as Error).message;
   }
   throw new Error('the digest was accepted');
+}
+
+/** The signature check of an image source with `verify`, as the agent's poller makes it. */
+async function imageVerifier(image: string, verify: Record<string, unknown>): Promise<DigestVerifier> {
+  const poller = await createArtifactPoller({
+    kind: 'image',
+    source: registrySource.parse({ name: 'web', image, insecure: true, verify }),
+  });
+  if (!poller.verifier) throw new Error('no verifier');
+  return poller.verifier;
 }
 
 describe('signed artifacts (verify: cosign)', () => {
@@ -317,19 +328,8 @@ describe('signed artifacts (verify: cosign)', () => {
     const issuer = 'https://token.ci.example.com';
     const subject = 'https://ci.example.com/org/web/.ci/release.yaml@refs/heads/main';
     const release = await ca.issue(subject, issuer);
-    const verifierOf = async (keyless: { trustedRoot: unknown; identities: unknown[] }, keys?: string[]) => {
-      const poller = await createArtifactPoller({
-        kind: 'image',
-        source: registrySource.parse({
-          name: 'web',
-          image,
-          insecure: true,
-          verify: { provider: 'cosign', keyless, ...(keys ? { keys } : {}) },
-        }),
-      });
-      if (!poller.verifier) throw new Error('no verifier');
-      return poller.verifier;
-    };
+    const verifierOf = (keyless: { trustedRoot: unknown; identities: unknown[] }, keys?: string[]) =>
+      imageVerifier(image, { provider: 'cosign', keyless, ...(keys ? { keys } : {}) });
     const allowed = [{ issuer, subject }];
     // A private CA's root has no timestamp authority: the verdict holds until the certificate expires.
     const signer = { key: `cosign ${subject} (issuer ${issuer})`, validUntil: expect.any(Number) };
@@ -450,21 +450,11 @@ describe('signed artifacts (verify: cosign)', () => {
 
     // Keys only: a keyless signature is named as such. Keys and keyless together: either signer is accepted.
     const keyed = await cosignKeyPair();
-    const keysOnly = await createArtifactPoller({
-      kind: 'image',
-      source: registrySource.parse({
-        name: 'web',
-        image,
-        insecure: true,
-        verify: { provider: 'cosign', keys: [keyed.publicKey] },
-      }),
-    });
-    const keysOnlyCheck = (digest: string) =>
-      keysOnly.verifier?.verify(digest) ?? Promise.reject(new Error('no verifier'));
-    expect(await refusal(keysOnlyCheck(digests.false as string))).toContain(
+    const keysOnly = await imageVerifier(image, { provider: 'cosign', keys: [keyed.publicKey] });
+    expect(await refusal(keysOnly.verify(digests.false as string))).toContain(
       'is made with a certificate (keyless), and verify.keyless is not set',
     );
-    expect(await refusal(keysOnlyCheck(digests.true as string))).toContain(
+    expect(await refusal(keysOnly.verify(digests.true as string))).toContain(
       'is keyless (a certificate), and verify.keyless is not set',
     );
     const both = await verifierOf({ trustedRoot: ca.chainPem, identities: allowed }, [keyed.publicKey]);
@@ -494,19 +484,8 @@ describe('signed artifacts (verify: cosign)', () => {
       const subject = 'release@example.com';
       const identities = [{ issuer, subject }];
       const signer = { key: `cosign ${subject} (issuer ${issuer})` };
-      const verifierOf = async (trustedRoot: string) => {
-        const poller = await createArtifactPoller({
-          kind: 'image',
-          source: registrySource.parse({
-            name: 'web',
-            image,
-            insecure: true,
-            verify: { provider: 'cosign', keyless: { trustedRoot, identities } },
-          }),
-        });
-        if (!poller.verifier) throw new Error('no verifier');
-        return poller.verifier;
-      };
+      const verifierOf = (trustedRoot: string) =>
+        imageVerifier(image, { provider: 'cosign', keyless: { trustedRoot, identities } });
       const timestamped = await verifierOf(await ca.trustedRoot({ tsaChainFile: tsa.chainFile }));
       const privateCa = await verifierOf(ca.chainPem);
       // A certificate that lasts seconds, as Fulcio's last minutes: it signs (with a timestamp, and without) and
