@@ -17,7 +17,7 @@ import { encodeIndex } from './pack-idx.ts';
 import { indexPack } from './pack-index.ts';
 import { installPack, PackReceiver } from './pack-receive.ts';
 import type { ServerRef } from './refs.ts';
-import { SSH_PLACEHOLDER_URL, sshTransport } from './ssh-transport.ts';
+import type { SshTransport } from './ssh-transport.ts';
 import { packOrderedFs } from './store-fs.ts';
 import { boundedHttp } from './transport.ts';
 
@@ -170,8 +170,10 @@ async function withSshRemote<T>(
     throw new StalledError(`the URL of Git source ${source.name} ${endpoint}`);
   const credentials = await sshCredentials(source, endpoint);
   const signal = AbortSignal.timeout(source.timeout);
-  let transport: ReturnType<typeof sshTransport> | undefined;
+  let transport: SshTransport | undefined;
   try {
+    // Loaded by the first SSH source: ssh2 and its WebAssembly cost an agent of HTTPS sources nothing.
+    const { SSH_PLACEHOLDER_URL, sshTransport } = await import('./ssh-transport.ts');
     transport = sshTransport({
       endpoint,
       ...credentials,

@@ -8,7 +8,7 @@
 // The signed payload is the commit object without its `gpgsig` header, byte for byte as git signs it. Nothing of a
 // commit is trusted before the check: its size is the object's (bounded by maxObjectBytes), the signature's by it.
 import { createHash, createPublicKey, verify as cryptoVerify, type KeyObject } from 'node:crypto';
-import ssh2 from 'ssh2';
+import type ssh2 from 'ssh2';
 import { StalledError } from '../../errors.ts';
 import { fingerprint } from '../../http/known-hosts.ts';
 import { type KeyRef, keyTexts, SignatureVerdicts } from '../trusted-keys.ts';
@@ -70,10 +70,12 @@ export async function readTrustedKeys(
       continue;
     }
     const lines = text.split(/\r?\n/);
+    // ssh2 (its key parser) is loaded by the first source with SSH keys, not by every agent.
+    const { utils } = (await import('ssh2')).default;
     for (let i = 0; i < lines.length; i++) {
       const line = (lines[i] ?? '').trim();
       if (line === '' || line.startsWith('#')) continue;
-      const key = sshKeyLine(line, `${origin}:${i + 1}`);
+      const key = sshKeyLine(line, `${origin}:${i + 1}`, utils);
       if (key) {
         keys.ssh.push(key);
         keys.names.push(
@@ -90,7 +92,7 @@ export async function readTrustedKeys(
 }
 
 /** An SSH public key line or an allowed_signers line; undefined for one whose namespaces leave out `git`. */
-function sshKeyLine(line: string, where: string): SshKey | undefined {
+function sshKeyLine(line: string, where: string, utils: typeof ssh2.utils): SshKey | undefined {
   const fields = line.match(/(?:[^\s"]+|"[^"]*")+/g) ?? [];
   const at = fields.findIndex((f) => SSH_KEY_TYPES.test(f));
   const type = fields[at];
@@ -104,7 +106,7 @@ function sshKeyLine(line: string, where: string): SshKey | undefined {
   if (options.includes('cert-authority'))
     throw new StalledError(`${where}: cert-authority signers are not supported`);
   if (namespaces !== undefined && !namespaces.split(',').includes('git')) return undefined;
-  const parsed = ssh2.utils.parseKey(`${type} ${base64}`);
+  const parsed = utils.parseKey(`${type} ${base64}`);
   if (parsed instanceof Error || Array.isArray(parsed))
     throw new StalledError(`${where}: the ${type} key cannot be read`);
   return {
