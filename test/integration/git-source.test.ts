@@ -103,6 +103,49 @@ async function caught(promise: Promise<unknown>): Promise<MooringError> {
   return error;
 }
 
+describe('a cache shared by sources of one URL', () => {
+  it('is made once and fetched into by sixteen repositories at once, on first use, each reading its own branch', async () => {
+    // Sources of one URL (other branches; the same source in several clusters' agents) share a cache. Their first
+    // fetches, all at once, once wrote the cache's configuration over each other, leaving a refspec cut short:
+    // every later fetch failed with "Invalid refspec".
+    const { bare, name } = await uniqueRepo('shared-cache');
+    await commitFiles(bare, { 'app.yaml': 'n: main\n' });
+    const heads: string[] = [];
+    for (let i = 0; i < 16; i++)
+      heads.push(await commitFiles(bare, { 'app.yaml': `n: ${i}\n` }, { branch: `b${i}` }));
+    const cacheDir = await tempCache();
+    const repos = heads.map(
+      (_, i) =>
+        new GitRepository(
+          gitSource.parse({
+            name: `app-${i}`,
+            url: `${baseUrl}/${name}.git`,
+            ref: { branch: `b${i}` },
+            credentials: { username: { env: USER_ENV }, password: { env: PASSWORD_ENV } },
+          }),
+          { cacheDir },
+        ),
+    );
+    // Each fetches its branch's head at once (by ref and commit, as a poll does once it has resolved them).
+    const read = await Promise.all(
+      repos.map(async (repo, i) => {
+        const commit = heads[i] as string;
+        await repo.fetch({ ref: `refs/heads/b${i}`, commit });
+        return { commit, files: await repo.files(commit, ['.']) };
+      }),
+    );
+    expect(read.map((r) => r.commit)).toEqual(heads);
+    expect(read.map((r) => r.files.map((f) => f.text))).toEqual(heads.map((_, i) => [`n: ${i}\n`]));
+    // And every later fetch still works (the refspec whole).
+    const next = await commitFiles(bare, { 'app.yaml': 'n: next\n' }, { branch: 'b0' });
+    const resolved = await repos[0]?.resolve();
+    if (!resolved) throw new Error('no repository');
+    expect(resolved.commit).toBe(next);
+    await repos[0]?.fetch(resolved);
+    expect((await readFile(join(repos[0]?.gitdir ?? '', 'config'), 'utf8')).split('fetch =').length).toBe(2);
+  });
+});
+
 describe('resolving refs without fetching', () => {
   it('finds the head of the branch, not of a branch sharing its prefix', async () => {
     const { bare, name } = await uniqueRepo('refs-branch');

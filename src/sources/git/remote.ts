@@ -119,11 +119,43 @@ function fetchNegotiated(source: GitSource, request: FetchRequest, options: Remo
   );
 }
 
-/** Creates the bare cache repository unless it exists. */
+/** The cache repository's whole configuration: git's for a bare repository, and the one fetch refspec. */
+const CACHE_CONFIG = [
+  '[core]',
+  '\trepositoryformatversion = 0',
+  '\tfilemode = false',
+  '\tbare = true',
+  '\tsymlinks = false',
+  '\tignorecase = true',
+  '[remote "origin"]',
+  `\tfetch = ${FETCH_REFSPEC}`,
+  '',
+].join('\n');
+
+/**
+ * Creates the bare cache repository unless it exists, and gives it its configuration unless it has it. The
+ * configuration is written whole under another name and renamed into place, so that it is never seen half written
+ * (isomorphic-git rewrites a config in place: a crash or a second writer could leave a refspec cut short, after
+ * which every fetch fails with "Invalid refspec"); one found otherwise (such a leftover) is written again. Callers
+ * hold the cache's lock (lock.ts).
+ */
 export async function initCache(gitdir: string): Promise<void> {
   await fs.promises.mkdir(gitdir, { recursive: true });
+  // Folders and HEAD of a new repository; an existing configuration is left to the check below.
   await git.init({ fs, gitdir, bare: true });
-  await git.setConfig({ fs, gitdir, path: 'remote.origin.fetch', value: FETCH_REFSPEC });
+  const file = join(gitdir, 'config');
+  const lines = (text: string) =>
+    text
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '')
+      .sort()
+      .join('\n');
+  const now = await fs.promises.readFile(file, 'utf8').catch(() => '');
+  if (lines(now) === lines(CACHE_CONFIG)) return;
+  const temporary = `${file}.${process.pid}.${Date.now().toString(36)}.tmp`;
+  await fs.promises.writeFile(temporary, CACHE_CONFIG);
+  await fs.promises.rename(temporary, file);
 }
 
 export async function pointRef(gitdir: string, ref: string, commit: string): Promise<void> {

@@ -409,7 +409,9 @@ export class GitRepository {
 
   async #init(): Promise<void> {
     if (this.#initialized || this.#local) return;
-    await initCache(this.gitdir);
+    // Under the cache's lock: sources of one URL (other branches, other clusters' agents) share the cache, and two
+    // that made it at once wrote its configuration over each other.
+    await exclusive(this.gitdir, () => initCache(this.gitdir));
     this.#initialized = true;
   }
 
