@@ -34,8 +34,8 @@ const VERDICTS = 256;
 /**
  * One source's signature checks: `read` reads the texts of its keys (keyTexts) at each check, `parse` turns them
  * into what `check`'s callback verifies with, and the verdict on each id (a commit, a tag object, an artifact's
- * digest) is kept. A refusal (StalledError) is kept like a
- * signer unless told otherwise; any other failure (a registry that did not answer) is asked again next time.
+ * digest) is kept. A refusal (StalledError) is kept like a signer unless told otherwise; any other failure (a registry
+ * that did not answer) is asked again next time.
  */
 export class SignatureVerdicts<K, S> {
   readonly #read: () => Promise<KeyText[]>;

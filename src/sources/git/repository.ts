@@ -409,8 +409,9 @@ export class GitRepository {
 
   async #init(): Promise<void> {
     if (this.#initialized || this.#local) return;
-    // Under the cache's lock: sources of one URL (other branches, other clusters' agents) share the cache, and two
-    // that made it at once wrote its configuration over each other.
+    // Under the cache's lock: the first operations of one repository (three clusters' polls at once) and of other
+    // sources of its URL (other branches) share the cache, and each that made it at once rewrote its configuration
+    // over the others' (`#initialized` is set only once the cache is made).
     await exclusive(this.gitdir, () => initCache(this.gitdir));
     this.#initialized = true;
   }
