@@ -126,20 +126,33 @@ export class PackReader {
       });
     });
     finished.catch(() => {});
+    // One input buffer, read into again once zlib has taken the last (its write callback): a stream as large as
+    // a pack then leaves no garbage of its own input behind.
+    const input = Buffer.allocUnsafe(CHUNK);
     let at = position;
     while (!ended && failed === undefined && !inflate.destroyed) {
-      // A copy: the window is reused by the next read while zlib may still hold the chunk.
-      const chunk = Buffer.from(await this.read(at, CHUNK));
-      if (chunk.length === 0) {
+      const { bytesRead } = await this.#handle.read(input, 0, Math.min(CHUNK, this.size - at), at);
+      if (bytesRead === 0) {
         inflate.end();
         break;
       }
-      at += chunk.length;
-      await new Promise<void>((resolve) => inflate.write(chunk, () => resolve()));
+      at += bytesRead;
+      await new Promise<void>((resolve) => inflate.write(input.subarray(0, bytesRead), () => resolve()));
       await yieldToLoop();
     }
     await finished;
     return inflate.bytesWritten;
+  }
+
+  /** Calls `onChunk` with the bytes from `from` to `to`, piece by piece, in one reused buffer (valid during the call). */
+  async eachChunk(from: number, to: number, onChunk: (chunk: Buffer) => void): Promise<void> {
+    const buffer = Buffer.allocUnsafe(Math.min(Math.max(to - from, 0), 1024 * 1024));
+    for (let at = from; at < to; ) {
+      const { bytesRead } = await this.#handle.read(buffer, 0, Math.min(to - at, buffer.length), at);
+      if (bytesRead === 0) throw new Error(`${this.path}: ends at ${at}, before ${to}`);
+      onChunk(buffer.subarray(0, bytesRead));
+      at += bytesRead;
+    }
   }
 
   /**

@@ -49,6 +49,8 @@ interface Entry {
 
 const CACHE_BYTES = 16 * 1024 * 1024;
 const SLICE_MS = 20;
+/** Entries up to this size are read through the pack reader's window (most are, and are already there). */
+const READ_WINDOW = 128 * 1024;
 
 export async function indexPack(path: string, options: IndexPackOptions): Promise<IndexedPack> {
   const pack = await PackReader.open(path);
@@ -147,12 +149,11 @@ class Indexer {
   }
 
   async #crc(from: number, to: number): Promise<number> {
+    if (to - from <= READ_WINDOW) return zlib.crc32(await this.#pack.read(from, to - from));
     let crc = 0;
-    for (let at = from; at < to; ) {
-      const chunk = await this.#pack.read(at, Math.min(to - at, 1024 * 1024));
+    await this.#pack.eachChunk(from, to, (chunk) => {
       crc = zlib.crc32(chunk, crc);
-      at += chunk.length;
-    }
+    });
     return crc;
   }
 

@@ -10,6 +10,8 @@ import { join } from 'node:path';
 
 type Handle = Awaited<ReturnType<typeof open>>;
 
+const BATCH_BYTES = 512 * 1024;
+
 export interface ReceivedPack {
   path: string;
   /** The SHA-1 of the pack's content, which its trailer must repeat. */
@@ -25,21 +27,37 @@ export class PackReceiver {
   // The last 20 bytes seen: the trailer, once the pack ends, and not part of what it checksums.
   #tail = Buffer.alloc(0);
   #bytes = 0;
+  readonly #batch = Buffer.allocUnsafe(BATCH_BYTES);
+  #batched = 0;
 
   constructor(folder: string) {
     this.path = join(folder, `tmp_pack_${randomBytes(8).toString('hex')}`);
   }
 
-  /** The upload-pack response without its pack data, which is written to `path` meanwhile. */
+  /**
+   * The upload-pack response without its pack data, which is written to `path` meanwhile. The pack's bytes are
+   * written from the chunks they arrive in, never copied or joined (each copy of a pack would be garbage as large
+   * as the pack): a side-band packet cut by a chunk boundary is followed into the next chunks by its length.
+   */
   async *filter(body: AsyncIterable<Uint8Array>): AsyncIterableIterator<Uint8Array> {
-    let pending = Buffer.alloc(0);
+    let pending: Buffer = Buffer.alloc(0);
     let raw = false;
+    // Bytes of the current side-band-1 packet still to come.
+    let packLeft = 0;
     for await (const chunk of body) {
+      let data = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
       if (raw) {
-        await this.#write(Buffer.from(chunk));
+        await this.#write(data);
         continue;
       }
-      pending = pending.length === 0 ? Buffer.from(chunk) : Buffer.concat([pending, chunk]);
+      if (packLeft > 0) {
+        const take = Math.min(packLeft, data.length);
+        await this.#write(data.subarray(0, take));
+        packLeft -= take;
+        data = data.subarray(take);
+        if (data.length === 0) continue;
+      }
+      pending = pending.length === 0 ? data : Buffer.concat([pending, data]);
       const passed: Buffer[] = [];
       let at = 0;
       while (pending.length - at >= 4) {
@@ -51,15 +69,22 @@ export class PackReceiver {
         }
         const length = Number.parseInt(head, 16);
         if (!/^[0-9a-f]{4}$/i.test(head)) throw new Error('upload-pack: not a pkt-line response');
-        if (length < 4) {
+        if (length <= 4) {
+          // A flush, delimiter or response-end packet (0000-0002), or an empty one.
           passed.push(pending.subarray(at, at + 4));
           at += 4;
           continue;
         }
+        if (pending.length - at < 5) break;
+        if (pending[at + 4] === 1) {
+          const available = Math.min(length - 5, pending.length - at - 5);
+          await this.#write(pending.subarray(at + 5, at + 5 + available));
+          packLeft = length - 5 - available;
+          at += 5 + available;
+          continue;
+        }
         if (pending.length - at < length) break;
-        const payload = pending.subarray(at + 4, at + length);
-        if (payload[0] === 1) await this.#write(payload.subarray(1));
-        else passed.push(pending.subarray(at, at + length));
+        passed.push(pending.subarray(at, at + length));
         at += length;
       }
       if (raw) {
@@ -75,6 +100,7 @@ export class PackReceiver {
 
   /** The pack received, closed; undefined when the response held none. */
   async finish(): Promise<ReceivedPack | undefined> {
+    await this.#flush();
     const handle = this.#handle;
     this.#handle = undefined;
     if (!handle) return undefined;
@@ -95,15 +121,37 @@ export class PackReceiver {
     await rm(this.path, { force: true });
   }
 
+  /**
+   * Takes pack bytes into the batch (one buffer, reused), written out when full: network chunks are a few KiB,
+   * and a write each would slow the receive until the server's data queued up in memory.
+   */
   async #write(data: Buffer): Promise<void> {
-    if (data.length === 0) return;
-    this.#handle ??= await open(this.path, 'wx', 0o644);
-    const joined = this.#tail.length === 0 ? data : Buffer.concat([this.#tail, data]);
-    const keep = Math.min(20, joined.length);
-    this.#hash.update(joined.subarray(0, joined.length - keep));
-    this.#tail = Buffer.from(joined.subarray(joined.length - keep));
-    await this.#handle.write(data);
+    for (let at = 0; at < data.length; ) {
+      const taken = data.copy(this.#batch, this.#batched, at);
+      this.#batched += taken;
+      at += taken;
+      if (this.#batched === this.#batch.length) await this.#flush();
+    }
     this.#bytes += data.length;
+  }
+
+  /** Writes the batch, hashing all but the last 20 bytes seen (the trailer, once the pack ends). */
+  async #flush(): Promise<void> {
+    if (this.#batched === 0) return;
+    const data = this.#batch.subarray(0, this.#batched);
+    this.#handle ??= await open(this.path, 'wx', 0o644);
+    if (data.length >= 20) {
+      this.#hash.update(this.#tail);
+      this.#hash.update(data.subarray(0, data.length - 20));
+      this.#tail = Buffer.from(data.subarray(data.length - 20));
+    } else {
+      const joined = Buffer.concat([this.#tail, data]);
+      const keep = Math.min(20, joined.length);
+      this.#hash.update(joined.subarray(0, joined.length - keep));
+      this.#tail = Buffer.from(joined.subarray(joined.length - keep));
+    }
+    await this.#handle.write(data);
+    this.#batched = 0;
   }
 }
 

@@ -1,7 +1,7 @@
 // The upload-pack response split on its way to isomorphic-git (pack-receive.ts): side-band pack data goes to a file,
 // whatever the chunk boundaries the network makes, and everything else passes through unchanged; and deltas that
 // reach outside their base or past their result are refused (delta.ts).
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -65,6 +65,31 @@ describe('PackReceiver', () => {
       }),
       { numRuns: 40 },
     );
+  });
+
+  it('writes a pack larger than its write batch whole, from side-band packets cut into small chunks', async () => {
+    // 1.3 MB in 65515-byte packets (git's side-band-64k), split into chunks of a few KiB as a socket delivers them.
+    const content = Buffer.concat([Buffer.from('PACK\0\0\0\x02\0\0\0\x01'), randomBytes(1_300_000)]);
+    const pack = Buffer.concat([content, createHash('sha1').update(content).digest()]);
+    const packets: Buffer[] = [pktLine('NAK\n')];
+    for (let at = 0; at < pack.length; at += 65515) {
+      packets.push(band(1, pack.subarray(at, at + 65515)));
+      if (at % (4 * 65515) === 0) packets.push(band(2, Buffer.from(`Receiving objects: ${at}\r`)));
+    }
+    packets.push(Buffer.from('0000'));
+    const response = Buffer.concat(packets);
+    const cuts = Array.from({ length: Math.ceil(response.length / 8197) }, (_, i) => i * 8197 + (i % 7));
+    const dir = await mkdtemp(join(tmpdir(), 'mooring-pack-receive-'));
+    dirs.push(dir);
+    const receiver = new PackReceiver(dir);
+    const passed: Buffer[] = [];
+    for await (const chunk of receiver.filter(chunked(response, cuts))) passed.push(Buffer.from(chunk));
+    const received = await receiver.finish();
+    expect(received?.bytes).toBe(pack.length);
+    expect(received?.sha).toBe(received?.trailer);
+    expect(await readFile(receiver.path)).toEqual(pack);
+    expect(Buffer.concat(passed).toString('latin1')).toMatch(/^0008NAK\n.*Receiving objects: 0\r.*0000$/s);
+    await receiver.discard();
   });
 
   it('takes a pack sent without a side band, and says when there was none', async () => {
