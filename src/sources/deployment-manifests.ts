@@ -35,7 +35,6 @@ import { kustomizeGit, kustomizeLocal } from './build/kustomize-sources.ts';
 import type { ChartLookup } from './build/lookup.ts';
 import { toolLimits } from './build/tool.ts';
 import type { ChartDependency } from './charts/dependencies.ts';
-import { createArtifactPoller } from './create-poller.ts';
 import type { GitRepository } from './git/repository.ts';
 import { DEFAULT_READ_LIMITS, type ReadLimits, readManifestFiles, STDIN_PATH } from './local/files.ts';
 import { SignatureRefusal } from './registry/cosign.ts';
@@ -230,7 +229,9 @@ async function verifiedArtifacts(
         `deployment ${spec.name}: no verified digest of ${found.kind} source ${name} yet${why ? `: ${why}` : ''}`,
       );
     }
-    const poller = shared ?? (await createArtifactPoller(found));
+    // Loaded here, by the first check without a shared poller (a rollback, the CLI): the registry client and its
+    // schemas are no part of reading manifests otherwise (`mooring render` of a chart starts helm sooner without them).
+    const poller = shared ?? (await (await import('./create-poller.ts')).createArtifactPoller(found));
     try {
       if (!poller.verifier) throw new StalledError(`source ${name} cannot check signatures`);
       signers[name] = (await poller.verifier.verify(artifact.digest)).key;
