@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { parseYamlAll } from '../../../src/yaml/parse.ts';
 import { schemaOptions, WRITE_COMPAT } from '../../../src/yaml/schema.ts';
-import { stringifyYaml, writeData } from '../../../src/yaml/write.ts';
+import { plain, plainSlowly, stringifyYaml, writeData } from '../../../src/yaml/write.ts';
 
 const byPackage = (value: unknown) =>
   stringify(value, { ...schemaOptions('kubernetes'), compat: WRITE_COMPAT, lineWidth: 0 });
@@ -150,6 +150,27 @@ describe('the YAML writer of JSON data', () => {
         { a: s, b: { c: s }, e: 1 },
       ])
         expect(stringifyYaml(value), JSON.stringify(value)).toBe(byPackage(value));
+  });
+
+  it('decides names, labels and words of letters, digits and -_./ as the package does (the fast path)', () => {
+    // Every casing of every YAML 1.1 word, and names of the alphabet the writer decides without the tag tests.
+    const words = ['y', 'n', 'yes', 'no', 'on', 'off', 'true', 'false', 'null', 'inf', 'nan', 'infinity', 'e1'];
+    const casings = (w: string): string[] =>
+      Array.from({ length: 1 << w.length }, (_, bits) =>
+        [...w].map((c, i) => (bits & (1 << i) ? c.toUpperCase() : c)).join(''),
+      );
+    const name = fc
+      .tuple(
+        fc.constantFrom(...'aZyYnNoOtTfFeEx'),
+        fc.string({ unit: fc.constantFrom(...'aeosnyulfrtx0159-_./EONY'), maxLength: 8 }),
+      )
+      .map(([first, rest]) => first + rest);
+    const check = (s: string) => {
+      for (const value of [{ k: s }, { [s]: s }, [s]]) expect(stringifyYaml(value), s).toBe(byPackage(value));
+      expect(plain(s), s).toBe(plainSlowly(s));
+    };
+    for (const w of words) for (const c of casings(w)) check(c);
+    fc.assert(fc.property(name, check), { numRuns: 5000 });
   });
 
   it('writes what it reads back as the same value', () => {
