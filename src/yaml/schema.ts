@@ -168,6 +168,23 @@ const PLAIN_TAGS = [nullTag, BOOL.kubernetes, intTag, specialFloatTag, floatTag]
  * with it): the first tag whose test takes the text resolves it, a string otherwise.
  */
 export function plainScalar(text: string): unknown {
+  return surelyString(text) ? text : plainScalarSlowly(text);
+}
+
+// Most plain texts of manifests (names, labels, kinds, image references): a letter, then letters, digits and `-_./`.
+// None is a number, a date or null in any tag set here or in YAML 1.1; what such a text may still be is a boolean
+// word of YAML 1.1 or null (`yes`, `Off`, `NULL`), or a YAML 1.1 float that is all exponent (`e1`, `E-5`): those take
+// the tags' tests (texts beginning with `e` all do). test/unit/yaml/schema-fast.test.ts holds both paths to one answer.
+const SIMPLE = /^[A-DF-Za-df-z][A-Za-z0-9_./-]*$/;
+const WORDS = new Set(['y', 'n', 'yes', 'no', 'on', 'off', 'true', 'false', 'null']);
+
+/** A text known to read as a string (and be written plain as one), without trying every tag's test on it. */
+export function surelyString(text: string): boolean {
+  return SIMPLE.test(text) && (text.length > 5 || !WORDS.has(text.toLowerCase()));
+}
+
+/** plainScalar by every tag's test. */
+export function plainScalarSlowly(text: string): unknown {
   for (const tag of PLAIN_TAGS) {
     if (!tag.test?.test(text)) continue;
     const value = tag.resolve(text, () => undefined, {});

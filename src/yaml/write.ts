@@ -10,7 +10,7 @@
 // and a value of another shape (a key that is not plain, an object met twice, undefined, a class) is the package's
 // whole.
 import { Document, stringify, type Tags } from 'yaml';
-import { schemaOptions, WRITE_COMPAT } from './schema.ts';
+import { schemaOptions, surelyString, WRITE_COMPAT } from './schema.ts';
 
 const OPTIONS = { ...schemaOptions('kubernetes'), compat: WRITE_COMPAT, lineWidth: 0 } as const;
 
@@ -161,19 +161,10 @@ function readAsOther(text: string): boolean {
   return tests(text);
 }
 
-// Most keys and values of manifests (names, labels, kinds, image references): a letter, then letters, digits and
-// `-_./`. None has an indicator, a space, a colon or a control character, and none is a date or null in any tag
-// set; what such a text may still read as is one of YAML 1.1's boolean words (or `null`), or a float of YAML 1.1's
-// that is all exponent (`e1`, `E-5`): texts beginning with `e` take the whole path. Decided here without the
-// regular expressions below (a third of writing a rendered set); test/unit/yaml/write.test.ts holds the two paths
-// to the same answers.
-const SIMPLE = /^[A-DF-Za-df-z][A-Za-z0-9_./-]*$/;
-const WORDS = new Set(['y', 'n', 'yes', 'no', 'on', 'off', 'true', 'false', 'null']);
-
 /** Whether `text` is written plain (unquoted) where a string goes. */
 export function plain(text: string): boolean {
-  if (SIMPLE.test(text)) return text.length > 5 || !WORDS.has(text.toLowerCase()) || plainSlowly(text);
-  return plainSlowly(text);
+  // Names, labels and kinds (most texts) are decided without every tag's test (schema.ts).
+  return surelyString(text) || plainSlowly(text);
 }
 
 /** plain() by every rule: the yaml package's and every tag's test. */

@@ -10,6 +10,7 @@ import { stringify } from 'yaml';
 import { parseYamlAll } from '../../../src/yaml/parse.ts';
 import { schemaOptions, WRITE_COMPAT } from '../../../src/yaml/schema.ts';
 import { plain, plainSlowly, stringifyYaml, writeData } from '../../../src/yaml/write.ts';
+import { simpleText } from './simple-text.ts';
 
 const byPackage = (value: unknown) =>
   stringify(value, { ...schemaOptions('kubernetes'), compat: WRITE_COMPAT, lineWidth: 0 });
@@ -154,23 +155,17 @@ describe('the YAML writer of JSON data', () => {
 
   it('decides names, labels and words of letters, digits and -_./ as the package does (the fast path)', () => {
     // Every casing of every YAML 1.1 word, and names of the alphabet the writer decides without the tag tests.
-    const words = ['y', 'n', 'yes', 'no', 'on', 'off', 'true', 'false', 'null', 'inf', 'nan', 'infinity', 'e1'];
+    const words = ['y', 'n', 'yes', 'no', 'on', 'off', 'true', 'false', 'null', 'inf', 'nan', 'e1', 'e-5'];
     const casings = (w: string): string[] =>
       Array.from({ length: 1 << w.length }, (_, bits) =>
         [...w].map((c, i) => (bits & (1 << i) ? c.toUpperCase() : c)).join(''),
       );
-    const name = fc
-      .tuple(
-        fc.constantFrom(...'aZyYnNoOtTfFeEx'),
-        fc.string({ unit: fc.constantFrom(...'aeosnyulfrtx0159-_./EONY'), maxLength: 8 }),
-      )
-      .map(([first, rest]) => first + rest);
     const check = (s: string) => {
       for (const value of [{ k: s }, { [s]: s }, [s]]) expect(stringifyYaml(value), s).toBe(byPackage(value));
       expect(plain(s), s).toBe(plainSlowly(s));
     };
     for (const w of words) for (const c of casings(w)) check(c);
-    fc.assert(fc.property(name, check), { numRuns: 5000 });
+    fc.assert(fc.property(simpleText, check), { numRuns: 5000 });
   });
 
   it('writes what it reads back as the same value', () => {
