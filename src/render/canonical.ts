@@ -1,7 +1,7 @@
 // Deterministic form of manifests: the same input gives the same bytes. Top-level fields come in the order
 // people read them (apiVersion, kind, metadata, then the rest); every mapping below is sorted by key.
 import { createHash, createHmac } from 'node:crypto';
-import { stringifyYaml } from '../yaml/write.ts';
+import { type KeyOrder, stringifyYaml, writeData } from '../yaml/write.ts';
 import { isObject, type JsonValue, type KubeObject } from './manifest.ts';
 
 const TOP = ['apiVersion', 'kind', 'metadata'];
@@ -65,6 +65,21 @@ export function keyedContentHash(value: JsonValue, key: Uint8Array): string {
     .digest('hex')}`;
 }
 
+// canonical()'s order as the writer's: written in it, an object needs no sorted copy first.
+const SORTED: KeyOrder = {
+  keys: (map) => sortedKeys(map as { [key: string]: JsonValue }, NONE),
+  child: () => SORTED,
+};
+const METADATA_ORDER: KeyOrder = {
+  keys: (map) => sortedKeys(map as { [key: string]: JsonValue }, METADATA),
+  child: () => SORTED,
+};
+const TOP_ORDER: KeyOrder = {
+  keys: (map) => sortedKeys(map as { [key: string]: JsonValue }, TOP),
+  child: (key) => (key === 'metadata' ? METADATA_ORDER : SORTED),
+};
+
+/** The objects as YAML documents in canonical form (`---` between them): what `render -o yaml` prints. */
 export function toYaml(objects: readonly KubeObject[]): string {
-  return objects.map((o) => stringifyYaml(canonical(o))).join('---\n');
+  return objects.map((o) => writeData(o, TOP_ORDER) ?? stringifyYaml(canonical(o))).join('---\n');
 }

@@ -22,18 +22,31 @@ export function stringifyYaml(value: unknown): string {
 /** Thrown inside the writer: the value is the yaml package's to write. */
 const NOT_DATA = Symbol('not data');
 
+/**
+ * The order a mapping's keys are written in: `keys` of a mapping, and the order of what a key holds (`child`; a
+ * sequence's items take `child('')`). Canonical manifests (render/canonical.ts) are written in their order without a
+ * sorted copy of every object first.
+ */
+export interface KeyOrder {
+  keys(map: Record<string, unknown>): string[];
+  child(key: string): KeyOrder;
+}
+
+/** The keys as they are. */
+const AS_GIVEN: KeyOrder = { keys: (map) => Object.keys(map), child: () => AS_GIVEN };
+
 /** `value` written by the data writer, or undefined for a value it leaves to the yaml package. */
-export function writeData(value: unknown): string | undefined {
+export function writeData(value: unknown, order: KeyOrder = AS_GIVEN): string | undefined {
   if (!isRecord(value) && !Array.isArray(value)) return undefined;
   const out: string[] = [];
   const seen = new Set<object>();
   try {
     if (Array.isArray(value)) {
       if (value.length === 0) return '[]\n';
-      sequence(value, '', '', out, seen);
+      sequence(value, '', '', out, seen, order);
     } else {
       if (Object.keys(value).length === 0) return '{}\n';
-      mapping(value, '', '', out, seen);
+      mapping(value, '', '', out, seen, order);
     }
   } catch (error) {
     if (error === NOT_DATA) return undefined;
@@ -60,14 +73,15 @@ function mapping(
   first: string,
   out: string[],
   seen: Set<object>,
+  order: KeyOrder,
 ): void {
   enter(map, seen);
   let lead = first;
-  for (const key of Object.keys(map)) {
+  for (const key of order.keys(map)) {
     const key$ = plainKey(key);
     out.push(lead, key$, ':');
     lead = indent;
-    value(map[key], indent, out, seen);
+    value(map[key], indent, out, seen, order.child(key));
   }
 }
 
@@ -77,8 +91,10 @@ function sequence(
   first: string,
   out: string[],
   seen: Set<object>,
+  order: KeyOrder,
 ): void {
   enter(list, seen);
+  const items = order.child('');
   let lead = first;
   for (let i = 0; i < list.length; i++) {
     const item: unknown = i in list ? list[i] : NOT_DATA;
@@ -86,16 +102,16 @@ function sequence(
     lead = indent;
     if (isRecord(item) && Object.keys(item).length > 0) {
       out.push(' ');
-      mapping(item, `${indent}  `, '', out, seen);
+      mapping(item, `${indent}  `, '', out, seen, items);
     } else if (Array.isArray(item) && item.length > 0) {
       out.push(' ');
-      sequence(item, `${indent}  `, '', out, seen);
-    } else value(item, indent, out, seen);
+      sequence(item, `${indent}  `, '', out, seen, items);
+    } else value(item, indent, out, seen, items);
   }
 }
 
 /** A value after `key:` or `-` of an entry at `indent`, to the end of its line (and its block below). */
-function value(v: unknown, indent: string, out: string[], seen: Set<object>): void {
+function value(v: unknown, indent: string, out: string[], seen: Set<object>, order: KeyOrder): void {
   switch (typeof v) {
     case 'string':
       out.push(' ', stringValue(v, indent), '\n');
@@ -116,7 +132,7 @@ function value(v: unknown, indent: string, out: string[], seen: Set<object>): vo
         if (v.length === 0) out.push(' []\n');
         else {
           out.push('\n');
-          sequence(v, `${indent}  `, `${indent}  `, out, seen);
+          sequence(v, `${indent}  `, `${indent}  `, out, seen, order);
         }
         return;
       }
@@ -124,7 +140,7 @@ function value(v: unknown, indent: string, out: string[], seen: Set<object>): vo
       if (Object.keys(v).length === 0) out.push(' {}\n');
       else {
         out.push('\n');
-        mapping(v, `${indent}  `, `${indent}  `, out, seen);
+        mapping(v, `${indent}  `, `${indent}  `, out, seen, order);
       }
       return;
     default:
