@@ -2,6 +2,7 @@
 // reaped) and CPU time.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { launcher } from '../../test/testbed/launcher.ts';
 
 export interface Run {
   ms: number;
@@ -90,16 +91,4 @@ export function launcherFlags(cli: string): string[] {
 /** The environment the launcher sets (`env -S NAME=value ... node`): applied to the benchmark's own children. */
 export function launcherEnv(cli: string): Record<string, string> {
   return launcher(cli).env;
-}
-
-function launcher(cli: string): { env: Record<string, string>; flags: string[] } {
-  const first = readFileSync(cli, 'utf8').split('\n', 1)[0] ?? '';
-  const words = /^#!\S*env -S (.*)$/.exec(first)?.[1]?.trim().split(/\s+/) ?? [];
-  const env: Record<string, string> = {};
-  let i = 0;
-  for (; i < words.length && /^[A-Z_][A-Z0-9_]*=/.test(words[i] as string); i++) {
-    const [name = '', ...value] = (words[i] as string).split('=');
-    env[name] = value.join('=');
-  }
-  return words[i] === 'node' ? { env, flags: words.slice(i + 1) } : { env: {}, flags: [] };
 }

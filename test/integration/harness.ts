@@ -22,6 +22,7 @@ import { createLogger } from '../../src/sync/logger.ts';
 import { type CapturedRequest, statusReceiver } from '../contract/github-openapi.ts';
 import { type CommitOptions, commitFiles, createBareRepo } from '../testbed/git-repos.ts';
 import { BEHAVIOR, type Behavior } from '../testbed/kubelet.ts';
+import { launcher } from '../testbed/launcher.ts';
 import type { TestbedEnv } from '../testbed/testbed.ts';
 
 const cleanups: (() => unknown)[] = [];
@@ -580,7 +581,12 @@ const MAIN = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
 
 /** A long-running mooring command (`run --config`, `run --watch`) as its own process, killed after the file. */
 export function startMooring(args: string[]): AgentProcess {
-  const child = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // With the launcher's V8 flags and environment, as users' agents run (their memory is what the tests bound).
+  const { env, flags } = launcher(MAIN);
+  const child = spawn(process.execPath, [...flags, MAIN, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  });
   let out = '';
   const lines: string[] = [];
   const partial = { stdout: '', stderr: '' };
