@@ -32,6 +32,16 @@ describe('PackReceiver', () => {
     for (const dir of dirs) await rm(dir, { recursive: true, force: true });
   });
 
+  /** `response` through a receiver in chunks cut at `cuts`: what it passed on, and the pack it received. */
+  async function receive(response: Buffer, cuts: number[]) {
+    const dir = await mkdtemp(join(tmpdir(), 'mooring-pack-receive-'));
+    dirs.push(dir);
+    const receiver = new PackReceiver(dir);
+    const passed: Buffer[] = [];
+    for await (const chunk of receiver.filter(chunked(response, cuts))) passed.push(Buffer.from(chunk));
+    return { receiver, passed: Buffer.concat(passed), received: await receiver.finish() };
+  }
+
   it('writes the side-band pack to its file and passes the rest through, whatever the chunks', async () => {
     const content = Buffer.concat([Buffer.from('PACK\0\0\0\x02\0\0\0\x01'), Buffer.alloc(3000, 7)]);
     const pack = Buffer.concat([content, createHash('sha1').update(content).digest()]);
@@ -51,13 +61,8 @@ describe('PackReceiver', () => {
     ]);
     await fc.assert(
       fc.asyncProperty(fc.array(fc.nat(), { maxLength: 12 }), async (cuts) => {
-        const dir = await mkdtemp(join(tmpdir(), 'mooring-pack-receive-'));
-        dirs.push(dir);
-        const receiver = new PackReceiver(dir);
-        const passed: Buffer[] = [];
-        for await (const chunk of receiver.filter(chunked(response, cuts))) passed.push(Buffer.from(chunk));
-        const received = await receiver.finish();
-        expect(Buffer.concat(passed)).toEqual(Buffer.concat([negotiation, progress, Buffer.from('0000')]));
+        const { receiver, passed, received } = await receive(response, cuts);
+        expect(passed).toEqual(Buffer.concat([negotiation, progress, Buffer.from('0000')]));
         expect(received?.bytes).toBe(pack.length);
         expect(received?.sha).toBe(received?.trailer);
         expect(await readFile(receiver.path)).toEqual(pack);
@@ -79,16 +84,11 @@ describe('PackReceiver', () => {
     packets.push(Buffer.from('0000'));
     const response = Buffer.concat(packets);
     const cuts = Array.from({ length: Math.ceil(response.length / 8197) }, (_, i) => i * 8197 + (i % 7));
-    const dir = await mkdtemp(join(tmpdir(), 'mooring-pack-receive-'));
-    dirs.push(dir);
-    const receiver = new PackReceiver(dir);
-    const passed: Buffer[] = [];
-    for await (const chunk of receiver.filter(chunked(response, cuts))) passed.push(Buffer.from(chunk));
-    const received = await receiver.finish();
+    const { receiver, passed, received } = await receive(response, cuts);
     expect(received?.bytes).toBe(pack.length);
     expect(received?.sha).toBe(received?.trailer);
     expect(await readFile(receiver.path)).toEqual(pack);
-    expect(Buffer.concat(passed).toString('latin1')).toMatch(/^0008NAK\n.*Receiving objects: 0\r.*0000$/s);
+    expect(passed.toString('latin1')).toMatch(/^0008NAK\n.*Receiving objects: 0\r.*0000$/s);
     await receiver.discard();
   });
 
