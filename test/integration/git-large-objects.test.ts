@@ -18,7 +18,9 @@ import {
 } from './helpers.ts';
 
 const MiB = 1024 * 1024;
-const PEAK_RSS_BOUND = 300 * MiB;
+// The agent runs as users run it (the launcher's flags): 130 to 180 MiB at peak in these tests. A 200 MB pack or
+// object held whole would take it past the bound.
+const PEAK_RSS_BOUND = 250 * MiB;
 const HEALTH_GAP_BOUND_MS = 2_000;
 
 const configMap = (name: string) => `apiVersion: v1
