@@ -74,6 +74,8 @@ export interface Release {
   promotedFrom?: { deployment: string; cluster: string; release: number; revision: string } | undefined;
   /** The deployment set that made the deployment (docs/deployment-sets.md): what `mooring status` groups by. */
   set?: string | undefined;
+  /** The id of the sync's note (src/sync/attempts.ts): the release ends it. */
+  attempt?: string | undefined;
 }
 
 /** Why a sync is held before it starts: its deployment suspended, a dependency, its rollout step, its promotion. */

@@ -229,6 +229,26 @@ export class ClusterCache {
   }
 
   /**
+   * The annotations of an object as a watch of its type and namespace (in full or metadata only) holds it now;
+   * null when such a watch has listed it and the object is not there, undefined when none is watched and listed.
+   */
+  annotations(
+    info: ResourceInfo,
+    namespace: string | undefined,
+    name: string,
+  ): Record<string, string> | null | undefined {
+    let listed = false;
+    for (const metadataOnly of [true, false]) {
+      const informer = this.informers.get(this.key(info, namespace, metadataOnly));
+      if (!informer?.listed) continue;
+      listed = true;
+      const object = informer.get(name);
+      if (object) return object.metadata.annotations ?? {};
+    }
+    return listed ? null : undefined;
+  }
+
+  /**
    * A write this agent made (the server's answer): until the watch of its type and namespace shows that version
    * (or the object's deletion), listedObjects does not answer for that type and namespace. Read your writes.
    */

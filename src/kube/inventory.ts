@@ -127,6 +127,16 @@ const LABELS = {
   'app.kubernetes.io/component': 'inventory',
 };
 const OWNER = 'mooring.io/owner';
+/** The data key of the note of the sync that last recorded the inventory as it started. */
+const NOTE = 'attempt.json';
+/** The annotation that names the note's id: a metadata-only watch tells it without a read. */
+export const NOTE_ID = 'mooring.io/attempt';
+
+/** A sync's note (src/sync/attempts.ts): its id, and its text as stored. */
+export interface InventoryNote {
+  id: string;
+  text: string;
+}
 
 export class InventoryStore {
   readonly namespace: string;
@@ -139,8 +149,18 @@ export class InventoryStore {
 
   /** The owner's inventory; undefined when none was ever recorded (a first sync: nothing to prune). */
   async read(owner: string): Promise<InventoryEntry[] | undefined> {
+    return (await this.readWithNote(owner))?.entries;
+  }
+
+  /**
+   * The owner's inventory and the note of the sync that last recorded it as it started (`note`, the agent's
+   * attempt: src/sync/attempts.ts), as stored: untrusted JSON, parsed by its reader.
+   */
+  async readWithNote(
+    owner: string,
+  ): Promise<{ entries: InventoryEntry[]; note: string | undefined } | undefined> {
     const cm = await this.store.read(inventoryName(owner), `read the inventory of ${owner}`);
-    return cm && parse(cm.data.inventory ?? '');
+    return cm && { entries: parse(cm.data.inventory ?? ''), note: cm.data[NOTE] };
   }
 
   /** Every owner's inventory in the namespace. */
@@ -167,20 +187,42 @@ export class InventoryStore {
     owner: string,
     entries: readonly InventoryEntry[],
     known: readonly InventoryEntry[],
+    note?: InventoryNote,
   ): Promise<InventoryEntry[]> {
     const ids = new Set(known.map(entryId));
-    return this.update(owner, (current) =>
-      unionOf(
-        entries,
-        (current ?? []).filter((e) => !ids.has(entryId(e))),
-      ),
+    return this.update(
+      owner,
+      (current) =>
+        unionOf(
+          entries,
+          (current ?? []).filter((e) => !ids.has(entryId(e))),
+        ),
+      note,
     );
   }
 
-  /** Writes the change of what is stored now (undefined: none yet); returns what was written. */
+  /** Takes the note out again, when it is still `note` (a sync that ended without a release: cancelled). */
+  async clearNote(owner: string, note: InventoryNote): Promise<void> {
+    await this.store.update(
+      inventoryName(owner),
+      (current) => {
+        if (current?.data[NOTE] !== note.text) return undefined;
+        const { [NOTE]: _, ...data } = current.data;
+        const { [NOTE_ID]: __, ...annotations } = current.annotations;
+        return { data, annotations };
+      },
+      { action: `write the inventory of ${owner}`, labels: LABELS },
+    );
+  }
+
+  /**
+   * Writes the change of what is stored now (undefined: none yet); returns what was written. With `note`, the
+   * note is written in the same write (kept otherwise, whoever writes).
+   */
   async update(
     owner: string,
     change: (current: InventoryEntry[] | undefined) => readonly InventoryEntry[],
+    note?: InventoryNote,
   ): Promise<InventoryEntry[]> {
     let written: InventoryEntry[] = [];
     await this.store.update(
@@ -195,11 +237,16 @@ export class InventoryStore {
         written = [...next];
         const text = serialize(next);
         // The same entries for the same owner: nothing to write (most syncs change no object's identity).
-        if (current && current.data.inventory === text && current.annotations[OWNER] === owner)
+        if (
+          current &&
+          current.data.inventory === text &&
+          current.annotations[OWNER] === owner &&
+          (note === undefined || current.data[NOTE] === note.text)
+        )
           return undefined;
         return {
-          data: { ...current?.data, inventory: text },
-          annotations: { ...current?.annotations, [OWNER]: owner },
+          data: { ...current?.data, inventory: text, ...(note ? { [NOTE]: note.text } : {}) },
+          annotations: { ...current?.annotations, [OWNER]: owner, ...(note ? { [NOTE_ID]: note.id } : {}) },
         };
       },
       { action: `write the inventory of ${owner}`, labels: LABELS, createNamespace: true },

@@ -19,10 +19,14 @@ export interface Fence {
 }
 
 /**
- * A sync in progress, written when it starts and cleared when its release is recorded: one still there when an
- * agent starts means the previous agent died in the middle of it (killed, out of memory), and its end is reported.
+ * A sync in progress, noted with the deployment's inventory as it starts (src/sync/attempts.ts) and ended by the
+ * release that names its id: one no release names when an agent starts means the previous agent died in the middle
+ * of it (killed, out of memory), and its end is reported. Earlier agents noted it in the ledger itself (`attempt`
+ * below, cleared by the release), which is still read.
  */
 export interface Attempt {
+  /** Named by the release that ends it (absent from the notes earlier agents kept in the ledger). */
+  id?: string | undefined;
   commit?: string | undefined;
   revision: string;
   trigger: Trigger;
@@ -211,18 +215,6 @@ export class Ledger {
       };
     });
     return recorded as Release;
-  }
-
-  /** Notes a sync that starts (or, with undefined, one that ended without a release: cancelled). */
-  /** Notes (or clears) the sync in progress; returns the ledger as stored after the write. */
-  async setAttempt(deployment: string, attempt: Attempt | undefined): Promise<LedgerData> {
-    return parseLedger(
-      (
-        await this.update(deployment, (data) =>
-          !attempt && !data.attempt ? undefined : { ...data, attempt },
-        )
-      )?.data,
-    );
   }
 
   /** Records (or clears) what the deployment's next sync waits for. */

@@ -18,6 +18,7 @@ import { decide } from './agent-decide.ts';
 import { type AgentSync, agentJob } from './agent-job.ts';
 import { type AnySource, SourcePolls } from './agent-polling.ts';
 import { type DeploymentState, isLocal, isOci, type SourceState } from './agent-sources.ts';
+import { unfinishedAttempt } from './attempts.ts';
 import { CONFIGMAPS, Control } from './control.ts';
 import type { FleetMember } from './fleet.ts';
 import type { PreviewRunner } from './previews.ts';
@@ -399,8 +400,18 @@ export class Agent {
     const shard = this.deps.shard;
     const holder = data.holder?.identity;
     const foreign = shard !== undefined && holder !== undefined && holder !== shard.identity;
-    if (data.attempt && (!foreign || (!shard.live(holder) && (await shard.gone(holder)))))
-      await endInterrupted(this.syncDeps(), this.deps.config, spec, data.attempt);
+    const attempt = await unfinishedAttempt(
+      this.deps.api,
+      this.deps.config.cluster.namespace,
+      spec.name,
+      data,
+      this.deps.cache,
+    ).catch((error: unknown) => {
+      this.deps.log.warn({ deployment: spec.name, err: errorMessage(error) }, 'cannot read the inventory');
+      return undefined;
+    });
+    if (attempt && (!foreign || (!shard.live(holder) && (await shard.gone(holder)))))
+      await endInterrupted(this.syncDeps(), this.deps.config, spec, attempt);
     restoreMarks(this.deps.cache, spec.name, data.marks);
     const now = current(data);
     this.state.deployments.set(spec.name, { spec, commit: now?.commit, deployed: now?.revision });

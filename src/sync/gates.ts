@@ -9,6 +9,7 @@ import { errorMessage } from '../errors.ts';
 import type { LedgerData } from '../report/ledger.ts';
 import type { JobContext, Planned } from './agent-context.ts';
 import type { DeploymentState } from './agent-sources.ts';
+import { unfinishedAttempt } from './attempts.ts';
 import { endInterrupted } from './sync-deployment.ts';
 
 /** The gates, by name: what a hold's report (holds.ts) and its log line call it. */
@@ -120,10 +121,15 @@ const claim: Gate = {
     const give = () => ledger.unclaim(name, shard.identity);
     // Taken from a replica whose Lease expired in the middle of a sync: that sync gets its end here (the one place
     // that knows its holder is gone), and this revision is synced whatever the releases say.
-    const interrupted = taken.from !== undefined && taken.data.attempt !== undefined;
-    if (taken.from && taken.data.attempt) {
+    const attempt = taken.from
+      ? await unfinishedAttempt(ctx.deps.api, ctx.deps.config.cluster.namespace, name, taken.data).catch(
+          () => undefined,
+        )
+      : undefined;
+    const interrupted = taken.from !== undefined && attempt !== undefined;
+    if (taken.from && attempt) {
       planned.log.warn({ holder: taken.from.identity }, 'taken from a replica whose Lease expired mid-sync');
-      await endInterrupted(ctx.syncDeps(), ctx.deps.config, d.spec, taken.data.attempt);
+      await endInterrupted(ctx.syncDeps(), ctx.deps.config, d.spec, attempt);
     }
     const newest = taken.data.releases[0];
     const revision = planned.decision.revision;

@@ -13,11 +13,12 @@ import { describeTakeOver } from '../kube/client-side-takeover.ts';
 import type { Discovery } from '../kube/discovery.ts';
 import { describeFinding } from '../kube/drift.ts';
 import { savedMarks } from '../kube/drift-pass.ts';
-import { inventoryVersions } from '../kube/inventory.ts';
+import { InventoryStore, inventoryVersions } from '../kube/inventory.ts';
 import { describeWarning } from '../kube/warnings.ts';
 import { filesRedactor } from '../render/redact.ts';
-import type { Attempt, Ledger, LedgerData } from '../report/ledger.ts';
+import type { Attempt, Ledger } from '../report/ledger.ts';
 import { compileHealthRules } from '../stability/health.ts';
+import { attemptNote, newAttempt } from './attempts.ts';
 import { deploy } from './deploy.ts';
 import { redactReport } from './redact-report.ts';
 
@@ -41,33 +42,26 @@ export async function syncDeployment(
     sync.commit?.slice(0, 12) ??
     (artifact?.kind === 'manifests' ? `${artifact.tag ?? ''}@${artifact.digest.slice(0, 19)}` : 'local');
   const log = deps.log.child({ deployment: deployment.name, revision });
-  // Noted before anything is written: an agent that dies mid-sync leaves it, and the next agent reports its end
-  // and records the versions it was writing.
-  const attempt: Attempt = {
-    commit: sync.commit,
-    revision: sync.revision,
-    trigger: sync.trigger,
-    images: sync.images,
-    since: new Date().toISOString(),
-  };
   // A drift pass re-applies the release the deployment is at: it posts no pending status and records nothing
   // unless it finds something to put back (then one release of trigger `drift` names the objects).
   const drift = sync.trigger === 'drift';
   // A re-sync after a configuration reload is as quiet as a drift pass, but always applies.
   const quiet = drift || sync.trigger === 'config';
-  let noted: LedgerData | undefined;
-  if (!quiet) {
-    noted = await safely(log, 'record the attempt', () => deps.ledger.setAttempt(deployment.name, attempt));
+  // Noted with the inventory before the first write (src/sync/attempts.ts): an agent that dies mid-sync leaves it,
+  // and the next agent reports its end and records the versions it was writing. The pending status is posted once
+  // it is noted.
+  const attempt = quiet ? undefined : newAttempt(sync);
+  const started = async () => {
     for (const r of deps.reporters ?? []) await safely(log, 'report the start', () => r.started?.(sync));
-  }
+  };
   log.info(
     { files: sync.files.length, images: Object.keys(sync.images).length, trigger: sync.trigger },
     'sync started',
   );
   // Versions that the releases inside the deployment's history name are kept, so that a rollback finds them; the
-  // release this sync makes is the newest of that history.
-  // (The attempt's write answers what the ledger holds: no read after it.)
-  const ledger = noted ?? (await safely(log, 'read the ledger', () => deps.ledger.read(deployment.name)));
+  // release this sync makes is the newest of that history. (The store's copy of what it last wrote or read
+  // answers, usually without a request.)
+  const ledger = await safely(log, 'read the ledger', () => deps.ledger.read(deployment.name));
   const keepVersions = new Set(
     (ledger?.releases ?? []).slice(0, deployment.versionHistory - 1).flatMap((r) => r.versions),
   );
@@ -126,6 +120,9 @@ export async function syncDeployment(
               prune: deployment.prune,
               allowEmpty: deployment.allowEmpty,
               emptyAdvice: 'Set allowEmpty: true if that is meant.',
+              ...(attempt
+                ? { attempt: { note: { id: attempt.id, text: attemptNote(attempt) }, started } }
+                : {}),
             },
             versionHistory: deployment.versionHistory,
             keepVersions,
@@ -198,6 +195,7 @@ export async function syncDeployment(
           ...(sync.files?.[0]?.signedBy ? { signedBy: sync.files[0].signedBy } : {}),
           ...(sync.promotedFrom ? { promotedFrom: { ...sync.promotedFrom } } : {}),
           ...(deployment.set ? { set: deployment.set } : {}),
+          ...(attempt ? { attempt: attempt.id } : {}),
           versions: report.applied
             .filter((a) => a.target.plan.version)
             .map((a) => `${a.target.object.kind} ${a.target.object.metadata.name}`),
@@ -223,8 +221,13 @@ export async function syncDeployment(
       ),
     );
   }
-  if (report.outcome === 'cancelled')
-    await safely(log, 'clear the attempt', () => deps.ledger.setAttempt(deployment.name, undefined));
+  if (report.outcome === 'cancelled' && attempt)
+    await safely(log, 'clear the attempt', () =>
+      new InventoryStore(deps.api, config.cluster.namespace).clearNote(deployment.name, {
+        id: attempt.id,
+        text: attemptNote(attempt),
+      }),
+    );
   for (const r of deps.reporters ?? [])
     await safely(log, 'report the end', () => r.finished?.(sync, report, release));
   const level = report.outcome === 'stable' || report.outcome === 'cancelled' ? 'info' : 'error';
@@ -296,6 +299,7 @@ export async function endInterrupted(
   const release = await safely(log, 'record the interrupted sync', () =>
     deps.ledger.append({
       deployment: deployment.name,
+      ...(attempt.id ? { attempt: attempt.id } : {}),
       time: attempt.since,
       trigger: attempt.trigger,
       commit: attempt.commit,

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
 import { assertAlive } from './fault-helpers.ts';
-import { api, ledgerOf, sleep } from './faults-support.ts';
+import { api, attemptOf, ledgerOf, sleep } from './faults-support.ts';
 import {
   type AgentProcess,
   bareRepo,
@@ -160,12 +160,12 @@ ${extra}
     await eventually(
       'a waiting for stability at the new commit',
       async () => {
-        const ledger = await ledgerOf(kube, agentNs, 'a');
+        const attempt = await attemptOf(kube, agentNs, 'a');
         const pods = JSON.parse((await kubectl('-n', nsA(), 'get', 'pods', '-o', 'json')).stdout) as {
           items: { metadata: { annotations?: Record<string, string> } }[];
         };
         const waiting = pods.items.some((p) => p.metadata.annotations?.[BEHAVIOR] === 'never-ready');
-        return ledger.attempt?.commit === commit && waiting ? true : undefined;
+        return attempt?.commit === commit && waiting ? true : undefined;
       },
       60_000,
     );
@@ -182,7 +182,7 @@ ${extra}
     );
     expect(logged('configuration reloaded').at(-1)).toMatchObject({ deploymentsChanged: ['b'] });
     const ledger = await ledgerOf(kube, agentNs, 'a');
-    expect(ledger.attempt?.commit, 'a still syncing').toBe(commit);
+    expect((await attemptOf(kube, agentNs, 'a'))?.commit, 'a still syncing').toBe(commit);
     expect(ledger.releases.some((r) => r.commit === commit)).toBe(false);
 
     // Now its pods become ready: the same sync ends stable.

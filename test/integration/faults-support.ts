@@ -4,9 +4,10 @@
 // harness (harness.ts).
 import { afterAll } from 'vitest';
 import { KubeApi } from '../../src/kube/api.ts';
-import { current, Ledger, type LedgerData } from '../../src/report/ledger.ts';
+import { type Attempt, current, Ledger, type LedgerData } from '../../src/report/ledger.ts';
 import type { OutboxEntry } from '../../src/report/outbox-policy.ts';
 import { ConfigMapOutboxStore } from '../../src/report/outbox-store.ts';
+import { unfinishedAttempt } from '../../src/sync/attempts.ts';
 import type { Behavior } from '../testbed/kubelet.ts';
 import type { Agent, TestRepo } from './harness.ts';
 import { bareRepo, clusterConfig, deploymentYaml, kubectl } from './helpers.ts';
@@ -21,6 +22,16 @@ export function api(): KubeApi {
 
 export async function ledgerOf(kube: KubeApi, namespace: string, deployment: string): Promise<LedgerData> {
   return new Ledger(kube, namespace).read(deployment);
+}
+
+/** The sync of `deployment` under way, as the note it wrote with its inventory (src/sync/attempts.ts) says. */
+export async function attemptOf(
+  kube: KubeApi,
+  namespace: string,
+  deployment: string,
+): Promise<Attempt | undefined> {
+  const ledger = await ledgerOf(kube, namespace, deployment);
+  return unfinishedAttempt(kube, namespace, deployment, ledger);
 }
 
 export async function newestStable(kube: KubeApi, namespace: string, deployment: string) {

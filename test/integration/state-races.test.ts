@@ -19,7 +19,7 @@ import { StatusOutbox } from '../../src/report/outbox.ts';
 import { ConfigMapOutboxStore, OUTBOX_NAME } from '../../src/report/outbox-store.ts';
 import { type DeployRequest, deploy } from '../../src/sync/deploy.ts';
 import { outboxEntries } from '../unit/report/outbox-entries.ts';
-import { clusterConfig, useNamespace } from './helpers.ts';
+import { clusterConfig, eventually, useNamespace } from './helpers.ts';
 
 /**
  * The real client, counting the conflicts (409) the API server answered, so a test knows a race took place; and
@@ -88,7 +88,11 @@ function clients(): [CountingApi, CountingApi] {
 
 async function configMap(api: KubeApi, namespace: string, name: string) {
   return api.request<{
-    metadata: { labels?: Record<string, string>; annotations?: Record<string, string> };
+    metadata: {
+      labels?: Record<string, string>;
+      annotations?: Record<string, string>;
+      resourceVersion?: string;
+    };
     data?: Record<string, string>;
   }>('GET', `/api/v1/namespaces/${namespace}/configmaps/${name}`);
 }
@@ -223,6 +227,56 @@ describe('state ConfigMaps with concurrent writers', () => {
     await store.write('single', [e('one'), e('three')]);
     await store.record('single', [e('four')], [e('one')]);
     expect((await store.read('single'))?.map((x) => x.name).sort()).toEqual(['four', 'three']);
+  });
+
+  it("a sync's note goes with its inventory write, even of unchanged entries, stays through other writes, and leaves only by its own clear", async () => {
+    const kube = new KubeApi(clusterConfig());
+    const store = new InventoryStore(kube, ns());
+    const e = (name: string): InventoryEntry => ({
+      apiVersion: 'v1',
+      kind: 'Service',
+      namespace: 'shop',
+      name,
+    });
+    const first = { id: 'aaaa0001', text: '{"id":"aaaa0001"}' };
+    const second = { id: 'bbbb0002', text: '{"id":"bbbb0002"}' };
+    // The agent's metadata watch of the namespace tells the note's id without a read (src/sync/attempts.ts).
+    const watched = watchedClients(ns());
+    const annotated = (id: string | undefined) =>
+      eventually(`the watch shows the note ${id}`, async () =>
+        watched.cache.annotations(CONFIGMAP_INFO, ns(), inventoryName('noted'))?.['mooring.io/attempt'] === id
+          ? true
+          : undefined,
+      );
+    await store.write('noted', [e('one')]);
+    await annotated(undefined);
+    const version = async () =>
+      (await configMap(kube, ns(), inventoryName('noted'))).metadata.resourceVersion;
+    const before = await version();
+    // The same entries, with a note: one write, of the note.
+    await store.record('noted', [e('one')], [e('one')], first);
+    expect(await version()).not.toBe(before);
+    expect((await store.readWithNote('noted'))?.note).toBe(first.text);
+    await annotated(first.id);
+    // The same entries and the same note: nothing written.
+    const noted = await version();
+    await store.record('noted', [e('one')], [e('one')], first);
+    expect(await version()).toBe(noted);
+    // Another writer's entries (a prune, a cut wave) keep the note.
+    await store.record('noted', [e('one'), e('two')], [e('one')]);
+    expect(await store.readWithNote('noted')).toEqual({
+      entries: [e('one'), e('two')],
+      note: first.text,
+    });
+    // A clear of another note changes nothing; its own takes it out, with its id, and keeps the entries.
+    await store.clearNote('noted', second);
+    expect((await store.readWithNote('noted'))?.note).toBe(first.text);
+    await store.clearNote('noted', first);
+    expect(await store.readWithNote('noted')).toEqual({ entries: [e('one'), e('two')], note: undefined });
+    await annotated(undefined);
+    expect(watched.cache.annotations(CONFIGMAP_INFO, ns(), 'mooring-inventory-none')).toBeNull();
+    watched.close();
+    kube.close();
   });
 
   it('two outboxes keeping and delivering at once keep both agents’ statuses', async () => {

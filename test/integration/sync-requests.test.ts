@@ -1,9 +1,9 @@
 // The Kubernetes requests of a first sync, counted at the test bed's proxy in front of the real kube-apiserver:
 // 24 deployments of four objects each (a ConfigMap, a ServiceAccount, a Service, a Deployment), as bench:fleet
 // deploys them, from one local folder. Per deployment, what reaches the server is the floor docs/fleet.md names:
-// one server-side dry run and one write per object, two ledger writes (the attempt, then the release), one
-// inventory write and mooring's Events; no ledger is read back after its own write, and no object is read before a
-// dry run of what was never applied.
+// one server-side dry run and one write per object, one inventory write (with the sync's note: src/sync/attempts.ts),
+// one ledger write (the release) and mooring's Events; no ledger is read back after its own write, and no object is
+// read before a dry run of what was never applied.
 import { describe, expect, it } from 'vitest';
 import { appFolder, appName, fleetFiles } from '../../bench/support/fleet-apps.ts';
 import { proxiedServer, stopping } from './fault-helpers.ts';
@@ -16,7 +16,7 @@ describe('the requests of a first sync', () => {
   const ns = useNamespace('sync-requests');
   const cleanup = useCleanups();
 
-  it('are one dry run and one write per object, two ledger writes, one inventory write, and no read-back', async () => {
+  it('are one dry run and one write per object, one inventory and one ledger write, and no read-back', async () => {
     const bed = await proxiedServer(cleanup);
     const dir = await manifestDir(fleetFiles(APPS, 1));
     const agentNs = `mooring-sync-requests-${Date.now().toString(36)}`;
@@ -74,25 +74,34 @@ describe('the requests of a first sync', () => {
       count(inApps, (r) => r.method === 'GET' && /\/app-\d{4}/.test(r.path)),
       summary,
     ).toBe(0);
-    // The ledgers: created with the attempt, replaced with the release, never read back by name (the Events that
-    // name a ledger take its uid from the write).
+    // The ledgers: created with the release, never written before it (the sync's note goes with the inventory), never
+    // read back by name (the Events that name a ledger take its uid from the write).
     const ledgerByName = (r: Seen) => r.path.includes('/configmaps/mooring-ledger-');
     expect(
       count(inAgent, (r) => r.method === 'GET' && ledgerByName(r)),
       summary,
     ).toBe(0);
     expect(
-      count(inAgent, (r) => r.method === 'PUT' && ledgerByName(r)),
+      count(inAgent, (r) => (r.method === 'PUT' || r.method === 'PATCH') && ledgerByName(r)),
       summary,
-    ).toBe(APPS);
-    // Created: each ledger (the attempt) and each inventory.
+    ).toBe(0);
+    // Created: each ledger (the release) and each inventory (with the note), nothing else written in the agent's
+    // namespace but Events.
+    expect(
+      count(
+        inAgent,
+        (r) =>
+          (r.method === 'PUT' || r.method === 'PATCH') && r.path.includes('/configmaps/mooring-inventory-'),
+      ),
+      summary,
+    ).toBe(0);
     expect(
       count(inAgent, (r) => r.method === 'POST' && r.path.endsWith('/configmaps')),
       summary,
     ).toBe(2 * APPS);
-    // Everything but mooring's Events in both namespaces: the floor above (11 per deployment), the shared lists
+    // Everything but mooring's Events in both namespaces: the floor above (10 per deployment), the shared lists
     // and the agent's start (its control map, its hash key).
     const rest = count([...inApps, ...inAgent], (r) => !r.path.endsWith('/events'));
-    expect(rest / APPS, summary).toBeLessThanOrEqual(12);
+    expect(rest / APPS, summary).toBeLessThanOrEqual(11);
   });
 });

@@ -8,7 +8,7 @@ import type { Discovery } from '../../kube/discovery.ts';
 import type { DriftFinding } from '../../kube/drift.ts';
 import type { DriftRun } from '../../kube/drift-check.ts';
 import type { HistoryResult } from '../../kube/history.ts';
-import type { InventoryEntry } from '../../kube/inventory.ts';
+import type { InventoryEntry, InventoryNote } from '../../kube/inventory.ts';
 import type { WarningEvents } from '../../kube/warning-events.ts';
 import type { WarningLog } from '../../kube/warnings.ts';
 import type { HookOwner } from '../../render/hook-owner.ts';
@@ -53,6 +53,12 @@ export interface DeployRequest {
      * application's namespace) is skipped with a warning rather than failing the deploy.
      */
     bestEffort?: boolean;
+    /**
+     * The agent's note of the sync (src/sync/attempts.ts), written with the inventory once the whole set passed its
+     * dry run and before the first write (written even when the entries are unchanged); `started` is told once it
+     * is (the pending commit status: a sync whose end the next agent could not report posts none).
+     */
+    attempt?: { note: InventoryNote; started: () => Promise<void> } | undefined;
   };
   /**
    * A drift pass: the live objects are compared with the manifests field by field first; with `correct`, fields
@@ -143,7 +149,7 @@ export interface DeployRun {
   /** What this sync wrote to the inventory, once it wrote it. */
   recorded?: InventoryEntry[];
   /** Records `entries` (with the previous inventory) as the owner's inventory. */
-  recordInventory?: (entries: InventoryEntry[]) => Promise<void>;
+  recordInventory?: (entries: InventoryEntry[], note?: InventoryNote) => Promise<void>;
   prune?: PruneReport;
   drift?: DriftFinding[];
   /** A dry run's: namespaces a deploy would create, whose objects the server cannot validate yet. */

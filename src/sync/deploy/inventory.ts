@@ -49,11 +49,12 @@ export const readInventory: Stage = async (run) => {
     inventory.emptyAdvice,
   );
   run.desired = inventoryOf(run.rendered.objects);
-  run.recordInventory = async (entries) => {
+  run.recordInventory = async (entries, note) => {
     const recorded = unionOf(entries, run.previous ?? []);
-    if (request.dryRun || sameInventory(recorded, run.recorded ?? run.previous)) return;
+    if (request.dryRun || (note === undefined && sameInventory(recorded, run.recorded ?? run.previous)))
+      return;
     // What another writer of this owner recorded since this sync read it stays (state-store.ts).
-    await store.record(inventory.owner, recorded, run.recorded ?? run.previous ?? []).then(() => {
+    await store.record(inventory.owner, recorded, run.recorded ?? run.previous ?? [], note).then(() => {
       run.recorded = recorded;
     }, skipped);
   };

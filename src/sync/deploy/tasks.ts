@@ -85,7 +85,9 @@ async function runTask(run: DeployRun, set: SetWrite, task: Task): Promise<boole
     case 'inventory':
       // Written once the whole set passed its dry run: a set refused whole records nothing, and a sync cut short
       // leaves no write unrecorded.
-      await run.recordInventory?.(run.desired ?? []);
+      await run.recordInventory?.(run.desired ?? [], run.request.inventory?.attempt?.note);
+      // The sync is noted: its end will be reported whatever happens to this agent, so its start may be.
+      await run.request.inventory?.attempt?.started();
       return true;
     case 'hooks':
       // A pre hook that fails stops the sync before any release object is written; Sync hooks run with the
