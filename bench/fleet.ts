@@ -15,7 +15,7 @@
 //     read from the agent's summary line of the pass ("drift pass ended", src/kube/drift-pass.ts).
 // Printed beside Flux's published figures and this machine's hardware; goals (at 1,000 on 2 cores) are printed
 // with met / NOT MET, never asserted. Each size's namespaces are deleted, and gone, before the next starts.
-// Run: npm run bench:fleet [-- --sizes 100,500,1000 --samples 3 --concurrency 20 --qps 1000 --cli dist/cli/main.js]
+// Run: npm run bench:fleet [-- --sizes 100,500,1000 --samples 3 --concurrency 20 --concurrency-max 64 --qps 1000 --cli dist/cli/main.js]
 // `--set` makes the deployments with one deployment set instead of one entry each, and times a commit adding 50
 // application folders and one removing them (docs/deployment-sets.md).
 // Starts the test bed when none runs (and stops only a bed it started). Needs `npm run build` first.
@@ -61,6 +61,8 @@ const { values: flags } = parseArgs({
     samples: { type: 'string', default: '3' },
     /** Deployments synced at once: Flux's benchmark runs kustomize-controller with --concurrency 20. */
     concurrency: { type: 'string', default: '20' },
+    /** The agent's concurrencyMax: above --concurrency, the syncs in flight follow the API server up to it. */
+    'concurrency-max': { type: 'string', default: '' },
     /**
      * The agent's request budget (cluster.qps; burst twice it). Empty: the agent's default (200). A fleet of 1,000
      * deployments raises it as a Flux installation of that size raises --kube-api-qps.
@@ -100,6 +102,7 @@ if (sizes.some((n) => !Number.isInteger(n) || n < 20))
   throw new Error('--sizes: whole numbers of at least 20');
 const samples = Number(flags.samples);
 const concurrency = Number(flags.concurrency);
+const concurrencyMax = flags['concurrency-max'] ? Number(flags['concurrency-max']) : undefined;
 const qps = flags.qps ? Number(flags.qps) : undefined;
 const NAMESPACES = 20;
 const POLL = '10s';
@@ -497,6 +500,7 @@ function config(size: number, repo: string, namespaces: readonly string[], home:
           })),
         }),
     concurrency,
+    ...(concurrencyMax !== undefined ? { concurrencyMax } : {}),
     server: {
       port,
       address: '127.0.0.1',
@@ -510,7 +514,7 @@ function print(figures: readonly Figures[]): void {
   say();
   say(
     `machine: ${cores.length} cores (${cores[0]?.model.trim() ?? 'unknown'}), ${mib(totalmem() / 1024)} memory; ` +
-      `agent --concurrency ${concurrency}, request budget ${qps ? `${qps}/s, burst ${qps * 2}` : 'the default (200/s, burst 400)'}, Git poll every ${POLL}, ${NAMESPACES} namespaces, 4 objects per deployment`,
+      `agent --concurrency ${concurrency}${concurrencyMax !== undefined ? ` (up to ${concurrencyMax}, following the server)` : ''}, request budget ${qps ? `${qps}/s, burst ${qps * 2}` : 'the default (200/s, burst 400)'}, Git poll every ${POLL}, ${NAMESPACES} namespaces, 4 objects per deployment`,
   );
   say(
     'Flux (fluxcd/flux-benchmark, published): first sync of 1,000 in 4 m 16 s on a 16-core runner, ' +

@@ -100,6 +100,9 @@ function retire(agent: Agent | undefined): void {
     for (const socket of sockets ?? []) socket.destroy();
 }
 
+/** What onAnswer tells: an answer's latency, or a 429 (API Priority and Fairness refusing). */
+export type ApiAnswer = { latencyMs: number; limited?: undefined } | { limited: true; latencyMs?: undefined };
+
 export class KubeApi {
   readonly config: ClusterConfig;
   private readonly server: URL;
@@ -116,6 +119,8 @@ export class KubeApi {
   /** The budget's rate, when it adapts to the server's answers. */
   private readonly adaptive: AdaptiveRate | undefined;
   private readonly counter = new RequestCounter();
+  /** Told of every answer's latency and every 429 (onAnswer): the agent's number of syncs in flight follows them. */
+  private readonly answerListeners = new Set<(answer: ApiAnswer) => void>();
   /** When the current run of failed requests began; undefined while the server answers. */
   private failingSince: number | undefined;
   /**
@@ -152,6 +157,15 @@ export class KubeApi {
    */
   get requestStats(): RequestStats {
     return { ...this.counter.stats, budgetRate: this.budget.rate };
+  }
+
+  /**
+   * Calls `listener` with the latency of every answer (from the request sent to its body read) and at every 429;
+   * returns what stops it.
+   */
+  onAnswer(listener: (answer: ApiAnswer) => void): () => void {
+    this.answerListeners.add(listener);
+    return () => this.answerListeners.delete(listener);
   }
 
   /** Since when (epoch ms) requests have been failing without an answer, or undefined when the server answers. */
@@ -257,7 +271,9 @@ export class KubeApi {
         const waited = await this.takeBudget(method, path, spec.signal);
         const sent = performance.now();
         const result = await this.send<T>(method, path, spec);
-        this.adapt(this.adaptive?.answered(performance.now() - sent, waited > 0));
+        const latencyMs = performance.now() - sent;
+        this.adapt(this.adaptive?.answered(latencyMs, waited > 0));
+        for (const listener of this.answerListeners) listener({ latencyMs });
         this.failingSince = undefined;
         this.answered = true;
         return result;
@@ -269,7 +285,10 @@ export class KubeApi {
         if (!this.answered && !(error instanceof KubeRequestError)) throw error;
         if (this.closed || stop?.aborted || !retriable(method, error)) throw error;
         const limited = rateLimited(error);
-        if (limited) this.adapt(this.adaptive?.limited());
+        if (limited) {
+          this.adapt(this.adaptive?.limited());
+          for (const listener of this.answerListeners) listener({ limited: true });
+        }
         const delay = this.retryDelay(error, attempt, {
           baseMs: RETRY_BASE_MS,
           maxMs: RETRY_MAX_MS,

@@ -13,6 +13,7 @@ import { StateStore } from '../kube/state-store.ts';
 import { current, Ledger, type LedgerData } from '../report/ledger.ts';
 import { artifactSources, followedArtifacts } from '../sources/artifact-poller.ts';
 import type { ClusterCapabilities } from '../sources/deployment-manifests.ts';
+import { adaptConcurrency } from './adaptive-concurrency.ts';
 import type { AgentDeps, JobContext } from './agent-context.ts';
 import { decide } from './agent-decide.ts';
 import { type AgentSync, agentJob } from './agent-job.ts';
@@ -43,6 +44,8 @@ export class Agent {
   private previewRunner: Promise<PreviewRunner> | undefined;
   private readonly polls: SourcePolls;
   private readonly stops: (() => void | Promise<void>)[] = [];
+  /** Stops the syncs in flight following the API server. */
+  private unfollow: (() => void) | undefined;
   private stopped = false;
   private ledger: Ledger;
   private capabilities: Promise<ClusterCapabilities> | undefined;
@@ -110,6 +113,7 @@ export class Agent {
           deps.log.debug({ deployment: e.deployment, detail: e.detail }, 'sync coalesced');
       },
     });
+    this.followServer(deps.config);
     this.polls = new SourcePolls({
       deps,
       state: this.state,
@@ -336,6 +340,7 @@ export class Agent {
       if (plan.sources.removed.includes(name)) this.state.knownDigests.delete(name);
     }
     this.queue.setConcurrency(next.concurrency);
+    this.followServer(next);
     if (next.ledger.historyLimit !== previous.ledger.historyLimit)
       this.ledger = new Ledger(this.deps.api, next.cluster.namespace, next.ledger.historyLimit);
     if (next.drift.interval !== previous.drift.interval) this.scheduleDrift();
@@ -495,8 +500,20 @@ export class Agent {
   }
 
   /** Stops polling, cancels stability waits, lets the write in progress finish. */
+  /** The syncs in flight follow the API server when concurrencyMax is above concurrency (adaptive-concurrency.ts). */
+  private followServer(config: MooringConfig): void {
+    this.unfollow?.();
+    this.unfollow = undefined;
+    const { concurrency, concurrencyMax } = config;
+    if (concurrencyMax === undefined || concurrencyMax <= concurrency) return;
+    this.unfollow = adaptConcurrency(this.deps.api, this.queue, { concurrency, concurrencyMax }, (slots) =>
+      this.deps.log.debug({ slots }, 'syncs in flight'),
+    );
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
+    this.unfollow?.();
     void this.previewRunner?.then((p) => p.stop());
     for (const stop of this.stops.splice(0)) await stop();
     await this.polls.stopAll();

@@ -331,6 +331,16 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
     );
   }
 
+  /** Whether syncs are ready to run and wait for a slot (every slot taken). */
+  get waiting(): boolean {
+    return this.ready.length > 0 && this.active >= this.options.concurrency;
+  }
+
+  /** The limit on syncs at once now. */
+  get concurrency(): number {
+    return this.options.concurrency;
+  }
+
   /** A new limit on syncs at once (a reloaded configuration); running syncs above it finish as usual. */
   setConcurrency(concurrency: number): void {
     this.options.concurrency = concurrency;
