@@ -51,8 +51,12 @@ export async function syncDeployment(
   // and the next agent reports its end and records the versions it was writing. The pending status is posted once
   // it is noted.
   const attempt = quiet ? undefined : newAttempt(sync);
+  // Posted beside the writes (a slow status API takes nothing of the deploy's time), and done before the end is.
+  let starting: Promise<void> | undefined;
   const started = async () => {
-    for (const r of deps.reporters ?? []) await safely(log, 'report the start', () => r.started?.(sync));
+    starting = (async () => {
+      for (const r of deps.reporters ?? []) await safely(log, 'report the start', () => r.started?.(sync));
+    })();
   };
   log.info(
     { files: sync.files.length, images: Object.keys(sync.images).length, trigger: sync.trigger },
@@ -228,6 +232,7 @@ export async function syncDeployment(
         text: attemptNote(attempt),
       }),
     );
+  await starting;
   for (const r of deps.reporters ?? [])
     await safely(log, 'report the end', () => r.finished?.(sync, report, release));
   const level = report.outcome === 'stable' || report.outcome === 'cancelled' ? 'info' : 'error';
