@@ -4,17 +4,9 @@
 import { describe, expect, it } from 'vitest';
 import { AdaptiveRate } from '../../../src/http/adaptive-rate.ts';
 import { TokenBucket } from '../../../src/http/token-bucket.ts';
+import { stepClock } from './step-clock.ts';
 
-function clock() {
-  let now = 1_000_000;
-  return {
-    now: () => now,
-    sleep: async () => undefined,
-    advance(ms: number) {
-      now += ms;
-    },
-  };
-}
+const clock = stepClock;
 
 /** One window: `n` answers of `latencyMs`, the last one a second after the window began. */
 function window(

@@ -5,17 +5,9 @@ import { describe, expect, it } from 'vitest';
 import type { ApiAnswer } from '../../../src/kube/api.ts';
 import { adaptConcurrency } from '../../../src/sync/adaptive-concurrency.ts';
 import { SyncQueue } from '../../../src/sync/queue.ts';
+import { stepClock } from '../http/step-clock.ts';
 
-function clock() {
-  let now = 1_000_000;
-  return {
-    now: () => now,
-    sleep: async () => undefined,
-    advance(ms: number) {
-      now += ms;
-    },
-  };
-}
+const clock = stepClock;
 
 /** Answers as KubeApi gives them to its listeners. */
 function answers() {
@@ -32,6 +24,13 @@ function answers() {
       return listeners.size;
     },
   };
+}
+
+/** One window of the rule: a dozen answers of `latencyMs`, the last a second after the window began. */
+function window(api: ReturnType<typeof answers>, c: ReturnType<typeof clock>, latencyMs: number) {
+  for (let i = 0; i < 12; i++) api.tell({ latencyMs });
+  c.advance(1000);
+  api.tell({ latencyMs });
 }
 
 /** `n` syncs that hold their slot until the test lets them go; how many run now. */
@@ -66,11 +65,7 @@ describe('syncs in flight that follow the API server', () => {
     await Promise.resolve();
     expect(syncs.running()).toBe(4);
     // Windows of fast answers while 26 syncs wait: 4 -> 5 -> 6 -> 8 -> 10, and no further.
-    for (let w = 0; w < 8; w++) {
-      for (let i = 0; i < 12; i++) api.tell({ latencyMs: 20 });
-      c.advance(1000);
-      api.tell({ latencyMs: 20 });
-    }
+    for (let w = 0; w < 8; w++) window(api, c, 20);
     await Promise.resolve();
     expect(seen).toEqual([5, 6, 8, 10]);
     expect(syncs.running()).toBe(10);
@@ -91,11 +86,7 @@ describe('syncs in flight that follow the API server', () => {
     const queue = new SyncQueue({ concurrency: 4 });
     const stop = adaptConcurrency(api, queue, { concurrency: 4, concurrencyMax: 32, clock: c });
     const syncs = blockedSyncs(queue, 3);
-    for (let w = 0; w < 5; w++) {
-      for (let i = 0; i < 12; i++) api.tell({ latencyMs: 5 });
-      c.advance(1000);
-      api.tell({ latencyMs: 5 });
-    }
+    for (let w = 0; w < 5; w++) window(api, c, 5);
     expect(queue.concurrency).toBe(4);
     stop();
     syncs.release();
@@ -108,15 +99,10 @@ describe('syncs in flight that follow the API server', () => {
     const queue = new SyncQueue({ concurrency: 8 });
     const stop = adaptConcurrency(api, queue, { concurrency: 8, concurrencyMax: 16, clock: c });
     const syncs = blockedSyncs(queue, 20);
-    const window = (latencyMs: number) => {
-      for (let i = 0; i < 12; i++) api.tell({ latencyMs });
-      c.advance(1000);
-      api.tell({ latencyMs });
-    };
-    window(50);
+    window(api, c, 50);
     const grown = queue.concurrency;
     expect(grown).toBe(10);
-    for (let w = 0; w < 20; w++) window(2000);
+    for (let w = 0; w < 20; w++) window(api, c, 2000);
     expect(queue.concurrency).toBe(2);
     stop();
     syncs.release();
