@@ -79,6 +79,11 @@ const { values: flags } = parseArgs({
      * them with `node scripts/cpu-profile.ts FILE`.
      */
     'cpu-prof': { type: 'string' },
+    /**
+     * A folder for a V8 heap snapshot of the agent once idle after the first sync (`fleet-<size>-idle.heapsnapshot`),
+     * with the heap's figures at that moment in the log. Read it with `node scripts/heap-summary.ts FILE`.
+     */
+    'heap-snapshot': { type: 'string' },
     /** A file that receives the agent's whole log (appended), to read the timeline of a sync afterwards. */
     'agent-log': { type: 'string' },
     /** Leave out step 5 (the drift passes). */
@@ -242,6 +247,7 @@ async function fleet(size: number): Promise<Figures> {
     await settled(namespaces, size);
     await sleep(SETTLE_MS);
     const idleKiB = agent.rss().now;
+    if (flags['heap-snapshot']) await idleHeap(agent, size, flags['heap-snapshot']);
 
     const beforeRollout = await kubeRequests(port);
     const rolloutVerbs = await kubeRequestsByVerb(port);
@@ -377,6 +383,19 @@ function describePass(p: DriftPassLine): string {
     `${sec(p.elapsedMs)}, ${p.requests} requests (${p.reads} reads, ${p.dryRuns} dry runs, ${p.writes} writes) ` +
     `for ${p.deployments - p.unchecked} deployments, ${p.objects} objects, ${p.moved} moved, ${p.drifted} drifted`
   );
+}
+
+/** The agent's heap once idle, said in the log, and a snapshot of it in `dir` (taken after the RSS figure). */
+async function idleHeap(agent: AgentProcess, size: number, dir: string): Promise<void> {
+  const { usage, v8 } = await agent.probe('usage');
+  const spaces = v8.spaces.map(([name, , physical]) => `${name} ${mib(physical / 1024)}`).join(', ');
+  note(
+    `${size}: idle heap used ${mib(usage.heapUsed / 1024)} of ${mib(usage.heapTotal / 1024)}, external ` +
+      `${mib(usage.external / 1024)} (array buffers ${mib(usage.arrayBuffers / 1024)}), RSS ${mib(usage.rss / 1024)}; ${spaces}`,
+  );
+  const file = join(dir, `fleet-${size}-idle.heapsnapshot`);
+  await agent.probe('snapshot', file);
+  note(`${size}: heap snapshot in ${file}`);
 }
 
 /** Waits until the controllers and the kubelet are idle: every Deployment rolled out, as many pods Ready. */
@@ -552,8 +571,7 @@ function print(figures: readonly Figures[]): void {
     say(`    next pass (its own marks):                             ${quiet ? describePass(quiet) : '-'}`);
   }
   say(
-    "  (the watch cache's own lists and watches, one pair per kind and namespace, are not in these counts; nor are " +
-      'the two ledger reads per deployment of the agent around each deploy)',
+    "  (the watch cache's own lists and watches, one pair per kind and namespace, are not in these counts)",
   );
   say();
   say(

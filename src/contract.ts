@@ -17,7 +17,9 @@ export type { Logger };
 
 // ---- releases: what the ledger (report/ledger.ts) records of each sync ------------------------------------------
 
-export type Trigger = 'commit' | 'image' | 'manual' | 'rollback' | 'drift' | 'config' | 'start';
+/** What started a sync; the list is also what a note read back from the cluster may name (sync/attempts.ts). */
+export const TRIGGERS = ['commit', 'image', 'manual', 'rollback', 'drift', 'config', 'start'] as const;
+export type Trigger = (typeof TRIGGERS)[number];
 
 export interface ReleaseImage {
   image: string;

@@ -1,5 +1,5 @@
 // The agent as a child process under measurement: `mooring run` with its launcher's V8 flags plus the memory
-// probe (memory-probe.ts), its JSON log read line by line for finished syncs, and its RSS read from /proc.
+// probe (memory-probe.mjs), its JSON log read line by line for finished syncs, and its RSS read from /proc.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -18,6 +18,8 @@ export interface ProbeAnswer {
   usage: Usage;
   /** Highest heap, external and array-buffer figures since the last reset (sampled every 100 ms). */
   peak: Omit<Usage, 'rss'>;
+  /** V8's heap statistics and, per space, [name, size, physical size] in bytes. */
+  v8: { heap: Record<string, number>; spaces: [string, number, number][] };
 }
 
 export interface Sync {
@@ -46,7 +48,7 @@ export class AgentProcess {
     /** A file that receives everything the agent logs (appended), to read its timeline afterwards. */
     logFile?: string,
   ) {
-    const probe = join(REPO_ROOT, 'bench/support/memory-probe.ts');
+    const probe = join(REPO_ROOT, 'bench/support/memory-probe.mjs');
     const args = [
       ...launcherFlags(cli),
       ...nodeArgs,

@@ -5,7 +5,7 @@
 //         19,900 under folders the deployment does not select), then three one-file commits.
 // For each: RSS idle before (the agent's first syncs done, nothing moving), the peak (VmHWM, reset before the
 // load), RSS once the load is over and nothing new happens for SETTLE_MS, and the same after a full garbage
-// collection; with heap used / external / arrayBuffers at each point, from the probe (memory-probe.ts).
+// collection; with heap used / external / arrayBuffers at each point, from the probe (memory-probe.mjs).
 
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';

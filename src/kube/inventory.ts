@@ -29,7 +29,11 @@ export const MAX_INVENTORY = 10_000;
  * them): what a sync writes, recorded before its first write, so that one an agent never finished still names them.
  */
 export async function inventoryVersions(api: KubeApi, namespace: string, owner: string): Promise<string[]> {
-  const entries = (await new InventoryStore(api, namespace).read(owner)) ?? [];
+  return versionsIn((await new InventoryStore(api, namespace).read(owner)) ?? []);
+}
+
+/** The versions of versioned objects among `entries`, as releases name them (`ConfigMap app-config-v003`). */
+export function versionsIn(entries: readonly InventoryEntry[]): string[] {
   return entries.filter((e) => e.artifact !== undefined).map((e) => `${e.kind} ${e.name}`);
 }
 

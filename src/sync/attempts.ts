@@ -5,22 +5,13 @@
 // agent's namespace can write: parsed against a schema, bounded, and a note that fails it is none.
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import type { SyncRequest, Trigger } from '../contract.ts';
+import { type SyncRequest, TRIGGERS } from '../contract.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
-import { InventoryStore, inventoryName, NOTE_ID } from '../kube/inventory.ts';
+import { InventoryStore, inventoryName, NOTE_ID, versionsIn } from '../kube/inventory.ts';
 import type { Attempt, LedgerData } from '../report/ledger.ts';
 import { CONFIGMAPS } from './control.ts';
 
-const TRIGGERS = [
-  'commit',
-  'image',
-  'manual',
-  'rollback',
-  'drift',
-  'config',
-  'start',
-] as const satisfies Trigger[];
 const text = (max: number) => z.string().max(max);
 
 const imageSchema = z.object({
@@ -101,8 +92,5 @@ export async function unfinishedAttempt(
   // Older than every release kept: its end was recorded and has left the bounded history since.
   const oldest = ledger.releases.at(-1);
   if (oldest && Date.parse(attempt.since) < Date.parse(oldest.time)) return undefined;
-  const versions = (stored?.entries ?? [])
-    .filter((e) => e.artifact !== undefined)
-    .map((e) => `${e.kind} ${e.name}`);
-  return { ...attempt, versions };
+  return { ...attempt, versions: versionsIn(stored?.entries ?? []) };
 }
