@@ -90,5 +90,5 @@ EXPOSE 8080
 # One-off commands (render, deploy…) have no SIGTERM handler: stop them with SIGKILL, or run with --init.
 STOPSIGNAL SIGTERM
 # The same V8 flags as the CLI's shebang (see src/cli/main.ts).
-ENTRYPOINT ["node", "--max-semi-space-size=4", "--optimize-for-size", "--liftoff-only", "/app/dist/cli/main.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=4", "--optimize-for-size", "--liftoff-only", "--max-opt=2", "/app/dist/cli/main.js"]
 CMD ["run", "--config", "/etc/mooring/mooring.yaml"]

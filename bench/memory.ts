@@ -34,6 +34,11 @@ const { values: flags } = parseArgs({
     repeat: { type: 'string', default: '9' },
     /** startup, agent, burst, large: which to measure. */
     parts: { type: 'string', default: 'startup,burst,large' },
+    /**
+     * A folder for a V8 heap snapshot of the idle agent at the end of its idle period (part `agent`); read it with
+     * `node scripts/heap-summary.ts FILE`.
+     */
+    'heap-snapshot': { type: 'string' },
   },
 });
 const parts = new Set(flags.parts.split(','));
@@ -131,10 +136,18 @@ try {
   await writeFile(configFile, stringify(config));
 
   note('agent: starting, waiting for the three first syncs');
-  const child = spawn(process.execPath, [...launcherFlags(CLI), CLI, 'run', '--config', configFile], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, MOORING_CACHE_DIR: join(work, 'cache') },
-  });
+  const snapshotDir = flags['heap-snapshot'];
+  const snapshotFlags = snapshotDir
+    ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshotDir}`]
+    : [];
+  const child = spawn(
+    process.execPath,
+    [...launcherFlags(CLI), ...snapshotFlags, CLI, 'run', '--config', configFile],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, MOORING_CACHE_DIR: join(work, 'cache') },
+    },
+  );
   agent = child;
   let stable = 0;
   let log = '';
@@ -168,7 +181,15 @@ try {
   say(
     `agent idle ${idleMs / 60_000} min (3 Git, 2 registry sources, 3 deployments): RSS at start ${mib(samples[0] ?? 0)}, at the end ${mib(last)}, highest ${mib(peak)}, VmHWM ${mib(kib('VmHWM'))}`,
   );
+  // Anonymous (heap, malloc, V8's pages) against file-backed (the node binary's and libraries' pages read in).
+  say(`  of the RSS at the end: anonymous ${mib(kib('RssAnon'))}, file-backed ${mib(kib('RssFile'))}`);
   say(goal('agent RSS after the idle period', mib(last), 'at most 80 MiB', last <= 80 * 1024));
+  if (snapshotDir) {
+    // Taken after the figures: writing a snapshot takes memory of its own.
+    child.kill('SIGUSR2');
+    await new Promise((r) => setTimeout(r, 10_000));
+    note(`agent: heap snapshot written in ${snapshotDir}`);
+  }
 } catch (error) {
   if (!(error instanceof Done)) throw error;
 } finally {

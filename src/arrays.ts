@@ -3,6 +3,15 @@
 // passes every element as an argument on the stack, and V8 throws a RangeError past about a hundred thousand:
 // one file of many values would then crash what renders it. These loops take any length.
 
+/**
+ * Code-unit order of two strings (Go's `<` on ASCII, and the same on every machine): what ordering of names, kinds and
+ * timestamps uses instead of `localeCompare`, whose order follows the process's locale (LANG) and loads ICU's
+ * collation data (about 2 MiB of resident memory) for it.
+ */
+export function byCodeUnit(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
 /** The largest of `values`, or `floor` when there is none larger (Math.max(floor, ...values) without a spread). */
 export function maxOf(values: Iterable<number>, floor = Number.NEGATIVE_INFINITY): number {
   let max = floor;

@@ -3,6 +3,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { type Document, LineCounter } from 'yaml';
 import type { z } from 'zod';
+import { byCodeUnit } from '../arrays.ts';
 import { StalledError } from '../errors.ts';
 import { YamlLimitError } from '../yaml/errors.ts';
 import { DEFAULT_YAML_LIMITS, useYamlLimits, yamlLimitsOf } from '../yaml/limits.ts';
@@ -126,7 +127,7 @@ function parse(
       : result.error.issues.map((issue) => toProblem(issue, data, doc.contents, lineCounter))),
     ...references,
   ];
-  problems.sort((a, b) => a.line - b.line || a.column - b.column || a.path.localeCompare(b.path));
+  problems.sort((a, b) => a.line - b.line || a.column - b.column || byCodeUnit(a.path, b.path));
   throw new ConfigError(file, problems);
 }
 

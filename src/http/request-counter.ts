@@ -1,6 +1,7 @@
 // Counts a client's requests by verb and status code, and the time they were held back by a rate limit (our own
 // request budget, or a server's 429), for the metrics. Labels stay bounded: verbs are a fixed set and codes are
 // numbers or `error`.
+import { byCodeUnit } from '../arrays.ts';
 
 export interface RequestCount {
   verb: string;
@@ -44,7 +45,7 @@ export class RequestCounter {
   get stats(): RequestStats {
     const requests = [...this.#counts.values()]
       .map((c) => ({ ...c }))
-      .sort((a, b) => a.verb.localeCompare(b.verb) || a.code.localeCompare(b.code));
+      .sort((a, b) => byCodeUnit(a.verb, b.verb) || byCodeUnit(a.code, b.code));
     return { requests, throttledSeconds: this.#throttledMs / 1000, throttledWaits: this.#throttledWaits };
   }
 }

@@ -4,6 +4,7 @@
 // ControllerRevision, a Pod) and versions that a release in the ledger names: those stay, and are reported, so that
 // an undo rollout and a rollback always find their configuration. Without the annotation, the deployment's default
 // history applies (10 versions).
+import { byCodeUnit } from '../arrays.ts';
 import { ARTIFACT } from '../render/annotations.ts';
 import { groupOf, isObject, type JsonValue, type KubeObject } from '../render/manifest.ts';
 import { select } from '../render/path.ts';
@@ -143,8 +144,8 @@ export async function collectVersionHistory(
       ...((await versionsOf(info, namespace, object.kind)).get(entry.version.base) ?? []),
     ].sort(
       (a, b) =>
-        String(b.metadata.creationTimestamp).localeCompare(String(a.metadata.creationTimestamp)) ||
-        b.metadata.name.localeCompare(a.metadata.name),
+        byCodeUnit(String(b.metadata.creationTimestamp), String(a.metadata.creationTimestamp)) ||
+        byCodeUnit(b.metadata.name, a.metadata.name),
     );
     const surplus = versions.slice(limit);
     if (surplus.length === 0) continue;

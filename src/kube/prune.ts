@@ -3,6 +3,7 @@
 // does one annotated `mooring.io/prune: disabled`; every version of a versioned artifact that is gone is deleted.
 // Deletion runs in reverse apply order (workloads before the Services and configuration they use, namespaces
 // last), with foreground propagation for workloads, so that their Pods are gone before their configuration is.
+import { byCodeUnit } from '../arrays.ts';
 import { errorMessage } from '../errors.ts';
 import { ARTIFACT } from '../render/annotations.ts';
 import type { KubeObject } from '../render/manifest.ts';
@@ -127,7 +128,7 @@ export async function pruneTargets(
       live.push(
         ...(list.items ?? [])
           .filter((o) => o.metadata.annotations?.[ARTIFACT.name] === entry.artifact)
-          .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name)),
+          .sort((a, b) => byCodeUnit(a.metadata.name, b.metadata.name)),
       );
     } else {
       try {

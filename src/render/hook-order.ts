@@ -1,5 +1,6 @@
 // The order in which the hooks of one phase run (src/render/hooks.ts says which objects are hooks of which phase):
 // Helm's, one hook at a time, and Argo CD's, a wave at a time. Pure.
+import { byCodeUnit } from '../arrays.ts';
 import type { Hook } from './hooks.ts';
 import type { KubeObject } from './manifest.ts';
 
@@ -58,8 +59,6 @@ export function compareInstallOrder(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-const byCodePoint = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-
 /**
  * The steps of one phase, in the order they run. Helm (pkg/action/hooks.go) runs its hooks one at a time: by
  * weight, then name, then kind in InstallOrder; each is created and waited on before the next. Argo CD runs the
@@ -73,12 +72,11 @@ export function hookOrder<T extends { object: KubeObject; hook: Hook }>(hooks: r
     if (a.hook.flavor !== b.hook.flavor) return a.hook.flavor === 'helm' ? -1 : 1;
     if (a.hook.flavor === 'helm')
       return (
-        byCodePoint(a.object.metadata.name, b.object.metadata.name) ||
+        byCodeUnit(a.object.metadata.name, b.object.metadata.name) ||
         compareInstallOrder(a.object.kind, b.object.kind)
       );
     return (
-      a.object.kind.localeCompare(b.object.kind) ||
-      a.object.metadata.name.localeCompare(b.object.metadata.name)
+      byCodeUnit(a.object.kind, b.object.kind) || byCodeUnit(a.object.metadata.name, b.object.metadata.name)
     );
   });
   const steps: T[][] = [];

@@ -2,7 +2,7 @@
 // manifests and an apply plan out. Pure: no I/O, no Kubernetes client. Stages run in a fixed order, and the
 // problems of a stage are reported together so that a user fixes them in one go.
 
-import { append } from '../arrays.ts';
+import { append, byCodeUnit } from '../arrays.ts';
 import { ARTIFACT } from './annotations.ts';
 import { canonical } from './canonical.ts';
 import { RenderError, throwIfAny } from './errors.ts';
@@ -290,7 +290,7 @@ function takeSourceCapacity(
       ? sameKind
           .filter((o) => o.metadata.annotations?.[ARTIFACT.name] === version.base)
           .sort((a, b) =>
-            String(b.metadata.creationTimestamp).localeCompare(String(a.metadata.creationTimestamp)),
+            byCodeUnit(String(b.metadata.creationTimestamp), String(a.metadata.creationTimestamp)),
           )[0]
       : undefined);
   const replicas = isObject(current?.spec) ? current.spec.replicas : undefined;

@@ -93,6 +93,7 @@ describe('the container image', () => {
         '--max-semi-space-size=4',
         '--optimize-for-size',
         '--liftoff-only',
+        '--max-opt=2',
         '/app/dist/cli/main.js',
         'version',
       );

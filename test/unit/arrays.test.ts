@@ -1,7 +1,7 @@
 // Content-sized arrays never go through a spread into a call: with 150,000 backtick runs in a value or 200,000
 // rows, each function that folds or appends them still answers (V8 throws a RangeError past ~100k arguments).
 import { describe, expect, it } from 'vitest';
-import { append, longestRun, maxOf } from '../../src/arrays.ts';
+import { append, byCodeUnit, longestRun, maxOf } from '../../src/arrays.ts';
 import { formatTable } from '../../src/cli/output.ts';
 import type { DeploymentPreview } from '../../src/contract.ts';
 import { Versioner } from '../../src/render/versioning.ts';
@@ -13,6 +13,14 @@ const ROWS = 200_000;
 const ticks = `${'` '.repeat(RUNS - 1)}\`\`\`\`\`\`\``;
 
 describe('the helpers', () => {
+  it('orders strings by code unit, as Go does and whatever the locale', () => {
+    const names = ['b', 'B', 'a.b', 'ab', 'a', 'Z', 'é', 'a-b', 'a10', 'a9'];
+    expect([...names].sort(byCodeUnit)).toEqual(['B', 'Z', 'a', 'a-b', 'a.b', 'a10', 'a9', 'ab', 'b', 'é']);
+    // Not a collation: a locale's order puts letters of either case together.
+    expect([...names].sort((x, y) => x.localeCompare(y, 'en'))).not.toEqual([...names].sort(byCodeUnit));
+    expect(byCodeUnit('same', 'same')).toBe(0);
+  });
+
   it.each([
     { values: [], floor: 0, max: 0 },
     { values: [3, 9, 2], floor: 0, max: 9 },

@@ -5,7 +5,7 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { append } from '../../arrays.ts';
+import { append, byCodeUnit } from '../../arrays.ts';
 import { loadConfigFile } from '../../config/load.ts';
 import type { MooringConfig } from '../../config/schema.ts';
 import { gitGenerator } from '../../config/sets.ts';
@@ -190,9 +190,7 @@ async function statusRows(
   }
   // Grouped by set: the deployments of each set together, those of none first, each group by name.
   return rows.some((r) => r.set)
-    ? rows.sort(
-        (a, b) => (a.set ?? '').localeCompare(b.set ?? '') || a.deployment.localeCompare(b.deployment),
-      )
+    ? rows.sort((a, b) => byCodeUnit(a.set ?? '', b.set ?? '') || byCodeUnit(a.deployment, b.deployment))
     : rows;
 }
 
