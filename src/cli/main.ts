@@ -11,8 +11,8 @@
 // so its pages of the node binary are never read in, nor its compile zones allocated. Measured on 2 cores
 // (docs/memory.md): the agent at 1,000 deployments idles at 141 MiB instead of 151 and peaks at 180-193 instead of
 // 202, its first sync as fast (100.7 s against 105.7); `mooring render` of a 1 MB chart takes 0.96 s instead of
-// 1.07 (a short command does not pay back TurboFan's compile time); the small agent 92 MiB instead of 100. The flag
-// must be on the command line: set at run time (v8.setFlagsFromString) it changes nothing.
+// 1.07 (a short command does not pay back TurboFan's compile time); the small agent 92-95 MiB instead of 100.
+// The flag must be on the command line: set at run time (v8.setFlagsFromString) it changes nothing.
 //
 // This file imports nothing before it has checked the Node version: the dependencies (isomorphic-git, chokidar) fail
 // deep inside on an older Node, so an unsupported one is named here, with the version needed, and exit code 1.
