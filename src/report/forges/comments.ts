@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import type { z } from 'zod';
 import { StalledError, type Subject } from '../../errors.ts';
+import type { HeaderValues } from '../../http/fetch.ts';
 import { apiBase } from './http.ts';
 import { COMMENT_HINTS, call, callList, type Exchange, exchange, readTarget, tokenUser } from './protocol.ts';
 import type {
@@ -168,7 +169,7 @@ export function commentList<T>(
   what: string,
   schema: z.ZodType<T>,
   items: (body: unknown) => unknown = (body) => body,
-): Promise<{ items: T[]; headers: Headers; body: unknown }> {
+): Promise<{ items: T[]; headers: HeaderValues; body: unknown }> {
   return callList(x, { url, hints: COMMENT_HINTS, what }, items, schema);
 }
 

@@ -4,6 +4,7 @@
 // refusal StalledError with the server's own message (bounded) and a hint at what to check. Redirects are never
 // followed: the token would go along to wherever they point.
 import { StalledError, type Subject } from '../../errors.ts';
+import type { HeaderValues } from '../../http/fetch.ts';
 import { httpFailure, safeEndpoint, sendBounded } from '../../http/request.ts';
 import { statusSubject } from './repo-url.ts';
 import type { CommitStatus, CommitStatusProvider, HttpOptions, ProviderName, StatusTarget } from './types.ts';
@@ -48,7 +49,7 @@ export interface JsonAnswer {
   status: number;
   /** False only for a refusal `allow` let through. */
   ok: boolean;
-  headers: Headers;
+  headers: HeaderValues;
   /** The parsed answer when `expectBody` and the answer was a success with a body; otherwise undefined. */
   body: unknown;
 }

@@ -4,6 +4,7 @@
 // The comment thread and the one client built on these: comments.ts.
 import type { z } from 'zod';
 import { StalledError, type Subject, withSubject } from '../../errors.ts';
+import type { HeaderValues } from '../../http/fetch.ts';
 import { safeEndpoint } from '../../http/request.ts';
 import { type FailureHints, label, requestJson } from './http.ts';
 import { describeRepo } from './repo-url.ts';
@@ -149,7 +150,7 @@ export async function callList<T>(
   request: Omit<Call, 'method' | 'maxBytes'>,
   items: (body: unknown) => unknown,
   schema: z.ZodType<T>,
-): Promise<{ items: T[]; headers: Headers; body: unknown }> {
+): Promise<{ items: T[]; headers: HeaderValues; body: unknown }> {
   const answer = await requestJson(
     {
       provider: x.provider,

@@ -39,12 +39,7 @@ describe('the Node version check', () => {
         `${OLD_NODE} is Node ${version.trim()}, not an old one`,
       ).toBeDefined();
       const out = await mkdtemp(join(tmpdir(), 'mooring-dist-'));
-      await exec(join(ROOT, 'node_modules', '.bin', 'tsc'), [
-        '-p',
-        join(ROOT, 'tsconfig.build.json'),
-        '--outDir',
-        out,
-      ]);
+      await exec(process.execPath, [join(ROOT, 'scripts', 'bundle.ts'), '--out', out]);
       const result = await exec(OLD_NODE, [join(out, 'cli', 'main.js'), 'version']).then(
         () => ({ code: 0, stderr: '' }),
         (e: { code: number; stderr: string }) => e,
