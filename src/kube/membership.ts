@@ -8,7 +8,9 @@
 // verified (member-verify.ts): renewed not in the future, within the configured duration, with an address that is
 // a plain origin; and, when the agent runs in a Pod, held by a Pod of the agent's own workload, whose IP from the
 // API is where webhooks go (member-pods.ts).
+
 import { createHash } from 'node:crypto';
+import { byCodeUnit } from '../arrays.ts';
 import type { KubeApi } from './api.ts';
 import { describeKubeError, statusCode } from './errors.ts';
 import type { MemberPods } from './member-pods.ts';
@@ -116,7 +118,7 @@ export async function listMembers(
       since: Number.isFinite(since) ? since : undefined,
     });
   }
-  return members.sort((a, b) => (a.identity < b.identity ? -1 : a.identity > b.identity ? 1 : 0));
+  return members.sort((a, b) => byCodeUnit(a.identity, b.identity));
 }
 
 export class Membership {

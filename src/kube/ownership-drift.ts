@@ -9,6 +9,7 @@
 //   the table below says whose it is (an autoscaler's replicas when the manifest leaves them out).
 // Controllers' status (the `status` subresource, and `status` itself) and fields nobody wrote (defaults) are
 // never read. Paths are named as src/render/changed-fields.ts names them: `spec.template.spec.containers[name=web]`.
+import { byCodeUnit } from '../arrays.ts';
 import { isObject, type JsonValue, type KubeObject } from '../render/manifest.ts';
 import type { FieldOwner, FieldsV1 } from './field-owners.ts';
 import { withApplyDefaults } from './normalize.ts';
@@ -143,7 +144,7 @@ function walked(object: KubeObject): [string, JsonValue][] {
     ...(annotations ? { annotations } : {}),
   };
   if (Object.keys(metadata).length > 0) parts.push(['metadata', metadata]);
-  return parts.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return parts.sort(([a], [b]) => byCodeUnit(a, b));
 }
 
 /** What the manifest sets and `own` does not own: [name, steps] of each such field, outermost. */
@@ -251,7 +252,7 @@ export function readOwnership(
       by.add(other.manager);
       added.set(path, by);
     }
-  for (const [path, by] of [...added].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+  for (const [path, by] of [...added].sort(([a], [b]) => byCodeUnit(a, b)))
     reading.added.push({ path, by: [...by].sort() });
   return reading;
 }

@@ -56,7 +56,7 @@ export function compareInstallOrder(a: string, b: string): number {
   if (ia >= 0 && ib >= 0) return ia - ib;
   if (ia >= 0) return -1;
   if (ib >= 0) return 1;
-  return a < b ? -1 : a > b ? 1 : 0;
+  return byCodeUnit(a, b);
 }
 
 /**

@@ -2,6 +2,7 @@
 // manifests, and the values decrypted from SOPS files wherever they turn up (a tool's error, a render error that
 // quotes a value, a Secret's data key or type, a ConfigMap a chart filled from a decrypted values file). A set of
 // files carries what was decrypted from it (`secrets`, sources/sops/decrypt.ts); its redactor is made here, once.
+import { byCodeUnit } from '../arrays.ts';
 import { isObject, type JsonValue, type KubeObject } from './manifest.ts';
 import type { ManifestFile } from './parse.ts';
 
@@ -43,7 +44,7 @@ export function redactableValues(values: Iterable<string>): string[] {
     add(value.trim());
     if (value.includes('\n')) for (const line of value.split(/\r?\n/)) add(line.trim());
   }
-  return [...out].sort((a, b) => b.length - a.length || (a < b ? -1 : a > b ? 1 : 0));
+  return [...out].sort((a, b) => b.length - a.length || byCodeUnit(a, b));
 }
 
 /** The forms in which tools print a value: as it is, JSON-escaped (Go's %q too, mostly), and base64. */

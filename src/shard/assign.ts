@@ -4,7 +4,9 @@
 // point that has fewer than ceil(loadFactor * deployments / members) deployments. Every replica computes the same
 // assignment from the same members and deployments (nothing is stored), no member gets more than the bound, and a
 // member that comes or goes moves about 1/members of the deployments (docs/replicas.md has the measured figures).
+
 import { createHash } from 'node:crypto';
+import { byCodeUnit } from '../arrays.ts';
 
 /** Points per member: enough that members' arcs of the ring differ little in length. */
 const VNODES = 100;
@@ -28,7 +30,7 @@ function ring(members: readonly string[]): RingPoint[] {
   const points: RingPoint[] = [];
   for (const member of members)
     for (let i = 0; i < VNODES; i++) points.push({ at: point(`${member}#${i}`), member });
-  return points.sort((a, b) => a.at - b.at || (a.member < b.member ? -1 : a.member > b.member ? 1 : 0));
+  return points.sort((a, b) => a.at - b.at || byCodeUnit(a.member, b.member));
 }
 
 /** The first ring position at or after `at` (wrapping to 0). */

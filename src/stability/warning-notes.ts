@@ -6,6 +6,7 @@
 // A controller writes the same warning again and again (with a new Pod name each time, then "combined from similar
 // events"), so what is kept is bounded: one note per object and reason, a few reasons per object, a few notes per
 // waited-on object, each message cut.
+import { byCodeUnit } from '../arrays.ts';
 
 export interface WarningNote {
   /** The object the Event is about: `Pod db/pg-0`, the waited-on object itself or one it owns. */
@@ -43,7 +44,7 @@ export function cleanMessage(message: string, max = WARNING_LIMITS.messageChars)
 function newestFirst(a: WarningNote, b: WarningNote): number {
   if (a.lastMs !== b.lastMs) return b.lastMs - a.lastMs;
   if (a.object !== b.object) return a.object < b.object ? -1 : 1;
-  return a.reason < b.reason ? -1 : a.reason > b.reason ? 1 : 0;
+  return byCodeUnit(a.reason, b.reason);
 }
 
 /**

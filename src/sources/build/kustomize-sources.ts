@@ -2,10 +2,12 @@
 // source) are built where they lie; a Git commit's are built from a checkout of the commit's whole tree into a
 // temporary folder (checkout.ts; a base may lie outside the deployment's paths), removed after the build. No
 // checkout happens unless a kustomization is among the deployment's files.
+
 import type { Dirent } from 'node:fs';
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
+import { byCodeUnit } from '../../arrays.ts';
 import { StalledError } from '../../errors.ts';
 import type { ManifestFile } from '../../render/parse.ts';
 import { checkoutTree, findTreeFiles } from '../git/checkout.ts';
@@ -23,7 +25,7 @@ async function findKustomizations(dir: string, found: string[], budget: { entrie
   } catch {
     return;
   }
-  for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+  for (const entry of entries.sort((a, b) => byCodeUnit(a.name, b.name))) {
     if (entry.name.startsWith('.')) continue;
     if (--budget.entries < 0)
       throw new StalledError(`more than ${MAX_ENTRIES} entries`, { subject: { describe: dir } });

@@ -3,7 +3,9 @@
 // inflates it (object-size.ts). Layout: magic, version, a 256-entry fan-out of counts by first byte, the sorted
 // ids, a CRC-32 per entry, a 31-bit offset per entry, the pack's checksum and the index's own SHA-1.
 // isomorphic-git reads only 31-bit offsets, so a pack of 2 GiB or more cannot be indexed for it and is refused.
+
 import { createHash } from 'node:crypto';
+import { byCodeUnit } from '../../arrays.ts';
 
 const IDX_MAGIC = 0xff744f63;
 const HEADER = 8 + 256 * 4;
@@ -18,7 +20,7 @@ export interface IndexEntry {
 
 /** The index of a pack whose entries are `entries` (in any order) and whose trailing checksum is `packSha`. */
 export function encodeIndex(entries: readonly IndexEntry[], packSha: Buffer): Buffer {
-  const sorted = [...entries].sort((a, b) => (a.oid < b.oid ? -1 : a.oid > b.oid ? 1 : 0));
+  const sorted = [...entries].sort((a, b) => byCodeUnit(a.oid, b.oid));
   const count = sorted.length;
   const out = Buffer.alloc(HEADER + count * (20 + 4 + 4) + 40);
   out.writeUInt32BE(IDX_MAGIC, 0);

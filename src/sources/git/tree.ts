@@ -4,6 +4,7 @@
 //
 // Objects are read from their packs by offset (object-read.ts), each after its size was read from its header: a
 // blob over the reader's limit, or a tree or commit over maxObjectBytes, is refused by name without being inflated.
+import { byCodeUnit } from '../../arrays.ts';
 import { StalledError } from '../../errors.ts';
 import {
   type Commit,
@@ -71,7 +72,7 @@ export async function listFiles(
     }
   };
   await visit(await treeOf(store, oid), '');
-  return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  return files.sort((a, b) => byCodeUnit(a.path, b.path));
 }
 
 /** Which folders a walk takes (`matches`) and which it looks into (`mayContain`). */
@@ -106,7 +107,7 @@ export async function listFolders(
     }
   };
   await visit(await treeOf(store, oid), '');
-  return folders.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  return folders.sort(byCodeUnit);
 }
 
 /**
@@ -139,7 +140,7 @@ export async function diffTrees(store: ObjectStore, fromOid: string, toOid: stri
     }
   };
   await visit(await treeOf(store, fromOid), await treeOf(store, toOid), '');
-  return changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  return changes.sort((a, b) => byCodeUnit(a.path, b.path));
 }
 
 /**

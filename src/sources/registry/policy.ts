@@ -2,7 +2,9 @@
 // range, or the highest value a regex extracts (Flux's ImagePolicy semantics). Pure: tags in, a tag or an
 // error out. A policy that matches nothing is an error value naming the policy and a few tags it saw, so the
 // commit status tells the user what to fix.
+
 import semver from 'semver';
+import { byCodeUnit } from '../../arrays.ts';
 import type { RegistrySource } from '../../config/schema.ts';
 import { StalledError } from '../../errors.ts';
 
@@ -104,7 +106,7 @@ function compareValues(
 ): number {
   if (order === 'numerical') return Math.sign(a.number - b.number);
   // Code-unit order, not localeCompare: the same tags must give the same choice on every machine.
-  return a.text < b.text ? -1 : a.text > b.text ? 1 : 0;
+  return byCodeUnit(a.text, b.text);
 }
 
 // `$name`, `${name}` and `$1` as Go's Regexp.Expand reads them (Flux's `extract`); `$$` is a dollar.
