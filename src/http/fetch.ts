@@ -214,6 +214,25 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
 /** fetch over `exchange`, trusting the public roots and, when given, the PEM certificates `ca`. */
 export function fetchFor(ca?: string | undefined): Fetch {
+  const send = streamFetchFor(ca);
+  return async (input, init) => {
+    const answer = await send(input, init);
+    return { ...answer, body: answer.body && (Readable.toWeb(answer.body) as ReadableStream<Uint8Array>) };
+  };
+}
+
+/** A FetchAnswer whose body is Node's stream (null for HEAD, 204, 205, 304): what the Git transport reads. */
+export interface StreamAnswer extends Omit<FetchAnswer, 'body'> {
+  body: Readable | null;
+}
+
+/**
+ * fetchFor's requests with the body left a Node stream: a caller that reads chunks needs no web stream around it
+ * (the Git transport, every poll). fetchFor is this with `Readable.toWeb` on the body.
+ */
+export function streamFetchFor(
+  ca?: string | undefined,
+): (url: string | URL, init: FetchInit) => Promise<StreamAnswer> {
   return async (input, init) => {
     const url = new URL(String(input));
     if (url.protocol !== 'http:' && url.protocol !== 'https:')
@@ -246,7 +265,7 @@ export function fetchFor(ca?: string | undefined): Fetch {
       statusText: res.statusMessage,
       ok: status >= 200 && status < 300,
       headers: new AnswerHeaders(res.headers),
-      body: empty ? null : (Readable.toWeb(res.body) as ReadableStream<Uint8Array>),
+      body: empty ? null : res.body,
     };
   };
 }

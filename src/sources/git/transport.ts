@@ -15,7 +15,7 @@
 // (pack-receive.ts) before isomorphic-git, which would hold all of it in memory, reads the rest.
 import type { GitHttpRequest, GitHttpResponse, HttpClient } from 'isomorphic-git';
 import { StalledError } from '../../errors.ts';
-import { type Fetch, fetchFor } from '../../http/fetch.ts';
+import { streamFetchFor } from '../../http/fetch.ts';
 import { safeUrl } from './errors.ts';
 
 export interface TransportOptions {
@@ -41,7 +41,7 @@ const ADVERTISEMENT_HEAD_BYTES = 64 * 1024;
 export function boundedHttp(options: TransportOptions): HttpClient {
   let received = 0;
   let thinPackOffered = false;
-  const send = options.send ?? requestOver(fetchFor(options.ca));
+  const send = options.send ?? requestOver(streamFetchFor(options.ca));
   const count = (url: string, chunk: Uint8Array): void => {
     received += chunk.byteLength;
     if (received > options.maxBytes) {
@@ -151,8 +151,10 @@ async function* observed(
   }
 }
 
-/** isomorphic-git's request over one outbound fetch (src/http/fetch.ts). */
-function requestOver(trusted: Fetch): (request: GitHttpRequest) => Promise<GitHttpResponse> {
+/** isomorphic-git's request over the one outbound client (src/http/fetch.ts), its answer's body read as chunks. */
+function requestOver(
+  trusted: ReturnType<typeof streamFetchFor>,
+): (request: GitHttpRequest) => Promise<GitHttpResponse> {
   return async (request) => {
     const method = request.method ?? 'GET';
     const response = await trusted(request.url, {
