@@ -13,7 +13,7 @@ import { inPhases, prerequisitesOf } from './apply-order.ts';
 import type { ApplyAction, ApplyOptions, ApplyResult, SetWrite } from './apply-types.ts';
 import { type ApplyTarget, identity, ObjectVerbs } from './apply-verbs.ts';
 import { pendingTakeOver, type TakeOver } from './client-side-takeover.ts';
-import type { Discovery, ResourceInfo } from './discovery.ts';
+import { type Discovery, type ResourceInfo, UnservedKindError } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
 import { type LiveSummary, namespaceExists, readLive, readObject, summarize } from './live-state.ts';
 import { mapLimit } from './pool.ts';
@@ -322,11 +322,49 @@ export class Applier {
       });
       append(results, written);
       if (batch.some((t) => t.object.kind === 'CustomResourceDefinition') && !this.options.dryRun) {
-        await this.verbs.waitEstablished(batch.filter((t) => t.object.kind === 'CustomResourceDefinition'));
+        const crds = batch.filter((t) => t.object.kind === 'CustomResourceDefinition');
+        await this.verbs.waitEstablished(crds);
         this.discovery.invalidate();
+        await this.waitServed(crds);
       }
     }
     return results;
+  }
+
+  /**
+   * Until discovery lists each kind an established CRD serves: kube-apiserver marks a CRD Established as its
+   * handler is installed, and its discovery documents follow a moment later (on a busy server, seconds). A custom
+   * resource dry-run before then would be refused as a kind the cluster does not serve.
+   */
+  private async waitServed(crds: readonly ApplyTarget[]): Promise<void> {
+    const deadline = Date.now() + this.options.waitTimeoutMs;
+    for (const crd of crds) {
+      const spec = (crd.object.spec ?? {}) as {
+        group?: unknown;
+        names?: { kind?: unknown };
+        versions?: { name?: unknown; served?: unknown }[];
+      };
+      const kind = spec.names?.kind;
+      if (typeof spec.group !== 'string' || typeof kind !== 'string' || !Array.isArray(spec.versions))
+        continue;
+      for (const version of spec.versions) {
+        if (version?.served === false || typeof version?.name !== 'string') continue;
+        const apiVersion = `${spec.group}/${version.name}`;
+        for (;;) {
+          try {
+            await this.discovery.resource(apiVersion, kind);
+            break;
+          } catch (error) {
+            if (!(error instanceof UnservedKindError)) throw error;
+            if (Date.now() > deadline)
+              throw new StalledError(
+                `${describeObject(crd.object)}: established, but the API server did not serve ${kind} in ${apiVersion} within ${this.options.waitTimeoutMs} ms`,
+              );
+            await new Promise((r) => setTimeout(r, 200));
+          }
+        }
+      }
+    }
   }
 
   private async write(

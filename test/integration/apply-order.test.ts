@@ -2,15 +2,67 @@
 // (and the CRD waited on until Established) before what lives in them, in one deploy.
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import { crdManifest, deployTo, kubeConfig, kubectl, manifestDir } from './helpers.ts';
+import { proxiedServer } from './fault-helpers.ts';
+import { useCleanups } from './faults-support.ts';
+import { crdManifest, deployTo, kubeConfig, kubectl, manifestDir, mooring } from './helpers.ts';
 
 describe('apply order', () => {
   const suffix = Date.now().toString(36);
   const namespace = `fresh-${suffix}`;
   const group = `t${suffix}.mooring.test`;
+  const lagging = `l${suffix}.mooring.test`;
+  const cleanup = useCleanups();
   afterAll(async () => {
     await kubectl('delete', 'namespace', namespace, '--wait=false');
-    await kubectl('delete', 'crd', `widgets.${group}`, '--wait=false');
+    await kubectl(
+      'delete',
+      'crd',
+      `widgets.${group}`,
+      `widgets.${lagging}`,
+      '--wait=false',
+      '--ignore-not-found',
+    );
+  });
+
+  it('waits, after a CRD is Established, until discovery serves its kind (a busy server lags)', async () => {
+    // The API server's discovery of the new group answers 404 six more times after the CRD is established, as a
+    // busy kube-apiserver's may for some seconds: the custom resource is dry-run and written once it is served.
+    const bed = await proxiedServer(cleanup);
+    const path = `/apis/${lagging}/v1`;
+    bed.proxy.set(
+      {
+        kind: 'status',
+        status: 404,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          kind: 'Status',
+          apiVersion: 'v1',
+          status: 'Failure',
+          reason: 'NotFound',
+          code: 404,
+        }),
+      },
+      { match: (r) => r.method === 'GET' && r.path === path, times: 6 },
+    );
+    const dir = await manifestDir({
+      'crd.yaml': crdManifest(lagging, 'widgets', 'Widget'),
+      'widget.yaml': `apiVersion: ${lagging}/v1\nkind: Widget\nmetadata: {name: late}\nspec: {size: 2}\n`,
+    });
+    const result = await mooring(
+      'deploy',
+      dir,
+      '--kubeconfig',
+      bed.kubeconfig,
+      '-n',
+      'default',
+      '--timeout',
+      '2m',
+    );
+    expect(result.code, result.stdout + result.stderr).toBe(0);
+    expect(result.stdout).toContain(`widget.${lagging}/late created`);
+    const discovered = bed.proxy.requests.filter((r) => r.method === 'GET' && r.path === path);
+    expect(discovered.filter((r) => r.fault === 'status')).toHaveLength(6);
+    expect(discovered.at(-1)?.fault).toBe('pass');
   });
 
   it('creates a namespace, a CRD and its custom resources in one deploy', async () => {
