@@ -1,29 +1,26 @@
 // The one way mooring's requests leave the process for a server other than the API server: registries, chart
 // repositories, forges, notifications, the audit webhook, forwards between replicas and the Git transport. One
-// request on undici's dispatcher (`exchange`), with keep-alive agents kept per CA (the public roots, and for a
+// request on Node's own HTTP client (`exchange`), with keep-alive agents kept per CA (the public roots, and for a
 // `caFile` the public roots and that CA), and a fetch on top of it (`fetchFor`) for the callers written against
 // fetch's Request and Response.
 //
-// undici's `request`, not its fetch (nor Node's): fetch decodes a Content-Encoding whatever the request asked, and
-// a chart package or a blob must keep the bytes its digest names (as helm's client keeps them); `request` hands
-// the bytes over as sent. Only the dispatcher and `request` are loaded, not the package's index (its fetch, cache,
-// WebSocket and mock layers: 28 MiB more in a process, measured), and the launcher runs V8 with `--liftoff-only`,
-// so undici's HTTP parser (WebAssembly) is not recompiled by the optimising tier: 13 MiB resident for a parser
-// that reads headers (docs/memory.md). Bodies are taken as sent: `Accept-Encoding: identity` unless a caller asks
-// otherwise. Redirects are the caller's (request.ts follows them within the origin, the registry client to blob
-// storage without credentials): this fetch answers `manual` and `error`, and refuses to follow on its own.
-import type { IncomingHttpHeaders } from 'node:http';
-import { createRequire } from 'node:module';
+// Node's http and https, not a fetch (neither Node's nor the undici package's): fetch decodes a Content-Encoding
+// whatever the request asked, and a chart package or a blob must keep the bytes its digest names (as helm's client
+// keeps them); http hands the bytes over as sent. The API server's client (kube/api.ts) and the agent's servers
+// already load http, https and tls, so this client adds nothing to the process: the undici package it replaced
+// loaded 25 more modules, Node's http2 and assert, and a WebAssembly HTTP parser, about 6 MiB resident in every
+// process that made one request (docs/memory.md). Bodies are taken as sent: `Accept-Encoding: identity` unless a
+// caller asks otherwise. Redirects are the caller's (request.ts follows them within the origin, the registry client
+// to blob storage without credentials): this fetch answers `manual` and `error`, and refuses to follow on its own.
+import type { ClientRequest, Agent as HttpAgent, IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import { rootCertificates } from 'node:tls';
-import type * as Undici from 'undici';
 
-const require = createRequire(import.meta.url);
-const Agent = require('undici/lib/dispatcher/agent.js') as typeof Undici.Agent;
-const request = require('undici/lib/api/api-request.js') as (
-  this: Undici.Dispatcher,
-  options: Undici.Dispatcher.RequestOptions,
-) => Promise<Undici.Dispatcher.ResponseData>;
+// node:http and node:https as their CommonJS exports: an `import` of node:http makes an ES module namespace, which
+// reads every export, and three of them (WebSocket, CloseEvent, MessageEvent) load Node's bundled undici, about
+// 13 MiB resident.
+const http = process.getBuiltinModule('node:http');
+const https = process.getBuiltinModule('node:https');
 
 /**
  * fetch as mooring calls it: a URL and the init of a request, answered with what its callers read of a Response.
@@ -98,48 +95,95 @@ export interface Answer {
   body: Readable;
 }
 
-// Connections stay open between polls; an idle one is closed after this long (servers close theirs sooner, and
-// undici honours a shorter `Keep-Alive: timeout` they announce).
+// Connections stay open between polls; an idle one is closed after this long (Node's agent honours a shorter
+// `Keep-Alive: timeout` a server announces, and closes its own sockets a second before it).
 const FREE_SOCKET_MS = 30_000;
-const agents = new Map<string, Undici.Agent>();
+const agents = new Map<string, HttpAgent>();
 // As long as a server may think before answering (a large Git pack) when the caller gave no bound of its own.
 const DEFAULT_IDLE_MS = 300_000;
 
-function agentFor(ca: string | undefined): Undici.Agent {
-  const key = ca ?? '';
+function agentFor(protocol: string, ca: string | undefined): HttpAgent {
+  const key = `${protocol}${ca ?? ''}`;
   let agent = agents.get(key);
   if (!agent) {
     // No cap on connections per server (as fetch has none): a capped pool queues a request behind any answer
-    // a caller left unread, where an uncapped one only keeps that connection until its idle timeout.
-    agent = new Agent({
-      keepAliveTimeout: FREE_SOCKET_MS,
-      keepAliveMaxTimeout: FREE_SOCKET_MS,
-      // `ca` replaces Node's trust store: a server on a private CA may still send us to a public token service or
-      // blob storage, so the public roots stay trusted alongside.
-      ...(ca !== undefined ? { connect: { ca: [...rootCertificates, ca] } } : {}),
-    });
+    // a caller left unread, where an uncapped one only keeps that connection until its idle timeout. A free
+    // connection does not keep the process alive (the agent unrefs it).
+    const options = { keepAlive: true, timeout: FREE_SOCKET_MS, scheduling: 'lifo' as const };
+    agent =
+      protocol === 'https:'
+        ? // `ca` replaces Node's trust store: a server on a private CA may still send us to a public token service
+          // or blob storage, so the public roots stay trusted alongside.
+          new https.Agent({ ...options, ...(ca !== undefined ? { ca: [...rootCertificates, ca] } : {}) })
+        : new http.Agent(options);
     agents.set(key, agent);
   }
   return agent;
 }
 
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS']);
-// undici's codes for a server that stayed silent too long, before its head or within its body.
-const TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 // A connection that closed under a request before any answer came (a kept-alive one the server had just closed).
-const DROPPED = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
+const DROPPED = new Set(['ECONNRESET', 'EPIPE']);
 
 /** Whether an error of an exchange, or of the reading of its body, says the server was silent too long. */
 export function isTimeout(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  return error.name === 'TimeoutError' || TIMEOUTS.has((error as NodeJS.ErrnoException).code ?? '');
+  return error instanceof Error && error.name === 'TimeoutError';
+}
+
+function silence(idleMs: number): DOMException {
+  return new DOMException(`no answer in ${idleMs} ms`, 'TimeoutError');
+}
+
+/** One request on one connection: the answer's head, or the error that ended the request before it. */
+function sendOnce(options: Exchange, headers: Record<string, string>, idleMs: number): Promise<Answer> {
+  const { url, signal } = options;
+  const client = url.protocol === 'https:' ? https : http;
+  return new Promise<Answer>((resolve, reject) => {
+    let answer: IncomingMessage | undefined;
+    const req: ClientRequest = client.request(url, {
+      method: options.method,
+      headers,
+      agent: agentFor(url.protocol, options.ca),
+    });
+    const abort = () => {
+      const reason: unknown = signal?.reason;
+      if (answer) answer.destroy(reason as Error);
+      else req.destroy(reason as Error);
+    };
+    const done = () => signal?.removeEventListener('abort', abort);
+    signal?.addEventListener('abort', abort, { once: true });
+    // Silence before the head, and between two parts of the body: the socket's idle time, while this request holds it.
+    req.setTimeout(idleMs, () => {
+      const error = silence(idleMs);
+      if (answer) answer.destroy(error);
+      else req.destroy(error);
+    });
+    req.on('error', (error) => {
+      done();
+      if (!answer) reject(signal?.aborted ? signal.reason : error);
+    });
+    req.on('response', (res: IncomingMessage) => {
+      answer = res;
+      // A caller lets an answer go by destroying its body: one listener here keeps a destroy with an error from
+      // being an uncaught error (a reader still gets every error through its own listener or stream).
+      res.on('error', () => undefined);
+      res.once('close', done);
+      resolve({
+        statusCode: res.statusCode ?? 0,
+        statusMessage: res.statusMessage ?? '',
+        headers: res.headers,
+        body: res,
+      });
+    });
+    req.end(options.body);
+  });
 }
 
 /**
  * Sends one request and resolves with the answer's head, its body still to read. Rejects with the signal's reason
  * when aborted, a TimeoutError DOMException when the server was silent too long before its head (a silence within
- * the body fails the body with undici's timeout: `isTimeout` knows both), and the network error otherwise. A
- * connection the server closed as the request went out is tried once more on a new one, for an idempotent method.
+ * the body fails the body with one too: `isTimeout` knows it), and the network error otherwise. A connection the
+ * server closed as the request went out is tried once more on a new one, for an idempotent method.
  */
 export async function exchange(options: Exchange): Promise<Answer> {
   const { signal } = options;
@@ -148,48 +192,24 @@ export async function exchange(options: Exchange): Promise<Answer> {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(options.headers)) headers[name.toLowerCase()] = value;
   headers['accept-encoding'] ??= 'identity';
-  const url = options.url;
-  const send = (): Promise<Undici.Dispatcher.ResponseData> =>
-    request.call(agentFor(options.ca), {
-      origin: url.origin,
-      path: `${url.pathname}${url.search}`,
-      method: options.method as Undici.Dispatcher.HttpMethod,
-      headers,
-      body: options.body ?? null,
-      signal,
-      headersTimeout: idleMs,
-      bodyTimeout: idleMs,
-    });
-  let res: Undici.Dispatcher.ResponseData;
   try {
-    try {
-      res = await send();
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code ?? '';
-      if (!IDEMPOTENT.has(options.method) || !DROPPED.has(code) || signal?.aborted) throw error;
-      res = await send();
-    }
+    return await sendOnce(options, headers, idleMs);
   } catch (error) {
-    if (signal?.aborted && error === signal.reason) throw error;
-    if (isTimeout(error)) throw new DOMException(`no answer in ${idleMs} ms`, 'TimeoutError');
-    if ((error as NodeJS.ErrnoException).code === 'UND_ERR_SOCKET') {
-      // Named as Node names it, the code every caller's message shows.
-      throw Object.assign(new Error(`the server closed the connection (${(error as Error).message})`), {
-        code: 'ECONNRESET',
-        cause: error,
-      });
-    }
-    throw error;
+    const code = (error as NodeJS.ErrnoException).code ?? '';
+    if (!IDEMPOTENT.has(options.method) || !DROPPED.has(code) || signal?.aborted) throw closedSaid(error);
+    return sendOnce(options, headers, idleMs).catch((again: unknown) => {
+      throw closedSaid(again);
+    });
   }
-  // A caller lets an answer go by destroying its body, which undici reports as an error event: one listener here
-  // keeps that from being an uncaught error (a reader still gets every error through its own listener or stream).
-  res.body.on('error', () => undefined);
-  return {
-    statusCode: res.statusCode,
-    statusMessage: res.statusText,
-    headers: res.headers as IncomingHttpHeaders,
-    body: res.body as unknown as Readable,
-  };
+}
+
+/** Node's "socket hang up" said as what it is, with the code every caller's message shows. */
+function closedSaid(error: unknown): unknown {
+  if (!(error instanceof Error) || (error as NodeJS.ErrnoException).code !== 'ECONNRESET') return error;
+  if (error.message !== 'socket hang up') return error;
+  return Object.assign(new Error('the server closed the connection (socket hang up)', { cause: error }), {
+    code: 'ECONNRESET',
+  });
 }
 
 // Node's codes for a certificate that does not verify: retrying cannot help, a caFile (or a renewed certificate) can.

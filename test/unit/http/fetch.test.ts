@@ -16,6 +16,7 @@ import {
   type FetchAnswer,
   fetchFor,
   headerRecord,
+  isTimeout,
 } from '../../../src/http/fetch.ts';
 import { makeCertificates } from '../../testbed/tls.ts';
 
@@ -175,6 +176,29 @@ describe('exchange', () => {
     expect((error as Error).message).toBe('no answer in 150 ms');
   });
 
+  it('fails the body of a server that falls silent after its head with a TimeoutError', async () => {
+    handler = (_req, res) => {
+      res.writeHead(200);
+      res.write('a first part');
+    };
+    const res = await exchange({
+      method: 'GET',
+      url: new URL(`${base}/stalls`),
+      headers: {},
+      idleTimeoutMs: 150,
+    });
+    const chunks: Buffer[] = [];
+    const error = await new Promise<unknown>((resolve) => {
+      res.body.on('data', (c: Buffer) => chunks.push(c));
+      res.body.on('error', resolve);
+      res.body.on('end', () => resolve(undefined));
+    });
+
+    expect(Buffer.concat(chunks).toString()).toBe('a first part');
+    expect(isTimeout(error)).toBe(true);
+    expect((error as Error).message).toBe('no answer in 150 ms');
+  });
+
   it('sends an idempotent request again when the kept-alive connection was dropped under it, and no other', async () => {
     const counts = new WeakMap<object, number>();
     handler = (req, res) => {
@@ -250,7 +274,7 @@ describe('a server on a private CA', () => {
 });
 
 describe('a process that used the client', () => {
-  it("exits when its work is done (kept-alive connections do not hold it), never having loaded Node's fetch", async () => {
+  it("exits when its work is done (kept-alive connections do not hold it), having loaded neither Node's fetch nor HTTP/2", async () => {
     handler = (_req, res) => res.end('ok');
     const module = new URL('../../../src/http/fetch.ts', import.meta.url).href;
     const script = `const { fetchFor } = await import(${JSON.stringify(module)});
@@ -259,7 +283,9 @@ describe('a process that used the client', () => {
       for await (const chunk of res.body) text += Buffer.from(chunk).toString();
       // Node's fetch, Request, Response and Headers come with its bundled undici: about 14 MiB resident.
       const nodeFetch = process.moduleLoadList.some((m) => m.includes('internal/deps/undici'));
-      process.stdout.write(text + ' ' + nodeFetch);`;
+      // Nor anything beyond Node's http and https: no HTTP/2, no module from node_modules.
+      const more = process.moduleLoadList.some((m) => m.includes('http2')) || Object.keys(process.getBuiltinModule('node:module')._cache).length > 0;
+      process.stdout.write(text + ' ' + nodeFetch + ' ' + more);`;
     const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
@@ -272,7 +298,7 @@ describe('a process that used the client', () => {
     const code = await exited;
     clearTimeout(timer);
 
-    expect([code, out]).toEqual([0, 'ok false']);
+    expect([code, out]).toEqual([0, 'ok false false']);
   });
 });
 
