@@ -21,6 +21,7 @@ import { type ClusterCapabilities, deploymentManifests } from '../sources/deploy
 import { findTreeFiles } from '../sources/git/checkout.ts';
 import { createPathFilter, isManifestPath } from '../sources/git/paths.ts';
 import type { GitRepository, ResolvedRef } from '../sources/git/repository.ts';
+import { changesUnder } from '../sources/git/tree.ts';
 import { SignatureRefusal } from '../sources/registry/cosign.ts';
 
 export interface DeploymentState {
@@ -272,7 +273,7 @@ async function changesNoneOf(
   if (everything || files.length > 0) return false;
   // A deleted manifest is a change too (changedManifests lists the files that exist in the new commit).
   const filter = createPathFilter(d.spec.paths, d.spec.exclude);
-  const deleted = (await repo.changes(from, commit)).changes.filter(
+  const deleted = changesUnder((await repo.changes(from, commit)).changes, filter.roots).filter(
     (c) => c.after === undefined && isManifestPath(c.path) && filter.includes(c.path),
   );
   if (deleted.length > 0) return false;

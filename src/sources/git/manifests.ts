@@ -4,6 +4,7 @@ import { StalledError, type Subject } from '../../errors.ts';
 import type { ManifestFile } from '../../render/parse.ts';
 import { isManifestPath, type PathFilter, unmatchedPaths } from './paths.ts';
 import {
+  changesUnder,
   type FileChange,
   type ObjectStore,
   readBlobs,
@@ -19,12 +20,14 @@ export function manifestSelection(filter: PathFilter): TreeSelection {
   return {
     includes: (f) => filter.includes(f.path) && (f.mode === SYMLINK_MODE || isManifestPath(f.path)),
     mayContain: (folder) => filter.mayContain(folder),
+    roots: filter.roots,
   };
 }
 
 /** The changed files that exist in the newer commit and that the selection includes. */
 export function selectChanged(changes: readonly FileChange[], selection: TreeSelection): TreeFile[] {
-  return changes.flatMap((c) => (c.after && selection.includes(c.after) ? [c.after] : []));
+  const near = selection.roots ? changesUnder(changes, selection.roots) : changes;
+  return near.flatMap((c) => (c.after && selection.includes(c.after) ? [c.after] : []));
 }
 
 // A symlink is never followed: its target could lie outside the selected paths, or outside the repository.

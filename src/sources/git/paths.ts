@@ -24,6 +24,12 @@ export interface PathFilter {
   includes(path: string): boolean;
   /** Whether a folder may hold selected files: false lets a tree walk skip it. */
   mayContain(folder: string): boolean;
+  /**
+   * Every selected file is one of these paths or lies under one (`''`: anywhere): the literal part of each path
+   * before its first glob. Lets a caller look only there (tree.ts `changesUnder`, `listFiles`) instead of asking about every
+   * file.
+   */
+  readonly roots: readonly string[];
 }
 
 interface Pattern {
@@ -54,6 +60,11 @@ export function createPathFilter(
     return false;
   };
 
+  // A glob is not normalized, and its matching folds `//` and `/./` away: its root ends before such a segment.
+  const roots = selected.map((p) => {
+    const end = p.literal.findIndex((segment) => segment === '' || segment === '.');
+    return (end === -1 ? p.literal : p.literal.slice(0, end)).join('/');
+  });
   return {
     includes(path) {
       const segments = path.split('/');
@@ -62,9 +73,10 @@ export function createPathFilter(
     mayContain(folder) {
       if (folder === '') return true;
       const segments = folder.split('/');
-      if (isExcluded(segments)) return false;
-      return selected.some((p) => reaches(p, segments));
+      // The paths first: in a monorepo most folders lie on the way to no path, and the excludes cost more.
+      return selected.some((p) => reaches(p, segments)) && !isExcluded(segments);
     },
+    roots: roots.includes('') ? [''] : roots,
   };
 }
 

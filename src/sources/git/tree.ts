@@ -47,6 +47,56 @@ export interface TreeSelection {
   includes(file: TreeFile): boolean;
   /** False lets the walk skip a folder without reading it. */
   mayContain(folder: string): boolean;
+  /** Every included file is one of these paths or lies under one (`''`: anywhere); absent, anywhere. */
+  roots?: readonly string[] | undefined;
+}
+
+/** Whether `path` is one of the roots, lies under one, or is a folder on the way to one. */
+function nearRoots(path: string, roots: readonly string[]): boolean {
+  for (const root of roots) {
+    if (root === '' || path === root) return true;
+    if (path.length > root.length ? path.startsWith(`${root}/`) : root.startsWith(`${path}/`)) return true;
+  }
+  return false;
+}
+
+// The changes of a diff in path order, each with its place in the diff: made once per list of changes (a diff is
+// kept and shared by every deployment of its repository), so that each deployment finds its own changes by binary
+// search instead of asking its filter about every change of the commit (a fleet of a thousand deployments in one
+// repository, all changed by one commit, made a million such questions).
+const sortedChanges = new WeakMap<readonly FileChange[], { path: string; at: number }[]>();
+
+/** The changes whose path is one of `roots` or lies under one, in the order of `changes`. */
+export function changesUnder(changes: readonly FileChange[], roots: readonly string[]): FileChange[] {
+  if (roots.includes('')) return [...changes];
+  let sorted = sortedChanges.get(changes);
+  if (!sorted) {
+    sorted = changes.map((c, at) => ({ path: c.path, at })).sort((a, b) => byCodeUnit(a.path, b.path));
+    sortedChanges.set(changes, sorted);
+  }
+  const list = sorted;
+  const from = (path: string): number => {
+    let lo = 0;
+    let hi = list.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (byCodeUnit((list[mid] as { path: string }).path, path) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+  const found = new Set<number>();
+  for (const root of roots) {
+    const exact = list[from(root)];
+    if (exact?.path === root) found.add(exact.at);
+    const below = `${root}/`;
+    for (let i = from(below); i < list.length; i++) {
+      const entry = list[i] as { path: string; at: number };
+      if (!entry.path.startsWith(below)) break;
+      found.add(entry.at);
+    }
+  }
+  return [...found].sort((a, b) => a - b).map((at) => changes[at] as FileChange);
 }
 
 /** The files of a commit (or tree) that the selection includes, sorted by path; at most `limit` of them. */
@@ -57,11 +107,12 @@ export async function listFiles(
   limit: number,
 ): Promise<TreeFile[]> {
   const files: TreeFile[] = [];
+  const roots = selection.roots;
   const visit = async (treeOid: string, prefix: string): Promise<void> => {
     for (const entry of await entries(store, treeOid)) {
       const path = join(prefix, entry.path);
       if (entry.type === 'tree') {
-        if (selection.mayContain(path)) await visit(entry.oid, path);
+        if ((!roots || nearRoots(path, roots)) && selection.mayContain(path)) await visit(entry.oid, path);
         continue;
       }
       if (entry.type !== 'blob') continue; // a submodule: a commit of another repository, not a file
@@ -222,8 +273,38 @@ async function treeOf(store: ObjectStore, oid: string): Promise<string> {
   throw Object.assign(new Error(`${oid} does not lead to a tree`), { code: 'ObjectTypeError' });
 }
 
+// Trees read and checked, most recently used last. A tree's id names its content, so an entry stays true for as long
+// as it is kept; the key holds the repository's folder and the size limit the tree was read under. Every deployment
+// of a monorepo walks the same few trees (the root, `apps/` with a thousand folders): read, parsed and checked once,
+// not once per deployment. Bounded by the entries kept (about 1.5 MiB at most); a larger tree is not kept.
+const TREES_KEPT_ENTRIES = 8192;
+const treesKept = new Map<string, TreeEntry[]>();
+let entriesKept = 0;
+
 async function entries(store: ObjectStore, treeOid: string): Promise<TreeEntry[]> {
-  const tree = parseTree(treeOid, (await readTyped(store, treeOid, 'tree')).data);
+  const key = `${store.gitdir}\0${store.maxObjectBytes ?? DEFAULT_MAX_OBJECT_BYTES}\0${treeOid}`;
+  const kept = treesKept.get(key);
+  if (kept) {
+    treesKept.delete(key);
+    treesKept.set(key, kept);
+    return kept;
+  }
+  const tree = checkedTree(treeOid, await readTyped(store, treeOid, 'tree'));
+  if (tree.length <= TREES_KEPT_ENTRIES / 4) {
+    treesKept.set(key, tree);
+    entriesKept += tree.length;
+    for (const [oldest, list] of treesKept) {
+      if (entriesKept <= TREES_KEPT_ENTRIES) break;
+      treesKept.delete(oldest);
+      entriesKept -= list.length;
+    }
+  }
+  return tree;
+}
+
+/** The entries of a tree object, refused when one has a name that could leave its folder. */
+function checkedTree(treeOid: string, object: GitObject): TreeEntry[] {
+  const tree = parseTree(treeOid, object.data);
   // Git itself refuses such names (fsck), but a crafted object could carry them; they are never made into paths.
   const bad = tree.find(
     (e) => e.path === '' || e.path === '.' || e.path === '..' || /[/\\\0]/.test(e.path) || isDotGit(e.path),

@@ -1,6 +1,9 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { StalledError } from '../../../src/errors.ts';
+import { manifestSelection, selectChanged } from '../../../src/sources/git/manifests.ts';
 import { createPathFilter, isManifestPath } from '../../../src/sources/git/paths.ts';
+import { changesUnder, type FileChange } from '../../../src/sources/git/tree.ts';
 
 interface Case {
   name: string;
@@ -103,6 +106,29 @@ describe('git path filter', () => {
     }
   });
 
+  it('names roots that every included file lies under', () => {
+    for (const c of cases) {
+      const { roots } = createPathFilter(c.paths, c.exclude ?? []);
+      for (const path of c.included)
+        expect(
+          roots.some((r) => r === '' || path === r || path.startsWith(`${r}/`)),
+          `${c.name}: ${path} under ${roots.join(', ')}`,
+        ).toBe(true);
+    }
+    expect(createPathFilter(['apps/web', 'apps/*/prod', 'infra/**/x.yaml']).roots).toEqual([
+      'apps/web',
+      'apps',
+      'infra',
+    ]);
+    expect(createPathFilter(['apps/web', '**/deploy.yaml']).roots).toEqual(['']);
+    // A glob's matching folds `//` and `/./` away: its root stops before them.
+    for (const glob of ['apps//*/x', 'apps/./*/x']) {
+      const filter = createPathFilter([glob]);
+      expect(filter.includes('apps/a/x/d.yaml')).toBe(true);
+      expect(filter.roots).toEqual(['apps']);
+    }
+  });
+
   it('prunes folders that cannot hold selected files', () => {
     const filter = createPathFilter(['apps/web'], ['apps/web/old']);
     expect(filter.mayContain('apps')).toBe(true);
@@ -164,5 +190,62 @@ describe('a deployment read without subfolders (recursive: false)', () => {
     expect(flat(['apps/*']).includes('apps/web/deploy.yaml')).toBe(true);
     expect(flat(['apps/*']).includes('apps/web/extra/deploy.yaml')).toBe(false);
     expect(flat(['apps/**/deploy.yaml']).includes('apps/web/extra/deploy.yaml')).toBe(true);
+  });
+});
+
+describe("a deployment's changes among a commit's", () => {
+  // Names close to each other in code-unit order ('.', '-', '/' sort before letters and digits), so that a root's
+  // range in the sorted changes has neighbours on both sides.
+  const segment = fc.constantFrom(
+    'a',
+    'a.b',
+    'a-b',
+    'ab',
+    'b',
+    'app-1',
+    'app-10',
+    'app-2',
+    '.hidden',
+    'x.yaml',
+  );
+  const path = fc.array(segment, { minLength: 1, maxLength: 4 }).map((s) => s.join('/'));
+  const change = path.map(
+    (p): FileChange => ({ path: p, after: { path: p, oid: '1'.repeat(40), mode: '100644' } }),
+  );
+  const pattern = fc.oneof(
+    path,
+    fc.constant('.'),
+    path.map((p) => `${p}/*`),
+    path.map((p) => `**/${p.split('/').pop()}`),
+    path.map((p) => `${p.replace('/', '//')}/*`),
+    path.map((p) => `${p.replace('/', '/./')}/*`),
+  );
+
+  it('are found by their roots exactly as by asking the filter about every change, in the same order', () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(change, { selector: (c) => c.path, maxLength: 40 }),
+        fc.array(pattern, { minLength: 1, maxLength: 3 }),
+        fc.array(fc.constantFrom('b', 'a/ab', '*.json', 'app-1'), { maxLength: 2 }),
+        (changes, paths, exclude) => {
+          const filter = createPathFilter(paths, exclude);
+          const selection = manifestSelection(filter);
+          const everyChange = changes.flatMap((c) =>
+            c.after && selection.includes(c.after) ? [c.after] : [],
+          );
+          expect(selectChanged(changes, selection)).toEqual(everyChange);
+          const under = changesUnder(changes, filter.roots);
+          expect(under.filter((c) => filter.includes(c.path))).toEqual(
+            changes.filter((c) => filter.includes(c.path)),
+          );
+          // And nothing outside the roots.
+          for (const c of under)
+            expect(filter.roots.some((r) => r === '' || c.path === r || c.path.startsWith(`${r}/`))).toBe(
+              true,
+            );
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 });
