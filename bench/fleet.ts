@@ -49,6 +49,7 @@ import {
   StableIndex,
   since,
 } from './support/fleet-apps.ts';
+import { type FleetFloor, fleetFloor } from './support/fleet-floor.ts';
 import { fluxBuild, fluxVersion } from './support/flux.ts';
 import { type FluxFigures, fluxFleet } from './support/flux-fleet.ts';
 import { printVsFlux } from './support/flux-report.ts';
@@ -98,8 +99,18 @@ const { values: flags } = parseArgs({
      * another, each timed until every deployment concerned ended its sync.
      */
     set: { type: 'boolean', default: false },
+    /**
+     * The cluster's floor (support/fleet-floor.ts): after the agent, each size's applications written by a raw
+     * server-side-apply loop and waited on until available, first and at the next round. `no` leaves it out, `only`
+     * measures it alone.
+     */
+    floor: { type: 'string', default: 'yes' },
+    /** The floor loop's requests at once. */
+    'loop-concurrency': { type: 'string', default: '32' },
   },
 });
+if (!['yes', 'no', 'only'].includes(flags.floor))
+  throw new Error(`--floor: yes, no or only, not '${flags.floor}'`);
 if (flags.vs !== undefined && flags.vs !== 'flux')
   throw new Error(`--vs: only flux is known, not '${flags.vs}'`);
 const sizes = flags.sizes.split(',').map(Number);
@@ -173,6 +184,7 @@ const suffix = Date.now().toString(36);
 const work = await mkdtemp(join(tmpdir(), 'mooring-bench-fleet-'));
 const SECRET = 'fleet-bench-webhook-secret';
 const results: Figures[] = [];
+const floors = new Map<number, FleetFloor>();
 const fluxResults: FluxFigures[] = [];
 let fluxDir = '';
 try {
@@ -184,12 +196,23 @@ try {
     fluxDir = await fluxBuild();
   }
   for (const size of sizes) {
-    try {
-      results.push(await fleet(size));
-    } catch (error) {
-      // One size that does not finish still leaves the others' figures.
-      say(`${size} deployments: not measured: ${String(error).slice(0, 2000)}`);
-    }
+    if (flags.floor !== 'only')
+      try {
+        results.push(await fleet(size));
+      } catch (error) {
+        // One size that does not finish still leaves the others' figures.
+        say(`${size} deployments: not measured: ${String(error).slice(0, 2000)}`);
+      }
+    if (flags.floor !== 'no')
+      try {
+        note(`${size}: the cluster's floor (a raw server-side-apply loop, then the controllers)`);
+        const names = Array.from({ length: NAMESPACES }, (_, k) => `fleet-${suffix}-${size}-floor-${k}`);
+        const floor = await fleetFloor(c, size, names, Number(flags['loop-concurrency']), patiently);
+        note(`${size}: floor: first ${sec(floor.firstMs)}, rollout ${sec(floor.rolloutMs)}`);
+        floors.set(size, floor);
+      } catch (error) {
+        say(`${size} deployments: the floor not measured: ${String(error).slice(0, 2000)}`);
+      }
     if (fluxDir)
       try {
         fluxResults.push(
@@ -217,6 +240,7 @@ try {
   if (started) await down();
 }
 print(results);
+printFloors(results);
 if (fluxDir) printVsFlux(say, fluxVersion(fluxDir), POLL, results, fluxResults);
 
 async function fleet(size: number): Promise<Figures> {
@@ -529,6 +553,7 @@ function config(size: number, repo: string, namespaces: readonly string[], home:
 }
 
 function print(figures: readonly Figures[]): void {
+  if (figures.length === 0) return;
   const cores = cpus();
   say();
   say(
@@ -601,4 +626,24 @@ function print(figures: readonly Figures[]): void {
   say(goal('one-app latency with a webhook (median)', sec(hook), 'at most 3 s', hook <= 3000));
   say(goal('agent RSS idle', mib(at.idleKiB), 'at most 150 MiB', at.idleKiB <= 150 * 1024));
   say(goal('agent RSS peak (VmHWM)', mib(at.peakKiB), 'at most 175 MiB', at.peakKiB <= 175 * 1024));
+}
+
+/** Each size's floor, and the agent's figures against it where both were measured. */
+function printFloors(figures: readonly Figures[]): void {
+  if (floors.size === 0) return;
+  say();
+  say(
+    "the cluster's floor (support/fleet-floor.ts: a raw server-side-apply loop of the same applications, then the " +
+      'controllers until every Deployment is available; no Git, render, dry run, ledger or poll):',
+  );
+  for (const [size, f] of floors) {
+    const agent = figures.find((x) => x.size === size);
+    const ratio = (ms: number | undefined, floorMs: number) =>
+      ms === undefined ? '' : `; the agent ${sec(ms)}, ${(ms / floorMs).toFixed(2)}x`;
+    say(
+      `  ${size} deployments, loop c=${f.concurrency}: first ${sec(f.firstMs)} (loop ${sec(f.firstLoopMs)})` +
+        `${ratio(agent?.firstSyncMs, f.firstMs)}; rollout ${sec(f.rolloutMs)} (loop ${sec(f.rolloutLoopMs)})` +
+        ratio(agent?.rolloutMs, f.rolloutMs),
+    );
+  }
 }

@@ -12,6 +12,21 @@ export function byCodeUnit(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
+/**
+ * The first index in `from..to` at which `before` is false, for a `before` that holds on a prefix of the range and
+ * not after it (a lower bound, by binary search): the one search of sorted lists, pack indexes and rings.
+ */
+export function lowerBound(from: number, to: number, before: (index: number) => boolean): number {
+  let low = from;
+  let high = to;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if (before(mid)) low = mid + 1;
+    else high = mid;
+  }
+  return low;
+}
+
 /** The largest of `values`, or `floor` when there is none larger (Math.max(floor, ...values) without a spread). */
 export function maxOf(values: Iterable<number>, floor = Number.NEGATIVE_INFINITY): number {
   let max = floor;

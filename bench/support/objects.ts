@@ -70,10 +70,11 @@ const PATHS: Record<string, string> = {
   'v1/ConfigMap': '/api/v1/namespaces/NS/configmaps',
   'v1/Secret': '/api/v1/namespaces/NS/secrets',
   'v1/Service': '/api/v1/namespaces/NS/services',
+  'v1/ServiceAccount': '/api/v1/namespaces/NS/serviceaccounts',
   'apps/v1/Deployment': '/apis/apps/v1/namespaces/NS/deployments',
 };
 
-/** The REST path of one of the set's objects (the set has these four kinds only). */
+/** The REST path of one of the benchmarks' objects (these kinds only: this set's four and the fleet's ServiceAccount). */
 export function objectPath(o: KubeObject): string {
   const base = PATHS[`${o.apiVersion}/${o.kind}`];
   if (!base) throw new Error(`no path for ${o.apiVersion} ${o.kind}`);

@@ -9,6 +9,7 @@ import type { PlanEntry } from '../render/render.ts';
 import { JsonText, type KubeApi, METADATA_OBJECT, type RequestSpec } from './api.ts';
 import { writeFailure } from './apply-errors.ts';
 import { onlyClientSideConflicts, type TakeOver } from './client-side-takeover.ts';
+import { pause } from './deadline.ts';
 import { type ResourceInfo, resourcePath } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
 import { type LiveSummary, readObject, requireIdentity, summarize } from './live-state.ts';
@@ -248,7 +249,7 @@ export class ObjectVerbs {
           `${describeObject(object)}: still being deleted after ${this.options.waitTimeoutMs} ms`,
         );
       }
-      await new Promise((r) => setTimeout(r, 200));
+      await pause(200);
     }
   }
 
@@ -265,7 +266,7 @@ export class ObjectVerbs {
         if (conditions.some((c) => c.type === 'Established' && c.status === 'True')) break;
         if (Date.now() > deadline)
           throw new StalledError(`${describeObject(crd.object)}: not established in time`);
-        await new Promise((r) => setTimeout(r, 200));
+        await pause(200);
       }
     }
   }

@@ -13,6 +13,7 @@ import { inPhases, prerequisitesOf } from './apply-order.ts';
 import type { ApplyAction, ApplyOptions, ApplyResult, SetWrite } from './apply-types.ts';
 import { type ApplyTarget, identity, ObjectVerbs } from './apply-verbs.ts';
 import { pendingTakeOver, type TakeOver } from './client-side-takeover.ts';
+import { pause } from './deadline.ts';
 import { type Discovery, type ResourceInfo, UnservedKindError } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
 import { type LiveSummary, namespaceExists, readLive, readObject, summarize } from './live-state.ts';
@@ -360,7 +361,7 @@ export class Applier {
               throw new StalledError(
                 `${describeObject(crd.object)}: established, but the API server did not serve ${kind} in ${apiVersion} within ${this.options.waitTimeoutMs} ms`,
               );
-            await new Promise((r) => setTimeout(r, 200));
+            await pause(200);
           }
         }
       }

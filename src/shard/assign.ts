@@ -6,7 +6,7 @@
 // member that comes or goes moves about 1/members of the deployments (docs/replicas.md has the measured figures).
 
 import { createHash } from 'node:crypto';
-import { byCodeUnit } from '../arrays.ts';
+import { byCodeUnit, lowerBound } from '../arrays.ts';
 
 /** Points per member: enough that members' arcs of the ring differ little in length. */
 const VNODES = 100;
@@ -35,14 +35,8 @@ function ring(members: readonly string[]): RingPoint[] {
 
 /** The first ring position at or after `at` (wrapping to 0). */
 function firstAtOrAfter(points: readonly RingPoint[], at: number): number {
-  let lo = 0;
-  let hi = points.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if ((points[mid] as RingPoint).at < at) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo === points.length ? 0 : lo;
+  const first = lowerBound(0, points.length, (i) => (points[i] as RingPoint).at < at);
+  return first === points.length ? 0 : first;
 }
 
 /** The most deployments one member is given. */

@@ -2,15 +2,16 @@
 // (and the CRD waited on until Established) before what lives in them, in one deploy.
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import { proxiedServer } from './fault-helpers.ts';
+import { proxiedServer, startMooring } from './fault-helpers.ts';
 import { useCleanups } from './faults-support.ts';
-import { crdManifest, deployTo, kubeConfig, kubectl, manifestDir, mooring } from './helpers.ts';
+import { crdManifest, deployTo, eventually, kubeConfig, kubectl, manifestDir, mooring } from './helpers.ts';
 
 describe('apply order', () => {
   const suffix = Date.now().toString(36);
   const namespace = `fresh-${suffix}`;
   const group = `t${suffix}.mooring.test`;
   const lagging = `l${suffix}.mooring.test`;
+  const unserved = `u${suffix}.mooring.test`;
   const cleanup = useCleanups();
   afterAll(async () => {
     await kubectl('delete', 'namespace', namespace, '--wait=false');
@@ -19,6 +20,7 @@ describe('apply order', () => {
       'crd',
       `widgets.${group}`,
       `widgets.${lagging}`,
+      `widgets.${unserved}`,
       '--wait=false',
       '--ignore-not-found',
     );
@@ -63,6 +65,59 @@ describe('apply order', () => {
     const discovered = bed.proxy.requests.filter((r) => r.method === 'GET' && r.path === path);
     expect(discovered.filter((r) => r.fault === 'status')).toHaveLength(6);
     expect(discovered.at(-1)?.fault).toBe('pass');
+  });
+
+  it('stops waiting for a kind that is never served as soon as the deploy is cancelled', async () => {
+    // Discovery never lists the new group: the deploy polls it after the CRD is Established. Cancelled (Ctrl-C), it
+    // ends at once instead of polling on until its wait runs out, and writes no custom resource.
+    const bed = await proxiedServer(cleanup);
+    const path = `/apis/${unserved}/v1`;
+    bed.proxy.set(
+      {
+        kind: 'status',
+        status: 404,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          kind: 'Status',
+          apiVersion: 'v1',
+          status: 'Failure',
+          reason: 'NotFound',
+          code: 404,
+        }),
+      },
+      { match: (r) => r.method === 'GET' && r.path === path },
+    );
+    const dir = await manifestDir({
+      'crd.yaml': crdManifest(unserved, 'widgets', 'Widget'),
+      'widget.yaml': `apiVersion: ${unserved}/v1\nkind: Widget\nmetadata: {name: never}\nspec: {size: 2}\n`,
+    });
+    const run = startMooring([
+      'deploy',
+      dir,
+      '--kubeconfig',
+      bed.kubeconfig,
+      '-n',
+      'default',
+      '--timeout',
+      '5m',
+    ]);
+    const polls = () => bed.proxy.requests.filter((r) => r.method === 'GET' && r.path === path).length;
+    await eventually(
+      'discovery of the unserved group polled',
+      async () => (polls() >= 3 ? true : undefined),
+      120_000,
+    );
+    const cancelled = Date.now();
+    run.child.kill('SIGINT');
+    const code = await run.exited;
+    // Without the cancel it polls for two minutes (the apply's wait); cancelled, it ends within the next look.
+    expect(Date.now() - cancelled, run.output()).toBeLessThan(15_000);
+    expect(code, run.output()).not.toBe(0);
+    const atExit = polls();
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(polls()).toBe(atExit);
+    const widgets = await kubectl('get', `widgets.${unserved}`, '-n', 'default', '-o', 'name');
+    expect(widgets.stdout.trim()).toBe('');
   });
 
   it('creates a namespace, a CRD and its custom resources in one deploy', async () => {

@@ -1,7 +1,8 @@
 // Content-sized arrays never go through a spread into a call: with 150,000 backtick runs in a value or 200,000
 // rows, each function that folds or appends them still answers (V8 throws a RangeError past ~100k arguments).
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { append, byCodeUnit, longestRun, maxOf } from '../../src/arrays.ts';
+import { append, byCodeUnit, longestRun, lowerBound, maxOf } from '../../src/arrays.ts';
 import { formatTable } from '../../src/cli/output.ts';
 import type { DeploymentPreview } from '../../src/contract.ts';
 import { Versioner } from '../../src/render/versioning.ts';
@@ -13,6 +14,29 @@ const ROWS = 200_000;
 const ticks = `${'` '.repeat(RUNS - 1)}\`\`\`\`\`\`\``;
 
 describe('the helpers', () => {
+  it('finds the lower bound of any sorted list in any range, as a scan does', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: -20, max: 20 }), { maxLength: 200 }),
+        fc.integer({ min: -25, max: 25 }),
+        fc.nat(),
+        fc.nat(),
+        (values, wanted, a, b) => {
+          const sorted = [...values].sort((x, y) => x - y);
+          const from = sorted.length ? a % (sorted.length + 1) : 0;
+          const to = from + (sorted.length - from ? b % (sorted.length - from + 1) : 0);
+          let scan = from;
+          while (scan < to && (sorted[scan] as number) < wanted) scan++;
+          expect(lowerBound(from, to, (i) => (sorted[i] as number) < wanted)).toBe(scan);
+        },
+      ),
+      { numRuns: 500 },
+    );
+    // Past every element, and in an empty range.
+    expect(lowerBound(0, 3, () => true)).toBe(3);
+    expect(lowerBound(2, 2, () => true)).toBe(2);
+  });
+
   it('orders strings by code unit, as Go does and whatever the locale', () => {
     const names = ['b', 'B', 'a.b', 'ab', 'a', 'Z', 'é', 'a-b', 'a10', 'a9'];
     expect([...names].sort(byCodeUnit)).toEqual(['B', 'Z', 'a', 'a-b', 'a.b', 'a10', 'a9', 'ab', 'b', 'é']);

@@ -17,7 +17,7 @@
 import { lstat, readFile } from 'node:fs/promises';
 import { posix } from 'node:path';
 import { type Document, isMap, isNode, isScalar, isSeq, type Node } from 'yaml';
-import { maxOf } from '../../arrays.ts';
+import { lowerBound, maxOf } from '../../arrays.ts';
 import { isObject, type Origin } from '../../render/manifest.ts';
 import type { WrittenAt } from '../../render/parse.ts';
 import { type Place, type ReadDocument, readDocuments } from '../../yaml/documents.ts';
@@ -73,14 +73,8 @@ export function helmWrittenAt(text: string, label: string): WrittenAtFn | undefi
   if (starts.length === 0) return undefined;
   // The last start before the line: a binary search, as each object and each of its errors is placed.
   const place = (built: Origin): Origin | undefined => {
-    let low = 0;
-    let high = starts.length;
-    while (low < high) {
-      const mid = (low + high) >>> 1;
-      if ((starts[mid] as { line: number }).line < built.line) low = mid + 1;
-      else high = mid;
-    }
-    const found = starts[low - 1];
+    const found =
+      starts[lowerBound(0, starts.length, (i) => (starts[i] as { line: number }).line < built.line) - 1];
     return found && { file: found.file, line: built.line - found.line, column: built.column };
   };
   return (at) => {

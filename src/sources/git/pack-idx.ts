@@ -5,7 +5,7 @@
 // isomorphic-git reads only 31-bit offsets, so a pack of 2 GiB or more cannot be indexed for it and is refused.
 
 import { createHash } from 'node:crypto';
-import { byCodeUnit } from '../../arrays.ts';
+import { byCodeUnit, lowerBound } from '../../arrays.ts';
 
 const IDX_MAGIC = 0xff744f63;
 const HEADER = 8 + 256 * 4;
@@ -71,17 +71,14 @@ export class PackIdx {
     const wanted = Buffer.from(oid, 'hex');
     if (wanted.length !== 20) return undefined;
     const first = wanted[0] as number;
-    let low = first === 0 ? 0 : this.#idx.readUInt32BE(8 + (first - 1) * 4);
-    let high = this.#idx.readUInt32BE(8 + first * 4);
-    while (low < high) {
-      const mid = (low + high) >>> 1;
-      const at = HEADER + mid * 20;
-      const order = Buffer.compare(wanted, this.#idx.subarray(at, at + 20));
-      if (order === 0) return this.offsetAt(mid);
-      if (order < 0) high = mid;
-      else low = mid + 1;
-    }
-    return undefined;
+    const high = this.#idx.readUInt32BE(8 + first * 4);
+    const oidOf = (i: number) => this.#idx.subarray(HEADER + i * 20, HEADER + (i + 1) * 20);
+    const i = lowerBound(
+      first === 0 ? 0 : this.#idx.readUInt32BE(8 + (first - 1) * 4),
+      high,
+      (mid) => Buffer.compare(oidOf(mid), wanted) < 0,
+    );
+    return i < high && oidOf(i).equals(wanted) ? this.offsetAt(i) : undefined;
   }
 
   oidAt(i: number): string {

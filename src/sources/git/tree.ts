@@ -4,7 +4,7 @@
 //
 // Objects are read from their packs by offset (object-read.ts), each after its size was read from its header: a
 // blob over the reader's limit, or a tree or commit over maxObjectBytes, is refused by name without being inflated.
-import { byCodeUnit } from '../../arrays.ts';
+import { byCodeUnit, lowerBound } from '../../arrays.ts';
 import { StalledError } from '../../errors.ts';
 import {
   type Commit,
@@ -75,16 +75,8 @@ export function changesUnder(changes: readonly FileChange[], roots: readonly str
     sortedChanges.set(changes, sorted);
   }
   const list = sorted;
-  const from = (path: string): number => {
-    let lo = 0;
-    let hi = list.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (byCodeUnit((list[mid] as { path: string }).path, path) < 0) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  };
+  const from = (path: string): number =>
+    lowerBound(0, list.length, (i) => byCodeUnit((list[i] as { path: string }).path, path) < 0);
   const found = new Set<number>();
   for (const root of roots) {
     const exact = list[from(root)];
