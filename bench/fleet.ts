@@ -16,6 +16,9 @@
 // Printed beside Flux's published figures and this machine's hardware; goals (at 1,000 on 2 cores) are printed
 // with met / NOT MET, never asserted. Each size's namespaces are deleted, and gone, before the next starts.
 // Run: npm run bench:fleet [-- --sizes 100,500,1000 --samples 3 --concurrency 20 --concurrency-max 64 --qps 1000 --cli dist/cli/main.js]
+// After the agent, each size's floor (`--floor yes|no|only`, support/fleet-floor.ts): the same applications written
+// by a raw server-side-apply loop into fresh namespaces and waited on until available, first and at the next round:
+// what the API server, etcd, the controllers and the kubelet need, printed beside the agent's figures as a ratio.
 // `--set` makes the deployments with one deployment set instead of one entry each, and times a commit adding 50
 // application folders and one removing them (docs/deployment-sets.md).
 // Starts the test bed when none runs (and stops only a bed it started). Needs `npm run build` first.
@@ -267,7 +270,9 @@ async function fleet(size: number): Promise<Figures> {
     note(`${size}: every first sync stable after ${sec(firstSyncMs)}`);
     const afterFirst = await kubeRequests(port);
     const firstVerbs = await kubeRequestsByVerb(port);
+    const firstResources = await kubeRequestsByVerb(port, true);
     note(`${size}: requests per deployment in the first syncs: ${perVerb(firstVerbs, size)}`);
+    note(`${size}: the same by resource: ${perVerb(firstResources, size)}`);
     await settled(namespaces, size);
     await sleep(SETTLE_MS);
     const idleKiB = agent.rss().now;
@@ -275,6 +280,7 @@ async function fleet(size: number): Promise<Figures> {
 
     const beforeRollout = await kubeRequests(port);
     const rolloutVerbs = await kubeRequestsByVerb(port);
+    const rolloutResources = await kubeRequestsByVerb(port, true);
     const pushed = Date.now();
     const head = await commitFiles(repo, laidOut(fleetFiles(size, 1)), { message: 'every app' });
     await agent.until(`${size}: fleet rollout`, () => names.every((d) => seen.has(d, head)), 60 * 60_000);
@@ -286,6 +292,8 @@ async function fleet(size: number): Promise<Figures> {
     note(`${size}: fleet rollout stable after ${sec(rolloutMs)}`);
     const verbs = { first: firstVerbs, rollout: since(await kubeRequestsByVerb(port), rolloutVerbs) };
     note(`${size}: requests per deployment in the rollout: ${perVerb(verbs.rollout, size)}`);
+    const byResource = since(await kubeRequestsByVerb(port, true), rolloutResources);
+    note(`${size}: the same by resource: ${perVerb(byResource, size)}`);
     await settled(namespaces, size);
 
     const one = async (i: number, round: number, hook: boolean): Promise<number> => {
@@ -377,9 +385,10 @@ async function kubeRequests(port: number): Promise<number> {
   return byVerb ? [...byVerb.values()].reduce((a, b) => a + b, 0) : Number.NaN;
 }
 
-/** Requests per deployment by verb, for the log: `get 9.1, list 2.0, …`. */
+/** Requests per deployment by verb (or verb and resource), for the log: `get 9.1, list 2.0, …`; none of 0.0. */
 function perVerb(byVerb: Map<string, number> | undefined, size: number): string {
   return [...(byVerb ?? [])]
+    .filter(([, n]) => n / size >= 0.05)
     .sort((a, b) => b[1] - a[1])
     .map(([verb, n]) => `${verb} ${(n / size).toFixed(1)}`)
     .join(', ');

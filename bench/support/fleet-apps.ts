@@ -107,14 +107,22 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** The agent's Kubernetes requests so far by verb (watch streams left out), from its /metrics. */
-export async function kubeRequestsByVerb(port: number): Promise<Map<string, number> | undefined> {
+/**
+ * The agent's Kubernetes requests so far by verb (watch streams left out), from its /metrics; `withResource`: by
+ * verb and resource (`patch configmaps`).
+ */
+export async function kubeRequestsByVerb(
+  port: number,
+  withResource = false,
+): Promise<Map<string, number> | undefined> {
   try {
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     const byVerb = new Map<string, number>();
     for (const m of text.matchAll(/^mooring_kube_requests_total\{([^}]*)\} (\S+)$/gm)) {
       const verb = /verb="([^"]*)"/.exec(m[1] ?? '')?.[1] ?? '?';
-      if (verb !== 'watch') byVerb.set(verb, (byVerb.get(verb) ?? 0) + Number(m[2]));
+      const resource = /resource="([^"]*)"/.exec(m[1] ?? '')?.[1] ?? '?';
+      const key = withResource ? `${verb} ${resource}` : verb;
+      if (verb !== 'watch') byVerb.set(key, (byVerb.get(key) ?? 0) + Number(m[2]));
     }
     return byVerb;
   } catch {

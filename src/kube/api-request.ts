@@ -57,6 +57,30 @@ export function resolvedUrl(method: string, path: string, server: URL): URL {
 }
 
 /**
+ * The resource a request is about, as the API server's audit log and metrics name it: `configmaps`,
+ * `deployments.apps`, a subresource after a slash (`deployments.apps/status`); `discovery` for paths outside the
+ * resource API (/version, /apis, a group's or version's list), `other` for a segment no resource is named like.
+ */
+export function kubeResource(path: string): string {
+  const parts = (path.split('?')[0] ?? '').split('/').filter((p) => p !== '');
+  const group = parts[0] === 'apis' ? parts[1] : '';
+  let rest = parts[0] === 'api' ? parts.slice(2) : parts[0] === 'apis' ? parts.slice(3) : [];
+  if (rest.length === 0) return 'discovery';
+  // namespaces/NS/resource…; namespaces/NS/status and /finalize are a namespace's own subresources.
+  if (
+    rest[0] === 'namespaces' &&
+    rest.length >= 3 &&
+    !(rest.length === 3 && NAMESPACE_SUBRESOURCES.has(rest[2] ?? ''))
+  )
+    rest = rest.slice(2);
+  const [resource = '', , subresource] = rest;
+  const named = `${resource}${group ? `.${group}` : ''}${subresource ? `/${subresource}` : ''}`;
+  return /^[a-z0-9][a-z0-9.-]*(\/[a-z0-9][a-z0-9-]*)?$/.test(named) && named.length <= 253 ? named : 'other';
+}
+
+const NAMESPACE_SUBRESOURCES = new Set(['status', 'finalize']);
+
+/**
  * The verb of a request as the API server names it (RBAC, audit, apiserver_request_total): get and list, create,
  * update, patch, delete and deletecollection, told apart by whether the path names one object or a collection.
  * Paths outside the resource API (discovery, /version) are named by their method.

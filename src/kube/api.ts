@@ -29,7 +29,14 @@ import {
   retryAfterHeader,
   UnreachableError,
 } from './api-errors.ts';
-import { JsonText, kubeVerb, MAX_RESPONSE_BYTES, type RequestSpec, resolvedUrl } from './api-request.ts';
+import {
+  JsonText,
+  kubeResource,
+  kubeVerb,
+  MAX_RESPONSE_BYTES,
+  type RequestSpec,
+  resolvedUrl,
+} from './api-request.ts';
 import { currentDeadline } from './deadline.ts';
 import { retryAfterMs } from './errors.ts';
 import type { ClusterConfig } from './kubeconfig.ts';
@@ -44,6 +51,7 @@ export {
 } from './api-errors.ts';
 export {
   JsonText,
+  kubeResource,
   kubeVerb,
   METADATA_LIST,
   METADATA_OBJECT,
@@ -357,6 +365,7 @@ export class KubeApi {
     const opts = await this.options(method, path, spec, payload);
     const limit = spec.maxBytes ?? MAX_RESPONSE_BYTES;
     const verb = kubeVerb(method, path);
+    const resource = kubeResource(path);
     // Taken now: the answer's callbacks do not run in the caller's async scope.
     const warnings = currentWarnings();
     return new Promise<T>((resolve, reject) => {
@@ -389,13 +398,13 @@ export class KubeApi {
       let answered = false;
       req.on('response', (res) => {
         answered = true;
-        this.counter.count(verb, res.statusCode ?? 0);
+        this.counter.count(verb, res.statusCode ?? 0, resource);
         // A refusal may carry warnings too (PodSecurity's beside a policy's denial): they are kept as well.
         const texts = warnings ? parseWarningHeaders(warningHeaderValues(res.rawHeaders)) : [];
         if (texts.length > 0) warnings?.add(texts, `${method} ${path.split('?')[0]}`, spec.about);
       });
       req.on('error', (error) => {
-        if (!answered) this.counter.count(verb, 'error');
+        if (!answered) this.counter.count(verb, 'error', resource);
         reject(error);
       });
       req.setTimeout(this.requestTimeoutMs, () =>

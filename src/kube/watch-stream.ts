@@ -4,7 +4,7 @@
 import { request as httpsRequest, type RequestOptions } from 'node:https';
 import type { RequestCounter } from '../http/request-counter.ts';
 import { KubeRequestError, retryAfterHeader, StreamIdleError } from './api-errors.ts';
-import { MAX_RESPONSE_BYTES } from './api-request.ts';
+import { kubeResource, MAX_RESPONSE_BYTES } from './api-request.ts';
 
 // node:http as its CommonJS exports: an `import` of it makes an ES module namespace, which reads every export, and
 // three of them (WebSocket, CloseEvent, MessageEvent) load Node's bundled undici, about 13 MiB resident.
@@ -24,7 +24,7 @@ export function streamWatch(
   return new Promise<void>((resolve, reject) => {
     const send = opts.protocol === 'http:' ? httpRequest : httpsRequest;
     const req = send(opts, (res) => {
-      counter.count('watch', res.statusCode ?? 0);
+      counter.count('watch', res.statusCode ?? 0, kubeResource(path));
       if ((res.statusCode ?? 0) >= 300) {
         let text = '';
         res.on('data', (c: Buffer) => {

@@ -86,8 +86,8 @@ export class AgentMetrics implements SyncReporter, SyncMetrics {
   });
   private readonly kubeRequestsTotal = new Counter({
     name: 'mooring_kube_requests_total',
-    help: 'Requests to the Kubernetes API server by verb and HTTP status code (error: no answer; watch: streams opened)',
-    labelNames: ['verb', 'code', 'cluster'],
+    help: 'Requests to the Kubernetes API server by verb, HTTP status code (error: no answer; watch: streams opened) and resource',
+    labelNames: ['verb', 'code', 'resource', 'cluster'],
     registers: [this.registry],
   });
   private readonly kubeThrottled = new Counter({
@@ -108,10 +108,10 @@ export class AgentMetrics implements SyncReporter, SyncMetrics {
 
   /** Brings the Kubernetes API counters up to a client's counts since its start (KubeApi.requestStats). */
   kubeRequests(stats: RequestStats, cluster: string | undefined = this.cluster): void {
-    for (const { verb, code, count } of stats.requests) {
-      const key = `${verb} ${code}`;
+    for (const { verb, code, resource, count } of stats.requests) {
+      const key = `${verb} ${code} ${resource}`;
       const delta = count - (this.kubeSeen.get(key) ?? 0);
-      if (delta > 0) this.kubeRequestsTotal.inc({ verb, code, cluster }, delta);
+      if (delta > 0) this.kubeRequestsTotal.inc({ verb, code, resource, cluster }, delta);
       this.kubeSeen.set(key, Math.max(count, this.kubeSeen.get(key) ?? 0));
     }
     const throttled = stats.throttledSeconds - this.kubeThrottledSeen;
@@ -130,10 +130,10 @@ export class AgentMetrics implements SyncReporter, SyncMetrics {
       known = { client, seen: new Map() };
       this.otherClients.set(cluster, known);
     }
-    for (const { verb, code, count } of stats.requests) {
-      const key = `${verb} ${code}`;
+    for (const { verb, code, resource, count } of stats.requests) {
+      const key = `${verb} ${code} ${resource}`;
       const delta = count - (known.seen.get(key) ?? 0);
-      if (delta > 0) this.kubeRequestsTotal.inc({ verb, code, cluster }, delta);
+      if (delta > 0) this.kubeRequestsTotal.inc({ verb, code, resource, cluster }, delta);
       known.seen.set(key, Math.max(count, known.seen.get(key) ?? 0));
     }
     this.watchStreams.set({ cluster }, streams);

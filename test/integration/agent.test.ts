@@ -226,7 +226,9 @@ describe('mooring run --config (the agent)', () => {
     // The process's memory and the API requests it sent, as the fleet goals are measured.
     const rss = Number(/\nmooring_process_memory_bytes\{kind="rss"\} (\d+)/.exec(metrics)?.[1]);
     expect(rss).toBeGreaterThan(20 * 1024 * 1024);
-    expect(metrics).toMatch(/\nmooring_kube_requests_total\{verb="patch",code="200"\} [1-9]\d*\n/);
+    expect(metrics).toMatch(
+      /\nmooring_kube_requests_total\{verb="patch",code="200",resource="deployments\.apps"\} [1-9]\d*\n/,
+    );
     // The streams of the last syncs linger for the next one: one per kind and namespace, however many objects.
     expect(metrics).toMatch(/\nmooring_cluster_watch_streams [1-4]\n/);
 

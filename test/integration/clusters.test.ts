@@ -196,7 +196,7 @@ describe('many clusters from one agent', () => {
         for (const cluster of ['one', 'two'])
           expect(metrics).toMatch(
             new RegExp(
-              `^mooring_kube_requests_total\\{verb="[a-z]+",code="\\d+",cluster="${cluster}"\\} [1-9]`,
+              `^mooring_kube_requests_total\\{verb="[a-z]+",code="\\d+",resource="[a-z0-9./-]+",cluster="${cluster}"\\} [1-9]`,
               'm',
             ),
           );

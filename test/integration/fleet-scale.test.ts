@@ -162,7 +162,11 @@ describe('the agent with a fleet of 300 deployments', () => {
       // written since each deployment was found current (before: a GET of each of the 300 ledgers every poll).
       const gets = async () => {
         const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-        return Number(/\nmooring_kube_requests_total\{verb="get",code="200"\} (\d+)/.exec(text)?.[1] ?? 0);
+        // Every resource's GETs answered 200, summed.
+        const lines = text.matchAll(
+          /\nmooring_kube_requests_total\{verb="get",code="200",resource="[^"]*"\} (\d+)/g,
+        );
+        return [...lines].reduce((sum, m) => sum + Number(m[1]), 0);
       };
       const getsBefore = await gets();
       await agent.morePolls(3);

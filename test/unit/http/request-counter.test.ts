@@ -2,33 +2,45 @@
 // verbs and the status code, with the time held back by the request budget; and the metrics made of them.
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { RequestCounter } from '../../../src/http/request-counter.ts';
+import { MAX_RESOURCES, RequestCounter } from '../../../src/http/request-counter.ts';
 import type { Clock } from '../../../src/http/token-bucket.ts';
-import { KubeApi, kubeVerb } from '../../../src/kube/api.ts';
+import { KubeApi, kubeResource, kubeVerb } from '../../../src/kube/api.ts';
 import type { ClusterConfig } from '../../../src/kube/kubeconfig.ts';
 import { AgentMetrics } from '../../../src/server/metrics.ts';
 
 describe('RequestCounter', () => {
-  it('counts by verb and code, sorted, and sums throttled waits', () => {
+  it('counts by verb, resource and code, sorted, and sums throttled waits', () => {
     const counter = new RequestCounter();
-    counter.count('list', 200);
-    counter.count('get', 404);
-    counter.count('get', 200);
-    counter.count('get', 200);
-    counter.count('patch', 'error');
+    counter.count('list', 200, 'configmaps');
+    counter.count('get', 404, 'configmaps');
+    counter.count('get', 200, 'configmaps');
+    counter.count('get', 200, 'configmaps');
+    counter.count('get', 200, 'deployments.apps');
+    counter.count('patch', 'error', 'configmaps');
     counter.throttled(1500);
     counter.throttled(0);
     counter.throttled(500);
     expect(counter.stats).toEqual({
       requests: [
-        { verb: 'get', code: '200', count: 2 },
-        { verb: 'get', code: '404', count: 1 },
-        { verb: 'list', code: '200', count: 1 },
-        { verb: 'patch', code: 'error', count: 1 },
+        { verb: 'get', resource: 'configmaps', code: '200', count: 2 },
+        { verb: 'get', resource: 'configmaps', code: '404', count: 1 },
+        { verb: 'get', resource: 'deployments.apps', code: '200', count: 1 },
+        { verb: 'list', resource: 'configmaps', code: '200', count: 1 },
+        { verb: 'patch', resource: 'configmaps', code: 'error', count: 1 },
       ],
       throttledSeconds: 2,
       throttledWaits: 2,
     });
+  });
+
+  it('counts the resources past the first MAX_RESOURCES as other (a CRD author names them)', () => {
+    const counter = new RequestCounter();
+    for (let i = 0; i < MAX_RESOURCES + 50; i++) counter.count('get', 200, `kind${i}s.example.com`);
+    counter.count('get', 200, 'kind0s.example.com');
+    const resources = counter.stats.requests.map((r) => r.resource);
+    expect(new Set(resources).size).toBe(MAX_RESOURCES + 1);
+    expect(counter.stats.requests.find((r) => r.resource === 'other')?.count).toBe(50);
+    expect(counter.stats.requests.find((r) => r.resource === 'kind0s.example.com')?.count).toBe(2);
   });
 
   it('hands out a copy: later counts do not change what was read', () => {
@@ -38,6 +50,30 @@ describe('RequestCounter', () => {
     counter.count('get', 200);
     expect(before.requests[0]?.count).toBe(1);
     expect(counter.stats.requests[0]?.count).toBe(2);
+  });
+});
+
+describe('kubeResource', () => {
+  it.each([
+    ['/api/v1/namespaces/apps/configmaps', 'configmaps'],
+    ['/api/v1/namespaces/apps/configmaps/web?fieldManager=mooring', 'configmaps'],
+    ['/apis/apps/v1/namespaces/apps/deployments/web/status', 'deployments.apps/status'],
+    ['/apis/apps/v1/namespaces/apps/deployments/web/scale', 'deployments.apps/scale'],
+    ['/apis/apps/v1/deployments', 'deployments.apps'],
+    ['/api/v1/namespaces', 'namespaces'],
+    ['/api/v1/namespaces/apps', 'namespaces'],
+    ['/api/v1/namespaces/apps/status', 'namespaces/status'],
+    ['/api/v1/namespaces/apps/finalize', 'namespaces/finalize'],
+    ['/api/v1/nodes/n1', 'nodes'],
+    ['/apis/widgets.example.com/v1/namespaces/a/gadgets/g', 'gadgets.widgets.example.com'],
+    ['/apis', 'discovery'],
+    ['/apis/apps/v1', 'discovery'],
+    ['/api/v1', 'discovery'],
+    ['/version', 'discovery'],
+    ['/openapi/v3', 'discovery'],
+    ['/api/v1/namespaces/a/Config%20Maps', 'other'],
+  ])('%s is %s', (path, resource) => {
+    expect(kubeResource(path)).toBe(resource);
   });
 });
 
@@ -103,7 +139,7 @@ describe('KubeApi request budget and counts', () => {
       // Two at once (the burst), then one every 500 ms.
       expect(slept).toEqual([500, 500]);
       expect(api.requestStats).toEqual({
-        requests: [{ verb: 'get', code: 'error', count: 4 }],
+        requests: [{ verb: 'get', resource: 'configmaps', code: 'error', count: 4 }],
         throttledSeconds: 1,
         throttledWaits: 2,
         budgetRate: 2,
@@ -126,7 +162,9 @@ describe('KubeApi request budget and counts', () => {
       const waiting = api.request('GET', '/api/v1/namespaces', { signal: stop.signal });
       stop.abort();
       await expect(waiting).rejects.toMatchObject({ name: 'AbortError' });
-      expect(api.requestStats.requests).toEqual([{ verb: 'list', code: 'error', count: 1 }]);
+      expect(api.requestStats.requests).toEqual([
+        { verb: 'list', resource: 'namespaces', code: 'error', count: 1 },
+      ]);
     } finally {
       api.close();
     }
@@ -138,16 +176,16 @@ describe('metrics of the Kubernetes API requests', () => {
     const metrics = new AgentMetrics();
     metrics.kubeRequests({
       requests: [
-        { verb: 'get', code: '200', count: 3 },
-        { verb: 'patch', code: '429', count: 1 },
+        { verb: 'get', resource: 'configmaps', code: '200', count: 3 },
+        { verb: 'patch', resource: 'deployments.apps', code: '429', count: 1 },
       ],
       throttledSeconds: 1.5,
       throttledWaits: 2,
     });
     metrics.kubeRequests({
       requests: [
-        { verb: 'get', code: '200', count: 5 },
-        { verb: 'patch', code: '429', count: 1 },
+        { verb: 'get', resource: 'configmaps', code: '200', count: 5 },
+        { verb: 'patch', resource: 'deployments.apps', code: '429', count: 1 },
       ],
       throttledSeconds: 2,
       throttledWaits: 3,
@@ -157,8 +195,10 @@ describe('metrics of the Kubernetes API requests', () => {
     // The budget's rate as it adapted.
     expect(text).toMatch(/^mooring_kube_request_budget 312\.5$/m);
     expect(text).toContain('# TYPE mooring_kube_requests_total counter');
-    expect(text).toMatch(/^mooring_kube_requests_total\{verb="get",code="200"\} 5$/m);
-    expect(text).toMatch(/^mooring_kube_requests_total\{verb="patch",code="429"\} 1$/m);
+    expect(text).toMatch(/^mooring_kube_requests_total\{verb="get",code="200",resource="configmaps"\} 5$/m);
+    expect(text).toMatch(
+      /^mooring_kube_requests_total\{verb="patch",code="429",resource="deployments.apps"\} 1$/m,
+    );
     expect(text).toMatch(/^mooring_kube_throttled_seconds_total 2$/m);
   });
 });
