@@ -74,12 +74,20 @@ interface EventList {
 
 /** How long a namespace's list answers other waits of the same cluster. */
 const SHARED_MS = 5000;
-/** Namespaces whose list is kept at once, per cluster. */
-const MAX_SHARED = 16;
+/**
+ * Namespaces whose list is kept at once, per cluster, and the Events they may hold together (each list is at most
+ * four pages of 250): a fleet's waits go round its namespaces, and a cap below their number made every wait list
+ * again (20 namespaces through 16 places: a list per read in a rollout of 1,000). Lists older than SHARED_MS go
+ * first in any case.
+ */
+const MAX_SHARED = 128;
+const MAX_SHARED_EVENTS = 4000;
 
 interface Listed {
   at: number;
   events: Promise<Event[]>;
+  /** How many Events it holds, once listed. */
+  held: number;
 }
 
 /**
@@ -107,17 +115,33 @@ class NamespaceWarnings {
     for (const [key, entry] of this.listed) if (now - entry.at > SHARED_MS) this.listed.delete(key);
     let entry = this.listed.get(ns);
     if (!entry) {
-      entry = { at: now, events: this.list(ns, pages, AbortSignal.timeout(LIST_MS)) };
-      this.listed.delete(ns);
-      this.listed.set(ns, entry);
-      if (this.listed.size > MAX_SHARED) this.listed.delete(this.listed.keys().next().value as string);
-      // A failed list is asked again by the next waiter, not shared.
-      const failed = entry;
-      entry.events.catch(() => {
-        if (this.listed.get(ns) === failed) this.listed.delete(ns);
-      });
+      const made: Listed = { at: now, events: this.list(ns, pages, AbortSignal.timeout(LIST_MS)), held: 0 };
+      entry = made;
+      this.listed.set(ns, made);
+      this.trim();
+      made.events.then(
+        (events) => {
+          made.held = events.length;
+          this.trim();
+        },
+        // A failed list is asked again by the next waiter, not shared.
+        () => {
+          if (this.listed.get(ns) === made) this.listed.delete(ns);
+        },
+      );
     }
     return untilAborted(entry.events, signal);
+  }
+
+  /** The oldest lists go while more namespaces or Events are kept than the bounds allow (the newest stays). */
+  private trim(): void {
+    let held = 0;
+    for (const entry of this.listed.values()) held += entry.held;
+    for (const [key, entry] of this.listed) {
+      if (this.listed.size <= 1 || (this.listed.size <= MAX_SHARED && held <= MAX_SHARED_EVENTS)) break;
+      this.listed.delete(key);
+      held -= entry.held;
+    }
   }
 
   private async list(

@@ -228,6 +228,29 @@ describe('stability waits say why', () => {
     }
   }, 60_000);
 
+  it("keeps each namespace's list for the waits of a fleet spread over forty namespaces", async () => {
+    // A rollout's waits read their namespaces' warnings in turn: each namespace is listed once however many
+    // namespaces the fleet spans (a cap of 16 lists made every read of 20 namespaces in turn list again).
+    const api = new KubeApi(clusterConfig());
+    const lists = () =>
+      api.requestStats.requests.filter((r) => r.verb === 'list').reduce((n, r) => n + r.count, 0);
+    const waited = Array.from(
+      { length: 40 },
+      (_, i): KubeObject => ({
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name: 'web', namespace: `${ns()}-fleet-${i}`, uid: `uid-${i}` },
+      }),
+    );
+    try {
+      for (let round = 0; round < 3; round++)
+        for (const object of waited) await new WarningEvents(api).read([object], AbortSignal.timeout(10_000));
+      expect(lists()).toBe(40);
+    } finally {
+      api.close();
+    }
+  });
+
   it('refuses a volume mode outside 0..0777 before anything is written, naming the field', async () => {
     // Decimal 755 (what `0755` becomes when read as YAML 1.2): the API server validates a StatefulSet's Pod template.
     const dir = await manifestDir({
