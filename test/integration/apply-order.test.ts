@@ -6,6 +6,29 @@ import { proxiedServer, startMooring } from './fault-helpers.ts';
 import { useCleanups } from './faults-support.ts';
 import { crdManifest, deployTo, eventually, kubeConfig, kubectl, manifestDir, mooring } from './helpers.ts';
 
+/** The API server's discovery of `path` answers 404 through the bed's proxy (`times` times, or always). */
+function discoveryNotFound(
+  bed: Awaited<ReturnType<typeof proxiedServer>>,
+  path: string,
+  times?: number,
+): void {
+  bed.proxy.set(
+    {
+      kind: 'status',
+      status: 404,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        kind: 'Status',
+        apiVersion: 'v1',
+        status: 'Failure',
+        reason: 'NotFound',
+        code: 404,
+      }),
+    },
+    { match: (r) => r.method === 'GET' && r.path === path, ...(times !== undefined ? { times } : {}) },
+  );
+}
+
 describe('apply order', () => {
   const suffix = Date.now().toString(36);
   const namespace = `fresh-${suffix}`;
@@ -31,21 +54,7 @@ describe('apply order', () => {
     // busy kube-apiserver's may for some seconds: the custom resource is dry-run and written once it is served.
     const bed = await proxiedServer(cleanup);
     const path = `/apis/${lagging}/v1`;
-    bed.proxy.set(
-      {
-        kind: 'status',
-        status: 404,
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          kind: 'Status',
-          apiVersion: 'v1',
-          status: 'Failure',
-          reason: 'NotFound',
-          code: 404,
-        }),
-      },
-      { match: (r) => r.method === 'GET' && r.path === path, times: 6 },
-    );
+    discoveryNotFound(bed, path, 6);
     const dir = await manifestDir({
       'crd.yaml': crdManifest(lagging, 'widgets', 'Widget'),
       'widget.yaml': `apiVersion: ${lagging}/v1\nkind: Widget\nmetadata: {name: late}\nspec: {size: 2}\n`,
@@ -72,21 +81,7 @@ describe('apply order', () => {
     // ends at once instead of polling on until its wait runs out, and writes no custom resource.
     const bed = await proxiedServer(cleanup);
     const path = `/apis/${unserved}/v1`;
-    bed.proxy.set(
-      {
-        kind: 'status',
-        status: 404,
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          kind: 'Status',
-          apiVersion: 'v1',
-          status: 'Failure',
-          reason: 'NotFound',
-          code: 404,
-        }),
-      },
-      { match: (r) => r.method === 'GET' && r.path === path },
-    );
+    discoveryNotFound(bed, path);
     const dir = await manifestDir({
       'crd.yaml': crdManifest(unserved, 'widgets', 'Widget'),
       'widget.yaml': `apiVersion: ${unserved}/v1\nkind: Widget\nmetadata: {name: never}\nspec: {size: 2}\n`,
