@@ -32,7 +32,7 @@
 // Receiver writes), printed for both with the ratio mooring / flux and an "ahead of Flux" goal line each. The
 // controllers are stopped, and Flux's objects, namespaces and CRDs deleted, before the next run. docs/fleet.md.
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -88,6 +88,12 @@ const { values: flags } = parseArgs({
      * with the heap's figures at that moment in the log. Read it with `node scripts/heap-summary.ts FILE`.
      */
     'heap-snapshot': { type: 'string' },
+    /**
+     * A folder for the agent's sampled allocations during the first sync and the fleet rollout
+     * (`fleet-<size>-<phase>.heapprofile`, collected objects included): who allocates. Read them with
+     * `node scripts/alloc-profile.ts FILE`.
+     */
+    'alloc-prof': { type: 'string' },
     /** A file that receives the agent's whole log (appended), to read the timeline of a sync afterwards. */
     'agent-log': { type: 'string' },
     /** Leave out step 5 (the drift passes). */
@@ -264,10 +270,12 @@ async function fleet(size: number): Promise<Figures> {
     note(`${size}: agent starting`);
     agent = new AgentProcess(CLI, configFile, join(work, `cache-${size}`), nodeArgs, flags['agent-log']);
     const seen = new StableIndex(agent);
+    if (flags['alloc-prof']) await agent.probe('alloc-start');
     const start = Date.now();
     await agent.until(`${size}: first syncs`, () => names.every((d) => seen.has(d, first)), 60 * 60_000);
     const firstSyncMs = Date.now() - start;
     note(`${size}: every first sync stable after ${sec(firstSyncMs)}`);
+    await allocations(agent, size, 'first');
     const afterFirst = await kubeRequests(port);
     const firstVerbs = await kubeRequestsByVerb(port);
     const firstResources = await kubeRequestsByVerb(port, true);
@@ -281,6 +289,7 @@ async function fleet(size: number): Promise<Figures> {
     const beforeRollout = await kubeRequests(port);
     const rolloutVerbs = await kubeRequestsByVerb(port);
     const rolloutResources = await kubeRequestsByVerb(port, true);
+    if (flags['alloc-prof']) await agent.probe('alloc-start');
     const pushed = Date.now();
     const head = await commitFiles(repo, laidOut(fleetFiles(size, 1)), { message: 'every app' });
     await agent.until(`${size}: fleet rollout`, () => names.every((d) => seen.has(d, head)), 60 * 60_000);
@@ -290,6 +299,7 @@ async function fleet(size: number): Promise<Figures> {
       rollout: ((await kubeRequests(port)) - beforeRollout) / size,
     };
     note(`${size}: fleet rollout stable after ${sec(rolloutMs)}`);
+    await allocations(agent, size, 'rollout');
     const verbs = { first: firstVerbs, rollout: since(await kubeRequestsByVerb(port), rolloutVerbs) };
     note(`${size}: requests per deployment in the rollout: ${perVerb(verbs.rollout, size)}`);
     const byResource = since(await kubeRequestsByVerb(port, true), rolloutResources);
@@ -416,6 +426,15 @@ function describePass(p: DriftPassLine): string {
     `${sec(p.elapsedMs)}, ${p.requests} requests (${p.reads} reads, ${p.dryRuns} dry runs, ${p.writes} writes) ` +
     `for ${p.deployments - p.unchecked} deployments, ${p.objects} objects, ${p.moved} moved, ${p.drifted} drifted`
   );
+}
+
+/** With --alloc-prof, the allocations sampled since 'alloc-start', written to the folder. */
+async function allocations(agent: AgentProcess, size: number, phase: string): Promise<void> {
+  const dir = flags['alloc-prof'];
+  if (!dir) return;
+  await mkdir(dir, { recursive: true });
+  const answer = await agent.probe('alloc-stop', join(dir, `fleet-${size}-${phase}.heapprofile`));
+  note(`${size}: allocations of the ${phase}: ${answer.snapshot ?? answer.error ?? 'not written'}`);
 }
 
 /** The agent's heap once idle, said in the log, and a snapshot of it in `dir` (taken after the RSS figure). */

@@ -20,6 +20,10 @@ export interface ProbeAnswer {
   peak: Omit<Usage, 'rss'>;
   /** V8's heap statistics and, per space, [name, size, physical size] in bytes. */
   v8: { heap: Record<string, number>; spaces: [string, number, number][] };
+  /** The file written (a heap snapshot, an allocation profile), if any. */
+  snapshot?: string;
+  /** Why the probe could not do what it was asked. */
+  error?: string;
 }
 
 export interface Sync {
@@ -113,7 +117,10 @@ export class AgentProcess {
     await this.probe('reset');
   }
 
-  probe(probe: 'usage' | 'gc' | 'reset' | 'snapshot', file?: string): Promise<ProbeAnswer> {
+  probe(
+    probe: 'usage' | 'gc' | 'reset' | 'snapshot' | 'alloc-start' | 'alloc-stop',
+    file?: string,
+  ): Promise<ProbeAnswer> {
     const id = ++this.#next;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('the memory probe did not answer')), 60_000);

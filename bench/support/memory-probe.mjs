@@ -6,7 +6,36 @@
 // module) into the measured process, about 17 MiB of RSS that no user's agent (dist/, compiled) carries.
 import { getHeapSpaceStatistics, getHeapStatistics, writeHeapSnapshot } from 'node:v8';
 
-/** @typedef {{ probe: 'usage' | 'gc' | 'reset' | 'snapshot', id: number, file?: string }} Request */
+/** @typedef {{ probe: 'usage' | 'gc' | 'reset' | 'snapshot' | 'alloc-start' | 'alloc-stop', id: number, file?: string }} Request */
+
+/**
+ * Every allocation sampled (one in about 32 KiB), those collected since included, from 'alloc-start' until
+ * 'alloc-stop' writes the profile to `file`: who allocates, not who keeps (a heap snapshot says that). The
+ * inspector module is loaded only when asked for.
+ * @type {import('node:inspector/promises').Session | undefined}
+ */
+let sampling;
+/** @param {Request} message */
+async function allocation(message) {
+  if (message.probe === 'alloc-start') {
+    const { Session } = await import('node:inspector/promises');
+    sampling = new Session();
+    sampling.connect();
+    await sampling.post('HeapProfiler.startSampling', {
+      samplingInterval: 32768,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    });
+    return undefined;
+  }
+  if (!sampling || !message.file) return undefined;
+  const { profile } = await sampling.post('HeapProfiler.stopSampling');
+  sampling.disconnect();
+  sampling = undefined;
+  const { writeFileSync } = await import('node:fs');
+  writeFileSync(message.file, JSON.stringify(profile));
+  return message.file;
+}
 
 const peak = { heapUsed: 0, heapTotal: 0, external: 0, arrayBuffers: 0 };
 const reset = () => Object.assign(peak, { heapUsed: 0, heapTotal: 0, external: 0, arrayBuffers: 0 });
@@ -24,6 +53,13 @@ if (process.send) {
   process.channel?.unref();
   process.on('message', (/** @type {Request} */ message) => {
     if (typeof message !== 'object' || message === null || !('probe' in message)) return;
+    if (message.probe === 'alloc-start' || message.probe === 'alloc-stop') {
+      allocation(message).then(
+        (file) => answer(message.id, file),
+        (error) => answer(message.id, undefined, String(error)),
+      );
+      return;
+    }
     if (message.probe === 'reset') reset();
     if (message.probe === 'gc')
       globalThis.gc?.(
@@ -33,10 +69,19 @@ if (process.send) {
       );
     const snapshot =
       message.probe === 'snapshot' && message.file ? writeHeapSnapshot(message.file) : undefined;
-    const v8 = {
-      heap: getHeapStatistics(),
-      spaces: getHeapSpaceStatistics().map((s) => [s.space_name, s.space_size, s.physical_space_size]),
-    };
-    process.send?.({ id: message.id, usage: sample(), peak: { ...peak }, snapshot, v8 });
+    answer(message.id, snapshot);
   });
+}
+
+/**
+ * @param {number} id
+ * @param {string | undefined} file
+ * @param {string} [error]
+ */
+function answer(id, file, error) {
+  const v8 = {
+    heap: getHeapStatistics(),
+    spaces: getHeapSpaceStatistics().map((s) => [s.space_name, s.space_size, s.physical_space_size]),
+  };
+  process.send?.({ id, usage: sample(), peak: { ...peak }, snapshot: file, error, v8 });
 }

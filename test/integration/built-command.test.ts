@@ -33,6 +33,8 @@ describe('the built command', () => {
   const agentNs = useNamespace('built-agent');
   let root = '';
   let main = '';
+  // The agent writes into `root` every second until it exits: it is stopped, and its exit awaited, before `root` goes.
+  let agentRunning: AgentProcess | undefined;
 
   beforeAll(async () => {
     root = await mkdtemp(join(tmpdir(), 'mooring-built-'));
@@ -42,6 +44,7 @@ describe('the built command', () => {
     main = join(root, 'dist', 'cli', 'main.js');
   }, 120_000);
   afterAll(async () => {
+    await agentRunning?.stop();
     if (root) await rm(root, { recursive: true, force: true });
   });
 
@@ -131,6 +134,7 @@ setInterval(() => writeFileSync(${JSON.stringify(modules)}, process.moduleLoadLi
       else process.env.NODE_OPTIONS = before;
     }
     const { first, receiver, agent } = started;
+    agentRunning = agent;
     const status = await eventually('the commit status', async () => receiver.ended(first), 120_000);
     expect(status.state, agent.output().slice(-4000)).toBe('success');
     expect((await ledgerOf(api(), agentNs(), 'web')).releases[0]).toMatchObject({

@@ -616,8 +616,10 @@ export function startMooring(args: string[], main = MAIN): AgentProcess {
       await exited;
     },
   );
-  cleanups.push(() => {
+  // Killed and its exit awaited: the folders it writes in are removed next.
+  cleanups.push(async () => {
     if (alive()) child.kill('SIGKILL');
+    await exited;
   });
   return { ...agent, child, exited, alive };
 }
