@@ -147,6 +147,8 @@ interface Figures {
   webhookMs: number[];
   idleKiB: number;
   peakKiB: number;
+  /** The agent's CPU seconds in its first syncs (its start included) and in the fleet rollout. */
+  cpu: { first: number; rollout: number };
   drift: { intervalS: number; passes: DriftPassLine[] } | undefined;
   /** The agent's Kubernetes requests per deployment: its first syncs (with its start), and one rollout's syncs. */
   requestsPerSync: { first: number; rollout: number };
@@ -274,6 +276,7 @@ async function fleet(size: number): Promise<Figures> {
     const start = Date.now();
     await agent.until(`${size}: first syncs`, () => names.every((d) => seen.has(d, first)), 60 * 60_000);
     const firstSyncMs = Date.now() - start;
+    const firstCpu = agent.cpuSeconds();
     note(`${size}: every first sync stable after ${sec(firstSyncMs)}`);
     await allocations(agent, size, 'first');
     const afterFirst = await kubeRequests(port);
@@ -290,10 +293,13 @@ async function fleet(size: number): Promise<Figures> {
     const rolloutVerbs = await kubeRequestsByVerb(port);
     const rolloutResources = await kubeRequestsByVerb(port, true);
     if (flags['alloc-prof']) await agent.probe('alloc-start');
+    const rolloutCpuFrom = agent.cpuSeconds();
     const pushed = Date.now();
     const head = await commitFiles(repo, laidOut(fleetFiles(size, 1)), { message: 'every app' });
     await agent.until(`${size}: fleet rollout`, () => names.every((d) => seen.has(d, head)), 60 * 60_000);
     const rolloutMs = Date.now() - pushed;
+    const cpu = { first: firstCpu, rollout: agent.cpuSeconds() - rolloutCpuFrom };
+    note(`${size}: agent CPU: first syncs ${cpu.first.toFixed(1)} s, rollout ${cpu.rollout.toFixed(1)} s`);
     const requestsPerSync = {
       first: afterFirst / size,
       rollout: ((await kubeRequests(port)) - beforeRollout) / size,
@@ -341,6 +347,7 @@ async function fleet(size: number): Promise<Figures> {
         webhookMs,
         idleKiB,
         peakKiB,
+        cpu,
         drift: undefined,
         requestsPerSync,
         verbs,
@@ -373,6 +380,7 @@ async function fleet(size: number): Promise<Figures> {
       webhookMs,
       idleKiB,
       peakKiB,
+      cpu,
       drift,
       requestsPerSync,
       verbs,
@@ -615,6 +623,12 @@ function print(figures: readonly Figures[]): void {
     ];
     say(row.map((x) => x.padStart(18)).join(''));
   }
+  say();
+  say("the agent's CPU seconds (its process, every thread: the garbage collector's included):");
+  for (const f of figures)
+    say(
+      `  ${f.size} deployments: first syncs ${f.cpu.first.toFixed(1)} s, fleet rollout ${f.cpu.rollout.toFixed(1)} s`,
+    );
   say();
   say('drift passes (an agent started again with drift.interval set; nothing changed by hand):');
   for (const f of figures) {

@@ -110,6 +110,14 @@ export class AgentProcess {
     return { now: kib('VmRSS'), peak: kib('VmHWM') };
   }
 
+  /** The CPU seconds the agent has used (user and system, from /proc: every thread, the collector's included). */
+  cpuSeconds(): number {
+    // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th, in clock ticks.
+    const stat = readFileSync(`/proc/${this.child.pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  }
+
   /** Clears the high-water mark (VmHWM) and the probe's peaks, so that the next peak is the next phase's. */
   async resetPeaks(): Promise<void> {
     // Writing 5 to clear_refs resets VmHWM to the current RSS (Linux >= 4.0).

@@ -39,7 +39,7 @@ import type { GitRepository } from './git/repository.ts';
 import { DEFAULT_READ_LIMITS, type ReadLimits, readManifestFiles, STDIN_PATH } from './local/files.ts';
 import { SignatureRefusal } from './registry/cosign.ts';
 import { type AgeIdentity, loadAgeIdentities } from './sops/age-keys.ts';
-import { decryptFiles, omitEncrypted } from './sops/decrypt.ts';
+import { decryptFiles, maySopsText, omitEncrypted } from './sops/decrypt.ts';
 
 export type { ClusterCapabilities } from './build/chart-files.ts';
 
@@ -313,7 +313,8 @@ export async function pathManifests(ctx: ManifestContext, local: LocalPaths): Pr
 }
 
 /**
- * The files, each counted against the YAML limits before anything composes it (decryption, render), and a large
+ * The files, each counted against the YAML limits before anything composes it (decryption here, render as it reads
+ * a small one), and a large
  * one counted and read in the same pass in a worker thread (yaml/parse-async.ts; on this thread for the CLI,
  * ManifestContext.readInThread): the agent keeps answering while
  * a hostile file is refused, and render receives its documents as values (ManifestFile.documents) instead of
@@ -337,8 +338,10 @@ async function vetted(
     const tooLarge =
       !file.perDocument && Buffer.byteLength(file.text, 'utf8') > ctx.config.render.maxFileBytes;
     if (file.documents || tooLarge || file.text.length <= WORKER_THRESHOLD) {
-      // A small text is counted here (render composes it: a few milliseconds at most).
-      if (!file.documents && !tooLarge) refusedIfPast(file, () => checkYaml(file.text, file.path, limits));
+      // A small text that decryption would compose is counted here. Any other small text is counted by render as
+      // it reads it (render/parse.ts), with the same refusal: counted twice, it was lexed twice on every sync.
+      if (!file.documents && !tooLarge && maySopsText(file.text))
+        refusedIfPast(file, () => checkYaml(file.text, file.path, limits));
       out.push(file);
       continue;
     }

@@ -92,5 +92,6 @@ export function kustomizationsAt(
   return findTreeFiles(repo, commit, {
     include: (path) => isKustomizationFile(path) && filter.includes(path),
     mayContain: (folder) => filter.mayContain(folder),
+    roots: filter.roots,
   });
 }

@@ -46,7 +46,12 @@ const everyFile = {
 export async function findTreeFiles(
   repo: GitRepository,
   commit: string,
-  selection: { include(path: string): boolean; mayContain(folder: string): boolean },
+  selection: {
+    include(path: string): boolean;
+    mayContain(folder: string): boolean;
+    /** Every included path is one of these or lies under one (tree.ts TreeSelection.roots). */
+    roots?: readonly string[] | undefined;
+  },
   limit = 10_000,
 ): Promise<string[]> {
   return exclusive(repo.gitdir, async () => {
@@ -57,6 +62,7 @@ export async function findTreeFiles(
       {
         includes: (f) => f.mode !== SYMLINK_MODE && selection.include(f.path),
         mayContain: (folder) => selection.mayContain(folder),
+        roots: selection.roots,
       },
       limit,
     );

@@ -34,6 +34,11 @@ const MAC_ONLY_ENCRYPTED_INIT = Buffer.from(
 // A cheap look before parsing: a top-level `sops` key in YAML or JSON.
 const MAY_BE_SOPS = /^["']?sops["']?[ \t]*:|"sops"\s*:/m;
 
+/** Whether decryption would compose the text (it may hold a `sops:` block); a quick look, no YAML read. */
+export function maySopsText(text: string): boolean {
+  return MAY_BE_SOPS.test(text);
+}
+
 /** Whether a file's text is SOPS-encrypted: a top-level `sops:` block (a broken one counts, to fail naming it). */
 export function isSopsText(text: string): boolean {
   if (!MAY_BE_SOPS.test(text)) return false;

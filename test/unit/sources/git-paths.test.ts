@@ -1,9 +1,13 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StalledError } from '../../../src/errors.ts';
 import { manifestSelection, selectChanged } from '../../../src/sources/git/manifests.ts';
 import { createPathFilter, isManifestPath } from '../../../src/sources/git/paths.ts';
-import { changesUnder, type FileChange } from '../../../src/sources/git/tree.ts';
+import { changesUnder, type FileChange, listFiles, type ObjectStore } from '../../../src/sources/git/tree.ts';
+import { commitFiles, createBareRepo } from '../../testbed/git-repos.ts';
 
 interface Case {
   name: string;
@@ -247,5 +251,43 @@ describe("a deployment's changes among a commit's", () => {
       ),
       { numRuns: 500 },
     );
+  });
+
+  describe('a walk of a commit by the roots', () => {
+    // A real repository (native git): every folder of up to two of these names, each holding three files.
+    const folders = ['a', 'a.b', 'a-b', 'ab', 'b', 'app-1', 'app-10', 'app-2', '.hidden'];
+    let dir = '';
+    let store: ObjectStore;
+    let commit = '';
+    beforeAll(async () => {
+      dir = await mkdtemp(join(tmpdir(), 'mooring-roots-'));
+      const gitdir = await createBareRepo(dir, 'tree');
+      const files: Record<string, string> = {};
+      const paths = ['', ...folders, ...folders.flatMap((f) => folders.map((g) => `${f}/${g}`))];
+      for (const folder of paths)
+        for (const leaf of ['x.yaml', 'y.json', '.h.yaml'])
+          files[folder ? `${folder}/${leaf}` : leaf] = `name: ${folder}/${leaf}\n`;
+      commit = await commitFiles(gitdir, files);
+      store = { gitdir, cache: {} };
+    });
+    afterAll(async () => {
+      if (dir) await rm(dir, { recursive: true, force: true });
+    });
+
+    it('lists what a walk asking about every folder lists, in the same order', async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(pattern, { minLength: 1, maxLength: 3 }),
+          fc.array(fc.constantFrom('b', 'a/ab', '*.json', 'app-1'), { maxLength: 2 }),
+          async (paths, exclude) => {
+            const selection = manifestSelection(createPathFilter(paths, exclude));
+            const byRoots = await listFiles(store, commit, selection, 10_000);
+            const everywhere = await listFiles(store, commit, { ...selection, roots: undefined }, 10_000);
+            expect(byRoots).toEqual(everywhere);
+          },
+        ),
+        { numRuns: 300 },
+      );
+    });
   });
 });
