@@ -339,7 +339,7 @@ async function vetted(
       !file.perDocument && Buffer.byteLength(file.text, 'utf8') > ctx.config.render.maxFileBytes;
     if (file.documents || tooLarge || file.text.length <= WORKER_THRESHOLD) {
       // A small text that decryption would compose is counted here. Any other small text is counted by render as
-      // it reads it (render/parse.ts), with the same refusal: counted twice, it was lexed twice on every sync.
+      // it reads it (render/parse.ts), with the same refusal: counted in both places, it was lexed twice a sync.
       if (!file.documents && !tooLarge && maySopsText(file.text))
         refusedIfPast(file, () => checkYaml(file.text, file.path, limits));
       out.push(file);
