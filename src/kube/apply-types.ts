@@ -78,6 +78,13 @@ export interface ApplyOptions {
       ) => Promise<Pick<LiveSummary['metadata'], 'uid' | 'resourceVersion' | 'generation'> | undefined>)
     | undefined;
   /**
+   * The same question for an object once it is read (a CLI deploy: the record its inventory keeps of what it last
+   * wrote, src/sync/deploy/applied-record.ts): true leaves it as it is, not dry-run and not written, its result
+   * `unchanged`. Asked under the same conditions as `unmoved`, and never for an object the deploy takes over from
+   * another field manager or that a refusal (`refuse`) concerns.
+   */
+  unmovedLive?: ((target: ApplyTarget, live: LiveSummary) => boolean) | undefined;
+  /**
    * Internal, for the benchmark that measures what validation costs: false skips the whole-set dry run, and with
    * it all-or-nothing and the detection of unchanged objects. No command sets it.
    */

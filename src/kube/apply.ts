@@ -49,6 +49,7 @@ export class Applier {
       | 'refuse'
       | 'known'
       | 'unmoved'
+      | 'unmovedLive'
     >
   > &
     ApplyOptions;
@@ -188,7 +189,15 @@ export class Applier {
         throw describeKubeError(error, 'read the live objects');
       }
       refuse();
-      await mapLimit(validate ? rest : [], this.options.concurrency, async (target) => {
+      const { unmovedLive, dryRun, onPreview } = this.options;
+      if (validate && unmovedLive && !dryRun && !onPreview)
+        for (const target of rest) {
+          const live = lives.get(target);
+          if (live && !probed.has(target) && !adopt.has(target) && !target.plan.strategy.recreate)
+            if (unmovedLive(target, live)) unmoved.add(target);
+        }
+      const checked = unmoved.size === 0 ? rest : rest.filter((t) => !unmoved.has(t));
+      await mapLimit(validate ? checked : [], this.options.concurrency, async (target) => {
         const info = resources.get(target) as ResourceInfo;
         try {
           if (probed.has(target)) {

@@ -208,16 +208,16 @@ export class DriftMarks {
   }
 
   /**
-   * The owner's marks as the ledger keeps them: those that name a uid and a resourceVersion, at most
-   * SAVED_MARKS; undefined when there are none, or when the marks are not under the installation's key.
+   * The owner's marks as the ledger keeps them: those that name a uid and a resourceVersion, at most `limit`
+   * (SAVED_MARKS for a ledger); undefined when there are none, or when the marks are not under the installation's key.
    */
-  saved(owner: string): Record<string, SavedMark> | undefined {
+  saved(owner: string, limit = SAVED_MARKS): Record<string, SavedMark> | undefined {
     const marks = this.owners.get(owner);
     if (!this.enabled || !this.keyed || !marks) return undefined;
     const saved: Record<string, SavedMark> = {};
     let count = 0;
     for (const [key, mark] of marks) {
-      if (count === SAVED_MARKS) break;
+      if (count === limit) break;
       if (mark.uid === undefined || mark.resourceVersion === undefined) continue;
       const { gone, added } = mark.baseline ?? { gone: [], added: [] };
       saved[key] = {
@@ -237,14 +237,14 @@ export class DriftMarks {
   /**
    * Takes back the owner's marks from its ledger (an agent that starts): only under the installation's key, only
    * when this agent holds none of its own for the owner yet (they are newer), and only what reads as a mark (at
-   * most SAVED_MARKS; anything else is left out, and that object is checked). The number taken.
+   * most `limit`; anything else is left out, and that object is checked). The number taken.
    */
-  restore(owner: string, saved: unknown): number {
+  restore(owner: string, saved: unknown, limit = SAVED_MARKS): number {
     if (!this.enabled || !this.keyed || this.owners.has(owner)) return 0;
     if (typeof saved !== 'object' || saved === null || Array.isArray(saved)) return 0;
     const marks = new Map<string, DriftMark>();
     for (const [key, value] of Object.entries(saved)) {
-      if (marks.size === SAVED_MARKS) break;
+      if (marks.size === limit) break;
       const mark = text(key, 1024) ? savedMark(value) : undefined;
       if (mark) marks.set(key, mark);
     }

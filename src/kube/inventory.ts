@@ -133,6 +133,8 @@ const LABELS = {
 const OWNER = 'mooring.io/owner';
 /** The data key of the note of the sync that last recorded the inventory as it started. */
 const NOTE = 'attempt.json';
+/** The key of the record of what was last written (src/sync/deploy/applied-record.ts). */
+const RECORD = 'applied.json';
 /** The annotation that names the note's id: a metadata-only watch tells it without a read. */
 export const NOTE_ID = 'mooring.io/attempt';
 
@@ -160,11 +162,29 @@ export class InventoryStore {
    * The owner's inventory and the note of the sync that last recorded it as it started (`note`, the agent's
    * attempt: src/sync/attempts.ts), as stored: untrusted JSON, parsed by its reader.
    */
-  async readWithNote(
-    owner: string,
-  ): Promise<{ entries: InventoryEntry[]; note: string | undefined } | undefined> {
+  async readWithNote(owner: string): Promise<
+    | {
+        entries: InventoryEntry[];
+        note: string | undefined;
+        /** The record of what the owner's deploys last wrote (src/sync/deploy/applied-record.ts), as stored. */
+        record: string | undefined;
+      }
+    | undefined
+  > {
     const cm = await this.store.read(inventoryName(owner), `read the inventory of ${owner}`);
-    return cm && { entries: parse(cm.data.inventory ?? ''), note: cm.data[NOTE] };
+    return cm && { entries: parse(cm.data.inventory ?? ''), note: cm.data[NOTE], record: cm.data[RECORD] };
+  }
+
+  /** Stores `record` with the owner's inventory, when there is one (src/sync/deploy/applied-record.ts). */
+  async saveRecord(owner: string, record: string): Promise<void> {
+    await this.store.update(
+      inventoryName(owner),
+      (current) =>
+        current && current.data[RECORD] !== record
+          ? { data: { ...current.data, [RECORD]: record }, annotations: current.annotations }
+          : undefined,
+      { action: `write the inventory of ${owner}`, labels: LABELS },
+    );
   }
 
   /** Every owner's inventory in the namespace. */

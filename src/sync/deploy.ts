@@ -21,7 +21,7 @@ import {
 import { checkDrift, cutToDrift } from './deploy/drift.ts';
 import { finalize } from './deploy/finalize.ts';
 import { checkHookNames, runPhase } from './deploy/hooks.ts';
-import { readInventory } from './deploy/inventory.ts';
+import { readInventory, saveRecord } from './deploy/inventory.ts';
 import { ensureNamespaces } from './deploy/namespaces.ts';
 import { readCluster } from './deploy/read-cluster.ts';
 import { renderSet } from './deploy/render-set.ts';
@@ -40,6 +40,7 @@ const STAGES: readonly Stage[] = [
   checkHookNames,
   cutToDrift,
   runTasks,
+  saveRecord,
   pruneLeftovers,
   collectHistory,
 ];

@@ -232,6 +232,7 @@ export function deployCommand(
               allowEmpty: flags.allowEmpty ?? false,
               emptyAdvice: 'Give --allow-empty if that is meant.',
               bestEffort: true,
+              keepRecord: true,
             },
             versionHistory,
             createNamespace: flags.createNamespace ?? false,

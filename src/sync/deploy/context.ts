@@ -1,5 +1,6 @@
 // One deploy under way, as every stage of src/sync/deploy.ts sees it: the request, the dependencies, and what the
 // stages before it found (the cluster's snapshot, the render, what was applied, the wait).
+
 import type { HookRun, PruneReport } from '../../contract.ts';
 import type { KubeApi } from '../../kube/api.ts';
 import type { ApplyOptions, ApplyResult } from '../../kube/apply.ts';
@@ -20,6 +21,7 @@ import type { ClusterSnapshot, RenderOptions, RenderResult } from '../../render/
 import type { HealthRules } from '../../stability/health.ts';
 import type { WaitResult } from '../../stability/waiter.ts';
 import type { HookTarget } from '../hooks.ts';
+import type { AppliedRecord } from './applied-record.ts';
 
 export interface DeployRequest {
   files: readonly ManifestFile[];
@@ -59,6 +61,12 @@ export interface DeployRequest {
      * is (the pending commit status: a sync whose end the next agent could not report posts none).
      */
     attempt?: { note: InventoryNote; started: () => Promise<void> } | undefined;
+    /**
+     * Keep a record of what this deploy writes with the inventory, and leave what a later one finds exactly as
+     * recorded unwritten and not dry-run (src/sync/deploy/applied-record.ts): for a deploy without the agent's watch
+     * cache and drift marks (the CLI's).
+     */
+    keepRecord?: boolean;
   };
   /**
    * A drift pass: the live objects are compared with the manifests field by field first; with `correct`, fields
@@ -148,6 +156,8 @@ export interface DeployRun {
   desired?: InventoryEntry[];
   /** What this sync wrote to the inventory, once it wrote it. */
   recorded?: InventoryEntry[];
+  /** What this deploy writes, kept with the inventory for the next (inventory.keepRecord), and how it is stored. */
+  record?: { of: AppliedRecord; save: (text: string) => Promise<void> };
   /** Records `entries` (with the previous inventory) as the owner's inventory. */
   recordInventory?: (entries: InventoryEntry[], note?: InventoryNote) => Promise<void>;
   prune?: PruneReport;

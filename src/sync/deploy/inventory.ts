@@ -5,6 +5,7 @@
 import { errorMessage } from '../../errors.ts';
 import type { ApplyTarget } from '../../kube/apply.ts';
 import { isAccessDenied } from '../../kube/errors.ts';
+import { ensureHashKey } from '../../kube/hash-key.ts';
 import { appliedBefore, InventoryStore, inventoryOf, sameInventory, unionOf } from '../../kube/inventory.ts';
 import { markHook } from '../../render/hook-owner.ts';
 import { type HookEvent, type HookPhase, hookRole, isHookObject } from '../../render/hooks.ts';
@@ -13,7 +14,21 @@ import type { RenderResult } from '../../render/render.ts';
 import { releaseEvent } from '../hook-event.ts';
 import type { HookTarget } from '../hooks.ts';
 import { assertNotEmpty } from '../prune.ts';
+import { AppliedRecord } from './applied-record.ts';
 import type { DeployRun, Stage } from './context.ts';
+
+/** Stores the record of what this deploy wrote, when it changed (inventory.keepRecord). */
+export const saveRecord: Stage = async (run) => {
+  const text = run.record?.of.changed();
+  if (text === undefined || !run.record) return;
+  // The record only spares later deploys a dry run: a deploy whose record cannot be stored has still succeeded.
+  await run.record.save(text).catch((error: unknown) => {
+    run.deps.onEvent?.({
+      type: 'warning',
+      message: `the record of what was applied is not kept (${errorMessage(error)}); the next deploy dry-runs every object`,
+    });
+  });
+};
 
 export const readInventory: Stage = async (run) => {
   const { request, api, deps } = run;
@@ -32,8 +47,11 @@ export const readInventory: Stage = async (run) => {
       message: `${errorMessage(error)}; the objects applied are not recorded`,
     });
   };
+  let stored: string | undefined;
   try {
-    run.previous = await store.read(inventory.owner);
+    const read = await store.readWithNote(inventory.owner);
+    run.previous = read?.entries;
+    stored = read?.record;
     run.appliedBefore = appliedBefore(run.previous ?? []);
   } catch (error) {
     skipped(error);
@@ -49,6 +67,17 @@ export const readInventory: Stage = async (run) => {
     inventory.emptyAdvice,
   );
   run.desired = inventoryOf(run.rendered.objects);
+  if (inventory.keepRecord && !request.dryRun && !request.drift) {
+    // Keyed by the installation's key (a set with versioned Secrets has read it already); without it, no record.
+    const key =
+      run.hashKey ??
+      (await ensureHashKey(api, request.hashKeyNamespace ?? inventory.namespace).catch(() => undefined));
+    if (key) {
+      const record = new AppliedRecord(inventory.owner, key, stored);
+      record.retain(run.rendered.objects);
+      run.record = { of: record, save: (text) => store.saveRecord(inventory.owner, text) };
+    }
+  }
   run.recordInventory = async (entries, note) => {
     const recorded = unionOf(entries, run.previous ?? []);
     if (request.dryRun || (note === undefined && sameInventory(recorded, run.recorded ?? run.previous)))

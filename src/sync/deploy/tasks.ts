@@ -126,6 +126,7 @@ function setWriter(run: DeployRun, written: KubeObject[]): Applier {
     cache && owner !== undefined && !request.drift && !request.dryRun ? { cache, owner } : undefined;
   if (unmovedBy) driftState(unmovedBy.cache).marks.retain(unmovedBy.owner, run.rendered?.objects ?? []);
   const unmoved = new Set<KubeObject>();
+  const record = request.drift ? undefined : run.record?.of;
   return new Applier(run.api, run.discovery, {
     fieldManager,
     concurrency: concurrencyOf(request),
@@ -136,13 +137,24 @@ function setWriter(run: DeployRun, written: KubeObject[]): Applier {
     onWritten: (target, answer) => {
       deps.cache?.noteWrite(answer);
       noteApplied(deps.cache, owner, target.object, answer, fieldManager);
+      record?.written(target.object, answer);
     },
     onResult: (result) => {
       written.push(result.target.object);
-      if (!request.dryRun && result.action === 'unchanged' && !unmoved.has(result.target.object))
+      if (!request.dryRun && result.action === 'unchanged' && !unmoved.has(result.target.object)) {
         noteApplied(deps.cache, owner, result.target.object, result.live, fieldManager);
+        record?.found(result.target.object, result.live);
+      }
       deps.onEvent?.({ type: 'applied', result });
     },
+    // A deploy without the watch cache leaves what its record says it wrote, untouched since, as it is.
+    ...(record && {
+      unmovedLive: (target, live) => {
+        const found = record.unmoved(target, live);
+        if (found) unmoved.add(target.object);
+        return found;
+      },
+    }),
     onPreview: deps.onPreview,
     absentNamespaces: run.absentNamespaces,
     // What the inventory does not hold is dry-run before it is read: a first deploy reads nothing it creates.

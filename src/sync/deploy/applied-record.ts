@@ -1,0 +1,86 @@
+// The record a deploy without the agent's watch cache (the CLI's) keeps with its inventory of what it last wrote to
+// each object: the object's digest as rendered, keyed by the installation's key, and the uid and resourceVersion
+// the server answered (src/kube/drift-marks.ts, the marks an agent keeps with its ledger). A later deploy reads the
+// live objects as before; one whose uid and resourceVersion are still the recorded ones, and whose rendered digest is
+// the recorded one, is left as it is: no dry run, no write (ApplyOptions.unmovedLive). Anything else (no record, a
+// record under another key, an object touched since, by a controller or by hand, a changed manifest) takes the dry
+// run and write of every object.
+//
+// The record is untrusted input (a ConfigMap others may edit): its digests are keyed by the installation's key,
+// which a writer of ConfigMaps cannot read, so no edit can make a changed manifest look recorded; it is read with
+// the marks' own bounds (DriftMarks.restore), and a record that does not parse is no record.
+import type { ApplyTarget } from '../../kube/apply.ts';
+import { DriftMarks, liveMetadata } from '../../kube/drift-marks.ts';
+import type { LiveSummary } from '../../kube/live-state.ts';
+import type { KubeObject } from '../../render/manifest.ts';
+
+/** How many objects a record keeps (about 110 bytes each, stored beside the inventory in its ConfigMap). */
+export const RECORD_OBJECTS = 4_000;
+/** A record longer than this is not written (the ConfigMap holds the inventory too, within the API's 1 MiB). */
+export const RECORD_MAX_BYTES = 512 * 1024;
+
+export class AppliedRecord {
+  private readonly marks = new DriftMarks();
+  private readonly owner: string;
+  /** The record as read, to write it only when it changed. */
+  private readonly stored: string | undefined;
+
+  constructor(owner: string, key: Buffer, stored: string | undefined) {
+    this.owner = owner;
+    this.stored = stored;
+    this.marks.enabled = true;
+    this.marks.useKey(key);
+    if (stored === undefined || stored.length > RECORD_MAX_BYTES) return;
+    let saved: unknown;
+    try {
+      saved = JSON.parse(stored);
+    } catch {
+      return;
+    }
+    this.marks.restore(owner, saved, RECORD_OBJECTS);
+  }
+
+  /** Forgets what the set no longer holds. */
+  retain(objects: readonly KubeObject[]): void {
+    this.marks.retain(this.owner, objects);
+  }
+
+  /** Whether `live` is the object exactly as this record says the same manifest was last written to it. */
+  unmoved(target: ApplyTarget, live: LiveSummary): boolean {
+    const mark = this.marks.get(this.owner, target.object);
+    const { uid, resourceVersion } = live.metadata;
+    return (
+      mark !== undefined &&
+      resourceVersion !== undefined &&
+      mark.resourceVersion === resourceVersion &&
+      mark.uid === uid &&
+      mark.desired === this.marks.digest(target.object)
+    );
+  }
+
+  /** Notes that `object` was written and the server holds it as `answer` (or, undefined, holds none of it). */
+  written(object: KubeObject, answer: Pick<KubeObject, 'metadata'> | undefined): void {
+    this.marks.record(this.owner, object, answer && liveMetadata(answer.metadata));
+  }
+
+  /** Notes an object found as `object` renders it (its dry run changed nothing): as if written just now. */
+  found(object: KubeObject, live: LiveSummary | undefined): void {
+    this.marks.record(
+      this.owner,
+      object,
+      live && {
+        uid: live.metadata.uid,
+        resourceVersion: live.metadata.resourceVersion,
+        generation: live.metadata.generation,
+      },
+    );
+  }
+
+  /** The record to store, or undefined when it is what was read, or too long to keep. */
+  changed(): string | undefined {
+    const saved = this.marks.saved(this.owner, RECORD_OBJECTS);
+    const text = saved ? JSON.stringify(saved) : '';
+    if (text === (this.stored ?? '') || text.length > RECORD_MAX_BYTES) return undefined;
+    return text;
+  }
+}
