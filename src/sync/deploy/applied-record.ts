@@ -76,6 +76,29 @@ export class AppliedRecord {
     );
   }
 
+  /**
+   * Renews the record of `object` from `copy`, the object as a stable wait last saw it, when it moved since the
+   * write only as its controller moves it: the same uid and generation (no change to its spec), and every label and
+   * annotation the manifest sets still as it sets them. A workload's status writes then cost the next deploy no dry
+   * run. An object without a generation, or moved in anything the manifest sets, keeps its record as written.
+   */
+  renew(object: KubeObject, copy: Pick<KubeObject, 'metadata'>): void {
+    const mark = this.marks.get(this.owner, object);
+    const { uid, resourceVersion, generation } = copy.metadata;
+    if (
+      !mark ||
+      typeof resourceVersion !== 'string' ||
+      resourceVersion === mark.resourceVersion ||
+      uid !== mark.uid ||
+      typeof generation !== 'number' ||
+      generation !== mark.generation ||
+      !holds(copy.metadata.labels, object.metadata.labels) ||
+      !holds(copy.metadata.annotations, object.metadata.annotations)
+    )
+      return;
+    this.marks.record(this.owner, object, { uid, resourceVersion, generation });
+  }
+
   /** The record to store, or undefined when it is what was read, or too long to keep. */
   changed(): string | undefined {
     const saved = this.marks.saved(this.owner, RECORD_OBJECTS);
@@ -83,4 +106,10 @@ export class AppliedRecord {
     if (text === (this.stored ?? '') || text.length > RECORD_MAX_BYTES) return undefined;
     return text;
   }
+}
+
+/** Whether `live` holds every entry of `set` with the same value. */
+function holds(live: Record<string, string> | undefined, set: Record<string, string> | undefined): boolean {
+  for (const [key, value] of Object.entries(set ?? {})) if (live?.[key] !== value) return false;
+  return true;
 }

@@ -16,6 +16,9 @@ export async function waitFor(
 ): Promise<WaitResult> {
   const { request, deps, api, health } = run;
   const cache = deps.cache ?? new ClusterCache(api);
+  // The copies last seen, to renew the deploy's record of what it wrote once the wait ends stable.
+  const record = run.record?.of;
+  const seen = new Map<ApplyResult, KubeObject>();
   // Stability is judged on the object as apply left it or later, never on an older cached copy.
   const watched = results
     .filter((r) => !r.target.plan.strategy.ignored)
@@ -31,11 +34,24 @@ export async function waitFor(
       return {
         name: describeObject(r.target.object),
         watch: (onObject: (o: KubeObject | undefined, note?: string) => void, signal: AbortSignal) =>
-          cache.subscribe(r.resource, namespace, name, onObject, signal, { fresh, metadataOnly }).done,
+          cache.subscribe(
+            r.resource,
+            namespace,
+            name,
+            record
+              ? (o, note) => {
+                  if (o) seen.set(r, o);
+                  else seen.delete(r);
+                  onObject(o, note);
+                }
+              : onObject,
+            signal,
+            { fresh, metadataOnly },
+          ).done,
       };
     });
   try {
-    return await waitForStability(watched, {
+    const result = await waitForStability(watched, {
       // What is left of the deploy's time (a wave waited on before spent some of it).
       timeoutMs: request.timeoutMs > 0 ? Math.max(1, run.started + request.timeoutMs - Date.now()) : 0,
       signal: request.signal,
@@ -53,6 +69,9 @@ export async function waitFor(
           message: v.stability.message,
         }),
     });
+    if (record && result.outcome === 'stable')
+      for (const [r, copy] of seen) record.renew(r.target.object, copy);
+    return result;
   } finally {
     if (!deps.cache) cache.close();
   }
