@@ -85,6 +85,19 @@ export interface ApplyOptions {
    */
   unmovedLive?: ((target: ApplyTarget, live: LiveSummary) => boolean) | undefined;
   /**
+   * The metadata of an object the caller wrote before, from its watch cache instead of a read (an agent's sync of a
+   * changed manifest: src/kube/drift-check.ts cachedSinceWrite), or undefined to read it. Asked, for objects written
+   * by server-side apply (not CRDs), after `unmoved` and before the read, under the same conditions. Such an object
+   * is dry-run and written without a comparison with its live content: a write that changes nothing (its answer has
+   * the resourceVersion the cache showed) is reported `unchanged`.
+   */
+  cachedLive?:
+    | ((
+        target: ApplyTarget,
+        info: ResourceInfo,
+      ) => Promise<Pick<LiveSummary['metadata'], 'uid' | 'resourceVersion' | 'generation'> | undefined>)
+    | undefined;
+  /**
    * Internal, for the benchmark that measures what validation costs: false skips the whole-set dry run, and with
    * it all-or-nothing and the detection of unchanged objects. No command sets it.
    */

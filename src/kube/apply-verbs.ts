@@ -162,9 +162,10 @@ export class ObjectVerbs {
     const { method, recreate } = target.plan.strategy;
     // An object to be recreated is validated by its creation; its old self may hold immutable fields.
     if (recreate && live) return undefined;
-    // Only an answer compared with a live object (or shown) needs its content.
+    // Only an answer compared with a live object (or shown) needs its content: a live object known from the watch
+    // cache (no digest, ApplyOptions.cachedLive) is compared with nothing.
     const onPreview = this.options.onPreview;
-    if (!live) {
+    if (!live || (live.digest === undefined && method !== 'replace' && !adopting)) {
       const answer =
         method === 'replace'
           ? await this.replace(info, target, live, true, !onPreview)

@@ -50,6 +50,7 @@ export class Applier {
       | 'known'
       | 'unmoved'
       | 'unmovedLive'
+      | 'cachedLive'
     >
   > &
     ApplyOptions;
@@ -64,11 +65,22 @@ export class Applier {
     this.verbs = new ObjectVerbs(api, this.options);
   }
 
-  /** The summary of `target` if the caller says it is unmoved since its last write (ApplyOptions.unmoved). */
-  private async unmoved(target: ApplyTarget, info: ResourceInfo): Promise<LiveSummary | undefined> {
-    const { unmoved, dryRun, onPreview } = this.options;
-    if (!unmoved || dryRun || onPreview || target.plan.strategy.recreate) return undefined;
-    const metadata = await unmoved(target, info);
+  /**
+   * The summary of `target` if the caller says it is unmoved since its last write (ApplyOptions.unmoved), or, with
+   * `cached`, what its watch cache shows of it (ApplyOptions.cachedLive: no digest, nothing to compare).
+   */
+  private async unmoved(
+    target: ApplyTarget,
+    info: ResourceInfo,
+    cached = false,
+  ): Promise<LiveSummary | undefined> {
+    const { dryRun, onPreview } = this.options;
+    const { method, recreate } = target.plan.strategy;
+    const ask = cached ? this.options.cachedLive : this.options.unmoved;
+    if (!ask || dryRun || onPreview || recreate) return undefined;
+    if (cached && (method === 'replace' || target.object.kind === 'CustomResourceDefinition'))
+      return undefined;
+    const metadata = await ask(target, info);
     if (!metadata) return undefined;
     const { apiVersion, kind } = target.object;
     const { name, namespace } = target.object.metadata;
@@ -176,10 +188,23 @@ export class Applier {
       const rest = unmoved.size === 0 ? ready : ready.filter((t) => !unmoved.has(t));
       // What the caller never applied is dry-run before it is read (ApplyOptions.known).
       const probed = new Set(validate ? rest.filter((t) => this.probes(t)) : []);
+      // What it wrote before and its watch cache shows is not read (ApplyOptions.cachedLive).
+      const cached = new Set<ApplyTarget>();
+      if (validate && this.options.cachedLive)
+        await mapLimit(
+          rest.filter((t) => !probed.has(t)),
+          this.options.concurrency,
+          async (target) => {
+            const live = await this.unmoved(target, resources.get(target) as ResourceInfo, true);
+            if (!live) return;
+            cached.add(target);
+            lives.set(target, live);
+          },
+        );
       try {
         for (const [target, live] of await readLive(
           this.api,
-          rest.filter((t) => !probed.has(t)),
+          rest.filter((t) => !probed.has(t) && !cached.has(t)),
           resources,
           this.options.concurrency,
           inspect,
@@ -420,7 +445,14 @@ export class Applier {
       return done(live ? 'replaced' : 'created', written(after));
     }
     const { after, tookOver } = await this.verbs.applyTakingOver(info, target, adopting !== undefined);
-    return done(live ? 'configured' : 'created', written(after), tookOver);
+    const summary = written(after);
+    // Known from the watch cache only (ApplyOptions.cachedLive): a write that changed nothing left its version.
+    const same =
+      live !== undefined &&
+      live.digest === undefined &&
+      live.metadata.resourceVersion !== undefined &&
+      summary.metadata.resourceVersion === live.metadata.resourceVersion;
+    return done(same ? 'unchanged' : live ? 'configured' : 'created', summary, tookOver);
   }
 
   /** Notes, from an object as read, what taking over would change on it (server-side apply only). */

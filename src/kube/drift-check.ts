@@ -9,6 +9,7 @@ import type { KubeObject } from '../render/manifest.ts';
 import type { PlanEntry, RenderResult } from '../render/render.ts';
 import type { KubeApi } from './api.ts';
 import type { ClusterCache } from './cache.ts';
+import { CLIENT_SIDE_MANAGERS } from './client-side-takeover.ts';
 import type { Discovery, ResourceInfo } from './discovery.ts';
 import { type DriftFinding, detectDrift } from './drift.ts';
 import {
@@ -100,6 +101,44 @@ export async function unmovedSinceWrite(
   if (judgement.verdict !== 'clean') return undefined;
   marks.record(owner, object, copy.metadata, judgement.baseline);
   return copy.metadata;
+}
+
+/**
+ * The metadata of `object` as the watch cache holds it, for a sync that writes a changed manifest to an object
+ * mooring wrote before (ApplyOptions.cachedLive), in place of a read: the deployment's mark names the same object
+ * (uid), and the copy's managed fields, when the cache keeps them, hold none of a client-side apply's (the read would
+ * be for taking those over, src/kube/client-side-takeover.ts); when it does not keep them, the copy is the one the
+ * write left or moved only in its status (its generation). Undefined sends the object to the read of every other
+ * (no mark, a copy the cache cannot show within `waitMs`, another object of that name, anything else moved).
+ */
+export async function cachedSinceWrite(
+  cache: ClusterCache,
+  owner: string,
+  info: ResourceInfo,
+  object: KubeObject,
+  options: { metadataOnly: boolean; waitMs?: number },
+): Promise<LiveMetadata | undefined> {
+  const marks = driftState(cache).marks;
+  const mark = marks.enabled ? marks.get(owner, object) : undefined;
+  if (mark?.uid === undefined) return undefined;
+  const copy = await cachedCopy(cache, info, object, options.metadataOnly, options.waitMs ?? UNMOVED_WAIT_MS);
+  if (!copy || copy === 'unknown' || copy.metadata.uid !== mark.uid) return undefined;
+  if (!copy.owners) {
+    // Without its managed fields (kept only for drift passes), as judgeCopy judges such a copy: unmoved, or moved
+    // only in its status (the same generation).
+    const { resourceVersion, generation } = copy.metadata;
+    const still =
+      (mark.resourceVersion !== undefined && resourceVersion === mark.resourceVersion) ||
+      (typeof mark.generation === 'number' && generation === mark.generation);
+    return still ? copy.metadata : undefined;
+  }
+  const clientSide = copy.owners.some(
+    (o) =>
+      (CLIENT_SIDE_MANAGERS as readonly string[]).includes(o.manager) &&
+      o.operation === 'Update' &&
+      o.subresource === undefined,
+  );
+  return clientSide ? undefined : copy.metadata;
 }
 
 /** The copy the watch cache holds of an object, read through a subscription that ends at its first answer. */

@@ -3,7 +3,10 @@
 // deploys them, from one local folder. Per deployment, what reaches the server is the floor docs/fleet.md names:
 // one server-side dry run and one write per object, one inventory write (with the sync's note: src/sync/attempts.ts),
 // one ledger write (the release) and mooring's Events; no ledger is read back after its own write, and no object is
-// read before a dry run of what was never applied.
+// read before a dry run of what was never applied. Then a rollout of every deployment: what the agent wrote before is
+// known from its watch cache, not read by name (src/kube/drift-check.ts, cachedSinceWrite).
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { appFolder, appName, fleetFiles } from '../../bench/support/fleet-apps.ts';
 import { proxiedServer, stopping } from './fault-helpers.ts';
@@ -103,5 +106,40 @@ describe('the requests of a first sync', () => {
     // and the agent's start (its control map, its hash key).
     const rest = count([...inApps, ...inAgent], (r) => !r.path.endsWith('/events'));
     expect(rest / APPS, summary).toBeLessThanOrEqual(11);
+
+    // A rollout of every app (a new ConfigMap version, the Deployment changed to refer to it): the objects the
+    // agent wrote before are known from its watch cache, not read; each changed object is dry-run and written once.
+    const firstRevisions = await Promise.all(
+      Array.from(
+        { length: APPS },
+        async (_, i) => (await newestStable(bed.direct, agentNs, appName(i)))?.revision,
+      ),
+    );
+    const from = bed.proxy.requests.length;
+    for (const [path, text] of Object.entries(fleetFiles(APPS, 2))) await writeFile(join(dir, path), text);
+    for (let i = 0; i < APPS; i++)
+      await eventually(
+        `a stable release of ${appName(i)} after the change`,
+        async () => {
+          const release = await newestStable(bed.direct, agentNs, appName(i));
+          return release && release.revision !== firstRevisions[i] ? release : undefined;
+        },
+        120_000,
+      );
+    const rollout = bed.proxy.requests.slice(from).map((r) => ({
+      method: r.method,
+      path: r.path.split('?')[0] ?? '',
+      dry: r.path.includes('dryRun=All'),
+    }));
+    const rolled = rollout.filter((r) => r.path.includes(`/namespaces/${ns()}/`));
+    const rolloutSummary = rolled.map((r) => `${r.method}${r.dry ? ' (dry run)' : ''} ${r.path}`).join('\n');
+    expect(
+      count(rolled, (r) => r.method === 'GET' && /\/app-\d{4}/.test(r.path)),
+      rolloutSummary,
+    ).toBe(0);
+    const deploymentWrites = (dry: boolean) =>
+      count(rolled, (r) => r.method === 'PATCH' && r.dry === dry && r.path.includes('/deployments/'));
+    expect(deploymentWrites(true), rolloutSummary).toBe(APPS);
+    expect(deploymentWrites(false), rolloutSummary).toBe(APPS);
   });
 });

@@ -5,7 +5,7 @@
 // set, and the post hooks. Hooks of a phase run in their weights' order (src/sync/hooks.ts). The first task that
 // fails, or a wait that does not end stable, stops the list; the tasks after it do not run.
 import { Applier, type ApplyTarget, type SetWrite } from '../../kube/apply.ts';
-import { noteApplied, unmovedSinceWrite } from '../../kube/drift-check.ts';
+import { cachedSinceWrite, noteApplied, unmovedSinceWrite } from '../../kube/drift-check.ts';
 import { driftState } from '../../kube/drift-pass.ts';
 import { inventoryOf } from '../../kube/inventory.ts';
 import type { KubeObject } from '../../render/manifest.ts';
@@ -168,6 +168,11 @@ function setWriter(run: DeployRun, written: KubeObject[]): Applier {
         if (found) unmoved.add(target.object);
         return found;
       },
+      // A changed manifest of an object it wrote before: the cache's copy in place of a read.
+      cachedLive: (target, info) =>
+        cachedSinceWrite(unmovedBy.cache, unmovedBy.owner, info, target.object, {
+          metadataOnly: judgedByMetadata(target.object),
+        }),
     }),
   });
 }
