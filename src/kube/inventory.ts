@@ -135,6 +135,8 @@ const OWNER = 'mooring.io/owner';
 const NOTE = 'attempt.json';
 /** The key of the record of what was last written (src/sync/deploy/applied-record.ts). */
 const RECORD = 'applied.json';
+/** What the inventory and the record may take together in their ConfigMap (the API server's limit is 1 MiB). */
+const RECORD_ROOM = 900 * 1024;
 /** The annotation that names the note's id: a metadata-only watch tells it without a read. */
 export const NOTE_ID = 'mooring.io/attempt';
 
@@ -180,7 +182,10 @@ export class InventoryStore {
     await this.store.update(
       inventoryName(owner),
       (current) =>
-        current && current.data[RECORD] !== record
+        // Beside an inventory too large to leave it room within the API's 1 MiB, no record is kept.
+        current &&
+        current.data[RECORD] !== record &&
+        (current.data.inventory?.length ?? 0) + record.length <= RECORD_ROOM
           ? { data: { ...current.data, [RECORD]: record }, annotations: current.annotations }
           : undefined,
       { action: `write the inventory of ${owner}`, labels: LABELS },

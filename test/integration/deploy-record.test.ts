@@ -124,8 +124,13 @@ describe('the record a CLI deploy keeps of what it wrote', () => {
     const stored = JSON.parse(
       (await kubectl('get', 'configmap', name, '-n', agentNs(), '-o', 'jsonpath={.data.applied\\.json}'))
         .stdout,
-    ) as Record<string, { d: string }>;
-    for (const mark of Object.values(stored)) mark.d = 'AAAAAAAAAAAAAAAAAAAAAA';
+    ) as { o: Record<string, Record<string, string>> };
+    // Each object's entry is its digest, the start of its uid, its resourceVersion (and generation).
+    const entries = Object.values(stored.o).flatMap((names) => Object.entries(names));
+    expect(entries.length).toBe(4 * APPS);
+    for (const names of Object.values(stored.o))
+      for (const [object, entry] of Object.entries(names))
+        names[object] = entry.replace(/^\S+/, 'AAAAAAAAAAAAAAAAAAAAAA');
     const patch = JSON.stringify({ data: { 'applied.json': JSON.stringify(stored) } });
     expect(
       (await kubectl('patch', 'configmap', name, '-n', agentNs(), '--type', 'merge', '-p', patch)).code,

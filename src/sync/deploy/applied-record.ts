@@ -10,7 +10,7 @@
 // which a writer of ConfigMaps cannot read, so no edit can make a changed manifest look recorded; it is read with
 // the marks' own bounds (DriftMarks.restore), and a record that does not parse is no record.
 import type { ApplyTarget } from '../../kube/apply.ts';
-import { DriftMarks, liveMetadata } from '../../kube/drift-marks.ts';
+import { DriftMarks, liveMetadata, type SavedMark } from '../../kube/drift-marks.ts';
 import type { LiveSummary } from '../../kube/live-state.ts';
 import type { KubeObject } from '../../render/manifest.ts';
 
@@ -37,7 +37,7 @@ export class AppliedRecord {
     } catch {
       return;
     }
-    this.marks.restore(owner, saved, RECORD_OBJECTS);
+    this.marks.restore(owner, expand(saved), RECORD_OBJECTS);
   }
 
   /** Forgets what the set no longer holds. */
@@ -53,7 +53,7 @@ export class AppliedRecord {
       mark !== undefined &&
       resourceVersion !== undefined &&
       mark.resourceVersion === resourceVersion &&
-      mark.uid === uid &&
+      sameUid(uid, mark.uid) &&
       mark.desired === this.marks.digest(target.object)
     );
   }
@@ -84,12 +84,13 @@ export class AppliedRecord {
    */
   renew(object: KubeObject, copy: Pick<KubeObject, 'metadata'>): void {
     const mark = this.marks.get(this.owner, object);
-    const { uid, resourceVersion, generation } = copy.metadata;
+    const { resourceVersion, generation } = copy.metadata;
+    const uid = typeof copy.metadata.uid === 'string' ? copy.metadata.uid : undefined;
     if (
       !mark ||
       typeof resourceVersion !== 'string' ||
       resourceVersion === mark.resourceVersion ||
-      uid !== mark.uid ||
+      !sameUid(uid, mark.uid) ||
       typeof generation !== 'number' ||
       generation !== mark.generation ||
       !holds(copy.metadata.labels, object.metadata.labels) ||
@@ -102,7 +103,7 @@ export class AppliedRecord {
   /** The record to store, or undefined when it is what was read, or too long to keep. */
   changed(): string | undefined {
     const saved = this.marks.saved(this.owner, RECORD_OBJECTS);
-    const text = saved ? JSON.stringify(saved) : '';
+    const text = saved ? JSON.stringify(compact(saved)) : '';
     if (text === (this.stored ?? '') || text.length > RECORD_MAX_BYTES) return undefined;
     return text;
   }
@@ -112,4 +113,61 @@ export class AppliedRecord {
 function holds(live: Record<string, string> | undefined, set: Record<string, string> | undefined): boolean {
   for (const [key, value] of Object.entries(set ?? {})) if (live?.[key] !== value) return false;
   return true;
+}
+
+/** How much of an object's uid a record keeps: enough to tell an object created again under the same name. */
+const UID_KEPT = 12;
+
+function sameUid(live: string | undefined, recorded: string | undefined): boolean {
+  return (
+    live !== undefined && recorded !== undefined && recorded.length >= UID_KEPT && live.startsWith(recorded)
+  );
+}
+
+/**
+ * The record as stored: objects grouped by `group/Kind/namespace/`, each name giving its digest, the start of its
+ * uid, its resourceVersion and its generation in one string (about 50 bytes an object, where the ledger's marks
+ * take about 150), so that a set of thousands of objects keeps its record beside its inventory.
+ */
+interface StoredRecord {
+  v: 1;
+  o: Record<string, Record<string, string>>;
+}
+
+function compact(saved: Record<string, SavedMark>): StoredRecord {
+  const o: Record<string, Record<string, string>> = {};
+  for (const [key, mark] of Object.entries(saved)) {
+    const cut = key.lastIndexOf('/') + 1;
+    const group = key.slice(0, cut);
+    o[group] ??= {};
+    o[group][key.slice(cut)] = [
+      mark.d,
+      mark.u.slice(0, UID_KEPT),
+      mark.r,
+      ...(mark.g === undefined ? [] : [mark.g]),
+    ].join(' ');
+  }
+  return { v: 1, o };
+}
+
+/** The marks of a stored record, as DriftMarks.restore reads them (it checks each); nothing when it is not one. */
+function expand(stored: unknown): Record<string, SavedMark> {
+  const marks: Record<string, SavedMark> = {};
+  if (typeof stored !== 'object' || stored === null || (stored as StoredRecord).v !== 1) return marks;
+  const groups = (stored as StoredRecord).o;
+  if (typeof groups !== 'object' || groups === null || Array.isArray(groups)) return marks;
+  let count = 0;
+  for (const [group, names] of Object.entries(groups)) {
+    if (typeof names !== 'object' || names === null || Array.isArray(names)) continue;
+    for (const [name, value] of Object.entries(names)) {
+      if (count === RECORD_OBJECTS) return marks;
+      if (typeof value !== 'string') continue;
+      const [d = '', u = '', r = '', g, ...rest] = value.split(' ');
+      if (rest.length > 0) continue;
+      const generation = g === undefined ? undefined : Number(g);
+      marks[`${group}${name}`] = { d, u, r, ...(generation === undefined ? {} : { g: generation }) };
+      count++;
+    }
+  }
+  return marks;
 }
