@@ -238,6 +238,11 @@ export class Applier {
           }
           dryRuns.set(target, await this.verbs.dryRun(info, target, lives.get(target), adopt.has(target)));
         } catch (error) {
+          // No answer is no refusal: an API server that cannot be reached (or still asks to wait) fails the set as
+          // a failed read does, to be tried again; what the server answered is listed with the rest.
+          const code = statusCode(error);
+          if (!(error instanceof StalledError) && (code === undefined || code === 429))
+            throw describeKubeError(error, `dry-run ${place(target)}`);
           problems.push(`${place(target)}: ${explain(error)}`);
         }
       });
