@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { requestBudget } from '../../src/config/schema-deployment.ts';
-import { KubeApi } from '../../src/kube/api.ts';
+import { CLI_BUDGET, KubeApi, type KubeApiOptions } from '../../src/kube/api.ts';
 import { ClusterCache } from '../../src/kube/cache.ts';
 import { loadKubeConfig } from '../../src/kube/client.ts';
 import { Discovery } from '../../src/kube/discovery.ts';
@@ -28,8 +28,8 @@ describe('API Priority and Fairness', () => {
     admin.close();
   });
 
-  /** A client as a ServiceAccount that may do anything in the namespace, throttled by a level of its own. */
-  async function throttledUser(): Promise<KubeApi> {
+  /** The kubeconfig of a ServiceAccount that may do anything in the namespace, throttled by a level of its own. */
+  async function throttledUser(): Promise<string> {
     const base = `/api/v1/namespaces/${ns()}`;
     await admin.request('POST', `${base}/serviceaccounts`, { body: { metadata: { name: 'busy' } } });
     const rbac = `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns()}`;
@@ -86,13 +86,15 @@ describe('API Priority and Fairness', () => {
     };
     const cluster = known.clusters[0]?.cluster;
     if (!cluster) throw new Error('the test bed kubeconfig has no cluster');
-    const kubeconfig = await writeKubeconfig(cluster, { token: token.status.token });
-    // Retries for as long as a busy machine's level stays full: each 429 is waited out, none given up on. An
-    // adaptive budget (cluster.qpsMax), from 200 requests a second.
+    return writeKubeconfig(cluster, { token: token.status.token });
+  }
+
+  /** Retries for as long as a busy machine's level stays full: each 429 is waited out, none given up on. */
+  function client(kubeconfig: string, budget: Partial<KubeApiOptions>): KubeApi {
     return new KubeApi(loadKubeConfig({ kubeconfig }), {
       maxSockets: 64,
       retryForMs: 240_000,
-      ...requestBudget({ qpsMax: 2000, burst: 400 }),
+      ...budget,
     });
   }
 
@@ -100,7 +102,9 @@ describe('API Priority and Fairness', () => {
     api.requestStats.requests.filter((r) => r.code === '429').reduce((n, r) => n + r.count, 0);
 
   it('waits out the 429s of a full priority level, and the sync converges', async () => {
-    const api = await throttledUser();
+    const kubeconfig = await throttledUser();
+    // An adaptive budget (cluster.qpsMax), from 200 requests a second.
+    const api = client(kubeconfig, requestBudget({ qpsMax: 2000, burst: 400 }));
     const cache = new ClusterCache(api);
     try {
       const path = `/api/v1/namespaces/${ns()}/configmaps`;
@@ -146,6 +150,21 @@ describe('API Priority and Fairness', () => {
       expect(report.outcome).toBe('stable');
       // The 429s halved the adaptive budget: the agent asks less of a server that says it is full.
       expect(api.requestStats.budgetRate).toBeLessThan(200);
+
+      // The command line's budget starts at the top and follows the same server down: every request of a burst
+      // answered, the rate halved by the 429s.
+      const cli = client(kubeconfig, CLI_BUDGET);
+      try {
+        expect(cli.requestStats.budgetRate).toBe(CLI_BUDGET.qpsMax);
+        const answered = await Promise.all(
+          Array.from({ length: 40 }, () => cli.request<{ items: unknown[] }>('GET', path)),
+        );
+        expect(answered.every((list) => list.items.length >= 200)).toBe(true);
+        expect(refusals(cli)).toBeGreaterThan(0);
+        expect(cli.requestStats.budgetRate).toBeLessThanOrEqual((CLI_BUDGET.qpsMax ?? 0) / 2);
+      } finally {
+        cli.close();
+      }
     } finally {
       cache.close();
       api.close();
