@@ -86,7 +86,8 @@ export const DEFAULT_QPS = 200;
 export const DEFAULT_BURST = 400;
 
 /**
- * The budget of the command line's commands a user waits for (deploy, diff, run --watch): it starts at `qpsMax` and follows the
+ * The budget of every command-line command (deploy, diff, rollback, delete, run --watch, …; not the agent of `run
+ * --config`, whose budget is its configuration's): it starts at `qpsMax` and follows the
  * server down, a fifth at a time when its answers slow to four times their best and by half at each 429 (API
  * Priority and Fairness, the server's own protection), never below a quarter of `DEFAULT_QPS`. A command's
  * `--concurrency` bounds what it has in flight. The agent's fixed 200 a second is for a process that shares the

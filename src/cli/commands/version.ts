@@ -24,9 +24,9 @@ export function versionCommand(program: Command, print: (text: string) => void):
     };
     if (flags.server) {
       // Loaded only here: the client version alone needs nothing of the cluster client.
-      const { KubeApi } = await import('../../kube/api.ts');
+      const { CLI_BUDGET, KubeApi } = await import('../../kube/api.ts');
       const { loadKubeConfig, serverVersion } = await import('../../kube/client.ts');
-      const api = new KubeApi(loadKubeConfig(clusterAccess(flags)));
+      const api = new KubeApi(loadKubeConfig(clusterAccess(flags)), CLI_BUDGET);
       try {
         result.server = await serverVersion(api);
       } finally {
