@@ -5,9 +5,13 @@
 // (RLIMIT_AS, `ulimit -v`) would have to leave room for what Go binaries reserve without using (helm and kubectl
 // do not start under 1 GiB of it), while RLIMIT_DATA counts what is really allocated, and a Go binary past it
 // dies at once with "fatal error: out of memory". The environment is the caller's choice, never inherited.
+//
+// A run may be started ahead (prestartProcess: `mooring render` starts helm before it has loaded what reads its
+// output, src/cli/early-render.ts). It is the same run, under the same bounds; the later call of runProcess adopts it
+// only when it asks for exactly the same command, arguments, environment and bounds (its HOME aside, each side's own
+// throwaway folder), and otherwise stops it and starts its own. What a caller gets never depends on the guess.
 import { spawn } from 'node:child_process';
-import { constants } from 'node:fs';
-import { access, stat } from 'node:fs/promises';
+import { accessSync, constants, rmSync, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 
 export const DEFAULT_TIMEOUT_MS = 60_000;
@@ -57,8 +61,12 @@ export interface ProcessResult {
   error?: Error | undefined;
 }
 
-/** Where `command` is: itself when it names a path, else the first executable of that name on `path`. */
-export async function findExecutable(command: string, path: string | undefined): Promise<string | undefined> {
+/**
+ * Where `command` is: itself when it names a path, else the first executable of that name on `path`. Looked up at
+ * once (a few stats), so that a run starts in the same turn it is asked for: a run started ahead would otherwise
+ * wait behind the modules that load meanwhile.
+ */
+export function findExecutable(command: string, path: string | undefined): string | undefined {
   const candidates = command.includes('/')
     ? [command]
     : (path ?? '')
@@ -66,15 +74,13 @@ export async function findExecutable(command: string, path: string | undefined):
         .filter((dir) => dir !== '')
         .map((dir) => join(dir, command));
   for (const candidate of candidates) {
-    const info = await stat(candidate).catch(() => undefined);
-    if (!info?.isFile()) continue;
-    if (
-      await access(candidate, constants.X_OK).then(
-        () => true,
-        () => false,
-      )
-    )
+    try {
+      if (!statSync(candidate, { throwIfNoEntry: false })?.isFile()) continue;
+      accessSync(candidate, constants.X_OK);
       return candidate;
+    } catch {
+      // Not there (a PATH entry that is a file), or not executable by this user: the next one.
+    }
   }
   return undefined;
 }
@@ -86,16 +92,104 @@ export function withMemoryLimit(binary: string, args: readonly string[], bytes: 
   return ['/bin/sh', ['-c', 'ulimit -d "$0" || exit 125; exec "$@"', kib, binary, ...args]];
 }
 
+interface Prestarted {
+  key: string;
+  result: Promise<ProcessResult>;
+  stop: () => void;
+}
+
+let prestarted: Prestarted | undefined;
+let adopted = 0;
+
+/**
+ * What identifies a run: the command, its arguments, environment and bounds, with the environment's HOME (each
+ * run's own throwaway folder) written as a mark wherever it appears.
+ */
+function runKey(command: string, args: readonly string[], options: ProcessOptions): string {
+  const home = options.env.HOME;
+  const mark = (text: string | undefined) =>
+    text === undefined || !home ? text : text.split(home).join('\u0000HOME\u0000');
+  const env = Object.entries(options.env)
+    .map(([k, v]) => [k, mark(v)])
+    .sort(([a], [b]) => ((a as string) < (b as string) ? -1 : 1));
+  return JSON.stringify([
+    command,
+    args.map(mark),
+    env,
+    options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    options.maxStdoutBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
+    options.memoryBytes ?? DEFAULT_MEMORY_BYTES,
+    options.cwd ?? null,
+  ]);
+}
+
+/**
+ * Starts `command` now, for a later runProcess with the same request to adopt (at most one run waits; a second
+ * replaces it). `home` (the environment's HOME, a folder of the caller's making) is removed when the run ends.
+ * A run nobody adopts is stopped when another is asked for, and at exit.
+ */
+export function prestartProcess(command: string, args: readonly string[], options: ProcessOptions): void {
+  prestarted?.stop();
+  const key = runKey(command, args, options);
+  const home = options.env.HOME;
+  const remove = () => {
+    if (home) rmSync(home, { recursive: true, force: true });
+  };
+  const controller = { stopped: false, kill: (): void => undefined };
+  const result = startProcess(command, args, options, (kill) => {
+    controller.kill = kill;
+    if (controller.stopped) kill();
+  });
+  process.once('exit', remove);
+  void result.then(() => {
+    process.off('exit', remove);
+    remove();
+  });
+  const entry: Prestarted = {
+    key,
+    result,
+    stop: () => {
+      controller.stopped = true;
+      controller.kill();
+      if (prestarted === entry) prestarted = undefined;
+    },
+  };
+  prestarted = entry;
+}
+
+/** How many runs were adopted from prestartProcess (for tests and the render's timeline). */
+export function adoptedRuns(): number {
+  return adopted;
+}
+
 /** Runs `command` to its end within the bounds; never rejects. */
 export async function runProcess(
   command: string,
   args: readonly string[],
   options: ProcessOptions,
 ): Promise<ProcessResult> {
-  const binary = await findExecutable(command, options.env.PATH);
+  const early = prestarted;
+  if (early) {
+    prestarted = undefined;
+    if (early.key === runKey(command, args, options)) {
+      adopted++;
+      return early.result;
+    }
+    early.stop();
+  }
+  return startProcess(command, args, options);
+}
+
+function startProcess(
+  command: string,
+  args: readonly string[],
+  options: ProcessOptions,
+  onKill?: (kill: () => void) => void,
+): Promise<ProcessResult> {
+  const binary = findExecutable(command, options.env.PATH);
   if (!binary) {
     const error = Object.assign(new Error(`spawn ${command} ENOENT`), { code: 'ENOENT' });
-    return { ended: 'not-found', code: null, signal: null, stdout: '', stderr: '', error };
+    return Promise.resolve({ ended: 'not-found', code: null, signal: null, stdout: '', stderr: '', error });
   }
   const memory = options.memoryBytes ?? DEFAULT_MEMORY_BYTES;
   const [file, argv] = memory > 0 ? withMemoryLimit(binary, args, memory) : [binary, [...args]];
@@ -122,6 +216,7 @@ export async function runProcess(
       if (child.pid === undefined || !killGroup(child.pid)) child.kill('SIGKILL');
     };
     const timer = setTimeout(() => stop('timeout'), timeoutMs);
+    onKill?.(() => stop('error'));
     child.stdout.on('data', (chunk: Buffer) => {
       outBytes += chunk.length;
       if (outBytes > maxStdout) {

@@ -24,6 +24,8 @@ if (problem) {
   process.exit(1);
 }
 await cacheCompiledCode();
+// A chart's `render --offline` starts helm now, while the rest of the command loads (early-render.ts).
+if (process.argv[2] === 'render') (await import('./early-render.ts')).startEarlyRender(process.argv.slice(3));
 const { installLastResort } = await import('./last-resort.ts');
 const { runCli } = await import('./program.ts');
 

@@ -19,6 +19,7 @@ import { parseYaml } from '../../yaml/parse.ts';
 import { stringifyYaml } from '../../yaml/write.ts';
 import type { IdentitySource } from '../sops/decrypt.ts';
 import { type Staged, sopsFilesUnder, stageDecrypted } from '../sops/tree.ts';
+import { helmBinary, helmEnv, helmTemplateArgs } from './helm-args.ts';
 import { type LookupRequest, renderWithLookup } from './lookup.ts';
 import { helmWrittenAt } from './origins.ts';
 import { runToolWithWarnings, type ToolLimits, type ToolRun } from './tool.ts';
@@ -197,34 +198,24 @@ async function render(request: ChartRequest, missing: readonly MissingDependency
   const onDisk = (path: string) => (staged ? staged.at(path) : path);
   const home = await mkdtemp(join(tmpdir(), 'mooring-helm-'));
   try {
-    const args = [
-      'template',
-      request.releaseName,
-      onDisk(request.chart),
-      '--namespace',
-      request.namespace,
-      '--include-crds',
-      '--skip-tests',
-    ];
-    if (request.kubeVersion) args.push('--kube-version', request.kubeVersion);
-    for (const api of request.apiVersions ?? []) args.push('--api-versions', api);
-    for (const file of request.valuesFiles) args.push('--values', onDisk(file));
+    let inlineValuesFile: string | undefined;
     if (request.values && Object.keys(request.values).length > 0) {
-      const inline = join(home, 'inline-values.yaml');
-      await writeFile(inline, stringifyYaml(request.values));
-      args.push('--values', inline);
+      inlineValuesFile = join(home, 'inline-values.yaml');
+      await writeFile(inlineValuesFile, stringifyYaml(request.values));
     }
-    for (const value of request.set ?? []) args.push(`--set=${value}`);
-    for (const value of request.setString ?? []) args.push(`--set-string=${value}`);
-    // No network, no plugins, nothing from the machine's own helm configuration (tool.ts adds PATH and HOME).
-    const env = {
-      HELM_CACHE_HOME: join(home, 'cache'),
-      HELM_CONFIG_HOME: join(home, 'config'),
-      HELM_DATA_HOME: join(home, 'data'),
-      HELM_PLUGINS: join(home, 'plugins'),
-      HELM_NO_PLUGINS: '1',
-    };
-    const helm = request.helm ?? process.env.MOORING_HELM ?? 'helm';
+    const args = helmTemplateArgs({
+      releaseName: request.releaseName,
+      chart: onDisk(request.chart),
+      namespace: request.namespace,
+      kubeVersion: request.kubeVersion,
+      apiVersions: request.apiVersions,
+      valuesFiles: request.valuesFiles.map(onDisk),
+      inlineValuesFile,
+      set: request.set,
+      setString: request.setString,
+    });
+    const env = helmEnv(home);
+    const helm = helmBinary(request.helm);
     const helmRun: ToolRun = {
       binary: helm,
       configuredBy: 'MOORING_HELM',

@@ -8,24 +8,14 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  DEFAULT_MAX_OUTPUT_BYTES,
-  DEFAULT_MEMORY_BYTES,
-  DEFAULT_TIMEOUT_MS,
-  runProcess,
-} from '../../child-process.ts';
+import { runProcess } from '../../child-process.ts';
 import { formatDuration } from '../../config/duration.ts';
 import { StalledError } from '../../errors.ts';
 import { redactValues } from '../../render/redact.ts';
 import { overLimit } from '../../render/size-limits.ts';
+import { type ToolLimits, toolProcessOptions } from './tool-env.ts';
 
-/** The bounds of one tool run (the configuration's render.toolTimeout, toolMaxOutputBytes, toolMemoryBytes). */
-export interface ToolLimits {
-  timeoutMs?: number | undefined;
-  maxOutputBytes?: number | undefined;
-  /** RLIMIT_DATA of the tool; 0 for none. */
-  memoryBytes?: number | undefined;
-}
+export { type ToolLimits, toolEnv, toolLimits } from './tool-env.ts';
 
 export interface ToolRun extends ToolLimits {
   /** The binary, and how to say where it is configured when it is missing. */
@@ -43,30 +33,6 @@ export interface ToolRun extends ToolLimits {
   clean?: ((text: string) => string) | undefined;
   /** Decrypted values the tool may have read: never passed on in a message. */
   secrets?: readonly string[] | undefined;
-}
-
-/** The bounds of the configuration's render section. */
-export function toolLimits(render: {
-  toolTimeout?: number | undefined;
-  toolMaxOutputBytes?: number | undefined;
-  toolMemoryBytes?: number | undefined;
-}): ToolLimits {
-  return {
-    timeoutMs: render.toolTimeout,
-    maxOutputBytes: render.toolMaxOutputBytes,
-    memoryBytes: render.toolMemoryBytes,
-  };
-}
-
-/** The whole environment of a tool: PATH to find it and what it starts, and nothing else of the agent's. */
-export function toolEnv(home: string, extra: Readonly<Record<string, string>> = {}): NodeJS.ProcessEnv {
-  return {
-    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
-    HOME: home,
-    LANG: 'C.UTF-8',
-    TZ: 'UTC',
-    ...extra,
-  };
 }
 
 function bytes(n: number): string {
@@ -142,16 +108,10 @@ export async function runTool(run: ToolRun): Promise<string> {
 /** As runTool, with the warnings the tool printed on success (toolWarnings). */
 export async function runToolWithWarnings(run: ToolRun): Promise<ToolOutput> {
   const home = run.home ?? (await mkdtemp(join(tmpdir(), 'mooring-tool-')));
-  const memoryBytes = run.memoryBytes ?? DEFAULT_MEMORY_BYTES;
-  const timeoutMs = run.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const maxOutputBytes = run.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+  const options = toolProcessOptions(home, run, run.env);
+  const { memoryBytes, timeoutMs, maxStdoutBytes: maxOutputBytes } = options;
   try {
-    const result = await runProcess(run.binary, run.args, {
-      env: toolEnv(home, run.env),
-      timeoutMs,
-      maxStdoutBytes: maxOutputBytes,
-      memoryBytes,
-    });
+    const result = await runProcess(run.binary, run.args, options);
     if (result.ended === 'exited' && result.code === 0)
       return { stdout: result.stdout, warnings: toolWarnings(result.stderr, run) };
     // Redacted as a whole: a decrypted value may sit in the tool's message, a path or the label.

@@ -1,0 +1,146 @@
+// `mooring render --offline CHART`: helm starts before the rest of the command has loaded. Node's start and the
+// modules that read, render and print a chart's output take about a tenth of a second, and helm's own run is the
+// larger part of the command: started here, the two overlap (docs/render.md, "Render speed"). This is a guess
+// made from the command line alone, with nothing of the configuration loaded: the render's own run of helm
+// (sources/build/helm.ts, through the one runner) adopts it only when it asks for exactly the same run
+// (child-process.ts: command, arguments, environment, bounds), and otherwise it is stopped and helm runs again, as
+// it would have without the guess. So the guess is made only where it is cheap to be sure of: one chart folder,
+// offline (no cluster's capabilities), no dependencies to fetch, no SOPS identities, no flag outside the list below.
+import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { prestartProcess } from '../child-process.ts';
+import { RENDER_DEFAULTS } from '../config/render-defaults.ts';
+import { helmBinary, helmEnv, helmTemplateArgs } from '../sources/build/helm-args.ts';
+import { toolLimits, toolProcessOptions } from '../sources/build/tool-env.ts';
+
+/** Flags of `render` that take a value and do not change helm's run, or whose value the guess reads. */
+const WITH_VALUE = new Set([
+  '-n',
+  '--namespace',
+  '--values',
+  '--release-name',
+  '--set',
+  '--set-string',
+  '-o',
+  '--output',
+  '--application',
+  '--image',
+  '--versioning',
+  '--app-labels',
+  '--agent-namespace',
+  '--allow-namespace',
+  '--cluster-scoped',
+  '--max-file-bytes',
+]);
+/** Flags without a value that do not change helm's run. */
+const SWITCHES = new Set(['--offline', '--require-digests', '--show-secrets', '-R', '--recursive']);
+
+/** What the command line says of helm's run, or undefined when it cannot be sure from the command line alone. */
+export interface EarlyChart {
+  chart: string;
+  namespace: string;
+  releaseName: string;
+  valuesFiles: string[];
+  set: string[];
+  setString: string[];
+}
+
+/**
+ * The chart run `argv` (the words after `render`) asks for, when the guess is safe: exactly one path, a folder
+ * holding a Chart.yaml that declares no dependencies, `--offline`, only the flags above, and no SOPS identities.
+ */
+export function earlyChart(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+): EarlyChart | undefined {
+  if (env.SOPS_AGE_KEY_FILE || env.SOPS_AGE_KEY) return undefined;
+  const values = new Map<string, string[]>();
+  const paths: string[] = [];
+  let offline = false;
+  for (let i = 0; i < argv.length; i++) {
+    const word = argv[i] as string;
+    if (!word.startsWith('-') || word === '-') {
+      paths.push(word);
+      continue;
+    }
+    const eq = word.startsWith('--') ? word.indexOf('=') : -1;
+    const flag = eq === -1 ? word : word.slice(0, eq);
+    if (SWITCHES.has(flag) && eq === -1) {
+      if (flag === '--offline') offline = true;
+      continue;
+    }
+    if (!WITH_VALUE.has(flag)) return undefined;
+    let value: string | undefined;
+    if (eq !== -1) value = word.slice(eq + 1);
+    else {
+      value = argv[i + 1];
+      i++;
+    }
+    if (value === undefined || (eq === -1 && value.startsWith('-'))) return undefined;
+    const name = flag === '-n' ? '--namespace' : flag;
+    values.set(name, [...(values.get(name) ?? []), value]);
+  }
+  const chart = paths[0];
+  if (!offline || paths.length !== 1 || chart === undefined || chart === '-') return undefined;
+  const single = (flag: string) => {
+    const all = values.get(flag) ?? [];
+    return all.length > 1 ? null : all[0];
+  };
+  const namespace = single('--namespace');
+  const release = single('--release-name');
+  if (namespace === null || release === null) return undefined;
+  let chartYaml: string;
+  try {
+    if (!statSync(chart).isDirectory()) return undefined;
+    chartYaml = readFileSync(join(chart, 'Chart.yaml'), 'utf8');
+  } catch {
+    return undefined;
+  }
+  // Dependencies may be fetched or refused before helm runs: no guess.
+  if (/^dependencies\s*:/m.test(chartYaml)) return undefined;
+  const releaseName = release ?? chartName(chartYaml);
+  if (releaseName === undefined) return undefined;
+  return {
+    chart,
+    namespace: namespace ?? 'default',
+    releaseName,
+    valuesFiles: values.get('--values') ?? [],
+    set: values.get('--set') ?? [],
+    setString: values.get('--set-string') ?? [],
+  };
+}
+
+/** Words YAML 1.1 reads as a boolean or null, not as the name they spell. */
+const NOT_A_NAME = /^(?:y|yes|n|no|true|false|on|off|null)$/;
+
+/**
+ * The chart's name as the render reads it, when one plain line says it (`name: web`): a name YAML could read as
+ * anything but that string (a number, a 1.1 boolean, a quoted or commented value) gives no guess. (A wrong guess
+ * would only cost the early run: it is adopted only when the render asks for the same one.)
+ */
+function chartName(text: string): string | undefined {
+  const lines = text.split('\n').filter((line) => /^name\s*:/.test(line));
+  if (lines.length !== 1) return undefined;
+  const name = /^name\s*:\s*([a-z][a-z0-9-]*)\s*$/.exec(lines[0] as string)?.[1];
+  return name === undefined || NOT_A_NAME.test(name) ? undefined : name;
+}
+
+/** Starts helm for `mooring render` when its command line allows a sure guess (earlyChart); else nothing. */
+export function startEarlyRender(argv: readonly string[]): void {
+  const spec = earlyChart(argv);
+  if (!spec) return;
+  const home = mkdtempSync(join(tmpdir(), 'mooring-helm-'));
+  prestartProcess(
+    helmBinary(),
+    helmTemplateArgs({
+      releaseName: spec.releaseName,
+      chart: spec.chart,
+      namespace: spec.namespace,
+      valuesFiles: spec.valuesFiles,
+      set: spec.set,
+      setString: spec.setString,
+    }),
+    toolProcessOptions(home, toolLimits(RENDER_DEFAULTS), helmEnv(home)),
+  );
+}
