@@ -43,6 +43,9 @@ export class UnreachableError extends Error {
   }
 }
 
+/** How many times a PUT or PATCH answered 500 is tried again without a Retry-After (retriable). */
+export const WRITE_500_RETRIES = 2;
+
 /** Network failures after which the request may have reached the server. */
 const NOT_SENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 
@@ -58,13 +61,19 @@ function networkCode(error: unknown): string | undefined {
  * something, so it is repeated only when it surely did not arrive (refused connection, 429, 503); a repeated PUT
  * or PATCH writes the same thing again (a stale resourceVersion gives 409, which callers handle).
  */
-export function retriable(method: string, error: unknown): boolean {
+export function retriable(method: string, error: unknown, attempt = 0): boolean {
   const status = error instanceof KubeRequestError ? error.code : undefined;
   if (status !== undefined) {
     if (status === 429 || status === 503) return true;
-    // A 500 to a write is often the server refusing the object (server-side apply's conversion errors): only
-    // reads repeat it.
-    if (status === 500) return method === 'GET';
+    // A 500 to a write may be the server refusing the object for good (server-side apply's conversion errors), or
+    // a moment of its storage ("etcdserver: leader changed", a timeout): a PUT or PATCH is tried again a few
+    // times, or for as long as the server's Retry-After asks, then the refusal stands. Reads always repeat it.
+    if (status === 500)
+      return (
+        method === 'GET' ||
+        (method !== 'POST' &&
+          (attempt < WRITE_500_RETRIES || (error as KubeRequestError).retryAfter !== undefined))
+      );
     return method !== 'POST' && (status === 502 || status === 504);
   }
   const code = networkCode(error);

@@ -312,7 +312,7 @@ export class KubeApi {
         if (error instanceof KubeRequestError && error.code !== 503) this.failingSince = undefined;
         else this.failingSince ??= Date.now();
         if (!this.answered && !(error instanceof KubeRequestError)) throw error;
-        if (this.closed || stop?.aborted || !retriable(method, error)) throw error;
+        if (this.closed || stop?.aborted || !retriable(method, error, attempt)) throw error;
         const limited = rateLimited(error);
         if (limited) {
           this.adapt(this.adaptive?.limited());

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { StalledError, TransientError, WaitingError } from '../../../src/errors.ts';
 import { KubeRequestError } from '../../../src/kube/api.ts';
+import { retriable, WRITE_500_RETRIES } from '../../../src/kube/api-errors.ts';
 import { describeKubeError, serverMessage, statusCode } from '../../../src/kube/errors.ts';
 
 const status = (code: number, message: string, details?: object) =>
@@ -58,5 +59,38 @@ describe('describeKubeError', () => {
     expect(describeKubeError(text, 'read').message).toBe('read: 502 Bad Gateway');
     const empty = new KubeRequestError('GET', '/x', 500, undefined);
     expect(describeKubeError(empty, 'read').message).toBe('read: 500 GET /x: HTTP 500');
+  });
+});
+
+describe('retriable', () => {
+  const answer = (code: number, retryAfter?: string) =>
+    new KubeRequestError(
+      'PATCH',
+      '/api/v1/namespaces/prod/configmaps/web',
+      code,
+      { message: 'x' },
+      retryAfter,
+    );
+
+  it('tries a write answered 500 again a few times, then lets the refusal stand', () => {
+    for (const method of ['PATCH', 'PUT']) {
+      for (let attempt = 0; attempt < WRITE_500_RETRIES; attempt++)
+        expect(retriable(method, answer(500), attempt), `${method} #${attempt}`).toBe(true);
+      expect(retriable(method, answer(500), WRITE_500_RETRIES)).toBe(false);
+      // For as long as the server's Retry-After asks.
+      expect(retriable(method, answer(500, '1'), 10)).toBe(true);
+    }
+    // A POST may have created what it asked for: not repeated on a 500.
+    expect(retriable('POST', answer(500), 0)).toBe(false);
+    // Reads repeat it always.
+    expect(retriable('GET', answer(500), 50)).toBe(true);
+  });
+
+  it('repeats 429 and 503 for every method, and never a refusal of the request itself', () => {
+    for (const method of ['GET', 'POST', 'PUT', 'PATCH', 'DELETE']) {
+      expect(retriable(method, answer(429), 9)).toBe(true);
+      expect(retriable(method, answer(503), 9)).toBe(true);
+      for (const code of [400, 403, 404, 409, 422]) expect(retriable(method, answer(code), 0)).toBe(false);
+    }
   });
 });
