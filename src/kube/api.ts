@@ -100,6 +100,18 @@ export const CLI_BUDGET: Pick<KubeApiOptions, 'qps' | 'qpsMax' | 'qpsStart' | 'b
   qpsStart: 2000,
   burst: DEFAULT_BURST,
 };
+/**
+ * The client of a command-line command: CLI_BUDGET, with the command's own options beside it (its sockets). The one
+ * way src/cli makes a client (test/unit/cli/command-clients.test.ts), so that no command falls back to the agent's
+ * fixed budget.
+ */
+export function commandKubeApi(
+  config: ClusterConfig,
+  options: Omit<KubeApiOptions, keyof typeof CLI_BUDGET> = {},
+): KubeApi {
+  return new KubeApi(config, { ...options, ...CLI_BUDGET });
+}
+
 // Retries back off with full jitter from this base to this cap; a 429 waits what the server asked, at most a minute.
 const RETRY_BASE_MS = 250;
 const RETRY_MAX_MS = 5000;

@@ -1,6 +1,6 @@
 // `mooring delete KIND/NAME`: one object, or every version of a versioned one (or one version with --version).
 import type { Command } from 'commander';
-import { CLI_BUDGET, KubeApi } from '../../kube/api.ts';
+import { commandKubeApi } from '../../kube/api.ts';
 import { contextNamespace, loadKubeConfig } from '../../kube/client.ts';
 import { deleteObjects } from '../../kube/delete.ts';
 import { Discovery } from '../../kube/discovery.ts';
@@ -37,7 +37,7 @@ export function deleteCommand(program: Command, print: (text: string) => void): 
     }
     const clusterConfig = loadKubeConfig(clusterAccess(flags));
     const namespace = contextNamespace(clusterConfig, flags.namespace);
-    const api = new KubeApi(clusterConfig, CLI_BUDGET);
+    const api = commandKubeApi(clusterConfig);
     try {
       const { info, deleted } = await deleteObjects(api, new Discovery(api), {
         resource,

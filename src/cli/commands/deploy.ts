@@ -4,7 +4,7 @@ import { readFileSync, statSync } from 'node:fs';
 import type { Command } from 'commander';
 import { healthRules } from '../../config/schema.ts';
 import { StalledError } from '../../errors.ts';
-import { CLI_BUDGET, KubeApi } from '../../kube/api.ts';
+import { commandKubeApi } from '../../kube/api.ts';
 import type { ApplyResult } from '../../kube/apply.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
 import { describeTakeOver } from '../../kube/client-side-takeover.ts';
@@ -168,7 +168,7 @@ export function deployCommand(
         flags.application,
       );
       // SOPS files are decrypted as read (the key file is read only when a file is encrypted); a chart is rendered.
-      const api = new KubeApi(clusterConfig, { maxSockets: concurrency * 2, ...CLI_BUDGET });
+      const api = commandKubeApi(clusterConfig, { maxSockets: concurrency * 2 });
       const discovery = new Discovery(api);
       let files: Awaited<ReturnType<typeof readLocalInput>>;
       try {

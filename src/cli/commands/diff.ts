@@ -9,7 +9,7 @@ import { loadConfigFile } from '../../config/load.ts';
 import { renderOptionsFor } from '../../config/render-options.ts';
 import type { Deployment, MooringConfig } from '../../config/schema.ts';
 import { errorMessage, StalledError } from '../../errors.ts';
-import { CLI_BUDGET, KubeApi } from '../../kube/api.ts';
+import { commandKubeApi, type KubeApi } from '../../kube/api.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
 import { Discovery } from '../../kube/discovery.ts';
 import { chartLookup } from '../../kube/lookup-server.ts';
@@ -75,7 +75,7 @@ async function pathInput(
     flags.application,
   );
   // SOPS files are decrypted as read (the key file is read only when a file is encrypted); a chart is rendered.
-  const api = new KubeApi(clusterConfig, { maxSockets: concurrency * 2, ...CLI_BUDGET });
+  const api = commandKubeApi(clusterConfig, { maxSockets: concurrency * 2 });
   let files: Awaited<ReturnType<typeof readLocalInput>>;
   try {
     const discovery = new Discovery(api);
@@ -173,7 +173,7 @@ async function deploymentInput(
     context: flags.context ?? config.cluster.context,
     inCluster: !flags.kubeconfig && !flags.context ? config.cluster.inCluster : false,
   });
-  const api = new KubeApi(clusterConfig, { maxSockets: concurrency * 2, ...CLI_BUDGET });
+  const api = commandKubeApi(clusterConfig, { maxSockets: concurrency * 2 });
   try {
     const notes: string[] = [];
     const git = config.sources.git.find((s) => s.name === spec.source);

@@ -12,7 +12,7 @@ import { gitGenerator } from '../../config/sets.ts';
 import { targetsOf } from '../../config/targets.ts';
 import type { Release } from '../../contract.ts';
 import { errorMessage, NotFoundError, StalledError } from '../../errors.ts';
-import { CLI_BUDGET, KubeApi } from '../../kube/api.ts';
+import { commandKubeApi, type KubeApi } from '../../kube/api.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
 import { ControlMap, describeSuspension, SUSPEND_PREFIX, type Suspension } from '../../kube/control-map.ts';
 import { Discovery } from '../../kube/discovery.ts';
@@ -76,7 +76,7 @@ export async function open(
     context: flags.context ?? config?.cluster.context,
     inCluster: !flags.kubeconfig && !flags.context ? config?.cluster.inCluster : false,
   });
-  const api = new KubeApi(access, CLI_BUDGET);
+  const api = commandKubeApi(access);
   const namespace = config?.cluster.namespace ?? flags.agentNamespace;
   return {
     api,

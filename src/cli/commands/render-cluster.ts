@@ -2,7 +2,7 @@
 // the scope of custom kinds, existing versions and live objects, the hash key of versioned Secrets, and the
 // warnings the API server gives on the way. Its own module, loaded only when there is a cluster: the cluster client
 // is most of what the CLI would otherwise load before rendering a byte offline.
-import { CLI_BUDGET, KubeApi } from '../../kube/api.ts';
+import { commandKubeApi } from '../../kube/api.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
 import { hearKindWarnings } from '../../kube/deprecations.ts';
 import { Discovery } from '../../kube/discovery.ts';
@@ -54,7 +54,7 @@ export interface ClusterReading {
 
 export function clusterReading(flags: ClusterFlags & { agentNamespace: string }): ClusterReading {
   const clusterConfig = loadKubeConfig(clusterAccess(flags));
-  const api = new KubeApi(clusterConfig, CLI_BUDGET);
+  const api = commandKubeApi(clusterConfig);
   const discovery = new Discovery(api);
   // What the API server warns about while it is read (a deprecated kind) is printed with the rest.
   const warnings = new WarningLog();

@@ -6,7 +6,7 @@
 
 import { type Command, InvalidArgumentError } from 'commander';
 import { errorMessage, StalledError } from '../../errors.ts';
-import { CLI_BUDGET, KubeApi } from '../../kube/api.ts';
+import { commandKubeApi, type KubeApi } from '../../kube/api.ts';
 import { contextNamespace, loadKubeConfig } from '../../kube/client.ts';
 import { isAccessDenied } from '../../kube/errors.ts';
 import { type Operation, requireOperation } from '../../kube/operations.ts';
@@ -91,7 +91,7 @@ export function connect(
 ): { api: KubeApi; ref: WorkloadRef } {
   const clusterConfig = loadKubeConfig(clusterAccess(flags));
   return {
-    api: new KubeApi(clusterConfig, CLI_BUDGET),
+    api: commandKubeApi(clusterConfig),
     ref: { ...target, namespace: contextNamespace(clusterConfig, flags.namespace) },
   };
 }

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { runAgent } from '../../agent/run-agent.ts';
 import { parseDuration } from '../../config/duration.ts';
 import { loadConfigFile } from '../../config/load.ts';
-import { CLI_BUDGET, KubeApi } from '../../kube/api.ts';
+import { commandKubeApi } from '../../kube/api.ts';
 import { ClusterCache } from '../../kube/cache.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
 import { Discovery } from '../../kube/discovery.ts';
@@ -84,7 +84,7 @@ export function runCommand(program: Command): void {
     if (flags.watch) {
       const clusterConfig = loadKubeConfig(clusterAccess(flags));
       const namespace = flags.namespace ?? clusterConfig.namespace ?? 'default';
-      const api = new KubeApi(clusterConfig, CLI_BUDGET);
+      const api = commandKubeApi(clusterConfig);
       // Each save of the folder deploys again: its streams stay open between deploys.
       const cache = new ClusterCache(api, { lingerMs: 5 * 60_000 });
       const discovery = new Discovery(api);

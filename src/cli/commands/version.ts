@@ -24,9 +24,9 @@ export function versionCommand(program: Command, print: (text: string) => void):
     };
     if (flags.server) {
       // Loaded only here: the client version alone needs nothing of the cluster client.
-      const { CLI_BUDGET, KubeApi } = await import('../../kube/api.ts');
+      const { commandKubeApi } = await import('../../kube/api.ts');
       const { loadKubeConfig, serverVersion } = await import('../../kube/client.ts');
-      const api = new KubeApi(loadKubeConfig(clusterAccess(flags)), CLI_BUDGET);
+      const api = commandKubeApi(loadKubeConfig(clusterAccess(flags)));
       try {
         result.server = await serverVersion(api);
       } finally {
