@@ -6,7 +6,7 @@
 // (child-process.ts: command, arguments, environment, bounds), and otherwise it is stopped and helm runs again, as
 // it would have without the guess. So the guess is made only where it is cheap to be sure of: one chart folder,
 // offline (no cluster's capabilities), no dependencies to fetch, no SOPS identities, no flag outside the list below.
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, fstatSync, mkdtempSync, openSync, readSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { prestartProcess } from '../child-process.ts';
@@ -90,13 +90,14 @@ export function earlyChart(
   const namespace = single('--namespace');
   const release = single('--release-name');
   if (namespace === null || release === null) return undefined;
-  let chartYaml: string;
+  let chartYaml: string | undefined;
   try {
     if (!statSync(chart).isDirectory()) return undefined;
-    chartYaml = readFileSync(join(chart, 'Chart.yaml'), 'utf8');
+    chartYaml = smallFile(join(chart, 'Chart.yaml'));
   } catch {
     return undefined;
   }
+  if (chartYaml === undefined) return undefined;
   // Dependencies may be fetched or refused before helm runs: no guess.
   if (/^dependencies\s*:/m.test(chartYaml)) return undefined;
   const releaseName = release ?? chartName(chartYaml);
@@ -109,6 +110,20 @@ export function earlyChart(
     set: values.get('--set') ?? [],
     setString: values.get('--set-string') ?? [],
   };
+}
+
+/** A regular file of at most 64 KiB, read from one descriptor (not a device a symlink leads to); else undefined. */
+function smallFile(path: string): string | undefined {
+  const fd = openSync(path, 'r');
+  try {
+    const info = fstatSync(fd);
+    if (!info.isFile() || info.size > 64 * 1024) return undefined;
+    const buffer = Buffer.alloc(info.size);
+    const read = readSync(fd, buffer, 0, info.size, 0);
+    return buffer.subarray(0, read).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Words YAML 1.1 reads as a boolean or null, not as the name they spell. */

@@ -7,7 +7,7 @@
 // fetched at the version and digest the sync deploys (or the release recorded) through the one download path
 // (artifact-fetch.ts), bounded and checked like Git content.
 
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { append } from '../arrays.ts';
 import type { Deployment, MooringConfig } from '../config/schema.ts';
@@ -36,6 +36,7 @@ import type { ChartLookup } from './build/lookup.ts';
 import { toolLimits } from './build/tool.ts';
 import type { ChartDependency } from './charts/dependencies.ts';
 import type { GitRepository } from './git/repository.ts';
+import { readBounded } from './local/bounded-read.ts';
 import { DEFAULT_READ_LIMITS, type ReadLimits, readManifestFiles, STDIN_PATH } from './local/files.ts';
 import { SignatureRefusal } from './registry/cosign.ts';
 import { type AgeIdentity, loadAgeIdentities } from './sops/age-keys.ts';
@@ -438,7 +439,7 @@ export async function hasSubfolders(folder: string): Promise<boolean> {
 async function chartName(folder: string): Promise<string | undefined> {
   try {
     const file = join(folder, 'Chart.yaml');
-    const doc = parseYaml(await readFile(file, 'utf8'), { file }) as { name?: unknown } | null;
+    const doc = parseYaml(await readBounded(file), { file }) as { name?: unknown } | null;
     return typeof doc?.name === 'string' ? doc.name : undefined;
   } catch {
     return undefined;

@@ -8,7 +8,7 @@
 // their repository as allowed. Each rendered object is placed in its template (origins.ts: errors name
 // `charts/web/templates/deployment.yaml (rendered):12:3`), and what helm prints on standard error when it
 // succeeds (a symlink followed, a value that cannot be merged) goes with the output as its warnings.
-import { cp, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join, relative, sep } from 'node:path';
 import type { ChartDependency } from '../../contract.ts';
@@ -17,6 +17,7 @@ import { isAllowedRepositoryUrl } from '../../http/repository-url.ts';
 import type { ManifestFile } from '../../render/parse.ts';
 import { parseYaml } from '../../yaml/parse.ts';
 import { stringifyYaml } from '../../yaml/write.ts';
+import { readBounded } from '../local/bounded-read.ts';
 import type { IdentitySource } from '../sops/decrypt.ts';
 import { type Staged, sopsFilesUnder, stageDecrypted } from '../sops/tree.ts';
 import { helmBinary, helmEnv, helmTemplateArgs } from './helm-args.ts';
@@ -75,12 +76,16 @@ interface ChartYaml {
   dependencies?: { name?: string; version?: string; repository?: string; alias?: string }[];
 }
 
-/** Whether a folder holds a chart. */
+/**
+ * Whether a folder holds a chart: a Chart.yaml. Not read here; one that is not a regular file (a symlink to a device
+ * that never ends, a pipe, a folder) is refused by name.
+ */
 export async function isChart(dir: string): Promise<boolean> {
-  return readFile(join(dir, 'Chart.yaml'), 'utf8').then(
-    () => true,
-    () => false,
-  );
+  const path = join(dir, 'Chart.yaml');
+  const info = await stat(path).catch(() => undefined);
+  if (info === undefined) return false;
+  if (!info.isFile()) throw new StalledError(`${path}: not a regular file (a device, a pipe or a folder)`);
+  return true;
 }
 
 /** A dependency Chart.yaml names that `charts/` does not hold, to be fetched (sources/charts/dependencies.ts). */
@@ -99,7 +104,7 @@ async function missingDependencies(request: ChartRequest): Promise<MissingDepend
   const chartYaml = join(request.chart, 'Chart.yaml');
   let chart: ChartYaml;
   try {
-    chart = (parseYaml(await readFile(chartYaml, 'utf8'), { file: `${request.label}/Chart.yaml` }) ??
+    chart = (parseYaml(await readBounded(chartYaml), { file: `${request.label}/Chart.yaml` }) ??
       {}) as ChartYaml;
   } catch (error) {
     throw new StalledError(`${request.label}/Chart.yaml: ${(error as Error).message}`);

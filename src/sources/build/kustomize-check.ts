@@ -9,11 +9,12 @@
 // render.kustomize.allowRemoteBases, never `file:`), an absolute path, a path that leaves the boundary, and a
 // path whose real location (symlinks resolved) leaves it. Checkouts never write symlinks; local trees may hold
 // them.
-import { readFile, realpath, stat } from 'node:fs/promises';
+import { realpath, stat } from 'node:fs/promises';
 import { dirname, posix, relative, resolve, sep } from 'node:path';
 import { StalledError } from '../../errors.ts';
 import { isObject } from '../../render/manifest.ts';
 import { parseYaml, parseYamlDocuments, toValue } from '../../yaml/parse.ts';
+import { readBounded } from '../local/bounded-read.ts';
 import {
   classifyPath,
   type FieldEntry,
@@ -56,7 +57,7 @@ export function safeUrl(url: string): string {
 export async function readKustomization(tree: KustomizeTree, label: string): Promise<Kustomization> {
   let text: string;
   try {
-    text = await readFile(onDisk(tree, label), 'utf8');
+    text = await readBounded(onDisk(tree, label));
   } catch (error) {
     throw new StalledError(`${label}: cannot be read`, { cause: error });
   }
@@ -240,7 +241,7 @@ export async function checkReach(
   const checkPluginFile = async (file: string, folderLabel: string): Promise<void> => {
     let docs: unknown[];
     try {
-      const text = await readFile(onDisk(tree, file), 'utf8');
+      const text = await readBounded(onDisk(tree, file));
       const all = parseYamlDocuments(text, { file });
       const invalid = all.find((d) => d.errors.length > 0)?.errors[0];
       if (invalid) throw invalid;

@@ -3,11 +3,12 @@
 // by file size and count; a symlink that leads outside its root is refused. Standard input is a stream of documents
 // (`helm template … | mooring deploy -f -`), as a tool's output: bounded whole by the tool output bound and held to
 // the file size limit one document at a time (render/parse.ts).
-import { lstat, readdir, readFile, realpath, stat } from 'node:fs/promises';
+import { lstat, readdir, realpath, stat } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
 import { StalledError } from '../../errors.ts';
 import type { ManifestFile } from '../../render/parse.ts';
 import { overLimit, sizeOverLimit } from '../../render/size-limits.ts';
+import { FileTooLargeError, readBounded } from './bounded-read.ts';
 
 const MANIFEST = /\.(ya?ml|json)$/i;
 
@@ -96,7 +97,15 @@ async function readOne(path: string, limits: ReadLimits): Promise<ManifestFile> 
       subject: { describe: path },
     });
   }
-  return { path, text: await readFile(path, 'utf8') };
+  // Read as a stream and never past the bound: a size of 0 may be a pipe or a device (bounded-read.ts).
+  try {
+    return { path, text: await readBounded(path, limits.maxFileBytes) };
+  } catch (error) {
+    if (!(error instanceof FileTooLargeError)) throw error;
+    throw new StalledError(`file is ${overLimit('maxFileBytes', limits.maxFileBytes)}`, {
+      subject: { describe: path },
+    });
+  }
 }
 
 /** Standard input as one stream of documents, read until its end but never past its bound. */

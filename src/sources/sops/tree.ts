@@ -5,11 +5,12 @@
 // The user's files are never written; the copy is removed after the build. A file that cannot be decrypted
 // fails the build naming the file as the user knows it. Nothing is copied when no file of the folders is
 // encrypted (the tool then builds the folders where they lie).
-import { copyFile, lstat, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, lstat, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { StalledError } from '../../errors.ts';
 import { redactableValues } from '../../render/redact.ts';
+import { readBounded } from '../local/bounded-read.ts';
 import { decryptFiles, type IdentitySource, isSopsText } from './decrypt.ts';
 
 const MANIFEST = /\.(ya?ml|json)$/i;
@@ -54,8 +55,9 @@ export async function sopsFilesUnder(places: readonly Place[]): Promise<Place[]>
         if (!MANIFEST.test(file.disk) || seen.has(file.disk)) return;
         seen.add(file.disk);
         const info = await lstat(file.disk);
-        if (info.size > MAX_FILE_BYTES) return;
-        if (isSopsText(await readFile(file.disk, 'utf8'))) found.push(file);
+        // A symlink is not read (it may lead to a device that never ends): it is passed on as it is.
+        if (!info.isFile() || info.size > MAX_FILE_BYTES) return;
+        if (isSopsText(await readBounded(file.disk, MAX_FILE_BYTES))) found.push(file);
       },
       budget,
     );
@@ -136,7 +138,7 @@ export async function stageDecrypted(
     const loaded = typeof identities === 'function' ? await identities() : identities;
     for (const file of encrypted) {
       const [plain] = await decryptFiles(
-        [{ path: file.label, text: await readFile(file.disk, 'utf8') }],
+        [{ path: file.label, text: await readBounded(file.disk, MAX_FILE_BYTES) }],
         loaded,
       );
       await mkdir(dirname(at(file.disk)), { recursive: true, mode: 0o700 });
