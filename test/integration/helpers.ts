@@ -75,6 +75,20 @@ export function runTool(
   });
 }
 
+/**
+ * The CLI as a user's shell starts it (src/cli/main.ts, with what its launcher does before the commands load), with
+ * `env` added to this process's environment.
+ */
+export function mooringShell(env: NodeJS.ProcessEnv, ...args: string[]): Promise<RunResult> {
+  return runTool(
+    process.execPath,
+    [join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts'), ...args],
+    {
+      env: { ...process.env, ...env },
+    },
+  );
+}
+
 /** The test bed's kubectl with its kubeconfig: `kubectl('-n', ns, 'get', 'pods')`. */
 export function kubectl(...args: string[]): Promise<RunResult> {
   const env = testbed();

@@ -9,24 +9,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { mooring, testbed } from './helpers.ts';
+import { mooring, mooringShell, testbed } from './helpers.ts';
 
 const MAIN = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
 const exec = promisify(execFile);
 
 async function shell(...args: string[]) {
   const started = Date.now();
-  const run = await exec(process.execPath, [MAIN, ...args], {
-    env: { ...process.env, MOORING_HELM: testbed().tools.helm },
-    timeout: 60_000,
-  }).then(
-    (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
-    (e: { code: number; stdout: string; stderr: string }) => ({
-      code: e.code,
-      stdout: e.stdout,
-      stderr: e.stderr,
-    }),
-  );
+  const run = await mooringShell({ MOORING_HELM: testbed().tools.helm }, ...args);
   return { ...run, ms: Date.now() - started };
 }
 

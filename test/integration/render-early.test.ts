@@ -2,16 +2,11 @@
 // the command loads (src/cli/early-render.ts), and the render adopts that run only when it asks for the same one.
 // Counted at the door: helm is a wrapper around the test bed's helm that notes each start. Every command line here
 // starts helm once, and prints what the same command prints run in-process, where nothing is started ahead.
-import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { manifestDir, mooring, testbed } from './helpers.ts';
-
-const MAIN = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
-const exec = promisify(execFile);
+import { manifestDir, mooring, mooringShell, testbed } from './helpers.ts';
 
 const CHART = {
   'Chart.yaml': 'apiVersion: v2\nname: shop\nversion: 1.0.0\n',
@@ -67,17 +62,7 @@ describe('render of a chart, helm started ahead', () => {
   /** The command as a user's shell runs it, and how many times it started helm. */
   async function shell(...args: string[]) {
     await writeFile(log, '');
-    const run = await exec(process.execPath, [MAIN, ...args], {
-      env: { ...process.env, MOORING_HELM: helm },
-      maxBuffer: 16 * 1024 * 1024,
-    }).then(
-      (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
-      (e: { code: number; stdout: string; stderr: string }) => ({
-        code: e.code,
-        stdout: e.stdout,
-        stderr: e.stderr,
-      }),
-    );
+    const run = await mooringShell({ MOORING_HELM: helm }, ...args);
     const starts = (await readFile(log, 'utf8')).split('\n').filter(Boolean);
     return { ...run, starts };
   }
