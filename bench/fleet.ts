@@ -15,7 +15,7 @@
 //     read from the agent's summary line of the pass ("drift pass ended", src/kube/drift-pass.ts).
 // Printed beside Flux's published figures and this machine's hardware; goals (at 1,000 on 2 cores) are printed
 // with met / NOT MET, never asserted. Each size's namespaces are deleted, and gone, before the next starts.
-// Run: npm run bench:fleet [-- --sizes 100,500,1000 --samples 3 --concurrency 20 --concurrency-max 64 --qps 1000 --cli dist/cli/main.js]
+// Run: npm run bench:fleet [-- --sizes 100,500,1000 --samples 3 --concurrency 20 --concurrency-max 64 --qps 200 --qps-max 1000 --cli dist/cli/main.js]
 // After the agent, each size's floor (`--floor yes|no|only`, support/fleet-floor.ts): the same applications written
 // by a raw server-side-apply loop into fresh namespaces and waited on until available, first and at the next round:
 // what the API server, etcd, the controllers and the kubelet need, printed beside the agent's figures as a ratio.
@@ -72,6 +72,8 @@ const { values: flags } = parseArgs({
      * deployments raises it as a Flux installation of that size raises --kube-api-qps.
      */
     qps: { type: 'string', default: '' },
+    /** The agent's cluster.qpsMax: above its qps, the request budget follows the API server up to it. */
+    'qps-max': { type: 'string', default: '' },
     /**
      * Seconds between drift passes in step 5. By default half a second per deployment, at least 20: a first pass
      * without saved marks checks every object (about 14 requests per deployment) and must end before the next
@@ -129,6 +131,7 @@ const samples = Number(flags.samples);
 const concurrency = Number(flags.concurrency);
 const concurrencyMax = flags['concurrency-max'] ? Number(flags['concurrency-max']) : undefined;
 const qps = flags.qps ? Number(flags.qps) : undefined;
+const qpsMax = flags['qps-max'] ? Number(flags['qps-max']) : undefined;
 const NAMESPACES = 20;
 const POLL = '10s';
 const SETTLE_MS = 30_000;
@@ -537,6 +540,7 @@ function config(size: number, repo: string, namespaces: readonly string[], home:
       kubeconfig: env.kube.kubeconfig,
       namespace: home,
       ...(qps ? { qps, burst: qps * 2 } : {}),
+      ...(qpsMax ? { qpsMax } : {}),
     },
     sources: {
       git: [
@@ -594,7 +598,7 @@ function print(figures: readonly Figures[]): void {
   say();
   say(
     `machine: ${cores.length} cores (${cores[0]?.model.trim() ?? 'unknown'}), ${mib(totalmem() / 1024)} memory; ` +
-      `agent --concurrency ${concurrency}${concurrencyMax !== undefined ? ` (up to ${concurrencyMax}, following the server)` : ''}, request budget ${qps ? `${qps}/s, burst ${qps * 2}` : 'the default (200/s, burst 400)'}, Git poll every ${POLL}, ${NAMESPACES} namespaces, 4 objects per deployment`,
+      `agent --concurrency ${concurrency}${concurrencyMax !== undefined ? ` (up to ${concurrencyMax}, following the server)` : ''}, request budget ${qps ? `${qps}/s, burst ${qps * 2}` : 'the default (200/s, burst 400)'}${qpsMax ? ` (up to ${qpsMax}/s, following the server)` : ''}, Git poll every ${POLL}, ${NAMESPACES} namespaces, 4 objects per deployment`,
   );
   say(
     'Flux (fluxcd/flux-benchmark, published): first sync of 1,000 in 4 m 16 s on a 16-core runner, ' +

@@ -157,6 +157,11 @@ export function prestartProcess(command: string, args: readonly string[], option
   prestarted = entry;
 }
 
+/** Stops a run started ahead that nobody adopted (a command that ended before it asked for it: a bad flag). */
+export function stopPrestarted(): void {
+  prestarted?.stop();
+}
+
 /** How many runs were adopted from prestartProcess (for tests and the render's timeline). */
 export function adoptedRuns(): number {
   return adopted;

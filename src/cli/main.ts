@@ -32,6 +32,9 @@ const { runCli } = await import('./program.ts');
 installLastResort();
 
 process.exitCode = await runCli(process.argv.slice(2));
+// A run of helm started ahead that the command never asked for (it ended first, on a bad flag) would hold the
+// process until helm ends.
+if (process.argv[2] === 'render') (await import('../child-process.ts')).stopPrestarted();
 
 /**
  * Node's compile cache, in the user's own cache folder (XDG_CACHE_HOME, else ~/.cache): a command started again

@@ -68,14 +68,22 @@ export const clusterSelection = z.union([
 ]);
 export type ClusterSelection = z.infer<typeof clusterSelection>;
 
-/** The request budget of a cluster's client (KubeApi's qps, qpsMax and burst) from its settings. */
+/** Where the agent's request budget may grow when the configuration sets neither `qps` nor `qpsMax`. */
+export const DEFAULT_QPS_MAX = 1000;
+
+/**
+ * The request budget of a cluster's client (KubeApi's qps, qpsMax and burst) from its settings. Left unset, it adapts:
+ * from 200 requests a second up to DEFAULT_QPS_MAX, following the API server (docs/fleet.md). A `qps` set alone is
+ * fixed: whoever set it chose that rate.
+ */
 export function requestBudget(limits: {
   qps?: number | undefined;
   qpsMax?: number | undefined;
   burst: number;
 }) {
-  const qps = limits.qps ?? 200;
-  return { qps, qpsMax: limits.qpsMax ?? qps, burst: limits.burst };
+  if (limits.qps === undefined)
+    return { qps: 200, qpsMax: limits.qpsMax ?? DEFAULT_QPS_MAX, burst: limits.burst };
+  return { qps: limits.qps, qpsMax: limits.qpsMax ?? limits.qps, burst: limits.burst };
 }
 
 /** How the API server of a cluster is reached and what the agent may ask of it. */
@@ -90,7 +98,7 @@ export const clusterLimits = {
    * client-go's --kube-api-qps and --kube-api-burst: requests a second, and at once after a quiet time. With
    * `qpsMax` above `qps` it adapts (docs/fleet.md, "An adaptive request budget"): from `qps` up to `qpsMax` while
    * requests wait for it and the API server answers promptly, stepping down when answers slow and halving at each
-   * 429. Without `qpsMax` it is fixed (200 a second by default).
+   * 429. Neither set: it adapts from 200 up to 1,000 a second. `qps` set alone: fixed at it.
    */
   qps: z.number().positive().max(10_000).optional(),
   qpsMax: z.number().positive().max(10_000).optional(),

@@ -221,9 +221,9 @@ export const configSchema = z.strictObject({
   audit: audit.prefault({}),
   concurrency: z.number().int().min(1).max(64).default(4),
   /**
-   * With a number above `concurrency`, the syncs in flight follow the API server from `concurrency` up to it
-   * (src/sync/adaptive-concurrency.ts: grown while syncs wait for a slot and answers stay fast, cut when they slow
-   * or at a 429); otherwise `concurrency` is fixed.
+   * The syncs in flight follow the API server from `concurrency` up to this (src/sync/adaptive-concurrency.ts: grown
+   * while syncs wait for a slot and answers stay fast, cut when they slow or at a 429); twice `concurrency` when
+   * unset; equal to `concurrency`, fixed.
    */
   concurrencyMax: z.number().int().min(1).max(256).optional(),
   /** Several replicas: one leads (holds a coordination.k8s.io Lease in the agent's namespace) and syncs. */

@@ -97,7 +97,7 @@ export class AgentMetrics implements SyncReporter, SyncMetrics {
   });
   private readonly kubeBudget = new Gauge({
     name: 'mooring_kube_request_budget',
-    help: "The request budget's rate now, requests a second: it adapts to the API server's answers when cluster.qpsMax is set",
+    help: "The request budget's rate now, requests a second: it adapts to the API server's answers unless cluster.qps is set alone",
     labelNames: ['cluster'],
     registers: [this.registry],
   });

@@ -499,18 +499,22 @@ export class Agent {
     return this.queue.idle();
   }
 
-  /** Stops polling, cancels stability waits, lets the write in progress finish. */
-  /** The syncs in flight follow the API server when concurrencyMax is above concurrency (adaptive-concurrency.ts). */
+  /**
+   * The syncs in flight follow the API server (adaptive-concurrency.ts) from `concurrency` up to `concurrencyMax`,
+   * twice `concurrency` when it is not set; `concurrencyMax` equal to `concurrency` keeps it fixed.
+   */
   private followServer(config: MooringConfig): void {
     this.unfollow?.();
     this.unfollow = undefined;
-    const { concurrency, concurrencyMax } = config;
-    if (concurrencyMax === undefined || concurrencyMax <= concurrency) return;
+    const { concurrency } = config;
+    const concurrencyMax = config.concurrencyMax ?? concurrency * 2;
+    if (concurrencyMax <= concurrency) return;
     this.unfollow = adaptConcurrency(this.deps.api, this.queue, { concurrency, concurrencyMax }, (slots) =>
       this.deps.log.debug({ slots }, 'syncs in flight'),
     );
   }
 
+  /** Stops polling, cancels stability waits, lets the write in progress finish. */
   async stop(): Promise<void> {
     this.stopped = true;
     this.unfollow?.();

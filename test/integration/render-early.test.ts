@@ -4,7 +4,7 @@
 // starts helm once, and prints what the same command prints run in-process, where nothing is started ahead.
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { manifestDir, mooring, mooringShell, testbed } from './helpers.ts';
 
@@ -112,6 +112,22 @@ describe('render of a chart, helm started ahead', () => {
     expect(ours.code).not.toBe(0);
     expect(ours.stderr.trim()).toBe(inProcess.stderr.trim());
     expect(ours.stderr).toContain('nil pointer');
+  });
+
+  it('stops the early run at once when the command ends before asking for it', async () => {
+    // A helm that takes 20 s before it starts rendering: the command refuses its namespace first.
+    const slow = join(dirname(helm), 'slow-helm');
+    await writeFile(slow, `#!/bin/sh\necho "$*" >> '${log}'\nsleep 20\nexec '${helm}' "$@"\n`, {
+      mode: 0o755,
+    });
+    await writeFile(log, '');
+    const started = Date.now();
+    const ours = await mooringShell({ MOORING_HELM: slow }, 'render', '--offline', chart, '-n', 'Bad_NS');
+    expect(ours.code).toBe(2);
+    expect(ours.stderr).toContain('namespace "Bad_NS" is not a valid name');
+    // It had been started ahead, and the command did not wait for it.
+    expect((await readFile(log, 'utf8')).split('\n').filter(Boolean)).toHaveLength(1);
+    expect(Date.now() - started).toBeLessThan(10_000);
   });
 
   it('runs helm once, after its own checks, where the command line is no sure guess', async () => {
