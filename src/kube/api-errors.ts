@@ -61,7 +61,7 @@ function networkCode(error: unknown): string | undefined {
  * something, so it is repeated only when it surely did not arrive (refused connection, 429, 503); a repeated PUT
  * or PATCH writes the same thing again (a stale resourceVersion gives 409, which callers handle).
  */
-export function retriable(method: string, error: unknown, attempt = 0): boolean {
+export function retriable(method: string, error: unknown, earlier500s = 0): boolean {
   const status = error instanceof KubeRequestError ? error.code : undefined;
   if (status !== undefined) {
     if (status === 429 || status === 503) return true;
@@ -72,7 +72,7 @@ export function retriable(method: string, error: unknown, attempt = 0): boolean 
       return (
         method === 'GET' ||
         (method !== 'POST' &&
-          (attempt < WRITE_500_RETRIES || (error as KubeRequestError).retryAfter !== undefined))
+          (earlier500s < WRITE_500_RETRIES || (error as KubeRequestError).retryAfter !== undefined))
       );
     return method !== 'POST' && (status === 502 || status === 504);
   }

@@ -307,6 +307,8 @@ export class KubeApi {
     const until = deadline?.until ?? Date.now() + this.retryForMs;
     const signals = [spec.signal, deadline?.signal].filter((x): x is AbortSignal => x !== undefined);
     const stop = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
+    // The 500s this request met: a write is tried again after at most WRITE_500_RETRIES of them (api-errors.ts).
+    let answered500 = 0;
     for (let attempt = 0; ; attempt++) {
       try {
         const waited = await this.takeBudget(method, path, spec.signal);
@@ -324,7 +326,8 @@ export class KubeApi {
         if (error instanceof KubeRequestError && error.code !== 503) this.failingSince = undefined;
         else this.failingSince ??= Date.now();
         if (!this.answered && !(error instanceof KubeRequestError)) throw error;
-        if (this.closed || stop?.aborted || !retriable(method, error, attempt)) throw error;
+        if (this.closed || stop?.aborted || !retriable(method, error, answered500)) throw error;
+        if (error instanceof KubeRequestError && error.code === 500) answered500++;
         const limited = rateLimited(error);
         if (limited) {
           this.adapt(this.adaptive?.limited());

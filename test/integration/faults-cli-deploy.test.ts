@@ -88,22 +88,41 @@ describe('mooring deploy through a failing API server', () => {
   it('finishes through 500s, 429s and reset connections, and a redeploy then writes nothing', async () => {
     const { bed, deploy } = await setup('flaky');
     const writes = writeTo(ns());
-    let seen = 0;
-    // Spread over the whole write phase: every 9th write fails with a 500 (20 of them), every 7th meets a reset
-    // connection before it reaches the server (10), and every 5th request of the namespace a 429 (15).
-    const every = (n: number) => (r: RequestInfo) => writes(r) && ++seen % n === 0;
+    // Spread over the whole write phase: every 9th write of an object fails with a 500 (20 of them; a storage moment
+    // passes, so each object meets it once, and one object twice in a row, as many as a write is tried again), every
+    // 7th write meets a reset connection before it reaches the server (10), and every 5th request of the namespace a
+    // 429 (15).
+    const object = (r: RequestInfo) => r.path.split('?')[0] ?? r.path;
+    const failed = new Map<string, number>();
+    const twice = `/api/v1/namespaces/${ns()}/configmaps/app-5-config-v000`;
+    let writesSeen = 0;
     bed.proxy.set(
       { kind: 'status', status: 500, body: 'etcdserver: leader changed' },
-      { match: every(9), times: 20 },
+      {
+        match: (r) => {
+          if (!writes(r)) return false;
+          const met = failed.get(object(r)) ?? 0;
+          if (object(r) === twice ? met >= 2 : met > 0 || ++writesSeen % 9 !== 0) return false;
+          failed.set(object(r), met + 1);
+          return true;
+        },
+        times: 22,
+      },
     );
-    bed.proxy.add({ kind: 'reset', when: 'request' }, { match: every(7), times: 10 });
+    let resetsSeen = 0;
+    bed.proxy.add(
+      { kind: 'reset', when: 'request' },
+      { match: (r) => writes(r) && ++resetsSeen % 7 === 0, times: 10 },
+    );
+    let requestsSeen = 0;
     bed.proxy.add(
       { kind: 'rate-limit', retryAfterSeconds: 1 },
-      { match: (r) => r.path.includes(`/namespaces/${ns()}/`) && ++seen % 5 === 0, times: 15 },
+      { match: (r) => r.path.includes(`/namespaces/${ns()}/`) && ++requestsSeen % 5 === 0, times: 15 },
     );
     const run = await deploy(ns());
     expect(run.code, run.stderr + run.stdout.slice(-2000)).toBe(0);
     expect(bed.proxy.count('status')).toBeGreaterThan(5);
+    expect(failed.get(twice)).toBe(2);
     expect(bed.proxy.count('reset')).toBeGreaterThan(3);
     expect(bed.proxy.count('rate-limit')).toBeGreaterThan(5);
     bed.proxy.pass();

@@ -1,5 +1,6 @@
-// A sync that only waits for stability holds no worker slot: with `concurrency: 1`, a deployment whose rollout
-// waits (its pods never ready) does not hold back another deployment's sync.
+// A sync that only waits for stability holds no worker slot: with one worker (`concurrency: 1`, and `concurrencyMax: 1`
+// so that the syncs in flight do not grow with the server's answers), a deployment whose rollout waits (its pods never
+// ready) does not hold back another deployment's sync.
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { deploymentManifest, eventually, startGitAgent, useNamespace } from './helpers.ts';
@@ -25,7 +26,7 @@ describe('waits are free', () => {
         { name: 'slow', namespace: ns(), paths: ['slow'], stability: { timeout: '90s' } },
         { name: 'quick', namespace: ns(), paths: ['quick'] },
       ],
-      extra: { concurrency: 1 },
+      extra: { concurrency: 1, concurrencyMax: 1 },
       start: { level: 'info' },
     });
     try {

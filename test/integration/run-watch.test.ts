@@ -71,12 +71,16 @@ describe('mooring run --watch', () => {
         async () => ((await run.names()).includes('settings-v001') ? true : undefined),
         60_000,
       );
-      const lines = run
-        .logs()
-        .split('\n')
-        .filter((l) => l.startsWith('{'))
-        .map((l) => JSON.parse(l) as { msg: string; outcome?: string });
-      expect(lines.filter((l) => l.outcome === 'stable').length).toBeGreaterThanOrEqual(2);
+      // The new version is written before the sync ends: its outcome is logged after.
+      const stable = () =>
+        run
+          .logs()
+          .split('\n')
+          .filter((l) => l.startsWith('{'))
+          .map((l) => JSON.parse(l) as { msg: string; outcome?: string })
+          .filter((l) => l.outcome === 'stable').length;
+      await eventually('two stable syncs', async () => (stable() >= 2 ? true : undefined), 60_000);
+      expect(stable()).toBeGreaterThanOrEqual(2);
     } finally {
       code = run.stop();
     }
