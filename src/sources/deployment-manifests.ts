@@ -15,7 +15,6 @@ import { StalledError, TransientError } from '../errors.ts';
 import { RenderError } from '../render/errors.ts';
 import { documentLimits, type ManifestFile } from '../render/parse.ts';
 import { checkYaml } from '../yaml/count.ts';
-import { readDocuments } from '../yaml/documents.ts';
 import { YamlLimitError } from '../yaml/errors.ts';
 import { yamlLimitsOf } from '../yaml/limits.ts';
 import { parseYaml } from '../yaml/parse.ts';
@@ -65,6 +64,8 @@ export interface ManifestContext {
   /**
    * A large file is read on this thread rather than in a worker: for a command that has nothing else to answer
    * while it reads (the CLI's render, deploy, diff), the worker is only its start-up and a copy of every value.
+   * Such a file is then read once, by render's parse (render/parse.ts), with the same limits and refusals: read
+   * here in advance, its documents would be copied whole again by each parse.
    */
   readInThread?: boolean | undefined;
 }
@@ -338,7 +339,7 @@ async function vetted(
     // to it one document at a time (render/parse.ts documentLimits).
     const tooLarge =
       !file.perDocument && Buffer.byteLength(file.text, 'utf8') > ctx.config.render.maxFileBytes;
-    if (file.documents || tooLarge || file.text.length <= WORKER_THRESHOLD) {
+    if (file.documents || tooLarge || file.text.length <= WORKER_THRESHOLD || ctx.readInThread) {
       // A small text that decryption would compose is counted here. Any other small text is counted by render as
       // it reads it (render/parse.ts), with the same refusal: counted in both places, it was lexed twice a sync.
       if (!file.documents && !tooLarge && maySopsText(file.text))
@@ -348,9 +349,7 @@ async function vetted(
     }
     try {
       const options = { file: file.path, limits, ...documentLimits(file, ctx.config.render) };
-      const documents = ctx.readInThread
-        ? [...readDocuments(file.text, options)]
-        : await readDocumentsAsync(file.text, { ...options, heapMb: MANIFEST_WORKER_HEAP_MB });
+      const documents = await readDocumentsAsync(file.text, { ...options, heapMb: MANIFEST_WORKER_HEAP_MB });
       out.push({ ...file, documents });
     } catch (error) {
       refusedIfPast(file, () => {

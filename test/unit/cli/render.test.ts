@@ -68,3 +68,27 @@ describe('mooring render', () => {
     expect(out.code).toBe(2);
   });
 });
+
+describe('mooring render of a large file', () => {
+  // A file past the size that the agent reads in a worker: the command reads it once, on its own thread, in render's
+  // parse, so that a problem names the field's line (a file read in advance could name only its object's).
+  it('names the line of the field at fault, past the first 256 KiB', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'mooring-render-large-'));
+    const file = join(dir, 'large.yaml');
+    const docs: string[] = [];
+    for (let i = 0; i < 500; i++)
+      docs.push(
+        `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c-${i}}\ndata: {INDEX: "${i}", TEXT: ${'x'.repeat(600)}}\n`,
+      );
+    const before = docs.join('---\n');
+    const deployment =
+      'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers:\n        - name: web\n          image: registry.example.com/web:1.0\n          env:\n            - name: DEBUG\n              value: no\n';
+    await writeFile(file, `${before}---\n${deployment}`);
+    expect(Buffer.byteLength(before)).toBeGreaterThan(256 * 1024);
+    const objectLine = before.split('\n').length + 1;
+    const out = await cli('render', '--offline', file);
+    expect(out.code).toBe(2);
+    expect(out.stderr).toContain(`${file}:${objectLine + 13}:`);
+    expect(out.stderr).toContain('containers[0].env[0].value is true or false');
+  });
+});
