@@ -68,7 +68,8 @@ const { values: flags } = parseArgs({
     /** The agent's concurrencyMax: above --concurrency, the syncs in flight follow the API server up to it. */
     'concurrency-max': { type: 'string', default: '' },
     /**
-     * The agent's request budget (cluster.qps; burst twice it). Empty: the agent's default (200). A fleet of 1,000
+     * The agent's request budget (cluster.qps; burst twice it). Empty: the agent's default (200, up to 1,000 a second
+     * by the adaptive rules while cluster.qpsMax is unset). A fleet of 1,000
      * deployments raises it as a Flux installation of that size raises --kube-api-qps.
      */
     qps: { type: 'string', default: '' },
@@ -598,7 +599,7 @@ function print(figures: readonly Figures[]): void {
   say();
   say(
     `machine: ${cores.length} cores (${cores[0]?.model.trim() ?? 'unknown'}), ${mib(totalmem() / 1024)} memory; ` +
-      `agent --concurrency ${concurrency}${concurrencyMax !== undefined ? ` (up to ${concurrencyMax}, following the server)` : ''}, request budget ${qps ? `${qps}/s, burst ${qps * 2}` : 'the default (200/s, burst 400)'}${qpsMax ? ` (up to ${qpsMax}/s, following the server)` : ''}, Git poll every ${POLL}, ${NAMESPACES} namespaces, 4 objects per deployment`,
+      `agent --concurrency ${concurrency}${concurrencyMax !== undefined ? ` (up to ${concurrencyMax}, following the server)` : ' (the default: up to twice it, following the server)'}, request budget ${qps ? `${qps}/s, burst ${qps * 2}` : 'the default (200/s, burst 400, up to 1,000/s following the server)'}${qpsMax ? ` (up to ${qpsMax}/s, following the server)` : ''}, Git poll every ${POLL}, ${NAMESPACES} namespaces, 4 objects per deployment`,
   );
   say(
     'Flux (fluxcd/flux-benchmark, published): first sync of 1,000 in 4 m 16 s on a 16-core runner, ' +

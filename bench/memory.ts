@@ -79,7 +79,16 @@ try {
   await writeFile(join(work, 'git-username'), env.git.username, { mode: 0o600 });
   await writeFile(join(work, 'git-password'), env.git.password, { mode: 0o600 });
   // 3. Under load, each in its own agent.
-  const ctx: ScenarioContext = { env, cluster: c, cli: CLI, work, suffix, say, note };
+  const ctx: ScenarioContext = {
+    env,
+    cluster: c,
+    cli: CLI,
+    work,
+    suffix,
+    say,
+    note,
+    snapshots: flags['heap-snapshot'],
+  };
   if (parts.has('burst')) report(ctx, 'burst of 30 deployments x 20 commits', await burstScenario(ctx));
   if (parts.has('large'))
     report(ctx, 'large repository of 20,000 files (100 selected)', await largeScenario(ctx));

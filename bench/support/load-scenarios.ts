@@ -27,6 +27,8 @@ export interface ScenarioContext {
   suffix: string;
   say: (line?: string) => void;
   note: (line: string) => void;
+  /** A folder for heap snapshots of each scenario's agent at idle and after its rest (bench:memory --heap-snapshot). */
+  snapshots?: string | undefined;
 }
 
 interface Point {
@@ -174,6 +176,7 @@ async function measure(
     );
     await sleep(15_000);
     const idle = await point(agent);
+    if (ctx.snapshots) await snapshot(ctx, agent, `${label}-idle`);
     await agent.resetPeaks();
     const loadStart = Date.now();
     const heads = await load(agent);
@@ -199,6 +202,7 @@ async function measure(
     const syncsAfter = agent.syncs.filter((s) => s.at > lastEnd).length;
     if (syncsAfter > 0) ctx.note(`${label}: ${syncsAfter} syncs ended while at rest (should be none)`);
     const after = await point(agent);
+    if (ctx.snapshots) await snapshot(ctx, agent, `${label}-rest`);
     await agent.probe('gc');
     await sleep(2000);
     const afterGc = await point(agent);
@@ -206,6 +210,12 @@ async function measure(
   } finally {
     await agent.stop();
   }
+}
+
+async function snapshot(ctx: ScenarioContext, agent: AgentProcess, name: string): Promise<void> {
+  const file = join(ctx.snapshots as string, `${name}.heapsnapshot`);
+  await agent.probe('snapshot', file);
+  ctx.note(`${name}: heap snapshot ${file} (node scripts/heap-summary.ts FILE)`);
 }
 
 async function point(agent: AgentProcess): Promise<Point> {

@@ -6,7 +6,7 @@
 // (child-process.ts: command, arguments, environment, bounds), and otherwise it is stopped and helm runs again, as
 // it would have without the guess. So the guess is made only where it is cheap to be sure of: one chart folder,
 // offline (no cluster's capabilities), no dependencies to fetch, no SOPS identities, no flag outside the list below.
-import { closeSync, fstatSync, mkdtempSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, constants, fstatSync, mkdtempSync, openSync, readSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { prestartProcess } from '../child-process.ts';
@@ -112,9 +112,12 @@ export function earlyChart(
   };
 }
 
-/** A regular file of at most 64 KiB, read from one descriptor (not a device a symlink leads to); else undefined. */
+/**
+ * A regular file of at most 64 KiB, read from one descriptor (not a device a symlink leads to); else undefined.
+ * Opened without waiting: a named pipe's open would wait for a writer that may never come.
+ */
 function smallFile(path: string): string | undefined {
-  const fd = openSync(path, 'r');
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
     const info = fstatSync(fd);
     if (!info.isFile() || info.size > 64 * 1024) return undefined;

@@ -4,10 +4,12 @@
 // (bench/memory.ts), RSS stayed near its peak, about twice the idle level, for as long as one cared to watch.
 // So when no sync has started for `quietMs` after one ended, one memory-reducing collection runs (a few tens of
 // milliseconds for the agent's heap), then nothing until the next sync ends. A sync that starts meanwhile
-// cancels it: no collection ever runs in the middle of a burst.
+// cancels it: no collection ever runs in the middle of a burst. Before it, the caches that served only the burst
+// are emptied (quiet-caches.ts), so that the collection gives their memory back too.
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { SyncReporter } from '../contract.ts';
+import { clearQuietCaches } from '../quiet-caches.ts';
 
 export interface MemoryRelease extends SyncReporter {
   stop(): void;
@@ -32,10 +34,11 @@ export function memoryRelease(
     finished() {
       running = Math.max(0, running - 1);
       disarm();
-      if (!collect || running > 0) return;
+      if (running > 0) return;
       timer = setTimeout(() => {
         timer = undefined;
-        collect();
+        clearQuietCaches();
+        collect?.();
       }, quietMs);
       timer.unref();
     },

@@ -76,6 +76,36 @@ describe('local files that never end', () => {
     expect(ours.ms).toBeLessThan(60_000);
   });
 
+  it('refuses a named pipe in a folder at once, naming it, without waiting for a writer', async () => {
+    const fifo = (path: string) => exec('mkfifo', [path]);
+    const chart = await folder('fifo-chart', { 'templates/cm.yaml': 'kind: ConfigMap\n' }, {});
+    await fifo(join(chart, 'Chart.yaml'));
+    const inProcess = await mooring('render', '--offline', chart, '-n', 'shop');
+    expect(inProcess.code).toBe(2);
+    expect(inProcess.stderr).toContain(`${chart}/Chart.yaml: not a regular file`);
+    // As a shell starts it, the early start of helm reads Chart.yaml first (src/cli/early-render.ts).
+    const ours = await shell('render', '--offline', chart, '-n', 'shop');
+    expect(ours.code).toBe(2);
+    expect(ours.stderr).toContain(`${chart}/Chart.yaml: not a regular file`);
+    expect(ours.ms).toBeLessThan(30_000);
+
+    const manifests = await folder(
+      'fifo-manifests',
+      { 'a.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n' },
+      {},
+    );
+    await fifo(join(manifests, 'b.yaml'));
+    const m = await mooring('render', '--offline', manifests);
+    expect(m.code).toBe(2);
+    expect(m.stderr).toContain(`${join(manifests, 'b.yaml')}: not a regular file`);
+
+    const kustomize = await folder('fifo-kustomize', {}, {});
+    await fifo(join(kustomize, 'kustomization.yaml'));
+    const k = await mooring('render', '--offline', kustomize);
+    expect(k.code).toBe(2);
+    expect(k.stderr).toContain('kustomization.yaml: not a regular file');
+  });
+
   it("still reads a pipe, as a shell's process substitution gives one", async () => {
     const run = await exec(
       'bash',

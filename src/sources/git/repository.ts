@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { readGitCa } from '../../config/ca-file.ts';
 import type { GitSource } from '../../config/schema.ts';
 import { StalledError, type Subject, TransientError } from '../../errors.ts';
+import { clearedWhenQuiet } from '../../quiet-caches.ts';
 import type { ManifestFile } from '../../render/parse.ts';
 import { compactPacks } from './compact.ts';
 import { safeUrl } from './errors.ts';
@@ -111,7 +112,7 @@ export class GitRepository {
   #lastResolved: ResolvedRef | undefined;
   /** verify.mode all: commits verified with every commit before them, oldest first (bounded). */
   readonly #verified = new Set<string>();
-  /** Diffs of commit pairs, newest last (a few polls' worth). */
+  /** Diffs of commit pairs, newest last (a few polls' worth), emptied when the syncs are quiet (quiet-caches.ts). */
   readonly #diffs = new Map<string, Changes>();
   #initialized = false;
   /** The signature checks of a source with `verify` (signatures.ts). */
@@ -120,6 +121,7 @@ export class GitRepository {
   readonly #tags = new Map<string, { ref: string; oid: string }>();
 
   constructor(source: GitSource, options: GitRepositoryOptions) {
+    clearedWhenQuiet(this.#diffs);
     this.source = source;
     this.url = safeUrl(source.url);
     this.#spec = refSpecOf(source.ref);

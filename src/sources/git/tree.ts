@@ -6,6 +6,7 @@
 // blob over the reader's limit, or a tree or commit over maxObjectBytes, is refused by name without being inflated.
 import { byCodeUnit, lowerBound } from '../../arrays.ts';
 import { StalledError } from '../../errors.ts';
+import { clearedWhenQuiet } from '../../quiet-caches.ts';
 import {
   type Commit,
   type GitObject,
@@ -282,6 +283,14 @@ async function treeOf(store: ObjectStore, oid: string): Promise<string> {
 const TREES_KEPT_ENTRIES = 8192;
 const treesKept = new Map<string, TreeEntry[]>();
 let entriesKept = 0;
+// Emptied when the syncs are quiet (quiet-caches.ts); referenced here for as long as the module lives.
+const treeCache = {
+  clear() {
+    treesKept.clear();
+    entriesKept = 0;
+  },
+};
+clearedWhenQuiet(treeCache);
 
 async function entries(store: ObjectStore, treeOid: string): Promise<TreeEntry[]> {
   const key = `${store.gitdir}\0${store.maxObjectBytes ?? DEFAULT_MAX_OBJECT_BYTES}\0${treeOid}`;

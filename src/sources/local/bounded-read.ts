@@ -1,7 +1,10 @@
 // A file mooring reads itself from a folder on disk (a chart's Chart.yaml, a kustomization, a manifest), read as a
 // stream and never past a bound: its size as stat says it is no bound, since a symlink may lead to a device that
-// never ends (`Chart.yaml -> /dev/zero`, committed to a pull request that CI renders) and a pipe has no size.
-import { createReadStream } from 'node:fs';
+// never ends (`Chart.yaml -> /dev/zero`, committed to a pull request that CI renders) and a pipe has no size. A file
+// found in a folder is read only if it is a regular file: a named pipe there would hold the open until some writer
+// came, and a device never ends. What the user names on the command line may be a pipe (`<(...)` in a shell).
+import { constants, createReadStream, type ReadStream } from 'node:fs';
+import { open } from 'node:fs/promises';
 
 /** Past this, a small file mooring reads for itself (Chart.yaml, a kustomization) is refused. */
 export const SMALL_FILE_BYTES = 4 * 1024 * 1024;
@@ -14,9 +17,41 @@ export class FileTooLargeError extends Error {
   }
 }
 
+export class NotRegularFileError extends Error {
+  constructor(path: string) {
+    super(`${path}: not a regular file (a named pipe, socket or device)`);
+  }
+}
+
+export interface BoundedReadOptions {
+  /**
+   * Read a pipe or a device too (still within the bound): for a path the user gave on the command line. Otherwise
+   * anything but a regular file is a NotRegularFileError, found without waiting for a named pipe's writer.
+   */
+  anyKind?: boolean;
+}
+
 /** The text of `path`, read up to `maxBytes`; a FileTooLargeError past them (the rest is never read). */
-export async function readBounded(path: string, maxBytes: number = SMALL_FILE_BYTES): Promise<string> {
-  const stream = createReadStream(path, { highWaterMark: Math.min(maxBytes + 1, 1024 * 1024) });
+export async function readBounded(
+  path: string,
+  maxBytes: number = SMALL_FILE_BYTES,
+  options: BoundedReadOptions = {},
+): Promise<string> {
+  const highWaterMark = Math.min(maxBytes + 1, 1024 * 1024);
+  let stream: ReadStream;
+  if (options.anyKind) stream = createReadStream(path, { highWaterMark });
+  else {
+    // O_NONBLOCK: the open of a named pipe returns at once instead of waiting for a writer; a regular file reads the
+    // same with it.
+    const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    try {
+      if (!(await handle.stat()).isFile()) throw new NotRegularFileError(path);
+    } catch (error) {
+      await handle.close();
+      throw error;
+    }
+    stream = handle.createReadStream({ highWaterMark });
+  }
   const chunks: Buffer[] = [];
   let size = 0;
   try {

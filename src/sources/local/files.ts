@@ -8,7 +8,7 @@ import { join, relative, resolve, sep } from 'node:path';
 import { StalledError } from '../../errors.ts';
 import type { ManifestFile } from '../../render/parse.ts';
 import { overLimit, sizeOverLimit } from '../../render/size-limits.ts';
-import { FileTooLargeError, readBounded } from './bounded-read.ts';
+import { FileTooLargeError, NotRegularFileError, readBounded } from './bounded-read.ts';
 
 const MANIFEST = /\.(ya?ml|json)$/i;
 
@@ -58,7 +58,8 @@ export async function readManifestFiles(
       const root = await realpath(path);
       await walk(path, root, files, limits);
     } else {
-      files.push(await readOne(path, limits));
+      // Named on the command line: a pipe is read too (a shell's `<(...)`).
+      files.push(await readOne(path, limits, true));
     }
   }
   return files;
@@ -90,7 +91,7 @@ async function walk(dir: string, root: string, files: ManifestFile[], limits: Re
   }
 }
 
-async function readOne(path: string, limits: ReadLimits): Promise<ManifestFile> {
+async function readOne(path: string, limits: ReadLimits, anyKind = false): Promise<ManifestFile> {
   const info = await stat(path);
   if (info.size > limits.maxFileBytes) {
     throw new StalledError(`file ${sizeOverLimit(info.size, 'maxFileBytes', limits.maxFileBytes)}`, {
@@ -99,8 +100,12 @@ async function readOne(path: string, limits: ReadLimits): Promise<ManifestFile> 
   }
   // Read as a stream and never past the bound: a size of 0 may be a pipe or a device (bounded-read.ts).
   try {
-    return { path, text: await readBounded(path, limits.maxFileBytes) };
+    return { path, text: await readBounded(path, limits.maxFileBytes, { anyKind }) };
   } catch (error) {
+    if (error instanceof NotRegularFileError)
+      throw new StalledError('not a regular file (a named pipe, socket or device)', {
+        subject: { describe: path },
+      });
     if (!(error instanceof FileTooLargeError)) throw error;
     throw new StalledError(`file is ${overLimit('maxFileBytes', limits.maxFileBytes)}`, {
       subject: { describe: path },

@@ -1,5 +1,6 @@
 // The collection after a burst of syncs: once, only after the quiet period, never while a sync runs.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { clearedWhenQuiet } from '../../../src/quiet-caches.ts';
 import { memoryRelease, reducingCollection } from '../../../src/sync/memory-release.ts';
 
 const sync = {} as never;
@@ -46,6 +47,32 @@ describe('memoryRelease', () => {
     release.stop();
     vi.advanceTimersByTime(60_000);
     expect(collect).toHaveBeenCalledTimes(1);
+  });
+  it('empties the caches that served the burst at the quiet moment, before the collection, never during a burst', () => {
+    const order: string[] = [];
+    const cache = new Map([['a..b', 'diff']]);
+    const clear = cache.clear.bind(cache);
+    cache.clear = () => {
+      order.push('cleared');
+      clear();
+    };
+    clearedWhenQuiet(cache);
+    const release = memoryRelease(() => order.push('collected'), 15_000);
+    release.started?.(sync);
+    release.started?.(sync);
+    release.finished?.(sync, report, undefined);
+    vi.advanceTimersByTime(60_000);
+    expect(cache.size).toBe(1); // a sync still runs
+    release.finished?.(sync, report, undefined);
+    vi.advanceTimersByTime(15_000);
+    expect(cache.size).toBe(0);
+    expect(order).toEqual(['cleared', 'collected']);
+    // Without a collection on this runtime, the caches are still emptied.
+    cache.set('b..c', 'diff');
+    const bare = memoryRelease(undefined, 15_000);
+    bare.finished?.(sync, report, undefined);
+    vi.advanceTimersByTime(15_000);
+    expect(cache.size).toBe(0);
   });
 });
 
