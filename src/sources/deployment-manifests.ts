@@ -413,7 +413,13 @@ async function folderLevel(folder: string): Promise<string[]> {
   for (const name of names) {
     if (!MANIFEST.test(name)) continue;
     const path = join(folder, name);
-    if ((await stat(path).catch(() => undefined))?.isFile()) files.push(path);
+    const info = await stat(path).catch(() => undefined);
+    if (info?.isFile()) files.push(path);
+    // A named pipe would hold the read until some writer came, a device never ends (docs/security.md).
+    else if (info && !info.isDirectory())
+      throw new StalledError('not a regular file (a named pipe, socket or device)', {
+        subject: { describe: path },
+      });
   }
   return files;
 }

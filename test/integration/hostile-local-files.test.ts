@@ -95,9 +95,11 @@ describe('local files that never end', () => {
       {},
     );
     await fifo(join(manifests, 'b.yaml'));
-    const m = await mooring('render', '--offline', manifests);
-    expect(m.code).toBe(2);
-    expect(m.stderr).toContain(`${join(manifests, 'b.yaml')}: not a regular file`);
+    for (const flags of [[], ['-R']]) {
+      const m = await mooring('render', '--offline', manifests, ...flags);
+      expect(m.code).toBe(2);
+      expect(m.stderr).toContain(`${join(manifests, 'b.yaml')}: not a regular file`);
+    }
 
     const kustomize = await folder('fifo-kustomize', {}, {});
     await fifo(join(kustomize, 'kustomization.yaml'));
