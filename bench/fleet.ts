@@ -58,6 +58,9 @@ import { type FluxFigures, fluxFleet } from './support/flux-fleet.ts';
 import { printVsFlux } from './support/flux-report.ts';
 import { goal, launcherEnv, median, mib, sec } from './support/process.ts';
 
+/** The peaks of each phase (VmHWM is reset after each, so that the next phase's peak is its own). */
+const peaksSeen: number[] = [];
+
 const { values: flags } = parseArgs({
   options: {
     sizes: { type: 'string', default: '100,500,1000' },
@@ -282,6 +285,7 @@ async function fleet(size: number): Promise<Figures> {
     const firstSyncMs = Date.now() - start;
     const firstCpu = agent.cpuSeconds();
     note(`${size}: every first sync stable after ${sec(firstSyncMs)}`);
+    await peakSoFar(agent, size, 'the first syncs');
     await allocations(agent, size, 'first');
     const afterFirst = await kubeRequests(port);
     const firstVerbs = await kubeRequestsByVerb(port);
@@ -309,6 +313,7 @@ async function fleet(size: number): Promise<Figures> {
       rollout: ((await kubeRequests(port)) - beforeRollout) / size,
     };
     note(`${size}: fleet rollout stable after ${sec(rolloutMs)}`);
+    await peakSoFar(agent, size, 'the rollout');
     await allocations(agent, size, 'rollout');
     const verbs = { first: firstVerbs, rollout: since(await kubeRequestsByVerb(port), rolloutVerbs) };
     note(`${size}: requests per deployment in the rollout: ${perVerb(verbs.rollout, size)}`);
@@ -335,7 +340,8 @@ async function fleet(size: number): Promise<Figures> {
       await sleep(2000);
       webhookMs.push(await one((s * 7 + 3) % size, 2 + s, true));
     }
-    const peakKiB = agent.rss().peak;
+    const peakKiB = Math.max(agent.rss().peak, ...peaksSeen);
+    peaksSeen.length = 0;
     note(
       `${size}: one app: poll ${pollMs.map(sec).join(', ')}; webhook ${webhookMs.map(sec).join(', ')}; ` +
         `RSS idle ${mib(idleKiB)}, peak ${mib(peakKiB)}`,
@@ -460,6 +466,21 @@ async function idleHeap(agent: AgentProcess, size: number, dir: string): Promise
   const file = join(dir, `fleet-${size}-idle.heapsnapshot`);
   await agent.probe('snapshot', file);
   note(`${size}: heap snapshot in ${file}`);
+}
+
+/**
+ * Notes the RSS peak (VmHWM) of the phase that just ended, with the memory probe's highest heap and native figures
+ * in it, then resets both: which phase makes the run's peak, and whether it is V8's heap or native memory.
+ */
+async function peakSoFar(agent: AgentProcess, size: number, phase: string): Promise<void> {
+  const peakKiB = agent.rss().peak;
+  peaksSeen.push(peakKiB);
+  const { peak } = await agent.probe('usage');
+  const m = (bytes: number) => `${Math.round(bytes / 1024 / 1024)} MiB`;
+  note(
+    `${size}: RSS peak in ${phase} ${mib(peakKiB)} (highest heap used ${m(peak.heapUsed)} of ${m(peak.heapTotal)}, external ${m(peak.external)}, array buffers ${m(peak.arrayBuffers)})`,
+  );
+  await agent.resetPeaks();
 }
 
 /** Waits until the controllers and the kubelet are idle: every Deployment rolled out, as many pods Ready. */
