@@ -95,6 +95,11 @@ const { values: flags } = parseArgs({
      */
     'heap-snapshot': { type: 'string' },
     /**
+     * With --heap-snapshot: also a snapshot this many seconds into the fleet rollout (where the run's RSS peak is),
+     * named fleet-N-rollout.heapsnapshot. Writing it pauses the agent for seconds: that run's times are not figures.
+     */
+    'heap-snapshot-rollout': { type: 'string', default: '' },
+    /**
      * A folder for the agent's sampled allocations during the first sync and the fleet rollout
      * (`fleet-<size>-<phase>.heapprofile`, collected objects included): who allocates. Read them with
      * `node scripts/alloc-profile.ts FILE`.
@@ -304,7 +309,9 @@ async function fleet(size: number): Promise<Figures> {
     const rolloutCpuFrom = agent.cpuSeconds();
     const pushed = Date.now();
     const head = await commitFiles(repo, laidOut(fleetFiles(size, 1)), { message: 'every app' });
+    const during = rolloutHeap(agent, size);
     await agent.until(`${size}: fleet rollout`, () => names.every((d) => seen.has(d, head)), 60 * 60_000);
+    await during();
     const rolloutMs = Date.now() - pushed;
     const cpu = { first: firstCpu, rollout: agent.cpuSeconds() - rolloutCpuFrom };
     note(`${size}: agent CPU: first syncs ${cpu.first.toFixed(1)} s, rollout ${cpu.rollout.toFixed(1)} s`);
@@ -456,6 +463,29 @@ async function allocations(agent: AgentProcess, size: number, phase: string): Pr
 }
 
 /** The agent's heap once idle, said in the log, and a snapshot of it in `dir` (taken after the RSS figure). */
+/** A heap snapshot --heap-snapshot-rollout seconds into the rollout, if asked; the function waits for it. */
+function rolloutHeap(agent: AgentProcess, size: number): () => Promise<void> {
+  const dir = flags['heap-snapshot'];
+  const seconds = Number(flags['heap-snapshot-rollout']);
+  if (!dir || !(seconds > 0)) return async () => undefined;
+  const file = join(dir, `fleet-${size}-rollout.heapsnapshot`);
+  const taken = new Promise<void>((resolve) => {
+    setTimeout(() => {
+      agent.probe('snapshot', file).then(
+        () => {
+          note(`${size}: heap snapshot ${seconds} s into the rollout in ${file}`);
+          resolve();
+        },
+        (error: unknown) => {
+          note(`${size}: no heap snapshot in the rollout: ${error}`);
+          resolve();
+        },
+      );
+    }, seconds * 1000);
+  });
+  return () => taken;
+}
+
 async function idleHeap(agent: AgentProcess, size: number, dir: string): Promise<void> {
   const { usage, v8 } = await agent.probe('usage');
   const spaces = v8.spaces.map(([name, , physical]) => `${name} ${mib(physical / 1024)}`).join(', ');
