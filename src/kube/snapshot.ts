@@ -15,7 +15,7 @@ import { groupOf, type KubeObject, type SourcedObject } from '../render/manifest
 import { workloadKey } from '../render/moniker.ts';
 import type { ClusterSnapshot, ExistingVersion } from '../render/render.ts';
 import { indexRules, POD_TEMPLATE_RULES, REFERENCE_RULES, type ReferenceRule } from '../render/tables.ts';
-import { parseVersionedName, referencedKinds } from '../render/versioning.ts';
+import { parseVersionedName, referencedKinds, versionsConcerning } from '../render/versioning.ts';
 import { type KubeApi, METADATA_LIST } from './api.ts';
 import { Discovery, type ResourceInfo, resourcePath } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
@@ -105,6 +105,8 @@ async function listVersions(
   cached: CachedList | undefined,
   /** The set's own objects of the namespace, by name: their versions are `<name>-vNNN`. */
   own: ReadonlySet<string>,
+  /** The versions render can use (versionsConcerning): the others are not kept. */
+  concerning: (kind: string, namespace: string, name: string) => boolean,
 ): Promise<ExistingVersion[]> {
   // A version this set numbers or reuses is one of its own objects': the cache answers once it has shown the
   // agent's writes of those (another sync's new version of its own objects races as a list just before it would).
@@ -130,7 +132,10 @@ async function listVersions(
     }),
   );
   return lists.flatMap(({ kind, items }) =>
-    items.flatMap((item) => (item.metadata ? (versionOf(kind, item.metadata) ?? []) : [])),
+    items.flatMap((item) => {
+      const version = item.metadata ? versionOf(kind, item.metadata) : undefined;
+      return version && concerning(kind, version.namespace, version.name) ? [version] : [];
+    }),
   );
 }
 
@@ -269,6 +274,10 @@ export async function readSnapshot(
       );
     }),
   );
+  const concerning = versionsConcerning(
+    objects.map(({ object }) => object),
+    indexRules(REFERENCE_RULES, options.referenceRules ?? []),
+  );
   // Started together and awaited together: whichever fails first is reported, none is left unobserved.
   const [versions, live, unlabelled] = await Promise.all([
     Promise.all(
@@ -281,6 +290,7 @@ export async function readSnapshot(
           discovery,
           options.cached,
           new Set(here.map((o) => o.metadata.name)),
+          concerning,
         );
       }),
     ),

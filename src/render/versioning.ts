@@ -150,6 +150,21 @@ export function referencedKeys(
   return keys;
 }
 
+/**
+ * Which existing versions a render of `objects` (placed in their namespaces) can use: those of its own objects (it
+ * numbers or reuses them) and those its references name (a reference to a versioned object outside the set binds to
+ * its newest version). Any other version in the namespace (another deployment's) changes nothing in the render, and
+ * a namespace may hold tens of thousands: readSnapshot keeps only these.
+ */
+export function versionsConcerning(
+  objects: readonly KubeObject[],
+  rules: Rules,
+): (kind: string, namespace: string, name: string) => boolean {
+  const keys = referencedKeys(objects, rules);
+  for (const o of objects) keys.add(refKey(o.kind, o.metadata.namespace, o.metadata.name));
+  return (kind, namespace, name) => keys.has(refKey(kind, namespace, name));
+}
+
 /** The versioning policy of a render set (namespaces placed, unless `anyNamespace`). */
 export function versioningPolicy(
   objects: readonly KubeObject[],

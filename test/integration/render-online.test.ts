@@ -8,7 +8,11 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { runCli } from '../../src/cli/program.ts';
-import { kubeConfig, runTool, testbed, useNamespace } from './helpers.ts';
+import { KubeApi } from '../../src/kube/api.ts';
+import { Discovery } from '../../src/kube/discovery.ts';
+import { readSnapshot } from '../../src/kube/snapshot.ts';
+import type { KubeObject } from '../../src/render/manifest.ts';
+import { clusterConfig, kubeConfig, runTool, testbed, useNamespace } from './helpers.ts';
 
 const app = (value: string) => `apiVersion: v1
 kind: ConfigMap
@@ -150,6 +154,91 @@ spec:
     const next = await renderOnline(file, ns());
     expect(next.code, next.stderr).toBe(0);
     expect(replicas(next.stdout)).toEqual(['cap-web=3', 'cap-rs-v001=2']);
+  });
+
+  it("keeps only the versions the set can use: its own and those it refers to, not the namespace's others", async () => {
+    // A namespace shared by many deployments holds their versions too: a render of one set needs its own (to number
+    // or reuse them) and those its references name (bound to the newest), never the rest.
+    const core = kubeConfig().makeApiClient(CoreV1Api);
+    const versioned = (base: string, version: number) => ({
+      metadata: {
+        name: `${base}-v${String(version).padStart(3, '0')}`,
+        annotations: {
+          'artifact.spinnaker.io/name': base,
+          'artifact.spinnaker.io/type': 'kubernetes/configMap',
+          'artifact.spinnaker.io/version': `v${String(version).padStart(3, '0')}`,
+        },
+      },
+      data: { n: String(version) },
+    });
+    const held: [string, number][] = [
+      ['own-config', 0],
+      ['own-config', 1],
+      ['common-config', 0],
+      ['common-config', 1],
+      ['common-config', 2],
+    ];
+    for (let i = 0; i < 40; i++) held.push([`other-${i}-config`, 0], [`other-${i}-config`, 1]);
+    for (const [base, version] of held)
+      await core.createNamespacedConfigMap({ namespace: ns(), body: versioned(base, version) });
+
+    const set: KubeObject[] = [
+      {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'own-config', namespace: ns() },
+        data: { n: 'x' },
+      },
+      {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name: 'keeper', namespace: ns() },
+        spec: {
+          selector: { matchLabels: { app: 'keeper' } },
+          template: {
+            metadata: { labels: { app: 'keeper' } },
+            spec: {
+              containers: [
+                {
+                  name: 'keeper',
+                  image: 'web:1',
+                  envFrom: [
+                    { configMapRef: { name: 'own-config' } },
+                    { configMapRef: { name: 'common-config' } },
+                  ],
+                },
+              ],
+            },
+          },
+        },
+      },
+    ];
+    const api = new KubeApi(clusterConfig());
+    const snapshot = await readSnapshot(
+      api,
+      set.map((object) => ({ object, origin: { file: 'set.yaml', line: 1, column: 1 } })),
+      new Discovery(api),
+    );
+    const seen = snapshot.versions.map((v) => `${v.name}@${v.version}`).sort();
+    expect(seen).toEqual([
+      'common-config@0',
+      'common-config@1',
+      'common-config@2',
+      'own-config@0',
+      'own-config@1',
+    ]);
+
+    // The render binds the reference outside the set to its newest version and numbers the set's own after its last.
+    const dir = await mkdtemp(join(tmpdir(), 'mooring-render-'));
+    const file = join(dir, 'set.yaml');
+    await writeFile(
+      file,
+      set.map((o) => JSON.stringify({ ...o, metadata: { name: o.metadata.name } })).join('\n---\n'),
+    );
+    const result = await renderOnline(file, ns());
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain('name: own-config-v002');
+    expect(result.stdout).toContain('name: common-config-v002');
   });
 
   it('fails with exit 2 naming the place when a traffic Service exists nowhere', async () => {
