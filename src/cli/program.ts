@@ -2,6 +2,7 @@
 // Only the command being run is loaded (see command-table.ts); the others are listed for help.
 import { Command, CommanderError, Help } from 'commander';
 import { errorMessage, StalledError } from '../errors.ts';
+import { namingServer } from '../kube/api-errors.ts';
 import { isAccessDenied, isNotFound } from '../kube/errors.ts';
 import { VERSION } from '../version.ts';
 import { normalizeArgv } from './argv.ts';
@@ -75,7 +76,8 @@ export async function runCli(given: readonly string[], io: CliIo = processIo): P
     }
     // One line for people (the API server's own message, prefixed with what mooring was doing); the stack and
     // the causes only for whoever debugs mooring itself.
-    io.stderr(`error: ${errorMessage(error)}`);
+    // An unreachable API server is named (the agent's messages leave it out: they go to commit statuses).
+    io.stderr(`error: ${namingServer(errorMessage(error), error)}`);
     if (debugging()) io.stderr(debugDetails(error));
     // Not found is a failure of the command, as kubectl's exit 1 (not a usage error).
     if (isNotFound(error)) return EXIT_FAILED;

@@ -33,14 +33,40 @@ export class RequestTimeoutError extends Error {
  */
 export class UnreachableError extends Error {
   readonly since: number;
-  constructor(method: string, path: string, since: number, cause: unknown) {
+  /**
+   * The server's address (scheme, host and port), kept apart from the message: the command line names it, while the
+   * agent's messages, which go to commit statuses any reader of the repository sees, do not.
+   */
+  readonly server: string | undefined;
+  constructor(method: string, path: string, since: number, cause: unknown, server?: string) {
     const detail = cause instanceof Error ? cause.message : String(cause);
     super(
       `${method} ${path}: API server unreachable since ${new Date(since).toISOString().slice(11, 19)} UTC (${detail})`,
       { cause },
     );
     this.since = since;
+    this.server = server;
   }
+}
+
+/**
+ * `message` with the API server named, for the command line: when `error` (or a cause of it) is an UnreachableError
+ * or `server` is given, and the message does not already name the server's host and port.
+ */
+export function namingServer(message: string, error: unknown, server?: string): string {
+  let named = server;
+  for (let e: unknown = error, depth = 0; named === undefined && e instanceof Error && depth < 8; depth++) {
+    if (e instanceof UnreachableError) named = e.server;
+    e = e.cause;
+  }
+  if (named === undefined) return message;
+  let host = named;
+  try {
+    host = new URL(named).host;
+  } catch {
+    // named as given
+  }
+  return message.includes(host) ? message : `${message} (API server ${named})`;
 }
 
 /** How many times a PUT or PATCH answered 500 is tried again without a Retry-After (retriable). */

@@ -340,7 +340,13 @@ export class KubeApi {
         });
         if (Date.now() + delay >= until) {
           if (error instanceof KubeRequestError) throw error;
-          throw new UnreachableError(method, path, this.failingSince ?? Date.now(), error);
+          throw new UnreachableError(
+            method,
+            path,
+            this.failingSince ?? Date.now(),
+            error,
+            this.server.origin,
+          );
         }
         await sleep(delay, undefined, stop ? { signal: stop } : {}).catch(() => {
           throw error;

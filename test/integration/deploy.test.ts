@@ -97,7 +97,8 @@ spec:
     const started = Date.now();
     const result = await deployTo(ns(), dir, '--timeout', '5m');
     expect(result.code).toBe(1);
-    expect(result.stdout).toMatch(/failed: Deployment .*\/stuck: .*ProgressDeadlineExceeded/);
+    expect(result.stderr).toMatch(/^error: deploy failed: Deployment .*\/stuck: .*ProgressDeadlineExceeded/m);
+    expect(result.stdout).not.toMatch(/failed: Deployment/);
     expect(Date.now() - started).toBeLessThan(90_000);
     // kubectl agrees that this rollout did not succeed.
     expect(

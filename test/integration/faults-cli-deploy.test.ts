@@ -189,9 +189,9 @@ describe('mooring deploy through a failing API server', () => {
     bed.proxy.pass();
     expect(written).toBeGreaterThan(150);
     expect(failed.code, failed.stderr + failed.stdout.slice(-2000)).toBe(1);
-    // The report's last line (stdout, as every outcome of deploy) names the object it stopped at and why.
-    expect(failed.stdout).toMatch(
-      /failed \(transient\): .*: API server unreachable since \d\d:\d\d:\d\d UTC/,
+    // The error (stderr, as kubectl's) names the object it stopped at, why, and the server it could not reach.
+    expect(failed.stderr).toMatch(
+      /error: deploy failed \(transient\): .*: API server unreachable since \d\d:\d\d:\d\d UTC.*\(API server http:\/\/127\.0\.0\.1:\d+\)$/m,
     );
 
     // The next deploy, of a smaller set, converges: what the failed deploy wrote beyond it is pruned.

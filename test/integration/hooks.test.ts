@@ -90,7 +90,7 @@ describe('Helm hooks', () => {
     const failed = await deployTo(ns(), dir, '--timeout', '60s');
     expect(failed.code).toBe(1);
     expect(failed.stdout).toMatch(/job\.batch\/migrate \(pre-upgrade hook\) failed/);
-    expect(failed.stdout).toMatch(/failed: pre-upgrade hook Job .*\/migrate failed/);
+    expect(failed.stderr).toMatch(/^error: deploy failed: pre-upgrade hook Job .*\/migrate failed/m);
     expect(failed.stdout).not.toContain('deployment.apps/web configured');
     expect(await image()).toBe('web:2');
     // hook-succeeded only: the failed Job stays for its logs.
@@ -203,7 +203,7 @@ describe('Argo CD hooks and waves', () => {
       '60s',
     );
     expect(result.code).toBe(1);
-    expect(result.stdout).toMatch(/failed: PreSync hook Job .*\/gate failed/);
+    expect(result.stderr).toMatch(/^error: deploy failed: PreSync hook Job .*\/gate failed/m);
     expect(result.stdout).toContain('job.batch/page-someone (SyncFail hook) succeeded');
     expect(result.stdout).not.toContain('(PostSync hook)');
   });

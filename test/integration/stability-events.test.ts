@@ -103,7 +103,11 @@ describe('stability waits say why', () => {
       `^(timed out after \\d+s with 0/1 stable: )?StatefulSet ${ns()}/pg: .+; Warning FailedCreate (\\(x\\d+\\) )?on StatefulSet ${ns()}/pg: Create Pod pg-0 in StatefulSet pg failed error: pods "pg-0" is forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false`,
       'i',
     );
-    const final = lines.find((l) => l.startsWith('timed out after')) ?? '';
+    // The outcome is the error on stderr: `error: deploy timed out after …`.
+    const final = (lines.find((l) => l.startsWith('error: deploy timed out after')) ?? '').replace(
+      /^error: deploy /,
+      '',
+    );
     expect(final, out).toMatch(said);
     // While waiting, a progress line said it.
     expect(

@@ -81,7 +81,9 @@ describe('sync waves: a wave that fails', () => {
   it('stops at a wave that fails: later waves are not written, and the report names the wave', async () => {
     const result = await deployTo(ns(), await manifestDir({ 'app.yaml': app('fail') }), '--timeout', '60s');
     expect(result.code).toBe(1);
-    expect(result.stdout).toMatch(/failed: .*migrate.*\(sync wave -1; 2 later waves not applied\)/);
+    expect(result.stderr).toMatch(
+      /error: deploy failed: .*migrate.*\(sync wave -1; 2 later waves not applied\)/,
+    );
     await expect(apps().readNamespacedDeployment({ name: 'web', namespace: ns() })).rejects.toMatchObject({
       code: 404,
     });

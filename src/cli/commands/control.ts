@@ -115,12 +115,14 @@ export function controlCommands(program: Command, print: (text: string) => void)
       const answer = await follow(map, deployment, token, timeoutMs, (a) => {
         if (output === 'table') print(`agent: ${a.message}`);
       });
-      print(
-        output === 'table' ? describeEnd(deployment, answer) : formatData({ deployment, ...answer }, output),
-      );
-      if (answer.state === 'stable') return;
+      if (output !== 'table') print(formatData({ deployment, ...answer }, output));
+      if (answer.state === 'stable') {
+        if (output === 'table') print(describeEnd(deployment, answer));
+        return;
+      }
       if (answer.state === 'unknown') throw new ExitError(`error: ${answer.message}`, EXIT_USAGE);
-      throw new ExitError('', EXIT_FAILED);
+      // Not stable: said on stderr, as an error (the data formats print the answer on stdout as well).
+      throw new ExitError(`error: ${describeEnd(deployment, answer)}`, EXIT_FAILED);
     } finally {
       api.close();
     }

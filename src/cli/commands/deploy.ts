@@ -5,6 +5,7 @@ import type { Command } from 'commander';
 import { healthRules } from '../../config/schema.ts';
 import { StalledError } from '../../errors.ts';
 import { commandKubeApi } from '../../kube/api.ts';
+import { namingServer } from '../../kube/api-errors.ts';
 import type { ApplyResult } from '../../kube/apply.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
 import { describeTakeOver } from '../../kube/client-side-takeover.ts';
@@ -102,6 +103,11 @@ function describeApplied(r: ApplyResult): string {
 function kubectlStyle(object: string): string {
   const [kind = '', where = ''] = object.split(' ');
   return `${kind.toLowerCase()}/${where.slice(where.indexOf('/') + 1)}`;
+}
+
+/** Whether a deploy's outcome is a success: exit code 0, its summary on stdout. */
+function succeeded(outcome: string): boolean {
+  return outcome === 'stable' || outcome === 'applied' || outcome === 'dry-run';
 }
 
 export function deployCommand(
@@ -253,7 +259,9 @@ export function deployCommand(
           for (const d of report.history?.deleted ?? []) print(`${d} deleted (version history)`);
           for (const k of report.prune?.kept ?? []) print(`${k.object} not pruned: ${k.reason}`);
           for (const p of report.prune?.planned ?? []) print(`${kubectlStyle(p)} would be pruned`);
-          print(report.summary);
+          // A deploy that did not end well says why on stderr, as kubectl's and helm's errors: `error: deploy failed:
+          // …` (the objects' lines stay on stdout).
+          if (succeeded(report.outcome)) print(report.summary);
         } else {
           // Verdicts are named `Kind namespace/name`, as describeObject names the applied object: a Service and a
           // Deployment of the same name keep their own.
@@ -285,8 +293,13 @@ export function deployCommand(
             ),
           );
         }
-        if (!['stable', 'applied', 'dry-run'].includes(report.outcome)) {
-          throw new ExitError(lines ? '' : report.summary, EXIT_FAILED);
+        if (!succeeded(report.outcome)) {
+          // A deploy that ended with the API server unreachable names it (the agent's statuses do not).
+          const unreachable = api.unreachableSince !== undefined ? api.serverUrl : undefined;
+          throw new ExitError(
+            `error: deploy ${namingServer(report.summary, report.error, unreachable)}`,
+            EXIT_FAILED,
+          );
         }
       } finally {
         process.off('SIGINT', onSignal);

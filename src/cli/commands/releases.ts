@@ -369,15 +369,14 @@ export function releaseCommands(program: Command, print: (text: string) => void)
         outcome: report.outcome,
         summary: report.summary,
       };
+      const said = `deployment ${deployment} rolled back to release ${target.id} (commit ${target.commit?.slice(0, 12)}): ${report.summary}`;
       if (flags.output !== 'table') print(formatData(result, flags.output));
-      else {
-        print(
-          `deployment ${deployment} rolled back to release ${target.id} (commit ${target.commit?.slice(0, 12)}): ${report.summary}`,
-        );
-        if (report.outcome === 'stable')
-          print(`held there until a new commit or image arrives, or: mooring resume ${deployment}`);
+      else if (report.outcome === 'stable') {
+        print(said);
+        print(`held there until a new commit or image arrives, or: mooring resume ${deployment}`);
       }
-      if (report.outcome !== 'stable') throw new ExitError('', EXIT_FAILED);
+      // Not stable: said on stderr, as an error (the data formats print the result on stdout as well).
+      if (report.outcome !== 'stable') throw new ExitError(`error: ${said}`, EXIT_FAILED);
     } finally {
       api.close();
     }
