@@ -1,7 +1,7 @@
 // The command line names an unreachable API server; the agent's messages (commit statuses, which every reader of
 // the repository sees) do not: the address travels beside the message, on the error, never in it.
 import { describe, expect, it } from 'vitest';
-import { MooringError } from '../../../src/errors.ts';
+import { TransientError } from '../../../src/errors.ts';
 import { namingServer, UnreachableError } from '../../../src/kube/api-errors.ts';
 
 const since = Date.UTC(2026, 0, 1, 10, 20, 30);
@@ -29,7 +29,7 @@ describe('naming the API server', () => {
       new Error('socket hang up'),
       'https://api.example:443',
     );
-    const wrapped = new MooringError(`apply Deployment prod/web: ${cause.message}`, { cause });
+    const wrapped = new TransientError(`apply Deployment prod/web: ${cause.message}`, { cause });
     expect(namingServer(wrapped.message, wrapped)).toMatch(/\(API server https:\/\/api\.example:443\)$/);
   });
 
