@@ -98,7 +98,7 @@ server: {port: 0, address: 127.0.0.1}
     const result = await reconcile();
     // The start-up sync timed out, and that is the answer.
     expect(result.code, result.stdout + result.stderr).toBe(1);
-    expect(result.stdout).toContain('deployment web timed-out');
+    expect(result.stderr).toContain('error: deployment web timed-out');
     await settled();
     expect(outcomes().map((l) => l.outcome)).not.toContain('cancelled');
     expect(new Set(started().map((l) => l.trigger))).toEqual(new Set(['start']));
@@ -111,7 +111,7 @@ server: {port: 0, address: 127.0.0.1}
     const retriedBefore = retries();
     const result = await reconcile();
     expect(result.code, result.stdout + result.stderr).toBe(1);
-    expect(result.stdout).toContain('deployment web timed-out');
+    expect(result.stderr).toContain('error: deployment web timed-out');
     // Several polls of the same commit later, still the one sync (and the retries of a sync that may pass).
     await agent.morePolls(3);
     await settled();
