@@ -9,9 +9,9 @@ import type { MooringConfig } from '../config/schema.ts';
 import { type Found, gitGenerator, pullRequestGenerator, withSets } from '../config/sets.ts';
 import { errorMessage } from '../errors.ts';
 import { GitRepository } from '../sources/git/repository.ts';
-import { createLogger } from '../sync/logger.ts';
 import { PullRequestSets } from '../sync/pull-request-sets.ts';
 import { readSetInputs } from '../sync/set-inputs.ts';
+import { commandLogger } from './command-log.ts';
 
 /**
  * `config` with its repository sets' deployments when `deployment` is none of its own; a source that cannot be read
@@ -25,7 +25,7 @@ export async function withRepositorySets(
   const sets = config.deploymentSets.filter((s) => gitGenerator(s) || pullRequestGenerator(s));
   if (sets.length === 0) return config;
   const cacheDir = process.env.MOORING_CACHE_DIR ?? join(homedir(), '.cache', 'mooring', 'sources');
-  const log = createLogger({ level: 'warn', destination: process.stderr });
+  const log = commandLogger();
   const found = new Map<string, Found[]>();
   const repos = new Map<string, GitRepository>();
   const repoOf = (name: string) => {

@@ -2,6 +2,7 @@
 // digest, the agent's next polls leave it there (the fence), history and status show it, and `mooring resume`
 // lets the agent deploy the newest revision again.
 
+import { join } from 'node:path';
 import { AppsV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { pushImage } from '../testbed/oci-push.ts';
@@ -13,7 +14,9 @@ import {
   kubeConfig,
   kubectl,
   ledgerHistory,
+  manifestDir,
   mooring,
+  mooringShell,
   stableImageSource,
   startGitAgent,
   stopsAfterAll,
@@ -242,4 +245,97 @@ describe('mooring rollback of Kustomize and Helm deployments', () => {
     const sent = await kubectl('-n', kzNs(), 'get', 'all');
     expect(sent.stdout).not.toMatch(/Kustomization/i);
   }, 240_000);
+});
+
+describe('a rollback that does not end stable', () => {
+  const ns = useNamespace('rollback-fails');
+  const stops = stopsAfterAll();
+
+  it('says why on stderr with exit 1, prints no success on stdout, and sets no fence', async () => {
+    const suffix = Date.now().toString(36);
+    const app = (greeting: string) =>
+      yamlDocuments(
+        configMapManifest('web-config', { GREETING: greeting }),
+        deploymentManifest({ configMap: 'web-config' }),
+      );
+    const { repo, configFile, agent } = await startGitAgent({
+      repo: `rollback-fails-${suffix}`,
+      files: { 'app.yaml': app('one') },
+      cluster: { namespace: `mooring-fails-${suffix}` },
+      deployments: [{ name: 'web', namespace: ns(), stability: { timeout: '10s' } }],
+      statuses: false,
+    });
+    stops.push(async () => {
+      await agent.stop();
+      await deleteNamespace(`mooring-fails-${suffix}`);
+    });
+    const stable = async () =>
+      (await ledgerHistory<{ id: number; result: string }>('web', configFile))
+        .filter((r) => r.result === 'stable')
+        .map((r) => r.id);
+    const [first] = await eventually('release 1', async () =>
+      (await stable()).length === 1 ? stable() : undefined,
+    );
+    await repo.commit({ 'app.yaml': app('two') });
+    await eventually('release 2', async () => ((await stable()).length === 2 ? true : undefined));
+    await agent.stop();
+
+    // A platform team's policy now refuses every new Pod here: the rolled-back template's ReplicaSet cannot scale up.
+    const policy = `no-new-pods-${suffix}`;
+    const dir = await manifestDir({
+      'policy.yaml': `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: ${policy}}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  validations:
+    - {expression: 'false', message: no new Pods in this namespace}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: ${policy}}
+spec:
+  policyName: ${policy}
+  validationActions: [Deny]
+  matchResources:
+    namespaceSelector:
+      matchExpressions:
+        - {key: kubernetes.io/metadata.name, operator: In, values: [${ns()}]}
+`,
+    });
+    const installed = await kubectl('apply', '-f', join(dir, 'policy.yaml'));
+    expect(installed.code, installed.stderr).toBe(0);
+    stops.push(async () => {
+      await kubectl('delete', '--wait=false', '-f', join(dir, 'policy.yaml'));
+    });
+    // Enforced once the API server has compiled it: a Pod's dry run is refused.
+    await eventually('the policy enforced', async () => {
+      const probe = await kubectl('-n', ns(), 'run', 'probe', '--image=example/web:1', '--dry-run=server');
+      return probe.stderr.includes('no new Pods in this namespace') ? true : undefined;
+    });
+    // Run as a user's shell runs it: everything it prints on either stream is read.
+    const back = await mooringShell({}, 'rollback', 'web', '--to', String(first), '--config', configFile);
+    expect(back.code, back.stdout + back.stderr).toBe(1);
+    // One line for people, not the agent's JSON records as well.
+    expect(back.stderr.trimEnd().split('\n'), back.stderr).toHaveLength(1);
+    expect(back.stdout).not.toMatch(/rolled back to release/);
+    expect(back.stderr).toMatch(
+      new RegExp(
+        `^error: deployment web rolled back to release ${first} \\(commit [0-9a-f]{12}\\): .*timed out`,
+        'm',
+      ),
+    );
+    // The reason the cluster gave is named: the policy refused the Pods.
+    expect(back.stderr).toMatch(/FailedCreate.*no new Pods in this namespace/);
+    const history = await mooring('history', 'web', '--config', configFile, '-o', 'json');
+    const ledger = JSON.parse(history.stdout) as {
+      items: { trigger: string; result: string }[];
+      fence?: unknown;
+    };
+    expect(ledger.items[0]).toMatchObject({ trigger: 'rollback', result: 'timed-out' });
+    expect(ledger.fence).toBeUndefined();
+  }, 180_000);
 });

@@ -20,8 +20,8 @@ import { listMembers } from '../../kube/membership.ts';
 import { AuditLog } from '../../report/audit.ts';
 import { CommitStatusSync } from '../../report/commit-status-sync.ts';
 import { current, Ledger, ledgerName } from '../../report/ledger.ts';
-import { createLogger } from '../../sync/logger.ts';
 import { rollback } from '../../sync/rollback.ts';
+import { commandLogger } from '../command-log.ts';
 import { chosenCluster } from '../config-cluster.ts';
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
 import { type Column, formatData, formatTable, type OutputFormat, outputOption } from '../output.ts';
@@ -348,7 +348,7 @@ export function releaseCommands(program: Command, print: (text: string) => void)
     const { api, ledger, config } = await open(flags, deployment);
     if (!config) throw new StalledError('no configuration');
     try {
-      const log = createLogger({ level: 'warn', destination: process.stderr });
+      const log = commandLogger();
       const { target, report, release } = await rollback(
         {
           api,
