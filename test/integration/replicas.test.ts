@@ -187,7 +187,23 @@ describe('replicas sharing the work', () => {
           `${String(error)}\nmissing at ${sha.slice(0, 7)}: ${missing.map((n) => `${n} (${owner.get(n) ?? 'no owner'})`).join(', ')}\n${told.join('\n')}`,
         );
       }
-      for (const name of names) expect(statuses.states(sha, name), name).toEqual(['pending', 'success']);
+      for (const name of names) {
+        const states = statuses.states(sha, name);
+        if (states.join() === 'pending,success') continue;
+        // What was posted, and what each replica said of this deployment.
+        const posted = statuses
+          .statuses()
+          .filter((s) => s.sha === sha && s.context.endsWith(name))
+          .map((s) => `${s.state}: ${s.description}`);
+        const told = replicas.map(
+          (r) =>
+            `--- ${identity(r)}:\n${r.lines
+              .filter((l) => l.includes(`"${name}"`))
+              .slice(-30)
+              .join('\n')}`,
+        );
+        expect(states, `${name}: ${posted.join(' | ')}\n${told.join('\n')}`).toEqual(['pending', 'success']);
+      }
     };
     const hook = async (replica: AgentProcess) => {
       const body = JSON.stringify({ sources: ['fleet'] });
