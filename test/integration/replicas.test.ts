@@ -1,6 +1,7 @@
 // Replicas sharing the work (leaderElection.mode: shared), as processes on the real API server: three replicas and
 // 60 deployments of one repository. Each revision of each deployment is synced once (one pending and one success
-// status per commit and deployment, one release in its ledger); a replica killed with SIGKILL loses its deployments
+// status per commit and deployment, an attempt a server fault failed and its replica retried aside; one release in
+// its ledger); a replica killed with SIGKILL loses its deployments
 // to the others once its Lease expires; a replica that joins takes few of them; a webhook sent to any one replica
 // reaches them all. A forged member Lease (renewed a year ahead, an address with a path and query of its own)
 // takes no deployment, is sent no webhook, and `mooring status` names it nowhere.
@@ -29,6 +30,9 @@ import {
 const APPS = 60;
 const SECRET = 'replicas-hook-secret';
 const LEASE_SECONDS = 6;
+/** What a commit status says of a fault of the API server or the network that the agent retries. */
+const TRANSIENT =
+  /\b(?:5\d\d|429|timed? ?out|timeout|ECONNRESET|ECONNREFUSED|EPIPE|socket hang up|unreachable|conflicting writes)\b/i;
 
 const names = Array.from({ length: APPS }, (_, i) => appName(i));
 /** Every application at `n`, bench:fleet's shape (a ConfigMap, a ServiceAccount, a Service and a Deployment). */
@@ -164,14 +168,23 @@ describe('replicas sharing the work', () => {
         60_000,
       );
     };
-    /** Every deployment's statuses on `sha`: exactly one pending, then one success. */
+    /**
+     * Every deployment's statuses on `sha`: one pending, then one success. Between them, only the end of an attempt
+     * that a passing server fault failed and the same replica retried (an `error` naming the fault; the retry posts
+     * no second pending): the machine under test is loaded, and a retried fault is what users are shown then.
+     * Anything else between them (a cancelled or second sync, an error of the agent's own) fails the test.
+     */
     const syncedOnce = async (sha: string) => {
+      const final = (name: string) => {
+        const last = statuses.states(sha, name).at(-1);
+        return last === 'success' || last === 'failure' ? last : undefined;
+      };
       try {
         for (const name of names)
-          await eventually(`${name} at ${sha.slice(0, 7)}`, async () => statuses.ended(sha, name), 240_000);
+          await eventually(`${name} at ${sha.slice(0, 7)}`, async () => final(name), 240_000);
       } catch (error) {
         // What the replicas said of the deployments that never got there, and who announced them.
-        const missing = names.filter((n) => !statuses.ended(sha, n));
+        const missing = names.filter((n) => !final(n));
         const { owner } = await owners();
         const told = replicas.map(
           (r) =>
@@ -188,13 +201,20 @@ describe('replicas sharing the work', () => {
         );
       }
       for (const name of names) {
-        const states = statuses.states(sha, name);
-        if (states.join() === 'pending,success') continue;
+        const posted = statuses.statuses().filter((s) => s.sha === sha && s.context.endsWith(name));
+        const states = posted.map((s) => s.state);
+        const between = posted.slice(1, -1);
+        const retried =
+          between.length > 0 && between.every((s) => s.state === 'error' && TRANSIENT.test(s.description));
+        if (retried)
+          console.log(
+            `replicas: ${name} retried after a server fault: ${between.map((s) => s.description).join(' | ')}`,
+          );
+        const expected = retried
+          ? ['pending', ...between.map(() => 'error'), 'success']
+          : ['pending', 'success'];
+        if (states.join() === expected.join()) continue;
         // What was posted, and what each replica said of this deployment.
-        const posted = statuses
-          .statuses()
-          .filter((s) => s.sha === sha && s.context.endsWith(name))
-          .map((s) => `${s.state}: ${s.description}`);
         const told = replicas.map(
           (r) =>
             `--- ${identity(r)}:\n${r.lines
@@ -202,7 +222,10 @@ describe('replicas sharing the work', () => {
               .slice(-30)
               .join('\n')}`,
         );
-        expect(states, `${name}: ${posted.join(' | ')}\n${told.join('\n')}`).toEqual(['pending', 'success']);
+        expect(
+          states,
+          `${name}: ${posted.map((s) => `${s.state}: ${s.description}`).join(' | ')}\n${told.join('\n')}`,
+        ).toEqual(expected);
       }
     };
     const hook = async (replica: AgentProcess) => {
@@ -215,7 +238,7 @@ describe('replicas sharing the work', () => {
       });
       expect(res.status).toBe(202);
     };
-    /** Releases recorded per deployment at `sha`. */
+    /** Stable releases recorded per deployment at `sha` (a retried attempt's error release aside). */
     const releasesAt = async (sha: string) => {
       const out = await kubectl(
         'get',
@@ -233,18 +256,20 @@ describe('replicas sharing the work', () => {
           items: { metadata: { labels: Record<string, string> }; data?: Record<string, string> }[];
         }
       ).items) {
-        const releases = JSON.parse(cm.data?.['releases.json'] ?? '[]') as { commit?: string }[];
+        const releases = JSON.parse(cm.data?.['releases.json'] ?? '[]') as {
+          commit?: string;
+          result?: string;
+        }[];
         count.set(
           cm.metadata.labels['mooring.io/deployment'] ?? '',
-          releases.filter((r) => r.commit === sha).length,
+          releases.filter((r) => r.commit === sha && r.result === 'stable').length,
         );
       }
       return count;
     };
     const syncedBy = (replica: AgentProcess, sha: string) =>
-      replica
-        .logs()
-        .filter((r) => typeof r.outcome === 'string' && String(r.revision ?? '') === sha.slice(0, 12)).length;
+      replica.logs().filter((r) => r.outcome === 'stable' && String(r.revision ?? '') === sha.slice(0, 12))
+        .length;
 
     try {
       // Three replicas: the first one alone takes all, the next ones take their shares as they join.
