@@ -11,6 +11,7 @@ import type { RequestSpec } from '../../src/kube/api.ts';
 import { KubeApi } from '../../src/kube/api.ts';
 import { Discovery } from '../../src/kube/discovery.ts';
 import { deploy } from '../../src/sync/deploy.ts';
+import { admissionPolicy } from './admission-policy.ts';
 import {
   clusterConfig,
   deployTo,
@@ -25,35 +26,21 @@ import {
 
 const suffix = randomBytes(3).toString('hex');
 const POLICY = `refuse-forbidden-tier-${suffix}`;
+/** As admission-policy.ts names it. */
 const BINDING = `${POLICY}-binding`;
 const POLICY_MESSAGE = 'Deployments labelled tier=forbidden are refused';
 const GROUP = `refuse${suffix}.mooring.test`;
 const RULE_MESSAGE = 'minReplicas must not exceed maxReplicas';
 
 function policy(namespaces: string[]): string {
-  return `apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicy
-metadata: {name: ${POLICY}}
-spec:
-  failurePolicy: Fail
-  matchConstraints:
-    resourceRules:
-      - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [deployments]}
-  validations:
-    - expression: "!has(object.metadata.labels) || !('tier' in object.metadata.labels) || object.metadata.labels['tier'] != 'forbidden'"
-      message: ${POLICY_MESSAGE}
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata: {name: ${BINDING}}
-spec:
-  policyName: ${POLICY}
-  validationActions: [Deny]
-  matchResources:
-    namespaceSelector:
-      matchExpressions:
-        - {key: kubernetes.io/metadata.name, operator: In, values: [${namespaces.join(', ')}]}
----
+  return `${admissionPolicy({
+    name: POLICY,
+    resource: { group: 'apps', version: 'v1', resource: 'deployments', operations: ['CREATE', 'UPDATE'] },
+    expression:
+      "!has(object.metadata.labels) || !('tier' in object.metadata.labels) || object.metadata.labels['tier'] != 'forbidden'",
+    message: POLICY_MESSAGE,
+    namespaces,
+  })}---
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata: {name: scalers.${GROUP}}

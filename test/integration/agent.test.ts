@@ -8,6 +8,7 @@ import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { pushImage } from '../testbed/oci-push.ts';
+import { admissionPolicy } from './admission-policy.ts';
 import {
   type Agent,
   agentConfig,
@@ -343,29 +344,13 @@ describe('mooring run --config (the agent)', () => {
     const file = join(await manifestDir({}), 'policy.yaml');
     await writeFile(
       file,
-      `apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicy
-metadata: {name: ${policy}}
-spec:
-  failurePolicy: Fail
-  matchConstraints:
-    resourceRules:
-      - {apiGroups: [apps], apiVersions: [v1], operations: [UPDATE], resources: [deployments]}
-  validations:
-    - expression: "!(oldObject.spec.replicas != 1 && object.spec.replicas == 1)"
-      message: scaling back to one replica is refused here
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata: {name: ${policy}}
-spec:
-  policyName: ${policy}
-  validationActions: [Deny]
-  matchResources:
-    namespaceSelector:
-      matchExpressions:
-        - {key: kubernetes.io/metadata.name, operator: In, values: [${ns()}]}
-`,
+      admissionPolicy({
+        name: policy,
+        resource: { group: 'apps', version: 'v1', resource: 'deployments', operations: ['UPDATE'] },
+        expression: '!(oldObject.spec.replicas != 1 && object.spec.replicas == 1)',
+        message: 'scaling back to one replica is refused here',
+        namespaces: [ns()],
+      }),
     );
     try {
       const applied = await kubectl('apply', '-f', file);

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { AppsV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { pushImage } from '../testbed/oci-push.ts';
+import { admissionPolicy } from './admission-policy.ts';
 import {
   configMapManifest,
   deleteNamespace,
@@ -283,28 +284,13 @@ describe('a rollback that does not end stable', () => {
     // A platform team's policy now refuses every new Pod here: the rolled-back template's ReplicaSet cannot scale up.
     const policy = `no-new-pods-${suffix}`;
     const dir = await manifestDir({
-      'policy.yaml': `apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicy
-metadata: {name: ${policy}}
-spec:
-  failurePolicy: Fail
-  matchConstraints:
-    resourceRules:
-      - {apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [pods]}
-  validations:
-    - {expression: 'false', message: no new Pods in this namespace}
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata: {name: ${policy}}
-spec:
-  policyName: ${policy}
-  validationActions: [Deny]
-  matchResources:
-    namespaceSelector:
-      matchExpressions:
-        - {key: kubernetes.io/metadata.name, operator: In, values: [${ns()}]}
-`,
+      'policy.yaml': admissionPolicy({
+        name: policy,
+        resource: { group: '', version: 'v1', resource: 'pods', operations: ['CREATE'] },
+        expression: 'false',
+        message: 'no new Pods in this namespace',
+        namespaces: [ns()],
+      }),
     });
     const installed = await kubectl('apply', '-f', join(dir, 'policy.yaml'));
     expect(installed.code, installed.stderr).toBe(0);
