@@ -6,11 +6,11 @@
 // reaches them all. A forged member Lease (renewed a year ahead, an address with a path and query of its own)
 // takes no deployment, is sent no webhook, and `mooring status` names it nowhere.
 import { createHmac } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
-import { hostname } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join as joinPath } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { appFolder, appName, fleetFiles } from '../../bench/support/fleet-apps.ts';
 import {
   type AgentProcess,
@@ -41,6 +41,30 @@ const round = (n: number) => fleetFiles(APPS, n);
 interface MemberLease {
   metadata: { annotations?: Record<string, string> };
   spec: { holderIdentity?: string; renewTime?: string; leaseDurationSeconds?: number };
+}
+
+const caches: string[] = [];
+// After the tests, which stop their replicas themselves.
+afterAll(async () => {
+  for (const dir of caches) await rm(dir, { recursive: true, force: true });
+});
+
+/**
+ * A replica as its own process with a Git cache of its own, as each Pod of the chart has its own emptyDir (agents in
+ * other processes never share a cache folder: src/sources/git/lock.ts).
+ */
+async function replicaProcess(config: Parameters<typeof startAgent>[0]): Promise<AgentProcess> {
+  const shared = process.env.MOORING_CACHE_DIR;
+  const own = await mkdtemp(joinPath(tmpdir(), 'mooring-replica-cache-'));
+  caches.push(own);
+  process.env.MOORING_CACHE_DIR = own;
+  try {
+    // The process takes its environment as it starts.
+    return startAgent(config, { process: true });
+  } finally {
+    if (shared === undefined) delete process.env.MOORING_CACHE_DIR;
+    else process.env.MOORING_CACHE_DIR = shared;
+  }
 }
 
 /** A replica's identity: its host name and process id, when no POD_NAME names it. */
@@ -114,7 +138,7 @@ describe('replicas sharing the work', () => {
     expect(forged.code, forged.stderr).toBe(0);
     const replicas: AgentProcess[] = [];
     const join = async () => {
-      const replica = startAgent(config, { process: true });
+      const replica = await replicaProcess(config);
       replicas.push(replica);
       await replica.listening().catch((error: unknown) => {
         throw new Error(`${String(error)}\n${replica.output().slice(-4000)}`);
@@ -371,7 +395,7 @@ describe('replicas sharing the work', () => {
         ],
       },
     });
-    const replicas = [startAgent(config, { process: true }), startAgent(config, { process: true })];
+    const replicas = [await replicaProcess(config), await replicaProcess(config)];
     try {
       for (const r of replicas) await r.listening();
       /** Each live replica's announced deployments, from the member Leases. */
