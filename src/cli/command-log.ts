@@ -22,7 +22,9 @@ export function commandLine(record: string): string | undefined {
   const text = (key: string) => (typeof fields[key] === 'string' ? (fields[key] as string) : undefined);
   const deployment = text('deployment');
   const object = text('object');
-  const err = text('err');
+  // An error is logged as its message, or as an Error (pino writes its type, message and stack): its message.
+  const cause = fields.err as { message?: unknown } | undefined;
+  const err = text('err') ?? (typeof cause?.message === 'string' ? cause.message : undefined);
   const about = [deployment && `deployment ${deployment}`, object].filter(Boolean).join(', ');
   return `${level}: ${about ? `${about}: ` : ''}${text('msg') ?? ''}${err ? `: ${err}` : ''}`;
 }

@@ -9,9 +9,11 @@ describe('a command’s log', () => {
     log.info('applied');
     log.warn({ err: 'HTTP 502' }, 'cannot post the commit status');
     log.error({ object: 'Deployment shop/web' }, 'refused');
+    log.warn({ err: new Error('socket hang up') }, 'cannot read the source');
     expect(lines).toEqual([
       'warning: deployment web: cannot post the commit status: HTTP 502\n',
       'error: deployment web, Deployment shop/web: refused\n',
+      'warning: deployment web: cannot read the source: socket hang up\n',
     ]);
   });
 
