@@ -28,4 +28,12 @@ describe('a command’s log', () => {
   it('passes a line that is not a record on as it is', () => {
     expect(commandLine('plain words\n')).toBe('plain words');
   });
+
+  it('writes the control characters of quoted text as escapes, so that no terminal acts on them', () => {
+    const lines: string[] = [];
+    const log = commandLogger((t) => lines.push(t));
+    log.warn({ err: 'chart says \u001b]8;;http://x\u0007click\u001b[2J' }, 'cannot render');
+    expect(lines).toEqual(['warning: cannot render: chart says \\u001b]8;;http://x\\u0007click\\u001b[2J\n']);
+    expect(commandLine('raw \u001b[31mred')).toBe('raw \\u001b[31mred');
+  });
 });
