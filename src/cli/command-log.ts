@@ -5,6 +5,7 @@
 import { Writable } from 'node:stream';
 import type { Logger } from '../contract.ts';
 import { createLogger } from '../sync/logger.ts';
+import { printable } from './printable.ts';
 
 /** pino's numbers for its levels: 50 and above are errors. */
 const ERROR_LEVEL = 50;
@@ -15,7 +16,7 @@ export function commandLine(record: string): string | undefined {
   try {
     fields = JSON.parse(record) as Record<string, unknown>;
   } catch {
-    return shown(record.trimEnd()) || undefined;
+    return printable(record.trimEnd()) || undefined;
   }
   if (fields.outcome !== undefined) return undefined;
   const level = typeof fields.level === 'number' && fields.level >= ERROR_LEVEL ? 'error' : 'warning';
@@ -26,20 +27,7 @@ export function commandLine(record: string): string | undefined {
   const cause = fields.err as { message?: unknown } | undefined;
   const err = text('err') ?? (typeof cause?.message === 'string' ? cause.message : undefined);
   const about = [deployment && `deployment ${deployment}`, object].filter(Boolean).join(', ');
-  return shown(`${level}: ${about ? `${about}: ` : ''}${text('msg') ?? ''}${err ? `: ${err}` : ''}`);
-}
-
-/**
- * The line with its control characters written as escapes: the messages quote what a repository, a chart or the
- * API server said, and a terminal must not take an escape sequence of theirs as its own (the JSON record escaped
- * them too). Line breaks and tabs stay.
- */
-function shown(line: string): string {
-  return line.replace(
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: these are the characters escaped
-    /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
+  return printable(`${level}: ${about ? `${about}: ` : ''}${text('msg') ?? ''}${err ? `: ${err}` : ''}`);
 }
 
 /** A logger of warnings and errors that prints them as commandLine does, on `write` (stderr by default). */

@@ -8,12 +8,14 @@ import { VERSION } from '../version.ts';
 import { normalizeArgv } from './argv.ts';
 import { type CliIo, COMMANDS, type CommandListing, commandNamed } from './command-table.ts';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, ExitError } from './exit-codes.ts';
+import { printable } from './printable.ts';
 
 export type { CliIo } from './command-table.ts';
 
 const processIo: CliIo = {
   stdout: (text) => process.stdout.write(text.endsWith('\n') ? text : `${text}\n`),
-  stderr: (text) => process.stderr.write(text.endsWith('\n') ? text : `${text}\n`),
+  // Lines for people, quoting what others wrote (printable.ts).
+  stderr: (text) => process.stderr.write(printable(text.endsWith('\n') ? text : `${text}\n`)),
 };
 
 /**

@@ -12,6 +12,7 @@ import { GitRepository } from '../sources/git/repository.ts';
 import { PullRequestSets } from '../sync/pull-request-sets.ts';
 import { readSetInputs } from '../sync/set-inputs.ts';
 import { commandLogger } from './command-log.ts';
+import { printable } from './printable.ts';
 
 /**
  * `config` with its repository sets' deployments when `deployment` is none of its own; a source that cannot be read
@@ -48,7 +49,9 @@ export async function withRepositorySets(
       found.set(set.name, (await readSetInputs(set, repo, tip.commit)).found);
     } catch (error) {
       process.stderr.write(
-        `warning: deployment set ${set.name}: cannot read source ${git.source}: ${errorMessage(error)}\n`,
+        printable(
+          `warning: deployment set ${set.name}: cannot read source ${git.source}: ${errorMessage(error)}\n`,
+        ),
       );
     }
   }
@@ -68,7 +71,7 @@ export async function withRepositorySets(
       }
     } catch (error) {
       process.stderr.write(
-        `warning: the pull requests of source ${source} cannot be read: ${errorMessage(error)}\n`,
+        printable(`warning: the pull requests of source ${source} cannot be read: ${errorMessage(error)}\n`),
       );
     }
   }

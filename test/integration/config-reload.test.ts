@@ -144,6 +144,11 @@ ${extra}
 
     assertAlive(agent);
     expect(agent.child.pid).toBe(pid);
+    // The reload's log line follows its last step (the first poll of the added deployment's source), which may end
+    // after b's objects are written.
+    await eventually('the reload logged', async () =>
+      logged('configuration reloaded').length > 0 ? true : undefined,
+    );
     const reloaded = logged('configuration reloaded');
     expect(reloaded).toHaveLength(1);
     expect(reloaded[0]).toMatchObject({ deploymentsAdded: ['b'] });
