@@ -39,8 +39,68 @@ function sortedCopy(value: JsonValue, first: readonly string[] = NONE): JsonValu
   return out;
 }
 
+/**
+ * `value` in canonical order, sharing each part that already is: a mapping whose keys come in canonical order and
+ * whose values are kept is returned as it is, not copied. A part met a second time (a YAML alias gives the same value
+ * at two places) is copied there, so that the result never holds one value at two places.
+ */
+function sortedShared(value: JsonValue, first: readonly string[], seen: Set<object>): JsonValue {
+  if (value === null || typeof value !== 'object') return value;
+  const again = seen.has(value);
+  seen.add(value);
+  if (Array.isArray(value)) {
+    let out: JsonValue[] | undefined = again ? [] : undefined;
+    for (let i = 0; i < value.length; i++) {
+      const item = value[i] as JsonValue;
+      const kept = sortedShared(item, NONE, seen);
+      if (out === undefined && kept !== item) out = value.slice(0, i);
+      out?.push(kept);
+    }
+    return out ?? value;
+  }
+  const own = Object.keys(value);
+  const keys = first.length > 0 ? sortedKeys(value, first) : inOrder(own) ? own : [...own].sort();
+  let out: { [key: string]: JsonValue } | undefined;
+  if (again || (keys !== own && keys.some((k, i) => k !== own[i]))) out = {};
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i] as string;
+    const v = value[key];
+    if (v === undefined) {
+      out ??= copyBefore(value, keys, i);
+      continue;
+    }
+    const kept = sortedShared(v, key === 'metadata' && first === TOP ? METADATA : NONE, seen);
+    if (out === undefined && kept !== v) out = copyBefore(value, keys, i);
+    if (out !== undefined) out[key] = kept;
+  }
+  return out ?? value;
+}
+
+function inOrder(keys: readonly string[]): boolean {
+  for (let i = 1; i < keys.length; i++) if ((keys[i - 1] as string) > (keys[i] as string)) return false;
+  return true;
+}
+
+function copyBefore(
+  value: { [key: string]: JsonValue },
+  keys: readonly string[],
+  end: number,
+): { [key: string]: JsonValue } {
+  const out: { [key: string]: JsonValue } = {};
+  for (let i = 0; i < end; i++) {
+    const key = keys[i] as string;
+    const v = value[key];
+    if (v !== undefined) out[key] = v;
+  }
+  return out;
+}
+
+/**
+ * The object in canonical order. Parts already in that order are shared with `obj`, not copied (render's objects
+ * are its own: nothing else holds them once it returns).
+ */
 export function canonical(obj: KubeObject): KubeObject {
-  return sortedCopy(obj as unknown as JsonValue, TOP) as unknown as KubeObject;
+  return sortedShared(obj as unknown as JsonValue, TOP, new Set()) as unknown as KubeObject;
 }
 
 /** A deep copy through JSON: manifests are JSON data, and the input must never be changed in place. */

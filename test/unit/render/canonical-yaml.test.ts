@@ -1,5 +1,6 @@
 // toYaml writes each object in canonical order directly (the writer's KeyOrder): the same bytes as writing a sorted
-// copy (canonical()), for any object, whatever order its keys came in.
+// copy (canonical()), for any object, whatever order its keys came in. canonical() itself: a copy in that order
+// that shares with its input only the parts already in order, and never holds one value at two places.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { canonical, toYaml } from '../../../src/render/canonical.ts';
@@ -66,5 +67,80 @@ describe('toYaml', () => {
     expect(toYaml([o])).toBe(
       'apiVersion: v1\nkind: Thing\nmetadata:\n  name: x\n  namespace: ns\n  labels:\n    a: "2"\n    b: "1"\nspec:\n  a:\n    - b: 2\n      w: 1\n  z: 1\n',
     );
+  });
+});
+
+/** The canonical form built the plain way: every mapping and list copied, keys sorted (the top's and metadata's first). */
+function plainCopy(value: unknown, first: readonly string[] = []): unknown {
+  if (Array.isArray(value)) return value.map((v) => plainCopy(v));
+  if (value === null || typeof value !== 'object') return value;
+  const keys = Object.keys(value);
+  const head = first.filter((k) => keys.includes(k));
+  const ordered = head.length > 0 ? [...head, ...keys.filter((k) => !first.includes(k)).sort()] : keys.sort();
+  const out: Record<string, unknown> = {};
+  for (const k of ordered) {
+    const v = (value as Record<string, unknown>)[k];
+    if (v === undefined) continue;
+    out[k] = plainCopy(v, k === 'metadata' && first.includes('kind') ? ['name', 'namespace'] : []);
+  }
+  return out;
+}
+
+/** Every mapping and list of `value` with its path, however many times it is reached. */
+function containers(value: unknown, path = '', into: [object, string][] = []): [object, string][] {
+  if (value === null || typeof value !== 'object') return into;
+  into.push([value, path]);
+  for (const [k, v] of Object.entries(value)) containers(v, `${path}/${k}`, into);
+  return into;
+}
+
+/** JSON with key order kept: two values equal in it have the same keys in the same order. */
+const ordered = (value: unknown) => JSON.stringify(value);
+
+describe('canonical', () => {
+  it('equals a full sorted copy, key order included, and leaves its input as it was', () => {
+    fc.assert(
+      fc.property(object, (o) => {
+        const before = ordered(o);
+        expect(ordered(canonical(o))).toBe(ordered(plainCopy(o, ['apiVersion', 'kind', 'metadata'])));
+        expect(ordered(o)).toBe(before);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('shares the parts of its input already in canonical order and copies the others', () => {
+    const sortedSpec = { a: [{ b: 1, c: { d: 2 } }], z: { y: 'x' } };
+    const unsortedLabels = { b: '1', a: '2' };
+    const o = {
+      apiVersion: 'v1',
+      kind: 'Thing',
+      metadata: { name: 'x', labels: unsortedLabels },
+      spec: sortedSpec,
+    } as unknown as KubeObject;
+    const c = canonical(o) as unknown as typeof o;
+    expect(c.spec).toBe(sortedSpec);
+    expect(c.metadata).not.toBe(o.metadata);
+    expect(c.metadata.labels).not.toBe(unsortedLabels);
+    expect(Object.keys(c.metadata.labels)).toEqual(['a', 'b']);
+    expect(Object.keys(unsortedLabels)).toEqual(['b', 'a']);
+  });
+
+  it('never holds one value at two places, though its input does (a YAML alias)', () => {
+    const shared = { a: 1, b: { c: [1, 2] } };
+    const list = [shared, shared];
+    const o = {
+      apiVersion: 'v1',
+      kind: 'Thing',
+      metadata: { name: 'x' },
+      spec: { first: shared, list, second: shared },
+    } as unknown as KubeObject;
+    const c = canonical(o);
+    const seen = new Map<object, string>();
+    for (const [part, path] of containers(c)) {
+      expect(seen.get(part), `${path} is also at ${seen.get(part)}`).toBeUndefined();
+      seen.set(part, path);
+    }
+    expect(ordered(c)).toBe(ordered(plainCopy(o, ['apiVersion', 'kind', 'metadata'])));
   });
 });
