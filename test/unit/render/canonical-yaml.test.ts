@@ -122,7 +122,7 @@ describe('canonical', () => {
     expect(c.spec).toBe(sortedSpec);
     expect(c.metadata).not.toBe(o.metadata);
     expect(c.metadata.labels).not.toBe(unsortedLabels);
-    expect(Object.keys(c.metadata.labels)).toEqual(['a', 'b']);
+    expect(Object.keys(c.metadata.labels ?? {})).toEqual(['a', 'b']);
     expect(Object.keys(unsortedLabels)).toEqual(['b', 'a']);
   });
 
