@@ -153,7 +153,9 @@ ${extra}
     expect(reloaded).toHaveLength(1);
     expect(reloaded[0]).toMatchObject({ deploymentsAdded: ['b'] });
     expect(reloaded[0]?.deploymentsChanged).toBeUndefined();
-    // The first deployment was not synced again, and its ledger holds the one release it had.
+    // The first deployment was not synced again, and its ledger holds the one release it had: checked after two
+    // more polls of the source the two share (a sync the reload's poll wrongly queued would have started by then).
+    await agent.morePolls(2);
     expect(syncsOfA()).toBe(syncsBefore);
     expect((await ledgerOf(kube, agentNs, 'a')).releases).toHaveLength(before);
     expect(await reloads()).toEqual({ applied: 1, invalid: 0 });

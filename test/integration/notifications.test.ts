@@ -154,6 +154,9 @@ describe('notifications', () => {
       expect(stable.commit).toBe(fixed);
       expect(stable.objects).toMatchObject({ stable: 2, failed: 0 });
       expect((await ledgerOf(kube, agentNs(), 'web')).releases[0]?.result).toBe('stable');
+      // Each receiver has a queue of its own, delivered side by side: a message wrongly sent to Slack or Teams could
+      // arrive just after the webhook's. Two more polls give it the time to.
+      await agent.morePolls(2);
       expect({ slack: at('/slack').length, teams: at('/teams').length }).toEqual(before);
     } finally {
       kube.close();

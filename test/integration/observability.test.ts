@@ -127,9 +127,14 @@ describe('dashboard and alerts', () => {
     } finally {
       kube.close();
     }
-    const text = await (await fetch(`http://127.0.0.1:${agent.port()}/metrics`)).text();
+    // The sync's counter is incremented after its ledger record (the metrics reporter comes last): waited for.
+    const stable = /^mooring_syncs_total\{deployment="web",result="stable",trigger="[a-z]+"\} 1$/m;
+    const text = await eventually('the stable sync counted', async () => {
+      const body = await (await fetch(`http://127.0.0.1:${agent.port()}/metrics`)).text();
+      return stable.test(body) ? body : undefined;
+    });
     const exported = families(text);
-    expect(text).toMatch(/^mooring_syncs_total\{deployment="web",result="stable",trigger="[a-z]+"\} 1$/m);
+    expect(text).toMatch(stable);
     expect(missing(used, exported)).toEqual([]);
     // The check can fail: a name the agent does not export is caught, a histogram's series are not.
     expect(missing(['mooring_sync_duration_seconds_bucket', 'mooring_no_such_metric'], exported)).toEqual([

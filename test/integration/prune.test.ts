@@ -179,10 +179,16 @@ describe('prune', () => {
         .sort(),
     ).toEqual([`ConfigMap ${ns()}/extra-v000`, `Service ${ns()}/extra-svc`]);
     expect(agent.logged('pruned').map((r) => r.object)).toHaveLength(2);
-    const audit = (await readFile(join(secrets, 'audit.jsonl'), 'utf8'))
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l) as { commit: string; action: string; object: unknown });
+    // The audit records are appended after the commit status is posted: waited for, not read at once.
+    const audit = await eventually('the removal audited', async () => {
+      const records = (await readFile(join(secrets, 'audit.jsonl'), 'utf8'))
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { commit: string; action: string; object: unknown });
+      return records.filter((r) => r.commit === second && r.action === 'pruned').length >= 2
+        ? records
+        : undefined;
+    });
     expect(
       audit
         .filter((r) => r.commit === second && r.action === 'pruned')

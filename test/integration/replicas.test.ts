@@ -294,12 +294,19 @@ describe('replicas sharing the work', () => {
     const syncedBy = (replica: AgentProcess, sha: string) =>
       replica.logs().filter((r) => r.outcome === 'stable' && String(r.revision ?? '') === sha.slice(0, 12))
         .length;
+    // A sync's outcome line is written after its commit status is posted (each replica is a process of its own):
+    // the lines are waited for until every deployment's is in, then counted.
+    const allLogged = (rs: readonly AgentProcess[], sha: string) =>
+      eventually(`every sync of ${sha.slice(0, 12)} logged`, async () =>
+        rs.reduce((n, r) => n + syncedBy(r, sha), 0) >= APPS ? true : undefined,
+      );
 
     try {
       // Three replicas: the first one alone takes all, the next ones take their shares as they join.
       for (let i = 0; i < 3; i++) await join();
       const three = await balanced(3);
       await syncedOnce(first);
+      await allLogged(replicas, first);
       for (const [name, count] of await releasesAt(first)) expect(count, name).toBe(1);
       expect(replicas.reduce((n, r) => n + syncedBy(r, first), 0)).toBe(APPS);
 
@@ -315,6 +322,7 @@ describe('replicas sharing the work', () => {
       const second = await repo.commit(round(2));
       await hook(a);
       await syncedOnce(second);
+      await allLogged([a, b], second);
       const two = await balanced(2);
       for (const [name, count] of await releasesAt(second)) expect(count, name).toBe(1);
       expect(syncedBy(a, second) + syncedBy(b, second)).toBe(APPS);
@@ -337,6 +345,7 @@ describe('replicas sharing the work', () => {
       const third = await repo.commit(round(3));
       await hook(fourth);
       await syncedOnce(third);
+      await allLogged([a, b, fourth], third);
       for (const [name, count] of await releasesAt(third)) expect(count, name).toBe(1);
       expect(syncedBy(fourth, third)).toBe(taken);
       expect(syncedBy(a, third) + syncedBy(b, third) + syncedBy(fourth, third)).toBe(APPS);

@@ -316,7 +316,11 @@ data: {dsn: "pg://app:{{ .Values.password }}@db"}
     );
     expect(Buffer.from(stored.stdout, 'base64').toString()).toBe(PASSWORD);
 
-    const audited = await readFile(join(files, 'audit.jsonl'), 'utf8');
+    // The audit record is appended after the commit status is posted: waited for, not read at once.
+    const audited = await eventually('the good chart audited', async () => {
+      const text = await readFile(join(files, 'audit.jsonl'), 'utf8').catch(() => '');
+      return text.includes('"dsn":"pg://app:<redacted>@db"') ? text : undefined;
+    });
     expect(audited).toContain('"dsn":"pg://app:<redacted>@db"');
     const ledger = await kubectl('-n', chartAgentNs(), 'get', 'configmaps', '-o', 'yaml');
     expect(ledger.stdout).toContain('helm template failed');
