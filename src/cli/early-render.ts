@@ -5,7 +5,8 @@
 // (sources/build/helm.ts, through the one runner) adopts it only when it asks for exactly the same run
 // (child-process.ts: command, arguments, environment, bounds), and otherwise it is stopped and helm runs again, as
 // it would have without the guess. So the guess is made only where it is cheap to be sure of: one chart folder,
-// offline (no cluster's capabilities), no dependencies to fetch, no SOPS identities, no flag outside the list below.
+// offline (no cluster's capabilities), no repository to fetch dependencies from, no SOPS identities, no flag outside
+// the list below.
 import { closeSync, constants, fstatSync, mkdtempSync, openSync, readSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -48,7 +49,7 @@ export interface EarlyChart {
 
 /**
  * The chart run `argv` (the words after `render`) asks for, when the guess is safe: exactly one path, a folder
- * holding a Chart.yaml that declares no dependencies, `--offline`, only the flags above, and no SOPS identities.
+ * holding a Chart.yaml, `--offline`, only the flags above, and no SOPS identities.
  */
 export function earlyChart(
   argv: readonly string[],
@@ -98,8 +99,8 @@ export function earlyChart(
     return undefined;
   }
   if (chartYaml === undefined) return undefined;
-  // Dependencies may be fetched or refused before helm runs: no guess.
-  if (/^dependencies\s*:/m.test(chartYaml)) return undefined;
+  // Dependencies are fetched only with --allowed-repository (no guess then): `helm template` fetches none, so a
+  // chart's dependencies are those its charts/ holds, and one missing makes helm fail as mooring refuses the chart.
   const releaseName = release ?? chartName(chartYaml);
   if (releaseName === undefined) return undefined;
   return {

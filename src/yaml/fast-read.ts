@@ -1,15 +1,16 @@
 // A direct reader for the YAML that tools and people write for Kubernetes: block mappings and sequences, plain
-// (one or more lines), quoted (one line) and block scalars (`|`, `>`, with `-`), flow collections on one line, and
+// and quoted scalars (one or more lines) and block scalars (`|`, `>`, with `-`), flow collections on one line, and
 // comments. It makes a document's value, its place and its node count in one pass over the text, with no syntax
 // tree, and declines (returns undefined) anything else, for the yaml package to read as before (documents.ts). What
 // it does read, it reads exactly as the yaml package does under schema.ts's rules, and counts exactly as count.ts
 // does: both are held by differential tests (test/unit/yaml/fast-read.test.ts), so that a text gives the same
 // values, places, errors and limits whichever reader took it.
 //
-// Declined: anchors, aliases, tags, directives, explicit keys (`?`), merge keys, multi-line quoted scalars and flow
-// collections, `|+` and indentation indicators, tabs outside block scalars, carriage returns, duplicate keys,
-// `__proto__`, Lists (their items are placed from the tree), deep nesting, and whatever the yaml package calls an error.
+// Declined: anchors, aliases, tags, directives, explicit keys (`?`), merge keys, multi-line flow collections, `|+`
+// and indentation indicators, tabs outside block scalars, carriage returns, duplicate keys, `__proto__`, Lists (their
+// items are placed from the tree), deep nesting, and whatever the yaml package calls an error.
 import {
+  BACKSLASH,
   BlockText,
   COLON,
   COMMA,
@@ -19,7 +20,6 @@ import {
   FLOW_STOP,
   GT,
   HASH,
-  INDICATOR_START,
   LBRACE,
   LBRACKET,
   PIPE,
@@ -32,6 +32,7 @@ import {
   SPACE,
   SQUOTE,
   TAB,
+  unescapeDouble,
 } from './fast-scalars.ts';
 import { plainScalar } from './schema.ts';
 
@@ -191,7 +192,8 @@ class Reader {
     const c = text.charCodeAt(at);
     if (c === DQUOTE || c === SQUOTE) {
       const close = quotedEnd(text, at, this.le);
-      if (close === -1) decline();
+      // Not closed on its line: a scalar over several lines, which no key is.
+      if (close === -1) return -1;
       let i = close;
       while (i < this.le && text.charCodeAt(i) === SPACE) i++;
       return i < this.le && text.charCodeAt(i) === COLON && this.blankAfter(i + 1) ? i : -1;
@@ -300,9 +302,10 @@ class Reader {
     let value: unknown;
     let after: number;
     if (c === DQUOTE || c === SQUOTE) {
-      value = this.quoted(at);
-      this.count();
       after = quotedEnd(text, at, this.le);
+      if (after === -1) [value, after] = this.quotedLines(at, parent);
+      else value = this.quoted(at);
+      this.count();
     } else if (c === LBRACKET || c === LBRACE) {
       const [v, e] = this.flow(at, depth + 1);
       value = v;
@@ -338,8 +341,9 @@ class Reader {
       }
       if (i - ls <= parent) break;
       const c = text.charCodeAt(i);
-      if (c === HASH || c === TAB || INDICATOR_START.has(c) || c === DASH || c === COLON || c === QUESTION)
-        decline();
+      // A comment ends the scalar; a line that could start a collection entry or a key is the yaml package's. The
+      // other indicators (quotes, brackets, a backtick…) only cannot start a scalar: here they continue one.
+      if (c === HASH || c === TAB || c === DASH || c === COLON || c === QUESTION) decline();
       this.advance();
       e = this.plainLineEnd(i);
       const part = text.slice(i, e);
@@ -374,6 +378,61 @@ class Reader {
   /** The quoted scalar at `at` (closed on this line), its escapes made. */
   private quoted(at: number): string {
     return quotedText(this.text, at, this.le) ?? decline();
+  }
+
+  /**
+   * A quoted scalar that goes on past its first line (generators such as controller-gen wrap long descriptions so):
+   * its value and the offset past its closing quote, on the line the reader is left on. Each line break is folded
+   * into a space, or into one newline per empty line after it; the spaces around a line break are not part of the
+   * text, and a double-quoted line ending in `\` joins the next with nothing between. Its lines must be indented past
+   * `parent`. Declined: a tab, an escape the reader does not make, an escaped space at a line's end, empty lines after
+   * an escaped line break, a scalar not closed before the document ends.
+   */
+  private quotedLines(at: number, parent: number): [string, number] {
+    const text = this.text;
+    const q = text.charCodeAt(at);
+    let value = '';
+    let joined = true;
+    let empty = 0;
+    let from = at + 1;
+    for (;;) {
+      const close = quoteClose(text, q, from, this.le);
+      const to = close === -1 ? this.trimmedEnd(from, this.le) : close;
+      let raw = text.slice(from, to);
+      if (raw.indexOf('\t') !== -1) decline();
+      let escapedBreak = false;
+      if (q === DQUOTE && close === -1) {
+        let slashes = 0;
+        while (slashes < raw.length && raw.charCodeAt(raw.length - 1 - slashes) === BACKSLASH) slashes++;
+        if (slashes % 2 === 1) {
+          // `\` and the line break: joined with nothing; `\ ` with the space cut off would be misread.
+          if (to !== this.le) decline();
+          escapedBreak = true;
+          raw = raw.slice(0, -1);
+        }
+      }
+      const line = q === SQUOTE ? raw.replaceAll("''", "'") : (unescapeDouble(raw) ?? decline());
+      value += `${joined ? '' : empty === 0 ? ' ' : '\n'.repeat(empty)}${line}`;
+      if (close !== -1) return [value, close + 1];
+      joined = escapedBreak;
+      empty = 0;
+      for (;;) {
+        if (!this.peek()) decline();
+        this.advance();
+        if (this.pfirst !== this.le) break;
+        if (escapedBreak) decline();
+        empty++;
+      }
+      if (this.pfirst - this.ls <= parent) decline();
+      from = this.pfirst;
+    }
+  }
+
+  /** Where the text from `at` to `le` ends with its trailing spaces off. */
+  private trimmedEnd(at: number, le: number): number {
+    let e = le;
+    while (e > at && this.text.charCodeAt(e - 1) === SPACE) e--;
+    return e;
   }
 
   /** A flow collection closed on this line: its value and the offset past it. */
@@ -497,4 +556,25 @@ class Reader {
     this.nextContent();
     return block.text(strip);
   }
+}
+
+/**
+ * The offset of the quote `q` that closes a quoted scalar on the line from `from` to `le` (a single quote doubled is
+ * an escaped one, as is a character after a backslash in a double-quoted one), or -1 when it goes on.
+ */
+function quoteClose(text: string, q: number, from: number, le: number): number {
+  for (let i = from; i < le; i++) {
+    const ch = text.charCodeAt(i);
+    if (q === DQUOTE && ch === BACKSLASH) {
+      i++;
+      continue;
+    }
+    if (ch !== q) continue;
+    if (q === SQUOTE && i + 1 < le && text.charCodeAt(i + 1) === SQUOTE) {
+      i++;
+      continue;
+    }
+    return i;
+  }
+  return -1;
 }

@@ -130,6 +130,40 @@ describe('render of a chart, helm started ahead', () => {
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 
+  it('starts a chart with dependencies ahead: those charts/ holds are read, a missing one refused as in-process', async () => {
+    process.env.MOORING_HELM = helm;
+    const db = {
+      'charts/db/Chart.yaml': 'apiVersion: v2\nname: db\nversion: 2.1.0\n',
+      'charts/db/values.yaml': 'size: small\n',
+      'charts/db/templates/db.yaml':
+        'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-db\ndata:\n  size: {{ .Values.size }}\n',
+    };
+    const withDeps = {
+      ...CHART,
+      'Chart.yaml': `${CHART['Chart.yaml']}dependencies:\n  - name: db\n    version: 2.x\n    repository: https://charts.example.com\n`,
+    };
+    const vendored = await manifestDir({ ...withDeps, ...db });
+    const ours = await shell('render', '--offline', vendored, '-n', 'shop');
+    expect(ours.code, ours.stderr).toBe(0);
+    expect(ours.starts).toHaveLength(1);
+    expect(ours.stdout).toContain('name: shop-db');
+    expect(ours.stdout.trimEnd()).toBe(
+      (await mooring('render', '--offline', vendored, '-n', 'shop')).stdout.trimEnd(),
+    );
+    // Started ahead: before the command refuses a namespace, which it checks before anything of the chart.
+    const early = await shell('render', '--offline', vendored, '-n', 'Bad_NS');
+    expect(early.code).toBe(2);
+    expect(early.starts).toHaveLength(1);
+    // Not in charts/, and no repository allowed: mooring's refusal, whatever the run started ahead printed.
+    const missing = await manifestDir(withDeps);
+    const refused = await shell('render', '--offline', missing, '-n', 'shop');
+    const inProcess = await mooring('render', '--offline', missing, '-n', 'shop');
+    expect(refused.code).toBe(inProcess.code);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr.trim()).toBe(inProcess.stderr.trim());
+    expect(refused.stderr).toContain('dependency db');
+  });
+
   it('runs helm once, after its own checks, where the command line is no sure guess', async () => {
     const ours = await shell('render', '--offline', chart, '-n', 'shop', '--tool-max-output-bytes', '2Mi');
     expect(ours.code, ours.stderr).toBe(0);

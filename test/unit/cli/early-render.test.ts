@@ -78,7 +78,11 @@ describe('the guess from the command line', () => {
       ['standard input', ['--offline', '-'], {}],
       ['not a folder', ['--offline', join(dir, 'Chart.yaml')], {}],
       ['no chart', ['--offline', root], {}],
-      ['dependencies may be fetched first', ['--offline', deps], {}],
+      [
+        'dependencies may be fetched first',
+        ['--offline', deps, '--allowed-repository', 'https://c.test'],
+        {},
+      ],
       ['a flag outside the list', ['--offline', dir, '--tool-max-output-bytes', '64Mi'], {}],
       ['an unknown flag', ['--offline', dir, '--kube-version', '1.30'], {}],
       ['a flag without its value', ['--offline', dir, '-n'], {}],
@@ -88,6 +92,8 @@ describe('the guess from the command line', () => {
       ['end of flags', ['--offline', '--', dir], {}],
     ];
     for (const [why, argv, env] of cases) expect(earlyChart(argv, env), why).toBeUndefined();
+    // Dependencies without a repository to fetch them from are charts/'s, which helm reads as the render's run does.
+    expect(earlyChart(['--offline', deps], {})?.releaseName).toBe('deps');
   });
 
   it('guesses the release name only from a plain name line that YAML reads as that string', async () => {
