@@ -213,7 +213,7 @@ const WRITTEN_LENGTH = 200;
  */
 function stringValue(text: string, indent: string): string {
   if (plain(text)) return text;
-  let own = written.get(text);
+  let own = written.get(text) ?? quotedOrBlock(text);
   if (own === undefined) {
     own = stringify({ k: text }, OPTIONS).slice(3, -1);
     if (text.length <= WRITTEN_LENGTH) {
@@ -223,4 +223,32 @@ function stringValue(text: string, indent: string): string {
   }
   if (indent === '' || !own.includes('\n')) return own;
   return own.replace(/\n(?=[^\n])/g, `\n${indent}`);
+}
+
+/** Printable ASCII, and line feeds: the texts whose writing quotedOrBlock knows to the character. */
+const SIMPLE_TEXT = /^[\x20-\x7e\n]*$/;
+
+/**
+ * A text that is not plain as the yaml package writes it as a mapping's value at the top (its stringifyString, under
+ * OPTIONS: no line width, blocks allowed, no quote preferred), for the two shapes most texts that are not plain have
+ * (descriptions, scripts, configuration files): one line of printable ASCII, quoted (single quotes when it holds a
+ * double quote and no single one, else JSON's double quotes, which escape only `"` and `\` here); several lines that
+ * start with neither a space nor a line break and end without spaces or empty lines, a literal block (`|-`, or `|`
+ * for one last line break) indented two. Anything else (other characters, a leading space, kept line breaks, ...) is
+ * undefined: the package writes it. test/unit/yaml/write.test.ts holds both to the package's writing.
+ */
+function quotedOrBlock(text: string): string | undefined {
+  if (text === '' || !SIMPLE_TEXT.test(text)) return undefined;
+  const line = text.indexOf('\n');
+  if (line === -1) {
+    if (!NOT_PLAIN.test(text) && !readAsOther(text)) return undefined;
+    return text.includes('"') && !text.includes("'") ? `'${text}'` : JSON.stringify(text);
+  }
+  const first = text.charCodeAt(0);
+  if (first === 32 || first === 10) return undefined;
+  const clip = text.endsWith('\n');
+  const body = clip ? text.slice(0, -1) : text;
+  const last = body.charCodeAt(body.length - 1);
+  if (last === 32 || last === 10) return undefined;
+  return `|${clip ? '' : '-'}\n  ${body.replace(/\n+/g, '$&  ')}`;
 }

@@ -106,6 +106,25 @@ const TRICKY = [
   '0',
   '00',
   '-0',
+  // Descriptions and scripts, as CRDs and charts hold them: quoted lines and literal blocks written directly.
+  'Container name: required for volumes, optional for env vars',
+  'say "hi" to the operator',
+  'it\'s "quoted" both ways',
+  "it's only single",
+  'a\\backslash: here',
+  'first line\nsecond: line\n\nafter an empty one',
+  'ends with a break\n',
+  'ends with two\n\n',
+  'last line ends in a space\nb ',
+  'space after the break\n ',
+  'clip then space \n',
+  ' leading space\nx',
+  '\nleading break',
+  'tab\tinside\nx',
+  'non-ASCII \u00e9\nx',
+  '#!/bin/sh\nset -e\nexec "$@"\n',
+  'key: value\n  nested: more\n',
+  '--- not a marker here\nx',
 ];
 
 const text = fc.oneof(
