@@ -18,14 +18,45 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 `;
 
+/**
+ * A field's description as CRD generators write it (their YAML library wraps lines at 80 columns): on one line, or
+ * wrapped over several, plain (a line may go on with a backtick), single-quoted (it holds `: `) or double-quoted with
+ * escaped line breaks (it holds a list). `at` is the indentation of the `description:` key.
+ */
+function description(i: number, at: string): string[] {
+  const on = `${at}  `;
+  switch (i % 4) {
+    case 0:
+      return [
+        `${at}description: Field ${i} of this level configures how the controller treats the`,
+        `${on}resource when it reconciles it; see the values of the`,
+        `${on}\`spec.mode\` field and their defaults.`,
+      ];
+    case 1:
+      return [
+        `${at}description: 'Field ${i}: how the controller treats the resource when it`,
+        `${on}reconciles it; see the project''s documentation for the values it accepts`,
+        `${on}and their defaults.'`,
+      ];
+    case 2:
+      return [
+        `${at}description: "Field ${i} sets how the controller treats the resource.\\nWhen`,
+        `${on}set:\\n  - it reconciles the resource at once.\\n  - It retries with a backoff`,
+        `${on}until it succeeds."`,
+      ];
+    default:
+      return [
+        `${at}description: Field ${i} of this level configures how the controller treats the resource when it reconciles it; see the project's documentation for the values it accepts and their defaults.`,
+      ];
+  }
+}
+
 /** A CRD's schema: nested objects with descriptions, as generated CRDs are (about `fields` properties). */
 function schema(depth: number, fields: number, indent: string): string {
   const lines: string[] = [];
   for (let i = 0; i < fields; i++) {
     lines.push(`${indent}field${i}:`);
-    lines.push(
-      `${indent}  description: Field ${i} of this level configures how the controller treats the resource when it reconciles it; see the project's documentation for the values it accepts and their defaults.`,
-    );
+    lines.push(...description(i, `${indent}  `));
     if (depth > 0 && i % 3 === 0) {
       lines.push(`${indent}  type: object`);
       lines.push(`${indent}  properties:`);
