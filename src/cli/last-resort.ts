@@ -21,3 +21,19 @@ export function installLastResort(write: (line: string) => void = (l) => process
   process.on('unhandledRejection', fail('unhandled rejection'));
   process.on('uncaughtException', fail('uncaught exception'));
 }
+
+/**
+ * A reader of standard output or error that goes away (`mooring render | head`, a log pipe closed) ends what is
+ * printed there, not the command: a deploy goes on to its end and its exit code, as a render does. Without this,
+ * the write's EPIPE was an uncaught error, and the last resort ended the process wherever it was (a deploy half
+ * applied). Other errors of the streams are still the last resort's.
+ */
+export function outliveReaders(
+  streams: readonly NodeJS.WritableStream[] = [process.stdout, process.stderr],
+): void {
+  for (const stream of streams)
+    stream.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EPIPE' || error.code === 'ERR_STREAM_DESTROYED') return;
+      throw error;
+    });
+}
