@@ -1,13 +1,10 @@
 // A deploy whose standard output's reader goes away (`mooring deploy … | head -1`) goes on to its end: every object
 // applied and waited for, and its own exit code. Before, the write's EPIPE was an uncaught error that ended the
 // process where it stood, the deploy half applied (src/cli/last-resort.ts, outliveReaders).
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LAST_RESORT_MARK } from '../../src/cli/last-resort.ts';
+import { firstLineOnly } from '../testbed/first-line.ts';
 import { kubectl, manifestDir, testbed, useNamespace } from './helpers.ts';
-
-const ROOT = join(import.meta.dirname, '..', '..');
 
 describe('a deploy whose output is no longer read', () => {
   const ns = useNamespace('closed-out');
@@ -18,36 +15,7 @@ describe('a deploy whose output is no longer read', () => {
       files[`c${i}.yaml`] =
         `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings-${i}\ndata:\n  n: "${i}"\n`;
     const dir = await manifestDir(files);
-    const run = await new Promise<{ code: number | null; stderr: string; first: string }>(
-      (resolve, reject) => {
-        const child = spawn(
-          process.execPath,
-          [
-            join(ROOT, 'src', 'cli', 'main.ts'),
-            'deploy',
-            dir,
-            '-n',
-            ns(),
-            '--kubeconfig',
-            testbed().kube.kubeconfig,
-          ],
-          { stdio: ['ignore', 'pipe', 'pipe'] },
-        );
-        let first = '';
-        let stderr = '';
-        // Read as `| head -1` reads: the first line, then the pipe closed.
-        child.stdout.on('data', (chunk: Buffer) => {
-          if (first) return;
-          first = chunk.toString('utf8').split('\n', 1)[0] ?? '';
-          child.stdout.destroy();
-        });
-        child.stderr.on('data', (chunk: Buffer) => {
-          stderr += chunk.toString('utf8');
-        });
-        child.on('error', reject);
-        child.on('close', (code) => resolve({ code, stderr, first }));
-      },
-    );
+    const run = await firstLineOnly(['deploy', dir, '-n', ns(), '--kubeconfig', testbed().kube.kubeconfig]);
     expect(run.first, run.stderr).toMatch(/^configmap\/settings-\d+ created$/);
     expect(run.stderr).not.toContain(LAST_RESORT_MARK);
     expect(run.code, run.stderr).toBe(0);

@@ -1,13 +1,12 @@
 // A command whose standard output's reader goes away (`mooring render | head -1`, a log pipe closed) goes on to
 // its end and its own exit code: the write's EPIPE is not the last resort's internal error (src/cli/last-resort.ts).
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LAST_RESORT_MARK } from '../../../src/cli/last-resort.ts';
+import { firstLineOnly } from '../../testbed/first-line.ts';
 
-const ROOT = join(import.meta.dirname, '..', '..', '..');
 let dir = '';
 
 beforeAll(async () => {
@@ -25,27 +24,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
-
-/** The command, its output read until the first line and then closed, as `| head -1` does. */
-function firstLineOnly(args: string[]): Promise<{ code: number | null; stderr: string; first: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(ROOT, 'src', 'cli', 'main.ts'), ...args], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let first = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      if (first) return;
-      first = chunk.toString('utf8').split('\n', 1)[0] ?? '';
-      child.stdout.destroy();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString('utf8');
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stderr, first }));
-  });
-}
 
 describe('a command whose output is no longer read', () => {
   it('ends as it would have, without an internal error', async () => {
