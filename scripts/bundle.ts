@@ -18,6 +18,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { build } from 'rolldown';
+import { builtinImports } from './builtin-imports.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const { values } = parseArgs({ options: { out: { type: 'string', default: join(ROOT, 'dist') } } });
@@ -34,6 +35,7 @@ await build({
   // Native addons cannot be bundled: ssh2 (and its optional cpu-features) is loaded from node_modules.
   external: [/\.node$/, /^ssh2(\/|$)/, /^cpu-features(\/|$)/],
   logLevel: 'warn',
+  plugins: [builtinImports()],
   output: {
     dir: out,
     format: 'esm',

@@ -23,7 +23,7 @@ if (problem) {
   process.stderr.write(`error: ${problem}\n`);
   process.exit(1);
 }
-await cacheCompiledCode();
+cacheCompiledCode();
 // A chart's `render --offline` starts helm now, while the rest of the command loads (early-render.ts).
 if (process.argv[2] === 'render') (await import('./early-render.ts')).startEarlyRender(process.argv.slice(3));
 const { installLastResort, outliveReaders } = await import('./last-resort.ts');
@@ -43,10 +43,12 @@ if (process.argv[2] === 'render') (await import('../child-process.ts')).stopPres
  * cache another user could write is code this process would run); none without a home, and none when
  * NODE_DISABLE_COMPILE_CACHE is set (Node's own switch). NODE_COMPILE_CACHE, when set, is Node's choice and kept.
  */
-async function cacheCompiledCode(): Promise<void> {
+function cacheCompiledCode(): void {
   if (process.env.NODE_COMPILE_CACHE || process.env.NODE_DISABLE_COMPILE_CACHE) return;
-  const { homedir } = await import('node:os');
-  const { dirname, isAbsolute, join } = await import('node:path');
+  // Taken as module objects, not imported: an import of a built-in module builds a facade of all it exports, and
+  // node:fs's loads its file streams, all before helm can be started (scripts/builtin-imports.ts).
+  const { homedir } = process.getBuiltinModule('node:os');
+  const { dirname, isAbsolute, join } = process.getBuiltinModule('node:path');
   const xdg = process.env.XDG_CACHE_HOME;
   let home = '';
   try {
@@ -59,11 +61,11 @@ async function cacheCompiledCode(): Promise<void> {
   try {
     // Made here, under a folder that exists (making a path under a missing /proc folder never returns): a folder
     // that cannot be made is no cache.
-    const { mkdirSync, statSync } = await import('node:fs');
+    const { mkdirSync, statSync } = process.getBuiltinModule('node:fs');
     if (!statSync(dirname(base), { throwIfNoEntry: false })?.isDirectory()) return;
     const dir = join(base, 'mooring', 'node-compile-cache');
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const { enableCompileCache } = await import('node:module');
+    const { enableCompileCache } = process.getBuiltinModule('node:module');
     enableCompileCache?.(dir);
   } catch {
     // A cache that cannot be made (a read-only home) only costs the start time it would have saved.
