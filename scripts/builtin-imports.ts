@@ -11,6 +11,7 @@
 // imports. Each import is replaced on its own line and the source map is carried through (magic-string).
 import MagicString from 'magic-string';
 import type { Plugin, RenderedChunk } from 'rolldown';
+import { stronglyConnected } from './strongly-connected.ts';
 
 const IMPORT = /^import\s*(\{[^}]*\}|\*\s*as\s+[\w$]+|[\w$]+)\s*from\s*["'](node:[\w/]+)["'];?[ \t]*$/gm;
 
@@ -37,40 +38,11 @@ export function bindingPattern(clause: string): string | undefined {
   return `{ ${parts.join(', ')} }`;
 }
 
-/** The names of the chunks on a cycle of static imports (Tarjan's strongly connected components). */
+/** The names of the chunks on a cycle of static imports (a chunk that imports itself among them). */
 export function chunksOnCycles(chunks: Record<string, Pick<RenderedChunk, 'imports'>>): Set<string> {
-  const index = new Map<string, number>();
-  const low = new Map<string, number>();
-  const stack: string[] = [];
-  const onStack = new Set<string>();
-  const cyclic = new Set<string>();
-  let next = 0;
-  const visit = (name: string): void => {
-    index.set(name, next);
-    low.set(name, next);
-    next++;
-    stack.push(name);
-    onStack.add(name);
-    for (const dep of chunks[name]?.imports ?? []) {
-      if (!(dep in chunks)) continue;
-      if (!index.has(dep)) {
-        visit(dep);
-        low.set(name, Math.min(low.get(name) as number, low.get(dep) as number));
-      } else if (onStack.has(dep)) low.set(name, Math.min(low.get(name) as number, index.get(dep) as number));
-      if (dep === name) cyclic.add(name);
-    }
-    if (low.get(name) === index.get(name)) {
-      const component: string[] = [];
-      let member: string;
-      do {
-        member = stack.pop() as string;
-        onStack.delete(member);
-        component.push(member);
-      } while (member !== name);
-      if (component.length > 1) for (const m of component) cyclic.add(m);
-    }
-  };
-  for (const name of Object.keys(chunks)) if (!index.has(name)) visit(name);
+  const inBundle = (name: string) => (chunks[name]?.imports ?? []).filter((dep) => dep in chunks);
+  const cyclic = new Set(stronglyConnected(Object.keys(chunks), inBundle).flat());
+  for (const name of Object.keys(chunks)) if (inBundle(name).includes(name)) cyclic.add(name);
   return cyclic;
 }
 

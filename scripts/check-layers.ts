@@ -3,6 +3,7 @@
 // each other, directly or round a longer cycle, at any depth (a folder and its own subfolders aside: they are one). A new folder must be given its place here. docs/architecture.md says why this order.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
+import { stronglyConnected } from './strongly-connected.ts';
 
 /** Lowest first. `base` is the modules directly in src/ but the contract; `contract` is src/contract.ts. */
 export const LAYERS = [
@@ -93,35 +94,7 @@ export function layerProblems(files: readonly SourceFile[]): string[] {
 
 /** One cycle through each strongly connected set of folders (Tarjan's algorithm), in a readable order. */
 function cycles(edges: ReadonlyMap<string, ReadonlyMap<string, string>>): string[][] {
-  const index = new Map<string, number>();
-  const low = new Map<string, number>();
-  const stack: string[] = [];
-  const onStack = new Set<string>();
-  const sets: string[][] = [];
-  let next = 0;
-  const visit = (v: string): void => {
-    index.set(v, next);
-    low.set(v, next);
-    next++;
-    stack.push(v);
-    onStack.add(v);
-    for (const w of edges.get(v)?.keys() ?? []) {
-      if (!index.has(w)) {
-        visit(w);
-        low.set(v, Math.min(low.get(v) as number, low.get(w) as number));
-      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v) as number, index.get(w) as number));
-    }
-    if (low.get(v) !== index.get(v)) return;
-    const set: string[] = [];
-    let w: string;
-    do {
-      w = stack.pop() as string;
-      onStack.delete(w);
-      set.push(w);
-    } while (w !== v);
-    if (set.length > 1) sets.push(set);
-  };
-  for (const v of [...edges.keys()].sort()) if (!index.has(v)) visit(v);
+  const sets = stronglyConnected([...edges.keys()].sort(), (v) => edges.get(v)?.keys() ?? []);
   // Within a set, a path from its first folder back to itself: the cycle a reader follows.
   return sets.map((set) => {
     const members = new Set(set);
