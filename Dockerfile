@@ -25,7 +25,8 @@ COPY package.json package-lock.json ./
 # the base image already is Node 24) and `prepare`, which would build before src/ is copied in.
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY src/ ./src/
-COPY scripts/bundle.ts ./scripts/
+# The bundle step and the modules it imports (test/unit/image-context.test.ts keeps this list whole).
+COPY scripts/bundle.ts scripts/builtin-imports.ts scripts/strongly-connected.ts ./scripts/
 # The bundles of dist/ (rolldown): types are checked by CI, not here.
 RUN node scripts/bundle.ts
 # kubectl (for `kubectl kustomize`) and helm v4 (for `helm template`), the same binaries the test bed runs: from
