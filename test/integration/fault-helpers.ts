@@ -3,6 +3,7 @@
 // and what they cost (peak RSS, /healthz answers); and the checks every fault test ends with (the checks of what
 // the agent left in the cluster are in faults-support.ts). The agent as its own process comes from the harness
 // (harness.ts).
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -327,12 +328,26 @@ export function whileAlive<T>(
   );
 }
 
-/** What an agent cost while `health` watched it: its peak RSS and its /healthz answers, printed under `label`. */
+/**
+ * What an agent cost while `health` watched it: its peak RSS and its /healthz answers, printed under `label`, and
+ * `during`: what the agent logged in its longest gap and the machine's load then, for the message of a gap too long.
+ */
 export function footprint(label: string, agent: AgentProcess, health: ReturnType<typeof watchHealth>) {
   const rss = peakRss(agent.child.pid as number);
-  const { longestGapMs, answers } = health.stop();
+  const { longestGapMs, answers, gapEndedAt } = health.stop();
   process.stdout.write(
     `${label}: agent peak RSS ${(rss / (1024 * 1024)).toFixed(0)} MiB; longest /healthz gap ${longestGapMs} ms over ${answers} answers\n`,
   );
-  return { rss, longestGapMs, answers };
+  const from = gapEndedAt - longestGapMs - 500;
+  const logged = agent
+    .logs()
+    .filter((r) => {
+      const at = Date.parse(String(r.time));
+      return at >= from && at <= gapEndedAt;
+    })
+    .slice(-60)
+    .map((r) => `${String(r.time)} ${r.msg}`);
+  const load = readFileSync('/proc/loadavg', 'utf8').trim();
+  const during = `longest /healthz gap ${longestGapMs} ms ending ${new Date(gapEndedAt).toISOString()}; load ${load}; the agent logged:\n${logged.join('\n')}`;
+  return { rss, longestGapMs, answers, during };
 }

@@ -633,11 +633,19 @@ export function peakRss(pid: number): number {
   return Number(match[1]) * 1024;
 }
 
+export interface HealthWatch {
+  longestGapMs: number;
+  answers: number;
+  /** When the longest gap ended (epoch ms): with longestGapMs, the window to look at when it was too long. */
+  gapEndedAt: number;
+}
+
 /** Polls the agent's /healthz every 200 ms and keeps the longest time between two answers. */
-export function watchHealth(agent: AgentProcess): { stop: () => { longestGapMs: number; answers: number } } {
+export function watchHealth(agent: AgentProcess): { stop: () => HealthWatch } {
   let port = 0;
   let last = 0;
   let longestGapMs = 0;
+  let gapEndedAt = 0;
   let answers = 0;
   let running = true;
   const loop = (async () => {
@@ -649,7 +657,10 @@ export function watchHealth(agent: AgentProcess): { stop: () => { longestGapMs: 
           .catch(() => false);
         const now = Date.now();
         if (ok) {
-          if (last) longestGapMs = Math.max(longestGapMs, now - last);
+          if (last && now - last > longestGapMs) {
+            longestGapMs = now - last;
+            gapEndedAt = now;
+          }
           last = now;
           answers += 1;
         }
@@ -661,7 +672,9 @@ export function watchHealth(agent: AgentProcess): { stop: () => { longestGapMs: 
     stop: () => {
       running = false;
       void loop;
-      return { longestGapMs: Math.max(longestGapMs, last ? Date.now() - last : 0), answers };
+      const now = Date.now();
+      if (last && now - last > longestGapMs) return { longestGapMs: now - last, gapEndedAt: now, answers };
+      return { longestGapMs, gapEndedAt, answers };
     },
   };
 }
