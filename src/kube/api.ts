@@ -117,6 +117,13 @@ const RETRY_BASE_MS = 250;
 const RETRY_MAX_MS = 5000;
 const RETRY_MIN_MS = 50;
 const MAX_RETRY_AFTER_MS = 60_000;
+/**
+ * A 429's wait is spread over up to this much more than Retry-After. API Priority and Fairness refuses a burst's
+ * requests together and says "1" to each; asked again all at once, a level whose seats one list fills (a list is
+ * counted as wide as the objects of its type in the whole cluster) admitted one of them per second: forty lists took
+ * forty seconds. Spread over the second after, each asks when the one before it may be done.
+ */
+const RETRY_AFTER_SPREAD_MS = 1000;
 
 /** The client certificate the agents were built with: an exec plugin may hand out a new one. */
 interface Identity {
@@ -359,10 +366,14 @@ export class KubeApi {
   /**
    * How long to wait before asking again after `error`, for every path to this server (these requests and the
    * cache's list and watch streams): what a 429 (API Priority and Fairness, a full queue) asks in Retry-After,
-   * never less, at most a minute; otherwise the one back-off (src/backoff.ts) at this attempt.
+   * never less, at most a minute, and a random part of it up to a second more (RETRY_AFTER_SPREAD_MS); otherwise
+   * the one back-off (src/backoff.ts) at this attempt.
    */
   retryDelay(error: unknown, attempt: number, backoff: BackoffOptions): number {
-    if (rateLimited(error)) return Math.min(MAX_RETRY_AFTER_MS, retryAfterMs(error));
+    if (rateLimited(error)) {
+      const asked = Math.min(MAX_RETRY_AFTER_MS, retryAfterMs(error));
+      return asked + Math.floor(this.random() * Math.min(asked, RETRY_AFTER_SPREAD_MS));
+    }
     return fullJitter(attempt, { random: this.random, ...backoff });
   }
 

@@ -131,6 +131,19 @@ describe('the wait before asking the API server again', () => {
     );
   });
 
+  it('spreads the 429s of a burst over the second after Retry-After, never more than a second past it', () => {
+    const refused = new KubeRequestError('GET', '/api', 429, {}, '1');
+    expect(new KubeApi(config, { random: () => 0 }).retryDelay(refused, 0, backoff)).toBe(1000);
+    expect(new KubeApi(config, { random: () => 0.999 }).retryDelay(refused, 0, backoff)).toBe(1999);
+    const slow = new KubeRequestError('GET', '/api', 429, {}, '30');
+    expect(new KubeApi(config, { random: () => 0.999 }).retryDelay(slow, 0, backoff)).toBe(30_999);
+    // Forty requests refused together ask again at forty moments of that second, not at one.
+    const api = new KubeApi(config);
+    const delays = Array.from({ length: 40 }, () => api.retryDelay(refused, 0, backoff));
+    expect(new Set(delays).size).toBeGreaterThan(30);
+    expect(Math.max(...delays) - Math.min(...delays)).toBeGreaterThan(500);
+  });
+
   it('backs off with full jitter, within its floor and cap, after any other failure', () => {
     const api = new KubeApi(config, { random: () => 0.999 });
     expect(api.retryDelay(new KubeRequestError('GET', '/api', 503, {}), 0, backoff)).toBe(250);
