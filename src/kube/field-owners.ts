@@ -22,7 +22,10 @@ export interface FieldOwner {
 }
 
 function isFieldsV1(value: unknown): value is FieldsV1 {
-  return isObject(value) && Object.values(value).every(isFieldsV1);
+  if (!isObject(value)) return false;
+  // Each node's steps walked in place: a list of their values per node was most of the time on 20,000 keys.
+  for (const step in value) if (!isFieldsV1(value[step])) return false;
+  return true;
 }
 
 /** The owners a managedFields list names, but those of status; undefined when it is not a list. */

@@ -31,16 +31,23 @@ function at(value: unknown, path: Path): unknown {
   return here;
 }
 
-/** Every path under `base` to a value that must be a string: `[base..., key]` of each map, and so on. */
-function stringPaths(object: unknown, kind: string, group: string): Path[] {
-  const paths: Path[] = [];
+/**
+ * Every field that must be a string, with its value: `visit(value, path)` for each, where `path()` makes its path (made
+ * only for a value that is not a string: a ConfigMap of 20,000 keys made 20,000 paths to read each value back).
+ */
+function stringFields(
+  object: unknown,
+  kind: string,
+  group: string,
+  visit: (value: unknown, path: () => Path) => void,
+): void {
   const mapValues = (path: Path) => {
     const map = at(object, path);
-    if (isObject(map)) for (const key of Object.keys(map)) paths.push([...path, key]);
+    if (isObject(map)) for (const key in map) visit(map[key], () => [...path, key]);
   };
-  const listItems = (path: Path, each: (item: Path) => void) => {
+  const listItems = (path: Path, each: (item: Path, value: unknown) => void) => {
     const list = at(object, path);
-    if (Array.isArray(list)) for (let i = 0; i < list.length; i++) each([...path, i]);
+    if (Array.isArray(list)) for (let i = 0; i < list.length; i++) each([...path, i], list[i]);
   };
   if (group === '' && kind === 'ConfigMap') mapValues(['data']);
   for (const rule of rulesFor(POD_TEMPLATE_RULES, group, kind)) {
@@ -48,12 +55,13 @@ function stringPaths(object: unknown, kind: string, group: string): Path[] {
     if (template.length > 0) for (const map of STRING_MAPS) mapValues([...template, ...map]);
     for (const list of CONTAINER_LISTS)
       listItems([...template, 'spec', list], (container) => {
-        listItems([...container, 'env'], (env) => paths.push([...env, 'value']));
-        listItems([...container, 'args'], (arg) => paths.push(arg));
-        listItems([...container, 'command'], (arg) => paths.push(arg));
+        listItems([...container, 'env'], (env, item) =>
+          visit(isObject(item) ? item.value : undefined, () => [...env, 'value']),
+        );
+        listItems([...container, 'args'], (arg, value) => visit(value, () => arg));
+        listItems([...container, 'command'], (arg, value) => visit(value, () => arg));
       });
   }
-  return paths;
 }
 
 function describePath(path: Path): string {
@@ -65,14 +73,14 @@ export function checkStringValues(item: SourcedObject, errors: RenderError[]): v
   const { object } = item;
   const slash = object.apiVersion.indexOf('/');
   const group = slash === -1 ? '' : object.apiVersion.slice(0, slash);
-  for (const path of stringPaths(object, object.kind, group)) {
-    const value = at(object, path);
-    if (typeof value === 'string' || value === null || value === undefined) continue;
+  stringFields(object, object.kind, group, (value, pathOf) => {
+    if (typeof value === 'string' || value === null || value === undefined) return;
+    const path = pathOf();
     errors.push(
       new RenderError(`${describePath(path)} is ${typeName(value)}; ${HINT}`, {
         origin: fieldOrigin(item, path),
         object: describeObject(object),
       }),
     );
-  }
+  });
 }

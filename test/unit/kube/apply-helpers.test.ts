@@ -67,6 +67,27 @@ describe('apply defaults', () => {
     } as unknown as KubeObject) as unknown as { spec: { ports: { protocol: string }[] } };
     expect(service.spec.ports[0]?.protocol).toBe('TCP');
   });
+
+  it('copies nothing where no default is missing: a ConfigMap, ports that name their protocol', () => {
+    const data = Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`key${i}`, `value-${i}`]));
+    const configMap = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' }, data } as KubeObject;
+    expect(withApplyDefaults(configMap)).toBe(configMap);
+    const named = {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 's' },
+      spec: { ports: [{ port: 53, protocol: 'UDP' }] },
+    } as unknown as KubeObject;
+    expect(withApplyDefaults(named)).toBe(named);
+    const mixed = {
+      ...named,
+      spec: { ports: [{ port: 53, protocol: 'UDP' }, { port: 80 }] },
+    } as unknown as KubeObject;
+    const out = withApplyDefaults(mixed) as unknown as { spec: { ports: { protocol: string }[] } };
+    expect(out).not.toBe(mixed);
+    expect(out.spec.ports.map((p) => p.protocol)).toEqual(['UDP', 'TCP']);
+    expect(JSON.stringify(mixed)).not.toContain('TCP');
+  });
 });
 
 describe('bounded concurrency', () => {

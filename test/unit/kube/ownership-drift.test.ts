@@ -177,6 +177,28 @@ describe('readOwnership: shapes the captures do not hold', () => {
     expect(readOwnership(service, owners as never, 'mooring')).toEqual(expected);
   });
 
+  it('reads a ConfigMap of 20,000 keys: the few taken or gone named, in order, among all owned', () => {
+    const data = Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`key${i}`, `value-${i}`]));
+    const big: KubeObject = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'big' }, data };
+    const owned = (skip: readonly string[]) =>
+      Object.fromEntries(
+        Object.keys(data)
+          .filter((k) => !skip.includes(k))
+          .map((k) => [`f:${k}`, {}]),
+      );
+    const mooring = { manager: 'mooring', operation: 'Apply', fields: { 'f:data': owned([]) } };
+    expect(readOwnership(big, [mooring], 'mooring')).toEqual(nothing);
+    const edited = [
+      { ...mooring, fields: { 'f:data': owned(['key7', 'key19999', 'key123']) } },
+      { manager: 'kubectl-edit', operation: 'Update', fields: { 'f:data': { 'f:key7': {}, 'f:extra': {} } } },
+    ];
+    expect(readOwnership(big, edited, 'mooring')).toEqual({
+      taken: [{ path: 'data.key7', by: ['kubectl-edit'] }],
+      gone: ['data.key123', 'data.key19999'],
+      added: [{ path: 'data.extra', by: ['kubectl-edit'] }],
+    });
+  });
+
   it('a ServiceAccount’s secrets are the token controller’s', () => {
     const account: KubeObject = { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'a' } };
     const owners: FieldOwner[] = [
