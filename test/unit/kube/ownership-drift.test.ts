@@ -199,6 +199,37 @@ describe('readOwnership: shapes the captures do not hold', () => {
     });
   });
 
+  it('reads an env list of 3,000 entries by their keys: one taken, one gone, one added', () => {
+    const vars = Array.from({ length: 3000 }, (_, i) => ({ name: `VAR_${i}`, value: `v${i}` }));
+    const deployment: KubeObject = {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'web' },
+      spec: { template: { spec: { containers: [{ name: 'web', image: 'web:1', env: vars }] } } },
+    };
+    const entries = (names: readonly string[]) =>
+      Object.fromEntries(names.map((n) => [`k:{"name":"${n}"}`, { '.': {}, 'f:name': {}, 'f:value': {} }]));
+    const container = (env: object, rest: object = {}) => ({
+      'f:spec': {
+        'f:template': { 'f:spec': { 'f:containers': { 'k:{"name":"web"}': { ...rest, 'f:env': env } } } },
+      },
+    });
+    const mine = vars.map((v) => v.name).filter((n) => n !== 'VAR_5' && n !== 'VAR_2999');
+    const owners: FieldOwner[] = [
+      {
+        manager: 'mooring',
+        operation: 'Apply',
+        fields: container(entries(mine), { '.': {}, 'f:name': {}, 'f:image': {} }),
+      },
+      { manager: 'kubectl-edit', operation: 'Update', fields: container(entries(['VAR_5', 'VAR_NEW'])) },
+    ];
+    expect(readOwnership(deployment, owners, 'mooring')).toEqual({
+      taken: [{ path: `${env}[name=VAR_5]`, by: ['kubectl-edit'] }],
+      gone: [`${env}[name=VAR_2999]`],
+      added: [{ path: `${env}[name=VAR_NEW]`, by: ['kubectl-edit'] }],
+    });
+  });
+
   it('a ServiceAccount’s secrets are the token controller’s', () => {
     const account: KubeObject = { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'a' } };
     const owners: FieldOwner[] = [
