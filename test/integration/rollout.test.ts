@@ -674,7 +674,7 @@ describe('mooring scale and mooring rollout', () => {
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toBe('statefulset.apps/cli-db paused (partition 2)\n');
     run = await cli('rollout', 'pause', 'sts/cli-db', ...clusterArgs());
-    expect(run.code).toBe(1);
+    expect(run.code, run.stdout + run.stderr).toBe(1);
     expect(run.stderr).toMatch(/already paused/);
     run = await cli('rollout', 'resume', 'statefulsets/cli-db', ...clusterArgs(), '-o', 'yaml');
     expect(run.code, run.stderr).toBe(0);
@@ -692,7 +692,7 @@ describe('mooring scale and mooring rollout', () => {
     expect(run.stdout).toBe('statefulset.apps/cli-db rolled back to revision 1\n');
     await rolledOut('statefulset/cli-db'); // the controller renumbers revision 1 as 3
     run = await cli('rollout', 'undo', 'sts/cli-db', '--to-revision', '3', ...clusterArgs());
-    expect(run.stdout).toBe(
+    expect(run.stdout, `${run.stderr}revisions: ${(await history('statefulset/cli-db')).join(', ')}`).toBe(
       'statefulset.apps/cli-db skipped rollback (current template already matches revision 3)\n',
     );
 

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { type FieldOwner, fieldOwners } from '../../../src/kube/field-owners.ts';
+import { type FieldOwner, type FieldsV1, fieldOwners } from '../../../src/kube/field-owners.ts';
 import { type OwnershipReading, readOwnership } from '../../../src/kube/ownership-drift.ts';
 import type { KubeObject } from '../../../src/render/manifest.ts';
 
@@ -209,7 +209,7 @@ describe('readOwnership: shapes the captures do not hold', () => {
     };
     const entries = (names: readonly string[]) =>
       Object.fromEntries(names.map((n) => [`k:{"name":"${n}"}`, { '.': {}, 'f:name': {}, 'f:value': {} }]));
-    const container = (env: object, rest: object = {}) => ({
+    const container = (env: FieldsV1, rest: FieldsV1 = {}): FieldsV1 => ({
       'f:spec': {
         'f:template': { 'f:spec': { 'f:containers': { 'k:{"name":"web"}': { ...rest, 'f:env': env } } } },
       },
