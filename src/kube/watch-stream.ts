@@ -41,20 +41,17 @@ export function streamWatch(
         });
         return;
       }
-      let buffer = '';
+      const lines = new StreamLines(MAX_RESPONSE_BYTES);
       // Decoded as a stream, so a character split across two chunks stays whole.
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => {
-        buffer += chunk;
-        if (buffer.length > MAX_RESPONSE_BYTES) {
+        const complete = lines.push(chunk);
+        if (complete === undefined) {
           req.destroy(new Error(`WATCH ${path}: an event larger than ${MAX_RESPONSE_BYTES} bytes`));
           return;
         }
-        let newline = buffer.indexOf('\n');
-        while (newline !== -1) {
-          const line = buffer.slice(0, newline).trim();
-          buffer = buffer.slice(newline + 1);
-          newline = buffer.indexOf('\n');
+        for (const text of complete) {
+          const line = text.trim();
           if (!line) continue;
           let event: { type: string; object: unknown };
           try {
@@ -79,4 +76,41 @@ export function streamWatch(
     req.on('error', (error) => (signal?.aborted ? resolve() : reject(error)));
     req.end();
   });
+}
+
+/**
+ * The lines of a stream as its chunks come. The current line's pieces are kept as they came and joined once, when its
+ * newline arrives, and only each new chunk is searched: a line of 1 MB (a CRD's event with its managed fields) in
+ * 16 KiB TLS records was copied into one string and searched again from its start at every record, 119 ms an event
+ * (1.5 MB: 274 ms) on the event loop.
+ */
+export class StreamLines {
+  private pending: string[] = [];
+  private pendingLength = 0;
+  private readonly maxLine: number;
+
+  /** `maxLine`: the longest line taken (characters); a longer one ends the stream. */
+  constructor(maxLine: number) {
+    this.maxLine = maxLine;
+  }
+
+  /** The lines `chunk` completes (without their newline), or undefined when a line grows past the bound. */
+  push(chunk: string): string[] | undefined {
+    const complete: string[] = [];
+    let from = 0;
+    for (let newline = chunk.indexOf('\n'); newline !== -1; newline = chunk.indexOf('\n', from)) {
+      const piece = chunk.slice(from, newline);
+      if (this.pendingLength + piece.length > this.maxLine) return undefined;
+      complete.push(this.pending.length === 0 ? piece : this.pending.join('') + piece);
+      this.pending = [];
+      this.pendingLength = 0;
+      from = newline + 1;
+    }
+    if (from < chunk.length) {
+      this.pending.push(from === 0 ? chunk : chunk.slice(from));
+      this.pendingLength += chunk.length - from;
+      if (this.pendingLength > this.maxLine) return undefined;
+    }
+    return complete;
+  }
 }

@@ -110,6 +110,21 @@ export function redactValues(text: string, values: readonly string[]): string {
 }
 
 /**
+ * The redactor of one list of decrypted values, made once per list: the callers (the audit log, render's output) hand
+ * the same list with every object of a set, and making it again per object (a prefix index of five printed forms of
+ * each value) cost O(objects x values): 0.5 s a sync for 1,000 objects and 300 values, 7.7 s for 2,000 values.
+ */
+const redactorsOfValues = new WeakMap<readonly string[], (text: string) => string>();
+function redactorOf(decrypted: readonly string[]): (text: string) => string {
+  let redact = redactorsOfValues.get(decrypted);
+  if (!redact) {
+    redact = valueRedactor(decrypted);
+    redactorsOfValues.set(decrypted, redact);
+  }
+  return redact;
+}
+
+/**
  * A copy with every value of a Secret's data and stringData replaced (keys kept, so the shape stays visible), and,
  * given the values decrypted from SOPS files, each of those hidden wherever else it appears in the object: in a
  * data key or a Secret's type, in another object's fields (a chart may copy a decrypted value anywhere).
@@ -119,7 +134,7 @@ export function redactSecret(object: KubeObject, decrypted: readonly string[] = 
   if (!isSecret && decrypted.length === 0) return object;
   // Decrypted values first, over the original text, so that no `<redacted>` is redacted again.
   const copy = (
-    decrypted.length > 0 ? redactDeep(object, valueRedactor(decrypted)) : structuredClone(object)
+    decrypted.length > 0 ? redactDeep(object, redactorOf(decrypted)) : structuredClone(object)
   ) as KubeObject;
   if (!isSecret) return copy;
   for (const field of ['data', 'stringData']) {
