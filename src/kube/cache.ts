@@ -295,6 +295,11 @@ export class ClusterCache {
     info: ResourceInfo,
     namespace: string | undefined,
     concerns?: (name: string) => boolean,
+    /**
+     * Only these objects, read from the informer's indexes: those of these names, or those whose annotation has one
+     * of these values. A namespace may hold tens of thousands of a type, and each of its syncs reads a few.
+     */
+    select?: ListSelection,
   ): KubeObject[] | undefined {
     const pending = this.unseen.get(
       typeKey(info.apiVersion, info.kind, info.namespaced ? (namespace ?? 'default') : undefined),
@@ -302,7 +307,10 @@ export class ClusterCache {
     if (pending && (!concerns || [...pending.keys()].some(concerns))) return undefined;
     for (const metadataOnly of [false, true]) {
       const informer = this.informers.get(this.key(info, namespace, metadataOnly));
-      if (informer?.listed) return informer.items();
+      if (!informer?.listed) continue;
+      if (select && 'names' in select) return informer.named(select.names);
+      if (select) return informer.annotated(select.annotation, select.values);
+      return informer.items();
     }
     return undefined;
   }
@@ -344,6 +352,9 @@ export class ClusterCache {
     this.informers.clear();
   }
 }
+
+/** Which of a type's objects a reader of the cache wants (ClusterCache.listedObjects). */
+export type ListSelection = { names: Iterable<string> } | { annotation: string; values: Iterable<string> };
 
 /** A type in a namespace, whatever version of its group is asked: `apps/Deployment ns`. */
 function typeKey(apiVersion: string, kind: string, namespace: string | undefined): string {

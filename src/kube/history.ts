@@ -110,7 +110,8 @@ export async function collectVersionHistory(
     const path = resourcePath(info, namespace);
     let byArtifact = lists.get(path);
     if (!byArtifact) {
-      const held = options.cached?.(info, namespace, ours);
+      // From the cache, only this sync's artifacts (by the annotation they are grouped by below).
+      const held = options.cached?.(info, namespace, ours, { annotation: ARTIFACT.name, values: bases });
       byArtifact = (
         held
           ? Promise.resolve({ items: held })

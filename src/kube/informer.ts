@@ -64,6 +64,22 @@ interface ObjectList {
   items: KubeObject[] | null;
 }
 
+function indexAdd(index: Map<string, Set<string>>, key: string, name: string, object: KubeObject): void {
+  const value = object.metadata.annotations?.[key];
+  if (value === undefined) return;
+  const names = index.get(value);
+  if (names) names.add(name);
+  else index.set(value, new Set([name]));
+}
+
+function indexDelete(index: Map<string, Set<string>>, key: string, name: string, object: KubeObject): void {
+  const value = object.metadata.annotations?.[key];
+  if (value === undefined) return;
+  const names = index.get(value);
+  names?.delete(name);
+  if (names?.size === 0) index.delete(value);
+}
+
 export class Informer {
   refs = 0;
   /**
@@ -90,6 +106,12 @@ export class Informer {
   private readonly options: InformerOptions;
   private readonly controller = new AbortController();
   private objects = new Map<string, KubeObject>();
+  /**
+   * The names of the objects held, by the value of an annotation (one map per annotation key asked for, made at the
+   * first question and kept current since): a sync reads its own artifact's versions among a namespace's thousands
+   * without visiting every object held.
+   */
+  private readonly byAnnotation = new Map<string, Map<string, Set<string>>>();
   private readonly listeners = new Map<string, Set<Listener>>();
   private synced = false;
   private resourceVersion: string | undefined;
@@ -136,6 +158,48 @@ export class Informer {
   /** Every object it holds now. */
   items(): KubeObject[] {
     return [...this.objects.values()];
+  }
+
+  /** The objects it holds with these names. */
+  named(names: Iterable<string>): KubeObject[] {
+    const found: KubeObject[] = [];
+    for (const name of names) {
+      const object = this.objects.get(name);
+      if (object) found.push(object);
+    }
+    return found;
+  }
+
+  /** The objects it holds whose annotation `key` has one of `values`. */
+  annotated(key: string, values: Iterable<string>): KubeObject[] {
+    let index = this.byAnnotation.get(key);
+    if (!index) {
+      index = new Map();
+      for (const [name, object] of this.objects) indexAdd(index, key, name, object);
+      this.byAnnotation.set(key, index);
+    }
+    const names: string[] = [];
+    for (const value of values) for (const name of index.get(value) ?? []) names.push(name);
+    return this.named(names);
+  }
+
+  /** Holds an object under its name, the indexes kept current. */
+  private hold(name: string, object: KubeObject): void {
+    const before = this.objects.get(name);
+    this.objects.set(name, object);
+    for (const [key, index] of this.byAnnotation) {
+      if (before?.metadata.annotations?.[key] === object.metadata.annotations?.[key]) continue;
+      if (before) indexDelete(index, key, name, before);
+      indexAdd(index, key, name, object);
+    }
+  }
+
+  /** Drops the object of a name, the indexes kept current. */
+  private drop(name: string): void {
+    const before = this.objects.get(name);
+    if (!before) return;
+    this.objects.delete(name);
+    for (const [key, index] of this.byAnnotation) indexDelete(index, key, name, before);
   }
 
   private seen(object: KubeObject, deleted = false): void {
@@ -282,6 +346,7 @@ export class Informer {
     const first = !this.synced || this.noted;
     this.noted = false;
     this.objects = fresh;
+    this.byAnnotation.clear();
     this.resourceVersion = resourceVersion;
     this.synced = true;
     for (const object of fresh.values()) this.seen(object);
@@ -352,12 +417,12 @@ export class Informer {
             if (event.type === 'DELETED') initial.objects.delete(name);
             else initial.objects.set(name, trimObject(object, this.info, this.options.keepFieldOwnersOf));
           } else if (event.type === 'DELETED') {
-            this.objects.delete(name);
+            this.drop(name);
             this.seen(object, true);
             this.notify(name, undefined);
           } else {
             const trimmed = trimObject(object, this.info, this.options.keepFieldOwnersOf);
-            this.objects.set(name, trimmed);
+            this.hold(name, trimmed);
             this.seen(trimmed);
             this.notify(name, trimmed);
           }

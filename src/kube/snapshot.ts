@@ -15,8 +15,14 @@ import { groupOf, type KubeObject, type SourcedObject } from '../render/manifest
 import { workloadKey } from '../render/moniker.ts';
 import type { ClusterSnapshot, ExistingVersion } from '../render/render.ts';
 import { indexRules, POD_TEMPLATE_RULES, REFERENCE_RULES, type ReferenceRule } from '../render/tables.ts';
-import { parseVersionedName, referencedKinds, versionsConcerning } from '../render/versioning.ts';
+import {
+  parseVersionedName,
+  referencedKinds,
+  type VersionsConcerning,
+  versionsConcerning,
+} from '../render/versioning.ts';
 import { type KubeApi, METADATA_LIST } from './api.ts';
+import type { ListSelection } from './cache.ts';
 import { Discovery, type ResourceInfo, resourcePath } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
 
@@ -76,11 +82,13 @@ export function versionedKindsNeeded(
 /**
  * The objects of a type in a namespace as the agent's watch cache holds them, when it can answer for them: when it
  * has shown every write the agent made there, or (with `concerns`) every write of an object `concerns` accepts.
+ * With `select`, only the objects it names (by name, or by an annotation's value).
  */
 export type CachedList = (
   info: ResourceInfo,
   namespace: string,
   concerns?: (name: string) => boolean,
+  select?: ListSelection,
 ) => KubeObject[] | undefined;
 
 /** What the watch cache answers for a type in a namespace (its metadata), or undefined: ask the server. */
@@ -91,10 +99,11 @@ async function fromCache(
   kind: string,
   namespace: string,
   concerns?: (name: string) => boolean,
+  select?: ListSelection,
 ): Promise<KubeObject[] | undefined> {
   if (!cached) return undefined;
   const info = await discovery.resource(apiVersion, kind).catch(() => undefined);
-  return info && cached(info, namespace, concerns);
+  return info && cached(info, namespace, concerns, select);
 }
 
 async function listVersions(
@@ -106,7 +115,7 @@ async function listVersions(
   /** The set's own objects of the namespace, by name: their versions are `<name>-vNNN`. */
   own: ReadonlySet<string>,
   /** The versions render can use (versionsConcerning): the others are not kept. */
-  concerning: (kind: string, namespace: string, name: string) => boolean,
+  concerning: VersionsConcerning,
 ): Promise<ExistingVersion[]> {
   // A version this set numbers or reuses is one of its own objects': the cache answers once it has shown the
   // agent's writes of those (another sync's new version of its own objects races as a list just before it would).
@@ -117,7 +126,11 @@ async function listVersions(
   // All at once; Promise.all observes every request, so a second failure is never an unhandled rejection.
   const lists = await Promise.all(
     VERSIONED_COLLECTIONS.filter(({ kind }) => kinds.has(kind)).map(async ({ kind, group, plural }) => {
-      const held = await fromCache(discovery, cached, group, kind, namespace, concerns);
+      // The cache answers with those versions alone, by their artifact annotation (versionOf reads the same).
+      const held = await fromCache(discovery, cached, group, kind, namespace, concerns, {
+        annotation: ARTIFACT.name,
+        values: concerning.names(kind, namespace),
+      });
       if (held) return { kind, items: held as { metadata?: VersionedMeta }[] };
       const base = group.includes('/') ? `/apis/${group}` : `/api/${group}`;
       const path = `${base}/namespaces/${encodeURIComponent(namespace)}/${plural}`;
@@ -134,7 +147,7 @@ async function listVersions(
   return lists.flatMap(({ kind, items }) =>
     items.flatMap((item) => {
       const version = item.metadata ? versionOf(kind, item.metadata) : undefined;
-      return version && concerning(kind, version.namespace, version.name) ? [version] : [];
+      return version && concerning.has(kind, version.namespace, version.name) ? [version] : [];
     }),
   );
 }
@@ -258,7 +271,7 @@ export async function readSnapshot(
       if (!info) return [];
       let list: ObjectList<{ metadata?: VersionedMeta & { labels?: Record<string, string> } }> | undefined;
       // Only these workloads' own writes matter: other syncs' writes in the namespace do not send it to the server.
-      const held = options.cached?.(info, namespace, (name) => names.has(name));
+      const held = options.cached?.(info, namespace, (name) => names.has(name), { names });
       if (held) list = { items: held as { metadata?: VersionedMeta }[] };
       else
         try {

@@ -156,13 +156,45 @@ export function referencedKeys(
  * its newest version). Any other version in the namespace (another deployment's) changes nothing in the render, and
  * a namespace may hold tens of thousands: readSnapshot keeps only these.
  */
-export function versionsConcerning(
-  objects: readonly KubeObject[],
-  rules: Rules,
-): (kind: string, namespace: string, name: string) => boolean {
+export function versionsConcerning(objects: readonly KubeObject[], rules: Rules): VersionsConcerning {
   const keys = referencedKeys(objects, rules);
   for (const o of objects) keys.add(refKey(o.kind, o.metadata.namespace, o.metadata.name));
-  return (kind, namespace, name) => keys.has(refKey(kind, namespace, name));
+  let byPlace: Map<string, Set<string>> | undefined;
+  return {
+    has: (kind, namespace, name) => keys.has(refKey(kind, namespace, name)),
+    names: (kind, namespace) => {
+      if (!byPlace) {
+        byPlace = new Map();
+        for (const o of objects) placeName(byPlace, o.kind, o.metadata.namespace, o.metadata.name);
+        for (const object of objects)
+          for (const { selected, target } of referencesOf(object, rules))
+            placeName(byPlace, target, object.metadata.namespace, selected.value as string);
+      }
+      return byPlace.get(refKey(kind, namespace, '')) ?? EMPTY;
+    },
+  };
+}
+
+/** The versions a render set can use (versionsConcerning). */
+export interface VersionsConcerning {
+  /** Whether the version of this base name can serve the set. */
+  has(kind: string, namespace: string, name: string): boolean;
+  /** The base names of a kind in a namespace whose versions can serve it (each once). */
+  names(kind: string, namespace: string): ReadonlySet<string>;
+}
+
+const EMPTY: ReadonlySet<string> = new Set();
+
+function placeName(
+  byPlace: Map<string, Set<string>>,
+  kind: string,
+  namespace: string | undefined,
+  name: string,
+): void {
+  const place = refKey(kind, namespace, '');
+  const names = byPlace.get(place);
+  if (names) names.add(name);
+  else byPlace.set(place, new Set([name]));
 }
 
 /** The versioning policy of a render set (namespaces placed, unless `anyNamespace`). */

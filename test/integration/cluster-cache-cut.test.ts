@@ -147,8 +147,36 @@ describe('the cluster cache when a streaming list is cut before its end', () => 
     // A re-list (the watched version compacted away: 410 Gone) whose stream is cut keeps what was held.
     for (const list of heard.values()) list.length = 0;
     proxy.set(cut, { match: mine, times: 2 });
+    // The server's answer to a watch from a version it no longer holds, as kube-apiserver words it: a control plane
+    // started for this file alone still serves version 1 from its watch cache (the window starts at its first list).
+    proxy.add(
+      {
+        kind: 'status',
+        status: 200,
+        headers: { 'content-type': 'application/json' },
+        body: `${JSON.stringify({
+          type: 'ERROR',
+          object: {
+            kind: 'Status',
+            apiVersion: 'v1',
+            metadata: {},
+            status: 'Failure',
+            message: 'too old resource version: 1 (1464)',
+            reason: 'Expired',
+            code: 410,
+          },
+        })}\n`,
+      },
+      {
+        match: (r) =>
+          r.path.startsWith(`/api/v1/namespaces/${ns}/configmaps?`) &&
+          /[?&]resourceVersion=1(&|$)/.test(r.path),
+        times: 1,
+      },
+    );
     cache.rewatch('1');
     await expect.poll(() => cache.lists, { timeout: 60_000 }).toBe(2);
+    expect(proxy.count('status')).toBe(1);
     expect(proxy.requests.filter(mine).map((r) => r.fault)).toEqual([
       'reset',
       'reset',

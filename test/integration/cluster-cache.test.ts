@@ -28,8 +28,6 @@ async function compactEtcd(): Promise<void> {
   expect(compacted.ok).toBe(true);
 }
 
-/** Freezes the API server (SIGSTOP) for `ms`: its connections stay open and say nothing, as a hung server's do. */
-
 function client() {
   const api = new KubeApi(loadKubeConfig({ kubeconfig: testbed().kube.kubeconfig }));
   return { api, discovery: new Discovery(api) };
@@ -230,6 +228,88 @@ describe('the cluster cache', () => {
       expect(
         cache.listedObjects(info, ns(), (name) => name.startsWith('settings-v'))?.map((o) => o.metadata.name),
       ).toEqual(expect.arrayContaining(written));
+    } finally {
+      controller.abort();
+      cache.close();
+      api.close();
+    }
+  });
+
+  it("answers a selection by annotation value or by name from its indexes, current through the watch's adds, changes and deletes", async () => {
+    const { api, discovery } = client();
+    const cache = new ClusterCache(api);
+    const info = await discovery.resource('v1', 'ConfigMap');
+    const path = `/api/v1/namespaces/${ns()}/configmaps`;
+    const key = 'artifact.spinnaker.io/name';
+    const controller = new AbortController();
+    const configMap = (name: string, artifact?: string) => ({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name, ...(artifact === undefined ? {} : { annotations: { [key]: artifact } }) },
+    });
+    // The selection, and what the whole list says it should be, by the server's own list.
+    const selected = (values: string[]) =>
+      cache
+        .listedObjects(info, ns(), undefined, { annotation: key, values })
+        ?.map((o) => o.metadata.name)
+        .sort();
+    const expected = async (values: string[]) => {
+      const list = await api.request<{ items: KubeObject[] }>('GET', path, { accept: METADATA_LIST });
+      return list.items
+        .filter((o) => values.includes(o.metadata.annotations?.[key] ?? '\0'))
+        .map((o) => o.metadata.name)
+        .sort();
+    };
+    try {
+      // 300 objects of 30 artifacts, 20 unannotated, before the watch: the index is made from the list.
+      await Promise.all(
+        Array.from({ length: 320 }, (_, i) =>
+          api.request('POST', path, {
+            body: configMap(`cm-${i}`, i < 300 ? `app-${i % 30}` : undefined),
+          }),
+        ),
+      );
+      void cache.subscribe(info, ns(), 'anything', () => {}, controller.signal, { metadataOnly: true }).done;
+      // The namespace is the file's: the other tests' objects are there too.
+      await expect
+        .poll(
+          () => cache.listedObjects(info, ns())?.filter((o) => o.metadata.name.startsWith('cm-')).length,
+          {
+            timeout: 20_000,
+          },
+        )
+        .toBe(320);
+      expect(selected(['app-3', 'app-7'])).toEqual(await expected(['app-3', 'app-7']));
+      expect(selected(['app-3', 'app-7'])).toHaveLength(20);
+      expect(selected(['nothing'])).toEqual([]);
+      // By name: those held, in the order asked; a name not held is left out.
+      expect(
+        cache
+          .listedObjects(info, ns(), undefined, { names: ['cm-5', 'absent', 'cm-1'] })
+          ?.map((o) => o.metadata.name),
+      ).toEqual(['cm-5', 'cm-1']);
+      // Changes through the watch, with the index made: an annotation moved to another artifact, one taken off,
+      // one put on, objects deleted and added.
+      await api.request('PATCH', `${path}/cm-3`, {
+        body: { metadata: { annotations: { [key]: 'app-7' } } },
+        contentType: 'application/merge-patch+json',
+      });
+      await api.request('PATCH', `${path}/cm-33`, {
+        body: { metadata: { annotations: { [key]: null } } },
+        contentType: 'application/merge-patch+json',
+      });
+      await api.request('PATCH', `${path}/cm-310`, {
+        body: { metadata: { annotations: { [key]: 'app-3' } } },
+        contentType: 'application/merge-patch+json',
+      });
+      await api.request('DELETE', `${path}/cm-63`);
+      await api.request('POST', path, { body: configMap('cm-new', 'app-3') });
+      const want = await expected(['app-3', 'app-7']);
+      expect(want).toEqual(expect.arrayContaining(['cm-3', 'cm-310', 'cm-new']));
+      expect(want).not.toContain('cm-33');
+      expect(want).not.toContain('cm-63');
+      await expect.poll(() => selected(['app-3', 'app-7']), { timeout: 20_000 }).toEqual(want);
+      expect(selected(['app-3'])).toEqual(await expected(['app-3']));
     } finally {
       controller.abort();
       cache.close();

@@ -44,6 +44,8 @@ export const collectHistory: Stage = async (run) => {
     defaultLimit: request.versionHistory,
     keep: request.keepVersions,
     // Read from the agent's watch cache when it holds the collection and has shown this sync's writes there.
-    cached: run.deps.cache && ((info, ns, concerns) => run.deps.cache?.listedObjects(info, ns, concerns)),
+    cached:
+      run.deps.cache &&
+      ((info, ns, concerns, select) => run.deps.cache?.listedObjects(info, ns, concerns, select)),
   });
 };

@@ -48,7 +48,9 @@ export const readCluster: Stage = async (run) => {
     adopted: labels.applyAppLabels && labels.podTemplateLabels === 'auto',
     referenceRules: request.renderOptions?.referenceRules,
     // Lists the agent's watch cache holds (and that have shown its own writes) are read there.
-    cached: run.deps.cache && ((info, ns, concerns) => run.deps.cache?.listedObjects(info, ns, concerns)),
+    cached:
+      run.deps.cache &&
+      ((info, ns, concerns, select) => run.deps.cache?.listedObjects(info, ns, concerns, select)),
   });
   // Versioned Secrets are hashed under the installation's key; a dry run makes none.
   if (
