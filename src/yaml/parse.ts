@@ -15,6 +15,7 @@ import {
 import { checkYaml, type YamlCounts } from './count.ts';
 import { type YamlLimits, yamlLimits } from './limits.ts';
 import { schemaOptions, WRITE_COMPAT, type YamlRules } from './schema.ts';
+import { checkUniqueKeys } from './unique-keys.ts';
 
 export interface YamlOptions {
   /** The file (or URL, or label) the text came from, named when it is refused. */
@@ -38,7 +39,8 @@ function packageOptions(options: YamlOptions): ParseOptions & DocumentOptions & 
     // A SOPS file's tree is written back as text (sops/decrypt.ts) that Kubernetes' rules read next: strings any
     // YAML 1.1 reader could take otherwise are quoted, as sops's own writer does.
     ...(rules === 'sops' ? { compat: WRITE_COMPAT } : {}),
-    uniqueKeys: options.uniqueKeys ?? true,
+    // Repeated keys are found after composing, in linear time (unique-keys.ts): the package's check is quadratic.
+    uniqueKeys: false,
     prettyErrors: options.prettyErrors ?? true,
     ...(options.lineCounter ? { lineCounter: options.lineCounter } : {}),
   };
@@ -62,14 +64,33 @@ export function parseYaml(text: string, options: YamlOptions): unknown {
 export function parseYamlDocument(text: string, options: YamlOptions): Document.Parsed {
   const limits = limitsOf(options);
   checkYaml(text, options.file, limits);
-  return parseDocument(text, packageOptions(options));
+  const doc = parseDocument(text, packageOptions(options));
+  keysChecked(doc, text, options);
+  return doc;
+}
+
+/** The repeated keys of a composed document added to its errors, unless the caller allows them. */
+function keysChecked(
+  doc: Document.Parsed,
+  text: string,
+  options: YamlOptions,
+  pretty = true,
+): Document.Parsed {
+  if (options.uniqueKeys === false) return doc;
+  checkUniqueKeys(
+    doc,
+    pretty && (options.prettyErrors ?? true) ? { text, lineCounter: options.lineCounter } : undefined,
+  );
+  return doc;
 }
 
 /** Every document of `text`, composed (as yaml's `parseAllDocuments`). */
 export function parseYamlDocuments(text: string, options: YamlOptions): Document.Parsed[] {
   checkYaml(text, options.file, limitsOf(options));
   const docs = parseAllDocuments(text, packageOptions(options));
-  return Array.isArray(docs) ? docs : [docs as unknown as Document.Parsed];
+  return (Array.isArray(docs) ? docs : [docs as unknown as Document.Parsed]).map((doc) =>
+    keysChecked(doc, text, options),
+  );
 }
 
 /** The values of every document of `text`; throws the first document's error. */
@@ -97,10 +118,14 @@ export function composeCounted(
   // before the first of them is composed (a document near the node limit is a few hundred MiB of syntax tree).
   const counts = checkYaml(text, options.file, limitsOf(options));
   const composer = new Composer(packageOptions({ ...options, lineCounter: undefined }));
-  const documents = composer.compose(
+  const composed = composer.compose(
     new Parser(options.lineCounter?.addNewLine).parse(text),
   ) as Generator<Document.Parsed>;
-  return { counts, documents };
+  // As composed, no readable form: the composer makes none (the callers place errors themselves).
+  function* documents(): Generator<Document.Parsed> {
+    for (const doc of composed) yield keysChecked(doc, text, options, false);
+  }
+  return { counts, documents: documents() };
 }
 
 /** A composed document's value, with the alias limit. */
