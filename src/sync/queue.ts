@@ -6,6 +6,7 @@
 // fix until a new revision arrives.
 import { fullJitter } from '../backoff.ts';
 import { Superseded, type SyncTarget, supersedingReason } from '../contract.ts';
+import { ReadyList } from './ready-list.ts';
 
 export type SyncOutcome =
   | { result: 'done' }
@@ -87,10 +88,8 @@ export interface QueueOptions {
 
 export class SyncQueue<J extends SyncJob<J> = SyncJob> {
   private readonly lanes = new Map<string, Lane<J>>();
-  private readonly ready: string[] = [];
-  /** Fair queueing: the groups in the order they take turns, and whose turn is next. */
-  private groups: string[] = [];
-  private lastGroup: string | undefined;
+  /** The deployments whose sync is ready to start, in fair-queueing order (ready-list.ts). */
+  private readonly ready = new ReadyList();
   /** Syncs holding a worker slot (not those that gave it back to wait). */
   private active = 0;
   /** Syncs running, waiting or not. */
@@ -175,6 +174,8 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
       pending.dropped?.(new Superseded(supersedingReason(pending.target, job.target)));
     }
     lane.pending = job;
+    // Already ready: it keeps its place, in the group of the sync it now holds.
+    this.ready.regroup(deployment, job.group ?? '');
     lane.attempts = lane.settled?.revision === job.revision ? lane.attempts : 0;
     if (lane.retryTimer) {
       clearTimeout(lane.retryTimer);
@@ -192,10 +193,9 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
     }
     if (options.afterMs !== undefined && !running) {
       lane.pending = undefined;
-      const at = this.ready.indexOf(deployment);
-      if (at >= 0) this.ready.splice(at, 1);
+      this.ready.delete(deployment);
       this.later(deployment, lane, job, options.afterMs);
-    } else if (!running && !this.ready.includes(deployment)) this.ready.push(deployment);
+    } else if (!running) this.ready.add(deployment, job.group ?? '');
     this.pump();
     return superseding ? 'superseding' : 'queued';
   }
@@ -210,8 +210,8 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
   }
 
   private pump(): void {
-    while (this.active < this.options.concurrency && this.ready.length > 0) {
-      const deployment = this.nextReady();
+    while (this.active < this.options.concurrency && this.ready.size > 0) {
+      const deployment = this.ready.next() as string;
       const lane = this.lane(deployment);
       const next = lane.pending;
       if (!next || lane.running) continue;
@@ -226,33 +226,7 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
         this.options.onEvent?.({ deployment, revision: next.revision, type: 'end', detail: String(error) });
       });
     }
-    if (this.inFlight === 0 && this.ready.length === 0) for (const w of this.idleWaiters.splice(0)) w();
-  }
-
-  /**
-   * The ready deployment to start next: deficit-free round robin over groups (each group with a ready sync starts
-   * one in its turn, in the order its syncs were asked for), so no group waits behind another's backlog and none
-   * starves. Jobs without a group form one group.
-   */
-  private nextReady(): string {
-    const groupOf = (deployment: string) => this.lanes.get(deployment)?.pending?.group ?? '';
-    const present = new Set(this.ready.map(groupOf));
-    // New groups join the rotation at its end; groups with nothing ready leave it, except the one served last
-    // (the rotation goes on after it).
-    for (const g of present) if (!this.groups.includes(g)) this.groups.push(g);
-    this.groups = this.groups.filter((g) => present.has(g) || g === this.lastGroup);
-    const at = this.lastGroup === undefined ? -1 : this.groups.indexOf(this.lastGroup);
-    let group = '';
-    for (let k = 1; k <= this.groups.length; k++) {
-      const candidate = this.groups[(at + k) % this.groups.length] as string;
-      if (present.has(candidate)) {
-        group = candidate;
-        break;
-      }
-    }
-    this.lastGroup = group;
-    const index = this.ready.findIndex((d) => groupOf(d) === group);
-    return this.ready.splice(Math.max(0, index), 1)[0] as string;
+    if (this.inFlight === 0 && this.ready.size === 0) for (const w of this.idleWaiters.splice(0)) w();
   }
 
   private async execute(deployment: string, lane: Lane<J>, job: J, controller: AbortController) {
@@ -289,7 +263,7 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
     } else if (outcome.result !== 'retry') {
       lane.attempts = 0;
     }
-    if (lane.pending && !this.ready.includes(deployment)) this.ready.push(deployment);
+    if (lane.pending) this.ready.add(deployment, lane.pending.group ?? '');
     this.pump();
   }
 
@@ -301,7 +275,8 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
       lane.retrying = undefined;
       if (lane.pending || lane.running || this.stopping) return;
       lane.pending = job;
-      this.ready.push(deployment);
+      this.ready.add(deployment, job.group ?? '');
+      this.ready.regroup(deployment, job.group ?? '');
       this.pump();
     }, delay);
   }
@@ -315,6 +290,8 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
     if (!lane) return;
     const dropped = [lane.pending, lane.retrying].filter((j): j is J => j !== undefined);
     lane.pending = undefined;
+    // Nothing left to start: it takes no turn.
+    this.ready.delete(deployment);
     if (lane.retryTimer) clearTimeout(lane.retryTimer);
     lane.retryTimer = undefined;
     lane.retrying = undefined;
@@ -333,7 +310,7 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
 
   /** Whether syncs are ready to run and wait for a slot (every slot taken). */
   get waiting(): boolean {
-    return this.ready.length > 0 && this.active >= this.options.concurrency;
+    return this.ready.size > 0 && this.active >= this.options.concurrency;
   }
 
   /** The limit on syncs at once now. */
@@ -372,7 +349,7 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
 
   /** Resolves when nothing runs and nothing is ready to run (scheduled retries do not count). */
   idle(): Promise<void> {
-    if (this.inFlight === 0 && this.ready.length === 0) return Promise.resolve();
+    if (this.inFlight === 0 && this.ready.size === 0) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
@@ -382,7 +359,7 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
    */
   async stop(): Promise<void> {
     this.stopping = true;
-    this.ready.length = 0;
+    this.ready.clear();
     const dropped: (void | Promise<void>)[] = [];
     for (const lane of this.lanes.values()) {
       for (const job of [lane.pending, lane.retrying]) if (job) dropped.push(job.dropped?.(undefined));
