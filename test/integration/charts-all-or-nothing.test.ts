@@ -5,7 +5,8 @@
 import { randomBytes } from 'node:crypto';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import { crdManifest, deployTo, kubeConfig, kubectl, manifestDir } from './helpers.ts';
+import { throughProxy } from './fault-helpers.ts';
+import { crdManifest, deployTo, kubeConfig, kubectl, manifestDir, mooring } from './helpers.ts';
 
 describe('a set with its own Namespace and CRD', () => {
   const suffix = randomBytes(3).toString('hex');
@@ -54,5 +55,42 @@ spec:
       `namespace/${ns}`,
       `customresourcedefinition.apiextensions.k8s.io/widgets.${group}`,
     ]);
+  });
+
+  it('reads its own Namespace once per pass, not once per object in it, and deploys 300 objects there', async () => {
+    const many = `${ns}-many`;
+    const files: Record<string, string> = {
+      'namespace.yaml': `apiVersion: v1\nkind: Namespace\nmetadata: {name: ${many}}\n`,
+    };
+    for (let i = 0; i < 300; i++)
+      files[`cm-${i}.yaml`] =
+        `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-${i}, annotations: {strategy.spinnaker.io/versioned: "false"}}\ndata: {i: "${i}"}\n`;
+    const dir = await manifestDir(files);
+    const bed = await throughProxy();
+    try {
+      const reads = () =>
+        bed.proxy.count(undefined, (r) => r.method === 'GET' && r.path === `/api/v1/namespaces/${many}`);
+      const deploy = () =>
+        mooring('deploy', dir, '--kubeconfig', bed.kubeconfig, '-n', many, '--timeout', '2m');
+      // First deploy: the Namespace is not there before its prerequisites pass, and is after.
+      const first = await deploy();
+      expect(first.code, first.stderr).toBe(0);
+      const core = kubeConfig().makeApiClient(CoreV1Api);
+      expect(
+        (await core.listNamespacedConfigMap({ namespace: many })).items.filter((c) =>
+          c.metadata?.name?.startsWith('cm-'),
+        ),
+      ).toHaveLength(300);
+      expect(reads()).toBeLessThanOrEqual(3);
+      // Again, all of it there: read once more at most per pass, never per object.
+      const before = reads();
+      const again = await deploy();
+      expect(again.code, again.stderr).toBe(0);
+      expect(reads() - before).toBeLessThanOrEqual(3);
+    } finally {
+      await bed.proxy.close();
+      bed.api.close();
+      await kubectl('delete', 'namespace', many, '--wait=false', '--ignore-not-found');
+    }
   });
 });
