@@ -113,8 +113,10 @@ export function judgeCopy(
     return { verdict: 'check', why: 'changed since mooring wrote it' };
   }
   const { baseline } = mark;
-  const gone = baseline ? reading.gone.filter((p) => !baseline.gone.includes(p)) : reading.gone;
-  const added = baseline ? reading.added.filter((a) => !baseline.added.includes(a.path)) : reading.added;
+  const knownGone = baseline && new Set(baseline.gone);
+  const knownAdded = baseline && new Set(baseline.added);
+  const gone = knownGone ? reading.gone.filter((p) => !knownGone.has(p)) : reading.gone;
+  const added = knownAdded ? reading.added.filter((a) => !knownAdded.has(a.path)) : reading.added;
   // Fields nobody owns, or others own outside the manifest, may have been so at mooring's write already.
   if (!baseline && (gone.length > 0 || added.length > 0))
     return { verdict: 'check', why: 'what its managed fields held at mooring’s write is not known' };
@@ -260,7 +262,14 @@ export class DriftMarks {
    * Notes that mooring wrote `object` (or found it as written) and the server holds it as `live`, with what its
    * managed fields held besides mooring's own (`baseline`, when they were read).
    */
-  record(owner: string, object: KubeObject, live: LiveMetadata | undefined, baseline?: Baseline): void {
+  record(
+    owner: string,
+    object: KubeObject,
+    live: LiveMetadata | undefined,
+    baseline?: Baseline,
+    /** The object's digest, when the caller has it already. */
+    desired?: string,
+  ): void {
     if (!this.enabled) return;
     let marks = this.owners.get(owner);
     if (!marks) {
@@ -272,7 +281,7 @@ export class DriftMarks {
       return;
     }
     marks.set(objectKey(object), {
-      desired: this.digest(object),
+      desired: desired ?? this.digest(object),
       uid: live.uid,
       resourceVersion: live.resourceVersion,
       generation: live.generation,
@@ -289,22 +298,19 @@ export class DriftMarks {
    */
   recordWrite(owner: string, object: KubeObject, live: LiveMetadata | undefined, baseline?: Baseline): void {
     const previous = this.get(owner, object);
-    if (
-      live &&
-      baseline &&
-      previous?.baseline &&
-      previous.uid === live.uid &&
-      previous.desired === this.digest(object)
-    ) {
-      const known = previous.baseline.added;
-      if (baseline.added.some((path) => !known.includes(path))) {
-        const added = baseline.added.filter((path) => known.includes(path));
+    // The digest is made once (a large object's JSON is hashed whole).
+    let desired: string | undefined;
+    if (live && baseline && previous?.baseline && previous.uid === live.uid) {
+      desired = this.digest(object);
+      const known = new Set(previous.baseline.added);
+      if (previous.desired === desired && baseline.added.some((path) => !known.has(path))) {
+        const added = baseline.added.filter((path) => known.has(path));
         const { resourceVersion: _, ...rest } = live;
-        this.record(owner, object, rest, { gone: baseline.gone, added });
+        this.record(owner, object, rest, { gone: baseline.gone, added }, desired);
         return;
       }
     }
-    this.record(owner, object, live, baseline);
+    this.record(owner, object, live, baseline, desired);
   }
 
   /** Forgets the owner's marks of objects it no longer renders (older versions, pruned objects). */

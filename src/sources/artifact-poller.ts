@@ -72,13 +72,26 @@ export function followedArtifacts(
 ): string[] {
   const names = [...spec.images];
   if (spec.helm?.chartSource !== undefined) names.push(spec.helm.chartSource);
-  if (config.sources.oci.some((s) => s.name === spec.source)) names.push(spec.source);
+  if (isOciSourced(config, spec)) names.push(spec.source);
   return names;
 }
 
+/**
+ * The names of a configuration's OCI sources, made once per list (a configuration is parsed anew, never changed in
+ * place): the agent asks of every deployment at each poll which sources it follows, and a fleet of a thousand
+ * deployments each with its OCI artifact made that a million comparisons a poll.
+ */
+const ociNames = new WeakMap<readonly { name: string }[], ReadonlySet<string>>();
+
 /** Whether the deployment's manifests come from an OCI artifact (no commit of its own: the artifact's digest). */
 export function isOciSourced(config: Pick<MooringConfig, 'sources'>, spec: { source: string }): boolean {
-  return config.sources.oci.some((s) => s.name === spec.source);
+  const sources = config.sources.oci;
+  let names = ociNames.get(sources);
+  if (!names) {
+    names = new Set(sources.map((s) => s.name));
+    ociNames.set(sources, names);
+  }
+  return names.has(spec.source);
 }
 
 export function unknownSource(name: string): StalledError {
