@@ -92,6 +92,19 @@ describe('repeated keys', () => {
     ]);
   });
 
+  it("are placed with the caller's own line counter as the package places them (the configuration's path)", () => {
+    const text = 'a: 1\nb:\n  c: 2\n  c: 3\nd: {x: 1, x: 2}\n';
+    const ours = parseYamlDocument(text, { file: 't.yaml', lineCounter: new LineCounter(), rules: 'core' });
+    const theirs = parseDocument(text, {
+      ...schemaOptions('core'),
+      uniqueKeys: true,
+      prettyErrors: true,
+      lineCounter: new LineCounter(),
+    });
+    expect(said(ours.errors)).toEqual(said(theirs.errors));
+    expect(ours.errors).toHaveLength(2);
+  });
+
   it('are allowed when the caller allows them, the last one winning', () => {
     expect(parseYaml('a: 1\na: 2\n', { file: 'x.yaml', uniqueKeys: false })).toEqual({ a: 2 });
     expect(() => parseYaml('a: 1\n"a": 2\n', { file: 'x.yaml' })).toThrow(
