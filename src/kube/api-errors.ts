@@ -22,6 +22,18 @@ export class KubeRequestError extends Error {
 /** A watch stream that stayed silent past its idle limit: the server stopped answering on it. */
 export class StreamIdleError extends Error {}
 
+/**
+ * An answer larger than the request's byte bound (RequestSpec.maxBytes): cut off unread, never retried as it is. A
+ * paged list asks again for fewer objects (src/kube/list-pages.ts).
+ */
+export class ResponseTooLargeError extends Error {
+  readonly limit: number;
+  constructor(method: string, path: string, limit: number) {
+    super(`${method} ${path}: response larger than ${limit} bytes`);
+    this.limit = limit;
+  }
+}
+
 /** A request that received nothing within the request timeout: the server is stopped, hung or unreachable. */
 export class RequestTimeoutError extends Error {
   readonly code = 'ETIMEDOUT';

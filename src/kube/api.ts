@@ -24,6 +24,7 @@ import { type Clock, TokenBucket } from '../http/token-bucket.ts';
 import {
   KubeRequestError,
   RequestTimeoutError,
+  ResponseTooLargeError,
   rateLimited,
   retriable,
   retryAfterHeader,
@@ -46,6 +47,7 @@ import { streamWatch } from './watch-stream.ts';
 export {
   KubeRequestError,
   RequestTimeoutError,
+  ResponseTooLargeError,
   StreamIdleError,
   UnreachableError,
 } from './api-errors.ts';
@@ -426,7 +428,7 @@ export class KubeApi {
         res.on('data', (chunk: Buffer) => {
           size += chunk.length;
           if (size > limit) {
-            req.destroy(new Error(`${method} ${path}: response larger than ${limit} bytes`));
+            req.destroy(new ResponseTooLargeError(method, path, limit));
             return;
           }
           chunks.push(chunk);

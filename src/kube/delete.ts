@@ -3,11 +3,11 @@
 // asked for with a version.
 import { NotFoundError } from '../errors.ts';
 import { ARTIFACT } from '../render/annotations.ts';
-import type { KubeObject } from '../render/manifest.ts';
 import { versionSuffix } from '../render/versioning.ts';
 import { type KubeApi, METADATA_LIST } from './api.ts';
 import { type Discovery, type ResourceInfo, resourcePath } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
+import { listAll } from './list-pages.ts';
 import { requireOperation } from './operations.ts';
 
 export interface DeleteRequest {
@@ -31,12 +31,11 @@ export async function deleteObjects(
   if (request.version !== undefined) {
     names.push(`${request.name}${versionSuffix(request.version)}`);
   } else {
-    const list = await api
-      .request<{ items: KubeObject[] | null }>('GET', resourcePath(info, ns), { accept: METADATA_LIST })
-      .catch((error: unknown) => {
+    const items = await listAll(api, resourcePath(info, ns), { accept: METADATA_LIST }).catch(
+      (error: unknown) => {
         throw describeKubeError(error, `list ${info.plural}`);
-      });
-    const items = list.items ?? [];
+      },
+    );
     if (items.some((o) => o.metadata.name === request.name)) names.push(request.name);
     else {
       names.push(

@@ -15,15 +15,12 @@ import { type KubeApi, METADATA_LIST } from './api.ts';
 import type { Discovery } from './discovery.ts';
 import { type ResourceInfo, resourcePath } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
+import { eachListPage, listAll } from './list-pages.ts';
 import type { CachedList } from './snapshot.ts';
 
 export interface HistoryResult {
   deleted: string[];
   kept: { object: string; reason: string }[];
-}
-
-interface ObjectList {
-  items: KubeObject[] | null;
 }
 
 const REFERRING: readonly { apiVersion: string; kind: string; asKind: string }[] = [
@@ -37,7 +34,16 @@ const REFERRING: readonly { apiVersion: string; kind: string; asKind: string }[]
   { apiVersion: 'v1', kind: 'Pod', asKind: 'Pod' },
 ];
 
-/** Names of ConfigMaps/Secrets that live objects in `namespace` refer to, with who refers to them. */
+/**
+ * Objects per page of a referring kind: these are whole objects (the references are in their pod templates), and a
+ * namespace may hold thousands of them, as large as whoever writes them makes them (pages are bounded in bytes too).
+ */
+const REFERRING_PAGES = { pageSize: 250 };
+
+/**
+ * Names of ConfigMaps/Secrets that live objects in `namespace` refer to, with who refers to them. Read a page at a
+ * time, keeping only the references: memory is a page's, not the namespace's.
+ */
 export async function liveReferences(
   api: KubeApi,
   discovery: Discovery,
@@ -46,27 +52,33 @@ export async function liveReferences(
   const refs = new Map<string, string>();
   for (const source of REFERRING) {
     const info = await discovery.resource(source.apiVersion, source.kind);
-    let list: ObjectList;
-    try {
-      list = await api.request<ObjectList>('GET', resourcePath(info, namespace));
-    } catch (error) {
-      throw describeKubeError(error, `list ${source.kind}s in namespace ${namespace}`);
-    }
     const group = groupOf(source.apiVersion);
     const rules = REFERENCE_RULES.filter(
-      (r) => r.kind === source.asKind && r.group === (source.kind === 'ControllerRevision' ? 'apps' : group),
+      (r) =>
+        r.target !== '*' &&
+        r.kind === source.asKind &&
+        r.group === (source.kind === 'ControllerRevision' ? 'apps' : group),
     );
-    for (const item of list.items ?? []) {
-      const root = (source.kind === 'ControllerRevision' ? item.data : item) as JsonValue;
-      if (!isObject(root)) continue;
-      for (const rule of rules) {
-        if (rule.target === '*') continue;
-        for (const selected of select(root, rule.path)) {
-          if (typeof selected.value === 'string') {
-            refs.set(`${rule.target}/${selected.value}`, `${source.kind} ${namespace}/${item.metadata.name}`);
+    const page = (items: KubeObject[]) => {
+      for (const item of items) {
+        const root = (source.kind === 'ControllerRevision' ? item.data : item) as JsonValue;
+        if (!isObject(root)) continue;
+        for (const rule of rules) {
+          for (const selected of select(root, rule.path)) {
+            if (typeof selected.value === 'string') {
+              refs.set(
+                `${rule.target}/${selected.value}`,
+                `${source.kind} ${namespace}/${item.metadata.name}`,
+              );
+            }
           }
         }
       }
+    };
+    try {
+      await eachListPage(api, resourcePath(info, namespace), REFERRING_PAGES, page);
+    } catch (error) {
+      throw describeKubeError(error, `list ${source.kind}s in namespace ${namespace}`);
     }
   }
   return refs;
@@ -115,7 +127,7 @@ export async function collectVersionHistory(
       byArtifact = (
         held
           ? Promise.resolve({ items: held })
-          : api.request<ObjectList>('GET', path, { accept: METADATA_LIST })
+          : listAll(api, path, { accept: METADATA_LIST }).then((items) => ({ items }))
       )
         .catch((error: unknown) => {
           throw describeKubeError(error, `list ${kind}s in namespace ${namespace}`);

@@ -15,6 +15,7 @@ import { type KubeApi, KubeRequestError, METADATA_LIST, METADATA_OBJECT, StreamI
 import { outsideDeadline } from './deadline.ts';
 import type { ResourceInfo } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
+import { eachListPage } from './list-pages.ts';
 import { trimObject } from './trim.ts';
 import { outsideWarnings } from './warnings.ts';
 import {
@@ -57,11 +58,6 @@ export type InformerState = 'listing' | 'watching' | 'backing-off' | 'failed' | 
 interface Listener {
   onObject: (object: KubeObject | undefined, note?: string) => void;
   onError: (error: Error) => void;
-}
-
-interface ObjectList {
-  metadata: { resourceVersion?: string; continue?: string };
-  items: KubeObject[] | null;
 }
 
 function indexAdd(index: Map<string, Set<string>>, key: string, name: string, object: KubeObject): void {
@@ -321,20 +317,21 @@ export class Informer {
   private async list(): Promise<void> {
     const { signal } = this.controller;
     const fresh = new Map<string, KubeObject>();
-    let page: ObjectList | undefined;
-    let cursor: string | undefined;
-    do {
-      this.requests++;
-      page = await this.api.request<ObjectList>('GET', this.path, {
-        query: { limit: this.options.pageSize, continue: cursor },
+    const end = await eachListPage(
+      this.api,
+      this.path,
+      {
+        pageSize: this.options.pageSize,
         signal,
-        ...(this.metadataOnly ? { accept: METADATA_LIST } : {}),
-      });
-      for (const item of page.items ?? [])
-        fresh.set(item.metadata.name, trimObject(item, this.info, this.options.keepFieldOwnersOf));
-      cursor = page.metadata.continue || undefined;
-    } while (cursor);
-    this.replace(fresh, page.metadata.resourceVersion);
+        accept: this.metadataOnly ? METADATA_LIST : undefined,
+        onRequest: () => this.requests++,
+      },
+      (items) => {
+        for (const item of items)
+          fresh.set(item.metadata.name, trimObject(item, this.info, this.options.keepFieldOwnersOf));
+      },
+    );
+    this.replace(fresh, end.resourceVersion);
   }
 
   /** The type's whole current state, from a list or a streaming list's initial events: held and told. */

@@ -8,6 +8,7 @@ import { describeObject, type JsonValue, type KubeObject } from '../render/manif
 import type { KubeApi } from './api.ts';
 import { type ResourceInfo, resourcePath } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
+import { eachListPage } from './list-pages.ts';
 import { mapLimit } from './pool.ts';
 
 /** From this many objects of one kind in one namespace, their live state is read with one LIST. */
@@ -127,11 +128,12 @@ export async function readLive<T extends { object: KubeObject }>(
         live.set(t, await readObject(api, info, t.object, inspect && ((o) => inspect(t, o))));
       return;
     }
-    const list = await api.request<{ items: KubeObject[] | null }>(
-      'GET',
-      resourcePath(info, first.object.metadata.namespace),
-    );
-    const byName = new Map((list.items ?? []).map((o) => [o.metadata.name, o]));
+    // Only the members are kept of each page: the namespace may hold many more of the kind.
+    const names = new Set(members.map((t) => t.object.metadata.name));
+    const byName = new Map<string, KubeObject>();
+    await eachListPage(api, resourcePath(info, first.object.metadata.namespace), {}, (items) => {
+      for (const o of items) if (names.has(o.metadata.name)) byName.set(o.metadata.name, o);
+    });
     for (const t of members) {
       const found = byName.get(t.object.metadata.name);
       if (found) inspect?.(t, found);

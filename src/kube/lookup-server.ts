@@ -17,6 +17,7 @@ import type { KubeObject } from '../render/manifest.ts';
 import { namespaceAllowed } from '../render/namespace-boundary.ts';
 import { type KubeApi, METADATA_LIST } from './api.ts';
 import { statusCode } from './errors.ts';
+import { eachListPage } from './list-pages.ts';
 import { selfSignedLoopback } from './self-signed.ts';
 import { versionOf } from './snapshot.ts';
 
@@ -154,17 +155,19 @@ async function read(
     if (statusCode(error) !== 404 || kind === undefined || !collection.startsWith('/api/v1/')) throw error;
   }
   const kind = VERSIONED.get(plural) as string;
-  const list = await api.request<{ items?: { metadata?: KubeObject['metadata'] }[] | null }>(
-    'GET',
+  let newest: { name: string; version: number } | undefined;
+  await eachListPage<{ metadata?: KubeObject['metadata'] }>(
+    api,
     collection,
     { accept: METADATA_LIST },
+    (items) => {
+      for (const item of items) {
+        const version = item.metadata ? versionOf(kind, item.metadata) : undefined;
+        if (version?.name !== name || (newest && newest.version >= version.version)) continue;
+        newest = { name: item.metadata?.name ?? '', version: version.version };
+      }
+    },
   );
-  let newest: { name: string; version: number } | undefined;
-  for (const item of list.items ?? []) {
-    const version = item.metadata ? versionOf(kind, item.metadata) : undefined;
-    if (version?.name !== name || (newest && newest.version >= version.version)) continue;
-    newest = { name: item.metadata?.name ?? '', version: version.version };
-  }
   if (!newest) return { code: 404, body: status(404, 'NotFound', `${plural} "${name}" not found`) };
   const object = await api.request<KubeObject>('GET', `${collection}/${newest.name}`);
   return { code: 200, body: { ...object, metadata: { ...object.metadata, name, namespace } } };

@@ -6,6 +6,7 @@
 // from the API at the agent's own port, never to an address a Lease names.
 import type { KubeApi } from './api.ts';
 import { describeKubeError } from './errors.ts';
+import { listAll } from './list-pages.ts';
 
 /** The labels of the agent's workload (the chart's selector labels). */
 const WORKLOAD_LABELS = ['app.kubernetes.io/name', 'app.kubernetes.io/instance'];
@@ -49,10 +50,7 @@ export async function runningPods(
 ): Promise<Map<string, string>> {
   let list: { items?: Pod[] };
   try {
-    list = await api.request<{ items?: Pod[] }>(
-      'GET',
-      `${podsPath(namespace)}${selector ? `?labelSelector=${encodeURIComponent(selector)}` : ''}`,
-    );
+    list = { items: await listAll<Pod>(api, podsPath(namespace), { query: { labelSelector: selector } }) };
   } catch (error) {
     throw describeKubeError(error, `list the Pods of ${namespace}${selector ? ` (${selector})` : ''}`);
   }

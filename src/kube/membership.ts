@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto';
 import { byCodeUnit } from '../arrays.ts';
 import type { KubeApi } from './api.ts';
 import { describeKubeError, statusCode } from './errors.ts';
+import { listAll } from './list-pages.ts';
 import type { MemberPods } from './member-pods.ts';
 import { ADDRESS_ANNOTATION, type MemberLease, verifiedMember } from './member-verify.ts';
 import { ensureNamespace } from './namespace.ts';
@@ -90,13 +91,12 @@ export async function listMembers(
   prefix: string,
   options: ListOptions = {},
 ): Promise<Member[]> {
-  const selector = encodeURIComponent(`${MEMBER_LABEL}=${prefix}`);
+  const selector = `${MEMBER_LABEL}=${prefix}`;
   let list: { items?: Lease[] };
   try {
-    list = await api.request<{ items?: Lease[] }>(
-      'GET',
-      `${leasesPath(namespace)}?labelSelector=${selector}`,
-    );
+    list = {
+      items: await listAll<Lease>(api, leasesPath(namespace), { query: { labelSelector: selector } }),
+    };
   } catch (error) {
     throw describeKubeError(error, `list the member Leases of ${namespace}/${prefix}`);
   }

@@ -14,6 +14,7 @@ import type { Discovery, ResourceInfo } from './discovery.ts';
 import { resourcePath } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
 import { entryId, entryName, type InventoryEntry } from './inventory.ts';
+import { listAll } from './list-pages.ts';
 import { requireIdentity } from './live-state.ts';
 
 /** The annotation that keeps an object from ever being pruned (set in the manifest or by hand on the live object). */
@@ -73,10 +74,6 @@ const FOREGROUND = new Set([
   'CronJob',
 ]);
 
-interface ObjectList {
-  items: KubeObject[] | null;
-}
-
 function disabled(object: Pick<KubeObject, 'metadata'>): boolean {
   return object.metadata.annotations?.[PRUNE_ANNOTATION] === 'disabled';
 }
@@ -120,13 +117,13 @@ export async function pruneTargets(
     const namespace = resource.namespaced ? entry.namespace : undefined;
     const live: KubeObject[] = [];
     if (entry.artifact) {
-      const list = await api
-        .request<ObjectList>('GET', resourcePath(resource, namespace), { accept: METADATA_LIST })
-        .catch((error: unknown) => {
+      const items = await listAll(api, resourcePath(resource, namespace), { accept: METADATA_LIST }).catch(
+        (error: unknown) => {
           throw describeKubeError(error, `list ${entry.kind}s in namespace ${namespace ?? ''}`);
-        });
+        },
+      );
       live.push(
-        ...(list.items ?? [])
+        ...items
           .filter((o) => o.metadata.annotations?.[ARTIFACT.name] === entry.artifact)
           .sort((a, b) => byCodeUnit(a.metadata.name, b.metadata.name)),
       );

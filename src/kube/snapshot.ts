@@ -25,6 +25,7 @@ import { type KubeApi, METADATA_LIST } from './api.ts';
 import type { ListSelection } from './cache.ts';
 import { Discovery, type ResourceInfo, resourcePath } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
+import { listAll } from './list-pages.ts';
 
 /** Discovery's own errors (an unknown kind) are already classified; a failed request is classified here. */
 function described(error: unknown, action: string): MooringError {
@@ -135,10 +136,8 @@ async function listVersions(
       const base = group.includes('/') ? `/apis/${group}` : `/api/${group}`;
       const path = `${base}/namespaces/${encodeURIComponent(namespace)}/${plural}`;
       try {
-        const list = await api.request<ObjectList<{ metadata?: VersionedMeta }>>('GET', path, {
-          accept: METADATA_LIST,
-        });
-        return { kind, items: list?.items ?? [] };
+        const items = await listAll<{ metadata?: VersionedMeta }>(api, path, { accept: METADATA_LIST });
+        return { kind, items };
       } catch (error) {
         throw describeKubeError(error, `list ${kind}s in namespace ${namespace}`);
       }
@@ -223,8 +222,8 @@ export async function readSnapshot(
   const list = async (apiVersion: string, kind: string, namespace: string) => {
     try {
       const info = await discovery.resource(apiVersion, kind);
-      const result = await api.request<ObjectList<KubeObject>>('GET', resourcePath(info, namespace));
-      return (result?.items ?? []).map((item) => ({ ...item, apiVersion, kind }));
+      const items = await listAll(api, resourcePath(info, namespace));
+      return items.map((item) => ({ ...item, apiVersion, kind }));
     } catch (error) {
       throw described(error, `list ${kind}s in namespace ${namespace}`);
     }
@@ -276,7 +275,7 @@ export async function readSnapshot(
       else
         try {
           // Metadata only: whether mooring manages each workload, not its whole spec.
-          list = await api.request('GET', resourcePath(info, namespace), { accept: METADATA_LIST });
+          list = { items: await listAll(api, resourcePath(info, namespace), { accept: METADATA_LIST }) };
         } catch (error) {
           throw described(error, `list ${kind}s in namespace ${namespace}`);
         }

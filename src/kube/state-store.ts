@@ -9,6 +9,7 @@ import { fullJitter } from '../backoff.ts';
 import { MooringError } from '../errors.ts';
 import type { KubeApi } from './api.ts';
 import { describeKubeError, statusCode } from './errors.ts';
+import { listAll } from './list-pages.ts';
 import { createNamespace } from './namespace.ts';
 
 /** What a state ConfigMap holds: its data and its annotations. */
@@ -246,12 +247,12 @@ export class StateStore {
 
   /** Every state ConfigMap of the namespace that matches the label selector. */
   async list(labelSelector: string, action: string): Promise<StateEntry[]> {
-    const list = await this.api
-      .request<{ items: ConfigMap[] | null }>('GET', this.path(), { query: { labelSelector } })
-      .catch((error: unknown) => {
+    const items = await listAll<ConfigMap>(this.api, this.path(), { query: { labelSelector } }).catch(
+      (error: unknown) => {
         throw describeKubeError(error, action);
-      });
-    return (list.items ?? []).map((cm) => ({
+      },
+    );
+    return items.map((cm) => ({
       ...contentOf(cm),
       name: cm.metadata.name,
       labels: { ...cm.metadata.labels },

@@ -13,6 +13,7 @@ import { z } from 'zod';
 import type { KubeObject } from '../render/manifest.ts';
 import { type KubeApi, METADATA_OBJECT } from './api.ts';
 import { statusCode } from './errors.ts';
+import { eachListPage } from './list-pages.ts';
 
 /** What one Event says, for one waited-on object (the shape of src/stability/warning-notes.ts's WarningNote). */
 export interface ObservedWarning {
@@ -89,11 +90,6 @@ const eventSchema = z.object({
   metadata: z.object({ creationTimestamp: text.nullish() }).optional(),
 });
 type Event = z.infer<typeof eventSchema>;
-
-interface EventList {
-  metadata?: { continue?: string };
-  items?: unknown[] | null;
-}
 
 /** How long a namespace's list answers other waits of the same cluster. */
 const SHARED_MS = 5000;
@@ -174,20 +170,23 @@ class NamespaceWarnings {
   ): Promise<Event[]> {
     const path = `/api/v1/namespaces/${encodeURIComponent(ns)}/events`;
     const events: Event[] = [];
-    let cursor: string | undefined;
-    for (let page = 0; page < pages.max; page++) {
-      const list = await this.api.request<EventList>('GET', path, {
-        query: { fieldSelector: 'type=Warning', limit: pages.size, continue: cursor },
+    await eachListPage<unknown>(
+      this.api,
+      path,
+      {
+        query: { fieldSelector: 'type=Warning' },
+        pageSize: pages.size,
+        maxPages: pages.max,
+        maxPageBytes: MAX_PAGE_BYTES,
         signal,
-        maxBytes: MAX_PAGE_BYTES,
-      });
-      for (const item of list.items ?? []) {
-        const parsed = eventSchema.safeParse(item);
-        if (parsed.success) events.push(kept(parsed.data));
-      }
-      cursor = list.metadata?.continue || undefined;
-      if (!cursor) break;
-    }
+      },
+      (items) => {
+        for (const item of items) {
+          const parsed = eventSchema.safeParse(item);
+          if (parsed.success) events.push(kept(parsed.data));
+        }
+      },
+    );
     return events;
   }
 }

@@ -4,6 +4,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { errorMessage } from '../../errors.ts';
 import type { KubeApi } from '../api.ts';
+import { listAll } from '../list-pages.ts';
 import {
   call,
   check,
@@ -19,7 +20,7 @@ import {
   type WorkloadRef,
 } from './common.ts';
 import { appsCollectionPath, selectorString } from './paths.ts';
-import type { ControllerRevision, LabelSelector, ObjectList, ObjectMeta, Workload } from './types.ts';
+import type { ControllerRevision, LabelSelector, ObjectMeta, Workload } from './types.ts';
 
 export interface UndoResult {
   /** The revision whose template was restored (it becomes the newest revision under a new number). */
@@ -158,10 +159,9 @@ async function listOwned<T>(
   } catch (error) {
     throw stalled(ref, errorMessage(error));
   }
-  const list = await call(ref, `cannot list its ${kind}s`, () =>
-    api.request<ObjectList<T>>('GET', appsCollectionPath(kind, ref.namespace), { query: { labelSelector } }),
+  return await call(ref, `cannot list its ${kind}s`, () =>
+    listAll<T>(api, appsCollectionPath(kind, ref.namespace), { query: { labelSelector } }),
   );
-  return list?.items ?? [];
 }
 
 function controlledBy(meta: ObjectMeta | undefined, uid: string | undefined): boolean {

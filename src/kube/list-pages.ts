@@ -1,0 +1,90 @@
+// The one way mooring lists a collection: in pages (limit and continue), each page bounded in bytes, so that no
+// namespace, however many objects it holds or however large whoever writes them made them, is read into memory
+// at once. A page past its byte bound is asked again, from the same place, for half as many objects (down to one,
+// and an object is at most what etcd stores), then the size grows back: a few huge objects among many small ones
+// cost a few more requests, never the list. Callers that keep only part of each object (the watch cache's trimmed
+// copies, the references the version history needs) hold a page at a time.
+import type { KubeObject } from '../render/manifest.ts';
+import type { KubeApi } from './api.ts';
+import { ResponseTooLargeError } from './api-errors.ts';
+
+/** Objects per page unless the caller says: client-go's pager asks for 500. */
+export const LIST_PAGE_SIZE = 500;
+/** Bytes of one page unless the caller says (a single answer may take MAX_RESPONSE_BYTES). */
+export const LIST_PAGE_MAX_BYTES = 16 * 1024 * 1024;
+
+export interface ListPagesOptions {
+  /** Objects asked for per page (the server may send fewer). */
+  pageSize?: number | undefined;
+  /** Bytes one page may take before it is asked again for fewer objects. */
+  maxPageBytes?: number | undefined;
+  /** Stop after this many pages (the end says whether the list was cut). */
+  maxPages?: number | undefined;
+  accept?: string | undefined;
+  /** Selectors and the like, sent with every page. */
+  query?: Record<string, string | number | boolean | undefined> | undefined;
+  signal?: AbortSignal | undefined;
+  /** Told of every request sent (pages asked again among them). */
+  onRequest?: (() => void) | undefined;
+}
+
+export interface ListEnd {
+  /** The list's resourceVersion, as its last page gave it. */
+  resourceVersion: string | undefined;
+  /** maxPages was reached before the last page. */
+  cut: boolean;
+}
+
+interface Page<T> {
+  items?: T[] | null;
+  metadata?: { continue?: string; resourceVersion?: string };
+}
+
+/** Hands each page's items to `onPage` (which keeps what it needs of them), in the server's order. */
+export async function eachListPage<T = KubeObject>(
+  api: KubeApi,
+  path: string,
+  options: ListPagesOptions,
+  onPage: (items: T[]) => void,
+): Promise<ListEnd> {
+  const size = Math.max(1, options.pageSize ?? LIST_PAGE_SIZE);
+  const maxBytes = options.maxPageBytes ?? LIST_PAGE_MAX_BYTES;
+  let limit = size;
+  let cursor: string | undefined;
+  for (let pages = 0; ; ) {
+    let page: Page<T>;
+    try {
+      options.onRequest?.();
+      page = await api.request<Page<T>>('GET', path, {
+        query: { ...options.query, limit, continue: cursor },
+        maxBytes,
+        ...(options.accept ? { accept: options.accept } : {}),
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+    } catch (error) {
+      if (!(error instanceof ResponseTooLargeError) || limit === 1) throw error;
+      limit = Math.max(1, Math.floor(limit / 2));
+      continue;
+    }
+    onPage(page.items ?? []);
+    pages++;
+    limit = Math.min(size, limit * 2);
+    cursor = page.metadata?.continue || undefined;
+    if (!cursor) return { resourceVersion: page.metadata?.resourceVersion, cut: false };
+    if (options.maxPages !== undefined && pages >= options.maxPages)
+      return { resourceVersion: page.metadata?.resourceVersion, cut: true };
+  }
+}
+
+/** Every item of a collection, read in pages (for callers that need them all; most need only part of each). */
+export async function listAll<T = KubeObject>(
+  api: KubeApi,
+  path: string,
+  options: ListPagesOptions = {},
+): Promise<T[]> {
+  const items: T[] = [];
+  await eachListPage<T>(api, path, options, (page) => {
+    for (const item of page) items.push(item);
+  });
+  return items;
+}
