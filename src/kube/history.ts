@@ -15,6 +15,7 @@ import { type KubeApi, METADATA_LIST } from './api.ts';
 import type { Discovery } from './discovery.ts';
 import { type ResourceInfo, resourcePath } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
+import { FreshReads } from './fresh-reads.ts';
 import { eachListPage, listAll } from './list-pages.ts';
 import type { CachedList } from './snapshot.ts';
 
@@ -82,6 +83,25 @@ export async function liveReferences(
     }
   }
   return refs;
+}
+
+/**
+ * The live references of a namespace as a read started no sooner than this call gives them, one read at a time per
+ * cluster client and namespace: the syncs of a fleet that reach their history collection together share it.
+ */
+const referenceReads = new WeakMap<KubeApi, FreshReads<Map<string, string>>>();
+
+export function currentReferences(
+  api: KubeApi,
+  discovery: Discovery,
+  namespace: string,
+): Promise<Map<string, string>> {
+  let reads = referenceReads.get(api);
+  if (!reads) {
+    reads = new FreshReads();
+    referenceReads.set(api, reads);
+  }
+  return reads.read(namespace, () => liveReferences(api, discovery, namespace));
 }
 
 export async function collectVersionHistory(
@@ -164,7 +184,7 @@ export async function collectVersionHistory(
     if (surplus.length === 0) continue;
     let refs = references.get(namespace);
     if (!refs) {
-      refs = await liveReferences(api, discovery, namespace);
+      refs = await currentReferences(api, discovery, namespace);
       references.set(namespace, refs);
     }
     for (const old of surplus) {

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { KubeApi } from '../../src/kube/api.ts';
 import { ResponseTooLargeError } from '../../src/kube/api-errors.ts';
 import { Discovery } from '../../src/kube/discovery.ts';
-import { liveReferences } from '../../src/kube/history.ts';
+import { currentReferences, liveReferences } from '../../src/kube/history.ts';
 import { eachListPage } from '../../src/kube/list-pages.ts';
 import { clusterConfig, deployTo, manifestDir, useNamespace } from './helpers.ts';
 
@@ -122,6 +122,24 @@ data: {N: "${n}"}
           expect(result.stdout).toContain(`ConfigMap ${ns()}/app-config-v001 deleted (version history)`);
         }
       }
+
+      // Syncs that ask together share reads: twelve at once are answered by at most two rounds of lists (one
+      // begun by the first question, one for all that asked while it ran), not twelve.
+      // The namespace has no Pods: each round lists them in one page.
+      const lists = () =>
+        api.requestStats.requests
+          .filter((r) => r.verb === 'list' && r.resource === 'pods')
+          .reduce((n, r) => n + r.count, 0);
+      const before = lists();
+      const discovery = new Discovery(api);
+      const answers = await Promise.all(
+        Array.from({ length: 12 }, () => currentReferences(api, discovery, ns())),
+      );
+      for (const answer of answers)
+        expect(answer.get('ConfigMap/app-config-v000')).toBe(`ControllerRevision ${ns()}/rev-41`);
+      const rounds = lists() - before;
+      expect(rounds).toBeGreaterThanOrEqual(1);
+      expect(rounds).toBeLessThanOrEqual(2);
     } finally {
       api.close();
     }
