@@ -6,7 +6,7 @@
 // from the API at the agent's own port, never to an address a Lease names.
 import type { KubeApi } from './api.ts';
 import { describeKubeError } from './errors.ts';
-import { listAll } from './list-pages.ts';
+import { eachListPage } from './list-pages.ts';
 
 /** The labels of the agent's workload (the chart's selector labels). */
 const WORKLOAD_LABELS = ['app.kubernetes.io/name', 'app.kubernetes.io/instance'];
@@ -48,17 +48,19 @@ export async function runningPods(
   namespace: string,
   selector?: string,
 ): Promise<Map<string, string>> {
-  let list: { items?: Pod[] };
+  // A page at a time, keeping each running Pod's address alone: whoever can create Pods chooses their number and size.
+  const pods = new Map<string, string>();
   try {
-    list = { items: await listAll<Pod>(api, podsPath(namespace), { query: { labelSelector: selector } }) };
+    await eachListPage<Pod>(api, podsPath(namespace), { query: { labelSelector: selector } }, (items) => {
+      for (const pod of items) {
+        const ip = pod.status?.podIP;
+        // A Pod being deleted still counts: its replica deletes its own Lease when it stops.
+        if (pod.status?.phase === 'Running' && ip)
+          pods.set(pod.metadata.name, ip.includes(':') ? `[${ip}]` : ip);
+      }
+    });
   } catch (error) {
     throw describeKubeError(error, `list the Pods of ${namespace}${selector ? ` (${selector})` : ''}`);
-  }
-  const pods = new Map<string, string>();
-  for (const pod of list.items ?? []) {
-    const ip = pod.status?.podIP;
-    // A Pod being deleted still counts: its replica deletes its own Lease when it stops.
-    if (pod.status?.phase === 'Running' && ip) pods.set(pod.metadata.name, ip.includes(':') ? `[${ip}]` : ip);
   }
   return pods;
 }

@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import { byCodeUnit } from '../arrays.ts';
 import type { KubeApi } from './api.ts';
 import { describeKubeError, statusCode } from './errors.ts';
-import { listAll } from './list-pages.ts';
+import { eachListPage } from './list-pages.ts';
 import type { MemberPods } from './member-pods.ts';
 import { ADDRESS_ANNOTATION, type MemberLease, verifiedMember } from './member-verify.ts';
 import { ensureNamespace } from './namespace.ts';
@@ -92,31 +92,32 @@ export async function listMembers(
   options: ListOptions = {},
 ): Promise<Member[]> {
   const selector = `${MEMBER_LABEL}=${prefix}`;
-  let list: { items?: Lease[] };
-  try {
-    list = {
-      items: await listAll<Lease>(api, leasesPath(namespace), { query: { labelSelector: selector } }),
-    };
-  } catch (error) {
-    throw describeKubeError(error, `list the member Leases of ${namespace}/${prefix}`);
-  }
   const now = options.now ?? Date.now();
   const members: Member[] = [];
-  for (const lease of list.items ?? []) {
-    const verified = verifiedMember(lease, { now, durationMs: options.durationMs, pods: options.pods });
-    if (!verified.member) {
-      if (verified.why !== 'expired') options.refused?.(lease.metadata.name, verified.why);
-      continue;
+  // A page at a time, keeping what each verified member says: whoever can write Leases in the namespace chooses
+  // their number and size.
+  const page = (leases: Lease[]) => {
+    for (const lease of leases) {
+      const verified = verifiedMember(lease, { now, durationMs: options.durationMs, pods: options.pods });
+      if (!verified.member) {
+        if (verified.why !== 'expired') options.refused?.(lease.metadata.name, verified.why);
+        continue;
+      }
+      const owns = lease.metadata.annotations?.[OWNS_ANNOTATION];
+      const since = Date.parse(lease.spec.acquireTime ?? '');
+      members.push({
+        identity: verified.identity,
+        address: verified.address,
+        deployments: owns ? owns.split(',') : [],
+        renewed: verified.renewed,
+        since: Number.isFinite(since) ? since : undefined,
+      });
     }
-    const owns = lease.metadata.annotations?.[OWNS_ANNOTATION];
-    const since = Date.parse(lease.spec.acquireTime ?? '');
-    members.push({
-      identity: verified.identity,
-      address: verified.address,
-      deployments: owns ? owns.split(',') : [],
-      renewed: verified.renewed,
-      since: Number.isFinite(since) ? since : undefined,
-    });
+  };
+  try {
+    await eachListPage<Lease>(api, leasesPath(namespace), { query: { labelSelector: selector } }, page);
+  } catch (error) {
+    throw describeKubeError(error, `list the member Leases of ${namespace}/${prefix}`);
   }
   return members.sort((a, b) => byCodeUnit(a.identity, b.identity));
 }
