@@ -39,7 +39,12 @@ const REFERRING: readonly { apiVersion: string; kind: string; asKind: string }[]
  * Objects per page of a referring kind: these are whole objects (the references are in their pod templates), and a
  * namespace may hold thousands of them, as large as whoever writes them makes them (pages are bounded in bytes too).
  */
-const REFERRING_PAGES = { pageSize: 250 };
+const REFERRING_PAGES = {
+  pageSize: 250,
+  // A list slow enough for its place to expire goes on as the namespace is now: a reference is kept either way.
+  inconsistent: true,
+  restart: () => undefined,
+};
 
 /**
  * Names of ConfigMaps/Secrets that live objects in `namespace` refer to, with who refers to them. Read a page at a

@@ -131,7 +131,8 @@ export async function readLive<T extends { object: KubeObject }>(
     // Only the members are kept of each page: the namespace may hold many more of the kind.
     const names = new Set(members.map((t) => t.object.metadata.name));
     const byName = new Map<string, KubeObject>();
-    await eachListPage(api, resourcePath(info, first.object.metadata.namespace), {}, (items) => {
+    const path = resourcePath(info, first.object.metadata.namespace);
+    await eachListPage(api, path, { restart: () => byName.clear() }, (items) => {
       for (const o of items) if (names.has(o.metadata.name)) byName.set(o.metadata.name, o);
     });
     for (const t of members) {

@@ -159,7 +159,12 @@ async function read(
   await eachListPage<{ metadata?: KubeObject['metadata'] }>(
     api,
     collection,
-    { accept: METADATA_LIST },
+    {
+      accept: METADATA_LIST,
+      restart: () => {
+        newest = undefined;
+      },
+    },
     (items) => {
       for (const item of items) {
         const version = item.metadata ? versionOf(kind, item.metadata) : undefined;

@@ -51,14 +51,19 @@ export async function runningPods(
   // A page at a time, keeping each running Pod's address alone: whoever can create Pods chooses their number and size.
   const pods = new Map<string, string>();
   try {
-    await eachListPage<Pod>(api, podsPath(namespace), { query: { labelSelector: selector } }, (items) => {
-      for (const pod of items) {
-        const ip = pod.status?.podIP;
-        // A Pod being deleted still counts: its replica deletes its own Lease when it stops.
-        if (pod.status?.phase === 'Running' && ip)
-          pods.set(pod.metadata.name, ip.includes(':') ? `[${ip}]` : ip);
-      }
-    });
+    await eachListPage<Pod>(
+      api,
+      podsPath(namespace),
+      { query: { labelSelector: selector }, restart: () => pods.clear() },
+      (items) => {
+        for (const pod of items) {
+          const ip = pod.status?.podIP;
+          // A Pod being deleted still counts: its replica deletes its own Lease when it stops.
+          if (pod.status?.phase === 'Running' && ip)
+            pods.set(pod.metadata.name, ip.includes(':') ? `[${ip}]` : ip);
+        }
+      },
+    );
   } catch (error) {
     throw describeKubeError(error, `list the Pods of ${namespace}${selector ? ` (${selector})` : ''}`);
   }

@@ -115,7 +115,12 @@ export async function listMembers(
     }
   };
   try {
-    await eachListPage<Lease>(api, leasesPath(namespace), { query: { labelSelector: selector } }, page);
+    await eachListPage<Lease>(
+      api,
+      leasesPath(namespace),
+      { query: { labelSelector: selector }, restart: () => members.splice(0) },
+      page,
+    );
   } catch (error) {
     throw describeKubeError(error, `list the member Leases of ${namespace}/${prefix}`);
   }

@@ -178,6 +178,7 @@ class NamespaceWarnings {
         pageSize: pages.size,
         maxPages: pages.max,
         maxPageBytes: MAX_PAGE_BYTES,
+        inconsistent: true,
         signal,
       },
       (items) => {

@@ -13,20 +13,8 @@ import { Discovery } from '../../src/kube/discovery.ts';
 import type { KubeObject } from '../../src/render/manifest.ts';
 import { deploy } from '../../src/sync/deploy.ts';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
-import { freezeApiServer } from './fault-helpers.ts';
+import { compactEtcd, freezeApiServer } from './fault-helpers.ts';
 import { testbed, useNamespace, writeKubeconfig } from './helpers.ts';
-
-/** Compacts etcd's history up to now (through etcd's own HTTP gateway), as the API server does every 5 minutes. */
-async function compactEtcd(): Promise<void> {
-  const etcd = testbed().kube.etcd;
-  const range = await fetch(`${etcd}/v3/kv/range`, { method: 'POST', body: JSON.stringify({ key: 'AA==' }) });
-  const revision = ((await range.json()) as { header: { revision: string } }).header.revision;
-  const compacted = await fetch(`${etcd}/v3/kv/compaction`, {
-    method: 'POST',
-    body: JSON.stringify({ revision: Number(revision), physical: true }),
-  });
-  expect(compacted.ok).toBe(true);
-}
 
 function client() {
   const api = new KubeApi(loadKubeConfig({ kubeconfig: testbed().kube.kubeconfig }));

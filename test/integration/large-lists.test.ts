@@ -9,6 +9,7 @@ import { ResponseTooLargeError } from '../../src/kube/api-errors.ts';
 import { Discovery } from '../../src/kube/discovery.ts';
 import { currentReferences, liveReferences } from '../../src/kube/history.ts';
 import { eachListPage } from '../../src/kube/list-pages.ts';
+import { compactEtcd } from './fault-helpers.ts';
 import { clusterConfig, deployTo, manifestDir, useNamespace } from './helpers.ts';
 
 const MiB = 1024 * 1024;
@@ -85,6 +86,76 @@ describe('lists read in pages bounded in bytes', () => {
       });
       expect(partial.cut).toBe(true);
       expect(cut).toEqual(names.slice(0, 4));
+    } finally {
+      api.close();
+    }
+  }, 120_000);
+});
+
+describe('a list whose place expires before its end (410 Gone)', () => {
+  const ns = useNamespace('expired-list');
+
+  it('starts again, or goes on with the token for the rest, or fails, as the caller asks', async () => {
+    const api = new KubeApi(clusterConfig());
+    // Events are not held in the API server's watch cache: their lists are read from etcd, whose compaction is real.
+    const path = `/api/v1/namespaces/${ns()}/events`;
+    const event = (name: string) => ({
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name },
+      involvedObject: { kind: 'ConfigMap', name: 'anything', namespace: ns() },
+      reason: 'Test',
+      message: name,
+      type: 'Normal',
+    });
+    try {
+      const names = Array.from({ length: 30 }, (_, i) => `e-${String(i).padStart(2, '0')}`);
+      for (const name of names) await api.request('POST', path, { body: event(name) });
+      let added = 0;
+      /** After the first page: a change, then etcd compacted past the version the list is read at. */
+      const expire = async (pageNumber: number) => {
+        if (pageNumber !== 1) return;
+        await api.request('POST', path, { body: event(`z-${added++}`) });
+        await compactEtcd();
+      };
+
+      let restarts = 0;
+      let seen: string[] = [];
+      let pageNumber = 0;
+      await eachListPage(
+        api,
+        path,
+        {
+          pageSize: 10,
+          restart: () => {
+            restarts++;
+            seen = [];
+          },
+        },
+        async (items) => {
+          for (const item of items) seen.push(item.metadata.name);
+          await expire(++pageNumber);
+        },
+      );
+      expect(restarts).toBe(1);
+      // Started again after the change: one consistent list, each object once.
+      expect(seen).toEqual([...names, 'z-0']);
+
+      const rest: string[] = [];
+      pageNumber = 0;
+      await eachListPage(api, path, { pageSize: 10, inconsistent: true }, async (items) => {
+        for (const item of items) rest.push(item.metadata.name);
+        await expire(++pageNumber);
+      });
+      // Gone on from its place, as the namespace is now: no object twice, the one added meanwhile at its place.
+      expect(rest).toEqual([...names, 'z-0', 'z-1']);
+
+      pageNumber = 0;
+      await expect(
+        eachListPage(api, path, { pageSize: 10 }, async () => {
+          await expire(++pageNumber);
+        }),
+      ).rejects.toMatchObject({ code: 410 });
     } finally {
       api.close();
     }
