@@ -304,7 +304,7 @@ export class ClusterCache {
     const pending = this.unseen.get(
       typeKey(info.apiVersion, info.kind, info.namespaced ? (namespace ?? 'default') : undefined),
     );
-    if (pending && (!concerns || [...pending.keys()].some(concerns))) return undefined;
+    if (pending && (!concerns || someKey(pending, concerns))) return undefined;
     for (const metadataOnly of [false, true]) {
       const informer = this.informers.get(this.key(info, namespace, metadataOnly));
       if (!informer?.listed) continue;
@@ -351,6 +351,11 @@ export class ClusterCache {
     for (const informer of this.informers.values()) informer.stop();
     this.informers.clear();
   }
+}
+
+function someKey(map: ReadonlyMap<string, unknown>, test: (key: string) => boolean): boolean {
+  for (const key of map.keys()) if (test(key)) return true;
+  return false;
 }
 
 /** Which of a type's objects a reader of the cache wants (ClusterCache.listedObjects). */

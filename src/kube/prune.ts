@@ -91,6 +91,33 @@ export async function pruneTargets(
     if (owner === input.owner) continue;
     for (const e of entries) if (!heldBy.has(entryId(e))) heldBy.set(entryId(e), owner);
   }
+  // The versions of each kind and namespace, listed once (metadata only) and grouped by artifact: a list per
+  // versioned entry made removing an application of 300 versioned ConfigMaps read the namespace 300 times.
+  const lists = new Map<string, Promise<Map<string, KubeObject[]>>>();
+  const versionsOf = (resource: ResourceInfo, namespace: string | undefined, kind: string) => {
+    const path = resourcePath(resource, namespace);
+    let grouped = lists.get(path);
+    if (!grouped) {
+      grouped = listAll(api, path, { accept: METADATA_LIST }).then(
+        (items) => {
+          const byArtifact = new Map<string, KubeObject[]>();
+          for (const item of items) {
+            const artifact = item.metadata.annotations?.[ARTIFACT.name];
+            if (artifact === undefined) continue;
+            const group = byArtifact.get(artifact);
+            if (group) group.push(item);
+            else byArtifact.set(artifact, [item]);
+          }
+          return byArtifact;
+        },
+        (error: unknown) => {
+          throw describeKubeError(error, `list ${kind}s in namespace ${namespace ?? ''}`);
+        },
+      );
+      lists.set(path, grouped);
+    }
+    return grouped;
+  };
   for (const entry of input.previous) {
     const id = entryId(entry);
     if (wanted.has(id)) continue;
@@ -117,15 +144,11 @@ export async function pruneTargets(
     const namespace = resource.namespaced ? entry.namespace : undefined;
     const live: KubeObject[] = [];
     if (entry.artifact) {
-      const items = await listAll(api, resourcePath(resource, namespace), { accept: METADATA_LIST }).catch(
-        (error: unknown) => {
-          throw describeKubeError(error, `list ${entry.kind}s in namespace ${namespace ?? ''}`);
-        },
-      );
+      const versions = await versionsOf(resource, namespace, entry.kind);
       live.push(
-        ...items
-          .filter((o) => o.metadata.annotations?.[ARTIFACT.name] === entry.artifact)
-          .sort((a, b) => byCodeUnit(a.metadata.name, b.metadata.name)),
+        ...[...(versions.get(entry.artifact) ?? [])].sort((a, b) =>
+          byCodeUnit(a.metadata.name, b.metadata.name),
+        ),
       );
     } else {
       try {

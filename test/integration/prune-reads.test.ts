@@ -1,0 +1,79 @@
+// What prune reads to find the versions of the versioned objects an application no longer renders: each kind and
+// namespace listed once (metadata only), not once per versioned object. Removing an application of 200 versioned
+// ConfigMaps from a namespace that holds them read the namespace's ConfigMaps 200 times.
+import { describe, expect, it } from 'vitest';
+import { KubeApi } from '../../src/kube/api.ts';
+import { Discovery } from '../../src/kube/discovery.ts';
+import type { InventoryEntry } from '../../src/kube/inventory.ts';
+import { pruneTargets } from '../../src/kube/prune.ts';
+import { clusterConfig, useNamespace } from './helpers.ts';
+
+const COUNT = 200;
+
+describe('prune of many versioned objects', () => {
+  const ns = useNamespace('prune-reads');
+
+  it('lists each kind and namespace once, and plans every version of every artifact', async () => {
+    const api = new KubeApi(clusterConfig());
+    try {
+      const path = `/api/v1/namespaces/${ns()}/configmaps`;
+      // Two versions of each artifact, applied by mooring's field manager; and objects of others beside them.
+      const artifacts = Array.from({ length: COUNT }, (_, i) => `cfg-${String(i).padStart(3, '0')}`);
+      const objects = artifacts.flatMap((artifact) =>
+        ['v000', 'v001'].map((v) => ({
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: {
+            name: `${artifact}-${v}`,
+            annotations: { 'artifact.spinnaker.io/name': artifact, 'artifact.spinnaker.io/version': v },
+          },
+          data: { v },
+        })),
+      );
+      for (let i = 0; i < objects.length; i += 40)
+        await Promise.all(
+          objects.slice(i, i + 40).map((body) =>
+            api.request('PATCH', `${path}/${body.metadata.name}`, {
+              query: { fieldManager: 'mooring', force: true },
+              contentType: 'application/apply-patch+yaml',
+              body,
+            }),
+          ),
+        );
+      await Promise.all(
+        Array.from({ length: 50 }, (_, i) =>
+          api.request('POST', path, { body: { metadata: { name: `other-${i}` }, data: { x: '1' } } }),
+        ),
+      );
+      const previous: InventoryEntry[] = artifacts.map((artifact) => ({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        namespace: ns(),
+        name: `${artifact}-v001`,
+        artifact,
+      }));
+      const lists = () =>
+        api.requestStats.requests
+          .filter((r) => r.verb === 'list' && r.resource === 'configmaps')
+          .reduce((n, r) => n + r.count, 0);
+      const discovery = new Discovery(api);
+      await discovery.resource('v1', 'ConfigMap');
+      const before = lists();
+      const plan = await pruneTargets(api, discovery, {
+        owner: 'gone',
+        previous,
+        desired: [],
+        others: async () => new Map(),
+        fieldManager: 'mooring',
+      });
+      // 450 ConfigMaps: one page.
+      expect(lists() - before).toBe(1);
+      expect(plan.kept).toEqual([]);
+      expect(plan.targets.map((t) => t.object).sort()).toEqual(
+        artifacts.flatMap((a) => [`ConfigMap ${ns()}/${a}-v000`, `ConfigMap ${ns()}/${a}-v001`]).sort(),
+      );
+    } finally {
+      api.close();
+    }
+  }, 180_000);
+});
