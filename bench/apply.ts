@@ -76,6 +76,10 @@ const say = (line = '') => process.stdout.write(`${line}\n`);
 const note = (line: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 
 const { env, started } = await up((line) => note(`testbed: ${line}`));
+if (!started)
+  note(
+    'testbed: a running test bed is used, with what earlier work left in it (objects, etcd history): for figures to compare, stop it first',
+  );
 const c = benchCluster(env.kube.kubeconfig);
 const suffix = Date.now().toString(36);
 const created: string[] = [];

@@ -70,6 +70,10 @@ interface Phase {
 }
 
 const { env, started } = await up((line) => note(`testbed: ${line}`), { clusters: count });
+if (!started)
+  note(
+    'testbed: a running test bed is used, with what earlier work left in it (objects, etcd history): for figures to compare, stop it first',
+  );
 const kubes: Kube[] = [
   { name: 'c1', kubeconfig: env.kube.kubeconfig },
   ...(env.clusters ?? [])

@@ -202,6 +202,10 @@ interface DriftPassLine {
 }
 
 const { env, started } = await up((line) => note(`testbed: ${line}`));
+if (!started)
+  note(
+    'testbed: a running test bed is used, with what earlier work left in it (objects, etcd history): for figures to compare, stop it first',
+  );
 const c = benchCluster(env.kube.kubeconfig);
 const suffix = Date.now().toString(36);
 const work = await mkdtemp(join(tmpdir(), 'mooring-bench-fleet-'));

@@ -10,7 +10,7 @@ import { groupOf, isObject, type JsonValue, type KubeObject } from '../render/ma
 import { select } from '../render/path.ts';
 import type { PlanEntry } from '../render/render.ts';
 import { REFERENCE_RULES } from '../render/tables.ts';
-import { parseVersionedName } from '../render/versioning.ts';
+import { byArtifact, parseVersionedName } from '../render/versioning.ts';
 import { type KubeApi, METADATA_LIST } from './api.ts';
 import type { Discovery } from './discovery.ts';
 import { type ResourceInfo, resourcePath } from './discovery.ts';
@@ -145,11 +145,11 @@ export async function collectVersionHistory(
     kind: string,
   ): Promise<Map<string, KubeObject[]>> => {
     const path = resourcePath(info, namespace);
-    let byArtifact = lists.get(path);
-    if (!byArtifact) {
+    let grouped = lists.get(path);
+    if (!grouped) {
       // From the cache, only this sync's artifacts (by the annotation they are grouped by below).
       const held = options.cached?.(info, namespace, ours, { annotation: ARTIFACT.name, values: bases });
-      byArtifact = (
+      grouped = (
         held
           ? Promise.resolve({ items: held })
           : listAll(api, path, { accept: METADATA_LIST }).then((items) => ({ items }))
@@ -157,20 +157,10 @@ export async function collectVersionHistory(
         .catch((error: unknown) => {
           throw describeKubeError(error, `list ${kind}s in namespace ${namespace}`);
         })
-        .then((list) => {
-          const grouped = new Map<string, KubeObject[]>();
-          for (const item of list.items ?? []) {
-            const artifact = item.metadata.annotations?.[ARTIFACT.name];
-            if (artifact === undefined) continue;
-            const group = grouped.get(artifact);
-            if (group) group.push(item);
-            else grouped.set(artifact, [item]);
-          }
-          return grouped;
-        });
-      lists.set(path, byArtifact);
+        .then((list) => byArtifact(list.items ?? []));
+      lists.set(path, grouped);
     }
-    return byArtifact;
+    return grouped;
   };
   for (const [index, entry] of plan.entries()) {
     const object = objects[index];

@@ -5,9 +5,9 @@
 // last), with foreground propagation for workloads, so that their Pods are gone before their configuration is.
 import { byCodeUnit } from '../arrays.ts';
 import { errorMessage } from '../errors.ts';
-import { ARTIFACT } from '../render/annotations.ts';
 import type { KubeObject } from '../render/manifest.ts';
 import { isSafeSegment } from '../render/names.ts';
+import { byArtifact } from '../render/versioning.ts';
 import { type KubeApi, METADATA_LIST, METADATA_OBJECT } from './api.ts';
 import { phaseOf } from './apply-order.ts';
 import type { Discovery, ResourceInfo } from './discovery.ts';
@@ -99,17 +99,7 @@ export async function pruneTargets(
     let grouped = lists.get(path);
     if (!grouped) {
       grouped = listAll(api, path, { accept: METADATA_LIST }).then(
-        (items) => {
-          const byArtifact = new Map<string, KubeObject[]>();
-          for (const item of items) {
-            const artifact = item.metadata.annotations?.[ARTIFACT.name];
-            if (artifact === undefined) continue;
-            const group = byArtifact.get(artifact);
-            if (group) group.push(item);
-            else byArtifact.set(artifact, [item]);
-          }
-          return byArtifact;
-        },
+        (items) => byArtifact(items),
         (error: unknown) => {
           throw describeKubeError(error, `list ${kind}s in namespace ${namespace ?? ''}`);
         },

@@ -55,6 +55,19 @@ export function versionSuffix(version: number): string {
   return `-v${String(version).padStart(3, '0')}`;
 }
 
+/** Live versions by the artifact they are versions of (`artifact.spinnaker.io/name`); objects without it are left out. */
+export function byArtifact<T extends Pick<KubeObject, 'metadata'>>(items: Iterable<T>): Map<string, T[]> {
+  const grouped = new Map<string, T[]>();
+  for (const item of items) {
+    const artifact = item.metadata.annotations?.[ARTIFACT.name];
+    if (artifact === undefined) continue;
+    const group = grouped.get(artifact);
+    if (group) group.push(item);
+    else grouped.set(artifact, [item]);
+  }
+  return grouped;
+}
+
 /** Splits `app-config-v012` into `app-config` and 12; undefined for a name without a version suffix. */
 export function parseVersionedName(name: string): { base: string; version: number } | undefined {
   const match = /^(.+)-v(\d{3,})$/.exec(name);
