@@ -16,6 +16,7 @@ import { describeKubeError, statusCode } from './errors.ts';
 import { entryId, entryName, type InventoryEntry } from './inventory.ts';
 import { listAll } from './list-pages.ts';
 import { requireIdentity } from './live-state.ts';
+import { mapLimit } from './pool.ts';
 
 /** The annotation that keeps an object from ever being pruned (set in the manifest or by hand on the live object). */
 export const PRUNE_ANNOTATION = 'mooring.io/prune';
@@ -63,6 +64,9 @@ function appliedBy(object: Pick<KubeObject, 'metadata'>, manager: string): boole
   );
 }
 
+/** Entries of an inventory examined at once (each may be a read of the object). */
+const PRUNE_READS = 8;
+
 /** Workloads whose dependents (ReplicaSets, Pods) must be gone before the workload is. */
 const FOREGROUND = new Set([
   'Deployment',
@@ -108,28 +112,31 @@ export async function pruneTargets(
     }
     return grouped;
   };
-  for (const entry of input.previous) {
+  // Each entry examined apart, a few at once (a removed application may be a thousand objects, each read), the plan
+  // kept in the inventory's order.
+  const examined = await mapLimit(input.previous, PRUNE_READS, async (entry): Promise<PrunePlan> => {
+    const found: PrunePlan = { targets: [], kept: [] };
     const id = entryId(entry);
-    if (wanted.has(id)) continue;
+    if (wanted.has(id)) return found;
     const name = entry.artifact
       ? `${entry.kind} ${entry.namespace ? `${entry.namespace}/` : ''}${entry.artifact} (every version)`
       : entryName(entry);
     const other = heldBy.get(id);
     if (other) {
-      plan.kept.push({ object: name, reason: `also applied by ${describeOwner(other)}` });
-      continue;
+      found.kept.push({ object: name, reason: `also applied by ${describeOwner(other)}` });
+      return found;
     }
     // An inventory written before names were validated may hold one that is no object's path: never deleted.
     if (!isSafeSegment(entry.name) || (entry.namespace && !isSafeSegment(entry.namespace))) {
-      plan.kept.push({ object: name, reason: 'its name is not a valid path segment' });
-      continue;
+      found.kept.push({ object: name, reason: 'its name is not a valid path segment' });
+      return found;
     }
     let resource: ResourceInfo;
     try {
       resource = await discovery.resource(entry.apiVersion, entry.kind);
     } catch {
       // The kind is no longer served (its CRD is gone): so are its objects.
-      continue;
+      return found;
     }
     const namespace = resource.namespaced ? entry.namespace : undefined;
     const live: KubeObject[] = [];
@@ -148,7 +155,7 @@ export async function pruneTargets(
           }),
         );
       } catch (error) {
-        if (statusCode(error) === 404) continue; // deleted already
+        if (statusCode(error) === 404) return found; // deleted already
         throw describeKubeError(error, `read ${entryName(entry)}`);
       }
     }
@@ -166,29 +173,34 @@ export async function pruneTargets(
           resource.namespaced,
         );
       } catch (error) {
-        plan.kept.push({ object: entryName(one), reason: errorMessage(error) });
+        found.kept.push({ object: entryName(one), reason: errorMessage(error) });
         continue;
       }
       if (object.metadata.deletionTimestamp) continue; // on its way out
       const manager = input.fieldManager ?? 'mooring';
       if (!appliedBy(object, manager)) {
-        plan.kept.push({
+        found.kept.push({
           object: entryName(one),
           reason: `not applied by mooring (no field manager ${manager})`,
         });
         continue;
       }
       if (disabled(object)) {
-        plan.kept.push({ object: entryName(one), reason: `${PRUNE_ANNOTATION}: disabled` });
+        found.kept.push({ object: entryName(one), reason: `${PRUNE_ANNOTATION}: disabled` });
         continue;
       }
-      plan.targets.push({
+      found.targets.push({
         object: entryName(one),
         entry: one,
         resource,
         uid: typeof object.metadata.uid === 'string' ? object.metadata.uid : undefined,
       });
     }
+    return found;
+  });
+  for (const found of examined) {
+    plan.targets.push(...found.targets);
+    plan.kept.push(...found.kept);
   }
   // Reverse apply order; a stable sort keeps the inventory's order within a phase.
   plan.targets.sort((a, b) => phaseOf(b.entry.kind) - phaseOf(a.entry.kind));

@@ -5,7 +5,8 @@
 // state, so no object is reported absent (a stability verdict of "not found", a drift of "deleted") because of it;
 // it asks again, by a streaming list still, and holds all 300; a re-list after 410 Gone that is cut keeps what was
 // held; and the agent, whose sync waits on that cache, lives and records a stable release. The same holds when
-// kube-apiserver itself is killed (SIGKILL) with a streaming list half sent, and started again.
+// kube-apiserver itself is killed (SIGKILL) with a streaming list half sent, and started again. And after a re-list
+// whose list was held while the namespace changed, the cache's index by annotation answers as the server does.
 import { afterEach, describe, expect, it } from 'vitest';
 import { type KubeApi, METADATA_OBJECT } from '../../src/kube/api.ts';
 import { ClusterCache } from '../../src/kube/cache.ts';
@@ -35,6 +36,39 @@ const probing = (r: RequestInfo) => /[?&]timeoutSeconds=7(&|$)/.test(r.path);
 const streamsOf = (ns: string) => (r: RequestInfo) =>
   r.path.startsWith(`/api/v1/namespaces/${ns}/configmaps?`) && streaming(r) && !probing(r);
 
+/**
+ * The server's answer to a watch from version 1 of the namespace's ConfigMaps, as kube-apiserver words it when it no
+ * longer holds that version (410 in an ERROR event), once: a control plane started for this file alone still serves
+ * version 1 from its watch cache (the window starts at its first list).
+ */
+function expireWatchFromOne(proxy: FaultProxy, ns: string): void {
+  proxy.add(
+    {
+      kind: 'status',
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: `${JSON.stringify({
+        type: 'ERROR',
+        object: {
+          kind: 'Status',
+          apiVersion: 'v1',
+          metadata: {},
+          status: 'Failure',
+          message: 'too old resource version: 1 (1464)',
+          reason: 'Expired',
+          code: 410,
+        },
+      })}\n`,
+    },
+    {
+      match: (r) =>
+        r.path.startsWith(`/api/v1/namespaces/${ns}/configmaps?`) &&
+        /[?&]resourceVersion=1(&|$)/.test(r.path),
+      times: 1,
+    },
+  );
+}
+
 /** What one subscriber heard: its object's name (or undefined) and the note, if any, that came with it. */
 interface Heard {
   present: boolean;
@@ -46,6 +80,7 @@ describe('the cluster cache when a streaming list is cut before its end', () => 
   const nsEnd = useNamespace('cache-cut-end');
   const nsAgent = useNamespace('cache-cut-agent');
   const nsKilled = useNamespace('cache-cut-killed');
+  const nsIndex = useNamespace('cache-cut-index');
   const cleanup = useCleanups(afterEach);
 
   async function setUp() {
@@ -147,33 +182,7 @@ describe('the cluster cache when a streaming list is cut before its end', () => 
     // A re-list (the watched version compacted away: 410 Gone) whose stream is cut keeps what was held.
     for (const list of heard.values()) list.length = 0;
     proxy.set(cut, { match: mine, times: 2 });
-    // The server's answer to a watch from a version it no longer holds, as kube-apiserver words it: a control plane
-    // started for this file alone still serves version 1 from its watch cache (the window starts at its first list).
-    proxy.add(
-      {
-        kind: 'status',
-        status: 200,
-        headers: { 'content-type': 'application/json' },
-        body: `${JSON.stringify({
-          type: 'ERROR',
-          object: {
-            kind: 'Status',
-            apiVersion: 'v1',
-            metadata: {},
-            status: 'Failure',
-            message: 'too old resource version: 1 (1464)',
-            reason: 'Expired',
-            code: 410,
-          },
-        })}\n`,
-      },
-      {
-        match: (r) =>
-          r.path.startsWith(`/api/v1/namespaces/${ns}/configmaps?`) &&
-          /[?&]resourceVersion=1(&|$)/.test(r.path),
-        times: 1,
-      },
-    );
+    expireWatchFromOne(proxy, ns);
     cache.rewatch('1');
     await expect.poll(() => cache.lists, { timeout: 60_000 }).toBe(2);
     expect(proxy.count('status')).toBe(1);
@@ -216,6 +225,64 @@ describe('the cluster cache when a streaming list is cut before its end', () => 
     expect(cache.streamingRefusals.size).toBe(0);
     expect(cache.streamedLists).toBe(1);
     expect(proxy.requests.filter(mine).map((r) => r.fault)).toEqual(['truncate', 'pass']);
+  });
+
+  it('answers a selection from an index made again after a re-list, with what changed while no watch ran', async () => {
+    const { proxy, cache, discovery, direct } = await setUp();
+    const ns = nsIndex();
+    const key = 'artifact.spinnaker.io/name';
+    const path = `/api/v1/namespaces/${ns}/configmaps`;
+    for (let i = 0; i < 30; i++)
+      await direct.request('POST', path, {
+        body: { metadata: { name: `cm-${i}`, annotations: { [key]: `app-${i % 3}` } } },
+      });
+    const info = await discovery.resource('v1', 'ConfigMap');
+    const controller = new AbortController();
+    cleanup(() => controller.abort());
+    void cache
+      .subscribe(info, ns, 'cm-0', () => {}, controller.signal, { metadataOnly: true })
+      .done.catch(() => undefined);
+    const selected = (value: string) =>
+      cache
+        .listedObjects(info, ns, undefined, { annotation: key, values: [value] })
+        ?.map((o) => o.metadata.name)
+        .sort();
+    const serverSays = async (value: string) =>
+      (
+        await direct.request<{
+          items: { metadata: { name: string; annotations?: Record<string, string> } }[];
+        }>('GET', path)
+      ).items
+        .filter((o) => o.metadata.annotations?.[key] === value)
+        .map((o) => o.metadata.name)
+        .sort();
+    await expect.poll(() => selected('app-1')?.length, { timeout: 20_000 }).toBe(10);
+    expect(cache.lists).toBe(1);
+
+    // The watch ends (its version expired: 410), and the list that follows is held at the proxy while the namespace
+    // changes: no watch sees these changes, only the new list does.
+    const lists = streamsOf(ns);
+    proxy.set({ kind: 'hang' }, { match: lists, times: 1 });
+    expireWatchFromOne(proxy, ns);
+    cache.rewatch('1');
+    await expect.poll(() => proxy.hanging, { timeout: 20_000 }).toBe(1);
+    await direct.request('PATCH', `${path}/cm-1`, {
+      body: { metadata: { annotations: { [key]: 'app-2' } } },
+      contentType: 'application/merge-patch+json',
+    });
+    await direct.request('DELETE', `${path}/cm-4`);
+    await direct.request('POST', path, {
+      body: { metadata: { name: 'cm-new', annotations: { [key]: 'app-1' } } },
+    });
+    proxy.pass();
+    await expect.poll(() => cache.lists, { timeout: 30_000 }).toBe(2);
+
+    const want = await serverSays('app-1');
+    expect(want).toContain('cm-new');
+    expect(want).not.toContain('cm-1');
+    expect(want).not.toContain('cm-4');
+    expect(selected('app-1')).toEqual(want);
+    expect(selected('app-2')).toEqual(await serverSays('app-2'));
   });
 
   it('the agent lives through its wait’s streaming lists being cut, and records a stable release', async () => {

@@ -1,17 +1,21 @@
 // What prune reads to find the versions of the versioned objects an application no longer renders: each kind and
 // namespace listed once (metadata only), not once per versioned object. Removing an application of 200 versioned
-// ConfigMaps from a namespace that holds them read the namespace's ConfigMaps 200 times.
-import { describe, expect, it } from 'vitest';
+// ConfigMaps from a namespace that holds them read the namespace's ConfigMaps 200 times. And the objects it may
+// delete are read a few at once, not one after the other, the plan in the inventory's order still.
+import { afterEach, describe, expect, it } from 'vitest';
 import { KubeApi } from '../../src/kube/api.ts';
 import { Discovery } from '../../src/kube/discovery.ts';
 import type { InventoryEntry } from '../../src/kube/inventory.ts';
 import { pruneTargets } from '../../src/kube/prune.ts';
+import { proxiedServer } from './fault-helpers.ts';
+import { useCleanups } from './faults-support.ts';
 import { clusterConfig, useNamespace } from './helpers.ts';
 
 const COUNT = 200;
 
 describe('prune of many versioned objects', () => {
   const ns = useNamespace('prune-reads');
+  const cleanup = useCleanups(afterEach);
 
   it('lists each kind and namespace once, and plans every version of every artifact', async () => {
     const api = new KubeApi(clusterConfig());
@@ -76,4 +80,41 @@ describe('prune of many versioned objects', () => {
       api.close();
     }
   }, 180_000);
+
+  it('reads the objects it may delete a few at once, and plans them in the inventory order', async () => {
+    const { proxy, api, direct } = await proxiedServer(cleanup);
+    const path = `/api/v1/namespaces/${ns()}/configmaps`;
+    const names = Array.from({ length: 40 }, (_, i) => `plain-${String(39 - i).padStart(2, '0')}`);
+    await Promise.all(
+      names.map((name) =>
+        direct.request('PATCH', `${path}/${name}`, {
+          query: { fieldManager: 'mooring', force: true },
+          contentType: 'application/apply-patch+yaml',
+          body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { x: '1' } },
+        }),
+      ),
+    );
+    const previous: InventoryEntry[] = names.map((name) => ({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      namespace: ns(),
+      name,
+    }));
+    const discovery = new Discovery(api);
+    await discovery.resource('v1', 'ConfigMap');
+    // Every read of one of them is held at the proxy: how many are held at once is how many prune sends at once.
+    proxy.set({ kind: 'hang' }, { match: (r) => r.method === 'GET' && r.path.startsWith(`${path}/plain-`) });
+    const planning = pruneTargets(api, discovery, {
+      owner: 'gone',
+      previous,
+      desired: [],
+      others: async () => new Map(),
+      fieldManager: 'mooring',
+    });
+    await expect.poll(() => proxy.hanging, { timeout: 20_000 }).toBe(8);
+    proxy.pass();
+    const plan = await planning;
+    expect(plan.kept).toEqual([]);
+    expect(plan.targets.map((t) => t.object)).toEqual(names.map((name) => `ConfigMap ${ns()}/${name}`));
+  }, 120_000);
 });
