@@ -2,7 +2,7 @@
 // that began no sooner than its own question (never by one already under way, which may predate what it must
 // see), so many syncs that ask the same question of the cluster at once (the live references of a namespace, after
 // each one's rollout) cost one read while one runs and one more for all that asked meanwhile, not one each.
-import { outsideDeadline } from './deadline.ts';
+import { currentDeadline, outsideDeadline } from './deadline.ts';
 import { outsideWarnings } from './warnings.ts';
 
 interface Slot<T> {
@@ -21,9 +21,31 @@ export class FreshReads<T> {
 
   /**
    * The answer of a read of `key` started no sooner than this call: the one waiting to start, or a new one when
-   * none runs. `read` runs outside the asking sync's deadline and warning log, since it answers others too.
+   * none runs. `read` runs outside the asking sync's deadline and warning log, since it answers others too; a
+   * caller whose sync is cancelled stops waiting for it at once (the read goes on for the others).
    */
   read(key: string, read: () => Promise<T>): Promise<T> {
+    const answer = this.shared(key, read);
+    const signal = currentDeadline()?.signal;
+    if (!signal) return answer;
+    if (signal.aborted) return Promise.reject(signal.reason);
+    return new Promise<T>((resolve, reject) => {
+      const stop = () => reject(signal.reason);
+      signal.addEventListener('abort', stop, { once: true });
+      answer.then(
+        (value) => {
+          signal.removeEventListener('abort', stop);
+          resolve(value);
+        },
+        (error: unknown) => {
+          signal.removeEventListener('abort', stop);
+          reject(error);
+        },
+      );
+    });
+  }
+
+  private shared(key: string, read: () => Promise<T>): Promise<T> {
     let slot = this.slots.get(key);
     if (!slot) {
       slot = {};

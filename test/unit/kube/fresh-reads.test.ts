@@ -1,6 +1,7 @@
 // FreshReads (src/kube/fresh-reads.ts): callers that ask while a read runs share the next one, and no caller is
 // ever answered by a read that began before it asked.
 import { describe, expect, it } from 'vitest';
+import { withDeadline } from '../../../src/kube/deadline.ts';
 import { FreshReads } from '../../../src/kube/fresh-reads.ts';
 
 /** A read the test ends by hand, numbered in the order reads start. */
@@ -49,6 +50,29 @@ describe('FreshReads', () => {
     await settle();
     started[1]?.end(2);
     expect(await b).toBe(2);
+  });
+
+  it('a caller whose sync is cancelled stops waiting at once; the read answers the others', async () => {
+    const reads = new FreshReads<number>();
+    const { started, read } = controlled();
+    const first = reads.read('ns', read);
+    const controller = new AbortController();
+    // Both wait for the next read, which begins when the first ends.
+    const cancelled = withDeadline({ until: Date.now() + 60_000, signal: controller.signal }, () =>
+      reads.read('ns', read),
+    );
+    const other = reads.read('ns', read);
+    await settle();
+    controller.abort(new Error('superseded'));
+    await expect(cancelled).rejects.toThrow('superseded');
+    started[0]?.end(5);
+    expect(await first).toBe(5);
+    await settle();
+    expect(started).toHaveLength(2);
+    started[1]?.end(7);
+    expect(await other).toBe(7);
+    await settle();
+    expect(reads.busy).toBe(0);
   });
 
   it('keys are read apart', async () => {
