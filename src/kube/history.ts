@@ -17,12 +17,16 @@ import { type ResourceInfo, resourcePath } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
 import { FreshReads } from './fresh-reads.ts';
 import { eachListPage, listAll } from './list-pages.ts';
+import { settleLimit } from './pool.ts';
 import type { CachedList } from './snapshot.ts';
 
 export interface HistoryResult {
   deleted: string[];
   kept: { object: string; reason: string }[];
 }
+
+/** Old versions deleted at once. */
+const HISTORY_DELETES = 8;
 
 const REFERRING: readonly { apiVersion: string; kind: string; asKind: string }[] = [
   { apiVersion: 'apps/v1', kind: 'Deployment', asKind: 'Deployment' },
@@ -162,6 +166,7 @@ export async function collectVersionHistory(
     }
     return grouped;
   };
+  const doomed: { name: string; path: string }[] = [];
   for (const [index, entry] of plan.entries()) {
     const object = objects[index];
     const limit = entry.strategy.maxVersionHistory ?? options.defaultLimit;
@@ -194,13 +199,22 @@ export async function collectVersionHistory(
         result.kept.push({ object: name, reason: 'named by a release in the ledger (rollback needs it)' });
         continue;
       }
-      try {
-        await api.request('DELETE', resourcePath(info, namespace, old.metadata.name));
-      } catch (error) {
-        if (statusCode(error) !== 404) throw describeKubeError(error, `delete ${name}`);
-      }
-      result.deleted.push(`${object.kind} ${namespace}/${old.metadata.name}`);
+      doomed.push({ name, path: resourcePath(info, namespace, old.metadata.name) });
     }
   }
+  // A few at once (lowering a limit, or a set of a thousand versioned objects, collects as many); every delete is
+  // tried, then the first failure is the sync's.
+  const settled = await settleLimit(doomed, HISTORY_DELETES, async ({ name, path }) => {
+    try {
+      await api.request('DELETE', path);
+    } catch (error) {
+      if (statusCode(error) !== 404) throw describeKubeError(error, `delete ${name}`);
+    }
+  });
+  for (const [index, outcome] of settled.entries()) {
+    if (outcome.status === 'fulfilled') result.deleted.push(doomed[index]?.name as string);
+  }
+  const failed = settled.find((outcome) => outcome.status === 'rejected');
+  if (failed) throw failed.reason;
   return result;
 }

@@ -53,7 +53,9 @@ export interface ListEnd {
   cut: boolean;
 }
 
-interface Page<T> {
+export interface Page<T> {
+  apiVersion?: string;
+  kind?: string;
   items?: T[] | null;
   metadata?: { continue?: string; resourceVersion?: string };
 }
@@ -63,7 +65,7 @@ export async function eachListPage<T = KubeObject>(
   api: KubeApi,
   path: string,
   options: ListPagesOptions,
-  onPage: (items: T[]) => void | Promise<void>,
+  onPage: (items: T[], page: Page<T>) => void | Promise<void>,
 ): Promise<ListEnd> {
   const size = Math.max(1, options.pageSize ?? LIST_PAGE_SIZE);
   const maxBytes = options.maxPageBytes ?? LIST_PAGE_MAX_BYTES;
@@ -101,7 +103,7 @@ export async function eachListPage<T = KubeObject>(
       }
       throw error;
     }
-    await onPage(page.items ?? []);
+    await onPage(page.items ?? [], page);
     pages++;
     limit = Math.min(size, limit * 2);
     cursor = page.metadata?.continue || undefined;

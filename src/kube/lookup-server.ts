@@ -17,14 +17,22 @@ import type { KubeObject } from '../render/manifest.ts';
 import { namespaceAllowed } from '../render/namespace-boundary.ts';
 import { type KubeApi, METADATA_LIST } from './api.ts';
 import { statusCode } from './errors.ts';
-import { eachListPage } from './list-pages.ts';
+import { eachListPage, type ListEnd } from './list-pages.ts';
 import { selfSignedLoopback } from './self-signed.ts';
 import { versionOf } from './snapshot.ts';
 
 export interface LookupServerOptions {
   /** Namespaces no lookup reads, whatever the render's namespaces: the agent's own. */
   exclude?: readonly string[] | undefined;
+  /** The most a lookup of a whole collection may read, in bytes of its objects' JSON (LOOKUP_LIST_MAX_BYTES). */
+  maxListBytes?: number | undefined;
 }
+
+/**
+ * A chart's lookup of a whole collection (`lookup "v1" "Secret" "ns" ""`) is read in pages, and refused past this
+ * many bytes of objects: the chart chooses what it asks for, the agent holds the answer whole to hand it to helm.
+ */
+export const LOOKUP_LIST_MAX_BYTES = 64 * 1024 * 1024;
 
 export interface LookupEndpoint {
   kubeconfig: string;
@@ -106,7 +114,15 @@ export async function openLookupEndpoint(
         refuse,
       );
     const collection = `${asked.base}/namespaces/${asked.namespace}/${asked.plural}`;
-    if (asked.name === undefined) return { code: 200, body: await api.request('GET', collection) };
+    if (asked.name === undefined) {
+      const listed = await list(api, collection, options.maxListBytes ?? LOOKUP_LIST_MAX_BYTES);
+      if ('tooLarge' in listed) {
+        const why = `${asked.plural} in namespace ${asked.namespace}: ${listed.tooLarge}`;
+        refuse(why);
+        return { code: 500, body: status(500, 'InternalError', why) };
+      }
+      return { code: 200, body: listed.list };
+    }
     return read(api, collection, asked.plural, asked.namespace, asked.name);
   };
 
@@ -138,6 +154,45 @@ export async function openLookupEndpoint(
         server.close(() => resolve());
       }),
   };
+}
+
+/** Every object of a collection, read in pages, as one list answer; refused past `maxBytes` of objects. */
+async function list(
+  api: KubeApi,
+  collection: string,
+  maxBytes: number,
+): Promise<{ list: unknown } | { tooLarge: string }> {
+  let items: unknown[] = [];
+  let bytes = 0;
+  let envelope: { apiVersion?: string | undefined; kind?: string | undefined } = {};
+  const tooLarge = new Error('lookup list too large');
+  let end: ListEnd;
+  try {
+    end = await eachListPage<unknown>(
+      api,
+      collection,
+      {
+        restart: () => {
+          items = [];
+          bytes = 0;
+        },
+      },
+      (page, { apiVersion, kind }) => {
+        envelope = { apiVersion, kind };
+        for (const item of page) {
+          bytes += JSON.stringify(item).length;
+          if (bytes > maxBytes) throw tooLarge;
+          items.push(item);
+        }
+      },
+    );
+  } catch (error) {
+    if (error !== tooLarge) throw error;
+    return {
+      tooLarge: `a lookup of the whole collection reads more than ${maxBytes} bytes of objects, the most a chart's lookup may read; look the objects up by name`,
+    };
+  }
+  return { list: { ...envelope, metadata: { resourceVersion: end.resourceVersion ?? '' }, items } };
 }
 
 /** An object by name; for a ConfigMap or Secret not found by it, the newest of its versions, named as asked. */

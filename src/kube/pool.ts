@@ -21,3 +21,21 @@ export async function mapLimit<T, R>(
   if (failed) throw failed.error;
   return results;
 }
+
+/**
+ * Like mapLimit, but one failure stops nothing: every item runs, at most `limit` at once, and each result (in the
+ * order of `items`) says how it ended. For writes whose outcome each caller must know (deletes of a plan).
+ */
+export async function settleLimit<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<R>,
+): Promise<PromiseSettledResult<R>[]> {
+  return mapLimit(items, limit, async (item): Promise<PromiseSettledResult<R>> => {
+    try {
+      return { status: 'fulfilled', value: await fn(item) };
+    } catch (reason) {
+      return { status: 'rejected', reason };
+    }
+  });
+}

@@ -16,7 +16,7 @@ import { describeKubeError, statusCode } from './errors.ts';
 import { entryId, entryName, type InventoryEntry } from './inventory.ts';
 import { listAll } from './list-pages.ts';
 import { requireIdentity } from './live-state.ts';
-import { mapLimit } from './pool.ts';
+import { mapLimit, settleLimit } from './pool.ts';
 
 /** The annotation that keeps an object from ever being pruned (set in the manifest or by hand on the live object). */
 export const PRUNE_ANNOTATION = 'mooring.io/prune';
@@ -66,6 +66,9 @@ function appliedBy(object: Pick<KubeObject, 'metadata'>, manager: string): boole
 
 /** Entries of an inventory examined at once (each may be a read of the object). */
 const PRUNE_READS = 8;
+
+/** Deletes sent at once within a phase. */
+const PRUNE_DELETES = 8;
 
 /** Workloads whose dependents (ReplicaSets, Pods) must be gone before the workload is. */
 const FOREGROUND = new Set([
@@ -212,28 +215,53 @@ export interface PruneResult {
   failed: { target: PruneTarget; error: unknown }[];
 }
 
-/** Deletes the plan's targets in its order; an object already gone counts as deleted. */
+/**
+ * Deletes the plan's targets phase after phase in its order (workloads before the configuration they use,
+ * namespaces last); within a phase, `PRUNE_DELETES` at once: removing an application of a thousand objects was a
+ * thousand requests one after another. A phase starts once every delete of the one before has been answered. An
+ * object already gone counts as deleted; a failure stops nothing else.
+ */
 export async function executePrune(api: KubeApi, plan: PrunePlan): Promise<PruneResult> {
   const result: PruneResult = { deleted: [], failed: [] };
-  for (const target of plan.targets) {
-    const { resource, entry } = target;
-    const namespace = resource.namespaced ? entry.namespace : undefined;
-    try {
-      await api.request('DELETE', resourcePath(resource, namespace, entry.name), {
-        body: {
-          apiVersion: 'v1',
-          kind: 'DeleteOptions',
-          propagationPolicy: FOREGROUND.has(entry.kind) ? 'Foreground' : 'Background',
-          ...(target.uid ? { preconditions: { uid: target.uid } } : {}),
-        },
-      });
-      result.deleted.push(target.object);
-    } catch (error) {
-      if (statusCode(error) === 404) result.deleted.push(target.object);
-      else result.failed.push({ target, error: describeKubeError(error, `prune ${target.object}`) });
+  for (const batch of runsOfPhase(plan.targets)) {
+    const settled = await settleLimit(batch, PRUNE_DELETES, (target) => deleteTarget(api, target));
+    for (const [index, outcome] of settled.entries()) {
+      const target = batch[index] as PruneTarget;
+      if (outcome.status === 'fulfilled') result.deleted.push(target.object);
+      else result.failed.push({ target, error: outcome.reason });
     }
   }
   return result;
+}
+
+async function deleteTarget(api: KubeApi, target: PruneTarget): Promise<void> {
+  const { resource, entry } = target;
+  const namespace = resource.namespaced ? entry.namespace : undefined;
+  try {
+    await api.request('DELETE', resourcePath(resource, namespace, entry.name), {
+      body: {
+        apiVersion: 'v1',
+        kind: 'DeleteOptions',
+        propagationPolicy: FOREGROUND.has(entry.kind) ? 'Foreground' : 'Background',
+        ...(target.uid ? { preconditions: { uid: target.uid } } : {}),
+      },
+    });
+  } catch (error) {
+    if (statusCode(error) !== 404) throw describeKubeError(error, `prune ${target.object}`);
+  }
+}
+
+/** The targets cut where the phase of their kind changes (the plan is in phase order already). */
+function runsOfPhase(targets: readonly PruneTarget[]): PruneTarget[][] {
+  const runs: PruneTarget[][] = [];
+  let phase: number | undefined;
+  for (const target of targets) {
+    const next = phaseOf(target.entry.kind);
+    if (next !== phase || runs.length === 0) runs.push([]);
+    phase = next;
+    runs[runs.length - 1]?.push(target);
+  }
+  return runs;
 }
 
 /** `deployment shop-web` or `mooring deploy of shop/web`, for the reason an object is kept. */

@@ -162,6 +162,77 @@ data:
     expect(result.stderr).toContain('lookup refused: secrets in namespace kube-system');
   });
 
+  it('reads a lookup of a whole collection in pages, as one list, and refuses one past its bound by name', async () => {
+    // 620 ConfigMaps: two pages of the relay's 500.
+    const path = `/api/v1/namespaces/${ns()}/configmaps`;
+    const api = new KubeApi(clusterConfig());
+    try {
+      for (let i = 0; i < 620; i += 40)
+        await Promise.all(
+          Array.from({ length: Math.min(40, 620 - i) }, (_, j) =>
+            api.request('POST', path, {
+              body: { metadata: { name: `many-${i + j}` }, data: { n: String(i + j) } },
+            }),
+          ),
+        );
+      const dir = await manifestDir({ 'Chart.yaml': 'apiVersion: v2\nname: counts\nversion: 0.1.0\n' });
+      await mkdir(join(dir, 'templates'));
+      await writeFile(
+        join(dir, 'templates', 'count.yaml'),
+        `apiVersion: v1
+kind: ConfigMap
+metadata: {name: count}
+data:
+  {{- $all := lookup "v1" "ConfigMap" .Release.Namespace "" }}
+  kind: {{ $all.kind | quote }}
+  count: {{ len $all.items | quote }}
+`,
+      );
+      const result = await mooring('render', dir, '--kubeconfig', testbed().kube.kubeconfig, '-n', ns());
+      expect(result.code, result.stderr).toBe(0);
+      const rendered = parse(result.stdout) as { data: Record<string, string> };
+      // And the namespace's own kube-root-ca.crt, when the controller has written it.
+      const listed = await api.request<{ items: unknown[] }>('GET', path);
+      expect(listed.items.length).toBeGreaterThanOrEqual(620);
+      expect(rendered.data).toEqual({ kind: 'ConfigMapList', count: String(listed.items.length) });
+
+      const endpoint = await openLookupEndpoint(api, [ns()], { maxListBytes: 20_000 });
+      try {
+        const config = JSON.parse(endpoint.kubeconfig) as {
+          clusters: { cluster: { server: string; 'certificate-authority-data': string } }[];
+          users: { user: { token: string } }[];
+        };
+        const answer = await new Promise<{ code: number; body: string }>((resolve, reject) => {
+          const req = request(
+            `${config.clusters[0]?.cluster.server}${path}`,
+            {
+              ca: Buffer.from(config.clusters[0]?.cluster['certificate-authority-data'] ?? '', 'base64'),
+              agent: false,
+              headers: { authorization: `Bearer ${config.users[0]?.user.token}` },
+            },
+            (res) => {
+              let body = '';
+              res.on('data', (chunk: Buffer) => {
+                body += chunk.toString();
+              });
+              res.on('end', () => resolve({ code: res.statusCode ?? 0, body }));
+            },
+          );
+          req.on('error', reject);
+          req.end();
+        });
+        expect(answer.code).toBe(500);
+        const why = `configmaps in namespace ${ns()}: a lookup of the whole collection reads more than 20000 bytes of objects, the most a chart's lookup may read; look the objects up by name`;
+        expect((JSON.parse(answer.body) as { message: string }).message).toBe(why);
+        expect(endpoint.refusals()).toEqual([why]);
+      } finally {
+        await endpoint.close();
+      }
+    } finally {
+      api.close();
+    }
+  }, 180_000);
+
   it('renders a chart whose custom resources need its own CRD without lookup, and says so', async () => {
     const group = `${ns()}.example.com`;
     const dir = await manifestDir({ 'Chart.yaml': 'apiVersion: v2\nname: gizmos\nversion: 0.1.0\n' });

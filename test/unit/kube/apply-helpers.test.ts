@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { phaseOf } from '../../../src/kube/apply.ts';
 import { withApplyDefaults } from '../../../src/kube/normalize.ts';
-import { mapLimit } from '../../../src/kube/pool.ts';
+import { mapLimit, settleLimit } from '../../../src/kube/pool.ts';
 import type { KubeObject } from '../../../src/render/manifest.ts';
 
 describe('apply order', () => {
@@ -112,5 +112,32 @@ describe('bounded concurrency', () => {
         return n;
       }),
     ).rejects.toThrow('two');
+  });
+
+  it('settles every item, a few at once, when some fail', async () => {
+    let running = 0;
+    let peak = 0;
+    const started: number[] = [];
+    const results = await settleLimit([3, 1, 4, 1, 5, 9, 2, 6], 3, async (n) => {
+      started.push(n);
+      running++;
+      peak = Math.max(peak, running);
+      await new Promise((r) => setTimeout(r, n));
+      running--;
+      if (n % 2 === 1) throw new Error(`odd ${n}`);
+      return n * 10;
+    });
+    expect(started).toHaveLength(8);
+    expect(peak).toBe(3);
+    expect(results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message))).toEqual([
+      'odd 3',
+      'odd 1',
+      40,
+      'odd 1',
+      'odd 5',
+      'odd 9',
+      20,
+      60,
+    ]);
   });
 });
