@@ -504,6 +504,38 @@ describe('refusals', () => {
     ]);
   });
 
+  it('counts a commit of a million paths as changing everything, and lists only the paths asked for', async () => {
+    const { bare, name } = await uniqueRepo('bomb');
+    const base = await commitFiles(bare, { 'apps/a.yaml': 'a: 1\n', 'apps/b.yaml': 'b: 1\n' });
+    const repo = await repository(name);
+    const paths = { paths: ['apps'], exclude: [] };
+    await pollGit(repo, {}, paths);
+    // `.bomb/`: ten folders of ten folders, six deep, over ten files: a million paths in a pack of a few KiB.
+    const blob = await git(bare, ['hash-object', '-w', '--stdin'], {}, 'x\n');
+    let tree = await git(
+      bare,
+      ['mktree'],
+      {},
+      Array.from({ length: 10 }, (_, i) => `100644 blob ${blob}\tf${i}\n`).join(''),
+    );
+    for (let level = 0; level < 5; level++)
+      tree = await git(
+        bare,
+        ['mktree'],
+        {},
+        Array.from({ length: 10 }, (_, i) => `040000 tree ${tree}\td${i}\n`).join(''),
+      );
+    const top = await git(bare, ['ls-tree', base]);
+    const root = await git(bare, ['mktree'], {}, `${top}\n040000 tree ${tree}\t.bomb\n`);
+    const commit = await git(bare, ['commit-tree', root, '-p', base, '-m', 'a million paths']);
+    await git(bare, ['update-ref', 'refs/heads/main', commit, base]);
+
+    const result = await pollGit(repo, { lastCommit: base }, paths);
+    expect(result.revision).toBe(commit);
+    expect(result.artifacts.map((a) => a.name)).toEqual(['apps/a.yaml', 'apps/b.yaml']);
+    expect(await repo.changedFiles(base, commit)).toEqual({ everything: true, paths: [] });
+  }, 120_000);
+
   it('refuses a file larger than maxFileBytes, naming it', async () => {
     const { bare, name } = await uniqueRepo('big');
     const head = await commitFiles(bare, {

@@ -78,6 +78,8 @@ export interface Changes {
   everything: boolean;
   /** With `everything: false`: the files that differ, in either commit. */
   changes: FileChange[];
+  /** Everything counts as changed because the diff was past its bounds (tree.ts): why. */
+  tooLarge?: string | undefined;
 }
 
 /** The refs forges keep pull-request heads under, the number captured. */
@@ -331,15 +333,23 @@ export class GitRepository {
     const known = this.#diffs.get(key);
     if (known) return known;
     await this.#init();
+    let final = false;
     const result = await exclusive(this.gitdir, async (): Promise<Changes> => {
+      // Another caller may have made it while this one waited for the repository.
+      const made = this.#diffs.get(key);
+      if (made) return made;
       await this.#requireCommit(this.#store(), to, { verify: false });
       if (!(await hasCommit(this.#store(), from))) return { everything: true, changes: [] };
       if (!this.#compareTrees && !(await this.#isAncestor(from, to)))
         return { everything: true, changes: [] };
-      return { everything: false, changes: await diffTrees(this.#store(), from, to) };
+      const diff = await diffTrees(this.#store(), from, to);
+      final = true;
+      // Too large a change to list (diffTrees' bounds): every file counts as changed, as after a force-push.
+      if ('tooLarge' in diff) return { everything: true, changes: [], tooLarge: diff.tooLarge };
+      return { everything: false, changes: diff.changes };
     });
-    // "Everything" may change once a deeper fetch finds `from`: only a real diff is kept.
-    if (!result.everything) {
+    // "Everything" may change once a deeper fetch finds `from`: only the outcome of a diff is kept.
+    if (final) {
       this.#diffs.set(key, result);
       if (this.#diffs.size > MAX_DIFFS) this.#diffs.delete(this.#diffs.keys().next().value as string);
     }

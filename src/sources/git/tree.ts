@@ -100,6 +100,45 @@ export function changesUnder(changes: readonly FileChange[], roots: readonly str
   return [...found].sort((a, b) => a - b).map((at) => changes[at] as FileChange);
 }
 
+/**
+ * Tree entries one walk (a listing or a diff) may read, whatever its selection. A tree can name one subtree many
+ * times and that subtree again, so a commit of a few KiB can hold millions of paths (a "git bomb": ten entries
+ * nested six deep are ten million files): without a bound, a walk of it filled the agent's memory, and one served
+ * from the tree cache never gave the event loop a turn (health checks, webhooks and every other sync stalled).
+ */
+export const MAX_WALK_ENTRIES = 1_000_000;
+
+/** Changes a diff holds at most; past it, the two commits count as changing everything (as after a force-push). */
+export const MAX_DIFF_CHANGES = 100_000;
+
+/** A walk lets the event loop turn after this many trees read (most are in the cache, read without waiting). */
+const TREES_BETWEEN_TURNS = 256;
+
+class WalkTooLarge extends StalledError {}
+
+/** What one walk has read: trees are read through it, and it refuses past MAX_WALK_ENTRIES. */
+class Walk {
+  #entries = 0;
+  #trees = 0;
+  readonly #store: ObjectStore;
+  readonly #limit: number;
+  constructor(store: ObjectStore, limit = MAX_WALK_ENTRIES) {
+    this.#store = store;
+    this.#limit = limit;
+  }
+
+  async entries(treeOid: string): Promise<TreeEntry[]> {
+    const list = await entries(this.#store, treeOid);
+    this.#entries += list.length;
+    if (this.#entries > this.#limit)
+      throw new WalkTooLarge(
+        `more than ${this.#limit} tree entries to read (a tree that names its subtrees many times over?)`,
+      );
+    if (++this.#trees % TREES_BETWEEN_TURNS === 0) await new Promise((resolve) => setImmediate(resolve));
+    return list;
+  }
+}
+
 /** The files of a commit (or tree) that the selection includes, sorted by path; at most `limit` of them. */
 export async function listFiles(
   store: ObjectStore,
@@ -109,8 +148,9 @@ export async function listFiles(
 ): Promise<TreeFile[]> {
   const files: TreeFile[] = [];
   const roots = selection.roots;
+  const walk = new Walk(store);
   const visit = async (treeOid: string, prefix: string): Promise<void> => {
-    const all = await entries(store, treeOid);
+    const all = await walk.entries(treeOid);
     const toward = roots && namesTowardRoots(prefix, roots);
     for (const entry of toward ? all.filter((e) => toward.has(e.path)) : all) {
       const path = join(prefix, entry.path);
@@ -147,8 +187,9 @@ export async function listFolders(
 ): Promise<string[]> {
   const folders: string[] = [];
   let visited = 0;
+  const walk = new Walk(store);
   const visit = async (treeOid: string, prefix: string): Promise<void> => {
-    for (const entry of await entries(store, treeOid)) {
+    for (const entry of await walk.entries(treeOid)) {
       if (entry.type !== 'tree') continue;
       const path = join(prefix, entry.path);
       if (selection.matches(path)) {
@@ -167,9 +208,17 @@ export async function listFolders(
 /**
  * The files that differ between two commits (or trees): added, deleted, changed content or changed mode.
  * Subtrees with equal ids are skipped without being read, so the cost follows the size of the change, not of
- * the repository.
+ * the repository. A change past MAX_DIFF_CHANGES files, or MAX_WALK_ENTRIES entries read, is not listed:
+ * `tooLarge` says so, and the caller counts everything as changed.
  */
-export async function diffTrees(store: ObjectStore, fromOid: string, toOid: string): Promise<FileChange[]> {
+export async function diffTrees(
+  store: ObjectStore,
+  fromOid: string,
+  toOid: string,
+  limits: { maxChanges?: number; maxEntries?: number } = {},
+): Promise<{ changes: FileChange[] } | { tooLarge: string }> {
+  const maxChanges = limits.maxChanges ?? MAX_DIFF_CHANGES;
+  const walk = new Walk(store, limits.maxEntries);
   const changes: FileChange[] = [];
   const visit = async (
     before: string | undefined,
@@ -177,8 +226,8 @@ export async function diffTrees(store: ObjectStore, fromOid: string, toOid: stri
     prefix: string,
   ): Promise<void> => {
     if (before === after) return;
-    const older = before ? byName(await entries(store, before)) : new Map<string, TreeEntry>();
-    const newer = after ? byName(await entries(store, after)) : new Map<string, TreeEntry>();
+    const older = before ? byName(await walk.entries(before)) : new Map<string, TreeEntry>();
+    const newer = after ? byName(await walk.entries(after)) : new Map<string, TreeEntry>();
     const names = [...new Set([...older.keys(), ...newer.keys()])].sort();
     for (const name of names) {
       const a = older.get(name);
@@ -190,11 +239,17 @@ export async function diffTrees(store: ObjectStore, fromOid: string, toOid: stri
       const aFile = a?.type === 'blob' ? { path, oid: a.oid, mode: a.mode } : undefined;
       const bFile = b?.type === 'blob' ? { path, oid: b.oid, mode: b.mode } : undefined;
       if (aFile?.oid === bFile?.oid && aFile?.mode === bFile?.mode) continue;
+      if (changes.length >= maxChanges) throw new WalkTooLarge(`more than ${maxChanges} files changed`);
       changes.push({ path, before: aFile, after: bFile });
     }
   };
-  await visit(await treeOf(store, fromOid), await treeOf(store, toOid), '');
-  return changes.sort((a, b) => byCodeUnit(a.path, b.path));
+  try {
+    await visit(await treeOf(store, fromOid), await treeOf(store, toOid), '');
+  } catch (error) {
+    if (error instanceof WalkTooLarge) return { tooLarge: error.message };
+    throw error;
+  }
+  return { changes: changes.sort((a, b) => byCodeUnit(a.path, b.path)) };
 }
 
 /**
