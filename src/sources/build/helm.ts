@@ -18,6 +18,7 @@ import type { ManifestFile } from '../../render/parse.ts';
 import { parseYaml } from '../../yaml/parse.ts';
 import { stringifyYaml } from '../../yaml/write.ts';
 import { readBounded } from '../local/bounded-read.ts';
+import { refuseLeadingOutside, refuseSymlinksOutside, workTreeOf } from '../local/symlinks.ts';
 import type { IdentitySource } from '../sops/decrypt.ts';
 import { type Staged, sopsFilesUnder, stageDecrypted } from '../sops/tree.ts';
 import { helmBinary, helmEnv, helmTemplateArgs } from './helm-args.ts';
@@ -179,6 +180,15 @@ async function stageChart(request: ChartRequest): Promise<Staged | undefined> {
 
 /** The chart rendered by `helm template`, as one manifest file named after the chart. */
 export async function renderChart(request: ChartRequest): Promise<ManifestFile> {
+  // helm follows every symlink of a chart folder: none may lead outside the repository (local/symlinks.ts).
+  const boundary = request.treeRoot || (await workTreeOf(request.chart)) || request.chart;
+  await refuseSymlinksOutside(request.chart, boundary, request.label);
+  if (request.treeRoot) {
+    // A source's values files are the repository's too (the CLI's --values are the user's own choice).
+    const root = request.treeRoot;
+    for (const file of request.valuesFiles)
+      await refuseLeadingOutside(file, boundary, relative(root, file).split(sep).join('/'));
+  }
   const missing = await missingDependencies(request);
   if (missing.length === 0 || request.privateFolder) return render(request, missing);
   // Dependencies are written into the chart's charts/ folder: a folder of the user's is copied first.

@@ -10,11 +10,12 @@
 // path whose real location (symlinks resolved) leaves it. Checkouts never write symlinks; local trees may hold
 // them.
 import { realpath, stat } from 'node:fs/promises';
-import { dirname, posix, relative, resolve, sep } from 'node:path';
+import { posix, relative, resolve, sep } from 'node:path';
 import { StalledError } from '../../errors.ts';
 import { isObject } from '../../render/manifest.ts';
 import { parseYaml, parseYamlDocuments, toValue } from '../../yaml/parse.ts';
 import { readBounded } from '../local/bounded-read.ts';
+import { workTreeOf } from '../local/symlinks.ts';
 import {
   classifyPath,
   type FieldEntry,
@@ -150,23 +151,6 @@ export function judgeEntry(entry: FieldEntry, folder: string, options: JudgeOpti
 
 function inside(path: string, folder: string): boolean {
   return path === folder || path.startsWith(folder.endsWith(sep) ? folder : `${folder}${sep}`);
-}
-
-/** The Git work tree above a local folder (the nearest folder holding `.git`), if any. */
-async function workTreeOf(folder: string): Promise<string | undefined> {
-  let dir = resolve(folder);
-  for (;;) {
-    if (
-      await stat(resolve(dir, '.git')).then(
-        () => true,
-        () => false,
-      )
-    )
-      return dir;
-    const up = dirname(dir);
-    if (up === dir) return undefined;
-    dir = up;
-  }
 }
 
 interface Walking {
