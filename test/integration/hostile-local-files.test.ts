@@ -4,7 +4,7 @@
 // nothing is read past a bound (src/sources/local/bounded-read.ts). A pipe (a shell's process substitution) is
 // still read to its end.
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -61,7 +61,7 @@ describe('local files that never end', () => {
     expect(direct.stderr).toContain('maxFileBytes');
   });
 
-  it("bounds a chart's values file that leads to /dev/zero by helm's own limits", async () => {
+  it("refuses a chart's own values file that leads to /dev/zero; bounds a --values file by helm's own limits", async () => {
     const dir = await folder(
       'values',
       {
@@ -70,7 +70,15 @@ describe('local files that never end', () => {
       },
       { 'values.yaml': '/dev/zero' },
     );
-    const ours = await shell('render', '--offline', dir, '-n', 'shop');
+    // A symlink of the chart folder that leads outside it (no repository holds it): refused before helm runs.
+    const refused = await shell('render', '--offline', dir, '-n', 'shop');
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(`${dir}/values.yaml: a symlink that leads outside`);
+    expect(refused.ms).toBeLessThan(30_000);
+    // A values file the user names on the command line is theirs to choose: helm reads it, within its bounds.
+    await rm(join(dir, 'values.yaml'));
+    await symlink('/dev/zero', join(root, 'zero.yaml'));
+    const ours = await shell('render', '--offline', dir, '-n', 'shop', '--values', join(root, 'zero.yaml'));
     expect(ours.code).not.toBe(0);
     expect(ours.stderr).toMatch(/helm template (failed|ran out)/);
     expect(ours.ms).toBeLessThan(60_000);
