@@ -41,6 +41,19 @@ export interface HttpTransportOptions {
 }
 
 const MAX_REDIRECTS = 5;
+
+/**
+ * The slowest a body may come on average: past `4 × timeoutMs + maxBytes / MIN_BYTES_PER_SECOND` a request is given
+ * up whole, however steadily its bytes trickle. The timeout alone is one of silence: a server (a token realm, the
+ * storage a registry redirects to, a chart repository) sending a byte every 25 s held a poll, and every sync that
+ * shares its download, for as long as it liked.
+ */
+export const MIN_BYTES_PER_SECOND = 256 * 1024;
+
+/** The whole time one request (its head and its body) may take. */
+export function requestDeadlineMs(timeoutMs: number, maxBytes: number): number {
+  return 4 * timeoutMs + Math.ceil((maxBytes / MIN_BYTES_PER_SECOND) * 1000);
+}
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 /** A registry's or chart repository's requests (connections are kept alive between polls by the one client). */
 export class HttpTransport {
@@ -93,6 +106,14 @@ export class HttpTransport {
     maxBytes: number,
   ): Promise<HttpResponse> {
     const timeoutMs = this.#options.timeoutMs;
+    const deadlineMs = requestDeadlineMs(timeoutMs, maxBytes);
+    const deadline = AbortSignal.timeout(deadlineMs);
+    const failed = (error: Error): Error =>
+      deadline.aborted && error === deadline.reason
+        ? new TransientError(
+            `${method} ${safeUrl(url)}: not answered whole within ${deadlineMs} ms (the answer came slower than ${MIN_BYTES_PER_SECOND / 1024} KiB/s)`,
+          )
+        : networkError(method, url, error, timeoutMs);
     let answer: Answer;
     try {
       // What comes is taken as sent: a blob or a chart package is checked by the digest of its bytes.
@@ -102,9 +123,10 @@ export class HttpTransport {
         headers: { 'User-Agent': 'mooring', 'Accept-Encoding': 'identity', ...headers },
         idleTimeoutMs: timeoutMs,
         ca: this.#options.ca,
+        signal: deadline,
       });
     } catch (error) {
-      throw networkError(method, url, error as Error, timeoutMs);
+      throw failed(error as Error);
     }
     const res = answer.body;
     return new Promise((resolve, reject) => {
@@ -125,7 +147,7 @@ export class HttpTransport {
         }
         chunks.push(chunk);
       });
-      res.on('error', (error) => reject(networkError(method, url, error, timeoutMs)));
+      res.on('error', (error) => reject(failed(error)));
       res.on('end', () =>
         resolve({ status: answer.statusCode, headers: answer.headers, body: Buffer.concat(chunks), url }),
       );

@@ -59,6 +59,36 @@ describe('the registry transport', () => {
     await expect(hung).rejects.toThrow(/no answer in 300 ms/);
   });
 
+  it('gives up a body that trickles past the whole deadline, though never silent for the timeout', async () => {
+    let ticks: NodeJS.Timeout | undefined;
+    const base = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      // A byte every 50 ms, for ten seconds: never silent for the 100 ms timeout.
+      let sent = 0;
+      ticks = setInterval(() => {
+        res.write('z');
+        if (++sent === 200) {
+          clearInterval(ticks);
+          res.end();
+        }
+      }, 50);
+    });
+    const started = Date.now();
+    const trickle = transport(100).send({
+      method: 'GET',
+      url: new URL(`${base}/trickle`),
+      headers: {},
+      maxBytes: 1000,
+    });
+    // 4 × 100 ms, and 1,000 bytes at 256 KiB/s.
+    await expect(trickle).rejects.toThrow(TransientError);
+    await expect(trickle).rejects.toThrow(
+      `GET ${base}/trickle: not answered whole within 404 ms (the answer came slower than 256 KiB/s)`,
+    );
+    expect(Date.now() - started).toBeLessThan(5_000);
+    clearInterval(ticks);
+  });
+
   it('refuses a body past its bound, declared or not', async () => {
     const base = await serve((req, res) => {
       if (req.url === '/declared') res.writeHead(200, { 'content-length': '5000' }).end('z'.repeat(5000));
