@@ -143,14 +143,25 @@ export function statusPage(
     });
     res.write(`retry: 5000\n\n`);
     // Views are serialised when written, not when heard: a deployment that changed twice is sent once, as it is now.
+    // A client that does not read (or reads slower than the fleet changes) is written nothing more until its socket
+    // drains: the views wait in `pending`, one per deployment, each replaced by the next, so what a stream holds is
+    // bounded by the fleet, not by the changes that came while the client slept.
     const pending = new Map<string, DeploymentView>();
     let flush: NodeJS.Timeout | undefined;
+    let draining = false;
     const write = () => {
       flush = undefined;
+      if (draining) return;
       let text = '';
       for (const view of pending.values()) text += `event: deployment\ndata: ${JSON.stringify(view)}\n\n`;
       pending.clear();
-      if (text) res.write(text);
+      if (text && !res.write(text)) {
+        draining = true;
+        res.once('drain', () => {
+          draining = false;
+          if (pending.size > 0) flush ??= setTimeout(write, 0);
+        });
+      }
     };
     const unsubscribes = boards().map((board) =>
       board.subscribe((view) => {
@@ -163,7 +174,9 @@ export function statusPage(
     for (const board of boards())
       for (const view of board.list()) if (!pending.has(view.name)) pending.set(view.name, view);
     if (pending.size > 0) flush ??= setTimeout(write, 0);
-    const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), heartbeatMs);
+    const heartbeat = setInterval(() => {
+      if (!draining) res.write(': keep-alive\n\n');
+    }, heartbeatMs);
     heartbeat.unref();
     watching(1);
     void refreshAll().catch(() => undefined);

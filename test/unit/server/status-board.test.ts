@@ -244,6 +244,71 @@ describe('the status page routes', () => {
   });
 });
 
+describe('a status stream whose client does not read', () => {
+  it('writes nothing more until the socket drains, keeping one view per deployment, then the latest', async () => {
+    const board = new StatusBoard({ config: () => config });
+    const page = statusPage({
+      board,
+      token: () => undefined,
+      cluster: () => 'east',
+      batchMs: 1,
+      heartbeatMs: 5,
+    });
+    let stream: import('node:http').ServerResponse | undefined;
+    const server = createServer((req, res) => {
+      if (req.url === '/status/api/events') stream = res;
+      if (!page(req, res, new URL(req.url ?? '/', 'http://x').pathname)) res.writeHead(404).end();
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const { port } = server.address() as AddressInfo;
+    const { request } = await import('node:http');
+    const response = await new Promise<import('node:http').IncomingMessage>((resolve) =>
+      request({ host: '127.0.0.1', port, path: '/status/api/events' }, resolve).end(),
+    );
+    // The client stops reading at once.
+    response.pause();
+    try {
+      // Each finished sync's view names the first 300 of its objects, of long names: about 80 KB; 400 of them are
+      // 32 MB, more than a socket's buffers take.
+      const big = report('stable');
+      const one = big.applied[0] as DeployReport['applied'][number];
+      big.applied = Array.from({ length: 3000 }, (_, i) => ({
+        ...one,
+        target: {
+          object: {
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            metadata: { name: `object-${i}`, namespace: 'shop' },
+          },
+        },
+      })) as DeployReport['applied'];
+      let most = 0;
+      for (let i = 0; i < 400; i++) {
+        const commit = String(i).padStart(40, '0');
+        await board.finished(sync('web', commit), big, release(i + 1, commit));
+        await new Promise((r) => setTimeout(r, 3));
+        most = Math.max(most, stream?.writableLength ?? 0);
+      }
+      // Held: at most the write that found the socket full, never the changes since.
+      expect(most).toBeLessThan(1024 * 1024);
+      // Read again: the stream goes on with the latest view.
+      response.resume();
+      let text = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => {
+        text += chunk;
+      });
+      const last = String(399).padStart(40, '0');
+      await vi.waitFor(() => expect(text).toContain(`"commit":"${last}"`), { timeout: 10_000 });
+    } finally {
+      response.destroy();
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+});
+
 describe('the status page configuration', () => {
   it('is off by default, and refuses an enabled page without a token or anonymous', () => {
     expect(parseConfig('').server.statusPage).toMatchObject({
