@@ -56,7 +56,7 @@ export async function readManifestFiles(
     }
     if (info.isDirectory()) {
       const root = await realpath(path);
-      await walk(path, root, files, limits);
+      await walk(path, root, files, limits, new Set([root]));
     } else {
       // Named on the command line: a pipe is read too (a shell's `<(...)`).
       files.push(await readOne(path, limits, true));
@@ -65,22 +65,35 @@ export async function readManifestFiles(
   return files;
 }
 
-async function walk(dir: string, root: string, files: ManifestFile[], limits: ReadLimits): Promise<void> {
+/** `walked`: the real folders read so far; one reached again through a symlink (a loop among them) is read once. */
+async function walk(
+  dir: string,
+  root: string,
+  files: ManifestFile[],
+  limits: ReadLimits,
+  walked: Set<string>,
+): Promise<void> {
   const entries = (await readdir(dir)).filter((name) => !name.startsWith('.')).sort();
   for (const name of entries) {
     const path = join(dir, name);
     const link = await lstat(path);
+    let real: string | undefined;
     if (link.isSymbolicLink()) {
-      const target = await realpath(path).catch(() => undefined);
-      if (!target || (target !== root && !target.startsWith(root + sep))) {
+      real = await realpath(path).catch(() => undefined);
+      if (!real) throw new StalledError('symlink leads nowhere', { subject: { describe: path } });
+      if (real !== root && !real.startsWith(root + sep)) {
         throw new StalledError(`symlink leads outside ${relative(process.cwd(), root) || '.'}`, {
           subject: { describe: path },
         });
       }
     }
     const info = await stat(path);
-    if (info.isDirectory()) await walk(path, root, files, limits);
-    else if (MANIFEST.test(name)) {
+    if (info.isDirectory()) {
+      real ??= await realpath(path);
+      if (walked.has(real)) continue;
+      walked.add(real);
+      await walk(path, root, files, limits, walked);
+    } else if (MANIFEST.test(name)) {
       if (files.length >= limits.maxFiles) {
         throw new StalledError(`more than ${limits.maxFiles} manifest files`, {
           subject: { describe: resolve(dir) },
