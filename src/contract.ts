@@ -67,7 +67,13 @@ export interface Release {
   drift?: { object: string; fields: string[] }[] | undefined;
   /** How the sync's hooks ran (docs/hooks.md): never in the inventory, never pruned, recorded here. */
   hooks?:
-    | { object: string; hook: string; outcome: 'succeeded' | 'failed'; message: string; deleted: boolean }[]
+    | {
+        object: string;
+        hook: string;
+        outcome: 'succeeded' | 'failed' | 'cancelled';
+        message: string;
+        deleted: boolean;
+      }[]
     | undefined;
   result: 'stable' | 'failed' | 'timed-out' | 'cancelled' | 'error' | 'applied';
   durationMs: number;
@@ -163,7 +169,8 @@ export interface HookRun {
   apiVersion: string;
   /** `pre-upgrade`, `PreSync`. */
   hook: string;
-  outcome: 'succeeded' | 'failed';
+  /** `cancelled`: the sync was (superseded, the agent stopping) while the hook still ran; it is left running. */
+  outcome: 'succeeded' | 'failed' | 'cancelled';
   message: string;
   /** Deleted after it ran (hook-succeeded, hook-failed). */
   deleted: boolean;

@@ -26,6 +26,7 @@ import { ensureNamespaces } from './deploy/namespaces.ts';
 import { readCluster } from './deploy/read-cluster.ts';
 import { renderSet } from './deploy/render-set.ts';
 import { runTasks } from './deploy/tasks.ts';
+import { HooksCancelledError } from './hooks.ts';
 
 export type { DeployDeps, DeployEvent, DeployRequest } from './deploy/context.ts';
 export { MISSING_NAMESPACE_RETRY_MS } from './deploy/namespaces.ts';
@@ -100,7 +101,9 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       );
     }
   } catch (e) {
-    error = e;
+    // A hook still running when the sync was cancelled: the deploy was cancelled, not failed.
+    if (e instanceof HooksCancelledError) run.cancelled = e.message;
+    else error = e;
   }
   try {
     // A sync that failed runs its SyncFail hooks (with time of their own: the deploy's may be spent); how they

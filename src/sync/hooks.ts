@@ -40,6 +40,12 @@ export interface HookActions {
 /** A hook failed: the sync stops (before any release object is written, for a pre hook). */
 export class HookFailedError extends StalledError {}
 
+/**
+ * The sync was cancelled (superseded, the agent stopping) while a hook ran: not the hook's failure. The deploy
+ * reports it as cancelled, as a cancelled wait for its objects (deploy.ts).
+ */
+export class HooksCancelledError extends Error {}
+
 /** The rule every action of the runner applies to what holds a hook's name: only its earlier runs are its own. */
 export function hookRefusal(owner: HookOwner): (live: KubeObject, wanted: KubeObject) => string | undefined {
   return (live, wanted) => refuseForeign(live, wanted, owner);
@@ -70,6 +76,8 @@ interface Ran {
   target: ApplyTarget;
   hook: Hook;
   succeeded: boolean;
+  /** The sync was cancelled while it ran. */
+  cancelled?: boolean;
   why: string;
 }
 
@@ -84,6 +92,7 @@ export async function runHooks(
 ): Promise<void> {
   const ran: Ran[] = [];
   let failure: string | undefined;
+  let cancelled: string | undefined;
   for (const step of hookOrder(hooks.map((h) => ({ ...h, object: h.target.object })))) {
     // Only an earlier run of the hook is deleted (remove refuses anything else); apply refuses, on the live read
     // it makes before its dry run, a name another object took since checkHooks.
@@ -96,6 +105,20 @@ export async function runHooks(
       const name = describeObject(target.object);
       const stability = verdicts.get(name);
       const succeeded = stability?.state === 'stable';
+      // The sync was cancelled (superseded, the agent stopping) while the hook ran: it did not fail, and it is
+      // left running (a migration killed halfway is worse than one that finishes); the next sync's
+      // before-hook-creation replaces it.
+      if (wait.outcome === 'cancelled' && !succeeded && stability?.state !== 'failed') {
+        ran.push({
+          target,
+          hook,
+          succeeded: false,
+          cancelled: true,
+          why: 'cancelled while it ran; left running',
+        });
+        cancelled ??= `${hook.label} hook ${name} was still running`;
+        continue;
+      }
       const message =
         stability?.message ?? (wait.outcome === 'cancelled' ? 'cancelled' : `${name}: not observed`);
       const why =
@@ -105,12 +128,13 @@ export async function runHooks(
       ran.push({ target, hook, succeeded, why });
       if (!succeeded) failure ??= `${hook.label} hook ${name} failed: ${why}`;
     }
-    if (failure) break;
+    if (failure || cancelled) break;
   }
   // Helm deletes after the phase: hooks that succeeded per hook-succeeded (newest first, as Helm goes), one that
   // failed per hook-failed, whether the phase succeeded or not.
   const deleted = new Map<Ran, string | boolean>();
   for (const run of [...ran].reverse()) {
+    if (run.cancelled) continue;
     if (!deletable(run.target.object, run.hook, run.succeeded ? 'hook-succeeded' : 'hook-failed')) continue;
     // An object that took the hook's name during its run is not deleted: the run says why.
     deleted.set(
@@ -126,12 +150,13 @@ export async function runHooks(
       object: describeObject(run.target.object),
       apiVersion: run.target.object.apiVersion,
       hook: run.hook.label,
-      outcome: run.succeeded ? 'succeeded' : 'failed',
+      outcome: run.cancelled ? 'cancelled' : run.succeeded ? 'succeeded' : 'failed',
       message: run.why + (typeof gone === 'string' ? gone : ''),
       deleted: gone === true,
     });
   }
   if (failure) throw new HookFailedError(failure);
+  if (cancelled) throw new HooksCancelledError(cancelled);
 }
 
 /** Whether the policy deletes the hook. Helm never deletes a CustomResourceDefinition hook (its objects would go). */

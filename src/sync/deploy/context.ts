@@ -169,6 +169,8 @@ export interface DeployRun {
   /** The set's hooks by phase, taken out of the release objects (src/render/hooks.ts). */
   hooks?: Record<HookPhase, HookTarget[]>;
   hookRuns: HookRun[];
+  /** The sync was cancelled while a hook ran (hooks.ts HooksCancelledError): which one. */
+  cancelled?: string | undefined;
   warnings: WarningLog;
 }
 

@@ -37,6 +37,9 @@ export function finalize(run: DeployRun, error: unknown, elapsedMs: number): Dep
       summary: `${retry ? 'failed (transient)' : 'failed'}: ${errorMessage(error)}`,
     };
   }
+  if (run.cancelled !== undefined) {
+    return { ...base, outcome: 'cancelled', summary: `cancelled while a hook ran: ${run.cancelled}` };
+  }
   if (run.request.dryRun) {
     return {
       ...base,

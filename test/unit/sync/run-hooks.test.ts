@@ -7,7 +7,13 @@ import type { HookRun } from '../../../src/contract.ts';
 import type { ApplyResult, ApplyTarget } from '../../../src/kube/apply.ts';
 import type { DeletePolicy, Hook } from '../../../src/render/hooks.ts';
 import type { KubeObject } from '../../../src/render/manifest.ts';
-import { type HookActions, HookFailedError, type HookTarget, runHooks } from '../../../src/sync/hooks.ts';
+import {
+  type HookActions,
+  HookFailedError,
+  HooksCancelledError,
+  type HookTarget,
+  runHooks,
+} from '../../../src/sync/hooks.ts';
 
 function target(kind: string, name: string, weight: number, policies: DeletePolicy[]): HookTarget {
   const object: KubeObject = { apiVersion: 'v1', kind, metadata: { name, namespace: 'app' } };
@@ -21,7 +27,7 @@ function target(kind: string, name: string, weight: number, policies: DeletePoli
   return { target: { object, plan: {} } as unknown as ApplyTarget, hook };
 }
 
-function recorder(failing: string[] = []) {
+function recorder(failing: string[] = [], running: string[] = []) {
   const log: string[] = [];
   const name = (o: KubeObject) => `${o.kind}/${o.metadata.name}`;
   const actions: HookActions = {
@@ -33,13 +39,19 @@ function recorder(failing: string[] = []) {
     wait: async (results) => {
       const verdicts = results.map((r) => {
         const failed = failing.includes(name(r.target.object));
+        const still = running.includes(name(r.target.object));
         return {
           name: `${r.target.object.kind} app/${r.target.object.metadata.name}`,
           stability: failed
             ? { state: 'failed' as const, message: 'BackoffLimitExceeded' }
-            : { state: 'stable' as const, message: 'complete' },
+            : still
+              ? { state: 'progressing' as const, message: '0 of 1 completions' }
+              : { state: 'stable' as const, message: 'complete' },
         };
       });
+      // A hook still running when the wait ends: the sync was cancelled (superseded, the agent stopping).
+      if (verdicts.some((v) => v.stability.state === 'progressing'))
+        return { outcome: 'cancelled', verdicts, culprit: undefined, elapsedMs: 1 };
       const culprit = verdicts.find((v) => v.stability.state === 'failed');
       return { outcome: culprit ? 'failed' : 'stable', verdicts, culprit, elapsedMs: 1 };
     },
@@ -100,6 +112,25 @@ describe('runHooks', () => {
     expect(runs.map((r) => `${r.object} ${r.outcome} ${r.deleted}`)).toEqual([
       'ServiceAccount app/sa succeeded true',
       'Job app/migrate failed true',
+    ]);
+  });
+
+  it('a sync cancelled while a hook runs: the hook is left running, not failed nor deleted, and no later hook runs', async () => {
+    const hooks = [
+      target('ServiceAccount', 'sa', -5, ['hook-succeeded']),
+      target('Job', 'migrate', 0, ['hook-failed', 'hook-succeeded']),
+      target('Job', 'notify', 1, []),
+    ];
+    const { log, actions } = recorder([], ['Job/migrate']);
+    const runs: HookRun[] = [];
+    const run = runHooks(actions, hooks, (r) => runs.push(r));
+    await expect(run).rejects.toThrow(HooksCancelledError);
+    await expect(run).rejects.toThrow('pre-install hook Job app/migrate was still running');
+    await expect(run).rejects.not.toThrow(HookFailedError);
+    expect(log).toEqual(['apply ServiceAccount/sa', 'apply Job/migrate', 'delete ServiceAccount/sa']);
+    expect(runs.map((r) => `${r.object} ${r.outcome} ${r.deleted}`)).toEqual([
+      'ServiceAccount app/sa succeeded true',
+      'Job app/migrate cancelled false',
     ]);
   });
 
