@@ -68,9 +68,12 @@ export class ClusterStack {
     extra: readonly SyncReporter[] = [],
     wrap: (reporter: SyncReporter) => SyncReporter = (reporter) => reporter,
   ): SyncReporter[] {
-    void this.statuses?.close();
-    void this.notifier?.close();
+    const previous = this.statuses;
     const statuses = new CommitStatusSync(config, this.log, { api: this.api });
+    // Syncs begun under the previous configuration end through its reporters: the statuses they keep go on here.
+    if (previous?.outbox && statuses.outbox) previous.outbox.handOver(statuses.outbox);
+    void previous?.close();
+    void this.notifier?.close();
     this.statuses = statuses;
     void statuses.start().catch(() => undefined);
     this.notifier = new Notifier(config, {

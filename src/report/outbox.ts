@@ -72,6 +72,8 @@ export class StatusOutbox {
   #flushAgain = false;
   #writing: Promise<void> | undefined;
   #dirty = false;
+  /** The outbox of the configuration that replaced this one (handOver): what this one is given goes there. */
+  #next: StatusOutbox | undefined;
   // What changed since the last write, in order: written as a change of what is stored, not as this agent's list,
   // so that statuses another agent kept or delivered meanwhile stay as it left them.
   #changes: Change[] = [];
@@ -95,11 +97,36 @@ export class StatusOutbox {
 
   /** Whether statuses may be posted to this API now (false while it is backing off). */
   isOpen(gate: string): boolean {
+    if (this.#next) return this.#next.isOpen(gate);
     return isOpen(this.#gates.get(gate), this.#now());
+  }
+
+  /**
+   * This outbox is replaced by `next` (a new configuration's reporters, cluster-stack.ts): what it keeps now goes to
+   * `next`, and so does what it is given later. A sync started under the old configuration still holds this one,
+   * and ends later: its final status, kept here after close, was written to the store but retried by no one (the
+   * new outbox reads the store once, at its start), and stayed pending until the agent restarted.
+   */
+  handOver(next: StatusOutbox): void {
+    this.#next = next;
+    for (const entry of this.#entries) next.adopt(entry);
+  }
+
+  /** An entry another outbox kept (handOver): held, written, and retried here. */
+  adopt(entry: OutboxEntry): void {
+    if (this.#next) {
+      this.#next.adopt(entry);
+      return;
+    }
+    this.#entries = upsert(this.#entries, entry);
+    this.#changes.push({ put: entry });
+    void this.#persist();
+    this.#schedule();
   }
 
   /** Keeps a final status for later; `error` is why it was not delivered (it closes the API's gate). */
   async keep(entry: OutboxEntry, error?: MooringError): Promise<void> {
+    if (this.#next) return this.#next.keep(entry, error);
     if (error) this.failed(entry.gate, error);
     const kept = { ...entry, lastError: error ? errorMessage(error) : entry.lastError };
     this.#entries = upsert(this.#entries, kept);
@@ -114,6 +141,10 @@ export class StatusOutbox {
 
   /** A request to this API failed (a pending status, or a direct post): back off. */
   failed(gate: string, error: MooringError): void {
+    if (this.#next) {
+      this.#next.failed(gate, error);
+      return;
+    }
     const disposition = classify(error);
     if (disposition.action === 'stop') return;
     this.#gates.set(gate, afterFailure(this.#gates.get(gate), disposition, this.#now(), this.#deps.random));
@@ -121,6 +152,7 @@ export class StatusOutbox {
 
   /** A status reached this API: it answers again, and a kept status of `key` is outdated by the one posted. */
   async posted(gate: string, key?: string): Promise<void> {
+    if (this.#next) return this.#next.posted(gate, key);
     const reopened = this.#gates.delete(gate);
     if (key !== undefined && this.#entries.some((e) => e.key === key)) {
       for (const e of this.#entries) if (e.key === key) this.#changes.push({ drop: e });

@@ -47,21 +47,25 @@ function harness(initial: OutboxEntry[] = []) {
       },
     }),
   );
-  const outbox = new StatusOutbox({
-    store,
-    log,
-    now: () => now,
-    random: () => 1,
-    timers: { set: () => 0, clear: () => undefined },
-    deliver: async (e) => {
-      attempts.push({ commit: e.commit, at: now });
-      if (fail) throw fail();
-      delivered.push(`${e.commit}:${e.state}`);
-      return true;
-    },
-  });
+  const make = () =>
+    new StatusOutbox({
+      store,
+      log,
+      now: () => now,
+      random: () => 1,
+      timers: { set: () => 0, clear: () => undefined },
+      deliver: async (e) => {
+        attempts.push({ commit: e.commit, at: now });
+        if (fail) throw fail();
+        delivered.push(`${e.commit}:${e.state}`);
+        return true;
+      },
+    });
+  const outbox = make();
   return {
     outbox,
+    /** Another outbox on the same store (a new configuration's). */
+    make,
     stored,
     delivered,
     attempts,
@@ -198,6 +202,29 @@ describe('StatusOutbox', () => {
     await second.outbox.start();
     expect(second.delivered).toEqual(['aaaaaaa:cancelled']);
     expect(second.stored.entries).toEqual([]);
+  });
+
+  it("a configuration's new outbox takes what the old one keeps after it was replaced, and delivers it", async () => {
+    const h = harness();
+    await h.outbox.start();
+    h.failWith(() => new TransientError('GitHub answered HTTP 503'));
+    // One kept before the new configuration; the new outbox has started (read the store) already.
+    await h.outbox.keep(entry('aaaaaaa', h.now()), new TransientError('GitHub answered HTTP 503'));
+    const next = h.make();
+    await next.start();
+    h.outbox.handOver(next);
+    await h.outbox.close();
+    // A sync begun under the old configuration ends now, the status API still failing: kept by the old one.
+    await h.outbox.keep(entry('bbbbbbb', h.now()), new TransientError('GitHub answered HTTP 503'));
+    expect(next.entries.map((e) => e.commit).sort()).toEqual(['aaaaaaa', 'bbbbbbb']);
+    expect(h.stored.entries.map((e) => e.commit).sort()).toEqual(['aaaaaaa', 'bbbbbbb']);
+    expect(next.isOpen('api')).toBe(false);
+    h.failWith(undefined);
+    // Past the back-off (its start's delivery failed too, and the forwarded failure doubled it).
+    h.advance(HOUR);
+    await next.flush();
+    expect(h.delivered.sort()).toEqual(['aaaaaaa:success', 'bbbbbbb:success']);
+    expect(h.stored.entries).toEqual([]);
   });
 
   it('does not write before it has read what is stored (a failed read keeps the stored entries)', async () => {
