@@ -5,7 +5,7 @@
 // the job's state (the requests it answers, the commit whose pending status a hold left) is in one place.
 import { append } from '../arrays.ts';
 import type { Deployment } from '../config/schema.ts';
-import type { Logger } from '../contract.ts';
+import { type Logger, Superseded } from '../contract.ts';
 import { classify, errorMessage } from '../errors.ts';
 import { deleteCreatedNamespace } from '../kube/namespace.ts';
 import type { ManifestFile } from '../render/parse.ts';
@@ -114,8 +114,19 @@ export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned):
         // d.commit stays where it was deployed: after the resume, the poll compares from there.
         log.debug('suspended: not synced');
         await answerAll((r) => ctx.control.answer(r, 'suspended', `deployment ${d.spec.name} is suspended`));
+        const before = ctx.control.heldCommit(d.spec.name);
         const said = ctx.control.held(d.spec.name, commit, current(planned.ledger)?.commit);
         const reporters = ctx.deps.reporters ?? [];
+        // The commit held before this one will not be deployed (the resume deploys the newest): its pending ends.
+        if (said !== undefined && before !== undefined && commit !== undefined && before !== commit)
+          await endHold(
+            holds(),
+            heldSync(ctx.deps.config, d.spec, before, {
+              signal: AbortSignal.abort(new Superseded({ by: 'commit', commit })),
+            }),
+            'cancelled',
+            'superseded by a newer commit while the deployment was suspended',
+          );
         if (said !== undefined)
           await tellHold(
             { reporters, log },

@@ -267,6 +267,11 @@ export class Control {
    * A commit of a suspended deployment, to be reported once as held (holds.ts: pending, with how to deploy it):
    * the description to say, or undefined when it was said already or is the commit the deployment is at.
    */
+  /** The commit last reported as held for `name` (its pending status is open until a sync or a newer hold ends it). */
+  heldCommit(name: string): string | undefined {
+    return this.heldCommits.get(name);
+  }
+
   held(name: string, commit: string | undefined, deployed: string | undefined): string | undefined {
     if (commit === undefined || commit === deployed || this.heldCommits.get(name) === commit)
       return undefined;

@@ -162,12 +162,34 @@ describe('mooring reconcile, suspend and resume with a running agent', () => {
     await eventually('the agent sees the suspension', async () =>
       agent.logs().some((l) => l.msg.startsWith('deployment suspended')) ? true : undefined,
     );
+    // A commit held, then passed over by a newer one before the resume: its pending status ends, superseded.
+    const passed = await repo.commit({ 'app.yaml': app('between') });
+    await eventually('the first commit noted as held', async () =>
+      agent.logs().some((l) => l.msg.startsWith('commit held') && l.commit === passed) ? true : undefined,
+    );
     const held = await repo.commit({ 'app.yaml': app('two') });
 
     // Several polls later the cluster still runs the old configuration; the commit is reported as held.
     await eventually('the commit noted as held', async () =>
       agent.logs().some((l) => l.msg.startsWith('commit held') && l.commit === held) ? true : undefined,
     );
+    await eventually('the passed-over commit ended', async () =>
+      receiver
+        .statuses()
+        .filter((s) => s.sha === passed)
+        .at(-1)?.state !== 'pending'
+        ? true
+        : undefined,
+    );
+    expect(
+      receiver
+        .statuses()
+        .filter((s) => s.sha === passed)
+        .map((s) => s.description),
+    ).toEqual([
+      'suspended: not deployed until mooring resume web',
+      `Superseded by commit ${held.slice(0, 7)} before it was stable`,
+    ]);
     await agent.morePolls(3);
     expect((await live())?.greeting).toBe('one');
     const statuses = () => receiver.statuses().filter((s) => s.sha === held);
