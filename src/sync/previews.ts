@@ -266,41 +266,57 @@ export class PreviewRunner {
     };
     for (const spec of specs) await post(spec.name, 'pending', 'rendering the preview');
     const previews: DeploymentPreview[] = [];
-    for (const spec of specs) {
-      // Stopping: the next agent previews this head again (nothing recorded it), and ends these statuses.
-      if (this.#stopped) return { result: 'skipped', why: 'stopping' };
-      // Bound as a sync would bind them: the current release's images, chart versions and dependencies.
-      const data = await this.#deps.ledger.read(spec.name);
-      const release = current(data);
-      const images: ImageArtifact[] = Object.values(release?.images ?? {})
-        .filter((i) => i.kind === undefined)
-        .map((i) => ({ name: i.image, tag: i.tag, digest: i.digest }));
-      const preview = await previewDeployment({
-        config,
-        spec,
-        repo,
-        base,
-        head,
-        images,
-        artifacts: release?.images,
-        dependencies: recordedDependencies(data.releases),
-        cacheDir: this.#deps.cacheDir,
-        capabilities: this.#deps.capabilities,
-        decrypt: forge.settings.decrypt && !pr.fromFork,
-        live:
-          git.preview.live && this.#deps.api && this.#deps.discovery
-            ? {
-                api: this.#deps.api,
-                discovery: this.#deps.discovery,
-                namespace: config.cluster.namespace,
-                fieldManager: config.apply.fieldManager,
-                concurrency: config.apply.concurrency,
-              }
-            : undefined,
-      });
-      previews.push(preview);
-      const status = previewStatus(preview);
-      await post(spec.name, status.state, status.description);
+    const ended = new Set<string>();
+    try {
+      for (const spec of specs) {
+        // Stopping: the next agent previews this head again (nothing recorded it), and ends these statuses.
+        if (this.#stopped) return { result: 'skipped', why: 'stopping' };
+        // Bound as a sync would bind them: the current release's images, chart versions and dependencies.
+        const data = await this.#deps.ledger.read(spec.name);
+        const release = current(data);
+        const images: ImageArtifact[] = Object.values(release?.images ?? {})
+          .filter((i) => i.kind === undefined)
+          .map((i) => ({ name: i.image, tag: i.tag, digest: i.digest }));
+        const preview = await previewDeployment({
+          config,
+          spec,
+          repo,
+          base,
+          head,
+          images,
+          artifacts: release?.images,
+          dependencies: recordedDependencies(data.releases),
+          cacheDir: this.#deps.cacheDir,
+          capabilities: this.#deps.capabilities,
+          decrypt: forge.settings.decrypt && !pr.fromFork,
+          live:
+            git.preview.live && this.#deps.api && this.#deps.discovery
+              ? {
+                  api: this.#deps.api,
+                  discovery: this.#deps.discovery,
+                  namespace: config.cluster.namespace,
+                  fieldManager: config.apply.fieldManager,
+                  concurrency: config.apply.concurrency,
+                }
+              : undefined,
+        });
+        previews.push(preview);
+        const status = previewStatus(preview);
+        await post(spec.name, status.state, status.description);
+        ended.add(spec.name);
+      }
+    } catch (error) {
+      // The pending statuses get their end now: the retry of this head may never come (the pull request closed, a
+      // new head pushed first), and a pending status left behind would claim a preview that no one renders.
+      const again = classify(error).action !== 'stop';
+      for (const spec of specs)
+        if (!ended.has(spec.name))
+          await post(
+            spec.name,
+            'failure',
+            `preview not rendered: ${errorMessage(error)}${again ? ' (tried again)' : ''}`,
+          );
+      throw error;
     }
     if (specs.length > 0 || this.#commented.has(key)) {
       const body =
