@@ -22,6 +22,7 @@ import { type DeploymentState, isLocal, isOci, type SourceState } from './agent-
 import { unfinishedAttempt } from './attempts.ts';
 import { CONFIGMAPS, Control } from './control.ts';
 import type { FleetMember } from './fleet.ts';
+import { endHold, heldSync } from './holds.ts';
 import type { PreviewRunner } from './previews.ts';
 import { SyncQueue } from './queue.ts';
 import { planReload, type ReloadPlan } from './reload.ts';
@@ -329,9 +330,20 @@ export class Agent {
     if (reporters) this.deps.reporters = reporters;
     const log = this.deps.log;
     for (const name of plan.deployments.removed) {
+      const d = this.state.deployments.get(name);
       this.state.deployments.delete(name);
       this.resync.delete(name);
-      this.queue.cancel(name, new Withdrawn(name), { keepRunning: options.handover === true });
+      this.queue.forget(name, new Withdrawn(name), { keepRunning: options.handover === true });
+      // A commit it held (suspended) or waited to be promoted has a pending status no sync will end: it ends now.
+      const open = new Set([this.control.heldCommit(name), d?.promotionPending]);
+      for (const commit of open)
+        if (d && commit !== undefined)
+          await endHold(
+            { ledger: this.ledger, log, reporters: this.deps.reporters ?? [] },
+            heldSync(previous, d.spec, commit, { signal: AbortSignal.abort(new Withdrawn(name)) }),
+            'cancelled',
+            'the deployment was removed from the configuration',
+          );
     }
     for (const name of [...plan.sources.removed, ...plan.sources.changed]) {
       await this.polls.stopSource(name);

@@ -70,6 +70,8 @@ interface Lane<J extends SyncJob<J>> {
   retryTimer: NodeJS.Timeout | undefined;
   /** The job the retry timer will run again. */
   retrying: J | undefined;
+  /** Removed from the configuration while its sync ran (forget): the lane goes when that sync ends. */
+  forgotten?: boolean;
 }
 
 export interface QueueOptions {
@@ -104,6 +106,8 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
 
   private lane(deployment: string): Lane<J> {
     let lane = this.lanes.get(deployment);
+    // Asked for again (the deployment is back): kept.
+    if (lane) lane.forgotten = undefined;
     if (!lane) {
       lane = {
         pending: undefined,
@@ -212,9 +216,9 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
   private pump(): void {
     while (this.active < this.options.concurrency && this.ready.size > 0) {
       const deployment = this.ready.next() as string;
-      const lane = this.lane(deployment);
-      const next = lane.pending;
-      if (!next || lane.running) continue;
+      const lane = this.lanes.get(deployment);
+      const next = lane?.pending;
+      if (!lane || !next || lane.running) continue;
       lane.pending = undefined;
       const controller = new AbortController();
       lane.running = { job: next, controller };
@@ -251,7 +255,7 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
     lane.running = undefined;
     lane.settled = { revision: job.revision, result: outcome.result };
     this.options.onEvent?.({ deployment, revision: job.revision, type: 'end', detail: outcome.result });
-    if (outcome.result === 'retry' && !lane.pending && !this.stopping) {
+    if (outcome.result === 'retry' && !lane.pending && !this.stopping && !lane.forgotten) {
       const delay = this.retryDelay(lane.attempts++, outcome);
       this.options.onEvent?.({
         deployment,
@@ -264,6 +268,8 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
       lane.attempts = 0;
     }
     if (lane.pending) this.ready.add(deployment, lane.pending.group ?? '');
+    else if (lane.forgotten && lane.retryTimer === undefined && this.lanes.get(deployment) === lane)
+      this.lanes.delete(deployment);
     this.pump();
   }
 
@@ -297,6 +303,18 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
     lane.retrying = undefined;
     if (!options.keepRunning) lane.running?.controller.abort(reason);
     for (const job of dropped) job.dropped?.(reason);
+  }
+
+  /**
+   * cancel(), for a deployment removed from the configuration: its lane goes too, at once or when its running sync
+   * ends (a fleet of pull-request environments opened and closed over months kept one lane each).
+   */
+  forget(deployment: string, reason?: unknown, options: { keepRunning?: boolean } = {}): void {
+    this.cancel(deployment, reason, options);
+    const lane = this.lanes.get(deployment);
+    if (!lane) return;
+    if (lane.running === undefined) this.lanes.delete(deployment);
+    else lane.forgotten = true;
   }
 
   /** Whether `deployment` has a sync running, queued, or waiting to be retried. */

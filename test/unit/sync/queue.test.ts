@@ -22,6 +22,35 @@ function gate() {
 }
 
 describe('SyncQueue', () => {
+  it('forgets a removed deployment: its lane goes at once, or when its running sync ends, and it may come back', async () => {
+    const g = gate();
+    const q = new SyncQueue({ concurrency: 2 });
+    const lanes = () => [...(q as unknown as { lanes: Map<string, unknown> }).lanes.keys()].sort();
+    // 500 environments opened, synced and removed: nothing of them is kept.
+    for (let i = 0; i < 500; i++) {
+      q.trigger(`pr-${i}`, 'r1', g.run(`pr-${i}`));
+      await tick(0);
+      g.release(`pr-${i}`);
+      await q.idle();
+      q.forget(`pr-${i}`);
+    }
+    expect(lanes()).toEqual([]);
+    // Removed while it runs (a retry would follow): cancelled, and gone once it ends, with no retry.
+    q.trigger('web', 'r1', g.run('web-1'));
+    await tick();
+    q.forget('web', new Error('removed'));
+    await q.idle();
+    expect(lanes()).toEqual([]);
+    expect(q.busy('web')).toBe(false);
+    // Back in the configuration: synced as new, the same revision included.
+    q.trigger('web', 'r1', g.run('web-2'));
+    await tick();
+    expect(g.started.filter((n) => n.startsWith('web'))).toEqual(['web-1', 'web-2']);
+    g.release('web-2');
+    await q.idle();
+    expect(lanes()).toEqual(['web']);
+  });
+
   it('coalesces triggers that arrive while a deployment syncs into one sync of the newest revision', async () => {
     const g = gate();
     const q = new SyncQueue({ concurrency: 4 });
