@@ -351,4 +351,37 @@ describe('mooring reconcile, suspend and resume with a running agent', () => {
     expect(reconciled.code, reconciled.stdout + reconciled.stderr).toBe(0);
     expect(reconciled.stdout).toMatch(/deployment web stable \(release \d+\)/);
   });
+
+  it('ends the pending status of a commit held by a deployment removed from the configuration', async () => {
+    expect((await mooring('suspend', 'web', ...flags())).code).toBe(0);
+    await eventually('the agent sees the suspension', async () =>
+      (await suspendedGauge()) === '1' ? true : undefined,
+    );
+    const held = await repo.commit({ 'app.yaml': app('four') });
+    await eventually('the commit noted as held', async () =>
+      agent.logs().some((l) => l.msg.startsWith('commit held') && l.commit === held) ? true : undefined,
+    );
+    // The configuration without the deployment: nothing will deploy the held commit.
+    const config = parse(await readFile(configFile, 'utf8')) as { deployments: unknown[] };
+    config.deployments = [];
+    await writeFile(configFile, stringify(config));
+    await eventually('the held commit ended', async () =>
+      receiver
+        .statuses()
+        .filter((s) => s.sha === held)
+        .at(-1)?.state !== 'pending'
+        ? true
+        : undefined,
+    );
+    expect(
+      receiver
+        .statuses()
+        .filter((s) => s.sha === held)
+        .map((s) => s.description),
+    ).toEqual([
+      'suspended: not deployed until mooring resume web',
+      'Cancelled: the deployment was removed from the configuration (nothing was deleted)',
+    ]);
+    assertAlive(agent);
+  });
 });
