@@ -335,7 +335,10 @@ export class Agent {
       this.resync.delete(name);
       this.queue.forget(name, new Withdrawn(name), { keepRunning: options.handover === true });
       // A commit it held (suspended) or waited to be promoted has a pending status no sync will end: it ends now.
-      const open = new Set([this.control.heldCommit(name), d?.promotionPending]);
+      // Handed to another replica, it is that replica's to say (it holds the same commit).
+      const open = options.handover
+        ? new Set<string>()
+        : new Set([this.control.heldCommit(name), d?.promotionPending]);
       for (const commit of open)
         if (d && commit !== undefined)
           await endHold(
@@ -344,6 +347,7 @@ export class Agent {
             'cancelled',
             'the deployment was removed from the configuration',
           );
+      this.control.forgetHeld(name);
     }
     for (const name of [...plan.sources.removed, ...plan.sources.changed]) {
       await this.polls.stopSource(name);

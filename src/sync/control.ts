@@ -267,6 +267,11 @@ export class Control {
    * A commit of a suspended deployment, to be reported once as held (holds.ts: pending, with how to deploy it):
    * the description to say, or undefined when it was said already or is the commit the deployment is at.
    */
+  /** `name` left the configuration (its held commit's status was ended): a deployment of that name is new. */
+  forgetHeld(name: string): void {
+    this.heldCommits.delete(name);
+  }
+
   /** The commit last reported as held for `name` (its pending status is open until a sync or a newer hold ends it). */
   heldCommit(name: string): string | undefined {
     return this.heldCommits.get(name);
