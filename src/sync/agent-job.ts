@@ -291,7 +291,13 @@ export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned):
         // rendered each time it is looked at.
         const judged = await judge(ctx, d, planned, 'take');
         if ('hold' in judged) {
-          // Suspended since it was queued: it ends, cancelled, as a sync that never ran.
+          // Suspended since it was queued: it ends, cancelled, as a sync that never ran. One whose pending status
+          // said it waited for a dependency or the rollout is held instead: its status then says so, and the
+          // resume (or a newer commit) ends it.
+          if (judged.hold.gate === 'suspended' && waitedOn !== undefined) {
+            waitedOn = undefined;
+            return await held(judged.hold);
+          }
           if (judged.hold.gate === 'suspended') {
             await answerAll((r) => ctx.control.answer(r, 'cancelled', 'suspended before it ran'));
             return { result: 'cancelled' };

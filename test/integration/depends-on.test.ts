@@ -113,6 +113,52 @@ describe('dependsOn', () => {
     }
   });
 
+  it('a commit waiting for its dependency when the deployment is suspended is held, and its status gets its end', async () => {
+    const { repo, receiver, configFile, first, agent } = await startGitAgent({
+      repo: `depends-suspend-${Date.now().toString(36)}/fleet`,
+      files: { 'infra/ingress.yaml': infra('never-ready'), 'app/app.yaml': app('1') },
+      source: { name: 'fleet' },
+      cluster: { namespace: agentNs() },
+      deployments: [
+        // Names of their own: the agent's namespace holds the ledgers of the tests above.
+        { name: 'gate', namespace: ns(), paths: ['infra'], stability: { timeout: '30s' } },
+        { name: 'shop', namespace: ns(), paths: ['app'], dependsOn: ['gate'] },
+      ],
+      start: { level: 'info' },
+    });
+    const shop = (sha: string) =>
+      receiver.statuses().filter((s) => s.sha === sha && s.context.endsWith('shop'));
+    try {
+      // The shop waits while the gate's sync runs (looked at again every few seconds).
+      await eventually('shop waits', async () =>
+        shop(first).some((s) => s.description === 'Waiting for gate') ? true : undefined,
+      );
+      const suspended = await mooring('suspend', 'shop', '--config', configFile);
+      expect(suspended.code, suspended.stdout + suspended.stderr).toBe(0);
+      // The waiting commit is now held by the suspension, and its status says so (before, it kept saying
+      // "Waiting for gate" after the wait had been given up).
+      const said = await eventually('the waiting commit held', async () =>
+        shop(first).find((s) => s.description === 'suspended: not deployed until mooring resume shop'),
+      );
+      expect(said.state).toBe('pending');
+      // A commit fixes the gate while the shop is suspended: the held commit is passed over, and its status ends.
+      const fixed = await repo.commit({ 'infra/ingress.yaml': infra('ready'), 'app/app.yaml': app('2') });
+      expect((await eventually('gate stable', async () => receiver.ended(fixed, 'gate'), 90_000)).state).toBe(
+        'success',
+      );
+      const passed = await eventually('the first commit ended', async () => receiver.ended(first, 'shop'));
+      expect(passed.description).toMatch(/^Superseded by commit [0-9a-f]{7}/);
+      const resumed = await mooring('resume', 'shop', '--config', configFile);
+      expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0);
+      expect((await eventually('shop stable', async () => receiver.ended(fixed, 'shop'), 60_000)).state).toBe(
+        'success',
+      );
+      for (const sha of [first, fixed]) expect(shop(sha).at(-1)?.state).not.toBe('pending');
+    } finally {
+      await agent.stop();
+    }
+  });
+
   it('renders a held chart only once its dependency lets it sync', async () => {
     // helm as the agent finds it (MOORING_HELM), counting its runs.
     const dir = await tempDir('depends-helm-');
