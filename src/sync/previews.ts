@@ -314,7 +314,8 @@ export class PreviewRunner {
           await post(
             spec.name,
             'failure',
-            `preview not rendered: ${errorMessage(error)}${again ? ' (tried again)' : ''}`,
+            // What it will do first: a status description is cut at 140 characters, and the error's names are long.
+            `preview not rendered${again ? ' (tried again)' : ''}: ${errorMessage(error)}`,
           );
       throw error;
     }

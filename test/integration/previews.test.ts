@@ -11,8 +11,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
 import { gitSource } from '../../src/config/schema.ts';
 import { GitRepository } from '../../src/sources/git/repository.ts';
+import { startChartRepo } from '../testbed/chart-repo.ts';
 import { startForgeReceiver } from '../testbed/forge-receiver.ts';
 import { commitFiles, setMergeRef, setRef } from '../testbed/git-repos.ts';
 import { api } from './faults-support.ts';
@@ -397,6 +399,94 @@ describe('pull-request previews', () => {
       kube.close();
       await agent.stop();
       await forge.close();
+    }
+  });
+
+  it('ends the pending statuses of a preview stopped by a chart repository that fails, and tries it again', async () => {
+    // The pull request adds a dependency from a chart repository that answers 503: a failure that is not the
+    // commit's, so the preview is tried again, and meanwhile its pending status ends (the retry may never come).
+    process.env.MOORING_HELM = testbed().tools.helm;
+    const charts = await startChartRepo(await tempDir(), {});
+    charts.fail({ status: 503 });
+    const chart = (deps: object[]) => ({
+      'charts/web/Chart.yaml': stringify({
+        apiVersion: 'v2',
+        name: 'web',
+        version: '0.1.0',
+        dependencies: deps,
+      }),
+      'charts/web/templates/config.yaml':
+        'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-settings}\ndata: {color: blue}\n',
+    });
+    const suffix = Date.now().toString(36);
+    const forge = await startForgeReceiver('github');
+    const {
+      repo,
+      first: main,
+      agent,
+    } = await startGitAgent({
+      repo: `previews-charts-${suffix}/app`,
+      files: chart([]),
+      source: { preview: { enabled: true } },
+      cluster: { name: 'previews-charts', namespace: `mooring-previews-charts-${suffix}` },
+      deployments: [
+        {
+          name: 'web',
+          namespace: ns(),
+          helm: { chart: 'charts/web', allowedRepositories: [charts.url] },
+        },
+      ],
+      statuses: forge,
+      extra: {
+        sources: { charts: [{ name: 'library', url: charts.url, chart: 'common', caFile: charts.ca }] },
+      },
+    });
+    try {
+      await eventually(
+        'main deployed',
+        async () =>
+          forge
+            .statuses()
+            .find(
+              (s) =>
+                s.commit === main && s.context === 'mooring/previews-charts/web' && s.state !== 'pending',
+            ),
+        90_000,
+      );
+      const head = await commitFiles(
+        repo.path,
+        chart([{ name: 'common', version: '1.0.0', repository: charts.url }]),
+        { branch: 'pr-9', from: main },
+      );
+      forge.setPullRequest(9, {
+        headSha: head,
+        baseRef: 'main',
+        state: 'open',
+        fromFork: false,
+        author: 'carol',
+        labels: [],
+      });
+      await setRef(repo.path, 'refs/pull/9/head', head);
+      const statuses = () =>
+        forge.statuses().filter((s) => s.commit === head && s.context === 'mooring/preview/web');
+      const ended = await eventually(
+        'the preview status ended',
+        async () => statuses().find((s) => s.state !== 'pending'),
+        90_000,
+      );
+      expect(ended.state).toBe('failure');
+      expect(ended.description, ended.description).toMatch(
+        /^preview not rendered \(tried again\): charts\/web\/Chart\.yaml: dependency common /,
+      );
+      // Tried again while the repository fails: each try opens its status and ends it.
+      await eventually('tried again', async () =>
+        statuses().filter((s) => s.state !== 'pending').length >= 2 ? true : undefined,
+      );
+      expect(forge.problems()).toEqual([]);
+    } finally {
+      await agent.stop();
+      await forge.close();
+      await charts.close();
     }
   });
 
