@@ -1,7 +1,8 @@
 // Version history (strategy.spinnaker.io/max-version-history): after a stable deploy, keep the N newest versions
 // of a versioned object (by creationTimestamp, as Spinnaker does) and delete the rest, except versions that a live
 // object still refers to (a workload's pod template, a ReplicaSet kept for rollback, a StatefulSet or DaemonSet
-// ControllerRevision, a Pod) and versions that a release in the ledger names: those stay, and are reported, so that
+// ControllerRevision, a Pod, a CronJob; a ServiceAccount's or an Ingress's Secrets), the version this release
+// deploys, and versions that a release in the ledger names: those stay, and are reported, so that
 // an undo rollout and a rollback always find their configuration. Without the annotation, the deployment's default
 // history applies (10 versions).
 import { byCodeUnit } from '../arrays.ts';
@@ -36,7 +37,13 @@ const REFERRING: readonly { apiVersion: string; kind: string; asKind: string }[]
   // A ControllerRevision's data is a patch holding spec.template: read it as a StatefulSet's.
   { apiVersion: 'apps/v1', kind: 'ControllerRevision', asKind: 'StatefulSet' },
   { apiVersion: 'batch/v1', kind: 'Job', asKind: 'Job' },
+  { apiVersion: 'batch/v1', kind: 'CronJob', asKind: 'CronJob' },
   { apiVersion: 'v1', kind: 'Pod', asKind: 'Pod' },
+  { apiVersion: 'v1', kind: 'ReplicationController', asKind: 'ReplicationController' },
+  { apiVersion: 'v1', kind: 'PodTemplate', asKind: 'PodTemplate' },
+  // Not workloads, but what they name goes with them: a ServiceAccount's pull Secrets, an Ingress's certificates.
+  { apiVersion: 'v1', kind: 'ServiceAccount', asKind: 'ServiceAccount' },
+  { apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', asKind: 'Ingress' },
 ];
 
 /**
@@ -180,7 +187,10 @@ export async function collectVersionHistory(
         byCodeUnit(String(b.metadata.creationTimestamp), String(a.metadata.creationTimestamp)) ||
         byCodeUnit(b.metadata.name, a.metadata.name),
     );
-    const surplus = versions.slice(limit);
+    // The version this release deploys is kept whatever its age: one reused (the content went back to what an
+    // old version holds) keeps that version's creation time, and a limit of 0 would leave it last.
+    const current = object.metadata.name;
+    const surplus = versions.slice(limit).filter((v) => v.metadata.name !== current);
     if (surplus.length === 0) continue;
     let refs = references.get(namespace);
     if (!refs) {

@@ -66,9 +66,10 @@ export async function syncDeployment(
   // release this sync makes is the newest of that history. (The store's copy of what it last wrote or read
   // answers, usually without a request.)
   const ledger = await safely(log, 'read the ledger', () => deps.ledger.read(deployment.name));
-  const keepVersions = new Set(
-    (ledger?.releases ?? []).slice(0, deployment.versionHistory - 1).flatMap((r) => r.versions),
-  );
+  // Not read (the server failed): no version is collected this time, rather than one a rollback needs.
+  const keepVersions = ledger
+    ? new Set(ledger.releases.slice(0, deployment.versionHistory - 1).flatMap((r) => r.versions))
+    : ('unknown' as const);
   // kustomize's and helm's warnings about the build (each names its kustomization or chart), once per sync.
   if (!quiet)
     for (const warning of (sync.files ?? []).flatMap((f) => f.warnings ?? []))

@@ -1,6 +1,7 @@
 // Each strategy annotation on the real control plane, version history, and mooring delete.
 import { AppsV1Api, BatchV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
 import {
   deployTo,
@@ -226,5 +227,57 @@ ${deployment('web').replace('spec: {containers: [{name: app, image: "app:1"}]}',
     const unknown = await mooring('delete', `${type}/x`, '--kubeconfig', env.kube.kubeconfig, '-n', ns());
     expect(unknown.code, unknown.stderr).toBe(2);
     expect(unknown.stderr).toContain(`the server does not have a resource type "${type}"`);
+  });
+});
+
+describe('version history kept for what runs', () => {
+  const ns = useNamespace('history-cron');
+
+  it('keeps the version a release deploys with a history of 0, and versions a CronJob refers to', async () => {
+    const batch = kubeConfig().makeApiClient(BatchV1Api);
+    const core = kubeConfig().makeApiClient(CoreV1Api);
+    const cronJob = (name: string, config: string) => `apiVersion: batch/v1
+kind: CronJob
+metadata: {name: ${name}}
+spec:
+  schedule: "0 3 * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: Never
+          containers: [{name: backup, image: "backup:1", envFrom: [{configMapRef: {name: ${config}}}]}]`;
+    const nightly = (value: string) => `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: backup-config
+  annotations: {strategy.spinnaker.io/max-version-history: "0"}
+data: {TARGET: ${value}}
+---
+${cronJob('backup', 'backup-config')}`;
+    const names = async () =>
+      (await core.listNamespacedConfigMap({ namespace: ns() })).items
+        .map((c) => c.metadata?.name ?? '')
+        .filter((n) => n.startsWith('backup-config'))
+        .sort();
+    const deploy = async (value: string) => {
+      const result = await deployTo(ns(), await manifestDir({ 'backup.yaml': nightly(value) }));
+      expect(result.code, result.stdout + result.stderr).toBe(0);
+      return result.stdout;
+    };
+    // No old version is kept, but the one the CronJob runs with is this release's (it was deleted as surplus).
+    await deploy('disk');
+    expect(await names()).toEqual(['backup-config-v000']);
+    await deploy('bucket');
+    expect(await names()).toEqual(['backup-config-v001']);
+    // A CronJob made by hand still runs with v001: it stays while it is referred to (it was deleted).
+    const manual = parse(cronJob('manual', 'backup-config-v001'));
+    await batch.createNamespacedCronJob({ namespace: ns(), body: manual });
+    const out = await deploy('tape');
+    expect(out).toMatch(/ConfigMap .*\/backup-config-v001 kept: still referenced by CronJob .*\/manual/);
+    expect(await names()).toEqual(['backup-config-v001', 'backup-config-v002']);
+    const used = (await batch.readNamespacedCronJob({ name: 'backup', namespace: ns() })).spec?.jobTemplate
+      .spec?.template.spec?.containers[0]?.envFrom?.[0]?.configMapRef?.name;
+    expect(used).toBe('backup-config-v002');
   });
 });

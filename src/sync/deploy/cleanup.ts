@@ -40,6 +40,8 @@ export const pruneLeftovers: Stage = async (run) => {
 export const collectHistory: Stage = async (run) => {
   const { request } = run;
   if (request.dryRun || run.wait?.outcome !== 'stable' || !run.rendered) return;
+  // The ledger could not be read: which versions its releases need is unknown, and the next sync collects them.
+  if (request.keepVersions === 'unknown') return;
   run.history = await collectVersionHistory(run.api, run.discovery, run.rendered.plan, run.rendered.objects, {
     defaultLimit: request.versionHistory,
     keep: request.keepVersions,

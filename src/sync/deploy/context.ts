@@ -75,8 +75,11 @@ export interface DeployRequest {
   drift?: 'correct' | 'report';
   /** Versions kept of a versioned object that sets no strategy.spinnaker.io/max-version-history. */
   versionHistory?: number;
-  /** Versioned objects that recorded releases name (`ConfigMap app-config-v003`): never collected. */
-  keepVersions?: ReadonlySet<string>;
+  /**
+   * Versioned objects that recorded releases name (`ConfigMap app-config-v003`): never collected. `unknown`: the
+   * releases could not be read, and no version is collected this time (one a rollback needs could go).
+   */
+  keepVersions?: ReadonlySet<string> | 'unknown';
   /** Create `namespace` (with mooring's labels) when it does not exist, before the first write; never pruned. */
   createNamespace?: boolean;
   /** How to say what creates a missing `namespace`, in the error that names it. */
