@@ -94,16 +94,66 @@ function parseLedger(data: Record<string, string> | undefined): LedgerData {
   };
 }
 
+/**
+ * What a ledger's data may take: a ConfigMap holds at most 1 MiB, and one refused as too long stops every later
+ * write (releases, fences, claims, `mooring resume`) for good.
+ */
+export const MAX_LEDGER_BYTES = 900 * 1024;
+
+/** Releases that keep their objects, hooks and messages however full the ledger is (`mooring history` shows them). */
+const DETAILED_RELEASES = 5;
+
 /** The ledger's keys; keys of its own are replaced, not merged: a lifted fence must disappear. */
 function ledgerData(data: LedgerData, limit: number): Record<string, string> {
-  return {
-    'releases.json': JSON.stringify(data.releases.slice(0, limit), null, 1),
+  const others = {
     ...(data.fence ? { 'fence.json': JSON.stringify(data.fence, null, 1) } : {}),
     ...(data.attempt ? { 'attempt.json': JSON.stringify(data.attempt, null, 1) } : {}),
     ...(data.waiting ? { 'waiting.json': JSON.stringify(data.waiting, null, 1) } : {}),
     ...(data.holder ? { 'holder.json': JSON.stringify(data.holder) } : {}),
     ...(data.marks !== undefined ? { 'marks.json': JSON.stringify(data.marks) } : {}),
   };
+  const taken = Object.values(others).reduce((sum, text) => sum + Buffer.byteLength(text), 0);
+  return {
+    'releases.json': fittedReleases(data.releases.slice(0, limit), MAX_LEDGER_BYTES - taken, data.fence),
+    ...others,
+  };
+}
+
+/**
+ * The releases as JSON within `room` bytes. A deployment of a few hundred objects filled the 1 MiB of a ConfigMap
+ * in about 35 releases. Past the room, releases older than the newest few lose what only `mooring history` shows
+ * (objects, hooks, drift, all messages but the first); then the oldest go, but never the newest, the one the
+ * rollback fence holds, nor the newest stable one (what a rollback goes back to). Commits, images, versions and
+ * dependencies of the releases kept stay whole: rollback and the version history read them.
+ */
+export function fittedReleases(releases: readonly Release[], room: number, fence?: Fence): string {
+  const whole = JSON.stringify(releases, null, 1);
+  if (Buffer.byteLength(whole) <= room) return whole;
+  const kept = releases.map((r, i) =>
+    i < DETAILED_RELEASES
+      ? r
+      : { ...r, objects: [], drift: undefined, hooks: undefined, messages: r.messages.slice(0, 1) },
+  );
+  // Sizes one by one (a release's share of the array's text, near enough), so that dropping is linear.
+  const sizes = kept.map((r) => Buffer.byteLength(JSON.stringify(r, null, 1)) + 2 * (r.versions.length + 20));
+  let total = sizes.reduce((sum, n) => sum + n, 2);
+  const stable = kept.find((r) => r.result === 'stable')?.id;
+  const dropped = new Set<number>();
+  for (let i = kept.length - 1; i > 0 && total > room; i--) {
+    const r = kept[i] as Release;
+    if (r.id === fence?.release || r.id === stable) continue;
+    dropped.add(i);
+    total -= sizes[i] as number;
+  }
+  let text = JSON.stringify(
+    kept.filter((_, i) => !dropped.has(i)),
+    null,
+    1,
+  );
+  // The estimate fell short: the protected releases alone, without indentation.
+  if (Buffer.byteLength(text) > room)
+    text = JSON.stringify(kept.filter((r, i) => i === 0 || r.id === fence?.release || r.id === stable));
+  return text;
 }
 
 export class Ledger {

@@ -154,6 +154,48 @@ describe('state ConfigMaps with concurrent writers', () => {
     expect((await agent.read('web')).releases).toHaveLength(20);
   });
 
+  it('a ledger of releases of 300 objects each stays within a ConfigMap: every release is recorded, the fence kept', async () => {
+    const [a] = clients();
+    const ledger = new Ledger(a, ns(), 50);
+    const long = 'x'.repeat(60);
+    const big = (n: number, result: Release['result']): Omit<Release, 'id'> => ({
+      ...release('crowded', n),
+      result,
+      objects: Array.from({ length: 300 }, (_, i) => ({
+        object: `Deployment ${ns()}/monitoring-${long}-${i}`,
+        action: 'configured',
+      })),
+      versions: Array.from(
+        { length: 200 },
+        (_, i) => `ConfigMap dashboards-${long}-${i}-v${String(n).padStart(3, '0')}`,
+      ),
+      messages: ['Deployment monitoring: 1 of 1 replicas available'],
+    });
+    const heads = { commit: 'c3', images: {} };
+    let fenced = 0;
+    for (let n = 1; n <= 70; n++) {
+      // Release 3 is a rollback that sets the fence; after 60 every release fails: the newest stable must stay.
+      const result = n > 60 ? 'failed' : 'stable';
+      const recorded =
+        n === 3
+          ? await ledger.append({ ...big(n, result), trigger: 'rollback' }, { since: 'then', heads })
+          : await ledger.append(big(n, result));
+      if (n === 3) fenced = recorded.id;
+      expect(recorded.id).toBe(n);
+    }
+    // Read back by another client: the newest release whole, the fence's and the newest stable one's still there.
+    const stored = await new Ledger(new KubeApi(clusterConfig()), ns()).read('crowded');
+    const ids = stored.releases.map((r) => r.id);
+    expect(ids[0]).toBe(70);
+    expect(stored.releases[0]?.objects).toHaveLength(300);
+    expect(ids).toContain(fenced);
+    expect(ids).toContain(60);
+    expect(stored.fence?.release).toBe(fenced);
+    expect(stored.releases.find((r) => r.id === 60)?.versions).toHaveLength(200);
+    expect(ids.length).toBeLessThan(50);
+    expect(ids.length).toBeGreaterThan(5);
+  });
+
   it('a stable rollback release and its fence are one write; a failed one sets no fence', async () => {
     const [a] = clients();
     const ledger = new Ledger(a, ns());
