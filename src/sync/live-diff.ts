@@ -9,6 +9,7 @@ import type { Discovery } from '../kube/discovery.ts';
 import type { ApiWarning } from '../kube/warnings.ts';
 import type { ObjectDiff } from '../render/diff-text.ts';
 import type { KubeObject } from '../render/manifest.ts';
+import { filesRedactor } from '../render/redact.ts';
 import { type DeployRequest, deploy } from './deploy.ts';
 import { planPrune } from './prune.ts';
 
@@ -36,7 +37,12 @@ export async function liveDiff(
     { ...request, dryRun: true, wait: false, timeoutMs: TIMEOUT_MS, concurrency },
   );
   if (report.error !== undefined) throw report.error;
-  const diffs = await diffApplied(deps.api, report.applied, previews, concurrency);
+  // Secret values are masked by the diff; a value decrypted from a SOPS file is hidden wherever it shows (a
+  // ConfigMap's data, an env value), as `mooring render` hides it.
+  const redact = filesRedactor(request.files);
+  const diffs = (await diffApplied(deps.api, report.applied, previews, concurrency)).map((d) =>
+    d.text ? { ...d, text: redact(d.text) } : d,
+  );
   const pruned = prune
     ? (
         await planPrune(deps, {

@@ -87,6 +87,39 @@ describe('SOPS-encrypted manifests', () => {
       expect(text).not.toContain(PLAIN);
   });
 
+  it('diff of a decrypted ConfigMap does not show its value', async () => {
+    const key = await newAgeKey();
+    const keys = await manifestDir({ 'keys.txt': `# test identity\n${key.secret}\n` });
+    const hidden = `${PLAIN}-diff`;
+    const dir = await manifestDir({
+      'settings.yaml': await encryptSops(
+        [
+          {
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            metadata: { name: 'feature-flags', annotations: { 'strategy.spinnaker.io/versioned': 'false' } },
+            data: { token: hidden },
+          },
+        ],
+        { recipients: [key.recipient], encryptedRegex: '^data$' },
+      ),
+    });
+    const diff = await mooring(
+      'diff',
+      dir,
+      '-n',
+      ns(),
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      '--age-key-file',
+      `${keys}/keys.txt`,
+    );
+    // Exit 1: there is a difference (the ConfigMap is new), shown without its value.
+    expect(diff.code, diff.stderr).toBe(1);
+    expect(diff.stdout).toContain('feature-flags');
+    expect(diff.stdout + diff.stderr).not.toContain(hidden);
+  });
+
   it('a file that cannot be decrypted exits 2 naming it, and nothing is applied', async () => {
     const mine = await newAgeKey();
     const theirs = await newAgeKey();

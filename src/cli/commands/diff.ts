@@ -272,20 +272,22 @@ async function runDiff(
   const { api } = input;
   try {
     for (const note of input.notes) printErr(note);
+    // The server's words may quote a field, and a field a value decrypted from a SOPS file.
+    const redact = filesRedactor(input.request.files);
     const { diffs, pruned, warnings } = await liveDiff(
       { api, discovery: new Discovery(api) },
       input.request,
       input.prune,
       concurrency,
-    );
+    ).catch((error: unknown) => {
+      throw new ExitError(`error: ${redact(errorMessage(error))}`, EXIT_USAGE);
+    });
     for (const d of diffs) {
       if (d.change === 'recreated')
         print(`${d.object}: would be deleted and created again (strategy recreate)`);
       else if (d.text) print(d.text.trimEnd());
     }
     for (const p of pruned) print(`would prune: ${p}`);
-    // The server's words may quote a field, and a field a value decrypted from a SOPS file.
-    const redact = filesRedactor(input.request.files);
     for (const w of warnings) printErr(`warning: ${redact(describeWarning(w))}`);
     print(diffSummary(diffs, pruned.length));
     if (pruned.length > 0 || diffs.some((d) => d.change !== 'unchanged'))
