@@ -37,3 +37,23 @@ export function outliveReaders(
       throw error;
     });
 }
+
+/**
+ * Ctrl-C or SIGTERM ends a command that does not handle it itself (`deploy` cancels its wait, `run` stops the
+ * agent) through `process.exit`, so that the process's exit hooks run: the tools it started in their own process
+ * groups are stopped (src/child-process.ts) and decrypted copies of SOPS files are removed
+ * (src/sources/sops/tree.ts). Killed by the signal's default action instead, the process ran none of them: a
+ * `kubectl kustomize` went on running, and the decrypted files stayed in the temporary folder. Exit code 128 + the
+ * signal's number, as a shell reports it.
+ */
+export function exitOnSignals(): void {
+  for (const [signal, code] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const)
+    process.on(signal, () => {
+      // A command listening itself decides; its second Ctrl-C (its listener gone) comes here.
+      if (process.listenerCount(signal) > 1) return;
+      process.exit(code);
+    });
+}

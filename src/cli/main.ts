@@ -26,11 +26,12 @@ if (problem) {
 cacheCompiledCode();
 // A chart's `render --offline` starts helm now, while the rest of the command loads (early-render.ts).
 if (process.argv[2] === 'render') (await import('./early-render.ts')).startEarlyRender(process.argv.slice(3));
-const { installLastResort, outliveReaders } = await import('./last-resort.ts');
+const { exitOnSignals, installLastResort, outliveReaders } = await import('./last-resort.ts');
 const { runCli } = await import('./program.ts');
 
 installLastResort();
 outliveReaders();
+exitOnSignals();
 
 process.exitCode = await runCli(process.argv.slice(2));
 // A run of helm started ahead that the command never asked for (it ended first, on a bad flag) would hold the

@@ -4,7 +4,8 @@
 // Git server with `decryption.ageKeyFile`, its log holds no plaintext, and it refuses a commit whose file it
 // cannot decrypt, naming the file and applying nothing of that commit. The encrypted files are made by the
 // spec-following helper of the unit tests (the sops binary cannot be installed here).
-import { readdir, readFile } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -118,6 +119,70 @@ describe('SOPS-encrypted manifests', () => {
     expect(diff.code, diff.stderr).toBe(1);
     expect(diff.stdout).toContain('feature-flags');
     expect(diff.stdout + diff.stderr).not.toContain(hidden);
+  });
+
+  it('Ctrl-C or SIGTERM while kustomize builds decrypted files removes them and stops the build', async () => {
+    const key = await newAgeKey();
+    const keys = await manifestDir({ 'keys.txt': `${key.secret}\n` });
+    const dir = await manifestDir({
+      'kustomization.yaml': 'resources: [secret.yaml]\n',
+      'secret.yaml': await encryptSops([secret('slow', PLAIN)], {
+        recipients: [key.recipient],
+        encryptedRegex: '^(data|stringData)$',
+      }),
+    });
+    for (const [signal, code] of [
+      ['SIGINT', 130],
+      ['SIGTERM', 143],
+    ] as const) {
+      // kubectl as a slow build: it notes its pid, then sleeps before the real build.
+      const temp = await manifestDir({});
+      const pidFile = join(temp, 'kubectl.pid');
+      const tools = await manifestDir({});
+      const slow = join(tools, 'kubectl');
+      await writeFile(
+        slow,
+        `#!/bin/sh\necho $$ > '${pidFile}'\nsleep 60\nexec '${env.tools.kubectl}' "$@"\n`,
+        {
+          mode: 0o755,
+        },
+      );
+      const child = spawn(
+        process.execPath,
+        [
+          join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts'),
+          'render',
+          '--offline',
+          dir,
+          '--age-key-file',
+          `${keys}/keys.txt`,
+        ],
+        { env: { ...process.env, MOORING_KUBECTL: slow, TMPDIR: temp }, stdio: 'ignore' },
+      );
+      const exited = new Promise<{ code: number | null; signal: string | null }>((done) =>
+        child.once('exit', (exitCode, exitSignal) => done({ code: exitCode, signal: exitSignal })),
+      );
+      const pid = Number(
+        await eventually(
+          'the build started',
+          async () => (await readFile(pidFile, 'utf8').catch(() => '')).trim() || undefined,
+        ),
+      );
+      const copies = async () => (await readdir(temp)).filter((n) => n.startsWith('mooring-sops-'));
+      expect(await copies()).toHaveLength(1);
+      child.kill(signal);
+      expect(await exited).toEqual({ code, signal: null });
+      // No plaintext left on disk, and the build's process group is stopped with the command.
+      expect(await copies()).toEqual([]);
+      await eventually('the build stopped', async () => {
+        try {
+          process.kill(pid, 0);
+          return undefined;
+        } catch {
+          return true;
+        }
+      });
+    }
   });
 
   it('a file that cannot be decrypted exits 2 naming it, and nothing is applied', async () => {

@@ -193,7 +193,9 @@ export function deployCommand(
       const lines = flags.output === 'table';
       const abort = new AbortController();
       const onSignal = () => abort.abort();
+      // SIGTERM too (a CI job cancelled): the writes in flight finish and the report says what was applied.
       process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
       try {
         const deployed = await deploy(
           {
@@ -303,6 +305,7 @@ export function deployCommand(
         }
       } finally {
         process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
         api.close();
       }
     });

@@ -5,6 +5,7 @@
 // The user's files are never written; the copy is removed after the build. A file that cannot be decrypted
 // fails the build naming the file as the user knows it. Nothing is copied when no file of the folders is
 // encrypted (the tool then builds the folders where they lie).
+import { rmSync } from 'node:fs';
 import { copyFile, lstat, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
@@ -91,6 +92,21 @@ export interface Staged {
 }
 
 /**
+ * Decrypted copies not yet removed: an exit that skips their `remove` (a command ended by Ctrl-C or SIGTERM through
+ * process.exit, src/cli/last-resort.ts) removes them on its way out, so no plaintext stays on disk.
+ */
+const undeleted = new Set<string>();
+let exitHook = false;
+function removedAtExit(copy: string): void {
+  undeleted.add(copy);
+  if (exitHook) return;
+  exitHook = true;
+  process.on('exit', () => {
+    for (const folder of undeleted) rmSync(folder, { recursive: true, force: true });
+  });
+}
+
+/**
  * Copies the places (folders or files) into a private temporary folder, keeping their layout relative to each
  * other, and decrypts the SOPS files among them there. Regular files only (symlinks are not followed).
  * `treeRoot` is the folder the places' labels are relative to ('' for paths on disk as given).
@@ -107,6 +123,7 @@ export async function stageDecrypted(
     .split(sep)
     .join('/');
   const copy = await mkdtemp(join(tmpdir(), 'mooring-sops-'));
+  removedAtExit(copy);
   const at = (disk: string) => join(copy, relative(root, resolve(disk)));
   const secrets: string[] = [];
   const staged: Staged = {
@@ -118,7 +135,10 @@ export async function stageDecrypted(
         .join(rootLabel ? `${rootLabel}/` : '')
         .split(copy)
         .join(rootLabel || '.'),
-    remove: () => rm(copy, { recursive: true, force: true }),
+    remove: async () => {
+      await rm(copy, { recursive: true, force: true });
+      undeleted.delete(copy);
+    },
   };
   try {
     const budget = { entries: MAX_ENTRIES };
