@@ -1,6 +1,5 @@
 // `mooring deploy PATH…`: render with the cluster's existing versions and live objects, apply, wait until every
 // object is stable. One line per object; exit 0 when all are stable, 1 when one failed or timed out, 2 for bad input.
-import { readFileSync, statSync } from 'node:fs';
 import type { Command } from 'commander';
 import { healthRules } from '../../config/schema.ts';
 import { StalledError } from '../../errors.ts';
@@ -15,6 +14,7 @@ import { chartLookup } from '../../kube/lookup-server.ts';
 import { describeWarning } from '../../kube/warnings.ts';
 import { describeObject } from '../../render/manifest.ts';
 import { filesRedactor } from '../../render/redact.ts';
+import { FileTooLargeError, readBounded } from '../../sources/local/bounded-read.ts';
 import { compileHealthRules, type HealthRules } from '../../stability/health.ts';
 import { deploy } from '../../sync/deploy.ts';
 import { HookFailedError } from '../../sync/hooks.ts';
@@ -53,14 +53,14 @@ const HEALTH_FILE_MAX_BYTES = 1024 * 1024;
  * a `health` list, such as the agent configuration itself), checked and compiled before the cluster is asked
  * anything.
  */
-function readHealthFile(file: string): HealthRules {
+async function readHealthFile(file: string): Promise<HealthRules> {
   const fail = (why: string) => new ExitError(`error: --health-file ${file}: ${why}`, EXIT_USAGE);
   let text: string;
   try {
-    if (statSync(file).size > HEALTH_FILE_MAX_BYTES) throw fail(`larger than ${HEALTH_FILE_MAX_BYTES} bytes`);
-    text = readFileSync(file, 'utf8');
+    // Counted as read: a size from stat is no bound for a pipe or a device (`/dev/zero` grew to gigabytes).
+    text = await readBounded(file, HEALTH_FILE_MAX_BYTES, { anyKind: true });
   } catch (error) {
-    if (error instanceof ExitError) throw error;
+    if (error instanceof FileTooLargeError) throw fail(`larger than ${HEALTH_FILE_MAX_BYTES} bytes`);
     throw fail(error instanceof Error ? error.message : String(error));
   }
   let data: unknown;
@@ -165,7 +165,7 @@ export function deployCommand(
         throw new ExitError('error: --version-history must be an integer from 1 to 1000', EXIT_USAGE);
       }
       const images = flags.image.map(parseImageFlag);
-      const health = flags.healthFile === undefined ? undefined : readHealthFile(flags.healthFile);
+      const health = flags.healthFile === undefined ? undefined : await readHealthFile(flags.healthFile);
       // Names given on the command line are checked before anything is read or asked.
       if (flags.namespace !== undefined) checkedNames(flags.namespace, flags.application);
       const clusterConfig = loadKubeConfig(clusterAccess(flags));

@@ -1,10 +1,9 @@
 // `mooring render PATH…`: prints the hydrated manifests (or, with -o table, the apply plan) that a deploy of
 // these files would apply. Offline it knows nothing of the cluster; otherwise it reads existing versions and
 // live objects through a read-only lookup.
-import { readFile } from 'node:fs/promises';
 import { setFlagsFromString } from 'node:v8';
 import { type Command, Option } from 'commander';
-import { StalledError } from '../../errors.ts';
+import { errorMessage, StalledError } from '../../errors.ts';
 import { guessedScopes } from '../../kube/scope.ts';
 import { toYaml } from '../../render/canonical.ts';
 import { tryParseImageRef } from '../../render/image-ref.ts';
@@ -13,11 +12,16 @@ import type { ImageArtifact } from '../../render/images.ts';
 import { decryptedValues, filesRedactor, redactSecret } from '../../render/redact.ts';
 import { type ClusterSnapshot, render } from '../../render/render.ts';
 import { needsHashKey } from '../../render/versioning.ts';
+import { readBoundedBytes } from '../../sources/local/bounded-read.ts';
 import { redactError } from '../../sync/redact-report.ts';
 import { type ClusterFlags, manifestBoundary, withManifestFlags } from '../cluster-flags.ts';
+import { EXIT_USAGE, ExitError } from '../exit-codes.ts';
 import { cliRenderOptions, type LocalInputFlags, readLocalManifests, withReadFlags } from '../local-input.ts';
 import { checkedNames } from '../names.ts';
 import { formatData, formatTable } from '../output.ts';
+
+/** A content-hash key is 32 bytes: a file past this is not one (`/dev/zero` grew the command to gigabytes). */
+const HASH_KEY_FILE_MAX_BYTES = 64 * 1024;
 
 interface RenderFlags extends ClusterFlags, LocalInputFlags {
   application?: string;
@@ -89,7 +93,17 @@ export function renderCommand(
       const known = [...(settings.clusterScoped ?? [])];
       let snapshot: ClusterSnapshot = { versions: [], live: [] };
       let input: Awaited<ReturnType<typeof readLocalManifests>>;
-      let hashKey: Uint8Array | undefined = flags.hashKeyFile ? await readFile(flags.hashKeyFile) : undefined;
+      // A key is 32 bytes; a file of a few KiB is the most a key file may be (`/dev/zero` is not one).
+      let hashKey: Uint8Array | undefined = flags.hashKeyFile
+        ? await readBoundedBytes(flags.hashKeyFile, HASH_KEY_FILE_MAX_BYTES, { anyKind: true }).catch(
+            (error: unknown) => {
+              throw new ExitError(
+                `error: --hash-key-file ${flags.hashKeyFile}: ${errorMessage(error)}`,
+                EXIT_USAGE,
+              );
+            },
+          )
+        : undefined;
       let keyNeeded: boolean;
       try {
         // SOPS files are decrypted as read (the key file is read only when a file is encrypted); a chart folder is

@@ -37,6 +37,15 @@ export async function readBounded(
   maxBytes: number = SMALL_FILE_BYTES,
   options: BoundedReadOptions = {},
 ): Promise<string> {
+  return (await readBoundedBytes(path, maxBytes, options)).toString('utf8');
+}
+
+/** readBounded's bytes, for a file that is not text (a key). */
+export async function readBoundedBytes(
+  path: string,
+  maxBytes: number = SMALL_FILE_BYTES,
+  options: BoundedReadOptions = {},
+): Promise<Buffer> {
   const largest = Math.min(maxBytes + 1, 1024 * 1024);
   let stream: ReadStream;
   if (options.anyKind) stream = createReadStream(path, { highWaterMark: largest });
@@ -69,5 +78,5 @@ export async function readBounded(
   } finally {
     stream.destroy();
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
 }

@@ -1,8 +1,9 @@
 // The age identities SOPS files are decrypted with: key files as age-keygen writes them (`AGE-SECRET-KEY-1…`
 // lines, `#` comments), named by --age-key-file, the agent's `decryption.ageKeyFile`, or, as sops reads them, the
 // environment's SOPS_AGE_KEY_FILE (a file) and SOPS_AGE_KEY (the keys themselves).
-import { readFile } from 'node:fs/promises';
+
 import { StalledError } from '../../errors.ts';
+import { FileTooLargeError, readBounded } from '../local/bounded-read.ts';
 
 const IDENTITY = /^AGE-SECRET-KEY-(PQ-)?1[02-9ac-hj-np-z]+$/i;
 
@@ -35,11 +36,19 @@ export async function parseAgeKeys(text: string, from: string): Promise<AgeIdent
   return identities;
 }
 
+/** An age key file holds lines of about 75 bytes: thousands of identities fit. */
+const AGE_KEY_FILE_MAX_BYTES = 1024 * 1024;
+
 export async function readAgeKeyFile(path: string): Promise<AgeIdentity[]> {
   let text: string;
   try {
-    text = await readFile(path, 'utf8');
+    // Named by the user (a pipe from a secret manager is fine), but bounded: `/dev/zero` is no key file.
+    text = await readBounded(path, AGE_KEY_FILE_MAX_BYTES, { anyKind: true });
   } catch (error) {
+    if (error instanceof FileTooLargeError)
+      throw new StalledError(`is more than ${AGE_KEY_FILE_MAX_BYTES} bytes: not an age key file`, {
+        subject: { describe: path },
+      });
     const code = (error as NodeJS.ErrnoException).code ?? 'unreadable';
     throw new StalledError(`cannot read the age key file (${code})`, {
       subject: { describe: path },
