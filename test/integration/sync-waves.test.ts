@@ -4,7 +4,16 @@
 import { AppsV1Api, BatchV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
-import { deployTo, kubeConfig, manifestDir, useNamespace } from './helpers.ts';
+import { api, ledgerOf } from './faults-support.ts';
+import {
+  deployTo,
+  eventually,
+  kubeConfig,
+  kubectl,
+  manifestDir,
+  startGitAgent,
+  useNamespace,
+} from './helpers.ts';
 
 const wave = (n: number) => `{argocd.argoproj.io/sync-wave: "${n}"}`;
 
@@ -117,5 +126,57 @@ describe('sync waves: an invalid wave', () => {
     expect(result.stderr).toMatch(
       /app\.yaml:\d+:\d+: ConfigMap .*smoke.*mooring\.io\/sync-wave must be an integer, not "one"/,
     );
+  });
+});
+
+describe('sync waves: a write refused in a later wave', () => {
+  const ns = useNamespace('waves-quota');
+  const agentNs = useNamespace('waves-quota-agent');
+
+  it('records the versions written before the refusal in the release', async () => {
+    // Two ConfigMaps at most: the settings' version (wave 0) and one of wave 1. Each dry run
+    // passes on its own; the quota refuses the second real create of wave 1.
+    const quota = `apiVersion: v1
+kind: ResourceQuota
+metadata: {name: configmaps}
+spec: {hard: {count/configmaps: "2"}}
+`;
+    const files = `apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, annotations: {strategy.spinnaker.io/versioned: "true", argocd.argoproj.io/sync-wave: "0"}}
+data: {mode: quota}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: extra-a, annotations: {strategy.spinnaker.io/versioned: "false", argocd.argoproj.io/sync-wave: "1"}}
+data: {n: "a"}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: extra-b, annotations: {strategy.spinnaker.io/versioned: "false", argocd.argoproj.io/sync-wave: "1"}}
+data: {n: "b"}
+`;
+    const dir = await manifestDir({ 'quota.yaml': quota });
+    const made = await kubectl('-n', ns(), 'apply', '-f', `${dir}/quota.yaml`);
+    expect(made.code, made.stderr).toBe(0);
+    const { agent, receiver, first } = await startGitAgent({
+      repo: `waves-quota-${Date.now().toString(36)}/app`,
+      files: { 'app.yaml': files },
+      cluster: { namespace: agentNs() },
+      deployments: [{ name: 'crowded', namespace: ns(), paths: ['.'] }],
+    });
+    const kube = api();
+    try {
+      const ended = await eventually('the commit ended', async () => receiver.ended(first), 60_000);
+      expect(ended.state).not.toBe('success');
+      const release = (await ledgerOf(kube, agentNs(), 'crowded')).releases[0];
+      expect(release?.result).not.toBe('stable');
+      // What was written before the refusal is the release's: a rollback and the version history know it.
+      expect(release?.versions).toEqual(['ConfigMap settings-v000']);
+      expect(release?.objects.map((o) => o.object)).toContain(`ConfigMap ${ns()}/settings-v000`);
+    } finally {
+      kube.close();
+      await agent.stop();
+    }
   });
 });

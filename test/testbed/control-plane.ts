@@ -297,7 +297,9 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     args: [
       `--kubeconfig=${kubeconfig}`,
       '--leader-elect=false',
-      '--controllers=deployment,replicaset,statefulset,daemonset,job,cronjob,garbagecollector,namespace,serviceaccount,serviceaccount-token,endpoint,endpointslice,disruption,horizontalpodautoscaling,ttl-after-finished',
+      // resourcequota: a quota's usage is counted, so its admission refuses what a real cluster refuses (without
+      // the controller a quota's status stays empty and admission lets everything through).
+      '--controllers=deployment,replicaset,statefulset,daemonset,job,cronjob,garbagecollector,namespace,serviceaccount,serviceaccount-token,endpoint,endpointslice,disruption,horizontalpodautoscaling,ttl-after-finished,resourcequota',
       `--service-account-private-key-file=${join(dir, 'sa.key')}`,
       `--root-ca-file=${join(certDir, 'apiserver.crt')}`,
       '--use-service-account-credentials=false',

@@ -4,7 +4,7 @@
 // src/kube/apply-order.ts) with a wait for it to be stable before the next, the Sync hooks, the wait for the whole
 // set, and the post hooks. Hooks of a phase run in their weights' order (src/sync/hooks.ts). The first task that
 // fails, or a wait that does not end stable, stops the list; the tasks after it do not run.
-import { Applier, type ApplyTarget, type SetWrite } from '../../kube/apply.ts';
+import { Applier, type ApplyResult, type ApplyTarget, type SetWrite } from '../../kube/apply.ts';
 import { cachedSinceWrite, noteApplied, unmovedSinceWrite } from '../../kube/drift-check.ts';
 import { driftState } from '../../kube/drift-pass.ts';
 import { inventoryOf } from '../../kube/inventory.ts';
@@ -50,7 +50,7 @@ export const runTasks: Stage = async (run) => {
     object,
     plan: rendered.plan[i] as ApplyTarget['plan'],
   }));
-  const written: KubeObject[] = [];
+  const written: ApplyResult[] = [];
   const set = await setWriter(run, written).prepare(targets);
   const tasks = taskList(set.waves, { dryRun: request.dryRun === true, waits: request.wait !== false });
   // The set's writes are done after its last wave (or, with none, its prerequisites): what it wrote is then known.
@@ -66,15 +66,18 @@ export const runTasks: Stage = async (run) => {
       if (task.step === 'wait' && task.wave !== undefined) {
         run.stoppedAtWave = { wave: task.wave, left };
         run.applied = set.results();
-        if (run.recorded) await run.recordInventory?.(inventoryOf(written));
+        if (run.recorded) await run.recordInventory?.(inventoryOf(written.map((r) => r.target.object)));
       }
       break;
     }
   } catch (error) {
+    // What was written before the failure is the release's too: its versions are named in the ledger (kept for a
+    // rollback, and by the version history), where before a failure in a later wave recorded none.
+    run.applied ??= [...written];
     // The inventory names only what was applied: what this apply did not write comes out of it again. (A write
     // whose answer was lost is left out too; prune deletes only objects that carry mooring's field manager.)
     if (run.recorded && written.length < targets.length)
-      await run.recordInventory?.(inventoryOf(written)).catch(() => undefined);
+      await run.recordInventory?.(inventoryOf(written.map((r) => r.target.object))).catch(() => undefined);
     throw error;
   }
 };
@@ -115,7 +118,7 @@ async function runTask(run: DeployRun, set: SetWrite, task: Task): Promise<boole
 }
 
 /** The Applier of the release objects: each result noted for drift checks and told to the caller. */
-function setWriter(run: DeployRun, written: KubeObject[]): Applier {
+function setWriter(run: DeployRun, written: ApplyResult[]): Applier {
   const { request, deps } = run;
   const fieldManager = fieldManagerOf(request);
   const owner = request.inventory?.owner;
@@ -140,7 +143,7 @@ function setWriter(run: DeployRun, written: KubeObject[]): Applier {
       record?.written(target.object, answer);
     },
     onResult: (result) => {
-      written.push(result.target.object);
+      written.push(result);
       if (!request.dryRun && result.action === 'unchanged' && !unmoved.has(result.target.object)) {
         noteApplied(deps.cache, owner, result.target.object, result.live, fieldManager);
         record?.found(result.target.object, result.live);
