@@ -134,8 +134,8 @@ describe('sync waves: a write refused in a later wave', () => {
   const agentNs = useNamespace('waves-quota-agent');
 
   it('records the versions written before the refusal in the release', async () => {
-    // Two ConfigMaps at most: the settings' version (wave 0) and one of wave 1. Each dry run
-    // passes on its own; the quota refuses the second real create of wave 1.
+    // Two ConfigMaps at most: the settings' version (wave 0) and one of wave 1; the quota refuses the second real
+    // create of wave 1.
     const quota = `apiVersion: v1
 kind: ResourceQuota
 metadata: {name: configmaps}
@@ -159,11 +159,21 @@ data: {n: "b"}
     const dir = await manifestDir({ 'quota.yaml': quota });
     const made = await kubectl('-n', ns(), 'apply', '-f', `${dir}/quota.yaml`);
     expect(made.code, made.stderr).toBe(0);
+    await eventually('the quota counted', async () =>
+      (
+        await kubectl('-n', ns(), 'get', 'quota', 'configmaps', '-o', 'jsonpath={.status.used}')
+      ).stdout.includes('count/configmaps')
+        ? true
+        : undefined,
+    );
     const { agent, receiver, first } = await startGitAgent({
       repo: `waves-quota-${Date.now().toString(36)}/app`,
       files: { 'app.yaml': files },
       cluster: { namespace: agentNs() },
       deployments: [{ name: 'crowded', namespace: ns(), paths: ['.'] }],
+      // One object at a time: each dry run passes on its own (dry runs sent together are counted together by the
+      // quota's admission, and the set would be refused whole before anything is written).
+      extra: { apply: { concurrency: 1 } },
     });
     const kube = api();
     try {
@@ -178,5 +188,50 @@ data: {n: "b"}
       kube.close();
       await agent.stop();
     }
+  });
+});
+
+describe('a deploy refused halfway by a quota', () => {
+  const ns = useNamespace('quota-cli');
+
+  it('exits 1 naming the refusal and prints what it applied, as a deploy that failed (not 2: something was written)', async () => {
+    const made = await kubectl('-n', ns(), 'create', 'quota', 'configmaps', '--hard=count/configmaps=2');
+    expect(made.code, made.stderr).toBe(0);
+    // The quota's usage is counted by its controller before it refuses anything.
+    await eventually('the quota counted', async () =>
+      (
+        await kubectl('-n', ns(), 'get', 'quota', 'configmaps', '-o', 'jsonpath={.status.used}')
+      ).stdout.includes('count/configmaps')
+        ? true
+        : undefined,
+    );
+    const settings = (name: string) =>
+      `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ${name}, annotations: {strategy.spinnaker.io/versioned: "false"}}\ndata: {n: ${name}}\n`;
+    const dir = await manifestDir({
+      'a.yaml': settings('one'),
+      'b.yaml': settings('two'),
+      'c.yaml': settings('three'),
+    });
+    // One object at a time: each dry run passes on its own (three at once are refused together, before anything
+    // is written, which is exit code 2), and the third write is refused.
+    const result = await deployTo(ns(), dir, '--concurrency', '1');
+    expect(result.code, result.stdout + result.stderr).toBe(1);
+    expect(result.stderr).toContain('exceeded quota: configmaps');
+    expect(result.stdout.match(/^configmap\/\S+ created$/gm)).toHaveLength(2);
+    // Again with -o json, from an empty namespace: the report is printed, with what was written.
+    const cleared = await kubectl('-n', ns(), 'delete', 'configmaps', '--all');
+    expect(cleared.code, cleared.stderr).toBe(0);
+    await eventually('the quota counted again', async () =>
+      (
+        await kubectl('-n', ns(), 'get', 'quota', 'configmaps', '-o', 'jsonpath={.status.used}')
+      ).stdout.includes('"count/configmaps":"0"')
+        ? true
+        : undefined,
+    );
+    const json = await deployTo(ns(), dir, '-o', 'json', '--concurrency', '1');
+    expect(json.code, json.stdout + json.stderr).toBe(1);
+    const report = JSON.parse(json.stdout) as { outcome: string; objects: { action: string }[] };
+    expect(report.outcome).toBe('error');
+    expect(report.objects.filter((o) => o.action === 'created')).toHaveLength(2);
   });
 });

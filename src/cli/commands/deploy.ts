@@ -6,6 +6,7 @@ import { StalledError } from '../../errors.ts';
 import { commandKubeApi } from '../../kube/api.ts';
 import { namingServer } from '../../kube/api-errors.ts';
 import type { ApplyResult } from '../../kube/apply.ts';
+import { ApplyRejectedError } from '../../kube/apply-errors.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
 import { describeTakeOver } from '../../kube/client-side-takeover.ts';
 import { Discovery } from '../../kube/discovery.ts';
@@ -251,8 +252,15 @@ export function deployCommand(
         const report = redactReport(deployed, redact);
         // The API server's warnings, each with the file and line of its object: on stderr, whatever the output.
         for (const w of report.warnings ?? []) warn(`warning: ${describeWarning(w)}`);
-        // Bad input is exit code 2; a hook that failed is a failed deploy (exit code 1), reported as one.
-        if (report.error instanceof StalledError && !(report.error instanceof HookFailedError))
+        // Bad input is exit code 2, when nothing was written (the README's table says so); a hook that failed, or
+        // a write refused after others were made (a quota reached halfway), is a failed deploy (exit code 1),
+        // reported as one, with what it applied.
+        const wrote = !flags.dryRun && (report.applied.length > 0 || (report.prune?.deleted.length ?? 0) > 0);
+        if (
+          report.error instanceof StalledError &&
+          !(report.error instanceof HookFailedError) &&
+          (report.error instanceof ApplyRejectedError || !wrote)
+        )
           throw report.error;
         if (lines) {
           for (const v of report.wait?.verdicts ?? [])
