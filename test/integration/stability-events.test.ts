@@ -7,13 +7,23 @@
 // StatefulSet is refused before anything is written.
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../../src/cli/program.ts';
 import { KubeApi } from '../../src/kube/api.ts';
 import { Discovery } from '../../src/kube/discovery.ts';
 import { WarningEvents } from '../../src/kube/warning-events.ts';
 import type { KubeObject } from '../../src/render/manifest.ts';
 import { describeOutcome } from '../../src/report/commit-status-sync.ts';
 import { deploy } from '../../src/sync/deploy.ts';
-import { clusterConfig, deployTo, eventually, kubectl, manifestDir, useNamespace } from './helpers.ts';
+import { BEHAVIOR } from '../testbed/kubelet.ts';
+import {
+  clusterConfig,
+  deployTo,
+  eventually,
+  kubectl,
+  manifestDir,
+  testbed,
+  useNamespace,
+} from './helpers.ts';
 
 const ns = useNamespace('stab-events');
 
@@ -272,3 +282,76 @@ describe('stability waits say why', () => {
     expect(live.code).not.toBe(0);
   }, 60_000);
 });
+
+describe('what others wrote, printed for people', () => {
+  const plain = useNamespace('stab-escapes');
+
+  it("prints an Event's escape sequences escaped in the deploy's progress lines", async () => {
+    const dir = await manifestDir({
+      'web.yaml': `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}, annotations: {${BEHAVIOR}: never-ready}}
+    spec: {containers: [{name: web, image: "web:1"}]}
+`,
+    });
+    const stdout: string[] = [];
+    const stderr: string[] = [];
+    const done = runCli(
+      ['deploy', dir, '--kubeconfig', testbed().kube.kubeconfig, '-n', plain(), '--timeout', '20s'],
+      { stdout: (t) => stdout.push(t), stderr: (t) => stderr.push(t) },
+    );
+    // Whoever may create Events in the namespace writes one on the Deployment: a title change and a screen clear.
+    const uid = await eventually(
+      'the Deployment written',
+      async () => {
+        const got = await kubectl(
+          '-n',
+          plain(),
+          'get',
+          'deployment',
+          'web',
+          '-o',
+          'jsonpath={.metadata.uid}',
+        );
+        return got.stdout.trim() || undefined;
+      },
+      20_000,
+    ).catch((error: unknown) => {
+      throw new Error(`${String(error)}\n${stdout.join('\n')}\n${stderr.join('\n')}`);
+    });
+    const now = new Date().toISOString();
+    const event = JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name: 'web.hostile', namespace: plain() },
+      involvedObject: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', namespace: plain(), uid },
+      type: 'Warning',
+      reason: 'Hostile',
+      message: '\u001b]0;owned\u0007\u001b[2Jscreen cleared',
+      count: 1,
+      firstTimestamp: now,
+      lastTimestamp: now,
+      source: { component: 'someone' },
+    });
+    const written = await kubectl('-n', plain(), 'create', '-f', await writeTemp(event));
+    expect(written.code, written.stderr).toBe(0);
+    const code = await Promise.race([done, new Promise((r) => setTimeout(() => r('hung'), 40_000))]);
+    expect(code, stdout.join('\n')).toBe(1);
+    const said = stdout.filter((l) => l.includes('Hostile'));
+    expect(said.length, stdout.join('\n')).toBeGreaterThan(0);
+    for (const line of said) {
+      expect(line).toContain('\\u001b]0;owned\\u0007\\u001b[2Jscreen cleared');
+      expect(line.includes('\u001b') || line.includes('\u0007')).toBe(false);
+    }
+  }, 60_000);
+});
+
+async function writeTemp(text: string): Promise<string> {
+  const dir = await manifestDir({ 'event.json': text });
+  return join(dir, 'event.json');
+}

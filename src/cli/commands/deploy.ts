@@ -26,6 +26,7 @@ import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
 import { cliRenderOptions, type LocalInputFlags, readLocalInput, withReadFlags } from '../local-input.ts';
 import { checkedNames, kubectlName } from '../names.ts';
 import { formatData, type OutputFormat } from '../output.ts';
+import { printable } from '../printable.ts';
 import { waitTimeout } from '../timeout.ts';
 import { parseImageFlag } from './render.ts';
 
@@ -192,6 +193,9 @@ export function deployCommand(
       // What is printed (progress, the report, an error) never shows a value decrypted from a SOPS file.
       const redact = filesRedactor(files);
       const lines = flags.output === 'table';
+      // Lines for people quote what others wrote (an Event's or a controller's message, a hook's output): a terminal
+      // must not take an escape sequence in them as its own (stderr is escaped the same way, program.ts).
+      const say = (text: string) => print(printable(text));
       const abort = new AbortController();
       const onSignal = () => abort.abort();
       // SIGTERM too (a CI job cancelled): the writes in flight finish and the report says what was applied.
@@ -204,22 +208,22 @@ export function deployCommand(
             discovery,
             onEvent: (event) => {
               if (!lines) return;
-              if (event.type === 'applied') print(describeApplied(event.result));
-              else if (event.type === 'pruned') print(`${kubectlStyle(event.object)} pruned`);
-              else if (event.type === 'warning') print(`warning: ${redact(event.message)}`);
-              else if (event.type === 'namespace-created') print(`namespace/${event.namespace} created`);
+              if (event.type === 'applied') say(describeApplied(event.result));
+              else if (event.type === 'pruned') say(`${kubectlStyle(event.object)} pruned`);
+              else if (event.type === 'warning') say(`warning: ${redact(event.message)}`);
+              else if (event.type === 'namespace-created') say(`namespace/${event.namespace} created`);
               else if (event.type === 'hook') {
                 const { run } = event;
                 const gone = run.deleted ? ', deleted' : '';
                 const [kind = '', where = ''] = run.object.split(' ');
                 const name = kubectlName(run.apiVersion, kind, where.slice(where.indexOf('/') + 1));
-                print(
+                say(
                   `${name} (${run.hook} hook) ${run.outcome}${gone}${run.outcome === 'failed' ? `: ${redact(run.message)}` : ''}`,
                 );
               }
               // Progress as kubectl rollout status shows it: each change of an object's verdict, once.
               else if (event.state !== 'stable' && !event.message.endsWith('not observed yet'))
-                print(redact(event.message));
+                say(redact(event.message));
             },
           },
           {
@@ -264,14 +268,14 @@ export function deployCommand(
           throw report.error;
         if (lines) {
           for (const v of report.wait?.verdicts ?? [])
-            if (v.stability.state === 'stable') print(`${v.name} stable`);
-          for (const k of report.history?.kept ?? []) print(`${k.object} kept: ${k.reason}`);
-          for (const d of report.history?.deleted ?? []) print(`${d} deleted (version history)`);
-          for (const k of report.prune?.kept ?? []) print(`${k.object} not pruned: ${k.reason}`);
-          for (const p of report.prune?.planned ?? []) print(`${kubectlStyle(p)} would be pruned`);
+            if (v.stability.state === 'stable') say(`${v.name} stable`);
+          for (const k of report.history?.kept ?? []) say(`${k.object} kept: ${k.reason}`);
+          for (const d of report.history?.deleted ?? []) say(`${d} deleted (version history)`);
+          for (const k of report.prune?.kept ?? []) say(`${k.object} not pruned: ${k.reason}`);
+          for (const p of report.prune?.planned ?? []) say(`${kubectlStyle(p)} would be pruned`);
           // A deploy that did not end well says why on stderr, as kubectl's and helm's errors: `error: deploy failed:
           // …` (the objects' lines stay on stdout).
-          if (succeeded(report.outcome)) print(report.summary);
+          if (succeeded(report.outcome)) say(report.summary);
         } else {
           // Verdicts are named `Kind namespace/name`, as describeObject names the applied object: a Service and a
           // Deployment of the same name keep their own.
