@@ -120,7 +120,7 @@ describe('mooring reconcile, suspend and resume with a running agent', () => {
     assertAlive(agent);
   });
 
-  it('reconcile of a deployment the agent does not have exits 2 naming it', async () => {
+  it('reconcile, status and resume of a deployment that does not exist exit 1 naming it, as not found', async () => {
     // Without --config the CLI cannot know: the agent answers.
     const result = await mooring(
       'reconcile',
@@ -132,8 +132,18 @@ describe('mooring reconcile, suspend and resume with a running agent', () => {
       '--timeout',
       '1m',
     );
-    expect(result.code, result.stdout + result.stderr).toBe(2);
+    expect(result.code, result.stdout + result.stderr).toBe(1);
     expect(result.stderr).toContain("no deployment no-such-app in the agent's configuration");
+    const known = await mooring('reconcile', 'no-such-app', ...flags());
+    expect(known.code, known.stdout + known.stderr).toBe(1);
+    expect(known.stderr).toContain('no deployment no-such-app in the configuration (deployments: web');
+    for (const command of ['status', 'resume']) {
+      const typo = await mooring(command, 'no-such-app', ...flags());
+      expect(typo.code, typo.stdout + typo.stderr).toBe(1);
+      expect(typo.stderr).toContain(
+        'deployment no-such-app not found (no ledger mooring-ledger-no-such-app)',
+      );
+    }
   });
 
   it('reconcile with no agent watching exits 1 saying so', async () => {
@@ -223,7 +233,8 @@ describe('mooring reconcile, suspend and resume with a running agent', () => {
     expect(after.stdout).not.toContain('suspended');
     // Nothing holds it any more: a second resume has nothing to do.
     const again = await mooring('resume', 'web', ...flags());
-    expect(again.code).toBe(2);
+    // Nothing to resume is a failure, as `kubectl rollout resume` of a Deployment that is not paused.
+    expect(again.code).toBe(1);
     expect(again.stderr).toContain('deployment web is neither suspended nor held by a rollback');
     assertAlive(agent);
   });

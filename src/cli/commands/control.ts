@@ -25,13 +25,13 @@ import { type LedgerFlags, open, withLedgerFlags } from './releases.ts';
 /** How often the CLI reads the agent's answer. */
 const FOLLOW_MS = 1000;
 
-/** With --config, a deployment the configuration does not have is a usage mistake (exit 2). */
+/** With --config, a deployment the configuration does not have is not found (exit 1, as every command's). */
 function checkKnown(config: MooringConfig | undefined, deployment: string): void {
   if (!config || config.deployments.some((d) => d.name === deployment)) return;
   const known = config.deployments.map((d) => d.name).join(', ') || 'none';
   throw new ExitError(
     `error: no deployment ${deployment} in the configuration (deployments: ${known})`,
-    EXIT_USAGE,
+    EXIT_FAILED,
   );
 }
 
@@ -120,7 +120,8 @@ export function controlCommands(program: Command, print: (text: string) => void)
         if (output === 'table') print(describeEnd(deployment, answer));
         return;
       }
-      if (answer.state === 'unknown') throw new ExitError(`error: ${answer.message}`, EXIT_USAGE);
+      // Not found, as every command's: exit 1.
+      if (answer.state === 'unknown') throw new ExitError(`error: ${answer.message}`, EXIT_FAILED);
       // Not stable: said on stderr, as an error (the data formats print the answer on stdout as well).
       throw new ExitError(`error: ${describeEnd(deployment, answer)}`, EXIT_FAILED);
     } finally {

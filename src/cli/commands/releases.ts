@@ -170,6 +170,16 @@ async function statusRows(
   const rows: StatusRow[] = [];
   for (const name of names) {
     const data = await ledger.read(name);
+    // One named that is neither configured, nor has a ledger, nor is suspended: a typo, not found (as `history`).
+    if (
+      deployment !== undefined &&
+      data.releases.length === 0 &&
+      !data.fence &&
+      !data.waiting &&
+      !configured.has(name) &&
+      !control.suspended.has(name)
+    )
+      throw new NotFoundError(`deployment ${deployment} not found (no ledger ${ledgerName(deployment)})`);
     const set =
       config?.deployments.find((d) => d.name === name)?.set ?? data.releases.find((r) => r.set)?.set;
     if (config && !deployment && !configured.has(name) && !(set && gitSets.has(set))) continue;
@@ -390,13 +400,21 @@ export function releaseCommands(program: Command, print: (text: string) => void)
       )
       .argument('<deployment>'),
   ).action(async (deployment: string, flags: LedgerFlags) => {
-    const { api, ledger, namespace } = await open(flags, deployment);
+    const { api, ledger, namespace, config } = await open(flags, deployment);
     try {
       const map = new ControlMap(api, namespace);
       const [data, control] = await Promise.all([ledger.read(deployment), map.read()]);
       const suspension = control.suspended.get(deployment);
-      if (!data.fence && !suspension)
-        throw new StalledError(`deployment ${deployment} is neither suspended nor held by a rollback`);
+      if (!data.fence && !suspension) {
+        // A name that is neither configured nor has a ledger is a typo (not found); one that is not held has nothing
+        // to resume, as `kubectl rollout resume` of a Deployment not paused: both exit 1.
+        if (data.releases.length === 0 && !config?.deployments.some((d) => d.name === deployment))
+          throw new NotFoundError(`deployment ${deployment} not found (no ledger ${ledgerName(deployment)})`);
+        throw new ExitError(
+          `error: deployment ${deployment} is neither suspended nor held by a rollback`,
+          EXIT_FAILED,
+        );
+      }
       const done: string[] = [];
       if (suspension) {
         await map.annotate({ [`${SUSPEND_PREFIX}${deployment}`]: null });
