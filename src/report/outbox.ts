@@ -37,6 +37,13 @@ export interface OutboxDeps {
 
 const RELOAD_MS = 10_000;
 
+/**
+ * With nothing kept, the store is read again this often: a status another writer kept there (`mooring rollback`
+ * from a laptop, whose forge failed after its pending was posted) is delivered by the running agent, which read the
+ * store only at its start before.
+ */
+export const IDLE_REREAD_MS = 60_000;
+
 const realTimers: OutboxTimers = {
   set: (fn, ms) => setTimeout(fn, ms).unref(),
   clear: (handle) => clearTimeout(handle as NodeJS.Timeout),
@@ -72,6 +79,8 @@ export class StatusOutbox {
   #flushAgain = false;
   #writing: Promise<void> | undefined;
   #dirty = false;
+  /** The store is to be read again at the next flush (IDLE_REREAD_MS). */
+  #rereadDue = false;
   /** The outbox of the configuration that replaced this one (handOver): what this one is given goes there. */
   #next: StatusOutbox | undefined;
   // What changed since the last write, in order: written as a change of what is stored, not as this agent's list,
@@ -127,6 +136,8 @@ export class StatusOutbox {
   /** Keeps a final status for later; `error` is why it was not delivered (it closes the API's gate). */
   async keep(entry: OutboxEntry, error?: MooringError): Promise<void> {
     if (this.#next) return this.#next.keep(entry, error);
+    // A writer that never started (the CLI) reads what is stored first: its write is a change of it.
+    if (!this.#loaded) await this.#load();
     if (error) this.failed(entry.gate, error);
     const kept = { ...entry, lastError: error ? errorMessage(error) : entry.lastError };
     this.#entries = upsert(this.#entries, kept);
@@ -191,13 +202,17 @@ export class StatusOutbox {
     await this.#writing;
   }
 
-  async #load(): Promise<void> {
-    if (this.#loaded) return;
+  async #load(again = false): Promise<void> {
+    if (this.#loaded && !again) return;
     try {
       const stored = await this.#deps.store.read();
+      const reread = again && this.#loaded;
       let merged = this.#entries;
-      for (const e of stored) merged = upsert(merged, e);
+      // Read again: only what another writer kept since is news (what this one holds is newer than the store).
+      for (const e of stored)
+        if (!reread || !merged.some((held) => held.key === e.key)) merged = upsert(merged, e);
       this.#entries = merged;
+      if (reread) return;
       this.#loaded = true;
       if (stored.length > 0)
         this.#deps.log.info({ kept: stored.length }, 'commit statuses kept by a previous agent');
@@ -207,7 +222,8 @@ export class StatusOutbox {
   }
 
   async #flushOnce(): Promise<void> {
-    if (!this.#loaded) await this.#load();
+    if (!this.#loaded || this.#rereadDue) await this.#load(true);
+    this.#rereadDue = false;
     if (this.#closed) return;
     const { expired, kept } = expire(this.#entries, this.#now());
     if (expired.length > 0) {
@@ -318,13 +334,16 @@ export class StatusOutbox {
       const wake = nextWake(this.#entries, this.#gates, now);
       wait = wake === undefined ? undefined : wake - now;
     }
-    if (wait === undefined) return;
+    // Nothing due: the store is looked at again later, for what another writer kept there.
+    const reread = wait === undefined;
+    if (reread) wait = IDLE_REREAD_MS;
     this.#timer = this.#timers.set(
       () => {
         this.#timer = undefined;
+        if (reread) this.#rereadDue = true;
         void this.flush();
       },
-      Math.max(0, wait),
+      Math.max(0, wait as number),
     );
   }
 }

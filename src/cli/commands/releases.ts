@@ -357,8 +357,11 @@ export function releaseCommands(program: Command, print: (text: string) => void)
       throw new ExitError('error: --to takes a release number', EXIT_USAGE);
     const { api, ledger, config } = await open(flags, deployment);
     if (!config) throw new StalledError('no configuration');
+    const log = commandLogger();
+    // A final status the forge does not take is kept in the agent's outbox, which the running agent delivers (it
+    // looks at the outbox again while idle); before, it was only logged, and the commit's pending stayed.
+    const statuses = new CommitStatusSync(config, log, { api });
     try {
-      const log = commandLogger();
       const { target, report, release } = await rollback(
         {
           api,
@@ -366,7 +369,7 @@ export function releaseCommands(program: Command, print: (text: string) => void)
           ledger,
           log,
           // The rollback is reported like any sync: the commit status says it is held there.
-          reporters: [new CommitStatusSync(config, log), new AuditLog(config, log)],
+          reporters: [statuses, new AuditLog(config, log)],
           cacheDir: process.env.MOORING_CACHE_DIR ?? join(homedir(), '.cache', 'mooring', 'sources'),
         },
         config,
@@ -388,6 +391,7 @@ export function releaseCommands(program: Command, print: (text: string) => void)
       // Not stable: said on stderr, as an error (the data formats print the result on stdout as well).
       if (report.outcome !== 'stable') throw new ExitError(`error: ${said}`, EXIT_FAILED);
     } finally {
+      await statuses.close();
       api.close();
     }
   });

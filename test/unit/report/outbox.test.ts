@@ -7,7 +7,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { StalledError, TransientError, WaitingError } from '../../../src/errors.ts';
 import { describeCancelled } from '../../../src/report/commit-status-sync.ts';
-import { StatusOutbox } from '../../../src/report/outbox.ts';
+import { IDLE_REREAD_MS, StatusOutbox } from '../../../src/report/outbox.ts';
 import {
   afterFailure,
   FIRST_BACKOFF_MS,
@@ -224,6 +224,45 @@ describe('StatusOutbox', () => {
     h.advance(HOUR);
     await next.flush();
     expect(h.delivered.sort()).toEqual(['aaaaaaa:success', 'bbbbbbb:success']);
+    expect(h.stored.entries).toEqual([]);
+  });
+
+  it('a writer that never started (the CLI) keeps its status in the store, and an idle agent reads it and delivers it', async () => {
+    const h = harness();
+    // The running agent: started on an empty store; its timers are fired by the test.
+    const timers: { run: () => void; ms: number }[] = [];
+    const delivered: string[] = [];
+    const agent = new StatusOutbox({
+      store: {
+        read: async () => h.stored.entries.map((e) => ({ ...e })),
+        update: async (change) => {
+          h.stored.entries = change(h.stored.entries.map((e) => ({ ...e })));
+        },
+      },
+      log: pino({ level: 'silent' }),
+      now: h.now,
+      timers: {
+        set: (run, ms) => timers.push({ run, ms }),
+        clear: () => undefined,
+      },
+      deliver: async (e) => {
+        delivered.push(`${e.commit}:${e.state}`);
+        return true;
+      },
+    });
+    await agent.start();
+    // `mooring rollback` on a laptop: its final status fails to post and is kept (it never read the store before:
+    // the write was skipped, and the status stayed pending).
+    h.failWith(() => new TransientError('GitHub answered HTTP 503'));
+    const cli = h.make();
+    await cli.keep(entry('ccccccc', h.now()), new TransientError('GitHub answered HTTP 503'));
+    expect(h.stored.entries.map((e) => e.commit)).toEqual(['ccccccc']);
+    // The agent, idle, looks at the store again after IDLE_REREAD_MS and delivers it.
+    const idle = timers.at(-1);
+    expect(idle?.ms).toBe(IDLE_REREAD_MS);
+    idle?.run();
+    await agent.flush();
+    expect(delivered).toEqual(['ccccccc:success']);
     expect(h.stored.entries).toEqual([]);
   });
 
