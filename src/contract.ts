@@ -160,6 +160,8 @@ export interface PruneReport {
   /** A dry run's: what a deploy would delete. */
   planned: string[];
   kept: { object: string; reason: string }[];
+  /** Workloads deleted but still terminating when prune's wait for them ended (the sync's deadline). */
+  lingering?: string[];
 }
 
 /** How one hook ran, as the release records it. */

@@ -10,6 +10,7 @@ import { isSafeSegment } from '../render/names.ts';
 import { byArtifact } from '../render/versioning.ts';
 import { type KubeApi, METADATA_LIST, METADATA_OBJECT } from './api.ts';
 import { phaseOf } from './apply-order.ts';
+import { currentDeadline, pause } from './deadline.ts';
 import type { Discovery, ResourceInfo } from './discovery.ts';
 import { resourcePath } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
@@ -213,7 +214,12 @@ export async function pruneTargets(
 export interface PruneResult {
   deleted: string[];
   failed: { target: PruneTarget; error: unknown }[];
+  /** Workloads deleted but not yet gone when the wait for them ended (the next phase went on). */
+  lingering?: string[];
 }
+
+/** How long prune waits for a phase's workloads to be gone, outside a sync's deadline. */
+const GONE_WAIT_MS = 5 * 60_000;
 
 /**
  * Deletes the plan's targets phase after phase in its order (workloads before the configuration they use,
@@ -223,15 +229,45 @@ export interface PruneResult {
  */
 export async function executePrune(api: KubeApi, plan: PrunePlan): Promise<PruneResult> {
   const result: PruneResult = { deleted: [], failed: [] };
+  const until = currentDeadline()?.until ?? Date.now() + GONE_WAIT_MS;
   for (const batch of runsOfPhase(plan.targets)) {
     const settled = await settleLimit(batch, PRUNE_DELETES, (target) => deleteTarget(api, target));
+    const going: PruneTarget[] = [];
     for (const [index, outcome] of settled.entries()) {
       const target = batch[index] as PruneTarget;
-      if (outcome.status === 'fulfilled') result.deleted.push(target.object);
-      else result.failed.push({ target, error: outcome.reason });
+      if (outcome.status === 'fulfilled') {
+        result.deleted.push(target.object);
+        if (FOREGROUND.has(target.entry.kind)) going.push(target);
+      } else result.failed.push({ target, error: outcome.reason });
     }
+    // A workload deleted in the foreground is answered for as soon as it is marked: it is gone once its Pods are.
+    // The next phase (the ConfigMaps and Secrets those Pods mount, the Namespace) waits for that, as kapp waits, so
+    // that no Pod runs on without its configuration; a wait past the sync's deadline ends and the phase goes on.
+    const lingering = (
+      await settleLimit(going, PRUNE_DELETES, (target) => untilGone(api, target, until))
+    ).flatMap((outcome, index) =>
+      outcome.status === 'fulfilled' && outcome.value ? [] : [(going[index] as PruneTarget).object],
+    );
+    if (lingering.length > 0) result.lingering = [...(result.lingering ?? []), ...lingering];
   }
   return result;
+}
+
+/** Whether `target` is gone (or another object took its name) before `until`; reads its metadata every moment. */
+async function untilGone(api: KubeApi, target: PruneTarget, until: number): Promise<boolean> {
+  const { resource, entry } = target;
+  const path = resourcePath(resource, resource.namespaced ? entry.namespace : undefined, entry.name);
+  for (let wait = 100; ; wait = Math.min(wait * 2, 1000)) {
+    try {
+      const live = await api.request<KubeObject>('GET', path, { accept: METADATA_OBJECT });
+      if (target.uid !== undefined && live.metadata.uid !== target.uid) return true;
+    } catch (error) {
+      if (statusCode(error) === 404) return true;
+      throw describeKubeError(error, `read ${target.object}`);
+    }
+    if (Date.now() + wait > until) return false;
+    await pause(wait);
+  }
 }
 
 async function deleteTarget(api: KubeApi, target: PruneTarget): Promise<void> {

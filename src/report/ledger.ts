@@ -311,8 +311,14 @@ export class Ledger {
     );
   }
 
-  async setFence(deployment: string, fence: Fence | undefined): Promise<void> {
-    await this.update(deployment, (data) => ({ ...data, fence }));
+  /**
+   * Sets or lifts the rollback fence. `lifting`: only the fence of that release is lifted; one written since (a
+   * rollback from the CLI while the agent decided to lift the old one) stays.
+   */
+  async setFence(deployment: string, fence: Fence | undefined, lifting?: number): Promise<void> {
+    await this.update(deployment, (data) =>
+      lifting !== undefined && data.fence?.release !== lifting ? undefined : { ...data, fence },
+    );
   }
 }
 

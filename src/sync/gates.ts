@@ -182,7 +182,7 @@ const fence: Gate = {
       );
     if (mode === 'take' && decision.action === 'sync' && decision.fence) {
       planned.log.info({ release: decision.fence.release }, 'a new commit or image lifts the rollback fence');
-      await ctx.ledger().setFence(d.spec.name, undefined);
+      await ctx.ledger().setFence(d.spec.name, undefined, decision.fence.release);
     }
     return undefined;
   },

@@ -196,6 +196,27 @@ describe('state ConfigMaps with concurrent writers', () => {
     expect(ids.length).toBeGreaterThan(5);
   });
 
+  it('lifting a fence lifts only the fence it was decided on: one a rollback wrote since stays', async () => {
+    const [a, b] = clients();
+    const agent = new Ledger(a, ns());
+    const cli = new Ledger(b, ns());
+    const heads = { commit: 'c1', images: {} };
+    await agent.append({ ...release('lifted', 1), trigger: 'rollback' }, { since: 'then', heads });
+    const decided = (await agent.read('lifted')).fence;
+    expect(decided?.release).toBe(1);
+    // Meanwhile a rollback from the CLI sets a fence of its own.
+    const rolled = await cli.append(
+      { ...release('lifted', 2), trigger: 'rollback' },
+      { since: 'now', heads },
+    );
+    // The agent lifts the fence it saw: the newer one stays.
+    await agent.setFence('lifted', undefined, decided?.release);
+    expect((await cli.read('lifted')).fence?.release).toBe(rolled.id);
+    // Lifting the fence that is there lifts it.
+    await agent.setFence('lifted', undefined, rolled.id);
+    expect((await cli.read('lifted')).fence).toBeUndefined();
+  });
+
   it('a stable rollback release and its fence are one write; a failed one sets no fence', async () => {
     const [a] = clients();
     const ledger = new Ledger(a, ns());

@@ -259,7 +259,9 @@ export function deployCommand(
         // Bad input is exit code 2, when nothing was written (the README's table says so); a hook that failed, or
         // a write refused after others were made (a quota reached halfway), is a failed deploy (exit code 1),
         // reported as one, with what it applied.
-        const wrote = !flags.dryRun && (report.applied.length > 0 || (report.prune?.deleted.length ?? 0) > 0);
+        const wrote =
+          !flags.dryRun &&
+          (report.applied.some((a) => a.action !== 'unchanged') || (report.prune?.deleted.length ?? 0) > 0);
         if (
           report.error instanceof StalledError &&
           !(report.error instanceof HookFailedError) &&
@@ -272,6 +274,8 @@ export function deployCommand(
           for (const k of report.history?.kept ?? []) say(`${k.object} kept: ${k.reason}`);
           for (const d of report.history?.deleted ?? []) say(`${d} deleted (version history)`);
           for (const k of report.prune?.kept ?? []) say(`${k.object} not pruned: ${k.reason}`);
+          for (const l of report.prune?.lingering ?? [])
+            say(`${kubectlStyle(l)} pruned, still terminating when the deploy's time ran out`);
           for (const p of report.prune?.planned ?? []) say(`${kubectlStyle(p)} would be pruned`);
           // A deploy that did not end well says why on stderr, as kubectl's and helm's errors: `error: deploy failed:
           // …` (the objects' lines stay on stdout).

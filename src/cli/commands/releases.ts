@@ -425,7 +425,7 @@ export function releaseCommands(program: Command, print: (text: string) => void)
         done.push(`suspension ended (${describeSuspension(suspension)})`);
       }
       if (data.fence) {
-        await ledger.setFence(deployment, undefined);
+        await ledger.setFence(deployment, undefined, data.fence.release);
         done.push(`rollback fence at release ${data.fence.release} lifted`);
       }
       // The agent watches the control ConfigMap (it acts at once); it reads the fence at its next poll.

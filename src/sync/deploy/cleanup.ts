@@ -25,7 +25,12 @@ export const pruneLeftovers: Stage = async (run) => {
     return;
   }
   const result = await executePrune(api, plan);
-  run.prune = { deleted: result.deleted, planned: [], kept: plan.kept };
+  run.prune = {
+    deleted: result.deleted,
+    planned: [],
+    kept: plan.kept,
+    ...(result.lingering ? { lingering: result.lingering } : {}),
+  };
   for (const d of result.deleted) deps.onEvent?.({ type: 'pruned', object: d });
   const recorded = unionOf(
     run.desired,
