@@ -39,17 +39,7 @@ describe('prune waits for a workload to be gone before its configuration', () =>
       );
     expect(await deploy(await manifestDir({ 'app.yaml': `${settings}---\n${web}---\n${keep}` }))).toBe(0);
     // Something else holds the Deployment for a while (a finalizer of its own).
-    const held = await kubectl(
-      '-n',
-      ns(),
-      'patch',
-      'deployment',
-      'web',
-      '--type=merge',
-      '-p',
-      '{"metadata":{"finalizers":["example.com/hold"]}}',
-    );
-    expect(held.code, held.stderr).toBe(0);
+    await finalizers(ns(), ['example.com/hold']);
     const out: string[] = [];
     const removing = deploy(await manifestDir({ 'app.yaml': keep }), out);
     await eventually('the Deployment marked for deletion', async () => {
@@ -67,17 +57,7 @@ describe('prune waits for a workload to be gone before its configuration', () =>
     // While it is there, its configuration stays.
     await sleep(2000);
     expect((await kubectl('-n', ns(), 'get', 'configmap', 'settings')).code).toBe(0);
-    const released = await kubectl(
-      '-n',
-      ns(),
-      'patch',
-      'deployment',
-      'web',
-      '--type=merge',
-      '-p',
-      '{"metadata":{"finalizers":null}}',
-    );
-    expect(released.code, released.stderr).toBe(0);
+    await finalizers(ns(), null);
     expect(await removing, out.join('\n')).toBe(0);
     expect((await kubectl('-n', ns(), 'get', 'configmap', 'settings')).code).not.toBe(0);
     expect((await kubectl('-n', ns(), 'get', 'deployment', 'web')).code).not.toBe(0);
@@ -85,3 +65,10 @@ describe('prune waits for a workload to be gone before its configuration', () =>
     expect(out.join('\n')).toContain('configmap/settings pruned');
   }, 120_000);
 });
+
+/** Sets the finalizers of Deployment `web` (null: none). */
+async function finalizers(namespace: string, list: string[] | null): Promise<void> {
+  const patch = JSON.stringify({ metadata: { finalizers: list } });
+  const patched = await kubectl('-n', namespace, 'patch', 'deployment', 'web', '--type=merge', '-p', patch);
+  expect(patched.code, patched.stderr).toBe(0);
+}

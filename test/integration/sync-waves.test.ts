@@ -159,13 +159,7 @@ data: {n: "b"}
     const dir = await manifestDir({ 'quota.yaml': quota });
     const made = await kubectl('-n', ns(), 'apply', '-f', `${dir}/quota.yaml`);
     expect(made.code, made.stderr).toBe(0);
-    await eventually('the quota counted', async () =>
-      (
-        await kubectl('-n', ns(), 'get', 'quota', 'configmaps', '-o', 'jsonpath={.status.used}')
-      ).stdout.includes('count/configmaps')
-        ? true
-        : undefined,
-    );
+    await quotaCounted(ns(), 'count/configmaps');
     const { agent, receiver, first } = await startGitAgent({
       repo: `waves-quota-${Date.now().toString(36)}/app`,
       files: { 'app.yaml': files },
@@ -198,13 +192,7 @@ describe('a deploy refused halfway by a quota', () => {
     const made = await kubectl('-n', ns(), 'create', 'quota', 'configmaps', '--hard=count/configmaps=2');
     expect(made.code, made.stderr).toBe(0);
     // The quota's usage is counted by its controller before it refuses anything.
-    await eventually('the quota counted', async () =>
-      (
-        await kubectl('-n', ns(), 'get', 'quota', 'configmaps', '-o', 'jsonpath={.status.used}')
-      ).stdout.includes('count/configmaps')
-        ? true
-        : undefined,
-    );
+    await quotaCounted(ns(), 'count/configmaps');
     const settings = (name: string) =>
       `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ${name}, annotations: {strategy.spinnaker.io/versioned: "false"}}\ndata: {n: ${name}}\n`;
     const dir = await manifestDir({
@@ -221,13 +209,7 @@ describe('a deploy refused halfway by a quota', () => {
     // Again with -o json, from an empty namespace: the report is printed, with what was written.
     const cleared = await kubectl('-n', ns(), 'delete', 'configmaps', '--all');
     expect(cleared.code, cleared.stderr).toBe(0);
-    await eventually('the quota counted again', async () =>
-      (
-        await kubectl('-n', ns(), 'get', 'quota', 'configmaps', '-o', 'jsonpath={.status.used}')
-      ).stdout.includes('"count/configmaps":"0"')
-        ? true
-        : undefined,
-    );
+    await quotaCounted(ns(), '"count/configmaps":"0"');
     const json = await deployTo(ns(), dir, '-o', 'json', '--concurrency', '1');
     expect(json.code, json.stdout + json.stderr).toBe(1);
     const report = JSON.parse(json.stdout) as { outcome: string; objects: { action: string }[] };
@@ -235,3 +217,15 @@ describe('a deploy refused halfway by a quota', () => {
     expect(report.objects.filter((o) => o.action === 'created')).toHaveLength(2);
   });
 });
+
+/** Until the quota `configmaps` of `namespace` is counted by its controller (its usage says `what`): admission refuses
+ * only what a counted quota holds. */
+async function quotaCounted(namespace: string, what: string): Promise<void> {
+  await eventually(`the quota counted (${what})`, async () =>
+    (
+      await kubectl('-n', namespace, 'get', 'quota', 'configmaps', '-o', 'jsonpath={.status.used}')
+    ).stdout.includes(what)
+      ? true
+      : undefined,
+  );
+}
