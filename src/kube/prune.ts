@@ -214,6 +214,8 @@ export async function pruneTargets(
 export interface PruneResult {
   deleted: string[];
   failed: { target: PruneTarget; error: unknown }[];
+  /** Versions of an artifact that is gone, kept while a live object refers to them (they stay in the inventory). */
+  held?: { target: PruneTarget; reason: string }[];
   /** Workloads deleted but not yet gone when the wait for them ended (the next phase went on). */
   lingering?: string[];
 }
@@ -227,10 +229,23 @@ const GONE_WAIT_MS = 5 * 60_000;
  * thousand requests one after another. A phase starts once every delete of the one before has been answered. An
  * object already gone counts as deleted; a failure stops nothing else.
  */
-export async function executePrune(api: KubeApi, plan: PrunePlan): Promise<PruneResult> {
+export async function executePrune(
+  api: KubeApi,
+  plan: PrunePlan,
+  options: {
+    /**
+     * Who refers to each ConfigMap and Secret of a namespace now (history.ts's currentReferences): a version of an
+     * artifact that left the render (a ConfigMap no longer versioned) that a ReplicaSet kept for `kubectl rollout
+     * undo` still uses is kept. Read when its phase comes, after the workloads pruned before it are gone, so an
+     * application removed whole does not keep its versions through its own ReplicaSets.
+     */
+    references?: (namespace: string) => Promise<Map<string, string>>;
+  } = {},
+): Promise<PruneResult> {
   const result: PruneResult = { deleted: [], failed: [] };
   const until = currentDeadline()?.until ?? Date.now() + GONE_WAIT_MS;
-  for (const batch of runsOfPhase(plan.targets)) {
+  for (const run of runsOfPhase(plan.targets)) {
+    const batch = options.references ? await unreferenced(run, options.references, result) : run;
     const settled = await settleLimit(batch, PRUNE_DELETES, (target) => deleteTarget(api, target));
     const going: PruneTarget[] = [];
     for (const [index, outcome] of settled.entries()) {
@@ -251,6 +266,27 @@ export async function executePrune(api: KubeApi, plan: PrunePlan): Promise<Prune
     if (lingering.length > 0) result.lingering = [...(result.lingering ?? []), ...lingering];
   }
   return result;
+}
+
+/** The targets of `run` no live object refers to; the versions others refer to are `held` in `result`. */
+async function unreferenced(
+  run: readonly PruneTarget[],
+  references: (namespace: string) => Promise<Map<string, string>>,
+  result: PruneResult,
+): Promise<PruneTarget[]> {
+  const versions = run.filter((t) => t.entry.artifact !== undefined && t.entry.namespace);
+  if (versions.length === 0) return [...run];
+  const byNamespace = new Map<string, Map<string, string>>();
+  for (const namespace of new Set(versions.map((t) => t.entry.namespace as string)))
+    byNamespace.set(namespace, await references(namespace));
+  return run.filter((target) => {
+    const { artifact, namespace, kind, name } = target.entry;
+    if (artifact === undefined || !namespace) return true;
+    const user = byNamespace.get(namespace)?.get(`${kind}/${name}`);
+    if (user === undefined) return true;
+    result.held = [...(result.held ?? []), { target, reason: `still referenced by ${user}` }];
+    return false;
+  });
 }
 
 /** Whether `target` is gone (or another object took its name) before `until`; reads its metadata every moment. */

@@ -72,3 +72,55 @@ async function finalizers(namespace: string, list: string[] | null): Promise<voi
   const patched = await kubectl('-n', namespace, 'patch', 'deployment', 'web', '--type=merge', '-p', patch);
   expect(patched.code, patched.stderr).toBe(0);
 }
+
+describe('prune keeps the versions a ReplicaSet kept for an undo still uses', () => {
+  const ns = useNamespace('prune-undo');
+
+  it('keeps them while the Deployment stays, and deletes them with it', async () => {
+    const config = (value: string, versioned: boolean) => `apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings${versioned ? '' : ', annotations: {strategy.spinnaker.io/versioned: "false"}'}}
+data: {mode: ${value}}
+`;
+    const out: string[] = [];
+    const deploy = async (files: Record<string, string>) => {
+      out.length = 0;
+      return runCli(
+        [
+          'deploy',
+          await manifestDir(files),
+          '--kubeconfig',
+          testbed().kube.kubeconfig,
+          '-n',
+          ns(),
+          '--prune',
+        ],
+        { stdout: (t) => out.push(t), stderr: (t) => out.push(t) },
+      );
+    };
+    const configMaps = async () =>
+      (await kubectl('-n', ns(), 'get', 'configmaps', '-o', 'name')).stdout
+        .split('\n')
+        .filter((n) => n.includes('settings'))
+        .sort();
+    for (const value of ['one', 'two'])
+      expect(await deploy({ 'app.yaml': `${config(value, true)}---\n${web}` }), out.join('\n')).toBe(0);
+    expect(await configMaps()).toEqual(['configmap/settings-v000', 'configmap/settings-v001']);
+    // The ConfigMap is no longer versioned: the artifact left the render, but the Deployment's old ReplicaSets still
+    // use its versions (an undo goes back to them).
+    expect(await deploy({ 'app.yaml': `${config('three', false)}---\n${web}` }), out.join('\n')).toBe(0);
+    expect(out.join('\n')).toMatch(
+      /ConfigMap .*\/settings-v001 not pruned: still referenced by (ReplicaSet|Pod) /,
+    );
+    expect(await configMaps()).toEqual([
+      'configmap/settings',
+      'configmap/settings-v000',
+      'configmap/settings-v001',
+    ]);
+    const undo = await kubectl('-n', ns(), 'rollout', 'undo', 'deployment/web');
+    expect(undo.code, undo.stderr).toBe(0);
+    // The application removed whole: its ReplicaSets go with the Deployment first, then every version.
+    expect(await deploy({ 'other.yaml': keep }), out.join('\n')).toBe(0);
+    expect(await configMaps()).toEqual([]);
+  }, 120_000);
+});

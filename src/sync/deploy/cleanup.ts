@@ -2,8 +2,8 @@
 // (src/kube/prune.ts decides what may go; what could not be deleted stays in the inventory for the next sync), and
 // versions of versioned objects past their history limit.
 
-import { collectVersionHistory } from '../../kube/history.ts';
-import { InventoryStore, unionOf } from '../../kube/inventory.ts';
+import { collectVersionHistory, currentReferences } from '../../kube/history.ts';
+import { entryId, type InventoryEntry, InventoryStore, unionOf } from '../../kube/inventory.ts';
 import { executePrune, pruneTargets } from '../../kube/prune.ts';
 import type { Stage } from './context.ts';
 
@@ -24,18 +24,22 @@ export const pruneLeftovers: Stage = async (run) => {
     run.prune = { deleted: [], planned: plan.targets.map((t) => t.object), kept: plan.kept };
     return;
   }
-  const result = await executePrune(api, plan);
+  const result = await executePrune(api, plan, {
+    references: (namespace) => currentReferences(api, discovery, namespace),
+  });
   run.prune = {
     deleted: result.deleted,
     planned: [],
-    kept: plan.kept,
+    kept: [...plan.kept, ...(result.held ?? []).map((h) => ({ object: h.target.object, reason: h.reason }))],
     ...(result.lingering ? { lingering: result.lingering } : {}),
   };
   for (const d of result.deleted) deps.onEvent?.({ type: 'pruned', object: d });
-  const recorded = unionOf(
-    run.desired,
-    result.failed.map((f) => f.target.entry),
-  );
+  // What could not be deleted, and versions still referred to, stay in the inventory: the next sync looks again.
+  // (Several versions of one artifact are one entry.)
+  const left = new Map<string, InventoryEntry>();
+  for (const entry of [...result.failed, ...(result.held ?? [])].map((f) => f.target.entry))
+    if (!left.has(entryId(entry))) left.set(entryId(entry), entry);
+  const recorded = unionOf(run.desired, [...left.values()]);
   await store.record(inventory.owner, recorded, run.recorded ?? run.previous ?? []);
   const failed = result.failed[0];
   if (failed) throw failed.error;
