@@ -160,11 +160,17 @@ describe('mooring deploy of the chart with --versioning', () => {
     maps = await configMaps(ns());
     expect([...maps.keys()].sort()).toEqual(['edge-proxy-controller-v000', 'edge-proxy-error-pages-v000']);
 
-    // none: every ConfigMap under its own name; the Deployment mounts the plain one.
+    // none: every ConfigMap under its own name; the Deployment mounts the plain one. The version the Deployment's
+    // old ReplicaSet still mounts is kept (and said), so `kubectl rollout undo` finds its configuration.
     const none = await deployTo(ns(), chart, '--versioning', 'none', '--prune');
     expect(none.code, none.stdout + none.stderr).toBe(0);
+    expect(none.stdout + none.stderr).toMatch(/edge-proxy-error-pages-v000.*still referenced by ReplicaSet/);
     maps = await configMaps(ns());
-    expect([...maps.keys()].sort()).toEqual(['edge-proxy-controller', 'edge-proxy-error-pages']);
+    expect([...maps.keys()].sort()).toEqual([
+      'edge-proxy-controller',
+      'edge-proxy-error-pages',
+      'edge-proxy-error-pages-v000',
+    ]);
     expect((await controller(ns())).mounted).toBe('edge-proxy-error-pages');
   });
 
