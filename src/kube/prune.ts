@@ -276,15 +276,29 @@ async function unreferenced(
 ): Promise<PruneTarget[]> {
   const versions = run.filter((t) => t.entry.artifact !== undefined && t.entry.namespace);
   if (versions.length === 0) return [...run];
-  const byNamespace = new Map<string, Map<string, string>>();
-  for (const namespace of new Set(versions.map((t) => t.entry.namespace as string)))
-    byNamespace.set(namespace, await references(namespace));
+  // A namespace whose referring kinds cannot be read (a Role that may not list CronJobs, the API server down) keeps
+  // every version there: not knowing who uses one is no reason to delete it. The next sync looks again.
+  const byNamespace = new Map<string, Map<string, string> | Error>();
+  for (const namespace of new Set(versions.map((t) => t.entry.namespace as string))) {
+    byNamespace.set(
+      namespace,
+      await references(namespace).catch((error: unknown) =>
+        error instanceof Error ? error : new Error(String(error)),
+      ),
+    );
+  }
   return run.filter((target) => {
     const { artifact, namespace, kind, name } = target.entry;
     if (artifact === undefined || !namespace) return true;
-    const user = byNamespace.get(namespace)?.get(`${kind}/${name}`);
-    if (user === undefined) return true;
-    result.held = [...(result.held ?? []), { target, reason: `still referenced by ${user}` }];
+    const refs = byNamespace.get(namespace);
+    const reason =
+      refs instanceof Error
+        ? `not known whether a live object refers to it (${refs.message})`
+        : refs?.has(`${kind}/${name}`)
+          ? `still referenced by ${refs.get(`${kind}/${name}`)}`
+          : undefined;
+    if (reason === undefined) return true;
+    result.held = [...(result.held ?? []), { target, reason }];
     return false;
   });
 }

@@ -5,7 +5,7 @@
 // live workload refers to stay. `mooring deploy --prune` does the same for an application.
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { CoreV1Api, RbacAuthorizationV1Api, type V1PolicyRule } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { InventoryStore } from '../../src/kube/inventory.ts';
@@ -316,15 +316,6 @@ spec: {selector: {app: b}, ports: [{port: 80}]}
     expect((await names('deployment')).filter((n) => n.startsWith('kept-'))).toHaveLength(20);
   }, 600_000);
   it('keeps in the inventory what it could not delete, and prunes it once it may', async () => {
-    const env = testbed();
-    const core = kubeConfig().makeApiClient(CoreV1Api);
-    const rbac = kubeConfig().makeApiClient(RbacAuthorizationV1Api);
-    const agentNs = `${ns()}-records`;
-    await core.createNamespace({ body: { metadata: { name: agentNs } } });
-    cleanups.push(async () => {
-      await core.deleteNamespace({ name: agentNs });
-    });
-    await core.createNamespacedServiceAccount({ namespace: ns(), body: { metadata: { name: 'deployer' } } });
     // Everything in the application's namespace except deleting Services; ConfigMaps in the records namespace.
     const rules = (deleteServices: boolean) => [
       {
@@ -338,41 +329,11 @@ spec: {selector: {app: b}, ports: [{port: 80}]}
         verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', ...(deleteServices ? ['delete'] : [])],
       },
     ];
-    await rbac.createNamespacedRole({
-      namespace: ns(),
-      body: { metadata: { name: 'deployer' }, rules: rules(false) },
-    });
-    await rbac.createNamespacedRole({
-      namespace: agentNs,
-      body: {
-        metadata: { name: 'records' },
-        rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['*'] }],
-      },
-    });
-    for (const [namespace, role] of [
-      [ns(), 'deployer'],
-      [agentNs, 'records'],
-    ] as const) {
-      await rbac.createNamespacedRoleBinding({
-        namespace,
-        body: {
-          metadata: { name: 'deployer' },
-          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role },
-          subjects: [{ kind: 'ServiceAccount', name: 'deployer', namespace: ns() }],
-        },
-      });
-    }
-    const token = await core.createNamespacedServiceAccountToken({
-      name: 'deployer',
-      namespace: ns(),
-      body: { spec: { audiences: [], expirationSeconds: 3600 } },
-    });
-    const admin = parse(await readFile(env.kube.kubeconfig, 'utf8')) as {
-      clusters: { cluster: Record<string, unknown> }[];
-    };
-    const cluster = admin.clusters[0]?.cluster;
-    if (!cluster || !token.status?.token) throw new Error('no cluster or no token');
-    const restricted = await writeKubeconfig(cluster, { token: token.status.token });
+    const {
+      kubeconfig: restricted,
+      agentNs,
+      setRules,
+    } = await restrictedDeployer(ns(), rules(false), cleanups);
     const dir = await manifestDir({
       'a.yaml': `apiVersion: v1
 kind: ConfigMap
@@ -415,11 +376,7 @@ data: {b: "1"}
     expect(recorded?.map((e) => `${e.kind} ${e.name}`).sort()).toEqual(['ConfigMap f-a', 'Service f-b']);
 
     // Allowed now: the next deploy of the same files deletes what the last one could not.
-    await rbac.replaceNamespacedRole({
-      name: 'deployer',
-      namespace: ns(),
-      body: { metadata: { name: 'deployer' }, rules: rules(true) },
-    });
+    await setRules(rules(true));
     const again = await mooring(...['deploy', join(dir, 'a.yaml'), ...base, '--prune']);
     expect(again.code, again.stdout + again.stderr).toBe(0);
     expect(again.stdout).toContain('service/f-b pruned');
@@ -544,3 +501,147 @@ data: {a: "1"}
     expect((await kubectl('get', `gatewayclasses.${group}`, 'shared-gc')).code).toBe(0);
   }, 180_000);
 });
+
+describe('prune without leave to read who refers to a version', () => {
+  const ns = useNamespace('prune-blind');
+  const cleanups: (() => Promise<void> | void)[] = [];
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c();
+  });
+  const exists = async (kind: string, name: string) =>
+    (await kubectl('-n', ns(), 'get', kind, name, '-o', 'name', '--ignore-not-found')).stdout.trim() !== '';
+
+  it('keeps the versions of a removed artifact while it may not read who refers to them, and prunes them once it may', async () => {
+    // Every verb on what it deploys; listing the other kinds that refer to ConfigMaps only once allowed.
+    const deploys = {
+      apiGroups: ['', 'apps'],
+      resources: ['configmaps', 'secrets', 'deployments', 'replicasets', 'pods'],
+      verbs: ['*'],
+    };
+    const referring = [
+      {
+        apiGroups: ['apps'],
+        resources: ['statefulsets', 'daemonsets', 'controllerrevisions'],
+        verbs: ['list'],
+      },
+      { apiGroups: ['batch'], resources: ['jobs', 'cronjobs'], verbs: ['list'] },
+      {
+        apiGroups: [''],
+        resources: ['replicationcontrollers', 'podtemplates', 'serviceaccounts'],
+        verbs: ['list'],
+      },
+      { apiGroups: ['networking.k8s.io'], resources: ['ingresses'], verbs: ['list'] },
+    ];
+    const { kubeconfig, agentNs, setRules } = await restrictedDeployer(ns(), [deploys], cleanups);
+    const dir = await manifestDir({
+      'conf.yaml': `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: blind
+  annotations: {strategy.spinnaker.io/versioned: "true"}
+data: {a: "1"}
+`,
+      'other.yaml': `apiVersion: v1
+kind: ConfigMap
+metadata: {name: blind-other, annotations: {strategy.spinnaker.io/versioned: "false"}}
+data: {b: "1"}
+`,
+    });
+    const base = [
+      '--kubeconfig',
+      kubeconfig,
+      '-n',
+      ns(),
+      '--application',
+      'blind',
+      '--agent-namespace',
+      agentNs,
+    ];
+    const first = await mooring(...['deploy', dir, ...base]);
+    expect(first.code, first.stdout + first.stderr).toBe(0);
+    expect(await exists('configmap', 'blind-v000')).toBe(true);
+
+    // The versioned ConfigMap leaves the set; who uses its version cannot be read (no list on CronJobs and the
+    // rest): kept, said, and still in the inventory.
+    const blind = await mooring(...['deploy', join(dir, 'other.yaml'), ...base, '--prune']);
+    expect(blind.code, blind.stdout + blind.stderr).toBe(0);
+    expect(blind.stdout).toMatch(
+      /blind-v000 not pruned: not known whether a live object refers to it \(.*403/,
+    );
+    expect(await exists('configmap', 'blind-v000')).toBe(true);
+    const recorded = await new InventoryStore(api(), agentNs).read(`cli.${ns()}.blind`);
+    expect(recorded?.map((e) => `${e.kind} ${e.name}`).sort()).toEqual([
+      'ConfigMap blind-other',
+      'ConfigMap blind-v000',
+    ]);
+
+    // Allowed to list them: nothing refers to it, and the next deploy prunes it.
+    await setRules([deploys, ...referring]);
+    const again = await mooring(...['deploy', join(dir, 'other.yaml'), ...base, '--prune']);
+    expect(again.code, again.stdout + again.stderr).toBe(0);
+    expect(again.stdout).toContain('configmap/blind-v000 pruned');
+    expect(await exists('configmap', 'blind-v000')).toBe(false);
+  }, 120_000);
+});
+
+/**
+ * A ServiceAccount `deployer` of `namespace`, bound to a Role of `rules` there and to every verb on
+ * ConfigMaps in a records namespace of its own; its kubeconfig, and a way to change its rules.
+ */
+async function restrictedDeployer(
+  namespace: string,
+  rules: V1PolicyRule[],
+  cleanups: (() => Promise<void> | void)[],
+) {
+  const env = testbed();
+  const core = kubeConfig().makeApiClient(CoreV1Api);
+  const rbac = kubeConfig().makeApiClient(RbacAuthorizationV1Api);
+  const agentNs = `${namespace}-records`;
+  await core.createNamespace({ body: { metadata: { name: agentNs } } });
+  cleanups.push(async () => {
+    await core.deleteNamespace({ name: agentNs });
+  });
+  await core.createNamespacedServiceAccount({
+    namespace: namespace,
+    body: { metadata: { name: 'deployer' } },
+  });
+  await rbac.createNamespacedRole({ namespace: namespace, body: { metadata: { name: 'deployer' }, rules } });
+  await rbac.createNamespacedRole({
+    namespace: agentNs,
+    body: {
+      metadata: { name: 'records' },
+      rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['*'] }],
+    },
+  });
+  for (const [where, role] of [
+    [namespace, 'deployer'],
+    [agentNs, 'records'],
+  ] as const) {
+    await rbac.createNamespacedRoleBinding({
+      namespace: where,
+      body: {
+        metadata: { name: 'deployer' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role },
+        subjects: [{ kind: 'ServiceAccount', name: 'deployer', namespace: namespace }],
+      },
+    });
+  }
+  const token = await core.createNamespacedServiceAccountToken({
+    name: 'deployer',
+    namespace: namespace,
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
+  const admin = parse(await readFile(env.kube.kubeconfig, 'utf8')) as {
+    clusters: { cluster: Record<string, unknown> }[];
+  };
+  const cluster = admin.clusters[0]?.cluster;
+  if (!cluster || !token.status?.token) throw new Error('no cluster or no token');
+  const kubeconfig = await writeKubeconfig(cluster, { token: token.status.token });
+  const setRules = (next: V1PolicyRule[]) =>
+    rbac.replaceNamespacedRole({
+      name: 'deployer',
+      namespace: namespace,
+      body: { metadata: { name: 'deployer' }, rules: next },
+    });
+  return { kubeconfig, agentNs, setRules };
+}
