@@ -145,7 +145,9 @@ export async function collectVersionHistory(
     const parsed = parseVersionedName(name);
     return parsed !== undefined && bases.has(parsed.base);
   };
-  const references = new Map<string, Map<string, string>>();
+  // Who refers to each ConfigMap and Secret of a namespace; an error when that could not be read (a Role that may not
+  // list CronJobs): then every version there is kept, and said, rather than deleted without knowing.
+  const references = new Map<string, Map<string, string> | Error>();
   // One metadata-only list per resource and namespace, grouped by artifact: a list per versioned object made a
   // deploy of 1,000 ConfigMaps and Secrets read the namespace's 1,000 names a thousand times (quadratic in time
   // and in memory).
@@ -194,12 +196,21 @@ export async function collectVersionHistory(
     if (surplus.length === 0) continue;
     let refs = references.get(namespace);
     if (!refs) {
-      refs = await currentReferences(api, discovery, namespace);
+      refs = await currentReferences(api, discovery, namespace).catch((error: unknown) =>
+        error instanceof Error ? error : new Error(String(error)),
+      );
       references.set(namespace, refs);
     }
     for (const old of surplus) {
       // Items of a metadata-only list are PartialObjectMetadata: the kind is the one listed.
       const name = `${object.kind} ${namespace}/${old.metadata.name}`;
+      if (refs instanceof Error) {
+        result.kept.push({
+          object: name,
+          reason: `not known whether a live object refers to it (${refs.message})`,
+        });
+        continue;
+      }
       const user = refs.get(`${object.kind}/${old.metadata.name}`);
       if (user) {
         result.kept.push({ object: name, reason: `still referenced by ${user}` });

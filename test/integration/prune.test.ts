@@ -3,7 +3,7 @@
 // mooring.io/prune: disabled survives; an object that another deployment also applies is never pruned; manifests
 // that render nothing prune nothing and fail the sync; versions beyond the history are collected while those a
 // live workload refers to stay. `mooring deploy --prune` does the same for an application.
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CoreV1Api, RbacAuthorizationV1Api, type V1PolicyRule } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -511,7 +511,16 @@ describe('prune without leave to read who refers to a version', () => {
   const exists = async (kind: string, name: string) =>
     (await kubectl('-n', ns(), 'get', kind, name, '-o', 'name', '--ignore-not-found')).stdout.trim() !== '';
 
-  it('keeps the versions of a removed artifact while it may not read who refers to them, and prunes them once it may', async () => {
+  /** A versioned ConfigMap keeping no version but its newest. */
+  const hist = (value: string) => `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: hist
+  annotations: {strategy.spinnaker.io/versioned: "true", strategy.spinnaker.io/max-version-history: "1"}
+data: {a: "${value}"}
+`;
+
+  it('keeps the versions of a removed artifact and those past the history while it may not read who refers to them, and deletes them once it may', async () => {
     // Every verb on what it deploys; listing the other kinds that refer to ConfigMaps only once allowed.
     const deploys = {
       apiGroups: ['', 'apps'],
@@ -546,6 +555,7 @@ kind: ConfigMap
 metadata: {name: blind-other, annotations: {strategy.spinnaker.io/versioned: "false"}}
 data: {b: "1"}
 `,
+      'hist.yaml': hist('1'),
     });
     const base = [
       '--kubeconfig',
@@ -563,24 +573,35 @@ data: {b: "1"}
 
     // The versioned ConfigMap leaves the set; who uses its version cannot be read (no list on CronJobs and the
     // rest): kept, said, and still in the inventory.
-    const blind = await mooring(...['deploy', join(dir, 'other.yaml'), ...base, '--prune']);
+    // A new version of hist: its old one is past the history, and is kept the same way.
+    await rm(join(dir, 'conf.yaml'));
+    await writeFile(join(dir, 'hist.yaml'), hist('2'));
+    const blind = await mooring(...['deploy', dir, ...base, '--prune']);
     expect(blind.code, blind.stdout + blind.stderr).toBe(0);
     expect(blind.stdout).toMatch(
       /blind-v000 not pruned: not known whether a live object refers to it \(.*403/,
     );
+    expect(blind.stdout).toMatch(/hist-v000 kept: not known whether a live object refers to it \(.*403/);
     expect(await exists('configmap', 'blind-v000')).toBe(true);
+    expect(await exists('configmap', 'hist-v000')).toBe(true);
+    expect(await exists('configmap', 'hist-v001')).toBe(true);
     const recorded = await new InventoryStore(api(), agentNs).read(`cli.${ns()}.blind`);
     expect(recorded?.map((e) => `${e.kind} ${e.name}`).sort()).toEqual([
       'ConfigMap blind-other',
       'ConfigMap blind-v000',
+      'ConfigMap hist-v001',
     ]);
 
-    // Allowed to list them: nothing refers to it, and the next deploy prunes it.
+    // Allowed to list them: nothing refers to either, and the next deploy deletes both.
     await setRules([deploys, ...referring]);
-    const again = await mooring(...['deploy', join(dir, 'other.yaml'), ...base, '--prune']);
+    await writeFile(join(dir, 'hist.yaml'), hist('3'));
+    const again = await mooring(...['deploy', dir, ...base, '--prune']);
     expect(again.code, again.stdout + again.stderr).toBe(0);
     expect(again.stdout).toContain('configmap/blind-v000 pruned');
     expect(await exists('configmap', 'blind-v000')).toBe(false);
+    expect(await exists('configmap', 'hist-v000')).toBe(false);
+    expect(await exists('configmap', 'hist-v001')).toBe(false);
+    expect(await exists('configmap', 'hist-v002')).toBe(true);
   }, 120_000);
 });
 
