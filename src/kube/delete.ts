@@ -23,15 +23,29 @@ export interface DeleteRequest {
   version?: number;
 }
 
+export interface DeleteResult {
+  info: ResourceInfo;
+  deleted: string[];
+  /** Deletes refused or failed while others were made: each with its error (empty when none was made). */
+  failed: { name: string; error: Error }[];
+}
+
+/**
+ * Deletes the object, or the versions of the artifact, `request` names. When every delete fails, the first failure
+ * in name order is thrown (nothing was deleted); when some were made, the others come back in `failed`, so that the
+ * caller says what was deleted as well as what was not. A version listed and then gone before its delete counts as
+ * deleted.
+ */
 export async function deleteObjects(
   api: KubeApi,
   discovery: Discovery,
   request: DeleteRequest,
-): Promise<{ info: ResourceInfo; deleted: string[] }> {
+): Promise<DeleteResult> {
   const info = await discovery.find(request.resource);
   requireOperation(info.kind, 'delete');
   const ns = info.namespaced ? request.namespace : undefined;
   const names: string[] = [];
+  let listed = false;
   if (request.version !== undefined) {
     names.push(`${request.name}${versionSuffix(request.version)}`);
   } else {
@@ -42,6 +56,7 @@ export async function deleteObjects(
     );
     if (items.some((o) => o.metadata.name === request.name)) names.push(request.name);
     else {
+      listed = true;
       names.push(
         ...items
           .filter((o) => o.metadata.annotations?.[ARTIFACT.name] === request.name)
@@ -56,7 +71,7 @@ export async function deleteObjects(
     );
   }
   // A few at once (an artifact of a hundred versions was a hundred deletes one after another); every delete is
-  // tried, then the first failure in name order is the command's.
+  // tried.
   const settled = await settleLimit(names, DELETES_AT_ONCE, async (name) => {
     try {
       await api.request('DELETE', resourcePath(info, ns, name), {
@@ -64,14 +79,23 @@ export async function deleteObjects(
       });
     } catch (error) {
       if (statusCode(error) === 404) {
+        // A version of the list gone since (another delete, history collection): what was asked for is done.
+        if (listed) return name;
         throw new NotFoundError(`${info.kind} ${ns ? `${ns}/` : ''}${name} not found`);
       }
       throw describeKubeError(error, `delete ${info.kind} ${name}`);
     }
     return name;
   });
-  const failed = settled.find((outcome) => outcome.status === 'rejected');
-  if (failed) throw failed.reason;
-  const deleted = settled.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
-  return { info, deleted };
+  const deleted: string[] = [];
+  const failed: { name: string; error: Error }[] = [];
+  for (const [index, outcome] of settled.entries()) {
+    if (outcome.status === 'fulfilled') deleted.push(outcome.value);
+    else {
+      const error = outcome.reason instanceof Error ? outcome.reason : new Error(String(outcome.reason));
+      failed.push({ name: names[index] as string, error });
+    }
+  }
+  if (deleted.length === 0 && failed[0]) throw failed[0].error;
+  return { info, deleted, failed };
 }

@@ -2,15 +2,16 @@
 // (namespace, repository, status receiver, agent, configuration) is the harness (harness.ts), re-exported here so
 // that a test imports everything from this file.
 import { execFile } from 'node:child_process';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { CoreV1Api } from '@kubernetes/client-node';
 import { expect } from 'vitest';
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { KubeApi } from '../../src/kube/api.ts';
 import { type ClusterConfig, loadKubeConfig } from '../../src/kube/client.ts';
 import type { TestbedEnv } from '../testbed/testbed.ts';
 import { cli } from '../unit/cli/run-cli.ts';
-import { tempDir, testbed } from './harness.ts';
+import { kubeConfig, tempDir, testbed } from './harness.ts';
 
 export * from './harness.ts';
 
@@ -43,6 +44,25 @@ export async function writeKubeconfig(
     }),
   );
   return file;
+}
+
+/**
+ * A kubeconfig of the test bed's cluster acting as ServiceAccount `name` of `namespace` (a token of an hour), for
+ * tests of what mooring does with less than every right.
+ */
+export async function serviceAccountKubeconfig(namespace: string, name: string): Promise<string> {
+  const core = kubeConfig().makeApiClient(CoreV1Api);
+  const token = await core.createNamespacedServiceAccountToken({
+    name,
+    namespace,
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
+  const admin = parse(await readFile(testbed().kube.kubeconfig, 'utf8')) as {
+    clusters: { cluster: Record<string, unknown> }[];
+  };
+  const cluster = admin.clusters[0]?.cluster;
+  if (!cluster || !token.status?.token) throw new Error('no cluster or no token');
+  return writeKubeconfig(cluster, { token: token.status.token });
 }
 
 export interface RunResult {

@@ -7,7 +7,7 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CoreV1Api, RbacAuthorizationV1Api, type V1PolicyRule } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parse, stringify } from 'yaml';
+import { stringify } from 'yaml';
 import { InventoryStore } from '../../src/kube/inventory.ts';
 import { githubStatusValidator } from '../contract/github-openapi.ts';
 import { api, ledgerOf } from './faults-support.ts';
@@ -21,12 +21,12 @@ import {
   kubectl,
   manifestDir,
   mooring,
+  serviceAccountKubeconfig,
   startGitAgent,
   tempDir,
   testbed,
   unended,
   useNamespace,
-  writeKubeconfig,
   yamlDocuments,
 } from './helpers.ts';
 import { apps } from './scale-fixtures.ts';
@@ -614,7 +614,6 @@ async function restrictedDeployer(
   rules: V1PolicyRule[],
   cleanups: (() => Promise<void> | void)[],
 ) {
-  const env = testbed();
   const core = kubeConfig().makeApiClient(CoreV1Api);
   const rbac = kubeConfig().makeApiClient(RbacAuthorizationV1Api);
   const agentNs = `${namespace}-records`;
@@ -647,17 +646,7 @@ async function restrictedDeployer(
       },
     });
   }
-  const token = await core.createNamespacedServiceAccountToken({
-    name: 'deployer',
-    namespace: namespace,
-    body: { spec: { audiences: [], expirationSeconds: 3600 } },
-  });
-  const admin = parse(await readFile(env.kube.kubeconfig, 'utf8')) as {
-    clusters: { cluster: Record<string, unknown> }[];
-  };
-  const cluster = admin.clusters[0]?.cluster;
-  if (!cluster || !token.status?.token) throw new Error('no cluster or no token');
-  const kubeconfig = await writeKubeconfig(cluster, { token: token.status.token });
+  const kubeconfig = await serviceAccountKubeconfig(namespace, 'deployer');
   const setRules = (next: V1PolicyRule[]) =>
     rbac.replaceNamespacedRole({
       name: 'deployer',

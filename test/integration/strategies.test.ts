@@ -1,5 +1,5 @@
 // Each strategy annotation on the real control plane, version history, and mooring delete.
-import { AppsV1Api, BatchV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { AppsV1Api, BatchV1Api, CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { BEHAVIOR } from '../testbed/kubelet.ts';
@@ -10,6 +10,7 @@ import {
   kubectl,
   manifestDir,
   mooring,
+  serviceAccountKubeconfig,
   testbed,
   useNamespace,
 } from './helpers.ts';
@@ -227,6 +228,89 @@ ${deployment('web').replace('spec: {containers: [{name: app, image: "app:1"}]}',
     const unknown = await mooring('delete', `${type}/x`, '--kubeconfig', env.kube.kubeconfig, '-n', ns());
     expect(unknown.code, unknown.stderr).toBe(2);
     expect(unknown.stderr).toContain(`the server does not have a resource type "${type}"`);
+  });
+});
+
+describe('mooring delete of an artifact when some of its versions may not be deleted', () => {
+  const ns = useNamespace('delete-partial');
+
+  it('deletes the others, names each one left and why, and exits 1', async () => {
+    const core = kubeConfig().makeApiClient(CoreV1Api);
+    const rbac = kubeConfig().makeApiClient(RbacAuthorizationV1Api);
+    for (const n of ['000', '001', '002']) {
+      await core.createNamespacedConfigMap({
+        namespace: ns(),
+        body: {
+          metadata: { name: `part-v${n}`, annotations: { 'artifact.spinnaker.io/name': 'part' } },
+          data: { n },
+        },
+      });
+    }
+    await core.createNamespacedServiceAccount({ namespace: ns(), body: { metadata: { name: 'deleter' } } });
+    await rbac.createNamespacedRole({
+      namespace: ns(),
+      body: {
+        metadata: { name: 'deleter' },
+        rules: [
+          { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list'] },
+          // Not part-v001.
+          {
+            apiGroups: [''],
+            resources: ['configmaps'],
+            verbs: ['delete'],
+            resourceNames: ['part-v000', 'part-v002'],
+          },
+        ],
+      },
+    });
+    await rbac.createNamespacedRoleBinding({
+      namespace: ns(),
+      body: {
+        metadata: { name: 'deleter' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'deleter' },
+        subjects: [{ kind: 'ServiceAccount', name: 'deleter', namespace: ns() }],
+      },
+    });
+    const kubeconfig = await serviceAccountKubeconfig(ns(), 'deleter');
+    const partial = await mooring('delete', 'configmap/part', '--kubeconfig', kubeconfig, '-n', ns());
+    // Something was deleted: 1, not 2 (which says nothing was written).
+    expect(partial.code, partial.stdout + partial.stderr).toBe(1);
+    expect(partial.stdout.trim().split('\n')).toEqual([
+      'configmap/part-v000 deleted',
+      'configmap/part-v002 deleted',
+    ]);
+    expect(partial.stderr).toContain('1 of 3 not deleted');
+    expect(partial.stderr).toMatch(/configmap\/part-v001: .*403/);
+    const left = (await core.listNamespacedConfigMap({ namespace: ns() })).items
+      .map((c) => c.metadata?.name)
+      .filter((n) => n?.startsWith('part-'));
+    expect(left).toEqual(['part-v001']);
+
+    // -o json says the same.
+    await core.createNamespacedConfigMap({
+      namespace: ns(),
+      body: { metadata: { name: 'part-v000', annotations: { 'artifact.spinnaker.io/name': 'part' } } },
+    });
+    const json = await mooring(
+      'delete',
+      'configmap/part',
+      '--kubeconfig',
+      kubeconfig,
+      '-n',
+      ns(),
+      '-o',
+      'json',
+    );
+    expect(json.code).toBe(1);
+    const data = JSON.parse(json.stdout) as { deleted: string[]; failed: { name: string; error: string }[] };
+    expect(data.deleted).toEqual(['part-v000']);
+    expect(data.failed.map((f) => f.name)).toEqual(['part-v001']);
+
+    // Only the one it may not delete: nothing was written, the refusal's own exit code (2).
+    const refused = await mooring('delete', 'configmap/part', '--kubeconfig', kubeconfig, '-n', ns());
+    expect(refused.code).toBe(2);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr).toMatch(/part-v001: 403/);
   });
 });
 

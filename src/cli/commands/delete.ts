@@ -5,7 +5,7 @@ import { contextNamespace, loadKubeConfig } from '../../kube/client.ts';
 import { deleteObjects } from '../../kube/delete.ts';
 import { Discovery } from '../../kube/discovery.ts';
 import { type ClusterFlags, clusterAccess, withClusterFlags } from '../cluster-flags.ts';
-import { EXIT_USAGE, ExitError } from '../exit-codes.ts';
+import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
 import { kubectlName } from '../names.ts';
 import { formatData, type OutputFormat } from '../output.ts';
 
@@ -39,15 +39,31 @@ export function deleteCommand(program: Command, print: (text: string) => void): 
     const namespace = contextNamespace(clusterConfig, flags.namespace);
     const api = commandKubeApi(clusterConfig);
     try {
-      const { info, deleted } = await deleteObjects(api, new Discovery(api), {
+      const { info, deleted, failed } = await deleteObjects(api, new Discovery(api), {
         resource,
         name,
         namespace,
         version,
       });
-      if (flags.output !== 'table')
-        return print(formatData({ kind: info.kind, namespace, deleted }, flags.output));
-      for (const n of deleted) print(`${kubectlName(info.apiVersion, info.kind, n)} deleted`);
+      if (flags.output !== 'table') {
+        const notDeleted = failed.map((f) => ({ name: f.name, error: f.error.message }));
+        print(
+          formatData(
+            { kind: info.kind, namespace, deleted, ...(failed.length > 0 ? { failed: notDeleted } : {}) },
+            flags.output,
+          ),
+        );
+      } else for (const n of deleted) print(`${kubectlName(info.apiVersion, info.kind, n)} deleted`);
+      // Some deleted, some not: exit 1 (something was written), naming each one left.
+      if (failed.length > 0) {
+        throw new ExitError(
+          [
+            `error: ${failed.length} of ${failed.length + deleted.length} not deleted:`,
+            ...failed.map((f) => `  ${kubectlName(info.apiVersion, info.kind, f.name)}: ${f.error.message}`),
+          ].join('\n'),
+          EXIT_FAILED,
+        );
+      }
     } finally {
       api.close();
     }
