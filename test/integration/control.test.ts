@@ -137,6 +137,24 @@ describe('mooring reconcile, suspend and resume with a running agent', () => {
     const known = await mooring('reconcile', 'no-such-app', ...flags());
     expect(known.code, known.stdout + known.stderr).toBe(1);
     expect(known.stderr).toContain('no deployment no-such-app in the configuration (deployments: web');
+    // suspend without --config: known by its ledger; a typo would otherwise suspend nothing while web deploys on.
+    const blindSuspend = await mooring(
+      'suspend',
+      'wbe',
+      '--kubeconfig',
+      env.kube.kubeconfig,
+      '--agent-namespace',
+      agentNs,
+    );
+    expect(blindSuspend.code, blindSuspend.stdout + blindSuspend.stderr).toBe(1);
+    expect(blindSuspend.stderr).toContain(
+      `deployment wbe not found (no ledger mooring-ledger-wbe in namespace ${agentNs}; deployments with a ledger: web)`,
+    );
+    const control = await runTool(env.tools.kubectl, [
+      ...['--kubeconfig', env.kube.kubeconfig, '-n', agentNs],
+      ...['get', 'configmap', 'mooring-control', '-o', 'jsonpath={.metadata.annotations}'],
+    ]);
+    expect(control.stdout).not.toContain('wbe');
     for (const command of ['status', 'resume']) {
       const typo = await mooring(command, 'no-such-app', ...flags());
       expect(typo.code, typo.stdout + typo.stderr).toBe(1);

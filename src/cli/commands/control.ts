@@ -17,6 +17,7 @@ import {
   SUSPEND_PREFIX,
   type Suspension,
 } from '../../kube/control-map.ts';
+import { ledgerName } from '../../report/ledger.ts';
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
 import { formatData } from '../output.ts';
 import { waitTimeout } from '../timeout.ts';
@@ -138,9 +139,20 @@ export function controlCommands(program: Command, print: (text: string) => void)
       .argument('<deployment>')
       .option('--reason <text>', 'why, shown by mooring status'),
   ).action(async (deployment: string, flags: LedgerFlags & { reason?: string }) => {
-    const { api, config, namespace, user } = await open(flags, deployment);
+    const { api, config, ledger, namespace, user } = await open(flags, deployment);
     try {
       checkKnown(config, deployment);
+      // Without the configuration, a deployment is known by its ledger: a name mistyped would suspend nothing
+      // while the deployment meant goes on deploying.
+      if (!config) {
+        const known = await ledger.deployments();
+        if (!known.includes(deployment)) {
+          throw new ExitError(
+            `error: deployment ${deployment} not found (no ledger ${ledgerName(deployment)} in namespace ${namespace}; deployments with a ledger: ${known.join(', ') || 'none'}): give --config to suspend one before its first sync`,
+            EXIT_FAILED,
+          );
+        }
+      }
       const map = new ControlMap(api, namespace);
       const earlier = (await map.read()).suspended.get(deployment);
       if (earlier) {
