@@ -221,7 +221,9 @@ export type SupersededReason =
   /** The periodic drift correction. */
   | { by: 'drift' }
   /** Another revision, for which no more is known (the queue was told only revisions). */
-  | { by: 'revision' };
+  | { by: 'revision' }
+  /** `mooring rollback` of the deployment, by whom. */
+  | { by: 'rollback'; who: string };
 
 function imageName(image: { image: string; digest: string }): string {
   // The algorithm and 12 hex digits, as `docker images --digests` abbreviates.
@@ -267,6 +269,8 @@ export function describeReason(reason: SupersededReason): string {
       return 'a drift correction';
     case 'revision':
       return 'a newer revision';
+    case 'rollback':
+      return `a rollback by ${reason.who}`;
   }
 }
 

@@ -47,7 +47,7 @@ const render = async (): Promise<Register> => {
 };
 const releases = async (): Promise<Register> => {
   const { releaseCommands } = await import('./commands/releases.ts');
-  return (program, io) => releaseCommands(program, io.stdout);
+  return (program, io) => releaseCommands(program, io.stdout, io.stderr);
 };
 const rollout = async (): Promise<Register> => {
   const { rolloutCommand } = await import('./commands/rollout.ts');

@@ -7,6 +7,9 @@
 //   reconcile.mooring.io/<deployment>   a request token (ISO time + random), as Flux's reconcile.fluxcd.io/requestedAt
 //   reconciled.mooring.io/<deployment>  the agent's answer: JSON {token, state, release?, message, at}
 //   promote.mooring.io/<deployment>     an approval of a promotion (`mooring promote`): JSON {revision, by, at}
+//   rollback.mooring.io/<deployment>    `mooring rollback` under way: JSON {token, by, since, until}; the agent stops
+//                                       the deployment's sync, answers the token, and starts none until it is gone
+//                                       (or `until` has passed: a rollback that died holds no longer)
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { KubeApi } from './api.ts';
@@ -17,6 +20,7 @@ export const SUSPEND_PREFIX = 'suspend.mooring.io/';
 export const RECONCILE_PREFIX = 'reconcile.mooring.io/';
 export const RECONCILED_PREFIX = 'reconciled.mooring.io/';
 export const PROMOTE_PREFIX = 'promote.mooring.io/';
+export const ROLLBACK_PREFIX = 'rollback.mooring.io/';
 /** Bounds what one annotation may hold: a reason is a sentence, a message a summary. */
 const MAX_TEXT = 500;
 
@@ -34,6 +38,15 @@ const approvalSchema = z.object({
 });
 /** `mooring promote`: the revision (a commit or its prefix) approved for the deployment's promotion. */
 export type PromotionApproval = z.infer<typeof approvalSchema>;
+
+const rollbackSchema = z.object({
+  token: z.string().min(1).max(128),
+  by: z.string().max(256),
+  since: z.string().max(64),
+  until: z.string().max(64),
+});
+/** `mooring rollback` under way (from the CLI): the agent syncs nothing of the deployment until it ends. */
+export type RollbackUnderWay = z.infer<typeof rollbackSchema>;
 
 /** `running` while the sync goes on; the others are ends. */
 export const ANSWER_STATES = [
@@ -64,6 +77,8 @@ export interface ControlState {
   answered: Map<string, ReconcileAnswer>;
   /** Promotions approved (`mooring promote`), by deployment. */
   approved: Map<string, PromotionApproval>;
+  /** Rollbacks under way (`mooring rollback`), by deployment. */
+  rollingBack: Map<string, RollbackUnderWay>;
 }
 
 function parseJson(text: string): unknown {
@@ -81,6 +96,7 @@ export function parseControl(annotations: Record<string, string> | undefined): C
     requested: new Map(),
     answered: new Map(),
     approved: new Map(),
+    rollingBack: new Map(),
   };
   for (const [key, value] of Object.entries(annotations ?? {})) {
     if (key.startsWith(SUSPEND_PREFIX)) {
@@ -94,6 +110,10 @@ export function parseControl(annotations: Record<string, string> | undefined): C
     } else if (key.startsWith(PROMOTE_PREFIX)) {
       const parsed = approvalSchema.safeParse(parseJson(value));
       if (parsed.success) state.approved.set(key.slice(PROMOTE_PREFIX.length), parsed.data);
+    } else if (key.startsWith(ROLLBACK_PREFIX)) {
+      // One that cannot be read holds nothing: its rollback waits for no answer from an agent that could not read it.
+      const parsed = rollbackSchema.safeParse(parseJson(value));
+      if (parsed.success) state.rollingBack.set(key.slice(ROLLBACK_PREFIX.length), parsed.data);
     } else if (key.startsWith(RECONCILED_PREFIX)) {
       const parsed = answerSchema.safeParse(parseJson(value));
       if (parsed.success) state.answered.set(key.slice(RECONCILED_PREFIX.length), parsed.data);
@@ -105,6 +125,13 @@ export function parseControl(annotations: Record<string, string> | undefined): C
 /** A new reconcile request token: when it was asked, and random, so that two requests never look alike. */
 export function requestToken(now = new Date()): string {
   return `${now.toISOString()}.${randomBytes(4).toString('hex')}`;
+}
+
+/** Whether a rollback under way still holds at `now`: until its `until` (a rollback whose CLI died holds no longer). */
+export function rollbackHolds(rollback: RollbackUnderWay | undefined, now = Date.now()): boolean {
+  if (!rollback) return false;
+  const until = Date.parse(rollback.until);
+  return Number.isFinite(until) && now < until;
 }
 
 /** How a suspension reads to people: `suspended since 2026-11-23T10:00Z by alice: maintenance`. */

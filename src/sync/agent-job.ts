@@ -144,6 +144,11 @@ export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned):
           await promotionWait(ctx, d, wait);
         return { result: 'cancelled' };
       }
+      case 'rolling-back':
+        // Not d.commit: when the rollback ends, the poll compares from where the deployment was.
+        await answerAll((r) => ctx.control.answer(r, 'held', hold.message));
+        log.debug(hold.message);
+        return { result: 'cancelled' };
       case 'fence':
         await answerAll((r) => ctx.control.answer(r, 'held', hold.message));
         d.commit = commit;

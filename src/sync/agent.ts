@@ -4,7 +4,7 @@
 // in agent-decide.ts (agent-promotion.ts, reconcile.ts), its holds in gates.ts, and the sync the queue runs in
 // agent-job.ts.
 import type { MooringConfig } from '../config/schema.ts';
-import { type SyncReporter, Withdrawn } from '../contract.ts';
+import { Superseded, type SyncReporter, Withdrawn } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
 import { beginDriftPass, keepDriftMarks, keyMarks, restoreMarks } from '../kube/drift-pass.ts';
 import { chartLookup } from '../kube/lookup-server.ts';
@@ -190,6 +190,10 @@ export class Agent {
       promote: async (name) => {
         const d = this.state.deployments.get(name);
         if (d?.spec.promote) await this.reconcileDeployment(d, d.commit);
+      },
+      rollback: async (name, rollback) => {
+        this.queue.cancel(name, new Superseded({ by: 'rollback', who: rollback.by }));
+        await this.queue.quiet(name);
       },
     });
     const fleet = this.deps.fleet;

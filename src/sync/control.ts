@@ -11,6 +11,8 @@ import {
   parseControl,
   RECONCILED_PREFIX,
   type ReconcileAnswer,
+  type RollbackUnderWay,
+  rollbackHolds,
   type Suspension,
 } from '../kube/control-map.ts';
 import type { ResourceInfo } from '../kube/discovery.ts';
@@ -45,6 +47,11 @@ export interface ControlHandlers {
   resume(deployment: string): Promise<void>;
   /** A promotion was approved (`mooring promote`): deploy it now. */
   promote?(deployment: string): Promise<void>;
+  /**
+   * `mooring rollback` is under way: stop the deployment's sync (its stability wait; what it writes finishes) and
+   * resolve once it has ended. None starts while the rollback holds (gates.ts).
+   */
+  rollback?(deployment: string, rollback: RollbackUnderWay): Promise<void>;
 }
 
 /** A reconcile request taken by the sync that answers it. */
@@ -54,7 +61,13 @@ export interface ReconcileRequest {
 }
 
 function empty(): ControlState {
-  return { suspended: new Map(), requested: new Map(), answered: new Map(), approved: new Map() };
+  return {
+    suspended: new Map(),
+    requested: new Map(),
+    answered: new Map(),
+    approved: new Map(),
+    rollingBack: new Map(),
+  };
 }
 
 export class Control {
@@ -63,6 +76,8 @@ export class Control {
   private state: ControlState = empty();
   /** The last request token handed to the agent, by deployment: each request is handled once. */
   private readonly handled = new Map<string, string>();
+  /** The last rollback token answered, by deployment: each rollback is answered once. */
+  private readonly handledRollbacks = new Map<string, string>();
   /** Accepted requests no sync has taken yet. */
   private readonly waiting = new Map<string, ReconcileRequest>();
   /** The commit last reported as held, by deployment, so that each held commit is reported once. */
@@ -105,6 +120,12 @@ export class Control {
 
   suspended(deployment: string): Suspension | undefined {
     return this.state.suspended.get(deployment);
+  }
+
+  /** The rollback under way from the CLI that holds the deployment now, if one does. */
+  rollingBack(deployment: string): RollbackUnderWay | undefined {
+    const rollback = this.state.rollingBack.get(deployment);
+    return rollbackHolds(rollback) ? rollback : undefined;
   }
 
   /** The promotion approved for the deployment (`mooring promote`), if any. */
@@ -183,6 +204,26 @@ export class Control {
           log.error({ deployment: name, err: errorMessage(error) }, 'cannot promote the deployment'),
         );
     }
+    for (const [name, rollback] of next.rollingBack) {
+      if (this.handledRollbacks.get(name) === rollback.token || this.deps.elsewhere?.(name)) continue;
+      if (!this.deps.deployments().includes(name)) continue;
+      this.handledRollbacks.set(name, rollback.token);
+      // Answered by an earlier agent (this one restarted since), or given up by its CLI long ago.
+      if (next.answered.get(name)?.token === rollback.token || !rollbackHolds(rollback)) continue;
+      void this.stopForRollback(name, rollback, handlers);
+    }
+    for (const name of previous.rollingBack.keys()) {
+      if (next.rollingBack.has(name) || previous === next || next.suspended.has(name)) continue;
+      if (!this.deps.deployments().includes(name)) continue;
+      // The rollback ended: its fence holds the deployment where it went (gates.ts); one that failed left none, and
+      // the newest revision is deployed again.
+      log.info({ deployment: name }, 'rollback from the CLI ended');
+      handlers
+        .resume(name)
+        .catch((error: unknown) =>
+          log.error({ deployment: name, err: errorMessage(error) }, 'cannot sync after the rollback'),
+        );
+    }
     for (const [name, token] of next.requested) {
       if (this.handled.get(name) === token) continue;
       if (this.deps.elsewhere?.(name)) continue;
@@ -190,6 +231,25 @@ export class Control {
       // Answered by an earlier agent (this one restarted since).
       if (next.answered.get(name)?.token === token) continue;
       void this.accept({ deployment: name, token }, handlers);
+    }
+  }
+
+  /** Stops the deployment's sync for a rollback from the CLI, then answers its token: the rollback goes on. */
+  private async stopForRollback(
+    name: string,
+    rollback: RollbackUnderWay,
+    handlers: ControlHandlers,
+  ): Promise<void> {
+    const request = { deployment: name, token: rollback.token };
+    this.deps.log.info(
+      { deployment: name, by: rollback.by },
+      'rollback from the CLI: the sync of the deployment stops',
+    );
+    try {
+      await handlers.rollback?.(name, rollback);
+      await this.answer(request, 'held', `no sync of ${name} runs: held while ${rollback.by} rolls it back`);
+    } catch (error) {
+      await this.answer(request, 'error', `cannot stop the sync of ${name}: ${errorMessage(error)}`);
     }
   }
 

@@ -13,7 +13,15 @@ import { unfinishedAttempt } from './attempts.ts';
 import { endInterrupted } from './sync-deployment.ts';
 
 /** The gates, by name: what a hold's report (holds.ts) and its log line call it. */
-export type GateName = 'suspended' | 'set' | 'promotion' | 'fence' | 'claim' | 'rollout' | 'dependency';
+export type GateName =
+  | 'suspended'
+  | 'rolling-back'
+  | 'set'
+  | 'promotion'
+  | 'fence'
+  | 'claim'
+  | 'rollout'
+  | 'dependency';
 
 /** What stops a sync now. */
 export interface Hold {
@@ -63,6 +71,21 @@ const suspended: Gate = {
     ctx.control.suspended(d.spec.name)
       ? hold('suspended', `suspended: not deployed until mooring resume ${d.spec.name}`, undefined)
       : undefined,
+};
+
+/**
+ * `mooring rollback` under way from the CLI: nothing is synced until it ends (its fence then holds the deployment)
+ * or its time has passed; the end of the rollback decides the deployment again (control.ts).
+ */
+const rollingBack: Gate = {
+  name: 'rolling-back',
+  drift: true,
+  judge: async (ctx, d) => {
+    const rollback = ctx.control.rollingBack(d.spec.name);
+    return rollback
+      ? hold('rolling-back', `held while ${rollback.by} rolls it back (since ${rollback.since})`, undefined)
+      : undefined;
+  },
 };
 
 /**
@@ -235,6 +258,7 @@ const dependencies: Gate = {
 /** The holds of a sync, in the order they are met. */
 export const GATES: readonly Gate[] = [
   suspended,
+  rollingBack,
   setHold,
   promotion,
   claim,

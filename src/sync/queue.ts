@@ -4,6 +4,7 @@
 // stability wait of the sync in progress (told what superseded it), exponential back-off with jitter after
 // failures that may pass (capped per deployment: its retryInterval), and no retry after a failure the user must
 // fix until a new revision arrives.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fullJitter } from '../backoff.ts';
 import { Superseded, type SyncTarget, supersedingReason } from '../contract.ts';
 import { ReadyList } from './ready-list.ts';
@@ -315,6 +316,11 @@ export class SyncQueue<J extends SyncJob<J> = SyncJob> {
     if (!lane) return;
     if (lane.running === undefined) this.lanes.delete(deployment);
     else lane.forgotten = true;
+  }
+
+  /** Resolves once `deployment` has no sync running (after cancel(), so that none starts meanwhile). */
+  async quiet(deployment: string, pollMs = 100): Promise<void> {
+    while (this.lanes.get(deployment)?.running) await sleep(pollMs);
   }
 
   /** Whether `deployment` has a sync running, queued, or waiting to be retried. */

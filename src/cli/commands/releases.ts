@@ -14,7 +14,14 @@ import type { Release } from '../../contract.ts';
 import { errorMessage, NotFoundError, StalledError } from '../../errors.ts';
 import { commandKubeApi, type KubeApi } from '../../kube/api.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
-import { ControlMap, describeSuspension, SUSPEND_PREFIX, type Suspension } from '../../kube/control-map.ts';
+import {
+  ControlMap,
+  describeSuspension,
+  ROLLBACK_PREFIX,
+  rollbackHolds,
+  SUSPEND_PREFIX,
+  type Suspension,
+} from '../../kube/control-map.ts';
 import { Discovery } from '../../kube/discovery.ts';
 import { listMembers } from '../../kube/membership.ts';
 import { AuditLog } from '../../report/audit.ts';
@@ -25,8 +32,13 @@ import { commandLogger } from '../command-log.ts';
 import { chosenCluster } from '../config-cluster.ts';
 import { EXIT_FAILED, EXIT_USAGE, ExitError } from '../exit-codes.ts';
 import { type Column, formatData, formatTable, type OutputFormat, outputOption } from '../output.ts';
+import { printable } from '../printable.ts';
 import { heldByPods, reportedOwners, unreported } from '../replica-owners.ts';
+import { holdAgentForRollback } from '../rollback-hold.ts';
 import { withRepositorySets } from '../set-deployments.ts';
+
+/** How much longer than its stability timeout a rollback holds the agent off, at most (a CLI that died). */
+const HOLD_MARGIN_MS = 10 * 60_000;
 
 export interface LedgerFlags {
   config?: string;
@@ -204,7 +216,11 @@ async function statusRows(
     : rows;
 }
 
-export function releaseCommands(program: Command, print: (text: string) => void): void {
+export function releaseCommands(
+  program: Command,
+  print: (text: string) => void,
+  printErr: (text: string) => void = (text) => process.stderr.write(`${printable(text)}\n`),
+): void {
   withLedgerFlags(
     program.command('history').description("a deployment's releases, newest first").argument('<deployment>'),
   ).action(async (deployment: string, flags: LedgerFlags) => {
@@ -355,9 +371,25 @@ export function releaseCommands(program: Command, print: (text: string) => void)
     const to = flags.to === undefined ? undefined : Number(flags.to);
     if (to !== undefined && !Number.isInteger(to))
       throw new ExitError('error: --to takes a release number', EXIT_USAGE);
-    const { api, ledger, config } = await open(flags, deployment);
+    const { api, ledger, config, namespace, user } = await open(flags, deployment);
     if (!config) throw new StalledError('no configuration');
     const log = commandLogger();
+    const spec = config.deployments.find((d) => d.name === deployment);
+    // The agent stops its sync of the deployment and starts none until the rollback ends (rollback-hold.ts).
+    const endHold = spec
+      ? await holdAgentForRollback({
+          api,
+          ledger,
+          namespace,
+          deployment,
+          by: user ?? 'unknown',
+          holdMs: spec.stability.timeout + HOLD_MARGIN_MS,
+          say: printErr,
+        }).catch((error: unknown) => {
+          api.close();
+          throw error;
+        })
+      : async () => {};
     // A final status the forge does not take is kept in the agent's outbox, which the running agent delivers (it
     // looks at the outbox again while idle); before, it was only logged, and the commit's pending stayed.
     const statuses = new CommitStatusSync(config, log, { api });
@@ -391,6 +423,7 @@ export function releaseCommands(program: Command, print: (text: string) => void)
       // Not stable: said on stderr, as an error (the data formats print the result on stdout as well).
       if (report.outcome !== 'stable') throw new ExitError(`error: ${said}`, EXIT_FAILED);
     } finally {
+      await endHold();
       await statuses.close();
       api.close();
     }
@@ -409,7 +442,9 @@ export function releaseCommands(program: Command, print: (text: string) => void)
       const map = new ControlMap(api, namespace);
       const [data, control] = await Promise.all([ledger.read(deployment), map.read()]);
       const suspension = control.suspended.get(deployment);
-      if (!data.fence && !suspension) {
+      // A rollback from the CLI that died before it ended its hold (rollback-hold.ts) ends here too.
+      const rolling = control.rollingBack.get(deployment);
+      if (!data.fence && !suspension && !rollbackHolds(rolling)) {
         // A name that is neither configured nor has a ledger is a typo (not found); one that is not held has nothing
         // to resume, as `kubectl rollout resume` of a Deployment not paused: both exit 1.
         if (data.releases.length === 0 && !config?.deployments.some((d) => d.name === deployment))
@@ -424,12 +459,17 @@ export function releaseCommands(program: Command, print: (text: string) => void)
         await map.annotate({ [`${SUSPEND_PREFIX}${deployment}`]: null });
         done.push(`suspension ended (${describeSuspension(suspension)})`);
       }
+      if (rolling) {
+        await map.annotate({ [`${ROLLBACK_PREFIX}${deployment}`]: null });
+        if (rollbackHolds(rolling))
+          done.push(`hold of the rollback by ${rolling.by} since ${rolling.since} ended`);
+      }
       if (data.fence) {
         await ledger.setFence(deployment, undefined, data.fence.release);
         done.push(`rollback fence at release ${data.fence.release} lifted`);
       }
       // The agent watches the control ConfigMap (it acts at once); it reads the fence at its next poll.
-      const when = suspension ? 'now' : 'at its next poll';
+      const when = suspension || rollbackHolds(rolling) ? 'now' : 'at its next poll';
       print(
         `deployment ${deployment} resumed: ${done.join('; ')}; the agent deploys its newest revision ${when}`,
       );

@@ -5,6 +5,7 @@ import {
   RECONCILE_PREFIX,
   RECONCILED_PREFIX,
   requestToken,
+  rollbackHolds,
   SUSPEND_PREFIX,
 } from '../../../src/kube/control-map.ts';
 
@@ -39,6 +40,25 @@ describe('the control ConfigMap annotations', () => {
   it('drops an answer it cannot read (the CLI goes on waiting for one it can)', () => {
     const state = parseControl({ [`${RECONCILED_PREFIX}web`]: JSON.stringify({ token: 't', state: 'odd' }) });
     expect(state.answered.size).toBe(0);
+  });
+
+  it('reads a rollback under way, which holds until its time has passed; one it cannot read holds nothing', () => {
+    const rollback = {
+      token: '2026-12-04T10:00:00.000Z.0a1b2c3d',
+      by: 'alice',
+      since: '2026-12-04T10:00:00.000Z',
+      until: '2026-12-04T10:40:00.000Z',
+    };
+    const state = parseControl({
+      'rollback.mooring.io/web': JSON.stringify(rollback),
+      'rollback.mooring.io/api': '{"by": "mallory"}',
+      'rollback.mooring.io/db': 'not json',
+    });
+    expect(Object.fromEntries(state.rollingBack)).toEqual({ web: rollback });
+    expect(rollbackHolds(rollback, Date.parse('2026-12-04T10:39:59Z'))).toBe(true);
+    expect(rollbackHolds(rollback, Date.parse('2026-12-04T10:40:00Z'))).toBe(false);
+    expect(rollbackHolds({ ...rollback, until: 'never' }, Date.parse('2026-12-04T10:00:00Z'))).toBe(false);
+    expect(rollbackHolds(undefined)).toBe(false);
   });
 
   it('describes a suspension to the minute', () => {

@@ -35,6 +35,8 @@ function stable(id: number, revision: string, result: Release['result'] = 'stabl
 function world(
   over: {
     suspended?: string[];
+    /** Deployments a rollback from the CLI holds, and by whom. */
+    rollingBack?: Record<string, string>;
     busy?: string[];
     releases?: Record<string, Release[]>;
     holder?: string;
@@ -78,7 +80,15 @@ function world(
       sets: over.sets ? { holding: over.sets } : undefined,
     },
     state: { deployments: new Map([['db', {}]]) },
-    control: { suspended: (name: string) => (over.suspended?.includes(name) ? {} : undefined) },
+    control: {
+      suspended: (name: string) => (over.suspended?.includes(name) ? {} : undefined),
+      rollingBack: (name: string) => {
+        const by = over.rollingBack?.[name];
+        return by
+          ? { token: 't', by, since: '2026-12-04T10:00:00.000Z', until: '2026-12-04T11:00:00.000Z' }
+          : undefined;
+      },
+    },
     ledger: () => ledger,
     pollRound: () => 0,
     busy: (name: string) => over.busy?.includes(name) === true,
@@ -124,9 +134,10 @@ const fenced: Decision = {
 const dbStable = { db: [stable(1, 'c1')] };
 
 describe('the gates of a sync', () => {
-  it('are one table, met in order: suspend, set, promotion, claim, fence, rollout step, dependencies', () => {
+  it('are one table, met in order: suspend, a rollback under way, set, promotion, claim, fence, rollout step, dependencies', () => {
     expect(GATES.map((g) => g.name)).toEqual([
       'suspended',
+      'rolling-back',
       'set',
       'promotion',
       'claim',
@@ -171,6 +182,28 @@ describe('the gates of a sync', () => {
     expect(judged).toMatchObject({ hold: { gate: 'suspended', againMs: undefined } });
     expect(calls).toEqual([]);
   });
+
+  it.each([
+    { what: 'a new commit', p: planned(sync()) },
+    { what: 'a drift correction', p: planned(sync({ trigger: 'drift' })) },
+    { what: 'a requested sync', p: planned(sync({ trigger: 'manual' })) },
+  ])(
+    'hold a deployment a rollback from the CLI holds, before taking anything: not even $what syncs',
+    async ({ p }) => {
+      const { ctx, calls } = world({ rollingBack: { web: 'alice' }, shard: true, releases: dbStable });
+      expect(await judge(ctx, web, p, 'take')).toMatchObject({
+        hold: {
+          gate: 'rolling-back',
+          againMs: undefined,
+          message: 'held while alice rolls it back (since 2026-12-04T10:00:00.000Z)',
+        },
+      });
+      expect(calls).toEqual([]);
+      // Another deployment goes on.
+      const other = world({ rollingBack: { api: 'alice' }, releases: dbStable });
+      expect('give' in (await judge(other.ctx, web, planned(sync()), 'look'))).toBe(true);
+    },
+  );
 
   it('hold a fenced deployment until what it deploys moves past the fence, which the sync lifts once it holds the claim', async () => {
     const held = world({ shard: true, releases: dbStable });

@@ -1,0 +1,165 @@
+// `mooring rollback` while the RUNNING agent (`mooring run --config`, its own process) is in the middle of a sync of a
+// bad commit: the rollback tells the agent through the control ConfigMap, the agent stops that sync (its status ends,
+// superseded by the rollback) and starts none until the rollback has ended; the bad commit's later wave is never
+// applied, nothing of the rolled-back release is pruned, and the rollback's release stays the newest, held by its
+// fence across later polls. Without it, the agent's sync saw the rolled-back Deployment stable, went on with its next
+// wave and pruned, and recorded the bad commit as the newest stable release.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { assertAlive } from './fault-helpers.ts';
+import { api, ledgerOf } from './faults-support.ts';
+import {
+  type AgentProcess,
+  configMapManifest,
+  deleteNamespace,
+  deploymentManifest,
+  eventually,
+  mooring,
+  runTool,
+  type StatusReceiver,
+  startGitAgent,
+  type TestRepo,
+  testbed,
+  useNamespace,
+  yamlDocuments,
+} from './helpers.ts';
+
+const POLL_SECONDS = 2;
+
+/** A release: the Deployment (ready or never), a ConfigMap only this release has, and one in a later wave. */
+const release = (tag: string, ready: boolean, late = false) =>
+  yamlDocuments(
+    deploymentManifest({
+      image: `example/web:${tag}`,
+      behavior: ready ? 'ready' : 'never-ready',
+      progressDeadlineSeconds: 600,
+    }),
+    configMapManifest(`only-${tag}`, { TAG: tag }, { 'strategy.spinnaker.io/versioned': 'false' }),
+    ...(late
+      ? [
+          configMapManifest(
+            'late',
+            { TAG: tag },
+            { 'strategy.spinnaker.io/versioned': 'false', 'argocd.argoproj.io/sync-wave': '1' },
+          ),
+        ]
+      : []),
+  );
+
+describe('mooring rollback while the agent syncs a bad commit', () => {
+  const ns = useNamespace('rollback-agent');
+  const env = testbed();
+  const suffix = Date.now().toString(36);
+  const agentNs = `mooring-rollback-${suffix}`;
+  const kube = api();
+  let repo: TestRepo;
+  let configFile = '';
+  let agent: AgentProcess;
+  let receiver: StatusReceiver;
+  const kubectl = (...args: string[]) =>
+    runTool(env.tools.kubectl, ['--kubeconfig', env.kube.kubeconfig, '-n', ns(), ...args]);
+  const image = async () =>
+    (await kubectl('get', 'deployment', 'web', '-o', 'jsonpath={.spec.template.spec.containers[0].image}'))
+      .stdout;
+  const exists = async (name: string) =>
+    (await kubectl('get', 'configmap', name, '-o', 'name', '--ignore-not-found')).stdout.trim() !== '';
+
+  beforeAll(async () => {
+    ({ repo, receiver, configFile, agent } = await startGitAgent({
+      repo: `rollback-agent-${suffix}/app`,
+      files: { 'app.yaml': release('one', true) },
+      source: { interval: `${POLL_SECONDS}s` },
+      cluster: { name: 'rollback', namespace: agentNs },
+      deployments: [{ name: 'web', namespace: ns(), stability: { timeout: '10m' } }],
+      start: { process: true },
+    }));
+    await eventually(
+      'the first release stable',
+      async () =>
+        (await ledgerOf(kube, agentNs, 'web')).releases[0]?.result === 'stable' ? true : undefined,
+      120_000,
+    );
+  });
+
+  afterAll(async () => {
+    if (agent?.alive()) {
+      agent.child.kill('SIGTERM');
+      await agent.exited;
+    }
+    receiver?.close();
+    await deleteNamespace(agentNs);
+    kube.close();
+  });
+
+  it('stops the sync, ends its status, and keeps the rolled-back release whole and newest', async () => {
+    const good = await repo.commit({ 'app.yaml': release('two', true) });
+    await eventually(
+      'the good commit stable',
+      async () => {
+        const newest = (await ledgerOf(kube, agentNs, 'web')).releases[0];
+        return newest?.commit === good && newest.result === 'stable' ? newest : undefined;
+      },
+      120_000,
+    );
+    const goodRelease = (await ledgerOf(kube, agentNs, 'web')).releases[0]?.id as number;
+
+    // A bad commit: its Deployment never becomes ready, so the agent's sync waits in wave 0.
+    const bad = await repo.commit({ 'app.yaml': release('three', false, true) });
+    await eventually(
+      'the bad commit applied and waited on',
+      async () =>
+        (await image()) === 'example/web:three' && (await exists('only-three')) ? true : undefined,
+      60_000,
+    );
+
+    const back = await mooring('rollback', 'web', '--to', String(goodRelease), '--config', configFile);
+    expect(back.code, back.stdout + back.stderr).toBe(0);
+    expect(back.stderr, back.stdout + back.stderr).toContain('waiting for the agent to stop its sync of web');
+    expect(back.stdout).toContain(`deployment web rolled back to release ${goodRelease}`);
+
+    // The bad commit's status ends, superseded by the rollback; its sync went no further.
+    await eventually('the bad commit ended', async () =>
+      receiver
+        .statuses()
+        .filter((s) => s.sha === bad)
+        .at(-1)?.state !== 'pending'
+        ? true
+        : undefined,
+    );
+    expect(
+      receiver
+        .statuses()
+        .filter((s) => s.sha === bad)
+        .at(-1)?.description,
+    ).toMatch(/^Superseded by a rollback by \S+ before it was stable/);
+
+    // Several polls later: the cluster runs the rolled-back release, whole; the bad commit's later wave never came.
+    await agent.morePolls(3);
+    expect(await image()).toBe('example/web:two');
+    expect(await exists('only-two')).toBe(true);
+    expect(await exists('late')).toBe(false);
+    const ledger = await ledgerOf(kube, agentNs, 'web');
+    expect(ledger.releases[0]).toMatchObject({ trigger: 'rollback', result: 'stable', commit: good });
+    expect(ledger.fence).toBeDefined();
+    expect(ledger.releases.some((r) => r.commit === bad && r.result === 'stable')).toBe(false);
+    // The rollback's hold is gone from the control ConfigMap (its fence holds the deployment now).
+    const control = await runTool(env.tools.kubectl, [
+      ...['--kubeconfig', env.kube.kubeconfig, '-n', agentNs],
+      ...['get', 'configmap', 'mooring-control', '-o', 'jsonpath={.metadata.annotations}'],
+    ]);
+    expect(control.stdout).not.toContain('rollback.mooring.io/web');
+    expect(agent.logs().some((l) => l.msg.startsWith('rollback from the CLI'))).toBe(true);
+
+    // A new commit lifts the fence and is deployed as usual.
+    const fixed = await repo.commit({ 'app.yaml': release('four', true) });
+    await eventually(
+      'the next commit deployed',
+      async () => {
+        const newest = (await ledgerOf(kube, agentNs, 'web')).releases[0];
+        return newest?.commit === fixed && newest.result === 'stable' ? true : undefined;
+      },
+      120_000,
+    );
+    expect(await image()).toBe('example/web:four');
+    assertAlive(agent);
+  }, 400_000);
+});
