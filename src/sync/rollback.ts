@@ -26,6 +26,11 @@ export interface RollbackDeps {
   log: Logger;
   cacheDir: string;
   reporters?: readonly SyncReporter[];
+  /**
+   * Called once the release is found and its manifests built, before anything is written (the CLI holds the running
+   * agent off the deployment here: src/cli/rollback-hold.ts), so that a rollback refused stops no sync.
+   */
+  beforeApply?: () => Promise<void>;
 }
 
 /** The release a rollback goes to: the one asked for, else the newest stable release before the current one. */
@@ -132,6 +137,7 @@ export async function rollback(
     }
   }
 
+  await deps.beforeApply?.();
   const { report, release } = await syncDeployment(
     {
       api: deps.api,

@@ -111,6 +111,18 @@ describe('mooring rollback while the agent syncs a bad commit', () => {
       60_000,
     );
 
+    // A rollback refused (no such release) stops nothing: the agent's sync goes on waiting.
+    const refused = await mooring('rollback', 'web', '--to', '999', '--config', configFile);
+    expect(refused.code, refused.stdout + refused.stderr).toBe(2);
+    expect(refused.stderr).toContain('deployment web has no release 999');
+    expect(refused.stderr).not.toContain('waiting for the agent');
+    expect(
+      receiver
+        .statuses()
+        .filter((s) => s.sha === bad)
+        .at(-1)?.state,
+    ).toBe('pending');
+
     const back = await mooring('rollback', 'web', '--to', String(goodRelease), '--config', configFile);
     expect(back.code, back.stdout + back.stderr).toBe(0);
     expect(back.stderr, back.stdout + back.stderr).toContain('waiting for the agent to stop its sync of web');

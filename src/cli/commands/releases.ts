@@ -375,21 +375,21 @@ export function releaseCommands(
     if (!config) throw new StalledError('no configuration');
     const log = commandLogger();
     const spec = config.deployments.find((d) => d.name === deployment);
-    // The agent stops its sync of the deployment and starts none until the rollback ends (rollback-hold.ts).
-    const endHold = spec
-      ? await holdAgentForRollback({
-          api,
-          ledger,
-          namespace,
-          deployment,
-          by: user ?? 'unknown',
-          holdMs: spec.stability.timeout + HOLD_MARGIN_MS,
-          say: printErr,
-        }).catch((error: unknown) => {
-          api.close();
-          throw error;
-        })
-      : async () => {};
+    // The agent stops its sync of the deployment and starts none until the rollback ends (rollback-hold.ts): once
+    // the release is found and built, before the first write.
+    let endHold = async () => {};
+    const beforeApply = async () => {
+      if (!spec) return;
+      endHold = await holdAgentForRollback({
+        api,
+        ledger,
+        namespace,
+        deployment,
+        by: user ?? 'unknown',
+        holdMs: spec.stability.timeout + HOLD_MARGIN_MS,
+        say: printErr,
+      });
+    };
     // A final status the forge does not take is kept in the agent's outbox, which the running agent delivers (it
     // looks at the outbox again while idle); before, it was only logged, and the commit's pending stayed.
     const statuses = new CommitStatusSync(config, log, { api });
@@ -403,6 +403,7 @@ export function releaseCommands(
           // The rollback is reported like any sync: the commit status says it is held there.
           reporters: [statuses, new AuditLog(config, log)],
           cacheDir: process.env.MOORING_CACHE_DIR ?? join(homedir(), '.cache', 'mooring', 'sources'),
+          beforeApply,
         },
         config,
         deployment,
