@@ -6,7 +6,7 @@
 // like image digests.
 import type { MooringConfig } from '../config/schema.ts';
 import type { DeployReport, Logger, Release, SyncReporter } from '../contract.ts';
-import { errorMessage, StalledError } from '../errors.ts';
+import { errorMessage, NotFoundError, StalledError } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
 import type { Discovery } from '../kube/discovery.ts';
@@ -43,7 +43,8 @@ export function rollbackTarget(
     const release = releases.find((r) => r.id === to);
     if (!release) {
       const known = releases.map((r) => r.id).join(', ') || 'none';
-      throw new StalledError(`deployment ${deployment} has no release ${to} (releases: ${known})`);
+      // Not found, as every command's (exit 1), as `kubectl rollout undo --to-revision` of one it does not have.
+      throw new NotFoundError(`deployment ${deployment} has no release ${to} (releases: ${known})`);
     }
     if (release.result !== 'stable') {
       throw new StalledError(
