@@ -14,6 +14,7 @@ import {
   deploymentManifest,
   eventually,
   mooring,
+  mooringShell,
   runTool,
   type StatusReceiver,
   startGitAgent,
@@ -124,7 +125,15 @@ describe('mooring rollback while the agent syncs a bad commit', () => {
         .at(-1)?.state,
     ).toBe('pending');
 
-    const back = await mooring('rollback', 'web', '--to', String(goodRelease), '--config', configFile);
+    // While the rollback runs, `mooring status` says so.
+    const rolling = mooring('rollback', 'web', '--to', String(goodRelease), '--config', configFile);
+    const shown = await eventually('the rollback shown by mooring status', async () => {
+      // Its own process: the rollback runs in this one.
+      const status = await mooringShell({}, 'status', 'web', '--config', configFile);
+      return /being rolled back by \S+ since \d{4}-/.test(status.stdout) ? status : undefined;
+    });
+    expect(shown.code).toBe(0);
+    const back = await rolling;
     expect(back.code, back.stdout + back.stderr).toBe(0);
     expect(back.stderr, back.stdout + back.stderr).toContain('waiting for the agent to stop its sync of web');
     expect(back.stdout).toContain(`deployment web rolled back to release ${goodRelease}`);

@@ -16,6 +16,7 @@ import { commandKubeApi, type KubeApi } from '../../kube/api.ts';
 import { loadKubeConfig } from '../../kube/client.ts';
 import {
   ControlMap,
+  type ControlState,
   describeSuspension,
   ROLLBACK_PREFIX,
   rollbackHolds,
@@ -141,12 +142,20 @@ interface StatusRow {
   last: { release: number; result: string; message?: string | undefined } | undefined;
   fence?: unknown;
   suspended?: Suspension | undefined;
+  /** A rollback from the CLI under way (rollback-hold.ts): the agent syncs nothing of it meanwhile. */
+  rollingBack?: { by: string; since: string; until: string } | undefined;
   waiting?: { message: string } | undefined;
   replica?: string | null;
   syncingOn?: string;
   /** Replicas sharing the work, and none says it syncs this deployment: which one should, since when. */
   unsynced?: string;
   error?: string;
+}
+
+/** A rollback under way, as `mooring status` shows it (its token is the agent's business). */
+function rollingBackOf(control: ControlState, name: string): StatusRow['rollingBack'] {
+  const rollback = control.rollingBack.get(name);
+  return rollback && { by: rollback.by, since: rollback.since, until: rollback.until };
 }
 
 /** The rows of `mooring status` of one cluster: each deployment's current release, last attempt and holds. */
@@ -204,6 +213,7 @@ async function statusRows(
       last: last ? { release: last.id, result: last.result, message: last.messages[0] } : undefined,
       fence: data.fence,
       suspended: control.suspended.get(name),
+      ...(rollbackHolds(control.rollingBack.get(name)) ? { rollingBack: rollingBackOf(control, name) } : {}),
       waiting: data.waiting,
       ...(members.length > 0 ? { replica: owners.get(name) ?? null } : {}),
       ...(members.length > 0 && !owners.has(name) ? { unsynced: unreported(name, members, config) } : {}),
@@ -342,6 +352,7 @@ export function releaseCommands(
           value: (r) =>
             [
               r.suspended ? describeSuspension(r.suspended) : '',
+              r.rollingBack ? `being rolled back by ${r.rollingBack.by} since ${r.rollingBack.since}` : '',
               r.fence ? `held at release ${(r.fence as { release: number }).release} (rollback)` : '',
               r.waiting ? r.waiting.message : '',
             ]
