@@ -10,7 +10,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { formatDuration } from '../config/duration.ts';
 import { errorMessage } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
-import { ControlMap, ROLLBACK_PREFIX, type RollbackUnderWay, requestToken } from '../kube/control-map.ts';
+import {
+  ControlMap,
+  ROLLBACK_ANSWERED_PREFIX,
+  ROLLBACK_PREFIX,
+  type RollbackUnderWay,
+  requestToken,
+} from '../kube/control-map.ts';
 import type { Ledger } from '../report/ledger.ts';
 import { unfinishedAttempt } from '../sync/attempts.ts';
 
@@ -58,7 +64,7 @@ export async function holdAgentForRollback(options: RollbackHoldOptions): Promis
   }
   const end = async () => {
     try {
-      await map.annotate({ [key]: null });
+      await map.annotate({ [key]: null, [`${ROLLBACK_ANSWERED_PREFIX}${deployment}`]: null });
     } catch (error) {
       say(
         `warning: cannot end the rollback's hold of ${deployment} (${errorMessage(error)}): it ends at ${hold.until}, or with mooring resume ${deployment}`,
@@ -73,7 +79,7 @@ export async function holdAgentForRollback(options: RollbackHoldOptions): Promis
     const answerMs = options.answerMs ?? AGENT_ANSWER_MS;
     const deadline = Date.now() + answerMs;
     for (;;) {
-      const answer = (await map.read()).answered.get(deployment);
+      const answer = (await map.read()).rollbackAnswered.get(deployment);
       if (answer?.token === hold.token) {
         if (answer.state === 'error') say(`warning: ${answer.message}`);
         return end;

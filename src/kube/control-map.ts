@@ -10,6 +10,8 @@
 //   rollback.mooring.io/<deployment>    `mooring rollback` under way: JSON {token, by, since, until}; the agent stops
 //                                       the deployment's sync, answers the token, and starts none until it is gone
 //                                       (or `until` has passed: a rollback that died holds no longer)
+//   rollback-answered.mooring.io/<deployment>  the agent's answer to it, as a reconcile's (a key of its own, so
+//                                       that it never replaces the answer a `mooring reconcile` follows)
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { KubeApi } from './api.ts';
@@ -21,6 +23,7 @@ export const RECONCILE_PREFIX = 'reconcile.mooring.io/';
 export const RECONCILED_PREFIX = 'reconciled.mooring.io/';
 export const PROMOTE_PREFIX = 'promote.mooring.io/';
 export const ROLLBACK_PREFIX = 'rollback.mooring.io/';
+export const ROLLBACK_ANSWERED_PREFIX = 'rollback-answered.mooring.io/';
 /** Bounds what one annotation may hold: a reason is a sentence, a message a summary. */
 const MAX_TEXT = 500;
 
@@ -79,6 +82,8 @@ export interface ControlState {
   approved: Map<string, PromotionApproval>;
   /** Rollbacks under way (`mooring rollback`), by deployment. */
   rollingBack: Map<string, RollbackUnderWay>;
+  /** The agent's answers to them. */
+  rollbackAnswered: Map<string, ReconcileAnswer>;
 }
 
 function parseJson(text: string): unknown {
@@ -97,6 +102,7 @@ export function parseControl(annotations: Record<string, string> | undefined): C
     answered: new Map(),
     approved: new Map(),
     rollingBack: new Map(),
+    rollbackAnswered: new Map(),
   };
   for (const [key, value] of Object.entries(annotations ?? {})) {
     if (key.startsWith(SUSPEND_PREFIX)) {
@@ -114,6 +120,9 @@ export function parseControl(annotations: Record<string, string> | undefined): C
       // One that cannot be read holds nothing: its rollback waits for no answer from an agent that could not read it.
       const parsed = rollbackSchema.safeParse(parseJson(value));
       if (parsed.success) state.rollingBack.set(key.slice(ROLLBACK_PREFIX.length), parsed.data);
+    } else if (key.startsWith(ROLLBACK_ANSWERED_PREFIX)) {
+      const parsed = answerSchema.safeParse(parseJson(value));
+      if (parsed.success) state.rollbackAnswered.set(key.slice(ROLLBACK_ANSWERED_PREFIX.length), parsed.data);
     } else if (key.startsWith(RECONCILED_PREFIX)) {
       const parsed = answerSchema.safeParse(parseJson(value));
       if (parsed.success) state.answered.set(key.slice(RECONCILED_PREFIX.length), parsed.data);

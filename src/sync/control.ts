@@ -11,6 +11,7 @@ import {
   parseControl,
   RECONCILED_PREFIX,
   type ReconcileAnswer,
+  ROLLBACK_ANSWERED_PREFIX,
   type RollbackUnderWay,
   rollbackHolds,
   type Suspension,
@@ -67,6 +68,7 @@ function empty(): ControlState {
     answered: new Map(),
     approved: new Map(),
     rollingBack: new Map(),
+    rollbackAnswered: new Map(),
   };
 }
 
@@ -209,7 +211,7 @@ export class Control {
       if (!this.deps.deployments().includes(name)) continue;
       this.handledRollbacks.set(name, rollback.token);
       // Answered by an earlier agent (this one restarted since), or given up by its CLI long ago.
-      if (next.answered.get(name)?.token === rollback.token || !rollbackHolds(rollback)) continue;
+      if (next.rollbackAnswered.get(name)?.token === rollback.token || !rollbackHolds(rollback)) continue;
       void this.stopForRollback(name, rollback, handlers);
     }
     for (const name of previous.rollingBack.keys()) {
@@ -247,9 +249,21 @@ export class Control {
     );
     try {
       await handlers.rollback?.(name, rollback);
-      await this.answer(request, 'held', `no sync of ${name} runs: held while ${rollback.by} rolls it back`);
+      await this.answer(
+        request,
+        'held',
+        `no sync of ${name} runs: held while ${rollback.by} rolls it back`,
+        undefined,
+        ROLLBACK_ANSWERED_PREFIX,
+      );
     } catch (error) {
-      await this.answer(request, 'error', `cannot stop the sync of ${name}: ${errorMessage(error)}`);
+      await this.answer(
+        request,
+        'error',
+        `cannot stop the sync of ${name}: ${errorMessage(error)}`,
+        undefined,
+        ROLLBACK_ANSWERED_PREFIX,
+      );
     }
   }
 
@@ -299,6 +313,7 @@ export class Control {
     state: ReconcileAnswer['state'],
     message: string,
     release?: Release | undefined,
+    prefix: string = RECONCILED_PREFIX,
   ): Promise<void> {
     const answer: ReconcileAnswer = {
       token: request.token,
@@ -308,7 +323,7 @@ export class Control {
       at: new Date().toISOString(),
     };
     try {
-      await this.map.annotate({ [`${RECONCILED_PREFIX}${request.deployment}`]: JSON.stringify(answer) });
+      await this.map.annotate({ [`${prefix}${request.deployment}`]: JSON.stringify(answer) });
     } catch (error) {
       this.deps.log.error(
         { deployment: request.deployment, err: errorMessage(error) },

@@ -169,6 +169,7 @@ describe('mooring rollback while the agent syncs a bad commit', () => {
       ...['get', 'configmap', 'mooring-control', '-o', 'jsonpath={.metadata.annotations}'],
     ]);
     expect(control.stdout).not.toContain('rollback.mooring.io/web');
+    expect(control.stdout).not.toContain('rollback-answered.mooring.io/web');
     expect(agent.logs().some((l) => l.msg.startsWith('rollback from the CLI'))).toBe(true);
 
     // A new commit lifts the fence and is deployed as usual.

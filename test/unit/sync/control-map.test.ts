@@ -55,6 +55,17 @@ describe('the control ConfigMap annotations', () => {
       'rollback.mooring.io/db': 'not json',
     });
     expect(Object.fromEntries(state.rollingBack)).toEqual({ web: rollback });
+    // Its answer has a key of its own: a reconcile's answer is not replaced.
+    const answered = parseControl({
+      'rollback-answered.mooring.io/web': JSON.stringify({
+        token: rollback.token,
+        state: 'held',
+        message: 'm',
+      }),
+      'reconciled.mooring.io/web': JSON.stringify({ token: 'r1', state: 'cancelled', message: 'superseded' }),
+    });
+    expect(answered.rollbackAnswered.get('web')?.token).toBe(rollback.token);
+    expect(answered.answered.get('web')?.token).toBe('r1');
     expect(rollbackHolds(rollback, Date.parse('2026-12-04T10:39:59Z'))).toBe(true);
     expect(rollbackHolds(rollback, Date.parse('2026-12-04T10:40:00Z'))).toBe(false);
     expect(rollbackHolds({ ...rollback, until: 'never' }, Date.parse('2026-12-04T10:00:00Z'))).toBe(false);
