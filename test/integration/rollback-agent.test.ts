@@ -14,7 +14,6 @@ import {
   deploymentManifest,
   eventually,
   mooring,
-  mooringShell,
   runTool,
   type StatusReceiver,
   startGitAgent,
@@ -125,15 +124,7 @@ describe('mooring rollback while the agent syncs a bad commit', () => {
         .at(-1)?.state,
     ).toBe('pending');
 
-    // While the rollback runs, `mooring status` says so.
-    const rolling = mooring('rollback', 'web', '--to', String(goodRelease), '--config', configFile);
-    const shown = await eventually('the rollback shown by mooring status', async () => {
-      // Its own process: the rollback runs in this one.
-      const status = await mooringShell({}, 'status', 'web', '--config', configFile);
-      return /being rolled back by \S+ since \d{4}-/.test(status.stdout) ? status : undefined;
-    });
-    expect(shown.code).toBe(0);
-    const back = await rolling;
+    const back = await mooring('rollback', 'web', '--to', String(goodRelease), '--config', configFile);
     expect(back.code, back.stdout + back.stderr).toBe(0);
     expect(back.stderr, back.stdout + back.stderr).toContain('waiting for the agent to stop its sync of web');
     expect(back.stdout).toContain(`deployment web rolled back to release ${goodRelease}`);
@@ -183,6 +174,28 @@ describe('mooring rollback while the agent syncs a bad commit', () => {
       120_000,
     );
     expect(await image()).toBe('example/web:four');
+
+    // A rollback whose CLI died leaves its hold (until its time passes): `mooring status` shows it, `mooring resume`
+    // ends it.
+    const hold = {
+      token: '2026-12-04T10:00:00.000Z.0a1b2c3d',
+      by: 'carol',
+      since: new Date().toISOString(),
+      until: new Date(Date.now() + 3_600_000).toISOString(),
+    };
+    const annotated = await runTool(env.tools.kubectl, [
+      ...['--kubeconfig', env.kube.kubeconfig, '-n', agentNs, 'annotate', 'configmap', 'mooring-control'],
+      `rollback.mooring.io/web=${JSON.stringify(hold)}`,
+    ]);
+    expect(annotated.code, annotated.stderr).toBe(0);
+    const status = await mooring('status', 'web', '--config', configFile);
+    expect(status.stdout).toMatch(/being rolled back by carol since \d{4}-/);
+    const resumed = await mooring('resume', 'web', '--config', configFile);
+    expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0);
+    expect(resumed.stdout).toContain('hold of the rollback by carol since');
+    expect((await mooring('status', 'web', '--config', configFile)).stdout).not.toContain(
+      'being rolled back',
+    );
     assertAlive(agent);
   }, 400_000);
 });
