@@ -61,21 +61,10 @@ export interface ReconcileRequest {
   token: string;
 }
 
-function empty(): ControlState {
-  return {
-    suspended: new Map(),
-    requested: new Map(),
-    answered: new Map(),
-    approved: new Map(),
-    rollingBack: new Map(),
-    rollbackAnswered: new Map(),
-  };
-}
-
 export class Control {
   private readonly deps: ControlDeps;
   private readonly map: ControlMap;
-  private state: ControlState = empty();
+  private state: ControlState = parseControl(undefined);
   /** The last request token handed to the agent, by deployment: each request is handled once. */
   private readonly handled = new Map<string, string>();
   /** The last rollback token answered, by deployment: each rollback is answered once. */
