@@ -11,6 +11,7 @@ import { formatDuration } from '../config/duration.ts';
 import { errorMessage } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import {
+  CONTROL_MAP,
   ControlMap,
   ROLLBACK_ANSWERED_PREFIX,
   ROLLBACK_PREFIX,
@@ -19,6 +20,7 @@ import {
 } from '../kube/control-map.ts';
 import type { Ledger } from '../report/ledger.ts';
 import { unfinishedAttempt } from '../sync/attempts.ts';
+import { EXIT_USAGE, ExitError } from './exit-codes.ts';
 
 /** How long the CLI waits for the agent to stop a sync under way. */
 export const AGENT_ANSWER_MS = 60_000;
@@ -57,8 +59,23 @@ export async function holdAgentForRollback(options: RollbackHoldOptions): Promis
   try {
     await map.annotate({ [key]: JSON.stringify(hold) });
   } catch (error) {
+    const why = errorMessage(error);
+    // The agent cannot be told. While it syncs the deployment, the rollback would run beside that sync (which goes on
+    // to apply, prune and record the bad commit after it): refused, before anything is written. With no sync under
+    // way (or none that can be seen), the rollback goes on and says so.
+    const attempt = await ledger
+      .read(deployment)
+      .then((data) => unfinishedAttempt(api, namespace, deployment, data))
+      .catch(() => undefined);
+    if (attempt) {
+      const what = attempt.commit ? `commit ${attempt.commit.slice(0, 12)}` : attempt.revision.slice(0, 80);
+      throw new ExitError(
+        `error: cannot tell the agent in namespace ${namespace} of the rollback (${why}) while it syncs ${deployment} (${what}, since ${attempt.since}): that sync would go on beside the rollback; nothing was rolled back. Retry once it has ended, or as an identity that may update ConfigMap ${namespace}/${CONTROL_MAP}`,
+        EXIT_USAGE,
+      );
+    }
     say(
-      `warning: cannot tell the agent in namespace ${namespace} of the rollback (${errorMessage(error)}): a sync it runs of ${deployment} goes on`,
+      `warning: cannot tell the agent in namespace ${namespace} of the rollback (${why}): no sync of ${deployment} is under way, but one it starts now goes on`,
     );
     return async () => {};
   }

@@ -139,6 +139,28 @@ export class Discovery {
   }
 
   /**
+   * The resource serving `kind` of `group` ('' for the core group) in the group's preferred version; undefined
+   * when the cluster serves no such kind (its CRD not installed). Any other failure to read discovery is thrown:
+   * a caller that lists the kind to learn who refers to a version must not take an unread answer for "none".
+   */
+  async served(group: string, kind: string): Promise<ResourceInfo | undefined> {
+    let apiVersion = 'v1';
+    if (group !== '') {
+      const groups = await this.api.request<ApiGroupList>('GET', '/apis').catch((error: unknown) => {
+        throw describeKubeError(error, 'discover API groups');
+      });
+      const preferred = groups.groups.find((g) => g.name === group)?.preferredVersion.groupVersion;
+      if (preferred === undefined) return undefined;
+      apiVersion = preferred;
+    }
+    const known = (await this.load(apiVersion)).get(kind);
+    if (known) return known;
+    // Read again once: a CRD applied since the group-version was cached.
+    this.cache.delete(apiVersion);
+    return (await this.load(apiVersion)).get(kind);
+  }
+
+  /**
    * What `helm template` needs to see the cluster as `helm install` would (`.Capabilities`): the server's version
    * and every group-version it serves, with each kind (`apps/v1`, `apps/v1/Deployment`), as Argo CD passes them.
    */

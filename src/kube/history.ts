@@ -10,7 +10,7 @@ import { ARTIFACT } from '../render/annotations.ts';
 import { groupOf, isObject, type JsonValue, type KubeObject } from '../render/manifest.ts';
 import { select } from '../render/path.ts';
 import type { PlanEntry } from '../render/render.ts';
-import { REFERENCE_RULES } from '../render/tables.ts';
+import { REFERENCE_RULES, type ReferenceRule } from '../render/tables.ts';
 import { byArtifact, parseVersionedName } from '../render/versioning.ts';
 import { type KubeApi, METADATA_LIST } from './api.ts';
 import type { Discovery } from './discovery.ts';
@@ -57,28 +57,72 @@ const REFERRING_PAGES = {
   restart: () => undefined,
 };
 
+/** A kind listed to learn who refers to a version, and the rules that find its references. */
+interface Referrer {
+  /** Where it is served; undefined when the cluster serves no such kind. */
+  info: ResourceInfo | undefined;
+  kind: string;
+  rules: readonly ReferenceRule[];
+  /** A ControllerRevision: its `data` holds the template. */
+  revision: boolean;
+}
+
 /**
- * Names of ConfigMaps/Secrets that live objects in `namespace` refer to, with who refers to them. Read a page at a
- * time, keeping only the references: memory is a page's, not the namespace's.
+ * The kinds that may refer to a ConfigMap or Secret, with their rules: the built-in ones (REFERRING) with the
+ * built-in rules and those of `render.referencePaths` for the same kind, then every other kind those name (a
+ * custom resource whose controller keeps copies of it, as Knative keeps Revisions): what render rewrites a
+ * reference in, prune and the history must see referring. A custom kind the cluster does not serve refers to
+ * nothing; one whose discovery cannot be read is an error, so that nothing is deleted on an unread answer.
+ */
+async function referrers(discovery: Discovery, extra: readonly ReferenceRule[]): Promise<Referrer[]> {
+  const named = extra.filter((r) => r.target !== '*');
+  const ofKind = (group: string, kind: string) =>
+    [...REFERENCE_RULES, ...named].filter((r) => r.target !== '*' && r.kind === kind && r.group === group);
+  const list: Referrer[] = [];
+  const builtIn = new Set<string>();
+  for (const source of REFERRING) {
+    const revision = source.kind === 'ControllerRevision';
+    const group = revision ? 'apps' : groupOf(source.apiVersion);
+    builtIn.add(`${groupOf(source.apiVersion)}/${source.kind}`);
+    list.push({
+      info: await discovery.resource(source.apiVersion, source.kind),
+      kind: source.kind,
+      rules: ofKind(group, source.asKind),
+      revision,
+    });
+  }
+  for (const key of new Set(named.map((r) => `${r.group}/${r.kind}`))) {
+    if (builtIn.has(key)) continue;
+    const slash = key.lastIndexOf('/');
+    const [group, kind] = [key.slice(0, slash), key.slice(slash + 1)];
+    const info = await discovery.served(group, kind).catch((error: unknown) => {
+      throw describeKubeError(error, `discover ${kind}${group ? `.${group}` : ''}`);
+    });
+    // A cluster-scoped kind names no ConfigMap of a namespace.
+    if (info && !info.namespaced) continue;
+    list.push({ info, kind, rules: ofKind(group, kind), revision: false });
+  }
+  return list;
+}
+
+/**
+ * Names of ConfigMaps/Secrets that live objects in `namespace` refer to, with who refers to them, by the built-in
+ * reference rules and `extra` (render.referencePaths). Read a page at a time, keeping only the references: memory
+ * is a page's, not the namespace's.
  */
 export async function liveReferences(
   api: KubeApi,
   discovery: Discovery,
   namespace: string,
+  extra: readonly ReferenceRule[] = [],
 ): Promise<Map<string, string>> {
   const refs = new Map<string, string>();
-  for (const source of REFERRING) {
-    const info = await discovery.resource(source.apiVersion, source.kind);
-    const group = groupOf(source.apiVersion);
-    const rules = REFERENCE_RULES.filter(
-      (r) =>
-        r.target !== '*' &&
-        r.kind === source.asKind &&
-        r.group === (source.kind === 'ControllerRevision' ? 'apps' : group),
-    );
+  for (const source of await referrers(discovery, extra)) {
+    const { info, rules } = source;
+    if (!info) continue;
     const page = (items: KubeObject[]) => {
       for (const item of items) {
-        const root = (source.kind === 'ControllerRevision' ? item.data : item) as JsonValue;
+        const root = (source.revision ? item.data : item) as JsonValue;
         if (!isObject(root)) continue;
         for (const rule of rules) {
           for (const selected of select(root, rule.path)) {
@@ -103,7 +147,8 @@ export async function liveReferences(
 
 /**
  * The live references of a namespace as a read started no sooner than this call gives them, one read at a time per
- * cluster client and namespace: the syncs of a fleet that reach their history collection together share it.
+ * cluster client, namespace and set of extra rules: the syncs of a fleet that reach their history collection
+ * together share it.
  */
 const referenceReads = new WeakMap<KubeApi, FreshReads<Map<string, string>>>();
 
@@ -111,13 +156,15 @@ export function currentReferences(
   api: KubeApi,
   discovery: Discovery,
   namespace: string,
+  extra: readonly ReferenceRule[] = [],
 ): Promise<Map<string, string>> {
   let reads = referenceReads.get(api);
   if (!reads) {
     reads = new FreshReads();
     referenceReads.set(api, reads);
   }
-  return reads.read(namespace, () => liveReferences(api, discovery, namespace));
+  const key = extra.length === 0 ? namespace : `${namespace}\0${JSON.stringify(extra)}`;
+  return reads.read(key, () => liveReferences(api, discovery, namespace, extra));
 }
 
 export async function collectVersionHistory(
@@ -135,6 +182,8 @@ export async function collectVersionHistory(
      * agent there of an object `concerns` accepts shown (the sync's own new versions), is read there instead.
      */
     cached?: CachedList | undefined;
+    /** render.referencePaths: the live objects of those kinds refer to versions too. */
+    referenceRules?: readonly ReferenceRule[] | undefined;
   } = {},
 ): Promise<HistoryResult> {
   const result: HistoryResult = { deleted: [], kept: [] };
@@ -196,8 +245,8 @@ export async function collectVersionHistory(
     if (surplus.length === 0) continue;
     let refs = references.get(namespace);
     if (!refs) {
-      refs = await currentReferences(api, discovery, namespace).catch((error: unknown) =>
-        error instanceof Error ? error : new Error(String(error)),
+      refs = await currentReferences(api, discovery, namespace, options.referenceRules).catch(
+        (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
       );
       references.set(namespace, refs);
     }

@@ -247,6 +247,91 @@ describe('prune', () => {
     expect(versions).toEqual(['limits-v000', 'limits-v004', 'limits-v005']);
   }, 240_000);
 
+  it('keeps the versions a custom kind of render.referencePaths refers to, in the history and in prune', async () => {
+    // A custom kind whose controller keeps copies of it, each with the configuration it ran (as Knative keeps
+    // Revisions): the copies are not in the set, but render.referencePaths says where they name a ConfigMap.
+    const suffix = Date.now().toString(36);
+    const group = `refs-${suffix}.mooring.test`;
+    const crds = await manifestDir({
+      'crds.yaml': `${crdManifest(group, 'sites', 'Site')}---\n${crdManifest(group, 'siterevisions', 'SiteRevision')}`,
+    });
+    const created = await kubectl('apply', '-f', crds);
+    expect(created.code, created.stderr).toBe(0);
+    cleanups.push(async () => {
+      await kubectl('delete', '-f', crds, '--wait=false');
+    });
+    await kubectl('wait', '--for=condition=Established', `crd/sites.${group}`, `crd/siterevisions.${group}`);
+    const kube = api();
+    cleanups.push(() => kube.close());
+    const agentNs = `mooring-prune-r-${suffix}`;
+    cleanups.push(async () => {
+      await deleteNamespace(agentNs);
+    });
+    const config = (color: string) => `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: site-config
+data: {color: ${color}}
+`;
+    const site = (configMap?: string) => `apiVersion: ${group}/v1
+kind: Site
+metadata: {name: shop}
+spec: {${configMap ? `configMap: ${configMap}` : 'static: true'}}
+`;
+    const { repo, first, agent } = await startGitAgent({
+      repo: `prune-custom-refs-${suffix}/app`,
+      files: { 'site.yaml': site('site-config'), 'config.yaml': config('blue') },
+      cluster: { name: 'custom-refs', namespace: agentNs },
+      deployments: [{ name: 'site', namespace: ns(), versionHistory: 1 }],
+      extra: {
+        render: {
+          referencePaths: [
+            { group, kind: 'Site', path: 'spec.configMap', target: 'ConfigMap' },
+            { group, kind: 'SiteRevision', path: 'spec.configMap', target: 'ConfigMap' },
+          ],
+        },
+      },
+      statuses: false,
+    });
+    cleanups.push(() => agent.stop());
+    const deployed = async (sha: string) =>
+      (await ledgerOf(kube, agentNs, 'site')).releases.find((r) => r.commit === sha && r.result === 'stable');
+    await eventually('the first commit deployed', () => deployed(first), 90_000);
+    expect(await names('configmap')).toContain('site-config-v000');
+    // The controller's copy of the Site at its first version.
+    const copy = await manifestDir({
+      'copy.yaml': `apiVersion: ${group}/v1
+kind: SiteRevision
+metadata: {name: shop-1, namespace: ${ns()}}
+spec: {configMap: site-config-v000}
+`,
+    });
+    expect((await kubectl('apply', '-f', copy)).code).toBe(0);
+
+    // Two new versions: the history (one version) keeps the newest, and v000, which the copy names; v001 is
+    // collected.
+    const second = await repo.commit({ 'config.yaml': config('green') });
+    await eventually('the second commit deployed', () => deployed(second), 90_000);
+    const third = await repo.commit({ 'config.yaml': config('red') });
+    await eventually('the third commit deployed', () => deployed(third), 90_000);
+    let versions = (await names('configmap')).filter((n) => n.startsWith('site-config-'));
+    expect(versions).toEqual(['site-config-v000', 'site-config-v002']);
+
+    // The ConfigMap leaves the set: prune deletes the version nothing refers to and keeps the copy's.
+    const fourth = await repo.commit({ 'site.yaml': site(), 'config.yaml': null });
+    await eventually('the fourth commit deployed', () => deployed(fourth), 90_000);
+    versions = (await names('configmap')).filter((n) => n.startsWith('site-config-'));
+    expect(versions).toEqual(['site-config-v000']);
+    const recorded = await new InventoryStore(kube, agentNs).read(`site`);
+    expect(recorded?.map((e) => `${e.kind} ${e.name}`)).toContain('ConfigMap site-config-v000');
+
+    // Once the copy is gone, the next sync prunes the version.
+    expect((await kubectl('delete', '-f', copy)).code).toBe(0);
+    const fifth = await repo.commit({ 'site.yaml': `${site()}# again\n` });
+    await eventually('the fifth commit deployed', () => deployed(fifth), 90_000);
+    expect((await names('configmap')).filter((n) => n.startsWith('site-config-'))).toEqual([]);
+  }, 300_000);
+
   it('mooring deploy --prune deletes what an earlier deploy of the application applied, and only with --prune', async () => {
     const dir = await manifestDir({
       'a.yaml': `apiVersion: v1

@@ -13,6 +13,7 @@ import {
   deleteNamespace,
   deploymentManifest,
   eventually,
+  manifestDir,
   mooring,
   runTool,
   type StatusReceiver,
@@ -123,6 +124,69 @@ describe('mooring rollback while the agent syncs a bad commit', () => {
         .filter((s) => s.sha === bad)
         .at(-1)?.state,
     ).toBe('pending');
+
+    // A rollback that cannot tell the agent (an admission policy refuses its hold in the control ConfigMap) while
+    // the agent's sync runs is refused before it writes anything: it would run beside that sync.
+    const policy = `deny-rollback-hold-${suffix}`;
+    const policyFile = await manifestDir({
+      'policy.yaml': `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: ${policy}}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [""], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [configmaps]}
+  validations:
+    - expression: >-
+        object.metadata.name != 'mooring-control' || !has(object.metadata.annotations) ||
+        !('rollback.mooring.io/web' in object.metadata.annotations)
+      message: no rollback hold here
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: ${policy}}
+spec:
+  policyName: ${policy}
+  validationActions: [Deny]
+  matchResources:
+    namespaceSelector:
+      matchLabels: {kubernetes.io/metadata.name: ${agentNs}}
+`,
+    });
+    const admin = (...args: string[]) =>
+      runTool(env.tools.kubectl, ['--kubeconfig', env.kube.kubeconfig, ...args]);
+    // Asked by a dry run of the server, which runs admission: the control ConfigMap need not exist yet.
+    const probe = await manifestDir({
+      'hold.yaml': `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: mooring-control
+  namespace: ${agentNs}
+  annotations: {rollback.mooring.io/web: "{}"}
+`,
+    });
+    const holdRefused = async () =>
+      (await admin('apply', '--dry-run=server', '-f', probe)).stderr.includes('no rollback hold here');
+    expect((await admin('apply', '-f', policyFile)).code).toBe(0);
+    try {
+      await eventually('the policy enforced', async () => ((await holdRefused()) ? true : undefined));
+      const blocked = await mooring('rollback', 'web', '--to', String(goodRelease), '--config', configFile);
+      expect(blocked.code, blocked.stdout + blocked.stderr).toBe(2);
+      expect(blocked.stderr).toMatch(
+        /cannot tell the agent in namespace \S+ of the rollback \(.*no rollback hold here.*\) while it syncs web \(commit [0-9a-f]{12}, since .*nothing was rolled back/,
+      );
+      expect(await image()).toBe('example/web:three');
+      expect(
+        receiver
+          .statuses()
+          .filter((s) => s.sha === bad)
+          .at(-1)?.state,
+      ).toBe('pending');
+    } finally {
+      await admin('delete', '-f', policyFile);
+    }
+    await eventually('the policy gone', async () => ((await holdRefused()) ? undefined : true));
 
     const back = await mooring('rollback', 'web', '--to', String(goodRelease), '--config', configFile);
     expect(back.code, back.stdout + back.stderr).toBe(0);

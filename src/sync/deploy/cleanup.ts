@@ -25,7 +25,8 @@ export const pruneLeftovers: Stage = async (run) => {
     return;
   }
   const result = await executePrune(api, plan, {
-    references: (namespace) => currentReferences(api, discovery, namespace),
+    references: (namespace) =>
+      currentReferences(api, discovery, namespace, request.renderOptions?.referenceRules),
   });
   run.prune = {
     deleted: result.deleted,
@@ -54,6 +55,7 @@ export const collectHistory: Stage = async (run) => {
   run.history = await collectVersionHistory(run.api, run.discovery, run.rendered.plan, run.rendered.objects, {
     defaultLimit: request.versionHistory,
     keep: request.keepVersions,
+    referenceRules: request.renderOptions?.referenceRules,
     // Read from the agent's watch cache when it holds the collection and has shown this sync's writes there.
     cached:
       run.deps.cache &&
