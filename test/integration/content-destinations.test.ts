@@ -10,7 +10,7 @@
 // The chart cases run the CLI as a process that trusts the chart repository's CA (NODE_EXTRA_CA_CERTS), so that
 // an anonymous download would succeed if it were not refused.
 import { spawn } from 'node:child_process';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
@@ -153,14 +153,19 @@ describe('an artifact names a commit, never where the forge token goes', () => {
 });
 
 /** `mooring render --offline` of a chart folder as a user runs it, trusting `ca` as the system would. */
-function renderChart(chartDir: string, allowed: string, ca: string): Promise<{ code: number; out: string }> {
+function renderChart(
+  chartDir: string,
+  allowed: string,
+  ca: string,
+  env: Record<string, string> = {},
+): Promise<{ code: number; out: string }> {
   const main = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
   return new Promise((resolve) => {
     const child = spawn(
       process.execPath,
       [main, 'render', '--offline', '-n', 'shop', '--allowed-repository', allowed, chartDir],
       {
-        env: { ...process.env, NODE_EXTRA_CA_CERTS: ca, MOORING_HELM: testbed().tools.helm },
+        env: { ...process.env, NODE_EXTRA_CA_CERTS: ca, MOORING_HELM: testbed().tools.helm, ...env },
         stdio: ['ignore', 'pipe', 'pipe'],
       },
     );
@@ -228,6 +233,51 @@ describe('chart repositories are compared parsed and stay in their origin', () =
       const plain = await renderChart(await web(`${server.url}/myorg`), `${server.url}/myorg`, server.ca);
       expect(plain.code, plain.out).toBe(0);
       expect(plain.out).toContain('from: myorg');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('copies a chart that needs its dependencies with each symlink leading where it led in the repository', async () => {
+    // A chart three folders deep in a repository, whose file links up four folders to a file of the repository: the
+    // check sees it inside. The copy made to fetch the dependency sits in a shallower (temporary) folder, where the
+    // same relative text climbs out to a file of the machine's, and helm followed it there.
+    const base = await tempDir();
+    const repo = join(base, 'repo');
+    const chart = join(repo, 'a', 'b', 'web');
+    await mkdir(join(repo, '.git'), { recursive: true });
+    await mkdir(join(repo, 'X'), { recursive: true });
+    await writeFile(join(repo, 'X', 'secret.txt'), 'inside-the-repository');
+    // Where the link leads from the copy (TMPDIR is base/tmp: the copy is base/tmp/<copy>/web).
+    await mkdir(join(base, 'tmp'), { recursive: true });
+    await mkdir(join(base, 'X'), { recursive: true });
+    await writeFile(join(base, 'X', 'secret.txt'), 'outside-the-repository');
+    const folder = await tempDir();
+    const server = await startChartRepo(folder);
+    try {
+      await library(folder, 'lib');
+      await indexRepo(testbed().tools.helm, folder, server.url);
+      await mkdir(join(chart, 'templates'), { recursive: true });
+      await mkdir(join(chart, 'files'), { recursive: true });
+      await writeFile(
+        join(chart, 'Chart.yaml'),
+        stringify({
+          apiVersion: 'v2',
+          name: 'web',
+          version: '0.1.0',
+          dependencies: [{ name: 'common', version: '1.0.0', repository: server.url }],
+        }),
+      );
+      await symlink('../../../../X/secret.txt', join(chart, 'files', 'note'));
+      await writeFile(
+        join(chart, 'templates', 'config.yaml'),
+        'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {note: {{ .Files.Get "files/note" | quote }}}\n',
+      );
+      const result = await renderChart(chart, server.url, server.ca, { TMPDIR: join(base, 'tmp') });
+      expect(result.code, result.out).toBe(0);
+      expect(result.out).toContain('from: lib');
+      expect(result.out).toContain('note: inside-the-repository');
+      expect(result.out).not.toContain('outside-the-repository');
     } finally {
       await server.close();
     }

@@ -8,7 +8,7 @@
 // their repository as allowed. Each rendered object is placed in its template (origins.ts: errors name
 // `charts/web/templates/deployment.yaml (rendered):12:3`), and what helm prints on standard error when it
 // succeeds (a symlink followed, a value that cannot be merged) goes with the output as its warnings.
-import { cp, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join, relative, sep } from 'node:path';
 import type { ChartDependency } from '../../contract.ts';
@@ -18,7 +18,12 @@ import type { ManifestFile } from '../../render/parse.ts';
 import { parseYaml } from '../../yaml/parse.ts';
 import { stringifyYaml } from '../../yaml/write.ts';
 import { readBounded } from '../local/bounded-read.ts';
-import { refuseLeadingOutside, refuseSymlinksOutside, workTreeOf } from '../local/symlinks.ts';
+import {
+  copyWithLinksPinned,
+  refuseLeadingOutside,
+  refuseSymlinksOutside,
+  workTreeOf,
+} from '../local/symlinks.ts';
 import type { IdentitySource } from '../sops/decrypt.ts';
 import { type Staged, sopsFilesUnder, stageDecrypted } from '../sops/tree.ts';
 import { helmBinary, helmEnv, helmTemplateArgs } from './helm-args.ts';
@@ -195,7 +200,7 @@ export async function renderChart(request: ChartRequest): Promise<ManifestFile> 
   const copy = await mkdtemp(join(tmpdir(), 'mooring-chart-copy-'));
   try {
     const chart = join(copy, basename(request.chart) || 'chart');
-    await cp(request.chart, chart, { recursive: true, verbatimSymlinks: true });
+    await copyWithLinksPinned(request.chart, chart);
     const file = await render({ ...request, chart, privateFolder: true }, missing);
     // Messages name the user's folder, never the copy.
     return file;

@@ -5,7 +5,7 @@
 // (kustomize-check.ts): a local source's folder, or for the CLI's paths the Git work tree holding the folder, or
 // the folder itself outside any. Checkouts and extracted archives hold no symlinks (they are refused there).
 import type { Dirent } from 'node:fs';
-import { readdir, realpath, stat } from 'node:fs/promises';
+import { cp, lstat, readdir, readlink, realpath, rm, stat, symlink } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { StalledError } from '../../errors.ts';
 
@@ -81,4 +81,36 @@ export async function refuseLeadingOutside(path: string, boundary: string, label
     throw new StalledError(
       `${label}: leads outside ${relative(process.cwd(), bound) || '.'} through a symlink; symlinks may lead only within the repository`,
     );
+}
+
+/**
+ * Copies the folder `from` to `to` with each symlink in it pointing where it points from `from` (its real target,
+ * absolute), not where its text leads from `to`: a relative link checked inside the repository
+ * (`../../../../x`) would climb out of a copy made in a shallower folder (the temporary one), to a file of the
+ * machine's. A `charts` folder of the chart that is a symlink is copied as a folder: what is written there (the
+ * dependencies) must not land in the user's tree.
+ */
+export async function copyWithLinksPinned(from: string, to: string): Promise<void> {
+  await cp(from, to, { recursive: true, verbatimSymlinks: true });
+  await pinLinks(from, to);
+  const charts = join(to, 'charts');
+  const info = await lstat(charts).catch(() => undefined);
+  if (info?.isSymbolicLink()) {
+    const real = await readlink(charts);
+    await rm(charts);
+    if ((await stat(real)).isDirectory()) await copyWithLinksPinned(real, charts);
+    else await symlink(real, charts);
+  }
+}
+
+/** Points each symlink under `copy` at the real target of its counterpart under `original`. */
+async function pinLinks(original: string, copy: string): Promise<void> {
+  for (const entry of await readdir(copy, { withFileTypes: true })) {
+    const at = join(copy, entry.name);
+    if (entry.isSymbolicLink()) {
+      const target = await realpath(join(original, entry.name));
+      await rm(at);
+      await symlink(target, at);
+    } else if (entry.isDirectory()) await pinLinks(join(original, entry.name), at);
+  }
 }
