@@ -79,7 +79,28 @@ export async function holdAgentForRollback(options: RollbackHoldOptions): Promis
     );
     return async () => {};
   }
+  // Ctrl-C while the rollback waits for the agent (nothing written yet): the hold goes, so that an abandoned
+  // rollback does not keep the agent off the deployment until `until`. Once the rollback writes, an interrupted one
+  // keeps it (the deployment is part rolled back) and says how long and how to end it.
+  let writing = false;
+  const interrupted = (signal: NodeJS.Signals) => {
+    const code = signal === 'SIGINT' ? 130 : 143;
+    if (writing) {
+      say(
+        `interrupted: the rollback of ${deployment} may be part applied; the agent stays off it until ${hold.until}, or: mooring resume ${deployment}`,
+      );
+      process.exit(code);
+    }
+    void end().finally(() => process.exit(code));
+  };
+  const signals = ['SIGINT', 'SIGTERM'] as const;
+  for (const signal of signals) process.on(signal, interrupted);
+  const wrote = () => {
+    writing = true;
+    return end;
+  };
   const end = async () => {
+    for (const signal of signals) process.off(signal, interrupted);
     try {
       await map.annotate({ [key]: null, [`${ROLLBACK_ANSWERED_PREFIX}${deployment}`]: null });
     } catch (error) {
@@ -90,7 +111,7 @@ export async function holdAgentForRollback(options: RollbackHoldOptions): Promis
   };
   try {
     const attempt = await unfinishedAttempt(api, namespace, deployment, await ledger.read(deployment));
-    if (!attempt) return end;
+    if (!attempt) return wrote();
     const what = attempt.commit ? `commit ${attempt.commit.slice(0, 12)}` : attempt.revision.slice(0, 80);
     say(`waiting for the agent to stop its sync of ${deployment} (${what}, since ${attempt.since})`);
     const answerMs = options.answerMs ?? AGENT_ANSWER_MS;
@@ -99,13 +120,13 @@ export async function holdAgentForRollback(options: RollbackHoldOptions): Promis
       const answer = (await map.read()).rollbackAnswered.get(deployment);
       if (answer?.token === hold.token) {
         if (answer.state === 'error') say(`warning: ${answer.message}`);
-        return end;
+        return wrote();
       }
       if (Date.now() >= deadline) {
         say(
           `warning: no agent answered within ${formatDuration(answerMs)}: going on (if an agent runs, its sync of ${deployment} may go on)`,
         );
-        return end;
+        return wrote();
       }
       await sleep(ANSWER_POLL_MS);
     }

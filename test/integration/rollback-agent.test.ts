@@ -4,6 +4,8 @@
 // applied, nothing of the rolled-back release is pruned, and the rollback's release stays the newest, held by its
 // fence across later polls. Without it, the agent's sync saw the rolled-back Deployment stable, went on with its next
 // wave and pruned, and recorded the bad commit as the newest stable release.
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assertAlive } from './fault-helpers.ts';
 import { api, ledgerOf } from './faults-support.ts';
@@ -124,6 +126,52 @@ describe('mooring rollback while the agent syncs a bad commit', () => {
         .filter((s) => s.sha === bad)
         .at(-1)?.state,
     ).toBe('pending');
+
+    // A rollback interrupted while it waits for the agent's answer (the agent frozen: it cannot answer) has written
+    // nothing but its hold, and removes it: the agent is not kept off the deployment by a rollback given up.
+    const controlAnnotations = async () =>
+      (
+        await runTool(env.tools.kubectl, [
+          ...['--kubeconfig', env.kube.kubeconfig, '-n', agentNs],
+          ...[
+            'get',
+            'configmap',
+            'mooring-control',
+            '-o',
+            'jsonpath={.metadata.annotations}',
+            '--ignore-not-found',
+          ],
+        ])
+      ).stdout;
+    agent.child.kill('SIGSTOP');
+    try {
+      const cli = spawn(
+        process.execPath,
+        [
+          join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts'),
+          'rollback',
+          'web',
+          '--to',
+          String(goodRelease),
+          '--config',
+          configFile,
+        ],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      let err = '';
+      cli.stderr.on('data', (d: Buffer) => (err += d.toString()));
+      const exited = new Promise<number | null>((resolve) => cli.on('close', (code) => resolve(code)));
+      await eventually('the rollback waiting for the agent', async () =>
+        err.includes('waiting for the agent to stop its sync of web') ? true : undefined,
+      );
+      expect(await controlAnnotations()).toContain('rollback.mooring.io/web');
+      cli.kill('SIGINT');
+      expect(await exited, err).toBe(130);
+      expect(await controlAnnotations()).not.toContain('rollback.mooring.io/web');
+    } finally {
+      agent.child.kill('SIGCONT');
+    }
+    expect(await image()).toBe('example/web:three');
 
     // A rollback that cannot tell the agent (an admission policy refuses its hold in the control ConfigMap) while
     // the agent's sync runs is refused before it writes anything: it would run beside that sync.
