@@ -188,9 +188,9 @@ async function library(folder: string, marker: string): Promise<void> {
   await packageChart(testbed().tools.helm, dir, folder);
 }
 
-/** Chart `web` in a folder of its own, depending on `common` 1.0.0 from `repository`. */
-async function web(repository: string): Promise<string> {
-  const dir = join(await tempDir(), 'web');
+/** Chart `web` in a folder of its own (or `dir`), depending on `common` 1.0.0 from `repository`. */
+async function web(repository: string, dir?: string): Promise<string> {
+  dir ??= join(await tempDir(), 'web');
   await mkdir(join(dir, 'templates'), { recursive: true });
   await writeFile(
     join(dir, 'Chart.yaml'),
@@ -257,17 +257,8 @@ describe('chart repositories are compared parsed and stay in their origin', () =
     try {
       await library(folder, 'lib');
       await indexRepo(testbed().tools.helm, folder, server.url);
-      await mkdir(join(chart, 'templates'), { recursive: true });
+      await web(server.url, chart);
       await mkdir(join(chart, 'files'), { recursive: true });
-      await writeFile(
-        join(chart, 'Chart.yaml'),
-        stringify({
-          apiVersion: 'v2',
-          name: 'web',
-          version: '0.1.0',
-          dependencies: [{ name: 'common', version: '1.0.0', repository: server.url }],
-        }),
-      );
       await symlink('../../../../X/secret.txt', join(chart, 'files', 'note'));
       await writeFile(
         join(chart, 'templates', 'config.yaml'),

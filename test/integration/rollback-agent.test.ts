@@ -114,18 +114,20 @@ describe('mooring rollback while the agent syncs a bad commit', () => {
       60_000,
     );
 
+    /** The bad commit's newest status. */
+    const badStatus = () =>
+      receiver
+        .statuses()
+        .filter((s) => s.sha === bad)
+        .at(-1);
+
     // A rollback refused (no such release) stops nothing: the agent's sync goes on waiting.
     const refused = await mooring('rollback', 'web', '--to', '999', '--config', configFile);
     // Not found: 1, as every command's.
     expect(refused.code, refused.stdout + refused.stderr).toBe(1);
     expect(refused.stderr).toContain('deployment web has no release 999');
     expect(refused.stderr).not.toContain('waiting for the agent');
-    expect(
-      receiver
-        .statuses()
-        .filter((s) => s.sha === bad)
-        .at(-1)?.state,
-    ).toBe('pending');
+    expect(badStatus()?.state).toBe('pending');
 
     // A rollback interrupted while it waits for the agent's answer (the agent frozen: it cannot answer) has written
     // nothing but its hold, and removes it: the agent is not kept off the deployment by a rollback given up.
@@ -225,12 +227,7 @@ metadata:
         /cannot tell the agent in namespace \S+ of the rollback \(.*no rollback hold here.*\) while it syncs web \(commit [0-9a-f]{12}, since .*nothing was rolled back/,
       );
       expect(await image()).toBe('example/web:three');
-      expect(
-        receiver
-          .statuses()
-          .filter((s) => s.sha === bad)
-          .at(-1)?.state,
-      ).toBe('pending');
+      expect(badStatus()?.state).toBe('pending');
     } finally {
       await admin('delete', '-f', policyFile);
     }
@@ -243,19 +240,9 @@ metadata:
 
     // The bad commit's status ends, superseded by the rollback; its sync went no further.
     await eventually('the bad commit ended', async () =>
-      receiver
-        .statuses()
-        .filter((s) => s.sha === bad)
-        .at(-1)?.state !== 'pending'
-        ? true
-        : undefined,
+      badStatus()?.state !== 'pending' ? true : undefined,
     );
-    expect(
-      receiver
-        .statuses()
-        .filter((s) => s.sha === bad)
-        .at(-1)?.description,
-    ).toMatch(/^Superseded by a rollback by \S+ before it was stable/);
+    expect(badStatus()?.description).toMatch(/^Superseded by a rollback by \S+ before it was stable/);
 
     // Several polls later: the cluster runs the rolled-back release, whole; the bad commit's later wave never came.
     await agent.morePolls(3);
