@@ -7,6 +7,11 @@ import { byCodeUnit } from '../arrays.ts';
 import { errorMessage } from '../errors.ts';
 import type { KubeObject } from '../render/manifest.ts';
 import { isSafeSegment } from '../render/names.ts';
+import {
+  clusterScopedAllowed,
+  type NamespaceBoundary,
+  namespaceAllowed,
+} from '../render/namespace-boundary.ts';
 import { byArtifact } from '../render/versioning.ts';
 import { type KubeApi, METADATA_LIST, METADATA_OBJECT } from './api.ts';
 import { phaseOf } from './apply-order.ts';
@@ -54,6 +59,12 @@ export interface PruneInput {
    * applied by mooring, whatever an inventory says, and is kept.
    */
   fieldManager?: string | undefined;
+  /**
+   * The namespaces and cluster-scoped kinds the deployment may write (its render is held to them): an inventory
+   * entry outside them is never deleted, whatever wrote it (the inventory is a ConfigMap of the agent's namespace:
+   * a line naming another namespace's Secret must not make a sync delete it), and is said.
+   */
+  boundary?: NamespaceBoundary | undefined;
 }
 
 /** Whether the live object's managed fields name the manager (objects without managed fields are not judged). */
@@ -84,6 +95,21 @@ const FOREGROUND = new Set([
 
 function disabled(object: Pick<KubeObject, 'metadata'>): boolean {
   return object.metadata.annotations?.[PRUNE_ANNOTATION] === 'disabled';
+}
+
+/** Why an entry lies outside what the deployment may write, or undefined when it lies inside. */
+function outsideBoundary(
+  boundary: NamespaceBoundary,
+  resource: ResourceInfo,
+  entry: InventoryEntry,
+): string | undefined {
+  if (resource.namespaced)
+    return namespaceAllowed(boundary, entry.namespace ?? '')
+      ? undefined
+      : `outside the deployment's namespaces (${boundary.namespaces.join(', ')})`;
+  return clusterScopedAllowed(boundary, entry.apiVersion, entry.kind)
+    ? undefined
+    : `a cluster-scoped ${entry.kind}, which the deployment may not write`;
 }
 
 export async function pruneTargets(
@@ -143,6 +169,11 @@ export async function pruneTargets(
       return found;
     }
     const namespace = resource.namespaced ? entry.namespace : undefined;
+    const outside = input.boundary && outsideBoundary(input.boundary, resource, entry);
+    if (outside) {
+      found.kept.push({ object: name, reason: outside });
+      return found;
+    }
     const live: KubeObject[] = [];
     if (entry.artifact) {
       const versions = await versionsOf(resource, namespace, entry.kind);

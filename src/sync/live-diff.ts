@@ -49,6 +49,7 @@ export async function liveDiff(
           ...prune,
           objects: report.applied.map((r) => r.target.object),
           fieldManager: request.fieldManager,
+          boundary: request.renderOptions?.boundary,
         })
       ).delete
     : [];

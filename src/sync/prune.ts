@@ -6,6 +6,7 @@ import type { Discovery } from '../kube/discovery.ts';
 import { type InventoryEntry, InventoryStore, inventoryOf } from '../kube/inventory.ts';
 import { describeOwner, type PrunePlan, pruneTargets } from '../kube/prune.ts';
 import type { KubeObject } from '../render/manifest.ts';
+import type { NamespaceBoundary } from '../render/namespace-boundary.ts';
 
 export { cliOwner } from '../kube/inventory.ts';
 
@@ -22,6 +23,7 @@ export async function planPrune(
     inventoryNamespace: string;
     objects: readonly KubeObject[];
     fieldManager?: string | undefined;
+    boundary?: NamespaceBoundary | undefined;
   },
 ): Promise<{ delete: string[]; kept: { object: string; reason: string }[] }> {
   const store = new InventoryStore(deps.api, input.inventoryNamespace);
@@ -32,6 +34,7 @@ export async function planPrune(
     desired: inventoryOf(input.objects),
     others: () => store.all(),
     fieldManager: input.fieldManager,
+    boundary: input.boundary,
   });
   return { delete: plan.targets.map((t) => t.object), kept: plan.kept };
 }

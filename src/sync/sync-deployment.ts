@@ -146,6 +146,10 @@ export async function syncDeployment(
   if (!quiet)
     for (const w of report.warnings ?? [])
       log.warn({ object: w.object, source: w.source, warning: w.text }, 'API server warning');
+  // What prune left of the inventory, and why (shared with another deployment, annotated, outside the deployment's
+  // namespaces, still referred to), as `mooring deploy` prints it.
+  if (!quiet)
+    for (const k of report.prune?.kept ?? []) log.info({ object: k.object, reason: k.reason }, 'not pruned');
   if (drift && config.drift.mode === 'report') {
     // Reported, not corrected: a log line per object, the metric; no release and no commit status.
     for (const f of report.drift ?? [])

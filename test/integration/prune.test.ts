@@ -740,3 +740,92 @@ async function restrictedDeployer(
     });
   return { kubeconfig, agentNs, setRules };
 }
+
+describe('an inventory line outside the deployment', () => {
+  const ns = useNamespace('prune-bounded');
+  const victimNs = useNamespace('prune-victim');
+  const cleanups: (() => Promise<void> | void)[] = [];
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c();
+  });
+
+  it('is never pruned: a line written into the inventory naming another namespace keeps its object, and says so', async () => {
+    // Whoever may write ConfigMaps in the agent's namespace writes its inventories: a line naming an object of a
+    // namespace the deployment may not write (one mooring applied, for another deployment) must not be deleted.
+    const suffix = Date.now().toString(36);
+    const agentNs = `mooring-prune-b-${suffix}`;
+    cleanups.push(async () => {
+      await deleteNamespace(agentNs);
+    });
+    const victim = await manifestDir({
+      'victim.yaml': `apiVersion: v1
+kind: ConfigMap
+metadata: {name: payments-db, namespace: ${victimNs()}}
+data: {password: hunter2}
+`,
+    });
+    const applied = await kubectl('apply', '--server-side', '--field-manager=mooring', '-f', victim);
+    expect(applied.code, applied.stderr).toBe(0);
+    const config = (name: string) => `apiVersion: v1
+kind: ConfigMap
+metadata: {name: ${name}, annotations: {strategy.spinnaker.io/versioned: "false"}}
+data: {a: "1"}
+`;
+    const { repo, first, agent, receiver } = await startGitAgent({
+      repo: `prune-bounded-${suffix}/app`,
+      files: { 'a.yaml': config('first'), 'b.yaml': config('second') },
+      cluster: { name: 'bounded', namespace: agentNs },
+      deployments: [{ name: 'bounded', namespace: ns() }],
+    });
+    cleanups.push(() => agent.stop());
+    const kube = api();
+    cleanups.push(() => kube.close());
+    const deployed = async (sha: string) =>
+      (await ledgerOf(kube, agentNs, 'bounded')).releases.find(
+        (r) => r.commit === sha && r.result === 'stable',
+      );
+    await eventually('the first commit deployed', () => deployed(first), 90_000);
+    const inventory = `mooring-inventory-bounded`;
+    const read = await kubectl(
+      '-n',
+      agentNs,
+      'get',
+      'configmap',
+      inventory,
+      '-o',
+      'jsonpath={.data.inventory}',
+    );
+    expect(read.stdout).toContain('ConfigMap');
+    const forged = `${read.stdout.trimEnd()}\nv1 ConfigMap ${victimNs()} payments-db\nrbac.authorization.k8s.io/v1 ClusterRole  mooring-forged-${suffix}`;
+    const patched = await kubectl(
+      ...['-n', agentNs, 'patch', 'configmap', inventory, '--type=merge'],
+      ...['-p', JSON.stringify({ data: { inventory: forged } })],
+    );
+    expect(patched.code, patched.stderr).toBe(0);
+
+    // A commit that removes a file: the sync prunes, and reads the forged lines with the rest.
+    const second = await repo.commit({ 'b.yaml': null });
+    await eventually('the second commit deployed', () => deployed(second), 90_000);
+    const left = await kubectl(
+      '-n',
+      victimNs(),
+      'get',
+      'configmap',
+      'payments-db',
+      '-o',
+      'name',
+      '--ignore-not-found',
+    );
+    expect(left.stdout.trim()).toBe('configmap/payments-db');
+    const gone = await kubectl('-n', ns(), 'get', 'configmap', 'second', '-o', 'name', '--ignore-not-found');
+    expect(gone.stdout.trim()).toBe('');
+    const status = receiver.statuses().find((s) => s.sha === second && s.state !== 'pending');
+    expect(status?.state).toBe('success');
+    expect(agent.logged('not pruned').map((l) => `${l.object}: ${l.reason}`)).toEqual(
+      expect.arrayContaining([
+        `ConfigMap ${victimNs()}/payments-db: outside the deployment's namespaces (${ns()})`,
+        `ClusterRole mooring-forged-${suffix}: a cluster-scoped ClusterRole, which the deployment may not write`,
+      ]),
+    );
+  }, 240_000);
+});

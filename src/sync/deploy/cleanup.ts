@@ -19,6 +19,7 @@ export const pruneLeftovers: Stage = async (run) => {
     desired: run.desired,
     others: () => store.all(),
     fieldManager: request.fieldManager,
+    boundary: request.renderOptions?.boundary,
   });
   if (request.dryRun) {
     run.prune = { deleted: [], planned: plan.targets.map((t) => t.object), kept: plan.kept };
