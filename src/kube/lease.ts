@@ -38,6 +38,8 @@ export class LeaderElector {
   private timer: NodeJS.Timeout | undefined;
   private leading = false;
   private stopped = false;
+  /** The other holder's record as last read, and when (this candidate's clock) it was first seen so. */
+  private observed: { record: string; at: number } | undefined;
 
   constructor(api: KubeApi, options: LeaseOptions) {
     this.api = api;
@@ -53,6 +55,23 @@ export class LeaderElector {
     return name ? `${base}/${encodeURIComponent(name)}` : base;
   }
 
+  /**
+   * Whether another holder's lease is still valid. The record is written by whoever may write Leases in the agent's
+   * namespace, so, as client-go does, a holder must be seen renewing: a record that has not changed for the
+   * lease's duration, as measured here, has expired whatever its `renewTime` says (one far in the future, or a
+   * clock ahead of ours). Its duration counts for at most this candidate's own (a `leaseDurationSeconds` of 68
+   * years kept every replica on standby). A record whose own times say it expired has.
+   */
+  private heldByAnother(lease: Lease, now: Date): boolean {
+    const ownMs = this.options.durationMs;
+    const durationMs = Math.min((lease.spec.leaseDurationSeconds ?? ownMs / 1000) * 1000, ownMs);
+    const record = JSON.stringify(lease.spec);
+    if (this.observed?.record !== record) this.observed = { record, at: now.getTime() };
+    if (this.observed.at + durationMs <= now.getTime()) return false;
+    const renewed = Date.parse(lease.spec.renewTime ?? lease.spec.acquireTime ?? '');
+    return Number.isFinite(renewed) && renewed + durationMs > now.getTime();
+  }
+
   /** One round: take or renew the lease when possible. Returns whether this candidate leads now. */
   async tryAcquireOrRenew(): Promise<boolean> {
     const now = (this.options.now ?? (() => new Date()))();
@@ -64,11 +83,7 @@ export class LeaderElector {
       if (statusCode(error) !== 404) throw describeKubeError(error, `read Lease ${this.options.name}`);
     }
     const mine = lease?.spec.holderIdentity === this.options.identity;
-    if (lease && !mine && lease.spec.holderIdentity) {
-      const renewed = Date.parse(lease.spec.renewTime ?? lease.spec.acquireTime ?? '');
-      const duration = (lease.spec.leaseDurationSeconds ?? durationSeconds) * 1000;
-      if (Number.isFinite(renewed) && renewed + duration > now.getTime()) return false; // held by another
-    }
+    if (lease && !mine && lease.spec.holderIdentity && this.heldByAnother(lease, now)) return false;
     const spec: Lease['spec'] = {
       holderIdentity: this.options.identity,
       leaseDurationSeconds: durationSeconds,

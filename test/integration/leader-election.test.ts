@@ -112,6 +112,29 @@ leaderElection: {enabled: true, leaseName: mooring, leaseDuration: 4s, renewInte
     await eventually('b found the deployment current', async () =>
       b.logs().some((l) => l.msg === 'agent started') ? true : undefined,
     );
+
+    // A Lease written by hand (whoever may write Leases in the agent's namespace): another holder, renewed in the
+    // year 9999, for 68 years. b gives way at its next renewal, and takes the lease back once the record has not
+    // changed for the lease's duration (its own, 4 s): nobody renews it.
+    const forged = await kubectl(
+      ...['-n', agentNs, 'patch', 'lease', 'mooring', '--type=merge', '-p'],
+      JSON.stringify({
+        spec: {
+          holderIdentity: 'ghost',
+          renewTime: '9999-12-31T00:00:00.000000Z',
+          leaseDurationSeconds: 2147483647,
+        },
+      }),
+    );
+    expect(forged.code, forged.stderr).toBe(0);
+    const forgedAt = Date.now();
+    await eventually(
+      'b holds the lease again',
+      async () => ((await readLease()).spec?.holderIdentity === 'agent-b' ? true : undefined),
+      20_000,
+    );
+    expect(Date.now() - forgedAt).toBeLessThan(4000 + 2 * 1000 + 3000);
+    expect(b.child.exitCode).toBe(null);
     b.child.kill('SIGTERM');
     expect(await b.exited).toBe(0);
     await deleteNamespace(agentNs);
