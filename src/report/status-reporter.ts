@@ -140,10 +140,10 @@ export class CommitStatusReporter {
   statusFor(report: StatusReport): CommitStatus {
     const { provider, config } = this.#options;
     const targetUrl =
-      report.targetUrl ?? (config.targetUrl && renderTemplate(config.targetUrl, this.#values()));
+      webAddress(report.targetUrl) ?? (config.targetUrl && renderTemplate(config.targetUrl, this.#values()));
     return {
       state: report.state,
-      description: truncate(report.description, provider.maxDescription),
+      description: truncate(plainLine(report.description), provider.maxDescription),
       context: this.context,
       ...(targetUrl ? { targetUrl } : {}),
     };
@@ -226,4 +226,22 @@ function safeError(error: unknown, token: string | undefined, target: StatusTarg
   if (error instanceof StalledError) return new StalledError(message, { subject });
   if (error instanceof WaitingError) return new WaitingError(message, error.retryAfterMs, { subject });
   return new TransientError(message, { subject });
+}
+
+/**
+ * A description as one line of plain text: line breaks, control characters and bidirectional overrides become
+ * spaces. What a status says may come from a record of the agent's namespace (a kept status, a rollback's `by`),
+ * and a forge shows it beside the checks that gate a merge.
+ */
+function plainLine(text: string): string {
+  return text
+    .replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]+/g, ' ')
+    .replace(/ {2,}/g, ' ');
+}
+
+/** `url` when it is an http(s) address, else undefined (the configured target URL, if any, is used instead). */
+function webAddress(url: string | undefined): string | undefined {
+  if (url === undefined || !URL.canParse(url)) return undefined;
+  const protocol = new URL(url).protocol;
+  return protocol === 'https:' || protocol === 'http:' ? url : undefined;
 }

@@ -419,6 +419,31 @@ describe('descriptions fit the provider limit', () => {
   });
 });
 
+describe('what a status carries is plain text and a web address', () => {
+  it.each(CASES)(
+    '$provider: control and direction characters become spaces; a target URL that is no http(s) address is left out',
+    async (c) => {
+      const { reporter } = harness(c);
+      const target = { repoUrl: c.repoUrl, commit: SHA };
+      // What a kept status (the outbox) or a rollback's `by` may carry, written by hand in the agent's namespace.
+      await reporter.report(target, {
+        state: 'failure',
+        description: 'Superseded by a rollback by x.\n\nDeploy OK\u001b[31m \u202eevil\u2066 ok',
+        targetUrl: 'javascript:alert(1)',
+      });
+      await reporter.report(target, {
+        state: 'success',
+        description: 'fine',
+        targetUrl: 'https://ci.example.com/run/1',
+      });
+      const [hostile, fine] = captured.map((r) => JSON.stringify(bodyOf(r)));
+      expect(hostile).toContain('Superseded by a rollback by x. Deploy OK [31m evil ok');
+      expect(hostile).not.toMatch(/\\n|\\u001b|\u202e|\u2066|javascript/);
+      expect(fine).toContain('https://ci.example.com/run/1');
+    },
+  );
+});
+
 describe('context', () => {
   it('renders {cluster}, {deployment} and {namespace}', async () => {
     const { reporter } = harness(caseFor('github'), {
