@@ -5,9 +5,9 @@
 // store (src/kube/state-store.ts), so a rollback's fence and a sync's release written at once both stay.
 
 import type { ChartDependency, Release, ReleaseImage, Trigger } from '../contract.ts';
+import { errorMessage, StalledError } from '../errors.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { SavedMark } from '../kube/drift-marks.ts';
-import { describeKubeError } from '../kube/errors.ts';
 import { type StateMap, StateStore } from '../kube/state-store.ts';
 
 /** Set by a rollback: the agent leaves the deployment alone until its sources move past `heads`. */
@@ -83,14 +83,76 @@ const LABELS = {
   'app.kubernetes.io/component': 'ledger',
 };
 
-function parseLedger(data: Record<string, string> | undefined): LedgerData {
+/** How deep a ledger's JSON may nest (its records nest a few levels; a deeper one cannot be written back). */
+const MAX_LEDGER_DEPTH = 32;
+
+/** A ledger ConfigMap whose data is not one mooring wrote: named, with the key, and never taken for empty. */
+export class CorruptLedgerError extends StalledError {}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Whether `value` nests deeper than `limit` (iterative: a value nested 300,000 deep must not overflow the stack). */
+function tooDeep(value: unknown, limit: number): boolean {
+  const stack: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
+  while (stack.length > 0) {
+    const { value: v, depth } = stack.pop() as { value: unknown; depth: number };
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth >= limit) return true;
+    for (const child of Object.values(v)) stack.push({ value: child, depth: depth + 1 });
+  }
+  return false;
+}
+
+/**
+ * The ledger in a ConfigMap's data. The ConfigMap lives in the agent's namespace, where a hand or another program
+ * may write it: a key that is not JSON of the expected shape is refused by name (CorruptLedgerError), so that one
+ * deployment's broken ledger fails that deployment, not the agent, and is never read as an empty history.
+ */
+function parseLedger(data: Record<string, string> | undefined, name = 'the ledger'): LedgerData {
+  const read = (key: string, shape: 'list' | 'object'): unknown => {
+    const text = data?.[key];
+    if (text === undefined || text === '') return undefined;
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (error) {
+      throw new CorruptLedgerError(
+        `${name}: ${key} is not JSON (${errorMessage(error)}); fix it or delete the key`,
+      );
+    }
+    const fits = shape === 'list' ? Array.isArray(value) : isRecord(value);
+    if (!fits)
+      throw new CorruptLedgerError(`${name}: ${key} is not a JSON ${shape}; fix it or delete the key`);
+    if (tooDeep(value, MAX_LEDGER_DEPTH))
+      throw new CorruptLedgerError(
+        `${name}: ${key} nests deeper than ${MAX_LEDGER_DEPTH}; fix it or delete the key`,
+      );
+    return value;
+  };
+  const releases = (read('releases.json', 'list') ?? []) as unknown[];
+  for (const [index, release] of releases.entries()) {
+    if (
+      !isRecord(release) ||
+      !Number.isSafeInteger(release.id) ||
+      typeof release.revision !== 'string' ||
+      (release.versions !== undefined && !Array.isArray(release.versions)) ||
+      (release.images !== undefined && !isRecord(release.images)) ||
+      (release.objects !== undefined && !Array.isArray(release.objects))
+    )
+      throw new CorruptLedgerError(
+        `${name}: releases.json item ${index} is not a release (an object with a numeric id and a revision); fix it or delete the key`,
+      );
+  }
+  const marks = read('marks.json', 'object');
   return {
-    releases: JSON.parse(data?.['releases.json'] ?? '[]') as Release[],
-    fence: data?.['fence.json'] ? (JSON.parse(data['fence.json']) as Fence) : undefined,
-    attempt: data?.['attempt.json'] ? (JSON.parse(data['attempt.json']) as Attempt) : undefined,
-    waiting: data?.['waiting.json'] ? (JSON.parse(data['waiting.json']) as Waiting) : undefined,
-    holder: data?.['holder.json'] ? (JSON.parse(data['holder.json']) as Holder) : undefined,
-    ...(data?.['marks.json'] ? { marks: JSON.parse(data['marks.json']) as unknown } : {}),
+    releases: releases as Release[],
+    fence: read('fence.json', 'object') as Fence | undefined,
+    attempt: read('attempt.json', 'object') as Attempt | undefined,
+    waiting: read('waiting.json', 'object') as Waiting | undefined,
+    holder: read('holder.json', 'object') as Holder | undefined,
+    ...(marks !== undefined ? { marks } : {}),
   };
 }
 
@@ -159,20 +221,23 @@ export function fittedReleases(releases: readonly Release[], room: number, fence
 export class Ledger {
   private readonly store: StateStore;
   private readonly limit: number;
+  private readonly namespace: string;
 
   constructor(api: KubeApi, namespace: string, limit = 50) {
     this.store = new StateStore(api, namespace);
     this.limit = limit;
+    this.namespace = namespace;
   }
 
   async read(deployment: string): Promise<LedgerData> {
     const cm = await this.store.read(ledgerName(deployment), `read the ledger of deployment ${deployment}`);
     if (!cm) return { releases: [], fence: undefined };
-    try {
-      return parseLedger(cm.data);
-    } catch (error) {
-      throw describeKubeError(error, `read the ledger of deployment ${deployment}`);
-    }
+    return parseLedger(cm.data, this.described(deployment));
+  }
+
+  /** The ledger ConfigMap of a deployment, as messages name it. */
+  private described(deployment: string): string {
+    return `ConfigMap ${this.namespace}/${ledgerName(deployment)} (the ledger of deployment ${deployment})`;
   }
 
   /** Every ledger in the namespace, by deployment, in one request (the status page's periodic refresh). */
@@ -211,7 +276,7 @@ export class Ledger {
     return await this.store.update(
       ledgerName(deployment),
       (current) => {
-        const next = change(parseLedger(current?.data));
+        const next = change(parseLedger(current?.data, this.described(deployment)));
         return next && { data: ledgerData(next, this.limit), annotations: current?.annotations ?? {} };
       },
       {

@@ -234,9 +234,12 @@ function safeError(error: unknown, token: string | undefined, target: StatusTarg
  * and a forge shows it beside the checks that gate a merge.
  */
 function plainLine(text: string): string {
-  return text
-    .replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]+/g, ' ')
-    .replace(/ {2,}/g, ' ');
+  return (
+    text
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: these are the characters replaced
+      .replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]+/g, ' ')
+      .replace(/ {2,}/g, ' ')
+  );
 }
 
 /** `url` when it is an http(s) address, else undefined (the configured target URL, if any, is used instead). */

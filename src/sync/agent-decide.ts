@@ -2,7 +2,8 @@
 // (agent-promotion.ts), the quiet check (found current at this very input, its ledger not written since), then
 // reconcile.ts's decision on the ledger: current, held by a rollback's fence, or a sync to plan. What holds a
 // planned sync (suspend, a promotion that waits, the fence, ...) is judged next, by the gates (gates.ts).
-import { ledgerName } from '../report/ledger.ts';
+import { errorMessage } from '../errors.ts';
+import { CorruptLedgerError, type LedgerData, ledgerName } from '../report/ledger.ts';
 import type { JobContext, Planned } from './agent-context.ts';
 import { promotedInput } from './agent-promotion.ts';
 import { type DeploymentState, digestsOf, imagesOf, isLocal, isOci, quietInput } from './agent-sources.ts';
@@ -68,7 +69,20 @@ export async function decide(
     deployment: d.spec.name,
     revision: commit?.slice(0, 12) ?? artifact ?? 'local',
   });
-  const data = await ctx.ledger().read(d.spec.name);
+  let data: LedgerData;
+  try {
+    data = await ctx.ledger().read(d.spec.name);
+    d.corruptLedger = undefined;
+  } catch (error) {
+    if (!(error instanceof CorruptLedgerError)) throw error;
+    // A ledger that can never be read: the sync goes on to fail by name (sync-deployment.ts), once for each revision
+    // and problem, so that its commit status says why; the polls after it decide nothing until one changes.
+    const seen = `${commit ?? artifact ?? 'local'} ${errorMessage(error)}`;
+    if (d.corruptLedger === seen) return;
+    d.corruptLedger = seen;
+    log.error({ err: errorMessage(error) }, 'cannot read the ledger');
+    data = { releases: [], fence: undefined };
+  }
   // A `mooring reconcile` that waits is answered by this sync, which then syncs even a current deployment (not
   // while a promotion waits: the promotion answers it once it deploys).
   const request = reason === 'drift' || waiting ? undefined : ctx.control.take(d.spec.name);

@@ -30,6 +30,8 @@ export interface DeploymentState {
   commit: string | undefined;
   /** The revision last deployed and stable. */
   deployed: string | undefined;
+  /** The revision and problem of a ledger that could not be read, once its sync has said so (agent-decide.ts). */
+  corruptLedger?: string | undefined;
   /**
    * While no release is stable: the commit of the newest sync that failed (or that commits since changed none of
    * the deployment's files), so that a commit that touches none of its files gets no sync and no status.

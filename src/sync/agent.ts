@@ -10,7 +10,7 @@ import { beginDriftPass, keepDriftMarks, keyMarks, restoreMarks } from '../kube/
 import { chartLookup } from '../kube/lookup-server.ts';
 import { ensureNamespace } from '../kube/namespace.ts';
 import { StateStore } from '../kube/state-store.ts';
-import { current, Ledger, type LedgerData } from '../report/ledger.ts';
+import { CorruptLedgerError, current, Ledger, type LedgerData } from '../report/ledger.ts';
 import { artifactSources, followedArtifacts } from '../sources/artifact-poller.ts';
 import type { ClusterCapabilities } from '../sources/deployment-manifests.ts';
 import { adaptConcurrency } from './adaptive-concurrency.ts';
@@ -167,7 +167,7 @@ export class Agent {
     this.stops.push(() => this.control.stop());
     // Saved drift marks match only under the installation's key: it is read before the ledgers are.
     await keyMarks(cache, api, namespace, log);
-    for (const spec of config.deployments) await this.learn(spec, await this.ledger.read(spec.name), false);
+    for (const spec of config.deployments) await this.learnFromLedger(spec, false);
     for (const source of this.sources()) await this.polls.build(source);
     this.trustSignedReleases();
     log.info({ deployments: config.deployments.length, sources: this.sources().length }, 'agent started');
@@ -458,10 +458,21 @@ export class Agent {
 
   /** A deployment added by a reload: what it last deployed is read from its ledger, as at start. */
   private async addDeployment(spec: MooringConfig['deployments'][number]): Promise<void> {
+    await this.learnFromLedger(spec, true);
+  }
+
+  /**
+   * learn() from the deployment's ledger. A ledger that cannot be read is said, and the deployment starts knowing
+   * nothing deployed: its first poll reads the ledger again before anything is synced (a broken ledger then fails
+   * that deployment's syncs, by name). At start, only a ledger that can never be read (CorruptLedgerError: one
+   * ConfigMap written by hand stopped every deployment of the agent) is passed over; any other failure fails the
+   * start, which is tried again.
+   */
+  private async learnFromLedger(spec: MooringConfig['deployments'][number], added: boolean): Promise<void> {
     try {
-      await this.learn(spec, await this.ledger.read(spec.name), true);
+      await this.learn(spec, await this.ledger.read(spec.name), added);
     } catch (error) {
-      // Its first poll reads the ledger again before anything is synced.
+      if (!added && !(error instanceof CorruptLedgerError)) throw error;
       this.deps.log.error({ deployment: spec.name, err: errorMessage(error) }, 'cannot read the ledger');
       this.state.deployments.set(spec.name, { spec, commit: undefined, deployed: undefined });
     }

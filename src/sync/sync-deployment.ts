@@ -16,7 +16,7 @@ import { savedMarks } from '../kube/drift-pass.ts';
 import { InventoryStore, inventoryVersions } from '../kube/inventory.ts';
 import { describeWarning } from '../kube/warnings.ts';
 import { filesRedactor } from '../render/redact.ts';
-import type { Attempt, Ledger } from '../report/ledger.ts';
+import { type Attempt, CorruptLedgerError, type Ledger } from '../report/ledger.ts';
 import { compileHealthRules } from '../stability/health.ts';
 import { attemptNote, newAttempt } from './attempts.ts';
 import { deploy } from './deploy.ts';
@@ -65,7 +65,15 @@ export async function syncDeployment(
   // Versions that the releases inside the deployment's history name are kept, so that a rollback finds them; the
   // release this sync makes is the newest of that history. (The store's copy of what it last wrote or read
   // answers, usually without a request.)
-  const ledger = await safely(log, 'read the ledger', () => deps.ledger.read(deployment.name));
+  // A ledger that can never be read (not one mooring wrote) fails the sync before anything is applied, by name:
+  // applied without it, the sync could record nothing and would apply again at every poll.
+  let corrupt: CorruptLedgerError | undefined;
+  const ledger = await safely(log, 'read the ledger', () =>
+    deps.ledger.read(deployment.name).catch((error: unknown) => {
+      if (error instanceof CorruptLedgerError) corrupt = error;
+      throw error;
+    }),
+  );
   // Not read (the server failed): no version is collected this time, rather than one a rollback needs.
   const keepVersions = ledger
     ? new Set(ledger.releases.slice(0, deployment.versionHistory - 1).flatMap((r) => r.versions))
@@ -75,8 +83,8 @@ export async function syncDeployment(
     for (const warning of (sync.files ?? []).flatMap((f) => f.warnings ?? []))
       log.warn({ warning }, 'build warning');
   const deployed =
-    sync.filesError !== undefined
-      ? failedBeforeDeploy(sync.filesError)
+    sync.filesError !== undefined || corrupt !== undefined
+      ? failedBeforeDeploy(sync.filesError ?? (corrupt as CorruptLedgerError))
       : await deploy(
           {
             api: deps.api,
