@@ -26,6 +26,8 @@ export const CONFIGMAPS: ResourceInfo = {
 };
 /** After a watch that cannot work (forbidden), when it is tried again. */
 const REWATCH_MS = 60_000;
+/** Requests of unknown deployments answered for one change of the control map. */
+const UNKNOWN_ANSWERS = 10;
 
 export interface ControlDeps {
   api: KubeApi;
@@ -215,14 +217,26 @@ export class Control {
           log.error({ deployment: name, err: errorMessage(error) }, 'cannot sync after the rollback'),
         );
     }
+    // Requests of names the agent does not have are answered, so that a CLI does not wait in vain; a few each
+    // change of the map: each answer is a write of the map, and a thousand keys written by hand made ten thousand
+    // requests of the API server.
+    let unknown = 0;
     for (const [name, token] of next.requested) {
       if (this.handled.get(name) === token) continue;
       if (this.deps.elsewhere?.(name)) continue;
       this.handled.set(name, token);
       // Answered by an earlier agent (this one restarted since).
       if (next.answered.get(name)?.token === token) continue;
+      if (!this.deps.deployments().includes(name) && ++unknown > UNKNOWN_ANSWERS) continue;
       void this.accept({ deployment: name, token }, handlers);
     }
+    if (unknown > UNKNOWN_ANSWERS)
+      log.warn(
+        { unanswered: unknown - UNKNOWN_ANSWERS },
+        'reconcile requested of more deployments the agent does not have than it answers at once',
+      );
+    // Only the requests the map holds are remembered: memory follows the map, not every name ever written there.
+    for (const name of this.handled.keys()) if (!next.requested.has(name)) this.handled.delete(name);
   }
 
   /** Stops the deployment's sync for a rollback from the CLI, then answers its token: the rollback goes on. */

@@ -164,6 +164,48 @@ describe('mooring reconcile, suspend and resume with a running agent', () => {
     }
   });
 
+  it('answers a few of many reconcile requests written by hand for deployments it does not have, and lives', async () => {
+    // Three hundred request keys in one write of the control ConfigMap (whoever may write there): each answer is a
+    // write of the map, so only a few are answered; the agent goes on answering its own deployment's.
+    const annotations: Record<string, string> = {};
+    for (let i = 0; i < 300; i++) annotations[`reconcile.mooring.io/ghost-${i}`] = `t-${i}`;
+    // (The map exists once anything asked; when this test runs alone, nothing has.)
+    await runTool(env.tools.kubectl, [
+      ...['--kubeconfig', env.kube.kubeconfig, '-n', agentNs, 'create', 'configmap', 'mooring-control'],
+    ]);
+    const flooded = await runTool(env.tools.kubectl, [
+      ...['--kubeconfig', env.kube.kubeconfig, '-n', agentNs, 'patch', 'configmap', 'mooring-control'],
+      ...['--type=merge', '-p', JSON.stringify({ metadata: { annotations } })],
+    ]);
+    expect(flooded.code, flooded.stderr).toBe(0);
+    await eventually('the flood seen', async () =>
+      agent.logs().some((l) => l.msg.startsWith('reconcile requested of more deployments'))
+        ? true
+        : undefined,
+    );
+    const said = agent.logs().find((l) => l.msg.startsWith('reconcile requested of more deployments'));
+    expect(said?.unanswered).toBe(290);
+    const control = await runTool(env.tools.kubectl, [
+      ...['--kubeconfig', env.kube.kubeconfig, '-n', agentNs],
+      ...['get', 'configmap', 'mooring-control', '-o', 'json'],
+    ]);
+    const keys = Object.keys(
+      (JSON.parse(control.stdout) as { metadata: { annotations: Record<string, string> } }).metadata
+        .annotations,
+    );
+    expect(keys.filter((k) => k.startsWith('reconciled.mooring.io/ghost-')).length).toBeLessThanOrEqual(10);
+    // Cleared again; the agent still answers web's.
+    const cleared: Record<string, null> = {};
+    for (const key of keys) if (key.includes('/ghost-')) cleared[key] = null;
+    await runTool(env.tools.kubectl, [
+      ...['--kubeconfig', env.kube.kubeconfig, '-n', agentNs, 'patch', 'configmap', 'mooring-control'],
+      ...['--type=merge', '-p', JSON.stringify({ metadata: { annotations: cleared } })],
+    ]);
+    const reconciled = await mooring('reconcile', 'web', ...flags());
+    expect(reconciled.code, reconciled.stdout + reconciled.stderr).toBe(0);
+    expect(agent.alive()).toBe(true);
+  });
+
   it('reconcile with no agent watching exits 1 saying so', async () => {
     const idle = `${agentNs}-none`;
     await runTool(env.tools.kubectl, ['--kubeconfig', env.kube.kubeconfig, 'create', 'namespace', idle]);
