@@ -23,8 +23,14 @@ export interface ApplyTarget {
   plan: PlanEntry;
 }
 
-/** How many times a replace that met a conflicting write is tried (each after a fresh read). */
-const REPLACE_ATTEMPTS = 4;
+/**
+ * How many times a replace that met a conflicting write is tried (each after a fresh read), and the pause before
+ * each retry: doubled from the first up to the last. A rollout's controllers write a Deployment's status several
+ * times within a few hundred milliseconds; retries spaced over ~2.5 s outlast such a burst, as client-go's
+ * RetryOnConflict with its backoff does.
+ */
+const REPLACE_ATTEMPTS = 8;
+const REPLACE_PAUSE_MS = { first: 20, last: 1000 };
 
 export interface VerbOptions {
   fieldManager: string;
@@ -139,7 +145,8 @@ export class ObjectVerbs {
   /**
    * A replace of what is there now. Its resourceVersion is the read's, so a write that lands between the read and
    * the replace (a hand edit that drift correction races, a controller's) makes the server answer 409: the object
-   * is read again and replaced again, a few times, rather than the deploy failing on a conflict it caused itself.
+   * is read again and replaced again, a few times with pauses between, rather than the deploy failing on a conflict
+   * it caused itself.
    */
   async replaceLatest(info: ResourceInfo, target: ApplyTarget, live: LiveSummary | undefined) {
     for (let attempt = 1; ; attempt++) {
@@ -147,6 +154,7 @@ export class ObjectVerbs {
         return await this.replace(info, target, live, false, true);
       } catch (error) {
         if (statusCode(error) !== 409 || attempt >= REPLACE_ATTEMPTS) throw error;
+        await pause(Math.min(REPLACE_PAUSE_MS.first * 2 ** (attempt - 1), REPLACE_PAUSE_MS.last));
         live = await this.read(info, target.object);
       }
     }

@@ -158,8 +158,9 @@ export class ControlMap {
     this.store = new StateStore(api, namespace);
   }
 
-  async read(): Promise<ControlState> {
-    const cm = await this.store.read(CONTROL_MAP, `read ConfigMap ${this.namespace}/${CONTROL_MAP}`);
+  /** The map's requests; `fresh`: asked of the API server, not of the watch's copy. */
+  async read(fresh = false): Promise<ControlState> {
+    const cm = await this.store.read(CONTROL_MAP, `read ConfigMap ${this.namespace}/${CONTROL_MAP}`, fresh);
     return parseControl(cm?.annotations);
   }
 

@@ -235,10 +235,15 @@ export class StateStore {
     }
   }
 
-  /** The ConfigMap's content; undefined when it does not exist. */
-  async read(name: string, action: string): Promise<StateMap | undefined> {
+  /**
+   * The ConfigMap's content; undefined when it does not exist. `fresh`: asked of the API server even when the
+   * namespace's watch vouches for the copy (a decision on an event the watch may be behind).
+   */
+  async read(name: string, action: string, fresh = false): Promise<StateMap | undefined> {
     try {
-      const cm = this.confirmed(name) ?? (this.knownAbsent(name) ? undefined : await this.get(name));
+      const cm = fresh
+        ? await this.get(name)
+        : (this.confirmed(name) ?? (this.knownAbsent(name) ? undefined : await this.get(name)));
       return cm && contentOf(cm);
     } catch (error) {
       throw describeKubeError(error, action);

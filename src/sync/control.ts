@@ -246,6 +246,17 @@ export class Control {
     handlers: ControlHandlers,
   ): Promise<void> {
     const request = { deployment: name, token: rollback.token };
+    // A hold seen late (the agent was paused, or its watch behind) may be gone already: its CLI was interrupted
+    // before the agent saw it. The map as it is now decides, so that a rollback given up stops no sync; one that
+    // cannot be read stops it (the CLI waits for an answer).
+    const now = await this.map.read(true).catch(() => undefined);
+    if (now && now.rollingBack.get(name)?.token !== rollback.token) {
+      this.deps.log.info(
+        { deployment: name, by: rollback.by },
+        'rollback from the CLI given up before the agent saw it: the sync goes on',
+      );
+      return;
+    }
     this.deps.log.info(
       { deployment: name, by: rollback.by },
       'rollback from the CLI: the sync of the deployment stops',

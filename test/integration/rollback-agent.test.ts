@@ -174,6 +174,11 @@ describe('mooring rollback while the agent syncs a bad commit', () => {
       agent.child.kill('SIGCONT');
     }
     expect(await image()).toBe('example/web:three');
+    // Woken, the agent reads the hold and its removal from its watch: a hold gone before the agent saw it stops no
+    // sync (it stopped this one, recorded it cancelled and started it again from the first wave).
+    await agent.morePolls(1);
+    expect(agent.logged('rollback from the CLI: the sync of the deployment stops')).toEqual([]);
+    expect(badStatus()?.state).toBe('pending');
 
     // A rollback that cannot tell the agent (an admission policy refuses its hold in the control ConfigMap) while
     // the agent's sync runs is refused before it writes anything: it would run beside that sync.
@@ -233,9 +238,34 @@ metadata:
     }
     await eventually('the policy gone', async () => ((await holdRefused()) ? undefined : true));
 
-    const back = await mooring('rollback', 'web', '--to', String(goodRelease), '--config', configFile);
+    // The agent frozen until the rollback waits for it: a quick agent stops its sync before the CLI looks, and the
+    // CLI has nothing to wait for.
+    agent.child.kill('SIGSTOP');
+    let back: { code: number | null; stdout: string; stderr: string };
+    try {
+      const cli = spawn(
+        process.execPath,
+        [
+          join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts'),
+          ...['rollback', 'web', '--to', String(goodRelease), '--config', configFile],
+        ],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      back = { code: null, stdout: '', stderr: '' };
+      const output = back;
+      cli.stdout.on('data', (d: Buffer) => (output.stdout += d.toString()));
+      cli.stderr.on('data', (d: Buffer) => (output.stderr += d.toString()));
+      const exited = new Promise<number | null>((resolve) => cli.on('close', (code) => resolve(code)));
+      await eventually('the rollback waiting for the agent again', async () =>
+        output.stderr.includes('waiting for the agent to stop its sync of web') ? true : undefined,
+      );
+      agent.child.kill('SIGCONT');
+      back.code = await exited;
+    } finally {
+      agent.child.kill('SIGCONT');
+    }
     expect(back.code, back.stdout + back.stderr).toBe(0);
-    expect(back.stderr, back.stdout + back.stderr).toContain('waiting for the agent to stop its sync of web');
+    expect(back.stderr).not.toContain('no agent answered');
     expect(back.stdout).toContain(`deployment web rolled back to release ${goodRelease}`);
 
     // The bad commit's status ends, superseded by the rollback; its sync went no further.

@@ -684,5 +684,34 @@ data: {a: "${value}"}
     expect(second.applied.map((x) => x.action)).toEqual(['replaced']);
     // The replace that won is the whole manifest: the hand edit is gone, nothing of it merged.
     expect((await configMap(b, ns(), 'replaced')).data).toEqual({ a: '2' });
+
+    // A burst of writes (a rollout's controllers write a Deployment's status several times in a row) overtakes
+    // six replaces in a row: the replace is tried again, with pauses between, until it gets through.
+    const overtake = (times: number) => {
+      let left = times;
+      const hook = async () => {
+        await b.request('PATCH', `/api/v1/namespaces/${ns()}/configmaps/replaced`, {
+          body: { metadata: { annotations: { burst: String(left) } } },
+          contentType: 'application/merge-patch+json',
+        });
+        if (--left > 0) a.beforeWrite = hook;
+      };
+      a.conflicts = 0;
+      a.beforeWrite = hook;
+    };
+    overtake(6);
+    const third = await deploy({ api: a, discovery }, request('3'));
+    expect(third.outcome, third.summary).toBe('stable');
+    expect(a.conflicts).toBe(6);
+    expect((await configMap(b, ns(), 'replaced')).data).toEqual({ a: '3' });
+
+    // A writer that never stops: the deploy fails, transient, naming the object, after its bound of tries.
+    overtake(1000);
+    const fourth = await deploy({ api: a, discovery }, request('4'));
+    a.beforeWrite = undefined;
+    expect(fourth.outcome).toBe('error');
+    expect(fourth.summary).toMatch(/transient.*cm\.yaml:1:1: ConfigMap \S+\/replaced: 409 /);
+    expect(a.conflicts).toBe(8);
+    expect((await configMap(b, ns(), 'replaced')).data).toEqual({ a: '3' });
   });
 });
