@@ -36,7 +36,7 @@ function inside(path: string, folder: string): boolean {
 /**
  * Refuses `folder` when a symlink in it (or in a folder a symlink in it leads to) leads outside `boundary`, or
  * nowhere; `label` names the folder in messages. Folders are walked as a tool following symlinks walks them, each
- * real folder once.
+ * real folder once, `.git` folders too: helm loads `.git/**` of a chart folder as any other file of it.
  */
 export async function refuseSymlinksOutside(folder: string, boundary: string, label: string): Promise<void> {
   const bound = await realpath(boundary);
@@ -53,7 +53,6 @@ export async function refuseSymlinksOutside(folder: string, boundary: string, la
       return; // not a folder helm can read either: helm says so
     }
     for (const entry of list.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
-      if (entry.name === '.git') continue; // the repository's own store, which no tool loads as the chart's
       if (++entries > MAX_CHECKED_ENTRIES)
         throw new StalledError(`${label}: more than ${MAX_CHECKED_ENTRIES} files and folders`);
       const path = join(disk, entry.name);

@@ -88,3 +88,32 @@ describe('symlinks in a chart folder of the user', () => {
     expect(String(error)).toContain('charts/web/templates/_helpers.tpl: a symlink that leads outside');
   });
 });
+
+describe('symlinks under a `.git` folder of a chart', () => {
+  // helm loads every file of the chart folder, `.git/**` included, and follows links there as anywhere.
+  it('refuses a link inside a `.git` folder of the chart, before helm runs', async () => {
+    const { top, chart } = await layout();
+    await mkdir(join(chart, '.git'));
+    await symlink(join(top, 'token'), join(chart, '.git', 't'));
+    const error = await renderChart(request(chart, 'charts/web')).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StalledError);
+    expect(String(error)).toContain('charts/web/.git/t: a symlink that leads outside');
+  });
+
+  it('refuses a chart whose `.git` is itself a link outside', async () => {
+    const { top, chart } = await layout();
+    await symlink(top, join(chart, '.git'));
+    const error = await renderChart(request(chart, 'charts/web')).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StalledError);
+    expect(String(error)).toContain('charts/web/.git: a symlink that leads outside');
+  });
+
+  it('refuses a link in the `.git` of the repository a chart at its top is', async () => {
+    const { top, repo } = await layout();
+    await writeFile(join(repo, 'Chart.yaml'), 'apiVersion: v2\nname: top\nversion: 0.1.0\n');
+    await symlink(join(top, 'token'), join(repo, '.git', 'HEAD'));
+    await expect(refuseSymlinksOutside(repo, repo, 'top')).rejects.toThrow(
+      'top/.git/HEAD: a symlink that leads outside',
+    );
+  });
+});
