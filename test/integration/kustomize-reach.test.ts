@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { kustomizeGitEnv } from '../../src/sources/build/kustomize.ts';
 import { kustomizeGit } from '../../src/sources/build/kustomize-sources.ts';
 import { fetchedRepo } from './build-helpers.ts';
 import {
@@ -116,6 +117,47 @@ describe('kustomize reads only the repository', () => {
       expect(await configMapsIn(ns())).toEqual([]);
     },
   );
+
+  it('refuses a base kustomize would clone though a folder of its name is there; its git may fetch nothing', async () => {
+    const repoBase = 'resources: [cm.yaml]\n';
+    const dir = await manifestDir({
+      'app/kustomization.yaml': 'resources: [github.com/org/repo]\n',
+      'app/github.com/org/repo/kustomization.yaml': repoBase,
+      'app/github.com/org/repo/cm.yaml': cm,
+      'local/kustomization.yaml': 'resources: [./github.com/org/repo]\n',
+      'local/github.com/org/repo/kustomization.yaml': repoBase,
+      'local/github.com/org/repo/cm.yaml': cm,
+      'user/kustomization.yaml': 'resources: [app@v1/x/y]\n',
+      'user/app@v1/x/y/kustomization.yaml': repoBase,
+      'user/app@v1/x/y/cm.yaml': cm,
+    });
+    // kustomize by itself asks git for the repository, the folder notwithstanding.
+    const direct = await runTool(testbed().tools.kubectl, ['kustomize', join(dir, 'app')]);
+    expect(direct.stderr).toContain('git fetch');
+    for (const [folder, field] of [
+      ['app', 'resources[0] remote base "github.com/org/repo"'],
+      ['user', 'resources[0] remote base "app@v1/x/y"'],
+    ]) {
+      const rendered = await mooring('render', join(dir, folder), '--offline', '-n', 'default');
+      expect(rendered.code).not.toBe(0);
+      expect(rendered.stderr).toContain(
+        `${join(dir, folder, 'kustomization.yaml')}: ${field} is not allowed`,
+      );
+    }
+    // Written as a folder, it is one.
+    const local = await mooring('render', join(dir, 'local'), '--offline', '-n', 'default');
+    expect(local.stderr).toBe('');
+    expect(local.stdout).toContain('name: web');
+    // Behind the checks, the git kustomize runs fetches nothing without remote bases, and nothing of this
+    // machine with them.
+    const withEnv = (allow: boolean) => ({
+      env: { PATH: process.env.PATH ?? '', HOME: dir, ...kustomizeGitEnv(allow) },
+    });
+    const off = await runTool(testbed().tools.kubectl, ['kustomize', join(dir, 'app')], withEnv(false));
+    expect(off.stderr).toContain("transport 'https' not allowed");
+    const on = await runTool(testbed().tools.kubectl, ['kustomize', join(dir, 'user')], withEnv(true));
+    expect(on.stderr).toContain("transport 'file' not allowed");
+  });
 
   it('refuses a URL in a base the overlay reaches, naming the base', async () => {
     const dir = await manifestDir({

@@ -20,6 +20,7 @@ import {
   classifyPath,
   type FieldEntry,
   kustomizationEntries,
+  kustomizeClones,
   leavesRoot,
   pluginConfigEntries,
 } from './kustomize-fields.ts';
@@ -143,6 +144,9 @@ export function judgeEntry(entry: FieldEntry, folder: string, options: JudgeOpti
       why: `${entry.field} "${shown}" is an absolute path: only files in the repository may be read`,
     };
   const path = posix.normalize(posix.join(folder, entry.value));
+  // kustomize clones what reads as a repository before it looks for a folder of that name.
+  if ((entry.kind === 'base' || entry.kind === 'plugin') && kustomizeClones(entry.value.trim()))
+    return asUrl();
   if (kind === 'remote-like' && !options.existsLocally?.(path)) return asUrl();
   if (options.bounded && leavesRoot(folder, entry.value))
     return { result: 'refused', why: `${entry.field} "${shown}" leads outside the repository` };

@@ -171,6 +171,70 @@ export function classifyPath(value: string): PathClass {
   return { type: 'relative' };
 }
 
+/**
+ * Whether kustomize takes a base (`resources`, `components`, `bases` entry) for a Git repository to clone, as its
+ * loader decides it: it asks that first, before looking on disk, so `github.com/org/repo` or `user@host/org/repo`
+ * is cloned even when a folder of that name is in the repository (users write `./github.com/…` for the folder).
+ * A model of kustomize 5's repository-URL parser: a scheme it knows, or none with a `github.com` host or a
+ * `user@` prefix, then a repository path it can split off (a `_git/`, `//` or `.git` marker, or two segments).
+ */
+export function kustomizeClones(value: string): boolean {
+  let n = value;
+  if (n.startsWith('/')) return false;
+  n = n.split('?')[0] ?? '';
+  if (n.toLowerCase().startsWith('git::')) n = n.slice(5);
+  let scheme = '';
+  for (const prefix of ['ssh://', 'https://', 'http://', 'file://'])
+    if (n.toLowerCase().startsWith(prefix)) {
+      scheme = prefix;
+      n = n.slice(prefix.length);
+      break;
+    }
+  const user = /^[a-zA-Z][a-zA-Z0-9-]*@/.exec(n)?.[0] ?? '';
+  n = n.slice(user.length);
+  const github = /^github\.com[/:]/i.test(n);
+  const scp = scheme === '' && (user !== '' || github);
+  if (scheme === '' && !scp) return false;
+  let rest: string;
+  if (scheme === 'file://') rest = user + n;
+  else {
+    let at = n.indexOf('/');
+    if (scp) {
+      const colon = n.indexOf(':');
+      if (at === -1 || (colon > 0 && colon < at)) at = colon;
+    }
+    const host = at >= 0 ? n.slice(0, at + 1) : n;
+    rest = at >= 0 ? n.slice(at + 1) : '';
+    if (host === '' && !github) return false;
+  }
+  let repo: string;
+  let root: string;
+  const gitRoot = rest.indexOf('_git/');
+  const doubled = rest.indexOf('//');
+  const suffix = rest.indexOf('.git');
+  if (gitRoot >= 0) {
+    const after = rest.slice(gitRoot + 5).split('/');
+    repo = rest.slice(0, gitRoot + 5) + after[0];
+    root = after.slice(1).join('/');
+  } else if (doubled >= 0) {
+    repo = rest.slice(0, doubled);
+    root = rest.slice(doubled + 2);
+  } else if (suffix >= 0) {
+    repo = rest.slice(0, suffix + 4);
+    root = rest.slice(suffix + 4);
+  } else if (scheme === 'file://') {
+    repo = rest;
+    root = '';
+  } else {
+    const segments = rest.split('/');
+    if (segments.length < 2) return false;
+    repo = segments.slice(0, 2).join('/');
+    root = segments.slice(2).join('/');
+  }
+  if (repo === '') return false;
+  return posix.normalize(root.replace(/^\/+/, '') || '.').split('/')[0] !== '..';
+}
+
 /** Whether a relative `path` from `folder` (both relative to the root) ends outside the root. */
 export function leavesRoot(folder: string, path: string): boolean {
   const joined = posix.normalize(posix.join(folder, path));

@@ -90,6 +90,19 @@ function isUnder(path: string, folder: string): boolean {
 }
 
 /**
+ * What the git that kustomize runs may fetch: nothing unless remote bases are allowed (a second wall behind the
+ * checks, should kustomize take for a repository something they read as a folder), and then only over the network
+ * (https, http, ssh): never a path or `file://` URL of this machine, such as a remote base's submodule may name.
+ */
+export function kustomizeGitEnv(allowRemoteBases: boolean): Record<string, string> {
+  return {
+    GIT_ALLOW_PROTOCOL: allowRemoteBases ? 'https:http:ssh' : 'none',
+    GIT_TERMINAL_PROMPT: '0',
+    GIT_CONFIG_NOSYSTEM: '1',
+  };
+}
+
+/**
  * `kubectl kustomize` of one kustomization, as one manifest file named after it, with its warnings and where its
  * objects were written. `reach` is what the build may read (checkReach).
  */
@@ -107,6 +120,7 @@ async function build(
     args: ['kustomize', target, '--load-restrictor', 'LoadRestrictionsRootOnly'],
     label: k.label,
     step: 'kustomize build',
+    env: kustomizeGitEnv(options.allowRemoteBases ?? false),
     ...options.limits,
     secrets: staged?.secrets,
     clean: (why) => {

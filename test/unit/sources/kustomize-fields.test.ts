@@ -5,6 +5,7 @@ import {
   classifyPath,
   type FieldEntry,
   kustomizationEntries,
+  kustomizeClones,
   pluginConfigEntries,
 } from '../../../src/sources/build/kustomize-fields.ts';
 
@@ -353,5 +354,67 @@ describe('judgeEntry (property-based)', () => {
       result: 'refused',
       why: 'configMapGenerator[0].files[1] "http://127.0.0.1:9/x" is a URL: only files in the repository may be read',
     });
+  });
+});
+
+describe('kustomizeClones: what kustomize clones before it looks on disk', () => {
+  it.each([
+    ['github.com/org/repo', true],
+    ['GitHub.com/org/repo/deploy?ref=v1', true],
+    ['github.com:org/repo', true],
+    ['git@github.com:org/repo.git', true],
+    ['app@v1/x/y', true],
+    ['user@host.example/org/repo.git//deploy', true],
+    ['https://example.com/org/repo', true],
+    ['git::https://example.com/org/repo//deploy', true],
+    ['ssh://git@example.com/org/repo.git', true],
+    ['file:///srv/repo', true],
+    // Read as folders: no scheme kustomize knows, no github.com host, no user.
+    ['example.com/org/repo', false],
+    ['./github.com/org/repo', false],
+    ['overlays/app@v1', false],
+    ['../base', false],
+    ['base', false],
+    ['/abs/github.com/org/repo', false],
+    // A user and a host, but no repository path to split off.
+    ['app@v1/x', false],
+    ['github.com/org', false],
+    // The kustomization root climbs out of the repository: kustomize refuses the URL.
+    ['github.com/org/repo//../x', false],
+  ])('%s: %s', (value, clones) => {
+    expect(kustomizeClones(value)).toBe(clones);
+  });
+
+  it('a base kustomize would clone is remote even when a folder of its name is in the repository', () => {
+    for (const value of ['github.com/org/repo', 'app@v1/x/y', 'github.com/org/repo?ref=main']) {
+      for (const kind of ['base', 'plugin'] as const) {
+        const judged = judgeEntry({ field: 'resources[0]', value, kind }, '.', {
+          allowRemoteBases: false,
+          bounded: true,
+          existsLocally: () => true,
+        });
+        expect(judged.result).toBe('refused');
+      }
+      expect(
+        judgeEntry({ field: 'resources[0]', value, kind: 'base' }, '.', {
+          allowRemoteBases: true,
+          bounded: true,
+          existsLocally: () => true,
+        }),
+      ).toEqual({ result: 'remote' });
+    }
+    // The folder written as a folder is local; a file field is read from disk as kustomize reads it.
+    for (const [value, kind] of [
+      ['./github.com/org/repo', 'base'],
+      ['github.com/org/repo/p.yaml', 'file'],
+      ['example.com/org/repo', 'base'],
+    ] as const)
+      expect(
+        judgeEntry({ field: 'resources[0]', value, kind }, '.', {
+          allowRemoteBases: false,
+          bounded: true,
+          existsLocally: () => true,
+        }).result,
+      ).toBe('local');
   });
 });
