@@ -137,7 +137,7 @@ describe('kustomize reads only the repository', () => {
     for (const [folder, field] of [
       ['app', 'resources[0] remote base "github.com/org/repo"'],
       ['user', 'resources[0] remote base "app@v1/x/y"'],
-    ]) {
+    ] as const) {
       const rendered = await mooring('render', join(dir, folder), '--offline', '-n', 'default');
       expect(rendered.code).not.toBe(0);
       expect(rendered.stderr).toContain(
