@@ -6,7 +6,7 @@
 // digest and checked against it, extracted with the archive bounds, and put in the chart's `charts/` folder for
 // helm. What was used (name, version, repository, digest) is recorded in the release: a later render of that
 // version must find the same digest, and a rollback restores exactly those versions.
-import { cp, lstat, mkdir, readFile } from 'node:fs/promises';
+import { cp, lstat, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type ChartSource, chartSource } from '../../config/schema.ts';
 import type { ChartDependency } from '../../contract.ts';
@@ -15,6 +15,7 @@ import { normaliseRepositoryUrl, repositoryUrl, sameRepositoryUrl } from '../../
 import { parseYaml } from '../../yaml/parse.ts';
 import type { FetchContext } from '../artifact-fetch.ts';
 import { type MissingDependency, packagedChart } from '../build/helm.ts';
+import { readBounded } from '../local/bounded-read.ts';
 import { createChartPoller } from './chart-source.ts';
 
 export type { ChartDependency } from '../../contract.ts';
@@ -156,9 +157,13 @@ async function lockedVersions(chartDir: string, label: string): Promise<Map<stri
   const versions = new Map<string, string>();
   let text: string;
   try {
-    text = await readFile(join(chartDir, 'Chart.lock'), 'utf8');
-  } catch {
-    return versions;
+    // Bounded and a regular file only: a Chart.lock of a pushed commit or a local folder may be any size, a named
+    // pipe or a device.
+    text = await readBounded(join(chartDir, 'Chart.lock'));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return versions;
+    const why = (error as Error).message.replace(/^.*?: (?=more than|not a regular)/, '');
+    throw new StalledError(`${label}/Chart.lock: ${why}`);
   }
   let doc: unknown;
   try {
