@@ -1,8 +1,11 @@
 // Downloaded artifacts (chart packages, manifest layers) kept on disk by digest, so that a re-render (a drift pass,
 // a retry, a rollback) does not download again and a rollback works while the server is away. An entry is named by
-// the digest the release records and the digest of its bytes, and is checked against the latter on every read: a
-// changed or damaged file is dropped and fetched again. The folder is bounded in bytes: past the bound the least
-// recently used entries go.
+// the kind of download and the digest the release records, and by the digest of its bytes, and is checked against
+// the latter on every read: a changed or damaged file is dropped and fetched again. The kind is part of the name
+// because one digest means different bytes to different kinds: an OCI chart's digest is its manifest's, whose
+// layer is what is kept, while a chart index's digest is its package's own; an index that gives an OCI manifest's
+// digest for a package (and serves that manifest as the package) must not stand in for that chart. The folder is
+// bounded in bytes: past the bound the least recently used entries go.
 import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -12,6 +15,15 @@ import { join } from 'node:path';
 export const ARTIFACT_CACHE_BYTES = 256 * 1024 * 1024;
 
 const hex = (digest: string) => digest.replace(/^sha256:/, '');
+
+/** What one digest is the digest of, for a kind of download: each kind's entries are its own. */
+export type ArtifactKind = 'chart-oci' | 'chart-index' | 'oci';
+
+const KINDS: readonly ArtifactKind[] = ['chart-oci', 'chart-index', 'oci'];
+const entryPrefix = (kind: ArtifactKind, digest: string) => {
+  if (!KINDS.includes(kind)) throw new Error(`unknown artifact kind ${kind}`);
+  return `${kind}-${hex(digest)}.`;
+};
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
 
 export class ArtifactCache {
@@ -23,9 +35,9 @@ export class ArtifactCache {
     this.#maxBytes = maxBytes;
   }
 
-  /** The bytes kept for `digest`, when they are there and still match. */
-  async get(digest: string): Promise<Buffer | undefined> {
-    const prefix = `${hex(digest)}.`;
+  /** The bytes kept for `digest` of `kind`, when they are there and still match. */
+  async get(kind: ArtifactKind, digest: string): Promise<Buffer | undefined> {
+    const prefix = entryPrefix(kind, digest);
     const names = await readdir(this.#dir).catch(() => [] as string[]);
     for (const name of names.filter((n) => n.startsWith(prefix) && n.endsWith('.blob'))) {
       const path = join(this.#dir, name);
@@ -40,12 +52,12 @@ export class ArtifactCache {
     return undefined;
   }
 
-  /** Keeps `data` (already checked against its digests) for `digest`; a failure to keep it is no error. */
-  async put(digest: string, data: Buffer): Promise<void> {
+  /** Keeps `data` (already checked against its digests) for `digest` of `kind`; a failure to keep it is no error. */
+  async put(kind: ArtifactKind, digest: string, data: Buffer): Promise<void> {
     if (data.length > this.#maxBytes) return;
     try {
       await mkdir(this.#dir, { recursive: true, mode: 0o700 });
-      const name = `${hex(digest)}.${sha256(data)}.blob`;
+      const name = `${entryPrefix(kind, digest)}${sha256(data)}.blob`;
       const partial = join(this.#dir, `.${name}.${process.pid}.${Date.now()}`);
       await writeFile(partial, data, { mode: 0o600 });
       await rename(partial, join(this.#dir, name));

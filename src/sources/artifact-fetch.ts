@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { MooringConfig } from '../config/schema.ts';
 import { StalledError } from '../errors.ts';
 import { extractTarGz } from './archive/tar-gz.ts';
-import { ArtifactCache } from './artifact-cache.ts';
+import { ArtifactCache, type ArtifactKind } from './artifact-cache.ts';
 import { type ArtifactPoller, type ArtifactSourceConfig, artifactSource } from './artifact-poller.ts';
 import { createArtifactPoller } from './create-poller.ts';
 
@@ -45,8 +45,14 @@ export async function extractArtifact(
   return extractSource(ctx, found, at);
 }
 
+/** What a source's digests are digests of (artifact-cache.ts). */
+function artifactKind(found: Exclude<ArtifactSourceConfig, { kind: 'image' }>): ArtifactKind {
+  if (found.kind === 'manifests') return 'oci';
+  return found.source.url.startsWith('oci://') ? 'chart-oci' : 'chart-index';
+}
+
 /**
- * Downloads in flight, by digest: deployments that follow one chart or artifact ask for the same bytes at once
+ * Downloads in flight, by kind and digest: deployments that follow one chart or artifact ask for the same bytes at once
  * when a new version appears; one download serves them all.
  */
 const inFlight = new Map<string, Promise<Buffer>>();
@@ -64,9 +70,11 @@ export async function extractSource(
     : `${found.source.url}@${at.digest.slice(0, 19)}`,
 ): Promise<ExtractedArtifact> {
   const cache = new ArtifactCache(ctx.cacheDir);
-  let data = await cache.get(at.digest);
+  const kind = artifactKind(found);
+  const key = `${kind}:${at.digest}`;
+  let data = await cache.get(kind, at.digest);
   if (!data) {
-    let download = inFlight.get(at.digest);
+    let download = inFlight.get(key);
     if (!download) {
       download = (async () => {
         const shared = ctx.poller?.(found.source.name);
@@ -74,16 +82,16 @@ export async function extractSource(
         try {
           if (!poller.fetch) throw new StalledError(`source ${found.source.name} has nothing to fetch`);
           const bytes = await poller.fetch(at.tag, at.digest);
-          await cache.put(at.digest, bytes);
+          await cache.put(kind, at.digest, bytes);
           return bytes;
         } finally {
           if (!shared) poller.client.close();
         }
       })();
-      inFlight.set(at.digest, download);
+      inFlight.set(key, download);
       download.then(
-        () => inFlight.delete(at.digest),
-        () => inFlight.delete(at.digest),
+        () => inFlight.delete(key),
+        () => inFlight.delete(key),
       );
     }
     data = await download;
