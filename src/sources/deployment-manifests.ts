@@ -7,7 +7,7 @@
 // fetched at the version and digest the sync deploys (or the release recorded) through the one download path
 // (artifact-fetch.ts), bounded and checked like Git content.
 
-import { readdir, stat } from 'node:fs/promises';
+import { readdir, realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { append } from '../arrays.ts';
 import type { Deployment, MooringConfig } from '../config/schema.ts';
@@ -161,9 +161,14 @@ export async function deploymentManifests(
     }
     const local = ctx.config.sources.local.find((s) => s.name === spec.source);
     if (!local) throw new Error(`deployment ${spec.name}: no source ${spec.source}`);
-    if (spec.helm)
-      return chartFromFolder(local.path, spec, await ctx.capabilities?.(), keys, limits, reading(chart));
-    return folderFiles(local.path);
+    // One tree for the whole read: a source folder that is a symlink, switched to another tree as each commit is
+    // published (git-sync does so), is checked and read, by mooring and by the tools, where it led when the read
+    // began; the check of one tree never vouches for the tree a tool then reads. Files keep the source's names.
+    const root = await realpath(local.path).catch(() => local.path);
+    const files = spec.helm
+      ? await chartFromFolder(root, spec, await ctx.capabilities?.(), keys, limits, reading(chart))
+      : await folderFiles(root);
+    return root === local.path ? files : files.map((f) => namedUnder(f, root, local.path));
   }
 
   /** The paths of a folder as a deployment reads them: kustomizations built, manifest files read. */
@@ -449,4 +454,31 @@ async function chartName(folder: string): Promise<string | undefined> {
   } catch {
     return undefined;
   }
+}
+
+/** A file read under `real`, named under `shown` (the folder as the configuration names it). */
+function namedUnder(file: ManifestFile, real: string, shown: string): ManifestFile {
+  const rename = (path: string) =>
+    path === real ? shown : path.startsWith(`${real}/`) ? `${shown}${path.slice(real.length)}` : path;
+  const writtenAt = file.writtenAt;
+  return {
+    ...file,
+    path: rename(file.path),
+    ...(writtenAt
+      ? {
+          writtenAt: (at, object) => {
+            const found = writtenAt(at, object);
+            return (
+              found && {
+                origin: { ...found.origin, file: rename(found.origin.file) },
+                locate: (path, built) => {
+                  const origin = found.locate(path, built);
+                  return { ...origin, file: rename(origin.file) };
+                },
+              }
+            );
+          },
+        }
+      : {}),
+  };
 }
