@@ -4,7 +4,8 @@
 // found in a folder is read only if it is a regular file: a named pipe there would hold the open until some writer
 // came, and a device never ends. What the user names on the command line may be a pipe (`<(...)` in a shell).
 import { constants, createReadStream, type ReadStream } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { open, readlink, realpath } from 'node:fs/promises';
+import { sep } from 'node:path';
 
 /** Past this, a small file mooring reads for itself (Chart.yaml, a kustomization) is refused. */
 export const SMALL_FILE_BYTES = 4 * 1024 * 1024;
@@ -23,7 +24,19 @@ export class NotRegularFileError extends Error {
   }
 }
 
+/** The file opened lies outside the folder it was read from (a link put in its place after the folder was checked). */
+export class OutsideFolderError extends Error {
+  constructor(path: string) {
+    super(`${path}: leads outside its folder`);
+  }
+}
+
 export interface BoundedReadOptions {
+  /**
+   * The real folder the file must lie in, checked on the file opened, not on its name: a file swapped for a link
+   * between a check of the folder and this read is refused, not followed.
+   */
+  within?: string | undefined;
   /**
    * Read a pipe or a device too (still within the bound): for a path the user gave on the command line. Otherwise
    * anything but a regular file is a NotRegularFileError, found without waiting for a named pipe's writer.
@@ -58,6 +71,12 @@ export async function readBoundedBytes(
       const info = await handle.stat();
       if (!info.isFile()) throw new NotRegularFileError(path);
       size = info.size;
+      if (options.within !== undefined) {
+        // Where the open file is (Linux names it in /proc); elsewhere, where the name leads now.
+        const real = await readlink(`/proc/self/fd/${handle.fd}`).catch(() => realpath(path));
+        const folder = options.within.endsWith(sep) ? options.within : `${options.within}${sep}`;
+        if (!real.startsWith(folder)) throw new OutsideFolderError(path);
+      }
     } catch (error) {
       await handle.close();
       throw error;

@@ -8,7 +8,7 @@ import { join, relative, resolve, sep } from 'node:path';
 import { StalledError } from '../../errors.ts';
 import type { ManifestFile } from '../../render/parse.ts';
 import { overLimit, sizeOverLimit } from '../../render/size-limits.ts';
-import { FileTooLargeError, NotRegularFileError, readBounded } from './bounded-read.ts';
+import { FileTooLargeError, NotRegularFileError, OutsideFolderError, readBounded } from './bounded-read.ts';
 
 const MANIFEST = /\.(ya?ml|json)$/i;
 
@@ -99,12 +99,17 @@ async function walk(
           subject: { describe: resolve(dir) },
         });
       }
-      files.push(await readOne(path, limits));
+      files.push(await readOne(path, limits, false, root));
     }
   }
 }
 
-async function readOne(path: string, limits: ReadLimits, anyKind = false): Promise<ManifestFile> {
+async function readOne(
+  path: string,
+  limits: ReadLimits,
+  anyKind = false,
+  within?: string,
+): Promise<ManifestFile> {
   const info = await stat(path);
   if (info.size > limits.maxFileBytes) {
     throw new StalledError(`file ${sizeOverLimit(info.size, 'maxFileBytes', limits.maxFileBytes)}`, {
@@ -113,8 +118,12 @@ async function readOne(path: string, limits: ReadLimits, anyKind = false): Promi
   }
   // Read as a stream and never past the bound: a size of 0 may be a pipe or a device (bounded-read.ts).
   try {
-    return { path, text: await readBounded(path, limits.maxFileBytes, { anyKind }) };
+    return { path, text: await readBounded(path, limits.maxFileBytes, { anyKind, within }) };
   } catch (error) {
+    if (error instanceof OutsideFolderError)
+      throw new StalledError(`symlink leads outside ${relative(process.cwd(), within ?? '') || '.'}`, {
+        subject: { describe: path },
+      });
     if (error instanceof NotRegularFileError)
       throw new StalledError('not a regular file (a named pipe, socket or device)', {
         subject: { describe: path },

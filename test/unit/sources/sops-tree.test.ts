@@ -1,6 +1,7 @@
 // SOPS files a build tool reads: found under the folders a build reads, decrypted in a private copy that keeps the
 // folders' layout, the user's files left as they were, the copy removed; a file that cannot be decrypted fails
 // naming it as the user knows it, and leaves no copy behind.
+import { renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -85,5 +86,50 @@ describe('SOPS files under the folders a build reads', () => {
       'a/notes.txt': 'sops: x\n',
     });
     expect(await sopsFilesUnder([{ disk: join(dir, 'a'), label: 'a' }])).toEqual([]);
+  });
+});
+
+describe('a file of the folders swapped while the private copy is made', () => {
+  it('is copied as the file it was, or refused: never through a link to a file outside', async () => {
+    const key = await newAgeKey();
+    const encrypted = await encryptSops([secret('s3cret')], { recipients: [key.recipient] });
+    const top = await mkdtemp(join(tmpdir(), 'sops-swap-'));
+    await writeFile(join(top, 'outside.txt'), 'the-file-outside');
+    const dir = await tree({
+      'app/kustomization.yaml': 'resources: [secret.yaml]\n',
+      'app/secret.yaml': encrypted,
+      'app/notes.txt': 'plain',
+    });
+    const places = [{ disk: join(dir, 'app'), label: 'app' }];
+    const found = await sopsFilesUnder(places);
+    const keys = await parseAgeKeys(key.secret, 'test');
+    let on = true;
+    let n = 0;
+    const flip = () => {
+      if (!on) return;
+      const next = join(dir, 'app', `.next-${n}`);
+      if (n++ % 2 === 0) symlinkSync(join(top, 'outside.txt'), next);
+      else writeFileSync(next, 'plain');
+      renameSync(next, join(dir, 'app', 'notes.txt'));
+      setImmediate(flip);
+    };
+    setImmediate(flip);
+    let copied = 0;
+    try {
+      for (let i = 0; i < 100; i++) {
+        try {
+          const staged = await stageDecrypted(places, found, keys, dir);
+          const text = await readFile(staged.at(join(dir, 'app', 'notes.txt')), 'utf8').catch(() => 'plain');
+          await staged.remove();
+          expect(text).toBe('plain');
+          copied++;
+        } catch (error) {
+          expect(String(error)).toContain('app/notes.txt');
+        }
+      }
+    } finally {
+      on = false;
+    }
+    expect(copied).toBeGreaterThan(0);
   });
 });
