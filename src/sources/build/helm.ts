@@ -18,12 +18,7 @@ import type { ManifestFile } from '../../render/parse.ts';
 import { parseYaml } from '../../yaml/parse.ts';
 import { stringifyYaml } from '../../yaml/write.ts';
 import { readBounded } from '../local/bounded-read.ts';
-import {
-  copyWithLinksPinned,
-  refuseLeadingOutside,
-  refuseSymlinksOutside,
-  workTreeOf,
-} from '../local/symlinks.ts';
+import { copyResolved, refuseLeadingOutside, refuseSymlinksOutside, workTreeOf } from '../local/symlinks.ts';
 import type { IdentitySource } from '../sops/decrypt.ts';
 import { type Staged, sopsFilesUnder, stageDecrypted } from '../sops/tree.ts';
 import { helmBinary, helmEnv, helmTemplateArgs } from './helm-args.ts';
@@ -200,7 +195,7 @@ export async function renderChart(request: ChartRequest): Promise<ManifestFile> 
   const copy = await mkdtemp(join(tmpdir(), 'mooring-chart-copy-'));
   try {
     const chart = join(copy, basename(request.chart) || 'chart');
-    await copyWithLinksPinned(request.chart, chart);
+    await copyResolved(request.chart, chart, boundary, request.label);
     const file = await render({ ...request, chart, privateFolder: true }, missing);
     // Messages name the user's folder, never the copy.
     return file;

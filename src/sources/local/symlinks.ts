@@ -5,9 +5,15 @@
 // (kustomize-check.ts): a local source's folder, or for the CLI's paths the Git work tree holding the folder, or
 // the folder itself outside any. Checkouts and extracted archives hold no symlinks (they are refused there).
 import type { Dirent } from 'node:fs';
-import { cp, lstat, readdir, readlink, realpath, rm, stat, symlink } from 'node:fs/promises';
+import { mkdir, readdir, realpath, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { StalledError } from '../../errors.ts';
+import {
+  FileTooLargeError,
+  NotRegularFileError,
+  OutsideFolderError,
+  readBoundedBytes,
+} from './bounded-read.ts';
 
 /** Entries a check reads before it refuses the folder (a chart of more is not one helm loads either). */
 export const MAX_CHECKED_ENTRIES = 100_000;
@@ -82,34 +88,67 @@ export async function refuseLeadingOutside(path: string, boundary: string, label
     );
 }
 
+/** A file copied into a private folder is at most this large (helm refuses chart files past 5 MiB). */
+export const MAX_COPIED_FILE_BYTES = 64 * 1024 * 1024;
+
 /**
- * Copies the folder `from` to `to` with each symlink in it pointing where it points from `from` (its real target,
- * absolute), not where its text leads from `to`: a relative link checked inside the repository
- * (`../../../../x`) would climb out of a copy made in a shallower folder (the temporary one), to a file of the
- * machine's. A `charts` folder of the chart that is a symlink is copied as a folder: what is written there (the
- * dependencies) must not land in the user's tree.
+ * Copies the folder `from` (checked by refuseSymlinksOutside) to `to` as helm would read it, with every symlink
+ * replaced by what it leads to: a linked file by its bytes, a linked folder by a copy of it (each real folder once).
+ * helm then reads only the private copy. Kept as links, pointing at their real targets, they let helm read the
+ * user's folder again later, where a file swapped for a link after the check (or a relative link's text read from
+ * the shallower copy, `../../../../x`) led elsewhere. Every file is read from the file opened, whose real place must
+ * lie within `boundary`, regular files only, each within a bound; `label` names the folder in messages.
  */
-export async function copyWithLinksPinned(from: string, to: string): Promise<void> {
-  await cp(from, to, { recursive: true, verbatimSymlinks: true });
-  await pinLinks(from, to);
-  const charts = join(to, 'charts');
-  const info = await lstat(charts).catch(() => undefined);
-  if (info?.isSymbolicLink()) {
-    const real = await readlink(charts);
-    await rm(charts);
-    if ((await stat(real)).isDirectory()) await copyWithLinksPinned(real, charts);
-    else await symlink(real, charts);
-  }
+export async function copyResolved(from: string, to: string, boundary: string, label: string): Promise<void> {
+  const bound = await realpath(boundary);
+  const seen = new Set<string>();
+  let entries = 0;
+  const copy = async (disk: string, target: string, shown: string): Promise<void> => {
+    const real = await realpath(disk);
+    if (seen.has(real)) return;
+    seen.add(real);
+    await mkdir(target, { recursive: true, mode: 0o700 });
+    const list = await readdir(disk, { withFileTypes: true });
+    for (const entry of list.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+      if (++entries > MAX_CHECKED_ENTRIES)
+        throw new StalledError(`${label}: more than ${MAX_CHECKED_ENTRIES} files and folders`);
+      const path = join(disk, entry.name);
+      const named = `${shown}/${entry.name}`;
+      const at = join(target, entry.name);
+      let source = path;
+      let folder = entry.isDirectory();
+      let file = entry.isFile();
+      if (entry.isSymbolicLink()) {
+        const leads = await realpath(path).catch(() => undefined);
+        if (leads === undefined) throw new StalledError(`${named}: a symlink that leads nowhere`);
+        if (!inside(leads, bound))
+          throw new StalledError(`${named}: a symlink that leads outside the repository`);
+        const info = await stat(leads);
+        source = leads;
+        folder = info.isDirectory();
+        file = info.isFile();
+      }
+      if (folder) await copy(source, at, named);
+      else if (file) await writeFile(at, await copiedBytes(source, bound, named), { mode: 0o600 });
+      else throw new StalledError(`${named}: not a regular file (a named pipe, socket or device)`);
+    }
+  };
+  await copy(from, to, label.replace(/\/+$/, ''));
 }
 
-/** Points each symlink under `copy` at the real target of its counterpart under `original`. */
-async function pinLinks(original: string, copy: string): Promise<void> {
-  for (const entry of await readdir(copy, { withFileTypes: true })) {
-    const at = join(copy, entry.name);
-    if (entry.isSymbolicLink()) {
-      const target = await realpath(join(original, entry.name));
-      await rm(at);
-      await symlink(target, at);
-    } else if (entry.isDirectory()) await pinLinks(join(original, entry.name), at);
+/** The bytes of one file for a private copy, from the file opened (bounded-read.ts). */
+async function copiedBytes(path: string, bound: string, named: string): Promise<Buffer> {
+  try {
+    return await readBoundedBytes(path, MAX_COPIED_FILE_BYTES, { within: bound });
+  } catch (error) {
+    if (error instanceof OutsideFolderError)
+      throw new StalledError(
+        `${named}: became a symlink that leads outside the repository while it was read`,
+      );
+    if (error instanceof NotRegularFileError)
+      throw new StalledError(`${named}: not a regular file (a named pipe, socket or device)`);
+    if (error instanceof FileTooLargeError)
+      throw new StalledError(`${named}: more than ${MAX_COPIED_FILE_BYTES} bytes`);
+    throw error;
   }
 }

@@ -1,13 +1,14 @@
 // A chart folder of the user's (a CLI path, a local source) whose symlinks lead outside the repository is refused
 // before helm runs: helm follows them wherever they lead, and `.Files.Get` then puts the file (a service account
 // token, an age key) into the rendered objects.
-import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { StalledError } from '../../../src/errors.ts';
 import { renderChart } from '../../../src/sources/build/helm.ts';
-import { refuseSymlinksOutside } from '../../../src/sources/local/symlinks.ts';
+import { copyResolved, refuseSymlinksOutside } from '../../../src/sources/local/symlinks.ts';
 
 const dirs: string[] = [];
 afterEach(async () => {
@@ -114,6 +115,41 @@ describe('symlinks under a `.git` folder of a chart', () => {
     await symlink(join(top, 'token'), join(repo, '.git', 'HEAD'));
     await expect(refuseSymlinksOutside(repo, repo, 'top')).rejects.toThrow(
       'top/.git/HEAD: a symlink that leads outside',
+    );
+  });
+});
+
+describe('the private copy of a chart folder', () => {
+  it('holds what every link leads to, and no link: helm reads nothing of the user folder again', async () => {
+    const { repo, chart } = await layout();
+    await writeFile(join(repo, 'shared', 'note.txt'), 'shared note');
+    await mkdir(join(chart, 'files'));
+    await symlink(join(repo, 'shared', 'note.txt'), join(chart, 'files', 'note'));
+    await symlink(join(repo, 'shared'), join(chart, 'templates', 'shared'));
+    await symlink(chart, join(chart, 'templates', 'loop'));
+    const to = join(await mkdtemp(join(tmpdir(), 'mooring-copy-')), 'web');
+    dirs.push(dirname(to));
+    await copyResolved(chart, to, repo, 'charts/web');
+    expect(await readFile(join(to, 'files', 'note'), 'utf8')).toBe('shared note');
+    expect(await readFile(join(to, 'templates', 'shared', 'helpers.tpl'), 'utf8')).toContain('define "x"');
+    const links = [];
+    for (const entry of await readdir(to, { recursive: true, withFileTypes: true }))
+      if (entry.isSymbolicLink()) links.push(entry.name);
+    expect(links).toEqual([]);
+  });
+
+  it('refuses a named pipe and a link outside, naming them', async () => {
+    const { top, repo, chart } = await layout();
+    execFileSync('mkfifo', [join(chart, 'pipe')]);
+    const to = join(await mkdtemp(join(tmpdir(), 'mooring-copy-')), 'web');
+    dirs.push(dirname(to));
+    await expect(copyResolved(chart, to, repo, 'charts/web')).rejects.toThrow(
+      'charts/web/pipe: not a regular file (a named pipe, socket or device)',
+    );
+    await rm(join(chart, 'pipe'));
+    await symlink(join(top, 'token'), join(chart, 't'));
+    await expect(copyResolved(chart, `${to}2`, repo, 'charts/web')).rejects.toThrow(
+      'charts/web/t: a symlink that leads outside the repository',
     );
   });
 });
