@@ -136,8 +136,11 @@ export async function copyResolved(from: string, to: string, boundary: string, l
   await copy(from, to, label.replace(/\/+$/, ''));
 }
 
-/** The bytes of one file for a private copy, from the file opened (bounded-read.ts). */
-async function copiedBytes(path: string, bound: string, named: string): Promise<Buffer> {
+/**
+ * The bytes of one file for a private copy, read from the file opened (bounded-read.ts): a file swapped for a link
+ * leading outside `bound`, or for a named pipe, after a walk looked at it is refused, not followed or waited on.
+ */
+export async function copiedBytes(path: string, bound: string, named: string): Promise<Buffer> {
   try {
     return await readBoundedBytes(path, MAX_COPIED_FILE_BYTES, { within: bound });
   } catch (error) {

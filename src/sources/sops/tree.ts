@@ -11,13 +11,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { StalledError } from '../../errors.ts';
 import { redactableValues } from '../../render/redact.ts';
-import {
-  FileTooLargeError,
-  NotRegularFileError,
-  OutsideFolderError,
-  readBounded,
-  readBoundedBytes,
-} from '../local/bounded-read.ts';
+import { readBounded } from '../local/bounded-read.ts';
+import { copiedBytes } from '../local/symlinks.ts';
 import { decryptFiles, type IdentitySource, isSopsText } from './decrypt.ts';
 
 const MANIFEST = /\.(ya?ml|json)$/i;
@@ -112,34 +107,6 @@ function removedAtExit(copy: string): void {
   });
 }
 
-/** A file copied into the private folder is at most this large (helm refuses chart files past 5 MiB). */
-export const MAX_COPIED_FILE_BYTES = 64 * 1024 * 1024;
-
-/**
- * The bytes of a regular file found by the walk, read from the file opened: one swapped for a link (to a file
- * outside the folders copied) or for a named pipe after the walk looked at it is refused, not followed or waited
- * on; and read within a bound.
- */
-async function copiedBytes(file: Place, within: string): Promise<Buffer> {
-  try {
-    return await readBoundedBytes(file.disk, MAX_COPIED_FILE_BYTES, { within });
-  } catch (error) {
-    if (error instanceof OutsideFolderError)
-      throw new StalledError('became a symlink that leads outside while it was read', {
-        subject: { describe: file.label },
-      });
-    if (error instanceof NotRegularFileError)
-      throw new StalledError('not a regular file (a named pipe, socket or device)', {
-        subject: { describe: file.label },
-      });
-    if (error instanceof FileTooLargeError)
-      throw new StalledError(`more than ${MAX_COPIED_FILE_BYTES} bytes`, {
-        subject: { describe: file.label },
-      });
-    throw error;
-  }
-}
-
 /**
  * Copies the places (folders or files) into a private temporary folder, keeping their layout relative to each
  * other, and decrypts the SOPS files among them there. Regular files only (symlinks are not followed).
@@ -185,7 +152,7 @@ export async function stageDecrypted(
           if (secret.has(resolve(file.disk))) return; // written decrypted below, readable only by us
           const target = at(file.disk);
           await mkdir(dirname(target), { recursive: true, mode: 0o700 });
-          await writeFile(target, await copiedBytes(file, within), { mode: 0o600 });
+          await writeFile(target, await copiedBytes(file.disk, within, file.label), { mode: 0o600 });
         },
         budget,
       );
