@@ -5,7 +5,7 @@
 // cannot decrypt, naming the file and applying nothing of that commit. The encrypted files are made by the
 // spec-following helper of the unit tests (the sops binary cannot be installed here).
 import { spawn } from 'node:child_process';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -271,6 +271,42 @@ stringData:
     expect((await readdir(temp)).filter((n) => n.startsWith('mooring-sops-'))).toEqual([]);
     if (savedTmp === undefined) delete process.env.TMPDIR;
     else process.env.TMPDIR = savedTmp;
+  });
+
+  it('a chart whose helper and SOPS values are links within the repository deploys from the decrypted copy', async () => {
+    const key = await newAgeKey();
+    const keys = await manifestDir({ 'keys.txt': `${key.secret}\n` });
+    const repo = await manifestDir({
+      '.git/HEAD': 'ref: refs/heads/main\n',
+      'shared/_helpers.tpl': '{{- define "linked.name" }}linked-creds{{ end }}\n',
+      'shared/prod.enc.yaml': await encryptSops([{ password: PLAIN }], { recipients: [key.recipient] }),
+      'chart/Chart.yaml': 'apiVersion: v2\nname: linked\nversion: 0.1.0\n',
+      'chart/values.yaml': 'password: none\n',
+      'chart/templates/secret.yaml': `apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ include "linked.name" . }}
+  annotations: {strategy.spinnaker.io/versioned: "false"}
+stringData:
+  password: {{ .Values.password | quote }}
+`,
+    });
+    const chart = join(repo, 'chart');
+    await symlink('../../shared/_helpers.tpl', join(chart, 'templates', '_helpers.tpl'));
+    await symlink('../shared/prod.enc.yaml', join(chart, 'prod.yaml'));
+    const result = await deployTo(
+      ns(),
+      chart,
+      '--values',
+      join(chart, 'prod.yaml'),
+      '--age-key-file',
+      `${keys}/keys.txt`,
+    );
+    expect(result.code, result.stderr + result.stdout).toBe(0);
+    expect(result.stdout).toContain('secret/linked-creds');
+    expect(await secretValue(ns(), 'linked-creds')).toBe(PLAIN);
+    expect(result.stdout + result.stderr).not.toContain(PLAIN);
+    expect(await readFile(join(repo, 'shared/prod.enc.yaml'), 'utf8')).toContain('sops:');
   });
 
   it('the agent deploys an encrypted Secret from Git with decryption.ageKeyFile', async () => {

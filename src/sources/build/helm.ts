@@ -173,9 +173,11 @@ async function stageChart(request: ChartRequest): Promise<Staged | undefined> {
     { disk: request.chart, label: request.label },
     ...request.valuesFiles.map((disk) => ({ disk, label: label(disk) })),
   ];
-  const encrypted = await sopsFilesUnder(places);
+  // The repository a chart folder's links stay in, as renderChart checked them.
+  const boundary = request.treeRoot || (await workTreeOf(request.chart)) || request.chart;
+  const encrypted = await sopsFilesUnder(places, boundary);
   if (encrypted.length === 0) return undefined;
-  return stageDecrypted(places, encrypted, request.identities, root);
+  return stageDecrypted(places, encrypted, request.identities, root, boundary);
 }
 
 /** The chart rendered by `helm template`, as one manifest file named after the chart. */

@@ -29,6 +29,7 @@ import { join, posix, relative, resolve, sep } from 'node:path';
 import { StalledError } from '../../errors.ts';
 import type { ManifestFile } from '../../render/parse.ts';
 import { stringifyYaml } from '../../yaml/write.ts';
+import { workTreeOf } from '../local/symlinks.ts';
 import { loadAgeIdentities } from '../sops/age-keys.ts';
 import type { IdentitySource } from '../sops/decrypt.ts';
 import { type Place, type Staged, sopsFilesUnder, stageDecrypted } from '../sops/tree.ts';
@@ -244,9 +245,13 @@ async function buildDecrypted(
 ): Promise<ManifestFile> {
   if (!options.identities) return build(tree, k, options, reach);
   const places: Place[] = reach.folders.map((folder) => ({ disk: onDisk(tree, folder), label: folder }));
-  const encrypted = await sopsFilesUnder(places);
+  // The repository the folders' links stay in, as checkReach bounds the fields.
+  const boundary = tree.insideRoot
+    ? tree.root
+    : (tree.boundary ?? (await workTreeOf(onDisk(tree, k.folder))));
+  const encrypted = await sopsFilesUnder(places, boundary);
   if (encrypted.length === 0) return build(tree, k, options, reach);
-  const staged = await stageDecrypted(places, encrypted, options.identities, tree.root);
+  const staged = await stageDecrypted(places, encrypted, options.identities, tree.root, boundary);
   try {
     return await build(tree, k, options, reach, staged);
   } finally {

@@ -92,8 +92,23 @@ export async function refuseLeadingOutside(path: string, boundary: string, label
 export const MAX_COPIED_FILE_BYTES = 64 * 1024 * 1024;
 
 /**
+ * A private copy holds at most this much in all: links make a folder's files count once per path that reaches them
+ * (ten links to a folder of ten links to a folder of a large file), which no single file's bound stops.
+ */
+export const MAX_COPIED_TOTAL_BYTES = 256 * 1024 * 1024;
+
+/** What a private copy may still write, shared by the files of one copy. */
+export interface CopyBudget {
+  bytes: number;
+}
+
+export function copyBudget(): CopyBudget {
+  return { bytes: MAX_COPIED_TOTAL_BYTES };
+}
+
+/**
  * Copies the folder `from` (checked by refuseSymlinksOutside) to `to` as helm would read it, with every symlink
- * replaced by what it leads to: a linked file by its bytes, a linked folder by a copy of it (each real folder once).
+ * replaced by what it leads to: a linked file by its bytes, a linked folder by a copy of it.
  * helm then reads only the private copy. Kept as links, pointing at their real targets, they let helm read the
  * user's folder again later, where a file swapped for a link after the check (or a relative link's text read from
  * the shallower copy, `../../../../x`) led elsewhere. Every file is read from the file opened, whose real place must
@@ -101,12 +116,18 @@ export const MAX_COPIED_FILE_BYTES = 64 * 1024 * 1024;
  */
 export async function copyResolved(from: string, to: string, boundary: string, label: string): Promise<void> {
   const bound = await realpath(boundary);
-  const seen = new Set<string>();
+  const budget = copyBudget();
   let entries = 0;
-  const copy = async (disk: string, target: string, shown: string): Promise<void> => {
+  // A folder reached again through a link inside it (a cycle) is not entered again; one reached through two links
+  // side by side is copied under both names, as helm loads it under both.
+  const copy = async (
+    disk: string,
+    target: string,
+    shown: string,
+    ancestors: readonly string[],
+  ): Promise<void> => {
     const real = await realpath(disk);
-    if (seen.has(real)) return;
-    seen.add(real);
+    if (ancestors.includes(real)) return;
     await mkdir(target, { recursive: true, mode: 0o700 });
     const list = await readdir(disk, { withFileTypes: true });
     for (const entry of list.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
@@ -128,22 +149,35 @@ export async function copyResolved(from: string, to: string, boundary: string, l
         folder = info.isDirectory();
         file = info.isFile();
       }
-      if (folder) await copy(source, at, named);
-      else if (file) await writeFile(at, await copiedBytes(source, bound, named), { mode: 0o600 });
+      if (folder) await copy(source, at, named, [...ancestors, real]);
+      else if (file) await writeFile(at, await copiedBytes(source, bound, named, budget), { mode: 0o600 });
       else throw new StalledError(`${named}: not a regular file (a named pipe, socket or device)`);
     }
   };
-  await copy(from, to, label.replace(/\/+$/, ''));
+  await copy(from, to, label.replace(/\/+$/, ''), []);
 }
 
 /**
  * The bytes of one file for a private copy, read from the file opened (bounded-read.ts): a file swapped for a link
  * leading outside `bound`, or for a named pipe, after a walk looked at it is refused, not followed or waited on.
  */
-export async function copiedBytes(path: string, bound: string, named: string): Promise<Buffer> {
+export async function copiedBytes(
+  path: string,
+  bound: string,
+  named: string,
+  budget: CopyBudget,
+): Promise<Buffer> {
   try {
-    return await readBoundedBytes(path, MAX_COPIED_FILE_BYTES, { within: bound });
+    const bytes = await readBoundedBytes(path, Math.min(MAX_COPIED_FILE_BYTES, budget.bytes), {
+      within: bound,
+    });
+    budget.bytes -= bytes.length;
+    return bytes;
   } catch (error) {
+    if (error instanceof FileTooLargeError && budget.bytes < MAX_COPIED_FILE_BYTES)
+      throw new StalledError(
+        `${named}: the copy made to build the folder would hold more than ${MAX_COPIED_TOTAL_BYTES} bytes (files reached through several links count once for each)`,
+      );
     if (error instanceof OutsideFolderError)
       throw new StalledError(
         `${named}: became a symlink that leads outside the repository while it was read`,

@@ -6,13 +6,13 @@
 // fails the build naming the file as the user knows it. Nothing is copied when no file of the folders is
 // encrypted (the tool then builds the folders where they lie).
 import { rmSync } from 'node:fs';
-import { lstat, mkdir, mkdtemp, readdir, realpath, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { StalledError } from '../../errors.ts';
 import { redactableValues } from '../../render/redact.ts';
 import { readBounded } from '../local/bounded-read.ts';
-import { copiedBytes } from '../local/symlinks.ts';
+import { copiedBytes, copyBudget } from '../local/symlinks.ts';
 import { decryptFiles, type IdentitySource, isSopsText } from './decrypt.ts';
 
 const MANIFEST = /\.(ya?ml|json)$/i;
@@ -25,43 +25,82 @@ export interface Place {
   label: string;
 }
 
+/** Whether `path` is `folder` or lies under it (both real paths). */
+function inside(path: string, folder: string): boolean {
+  return path === folder || path.startsWith(folder.endsWith(sep) ? folder : `${folder}${sep}`);
+}
+
+/**
+ * The real folder a place's files must lie in: `bound` (the repository) when the place lies in it, else the place
+ * itself (a values file the user named on the command line, outside any repository, is the user's own choice).
+ */
+async function boundOf(place: Place, bound: string | undefined): Promise<string | undefined> {
+  const real = await realpath(place.disk).catch(() => undefined);
+  if (real === undefined) return undefined;
+  if (bound !== undefined && inside(real, bound)) return bound;
+  const info = await stat(real).catch(() => undefined);
+  return info?.isDirectory() ? real : dirname(real);
+}
+
+/**
+ * Visits the files under a place as the build tool reads them: symlinks followed (helm and kustomize both follow
+ * them), each leading within `bound` (the real folder the place's files must lie in) or refused naming the link, a
+ * folder that leads back to one it lies in (a cycle of links) not entered again. Files keep the names they have
+ * under the place, so a linked file is copied under the link's name.
+ */
 async function walk(
   place: Place,
   visit: (file: Place) => Promise<void>,
   budget: { entries: number },
+  bound: string | undefined,
+  ancestors: readonly string[] = [],
 ): Promise<void> {
-  const info = await lstat(place.disk).catch(() => undefined);
-  if (!info || info.isSymbolicLink()) return;
-  if (info.isFile()) return visit(place);
-  if (!info.isDirectory()) return;
-  for (const name of (await readdir(place.disk)).sort()) {
+  const info = await stat(place.disk).catch(() => undefined);
+  if (!info) return; // leads nowhere: the tool says so
+  if (!info.isDirectory()) return visit(place);
+  const real = await realpath(place.disk);
+  if (ancestors.includes(real)) return;
+  for (const entry of (await readdir(place.disk, { withFileTypes: true })).sort((a, b) =>
+    a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+  )) {
     if (--budget.entries < 0)
       throw new StalledError(`more than ${MAX_ENTRIES} entries`, { subject: { describe: place.label } });
-    await walk(
-      { disk: join(place.disk, name), label: place.label === '.' ? name : `${place.label}/${name}` },
-      visit,
-      budget,
-    );
+    const disk = join(place.disk, entry.name);
+    const label = place.label === '.' ? entry.name : `${place.label}/${entry.name}`;
+    if (entry.isSymbolicLink() && bound !== undefined) {
+      const target = await realpath(disk).catch(() => undefined);
+      if (target === undefined) continue; // leads nowhere: the tool says so
+      if (!inside(target, bound))
+        throw new StalledError(`${label}: a symlink that leads outside the repository`);
+    }
+    await walk({ disk, label }, visit, budget, bound, [...ancestors, real]);
   }
 }
 
-/** The SOPS files (YAML or JSON with a top-level `sops:` block) under the places, folders walked. */
-export async function sopsFilesUnder(places: readonly Place[]): Promise<Place[]> {
+/**
+ * The SOPS files (YAML or JSON with a top-level `sops:` block) under the places, folders walked and symlinks
+ * followed as the build tool follows them; `boundary` is the repository the links of a place in it must stay in.
+ */
+export async function sopsFilesUnder(places: readonly Place[], boundary?: string): Promise<Place[]> {
   const found: Place[] = [];
   const seen = new Set<string>();
   const budget = { entries: MAX_ENTRIES };
+  const bound = boundary === undefined ? undefined : await realpath(boundary);
   for (const place of places) {
+    const within = await boundOf(place, bound);
     await walk(
       place,
       async (file) => {
         if (!MANIFEST.test(file.disk) || seen.has(file.disk)) return;
         seen.add(file.disk);
-        const info = await lstat(file.disk);
-        // A symlink is not read (it may lead to a device that never ends): it is passed on as it is.
+        const info = await stat(file.disk);
         if (!info.isFile() || info.size > MAX_FILE_BYTES) return;
-        if (isSopsText(await readBounded(file.disk, MAX_FILE_BYTES))) found.push(file);
+        // Read from the file opened, which must lie where the walk found it (not a link swapped in since).
+        const text = await readBounded(file.disk, MAX_FILE_BYTES, { within }).catch(() => '');
+        if (isSopsText(text)) found.push(file);
       },
       budget,
+      within,
     );
   }
   return found;
@@ -109,14 +148,17 @@ function removedAtExit(copy: string): void {
 
 /**
  * Copies the places (folders or files) into a private temporary folder, keeping their layout relative to each
- * other, and decrypts the SOPS files among them there. Regular files only (symlinks are not followed).
- * `treeRoot` is the folder the places' labels are relative to ('' for paths on disk as given).
+ * other, and decrypts the SOPS files among them there. A symlink is copied as what it leads to (a file's bytes, a
+ * folder's files), as the tool would have read it: the copy holds no link back to the user's folders. `treeRoot` is
+ * the folder the places' labels are relative to ('' for paths on disk as given); `boundary` is the repository the
+ * links of a place in it must stay in (sopsFilesUnder's).
  */
 export async function stageDecrypted(
   places: readonly Place[],
   encrypted: readonly Place[],
   identities: IdentitySource,
   treeRoot = '',
+  boundary?: string,
 ): Promise<Staged> {
   const root = commonFolder(places.map((p) => p.disk));
   // Messages name files as the user does: under the repository (a checkout's root) or the working folder.
@@ -143,24 +185,34 @@ export async function stageDecrypted(
   };
   try {
     const budget = { entries: MAX_ENTRIES };
+    const bytes = copyBudget();
     const secret = new Set(encrypted.map((file) => resolve(file.disk)));
-    const within = await realpath(root);
+    const bound = boundary === undefined ? undefined : await realpath(boundary);
     for (const place of places) {
+      const within = await boundOf(place, bound);
       await walk(
         place,
         async (file) => {
           if (secret.has(resolve(file.disk))) return; // written decrypted below, readable only by us
           const target = at(file.disk);
           await mkdir(dirname(target), { recursive: true, mode: 0o700 });
-          await writeFile(target, await copiedBytes(file.disk, within, file.label), { mode: 0o600 });
+          await writeFile(target, await copiedBytes(file.disk, within ?? root, file.label, bytes), {
+            mode: 0o600,
+          });
         },
         budget,
+        within,
       );
     }
     const loaded = typeof identities === 'function' ? await identities() : identities;
     for (const file of encrypted) {
       const [plain] = await decryptFiles(
-        [{ path: file.label, text: await readBounded(file.disk, MAX_FILE_BYTES) }],
+        [
+          {
+            path: file.label,
+            text: await readBounded(file.disk, MAX_FILE_BYTES, { within: await boundOf(file, bound) }),
+          },
+        ],
         loaded,
       );
       await mkdir(dirname(at(file.disk)), { recursive: true, mode: 0o700 });

@@ -129,9 +129,12 @@ describe('the private copy of a chart folder', () => {
     await symlink(chart, join(chart, 'templates', 'loop'));
     const to = join(await mkdtemp(join(tmpdir(), 'mooring-copy-')), 'web');
     dirs.push(dirname(to));
+    // The same folder linked twice side by side: helm loads it under both names.
+    await symlink(join(repo, 'shared'), join(chart, 'templates', 'again'));
     await copyResolved(chart, to, repo, 'charts/web');
     expect(await readFile(join(to, 'files', 'note'), 'utf8')).toBe('shared note');
     expect(await readFile(join(to, 'templates', 'shared', 'helpers.tpl'), 'utf8')).toContain('define "x"');
+    expect(await readFile(join(to, 'templates', 'again', 'helpers.tpl'), 'utf8')).toContain('define "x"');
     const links = [];
     for (const entry of await readdir(to, { recursive: true, withFileTypes: true }))
       if (entry.isSymbolicLink()) links.push(entry.name);

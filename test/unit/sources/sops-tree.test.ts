@@ -133,3 +133,93 @@ describe('a file of the folders swapped while the private copy is made', () => {
     expect(copied).toBeGreaterThan(0);
   });
 });
+
+describe('symlinks in the folders copied to decrypt', () => {
+  /** A repository (with `.git`) holding `chart/` and `shared/`, and a file outside it. */
+  async function repository() {
+    const key = await newAgeKey();
+    const encrypted = await encryptSops([{ password: 's3cret' }], { recipients: [key.recipient] });
+    const top = await mkdtemp(join(tmpdir(), 'sops-links-'));
+    await writeFile(join(top, 'outside.txt'), 'the-file-outside');
+    const repo = join(top, 'repo');
+    await mkdir(join(repo, '.git'), { recursive: true });
+    const files = {
+      'chart/Chart.yaml': 'apiVersion: v2\nname: web\nversion: 0.1.0\n',
+      'chart/templates/cm.yaml': 'kind: ConfigMap\n',
+      'chart/secrets.yaml': encrypted,
+      'shared/_helpers.tpl': '{{- define "web.name" }}web{{ end }}\n',
+      'shared/prod.enc.yaml': encrypted,
+      'shared/files/a.txt': 'a',
+    };
+    for (const [path, text] of Object.entries(files)) {
+      await mkdir(join(repo, path, '..'), { recursive: true });
+      await writeFile(join(repo, path), text);
+    }
+    return { key, top, repo, chart: join(repo, 'chart') };
+  }
+
+  it('copies what a link leads to under its name, decrypts a linked SOPS file, and holds no link', async () => {
+    const { key, repo, chart } = await repository();
+    symlinkSync(join(repo, 'shared', '_helpers.tpl'), join(chart, 'templates', '_helpers.tpl'));
+    symlinkSync('../shared/prod.enc.yaml', join(chart, 'prod.yaml'));
+    // One folder linked twice is copied under both names (helm loads both); a link back up is a cycle, not entered.
+    symlinkSync(join(repo, 'shared', 'files'), join(chart, 'files'));
+    symlinkSync(join(repo, 'shared', 'files'), join(chart, 'more'));
+    symlinkSync(chart, join(chart, 'templates', 'loop'));
+    const places = [{ disk: chart, label: 'chart' }];
+    const found = await sopsFilesUnder(places, repo);
+    expect(found.map((f) => f.label)).toEqual(['chart/prod.yaml', 'chart/secrets.yaml']);
+    const staged = await stageDecrypted(places, found, await parseAgeKeys(key.secret, 'test'), repo, repo);
+    try {
+      expect(await readFile(staged.at(join(chart, 'templates', '_helpers.tpl')), 'utf8')).toContain(
+        'define "web.name"',
+      );
+      expect(await readFile(staged.at(join(chart, 'prod.yaml')), 'utf8')).toContain('password: s3cret');
+      expect(await readFile(staged.at(join(chart, 'files', 'a.txt')), 'utf8')).toBe('a');
+      expect(await readFile(staged.at(join(chart, 'more', 'a.txt')), 'utf8')).toBe('a');
+      const copy = staged.at(chart);
+      const links = (await readdir(copy, { recursive: true, withFileTypes: true })).filter((e) =>
+        e.isSymbolicLink(),
+      );
+      expect(links).toEqual([]);
+      // The user's files are as they were.
+      expect(await readFile(join(repo, 'shared', 'prod.enc.yaml'), 'utf8')).toContain('sops:');
+    } finally {
+      await staged.remove();
+    }
+  });
+
+  it('refuses a link that leads outside the repository, naming it, and leaves no copy', async () => {
+    const { key, top, repo, chart } = await repository();
+    symlinkSync(join(top, 'outside.txt'), join(chart, 'templates', 'leak.txt'));
+    const places = [{ disk: chart, label: 'chart' }];
+    await expect(sopsFilesUnder(places, repo)).rejects.toThrow(
+      'chart/templates/leak.txt: a symlink that leads outside the repository',
+    );
+    const before = await copiesLeft();
+    await expect(
+      stageDecrypted(
+        places,
+        [{ disk: join(chart, 'secrets.yaml'), label: 'chart/secrets.yaml' }],
+        await parseAgeKeys(key.secret, 'test'),
+        repo,
+        repo,
+      ),
+    ).rejects.toThrow('chart/templates/leak.txt: a symlink that leads outside the repository');
+    expect(await copiesLeft()).toEqual(before);
+  });
+
+  it('bounds the whole copy when links multiply what it holds', async () => {
+    const { key, repo, chart } = await repository();
+    // A 40 MiB file reached through seven links: 280 MiB of copy from 40 MiB on disk.
+    await writeFile(join(repo, 'shared', 'big.bin'), Buffer.alloc(40 * 1024 * 1024, 1));
+    for (let i = 0; i < 7; i++) symlinkSync(join(repo, 'shared', 'big.bin'), join(chart, `big-${i}.bin`));
+    const places = [{ disk: chart, label: 'chart' }];
+    const found = await sopsFilesUnder(places, repo);
+    await expect(
+      stageDecrypted(places, found, await parseAgeKeys(key.secret, 'test'), repo, repo),
+    ).rejects.toThrow(
+      'chart/big-6.bin: the copy made to build the folder would hold more than 268435456 bytes',
+    );
+  });
+});
