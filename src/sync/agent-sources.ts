@@ -18,7 +18,7 @@ import { isKustomizationFile } from '../sources/build/kustomize.ts';
 import { kustomizationsAt } from '../sources/build/kustomize-sources.ts';
 import type { ChartLookup } from '../sources/build/lookup.ts';
 import { type ClusterCapabilities, deploymentManifests } from '../sources/deployment-manifests.ts';
-import { findTreeFiles } from '../sources/git/checkout.ts';
+import { findTreeFiles, treeLinksUnder } from '../sources/git/checkout.ts';
 import { createPathFilter, isManifestPath } from '../sources/git/paths.ts';
 import type { GitRepository, ResolvedRef } from '../sources/git/repository.ts';
 import { changesUnder } from '../sources/git/tree.ts';
@@ -65,6 +65,8 @@ export interface DeploymentState {
   quiet?: { input: string; ledger: string } | undefined;
   /** Whether a kustomization lies among its paths at a commit (a poll's question, answered once per commit). */
   kustomized?: { commit: string; found: boolean } | undefined;
+  /** Whether its chart folder or a values file holds a symlink at a commit (asked once per commit). */
+  chartLinked?: { commit: string; found: boolean } | undefined;
 }
 
 /** An artifact source (image, chart or OCI artifact) and where its policy stands now. */
@@ -269,7 +271,10 @@ async function changesNoneOf(
     const folder = chart.chart === undefined ? undefined : `${chart.chart.replace(/\/+$/, '')}/`;
     const concerned = (path: string) =>
       (folder !== undefined && path.startsWith(folder)) || chart.valuesFiles.includes(path);
-    return !everything && !changes.some((c) => concerned(c.path));
+    if (everything || changes.some((c) => concerned(c.path))) return false;
+    // A symlink in the chart folder (a shared `_helpers.tpl`) or a linked values file reads a file elsewhere in the
+    // repository, which the checkout writes in its place: any commit may concern the chart then.
+    return !(await chartHasLinks(repo, d, from, commit));
   }
   const { everything, files } = await repo.changedManifests(from, commit, d.spec.paths, d.spec.exclude);
   if (everything || files.length > 0) return false;
@@ -309,6 +314,30 @@ async function hasKustomization(
     ? all.some((path) => filter.includes(path))
     : (await kustomizationsAt(repo, commit, d.spec.paths, d.spec.exclude)).length > 0;
   d.kustomized = { commit, found };
+  return found;
+}
+
+/**
+ * Whether the chart folder or a values file of a chart deployment holds a symlink at `commit`, asked once per commit:
+ * known at `from`, and nothing under them changed since (the caller's question), it is what it was.
+ */
+async function chartHasLinks(
+  repo: GitRepository,
+  d: DeploymentState,
+  from: string,
+  commit: string,
+): Promise<boolean> {
+  const chart = d.spec.helm;
+  if (!chart) return false;
+  const known = d.chartLinked;
+  if (known?.commit === commit) return known.found;
+  if (known?.commit === from) {
+    d.chartLinked = { commit, found: known.found };
+    return known.found;
+  }
+  const roots = [...(chart.chart === undefined ? [] : [chart.chart]), ...chart.valuesFiles];
+  const found = roots.length > 0 && (await treeLinksUnder(repo, commit, roots)).length > 0;
+  d.chartLinked = { commit, found };
   return found;
 }
 

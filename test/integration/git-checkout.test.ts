@@ -1,13 +1,15 @@
 // checkoutTree against the test bed's real Git server: a commit fetched shallowly into the cache is written out as
-// files, executable bits kept, symlinks left out, and the bounds refuse a tree that is too big.
+// files, executable bits kept, symlinks within the repository written as what they lead to (and none on disk),
+// those leading out left out and refused where a chart reads them, and the bounds refuse a tree that is too big.
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { gitSource } from '../../src/config/schema.ts';
+import { deployment, gitSource } from '../../src/config/schema.ts';
 import { StalledError, TransientError } from '../../src/errors.ts';
+import { chartFromGit } from '../../src/sources/build/chart-files.ts';
 import { checkoutTree } from '../../src/sources/git/checkout.ts';
 import { GitRepository } from '../../src/sources/git/repository.ts';
 import { bareRepo, testbed } from './helpers.ts';
@@ -31,6 +33,22 @@ async function repoWith(files: Record<string, string>): Promise<{ repo: GitRepos
   const bare = await bareRepo(name);
   const commit = await bare.commit(files);
   return { repo: repository(name), commit };
+}
+
+/** Commits everything in `work` (a folder, made a repository on first use) and pushes it to `bare`. */
+async function pushed(work: string, bare: string): Promise<string> {
+  const gitEnv = {
+    ...process.env,
+    GIT_AUTHOR_NAME: 't',
+    GIT_AUTHOR_EMAIL: 't@mooring.invalid',
+    GIT_COMMITTER_NAME: 't',
+    GIT_COMMITTER_EMAIL: 't@mooring.invalid',
+  };
+  await run('git', ['init', '--quiet', '--initial-branch=main', work], { env: gitEnv });
+  await run('git', ['-C', work, 'add', '-A', '.'], { env: gitEnv });
+  await run('git', ['-C', work, 'commit', '--quiet', '-m', 'links'], { env: gitEnv });
+  await run('git', ['-C', work, 'push', '--quiet', bare, 'main'], { env: gitEnv });
+  return (await run('git', ['-C', work, 'rev-parse', 'HEAD'])).stdout.trim();
 }
 
 function repository(name: string, maxFileBytes?: number): GitRepository {
@@ -68,7 +86,7 @@ describe('checkoutTree', () => {
     expect(await readFile(join(into, 'README.md'), 'utf8')).toBe('# app\n');
   });
 
-  it('keeps the executable bit and leaves symlinks out', async () => {
+  it('keeps the executable bit and leaves a symlink out of the repository out', async () => {
     // A repository with a script and a symlink, made with a plain clone and push.
     const name = `checkout-modes-${Date.now().toString(36)}-${counter++}`;
     const bare = await bareRepo(name);
@@ -98,6 +116,62 @@ describe('checkoutTree', () => {
     expect((await stat(join(into, 'bin/run.sh'))).mode & 0o111).not.toBe(0);
     expect((await stat(join(into, 'plain.yaml'))).mode & 0o111).toBe(0);
     await expect(stat(join(into, 'passwd.yaml'))).rejects.toThrow(/ENOENT/);
+  });
+
+  it('writes a link within the repository as what it leads to, and refuses one a chart reads that leads out', async () => {
+    // A monorepo whose charts share a helper and a values file through links, pushed by native git.
+    const name = `checkout-links-${Date.now().toString(36)}-${counter++}`;
+    const bare = await bareRepo(name);
+    const work = await temp('mooring-checkout-work-');
+    await mkdir(join(work, 'shared/tpl'), { recursive: true });
+    await mkdir(join(work, 'charts/web/templates'), { recursive: true });
+    await writeFile(join(work, 'shared/values.yaml'), 'color: green\n');
+    await writeFile(join(work, 'shared/tpl/_helpers.tpl'), '{{- define "web.name" }}web-linked{{ end }}\n');
+    await writeFile(join(work, 'charts/web/Chart.yaml'), 'apiVersion: v2\nname: web\nversion: 0.1.0\n');
+    await writeFile(
+      join(work, 'charts/web/templates/cm.yaml'),
+      'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ include "web.name" . }}}\ndata: {color: {{ .Values.color | quote }}}\n',
+    );
+    await symlink('../../shared/values.yaml', join(work, 'charts/web/values.yaml'));
+    await symlink('../../../shared/tpl', join(work, 'charts/web/templates/common'));
+    // Elsewhere in the repository, read by no chart: left out, refused by nobody.
+    await symlink('/etc/passwd', join(work, 'passwd.yaml'));
+    const commit = await pushed(work, bare.path);
+    const repo = repository(name);
+    cleanup.push(repo.gitdir);
+    await repo.fetch(commit);
+    const into = await temp('mooring-checkout-');
+    const skipped = await checkoutTree(repo, commit, into);
+    expect(skipped).toEqual([{ path: 'passwd.yaml', why: 'leads outside the repository' }]);
+    expect(await readFile(join(into, 'charts/web/values.yaml'), 'utf8')).toBe('color: green\n');
+    expect(await readFile(join(into, 'charts/web/templates/common/_helpers.tpl'), 'utf8')).toContain(
+      'web-linked',
+    );
+    const links = (await readdir(into, { recursive: true, withFileTypes: true })).filter((e) =>
+      e.isSymbolicLink(),
+    );
+    expect(links).toEqual([]);
+
+    // The chart renders with the linked values and helper, as helm renders the clone.
+    process.env.MOORING_HELM = testbed().tools.helm;
+    const spec = deployment.parse({
+      name: 'shop',
+      namespace: 'prod',
+      source: 'app',
+      helm: { chart: 'charts/web' },
+    });
+    const [file] = await chartFromGit(repo, commit, spec, undefined);
+    expect(file?.text).toContain('name: web-linked');
+    expect(file?.text).toContain('color: "green"');
+
+    // values.yaml linked outside the repository: the chart would render with no values at all. Refused, named.
+    await rm(join(work, 'charts/web/values.yaml'));
+    await symlink('/etc/hostname', join(work, 'charts/web/values.yaml'));
+    const outward = await pushed(work, bare.path);
+    await repo.fetch(outward);
+    await expect(chartFromGit(repo, outward, spec, undefined)).rejects.toThrow(
+      "charts/web/values.yaml: a symlink that leads outside the repository; a symlink deployment shop's chart reads must lead to a file or folder within the repository",
+    );
   });
 
   it('refuses a tree past its bounds, naming the bound', async () => {

@@ -208,4 +208,62 @@ ${deploymentYaml({
       await kubectl('delete', 'namespace', agentNs, '--wait=false');
     }
   }, 180_000);
+
+  it('the agent deploys a chart whose helper and values are symlinks, and a commit to what they lead to', async () => {
+    const suffix = Date.now().toString(36);
+    const agentNs = `mooring-helm-links-${suffix}`;
+    process.env.MOORING_HELM = testbed().tools.helm;
+    const { repo, receiver, first, agent } = await startGitAgent({
+      repo: `helm-links-${suffix}/app`,
+      files: {
+        'shared/values.yaml': 'color: green\n',
+        'shared/tpl/_helpers.tpl': '{{- define "linked.name" -}}{{ .Release.Name }}-linked{{- end -}}\n',
+        'charts/web/Chart.yaml': 'apiVersion: v2\nname: web\nversion: 1.0.0\n',
+        'charts/web/values.yaml': 'color: blue\n',
+        'charts/web/templates/cm.yaml':
+          'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain}\ndata: {color: {{ .Values.color | quote }}}\n',
+      },
+      cluster: { name: 'helm-links', namespace: agentNs },
+      deployments: [{ name: 'shop', namespace: ns(), helm: { chart: 'charts/web' } }],
+    });
+    try {
+      const ended = receiver.ended;
+      await untilEnded(agent, receiver, first, 'the plain chart deployed');
+      expect(ended(first)?.state).toBe('success');
+      // The chart's values file and a templates folder become links to files shared by the repository's charts.
+      const linked = await repo.commit(
+        {
+          'charts/web/values.yaml': null,
+          'charts/web/templates/cm.yaml':
+            'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ include "linked.name" . }}}\ndata: {color: {{ .Values.color | quote }}}\n',
+        },
+        {
+          symlinks: {
+            'charts/web/values.yaml': '../../shared/values.yaml',
+            'charts/web/templates/common': '../../../shared/tpl',
+          },
+        },
+      );
+      await eventually('the linked chart deployed', async () => ended(linked), 90_000);
+      expect(ended(linked)?.state, ended(linked)?.description).toBe('success');
+      expect(
+        (await liveObject<{ data: Record<string, string> }>(ns(), 'configmap', 'shop-linked'))?.data,
+      ).toEqual({
+        color: 'green',
+      });
+      // A commit that changes only the file a link leads to, outside the chart folder, concerns the chart.
+      const shared = await repo.commit({ 'shared/values.yaml': 'color: red\n' });
+      await eventually('the shared values deployed', async () => ended(shared), 90_000);
+      expect(ended(shared)?.state).toBe('success');
+      expect(
+        (await liveObject<{ data: Record<string, string> }>(ns(), 'configmap', 'shop-linked'))?.data,
+      ).toEqual({
+        color: 'red',
+      });
+    } finally {
+      await agent.stop();
+      await receiver.close();
+      await kubectl('delete', 'namespace', agentNs, '--wait=false');
+    }
+  }, 180_000);
 });

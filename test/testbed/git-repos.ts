@@ -4,7 +4,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { randomFillSync } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
@@ -22,6 +22,8 @@ export interface CommitOptions {
    * key (`gpg.format ssh`, the private key's path).
    */
   sign?: { format: 'openpgp'; key: string; gnupgHome: string } | { format: 'ssh'; key: string } | undefined;
+  /** Symlinks to commit, by path: the target as the link holds it (`../../shared/values.yaml`). */
+  symlinks?: Record<string, string>;
 }
 
 const REPO_NAME = /^[a-z0-9][a-z0-9._/-]*$/;
@@ -63,7 +65,8 @@ export async function commitFiles(
   const ref = `refs/heads/${branch}`;
   await checkRefName(ref);
   if (options.tag !== undefined) await checkRefName(`refs/tags/${options.tag}`);
-  const paths = Object.keys(files);
+  const links = options.symlinks ?? {};
+  const paths = [...Object.keys(files), ...Object.keys(links)];
   for (const path of paths) checkFilePath(path);
 
   const scratch = await mkdtemp(join(tmpdir(), 'mooring-commit-'));
@@ -79,6 +82,11 @@ export async function commitFiles(
       const file = join(workTree, path);
       await mkdir(dirname(file), { recursive: true });
       await writeFile(file, content, 'utf8');
+    }
+    for (const [path, target] of Object.entries(links)) {
+      const file = join(workTree, path);
+      await mkdir(dirname(file), { recursive: true });
+      await symlink(target, file);
     }
     if (paths.length > 0) {
       const input = paths.map((path) => `${path}\0`).join('');

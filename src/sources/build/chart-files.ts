@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { Deployment } from '../../config/schema.ts';
 import { StalledError } from '../../errors.ts';
 import type { ManifestFile } from '../../render/parse.ts';
-import { checkoutTree } from '../git/checkout.ts';
+import { checkoutTree, refuseSkippedLinks } from '../git/checkout.ts';
 import type { GitRepository } from '../git/repository.ts';
 import type { IdentitySource } from '../sops/decrypt.ts';
 import { apiVersionsOf, type ChartRequest, isChart, renderChart } from './helm.ts';
@@ -87,7 +87,11 @@ export async function chartFromGit(
   const chart = spec.helm as Chart;
   const dir = await mkdtemp(join(tmpdir(), 'mooring-chart-'));
   try {
-    await checkoutTree(repo, commit, dir);
+    const skipped = await checkoutTree(repo, commit, dir);
+    // A link helm would read that was not written (it leads outside the repository, or nowhere) fails the render:
+    // a values file or a chart file missing would render other objects, silently.
+    const read = [...(reading.fetched ? [] : [chart.chart ?? '.']), ...chart.valuesFiles];
+    refuseSkippedLinks(skipped, read, `deployment ${spec.name}'s chart`);
     // The checkout is the sync's own: fetched dependencies are written into it.
     return [await render(dir, spec, chart, caps, identities, limits, { ...reading, privateFolder: true })];
   } finally {

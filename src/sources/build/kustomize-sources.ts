@@ -10,7 +10,7 @@ import { join, posix } from 'node:path';
 import { byCodeUnit } from '../../arrays.ts';
 import { StalledError } from '../../errors.ts';
 import type { ManifestFile } from '../../render/parse.ts';
-import { checkoutTree, findTreeFiles } from '../git/checkout.ts';
+import { checkoutTree, findTreeFiles, refuseSkippedLinks } from '../git/checkout.ts';
 import { createPathFilter } from '../git/paths.ts';
 import type { GitRepository } from '../git/repository.ts';
 import { buildKustomizations, isKustomizationFile, type KustomizeOptions } from './kustomize.ts';
@@ -73,7 +73,13 @@ export async function kustomizeGit(
   if (kustomizations.length === 0) return [...files];
   const dir = await mkdtemp(join(tmpdir(), 'mooring-kustomize-'));
   try {
-    await checkoutTree(repo, commit, dir);
+    const skipped = await checkoutTree(repo, commit, dir);
+    // A link the build would read that was not written fails it naming the link, not a file kustomize cannot find.
+    refuseSkippedLinks(
+      skipped,
+      kustomizations.map((k) => posix.dirname(k)),
+      'a kustomization',
+    );
     return await buildKustomizations(files, kustomizations, { root: dir, insideRoot: true }, options);
   } finally {
     await rm(dir, { recursive: true, force: true });

@@ -7,8 +7,11 @@
 // The tree is bounded like a source's reads: at most `maxFiles` files (10,000), none over `maxFileBytes` (the
 // source's maxFileBytes), `maxTotalBytes` in all (256 MiB); past a bound the checkout is refused, naming it.
 // Sizes are read from the objects' headers and checked for every file before any file is inflated or written.
-// Entry names were checked when the tree was read (tree.ts), so no path leaves `into`. Symlinks are not written
-// (a link could lead out of the tree, and mooring never follows them elsewhere either); submodules are not files.
+// Entry names were checked when the tree was read (tree.ts), so no path leaves `into`. No symlink is written: one
+// that leads within the repository is written as what it leads to (tree-links.ts; a chart's shared `_helpers.tpl`
+// or values file), one that leads outside or nowhere is left out and returned, for the caller to refuse where its
+// tool reads (a chart's values file missing would render the chart with other values, silently); submodules are
+// not files.
 // Executable files keep their mode (100755), so a chart's or kustomization's scripts look as in a clone.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -19,11 +22,18 @@ import {
   blobSizes,
   listFiles,
   type ObjectStore,
+  readBlob,
   readBlobs,
   readCommit,
   SYMLINK_MODE,
   type TreeFile,
 } from './tree.ts';
+import {
+  MAX_LINK_TARGET_BYTES,
+  resolveTreeLinks,
+  type SkippedLink,
+  TreeTooLargeError,
+} from './tree-links.ts';
 
 export interface CheckoutLimits {
   /** Most files written; 10,000 when absent. */
@@ -34,8 +44,8 @@ export interface CheckoutLimits {
   maxTotalBytes?: number | undefined;
 }
 
-const everyFile = {
-  includes: (f: TreeFile) => f.mode !== SYMLINK_MODE,
+const everyEntry = {
+  includes: () => true,
   mayContain: () => true,
 };
 
@@ -70,18 +80,53 @@ export async function findTreeFiles(
   });
 }
 
-/** Writes the regular files of a fetched commit's tree under `into`. */
+/**
+ * The symlinks of a fetched commit that lie at or under `roots` (folders or files of the tree, '' for all): a chart
+ * whose folder holds one reads files elsewhere in the repository (checkoutTree writes what it leads to).
+ */
+export async function treeLinksUnder(
+  repo: GitRepository,
+  commit: string,
+  roots: readonly string[],
+  limit = 10_000,
+): Promise<string[]> {
+  const clean = roots.map((r) =>
+    r
+      .split('/')
+      .filter((part) => part !== '' && part !== '.')
+      .join('/'),
+  );
+  const holds = (root: string, path: string) => root === '' || path === root || path.startsWith(`${root}/`);
+  return exclusive(repo.gitdir, async () => {
+    const links = await listFiles(
+      storeOf(repo),
+      commit,
+      {
+        includes: (f) => f.mode === SYMLINK_MODE && clean.some((root) => holds(root, f.path)),
+        mayContain: (folder) => clean.some((root) => holds(root, folder) || holds(folder, root)),
+        roots: clean,
+      },
+      limit,
+    );
+    return links.map((f) => f.path);
+  });
+}
+
+/**
+ * Writes the files of a fetched commit's tree under `into`, each symlink that leads within the repository as what it
+ * leads to (tree-links.ts). Returns the links not written, and why: the caller refuses those its tool would read.
+ */
 export async function checkoutTree(
   repo: GitRepository,
   commit: string,
   into: string,
   limits: CheckoutLimits = {},
-): Promise<void> {
+): Promise<SkippedLink[]> {
   const subject = { describe: `${repo.url}@${commit.slice(0, 7)}` };
   const maxFiles = limits.maxFiles ?? 10_000;
   const maxFileBytes = limits.maxFileBytes ?? repo.source.maxFileBytes;
   const maxTotalBytes = limits.maxTotalBytes ?? 256 * 1024 * 1024;
-  await exclusive(repo.gitdir, async () => {
+  return exclusive(repo.gitdir, async () => {
     const store = storeOf(repo);
     try {
       await readCommit(store, commit);
@@ -92,9 +137,26 @@ export async function checkoutTree(
     // What helm and kustomize read is checked as every other read of a commit is (a source with `verify`).
     await repo.requireSigned(store, commit);
     let files: TreeFile[];
+    let skipped: SkippedLink[];
     const made = new Set<string>();
     try {
-      files = await listFiles(store, commit, everyFile, maxFiles);
+      const entries = await listFiles(store, commit, everyEntry, maxFiles);
+      const targets = new Map<string, string>();
+      for (const link of entries.filter((f) => f.mode === SYMLINK_MODE)) {
+        const [size = 0] = await blobSizes(store, [link], Number.MAX_SAFE_INTEGER);
+        if (size > MAX_LINK_TARGET_BYTES)
+          throw new StalledError(
+            `${link.path}: a symlink whose target is longer than ${MAX_LINK_TARGET_BYTES} bytes`,
+          );
+        const bytes = await readBlob(store, link, MAX_LINK_TARGET_BYTES);
+        targets.set(link.path, Buffer.from(bytes).toString('utf8'));
+      }
+      try {
+        ({ files, skipped } = resolveTreeLinks(entries, targets, maxFiles));
+      } catch (error) {
+        if (error instanceof TreeTooLargeError) throw new StalledError(`the tree holds ${error.message}`);
+        throw error;
+      }
       let total = 0;
       for (const size of await blobSizes(store, files, maxFileBytes)) {
         total += size;
@@ -115,7 +177,32 @@ export async function checkoutTree(
       }
       await writeFile(target, bytes, { mode: file.mode === '100755' ? 0o755 : 0o644 });
     }
+    return skipped;
   });
+}
+
+/**
+ * Refuses a checkout whose skipped links (checkoutTree's) lie where a tool reads: under one of `paths` (a chart's
+ * folder, its values files), naming the link and why it was not written.
+ */
+export function refuseSkippedLinks(
+  skipped: readonly SkippedLink[],
+  paths: readonly string[],
+  subject: string,
+): void {
+  const clean = paths.map((p) =>
+    p
+      .split('/')
+      .filter((part) => part !== '' && part !== '.')
+      .join('/'),
+  );
+  const hit = skipped.find((link) =>
+    clean.some((p) => p === '' || link.path === p || link.path.startsWith(`${p}/`)),
+  );
+  if (hit)
+    throw new StalledError(
+      `${hit.path}: a symlink that ${hit.why}; a symlink ${subject} reads must lead to a file or folder within the repository`,
+    );
 }
 
 function storeOf(repo: GitRepository): ObjectStore {
