@@ -21,7 +21,7 @@ import { type ClusterCapabilities, deploymentManifests } from '../sources/deploy
 import { findTreeFiles, treeLinksUnder } from '../sources/git/checkout.ts';
 import { createPathFilter, isManifestPath } from '../sources/git/paths.ts';
 import type { GitRepository, ResolvedRef } from '../sources/git/repository.ts';
-import { changesUnder } from '../sources/git/tree.ts';
+import { changesUnder, SYMLINK_MODE } from '../sources/git/tree.ts';
 import { SignatureRefusal } from '../sources/registry/cosign.ts';
 
 export interface DeploymentState {
@@ -65,8 +65,8 @@ export interface DeploymentState {
   quiet?: { input: string; ledger: string } | undefined;
   /** Whether a kustomization lies among its paths at a commit (a poll's question, answered once per commit). */
   kustomized?: { commit: string; found: boolean } | undefined;
-  /** Whether its chart folder or a values file holds a symlink at a commit (asked once per commit). */
-  chartLinked?: { commit: string; found: boolean } | undefined;
+  /** Whether a symlink lies among the files it reads at a commit (asked once per commit, holdsLinks). */
+  linked?: { commit: string; found: boolean } | undefined;
 }
 
 /** An artifact source (image, chart or OCI artifact) and where its policy stands now. */
@@ -274,7 +274,8 @@ async function changesNoneOf(
     if (everything || changes.some((c) => concerned(c.path))) return false;
     // A symlink in the chart folder (a shared `_helpers.tpl`) or a linked values file reads a file elsewhere in the
     // repository, which the checkout writes in its place: any commit may concern the chart then.
-    return !(await chartHasLinks(repo, d, from, commit));
+    const roots = [...(chart.chart === undefined ? [] : [chart.chart]), ...chart.valuesFiles];
+    return !(await holdsLinks(repo, d, from, commit, roots));
   }
   const { everything, files } = await repo.changedManifests(from, commit, d.spec.paths, d.spec.exclude);
   if (everything || files.length > 0) return false;
@@ -284,6 +285,9 @@ async function changesNoneOf(
     (c) => c.after === undefined && isManifestPath(c.path) && filter.includes(c.path),
   );
   if (deleted.length > 0) return false;
+  // A manifest that is a symlink is read from the file it leads to, which may lie outside the paths: any commit may
+  // concern the deployment then.
+  if (await holdsLinks(repo, d, from, commit, filter.roots)) return false;
   // A kustomization's bases and generator files may lie outside its paths: any commit may concern it.
   return !(await hasKustomization(repo, d, from, commit));
 }
@@ -318,26 +322,37 @@ async function hasKustomization(
 }
 
 /**
- * Whether the chart folder or a values file of a chart deployment holds a symlink at `commit`, asked once per commit:
- * known at `from`, and nothing under them changed since (the caller's question), it is what it was.
+ * Whether a symlink lies under `roots` (a chart's folder and values files, or a deployment's paths) at `commit`,
+ * asked once per commit: known at `from`, and no link under them added, changed or removed since, it is what it was.
  */
-async function chartHasLinks(
+async function holdsLinks(
   repo: GitRepository,
   d: DeploymentState,
   from: string,
   commit: string,
+  roots: readonly string[],
 ): Promise<boolean> {
-  const chart = d.spec.helm;
-  if (!chart) return false;
-  const known = d.chartLinked;
+  const known = d.linked;
   if (known?.commit === commit) return known.found;
+  const clean = roots.map((r) =>
+    r
+      .split('/')
+      .filter((part) => part !== '' && part !== '.')
+      .join('/'),
+  );
+  const under = (path: string) => clean.some((r) => r === '' || path === r || path.startsWith(`${r}/`));
   if (known?.commit === from) {
-    d.chartLinked = { commit, found: known.found };
-    return known.found;
+    const { everything, changes } = await repo.changes(from, commit);
+    const linkMoved = changes.some(
+      (c) => (c.before?.mode === SYMLINK_MODE || c.after?.mode === SYMLINK_MODE) && under(c.path),
+    );
+    if (!everything && !linkMoved) {
+      d.linked = { commit, found: known.found };
+      return known.found;
+    }
   }
-  const roots = [...(chart.chart === undefined ? [] : [chart.chart]), ...chart.valuesFiles];
-  const found = roots.length > 0 && (await treeLinksUnder(repo, commit, roots)).length > 0;
-  d.chartLinked = { commit, found };
+  const found = clean.length > 0 && (await treeLinksUnder(repo, commit, clean)).length > 0;
+  d.linked = { commit, found };
   return found;
 }
 

@@ -373,7 +373,7 @@ export class Agent {
       d.generation = (d.generation ?? 0) + 1;
       // Its paths may have changed: whether a kustomization lies among them is asked again.
       d.kustomized = undefined;
-      d.chartLinked = undefined;
+      d.linked = undefined;
       // Judged anew: a changed spec may read other files, or fix what failed.
       d.attempted = undefined;
       // Another repository (or another URL of it) may not hold the commit the deployment was at.

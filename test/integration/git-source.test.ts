@@ -476,32 +476,76 @@ describe('refusals', () => {
     }
   });
 
-  it('refuses a symlink in the repository, naming it', async () => {
+  it('reads a symlink to a file within the repository as that file, and refuses one out, naming it', async () => {
     const { bare, name } = await uniqueRepo('symlink');
-    const base = await commitFiles(bare, { 'apps/deploy.yaml': 'kind: Deployment\n', 'docs/a.md': 'a\n' });
+    const base = await commitFiles(bare, {
+      'apps/deploy.yaml': 'kind: Deployment\n',
+      'shared/common.yaml': 'kind: ConfigMap\n',
+      'docs/a.md': 'a\n',
+    });
     const repo = await repository(name);
     await pollGit(repo, {}, everywhere());
+    // A monorepo's shared manifest, linked into the app's folder (a link in the middle of the path too).
+    const linked = await commitFiles(
+      bare,
+      {},
+      {
+        symlinks: {
+          'apps/common.yaml': '../shared/common.yaml',
+          alias: 'shared',
+          'apps/via.yaml': '../alias/common.yaml',
+        },
+      },
+    );
+    const polled = await pollGit(repo, { lastCommit: base }, everywhere());
+    expect(polled.artifacts.map((a) => a.name)).toEqual(['alias', 'apps/common.yaml', 'apps/via.yaml']);
+    expect(await repo.files(linked, ['apps'], [])).toEqual([
+      { path: 'apps/common.yaml', text: 'kind: ConfigMap\n' },
+      { path: 'apps/deploy.yaml', text: 'kind: Deployment\n' },
+      { path: 'apps/via.yaml', text: 'kind: ConfigMap\n' },
+    ]);
     // A commit whose tree holds `apps/link.yaml -> ../../etc/passwd` (mode 120000), made with plumbing.
     const scratch = await mkdtemp(join(tmpdir(), 'mooring-index-'));
     cleanup.push(scratch);
     const index = { GIT_INDEX_FILE: join(scratch, 'index') };
     const target = await git(bare, ['hash-object', '-w', '--stdin'], {}, '../../etc/passwd');
-    await git(bare, ['read-tree', base], index);
+    await git(bare, ['read-tree', linked], index);
     await git(bare, ['update-index', '--add', '--cacheinfo', `120000,${target},apps/link.yaml`], index);
     const tree = await git(bare, ['write-tree'], index);
-    const commit = await git(bare, ['commit-tree', tree, '-p', base, '-m', 'add a symlink']);
-    await git(bare, ['update-ref', 'refs/heads/main', commit, base]);
+    const commit = await git(bare, ['commit-tree', tree, '-p', linked, '-m', 'add a symlink']);
+    await git(bare, ['update-ref', 'refs/heads/main', commit, linked]);
+    await repo.fetch(await repo.resolve());
 
-    const error = await caught(pollGit(repo, { lastCommit: base }, everywhere()));
+    const error = await caught(repo.files(commit, ['apps'], []));
     expect(error).toBeInstanceOf(StalledError);
-    expect(error.message).toContain('symlinks are not followed: apps/link.yaml');
-    await expect(repo.files(commit, ['apps'], [])).rejects.toThrow(
-      /symlinks are not followed: apps\/link.yaml/,
+    expect(error.message).toContain(
+      'apps/link.yaml: a symlink that leads outside the repository; a symlink may lead only to a file within the repository',
     );
     // Excluded, the link is no longer read, and the rest of the folder is.
-    expect(await repo.files(commit, ['apps'], ['link.yaml'])).toEqual([
-      { path: 'apps/deploy.yaml', text: 'kind: Deployment\n' },
+    expect((await repo.files(commit, ['apps'], ['link.yaml'])).map((f) => f.path)).toEqual([
+      'apps/common.yaml',
+      'apps/deploy.yaml',
+      'apps/via.yaml',
     ]);
+    // A link to a folder, and one that leads nowhere: refused, named.
+    const folder = await commitFiles(
+      bare,
+      { 'apps/link.yaml': null },
+      { symlinks: { 'apps/more.yaml': '../shared' } },
+    );
+    await repo.fetch(await repo.resolve());
+    await expect(repo.files(folder, ['apps'], [])).rejects.toThrow(
+      'apps/more.yaml: a symlink that leads to a folder (a linked folder is not followed: name the folder in paths)',
+    );
+    const nowhere = await commitFiles(
+      bare,
+      { 'apps/more.yaml': null },
+      { symlinks: { 'apps/gone.yaml': 'missing.yaml' } },
+    );
+    await repo.fetch(await repo.resolve());
+    await expect(repo.files(nowhere, ['apps'], [])).rejects.toThrow(
+      'apps/gone.yaml: a symlink that leads nowhere in the repository',
+    );
   });
 
   it('counts a commit of a million paths as changing everything, and lists only the paths asked for', async () => {

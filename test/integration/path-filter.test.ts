@@ -119,3 +119,51 @@ describe('statuses only on commits that concern the deployment', () => {
     );
   }, 240_000);
 });
+
+describe('manifests that are symlinks', () => {
+  const linkedNs = useNamespace('paths-linked');
+  const plainNs = useNamespace('paths-plain');
+  const stops: (() => Promise<void> | void)[] = [];
+  afterAll(async () => {
+    for (const stop of stops.reverse()) await stop();
+  });
+
+  it('a commit to the file a manifest links to, outside the paths, syncs the deployment; others stay quiet', async () => {
+    const suffix = Date.now().toString(36);
+    const { repo, receiver, first, agent } = await startGitAgent({
+      repo: `paths-linked-${suffix}/app`,
+      files: { 'shared/config.yaml': app('shared', 1), 'apps/plain/app.yaml': app('plain', 1) },
+      cluster: { name: 'paths', namespace: `mooring-paths-linked-${suffix}` },
+      deployments: [
+        { name: 'linked', namespace: linkedNs(), paths: ['apps/linked'], stability: { timeout: '30m' } },
+        { name: 'plain', namespace: plainNs(), paths: ['apps/plain'], stability: { timeout: '30m' } },
+      ],
+    });
+    stops.push(() => agent.stop());
+    stops.push(async () => {
+      await kubectl('delete', 'namespace', `mooring-paths-linked-${suffix}`, '--wait=false');
+    });
+    const ended = (sha: string, deployment: string) =>
+      receiver
+        .statuses()
+        .find((s) => s.sha === sha && s.context.endsWith(`/${deployment}`) && s.state !== 'pending');
+    await eventually('plain ended the first commit', async () => ended(first, 'plain'), 90_000);
+    const linked = await repo.commit(
+      {},
+      { symlinks: { 'apps/linked/config.yaml': '../../shared/config.yaml' } },
+    );
+    await eventually('linked synced', async () => ended(linked, 'linked'), 90_000);
+    expect(ended(linked, 'linked')?.state, ended(linked, 'linked')?.description).toBe('success');
+    const rev = async () =>
+      (await kubectl('-n', linkedNs(), 'get', 'configmap', 'shared-config', '-o', 'jsonpath={.data.REV}'))
+        .stdout;
+    expect(await rev()).toBe('1');
+    // Only the shared file changes: the linked deployment syncs it, the plain one posts nothing.
+    const shared = await repo.commit({ 'shared/config.yaml': app('shared', 2) });
+    await eventually('linked synced the shared change', async () => ended(shared, 'linked'), 90_000);
+    expect(ended(shared, 'linked')?.state).toBe('success');
+    expect(await rev()).toBe('2');
+    await agent.morePolls(2);
+    expect(receiver.statuses().filter((s) => s.sha === shared && s.context.endsWith('/plain'))).toEqual([]);
+  }, 240_000);
+});

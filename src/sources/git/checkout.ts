@@ -152,7 +152,7 @@ export async function checkoutTree(
         targets.set(link.path, Buffer.from(bytes).toString('utf8'));
       }
       try {
-        ({ files, skipped } = resolveTreeLinks(entries, targets, maxFiles));
+        ({ files, skipped } = await resolveTreeLinks(entries, targets, maxFiles));
       } catch (error) {
         if (error instanceof TreeTooLargeError) throw new StalledError(`the tree holds ${error.message}`);
         throw error;

@@ -1,21 +1,25 @@
 // Choosing and reading a deployment's manifest files from a commit in the object store: which entries count
-// (paths.ts), the refusal of symlinks, and the size and encoding checks on each file read.
+// (paths.ts), symlinks followed to the files they lead to, and the size and encoding checks on each file read.
 import { StalledError, type Subject } from '../../errors.ts';
 import type { ManifestFile } from '../../render/parse.ts';
 import { isManifestPath, type PathFilter, unmatchedPaths } from './paths.ts';
 import {
+  blobSizes,
   changesUnder,
+  entryAt,
   type FileChange,
   type ObjectStore,
+  readBlob,
   readBlobs,
   SYMLINK_MODE,
   type TreeFile,
   type TreeSelection,
 } from './tree.ts';
+import { type LinkLookup, MAX_LINK_TARGET_BYTES, realPathOf } from './tree-links.ts';
 
 const SYMLINKS_NAMED = 5;
 
-/** Manifest files the filter includes, and every symlink it includes (so that it can be refused by name). */
+/** Manifest files the filter includes, and every symlink it includes (followed to its file, or refused by name). */
 export function manifestSelection(filter: PathFilter): TreeSelection {
   return {
     includes: (f) => filter.includes(f.path) && (f.mode === SYMLINK_MODE || isManifestPath(f.path)),
@@ -30,8 +34,65 @@ export function selectChanged(changes: readonly FileChange[], selection: TreeSel
   return near.flatMap((c) => (c.after && selection.includes(c.after) ? [c.after] : []));
 }
 
-// A symlink is never followed: its target could lie outside the selected paths, or outside the repository.
-// It is refused rather than skipped, since skipping a link to a folder of manifests would drop them silently.
+/**
+ * The files with each symlink among them replaced by the file it leads to, under the link's own name (a monorepo's
+ * `apps/web/common.yaml -> ../../shared/common.yaml`), resolved on the commit's paths as a clone would resolve them
+ * (tree-links.ts). A link that leads outside the repository, nowhere, round a loop or to a folder is refused naming
+ * it: skipped, a link to a folder of manifests would drop them silently.
+ */
+export async function followLinks(
+  store: ObjectStore,
+  commit: string,
+  files: readonly TreeFile[],
+  subject: Subject,
+): Promise<TreeFile[]> {
+  if (!files.some((f) => f.mode === SYMLINK_MODE)) return [...files];
+  const lookup: LinkLookup = {
+    linkAt: async (path) => {
+      const entry = await entryAt(store, commit, path);
+      if (entry?.type !== 'blob' || entry.mode !== SYMLINK_MODE) return undefined;
+      const [size = 0] = await blobSizes(store, [{ path, oid: entry.oid }], Number.MAX_SAFE_INTEGER);
+      if (size > MAX_LINK_TARGET_BYTES)
+        throw new StalledError(
+          `${path}: a symlink whose target is longer than ${MAX_LINK_TARGET_BYTES} bytes`,
+          {
+            subject,
+          },
+        );
+      return Buffer.from(await readBlob(store, { path, oid: entry.oid }, MAX_LINK_TARGET_BYTES)).toString(
+        'utf8',
+      );
+    },
+  };
+  const followed: TreeFile[] = [];
+  for (const file of files) {
+    if (file.mode !== SYMLINK_MODE) {
+      followed.push(file);
+      continue;
+    }
+    const target = await realPathOf(file.path, lookup);
+    const entry = typeof target === 'string' ? await entryAt(store, commit, target) : undefined;
+    const why =
+      typeof target !== 'string'
+        ? target.why
+        : entry === undefined
+          ? 'leads nowhere in the repository'
+          : entry.type === 'tree'
+            ? 'leads to a folder (a linked folder is not followed: name the folder in paths)'
+            : undefined;
+    if (why !== undefined || entry?.type !== 'blob')
+      throw new StalledError(
+        `${file.path}: a symlink that ${why}; a symlink may lead only to a file within the repository`,
+        {
+          subject,
+        },
+      );
+    followed.push({ path: file.path, oid: entry.oid, mode: entry.mode });
+  }
+  return followed;
+}
+
+/** Refuses every symlink among the files, naming them (a deployment set's files: read as they are). */
 export function refuseSymlinks(files: readonly TreeFile[], subject: Subject): void {
   const links = files.filter((f) => f.mode === SYMLINK_MODE).map((f) => f.path);
   if (links.length === 0) return;

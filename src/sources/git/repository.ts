@@ -21,6 +21,7 @@ import { folderSelection } from './folder-glob.ts';
 import { ancestry, commitsSince } from './history.ts';
 import { exclusive } from './lock.ts';
 import {
+  followLinks,
   manifestSelection,
   readManifests,
   refuseSymlinks,
@@ -219,7 +220,8 @@ export class GitRepository {
 
   /**
    * The manifest files under `paths` minus `exclude` at a fetched commit (only those directly in a folder of
-   * `paths` unless recursive); symlinks and big files refused.
+   * `paths` unless recursive); a symlink read as the file it leads to within the repository (manifests.ts
+   * followLinks), or refused; big files refused.
    */
   async files(
     commit: string,
@@ -374,9 +376,8 @@ export class GitRepository {
         files: await exclusive(this.gitdir, () => this.#manifests(this.#store(), to, filter)),
       };
     }
-    const files = selectChanged(changes, manifestSelection(filter));
-    refuseSymlinks(files, this.#subject(to));
-    return { everything, files };
+    // A changed symlink is a changed manifest (what it leads to is read with the files, or refused there).
+    return { everything, files: selectChanged(changes, manifestSelection(filter)) };
   }
 
   /** The parents of a fetched commit (a pull request's merge commit names the base and the head). */
@@ -392,8 +393,7 @@ export class GitRepository {
 
   async #manifests(store: ObjectStore, commit: string, filter: PathFilter): Promise<TreeFile[]> {
     const files = await listFiles(store, commit, manifestSelection(filter), this.#maxFiles);
-    refuseSymlinks(files, this.#subject(commit));
-    return files;
+    return followLinks(store, commit, files, this.#subject(commit));
   }
 
   #filter(paths: readonly string[], exclude: readonly string[], recursive = true): PathFilter {

@@ -27,7 +27,44 @@ export interface LinkedTree {
 
 const OUTSIDE = { why: 'leads outside the repository' } as const;
 const LOOP = { why: `passes through more than ${MAX_LINK_HOPS} symlinks (a loop)` } as const;
-type Unresolved = typeof OUTSIDE | typeof LOOP;
+/** A path that no file or folder of the repository is at the end of, and why. */
+export type Unresolved = typeof OUTSIDE | typeof LOOP;
+
+/** Where the links of a tree lead: the target a link at `path` holds, or undefined when no link is there. */
+export interface LinkLookup {
+  linkAt(path: string): Promise<string | undefined>;
+}
+
+/**
+ * The path of the tree that `path` leads to, every link on the way followed (`..` after a link taken from where the
+ * link led, as the kernel does in a clone); `hops` counts links across one resolution.
+ */
+export async function realPathOf(
+  path: string,
+  lookup: LinkLookup,
+  hops: { n: number } = { n: 0 },
+): Promise<string | Unresolved> {
+  const cur: string[] = [];
+  for (const part of path.split('/')) {
+    if (part === '' || part === '.') continue;
+    if (part === '..') {
+      if (cur.length === 0) return OUTSIDE;
+      cur.pop();
+      continue;
+    }
+    cur.push(part);
+    const here = cur.join('/');
+    const target = await lookup.linkAt(here);
+    if (target === undefined) continue;
+    if (++hops.n > MAX_LINK_HOPS) return LOOP;
+    if (target.startsWith('/')) return OUTSIDE;
+    const resolved = await realPathOf(`${posix.dirname(here)}/${target}`, lookup, hops);
+    if (typeof resolved !== 'string') return resolved;
+    cur.length = 0;
+    if (resolved !== '') cur.push(...resolved.split('/'));
+  }
+  return cur.join('/');
+}
 
 /** `folder` is `path` or lies above it ('' is the repository's top). */
 function holds(folder: string, path: string): boolean {
@@ -39,11 +76,11 @@ function holds(folder: string, path: string): boolean {
  * At most `maxFiles` written: a folder reached through several links is written once per link, so a tree of ten
  * links to a folder of ten links multiplies; past the bound the tree is refused (the caller says how).
  */
-export function resolveTreeLinks(
+export async function resolveTreeLinks(
   files: readonly TreeFile[],
   targets: ReadonlyMap<string, string>,
   maxFiles: number,
-): LinkedTree {
+): Promise<LinkedTree> {
   const byPath = new Map<string, TreeFile>();
   for (const f of files) byPath.set(f.path, f);
   // Every entry's path, sorted, to find what lies under a folder by binary search.
@@ -65,29 +102,8 @@ export function resolveTreeLinks(
   };
   const isFolder = (path: string) => path === '' || under(path).length > 0;
 
-  /** The path `path` leads to, every link on the way followed; `hops` counts links across one resolution. */
-  const realPath = (path: string, hops: { n: number }): string | Unresolved => {
-    const cur: string[] = [];
-    for (const part of path.split('/')) {
-      if (part === '' || part === '.') continue;
-      if (part === '..') {
-        if (cur.length === 0) return OUTSIDE;
-        cur.pop();
-        continue;
-      }
-      cur.push(part);
-      const here = cur.join('/');
-      const target = targets.get(here);
-      if (target === undefined) continue;
-      if (++hops.n > MAX_LINK_HOPS) return LOOP;
-      if (target.startsWith('/')) return OUTSIDE;
-      const resolved = realPath(`${posix.dirname(here)}/${target}`, hops);
-      if (typeof resolved !== 'string') return resolved;
-      cur.length = 0;
-      if (resolved !== '') cur.push(...resolved.split('/'));
-    }
-    return cur.join('/');
-  };
+  const lookup: LinkLookup = { linkAt: async (path) => targets.get(path) };
+  const realPath = (path: string) => realPathOf(path, lookup);
 
   const out: TreeFile[] = [];
   const skipped: SkippedLink[] = [];
@@ -102,12 +118,12 @@ export function resolveTreeLinks(
    * Writes at `at` what the entry `real` (a path of the tree) is: a file as it is, a link as what it leads to.
    * `expanding`: the folders being written through links above, to stop a folder that holds a link back to itself.
    */
-  const place = (at: string, entry: TreeFile, expanding: readonly string[]): void => {
+  const place = async (at: string, entry: TreeFile, expanding: readonly string[]): Promise<void> => {
     if (entry.mode !== SYMLINK_MODE) {
       add({ path: at, oid: entry.oid, mode: entry.mode });
       return;
     }
-    const target = realPath(entry.path, { n: 0 });
+    const target = await realPath(entry.path);
     if (typeof target !== 'string') {
       skipped.push({ path: at, why: target.why });
       return;
@@ -127,9 +143,9 @@ export function resolveTreeLinks(
     }
     const prefix = target === '' ? 0 : target.length + 1;
     for (const inner of under(target))
-      place(`${at}/${inner.path.slice(prefix)}`, inner, [...expanding, target]);
+      await place(`${at}/${inner.path.slice(prefix)}`, inner, [...expanding, target]);
   };
-  for (const f of files) place(f.path, f, []);
+  for (const f of files) await place(f.path, f, []);
   return { files: out, skipped };
 }
 

@@ -301,6 +301,28 @@ export async function* readBlobs<F extends Pick<TreeFile, 'path' | 'oid'>>(
   for (const file of files) yield { file, bytes: (await readTyped(store, file.oid, 'blob')).data };
 }
 
+/** What lies at a path of a commit's tree: a file or a link (a blob and its mode), a folder, or nothing. */
+export type PathEntry = { type: 'blob'; oid: string; mode: string } | { type: 'tree' } | undefined;
+
+/** The entry at `path` (`a/b/c.yaml`, '' for the top) of a commit's (or tree's) tree; links on the way not followed. */
+export async function entryAt(store: ObjectStore, oid: string, path: string): Promise<PathEntry> {
+  let tree = await treeOf(store, oid);
+  const parts = path.split('/').filter((part) => part !== '');
+  for (let i = 0; i < parts.length; i++) {
+    const found = (await entries(store, tree)).find((e) => e.path === parts[i]);
+    if (!found) return undefined;
+    if (i === parts.length - 1)
+      return found.type === 'tree'
+        ? { type: 'tree' }
+        : found.type === 'blob'
+          ? { type: 'blob', oid: found.oid, mode: found.mode }
+          : undefined;
+    if (found.type !== 'tree') return undefined;
+    tree = found.oid;
+  }
+  return { type: 'tree' };
+}
+
 /** A commit's tree, parents, author and message; its size checked first (a pushed commit can be of any size). */
 export async function readCommit(store: ObjectStore, oid: string): Promise<Commit> {
   return parseCommit(oid, (await readTyped(store, oid, 'commit')).data);

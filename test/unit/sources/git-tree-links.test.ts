@@ -18,9 +18,9 @@ function tree(entries: Record<string, string>) {
   return { files, targets };
 }
 
-function written(entries: Record<string, string>, maxFiles = 1000) {
+async function written(entries: Record<string, string>, maxFiles = 1000) {
   const { files, targets } = tree(entries);
-  const result = resolveTreeLinks(files, targets, maxFiles);
+  const result = await resolveTreeLinks(files, targets, maxFiles);
   return {
     files: Object.fromEntries(result.files.map((f) => [f.path, f.oid])),
     skipped: Object.fromEntries(result.skipped.map((s) => [s.path, s.why])),
@@ -28,15 +28,17 @@ function written(entries: Record<string, string>, maxFiles = 1000) {
 }
 
 describe('symlinks of a tree, resolved for a checkout', () => {
-  it('writes a link within the repository as the file it leads to, under its own name', () => {
+  it('writes a link within the repository as the file it leads to, under its own name', async () => {
     expect(
-      written({
-        'shared/values.yaml': 'V',
-        'charts/web/values.yaml': '-> ../../shared/values.yaml',
-        'charts/web/templates/_helpers.tpl': '-> ../../../shared/_helpers.tpl',
-        'shared/_helpers.tpl': 'H',
-        'charts/web/Chart.yaml': 'C',
-      }).files,
+      (
+        await written({
+          'shared/values.yaml': 'V',
+          'charts/web/values.yaml': '-> ../../shared/values.yaml',
+          'charts/web/templates/_helpers.tpl': '-> ../../../shared/_helpers.tpl',
+          'shared/_helpers.tpl': 'H',
+          'charts/web/Chart.yaml': 'C',
+        })
+      ).files,
     ).toEqual({
       'shared/values.yaml': 'V',
       'charts/web/values.yaml': 'V',
@@ -46,8 +48,8 @@ describe('symlinks of a tree, resolved for a checkout', () => {
     });
   });
 
-  it('follows a link in the middle of a path, and takes `..` after the link as the kernel does', () => {
-    const { files, skipped } = written({
+  it('follows a link in the middle of a path, and takes `..` after the link as the kernel does', async () => {
+    const { files, skipped } = await written({
       'real/deep/x.yaml': 'X',
       'real/y.yaml': 'Y',
       alias: '-> real/deep',
@@ -63,8 +65,8 @@ describe('symlinks of a tree, resolved for a checkout', () => {
     expect(skipped).toEqual({});
   });
 
-  it('leaves out a link that leads outside, nowhere or round a loop, saying why', () => {
-    const { files, skipped } = written({
+  it('leaves out a link that leads outside, nowhere or round a loop, saying why', async () => {
+    const { files, skipped } = await written({
       'ok.yaml': 'O',
       'abs.yaml': '-> /etc/passwd',
       'up.yaml': '-> ../outside.yaml',
@@ -90,8 +92,8 @@ describe('symlinks of a tree, resolved for a checkout', () => {
     });
   });
 
-  it('writes a linked folder under every link to it, its own links resolved from where they lie', () => {
-    const { files, skipped } = written({
+  it('writes a linked folder under every link to it, its own links resolved from where they lie', async () => {
+    const { files, skipped } = await written({
       'common/tpl/_a.tpl': 'A',
       'common/tpl/_b.tpl': '-> ../b.tpl',
       'common/b.tpl': 'B',
@@ -108,8 +110,8 @@ describe('symlinks of a tree, resolved for a checkout', () => {
     expect(skipped).toEqual({});
   });
 
-  it('does not enter a folder through a link inside it (a loop), nor the top', () => {
-    const { files, skipped } = written({
+  it('does not enter a folder through a link inside it (a loop), nor the top', async () => {
+    const { files, skipped } = await written({
       'app/x.yaml': 'X',
       'app/again': '-> .',
       'app/parent': '-> ..',
@@ -126,14 +128,14 @@ describe('symlinks of a tree, resolved for a checkout', () => {
     expect(skipped['one/l/l/l']).toBe('leads to a folder that holds it (a loop)');
   });
 
-  it('refuses a tree that links multiply past the bound', () => {
+  it('refuses a tree that links multiply past the bound', async () => {
     const entries: Record<string, string> = { 'f/data.yaml': 'D' };
     // Ten links to a folder of ten links to a folder of ten links ...: 10^4 paths to one file.
     for (let level = 0; level < 4; level++)
       for (let i = 0; i < 10; i++)
         entries[`l${level}/x${i}`] = level === 3 ? '-> ../f' : `-> ../l${level + 1}`;
     const { files, targets } = tree(entries);
-    expect(() => resolveTreeLinks(files, targets, 2000)).toThrow(TreeTooLargeError);
-    expect(() => resolveTreeLinks(files, targets, 2000)).toThrow(/more than 2000 files/);
+    await expect(resolveTreeLinks(files, targets, 2000)).rejects.toThrow(TreeTooLargeError);
+    await expect(resolveTreeLinks(files, targets, 2000)).rejects.toThrow(/more than 2000 files/);
   });
 });
