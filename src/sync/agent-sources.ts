@@ -351,9 +351,23 @@ async function holdsLinks(
       return known.found;
     }
   }
-  const found = clean.length > 0 && (await treeLinksUnder(repo, commit, clean)).length > 0;
+  const all = clean.length > 0 ? await allLinks(repo, commit) : [];
+  const found = all
+    ? all.some(under)
+    : clean.length > 0 && (await treeLinksUnder(repo, commit, clean)).length > 0;
   d.linked = { commit, found };
   return found;
+}
+
+/** The symlinks of a commit's whole tree, found by one walk per repository and commit (as allKustomizations). */
+const linksByRepo = new WeakMap<GitRepository, { commit: string; paths: Promise<string[] | undefined> }>();
+
+function allLinks(repo: GitRepository, commit: string): Promise<string[] | undefined> {
+  const known = linksByRepo.get(repo);
+  if (known?.commit === commit) return known.paths;
+  const paths = treeLinksUnder(repo, commit, ['']).catch(() => undefined);
+  linksByRepo.set(repo, { commit, paths });
+  return paths;
 }
 
 /** The kustomization files of a commit's whole tree, found by one walk per repository and commit. */
