@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { deployment, gitSource } from '../../src/config/schema.ts';
 import { StalledError, TransientError } from '../../src/errors.ts';
 import { chartFromGit } from '../../src/sources/build/chart-files.ts';
+import { kustomizeGit } from '../../src/sources/build/kustomize-sources.ts';
 import { checkoutTree } from '../../src/sources/git/checkout.ts';
 import { GitRepository } from '../../src/sources/git/repository.ts';
 import { bareRepo, testbed } from './helpers.ts';
@@ -171,6 +172,38 @@ describe('checkoutTree', () => {
     await repo.fetch(outward);
     await expect(chartFromGit(repo, outward, spec, undefined)).rejects.toThrow(
       "charts/web/values.yaml: a symlink that leads outside the repository; a symlink deployment shop's chart reads must lead to a file or folder within the repository",
+    );
+  });
+
+  it('builds a kustomization that is a link, and one whose resource links into a shared folder', async () => {
+    process.env.MOORING_KUBECTL = testbed().tools.kubectl;
+    const name = `checkout-kustomize-links-${Date.now().toString(36)}-${counter++}`;
+    const bare = await bareRepo(name);
+    const work = await temp('mooring-checkout-work-');
+    await mkdir(join(work, 'shared'), { recursive: true });
+    await mkdir(join(work, 'apps/web'), { recursive: true });
+    await writeFile(join(work, 'shared/kustomization.yaml'), 'resources: [cm.yaml]\nnamePrefix: web-\n');
+    await writeFile(
+      join(work, 'shared/config.yaml'),
+      'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared}\n',
+    );
+    // The app's kustomization is the shared one; its cm.yaml a link to a shared manifest.
+    await symlink('../../shared/kustomization.yaml', join(work, 'apps/web/kustomization.yaml'));
+    await symlink('../../shared/config.yaml', join(work, 'apps/web/cm.yaml'));
+    const commit = await pushed(work, bare.path);
+    const repo = repository(name);
+    cleanup.push(repo.gitdir);
+    await repo.fetch(commit);
+    const files = await repo.files(commit, ['apps/web']);
+    const built = await kustomizeGit(repo, commit, ['apps/web'], [], files);
+    expect(built.map((f) => f.text).join('')).toContain('name: web-shared');
+    // A resource that links out of the repository: refused naming the link, not a file kustomize cannot find.
+    await rm(join(work, 'apps/web/cm.yaml'));
+    await symlink('/etc/hostname', join(work, 'apps/web/cm.yaml'));
+    const outward = await pushed(work, bare.path);
+    await repo.fetch(outward);
+    await expect(kustomizeGit(repo, outward, ['apps/web'], [], [])).rejects.toThrow(
+      'apps/web/cm.yaml: a symlink that leads outside the repository; a symlink a kustomization reads must lead to a file or folder within the repository',
     );
   });
 

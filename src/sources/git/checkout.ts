@@ -50,8 +50,9 @@ const everyEntry = {
 };
 
 /**
- * The paths of the regular files of a fetched commit that `include` selects (folders `mayContain` refuses are not
- * read), sorted; at most `limit`. For finding a few files (kustomizations) without reading or writing any.
+ * The paths of the files of a fetched commit that `include` selects (folders `mayContain` refuses are not read),
+ * symlinks among them (a checkout writes what they lead to), sorted; at most `limit`. For finding a few files
+ * (kustomizations) without reading or writing any.
  */
 export async function findTreeFiles(
   repo: GitRepository,
@@ -70,7 +71,7 @@ export async function findTreeFiles(
       store,
       commit,
       {
-        includes: (f) => f.mode !== SYMLINK_MODE && selection.include(f.path),
+        includes: (f) => selection.include(f.path),
         mayContain: (folder) => selection.mayContain(folder),
         roots: selection.roots,
       },
