@@ -4,7 +4,7 @@
 import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { deployment, gitSource } from '../../src/config/schema.ts';
@@ -34,6 +34,29 @@ async function repoWith(files: Record<string, string>): Promise<{ repo: GitRepos
   const bare = await bareRepo(name);
   const commit = await bare.commit(files);
   return { repo: repository(name), commit };
+}
+
+/**
+ * A repository on the test bed holding `files` and the symlinks `links` (path -> target), pushed by native git from a
+ * work folder (kept, for later commits through `pushed`) and fetched into the cache.
+ */
+async function linkedRepo(prefix: string, files: Record<string, string>, links: Record<string, string>) {
+  const name = `${prefix}-${Date.now().toString(36)}-${counter++}`;
+  const bare = await bareRepo(name);
+  const work = await temp('mooring-checkout-work-');
+  for (const [path, text] of Object.entries(files)) {
+    await mkdir(dirname(join(work, path)), { recursive: true });
+    await writeFile(join(work, path), text);
+  }
+  for (const [path, target] of Object.entries(links)) {
+    await mkdir(dirname(join(work, path)), { recursive: true });
+    await symlink(target, join(work, path));
+  }
+  const commit = await pushed(work, bare.path);
+  const repo = repository(name);
+  cleanup.push(repo.gitdir);
+  await repo.fetch(commit);
+  return { repo, commit, work, bare: bare.path };
 }
 
 /** Commits everything in `work` (a folder, made a repository on first use) and pushes it to `bare`. */
@@ -121,26 +144,22 @@ describe('checkoutTree', () => {
 
   it('writes a link within the repository as what it leads to, and refuses one a chart reads that leads out', async () => {
     // A monorepo whose charts share a helper and a values file through links, pushed by native git.
-    const name = `checkout-links-${Date.now().toString(36)}-${counter++}`;
-    const bare = await bareRepo(name);
-    const work = await temp('mooring-checkout-work-');
-    await mkdir(join(work, 'shared/tpl'), { recursive: true });
-    await mkdir(join(work, 'charts/web/templates'), { recursive: true });
-    await writeFile(join(work, 'shared/values.yaml'), 'color: green\n');
-    await writeFile(join(work, 'shared/tpl/_helpers.tpl'), '{{- define "web.name" }}web-linked{{ end }}\n');
-    await writeFile(join(work, 'charts/web/Chart.yaml'), 'apiVersion: v2\nname: web\nversion: 0.1.0\n');
-    await writeFile(
-      join(work, 'charts/web/templates/cm.yaml'),
-      'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ include "web.name" . }}}\ndata: {color: {{ .Values.color | quote }}}\n',
+    const { repo, commit, work, bare } = await linkedRepo(
+      'checkout-links',
+      {
+        'shared/values.yaml': 'color: green\n',
+        'shared/tpl/_helpers.tpl': '{{- define "web.name" }}web-linked{{ end }}\n',
+        'charts/web/Chart.yaml': 'apiVersion: v2\nname: web\nversion: 0.1.0\n',
+        'charts/web/templates/cm.yaml':
+          'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ include "web.name" . }}}\ndata: {color: {{ .Values.color | quote }}}\n',
+      },
+      {
+        'charts/web/values.yaml': '../../shared/values.yaml',
+        'charts/web/templates/common': '../../../shared/tpl',
+        // Elsewhere in the repository, read by no chart: left out, refused by nobody.
+        'passwd.yaml': '/etc/passwd',
+      },
     );
-    await symlink('../../shared/values.yaml', join(work, 'charts/web/values.yaml'));
-    await symlink('../../../shared/tpl', join(work, 'charts/web/templates/common'));
-    // Elsewhere in the repository, read by no chart: left out, refused by nobody.
-    await symlink('/etc/passwd', join(work, 'passwd.yaml'));
-    const commit = await pushed(work, bare.path);
-    const repo = repository(name);
-    cleanup.push(repo.gitdir);
-    await repo.fetch(commit);
     const into = await temp('mooring-checkout-');
     const skipped = await checkoutTree(repo, commit, into);
     expect(skipped).toEqual([{ path: 'passwd.yaml', why: 'leads outside the repository' }]);
@@ -168,7 +187,7 @@ describe('checkoutTree', () => {
     // values.yaml linked outside the repository: the chart would render with no values at all. Refused, named.
     await rm(join(work, 'charts/web/values.yaml'));
     await symlink('/etc/hostname', join(work, 'charts/web/values.yaml'));
-    const outward = await pushed(work, bare.path);
+    const outward = await pushed(work, bare);
     await repo.fetch(outward);
     await expect(chartFromGit(repo, outward, spec, undefined)).rejects.toThrow(
       "charts/web/values.yaml: a symlink that leads outside the repository; a symlink deployment shop's chart reads must lead to a file or folder within the repository",
@@ -177,30 +196,25 @@ describe('checkoutTree', () => {
 
   it('builds a kustomization that is a link, and one whose resource links into a shared folder', async () => {
     process.env.MOORING_KUBECTL = testbed().tools.kubectl;
-    const name = `checkout-kustomize-links-${Date.now().toString(36)}-${counter++}`;
-    const bare = await bareRepo(name);
-    const work = await temp('mooring-checkout-work-');
-    await mkdir(join(work, 'shared'), { recursive: true });
-    await mkdir(join(work, 'apps/web'), { recursive: true });
-    await writeFile(join(work, 'shared/kustomization.yaml'), 'resources: [cm.yaml]\nnamePrefix: web-\n');
-    await writeFile(
-      join(work, 'shared/config.yaml'),
-      'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared}\n',
-    );
     // The app's kustomization is the shared one; its cm.yaml a link to a shared manifest.
-    await symlink('../../shared/kustomization.yaml', join(work, 'apps/web/kustomization.yaml'));
-    await symlink('../../shared/config.yaml', join(work, 'apps/web/cm.yaml'));
-    const commit = await pushed(work, bare.path);
-    const repo = repository(name);
-    cleanup.push(repo.gitdir);
-    await repo.fetch(commit);
+    const { repo, commit, work, bare } = await linkedRepo(
+      'checkout-kustomize-links',
+      {
+        'shared/kustomization.yaml': 'resources: [cm.yaml]\nnamePrefix: web-\n',
+        'shared/config.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared}\n',
+      },
+      {
+        'apps/web/kustomization.yaml': '../../shared/kustomization.yaml',
+        'apps/web/cm.yaml': '../../shared/config.yaml',
+      },
+    );
     const files = await repo.files(commit, ['apps/web']);
     const built = await kustomizeGit(repo, commit, ['apps/web'], [], files);
     expect(built.map((f) => f.text).join('')).toContain('name: web-shared');
     // A resource that links out of the repository: refused naming the link, not a file kustomize cannot find.
     await rm(join(work, 'apps/web/cm.yaml'));
     await symlink('/etc/hostname', join(work, 'apps/web/cm.yaml'));
-    const outward = await pushed(work, bare.path);
+    const outward = await pushed(work, bare);
     await repo.fetch(outward);
     await expect(kustomizeGit(repo, outward, ['apps/web'], [], [])).rejects.toThrow(
       'apps/web/cm.yaml: a symlink that leads outside the repository; a symlink a kustomization reads must lead to a file or folder within the repository',
