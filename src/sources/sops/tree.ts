@@ -43,6 +43,18 @@ async function boundOf(place: Place, bound: string | undefined): Promise<string 
 }
 
 /**
+ * The real folder links must stay in: the repository, or outside any (a CLI path with no Git work tree above it) the
+ * deepest folder holding every place, so that the folders of one build may link to each other as they do in place.
+ */
+async function boundaryOf(
+  places: readonly Place[],
+  boundary: string | undefined,
+): Promise<string | undefined> {
+  const folder = boundary ?? (places.length > 0 ? commonFolder(places.map((p) => p.disk)) : undefined);
+  return folder === undefined ? undefined : realpath(folder).catch(() => undefined);
+}
+
+/**
  * Visits the files under a place as the build tool reads them: symlinks followed (helm and kustomize both follow
  * them), each leading within `bound` (the real folder the place's files must lie in) or refused naming the link, a
  * folder that leads back to one it lies in (a cycle of links) not entered again. Files keep the names they have
@@ -85,7 +97,7 @@ export async function sopsFilesUnder(places: readonly Place[], boundary?: string
   const found: Place[] = [];
   const seen = new Set<string>();
   const budget = { entries: MAX_ENTRIES };
-  const bound = boundary === undefined ? undefined : await realpath(boundary);
+  const bound = await boundaryOf(places, boundary);
   for (const place of places) {
     const within = await boundOf(place, bound);
     await walk(
@@ -187,7 +199,7 @@ export async function stageDecrypted(
     const budget = { entries: MAX_ENTRIES };
     const bytes = copyBudget();
     const secret = new Set(encrypted.map((file) => resolve(file.disk)));
-    const bound = boundary === undefined ? undefined : await realpath(boundary);
+    const bound = await boundaryOf(places, boundary);
     for (const place of places) {
       const within = await boundOf(place, bound);
       await walk(

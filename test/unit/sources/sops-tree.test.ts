@@ -209,6 +209,26 @@ describe('symlinks in the folders copied to decrypt', () => {
     expect(await copiesLeft()).toEqual(before);
   });
 
+  it('outside any repository, lets the folders of one build link to each other', async () => {
+    const key = await newAgeKey();
+    const encrypted = await encryptSops([secret('s3cret')], { recipients: [key.recipient] });
+    const dir = await tree({
+      'base/kustomization.yaml': 'resources: [secret.yaml]\n',
+      'base/secret.yaml': encrypted,
+      'base/patch.yaml': 'kind: Patch\n',
+      'overlay/kustomization.yaml': 'resources: [../base]\npatches: [{path: patch.yaml}]\n',
+    });
+    symlinkSync('../base/patch.yaml', join(dir, 'overlay', 'patch.yaml'));
+    const places = ['overlay', 'base'].map((f) => ({ disk: join(dir, f), label: f }));
+    const found = await sopsFilesUnder(places);
+    const staged = await stageDecrypted(places, found, await parseAgeKeys(key.secret, 'test'), dir);
+    try {
+      expect(await readFile(staged.at(join(dir, 'overlay', 'patch.yaml')), 'utf8')).toBe('kind: Patch\n');
+    } finally {
+      await staged.remove();
+    }
+  });
+
   it('bounds the whole copy when links multiply what it holds', async () => {
     const { key, repo, chart } = await repository();
     // A 40 MiB file reached through seven links: 280 MiB of copy from 40 MiB on disk.
