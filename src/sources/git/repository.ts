@@ -360,7 +360,7 @@ export class GitRepository {
 
   /**
    * The manifest files under the paths that changed from `from` to `to` and exist in `to` (all of them when
-   * everything changed). A symlink among them is refused.
+   * everything changed). A changed symlink among them counts as a changed manifest.
    */
   async changedManifests(
     from: string | undefined,
