@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type GitSource, gitSource } from '../../src/config/schema.ts';
 import { MooringError, StalledError, TransientError } from '../../src/errors.ts';
 import { gitCredentials } from '../../src/sources/git/credentials.ts';
+import { checkoutTree } from '../../src/sources/git/checkout.ts';
 import { pollGit } from '../../src/sources/git/poll.ts';
 import { GitRepository } from '../../src/sources/git/repository.ts';
 import { commitFiles, forcePush, headOf } from '../testbed/git-repos.ts';
@@ -546,6 +547,20 @@ describe('refusals', () => {
     await expect(repo.files(nowhere, ['apps'], [])).rejects.toThrow(
       'apps/gone.yaml: a symlink that leads nowhere in the repository',
     );
+    // A link blob longer than any path (a pusher's 5,000 bytes): refused from the object's header, named, by the
+    // manifest read and by the checkout helm and kustomize read (one reader of a link's target).
+    const long = await git(bare, ['hash-object', '-w', '--stdin'], {}, `${'a/'.repeat(2500)}x`);
+    await git(bare, ['read-tree', nowhere], index);
+    await git(bare, ['update-index', '--add', '--cacheinfo', `120000,${long},apps/long.yaml`], index);
+    const longTree = await git(bare, ['write-tree'], index);
+    const longCommit = await git(bare, ['commit-tree', longTree, '-p', nowhere, '-m', 'a long link']);
+    await git(bare, ['update-ref', 'refs/heads/main', longCommit, nowhere]);
+    await repo.fetch(await repo.resolve());
+    const tooLong = 'apps/long.yaml: a symlink whose target is longer than 4096 bytes';
+    await expect(repo.files(longCommit, ['apps'], ['gone.yaml'])).rejects.toThrow(tooLong);
+    const out = await mkdtemp(join(tmpdir(), 'mooring-checkout-'));
+    cleanup.push(out);
+    await expect(checkoutTree(repo, longCommit, out)).rejects.toThrow(tooLong);
   });
 
   it('counts a commit of a million paths as changing everything, and lists only the paths asked for', async () => {

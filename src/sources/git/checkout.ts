@@ -22,18 +22,12 @@ import {
   blobSizes,
   listFiles,
   type ObjectStore,
-  readBlob,
   readBlobs,
   readCommit,
   SYMLINK_MODE,
   type TreeFile,
 } from './tree.ts';
-import {
-  MAX_LINK_TARGET_BYTES,
-  resolveTreeLinks,
-  type SkippedLink,
-  TreeTooLargeError,
-} from './tree-links.ts';
+import { linkTarget, resolveTreeLinks, type SkippedLink, TreeTooLargeError } from './tree-links.ts';
 
 export interface CheckoutLimits {
   /** Most files written; 10,000 when absent. */
@@ -144,13 +138,7 @@ export async function checkoutTree(
       const entries = await listFiles(store, commit, everyEntry, maxFiles);
       const targets = new Map<string, string>();
       for (const link of entries.filter((f) => f.mode === SYMLINK_MODE)) {
-        const [size = 0] = await blobSizes(store, [link], Number.MAX_SAFE_INTEGER);
-        if (size > MAX_LINK_TARGET_BYTES)
-          throw new StalledError(
-            `${link.path}: a symlink whose target is longer than ${MAX_LINK_TARGET_BYTES} bytes`,
-          );
-        const bytes = await readBlob(store, link, MAX_LINK_TARGET_BYTES);
-        targets.set(link.path, Buffer.from(bytes).toString('utf8'));
+        targets.set(link.path, await linkTarget(store, link));
       }
       try {
         ({ files, skipped } = await resolveTreeLinks(entries, targets, maxFiles));

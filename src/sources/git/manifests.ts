@@ -4,18 +4,16 @@ import { StalledError, type Subject } from '../../errors.ts';
 import type { ManifestFile } from '../../render/parse.ts';
 import { isManifestPath, type PathFilter, unmatchedPaths } from './paths.ts';
 import {
-  blobSizes,
   changesUnder,
   entryAt,
   type FileChange,
   type ObjectStore,
-  readBlob,
   readBlobs,
   SYMLINK_MODE,
   type TreeFile,
   type TreeSelection,
 } from './tree.ts';
-import { type LinkLookup, MAX_LINK_TARGET_BYTES, realPathOf } from './tree-links.ts';
+import { type LinkLookup, linkTarget, realPathOf } from './tree-links.ts';
 
 const SYMLINKS_NAMED = 5;
 
@@ -51,17 +49,7 @@ export async function followLinks(
     linkAt: async (path) => {
       const entry = await entryAt(store, commit, path);
       if (entry?.type !== 'blob' || entry.mode !== SYMLINK_MODE) return undefined;
-      const [size = 0] = await blobSizes(store, [{ path, oid: entry.oid }], Number.MAX_SAFE_INTEGER);
-      if (size > MAX_LINK_TARGET_BYTES)
-        throw new StalledError(
-          `${path}: a symlink whose target is longer than ${MAX_LINK_TARGET_BYTES} bytes`,
-          {
-            subject,
-          },
-        );
-      return Buffer.from(await readBlob(store, { path, oid: entry.oid }, MAX_LINK_TARGET_BYTES)).toString(
-        'utf8',
-      );
+      return linkTarget(store, { path, oid: entry.oid }, subject);
     },
   };
   const followed: TreeFile[] = [];

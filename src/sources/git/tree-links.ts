@@ -6,12 +6,31 @@
 // round a loop is not written, and the caller learns which and why (a tool reading it would find the file missing).
 
 import { posix } from 'node:path';
-import { SYMLINK_MODE, type TreeFile } from './tree.ts';
+import { StalledError, type Subject } from '../../errors.ts';
+import { blobSizes, type ObjectStore, readBlob, SYMLINK_MODE, type TreeFile } from './tree.ts';
 
 /** How many links one path may pass through (Linux's own bound, ELOOP). */
 export const MAX_LINK_HOPS = 40;
 /** The longest target a link may name (PATH_MAX). */
 export const MAX_LINK_TARGET_BYTES = 4096;
+
+/**
+ * The target a link's blob names: its size read from the object's header and refused over MAX_LINK_TARGET_BYTES
+ * before anything is inflated (the one read of a link's target, for the checkout and the manifest read).
+ */
+export async function linkTarget(
+  store: ObjectStore,
+  link: Pick<TreeFile, 'path' | 'oid'>,
+  subject?: Subject,
+): Promise<string> {
+  const [size = 0] = await blobSizes(store, [link], Number.MAX_SAFE_INTEGER);
+  if (size > MAX_LINK_TARGET_BYTES)
+    throw new StalledError(
+      `${link.path}: a symlink whose target is longer than ${MAX_LINK_TARGET_BYTES} bytes`,
+      subject ? { subject } : undefined,
+    );
+  return Buffer.from(await readBlob(store, link, MAX_LINK_TARGET_BYTES)).toString('utf8');
+}
 
 export interface SkippedLink {
   path: string;
