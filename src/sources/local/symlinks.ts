@@ -4,7 +4,7 @@
 // into the rendered objects, the diff and the audit log. The boundary is the repository, as for kustomizations
 // (kustomize-check.ts): a local source's folder, or for the CLI's paths the Git work tree holding the folder, or
 // the folder itself outside any. Checkouts and extracted archives hold no symlinks (they are refused there).
-import type { Dirent } from 'node:fs';
+import type { Dirent, Stats } from 'node:fs';
 import { mkdir, readdir, realpath, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { StalledError } from '../../errors.ts';
@@ -35,7 +35,8 @@ export async function workTreeOf(folder: string): Promise<string | undefined> {
   }
 }
 
-function inside(path: string, folder: string): boolean {
+/** Whether `path` is `folder` or lies under it (both real paths). */
+export function inside(path: string, folder: string): boolean {
   return path === folder || path.startsWith(folder.endsWith(sep) ? folder : `${folder}${sep}`);
 }
 
@@ -106,6 +107,64 @@ export function copyBudget(): CopyBudget {
   return { bytes: MAX_COPIED_TOTAL_BYTES };
 }
 
+/** A file or folder a walk reached: a path that reaches it on disk (through links) and how messages name it. */
+export interface Reached {
+  disk: string;
+  label: string;
+}
+
+export interface LinkedWalk {
+  /** The real folder every link must lead within (else refused, naming it); undefined: not checked. */
+  bound: string | undefined;
+  /** A link that leads nowhere: refused naming it, or passed over for the tool to report. */
+  nowhere: 'refuse' | 'skip';
+  /** Entries still allowed, shared by the walks of one job (MAX_CHECKED_ENTRIES for a job). */
+  budget: { entries: number };
+  /** Each folder, before its entries (a copy makes it, empty or not). */
+  folder?: (folder: Reached) => Promise<void>;
+  /**
+   * Each entry that is not a folder, under the name it has below the walk's root (a linked file under the link's),
+   * with what it is (a regular file, or a named pipe, socket or device).
+   */
+  file: (file: Reached, info: Stats) => Promise<void>;
+}
+
+/**
+ * Walks `root` as helm and kustomize read a folder: symlinks followed (a linked file visited under the link's name,
+ * a linked folder walked under it), each within `walk.bound`; a folder that leads back to one it lies in (a cycle of
+ * links) is not entered again, while one reached through two links side by side is walked under both names, as
+ * the tools load it under both. Entries in name order. A root that is a file is visited alone; a missing one is
+ * the tool's to report. The one walk of the private copies (copyResolved, sops/tree.ts).
+ */
+export async function walkLinked(root: Reached, walk: LinkedWalk): Promise<void> {
+  const enter = async (place: Reached, ancestors: readonly string[]): Promise<void> => {
+    const info = await stat(place.disk).catch(() => undefined);
+    if (!info) return;
+    if (!info.isDirectory()) return walk.file(place, info);
+    const real = await realpath(place.disk);
+    if (ancestors.includes(real)) return;
+    await walk.folder?.(place);
+    const list = await readdir(place.disk, { withFileTypes: true });
+    for (const entry of list.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+      if (--walk.budget.entries < 0)
+        throw new StalledError(`${root.label}: more than ${MAX_CHECKED_ENTRIES} files and folders`);
+      const disk = join(place.disk, entry.name);
+      const label = place.label === '.' ? entry.name : `${place.label}/${entry.name}`;
+      if (entry.isSymbolicLink() && walk.bound !== undefined) {
+        const leads = await realpath(disk).catch(() => undefined);
+        if (leads === undefined) {
+          if (walk.nowhere === 'skip') continue;
+          throw new StalledError(`${label}: a symlink that leads nowhere`);
+        }
+        if (!inside(leads, walk.bound))
+          throw new StalledError(`${label}: a symlink that leads outside the repository`);
+      }
+      await enter({ disk, label }, [...ancestors, real]);
+    }
+  };
+  await enter(root, []);
+}
+
 /**
  * Copies the folder `from` (checked by refuseSymlinksOutside) to `to` as helm would read it, with every symlink
  * replaced by what it leads to: a linked file by its bytes, a linked folder by a copy of it.
@@ -117,44 +176,25 @@ export function copyBudget(): CopyBudget {
 export async function copyResolved(from: string, to: string, boundary: string, label: string): Promise<void> {
   const bound = await realpath(boundary);
   const budget = copyBudget();
-  let entries = 0;
-  // A folder reached again through a link inside it (a cycle) is not entered again; one reached through two links
-  // side by side is copied under both names, as helm loads it under both.
-  const copy = async (
-    disk: string,
-    target: string,
-    shown: string,
-    ancestors: readonly string[],
-  ): Promise<void> => {
-    const real = await realpath(disk);
-    if (ancestors.includes(real)) return;
-    await mkdir(target, { recursive: true, mode: 0o700 });
-    const list = await readdir(disk, { withFileTypes: true });
-    for (const entry of list.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
-      if (++entries > MAX_CHECKED_ENTRIES)
-        throw new StalledError(`${label}: more than ${MAX_CHECKED_ENTRIES} files and folders`);
-      const path = join(disk, entry.name);
-      const named = `${shown}/${entry.name}`;
-      const at = join(target, entry.name);
-      let source = path;
-      let folder = entry.isDirectory();
-      let file = entry.isFile();
-      if (entry.isSymbolicLink()) {
-        const leads = await realpath(path).catch(() => undefined);
-        if (leads === undefined) throw new StalledError(`${named}: a symlink that leads nowhere`);
-        if (!inside(leads, bound))
-          throw new StalledError(`${named}: a symlink that leads outside the repository`);
-        const info = await stat(leads);
-        source = leads;
-        folder = info.isDirectory();
-        file = info.isFile();
-      }
-      if (folder) await copy(source, at, named, [...ancestors, real]);
-      else if (file) await writeFile(at, await copiedBytes(source, bound, named, budget), { mode: 0o600 });
-      else throw new StalledError(`${named}: not a regular file (a named pipe, socket or device)`);
-    }
-  };
-  await copy(from, to, label.replace(/\/+$/, ''), []);
+  const at = (disk: string) => join(to, relative(from, disk));
+  await walkLinked(
+    { disk: from, label: label.replace(/\/+$/, '') },
+    {
+      bound,
+      nowhere: 'refuse',
+      budget: { entries: MAX_CHECKED_ENTRIES },
+      folder: async (folder) => {
+        await mkdir(at(folder.disk), { recursive: true, mode: 0o700 });
+      },
+      file: async (file, info) => {
+        if (!info.isFile())
+          throw new StalledError(`${file.label}: not a regular file (a named pipe, socket or device)`);
+        await writeFile(at(file.disk), await copiedBytes(file.disk, bound, file.label, budget), {
+          mode: 0o600,
+        });
+      },
+    },
+  );
 }
 
 /**

@@ -6,28 +6,21 @@
 // fails the build naming the file as the user knows it. Nothing is copied when no file of the folders is
 // encrypted (the tool then builds the folders where they lie).
 import { rmSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
-import { StalledError } from '../../errors.ts';
 import { redactableValues } from '../../render/redact.ts';
 import { readBounded } from '../local/bounded-read.ts';
-import { copiedBytes, copyBudget } from '../local/symlinks.ts';
+import { copiedBytes, copyBudget, inside, MAX_CHECKED_ENTRIES, walkLinked } from '../local/symlinks.ts';
 import { decryptFiles, type IdentitySource, isSopsText } from './decrypt.ts';
 
 const MANIFEST = /\.(ya?ml|json)$/i;
-const MAX_ENTRIES = 100_000;
 const MAX_FILE_BYTES = 4 * 1024 * 1024;
 
 /** A folder (or file) on disk, and how messages name it. */
 export interface Place {
   disk: string;
   label: string;
-}
-
-/** Whether `path` is `folder` or lies under it (both real paths). */
-function inside(path: string, folder: string): boolean {
-  return path === folder || path.startsWith(folder.endsWith(sep) ? folder : `${folder}${sep}`);
 }
 
 /**
@@ -55,65 +48,29 @@ async function boundaryOf(
 }
 
 /**
- * Visits the files under a place as the build tool reads them: symlinks followed (helm and kustomize both follow
- * them), each leading within `bound` (the real folder the place's files must lie in) or refused naming the link, a
- * folder that leads back to one it lies in (a cycle of links) not entered again. Files keep the names they have
- * under the place, so a linked file is copied under the link's name.
- */
-async function walk(
-  place: Place,
-  visit: (file: Place) => Promise<void>,
-  budget: { entries: number },
-  bound: string | undefined,
-  ancestors: readonly string[] = [],
-): Promise<void> {
-  const info = await stat(place.disk).catch(() => undefined);
-  if (!info) return; // leads nowhere: the tool says so
-  if (!info.isDirectory()) return visit(place);
-  const real = await realpath(place.disk);
-  if (ancestors.includes(real)) return;
-  for (const entry of (await readdir(place.disk, { withFileTypes: true })).sort((a, b) =>
-    a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
-  )) {
-    if (--budget.entries < 0)
-      throw new StalledError(`more than ${MAX_ENTRIES} entries`, { subject: { describe: place.label } });
-    const disk = join(place.disk, entry.name);
-    const label = place.label === '.' ? entry.name : `${place.label}/${entry.name}`;
-    if (entry.isSymbolicLink() && bound !== undefined) {
-      const target = await realpath(disk).catch(() => undefined);
-      if (target === undefined) continue; // leads nowhere: the tool says so
-      if (!inside(target, bound))
-        throw new StalledError(`${label}: a symlink that leads outside the repository`);
-    }
-    await walk({ disk, label }, visit, budget, bound, [...ancestors, real]);
-  }
-}
-
-/**
  * The SOPS files (YAML or JSON with a top-level `sops:` block) under the places, folders walked and symlinks
  * followed as the build tool follows them; `boundary` is the repository the links of a place in it must stay in.
  */
 export async function sopsFilesUnder(places: readonly Place[], boundary?: string): Promise<Place[]> {
   const found: Place[] = [];
   const seen = new Set<string>();
-  const budget = { entries: MAX_ENTRIES };
+  const budget = { entries: MAX_CHECKED_ENTRIES };
   const bound = await boundaryOf(places, boundary);
   for (const place of places) {
     const within = await boundOf(place, bound);
-    await walk(
-      place,
-      async (file) => {
+    await walkLinked(place, {
+      bound: within,
+      nowhere: 'skip', // the tool says so
+      budget,
+      file: async (file, info) => {
         if (!MANIFEST.test(file.disk) || seen.has(file.disk)) return;
         seen.add(file.disk);
-        const info = await stat(file.disk);
         if (!info.isFile() || info.size > MAX_FILE_BYTES) return;
         // Read from the file opened, which must lie where the walk found it (not a link swapped in since).
         const text = await readBounded(file.disk, MAX_FILE_BYTES, { within }).catch(() => '');
         if (isSopsText(text)) found.push(file);
       },
-      budget,
-      within,
-    );
+    });
   }
   return found;
 }
@@ -196,15 +153,17 @@ export async function stageDecrypted(
     },
   };
   try {
-    const budget = { entries: MAX_ENTRIES };
+    const budget = { entries: MAX_CHECKED_ENTRIES };
     const bytes = copyBudget();
     const secret = new Set(encrypted.map((file) => resolve(file.disk)));
     const bound = await boundaryOf(places, boundary);
     for (const place of places) {
       const within = await boundOf(place, bound);
-      await walk(
-        place,
-        async (file) => {
+      await walkLinked(place, {
+        bound: within,
+        nowhere: 'skip',
+        budget,
+        file: async (file) => {
           if (secret.has(resolve(file.disk))) return; // written decrypted below, readable only by us
           const target = at(file.disk);
           await mkdir(dirname(target), { recursive: true, mode: 0o700 });
@@ -212,9 +171,7 @@ export async function stageDecrypted(
             mode: 0o600,
           });
         },
-        budget,
-        within,
-      );
+      });
     }
     const loaded = typeof identities === 'function' ? await identities() : identities;
     for (const file of encrypted) {
