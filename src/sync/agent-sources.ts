@@ -18,10 +18,10 @@ import { isKustomizationFile } from '../sources/build/kustomize.ts';
 import { kustomizationsAt } from '../sources/build/kustomize-sources.ts';
 import type { ChartLookup } from '../sources/build/lookup.ts';
 import { type ClusterCapabilities, deploymentManifests } from '../sources/deployment-manifests.ts';
-import { findTreeFiles, treeLinksUnder } from '../sources/git/checkout.ts';
+import { findTreeFiles, linkReads, treeLinksUnder } from '../sources/git/checkout.ts';
 import { createPathFilter, isManifestPath } from '../sources/git/paths.ts';
 import type { GitRepository, ResolvedRef } from '../sources/git/repository.ts';
-import { changesUnder, SYMLINK_MODE } from '../sources/git/tree.ts';
+import { changesUnder, SYMLINK_MODE, type TreeFile } from '../sources/git/tree.ts';
 import { SignatureRefusal } from '../sources/registry/cosign.ts';
 
 export interface DeploymentState {
@@ -65,8 +65,8 @@ export interface DeploymentState {
   quiet?: { input: string; ledger: string } | undefined;
   /** Whether a kustomization lies among its paths at a commit (a poll's question, answered once per commit). */
   kustomized?: { commit: string; found: boolean } | undefined;
-  /** Whether a symlink lies among the files it reads at a commit (asked once per commit, holdsLinks). */
-  linked?: { commit: string; found: boolean } | undefined;
+  /** What the symlinks among its files read at a commit (asked once per commit, linksConcerned); undefined: not known. */
+  linked?: { commit: string; reads: string[] | undefined } | undefined;
 }
 
 /** An artifact source (image, chart or OCI artifact) and where its policy stands now. */
@@ -273,9 +273,9 @@ async function changesNoneOf(
       (folder !== undefined && path.startsWith(folder)) || chart.valuesFiles.includes(path);
     if (everything || changes.some((c) => concerned(c.path))) return false;
     // A symlink in the chart folder (a shared `_helpers.tpl`) or a linked values file reads a file elsewhere in the
-    // repository, which the checkout writes in its place: any commit may concern the chart then.
+    // repository, which the checkout writes in its place: a commit that changes it concerns the chart.
     const roots = [...(chart.chart === undefined ? [] : [chart.chart]), ...chart.valuesFiles];
-    return !(await holdsLinks(repo, d, from, commit, roots));
+    return !(await linksConcerned(repo, d, from, commit, roots));
   }
   const { everything, files } = await repo.changedManifests(from, commit, d.spec.paths, d.spec.exclude);
   if (everything || files.length > 0) return false;
@@ -285,9 +285,9 @@ async function changesNoneOf(
     (c) => c.after === undefined && isManifestPath(c.path) && filter.includes(c.path),
   );
   if (deleted.length > 0) return false;
-  // A manifest that is a symlink is read from the file it leads to, which may lie outside the paths: any commit may
-  // concern the deployment then.
-  if (await holdsLinks(repo, d, from, commit, filter.roots)) return false;
+  // A manifest that is a symlink is read from the file it leads to, which may lie outside the paths: a commit that
+  // changes it concerns the deployment.
+  if (await linksConcerned(repo, d, from, commit, filter.roots)) return false;
   // A kustomization's bases and generator files may lie outside its paths: any commit may concern it.
   return !(await hasKustomization(repo, d, from, commit));
 }
@@ -322,52 +322,49 @@ async function hasKustomization(
 }
 
 /**
- * Whether a symlink lies under `roots` (a chart's folder and values files, or a deployment's paths) at `commit`,
- * asked once per commit: known at `from`, and no link under them added, changed or removed since, it is what it was.
+ * Whether the commit changes what the symlinks under `roots` (a chart's folder and values files, or a deployment's
+ * paths) read since `from`: a link itself, a link passed on its way, or the file or folder it leads to
+ * (checkout.ts linkReads, resolved as the checkout and the manifest read resolve them). What the links read is
+ * found once per commit: known at `from`, and no link of the tree added, changed or removed since, it is what it was.
  */
-async function holdsLinks(
+async function linksConcerned(
   repo: GitRepository,
   d: DeploymentState,
   from: string,
   commit: string,
   roots: readonly string[],
 ): Promise<boolean> {
+  const { everything, changes } = await repo.changes(from, commit);
+  if (everything) return true;
+  let reads: string[] | undefined;
   const known = d.linked;
-  if (known?.commit === commit) return known.found;
-  const clean = roots.map((r) =>
-    r
-      .split('/')
-      .filter((part) => part !== '' && part !== '.')
-      .join('/'),
-  );
-  const under = (path: string) => clean.some((r) => r === '' || path === r || path.startsWith(`${r}/`));
-  if (known?.commit === from) {
-    const { everything, changes } = await repo.changes(from, commit);
-    const linkMoved = changes.some(
-      (c) => (c.before?.mode === SYMLINK_MODE || c.after?.mode === SYMLINK_MODE) && under(c.path),
-    );
-    if (!everything && !linkMoved) {
-      d.linked = { commit, found: known.found };
-      return known.found;
-    }
+  if (known?.commit === commit) reads = known.reads;
+  else if (
+    known?.commit === from &&
+    !changes.some((c) => c.before?.mode === SYMLINK_MODE || c.after?.mode === SYMLINK_MODE)
+  )
+    reads = known.reads;
+  else {
+    const links = roots.length > 0 ? await allLinks(repo, commit) : [];
+    reads = links && (await linkReads(repo, links, roots).catch(() => undefined));
   }
-  const all = clean.length > 0 ? await allLinks(repo, commit) : [];
-  const found = all
-    ? all.some(under)
-    : clean.length > 0 && (await treeLinksUnder(repo, commit, clean)).length > 0;
-  d.linked = { commit, found };
-  return found;
+  d.linked = { commit, reads };
+  // Not known (too many links, a link not in the cache): any commit may concern the deployment.
+  if (reads === undefined) return true;
+  if (reads.length === 0) return false;
+  const near = (a: string, b: string) => a === b || a.startsWith(`${b}/`) || b.startsWith(`${a}/`);
+  return changes.some((c) => reads.some((read) => near(c.path, read)));
 }
 
 /** The symlinks of a commit's whole tree, found by one walk per repository and commit (as allKustomizations). */
-const linksByRepo = new WeakMap<GitRepository, { commit: string; paths: Promise<string[] | undefined> }>();
+const linksByRepo = new WeakMap<GitRepository, { commit: string; links: Promise<TreeFile[] | undefined> }>();
 
-function allLinks(repo: GitRepository, commit: string): Promise<string[] | undefined> {
+function allLinks(repo: GitRepository, commit: string): Promise<TreeFile[] | undefined> {
   const known = linksByRepo.get(repo);
-  if (known?.commit === commit) return known.paths;
-  const paths = treeLinksUnder(repo, commit, ['']).catch(() => undefined);
-  linksByRepo.set(repo, { commit, paths });
-  return paths;
+  if (known?.commit === commit) return known.links;
+  const links = treeLinksUnder(repo, commit, ['']).catch(() => undefined);
+  linksByRepo.set(repo, { commit, links });
+  return links;
 }
 
 /** The kustomization files of a commit's whole tree, found by one walk per repository and commit. */

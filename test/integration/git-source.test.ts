@@ -9,12 +9,13 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GitSource, gitSource } from '../../src/config/schema.ts';
+import { deployment, type GitSource, gitSource } from '../../src/config/schema.ts';
 import { MooringError, StalledError, TransientError } from '../../src/errors.ts';
-import { gitCredentials } from '../../src/sources/git/credentials.ts';
 import { checkoutTree } from '../../src/sources/git/checkout.ts';
+import { gitCredentials } from '../../src/sources/git/credentials.ts';
 import { pollGit } from '../../src/sources/git/poll.ts';
 import { GitRepository } from '../../src/sources/git/repository.ts';
+import { concerns } from '../../src/sync/agent-sources.ts';
 import { commitFiles, forcePush, headOf } from '../testbed/git-repos.ts';
 import { createGitHttpServer } from '../testbed/git-server.ts';
 import { bareRepo, testbed } from './helpers.ts';
@@ -561,6 +562,83 @@ describe('refusals', () => {
     const out = await mkdtemp(join(tmpdir(), 'mooring-checkout-'));
     cleanup.push(out);
     await expect(checkoutTree(repo, longCommit, out)).rejects.toThrow(tooLong);
+  });
+
+  it('concerns a deployment that reads through symlinks only with commits that change what they read', async () => {
+    const { bare, name } = await uniqueRepo('link-concern');
+    const base = await commitFiles(
+      bare,
+      {
+        'apps/web/deploy.yaml': 'kind: Deployment\n',
+        'shared/common.yaml': 'kind: ConfigMap\n',
+        'shared/more/extra.yaml': 'kind: Secret\n',
+        'other/unrelated.yaml': 'kind: Service\n',
+        'charts/web/Chart.yaml': 'name: web\n',
+        'shared-templates/cm.yaml': 'kind: ConfigMap\n',
+        'lib/helpers.tpl': '{{- define "x" }}x{{ end }}\n',
+      },
+      {
+        symlinks: {
+          // A manifest read through a link in the middle of its target (alias -> shared).
+          'apps/web/common.yaml': '../../alias/common.yaml',
+          alias: 'shared',
+          // A chart's linked folder of templates, which holds a link of its own.
+          'charts/web/templates': '../../shared-templates',
+          'shared-templates/_helpers.tpl': '../lib/helpers.tpl',
+        },
+      },
+    );
+    const repo = await repository(name);
+    const plain = deployment.parse({ name: 'web', namespace: 'shop', source: 'app', paths: ['apps/web'] });
+    const chart = deployment.parse({
+      name: 'chart',
+      namespace: 'shop',
+      source: 'app',
+      helm: { chart: 'charts/web' },
+    });
+    const step = async (files: Record<string, string | null>, symlinks: Record<string, string> = {}) => {
+      const from = await headOf(bare);
+      const to = await commitFiles(bare, files, { symlinks });
+      await repo.fetch(await repo.resolve());
+      return { plain: await concerns(repo, plain, from, to), chart: await concerns(repo, chart, from, to) };
+    };
+    await repo.fetch(await repo.resolve());
+    expect(await concerns(repo, plain, base, base)).toBe(false);
+    // Neither reads other/ nor shared/more/: no sync, where every commit concerned both before.
+    expect(await step({ 'other/unrelated.yaml': 'kind: Service\n# 2\n' })).toEqual({
+      plain: false,
+      chart: false,
+    });
+    expect(await step({ 'shared/more/extra.yaml': 'kind: Secret\n# 2\n' })).toEqual({
+      plain: false,
+      chart: false,
+    });
+    // The linked file, through the link in the middle.
+    expect(await step({ 'shared/common.yaml': 'kind: ConfigMap\n# 2\n' })).toEqual({
+      plain: true,
+      chart: false,
+    });
+    // A file added to the chart's linked folder, and the file a link in that folder leads to.
+    expect(await step({ 'shared-templates/new.yaml': 'kind: Service\n' })).toEqual({
+      plain: false,
+      chart: true,
+    });
+    expect(await step({ 'lib/helpers.tpl': '{{- define "x" }}y{{ end }}\n' })).toEqual({
+      plain: false,
+      chart: true,
+    });
+    // The link passed on the way, pointed elsewhere; then removed (the manifest now leads nowhere).
+    expect(await step({ 'other/common.yaml': 'kind: ConfigMap\n' }, { alias: 'other' })).toEqual({
+      plain: true,
+      chart: false,
+    });
+    expect(await step({ alias: null })).toEqual({ plain: true, chart: false });
+    expect(await step({ 'other/unrelated.yaml': 'kind: Service\n# 3\n' })).toEqual({
+      plain: false,
+      chart: false,
+    });
+    // What the links read now: a file added where the removed link was.
+    expect(await step({ 'alias/common.yaml': 'kind: ConfigMap\n' })).toEqual({ plain: true, chart: false });
   });
 
   it('counts a commit of a million paths as changing everything, and lists only the paths asked for', async () => {

@@ -27,7 +27,14 @@ import {
   SYMLINK_MODE,
   type TreeFile,
 } from './tree.ts';
-import { linkTarget, resolveTreeLinks, type SkippedLink, TreeTooLargeError } from './tree-links.ts';
+import {
+  type LinkLookup,
+  linkTarget,
+  realPathOf,
+  resolveTreeLinks,
+  type SkippedLink,
+  TreeTooLargeError,
+} from './tree-links.ts';
 
 export interface CheckoutLimits {
   /** Most files written; 10,000 when absent. */
@@ -75,6 +82,19 @@ export async function findTreeFiles(
   });
 }
 
+/** `folder` is `path` or lies above it ('' is the repository's top). */
+function holds(folder: string, path: string): boolean {
+  return folder === '' || path === folder || path.startsWith(`${folder}/`);
+}
+
+/** A path of the tree as given in a deployment (`./apps/`, `apps`), in the tree's own spelling (`apps`). */
+function treePath(path: string): string {
+  return path
+    .split('/')
+    .filter((part) => part !== '' && part !== '.')
+    .join('/');
+}
+
 /**
  * The symlinks of a fetched commit that lie at or under `roots` (folders or files of the tree, '' for all): a chart
  * whose folder holds one reads files elsewhere in the repository (checkoutTree writes what it leads to).
@@ -84,16 +104,10 @@ export async function treeLinksUnder(
   commit: string,
   roots: readonly string[],
   limit = 10_000,
-): Promise<string[]> {
-  const clean = roots.map((r) =>
-    r
-      .split('/')
-      .filter((part) => part !== '' && part !== '.')
-      .join('/'),
-  );
-  const holds = (root: string, path: string) => root === '' || path === root || path.startsWith(`${root}/`);
-  return exclusive(repo.gitdir, async () => {
-    const links = await listFiles(
+): Promise<TreeFile[]> {
+  const clean = roots.map(treePath);
+  return exclusive(repo.gitdir, () =>
+    listFiles(
       storeOf(repo),
       commit,
       {
@@ -102,8 +116,60 @@ export async function treeLinksUnder(
         roots: clean,
       },
       limit,
-    );
-    return links.map((f) => f.path);
+    ),
+  );
+}
+
+/** The most links linkReads follows for one question (a linked folder's links followed too). */
+const MAX_LINKS_READ = 10_000;
+
+/**
+ * The paths of a commit's tree that what lies at or under `roots` reads through its symlinks (`links`: every link of
+ * the commit, treeLinksUnder(['']), whose blobs hold their targets): each link's own path, every link passed on the
+ * way, and where it leads (a file, or a folder whose every file is read), the links in a linked folder followed too,
+ * as the checkout and the manifest read resolve them (realPathOf). A commit that changes nothing at, under or above
+ * any of them changes nothing the links read. A link that leads outside or round a loop gives the paths it passed
+ * through (a commit that mends it changes one of them). Undefined past MAX_LINKS_READ links.
+ */
+export async function linkReads(
+  repo: GitRepository,
+  links: readonly TreeFile[],
+  roots: readonly string[],
+): Promise<string[] | undefined> {
+  const clean = roots.map(treePath);
+  const byPath = new Map(links.map((l) => [l.path, l]));
+  const sorted = [...byPath.keys()].sort();
+  return exclusive(repo.gitdir, async () => {
+    const store = storeOf(repo);
+    const targets = new Map<string, string>();
+    const reads = new Set<string>();
+    const lookup: LinkLookup = {
+      linkAt: async (path) => {
+        const link = byPath.get(path);
+        if (link === undefined) return undefined;
+        reads.add(path);
+        let target = targets.get(path);
+        if (target === undefined) {
+          target = await linkTarget(store, link);
+          targets.set(path, target);
+        }
+        return target;
+      },
+    };
+    const queue = sorted.filter((path) => clean.some((root) => holds(root, path)));
+    const followed = new Set<string>();
+    for (let path = queue.pop(); path !== undefined; path = queue.pop()) {
+      if (followed.has(path)) continue;
+      followed.add(path);
+      if (followed.size > MAX_LINKS_READ) return undefined;
+      reads.add(path);
+      const end = await realPathOf(path, lookup);
+      if (typeof end !== 'string') continue;
+      reads.add(end);
+      // A folder's links are read too (a link in a linked folder leads on from there).
+      for (const other of sorted) if (other !== end && holds(end, other)) queue.push(other);
+    }
+    return [...reads];
   });
 }
 
