@@ -7,12 +7,22 @@
 // it would have without the guess. So the guess is made only where it is cheap to be sure of: one chart folder,
 // offline (no cluster's capabilities), no repository to fetch dependencies from, no SOPS identities, no flag outside
 // the list below.
-import { closeSync, constants, fstatSync, mkdtempSync, openSync, readSync, statSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readSync,
+  statSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { prestartProcess } from '../child-process.ts';
 import { RENDER_DEFAULTS } from '../config/render-defaults.ts';
 import { helmBinary, helmEnv, helmTemplateArgs } from '../sources/build/helm-args.ts';
+import { schemaReferenceProblem } from '../sources/build/schema-references.ts';
 import { toolLimits, toolProcessOptions } from '../sources/build/tool-env.ts';
 
 /** Flags of `render` that take a value and do not change helm's run, or whose value the guess reads. */
@@ -98,7 +108,7 @@ export function earlyChart(
   } catch {
     return undefined;
   }
-  if (chartYaml === undefined) return undefined;
+  if (chartYaml === undefined || !schemasLoadNothing(chart)) return undefined;
   // Dependencies are fetched only with --allowed-repository (no guess then): `helm template` fetches none, so a
   // chart's dependencies are those its charts/ holds, and one missing makes helm fail as mooring refuses the chart.
   const releaseName = release ?? chartName(chartYaml);
@@ -128,6 +138,41 @@ function smallFile(path: string): string | undefined {
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * Whether the values schemas of the chart and of its subchart folders refer only within themselves (helm loads
+ * what they refer to, from the machine or the network: schema-references.ts). A package or a link under `charts/`,
+ * or a schema too large to read here, gives no guess: the render's own run checks them before helm runs.
+ */
+function schemasLoadNothing(dir: string, depth = 0): boolean {
+  if (depth > 8) return false;
+  let text: string | undefined;
+  try {
+    text = smallFile(join(dir, 'values.schema.json'));
+    if (text === undefined) return false;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') return false;
+  }
+  if (text !== undefined) {
+    try {
+      if (schemaReferenceProblem(JSON.parse(text), []) !== undefined) return false;
+    } catch {
+      return false;
+    }
+  }
+  let entries: import('node:fs').Dirent[];
+  try {
+    entries = readdirSync(join(dir, 'charts'), { withFileTypes: true });
+  } catch {
+    return true;
+  }
+  for (const entry of entries) {
+    if (entry.isDirectory()) {
+      if (!schemasLoadNothing(join(dir, 'charts', entry.name), depth + 1)) return false;
+    } else if (!entry.isFile() || entry.name.endsWith('.tgz')) return false;
+  }
+  return true;
 }
 
 /** Words YAML 1.1 reads as a boolean or null, not as the name they spell. */

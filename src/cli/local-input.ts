@@ -64,7 +64,7 @@ export function withReadFlags<C extends Command>(command: C): C {
     )
     .option(
       '--allowed-repository <url>',
-      "a URL prefix a chart dependency missing from the chart's charts/ may come from (repeatable)",
+      "a URL prefix a chart dependency missing from the chart's charts/ may come from, and a values schema's references may name (repeatable)",
       repeat,
     )
     .option(

@@ -225,7 +225,8 @@ export const deployment = z.strictObject({
       set: z.record(z.string().min(1), z.string()).default({}),
       setString: z.record(z.string().min(1), z.string()).default({}),
       /**
-       * URL prefixes a chart dependency may come from when it is not in the chart's charts/ folder, compared
+       * URL prefixes a chart dependency may come from when it is not in the chart's charts/ folder, and that a
+       * values schema's references may name (helm fetches them: src/sources/build/schema-references.ts), compared
        * parsed: same scheme, host and port, and the prefix's path segments (src/http/repository-url.ts).
        */
       allowedRepositories: z.array(repositoryUrlText).default([]),

@@ -22,6 +22,7 @@ import { copyResolved, refuseLeadingOutside, refuseSymlinksOutside, workTreeOf }
 import type { IdentitySource } from '../sops/decrypt.ts';
 import { type Staged, sopsFilesUnder, stageDecrypted } from '../sops/tree.ts';
 import { helmBinary, helmEnv, helmTemplateArgs } from './helm-args.ts';
+import { refuseOutsideSchemaReferences } from './helm-schema.ts';
 import { type LookupRequest, renderWithLookup } from './lookup.ts';
 import { helmWrittenAt } from './origins.ts';
 import { runToolWithWarnings, type ToolLimits, type ToolRun } from './tool.ts';
@@ -213,6 +214,13 @@ async function render(request: ChartRequest, missing: readonly MissingDependency
       : [];
   const staged = await stageChart(request);
   const onDisk = (path: string) => (staged ? staged.at(path) : path);
+  // helm loads what a values schema refers to, from the machine or the network: only within itself here.
+  try {
+    await refuseOutsideSchemaReferences(onDisk(request.chart), request.label, request.allowedRepositories);
+  } catch (error) {
+    await staged?.remove();
+    throw error;
+  }
   const home = await mkdtemp(join(tmpdir(), 'mooring-helm-'));
   try {
     let inlineValuesFile: string | undefined;

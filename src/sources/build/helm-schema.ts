@@ -1,0 +1,66 @@
+// Every values schema helm would load for a chart, checked before helm runs (schema-references.ts says why and what
+// passes): the chart's own, and its subcharts' under `charts/`, folders and packages, at any depth.
+
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { StalledError } from '../../errors.ts';
+import { extractTarGz } from '../archive/tar-gz.ts';
+import { schemaReferenceProblem } from './schema-references.ts';
+
+/** The largest schema file read, and the most packages and schema files of one chart looked into. */
+const MAX_SCHEMA_BYTES = 4 * 1024 * 1024;
+const MAX_PACKAGES = 200;
+const PACKAGE_LIMITS = { maxEntries: 10_000, maxFileBytes: 16 * 1024 * 1024, maxBytes: 256 * 1024 * 1024 };
+
+/**
+ * Refuses the chart at `chartDir` (its `label` in messages) when a values schema helm would load (the chart's, or
+ * a subchart's in `charts/`, a folder or a package, at any depth) refers outside itself (schemaReferenceProblem),
+ * naming the file and the reference.
+ */
+export async function refuseOutsideSchemaReferences(
+  chartDir: string,
+  label: string,
+  allowed: readonly string[] = [],
+): Promise<void> {
+  const packages = { left: MAX_PACKAGES };
+  const check = async (dir: string, shown: string): Promise<void> => {
+    const file = join(dir, 'values.schema.json');
+    const info = await stat(file).catch(() => undefined);
+    if (info?.isFile()) {
+      if (info.size > MAX_SCHEMA_BYTES)
+        throw new StalledError(`${shown}/values.schema.json: more than ${MAX_SCHEMA_BYTES} bytes`);
+      let schema: unknown;
+      try {
+        schema = JSON.parse(await readFile(file, 'utf8'));
+      } catch {
+        return; // not JSON: helm says so, having loaded nothing
+      }
+      const problem = schemaReferenceProblem(schema, allowed);
+      if (problem)
+        throw new StalledError(
+          `${shown}/values.schema.json: ${problem}; a values schema may refer only within itself, to a urn:, or to an address under an allowed repository (helm reads file: references from the machine and fetches http(s) ones)`,
+        );
+    }
+    const charts = join(dir, 'charts');
+    const entries = await readdir(charts, { withFileTypes: true }).catch(() => []);
+    for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+      const path = join(charts, entry.name);
+      const named = `${shown}/charts/${entry.name}`;
+      if (entry.isDirectory()) await check(path, named);
+      else if (entry.isFile() && entry.name.endsWith('.tgz')) {
+        if (--packages.left < 0)
+          throw new StalledError(`${label}: more than ${MAX_PACKAGES} chart packages under charts/`);
+        const unpacked = await mkdtemp(join(tmpdir(), 'mooring-chart-schema-'));
+        try {
+          await extractTarGz(path, unpacked, PACKAGE_LIMITS, named);
+          for (const top of await readdir(unpacked, { withFileTypes: true }))
+            if (top.isDirectory()) await check(join(unpacked, top.name), `${named}:${top.name}`);
+        } finally {
+          await rm(unpacked, { recursive: true, force: true });
+        }
+      }
+    }
+  };
+  await check(chartDir, label.replace(/\/+$/, ''));
+}
