@@ -8,10 +8,11 @@ import { StalledError } from '../../errors.ts';
 import { extractTarGz } from '../archive/tar-gz.ts';
 import { schemaReferenceProblem } from './schema-references.ts';
 
-/** The largest schema file read, and the most packages and schema files of one chart looked into. */
-const MAX_SCHEMA_BYTES = 4 * 1024 * 1024;
+/** The largest schema file read (helm loads no chart file larger), and the most packages of one chart looked into. */
+const MAX_SCHEMA_BYTES = 5 * 1024 * 1024;
 const MAX_PACKAGES = 200;
-const PACKAGE_LIMITS = { maxEntries: 10_000, maxFileBytes: 16 * 1024 * 1024, maxBytes: 256 * 1024 * 1024 };
+/** A package is unpacked within helm's own bounds on a chart archive (5 MiB a file, 100 MiB in all). */
+const PACKAGE_LIMITS = { maxEntries: 10_000, maxFileBytes: 5 * 1024 * 1024, maxBytes: 100 * 1024 * 1024 };
 
 /**
  * Refuses the chart at `chartDir` (its `label` in messages) when a values schema helm would load (the chart's, or
