@@ -138,6 +138,7 @@ export async function syncDeployment(
                 : {}),
             },
             versionHistory: deployment.versionHistory,
+            ...(ledger ? { usedVersions: ledger.releases.flatMap((r) => r.versions) } : {}),
             keepVersions,
             createNamespace: deployment.createNamespace,
             namespaceAdvice: `create it, or set createNamespace: true on deployment ${deployment.name} (--create-namespace for mooring deploy)`,
