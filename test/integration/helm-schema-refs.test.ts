@@ -6,7 +6,7 @@
 // (the renderer the agent, previews and rollback share). The server below stands for an address inside the
 // cluster's network: it must see no request unless the reference is under an allowed repository.
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, symlink, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -109,6 +109,31 @@ describe('values schemas that refer outside themselves', () => {
         `${packaged}/charts/lib-0.1.0.tgz:lib/values.schema.json: "$ref": "file:///etc/hostname"`,
       );
     }
+    // A link under charts/ to a folder of the chart (helm follows it), and a package whose files lie at its top
+    // (helm keeps a path without a first folder as it is).
+    const linked = await chart({ type: 'object' }, 'linked');
+    await mkdir(join(linked, 'charts'));
+    await chart({ $ref: `${base}/linked` }, 'sub', join(linked, 'vendor'));
+    await symlink('../vendor/sub', join(linked, 'charts', 'sub'));
+    const viaLink = await mooring('render', '--offline', linked, '-n', 'shop');
+    expect(viaLink.code, viaLink.stderr).toBe(2);
+    expect(viaLink.stderr).toContain(`${linked}/charts/sub/values.schema.json: "$ref": "${base}/linked"`);
+    const flat = await chart({ type: 'object' }, 'flat');
+    await mkdir(join(flat, 'charts'));
+    const top = await chart({ $ref: `${base}/flat` }, 'top', await mkdtemp(join(tmpdir(), 'mooring-flat-')));
+    await exec('tar', [
+      '-C',
+      top,
+      '-czf',
+      join(flat, 'charts', 'top.tgz'),
+      'Chart.yaml',
+      'values.yaml',
+      'values.schema.json',
+      'templates',
+    ]);
+    const atTop = await mooring('render', '--offline', flat, '-n', 'shop');
+    expect(atTop.code, atTop.stderr).toBe(2);
+    expect(atTop.stderr).toContain(`${flat}/charts/top.tgz:/values.schema.json: "$ref": "${base}/flat"`);
     expect(requests).toEqual([]);
   });
 

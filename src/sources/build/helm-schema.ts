@@ -48,13 +48,18 @@ export async function refuseOutsideSchemaReferences(
     for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
       const path = join(charts, entry.name);
       const named = `${shown}/charts/${entry.name}`;
-      if (entry.isDirectory()) await check(path, named);
-      else if (entry.isFile() && entry.name.endsWith('.tgz')) {
+      // helm follows a link under charts/ (the chart folder's links stay within the repository: symlinks.ts).
+      const kind = entry.isSymbolicLink() ? await stat(path).catch(() => undefined) : entry;
+      if (kind?.isDirectory()) await check(path, named);
+      else if (kind?.isFile() && entry.name.endsWith('.tgz')) {
         if (--packages.left < 0)
           throw new StalledError(`${label}: more than ${MAX_PACKAGES} chart packages under charts/`);
         const unpacked = await mkdtemp(join(tmpdir(), 'mooring-chart-schema-'));
         try {
           await extractTarGz(path, unpacked, PACKAGE_LIMITS, named);
+          // helm drops the first folder of every path in a package, whatever its name, and keeps a path with none:
+          // the package's top and each of its folders are read as the chart.
+          await check(unpacked, `${named}:`);
           for (const top of await readdir(unpacked, { withFileTypes: true }))
             if (top.isDirectory()) await check(join(unpacked, top.name), `${named}:${top.name}`);
         } finally {
