@@ -139,6 +139,9 @@ export async function linkReads(
   const clean = roots.map(treePath);
   const byPath = new Map(links.map((l) => [l.path, l]));
   const sorted = [...byPath.keys()].sort();
+  const queue = sorted.filter((path) => clean.some((root) => holds(root, path)));
+  // No link under the roots (most deployments): nothing to read, no wait for the repository's lock.
+  if (queue.length === 0) return [];
   return exclusive(repo.gitdir, async () => {
     const store = storeOf(repo);
     const targets = new Map<string, string>();
@@ -156,7 +159,6 @@ export async function linkReads(
         return target;
       },
     };
-    const queue = sorted.filter((path) => clean.some((root) => holds(root, path)));
     const followed = new Set<string>();
     for (let path = queue.pop(); path !== undefined; path = queue.pop()) {
       if (followed.has(path)) continue;
