@@ -19,7 +19,7 @@ import { decide } from './agent-decide.ts';
 import { type AgentSync, agentJob } from './agent-job.ts';
 import { type AnySource, SourcePolls } from './agent-polling.ts';
 import { type DeploymentState, isLocal, isOci, type SourceState } from './agent-sources.ts';
-import { unfinishedAttempt } from './attempts.ts';
+import { runsHere, unfinishedAttempt } from './attempts.ts';
 import { CONFIGMAPS, Control } from './control.ts';
 import type { FleetMember } from './fleet.ts';
 import { endHold, heldSync } from './holds.ts';
@@ -436,7 +436,8 @@ export class Agent {
       this.deps.log.warn({ deployment: spec.name, err: errorMessage(error) }, 'cannot read the inventory');
       return undefined;
     });
-    if (attempt && (!foreign || (!shard.live(holder) && (await shard.gone(holder)))))
+    // Nor is a sync this process still runs (handed over, then taken back before its end) anyone's to end.
+    if (attempt && !runsHere(attempt) && (!foreign || (!shard.live(holder) && (await shard.gone(holder)))))
       await endInterrupted(this.syncDeps(), this.deps.config, spec, attempt);
     restoreMarks(this.deps.cache, spec.name, data.marks);
     const now = current(data);

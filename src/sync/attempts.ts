@@ -47,6 +47,24 @@ export function newAttempt(sync: SyncRequest): Attempt & { id: string } {
   };
 }
 
+/**
+ * The notes of the syncs this process is running. A replica that handed a deployment over lets its sync run to its
+ * end (queue.forget keepRunning); taking the deployment back before that end, it read its own note as an earlier
+ * agent's and posted "Interrupted" for a sync that then succeeded.
+ */
+const runningHere = new Set<string>();
+
+/** Marks the note's sync as running in this process until the returned function is called. */
+export function runningAttempt(id: string): () => void {
+  runningHere.add(id);
+  return () => runningHere.delete(id);
+}
+
+/** Whether a note read back is that of a sync this process is running (not one an agent left unfinished). */
+export function runsHere(attempt: Attempt): boolean {
+  return attempt.id !== undefined && runningHere.has(attempt.id);
+}
+
 /** The note as the inventory keeps it. */
 export function attemptNote(attempt: Attempt): string {
   return JSON.stringify(attempt, null, 1);

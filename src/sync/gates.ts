@@ -9,7 +9,7 @@ import { errorMessage } from '../errors.ts';
 import type { LedgerData } from '../report/ledger.ts';
 import type { JobContext, Planned } from './agent-context.ts';
 import type { DeploymentState } from './agent-sources.ts';
-import { unfinishedAttempt } from './attempts.ts';
+import { runsHere, unfinishedAttempt } from './attempts.ts';
 import { endInterrupted } from './sync-deployment.ts';
 
 /** The gates, by name: what a hold's report (holds.ts) and its log line call it. */
@@ -149,8 +149,9 @@ const claim: Gate = {
           () => undefined,
         )
       : undefined;
-    const interrupted = taken.from !== undefined && attempt !== undefined;
-    if (taken.from && attempt) {
+    // A sync this process still runs (it handed the deployment over and takes it back) is not interrupted.
+    const interrupted = taken.from !== undefined && attempt !== undefined && !runsHere(attempt);
+    if (taken.from && attempt && interrupted) {
       planned.log.warn({ holder: taken.from.identity }, 'taken from a replica whose Lease expired mid-sync');
       await endInterrupted(ctx.syncDeps(), ctx.deps.config, d.spec, attempt);
     }

@@ -18,7 +18,7 @@ import { describeWarning } from '../kube/warnings.ts';
 import { filesRedactor } from '../render/redact.ts';
 import { type Attempt, CorruptLedgerError, type Ledger } from '../report/ledger.ts';
 import { compileHealthRules } from '../stability/health.ts';
-import { attemptNote, newAttempt } from './attempts.ts';
+import { attemptNote, newAttempt, runningAttempt } from './attempts.ts';
 import { deploy } from './deploy.ts';
 import { redactReport } from './redact-report.ts';
 
@@ -35,6 +35,24 @@ export async function syncDeployment(
   deps: SyncDeps,
   sync: SyncRequest,
 ): Promise<{ report: DeployReport; release: Release | undefined }> {
+  // Noted with the inventory before the first write (src/sync/attempts.ts): an agent that dies mid-sync leaves it,
+  // and the next agent reports its end and records the versions it was writing. A drift pass and a re-sync after a
+  // configuration reload note nothing (quiet, below).
+  const attempt = sync.trigger === 'drift' || sync.trigger === 'config' ? undefined : newAttempt(sync);
+  if (!attempt) return syncNoted(deps, sync, undefined);
+  const done = runningAttempt(attempt.id);
+  try {
+    return await syncNoted(deps, sync, attempt);
+  } finally {
+    done();
+  }
+}
+
+async function syncNoted(
+  deps: SyncDeps,
+  sync: SyncRequest,
+  attempt: (Attempt & { id: string }) | undefined,
+): Promise<{ report: DeployReport; release: Release | undefined }> {
   const { deployment, config } = sync;
   // An OCI-sourced deployment has no commit of its own: its artifact's digest names the revision.
   const artifact = sync.images[deployment.source];
@@ -47,10 +65,7 @@ export async function syncDeployment(
   const drift = sync.trigger === 'drift';
   // A re-sync after a configuration reload is as quiet as a drift pass, but always applies.
   const quiet = drift || sync.trigger === 'config';
-  // Noted with the inventory before the first write (src/sync/attempts.ts): an agent that dies mid-sync leaves it,
-  // and the next agent reports its end and records the versions it was writing. The pending status is posted once
-  // it is noted.
-  const attempt = quiet ? undefined : newAttempt(sync);
+  // The pending status is posted once the attempt is noted.
   // Posted beside the writes (a slow status API takes nothing of the deploy's time), and done before the end is.
   let starting: Promise<void> | undefined;
   const started = async () => {
