@@ -257,11 +257,11 @@ describe('prune', () => {
     });
     const app = (round: string) => ({
       'app.yaml': yamlDocuments(
-        configMapManifest('returning', { round }),
-        deploymentManifest({ name: 'returns', replicas: 0, container: 'c', configMap: 'returning' }),
+        configMapManifest('settings', { round }),
+        deploymentManifest({ name: 'returns', replicas: 0, container: 'c', configMap: 'settings' }),
       ),
       'keep.yaml': yamlDocuments(
-        configMapManifest('anchor-for-returning', { a: '1' }, { 'strategy.spinnaker.io/versioned': 'false' }),
+        configMapManifest('anchor', { a: '1' }, { 'strategy.spinnaker.io/versioned': 'false' }),
       ),
     });
     const { repo, first, agent } = await startGitAgent({
@@ -276,11 +276,11 @@ describe('prune', () => {
       (await ledgerOf(kube, agentNs, 'returns')).releases.find(
         (r) => r.commit === sha && r.result === 'stable',
       );
-    const versions = async () => (await names('configmap')).filter((n) => n.startsWith('returning-'));
+    const versions = async () => (await names('configmap')).filter((n) => n.startsWith('settings-'));
     await eventually('v000 deployed', () => deployed(first), 90_000);
     const second = await repo.commit(app('b'));
     await eventually('v001 deployed', () => deployed(second), 90_000);
-    expect(await versions()).toEqual(['returning-v000', 'returning-v001']);
+    expect(await versions()).toEqual(['settings-v000', 'settings-v001']);
     // The workload and its configuration leave the set: prune deletes them, every version included.
     const gone = await repo.commit({ 'app.yaml': null });
     await eventually('removed', () => deployed(gone), 90_000);
@@ -289,12 +289,12 @@ describe('prune', () => {
       async () => (await versions()).length === 0 || undefined,
       90_000,
     );
-    // Back with other content: a new number, never returning-v000 again (the ledger names it for content "a").
+    // Back with other content: a new number, never settings-v000 again (the ledger names it for content "a").
     const back = await repo.commit(app('c'));
     await eventually('back', () => deployed(back), 90_000);
-    expect(await versions()).toEqual(['returning-v002']);
+    expect(await versions()).toEqual(['settings-v002']);
     const release = await deployed(back);
-    expect(release?.versions).toEqual(['ConfigMap returning-v002']);
+    expect(release?.versions).toEqual(['ConfigMap settings-v002']);
   }, 300_000);
 
   it('keeps the versions a custom kind of render.referencePaths refers to, in the history and in prune', async () => {
