@@ -40,7 +40,6 @@ import {
   isVersioned,
   refKey,
   rewriteReferences,
-  type UsedVersion,
   Versioner,
   type VersionInfo,
   type VersioningMode,
@@ -57,8 +56,6 @@ export interface ClusterSnapshot {
    * them), as `workloadKey`: with podTemplateLabels `auto` their pod templates are left as they are.
    */
   adopted?: readonly string[] | undefined;
-  /** Versions the deployment's recorded releases name, live or not: new versions are numbered above them. */
-  used?: readonly UsedVersion[] | undefined;
 }
 
 export interface RenderOptions {
@@ -228,7 +225,7 @@ export function render(input: RenderInput): RenderResult {
   // 4. Versions. Objects that refer to nothing (ConfigMaps, Secrets) first, then references to them are
   // rewritten, then the versioned objects that hold references (ReplicaSets, Pods) get versions of content that
   // already names the right configuration, then references to those (an HPA's target) are rewritten.
-  const versioner = new Versioner(snapshot.versions, options.hashKey, snapshot.used);
+  const versioner = new Versioner(snapshot.versions, options.hashKey);
   const versions: (VersionInfo | undefined)[] = items.map(() => undefined);
   const inRenderSet = new Set(
     items.map(({ object }) => refKey(object.kind, object.metadata.namespace, object.metadata.name)),

@@ -282,41 +282,13 @@ export function versionHash(object: KubeObject, key: Uint8Array | undefined): st
   return key ? keyedContentHash(content, key) : undefined;
 }
 
-/** A version a recorded release used (`ConfigMap app-config-v003`), which may no longer exist. */
-export interface UsedVersion {
-  kind: string;
-  /** The name without its version suffix. */
-  name: string;
-  version: number;
-}
-
-/** The versions named by recorded releases' `versions` (`ConfigMap app-config-v003`); other entries are passed over. */
-export function usedVersions(names: Iterable<string>): UsedVersion[] {
-  const used: UsedVersion[] = [];
-  for (const entry of names) {
-    const match = /^(\S+) (\S+)-v(\d{3,9})$/.exec(entry);
-    if (match) used.push({ kind: match[1] as string, name: match[2] as string, version: Number(match[3]) });
-  }
-  return used;
-}
-
 export class Versioner {
   private readonly existing = new Map<string, ExistingVersion[]>();
   private readonly hashKey: Uint8Array | undefined;
-  /** The highest version recorded releases used, by kind and name: a new version is numbered above it. */
-  private readonly used = new Map<string, number>();
 
-  /**
-   * `hashKey`: the installation's key for the content hash of Secrets (src/kube/hash-key.ts). `used`: the versions
-   * the deployment's recorded releases name, which may be gone from the cluster (pruned with their workload): a new
-   * version is numbered above them, so that a versioned name never stands for two contents in the history.
-   */
-  constructor(existing: readonly ExistingVersion[], hashKey?: Uint8Array, used: readonly UsedVersion[] = []) {
+  /** `hashKey`: the installation's key for the content hash of Secrets (src/kube/hash-key.ts). */
+  constructor(existing: readonly ExistingVersion[], hashKey?: Uint8Array) {
     this.hashKey = hashKey;
-    for (const u of used) {
-      const key = `${u.kind}/${u.name}`;
-      this.used.set(key, Math.max(this.used.get(key) ?? -1, u.version));
-    }
     for (const e of existing) {
       const key = refKey(e.kind, e.namespace, e.name);
       // Pushed, not copied: a copy per version is quadratic in the versions a namespace holds.
@@ -336,8 +308,7 @@ export class Versioner {
       hash === undefined
         ? undefined
         : known.filter((e) => e.hash === hash).sort((a, b) => b.version - a.version)[0];
-    const floor = (this.used.get(`${object.kind}/${base}`) ?? -1) + 1;
-    const version = same ? same.version : known.reduce((max, e) => Math.max(max, e.version + 1), floor);
+    const version = same ? same.version : known.reduce((max, e) => Math.max(max, e.version + 1), 0);
     const name = `${base}${versionSuffix(version)}`;
     if (name.length > MAX_NAME) {
       errors.push(

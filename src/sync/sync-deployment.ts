@@ -153,7 +153,6 @@ async function syncNoted(
                 : {}),
             },
             versionHistory: deployment.versionHistory,
-            ...(ledger ? { usedVersions: ledger.releases.flatMap((r) => r.versions) } : {}),
             keepVersions,
             createNamespace: deployment.createNamespace,
             namespaceAdvice: `create it, or set createNamespace: true on deployment ${deployment.name} (--create-namespace for mooring deploy)`,
