@@ -134,6 +134,11 @@ export interface SyncRequest {
    * poll finds the rolled-back release without its fence and rolls it forward again.
    */
   fence?: { heads: { commit?: string | undefined; images: Record<string, string> } } | undefined;
+  /**
+   * A rollback's: the versioned objects its release recorded (`ConfigMap app-config-v003`). A version no longer in
+   * the cluster comes back under the name the release gave it, not above every recorded one.
+   */
+  restore?: readonly string[] | undefined;
 }
 
 export interface DeployReport {

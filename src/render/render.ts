@@ -40,6 +40,7 @@ import {
   isVersioned,
   refKey,
   rewriteReferences,
+  type UsedVersion,
   Versioner,
   type VersionInfo,
   type VersioningMode,
@@ -56,6 +57,13 @@ export interface ClusterSnapshot {
    * them), as `workloadKey`: with podTemplateLabels `auto` their pod templates are left as they are.
    */
   adopted?: readonly string[] | undefined;
+  /** Versions the deployment's recorded releases name, live or not: new versions are numbered above them. */
+  used?: readonly UsedVersion[] | undefined;
+  /**
+   * A rollback's: the versions its release recorded. A version no live object holds comes back under that number
+   * (its name in the history), not above `used`.
+   */
+  restore?: readonly UsedVersion[] | undefined;
 }
 
 export interface RenderOptions {
@@ -225,7 +233,7 @@ export function render(input: RenderInput): RenderResult {
   // 4. Versions. Objects that refer to nothing (ConfigMaps, Secrets) first, then references to them are
   // rewritten, then the versioned objects that hold references (ReplicaSets, Pods) get versions of content that
   // already names the right configuration, then references to those (an HPA's target) are rewritten.
-  const versioner = new Versioner(snapshot.versions, options.hashKey);
+  const versioner = new Versioner(snapshot.versions, options.hashKey, snapshot.used, snapshot.restore);
   const versions: (VersionInfo | undefined)[] = items.map(() => undefined);
   const inRenderSet = new Set(
     items.map(({ object }) => refKey(object.kind, object.metadata.namespace, object.metadata.name)),

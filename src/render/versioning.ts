@@ -282,13 +282,55 @@ export function versionHash(object: KubeObject, key: Uint8Array | undefined): st
   return key ? keyedContentHash(content, key) : undefined;
 }
 
+/** A version a recorded release used (`ConfigMap app-config-v003`), which may no longer exist. */
+export interface UsedVersion {
+  kind: string;
+  /** The name without its version suffix. */
+  name: string;
+  version: number;
+}
+
+/** The versions named by recorded releases' `versions` (`ConfigMap app-config-v003`); other entries are passed over. */
+export function usedVersions(names: Iterable<string>): UsedVersion[] {
+  const used: UsedVersion[] = [];
+  for (const entry of names) {
+    const match = /^(\S+) (\S+)-v(\d{3,9})$/.exec(entry);
+    if (match) used.push({ kind: match[1] as string, name: match[2] as string, version: Number(match[3]) });
+  }
+  return used;
+}
+
 export class Versioner {
   private readonly existing = new Map<string, ExistingVersion[]>();
   private readonly hashKey: Uint8Array | undefined;
+  /** The highest version recorded releases used, by kind and name: a new version is numbered above it. */
+  private readonly used = new Map<string, number>();
+  /** A rollback's recorded version by kind and name (undefined where the release names two of one name). */
+  private readonly restore = new Map<string, number | undefined>();
 
-  /** `hashKey`: the installation's key for the content hash of Secrets (src/kube/hash-key.ts). */
-  constructor(existing: readonly ExistingVersion[], hashKey?: Uint8Array) {
+  /**
+   * `hashKey`: the installation's key for the content hash of Secrets (src/kube/hash-key.ts). `used`: the versions
+   * the deployment's recorded releases name, which may be gone from the cluster (pruned with their workload): a new
+   * version is numbered above them, so that a versioned name never stands for two contents in the history.
+   * `restore`: a rollback's, the versions its release recorded: one no live object holds comes back under its
+   * recorded number (the name that content had), where `used` alone would number it above the rest.
+   */
+  constructor(
+    existing: readonly ExistingVersion[],
+    hashKey?: Uint8Array,
+    used: readonly UsedVersion[] = [],
+    restore: readonly UsedVersion[] = [],
+  ) {
     this.hashKey = hashKey;
+    for (const r of restore) {
+      const key = `${r.kind}/${r.name}`;
+      // The record does not say a version's namespace: two of one name and kind are no answer.
+      this.restore.set(key, this.restore.has(key) ? undefined : r.version);
+    }
+    for (const u of used) {
+      const key = `${u.kind}/${u.name}`;
+      this.used.set(key, Math.max(this.used.get(key) ?? -1, u.version));
+    }
     for (const e of existing) {
       const key = refKey(e.kind, e.namespace, e.name);
       // Pushed, not copied: a copy per version is quadratic in the versions a namespace holds.
@@ -308,7 +350,13 @@ export class Versioner {
       hash === undefined
         ? undefined
         : known.filter((e) => e.hash === hash).sort((a, b) => b.version - a.version)[0];
-    const version = same ? same.version : known.reduce((max, e) => Math.max(max, e.version + 1), 0);
+    const floor = (this.used.get(`${object.kind}/${base}`) ?? -1) + 1;
+    const recorded = this.restore.get(`${object.kind}/${base}`);
+    const version = same
+      ? same.version
+      : recorded !== undefined && !known.some((e) => e.version === recorded)
+        ? recorded
+        : known.reduce((max, e) => Math.max(max, e.version + 1), floor);
     const name = `${base}${versionSuffix(version)}`;
     if (name.length > MAX_NAME) {
       errors.push(

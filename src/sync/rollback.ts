@@ -158,6 +158,8 @@ export async function rollback(
       trigger: 'rollback',
       // Set with the release, in the same write: never a rolled-back release without its fence.
       fence: { heads },
+      // The names the release gave its versions, for those pruned since (render.ts: a version's number).
+      restore: target.versions,
     },
   );
   return { target, report, release };

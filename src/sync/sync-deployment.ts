@@ -153,6 +153,8 @@ async function syncNoted(
                 : {}),
             },
             versionHistory: deployment.versionHistory,
+            ...(ledger ? { usedVersions: ledger.releases.flatMap((r) => r.versions) } : {}),
+            ...(sync.restore ? { restoreVersions: sync.restore } : {}),
             keepVersions,
             createNamespace: deployment.createNamespace,
             namespaceAdvice: `create it, or set createNamespace: true on deployment ${deployment.name} (--create-namespace for mooring deploy)`,

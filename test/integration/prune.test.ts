@@ -247,6 +247,67 @@ describe('prune', () => {
     expect(versions).toEqual(['limits-v000', 'limits-v004', 'limits-v005']);
   }, 240_000);
 
+  it('numbers the versions of an artifact that comes back above those its releases recorded', async () => {
+    const suffix = Date.now().toString(36);
+    const kube = api();
+    cleanups.push(() => kube.close());
+    const agentNs = `mooring-prune-r-${suffix}`;
+    cleanups.push(async () => {
+      await deleteNamespace(agentNs);
+    });
+    const app = (round: string) => ({
+      'app.yaml': yamlDocuments(
+        configMapManifest('returning', { round }),
+        deploymentManifest({ name: 'returns', replicas: 0, container: 'c', configMap: 'returning' }),
+      ),
+      'keep.yaml': yamlDocuments(
+        configMapManifest('anchor-for-returning', { a: '1' }, { 'strategy.spinnaker.io/versioned': 'false' }),
+      ),
+    });
+    const { repo, first, agent, configFile } = await startGitAgent({
+      repo: `prune-return-${suffix}/app`,
+      files: app('a'),
+      cluster: { name: 'returns', namespace: agentNs },
+      deployments: [{ name: 'returns', namespace: ns(), prune: true }],
+      statuses: false,
+    });
+    cleanups.push(() => agent.stop());
+    const deployed = async (sha: string) =>
+      (await ledgerOf(kube, agentNs, 'returns')).releases.find(
+        (r) => r.commit === sha && r.result === 'stable',
+      );
+    const versions = async () => (await names('configmap')).filter((n) => n.startsWith('returning-'));
+    await eventually('v000 deployed', () => deployed(first), 90_000);
+    const second = await repo.commit(app('b'));
+    await eventually('v001 deployed', () => deployed(second), 90_000);
+    expect(await versions()).toEqual(['returning-v000', 'returning-v001']);
+    // The workload and its configuration leave the set: prune deletes them, every version included.
+    const gone = await repo.commit({ 'app.yaml': null });
+    await eventually('removed', () => deployed(gone), 90_000);
+    await eventually(
+      'every version pruned',
+      async () => (await versions()).length === 0 || undefined,
+      90_000,
+    );
+    // Back with other content: a new number, never returning-v000 again (the ledger names it for content "a").
+    const back = await repo.commit(app('c'));
+    await eventually('back', () => deployed(back), 90_000);
+    expect(await versions()).toEqual(['returning-v002']);
+    const release = await deployed(back);
+    expect(release?.versions).toEqual(['ConfigMap returning-v002']);
+    // A rollback to the first release restores the name it recorded for content "a" (pruned since), not v003.
+    const firstRelease = await deployed(first);
+    const undo = await mooring('rollback', 'returns', '--to', String(firstRelease?.id), '--config', configFile);
+    expect(undo.code, undo.stdout + undo.stderr).toBe(0);
+    expect(await versions()).toEqual(['returning-v000', 'returning-v002']);
+    const restored = JSON.parse(
+      (await kubectl('-n', ns(), 'get', 'configmap', 'returning-v000', '-o', 'json')).stdout,
+    ) as { data: Record<string, string> };
+    expect(restored.data).toEqual({ round: 'a' });
+    const workload = await kubectl('-n', ns(), 'get', 'deployment', 'returns', '-o', 'json');
+    expect(workload.stdout).toContain('"name": "returning-v000"');
+  }, 300_000);
+
   it('keeps the versions a custom kind of render.referencePaths refers to, in the history and in prune', async () => {
     // A custom kind whose controller keeps copies of it, each with the configuration it ran (as Knative keeps
     // Revisions): the copies are not in the set, but render.referencePaths says where they name a ConfigMap.

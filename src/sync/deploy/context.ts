@@ -80,6 +80,16 @@ export interface DeployRequest {
    * releases could not be read, and no version is collected this time (one a rollback needs could go).
    */
   keepVersions?: ReadonlySet<string> | 'unknown';
+  /**
+   * Versioned objects every recorded release names (`ConfigMap app-config-v003`), live or pruned: a new version is
+   * numbered above the highest, so that a name never stands for two contents in the deployment's history.
+   */
+  usedVersions?: readonly string[];
+  /**
+   * A rollback's: the versioned objects of the release it restores. One that is gone from the cluster comes back
+   * under the name the release recorded (when no live version holds it), rather than above `usedVersions`.
+   */
+  restoreVersions?: readonly string[];
   /** Create `namespace` (with mooring's labels) when it does not exist, before the first write; never pruned. */
   createNamespace?: boolean;
   /** How to say what creates a missing `namespace`, in the error that names it. */

@@ -9,7 +9,7 @@ import { isClusterScoped, type KubeObject } from '../../render/manifest.ts';
 import { assertWithinBoundary } from '../../render/namespace-boundary.ts';
 import { DEFAULT_LIMITS, parseManifestFiles } from '../../render/parse.ts';
 import { DEFAULT_OPTIONS } from '../../render/render.ts';
-import { needsHashKey } from '../../render/versioning.ts';
+import { needsHashKey, usedVersions } from '../../render/versioning.ts';
 import type { Stage } from './context.ts';
 
 export const readCluster: Stage = async (run) => {
@@ -44,7 +44,7 @@ export const readCluster: Stage = async (run) => {
     assertWithinBoundary(run.parsed, boundary, run.clusterScoped);
   // Pod templates of workloads adopted from another tool are left as they are (podTemplateLabels auto).
   const labels = { ...DEFAULT_OPTIONS, ...request.renderOptions };
-  run.snapshot = await readSnapshot(api, objects, discovery, {
+  const snapshot = await readSnapshot(api, objects, discovery, {
     adopted: labels.applyAppLabels && labels.podTemplateLabels === 'auto',
     referenceRules: request.renderOptions?.referenceRules,
     // Lists the agent's watch cache holds (and that have shown its own writes) are read there.
@@ -52,6 +52,11 @@ export const readCluster: Stage = async (run) => {
       run.deps.cache &&
       ((info, ns, concerns, select) => run.deps.cache?.listedObjects(info, ns, concerns, select)),
   });
+  run.snapshot = {
+    ...snapshot,
+    ...(request.usedVersions ? { used: usedVersions(request.usedVersions) } : {}),
+    ...(request.restoreVersions ? { restore: usedVersions(request.restoreVersions) } : {}),
+  };
   // Versioned Secrets are hashed under the installation's key; a dry run makes none.
   if (
     needsHashKey(objects, {

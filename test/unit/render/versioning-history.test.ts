@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { CONTENT_HASH } from '../../../src/render/annotations.ts';
 import type { KubeObject } from '../../../src/render/manifest.ts';
 import { type ExistingVersion, render } from '../../../src/render/render.ts';
-import { parseVersionedName } from '../../../src/render/versioning.ts';
+import { parseVersionedName, usedVersions } from '../../../src/render/versioning.ts';
 
 const manifests = (data: string) => `apiVersion: v1
 kind: ConfigMap
@@ -23,12 +23,22 @@ spec:
           envFrom: [{configMapRef: {name: app-config}}]
 `;
 
-function deploy(data: string, cluster: ExistingVersion[]): { names: string[]; deployed: ExistingVersion[] } {
+function deploy(
+  data: string,
+  cluster: ExistingVersion[],
+  recorded: readonly string[] = [],
+  restored?: readonly string[],
+): { names: string[]; deployed: ExistingVersion[] } {
   const result = render({
     files: [{ path: 'app.yaml', text: manifests(data) }],
     namespace: 'prod',
     application: 'my-app',
-    snapshot: { versions: cluster, live: [] },
+    snapshot: {
+      versions: cluster,
+      live: [],
+      used: usedVersions(recorded),
+      ...(restored ? { restore: usedVersions(restored) } : {}),
+    },
   });
   const [configMap, deployment] = result.objects as [KubeObject, KubeObject];
   const ref = JSON.stringify(deployment.spec).match(/"name":"(app-config[^"]*)"/)?.[1];
@@ -72,5 +82,43 @@ describe('versioned configuration across changes (seed 004)', () => {
     const first = deploy('A: "1", B: "2"', []);
     const reordered = deploy('B: "2",   A: "1"', first.deployed);
     expect(reordered.names[0]).toBe('app-config-v000');
+  });
+
+  it('numbers a new version above those recorded releases used, when every live one is gone', () => {
+    // The workload and its versions were pruned; the ledger still names v000..v004 (and another kind's v007).
+    const recorded = [
+      'ConfigMap app-config-v003',
+      'ConfigMap app-config-v004',
+      'Secret app-config-v007',
+      'Deployment my-app',
+    ];
+    expect(deploy('FOO: new', [], recorded).names).toEqual(['app-config-v005', 'app-config-v005']);
+    // A live version with the same content is still reused, and a higher live one still counts.
+    const live = deploy('FOO: new', [], []).deployed;
+    expect(deploy('FOO: new', live, recorded).names[0]).toBe('app-config-v000');
+    const high = live.map((v) => ({ ...v, version: 9, hash: 'other' }));
+    expect(deploy('FOO: newer', high, recorded).names[0]).toBe('app-config-v010');
+    expect(usedVersions(['ConfigMap a-v001', 'ConfigMap b', 'x y-v1', 'Secret s-v012'])).toEqual([
+      { kind: 'ConfigMap', name: 'a', version: 1 },
+      { kind: 'Secret', name: 's', version: 12 },
+    ]);
+  });
+
+  it('gives a rolled-back version the name its release recorded, when no live object holds that name', () => {
+    const recorded = ['ConfigMap app-config-v000', 'ConfigMap app-config-v001', 'ConfigMap app-config-v002'];
+    // Release 2 (v001) is restored after its version was pruned: v001 again, not v003.
+    expect(deploy('FOO: one', [], recorded, ['ConfigMap app-config-v001', 'Deployment my-app']).names[0]).toBe(
+      'app-config-v001',
+    );
+    // v001 is live with other content: the recorded name is taken, so the version goes above every recorded one.
+    const other = deploy('FOO: other', [], []).deployed.map((v) => ({ ...v, version: 1 }));
+    expect(deploy('FOO: one', other, recorded, ['ConfigMap app-config-v001']).names[0]).toBe('app-config-v003');
+    // The same content live under another number is reused, as in any sync.
+    const live = deploy('FOO: one', [], []).deployed.map((v) => ({ ...v, version: 2 }));
+    expect(deploy('FOO: one', live, recorded, ['ConfigMap app-config-v001']).names[0]).toBe('app-config-v002');
+    // A release that names two of one name (two namespaces) gives no answer: numbered above the recorded ones.
+    expect(
+      deploy('FOO: one', [], recorded, ['ConfigMap app-config-v000', 'ConfigMap app-config-v001']).names[0],
+    ).toBe('app-config-v003');
   });
 });
