@@ -150,10 +150,10 @@ const claim: Gate = {
         )
       : undefined;
     // A sync this process still runs (it handed the deployment over and takes it back) is not interrupted.
-    const interrupted = taken.from !== undefined && attempt !== undefined && !runsHere(attempt);
-    if (taken.from && attempt && interrupted) {
-      planned.log.warn({ holder: taken.from.identity }, 'taken from a replica whose Lease expired mid-sync');
-      await endInterrupted(ctx.syncDeps(), ctx.deps.config, d.spec, attempt);
+    const interrupted = attempt && !runsHere(attempt) ? attempt : undefined;
+    if (interrupted) {
+      planned.log.warn({ holder: taken.from?.identity }, 'taken from a replica whose Lease expired mid-sync');
+      await endInterrupted(ctx.syncDeps(), ctx.deps.config, d.spec, interrupted);
     }
     const newest = taken.data.releases[0];
     const revision = planned.decision.revision;

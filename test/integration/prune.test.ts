@@ -297,7 +297,14 @@ describe('prune', () => {
     expect(release?.versions).toEqual(['ConfigMap returning-v002']);
     // A rollback to the first release restores the name it recorded for content "a" (pruned since), not v003.
     const firstRelease = await deployed(first);
-    const undo = await mooring('rollback', 'returns', '--to', String(firstRelease?.id), '--config', configFile);
+    const undo = await mooring(
+      'rollback',
+      'returns',
+      '--to',
+      String(firstRelease?.id),
+      '--config',
+      configFile,
+    );
     expect(undo.code, undo.stdout + undo.stderr).toBe(0);
     expect(await versions()).toEqual(['returning-v000', 'returning-v002']);
     const restored = JSON.parse(

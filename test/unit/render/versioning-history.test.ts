@@ -107,15 +107,19 @@ describe('versioned configuration across changes (seed 004)', () => {
   it('gives a rolled-back version the name its release recorded, when no live object holds that name', () => {
     const recorded = ['ConfigMap app-config-v000', 'ConfigMap app-config-v001', 'ConfigMap app-config-v002'];
     // Release 2 (v001) is restored after its version was pruned: v001 again, not v003.
-    expect(deploy('FOO: one', [], recorded, ['ConfigMap app-config-v001', 'Deployment my-app']).names[0]).toBe(
-      'app-config-v001',
-    );
+    expect(
+      deploy('FOO: one', [], recorded, ['ConfigMap app-config-v001', 'Deployment my-app']).names[0],
+    ).toBe('app-config-v001');
     // v001 is live with other content: the recorded name is taken, so the version goes above every recorded one.
     const other = deploy('FOO: other', [], []).deployed.map((v) => ({ ...v, version: 1 }));
-    expect(deploy('FOO: one', other, recorded, ['ConfigMap app-config-v001']).names[0]).toBe('app-config-v003');
+    expect(deploy('FOO: one', other, recorded, ['ConfigMap app-config-v001']).names[0]).toBe(
+      'app-config-v003',
+    );
     // The same content live under another number is reused, as in any sync.
     const live = deploy('FOO: one', [], []).deployed.map((v) => ({ ...v, version: 2 }));
-    expect(deploy('FOO: one', live, recorded, ['ConfigMap app-config-v001']).names[0]).toBe('app-config-v002');
+    expect(deploy('FOO: one', live, recorded, ['ConfigMap app-config-v001']).names[0]).toBe(
+      'app-config-v002',
+    );
     // A release that names two of one name (two namespaces) gives no answer: numbered above the recorded ones.
     expect(
       deploy('FOO: one', [], recorded, ['ConfigMap app-config-v000', 'ConfigMap app-config-v001']).names[0],
