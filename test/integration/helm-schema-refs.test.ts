@@ -148,6 +148,18 @@ describe('values schemas that refer outside themselves', () => {
       expect(result.code, result.stderr).toBe(0);
       expect(result.stdout).toContain('replicas: "2"');
     }
+    // The latest draft's own address, as widely used exporter charts write it: helm holds it (a load would fail
+    // here, with no route out), and so does the check.
+    for (const latest of ['http://json-schema.org/schema#', 'https://json-schema.org/schema']) {
+      const result = await mooring(
+        'render',
+        '--offline',
+        await chart({ $schema: latest, type: 'object' }),
+        '-n',
+        'shop',
+      );
+      expect(result.code, result.stderr).toBe(0);
+    }
     // A library chart's way: its $id on the web, its parts relative to it.
     const library = await chart({ $id: `${base}/schemas/values.schema.json`, $ref: 'pod.json' });
     const refused = await mooring('render', '--offline', library, '-n', 'shop');

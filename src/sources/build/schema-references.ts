@@ -11,9 +11,13 @@
 
 import { isAllowedRepositoryUrl } from '../../http/repository-url.ts';
 
-/** The meta-schemas helm's validator holds (draft 4 to 2020-12), written with or without `#`, http or https. */
+/**
+ * The meta-schemas helm's validator holds (draft 4 to 2020-12, and `json-schema.org/schema`, its latest draft),
+ * written with or without an empty `#`, http or https.
+ */
 const KNOWN_DRAFTS = new Set(
   [
+    'json-schema.org/schema',
     'json-schema.org/draft-04/schema',
     'json-schema.org/draft-06/schema',
     'json-schema.org/draft-07/schema',

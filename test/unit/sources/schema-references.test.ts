@@ -23,6 +23,9 @@ describe('schemaReferenceProblem', () => {
     for (const draft of [
       'http://json-schema.org/draft-07/schema#',
       'https://json-schema.org/draft/2020-12/schema',
+      // The latest draft, as widely used exporter charts name it: helm loads nothing for it.
+      'https://json-schema.org/schema#',
+      'http://json-schema.org/schema',
     ])
       expect(problem({ $schema: draft, type: 'object' })).toBeUndefined();
   });
@@ -48,6 +51,10 @@ describe('schemaReferenceProblem', () => {
       'http://10.0.0.1/a/b.json',
     );
     expect(problem({ $schema: 'https://meta.example.net/schema', type: 'object' })).toContain(
+      'is not a draft helm knows',
+    );
+    // A fragment after a draft's address is a place in it that helm's validator loads the address for.
+    expect(problem({ $schema: 'https://json-schema.org/schema#/definitions/x', type: 'object' })).toContain(
       'is not a draft helm knows',
     );
     expect(problem({ $recursiveRef: 'https://elsewhere.example/x' })).toContain('"$recursiveRef"');
