@@ -217,6 +217,8 @@ export async function readLocalManifests(
     lookup: options.lookup,
     readInThread: true,
   };
+  // A chart folder's subfolders are its templates, not manifests -R would read.
+  let chartPaths: readonly string[] = [];
   const files = await pathManifests(ctx, {
     paths,
     recursive: flags.recursive ?? false,
@@ -229,6 +231,7 @@ export async function readLocalManifests(
       allowedRepositories: flags.allowedRepository,
     },
     onCharts: (charts) => {
+      chartPaths = charts;
       const chartFlags =
         (flags.values?.length ?? 0) > 0 ||
         flags.releaseName !== undefined ||
@@ -247,7 +250,11 @@ export async function readLocalManifests(
     const nested = flags.recursive
       ? []
       : (
-          await Promise.all(paths.map(async (p) => (p !== STDIN_PATH && (await hasSubfolders(p)) ? p : [])))
+          await Promise.all(
+            paths.map(async (p) =>
+              p !== STDIN_PATH && !chartPaths.includes(p) && (await hasSubfolders(p)) ? p : [],
+            ),
+          )
         ).flat();
     throw new StalledError(
       `${paths.join(', ')} renders no objects${files.length === 0 ? ' (no .yaml, .yml or .json file)' : ''}${

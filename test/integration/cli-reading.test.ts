@@ -43,6 +43,23 @@ describe('reading folders', () => {
     expect(recursive.stdout).toContain('name: web');
   });
 
+  it('does not send a chart that renders nothing to -R (its subfolders are its templates)', async () => {
+    // As a chart of Applications whose list is empty by default.
+    process.env.MOORING_HELM = testbed().tools.helm;
+    const chart = await manifestDir({
+      'Chart.yaml': 'apiVersion: v2\nname: apps\nversion: 1.0.0\n',
+      'values.yaml': 'applications: []\n',
+      'templates/apps.yaml': `{{- range .Values.applications }}\n---\n${cm('{{ . }}')}{{- end }}\n`,
+    });
+    const result = await mooring('render', chart, '--offline', '-n', 'shop');
+    expect(result.code, result.stderr).toBe(2);
+    expect(result.stderr).toContain('renders no objects');
+    expect(result.stderr).not.toContain('-R');
+    const some = await mooring('render', chart, '--offline', '-n', 'shop', '--set', 'applications={web}');
+    expect(some.code, some.stderr).toBe(0);
+    expect(some.stdout).toContain('name: web');
+  });
+
   it('builds a kustomization folder whole without -R', async () => {
     const dir = await manifestDir({
       'kustomization.yaml': 'resources: [base/web.yaml]\nnamePrefix: prod-\n',
