@@ -42,13 +42,27 @@ interface ApiGroupList {
   }[];
 }
 
+/** How long an answer of `capabilities()` is given again before the server is asked anew. */
+export const CAPABILITIES_MAX_AGE_MS = 30_000;
+
+/** The cluster as `.Capabilities` sees it: its version and each group-version it serves with its kinds. */
+export interface Capabilities {
+  kubeVersion: string;
+  apiVersions: { groupVersion: string; kinds: string[] }[];
+}
+
 export class Discovery {
   private readonly api: KubeApi;
   private readonly cache = new Map<string, Promise<Map<string, ResourceInfo>>>();
   private version: Promise<string | undefined> | undefined;
+  /** Bumped by `invalidate()`: a capabilities answer read before it is not given again. */
+  private generation = 0;
+  private lastCapabilities: { at: number; generation: number; answer: Promise<Capabilities> } | undefined;
+  private readonly capabilitiesMaxAgeMs: number;
 
-  constructor(api: KubeApi) {
+  constructor(api: KubeApi, options: { capabilitiesMaxAgeMs?: number } = {}) {
     this.api = api;
+    this.capabilitiesMaxAgeMs = options.capabilitiesMaxAgeMs ?? CAPABILITIES_MAX_AGE_MS;
   }
 
   private load(apiVersion: string): Promise<Map<string, ResourceInfo>> {
@@ -163,31 +177,54 @@ export class Discovery {
   /**
    * What `helm template` needs to see the cluster as `helm install` would (`.Capabilities`): the server's version
    * and every group-version it serves, with each kind (`apps/v1`, `apps/v1/Deployment`), as Argo CD passes them.
+   * Read afresh (every group-version listed again) when the last answer is older than `capabilitiesMaxAgeMs` or
+   * `invalidate()` was called since (mooring applied CRDs): a chart that renders its ServiceMonitor only where the
+   * cluster serves the kind sees CRDs installed after the process started, by mooring or by anyone. Renders close
+   * together share one reading; a failed reading is never given again.
    */
-  async capabilities(): Promise<{
-    kubeVersion: string;
-    apiVersions: { groupVersion: string; kinds: string[] }[];
-  }> {
-    const version = await this.api
-      .request<{ gitVersion?: string }>('GET', '/version')
-      .catch((error: unknown) => {
-        throw describeKubeError(error, 'read the server version');
-      });
-    const groups = await this.api.request<ApiGroupList>('GET', '/apis').catch((error: unknown) => {
-      throw describeKubeError(error, 'discover API groups');
+  capabilities(): Promise<Capabilities> {
+    const last = this.lastCapabilities;
+    if (last && last.generation === this.generation && Date.now() - last.at < this.capabilitiesMaxAgeMs)
+      return last.answer;
+    const answer = this.readCapabilities();
+    const entry = { at: Date.now(), generation: this.generation, answer };
+    this.lastCapabilities = entry;
+    answer.catch(() => {
+      if (this.lastCapabilities === entry) this.lastCapabilities = undefined;
     });
+    return answer;
+  }
+
+  private async readCapabilities(): Promise<Capabilities> {
+    const [version, groups] = await Promise.all([
+      this.api.request<{ gitVersion?: string }>('GET', '/version').catch((error: unknown) => {
+        throw describeKubeError(error, 'read the server version');
+      }),
+      this.api.request<ApiGroupList>('GET', '/apis').catch((error: unknown) => {
+        throw describeKubeError(error, 'discover API groups');
+      }),
+    ]);
     const groupVersions = ['v1', ...groups.groups.flatMap((g) => g.versions.map((v) => v.groupVersion))];
-    const apiVersions: { groupVersion: string; kinds: string[] }[] = [];
-    for (const groupVersion of groupVersions) {
-      const kinds = await this.load(groupVersion);
-      apiVersions.push({ groupVersion, kinds: [...kinds.keys()].sort() });
-    }
+    // Each group-version listed again (a kind added to a served group-version is not in /apis), a few at a time.
+    for (const groupVersion of groupVersions) this.cache.delete(groupVersion);
+    const apiVersions: { groupVersion: string; kinds: string[] }[] = new Array(groupVersions.length);
+    let next = 0;
+    const reader = async (): Promise<void> => {
+      while (next < groupVersions.length) {
+        const index = next++;
+        const groupVersion = groupVersions[index] as string;
+        const kinds = await this.load(groupVersion);
+        apiVersions[index] = { groupVersion, kinds: [...kinds.keys()].sort() };
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(4, groupVersions.length) }, reader));
     // `v1.20.2`: helm wants a plain semantic version, without a build suffix some distributions add.
     const kubeVersion = /^v?\d+\.\d+\.\d+/.exec(version.gitVersion ?? '')?.[0] ?? '';
     return { kubeVersion, apiVersions };
   }
 
   invalidate(apiVersion?: string): void {
+    this.generation++;
     if (apiVersion) this.cache.delete(apiVersion);
     else this.cache.clear();
   }

@@ -12,7 +12,6 @@ import { ensureNamespace } from '../kube/namespace.ts';
 import { StateStore } from '../kube/state-store.ts';
 import { CorruptLedgerError, current, Ledger, type LedgerData } from '../report/ledger.ts';
 import { artifactSources, followedArtifacts } from '../sources/artifact-poller.ts';
-import type { ClusterCapabilities } from '../sources/deployment-manifests.ts';
 import { adaptConcurrency } from './adaptive-concurrency.ts';
 import type { AgentDeps, JobContext } from './agent-context.ts';
 import { decide } from './agent-decide.ts';
@@ -49,7 +48,6 @@ export class Agent {
   private unfollow: (() => void) | undefined;
   private stopped = false;
   private ledger: Ledger;
-  private capabilities: Promise<ClusterCapabilities> | undefined;
   /** What stops each source's schedule or folder watch, by source name: a reload stops one source at a time. */
   private driftTimer: NodeJS.Timeout | undefined;
   /** Deployments whose spec a reload changed: their next reconcile syncs them even when current. */
@@ -85,14 +83,8 @@ export class Agent {
               ),
           );
       },
-      // Asked once, when a chart is first rendered; a failure is asked again next time.
-      capabilities: () => {
-        this.capabilities ??= deps.discovery.capabilities().catch((error: unknown) => {
-          this.capabilities = undefined;
-          throw error;
-        });
-        return this.capabilities;
-      },
+      // Shared by the renders of a short while, read again after it or once mooring applied CRDs (discovery.ts).
+      capabilities: () => deps.discovery.capabilities(),
     };
     this.ledger = new Ledger(deps.api, deps.config.cluster.namespace, deps.config.ledger.historyLimit);
     this.control = new Control({

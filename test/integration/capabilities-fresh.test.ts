@@ -1,0 +1,138 @@
+// A chart's `.Capabilities` sees CRDs installed after the process started. Many charts render a ServiceMonitor, a
+// Certificate or a Gateway route only where the cluster serves the kind; helm install asks the cluster each time, so
+// an agent that read the served kinds once at its start never rendered them until it was restarted.
+import { randomBytes } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import { KubeApi } from '../../src/kube/api.ts';
+import { Discovery } from '../../src/kube/discovery.ts';
+import {
+  clusterConfig,
+  configMapManifest,
+  crdManifest,
+  eventually,
+  kubectl,
+  manifestDir,
+  startGitAgent,
+  testbed,
+  useNamespace,
+  yamlDocuments,
+} from './helpers.ts';
+
+process.env.MOORING_HELM = testbed().tools.helm;
+
+const served = (caps: Awaited<ReturnType<Discovery['capabilities']>>, groupVersion: string, kind: string) =>
+  caps.apiVersions.some((v) => v.groupVersion === groupVersion && v.kinds.includes(kind));
+
+describe('.Capabilities of a long-lived process', () => {
+  const ns = useNamespace('caps');
+  const crds: string[] = [];
+  const stops: (() => Promise<void>)[] = [];
+  afterAll(async () => {
+    for (const stop of stops.splice(0)) await stop();
+    for (const crd of crds) await kubectl('delete', 'crd', crd, '--wait=false');
+  });
+
+  const install = async (group: string, plural: string, kind: string) => {
+    crds.push(`${plural}.${group}`);
+    const dir = await manifestDir({ 'crd.yaml': crdManifest(group, plural, kind) });
+    const applied = await kubectl('apply', '-f', `${dir}/crd.yaml`);
+    expect(applied.code, applied.stderr).toBe(0);
+    const ready = await kubectl(
+      'wait',
+      '--for=condition=Established',
+      `crd/${plural}.${group}`,
+      '--timeout=60s',
+    );
+    expect(ready.code, ready.stderr).toBe(0);
+  };
+
+  it('shares one reading for a while, reads again after it, and at once after invalidate()', async () => {
+    const group = `caps-${Date.now().toString(36)}${randomBytes(2).toString('hex')}.example.com`;
+    const api = new KubeApi(clusterConfig());
+    stops.push(async () => api.close());
+    const discovery = new Discovery(api, { capabilitiesMaxAgeMs: 1_500 });
+    const before = await discovery.capabilities();
+    expect(before.kubeVersion).toMatch(/^v1\.\d+\.\d+$/);
+    expect(served(before, 'apps/v1', 'Deployment')).toBe(true);
+    expect(served(before, `${group}/v1`, 'Widget')).toBe(false);
+
+    // Installed by someone else: the answer of the last moment is given again, then the new one.
+    await install(group, 'widgets', 'Widget');
+    expect(await discovery.capabilities()).toBe(before);
+    await eventually(
+      'the new kind served',
+      async () => served(await discovery.capabilities(), `${group}/v1`, 'Widget') || undefined,
+      30_000,
+    );
+
+    // A kind added to a group-version already served (not in /apis as a change): read again after invalidate(),
+    // as the apply path calls it once the CRDs it wrote are established.
+    const withWidget = await discovery.capabilities();
+    await install(group, 'gadgets', 'Gadget');
+    discovery.invalidate();
+    const now = await discovery.capabilities();
+    expect(now).not.toBe(withWidget);
+    expect(served(now, `${group}/v1`, 'Gadget')).toBe(true);
+  }, 120_000);
+
+  it("renders what a chart gates on a kind once another deployment of the agent installed the kind's CRD", async () => {
+    const suffix = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
+    const group = `monitors-${suffix}.example.com`;
+    crds.push(`probes.${group}`);
+    const chart = (color: string) => ({
+      'chart/Chart.yaml': 'apiVersion: v2\nname: web\nversion: 1.0.0\n',
+      'chart/values.yaml': `color: ${color}\n`,
+      'chart/templates/settings.yaml':
+        'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-settings}\ndata: {color: "{{ .Values.color }}"}\n',
+      // As charts write their ServiceMonitor: only where the cluster serves the kind.
+      'chart/templates/probe.yaml': `{{- if .Capabilities.APIVersions.Has "${group}/v1/Probe" }}
+apiVersion: ${group}/v1
+kind: Probe
+metadata: {name: web}
+spec: {path: /healthz}
+{{- end }}
+`,
+    });
+    const { repo, receiver, first, agent } = await startGitAgent({
+      repo: `caps-${suffix}/app`,
+      files: {
+        ...chart('red'),
+        'platform/base.yaml': yamlDocuments(configMapManifest('platform', { a: '1' })),
+      },
+      cluster: { name: 'caps', namespace: `mooring-caps-${suffix}` },
+      deployments: [
+        {
+          name: 'platform',
+          namespace: ns(),
+          paths: ['platform'],
+          allowClusterScoped: ['CustomResourceDefinition'],
+        },
+        { name: 'web', namespace: ns(), helm: { chart: 'chart' } },
+      ],
+    });
+    stops.push(agent.stop);
+    const ended = async (sha: string, deployment: string) => {
+      const status = await eventually(
+        `commit ${sha.slice(0, 7)} ends for ${deployment}`,
+        async () =>
+          receiver
+            .statuses()
+            .find((s) => s.sha === sha && s.context.endsWith(deployment) && s.state !== 'pending'),
+        120_000,
+      );
+      expect(status.state, status.description).toBe('success');
+    };
+    await ended(first, 'platform');
+    await ended(first, 'web');
+    expect(await kubectl('-n', ns(), 'get', 'configmap', 'web-settings')).toMatchObject({ code: 0 });
+    const probes = async () =>
+      (await kubectl('-n', ns(), 'get', `probes.${group}`, '-o', 'name')).stdout.trim();
+
+    // The platform deployment installs the CRD; the chart is changed after.
+    const second = await repo.commit({ 'platform/crd.yaml': crdManifest(group, 'probes', 'Probe') });
+    await ended(second, 'platform');
+    const third = await repo.commit(chart('blue'));
+    await ended(third, 'web');
+    expect(await probes()).toBe(`probe.${group}/web`);
+  }, 300_000);
+});
