@@ -58,6 +58,8 @@ export class Discovery {
   /** Bumped by `invalidate()`: a capabilities answer read before it is not given again. */
   private generation = 0;
   private lastCapabilities: { at: number; generation: number; answer: Promise<Capabilities> } | undefined;
+  /** The last reading of `/apis`, given again as capabilities are (`groups()`). */
+  private lastGroups: { at: number; generation: number; answer: Promise<ApiGroupList> } | undefined;
   private readonly capabilitiesMaxAgeMs: number;
 
   constructor(api: KubeApi, options: { capabilitiesMaxAgeMs?: number } = {}) {
@@ -160,10 +162,10 @@ export class Discovery {
   async served(group: string, kind: string): Promise<ResourceInfo | undefined> {
     let apiVersion = 'v1';
     if (group !== '') {
-      const groups = await this.api.request<ApiGroupList>('GET', '/apis').catch((error: unknown) => {
-        throw describeKubeError(error, 'discover API groups');
-      });
-      const preferred = groups.groups.find((g) => g.name === group)?.preferredVersion.groupVersion;
+      const preferredOf = (list: ApiGroupList) =>
+        list.groups.find((g) => g.name === group)?.preferredVersion.groupVersion;
+      // The group list of a short while ago, read again when it lacks the group (a CRD installed since).
+      const preferred = preferredOf(await this.groups()) ?? preferredOf(await this.groups(true));
       if (preferred === undefined) return undefined;
       apiVersion = preferred;
     }
@@ -195,14 +197,36 @@ export class Discovery {
     return answer;
   }
 
+  /**
+   * The API groups (`/apis`), the reading of less than `capabilitiesMaxAgeMs` ago given again unless `fresh` or
+   * `invalidate()` was called since; a failed reading is never given again.
+   */
+  private groups(fresh = false): Promise<ApiGroupList> {
+    const last = this.lastGroups;
+    if (
+      !fresh &&
+      last &&
+      last.generation === this.generation &&
+      Date.now() - last.at < this.capabilitiesMaxAgeMs
+    )
+      return last.answer;
+    const answer = this.api.request<ApiGroupList>('GET', '/apis').catch((error: unknown) => {
+      throw describeKubeError(error, 'discover API groups');
+    });
+    const entry = { at: Date.now(), generation: this.generation, answer };
+    this.lastGroups = entry;
+    answer.catch(() => {
+      if (this.lastGroups === entry) this.lastGroups = undefined;
+    });
+    return answer;
+  }
+
   private async readCapabilities(): Promise<Capabilities> {
     const [version, groups] = await Promise.all([
       this.api.request<{ gitVersion?: string }>('GET', '/version').catch((error: unknown) => {
         throw describeKubeError(error, 'read the server version');
       }),
-      this.api.request<ApiGroupList>('GET', '/apis').catch((error: unknown) => {
-        throw describeKubeError(error, 'discover API groups');
-      }),
+      this.groups(true),
     ]);
     const groupVersions = ['v1', ...groups.groups.flatMap((g) => g.versions.map((v) => v.groupVersion))];
     // Each group-version listed again (a kind added to a served group-version is not in /apis), a few at a time.

@@ -51,6 +51,14 @@ describe('.Capabilities of a long-lived process', () => {
     const api = new KubeApi(clusterConfig());
     stops.push(async () => api.close());
     const discovery = new Discovery(api, { capabilitiesMaxAgeMs: 1_500 });
+    // Reads of the group list, counted on the way to the real server.
+    let groupReads = 0;
+    const request = api.request.bind(api);
+    api.request = ((method: string, path: string, ...rest: unknown[]) => {
+      if (path === '/apis') groupReads++;
+      return (request as (...args: unknown[]) => unknown)(method, path, ...rest);
+    }) as typeof api.request;
+    expect(await discovery.served(group, 'Widget')).toBeUndefined();
     const before = await discovery.capabilities();
     expect(before.kubeVersion).toMatch(/^v1\.\d+\.\d+$/);
     expect(served(before, 'apps/v1', 'Deployment')).toBe(true);
@@ -59,6 +67,13 @@ describe('.Capabilities of a long-lived process', () => {
     // Installed by someone else: the answer of the last moment is given again, then the new one.
     await install(group, 'widgets', 'Widget');
     expect(await discovery.capabilities()).toBe(before);
+    // A kind asked for by a sync (a custom referrer of versions): a group missing from the last reading is read
+    // again at once; a group it holds is answered from it.
+    groupReads = 0;
+    expect(await discovery.served(group, 'Widget')).toMatchObject({ plural: 'widgets', namespaced: true });
+    expect(await discovery.served(group, 'Widget')).toMatchObject({ plural: 'widgets' });
+    expect(await discovery.served('apps', 'Deployment')).toMatchObject({ plural: 'deployments' });
+    expect(groupReads).toBe(1);
     await eventually(
       'the new kind served',
       async () => served(await discovery.capabilities(), `${group}/v1`, 'Widget') || undefined,
