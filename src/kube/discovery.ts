@@ -45,6 +45,32 @@ interface ApiGroupList {
 /** How long an answer of `capabilities()` is given again before the server is asked anew. */
 export const CAPABILITIES_MAX_AGE_MS = 30_000;
 
+/**
+ * One reading of the server given to every caller while it is younger than `maxAgeMs` and of the same discovery
+ * generation (no `invalidate()` since); a failed reading is never given again.
+ */
+class SharedReading<T> {
+  private last: { at: number; generation: number; answer: Promise<T> } | undefined;
+  private readonly maxAgeMs: number;
+
+  constructor(maxAgeMs: number) {
+    this.maxAgeMs = maxAgeMs;
+  }
+
+  get(generation: number, read: () => Promise<T>, fresh = false): Promise<T> {
+    const last = this.last;
+    if (!fresh && last && last.generation === generation && Date.now() - last.at < this.maxAgeMs)
+      return last.answer;
+    const answer = read();
+    const entry = { at: Date.now(), generation, answer };
+    this.last = entry;
+    answer.catch(() => {
+      if (this.last === entry) this.last = undefined;
+    });
+    return answer;
+  }
+}
+
 /** The cluster as `.Capabilities` sees it: its version and each group-version it serves with its kinds. */
 export interface Capabilities {
   kubeVersion: string;
@@ -57,14 +83,15 @@ export class Discovery {
   private version: Promise<string | undefined> | undefined;
   /** Bumped by `invalidate()`: a capabilities answer read before it is not given again. */
   private generation = 0;
-  private lastCapabilities: { at: number; generation: number; answer: Promise<Capabilities> } | undefined;
-  /** The last reading of `/apis`, given again as capabilities are (`groups()`). */
-  private lastGroups: { at: number; generation: number; answer: Promise<ApiGroupList> } | undefined;
-  private readonly capabilitiesMaxAgeMs: number;
+  private readonly capabilitiesReading: SharedReading<Capabilities>;
+  /** `/apis`, shared as capabilities are (`groups()`). */
+  private readonly groupsReading: SharedReading<ApiGroupList>;
 
   constructor(api: KubeApi, options: { capabilitiesMaxAgeMs?: number } = {}) {
     this.api = api;
-    this.capabilitiesMaxAgeMs = options.capabilitiesMaxAgeMs ?? CAPABILITIES_MAX_AGE_MS;
+    const maxAgeMs = options.capabilitiesMaxAgeMs ?? CAPABILITIES_MAX_AGE_MS;
+    this.capabilitiesReading = new SharedReading(maxAgeMs);
+    this.groupsReading = new SharedReading(maxAgeMs);
   }
 
   private load(apiVersion: string): Promise<Map<string, ResourceInfo>> {
@@ -185,40 +212,19 @@ export class Discovery {
    * together share one reading; a failed reading is never given again.
    */
   capabilities(): Promise<Capabilities> {
-    const last = this.lastCapabilities;
-    if (last && last.generation === this.generation && Date.now() - last.at < this.capabilitiesMaxAgeMs)
-      return last.answer;
-    const answer = this.readCapabilities();
-    const entry = { at: Date.now(), generation: this.generation, answer };
-    this.lastCapabilities = entry;
-    answer.catch(() => {
-      if (this.lastCapabilities === entry) this.lastCapabilities = undefined;
-    });
-    return answer;
+    return this.capabilitiesReading.get(this.generation, () => this.readCapabilities());
   }
 
   /**
    * The API groups (`/apis`), the reading of less than `capabilitiesMaxAgeMs` ago given again unless `fresh` or
-   * `invalidate()` was called since; a failed reading is never given again.
+   * `invalidate()` was called since.
    */
   private groups(fresh = false): Promise<ApiGroupList> {
-    const last = this.lastGroups;
-    if (
-      !fresh &&
-      last &&
-      last.generation === this.generation &&
-      Date.now() - last.at < this.capabilitiesMaxAgeMs
-    )
-      return last.answer;
-    const answer = this.api.request<ApiGroupList>('GET', '/apis').catch((error: unknown) => {
-      throw describeKubeError(error, 'discover API groups');
-    });
-    const entry = { at: Date.now(), generation: this.generation, answer };
-    this.lastGroups = entry;
-    answer.catch(() => {
-      if (this.lastGroups === entry) this.lastGroups = undefined;
-    });
-    return answer;
+    const read = () =>
+      this.api.request<ApiGroupList>('GET', '/apis').catch((error: unknown) => {
+        throw describeKubeError(error, 'discover API groups');
+      });
+    return this.groupsReading.get(this.generation, read, fresh);
   }
 
   private async readCapabilities(): Promise<Capabilities> {
