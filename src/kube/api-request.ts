@@ -36,6 +36,11 @@ export interface RequestSpec {
    * read-modify-write) can be stale by accident.
    */
   stale?: true;
+  /**
+   * How long this request is tried again while it fails transiently, at most the sync's deadline (default: that
+   * deadline, else the client's budget): for a read whose answer may be done without.
+   */
+  retryForMs?: number;
 }
 
 /** Bounded: no answer (nor watch event) larger than this is read into memory. */

@@ -313,7 +313,10 @@ export class KubeApi {
         `${method} ${path}: refused, a read names its resourceVersion only through \`stale\` (resourceVersion=0)`,
       );
     const deadline = currentDeadline();
-    const until = deadline?.until ?? Date.now() + this.retryForMs;
+    const until = Math.min(
+      deadline?.until ?? Date.now() + this.retryForMs,
+      spec.retryForMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + spec.retryForMs,
+    );
     const signals = [spec.signal, deadline?.signal].filter((x): x is AbortSignal => x !== undefined);
     const stop = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
     // The 500s this request met: a write is tried again after at most WRITE_500_RETRIES of them (api-errors.ts).

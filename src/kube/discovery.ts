@@ -44,6 +44,8 @@ interface ApiGroupList {
 
 /** How long an answer of `capabilities()` is given again before the server is asked anew. */
 export const CAPABILITIES_MAX_AGE_MS = 30_000;
+/** How long one group-version's listing is tried again for `capabilities()` before it is done without. */
+const GROUP_RETRY_MS = 5_000;
 
 /**
  * One reading of the server given to every caller while it is younger than `maxAgeMs` and of the same discovery
@@ -86,6 +88,8 @@ export class Discovery {
   private readonly capabilitiesReading: SharedReading<Capabilities>;
   /** `/apis`, shared as capabilities are (`groups()`). */
   private readonly groupsReading: SharedReading<ApiGroupList>;
+  /** Each group-version's kinds as last listed for capabilities: given while its listing fails (5xx). */
+  private readonly knownKinds = new Map<string, string[]>();
 
   constructor(api: KubeApi, options: { capabilitiesMaxAgeMs?: number } = {}) {
     this.api = api;
@@ -94,11 +98,11 @@ export class Discovery {
     this.groupsReading = new SharedReading(maxAgeMs);
   }
 
-  private load(apiVersion: string): Promise<Map<string, ResourceInfo>> {
+  private load(apiVersion: string, spec: { retryForMs?: number } = {}): Promise<Map<string, ResourceInfo>> {
     let entry = this.cache.get(apiVersion);
     if (!entry) {
       const path = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
-      entry = this.api.request<ApiResourceList>('GET', path).then(
+      entry = this.api.request<ApiResourceList>('GET', path, spec).then(
         (list) => {
           const kinds = new Map<string, ResourceInfo>();
           for (const r of list.resources) {
@@ -237,20 +241,32 @@ export class Discovery {
     const groupVersions = ['v1', ...groups.groups.flatMap((g) => g.versions.map((v) => v.groupVersion))];
     // Each group-version listed again (a kind added to a served group-version is not in /apis), a few at a time.
     for (const groupVersion of groupVersions) this.cache.delete(groupVersion);
-    const apiVersions: { groupVersion: string; kinds: string[] }[] = new Array(groupVersions.length);
+    const apiVersions: ({ groupVersion: string; kinds: string[] } | undefined)[] = new Array(
+      groupVersions.length,
+    );
     let next = 0;
     const reader = async (): Promise<void> => {
       while (next < groupVersions.length) {
         const index = next++;
         const groupVersion = groupVersions[index] as string;
-        const kinds = await this.load(groupVersion);
-        apiVersions[index] = { groupVersion, kinds: [...kinds.keys()].sort() };
+        try {
+          const kinds = [...(await this.load(groupVersion, { retryForMs: GROUP_RETRY_MS })).keys()].sort();
+          this.knownKinds.set(groupVersion, kinds);
+          apiVersions[index] = { groupVersion, kinds };
+        } catch (error) {
+          // An aggregated API whose server is down (metrics.k8s.io while metrics-server restarts: 503) does not
+          // hold up every chart: its kinds as last read, or, never read, it is left out, as helm leaves out a
+          // group whose discovery failed. Any other failure (the API server itself) fails the reading.
+          if ((statusCode(error) ?? statusCode((error as { cause?: unknown }).cause) ?? 0) < 500) throw error;
+          const known = this.knownKinds.get(groupVersion);
+          if (known) apiVersions[index] = { groupVersion, kinds: known };
+        }
       }
     };
     await Promise.all(Array.from({ length: Math.min(4, groupVersions.length) }, reader));
     // `v1.20.2`: helm wants a plain semantic version, without a build suffix some distributions add.
     const kubeVersion = /^v?\d+\.\d+\.\d+/.exec(version.gitVersion ?? '')?.[0] ?? '';
-    return { kubeVersion, apiVersions };
+    return { kubeVersion, apiVersions: apiVersions.filter((v) => v !== undefined) };
   }
 
   invalidate(apiVersion?: string): void {

@@ -58,51 +58,100 @@ describe('.Capabilities of a long-lived process', () => {
       if (path === '/apis') groupReads++;
       return (request as (...args: unknown[]) => unknown)(method, path, ...rest);
     }) as typeof api.request;
-    expect(await discovery.served(group, 'Widget')).toBeUndefined();
+    expect(await discovery.served(group, 'Capwidget')).toBeUndefined();
     const before = await discovery.capabilities();
     expect(before.kubeVersion).toMatch(/^v1\.\d+\.\d+$/);
     expect(served(before, 'apps/v1', 'Deployment')).toBe(true);
-    expect(served(before, `${group}/v1`, 'Widget')).toBe(false);
+    expect(served(before, `${group}/v1`, 'Capwidget')).toBe(false);
 
     // Installed by someone else: the answer of the last moment is given again, then the new one.
-    await install(group, 'widgets', 'Widget');
+    await install(group, 'capwidgets', 'Capwidget');
     expect(await discovery.capabilities()).toBe(before);
     // A kind asked for by a sync (a custom referrer of versions): a group missing from the last reading is read
     // again at once; a group it holds is answered from it.
     groupReads = 0;
-    expect(await discovery.served(group, 'Widget')).toMatchObject({ plural: 'widgets', namespaced: true });
-    expect(await discovery.served(group, 'Widget')).toMatchObject({ plural: 'widgets' });
+    expect(await discovery.served(group, 'Capwidget')).toMatchObject({
+      plural: 'capwidgets',
+      namespaced: true,
+    });
+    expect(await discovery.served(group, 'Capwidget')).toMatchObject({ plural: 'capwidgets' });
     expect(await discovery.served('apps', 'Deployment')).toMatchObject({ plural: 'deployments' });
     expect(groupReads).toBe(1);
     await eventually(
       'the new kind served',
-      async () => served(await discovery.capabilities(), `${group}/v1`, 'Widget') || undefined,
+      async () => served(await discovery.capabilities(), `${group}/v1`, 'Capwidget') || undefined,
       30_000,
     );
 
     // A kind added to a group-version already served (not in /apis as a change): read again after invalidate(),
     // as the apply path calls it once the CRDs it wrote are established.
     const withWidget = await discovery.capabilities();
-    await install(group, 'gadgets', 'Gadget');
+    await install(group, 'capgadgets', 'Capgadget');
     discovery.invalidate();
     const now = await discovery.capabilities();
     expect(now).not.toBe(withWidget);
-    expect(served(now, `${group}/v1`, 'Gadget')).toBe(true);
+    expect(served(now, `${group}/v1`, 'Capgadget')).toBe(true);
+  }, 120_000);
+
+  it('does without an aggregated API whose server is down, as helm does, within seconds', async () => {
+    // As metrics.k8s.io while metrics-server is down: registered, listed in /apis, its discovery a 503.
+    const group = `down-${Date.now().toString(36)}${randomBytes(2).toString('hex')}.example.com`;
+    const name = `v1.${group}`;
+    const dir = await manifestDir({
+      'apiservice.yaml': `apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: ${name}}
+spec:
+  group: ${group}
+  version: v1
+  groupPriorityMinimum: 100
+  versionPriority: 100
+  insecureSkipTLSVerify: true
+  service: {name: nowhere, namespace: default, port: 443}
+`,
+    });
+    const applied = await kubectl('apply', '-f', `${dir}/apiservice.yaml`);
+    expect(applied.code, applied.stderr).toBe(0);
+    stops.push(async () => {
+      await kubectl('delete', 'apiservice', name, '--wait=false');
+    });
+    const api = new KubeApi(clusterConfig());
+    stops.push(async () => api.close());
+    await eventually(
+      'the group listed and its discovery failing',
+      async () => {
+        const groups = await api.request<{ groups: { name: string }[] }>('GET', '/apis');
+        if (!groups.groups.some((g) => g.name === group)) return undefined;
+        const down = await new Promise((resolve) => {
+          api.request('GET', `/apis/${group}/v1`, { retryForMs: 0 }).then(
+            () => resolve(false),
+            () => resolve(true),
+          );
+        });
+        return down || undefined;
+      },
+      30_000,
+    );
+    const started = Date.now();
+    const caps = await new Discovery(api).capabilities();
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(served(caps, 'apps/v1', 'Deployment')).toBe(true);
+    expect(caps.apiVersions.some((v) => v.groupVersion === `${group}/v1`)).toBe(false);
   }, 120_000);
 
   it("renders what a chart gates on a kind once another deployment of the agent installed the kind's CRD", async () => {
     const suffix = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
     const group = `monitors-${suffix}.example.com`;
-    crds.push(`probes.${group}`);
+    crds.push(`capprobes.${group}`);
     const chart = (color: string) => ({
       'chart/Chart.yaml': 'apiVersion: v2\nname: web\nversion: 1.0.0\n',
       'chart/values.yaml': `color: ${color}\n`,
       'chart/templates/settings.yaml':
         'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-settings}\ndata: {color: "{{ .Values.color }}"}\n',
       // As charts write their ServiceMonitor: only where the cluster serves the kind.
-      'chart/templates/probe.yaml': `{{- if .Capabilities.APIVersions.Has "${group}/v1/Probe" }}
+      'chart/templates/probe.yaml': `{{- if .Capabilities.APIVersions.Has "${group}/v1/Capprobe" }}
 apiVersion: ${group}/v1
-kind: Probe
+kind: Capprobe
 metadata: {name: web}
 spec: {path: /healthz}
 {{- end }}
@@ -141,13 +190,13 @@ spec: {path: /healthz}
     await ended(first, 'web');
     expect(await kubectl('-n', ns(), 'get', 'configmap', 'web-settings')).toMatchObject({ code: 0 });
     const probes = async () =>
-      (await kubectl('-n', ns(), 'get', `probes.${group}`, '-o', 'name')).stdout.trim();
+      (await kubectl('-n', ns(), 'get', `capprobes.${group}`, '-o', 'name')).stdout.trim();
 
     // The platform deployment installs the CRD; the chart is changed after.
-    const second = await repo.commit({ 'platform/crd.yaml': crdManifest(group, 'probes', 'Probe') });
+    const second = await repo.commit({ 'platform/crd.yaml': crdManifest(group, 'capprobes', 'Capprobe') });
     await ended(second, 'platform');
     const third = await repo.commit(chart('blue'));
     await ended(third, 'web');
-    expect(await probes()).toBe(`probe.${group}/web`);
+    expect(await probes()).toBe(`capprobe.${group}/web`);
   }, 300_000);
 });

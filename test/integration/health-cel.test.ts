@@ -102,9 +102,9 @@ describe('health rules in CEL', () => {
     const run = startDeploy(namespace(), dir, '--health-file', rules);
     // No status yet: none of the expressions holds, and the deploy says which rule it waits on.
     await printed(run.out, `health rule ${group}/Gadget (${rules}[0]): none of its expressions holds yet`);
-    await patchStatus(namespace(), 'gadget/first', { phase: 'Provisioning' });
+    await patchStatus(namespace(), `gadgets.${group}/first`, { phase: 'Provisioning' });
     await printed(run.out, `in progress by health rule ${group}/Gadget (${rules}[0])`);
-    await patchStatus(namespace(), 'gadget/first', {
+    await patchStatus(namespace(), `gadgets.${group}/first`, {
       phase: 'Running',
       conditions: [{ type: 'Ready', status: 'True', reason: 'Provisioned' }],
     });
@@ -124,7 +124,7 @@ describe('health rules in CEL', () => {
     const run = startDeploy(namespace(), dir);
     const rule = `${group}/Gizmo (CustomResourceDefinition gizmos.${group})`;
     await printed(run.out, `health rule ${rule}: none of its expressions holds yet`);
-    await patchStatus(namespace(), 'gizmo/second', { phase: 'Broken' });
+    await patchStatus(namespace(), `gizmos.${group}/second`, { phase: 'Broken' });
     const result = await run.done;
     expect(result.code, result.stdout).toBe(1);
     expect(result.stdout).toContain(
