@@ -399,6 +399,14 @@ export function recordedDependencies(releases: readonly Release[]): ChartDepende
   return releases.flatMap((r) => r.dependencies ?? []);
 }
 
+/**
+ * Every versioned object the releases name (`app-config-v002`): a new version is numbered above them, so that no
+ * recorded name is reused for other content. What a sync, a live preview and `mooring diff` render with, alike.
+ */
+export function recordedVersions(releases: readonly Release[]): string[] {
+  return releases.flatMap((r) => r.versions);
+}
+
 export function current(data: LedgerData): Release | undefined {
   return data.releases.find((r) => r.result === 'stable');
 }

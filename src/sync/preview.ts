@@ -36,6 +36,8 @@ export interface PreviewRequest {
   artifacts?: Readonly<Record<string, ArtifactAt>> | undefined;
   /** Chart dependencies the releases recorded (a version fetched again must match). */
   dependencies?: readonly ChartDependency[] | undefined;
+  /** The versioned names the releases recorded: a new version is numbered above them, as a sync numbers it. */
+  usedVersions?: readonly string[] | undefined;
   capabilities?: (() => Promise<ClusterCapabilities>) | undefined;
   cacheDir?: string | undefined;
   /**
@@ -181,6 +183,7 @@ async function againstCluster(
       renderOptions: renderOptionsFor(config, spec),
       hashKeyNamespace: live.namespace,
       fieldManager: live.fieldManager,
+      ...(request.usedVersions ? { usedVersions: request.usedVersions } : {}),
       inventory: {
         owner: spec.name,
         namespace: live.namespace,

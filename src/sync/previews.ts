@@ -20,7 +20,7 @@ import type { Discovery } from '../kube/discovery.ts';
 import type { ImageArtifact } from '../render/render.ts';
 import { describeRepo } from '../report/forges/repo-url.ts';
 import type { HttpOptions } from '../report/forges/types.ts';
-import { current, type Ledger, recordedDependencies } from '../report/ledger.ts';
+import { current, type Ledger, recordedDependencies, recordedVersions } from '../report/ledger.ts';
 import { PREVIEW_MARKER, previewMarkdown, previewStatus } from '../report/preview-text.ts';
 import type { ClusterCapabilities } from '../sources/deployment-manifests.ts';
 import { GitRepository, pullRequestRefs, type ResolvedRef } from '../sources/git/repository.ts';
@@ -286,6 +286,7 @@ export class PreviewRunner {
           images,
           artifacts: release?.images,
           dependencies: recordedDependencies(data.releases),
+          usedVersions: recordedVersions(data.releases),
           cacheDir: this.#deps.cacheDir,
           capabilities: this.#deps.capabilities,
           decrypt: forge.settings.decrypt && !pr.fromFork,

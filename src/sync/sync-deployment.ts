@@ -16,7 +16,7 @@ import { savedMarks } from '../kube/drift-pass.ts';
 import { InventoryStore, inventoryVersions } from '../kube/inventory.ts';
 import { describeWarning } from '../kube/warnings.ts';
 import { filesRedactor } from '../render/redact.ts';
-import { type Attempt, CorruptLedgerError, type Ledger } from '../report/ledger.ts';
+import { type Attempt, CorruptLedgerError, type Ledger, recordedVersions } from '../report/ledger.ts';
 import { compileHealthRules } from '../stability/health.ts';
 import { attemptNote, newAttempt, runningAttempt } from './attempts.ts';
 import { deploy } from './deploy.ts';
@@ -153,7 +153,7 @@ async function syncNoted(
                 : {}),
             },
             versionHistory: deployment.versionHistory,
-            ...(ledger ? { usedVersions: ledger.releases.flatMap((r) => r.versions) } : {}),
+            ...(ledger ? { usedVersions: recordedVersions(ledger.releases) } : {}),
             ...(sync.restore ? { restoreVersions: sync.restore } : {}),
             keepVersions,
             createNamespace: deployment.createNamespace,

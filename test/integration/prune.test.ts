@@ -22,6 +22,7 @@ import {
   manifestDir,
   mooring,
   serviceAccountKubeconfig,
+  startAgent,
   startGitAgent,
   tempDir,
   testbed,
@@ -290,7 +291,15 @@ describe('prune', () => {
       90_000,
     );
     // Back with other content: a new number, never returning-v000 again (the ledger names it for content "a").
+    // `mooring diff` shows the name the next sync applies: the agent is stopped until it is read.
+    await agent.stop();
     const back = await repo.commit(app('c'));
+    const diff = await mooring('diff', '--deployment', 'returns', '--config', configFile);
+    expect(diff.code, diff.stdout + diff.stderr).toBe(1);
+    expect(diff.stdout).toContain('returning-v002');
+    expect(diff.stdout).not.toContain('returning-v000');
+    const again = startAgent({ file: configFile });
+    cleanups.push(() => again.stop());
     await eventually('back', () => deployed(back), 90_000);
     expect(await versions()).toEqual(['returning-v002']);
     const release = await deployed(back);

@@ -16,7 +16,7 @@ import { chartLookup } from '../../kube/lookup-server.ts';
 import { describeWarning } from '../../kube/warnings.ts';
 import { diffSummary } from '../../render/diff-text.ts';
 import { filesRedactor } from '../../render/redact.ts';
-import { current, Ledger } from '../../report/ledger.ts';
+import { current, Ledger, recordedVersions } from '../../report/ledger.ts';
 import type { ArtifactAt } from '../../sources/artifact-fetch.ts';
 import { artifactSource, followedArtifacts, isOciSourced } from '../../sources/artifact-poller.ts';
 import { createArtifactPoller } from '../../sources/create-poller.ts';
@@ -195,7 +195,8 @@ async function deploymentInput(
       notes.push(`deployment ${name}: manifests of ${repo.url} at ${commit.slice(0, 12)}`);
     }
     // The images the agent runs now: those of the deployment's current release.
-    const release = current(await new Ledger(api, config.cluster.namespace).read(name));
+    const recorded = await new Ledger(api, config.cluster.namespace).read(name);
+    const release = current(recorded);
     // Its chart and manifest artifacts as a sync would deploy them now: the version each policy picks.
     const artifacts = await artifactsNow(config, spec, release?.images ?? {}, notes);
     const files: DeployRequest['files'] = await deploymentManifests(
@@ -224,6 +225,8 @@ async function deploymentInput(
         renderOptions: renderOptionsFor(config, spec),
         hashKeyNamespace: config.cluster.namespace,
         fieldManager: config.apply.fieldManager,
+        // A new version is numbered as the next sync numbers it: above every name the releases recorded.
+        usedVersions: recordedVersions(recorded.releases),
         inventory: {
           owner: spec.name,
           namespace: config.cluster.namespace,
