@@ -30,6 +30,8 @@ export interface LocalInputFlags {
   recursive?: boolean | undefined;
   allowRemoteBases?: boolean | undefined;
   allowedRepository?: string[] | undefined;
+  /** --allow-namespace: a chart's lookup reads these namespaces too (the boundary is the cluster flags'). */
+  allowNamespace?: string[] | undefined;
   clusterScoped?: string[] | undefined;
   appLabels?: 'auto' | 'true' | 'false' | undefined;
   versioning?: VersioningMode | undefined;
@@ -229,6 +231,7 @@ export async function readLocalManifests(
       set: flags.set,
       setString: flags.setString,
       allowedRepositories: flags.allowedRepository,
+      allowedNamespaces: flags.allowNamespace,
     },
     onCharts: (charts) => {
       chartPaths = charts;

@@ -41,6 +41,12 @@ export interface LookupEndpoint {
 }
 
 const SEGMENT = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+/**
+ * An object's name, the last segment: RBAC names (`cert-manager-webhook:subjectaccessreviews`, `system:auth-delegator`)
+ * may hold `:` and capitals, and helm's install check reads every object a chart renders by its name. Never `.`,
+ * `..`, `%` or `/` (the path is read as given, not decoded).
+ */
+const NAME = /^[A-Za-z0-9]([-A-Za-z0-9.:]*[A-Za-z0-9])?$/;
 const VERSIONED = new Map([
   ['configmaps', 'ConfigMap'],
   ['secrets', 'Secret'],
@@ -59,7 +65,7 @@ export function askedBy(path: string): Asked {
   const shown = path.length > 200 ? `${path.slice(0, 200)}…` : path;
   if (path === '/version' || path === '/api' || path === '/apis') return { type: 'discovery' };
   const parts = path.split('/').slice(1);
-  if (!parts.every((p) => SEGMENT.test(p)))
+  if (!parts.every((p, i) => SEGMENT.test(p) || (i === parts.length - 1 && NAME.test(p))))
     return { type: 'refused', why: `${shown}: not a path a lookup reads` };
   const core = parts[0] === 'api';
   if (!core && parts[0] !== 'apis') return { type: 'refused', why: `${shown}: not a path a lookup reads` };
@@ -70,6 +76,9 @@ export function askedBy(path: string): Asked {
   const rest = parts.slice(baseLength);
   if (rest[0] === 'namespaces' && rest.length >= 3 && rest.length <= 4) {
     const [, namespace, plural, name] = rest as [string, string, string, string | undefined];
+    // Only a name may be more than a resource's segment: a namespace or a plural is not.
+    if (!SEGMENT.test(namespace) || !SEGMENT.test(plural))
+      return { type: 'refused', why: `${shown}: not a path a lookup reads` };
     return { type: 'object', base, namespace, plural, name };
   }
   // A cluster-scoped object by name: helm's install check reads each object the chart renders, so a chart with a

@@ -268,6 +268,8 @@ export interface LocalPaths {
     set?: readonly string[] | undefined;
     setString?: readonly string[] | undefined;
     allowedRepositories?: readonly string[] | undefined;
+    /** Further namespaces the set may name (--allow-namespace): a lookup reads there too, as a deployment's does. */
+    allowedNamespaces?: readonly string[] | undefined;
   };
   /** Told which paths are chart folders, before anything is rendered (to refuse chart flags without one). */
   onCharts?: ((charts: readonly string[]) => void) | undefined;
@@ -312,6 +314,7 @@ export async function pathManifests(ctx: ManifestContext, local: LocalPaths): Pr
         identities: keys,
         limits,
         lookup: ctx.lookup,
+        lookupNamespaces: [local.chart.namespace, ...(local.chart.allowedNamespaces ?? [])],
       }),
     );
   }

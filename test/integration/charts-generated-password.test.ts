@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { KubeApi } from '../../src/kube/api.ts';
 import { openLookupEndpoint } from '../../src/kube/lookup-server.ts';
 import {
@@ -160,6 +160,54 @@ data:
       `lookup refused: secrets in namespace ${other()}: not a namespace of the deployment (${ns()})`,
     );
     expect(result.stderr).toContain('lookup refused: secrets in namespace kube-system');
+  });
+
+  it('reads objects named with colons, and the namespaces --allow-namespace adds, without a warning', async () => {
+    // RBAC names hold colons (cert-manager's `cert-manager-webhook:dynamic-serving`): helm's install check reads each
+    // object the chart renders by name, and the chart may look one up. Neither is refused.
+    const role = await kubectl(
+      '-n',
+      ns(),
+      'create',
+      'role',
+      'web:dynamic-serving',
+      '--verb=get',
+      '--resource=secrets',
+    );
+    expect(role.code, role.stderr).toBe(0);
+    await core().createNamespacedConfigMap({
+      namespace: other(),
+      body: { metadata: { name: 'shared' }, data: { zone: 'north' } },
+    });
+    const dir = await manifestDir({ 'Chart.yaml': 'apiVersion: v2\nname: colons\nversion: 0.1.0\n' });
+    await mkdir(join(dir, 'templates'));
+    await writeFile(
+      join(dir, 'templates', 'objects.yaml'),
+      `apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: "web:dynamic-serving"}
+rules: [{apiGroups: [""], resources: [secrets], verbs: [get]}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: seen}
+data:
+  role: {{ dig "metadata" "name" "" (lookup "rbac.authorization.k8s.io/v1" "Role" .Release.Namespace "web:dynamic-serving") | quote }}
+  zone: {{ dig "data" "zone" "" (lookup "v1" "ConfigMap" "${other()}" "shared") | quote }}
+`,
+    );
+    const flags = ['--kubeconfig', testbed().kube.kubeconfig, '-n', ns(), '--allow-namespace', other()];
+    const result = await mooring('render', dir, ...flags);
+    expect(result.code, result.stderr).toBe(0);
+    const seen = parseAllDocuments(result.stdout)
+      .map((d) => d.toJS() as { kind: string; data?: Record<string, string> })
+      .find((o) => o.kind === 'ConfigMap');
+    expect(seen?.data).toEqual({ role: 'web:dynamic-serving', zone: 'north' });
+    expect(result.stderr).not.toContain('lookup refused');
+    // Without --allow-namespace, the other namespace is not read, and that is said.
+    const narrow = await mooring('render', dir, '--kubeconfig', testbed().kube.kubeconfig, '-n', ns());
+    expect(narrow.stderr).toContain(`lookup refused: configmaps in namespace ${other()}`);
+    expect(narrow.stderr).not.toContain('web:dynamic-serving');
   });
 
   it('reads a lookup of a whole collection in pages, as one list, and refuses one past its bound by name', async () => {

@@ -16,6 +16,17 @@ describe('what a lookup request asks for', () => {
       { type: 'object', base: '/api/v1', namespace: 'shop', plural: 'secrets', name: 'db' },
     ],
     [
+      // RBAC names hold colons (helm's install check reads each object a chart renders).
+      '/apis/rbac.authorization.k8s.io/v1/namespaces/shop/roles/web:dynamic-serving',
+      {
+        type: 'object',
+        base: '/apis/rbac.authorization.k8s.io/v1',
+        namespace: 'shop',
+        plural: 'roles',
+        name: 'web:dynamic-serving',
+      },
+    ],
+    [
       '/apis/apps/v1/namespaces/shop/statefulsets',
       { type: 'object', base: '/apis/apps/v1', namespace: 'shop', plural: 'statefulsets', name: undefined },
     ],
@@ -31,6 +42,12 @@ describe('what a lookup request asks for', () => {
     '/api/v1/namespaces/shop/secrets/..',
     '/api/v1/namespaces/shop/secrets/a%2fb',
     '/api/v1/namespaces/Shop/secrets/db',
+    '/api/v1/namespaces/Shop',
+    '/api/v1/namespaces/shop/Secrets',
+    '/api/v1/namespaces/shop/secrets/a:',
+    '/api/v1/namespaces/shop/secrets/:a',
+    '/api/v1/namespaces/shop/secrets/a%3ab',
+    '/api/v1/namespaces/shop:x/secrets/db',
     '/apis/apps/v1/statefulsets',
     '/openapi/v2',
     '/metrics',
@@ -42,6 +59,8 @@ describe('what a lookup request asks for', () => {
   it.each([
     ['/api/v1/nodes/n1', true],
     ['/apis/rbac.authorization.k8s.io/v1/clusterroles/reader', true],
+    ['/apis/rbac.authorization.k8s.io/v1/clusterroles/web:subjectaccessreviews', true],
+    ['/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/System:Reader', true],
     ['/api/v1/namespaces/shop', true],
     ['/api/v1/secrets', false],
     ['/api/v1/namespaces/shop/pods/web/exec', false],
