@@ -108,8 +108,15 @@ function readFast(text: string, options: ReadOptions): ReadDocument[] | undefine
     } else {
       if (doc.nodes > limits.maxNodes) return undefined;
       total += doc.nodes;
-      // A document that may be past maxDocumentBytes is measured by the yaml path.
-      if (options.maxDocumentBytes !== undefined && (end - doc.offset) * 3 > options.maxDocumentBytes)
+      // A document past maxDocumentBytes is refused by the yaml path, at its place: measured here only when it may be
+      // (a character is at most 3 UTF-8 bytes), from its contents to the part's end, which holds whatever the yaml
+      // package measures of it. A CRD of 400 KB in a tool's output is well under, and read here.
+      const limit = options.maxDocumentBytes;
+      if (
+        limit !== undefined &&
+        (end - doc.offset) * 3 > limit &&
+        Buffer.byteLength(text.slice(doc.offset, end), 'utf8') > limit
+      )
         return undefined;
       docs.push({ at: { line: doc.line, column: doc.column }, value: doc.value, items: undefined });
     }

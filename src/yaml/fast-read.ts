@@ -343,7 +343,11 @@ class Reader {
       const c = text.charCodeAt(i);
       // A comment ends the scalar; a line that could start a collection entry or a key is the yaml package's. The
       // other indicators (quotes, brackets, a backtick…) only cannot start a scalar: here they continue one.
-      if (c === HASH || c === TAB || c === DASH || c === COLON || c === QUESTION) decline();
+      // `--dry-run` or `-o` in a wrapped description is text: only `-`, `?` or `:` followed by a space, a tab or the
+      // line's end can be an indicator.
+      if (c === HASH || c === TAB) decline();
+      const after = i + 1 < le ? text.charCodeAt(i + 1) : SPACE;
+      if ((c === DASH || c === COLON || c === QUESTION) && (after === SPACE || after === TAB)) decline();
       this.advance();
       e = this.plainLineEnd(i);
       const part = text.slice(i, e);

@@ -217,6 +217,8 @@ describe('the direct YAML reader', () => {
       "a: 'foo\n  # not a comment\n  bar'\n",
       'selector:\n  description: selects the Kubernetes\n    `Pod` objects, [all] of them,\n    {or} "none" \'at\' |all| >x &y *z !w %v @u\n',
       'a: b\n  , c\n',
+      // A wrapped description whose line starts with a flag (Argo CD's Application CRD): text, not an entry.
+      'dryRun:\n  description: DryRun performs a `kubectl apply\n    --dry-run` without\n    -o yaml, ?q and :c\n    -x\n  type: boolean\n',
     ];
     for (const text of texts) {
       expect(taken(text), text).toBe(true);
@@ -231,6 +233,10 @@ describe('the direct YAML reader', () => {
       'a: "bad \\q escape\n  x"\n',
       'a: foo\n  #bar\nb: 1\n',
       'a: foo\n  - bar\n',
+      'a: foo\n  -\n',
+      'a: foo\n  ? bar\n',
+      'a: foo\n  : bar\n',
+      'a: foo\n  :\n',
       "a: 'tab\n\tx'\n",
     ]) {
       expect(taken(text), text).toBe(false);
@@ -341,6 +347,14 @@ describe('the direct YAML reader', () => {
       [many, { ...OPTIONS, maxDocuments: Number.POSITIVE_INFINITY, maxDocumentBytes: 60 }],
       [many, { ...OPTIONS, maxDocuments: Number.POSITIVE_INFINITY, maxDocumentBytes: 4096 }],
     ];
+    // Each size about a document's own, in UTF-8 bytes (characters of 2, 3 and 4 bytes, a comment after it): the
+    // direct reader measures what the yaml path measures, and refuses or takes each document as it does.
+    const wide = [
+      'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: é}\ndata: {a: "ü€😀"}\n# after\n',
+      'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\ndata: {a: x}\n',
+    ].join('---\n');
+    for (let bytes = 40; bytes <= 90; bytes++)
+      cases.push([wide, { ...OPTIONS, maxDocuments: Number.POSITIVE_INFINITY, maxDocumentBytes: bytes }]);
     for (const [text, options] of cases) expectSame(text, options);
     // The limits are met: each refusal above is a refusal, and it is the yaml path's.
     expect(() => [...readDocuments(many, { ...OPTIONS, limits: limits({ maxNodes: 10 }) })]).toThrow(
