@@ -21,6 +21,7 @@ import {
   type SourcedObject,
 } from './manifest.ts';
 import { type Selected, select, setSelected } from './path.ts';
+import { apiReadable } from './rbac-reads.ts';
 import {
   indexRules,
   REFERENCE_RULES,
@@ -89,6 +90,11 @@ export interface VersioningPolicy {
   mode: VersioningMode;
   /** Whether a reference in the render set points at the object (asked in mode `referenced` only). */
   referenced: (object: KubeObject) => boolean;
+  /**
+   * Whether a program of the set may read the object through the API, by the set's RBAC (rbac-reads.ts): then it may
+   * read it by name, and under `referenced` it keeps that name though a workload refers to it. None: never.
+   */
+  readable?: ((object: KubeObject) => boolean) | undefined;
 }
 
 /**
@@ -115,7 +121,7 @@ export function isVersioned(item: SourcedObject, policy: VersioningPolicy, error
   const kind = `${groupOf(object.apiVersion)}/${object.kind}`;
   if (!VERSIONED_BY_DEFAULT.has(kind) || policy.mode === 'none') return false;
   if (policy.mode === 'all' || !VERSIONED_WHEN_REFERENCED.has(kind)) return true;
-  return policy.referenced(object);
+  return policy.referenced(object) && !(policy.readable?.(object) ?? false);
 }
 
 type Rules = (group: string, kind: string) => readonly ReferenceRule[];
@@ -217,6 +223,7 @@ export function versioningPolicy(
   anyNamespace = false,
 ): VersioningPolicy {
   let keys: Set<string> | undefined;
+  let readable: ((object: KubeObject) => boolean) | undefined;
   return {
     versioned: settings.versioned,
     mode: settings.mode,
@@ -224,6 +231,16 @@ export function versioningPolicy(
       keys ??= referencedKeys(objects, settings.rules, anyNamespace);
       return keys.has(refKey(o.kind, anyNamespace ? undefined : o.metadata.namespace, o.metadata.name));
     },
+    // Before the objects are placed (anyNamespace: whether a hash key is needed), what RBAC grants is not asked: the
+    // answer may then say versioned where the render will not, never the other way.
+    ...(anyNamespace
+      ? {}
+      : {
+          readable: (o: KubeObject) => {
+            readable ??= apiReadable(objects);
+            return readable(o);
+          },
+        }),
   };
 }
 

@@ -224,3 +224,60 @@ describe('mooring deploy --create-namespace of a set of CRDs alone', () => {
     });
   });
 });
+
+describe("mooring deploy of a GitOps tool's install shape: settings read by name through the API", () => {
+  const ns = useNamespace('by-api');
+  const INSTALL = join(import.meta.dirname, '..', 'fixtures', 'kustomize', 'settings-by-api');
+
+  const names = async (kind: string) => {
+    const got = await kubectl('-n', ns(), 'get', kind, '-o', 'json');
+    expect(got.code, got.stderr).toBe(0);
+    const items = (
+      JSON.parse(got.stdout) as { items: { metadata: { name: string }; data?: Record<string, string> }[] }
+    ).items;
+    return new Map(
+      items.filter((i) => i.metadata.name !== 'kube-root-ca.crt').map((i) => [i.metadata.name, i.data ?? {}]),
+    );
+  };
+
+  it('keeps the names of what its Role lets the server read, though its Deployments refer to them; a change is applied in place', async () => {
+    const first = await deployTo(ns(), INSTALL);
+    expect(first.code, first.stdout + first.stderr).toBe(0);
+    // Versioned, the server would find no `console-settings` and run without its settings.
+    expect([...(await names('configmaps')).keys()].sort()).toEqual(['console-settings', 'worker-extras']);
+    expect([...(await names('secrets')).keys()]).toContain('console-secret');
+    expect([...(await names('secrets')).keys()].some((n) => /-v\d{3}$/.test(n))).toBe(false);
+    const worker = await kubectl('-n', ns(), 'get', 'deployment', 'console-worker', '-o', 'json');
+    expect(worker.stdout).toContain('"name": "console-settings"');
+
+    // A changed setting: the same object, updated, as kubectl and Helm deliver it.
+    const dir = join(await tempDir(), 'install');
+    await cp(INSTALL, dir, { recursive: true });
+    const settings = join(dir, 'settings.yaml');
+    await writeFile(
+      settings,
+      (await readFile(settings, 'utf8')).replace(
+        'https://console.example.test',
+        'https://console.example.org',
+      ),
+    );
+    const second = await deployTo(ns(), dir, '--prune');
+    expect(second.code, second.stdout + second.stderr).toBe(0);
+    expect(second.stdout).toContain('configmap/console-settings configured');
+    const maps = await names('configmaps');
+    expect([...maps.keys()].sort()).toEqual(['console-settings', 'worker-extras']);
+    expect(maps.get('console-settings')?.url).toBe('https://console.example.org');
+    const diff = await mooring('diff', dir, '--kubeconfig', testbed().kube.kubeconfig, '-n', ns());
+    expect(diff.code, diff.stdout + diff.stderr).toBe(0);
+
+    // Without the RoleBinding, nothing shows a program reads them: the referenced ones get versions again.
+    const rbac = join(dir, 'rbac.yaml');
+    await writeFile(rbac, (await readFile(rbac, 'utf8')).split('\n---\n').slice(0, 2).join('\n---\n'));
+    const third = await deployTo(ns(), dir, '--prune');
+    expect(third.code, third.stdout + third.stderr).toBe(0);
+    expect([...(await names('configmaps')).keys()].sort()).toEqual([
+      'console-settings-v000',
+      'worker-extras-v000',
+    ]);
+  });
+});

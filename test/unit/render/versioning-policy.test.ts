@@ -182,3 +182,106 @@ spec: {settings: by-name}
     expect(JSON.stringify(result.objects[0])).toContain('"configMap":{"name":"mounted"}');
   });
 });
+
+describe('render: a ConfigMap or Secret a program of the set may read through the API keeps its name', () => {
+  // The shape of a GitOps tool's install: its server reads its settings ConfigMap by name through the API (its Role
+  // lets it), and its Deployments also take a few keys of it as environment variables.
+  const rbac = (role: string, binding: string) => `---
+${role}
+---
+${binding}
+`;
+  const ROLE = `apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: server}
+rules:
+  - {apiGroups: [""], resources: [configmaps, secrets], verbs: [get, list, watch]}`;
+  const BINDING = `apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: server}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: server}
+subjects: [{kind: ServiceAccount, name: server}]`;
+  const versionedOf = (extra: string, namespace = 'web') =>
+    render({ files: [{ path: 'set.yaml', text: SET + extra }], namespace, application: 'web' })
+      .objects.filter(
+        (o) => (o.kind === 'ConfigMap' || o.kind === 'Secret') && /-v\d{3}$/.test(o.metadata.name),
+      )
+      .map((o) => `${o.kind} ${o.metadata.namespace}/${o.metadata.name}`);
+
+  it('by a Role bound to a ServiceAccount in its namespace: none of the namespace is versioned, references left', () => {
+    const result = render({
+      files: [{ path: 'set.yaml', text: SET + rbac(ROLE, BINDING) }],
+      namespace: 'web',
+      application: 'web',
+    });
+    const kept = result.objects.filter((o) => o.kind === 'ConfigMap' || o.kind === 'Secret');
+    expect(kept.map((o) => o.metadata.name)).not.toContainEqual(expect.stringMatching(/-v\d{3}$/));
+    expect(result.references).toEqual([]);
+    expect(JSON.stringify(result.objects[0])).toContain('"configMapKeyRef":{"key":"k","name":"env-key"}');
+  });
+
+  it('by resourceNames: only the objects named', () => {
+    const role = ROLE.replace(
+      '[get, list, watch]}',
+      '[get], resourceNames: [env-key, mounted]}\n  - {apiGroups: [""], resources: [pods], verbs: ["*"]}',
+    );
+    expect(versionedOf(rbac(role, BINDING))).toEqual([
+      'Secret web/pull-v000',
+      'Secret web/projected-v000',
+      'ConfigMap web/projected-cm-v000',
+      'Secret web/env-secret-v000',
+    ]);
+  });
+
+  it('by a ClusterRole: bound by a ClusterRoleBinding everywhere, by a RoleBinding in its namespace only', () => {
+    const clusterRole = ROLE.replace('kind: Role', 'kind: ClusterRole').replace(
+      'resources: [configmaps, secrets]',
+      'resources: ["*"]',
+    );
+    const everywhere = BINDING.replace('kind: RoleBinding', 'kind: ClusterRoleBinding').replace(
+      'kind: Role,',
+      'kind: ClusterRole,',
+    );
+    expect(versionedOf(rbac(clusterRole, everywhere))).toEqual([]);
+    const elsewhere = BINDING.replace(
+      'metadata: {name: server}',
+      'metadata: {name: server, namespace: other}',
+    ).replace('kind: Role,', 'kind: ClusterRole,');
+    expect(versionedOf(rbac(clusterRole, elsewhere))).toHaveLength(6);
+  });
+
+  it('not by a role unbound, bound to a user only, granting no read, or of another API group', () => {
+    const user = BINDING.replace('kind: ServiceAccount', 'kind: User');
+    const writeOnly = ROLE.replace('[get, list, watch]', '[create]');
+    const otherGroup = ROLE.replace('apiGroups: [""]', 'apiGroups: [apps]');
+    const unbound = `${ROLE}\n`;
+    for (const extra of [
+      rbac(ROLE, user),
+      rbac(writeOnly, BINDING),
+      rbac(otherGroup, BINDING),
+      `---\n${unbound}`,
+    ])
+      expect(versionedOf(extra), extra).toHaveLength(6);
+  });
+
+  it('with versioning all or the annotation, versioned still', () => {
+    const result = render({
+      files: [{ path: 'set.yaml', text: SET + rbac(ROLE, BINDING) }],
+      namespace: 'web',
+      application: 'web',
+      options: { versioning: 'all' },
+    });
+    expect(result.objects.filter((o) => /-v000$/.test(o.metadata.name))).toHaveLength(9);
+    const annotated = SET.replace(
+      'kind: ConfigMap\nmetadata: {name: mounted}',
+      'kind: ConfigMap\nmetadata: {name: mounted, annotations: {strategy.spinnaker.io/versioned: "true"}}',
+    );
+    const names = render({
+      files: [{ path: 'set.yaml', text: annotated + rbac(ROLE, BINDING) }],
+      namespace: 'web',
+      application: 'web',
+    }).objects.map((o) => o.metadata.name);
+    expect(names).toContain('mounted-v000');
+    expect(names).toContain('env-key');
+  });
+});
