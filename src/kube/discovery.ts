@@ -77,6 +77,11 @@ class SharedReading<T> {
 export interface Capabilities {
   kubeVersion: string;
   apiVersions: { groupVersion: string; kinds: string[] }[];
+  /**
+   * Group-versions the cluster lists whose discovery failed with a server error (an aggregated API whose server is
+   * down): `kept`, given with the kinds last read; otherwise left out. Said in the render's warnings.
+   */
+  unavailable?: { groupVersion: string; status: number; kept: boolean }[];
 }
 
 export class Discovery {
@@ -244,6 +249,7 @@ export class Discovery {
     const apiVersions: ({ groupVersion: string; kinds: string[] } | undefined)[] = new Array(
       groupVersions.length,
     );
+    const unavailable: NonNullable<Capabilities['unavailable']> = [];
     let next = 0;
     const reader = async (): Promise<void> => {
       while (next < groupVersions.length) {
@@ -257,16 +263,24 @@ export class Discovery {
           // An aggregated API whose server is down (metrics.k8s.io while metrics-server restarts: 503) does not
           // hold up every chart: its kinds as last read, or, never read, it is left out, as helm leaves out a
           // group whose discovery failed. Any other failure (the API server itself) fails the reading.
-          if ((statusCode(error) ?? statusCode((error as { cause?: unknown }).cause) ?? 0) < 500) throw error;
+          const status = statusCode(error) ?? statusCode((error as { cause?: unknown }).cause) ?? 0;
+          if (status < 500) throw error;
           const known = this.knownKinds.get(groupVersion);
           if (known) apiVersions[index] = { groupVersion, kinds: known };
+          unavailable.push({ groupVersion, status, kept: known !== undefined });
         }
       }
     };
     await Promise.all(Array.from({ length: Math.min(4, groupVersions.length) }, reader));
     // `v1.20.2`: helm wants a plain semantic version, without a build suffix some distributions add.
     const kubeVersion = /^v?\d+\.\d+\.\d+/.exec(version.gitVersion ?? '')?.[0] ?? '';
-    return { kubeVersion, apiVersions: apiVersions.filter((v) => v !== undefined) };
+    return {
+      kubeVersion,
+      apiVersions: apiVersions.filter((v) => v !== undefined),
+      ...(unavailable.length > 0
+        ? { unavailable: unavailable.sort((a, b) => (a.groupVersion < b.groupVersion ? -1 : 1)) }
+        : {}),
+    };
   }
 
   invalidate(apiVersion?: string): void {

@@ -311,6 +311,7 @@ export async function pathManifests(ctx: ManifestContext, local: LocalPaths): Pr
         fetchDependencies: dependencyFetcher(ctx, undefined, false),
         kubeVersion: caps?.kubeVersion,
         apiVersions: caps ? apiVersionsOf(caps.apiVersions) : undefined,
+        unavailableApis: caps?.unavailable,
         identities: keys,
         limits,
         lookup: ctx.lookup,

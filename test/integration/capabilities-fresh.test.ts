@@ -12,6 +12,7 @@ import {
   eventually,
   kubectl,
   manifestDir,
+  mooring,
   startGitAgent,
   testbed,
   useNamespace,
@@ -137,6 +138,31 @@ spec:
     expect(Date.now() - started).toBeLessThan(15_000);
     expect(served(caps, 'apps/v1', 'Deployment')).toBe(true);
     expect(caps.apiVersions.some((v) => v.groupVersion === `${group}/v1`)).toBe(false);
+    expect(caps.unavailable).toContainEqual({ groupVersion: `${group}/v1`, status: 503, kept: false });
+    // A chart rendered against the cluster says so, as helm says "unable to retrieve the complete list of server
+    // APIs": what it gates on the group may be rendered otherwise.
+    const chart = await manifestDir({
+      'Chart.yaml': 'apiVersion: v2\nname: gated\nversion: 0.1.0\n',
+      'templates/cm.yaml': `apiVersion: v1
+kind: ConfigMap
+metadata: {name: gated}
+data:
+  served: {{ .Capabilities.APIVersions.Has "${group}/v1" | quote }}
+`,
+    });
+    const rendered = await mooring(
+      'render',
+      chart,
+      '--kubeconfig',
+      testbed().kube.kubeconfig,
+      '-n',
+      'default',
+    );
+    expect(rendered.code, rendered.stderr).toBe(0);
+    expect(rendered.stdout).toContain('served: "false"');
+    expect(rendered.stderr).toContain(
+      `warning: ${chart}: the cluster's discovery of ${group}/v1 failed (HTTP 503): .Capabilities leaves it out`,
+    );
   }, 120_000);
 
   it("renders what a chart gates on a kind once another deployment of the agent installed the kind's CRD", async () => {

@@ -22,6 +22,8 @@ import type { ToolLimits } from './tool.ts';
 export interface ClusterCapabilities {
   kubeVersion: string;
   apiVersions: { groupVersion: string; kinds: string[] }[];
+  /** Group-versions whose discovery failed (src/kube/discovery.ts): warned of with the chart's output. */
+  unavailable?: readonly { groupVersion: string; status: number; kept: boolean }[] | undefined;
 }
 
 type Chart = NonNullable<Deployment['helm']>;
@@ -62,6 +64,7 @@ async function render(
     setString: Object.entries(chart.setString).map(([key, value]) => `${key}=${value}`),
     kubeVersion: caps?.kubeVersion,
     apiVersions: caps ? apiVersionsOf(caps.apiVersions) : undefined,
+    unavailableApis: caps?.unavailable,
     allowedRepositories: chart.allowedRepositories,
     identities,
     treeRoot: root,

@@ -46,6 +46,12 @@ export interface ChartRequest extends LookupRequest {
   kubeVersion?: string | undefined;
   /** `apps/v1`, `apps/v1/Deployment`…: the cluster's API versions, as `.Capabilities.APIVersions`. */
   apiVersions?: readonly string[] | undefined;
+  /**
+   * Group-versions the cluster lists whose discovery failed (an aggregated API whose server is down): each is said in
+   * the output's warnings, as helm and kubectl say "unable to retrieve the complete list of server APIs", since an
+   * object the chart gates on it may be rendered differently.
+   */
+  unavailableApis?: readonly { groupVersion: string; status: number; kept: boolean }[] | undefined;
   /** Repositories (URL prefixes) a dependency may come from when it is not in `charts/`. */
   allowedRepositories?: readonly string[] | undefined;
   /** The helm binary (`helm` on PATH by default; `MOORING_HELM` overrides). */
@@ -269,6 +275,12 @@ async function render(request: ChartRequest, missing: readonly MissingDependency
     );
     // The values decrypted into the chart's copy go with its output: whatever later quotes the rendered objects (a
     // render error, the audit log) redacts them.
+    for (const api of request.unavailableApis ?? [])
+      warnings.push(
+        `${request.label}: the cluster's discovery of ${api.groupVersion} failed (HTTP ${api.status}): .Capabilities ${
+          api.kept ? 'holds its kinds as last read' : 'leaves it out'
+        }`,
+      );
     const writtenAt = helmWrittenAt(text, request.label);
     return {
       path: `${request.label} (helm template ${request.releaseName})`,
