@@ -226,3 +226,53 @@ spec: {path: /healthz}
     expect(await probes()).toBe(`capprobe.${group}/web`);
   }, 300_000);
 });
+
+describe('.Capabilities at a drift pass', () => {
+  const ns = useNamespace('caps-drift');
+  const stops: (() => Promise<void>)[] = [];
+  const crds: string[] = [];
+  afterAll(async () => {
+    for (const stop of stops) await stop();
+    for (const crd of crds) await kubectl('delete', 'crd', crd, '--wait=false');
+  });
+
+  it('renders what a chart gates on a kind installed by hand, with no commit, at the next drift pass', async () => {
+    // drift.interval set: each pass syncs the deployment at its revision, its chart rendered again with the
+    // capabilities of now (read again after 30 s).
+    const suffix = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
+    const group = `drifts-${suffix}.example.com`;
+    crds.push(`capdrifts.${group}`);
+    const { receiver, first, agent } = await startGitAgent({
+      repo: `caps-drift-${suffix}/app`,
+      files: {
+        'chart/Chart.yaml': 'apiVersion: v2\nname: web\nversion: 1.0.0\n',
+        'chart/templates/settings.yaml':
+          'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {a: "1"}\n',
+        'chart/templates/probe.yaml': `{{- if .Capabilities.APIVersions.Has "${group}/v1/Capdrift" }}
+apiVersion: ${group}/v1
+kind: Capdrift
+metadata: {name: web}
+spec: {path: /healthz}
+{{- end }}
+`,
+      },
+      cluster: { name: 'caps-drift', namespace: `mooring-capsd-${suffix}` },
+      deployments: [{ name: 'web', namespace: ns(), helm: { chart: 'chart' } }],
+      extra: { drift: { interval: '2s' } },
+    });
+    stops.push(agent.stop);
+    await eventually(
+      'the first commit deployed',
+      async () => receiver.statuses().find((s) => s.sha === first && s.state === 'success'),
+      120_000,
+    );
+    const crd = await manifestDir({ 'crd.yaml': crdManifest(group, 'capdrifts', 'Capdrift') });
+    const created = await kubectl('apply', '-f', `${crd}/crd.yaml`);
+    expect(created.code, created.stderr).toBe(0);
+    const probes = async () =>
+      (await kubectl('-n', ns(), 'get', `capdrifts.${group}`, '-o', 'name')).stdout.trim() || undefined;
+    expect(await eventually('the object the chart gates on the kind', probes, 90_000)).toBe(
+      `capdrift.${group}/web`,
+    );
+  }, 240_000);
+});
