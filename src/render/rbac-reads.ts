@@ -8,7 +8,11 @@ import type { KubeObject } from './manifest.ts';
 
 const RBAC = 'rbac.authorization.k8s.io/';
 const READ_VERBS = new Set(['get', 'list', 'watch', '*']);
-const RESOURCES: Readonly<Record<string, string>> = { ConfigMap: 'configmaps', Secret: 'secrets' };
+// A Map: a kind is the manifest's to choose (`constructor` is no key of it).
+const RESOURCES: ReadonlyMap<string, string> = new Map([
+  ['ConfigMap', 'configmaps'],
+  ['Secret', 'secrets'],
+]);
 
 interface Rule {
   apiGroups?: unknown;
@@ -33,7 +37,7 @@ function grantsOf(role: KubeObject): Grants {
     if (!strings(rule.verbs).some((v) => READ_VERBS.has(v))) continue;
     const names = strings(rule.resourceNames);
     for (const resource of strings(rule.resources)) {
-      for (const wanted of Object.values(RESOURCES)) {
+      for (const wanted of RESOURCES.values()) {
         if (resource !== wanted && resource !== '*') continue;
         const held = grants.get(wanted) ?? new Set<string>();
         for (const name of names.length > 0 ? names : ['*']) held.add(name);
@@ -84,7 +88,7 @@ export function apiReadable(objects: readonly KubeObject[]): (object: KubeObject
     if (grants && grants.size > 0) scopes.push({ namespace, grants });
   }
   return (object) => {
-    const resource = RESOURCES[object.kind];
+    const resource = RESOURCES.get(object.kind);
     if (resource === undefined || object.apiVersion !== 'v1') return false;
     const namespace = object.metadata.namespace ?? '';
     return scopes.some((scope) => {
