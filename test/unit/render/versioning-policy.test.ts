@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RenderError } from '../../../src/render/errors.ts';
 import type { KubeObject } from '../../../src/render/manifest.ts';
+import { apiReadable, selects } from '../../../src/render/rbac-reads.ts';
 import { render } from '../../../src/render/render.ts';
 import { isVersioned, type VersioningMode, type VersioningPolicy } from '../../../src/render/versioning.ts';
 import { webDeployment } from './web-app.ts';
@@ -264,6 +265,91 @@ subjects: [{kind: ServiceAccount, name: server}]`;
       expect(versionedOf(extra), extra).toHaveLength(6);
   });
 
+  it("by the cluster's own roles: view reads ConfigMaps only, edit, admin and cluster-admin both", () => {
+    const toCluster = (name: string) =>
+      BINDING.replace('kind: Role, name: server', `kind: ClusterRole, name: ${name}`);
+    expect(versionedOf(`---\n${toCluster('view')}\n`)).toEqual([
+      'Secret web/pull-v000',
+      'Secret web/projected-v000',
+      'Secret web/env-secret-v000',
+    ]);
+    for (const name of ['edit', 'admin', 'cluster-admin'])
+      expect(versionedOf(`---\n${toCluster(name)}\n`), name).toEqual([]);
+    // A role of the set by one of those names is the set's: it grants what it says.
+    const own = ROLE.replace('kind: Role', 'kind: ClusterRole')
+      .replace('name: server', 'name: view')
+      .replace('[get, list, watch]', '[create]');
+    expect(versionedOf(rbac(own, toCluster('view')))).toHaveLength(6);
+  });
+
+  it('by a ClusterRole aggregated from ClusterRoles of the set its selectors match, transitively', () => {
+    const aggregated = (
+      name: string,
+      selector: string,
+      labels = '{}',
+    ) => `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: ${name}, labels: ${labels}}
+aggregationRule:
+  clusterRoleSelectors: [${selector}]
+rules: []`;
+    const part = (
+      name: string,
+      labels: string,
+      resources = 'configmaps',
+    ) => `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: ${name}, labels: ${labels}}
+rules:
+  - {apiGroups: [""], resources: [${resources}], verbs: [get, list, watch]}`;
+    const bound = BINDING.replace('kind: Role, name: server', 'kind: ClusterRole, name: controller');
+    const set = (...docs: string[]) => docs.map((d) => `---\n${d}\n`).join('');
+    const select = '{matchLabels: {example.com/aggregate-to-controller: "true"}}';
+    // The parts it selects grant ConfigMaps: only Secrets stay versioned.
+    expect(
+      versionedOf(
+        set(
+          aggregated('controller', select),
+          part('reads-config', '{example.com/aggregate-to-controller: "true"}'),
+          bound,
+        ),
+      ),
+    ).toEqual(['Secret web/pull-v000', 'Secret web/projected-v000', 'Secret web/env-secret-v000']);
+    // Its own rules are not what it grants (the controller replaces them); nothing selected, nothing granted.
+    const withRules = aggregated('controller', select).replace(
+      'rules: []',
+      'rules: [{apiGroups: [""], resources: [configmaps, secrets], verbs: [get]}]',
+    );
+    expect(versionedOf(set(withRules, part('other', '{team: a}'), bound))).toHaveLength(6);
+    // An aggregated role selected by another: its parts count too, and expressions select as the API's do.
+    const expression = '{matchExpressions: [{key: tier, operator: In, values: [middle]}]}';
+    expect(
+      versionedOf(
+        set(
+          aggregated('controller', expression),
+          aggregated('middle', '{matchLabels: {tier: bottom}}', '{tier: middle}'),
+          part('bottom', '{tier: bottom}', 'secrets'),
+          bound,
+        ),
+      ),
+    ).toEqual([
+      'ConfigMap web/mounted-v000',
+      'ConfigMap web/projected-cm-v000',
+      'ConfigMap web/env-key-v000',
+    ]);
+    // Roles that select each other end, granting what their parts grant.
+    expect(
+      versionedOf(
+        set(
+          aggregated('controller', '{matchLabels: {ring: "1"}}', '{ring: "1"}'),
+          aggregated('loop', '{matchLabels: {ring: "1"}}', '{ring: "1"}'),
+          part('leaf', '{ring: "1"}', 'configmaps, secrets'),
+          bound,
+        ),
+      ),
+    ).toEqual([]);
+  });
+
   it('with versioning all or the annotation, versioned still', () => {
     const result = render({
       files: [{ path: 'set.yaml', text: SET + rbac(ROLE, BINDING) }],
@@ -283,5 +369,70 @@ subjects: [{kind: ServiceAccount, name: server}]`;
     }).objects.map((o) => o.metadata.name);
     expect(names).toContain('mounted-v000');
     expect(names).toContain('env-key');
+  });
+});
+
+describe('label selectors of aggregation rules', () => {
+  const labels = new Map([
+    ['tier', 'middle'],
+    ['team', 'a'],
+  ]);
+  it.each([
+    [{}, true],
+    [{ matchLabels: { tier: 'middle' } }, true],
+    [{ matchLabels: { tier: 'middle', team: 'b' } }, false],
+    [{ matchExpressions: [{ key: 'tier', operator: 'In', values: ['top', 'middle'] }] }, true],
+    [{ matchExpressions: [{ key: 'tier', operator: 'NotIn', values: ['middle'] }] }, false],
+    [{ matchExpressions: [{ key: 'zone', operator: 'NotIn', values: ['x'] }] }, true],
+    [{ matchExpressions: [{ key: 'team', operator: 'Exists' }] }, true],
+    [{ matchExpressions: [{ key: 'team', operator: 'DoesNotExist' }] }, false],
+    [{ matchExpressions: [{ key: 'team', operator: 'Gt', values: ['1'] }] }, false],
+    [{ matchLabels: { constructor: 'x' } }, false],
+    [{ matchLabels: 'tier=middle' }, false],
+    [null, false],
+    ['tier=middle', false],
+  ])('%j selects: %s', (selector, expected) => {
+    expect(selects(selector, labels)).toBe(expected);
+  });
+});
+
+describe('aggregation at the scale a pushed set may choose', () => {
+  it('spends a bounded number of comparisons: past it, roles grant nothing and objects stay versioned', () => {
+    const role = (name: string, extra: Record<string, unknown>) =>
+      ({
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRole',
+        metadata: { name },
+        ...extra,
+      }) as KubeObject;
+    const selectors = Array.from({ length: 10 }, (_, i) => ({ matchLabels: { [`nothing-${i}`]: 'x' } }));
+    const objects: KubeObject[] = [];
+    // 1,500 roles aggregating with ten selectors each over 3,000 ClusterRoles: 45 million comparisons if unbounded.
+    for (let i = 0; i < 1500; i++)
+      objects.push(role(`agg-${i}`, { aggregationRule: { clusterRoleSelectors: selectors }, rules: [] }));
+    for (let i = 0; i < 1500; i++) objects.push(role(`plain-${i}`, { rules: [] }));
+    const reader = role('reader', {
+      metadata: { name: 'reader', labels: { pick: 'me' } },
+      rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }],
+    });
+    const late = role('late', {
+      aggregationRule: { clusterRoleSelectors: [{ matchLabels: { pick: 'me' } }] },
+    });
+    const binding = {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'late' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'late' },
+      subjects: [{ kind: 'ServiceAccount', name: 'app', namespace: 'web' }],
+    } as unknown as KubeObject;
+    const settings = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'settings', namespace: 'web' },
+    } as KubeObject;
+    // Alone, the aggregated role grants the read.
+    expect(apiReadable([reader, late, binding])(settings)).toBe(true);
+    // Behind the crowd it is resolved after the budget is spent: no grant, so the ConfigMap keeps its versions.
+    expect(apiReadable([...objects, reader, late, binding])(settings)).toBe(false);
   });
 });
