@@ -136,11 +136,28 @@ export function requestToken(now = new Date()): string {
   return `${now.toISOString()}.${randomBytes(4).toString('hex')}`;
 }
 
-/** Whether a rollback under way still holds at `now`: until its `until` (a rollback whose CLI died holds no longer). */
-export function rollbackHolds(rollback: RollbackUnderWay | undefined, now = Date.now()): boolean {
+/** How long a rollback from the CLI holds its deployment beyond the deployment's stability timeout. */
+export const ROLLBACK_HOLD_MARGIN_MS = 10 * 60_000;
+/** A `since` this far ahead of the agent's clock is a clock apart from it, or written to outlast any bound. */
+const CLOCK_SKEW_MS = 60_000;
+
+/**
+ * Whether a rollback under way still holds at `now`: until its `until` (a rollback whose CLI died holds no longer)
+ * and, given `maxMs` (the deployment's stability timeout and the margin, what the CLI asks for), no longer than
+ * that from its `since`: whoever may write the control ConfigMap (its namespace's writers) cannot hold a deployment
+ * for years with an `until` far ahead, nor with a `since` ahead of the clock.
+ */
+export function rollbackHolds(
+  rollback: RollbackUnderWay | undefined,
+  now = Date.now(),
+  maxMs?: number,
+): boolean {
   if (!rollback) return false;
   const until = Date.parse(rollback.until);
-  return Number.isFinite(until) && now < until;
+  if (!Number.isFinite(until) || now >= until) return false;
+  if (maxMs === undefined) return true;
+  const since = Date.parse(rollback.since);
+  return Number.isFinite(since) && since <= now + CLOCK_SKEW_MS && now < since + maxMs;
 }
 
 /** How a suspension reads to people: `suspended since 2026-11-23T10:00Z by alice: maintenance`. */

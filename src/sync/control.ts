@@ -115,10 +115,13 @@ export class Control {
     return this.state.suspended.get(deployment);
   }
 
-  /** The rollback under way from the CLI that holds the deployment now, if one does. */
-  rollingBack(deployment: string): RollbackUnderWay | undefined {
+  /**
+   * The rollback under way from the CLI that holds the deployment now, if one does; given `maxMs`, one that has held
+   * longer than that since it began holds no longer (control-map.ts, rollbackHolds).
+   */
+  rollingBack(deployment: string, maxMs?: number): RollbackUnderWay | undefined {
     const rollback = this.state.rollingBack.get(deployment);
-    return rollbackHolds(rollback) ? rollback : undefined;
+    return rollbackHolds(rollback, Date.now(), maxMs) ? rollback : undefined;
   }
 
   /** The promotion approved for the deployment (`mooring promote`), if any. */

@@ -6,6 +6,7 @@
 // (the ledger's `waiting`, pending commit statuses, Events, answers to `mooring reconcile`) is said in one place,
 // the job's `held`, through holds.ts. A new hold (a maintenance window, an analysis gate) is a row of GATES.
 import { errorMessage } from '../errors.ts';
+import { ROLLBACK_HOLD_MARGIN_MS } from '../kube/control-map.ts';
 import type { LedgerData } from '../report/ledger.ts';
 import type { JobContext, Planned } from './agent-context.ts';
 import type { DeploymentState } from './agent-sources.ts';
@@ -81,7 +82,8 @@ const rollingBack: Gate = {
   name: 'rolling-back',
   drift: true,
   judge: async (ctx, d) => {
-    const rollback = ctx.control.rollingBack(d.spec.name);
+    // At most as long as the CLI asks for: the deployment's stability timeout and the margin.
+    const rollback = ctx.control.rollingBack(d.spec.name, d.spec.stability.timeout + ROLLBACK_HOLD_MARGIN_MS);
     return rollback
       ? hold('rolling-back', `held while ${rollback.by} rolls it back (since ${rollback.since})`, undefined)
       : undefined;

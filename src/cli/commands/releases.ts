@@ -18,6 +18,7 @@ import {
   ControlMap,
   type ControlState,
   describeSuspension,
+  ROLLBACK_HOLD_MARGIN_MS,
   ROLLBACK_PREFIX,
   rollbackHolds,
   SUSPEND_PREFIX,
@@ -37,9 +38,6 @@ import { printable } from '../printable.ts';
 import { heldByPods, reportedOwners, unreported } from '../replica-owners.ts';
 import { holdAgentForRollback } from '../rollback-hold.ts';
 import { withRepositorySets } from '../set-deployments.ts';
-
-/** How much longer than its stability timeout a rollback holds the agent off, at most (a CLI that died). */
-const HOLD_MARGIN_MS = 10 * 60_000;
 
 export interface LedgerFlags {
   config?: string;
@@ -201,8 +199,10 @@ async function statusRows(
       !control.suspended.has(name)
     )
       throw new NotFoundError(`deployment ${deployment} not found (no ledger ${ledgerName(deployment)})`);
-    const set =
-      config?.deployments.find((d) => d.name === name)?.set ?? data.releases.find((r) => r.set)?.set;
+    const spec = config?.deployments.find((d) => d.name === name);
+    const set = spec?.set ?? data.releases.find((r) => r.set)?.set;
+    // As the agent judges it (gates.ts): no longer than the stability timeout and the margin from its start.
+    const holdMs = spec ? spec.stability.timeout + ROLLBACK_HOLD_MARGIN_MS : undefined;
     if (config && !deployment && !configured.has(name) && !(set && gitSets.has(set))) continue;
     const now = current(data);
     const last = data.releases[0];
@@ -213,7 +213,9 @@ async function statusRows(
       last: last ? { release: last.id, result: last.result, message: last.messages[0] } : undefined,
       fence: data.fence,
       suspended: control.suspended.get(name),
-      ...(rollbackHolds(control.rollingBack.get(name)) ? { rollingBack: rollingBackOf(control, name) } : {}),
+      ...(rollbackHolds(control.rollingBack.get(name), Date.now(), holdMs)
+        ? { rollingBack: rollingBackOf(control, name) }
+        : {}),
       waiting: data.waiting,
       ...(members.length > 0 ? { replica: owners.get(name) ?? null } : {}),
       ...(members.length > 0 && !owners.has(name) ? { unsynced: unreported(name, members, config) } : {}),
@@ -397,7 +399,7 @@ export function releaseCommands(
         namespace,
         deployment,
         by: user ?? 'unknown',
-        holdMs: spec.stability.timeout + HOLD_MARGIN_MS,
+        holdMs: spec.stability.timeout + ROLLBACK_HOLD_MARGIN_MS,
         say: printErr,
       });
     };

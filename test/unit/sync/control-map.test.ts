@@ -72,6 +72,29 @@ describe('the control ConfigMap annotations', () => {
     expect(rollbackHolds(undefined)).toBe(false);
   });
 
+  it("holds a rollback no longer than the deployment's timeout and margin from its start, whatever its until says", () => {
+    const at = (t: string) => Date.parse(`2026-12-04T${t}Z`);
+    const hour = 3_600_000;
+    // Written by someone who may write the agent's namespace: held for years by its until.
+    const forever = {
+      token: 't',
+      by: 'x',
+      since: '2026-12-04T10:00:00.000Z',
+      until: '9999-12-31T00:00:00.000Z',
+    };
+    expect(rollbackHolds(forever, at('10:59:59'))).toBe(true);
+    expect(rollbackHolds(forever, at('10:59:59'), hour)).toBe(true);
+    expect(rollbackHolds(forever, at('11:00:00'), hour)).toBe(false);
+    // A since ahead of the clock would move the bound with it: beyond a minute's skew, no hold.
+    const ahead = { ...forever, since: '2026-12-04T10:02:00.000Z' };
+    expect(rollbackHolds(ahead, at('10:00:30'), hour)).toBe(false);
+    expect(rollbackHolds({ ...forever, since: '2026-12-04T10:00:50.000Z' }, at('10:00:00'), hour)).toBe(true);
+    expect(rollbackHolds({ ...forever, since: 'then' }, at('10:00:00'), hour)).toBe(false);
+    // The CLI's own hold ends at its until, before the bound.
+    const own = { ...forever, until: '2026-12-04T10:40:00.000Z' };
+    expect(rollbackHolds(own, at('10:40:00'), hour)).toBe(false);
+  });
+
   it('describes a suspension to the minute', () => {
     expect(
       describeSuspension({ since: '2026-11-23T10:00:41.123Z', by: 'alice', reason: 'maintenance' }),

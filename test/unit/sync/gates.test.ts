@@ -47,6 +47,8 @@ function world(
   } = {},
 ) {
   const calls: string[] = [];
+  /** The longest hold each question about a rollback allowed. */
+  const holdBounds: (number | undefined)[] = [];
   const releases = over.releases ?? {};
   const ledger = {
     read: async (name: string): Promise<LedgerData> => ({ releases: releases[name] ?? [], fence: undefined }),
@@ -82,7 +84,8 @@ function world(
     state: { deployments: new Map([['db', {}]]) },
     control: {
       suspended: (name: string) => (over.suspended?.includes(name) ? {} : undefined),
-      rollingBack: (name: string) => {
+      rollingBack: (name: string, maxMs?: number) => {
+        holdBounds.push(maxMs);
         const by = over.rollingBack?.[name];
         return by
           ? { token: 't', by, since: '2026-12-04T10:00:00.000Z', until: '2026-12-04T11:00:00.000Z' }
@@ -93,11 +96,16 @@ function world(
     pollRound: () => 0,
     busy: (name: string) => over.busy?.includes(name) === true,
   } as unknown as JobContext;
-  return { ctx, calls };
+  return { ctx, calls, holdBounds };
 }
 
 const web = {
-  spec: { name: 'web', dependsOn: ['db'], rollout: [{ clusters: ['one'] }] },
+  spec: {
+    name: 'web',
+    dependsOn: ['db'],
+    rollout: [{ clusters: ['one'] }],
+    stability: { timeout: 1_800_000 },
+  },
 } as unknown as DeploymentState;
 
 function planned(decision: Decision, over: Partial<Planned> = {}): Planned {
@@ -190,7 +198,11 @@ describe('the gates of a sync', () => {
   ])(
     'hold a deployment a rollback from the CLI holds, before taking anything: not even $what syncs',
     async ({ p }) => {
-      const { ctx, calls } = world({ rollingBack: { web: 'alice' }, shard: true, releases: dbStable });
+      const { ctx, calls, holdBounds } = world({
+        rollingBack: { web: 'alice' },
+        shard: true,
+        releases: dbStable,
+      });
       expect(await judge(ctx, web, p, 'take')).toMatchObject({
         hold: {
           gate: 'rolling-back',
@@ -199,6 +211,8 @@ describe('the gates of a sync', () => {
         },
       });
       expect(calls).toEqual([]);
+      // For no longer than the CLI asks: the stability timeout (30 minutes) and the margin (10).
+      expect(holdBounds).toEqual([40 * 60_000]);
       // Another deployment goes on.
       const other = world({ rollingBack: { api: 'alice' }, releases: dbStable });
       expect('give' in (await judge(other.ctx, web, planned(sync()), 'look'))).toBe(true);
