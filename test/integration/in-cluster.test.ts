@@ -88,14 +88,13 @@ config:
     await writeFile(join(secrets, 'ca.crt'), ca);
     await writeFile(join(secrets, 'namespace'), release);
     // The chart's own config, as the pod would read it, pointed at the manifests and the deployment's namespace.
-    const rendered = await kubectl(
-      '-n',
-      release,
-      'get',
-      'configmap',
-      '-o',
-      'jsonpath={.items[0].data.mooring\\.yaml}',
-    );
+    // (Found by its key: the namespace also holds the cluster's kube-root-ca.crt.)
+    const listed = JSON.parse(await kubectl('-n', release, 'get', 'configmap', '-o', 'json')) as {
+      items: { data?: Record<string, string> }[];
+    };
+    const rendered =
+      listed.items.find((c) => c.data?.['mooring.yaml'] !== undefined)?.data?.['mooring.yaml'] ?? '';
+    expect(rendered).not.toBe('');
     const config = parse(rendered) as {
       sources: { local: { path: string }[] };
       deployments: { namespace: string }[];

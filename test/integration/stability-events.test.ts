@@ -1,10 +1,11 @@
 // A wait that times out says why: the warning Events of the object and of what it owns. A StatefulSet whose Pods
 // PodSecurity refuses (the FailedCreate Event of the real StatefulSet controller is on the StatefulSet) and a
 // Deployment whose Pod is never ready (the Event is on the Pod, two owners from what was applied; the test bed's
-// kubelet writes none, so the test writes the kubelet's) are deployed with a short timeout: the progress lines and
-// the final error (of the CLI, and of the agent's deploy with its commit status) name the Event with the words it
-// was written with. Manifests are JSON, so that no YAML reading rule is involved; the invalid volume mode of a
-// StatefulSet is refused before anything is written.
+// kubelet runs no probes, so the test writes the kubelet's Event) are deployed with a short timeout: the progress
+// lines and the final error (of the CLI, and of the agent's deploy with its commit status) name the Event with the
+// words it was written with. Manifests are JSON, so that no YAML reading rule is involved; the invalid volume mode
+// of a StatefulSet is refused before anything is written. Pods whose ConfigMap or Secret is missing are refused by
+// the test bed's kubelet as by a real one (FailedMount, CreateContainerConfigError), and named the same way.
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/program.ts';
@@ -64,7 +65,7 @@ function deployment(namespace: string, name: string, pod: Record<string, unknown
   });
 }
 
-/** The test bed's kubelet writes no Events: the one a kubelet writes about a Pod whose readiness probe fails. */
+/** The test bed's kubelet runs no probes: the Event a kubelet writes about a Pod whose readiness probe fails. */
 function probeFailure(namespace: string, pod: { name: string; uid: string }): string {
   const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
   return JSON.stringify({
@@ -355,3 +356,98 @@ async function writeTemp(text: string): Promise<string> {
   const dir = await manifestDir({ 'event.json': text });
   return join(dir, 'event.json');
 }
+
+describe('a Pod whose configuration is missing, as a kubelet refuses it', () => {
+  const missing = useNamespace('stab-config');
+
+  function web(name: string, pod: Record<string, unknown>): string {
+    return JSON.stringify({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name, namespace: missing() },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: { app: name } },
+        template: { metadata: { labels: { app: name } }, spec: pod },
+      },
+    });
+  }
+
+  it('times out naming the FailedMount of a ConfigMap volume nobody applied', async () => {
+    const dir = await manifestDir({
+      'web.json': web('mounts', {
+        containers: [
+          { name: 'app', image: 'registry.invalid/app:1', volumeMounts: [{ name: 'conf', mountPath: '/c' }] },
+        ],
+        volumes: [{ name: 'conf', configMap: { name: 'never-applied' } }],
+      }),
+    });
+    const result = await deployTo(missing(), dir, '--application', 'mounts', '--timeout', '15s');
+    const out = `${result.stdout}\n${result.stderr}`;
+    expect(result.code, out).toBe(1);
+    expect(out).toMatch(
+      new RegExp(
+        `error: deploy timed out after .*Warning FailedMount (\\(x\\d+\\) )?on Pod ${missing()}/mounts-[a-z0-9-]+: MountVolume.SetUp failed for volume "conf" : configmap "never-applied" not found`,
+      ),
+    );
+  }, 60_000);
+
+  it('names the CreateContainerConfigError of a container whose environment names a missing key; the Pod starts once it is there', async () => {
+    const created = await kubectl(
+      '-n',
+      missing(),
+      'create',
+      'configmap',
+      'env-settings',
+      '--from-literal=other=1',
+    );
+    expect(created.code, created.stderr).toBe(0);
+    const dir = await manifestDir({
+      'web.json': web('reads', {
+        containers: [
+          {
+            name: 'app',
+            image: 'registry.invalid/app:1',
+            env: [{ name: 'LEVEL', valueFrom: { configMapKeyRef: { name: 'env-settings', key: 'level' } } }],
+          },
+        ],
+      }),
+    });
+    const result = await deployTo(missing(), dir, '--application', 'reads', '--timeout', '15s');
+    const out = `${result.stdout}\n${result.stderr}`;
+    expect(result.code, out).toBe(1);
+    // As for a rollout whose Pods crash, the wait goes on to its time-out (or the Deployment's progress deadline):
+    // someone may still create what is missing. What it waits on is said, in progress and at the end.
+    const said = `Warning Failed (\\(x\\d+\\) )?on Pod ${missing()}/reads-[a-z0-9-]+: Error: couldn't find key level in ConfigMap ${missing()}/env-settings`;
+    expect(out).toMatch(new RegExp(`error: deploy timed out after .*${said}`));
+    expect(out).toMatch(new RegExp(`^Deployment ${missing()}/reads: .*${said}`, 'm'));
+    // The key added by hand: the kubelet tries the Pod again, and it becomes ready without another deploy.
+    const patched = await kubectl(
+      '-n',
+      missing(),
+      'patch',
+      'configmap',
+      'env-settings',
+      '--type=merge',
+      '-p',
+      '{"data":{"level":"debug"}}',
+    );
+    expect(patched.code, patched.stderr).toBe(0);
+    await eventually(
+      'the Deployment available',
+      async () => {
+        const got = await kubectl(
+          '-n',
+          missing(),
+          'get',
+          'deployment',
+          'reads',
+          '-o',
+          'jsonpath={.status.availableReplicas}',
+        );
+        return got.stdout.trim() === '1' || undefined;
+      },
+      30_000,
+    );
+  }, 90_000);
+});

@@ -168,8 +168,10 @@ ${deployment('web').replace('spec: {containers: [{name: app, image: "app:1"}]}',
         expect(result.stdout).toContain(`ConfigMap ${ns()}/loose-v001 deleted (version history)`);
       }
     }
+    // Beside the cluster's own kube-root-ca.crt, which its controller manager publishes in every namespace.
     const names = (await core.listNamespacedConfigMap({ namespace: ns() })).items
       .map((c) => c.metadata?.name)
+      .filter((n) => n !== 'kube-root-ca.crt')
       .sort();
     expect(names).toEqual(['app-config-v000', 'app-config-v001', 'app-config-v002', 'loose-v002']);
     const undo = await kubectl('-n', ns(), 'rollout', 'undo', 'deployment/web', '--to-revision=1');
@@ -208,9 +210,9 @@ ${deployment('web').replace('spec: {containers: [{name: app, image: "app:1"}]}',
       'configmap/app-config-v000 deleted',
       'configmap/app-config-v002 deleted',
     ]);
-    const names = (await core.listNamespacedConfigMap({ namespace: ns() })).items.map(
-      (c) => c.metadata?.name,
-    );
+    const names = (await core.listNamespacedConfigMap({ namespace: ns() })).items
+      .map((c) => c.metadata?.name)
+      .filter((n) => n !== 'kube-root-ca.crt');
     expect(names).toEqual(['loose-v002']);
     const missing = await mooring(
       'delete',

@@ -299,7 +299,9 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       '--leader-elect=false',
       // resourcequota: a quota's usage is counted, so its admission refuses what a real cluster refuses (without
       // the controller a quota's status stays empty and admission lets everything through).
-      '--controllers=deployment,replicaset,statefulset,daemonset,job,cronjob,garbagecollector,namespace,serviceaccount,serviceaccount-token,endpoint,endpointslice,disruption,horizontalpodautoscaling,ttl-after-finished,resourcequota',
+      // root-ca-cert-publisher: every namespace's kube-root-ca.crt, which the token volume the ServiceAccount
+      // admission adds to each Pod mounts (the kubelet starts no Pod without it).
+      '--controllers=deployment,replicaset,statefulset,daemonset,job,cronjob,garbagecollector,namespace,serviceaccount,serviceaccount-token,endpoint,endpointslice,disruption,horizontalpodautoscaling,ttl-after-finished,resourcequota,root-ca-cert-publisher',
       `--service-account-private-key-file=${join(dir, 'sa.key')}`,
       `--root-ca-file=${join(certDir, 'apiserver.crt')}`,
       '--use-service-account-credentials=false',

@@ -5,6 +5,10 @@
 //   testbed.mooring.io/behavior: ready (default) | never-ready | crash-loop | fail | succeed
 // Pods owned by a Job succeed by default. LoadBalancer Services and Ingresses get status.loadBalancer, unless
 // annotated `testbed.mooring.io/load-balancer: never`.
+// As a real kubelet, it starts no Pod whose ConfigMaps and Secrets (volumes, env) are missing (pod-config.ts): the
+// Pod waits (ContainerCreating or CreateContainerConfigError) with a warning Event, and is tried again with a
+// backoff (500 ms doubling to the resync interval) until they exist.
+import { randomBytes } from 'node:crypto';
 import {
   CoreV1Api,
   type KubeConfig,
@@ -21,11 +25,20 @@ import {
   type V1Service,
   VersionApi,
 } from '@kubernetes/client-node';
+import {
+  blockedPodStatus,
+  type ConfigKind,
+  type ConfigProblem,
+  configProblem,
+  configReferences,
+} from './pod-config.ts';
 
 export const BEHAVIOR = 'testbed.mooring.io/behavior';
 export const LOAD_BALANCER = 'testbed.mooring.io/load-balancer';
 export const NODE_NAME = 'testbed-node';
 const RESYNC_MS = 10_000;
+/** How long a ConfigMap or Secret found is taken as there without reading it again. */
+const FOUND_MS = 2000;
 export const BEHAVIORS = ['ready', 'never-ready', 'crash-loop', 'fail', 'succeed'] as const;
 export type Behavior = (typeof BEHAVIORS)[number];
 
@@ -170,6 +183,14 @@ export class TestbedKubelet {
   /** One chain of work per object: events for the same object never race each other. */
   private readonly chains = new Map<string, Promise<void>>();
   private readonly stops: (() => void)[] = [];
+  /** Pods that cannot start for want of their configuration: what was reported, the Event, the next try. */
+  private readonly blocked = new Map<
+    string,
+    { message: string; event: string; count: number; delayMs: number; timer?: NodeJS.Timeout }
+  >();
+  private enqueuePod: ((pod: V1Pod) => void) | undefined;
+  /** ConfigMaps and Secrets found lately, by `namespace/kind/name`. */
+  private readonly found = new Map<string, { keys: ReadonlySet<string>; at: number }>();
   private nextIp = 2;
   private stopped = false;
 
@@ -182,7 +203,7 @@ export class TestbedKubelet {
 
   async start(): Promise<void> {
     await this.registerNode();
-    await this.watch(
+    this.enqueuePod = await this.watch(
       '/api/v1/pods',
       () => this.core.listPodForAllNamespaces(),
       (pod: V1Pod) => this.syncPod(pod),
@@ -202,6 +223,7 @@ export class TestbedKubelet {
   stop(): void {
     this.stopped = true;
     for (const stop of this.stops) stop();
+    for (const b of this.blocked.values()) clearTimeout(b.timer);
   }
 
   private async registerNode(): Promise<void> {
@@ -291,7 +313,7 @@ export class TestbedKubelet {
     path: string,
     list: () => Promise<{ items: T[] }>,
     sync: (obj: T) => Promise<void>,
-  ): Promise<void> {
+  ): Promise<(obj: T) => void> {
     const informer = makeInformer<T>(this.kc, path, list as never);
     const enqueue = (obj: T) => {
       const key = obj.metadata?.uid ?? `${obj.metadata?.namespace}/${obj.metadata?.name}`;
@@ -336,6 +358,7 @@ export class TestbedKubelet {
       clearInterval(resync);
       void informer.stop();
     });
+    return enqueue;
   }
 
   private async syncPod(pod: V1Pod): Promise<void> {
@@ -345,6 +368,8 @@ export class TestbedKubelet {
     if (pod.metadata?.deletionTimestamp) {
       // A real kubelet stops the containers and then removes the pod; without it pods stay Terminating forever.
       this.reported.delete(uid);
+      clearTimeout(this.blocked.get(uid)?.timer);
+      this.blocked.delete(uid);
       await this.core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 });
       return;
     }
@@ -366,10 +391,130 @@ export class TestbedKubelet {
     if (this.reported.get(uid) === behavior) return;
     if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return; // terminal phases are final
     const ip = pod.status?.podIP ?? `10.244.${Math.floor(this.nextIp / 250)}.${(this.nextIp++ % 250) + 2}`;
+    const problem = await this.configProblemOf(pod, namespace);
+    if (problem) {
+      await this.block(pod, problem, ip);
+      return;
+    }
+    clearTimeout(this.blocked.get(uid)?.timer);
+    this.blocked.delete(uid);
     const status = podStatusFor(pod, behavior, ip, new Date());
     await this.core.patchNamespacedPodStatus({ name, namespace, body: { status } }, mergePatch);
     this.reported.set(uid, behavior);
     this.log('pod status set', { namespace, name, behavior });
+  }
+
+  /** Reads what the Pod mounts and reads into its environment, as the kubelet does before starting it. */
+  private async configProblemOf(pod: V1Pod, namespace: string): Promise<ConfigProblem | undefined> {
+    const refs = configReferences(pod);
+    if (refs.length === 0) return undefined;
+    const found = new Map<string, ReadonlySet<string> | undefined>();
+    for (const ref of refs) {
+      const key = `${ref.kind}/${ref.name}`;
+      if (found.has(key)) continue;
+      found.set(key, await this.keysOf(ref.kind, ref.name, namespace));
+    }
+    return configProblem(namespace, refs, (kind: ConfigKind, name: string) => found.get(`${kind}/${name}`));
+  }
+
+  /**
+   * The keys of a ConfigMap or Secret, or undefined when it is missing. What was found is kept for a moment (the
+   * Pods of one rollout, and the kube-root-ca.crt every Pod mounts, cost one read), as a kubelet's watch-fed cache
+   * would; what was missing is read again at every try.
+   */
+  private async keysOf(
+    kind: ConfigKind,
+    name: string,
+    namespace: string,
+  ): Promise<ReadonlySet<string> | undefined> {
+    const key = `${namespace}/${kind}/${name}`;
+    const now = Date.now();
+    const cached = this.found.get(key);
+    if (cached && now - cached.at < FOUND_MS) return cached.keys;
+    let keys: ReadonlySet<string>;
+    try {
+      if (kind === 'ConfigMap') {
+        const cm = await this.core.readNamespacedConfigMap({ name, namespace });
+        keys = new Set([...Object.keys(cm.data ?? {}), ...Object.keys(cm.binaryData ?? {})]);
+      } else {
+        const secret = await this.core.readNamespacedSecret({ name, namespace });
+        keys = new Set(Object.keys(secret.data ?? {}));
+      }
+    } catch (error) {
+      if (statusCode(error) === 404) {
+        this.found.delete(key);
+        return undefined;
+      }
+      throw error;
+    }
+    if (this.found.size >= 10_000)
+      for (const [k, v] of this.found) if (now - v.at >= FOUND_MS) this.found.delete(k);
+    this.found.set(key, { keys, at: now });
+    return keys;
+  }
+
+  /**
+   * Reports a Pod that cannot start (its status and a warning Event, counted up while it stays so) and tries it
+   * again after a backoff, reading the Pod afresh.
+   */
+  private async block(pod: V1Pod, problem: ConfigProblem, ip: string): Promise<void> {
+    const name = pod.metadata?.name ?? '';
+    const namespace = pod.metadata?.namespace ?? 'default';
+    const uid = pod.metadata?.uid ?? '';
+    const now = new Date();
+    const previous = this.blocked.get(uid);
+    let entry = previous;
+    if (!previous || previous.message !== problem.message) {
+      clearTimeout(previous?.timer);
+      const status = blockedPodStatus(pod, problem, ip, pod.status?.qosClass ?? qosClassOf(pod), now);
+      await this.core.patchNamespacedPodStatus({ name, namespace, body: { status } }, mergePatch);
+      const event = `${name.slice(0, 200)}.${randomBytes(8).toString('hex')}`;
+      await this.core.createNamespacedEvent({
+        namespace,
+        body: {
+          metadata: { name: event, namespace },
+          involvedObject: { apiVersion: 'v1', kind: 'Pod', name, namespace, uid },
+          reason: problem.reason,
+          message: problem.message,
+          type: 'Warning',
+          source: { component: 'kubelet', host: NODE_NAME },
+          reportingComponent: 'kubelet',
+          reportingInstance: NODE_NAME,
+          firstTimestamp: now,
+          lastTimestamp: now,
+          count: 1,
+        },
+      });
+      entry = { message: problem.message, event, count: 1, delayMs: 500 };
+      this.blocked.set(uid, entry);
+      this.log('pod blocked', { namespace, name, reason: problem.reason, why: problem.message });
+    } else if (!previous.timer) {
+      // Tried again and still so: the Event is counted up, as a kubelet's recorder does.
+      previous.count += 1;
+      previous.delayMs = Math.min(previous.delayMs * 2, RESYNC_MS);
+      await this.core
+        .patchNamespacedEvent(
+          { name: previous.event, namespace, body: { count: previous.count, lastTimestamp: now } },
+          mergePatch,
+        )
+        .catch(() => undefined);
+    }
+    if (!entry || entry.timer || this.stopped) return;
+    const current = entry;
+    current.timer = setTimeout(() => {
+      current.timer = undefined;
+      if (this.stopped || this.blocked.get(uid) !== current) return;
+      this.core
+        .readNamespacedPod({ name, namespace })
+        .then((fresh) => {
+          if (fresh.metadata?.uid === uid) this.enqueuePod?.(fresh);
+          else this.blocked.delete(uid);
+        })
+        .catch((error: unknown) => {
+          if (statusCode(error) === 404) this.blocked.delete(uid);
+          else this.enqueuePod?.(pod);
+        });
+    }, current.delayMs);
   }
 
   private async syncService(svc: V1Service): Promise<void> {
