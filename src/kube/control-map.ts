@@ -138,14 +138,13 @@ export function requestToken(now = new Date()): string {
 
 /** How long a rollback from the CLI holds its deployment beyond the deployment's stability timeout. */
 export const ROLLBACK_HOLD_MARGIN_MS = 10 * 60_000;
-/** A `since` this far ahead of the agent's clock is a clock apart from it, or written to outlast any bound. */
-const CLOCK_SKEW_MS = 60_000;
 
 /**
  * Whether a rollback under way still holds at `now`: until its `until` (a rollback whose CLI died holds no longer)
  * and, given `maxMs` (the deployment's stability timeout and the margin, what the CLI asks for), no longer than
  * that from its `since`: whoever may write the control ConfigMap (its namespace's writers) cannot hold a deployment
- * for years with an `until` far ahead, nor with a `since` ahead of the clock.
+ * for years with an `until` far ahead. A `since` ahead of the clock (a CLI whose clock runs ahead) is taken up to
+ * `maxMs` ahead, so no entry holds longer than twice `maxMs` from now; one further ahead holds nothing.
  */
 export function rollbackHolds(
   rollback: RollbackUnderWay | undefined,
@@ -157,7 +156,7 @@ export function rollbackHolds(
   if (!Number.isFinite(until) || now >= until) return false;
   if (maxMs === undefined) return true;
   const since = Date.parse(rollback.since);
-  return Number.isFinite(since) && since <= now + CLOCK_SKEW_MS && now < since + maxMs;
+  return Number.isFinite(since) && since <= now + maxMs && now < since + maxMs;
 }
 
 /** How a suspension reads to people: `suspended since 2026-11-23T10:00Z by alice: maintenance`. */

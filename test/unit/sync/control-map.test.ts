@@ -85,10 +85,15 @@ describe('the control ConfigMap annotations', () => {
     expect(rollbackHolds(forever, at('10:59:59'))).toBe(true);
     expect(rollbackHolds(forever, at('10:59:59'), hour)).toBe(true);
     expect(rollbackHolds(forever, at('11:00:00'), hour)).toBe(false);
-    // A since ahead of the clock would move the bound with it: beyond a minute's skew, no hold.
-    const ahead = { ...forever, since: '2026-12-04T10:02:00.000Z' };
-    expect(rollbackHolds(ahead, at('10:00:30'), hour)).toBe(false);
-    expect(rollbackHolds({ ...forever, since: '2026-12-04T10:00:50.000Z' }, at('10:00:00'), hour)).toBe(true);
+    // A since ahead of the clock (a CLI's clock ahead) is taken up to the bound ahead, so nothing holds longer
+    // than twice the bound from now; further ahead, no hold.
+    const ahead = { ...forever, since: '2026-12-04T10:50:00.000Z' };
+    expect(rollbackHolds(ahead, at('10:00:00'), hour)).toBe(true);
+    expect(rollbackHolds(ahead, at('11:49:59'), hour)).toBe(true);
+    expect(rollbackHolds(ahead, at('11:50:00'), hour)).toBe(false);
+    expect(rollbackHolds({ ...forever, since: '2026-12-04T11:00:01.000Z' }, at('10:00:00'), hour)).toBe(
+      false,
+    );
     expect(rollbackHolds({ ...forever, since: 'then' }, at('10:00:00'), hour)).toBe(false);
     // The CLI's own hold ends at its until, before the bound.
     const own = { ...forever, until: '2026-12-04T10:40:00.000Z' };
