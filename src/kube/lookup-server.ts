@@ -16,6 +16,7 @@ import type { AddressInfo } from 'node:net';
 import type { KubeObject } from '../render/manifest.ts';
 import { namespaceAllowed } from '../render/namespace-boundary.ts';
 import { type KubeApi, METADATA_LIST } from './api.ts';
+import { KubeRequestError } from './api-errors.ts';
 import { statusCode } from './errors.ts';
 import { eachListPage, type ListEnd } from './list-pages.ts';
 import { selfSignedLoopback } from './self-signed.ts';
@@ -26,6 +27,11 @@ export interface LookupServerOptions {
   exclude?: readonly string[] | undefined;
   /** The most a lookup of a whole collection may read, in bytes of its objects' JSON (LOOKUP_LIST_MAX_BYTES). */
   maxListBytes?: number | undefined;
+  /**
+   * Group-versions whose discovery the render's capabilities just found failing (an aggregated API whose server is
+   * down): helm's discovery of them is answered with that failure at once.
+   */
+  unavailable?: readonly { groupVersion: string; status: number }[] | undefined;
 }
 
 /**
@@ -52,6 +58,14 @@ const VERSIONED = new Map([
   ['secrets', 'Secret'],
 ]);
 const MAX_REFUSALS = 20;
+/**
+ * How long helm's discovery of one group-version (`/apis/metrics.k8s.io/v1beta1`) is tried again on a server error.
+ * An aggregated API whose server is down answers 503 for as long as it is down, and helm asks for each group-version
+ * several times in one render: retried with the client's whole budget each time, one such API held every chart with
+ * a `lookup` past the tool's timeout. Within one render a group-version that failed is answered with that failure at
+ * once, as the API server answered it; helm then does without it, as it does against the API server itself.
+ */
+const GROUP_DISCOVERY_RETRY_MS = 2_000;
 
 /** What a request asks for: discovery, or objects of a resource in a namespace (one by name, or the list). */
 type Asked =
@@ -105,6 +119,32 @@ export async function openLookupEndpoint(
   const boundary = { namespaces, clusterScoped: false };
   const inScope = (ns: string) => namespaceAllowed(boundary, ns) && !(options.exclude ?? []).includes(ns);
 
+  // Group-versions whose discovery failed with a server error in this render, with the answer given for them.
+  const groupFailures = new Map<string, { code: number; body: unknown }>();
+  for (const { groupVersion, status: code } of options.unavailable ?? []) {
+    const path = groupVersion.includes('/') ? `/apis/${groupVersion}` : `/api/${groupVersion}`;
+    const message = `the server is currently unable to handle the request (${groupVersion})`;
+    groupFailures.set(path, { code, body: status(code, 'ServiceUnavailable', message) });
+  }
+  const discover = async (path: string): Promise<{ code: number; body: unknown }> => {
+    // `/version`, `/api`, `/apis`: the API server's own, tried again as every read of it is.
+    if (path === '/version' || path === '/api' || path === '/apis')
+      return { code: 200, body: await api.request('GET', path) };
+    const failed = groupFailures.get(path);
+    if (failed) return failed;
+    try {
+      return { code: 200, body: await api.request('GET', path, { retryForMs: GROUP_DISCOVERY_RETRY_MS }) };
+    } catch (error) {
+      if (!(error instanceof KubeRequestError) || error.code < 500) throw error;
+      const given = {
+        code: error.code,
+        body: isStatus(error.body) ? error.body : status(error.code, 'ServiceUnavailable', error.message),
+      };
+      groupFailures.set(path, given);
+      return given;
+    }
+  };
+
   const answer = async (req: IncomingMessage): Promise<{ code: number; body: unknown }> => {
     const given = Buffer.from(req.headers.authorization ?? '');
     if (given.length !== expected.length || !timingSafeEqual(given, expected))
@@ -115,7 +155,7 @@ export async function openLookupEndpoint(
       return { code: 405, body: status(405, 'MethodNotAllowed', 'a lookup only reads') };
     }
     const asked = askedBy(path);
-    if (asked.type === 'discovery') return { code: 200, body: await api.request('GET', path) };
+    if (asked.type === 'discovery') return discover(path);
     if (asked.type === 'refused') return notFound(asked.why, asked.quiet ? () => {} : refuse);
     if (!inScope(asked.namespace))
       return notFound(
@@ -247,6 +287,10 @@ function notFound(why: string, refuse: (why: string) => void): { code: number; b
   return { code: 404, body: status(404, 'NotFound', why) };
 }
 
+function isStatus(body: unknown): boolean {
+  return typeof body === 'object' && body !== null && (body as { kind?: unknown }).kind === 'Status';
+}
+
 function status(code: number, reason: string, message: string) {
   return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code };
 }
@@ -277,6 +321,14 @@ function kubeconfigFor(server: string, ca: string, token: string, namespace: str
 export function chartLookup(
   api: KubeApi,
   options: LookupServerOptions = {},
-): { open(namespaces: readonly string[]): Promise<LookupEndpoint> } {
-  return { open: (namespaces) => openLookupEndpoint(api, namespaces, options) };
+): {
+  open(
+    namespaces: readonly string[],
+    known?: Pick<LookupServerOptions, 'unavailable'>,
+  ): Promise<LookupEndpoint>;
+} {
+  return {
+    open: (namespaces, known) =>
+      openLookupEndpoint(api, namespaces, { ...options, unavailable: known?.unavailable ?? [] }),
+  };
 }

@@ -163,7 +163,43 @@ data:
     expect(rendered.stderr).toContain(
       `warning: ${chart}: the cluster's discovery of ${group}/v1 failed (HTTP 503): .Capabilities leaves it out`,
     );
-  }, 120_000);
+
+    // A chart with a `lookup` (helm then reads the cluster's discovery itself, through the render's lookup endpoint)
+    // renders too, and its lookup reads the live object: the group-version that fails is answered with its failure,
+    // as the API server answers it, not tried again until the render's tool timeout (one minute) has passed.
+    const looked = await kubectl(
+      'create',
+      'configmap',
+      'looked-up',
+      '-n',
+      'default',
+      '--from-literal=kept=yes',
+    );
+    expect(looked.code, looked.stderr).toBe(0);
+    stops.push(async () => {
+      await kubectl('delete', 'configmap', 'looked-up', '-n', 'default', '--ignore-not-found');
+    });
+    const lookupChart = await manifestDir({
+      'Chart.yaml': 'apiVersion: v2\nname: looks\nversion: 0.1.0\n',
+      'templates/cm.yaml': `{{- $live := lookup "v1" "ConfigMap" .Release.Namespace "looked-up" }}
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: looks}
+data:
+  kept: {{ dig "data" "kept" "none" $live | quote }}
+`,
+    });
+    const withLookup = await mooring(
+      'render',
+      lookupChart,
+      '--kubeconfig',
+      testbed().kube.kubeconfig,
+      '-n',
+      'default',
+    );
+    expect(withLookup.code, withLookup.stderr).toBe(0);
+    expect(withLookup.stdout).toContain('kept: "yes"');
+  }, 180_000);
 
   it("renders what a chart gates on a kind once another deployment of the agent installed the kind's CRD", async () => {
     const suffix = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;

@@ -16,7 +16,12 @@ export interface LookupEndpoint {
 
 /** Opens an endpoint answering reads of live objects in `namespaces` (a deployment's own first). */
 export interface ChartLookup {
-  open(namespaces: readonly string[]): Promise<LookupEndpoint>;
+  open(namespaces: readonly string[], known?: KnownDiscovery): Promise<LookupEndpoint>;
+}
+
+/** What the render already knows of the cluster's discovery: group-versions whose listing failed just now. */
+export interface KnownDiscovery {
+  unavailable?: readonly { groupVersion: string; status: number }[] | undefined;
 }
 
 /**
@@ -30,6 +35,8 @@ export function unmappedKind(message: string): boolean {
 /** What the chart's render is given for its lookups: the endpoint's opener and the namespaces it may read. */
 export interface LookupRequest {
   lookup?: ChartLookup | undefined;
+  /** Group-versions the render's capabilities found failing: helm's discovery is answered so for them at once. */
+  unavailableApis?: readonly { groupVersion: string; status: number }[] | undefined;
   /** The namespaces lookups may read (the deployment's own first); the release namespace when absent. */
   lookupNamespaces?: readonly string[] | undefined;
 }
@@ -48,7 +55,9 @@ export async function renderWithLookup<T extends { warnings: string[] }>(
   run: (extraArgs: readonly string[]) => Promise<T>,
 ): Promise<T> {
   if (!request.lookup || (request.chart !== undefined && !(await mayLookUp(request.chart)))) return run([]);
-  const endpoint = await request.lookup.open(request.lookupNamespaces ?? [request.namespace]);
+  const endpoint = await request.lookup.open(request.lookupNamespaces ?? [request.namespace], {
+    unavailable: request.unavailableApis,
+  });
   try {
     const kubeconfig = join(home, 'lookup-kubeconfig');
     await writeFile(kubeconfig, endpoint.kubeconfig, { mode: 0o600 });
