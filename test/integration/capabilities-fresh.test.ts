@@ -97,24 +97,30 @@ describe('.Capabilities of a long-lived process', () => {
   it('does without an aggregated API whose server is down, as helm does, within seconds', async () => {
     // As metrics.k8s.io while metrics-server is down: registered, listed in /apis, its discovery a 503.
     const group = `down-${Date.now().toString(36)}${randomBytes(2).toString('hex')}.example.com`;
-    const name = `v1.${group}`;
+    // Three versions of it: helm logs two lines for each group-version whose discovery fails, more than the five
+    // lines a tool's failure is quoted with, before its own error (below).
+    const versions = ['v1', 'v2', 'v3'];
     const dir = await manifestDir({
-      'apiservice.yaml': `apiVersion: apiregistration.k8s.io/v1
+      'apiservice.yaml': versions
+        .map(
+          (version) => `apiVersion: apiregistration.k8s.io/v1
 kind: APIService
-metadata: {name: ${name}}
+metadata: {name: ${version}.${group}}
 spec:
   group: ${group}
-  version: v1
+  version: ${version}
   groupPriorityMinimum: 100
   versionPriority: 100
   insecureSkipTLSVerify: true
   service: {name: nowhere, namespace: default, port: 443}
 `,
+        )
+        .join('---\n'),
     });
     const applied = await kubectl('apply', '-f', `${dir}/apiservice.yaml`);
     expect(applied.code, applied.stderr).toBe(0);
     stops.push(async () => {
-      await kubectl('delete', 'apiservice', name, '--wait=false');
+      await kubectl('delete', 'apiservice', ...versions.map((v) => `${v}.${group}`), '--wait=false');
     });
     const api = new KubeApi(clusterConfig());
     stops.push(async () => api.close());
@@ -199,6 +205,53 @@ data:
     );
     expect(withLookup.code, withLookup.stderr).toBe(0);
     expect(withLookup.stdout).toContain('kept: "yes"');
+
+    // A chart that also brings a CRD and an object of it (a monitoring stack's shape) cannot be dry-run by helm before
+    // the CRD is installed: it is rendered without lookup and said so. helm's error, logged after client-go's lines
+    // about the failing group, is what decides that, and what the render's message would quote.
+    const crdGroup = `looks-${randomBytes(3).toString('hex')}.example.com`;
+    const withCrd = await manifestDir({
+      'Chart.yaml': 'apiVersion: v2\nname: stack\nversion: 0.1.0\n',
+      'crds/widgets.yaml': `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.${crdGroup}}
+spec:
+  group: ${crdGroup}
+  scope: Namespaced
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`,
+      'templates/widget.yaml': `apiVersion: ${crdGroup}/v1
+kind: Widget
+metadata: {name: w}
+spec: {size: 1}
+`,
+      'templates/cm.yaml': `{{- $live := lookup "v1" "ConfigMap" .Release.Namespace "looked-up" }}
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: stack}
+data:
+  kept: {{ dig "data" "kept" "none" $live | quote }}
+`,
+    });
+    const stack = await mooring(
+      'render',
+      withCrd,
+      '--kubeconfig',
+      testbed().kube.kubeconfig,
+      '-n',
+      'default',
+    );
+    expect(stack.code, stack.stderr).toBe(0);
+    expect(stack.stdout).toContain('kind: Widget');
+    expect(stack.stderr).toContain(
+      'rendered without lookup, so values the chart keeps with lookup are made anew',
+    );
+    expect(stack.stderr).toContain('no matches for kind "Widget"');
   }, 180_000);
 
   it("renders what a chart gates on a kind once another deployment of the agent installed the kind's CRD", async () => {

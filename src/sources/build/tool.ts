@@ -65,11 +65,37 @@ function toolLines(text: string, run: Pick<ToolRun, 'clean' | 'secrets'>): strin
 }
 
 /**
+ * A line Go's client libraries log through klog (helm's and kubectl's discovery while an aggregated API is down:
+ * `E1206 06:40:08.744986    2408 memcache.go:287] "Unhandled Error" err="couldn't get resource list for
+ * metrics.k8s.io/v1beta1: …" logger="UnhandledError"`) as its message alone, so that the same message logged at
+ * four instants is one warning; any other line as it is.
+ */
+function klogText(line: string): string {
+  const klog = /^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w.-]+:\d+\] (.*)$/.exec(line);
+  if (!klog) return line;
+  const rest = klog[1] ?? '';
+  const err = /(?:^|\s)err="((?:[^"\\]|\\.)*)"/.exec(rest);
+  if (err) return (err[1] ?? '').replace(/\\(.)/g, '$1');
+  return rest;
+}
+
+/**
+ * helm's and kustomize's own error (`Error: …`, and the lines that continue it) before what they logged on the
+ * way to it: a cut to a few lines keeps the cause, not five lines of a discovery warning logged first.
+ */
+function errorFirst(lines: readonly string[]): string[] {
+  const at = lines.findIndex((line) => /^Error:/.test(line.trim()));
+  const logged = (at <= 0 ? lines : lines.slice(0, at)).map((line) => klogText(line.trim()));
+  if (at <= 0) return [...new Set(logged)];
+  return [...lines.slice(at), ...new Set(logged)];
+}
+
+/**
  * One line of a tool's standard error as a warning's text: without kustomize's `# Warning: `, helm 3's
  * `coalesce.go:286: warning: ` or helm 4's `level=WARN msg="…"` around it (fields kept after a colon).
  */
 function warningText(raw: string): string {
-  let line = raw.trim();
+  let line = klogText(raw.trim());
   const slog = /^time=\S+ /.test(line) ? line.replace(/^time=\S+ /, '') : line;
   const structured = /^level=\w+ msg="((?:[^"\\]|\\.)*)"(.*)$/.exec(slog);
   if (structured) {
@@ -130,9 +156,11 @@ export async function runToolWithWarnings(run: ToolRun): Promise<ToolOutput> {
       throw fail(`${run.step} failed: its output is ${overLimit('toolMaxOutputBytes', maxOutputBytes)}`);
     if (memoryBytes > 0 && OUT_OF_MEMORY.test(result.stderr))
       throw fail(`${run.step} ran out of its memory limit (${bytes(memoryBytes)}; render.toolMemoryBytes)`);
-    const why = toolLines(
-      (result.stderr || result.error?.message || `exited with ${result.code ?? result.signal}`).trim(),
-      run,
+    const why = errorFirst(
+      toolLines(
+        (result.stderr || result.error?.message || `exited with ${result.code ?? result.signal}`).trim(),
+        run,
+      ),
     )
       .slice(0, 5)
       .join('; ')

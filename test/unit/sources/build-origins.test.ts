@@ -406,6 +406,22 @@ describe('tool warnings', () => {
     ]);
   });
 
+  it('passes on a message client-go logged (klog) once, without its time and source, however often it was logged', () => {
+    const logged = (at: string, line: number) =>
+      `E1206 06:40:0${at}.744986    2408 memcache.go:${line}] "Unhandled Error" err="couldn't get resource list for metrics.k8s.io/v1beta1: the server is currently unable to handle the request (metrics.k8s.io/v1beta1)" logger="UnhandledError"`;
+    const stderr = [
+      logged('1', 287),
+      logged('2', 121),
+      logged('3', 287),
+      'W1206 06:40:09.1 7 warnings.go:70] plain',
+      '',
+    ].join('\n');
+    expect(toolWarnings(stderr, run)).toEqual([
+      "overlays/prod/kustomization.yaml: couldn't get resource list for metrics.k8s.io/v1beta1: the server is currently unable to handle the request (metrics.k8s.io/v1beta1)",
+      'overlays/prod/kustomization.yaml: plain',
+    ]);
+  });
+
   it('redacts decrypted values and bounds how many lines are passed on', () => {
     expect(toolWarnings('value hunter2-secret leaked\n', { ...run, secrets: ['hunter2-secret'] })).toEqual([
       expect.not.stringContaining('hunter2-secret'),

@@ -25,6 +25,29 @@ describe('runTool', () => {
     );
   });
 
+  it("puts helm's own error before what client-go logged on the way to it (an aggregated API down)", async () => {
+    const logged = (at: string) =>
+      `E1206 06:40:0${at}.744986    2408 memcache.go:287] "Unhandled Error" err="couldn't get resource list for metrics.k8s.io/v1beta1: the server is currently unable to handle the request (metrics.k8s.io/v1beta1)" logger="UnhandledError"`;
+    const stderr = [
+      'level=WARN msg="This chart or one of its subcharts contains CRDs."',
+      logged('1'),
+      logged('2'),
+      logged('3'),
+      logged('4'),
+      logged('5'),
+      'Error: unable to build kubernetes objects from release manifest: [resource mapping not found for name: "web" namespace: "shop" from "": no matches for kind "Prometheus" in version "monitoring.coreos.com/v1"',
+      'ensure CRDs are installed first]',
+    ].join('\n');
+    const failing = runTool({
+      ...base,
+      binary: 'sh',
+      args: ['-c', `cat >&2 <<'EOF'\n${stderr}\nEOF\nexit 1`],
+    });
+    await expect(failing).rejects.toThrow(
+      'charts/web: helm template failed: Error: unable to build kubernetes objects from release manifest: [resource mapping not found for name: "web" namespace: "shop" from "": no matches for kind "Prometheus" in version "monitoring.coreos.com/v1"; ensure CRDs are installed first]; level=WARN msg="This chart or one of its subcharts contains CRDs."; couldn\'t get resource list for metrics.k8s.io/v1beta1: the server is currently unable to handle the request (metrics.k8s.io/v1beta1)',
+    );
+  });
+
   it("leaves out helm's advice about its own --debug flag", async () => {
     const failing = runTool({
       ...base,
