@@ -301,7 +301,10 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       // the controller a quota's status stays empty and admission lets everything through).
       // root-ca-cert-publisher: every namespace's kube-root-ca.crt, which the token volume the ServiceAccount
       // admission adds to each Pod mounts (the kubelet starts no Pod without it).
-      '--controllers=deployment,replicaset,statefulset,daemonset,job,cronjob,garbagecollector,namespace,serviceaccount,serviceaccount-token,endpoint,endpointslice,disruption,horizontalpodautoscaling,ttl-after-finished,resourcequota,root-ca-cert-publisher',
+      // persistentvolume-binder binds each claim to the volume the bed's provisioner makes for it (kubelet.ts);
+      // pvc-protection and pv-protection lift the finalizers admission puts on claims and volumes once unused
+      // (without them a claim is never deleted); ephemeral-volume makes a Pod's generic ephemeral claims.
+      '--controllers=deployment,replicaset,statefulset,daemonset,job,cronjob,garbagecollector,namespace,serviceaccount,serviceaccount-token,endpoint,endpointslice,disruption,horizontalpodautoscaling,ttl-after-finished,resourcequota,root-ca-cert-publisher,persistentvolume-binder,pvc-protection,pv-protection,ephemeral-volume',
       `--service-account-private-key-file=${join(dir, 'sa.key')}`,
       `--root-ca-file=${join(certDir, 'apiserver.crt')}`,
       '--use-service-account-credentials=false',

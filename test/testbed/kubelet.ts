@@ -8,6 +8,10 @@
 // As a real kubelet, it starts no Pod whose ConfigMaps and Secrets (volumes, env) are missing (pod-config.ts): the
 // Pod waits (ContainerCreating or CreateContainerConfigError) with a warning Event, and is tried again with a
 // backoff (500 ms doubling to the resync interval) until they exist.
+// As kube-scheduler, it binds no Pod whose PersistentVolumeClaims are missing or unbound (pod-claims.ts): the Pod
+// stays Pending and unscheduled with a FailedScheduling Event. As a cluster's storage provisioner, it keeps a
+// default StorageClass (`standard`, binding at once) and makes a PersistentVolume for each claim of it, which the
+// controller manager's persistentvolume-binder binds; a volume released by its deleted claim is deleted.
 import { randomBytes } from 'node:crypto';
 import {
   CoreV1Api,
@@ -16,15 +20,28 @@ import {
   makeInformer,
   NetworkingV1Api,
   PatchStrategy,
+  StorageV1Api,
   setHeaderOptions,
   type V1Container,
   type V1ContainerStatus,
   type V1Ingress,
+  type V1PersistentVolume,
+  type V1PersistentVolumeClaim,
   type V1Pod,
   type V1PodStatus,
   type V1Service,
   VersionApi,
 } from '@kubernetes/client-node';
+import {
+  claimNames,
+  claimProblem,
+  PROVISIONER,
+  type ScheduleProblem,
+  STORAGE_CLASS,
+  unschedulableStatus,
+  volumeFor,
+  volumeToDelete,
+} from './pod-claims.ts';
 import {
   blockedPodStatus,
   type ConfigKind,
@@ -218,6 +235,77 @@ export class TestbedKubelet {
       () => this.networking.listIngressForAllNamespaces(),
       (ing: V1Ingress) => this.syncIngress(ing),
     );
+    await this.registerStorageClass();
+    await this.watch(
+      '/api/v1/persistentvolumeclaims',
+      () => this.core.listPersistentVolumeClaimForAllNamespaces(),
+      (claim: V1PersistentVolumeClaim) => this.syncClaim(claim),
+    );
+    await this.watch(
+      '/api/v1/persistentvolumes',
+      () => this.core.listPersistentVolume(),
+      (volume: V1PersistentVolume) => this.syncVolume(volume),
+    );
+  }
+
+  /** The default StorageClass, as a cluster's installer leaves one (kind's `standard`), binding at once. */
+  private async registerStorageClass(): Promise<void> {
+    try {
+      await this.kc.makeApiClient(StorageV1Api).createStorageClass({
+        body: {
+          apiVersion: 'storage.k8s.io/v1',
+          kind: 'StorageClass',
+          metadata: {
+            name: STORAGE_CLASS,
+            annotations: { 'storageclass.kubernetes.io/is-default-class': 'true' },
+          },
+          provisioner: PROVISIONER,
+          reclaimPolicy: 'Delete',
+          volumeBindingMode: 'Immediate',
+        },
+      });
+    } catch (error) {
+      if (statusCode(error) !== 409) throw error;
+    }
+  }
+
+  /** A claim of the bed's StorageClass without a volume gets one made for it; the binder binds the two. */
+  private async syncClaim(claim: V1PersistentVolumeClaim): Promise<void> {
+    const volume = volumeFor(claim);
+    if (!volume) return;
+    try {
+      await this.core.createPersistentVolume({ body: volume });
+      this.log('volume provisioned', {
+        namespace: claim.metadata?.namespace,
+        claim: claim.metadata?.name,
+        volume: volume.metadata?.name,
+      });
+    } catch (error) {
+      if (statusCode(error) !== 409) throw error;
+    }
+  }
+
+  /** A volume the provisioner made, released by its deleted claim, is deleted (reclaimPolicy Delete). */
+  private async syncVolume(volume: V1PersistentVolume): Promise<void> {
+    if (!volumeToDelete(volume)) return;
+    await this.core.deletePersistentVolume({ name: volume.metadata?.name ?? '' });
+    this.log('volume deleted', { volume: volume.metadata?.name });
+  }
+
+  /** Why the scheduler would not bind the Pod for want of its claims, reading each (undefined: it can). */
+  private async scheduleProblemOf(pod: V1Pod, namespace: string): Promise<ScheduleProblem | undefined> {
+    const names = claimNames(pod);
+    if (names.length === 0) return undefined;
+    const claims = new Map<string, V1PersistentVolumeClaim | undefined>();
+    for (const name of names) {
+      try {
+        claims.set(name, await this.core.readNamespacedPersistentVolumeClaim({ name, namespace }));
+      } catch (error) {
+        if (statusCode(error) !== 404) throw error;
+        claims.set(name, undefined);
+      }
+    }
+    return claimProblem(pod, (name) => claims.get(name));
   }
 
   stop(): void {
@@ -374,6 +462,13 @@ export class TestbedKubelet {
       return;
     }
     if (!pod.spec?.nodeName) {
+      const unschedulable = await this.scheduleProblemOf(pod, namespace);
+      if (unschedulable) {
+        await this.block(pod, unschedulable, '');
+        return;
+      }
+      clearTimeout(this.blocked.get(uid)?.timer);
+      this.blocked.delete(uid);
       await this.core.createNamespacedPodBinding({
         name,
         namespace,
@@ -457,7 +552,7 @@ export class TestbedKubelet {
    * Reports a Pod that cannot start (its status and a warning Event, counted up while it stays so) and tries it
    * again after a backoff, reading the Pod afresh.
    */
-  private async block(pod: V1Pod, problem: ConfigProblem, ip: string): Promise<void> {
+  private async block(pod: V1Pod, problem: ConfigProblem | ScheduleProblem, ip: string): Promise<void> {
     const name = pod.metadata?.name ?? '';
     const namespace = pod.metadata?.namespace ?? 'default';
     const uid = pod.metadata?.uid ?? '';
@@ -466,8 +561,12 @@ export class TestbedKubelet {
     let entry = previous;
     if (!previous || previous.message !== problem.message) {
       clearTimeout(previous?.timer);
-      const status = blockedPodStatus(pod, problem, ip, pod.status?.qosClass ?? qosClassOf(pod), now);
+      const status =
+        problem.stage === 'schedule'
+          ? unschedulableStatus(pod, problem, now)
+          : blockedPodStatus(pod, problem, ip, pod.status?.qosClass ?? qosClassOf(pod), now);
       await this.core.patchNamespacedPodStatus({ name, namespace, body: { status } }, mergePatch);
+      const component = problem.stage === 'schedule' ? 'default-scheduler' : 'kubelet';
       const event = `${name.slice(0, 200)}.${randomBytes(8).toString('hex')}`;
       await this.core.createNamespacedEvent({
         namespace,
@@ -477,9 +576,9 @@ export class TestbedKubelet {
           reason: problem.reason,
           message: problem.message,
           type: 'Warning',
-          source: { component: 'kubelet', host: NODE_NAME },
-          reportingComponent: 'kubelet',
-          reportingInstance: NODE_NAME,
+          source: component === 'kubelet' ? { component, host: NODE_NAME } : { component },
+          reportingComponent: component,
+          reportingInstance: component === 'kubelet' ? NODE_NAME : component,
           firstTimestamp: now,
           lastTimestamp: now,
           count: 1,
