@@ -15,7 +15,7 @@ import {
   section,
   text,
 } from './status-fields.ts';
-import { failed, progressing, stable, type Verdict } from './verdict.ts';
+import { type ClusterFacts, failed, progressing, stable, type Verdict } from './verdict.ts';
 
 /** Kinds with nothing to converge: the API server's acceptance is the whole of their rollout. */
 export function alwaysStable(): Verdict {
@@ -43,13 +43,39 @@ export function ingressStability(object: KubeObject): Verdict {
     : progressing('waiting for the ingress controller to bind a load balancer');
 }
 
-export function persistentVolumeClaimStability(object: KubeObject): Verdict {
+/** Set on a claim by the scheduler once it has placed a Pod that mounts it: binding is then under way. */
+export const SELECTED_NODE_ANNOTATION = 'volume.kubernetes.io/selected-node';
+
+export function persistentVolumeClaimStability(
+  object: KubeObject,
+  _now?: Date,
+  facts?: ClusterFacts,
+): Verdict {
   const status = section(object, 'status');
   const phase = text(status, 'phase');
-  const volume = text(section(object, 'spec'), 'volumeName');
+  const spec = section(object, 'spec');
+  const volume = text(spec, 'volumeName');
   if (phase === 'Bound') return stable(`bound to PersistentVolume ${volume ?? '(unknown)'}`);
   if (phase === 'Lost') return failed(`lost its PersistentVolume ${volume ?? '(unknown)'}`);
-  // A claim whose StorageClass binds on first consumer stays Pending until a pod using it is scheduled.
+  // A claim whose StorageClass binds on first consumer (kind's, most clouds' default classes) stays Pending, by
+  // design, until a Pod that mounts it is scheduled: the scheduler then names the node on the claim and the
+  // volume is made there. Until then there is nothing to wait for (its consumer may be a CronJob, a workload
+  // scaled to 0, a later deploy); what mounts it waits for the binding in its own verdict. Once a node is
+  // selected, the claim waits to be bound like any other. Without the class's mode (not readable), as before.
+  const className = text(spec, 'storageClassName');
+  const selected: unknown = object.metadata.annotations?.[SELECTED_NODE_ANNOTATION];
+  if (
+    phase === 'Pending' &&
+    !volume &&
+    className !== undefined &&
+    facts?.volumeBindingModes?.get(className) === 'WaitForFirstConsumer'
+  ) {
+    if (typeof selected !== 'string' || selected === '')
+      return stable(
+        `pending until a Pod that mounts it is scheduled (StorageClass ${className}: volumeBindingMode WaitForFirstConsumer)`,
+      );
+    return progressing(`phase Pending, a volume being made for node ${selected} (StorageClass ${className})`);
+  }
   return progressing(`phase ${phase ?? 'not reported'}, waiting to be bound to a volume`);
 }
 

@@ -26,10 +26,16 @@ import {
   statefulSetStability,
 } from './rules-workloads.ts';
 import { integer, section } from './status-fields.ts';
-import { progressing, type Stability, type StabilityRule, type Verdict } from './verdict.ts';
+import {
+  type ClusterFacts,
+  progressing,
+  type Stability,
+  type StabilityRule,
+  type Verdict,
+} from './verdict.ts';
 
 export { ALWAYS_STABLE_KINDS } from './always-stable.ts';
-export type { Stability, StabilityRule, StabilityState, Verdict } from './verdict.ts';
+export type { ClusterFacts, Stability, StabilityRule, StabilityState, Verdict } from './verdict.ts';
 
 /** Workload groups: `extensions` served Deployment, ReplicaSet and DaemonSet before `apps` (never StatefulSet). */
 const WORKLOAD_GROUPS = ['apps', 'extensions'] as const;
@@ -120,15 +126,21 @@ export function judgedByMetadata(object: Pick<KubeObject, 'apiVersion' | 'kind'>
 
 /**
  * The verdict for one live object as read from the API server (with status). `now` for age-based rules; `health`
- * the programmable rules in force, which take the place of the built-in rule of their kinds.
+ * the programmable rules in force, which take the place of the built-in rule of their kinds; `facts` what the
+ * deploy read of the cluster for the rules that need it (ClusterFacts).
  */
-export function stabilityOf(object: KubeObject, now: Date = new Date(), health?: HealthRules): Stability {
+export function stabilityOf(
+  object: KubeObject,
+  now: Date = new Date(),
+  health?: HealthRules,
+  facts?: ClusterFacts,
+): Stability {
   const key = ruleKey(object);
   const programmed = health?.get(key);
   const rule: StabilityRule = programmed
     ? (o) => healthRuleStability(programmed, o)
     : (STABILITY_RULES.get(key) ?? conditionsStability);
-  const verdict = deletion(object, now) ?? unobservedGeneration(object) ?? rule(object, now);
+  const verdict = deletion(object, now) ?? unobservedGeneration(object) ?? rule(object, now, facts);
   const stability: Stability = {
     state: verdict.state,
     message: `${describeObject(object)}: ${verdict.detail}`,

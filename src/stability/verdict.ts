@@ -22,8 +22,20 @@ export interface Verdict {
   againMs?: number;
 }
 
-/** A per-kind rule. `now` is for rules that compare timestamps in the status with the present. */
-export type StabilityRule = (object: KubeObject, now: Date) => Verdict;
+/**
+ * What a few rules need to know of the cluster beyond the object itself, read once per deploy
+ * (src/sync/deploy/wait.ts). Absent or partial when it could not be read: the rules then judge as without it.
+ */
+export interface ClusterFacts {
+  /** `volumeBindingMode` of each StorageClass, by name (`Immediate`, `WaitForFirstConsumer`). */
+  volumeBindingModes?: ReadonlyMap<string, string>;
+}
+
+/**
+ * A per-kind rule. `now` is for rules that compare timestamps in the status with the present; `facts` what the
+ * deploy read of the cluster for the rules that need it.
+ */
+export type StabilityRule = (object: KubeObject, now: Date, facts?: ClusterFacts) => Verdict;
 
 export function stable(detail: string): Verdict {
   return { state: 'stable', detail };

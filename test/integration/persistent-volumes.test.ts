@@ -95,4 +95,93 @@ describe('workloads with persistent volumes', () => {
     const pods = await core().listNamespacedPod({ namespace: ns(), labelSelector: 'app=stuck-db' });
     expect(pods.items.map((p) => [p.spec?.nodeName, p.status?.phase])).toEqual([[undefined, 'Pending']]);
   }, 120_000);
+
+  // Most clusters' default StorageClass binds on first consumer (kind's, k3s's, the clouds' disks): a claim stays
+  // Pending, by design, until a Pod that mounts it is scheduled; the scheduler then names the node on the claim and
+  // the volume is made there.
+  it('deploys claims of a class that binds on first consumer: a StatefulSet of thirty and a Deployment, bound where their Pods run', async () => {
+    const statefulSet = `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: store}
+spec:
+  replicas: 30
+  podManagementPolicy: Parallel
+  serviceName: store
+  selector: {matchLabels: {app: store}}
+  template:
+    metadata: {labels: {app: store}}
+    spec:
+      containers:
+      - name: store
+        image: registry.example/store:1
+        volumeMounts: [{name: data, mountPath: /data}]
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec:
+      accessModes: [ReadWriteOnce]
+      storageClassName: local-path
+      resources: {requests: {storage: 1Gi}}
+`;
+    const dir = await manifestDir({
+      'app.yaml': `${claim('cache', 'local-path')}---\n${workload('cache-db', 'cache')}---\n${statefulSet}`,
+    });
+    const first = await deployTo(ns(), dir, '--timeout', '120s');
+    expect(first.code, first.stderr + first.stdout).toBe(0);
+    const claims = await core().listNamespacedPersistentVolumeClaim({ namespace: ns() });
+    expect(
+      claims.items
+        .filter((c) =>
+          ['cache', 'data-store-0', 'data-store-1', 'data-store-2'].includes(c.metadata?.name ?? ''),
+        )
+        .map((c) => [
+          c.metadata?.name,
+          c.status?.phase,
+          c.metadata?.annotations?.['volume.kubernetes.io/selected-node'] !== undefined,
+        ])
+        .sort(),
+    ).toEqual([
+      ['cache', 'Bound', true],
+      ['data-store-0', 'Bound', true],
+      ['data-store-1', 'Bound', true],
+      ['data-store-2', 'Bound', true],
+    ]);
+    const pods = await core().listNamespacedPod({
+      namespace: ns(),
+      labelSelector: 'app in (cache-db, store)',
+    });
+    expect(pods.items.map((p) => p.status?.phase)).toEqual(Array(31).fill('Running'));
+    const again = await deployTo(ns(), dir);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toContain('persistentvolumeclaim/cache unchanged');
+  }, 240_000);
+
+  // With nothing that mounts it yet (a CronJob's claim, a workload scaled to 0, a later deploy's), such a claim has
+  // nothing to wait for: Argo CD shows it Progressing for ever, Pulumi waited on it for ever.
+  it('is stable at once with a claim of a first-consumer class that no Pod mounts yet', async () => {
+    const cronJob = `apiVersion: batch/v1
+kind: CronJob
+metadata: {name: backup}
+spec:
+  schedule: "0 3 * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: OnFailure
+          containers:
+          - name: backup
+            image: registry.example/backup:1
+            volumeMounts: [{name: out, mountPath: /out}]
+          volumes:
+          - name: out
+            persistentVolumeClaim: {claimName: backups}
+`;
+    const dir = await manifestDir({ 'backup.yaml': `${claim('backups', 'local-path')}---\n${cronJob}` });
+    const deployed = await deployTo(ns(), dir, '--timeout', '20s');
+    expect(deployed.code, deployed.stderr + deployed.stdout).toBe(0);
+    expect(deployed.stdout).toContain(`PersistentVolumeClaim ${ns()}/backups stable`);
+    const left = await core().readNamespacedPersistentVolumeClaim({ name: 'backups', namespace: ns() });
+    expect(left.status?.phase).toBe('Pending');
+    expect(left.metadata?.annotations?.['volume.kubernetes.io/selected-node']).toBeUndefined();
+  }, 120_000);
 });

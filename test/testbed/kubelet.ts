@@ -30,15 +30,17 @@ import {
   type V1Pod,
   type V1PodStatus,
   type V1Service,
+  type V1StorageClass,
   VersionApi,
 } from '@kubernetes/client-node';
 import {
   claimNames,
   claimProblem,
-  PROVISIONER,
   type ScheduleProblem,
-  STORAGE_CLASS,
+  SELECTED_NODE,
+  storageClasses,
   unschedulableStatus,
+  type VolumeBinding,
   volumeFor,
   volumeToDelete,
 } from './pod-claims.ts';
@@ -193,6 +195,7 @@ export function podStatusFor(pod: V1Pod, behavior: Behavior, podIP: string, now:
 export class TestbedKubelet {
   private readonly core: CoreV1Api;
   private readonly networking: NetworkingV1Api;
+  private readonly storage: StorageV1Api;
   private readonly kc: KubeConfig;
   private readonly log: Log;
   /** What we last reported per pod uid, so our own status updates do not loop. */
@@ -216,6 +219,7 @@ export class TestbedKubelet {
     this.log = log;
     this.core = kc.makeApiClient(CoreV1Api);
     this.networking = kc.makeApiClient(NetworkingV1Api);
+    this.storage = kc.makeApiClient(StorageV1Api);
   }
 
   async start(): Promise<void> {
@@ -248,30 +252,35 @@ export class TestbedKubelet {
     );
   }
 
-  /** The default StorageClass, as a cluster's installer leaves one (kind's `standard`), binding at once. */
+  /**
+   * The StorageClasses a cluster's installer leaves: the default `standard`, binding at once, and `local-path`,
+   * binding on first consumer (kind's and most clouds' default classes bind so).
+   */
   private async registerStorageClass(): Promise<void> {
-    try {
-      await this.kc.makeApiClient(StorageV1Api).createStorageClass({
-        body: {
-          apiVersion: 'storage.k8s.io/v1',
-          kind: 'StorageClass',
-          metadata: {
-            name: STORAGE_CLASS,
-            annotations: { 'storageclass.kubernetes.io/is-default-class': 'true' },
-          },
-          provisioner: PROVISIONER,
-          reclaimPolicy: 'Delete',
-          volumeBindingMode: 'Immediate',
-        },
-      });
-    } catch (error) {
-      if (statusCode(error) !== 409) throw error;
+    for (const body of storageClasses()) {
+      try {
+        await this.storage.createStorageClass({ body });
+      } catch (error) {
+        if (statusCode(error) !== 409) throw error;
+      }
     }
   }
 
-  /** A claim of the bed's StorageClass without a volume gets one made for it; the binder binds the two. */
+  /** A StorageClass as the API server has it now; undefined when there is none of that name. */
+  private async storageClassOf(name: string | undefined): Promise<V1StorageClass | undefined> {
+    if (!name) return undefined;
+    try {
+      return await this.storage.readStorageClass({ name });
+    } catch (error) {
+      if (statusCode(error) !== 404) throw error;
+      return undefined;
+    }
+  }
+
+  /** A claim of one of the bed's StorageClasses without a volume gets one made for it; the binder binds the two. */
   private async syncClaim(claim: V1PersistentVolumeClaim): Promise<void> {
-    const volume = volumeFor(claim);
+    if (claim.status?.phase === 'Bound' || claim.metadata?.deletionTimestamp) return;
+    const volume = volumeFor(claim, await this.storageClassOf(claim.spec?.storageClassName));
     if (!volume) return;
     try {
       await this.core.createPersistentVolume({ body: volume });
@@ -292,20 +301,44 @@ export class TestbedKubelet {
     this.log('volume deleted', { volume: volume.metadata?.name });
   }
 
-  /** Why the scheduler would not bind the Pod for want of its claims, reading each (undefined: it can). */
-  private async scheduleProblemOf(pod: V1Pod, namespace: string): Promise<ScheduleProblem | undefined> {
+  /**
+   * Why the scheduler would not bind the Pod for want of its claims, reading each and its StorageClass (undefined:
+   * it can). Claims of a class that binds on first consumer are given this node, as the scheduler's PreBind does.
+   */
+  private async scheduleProblemOf(
+    pod: V1Pod,
+    namespace: string,
+  ): Promise<ScheduleProblem | VolumeBinding | undefined> {
     const names = claimNames(pod);
     if (names.length === 0) return undefined;
     const claims = new Map<string, V1PersistentVolumeClaim | undefined>();
+    const modes = new Map<string, string | undefined>();
     for (const name of names) {
       try {
-        claims.set(name, await this.core.readNamespacedPersistentVolumeClaim({ name, namespace }));
+        const claim = await this.core.readNamespacedPersistentVolumeClaim({ name, namespace });
+        claims.set(name, claim);
+        const className = claim.spec?.storageClassName;
+        if (className && !modes.has(className))
+          modes.set(className, (await this.storageClassOf(className))?.volumeBindingMode ?? undefined);
       } catch (error) {
         if (statusCode(error) !== 404) throw error;
         claims.set(name, undefined);
       }
     }
-    return claimProblem(pod, (name) => claims.get(name));
+    const problem = claimProblem(
+      pod,
+      (name) => claims.get(name),
+      (className) => modes.get(className),
+    );
+    if (problem?.stage === 'bind')
+      for (const name of problem.select) {
+        await this.core.patchNamespacedPersistentVolumeClaim(
+          { name, namespace, body: { metadata: { annotations: { [SELECTED_NODE]: NODE_NAME } } } },
+          mergePatch,
+        );
+        this.log('node selected for claim', { namespace, claim: name, pod: pod.metadata?.name });
+      }
+    return problem;
   }
 
   stop(): void {
@@ -552,14 +585,25 @@ export class TestbedKubelet {
    * Reports a Pod that cannot start (its status and a warning Event, counted up while it stays so) and tries it
    * again after a backoff, reading the Pod afresh.
    */
-  private async block(pod: V1Pod, problem: ConfigProblem | ScheduleProblem, ip: string): Promise<void> {
+  private async block(
+    pod: V1Pod,
+    problem: ConfigProblem | ScheduleProblem | VolumeBinding,
+    ip: string,
+  ): Promise<void> {
     const name = pod.metadata?.name ?? '';
     const namespace = pod.metadata?.namespace ?? 'default';
     const uid = pod.metadata?.uid ?? '';
     const now = new Date();
     const previous = this.blocked.get(uid);
     let entry = previous;
-    if (!previous || previous.message !== problem.message) {
+    if (problem.stage === 'bind') {
+      // Waiting for volumes to be bound says nothing (the scheduler's PreBind waits so): only tried again.
+      if (!previous || previous.message !== problem.message) {
+        clearTimeout(previous?.timer);
+        entry = { message: problem.message, event: '', count: 1, delayMs: 250 };
+        this.blocked.set(uid, entry);
+      } else if (!previous.timer) previous.delayMs = Math.min(previous.delayMs * 2, RESYNC_MS);
+    } else if (!previous || previous.message !== problem.message) {
       clearTimeout(previous?.timer);
       const status =
         problem.stage === 'schedule'

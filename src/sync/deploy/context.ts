@@ -19,6 +19,7 @@ import type { KubeObject } from '../../render/manifest.ts';
 import type { ManifestFile, parseManifestFiles } from '../../render/parse.ts';
 import type { ClusterSnapshot, RenderOptions, RenderResult } from '../../render/render.ts';
 import type { HealthRules } from '../../stability/health.ts';
+import type { ClusterFacts } from '../../stability/verdict.ts';
 import type { WaitResult } from '../../stability/waiter.ts';
 import type { HookTarget } from '../hooks.ts';
 import type { AppliedRecord } from './applied-record.ts';
@@ -154,6 +155,8 @@ export interface DeployRun {
   readonly warningEvents: WarningEvents;
   /** The rules stability judges by: compiled at render, before anything is written. */
   health?: HealthRules;
+  /** What the stability rules read of the cluster (src/sync/deploy/wait.ts), once a wait needs it. */
+  facts?: Promise<ClusterFacts>;
   snapshot?: ClusterSnapshot;
   parsed?: ReturnType<typeof parseManifestFiles>;
   hashKey?: Buffer;

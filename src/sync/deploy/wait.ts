@@ -2,11 +2,24 @@
 // the cluster cache until all are stable, one fails, or the deploy's deadline passes (src/stability/waiter.ts).
 import type { ApplyResult } from '../../kube/apply.ts';
 import { ClusterCache } from '../../kube/cache.ts';
+import { readVolumeBindingModes } from '../../kube/storage-classes.ts';
 import { describeObject, type KubeObject } from '../../render/manifest.ts';
-import { judgedByMetadata, stabilityOf } from '../../stability/rules.ts';
+import { type ClusterFacts, judgedByMetadata, ruleKey, stabilityOf } from '../../stability/rules.ts';
 import type { Stability } from '../../stability/verdict.ts';
 import { type WaitResult, waitForStability } from '../../stability/waiter.ts';
 import type { DeployRun } from './context.ts';
+
+/**
+ * What the rules need of the cluster for these objects (ClusterFacts): the StorageClasses' binding modes once a
+ * claim is waited on, read once per deploy.
+ */
+async function factsFor(run: DeployRun, results: readonly ApplyResult[]): Promise<ClusterFacts | undefined> {
+  if (run.facts === undefined && results.some((r) => ruleKey(r.target.object) === '/PersistentVolumeClaim'))
+    run.facts = readVolumeBindingModes(run.api, run.request.signal).then((volumeBindingModes) =>
+      volumeBindingModes ? { volumeBindingModes } : {},
+    );
+  return run.facts;
+}
 
 /** Waits until the objects of these results are stable (or one fails, or the deploy's deadline passes). */
 export async function waitFor(
@@ -15,6 +28,7 @@ export async function waitFor(
   rule?: (object: KubeObject, now: Date) => Stability,
 ): Promise<WaitResult> {
   const { request, deps, api, health } = run;
+  const facts = await factsFor(run, results);
   const cache = deps.cache ?? new ClusterCache(api);
   // The copies last seen, to renew the deploy's record of what it wrote once the wait ends stable.
   const record = run.record?.of;
@@ -58,8 +72,8 @@ export async function waitFor(
       warnings: run.warningEvents,
       ...(rule
         ? { rule }
-        : health
-          ? { rule: (o: KubeObject, now: Date) => stabilityOf(o, now, health) }
+        : health || facts
+          ? { rule: (o: KubeObject, now: Date) => stabilityOf(o, now, health, facts) }
           : {}),
       onProgress: (v) =>
         deps.onEvent?.({

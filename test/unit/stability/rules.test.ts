@@ -1404,6 +1404,57 @@ describe.each(tables)('stabilityOf: %s', (_, cases) => {
   });
 });
 
+describe('stabilityOf: a claim of a StorageClass that binds on first consumer', () => {
+  const modes = new Map([
+    ['standard', 'Immediate'],
+    ['local-path', 'WaitForFirstConsumer'],
+  ]);
+  const pending = (storageClassName: string, annotations?: Record<string, string>): KubeObject => {
+    const object = claim('Pending');
+    (object.spec as Record<string, unknown>).storageClassName = storageClassName;
+    if (annotations) object.metadata.annotations = annotations;
+    return object;
+  };
+
+  it('is stable while no Pod that mounts it was scheduled: binding waits for one by design', () => {
+    const verdict = stabilityOf(pending('local-path'), NOW, undefined, { volumeBindingModes: modes });
+    expect(verdict).toEqual({
+      state: 'stable',
+      message:
+        'PersistentVolumeClaim prod/data: pending until a Pod that mounts it is scheduled (StorageClass local-path: volumeBindingMode WaitForFirstConsumer)',
+    });
+  });
+
+  it('waits to be bound once the scheduler selected a node for it', () => {
+    const object = pending('local-path', { 'volume.kubernetes.io/selected-node': 'node-1' });
+    const verdict = stabilityOf(object, NOW, undefined, { volumeBindingModes: modes });
+    expect(verdict.state).toBe('progressing');
+    expect(verdict.message).toContain('a volume being made for node node-1 (StorageClass local-path)');
+  });
+
+  it('waits as before for a class that binds at once, an unknown class, or when the classes could not be read', () => {
+    for (const [object, facts] of [
+      [pending('standard'), { volumeBindingModes: modes }],
+      [pending('elsewhere'), { volumeBindingModes: modes }],
+      [pending('local-path'), {}],
+      [pending('local-path'), undefined],
+    ] as const) {
+      const verdict = stabilityOf(object, NOW, undefined, facts);
+      expect(verdict.state).toBe('progressing');
+      expect(verdict.message).toContain('phase Pending, waiting to be bound to a volume');
+    }
+  });
+
+  it('keeps Bound stable and Lost failed whatever the class', () => {
+    const bound = claim('Bound', 'pvc-1');
+    const lost = claim('Lost', 'pvc-1');
+    for (const object of [bound, lost])
+      (object.spec as Record<string, unknown>).storageClassName = 'local-path';
+    expect(stabilityOf(bound, NOW, undefined, { volumeBindingModes: modes }).state).toBe('stable');
+    expect(stabilityOf(lost, NOW, undefined, { volumeBindingModes: modes }).state).toBe('failed');
+  });
+});
+
 describe('stabilityOf: a CronJob running now', () => {
   it('says nothing of a last run that is still going', () => {
     const running = cronJobMoreCases.find((c) => c.name.startsWith('CronJob running now'));
