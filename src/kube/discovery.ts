@@ -4,6 +4,7 @@
 import { StalledError } from '../errors.ts';
 import type { KubeApi } from './api.ts';
 import { describeKubeError, statusCode } from './errors.ts';
+import { eachListPage } from './list-pages.ts';
 import { minorOf, unservedMessage } from './removed-apis.ts';
 
 /** The cluster serves no such kind in that apiVersion (now: after one refresh of its group-version). */
@@ -81,8 +82,28 @@ export interface Capabilities {
    * Group-versions the cluster lists whose discovery failed with a server error (an aggregated API whose server is
    * down): `kept`, given with the kinds last read; otherwise left out. Said in the render's warnings.
    */
-  unavailable?: { groupVersion: string; status: number; kept: boolean }[];
+  unavailable?: UnavailableApi[];
 }
+
+/** A group-version whose discovery failed with a server error, and why, when its APIService says. */
+export interface UnavailableApi {
+  groupVersion: string;
+  status: number;
+  kept: boolean;
+  /** `APIService v1beta1.metrics.k8s.io: ServiceNotFound: ...`: the aggregator's Available=False condition. */
+  reason?: string;
+}
+
+interface ApiServiceList {
+  items?: {
+    metadata?: { name?: string };
+    spec?: { group?: string; version?: string; service?: unknown };
+    status?: { conditions?: { type?: string; status?: string; reason?: string; message?: string }[] };
+  }[];
+}
+
+/** A cluster registers tens of APIServices; more pages than this is not a cluster's list. */
+const API_SERVICE_PAGES = 4;
 
 export class Discovery {
   private readonly api: KubeApi;
@@ -249,25 +270,50 @@ export class Discovery {
     const apiVersions: ({ groupVersion: string; kinds: string[] } | undefined)[] = new Array(
       groupVersions.length,
     );
-    const unavailable: NonNullable<Capabilities['unavailable']> = [];
+    const unavailable: UnavailableApi[] = [];
+    let down: Promise<ReadonlyMap<string, string>> | undefined;
+    /** Group-versions done without at once, with what their APIService says. */
+    const reasons = new Map<string, string>();
     let next = 0;
     const reader = async (): Promise<void> => {
       while (next < groupVersions.length) {
         const index = next++;
         const groupVersion = groupVersions[index] as string;
         try {
-          const kinds = [...(await this.load(groupVersion, { retryForMs: GROUP_RETRY_MS })).keys()].sort();
+          let listed: Map<string, ResourceInfo>;
+          try {
+            listed = await this.load(groupVersion, { retryForMs: 0 });
+          } catch (error) {
+            // A server error is tried again for a while (a blip, an API server starting), unless the aggregator
+            // already says the group-version's server is unavailable (its APIService Available=False: helm and
+            // kubectl do without it at once, and so does this).
+            if (!isServerError(error)) throw error;
+            down ??= this.unavailableApiServices();
+            const reason = (await down).get(groupVersion);
+            if (reason !== undefined) {
+              reasons.set(groupVersion, reason);
+              throw error;
+            }
+            listed = await this.load(groupVersion, { retryForMs: GROUP_RETRY_MS });
+          }
+          const kinds = [...listed.keys()].sort();
           this.knownKinds.set(groupVersion, kinds);
           apiVersions[index] = { groupVersion, kinds };
         } catch (error) {
           // An aggregated API whose server is down (metrics.k8s.io while metrics-server restarts: 503) does not
           // hold up every chart: its kinds as last read, or, never read, it is left out, as helm leaves out a
           // group whose discovery failed. Any other failure (the API server itself) fails the reading.
+          if (!isServerError(error)) throw error;
           const status = statusCode(error) ?? statusCode((error as { cause?: unknown }).cause) ?? 0;
-          if (status < 500) throw error;
           const known = this.knownKinds.get(groupVersion);
           if (known) apiVersions[index] = { groupVersion, kinds: known };
-          unavailable.push({ groupVersion, status, kept: known !== undefined });
+          const reason = reasons.get(groupVersion);
+          unavailable.push({
+            groupVersion,
+            status,
+            kept: known !== undefined,
+            ...(reason !== undefined ? { reason } : {}),
+          });
         }
       }
     };
@@ -283,6 +329,37 @@ export class Discovery {
     };
   }
 
+  /**
+   * The aggregated group-versions the aggregator reports unavailable (APIService `Available=False`), each with its
+   * reason and message; empty when the APIServices cannot be read (a role without them).
+   */
+  private async unavailableApiServices(): Promise<ReadonlyMap<string, string>> {
+    const down = new Map<string, string>();
+    try {
+      await eachListPage<NonNullable<ApiServiceList['items']>[number]>(
+        this.api,
+        '/apis/apiregistration.k8s.io/v1/apiservices',
+        { maxPages: API_SERVICE_PAGES, pageSize: 250, retryForMs: GROUP_RETRY_MS },
+        (items) => {
+          for (const item of items) {
+            const { group, version, service } = item.spec ?? {};
+            if (!group || !version || !service) continue; // served by the API server itself
+            const available = item.status?.conditions?.find((c) => c.type === 'Available');
+            if (available?.status !== 'False') continue;
+            const why = [available.reason, available.message].filter(Boolean).join(': ');
+            down.set(
+              `${group}/${version}`,
+              `APIService ${item.metadata?.name ?? `${version}.${group}`}: ${why || 'not available'}`,
+            );
+          }
+        },
+      );
+    } catch {
+      return new Map();
+    }
+    return down;
+  }
+
   invalidate(apiVersion?: string): void {
     this.generation++;
     if (apiVersion) this.cache.delete(apiVersion);
@@ -295,4 +372,10 @@ export function resourcePath(info: ResourceInfo, namespace: string | undefined, 
   const base = info.apiVersion.includes('/') ? `/apis/${info.apiVersion}` : `/api/${info.apiVersion}`;
   const ns = info.namespaced ? `/namespaces/${encodeURIComponent(namespace ?? 'default')}` : '';
   return `${base}${ns}/${info.plural}${name ? `/${encodeURIComponent(name)}` : ''}`;
+}
+
+/** A server error (5xx) of a discovery request, as described or as sent. */
+function isServerError(error: unknown): boolean {
+  const status = statusCode(error) ?? statusCode((error as { cause?: unknown }).cause) ?? 0;
+  return status >= 500;
 }

@@ -27,6 +27,8 @@ export interface ListPagesOptions {
   /** Selectors and the like, sent with every page. */
   query?: Record<string, string | number | boolean | undefined> | undefined;
   signal?: AbortSignal | undefined;
+  /** How long each page is tried again while it fails transiently (RequestSpec.retryForMs): a list done without. */
+  retryForMs?: number | undefined;
   /** Told of every request sent (pages asked again among them). */
   onRequest?: (() => void) | undefined;
   /**
@@ -81,6 +83,7 @@ export async function eachListPage<T = KubeObject>(
         maxBytes,
         ...(options.accept ? { accept: options.accept } : {}),
         ...(options.signal ? { signal: options.signal } : {}),
+        ...(options.retryForMs !== undefined ? { retryForMs: options.retryForMs } : {}),
       });
     } catch (error) {
       if (error instanceof ResponseTooLargeError && limit > 1) {

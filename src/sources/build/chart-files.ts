@@ -23,7 +23,9 @@ export interface ClusterCapabilities {
   kubeVersion: string;
   apiVersions: { groupVersion: string; kinds: string[] }[];
   /** Group-versions whose discovery failed (src/kube/discovery.ts): warned of with the chart's output. */
-  unavailable?: readonly { groupVersion: string; status: number; kept: boolean }[] | undefined;
+  unavailable?:
+    | readonly { groupVersion: string; status: number; kept: boolean; reason?: string | undefined }[]
+    | undefined;
 }
 
 type Chart = NonNullable<Deployment['helm']>;

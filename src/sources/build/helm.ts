@@ -51,7 +51,9 @@ export interface ChartRequest extends LookupRequest {
    * the output's warnings, as helm and kubectl say "unable to retrieve the complete list of server APIs", since an
    * object the chart gates on it may be rendered differently.
    */
-  unavailableApis?: readonly { groupVersion: string; status: number; kept: boolean }[] | undefined;
+  unavailableApis?:
+    | readonly { groupVersion: string; status: number; kept: boolean; reason?: string | undefined }[]
+    | undefined;
   /** Repositories (URL prefixes) a dependency may come from when it is not in `charts/`. */
   allowedRepositories?: readonly string[] | undefined;
   /** The helm binary (`helm` on PATH by default; `MOORING_HELM` overrides). */
@@ -277,9 +279,9 @@ async function render(request: ChartRequest, missing: readonly MissingDependency
     // render error, the audit log) redacts them.
     for (const api of request.unavailableApis ?? [])
       warnings.push(
-        `${request.label}: the cluster's discovery of ${api.groupVersion} failed (HTTP ${api.status}): .Capabilities ${
-          api.kept ? 'holds its kinds as last read' : 'leaves it out'
-        }`,
+        `${request.label}: the cluster's discovery of ${api.groupVersion} failed (HTTP ${api.status}${
+          api.reason ? `; ${api.reason}` : ''
+        }): .Capabilities ${api.kept ? 'holds its kinds as last read' : 'leaves it out'}`,
       );
     const writtenAt = helmWrittenAt(text, request.label);
     return {
