@@ -3,7 +3,8 @@
 // version, no rollout, `mooring diff` exits 0), a values change keeps the password. The chart's lookups go through
 // a loopback endpoint of the render's own (src/kube/lookup-server.ts), which reads only the deployment's
 // namespaces and never writes: a chart that looks up another namespace's Secret gets nothing and a warning, and the
-// endpoint refuses writes, other namespaces, cluster-wide lists and requests without its token.
+// endpoint refuses writes, other namespaces, cluster-wide lists and requests without its token. A lookup the API
+// server fails is tried again, and fails the render when it cannot be read: never a render without the password.
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { join } from 'node:path';
@@ -13,6 +14,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { KubeApi } from '../../src/kube/api.ts';
 import { openLookupEndpoint } from '../../src/kube/lookup-server.ts';
+import { proxiedServer } from './fault-helpers.ts';
+import { useCleanups } from './faults-support.ts';
 import {
   clusterConfig,
   crdManifest,
@@ -33,6 +36,7 @@ describe('a chart that keeps its generated password with lookup', () => {
   const ns = useNamespace('genpw');
   const other = useNamespace('genpw-other');
   const agentTarget = useNamespace('genpw-agent');
+  const cleanup = useCleanups();
   beforeAll(() => {
     process.env.MOORING_HELM = testbed().tools.helm;
   });
@@ -91,6 +95,72 @@ describe('a chart that keeps its generated password with lookup', () => {
     expect(await secrets()).toEqual(['r-db-v000']);
     expect(await password('r-db-v000')).toBe(kept);
   });
+
+  // The lookup reads through the API server like every other read: when the server fails it, the render must not
+  // go on without the live Secret, which would make a new password (a new version, a rollout with a password the
+  // database's data does not know). A failure the client rides out keeps the password; one it cannot fails the
+  // deploy before anything is written.
+  it('keeps the password when the API server fails the lookup for a while, and writes nothing when it fails it throughout', async () => {
+    const bed = await proxiedServer(cleanup);
+    const deploy = (...extra: string[]) =>
+      mooring(
+        'deploy',
+        CHART,
+        '--release-name',
+        'f',
+        '--kubeconfig',
+        bed.kubeconfig,
+        '-n',
+        ns(),
+        '--timeout',
+        '90s',
+        ...extra,
+      );
+    const first = await deploy();
+    expect(first.code, first.stderr + first.stdout).toBe(0);
+    const names = async () =>
+      (await core().listNamespacedSecret({ namespace: ns() })).items
+        .map((s) => s.metadata?.name ?? '')
+        .filter((n) => n.startsWith('f-db'))
+        .sort();
+    expect(await names()).toEqual(['f-db-v000']);
+    const kept = (await core().readNamespacedSecret({ name: 'f-db-v000', namespace: ns() })).data?.password;
+
+    // The chart's lookup asks for the Secret by the chart's name (the endpoint then finds its newest version):
+    // that read, and only it, is failed.
+    const lookedUp = (r: { method: string; path: string }) =>
+      r.method === 'GET' && (r.path.split('?')[0] ?? '') === `/api/v1/namespaces/${ns()}/secrets/f-db`;
+    bed.proxy.set(
+      { kind: 'status', status: 503, body: 'etcdserver: request timed out' },
+      { match: lookedUp, times: 4 },
+    );
+    const riddenOut = await deploy();
+    expect(riddenOut.code, riddenOut.stderr + riddenOut.stdout).toBe(0);
+    expect(bed.proxy.count('status')).toBe(4);
+    expect(riddenOut.stdout).toContain('secret/f-db-v000 unchanged');
+    expect(await names()).toEqual(['f-db-v000']);
+
+    // Failed for longer than the deploy's requests are tried: the deploy fails, naming the lookup's failure, and
+    // writes nothing (no new version, the workload untouched).
+    const writesFrom = bed.proxy.requests.length;
+    bed.proxy.set({ kind: 'status', status: 500, body: 'etcdserver: leader changed' }, { match: lookedUp });
+    const failed = await deploy('--timeout', '30s');
+    bed.proxy.pass();
+    expect(failed.code, failed.stdout).not.toBe(0);
+    expect(failed.stderr).toMatch(
+      /error calling lookup: GET \/api\/v1\/namespaces\/[\w-]+\/secrets\/f-db: HTTP 500/,
+    );
+    expect(
+      bed.proxy.requests
+        .slice(writesFrom)
+        .filter((r) => r.method !== 'GET' && !r.path.includes('dryRun=All') && !r.path.includes('/events'))
+        .map((r) => `${r.method} ${r.path}`),
+    ).toEqual([]);
+    expect(await names()).toEqual(['f-db-v000']);
+    expect((await core().readNamespacedSecret({ name: 'f-db-v000', namespace: ns() })).data?.password).toBe(
+      kept,
+    );
+  }, 300_000);
 
   it('the agent keeps the password over its syncs, and mooring diff --deployment exits 0', async () => {
     const target = agentTarget();
