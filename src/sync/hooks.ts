@@ -90,73 +90,110 @@ export async function runHooks(
   hooks: readonly HookTarget[],
   onRun: (run: HookRun) => void,
 ): Promise<void> {
-  const ran: Ran[] = [];
-  let failure: string | undefined;
-  let cancelled: string | undefined;
-  for (const step of hookOrder(hooks.map((h) => ({ ...h, object: h.target.object })))) {
-    // Only an earlier run of the hook is deleted (remove refuses anything else); apply refuses, on the live read
-    // it makes before its dry run, a name another object took since checkHooks.
-    for (const { target, hook } of step)
-      if (deletable(target.object, hook, 'before-hook-creation')) await actions.remove(target.object);
-    const results = await actions.apply(step.map((h) => h.target));
-    const wait = await actions.wait(results, hookStability);
-    const verdicts = new Map(wait.verdicts.map((v) => [v.name, v.stability]));
-    for (const { target, hook } of step) {
-      const name = describeObject(target.object);
-      const stability = verdicts.get(name);
-      const succeeded = stability?.state === 'stable';
-      // The sync was cancelled (superseded, the agent stopping) while the hook ran: it did not fail, and it is
-      // left running (a migration killed halfway is worse than one that finishes); the next sync's
-      // before-hook-creation replaces it.
-      if (wait.outcome === 'cancelled' && !succeeded && stability?.state !== 'failed') {
-        ran.push({
-          target,
-          hook,
-          succeeded: false,
-          cancelled: true,
-          why: 'cancelled while it ran; left running',
-        });
-        cancelled ??= `${hook.label} hook ${name} was still running`;
-        continue;
+  const phase = new PhaseRun(actions, onRun);
+  await phase.run(hooks);
+  await phase.end();
+}
+
+/**
+ * One phase's hooks run in parts: Argo CD's Sync hooks run wave by wave between the waves of the release objects
+ * (a hook of wave 1 after the objects of wave 0 are stable, before those of wave 2 are written), and the phase ends
+ * once, after its last part or when the sync stops before it: only then are its hooks deleted per their policy and
+ * their runs recorded, so a hook of an early wave that a later one needs (its ServiceAccount) is there for it.
+ */
+export class PhaseRun {
+  private readonly actions: HookActions;
+  private readonly onRun: (run: HookRun) => void;
+  private readonly ran: Ran[] = [];
+  private failure: string | undefined;
+  private cancelled: string | undefined;
+  private ended = false;
+
+  constructor(actions: HookActions, onRun: (run: HookRun) => void) {
+    this.actions = actions;
+    this.onRun = onRun;
+  }
+
+  /** Runs these hooks in their order; false once one failed or the sync was cancelled (nothing more runs then). */
+  async run(hooks: readonly HookTarget[]): Promise<boolean> {
+    const { actions, ran } = this;
+    if (this.ended) throw new Error('hooks run after their phase ended');
+    for (const step of hookOrder(hooks.map((h) => ({ ...h, object: h.target.object })))) {
+      if (this.failure || this.cancelled) break;
+      // Only an earlier run of the hook is deleted (remove refuses anything else); apply refuses, on the live read
+      // it makes before its dry run, a name another object took since checkHooks.
+      for (const { target, hook } of step)
+        if (deletable(target.object, hook, 'before-hook-creation')) await actions.remove(target.object);
+      const results = await actions.apply(step.map((h) => h.target));
+      const wait = await actions.wait(results, hookStability);
+      const verdicts = new Map(wait.verdicts.map((v) => [v.name, v.stability]));
+      for (const { target, hook } of step) {
+        const name = describeObject(target.object);
+        const stability = verdicts.get(name);
+        const succeeded = stability?.state === 'stable';
+        // The sync was cancelled (superseded, the agent stopping) while the hook ran: it did not fail, and it is
+        // left running (a migration killed halfway is worse than one that finishes); the next sync's
+        // before-hook-creation replaces it.
+        if (wait.outcome === 'cancelled' && !succeeded && stability?.state !== 'failed') {
+          ran.push({
+            target,
+            hook,
+            succeeded: false,
+            cancelled: true,
+            why: 'cancelled while it ran; left running',
+          });
+          this.cancelled ??= `${hook.label} hook ${name} was still running`;
+          continue;
+        }
+        const message =
+          stability?.message ?? (wait.outcome === 'cancelled' ? 'cancelled' : `${name}: not observed`);
+        const why =
+          succeeded || wait.outcome !== 'timed-out' || stability?.state === 'failed'
+            ? message
+            : `did not finish in time: ${message}`;
+        ran.push({ target, hook, succeeded, why });
+        if (!succeeded) this.failure ??= `${hook.label} hook ${name} failed: ${why}`;
       }
-      const message =
-        stability?.message ?? (wait.outcome === 'cancelled' ? 'cancelled' : `${name}: not observed`);
-      const why =
-        succeeded || wait.outcome !== 'timed-out' || stability?.state === 'failed'
-          ? message
-          : `did not finish in time: ${message}`;
-      ran.push({ target, hook, succeeded, why });
-      if (!succeeded) failure ??= `${hook.label} hook ${name} failed: ${why}`;
     }
-    if (failure || cancelled) break;
+    return !this.failure && !this.cancelled;
   }
-  // Helm deletes after the phase: hooks that succeeded per hook-succeeded (newest first, as Helm goes), one that
-  // failed per hook-failed, whether the phase succeeded or not.
-  const deleted = new Map<Ran, string | boolean>();
-  for (const run of [...ran].reverse()) {
-    if (run.cancelled) continue;
-    if (!deletable(run.target.object, run.hook, run.succeeded ? 'hook-succeeded' : 'hook-failed')) continue;
-    // An object that took the hook's name during its run is not deleted: the run says why.
-    deleted.set(
-      run,
-      await actions
-        .remove(run.target.object)
-        .catch((error: unknown) => `; not deleted: ${errorMessage(error)}`),
-    );
+
+  /**
+   * Ends the phase: its hooks deleted per their policy and their runs recorded; throws HookFailedError or
+   * HooksCancelledError for what stopped it. Once: a second end does nothing.
+   */
+  async end(): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    const { actions, ran } = this;
+    // Helm deletes after the phase: hooks that succeeded per hook-succeeded (newest first, as Helm goes), one that
+    // failed per hook-failed, whether the phase succeeded or not.
+    const deleted = new Map<Ran, string | boolean>();
+    for (const run of [...ran].reverse()) {
+      if (run.cancelled) continue;
+      if (!deletable(run.target.object, run.hook, run.succeeded ? 'hook-succeeded' : 'hook-failed')) continue;
+      // An object that took the hook's name during its run is not deleted: the run says why.
+      deleted.set(
+        run,
+        await actions
+          .remove(run.target.object)
+          .catch((error: unknown) => `; not deleted: ${errorMessage(error)}`),
+      );
+    }
+    for (const run of ran) {
+      const gone = deleted.get(run);
+      this.onRun({
+        object: describeObject(run.target.object),
+        apiVersion: run.target.object.apiVersion,
+        hook: run.hook.label,
+        outcome: run.cancelled ? 'cancelled' : run.succeeded ? 'succeeded' : 'failed',
+        message: run.why + (typeof gone === 'string' ? gone : ''),
+        deleted: gone === true,
+      });
+    }
+    if (this.failure) throw new HookFailedError(this.failure);
+    if (this.cancelled) throw new HooksCancelledError(this.cancelled);
   }
-  for (const run of ran) {
-    const gone = deleted.get(run);
-    onRun({
-      object: describeObject(run.target.object),
-      apiVersion: run.target.object.apiVersion,
-      hook: run.hook.label,
-      outcome: run.cancelled ? 'cancelled' : run.succeeded ? 'succeeded' : 'failed',
-      message: run.why + (typeof gone === 'string' ? gone : ''),
-      deleted: gone === true,
-    });
-  }
-  if (failure) throw new HookFailedError(failure);
-  if (cancelled) throw new HooksCancelledError(cancelled);
 }
 
 /** Whether the policy deletes the hook. Helm never deletes a CustomResourceDefinition hook (its objects would go). */

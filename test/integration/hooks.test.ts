@@ -195,6 +195,72 @@ describe('Argo CD hooks and waves', () => {
     expect(fresh).not.toBe(first);
   });
 
+  // After the shape of Argo CD's own sync-waves example: a maintenance page put up by a Sync hook of wave 1 once the
+  // backend (wave 0) is stable and before the frontend (wave 2) is written, and taken down by one of wave 3 once the
+  // frontend is stable. Sync hooks and objects share the waves of the Sync phase.
+  const maintenance = (frontend: 'ready' | 'never-ready') => {
+    const deployment = (name: string, wave: number, behavior: string) => `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ${name}, annotations: {argocd.argoproj.io/sync-wave: "${wave}"}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: ${name}}}
+  template:
+    metadata: {labels: {app: ${name}}, annotations: {${BEHAVIOR}: ${behavior}}}
+    spec: {containers: [{name: ${name}, image: "${name}:1"}]}
+`;
+    const page = (name: string, wave: number) => `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: ${name}
+  annotations: {argocd.argoproj.io/hook: Sync, argocd.argoproj.io/hook-delete-policy: BeforeHookCreation, argocd.argoproj.io/sync-wave: "${wave}"}
+spec:
+  template:
+    metadata: {annotations: {${BEHAVIOR}: succeed}}
+    spec: {restartPolicy: Never, containers: [{name: page, image: "page:1"}]}
+`;
+    return [
+      deployment('backend', 0, 'ready'),
+      page('maint-up', 1),
+      deployment('frontend', 2, frontend),
+      page('maint-down', 3),
+    ].join('---\n');
+  };
+
+  it('runs Sync hooks in their waves between the waves of the objects', async () => {
+    const result = await deployTo(ns(), await manifestDir({ 'app.yaml': maintenance('ready') }));
+    expect(result.code, result.stdout + result.stderr).toBe(0);
+    const lines = result.stdout.split('\n');
+    const first = (text: string) => lines.findIndex((l) => l.includes(text));
+    const last = (text: string) => lines.findLastIndex((l) => l.includes(text));
+    expect(first('deployment.apps/backend created')).toBeGreaterThanOrEqual(0);
+    // The backend stable (its progress ended) before the page goes up; the page up before the frontend is written.
+    expect(last('/backend:')).toBeLessThan(first('/maint-up'));
+    expect(last(`Job ${ns()}/maint-up:`)).toBeLessThan(first('deployment.apps/frontend created'));
+    expect(last('/frontend:')).toBeLessThan(first('/maint-down'));
+    expect(result.stdout).toContain('job.batch/maint-up (Sync hook) succeeded');
+    expect(result.stdout).toContain('job.batch/maint-down (Sync hook) succeeded');
+  });
+
+  it('runs no Sync hook of a later wave when the objects of a wave do not become stable', async () => {
+    const namespace = `${ns()}`;
+    await kubeConfig()
+      .makeApiClient(BatchV1Api)
+      .deleteCollectionNamespacedJob({ namespace, propagationPolicy: 'Background' });
+    const result = await deployTo(
+      namespace,
+      await manifestDir({ 'app.yaml': maintenance('never-ready') }),
+      '--timeout',
+      '20s',
+    );
+    expect(result.code, result.stdout + result.stderr).toBe(1);
+    expect(result.stderr).toMatch(/Deployment [\w-]+\/frontend/);
+    // The page went up and is reported; it never came down, as the frontend never became stable.
+    expect(result.stdout).toContain('job.batch/maint-up (Sync hook) succeeded');
+    expect(result.stdout).not.toContain('maint-down');
+    expect(await jobs()).toEqual(['maint-up']);
+  });
+
   it('runs SyncFail when the sync fails, and no PostSync', async () => {
     const result = await deployTo(
       ns(),

@@ -2,7 +2,7 @@
 // each of which refuses an object a hook does not own. Their names are checked before anything is written.
 import { Applier } from '../../kube/apply.ts';
 import type { HookPhase } from '../../render/hooks.ts';
-import { checkHooks, type HookActions, hookRefusal, runHooks } from '../hooks.ts';
+import { checkHooks, type HookActions, hookRefusal, PhaseRun, runHooks } from '../hooks.ts';
 import { concurrencyOf, type DeployRun, fieldManagerOf, type Stage } from './context.ts';
 import { waitFor } from './wait.ts';
 
@@ -41,6 +41,17 @@ export async function runPhase(run: DeployRun, phase: HookPhase): Promise<void> 
   const hooks = run.hooks?.[phase] ?? [];
   if (hooks.length === 0 || run.request.dryRun) return;
   await runHooks(hookActions(run), hooks, (hookRun) => {
+    run.hookRuns.push(hookRun);
+    run.deps.onEvent?.({ type: 'hook', run: hookRun });
+  });
+}
+
+/**
+ * A phase run in parts (Argo CD's Sync hooks, wave by wave between the release objects' waves: tasks.ts), its runs
+ * recorded as runPhase records them once it ends.
+ */
+export function phaseInParts(run: DeployRun): PhaseRun {
+  return new PhaseRun(hookActions(run), (hookRun) => {
     run.hookRuns.push(hookRun);
     run.deps.onEvent?.({ type: 'hook', run: hookRun });
   });

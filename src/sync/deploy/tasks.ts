@@ -1,9 +1,10 @@
 // The writes of a deploy as one ordered list of tasks, run by one loop (as gitops-engine runs its sync tasks): the
 // set validated whole first (src/kube/apply.ts: its server-side dry run, all or nothing), then the inventory, the
 // pre hooks, the set's own Namespaces and CRDs that its other objects wait for, each sync wave (in kind phases,
-// src/kube/apply-order.ts) with a wait for it to be stable before the next, the Sync hooks, the wait for the whole
-// set, and the post hooks. Hooks of a phase run in their weights' order (src/sync/hooks.ts). The first task that
-// fails, or a wait that does not end stable, stops the list; the tasks after it do not run.
+// src/kube/apply-order.ts) with the Sync hooks of that wave (Argo CD's: hooks and objects of one wave together) and
+// a wait for it to be stable before the next, the wait for the whole set, and the post hooks. Hooks of a phase run
+// in their weights' order (src/sync/hooks.ts). The first task that fails, or a wait that does not end stable, stops
+// the list; the tasks after it do not run.
 import { Applier, type ApplyResult, type ApplyTarget, type SetWrite } from '../../kube/apply.ts';
 import { cachedSinceWrite, noteApplied, unmovedSinceWrite } from '../../kube/drift-check.ts';
 import { driftState } from '../../kube/drift-pass.ts';
@@ -11,33 +12,44 @@ import { inventoryOf } from '../../kube/inventory.ts';
 import type { KubeObject } from '../../render/manifest.ts';
 import type { RenderResult } from '../../render/render.ts';
 import { judgedByMetadata } from '../../stability/rules.ts';
+import type { PhaseRun } from '../hooks.ts';
 import { concurrencyOf, type DeployRun, fieldManagerOf, type Stage } from './context.ts';
-import { runPhase } from './hooks.ts';
+import { phaseInParts, runPhase } from './hooks.ts';
 import { waitFor } from './wait.ts';
 
 /** One task of a deploy's writes. */
 export type Task =
   | { step: 'inventory' }
-  | { step: 'hooks'; phase: 'pre' | 'sync' | 'post' }
+  | { step: 'hooks'; phase: 'pre' | 'post' }
+  /** The Sync hooks of one wave. */
+  | { step: 'sync-hooks'; wave: number }
   | { step: 'prerequisites' }
   | { step: 'wave'; wave: number }
   /** The writes of `wave` stable; without a wave, the whole set. */
   | { step: 'wait'; wave?: number };
 
 /**
- * The tasks of a deploy of a set with these sync waves, in the order they run. A dry run writes nothing (its waves
- * are the dry run's answers); without waits (`--wait=false`) no wave is waited for and no post hook runs.
+ * The tasks of a deploy of a set with these sync waves and Sync hooks of these waves, in the order they run: each
+ * wave's objects, then its Sync hooks (run to their end), then, when a later wave follows, a wait for its objects.
+ * A dry run writes nothing (its waves are the dry run's answers); without waits (`--wait=false`) no wave is waited
+ * for and no post hook runs.
  */
-export function taskList(waves: readonly number[], options: { dryRun: boolean; waits: boolean }): Task[] {
-  const writes = waves.map((wave): Task => ({ step: 'wave', wave }));
-  if (options.dryRun) return writes;
+export function taskList(
+  waves: readonly number[],
+  options: { dryRun: boolean; waits: boolean },
+  syncHookWaves: readonly number[] = [],
+): Task[] {
+  if (options.dryRun) return waves.map((wave): Task => ({ step: 'wave', wave }));
+  const written = new Set(waves);
+  const hooked = new Set(syncHookWaves);
+  const all = [...new Set([...waves, ...syncHookWaves])].sort((a, b) => a - b);
   const tasks: Task[] = [{ step: 'inventory' }, { step: 'hooks', phase: 'pre' }, { step: 'prerequisites' }];
-  for (const [index, write] of writes.entries()) {
-    tasks.push(write);
-    const last = index === waves.length - 1;
-    if (!last && options.waits) tasks.push({ step: 'wait', wave: waves[index] as number });
+  for (const [index, wave] of all.entries()) {
+    if (written.has(wave)) tasks.push({ step: 'wave', wave });
+    if (hooked.has(wave)) tasks.push({ step: 'sync-hooks', wave });
+    const later = index < all.length - 1;
+    if (later && options.waits && written.has(wave)) tasks.push({ step: 'wait', wave });
   }
-  tasks.push({ step: 'hooks', phase: 'sync' });
   if (options.waits) tasks.push({ step: 'wait' }, { step: 'hooks', phase: 'post' });
   return tasks;
 }
@@ -52,13 +64,26 @@ export const runTasks: Stage = async (run) => {
   }));
   const written: ApplyResult[] = [];
   const set = await setWriter(run, written).prepare(targets);
-  const tasks = taskList(set.waves, { dryRun: request.dryRun === true, waits: request.wait !== false });
+  const syncHooks = request.dryRun ? [] : (run.hooks?.sync ?? []);
+  const tasks = taskList(set.waves, { dryRun: request.dryRun === true, waits: request.wait !== false }, [
+    ...new Set(syncHooks.map((h) => h.hook.weight)),
+  ]);
+  // The Sync phase, run wave by wave, ends after its last wave or when the list stops before it (its hooks are then
+  // deleted per their policy and their runs recorded).
+  const lastSyncHooks = tasks.findLastIndex((t) => t.step === 'sync-hooks');
+  let syncPhase: PhaseRun | undefined;
   // The set's writes are done after its last wave (or, with none, its prerequisites): what it wrote is then known.
   const lastWrite = tasks.findLastIndex((t) => t.step === 'wave' || t.step === 'prerequisites');
   if (lastWrite === -1) run.applied = set.results();
   try {
     for (const [index, task] of tasks.entries()) {
-      const going = await runTask(run, set, task);
+      let going: boolean;
+      if (task.step === 'sync-hooks') {
+        syncPhase ??= phaseInParts(run);
+        going = await syncPhase.run(syncHooks.filter((h) => h.hook.weight === task.wave));
+        // A Sync hook that failed ends the phase, which throws why.
+        if (!going || index === lastSyncHooks) await syncPhase.end();
+      } else going = await runTask(run, set, task);
       if (index === lastWrite) run.applied = set.results();
       if (going) continue;
       // Waves after one that did not become stable were never written: they leave the inventory again.
@@ -70,7 +95,12 @@ export const runTasks: Stage = async (run) => {
       }
       break;
     }
+    // A wave that did not become stable stopped the list before the Sync phase's end.
+    await syncPhase?.end();
   } catch (error) {
+    // The Sync hooks that ran are recorded (and deleted per their policy) whatever stopped the list; its failure
+    // is the deploy's.
+    await syncPhase?.end().catch(() => undefined);
     // What was written before the failure is the release's too: its versions are named in the ledger (kept for a
     // rollback, and by the version history), where before a failure in a later wave recorded none.
     run.applied ??= [...written];
@@ -93,9 +123,11 @@ async function runTask(run: DeployRun, set: SetWrite, task: Task): Promise<boole
       await run.request.inventory?.attempt?.started();
       return true;
     case 'hooks':
-      // A pre hook that fails stops the sync before any release object is written; Sync hooks run with the
-      // release objects once they are written (Argo CD's); post hooks once they are stable.
+      // A pre hook that fails stops the sync before any release object is written; post hooks run once the release
+      // objects are stable. (Sync hooks run wave by wave with them: runTasks.)
       await runPhase(run, task.phase);
+      return true;
+    case 'sync-hooks':
       return true;
     case 'prerequisites':
       await set.prerequisites();
