@@ -17,6 +17,7 @@ import {
   hasSubfolders,
   type ManifestContext,
   pathManifests,
+  unrenderedFormats,
 } from '../sources/deployment-manifests.ts';
 import { STDIN_PATH } from '../sources/local/files.ts';
 import { yamlLimitsOf } from '../yaml/limits.ts';
@@ -259,10 +260,24 @@ export async function readLocalManifests(
             ),
           )
         ).flat();
+    // Jsonnet (an Argo CD application's) is not read: said, rather than an empty render.
+    const jsonnet = (
+      await Promise.all(
+        paths.map(async (p) =>
+          p !== STDIN_PATH && !chartPaths.includes(p)
+            ? (await unrenderedFormats(p)).map((f) => `${p}/${f}`)
+            : [],
+        ),
+      )
+    ).flat();
     throw new StalledError(
       `${paths.join(', ')} renders no objects${files.length === 0 ? ' (no .yaml, .yml or .json file)' : ''}${
-        nested.length > 0 ? `; ${nested.join(', ')} has subfolders: give -R to read them` : ''
-      }${options.allowEmptyFlag ? '; give --allow-empty if that is meant' : ''}`,
+        jsonnet.length > 0
+          ? `; ${jsonnet.join(', ')}: Jsonnet is not evaluated, render it to YAML or JSON first (jsonnet -y)`
+          : ''
+      }${nested.length > 0 ? `; ${nested.join(', ')} has subfolders: give -R to read them` : ''}${
+        options.allowEmptyFlag ? '; give --allow-empty if that is meant' : ''
+      }`,
     );
   }
   return { files, parsed };

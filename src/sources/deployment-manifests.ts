@@ -449,6 +449,19 @@ export async function hasSubfolders(folder: string): Promise<boolean> {
   return entries.some((e) => e.isDirectory() && !e.name.startsWith('.'));
 }
 
+/**
+ * Files of a folder (not its subfolders) in a format mooring does not render but a peer does (Argo CD evaluates
+ * Jsonnet): named when the folder renders nothing, so the message says why. At most `max`, sorted.
+ */
+export async function unrenderedFormats(folder: string, max = 3): Promise<string[]> {
+  const entries = await readdir(folder, { withFileTypes: true }).catch(() => []);
+  return entries
+    .filter((e) => e.isFile() && /\.(jsonnet|libsonnet)$/.test(e.name))
+    .map((e) => e.name)
+    .sort()
+    .slice(0, max);
+}
+
 /** The chart's name from its Chart.yaml, for a release named after it. */
 async function chartName(folder: string): Promise<string | undefined> {
   try {

@@ -43,6 +43,20 @@ describe('reading folders', () => {
     expect(recursive.stdout).toContain('name: web');
   });
 
+  it('says a folder of Jsonnet is not evaluated, rather than only that it renders nothing', async () => {
+    // As an Argo CD application written in Jsonnet.
+    const dir = await manifestDir({
+      'guestbook-ui.jsonnet':
+        'local params = import "params.libsonnet"; [{apiVersion: "v1", kind: "Service"}]\n',
+      'params.libsonnet': '{ replicas: 1 }\n',
+    });
+    const result = await mooring('render', dir, '--offline', '-n', 'shop');
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(
+      `renders no objects (no .yaml, .yml or .json file); ${dir}/guestbook-ui.jsonnet, ${dir}/params.libsonnet: Jsonnet is not evaluated, render it to YAML or JSON first (jsonnet -y)`,
+    );
+  });
+
   it('does not send a chart that renders nothing to -R (its subfolders are its templates)', async () => {
     // As a chart of Applications whose list is empty by default.
     process.env.MOORING_HELM = testbed().tools.helm;
