@@ -93,8 +93,31 @@ const FOREGROUND = new Set([
   'CronJob',
 ]);
 
-function disabled(object: Pick<KubeObject, 'metadata'>): boolean {
-  return object.metadata.annotations?.[PRUNE_ANNOTATION] === 'disabled';
+const HELM_RESOURCE_POLICY = 'helm.sh/resource-policy';
+const FLUX_PRUNE = 'kustomize.toolkit.fluxcd.io/prune';
+const ARGO_SYNC_OPTIONS = 'argocd.argoproj.io/sync-options';
+
+/**
+ * The annotation, with its value, that keeps an object from being pruned, or undefined. mooring's own, and what
+ * the tools whose manifests mooring deploys mean by it (each tool deletes nothing so marked when it leaves the
+ * source): Helm's `helm.sh/resource-policy: keep` (a chart's CRDs, a database's claims and generated Secrets),
+ * Flux's `kustomize.toolkit.fluxcd.io/prune: disabled`, Argo CD's `argocd.argoproj.io/sync-options: Prune=false`
+ * (and `Prune=confirm`, which Argo CD prunes only once a person confirms).
+ */
+export function keptBy(object: Pick<KubeObject, 'metadata'>): string | undefined {
+  const annotations = object.metadata.annotations ?? {};
+  const value = (name: string): string | undefined => {
+    const v: unknown = annotations[name];
+    return typeof v === 'string' ? v.trim() : undefined;
+  };
+  if (value(PRUNE_ANNOTATION) === 'disabled') return `${PRUNE_ANNOTATION}: disabled`;
+  if (value(HELM_RESOURCE_POLICY)?.toLowerCase() === 'keep') return `${HELM_RESOURCE_POLICY}: keep`;
+  if (value(FLUX_PRUNE) === 'disabled') return `${FLUX_PRUNE}: disabled`;
+  const option = (value(ARGO_SYNC_OPTIONS) ?? '')
+    .split(',')
+    .map((o) => o.trim())
+    .find((o) => o === 'Prune=false' || o === 'Prune=confirm');
+  return option ? `${ARGO_SYNC_OPTIONS}: ${option}` : undefined;
 }
 
 /** Why an entry lies outside what the deployment may write, or undefined when it lies inside. */
@@ -220,8 +243,9 @@ export async function pruneTargets(
         });
         continue;
       }
-      if (disabled(object)) {
-        found.kept.push({ object: entryName(one), reason: `${PRUNE_ANNOTATION}: disabled` });
+      const kept = keptBy(object);
+      if (kept) {
+        found.kept.push({ object: entryName(one), reason: kept });
         continue;
       }
       found.targets.push({

@@ -450,6 +450,48 @@ spec: {selector: {app: b}, ports: [{port: 80}]}
     expect(empty.stderr).toMatch(/renders no objects.*--allow-empty/);
     expect(await exists('service', 'cli-a')).toBe(true);
   }, 180_000);
+  // What the tools whose manifests mooring deploys mean by "never delete this": a chart's CRDs and claims marked
+  // keep by Helm, a Namespace marked by an Argo CD user, an object marked for Flux. Deleting such a CRD deletes every
+  // custom resource of its kind in the cluster.
+  it("keeps what Helm's resource-policy, Argo CD's Prune=false and Flux's prune: disabled keep, and says why", async () => {
+    const cm = (name: string, annotations: string) => `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: ${name}
+  annotations: {strategy.spinnaker.io/versioned: "false"${annotations ? `, ${annotations}` : ''}}
+data: {a: "1"}
+`;
+    const dir = await manifestDir({
+      'stay.yaml': cm('stay', ''),
+      'marked.yaml': [
+        cm('helm-kept', 'helm.sh/resource-policy: keep'),
+        cm('argo-kept', 'argocd.argoproj.io/sync-options: "ServerSideApply=true, Prune=false"'),
+        cm('argo-confirm', 'argocd.argoproj.io/sync-options: Prune=confirm'),
+        cm('flux-kept', 'kustomize.toolkit.fluxcd.io/prune: disabled'),
+        cm('plain', ''),
+        cm('argo-other', 'argocd.argoproj.io/sync-options: Validate=false'),
+      ].join('---\n'),
+    });
+    const base = appFlags('foreign-keep');
+    const first = await mooring(...['deploy', dir, ...base]);
+    expect(first.code, first.stderr).toBe(0);
+    const pruned = await mooring(...['deploy', join(dir, 'stay.yaml'), ...base, '--prune']);
+    expect(pruned.code, pruned.stderr).toBe(0);
+    expect(pruned.stdout).toContain('configmap/plain pruned');
+    expect(pruned.stdout).toContain('configmap/argo-other pruned');
+    expect(pruned.stdout).toMatch(/2 pruned/);
+    for (const [name, why] of [
+      ['helm-kept', 'helm.sh/resource-policy: keep'],
+      ['argo-kept', 'argocd.argoproj.io/sync-options: Prune=false'],
+      ['argo-confirm', 'argocd.argoproj.io/sync-options: Prune=confirm'],
+      ['flux-kept', 'kustomize.toolkit.fluxcd.io/prune: disabled'],
+    ] as const) {
+      expect(await exists('configmap', name), name).toBe(true);
+      expect(pruned.stdout + pruned.stderr).toContain(why);
+    }
+    expect(await exists('configmap', 'plain')).toBe(false);
+  }, 180_000);
+
   it('prunes 120 objects of 40 removed applications in one deploy, leaving the 60 kept ones running', async () => {
     const dir = await manifestDir({ 'kept.yaml': apps(20, 'kept'), 'gone.yaml': apps(40, 'gone') });
     const base = appFlags('many', '5m');
