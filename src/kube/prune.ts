@@ -5,6 +5,7 @@
 // last), with foreground propagation for workloads, so that their Pods are gone before their configuration is.
 import { byCodeUnit } from '../arrays.ts';
 import { errorMessage } from '../errors.ts';
+import { SYNC_WAVE } from '../render/annotations.ts';
 import type { KubeObject } from '../render/manifest.ts';
 import { isSafeSegment } from '../render/names.ts';
 import {
@@ -34,6 +35,8 @@ export interface PruneTarget {
   resource: ResourceInfo;
   /** The uid of the live object read: the delete is conditional on it (never another object in its place). */
   uid?: string | undefined;
+  /** The live object's sync wave: higher waves are pruned first, as Argo CD prunes (0 when none or not a number). */
+  wave?: number;
 }
 
 export interface PrunePlan {
@@ -253,6 +256,7 @@ export async function pruneTargets(
         entry: one,
         resource,
         uid: typeof object.metadata.uid === 'string' ? object.metadata.uid : undefined,
+        wave: liveWave(object),
       });
     }
     return found;
@@ -261,8 +265,9 @@ export async function pruneTargets(
     plan.targets.push(...found.targets);
     plan.kept.push(...found.kept);
   }
-  // Reverse apply order; a stable sort keeps the inventory's order within a phase.
-  plan.targets.sort((a, b) => phaseOf(b.entry.kind) - phaseOf(a.entry.kind));
+  // Reverse apply order: the highest sync wave first (as Argo CD prunes), and within a wave the reverse of the kind
+  // phases; a stable sort keeps the inventory's order within a phase.
+  plan.targets.sort((a, b) => (b.wave ?? 0) - (a.wave ?? 0) || phaseOf(b.entry.kind) - phaseOf(a.entry.kind));
   return plan;
 }
 
@@ -392,17 +397,26 @@ async function deleteTarget(api: KubeApi, target: PruneTarget): Promise<void> {
   }
 }
 
-/** The targets cut where the phase of their kind changes (the plan is in phase order already). */
+/** The targets cut where their wave or the phase of their kind changes (the plan is in that order already). */
 function runsOfPhase(targets: readonly PruneTarget[]): PruneTarget[][] {
   const runs: PruneTarget[][] = [];
-  let phase: number | undefined;
+  let phase: string | undefined;
   for (const target of targets) {
-    const next = phaseOf(target.entry.kind);
+    const next = `${target.wave ?? 0}/${phaseOf(target.entry.kind)}`;
     if (next !== phase || runs.length === 0) runs.push([]);
     phase = next;
     runs[runs.length - 1]?.push(target);
   }
   return runs;
+}
+
+/** A live object's sync wave as its annotations give it (the first of the names that is an integer), else 0. */
+function liveWave(object: Pick<KubeObject, 'metadata'>): number {
+  for (const name of SYNC_WAVE) {
+    const value: unknown = object.metadata.annotations?.[name];
+    if (typeof value === 'string' && /^[-+]?\d{1,9}$/.test(value.trim())) return Number(value.trim());
+  }
+  return 0;
 }
 
 /** `deployment shop-web` or `mooring deploy of shop/web`, for the reason an object is kept. */

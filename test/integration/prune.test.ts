@@ -492,6 +492,56 @@ data: {a: "1"}
     expect(await exists('configmap', 'plain')).toBe(false);
   }, 180_000);
 
+  it('prunes the highest sync wave first, as Argo CD does, and within a wave workloads before what they use', async () => {
+    const wave = (n: number) =>
+      `argocd.argoproj.io/sync-wave: "${n}", strategy.spinnaker.io/versioned: "false"`;
+    const dir = await manifestDir({
+      'stay.yaml': `apiVersion: v1
+kind: ConfigMap
+metadata: {name: waves-stay, annotations: {${wave(0)}}}
+data: {a: "1"}
+`,
+      'gone.yaml': `apiVersion: v1
+kind: ConfigMap
+metadata: {name: waves-early, annotations: {${wave(-1)}}}
+data: {a: "1"}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: waves-middle, annotations: {${wave(0)}}}
+spec:
+  selector: {app: waves-late}
+  ports: [{port: 80}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: waves-late-config, annotations: {${wave(5)}}}
+data: {a: "1"}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: waves-late, annotations: {${wave(5)}}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: waves-late}}
+  template:
+    metadata: {labels: {app: waves-late}}
+    spec: {containers: [{name: web, image: "web:1"}]}
+`,
+    });
+    const base = appFlags('waves-prune');
+    const first = await mooring(...['deploy', dir, ...base]);
+    expect(first.code, first.stderr).toBe(0);
+    const pruned = await mooring(...['deploy', join(dir, 'stay.yaml'), ...base, '--prune']);
+    expect(pruned.code, pruned.stderr).toBe(0);
+    expect(pruned.stdout.split('\n').filter((l) => /^[a-z.]+\/\S+ pruned$/.test(l))).toEqual([
+      'deployment/waves-late pruned',
+      'configmap/waves-late-config pruned',
+      'service/waves-middle pruned',
+      'configmap/waves-early pruned',
+    ]);
+  }, 180_000);
+
   it('prunes 120 objects of 40 removed applications in one deploy, leaving the 60 kept ones running', async () => {
     const dir = await manifestDir({ 'kept.yaml': apps(20, 'kept'), 'gone.yaml': apps(40, 'gone') });
     const base = appFlags('many', '5m');
