@@ -83,7 +83,9 @@ function klogText(line: string): string {
  * helm's and kustomize's own error (`Error: …`, and the lines that continue it) before what they logged on the
  * way to it: a cut to a few lines keeps the cause, not five lines of a discovery warning logged first.
  */
-function errorFirst(lines: readonly string[]): string[] {
+function errorFirst(all: readonly string[]): string[] {
+  // Blank lines (helm 4 ends a template error with one) would be empty parts of the message.
+  const lines = all.filter((line) => line.trim() !== '');
   const at = lines.findIndex((line) => /^Error:/.test(line.trim()));
   const logged = (at <= 0 ? lines : lines.slice(0, at)).map((line) => klogText(line.trim()));
   if (at <= 0) return [...new Set(logged)];

@@ -31,11 +31,13 @@ describe('runTool', () => {
     const stderr = [
       'level=WARN msg="This chart or one of its subcharts contains CRDs."',
       logged('1'),
+      '',
       logged('2'),
       logged('3'),
       logged('4'),
       logged('5'),
       'Error: unable to build kubernetes objects from release manifest: [resource mapping not found for name: "web" namespace: "shop" from "": no matches for kind "Prometheus" in version "monitoring.coreos.com/v1"',
+      '',
       'ensure CRDs are installed first]',
     ].join('\n');
     const failing = runTool({
