@@ -5,7 +5,7 @@
 // last), with foreground propagation for workloads, so that their Pods are gone before their configuration is.
 import { byCodeUnit } from '../arrays.ts';
 import { errorMessage } from '../errors.ts';
-import { SYNC_WAVE } from '../render/annotations.ts';
+import { ARGO_SYNC_OPTIONS, argoSyncOptions, SYNC_WAVE } from '../render/annotations.ts';
 import type { KubeObject } from '../render/manifest.ts';
 import { isSafeSegment } from '../render/names.ts';
 import {
@@ -98,7 +98,6 @@ const FOREGROUND = new Set([
 
 const HELM_RESOURCE_POLICY = 'helm.sh/resource-policy';
 const FLUX_PRUNE = 'kustomize.toolkit.fluxcd.io/prune';
-const ARGO_SYNC_OPTIONS = 'argocd.argoproj.io/sync-options';
 
 /**
  * The annotation, with its value, that keeps an object from being pruned, or undefined. mooring's own, and what
@@ -116,10 +115,9 @@ export function keptBy(object: Pick<KubeObject, 'metadata'>): string | undefined
   if (value(PRUNE_ANNOTATION) === 'disabled') return `${PRUNE_ANNOTATION}: disabled`;
   if (value(HELM_RESOURCE_POLICY)?.toLowerCase() === 'keep') return `${HELM_RESOURCE_POLICY}: keep`;
   if (value(FLUX_PRUNE) === 'disabled') return `${FLUX_PRUNE}: disabled`;
-  const option = (value(ARGO_SYNC_OPTIONS) ?? '')
-    .split(',')
-    .map((o) => o.trim())
-    .find((o) => o === 'Prune=false' || o === 'Prune=confirm');
+  const option = [...argoSyncOptions(value(ARGO_SYNC_OPTIONS))].find(
+    (o) => o === 'Prune=false' || o === 'Prune=confirm',
+  );
   return option ? `${ARGO_SYNC_OPTIONS}: ${option}` : undefined;
 }
 

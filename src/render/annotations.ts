@@ -34,6 +34,24 @@ export const POD_TEMPLATE_LABELS = 'mooring.io/pod-template-labels';
 /** The wave an object is applied in (lowest first, each stable before the next): Argo CD's and mooring's names. */
 export const SYNC_WAVE = ['argocd.argoproj.io/sync-wave', 'mooring.io/sync-wave'] as const;
 
+/**
+ * Argo CD's per-object sync options (`Prune=false,Replace=true`): mooring reads `Prune=false` (src/kube/prune.ts)
+ * and `Replace=true`, with `Force=true` (src/render/strategy.ts); the others ask for what mooring does anyway
+ * (server-side apply) or concern Argo CD alone.
+ */
+export const ARGO_SYNC_OPTIONS = 'argocd.argoproj.io/sync-options';
+
+/** The options of an `argocd.argoproj.io/sync-options` value, as Argo CD splits it (commas, spaces trimmed). */
+export function argoSyncOptions(value: unknown): Set<string> {
+  if (typeof value !== 'string') return new Set();
+  return new Set(
+    value
+      .split(',')
+      .map((o) => o.trim())
+      .filter((o) => o !== ''),
+  );
+}
+
 export const TRAFFIC_LOAD_BALANCERS = 'traffic.spinnaker.io/load-balancers';
 export const CACHING_IGNORE = 'caching.spinnaker.io/ignore';
 

@@ -1,6 +1,6 @@
 // Strategy annotations (seed 001 "Reserved annotations") parsed and checked into a per-object apply plan.
 // Contradictions are errors: an object is never applied in a way its author did not ask for.
-import { CACHING_IGNORE, STRATEGY, SYNC_WAVE } from './annotations.ts';
+import { ARGO_SYNC_OPTIONS, argoSyncOptions, CACHING_IGNORE, STRATEGY, SYNC_WAVE } from './annotations.ts';
 import { RenderError } from './errors.ts';
 import { describeObject, fieldOrigin, groupOf, type SourcedObject } from './manifest.ts';
 import { SOURCE_CAPACITY_KINDS } from './tables.ts';
@@ -60,20 +60,27 @@ export function parseStrategy(item: SourcedObject, errors: RenderError[]): Strat
       ),
     );
   }
-  const replace = flag(item, STRATEGY.replace, errors);
-  const recreate = flag(item, STRATEGY.recreate, errors);
+  // Argo CD's `Replace=true` is a replace; with `Force=true` (kubectl replace --force) a delete and create.
+  const argo = argoSyncOptions(annotations[ARGO_SYNC_OPTIONS]);
+  const argoReplace = argo.has('Replace=true');
+  const argoRecreate = argoReplace && argo.has('Force=true');
+  const replace = flag(item, STRATEGY.replace, errors) || (argoReplace && !argoRecreate);
+  const recreate = flag(item, STRATEGY.recreate, errors) || argoRecreate;
+  const argoReplaceOnly = argoReplace && !argoRecreate;
+  const replaceBy = argoReplaceOnly ? `${ARGO_SYNC_OPTIONS}: Replace=true` : STRATEGY.replace;
+  const recreateBy = argoRecreate ? `${ARGO_SYNC_OPTIONS}: Force=true,Replace=true` : STRATEGY.recreate;
   if (replace && method !== 'apply') {
     errors.push(
       new RenderError(
-        `${STRATEGY.replace} and ${STRATEGY.serverSideApply} cannot be used together`,
-        where(STRATEGY.replace),
+        `${replaceBy} and ${STRATEGY.serverSideApply} cannot be used together`,
+        where(argoReplaceOnly ? ARGO_SYNC_OPTIONS : STRATEGY.replace),
       ),
     );
   } else if (replace && recreate) {
     errors.push(
       new RenderError(
-        `${STRATEGY.replace} and ${STRATEGY.recreate} cannot be used together`,
-        where(STRATEGY.recreate),
+        `${replaceBy} and ${recreateBy} cannot be used together`,
+        where(argoRecreate ? ARGO_SYNC_OPTIONS : STRATEGY.recreate),
       ),
     );
   } else if (replace) {

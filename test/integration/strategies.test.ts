@@ -31,13 +31,17 @@ spec:
 describe('strategy annotations', () => {
   const ns = useNamespace('strategy');
 
-  it('recreate: deletes and creates a Job whose template cannot be edited', async () => {
+  // Argo CD's `Force=true,Replace=true` (kubectl replace --force) asks for the same.
+  it.each([
+    ['migrate', 'strategy.spinnaker.io/recreate: "true"'],
+    ['migrate-argo', 'argocd.argoproj.io/sync-options: "Replace=true,Force=true"'],
+  ])('recreate: deletes and creates a Job whose template cannot be edited (%s)', async (name, annotation) => {
     const batch = kubeConfig().makeApiClient(BatchV1Api);
     const job = (image: string) => `apiVersion: batch/v1
 kind: Job
 metadata:
-  name: migrate
-  annotations: {strategy.spinnaker.io/recreate: "true"}
+  name: ${name}
+  annotations: {${annotation}}
 spec:
   template:
     spec:
@@ -46,11 +50,11 @@ spec:
 `;
     const first = await deployTo(ns(), await manifestDir({ 'job.yaml': job('migrate:1') }));
     expect(first.code, first.stdout + first.stderr).toBe(0);
-    const uid = (await batch.readNamespacedJob({ name: 'migrate', namespace: ns() })).metadata?.uid;
+    const uid = (await batch.readNamespacedJob({ name, namespace: ns() })).metadata?.uid;
     const second = await deployTo(ns(), await manifestDir({ 'job.yaml': job('migrate:2') }));
     expect(second.code, second.stdout + second.stderr).toBe(0);
-    expect(second.stdout).toContain('job.batch/migrate recreated');
-    const after = await batch.readNamespacedJob({ name: 'migrate', namespace: ns() });
+    expect(second.stdout).toContain(`job.batch/${name} recreated`);
+    const after = await batch.readNamespacedJob({ name, namespace: ns() });
     expect(after.metadata?.uid).not.toBe(uid);
     expect(after.spec?.template.spec?.containers[0]?.image).toBe('migrate:2');
   });
