@@ -302,8 +302,22 @@ export async function executePrune(
 ): Promise<PruneResult> {
   const result: PruneResult = { deleted: [], failed: [] };
   const until = currentDeadline()?.until ?? Date.now() + GONE_WAIT_MS;
+  // Who refers to what, read once per namespace until a run deletes something that may refer (anything but a
+  // ConfigMap or Secret): the waves a commit chooses for its ConfigMaps do not each read the namespace again.
+  const read = new Map<string, Promise<Map<string, string>>>();
+  const references =
+    options.references &&
+    ((namespace: string) => {
+      let found = read.get(namespace);
+      if (!found) {
+        found = (options.references as NonNullable<typeof options.references>)(namespace);
+        read.set(namespace, found);
+        found.catch(() => read.delete(namespace));
+      }
+      return found;
+    });
   for (const run of runsOfPhase(plan.targets)) {
-    const batch = options.references ? await unreferenced(run, options.references, result) : run;
+    const batch = references ? await unreferenced(run, references, result) : run;
     const settled = await settleLimit(batch, PRUNE_DELETES, (target) => deleteTarget(api, target));
     const going: PruneTarget[] = [];
     for (const [index, outcome] of settled.entries()) {
@@ -311,6 +325,7 @@ export async function executePrune(
       if (outcome.status === 'fulfilled') {
         result.deleted.push(target.object);
         if (FOREGROUND.has(target.entry.kind)) going.push(target);
+        if (target.entry.kind !== 'ConfigMap' && target.entry.kind !== 'Secret') read.clear();
       } else result.failed.push({ target, error: outcome.reason });
     }
     // A workload deleted in the foreground is answered for as soon as it is marked: it is gone once its Pods are.

@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { InventoryStore } from '../../src/kube/inventory.ts';
 import { githubStatusValidator } from '../contract/github-openapi.ts';
+import { proxiedServer } from './fault-helpers.ts';
 import { api, ledgerOf } from './faults-support.ts';
 import {
   configMapManifest,
@@ -540,6 +541,40 @@ spec:
       'service/waves-middle pruned',
       'configmap/waves-early pruned',
     ]);
+  }, 180_000);
+
+  // The waves are the commit's to choose: forty versioned ConfigMaps in forty waves are forty runs of the prune, and
+  // who refers to each version is read once, not once a wave (nothing deleted between them refers to anything).
+  it('reads who refers to the versions once when a commit spreads them over many waves', async () => {
+    const bed = await proxiedServer((...steps) => {
+      cleanups.push(...steps);
+    });
+    const versioned = (i: number) => `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: spread-${i}
+  annotations: {argocd.argoproj.io/sync-wave: "${i}", strategy.spinnaker.io/versioned: "true"}
+data: {a: "${i}"}
+`;
+    const dir = await manifestDir({
+      'stay.yaml': versioned(-1).replace('spread--1', 'spread-stay'),
+      'gone.yaml': Array.from({ length: 40 }, (_, i) => versioned(i)).join('---\n'),
+    });
+    const base = ['--kubeconfig', bed.kubeconfig, '-n', ns(), '--application', 'spread', '--no-wait'];
+    const first = await mooring(...['deploy', dir, ...base]);
+    expect(first.code, first.stderr).toBe(0);
+    const from = bed.proxy.requests.length;
+    const pruned = await mooring(...['deploy', join(dir, 'stay.yaml'), ...base, '--prune']);
+    expect(pruned.code, pruned.stderr).toBe(0);
+    expect(pruned.stdout).toMatch(/40 pruned/);
+    const replicaSetLists = bed.proxy.requests
+      .slice(from)
+      .filter(
+        (r) =>
+          r.method === 'GET' &&
+          (r.path.split('?')[0] ?? '') === `/apis/apps/v1/namespaces/${ns()}/replicasets`,
+      );
+    expect(replicaSetLists.length).toBeLessThan(5);
   }, 180_000);
 
   it('prunes 120 objects of 40 removed applications in one deploy, leaving the 60 kept ones running', async () => {
