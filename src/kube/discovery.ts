@@ -284,15 +284,16 @@ export class Discovery {
           try {
             listed = await this.load(groupVersion, { retryForMs: 0 });
           } catch (error) {
-            // A server error is tried again for a while (a blip, an API server starting), unless the aggregator
-            // already says the group-version's server is unavailable (its APIService Available=False: helm and
-            // kubectl do without it at once, and so does this).
-            if (!isServerError(error)) throw error;
-            down ??= this.unavailableApiServices();
-            const reason = (await down).get(groupVersion);
-            if (reason !== undefined) {
-              reasons.set(groupVersion, reason);
-              throw error;
+            // A failure is tried again for a while (a blip, an API server restarting: a connection reset, a 503),
+            // unless it is a server error and the aggregator already says the group-version's server is
+            // unavailable (its APIService Available=False: helm and kubectl do without it at once, and so does this).
+            if (isServerError(error)) {
+              down ??= this.unavailableApiServices();
+              const reason = (await down).get(groupVersion);
+              if (reason !== undefined) {
+                reasons.set(groupVersion, reason);
+                throw error;
+              }
             }
             listed = await this.load(groupVersion, { retryForMs: GROUP_RETRY_MS });
           }

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { KubeApi } from '../../src/kube/api.ts';
 import { Discovery } from '../../src/kube/discovery.ts';
+import { throughProxy } from './fault-helpers.ts';
 import {
   clusterConfig,
   configMapManifest,
@@ -93,6 +94,25 @@ describe('.Capabilities of a long-lived process', () => {
     expect(now).not.toBe(withWidget);
     expect(served(now, `${group}/v1`, 'Capgadget')).toBe(true);
   }, 120_000);
+
+  // An API server restarting resets connections: a group-version's first attempt failing so is tried again, as
+  // every read is, and the reading holds it; only a server error of an APIService the aggregator says is down is
+  // done without at once.
+  it('reads a group-version whose first request met a reset connection', async () => {
+    const bed = await throughProxy();
+    stops.push(
+      async () => bed.proxy.close(),
+      async () => bed.api.close(),
+    );
+    bed.proxy.set(
+      { kind: 'reset', when: 'request' },
+      { match: (r) => (r.path.split('?')[0] ?? '') === '/apis/apps/v1', times: 1 },
+    );
+    const caps = await bed.discovery.capabilities();
+    expect(bed.proxy.count('reset')).toBe(1);
+    expect(served(caps, 'apps/v1', 'Deployment')).toBe(true);
+    expect(caps.unavailable ?? []).toEqual([]);
+  });
 
   it('does without an aggregated API whose server is down, as helm does, within seconds', async () => {
     // As metrics.k8s.io while metrics-server is down: registered, listed in /apis, its discovery a 503.
