@@ -164,7 +164,11 @@ export interface PruneReport {
   deleted: string[];
   /** A dry run's: what a deploy would delete. */
   planned: string[];
-  kept: { object: string; reason: string }[];
+  /**
+   * Left in place, and why; `markedIn`: the namespace of one an annotation asks to keep (`helm.sh/resource-policy:
+   * keep`, `Prune=false`, ...), which a deployment's removal then does not delete.
+   */
+  kept: { object: string; reason: string; markedIn?: string | undefined }[];
   /** Workloads deleted but still terminating when prune's wait for them ended (the sync's deadline). */
   lingering?: string[];
 }

@@ -39,10 +39,18 @@ export interface PruneTarget {
   wave?: number;
 }
 
+/** An object prune leaves in place, and why. */
+export interface KeptObject {
+  object: string;
+  reason: string;
+  /** Its namespace, for one kept by an annotation that asks to keep it (a removal leaves that namespace in place). */
+  markedIn?: string | undefined;
+}
+
 export interface PrunePlan {
   /** In the order they are to be deleted. */
   targets: PruneTarget[];
-  kept: { object: string; reason: string }[];
+  kept: KeptObject[];
 }
 
 export interface PruneInput {
@@ -68,6 +76,11 @@ export interface PruneInput {
    * a line naming another namespace's Secret must not make a sync delete it), and is said.
    */
   boundary?: NamespaceBoundary | undefined;
+  /**
+   * The owner itself is going (a deployment leaving its set): what Argo CD keeps when an Application is deleted,
+   * `Delete=false` (and `Delete=confirm`), is kept too, where a sync would prune it.
+   */
+  removal?: boolean | undefined;
 }
 
 /** Whether the live object's managed fields name the manager (objects without managed fields are not judged). */
@@ -104,9 +117,11 @@ const FLUX_PRUNE = 'kustomize.toolkit.fluxcd.io/prune';
  * the tools whose manifests mooring deploys mean by it (each tool deletes nothing so marked when it leaves the
  * source): Helm's `helm.sh/resource-policy: keep` (a chart's CRDs, a database's claims and generated Secrets),
  * Flux's `kustomize.toolkit.fluxcd.io/prune: disabled`, Argo CD's `argocd.argoproj.io/sync-options: Prune=false`
- * (and `Prune=confirm`, which Argo CD prunes only once a person confirms).
+ * (and `Prune=confirm`, which Argo CD prunes only once a person confirms). When the owner itself is going
+ * (`removal`), also Argo CD's `Delete=false` and `Delete=confirm`, which keep an object when its Application is deleted
+ * and let a sync prune it.
  */
-export function keptBy(object: Pick<KubeObject, 'metadata'>): string | undefined {
+export function keptBy(object: Pick<KubeObject, 'metadata'>, removal = false): string | undefined {
   const annotations = object.metadata.annotations ?? {};
   const value = (name: string): string | undefined => {
     const v: unknown = annotations[name];
@@ -116,7 +131,10 @@ export function keptBy(object: Pick<KubeObject, 'metadata'>): string | undefined
   if (value(HELM_RESOURCE_POLICY)?.toLowerCase() === 'keep') return `${HELM_RESOURCE_POLICY}: keep`;
   if (value(FLUX_PRUNE) === 'disabled') return `${FLUX_PRUNE}: disabled`;
   const option = [...argoSyncOptions(value(ARGO_SYNC_OPTIONS))].find(
-    (o) => o === 'Prune=false' || o === 'Prune=confirm',
+    (o) =>
+      o === 'Prune=false' ||
+      o === 'Prune=confirm' ||
+      (removal && (o === 'Delete=false' || o === 'Delete=confirm')),
   );
   return option ? `${ARGO_SYNC_OPTIONS}: ${option}` : undefined;
 }
@@ -244,9 +262,9 @@ export async function pruneTargets(
         });
         continue;
       }
-      const kept = keptBy(object);
+      const kept = keptBy(object, input.removal);
       if (kept) {
-        found.kept.push({ object: entryName(one), reason: kept });
+        found.kept.push({ object: entryName(one), reason: kept, markedIn: namespace });
         continue;
       }
       found.targets.push({

@@ -24,15 +24,29 @@ import { safely, syncDeployment } from './sync-deployment.ts';
 
 /**
  * A pull request's environment leaving its set: its objects are pruned, then the namespace it created goes, unless
- * another deployment of the cluster deploys there or it is the agent's own. False: not deleted now (tried again).
+ * another deployment of the cluster deploys there, it is the agent's own, or its last sync kept an object there that
+ * an annotation asks to keep (deleting the namespace would delete it). False: not deleted now (tried again).
  */
-async function removeNamespace(ctx: JobContext, spec: Deployment, log: Logger): Promise<boolean> {
+async function removeNamespace(
+  ctx: JobContext,
+  spec: Deployment,
+  kept: readonly { object: string; markedIn?: string | undefined }[],
+  log: Logger,
+): Promise<boolean> {
   const { config } = ctx.deps;
   const shared = config.deployments.some(
     (o) => o.name !== spec.name && !o.removing && o.namespace === spec.namespace,
   );
   if (shared || spec.namespace === config.cluster.namespace) {
     log.info({ namespace: spec.namespace }, 'its namespace stays: another deployment deploys there');
+    return true;
+  }
+  const marked = kept.filter((k) => k.markedIn === spec.namespace).map((k) => k.object);
+  if (marked.length > 0) {
+    log.info(
+      { namespace: spec.namespace, kept: marked },
+      `its namespace stays: ${marked.length === 1 ? 'an object in it is' : `${marked.length} objects in it are`} marked to be kept (${marked[0]}${marked.length > 1 ? ', ...' : ''})`,
+    );
     return true;
   }
   try {
@@ -236,7 +250,11 @@ export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned):
       d.sameAs = undefined;
       d.attempted = undefined;
       // Its namespace not deleted yet (the server failed): it stays, and the next sync tries again.
-      if (d.spec.removing && (d.spec.removing !== 'namespace' || (await removeNamespace(ctx, d.spec, log))))
+      if (
+        d.spec.removing &&
+        (d.spec.removing !== 'namespace' ||
+          (await removeNamespace(ctx, d.spec, report.prune?.kept ?? [], log)))
+      )
         ctx.deps.sets?.removed(d.spec.name);
     } else if (d.deployed === undefined && commit) d.attempted = commit;
     await answerAll((r) => ctx.control.finished(r, report, release));

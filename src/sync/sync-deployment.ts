@@ -146,6 +146,7 @@ async function syncNoted(
               owner: deployment.name,
               namespace: config.cluster.namespace,
               prune: deployment.prune,
+              removal: deployment.removing !== undefined,
               allowEmpty: deployment.allowEmpty,
               emptyAdvice: 'Set allowEmpty: true if that is meant.',
               ...(attempt

@@ -541,4 +541,102 @@ describe('a deployment set over the pull requests of a repository', () => {
       await forge.close();
     }
   }, 480_000);
+
+  // Argo CD's `Delete=false` keeps an object when its Application is deleted (a database's claim, its credentials);
+  // Helm's resource-policy keeps one through `helm uninstall`. A pull request's environment that closes deletes its
+  // namespace after its objects: with such an object in it, deleting the namespace would delete it too.
+  it('keeps what is marked to be kept when an environment goes, and its namespace with it', async () => {
+    const suffix = Date.now().toString(36);
+    const prefix = `prk-${suffix}`;
+    const repo = await bareRepo(`prk-${suffix}/app`);
+    const cm = (name: string, annotations: string) =>
+      `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n  annotations: {strategy.spinnaker.io/versioned: "false"${annotations}}\ndata: {a: "1"}\n`;
+    const main = await repo.commit({
+      'deploy/plain.yaml': cm('plain', ''),
+      'deploy/kept.yaml': cm(
+        'claims',
+        ', argocd.argoproj.io/sync-options: "ServerSideApply=true,Delete=false"',
+      ),
+    });
+    const forge = await startForgeReceiver('github');
+    const api = { provider: 'github', apiUrl: forge.url, token: { file: `${await secretFiles()}/token` } };
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { namespace: `mooring-${prefix}` },
+        git: [{ name: 'app', repo, interval: '1s' }],
+        extra: {
+          deploymentSets: [
+            {
+              name: 'previews',
+              generator: { pullRequests: { source: 'app', ...api, recheck: '1s' } },
+              allowedNamespaces: [`${prefix}-*`],
+              removal: { prune: true },
+              template: {
+                name: 'kept-pr-{{number}}',
+                namespace: `${prefix}-{{number}}`,
+                source: '{{source}}',
+                paths: ['deploy'],
+                createNamespace: true,
+                stability: { timeout: '2m' },
+              },
+            },
+          ],
+        },
+      }),
+      { level: 'info' },
+    );
+    const namespace = `${prefix}-3`;
+    const exists = async (name: string) =>
+      (await kubectl('get', 'configmap', name, '-n', namespace)).code === 0;
+    try {
+      forge.setPullRequest(3, { headSha: main, headRef: 'feature', baseRef: 'main', author: 'alice' });
+      await setRef(repo.path, 'refs/pull/3/head', main);
+      await eventually(
+        '#3 deployed',
+        async () => ((await exists('plain')) && (await exists('claims')) ? true : undefined),
+        120_000,
+      );
+      forge.setPullRequest(3, { headSha: main, headRef: 'feature', state: 'closed', author: 'alice' });
+      await eventually(
+        'the deployment dropped',
+        async () =>
+          agent
+            .logged('deployment sets changed the deployments')
+            .some((r) => JSON.stringify(r.deploymentsRemoved) === JSON.stringify(['kept-pr-3']))
+            ? true
+            : undefined,
+        120_000,
+      );
+      expect(await exists('plain')).toBe(false);
+      expect(await exists('claims')).toBe(true);
+      expect(
+        agent
+          .logged('not pruned')
+          .some(
+            (r) =>
+              r.object === `ConfigMap ${namespace}/claims` &&
+              r.reason === 'argocd.argoproj.io/sync-options: Delete=false',
+          ),
+      ).toBe(true);
+      expect(
+        agent.logged(
+          `its namespace stays: an object in it is marked to be kept (ConfigMap ${namespace}/claims)`,
+        ),
+      ).toHaveLength(1);
+      const live = await kubectl(
+        'get',
+        'namespace',
+        namespace,
+        '-o',
+        'jsonpath={.metadata.deletionTimestamp}',
+      );
+      expect(live.code, live.stderr).toBe(0);
+      expect(live.stdout.trim()).toBe('');
+      expect(forge.problems()).toEqual([]);
+    } finally {
+      await agent.stop();
+      await forge.close();
+      await kubectl('delete', 'namespace', namespace, '--wait=false');
+    }
+  }, 300_000);
 });

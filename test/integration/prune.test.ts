@@ -471,6 +471,8 @@ data: {a: "1"}
         cm('flux-kept', 'kustomize.toolkit.fluxcd.io/prune: disabled'),
         cm('plain', ''),
         cm('argo-other', 'argocd.argoproj.io/sync-options: Validate=false'),
+        // Kept only when the application itself is deleted (deployment-sets.test.ts): a sync prunes it.
+        cm('argo-delete', 'argocd.argoproj.io/sync-options: Delete=false'),
       ].join('---\n'),
     });
     const base = appFlags('foreign-keep');
@@ -480,7 +482,8 @@ data: {a: "1"}
     expect(pruned.code, pruned.stderr).toBe(0);
     expect(pruned.stdout).toContain('configmap/plain pruned');
     expect(pruned.stdout).toContain('configmap/argo-other pruned');
-    expect(pruned.stdout).toMatch(/2 pruned/);
+    expect(pruned.stdout).toContain('configmap/argo-delete pruned');
+    expect(pruned.stdout).toMatch(/3 pruned/);
     for (const [name, why] of [
       ['helm-kept', 'helm.sh/resource-policy: keep'],
       ['argo-kept', 'argocd.argoproj.io/sync-options: Prune=false'],

@@ -20,6 +20,7 @@ export const pruneLeftovers: Stage = async (run) => {
     others: () => store.all(),
     fieldManager: request.fieldManager,
     boundary: request.renderOptions?.boundary,
+    removal: inventory.removal,
   });
   if (request.dryRun) {
     run.prune = { deleted: [], planned: plan.targets.map((t) => t.object), kept: plan.kept };

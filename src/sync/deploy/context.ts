@@ -47,6 +47,8 @@ export interface DeployRequest {
     owner: string;
     namespace: string;
     prune: boolean;
+    /** The owner is going (a deployment leaving its set): what is kept when an application is deleted stays. */
+    removal?: boolean | undefined;
     /** An empty render of an owner that had objects is an error unless this is set. */
     allowEmpty: boolean;
     /** How to say it is meant, in the error of an empty render. */
