@@ -51,6 +51,11 @@ export interface ApplyOptions {
   /** How long a recreate waits for the old object to go, and a CRD to be established. */
   waitTimeoutMs?: number;
   /**
+   * How long an object of a kind not served yet that skips the dry run (strategy.whenServed) waits for its kind
+   * (a deploy: its timeout); `waitTimeoutMs` when absent.
+   */
+  servedWaitMs?: number | undefined;
+  /**
    * Why an object that holds a target's name may not be written over or deleted (it is not the caller's: a hook's
    * name held by another object, src/render/hook-owner.ts), if so: the whole message. Asked of every object as
    * read before the dry run, so a set with one such target is refused whole, before any write; and by `check`

@@ -51,6 +51,7 @@ export class Applier {
       | 'unmoved'
       | 'unmovedLive'
       | 'cachedLive'
+      | 'servedWaitMs'
     >
   > &
     ApplyOptions;
@@ -125,6 +126,8 @@ export class Applier {
     );
     const definitions = definedKinds(targets);
     const deferred = new Set<ApplyTarget>();
+    /** Custom resources of kinds not served yet that skip the dry run (strategy.whenServed): written when served. */
+    const unserved = new Set<ApplyTarget>();
     const absent = new Set<ApplyTarget>();
     const resources = new Map<ApplyTarget, ResourceInfo>();
     const lives = new Map<ApplyTarget, LiveSummary | undefined>();
@@ -164,6 +167,7 @@ export class Applier {
         info = await this.discovery.resource(object.apiVersion, object.kind);
       } catch (error) {
         if (unknown === 'defer') deferred.add(target);
+        else if (error instanceof UnservedKindError && target.plan.strategy.whenServed) unserved.add(target);
         else problems.push(`${place(target)}: ${(error as Error).message}`);
         return;
       }
@@ -283,7 +287,7 @@ export class Applier {
     });
     await check(readyNow);
     if (problems.length > 0) throw new ApplyRejectedError(problems.sort(naturalOrder));
-    const known = { resources, lives, dryRuns, deferred, absent, adopt, unmoved };
+    const known = { resources, lives, dryRuns, deferred, unserved, absent, adopt, unmoved };
     const early = new Map<ApplyTarget, ApplyResult>();
     const results: ApplyResult[] = [];
     return {
@@ -338,19 +342,25 @@ export class Applier {
       lives: Map<ApplyTarget, LiveSummary | undefined>;
       dryRuns: Map<ApplyTarget, LiveSummary | undefined>;
       deferred: ReadonlySet<ApplyTarget>;
+      unserved: ReadonlySet<ApplyTarget>;
       absent: ReadonlySet<ApplyTarget>;
       adopt: Map<ApplyTarget, TakeOver>;
       unmoved: ReadonlySet<ApplyTarget>;
     },
   ): Promise<ApplyResult[]> {
-    const { resources, lives, dryRuns, deferred, absent, adopt, unmoved } = known;
+    const { resources, lives, dryRuns, deferred, unserved, absent, adopt, unmoved } = known;
     const results: ApplyResult[] = [];
     for (const batch of inPhases(targets, (t) => t.object.kind)) {
       const written = await mapLimit(batch, this.options.concurrency, async (target) => {
         let info = resources.get(target);
         let live = lives.get(target);
         let preview = dryRuns.get(target);
-        if (deferred.has(target)) {
+        if (unserved.has(target)) {
+          // A dry run cannot tell what the server would make of it: reported as created, as rendered.
+          if (this.options.dryRun) return this.notValidated(target);
+          info = await this.whenServed(target);
+        }
+        if (deferred.has(target) || unserved.has(target)) {
           try {
             info ??= await this.discovery.resource(target.object.apiVersion, target.object.kind);
             live = await readObject(this.api, info, target.object, (found) => {
@@ -384,6 +394,49 @@ export class Applier {
       }
     }
     return results;
+  }
+
+  /**
+   * The result of a dry run for an object of a kind not served yet (strategy.whenServed): `created`, its rendered
+   * manifest the preview (`mooring diff` shows it whole), its resource guessed from the manifest.
+   */
+  private notValidated(target: ApplyTarget): ApplyResult {
+    const { apiVersion, kind, metadata } = target.object;
+    const resource: ResourceInfo = {
+      apiVersion,
+      kind,
+      plural: `${kind.toLowerCase()}s`,
+      namespaced: metadata.namespace !== undefined,
+    };
+    this.options.onPreview?.(target, target.object);
+    const result: ApplyResult = { target, action: 'created', live: undefined, resource };
+    this.options.onResult?.(result);
+    return result;
+  }
+
+  /**
+   * Waits until the cluster serves the kind of `target` (its CRD installed by another deployment or an operator),
+   * asking discovery of its group-version each second, for `waitTimeoutMs`.
+   */
+  private async whenServed(target: ApplyTarget): Promise<ResourceInfo> {
+    const { apiVersion, kind } = target.object;
+    const waitMs = this.options.servedWaitMs ?? this.options.waitTimeoutMs;
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      try {
+        const info = await this.discovery.resource(apiVersion, kind);
+        // Placed in the deployment's namespace while its scope was unknown (src/sync/deploy/read-cluster.ts).
+        if (!info.namespaced) delete target.object.metadata.namespace;
+        return info;
+      } catch (error) {
+        if (!(error instanceof UnservedKindError)) throw error;
+        if (Date.now() > deadline)
+          throw new StalledError(
+            `${place(target)}: the cluster did not serve ${kind} in ${apiVersion} within ${Math.round(waitMs / 1000)} s (argocd.argoproj.io/sync-options: SkipDryRunOnMissingResource=true writes it once its CRD is installed)`,
+          );
+        await pause(1000);
+      }
+    }
   }
 
   /**

@@ -162,6 +162,9 @@ export async function pruneTargets(
   const plan: PrunePlan = { targets: [], kept: [] };
   const wanted = new Set(input.desired.map(entryId));
   if (input.previous.every((entry) => wanted.has(entryId(entry)))) return plan;
+  // A custom kind not served when the set was rendered (SkipDryRunOnMissingResource) was placed in the deployment's
+  // namespace; once its kind is served cluster-scoped, the entry with and the one without a namespace are one object.
+  const wantedAnywhere = new Set(input.desired.map((e) => entryId({ ...e, namespace: undefined })));
   const heldBy = new Map<string, string>();
   for (const [owner, entries] of await input.others()) {
     if (owner === input.owner) continue;
@@ -211,6 +214,7 @@ export async function pruneTargets(
       return found;
     }
     const namespace = resource.namespaced ? entry.namespace : undefined;
+    if (!resource.namespaced && wantedAnywhere.has(entryId({ ...entry, namespace: undefined }))) return found;
     const outside = input.boundary && outsideBoundary(input.boundary, resource, entry);
     if (outside) {
       found.kept.push({ object: name, reason: outside });

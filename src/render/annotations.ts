@@ -35,9 +35,9 @@ export const POD_TEMPLATE_LABELS = 'mooring.io/pod-template-labels';
 export const SYNC_WAVE = ['argocd.argoproj.io/sync-wave', 'mooring.io/sync-wave'] as const;
 
 /**
- * Argo CD's per-object sync options (`Prune=false,Replace=true`): mooring reads `Prune=false` (src/kube/prune.ts)
- * and `Replace=true`, with `Force=true` (src/render/strategy.ts); the others ask for what mooring does anyway
- * (server-side apply) or concern Argo CD alone.
+ * Argo CD's per-object sync options (`Prune=false,Replace=true`): mooring reads `Prune=false` and `Delete=false`
+ * (src/kube/prune.ts), `Replace=true`, with `Force=true`, and `SkipDryRunOnMissingResource=true`
+ * (src/render/strategy.ts); the others ask for what mooring does anyway (server-side apply) or concern Argo CD alone.
  */
 export const ARGO_SYNC_OPTIONS = 'argocd.argoproj.io/sync-options';
 

@@ -25,6 +25,12 @@ export interface Strategy {
    * first, each stable before the next, after the whole set passed its dry run.
    */
   wave: number;
+  /**
+   * Argo CD's `SkipDryRunOnMissingResource=true`: a custom resource whose kind the cluster does not serve yet (its
+   * CRD comes from another deployment, or an operator installs it) skips the dry run and is written when its wave
+   * and phase come, once the kind is served (src/kube/apply.ts).
+   */
+  whenServed?: true;
 }
 
 function flag(item: SourcedObject, annotation: string, errors: RenderError[]): boolean {
@@ -111,7 +117,15 @@ export function parseStrategy(item: SourcedObject, errors: RenderError[]): Strat
   }
 
   const ignored = flag(item, CACHING_IGNORE, errors);
-  return { method, recreate, useSourceCapacity, maxVersionHistory, ignored, wave: parseWave(item, errors) };
+  return {
+    method,
+    recreate,
+    useSourceCapacity,
+    maxVersionHistory,
+    ignored,
+    wave: parseWave(item, errors),
+    ...(argo.has('SkipDryRunOnMissingResource=true') ? { whenServed: true as const } : {}),
+  };
 }
 
 /** The object's sync wave: an integer, the same under both names when both are given. */

@@ -166,6 +166,7 @@ function setWriter(run: DeployRun, written: ApplyResult[]): Applier {
     fieldManager,
     concurrency: concurrencyOf(request),
     dryRun: request.dryRun,
+    servedWaitMs: request.timeoutMs,
     // A drift pass writes back objects exactly as mooring wrote them before (their marks say so), or as the
     // dry run of drift.ts validated them just now: a second dry run of each would double what a pass costs.
     ...(request.drift ? { validateFirst: false } : {}),

@@ -1,0 +1,105 @@
+// Argo CD's `SkipDryRunOnMissingResource=true` on the real test bed: a custom resource whose CRD is not in the set
+// (another deployment or an operator installs it, as Crossplane's providers install theirs) skips the dry run that
+// would refuse it, and is written when its wave comes, once the cluster serves its kind. Without the option the set
+// is refused whole, as before; with it and a CRD that never comes, the deploy fails naming the kind.
+import { randomBytes } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import { crdManifest, kubectl, manifestDir, mooring, testbed, useNamespace } from './helpers.ts';
+
+describe("Argo CD's SkipDryRunOnMissingResource", () => {
+  const ns = useNamespace('skipdry');
+  const group = `skip-${randomBytes(3).toString('hex')}.example.io`;
+  afterAll(async () => {
+    await kubectl('delete', 'crd', `providerconfigs.${group}`, `widgets.${group}`, '--ignore-not-found');
+  });
+  const base = () => ['--kubeconfig', testbed().kube.kubeconfig, '-n', ns()];
+  const flags = (timeout: string) => [...base(), '--timeout', timeout];
+  const files = (options: string) => ({
+    'settings.yaml': `apiVersion: v1
+kind: ConfigMap
+metadata: {name: provider-settings, annotations: {strategy.spinnaker.io/versioned: "false"}}
+data: {region: north}
+`,
+    'provider.yaml': `apiVersion: ${group}/v1
+kind: ProviderConfig
+metadata:
+  name: default
+  annotations: {argocd.argoproj.io/sync-options: "${options}"}
+spec: {credentials: {source: Secret}}
+---
+apiVersion: ${group}/v1
+kind: Widget
+metadata:
+  name: first
+  annotations: {argocd.argoproj.io/sync-options: "${options}"}
+spec: {size: 3}
+`,
+  });
+  const exists = async (...what: string[]) =>
+    (await kubectl('get', ...what, '-o', 'name', '--ignore-not-found')).stdout.trim() !== '';
+
+  it('refuses the set whole without the option, as a kind the cluster does not serve', async () => {
+    const dir = await manifestDir(files('ServerSideApply=true'));
+    const run = await mooring('deploy', dir, ...flags('20s'));
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(`ProviderConfig ${ns()}/default: the cluster serves no kind ProviderConfig`);
+    expect(await exists('configmap', 'provider-settings', '-n', ns())).toBe(false);
+  }, 60_000);
+
+  it('writes the objects once an operator installs their CRDs, each in its scope, and keeps them', async () => {
+    const dir = await manifestDir(files('ServerSideApply=true,SkipDryRunOnMissingResource=true'));
+    // Before the CRDs: the diff shows them as they would be created, not validated.
+    const before = await mooring('diff', dir, ...base());
+    expect(before.code, before.stderr).toBe(1);
+    expect(before.stdout).toContain('ProviderConfig');
+    expect(before.stdout).toContain('size: 3');
+    // The "operator": the CRDs appear a few seconds into the deploy, one cluster-scoped, one namespaced.
+    const operator = (async () => {
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+      const crds = await manifestDir({
+        'crds.yaml': `${crdManifest(group, 'providerconfigs', 'ProviderConfig', {}, 'Cluster')}---\n${crdManifest(group, 'widgets', 'Widget')}`,
+      });
+      const made = await kubectl('apply', '-f', crds);
+      expect(made.code, made.stderr).toBe(0);
+    })();
+    const run = await mooring('deploy', dir, ...flags('60s'), '--prune');
+    await operator;
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/3\/3 stable/);
+    expect(await exists('configmap', 'provider-settings', '-n', ns())).toBe(true);
+    expect(await exists(`providerconfigs.${group}`, 'default')).toBe(true);
+    expect(await exists(`widgets.${group}`, 'first', '-n', ns())).toBe(true);
+    // Deployed again with prune: the cluster-scoped one, placed in the namespace while its scope was unknown, is the
+    // same object as now, not something to prune.
+    const again = await mooring('deploy', dir, ...flags('60s'), '--prune');
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).not.toContain('pruned');
+    expect(again.stdout).toMatch(/3\/3 stable/);
+    expect(await exists(`providerconfigs.${group}`, 'default')).toBe(true);
+    const diff = await mooring('diff', dir, ...base());
+    expect(diff.code, diff.stdout + diff.stderr).toBe(0);
+  }, 120_000);
+
+  it('fails the deploy naming the kind when its CRD never comes', async () => {
+    const other = `never-${randomBytes(3).toString('hex')}.example.io`;
+    const dir = await manifestDir({
+      'settings.yaml': `apiVersion: v1
+kind: ConfigMap
+metadata: {name: never-settings, annotations: {strategy.spinnaker.io/versioned: "false"}}
+data: {region: south}
+`,
+      'gadget.yaml': `apiVersion: ${other}/v1
+kind: Gadget
+metadata:
+  name: lonely
+  annotations: {argocd.argoproj.io/sync-options: SkipDryRunOnMissingResource=true}
+`,
+    });
+    const run = await mooring('deploy', dir, ...flags('4s'));
+    expect(run.code).not.toBe(0);
+    expect(run.code).not.toBe(2);
+    expect(run.stderr).toContain(`the cluster did not serve Gadget in ${other}/v1 within 4 s`);
+    // What the option let through was written, as Argo CD writes the rest of a sync.
+    expect(await exists('configmap', 'never-settings', '-n', ns())).toBe(true);
+  }, 60_000);
+});
