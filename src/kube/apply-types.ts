@@ -20,6 +20,11 @@ export interface ApplyResult {
    * fields, now mooring's, and the last-applied-configuration annotation, dropped (client-side-takeover.ts).
    */
   tookOver?: TakeOver;
+  /**
+   * Left as it is, not written, and why (`kustomize.toolkit.fluxcd.io/ssa: IfNotPresent` on an object that exists;
+   * `Ignore`). `live` undefined: it does not exist, and is not waited on.
+   */
+  leftBy?: string;
 }
 
 export interface ApplyOptions {

@@ -6,6 +6,7 @@
 // manifests, not with what the server sends back.
 import { append } from '../arrays.ts';
 import { naturalOrder, StalledError } from '../errors.ts';
+import { FLUX_SSA } from '../render/annotations.ts';
 import { describeObject, type KubeObject } from '../render/manifest.ts';
 import type { KubeApi } from './api.ts';
 import { ApplyRejectedError, explain, place } from './apply-errors.ts';
@@ -97,7 +98,14 @@ export class Applier {
   private probes(target: ApplyTarget): boolean {
     const { known, onPreview } = this.options;
     const { method, recreate } = target.plan.strategy;
-    return known !== undefined && !onPreview && method !== 'replace' && !recreate && !known(target.object);
+    return (
+      known !== undefined &&
+      !onPreview &&
+      method !== 'replace' &&
+      !recreate &&
+      target.plan.strategy.writeOnce === undefined &&
+      !known(target.object)
+    );
   }
 
   /**
@@ -128,6 +136,8 @@ export class Applier {
     const deferred = new Set<ApplyTarget>();
     /** Custom resources of kinds not served yet that skip the dry run (strategy.whenServed): written when served. */
     const unserved = new Set<ApplyTarget>();
+    /** What is left as it is (strategy.writeOnce: there already, or never to be written), and why. */
+    const left = new Map<ApplyTarget, string>();
     const absent = new Set<ApplyTarget>();
     const resources = new Map<ApplyTarget, ResourceInfo>();
     const lives = new Map<ApplyTarget, LiveSummary | undefined>();
@@ -239,7 +249,11 @@ export class Applier {
           if (live && !probed.has(target) && !adopt.has(target) && !target.plan.strategy.recreate)
             if (unmovedLive(target, live)) unmoved.add(target);
         }
-      const checked = unmoved.size === 0 ? rest : rest.filter((t) => !unmoved.has(t));
+      for (const target of rest) {
+        const why = this.leftBy(target, lives.get(target));
+        if (why) left.set(target, why);
+      }
+      const checked = rest.filter((t) => !unmoved.has(t) && !left.has(t));
       await mapLimit(validate ? checked : [], this.options.concurrency, async (target) => {
         const info = resources.get(target) as ResourceInfo;
         try {
@@ -287,7 +301,7 @@ export class Applier {
     });
     await check(readyNow);
     if (problems.length > 0) throw new ApplyRejectedError(problems.sort(naturalOrder));
-    const known = { resources, lives, dryRuns, deferred, unserved, absent, adopt, unmoved };
+    const known = { resources, lives, dryRuns, deferred, unserved, left, absent, adopt, unmoved };
     const early = new Map<ApplyTarget, ApplyResult>();
     const results: ApplyResult[] = [];
     return {
@@ -343,12 +357,13 @@ export class Applier {
       dryRuns: Map<ApplyTarget, LiveSummary | undefined>;
       deferred: ReadonlySet<ApplyTarget>;
       unserved: ReadonlySet<ApplyTarget>;
+      left: Map<ApplyTarget, string>;
       absent: ReadonlySet<ApplyTarget>;
       adopt: Map<ApplyTarget, TakeOver>;
       unmoved: ReadonlySet<ApplyTarget>;
     },
   ): Promise<ApplyResult[]> {
-    const { resources, lives, dryRuns, deferred, unserved, absent, adopt, unmoved } = known;
+    const { resources, lives, dryRuns, deferred, unserved, left, absent, adopt, unmoved } = known;
     const results: ApplyResult[] = [];
     for (const batch of inPhases(targets, (t) => t.object.kind)) {
       const written = await mapLimit(batch, this.options.concurrency, async (target) => {
@@ -368,12 +383,20 @@ export class Applier {
               if (why) throw new StalledError(why);
               this.noteTakeOver(adopt, target, found);
             });
-            preview = await this.verbs.dryRun(info, target, live, adopt.has(target));
+            const why = this.leftBy(target, live);
+            if (why) left.set(target, why);
+            else preview = await this.verbs.dryRun(info, target, live, adopt.has(target));
           } catch (error) {
             throw new StalledError(`${place(target)}: ${explain(error)}`, { cause: error });
           }
         }
         if (!info) throw new Error(`no resource for ${place(target)}`);
+        const leftBy = left.get(target);
+        if (leftBy !== undefined) {
+          const result: ApplyResult = { target, action: 'unchanged', live, resource: info, leftBy };
+          this.options.onResult?.(result);
+          return result;
+        }
         if (absent.has(target) || unmoved.has(target)) {
           const result: ApplyResult = unmoved.has(target)
             ? { target, action: 'unchanged', live, resource: info }
@@ -394,6 +417,16 @@ export class Applier {
       }
     }
     return results;
+  }
+
+  /**
+   * Why `target` is left as it is, if it is (strategy.writeOnce): Flux's `IfNotPresent` on an object that exists,
+   * `Ignore` whether it exists or not.
+   */
+  private leftBy(target: ApplyTarget, live: LiveSummary | undefined): string | undefined {
+    const once = target.plan.strategy.writeOnce;
+    if (once === undefined || (once === 'IfNotPresent' && live === undefined)) return undefined;
+    return `${FLUX_SSA}: ${once}`;
   }
 
   /**

@@ -52,6 +52,20 @@ export function argoSyncOptions(value: unknown): Set<string> {
   );
 }
 
+/**
+ * Flux's apply behaviour of one object: `IfNotPresent` (created when absent, never written again) and `Ignore`
+ * (never written); `Override` and `Merge` ask for what server-side apply does anyway.
+ */
+export const FLUX_SSA = 'kustomize.toolkit.fluxcd.io/ssa';
+
+/** The object is written at most once (FLUX_SSA), or not at all: the annotation's value, else undefined. */
+export function writeOnceBy(
+  annotations: Readonly<Record<string, string>> | undefined,
+): 'IfNotPresent' | 'Ignore' | undefined {
+  const value = annotations?.[FLUX_SSA]?.trim();
+  return value === 'IfNotPresent' || value === 'Ignore' ? value : undefined;
+}
+
 export const TRAFFIC_LOAD_BALANCERS = 'traffic.spinnaker.io/load-balancers';
 export const CACHING_IGNORE = 'caching.spinnaker.io/ignore';
 

@@ -1,6 +1,13 @@
 // Strategy annotations (seed 001 "Reserved annotations") parsed and checked into a per-object apply plan.
 // Contradictions are errors: an object is never applied in a way its author did not ask for.
-import { ARGO_SYNC_OPTIONS, argoSyncOptions, CACHING_IGNORE, STRATEGY, SYNC_WAVE } from './annotations.ts';
+import {
+  ARGO_SYNC_OPTIONS,
+  argoSyncOptions,
+  CACHING_IGNORE,
+  STRATEGY,
+  SYNC_WAVE,
+  writeOnceBy,
+} from './annotations.ts';
 import { RenderError } from './errors.ts';
 import { describeObject, fieldOrigin, groupOf, type SourcedObject } from './manifest.ts';
 import { SOURCE_CAPACITY_KINDS } from './tables.ts';
@@ -31,6 +38,11 @@ export interface Strategy {
    * and phase come, once the kind is served (src/kube/apply.ts).
    */
   whenServed?: true;
+  /**
+   * Flux's `kustomize.toolkit.fluxcd.io/ssa`: `IfNotPresent`, created when absent and then left as it is (never
+   * versioned, updated or drift-corrected); `Ignore`, never written. Pruned as any object of the set.
+   */
+  writeOnce?: 'IfNotPresent' | 'Ignore';
 }
 
 function flag(item: SourcedObject, annotation: string, errors: RenderError[]): boolean {
@@ -117,6 +129,7 @@ export function parseStrategy(item: SourcedObject, errors: RenderError[]): Strat
   }
 
   const ignored = flag(item, CACHING_IGNORE, errors);
+  const writeOnce = writeOnceBy(annotations);
   return {
     method,
     recreate,
@@ -125,6 +138,7 @@ export function parseStrategy(item: SourcedObject, errors: RenderError[]): Strat
     ignored,
     wave: parseWave(item, errors),
     ...(argo.has('SkipDryRunOnMissingResource=true') ? { whenServed: true as const } : {}),
+    ...(writeOnce ? { writeOnce } : {}),
   };
 }
 

@@ -8,7 +8,7 @@
 // hash of a Secret would let anyone who reads the annotation confirm a guessed value. Other kinds keep a plain
 // SHA-256: their content is no secret, and people may check it.
 import { maxOf } from '../arrays.ts';
-import { ARTIFACT, artifactType, CONTENT_HASH, MONIKER, STRATEGY } from './annotations.ts';
+import { ARTIFACT, artifactType, CONTENT_HASH, MONIKER, STRATEGY, writeOnceBy } from './annotations.ts';
 import { contentHash, keyedContentHash } from './canonical.ts';
 import { RenderError } from './errors.ts';
 import {
@@ -116,6 +116,8 @@ export function isVersioned(item: SourcedObject, policy: VersioningPolicy, error
     );
     return false;
   }
+  // Written once under its own name (Flux's ssa: IfNotPresent or Ignore): a new version would be a write.
+  if (writeOnceBy(object.metadata.annotations)) return false;
   const configured = policy.versioned[object.kind];
   if (configured !== undefined) return configured;
   const kind = `${groupOf(object.apiVersion)}/${object.kind}`;

@@ -98,7 +98,10 @@ function describeApplied(r: ApplyResult): string {
       : ` (new version v${String(version.version).padStart(3, '0')})`
     : '';
   const adopted = r.tookOver ? ` (${describeTakeOver(r.tookOver)})` : '';
-  return `${kubectlName(object.apiVersion, object.kind, object.metadata.name)} ${r.action}${note}${adopted}`;
+  const action = r.leftBy
+    ? `${r.live ? 'left as it is' : 'not created'} (${r.leftBy})`
+    : `${r.action}${note}${adopted}`;
+  return `${kubectlName(object.apiVersion, object.kind, object.metadata.name)} ${action}`;
 }
 
 /** `ConfigMap shop/extra` as kubectl names it in its output: `configmap/extra`. */

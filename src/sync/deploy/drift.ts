@@ -17,7 +17,10 @@ export const checkDrift: Stage = async (run) => {
   if (!request.drift || !driftRun || !run.rendered) return;
   // Hooks are no part of a drift pass (it runs none): they are neither checked nor applied.
   const rendered = run.rendered;
-  const release = rendered.objects.flatMap((o, i) => (isHookObject(o.metadata.annotations) ? [] : [i]));
+  // Nor is what is written at most once (Flux's ssa: IfNotPresent, Ignore): whatever it holds now is meant.
+  const release = rendered.objects.flatMap((o, i) =>
+    isHookObject(o.metadata.annotations) || rendered.plan[i]?.strategy.writeOnce !== undefined ? [] : [i],
+  );
   const found = await driftRun.check(
     {
       ...rendered,

@@ -35,7 +35,8 @@ export async function waitFor(
   const seen = new Map<ApplyResult, KubeObject>();
   // Stability is judged on the object as apply left it or later, never on an older cached copy.
   const watched = results
-    .filter((r) => !r.target.plan.strategy.ignored)
+    // Not waited on: what caching.spinnaker.io/ignore says, and what was left unwritten and does not exist.
+    .filter((r) => !r.target.plan.strategy.ignored && !(r.leftBy !== undefined && r.live === undefined))
     .map((r) => {
       const { namespace, name } = r.target.object.metadata;
       const uid = r.live?.metadata.uid;
