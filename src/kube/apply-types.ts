@@ -61,6 +61,11 @@ export interface ApplyOptions {
    */
   servedWaitMs?: number | undefined;
   /**
+   * Why the caller may not write `object` cluster-scoped, if it may not (its namespace boundary): asked of an object
+   * whose kind was not served when the set was checked (strategy.whenServed) and is served cluster-scoped.
+   */
+  refuseClusterScoped?: ((object: KubeObject) => string | undefined) | undefined;
+  /**
    * Why an object that holds a target's name may not be written over or deleted (it is not the caller's: a hook's
    * name held by another object, src/render/hook-owner.ts), if so: the whole message. Asked of every object as
    * read before the dry run, so a set with one such target is refused whole, before any write; and by `check`

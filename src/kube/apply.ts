@@ -53,6 +53,7 @@ export class Applier {
       | 'unmovedLive'
       | 'cachedLive'
       | 'servedWaitMs'
+      | 'refuseClusterScoped'
     >
   > &
     ApplyOptions;
@@ -458,8 +459,14 @@ export class Applier {
     for (;;) {
       try {
         const info = await this.discovery.resource(apiVersion, kind);
-        // Placed in the deployment's namespace while its scope was unknown (src/sync/deploy/read-cluster.ts).
-        if (!info.namespaced) delete target.object.metadata.namespace;
+        if (!info.namespaced) {
+          // Its scope unknown, it was held to the boundary as an object of the deployment's namespace: it is held
+          // again as what it is.
+          const why = this.options.refuseClusterScoped?.(target.object);
+          if (why) throw new StalledError(`${place(target)}: its kind is served ${why}`);
+          // Placed in the deployment's namespace while its scope was unknown (src/sync/deploy/read-cluster.ts).
+          delete target.object.metadata.namespace;
+        }
         return info;
       } catch (error) {
         if (!(error instanceof UnservedKindError)) throw error;

@@ -47,6 +47,15 @@ export function clusterScopedAllowed(boundary: NamespaceBoundary, apiVersion: st
   return boundary.clusterScoped.some((k) => (k.includes('/') ? k === `${group}/${kind}` : k === kind));
 }
 
+/** Why a cluster-scoped `object` is outside the boundary, with the advice, or undefined when it is inside. */
+export function clusterScopedRefusal(boundary: NamespaceBoundary, object: KubeObject): string | undefined {
+  if (clusterScopedAllowed(boundary, object.apiVersion, object.kind)) return undefined;
+  const advice =
+    boundary.advice?.clusterScoped?.(object) ??
+    `allow it with allowClusterScoped (true, or kinds such as ${object.kind})`;
+  return `cluster-scoped, outside this deployment's namespaces (${boundary.namespaces.join(', ')}); ${advice}`;
+}
+
 /**
  * The objects outside the boundary, one error each. Objects must already be placed: namespaced objects without
  * a namespace were given the deployment's, cluster-scoped ones lost theirs (render's first stage, or the same
@@ -62,12 +71,10 @@ export function boundaryErrors(
   for (const item of items) {
     const { object } = item;
     if (isClusterScoped(object.apiVersion, object.kind, clusterScoped)) {
-      if (clusterScopedAllowed(boundary, object.apiVersion, object.kind)) continue;
-      const advice =
-        boundary.advice?.clusterScoped?.(object) ??
-        `allow it with allowClusterScoped (true, or kinds such as ${object.kind})`;
+      const refusal = clusterScopedRefusal(boundary, object);
+      if (refusal === undefined) continue;
       errors.push(
-        new RenderError(`cluster-scoped, outside this deployment's namespaces (${own}); ${advice}`, {
+        new RenderError(refusal, {
           origin: item.origin,
           // Named without the namespace a manifest (or the placement of an unknown kind) may have given it.
           object: `${object.kind} ${object.metadata.name}`,
