@@ -93,47 +93,58 @@ spec: {size: 3}
 
   // A deployment may not write cluster-scoped objects (allowClusterScoped): a kind unknown when the set was checked
   // was held to the boundary as one of its namespace; served cluster-scoped, it is held again, and refused.
-  it('refuses a kind served cluster-scoped that the deployment may not write', async () => {
-    const other = `scope-${randomBytes(3).toString('hex')}.example.io`;
-    const api = new KubeApi(clusterConfig());
-    try {
-      const operator = (async () => {
-        await new Promise((resolve) => setTimeout(resolve, 2000));
-        const crds = await manifestDir({
-          'crd.yaml': crdManifest(other, 'tenants', 'Tenant', {}, 'Cluster'),
-        });
-        expect((await kubectl('apply', '-f', crds)).code).toBe(0);
-      })();
-      const report = await deploy(
-        { api, discovery: new Discovery(api) },
-        {
-          files: [
-            {
-              path: 'tenant.yaml',
-              text: `apiVersion: ${other}/v1\nkind: Tenant\nmetadata:\n  name: everyone\n  annotations: {argocd.argoproj.io/sync-options: SkipDryRunOnMissingResource=true}\n`,
-            },
-          ],
-          namespace: ns(),
-          application: 'scoped',
-          images: [],
-          timeoutMs: 30_000,
-          dryRun: false,
-          fieldManager: 'mooring',
-          concurrency: 4,
-          renderOptions: { boundary: { namespaces: [ns()], clusterScoped: false } },
-        },
-      );
-      await operator;
-      expect([report.outcome, report.summary]).toEqual(['error', expect.any(String)]);
-      expect(report.summary).toContain(
-        `Tenant ${ns()}/everyone: its kind is served cluster-scoped, outside this deployment's namespaces (${ns()})`,
-      );
-      expect(await exists(`tenants.${other}`, 'everyone')).toBe(false);
-    } finally {
-      api.close();
-      await kubectl('delete', 'crd', `tenants.${other}`, '--ignore-not-found');
-    }
-  }, 60_000);
+  // Hooks are checked before anything is written and take no such option: one of a kind not served is refused as
+  // before, and writes nothing either.
+  it.each([
+    [
+      'an object of the release',
+      '',
+      `its kind is served cluster-scoped, outside this deployment's namespaces`,
+    ],
+    ['a Helm hook', ', helm.sh/hook: post-install', 'the cluster serves no kind Tenant'],
+  ])(
+    'refuses a kind served cluster-scoped that the deployment may not write: %s',
+    async (_, hook, why) => {
+      const other = `scope-${randomBytes(3).toString('hex')}.example.io`;
+      const api = new KubeApi(clusterConfig());
+      try {
+        const operator = (async () => {
+          await new Promise((resolve) => setTimeout(resolve, 2000));
+          const crds = await manifestDir({
+            'crd.yaml': crdManifest(other, 'tenants', 'Tenant', {}, 'Cluster'),
+          });
+          expect((await kubectl('apply', '-f', crds)).code).toBe(0);
+        })();
+        const report = await deploy(
+          { api, discovery: new Discovery(api) },
+          {
+            files: [
+              {
+                path: 'tenant.yaml',
+                text: `apiVersion: ${other}/v1\nkind: Tenant\nmetadata:\n  name: everyone\n  annotations: {argocd.argoproj.io/sync-options: SkipDryRunOnMissingResource=true${hook}}\n`,
+              },
+            ],
+            namespace: ns(),
+            application: 'scoped',
+            images: [],
+            timeoutMs: 30_000,
+            dryRun: false,
+            fieldManager: 'mooring',
+            concurrency: 4,
+            renderOptions: { boundary: { namespaces: [ns()], clusterScoped: false } },
+          },
+        );
+        await operator;
+        expect(['error', 'failed']).toContain(report.outcome);
+        expect(report.summary).toContain(why);
+        expect(await exists(`tenants.${other}`, 'everyone')).toBe(false);
+      } finally {
+        api.close();
+        await kubectl('delete', 'crd', `tenants.${other}`, '--ignore-not-found');
+      }
+    },
+    60_000,
+  );
 
   it('fails the deploy naming the kind when its CRD never comes', async () => {
     const other = `never-${randomBytes(3).toString('hex')}.example.io`;

@@ -16,6 +16,7 @@ import type { HookOwner } from '../../render/hook-owner.ts';
 import type { HookEvent, HookPhase } from '../../render/hooks.ts';
 import type { ImageArtifact } from '../../render/images.ts';
 import type { KubeObject } from '../../render/manifest.ts';
+import { clusterScopedRefusal } from '../../render/namespace-boundary.ts';
 import type { ManifestFile, parseManifestFiles } from '../../render/parse.ts';
 import type { ClusterSnapshot, RenderOptions, RenderResult } from '../../render/render.ts';
 import type { HealthRules } from '../../stability/health.ts';
@@ -203,4 +204,18 @@ export function fieldManagerOf(request: DeployRequest): string {
 /** How many requests of a kind the deploy makes at once. */
 export function concurrencyOf(request: DeployRequest): number {
   return request.concurrency ?? 8;
+}
+
+/**
+ * What every Applier of the deploy (its objects' and its hooks') is given for an object of a kind not served yet
+ * (SkipDryRunOnMissingResource): how long it waits for the kind, and the boundary it is held to again once served.
+ */
+export function unservedKindOptions(
+  request: DeployRequest,
+): Pick<ApplyOptions, 'servedWaitMs' | 'refuseClusterScoped'> {
+  const boundary = request.renderOptions?.boundary;
+  return {
+    servedWaitMs: request.timeoutMs,
+    refuseClusterScoped: (object) => (boundary ? clusterScopedRefusal(boundary, object) : undefined),
+  };
 }

@@ -3,7 +3,7 @@
 import { Applier } from '../../kube/apply.ts';
 import type { HookPhase } from '../../render/hooks.ts';
 import { checkHooks, type HookActions, hookRefusal, PhaseRun, runHooks } from '../hooks.ts';
-import { concurrencyOf, type DeployRun, fieldManagerOf, type Stage } from './context.ts';
+import { concurrencyOf, type DeployRun, fieldManagerOf, type Stage, unservedKindOptions } from './context.ts';
 import { waitFor } from './wait.ts';
 
 /** The deploy's own apply, wait and delete for hooks: each refuses an object a hook does not own. */
@@ -13,6 +13,7 @@ function hookActions(run: DeployRun): HookActions {
     concurrency: concurrencyOf(run.request),
     refuse: hookRefusal(run.hookOwner),
     onWritten: (_target, answer) => run.deps.cache?.noteWrite(answer),
+    ...unservedKindOptions(run.request),
   });
   return {
     check: (objects) => applier.check(objects),

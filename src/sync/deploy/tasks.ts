@@ -10,11 +10,10 @@ import { cachedSinceWrite, noteApplied, unmovedSinceWrite } from '../../kube/dri
 import { driftState } from '../../kube/drift-pass.ts';
 import { inventoryOf } from '../../kube/inventory.ts';
 import type { KubeObject } from '../../render/manifest.ts';
-import { clusterScopedRefusal } from '../../render/namespace-boundary.ts';
 import type { RenderResult } from '../../render/render.ts';
 import { judgedByMetadata } from '../../stability/rules.ts';
 import type { PhaseRun } from '../hooks.ts';
-import { concurrencyOf, type DeployRun, fieldManagerOf, type Stage } from './context.ts';
+import { concurrencyOf, type DeployRun, fieldManagerOf, type Stage, unservedKindOptions } from './context.ts';
 import { phaseInParts, runPhase } from './hooks.ts';
 import { waitFor } from './wait.ts';
 
@@ -167,11 +166,7 @@ function setWriter(run: DeployRun, written: ApplyResult[]): Applier {
     fieldManager,
     concurrency: concurrencyOf(request),
     dryRun: request.dryRun,
-    servedWaitMs: request.timeoutMs,
-    refuseClusterScoped: (object) => {
-      const boundary = request.renderOptions?.boundary;
-      return boundary && clusterScopedRefusal(boundary, object);
-    },
+    ...unservedKindOptions(request),
     // A drift pass writes back objects exactly as mooring wrote them before (their marks say so), or as the
     // dry run of drift.ts validated them just now: a second dry run of each would double what a pass costs.
     ...(request.drift ? { validateFirst: false } : {}),
