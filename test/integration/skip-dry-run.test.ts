@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { KubeApi } from '../../src/kube/api.ts';
 import { Discovery } from '../../src/kube/discovery.ts';
 import { deploy } from '../../src/sync/deploy.ts';
+import { proxiedServer } from './fault-helpers.ts';
 import {
   clusterConfig,
   crdManifest,
@@ -145,6 +146,55 @@ spec: {size: 3}
     },
     60_000,
   );
+
+  // The API server failing discovery while the kind is awaited (twenty 503s on its group-version): the client's own
+  // retries ride them out within the deploy's deadline, and the object is written.
+  it('waits out discovery failing while it waits for the kind', async () => {
+    const other = `flaky-${randomBytes(3).toString('hex')}.example.io`;
+    const cleanups: (() => unknown)[] = [];
+    const bed = await proxiedServer((...steps) => cleanups.push(...(steps as (() => unknown)[])));
+    try {
+      const dir = await manifestDir({
+        'gizmo.yaml': `apiVersion: ${other}/v1
+kind: Gizmo
+metadata:
+  name: spinning
+  annotations: {argocd.argoproj.io/sync-options: SkipDryRunOnMissingResource=true}
+spec: {speed: 2}
+`,
+      });
+      const operator = (async () => {
+        await new Promise((resolve) => setTimeout(resolve, 2000));
+        bed.proxy.set(
+          { kind: 'status', status: 503, body: 'the server is currently unable to handle the request' },
+          {
+            match: (r) => r.method === 'GET' && (r.path.split('?')[0] ?? '') === `/apis/${other}/v1`,
+            times: 20,
+          },
+        );
+        const crds = await manifestDir({ 'crd.yaml': crdManifest(other, 'gizmos', 'Gizmo') });
+        expect((await kubectl('apply', '-f', crds)).code).toBe(0);
+      })();
+      const run = await mooring(
+        'deploy',
+        dir,
+        '--kubeconfig',
+        bed.kubeconfig,
+        '-n',
+        ns(),
+        '--timeout',
+        '90s',
+      );
+      await operator;
+      expect(run.code, run.stderr).toBe(0);
+      expect(bed.proxy.count('status')).toBe(20);
+      expect(await exists(`gizmos.${other}`, 'spinning', '-n', ns())).toBe(true);
+    } finally {
+      bed.proxy.pass();
+      for (const c of cleanups.reverse()) await c();
+      await kubectl('delete', 'crd', `gizmos.${other}`, '--ignore-not-found');
+    }
+  }, 150_000);
 
   it('fails the deploy naming the kind when its CRD never comes', async () => {
     const other = `never-${randomBytes(3).toString('hex')}.example.io`;
