@@ -361,6 +361,29 @@ export class Discovery {
     return down;
   }
 
+  /**
+   * One resource per namespaced kind the cluster serves, for a look at everything in a namespace: a kind served at
+   * several versions once (at the version its group lists first, the preferred one); the group-versions whose
+   * server is unavailable are left out (their objects cannot be listed).
+   */
+  async namespacedKinds(): Promise<ResourceInfo[]> {
+    const { apiVersions, unavailable = [] } = await this.capabilities();
+    const down = new Set(unavailable.map((u) => u.groupVersion));
+    const seen = new Set<string>();
+    const kinds: ResourceInfo[] = [];
+    for (const { groupVersion } of apiVersions) {
+      if (down.has(groupVersion)) continue;
+      const group = groupVersion.includes('/') ? groupVersion.slice(0, groupVersion.indexOf('/')) : '';
+      for (const info of (await this.load(groupVersion)).values()) {
+        const key = `${group}/${info.kind}`;
+        if (!info.namespaced || seen.has(key)) continue;
+        seen.add(key);
+        kinds.push(info);
+      }
+    }
+    return kinds;
+  }
+
   invalidate(apiVersion?: string): void {
     this.generation++;
     if (apiVersion) this.cache.delete(apiVersion);

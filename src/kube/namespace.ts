@@ -1,12 +1,17 @@
 // Namespaces mooring creates: the agent's own (a `mooring deploy` or an agent run from a laptop before any
 // installation keeps its records there), and a deployment's target namespace when createNamespace is set. Both
 // carry mooring's labels; neither is ever pruned (no inventory records them).
+
+import { byCodeUnit } from '../arrays.ts';
 import { LABEL_MANAGED_BY, MANAGED_BY } from '../render/annotations.ts';
-import type { KubeApi } from './api.ts';
+import { type KubeApi, METADATA_LIST } from './api.ts';
 import type { ClusterCache } from './cache.ts';
-import type { ResourceInfo } from './discovery.ts';
+import { type Discovery, type ResourceInfo, resourcePath } from './discovery.ts';
 import { describeKubeError, statusCode } from './errors.ts';
+import { eachListPage } from './list-pages.ts';
 import { namespaceExists } from './live-state.ts';
+import { mapLimit } from './pool.ts';
+import { appliedBy, keptBy } from './prune.ts';
 
 export { namespaceExists } from './live-state.ts';
 
@@ -29,11 +34,61 @@ export async function createNamespace(
   }
 }
 
+/** A live object that an annotation marks to be kept when its deployment goes (prune.ts, keptBy). */
+export interface MarkedObject {
+  /** `ConfigMap previews-3/claims` */
+  object: string;
+  /** The annotation and its value. */
+  reason: string;
+}
+
+/** Kinds listed at once when a namespace is looked through. */
+const NAMESPACE_LISTS = 4;
+
+/**
+ * The objects in namespace `namespace` that `fieldManager` applied and an annotation marks to be kept when their
+ * deployment goes (`helm.sh/resource-policy: keep`, `Delete=false`, ...: keptBy with the removal's rules), looked
+ * up live: one metadata-only list per namespaced kind the cluster serves. Live, not from an inventory: an object
+ * kept by an earlier sync (it left the manifests) is in no inventory any more, nor is one kept by a removing sync
+ * whose agent stopped before the namespace went. A kind the identity may not list (403), or that cannot be listed
+ * (404, 405), is passed over; any other failure is thrown (the namespace is not deleted then).
+ */
+export async function markedToKeep(
+  api: KubeApi,
+  discovery: Discovery,
+  namespace: string,
+  fieldManager: string,
+): Promise<MarkedObject[]> {
+  const marked: MarkedObject[] = [];
+  await mapLimit(await discovery.namespacedKinds(), NAMESPACE_LISTS, async (info) => {
+    try {
+      await eachListPage(api, resourcePath(info, namespace), { accept: METADATA_LIST }, (items) => {
+        for (const item of items) {
+          if (item.metadata?.deletionTimestamp || !appliedBy(item, fieldManager)) continue;
+          const reason = keptBy(item, true);
+          if (reason) marked.push({ object: `${info.kind} ${namespace}/${item.metadata.name}`, reason });
+        }
+      });
+    } catch (error) {
+      const code = statusCode(error);
+      if (code === 403 || code === 404 || code === 405) return;
+      throw describeKubeError(error, `list ${info.kind}s in namespace ${namespace}`);
+    }
+  });
+  return marked.sort((a, b) => byCodeUnit(a.object, b.object));
+}
+
 /**
  * Deletes namespace `name` if mooring created it (its managed-by label says so): a pull request's environment
  * takes its namespace with it. One that is gone already is fine; one mooring did not make is left, and said so.
+ * With `keep`, the namespace is looked through first (markedToKeep): one that holds an object marked to be kept
+ * stays, since deleting it would delete the object.
  */
-export async function deleteCreatedNamespace(api: KubeApi, name: string): Promise<'deleted' | 'not ours'> {
+export async function deleteCreatedNamespace(
+  api: KubeApi,
+  name: string,
+  keep?: { discovery: Discovery; fieldManager: string },
+): Promise<{ done: 'deleted' | 'not ours' } | { done: 'kept'; marked: MarkedObject[] }> {
   let labels: Record<string, string> | undefined;
   try {
     const ns = await api.request<{ metadata?: { labels?: Record<string, string> } }>(
@@ -42,16 +97,20 @@ export async function deleteCreatedNamespace(api: KubeApi, name: string): Promis
     );
     labels = ns.metadata?.labels;
   } catch (error) {
-    if (statusCode(error) === 404) return 'deleted';
+    if (statusCode(error) === 404) return { done: 'deleted' };
     throw describeKubeError(error, `read Namespace ${name}`);
   }
-  if (labels?.[LABEL_MANAGED_BY] !== MANAGED_BY) return 'not ours';
+  if (labels?.[LABEL_MANAGED_BY] !== MANAGED_BY) return { done: 'not ours' };
+  if (keep) {
+    const marked = await markedToKeep(api, keep.discovery, name, keep.fieldManager);
+    if (marked.length > 0) return { done: 'kept', marked };
+  }
   try {
     await api.request('DELETE', `/api/v1/namespaces/${name}`);
   } catch (error) {
     if (statusCode(error) !== 404) throw describeKubeError(error, `delete Namespace ${name}`);
   }
-  return 'deleted';
+  return { done: 'deleted' };
 }
 
 /** The agent keeps its records in its own namespace; run from a laptop, it may not exist yet. Read first: an agent

@@ -84,7 +84,7 @@ export interface PruneInput {
 }
 
 /** Whether the live object's managed fields name the manager (objects without managed fields are not judged). */
-function appliedBy(object: Pick<KubeObject, 'metadata'>, manager: string): boolean {
+export function appliedBy(object: Pick<KubeObject, 'metadata'>, manager: string): boolean {
   const managed = object.metadata.managedFields;
   if (!Array.isArray(managed) || managed.length === 0) return true;
   return managed.some(

@@ -41,20 +41,30 @@ async function removeNamespace(
     log.info({ namespace: spec.namespace }, 'its namespace stays: another deployment deploys there');
     return true;
   }
-  const marked = kept.filter((k) => k.markedIn === spec.namespace).map((k) => k.object);
-  if (marked.length > 0) {
+  const stays = (marked: readonly string[]) =>
     log.info(
       { namespace: spec.namespace, kept: marked },
       `its namespace stays: ${marked.length === 1 ? 'an object in it is' : `${marked.length} objects in it are`} marked to be kept (${marked[0]}${marked.length > 1 ? ', ...' : ''})`,
     );
+  const marked = kept.filter((k) => k.markedIn === spec.namespace).map((k) => k.object);
+  if (marked.length > 0) {
+    stays(marked);
     return true;
   }
   try {
-    const done = await deleteCreatedNamespace(ctx.deps.api, spec.namespace);
-    log.info(
-      { namespace: spec.namespace },
-      done === 'deleted' ? 'its namespace is deleted' : 'its namespace stays: mooring did not create it',
-    );
+    // Looked through live too: what an earlier sync kept (it left the manifests) is in no inventory any more.
+    const done = await deleteCreatedNamespace(ctx.deps.api, spec.namespace, {
+      discovery: ctx.deps.discovery,
+      fieldManager: config.apply.fieldManager,
+    });
+    if (done.done === 'kept') stays(done.marked.map((m) => m.object));
+    else
+      log.info(
+        { namespace: spec.namespace },
+        done.done === 'deleted'
+          ? 'its namespace is deleted'
+          : 'its namespace stays: mooring did not create it',
+      );
     return true;
   } catch (error) {
     log.error({ namespace: spec.namespace, err: errorMessage(error) }, 'cannot delete its namespace');

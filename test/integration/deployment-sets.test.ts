@@ -639,4 +639,100 @@ describe('a deployment set over the pull requests of a repository', () => {
       await kubectl('delete', 'namespace', namespace, '--wait=false');
     }
   }, 300_000);
+
+  it('keeps the namespace of an environment that goes while an object an earlier sync kept is in it', async () => {
+    // The object left the manifests while the pull request was open: the sync then kept it (helm's keep policy)
+    // and it left the inventory, so the removing sync's prune never sees it; the namespace is looked through live.
+    const suffix = Date.now().toString(36);
+    const prefix = `prl-${suffix}`;
+    const repo = await bareRepo(`prl-${suffix}/app`);
+    const cm = (name: string, annotations: string) =>
+      `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n  annotations: {strategy.spinnaker.io/versioned: "false"${annotations}}\ndata: {a: "1"}\n`;
+    const first = await repo.commit({
+      'deploy/plain.yaml': cm('plain', ''),
+      'deploy/kept.yaml': cm('claims', ', helm.sh/resource-policy: keep'),
+      'deploy/gone.yaml': cm('gone', ''),
+    });
+    const forge = await startForgeReceiver('github');
+    const api = { provider: 'github', apiUrl: forge.url, token: { file: `${await secretFiles()}/token` } };
+    const agent = startAgent(
+      await agentConfig({
+        cluster: { namespace: `mooring-${prefix}` },
+        git: [{ name: 'app', repo, interval: '1s' }],
+        extra: {
+          deploymentSets: [
+            {
+              name: 'previews',
+              generator: { pullRequests: { source: 'app', ...api, recheck: '1s' } },
+              allowedNamespaces: [`${prefix}-*`],
+              removal: { prune: true },
+              template: {
+                name: 'left-pr-{{number}}',
+                namespace: `${prefix}-{{number}}`,
+                source: '{{source}}',
+                paths: ['deploy'],
+                createNamespace: true,
+                stability: { timeout: '2m' },
+              },
+            },
+          ],
+        },
+      }),
+      { level: 'info' },
+    );
+    const namespace = `${prefix}-4`;
+    const exists = async (name: string) =>
+      (await kubectl('get', 'configmap', name, '-n', namespace)).code === 0;
+    try {
+      forge.setPullRequest(4, { headSha: first, headRef: 'feature', baseRef: 'main', author: 'alice' });
+      await setRef(repo.path, 'refs/pull/4/head', first);
+      await eventually(
+        '#4 deployed',
+        async () => ((await exists('plain')) && (await exists('claims')) ? true : undefined),
+        120_000,
+      );
+      // The head moves on without the kept object and another one: the one is kept, the other pruned.
+      const second = await repo.commit({ 'deploy/kept.yaml': null, 'deploy/gone.yaml': null });
+      forge.setPullRequest(4, { headSha: second, headRef: 'feature', baseRef: 'main', author: 'alice' });
+      await setRef(repo.path, 'refs/pull/4/head', second);
+      await eventually(
+        'the second commit deployed',
+        async () => ((await exists('gone')) ? undefined : true),
+        120_000,
+      );
+      expect(await exists('claims')).toBe(true);
+      forge.setPullRequest(4, { headSha: second, headRef: 'feature', state: 'closed', author: 'alice' });
+      await eventually(
+        'the deployment dropped',
+        async () =>
+          agent
+            .logged('deployment sets changed the deployments')
+            .some((r) => JSON.stringify(r.deploymentsRemoved) === JSON.stringify(['left-pr-4']))
+            ? true
+            : undefined,
+        120_000,
+      );
+      expect(await exists('plain')).toBe(false);
+      expect(await exists('claims')).toBe(true);
+      expect(
+        agent.logged(
+          `its namespace stays: an object in it is marked to be kept (ConfigMap ${namespace}/claims)`,
+        ),
+      ).toHaveLength(1);
+      const live = await kubectl(
+        'get',
+        'namespace',
+        namespace,
+        '-o',
+        'jsonpath={.metadata.deletionTimestamp}',
+      );
+      expect(live.code, live.stderr).toBe(0);
+      expect(live.stdout.trim()).toBe('');
+      expect(forge.problems()).toEqual([]);
+    } finally {
+      await agent.stop();
+      await forge.close();
+      await kubectl('delete', 'namespace', namespace, '--wait=false');
+    }
+  }, 300_000);
 });
