@@ -2,10 +2,10 @@
 // folders' layout, the user's files left as they were, the copy removed; a file that cannot be decrypted fails
 // naming it as the user knows it, and leaves no copy behind.
 import { renameSync, symlinkSync, writeFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAgeKeys } from '../../../src/sources/sops/age-keys.ts';
 import { sopsFilesUnder, stageDecrypted } from '../../../src/sources/sops/tree.ts';
 import { encryptSops, newAgeKey } from './sops-fixture.ts';
@@ -31,6 +31,20 @@ async function copiesLeft(): Promise<string[]> {
 }
 
 describe('SOPS files under the folders a build reads', () => {
+  // The copies are counted in a temporary folder of this file's own (os.tmpdir() reads TMPDIR at each call): other
+  // suites decrypting at the same time in the shared one would be counted too.
+  const shared = process.env.TMPDIR;
+  let own = '';
+  beforeAll(async () => {
+    own = await mkdtemp(join(tmpdir(), 'sops-tree-tmp-'));
+    process.env.TMPDIR = own;
+  });
+  afterAll(async () => {
+    if (shared === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = shared;
+    await rm(own, { recursive: true, force: true });
+  });
+
   it('decrypts them in a private copy with the same layout; the originals stay encrypted', async () => {
     const key = await newAgeKey();
     const encrypted = await encryptSops([secret('s3cret')], { recipients: [key.recipient] });

@@ -190,9 +190,15 @@ describe('the YAML writer of JSON data', () => {
   it('writes what it reads back as the same value', () => {
     fc.assert(
       fc.property(root, (value) => {
-        const [read] = parseYamlAll(stringifyYaml(value), { file: 'written.yaml' });
-        // -0 is written as 0, as JSON does.
-        expect(read).toEqual(JSON.parse(JSON.stringify(value)));
+        const written = stringifyYaml(value);
+        const [read] = parseYamlAll(written, { file: 'written.yaml' });
+        // -0 is written as 0, as JSON does. A failure names the text written and both sides escaped (a lone
+        // surrogate prints as U+FFFD in a diff).
+        const expected = JSON.parse(JSON.stringify(value)) as unknown;
+        expect(
+          read,
+          `${JSON.stringify(written)} read as ${JSON.stringify(read)}, not ${JSON.stringify(expected)}`,
+        ).toEqual(expected);
       }),
       { numRuns: 1000 },
     );
