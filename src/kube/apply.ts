@@ -6,7 +6,7 @@
 // manifests, not with what the server sends back.
 import { append } from '../arrays.ts';
 import { naturalOrder, StalledError } from '../errors.ts';
-import { FLUX_SSA } from '../render/annotations.ts';
+import { FLUX_RECONCILE, FLUX_SSA } from '../render/annotations.ts';
 import { describeObject, type KubeObject } from '../render/manifest.ts';
 import type { KubeApi } from './api.ts';
 import { ApplyRejectedError, explain, place } from './apply-errors.ts';
@@ -266,8 +266,14 @@ export class Applier {
               return;
             }
             // It is there after all: read, checked and dry-run as every object the caller applied before.
-            lives.set(target, await readObject(this.api, info, target.object, (o) => inspect(target, o)));
+            const live = await readObject(this.api, info, target.object, (o) => inspect(target, o));
+            lives.set(target, live);
             if (refused.length > 0) return;
+            const why = this.leftBy(target, live);
+            if (why) {
+              left.set(target, why);
+              return;
+            }
           }
           dryRuns.set(target, await this.verbs.dryRun(info, target, lives.get(target), adopt.has(target)));
         } catch (error) {
@@ -421,10 +427,11 @@ export class Applier {
   }
 
   /**
-   * Why `target` is left as it is, if it is (strategy.writeOnce): Flux's `IfNotPresent` on an object that exists,
-   * `Ignore` whether it exists or not.
+   * Why `target` is left as it is, if it is: Flux's reconcile disabled on the live object (FLUX_RECONCILE); or
+   * strategy.writeOnce: Flux's `IfNotPresent` on an object that exists, `Ignore` whether it exists or not.
    */
   private leftBy(target: ApplyTarget, live: LiveSummary | undefined): string | undefined {
+    if (live?.metadata.reconcileDisabled) return `${FLUX_RECONCILE}: disabled`;
     const once = target.plan.strategy.writeOnce;
     if (once === undefined || (once === 'IfNotPresent' && live === undefined)) return undefined;
     return `${FLUX_SSA}: ${once}`;

@@ -8,6 +8,7 @@
 // agent started again judges from them (`restore`) instead of checking every object. Their digests are keyed by the
 // installation's key (`useKey`): a saved mark names no content, and one written by hand matches no manifest.
 import { createHmac, randomBytes } from 'node:crypto';
+import { FLUX_RECONCILE, reconcileDisabled } from '../render/annotations.ts';
 import { type KubeObject, objectKey } from '../render/manifest.ts';
 import { type FieldOwner, fieldOwners } from './field-owners.ts';
 import type { LiveSummary } from './live-state.ts';
@@ -36,7 +37,10 @@ export interface DriftMark {
 }
 
 /** The parts of a live object (a cached copy, a read, an apply's answer) a mark is compared with. */
-export type LiveMetadata = Pick<LiveSummary['metadata'], 'uid' | 'resourceVersion' | 'generation'>;
+export type LiveMetadata = Pick<
+  LiveSummary['metadata'],
+  'uid' | 'resourceVersion' | 'generation' | 'reconcileDisabled'
+>;
 
 /**
  * What the watch cache holds of an object: its copy (undefined: it does not exist), or `unknown` when the cache
@@ -55,6 +59,7 @@ export function liveMetadata(metadata: KubeObject['metadata']): LiveMetadata {
     ...(typeof uid === 'string' ? { uid } : {}),
     ...(typeof resourceVersion === 'string' ? { resourceVersion } : {}),
     ...(typeof generation === 'number' ? { generation } : {}),
+    ...(reconcileDisabled(metadata.annotations) ? { reconcileDisabled: true as const } : {}),
   };
 }
 
@@ -100,6 +105,7 @@ export function judgeCopy(
   if (cached === 'unknown') return { verdict: 'check', why: 'the watch cache cannot tell' };
   if (cached === undefined) return { verdict: 'check', why: 'not in the watch cache (deleted?)' };
   const live = cached.metadata;
+  if (live.reconcileDisabled) return { verdict: 'quiet', why: `${FLUX_RECONCILE}: disabled on it` };
   if (mark.uid !== undefined && live.uid !== mark.uid)
     return { verdict: 'check', why: 'deleted and created again' };
   if (mark.resourceVersion !== undefined && live.resourceVersion === mark.resourceVersion)

@@ -7,6 +7,7 @@
 //   Putting them back needs a replace of that object.
 // Only field names are kept (Secret values never are); metadata and status are not compared.
 
+import { reconcileDisabled } from '../render/annotations.ts';
 import { changedFields } from '../render/changed-fields.ts';
 import type { KubeObject } from '../render/manifest.ts';
 import type { PlanEntry } from '../render/render.ts';
@@ -66,6 +67,8 @@ export async function detectDrift(
       }
       throw describeKubeError(error, `read ${name}`);
     }
+    // Flux's reconcile disabled on it (by hand, during an incident): what it holds is left to whoever changed it.
+    if (reconcileDisabled(live.metadata.annotations)) return;
     const query = { fieldManager: options.fieldManager, dryRun: 'All' };
     const applied = await withSecretErrors(object, () =>
       api.request<KubeObject>('PATCH', path, {

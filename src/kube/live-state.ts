@@ -3,6 +3,7 @@
 // a summary of each object (identity, resourceVersion, a digest of its comparable content), never the object
 // itself: a set of thousands would otherwise hold every live object and every dry-run answer until it ends.
 import { StalledError } from '../errors.ts';
+import { reconcileDisabled } from '../render/annotations.ts';
 import { contentHash } from '../render/canonical.ts';
 import { describeObject, type JsonValue, type KubeObject } from '../render/manifest.ts';
 import type { KubeApi } from './api.ts';
@@ -24,6 +25,8 @@ export interface LiveSummary {
     uid?: string;
     resourceVersion?: string;
     generation?: number;
+    /** Flux's reconcile is disabled on it (render/annotations.ts, FLUX_RECONCILE): it is left as it is. */
+    reconcileDisabled?: true;
   };
   /**
    * Digest of the comparable content: two summaries with the same digest hold the same object. Only where a
@@ -49,6 +52,7 @@ export function summarize(
       ...(typeof uid === 'string' ? { uid } : {}),
       ...(typeof resourceVersion === 'string' ? { resourceVersion } : {}),
       ...(typeof generation === 'number' ? { generation } : {}),
+      ...(reconcileDisabled(obj.metadata.annotations) ? { reconcileDisabled: true as const } : {}),
     },
     digest: withDigest ? comparableDigest(whole) : undefined,
   };

@@ -5,7 +5,13 @@
 // last), with foreground propagation for workloads, so that their Pods are gone before their configuration is.
 import { byCodeUnit } from '../arrays.ts';
 import { errorMessage } from '../errors.ts';
-import { ARGO_SYNC_OPTIONS, argoSyncOptions, SYNC_WAVE } from '../render/annotations.ts';
+import {
+  ARGO_SYNC_OPTIONS,
+  argoSyncOptions,
+  FLUX_RECONCILE,
+  reconcileDisabled,
+  SYNC_WAVE,
+} from '../render/annotations.ts';
 import type { KubeObject } from '../render/manifest.ts';
 import { isSafeSegment } from '../render/names.ts';
 import {
@@ -116,7 +122,8 @@ const FLUX_PRUNE = 'kustomize.toolkit.fluxcd.io/prune';
  * The annotation, with its value, that keeps an object from being pruned, or undefined. mooring's own, and what
  * the tools whose manifests mooring deploys mean by it (each tool deletes nothing so marked when it leaves the
  * source): Helm's `helm.sh/resource-policy: keep` (a chart's CRDs, a database's claims and generated Secrets),
- * Flux's `kustomize.toolkit.fluxcd.io/prune: disabled`, Argo CD's `argocd.argoproj.io/sync-options: Prune=false`
+ * Flux's `kustomize.toolkit.fluxcd.io/prune: disabled` (and `kustomize.toolkit.fluxcd.io/reconcile: disabled`, under
+ * which Flux neither writes nor prunes an object), Argo CD's `argocd.argoproj.io/sync-options: Prune=false`
  * (and `Prune=confirm`, which Argo CD prunes only once a person confirms). When the owner itself is going
  * (`removal`), also Argo CD's `Delete=false` and `Delete=confirm`, which keep an object when its Application is deleted
  * and let a sync prune it.
@@ -130,6 +137,7 @@ export function keptBy(object: Pick<KubeObject, 'metadata'>, removal = false): s
   if (value(PRUNE_ANNOTATION) === 'disabled') return `${PRUNE_ANNOTATION}: disabled`;
   if (value(HELM_RESOURCE_POLICY)?.toLowerCase() === 'keep') return `${HELM_RESOURCE_POLICY}: keep`;
   if (value(FLUX_PRUNE) === 'disabled') return `${FLUX_PRUNE}: disabled`;
+  if (reconcileDisabled(annotations)) return `${FLUX_RECONCILE}: disabled`;
   const option = [...argoSyncOptions(value(ARGO_SYNC_OPTIONS))].find(
     (o) =>
       o === 'Prune=false' ||

@@ -58,6 +58,19 @@ export function argoSyncOptions(value: unknown): Set<string> {
  */
 export const FLUX_SSA = 'kustomize.toolkit.fluxcd.io/ssa';
 
+/**
+ * Flux's `kustomize.toolkit.fluxcd.io/reconcile: disabled`, read on the live object (added by hand during an
+ * incident, or brought by the manifest and so on the object from its creation): the object is no longer written
+ * nor pruned, and a drift pass leaves it, as Flux's controllers leave it.
+ */
+export const FLUX_RECONCILE = 'kustomize.toolkit.fluxcd.io/reconcile';
+
+/** Whether an object's annotations say Flux's reconcile is disabled on it (FLUX_RECONCILE). */
+export function reconcileDisabled(annotations: Record<string, unknown> | undefined): boolean {
+  const value = annotations?.[FLUX_RECONCILE];
+  return typeof value === 'string' && value.trim().toLowerCase() === 'disabled';
+}
+
 /** The object is written at most once (FLUX_SSA), or not at all: the annotation's value, else undefined. */
 export function writeOnceBy(
   annotations: Readonly<Record<string, string>> | undefined,
