@@ -545,68 +545,111 @@ describe('a deployment set over the pull requests of a repository', () => {
   // Argo CD's `Delete=false` keeps an object when its Application is deleted (a database's claim, its credentials);
   // Helm's resource-policy keeps one through `helm uninstall`. A pull request's environment that closes deletes its
   // namespace after its objects: with such an object in it, deleting the namespace would delete it too.
+  const keptConfigMap = (name: string, annotations: string) =>
+    `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n  annotations: {strategy.spinnaker.io/versioned: "false"${annotations}}\ndata: {a: "1"}\n`;
+
+  /** An agent whose set deploys each pull request of a new repository into `<prefix>-<number>`, pruned on removal. */
+  async function pullRequestEnvironments(prefix: string, name: string) {
+    const repo = await bareRepo(`${prefix}/app`);
+    const forge = await startForgeReceiver('github');
+    const api = { provider: 'github', apiUrl: forge.url, token: { file: `${await secretFiles()}/token` } };
+    const start = async () =>
+      startAgent(
+        await agentConfig({
+          cluster: { namespace: `mooring-${prefix}` },
+          git: [{ name: 'app', repo, interval: '1s' }],
+          extra: {
+            deploymentSets: [
+              {
+                name: 'previews',
+                generator: { pullRequests: { source: 'app', ...api, recheck: '1s' } },
+                allowedNamespaces: [`${prefix}-*`],
+                removal: { prune: true },
+                template: {
+                  name: `${name}-{{number}}`,
+                  namespace: `${prefix}-{{number}}`,
+                  source: '{{source}}',
+                  paths: ['deploy'],
+                  createNamespace: true,
+                  stability: { timeout: '2m' },
+                },
+              },
+            ],
+          },
+        }),
+        { level: 'info' },
+      );
+    return { repo, forge, start };
+  }
+
+  /** Closes pull request `number` and waits until its deployment `name` left the set; then its namespace stays. */
+  async function closedAndKept(
+    env: Awaited<ReturnType<typeof pullRequestEnvironments>>,
+    agent: ReturnType<typeof startAgent>,
+    pr: { number: number; head: string; name: string; namespace: string; kept: string },
+  ) {
+    env.forge.setPullRequest(pr.number, {
+      headSha: pr.head,
+      headRef: 'feature',
+      state: 'closed',
+      author: 'alice',
+    });
+    await eventually(
+      'the deployment dropped',
+      async () =>
+        agent
+          .logged('deployment sets changed the deployments')
+          .some((r) => JSON.stringify(r.deploymentsRemoved) === JSON.stringify([pr.name]))
+          ? true
+          : undefined,
+      120_000,
+    );
+    expect(
+      agent.logged(
+        `its namespace stays: an object in it is marked to be kept (ConfigMap ${pr.namespace}/${pr.kept})`,
+      ),
+    ).toHaveLength(1);
+    const live = await kubectl(
+      'get',
+      'namespace',
+      pr.namespace,
+      '-o',
+      'jsonpath={.metadata.deletionTimestamp}',
+    );
+    expect(live.code, live.stderr).toBe(0);
+    expect(live.stdout.trim()).toBe('');
+    expect(env.forge.problems()).toEqual([]);
+  }
+
   it('keeps what is marked to be kept when an environment goes, and its namespace with it', async () => {
-    const suffix = Date.now().toString(36);
-    const prefix = `prk-${suffix}`;
-    const repo = await bareRepo(`prk-${suffix}/app`);
-    const cm = (name: string, annotations: string) =>
-      `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n  annotations: {strategy.spinnaker.io/versioned: "false"${annotations}}\ndata: {a: "1"}\n`;
-    const main = await repo.commit({
-      'deploy/plain.yaml': cm('plain', ''),
-      'deploy/kept.yaml': cm(
+    const prefix = `prk-${Date.now().toString(36)}`;
+    const env = await pullRequestEnvironments(prefix, 'kept-pr');
+    const main = await env.repo.commit({
+      'deploy/plain.yaml': keptConfigMap('plain', ''),
+      'deploy/kept.yaml': keptConfigMap(
         'claims',
         ', argocd.argoproj.io/sync-options: "ServerSideApply=true,Delete=false"',
       ),
     });
-    const forge = await startForgeReceiver('github');
-    const api = { provider: 'github', apiUrl: forge.url, token: { file: `${await secretFiles()}/token` } };
-    const agent = startAgent(
-      await agentConfig({
-        cluster: { namespace: `mooring-${prefix}` },
-        git: [{ name: 'app', repo, interval: '1s' }],
-        extra: {
-          deploymentSets: [
-            {
-              name: 'previews',
-              generator: { pullRequests: { source: 'app', ...api, recheck: '1s' } },
-              allowedNamespaces: [`${prefix}-*`],
-              removal: { prune: true },
-              template: {
-                name: 'kept-pr-{{number}}',
-                namespace: `${prefix}-{{number}}`,
-                source: '{{source}}',
-                paths: ['deploy'],
-                createNamespace: true,
-                stability: { timeout: '2m' },
-              },
-            },
-          ],
-        },
-      }),
-      { level: 'info' },
-    );
+    const agent = await env.start();
     const namespace = `${prefix}-3`;
     const exists = async (name: string) =>
       (await kubectl('get', 'configmap', name, '-n', namespace)).code === 0;
     try {
-      forge.setPullRequest(3, { headSha: main, headRef: 'feature', baseRef: 'main', author: 'alice' });
-      await setRef(repo.path, 'refs/pull/3/head', main);
+      env.forge.setPullRequest(3, { headSha: main, headRef: 'feature', baseRef: 'main', author: 'alice' });
+      await setRef(env.repo.path, 'refs/pull/3/head', main);
       await eventually(
         '#3 deployed',
         async () => ((await exists('plain')) && (await exists('claims')) ? true : undefined),
         120_000,
       );
-      forge.setPullRequest(3, { headSha: main, headRef: 'feature', state: 'closed', author: 'alice' });
-      await eventually(
-        'the deployment dropped',
-        async () =>
-          agent
-            .logged('deployment sets changed the deployments')
-            .some((r) => JSON.stringify(r.deploymentsRemoved) === JSON.stringify(['kept-pr-3']))
-            ? true
-            : undefined,
-        120_000,
-      );
+      await closedAndKept(env, agent, {
+        number: 3,
+        head: main,
+        name: 'kept-pr-3',
+        namespace,
+        kept: 'claims',
+      });
       expect(await exists('plain')).toBe(false);
       expect(await exists('claims')).toBe(true);
       expect(
@@ -618,24 +661,9 @@ describe('a deployment set over the pull requests of a repository', () => {
               r.reason === 'argocd.argoproj.io/sync-options: Delete=false',
           ),
       ).toBe(true);
-      expect(
-        agent.logged(
-          `its namespace stays: an object in it is marked to be kept (ConfigMap ${namespace}/claims)`,
-        ),
-      ).toHaveLength(1);
-      const live = await kubectl(
-        'get',
-        'namespace',
-        namespace,
-        '-o',
-        'jsonpath={.metadata.deletionTimestamp}',
-      );
-      expect(live.code, live.stderr).toBe(0);
-      expect(live.stdout.trim()).toBe('');
-      expect(forge.problems()).toEqual([]);
     } finally {
       await agent.stop();
-      await forge.close();
+      await env.forge.close();
       await kubectl('delete', 'namespace', namespace, '--wait=false');
     }
   }, 300_000);
@@ -643,95 +671,47 @@ describe('a deployment set over the pull requests of a repository', () => {
   it('keeps the namespace of an environment that goes while an object an earlier sync kept is in it', async () => {
     // The object left the manifests while the pull request was open: the sync then kept it (helm's keep policy)
     // and it left the inventory, so the removing sync's prune never sees it; the namespace is looked through live.
-    const suffix = Date.now().toString(36);
-    const prefix = `prl-${suffix}`;
-    const repo = await bareRepo(`prl-${suffix}/app`);
-    const cm = (name: string, annotations: string) =>
-      `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n  annotations: {strategy.spinnaker.io/versioned: "false"${annotations}}\ndata: {a: "1"}\n`;
-    const first = await repo.commit({
-      'deploy/plain.yaml': cm('plain', ''),
-      'deploy/kept.yaml': cm('claims', ', helm.sh/resource-policy: keep'),
-      'deploy/gone.yaml': cm('gone', ''),
+    const prefix = `prl-${Date.now().toString(36)}`;
+    const env = await pullRequestEnvironments(prefix, 'left-pr');
+    const first = await env.repo.commit({
+      'deploy/plain.yaml': keptConfigMap('plain', ''),
+      'deploy/kept.yaml': keptConfigMap('claims', ', helm.sh/resource-policy: keep'),
+      'deploy/gone.yaml': keptConfigMap('gone', ''),
     });
-    const forge = await startForgeReceiver('github');
-    const api = { provider: 'github', apiUrl: forge.url, token: { file: `${await secretFiles()}/token` } };
-    const agent = startAgent(
-      await agentConfig({
-        cluster: { namespace: `mooring-${prefix}` },
-        git: [{ name: 'app', repo, interval: '1s' }],
-        extra: {
-          deploymentSets: [
-            {
-              name: 'previews',
-              generator: { pullRequests: { source: 'app', ...api, recheck: '1s' } },
-              allowedNamespaces: [`${prefix}-*`],
-              removal: { prune: true },
-              template: {
-                name: 'left-pr-{{number}}',
-                namespace: `${prefix}-{{number}}`,
-                source: '{{source}}',
-                paths: ['deploy'],
-                createNamespace: true,
-                stability: { timeout: '2m' },
-              },
-            },
-          ],
-        },
-      }),
-      { level: 'info' },
-    );
+    const agent = await env.start();
     const namespace = `${prefix}-4`;
     const exists = async (name: string) =>
       (await kubectl('get', 'configmap', name, '-n', namespace)).code === 0;
     try {
-      forge.setPullRequest(4, { headSha: first, headRef: 'feature', baseRef: 'main', author: 'alice' });
-      await setRef(repo.path, 'refs/pull/4/head', first);
+      env.forge.setPullRequest(4, { headSha: first, headRef: 'feature', baseRef: 'main', author: 'alice' });
+      await setRef(env.repo.path, 'refs/pull/4/head', first);
       await eventually(
         '#4 deployed',
         async () => ((await exists('plain')) && (await exists('claims')) ? true : undefined),
         120_000,
       );
       // The head moves on without the kept object and another one: the one is kept, the other pruned.
-      const second = await repo.commit({ 'deploy/kept.yaml': null, 'deploy/gone.yaml': null });
-      forge.setPullRequest(4, { headSha: second, headRef: 'feature', baseRef: 'main', author: 'alice' });
-      await setRef(repo.path, 'refs/pull/4/head', second);
+      const second = await env.repo.commit({ 'deploy/kept.yaml': null, 'deploy/gone.yaml': null });
+      env.forge.setPullRequest(4, { headSha: second, headRef: 'feature', baseRef: 'main', author: 'alice' });
+      await setRef(env.repo.path, 'refs/pull/4/head', second);
       await eventually(
         'the second commit deployed',
         async () => ((await exists('gone')) ? undefined : true),
         120_000,
       );
       expect(await exists('claims')).toBe(true);
-      forge.setPullRequest(4, { headSha: second, headRef: 'feature', state: 'closed', author: 'alice' });
-      await eventually(
-        'the deployment dropped',
-        async () =>
-          agent
-            .logged('deployment sets changed the deployments')
-            .some((r) => JSON.stringify(r.deploymentsRemoved) === JSON.stringify(['left-pr-4']))
-            ? true
-            : undefined,
-        120_000,
-      );
+      await closedAndKept(env, agent, {
+        number: 4,
+        head: second,
+        name: 'left-pr-4',
+        namespace,
+        kept: 'claims',
+      });
       expect(await exists('plain')).toBe(false);
       expect(await exists('claims')).toBe(true);
-      expect(
-        agent.logged(
-          `its namespace stays: an object in it is marked to be kept (ConfigMap ${namespace}/claims)`,
-        ),
-      ).toHaveLength(1);
-      const live = await kubectl(
-        'get',
-        'namespace',
-        namespace,
-        '-o',
-        'jsonpath={.metadata.deletionTimestamp}',
-      );
-      expect(live.code, live.stderr).toBe(0);
-      expect(live.stdout.trim()).toBe('');
-      expect(forge.problems()).toEqual([]);
     } finally {
       await agent.stop();
-      await forge.close();
+      await env.forge.close();
       await kubectl('delete', 'namespace', namespace, '--wait=false');
     }
   }, 300_000);
