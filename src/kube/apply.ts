@@ -58,6 +58,9 @@ export class Applier {
   > &
     ApplyOptions;
 
+  /** The waits for kinds not served yet (whenServed), by `apiVersion|kind`: one per kind. */
+  private readonly servedWaits = new Map<string, Promise<ResourceInfo>>();
+
   /** The requests each write is made of (apply-verbs.ts). */
   private readonly verbs: ObjectVerbs;
 
@@ -457,30 +460,51 @@ export class Applier {
 
   /**
    * Waits until the cluster serves the kind of `target` (its CRD installed by another deployment or an operator),
-   * asking discovery of its group-version each second, for `waitTimeoutMs`.
+   * for `servedWaitMs`: one wait per kind, shared by every object of it that waits (a hundred custom resources of a
+   * kind not served yet look at its group-version's discovery once a second, not a hundred times).
    */
   private async whenServed(target: ApplyTarget): Promise<ResourceInfo> {
     const { apiVersion, kind } = target.object;
     const waitMs = this.options.servedWaitMs ?? this.options.waitTimeoutMs;
-    const deadline = Date.now() + waitMs;
+    const key = `${apiVersion}|${kind}`;
+    let wait = this.servedWaits.get(key);
+    if (!wait) {
+      wait = this.pollServed(apiVersion, kind, Date.now() + waitMs);
+      this.servedWaits.set(key, wait);
+      // Settled, it is asked anew by whoever comes later (a later wave, a retry): discovery answers at once then.
+      void wait.then(
+        () => this.servedWaits.delete(key),
+        () => this.servedWaits.delete(key),
+      );
+    }
+    let info: ResourceInfo | undefined;
+    try {
+      info = await wait;
+    } catch (error) {
+      if (!(error instanceof UnservedKindError)) throw error;
+    }
+    if (!info)
+      throw new StalledError(
+        `${place(target)}: the cluster did not serve ${kind} in ${apiVersion} within ${Math.round(waitMs / 1000)} s (argocd.argoproj.io/sync-options: SkipDryRunOnMissingResource=true writes it once its CRD is installed)`,
+      );
+    if (!info.namespaced) {
+      // Its scope unknown, it was held to the boundary as an object of the deployment's namespace: it is held
+      // again as what it is.
+      const why = this.options.refuseClusterScoped?.(target.object);
+      if (why) throw new StalledError(`${place(target)}: its kind is served ${why}`);
+      // Placed in the deployment's namespace while its scope was unknown (src/sync/deploy/read-cluster.ts).
+      delete target.object.metadata.namespace;
+    }
+    return info;
+  }
+
+  /** Asks discovery for `kind` each second until it is served; throws its UnservedKindError past `deadline`. */
+  private async pollServed(apiVersion: string, kind: string, deadline: number): Promise<ResourceInfo> {
     for (;;) {
       try {
-        const info = await this.discovery.resource(apiVersion, kind);
-        if (!info.namespaced) {
-          // Its scope unknown, it was held to the boundary as an object of the deployment's namespace: it is held
-          // again as what it is.
-          const why = this.options.refuseClusterScoped?.(target.object);
-          if (why) throw new StalledError(`${place(target)}: its kind is served ${why}`);
-          // Placed in the deployment's namespace while its scope was unknown (src/sync/deploy/read-cluster.ts).
-          delete target.object.metadata.namespace;
-        }
-        return info;
+        return await this.discovery.resource(apiVersion, kind);
       } catch (error) {
-        if (!(error instanceof UnservedKindError)) throw error;
-        if (Date.now() > deadline)
-          throw new StalledError(
-            `${place(target)}: the cluster did not serve ${kind} in ${apiVersion} within ${Math.round(waitMs / 1000)} s (argocd.argoproj.io/sync-options: SkipDryRunOnMissingResource=true writes it once its CRD is installed)`,
-          );
+        if (!(error instanceof UnservedKindError) || Date.now() > deadline) throw error;
         await pause(1000);
       }
     }

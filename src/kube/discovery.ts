@@ -43,6 +43,12 @@ interface ApiGroupList {
   }[];
 }
 
+/**
+ * How long a kind found not served is taken as not served without asking again: the objects of a set whose kind is
+ * not served yet are checked together, and each would otherwise list its group-version twice.
+ */
+const RELIST_MS = 500;
+
 /** How long an answer of `capabilities()` is given again before the server is asked anew. */
 export const CAPABILITIES_MAX_AGE_MS = 30_000;
 /** How long one group-version's listing is tried again for `capabilities()` before it is done without. */
@@ -114,6 +120,11 @@ export class Discovery {
   private readonly capabilitiesReading: SharedReading<Capabilities>;
   /** `/apis`, shared as capabilities are (`groups()`). */
   private readonly groupsReading: SharedReading<ApiGroupList>;
+  /**
+   * When each kind not served was last found missing (`apiVersion|kind`): asked again within RELIST_MS, the answer is
+   * the same without a request (invalidate() forgets them).
+   */
+  private readonly missed = new Map<string, number>();
   /** Each group-version's kinds as last listed for capabilities: given while its listing fails (5xx). */
   private readonly knownKinds = new Map<string, string[]>();
 
@@ -149,15 +160,25 @@ export class Discovery {
   }
 
   async resource(apiVersion: string, kind: string): Promise<ResourceInfo> {
-    let info = (await this.load(apiVersion)).get(kind);
-    if (!info) {
-      this.cache.delete(apiVersion);
-      info = (await this.load(apiVersion)).get(kind);
+    const key = `${apiVersion}|${kind}`;
+    const missed = this.missed.get(key);
+    let info: ResourceInfo | undefined;
+    if (missed === undefined || Date.now() - missed >= RELIST_MS) {
+      const listed = this.load(apiVersion);
+      info = (await listed).get(kind);
+      if (!info) {
+        // Listed again (a CRD applied since), unless another caller has done so since this one's listing: many
+        // objects of a kind not served yet ask at once, and share one listing.
+        if (this.cache.get(apiVersion) === listed) this.cache.delete(apiVersion);
+        info = (await this.load(apiVersion)).get(kind);
+      }
     }
     if (!info) {
+      if (missed === undefined || Date.now() - missed >= RELIST_MS) this.missed.set(key, Date.now());
       const clusterMinor = minorOf(await this.gitVersion());
       throw new UnservedKindError(apiVersion, kind, unservedMessage(apiVersion, kind, { clusterMinor }));
     }
+    this.missed.delete(key);
     return info;
   }
 
@@ -386,6 +407,7 @@ export class Discovery {
 
   invalidate(apiVersion?: string): void {
     this.generation++;
+    this.missed.clear();
     if (apiVersion) this.cache.delete(apiVersion);
     else this.cache.clear();
   }
