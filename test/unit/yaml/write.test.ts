@@ -149,6 +149,15 @@ const root = fc.oneof(
   fc.dictionary(text, data.value, { maxKeys: 6 }),
 );
 
+/** `value` as its YAML is read back: JSON data with -0 as 0. */
+function asWritten(value: unknown): unknown {
+  if (value === 0) return 0;
+  if (Array.isArray(value)) return value.map(asWritten);
+  if (typeof value === 'object' && value !== null)
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, asWritten(v)]));
+  return value;
+}
+
 describe('the YAML writer of JSON data', () => {
   it('writes what the yaml package writes, for any value', () => {
     fc.assert(
@@ -192,9 +201,12 @@ describe('the YAML writer of JSON data', () => {
       fc.property(root, (value) => {
         const written = stringifyYaml(value);
         const [read] = parseYamlAll(written, { file: 'written.yaml' });
-        // -0 is written as 0, as JSON does. A failure names the text written and both sides escaped (a lone
+        // -0 is written as 0, as JSON does. Not JSON.parse(JSON.stringify(value)): Node 24's JSON.parse reads a key
+        // written with a \u escape as the key an earlier object of the same shape had there when that key ended in a
+        // backslash (after `{"a":1,"x\\":2}`, the text `{"a":1,"x\u0041":2}` reads as a key `x\`, not `xA`), which
+        // made this test fail now and then. A failure names the text written and both sides escaped (a lone
         // surrogate prints as U+FFFD in a diff).
-        const expected = JSON.parse(JSON.stringify(value)) as unknown;
+        const expected = asWritten(value);
         expect(
           read,
           `${JSON.stringify(written)} read as ${JSON.stringify(read)}, not ${JSON.stringify(expected)}`,
