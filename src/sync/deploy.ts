@@ -20,7 +20,7 @@ import {
 } from './deploy/context.ts';
 import { checkDrift, cutToDrift } from './deploy/drift.ts';
 import { finalize } from './deploy/finalize.ts';
-import { checkHookNames, runPhase } from './deploy/hooks.ts';
+import { checkHookNames, endHooks, runPhase } from './deploy/hooks.ts';
 import { readInventory, saveRecord } from './deploy/inventory.ts';
 import { ensureNamespaces } from './deploy/namespaces.ts';
 import { readCluster } from './deploy/read-cluster.ts';
@@ -49,6 +49,9 @@ const STAGES: readonly Stage[] = [
 /** Warning Events last seen this long before a deploy started are not said by its waits. */
 const WARNINGS_SINCE_MS = 10 * 60_000;
 
+/** How long the deletion of Argo CD's hooks at the sync's end may take (the sync's own time may be spent). */
+const HOOK_DELETE_TIMEOUT_MS = 60_000;
+
 /** How long SyncFail hooks may run, after a sync that failed (its own time may be spent). */
 const FAIL_HOOK_TIMEOUT_MS = 5 * 60_000;
 
@@ -73,6 +76,7 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
     // the object changes, and as it retries).
     warningEvents: new WarningEvents(api, { sinceMs: started - WARNINGS_SINCE_MS }),
     hookRuns: [],
+    syncEndHooks: [],
     warnings: new WarningLog(),
   };
   let error: unknown;
@@ -115,6 +119,10 @@ export async function deploy(deps: DeployDeps, request: DeployRequest): Promise<
       await withDeadline({ until: Date.now() + FAIL_HOOK_TIMEOUT_MS }, () =>
         warned(() => runPhase(run, 'fail')),
       ).catch(() => undefined);
+    // Argo CD's hooks go when the sync ends, per its outcome (a refused deletion is in the hook's record).
+    await withDeadline({ until: Date.now() + HOOK_DELETE_TIMEOUT_MS }, () =>
+      warned(() => endHooks(run, failed)),
+    ).catch(() => undefined);
   } finally {
     // The one finalizer: whatever happened above, the report says it.
     report = finalize(run, error, Date.now() - started);

@@ -37,6 +37,18 @@ export interface HookActions {
   remove(object: KubeObject): Promise<boolean>;
 }
 
+/**
+ * An Argo CD hook that ran, left for the sync's end: Argo CD deletes hooks when the sync operation ends, per its
+ * outcome (`HookSucceeded` when it succeeded, `HookFailed` when it failed), not when their phase ends, so a
+ * ServiceAccount made by a PreSync hook is still there for the PostSync Job that runs under it.
+ */
+export interface SyncEndHook {
+  object: KubeObject;
+  hook: Hook;
+  /** Its run's record, told its deletion at the sync's end. */
+  record: HookRun;
+}
+
 /** A hook failed: the sync stops (before any release object is written, for a pre hook). */
 export class HookFailedError extends StalledError {}
 
@@ -89,8 +101,9 @@ export async function runHooks(
   actions: HookActions,
   hooks: readonly HookTarget[],
   onRun: (run: HookRun) => void,
+  atSyncEnd?: (hook: SyncEndHook) => void,
 ): Promise<void> {
-  const phase = new PhaseRun(actions, onRun);
+  const phase = new PhaseRun(actions, onRun, atSyncEnd);
   await phase.run(hooks);
   await phase.end();
 }
@@ -104,14 +117,17 @@ export async function runHooks(
 export class PhaseRun {
   private readonly actions: HookActions;
   private readonly onRun: (run: HookRun) => void;
+  /** Where Argo CD's hooks go to be deleted at the sync's end (without it, they go at the phase's end as Helm's). */
+  private readonly atSyncEnd: ((hook: SyncEndHook) => void) | undefined;
   private readonly ran: Ran[] = [];
   private failure: string | undefined;
   private cancelled: string | undefined;
   private ended = false;
 
-  constructor(actions: HookActions, onRun: (run: HookRun) => void) {
+  constructor(actions: HookActions, onRun: (run: HookRun) => void, atSyncEnd?: (hook: SyncEndHook) => void) {
     this.actions = actions;
     this.onRun = onRun;
+    this.atSyncEnd = atSyncEnd;
   }
 
   /** Runs these hooks in their order; false once one failed or the sync was cancelled (nothing more runs then). */
@@ -167,10 +183,11 @@ export class PhaseRun {
     this.ended = true;
     const { actions, ran } = this;
     // Helm deletes after the phase: hooks that succeeded per hook-succeeded (newest first, as Helm goes), one that
-    // failed per hook-failed, whether the phase succeeded or not.
+    // failed per hook-failed, whether the phase succeeded or not. Argo CD's wait for the sync's end.
     const deleted = new Map<Ran, string | boolean>();
+    const later = (run: Ran) => this.atSyncEnd !== undefined && run.hook.flavor === 'argo' && !run.cancelled;
     for (const run of [...ran].reverse()) {
-      if (run.cancelled) continue;
+      if (run.cancelled || later(run)) continue;
       if (!deletable(run.target.object, run.hook, run.succeeded ? 'hook-succeeded' : 'hook-failed')) continue;
       // An object that took the hook's name during its run is not deleted: the run says why.
       deleted.set(
@@ -182,17 +199,42 @@ export class PhaseRun {
     }
     for (const run of ran) {
       const gone = deleted.get(run);
-      this.onRun({
+      const record: HookRun = {
         object: describeObject(run.target.object),
         apiVersion: run.target.object.apiVersion,
         hook: run.hook.label,
         outcome: run.cancelled ? 'cancelled' : run.succeeded ? 'succeeded' : 'failed',
         message: run.why + (typeof gone === 'string' ? gone : ''),
         deleted: gone === true,
-      });
+      };
+      this.onRun(record);
+      if (later(run)) this.atSyncEnd?.({ object: run.target.object, hook: run.hook, record });
     }
     if (this.failure) throw new HookFailedError(this.failure);
     if (this.cancelled) throw new HooksCancelledError(this.cancelled);
+  }
+}
+
+/**
+ * Argo CD's hooks of a sync that ended, deleted as Argo CD deletes them when its sync operation ends (newest first):
+ * those with `HookSucceeded` when the sync succeeded, those with `HookFailed` when it failed (whether the hook itself
+ * succeeded or not: the policy names the operation's outcome). A deletion refused is said in the hook's record.
+ */
+export async function endSyncHooks(
+  actions: Pick<HookActions, 'remove'>,
+  hooks: readonly SyncEndHook[],
+  failed: boolean,
+  onDeleted?: (record: HookRun) => void,
+): Promise<void> {
+  const policy: DeletePolicy = failed ? 'hook-failed' : 'hook-succeeded';
+  for (const { object, hook, record } of [...hooks].reverse()) {
+    if (!deletable(object, hook, policy) || record.deleted) continue;
+    try {
+      record.deleted = await actions.remove(object);
+      if (record.deleted) onDeleted?.(record);
+    } catch (error) {
+      record.message += `; not deleted: ${errorMessage(error)}`;
+    }
   }
 }
 

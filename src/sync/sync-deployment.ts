@@ -123,6 +123,8 @@ async function syncNoted(
                   { object: e.run.object, hook: e.run.hook, outcome: e.run.outcome, deleted: e.run.deleted },
                   `hook ${e.run.outcome}: ${e.run.message}`,
                 );
+              else if (e.type === 'hook-deleted')
+                log.info({ object: e.run.object, hook: e.run.hook }, 'hook deleted at the sync end');
             },
           },
           {

@@ -177,7 +177,10 @@ describe('Argo CD hooks and waves', () => {
     const lines = result.stdout.split('\n');
     const at = (prefix: string) => lines.findIndex((l) => l.startsWith(prefix));
     expect(at('job.batch/gate (PreSync hook) succeeded')).toBeLessThan(at('configmap/settings created'));
-    expect(result.stdout).toMatch(/^pod\/presync-[a-z0-9]{5} \(PreSync hook\) succeeded, deleted$/m);
+    // Argo CD deletes hooks when the sync ends, not when their phase does: the PreSync Pod is there until then.
+    expect(result.stdout).toMatch(/^pod\/presync-[a-z0-9]{5} \(PreSync hook\) succeeded$/m);
+    const deleted = lines.findIndex((l) => /^pod\/presync-[a-z0-9]{5} \(PreSync hook\) deleted$/.test(l));
+    expect(deleted, result.stdout).toBeGreaterThan(at('job.batch/smoke (PostSync hook) succeeded'));
     expect(at('configmap/settings created')).toBeLessThan(at('deployment.apps/web created'));
     expect(at('deployment.apps/web created')).toBeLessThan(at('configmap/after created'));
     expect(at('configmap/after created')).toBeLessThan(at('job.batch/smoke (PostSync hook) succeeded'));
@@ -272,6 +275,86 @@ spec:
     expect(result.stderr).toMatch(/^error: deploy failed: PreSync hook Job .*\/gate failed/m);
     expect(result.stdout).toContain('job.batch/page-someone (SyncFail hook) succeeded');
     expect(result.stdout).not.toContain('(PostSync hook)');
+  });
+
+  // Argo CD deletes its hooks when the sync operation ends, per its outcome, not when their phase ends: a
+  // ServiceAccount made by a PreSync hook (HookSucceeded) is there for the PostSync Job that runs under it (the bed's
+  // ServiceAccount admission refuses the Job's pod without it), and goes once the sync succeeded. When the sync fails,
+  // the hooks with HookFailed go, the one that succeeded too (the policy names the operation's outcome).
+  const withAccount = (web: 'ready' | 'never-ready') => `apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: migrator
+  annotations: {argocd.argoproj.io/hook: PreSync, argocd.argoproj.io/hook-delete-policy: HookSucceeded}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: notes
+  annotations: {argocd.argoproj.io/hook: PreSync, argocd.argoproj.io/hook-delete-policy: HookFailed}
+data: {a: b}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}, annotations: {${BEHAVIOR}: ${web}}}
+    spec: {containers: [{name: api, image: "api:1"}]}
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: report
+  annotations: {argocd.argoproj.io/hook: PostSync, argocd.argoproj.io/hook-delete-policy: HookSucceeded}
+spec:
+  backoffLimit: 0
+  template:
+    metadata: {annotations: {${BEHAVIOR}: succeed}}
+    spec: {serviceAccountName: migrator, restartPolicy: Never, containers: [{name: r, image: "report:1"}]}
+`;
+
+  it('keeps a PreSync ServiceAccount for a PostSync Job, and deletes hooks when the sync ends, per its outcome', async () => {
+    const accounts = async () =>
+      (await kubeConfig().makeApiClient(CoreV1Api).listNamespacedServiceAccount({ namespace: ns() })).items
+        .map((a) => a.metadata?.name ?? '')
+        .filter((n) => n !== 'default');
+    const notes = async () =>
+      (await kubeConfig().makeApiClient(CoreV1Api).listNamespacedConfigMap({ namespace: ns() })).items.some(
+        (c) => c.metadata?.name === 'notes',
+      );
+    const result = await deployTo(
+      ns(),
+      await manifestDir({ 'app.yaml': withAccount('ready') }),
+      '--timeout',
+      '60s',
+    );
+    expect(result.code, result.stdout + result.stderr).toBe(0);
+    const lines = result.stdout.split('\n');
+    const at = (line: string) => lines.indexOf(line);
+    expect(at('job.batch/report (PostSync hook) succeeded'), result.stdout).toBeGreaterThan(0);
+    expect(at('serviceaccount/migrator (PreSync hook) deleted')).toBeGreaterThan(
+      at('job.batch/report (PostSync hook) succeeded'),
+    );
+    expect(at('job.batch/report (PostSync hook) deleted')).toBeGreaterThan(0);
+    expect(await accounts()).toEqual([]);
+    // HookFailed, and the sync succeeded: it stays.
+    expect(await notes()).toBe(true);
+
+    // A sync that fails (the Deployment never ready): the HookFailed one goes, the HookSucceeded one stays.
+    const failed = await deployTo(
+      ns(),
+      await manifestDir({ 'app.yaml': withAccount('never-ready') }),
+      '--timeout',
+      '15s',
+    );
+    expect(failed.code, failed.stdout + failed.stderr).toBe(1);
+    expect(failed.stdout).toContain('configmap/notes (PreSync hook) deleted');
+    expect(failed.stdout).not.toContain('(PostSync hook)');
+    expect(await notes()).toBe(false);
+    expect(await accounts()).toEqual(['migrator']);
   });
 });
 

@@ -215,14 +215,15 @@ export function deployCommand(
               else if (event.type === 'pruned') say(`${kubectlStyle(event.object)} pruned`);
               else if (event.type === 'warning') say(`warning: ${redact(event.message)}`);
               else if (event.type === 'namespace-created') say(`namespace/${event.namespace} created`);
-              else if (event.type === 'hook') {
+              else if (event.type === 'hook' || event.type === 'hook-deleted') {
                 const { run } = event;
-                const gone = run.deleted ? ', deleted' : '';
                 const [kind = '', where = ''] = run.object.split(' ');
                 const name = kubectlName(run.apiVersion, kind, where.slice(where.indexOf('/') + 1));
-                say(
-                  `${name} (${run.hook} hook) ${run.outcome}${gone}${run.outcome === 'failed' ? `: ${redact(run.message)}` : ''}`,
-                );
+                if (event.type === 'hook-deleted') say(`${name} (${run.hook} hook) deleted`);
+                else
+                  say(
+                    `${name} (${run.hook} hook) ${run.outcome}${run.deleted ? ', deleted' : ''}${run.outcome === 'failed' ? `: ${redact(run.message)}` : ''}`,
+                  );
               }
               // Progress as kubectl rollout status shows it: each change of an object's verdict, once.
               else if (event.state !== 'stable' && !event.message.endsWith('not observed yet'))

@@ -22,7 +22,7 @@ import type { ClusterSnapshot, RenderOptions, RenderResult } from '../../render/
 import type { HealthRules } from '../../stability/health.ts';
 import type { ClusterFacts } from '../../stability/verdict.ts';
 import type { WaitResult } from '../../stability/waiter.ts';
-import type { HookTarget } from '../hooks.ts';
+import type { HookTarget, SyncEndHook } from '../hooks.ts';
 import type { AppliedRecord } from './applied-record.ts';
 
 export interface DeployRequest {
@@ -118,7 +118,9 @@ export type DeployEvent =
   | { type: 'pruned'; object: string }
   | { type: 'namespace-created'; namespace: string }
   | { type: 'warning'; message: string }
-  | { type: 'hook'; run: HookRun };
+  | { type: 'hook'; run: HookRun }
+  /** An Argo CD hook deleted at the sync's end (its run was told before, as `hook`). */
+  | { type: 'hook-deleted'; run: HookRun };
 
 export interface DeployDeps {
   api: KubeApi;
@@ -188,6 +190,8 @@ export interface DeployRun {
   /** The set's hooks by phase, taken out of the release objects (src/render/hooks.ts). */
   hooks?: Record<HookPhase, HookTarget[]>;
   hookRuns: HookRun[];
+  /** Argo CD's hooks that ran, deleted per their policy when the sync ends (deploy/hooks.ts, endHooks). */
+  syncEndHooks: SyncEndHook[];
   /** The sync was cancelled while a hook ran (hooks.ts HooksCancelledError): which one. */
   cancelled?: string | undefined;
   warnings: WarningLog;

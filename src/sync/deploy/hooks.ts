@@ -2,7 +2,7 @@
 // each of which refuses an object a hook does not own. Their names are checked before anything is written.
 import { Applier } from '../../kube/apply.ts';
 import type { HookPhase } from '../../render/hooks.ts';
-import { checkHooks, type HookActions, hookRefusal, PhaseRun, runHooks } from '../hooks.ts';
+import { checkHooks, endSyncHooks, type HookActions, hookRefusal, PhaseRun, runHooks } from '../hooks.ts';
 import { concurrencyOf, type DeployRun, fieldManagerOf, type Stage, unservedKindOptions } from './context.ts';
 import { waitFor } from './wait.ts';
 
@@ -41,10 +41,28 @@ export const checkHookNames: Stage = async (run) => {
 export async function runPhase(run: DeployRun, phase: HookPhase): Promise<void> {
   const hooks = run.hooks?.[phase] ?? [];
   if (hooks.length === 0 || run.request.dryRun) return;
-  await runHooks(hookActions(run), hooks, (hookRun) => {
-    run.hookRuns.push(hookRun);
-    run.deps.onEvent?.({ type: 'hook', run: hookRun });
-  });
+  await runHooks(
+    hookActions(run),
+    hooks,
+    (hookRun) => {
+      run.hookRuns.push(hookRun);
+      run.deps.onEvent?.({ type: 'hook', run: hookRun });
+    },
+    (hook) => run.syncEndHooks.push(hook),
+  );
+}
+
+/**
+ * The sync's end: Argo CD's hooks that ran are deleted per its outcome (src/sync/hooks.ts, endSyncHooks); none in a
+ * dry run, and none of a sync cancelled (its hooks may still run).
+ */
+export async function endHooks(run: DeployRun, failed: boolean): Promise<void> {
+  const cancelled =
+    run.cancelled !== undefined || run.wait?.outcome === 'cancelled' || run.request.signal?.aborted;
+  if (run.syncEndHooks.length === 0 || run.request.dryRun || cancelled) return;
+  await endSyncHooks(hookActions(run), run.syncEndHooks.splice(0), failed, (record) =>
+    run.deps.onEvent?.({ type: 'hook-deleted', run: record }),
+  );
 }
 
 /**
@@ -52,8 +70,12 @@ export async function runPhase(run: DeployRun, phase: HookPhase): Promise<void> 
  * recorded as runPhase records them once it ends.
  */
 export function phaseInParts(run: DeployRun): PhaseRun {
-  return new PhaseRun(hookActions(run), (hookRun) => {
-    run.hookRuns.push(hookRun);
-    run.deps.onEvent?.({ type: 'hook', run: hookRun });
-  });
+  return new PhaseRun(
+    hookActions(run),
+    (hookRun) => {
+      run.hookRuns.push(hookRun);
+      run.deps.onEvent?.({ type: 'hook', run: hookRun });
+    },
+    (hook) => run.syncEndHooks.push(hook),
+  );
 }

@@ -8,11 +8,13 @@ import type { ApplyResult, ApplyTarget } from '../../../src/kube/apply.ts';
 import type { DeletePolicy, Hook } from '../../../src/render/hooks.ts';
 import type { KubeObject } from '../../../src/render/manifest.ts';
 import {
+  endSyncHooks,
   type HookActions,
   HookFailedError,
   HooksCancelledError,
   type HookTarget,
   runHooks,
+  type SyncEndHook,
 } from '../../../src/sync/hooks.ts';
 
 function target(kind: string, name: string, weight: number, policies: DeletePolicy[]): HookTarget {
@@ -147,5 +149,76 @@ describe('runHooks', () => {
       () => undefined,
     );
     expect(log).toEqual(['apply CustomResourceDefinition/widgets.example.com']);
+  });
+});
+
+describe("Argo CD's hooks, deleted when the sync ends", () => {
+  const argo = (kind: string, name: string, weight: number, policies: DeletePolicy[]): HookTarget => {
+    const t = target(kind, name, weight, policies);
+    return { ...t, hook: { ...t.hook, flavor: 'argo', label: 'PreSync' } };
+  };
+  const hooks = [
+    argo('ServiceAccount', 'migrator', 0, ['hook-succeeded']),
+    argo('ConfigMap', 'notes', 1, ['hook-failed']),
+    argo('Job', 'check', 2, ['before-hook-creation', 'hook-succeeded', 'hook-failed']),
+  ];
+
+  it('leaves them at the phase end, then deletes per the sync outcome, newest first', async () => {
+    for (const failed of [false, true]) {
+      const { log, actions } = recorder();
+      const runs: HookRun[] = [];
+      const later: SyncEndHook[] = [];
+      await runHooks(
+        actions,
+        hooks,
+        (r) => runs.push(r),
+        (h) => later.push(h),
+      );
+      // Only before-hook-creation acts during the phase.
+      expect(log).toEqual([
+        'apply ServiceAccount/migrator',
+        'apply ConfigMap/notes',
+        'delete Job/check',
+        'apply Job/check',
+      ]);
+      expect(runs.map((r) => r.deleted)).toEqual([false, false, false]);
+      log.length = 0;
+      const told: string[] = [];
+      await endSyncHooks(actions, later, failed, (r) => told.push(r.object));
+      expect(log).toEqual(
+        failed
+          ? ['delete Job/check', 'delete ConfigMap/notes']
+          : ['delete Job/check', 'delete ServiceAccount/migrator'],
+      );
+      expect(told).toEqual(
+        failed ? ['Job app/check', 'ConfigMap app/notes'] : ['Job app/check', 'ServiceAccount app/migrator'],
+      );
+      expect(runs.map((r) => r.deleted)).toEqual(failed ? [false, true, true] : [true, false, true]);
+    }
+  });
+
+  it('says a deletion that was refused in the run, and goes on with the others', async () => {
+    const { actions } = recorder();
+    const runs: HookRun[] = [];
+    const later: SyncEndHook[] = [];
+    await runHooks(
+      actions,
+      hooks,
+      (r) => runs.push(r),
+      (h) => later.push(h),
+    );
+    const refusing: HookActions = {
+      ...actions,
+      remove: async (object) => {
+        if (object.kind === 'Job') throw new Error("Job app/check is not this hook's own");
+        return true;
+      },
+    };
+    await endSyncHooks(refusing, later, false);
+    expect(runs.map((r) => [r.deleted, r.message])).toEqual([
+      [true, 'complete'],
+      [false, 'complete'],
+      [false, "complete; not deleted: Job app/check is not this hook's own"],
+    ]);
   });
 });
