@@ -6,14 +6,11 @@
 // drift-managed-fields.test.ts.
 import { AppsV1Api } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import { KubeApi } from '../../src/kube/api.ts';
-import { ClusterCache } from '../../src/kube/cache.ts';
-import { Discovery } from '../../src/kube/discovery.ts';
-import { beginDriftPass, keepDriftMarks } from '../../src/kube/drift-pass.ts';
+import { beginDriftPass } from '../../src/kube/drift-pass.ts';
 import { type DeployRequest, deploy } from '../../src/sync/deploy.ts';
 import {
   agentConfig,
-  clusterConfig,
+  driftClient,
   eventually,
   kubeConfig,
   manifestDir,
@@ -40,14 +37,7 @@ describe('a drift pass from the watch cache', () => {
   });
 
   it('sends no dry run and no write when nothing moved, and scales back a Deployment scaled by hand', async () => {
-    const api = new KubeApi(clusterConfig());
-    const cache = new ClusterCache(api, { lingerMs: 5 * 60_000 });
-    closers.push(
-      () => cache.close(),
-      () => api.close(),
-    );
-    const discovery = new Discovery(api);
-    keepDriftMarks(cache);
+    const { api, cache, discovery } = driftClient(closers);
     const request = (drift?: 'correct'): DeployRequest => ({
       files: [{ path: 'app.yaml', text: apps(1, 'web') }],
       namespace: ns(),

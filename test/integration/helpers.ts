@@ -8,7 +8,10 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { expect } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { KubeApi } from '../../src/kube/api.ts';
+import { ClusterCache } from '../../src/kube/cache.ts';
 import { type ClusterConfig, loadKubeConfig } from '../../src/kube/client.ts';
+import { Discovery } from '../../src/kube/discovery.ts';
+import { keepDriftMarks } from '../../src/kube/drift-pass.ts';
 import type { TestbedEnv } from '../testbed/testbed.ts';
 import { cli } from '../unit/cli/run-cli.ts';
 import { kubeConfig, tempDir, testbed } from './harness.ts';
@@ -18,6 +21,21 @@ export * from './harness.ts';
 /** The test bed's cluster as mooring reads it (src/kube/kubeconfig.ts), for mooring's own KubeApi. */
 export function clusterConfig(env: TestbedEnv = testbed()): ClusterConfig {
   return loadKubeConfig({ kubeconfig: env.kube.kubeconfig });
+}
+
+/**
+ * The agent's view for a test of drift passes: a client of the test bed, its watch cache keeping drift marks (as
+ * the agent keeps them while drift passes run) and discovery; `closers` gets what closes them.
+ */
+export function driftClient(closers: (() => void | Promise<void>)[]) {
+  const api = new KubeApi(clusterConfig());
+  const cache = new ClusterCache(api, { lingerMs: 5 * 60_000 });
+  closers.push(
+    () => cache.close(),
+    () => api.close(),
+  );
+  keepDriftMarks(cache);
+  return { api, cache, discovery: new Discovery(api) };
 }
 
 /** Writes a kubeconfig of one cluster, user and context to a fresh folder; returns the file's path. */

@@ -3,12 +3,10 @@
 // back by a drift pass, nor pruned when it leaves the manifests; brought by the manifest, the object is created once
 // and then left, as Flux's controllers do. Taking the annotation off hands the object back.
 import { afterAll, describe, expect, it } from 'vitest';
-import { KubeApi } from '../../src/kube/api.ts';
 import { ClusterCache } from '../../src/kube/cache.ts';
-import { Discovery } from '../../src/kube/discovery.ts';
 import { beginDriftPass, keepDriftMarks } from '../../src/kube/drift-pass.ts';
 import { type DeployRequest, deploy } from '../../src/sync/deploy.ts';
-import { clusterConfig, kubectl, manifestDir, mooring, testbed, useNamespace } from './helpers.ts';
+import { driftClient, kubectl, manifestDir, mooring, testbed, useNamespace } from './helpers.ts';
 
 const settings = (value: string, annotations = '') => `apiVersion: v1
 kind: ConfigMap
@@ -116,14 +114,7 @@ describe("Flux's reconcile: disabled", () => {
   }, 180_000);
 
   it('is not put back by a drift pass, from the watch cache or from a read', async () => {
-    const api = new KubeApi(clusterConfig());
-    const cache = new ClusterCache(api, { lingerMs: 5 * 60_000 });
-    closers.push(
-      () => cache.close(),
-      () => api.close(),
-    );
-    const discovery = new Discovery(api);
-    keepDriftMarks(cache);
+    const { api, cache, discovery } = driftClient(closers);
     const request = (drift?: 'correct'): DeployRequest => ({
       files: [{ path: 'app.yaml', text: `${settings('git')}---\n${web(1)}` }],
       namespace: ns(),

@@ -3,12 +3,9 @@
 // versioned, written over by a later deploy, or put back by a drift pass; `Ignore` is never written. Both are pruned
 // as any object of the set once they leave it.
 import { afterAll, describe, expect, it } from 'vitest';
-import { KubeApi } from '../../src/kube/api.ts';
-import { ClusterCache } from '../../src/kube/cache.ts';
-import { Discovery } from '../../src/kube/discovery.ts';
-import { beginDriftPass, keepDriftMarks } from '../../src/kube/drift-pass.ts';
+import { beginDriftPass } from '../../src/kube/drift-pass.ts';
 import { type DeployRequest, deploy } from '../../src/sync/deploy.ts';
-import { clusterConfig, kubectl, manifestDir, mooring, testbed, useNamespace } from './helpers.ts';
+import { driftClient, kubectl, manifestDir, mooring, testbed, useNamespace } from './helpers.ts';
 
 const token = (value: string) => `apiVersion: v1
 kind: Secret
@@ -103,14 +100,7 @@ describe("Flux's ssa: IfNotPresent and Ignore", () => {
   }, 180_000);
 
   it('is not put back by a drift pass', async () => {
-    const api = new KubeApi(clusterConfig());
-    const cache = new ClusterCache(api, { lingerMs: 5 * 60_000 });
-    closers.push(
-      () => cache.close(),
-      () => api.close(),
-    );
-    const discovery = new Discovery(api);
-    keepDriftMarks(cache);
+    const { api, cache, discovery } = driftClient(closers);
     const request = (drift?: 'correct'): DeployRequest => ({
       files: [{ path: 'app.yaml', text: `${token('placeholder')}---\n${web}` }],
       namespace: ns(),
