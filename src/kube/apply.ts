@@ -613,7 +613,15 @@ export class Applier {
    * False when there was nothing to delete.
    */
   async remove(object: KubeObject): Promise<boolean> {
-    const info = await this.discovery.resource(object.apiVersion, object.kind);
+    let info: ResourceInfo;
+    try {
+      info = await this.discovery.resource(object.apiVersion, object.kind);
+    } catch (error) {
+      // A kind the cluster does not serve (yet) holds nothing to delete: a hook of such a kind (SkipDryRunOnMissingResource)
+      // goes on to its write, which waits for the kind or names the object it refuses.
+      if (error instanceof UnservedKindError) return false;
+      throw error;
+    }
     const refuse = this.options.refuse;
     if (!refuse) {
       const live = await this.verbs.read(info, object);

@@ -94,15 +94,19 @@ spec: {size: 3}
 
   // A deployment may not write cluster-scoped objects (allowClusterScoped): a kind unknown when the set was checked
   // was held to the boundary as one of its namespace; served cluster-scoped, it is held again, and refused.
-  // Hooks are checked before anything is written and take no such option: one of a kind not served is refused as
-  // before, and writes nothing either.
+  // A hook takes the option too, as Argo CD's hooks do: it waits for its kind in its phase, and is held to the
+  // boundary again once the kind is served.
   it.each([
     [
       'an object of the release',
       '',
       `its kind is served cluster-scoped, outside this deployment's namespaces`,
     ],
-    ['a Helm hook', ', helm.sh/hook: post-install', 'the cluster serves no kind Tenant'],
+    [
+      'a Helm hook',
+      ', helm.sh/hook: post-install',
+      `its kind is served cluster-scoped, outside this deployment's namespaces`,
+    ],
   ])(
     'refuses a kind served cluster-scoped that the deployment may not write: %s',
     async (_, hook, why) => {
@@ -244,6 +248,39 @@ spec: {speed: 2}
       await kubectl('delete', 'crd', `sprockets.${other}`, '--ignore-not-found');
     }
   }, 180_000);
+
+  it('runs a hook of a kind an operator installs during the deploy once the kind is served', async () => {
+    const other = `hooked-${randomBytes(3).toString('hex')}.example.io`;
+    const operator = (async () => {
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+      const crds = await manifestDir({ 'crd.yaml': crdManifest(other, 'reports', 'Report') });
+      expect((await kubectl('apply', '-f', crds)).code).toBe(0);
+    })();
+    try {
+      const dir = await manifestDir({
+        'settings.yaml': `apiVersion: v1
+kind: ConfigMap
+metadata: {name: hooked-settings, annotations: {strategy.spinnaker.io/versioned: "false"}}
+data: {a: b}
+`,
+        'report.yaml': `apiVersion: ${other}/v1
+kind: Report
+metadata:
+  name: after-sync
+  annotations: {argocd.argoproj.io/hook: PostSync, argocd.argoproj.io/sync-options: SkipDryRunOnMissingResource=true}
+spec: {ok: true}
+`,
+      });
+      const run = await mooring('deploy', dir, ...flags('60s'));
+      await operator;
+      expect(run.code, run.stdout + run.stderr).toBe(0);
+      expect(run.stdout).toContain('(PostSync hook) succeeded');
+      expect(await exists(`reports.${other}`, 'after-sync', '-n', ns())).toBe(true);
+    } finally {
+      await operator.catch(() => undefined);
+      await kubectl('delete', 'crd', `reports.${other}`, '--ignore-not-found');
+    }
+  }, 90_000);
 
   it('fails the deploy naming the kind when its CRD never comes', async () => {
     const other = `never-${randomBytes(3).toString('hex')}.example.io`;
