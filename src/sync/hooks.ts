@@ -12,6 +12,7 @@
 import type { HookRun } from '../contract.ts';
 import { errorMessage, StalledError } from '../errors.ts';
 import type { ApplyResult, ApplyTarget } from '../kube/apply.ts';
+import { ApplyRejectedError } from '../kube/apply-errors.ts';
 import { hookOrder } from '../render/hook-order.ts';
 import { type HookOwner, refuseForeign } from '../render/hook-owner.ts';
 import type { DeletePolicy, Hook } from '../render/hooks.ts';
@@ -140,7 +141,19 @@ export class PhaseRun {
       // it makes before its dry run, a name another object took since checkHooks.
       for (const { target, hook } of step)
         if (deletable(target.object, hook, 'before-hook-creation')) await actions.remove(target.object);
-      const results = await actions.apply(step.map((h) => h.target));
+      let results: ApplyResult[];
+      try {
+        results = await actions.apply(step.map((h) => h.target));
+      } catch (error) {
+        // Refused by the API server (its dry run, or a kind it does not serve): the hook failed, as one whose Job
+        // failed does; not a set refused whole with nothing applied (a post hook comes after the release objects).
+        if (!(error instanceof ApplyRejectedError)) throw error;
+        const why = `refused: ${error.problems.join('; ')}`;
+        for (const { target, hook } of step) ran.push({ target, hook, succeeded: false, why });
+        const first = step[0];
+        this.failure ??= `${first?.hook.label} hook ${first ? describeObject(first.target.object) : ''} failed: ${why}`;
+        break;
+      }
       const wait = await actions.wait(results, hookStability);
       const verdicts = new Map(wait.verdicts.map((v) => [v.name, v.stability]));
       for (const { target, hook } of step) {

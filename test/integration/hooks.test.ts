@@ -264,6 +264,42 @@ spec:
     expect(await jobs()).toEqual(['maint-up']);
   });
 
+  // A hook the API server refuses (its dry run) after the release objects were written is a failed hook (exit 1),
+  // named with its file; not a set refused whole, whose exit 2 says nothing was applied.
+  it('fails the sync on a PostSync hook the API server refuses, saying the release objects were written', async () => {
+    const result = await deployTo(
+      ns(),
+      await manifestDir({
+        'app.yaml': `apiVersion: v1
+kind: ConfigMap
+metadata: {name: before-refusal, annotations: {strategy.spinnaker.io/versioned: "false"}}
+data: {a: b}
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: refused
+  annotations: {argocd.argoproj.io/hook: PostSync}
+spec:
+  backoffLimit: -1
+  template:
+    spec: {restartPolicy: Never, containers: [{name: r, image: "r:1"}]}
+`,
+      }),
+      '--timeout',
+      '30s',
+    );
+    expect(result.code, result.stdout + result.stderr).toBe(1);
+    expect(result.stdout).toContain('configmap/before-refusal created');
+    expect(result.stdout).toMatch(
+      /job\.batch\/refused \(PostSync hook\) failed: refused: .*app\.yaml:\d+:\d+: Job [\w-]+\/refused/,
+    );
+    expect(result.stderr).toMatch(
+      /^error: deploy failed: PostSync hook Job [\w-]+\/refused failed: refused:/m,
+    );
+    expect(result.stderr).not.toContain('nothing was applied');
+  });
+
   it('runs SyncFail when the sync fails, and no PostSync', async () => {
     const result = await deployTo(
       ns(),
