@@ -48,6 +48,8 @@ interface ApiGroupList {
  * not served yet are checked together, and each would otherwise list its group-version twice.
  */
 const RELIST_MS = 500;
+/** Kinds found missing held at most (Discovery.noteMissing). */
+const MISSED_MAX = 1024;
 
 /** How long an answer of `capabilities()` is given again before the server is asked anew. */
 export const CAPABILITIES_MAX_AGE_MS = 30_000;
@@ -159,6 +161,19 @@ export class Discovery {
     return entry;
   }
 
+  /**
+   * Notes `key` found missing now. The kinds a commit names are its author's choice: entries past RELIST_MS say
+   * nothing any more and are swept once MISSED_MAX are held, so that commits of ever new kinds cannot grow the map.
+   */
+  private noteMissing(key: string): void {
+    const now = Date.now();
+    if (this.missed.size >= MISSED_MAX) {
+      for (const [k, at] of this.missed) if (now - at >= RELIST_MS) this.missed.delete(k);
+      if (this.missed.size >= MISSED_MAX) this.missed.clear();
+    }
+    this.missed.set(key, now);
+  }
+
   async resource(apiVersion: string, kind: string): Promise<ResourceInfo> {
     const key = `${apiVersion}|${kind}`;
     const missed = this.missed.get(key);
@@ -174,7 +189,7 @@ export class Discovery {
       }
     }
     if (!info) {
-      if (missed === undefined || Date.now() - missed >= RELIST_MS) this.missed.set(key, Date.now());
+      if (missed === undefined || Date.now() - missed >= RELIST_MS) this.noteMissing(key);
       const clusterMinor = minorOf(await this.gitVersion());
       throw new UnservedKindError(apiVersion, kind, unservedMessage(apiVersion, kind, { clusterMinor }));
     }

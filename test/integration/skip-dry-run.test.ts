@@ -18,6 +18,15 @@ import {
   useNamespace,
 } from './helpers.ts';
 
+/** The "operator": installs these CRDs `afterMs` into what runs beside it, as an operator does at run time. */
+function operatorInstalls(afterMs: number, crds: string): Promise<void> {
+  return (async () => {
+    await new Promise((resolve) => setTimeout(resolve, afterMs));
+    const made = await kubectl('apply', '-f', await manifestDir({ 'crds.yaml': crds }));
+    expect(made.code, made.stderr).toBe(0);
+  })();
+}
+
 describe("Argo CD's SkipDryRunOnMissingResource", () => {
   const ns = useNamespace('skipdry');
   const group = `skip-${randomBytes(3).toString('hex')}.example.io`;
@@ -66,14 +75,10 @@ spec: {size: 3}
     expect(before.stdout).toContain('ProviderConfig');
     expect(before.stdout).toContain('size: 3');
     // The "operator": the CRDs appear a few seconds into the deploy, one cluster-scoped, one namespaced.
-    const operator = (async () => {
-      await new Promise((resolve) => setTimeout(resolve, 3000));
-      const crds = await manifestDir({
-        'crds.yaml': `${crdManifest(group, 'providerconfigs', 'ProviderConfig', {}, 'Cluster')}---\n${crdManifest(group, 'widgets', 'Widget')}`,
-      });
-      const made = await kubectl('apply', '-f', crds);
-      expect(made.code, made.stderr).toBe(0);
-    })();
+    const operator = operatorInstalls(
+      3000,
+      `${crdManifest(group, 'providerconfigs', 'ProviderConfig', {}, 'Cluster')}---\n${crdManifest(group, 'widgets', 'Widget')}`,
+    );
     const run = await mooring('deploy', dir, ...flags('60s'), '--prune');
     await operator;
     expect(run.code, run.stderr).toBe(0);
@@ -113,13 +118,7 @@ spec: {size: 3}
       const other = `scope-${randomBytes(3).toString('hex')}.example.io`;
       const api = new KubeApi(clusterConfig());
       try {
-        const operator = (async () => {
-          await new Promise((resolve) => setTimeout(resolve, 2000));
-          const crds = await manifestDir({
-            'crd.yaml': crdManifest(other, 'tenants', 'Tenant', {}, 'Cluster'),
-          });
-          expect((await kubectl('apply', '-f', crds)).code).toBe(0);
-        })();
+        const operator = operatorInstalls(2000, crdManifest(other, 'tenants', 'Tenant', {}, 'Cluster'));
         const report = await deploy(
           { api, discovery: new Discovery(api) },
           {
@@ -216,11 +215,7 @@ spec: {speed: 2}
           `apiVersion: ${other}/v1\nkind: Sprocket\nmetadata:\n  name: s-${i}\n  annotations: {argocd.argoproj.io/sync-options: SkipDryRunOnMissingResource=true}\nspec: {teeth: ${i}}\n`;
       const dir = await manifestDir(manifests);
       const waitMs = 6000;
-      const operator = (async () => {
-        await new Promise((resolve) => setTimeout(resolve, waitMs));
-        const crds = await manifestDir({ 'crd.yaml': crdManifest(other, 'sprockets', 'Sprocket') });
-        expect((await kubectl('apply', '-f', crds)).code).toBe(0);
-      })();
+      const operator = operatorInstalls(waitMs, crdManifest(other, 'sprockets', 'Sprocket'));
       const started = Date.now();
       const run = await mooring(
         'deploy',
@@ -251,11 +246,7 @@ spec: {speed: 2}
 
   it('runs a hook of a kind an operator installs during the deploy once the kind is served', async () => {
     const other = `hooked-${randomBytes(3).toString('hex')}.example.io`;
-    const operator = (async () => {
-      await new Promise((resolve) => setTimeout(resolve, 3000));
-      const crds = await manifestDir({ 'crd.yaml': crdManifest(other, 'reports', 'Report') });
-      expect((await kubectl('apply', '-f', crds)).code).toBe(0);
-    })();
+    const operator = operatorInstalls(3000, crdManifest(other, 'reports', 'Report'));
     try {
       const dir = await manifestDir({
         'settings.yaml': `apiVersion: v1
@@ -281,6 +272,30 @@ spec: {ok: true}
       await kubectl('delete', 'crd', `reports.${other}`, '--ignore-not-found');
     }
   }, 90_000);
+
+  // The kinds a commit names are its author's: discovery's memory of kinds found missing stays bounded however many
+  // new ones come, and a kind found missing is asked about again once its half second has passed.
+  it('remembers kinds found missing briefly and boundedly', async () => {
+    const api = new KubeApi(clusterConfig());
+    try {
+      const discovery = new Discovery(api);
+      const group = `absent-${randomBytes(3).toString('hex')}.example.io/v1`;
+      for (let i = 0; i < 1500; i++)
+        await expect(discovery.resource(group, `Kind${i}`)).rejects.toThrow('the cluster serves no kind');
+      const held = (discovery as unknown as { missed: Map<string, number> }).missed;
+      expect(held.size).toBeGreaterThan(0);
+      expect(held.size).toBeLessThanOrEqual(1024);
+      // Within half a second the answer is remembered; after it, asked again.
+      const at = Date.now();
+      await expect(discovery.resource(group, 'Kind1499')).rejects.toThrow('the cluster serves no kind');
+      expect(held.get(`${group}|Kind1499`)).toBeLessThanOrEqual(at);
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      await expect(discovery.resource(group, 'Kind1499')).rejects.toThrow('the cluster serves no kind');
+      expect(held.get(`${group}|Kind1499`)).toBeGreaterThan(at);
+    } finally {
+      api.close();
+    }
+  }, 120_000);
 
   it('fails the deploy naming the kind when its CRD never comes', async () => {
     const other = `never-${randomBytes(3).toString('hex')}.example.io`;
