@@ -135,9 +135,31 @@ export function sourceFiles(root: string): SourceFile[] {
   return files;
 }
 
+/**
+ * JSON text is read only through src/json.ts (parseJson), which keeps JSON.parse from ever seeing a key that ends in
+ * a backslash (a V8 bug then misreads later keys of the whole process). The status page's script runs in the
+ * browser, not in the agent, and is passed over. Comments are not read.
+ */
+export function jsonProblems(files: readonly SourceFile[]): string[] {
+  const problems: string[] = [];
+  for (const file of files) {
+    if (file.path === 'json.ts' || file.path === 'server/status/assets.ts') continue;
+    file.text.split('\n').forEach((line, index) => {
+      const code = line.replace(/\/\/.*$/, '');
+      if (/\bJSON\.parse\b|\.json\(\)/.test(code))
+        problems.push(`src/${file.path}:${index + 1}: JSON read without parseJson (src/json.ts)`);
+    });
+  }
+  return problems;
+}
+
 if (import.meta.main) {
   const root = resolve(import.meta.dirname, '../src');
-  const problems = layerProblems(sourceFiles(root));
+  const files = sourceFiles(root);
+  const json = jsonProblems(files);
+  for (const problem of json) console.error(problem);
+  if (json.length > 0) process.exitCode = 1;
+  const problems = layerProblems(files);
   for (const problem of problems) console.error(problem);
   if (problems.length > 0) {
     console.error(`${problems.length} layer problem(s): see LAYERS in scripts/check-layers.ts`);

@@ -4,6 +4,7 @@
 // `outcome`) is left out: the command says how the sync ended itself, once, as its result or its `error:` line.
 import { Writable } from 'node:stream';
 import type { Logger } from '../contract.ts';
+import { parseJson } from '../json.ts';
 import { createLogger } from '../sync/logger.ts';
 import { printable } from './printable.ts';
 
@@ -14,7 +15,7 @@ const ERROR_LEVEL = 50;
 export function commandLine(record: string): string | undefined {
   let fields: Record<string, unknown>;
   try {
-    fields = JSON.parse(record) as Record<string, unknown>;
+    fields = parseJson(record) as Record<string, unknown>;
   } catch {
     return printable(record.trimEnd()) || undefined;
   }

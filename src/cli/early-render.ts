@@ -21,6 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { prestartProcess } from '../child-process.ts';
 import { RENDER_DEFAULTS } from '../config/render-defaults.ts';
+import { parseJson } from '../json.ts';
 import { helmBinary, helmEnv, helmTemplateArgs } from '../sources/build/helm-args.ts';
 import { schemaReferenceProblem } from '../sources/build/schema-references.ts';
 import { toolLimits, toolProcessOptions } from '../sources/build/tool-env.ts';
@@ -156,7 +157,7 @@ function schemasLoadNothing(dir: string, depth = 0): boolean {
   }
   if (text !== undefined) {
     try {
-      if (schemaReferenceProblem(JSON.parse(text), []) !== undefined) return false;
+      if (schemaReferenceProblem(parseJson(text), []) !== undefined) return false;
     } catch {
       return false;
     }

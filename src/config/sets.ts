@@ -5,6 +5,7 @@
 // untrusted input: it only ever fills a string (no structure, no code), and the field it fills checks it.
 import { z } from 'zod';
 import { errorMessage } from '../errors.ts';
+import { parseJson } from '../json.ts';
 import { parseYaml } from '../yaml/parse.ts';
 import { checkReferences, pathProblem } from './references.ts';
 import type { GitSource, MooringConfig } from './schema.ts';
@@ -565,7 +566,7 @@ export function restoredInputs(set: DeploymentSet, text: string): SetInput[] {
   if (!keepsInputs(set) || text.length > 4 * 1024 * 1024) return [];
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    parsed = parseJson(text);
   } catch {
     return [];
   }

@@ -21,6 +21,7 @@ import { StalledError } from '../errors.ts';
 import { AdaptiveRate } from '../http/adaptive-rate.ts';
 import { RequestCounter, type RequestStats } from '../http/request-counter.ts';
 import { type Clock, TokenBucket } from '../http/token-bucket.ts';
+import { parseJson } from '../json.ts';
 import {
   KubeRequestError,
   RequestTimeoutError,
@@ -440,7 +441,7 @@ export class KubeApi {
           const text = Buffer.concat(chunks).toString('utf8');
           let body: unknown = text;
           try {
-            body = text ? JSON.parse(text) : undefined;
+            body = text ? parseJson(text) : undefined;
           } catch {
             // not JSON: keep the text
           }

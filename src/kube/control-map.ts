@@ -14,6 +14,7 @@
 //                                       that it never replaces the answer a `mooring reconcile` follows)
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
+import { parseJson } from '../json.ts';
 import type { KubeApi } from './api.ts';
 import { StateStore } from './state-store.ts';
 
@@ -86,9 +87,9 @@ export interface ControlState {
   rollbackAnswered: Map<string, ReconcileAnswer>;
 }
 
-function parseJson(text: string): unknown {
+function jsonOrUndefined(text: string): unknown {
   try {
-    return JSON.parse(text);
+    return parseJson(text);
   } catch {
     return undefined;
   }
@@ -106,7 +107,7 @@ export function parseControl(annotations: Record<string, string> | undefined): C
   };
   for (const [key, value] of Object.entries(annotations ?? {})) {
     if (key.startsWith(SUSPEND_PREFIX)) {
-      const parsed = suspensionSchema.safeParse(parseJson(value));
+      const parsed = suspensionSchema.safeParse(jsonOrUndefined(value));
       state.suspended.set(
         key.slice(SUSPEND_PREFIX.length),
         parsed.success ? parsed.data : { since: '', by: 'unknown', reason: 'unreadable suspension record' },
@@ -114,17 +115,17 @@ export function parseControl(annotations: Record<string, string> | undefined): C
     } else if (key.startsWith(RECONCILE_PREFIX)) {
       state.requested.set(key.slice(RECONCILE_PREFIX.length), value.slice(0, 128));
     } else if (key.startsWith(PROMOTE_PREFIX)) {
-      const parsed = approvalSchema.safeParse(parseJson(value));
+      const parsed = approvalSchema.safeParse(jsonOrUndefined(value));
       if (parsed.success) state.approved.set(key.slice(PROMOTE_PREFIX.length), parsed.data);
     } else if (key.startsWith(ROLLBACK_PREFIX)) {
       // One that cannot be read holds nothing: its rollback waits for no answer from an agent that could not read it.
-      const parsed = rollbackSchema.safeParse(parseJson(value));
+      const parsed = rollbackSchema.safeParse(jsonOrUndefined(value));
       if (parsed.success) state.rollingBack.set(key.slice(ROLLBACK_PREFIX.length), parsed.data);
     } else if (key.startsWith(ROLLBACK_ANSWERED_PREFIX)) {
-      const parsed = answerSchema.safeParse(parseJson(value));
+      const parsed = answerSchema.safeParse(jsonOrUndefined(value));
       if (parsed.success) state.rollbackAnswered.set(key.slice(ROLLBACK_ANSWERED_PREFIX.length), parsed.data);
     } else if (key.startsWith(RECONCILED_PREFIX)) {
-      const parsed = answerSchema.safeParse(parseJson(value));
+      const parsed = answerSchema.safeParse(jsonOrUndefined(value));
       if (parsed.success) state.answered.set(key.slice(RECONCILED_PREFIX.length), parsed.data);
     }
   }

@@ -2,6 +2,7 @@
 // taxonomy, with the API server's own message.
 import { type MooringError, NotFoundError, StalledError, TransientError, WaitingError } from '../errors.ts';
 import { MAX_SERVER_DELAY_MS, parseRetryAfter } from '../http/retry-after.ts';
+import { parseJson } from '../json.ts';
 
 interface ApiFailure {
   code?: unknown;
@@ -17,7 +18,7 @@ export function bodyOf(error: unknown): unknown {
   const body = ((error ?? {}) as ApiFailure).body;
   if (typeof body !== 'string') return body;
   try {
-    return JSON.parse(body);
+    return parseJson(body);
   } catch {
     return body;
   }

@@ -12,6 +12,7 @@ import { isAbsolute, join, sep } from 'node:path';
 import { z } from 'zod';
 import { runProcess } from '../child-process.ts';
 import { StalledError } from '../errors.ts';
+import { parseJson } from '../json.ts';
 import type { ExecConfig } from './kubeconfig-file.ts';
 
 const MAX_STDOUT_BYTES = 1024 * 1024;
@@ -113,7 +114,7 @@ export class ExecPlugin {
     if (code !== 0) this.fail(`exited with ${code === null ? 'a signal' : `code ${code}`}${said}`);
     let json: unknown;
     try {
-      json = JSON.parse(stdout);
+      json = parseJson(stdout);
     } catch {
       // JSON.parse quotes the text it fails on: the message could carry the credential.
       this.fail(`printed no ExecCredential JSON (${Buffer.byteLength(stdout)} bytes on stdout)${said}`);

@@ -5,6 +5,8 @@
 // The watch cache drops managedFields from its copies (most of an object's bytes); while the agent runs drift
 // passes it keeps them, compact, on the copies of objects its own field manager wrote, and only those: Pods and
 // ReplicaSets carry no entry of mooring's and keep nothing.
+
+import { parseJson } from '../json.ts';
 import { isObject, type KubeObject } from '../render/manifest.ts';
 
 /** A FieldsV1 tree: `f:spec` -> `f:replicas` -> {}; `k:{"name":"web"}` for an item of a keyed list. */
@@ -69,5 +71,5 @@ export function keepFieldOwners(object: KubeObject, manager: string): void {
 export function keptFieldOwners(object: KubeObject): FieldOwner[] | undefined {
   const text = (object as WithOwners)[KEPT];
   // Written by keepFieldOwners from owners already checked.
-  return text === undefined ? undefined : (JSON.parse(text) as FieldOwner[]);
+  return text === undefined ? undefined : (parseJson(text) as FieldOwner[]);
 }

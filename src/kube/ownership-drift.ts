@@ -10,6 +10,7 @@
 // Controllers' status (the `status` subresource, and `status` itself) and fields nobody wrote (defaults) are
 // never read. Paths are named as src/render/changed-fields.ts names them: `spec.template.spec.containers[name=web]`.
 import { byCodeUnit } from '../arrays.ts';
+import { parseJson } from '../json.ts';
 import { isObject, type JsonValue, type KubeObject } from '../render/manifest.ts';
 import type { FieldOwner, FieldsV1 } from './field-owners.ts';
 import { withApplyDefaults } from './normalize.ts';
@@ -41,7 +42,7 @@ function parsedKey(step: string): Record<string, JsonValue> | undefined {
   let key = keyCache.get(step);
   if (!key) {
     try {
-      const parsed: unknown = JSON.parse(step.slice(2));
+      const parsed: unknown = parseJson(step.slice(2));
       if (!isObject(parsed)) return undefined;
       key = parsed;
     } catch {
@@ -198,7 +199,7 @@ function stepLabel(step: string): string {
   }
   if (step.startsWith('v:')) {
     try {
-      return `[${scalar(JSON.parse(step.slice(2)) as JsonValue)}]`;
+      return `[${scalar(parseJson(step.slice(2)) as JsonValue)}]`;
     } catch {
       return `[${step.slice(2)}]`;
     }

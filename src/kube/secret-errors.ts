@@ -4,6 +4,8 @@
 // anything. So for a Secret nothing of the answer is kept but its status code, its reason, the paths of the fields
 // at fault and reasons from a fixed list. Every request that sends a Secret's content goes through
 // `withSecretErrors`; what it throws is all that ever reaches a message, a log, the ledger or a commit status.
+
+import { parseJson } from '../json.ts';
 import type { KubeObject } from '../render/manifest.ts';
 
 /** A refused request about a Secret, shaped as api.ts's KubeRequestError so that errors.ts reads it alike. */
@@ -132,7 +134,7 @@ export function reduceSecretError(error: unknown): unknown {
   let body: unknown = raw;
   if (typeof raw === 'string') {
     try {
-      body = JSON.parse(raw);
+      body = parseJson(raw);
     } catch {
       body = { message: raw };
     }

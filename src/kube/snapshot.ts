@@ -2,6 +2,7 @@
 // annotations name, and the live workloads whose capacity is kept. Versions are listed as metadata only
 // (PartialObjectMetadataList), so that no Secret data is ever read for this.
 import { MooringError, StalledError } from '../errors.ts';
+import { parseJson } from '../json.ts';
 import {
   ARTIFACT,
   CONTENT_HASH,
@@ -155,7 +156,7 @@ function trafficServices(object: KubeObject): string[] {
   const value = object.metadata.annotations?.[TRAFFIC_LOAD_BALANCERS];
   if (!value) return [];
   try {
-    const parsed: unknown = JSON.parse(value);
+    const parsed: unknown = parseJson(value);
     if (!Array.isArray(parsed)) return [];
     return parsed.flatMap((e) =>
       typeof e === 'string' ? (/^\s*service\s+(\S+)\s*$/i.exec(e)?.[1] ?? []) : [],

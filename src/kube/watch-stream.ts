@@ -3,6 +3,7 @@
 // event larger than the response bound ends it.
 import { request as httpsRequest, type RequestOptions } from 'node:https';
 import type { RequestCounter } from '../http/request-counter.ts';
+import { parseJson } from '../json.ts';
 import { KubeRequestError, retryAfterHeader, StreamIdleError } from './api-errors.ts';
 import { kubeResource, MAX_RESPONSE_BYTES } from './api-request.ts';
 
@@ -33,7 +34,7 @@ export function streamWatch(
         res.on('end', () => {
           let body: unknown = text;
           try {
-            body = JSON.parse(text);
+            body = parseJson(text);
           } catch {}
           reject(
             new KubeRequestError('WATCH', path, res.statusCode ?? 0, body, retryAfterHeader(res.headers)),
@@ -55,7 +56,7 @@ export function streamWatch(
           if (!line) continue;
           let event: { type: string; object: unknown };
           try {
-            event = JSON.parse(line) as { type: string; object: unknown };
+            event = parseJson(line) as { type: string; object: unknown };
           } catch {
             continue;
           }

@@ -1,6 +1,8 @@
 // traffic.spinnaker.io/load-balancers: '["service web", "service web-canary"]' attaches a workload to Services
 // by giving its pod template the Services' selector labels. The Services come from the render set, else from
 // the cluster snapshot; conflicts, malformed entries and unknown Services are errors that say which.
+
+import { parseJson } from '../json.ts';
 import { TRAFFIC_LOAD_BALANCERS } from './annotations.ts';
 import { RenderError } from './errors.ts';
 import {
@@ -18,7 +20,7 @@ import type { KindRule } from './tables.ts';
 function parseLoadBalancers(value: string): string[] | string {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(value);
+    parsed = parseJson(value);
   } catch {
     return `must be a JSON list such as '["service my-service"]', not ${JSON.stringify(value)}`;
   }

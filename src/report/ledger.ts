@@ -6,6 +6,7 @@
 
 import type { ChartDependency, Release, ReleaseImage, Trigger } from '../contract.ts';
 import { errorMessage, StalledError } from '../errors.ts';
+import { parseJson } from '../json.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { SavedMark } from '../kube/drift-marks.ts';
 import { type StateMap, StateStore } from '../kube/state-store.ts';
@@ -116,7 +117,7 @@ function parseLedger(data: Record<string, string> | undefined, name = 'the ledge
     if (text === undefined || text === '') return undefined;
     let value: unknown;
     try {
-      value = JSON.parse(text);
+      value = parseJson(text);
     } catch (error) {
       throw new CorruptLedgerError(
         `${name}: ${key} is not JSON (${errorMessage(error)}); fix it or delete the key`,

@@ -3,6 +3,7 @@
 // (MAX_ENTRIES, descriptions cut to the provider's limit), far below a ConfigMap's 1 MiB. Written through the state
 // store (src/kube/state-store.ts) as a change of what is stored, so two agents' writes both stay.
 import { z } from 'zod';
+import { parseJson } from '../json.ts';
 import type { KubeApi } from '../kube/api.ts';
 import { StateStore } from '../kube/state-store.ts';
 import type { OutboxEntry } from './outbox-policy.ts';
@@ -39,7 +40,7 @@ const entrySchema = z.object({
 function parseEntries(text: string): OutboxEntry[] {
   let raw: unknown;
   try {
-    raw = JSON.parse(text);
+    raw = parseJson(text);
   } catch {
     return [];
   }

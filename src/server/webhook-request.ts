@@ -3,6 +3,7 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { z } from 'zod';
+import { parseJson } from '../json.ts';
 
 /**
  * A source to poll now. A webhook never says what to deploy: it only names sources, and the sync loop polls
@@ -107,7 +108,7 @@ export function parsePayload<T>(request: WebhookRequest, schema: z.ZodType<T>): 
   }
   let json: unknown;
   try {
-    json = JSON.parse(text);
+    json = parseJson(text);
   } catch {
     return { ok: false, result: badRequest('body is not JSON') };
   }

@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { type SyncRequest, TRIGGERS } from '../contract.ts';
+import { parseJson } from '../json.ts';
 import type { KubeApi } from '../kube/api.ts';
 import type { ClusterCache } from '../kube/cache.ts';
 import { InventoryStore, inventoryName, NOTE_ID, versionsIn } from '../kube/inventory.ts';
@@ -75,7 +76,7 @@ export function parseAttemptNote(note: string | undefined): Attempt | undefined 
   if (note === undefined || note.length > 64 * 1024) return undefined;
   let value: unknown;
   try {
-    value = JSON.parse(note);
+    value = parseJson(note);
   } catch {
     return undefined;
   }

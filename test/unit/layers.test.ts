@@ -2,7 +2,7 @@
 // found, named by file, in a tree made to hold it.
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { LAYERS, layerOf, layerProblems, sourceFiles } from '../../scripts/check-layers.ts';
+import { jsonProblems, LAYERS, layerOf, layerProblems, sourceFiles } from '../../scripts/check-layers.ts';
 
 describe('the layers of src/', () => {
   it('holds for the sources as they are, every folder in its place', () => {
@@ -40,6 +40,20 @@ describe('the layers of src/', () => {
     expect(problems).toStrictEqual([
       'src/gadgets/x.ts: the folder gadgets/ has no place in LAYERS (scripts/check-layers.ts)',
       'folders import each other: report/notify -> report/status (src/report/notify/c.ts), report/status -> report/preview (src/report/status/a.ts), report/preview -> report/notify (src/report/preview/b.ts)',
+    ]);
+  });
+
+  it('finds JSON read anywhere but through parseJson, comments aside', () => {
+    expect(jsonProblems(sourceFiles(join(import.meta.dirname, '../../src')))).toStrictEqual([]);
+    expect(
+      jsonProblems([
+        { path: 'kube/a.ts', text: 'const x = 1;\nconst v = JSON.parse(text);\n' },
+        { path: 'report/b.ts', text: '// JSON.parse is not called here\nconst body = await res.json();\n' },
+        { path: 'json.ts', text: 'return JSON.parse(text);\n' },
+      ]),
+    ).toStrictEqual([
+      'src/kube/a.ts:2: JSON read without parseJson (src/json.ts)',
+      'src/report/b.ts:2: JSON read without parseJson (src/json.ts)',
     ]);
   });
 });

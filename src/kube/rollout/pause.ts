@@ -8,6 +8,7 @@
 // - DaemonSet: spec.updateStrategy becomes OnDelete (no pod is replaced until it is deleted); the previous
 //   strategy is kept as JSON in `mooring.io/paused-update-strategy` and restored exactly on resume.
 import { z } from 'zod';
+import { parseJson } from '../../json.ts';
 import type { KubeApi } from '../api.ts';
 import {
   check,
@@ -190,7 +191,7 @@ function pointerToken(key: string): string {
 function parseAnnotation<T>(ref: WorkloadRef, key: string, text: string, schema: z.ZodType<T>): T {
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = parseJson(text);
   } catch {
     value = undefined;
   }

@@ -6,6 +6,7 @@
 import { StalledError, type Subject } from '../../errors.ts';
 import type { HeaderValues } from '../../http/fetch.ts';
 import { httpFailure, safeEndpoint, sendBounded } from '../../http/request.ts';
+import { parseJson } from '../../json.ts';
 import { statusSubject } from './repo-url.ts';
 import type { CommitStatus, CommitStatusProvider, HttpOptions, ProviderName, StatusTarget } from './types.ts';
 
@@ -210,7 +211,7 @@ export function requireCommit(commit: string): string {
 function serverMessage(text: string): string {
   let message: unknown = text;
   try {
-    const json = JSON.parse(text) as Record<string, unknown>;
+    const json = parseJson(text) as Record<string, unknown>;
     const error = json.error as Record<string, unknown> | undefined;
     const errors = json.errors as Array<Record<string, unknown>> | undefined;
     message =
@@ -226,7 +227,7 @@ function serverMessage(text: string): string {
 function parseAnswer(text: string, where: string, request: JsonRequest): unknown {
   if (text.trim() === '') return undefined;
   try {
-    return JSON.parse(text) as unknown;
+    return parseJson(text) as unknown;
   } catch {
     throw new StalledError(
       `${where}: the answer is not JSON; is apiUrl the address of the ${label(request.provider)} API?`,

@@ -5,6 +5,7 @@ import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { StalledError } from '../../errors.ts';
+import { parseJson } from '../../json.ts';
 import { extractTarGz } from '../archive/tar-gz.ts';
 import { schemaReferenceProblem } from './schema-references.ts';
 
@@ -33,7 +34,7 @@ export async function refuseOutsideSchemaReferences(
         throw new StalledError(`${shown}/values.schema.json: more than ${MAX_SCHEMA_BYTES} bytes`);
       let schema: unknown;
       try {
-        schema = JSON.parse(await readFile(file, 'utf8'));
+        schema = parseJson(await readFile(file, 'utf8'));
       } catch {
         return; // not JSON: helm says so, having loaded nothing
       }

@@ -15,7 +15,7 @@ import {
 } from './auth.ts';
 import { type HttpResponse, type HttpTransport, header, safeUrl } from './http.ts';
 import { type Clock, DEFAULT_RETRY_AFTER_MS } from './rate-limit.ts';
-import { parseJson } from './schemas.ts';
+import { bodyJson } from './schemas.ts';
 
 type BearerChallenge = Extract<Challenge, { scheme: 'bearer' }>;
 
@@ -124,7 +124,7 @@ export class Authenticator {
     }
     if (response.status >= 500) throw new TransientError(`${where} answered HTTP ${response.status}`);
     if (response.status !== 200) throw new StalledError(`${where} answered HTTP ${response.status}`);
-    const parsed = tokenResponseSchema.safeParse(parseJson(response.body));
+    const parsed = tokenResponseSchema.safeParse(bodyJson(response.body));
     if (!parsed.success) throw new StalledError(`${where} answered without a usable token`);
     const token = tokenFromResponse(parsed.data, clock.now());
     this.#tokens.set(cacheKey, token);

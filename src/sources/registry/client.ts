@@ -15,6 +15,7 @@ import { type HttpResponse, HttpTransport, header, type Method, safeUrl } from '
 import { type Clock, DEFAULT_RETRY_AFTER_MS, type Pause, RegistryPause, systemClock } from './rate-limit.ts';
 import {
   artifactManifestSchema,
+  bodyJson,
   DIGEST,
   errorBodySchema,
   imageConfigSchema,
@@ -23,7 +24,6 @@ import {
   isIndex,
   MANIFEST_ACCEPT,
   MEDIA_TYPES,
-  parseJson,
   referrersSchema,
   tagListSchema,
 } from './schemas.ts';
@@ -203,7 +203,7 @@ export class RegistryClient {
     if (blob.status === 404) throw new StalledError(`${this.#name(repository)}: image config blob not found`);
     this.#expectOk(blob, repository);
     this.#verify(blob.body, image.data.config.digest, repository);
-    const config = this.#parse(parseJson(blob.body), imageConfigSchema, repository, 'image config');
+    const config = this.#parse(bodyJson(blob.body), imageConfigSchema, repository, 'image config');
     const labels = Object.entries(config.config?.Labels ?? {}).slice(0, MAX_LABELS);
     return Object.fromEntries(labels.map(([k, v]) => [k, v.slice(0, MAX_LABEL_VALUE)]));
   }
@@ -237,7 +237,7 @@ export class RegistryClient {
         : await this.#notFound(repository, `tag ${reference}`);
     this.#expectOk(response, repository);
     if (byDigest) this.#verify(response.body, reference, repository);
-    const parsed = this.#parse(parseJson(response.body), artifactManifestSchema, repository, 'manifest');
+    const parsed = this.#parse(bodyJson(response.body), artifactManifestSchema, repository, 'manifest');
     return {
       digest: byDigest ? reference : sha256(response.body),
       mediaType: parsed.mediaType,
@@ -282,7 +282,7 @@ export class RegistryClient {
     }
     if (response.status === 404) return [];
     this.#expectOk(response, repository);
-    const parsed = this.#parse(parseJson(response.body), referrersSchema, repository, 'referrers list');
+    const parsed = this.#parse(bodyJson(response.body), referrersSchema, repository, 'referrers list');
     // Those of the type asked for first; the others too (a registry may ignore the filter, and cosign's fallback
     // index names the empty config's type): the caller reads what each manifest holds.
     const all = parsed.manifests.map((m) => ({ digest: m.digest, artifactType: m.artifactType }));
@@ -323,7 +323,7 @@ export class RegistryClient {
       throw new StalledError(`manifest ${digest} not found in ${this.#name(repository)}`);
     this.#expectOk(response, repository);
     this.#verify(response.body, digest, repository);
-    const json = parseJson(response.body);
+    const json = bodyJson(response.body);
     const declared = (json as { mediaType?: unknown } | undefined)?.mediaType;
     const contentType = header(response.headers, 'content-type')?.split(';')[0]?.trim();
     return { json, mediaType: typeof declared === 'string' ? declared : contentType };
@@ -410,7 +410,7 @@ export class RegistryClient {
 
   #expectOk(response: HttpResponse, repository: string): void {
     if (response.status === 200) return;
-    const body = errorBodySchema.safeParse(parseJson(response.body));
+    const body = errorBodySchema.safeParse(bodyJson(response.body));
     const code = body.success && body.data.errors[0] ? ` (${body.data.errors[0].code})` : '';
     throw new StalledError(
       `${this.#name(repository)}: unexpected HTTP ${response.status}${code} for ${safeUrl(response.url)}`,
@@ -435,7 +435,7 @@ export class RegistryClient {
     repository: string,
     what: string,
   ): z.infer<S> {
-    return this.#parse(parseJson(response.body), schema, repository, what);
+    return this.#parse(bodyJson(response.body), schema, repository, what);
   }
 
   #parse<S extends z.ZodType>(json: unknown, schema: S, repository: string, what: string): z.infer<S> {

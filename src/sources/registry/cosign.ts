@@ -20,6 +20,7 @@ import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
 import type { SignedEntity, Signer, TrustMaterial } from '@sigstore/verify';
 import type { ArtifactVerify, KeylessIdentity } from '../../config/schema-sources.ts';
 import { StalledError } from '../../errors.ts';
+import { holdsKeyEndingInBackslash, parseJson } from '../../json.ts';
 import { type KeyText, keyTexts, SignatureVerdicts } from '../trusted-keys.ts';
 import type { RegistryClient } from './client.ts';
 
@@ -139,7 +140,7 @@ export async function readTrustedRoot(
     const { TrustedRoot } = await import('@sigstore/protobuf-specs');
     let material: TrustMaterial;
     try {
-      material = toTrustMaterial(TrustedRoot.fromJSON(JSON.parse(text)));
+      material = toTrustMaterial(TrustedRoot.fromJSON(parseJson(text)));
     } catch (error) {
       throw new StalledError(
         `${origin}: not a Sigstore trusted root (${(error as Error).message.slice(0, 200)})`,
@@ -441,7 +442,7 @@ async function readBlob(
 }
 
 /** The signer of a bundle's signature of `digest` (a trusted key, or a certificate of the trusted root), or why not. */
-async function verifyBundle(
+export async function verifyBundle(
   text: Buffer,
   digest: string,
   trust: CosignTrust,
@@ -449,16 +450,24 @@ async function verifyBundle(
   const { bundleFromJSON } = await import('@sigstore/bundle');
   let bundle: ReturnType<typeof bundleFromJSON>;
   try {
-    bundle = bundleFromJSON(JSON.parse(text.toString('utf8')));
+    bundle = bundleFromJSON(parseJson(text.toString('utf8')));
   } catch {
     return 'is not a Sigstore bundle';
   }
+  // The verifier reads each log entry's body with JSON.parse: one holding a key that ends in a backslash would
+  // change how the process reads later JSON (src/json.ts). No log writes such an entry.
+  if (
+    bundle.verificationMaterial.tlogEntries.some((entry) =>
+      holdsKeyEndingInBackslash(entry.canonicalizedBody.toString('utf8')),
+    )
+  )
+    return 'has a transparency log entry that is not one';
   if (bundle.content.$case !== 'dsseEnvelope') return 'is not a DSSE envelope (cosign signs images with one)';
   const envelope = bundle.content.dsseEnvelope;
   if (envelope.payloadType !== 'application/vnd.in-toto+json') return 'is not an in-toto statement';
   let statement: { predicateType?: unknown; subject?: unknown };
   try {
-    statement = JSON.parse(envelope.payload.toString('utf8')) as typeof statement;
+    statement = parseJson(envelope.payload.toString('utf8')) as typeof statement;
   } catch {
     return 'is not an in-toto statement';
   }
@@ -529,7 +538,7 @@ function verifierOf(
 function signedDigest(payload: Buffer): string | undefined {
   let json: unknown;
   try {
-    json = JSON.parse(payload.toString('utf8'));
+    json = parseJson(payload.toString('utf8'));
   } catch {
     return undefined;
   }
@@ -559,7 +568,7 @@ async function ed25519phVerifies(key: KeyObject, message: Buffer, signature: Buf
 function rfc3161(annotation: string | undefined): Buffer | undefined {
   if (annotation === undefined || annotation.length > MAX_TIMESTAMP_BYTES) return undefined;
   try {
-    const encoded = (JSON.parse(annotation) as { SignedRFC3161Timestamp?: unknown }).SignedRFC3161Timestamp;
+    const encoded = (parseJson(annotation) as { SignedRFC3161Timestamp?: unknown }).SignedRFC3161Timestamp;
     return typeof encoded === 'string' && /^[A-Za-z0-9+/]+={0,2}$/.test(encoded)
       ? Buffer.from(encoded, 'base64')
       : undefined;

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { RegistrySource, SecretRef } from '../../config/schema.ts';
 import { readSecret } from '../../config/secret.ts';
 import { StalledError } from '../../errors.ts';
+import { parseJson } from '../../json.ts';
 import type { BasicCredentials } from './auth.ts';
 
 const dockerAuthEntry = z.object({
@@ -50,7 +51,7 @@ export async function resolveCredentials(
 export function fromDockerConfig(text: string, host: string, from: string): BasicCredentials {
   let json: unknown;
   try {
-    json = JSON.parse(text);
+    json = parseJson(text);
   } catch {
     // JSON.parse's message quotes the text around the error, which may be the secret: not passed on.
     throw new StalledError(`docker config ${from} is not valid JSON`);

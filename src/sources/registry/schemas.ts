@@ -1,5 +1,6 @@
 // What we read from registry answers, validated with zod: only the fields the client uses.
 import { z } from 'zod';
+import { parseJson } from '../../json.ts';
 
 export const MEDIA_TYPES = {
   dockerManifest: 'application/vnd.docker.distribution.manifest.v2+json',
@@ -88,9 +89,9 @@ export function isIndex(mediaType: string | undefined): boolean {
 }
 
 /** The body as JSON, or undefined when it is not JSON (the schema check then reports it). */
-export function parseJson(body: Buffer): unknown {
+export function bodyJson(body: Buffer): unknown {
   try {
-    return JSON.parse(body.toString('utf8'));
+    return parseJson(body.toString('utf8'));
   } catch {
     return undefined;
   }

@@ -9,6 +9,8 @@
 // The record is untrusted input (a ConfigMap others may edit): its digests are keyed by the installation's key,
 // which a writer of ConfigMaps cannot read, so no edit can make a changed manifest look recorded; it is read with
 // the marks' own bounds (DriftMarks.restore), and a record that does not parse is no record.
+
+import { parseJson } from '../../json.ts';
 import type { ApplyTarget } from '../../kube/apply.ts';
 import { DriftMarks, liveMetadata, type SavedMark } from '../../kube/drift-marks.ts';
 import type { LiveSummary } from '../../kube/live-state.ts';
@@ -33,7 +35,7 @@ export class AppliedRecord {
     if (stored === undefined || stored.length > RECORD_MAX_BYTES) return;
     let saved: unknown;
     try {
-      saved = JSON.parse(stored);
+      saved = parseJson(stored);
     } catch {
       return;
     }

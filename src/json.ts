@@ -1,0 +1,203 @@
+// Every JSON text from outside the process is read here (the API server's answers and watch events, registries,
+// forges, webhooks, the state mooring keeps in ConfigMaps and Secrets, exec credentials, schemas). Node 24's V8 has
+// a bug in JSON.parse (nodejs/node issue 63785): once it has read an object holding a key that ends in a backslash
+// (`"x\\"`), a later object of the same shape whose key at that place is written with an escape (`"x\u003c"`,
+// `"x\n"`) is read with the earlier key instead, in any later parse of the process. Go's encoder, the API server's,
+// escapes `<`, `>` and `&` in keys, and a custom resource's spec holds keys its author chose: one resource could make
+// mooring's reads of every later object of its shape give it the wrong key (a list of such resources from the test
+// bed did: test/integration/json-keys.test.ts). So a text holding a key that ends in a backslash is never given to
+// JSON.parse: it is read by the plain reader below, which gives the same values and the same errors, and
+// JSON.parse's memory of shapes never learns such a key. Any other text (all but a handful) goes to JSON.parse as
+// before.
+
+/**
+ * The value of the JSON text `text`, as JSON.parse gives it. Throws a SyntaxError for a text that is not JSON; the
+ * message names a position, never the text around it (it may hold a credential).
+ */
+export function parseJson(text: string): unknown {
+  return holdsKeyEndingInBackslash(text) ? parseJsonPlainly(text) : JSON.parse(text);
+}
+
+const BACKSLASH = 92;
+const QUOTE = 34;
+const COLON = 58;
+
+/**
+ * Whether `text` holds a key that ends in a backslash: a quote after an even run of backslashes (an escaped
+ * backslash closing a string: an odd run escapes the quote itself), followed by a colon. The search is for two
+ * backslashes and a quote, rare even in texts dense with escaped quotes (JSON held in a string); each run is counted
+ * once, from the quote that ends it, so the time is linear.
+ */
+export function holdsKeyEndingInBackslash(text: string): boolean {
+  for (let at = text.indexOf('\\\\"'); at !== -1; at = text.indexOf('\\\\"', at + 3)) {
+    const quote = at + 2;
+    let run = 2;
+    while (quote - run - 1 >= 0 && text.charCodeAt(quote - run - 1) === BACKSLASH) run++;
+    if (run % 2 === 1) continue;
+    let next = quote + 1;
+    while (next < text.length && isSpace(text.charCodeAt(next))) next++;
+    if (text.charCodeAt(next) === COLON) return true;
+  }
+  return false;
+}
+
+function isSpace(code: number): boolean {
+  return code === 32 || code === 9 || code === 10 || code === 13;
+}
+
+type Frame = { array: unknown[] } | { object: Record<string, unknown>; key: string };
+
+const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
+const HEX4 = /^[0-9a-fA-F]{4}$/;
+const ESCAPES: Record<number, string> = {
+  34: '"',
+  92: '\\',
+  47: '/',
+  98: '\b',
+  102: '\f',
+  110: '\n',
+  114: '\r',
+  116: '\t',
+};
+
+/**
+ * JSON read without JSON.parse, to the same values (a repeated key keeps its first place and its last value;
+ * `__proto__` is an own key, never the prototype) and the same refusals. Iterative: nesting as deep as the text
+ * allows costs memory, not stack. Exported for its tests; the reader to call is parseJson.
+ */
+export function parseJsonPlainly(text: string): unknown {
+  const n = text.length;
+  let i = 0;
+  const stack: Frame[] = [];
+  const fail = (): never => {
+    throw new SyntaxError(
+      i >= n ? 'Unexpected end of JSON input' : `Unexpected character at position ${i} of the JSON text`,
+    );
+  };
+  const skipSpace = () => {
+    while (i < n && isSpace(text.charCodeAt(i))) i++;
+  };
+  const expect = (code: number) => {
+    if (text.charCodeAt(i) !== code) fail();
+    i++;
+  };
+  const string = (): string => {
+    expect(QUOTE);
+    let out = '';
+    let from = i;
+    for (;;) {
+      if (i >= n) fail();
+      const code = text.charCodeAt(i);
+      if (code === QUOTE) {
+        out += text.slice(from, i);
+        i++;
+        return out;
+      }
+      if (code < 0x20) fail();
+      if (code !== BACKSLASH) {
+        i++;
+        continue;
+      }
+      out += text.slice(from, i);
+      i++;
+      const escaped = text.charCodeAt(i);
+      if (escaped === 117) {
+        const hex = text.slice(i + 1, i + 5);
+        if (!HEX4.test(hex)) fail();
+        out += String.fromCharCode(Number.parseInt(hex, 16));
+        i += 5;
+      } else {
+        const plain = ESCAPES[escaped];
+        if (plain === undefined) fail();
+        out += plain;
+        i++;
+      }
+      from = i;
+    }
+  };
+  const key = (): string => {
+    skipSpace();
+    const name = string();
+    skipSpace();
+    expect(COLON);
+    return name;
+  };
+  const literal = (word: string, value: unknown): unknown => {
+    let k = 0;
+    while (k < word.length && text.charCodeAt(i + k) === word.charCodeAt(k)) k++;
+    i += k;
+    if (k < word.length) fail();
+    return value;
+  };
+  for (;;) {
+    skipSpace();
+    let value: unknown;
+    const code = text.charCodeAt(i);
+    if (code === 123) {
+      i++;
+      skipSpace();
+      if (text.charCodeAt(i) === 125) {
+        i++;
+        value = {};
+      } else {
+        stack.push({ object: {}, key: key() });
+        continue;
+      }
+    } else if (code === 91) {
+      i++;
+      skipSpace();
+      if (text.charCodeAt(i) === 93) {
+        i++;
+        value = [];
+      } else {
+        stack.push({ array: [] });
+        continue;
+      }
+    } else if (code === QUOTE) value = string();
+    else if (code === 116) value = literal('true', true);
+    else if (code === 102) value = literal('false', false);
+    else if (code === 110) value = literal('null', null);
+    else {
+      NUMBER.lastIndex = i;
+      const number = NUMBER.exec(text);
+      if (!number) {
+        if (code === 45) i++;
+        fail();
+      }
+      value = Number((number as RegExpExecArray)[0]);
+      i = NUMBER.lastIndex;
+    }
+    // The value goes into the container it closes; each container it completes goes into the one around it.
+    for (;;) {
+      const top = stack.at(-1);
+      if (top === undefined) {
+        skipSpace();
+        if (i < n) fail();
+        return value;
+      }
+      if ('array' in top) top.array.push(value);
+      else if (top.key === '__proto__')
+        Object.defineProperty(top.object, top.key, {
+          value,
+          writable: true,
+          enumerable: true,
+          configurable: true,
+        });
+      else top.object[top.key] = value;
+      skipSpace();
+      const next = text.charCodeAt(i);
+      if (next === 44) {
+        i++;
+        if (!('array' in top)) top.key = key();
+        break;
+      }
+      if (next === ('array' in top ? 93 : 125)) {
+        i++;
+        stack.pop();
+        value = 'array' in top ? top.array : top.object;
+        continue;
+      }
+      fail();
+    }
+  }
+}
