@@ -1,10 +1,14 @@
 // A namespace mooring made for an environment is looked through live before it is deleted: an object mooring applied
 // there that an annotation marks to be kept (helm's keep policy, Argo CD's Delete=false, ...) keeps the namespace,
 // since deleting it would delete the object. Hundreds of objects of several kinds, objects of other writers marked
-// alike (not mooring's to keep), and the API server failing a list (the namespace stays; nothing is guessed) or
-// refusing one (a kind the identity may not list is passed over).
+// alike (not mooring's to keep), and the API server failing a list with a 500, leaving it unanswered or cutting
+// its answer (the namespace stays; nothing is guessed) or refusing one (a kind the identity may not list is passed
+// over).
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { KubeApi } from '../../src/kube/api.ts';
+import { loadKubeConfig } from '../../src/kube/client.ts';
+import { Discovery } from '../../src/kube/discovery.ts';
 import { createNamespace, deleteCreatedNamespace, markedToKeep } from '../../src/kube/namespace.ts';
 import { proxiedServer } from './fault-helpers.ts';
 import { useCleanups } from './faults-support.ts';
@@ -107,6 +111,27 @@ describe('the look through a namespace before it is deleted', () => {
       deleteCreatedNamespace(bed.api, namespace, { discovery: bed.discovery, fieldManager: 'mooring' }),
     ).rejects.toThrow(`list Secrets in namespace ${namespace}`);
     expect((await kubectl('get', 'namespace', namespace)).code).toBe(0);
+
+    // The server stops answering the list (hung), then cuts its answer: a client of short patience gives up within
+    // its timeout and retries, the namespace stays, and the error names the list.
+    const impatient = new KubeApi(loadKubeConfig({ kubeconfig: bed.kubeconfig }), {
+      requestTimeoutMs: 2000,
+      retryForMs: 3000,
+    });
+    cleanup(() => impatient.close());
+    for (const fault of [{ kind: 'hang' }, { kind: 'reset', when: 'response' }] as const) {
+      bed.proxy.set(fault, {
+        match: (r) => r.method === 'GET' && r.path.includes(`/namespaces/${namespace}/secrets`),
+      });
+      await expect(
+        deleteCreatedNamespace(impatient, namespace, {
+          discovery: new Discovery(impatient),
+          fieldManager: 'mooring',
+        }),
+        fault.kind,
+      ).rejects.toThrow(`list Secrets in namespace ${namespace}`);
+      expect((await kubectl('get', 'namespace', namespace)).code, fault.kind).toBe(0);
+    }
 
     // Refused (the identity may not list Secrets): passed over; the others still keep the namespace.
     bed.proxy.set(
