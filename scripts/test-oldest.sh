@@ -17,4 +17,5 @@ exec npx vitest run --project integration \
   test/integration/admission-refusals.test.ts \
   test/integration/apply-reads.test.ts \
   test/integration/cluster-cache-streaming.test.ts \
-  test/integration/corpus-current.test.ts
+  test/integration/corpus-current.test.ts \
+  test/integration/discovery-aggregated.test.ts

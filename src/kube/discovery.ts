@@ -110,6 +110,62 @@ interface ApiServiceList {
   }[];
 }
 
+/**
+ * Aggregated discovery (apidiscovery.k8s.io, Kubernetes 1.26 and later): every group-version with its resources in
+ * the answers of `/api` and `/apis`, as kubectl reads it. A server without it answers with its plain lists (the last
+ * media type), and each group-version is then listed on its own.
+ */
+const AGGREGATED_DISCOVERY = [
+  'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList',
+  'application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList',
+  'application/json',
+].join(',');
+
+interface GroupDiscoveryList {
+  kind?: string;
+  items?: {
+    metadata?: { name?: string };
+    versions?: {
+      version?: string;
+      freshness?: string;
+      resources?: { resource?: string; scope?: string; responseKind?: { kind?: string } }[];
+    }[];
+  }[];
+}
+
+/**
+ * The group-versions of an aggregated discovery answer, in its order (a group's preferred version first), each with
+ * its kinds; undefined for one the aggregator could not read lately (`freshness: Stale`, an aggregated API whose
+ * server is down), which is then listed on its own as before. Entries not shaped as the API defines are passed
+ * over: a CRD's or an aggregated server's names are their authors'.
+ */
+function discoveredKinds(
+  list: GroupDiscoveryList,
+  into: Map<string, Map<string, ResourceInfo> | undefined>,
+): void {
+  for (const item of Array.isArray(list.items) ? list.items : []) {
+    const group = item?.metadata?.name ?? '';
+    if (typeof group !== 'string') continue;
+    for (const entry of Array.isArray(item.versions) ? item.versions : []) {
+      const version = entry?.version;
+      if (typeof version !== 'string' || version === '' || version.includes('/')) continue;
+      const apiVersion = group === '' ? version : `${group}/${version}`;
+      if (into.has(apiVersion)) continue;
+      if (entry.freshness !== undefined && entry.freshness !== 'Current') {
+        into.set(apiVersion, undefined);
+        continue;
+      }
+      const kinds = new Map<string, ResourceInfo>();
+      for (const r of Array.isArray(entry.resources) ? entry.resources : []) {
+        const kind = r?.responseKind?.kind;
+        if (typeof r?.resource !== 'string' || r.resource.includes('/') || typeof kind !== 'string') continue;
+        kinds.set(kind, { apiVersion, kind, plural: r.resource, namespaced: r.scope === 'Namespaced' });
+      }
+      into.set(apiVersion, kinds);
+    }
+  }
+}
+
 /** A cluster registers tens of APIServices; more pages than this is not a cluster's list. */
 const API_SERVICE_PAGES = 4;
 
@@ -272,7 +328,8 @@ export class Discovery {
   /**
    * What `helm template` needs to see the cluster as `helm install` would (`.Capabilities`): the server's version
    * and every group-version it serves, with each kind (`apps/v1`, `apps/v1/Deployment`), as Argo CD passes them.
-   * Read afresh (every group-version listed again) when the last answer is older than `capabilitiesMaxAgeMs` or
+   * Three requests where the server aggregates discovery (1.26 and later), else every group-version listed. Read
+   * afresh (every group-version's kinds read again) when the last answer is older than `capabilitiesMaxAgeMs` or
    * `invalidate()` was called since (mooring applied CRDs): a chart that renders its ServiceMonitor only where the
    * cluster serves the kind sees CRDs installed after the process started, by mooring or by anyone. Renders close
    * together share one reading; a failed reading is never given again.
@@ -294,15 +351,37 @@ export class Discovery {
   }
 
   private async readCapabilities(): Promise<Capabilities> {
-    const [version, groups] = await Promise.all([
+    const discover = (path: string, what: string) =>
+      this.api
+        .request<GroupDiscoveryList & Partial<ApiGroupList>>('GET', path, { accept: AGGREGATED_DISCOVERY })
+        .catch((error: unknown) => {
+          throw describeKubeError(error, what);
+        });
+    const [version, core, groups] = await Promise.all([
       this.api.request<{ gitVersion?: string }>('GET', '/version').catch((error: unknown) => {
         throw describeKubeError(error, 'read the server version');
       }),
-      this.groups(true),
+      discover('/api', 'discover the core API'),
+      discover('/apis', 'discover API groups'),
     ]);
-    const groupVersions = ['v1', ...groups.groups.flatMap((g) => g.versions.map((v) => v.groupVersion))];
-    // Each group-version listed again (a kind added to a served group-version is not in /apis), a few at a time.
-    for (const groupVersion of groupVersions) this.cache.delete(groupVersion);
+    // Aggregated: three requests in all, every kind of every group-version read at once. Otherwise each
+    // group-version is listed again (a kind added to a served group-version is not in /apis), a few at a time.
+    const discovered = new Map<string, Map<string, ResourceInfo> | undefined>();
+    let groupVersions: string[];
+    if (core.kind === 'APIGroupDiscoveryList' && groups.kind === 'APIGroupDiscoveryList') {
+      discoveredKinds(core, discovered);
+      discoveredKinds(groups, discovered);
+      groupVersions = [...discovered.keys()];
+    } else {
+      if (!Array.isArray(groups.groups))
+        throw new StalledError('discover API groups: the server answered /apis with no list of groups');
+      groupVersions = ['v1', ...groups.groups.flatMap((g) => g.versions.map((v) => v.groupVersion))];
+    }
+    for (const groupVersion of groupVersions) {
+      this.cache.delete(groupVersion);
+      const kinds = discovered.get(groupVersion);
+      if (kinds) this.cache.set(groupVersion, Promise.resolve(kinds));
+    }
     const apiVersions: ({ groupVersion: string; kinds: string[] } | undefined)[] = new Array(
       groupVersions.length,
     );

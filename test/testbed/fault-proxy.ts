@@ -1,7 +1,7 @@
 // A reverse proxy of the test bed's own, put in front of one of its real servers (git http-backend, the
 // distribution registry, the GitHub-shaped status receiver) to make that server fail on purpose: answer a status
 // of our choosing, rate limit with Retry-After, reset the connection mid-request or mid-response (also after N bytes
-// of the answer, or end the answer properly there), hang, or pass the request on with its path rewritten (a query parameter stripped, as a proxy that does not know it would). Faults
+// of the answer, or end the answer properly there), hang, or pass the request on with its path rewritten (a query parameter stripped, as a proxy that does not know it would) or its Accept header. Faults
 // are switched at runtime, apply to every request or to those a predicate picks, for the next N requests or until
 // changed, and every request is counted by the fault it met. Only node:http(s), so it adds nothing to install. In
 // front of kube-apiserver (https), the client speaks plain http to the proxy and its token is passed on.
@@ -33,8 +33,11 @@ export type Fault =
   | { kind: 'stall'; afterBytes: number; stalled?: () => void }
   /** Accepts the request and answers nothing until the fault is changed (then it is passed on) or closed. */
   | { kind: 'hang' }
-  /** Passes the request on with this path (and query) instead of the one the client sent. */
-  | { kind: 'rewrite'; path: (path: string) => string };
+  /**
+   * Passes the request on with this path (and query) instead of the one the client sent, and with this Accept
+   * header (a server that knows none of the media types the client prefers answers as with `accept`).
+   */
+  | { kind: 'rewrite'; path?: (path: string) => string; accept?: string };
 
 export type FaultKind = Fault['kind'];
 
@@ -164,7 +167,8 @@ export class FaultProxy {
         this.#forward(req, res);
         return;
       case 'rewrite':
-        this.#forward(req, res, undefined, fault.path(info.path));
+        if (fault.accept !== undefined) req.headers.accept = fault.accept;
+        this.#forward(req, res, undefined, fault.path ? fault.path(info.path) : info.path);
         return;
       case 'status':
         req.resume();
