@@ -11,6 +11,7 @@ import {
   configMapManifest,
   crdManifest,
   eventually,
+  installCrd,
   kubectl,
   manifestDir,
   mooring,
@@ -36,16 +37,7 @@ describe('.Capabilities of a long-lived process', () => {
 
   const install = async (group: string, plural: string, kind: string) => {
     crds.push(`${plural}.${group}`);
-    const dir = await manifestDir({ 'crd.yaml': crdManifest(group, plural, kind) });
-    const applied = await kubectl('apply', '-f', `${dir}/crd.yaml`);
-    expect(applied.code, applied.stderr).toBe(0);
-    const ready = await kubectl(
-      'wait',
-      '--for=condition=Established',
-      `crd/${plural}.${group}`,
-      '--timeout=60s',
-    );
-    expect(ready.code, ready.stderr).toBe(0);
+    await installCrd(crdManifest(group, plural, kind), `${plural}.${group}`);
   };
 
   it('shares one reading for a while, reads again after it, and at once after invalidate()', async () => {

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Discovery } from '../../src/kube/discovery.ts';
 import { throughProxy } from './fault-helpers.ts';
-import { crdManifest, kubectl, manifestDir } from './helpers.ts';
+import { crdManifest, installCrd } from './helpers.ts';
 
 interface ResourceList {
   resources: { name: string; kind: string }[];
@@ -26,17 +26,7 @@ describe('capabilities from aggregated discovery', () => {
       '    - name: v1\n      served: true\n      storage: true\n',
       '    - name: v2\n      served: true\n      storage: false\n      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}\n    - name: v1\n      served: true\n      storage: true\n',
     );
-    const dir = await manifestDir({ 'crd.yaml': crd });
-    const applied = await kubectl('apply', '-f', `${dir}/crd.yaml`);
-    expect(applied.code, applied.stderr).toBe(0);
-    stops.push(() => kubectl('delete', 'crd', `gauges.${group}`, '--wait=false'));
-    const ready = await kubectl(
-      'wait',
-      '--for=condition=Established',
-      `crd/gauges.${group}`,
-      '--timeout=60s',
-    );
-    expect(ready.code, ready.stderr).toBe(0);
+    await installCrd(crd, `gauges.${group}`, (step) => stops.push(step));
 
     const bed = await throughProxy();
     stops.push(

@@ -14,7 +14,7 @@ import { Discovery } from '../../src/kube/discovery.ts';
 import { keepDriftMarks } from '../../src/kube/drift-pass.ts';
 import type { TestbedEnv } from '../testbed/testbed.ts';
 import { cli } from '../unit/cli/run-cli.ts';
-import { kubeConfig, tempDir, testbed } from './harness.ts';
+import { kubeConfig, manifestDir, tempDir, testbed } from './harness.ts';
 
 export * from './harness.ts';
 
@@ -207,6 +207,23 @@ export function pollHealth(port: () => number) {
       expect(health.failed, 'every /healthz poll answered within 1 s').toEqual([]);
     },
   };
+}
+
+/**
+ * Applies the CustomResourceDefinition `manifest` (named `name`) with kubectl and waits until it is Established;
+ * `cleanup`, when given, gets its deletion.
+ */
+export async function installCrd(
+  manifest: string,
+  name: string,
+  cleanup?: (step: () => Promise<unknown>) => void,
+): Promise<void> {
+  const dir = await manifestDir({ 'crd.yaml': manifest });
+  const applied = await kubectl('apply', '-f', join(dir, 'crd.yaml'));
+  expect(applied.code, applied.stderr).toBe(0);
+  cleanup?.(() => kubectl('delete', 'crd', name, '--wait=false'));
+  const ready = await kubectl('wait', '--for=condition=Established', `crd/${name}`, '--timeout=60s');
+  expect(ready.code, ready.stderr).toBe(0);
 }
 
 /**
