@@ -364,19 +364,22 @@ export class Discovery {
       discover('/api', 'discover the core API'),
       discover('/apis', 'discover API groups'),
     ]);
-    // Aggregated: three requests in all, every kind of every group-version read at once. Otherwise each
-    // group-version is listed again (a kind added to a served group-version is not in /apis), a few at a time.
+    // Aggregated: three requests in all, every kind of every group-version read at once. Otherwise (an answer in
+    // the plain form, a group-version marked stale, the core group missing from it) each group-version is listed
+    // again (a kind added to a served group-version is not in /apis), a few at a time.
     const discovered = new Map<string, Map<string, ResourceInfo> | undefined>();
-    let groupVersions: string[];
-    if (core.kind === 'APIGroupDiscoveryList' && groups.kind === 'APIGroupDiscoveryList') {
-      discoveredKinds(core, discovered);
-      discoveredKinds(groups, discovered);
-      groupVersions = [...discovered.keys()];
-    } else {
+    const aggregated = (list: GroupDiscoveryList) => list.kind === 'APIGroupDiscoveryList';
+    if (aggregated(core)) discoveredKinds(core, discovered);
+    if (!discovered.has('v1')) discovered.set('v1', undefined);
+    if (aggregated(groups)) discoveredKinds(groups, discovered);
+    else {
       if (!Array.isArray(groups.groups))
         throw new StalledError('discover API groups: the server answered /apis with no list of groups');
-      groupVersions = ['v1', ...groups.groups.flatMap((g) => g.versions.map((v) => v.groupVersion))];
+      for (const g of groups.groups)
+        for (const v of g.versions)
+          if (!discovered.has(v.groupVersion)) discovered.set(v.groupVersion, undefined);
     }
+    const groupVersions = [...discovered.keys()];
     for (const groupVersion of groupVersions) {
       this.cache.delete(groupVersion);
       const kinds = discovered.get(groupVersion);

@@ -103,6 +103,16 @@ describe('capabilities from aggregated discovery', () => {
       plural: 'secrets',
       namespaced: true,
     });
+
+    // The core group in the plain form and the others aggregated (a proxy that rewrites one path): v1 listed alone.
+    bed.proxy.set(
+      { kind: 'rewrite', accept: 'application/json' },
+      { match: (r) => r.path.split('?')[0] === '/api' },
+    );
+    bed.proxy.requests.length = 0;
+    const mixed = await new Discovery(bed.api).capabilities();
+    expect(byName(mixed.apiVersions)).toStrictEqual(byName(caps?.apiVersions ?? []));
+    expect(paths().sort()).toStrictEqual(['/api', '/api/v1', '/apis', '/version']);
     bed.proxy.set({ kind: 'pass' });
   }, 120_000);
 });
