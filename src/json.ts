@@ -1,21 +1,24 @@
 // Every JSON text from outside the process is read here (the API server's answers and watch events, registries,
 // forges, webhooks, the state mooring keeps in ConfigMaps and Secrets, exec credentials, schemas). Node 24's V8 has
-// a bug in JSON.parse (nodejs/node issue 63785): once it has read an object holding a key that ends in a backslash
-// (`"x\\"`), a later object of the same shape whose key at that place is written with an escape (`"x\u003c"`,
-// `"x\n"`) is read with the earlier key instead, in any later parse of the process. Go's encoder, the API server's,
-// escapes `<`, `>` and `&` in keys, and a custom resource's spec holds keys its author chose: one resource could make
-// mooring's reads of every later object of its shape give it the wrong key (a list of such resources from the test
-// bed did: test/integration/json-keys.test.ts). So a text holding a key that ends in a backslash is never given to
-// JSON.parse: it is read by the plain reader below, which gives the same values and the same errors, and
-// JSON.parse's memory of shapes never learns such a key. Any other text (all but a handful) goes to JSON.parse as
-// before.
+// a bug in JSON.parse (nodejs/node issue 63785): an object's key written with an escape (`"x\u003c"`,
+// `"k:{\"port\":81,...}"`) is read as the key an earlier object of the process had at that place of the same shape
+// (the one way on from there) when that key has the escaped key's length and the escaped key's raw text begins with
+// it: after `x\`, `"x\u003c"` is read as `x\`; after `k:{\"port\":81,\"protocol\":\"` (30 characters, no
+// backslash at the end), `k:{"port":81,"protocol":"TCP"}` is read as that. The earlier object need not come from
+// JSON: an object literal with a computed key makes such a shape, and so did objects a property test generated. A
+// custom resource's spec holds keys its author chose; Go's encoder (the API server's) escapes `<`, `>`, `&` and `"`
+// in keys, and managedFields names each item of a keyed list with such a key: one resource could make mooring read
+// the keys, or the field owners, of later objects wrong (test/integration/json-keys.test.ts and
+// json-key-owners.test.ts). A key whose raw text holds no backslash cannot be misread (its raw text is the key
+// itself), so a text holding an escaped key is never given to JSON.parse: the plain reader below
+// reads it, to the same values and the same errors, about as fast. Any other text goes to JSON.parse.
 
 /**
  * The value of the JSON text `text`, as JSON.parse gives it. Throws a SyntaxError for a text that is not JSON; the
  * message names a position, never the text around it (it may hold a credential).
  */
 export function parseJson(text: string): unknown {
-  return holdsKeyEndingInBackslash(text) ? parseJsonPlainly(text) : JSON.parse(text);
+  return holdsEscapedKey(text) ? parseJsonPlainly(text) : JSON.parse(text);
 }
 
 const BACKSLASH = 92;
@@ -23,20 +26,27 @@ const QUOTE = 34;
 const COLON = 58;
 
 /**
- * Whether `text` holds a key that ends in a backslash: a quote after an even run of backslashes (an escaped
- * backslash closing a string: an odd run escapes the quote itself), followed by a colon. The search is for two
- * backslashes and a quote, rare even in texts dense with escaped quotes (JSON held in a string); each run is counted
- * once, from the quote that ends it, so the time is linear.
+ * Whether `text` holds a key written with an escape: a string holding a backslash, followed by a colon. JSON holds
+ * backslashes only in strings, so the first backslash after a string begins an escape inside the next string that
+ * has one; that string's end is its first quote after an even run of backslashes. Strings without a backslash are
+ * skipped by indexOf, each string with one is walked once, quote to quote: linear, whatever the text. (A text that
+ * is not JSON may be judged either way; both readers refuse it.)
  */
-export function holdsKeyEndingInBackslash(text: string): boolean {
-  for (let at = text.indexOf('\\\\"'); at !== -1; at = text.indexOf('\\\\"', at + 3)) {
-    const quote = at + 2;
-    let run = 2;
-    while (quote - run - 1 >= 0 && text.charCodeAt(quote - run - 1) === BACKSLASH) run++;
-    if (run % 2 === 1) continue;
+export function holdsEscapedKey(text: string): boolean {
+  const n = text.length;
+  for (let at = text.indexOf('\\'); at !== -1; ) {
+    let quote = text.indexOf('"', at);
+    for (;;) {
+      if (quote === -1) return false;
+      let run = 0;
+      while (text.charCodeAt(quote - run - 1) === BACKSLASH) run++;
+      if (run % 2 === 0) break;
+      quote = text.indexOf('"', quote + 1);
+    }
     let next = quote + 1;
-    while (next < text.length && isSpace(text.charCodeAt(next))) next++;
+    while (next < n && isSpace(text.charCodeAt(next))) next++;
     if (text.charCodeAt(next) === COLON) return true;
+    at = text.indexOf('\\', quote + 1);
   }
   return false;
 }

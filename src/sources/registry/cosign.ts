@@ -20,7 +20,7 @@ import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
 import type { SignedEntity, Signer, TrustMaterial } from '@sigstore/verify';
 import type { ArtifactVerify, KeylessIdentity } from '../../config/schema-sources.ts';
 import { StalledError } from '../../errors.ts';
-import { holdsKeyEndingInBackslash, parseJson } from '../../json.ts';
+import { holdsEscapedKey, parseJson } from '../../json.ts';
 import { type KeyText, keyTexts, SignatureVerdicts } from '../trusted-keys.ts';
 import type { RegistryClient } from './client.ts';
 
@@ -454,11 +454,11 @@ export async function verifyBundle(
   } catch {
     return 'is not a Sigstore bundle';
   }
-  // The verifier reads each log entry's body with JSON.parse: one holding a key that ends in a backslash would
-  // change how the process reads later JSON (src/json.ts). No log writes such an entry.
+  // The verifier reads each log entry's body with JSON.parse, which may misread an escaped key (src/json.ts). No log
+  // writes one: a body holding one is refused before.
   if (
     bundle.verificationMaterial.tlogEntries.some((entry) =>
-      holdsKeyEndingInBackslash(entry.canonicalizedBody.toString('utf8')),
+      holdsEscapedKey(entry.canonicalizedBody.toString('utf8')),
     )
   )
     return 'has a transparency log entry that is not one';
