@@ -1,9 +1,10 @@
 // The one JSON reader (src/json.ts). Node 24's JSON.parse reads a key written with an escape as the key an earlier
 // object had at that place of the same shape, when that key has its length and its raw text begins with it
-// (nodejs/node issue 63785): after `x\`, `"x\u003c"` is read as `x\`. parseJson never gives JSON.parse a text
-// holding an escaped key. The first tests fail when parseJson is JSON.parse itself, or when it keeps from JSON.parse
-// only keys that end in a backslash (the earlier key need not end in one, nor come from JSON). The others hold the
-// plain reader to JSON.parse's values and refusals.
+// (nodejs/node issue 63785): after `x\`, `"x\u003c"` is read as `x\`. parseJson reads a text again with its plain
+// reader when JSON.parse gave a key holding a backslash to a text holding an escaped key. The first tests fail when
+// parseJson is JSON.parse itself, or when it keeps from JSON.parse only keys that end in a backslash (the earlier
+// key need not end in one, nor come from JSON). The others hold the plain reader to JSON.parse's values and
+// refusals.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { holdsEscapedKey, parseJson, parseJsonPlainly } from '../../src/json.ts';
@@ -61,6 +62,15 @@ describe('parseJson', () => {
     // `a\nb`: four characters, a backslash inside and not at the end; `"a\nbc"` is four characters too.
     expect(Object.keys(parseJson('{"h":1,"a\\\\nb":2}') as object)).toStrictEqual(['h', 'a\\nb']);
     expect(Object.keys(parseJson('{"h":1,"a\\nbc":2}') as object)).toStrictEqual(['h', 'a\nbc']);
+  });
+
+  it('reads a key written with a backslash beside escaped keys, and escaped keys in a deep value', () => {
+    const text = `{"a\\u003c":1,"b\\\\":2,"c":{"k:{\\"t\\":1}":{}}}`;
+    expect(parseJson(text)).toStrictEqual({ 'a<': 1, 'b\\': 2, c: { 'k:{"t":1}': {} } });
+    const deep = `${'['.repeat(100_000)}{"k\\"":{"a\\\\":1}}${']'.repeat(100_000)}`;
+    let value = parseJson(deep);
+    for (let level = 0; level < 100_000; level++) value = (value as unknown[])[0];
+    expect(value).toStrictEqual({ 'k"': { 'a\\': 1 } });
   });
 
   it('reads escaped keys as written when the shape that misleads JSON.parse was made without JSON', () => {
@@ -223,6 +233,10 @@ describe('parseJson', () => {
       message = (error as Error).message;
     }
     expect(message).toBe('Unexpected character at position 26 of the JSON text');
+    // JSON.parse's own message would quote the text: parseJson's never does.
+    expect(() => parseJson('{"token":"s3cr3t-value" "more":1}')).toThrow(
+      /^Unexpected character at position 24 of the JSON text$/,
+    );
     expect(() => parseJson('{"k\\\\":"unfinished')).toThrow('Unexpected end of JSON input');
   });
 });
