@@ -360,14 +360,19 @@ export async function runAgent(
     log,
   );
   let leading = 0;
+  /** The stop of the last term's unit, under way: the next term's agent starts once it has ended its write. */
+  let handingBack: Promise<void> = Promise.resolve();
   const lead = async () => {
     const term = ++leading;
+    if (stop.aborted) return;
     void startUnits().catch((error: unknown) =>
       log.error({ err: errorMessage(error) }, 'cannot start the other clusters'),
     );
-    if (stop.aborted) return;
+    await handingBack;
     // Before the first poll reads a set: what each set had when the last agent stopped.
     await sets.restore(fileConfig);
+    // The term ended (the lease lost) or the agent was stopped meanwhile: no agent is started for it.
+    if (term !== leading || stop.aborted) return;
     const unit = newHomeUnit();
     homeUnit = unit;
     // Settles once its agent has started (tried again with back-off until then), or the unit is stopped.
@@ -442,9 +447,9 @@ export async function runAgent(
           homeUnit = undefined;
           leading++;
           void stopUnits();
-          previous
-            ?.stop()
-            .catch((error: unknown) => log.warn({ err: errorMessage(error) }, 'cannot stop the agent'));
+          handingBack = (previous?.stop() ?? Promise.resolve()).catch((error: unknown) =>
+            log.warn({ err: errorMessage(error) }, 'cannot stop the agent'),
+          );
         },
         onError: (error) => log.warn({ err: errorMessage(error) }, 'leader election request failed'),
       });
@@ -456,9 +461,11 @@ export async function runAgent(
     log.info('stopping: polling ends, the write in progress finishes');
   } finally {
     clearInterval(probe);
+    // The agents first and at once: no sync starts after the stop.
+    const agentsStopped = Promise.all([homeUnit?.stop(), stopUnits()]);
     await watcher?.close();
-    await stopUnits();
-    await homeUnit?.stop();
+    await agentsStopped;
+    await handingBack;
     // The others take this replica's deployments at once.
     await shard?.stop();
     await stack.closeReporters();

@@ -36,6 +36,8 @@ export class LeaderElector {
   private readonly api: KubeApi;
   private readonly options: LeaseOptions;
   private timer: NodeJS.Timeout | undefined;
+  /** The round under way or last run (it never rejects). */
+  private round: Promise<void> | undefined;
   private leading = false;
   private stopped = false;
   /** The other holder's record as last read, and when (this candidate's clock) it was first seen so. */
@@ -122,6 +124,12 @@ export class LeaderElector {
       if (this.stopped) return;
       try {
         const leads = await this.tryAcquireOrRenew();
+        // Stopped while the round was under way: no handler runs after the stop (a term begun then would never be
+        // ended); a lease taken meanwhile is given up by stop, which waits for this round.
+        if (this.stopped) {
+          this.leading = leads;
+          return;
+        }
         if (leads) lastRenew = Date.now();
         if (leads && !this.leading) {
           this.leading = true;
@@ -131,6 +139,7 @@ export class LeaderElector {
           handlers.onLose();
         }
       } catch (error) {
+        if (this.stopped) return;
         handlers.onError?.(error);
         // A leader that cannot renew within the lease's duration must assume another has taken over.
         if (this.leading && Date.now() - lastRenew > this.options.durationMs) {
@@ -138,16 +147,22 @@ export class LeaderElector {
           handlers.onLose();
         }
       }
-      if (!this.stopped)
-        this.timer = setTimeout(round, this.leading ? this.options.renewMs : this.options.renewMs);
     };
-    void round();
+    const next = () => {
+      this.round = round()
+        .catch((error: unknown) => handlers.onError?.(error))
+        .finally(() => {
+          if (!this.stopped) this.timer = setTimeout(next, this.options.renewMs);
+        });
+    };
+    next();
   }
 
   /** Stops campaigning and, when leading, gives the lease up so that a standby takes over at once. */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    await this.round;
     if (!this.leading) return;
     this.leading = false;
     try {

@@ -99,8 +99,9 @@ export class SourcePolls {
     this.pollers.clear();
   }
 
-  /** Builds a source's client, or starts watching a local source's folder. */
+  /** Builds a source's client, or starts watching a local source's folder (nothing once the agent has stopped). */
   async build(source: AnySource): Promise<void> {
+    if (this.ctx.stopped()) return;
     const { sources } = this.ctx.deps.config;
     const artifact = artifactSource(this.ctx.deps.config, source.name);
     if (sources.git.includes(source as GitSource)) {
@@ -111,6 +112,11 @@ export class SourcePolls {
       this.ctx.state.repos.set(source.name, lease.value);
     } else if (artifact) {
       const lease = await this.shared.artifact(artifact);
+      // The agent stopped meanwhile: its sources' clients were given back, this one with them.
+      if (this.ctx.stopped()) {
+        lease.release();
+        return;
+      }
       this.leases.get(source.name)?.release();
       this.leases.set(source.name, lease);
       const poller = lease.value;
@@ -142,7 +148,7 @@ export class SourcePolls {
    * local source is polled by its watcher instead.
    */
   schedule(any: AnySource): void {
-    if (this.isLocal(any)) return;
+    if (this.isLocal(any) || this.ctx.stopped()) return;
     const source = any as GitSource;
     this.stops.set(
       source.name,

@@ -144,11 +144,19 @@ export class Agent {
     return artifactSources(config).map((a) => a.source.name);
   }
 
-  /** Learns what is deployed, builds the sources, polls each once and schedules the rest. */
+  /**
+   * Learns what is deployed, builds the sources, polls each once and schedules the rest. A stop that comes while it
+   * runs (the lease lost, SIGTERM) ends it at its next step: nothing is built, watched or scheduled after the stop,
+   * and what was made before it is undone (a watch or timer left behind kept the process alive, and an agent that
+   * had lost its lease syncing).
+   */
   async start(): Promise<void> {
     const { config, api, log } = this.deps;
     await ensureNamespace(api, config.cluster.namespace);
+    if (this.stopped) return;
     await this.control.start();
+    this.whenStopped(() => this.control.stop());
+    if (this.stopped) return;
     // The control map's watch holds every ConfigMap of the agent's namespace (metadata only): a ledger or inventory
     // read whose remembered copy is at the watched version, or that the watch knows absent, sends no request
     // (src/kube/state-store.ts).
@@ -156,16 +164,23 @@ export class Agent {
     const namespace = config.cluster.namespace;
     if (cache)
       StateStore.watchVersions(api, namespace, (name) => cache.watchedVersion(CONFIGMAPS, namespace, name));
-    this.stops.push(() => this.control.stop());
     // Saved drift marks match only under the installation's key: it is read before the ledgers are.
     await keyMarks(cache, api, namespace, log);
-    for (const spec of config.deployments) await this.learnFromLedger(spec, false);
-    for (const source of this.sources()) await this.polls.build(source);
+    for (const spec of config.deployments) {
+      if (this.stopped) return;
+      await this.learnFromLedger(spec, false);
+    }
+    for (const source of this.sources()) {
+      if (this.stopped) return;
+      await this.polls.build(source);
+    }
+    if (this.stopped) return;
     this.trustSignedReleases();
     log.info({ deployments: config.deployments.length, sources: this.sources().length }, 'agent started');
     // Registries first, so that the first sync of a deployment already binds its images.
     await Promise.all(this.artifactNames().map((name) => this.poll(name)));
     await Promise.all([...config.sources.git, ...config.sources.local].map((s) => this.poll(s.name)));
+    if (this.stopped) return;
     for (const source of this.sources()) this.polls.schedule(source);
     this.scheduleDrift();
     this.control.listen({
@@ -191,13 +206,22 @@ export class Agent {
     const fleet = this.deps.fleet;
     if (fleet) {
       fleet.join(config.cluster.name, this.member);
-      this.stops.push(() => fleet.leave(this.deps.config.cluster.name, this.member));
+      this.whenStopped(() => fleet.leave(this.deps.config.cluster.name, this.member));
       // Promoted deployments follow their upstream's ledger, not a poll of their own source.
       this.promotionTimer = setInterval(() => this.checkPromotions(), PROMOTION_CHECK_MS);
       this.promotionTimer.unref();
-      this.stops.push(() => clearInterval(this.promotionTimer));
+      this.whenStopped(() => clearInterval(this.promotionTimer));
       this.checkPromotions();
     }
+  }
+
+  /** Undoes what start made at the stop, or at once when the agent has already stopped. */
+  private whenStopped(undo: () => void | Promise<void>): void {
+    if (!this.stopped) this.stops.push(undo);
+    else
+      Promise.resolve()
+        .then(undo)
+        .catch((error: unknown) => this.deps.log.warn({ err: errorMessage(error) }, 'cannot stop cleanly'));
   }
 
   /** Looks again at the upstream of each promoted deployment that does not sync now. */
@@ -262,7 +286,11 @@ export class Agent {
     const job = agentJob(this.jobContext, d, planned);
     const after = await job.look();
     if (after === 'stop') return;
-    const queued = this.queue.request(d.spec.name, job, { afterMs: after === 'go' ? undefined : after });
+    // A stop that came while it was decided: no sync starts after it (the queue itself ends only once the polls
+    // have stopped).
+    const queued = this.stopped
+      ? 'stopped'
+      : this.queue.request(d.spec.name, job, { afterMs: after === 'go' ? undefined : after });
     // A request joined to the sync of the same revision is answered by that sync when it ends.
     if (queued === 'stopped' && planned.request)
       await this.control.answer(planned.request, 'cancelled', 'the agent is stopping');
@@ -542,11 +570,13 @@ export class Agent {
   /** Stops polling, cancels stability waits, lets the write in progress finish. */
   async stop(): Promise<void> {
     this.stopped = true;
+    // At once: a sync queued just before the stop does not start after it.
+    const queue = this.queue.stop();
     this.unfollow?.();
     void this.previewRunner?.then((p) => p.stop());
     for (const stop of this.stops.splice(0)) await stop();
     await this.polls.stopAll();
     this.scheduleDrift();
-    await this.queue.stop();
+    await queue;
   }
 }

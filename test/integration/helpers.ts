@@ -292,3 +292,27 @@ export async function ledgerHistory<T>(deployment: string, configFile: string): 
   const out = await mooring('history', deployment, '--config', configFile, '-o', 'json');
   return (JSON.parse(out.stdout) as { items: T[] }).items;
 }
+
+/**
+ * An agent configuration for leader election tests, in `dir`: one local source holding a ConfigMap (`cm.yaml`),
+ * deployed to `namespace`; the agents' own namespace `agentNamespace`; a 4 s lease renewed every second.
+ */
+export async function leaderConfig(dir: string, agentNamespace: string, namespace: string): Promise<string> {
+  const file = join(dir, 'mooring.yaml');
+  await writeFile(
+    join(dir, 'cm.yaml'),
+    'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {k: v}\n',
+  );
+  await writeFile(
+    file,
+    `cluster: {kubeconfig: ${testbed().kube.kubeconfig}, namespace: ${agentNamespace}}
+sources:
+  local: [{name: folder, path: ${dir}}]
+deployments:
+  - {name: settings, namespace: ${namespace}, source: folder, paths: [cm.yaml]}
+server: {port: 0, address: 127.0.0.1}
+leaderElection: {enabled: true, leaseName: mooring, leaseDuration: 4s, renewInterval: 1s}
+`,
+  );
+  return file;
+}

@@ -1,7 +1,6 @@
 // Two agent processes with leader election on the real API server: only the holder of the Lease syncs; when it
 // is killed, the standby takes the lease over once it expires and syncs.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -10,8 +9,8 @@ import {
   eventually,
   kubeConfig,
   kubectl,
-  manifestDir,
-  testbed,
+  leaderConfig,
+  tempDir,
   useNamespace,
 } from './helpers.ts';
 
@@ -50,24 +49,9 @@ describe('leader election', () => {
   });
 
   it('lets one of two agents sync, and the other take over when it dies', async () => {
-    const env = testbed();
     const suffix = Date.now().toString(36);
     const agentNs = `mooring-leader-${suffix}`;
-    const dir = await manifestDir({
-      'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {k: v}\n',
-    });
-    const configFile = join(dir, 'mooring.yaml');
-    await writeFile(
-      configFile,
-      `cluster: {kubeconfig: ${env.kube.kubeconfig}, namespace: ${agentNs}}
-sources:
-  local: [{name: folder, path: ${dir}}]
-deployments:
-  - {name: settings, namespace: ${ns()}, source: folder, paths: [cm.yaml]}
-server: {port: 0, address: 127.0.0.1}
-leaderElection: {enabled: true, leaseName: mooring, leaseDuration: 4s, renewInterval: 1s}
-`,
-    );
+    const configFile = await leaderConfig(await tempDir(), agentNs, ns());
     // The agents' namespace must exist for the Lease before either leads.
     await kubectl('create', 'namespace', agentNs);
     const a = start(configFile, 'agent-a');
@@ -135,8 +119,20 @@ leaderElection: {enabled: true, leaseName: mooring, leaseDuration: 4s, renewInte
     );
     expect(Date.now() - forgedAt).toBeLessThan(4000 + 2 * 1000 + 3000);
     expect(b.child.exitCode).toBe(null);
+    // It ends, whatever it was doing when the signal came (here: starting its agent for the term it just took).
     b.child.kill('SIGTERM');
-    expect(await b.exited).toBe(0);
+    const ended = await Promise.race([
+      b.exited,
+      new Promise<'running'>((r) => setTimeout(() => r('running'), 20_000)),
+    ]);
+    expect(
+      ended,
+      `b's last lines: ${b
+        .logs()
+        .slice(-6)
+        .map((l) => l.msg)
+        .join(' | ')}`,
+    ).toBe(0);
     await deleteNamespace(agentNs);
   });
 });
