@@ -33,9 +33,9 @@ export function parseJson(text: string): unknown {
 
 /**
  * Whether any object in `value` has a key holding a backslash. A misread key is an earlier key that the raw text of
- * an escaped key begins with, as long as the escaped key is read: that prefix reaches the escape's backslash. So a
- * value without such a key was read right; one with it (a misread, or a key written with `\\`, rare) is read again
- * by the plain reader. Iterative, as deep as the value.
+ * an escaped key begins with, and as long as the escaped key's decoded text: so it reaches at least the escape's
+ * backslash, and holds it. A value without such a key was read right; one with it (a misread, or a key written with
+ * `\\`, rare) is read again by the plain reader. Iterative, as deep as the value.
  */
 function holdsKeyWithBackslash(value: unknown): boolean {
   const pending: unknown[] = [value];

@@ -29,6 +29,9 @@ import { ClusterUnit, type ClusterUnitDeps } from './cluster-units.ts';
 import { SetKeeper } from './deployment-sets.ts';
 import { pageToken, webhookSecrets } from './server-secrets.ts';
 
+/** How long the requests made on the way out may wait for an API server that does not answer. */
+const FAREWELL_MS = 10_000;
+
 export interface RunAgentOptions {
   /** Flags override the config's cluster section, as kubectl's do. */
   access: ClusterAccess;
@@ -466,12 +469,28 @@ export async function runAgent(
     await watcher?.close();
     await agentsStopped;
     await handingBack;
-    // The others take this replica's deployments at once.
-    await shard?.stop();
-    await stack.closeReporters();
-    // Webhooks stop coming here before the lease is given up.
-    if (election.enabled && !shard) await leaderLabel.mark(false);
-    await elector?.stop();
+    // What is said to the API server on the way out (the member Lease deleted, the last Events and statuses stored,
+    // the leader label removed, the lease given up) is worth at most FAREWELL_MS: a server that does not answer then
+    // has its client closed, and every request still waiting fails at once, so that the process ends well within
+    // its grace period instead of being killed (the lease expires by itself; an unfinished status is ended by the
+    // next agent, src/sync/attempts.ts).
+    const farewell = setTimeout(() => {
+      log.warn(
+        { waitedMs: FAREWELL_MS },
+        'the API server did not answer the last requests in time: stopping without them',
+      );
+      stack.disconnect();
+    }, FAREWELL_MS);
+    try {
+      // The others take this replica's deployments at once.
+      await shard?.stop();
+      await stack.closeReporters();
+      // Webhooks stop coming here before the lease is given up.
+      if (election.enabled && !shard) await leaderLabel.mark(false);
+      await elector?.stop();
+    } finally {
+      clearTimeout(farewell);
+    }
     server.close();
     stack.disconnect();
     log.info('stopped');

@@ -4,9 +4,11 @@
 import { describe, expect, it } from 'vitest';
 import { KubeApi } from '../../src/kube/api.ts';
 import { LeaderElector } from '../../src/kube/lease.ts';
+import { freezeApiServer } from './fault-helpers.ts';
 import {
   clusterConfig,
   deleteNamespace,
+  eventually,
   kubectl,
   leaderConfig,
   startAgent,
@@ -70,6 +72,36 @@ describe('an agent stopped while it starts', () => {
       expect(msgs.at(-1), `${delay} ms`).toBe('stopped');
     }
     expect(hung).toEqual([]);
+    await deleteNamespace(agentNs);
+  });
+
+  it('ends soon after SIGTERM while its API server does not answer', async () => {
+    const agentNs = `mooring-stop-${Date.now().toString(36)}`;
+    const configFile = await leaderConfig(await tempDir(), agentNs, ns());
+    await kubectl('create', 'namespace', agentNs);
+    // As in its Pod: it marks its Pod as the leader (the Pod does not exist here; the request is what counts).
+    process.env.POD_NAME = 'mooring-stop-test';
+    const agent = startAgent({ file: configFile }, { process: true });
+    delete process.env.POD_NAME;
+    await eventually('synced', async () =>
+      agent.logs().some((l) => l.outcome === 'stable') ? true : undefined,
+    );
+    // Nothing answers: the lease's release, the Pod's label and any read hang until they are given up.
+    const frozen = freezeApiServer(50_000);
+    await new Promise((r) => setTimeout(r, 1500));
+    const signalled = Date.now();
+    agent.child.kill('SIGTERM');
+    const code = await Promise.race([
+      agent.exited,
+      new Promise<'running'>((r) => setTimeout(() => r('running'), 45_000)),
+    ]);
+    const took = Date.now() - signalled;
+    await frozen;
+    const msgs = agent.logs().map((l) => l.msg);
+    expect(code, `${took} ms; last: ${msgs.slice(-6).join(' | ')}`).toBe(0);
+    expect(msgs.at(-1)).toBe('stopped');
+    // Well within the chart's grace period (60 s), after which the kubelet would kill it.
+    expect(took, msgs.slice(-6).join(' | ')).toBeLessThan(15_000);
     await deleteNamespace(agentNs);
   });
 
