@@ -477,7 +477,7 @@ export async function runAgent(
     const farewell = setTimeout(() => {
       log.warn(
         { waitedMs: FAREWELL_MS },
-        'the API server did not answer the last requests in time: stopping without them',
+        'the last requests to the API server did not end in time: stopping without them',
       );
       stack.disconnect();
     }, FAREWELL_MS);

@@ -286,11 +286,8 @@ export class Agent {
     const job = agentJob(this.jobContext, d, planned);
     const after = await job.look();
     if (after === 'stop') return;
-    // A stop that came while it was decided: no sync starts after it (the queue itself ends only once the polls
-    // have stopped).
-    const queued = this.stopped
-      ? 'stopped'
-      : this.queue.request(d.spec.name, job, { afterMs: after === 'go' ? undefined : after });
+    // A stop that came while it was decided: the queue, stopped first (stop), takes it no more.
+    const queued = this.queue.request(d.spec.name, job, { afterMs: after === 'go' ? undefined : after });
     // A request joined to the sync of the same revision is answered by that sync when it ends.
     if (queued === 'stopped' && planned.request)
       await this.control.answer(planned.request, 'cancelled', 'the agent is stopping');
