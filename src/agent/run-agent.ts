@@ -397,6 +397,8 @@ export async function runAgent(
         onChange: (members) => {
           balancing = balancing
             .then(async () => {
+              // Stopping: the share is left as it is; the member Lease is deleted on the way out (finally).
+              if (stop.aborted) return;
               metrics.shardMembers.set(members.length);
               if (!homeUnit) {
                 log.info({ identity: replicas.identity, members }, 'joined the replicas: syncing a share');
@@ -441,6 +443,8 @@ export async function runAgent(
           lead().catch((error: unknown) => log.error({ err: errorMessage(error) }, 'cannot start the agent'));
         },
         onLose: () => {
+          // Stopping: the agents are stopped, the label removed and the lease given up on the way out (finally).
+          if (stop.aborted) return;
           log.warn({ identity }, 'lost the leader lease: standing by');
           metrics.leader.set(0);
           void leaderLabel.mark(false);

@@ -251,6 +251,16 @@ export const configSchema = z.strictObject({
         })
         .optional(),
     })
+    // A holder that has not renewed within two thirds of the duration steps down (src/kube/lease.ts): renewing less
+    // often than every half of it would make a leader on a healthy cluster step down between two renewals.
+    .superRefine((election, ctx) => {
+      if (election.renewInterval * 2 > election.leaseDuration)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['renewInterval'],
+          message: `must be at most half of leaseDuration (${election.leaseDuration / 1000}s): a holder that has not renewed within two thirds of it steps down`,
+        });
+    })
     .prefault({}),
   /** Re-apply every deployment on an interval, so changes made by hand are put back (off by default). */
   drift: z

@@ -1,6 +1,8 @@
 // Leader election on a coordination.k8s.io Lease, as client-go's leaderelection does it: the holder renews the
 // lease every `renewMs`; another candidate takes it over only when it has not been renewed for `durationMs`.
-// Writes carry the resourceVersion they read, so two candidates never both win a race.
+// Writes carry the resourceVersion they read, so two candidates never both win a race. A holder that has not
+// renewed within renewDeadline (two thirds of the duration) steps down by its own clock, whatever its request is
+// still doing, so that it has stopped before another candidate may take the lease over.
 import type { KubeApi } from './api.ts';
 import { describeKubeError, statusCode } from './errors.ts';
 
@@ -32,10 +34,22 @@ function microTime(date: Date): string {
   return date.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 }
 
+/**
+ * How long after the start of its last successful renewal a holder keeps leading without another: two thirds of the
+ * lease's duration (client-go's RenewDeadline, 10 s of 15). A round's requests end by then too. Another candidate
+ * takes the lease over only once the duration has passed since it saw that renewal, so the holder has stepped down
+ * a third of the duration before: time for its write in progress to end.
+ */
+export function renewDeadline(durationMs: number): number {
+  return Math.floor((durationMs * 2) / 3);
+}
+
 export class LeaderElector {
   private readonly api: KubeApi;
   private readonly options: LeaseOptions;
   private timer: NodeJS.Timeout | undefined;
+  /** Steps down when the renewal deadline passes with no renewal. */
+  private watchdog: NodeJS.Timeout | undefined;
   /** The round under way or last run (it never rejects). */
   private round: Promise<void> | undefined;
   private leading = false;
@@ -74,13 +88,16 @@ export class LeaderElector {
     return Number.isFinite(renewed) && renewed + durationMs > now.getTime();
   }
 
-  /** One round: take or renew the lease when possible. Returns whether this candidate leads now. */
-  async tryAcquireOrRenew(): Promise<boolean> {
+  /**
+   * One round: take or renew the lease when possible. Returns whether this candidate leads now. `signal` ends its
+   * requests (and their retries).
+   */
+  async tryAcquireOrRenew(signal?: AbortSignal): Promise<boolean> {
     const now = (this.options.now ?? (() => new Date()))();
     const durationSeconds = Math.ceil(this.options.durationMs / 1000);
     let lease: Lease | undefined;
     try {
-      lease = await this.api.request<Lease>('GET', this.path(this.options.name));
+      lease = await this.api.request<Lease>('GET', this.path(this.options.name), { signal });
     } catch (error) {
       if (statusCode(error) !== 404) throw describeKubeError(error, `read Lease ${this.options.name}`);
     }
@@ -104,8 +121,8 @@ export class LeaderElector {
       spec,
     };
     try {
-      if (lease) await this.api.request('PUT', this.path(this.options.name), { body });
-      else await this.api.request('POST', this.path(), { body });
+      if (lease) await this.api.request('PUT', this.path(this.options.name), { body, signal });
+      else await this.api.request('POST', this.path(), { body, signal });
       return true;
     } catch (error) {
       // Another candidate wrote first: it leads.
@@ -116,36 +133,44 @@ export class LeaderElector {
 
   /**
    * Campaigns until stopped: calls `onLead` when this candidate becomes the leader and `onLose` when it stops being
-   * one (it could not renew in time). Errors are reported through `onError` and retried.
+   * one: another holds the lease, or it has not renewed within renewDeadline (then at that moment, even while its
+   * request is still waiting on a server that does not answer). Errors are reported through `onError` and retried.
    */
   run(handlers: { onLead: () => void; onLose: () => void; onError?: (error: unknown) => void }): void {
+    const deadline = renewDeadline(this.options.durationMs);
+    // When the last renewal that counted began (a monotonic clock: the lease's times are not this process's to trust).
     let lastRenew = 0;
+    const stepDown = () => {
+      if (this.stopped || !this.leading) return;
+      this.leading = false;
+      handlers.onLose();
+    };
     const round = async () => {
       if (this.stopped) return;
+      const began = performance.now();
       try {
-        const leads = await this.tryAcquireOrRenew();
+        const leads = await this.tryAcquireOrRenew(AbortSignal.timeout(deadline));
         // Stopped while the round was under way: no handler runs after the stop (a term begun then would never be
         // ended); a lease taken meanwhile is given up by stop, which waits for this round.
         if (this.stopped) {
           this.leading = leads;
           return;
         }
-        if (leads) lastRenew = Date.now();
-        if (leads && !this.leading) {
-          this.leading = true;
-          handlers.onLead();
-        } else if (!leads && this.leading) {
-          this.leading = false;
-          handlers.onLose();
-        }
+        // A write that went through only after the deadline renewed too late to count: the leader has stepped down
+        // (or a candidate would lead on a renewal others may already have outlived); the next round decides.
+        if (leads && performance.now() - began <= deadline) {
+          lastRenew = began;
+          clearTimeout(this.watchdog);
+          this.watchdog = setTimeout(stepDown, Math.max(0, lastRenew + deadline - performance.now()));
+          if (!this.leading) {
+            this.leading = true;
+            handlers.onLead();
+          }
+        } else if (!leads) stepDown();
       } catch (error) {
         if (this.stopped) return;
         handlers.onError?.(error);
-        // A leader that cannot renew within the lease's duration must assume another has taken over.
-        if (this.leading && Date.now() - lastRenew > this.options.durationMs) {
-          this.leading = false;
-          handlers.onLose();
-        }
+        if (performance.now() - lastRenew > deadline) stepDown();
       }
     };
     const next = () => {
@@ -162,6 +187,7 @@ export class LeaderElector {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    clearTimeout(this.watchdog);
     await this.round;
     if (!this.leading) return;
     this.leading = false;

@@ -1,8 +1,9 @@
 // Replicas' membership: each replica holds a coordination.k8s.io Lease of its own (`<prefix>-<hash of identity>`,
 // labelled `mooring.io/member: <prefix>`), renewed every `renewMs`. The live members are read with one list per
 // round. A member's Lease also says where it takes forwarded webhooks and which deployments it syncs (for `mooring
-// status`). A replica that cannot renew within the duration counts itself out (it syncs nothing until it can renew
-// again); one that stops deletes its Lease, so the others take over at once.
+// status`). A replica that has not renewed within the renewal deadline (two thirds of the duration, lease.ts) counts
+// itself out at that moment, before the others can count it out (it syncs nothing until it can renew again); one
+// that stops deletes its Lease, so the others take over at once.
 //
 // Whoever may write Leases in the agent's namespace can write a member Lease, so one counts only when it is
 // verified (member-verify.ts): renewed not in the future, within the configured duration, with an address that is
@@ -13,6 +14,7 @@ import { createHash } from 'node:crypto';
 import { byCodeUnit } from '../arrays.ts';
 import type { KubeApi } from './api.ts';
 import { describeKubeError, statusCode } from './errors.ts';
+import { renewDeadline } from './lease.ts';
 import { eachListPage } from './list-pages.ts';
 import type { MemberPods } from './member-pods.ts';
 import { ADDRESS_ANNOTATION, type MemberLease, verifiedMember } from './member-verify.ts';
@@ -132,7 +134,10 @@ export class Membership {
   private readonly options: MembershipOptions;
   private readonly name: string;
   private timer: NodeJS.Timeout | undefined;
+  /** Counts this replica out when the renewal deadline passes with no renewal. */
+  private watchdog: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** When the last renewal began (this.now()). */
   private lastRenew = 0;
   private members: Member[] = [];
   private owns = '';
@@ -188,15 +193,20 @@ export class Membership {
     this.owns = [...deployments].sort().join(',');
   }
 
-  /** One round: renew (or create) this replica's Lease, then list the members. */
+  /**
+   * One round: renew (or create) this replica's Lease, then list the members. The renewal's requests end at the
+   * renewal deadline (lease.ts): one that went through only later did not count.
+   */
   async round(): Promise<Member[]> {
     const now = this.now();
+    const deadline = renewDeadline(this.options.durationMs);
+    const signal = AbortSignal.timeout(deadline);
     const path = leasesPath(this.options.namespace, this.name);
     // Run from a laptop, the agent's namespace may not exist yet (as Agent.start makes it).
     if (!this.joined) await ensureNamespace(this.api, this.options.namespace);
     let lease: Lease | undefined;
     try {
-      lease = await this.api.request<Lease>('GET', path);
+      lease = await this.api.request<Lease>('GET', path, { signal });
     } catch (error) {
       if (statusCode(error) !== 404) throw describeKubeError(error, `read Lease ${this.name}`);
     }
@@ -223,15 +233,18 @@ export class Membership {
       },
     };
     try {
-      if (lease) await this.api.request('PUT', path, { body });
-      else await this.api.request('POST', leasesPath(this.options.namespace), { body });
+      if (lease) await this.api.request('PUT', path, { body, signal });
+      else await this.api.request('POST', leasesPath(this.options.namespace), { body, signal });
     } catch (error) {
       // A write that raced another round of our own (or a delete) is tried again next round.
       if (statusCode(error) !== 409) throw describeKubeError(error, `write Lease ${this.name}`);
     }
+    if (this.now() - now > deadline) throw new Error(`renewing Lease ${this.name} took past its deadline`);
     this.written = this.owns;
     this.lastRenew = now;
     this.joined = true;
+    clearTimeout(this.watchdog);
+    this.watchdog = setTimeout(() => this.countOut(), Math.max(0, now + deadline - this.now()));
     const pods = await this.options.pods?.addresses();
     const refused = new Map<string, string>();
     this.members = await listMembers(this.api, this.options.namespace, this.options.prefix, {
@@ -264,8 +277,9 @@ export class Membership {
 
   /**
    * Renews until stopped; `onChange` gets the live members' identities whenever they change (and first when this
-   * replica has joined). A replica that could not renew within the lease duration gets an empty list: it counts
-   * itself out until a renewal works again.
+   * replica has joined). A replica that has not renewed within the renewal deadline gets an empty list at that
+   * moment (even while its request still waits on a server that does not answer): it counts itself out until a
+   * renewal works again.
    */
   run(handlers: {
     onChange: (members: string[]) => void;
@@ -283,21 +297,27 @@ export class Membership {
         handlers.onChange(ids);
       }
     };
+    this.countOut = () => {
+      if (this.stopped || !this.joined) return;
+      if (this.now() - this.lastRenew < renewDeadline(this.options.durationMs)) return;
+      this.members = [];
+      tell([]);
+    };
     const round = async () => {
       if (this.stopped) return;
       try {
         tell(await this.round());
       } catch (error) {
         handlers.onError?.(error);
-        if (this.joined && this.now() - this.lastRenew > this.options.durationMs) {
-          this.members = [];
-          tell([]);
-        }
+        this.countOut();
       }
       if (!this.stopped) this.timer = setTimeout(round, this.options.renewMs);
     };
     void round();
   }
+
+  /** Counts this replica out once the renewal deadline has passed since its last renewal (set by run). */
+  private countOut: () => void = () => undefined;
 
   /** Whether the deployments announced since the last renewal are written. */
   get announced(): boolean {
@@ -308,6 +328,7 @@ export class Membership {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    clearTimeout(this.watchdog);
     try {
       await this.api.request('DELETE', leasesPath(this.options.namespace, this.name));
     } catch {

@@ -286,6 +286,21 @@ drift: {interval: 1s}
   });
 });
 
+describe('leaderElection.renewInterval', () => {
+  it('refuses renewing less often than every half of the lease duration, naming the line', () => {
+    const problems = problemsOf('leaderElection:\n  leaseDuration: 15s\n  renewInterval: 8s\n');
+    expect(problems.map((p) => [p.path, p.line])).toEqual([['leaderElection.renewInterval', 3]]);
+    expect(problems[0]?.message).toContain('at most half of leaseDuration (15s)');
+  });
+
+  it('takes half of it, and the defaults', () => {
+    expect(
+      parseConfig('leaderElection:\n  leaseDuration: 10s\n  renewInterval: 5s\n').leaderElection,
+    ).toMatchObject({ leaseDuration: 10_000, renewInterval: 5000 });
+    expect(parseConfig('{}').leaderElection).toMatchObject({ leaseDuration: 15_000, renewInterval: 5000 });
+  });
+});
+
 describe('leaderElection.address', () => {
   it.each(['http://10.0.0.7:8080/mooring', 'http://10.0.0.7:8080?x=', 'http://u:p@10.0.0.7:8080'])(
     'refuses %s: the other replicas take only an origin from a Lease',

@@ -1,0 +1,151 @@
+// A leader whose renewals stop getting through (its requests to the Lease hang, as behind a proxy or a link that
+// drops them, while its other requests still pass) steps down by its own clock before the standby may take the
+// lease over, so that two agents never sync at once; its requests end at the deadline, and once they pass again it
+// stands by. On the real API server, the leader's requests through the test bed's fault proxy.
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { KubeApi } from '../../src/kube/api.ts';
+import { Membership } from '../../src/kube/membership.ts';
+import { proxiedServer, startAgent } from './fault-helpers.ts';
+import { useCleanups } from './faults-support.ts';
+import {
+  clusterConfig,
+  deleteNamespace,
+  eventually,
+  kubectl,
+  leaderConfig,
+  tempDir,
+  testbed,
+  useNamespace,
+} from './helpers.ts';
+
+const LEASE_MS = 4000;
+const RENEW_MS = 1000;
+
+/** When the first record with this msg at or after `after` was logged (epoch ms; undefined: none yet). */
+function timeOf(
+  records: readonly { msg: string; time?: unknown }[],
+  msg: string,
+  after = 0,
+): number | undefined {
+  for (const r of records) {
+    const at = typeof r.time === 'string' ? Date.parse(r.time) : Number.NaN;
+    if (r.msg === msg && at >= after) return at;
+  }
+  return undefined;
+}
+
+describe('a leader that cannot renew', () => {
+  const ns = useNamespace('leader-deadline');
+  const cleanup = useCleanups();
+
+  it('steps down before the standby takes over, and stands by once its requests pass again', async () => {
+    const { proxy, kubeconfig } = await proxiedServer(cleanup);
+    const agentNs = `mooring-deadline-${Date.now().toString(36)}`;
+    await kubectl('create', 'namespace', agentNs);
+    cleanup(async () => {
+      await deleteNamespace(agentNs);
+    });
+    const direct = await leaderConfig(await tempDir(), agentNs, ns());
+    // The same agent, its API server reached through the proxy.
+    const proxied = join(await tempDir(), 'mooring.yaml');
+    const text = await readFile(direct, 'utf8');
+    expect(text).toContain(testbed().kube.kubeconfig);
+    await writeFile(proxied, text.replace(testbed().kube.kubeconfig, kubeconfig));
+
+    const a = startAgent(proxied);
+    cleanup(() => a.stop());
+    await eventually('a leads', async () => (timeOf(a.logs(), 'leading: syncing') ? true : undefined));
+    const b = startAgent(direct);
+    cleanup(() => b.stop());
+    await eventually('b stands by', async () =>
+      timeOf(b.logs(), 'standing by for the leader lease') ? true : undefined,
+    );
+    await eventually('a synced', async () =>
+      a.logs().some((r) => r.outcome === 'stable') ? true : undefined,
+    );
+
+    // a's requests to its Lease hang from now on; everything else it sends still passes.
+    const leases = (r: { path: string }) => r.path.startsWith('/apis/coordination.k8s.io/');
+    const hungAt = Date.now();
+    proxy.add({ kind: 'hang' }, { match: leases });
+    await eventually(
+      'b leads',
+      async () => (timeOf(b.logs(), 'leading: syncing') ? true : undefined),
+      30_000,
+    );
+    const bLeads = timeOf(b.logs(), 'leading: syncing') as number;
+    const aStepsDown = timeOf(a.logs(), 'lost the leader lease: standing by', hungAt);
+    const aLines = a.logs().map((r) => r.msg);
+    expect(aStepsDown, `a's last lines: ${aLines.slice(-6).join(' | ')}`).toBeDefined();
+    // a stepped down before b took over: the deadline after its last renewal (at most an interval before the hang).
+    expect(aStepsDown as number).toBeLessThan(bLeads);
+    expect((aStepsDown as number) - hungAt).toBeLessThan(LEASE_MS);
+    // Its last sync had ended: no sync of a's is under way once b leads.
+    const started = a.logs().filter((r) => r.msg === 'sync started').length;
+    expect(a.logs().filter((r) => typeof r.outcome === 'string').length).toBe(started);
+
+    // a gave its requests up at the deadline (none still waits to be delivered late); the hang lifted, its rounds
+    // find b holding the lease: b keeps it and a stands by.
+    expect(proxy.count('hang')).toBeGreaterThan(0);
+    expect(proxy.hanging).toBe(0);
+    const liftedAt = Date.now();
+    proxy.pass();
+    await new Promise((r) => setTimeout(r, 3 * RENEW_MS));
+    const holder = await kubectl(
+      '-n',
+      agentNs,
+      'get',
+      'lease',
+      'mooring',
+      '-o',
+      'jsonpath={.spec.holderIdentity}',
+    );
+    const bIdentity = b.logs().find((r) => r.msg === 'standing by for the leader lease')?.identity;
+    expect(holder.stdout).toBe(bIdentity);
+    expect(timeOf(a.logs(), 'leading: syncing', liftedAt)).toBeUndefined();
+    expect(timeOf(b.logs(), 'lost the leader lease: standing by')).toBeUndefined();
+    expect(a.alive() && b.alive()).toBe(true);
+  });
+
+  it('in shared mode, counts itself out before the others count it out', async () => {
+    const { proxy, api: proxiedApi } = await proxiedServer(cleanup);
+    const direct = new KubeApi(clusterConfig());
+    cleanup(() => direct.close());
+    const seen: Record<string, { at: number; members: string[] }[]> = { a: [], b: [] };
+    const member = (api: KubeApi, identity: 'a' | 'b') => {
+      const m = new Membership(api, {
+        namespace: ns(),
+        prefix: 'deadline',
+        identity,
+        durationMs: LEASE_MS,
+        renewMs: RENEW_MS,
+      });
+      m.run({ onChange: (members) => seen[identity]?.push({ at: Date.now(), members }) });
+      cleanup(() => m.stop());
+      return m;
+    };
+    member(proxiedApi, 'a');
+    member(direct, 'b');
+    const last = (who: 'a' | 'b') => seen[who]?.at(-1)?.members.join(',');
+    await eventually('both see both', async () =>
+      last('a') === 'a,b' && last('b') === 'a,b' ? true : undefined,
+    );
+
+    const hungAt = Date.now();
+    proxy.add({ kind: 'hang' }, { match: (r) => r.path.startsWith('/apis/coordination.k8s.io/') });
+    await eventually('b counts a out', async () => (last('b') === 'b' ? true : undefined), 30_000);
+    const bCountsOut = seen.b?.find((c) => c.at >= hungAt && c.members.join(',') === 'b')?.at as number;
+    const aCountsOut = seen.a?.find((c) => c.at >= hungAt && c.members.length === 0)?.at;
+    expect(aCountsOut, JSON.stringify(seen.a)).toBeDefined();
+    expect(aCountsOut as number).toBeLessThan(bCountsOut);
+    expect((aCountsOut as number) - hungAt).toBeLessThan(LEASE_MS);
+
+    // Its requests pass again: it renews and both count it in.
+    proxy.pass();
+    await eventually('a is back', async () =>
+      last('a') === 'a,b' && last('b') === 'a,b' ? true : undefined,
+    );
+  });
+});
