@@ -5,7 +5,7 @@
 // the job's state (the requests it answers, the commit whose pending status a hold left) is in one place.
 import { append } from '../arrays.ts';
 import type { Deployment } from '../config/schema.ts';
-import { type Logger, Superseded } from '../contract.ts';
+import { type Logger, Superseded, Withdrawn } from '../contract.ts';
 import { classify, errorMessage } from '../errors.ts';
 import { deleteCreatedNamespace } from '../kube/namespace.ts';
 import type { ManifestFile } from '../render/parse.ts';
@@ -340,6 +340,15 @@ export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned):
         give = judged.give;
         const read = await readFiles();
         if (!('files' in read)) return read;
+        // The agent stopped (SIGTERM, the lease lost, the deployment removed) while the sync was read: it ends
+        // before its first write and its first status, and the next agent syncs that revision. (A newer commit's
+        // abort goes on: the sync says it was superseded.)
+        if (signal.aborted && !(signal.reason instanceof Superseded)) {
+          const why =
+            signal.reason instanceof Withdrawn ? 'removed before it ran' : 'the agent stopped before it ran';
+          await answerAll((r) => ctx.control.answer(r, 'cancelled', why));
+          return { result: 'cancelled' };
+        }
         await clearHold(holds(), d);
         waitedOn = undefined;
         return await sync(read.files, read.filesError, signal, releaseSlot);
