@@ -4,7 +4,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { convergedTo, startAgent } from './fault-helpers.ts';
+import { convergedTo, startAgent, terminate } from './fault-helpers.ts';
 import { useCleanups } from './faults-support.ts';
 import { agentConfig, eventually, kubectl, tempDir, useNamespace } from './helpers.ts';
 import { appName, configuredApp } from './scale-fixtures.ts';
@@ -54,13 +54,7 @@ describe('an agent of many deployments stopped while it syncs', () => {
       await eventually(`${moment} syncs started`, async () =>
         agent.logs().filter((r) => r.msg === 'sync started').length >= moment ? true : undefined,
       );
-      const signalled = Date.now();
-      agent.child.kill('SIGTERM');
-      const code = await Promise.race([
-        agent.exited,
-        new Promise<'running'>((r) => setTimeout(() => r('running'), 45_000)),
-      ]);
-      const took = Date.now() - signalled;
+      const { code, took } = await terminate(agent, 45_000);
       const records = agent.logs();
       const msgs = records.map((r) => r.msg);
       const at = `stopped after ${moment} syncs`;

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { KubeApi } from '../../src/kube/api.ts';
 import { LeaderElector } from '../../src/kube/lease.ts';
-import { freezeApiServer } from './fault-helpers.ts';
+import { freezeApiServer, terminate } from './fault-helpers.ts';
 import {
   clusterConfig,
   deleteNamespace,
@@ -89,13 +89,7 @@ describe('an agent stopped while it starts', () => {
     // Nothing answers: the lease's release, the Pod's label and any read hang until they are given up.
     const frozen = freezeApiServer(50_000);
     await new Promise((r) => setTimeout(r, 1500));
-    const signalled = Date.now();
-    agent.child.kill('SIGTERM');
-    const code = await Promise.race([
-      agent.exited,
-      new Promise<'running'>((r) => setTimeout(() => r('running'), 45_000)),
-    ]);
-    const took = Date.now() - signalled;
+    const { code, took } = await terminate(agent, 45_000);
     await frozen;
     const msgs = agent.logs().map((l) => l.msg);
     expect(code, `${took} ms; last: ${msgs.slice(-6).join(' | ')}`).toBe(0);

@@ -99,6 +99,23 @@ export function startAgent(configFile: string): AgentProcess {
   return startHarnessAgent({ file: configFile }, { process: true });
 }
 
+/**
+ * Sends SIGTERM to `agent` and waits for its exit: its code, or `running` if it has not exited within `boundMs`,
+ * and how long it took.
+ */
+export async function terminate(
+  agent: AgentProcess,
+  boundMs: number,
+): Promise<{ code: number | null | 'running'; took: number }> {
+  const signalled = Date.now();
+  agent.child.kill('SIGTERM');
+  const code = await Promise.race([
+    agent.exited,
+    new Promise<'running'>((r) => setTimeout(() => r('running'), boundMs)),
+  ]);
+  return { code, took: Date.now() - signalled };
+}
+
 /** The process still runs and its last-resort handler never fired. */
 export function assertAlive(agent: AgentProcess): void {
   if (!agent.alive()) throw new Error(`the agent exited:\n${agent.output().slice(-4000)}`);
