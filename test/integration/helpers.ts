@@ -294,6 +294,12 @@ export async function ledgerHistory<T>(deployment: string, configFile: string): 
 }
 
 /**
+ * The leader lease of the agents leaderConfig configures: short for tests, and long enough that a holder on a busy
+ * machine renews well within its deadline (two thirds of it, src/kube/lease.ts) every second.
+ */
+export const TEST_LEASE_MS = 6000;
+
+/**
  * An agent configuration for leader election tests, in `dir`: one local source holding a ConfigMap (`cm.yaml`),
  * deployed to `namespace`; the agents' own namespace `agentNamespace`; a 4 s lease renewed every second.
  */
@@ -311,7 +317,7 @@ sources:
 deployments:
   - {name: settings, namespace: ${namespace}, source: folder, paths: [cm.yaml]}
 server: {port: 0, address: 127.0.0.1}
-leaderElection: {enabled: true, leaseName: mooring, leaseDuration: 4s, renewInterval: 1s}
+leaderElection: {enabled: true, leaseName: mooring, leaseDuration: ${TEST_LEASE_MS / 1000}s, renewInterval: 1s}
 `,
   );
   return file;

@@ -10,6 +10,7 @@ import {
   kubeConfig,
   kubectl,
   leaderConfig,
+  TEST_LEASE_MS,
   tempDir,
   useNamespace,
 } from './helpers.ts';
@@ -92,14 +93,14 @@ describe('leader election', () => {
       async () => (b.logs().some((l) => l.msg === 'leading: syncing') ? true : undefined),
       20_000,
     );
-    expect(Date.now() - killedAt).toBeLessThan(4000 + 2 * 1000 + 3000);
+    expect(Date.now() - killedAt).toBeLessThan(TEST_LEASE_MS + 2 * 1000 + 3000);
     await eventually('b found the deployment current', async () =>
       b.logs().some((l) => l.msg === 'agent started') ? true : undefined,
     );
 
     // A Lease written by hand (whoever may write Leases in the agent's namespace): another holder, renewed in the
     // year 9999, for 68 years. b gives way at its next renewal, and takes the lease back once the record has not
-    // changed for the lease's duration (its own, 4 s): nobody renews it.
+    // changed for the lease's duration (its own, 6 s): nobody renews it.
     const forged = await kubectl(
       ...['-n', agentNs, 'patch', 'lease', 'mooring', '--type=merge', '-p'],
       JSON.stringify({
@@ -117,7 +118,7 @@ describe('leader election', () => {
       async () => ((await readLease()).spec?.holderIdentity === 'agent-b' ? true : undefined),
       20_000,
     );
-    expect(Date.now() - forgedAt).toBeLessThan(4000 + 2 * 1000 + 3000);
+    expect(Date.now() - forgedAt).toBeLessThan(TEST_LEASE_MS + 2 * 1000 + 3000);
     expect(b.child.exitCode).toBe(null);
     // It ends, whatever it was doing when the signal came (here: starting its agent for the term it just took).
     b.child.kill('SIGTERM');

@@ -68,7 +68,7 @@ describe('webhooks with two replicas', () => {
       deployments: [{ name: 'settings', namespace: ns(), source: 'app', stability: { timeout: '30m' } }],
       extra: {
         server: { webhooks: { generic: { secret: { file: `${files}/hook` } } } },
-        leaderElection: { enabled: true, leaseName: 'mooring', leaseDuration: '4s', renewInterval: '1s' },
+        leaderElection: { enabled: true, leaseName: 'mooring', leaseDuration: '6s', renewInterval: '1s' },
       },
     });
     const agents = new Map<string, Agent>();
