@@ -351,6 +351,11 @@ export class ClusterUnit {
     if (!this.home) await stack?.close();
   }
 
+  /** Its client closes: every request still waiting fails at once (a stop that cannot wait any longer). */
+  disconnect(): void {
+    this.stack?.disconnect();
+  }
+
   async stop(): Promise<void> {
     this.stopping.abort();
     if (this.probe) clearInterval(this.probe);

@@ -31,6 +31,11 @@ import { pageToken, webhookSecrets } from './server-secrets.ts';
 
 /** How long the requests made on the way out may wait for an API server that does not answer. */
 const FAREWELL_MS = 10_000;
+/**
+ * How long a stop waits for the writes in progress (in every cluster) before it closes the clients: with the
+ * farewell's 10 s after it, well within the chart's grace period (60 s).
+ */
+const WRITES_MS = 20_000;
 
 export interface RunAgentOptions {
   /** Flags override the config's cluster section, as kubectl's do. */
@@ -469,10 +474,20 @@ export async function runAgent(
   } finally {
     clearInterval(probe);
     // The agents first and at once: no sync starts after the stop.
+    const others = [...units.values()];
     const agentsStopped = Promise.all([homeUnit?.stop(), stopUnits()]);
+    // The writes in progress get WRITES_MS to end. Against a server that does not answer they would wait out their
+    // sync's deadline, past the grace period; then every cluster's client closes, those writes fail at once and
+    // their syncs end (a sync left unrecorded is synced again by the next agent).
+    const writesLate = setTimeout(() => {
+      log.warn({ waitedMs: WRITES_MS }, 'the writes in progress did not end in time: stopping without them');
+      stack.disconnect();
+      for (const unit of others) unit.disconnect();
+    }, WRITES_MS);
     await watcher?.close();
     await agentsStopped;
     await handingBack;
+    clearTimeout(writesLate);
     // What is said to the API server on the way out (the member Lease deleted, the last Events and statuses stored,
     // the leader label removed, the lease given up) is worth at most FAREWELL_MS: a server that does not answer then
     // has its client closed, and every request still waiting fails at once, so that the process ends well within

@@ -4,13 +4,16 @@
 import { describe, expect, it } from 'vitest';
 import { KubeApi } from '../../src/kube/api.ts';
 import { LeaderElector } from '../../src/kube/lease.ts';
-import { freezeApiServer, terminate } from './fault-helpers.ts';
+import { type AgentProcess, freezeApiServer, terminate } from './fault-helpers.ts';
 import {
+  agentConfigFile,
   clusterConfig,
   deleteNamespace,
+  deploymentManifest,
   eventually,
   kubectl,
   leaderConfig,
+  manifestDir,
   startAgent,
   tempDir,
   useNamespace,
@@ -19,6 +22,27 @@ import {
 /** The index of the first record with this msg (-1: none). */
 function indexOf(records: readonly { msg: string }[], msg: string): number {
   return records.findIndex((r) => r.msg === msg);
+}
+
+/**
+ * With the API server stopped (SIGSTOP) for `frozenMs` from now, SIGTERM 1.5 s later: the agent exits 0 within
+ * `boundMs` with `stopped` as its last line. Returns its log records.
+ */
+async function stoppedWhileFrozen(agent: AgentProcess, frozenMs: number, boundMs: number) {
+  const frozen = freezeApiServer(frozenMs);
+  await new Promise((r) => setTimeout(r, 1500));
+  const { code, took } = await terminate(agent, frozenMs - 5000);
+  await frozen;
+  const records = agent.logs();
+  const last = `${took} ms; last: ${records
+    .slice(-6)
+    .map((l) => l.msg)
+    .join(' | ')}`;
+  expect(code, last).toBe(0);
+  expect(records.at(-1)?.msg, last).toBe('stopped');
+  // Within the chart's grace period (60 s), after which the kubelet would kill it.
+  expect(took, last).toBeLessThan(boundMs);
+  return records;
 }
 
 describe('an agent stopped while it starts', () => {
@@ -87,15 +111,33 @@ describe('an agent stopped while it starts', () => {
       agent.logs().some((l) => l.outcome === 'stable') ? true : undefined,
     );
     // Nothing answers: the lease's release, the Pod's label and any read hang until they are given up.
-    const frozen = freezeApiServer(50_000);
-    await new Promise((r) => setTimeout(r, 1500));
-    const { code, took } = await terminate(agent, 45_000);
-    await frozen;
-    const msgs = agent.logs().map((l) => l.msg);
-    expect(code, `${took} ms; last: ${msgs.slice(-6).join(' | ')}`).toBe(0);
-    expect(msgs.at(-1)).toBe('stopped');
-    // Well within the chart's grace period (60 s), after which the kubelet would kill it.
-    expect(took, msgs.slice(-6).join(' | ')).toBeLessThan(15_000);
+    await stoppedWhileFrozen(agent, 50_000, 15_000);
+    await deleteNamespace(agentNs);
+  });
+
+  it('ends within its bound when a sync is under way and its API server stops answering', async () => {
+    const agentNs = `mooring-stop-${Date.now().toString(36)}`;
+    await kubectl('create', 'namespace', agentNs);
+    // A Deployment that never becomes ready: its sync waits for it when the server stops answering and SIGTERM comes.
+    const dir = await manifestDir({
+      'web.yaml': JSON.stringify(deploymentManifest({ behavior: 'never-ready' })),
+    });
+    const configFile = await agentConfigFile({
+      cluster: { namespace: agentNs },
+      deployments: [{ name: 'web', namespace: ns(), source: 'folder' }],
+      extra: { sources: { local: [{ name: 'folder', path: dir }] } },
+    });
+    const agent = startAgent({ file: configFile }, { process: true });
+    await eventually('waiting for web', async () =>
+      agent.logs().some((l) => l.msg === 'applied') ? true : undefined,
+    );
+    // The writes in progress get 20 s, what is said on the way out 10 s.
+    const records = await stoppedWhileFrozen(agent, 60_000, 40_000);
+    const msgs = records.map((l) => l.msg);
+    expect(msgs).toContain('the writes in progress did not end in time: stopping without them');
+    // The sync under way has its end.
+    const started = records.filter((r) => r.msg === 'sync started').length;
+    expect(records.filter((r) => typeof r.outcome === 'string').length).toBe(started);
     await deleteNamespace(agentNs);
   });
 
