@@ -484,10 +484,16 @@ export async function runAgent(
       stack.disconnect();
       for (const unit of others) unit.disconnect();
     }, WRITES_MS);
-    await watcher?.close();
-    await agentsStopped;
-    await handingBack;
-    clearTimeout(writesLate);
+    try {
+      await watcher?.close();
+      await agentsStopped;
+      await handingBack;
+    } catch (error) {
+      // The farewell below is still said: the lease given up, the member Lease deleted, the statuses stored.
+      log.error({ err: errorMessage(error) }, 'stopping the syncs failed');
+    } finally {
+      clearTimeout(writesLate);
+    }
     // What is said to the API server on the way out (the member Lease deleted, the last Events and statuses stored,
     // the leader label removed, the lease given up) is worth at most FAREWELL_MS: a server that does not answer then
     // has its client closed, and every request still waiting fails at once, so that the process ends well within

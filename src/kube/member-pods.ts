@@ -47,6 +47,7 @@ export async function runningPods(
   api: KubeApi,
   namespace: string,
   selector?: string,
+  signal?: AbortSignal,
 ): Promise<Map<string, string>> {
   // A page at a time, keeping each running Pod's address alone: whoever can create Pods chooses their number and size.
   const pods = new Map<string, string>();
@@ -54,7 +55,7 @@ export async function runningPods(
     await eachListPage<Pod>(
       api,
       podsPath(namespace),
-      { query: { labelSelector: selector }, restart: () => pods.clear() },
+      { query: { labelSelector: selector }, restart: () => pods.clear(), signal },
       (items) => {
         for (const pod of items) {
           const ip = pod.status?.podIP;
@@ -84,14 +85,18 @@ export class MemberPods {
     this.port = options.port;
   }
 
-  /** The running Pods of the agent's workload by name, each with where it takes webhooks: `http://IP:port`. */
-  async addresses(): Promise<Map<string, string>> {
+  /**
+   * The running Pods of the agent's workload by name, each with where it takes webhooks: `http://IP:port`. Its
+   * requests fail when `signal` is aborted.
+   */
+  async addresses(signal?: AbortSignal): Promise<Map<string, string>> {
     if (this.selector === undefined) {
       let own: Pod;
       try {
         own = await this.api.request<Pod>(
           'GET',
           `${podsPath(this.namespace)}/${encodeURIComponent(this.self)}`,
+          signal ? { signal } : undefined,
         );
       } catch (error) {
         throw describeKubeError(error, `read the agent's own Pod ${this.namespace}/${this.self}`);
@@ -99,7 +104,7 @@ export class MemberPods {
       this.selector = workloadSelector(own.metadata.labels ?? {});
     }
     const pods = new Map<string, string>();
-    for (const [name, ip] of await runningPods(this.api, this.namespace, this.selector))
+    for (const [name, ip] of await runningPods(this.api, this.namespace, this.selector, signal))
       pods.set(name, `http://${ip}:${this.port}`);
     return pods;
   }

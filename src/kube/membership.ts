@@ -84,6 +84,8 @@ export interface ListOptions {
   pods?: ReadonlyMap<string, string> | undefined;
   /** Told of every Lease that is not counted, with why (an expired one is a replica that stopped: not told). */
   refused?: ((lease: string, why: string) => void) | undefined;
+  /** Ends the list (it fails) when aborted. */
+  signal?: AbortSignal | undefined;
 }
 
 /** The live, verified members of `prefix` (member-verify.ts), read with one list. */
@@ -120,7 +122,7 @@ export async function listMembers(
     await eachListPage<Lease>(
       api,
       leasesPath(namespace),
-      { query: { labelSelector: selector }, restart: () => members.splice(0) },
+      { query: { labelSelector: selector }, restart: () => members.splice(0), signal: options.signal },
       page,
     );
   } catch (error) {
@@ -137,7 +139,10 @@ export class Membership {
   /** Counts this replica out when the renewal deadline passes with no renewal. */
   private watchdog: NodeJS.Timeout | undefined;
   private stopped = false;
-  /** When the last renewal began (this.now()). */
+  /**
+   * When the last renewal that counted began, by a monotonic clock (performance.now()): the deadline is measured
+   * by it, whatever the wall clock (this.now(), which the Lease's own times are written with) does meanwhile.
+   */
   private lastRenew = 0;
   private members: Member[] = [];
   private owns = '';
@@ -195,10 +200,14 @@ export class Membership {
 
   /**
    * One round: renew (or create) this replica's Lease, then list the members. The renewal's requests end at the
-   * renewal deadline (lease.ts): one that went through only later did not count.
+   * renewal deadline (lease.ts): one that went through only later did not count. The reading of the members that
+   * follows (the workload's Pods, the member Leases) ends within one renewal interval, so that a list that does not
+   * answer never holds back the next renewal: the members stay as last read, and this replica counts itself out
+   * only when its renewals stop.
    */
   async round(): Promise<Member[]> {
     const now = this.now();
+    const began = performance.now();
     const deadline = renewDeadline(this.options.durationMs);
     const signal = AbortSignal.timeout(deadline);
     const path = leasesPath(this.options.namespace, this.name);
@@ -239,19 +248,22 @@ export class Membership {
       // A write that raced another round of our own (or a delete) is tried again next round.
       if (statusCode(error) !== 409) throw describeKubeError(error, `write Lease ${this.name}`);
     }
-    if (this.now() - now > deadline) throw new Error(`renewing Lease ${this.name} took past its deadline`);
+    if (performance.now() - began > deadline)
+      throw new Error(`renewing Lease ${this.name} took past its deadline`);
     this.written = this.owns;
-    this.lastRenew = now;
+    this.lastRenew = began;
     this.joined = true;
     clearTimeout(this.watchdog);
-    this.watchdog = setTimeout(() => this.countOut(), Math.max(0, now + deadline - this.now()));
-    const pods = await this.options.pods?.addresses();
+    this.watchdog = setTimeout(() => this.countOut(), Math.max(0, began + deadline - performance.now()));
+    const reading = AbortSignal.timeout(this.options.renewMs);
+    const pods = await this.options.pods?.addresses(reading);
     const refused = new Map<string, string>();
     this.members = await listMembers(this.api, this.options.namespace, this.options.prefix, {
       now: this.now(),
       durationMs: this.options.durationMs,
       pods,
       refused: (lease, why) => refused.set(lease, why),
+      signal: reading,
     });
     for (const [lease, why] of refused) {
       if (this.told.get(lease) !== why) this.onRefused?.(lease, why);
@@ -299,19 +311,23 @@ export class Membership {
     };
     this.countOut = () => {
       if (this.stopped || !this.joined) return;
-      if (this.now() - this.lastRenew < renewDeadline(this.options.durationMs)) return;
+      if (performance.now() - this.lastRenew < renewDeadline(this.options.durationMs)) return;
       this.members = [];
       tell([]);
     };
+    // Rounds start every renewMs, counted from the start of the last one: a slow round does not push the next
+    // renewal towards the deadline.
     const round = async () => {
       if (this.stopped) return;
+      const began = performance.now();
       try {
         tell(await this.round());
       } catch (error) {
         handlers.onError?.(error);
         this.countOut();
       }
-      if (!this.stopped) this.timer = setTimeout(round, this.options.renewMs);
+      if (!this.stopped)
+        this.timer = setTimeout(round, Math.max(0, began + this.options.renewMs - performance.now()));
     };
     void round();
   }

@@ -162,6 +162,16 @@ describe('helm chart: rendered objects', () => {
     const config = agentConfig(await render());
     expect(config.cluster).toMatchObject({ name: 'default', inCluster: true, namespace: RELEASE_NS });
     expect(config.leaderElection).toMatchObject({ enabled: true, leaseName: 'mooring' });
+    // A renewal interval of exactly half the duration, in units of its own, is one the agent takes.
+    const half = agentConfig(
+      await render(
+        '--set',
+        'leaderElection.renewInterval=7500ms',
+        '--set',
+        'leaderElection.leaseDuration=0.25m',
+      ),
+    );
+    expect(half.leaderElection).toMatchObject({ leaseDuration: 15_000, renewInterval: 7_500 });
     expect(config.server.port).toBe(8080);
     expect(config.deployments).toEqual([]);
   });
@@ -482,6 +492,14 @@ describe('helm chart: rendered objects', () => {
     { set: ['config.concurrency=four'], field: '/config/concurrency' },
     { set: ['config.nonsense=1'], field: "additional properties 'nonsense'" },
     { set: ['statusPage.enabled=true'], field: 'statusPage.tokenSecret.name' },
+    {
+      set: ['leaderElection.renewInterval=8s'],
+      field: 'leaderElection.renewInterval (8s) must be at most half of leaderElection.leaseDuration (15s)',
+    },
+    {
+      set: ['leaderElection.renewInterval=1m', 'leaderElection.leaseDuration=1m30s'],
+      field: 'leaderElection.renewInterval (1m) must be at most half',
+    },
   ])('refuses $set', async ({ set, field }) => {
     const out = await helm('template', 'rel', CHART, ...set.flatMap((s) => ['--set', s]));
     expect(out.code).not.toBe(0);

@@ -1,7 +1,8 @@
 // A leader whose renewals stop getting through (its requests to the Lease hang, as behind a proxy or a link that
 // drops them, while its other requests still pass) steps down by its own clock before the standby may take the
 // lease over, so that two agents never sync at once; its requests end at the deadline, and once they pass again it
-// stands by. On the real API server, the leader's requests through the test bed's fault proxy.
+// stands by. A replica whose renewals pass while only its list of the members hangs stays in. On the real API
+// server, the requests through the test bed's fault proxy.
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -149,5 +150,52 @@ describe('a leader that cannot renew', () => {
     await eventually('a is back', async () =>
       last('a') === 'a,b' && last('b') === 'a,b' ? true : undefined,
     );
+  });
+
+  it('in shared mode, stays in while only its list of the members does not answer', async () => {
+    const { proxy, api: proxiedApi } = await proxiedServer(cleanup);
+    const direct = new KubeApi(clusterConfig());
+    cleanup(() => direct.close());
+    const seen: Record<string, { at: number; members: string[] }[]> = { a: [], b: [] };
+    const errors: string[] = [];
+    const member = (api: KubeApi, identity: 'a' | 'b') => {
+      const m = new Membership(api, {
+        namespace: ns(),
+        prefix: 'listhang',
+        identity,
+        durationMs: LEASE_MS,
+        renewMs: RENEW_MS,
+      });
+      m.run({
+        onChange: (members) => seen[identity]?.push({ at: Date.now(), members }),
+        onError: (error) => errors.push(String(error)),
+      });
+      cleanup(() => m.stop());
+      return m;
+    };
+    member(proxiedApi, 'a');
+    const other = member(direct, 'b');
+    const last = (who: 'a' | 'b') => seen[who]?.at(-1)?.members.join(',');
+    await eventually('both see both', async () =>
+      last('a') === 'a,b' && last('b') === 'a,b' ? true : undefined,
+    );
+
+    // Its renewals pass; only its list of the member Leases hangs, for more than two lease durations.
+    const hungAt = Date.now();
+    const listing = (r: { method: string; path: string }) => r.method === 'GET' && /\/leases\?/.test(r.path);
+    proxy.add({ kind: 'hang' }, { match: listing });
+    await new Promise((r) => setTimeout(r, 2.5 * LEASE_MS));
+    const since = (who: 'a' | 'b') => seen[who]?.filter((c) => c.at >= hungAt) ?? [];
+    expect(since('a'), JSON.stringify(seen.a)).toEqual([]);
+    expect(since('b'), JSON.stringify(seen.b)).toEqual([]);
+    expect(last('a')).toBe('a,b');
+    // Each round's list met the hang and ended: the renewals went on meanwhile.
+    expect(proxy.count('hang', listing)).toBeGreaterThan(2);
+    expect(errors.some((e) => /member Leases/.test(e))).toBe(true);
+
+    // Once its list answers, it reads the members again: the other stops and is gone from its view.
+    proxy.pass();
+    await other.stop();
+    await eventually('a reads b gone', async () => (last('a') === 'a' ? true : undefined));
   });
 });

@@ -161,3 +161,16 @@ An emptyDir volume source from {medium, sizeLimit} (either may be empty), as inl
 {{- with .sizeLimit }}{{ $_ := set $source "sizeLimit" . }}{{ end }}
 {{- toJson $source }}
 {{- end }}
+
+{{/*
+A duration of the values (250ms, 30s, 1h30m) in milliseconds, as the agent reads it.
+*/}}
+{{- define "mooring.durationMs" -}}
+{{- $units := dict "ms" 1.0 "s" 1000.0 "m" 60000.0 "h" 3600000.0 "d" 86400000.0 -}}
+{{- $total := 0.0 -}}
+{{- range regexFindAll "[0-9]+(\\.[0-9]+)?(ms|s|m|h|d)" (toString .) -1 -}}
+{{- $number := regexFind "^[0-9]+(\\.[0-9]+)?" . -}}
+{{- $total = addf $total (mulf (float64 $number) (get $units (trimPrefix $number .))) -}}
+{{- end -}}
+{{- $total -}}
+{{- end }}
