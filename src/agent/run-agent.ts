@@ -392,6 +392,10 @@ export async function runAgent(
     if (election.enabled && !shard) void leaderLabel.mark(true);
   };
   let elector: LeaderElector | undefined;
+  const stopped = new Promise<void>((resolve) => {
+    if (stop.aborted) resolve();
+    stop.addEventListener('abort', () => resolve(), { once: true });
+  });
   try {
     if (shard) {
       const replicas = shard;
@@ -430,8 +434,12 @@ export async function runAgent(
             `member Lease ${lease} is not counted: ${why}`,
           ),
       });
-    } else if (!election.enabled) await lead();
-    else {
+    } else if (!election.enabled) {
+      // Its start (the first polls) is not waited for once the stop has come: the stop ends it (below).
+      const led = lead();
+      led.catch(() => undefined);
+      await Promise.race([led, stopped]);
+    } else {
       elector = new LeaderElector(api, {
         namespace: config.cluster.namespace,
         name: election.leaseName,
@@ -466,16 +474,16 @@ export async function runAgent(
         onError: (error) => log.warn({ err: errorMessage(error) }, 'leader election request failed'),
       });
     }
-    await new Promise<void>((resolve) => {
-      if (stop.aborted) resolve();
-      stop.addEventListener('abort', () => resolve(), { once: true });
-    });
+    await stopped;
     log.info('stopping: polling ends, the write in progress finishes');
   } finally {
     clearInterval(probe);
     // The agents first and at once: no sync starts after the stop.
     const others = [...units.values()];
     const agentsStopped = Promise.all([homeUnit?.stop(), stopUnits()]);
+    // The sources' requests under way are given up now: a poll waiting on a Git server or a registry that does not
+    // answer would hold the agent's start (its first polls) and the stop with it until the source's timeout.
+    unitDeps.sources.stop();
     // The writes in progress get WRITES_MS to end. Against a server that does not answer they would wait out their
     // sync's deadline, past the grace period; then every cluster's client closes, those writes fail at once and
     // their syncs end (a sync left unrecorded is synced again by the next agent).

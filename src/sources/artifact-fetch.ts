@@ -24,6 +24,8 @@ export interface FetchContext {
   cacheDir?: string | undefined;
   /** The agent's poller of a source, whose client (rate limit, tokens, connections) the download shares. */
   poller?: ((name: string) => ArtifactPoller | undefined) | undefined;
+  /** Aborted when the agent stops: the downloads it makes (without a poller of the agent's) are given up then. */
+  signal?: AbortSignal | undefined;
 }
 
 export interface ExtractedArtifact {
@@ -78,7 +80,7 @@ export async function extractSource(
     if (!download) {
       download = (async () => {
         const shared = ctx.poller?.(found.source.name);
-        const poller = shared ?? (await createArtifactPoller(found));
+        const poller = shared ?? (await createArtifactPoller(found, { signal: ctx.signal }));
         try {
           if (!poller.fetch) throw new StalledError(`source ${found.source.name} has nothing to fetch`);
           const bytes = await poller.fetch(at.tag, at.digest);

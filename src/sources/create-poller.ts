@@ -7,10 +7,14 @@ import { cosignVerifier } from './registry/cosign.ts';
 import { createRegistryClient } from './registry/create.ts';
 import { pollRegistry } from './registry/poll.ts';
 
-export async function createArtifactPoller(found: ArtifactSourceConfig): Promise<ArtifactPoller> {
+/** `signal`: aborted when the agent stops; every request of the poller under way is then given up. */
+export async function createArtifactPoller(
+  found: ArtifactSourceConfig,
+  options: { signal?: AbortSignal | undefined } = {},
+): Promise<ArtifactPoller> {
   switch (found.kind) {
     case 'image': {
-      const client = await createRegistryClient(found.source);
+      const client = await createRegistryClient(found.source, { signal: options.signal });
       const { image, name, verify } = found.source;
       return {
         kind: 'image',
@@ -28,8 +32,8 @@ export async function createArtifactPoller(found: ArtifactSourceConfig): Promise
       };
     }
     case 'chart':
-      return (await import('./charts/chart-source.ts')).createChartPoller(found.source);
+      return (await import('./charts/chart-source.ts')).createChartPoller(found.source, options);
     case 'manifests':
-      return (await import('./oci/oci-source.ts')).createOciPoller(found.source);
+      return (await import('./oci/oci-source.ts')).createOciPoller(found.source, options);
   }
 }

@@ -56,6 +56,8 @@ export interface ManifestContext {
   cacheDir?: string | undefined;
   /** The agent's pollers, whose clients fetching shares. */
   poller?: FetchContext['poller'];
+  /** Aborted when the agent stops: the downloads it makes (without a poller of the agent's) are given up then. */
+  signal?: AbortSignal | undefined;
   /**
    * `omit`: SOPS-encrypted files are not decrypted (a preview of a pull request): plain ones are left out with a
    * warning, and a chart or kustomization that needs one fails saying so. Decrypted by default.
@@ -238,7 +240,9 @@ async function verifiedArtifacts(
     }
     // Loaded here, by the first check without a shared poller (a rollback, the CLI): the registry client and its
     // schemas are no part of reading manifests otherwise (`mooring render` of a chart starts helm sooner without them).
-    const poller = shared ?? (await (await import('./create-poller.ts')).createArtifactPoller(found));
+    const poller =
+      shared ??
+      (await (await import('./create-poller.ts')).createArtifactPoller(found, { signal: ctx.signal }));
     try {
       if (!poller.verifier) throw new StalledError(`source ${name} cannot check signatures`);
       signers[name] = (await poller.verifier.verify(artifact.digest)).key;

@@ -205,7 +205,9 @@ export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned):
   };
 
   /** The manifests at this commit, or the error that fails the commit (a retry for one that may pass). */
-  const readFiles = async (): Promise<{ files: ManifestFile[]; filesError?: unknown } | SyncOutcome> => {
+  const readFiles = async (
+    signal: AbortSignal,
+  ): Promise<{ files: ManifestFile[]; filesError?: unknown } | SyncOutcome> => {
     try {
       // A chart's dependencies fetched again must be what the releases recorded (charts/dependencies.ts).
       const pinned = d.spec.helm
@@ -213,6 +215,9 @@ export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned):
         : undefined;
       return { files: await manifestFiles(ctx.state, d, commit, images, pinned) };
     } catch (error) {
+      // The agent stopped meanwhile, and gave up the source's requests with it: no failure of the commit (run()
+      // ends the sync as cancelled).
+      if (signal.aborted && !(signal.reason instanceof Superseded)) return { files: [] };
       log.error({ err: errorMessage(error) }, 'cannot read the manifests');
       // Manifests the user must fix (a chart that does not render, a file that cannot be decrypted) fail the
       // commit like a bad manifest does, with its status; a source that failed for now is retried.
@@ -338,7 +343,7 @@ export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned):
           return await held(judged.hold);
         }
         give = judged.give;
-        const read = await readFiles();
+        const read = await readFiles(signal);
         if (!('files' in read)) return read;
         // The agent stopped (SIGTERM, the lease lost, the deployment removed) while the sync was read: it ends
         // before its first write and its first status, and the next agent syncs that revision. (A newer commit's

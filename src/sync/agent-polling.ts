@@ -242,6 +242,11 @@ export class SourcePolls {
       } else if (local) await syncLocalSource(this.ctx.state, local, decide);
       this.ctx.deps.metrics?.poll(name, kind, result);
     } catch (error) {
+      // A poll given up because the agent stops (its requests are aborted: shared-sources.ts) is no failure.
+      if (this.ctx.stopped()) {
+        log.info({ err: errorMessage(error) }, 'poll given up: the agent is stopping');
+        return;
+      }
       this.ctx.deps.metrics?.poll(name, kind, 'error');
       log.error({ err: errorMessage(error) }, 'poll failed');
     }

@@ -95,6 +95,8 @@ export interface SourceState {
   cacheDir?: string | undefined;
   /** Serves a chart's `lookup` of live objects in the deployment's namespaces (src/kube/lookup-server.ts). */
   lookup?: ChartLookup | undefined;
+  /** Aborted when the process stops (shared-sources.ts): a sync's downloads are given up then. */
+  signal?: AbortSignal | undefined;
   /**
    * A digest of an artifact source that deployment `d` follows was refused by the source's signature check: its
    * commit's status (and Events) say why; the deployment keeps what it runs.
@@ -501,6 +503,7 @@ export function manifestFiles(
     cacheDir: state.cacheDir,
     lookup: state.lookup,
     poller: (name: string) => state.registries.get(name)?.poller,
+    signal: state.signal,
   };
   const at = { artifacts, dependencies };
   return deploymentManifests(ctx, d.spec, repo && commit ? { git: repo, commit, ...at } : at);

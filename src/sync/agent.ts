@@ -72,6 +72,7 @@ export class Agent {
       registries: new Map(),
       knownDigests: new Map(),
       cacheDir: deps.cacheDir,
+      signal: deps.sources?.signal,
       lookup: chartLookup(deps.api, { exclude: [deps.config.cluster.namespace] }),
       refused: async (d, description, built) => {
         for (const r of this.deps.reporters ?? [])

@@ -102,10 +102,26 @@ export class SharedSources {
   readonly #entries = new Map<string, Entry<unknown>>();
   readonly #building = new Map<string, Promise<Entry<unknown>>>();
   readonly #clocks = new Map<string, Clock>();
+  /** Aborted by stop(): every client built here gives up its requests under way and sends no more. */
+  readonly #stopping = new AbortController();
 
   /** `cacheDir`: where the Git sources keep their caches (one per repository URL). */
   constructor(cacheDir: string) {
     this.#cacheDir = cacheDir;
+  }
+
+  /**
+   * The process stops: every request of every source under way (a poll, a sync's fetch of a commit or a chart)
+   * is given up at once instead of waiting out its timeout on a server that does not answer, and none is sent
+   * after. Only for the end of the process: the clients are shared by the agents of every cluster.
+   */
+  stop(): void {
+    this.#stopping.abort(new Error('the agent is stopping'));
+  }
+
+  /** Aborted by stop(): for the downloads made beside the shared clients (a chart's dependencies, a rollback's). */
+  get signal(): AbortSignal {
+    return this.#stopping.signal;
   }
 
   /** The repository of a Git source, shared with every agent that has the same source. */
@@ -113,7 +129,10 @@ export class SharedSources {
     const key = keyOf('git', source);
     let entry = this.#entries.get(key) as Entry<SharedRepository> | undefined;
     if (!entry) {
-      entry = { value: new SharedRepository(source, { cacheDir: this.#cacheDir }), users: 0 };
+      entry = {
+        value: new SharedRepository(source, { cacheDir: this.#cacheDir, signal: this.#stopping.signal }),
+        users: 0,
+      };
       this.#entries.set(key, entry);
     }
     return this.#lease(key, entry);
@@ -126,7 +145,7 @@ export class SharedSources {
     if (!entry) {
       let building = this.#building.get(key) as Promise<Entry<SharedPoller>> | undefined;
       if (!building) {
-        building = createArtifactPoller(found).then((poller) => ({
+        building = createArtifactPoller(found, { signal: this.#stopping.signal }).then((poller) => ({
           value: new SharedPoller(poller),
           users: 0,
           close: () => poller.client.close(),

@@ -25,12 +25,15 @@ function ociLocation(source: ChartSource): { host: string; repository: string } 
   return { host, repository: path === '' ? source.chart : `${path}/${source.chart}` };
 }
 
-export async function createChartPoller(source: ChartSource): Promise<ArtifactPoller> {
+export async function createChartPoller(
+  source: ChartSource,
+  options: { signal?: AbortSignal | undefined } = {},
+): Promise<ArtifactPoller> {
   // Short: messages end in commit statuses (140 characters on GitHub); the source's name is their prefix.
   const what = `chart ${source.chart}`;
   if (source.url.startsWith('oci://')) {
     const { host, repository } = ociLocation(source);
-    const client = await registryClientFor(host, source);
+    const client = await registryClientFor(host, source, { signal: options.signal });
     return {
       kind: 'chart',
       name: source.name,
@@ -86,6 +89,7 @@ export async function createChartPoller(source: ChartSource): Promise<ArtifactPo
     requestsPerSecond: source.requestsPerSecond,
     maxIndexBytes: source.maxIndexBytes,
     maxIndexNodes: source.maxIndexNodes,
+    signal: options.signal,
   });
   const reference = `${source.url.replace(/\/+$/, '')}/${source.chart}`;
   const entryOf = async (version: string): Promise<ChartEntry> => {

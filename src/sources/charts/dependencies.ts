@@ -73,7 +73,7 @@ export async function fetchDependencies(
       error instanceof MooringError ? withSubject(error, `${what} (${dep.repository})`, true) : error;
     let at: { version: string; digest: string };
     try {
-      const poller = await createChartPoller(source);
+      const poller = await createChartPoller(source, { signal: options.fetch.signal });
       try {
         const polled = await poller.poll({});
         at = { version: polled.tag ?? version, digest: polled.digest };

@@ -24,6 +24,8 @@ export interface ChartRepositoryOptions {
   maxIndexBytes: number;
   /** The most YAML nodes index.yaml may hold (it is one document); the other YAML limits are the configured ones. */
   maxIndexNodes?: number | undefined;
+  /** Gives up every request under way, and refuses new ones, once aborted: the agent is stopping. */
+  signal?: AbortSignal | undefined;
 }
 
 /** One version of a chart as the index lists it. */
@@ -66,6 +68,7 @@ export class ChartRepositoryClient {
       ca: options.ca,
       allowHttp: options.insecure === true,
       timeoutMs: options.timeoutMs ?? 30_000,
+      signal: options.signal,
     });
   }
 

@@ -28,6 +28,29 @@ export interface RemoteOptions {
   onRequest?: ((method: string, url: string) => void) | undefined;
   /** The source's private CA (caFile), read when the repository was opened. */
   ca?: string | undefined;
+  /** Gives up every operation under way, and refuses new ones, once aborted: the agent is stopping. */
+  stop?: AbortSignal | undefined;
+}
+
+/** The signal of one operation: the source's timeout, or the agent's stop. */
+function operationSignal(
+  source: GitSource,
+  options: RemoteOptions,
+): { timeout: AbortSignal; signal: AbortSignal } {
+  const timeout = AbortSignal.timeout(source.timeout);
+  return { timeout, signal: options.stop ? AbortSignal.any([timeout, options.stop]) : timeout };
+}
+
+/** The error of an operation that failed: given up at the agent's stop, or the network's (remote errors.ts). */
+function operationError(
+  source: GitSource,
+  options: RemoteOptions,
+  timeout: AbortSignal,
+  error: unknown,
+): Error {
+  if (options.stop?.aborted && !timeout.aborted)
+    return new TransientError(`Git source ${source.name}: given up: the agent is stopping`, { cause: error });
+  return gitNetworkError(error, { url: source.url, timeoutMs: source.timeout, timedOut: timeout.aborted });
 }
 
 // isomorphic-git records a fetched branch under refs/remotes/ and refuses to fetch without a refspec for it.
@@ -169,7 +192,7 @@ async function withRemote<T>(
 ): Promise<T> {
   if (isSshUrl(source.url)) return withSshRemote(source, options, run);
   const credentials = await gitCredentials(source);
-  const signal = AbortSignal.timeout(source.timeout);
+  const { timeout, signal } = operationSignal(source, options);
   const http = boundedHttp({
     signal,
     maxBytes: options.maxTransferBytes,
@@ -184,7 +207,7 @@ async function withRemote<T>(
   try {
     return await run(http, headers, source.url);
   } catch (error) {
-    throw gitNetworkError(error, { url: source.url, timeoutMs: source.timeout, timedOut: signal.aborted });
+    throw operationError(source, options, timeout, error);
   }
 }
 
@@ -201,7 +224,7 @@ async function withSshRemote<T>(
   if (typeof endpoint === 'string')
     throw new StalledError(`the URL of Git source ${source.name} ${endpoint}`);
   const credentials = await sshCredentials(source, endpoint);
-  const signal = AbortSignal.timeout(source.timeout);
+  const { timeout, signal } = operationSignal(source, options);
   let transport: SshTransport | undefined;
   try {
     // Loaded by the first SSH source: ssh2 and its WebAssembly cost an agent of HTTPS sources nothing.
@@ -223,7 +246,7 @@ async function withSshRemote<T>(
     });
     return await run(http, {}, SSH_PLACEHOLDER_URL);
   } catch (error) {
-    throw gitNetworkError(error, { url: source.url, timeoutMs: source.timeout, timedOut: signal.aborted });
+    throw operationError(source, options, timeout, error);
   } finally {
     transport?.close();
   }

@@ -61,6 +61,8 @@ export interface GitRepositoryOptions {
   maxPacks?: number;
   /** Told about every HTTP request (method, URL without credentials): metrics, tests. */
   onRequest?: (method: string, url: string) => void;
+  /** Gives up every fetch under way, and refuses new ones, once aborted: the agent is stopping. */
+  signal?: AbortSignal | undefined;
   /**
    * The `.git` folder of a checkout to read instead of a cache (`mooring diff --base --head` in CI): nothing is
    * fetched or written there; a commit it does not hold is an error saying to fetch it.
@@ -139,6 +141,7 @@ export class GitRepository {
       maxTransferBytes: options.maxTransferBytes ?? 1024 ** 3,
       onRequest: options.onRequest,
       ca: readGitCa(source),
+      stop: options.signal,
     };
     this.#verifier = source.verify ? new CommitVerifier(source.name, source.verify.keys) : undefined;
     this.#maxFiles = options.maxFiles ?? 10_000;

@@ -38,9 +38,12 @@ export function commitOfRevision(revision: string | undefined): string | undefin
   return match?.[1];
 }
 
-export async function createOciPoller(source: OciSource): Promise<ArtifactPoller> {
+export async function createOciPoller(
+  source: OciSource,
+  options: { signal?: AbortSignal | undefined } = {},
+): Promise<ArtifactPoller> {
   const { host, repository } = ociLocation(source.url);
-  const client = await registryClientFor(host, source);
+  const client = await registryClientFor(host, source, { signal: options.signal });
   const reference = `oci://${host}/${repository}`;
   return {
     kind: 'manifests',

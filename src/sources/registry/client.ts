@@ -44,6 +44,8 @@ export interface RegistryClientOptions {
   clock?: Clock;
   /** What the registry said about when to ask again; one per client unless a test hands one in. */
   pause?: RegistryPause;
+  /** Gives up every request under way, and refuses new ones, once aborted: the agent is stopping. */
+  signal?: AbortSignal | undefined;
 }
 
 /** What an artifact's manifest says of it (artifactManifestSchema), its annotations bounded. */
@@ -110,6 +112,7 @@ export class RegistryClient {
       timeoutMs: options.timeoutMs ?? 30_000,
       // Blobs are served from object storage the registry redirects to; digests are checked (docs/security.md).
       redirects: 'anywhere-without-credentials',
+      signal: options.signal,
     });
     this.#auth = new Authenticator({
       host: this.host,

@@ -17,7 +17,7 @@ export type RegistryAccess = Pick<
   'credentials' | 'caFile' | 'insecure' | 'requestsPerSecond'
 >;
 
-export type ClientOverrides = Pick<RegistryClientOptions, 'clock' | 'timeoutMs' | 'maxTags'>;
+export type ClientOverrides = Pick<RegistryClientOptions, 'clock' | 'timeoutMs' | 'maxTags' | 'signal'>;
 
 export async function createRegistryClient(
   source: RegistrySource,

@@ -38,6 +38,8 @@ export interface HttpTransportOptions {
    * is checked against its digest.
    */
   redirects?: 'same-origin' | 'anywhere-without-credentials' | undefined;
+  /** Gives up every request under way, and refuses new ones, once aborted: the agent is stopping. */
+  signal?: AbortSignal | undefined;
 }
 
 const MAX_REDIRECTS = 5;
@@ -108,12 +110,15 @@ export class HttpTransport {
     const timeoutMs = this.#options.timeoutMs;
     const deadlineMs = requestDeadlineMs(timeoutMs, maxBytes);
     const deadline = AbortSignal.timeout(deadlineMs);
+    const stop = this.#options.signal;
     const failed = (error: Error): Error =>
-      deadline.aborted && error === deadline.reason
-        ? new TransientError(
-            `${method} ${safeUrl(url)}: not answered whole within ${deadlineMs} ms (the answer came slower than ${MIN_BYTES_PER_SECOND / 1024} KiB/s)`,
-          )
-        : networkError(method, url, error, timeoutMs);
+      stop?.aborted && !deadline.aborted
+        ? new TransientError(`${method} ${safeUrl(url)}: given up: the agent is stopping`)
+        : deadline.aborted && error === deadline.reason
+          ? new TransientError(
+              `${method} ${safeUrl(url)}: not answered whole within ${deadlineMs} ms (the answer came slower than ${MIN_BYTES_PER_SECOND / 1024} KiB/s)`,
+            )
+          : networkError(method, url, error, timeoutMs);
     let answer: Answer;
     try {
       // What comes is taken as sent: a blob or a chart package is checked by the digest of its bytes.
@@ -123,7 +128,7 @@ export class HttpTransport {
         headers: { 'User-Agent': 'mooring', 'Accept-Encoding': 'identity', ...headers },
         idleTimeoutMs: timeoutMs,
         ca: this.#options.ca,
-        signal: deadline,
+        signal: stop ? AbortSignal.any([deadline, stop]) : deadline,
       });
     } catch (error) {
       throw failed(error as Error);
