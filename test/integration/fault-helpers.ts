@@ -116,6 +116,23 @@ export async function terminate(
   return { code, took: Date.now() - signalled };
 }
 
+/**
+ * Sends SIGTERM to `agent` and asserts what a stop must give: exit 0 within `boundMs`, `stopped` its last line (each
+ * failure names the time taken and the last lines). Waits `giveUpMs` for the exit. Returns the log records.
+ */
+export async function stopsWithin(agent: AgentProcess, boundMs: number, giveUpMs: number) {
+  const { code, took } = await terminate(agent, giveUpMs);
+  const records = agent.logs();
+  const last = `${took} ms; last: ${records
+    .slice(-6)
+    .map((l) => l.msg)
+    .join(' | ')}`;
+  expect(code, last).toBe(0);
+  expect(records.at(-1)?.msg, last).toBe('stopped');
+  expect(took, last).toBeLessThan(boundMs);
+  return records;
+}
+
 /** The process still runs and its last-resort handler never fired. */
 export function assertAlive(agent: AgentProcess): void {
   if (!agent.alive()) throw new Error(`the agent exited:\n${agent.output().slice(-4000)}`);
