@@ -48,11 +48,16 @@ export interface ProcessOptions {
   /** RLIMIT_DATA of the child (and what it starts); 0 for none. */
   memoryBytes?: number | undefined;
   cwd?: string | undefined;
+  /**
+   * Given up when it aborts (the sync that asked for the run was stopped): the child's group is killed at once and
+   * the run ends `stopped`; not started at all when it has already aborted.
+   */
+  signal?: AbortSignal | undefined;
 }
 
 export interface ProcessResult {
-  /** How it ended: exited (see code), or stopped by the runner, or never started (`error`). */
-  ended: 'exited' | 'timeout' | 'output' | 'not-found' | 'error';
+  /** How it ended: exited (see code), or stopped by the runner or by the caller's signal, or never started (`error`). */
+  ended: 'exited' | 'timeout' | 'output' | 'stopped' | 'not-found' | 'error';
   code: number | null;
   signal: NodeJS.Signals | null;
   stdout: string;
@@ -95,7 +100,7 @@ export function withMemoryLimit(binary: string, args: readonly string[], bytes: 
 interface Prestarted {
   key: string;
   result: Promise<ProcessResult>;
-  stop: () => void;
+  stop: (why?: 'error' | 'stopped') => void;
 }
 
 let prestarted: Prestarted | undefined;
@@ -135,10 +140,13 @@ export function prestartProcess(command: string, args: readonly string[], option
   const remove = () => {
     if (home) rmSync(home, { recursive: true, force: true });
   };
-  const controller = { stopped: false, kill: (): void => undefined };
+  const controller: { stopped: 'error' | 'stopped' | undefined; kill: (why: 'error' | 'stopped') => void } = {
+    stopped: undefined,
+    kill: () => undefined,
+  };
   const result = startProcess(command, args, options, (kill) => {
     controller.kill = kill;
-    if (controller.stopped) kill();
+    if (controller.stopped) kill(controller.stopped);
   });
   process.once('exit', remove);
   void result.then(() => {
@@ -148,9 +156,9 @@ export function prestartProcess(command: string, args: readonly string[], option
   const entry: Prestarted = {
     key,
     result,
-    stop: () => {
-      controller.stopped = true;
-      controller.kill();
+    stop: (why: 'error' | 'stopped' = 'error') => {
+      controller.stopped ??= why;
+      controller.kill(why);
       if (prestarted === entry) prestarted = undefined;
     },
   };
@@ -178,7 +186,13 @@ export async function runProcess(
     prestarted = undefined;
     if (early.key === runKey(command, args, options)) {
       adopted++;
-      return early.result;
+      const signal = options.signal;
+      if (!signal) return early.result;
+      // The adopting caller's signal stops the run as it would have stopped its own.
+      const stop = () => early.stop('stopped');
+      if (signal.aborted) stop();
+      else signal.addEventListener('abort', stop, { once: true });
+      return early.result.finally(() => signal.removeEventListener('abort', stop));
     }
     early.stop();
   }
@@ -189,8 +203,11 @@ function startProcess(
   command: string,
   args: readonly string[],
   options: ProcessOptions,
-  onKill?: (kill: () => void) => void,
+  onKill?: (kill: (why: 'error' | 'stopped') => void) => void,
 ): Promise<ProcessResult> {
+  const signal = options.signal;
+  if (signal?.aborted)
+    return Promise.resolve({ ended: 'stopped', code: null, signal: null, stdout: '', stderr: '' });
   const binary = findExecutable(command, options.env.PATH);
   if (!binary) {
     const error = Object.assign(new Error(`spawn ${command} ENOENT`), { code: 'ENOENT' });
@@ -221,7 +238,9 @@ function startProcess(
       if (child.pid === undefined || !killGroup(child.pid)) child.kill('SIGKILL');
     };
     const timer = setTimeout(() => stop('timeout'), timeoutMs);
-    onKill?.(() => stop('error'));
+    onKill?.(stop);
+    const given = () => stop('stopped');
+    signal?.addEventListener('abort', given, { once: true });
     child.stdout.on('data', (chunk: Buffer) => {
       outBytes += chunk.length;
       if (outBytes > maxStdout) {
@@ -240,14 +259,15 @@ function startProcess(
       error ??= e;
       if (ended === 'exited') ended = 'error';
     });
-    child.on('close', (code, signal) => {
+    child.on('close', (code, exitSignal) => {
       clearTimeout(timer);
+      signal?.removeEventListener('abort', given);
       if (child.pid !== undefined) running.delete(child.pid);
       resolve({
         ended,
         code,
-        signal,
-        stdout: ended === 'output' ? '' : Buffer.concat(out).toString('utf8'),
+        signal: exitSignal,
+        stdout: ended === 'output' || ended === 'stopped' ? '' : Buffer.concat(out).toString('utf8'),
         stderr: Buffer.concat(err).toString('utf8'),
         error,
       });

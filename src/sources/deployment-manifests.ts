@@ -56,7 +56,10 @@ export interface ManifestContext {
   cacheDir?: string | undefined;
   /** The agent's pollers, whose clients fetching shares. */
   poller?: FetchContext['poller'];
-  /** Aborted when the agent stops: the downloads it makes (without a poller of the agent's) are given up then. */
+  /**
+   * Aborted when the agent stops or the sync that reads is stopped: the downloads it makes (without a poller of the
+   * agent's) and the tools it runs (helm, kustomize) are given up then.
+   */
   signal?: AbortSignal | undefined;
   /**
    * `omit`: SOPS-encrypted files are not decrypted (a preview of a pull request): plain ones are left out with a
@@ -100,7 +103,7 @@ export async function deploymentManifests(
   // The signatures of the artifacts it follows, first: nothing of an unverified chart or artifact is read.
   const artifactsSignedBy = await verifiedArtifacts(ctx, spec, at);
   const keys = identities(ctx);
-  const limits = toolLimits(ctx.config.render);
+  const limits = toolLimits(ctx.config.render, ctx.signal);
   const reading = (chart: ExtractedArtifact | undefined, privateFolder = false): ChartReading => ({
     fetched: chart,
     privateFolder,
@@ -158,7 +161,7 @@ export async function deploymentManifests(
         return chartFromGit(repo, commit, spec, await ctx.capabilities?.(), keys, limits, reading(chart));
       const recursive = spec.recursive;
       const files = await repo.files(commit, spec.paths, spec.exclude, { recursive });
-      const options = kustomizeOptions(ctx.config);
+      const options = kustomizeOptions(ctx.config, ctx.signal);
       return kustomizeGit(repo, commit, spec.paths, spec.exclude, files, options, recursive);
     }
     const local = ctx.config.sources.local.find((s) => s.name === spec.source);
@@ -178,7 +181,7 @@ export async function deploymentManifests(
     const given = spec.paths.map((p) => (p === '.' ? root : `${root}/${p}`));
     const paths = spec.recursive ? given : await flatten(given);
     const read = await readManifestFiles(paths, readLimits(ctx));
-    return kustomizeLocal(paths, read, kustomizeOptions(ctx.config), root);
+    return kustomizeLocal(paths, read, kustomizeOptions(ctx.config, ctx.signal), root);
   }
 
   /**
@@ -285,7 +288,7 @@ export interface LocalPaths {
  */
 export async function pathManifests(ctx: ManifestContext, local: LocalPaths): Promise<ManifestFile[]> {
   const keys = identities(ctx);
-  const limits = toolLimits(ctx.config.render);
+  const limits = toolLimits(ctx.config.render, ctx.signal);
   const charts: string[] = [];
   const rest: string[] = [];
   for (const path of local.paths) {
@@ -298,7 +301,7 @@ export async function pathManifests(ctx: ManifestContext, local: LocalPaths): Pr
   const files: ManifestFile[] = [];
   if (rest.length > 0) {
     const read = await readManifestFiles(rest, readLimits(ctx));
-    append(files, await kustomizeLocal(rest, read, kustomizeOptions(ctx.config)));
+    append(files, await kustomizeLocal(rest, read, kustomizeOptions(ctx.config, ctx.signal)));
   }
   const caps = charts.length > 0 ? await ctx.capabilities?.() : undefined;
   for (const chart of charts) {

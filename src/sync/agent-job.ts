@@ -208,12 +208,21 @@ export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned):
   const readFiles = async (
     signal: AbortSignal,
   ): Promise<{ files: ManifestFile[]; filesError?: unknown } | SyncOutcome> => {
+    // A sync stopped while it reads (the agent's stop, its lease lost, the deployment removed) gives up the tools and
+    // downloads under way, rather than waiting out a render of a minute; a newer commit does not (this one is still
+    // read and reported).
+    const stopped = new AbortController();
+    const stop = () => {
+      if (!(signal.reason instanceof Superseded)) stopped.abort(signal.reason);
+    };
+    if (signal.aborted) stop();
+    else signal.addEventListener('abort', stop, { once: true });
     try {
       // A chart's dependencies fetched again must be what the releases recorded (charts/dependencies.ts).
       const pinned = d.spec.helm
         ? recordedDependencies((await ctx.ledger().read(d.spec.name)).releases)
         : undefined;
-      return { files: await manifestFiles(ctx.state, d, commit, images, pinned) };
+      return { files: await manifestFiles(ctx.state, d, commit, images, pinned, stopped.signal) };
     } catch (error) {
       // The agent stopped meanwhile, and gave up the source's requests with it: no failure of the commit (run()
       // ends the sync as cancelled).
@@ -227,6 +236,8 @@ export function agentJob(ctx: JobContext, d: DeploymentState, planned: Planned):
         return cappedRetry(outcomeOf({ outcome: 'error', error } as never), ctx.retryInterval(d));
       }
       return { files: [], filesError: error };
+    } finally {
+      signal.removeEventListener('abort', stop);
     }
   };
 

@@ -484,7 +484,8 @@ export async function syncLocalSource(
 
 /**
  * The manifests of deployment `d` at `commit` (for a Git source), or as its local folder holds them now, read by
- * the one reader of a deployment's manifests (src/sources/deployment-manifests.ts).
+ * the one reader of a deployment's manifests (src/sources/deployment-manifests.ts). `stopped` (the sync's, besides
+ * the agent's own) gives up what the reading waits on: downloads, helm, kustomize.
  */
 export function manifestFiles(
   state: SourceState,
@@ -492,6 +493,7 @@ export function manifestFiles(
   commit: string | undefined,
   artifacts: Record<string, ReleaseImage>,
   dependencies?: readonly ChartDependency[],
+  stopped?: AbortSignal,
 ): Promise<ManifestFile[]> {
   // A deployment leaving its set (removal.prune): nothing to deploy, so that its last sync prunes what it deployed.
   if (d.spec.removing) return Promise.resolve([]);
@@ -503,7 +505,7 @@ export function manifestFiles(
     cacheDir: state.cacheDir,
     lookup: state.lookup,
     poller: (name: string) => state.registries.get(name)?.poller,
-    signal: state.signal,
+    signal: stopped && state.signal ? AbortSignal.any([state.signal, stopped]) : (stopped ?? state.signal),
   };
   const at = { artifacts, dependencies };
   return deploymentManifests(ctx, d.spec, repo && commit ? { git: repo, commit, ...at } : at);

@@ -133,6 +133,25 @@ export function kubectl(...args: string[]): Promise<RunResult> {
   return runTool(env.tools.kubectl, ['--kubeconfig', env.kube.kubeconfig, ...args]);
 }
 
+/**
+ * The leader Lease of `agentNs` written by hand, as whoever may write Leases in the agent's namespace can: another
+ * holder, renewed in the year 9999, for `seconds`. The leader gives way at its next renewal; it takes the lease back
+ * once the record has not changed for the lease's duration (nobody renews it).
+ */
+export async function forgeLease(agentNs: string, seconds: number): Promise<void> {
+  const forged = await kubectl(
+    ...['-n', agentNs, 'patch', 'lease', 'mooring', '--type=merge', '-p'],
+    JSON.stringify({
+      spec: {
+        holderIdentity: 'ghost',
+        renewTime: '9999-12-31T00:00:00.000000Z',
+        leaseDurationSeconds: seconds,
+      },
+    }),
+  );
+  expect(forged.code, forged.stderr).toBe(0);
+}
+
 /** Deletes a namespace without waiting for it to go (an agent's own namespace, after its test). */
 export function deleteNamespace(name: string): Promise<RunResult> {
   return kubectl('delete', 'namespace', name, '--wait=false');

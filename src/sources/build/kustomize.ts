@@ -62,21 +62,24 @@ export interface KustomizeOptions {
   identities?: IdentitySource | undefined;
 }
 
-/** The options of the configuration's render and decryption sections. */
-export function kustomizeOptions(config: {
-  render: {
-    kubectl?: string | undefined;
-    kustomize: { allowRemoteBases: boolean };
-    toolTimeout?: number | undefined;
-    toolMaxOutputBytes?: number | undefined;
-    toolMemoryBytes?: number | undefined;
-  };
-  decryption?: { ageKeyFile?: string | undefined } | undefined;
-}): KustomizeOptions {
+/** The options of the configuration's render and decryption sections; `signal` gives the build up (the sync stopped). */
+export function kustomizeOptions(
+  config: {
+    render: {
+      kubectl?: string | undefined;
+      kustomize: { allowRemoteBases: boolean };
+      toolTimeout?: number | undefined;
+      toolMaxOutputBytes?: number | undefined;
+      toolMemoryBytes?: number | undefined;
+    };
+    decryption?: { ageKeyFile?: string | undefined } | undefined;
+  },
+  signal?: AbortSignal,
+): KustomizeOptions {
   return {
     kubectl: config.render.kubectl,
     allowRemoteBases: config.render.kustomize.allowRemoteBases,
-    limits: toolLimits(config.render),
+    limits: toolLimits(config.render, signal),
     // Read at each build (a rotated key Secret is used at once), and only when a file is encrypted.
     identities: () => loadAgeIdentities(config.decryption?.ageKeyFile),
   };

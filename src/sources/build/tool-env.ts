@@ -14,18 +14,24 @@ export interface ToolLimits {
   maxOutputBytes?: number | undefined;
   /** RLIMIT_DATA of the tool; 0 for none. */
   memoryBytes?: number | undefined;
+  /** Aborted when the sync that runs the tool is stopped (the agent's stop, its lease lost): the run is given up. */
+  signal?: AbortSignal | undefined;
 }
 
 /** The bounds of the configuration's render section. */
-export function toolLimits(render: {
-  toolTimeout?: number | undefined;
-  toolMaxOutputBytes?: number | undefined;
-  toolMemoryBytes?: number | undefined;
-}): ToolLimits {
+export function toolLimits(
+  render: {
+    toolTimeout?: number | undefined;
+    toolMaxOutputBytes?: number | undefined;
+    toolMemoryBytes?: number | undefined;
+  },
+  signal?: AbortSignal,
+): ToolLimits {
   return {
     timeoutMs: render.toolTimeout,
     maxOutputBytes: render.toolMaxOutputBytes,
     memoryBytes: render.toolMemoryBytes,
+    ...(signal ? { signal } : {}),
   };
 }
 
@@ -51,5 +57,6 @@ export function toolProcessOptions(
     timeoutMs: limits.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     maxStdoutBytes: limits.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
     memoryBytes: limits.memoryBytes ?? DEFAULT_MEMORY_BYTES,
+    ...(limits.signal ? { signal: limits.signal } : {}),
   };
 }

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runProcess } from '../../child-process.ts';
 import { formatDuration } from '../../config/duration.ts';
-import { StalledError } from '../../errors.ts';
+import { StalledError, TransientError } from '../../errors.ts';
 import { redactValues } from '../../render/redact.ts';
 import { overLimit } from '../../render/size-limits.ts';
 import { type ToolLimits, toolProcessOptions } from './tool-env.ts';
@@ -147,6 +147,11 @@ export async function runToolWithWarnings(run: ToolRun): Promise<ToolOutput> {
       new StalledError(
         redactValues(`${run.label}: ${why}`, run.secrets ?? []),
         result.error ? { cause: result.error } : {},
+      );
+    // Given up because the sync was stopped: whoever stopped it does not fail the commit for it.
+    if (result.ended === 'stopped')
+      throw new TransientError(
+        redactValues(`${run.label}: ${run.step} given up: the sync was stopped`, run.secrets ?? []),
       );
     if (result.ended === 'not-found')
       throw fail(`${run.binary} is not installed; set ${run.configuredBy} to its path`);

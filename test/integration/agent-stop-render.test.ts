@@ -1,0 +1,104 @@
+// A sync stopped while helm renders its chart gives the render up at once: an agent sent SIGTERM exits within the
+// grace period rather than after the render's own timeout (render.toolTimeout, a minute by default), and a leader
+// that loses its lease leaves no helm of the old term running. Nothing fails the commit: a render given up so is no
+// error of the chart's.
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { type AgentProcess, stopsWithin } from './fault-helpers.ts';
+import { faultSetting, useCleanups } from './faults-support.ts';
+import type { StatusReceiver } from './harness.ts';
+import { eventually, forgeLease, kubectl, startGitAgent, testbed, unended, useNamespace } from './helpers.ts';
+
+/** A chart whose template spins for about two minutes of helm's time before it prints one ConfigMap. */
+const SLOW_CHART = {
+  'charts/slow/Chart.yaml': 'apiVersion: v2\nname: slow\nversion: 0.1.0\n',
+  'charts/slow/values.yaml': 'spin: 3000\n',
+  'charts/slow/templates/cm.yaml': [
+    '{{- range until (int .Values.spin) }}{{- range until 1000 }}{{- range until 1000 }}{{- end }}{{- end }}{{- end }}',
+    'apiVersion: v1',
+    'kind: ConfigMap',
+    'metadata: {name: slow}',
+    'data: {a: b}',
+    '',
+  ].join('\n'),
+};
+
+/** Running (a zombie, killed and not yet reaped, is not). */
+function alive(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) [ZX] /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+/** The helm the agent runs now (its direct child: the memory limit's shell execs it). */
+async function helmOf(agent: AgentProcess): Promise<number | undefined> {
+  const ps = await new Promise<string>((resolve) =>
+    execFile('ps', ['-o', 'pid=,args=', '--ppid', String(agent.child.pid)], (_e, stdout) => resolve(stdout)),
+  );
+  const line = ps.split('\n').find((l) => /^\s*\d+ \S*helm template /.test(l));
+  return line ? Number(line.trim().split(/\s+/)[0]) : undefined;
+}
+
+/** No status of `commit` but pending, and none left without its end. */
+function failsNothing(agent: AgentProcess, receiver: StatusReceiver, commit: string) {
+  const msgs = agent.logs().map((r) => r.msg);
+  expect(msgs).not.toContain('cannot read the manifests');
+  expect(receiver.statuses().filter((s) => s.sha === commit && s.state !== 'pending')).toEqual([]);
+  expect(unended(receiver.statuses())).toEqual([]);
+}
+
+describe('a sync stopped while helm renders', () => {
+  const ns = useNamespace('stop-render');
+  const cleanup = useCleanups();
+
+  /** An agent (its own process) of one deployment of the slow chart, with leader election when `election`. */
+  async function slowAgent(name: string, election: boolean) {
+    const { repo, agentNs } = await faultSetting(name, cleanup);
+    // A leader's Lease lives in the agent's namespace, made beforehand as the chart's release namespace is.
+    if (election) await kubectl('create', 'namespace', agentNs);
+    process.env.MOORING_HELM = testbed().tools.helm;
+    const started = await startGitAgent({
+      repo,
+      files: SLOW_CHART,
+      cluster: { name: 'stop', namespace: agentNs },
+      deployments: [{ name: 'slow', namespace: ns(), helm: { chart: 'charts/slow' } }],
+      ...(election
+        ? { extra: { leaderElection: { enabled: true, leaseDuration: '6s', renewInterval: '1s' } } }
+        : {}),
+      start: { process: true },
+    });
+    cleanup(started.receiver.close);
+    const helm = await eventually('helm renders the chart', () => helmOf(started.agent), 60_000);
+    return { ...started, agentNs, helm };
+  }
+
+  it('gives the render up at SIGTERM: the agent exits within 10 s and no helm is left', async () => {
+    const { agent, receiver, first, helm } = await slowAgent('stop-render', false);
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(alive(helm)).toBe(true);
+    await stopsWithin(agent, 10_000, 45_000);
+    expect(alive(helm)).toBe(false);
+    failsNothing(agent, receiver, first);
+  });
+
+  it('gives the render up when the leader loses its lease, and stands by at once', async () => {
+    const { agent, receiver, first, helm, agentNs } = await slowAgent('stop-render-lease', true);
+    // Another holder: the leader gives way at its next renewal.
+    await forgeLease(agentNs, 3600);
+    const forgedAt = Date.now();
+    await eventually(
+      'the leader gives way',
+      async () => (agent.logged('lost the leader lease: standing by').length > 0 ? true : undefined),
+      30_000,
+    );
+    // Its helm went with the term, within a renewal or two of the lease's change.
+    await eventually('the render is given up', async () => (alive(helm) ? undefined : true), 10_000);
+    expect(Date.now() - forgedAt).toBeLessThan(10_000);
+    expect(agent.alive()).toBe(true);
+    failsNothing(agent, receiver, first);
+    await stopsWithin(agent, 10_000, 45_000);
+  });
+});
