@@ -565,16 +565,17 @@ export class Agent {
     );
   }
 
-  /** Stops polling, cancels stability waits, lets the write in progress finish. */
+  /** Stops polling, cancels stability waits, lets the write in progress finish, gives up the preview under way. */
   async stop(): Promise<void> {
     this.stopped = true;
     // At once: a sync queued just before the stop does not start after it.
     const queue = this.queue.stop();
     this.unfollow?.();
-    void this.previewRunner?.then((p) => p.stop());
+    // The preview under way is given up; its statuses get their end before the agent says it stopped.
+    const previews = this.previewRunner?.then((p) => p.stop()).catch(() => undefined);
     for (const stop of this.stops.splice(0)) await stop();
     await this.polls.stopAll();
     this.scheduleDrift();
-    await queue;
+    await Promise.all([queue, previews]);
   }
 }

@@ -40,6 +40,8 @@ export interface PreviewRequest {
   usedVersions?: readonly string[] | undefined;
   capabilities?: (() => Promise<ClusterCapabilities>) | undefined;
   cacheDir?: string | undefined;
+  /** Aborted when the agent stops: the downloads and the tools (helm, kustomize) of the renders are given up. */
+  signal?: AbortSignal | undefined;
   /**
    * Whether SOPS files are decrypted (trusted pull requests, with preview.decrypt): otherwise they are left out, since
    * a template can show a decrypted value in a form no redaction recognises.
@@ -82,6 +84,7 @@ export async function previewDeployment(request: PreviewRequest): Promise<Deploy
         config: request.config,
         capabilities: request.capabilities,
         cacheDir: request.cacheDir,
+        signal: request.signal,
         sops: request.decrypt ? 'decrypt' : 'omit',
       },
       spec,

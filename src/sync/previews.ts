@@ -69,13 +69,18 @@ export class PreviewRunner {
   readonly #repos = new Map<string, GitRepository>();
   #chain: Promise<unknown> = Promise.resolve();
   #stopped = false;
+  /** Aborted at the stop: a preview under way gives up its fetches and its render (helm, kustomize) at once. */
+  readonly #stopping = new AbortController();
 
   constructor(deps: PreviewRunnerDeps) {
     this.#deps = deps;
   }
 
-  stop(): void {
+  /** Takes no more previews and gives up the one under way; resolves once it has ended (its statuses posted). */
+  async stop(): Promise<void> {
     this.#stopped = true;
+    this.#stopping.abort();
+    await this.#chain;
   }
 
   /** Whether previews are on for this Git source. */
@@ -92,7 +97,11 @@ export class PreviewRunner {
     this.#chain = run.catch(() => undefined);
     const answered = run
       .catch((error: unknown) => {
-        // Not recorded as seen: the next poll or webhook tries again.
+        // Not recorded as seen: the next poll or webhook (of the next agent, at a stop) tries again.
+        if (this.#stopping.signal.aborted) {
+          this.#deps.log.info({ source, pullRequest: number }, 'preview given up: the agent is stopping');
+          return { result: 'skipped', why: 'stopping' } as const;
+        }
         this.#deps.log.warn(
           { source, pullRequest: number, err: errorMessage(error) },
           'preview failed; tried again at the next poll',
@@ -150,7 +159,11 @@ export class PreviewRunner {
   #repo(git: GitSource): GitRepository {
     let repo = this.#repos.get(git.name);
     if (!repo || repo.source !== git) {
-      repo = new GitRepository(git, { cacheDir: join(this.#deps.cacheDir, 'previews'), compareTrees: true });
+      repo = new GitRepository(git, {
+        cacheDir: join(this.#deps.cacheDir, 'previews'),
+        compareTrees: true,
+        signal: this.#stopping.signal,
+      });
       this.#repos.set(git.name, repo);
     }
     return repo;
@@ -289,6 +302,7 @@ export class PreviewRunner {
           usedVersions: recordedVersions(data.releases),
           cacheDir: this.#deps.cacheDir,
           capabilities: this.#deps.capabilities,
+          signal: this.#stopping.signal,
           decrypt: forge.settings.decrypt && !pr.fromFork,
           live:
             git.preview.live && this.#deps.api && this.#deps.discovery
@@ -309,14 +323,15 @@ export class PreviewRunner {
     } catch (error) {
       // The pending statuses get their end now: the retry of this head may never come (the pull request closed, a
       // new head pushed first), and a pending status left behind would claim a preview that no one renders.
-      const again = classify(error).action !== 'stop';
+      const stopping = this.#stopping.signal.aborted;
+      const again = stopping || classify(error).action !== 'stop';
       for (const spec of specs)
         if (!ended.has(spec.name))
           await post(
             spec.name,
             'failure',
             // What it will do first: a status description is cut at 140 characters, and the error's names are long.
-            `preview not rendered${again ? ' (tried again)' : ''}: ${errorMessage(error)}`,
+            `preview not rendered${again ? ' (tried again)' : ''}: ${stopping ? 'the agent stopped before it ended' : errorMessage(error)}`,
           );
       throw error;
     }

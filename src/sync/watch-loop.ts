@@ -59,6 +59,8 @@ export async function runWatchLoop(
         chart: { ...options.read.chart, namespace: options.namespace },
       });
     } catch (error) {
+      // Given up at the stop: nothing to say.
+      if (stop.aborted) return;
       log.error({ err: (error as Error).message, dir: options.dir }, 'cannot read the folder');
       return;
     }

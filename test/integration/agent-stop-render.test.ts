@@ -1,10 +1,12 @@
 // A sync stopped while helm renders its chart gives the render up at once: an agent sent SIGTERM exits within the
 // grace period rather than after the render's own timeout (render.toolTimeout, a minute by default), and a leader
 // that loses its lease leaves no helm of the old term running. Nothing fails the commit: a render given up so is no
-// error of the chart's.
+// error of the chart's. A pull request's preview under way at the stop is given up the same way, its status ended.
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { startForgeReceiver } from '../testbed/forge-receiver.ts';
+import { commitFiles, setRef } from '../testbed/git-repos.ts';
 import { type AgentProcess, stopsWithin } from './fault-helpers.ts';
 import { faultSetting, useCleanups } from './faults-support.ts';
 import type { StatusReceiver } from './harness.ts';
@@ -100,5 +102,47 @@ describe('a sync stopped while helm renders', () => {
     expect(agent.alive()).toBe(true);
     failsNothing(agent, receiver, first);
     await stopsWithin(agent, 10_000, 45_000);
+  });
+
+  it('gives a preview under way up at SIGTERM: the agent exits within 10 s, no helm is left, its status ends', async () => {
+    const forge = await startForgeReceiver('github');
+    cleanup(() => forge.close());
+    const { repo, agentNs } = await faultSetting('stop-preview', cleanup);
+    process.env.MOORING_HELM = testbed().tools.helm;
+    const quick = { ...SLOW_CHART, 'charts/slow/values.yaml': 'spin: 0\n' };
+    const {
+      agent,
+      first,
+      repo: made,
+    } = await startGitAgent({
+      repo,
+      files: quick,
+      source: { preview: { enabled: true } },
+      cluster: { name: 'stop-preview', namespace: agentNs },
+      deployments: [{ name: 'slow', namespace: ns(), helm: { chart: 'charts/slow' } }],
+      statuses: forge,
+      start: { process: true },
+    });
+    await eventually(
+      'main deployed',
+      async () => forge.statuses().find((s) => s.commit === first && s.state === 'success'),
+      90_000,
+    );
+    // A pull request whose chart spins for minutes.
+    const head = await commitFiles(made.path, SLOW_CHART, { branch: 'pr-3', from: first });
+    forge.setPullRequest(3, { headSha: head, author: 'carol' });
+    await setRef(made.path, 'refs/pull/3/head', head);
+    const helm = await eventually('helm renders the preview', () => helmOf(agent), 60_000);
+    await new Promise((r) => setTimeout(r, 1000));
+    await stopsWithin(agent, 10_000, 45_000);
+    expect(alive(helm)).toBe(false);
+    expect(agent.logged('preview given up: the agent is stopping')).toHaveLength(1);
+    // Its pending status has its end, saying it is tried again (the next agent previews the head anew).
+    const statuses = forge.statuses().filter((s) => s.commit === head);
+    expect(statuses.map((s) => s.state)).toEqual(['pending', 'failure']);
+    expect(statuses[1]?.description).toBe(
+      'preview not rendered (tried again): the agent stopped before it ended',
+    );
+    expect(forge.problems()).toEqual([]);
   });
 });

@@ -1,8 +1,9 @@
 // `mooring run --watch DIR` as a developer runs it: the folder is deployed at start and after every change, and
-// SIGTERM ends the agent cleanly.
-import { spawn } from 'node:child_process';
+// SIGTERM ends the agent cleanly, a render under way included.
+import { execFile, spawn } from 'node:child_process';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { eventually, kubeConfig, manifestDir, testbed, useNamespace } from './helpers.ts';
@@ -37,6 +38,7 @@ function watching(dir: string, namespace: string, flags: readonly string[]) {
   child.stderr.on('data', (c: Buffer) => (logs += c.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return {
+    pid: child.pid as number,
     logs: () => logs,
     names: async () => (await core.listNamespacedConfigMap({ namespace })).items.map((c) => c.metadata?.name),
     watchingNow: () =>
@@ -125,5 +127,33 @@ describe('mooring run --watch', () => {
       code = run.stop();
     }
     expect(await code).toBe(0);
+  });
+
+  it('gives up a render under way at SIGTERM and exits within seconds', async () => {
+    // A chart whose template spins for minutes of helm's time.
+    const dir = await manifestDir({
+      'Chart.yaml': 'apiVersion: v2\nname: slow\nversion: 0.1.0\n',
+      'templates/cm.yaml':
+        '{{- range until 3000 }}{{- range until 1000 }}{{- range until 1000 }}{{- end }}{{- end }}{{- end }}\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: slow}\n',
+    });
+    process.env.MOORING_HELM = testbed().tools.helm;
+    const run = watching(dir, ns(), []);
+    const helm = await eventually(
+      'helm renders the chart',
+      async () => {
+        const ps = await promisify(execFile)('ps', ['-o', 'pid=,args=', '--ppid', String(run.pid)]).catch(
+          () => ({ stdout: '' }),
+        );
+        const line = ps.stdout.split('\n').find((l) => /^\s*\d+ \S*helm template /.test(l));
+        return line ? Number(line.trim().split(/\s+/)[0]) : undefined;
+      },
+      30_000,
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    const stopped = Date.now();
+    expect(await run.stop()).toBe(0);
+    expect(Date.now() - stopped).toBeLessThan(10_000);
+    expect(() => process.kill(helm, 0)).toThrow();
+    expect(run.logs()).not.toContain('cannot read the folder');
   });
 });

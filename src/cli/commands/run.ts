@@ -88,6 +88,7 @@ export function runCommand(program: Command): void {
       // Each save of the folder deploys again: its streams stay open between deploys.
       const cache = new ClusterCache(api, { lingerMs: 5 * 60_000 });
       const discovery = new Discovery(api);
+      const stop = stopSignal();
       try {
         await runWatchLoop(
           { api, discovery, cache, log },
@@ -104,6 +105,8 @@ export function runCommand(program: Command): void {
                 config: cliConfig(flags),
                 capabilities: () => discovery.capabilities(),
                 lookup: chartLookup(api, { exclude: [flags.agentNamespace] }),
+                // A render under way (helm, kustomize) is given up at the signal.
+                signal: stop,
               },
               recursive: flags.recursive ?? false,
               chart: {
@@ -117,7 +120,7 @@ export function runCommand(program: Command): void {
             inventoryNamespace: flags.agentNamespace,
             createNamespace: flags.createNamespace,
           },
-          stopSignal(),
+          stop,
         );
       } finally {
         cache.close();
