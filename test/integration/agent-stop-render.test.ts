@@ -20,7 +20,7 @@ const SLOW_CHART = {
     '{{- range until (int .Values.spin) }}{{- range until 1000 }}{{- range until 1000 }}{{- end }}{{- end }}{{- end }}',
     'apiVersion: v1',
     'kind: ConfigMap',
-    'metadata: {name: slow}',
+    'metadata: {name: {{ .Release.Name }}}',
     'data: {a: b}',
     '',
   ].join('\n'),
@@ -35,13 +35,20 @@ function alive(pid: number): boolean {
   }
 }
 
-/** The helm the agent runs now (its direct child: the memory limit's shell execs it). */
-async function helmOf(agent: AgentProcess): Promise<number | undefined> {
+/** The helms the agent runs now (its direct children: the memory limit's shell execs each). */
+async function helmsOf(agent: AgentProcess): Promise<number[]> {
   const ps = await new Promise<string>((resolve) =>
     execFile('ps', ['-o', 'pid=,args=', '--ppid', String(agent.child.pid)], (_e, stdout) => resolve(stdout)),
   );
-  const line = ps.split('\n').find((l) => /^\s*\d+ \S*helm template /.test(l));
-  return line ? Number(line.trim().split(/\s+/)[0]) : undefined;
+  return ps
+    .split('\n')
+    .filter((l) => /^\s*\d+ \S*helm template /.test(l))
+    .map((l) => Number(l.trim().split(/\s+/)[0]));
+}
+
+/** The helm the agent runs now. */
+async function helmOf(agent: AgentProcess): Promise<number | undefined> {
+  return (await helmsOf(agent))[0];
 }
 
 /** No status of `commit` but pending, and none left without its end. */
@@ -56,8 +63,11 @@ describe('a sync stopped while helm renders', () => {
   const ns = useNamespace('stop-render');
   const cleanup = useCleanups();
 
-  /** An agent (its own process) of one deployment of the slow chart, with leader election when `election`. */
-  async function slowAgent(name: string, election: boolean) {
+  /**
+   * An agent (its own process) of `count` deployments of the slow chart (`slow`, or `slow-0`…), with leader
+   * election when `election`; once helm renders.
+   */
+  async function slowAgent(name: string, election: boolean, count = 1) {
     const { repo, agentNs } = await faultSetting(name, cleanup);
     // A leader's Lease lives in the agent's namespace, made beforehand as the chart's release namespace is.
     if (election) await kubectl('create', 'namespace', agentNs);
@@ -66,7 +76,11 @@ describe('a sync stopped while helm renders', () => {
       repo,
       files: SLOW_CHART,
       cluster: { name: 'stop', namespace: agentNs },
-      deployments: [{ name: 'slow', namespace: ns(), helm: { chart: 'charts/slow' } }],
+      deployments: Array.from({ length: count }, (_, i) => ({
+        name: count === 1 ? 'slow' : `slow-${i}`,
+        namespace: ns(),
+        helm: { chart: 'charts/slow' },
+      })),
       ...(election
         ? { extra: { leaderElection: { enabled: true, leaseDuration: '6s', renewInterval: '1s' } } }
         : {}),
@@ -83,6 +97,22 @@ describe('a sync stopped while helm renders', () => {
     expect(alive(helm)).toBe(true);
     await stopsWithin(agent, 10_000, 45_000);
     expect(alive(helm)).toBe(false);
+    failsNothing(agent, receiver, first);
+  });
+
+  it('gives up every render under way at SIGTERM with two dozen deployments', async () => {
+    const { agent, receiver, first } = await slowAgent('stop-renders', false, 24);
+    // As many renders as the agent runs at once (concurrency, 4 by default, and what it grows to).
+    const helms = await eventually(
+      'several renders',
+      async () => {
+        const now = await helmsOf(agent);
+        return now.length >= 4 ? now : undefined;
+      },
+      60_000,
+    );
+    await stopsWithin(agent, 10_000, 45_000);
+    for (const helm of helms) expect(alive(helm), String(helm)).toBe(false);
     failsNothing(agent, receiver, first);
   });
 
