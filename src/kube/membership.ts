@@ -175,20 +175,24 @@ export class Membership {
   /**
    * Whether `identity` is no member now, read afresh from its own Lease rather than from the last list (which lags a
    * member that joined or renewed since): gone when the Lease is missing or fails the member rules. A read that
-   * fails answers false: nobody is taken for gone on a guess.
+   * fails, or does not answer within one renewal interval, answers false: nobody is taken for gone on a guess.
    */
   async gone(identity: string): Promise<boolean> {
+    // Within one renewal interval, as the members' list: what waits on the answer (a sync's gate, a webhook passed on)
+    // is not held by a read that does not answer.
+    const signal = AbortSignal.timeout(this.options.renewMs);
     let lease: Lease;
     try {
       lease = await this.api.request<Lease>(
         'GET',
         leasesPath(this.options.namespace, memberLeaseName(this.options.prefix, identity)),
+        { signal },
       );
     } catch (error) {
       return statusCode(error) === 404;
     }
     if (lease.spec.holderIdentity !== identity) return true;
-    const pods = await this.options.pods?.addresses().catch(() => undefined);
+    const pods = await this.options.pods?.addresses(signal).catch(() => undefined);
     if (this.options.pods && !pods) return false;
     return !verifiedMember(lease, { now: this.now(), durationMs: this.options.durationMs, pods }).member;
   }

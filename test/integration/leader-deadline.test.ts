@@ -7,7 +7,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { KubeApi } from '../../src/kube/api.ts';
-import { Membership } from '../../src/kube/membership.ts';
+import { Membership, memberLeaseName } from '../../src/kube/membership.ts';
 import { proxiedServer, startAgent } from './fault-helpers.ts';
 import { useCleanups } from './faults-support.ts';
 import {
@@ -173,7 +173,7 @@ describe('a leader that cannot renew', () => {
       cleanup(() => m.stop());
       return m;
     };
-    member(proxiedApi, 'a');
+    const mine = member(proxiedApi, 'a');
     const other = member(direct, 'b');
     const last = (who: 'a' | 'b') => seen[who]?.at(-1)?.members.join(',');
     await eventually('both see both', async () =>
@@ -192,6 +192,16 @@ describe('a leader that cannot renew', () => {
     // Each round's list met the hang and ended: the renewals went on meanwhile.
     expect(proxy.count('hang', listing)).toBeGreaterThan(2);
     expect(errors.some((e) => /member Leases/.test(e))).toBe(true);
+
+    // Asked whether b is gone while the read of b's own Lease hangs too: no answer is no, within a renewal interval
+    // (a sync's gate and a webhook passed on wait on it).
+    const reading = (r: { method: string; path: string }) =>
+      r.method === 'GET' && r.path.endsWith(`/leases/${memberLeaseName('listhang', 'b')}`);
+    proxy.add({ kind: 'hang' }, { match: reading });
+    const askedAt = Date.now();
+    expect(await mine.gone('b')).toBe(false);
+    expect(Date.now() - askedAt).toBeLessThan(RENEW_MS + 1500);
+    expect(proxy.count('hang', reading)).toBe(1);
 
     // Once its list answers, it reads the members again: the other stops and is gone from its view.
     proxy.pass();
