@@ -153,10 +153,28 @@ export function jsonProblems(files: readonly SourceFile[]): string[] {
   return problems;
 }
 
+/**
+ * Signals are combined only through src/signals.ts (linkSignals), which detaches from a long-lived signal when the
+ * operation ends: Node 22's AbortSignal.any keeps every composite reachable from its sources. Comments are not read.
+ */
+export function signalProblems(files: readonly SourceFile[]): string[] {
+  const problems: string[] = [];
+  for (const file of files) {
+    file.text.split('\n').forEach((line, index) => {
+      const code = line.replace(/\/\/.*$/, '');
+      if (/\bAbortSignal\.any\b/.test(code))
+        problems.push(
+          `src/${file.path}:${index + 1}: AbortSignal.any: combine signals with linkSignals (src/signals.ts)`,
+        );
+    });
+  }
+  return problems;
+}
+
 if (import.meta.main) {
   const root = resolve(import.meta.dirname, '../src');
   const files = sourceFiles(root);
-  const json = jsonProblems(files);
+  const json = [...jsonProblems(files), ...signalProblems(files)];
   for (const problem of json) console.error(problem);
   if (json.length > 0) process.exitCode = 1;
   const problems = layerProblems(files);

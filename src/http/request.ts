@@ -6,6 +6,7 @@
 // Requests go through the one outbound client (fetch.ts; the Git transport's and the registry client's too); the
 // registry client reads its answers with the same httpVerdict().
 import { type MooringError, StalledError, type Subject, TransientError, WaitingError } from '../errors.ts';
+import { linkSignals } from '../signals.ts';
 import { type Fetch, type FetchAnswer, fetchFor, type HeaderValues, isTimeout } from './fetch.ts';
 import { fetchHeaders, type HeaderReader, MAX_SERVER_DELAY_MS, serverDelayMs } from './retry-after.ts';
 
@@ -50,7 +51,20 @@ export interface OutboundResponse {
 /** Sends one request. Throws TransientError when no answer came (network, timeout); an answer is returned. */
 export async function sendBounded(request: OutboundRequest): Promise<OutboundResponse> {
   const timeout = AbortSignal.timeout(request.timeoutMs);
-  const signal = request.signal ? AbortSignal.any([request.signal, timeout]) : timeout;
+  // Held until the answer is read: the caller's signal (a channel's stop) outlives every request it is given to.
+  const { signal, release } = linkSignals(request.signal, timeout);
+  try {
+    return await sendLinked(request, timeout, signal);
+  } finally {
+    release();
+  }
+}
+
+async function sendLinked(
+  request: OutboundRequest,
+  timeout: AbortSignal,
+  signal: AbortSignal,
+): Promise<OutboundResponse> {
   const mode = request.redirect ?? 'same-origin';
   let url = request.url;
   let method = request.method;

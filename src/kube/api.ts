@@ -22,6 +22,7 @@ import { AdaptiveRate } from '../http/adaptive-rate.ts';
 import { RequestCounter, type RequestStats } from '../http/request-counter.ts';
 import { type Clock, TokenBucket } from '../http/token-bucket.ts';
 import { parseJson } from '../json.ts';
+import { linkSignals } from '../signals.ts';
 import {
   KubeRequestError,
   RequestTimeoutError,
@@ -318,8 +319,28 @@ export class KubeApi {
       deadline?.until ?? Date.now() + this.retryForMs,
       spec.retryForMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + spec.retryForMs,
     );
-    const signals = [spec.signal, deadline?.signal].filter((x): x is AbortSignal => x !== undefined);
-    const stop = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
+    const linked = spec.signal && deadline?.signal ? linkSignals(spec.signal, deadline.signal) : undefined;
+    try {
+      return await this.retried<T>(
+        method,
+        path,
+        spec,
+        until,
+        linked?.signal ?? spec.signal ?? deadline?.signal,
+      );
+    } finally {
+      linked?.release();
+    }
+  }
+
+  /** request()'s attempts, until one is answered or the error is final; `stop` ends the retries. */
+  private async retried<T>(
+    method: string,
+    path: string,
+    spec: RequestSpec,
+    until: number,
+    stop: AbortSignal | undefined,
+  ): Promise<T> {
     // The 500s this request met: a write is tried again after at most WRITE_500_RETRIES of them (api-errors.ts).
     let answered500 = 0;
     for (let attempt = 0; ; attempt++) {

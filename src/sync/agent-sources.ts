@@ -7,6 +7,7 @@ import type { ChartDependency, Logger, ReleaseImage } from '../contract.ts';
 import { errorMessage } from '../errors.ts';
 import type { ManifestFile } from '../render/parse.ts';
 import { syncRevision } from '../report/ledger.ts';
+import { linkSignals } from '../signals.ts';
 import {
   type ArtifactKind,
   type ArtifactPoller,
@@ -499,14 +500,17 @@ export function manifestFiles(
   if (d.spec.removing) return Promise.resolve([]);
   const repo = state.repos.get(d.spec.source);
   if (repo && !commit) throw new Error(`no commit of ${d.spec.source} is known yet`);
+  const { signal, release } = linkSignals(state.signal, stopped);
   const ctx = {
     config: state.config,
     capabilities: state.capabilities,
     cacheDir: state.cacheDir,
     lookup: state.lookup,
     poller: (name: string) => state.registries.get(name)?.poller,
-    signal: stopped && state.signal ? AbortSignal.any([state.signal, stopped]) : (stopped ?? state.signal),
+    signal,
   };
   const at = { artifacts, dependencies };
-  return deploymentManifests(ctx, d.spec, repo && commit ? { git: repo, commit, ...at } : at);
+  return deploymentManifests(ctx, d.spec, repo && commit ? { git: repo, commit, ...at } : at).finally(
+    release,
+  );
 }

@@ -2,7 +2,14 @@
 // found, named by file, in a tree made to hold it.
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { jsonProblems, LAYERS, layerOf, layerProblems, sourceFiles } from '../../scripts/check-layers.ts';
+import {
+  jsonProblems,
+  LAYERS,
+  layerOf,
+  layerProblems,
+  signalProblems,
+  sourceFiles,
+} from '../../scripts/check-layers.ts';
 
 describe('the layers of src/', () => {
   it('holds for the sources as they are, every folder in its place', () => {
@@ -54,6 +61,18 @@ describe('the layers of src/', () => {
     ).toStrictEqual([
       'src/kube/a.ts:2: JSON read without parseJson (src/json.ts)',
       'src/report/b.ts:2: JSON read without parseJson (src/json.ts)',
+    ]);
+  });
+
+  it('finds signals combined anywhere but through linkSignals, comments aside', () => {
+    expect(signalProblems(sourceFiles(join(import.meta.dirname, '../../src')))).toStrictEqual([]);
+    expect(
+      signalProblems([
+        { path: 'sources/a.ts', text: 'const t = 1;\nconst s = AbortSignal.any([t, stop]);\n' },
+        { path: 'signals.ts', text: '// AbortSignal.any would do it, but\n' },
+      ]),
+    ).toStrictEqual([
+      'src/sources/a.ts:2: AbortSignal.any: combine signals with linkSignals (src/signals.ts)',
     ]);
   });
 });

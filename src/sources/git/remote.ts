@@ -8,6 +8,7 @@ import git, { type HttpClient } from 'isomorphic-git';
 import type { GitSource } from '../../config/schema.ts';
 import { StalledError, TransientError } from '../../errors.ts';
 import { isSshUrl, parseSshUrl } from '../../http/ssh-url.ts';
+import { linkSignals } from '../../signals.ts';
 import { authorizationHeader, gitCredentials, sshCredentials } from './credentials.ts';
 import { gitNetworkError, safeUrl } from './errors.ts';
 import { readObject } from './object-read.ts';
@@ -32,13 +33,13 @@ export interface RemoteOptions {
   stop?: AbortSignal | undefined;
 }
 
-/** The signal of one operation: the source's timeout, or the agent's stop. */
+/** The signal of one operation: the source's timeout, or the agent's stop; `release` once it has ended. */
 function operationSignal(
   source: GitSource,
   options: RemoteOptions,
-): { timeout: AbortSignal; signal: AbortSignal } {
+): { timeout: AbortSignal; signal: AbortSignal; release: () => void } {
   const timeout = AbortSignal.timeout(source.timeout);
-  return { timeout, signal: options.stop ? AbortSignal.any([timeout, options.stop]) : timeout };
+  return { timeout, ...linkSignals(timeout, options.stop) };
 }
 
 /** The error of an operation that failed: given up at the agent's stop, or the network's (remote errors.ts). */
@@ -192,7 +193,7 @@ async function withRemote<T>(
 ): Promise<T> {
   if (isSshUrl(source.url)) return withSshRemote(source, options, run);
   const credentials = await gitCredentials(source);
-  const { timeout, signal } = operationSignal(source, options);
+  const { timeout, signal, release } = operationSignal(source, options);
   const http = boundedHttp({
     signal,
     maxBytes: options.maxTransferBytes,
@@ -208,6 +209,8 @@ async function withRemote<T>(
     return await run(http, headers, source.url);
   } catch (error) {
     throw operationError(source, options, timeout, error);
+  } finally {
+    release();
   }
 }
 
@@ -224,7 +227,7 @@ async function withSshRemote<T>(
   if (typeof endpoint === 'string')
     throw new StalledError(`the URL of Git source ${source.name} ${endpoint}`);
   const credentials = await sshCredentials(source, endpoint);
-  const { timeout, signal } = operationSignal(source, options);
+  const { timeout, signal, release } = operationSignal(source, options);
   let transport: SshTransport | undefined;
   try {
     // Loaded by the first SSH source: ssh2 and its WebAssembly cost an agent of HTTPS sources nothing.
@@ -249,5 +252,6 @@ async function withSshRemote<T>(
     throw operationError(source, options, timeout, error);
   } finally {
     transport?.close();
+    release();
   }
 }

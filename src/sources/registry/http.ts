@@ -6,6 +6,7 @@
 import type http from 'node:http';
 import { StalledError, TransientError } from '../../errors.ts';
 import { type Answer, exchange, isCertificateError, isTimeout } from '../../http/fetch.ts';
+import { linkSignals } from '../../signals.ts';
 
 export type Method = 'GET' | 'HEAD';
 
@@ -111,14 +112,32 @@ export class HttpTransport {
     const deadlineMs = requestDeadlineMs(timeoutMs, maxBytes);
     const deadline = AbortSignal.timeout(deadlineMs);
     const stop = this.#options.signal;
-    const failed = (error: Error): Error =>
-      stop?.aborted && !deadline.aborted
-        ? new TransientError(`${method} ${safeUrl(url)}: given up: the agent is stopping`)
-        : deadline.aborted && error === deadline.reason
-          ? new TransientError(
-              `${method} ${safeUrl(url)}: not answered whole within ${deadlineMs} ms (the answer came slower than ${MIN_BYTES_PER_SECOND / 1024} KiB/s)`,
-            )
-          : networkError(method, url, error, timeoutMs);
+    // Held until the answer is read whole (or refused): the stop may come while its body arrives.
+    const { signal, release } = linkSignals(deadline, stop);
+    try {
+      return await this.#exchange(method, url, headers, maxBytes, signal, (error) =>
+        stop?.aborted && !deadline.aborted
+          ? new TransientError(`${method} ${safeUrl(url)}: given up: the agent is stopping`)
+          : deadline.aborted && error === deadline.reason
+            ? new TransientError(
+                `${method} ${safeUrl(url)}: not answered whole within ${deadlineMs} ms (the answer came slower than ${MIN_BYTES_PER_SECOND / 1024} KiB/s)`,
+              )
+            : networkError(method, url, error, timeoutMs),
+      );
+    } finally {
+      release();
+    }
+  }
+
+  async #exchange(
+    method: Method,
+    url: URL,
+    headers: Record<string, string>,
+    maxBytes: number,
+    signal: AbortSignal,
+    failed: (error: Error) => Error,
+  ): Promise<HttpResponse> {
+    const timeoutMs = this.#options.timeoutMs;
     let answer: Answer;
     try {
       // What comes is taken as sent: a blob or a chart package is checked by the digest of its bytes.
@@ -128,7 +147,7 @@ export class HttpTransport {
         headers: { 'User-Agent': 'mooring', 'Accept-Encoding': 'identity', ...headers },
         idleTimeoutMs: timeoutMs,
         ca: this.#options.ca,
-        signal: stop ? AbortSignal.any([deadline, stop]) : deadline,
+        signal,
       });
     } catch (error) {
       throw failed(error as Error);
