@@ -28,6 +28,12 @@ import { concerns } from './agent-sources.ts';
 import { type ForgeAccess, forgeAccess } from './forge-access.ts';
 import { previewDeployment } from './preview.ts';
 
+/**
+ * How long the agent's stop waits for the preview under way to end its statuses: they are posted at once, and a
+ * forge that has not answered by then is not waited for (the next agent ends them when it previews the head again).
+ */
+export const PREVIEW_STOP_MS = 5_000;
+
 export interface PreviewRunnerDeps {
   config: () => MooringConfig;
   ledger: Ledger;
@@ -71,16 +77,33 @@ export class PreviewRunner {
   #stopped = false;
   /** Aborted at the stop: a preview under way gives up its fetches and its render (helm, kustomize) at once. */
   readonly #stopping = new AbortController();
+  /** Aborted PREVIEW_STOP_MS after the stop: the forge requests still under way (the statuses' ends) are given up. */
+  readonly #abandoned = new AbortController();
 
   constructor(deps: PreviewRunnerDeps) {
     this.#deps = deps;
   }
 
-  /** Takes no more previews and gives up the one under way; resolves once it has ended (its statuses posted). */
-  async stop(): Promise<void> {
+  /**
+   * Takes no more previews and gives up the one under way; resolves once it has ended (its statuses posted), or
+   * after `boundMs` at most: a forge that does not answer then has its requests given up, and the statuses left
+   * pending are ended by the next agent, which previews the head again (nothing recorded it).
+   */
+  async stop(boundMs = PREVIEW_STOP_MS): Promise<void> {
     this.#stopped = true;
     this.#stopping.abort();
-    await this.#chain;
+    const late = setTimeout(() => {
+      this.#deps.log.warn(
+        { waitedMs: boundMs },
+        'the preview statuses did not end in time: stopping without them',
+      );
+      this.#abandoned.abort();
+    }, boundMs);
+    try {
+      await this.#chain;
+    } finally {
+      clearTimeout(late);
+    }
   }
 
   /** Whether previews are on for this Git source. */
@@ -178,7 +201,8 @@ export class PreviewRunner {
 
   /** The forge's comment and status APIs and token: the preview's own, or the source's first deployment's. */
   async #forge(git: GitSource): Promise<Forge | undefined> {
-    const access = await forgeAccess(this.#deps.config(), git, git.preview, this.#deps.http);
+    const http = { ...this.#deps.http, signal: this.#abandoned.signal };
+    const access = await forgeAccess(this.#deps.config(), git, git.preview, http);
     return access && { ...access, settings: git.preview };
   }
 
@@ -325,14 +349,19 @@ export class PreviewRunner {
       // new head pushed first), and a pending status left behind would claim a preview that no one renders.
       const stopping = this.#stopping.signal.aborted;
       const again = stopping || classify(error).action !== 'stop';
-      for (const spec of specs)
-        if (!ended.has(spec.name))
-          await post(
-            spec.name,
-            'failure',
-            // What it will do first: a status description is cut at 140 characters, and the error's names are long.
-            `preview not rendered${again ? ' (tried again)' : ''}: ${stopping ? 'the agent stopped before it ended' : errorMessage(error)}`,
-          );
+      // All at once: one after another, a slow forge would hold the agent's stop once per deployment.
+      await Promise.all(
+        specs
+          .filter((spec) => !ended.has(spec.name))
+          .map((spec) =>
+            post(
+              spec.name,
+              'failure',
+              // What it will do first: a status description is cut at 140 characters, and the error's names are long.
+              `preview not rendered${again ? ' (tried again)' : ''}: ${stopping ? 'the agent stopped before it ended' : errorMessage(error)}`,
+            ),
+          ),
+      );
       throw error;
     }
     if (specs.length > 0 || this.#commented.has(key)) {

@@ -175,4 +175,47 @@ describe('a sync stopped while helm renders', () => {
     );
     expect(forge.problems()).toEqual([]);
   });
+
+  it('holds the stop a few seconds at most for the preview statuses of a forge that does not answer', async () => {
+    const forge = await startForgeReceiver('github');
+    cleanup(() => forge.close());
+    const { repo, agentNs } = await faultSetting('stop-preview-hung', cleanup);
+    process.env.MOORING_HELM = testbed().tools.helm;
+    const quick = { ...SLOW_CHART, 'charts/slow/values.yaml': 'spin: 0\n' };
+    const names = ['slow-a', 'slow-b', 'slow-c', 'slow-d'];
+    const {
+      agent,
+      first,
+      repo: made,
+    } = await startGitAgent({
+      repo,
+      files: quick,
+      source: { preview: { enabled: true } },
+      cluster: { name: 'stop-preview-hung', namespace: agentNs },
+      deployments: names.map((name) => ({ name, namespace: ns(), helm: { chart: 'charts/slow' } })),
+      statuses: forge,
+      start: { process: true },
+    });
+    await eventually(
+      'main deployed',
+      async () =>
+        forge.statuses().filter((s) => s.commit === first && s.state === 'success').length === names.length
+          ? true
+          : undefined,
+      120_000,
+    );
+    const head = await commitFiles(made.path, SLOW_CHART, { branch: 'pr-4', from: first });
+    forge.setPullRequest(4, { headSha: head, author: 'dave' });
+    await setRef(made.path, 'refs/pull/4/head', head);
+    // Every deployment's pending status is posted before the first render starts.
+    const helm = await eventually('helm renders the preview', () => helmOf(agent), 60_000);
+    expect(forge.statuses().filter((s) => s.commit === head && s.state === 'pending')).toHaveLength(
+      names.length,
+    );
+    // The forge stops answering: each of the four ending statuses would wait out the forge's timeout (15 s) in turn.
+    forge.fail('hang');
+    await stopsWithin(agent, 12_000, 90_000);
+    expect(alive(helm)).toBe(false);
+    expect(agent.logged('the preview statuses did not end in time: stopping without them')).toHaveLength(1);
+  });
 });

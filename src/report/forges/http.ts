@@ -74,6 +74,7 @@ export async function requestJson(request: JsonRequest, options: HttpOptions = {
     what: where,
     subject: request.subject,
     fetch: options.fetch,
+    signal: options.signal,
   });
   if (response.ok) {
     if (!request.expectBody)

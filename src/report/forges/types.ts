@@ -43,6 +43,8 @@ export interface HttpOptions {
   timeoutMs?: number | undefined;
   /** Clock for X-RateLimit-Reset, which is an absolute time. */
   now?: (() => number) | undefined;
+  /** Gives every request up at its abort (the caller no longer waits: a preview's statuses at the agent's stop). */
+  signal?: AbortSignal | undefined;
 }
 
 export interface PullRequestTarget {

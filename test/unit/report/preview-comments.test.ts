@@ -334,6 +334,26 @@ describe('what a comment may be', () => {
     expect(error.message).toContain('no answer in 200 ms');
   });
 
+  it("gives a request up at the abort of the caller's signal, well before its timeout", async () => {
+    receiver = await startForgeReceiver('github', { user: ME });
+    receiver.setPullRequest(7);
+    receiver.fail('hang');
+    const abandoned = new AbortController();
+    const provider = commentProviderFor(
+      c.repoUrl,
+      { provider: 'github', apiUrl: receiver.url },
+      own(c.repoUrl),
+      { timeoutMs: 60_000, signal: abandoned.signal },
+    );
+    const started = Date.now();
+    setTimeout(() => abandoned.abort(), 100);
+
+    const error = await failure(provider.pullRequest({ repoUrl: c.repoUrl, number: 7 }, TOKEN));
+
+    expect(error).toBeDefined();
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
   it('treats a GitHub 403 with the rate limit spent as a wait', async () => {
     const { forge, provider } = await start(c);
     forge.setPullRequest(7);
