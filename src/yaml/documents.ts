@@ -5,7 +5,7 @@
 // errors and origins; the worker's answer crosses threads as it is (structured clone).
 import { type Document, isMap, isSeq, LineCounter, type Node } from 'yaml';
 import { YamlLimitError } from './errors.ts';
-import { fastDocument } from './fast-read.ts';
+import { fastDocument, UNREAD } from './fast-read.ts';
 import { composeCounted, composeYaml, limitsOf, toValue, type YamlOptions } from './parse.ts';
 
 /** A place in the text, 1-based. */
@@ -57,13 +57,6 @@ export function readComposed(text: string, options: ReadOptions): Generator<Read
   const lines = new LineCounter();
   return documentsOf(withFirst(composeYaml(text, { ...options, lineCounter: lines })), lines, text, options);
 }
-
-/**
- * What stops the direct reader from taking a text at all: carriage returns, control characters and a byte order mark,
- * directives, document end markers, and a `---` with more on its line.
- */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: these characters are what it finds
-const UNREAD = /[\r\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufeff]|^(?:%|\.\.\.|---[^\n])/m;
 
 /**
  * readDocuments by the direct reader (fast-read.ts), document by document, each one it declines composed by the yaml

@@ -36,6 +36,13 @@ import {
 } from './fast-scalars.ts';
 import { plainScalar } from './schema.ts';
 
+/**
+ * What stops the direct reader from taking a text at all: carriage returns, control characters and a byte order mark,
+ * directives, document end markers, and a `---` with more on its line.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: these characters are what it finds
+export const UNREAD = /[\r\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufeff]|^(?:%|\.\.\.|---[^\n])/m;
+
 /** One document the reader took: its value, where its contents start (1-based), and its count.ts node count. */
 export interface FastDocument {
   value: unknown;

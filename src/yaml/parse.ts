@@ -13,6 +13,7 @@ import {
   type SchemaOptions,
 } from 'yaml';
 import { checkYaml, type YamlCounts } from './count.ts';
+import { fastDocument, UNREAD } from './fast-read.ts';
 import { type YamlLimits, yamlLimits } from './limits.ts';
 import { schemaOptions, WRITE_COMPAT, type YamlRules } from './schema.ts';
 import { checkUniqueKeys } from './unique-keys.ts';
@@ -55,9 +56,30 @@ export function limitsOf(options: YamlOptions): YamlLimits {
  * package's error for invalid YAML.
  */
 export function parseYaml(text: string, options: YamlOptions): unknown {
+  const direct = directValue(text, options);
+  if (direct) return direct.value;
   const doc = parseYamlDocument(text, options);
   if (doc.errors.length > 0) throw doc.errors[0];
   return toValue(doc, options);
+}
+
+/**
+ * parseYaml by the direct reader (fast-read.ts), when it takes the whole text as one document under Kubernetes' rules
+ * with repeated keys refused: the same value, held to the same limits (a text past one, or one it declines, is left
+ * to the yaml package, which refuses it as before). No syntax tree is made, and a command that reads only such small
+ * texts (a Chart.yaml, a kustomization, an origin annotation per object) never runs the yaml package's composer.
+ */
+function directValue(text: string, options: YamlOptions): { value: unknown } | undefined {
+  if ((options.rules ?? 'kubernetes') !== 'kubernetes' || options.uniqueKeys === false || options.lineCounter)
+    return undefined;
+  if (UNREAD.test(text) || text.startsWith('---') || text.includes('\n---')) return undefined;
+  const limits = limitsOf(options);
+  const doc = fastDocument(text, 0, text.length, 1, limits.maxDepth);
+  if (doc === undefined) return undefined;
+  if (doc === null) return { value: null };
+  const maxFileNodes = Math.max(limits.maxFileNodes ?? Number.POSITIVE_INFINITY, limits.maxNodes);
+  if (doc.nodes > limits.maxNodes || doc.nodes > maxFileNodes) return undefined;
+  return { value: doc.value };
 }
 
 /** The first document of `text`, composed (errors in `doc.errors`, as yaml's `parseDocument`). */

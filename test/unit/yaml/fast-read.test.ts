@@ -10,6 +10,7 @@ import { checkYaml } from '../../../src/yaml/count.ts';
 import { type ReadOptions, readComposed, readDocuments } from '../../../src/yaml/documents.ts';
 import { fastDocument } from '../../../src/yaml/fast-read.ts';
 import { DEFAULT_YAML_LIMITS } from '../../../src/yaml/limits.ts';
+import { parseYaml, parseYamlDocument, toValue, type YamlOptions } from '../../../src/yaml/parse.ts';
 import { stringifyYaml } from '../../../src/yaml/write.ts';
 
 const OPTIONS: ReadOptions = { file: 'f.yaml', maxDocuments: 1000 };
@@ -380,5 +381,79 @@ describe('the direct YAML reader', () => {
       expect(taken(text), text).toBe(false);
       expectSame(text);
     }
+  });
+
+  it('gives parseYaml the value, error and limit refusal the yaml package gives, for one-document texts', () => {
+    const composed = (text: string, options: YamlOptions) => {
+      const doc = parseYamlDocument(text, options);
+      if (doc.errors.length > 0) throw doc.errors[0];
+      return toValue(doc, options);
+    };
+    const result = (read: () => unknown) => {
+      try {
+        return { value: read() };
+      } catch (error) {
+        return {
+          thrown: error instanceof Error ? { name: error.name, message: error.message } : String(error),
+        };
+      }
+    };
+    const same = (text: string, options: YamlOptions = { file: 'Chart.yaml' }) => {
+      const direct = result(() => parseYaml(text, options));
+      const tree = result(() => composed(text, options));
+      if (!isDeepStrictEqual(direct, tree)) expect(direct, JSON.stringify(text)).toStrictEqual(tree);
+    };
+    const corpus = fixtureTexts().filter((text) => text.length < 20_000);
+    const next = random(11);
+    const pieces = [
+      ' ',
+      ':',
+      ': ',
+      '- ',
+      '#',
+      '"',
+      "'",
+      '|',
+      '>',
+      '\n',
+      '\n  ',
+      '\t',
+      '[',
+      ']',
+      '{',
+      '}',
+      ',',
+      '&a ',
+    ];
+    pieces.push('*a', '? ', '0755', 'yes', '~', '__proto__: 1\n', 'name: x\n', '0x1f', '1:20');
+    let direct = 0;
+    for (let i = 0; i < 2000; i++) {
+      let text = (corpus[Math.floor(next() * corpus.length)] as string).split('\n---')[0] as string;
+      for (let j = 0, n = Math.floor(next() * 3); j < n; j++) {
+        const at = Math.floor(next() * text.length);
+        text = text.slice(0, at) + pieces[Math.floor(next() * pieces.length)] + text.slice(at);
+      }
+      if (taken(text) && !text.startsWith('---')) direct++;
+      same(text);
+    }
+    // Most are taken directly: the comparison is of the direct reader, not of the yaml package with itself.
+    expect(direct).toBeGreaterThan(500);
+    for (const text of [
+      '',
+      '# c\n',
+      'name: web\nversion: 1.0.0\n',
+      'a: 1\na: 2\n',
+      'a: &x 1\nb: *x\n',
+      '[1, 2]\n',
+    ])
+      same(text);
+    // Past a limit: the same refusal, whichever reader saw the text first.
+    const deep = `${'a:\n'.repeat(1)}${Array.from({ length: 40 }, (_, d) => `${'  '.repeat(d + 1)}k${d}:`).join('\n')} 1\n`;
+    same(deep, { file: 'deep.yaml', limits: { ...DEFAULT_YAML_LIMITS, maxDepth: 10 } });
+    const wide = Array.from({ length: 300 }, (_, k) => `k${k}: ${k}`).join('\n');
+    same(wide, { file: 'wide.yaml', limits: { ...DEFAULT_YAML_LIMITS, maxNodes: 100 } });
+    expect(
+      result(() => parseYaml(wide, { file: 'wide.yaml', limits: { ...DEFAULT_YAML_LIMITS, maxNodes: 100 } })),
+    ).toMatchObject({ thrown: { message: expect.stringContaining('wide.yaml') } });
   });
 });
