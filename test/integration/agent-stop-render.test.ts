@@ -134,10 +134,14 @@ describe('a sync stopped while helm renders', () => {
     await stopsWithin(agent, 10_000, 45_000);
   });
 
-  it('gives a preview under way up at SIGTERM: the agent exits within 10 s, no helm is left, its status ends', async () => {
+  /**
+   * An agent (its own process) of the quick chart as `names`' deployments, previews on, statuses to a forge; once
+   * main is deployed, pull request `number` makes the chart spin, and helm renders its preview.
+   */
+  async function previewing(name: string, names: string[], number: number) {
     const forge = await startForgeReceiver('github');
     cleanup(() => forge.close());
-    const { repo, agentNs } = await faultSetting('stop-preview', cleanup);
+    const { repo, agentNs } = await faultSetting(name, cleanup);
     process.env.MOORING_HELM = testbed().tools.helm;
     const quick = { ...SLOW_CHART, 'charts/slow/values.yaml': 'spin: 0\n' };
     const {
@@ -148,21 +152,32 @@ describe('a sync stopped while helm renders', () => {
       repo,
       files: quick,
       source: { preview: { enabled: true } },
-      cluster: { name: 'stop-preview', namespace: agentNs },
-      deployments: [{ name: 'slow', namespace: ns(), helm: { chart: 'charts/slow' } }],
+      cluster: { name, namespace: agentNs },
+      deployments: names.map((deployment) => ({
+        name: deployment,
+        namespace: ns(),
+        helm: { chart: 'charts/slow' },
+      })),
       statuses: forge,
       start: { process: true },
     });
     await eventually(
       'main deployed',
-      async () => forge.statuses().find((s) => s.commit === first && s.state === 'success'),
-      90_000,
+      async () =>
+        forge.statuses().filter((s) => s.commit === first && s.state === 'success').length === names.length
+          ? true
+          : undefined,
+      120_000,
     );
-    // A pull request whose chart spins for minutes.
-    const head = await commitFiles(made.path, SLOW_CHART, { branch: 'pr-3', from: first });
-    forge.setPullRequest(3, { headSha: head, author: 'carol' });
-    await setRef(made.path, 'refs/pull/3/head', head);
+    const head = await commitFiles(made.path, SLOW_CHART, { branch: `pr-${number}`, from: first });
+    forge.setPullRequest(number, { headSha: head, author: 'carol' });
+    await setRef(made.path, `refs/pull/${number}/head`, head);
     const helm = await eventually('helm renders the preview', () => helmOf(agent), 60_000);
+    return { forge, agent, head, helm };
+  }
+
+  it('gives a preview under way up at SIGTERM: the agent exits within 10 s, no helm is left, its status ends', async () => {
+    const { forge, agent, head, helm } = await previewing('stop-preview', ['slow'], 3);
     await new Promise((r) => setTimeout(r, 1000));
     await stopsWithin(agent, 10_000, 45_000);
     expect(alive(helm)).toBe(false);
@@ -177,38 +192,9 @@ describe('a sync stopped while helm renders', () => {
   });
 
   it('holds the stop a few seconds at most for the preview statuses of a forge that does not answer', async () => {
-    const forge = await startForgeReceiver('github');
-    cleanup(() => forge.close());
-    const { repo, agentNs } = await faultSetting('stop-preview-hung', cleanup);
-    process.env.MOORING_HELM = testbed().tools.helm;
-    const quick = { ...SLOW_CHART, 'charts/slow/values.yaml': 'spin: 0\n' };
     const names = ['slow-a', 'slow-b', 'slow-c', 'slow-d'];
-    const {
-      agent,
-      first,
-      repo: made,
-    } = await startGitAgent({
-      repo,
-      files: quick,
-      source: { preview: { enabled: true } },
-      cluster: { name: 'stop-preview-hung', namespace: agentNs },
-      deployments: names.map((name) => ({ name, namespace: ns(), helm: { chart: 'charts/slow' } })),
-      statuses: forge,
-      start: { process: true },
-    });
-    await eventually(
-      'main deployed',
-      async () =>
-        forge.statuses().filter((s) => s.commit === first && s.state === 'success').length === names.length
-          ? true
-          : undefined,
-      120_000,
-    );
-    const head = await commitFiles(made.path, SLOW_CHART, { branch: 'pr-4', from: first });
-    forge.setPullRequest(4, { headSha: head, author: 'dave' });
-    await setRef(made.path, 'refs/pull/4/head', head);
+    const { forge, agent, head, helm } = await previewing('stop-preview-hung', names, 4);
     // Every deployment's pending status is posted before the first render starts.
-    const helm = await eventually('helm renders the preview', () => helmOf(agent), 60_000);
     expect(forge.statuses().filter((s) => s.commit === head && s.state === 'pending')).toHaveLength(
       names.length,
     );
