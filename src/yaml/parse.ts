@@ -1,5 +1,7 @@
 // The one way YAML is parsed in mooring: every text is counted against the limits first (count.ts), then
-// composed by the yaml package, and its values made with the alias limit. Large texts can be parsed off the event loop (worker.ts). How values are read is decided here too, for every caller at once: with the YAML 1.1
+// composed by the yaml package, and its values made with the alias limit; a one-document text the direct reader
+// takes (fast-read.ts: Kubernetes' rules, within the node and depth limits it counts as count.ts does) is read by it
+// instead, with the same value. Large texts can be parsed off the event loop (worker.ts). How values are read is decided here too, for every caller at once: with the YAML 1.1
 // rules of the Go libraries Kubernetes reads YAML with (schema.ts), so that `0400` is the 256 kubectl sends.
 import {
   Composer,
@@ -77,8 +79,8 @@ function directValue(text: string, options: YamlOptions): { value: unknown } | u
   const doc = fastDocument(text, 0, text.length, 1, limits.maxDepth);
   if (doc === undefined) return undefined;
   if (doc === null) return { value: null };
-  const maxFileNodes = Math.max(limits.maxFileNodes ?? Number.POSITIVE_INFINITY, limits.maxNodes);
-  if (doc.nodes > limits.maxNodes || doc.nodes > maxFileNodes) return undefined;
+  // maxFileNodes is never below maxNodes: one document within maxNodes is within both.
+  if (doc.nodes > limits.maxNodes) return undefined;
   return { value: doc.value };
 }
 
