@@ -22,6 +22,7 @@ import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, ExitError } from '../../src/cli/exit-
 import { errorMessage, StalledError } from '../../src/errors.ts';
 import { KubeApi } from '../../src/kube/api.ts';
 import { loadKubeConfig } from '../../src/kube/client.ts';
+import { STRATEGIC_MERGE_PATCH } from '../../src/kube/rollout/common.ts';
 import {
   PAUSED_PARTITION,
   PAUSED_UPDATE_STRATEGY,
@@ -44,6 +45,7 @@ import {
 
 const ns = useNamespace('rollout');
 const strategic = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 const image = (tag: string) => `registry.example/app:${tag}`;
 
 // The client under test is mooring's own; client-node's typed clients below set up and cross-check.
@@ -485,6 +487,115 @@ describe('undo a StatefulSet and a DaemonSet through ControllerRevisions', () =>
       const images = await podImages('agent');
       return images.length === 1 && images[0]?.endsWith(image('v1')) ? true : undefined;
     });
+  });
+});
+
+/**
+ * Runs `operation` while the workload's status is written without a pause, as its controller does many times a
+ * second while a large workload rolls: every write changes the resourceVersion, never the generation.
+ */
+async function whileStatusChurns<T>(
+  kind: string,
+  name: string,
+  operation: () => Promise<T>,
+): Promise<[T, number]> {
+  const plural = `${kind.toLowerCase()}s`;
+  const path = `/apis/apps/v1/namespaces/${ns()}/${plural}/${name}/status`;
+  let done = false;
+  let writes = 0;
+  const churn = (async () => {
+    while (!done) {
+      const body = { status: { conditions: [{ type: 'Churn', status: 'True', message: String(writes) }] } };
+      await kubeApi().request('PATCH', path, { body, contentType: STRATEGIC_MERGE_PATCH });
+      writes++;
+    }
+  })();
+  try {
+    const result = await operation();
+    return [result, writes];
+  } finally {
+    done = true;
+    await churn;
+  }
+}
+
+describe('undo and resume while the controller writes the status', () => {
+  it('roll back a StatefulSet, a Deployment and resume a DaemonSet, none refused as a conflict', async () => {
+    await createStatefulSet('busy-db', 'v1', 1);
+    await createDeployment('busy-web', 'v1', 1);
+    await createDaemonSet('busy-agent', 'v1');
+    await rolledOut('statefulset/busy-db');
+    await rolledOut('deployment/busy-web');
+    await setImage('StatefulSet', 'busy-db', 'v2');
+    await setImage('Deployment', 'busy-web', 'v2');
+    await rolledOut('statefulset/busy-db');
+    await rolledOut('deployment/busy-web');
+
+    const [db, dbWrites] = await whileStatusChurns('StatefulSet', 'busy-db', () =>
+      undo(kubeApi(), ref('StatefulSet', 'busy-db')),
+    );
+    expect(db).toEqual({ revision: 1, changed: true });
+    expect(dbWrites).toBeGreaterThan(0);
+    const [web, webWrites] = await whileStatusChurns('Deployment', 'busy-web', () =>
+      undo(kubeApi(), ref('Deployment', 'busy-web')),
+    );
+    expect(web).toEqual({ revision: 1, changed: true });
+    expect(webWrites).toBeGreaterThan(0);
+    const sts = await apps().readNamespacedStatefulSet({ name: 'busy-db', namespace: ns() });
+    expect(sts.spec?.template.spec?.containers[0]?.image).toBe(image('v1'));
+    const d = await apps().readNamespacedDeployment({ name: 'busy-web', namespace: ns() });
+    expect(d.spec?.template.spec?.containers[0]?.image).toBe(image('v1'));
+    await rolledOut('statefulset/busy-db');
+    await rolledOut('deployment/busy-web');
+    // Already at the revision: the generation stays, so the answer is "skipped", churn or not.
+    const [again] = await whileStatusChurns('StatefulSet', 'busy-db', () =>
+      undo(kubeApi(), ref('StatefulSet', 'busy-db'), 3),
+    );
+    expect(again).toEqual({ revision: 3, changed: false });
+
+    const agent = ref('DaemonSet', 'busy-agent');
+    await pause(kubeApi(), agent);
+    const [resumed] = await whileStatusChurns('DaemonSet', 'busy-agent', () => resume(kubeApi(), agent));
+    expect(resumed).toMatchObject({ mechanism: 'on-delete', updateStrategy: { type: 'RollingUpdate' } });
+    const ds = await apps().readNamespacedDaemonSet({ name: 'busy-agent', namespace: ns() });
+    expect(ds.spec?.updateStrategy?.type).toBe('RollingUpdate');
+    expect(ds.metadata?.annotations?.[PAUSED_UPDATE_STRATEGY]).toBeUndefined();
+  });
+
+  it('keeps an annotation written to the Deployment between the read and the patch: the undo starts again', async () => {
+    await createDeployment('raced', 'v1', 1);
+    await rolledOut('deployment/raced');
+    await setImage('Deployment', 'raced', 'v2');
+    await rolledOut('deployment/raced');
+    // kubectl apply writes its last-applied annotation between the read and the patch: undo keeps the Deployment's
+    // own (as kubectl's undo does), so it must keep the one written since, not the one it read.
+    const api = kubeApi();
+    let raced = false;
+    const racing = new Proxy(api, {
+      get(target, key) {
+        const value = Reflect.get(target, key);
+        if (key !== 'request') return typeof value === 'function' ? value.bind(target) : value;
+        return async (method: string, path: string, options?: unknown) => {
+          if (method === 'PATCH' && !raced) {
+            raced = true;
+            await apps().patchNamespacedDeployment(
+              {
+                name: 'raced',
+                namespace: ns(),
+                body: { metadata: { annotations: { [LAST_APPLIED]: '{"written":"since"}' } } },
+              },
+              strategic,
+            );
+          }
+          return (value as (...args: unknown[]) => Promise<unknown>).call(target, method, path, options);
+        };
+      },
+    });
+    expect(await undo(racing, ref('Deployment', 'raced'))).toEqual({ revision: 1, changed: true });
+    expect(raced).toBe(true);
+    const d = await apps().readNamespacedDeployment({ name: 'raced', namespace: ns() });
+    expect(d.spec?.template.spec?.containers[0]?.image).toBe(image('v1'));
+    expect(d.metadata?.annotations?.[LAST_APPLIED]).toBe('{"written":"since"}');
   });
 });
 

@@ -7,7 +7,7 @@
 import { fullJitter } from '../../backoff.ts';
 import { errorMessage, StalledError, type Subject } from '../../errors.ts';
 import type { KubeApi } from '../api.ts';
-import { describeKubeError, statusCode } from '../errors.ts';
+import { bodyOf, describeKubeError, serverMessage, statusCode } from '../errors.ts';
 import { type Operation, requireOperation } from '../operations.ts';
 import { workloadPath } from './paths.ts';
 import type { ObjectMeta } from './types.ts';
@@ -36,6 +36,42 @@ export function describeRef(ref: WorkloadRef): string {
 
 export function precondition(meta: ObjectMeta | undefined): { resourceVersion?: string } {
   return meta?.resourceVersion ? { resourceVersion: meta.resourceVersion } : {};
+}
+
+export type JsonPatchOperation =
+  | { op: 'test' | 'add' | 'replace'; path: string; value: unknown }
+  | { op: 'remove'; path: string };
+
+/**
+ * The precondition of a JSON patch that rewrites what it read of the spec: a test of the generation, which every
+ * change to the spec raises (and, for a Deployment, every change to its annotations) and no status write does.
+ * A resourceVersion precondition also fails on each status write, and a controller writes the status of a
+ * rolling workload many times a second; the API server applies a patch without a resourceVersion to the newest
+ * object, so the test holds against the state the patch lands on.
+ */
+export function unchangedSince(meta: ObjectMeta | undefined): JsonPatchOperation[] {
+  if (meta?.generation === undefined) {
+    return [{ op: 'replace', path: '/metadata/resourceVersion', value: meta?.resourceVersion }];
+  }
+  return [{ op: 'test', path: '/metadata/generation', value: meta.generation }];
+}
+
+/**
+ * The API server's answer when a JSON patch does not apply (a failed test among others): a bare 422 that says
+ * nothing more (apimachinery's NewGenericServerResponse), unlike a refused object, whose 422 names it and the
+ * fields at fault. The patches here only fail that way when a test of unchangedSince fails or what was read to
+ * build them has gone since, so the operation starts again from a new read.
+ */
+const PATCH_NOT_APPLIED = 'the server rejected our request due to an error in our request';
+
+/** Whether a patch lost a race: its resourceVersion was stale (409), or it did not apply to the newest object. */
+export function isConflict(error: unknown): boolean {
+  const code = statusCode(error);
+  if (code === 409) return true;
+  if (code !== 422 || serverMessage(error) !== PATCH_NOT_APPLIED) return false;
+  const details = (bodyOf(error) as { details?: { name?: unknown; causes?: unknown[] } } | undefined)
+    ?.details;
+  return !details?.name && !details?.causes?.length;
 }
 
 function subject(ref: WorkloadRef): Subject {
@@ -85,13 +121,13 @@ export function patchWorkload<T>(
   );
 }
 
-/** Re-reads and retries a read-modify-write operation whose resourceVersion precondition failed. */
+/** Re-reads and retries a read-modify-write operation whose precondition failed (isConflict). */
 export async function retryOnConflict<T>(attempt: () => Promise<T>): Promise<T> {
   for (let tries = 1; ; tries++) {
     try {
       return await attempt();
     } catch (error) {
-      const conflict = error instanceof Error && statusCode(error.cause) === 409;
+      const conflict = error instanceof Error && isConflict(error.cause);
       if (!conflict || tries >= CONFLICT_ATTEMPTS) throw error;
       // The controller writes the object's status as it rolls: give it a moment, jittered, before reading again.
       await new Promise((r) => setTimeout(r, fullJitter(tries, { baseMs: 50, maxMs: 400 })));

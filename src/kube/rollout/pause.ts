@@ -21,6 +21,7 @@ import {
   readWorkload,
   retryOnConflict,
   stalled,
+  unchangedSince,
   type WorkloadRef,
 } from './common.ts';
 import type { Workload } from './types.ts';
@@ -160,9 +161,9 @@ async function resumeDaemonSet(api: KubeApi, ref: WorkloadRef): Promise<ResumeRe
   if (saved === undefined) throw stalled(ref, 'not paused');
   const updateStrategy = parseAnnotation(ref, PAUSED_UPDATE_STRATEGY, saved, savedStrategy);
   // A JSON patch replaces the whole strategy, so the restored one is exactly the saved one, with no field
-  // left over from OnDelete; the resourceVersion makes it conditional on what was read.
+  // left over from OnDelete; unchangedSince makes it conditional on what was read.
   const body = [
-    { op: 'replace', path: '/metadata/resourceVersion', value: live.metadata?.resourceVersion },
+    ...unchangedSince(live.metadata),
     { op: 'replace', path: '/spec/updateStrategy', value: updateStrategy },
     { op: 'remove', path: `/metadata/annotations/${pointerToken(PAUSED_UPDATE_STRATEGY)}` },
   ];

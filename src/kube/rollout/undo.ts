@@ -3,6 +3,7 @@
 // patch stored in the ControllerRevision of the chosen revision. A paused workload is refused: resume first.
 import { isDeepStrictEqual } from 'node:util';
 import { errorMessage } from '../../errors.ts';
+import { isObject } from '../../render/manifest.ts';
 import type { KubeApi } from '../api.ts';
 import { listAll } from '../list-pages.ts';
 import {
@@ -12,11 +13,10 @@ import {
   PAUSED_PARTITION,
   PAUSED_UPDATE_STRATEGY,
   patchWorkload,
-  precondition,
   readWorkload,
   retryOnConflict,
-  STRATEGIC_MERGE_PATCH,
   stalled,
+  unchangedSince,
   type WorkloadRef,
 } from './common.ts';
 import { appsCollectionPath, selectorString } from './paths.ts';
@@ -92,7 +92,9 @@ async function undoDeployment(api: KubeApi, ref: WorkloadRef, toRevision?: numbe
     if (!ANNOTATIONS_TO_SKIP.includes(key)) annotations[key] = value;
   }
   const body = [
-    { op: 'replace', path: '/metadata/resourceVersion', value: live.metadata?.resourceVersion },
+    // The annotations are rewritten from what was read: the API server raises a Deployment's generation when
+    // its annotations change too (they are copied to its ReplicaSets), so a change to them since is a conflict.
+    ...unchangedSince(live.metadata),
     { op: 'replace', path: '/spec/template', value: withoutHash(template) },
     // `add` rather than kubectl's `replace`: it also works on a Deployment without annotations.
     { op: 'add', path: '/metadata/annotations', value: annotations },
@@ -118,18 +120,26 @@ async function undoFromControllerRevisions(
     if (controlledBy(cr.metadata, live.metadata?.uid)) history.set(cr.revision, cr.data);
   }
   const revision = pickRevision(ref, [...history.keys()], toRevision);
-  const data = history.get(revision);
-  if (!data || typeof data !== 'object' || Array.isArray(data)) {
-    throw stalled(ref, `ControllerRevision of revision ${revision} holds no patch`);
-  }
-  // The revision's data is a strategic-merge patch that replaces spec.template (kubectl applies it as is);
-  // the resourceVersion makes it conditional, so an unchanged generation means the template already matched.
-  const body = { ...(data as Record<string, unknown>), metadata: precondition(live.metadata) };
+  const template = podTemplateOf(history.get(revision));
+  if (!template) throw stalled(ref, `ControllerRevision of revision ${revision} holds no pod template patch`);
+  // The revision's data is the controller's strategic-merge patch {"spec":{"template":{"$patch":"replace",…}}},
+  // which kubectl applies as is. It is applied here as the JSON patch that does the same (replace the template),
+  // so that it can be conditional on the generation read: an unchanged generation after the patch means the
+  // template already matched.
   const patched = await patchWorkload<Workload>(api, ref, `cannot restore revision ${revision}`, {
-    type: STRATEGIC_MERGE_PATCH,
-    body,
+    type: JSON_PATCH,
+    body: [...unchangedSince(live.metadata), { op: 'replace', path: '/spec/template', value: template }],
   });
   return { revision, changed: patched.metadata?.generation !== live.metadata?.generation };
+}
+
+/** The pod template a ControllerRevision's data replaces the live one with, without the patch directive. */
+function podTemplateOf(data: unknown): Record<string, unknown> | undefined {
+  const template = (data as { spec?: { template?: unknown } } | null | undefined)?.spec?.template;
+  if (!isObject(data) || !isObject(template)) return undefined;
+  const { $patch, ...rest } = template;
+  if ($patch !== undefined && $patch !== 'replace') return undefined;
+  return rest;
 }
 
 /** kubectl's choice: the given revision, or the newest but one. */
