@@ -8,7 +8,8 @@
 //
 // Declined: anchors, aliases, tags, directives, explicit keys (`?`), merge keys, multi-line flow collections, `|+`
 // and indentation indicators, tabs outside block scalars, carriage returns, duplicate keys, `__proto__`, Lists (their
-// items are placed from the tree), deep nesting, and whatever the yaml package calls an error.
+// items are placed from the tree), deep nesting, keys and numbers Kubernetes refuses (keys.ts), and whatever the yaml
+// package calls an error.
 import {
   BACKSLASH,
   BlockText,
@@ -34,6 +35,7 @@ import {
   TAB,
   unescapeDouble,
 } from './fast-scalars.ts';
+import { goKeyText } from './go-scalars.ts';
 import { plainScalar } from './schema.ts';
 
 /**
@@ -62,6 +64,18 @@ const DECLINE = new Decline();
 const decline = (): never => {
   throw DECLINE;
 };
+
+/** A plain key's text as Kubernetes reads it (keys.ts); a key it refuses is the yaml package's, which says so. */
+function keyText(raw: string): string {
+  const resolved = plainScalar(raw);
+  return typeof resolved === 'string' ? resolved : (goKeyText(raw, resolved) ?? decline());
+}
+
+/** A plain value; a number JSON cannot hold is the yaml package's, which refuses it (keys.ts). */
+function plainValue(raw: string): unknown {
+  const value = plainScalar(raw);
+  return typeof value === 'number' && !Number.isFinite(value) ? decline() : value;
+}
 
 /**
  * The document in `text` from `start` (a line start) to `end` (a line start, or the text's end), whose first line is
@@ -271,8 +285,7 @@ class Reader {
       const raw = text.slice(at, e);
       if (!plainTaken(raw)) decline();
       if (raw === '<<') decline();
-      const resolved = plainScalar(raw);
-      key = resolved === null ? '' : String(resolved);
+      key = keyText(raw);
     }
     if (key === '__proto__') decline();
     return key;
@@ -363,7 +376,7 @@ class Reader {
     }
     // The reader stands on the last line read; move on to the next with contents.
     this.nextContent();
-    return folded === undefined ? plainScalar(first) : folded;
+    return folded === undefined ? plainValue(first) : folded;
   }
 
   /**
@@ -515,9 +528,7 @@ class Reader {
     while (t > at && text.charCodeAt(t - 1) === SPACE) t--;
     const raw = text.slice(at, t);
     if (!plainTaken(raw)) decline();
-    const value = plainScalar(raw);
-    if (!asKey) return [value, e];
-    return [value === null ? '' : String(value), e];
+    return [asKey ? keyText(raw) : plainValue(raw), e];
   }
 
   /**

@@ -26,6 +26,12 @@ const GO_DOT_FLOAT = /^\.[0-9](?:_?[0-9])*(?:[eE][-+]?[0-9](?:_?[0-9])*)?$/;
 
 /** The integer Go reads from `text`, or undefined when it is not one (then maybe a float, or a string). */
 export function goInt(text: string): number | undefined {
+  const value = goBigInt(text);
+  return value === undefined ? undefined : Number(value);
+}
+
+/** goInt, exactly: what strconv.ParseInt (or, past int64, ParseUint) makes of `text`. */
+function goBigInt(text: string): bigint | undefined {
   if (!/^[-+0-9]/.test(text)) return undefined;
   const match = GO_INT.exec(text.replaceAll('_', ''));
   if (!match) return undefined;
@@ -42,7 +48,64 @@ export function goInt(text: string): number | undefined {
   if (value < INT64_MIN) return undefined;
   // Past int64 only ParseUint takes it, and ParseUint takes no sign.
   if (value > INT64_MAX && (sign !== '' || value > UINT64_MAX)) return undefined;
-  return Number(value);
+  return value;
+}
+
+/**
+ * The JSON key sigs.k8s.io/yaml makes of a mapping key that is not a string: `value` as resolved from `source` (the
+ * key's text, for an integer's exact digits). An integer is written in decimal, a boolean as `true`/`false`, a float
+ * as Go's FormatFloat(f, 'g', -1, 32) (`1e6` is `1e+06`, `3.14159265` is `3.1415927`, `.inf` is `.inf`). Undefined
+ * for a key Go refuses ("unsupported map key"): null, and an integer past int64 (go-yaml makes it a uint64).
+ */
+export function goKeyText(source: string, value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'boolean') return value ? 'true' : 'false';
+  if (typeof value !== 'number') return undefined;
+  const exact = goBigInt(source);
+  if (exact !== undefined) return exact > INT64_MAX ? undefined : exact.toString();
+  return goFloat32Text(value);
+}
+
+/** strconv.FormatFloat(f, 'g', -1, 32), with go-yaml's spellings of the infinities and NaN. */
+export function goFloat32Text(n: number): string {
+  const f = Math.fround(n);
+  if (Number.isNaN(f)) return '.nan';
+  if (f === Number.POSITIVE_INFINITY) return '.inf';
+  if (f === Number.NEGATIVE_INFINITY) return '-.inf';
+  if (f === 0) return Object.is(f, -0) ? '-0' : '0';
+  const magnitude = Math.abs(f);
+  // The fewest digits that read back as the same float32: Go's shortest form. toExponential rounds a tie up, Go to
+  // the even digit: 1155257.25 is 1.1552572e+06 in Go.
+  let shortest = magnitude.toExponential(8);
+  for (let digits = 1; digits < 9; digits++) {
+    const candidate = magnitude.toExponential(digits - 1);
+    if (Math.fround(Number(candidate)) === magnitude) {
+      shortest = evenOnTie(magnitude, candidate, digits);
+      break;
+    }
+  }
+  const [mantissa = '', exponent = '0'] = shortest.split('e');
+  const d = mantissa.replace('.', '').replace(/0+$/, '') || '0';
+  const exp = Number(exponent);
+  const sign = f < 0 ? '-' : '';
+  // %e below 1e-4 and from 1e6 on (the shortest form decides with a precision of 6), %f between.
+  if (exp < -4 || exp >= 6) {
+    const tail = d.length > 1 ? `.${d.slice(1)}` : '';
+    return `${sign}${d[0]}${tail}e${exp < 0 ? '-' : '+'}${String(Math.abs(exp)).padStart(2, '0')}`;
+  }
+  const point = exp + 1;
+  if (point <= 0) return `${sign}0.${'0'.repeat(-point)}${d}`;
+  if (point >= d.length) return `${sign}${d}${'0'.repeat(point - d.length)}`;
+  return `${sign}${d.slice(0, point)}.${d.slice(point)}`;
+}
+
+/** `rounded` (`magnitude` to `digits` digits, a tie rounded up), or the digits below it when the tie's lower digit is even. */
+function evenOnTie(magnitude: number, rounded: string, digits: number): string {
+  const [exactMantissa = '', exponent = '0'] = magnitude.toExponential(100).split('e');
+  const exact = exactMantissa.replace('.', '');
+  if (!/^50*$/.test(exact.slice(digits)) || Number(exact[digits - 1]) % 2 !== 0) return rounded;
+  const lower = `${exact[0]}${digits > 1 ? `.${exact.slice(1, digits)}` : ''}e${exponent}`;
+  return Math.fround(Number(lower)) === magnitude ? lower : rounded;
 }
 
 /** Whether Go reads `text` as a float (an integer text is one too: the int rule is tried first). */

@@ -16,9 +16,9 @@ import {
 } from 'yaml';
 import { checkYaml, type YamlCounts } from './count.ts';
 import { fastDocument, UNREAD } from './fast-read.ts';
+import { checkKeys } from './keys.ts';
 import { type YamlLimits, yamlLimits } from './limits.ts';
 import { schemaOptions, WRITE_COMPAT, type YamlRules } from './schema.ts';
-import { checkUniqueKeys } from './unique-keys.ts';
 
 export interface YamlOptions {
   /** The file (or URL, or label) the text came from, named when it is refused. */
@@ -42,7 +42,7 @@ function packageOptions(options: YamlOptions): ParseOptions & DocumentOptions & 
     // A SOPS file's tree is written back as text (sops/decrypt.ts) that Kubernetes' rules read next: strings any
     // YAML 1.1 reader could take otherwise are quoted, as sops's own writer does.
     ...(rules === 'sops' ? { compat: WRITE_COMPAT } : {}),
-    // Repeated keys are found after composing, in linear time (unique-keys.ts): the package's check is quadratic.
+    // Repeated keys are found after composing, in linear time (keys.ts): the package's check is quadratic.
     uniqueKeys: false,
     prettyErrors: options.prettyErrors ?? true,
     ...(options.lineCounter ? { lineCounter: options.lineCounter } : {}),
@@ -93,18 +93,23 @@ export function parseYamlDocument(text: string, options: YamlOptions): Document.
   return doc;
 }
 
-/** The repeated keys of a composed document added to its errors, unless the caller allows them. */
+/**
+ * A composed document's keys checked (keys.ts): repeated keys added to its errors unless the caller allows them, and
+ * under Kubernetes' rules the keys and numbers Kubernetes refuses, the other keys given Go's text.
+ */
 function keysChecked(
   doc: Document.Parsed,
   text: string,
   options: YamlOptions,
   pretty = true,
 ): Document.Parsed {
-  if (options.uniqueKeys === false) return doc;
-  checkUniqueKeys(
-    doc,
-    pretty && (options.prettyErrors ?? true) ? { text, lineCounter: options.lineCounter } : undefined,
-  );
+  const rules = {
+    unique: options.uniqueKeys !== false,
+    kubernetes: (options.rules ?? 'kubernetes') === 'kubernetes',
+  };
+  const placing =
+    pretty && (options.prettyErrors ?? true) ? { text, lineCounter: options.lineCounter } : undefined;
+  checkKeys(doc, rules, placing);
   return doc;
 }
 

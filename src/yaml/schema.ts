@@ -68,7 +68,7 @@ const specialFloatTag: ScalarTag = {
   tag: FLOAT,
   test: SPECIAL_FLOAT,
   resolve: (text) =>
-    text.endsWith('an') || text.endsWith('AN')
+    text.toLowerCase() === '.nan'
       ? Number.NaN
       : text.startsWith('-')
         ? Number.NEGATIVE_INFINITY

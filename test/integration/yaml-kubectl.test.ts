@@ -7,7 +7,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SCALAR_CASES } from '../fixtures/yaml/scalar-cases.ts';
+import { NON_FINITE_CASES, SCALAR_CASES } from '../fixtures/yaml/scalar-cases.ts';
 import { deployTo, kubectl, manifestDir, mooring, useNamespace } from './helpers.ts';
 
 interface Obj {
@@ -106,6 +106,47 @@ describe('YAML 1.1 as kubectl reads it', () => {
       }
     }
   }, 180_000);
+
+  it('reads .inf and .nan as kubectl does: the keys it sends, and values it refuses, refused at their line', async () => {
+    const keys = NON_FINITE_CASES.map(
+      ([text], i) =>
+        `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: nonfinite-${i}\ndata:\n  ${text}: k\n`,
+    ).join('---\n');
+    const dir = await manifestDir({ 'keys.yaml': keys });
+    const sent = await kubectl(
+      'create',
+      '--dry-run=server',
+      '-o',
+      'json',
+      '-n',
+      ns(),
+      '-f',
+      join(dir, 'keys.yaml'),
+    );
+    expect(sent.code, sent.stderr).toBe(0);
+    const theirs = objectsOf(sent.stdout).map((o) => Object.keys(o.data ?? {}));
+    expect(theirs).toEqual(NON_FINITE_CASES.map(([, key]) => [key]));
+    const ours = await mooring('render', dir, '--offline', '-n', ns(), '-o', 'json');
+    expect(ours.code, ours.stderr).toBe(0);
+    expect(objectsOf(ours.stdout).map((o) => Object.keys(o.data ?? {}))).toEqual(theirs);
+
+    for (const [i, [text]] of NON_FINITE_CASES.entries()) {
+      const file = join(dir, `replicas-${i}.yaml`);
+      await writeFile(
+        file,
+        `apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: nonfinite-${i}\nspec:\n  replicas: ${text}\n` +
+          `  selector: {matchLabels: {app: x}}\n  template:\n    metadata: {labels: {app: x}}\n` +
+          `    spec: {containers: [{name: x, image: x}]}\n`,
+      );
+      const refused = await kubectl('create', '--dry-run=server', '-o', 'json', '-n', ns(), '-f', file);
+      expect(refused.code, `${text}: ${refused.stdout}`).not.toBe(0);
+      expect(refused.stderr).toMatch(/unsupported value/);
+      // mooring once sent replicas: null, which the API server defaults to 1.
+      const rendered = await mooring('render', file, '--offline', '-n', ns());
+      expect(rendered.code, `${text}: ${rendered.stdout}`).not.toBe(0);
+      expect(rendered.stderr).toContain(`${file}:6:13: ${text} is not a number Kubernetes can read`);
+    }
+  }, 120_000);
 
   const workload = `apiVersion: v1
 kind: Secret

@@ -10,13 +10,20 @@ import {
   parseYamlDocuments,
   stringifyYaml,
 } from '../../../src/yaml/index.ts';
-import { SCALAR_CASES } from '../../fixtures/yaml/scalar-cases.ts';
+import { NON_FINITE_CASES, SCALAR_CASES } from '../../fixtures/yaml/scalar-cases.ts';
 
 const read = (text: string, rules?: 'sops') => parseYamlAll(text, { file: 'case.yaml', rules })[0];
 
 describe('a plain scalar, read as kubectl reads it', () => {
   it.each(SCALAR_CASES)('%s', (text, expected) => {
     expect(read(`v: ${text}\n`)).toEqual({ v: expected });
+  });
+
+  it.each(NON_FINITE_CASES)('%s is refused as a value, naming its place, and is the key %s', (text, key) => {
+    expect(() => read(`a: 1\nv: ${text}\n`)).toThrow(
+      new RegExp(`^\\${text[0]}.* is not a number Kubernetes can read .* at line 2, column 4`),
+    );
+    expect(read(`${text}: v\n`)).toEqual({ [key]: 'v' });
   });
 
   it('reads a quoted scalar as the string it is', () => {
